@@ -1,0 +1,71 @@
+"""Exception classes of zarr_vectors.
+
+Every error raised on purpose by this package derives from :class:`ZarrVectorsError`
+and also from the builtin it resembles, so ``except ValueError`` in caller code keeps
+working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ZarrVectorsError",
+    "InvalidInputError",
+    "InvalidNameError",
+    "StoreExistsError",
+    "StoreNotFoundError",
+    "NotAZarrVectorsStoreError",
+    "UnsupportedVersionError",
+    "FormatError",
+    "FragmentIndexError",
+    "ManifestError",
+    "MetadataError",
+    "CorruptChunkError",
+]
+
+
+class ZarrVectorsError(Exception):
+    """Base class of every error raised by zarr_vectors."""
+
+
+class InvalidInputError(ZarrVectorsError, ValueError):
+    """User input (arrays, shapes, options) is not acceptable; nothing was written."""
+
+
+class InvalidNameError(InvalidInputError):
+    """An attribute, group or array name is not a safe Python identifier."""
+
+
+class StoreExistsError(ZarrVectorsError, FileExistsError):
+    """The destination already holds data and ``overwrite=True`` was not given."""
+
+
+class StoreNotFoundError(ZarrVectorsError, FileNotFoundError):
+    """The store, or a node that must exist in it, does not exist."""
+
+
+class NotAZarrVectorsStoreError(ZarrVectorsError, ValueError):
+    """The store exists but is not a (complete) Zarr Vectors store."""
+
+
+class UnsupportedVersionError(ZarrVectorsError, ValueError):
+    """The store declares a format version this library cannot read."""
+
+
+class FormatError(ZarrVectorsError, ValueError):
+    """Bytes or metadata in a store violate the format specification."""
+
+
+class FragmentIndexError(FormatError):
+    """A fragment-index (ZVFG) blob is malformed (spec section 6)."""
+
+
+class ManifestError(FormatError):
+    """An object manifest blob is malformed (spec section 7)."""
+
+
+class MetadataError(FormatError):
+    """Root, level or array metadata is missing or invalid (spec sections 3-4)."""
+
+
+class CorruptChunkError(FormatError):
+    """A chunk's stored bytes cannot be decoded or contradict its metadata."""
