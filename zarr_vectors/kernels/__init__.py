@@ -1,0 +1,23 @@
+"""Numba kernels: arrays in, arrays out, no I/O (chunk grid and bins spec §5, bbox spec §8)."""
+
+from __future__ import annotations
+
+from zarr_vectors.kernels.binning import (
+    assign_chunks_and_bins,
+    bin_coords,
+    bounds_and_nonfinite,
+    chunk_coords,
+    counting_sort,
+    points_in_box,
+    sort_by_chunk_and_bin,
+)
+
+__all__ = [
+    "bounds_and_nonfinite",
+    "chunk_coords",
+    "bin_coords",
+    "assign_chunks_and_bins",
+    "counting_sort",
+    "sort_by_chunk_and_bin",
+    "points_in_box",
+]

@@ -1,0 +1,470 @@
+"""Kernels of zarr_vectors.kernels.binning against their numpy twins and the spec rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.kernels import naive
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.kernels import (
+    assign_chunks_and_bins,
+    bin_coords,
+    bounds_and_nonfinite,
+    chunk_coords,
+    counting_sort,
+    points_in_box,
+    sort_by_chunk_and_bin,
+)
+from zarr_vectors.kernels import binning as kb
+
+Array = npt.NDArray[Any]
+
+# (chunk size, bin size) per axis; non-dyadic sizes exercise the float64 corrections.
+SHAPES = [
+    (0.3, 0.1),
+    (0.7, 0.35),
+    (1e-3, 2.5e-4),
+    (1e-3, 1e-3),
+    (12.5, 2.5),
+    (1.0, 0.25),
+    (0.1, 0.1 / 3),
+    (100.0, 12.5),
+]
+CENTERS = [0.0, -7.3, 1000.0, 5.0e5, -4.2e6]  # 5e5: UTM easting
+METHODS = ["dense+fused", "dense+two_level", "sparse+fused", "sparse+two_level"]
+SETTINGS = settings(max_examples=60, deadline=None)
+
+
+class Cloud:
+    """Random vertices crowded onto chunk and bin edges."""
+
+    def __init__(self, positions: Array, chunk: Array, bin_: Array, bpc: Array) -> None:
+        self.positions = positions
+        self.chunk = chunk
+        self.bin = bin_
+        self.bpc = bpc
+
+
+@st.composite
+def clouds(draw: st.DrawFn, max_n: int = 80) -> Cloud:
+    dim = draw(st.integers(1, 4))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    n = draw(st.integers(0, max_n))
+    pairs = [draw(st.sampled_from(SHAPES)) for _ in range(dim)]
+    center = draw(st.sampled_from(CENTERS))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    chunk = np.array([c for c, _ in pairs])
+    bin_ = np.array([b for _, b in pairs])
+    bpc = np.round(chunk / bin_).astype(np.int64)
+    assert np.all(np.abs(chunk / bin_ - bpc) <= 1e-9)
+    k = rng.integers(-6, 6, size=(n, dim)) + np.round(center / chunk)
+    b = rng.integers(0, bpc, size=(n, dim))
+    edge = (k * chunk + b * bin_).astype(dtype)  # bin edge e_b (b = 0: chunk edge)
+    below = np.nextafter(edge, dtype(-np.inf))
+    above = np.nextafter(edge, dtype(np.inf))
+    inside = (k * chunk + rng.uniform(0, 1, size=(n, dim)) * chunk).astype(dtype)
+    kind = rng.integers(0, 4, size=(n, dim))
+    positions = np.choose(kind, [edge, below, above, inside]).astype(dtype)
+    return Cloud(positions, chunk, bin_, bpc)
+
+
+def grid_of(chunks: Array, dim: int) -> tuple[Array, Array]:
+    if len(chunks) == 0:
+        return np.zeros(dim, np.int64), np.ones(dim, np.int64)
+    lo = chunks.min(axis=0) - 1
+    return lo, chunks.max(axis=0) - lo + 2
+
+
+# --------------------------------------------------------------------------- chunk / bin
+
+
+@SETTINGS
+@given(clouds())
+def test_chunk_coords_matches_naive_and_half_open(cloud: Cloud) -> None:
+    got = chunk_coords(cloud.positions, cloud.chunk)
+    np.testing.assert_array_equal(got, naive.chunk_coords(cloud.positions, cloud.chunk))
+    assert got.dtype == np.int64
+    assert got.shape == cloud.positions.shape
+    p = cloud.positions.astype(np.float64)
+    assert np.all(got * cloud.chunk <= p)
+    assert np.all(p < (got + 1).astype(np.float64) * cloud.chunk)
+
+
+@SETTINGS
+@given(clouds())
+def test_bin_coords_matches_naive_and_half_open(cloud: Cloud) -> None:
+    chunks = chunk_coords(cloud.positions, cloud.chunk)
+    got = bin_coords(cloud.positions, chunks, cloud.chunk, cloud.bin, cloud.bpc)
+    want = naive.bin_coords(cloud.positions, chunks, cloud.chunk, cloud.bin, cloud.bpc)
+    np.testing.assert_array_equal(got, want)
+    assert np.all((got >= 0) & (got < cloud.bpc))
+    p = cloud.positions.astype(np.float64)
+    base = chunks.astype(np.float64) * cloud.chunk
+    lower = base + got.astype(np.float64) * cloud.bin
+    upper = np.where(
+        got + 1 == cloud.bpc,
+        (chunks + 1).astype(np.float64) * cloud.chunk,
+        base + (got + 1).astype(np.float64) * cloud.bin,
+    )
+    assert np.all(lower <= p)
+    assert np.all(p < upper)
+
+
+@SETTINGS
+@given(clouds())
+def test_assign_matches_chunk_and_bin_coords(cloud: Cloud) -> None:
+    dim = cloud.positions.shape[1]
+    chunks = chunk_coords(cloud.positions, cloud.chunk)
+    bins = bin_coords(cloud.positions, chunks, cloud.chunk, cloud.bin, cloud.bpc)
+    lo, shape = grid_of(chunks, dim)
+    chunk_flat, bin_flat = assign_chunks_and_bins(
+        cloud.positions, cloud.chunk, cloud.bin, cloud.bpc, lo, shape
+    )
+    want = naive.assign_chunks_and_bins(
+        cloud.positions, cloud.chunk, cloud.bin, cloud.bpc, lo, shape
+    )
+    np.testing.assert_array_equal(chunk_flat, want[0])
+    np.testing.assert_array_equal(bin_flat, want[1])
+    np.testing.assert_array_equal(np.array(np.unravel_index(chunk_flat, shape)).T + lo, chunks)
+    np.testing.assert_array_equal(np.array(np.unravel_index(bin_flat, cloud.bpc)).T, bins)
+
+
+@SETTINGS
+@given(clouds())
+def test_float32_equals_float64_conversion(cloud: Cloud) -> None:
+    p32 = cloud.positions.astype(np.float32)
+    p64 = p32.astype(np.float64)
+    c32 = chunk_coords(p32, cloud.chunk)
+    np.testing.assert_array_equal(c32, chunk_coords(p64, cloud.chunk))
+    np.testing.assert_array_equal(
+        bin_coords(p32, c32, cloud.chunk, cloud.bin, cloud.bpc),
+        bin_coords(p64, c32, cloud.chunk, cloud.bin, cloud.bpc),
+    )
+    lo, shape = grid_of(c32, p32.shape[1])
+    a32 = assign_chunks_and_bins(p32, cloud.chunk, cloud.bin, cloud.bpc, lo, shape)
+    a64 = assign_chunks_and_bins(p64, cloud.chunk, cloud.bin, cloud.bpc, lo, shape)
+    np.testing.assert_array_equal(a32[0], a64[0])
+    np.testing.assert_array_equal(a32[1], a64[1])
+
+
+@pytest.mark.parametrize("size", [0.3, 0.7, 0.1, 1e-3, 12.5, 1.0])
+@pytest.mark.parametrize("n_chunk", [-1000, -7, -3, -1, 0, 1, 2, 7, 499, 10**6])
+def test_vertex_on_chunk_edge_goes_to_that_chunk(size: float, n_chunk: int) -> None:
+    on = np.float64(n_chunk) * size
+    below = np.nextafter(on, -np.inf)
+    p = np.array([[on], [below]])
+    np.testing.assert_array_equal(chunk_coords(p, [size]), [[n_chunk], [n_chunk - 1]])
+    grid_lo = [n_chunk - 1]
+    chunk_flat, bin_flat = assign_chunks_and_bins(p, [size], [size], [1], grid_lo, [2])
+    np.testing.assert_array_equal(chunk_flat, [1, 0])
+    np.testing.assert_array_equal(bin_flat, [0, 0])
+
+
+def test_division_guess_is_corrected_both_ways() -> None:
+    size = 0.1
+    # floor(p / C) rounds up across an integer: p just below N*C, p / C == N.
+    ns = np.arange(-500, 500)
+    below = np.nextafter(ns * size, -np.inf)
+    too_high = np.floor(below / size) == ns
+    assert too_high.any()
+    np.testing.assert_array_equal(
+        chunk_coords(below[too_high, None], [size])[:, 0], ns[too_high] - 1
+    )
+    # floor(p / C) rounds down below an integer: p exactly N*C, p / C < N.
+    on = ns * 0.3
+    too_low = np.floor(on / 0.3) < ns
+    assert too_low.any()
+    np.testing.assert_array_equal(chunk_coords(on[too_low, None], [0.3])[:, 0], ns[too_low])
+
+
+def test_bin_guess_is_corrected() -> None:
+    # Bin edges c*C + b*B with C = 0.7, B = 0.1: the division guess is often off by one.
+    chunk, bin_ = 0.7, 0.1
+    c = np.repeat(np.arange(-50, 50), 7)
+    b = np.tile(np.arange(7), 100)
+    edges = c * chunk + b * bin_
+    p = np.concatenate([edges, np.nextafter(edges, -np.inf)])[:, None]
+    chunks = chunk_coords(p, [chunk])
+    got = bin_coords(p, chunks, [chunk], [bin_], [7])
+    np.testing.assert_array_equal(got, naive.bin_coords(p, chunks, [chunk], [bin_], [7]))
+    guess = np.clip(np.floor((p - chunks * chunk) / bin_), 0, 6).astype(np.int64)
+    assert (guess != got).any()
+    on_edge = got[: len(edges), 0]
+    in_chunk = chunks[: len(edges), 0] == c
+    np.testing.assert_array_equal(on_edge[in_chunk], b[in_chunk])
+
+
+def test_bin_edges_of_one_chunk() -> None:
+    # C = 1, B = 0.25: edges 0, .25, .5, .75 of chunk 0 and 1.0 of chunk 1.
+    p = np.array([[0.0], [0.2499], [0.25], [0.5], [0.75], [0.9999], [1.0], [-0.25], [-1e-9]])
+    chunks = chunk_coords(p, [1.0])
+    np.testing.assert_array_equal(chunks[:, 0], [0, 0, 0, 0, 0, 0, 1, -1, -1])
+    bins = bin_coords(p, chunks, [1.0], [0.25], [4])
+    np.testing.assert_array_equal(bins[:, 0], [0, 0, 1, 2, 3, 3, 0, 3, 3])
+
+
+def test_assign_ravels_in_c_order() -> None:
+    p = np.array([[2.5, 0.5, 1.75], [0.0, 1.0, 0.25]], dtype=np.float32)
+    chunk_flat, bin_flat = assign_chunks_and_bins(
+        p, [1.0, 1.0, 1.0], [0.5, 0.5, 0.25], [2, 2, 4], [0, 0, 0], [3, 2, 2]
+    )
+    # chunks (2, 0, 1) and (0, 1, 0); bins (1, 1, 3) and (0, 0, 1)
+    np.testing.assert_array_equal(chunk_flat, [2 * 4 + 0 * 2 + 1, 0 * 4 + 1 * 2 + 0])
+    np.testing.assert_array_equal(bin_flat, [1 * 8 + 1 * 4 + 3, 1])
+
+
+def test_non_contiguous_positions() -> None:
+    base = np.arange(24, dtype=np.float64).reshape(6, 4) * 0.37
+    view = base[::2, ::2]
+    assert not view.flags.c_contiguous
+    np.testing.assert_array_equal(
+        chunk_coords(view, [0.5, 0.5]), chunk_coords(view.copy(), [0.5, 0.5])
+    )
+    big_endian = base.astype(">f8")
+    np.testing.assert_array_equal(
+        chunk_coords(big_endian, [1.0] * 4), chunk_coords(base, [1.0] * 4)
+    )
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+@SETTINGS
+@given(clouds(), st.data())
+def test_bounds_matches_naive(cloud: Cloud, data: st.DataObject) -> None:
+    p = cloud.positions.copy()
+    if p.size:
+        mask = data.draw(st.lists(st.booleans(), min_size=p.size, max_size=p.size))
+        bad = data.draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+        p[np.array(mask).reshape(p.shape) & (np.arange(p.size).reshape(p.shape) % 3 == 0)] = bad
+    lo, hi, n_bad = bounds_and_nonfinite(p)
+    want_lo, want_hi, want_bad = naive.bounds_and_nonfinite(p)
+    np.testing.assert_array_equal(lo, want_lo)
+    np.testing.assert_array_equal(hi, want_hi)
+    assert n_bad == want_bad == int((~np.isfinite(p)).sum())
+    assert lo.dtype == hi.dtype == np.float64
+
+
+def test_bounds_of_empty_and_all_nonfinite() -> None:
+    lo, hi, n_bad = bounds_and_nonfinite(np.zeros((0, 3), np.float32))
+    assert lo.tolist() == [np.inf] * 3
+    assert hi.tolist() == [-np.inf] * 3
+    assert n_bad == 0
+    lo, hi, n_bad = bounds_and_nonfinite(np.array([[np.nan, 1.0], [2.0, np.inf], [3.0, 4.0]]))
+    assert lo.tolist() == [3.0, 4.0]
+    assert hi.tolist() == [3.0, 4.0]
+    assert n_bad == 2
+
+
+# --------------------------------------------------------------------------- sorting
+
+
+@SETTINGS
+@given(st.lists(st.integers(0, 9), max_size=200), st.integers(0, 5))
+def test_counting_sort_matches_naive(keys_list: list[int], extra: int) -> None:
+    keys = np.array(keys_list, dtype=np.int64)
+    n_keys = 10 + extra
+    perm, offsets = counting_sort(keys, n_keys)
+    want_perm, want_offsets = naive.counting_sort(keys, n_keys)
+    np.testing.assert_array_equal(perm, want_perm)
+    np.testing.assert_array_equal(offsets, want_offsets)
+    np.testing.assert_array_equal(np.sort(perm), np.arange(len(keys)))
+    for k in range(n_keys):
+        rows = perm[offsets[k] : offsets[k + 1]]
+        assert np.all(keys[rows] == k)
+        assert np.all(np.diff(rows) > 0)  # stable
+
+
+@st.composite
+def chunk_bin_keys(draw: st.DrawFn) -> tuple[Array, Array, int]:
+    n = draw(st.integers(0, 300))
+    n_bins = draw(st.sampled_from([1, 2, 8, 64, 81]))
+    spread = draw(st.sampled_from([1, 5, 100, 10**9]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    ids = rng.integers(0, spread, size=rng.integers(1, 20))
+    chunk_flat = rng.choice(ids, size=n).astype(np.int64)
+    bin_flat = rng.integers(0, n_bins, size=n).astype(np.int64)
+    return chunk_flat, bin_flat, n_bins
+
+
+def check_sorted_groups(
+    result: tuple[Array, Array, Array, Array], chunk_flat: Array, bin_flat: Array, n_bins: int
+) -> None:
+    perm, occupied, chunk_offsets, bin_offsets = result
+    n = len(chunk_flat)
+    m = len(occupied)
+    np.testing.assert_array_equal(np.sort(perm), np.arange(n))
+    assert chunk_offsets.shape == (m + 1,)
+    assert bin_offsets.shape == (m, n_bins + 1)
+    assert chunk_offsets[0] == 0
+    assert chunk_offsets[-1] == n
+    for j in range(m):
+        rows = perm[chunk_offsets[j] : chunk_offsets[j + 1]]
+        assert len(rows) > 0
+        assert np.all(chunk_flat[rows] == occupied[j])
+        assert bin_offsets[j, 0] == 0
+        assert bin_offsets[j, -1] == len(rows)
+        for b in range(n_bins):
+            in_bin = rows[bin_offsets[j, b] : bin_offsets[j, b + 1]]
+            assert np.all(bin_flat[in_bin] == b)
+            assert np.all(np.diff(in_bin) > 0)  # stable
+
+
+@SETTINGS
+@given(chunk_bin_keys(), st.sampled_from(["auto", *METHODS]))
+def test_sort_by_chunk_and_bin_matches_naive(keys: tuple[Array, Array, int], method: str) -> None:
+    chunk_flat, bin_flat, n_bins = keys
+    if method.startswith("dense"):
+        chunk_flat = chunk_flat % 100_003  # a forced dense table spans 0..max(chunk_flat)
+    got = kb._sort_by_chunk_and_bin(chunk_flat, bin_flat, n_bins, method)
+    want = naive.sort_by_chunk_and_bin(chunk_flat, bin_flat, n_bins)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+        assert g.dtype == np.int64
+    check_sorted_groups(got, chunk_flat, bin_flat, n_bins)
+
+
+@pytest.mark.parametrize(("slack", "cells"), [(0, 0), (0, 2**40), (2**40, 0)])
+def test_sort_auto_strategies(monkeypatch: pytest.MonkeyPatch, slack: int, cells: int) -> None:
+    monkeypatch.setattr(kb, "_DENSE_SLACK", slack)
+    monkeypatch.setattr(kb, "_FUSED_CELLS", cells)
+    rng = np.random.default_rng(5)
+    chunk_flat = rng.choice(np.array([3, 7**9, 12, 4]), size=500).astype(np.int64)
+    bin_flat = rng.integers(0, 27, size=500).astype(np.int64)
+    got = sort_by_chunk_and_bin(chunk_flat, bin_flat, 27)
+    for g, w in zip(got, naive.sort_by_chunk_and_bin(chunk_flat, bin_flat, 27), strict=True):
+        np.testing.assert_array_equal(g, w)
+    check_sorted_groups(got, chunk_flat, bin_flat, 27)
+
+
+def test_sort_empty_input() -> None:
+    empty = np.zeros(0, np.int64)
+    perm, occupied, chunk_offsets, bin_offsets = sort_by_chunk_and_bin(empty, empty, 8)
+    assert perm.shape == occupied.shape == (0,)
+    assert chunk_offsets.tolist() == [0]
+    assert bin_offsets.shape == (0, 9)
+
+
+@SETTINGS
+@given(clouds(max_n=150))
+def test_pipeline_groups_vertices_by_chunk_and_bin(cloud: Cloud) -> None:
+    dim = cloud.positions.shape[1]
+    chunks = chunk_coords(cloud.positions, cloud.chunk)
+    lo, shape = grid_of(chunks, dim)
+    chunk_flat, bin_flat = assign_chunks_and_bins(
+        cloud.positions, cloud.chunk, cloud.bin, cloud.bpc, lo, shape
+    )
+    n_bins = int(np.prod(cloud.bpc))
+    result = sort_by_chunk_and_bin(chunk_flat, bin_flat, n_bins)
+    check_sorted_groups(result, chunk_flat, bin_flat, n_bins)
+    perm, occupied, chunk_offsets, _ = result
+    # Each chunk's half-open box (spec §8) holds exactly that chunk's vertices (spec §5).
+    for j, flat in enumerate(occupied):
+        c = np.array(np.unravel_index(flat, shape)) + lo
+        mask = points_in_box(cloud.positions, c * cloud.chunk, (c + 1).astype(float) * cloud.chunk)
+        np.testing.assert_array_equal(
+            np.flatnonzero(mask), np.sort(perm[chunk_offsets[j] : chunk_offsets[j + 1]])
+        )
+
+
+# --------------------------------------------------------------------------- boxes
+
+
+@SETTINGS
+@given(clouds(), st.data())
+def test_points_in_box_matches_naive(cloud: Cloud, data: st.DataObject) -> None:
+    dim = cloud.positions.shape[1]
+    p = cloud.positions.astype(np.float64)
+    pool = [-np.inf, np.inf, *p.ravel()[:20].tolist(), 0.0]
+    a = np.array([data.draw(st.sampled_from(pool)) for _ in range(dim)])
+    b = np.array([data.draw(st.sampled_from(pool)) for _ in range(dim)])
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    got = points_in_box(cloud.positions, lo, hi)
+    np.testing.assert_array_equal(got, naive.points_in_box(cloud.positions, lo, hi))
+    assert got.dtype == np.bool_
+
+
+def test_points_in_box_half_open_and_unbounded() -> None:
+    p = np.array([[0.0, 0.0], [1.0, 0.5], [0.5, 1.0], [np.nan, 0.5], [-1e300, 0.5]])
+    assert points_in_box(p, [0.0, 0.0], [1.0, 1.0]).tolist() == [True, False, False, False, False]
+    assert points_in_box(p, [-np.inf, 0.0], [np.inf, 1.0]).tolist() == [
+        True,
+        True,
+        False,
+        False,
+        True,
+    ]
+    assert not points_in_box(p, [0.5, 0.5], [0.5, 2.0]).any()  # lo == hi: empty
+
+
+# --------------------------------------------------------------------------- errors
+
+
+GOOD = np.zeros((3, 2))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: chunk_coords(np.zeros(3), [1.0]),  # ndim 1
+        lambda: chunk_coords(np.zeros((2, 2, 2)), [1.0, 1.0]),  # ndim 3
+        lambda: chunk_coords(np.zeros((3, 2), np.int64), [1.0, 1.0]),  # int dtype
+        lambda: chunk_coords(np.zeros((3, 2), object), [1.0, 1.0]),  # object dtype
+        lambda: chunk_coords(np.zeros((3, 2), np.float16), [1.0, 1.0]),
+        lambda: chunk_coords(np.zeros((3, 0)), []),  # D = 0
+        lambda: chunk_coords(GOOD, [1.0]),  # D mismatch
+        lambda: chunk_coords(GOOD, [1.0, 0.0]),  # zero chunk
+        lambda: chunk_coords(GOOD, [1.0, np.nan]),
+        lambda: chunk_coords(GOOD, ["a", "b"]),
+        lambda: chunk_coords(np.array([[0.0, np.nan]]), [1.0, 1.0]),
+        lambda: chunk_coords(np.array([[0.0, np.inf]]), [1.0, 1.0]),
+        lambda: chunk_coords(np.array([[0.0, 1e300]]), [1.0, 1e-3]),  # index beyond 2**52
+        lambda: bin_coords(GOOD, np.zeros((3, 3), np.int64), [1, 1], [1, 1], [1, 1]),
+        lambda: bin_coords(GOOD, np.zeros((3, 2)), [1, 1], [1, 1], [1, 1]),  # float chunks
+        lambda: bin_coords(GOOD, np.zeros((3, 2), np.int64), [1, 1], [1, 1], [1, 0]),
+        lambda: bin_coords(GOOD, np.zeros((3, 2), np.int64), [1, 1], [1, 1], [1.0, 1.0]),
+        lambda: bin_coords(GOOD, np.zeros((3, 2), np.int64), [1, 1], [1, 1, 1], [1, 1]),
+        lambda: assign_chunks_and_bins(GOOD, [1, 1], [1, 1], [1, 1], [0, 0], [1, 0]),
+        lambda: assign_chunks_and_bins(GOOD, [1, 1], [1, 1], [1, 1], [0], [1, 1]),
+        lambda: assign_chunks_and_bins(GOOD, [1, 1], [1, 1], [1, 1], [1, 0], [1, 1]),
+        lambda: assign_chunks_and_bins(GOOD + 1.0, [1, 1], [1, 1], [1, 1], [0, 0], [1, 1]),
+        lambda: assign_chunks_and_bins(GOOD - 1e-9, [1, 1], [1, 1], [1, 1], [0, 0], [1, 1]),
+        lambda: assign_chunks_and_bins(GOOD, [1, 1], [1, 1], [2**40, 2**40], [0, 0], [1, 1]),
+        lambda: counting_sort(np.array([0, 3, 1]), 3),
+        lambda: counting_sort(np.array([0, -1]), 3),
+        lambda: counting_sort(np.array([0.0, 1.0]), 3),
+        lambda: counting_sort(np.zeros((2, 2), np.int64), 3),
+        lambda: counting_sort(np.array([0, 1]), -1),
+        lambda: counting_sort(np.array([0, 1]), 2.0),
+        lambda: sort_by_chunk_and_bin(np.array([0, -1]), np.array([0, 0]), 1),
+        lambda: sort_by_chunk_and_bin(np.array([0, 1]), np.array([0, 2]), 2),
+        lambda: sort_by_chunk_and_bin(np.array([0, 1]), np.array([0, -1]), 2),
+        lambda: sort_by_chunk_and_bin(np.array([0, 1]), np.array([0]), 2),
+        lambda: sort_by_chunk_and_bin(np.array([0, 1]), np.array([0, 0]), 0),
+        lambda: sort_by_chunk_and_bin(np.array([0.0]), np.array([0]), 1),
+        lambda: points_in_box(GOOD, [1.0, 0.0], [0.0, 1.0]),  # lo > hi
+        lambda: points_in_box(GOOD, [np.nan, 0.0], [1.0, 1.0]),
+        lambda: points_in_box(GOOD, [0.0], [1.0]),
+        lambda: bounds_and_nonfinite(np.zeros(4)),
+        lambda: bounds_and_nonfinite(np.zeros((2, 2), np.int32)),
+    ],
+)
+def test_invalid_input_raises(call: Any) -> None:
+    with pytest.raises(InvalidInputError):
+        call()
+
+
+def test_error_messages_name_the_row() -> None:
+    p = np.array([[0.5, 0.5], [0.5, np.nan]])
+    with pytest.raises(InvalidInputError, match=r"positions\[1\].*not finite"):
+        chunk_coords(p, [1.0, 1.0])
+    with pytest.raises(InvalidInputError, match=r"positions\[0\].*outside the chunk grid"):
+        assign_chunks_and_bins(p[:1] + 5, [1, 1], [1, 1], [1, 1], [0, 0], [2, 2])
+    with pytest.raises(InvalidInputError, match=r"keys\[1\] = 7"):
+        counting_sort(np.array([0, 7]), 3)

@@ -1,0 +1,47 @@
+"""zarr_vectors: vector geometry in spatially chunked Zarr v3 stores (Zarr Vectors Format).
+
+Write a point cloud, open it, query a box, validate it::
+
+    import zarr_vectors as zv
+    zv.write_points("cells.zv", xyz, chunk_shape=100.0, attributes={"volume": vol})
+    store = zv.open("cells.zv")
+    hits = store.query(([0, 0, 0], [50, 50, 50]))   # half-open box [lo, hi)
+    report = zv.validate("cells.zv", level=2)
+"""
+
+from __future__ import annotations
+
+from zarr_vectors import errors
+from zarr_vectors._version import __version__
+from zarr_vectors.dataset import VectorStore, open
+from zarr_vectors.errors import (
+    FormatError,
+    InvalidInputError,
+    NotAZarrVectorsStoreError,
+    StoreExistsError,
+    StoreNotFoundError,
+    UnsupportedVersionError,
+    ZarrVectorsError,
+)
+from zarr_vectors.format.version import FORMAT_VERSION
+from zarr_vectors.geometry._pipeline import WriteOptions
+from zarr_vectors.geometry.points import write_points
+from zarr_vectors.geometry.result import QueryResult
+
+__all__ = [
+    "__version__",
+    "FORMAT_VERSION",
+    "write_points",
+    "open",
+    "VectorStore",
+    "QueryResult",
+    "WriteOptions",
+    "errors",
+    "ZarrVectorsError",
+    "InvalidInputError",
+    "StoreExistsError",
+    "StoreNotFoundError",
+    "NotAZarrVectorsStoreError",
+    "UnsupportedVersionError",
+    "FormatError",
+]

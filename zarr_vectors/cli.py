@@ -1,0 +1,173 @@
+"""The ``zarr-vectors`` command: ``demo``, ``info`` and ``validate``.
+
+This is the only boundary where any failure is caught and turned into a message and an
+exit code (0 success or valid, 1 invalid store, 2 unreadable store or bad usage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import zarr_vectors as zv
+from zarr_vectors.errors import ZarrVectorsError
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
+
+
+def _human_bytes(nbytes: int) -> str:
+    size = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.1f} {unit}" if unit != "B" else f"{nbytes} B"
+        size /= 1024
+    return f"{nbytes} B"
+
+
+def _disk_usage(path: Path) -> tuple[int, int]:
+    files = [p for p in path.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in files), len(files)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    out = Path(args.dir)
+    n = args.points
+    rng = np.random.default_rng(42)
+    print(f"zarr-vectors {zv.__version__} demo: a synthetic nuclei table of {n:,} cells")
+    centres = rng.uniform(0, 1000, size=(20, 3))
+    positions = (centres[rng.integers(0, 20, n)] + rng.normal(0, 60, (n, 3))).clip(0, 1000)
+    positions = positions.astype(np.float32)
+    volume = rng.lognormal(5, 0.4, n).astype(np.float32)
+    cell_type = rng.integers(0, 12, n).astype(np.uint8)
+    t0 = time.perf_counter()
+    zv.write_points(
+        out,
+        positions,
+        chunk_shape=250.0,
+        bin_shape=62.5,
+        attributes={"volume": volume, "cell_type": cell_type},
+        overwrite=True,
+    )
+    t_write = time.perf_counter() - t0
+    nbytes, nfiles = _disk_usage(out)
+    print(
+        f"  wrote {out} in {t_write:.3f} s ({n / t_write / 1e6:.1f} M points/s): "
+        f"{_human_bytes(nbytes)} in {nfiles} files"
+    )
+    store = zv.open(out)
+    print(
+        f"  opened: {store.geometry_type}, {store.vertex_count:,} vertices in "
+        f"{store.chunk_count} chunks of {list(store.chunk_shape)}, bins {list(store.bin_shape)}"
+    )
+    box = ([400.0, 400.0, 400.0], [600.0, 600.0, 600.0])
+    t0 = time.perf_counter()
+    hits = store.query(box)
+    t_query = time.perf_counter() - t0
+    truth = int(np.all((positions >= box[0]) & (positions < box[1]), axis=1).sum())
+    print(
+        f"  bbox query [{box[0]}, {box[1]}) -> {len(hits):,} points in "
+        f"{t_query * 1e3:.1f} ms (brute force agrees: {len(hits) == truth}); "
+        f"mean volume {hits.attributes['volume'].mean():.1f}"
+    )
+    t0 = time.perf_counter()
+    report = zv.validate(out, level=2)
+    t_validate = time.perf_counter() - t0
+    print(
+        f"  validate (level 2): {'valid' if report.ok else 'INVALID'} "
+        f"({len(report.problems)} problems) in {t_validate * 1e3:.1f} ms"
+    )
+    for problem in report.problems:
+        print(f"    {problem}")
+    return EXIT_OK if report.ok and len(hits) == truth else EXIT_INVALID
+
+
+def _info(args: argparse.Namespace) -> int:
+    store = zv.open(args.store)
+    doc: dict[str, Any] = {
+        "geometry_type": store.geometry_type,
+        "spatial_dims": store.spatial_dims,
+        "axis_names": list(store.axis_names),
+        "axis_units": list(store.axis_units),
+        "chunk_shape": list(store.chunk_shape),
+        "bin_shape": list(store.bin_shape),
+        "grid_shape": list(store.grid_shape),
+        "bounds": None if store.bounds is None else [list(b) for b in store.bounds],
+        "vertex_count": store.vertex_count,
+        "chunk_count": store.chunk_count,
+        "attributes": store.attribute_names,
+    }
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        width = max(len(k) for k in doc)
+        for key, value in doc.items():
+            print(f"{key:<{width}}  {value}")
+    return EXIT_OK
+
+
+def _validate(args: argparse.Namespace) -> int:
+    report = zv.validate(args.store, level=args.level)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.summary())
+    return EXIT_OK if report.ok else EXIT_INVALID
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zarr-vectors", description="Zarr Vectors Format stores: write, inspect, validate."
+    )
+    parser.add_argument("--version", action="version", version=zv.__version__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="write a sample point cloud, query it, validate it")
+    demo.add_argument(
+        "--dir",
+        default="zarr-vectors-demo.zarrvectors",
+        help="where to write the sample store (replaced if present)",
+    )
+    demo.add_argument("--points", type=int, default=1_000_000, help="number of points")
+    demo.set_defaults(run=_demo)
+    info = sub.add_parser("info", help="describe a store")
+    info.add_argument("store")
+    info.add_argument("--json", action="store_true", help="machine-readable output")
+    info.set_defaults(run=_info)
+    validate = sub.add_parser("validate", help="check a store against the spec")
+    validate.add_argument("store")
+    validate.add_argument(
+        "--level",
+        type=int,
+        default=2,
+        choices=range(1, 6),
+        help="1 structure, 2 metadata (default), 3-5 need later releases",
+    )
+    validate.add_argument("--json", action="store_true", help="machine-readable output")
+    validate.set_defaults(run=_validate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except ZarrVectorsError as exc:
+        print(f"zarr-vectors: error: {exc}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    except OSError as exc:
+        print(f"zarr-vectors: error: {exc}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

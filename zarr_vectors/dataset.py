@@ -1,0 +1,174 @@
+"""The public handle on a store: :func:`open` and :class:`VectorStore`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from zarr_vectors.errors import MetadataError, NotAZarrVectorsStoreError
+from zarr_vectors.format.metadata import RootMetadata
+from zarr_vectors.geometry.reader import LevelReader
+from zarr_vectors.geometry.result import QueryResult
+from zarr_vectors.query import parse_bbox, query_box, read_all
+from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
+
+__all__ = ["VectorStore", "open"]
+
+
+def _root_attributes(io: StoreIO, where: str) -> dict[str, Any]:
+    doc = io.read_json("zarr.json")
+    if doc is None:
+        raise NotAZarrVectorsStoreError(f"{where} has no zarr.json: not a Zarr store")
+    attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    if doc.get("node_type") != "group" or not isinstance(attrs, dict):
+        raise NotAZarrVectorsStoreError(f"{where}: root zarr.json is not a group")
+    if "zarr_vectors_version" not in attrs:
+        partial = io.read_json(".zattrs") is not None or bool(io.list_dir("0"))
+        hint = " (it looks like an interrupted write)" if partial else ""
+        raise NotAZarrVectorsStoreError(
+            f"{where} is a Zarr group but not a complete Zarr Vectors store: its root "
+            f"attributes lack 'zarr_vectors_version'{hint}"
+        )
+    return attrs
+
+
+class VectorStore:
+    """An open Zarr Vectors store (read only).
+
+    Use :func:`open` to create one.
+    """
+
+    def __init__(self, io: StoreIO, root: RootMetadata, where: str) -> None:
+        self._io = io
+        self._root = root
+        self._where = where
+        self._level0: LevelReader | None = None
+
+    @property
+    def _reader(self) -> LevelReader:
+        if self._level0 is None:
+            self._level0 = LevelReader(self._io, self._root, 0)
+        return self._level0
+
+    @property
+    def geometry_type(self) -> str:
+        """Geometry kind: ``"point_cloud"``, ``"polyline"``, ... (spec §3)."""
+        return self._root.geometry_type
+
+    @property
+    def spatial_dims(self) -> int:
+        """``D``, the number of spatial axes."""
+        return self._root.spatial_dims
+
+    @property
+    def chunk_shape(self) -> tuple[float, ...]:
+        """Spatial size of a chunk per axis."""
+        return self._root.chunk_shape
+
+    @property
+    def bin_shape(self) -> tuple[float, ...]:
+        """Spatial size of a bin (the index unit inside a chunk) per axis, at level 0."""
+        return self._root.base_bin_shape
+
+    @property
+    def bounds(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        """Inclusive ``(min, max)`` of the vertices, or None when the store is empty."""
+        return self._root.bounding_box
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        """Axis names, in coordinate column order."""
+        return self._root.axis_names
+
+    @property
+    def axis_units(self) -> tuple[str, ...]:
+        """Unit of each axis (``"unknown"`` when not given)."""
+        return self._root.axis_units
+
+    @property
+    def vertex_count(self) -> int:
+        """Number of vertices at level 0."""
+        return self._reader.meta.vertex_count
+
+    @property
+    def chunk_count(self) -> int:
+        """Number of non-empty spatial chunks at level 0."""
+        return self._reader.meta.chunk_count
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        """Chunks per axis of the zarr arrays."""
+        return tuple(int(g) for g in self._reader.grid.shape)
+
+    @property
+    def attribute_names(self) -> list[str]:
+        """Names of the per-vertex attributes."""
+        return self._reader.attribute_names
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The root metadata as stored (spec §3)."""
+        return self._root.to_json()
+
+    def read(self) -> QueryResult:
+        """Read every vertex with its attributes (and object ids when stored)."""
+        return read_all(self._reader)
+
+    def query(self, bbox: Any) -> QueryResult:
+        """Vertices inside a box, with their attributes.
+
+        Parameters
+        ----------
+        bbox
+            ``(lo, hi)``: two sequences of ``D`` numbers. The box is half-open on every axis,
+            ``lo <= p < hi`` (spec §8), so boxes that tile space return every vertex once.
+            ``±inf`` leaves an axis unbounded.
+
+        Returns
+        -------
+        QueryResult
+            Positions, attributes and object ids of exactly the vertices in the box.
+        """
+        lo, hi = parse_bbox(bbox, self.spatial_dims)
+        return query_box(self._reader, lo, hi)
+
+    def __repr__(self) -> str:
+        return (
+            f"<VectorStore {self._where}: {self.geometry_type}, {self.spatial_dims}-D, "
+            f"chunk_shape={list(self.chunk_shape)}, bin_shape={list(self.bin_shape)}>"
+        )
+
+
+def open(store: StoreLike) -> VectorStore:
+    """Open a Zarr Vectors store for reading.
+
+    Parameters
+    ----------
+    store
+        A local path, a ``.zip`` path, a URL or a zarr-python 3 store.
+
+    Returns
+    -------
+    VectorStore
+        The open store.
+
+    Raises
+    ------
+    StoreNotFoundError
+        When a local path does not exist.
+    NotAZarrVectorsStoreError
+        When the store is not (or not completely written as) a Zarr Vectors store.
+    UnsupportedVersionError
+        When the store's format version is newer than this library.
+    MetadataError
+        When the root metadata is malformed.
+    """
+    where = os.fspath(store) if isinstance(store, str | Path) else str(store)
+    io = StoreIO(resolve_store(store, mode="r"))
+    attrs = _root_attributes(io, where)
+    try:
+        root = RootMetadata.from_json(attrs)
+    except MetadataError as exc:
+        raise MetadataError(f"{where}: {exc}") from exc
+    return VectorStore(io, root, where)

@@ -1,0 +1,117 @@
+"""The spatial chunk grid and the bins inside chunks (spec §5) and box planning (spec §8)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.kernels import chunk_coords
+
+__all__ = ["ChunkGrid", "bins_per_chunk"]
+
+_RATIO_TOLERANCE = 1e-9
+
+
+def bins_per_chunk(chunk_shape: np.ndarray, bin_shape: np.ndarray) -> np.ndarray:
+    """Bins per chunk on each axis, ``round(C / B)``, checking that bins tile chunks exactly.
+
+    Raises
+    ------
+    InvalidInputError
+        When ``|C/B - round(C/B)| > 1e-9`` or a bin is larger than its chunk (spec §5).
+    """
+    ratio = chunk_shape / bin_shape
+    rounded = np.round(ratio)
+    bad = (np.abs(ratio - rounded) > _RATIO_TOLERANCE) | (rounded < 1)
+    if bad.any():
+        d = int(np.flatnonzero(bad)[0])
+        raise InvalidInputError(
+            f"bin_shape[{d}] = {bin_shape[d]} does not divide chunk_shape[{d}] = "
+            f"{chunk_shape[d]} into a whole number of bins"
+        )
+    return rounded.astype(np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkGrid:
+    """A store's chunk grid: sizes, bins, and the placement of the zarr chunk indices.
+
+    Attributes
+    ----------
+    chunk_shape, bin_shape
+        ``C`` and ``B`` per axis (float64).
+    bins
+        Bins per chunk per axis (int64).
+    origin
+        ``chunk_grid_origin``: absolute chunk index of zarr chunk index 0 on each axis.
+    shape
+        ``G``, the number of chunks per axis of the zarr arrays.
+    """
+
+    chunk_shape: np.ndarray
+    bin_shape: np.ndarray
+    bins: np.ndarray
+    origin: np.ndarray
+    shape: np.ndarray
+
+    @property
+    def ndim(self) -> int:
+        """``D``."""
+        return int(self.chunk_shape.shape[0])
+
+    @property
+    def bins_per_chunk_total(self) -> int:
+        """Bins in one chunk (product over axes)."""
+        return int(np.prod(self.bins))
+
+    def chunk_lower(self, chunks: np.ndarray) -> np.ndarray:
+        """Lower corners ``c*C`` (float64) of zarr chunk indices ``chunks`` (…, D)."""
+        return (chunks + self.origin).astype(np.float64) * self.chunk_shape
+
+    def chunk_upper(self, chunks: np.ndarray) -> np.ndarray:
+        """Upper corners ``(c+1)*C`` (float64, exclusive) of zarr chunk indices ``chunks``."""
+        return (chunks + self.origin + 1).astype(np.float64) * self.chunk_shape
+
+    def bin_edges(self, chunk: np.ndarray, axis: int) -> np.ndarray:
+        """Edges ``e_0 .. e_bpc`` of the bins of zarr chunk ``chunk`` along ``axis`` (spec §5)."""
+        c = float(chunk[axis] + self.origin[axis])
+        lower = c * self.chunk_shape[axis]
+        edges = lower + np.arange(self.bins[axis], dtype=np.float64) * self.bin_shape[axis]
+        return np.append(edges, (c + 1.0) * self.chunk_shape[axis])
+
+    def box_chunk_range(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Zarr chunk index range ``[first, stop)`` of the chunks that meet ``[lo, hi)``.
+
+        Empty on an axis when ``stop <= first`` there. Infinite or huge bounds are clamped
+        to the grid's extent first.
+        """
+        lower = self.chunk_lower(np.zeros(self.ndim, dtype=np.int64))
+        upper = self.chunk_upper(self.shape - 1)
+        if np.any(hi <= lower) or np.any(lo >= upper):
+            return np.zeros(self.ndim, np.int64), np.zeros(self.ndim, np.int64)
+        lo_c, hi_c = np.maximum(lo, lower), np.minimum(hi, upper)
+        span = chunk_coords(np.stack([lo_c, hi_c]), self.chunk_shape)
+        on_edge = span[1].astype(np.float64) * self.chunk_shape >= hi_c
+        first = np.maximum(span[0] - self.origin, 0)
+        last = np.minimum(span[1] - on_edge - self.origin, self.shape - 1)
+        return first, last + 1
+
+    def bins_meeting_box(
+        self, chunk: np.ndarray, lo: np.ndarray, hi: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Which bins of ``chunk`` the box ``[lo, hi)`` meets, and which it covers whole.
+
+        Returns
+        -------
+        meets, covers
+            Boolean arrays over the bin flat index (C order), length ``prod(bins)``.
+        """
+        meets = np.ones((), dtype=bool)
+        covers = np.ones((), dtype=bool)
+        for axis in range(self.ndim):
+            e = self.bin_edges(chunk, axis)
+            meets = np.multiply.outer(meets, (e[:-1] < hi[axis]) & (lo[axis] < e[1:]))
+            covers = np.multiply.outer(covers, (lo[axis] <= e[:-1]) & (e[1:] <= hi[axis]))
+        return meets.ravel().astype(bool), covers.ravel().astype(bool)

@@ -1,0 +1,655 @@
+"""Chunk and bin assignment, bucket sorting and box tests (spec §5, spec §8).
+
+Private ``_name`` functions are numba kernels compiled with the project policy
+(:func:`zarr_vectors.kernels._jit.njit`, IEEE float64, no fast-math). Public functions
+are thin wrappers: they validate dtype, shape and contiguity, call a kernel and turn
+the kernel's status code into :class:`~zarr_vectors.errors.InvalidInputError`.
+Arrays in, arrays out: no I/O here.
+
+Chunk index of a coordinate ``p`` on an axis with chunk size ``C`` (spec §5): the
+integer ``c`` with ``c*C <= p < (c+1)*C`` evaluated in float64 (float32 input is
+converted to float64 first). Local bin: the largest ``b`` in ``[0, bpc-1]`` with
+``c*C + b*B <= p``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.kernels._jit import njit
+
+__all__ = [
+    "bounds_and_nonfinite",
+    "chunk_coords",
+    "bin_coords",
+    "assign_chunks_and_bins",
+    "counting_sort",
+    "sort_by_chunk_and_bin",
+    "points_in_box",
+]
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+Positions = npt.NDArray[np.floating[Any]]
+
+# Kernel status codes (first bad row is returned next to the code).
+_OK = 0
+_BAD_VALUE = 1  # non-finite, or |p / C| too large
+_OUTSIDE_GRID = 3
+_KEY_RANGE = 4
+_BIN_RANGE = 5
+
+# |p / C| must stay below 2**52 so that chunk indices are exact float64 integers.
+_MAX_INDEX = 2.0**52
+
+# sort_by_chunk_and_bin: dense chunk-id table if max id + 1 <= 4 n + 2**20, and one fused
+# (chunk, bin) count table if it has at most max(n, 2**22) cells.
+_DENSE_SLACK = 2**20
+_FUSED_CELLS = 2**22
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@njit
+def _chunk_index(p: float, size: float) -> float:
+    q = np.floor(p / size)
+    while q * size > p:
+        q -= 1.0
+    while (q + 1.0) * size <= p:
+        q += 1.0
+    return q  # type: ignore[no-any-return]
+
+
+@njit
+def _bin_index(p: float, c: float, size: float, bin_size: float, bpc: int) -> int:
+    # First guess from a division, then walk against the exact edges. The common case
+    # is tested without data-dependent branches (random bins would mispredict).
+    base = c * size
+    top = float(bpc - 1)
+    b = min(max(np.floor((p - base) / bin_size), 0.0), top)
+    e_lo = -np.inf if b == 0.0 else base + b * bin_size
+    e_hi = np.inf if b == top else base + (b + 1.0) * bin_size
+    if e_lo > p or e_hi <= p:
+        while b > 0.0 and base + b * bin_size > p:
+            b -= 1.0
+        while b < top and base + (b + 1.0) * bin_size <= p:
+            b += 1.0
+    return int(b)
+
+
+@njit
+def _bounds_and_nonfinite(positions: Positions) -> tuple[F64, F64, int]:
+    n, dim = positions.shape
+    lo = np.full(dim, np.inf)
+    hi = np.full(dim, -np.inf)
+    bad = 0
+    for i in range(n):
+        row_bad = 0
+        for d in range(dim):
+            if not np.isfinite(positions[i, d]):
+                row_bad += 1
+        if row_bad:
+            bad += row_bad
+            continue
+        for d in range(dim):
+            v = np.float64(positions[i, d])
+            lo[d] = min(lo[d], v)
+            hi[d] = max(hi[d], v)
+    return lo, hi, bad
+
+
+@njit
+def _chunk_coords(positions: Positions, chunk_shape: F64) -> tuple[I64, int, int]:
+    n, dim = positions.shape
+    out = np.empty((n, dim), np.int64)
+    for i in range(n):
+        for d in range(dim):
+            p = np.float64(positions[i, d])
+            if not abs(p / chunk_shape[d]) < _MAX_INDEX:  # also catches NaN and inf
+                return out, _BAD_VALUE, i
+            out[i, d] = int(_chunk_index(p, chunk_shape[d]))
+    return out, _OK, -1
+
+
+@njit
+def _bin_coords(
+    positions: Positions, chunks: I64, chunk_shape: F64, bin_shape: F64, bpc: I64
+) -> tuple[I64, int, int]:
+    n, dim = positions.shape
+    out = np.empty((n, dim), np.int64)
+    for i in range(n):
+        for d in range(dim):
+            p = np.float64(positions[i, d])
+            if not np.isfinite(p):
+                return out, _BAD_VALUE, i
+            c = np.float64(chunks[i, d])
+            out[i, d] = _bin_index(p, c, chunk_shape[d], bin_shape[d], bpc[d])
+    return out, _OK, -1
+
+
+@njit
+def _assign(
+    positions: Positions,
+    chunk_shape: F64,
+    bin_shape: F64,
+    bpc: I64,
+    grid_lo: I64,
+    grid_shape: I64,
+) -> tuple[I64, I64, int, int]:
+    n, dim = positions.shape
+    chunk_flat = np.empty(n, np.int64)
+    bin_flat = np.empty(n, np.int64)
+    for i in range(n):
+        cf = 0
+        bf = 0
+        for d in range(dim):
+            p = np.float64(positions[i, d])
+            if not abs(p / chunk_shape[d]) < _MAX_INDEX:  # also catches NaN and inf
+                return chunk_flat, bin_flat, _BAD_VALUE, i
+            c = _chunk_index(p, chunk_shape[d])
+            g = int(c) - grid_lo[d]
+            if g < 0 or g >= grid_shape[d]:
+                return chunk_flat, bin_flat, _OUTSIDE_GRID, i
+            cf = cf * grid_shape[d] + g
+            bf = bf * bpc[d] + _bin_index(p, c, chunk_shape[d], bin_shape[d], bpc[d])
+        chunk_flat[i] = cf
+        bin_flat[i] = bf
+    return chunk_flat, bin_flat, _OK, -1
+
+
+@njit
+def _counting_sort(keys: I64, n_keys: int) -> tuple[I64, I64, int]:
+    offsets = np.zeros(n_keys + 1, np.int64)
+    perm = np.empty(keys.shape[0], np.int64)
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        if k < 0 or k >= n_keys:
+            return perm, offsets, i
+        offsets[k + 1] += 1
+    for k in range(n_keys):
+        offsets[k + 1] += offsets[k]
+    cursor = offsets[:-1].copy()
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        perm[cursor[k]] = i
+        cursor[k] += 1
+    return perm, offsets, -1
+
+
+@njit
+def _scan_keys(chunk_flat: I64, bin_flat: I64, n_bins: int) -> tuple[int, int, int]:
+    top = -1
+    for i in range(chunk_flat.shape[0]):
+        c = chunk_flat[i]
+        if c < 0:
+            return top, _KEY_RANGE, i
+        b = bin_flat[i]
+        if b < 0 or b >= n_bins:
+            return top, _BIN_RANGE, i
+        top = max(top, c)
+    return top, _OK, -1
+
+
+@njit
+def _dense_ranks(chunk_flat: I64, n_range: int) -> tuple[npt.NDArray[np.int32], I64]:
+    lut = np.zeros(n_range, np.int32)
+    for i in range(chunk_flat.shape[0]):
+        lut[chunk_flat[i]] = 1
+    m = 0
+    for k in range(n_range):
+        m += lut[k]
+    occupied = np.empty(m, np.int64)
+    r = 0
+    for k in range(n_range):
+        if lut[k]:
+            occupied[r] = k
+            lut[k] = r
+            r += 1
+    return lut, occupied
+
+
+@njit
+def _fused_sort(
+    ids: npt.NDArray[np.integer[Any]],
+    lut: npt.NDArray[np.integer[Any]],
+    bin_flat: I64,
+    m: int,
+    n_bins: int,
+) -> tuple[I64, I64, I64]:
+    n = ids.shape[0]
+    bo = np.zeros((m, n_bins + 1), np.int64)
+    for i in range(n):
+        bo[lut[ids[i]], bin_flat[i] + 1] += 1
+    chunk_offsets = np.zeros(m + 1, np.int64)
+    for j in range(m):
+        for b in range(n_bins):
+            bo[j, b + 1] += bo[j, b]
+        chunk_offsets[j + 1] = chunk_offsets[j] + bo[j, n_bins]
+    perm = np.empty(n, np.int64)
+    for i in range(n):
+        j = lut[ids[i]]
+        b = bin_flat[i]
+        perm[chunk_offsets[j] + bo[j, b]] = i
+        bo[j, b] += 1
+    _unshift(bo)
+    return perm, chunk_offsets, bo
+
+
+@njit
+def _two_level_sort(
+    ids: npt.NDArray[np.integer[Any]],
+    lut: npt.NDArray[np.integer[Any]],
+    bin_flat: I64,
+    m: int,
+    n_bins: int,
+) -> tuple[I64, I64, I64]:
+    n = ids.shape[0]
+    chunk_offsets = np.zeros(m + 1, np.int64)
+    for i in range(n):
+        chunk_offsets[lut[ids[i]] + 1] += 1
+    for j in range(m):
+        chunk_offsets[j + 1] += chunk_offsets[j]
+    cursor = chunk_offsets[:-1].copy()
+    by_chunk = np.empty(n, np.int64)
+    for i in range(n):
+        j = lut[ids[i]]
+        by_chunk[cursor[j]] = i
+        cursor[j] += 1
+    bo = np.zeros((m, n_bins + 1), np.int64)
+    perm = np.empty(n, np.int64)
+    for j in range(m):
+        start, stop = chunk_offsets[j], chunk_offsets[j + 1]
+        for r in range(start, stop):
+            bo[j, bin_flat[by_chunk[r]] + 1] += 1
+        for b in range(n_bins):
+            bo[j, b + 1] += bo[j, b]
+        for r in range(start, stop):
+            i = by_chunk[r]
+            b = bin_flat[i]
+            perm[start + bo[j, b]] = i
+            bo[j, b] += 1
+    _unshift(bo)
+    return perm, chunk_offsets, bo
+
+
+@njit
+def _unshift(bo: I64) -> None:
+    # After scattering, bo[j, b] holds the start of bin b + 1; move it back one column.
+    for j in range(bo.shape[0]):
+        for b in range(bo.shape[1] - 2, 0, -1):
+            bo[j, b] = bo[j, b - 1]
+        bo[j, 0] = 0
+
+
+@njit
+def _points_in_box(positions: Positions, lo: F64, hi: F64) -> npt.NDArray[np.bool_]:
+    n, dim = positions.shape
+    out = np.empty(n, np.bool_)
+    for i in range(n):
+        inside = True
+        for d in range(dim):
+            p = np.float64(positions[i, d])
+            if not (lo[d] <= p < hi[d]):
+                inside = False
+                break
+        out[i] = inside
+    return out
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _positions(positions: npt.ArrayLike, name: str = "positions") -> Positions:
+    arr = np.asarray(positions)
+    if arr.ndim != 2 or arr.shape[1] < 1:
+        raise InvalidInputError(f"{name} must have shape (n, D) with D >= 1, got {arr.shape}")
+    if arr.dtype.kind != "f" or arr.dtype.itemsize not in (4, 8):
+        raise InvalidInputError(f"{name} must be float32 or float64, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+
+
+def _vector(value: npt.ArrayLike, dim: int, name: str, *, positive: bool = True) -> F64:
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf" or arr.shape != (dim,):
+        raise InvalidInputError(f"{name} must be {dim} real numbers, got {value!r}")
+    out = np.ascontiguousarray(arr, dtype=np.float64)
+    if positive and not bool(np.all(np.isfinite(out) & (out > 0))):
+        raise InvalidInputError(f"{name} must be finite and > 0, got {out.tolist()}")
+    return out
+
+
+def _int_vector(value: npt.ArrayLike, dim: int, name: str, minimum: int | None) -> I64:
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iu" or arr.shape != (dim,):
+        raise InvalidInputError(f"{name} must be {dim} integers, got {value!r}")
+    out = np.ascontiguousarray(arr, dtype=np.int64)
+    if minimum is not None and bool(np.any(out < minimum)):
+        raise InvalidInputError(f"{name} must be >= {minimum}, got {out.tolist()}")
+    return out
+
+
+def _int_array(value: npt.ArrayLike, ndim: int, name: str) -> I64:
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iu" or arr.ndim != ndim:
+        raise InvalidInputError(
+            f"{name} must be a {ndim}-d integer array, got dtype {arr.dtype} shape {arr.shape}"
+        )
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _count(value: int, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise InvalidInputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _raise_position_status(status: int, row: int, positions: Positions) -> None:
+    if status == _OK:
+        return
+    value = positions[row].tolist()
+    if status == _BAD_VALUE and not bool(np.all(np.isfinite(positions[row]))):
+        raise InvalidInputError(f"positions[{row}] = {value} is not finite")
+    if status == _BAD_VALUE:
+        raise InvalidInputError(f"positions[{row}] = {value} is too large for its chunk shape")
+    raise InvalidInputError(f"positions[{row}] = {value} falls outside the chunk grid")
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def bounds_and_nonfinite(positions: npt.ArrayLike) -> tuple[F64, F64, int]:
+    """Per-axis bounds of the finite rows and the number of non-finite values.
+
+    Parameters
+    ----------
+    positions
+        ``(n, D)`` float32 or float64 vertex coordinates; ``n`` may be 0.
+
+    Returns
+    -------
+    lo, hi : numpy.ndarray
+        ``(D,)`` float64 inclusive minimum and maximum over rows whose values are all
+        finite (``+inf`` / ``-inf`` when there is no such row).
+    n_nonfinite : int
+        Number of NaN or infinite values in ``positions``.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``positions`` is not a 2-d float32/float64 array.
+    """
+    lo, hi, bad = _bounds_and_nonfinite(_positions(positions))
+    return lo, hi, int(bad)
+
+
+def chunk_coords(positions: npt.ArrayLike, chunk_shape: npt.ArrayLike) -> I64:
+    """Chunk index of every vertex on every axis (spec §5).
+
+    ``c = floor(p / C)`` in float64, corrected so that ``c*C <= p < (c+1)*C`` holds in
+    float64 arithmetic. A vertex exactly on ``N*C`` goes to chunk ``N``.
+
+    Parameters
+    ----------
+    positions
+        ``(n, D)`` float32 or float64 finite coordinates.
+    chunk_shape
+        ``(D,)`` chunk size per axis, finite and > 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, D)`` int64 chunk indices.
+
+    Raises
+    ------
+    InvalidInputError
+        On wrong dtype or shape, non-finite coordinates or ``|p / C| >= 2**52``.
+    """
+    pos = _positions(positions)
+    shape = _vector(chunk_shape, pos.shape[1], "chunk_shape")
+    out, status, row = _chunk_coords(pos, shape)
+    _raise_position_status(status, row, pos)
+    return out
+
+
+def bin_coords(
+    positions: npt.ArrayLike,
+    chunks: npt.ArrayLike,
+    chunk_shape: npt.ArrayLike,
+    bin_shape: npt.ArrayLike,
+    bins_per_chunk: npt.ArrayLike,
+) -> I64:
+    """Local bin of every vertex inside its chunk (spec §5).
+
+    Bin edges of chunk ``c`` are ``e_b = c*C + b*B`` for ``b < bpc`` and
+    ``e_bpc = (c+1)*C`` (float64); the local bin is the largest ``b`` in
+    ``[0, bpc-1]`` with ``e_b <= p``.
+
+    Parameters
+    ----------
+    positions
+        ``(n, D)`` float32 or float64 finite coordinates.
+    chunks
+        ``(n, D)`` integer chunk indices, normally from :func:`chunk_coords`.
+    chunk_shape, bin_shape
+        ``(D,)`` chunk and bin sizes, finite and > 0.
+    bins_per_chunk
+        ``(D,)`` integer number of bins per chunk on each axis, >= 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, D)`` int64 local bin indices in ``[0, bins_per_chunk)``.
+
+    Raises
+    ------
+    InvalidInputError
+        On wrong dtypes or shapes or non-finite coordinates.
+    """
+    pos = _positions(positions)
+    dim = pos.shape[1]
+    ch = _int_array(chunks, 2, "chunks")
+    if ch.shape != pos.shape:
+        raise InvalidInputError(f"chunks shape {ch.shape} != positions shape {pos.shape}")
+    out, status, row = _bin_coords(
+        pos,
+        ch,
+        _vector(chunk_shape, dim, "chunk_shape"),
+        _vector(bin_shape, dim, "bin_shape"),
+        _int_vector(bins_per_chunk, dim, "bins_per_chunk", 1),
+    )
+    _raise_position_status(status, row, pos)
+    return out
+
+
+def assign_chunks_and_bins(
+    positions: npt.ArrayLike,
+    chunk_shape: npt.ArrayLike,
+    bin_shape: npt.ArrayLike,
+    bins_per_chunk: npt.ArrayLike,
+    grid_lo: npt.ArrayLike,
+    grid_shape: npt.ArrayLike,
+) -> tuple[I64, I64]:
+    """Flat chunk and bin index of every vertex in one pass (spec §5).
+
+    Agrees exactly with :func:`chunk_coords` followed by :func:`bin_coords`.
+
+    Parameters
+    ----------
+    positions
+        ``(n, D)`` float32 or float64 finite coordinates.
+    chunk_shape, bin_shape
+        ``(D,)`` chunk and bin sizes, finite and > 0.
+    bins_per_chunk
+        ``(D,)`` integer bins per chunk, >= 1.
+    grid_lo
+        ``(D,)`` integer chunk index of the first grid chunk (the chunk grid origin).
+    grid_shape
+        ``(D,)`` integer number of grid chunks per axis, >= 1.
+
+    Returns
+    -------
+    chunk_flat : numpy.ndarray
+        ``(n,)`` int64 C-order ravel of ``chunk - grid_lo`` over ``grid_shape``.
+    bin_flat : numpy.ndarray
+        ``(n,)`` int64 C-order ravel of the local bin over ``bins_per_chunk``.
+
+    Raises
+    ------
+    InvalidInputError
+        On wrong dtypes or shapes, non-finite coordinates, or a vertex whose chunk is
+        outside ``[grid_lo, grid_lo + grid_shape)``.
+    """
+    pos = _positions(positions)
+    dim = pos.shape[1]
+    bpc = _int_vector(bins_per_chunk, dim, "bins_per_chunk", 1)
+    gshape = _int_vector(grid_shape, dim, "grid_shape", 1)
+    if int(np.prod(gshape.astype(object))) >= 2**63 or int(np.prod(bpc.astype(object))) >= 2**63:
+        raise InvalidInputError("grid_shape or bins_per_chunk has too many cells for int64")
+    chunk_flat, bin_flat, status, row = _assign(
+        pos,
+        _vector(chunk_shape, dim, "chunk_shape"),
+        _vector(bin_shape, dim, "bin_shape"),
+        bpc,
+        _int_vector(grid_lo, dim, "grid_lo", None),
+        gshape,
+    )
+    _raise_position_status(status, row, pos)
+    return chunk_flat, bin_flat
+
+
+def counting_sort(keys: npt.ArrayLike, n_keys: int) -> tuple[I64, I64]:
+    """Stable counting sort of integer keys in ``[0, n_keys)``.
+
+    Parameters
+    ----------
+    keys
+        ``(n,)`` integer keys.
+    n_keys
+        Number of distinct key values allowed, >= 0.
+
+    Returns
+    -------
+    perm : numpy.ndarray
+        ``(n,)`` int64; ``keys[perm]`` is sorted and equal keys keep input order.
+    offsets : numpy.ndarray
+        ``(n_keys + 1,)`` int64; rows with key ``k`` are ``perm[offsets[k]:offsets[k+1]]``.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``keys`` is not a 1-d integer array or a key is outside ``[0, n_keys)``.
+    """
+    arr = _int_array(keys, 1, "keys")
+    perm, offsets, bad = _counting_sort(arr, _count(n_keys, "n_keys", 0))
+    if bad >= 0:
+        raise InvalidInputError(f"keys[{bad}] = {arr[bad]} is outside [0, {n_keys})")
+    return perm, offsets
+
+
+def sort_by_chunk_and_bin(
+    chunk_flat: npt.ArrayLike, bin_flat: npt.ArrayLike, n_bins: int
+) -> tuple[I64, I64, I64, I64]:
+    """Order rows by (chunk, bin, input order) and index the groups (spec §5).
+
+    Parameters
+    ----------
+    chunk_flat
+        ``(n,)`` integer flat chunk index of each row, >= 0.
+    bin_flat
+        ``(n,)`` integer flat local bin of each row, in ``[0, n_bins)``.
+    n_bins
+        Number of bins per chunk, >= 1.
+
+    Returns
+    -------
+    perm : numpy.ndarray
+        ``(n,)`` int64 stable permutation sorting the rows by (chunk, bin).
+    occupied_chunks : numpy.ndarray
+        ``(m,)`` int64 sorted distinct values of ``chunk_flat``.
+    chunk_offsets : numpy.ndarray
+        ``(m + 1,)`` int64; rows of occupied chunk ``j`` are
+        ``perm[chunk_offsets[j]:chunk_offsets[j+1]]``.
+    bin_offsets : numpy.ndarray
+        ``(m, n_bins + 1)`` int64 chunk-local offsets: bin ``b`` of chunk ``j`` is local
+        rows ``bin_offsets[j, b]:bin_offsets[j, b+1]``.
+
+    Raises
+    ------
+    InvalidInputError
+        On wrong dtypes or shapes, negative chunk ids or bins outside ``[0, n_bins)``.
+    """
+    return _sort_by_chunk_and_bin(chunk_flat, bin_flat, n_bins, "auto")
+
+
+def _sort_by_chunk_and_bin(
+    chunk_flat: npt.ArrayLike, bin_flat: npt.ArrayLike, n_bins: int, method: str
+) -> tuple[I64, I64, I64, I64]:
+    # method: "auto", or force a table ("dense"/"sparse") and a sort ("fused"/"two_level")
+    # joined by "+", e.g. "sparse+two_level" (used by the tests to cover every path).
+    chunks = _int_array(chunk_flat, 1, "chunk_flat")
+    bins = _int_array(bin_flat, 1, "bin_flat")
+    n_bins = _count(n_bins, "n_bins", 1)
+    if chunks.shape != bins.shape:
+        raise InvalidInputError(f"chunk_flat length {chunks.size} != bin_flat length {bins.size}")
+    n = chunks.shape[0]
+    top, status, row = _scan_keys(chunks, bins, n_bins)
+    if status == _KEY_RANGE:
+        raise InvalidInputError(f"chunk_flat[{row}] = {chunks[row]} is negative")
+    if status == _BIN_RANGE:
+        raise InvalidInputError(f"bin_flat[{row}] = {bins[row]} is outside [0, {n_bins})")
+    dense = top + 1 <= 4 * n + _DENSE_SLACK and n < 2**31 - 1
+    lut: npt.NDArray[np.integer[Any]]
+    ids: npt.NDArray[np.integer[Any]]
+    if "dense" in method or ("sparse" not in method and dense):
+        lut, occupied = _dense_ranks(chunks, top + 1)
+        ids = chunks
+    else:
+        occupied = np.unique(chunks)
+        ids = np.searchsorted(occupied, chunks)
+        lut = np.arange(occupied.size, dtype=np.int64)
+    m = occupied.size
+    fused = m * n_bins <= max(n, _FUSED_CELLS)
+    if "fused" in method or ("two_level" not in method and fused):
+        perm, chunk_offsets, bin_offsets = _fused_sort(ids, lut, bins, m, n_bins)
+    else:
+        perm, chunk_offsets, bin_offsets = _two_level_sort(ids, lut, bins, m, n_bins)
+    return perm, occupied, chunk_offsets, bin_offsets
+
+
+def points_in_box(
+    positions: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike
+) -> npt.NDArray[np.bool_]:
+    """Half-open box membership ``lo_d <= p_d < hi_d`` for all axes (spec §8).
+
+    Parameters
+    ----------
+    positions
+        ``(n, D)`` float32 or float64 coordinates (compared as float64).
+    lo, hi
+        ``(D,)`` box bounds; may be ``-inf`` / ``+inf``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n,)`` bool mask of the vertices inside the box. NaN coordinates are outside.
+
+    Raises
+    ------
+    InvalidInputError
+        On wrong dtypes or shapes, NaN bounds, or ``lo > hi`` on some axis.
+    """
+    pos = _positions(positions)
+    dim = pos.shape[1]
+    lo64 = _vector(lo, dim, "lo", positive=False)
+    hi64 = _vector(hi, dim, "hi", positive=False)
+    if bool(np.any(np.isnan(lo64) | np.isnan(hi64))):
+        raise InvalidInputError(f"box bounds must not be NaN, got lo={lo64} hi={hi64}")
+    if bool(np.any(lo64 > hi64)):
+        raise InvalidInputError(f"box lo must be <= hi on every axis, got lo={lo64} hi={hi64}")
+    return _points_in_box(pos, lo64, hi64)

@@ -1,0 +1,219 @@
+"""Byte and JSON I/O on any zarr-python 3 store, with batched concurrent requests.
+
+This module is the only bridge between zarr_vectors and zarr's asynchronous store API:
+every request goes through :class:`StoreIO`, which runs batches of requests
+concurrently on zarr's event loop and returns plain ``bytes``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from zarr.abc.store import ByteRequest, RangeByteRequest, Store, SuffixByteRequest
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+from zarr.storage import LocalStore, MemoryStore, ZipStore
+
+from zarr_vectors.errors import InvalidInputError, StoreNotFoundError
+
+__all__ = ["ByteRange", "StoreIO", "StoreLike", "resolve_store"]
+
+T = TypeVar("T")
+
+StoreLike = str | os.PathLike[str] | Store
+"""What the public API accepts as a store: a local path, a ``.zip`` path, a URL or a Store."""
+
+ByteRange = tuple[int, int] | int | None
+"""``(start, stop)`` for a range, a negative int ``-n`` for the last ``n`` bytes, None for all."""
+
+_MAX_CONCURRENCY = 64
+
+
+def resolve_store(store: StoreLike, *, mode: str) -> Store:
+    """Turn a store-like value into a zarr ``Store``.
+
+    Parameters
+    ----------
+    store
+        A local directory path (str or path-like), a path ending in ``.zip`` (a
+        :class:`zarr.storage.ZipStore`), a URL with a protocol such as ``s3://`` (an
+        ``FsspecStore``; needs fsspec), or any zarr ``Store`` instance (used as is).
+    mode
+        ``"r"`` to read or ``"w"`` to write.
+
+    Returns
+    -------
+    zarr.abc.store.Store
+        The store to use.
+
+    Raises
+    ------
+    StoreNotFoundError
+        When reading a local path that does not exist.
+    InvalidInputError
+        When the value is not a store-like object.
+    """
+    if isinstance(store, Store):
+        return store
+    if not isinstance(store, str | os.PathLike):
+        raise InvalidInputError(
+            f"store must be a path, a URL or a zarr Store, got {type(store).__name__}"
+        )
+    text = os.fspath(store)
+    if "://" in text:
+        from zarr.storage import FsspecStore  # noqa: PLC0415  (optional dependency: fsspec)
+
+        return FsspecStore.from_url(text, read_only=(mode == "r"))
+    path = Path(text)
+    if mode == "r" and not path.exists():
+        raise StoreNotFoundError(f"no store at {text!r}: the path does not exist")
+    if path.suffix == ".zip":
+        return ZipStore(path, mode="r" if mode == "r" else "w")
+    return LocalStore(path, read_only=(mode == "r"))
+
+
+def local_root(store: Store) -> Path | None:
+    """Return the directory of a :class:`LocalStore`, or None for other stores."""
+    return Path(store.root) if isinstance(store, LocalStore) else None
+
+
+def _to_request(byte_range: ByteRange) -> ByteRequest | None:
+    if byte_range is None:
+        return None
+    if isinstance(byte_range, int):
+        return SuffixByteRequest(-byte_range)
+    start, stop = byte_range
+    return RangeByteRequest(start, stop)
+
+
+class StoreIO:
+    """Synchronous, batched access to the keys of a zarr store.
+
+    Parameters
+    ----------
+    store
+        The zarr store. It is opened on first use if it is not open yet.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return sync(coro)
+
+    async def _gather(self, coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+        if not self.store._is_open:
+            await self.store._open()
+        semaphore = asyncio.Semaphore(_MAX_CONCURRENCY)
+
+        async def bounded(coro: Coroutine[Any, Any, T]) -> T:
+            async with semaphore:
+                return await coro
+
+        return list(await asyncio.gather(*(bounded(c) for c in coros)))
+
+    async def _get(self, key: str, byte_range: ByteRange) -> bytes | None:
+        buf = await self.store.get(key, default_buffer_prototype(), _to_request(byte_range))
+        return None if buf is None else buf.to_bytes()
+
+    def get_many(self, requests: Sequence[tuple[str, ByteRange]]) -> list[bytes | None]:
+        """Fetch many keys (or byte ranges of keys) concurrently.
+
+        Parameters
+        ----------
+        requests
+            ``(key, byte_range)`` pairs; see :data:`ByteRange`.
+
+        Returns
+        -------
+        list of bytes or None
+            One entry per request, None where the key does not exist.
+        """
+        if not requests:
+            return []
+        return self._run(self._gather([self._get(k, r) for k, r in requests]))
+
+    def get(self, key: str, byte_range: ByteRange = None) -> bytes | None:
+        """Fetch one key, or None when it does not exist."""
+        return self.get_many([(key, byte_range)])[0]
+
+    async def _set(self, key: str, value: bytes) -> None:
+        await self.store.set(key, default_buffer_prototype().buffer.from_bytes(value))
+
+    def set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        """Write many keys concurrently (each key must appear once)."""
+        if items:
+            self._run(self._gather([self._set(k, v) for k, v in items]))
+
+    def set(self, key: str, value: bytes) -> None:
+        """Write one key."""
+        self.set_many([(key, value)])
+
+    def read_json(self, key: str) -> Any:
+        """Parse the JSON document at ``key``; None when the key does not exist."""
+        raw = self.get(key)
+        return None if raw is None else json.loads(raw)
+
+    def write_json(self, key: str, doc: Any) -> None:
+        """Write ``doc`` as indented UTF-8 JSON at ``key``."""
+        self.set(key, json_bytes(doc))
+
+    def list_prefix(self, prefix: str) -> list[str]:
+        """All keys that start with ``prefix``, sorted."""
+
+        async def collect() -> list[str]:
+            if not self.store._is_open:
+                await self.store._open()
+            return [key async for key in self.store.list_prefix(prefix)]
+
+        return sorted(self._run(collect()))
+
+    def list_dir(self, prefix: str) -> list[str]:
+        """Names of the direct children of the node at ``prefix`` (no trailing slash), sorted."""
+
+        async def collect() -> list[str]:
+            if not self.store._is_open:
+                await self.store._open()
+            return [key async for key in self.store.list_dir(prefix)]
+
+        return sorted(self._run(collect()))
+
+    def is_empty(self) -> bool:
+        """True when the store holds no key at all."""
+
+        async def probe() -> bool:
+            if not self.store._is_open:
+                await self.store._open()
+            return await self.store.is_empty("")
+
+        return self._run(probe())
+
+    def clear(self) -> None:
+        """Delete every key of the store."""
+
+        async def wipe() -> None:
+            if not self.store._is_open:
+                await self.store._open()
+            await self.store.clear()
+
+        self._run(wipe())
+
+    def close(self) -> None:
+        """Close the store when it needs closing (zip files)."""
+        if isinstance(self.store, ZipStore) and self.store._is_open:
+            self.store.close()
+
+
+def json_bytes(doc: Any) -> bytes:
+    """Serialise ``doc`` the way every JSON document of a store is written."""
+    return json.dumps(doc, indent=2, allow_nan=False).encode("utf-8")
+
+
+def scratch_store() -> MemoryStore:
+    """A fresh in-memory store for building metadata documents before committing them."""
+    return MemoryStore()

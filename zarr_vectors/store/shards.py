@@ -1,0 +1,250 @@
+"""Sharded row arrays: one Zarr shard per spatial chunk, written and read row block by row block.
+
+Every per-chunk array of a store (``vertices``, ``attributes/<name>``, ``vertex_fragments``...)
+is a Zarr v3 array of logical shape ``(*G, N_max, *row_shape)`` whose regular chunk grid has
+one chunk per spatial chunk, encoded with the ``sharding_indexed`` codec into inner chunks
+("row blocks") of ``R`` rows (spec §9.0). This module builds those shard bytes directly and
+decodes them, so a chunk holding ``n`` rows costs ``ceil(n / R)`` row blocks whatever ``N_max``
+is; the bytes are exactly what zarr-python reads and writes for the same metadata.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import google_crc32c
+import numpy as np
+from numcodecs import Blosc
+
+from zarr_vectors.errors import CorruptChunkError, MetadataError
+
+__all__ = ["RowLayout"]
+
+_MISSING = np.uint64(2**64 - 1)
+_BLOSC_SHUFFLE = {
+    "noshuffle": Blosc.NOSHUFFLE,
+    "shuffle": Blosc.SHUFFLE,
+    "bitshuffle": Blosc.BITSHUFFLE,
+}
+_CRC_BYTES = 4
+
+
+@dataclass(frozen=True, slots=True)
+class RowLayout:
+    """How the rows of one per-chunk array are laid out in its shards (spec §9.0).
+
+    Parameters
+    ----------
+    dtype
+        Element dtype (stored little-endian).
+    row_shape
+        Shape of one row: ``(D,)`` for vertices, ``()`` for scalar attributes.
+    rows_per_block
+        ``R``, the number of rows of an inner chunk.
+    n_max
+        ``N_max``, the rows of a shard; a multiple of ``R``.
+    blosc
+        Blosc configuration ``{"cname", "clevel", "shuffle"}`` of the inner chunks, or None
+        for uncompressed row blocks.
+    """
+
+    dtype: np.dtype[Any]
+    row_shape: tuple[int, ...]
+    rows_per_block: int
+    n_max: int
+    blosc: dict[str, Any] | None
+
+    @property
+    def n_blocks(self) -> int:
+        """Row blocks per shard (``N_max / R``)."""
+        return self.n_max // self.rows_per_block
+
+    @property
+    def row_nbytes(self) -> int:
+        """Bytes of one decoded row."""
+        return int(self.dtype.itemsize * int(np.prod(self.row_shape, dtype=np.int64)))
+
+    @property
+    def index_nbytes(self) -> int:
+        """Bytes of the shard index at the end of every shard (with its CRC32C)."""
+        return 16 * self.n_blocks + _CRC_BYTES
+
+    def _codec(self) -> Blosc | None:
+        if self.blosc is None:
+            return None
+        return Blosc(
+            cname=self.blosc["cname"],
+            clevel=self.blosc["clevel"],
+            shuffle=_BLOSC_SHUFFLE[self.blosc["shuffle"]],
+            blocksize=0,
+        )
+
+    def encode_shard(self, rows: np.ndarray) -> bytes:
+        """Encode rows ``[0, n)`` of one spatial chunk as shard bytes.
+
+        Parameters
+        ----------
+        rows
+            Array of shape ``(n, *row_shape)`` with ``0 < n <= N_max``.
+
+        Returns
+        -------
+        bytes
+            The shard: the encoded row blocks covering ``[0, n)`` back to back, then the
+            shard index (``uint64`` offset and length per block, ``2**64-1`` for blocks
+            not stored) and its little-endian CRC32C.
+        """
+        n = rows.shape[0]
+        r = self.rows_per_block
+        data = np.ascontiguousarray(rows, dtype=self.dtype.newbyteorder("<"))
+        codec = self._codec()
+        index = np.full((self.n_blocks, 2), _MISSING, dtype="<u8")
+        parts: list[bytes] = []
+        offset = 0
+        for b in range(-(-n // r)):
+            block = data[b * r : (b + 1) * r]
+            if block.shape[0] < r:
+                block = _pad_rows(block, r)
+            encoded = block.tobytes() if codec is None else bytes(codec.encode(block))
+            parts.append(encoded)
+            index[b] = (offset, len(encoded))
+            offset += len(encoded)
+        index_bytes = index.tobytes()
+        parts.append(index_bytes)
+        parts.append(google_crc32c.value(index_bytes).to_bytes(4, "little"))
+        return b"".join(parts)
+
+    def decode_index(self, tail: bytes, where: str) -> np.ndarray:
+        """Decode and verify the shard index from the last bytes of a shard.
+
+        Parameters
+        ----------
+        tail
+            At least the last :attr:`index_nbytes` bytes of the shard.
+        where
+            The shard's key, for error messages.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n_blocks, 2)`` uint64 array of (offset, nbytes); missing blocks hold 2**64-1.
+        """
+        if len(tail) < self.index_nbytes:
+            raise CorruptChunkError(
+                f"{where}: shard is {len(tail)} bytes, shorter than its "
+                f"{self.index_nbytes}-byte index"
+            )
+        raw = tail[len(tail) - self.index_nbytes :]
+        body, crc = raw[:-_CRC_BYTES], raw[-_CRC_BYTES:]
+        if google_crc32c.value(body) != int.from_bytes(crc, "little"):
+            raise CorruptChunkError(f"{where}: shard index checksum mismatch")
+        return np.frombuffer(body, dtype="<u8").reshape(self.n_blocks, 2)
+
+    def block_span(self, index: np.ndarray, first: int, stop: int, where: str) -> tuple[int, int]:
+        """Byte span ``[start, end)`` covering row blocks ``first .. stop-1`` of a shard.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a needed block is missing or the blocks are not stored back to back.
+        """
+        entries = index[first:stop]
+        if np.any(entries == _MISSING):
+            missing = first + int(np.flatnonzero((entries == _MISSING).any(axis=1))[0])
+            raise CorruptChunkError(f"{where}: row block {missing} is missing from the shard")
+        starts = entries[:, 0].astype(np.int64)
+        ends = starts + entries[:, 1].astype(np.int64)
+        if np.any(starts[1:] != ends[:-1]):
+            raise CorruptChunkError(f"{where}: row blocks {first}..{stop - 1} are not contiguous")
+        return int(starts[0]), int(ends[-1])
+
+    def decode_blocks(
+        self, payload: bytes, index: np.ndarray, first: int, stop: int, where: str
+    ) -> np.ndarray:
+        """Decode row blocks ``first .. stop-1`` from ``payload`` (the bytes of their span).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``((stop - first) * R, *row_shape)`` rows in native byte order.
+        """
+        codec = self._codec()
+        base = int(index[first, 0])
+        r = self.rows_per_block
+        out = np.empty(((stop - first) * r, *self.row_shape), dtype=self.dtype)
+        flat = out.reshape(stop - first, -1)
+        expected = r * self.row_nbytes
+        for k, b in enumerate(range(first, stop)):
+            start = int(index[b, 0]) - base
+            raw = payload[start : start + int(index[b, 1])]
+            try:
+                decoded = raw if codec is None else codec.decode(raw)
+            except (RuntimeError, ValueError) as exc:
+                raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
+            if len(memoryview(decoded).cast("B")) != expected:
+                raise CorruptChunkError(
+                    f"{where}: row block {b} decodes to the wrong size (expected {expected} bytes)"
+                )
+            flat[k] = np.frombuffer(decoded, dtype=self.dtype.newbyteorder("<"))
+        return out
+
+    @classmethod
+    def from_array_metadata(
+        cls, meta: dict[str, Any], grid_ndim: int, where: str
+    ) -> RowLayout | None:
+        """Read the layout from an array's ``zarr.json``; None if it is not one we decode.
+
+        Parameters
+        ----------
+        meta
+            The parsed ``zarr.json`` of the array.
+        grid_ndim
+            ``D``, the number of leading chunk-grid dimensions.
+        where
+            The array's path, for error messages.
+
+        Returns
+        -------
+        RowLayout or None
+            None for arrays that are valid Zarr but use another codec pipeline; the caller
+            reads those through zarr-python instead.
+        """
+        try:
+            codecs = meta["codecs"]
+            shard_shape = [int(s) for s in meta["chunk_grid"]["configuration"]["chunk_shape"]]
+            dtype = np.dtype(meta["data_type"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MetadataError(f"{where}: unreadable zarr.json ({exc})") from exc
+        if len(codecs) != 1 or codecs[0].get("name") != "sharding_indexed":
+            return None
+        conf = codecs[0].get("configuration", {})
+        names = [c.get("name") for c in conf.get("codecs", [])]
+        index_names = [c.get("name") for c in conf.get("index_codecs", [])]
+        if (
+            conf.get("index_location", "end") != "end"
+            or index_names != ["bytes", "crc32c"]
+            or names not in (["bytes"], ["bytes", "blosc"])
+            or len(shard_shape) <= grid_ndim
+        ):
+            return None
+        inner = [int(s) for s in conf["chunk_shape"]]
+        if inner[grid_ndim + 1 :] != shard_shape[grid_ndim + 1 :]:
+            return None
+        blosc = None
+        if names == ["bytes", "blosc"]:
+            bconf = conf["codecs"][1]["configuration"]
+            blosc = {k: bconf[k] for k in ("cname", "clevel", "shuffle")}
+        return cls(
+            dtype=dtype,
+            row_shape=tuple(shard_shape[grid_ndim + 1 :]),
+            rows_per_block=inner[grid_ndim],
+            n_max=shard_shape[grid_ndim],
+            blosc=blosc,
+        )
+
+
+def _pad_rows(block: np.ndarray, rows: int) -> np.ndarray:
+    padded = np.zeros((rows, *block.shape[1:]), dtype=block.dtype)
+    padded[: block.shape[0]] = block
+    return padded

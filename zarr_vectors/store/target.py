@@ -1,0 +1,95 @@
+"""Where a write goes, and how it is committed or rolled back (spec §12).
+
+A write into a local directory that already holds a store (with ``overwrite=True``) is
+written into a hidden sibling directory first and swapped in only when complete, so a
+failed or killed write leaves the existing store as it was. Other stores (memory, zip,
+fsspec) cannot be swapped: they are cleared and written in place, with the root metadata
+committed last so an interrupted write never opens as a complete store.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from zarr.abc.store import Store
+from zarr.storage import LocalStore
+
+from zarr_vectors.errors import StoreExistsError
+from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
+
+__all__ = ["write_target"]
+
+
+def _occupied(path: Path) -> bool:
+    return path.exists() and (not path.is_dir() or any(path.iterdir()))
+
+
+@contextmanager
+def write_target(store: StoreLike, *, overwrite: bool) -> Iterator[StoreIO]:
+    """Yield a :class:`StoreIO` to write a new store into, committing on success.
+
+    Parameters
+    ----------
+    store
+        Destination (see :func:`~zarr_vectors.store.io.resolve_store`).
+    overwrite
+        Replace an existing store. Without it, a destination holding any data raises
+        :class:`StoreExistsError` before anything is written.
+
+    Raises
+    ------
+    StoreExistsError
+        When the destination holds data and ``overwrite`` is false.
+    """
+    if isinstance(store, str | os.PathLike) and "://" not in os.fspath(store):
+        path = Path(os.fspath(store))
+        if path.suffix != ".zip":
+            with _local_target(path, overwrite=overwrite) as io:
+                yield io
+            return
+    with _in_place_target(resolve_store(store, mode="w"), overwrite=overwrite) as io:
+        yield io
+
+
+@contextmanager
+def _local_target(path: Path, *, overwrite: bool) -> Iterator[StoreIO]:
+    if _occupied(path) and not overwrite:
+        raise StoreExistsError(
+            f"{path} already exists and is not empty; pass overwrite=True to replace it"
+        )
+    replacing = _occupied(path)
+    staging = path.with_name(f".{path.name}.zv-writing-{uuid.uuid4().hex[:8]}")
+    destination = staging if replacing else path
+    created = not path.exists()
+    io = StoreIO(LocalStore(destination))
+    try:
+        yield io
+    except BaseException:
+        if replacing:
+            shutil.rmtree(staging, ignore_errors=True)
+        elif created:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+    if replacing:
+        retired = path.with_name(f".{path.name}.zv-replaced-{uuid.uuid4().hex[:8]}")
+        path.rename(retired)
+        staging.rename(path)
+        shutil.rmtree(retired, ignore_errors=True)
+
+
+@contextmanager
+def _in_place_target(store: Store, *, overwrite: bool) -> Iterator[StoreIO]:
+    io = StoreIO(store)
+    if not io.is_empty():
+        if not overwrite:
+            raise StoreExistsError(f"{store} already holds data; pass overwrite=True to replace it")
+        io.clear()
+    try:
+        yield io
+    finally:
+        io.close()
