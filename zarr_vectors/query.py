@@ -8,7 +8,6 @@ only to rows of bins the box cuts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -48,33 +47,27 @@ def parse_bbox(bbox: Any, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     return box[0], box[1]
 
 
-def _columns(reader: LevelReader) -> list[str]:
-    return [VERTICES, *[k for k in reader.paths if k != VERTICES]]
+def _result(
+    reader: LevelReader,
+    wanted: list[ChunkRows],
+    mask: np.ndarray | None,
+    positions: np.ndarray | None = None,
+) -> QueryResult:
+    """Read every column for ``wanted`` and keep the rows flagged in ``mask`` (all if None)."""
 
-
-def _assemble(reader: LevelReader, pieces: dict[str, list[np.ndarray]]) -> QueryResult:
-    def joined(name: str) -> np.ndarray:
-        parts = pieces[name]
-        if parts:
-            return np.concatenate(parts) if len(parts) > 1 else parts[0]
-        dtype, shape = reader.column_spec(name)
-        return np.empty((0, *shape), dtype=dtype)
+    def column(name: str) -> np.ndarray:
+        rows = (
+            positions
+            if name == VERTICES and positions is not None
+            else reader.read_rows(name, wanted)
+        )
+        return rows if mask is None else rows[mask]
 
     return QueryResult(
-        positions=joined(VERTICES),
-        attributes={k: joined(k) for k in reader.attribute_names},
-        vertex_object_ids=joined(OBJECT_ID_ATTRIBUTE) if reader.has_object_ids else None,
+        positions=column(VERTICES),
+        attributes={k: column(k) for k in reader.attribute_names},
+        vertex_object_ids=column(OBJECT_ID_ATTRIBUTE) if reader.has_object_ids else None,
     )
-
-
-def _read(
-    reader: LevelReader, wanted: list[ChunkRows], masks: Sequence[np.ndarray | None]
-) -> QueryResult:
-    pieces: dict[str, list[np.ndarray]] = {}
-    for name in _columns(reader):
-        rows = reader.read_rows(name, wanted) if wanted else []
-        pieces[name] = [r if m is None else r[m] for r, m in zip(rows, masks, strict=True)]
-    return _assemble(reader, pieces)
 
 
 def read_all(reader: LevelReader) -> QueryResult:
@@ -85,7 +78,7 @@ def read_all(reader: LevelReader) -> QueryResult:
         ChunkRows(tuple(int(c) for c in chunk), np.array([[0, n]], dtype=np.int64))
         for chunk, n in zip(chunks, counts, strict=True)
     ]
-    return _read(reader, wanted, [None] * len(wanted))
+    return _result(reader, wanted, None)
 
 
 def _bin_runs(starts: np.ndarray, sizes: np.ndarray, take: np.ndarray) -> np.ndarray:
@@ -123,7 +116,7 @@ def query_box(reader: LevelReader, lo: np.ndarray, hi: np.ndarray) -> QueryResul
     grid = reader.grid
     first, stop = grid.box_chunk_range(lo, hi)
     if np.any(stop <= first) or np.any(lo >= hi):
-        return _read(reader, [], [])
+        return _result(reader, [], None)
     chunks, counts = reader.occupied_chunks(first, stop)
     inside = np.all(grid.chunk_lower(chunks) >= lo, axis=1) & np.all(
         grid.chunk_upper(chunks) <= hi, axis=1
@@ -133,47 +126,24 @@ def query_box(reader: LevelReader, lo: np.ndarray, hi: np.ndarray) -> QueryResul
         zip(partial.tolist(), reader.fragment_ranges(chunks[partial], counts[partial]), strict=True)
     )
     wanted: list[ChunkRows] = []
-    tests: list[np.ndarray | None] = []
+    tested: list[np.ndarray] = []
     for j, (chunk, n) in enumerate(zip(chunks, counts, strict=True)):
         key = tuple(int(c) for c in chunk)
         if inside[j]:
             wanted.append(ChunkRows(key, np.array([[0, n]], dtype=np.int64)))
-            tests.append(None)
+            tested.append(np.zeros(1, dtype=bool))
             continue
         runs, needs_test = _partial_plan(reader, chunk, ranges[j], lo, hi)
         if runs.shape[0]:
             wanted.append(ChunkRows(key, runs))
-            tests.append(needs_test)
-    positions = reader.read_rows(VERTICES, wanted) if wanted else []
-    masks = [
-        None if t is None else _run_mask(p, runs.runs, t, lo, hi)
-        for p, runs, t in zip(positions, wanted, tests, strict=True)
-    ]
-    return _read_with_positions(reader, wanted, masks, positions)
-
-
-def _run_mask(
-    positions: np.ndarray, runs: np.ndarray, needs_test: np.ndarray, lo: np.ndarray, hi: np.ndarray
-) -> np.ndarray | None:
-    if not needs_test.any():
-        return None
-    lengths = runs[:, 1] - runs[:, 0]
-    tested = np.repeat(needs_test, lengths)
+            tested.append(needs_test)
+    if not wanted:
+        return _result(reader, [], None)
+    positions = reader.read_rows(VERTICES, wanted)
+    runs = np.concatenate([w.runs for w in wanted])
+    test_rows = np.repeat(np.concatenate(tested), runs[:, 1] - runs[:, 0])
+    if not test_rows.any():
+        return _result(reader, wanted, None, positions)
     mask = np.ones(positions.shape[0], dtype=bool)
-    mask[tested] = points_in_box(positions[tested], lo, hi)
-    return mask
-
-
-def _read_with_positions(
-    reader: LevelReader,
-    wanted: list[ChunkRows],
-    masks: list[np.ndarray | None],
-    positions: list[np.ndarray],
-) -> QueryResult:
-    pieces: dict[str, list[np.ndarray]] = {
-        VERTICES: [p if m is None else p[m] for p, m in zip(positions, masks, strict=True)]
-    }
-    for name in _columns(reader)[1:]:
-        rows = reader.read_rows(name, wanted) if wanted else []
-        pieces[name] = [r if m is None else r[m] for r, m in zip(rows, masks, strict=True)]
-    return _assemble(reader, pieces)
+    mask[test_rows] = points_in_box(positions[test_rows], lo, hi)
+    return _result(reader, wanted, mask, positions)

@@ -169,10 +169,12 @@ class LevelReader:
             raise MetadataError(f"{VERTEX_FRAGMENTS}: unsupported codec pipeline")
         index = layout.decode_index(raw, where)
         stored = int(np.count_nonzero(index[:, 0] != np.uint64(2**64 - 1)))
-        start, end = layout.block_span(index, 0, stored, where) if stored else (0, 0)
-        blob = layout.decode_blocks(raw[start:end], index, 0, stored, where) if stored else b""
+        blob = np.zeros(stored * layout.rows_per_block, dtype=np.uint8)
+        if stored:
+            start, end = layout.block_span(index, 0, stored, where)
+            layout.decode_rows_into(raw[start:end], index, 0, (0, blob.shape[0]), blob, where)
         try:
-            starts, sizes = decode_dense_ranges(bytes(np.asarray(blob, dtype=np.uint8)))
+            starts, sizes = decode_dense_ranges(blob)
         except FragmentIndexError as exc:
             raise CorruptChunkError(f"{where}: {exc}") from exc
         if starts.shape[0] != self.grid.bins_per_chunk_total:
@@ -183,36 +185,36 @@ class LevelReader:
         return starts, sizes
 
     # -- rows --------------------------------------------------------------------------
-    def read_rows(self, name: str, wanted: list[ChunkRows]) -> list[np.ndarray]:
-        """Rows of column ``name`` for each request, runs concatenated in order."""
+    def read_rows(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:
+        """Rows of column ``name`` for every request, runs and requests concatenated in order."""
         path = self.paths[name]
         layout = self.layouts[name]
+        dtype, row_shape = self.column_spec(name)
+        total = int(sum(int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted))
+        out = np.empty((total, *row_shape), dtype=dtype)
         if layout is None:
-            return [self._read_rows_fallback(path, w) for w in wanted]
-        plans = [_block_runs(w.runs, layout.rows_per_block) for w in wanted]
+            pos = 0
+            for w in wanted:
+                rows = self._read_rows_fallback(path, w)
+                out[pos : pos + rows.shape[0]] = rows
+                pos += rows.shape[0]
+            return out
         self._fetch_indexes(path, layout, [w.chunk for w in wanted])
         requests: list[tuple[str, tuple[int, int]]] = []
-        owners: list[tuple[int, int, int]] = []
-        for i, (w, plan) in enumerate(zip(wanted, plans, strict=True)):
+        spans: list[tuple[str, np.ndarray, tuple[int, int], list[tuple[int, int]]]] = []
+        pos = 0
+        for w in wanted:
             key = shard_key(path, np.asarray(w.chunk), len(layout.row_shape))
             index = self._indexes[(path, w.chunk)]
-            for first, stop in plan:
+            for first, stop, runs in _block_groups(w.runs, layout.rows_per_block):
                 requests.append((key, layout.block_span(index, first, stop, key)))
-                owners.append((i, first, stop))
+                spans.append((key, index, (first, stop), runs))
         payloads = self.io.get_many(requests)
-        blocks: list[dict[int, np.ndarray]] = [{} for _ in wanted]
-        for (i, first, stop), payload, (key, _) in zip(owners, payloads, requests, strict=True):
+        for (key, index, blocks, runs), payload in zip(spans, payloads, strict=True):
             if payload is None:
                 raise CorruptChunkError(f"{key}: shard disappeared while reading")
-            rows = layout.decode_blocks(
-                payload, self._indexes[(path, wanted[i].chunk)], first, stop, key
-            )
-            blocks[i][first] = rows
-        empty = np.empty((0, *layout.row_shape), dtype=layout.dtype)
-        return [
-            _slice_runs(w.runs, b, layout.rows_per_block, empty)
-            for w, b in zip(wanted, blocks, strict=True)
-        ]
+            pos = _decode_group(layout, payload, index, blocks, runs, out, pos, key)
+        return out
 
     def _fetch_indexes(self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]) -> None:
         missing = [c for c in dict.fromkeys(chunks) if (path, c) not in self._indexes]
@@ -236,31 +238,48 @@ class LevelReader:
         return np.concatenate([rows[a:b] for a, b in want.runs]) if len(want.runs) else rows[:0]
 
 
-def _block_runs(runs: np.ndarray, r: int) -> list[tuple[int, int]]:
-    """Contiguous row-block ranges ``[first, stop)`` covering the row runs."""
-    out: list[tuple[int, int]] = []
-    for start, stop in runs:
+def _decode_group(
+    layout: RowLayout,
+    payload: bytes,
+    index: np.ndarray,
+    blocks: tuple[int, int],
+    runs: list[tuple[int, int]],
+    out: np.ndarray,
+    pos: int,
+    key: str,
+) -> int:
+    """Decode the row runs of one group of row blocks into ``out[pos:]``; return the new pos.
+
+    A single run is decoded straight into ``out``; several runs share one decode of their
+    blocks, so no block is decompressed twice.
+    """
+    first, stop = blocks
+    if len(runs) == 1:
+        start, end = runs[0]
+        layout.decode_rows_into(
+            payload, index, first, (start, end), out[pos : pos + end - start], key
+        )
+        return pos + end - start
+    r = layout.rows_per_block
+    rows = np.empty(((stop - first) * r, *out.shape[1:]), dtype=out.dtype)
+    layout.decode_rows_into(payload, index, first, (first * r, stop * r), rows, key)
+    for start, end in runs:
+        out[pos : pos + end - start] = rows[start - first * r : end - first * r]
+        pos += end - start
+    return pos
+
+
+def _block_groups(runs: np.ndarray, r: int) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """Group row runs into contiguous row-block ranges ``[first, stop)`` with their runs."""
+    groups: list[tuple[int, int, list[tuple[int, int]]]] = []
+    for start, stop in runs.tolist():
         if stop <= start:
             continue
-        first, last = int(start) // r, (int(stop) - 1) // r + 1
-        if out and first <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], last))
+        first, last = start // r, (stop - 1) // r + 1
+        if groups and first <= groups[-1][1]:
+            g_first, g_stop, g_runs = groups[-1]
+            g_runs.append((start, stop))
+            groups[-1] = (g_first, max(g_stop, last), g_runs)
         else:
-            out.append((first, last))
-    return out
-
-
-def _slice_runs(
-    runs: np.ndarray, blocks: dict[int, np.ndarray], r: int, empty: np.ndarray
-) -> np.ndarray:
-    pieces = []
-    starts = sorted(blocks)
-    for start, stop in runs:
-        if stop <= start:
-            continue
-        first = max(s for s in starts if s * r <= start)
-        base = first * r
-        pieces.append(blocks[first][start - base : stop - base])
-    if not pieces:
-        return empty
-    return np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+            groups.append((first, last, [(start, stop)]))
+    return groups

@@ -82,6 +82,22 @@ def local_root(store: Store) -> Path | None:
     return Path(store.root) if isinstance(store, LocalStore) else None
 
 
+def _read_local(path: Path, byte_range: ByteRange) -> bytes | None:
+    try:
+        with path.open("rb") as fh:
+            if byte_range is None:
+                return fh.read()
+            if isinstance(byte_range, int):
+                size = fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, size + byte_range))
+                return fh.read()
+            start, stop = byte_range
+            fh.seek(start)
+            return fh.read(stop - start)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
 def _to_request(byte_range: ByteRange) -> ByteRequest | None:
     if byte_range is None:
         return None
@@ -122,7 +138,10 @@ class StoreIO:
         return None if buf is None else buf.to_bytes()
 
     def get_many(self, requests: Sequence[tuple[str, ByteRange]]) -> list[bytes | None]:
-        """Fetch many keys (or byte ranges of keys) concurrently.
+        """Fetch many keys (or byte ranges of keys), concurrently unless the store is local.
+
+        Local directories are read directly in the calling thread: with the OS page cache
+        a file read takes microseconds, far less than a round trip through an event loop.
 
         Parameters
         ----------
@@ -136,6 +155,9 @@ class StoreIO:
         """
         if not requests:
             return []
+        root = local_root(self.store)
+        if root is not None:
+            return [_read_local(root / key, byte_range) for key, byte_range in requests]
         return self._run(self._gather([self._get(k, r) for k, r in requests]))
 
     def get(self, key: str, byte_range: ByteRange = None) -> bytes | None:

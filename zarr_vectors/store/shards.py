@@ -10,6 +10,7 @@ is; the bytes are exactly what zarr-python reads and writes for the same metadat
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +64,7 @@ class RowLayout:
     @property
     def row_nbytes(self) -> int:
         """Bytes of one decoded row."""
-        return int(self.dtype.itemsize * int(np.prod(self.row_shape, dtype=np.int64)))
+        return self.dtype.itemsize * math.prod(self.row_shape)
 
     @property
     def index_nbytes(self) -> int:
@@ -159,35 +160,70 @@ class RowLayout:
             raise CorruptChunkError(f"{where}: row blocks {first}..{stop - 1} are not contiguous")
         return int(starts[0]), int(ends[-1])
 
-    def decode_blocks(
-        self, payload: bytes, index: np.ndarray, first: int, stop: int, where: str
-    ) -> np.ndarray:
-        """Decode row blocks ``first .. stop-1`` from ``payload`` (the bytes of their span).
+    def decode_rows_into(
+        self,
+        payload: bytes,
+        index: np.ndarray,
+        first_block: int,
+        rows: tuple[int, int],
+        out: np.ndarray,
+        where: str,
+    ) -> None:
+        """Decode rows ``[start, stop)`` of a shard into ``out`` (``stop - start`` rows).
 
-        Returns
-        -------
-        numpy.ndarray
-            ``((stop - first) * R, *row_shape)`` rows in native byte order.
+        Parameters
+        ----------
+        payload
+            The bytes of the span of row blocks starting at block ``first_block`` (see
+            :meth:`block_span`); it must cover every block holding the rows.
+        index
+            The shard index (:meth:`decode_index`).
+        first_block
+            The first block of ``payload``.
+        rows
+            ``(start, stop)`` row range to decode.
+        out
+            Destination, shape ``(stop - start, *row_shape)``.
+        where
+            The shard's key, for error messages.
         """
-        codec = self._codec()
-        base = int(index[first, 0])
+        start, stop = rows
         r = self.rows_per_block
-        out = np.empty(((stop - first) * r, *self.row_shape), dtype=self.dtype)
-        flat = out.reshape(stop - first, -1)
-        expected = r * self.row_nbytes
-        for k, b in enumerate(range(first, stop)):
-            start = int(index[b, 0]) - base
-            raw = payload[start : start + int(index[b, 1])]
-            try:
-                decoded = raw if codec is None else codec.decode(raw)
-            except (RuntimeError, ValueError) as exc:
-                raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
-            if len(memoryview(decoded).cast("B")) != expected:
-                raise CorruptChunkError(
-                    f"{where}: row block {b} decodes to the wrong size (expected {expected} bytes)"
-                )
-            flat[k] = np.frombuffer(decoded, dtype=self.dtype.newbyteorder("<"))
-        return out
+        codec = self._codec()
+        base = int(index[first_block, 0])
+        flat = out.reshape(out.shape[0], -1)
+        for b in range(start // r, (stop - 1) // r + 1):
+            lo, hi = max(start, b * r), min(stop, (b + 1) * r)
+            offset = int(index[b, 0]) - base
+            raw = payload[offset : offset + int(index[b, 1])]
+            target = flat[lo - start : hi - start]
+            if hi - lo == r and codec is not None:
+                self._decode_block(codec, raw, b, where, into=target)
+            else:
+                block = self._decode_block(codec, raw, b, where, into=None)
+                target[...] = block[lo - b * r : hi - b * r]
+
+    def _decode_block(
+        self, codec: Blosc | None, raw: bytes, b: int, where: str, into: np.ndarray | None
+    ) -> np.ndarray:
+        expected = self.rows_per_block * self.row_nbytes
+        try:
+            if codec is None:
+                decoded: Any = raw
+            elif into is not None:
+                codec.decode(raw, out=into)
+                return into
+            else:
+                decoded = codec.decode(raw)
+        except (RuntimeError, ValueError, TypeError) as exc:
+            raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
+        if len(memoryview(decoded).cast("B")) != expected:
+            raise CorruptChunkError(
+                f"{where}: row block {b} decodes to {len(decoded)} bytes, expected {expected}"
+            )
+        return np.frombuffer(decoded, dtype=self.dtype.newbyteorder("<")).reshape(
+            self.rows_per_block, -1
+        )
 
     @classmethod
     def from_array_metadata(

@@ -1,0 +1,153 @@
+"""``python -m benchmarks``: run every case and print one table (see ``README.md``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from importlib.metadata import version
+from typing import Any
+
+from benchmarks._data import warm_up
+from benchmarks._measure import log
+from benchmarks._memory import measure_write_memory
+from benchmarks._startup import measure_startup
+from benchmarks._table import Row, format_table
+from benchmarks.points import run_points
+
+DEFAULT_SIZES = (1_000_000, 10_000_000)
+QUICK_SIZES = (100_000, 1_000_000)
+
+FOOTNOTES = (
+    "floor (numpy): np.save / np.load of the same two arrays as .npy files; a query's floor "
+    "is a brute-force mask ((p >= lo) & (p < hi)).all(1) plus the gather of the rows.",
+    "cold = a freshly opened store (zv.open) and its first query of that box, in this warmed "
+    "process; the OS page cache is WARM (the files were just written, nothing is dropped). "
+    "Cold floor = np.load + filter; warm = the same query again on the open store; "
+    "warm floor = the filter on arrays already in memory.",
+    "ok = every query and the full read returned exactly the brute-force rows (count and the "
+    "sorted multiset of (x, y, z, value) bit patterns); the exit status is 1 if any is FAIL.",
+    "peak memory: a fresh process per size, after a warm-up write; (peak RSS - RSS just "
+    "before the write) / (positions.nbytes + attribute.nbytes).",
+    "start-up: fresh process; import + write of 1000 points + open + one query, timed inside "
+    "it; numba cache in an empty NUMBA_CACHE_DIR for run 1, reused by run 2.",
+    "Shared, noisy machine: compare ratios (ours/floor) more than absolute times.",
+)
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(float(part)) for part in text.split(",") if part.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"sizes must be numbers such as 1e6,1e7: {text}") from exc
+    if not sizes or min(sizes) < 1000:
+        raise argparse.ArgumentTypeError("sizes must be at least 1000 points each")
+    return sizes
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description="zarr_vectors point-cloud benchmarks"
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=DEFAULT_SIZES,
+        help="comma-separated point counts (default 1e6,1e7)",
+    )
+    which.add_argument("--quick", action="store_true", help="smoke run with 1e5 and 1e6 points")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=5,
+        help="repeats of each warm query, median reported (default 5); writes "
+        "and full reads use min(repeat, 3)",
+    )
+    parser.add_argument(
+        "--boxes", type=int, default=5, help="random boxes per volume fraction (default 5)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of data and boxes (default 0)")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    return parser
+
+
+def _environment(args: argparse.Namespace, sizes: tuple[int, ...]) -> dict[str, Any]:
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()}",
+        "python": platform.python_version(),
+        "versions": {name: version(name) for name in ("zarr-vectors", "numpy", "zarr", "numba")},
+        "sizes": list(sizes),
+        "repeat": args.repeat,
+        "boxes": args.boxes,
+        "seed": args.seed,
+    }
+
+
+def _heading(env: dict[str, Any], seconds: float) -> str:
+    versions = ", ".join(f"{k} {v}" for k, v in env["versions"].items())
+    return (
+        f"zarr_vectors benchmarks, {env['date']}; {env['machine']}, Python {env['python']}; "
+        f"{versions}\nseed {env['seed']}, {env['boxes']} boxes per fraction, repeat "
+        f"{env['repeat']}; total run time {seconds:.0f} s"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmarks, print the table and optionally write JSON.
+
+    Parameters
+    ----------
+    argv
+        Command-line arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 when every result agreed with the brute-force reference, 1 otherwise.
+    """
+    args = _parser().parse_args(argv)
+    sizes = QUICK_SIZES if args.quick else args.sizes
+    if args.repeat < 1 or args.boxes < 1:
+        _parser().error("--repeat and --boxes must be at least 1")
+    env = _environment(args, sizes)
+    began = time.perf_counter()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="zv-bench-", dir="/tmp") as tmp:
+        log("warm-up (numba compile or cache load)")
+        warm_up(tmp)
+        for n in sizes:
+            with tempfile.TemporaryDirectory(dir=tmp) as scratch:
+                rows += run_points(
+                    n, seed=args.seed, repeat=args.repeat, boxes=args.boxes, tmp=scratch
+                )
+            log(f"n={n:,}: peak memory of write (fresh process)")
+            rows.append(measure_write_memory(n, args.seed))
+    log("start-up (fresh processes)")
+    rows += measure_startup()
+    seconds = time.perf_counter() - began
+    print(_heading(env, seconds))
+    print()
+    print(format_table(rows))
+    print()
+    print("\n".join(f"[{i}] {note}" for i, note in enumerate(FOOTNOTES, 1)))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(
+                {"environment": env, "seconds": seconds, "rows": [row.to_json() for row in rows]},
+                out,
+                indent=2,
+            )
+    failed = [f"{row.case} n={row.n}" for row in rows if row.ok is False]
+    if failed:
+        print(f"\nDISAGREEMENT with brute force: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""Measurement helpers: timing, sizes on disk, resident memory (standard library only)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+__all__ = [
+    "REPO_ROOT",
+    "log",
+    "median",
+    "proc_status_kb",
+    "reset_peak_rss",
+    "run_child",
+    "timed",
+    "tree_size",
+]
+
+T = TypeVar("T")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+"""The directory holding the ``benchmarks`` package (child processes run from there)."""
+
+
+def log(message: str) -> None:
+    """Print a progress line on stderr, so stdout holds only the table.
+
+    Parameters
+    ----------
+    message
+        The text to print.
+    """
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def run_child(module: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``python -m module args...`` in a fresh process and parse its last stdout line.
+
+    Parameters
+    ----------
+    module
+        The module to run, e.g. ``"benchmarks._memory"``; it prints one JSON object last.
+    *args
+        Its command-line arguments.
+    env
+        Its environment (default: this process's).
+
+    Returns
+    -------
+    dict
+        The decoded JSON object.
+
+    Raises
+    ------
+    RuntimeError
+        When the child fails; the message holds the end of its stderr.
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{module} {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def timed(func: Callable[[], T]) -> tuple[float, T]:
+    """Run ``func`` once and time it with :func:`time.perf_counter`.
+
+    A garbage collection runs first (untimed) so that earlier garbage is not charged to
+    the measured call.
+
+    Parameters
+    ----------
+    func
+        The call to time, without arguments.
+
+    Returns
+    -------
+    tuple of (float, object)
+        Elapsed seconds and the value ``func`` returned.
+    """
+    gc.collect()
+    start = time.perf_counter()
+    value = func()
+    return time.perf_counter() - start, value
+
+
+def median(values: Sequence[float]) -> float:
+    """Median of a non-empty sequence of numbers.
+
+    Parameters
+    ----------
+    values
+        The numbers.
+
+    Returns
+    -------
+    float
+        Their median.
+    """
+    return float(statistics.median(values))
+
+
+def tree_size(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """Total apparent size and number of the regular files under ``path``.
+
+    Parameters
+    ----------
+    path
+        A file or a directory.
+
+    Returns
+    -------
+    tuple of (int, int)
+        Bytes (sum of file sizes, like ``du --apparent-size``) and file count.
+    """
+    root = Path(path)
+    files = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in files), len(files)
+
+
+def proc_status_kb(field: str) -> int | None:
+    """A memory field of ``/proc/self/status`` (``VmRSS``, ``VmHWM``) in kB.
+
+    Parameters
+    ----------
+    field
+        The field name, without the colon.
+
+    Returns
+    -------
+    int or None
+        The value in kB, or None when ``/proc`` is not available (not Linux).
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def reset_peak_rss() -> bool:
+    """Reset the process's peak resident set size (``VmHWM``) to its current RSS.
+
+    Writes ``5`` to ``/proc/self/clear_refs`` (Linux 4.0 and later).
+
+    Returns
+    -------
+    bool
+        True when the reset was accepted and ``VmHWM`` now equals ``VmRSS`` within 1 MB.
+    """
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+            refs.write("5")
+    except OSError:
+        return False
+    hwm, rss = proc_status_kb("VmHWM"), proc_status_kb("VmRSS")
+    return hwm is not None and rss is not None and hwm - rss < 1024

@@ -1,0 +1,258 @@
+"""In-process point-cloud cases: write, bounding-box queries and full read, each beside numpy.
+
+The numpy floor stores the same two arrays with :func:`numpy.save`, reads them back with
+:func:`numpy.load` and answers a box by a brute-force filter over every row.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+import numpy as np
+
+import zarr_vectors as zv
+from benchmarks._data import (
+    ATTRIBUTE,
+    Box,
+    brute_force,
+    canonical_rows,
+    make_boxes,
+    make_points,
+    same_rows,
+)
+from benchmarks._measure import log, median, timed, tree_size
+from benchmarks._table import Row
+
+__all__ = ["QUERY_FRACTIONS", "WRITE_TARGET", "WARM_QUERY_TARGET", "Written", "run_points"]
+
+QUERY_FRACTIONS = (0.01, 0.25)
+"""Box volumes, as fractions of the cube's volume."""
+
+WRITE_TARGET = (10_000_000, 1.5)
+"""The issue's write goal: this many points with one attribute in under this many seconds."""
+
+WARM_QUERY_TARGET = (0.01, 0.015)
+"""The issue's query goal: a warm query of a box of this volume fraction in under this time."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """The arrays of one data set and where they were written.
+
+    Attributes
+    ----------
+    positions
+        ``(n, 3)`` float32 input coordinates.
+    attribute
+        ``(n,)`` float32 input attribute.
+    store
+        Path of the zarr_vectors store.
+    npy
+        Paths of the positions and attribute ``.npy`` files.
+    """
+
+    positions: np.ndarray
+    attribute: np.ndarray
+    store: str
+    npy: tuple[str, str]
+
+    @property
+    def n(self) -> int:
+        """Number of points."""
+        return int(self.positions.shape[0])
+
+    def load_npy(self) -> tuple[np.ndarray, np.ndarray]:
+        """Both arrays read back from their ``.npy`` files."""
+        return np.load(self.npy[0]), np.load(self.npy[1])
+
+
+def _write_ours(path: str, positions: np.ndarray, attribute: np.ndarray) -> None:
+    zv.write_points(path, positions, attributes={ATTRIBUTE: attribute})
+
+
+def _write_npy(paths: tuple[str, str], positions: np.ndarray, attribute: np.ndarray) -> None:
+    np.save(paths[0], positions)
+    np.save(paths[1], attribute)
+
+
+def _bench_write(n: int, seed: int, repeat: int, tmp: str) -> tuple[list[Row], Written]:
+    """Time ``write_points`` and ``np.save`` of the same arrays, alternating, ``repeat`` times."""
+    positions, attribute = make_points(n, seed)
+    ours: list[float] = []
+    floor: list[float] = []
+    written: Written | None = None
+    for i in range(repeat):
+        store = os.path.join(tmp, f"store-{i}.zv")
+        npy_dir = os.path.join(tmp, f"npy-{i}")
+        os.mkdir(npy_dir)
+        npy = (os.path.join(npy_dir, "positions.npy"), os.path.join(npy_dir, "attribute.npy"))
+        ours.append(timed(lambda s=store: _write_ours(s, positions, attribute))[0])
+        floor.append(timed(lambda p=npy: _write_npy(p, positions, attribute))[0])
+        if written is not None:  # keep only the last pair on disk
+            shutil.rmtree(written.store)
+            shutil.rmtree(os.path.dirname(written.npy[0]))
+        written = Written(positions, attribute, store, npy)
+    assert written is not None
+    t_ours, t_floor = median(ours), median(floor)
+    mpts = n / 1e6
+    limit_n, limit_s = WRITE_TARGET
+    write = Row(
+        "write",
+        n,
+        t_ours,
+        t_floor,
+        "s",
+        detail=f"{mpts / t_ours:.1f} vs {mpts / t_floor:.1f} M points/s; median of {repeat}",
+        target=f"< {limit_s} s" if n == limit_n else "",
+        passed=(t_ours < limit_s) if n == limit_n else None,
+        extra={"ours_all": ours, "floor_all": floor},
+    )
+    store_bytes, store_files = tree_size(written.store)
+    npy_bytes = sum(tree_size(p)[0] for p in written.npy)
+    size = Row(
+        "size on disk",
+        n,
+        store_bytes,
+        npy_bytes,
+        "B",
+        detail=f"{store_bytes:,} B in {store_files} files vs {npy_bytes:,} B in 2 .npy files",
+        extra={"store_files": store_files, "npy_files": 2},
+    )
+    return [write, size], written
+
+
+def _cold_query(path: str, box: Box) -> tuple[float, float, zv.QueryResult]:
+    t_open, store = timed(lambda: zv.open(path))
+    t_query, result = timed(lambda: store.query(box))
+    return t_open, t_query, result
+
+
+def _bench_box_fraction(
+    data: Written,
+    fraction: float,
+    boxes: list[Box],
+    repeat: int,
+    loaded: tuple[np.ndarray, np.ndarray],
+) -> list[Row]:
+    """Cold and warm queries of the boxes, each checked against the brute-force rows."""
+    positions, attribute = loaded
+    cold, cold_open, warm, floor_load, floor_filter, counts = [], [], [], [], [], []
+    ok = True
+    for box in boxes:
+        expected = canonical_rows(*brute_force(data.positions, data.attribute, box))
+        t_open, t_query, result = _cold_query(data.store, box)
+        ok &= same_rows(result, expected)
+        store = zv.open(data.store)
+        store.query(box)  # this handle's first query; the repeats below are warm
+        times = []
+        for _ in range(repeat):
+            t, result = timed(lambda s=store, b=box: s.query(b))
+            times.append(t)
+        ok &= same_rows(result, expected)
+        floor_load.append(timed(data.load_npy)[0])
+        floor_filter.append(
+            median(
+                [
+                    timed(lambda b=box: brute_force(positions, attribute, b))[0]
+                    for _ in range(repeat)
+                ]
+            )
+        )
+        cold.append(t_open + t_query)
+        cold_open.append(t_open)
+        warm.append(median(times))
+        counts.append(expected.shape[0])
+    label = f"{fraction:.0%}"
+    t_load, t_filter = median(floor_load), median(floor_filter)
+    cold_row = Row(
+        f"query {label} cold",
+        data.n,
+        median(cold),
+        t_load + t_filter,
+        "s",
+        ok=ok,
+        detail=(
+            f"fresh open {median(cold_open) * 1e3:.2g} ms + first query; worst box "
+            f"{max(cold) * 1e3:.3g} ms; floor = np.load {t_load * 1e3:.3g} ms + "
+            f"filter {t_filter * 1e3:.3g} ms"
+        ),
+        extra={"per_box": cold, "floor_load": floor_load, "floor_filter": floor_filter},
+    )
+    frac_t, limit = WARM_QUERY_TARGET
+    has_target = fraction == frac_t
+    warm_row = Row(
+        f"query {label} warm",
+        data.n,
+        median(warm),
+        t_filter,
+        "s",
+        ok=ok,
+        target=f"< {limit * 1e3:.0f} ms" if has_target else "",
+        passed=(median(warm) < limit) if has_target else None,
+        detail=(
+            f"median of {repeat} repeats per box, median over {len(boxes)} boxes; worst "
+            f"box {max(warm) * 1e3:.3g} ms; ~{int(median(counts)):,} rows/box"
+        ),
+        extra={"per_box": warm, "rows_per_box": counts},
+    )
+    return [cold_row, warm_row]
+
+
+def _bench_read(data: Written, repeat: int) -> Row:
+    """Open and read the whole store, beside ``np.load`` of both files."""
+    ours, floor = [], []
+    result: zv.QueryResult | None = None
+    for _ in range(repeat):
+        t, result = timed(lambda: zv.open(data.store).read())
+        ours.append(t)
+        floor.append(timed(data.load_npy)[0])
+    assert result is not None
+    ok = same_rows(result, canonical_rows(data.positions, data.attribute))
+    return Row(
+        "full read",
+        data.n,
+        median(ours),
+        median(floor),
+        "s",
+        ok=ok,
+        detail=f"zv.open(path).read() vs np.load x2; median of {repeat}",
+        extra={"ours_all": ours, "floor_all": floor},
+    )
+
+
+def run_points(n: int, *, seed: int, repeat: int, boxes: int, tmp: str) -> list[Row]:
+    """All in-process cases for ``n`` points.
+
+    Parameters
+    ----------
+    n
+        Number of points.
+    seed
+        Seed of the data and of the boxes.
+    repeat
+        Repeats of each warm query (median reported); writes and full reads are repeated
+        ``min(repeat, 3)`` times.
+    boxes
+        Number of boxes per volume fraction.
+    tmp
+        An empty scratch directory (the caller deletes it).
+
+    Returns
+    -------
+    list of Row
+        Write, size on disk, cold and warm queries per fraction, full read.
+    """
+    few = max(1, min(repeat, 3))
+    log(f"n={n:,}: write x{few}")
+    rows, data = _bench_write(n, seed, few, tmp)
+    loaded = data.load_npy()
+    for fraction in QUERY_FRACTIONS:
+        log(f"n={n:,}: {boxes} boxes of {fraction:.0%}, {repeat} repeats")
+        rows += _bench_box_fraction(
+            data, fraction, make_boxes(fraction, boxes, seed), repeat, loaded
+        )
+    log(f"n={n:,}: full read x{few}")
+    rows.append(_bench_read(data, few))
+    return rows
