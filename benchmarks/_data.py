@@ -14,6 +14,7 @@ __all__ = [
     "Box",
     "brute_force",
     "canonical_rows",
+    "column_filter",
     "make_boxes",
     "make_points",
     "same_rows",
@@ -96,6 +97,35 @@ def brute_force(positions: np.ndarray, attribute: np.ndarray, box: Box) -> Box:
     """
     lo, hi = box
     mask = ((positions >= lo) & (positions < hi)).all(1)
+    return positions[mask], attribute[mask]
+
+
+def column_filter(positions: np.ndarray, attribute: np.ndarray, box: Box) -> Box:
+    """The same rows as :func:`brute_force`, with a faster numpy mask built column by column.
+
+    Shown beside the floor as a hint of what a tuned numpy scan costs; it avoids the
+    ``(n, 3)`` boolean temporaries and the slow ``all(axis=1)`` reduction.
+
+    Parameters
+    ----------
+    positions
+        ``(n, 3)`` coordinates.
+    attribute
+        ``(n,)`` attribute.
+    box
+        ``(lo, hi)``, half-open.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray)
+        The positions and attribute values of the rows with ``lo <= p < hi``.
+    """
+    lo, hi = box
+    mask = np.ones(positions.shape[0], dtype=bool)
+    for axis in range(positions.shape[1]):
+        column = positions[:, axis]
+        mask &= column >= lo[axis]
+        mask &= column < hi[axis]
     return positions[mask], attribute[mask]
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "REPO_ROOT",
     "log",
     "median",
+    "median_time",
     "proc_status_kb",
     "reset_peak_rss",
     "run_child",
@@ -113,6 +114,28 @@ def median(values: Sequence[float]) -> float:
         Their median.
     """
     return float(statistics.median(values))
+
+
+def median_time(func: Callable[[], T], repeat: int) -> tuple[float, T]:
+    """Run ``func`` ``repeat`` times (see :func:`timed`) and take the median time.
+
+    Parameters
+    ----------
+    func
+        The call to time, without arguments.
+    repeat
+        How many times to run it (at least 1).
+
+    Returns
+    -------
+    tuple of (float, object)
+        The median seconds and the value of the last call.
+    """
+    times = []
+    for _ in range(repeat):
+        seconds, value = timed(func)
+        times.append(seconds)
+    return median(times), value
 
 
 def tree_size(path: str | os.PathLike[str]) -> tuple[int, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -18,12 +19,13 @@ from benchmarks._data import (
     Box,
     brute_force,
     canonical_rows,
+    column_filter,
     make_boxes,
     make_points,
     same_rows,
 )
-from benchmarks._measure import log, median, timed, tree_size
-from benchmarks._table import Row
+from benchmarks._measure import log, median, median_time, timed, tree_size
+from benchmarks._table import Row, format_seconds
 
 __all__ = ["QUERY_FRACTIONS", "WRITE_TARGET", "WARM_QUERY_TARGET", "Written", "run_points"]
 
@@ -88,8 +90,8 @@ def _bench_write(n: int, seed: int, repeat: int, tmp: str) -> tuple[list[Row], W
         npy_dir = os.path.join(tmp, f"npy-{i}")
         os.mkdir(npy_dir)
         npy = (os.path.join(npy_dir, "positions.npy"), os.path.join(npy_dir, "attribute.npy"))
-        ours.append(timed(lambda s=store: _write_ours(s, positions, attribute))[0])
-        floor.append(timed(lambda p=npy: _write_npy(p, positions, attribute))[0])
+        ours.append(timed(partial(_write_ours, store, positions, attribute))[0])
+        floor.append(timed(partial(_write_npy, npy, positions, attribute))[0])
         if written is not None:  # keep only the last pair on disk
             shutil.rmtree(written.store)
             shutil.rmtree(os.path.dirname(written.npy[0]))
@@ -123,10 +125,28 @@ def _bench_write(n: int, seed: int, repeat: int, tmp: str) -> tuple[list[Row], W
     return [write, size], written
 
 
-def _cold_query(path: str, box: Box) -> tuple[float, float, zv.QueryResult]:
-    t_open, store = timed(lambda: zv.open(path))
-    t_query, result = timed(lambda: store.query(box))
-    return t_open, t_query, result
+def _measure_box(
+    data: Written, box: Box, repeat: int, loaded: tuple[np.ndarray, np.ndarray]
+) -> dict[str, float]:
+    """Every timing of one box, and whether our results equal the brute-force rows."""
+    expected = canonical_rows(*brute_force(data.positions, data.attribute, box))
+    t_open, store = timed(lambda: zv.open(data.store))
+    t_cold, result = timed(lambda: store.query(box))
+    ok = same_rows(result, expected)
+    store = zv.open(data.store)
+    store.query(box)  # this handle's first query; the repeats below are warm
+    t_warm, result = median_time(lambda: store.query(box), repeat)
+    ok = ok and same_rows(result, expected)
+    return {
+        "open": t_open,
+        "cold": t_open + t_cold,
+        "warm": t_warm,
+        "load": timed(data.load_npy)[0],
+        "filter": median_time(lambda: brute_force(*loaded, box), repeat)[0],
+        "columns": median_time(lambda: column_filter(*loaded, box), repeat)[0],
+        "rows": expected.shape[0],
+        "ok": ok,
+    }
 
 
 def _bench_box_fraction(
@@ -136,66 +156,47 @@ def _bench_box_fraction(
     repeat: int,
     loaded: tuple[np.ndarray, np.ndarray],
 ) -> list[Row]:
-    """Cold and warm queries of the boxes, each checked against the brute-force rows."""
-    positions, attribute = loaded
-    cold, cold_open, warm, floor_load, floor_filter, counts = [], [], [], [], [], []
-    ok = True
-    for box in boxes:
-        expected = canonical_rows(*brute_force(data.positions, data.attribute, box))
-        t_open, t_query, result = _cold_query(data.store, box)
-        ok &= same_rows(result, expected)
-        store = zv.open(data.store)
-        store.query(box)  # this handle's first query; the repeats below are warm
-        times = []
-        for _ in range(repeat):
-            t, result = timed(lambda s=store, b=box: s.query(b))
-            times.append(t)
-        ok &= same_rows(result, expected)
-        floor_load.append(timed(data.load_npy)[0])
-        floor_filter.append(
-            median(
-                [
-                    timed(lambda b=box: brute_force(positions, attribute, b))[0]
-                    for _ in range(repeat)
-                ]
-            )
-        )
-        cold.append(t_open + t_query)
-        cold_open.append(t_open)
-        warm.append(median(times))
-        counts.append(expected.shape[0])
+    """Cold and warm queries of the boxes (medians over the boxes), checked against numpy."""
+    per_box = [_measure_box(data, box, repeat, loaded) for box in boxes]
+
+    def med(key: str) -> float:
+        return median([m[key] for m in per_box])
+
+    def worst(key: str) -> str:
+        return format_seconds(max(m[key] for m in per_box))
+
+    ok = all(m["ok"] for m in per_box)
     label = f"{fraction:.0%}"
-    t_load, t_filter = median(floor_load), median(floor_filter)
     cold_row = Row(
         f"query {label} cold",
         data.n,
-        median(cold),
-        t_load + t_filter,
+        med("cold"),
+        med("load") + med("filter"),
         "s",
         ok=ok,
         detail=(
-            f"fresh open {median(cold_open) * 1e3:.2g} ms + first query; worst box "
-            f"{max(cold) * 1e3:.3g} ms; floor = np.load {t_load * 1e3:.3g} ms + "
-            f"filter {t_filter * 1e3:.3g} ms"
+            f"fresh zv.open {format_seconds(med('open'))} + first query; worst box "
+            f"{worst('cold')}; floor = np.load {format_seconds(med('load'))} + filter "
+            f"{format_seconds(med('filter'))}"
         ),
-        extra={"per_box": cold, "floor_load": floor_load, "floor_filter": floor_filter},
+        extra={"per_box": per_box},
     )
     frac_t, limit = WARM_QUERY_TARGET
     has_target = fraction == frac_t
     warm_row = Row(
         f"query {label} warm",
         data.n,
-        median(warm),
-        t_filter,
+        med("warm"),
+        med("filter"),
         "s",
         ok=ok,
         target=f"< {limit * 1e3:.0f} ms" if has_target else "",
-        passed=(median(warm) < limit) if has_target else None,
+        passed=(med("warm") < limit) if has_target else None,
         detail=(
-            f"median of {repeat} repeats per box, median over {len(boxes)} boxes; worst "
-            f"box {max(warm) * 1e3:.3g} ms; ~{int(median(counts)):,} rows/box"
+            f"median of {repeat} repeats, median over {len(boxes)} boxes; worst box "
+            f"{worst('warm')}; ~{int(med('rows')):,} rows/box; per-column numpy mask "
+            f"{format_seconds(med('columns'))}"
         ),
-        extra={"per_box": warm, "rows_per_box": counts},
     )
     return [cold_row, warm_row]
 

@@ -183,7 +183,7 @@ def test_small_chunk_costs_one_row_block_whatever_n_max() -> None:
     n_max = zarr.open_array(store_, path="0/vertices").shape[3]
     assert n_max >= 200_000
     n_blocks = n_max // 1024
-    assert len(small) == 1024 * 3 * 4 + 16 * n_blocks + 4  # one row block + shard index
+    assert len(small) == 1024 * 3 * 4 + 4 + 16 * n_blocks + 4  # one row block, index, CRCs
     got = zv.open(store_).query(([15, 15, 15], [16, 16, 16]))
     np.testing.assert_array_equal(got.positions, sparse)
 

@@ -30,18 +30,28 @@ OBJECT_ID_ATTRIBUTE = "object_id"
 RESERVED_ATTRIBUTE_NAMES = frozenset({OBJECT_ID_ATTRIBUTE})
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MAX_NAME_LENGTH = 255
+_RESERVED_PREFIX = "zv_"
 
 
 def check_name(name: object, what: str = "attribute") -> str:
     """Return ``name`` if it is a safe node name, else raise :class:`InvalidNameError`.
 
-    A safe name matches ``[A-Za-z_][A-Za-z0-9_]*`` and is not a Python keyword, so it can
-    never contain a path separator, ``..`` or a drive letter (spec §12).
+    A safe name matches ``[A-Za-z_][A-Za-z0-9_]*``, is not a Python keyword, has at most
+    255 characters and does not start with ``zv_`` (spec §9.4), so it can never contain a
+    path separator, ``..`` or a drive letter (spec §12).
     """
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or keyword.iskeyword(name):
+    if (
+        not isinstance(name, str)
+        or not _NAME.fullmatch(name)
+        or keyword.iskeyword(name)
+        or len(name) > _MAX_NAME_LENGTH
+        or name.startswith(_RESERVED_PREFIX)
+    ):
         raise InvalidNameError(
-            f"{what} name {name!r} is not allowed: use a Python identifier of ASCII letters, "
-            "digits and underscores that is not a keyword (e.g. 'intensity', 'cell_type')"
+            f"{what} name {name!r} is not allowed: use a Python identifier of at most "
+            f"{_MAX_NAME_LENGTH} ASCII letters, digits and underscores that is not a keyword "
+            f"and does not start with {_RESERVED_PREFIX!r} (e.g. 'intensity', 'cell_type')"
         )
     return name
 

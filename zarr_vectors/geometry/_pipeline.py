@@ -9,7 +9,6 @@ and the metadata, committed last (spec §2).
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +17,7 @@ import numpy as np
 from zarr_vectors.format.fragments import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
-from zarr_vectors.format.names import VERTEX_COUNTS, VERTEX_FRAGMENTS, VERTICES
+from zarr_vectors.format.names import ATTRIBUTES, VERTEX_COUNTS, VERTEX_FRAGMENTS, VERTICES
 from zarr_vectors.kernels import (
     assign_chunks_and_bins,
     chunk_coords,
@@ -132,9 +131,92 @@ class _Batcher:
         self.items, self.nbytes = [], 0
 
 
-def _chunk_rows(sorted_: _SortedVertices) -> Iterator[tuple[int, np.ndarray]]:
-    for j in range(sorted_.chunks.shape[0]):
-        yield j, sorted_.perm[sorted_.chunk_offsets[j] : sorted_.chunk_offsets[j + 1]]
+@dataclass(frozen=True, slots=True)
+class _Column:
+    """One per-chunk row array to write: its path, source rows, layout and zv_array tag."""
+
+    path: str
+    source: np.ndarray
+    layout: RowLayout
+    tag: dict[str, Any]
+
+
+def _empty_sort(ndim: int) -> _SortedVertices:
+    return _SortedVertices(
+        np.empty(0, np.int64),
+        np.empty((0, ndim), np.int64),
+        np.zeros(1, np.int64),
+        np.zeros((0, 1), np.int64),
+    )
+
+
+def _columns(
+    base: str,
+    positions: np.ndarray,
+    attributes: dict[str, np.ndarray],
+    n_max: int,
+    options: WriteOptions,
+) -> list[_Column]:
+    r, blosc = options.rows_per_block, options.blosc()
+    columns = [
+        _Column(
+            f"{base}/{VERTICES}",
+            positions,
+            RowLayout(positions.dtype, positions.shape[1:], r, n_max, blosc),
+            {"zv_array": VERTICES},
+        )
+    ]
+    for name, values in attributes.items():
+        layout = RowLayout(values.dtype, values.shape[1:], r, n_max, blosc)
+        tag = {"zv_array": "attribute", "name": name}
+        columns.append(_Column(f"{base}/{ATTRIBUTES}/{name}", values, layout, tag))
+    return columns
+
+
+def _array_documents(
+    base: str, grid_shape: tuple[int, ...], columns: list[_Column], fragments: RowLayout
+) -> list[tuple[str, bytes]]:
+    docs = [
+        (f"{c.path}/zarr.json", row_array_metadata(grid_shape, c.layout, c.tag)) for c in columns
+    ]
+    fragment_tag = {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"}
+    docs.append(
+        (
+            f"{base}/{VERTEX_FRAGMENTS}/zarr.json",
+            row_array_metadata(grid_shape, fragments, fragment_tag),
+        )
+    )
+    docs.append(
+        (
+            f"{base}/{VERTEX_COUNTS}/zarr.json",
+            counts_array_metadata(grid_shape, {"zv_array": VERTEX_COUNTS}),
+        )
+    )
+    if len(columns) > 1:
+        docs.append((f"{base}/{ATTRIBUTES}/zarr.json", group_metadata({})))
+    return docs
+
+
+def _write_shards(
+    io: StoreIO,
+    base: str,
+    sorted_: _SortedVertices,
+    columns: list[_Column],
+    fragments: tuple[RowLayout, np.ndarray],
+) -> None:
+    frag_layout, blobs = fragments
+    batcher = _Batcher(io)
+    for j, chunk in enumerate(sorted_.chunks):
+        rows = sorted_.perm[sorted_.chunk_offsets[j] : sorted_.chunk_offsets[j + 1]]
+        for column in columns:
+            batcher.add(
+                shard_key(column.path, chunk, len(column.layout.row_shape)),
+                column.layout.encode_shard(np.take(column.source, rows, axis=0)),
+            )
+        batcher.add(
+            shard_key(f"{base}/{VERTEX_FRAGMENTS}", chunk, 0), frag_layout.encode_shard(blobs[j])
+        )
+    batcher.flush()
 
 
 def write_vertex_level(
@@ -171,75 +253,20 @@ def write_vertex_level(
         Counts of what was written.
     """
     base = str(level)
-    r = options.rows_per_block
-    if positions.shape[0] == 0:
-        sorted_ = _SortedVertices(
-            np.empty(0, np.int64),
-            np.empty((0, grid.ndim), np.int64),
-            np.zeros(1, np.int64),
-            np.zeros((0, 1), np.int64),
-        )
-    else:
-        sorted_ = _sort_into_chunks(positions, bounds, grid)
+    empty = positions.shape[0] == 0
+    sorted_ = _empty_sort(grid.ndim) if empty else _sort_into_chunks(positions, bounds, grid)
     counts = np.diff(sorted_.chunk_offsets)
-    n_max = _round_up(int(counts.max(initial=0)), r)
+    n_max = _round_up(int(counts.max(initial=0)), options.rows_per_block)
     blobs = encode_dense_ranges_batch(
         sorted_.bin_offsets[:, :-1], np.diff(sorted_.bin_offsets, axis=1)
     )
     frag_layout = _fragment_layout(max(blobs.shape[1], 16))
-    layouts = {
-        f"{base}/{VERTICES}": RowLayout(positions.dtype, (grid.ndim,), r, n_max, options.blosc())
-    }
-    for name, values in attributes.items():
-        layouts[f"{base}/attributes/{name}"] = RowLayout(
-            values.dtype, values.shape[1:], r, n_max, options.blosc()
-        )
+    columns = _columns(base, positions, attributes, n_max, options)
     grid_shape = tuple(int(g) for g in grid.shape)
-    docs = [
-        (f"{path}/zarr.json", row_array_metadata(grid_shape, layout, {"zv_array": _kind(path)}))
-        for path, layout in layouts.items()
-    ]
-    docs.append(
-        (
-            f"{base}/{VERTEX_FRAGMENTS}/zarr.json",
-            row_array_metadata(
-                grid_shape,
-                frag_layout,
-                {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"},
-            ),
-        )
-    )
-    docs.append(
-        (
-            f"{base}/{VERTEX_COUNTS}/zarr.json",
-            counts_array_metadata(grid_shape, {"zv_array": VERTEX_COUNTS}),
-        )
-    )
-    if attributes:
-        docs.append((f"{base}/attributes/zarr.json", group_metadata({})))
-    io.set_many(docs)
-    sources = {f"{base}/{VERTICES}": positions} | {
-        f"{base}/attributes/{name}": values for name, values in attributes.items()
-    }
-    batcher = _Batcher(io)
-    for j, rows in _chunk_rows(sorted_):
-        chunk = sorted_.chunks[j]
-        for path, layout in layouts.items():
-            batcher.add(
-                shard_key(path, chunk, len(layout.row_shape)),
-                layout.encode_shard(np.take(sources[path], rows, axis=0)),
-            )
-        blob = np.frombuffer(blobs[j], dtype=np.uint8)
-        batcher.add(
-            shard_key(f"{base}/{VERTEX_FRAGMENTS}", chunk, 0), frag_layout.encode_shard(blob)
-        )
-    batcher.flush()
+    io.set_many(_array_documents(base, grid_shape, columns, frag_layout))
+    _write_shards(io, base, sorted_, columns, (frag_layout, blobs))
     write_counts(io.store, f"{base}/{VERTEX_COUNTS}", sorted_.chunks, counts)
     return LevelStats(int(positions.shape[0]), int(counts.shape[0]), n_max)
-
-
-def _kind(path: str) -> str:
-    return VERTICES if path.endswith(f"/{VERTICES}") else "attribute"
 
 
 def commit_root(

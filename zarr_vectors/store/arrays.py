@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import zarr
 from zarr.abc.store import Store
-from zarr.codecs import BloscCodec
+from zarr.codecs import BloscCodec, Crc32cCodec
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.store.io import StoreIO, json_bytes, scratch_store
@@ -31,12 +31,14 @@ COUNTS_BLOCK = 32
 """Edge length (in spatial chunks) of one zarr chunk of a ``vertex_counts`` array (spec §9.3)."""
 
 
-def _blosc(layout_blosc: dict[str, Any] | None) -> BloscCodec | None:
+def _compressors(layout_blosc: dict[str, Any] | None) -> tuple[Any, ...]:
+    """Bytes-to-bytes codecs of a row block: optional Blosc, then always CRC32C (spec §9.0)."""
     if layout_blosc is None:
-        return None
-    return BloscCodec(
+        return (Crc32cCodec(),)
+    blosc = BloscCodec(
         cname=layout_blosc["cname"], clevel=layout_blosc["clevel"], shuffle=layout_blosc["shuffle"]
     )
+    return (blosc, Crc32cCodec())
 
 
 def _metadata_bytes(**kwargs: Any) -> bytes:
@@ -72,7 +74,7 @@ def row_array_metadata(
         dtype=layout.dtype,
         chunks=(*ones, layout.rows_per_block, *layout.row_shape),
         shards=(*ones, layout.n_max, *layout.row_shape),
-        compressors=_blosc(layout.blosc),
+        compressors=_compressors(layout.blosc),
         fill_value=0,
         attributes=attributes,
     )
@@ -84,7 +86,7 @@ def counts_array_metadata(grid_shape: tuple[int, ...], attributes: dict[str, Any
         shape=grid_shape,
         dtype=np.int64,
         chunks=tuple(min(COUNTS_BLOCK, g) for g in grid_shape),
-        compressors=_blosc({"cname": "lz4", "clevel": 5, "shuffle": "shuffle"}),
+        compressors=_compressors({"cname": "lz4", "clevel": 5, "shuffle": "shuffle"}),
         fill_value=0,
         attributes=attributes,
     )

@@ -29,6 +29,7 @@ _BLOSC_SHUFFLE = {
     "bitshuffle": Blosc.BITSHUFFLE,
 }
 _CRC_BYTES = 4
+_BLOSC_HEADER_BYTES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,7 @@ class RowLayout:
             if block.shape[0] < r:
                 block = _pad_rows(block, r)
             encoded = block.tobytes() if codec is None else bytes(codec.encode(block))
+            encoded += google_crc32c.value(encoded).to_bytes(_CRC_BYTES, "little")
             parts.append(encoded)
             index[b] = (offset, len(encoded))
             offset += len(encoded)
@@ -206,22 +208,22 @@ class RowLayout:
     def _decode_block(
         self, codec: Blosc | None, raw: bytes, b: int, where: str, into: np.ndarray | None
     ) -> np.ndarray:
+        body = _checked_body(raw, f"{where}: row block {b}")
         expected = self.rows_per_block * self.row_nbytes
-        try:
-            if codec is None:
-                decoded: Any = raw
-            elif into is not None:
-                codec.decode(raw, out=into)
-                return into
-            else:
-                decoded = codec.decode(raw)
-        except (RuntimeError, ValueError, TypeError) as exc:
-            raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
-        if len(memoryview(decoded).cast("B")) != expected:
+        if codec is not None:
+            _check_blosc_header(body, expected, f"{where}: row block {b}")
+            try:
+                if into is not None:
+                    codec.decode(body, out=into)
+                    return into
+                body = bytes(codec.decode(body))
+            except (RuntimeError, ValueError, TypeError) as exc:
+                raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
+        if len(body) != expected:
             raise CorruptChunkError(
-                f"{where}: row block {b} decodes to {len(decoded)} bytes, expected {expected}"
+                f"{where}: row block {b} holds {len(body)} bytes, expected {expected}"
             )
-        return np.frombuffer(decoded, dtype=self.dtype.newbyteorder("<")).reshape(
+        return np.frombuffer(body, dtype=self.dtype.newbyteorder("<")).reshape(
             self.rows_per_block, -1
         )
 
@@ -260,7 +262,7 @@ class RowLayout:
         if (
             conf.get("index_location", "end") != "end"
             or index_names != ["bytes", "crc32c"]
-            or names not in (["bytes"], ["bytes", "blosc"])
+            or names not in (["bytes", "crc32c"], ["bytes", "blosc", "crc32c"])
             or len(shard_shape) <= grid_ndim
         ):
             return None
@@ -268,7 +270,7 @@ class RowLayout:
         if inner[grid_ndim + 1 :] != shard_shape[grid_ndim + 1 :]:
             return None
         blosc = None
-        if names == ["bytes", "blosc"]:
+        if names == ["bytes", "blosc", "crc32c"]:
             bconf = conf["codecs"][1]["configuration"]
             blosc = {k: bconf[k] for k in ("cname", "clevel", "shuffle")}
         return cls(
@@ -277,6 +279,29 @@ class RowLayout:
             rows_per_block=inner[grid_ndim],
             n_max=shard_shape[grid_ndim],
             blosc=blosc,
+        )
+
+
+def _checked_body(raw: bytes, where: str) -> bytes:
+    """Strip and verify the CRC32C that ends every encoded row block (spec §9.0)."""
+    if len(raw) < _CRC_BYTES:
+        raise CorruptChunkError(f"{where}: {len(raw)} bytes, too short for its checksum")
+    body, crc = raw[:-_CRC_BYTES], raw[-_CRC_BYTES:]
+    if google_crc32c.value(body) != int.from_bytes(crc, "little"):
+        raise CorruptChunkError(f"{where}: checksum mismatch (the stored bytes are damaged)")
+    return body
+
+
+def _check_blosc_header(body: bytes, expected: int, where: str) -> None:
+    """Refuse a Blosc frame whose header disagrees with its length or the block size."""
+    if len(body) < _BLOSC_HEADER_BYTES:
+        raise CorruptChunkError(f"{where}: {len(body)} bytes, too short for a Blosc header")
+    nbytes = int.from_bytes(body[4:8], "little")
+    cbytes = int.from_bytes(body[12:16], "little")
+    if nbytes != expected or cbytes != len(body):
+        raise CorruptChunkError(
+            f"{where}: Blosc header says {nbytes} bytes from {cbytes}, expected {expected} "
+            f"from {len(body)}"
         )
 
 

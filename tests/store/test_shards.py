@@ -1,0 +1,131 @@
+"""Our shard bytes and zarr-python's are interchangeable (spec §9.0)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import zarr
+from zarr.storage import MemoryStore
+
+from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.store.arrays import row_array_metadata
+from zarr_vectors.store.io import StoreIO
+from zarr_vectors.store.shards import RowLayout
+
+BLOSC = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
+LAYOUTS = [
+    RowLayout(np.dtype(np.float32), (3,), 8, 32, BLOSC),
+    RowLayout(np.dtype(np.float64), (2,), 4, 12, None),
+    RowLayout(np.dtype(np.int16), (), 16, 64, BLOSC),
+    RowLayout(np.dtype(np.uint8), (), 256, 1024, None),
+    RowLayout(np.dtype(np.bool_), (2,), 5, 10, BLOSC),
+]
+
+
+def _rows(layout: RowLayout, n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.random((n, *layout.row_shape)) * 100).astype(layout.dtype)
+
+
+def _store_with(layout: RowLayout, grid: tuple[int, ...]) -> tuple[MemoryStore, StoreIO]:
+    store = MemoryStore()
+    io = StoreIO(store)
+    io.set("a/zarr.json", row_array_metadata(grid, layout, {"zv_array": "test"}))
+    return store, io
+
+
+def _key(layout: RowLayout, chunk: tuple[int, ...]) -> str:
+    return "a/c/" + "/".join(map(str, (*chunk, 0, *([0] * len(layout.row_shape)))))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda lay: f"{lay.dtype}{lay.row_shape}")
+@pytest.mark.parametrize("n", [1, 3, 8, 9, 31, 32])
+def test_zarr_reads_our_shards(layout: RowLayout, n: int) -> None:
+    n = min(n, layout.n_max)
+    store, io = _store_with(layout, (2, 1))
+    rows = _rows(layout, n)
+    io.set(_key(layout, (1, 0)), layout.encode_shard(rows))
+    arr = zarr.open_array(store, path="a", mode="r")
+    np.testing.assert_array_equal(arr[1, 0, :n], rows)
+    assert not np.any(arr[1, 0, n:])  # fill beyond n
+    assert not np.any(arr[0, 0])  # absent shard reads as fill
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda lay: f"{lay.dtype}{lay.row_shape}")
+def test_we_read_zarr_written_shards(layout: RowLayout) -> None:
+    store, io = _store_with(layout, (1, 1))
+    n = layout.n_max - layout.rows_per_block // 2 - 1
+    rows = _rows(layout, n, seed=5)
+    arr = zarr.open_array(store, path="a", mode="r+")
+    arr[0, 0, :n] = rows
+    raw = io.get(_key(layout, (0, 0)))
+    assert raw is not None
+    index = layout.decode_index(raw, "a")
+    stored = int(np.count_nonzero(index[:, 0] != np.uint64(2**64 - 1)))
+    start, end = layout.block_span(index, 0, stored, "a") if _contiguous(index, stored) else (
+        0, len(raw))
+    out = np.empty((n - 2, *layout.row_shape), dtype=layout.dtype)
+    payload = raw[start:end] if start else raw
+    first = 0
+    layout.decode_rows_into(payload if start else raw, index, first, (1, n - 1), out, "a")
+    np.testing.assert_array_equal(out, rows[1 : n - 1])
+
+
+def _contiguous(index: np.ndarray, stored: int) -> bool:
+    starts = index[:stored, 0].astype(np.int64)
+    ends = starts + index[:stored, 1].astype(np.int64)
+    return bool(np.all(starts[1:] == ends[:-1])) and int(starts[0]) == 0
+
+
+def test_partial_row_range_decode_matches_slicing() -> None:
+    layout = LAYOUTS[0]
+    rows = _rows(layout, 30)
+    shard = layout.encode_shard(rows)
+    index = layout.decode_index(shard, "s")
+    for start, stop in [(0, 30), (5, 6), (7, 9), (8, 16), (3, 29), (24, 30)]:
+        first, last = start // 8, (stop - 1) // 8 + 1
+        a, b = layout.block_span(index, first, last, "s")
+        out = np.empty((stop - start, 3), np.float32)
+        layout.decode_rows_into(shard[a:b], index, first, (start, stop), out, "s")
+        np.testing.assert_array_equal(out, rows[start:stop])
+
+
+def test_shard_is_proportional_to_rows_not_n_max() -> None:
+    layout = RowLayout(np.dtype(np.float32), (3,), 64, 64 * 10_000, None)
+    shard = layout.encode_shard(_rows(layout, 10))
+    assert len(shard) == (64 * 12 + 4) + 16 * 10_000 + 4  # one block + its CRC, index + CRC
+
+
+def test_corrupted_index_and_missing_blocks_raise() -> None:
+    layout = LAYOUTS[0]
+    shard = bytearray(layout.encode_shard(_rows(layout, 20)))
+    index = layout.decode_index(bytes(shard), "s")
+    with pytest.raises(CorruptChunkError, match="row block 3 is missing"):
+        layout.block_span(index, 0, 4, "s")
+    shard[-10] ^= 0xFF
+    with pytest.raises(CorruptChunkError, match="checksum"):
+        layout.decode_index(bytes(shard), "s")
+    with pytest.raises(CorruptChunkError, match="shorter"):
+        layout.decode_index(b"\0" * 8, "s")
+
+
+def test_corrupted_block_raises() -> None:
+    layout = LAYOUTS[0]
+    shard = bytearray(layout.encode_shard(_rows(layout, 8)))
+    index = layout.decode_index(bytes(shard), "s")
+    a, b = layout.block_span(index, 0, 1, "s")
+    broken = bytes(shard[a : a + 16]) + b"\x07" * (b - a - 16)
+    out = np.empty((8, 3), np.float32)
+    with pytest.raises(CorruptChunkError, match="row block 0"):
+        layout.decode_rows_into(broken[: b - a - 3], index, 0, (0, 8), out, "s")
+
+
+def test_layout_round_trips_through_metadata() -> None:
+    for layout in LAYOUTS:
+        doc = json.loads(row_array_metadata((3, 4), layout, {"zv_array": "x"}))
+        assert RowLayout.from_array_metadata(doc, 2, "x") == layout
+    doc = json.loads(row_array_metadata((3, 4), LAYOUTS[0], {}))
+    doc["codecs"] = [{"name": "bytes", "configuration": {"endian": "little"}}]
+    assert RowLayout.from_array_metadata(doc, 2, "x") is None
