@@ -65,8 +65,8 @@ def _parser() -> argparse.ArgumentParser:
         "--repeat",
         type=int,
         default=5,
-        help="repeats of each warm query, median reported (default 5); writes "
-        "and full reads use min(repeat, 3)",
+        help="repeats of each timed step (write, warm query, filter, full read); the median "
+        "is reported (default 5)",
     )
     parser.add_argument(
         "--boxes", type=int, default=5, help="random boxes per volume fraction (default 5)"

@@ -233,8 +233,7 @@ def run_points(n: int, *, seed: int, repeat: int, boxes: int, tmp: str) -> list[
     seed
         Seed of the data and of the boxes.
     repeat
-        Repeats of each warm query (median reported); writes and full reads are repeated
-        ``min(repeat, 3)`` times.
+        Repeats of each write, warm query, filter and full read (medians reported).
     boxes
         Number of boxes per volume fraction.
     tmp
@@ -245,15 +244,14 @@ def run_points(n: int, *, seed: int, repeat: int, boxes: int, tmp: str) -> list[
     list of Row
         Write, size on disk, cold and warm queries per fraction, full read.
     """
-    few = max(1, min(repeat, 3))
-    log(f"n={n:,}: write x{few}")
-    rows, data = _bench_write(n, seed, few, tmp)
+    log(f"n={n:,}: write x{repeat}")
+    rows, data = _bench_write(n, seed, repeat, tmp)
     loaded = data.load_npy()
     for fraction in QUERY_FRACTIONS:
         log(f"n={n:,}: {boxes} boxes of {fraction:.0%}, {repeat} repeats")
         rows += _bench_box_fraction(
             data, fraction, make_boxes(fraction, boxes, seed), repeat, loaded
         )
-    log(f"n={n:,}: full read x{few}")
-    rows.append(_bench_read(data, few))
+    log(f"n={n:,}: full read x{repeat}")
+    rows.append(_bench_read(data, repeat))
     return rows

@@ -225,3 +225,21 @@ def test_write_then_read_returns_the_input(
     np.testing.assert_array_equal(
         sorted_rows(box.positions, box.attributes["w"]), sorted_rows(positions[keep], weight[keep])
     )
+
+
+def test_fsspec_store_and_file_urls(tmp_path: object, rng: np.random.Generator) -> None:
+    from zarr.storage import FsspecStore
+
+    positions = rng.random((4000, 3)) * 100
+    url = f"memory://zv-{rng.integers(1 << 30)}/a.zarrvectors"
+    zv.write_points(FsspecStore.from_url(url), positions, chunk_shape=25.0,
+                    attributes={"a": positions[:, 0]})
+    store = zv.open(FsspecStore.from_url(url, read_only=True))
+    lo, hi = np.array([10.0, 0, 0]), np.array([60.0, 70, 100])
+    got = store.query((lo, hi))
+    keep = _brute(positions, lo, hi)
+    np.testing.assert_array_equal(sorted_rows(got.positions, got.attributes["a"]),
+                                  sorted_rows(positions[keep], positions[keep, 0]))
+    file_url = f"file://{tmp_path}/b.zarrvectors"
+    zv.write_points(file_url, positions, chunk_shape=25.0)
+    assert zv.open(file_url).vertex_count == 4000

@@ -31,7 +31,7 @@ def bins_per_chunk(chunk_shape: np.ndarray, bin_shape: np.ndarray) -> np.ndarray
             f"bin_shape[{d}] = {bin_shape[d]} does not divide chunk_shape[{d}] = "
             f"{chunk_shape[d]} into a whole number of bins"
         )
-    return rounded.astype(np.int64)
+    return np.asarray(rounded, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +68,11 @@ class ChunkGrid:
 
     def chunk_lower(self, chunks: np.ndarray) -> np.ndarray:
         """Lower corners ``c*C`` (float64) of zarr chunk indices ``chunks`` (…, D)."""
-        return (chunks + self.origin).astype(np.float64) * self.chunk_shape
+        return np.asarray((chunks + self.origin) * self.chunk_shape, dtype=np.float64)
 
     def chunk_upper(self, chunks: np.ndarray) -> np.ndarray:
         """Upper corners ``(c+1)*C`` (float64, exclusive) of zarr chunk indices ``chunks``."""
-        return (chunks + self.origin + 1).astype(np.float64) * self.chunk_shape
+        return np.asarray((chunks + self.origin + 1) * self.chunk_shape, dtype=np.float64)
 
     def bin_edges(self, chunk: np.ndarray, axis: int) -> np.ndarray:
         """Edges ``e_0 .. e_bpc`` of the bins of zarr chunk ``chunk`` along ``axis`` (spec §5)."""

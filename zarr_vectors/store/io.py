@@ -64,7 +64,7 @@ def resolve_store(store: StoreLike, *, mode: str) -> Store:
         raise InvalidInputError(
             f"store must be a path, a URL or a zarr Store, got {type(store).__name__}"
         )
-    text = os.fspath(store)
+    text = local_path_of(os.fspath(store))
     if "://" in text:
         from zarr.storage import FsspecStore  # noqa: PLC0415  (optional dependency: fsspec)
 
@@ -75,6 +75,11 @@ def resolve_store(store: StoreLike, *, mode: str) -> Store:
     if path.suffix == ".zip":
         return ZipStore(path, mode="r" if mode == "r" else "w")
     return LocalStore(path, read_only=(mode == "r"))
+
+
+def local_path_of(text: str) -> str:
+    """``file://`` URLs name local paths; other text is returned unchanged."""
+    return text[len("file://") :] if text.startswith("file://") else text
 
 
 def local_root(store: Store) -> Path | None:

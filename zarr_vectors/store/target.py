@@ -20,7 +20,7 @@ from zarr.abc.store import Store
 from zarr.storage import LocalStore
 
 from zarr_vectors.errors import StoreExistsError
-from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
+from zarr_vectors.store.io import StoreIO, StoreLike, local_path_of, resolve_store
 
 __all__ = ["write_target"]
 
@@ -46,14 +46,26 @@ def write_target(store: StoreLike, *, overwrite: bool) -> Iterator[StoreIO]:
     StoreExistsError
         When the destination holds data and ``overwrite`` is false.
     """
-    if isinstance(store, str | os.PathLike) and "://" not in os.fspath(store):
-        path = Path(os.fspath(store))
+    if isinstance(store, str | os.PathLike) and "://" not in local_path_of(os.fspath(store)):
+        path = Path(local_path_of(os.fspath(store)))
         if path.suffix != ".zip":
             with _local_target(path, overwrite=overwrite) as io:
                 yield io
             return
     with _in_place_target(resolve_store(store, mode="w"), overwrite=overwrite) as io:
         yield io
+
+
+def _discard(path: Path, *, keep_directory: bool) -> None:
+    """Remove what a failed write left at ``path`` (its contents only, if asked)."""
+    if not keep_directory:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    for child in path.iterdir() if path.is_dir() else []:
+        if child.is_dir():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
 
 
 @contextmanager
@@ -67,14 +79,13 @@ def _local_target(path: Path, *, overwrite: bool) -> Iterator[StoreIO]:
     destination = staging if replacing else path
     created = not path.exists()
     io = StoreIO(LocalStore(destination))
+    completed = False
     try:
         yield io
-    except BaseException:
-        if replacing:
-            shutil.rmtree(staging, ignore_errors=True)
-        elif created:
-            shutil.rmtree(path, ignore_errors=True)
-        raise
+        completed = True
+    finally:
+        if not completed:
+            _discard(destination, keep_directory=not (replacing or created))
     if replacing:
         retired = path.with_name(f".{path.name}.zv-replaced-{uuid.uuid4().hex[:8]}")
         path.rename(retired)

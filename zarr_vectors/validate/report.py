@@ -59,12 +59,15 @@ class ValidationReport:
         Every finding, errors and warnings, in the order found.
     checks_run
         Ids of the checks that were evaluated.
+    notes
+        Remarks on how the validation ran (e.g. that only a sample of chunks was read).
     """
 
     store: str
     level: int
     problems: list[Problem] = field(default_factory=list)
     checks_run: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -85,6 +88,11 @@ class ValidationReport:
         """Record a problem."""
         self.problems.append(Problem(check_id, severity, path, message))
 
+    def note(self, text: str) -> None:
+        """Record a remark on how the validation ran (shown by :meth:`summary`)."""
+        if text not in self.notes:
+            self.notes.append(text)
+
     def ids(self) -> set[str]:
         """The check ids that reported a problem."""
         return {p.check_id for p in self.problems}
@@ -97,7 +105,8 @@ class ValidationReport:
             f"({len(self.errors)} errors, {len(self.warnings)} warnings, "
             f"{len(self.checks_run)} checks)"
         )
-        return "\n".join([head, *(f"  {p}" for p in self.problems)])
+        notes = [f"  note: {n}" for n in self.notes]
+        return "\n".join([head, *notes, *(f"  {p}" for p in self.problems)])
 
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON object."""
@@ -106,6 +115,7 @@ class ValidationReport:
             "level": self.level,
             "ok": self.ok,
             "checks_run": self.checks_run,
+            "notes": self.notes,
             "problems": [p.to_json() for p in self.problems],
         }
 

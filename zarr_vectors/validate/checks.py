@@ -1,0 +1,154 @@
+"""The registry of implemented validation checks: stable id → severity (spec §11).
+
+Every finding the validator reports uses an id of this table, with the severity the spec
+gives it. ``tests/validate/test_spec_ids.py`` compares this table with the tables of
+spec §11, so an id added to or changed in the spec cannot silently diverge.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from zarr_vectors.validate.report import Severity
+
+__all__ = ["CHECKS", "severity_of"]
+
+_E: Final = "error"
+_W: Final = "warning"
+
+_L1: dict[str, Severity] = {
+    "L1.store_exists": _E,
+    "L1.root_zarr_json": _E,
+    "L1.root_complete": _E,
+    "L1.root_zattrs": _E,
+    "L1.metadata_json": _W,
+    "L1.root_required_keys": _E,
+    "L1.chunk_shape": _E,
+    "L1.base_bin_shape": _E,
+    "L1.level_group": _E,
+    "L1.level_zattrs": _E,
+    "L1.unlisted_level_group": _W,
+    "L1.root_unknown_node": _W,
+    "L1.vertices_array": _E,
+    "L1.vertex_fragments_array": _E,
+    "L1.vertex_counts_array": _E,
+    "L1.attributes_group": _E,
+    "L1.fragment_attributes_group": _E,
+    "L1.object_nodes_required": _E,
+    "L1.links_children": _E,
+    "L1.cross_chunk_links_required": _E,
+    "L1.forbidden_nodes": _E,
+    "L1.object_attributes_group": _E,
+    "L1.groupings_nodes": _E,
+    "L1.level_unknown_node": _W,
+}
+
+_L2: dict[str, Severity] = {
+    "L2.root_zattrs_equal": _E,
+    "L2.version_format": _E,
+    "L2.version_supported": _E,
+    "L2.geometry_type_valid": _E,
+    "L2.spatial_dims_valid": _E,
+    "L2.chunk_shape_length": _E,
+    "L2.chunk_shape_positive": _E,
+    "L2.base_bin_shape_length": _E,
+    "L2.base_bin_shape_positive": _E,
+    "L2.bin_divides_chunk": _E,
+    "L2.bin_le_chunk": _E,
+    "L2.chunk_grid_origin_valid": _E,
+    "L2.axis_units_valid": _E,
+    "L2.bounding_box_valid": _E,
+    "L2.bounding_box_present": _E,
+    "L2.grid_origin_consistent": _E,
+    "L2.grid_shape_consistent": _E,
+    "L2.optional_keys_types": _W,
+    "L2.mesh_keys": _E,
+    "L2.graph_keys": _E,
+    "L2.skeleton_keys": _E,
+    "L2.streamline_keys": _E,
+    "L2.type_keys_foreign": _W,
+    "L2.root_unknown_key": _W,
+    "L2.multiscales_valid": _E,
+    "L2.axes_valid": _E,
+    "L2.axes_type": _W,
+    "L2.axes_units_consistent": _W,
+    "L2.datasets_valid": _E,
+    "L2.dataset_bin_ratio": _E,
+    "L2.dataset_bin_shape": _E,
+    "L2.dataset_sparsity": _E,
+    "L2.coordinate_transformations": _E,
+    "L2.level_zattrs_equal": _E,
+    "L2.level_keys": _E,
+    "L2.level_matches_dataset": _E,
+    "L2.level_counts_plausible": _E,
+    "L2.zv_array_tag": _E,
+    "L2.sharding_layout": _E,
+    "L2.blob_codecs": _E,
+    "L2.inner_codecs_default": _W,
+    "L2.fill_value": _E,
+    "L2.vertices_meta": _E,
+    "L2.blob_array_meta": _E,
+    "L2.vertex_counts_meta": _E,
+    "L2.attribute_name": _E,
+    "L2.attribute_meta": _E,
+    "L2.attribute_reserved": _E,
+    "L2.fragment_attribute_meta": _E,
+    "L2.links_meta": _E,
+    "L2.object_index_meta": _E,
+    "L2.object_attribute_meta": _E,
+    "L2.groupings_meta": _E,
+    "L2.groupings_attribute_meta": _E,
+    "L2.cross_chunk_links_meta": _E,
+    "L2.gid_capacity": _E,
+}
+
+_L3: dict[str, Severity] = {
+    "L3.counts_range": _E,
+    "L3.shard_present": _E,
+    "L3.empty_chunk_clean": _E,
+    "L3.shard_index": _E,
+    "L3.shard_rows_present": _E,
+    "L3.shard_rows_beyond": _W,
+    "L3.frag_truncated": _E,
+    "L3.frag_magic": _E,
+    "L3.frag_version": _E,
+    "L3.frag_flags": _E,
+    "L3.frag_range_count": _E,
+    "L3.frag_popcount": _E,
+    "L3.frag_padding": _E,
+    "L3.frag_range_values": _E,
+    "L3.frag_csr_start": _E,
+    "L3.frag_csr_monotone": _E,
+    "L3.frag_indices_non_negative": _E,
+    "L3.frag_trailing_bytes": _E,
+    "L3.frag_bounds": _E,
+    "L3.counts_match_fragments": _E,
+    "L3.frag_tiling": _E,
+    "L3.frag_dense_form": _W,
+    "L3.fragment_attribute_rows": _E,
+    "L3.vertices_finite": _E,
+    "L3.vertex_in_chunk": _E,
+    "L3.vertex_in_bin": _E,
+    "L3.vertex_count_total": _E,
+    "L3.chunk_count_total": _E,
+    "L3.bounding_box_exact": _E,
+    "L3.attribute_finite": _W,
+}
+
+_L5: dict[str, Severity] = {
+    "L5.levels_contiguous": _W,
+    "L5.bin_ratio_monotone": _E,
+    "L5.vertex_count_non_increasing": _E,
+    "L5.object_count_non_increasing": _E,
+    "L5.object_sparsity_consistent": _W,
+    "L5.attribute_names_match": _W,
+    "L5.coarse_vertices_in_bbox": _E,
+}
+
+CHECKS: Final[dict[str, Severity]] = {**_L1, **_L2, **_L3, **_L5}
+"""Every check id this validator implements, with its severity (spec §11.2 to §11.6)."""
+
+
+def severity_of(check_id: str) -> Severity:
+    """Severity of an implemented check id (KeyError for an unknown id: a programming error)."""
+    return CHECKS[check_id]
