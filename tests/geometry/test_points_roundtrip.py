@@ -243,3 +243,21 @@ def test_fsspec_store_and_file_urls(tmp_path: object, rng: np.random.Generator) 
     file_url = f"file://{tmp_path}/b.zarrvectors"
     zv.write_points(file_url, positions, chunk_shape=25.0)
     assert zv.open(file_url).vertex_count == 4000
+
+
+def test_sparse_grid_far_apart_clusters(rng: np.random.Generator) -> None:
+    """LiDAR-like: two small clusters 100 km apart in 0.5 m chunks (a grid of ~10^13 cells)."""
+    near = rng.random((2000, 3))
+    far = rng.random((2000, 3)) + np.array([1e5, 2e5, 50.0])
+    positions = np.concatenate([near, far])
+    store_ = MemoryStore()
+    zv.write_points(store_, positions, chunk_shape=0.5, bin_shape=0.25)
+    store = zv.open(store_)
+    assert np.prod(np.asarray(store.grid_shape, dtype=float)) > 1e12
+    assert store.chunk_count <= 16
+    got = store.read()
+    np.testing.assert_array_equal(sorted_rows(got.positions), sorted_rows(positions))
+    lo, hi = np.array([1e5 + 0.2, 2e5, 50.5]), np.array([1e5 + 0.9, 2e5 + 0.5, 52.0])
+    box = store.query((lo, hi))
+    np.testing.assert_array_equal(sorted_rows(box.positions),
+                                  sorted_rows(positions[_brute(positions, lo, hi)]))

@@ -30,7 +30,7 @@ from zarr_vectors.store.arrays import (
     write_counts,
 )
 from zarr_vectors.store.io import StoreIO, json_bytes
-from zarr_vectors.store.shards import RowLayout
+from zarr_vectors.store.shards import RowLayout, shard_key
 
 __all__ = ["DEFAULT_BLOSC", "LevelStats", "WriteOptions", "commit_root", "write_vertex_level"]
 
@@ -99,12 +99,6 @@ def _sort_into_chunks(
 
 def _round_up(value: int, multiple: int) -> int:
     return max(multiple, -(-value // multiple) * multiple)
-
-
-def shard_key(path: str, chunk: np.ndarray, row_ndim: int) -> str:
-    """Key of the shard of spatial chunk ``chunk`` in the row array at ``path`` (spec §2)."""
-    parts = [str(int(c)) for c in chunk] + ["0"] * (1 + row_ndim)
-    return f"{path}/c/" + "/".join(parts)
 
 
 def _fragment_layout(blob_nbytes: int) -> RowLayout:

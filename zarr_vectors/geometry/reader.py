@@ -24,14 +24,11 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
-from zarr_vectors.geometry._pipeline import shard_key
-from zarr_vectors.store.arrays import read_region
+from zarr_vectors.store.arrays import nonzero_cells, read_region
 from zarr_vectors.store.io import StoreIO
-from zarr_vectors.store.shards import RowLayout
+from zarr_vectors.store.shards import RowLayout, shard_key
 
 __all__ = ["ChunkRows", "LevelReader"]
-
-_CACHE_COUNTS_CELLS = 1 << 22
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +92,7 @@ class LevelReader:
         self.fragment_layout = RowLayout.from_array_metadata(fmeta, ndim, VERTEX_FRAGMENTS)
         self._ranges: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._indexes: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
-        self._counts: np.ndarray | None = None
+        self._occupied: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def attribute_names(self) -> list[str]:
@@ -113,29 +110,19 @@ class LevelReader:
         return np.dtype(meta["data_type"]), tuple(meta["shape"][self.grid.ndim + 1 :])
 
     # -- chunk occupancy ---------------------------------------------------------------
-    def counts_region(self, first: np.ndarray, stop: np.ndarray) -> np.ndarray:
-        """Rows per chunk for zarr chunk indices in ``[first, stop)`` (spec §9.3)."""
-        path = f"{self.base}/{VERTEX_COUNTS}"
-        if int(np.prod(self.grid.shape)) <= _CACHE_COUNTS_CELLS:
-            if self._counts is None:
-                self._counts = read_region(
-                    self.io.store,
-                    path,
-                    (0,) * self.grid.ndim,
-                    tuple(int(g) for g in self.grid.shape),
-                )
-            return self._counts[tuple(slice(a, b) for a, b in zip(first, stop, strict=True))]
-        return read_region(
-            self.io.store, path, tuple(int(a) for a in first), tuple(int(b) for b in stop)
-        )
-
     def occupied_chunks(self, first: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Occupied chunks in ``[first, stop)`` (C order) and their row counts."""
-        region = self.counts_region(first, stop)
-        if np.any(region < 0):
-            raise CorruptChunkError(f"{self.base}/{VERTEX_COUNTS}: negative row count")
-        where = np.argwhere(region > 0)
-        return where + first, region[tuple(where.T)]
+        """Occupied chunks with index in ``[first, stop)`` (C order) and their row counts.
+
+        The non-zero cells of ``vertex_counts`` (spec §9.3) are read once and cached.
+        """
+        if self._occupied is None:
+            coords, counts = nonzero_cells(self.io, f"{self.base}/{VERTEX_COUNTS}")
+            if np.any(counts < 0):
+                raise CorruptChunkError(f"{self.base}/{VERTEX_COUNTS}: negative row count")
+            self._occupied = (coords, counts)
+        coords, counts = self._occupied
+        keep = np.all((coords >= first) & (coords < stop), axis=1)
+        return coords[keep], counts[keep]
 
     # -- fragment ranges -------------------------------------------------------------
     def fragment_ranges(

@@ -19,7 +19,8 @@ from zarr_vectors.store.io import StoreIO, json_bytes, scratch_store
 from zarr_vectors.store.shards import RowLayout
 
 __all__ = [
-    "COUNTS_BLOCK",
+    "counts_block",
+    "nonzero_cells",
     "counts_array_metadata",
     "group_metadata",
     "read_region",
@@ -27,8 +28,12 @@ __all__ = [
     "write_counts",
 ]
 
-COUNTS_BLOCK = 32
-"""Edge length (in spatial chunks) of one zarr chunk of a ``vertex_counts`` array (spec §9.3)."""
+_DENSE_COUNT_CELLS = 1 << 20
+
+
+def counts_block(ndim: int) -> int:
+    """Edge (in spatial chunks) of one zarr chunk of ``vertex_counts``: at most 4096 cells."""
+    return min(32, 2 ** (12 // ndim))
 
 
 def _compressors(layout_blosc: dict[str, Any] | None) -> tuple[Any, ...]:
@@ -85,7 +90,7 @@ def counts_array_metadata(grid_shape: tuple[int, ...], attributes: dict[str, Any
     return _metadata_bytes(
         shape=grid_shape,
         dtype=np.int64,
-        chunks=tuple(min(COUNTS_BLOCK, g) for g in grid_shape),
+        chunks=tuple(min(counts_block(len(grid_shape)), g) for g in grid_shape),
         compressors=_compressors({"cname": "lz4", "clevel": 5, "shuffle": "shuffle"}),
         fill_value=0,
         attributes=attributes,
@@ -112,15 +117,67 @@ def write_counts(store: Store, path: str, chunks: np.ndarray, counts: np.ndarray
         ``(m,)`` rows per occupied chunk.
     """
     arr = zarr.open_array(store, path=path, mode="r+")
-    blocks = chunks // COUNTS_BLOCK
-    keys, inverse = np.unique(blocks, axis=0, return_inverse=True)
+    edge = np.asarray(arr.chunks, dtype=np.int64)
+    keys, inverse = np.unique(chunks // edge, axis=0, return_inverse=True)
     for k, block in enumerate(keys):
-        lo = block * COUNTS_BLOCK
-        hi = np.minimum(lo + COUNTS_BLOCK, arr.shape)
+        lo = block * edge
+        hi = np.minimum(lo + edge, arr.shape)
         dense = np.zeros(tuple(hi - lo), dtype=np.int64)
         sel = inverse.ravel() == k
         dense[tuple((chunks[sel] - lo).T)] = counts[sel]
         arr[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))] = dense
+
+
+def nonzero_cells(io: StoreIO, path: str) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinates (C order) and values of the non-zero cells of a ``vertex_counts`` array.
+
+    Small grids are read in one request; large (typically sparse) grids are read zarr chunk
+    by zarr chunk, only for the chunks that exist, so the cost follows the occupied part of
+    the grid, not its extent.
+
+    Raises
+    ------
+    CorruptChunkError
+        When a chunk of the array cannot be decoded.
+    """
+    try:
+        arr = zarr.open_array(io.store, path=path, mode="r")
+        shape = np.asarray(arr.shape, dtype=np.int64)
+        if int(np.prod(shape)) <= _DENSE_COUNT_CELLS:
+            return _nonzero(np.asarray(arr[...]), np.zeros_like(shape))
+        edge = np.asarray(arr.chunks, dtype=np.int64)
+        found = [
+            _nonzero(np.asarray(arr[_block_slices(lo, edge, shape)]), lo)
+            for lo in _stored_blocks(io, path, edge)
+        ]
+    except (ValueError, RuntimeError, TypeError) as exc:
+        raise CorruptChunkError(f"{path}: cannot read the chunk counts ({exc})") from exc
+    if not found:
+        return np.empty((0, len(shape)), np.int64), np.empty(0, np.int64)
+    coords = np.concatenate([f[0] for f in found])
+    values = np.concatenate([f[1] for f in found])
+    order = np.lexsort(coords.T[::-1])
+    return coords[order], values[order]
+
+
+def _nonzero(block: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    where = np.argwhere(block != 0)
+    return where + lo, block[tuple(where.T)].astype(np.int64)
+
+
+def _stored_blocks(io: StoreIO, path: str, edge: np.ndarray) -> list[np.ndarray]:
+    """Lower corners of the zarr chunks of the array that exist in the store."""
+    prefix = f"{path}/c/"
+    out = []
+    for key in io.list_prefix(prefix):
+        parts = key[len(prefix) :].split("/")
+        if len(parts) == edge.shape[0] and all(p.isdigit() for p in parts):
+            out.append(np.asarray([int(p) for p in parts], dtype=np.int64) * edge)
+    return out
+
+
+def _block_slices(lo: np.ndarray, edge: np.ndarray, shape: np.ndarray) -> tuple[slice, ...]:
+    return tuple(slice(int(a), int(min(a + e, s))) for a, e, s in zip(lo, edge, shape, strict=True))
 
 
 def read_region(store: Store, path: str, lo: tuple[int, ...], hi: tuple[int, ...]) -> np.ndarray:

@@ -20,7 +20,7 @@ from numcodecs import Blosc
 
 from zarr_vectors.errors import CorruptChunkError, MetadataError
 
-__all__ = ["RowLayout"]
+__all__ = ["RowLayout", "shard_key"]
 
 _MISSING = np.uint64(2**64 - 1)
 _BLOSC_SHUFFLE = {
@@ -309,3 +309,9 @@ def _pad_rows(block: np.ndarray, rows: int) -> np.ndarray:
     padded = np.zeros((rows, *block.shape[1:]), dtype=block.dtype)
     padded[: block.shape[0]] = block
     return padded
+
+
+def shard_key(path: str, chunk: np.ndarray, row_ndim: int) -> str:
+    """Key of the shard of spatial chunk ``chunk`` in the row array at ``path`` (spec §2)."""
+    parts = [str(int(c)) for c in chunk] + ["0"] * (1 + row_ndim)
+    return f"{path}/c/" + "/".join(parts)

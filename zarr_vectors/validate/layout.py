@@ -1,0 +1,157 @@
+"""Reading the chunk layout of an array ``zarr.json``: grid, sharding and codec chains (spec §9.0).
+
+Codec chains. Spec §9.0 gives the inner codecs ``[bytes]`` for blob arrays and
+``[bytes, blosc]`` for numeric arrays; the library writer appends a ``crc32c`` codec to
+every inner chunk (see ``zarr_vectors.store.shards``). Both forms are accepted here (the
+trailing ``crc32c`` is optional) until the spec settles the question.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zarr_vectors.validate.jsonutil import as_int_list
+
+__all__ = [
+    "inner_chunk_shape",
+    "inner_codecs",
+    "is_blob_chain",
+    "is_default_chain",
+    "is_index_chain",
+    "is_sharded",
+    "regular_chunk_shape",
+    "sharding_problems",
+]
+
+_DEFAULT_BLOSC = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle", "blocksize": 0}
+
+
+def _sharding_config(doc: dict[str, Any]) -> dict[str, Any] | None:
+    codecs = doc.get("codecs")
+    if not isinstance(codecs, list) or len(codecs) != 1 or not isinstance(codecs[0], dict):
+        return None
+    if codecs[0].get("name") != "sharding_indexed":
+        return None
+    conf = codecs[0].get("configuration")
+    return conf if isinstance(conf, dict) else None
+
+
+def is_sharded(doc: dict[str, Any]) -> bool:
+    """Whether any codec of the array is ``sharding_indexed``."""
+    codecs = doc.get("codecs")
+    return isinstance(codecs, list) and any(
+        isinstance(c, dict) and c.get("name") == "sharding_indexed" for c in codecs
+    )
+
+
+def regular_chunk_shape(doc: dict[str, Any]) -> list[int] | None:
+    """The chunk shape of a ``regular`` chunk grid, else None."""
+    grid = doc.get("chunk_grid")
+    if not isinstance(grid, dict) or grid.get("name") != "regular":
+        return None
+    conf = grid.get("configuration")
+    return as_int_list(conf.get("chunk_shape")) if isinstance(conf, dict) else None
+
+
+def inner_chunk_shape(doc: dict[str, Any]) -> list[int] | None:
+    """The inner chunk (row block) shape of a sharded array, else None."""
+    conf = _sharding_config(doc)
+    return as_int_list(conf.get("chunk_shape")) if conf is not None else None
+
+
+def inner_codecs(doc: dict[str, Any]) -> list[Any] | None:
+    """The codec list inside the shards of a sharded array, else None."""
+    conf = _sharding_config(doc)
+    codecs = conf.get("codecs") if conf is not None else None
+    return codecs if isinstance(codecs, list) else None
+
+
+def _codec(item: Any, name: str) -> dict[str, Any] | None:
+    """The configuration of codec ``item`` if it is named ``name`` ({} when absent)."""
+    if not isinstance(item, dict) or item.get("name") != name:
+        return None
+    conf = item.get("configuration", {})
+    return conf if isinstance(conf, dict) else None
+
+
+def _without_crc(codecs: list[Any]) -> list[Any]:
+    if codecs and _codec(codecs[-1], "crc32c") == {}:
+        return codecs[:-1]
+    return codecs
+
+
+def _is_little_bytes(item: Any, *, optional: bool) -> bool:
+    conf = _codec(item, "bytes")
+    if conf is None:
+        return False
+    return conf.get("endian") == "little" or (optional and "endian" not in conf)
+
+
+def is_index_chain(codecs: Any) -> bool:
+    """``[bytes little, crc32c]``: the only shard index codecs of the spec."""
+    return (
+        isinstance(codecs, list)
+        and len(codecs) == 2
+        and _is_little_bytes(codecs[0], optional=False)
+        and _codec(codecs[1], "crc32c") == {}
+    )
+
+
+def is_blob_chain(codecs: list[Any]) -> bool:
+    """Inner codecs of a blob array: ``[bytes]`` (optionally followed by ``crc32c``)."""
+    chain = _without_crc(codecs)
+    return len(chain) == 1 and _codec(chain[0], "bytes") is not None
+
+
+def is_default_chain(codecs: list[Any], itemsize: int) -> bool:
+    """The default numeric chain of spec §9.0 (optionally followed by ``crc32c``)."""
+    chain = _without_crc(codecs)
+    if len(chain) != 2 or not _is_little_bytes(chain[0], optional=itemsize == 1):
+        return False
+    blosc = _codec(chain[1], "blosc")
+    return blosc is not None and blosc == {**_DEFAULT_BLOSC, "typesize": itemsize}
+
+
+def _separator(doc: dict[str, Any]) -> Any:
+    encoding = doc.get("chunk_key_encoding")
+    if not isinstance(encoding, dict) or encoding.get("name") != "default":
+        return None
+    conf = encoding.get("configuration", {})
+    return conf.get("separator", "/") if isinstance(conf, dict) else None
+
+
+def sharding_problems(doc: dict[str, Any], shape: tuple[int, ...] | None, ndim: int) -> list[str]:
+    """What is wrong with the one-shard-per-spatial-chunk layout of a per-chunk array."""
+    if shape is None:
+        return []  # reported by the array's metadata check
+    if len(shape) < ndim + 1:
+        return [f"shape {list(shape)} has fewer than {ndim + 1} dimensions"]
+    problems = []
+    shard = [1] * ndim + list(shape[ndim:])
+    if regular_chunk_shape(doc) != shard:
+        problems.append(f"chunk_grid must be regular with chunk_shape {shard}")
+    if _separator(doc) != "/":
+        problems.append("chunk_key_encoding must be 'default' with separator '/'")
+    conf = _sharding_config(doc)
+    if conf is None:
+        return [*problems, "codecs must be exactly one sharding_indexed codec"]
+    inner = as_int_list(conf.get("chunk_shape"))
+    if (
+        inner is None
+        or len(inner) != len(shape)
+        or inner[:ndim] != [1] * ndim
+        or inner[ndim + 1 :] != list(shape[ndim + 1 :])
+        or inner[ndim] < 1
+        or shape[ndim] % inner[ndim]
+    ):
+        problems.append(
+            f"inner chunk_shape must be {[1] * ndim} + [R] + {list(shape[ndim + 1 :])} with R "
+            f"dividing {shape[ndim]}, got {conf.get('chunk_shape')!r}"
+        )
+    if not is_index_chain(conf.get("index_codecs")):
+        problems.append("index_codecs must be [bytes little, crc32c]")
+    if conf.get("index_location", "end") != "end":
+        problems.append("index_location must be 'end'")
+    if not isinstance(conf.get("codecs"), list):
+        problems.append("the sharding codec needs a codecs list")
+    return problems

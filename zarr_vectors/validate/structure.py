@@ -1,0 +1,291 @@
+"""Level 1 checks: store, node existence and node types, JSON parsing (spec §11.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zarr_vectors.validate.context import STORE_ERRORS, Context
+from zarr_vectors.validate.jsonutil import is_int, is_number, pointer
+from zarr_vectors.validate.names import (
+    ATTRIBUTES,
+    CROSS_CHUNK_LINKS,
+    EDGE_KINDS,
+    FRAGMENT_ATTRIBUTES,
+    GEOMETRY_TYPES,
+    GROUPINGS,
+    GROUPINGS_ATTRIBUTES,
+    LEVEL_CHILDREN,
+    LEVEL_NAME,
+    LINK_FRAGMENTS,
+    LINKS,
+    OBJECT_ATTRIBUTES,
+    OBJECT_INDEX,
+    OBJECT_KINDS,
+    OBJECT_ONLY_NODES,
+    POINT_CLOUD,
+    VERTEX_COUNTS,
+    VERTEX_FRAGMENTS,
+    VERTICES,
+)
+
+__all__ = ["run"]
+
+REQUIRED_ROOT_KEYS = (
+    "zarr_vectors_version",
+    "geometry_type",
+    "spatial_dims",
+    "chunk_shape",
+    "base_bin_shape",
+    "chunk_grid_origin",
+    "multiscales",
+)
+_ROOT_FILES = frozenset({"zarr.json", ".zattrs", "metadata.json"})
+_REQUIRED_ARRAYS = (
+    (VERTICES, "L1.vertices_array"),
+    (VERTEX_FRAGMENTS, "L1.vertex_fragments_array"),
+    (VERTEX_COUNTS, "L1.vertex_counts_array"),
+)
+_OBJECT_NODES = (
+    (LINKS, "group"),
+    (f"{LINKS}/0", "array"),
+    (LINK_FRAGMENTS, "array"),
+    (OBJECT_INDEX, "group"),
+    (f"{OBJECT_INDEX}/data", "array"),
+    (f"{OBJECT_INDEX}/offsets", "array"),
+)
+
+
+def run(ctx: Context) -> None:
+    """Run every L1 check that applies to the store (spec §11.2)."""
+    if not _store_exists(ctx):
+        return
+    attrs = _root_documents(ctx)
+    if attrs is not None:
+        _root_keys(ctx, attrs)
+    _read_levels(ctx, attrs or {})
+    for level in ctx.facts.levels:
+        _level(ctx, str(level))
+    _root_children(ctx)
+
+
+def _store_exists(ctx: Context) -> bool:
+    ctx.mark("L1.store_exists")
+    try:
+        empty = ctx.io.is_empty()
+    except STORE_ERRORS as exc:
+        ctx.fail("L1.store_exists", ".", f"the store cannot be opened ({type(exc).__name__}: {exc})")
+        return False
+    if empty:
+        ctx.fail("L1.store_exists", ".", "the store holds no key")
+        return False
+    return True
+
+
+def _root_documents(ctx: Context) -> dict[str, Any] | None:
+    """Check the root documents; return the root attributes when they can be read."""
+    ctx.mark("L1.root_zarr_json", "L1.root_zattrs", "L1.metadata_json")
+    ctx.prefetch(["zarr.json", ".zattrs", "metadata.json"])
+    zattrs = ctx.doc(".zattrs")
+    if zattrs.obj() is None:
+        ctx.fail("L1.root_zattrs", ".zattrs", f".zattrs {zattrs.describe()}")
+    summary = ctx.doc("metadata.json")
+    if summary.present and summary.obj() is None:
+        ctx.fail("L1.metadata_json", "metadata.json", f"metadata.json {summary.describe()}")
+    doc = ctx.doc("zarr.json")
+    body = doc.obj()
+    if body is None:
+        ctx.fail("L1.root_zarr_json", "zarr.json", f"zarr.json {doc.describe()}")
+        return None
+    if body.get("zarr_format") != 3 or body.get("node_type") != "group":
+        ctx.fail(
+            "L1.root_zarr_json",
+            "zarr.json",
+            f"expected zarr_format 3 and node_type 'group', got {body.get('zarr_format')!r} "
+            f"and {body.get('node_type')!r}",
+        )
+        return None
+    ctx.mark("L1.root_complete")
+    attrs = body.get("attributes")
+    if not isinstance(attrs, dict) or "zarr_vectors_version" not in attrs:
+        ctx.fail(
+            "L1.root_complete",
+            pointer("zarr.json", "attributes"),
+            "root attributes lack 'zarr_vectors_version': the store is incomplete (spec §2.4)",
+        )
+    return attrs if isinstance(attrs, dict) else None
+
+
+def _root_keys(ctx: Context, attrs: dict[str, Any]) -> None:
+    ctx.mark("L1.root_required_keys", "L1.chunk_shape", "L1.base_bin_shape")
+    for key in REQUIRED_ROOT_KEYS:
+        if key not in attrs:
+            ctx.fail(
+                "L1.root_required_keys",
+                pointer("zarr.json", "attributes", key),
+                f"required root key {key!r} is missing",
+            )
+    dims = attrs.get("spatial_dims")
+    for key, check_id in (("chunk_shape", "L1.chunk_shape"), ("base_bin_shape", "L1.base_bin_shape")):
+        value = attrs.get(key)
+        ndim = dims if is_int(dims) else len(value) if isinstance(value, list) else None
+        if (
+            not isinstance(value, list)
+            or len(value) != ndim
+            or not all(is_number(v) and v > 0 for v in value)
+        ):
+            ctx.fail(
+                check_id,
+                pointer("zarr.json", "attributes", key),
+                f"{key} must be a list of {ndim} numbers > 0, got {value!r}",
+            )
+    kind = attrs.get("geometry_type")
+    ctx.facts.kind = kind if isinstance(kind, str) and kind in GEOMETRY_TYPES else None
+
+
+def _read_levels(ctx: Context, attrs: dict[str, Any]) -> None:
+    """Levels to check: 0 plus every well-formed ``datasets`` path (when readable)."""
+    multiscales = attrs.get("multiscales")
+    first = multiscales[0] if isinstance(multiscales, list) and multiscales else None
+    datasets = first.get("datasets") if isinstance(first, dict) else None
+    levels = {0}
+    if isinstance(datasets, list):
+        ctx.facts.datasets_read = True
+        for entry in datasets:
+            path = entry.get("path") if isinstance(entry, dict) else None
+            if isinstance(path, str) and LEVEL_NAME.fullmatch(path):
+                levels.add(int(path))
+    ctx.facts.levels = sorted(levels)
+
+
+def _level(ctx: Context, base: str) -> None:
+    ctx.mark("L1.level_group", "L1.level_zattrs")
+    group = ctx.node(base)
+    if not group.is_group:
+        ctx.fail("L1.level_group", f"{base}/zarr.json", f"level group {base}: {group.why}")
+        if not group.exists:
+            return
+    zattrs = ctx.doc(f"{base}/.zattrs")
+    if zattrs.obj() is None:
+        ctx.fail("L1.level_zattrs", f"{base}/.zattrs", f"{base}/.zattrs {zattrs.describe()}")
+    for name, check_id in _REQUIRED_ARRAYS:
+        _require_array(ctx, f"{base}/{name}", check_id)
+    _family(ctx, f"{base}/{ATTRIBUTES}", "L1.attributes_group")
+    _family(ctx, f"{base}/{FRAGMENT_ATTRIBUTES}", "L1.fragment_attributes_group")
+    kind = ctx.facts.kind
+    if kind in OBJECT_KINDS:
+        _object_nodes(ctx, base, kind)
+    if kind in (POINT_CLOUD, "mesh"):
+        _forbidden(ctx, base, kind)
+    _unknown_children(ctx, base)
+
+
+def _require_array(ctx: Context, path: str, check_id: str) -> None:
+    ctx.mark(check_id)
+    node = ctx.node(path)
+    if not node.is_array:
+        ctx.fail(check_id, f"{path}/zarr.json", f"{path} must be an array node: {node.why}")
+
+
+def _family(ctx: Context, path: str, check_id: str) -> None:
+    """An optional group whose children must all be arrays."""
+    ctx.mark(check_id)
+    group = ctx.node(path)
+    if not group.exists:
+        return
+    if not group.is_group:
+        ctx.fail(check_id, path, f"{path} must be a group node: {group.why}")
+    for name in ctx.children(path):
+        if name == "zarr.json":
+            continue
+        child = ctx.node(f"{path}/{name}")
+        if not child.is_array:
+            ctx.fail(check_id, f"{path}/{name}", f"{path}/{name} must be an array: {child.why}")
+
+
+def _object_nodes(ctx: Context, base: str, kind: str) -> None:
+    ctx.mark("L1.object_nodes_required", "L1.links_children")
+    for name, node_type in _OBJECT_NODES:
+        node = ctx.node(f"{base}/{name}")
+        if node.node_type != node_type:
+            why = node.why or f"it is a {node.node_type}"
+            ctx.fail(
+                "L1.object_nodes_required",
+                f"{base}/{name}",
+                f"{kind} stores need the {node_type} {base}/{name}: {why}",
+            )
+    for name in ctx.children(f"{base}/{LINKS}"):
+        if name not in ("zarr.json", "0"):
+            ctx.fail(
+                "L1.links_children",
+                f"{base}/{LINKS}/{name}",
+                f"{base}/{LINKS} may only hold the child '0' in format 1.0, found {name!r}",
+            )
+    if kind in EDGE_KINDS:
+        ctx.mark("L1.cross_chunk_links_required")
+        node = ctx.node(f"{base}/{CROSS_CHUNK_LINKS}")
+        if not node.is_array:
+            ctx.fail(
+                "L1.cross_chunk_links_required",
+                f"{base}/{CROSS_CHUNK_LINKS}",
+                f"{kind} stores need the array {base}/{CROSS_CHUNK_LINKS}: {node.why}",
+            )
+    _family(ctx, f"{base}/{OBJECT_ATTRIBUTES}", "L1.object_attributes_group")
+    _groupings(ctx, base)
+
+
+def _groupings(ctx: Context, base: str) -> None:
+    ctx.mark("L1.groupings_nodes")
+    groupings = ctx.node(f"{base}/{GROUPINGS}")
+    if groupings.exists and not groupings.is_array:
+        ctx.fail(
+            "L1.groupings_nodes",
+            f"{base}/{GROUPINGS}",
+            f"{base}/{GROUPINGS} must be an array: {groupings.why}",
+        )
+    path = f"{base}/{GROUPINGS_ATTRIBUTES}"
+    if not ctx.node(path).exists:
+        return
+    if not groupings.exists:
+        ctx.fail("L1.groupings_nodes", path, f"{path} exists without {base}/{GROUPINGS}")
+    _family(ctx, path, "L1.groupings_nodes")
+
+
+def _forbidden(ctx: Context, base: str, kind: str) -> None:
+    ctx.mark("L1.forbidden_nodes")
+    names = OBJECT_ONLY_NODES if kind == POINT_CLOUD else (CROSS_CHUNK_LINKS,)
+    for name in names:
+        if ctx.node(f"{base}/{name}").exists:
+            ctx.fail(
+                "L1.forbidden_nodes",
+                f"{base}/{name}",
+                f"{kind} stores must not have {base}/{name}",
+            )
+
+
+def _unknown_children(ctx: Context, base: str) -> None:
+    ctx.mark("L1.level_unknown_node")
+    for name in ctx.children(base):
+        if name not in LEVEL_CHILDREN:
+            ctx.fail(
+                "L1.level_unknown_node",
+                f"{base}/{name}",
+                f"{base}/{name} is not a node of spec §2.1",
+            )
+
+
+def _root_children(ctx: Context) -> None:
+    ctx.mark("L1.root_unknown_node")
+    if ctx.facts.datasets_read:
+        ctx.mark("L1.unlisted_level_group")
+    listed = set(ctx.facts.levels)
+    for name in ctx.children(""):
+        if name in _ROOT_FILES:
+            continue
+        if not LEVEL_NAME.fullmatch(name):
+            ctx.fail("L1.root_unknown_node", name, f"{name!r} is not a node of spec §2.1")
+        elif ctx.facts.datasets_read and int(name) not in listed:
+            ctx.fail(
+                "L1.unlisted_level_group",
+                name,
+                f"level group {name} is not listed in multiscales datasets",
+            )
