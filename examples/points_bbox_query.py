@@ -22,9 +22,15 @@ def main(out_dir: Path) -> None:
     gene = rng.integers(0, 50, n).astype(np.uint16)
     quality = rng.random(n).astype(np.float32)
     path = out_dir / "spots.zarrvectors"
-    zv.write_points(path, xyz, chunk_shape=100.0, bin_shape=25.0,
-                    attributes={"gene": gene, "quality": quality}, overwrite=True,
-                    options=zv.WriteOptions(axis_units="micrometer"))
+    zv.write_points(
+        path,
+        xyz,
+        chunk_shape=100.0,
+        bin_shape=25.0,
+        attributes={"gene": gene, "quality": quality},
+        overwrite=True,
+        options=zv.WriteOptions(axis_units="micrometer"),
+    )
 
     store = zv.open(path)
     print(store)

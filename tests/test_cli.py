@@ -26,7 +26,9 @@ def test_demo_runs_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = tmp_path / "demo.zarrvectors"
     assert main(["demo", "--dir", str(out), "--points", "20000"]) == 0
     text = capsys.readouterr().out
-    assert "wrote" in text and "bbox query" in text and "validate (level 2): valid" in text
+    assert "wrote" in text
+    assert "bbox query" in text
+    assert "validate (level 2): valid" in text
     assert "brute force agrees: True" in text
     assert zv.open(out).vertex_count == 20000
 
@@ -34,14 +36,17 @@ def test_demo_runs_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_info(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["info", str(store_path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["vertex_count"] == 2000 and doc["attributes"] == ["a"]
-    assert doc["geometry_type"] == "point_cloud" and doc["chunk_shape"] == [25.0] * 3
+    assert doc["vertex_count"] == 2000
+    assert doc["attributes"] == ["a"]
+    assert doc["geometry_type"] == "point_cloud"
+    assert doc["chunk_shape"] == [25.0] * 3
     assert main(["info", str(store_path)]) == 0
     assert "vertex_count" in capsys.readouterr().out
 
 
-def test_validate_exit_codes(store_path: Path, tmp_path: Path,
-                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_exit_codes(
+    store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["validate", str(store_path)]) == 0
     assert "valid" in capsys.readouterr().out
     assert main(["validate", str(store_path), "--level", "1", "--json"]) == 0
@@ -51,7 +56,8 @@ def test_validate_exit_codes(store_path: Path, tmp_path: Path,
     (store_path / "zarr.json").write_text(json.dumps(doc))
     assert main(["validate", str(store_path), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert report["ok"] is False and report["problems"]
+    assert report["ok"] is False
+    assert report["problems"]
     assert all({"check_id", "severity", "path", "message"} <= set(p) for p in report["problems"])
 
 
@@ -61,6 +67,11 @@ def test_unreadable_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_console_script_is_installed() -> None:
-    done = subprocess.run([sys.executable, "-m", "zarr_vectors.cli", "--version"],
-                          capture_output=True, text=True, check=False)
-    assert done.returncode == 0 and done.stdout.strip() == zv.__version__
+    done = subprocess.run(
+        [sys.executable, "-m", "zarr_vectors.cli", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert done.stdout.strip() == zv.__version__

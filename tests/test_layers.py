@@ -9,8 +9,17 @@ import pytest
 
 PACKAGE = Path(__file__).parent.parent / "zarr_vectors"
 RANKS = {
-    "errors": 0, "_version": 0, "kernels": 1, "format": 2, "store": 3, "geometry": 4,
-    "query": 5, "validate": 5, "dataset": 6, "__init__": 7, "cli": 8,
+    "errors": 0,
+    "_version": 0,
+    "kernels": 1,
+    "format": 2,
+    "store": 3,
+    "geometry": 4,
+    "query": 5,
+    "validate": 5,
+    "dataset": 6,
+    "__init__": 7,
+    "cli": 8,
 }
 MODULES = sorted(PACKAGE.rglob("*.py"))
 
@@ -67,4 +76,5 @@ def test_no_broad_except_outside_cli() -> None:
             if isinstance(node, ast.ExceptHandler):
                 names = ast.unparse(node.type) if node.type is not None else "bare"
                 assert names not in ("Exception", "BaseException", "bare"), (
-                    f"{path.name}:{node.lineno} catches {names}")
+                    f"{path.name}:{node.lineno} catches {names}"
+                )

@@ -12,8 +12,9 @@ import zarr_vectors as zv
 from zarr_vectors.kernels import chunk_coords
 
 GOLDEN = Path(__file__).parent / "format" / "golden"
-POINTS = np.array([[1.0, 2.0, 3.0], [10.0, 4.0, 0.0], [7.5, 1.0, 9.0], [4.0, -0.5, 2.0],
-                   [0.0, 0.0, 0.0]])
+POINTS = np.array(
+    [[1.0, 2.0, 3.0], [10.0, 4.0, 0.0], [7.5, 1.0, 9.0], [4.0, -0.5, 2.0], [0.0, 0.0, 0.0]]
+)
 
 
 def test_section_5_6_worked_example() -> None:
@@ -25,7 +26,8 @@ def test_section_5_6_worked_example() -> None:
     assert attrs["bounding_box"] == {"min": [0.0, -0.5, 0.0], "max": [10.0, 4.0, 9.0]}
     counts = group["0/vertex_counts"][...]
     np.testing.assert_array_equal(counts, [[[1], [3]], [[0], [1]]])
-    assert group["0"].attrs["vertex_count"] == 5 and group["0"].attrs["chunk_count"] == 3
+    assert group["0"].attrs["vertex_count"] == 5
+    assert group["0"].attrs["chunk_count"] == 3
     rows = group["0/vertices"][0, 1, 0, :3]
     np.testing.assert_array_equal(rows, POINTS[[0, 4, 2]])
     blob = bytes(group["0/vertex_fragments"][0, 1, 0, :92])

@@ -27,6 +27,8 @@ from zarr_vectors.format.version import FORMAT_VERSION
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry.points import write_points
 from zarr_vectors.geometry.result import QueryResult
+from zarr_vectors.validate import validate
+from zarr_vectors.validate.report import Problem, ValidationReport
 
 __all__ = [
     "__version__",
@@ -36,6 +38,9 @@ __all__ = [
     "VectorStore",
     "QueryResult",
     "WriteOptions",
+    "validate",
+    "ValidationReport",
+    "Problem",
     "errors",
     "ZarrVectorsError",
     "InvalidInputError",

@@ -232,14 +232,17 @@ def test_fsspec_store_and_file_urls(tmp_path: object, rng: np.random.Generator) 
 
     positions = rng.random((4000, 3)) * 100
     url = f"memory://zv-{rng.integers(1 << 30)}/a.zarrvectors"
-    zv.write_points(FsspecStore.from_url(url), positions, chunk_shape=25.0,
-                    attributes={"a": positions[:, 0]})
+    zv.write_points(
+        FsspecStore.from_url(url), positions, chunk_shape=25.0, attributes={"a": positions[:, 0]}
+    )
     store = zv.open(FsspecStore.from_url(url, read_only=True))
     lo, hi = np.array([10.0, 0, 0]), np.array([60.0, 70, 100])
     got = store.query((lo, hi))
     keep = _brute(positions, lo, hi)
-    np.testing.assert_array_equal(sorted_rows(got.positions, got.attributes["a"]),
-                                  sorted_rows(positions[keep], positions[keep, 0]))
+    np.testing.assert_array_equal(
+        sorted_rows(got.positions, got.attributes["a"]),
+        sorted_rows(positions[keep], positions[keep, 0]),
+    )
     file_url = f"file://{tmp_path}/b.zarrvectors"
     zv.write_points(file_url, positions, chunk_shape=25.0)
     assert zv.open(file_url).vertex_count == 4000
@@ -259,5 +262,6 @@ def test_sparse_grid_far_apart_clusters(rng: np.random.Generator) -> None:
     np.testing.assert_array_equal(sorted_rows(got.positions), sorted_rows(positions))
     lo, hi = np.array([1e5 + 0.2, 2e5, 50.5]), np.array([1e5 + 0.9, 2e5 + 0.5, 52.0])
     box = store.query((lo, hi))
-    np.testing.assert_array_equal(sorted_rows(box.positions),
-                                  sorted_rows(positions[_brute(positions, lo, hi)]))
+    np.testing.assert_array_equal(
+        sorted_rows(box.positions), sorted_rows(positions[_brute(positions, lo, hi)])
+    )

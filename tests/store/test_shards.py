@@ -64,8 +64,9 @@ def test_we_read_zarr_written_shards(layout: RowLayout) -> None:
     assert raw is not None
     index = layout.decode_index(raw, "a")
     stored = int(np.count_nonzero(index[:, 0] != np.uint64(2**64 - 1)))
-    start, end = layout.block_span(index, 0, stored, "a") if _contiguous(index, stored) else (
-        0, len(raw))
+    start, end = (
+        layout.block_span(index, 0, stored, "a") if _contiguous(index, stored) else (0, len(raw))
+    )
     out = np.empty((n - 2, *layout.row_shape), dtype=layout.dtype)
     payload = raw[start:end] if start else raw
     first = 0

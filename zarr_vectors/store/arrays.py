@@ -33,7 +33,7 @@ _DENSE_COUNT_CELLS = 1 << 20
 
 def counts_block(ndim: int) -> int:
     """Edge (in spatial chunks) of one zarr chunk of ``vertex_counts``: at most 4096 cells."""
-    return min(32, 2 ** (12 // ndim))
+    return int(min(32, 2 ** (12 // ndim)))
 
 
 def _compressors(layout_blosc: dict[str, Any] | None) -> tuple[Any, ...]:

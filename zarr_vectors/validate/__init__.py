@@ -39,7 +39,9 @@ _RUNNERS = (
 def _check_arguments(level: object, sample: object) -> None:
     if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= MAX_LEVEL:
         raise InvalidInputError(f"level must be an integer from 1 to {MAX_LEVEL}, got {level!r}")
-    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
+    if sample is not None and (
+        isinstance(sample, bool) or not isinstance(sample, int) or sample < 1
+    ):
         raise InvalidInputError(f"sample must be None or a positive integer, got {sample!r}")
 
 

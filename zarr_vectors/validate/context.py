@@ -20,8 +20,9 @@ from zarr_vectors.validate.report import ValidationReport
 
 __all__ = ["STORE_ERRORS", "Context", "Doc", "Facts", "LevelFacts", "Node"]
 
-STORE_ERRORS: tuple[type[BaseException], ...] = (
+STORE_ERRORS: tuple[type[Exception], ...] = (
     OSError,
+    NotImplementedError,
     EOFError,
     ValueError,
     zipfile.BadZipFile,

@@ -8,7 +8,7 @@ numbers; Python's ``json`` module gives ``int`` for the former and ``bool`` for 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = [
     "approx",
@@ -22,17 +22,17 @@ __all__ = [
 ]
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     """True for a JSON integer (not a boolean, not a float)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     """True for any JSON number (integer or float, not a boolean)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def is_finite_number(value: Any) -> bool:
+def is_finite_number(value: Any) -> TypeGuard[int | float]:
     """True for a JSON number that is finite (``NaN``/``Infinity`` literals are not)."""
     return is_number(value) and math.isfinite(value)
 
@@ -56,7 +56,7 @@ def as_float_list(value: Any, length: int | None = None) -> list[float] | None:
 
 
 def approx(a: float, b: float) -> bool:
-    """The spec's "≈": ``|a − b| ≤ 1e-9 · max(|a|, |b|)`` (spec §11.1)."""
+    """The spec's "≈": ``|a - b| ≤ 1e-9 · max(|a|, |b|)`` (spec §11.1)."""
     return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
 
 

@@ -1,9 +1,7 @@
 """Reading the chunk layout of an array ``zarr.json``: grid, sharding and codec chains (spec §9.0).
 
-Codec chains. Spec §9.0 gives the inner codecs ``[bytes]`` for blob arrays and
-``[bytes, blosc]`` for numeric arrays; the library writer appends a ``crc32c`` codec to
-every inner chunk (see ``zarr_vectors.store.shards``). Both forms are accepted here (the
-trailing ``crc32c`` is optional) until the spec settles the question.
+Inner codec chains: ``[bytes, crc32c]`` for blob arrays (required) and ``[bytes, blosc,
+crc32c]`` for numeric arrays (the default; other chains only draw a warning).
 """
 
 from __future__ import annotations
@@ -74,10 +72,11 @@ def _codec(item: Any, name: str) -> dict[str, Any] | None:
     return conf if isinstance(conf, dict) else None
 
 
-def _without_crc(codecs: list[Any]) -> list[Any]:
+def _without_crc(codecs: list[Any]) -> list[Any] | None:
+    """The chain before its trailing ``crc32c`` codec; None when it does not end with one."""
     if codecs and _codec(codecs[-1], "crc32c") == {}:
         return codecs[:-1]
-    return codecs
+    return None
 
 
 def _is_little_bytes(item: Any, *, optional: bool) -> bool:
@@ -98,15 +97,17 @@ def is_index_chain(codecs: Any) -> bool:
 
 
 def is_blob_chain(codecs: list[Any]) -> bool:
-    """Inner codecs of a blob array: ``[bytes]`` (optionally followed by ``crc32c``)."""
+    """Inner codecs of a blob array: exactly ``[bytes, crc32c]`` (spec §9.2)."""
     chain = _without_crc(codecs)
-    return len(chain) == 1 and _codec(chain[0], "bytes") is not None
+    return chain is not None and len(chain) == 1 and _codec(chain[0], "bytes") is not None
 
 
 def is_default_chain(codecs: list[Any], itemsize: int) -> bool:
-    """The default numeric chain of spec §9.0 (optionally followed by ``crc32c``)."""
+    """The default numeric chain ``[bytes, blosc lz4 5 bitshuffle, crc32c]`` (spec §9.0)."""
     chain = _without_crc(codecs)
-    if len(chain) != 2 or not _is_little_bytes(chain[0], optional=itemsize == 1):
+    if chain is None or len(chain) != 2:
+        return False
+    if not _is_little_bytes(chain[0], optional=itemsize == 1):
         return False
     blosc = _codec(chain[1], "blosc")
     return blosc is not None and blosc == {**_DEFAULT_BLOSC, "typesize": itemsize}

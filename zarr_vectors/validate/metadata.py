@@ -152,22 +152,28 @@ def _spatial_dims(ctx: Context, attrs: dict[str, Any]) -> None:
 
 
 def _shape(ctx: Context, attrs: dict[str, Any], key: str) -> None:
-    """``chunk_shape`` / ``base_bin_shape``: D finite numbers > 0."""
+    """``chunk_shape`` / ``base_bin_shape``: D finite numbers > 0.
+
+    The length is compared with ``spatial_dims`` whenever that is a number, even an
+    invalid one such as ``3.0`` (then L1 took the list length as D and passed).
+    """
     length_id, positive_id = f"L2.{key}_length", f"L2.{key}_positive"
-    value, ndim = attrs.get(key), ctx.facts.ndim
+    value, ndim, dims = attrs.get(key), ctx.facts.ndim, attrs.get("spatial_dims")
     if not isinstance(value, list):
         return
     ok = True
-    if ndim is not None:
+    if is_number(dims):
         ctx.mark(length_id)
-        if len(value) != ndim:
+        if len(value) != dims:
             ok = False
-            ctx.fail(length_id, root_path(key), f"{key} has {len(value)} entries, expected {ndim}")
+            ctx.fail(length_id, root_path(key), f"{key} has {len(value)} entries, expected {dims}")
     ctx.mark(positive_id)
     for d, v in enumerate(value):
         if not (is_finite_number(v) and v > 0):
             ok = False
-            ctx.fail(positive_id, root_path(key, d), f"{key}[{d}] = {v!r} is not a finite number > 0")
+            ctx.fail(
+                positive_id, root_path(key, d), f"{key}[{d}] = {v!r} is not a finite number > 0"
+            )
     if ok and ndim is not None:
         shape = tuple(float(v) for v in value)
         if key == "chunk_shape":
@@ -252,7 +258,10 @@ def _divisibility(ctx: Context) -> None:
     ]
     for level, facts in sorted(ctx.facts.level.items()):
         shapes.append(
-            (facts.bin_shape, lambda d, n=level: pointer(f"{n}/zarr.json", "attributes", "bin_shape", d))
+            (
+                facts.bin_shape,
+                lambda d, n=level: pointer(f"{n}/zarr.json", "attributes", "bin_shape", d),
+            )
         )
     for bins, where in shapes:
         if bins is None:
@@ -286,6 +295,8 @@ def _grid(ctx: Context) -> None:
     f = ctx.facts
     if f.chunk_shape is None or f.origin is None or not f.bbox_valid:
         return
+    if ctx.failed("L2.bounding_box_present"):
+        return  # the bounding box cannot be trusted to derive the grid
     ctx.mark("L2.grid_origin_consistent")
     if f.bbox is None:
         expected_origin, top = [0] * len(f.origin), [0] * len(f.origin)
@@ -307,6 +318,7 @@ def _grid(ctx: Context) -> None:
             root_path("chunk_grid_origin"),
             f"chunk_grid_origin is {list(f.origin)}, the bounding box gives {expected_origin}",
         )
+        return  # no grid shape: the checks that need it are skipped
     shape = tuple(t - o + 1 for t, o in zip(top, f.origin, strict=True))
     f.grid_shape = shape if all(g >= 1 for g in shape) else None
 
@@ -318,7 +330,9 @@ def _optional_keys(ctx: Context, attrs: dict[str, Any]) -> None:
             ctx.fail("L2.optional_keys_types", root_path(key), f"{key} must be a string")
     if "custom_metadata" in attrs and not isinstance(attrs["custom_metadata"], dict):
         ctx.fail(
-            "L2.optional_keys_types", root_path("custom_metadata"), "custom_metadata must be an object"
+            "L2.optional_keys_types",
+            root_path("custom_metadata"),
+            "custom_metadata must be an object",
         )
     if "creation_timestamp" in attrs and not _is_timestamp(attrs["creation_timestamp"]):
         ctx.fail(

@@ -44,9 +44,13 @@ def _multiscales(ctx: Context, value: Any) -> dict[str, Any] | None:
     ctx.mark("L2.multiscales_valid")
     if not isinstance(value, list) or len(value) != 1 or not isinstance(value[0], dict):
         ctx.fail(
-            "L2.multiscales_valid", _ms_path(), "multiscales must be a list holding exactly one object"
+            "L2.multiscales_valid",
+            _ms_path(),
+            "multiscales must be a list holding exactly one object",
         )
-        return value[0] if isinstance(value, list) and value and isinstance(value[0], dict) else None
+        return (
+            value[0] if isinstance(value, list) and value and isinstance(value[0], dict) else None
+        )
     entry: dict[str, Any] = value[0]
     problems = []
     if entry.get("version") != "0.5":
@@ -63,11 +67,18 @@ def _multiscales(ctx: Context, value: Any) -> dict[str, Any] | None:
     return entry
 
 
-def _axis_unit(axis_units: Any, d: int) -> str | None:
+def _axis_unit(axis_units: Any, d: int, ndim: int) -> str | None:
+    """The unit ``axis_units`` gives axis ``d``; None when ``axis_units`` is malformed."""
     if isinstance(axis_units, str):
         return axis_units
-    if isinstance(axis_units, list) and d < len(axis_units) and isinstance(axis_units[d], str):
-        return axis_units[d]
+    if (
+        isinstance(axis_units, list)
+        and len(axis_units) == ndim
+        and all(isinstance(u, str) for u in axis_units)
+        and d < ndim
+    ):
+        unit: str = axis_units[d]
+        return unit
     return None
 
 
@@ -95,7 +106,7 @@ def _axes(ctx: Context, axes: Any, axis_units: Any) -> None:
             ctx.fail("L2.axes_type", pointer(where, "type"), f"axis type is {kind!r}, not 'space'")
         if "unit" in axis and not isinstance(axis["unit"], str):
             ctx.fail("L2.axes_valid", where, "axis unit must be a string")
-        _axis_unit_consistent(ctx, axis, _axis_unit(axis_units, d), where)
+        _axis_unit_consistent(ctx, axis, _axis_unit(axis_units, d, ndim), where)
 
 
 def _axis_unit_consistent(ctx: Context, axis: dict[str, Any], unit: str | None, where: str) -> None:
@@ -167,7 +178,9 @@ def _dataset_entry(ctx: Context, i: int, entry: dict[str, Any], level: int | Non
         )
         ratio = None
     elif level == 0 and any(r != 1 for r in ratio):
-        ctx.fail("L2.dataset_bin_ratio", pointer(where, "bin_ratio"), "bin_ratio must be 1 at level 0")
+        ctx.fail(
+            "L2.dataset_bin_ratio", pointer(where, "bin_ratio"), "bin_ratio must be 1 at level 0"
+        )
     shape = _dataset_bin_shape(ctx, entry, ratio, where)
     sparsity = entry.get("object_sparsity")
     if not (is_number(sparsity) and 0 < sparsity <= 1):
@@ -206,9 +219,7 @@ def _dataset_bin_shape(
     return shape
 
 
-def _transforms(
-    ctx: Context, value: Any, ratio: list[int], shape: list[float], where: str
-) -> None:
+def _transforms(ctx: Context, value: Any, ratio: list[int], shape: list[float], where: str) -> None:
     ctx.mark("L2.coordinate_transformations")
     path = pointer(where, "coordinateTransformations")
     expected = (("scale", [float(r) for r in ratio]), ("translation", [s / 2 for s in shape]))

@@ -120,7 +120,9 @@ def _coarse_in_bbox(ctx: Context, levels: list[int]) -> None:
     for level in levels[1:]:
         for key, low, high in ctx.facts.coarse_bounds.get(level, []):
             outside = [
-                d for d in range(len(lo)) if not (lo[d] <= float(low[d]) and float(high[d]) <= hi[d])
+                d
+                for d in range(len(lo))
+                if not (lo[d] <= float(low[d]) and float(high[d]) <= hi[d])
             ]
             if outside:
                 ctx.fail(

@@ -73,7 +73,9 @@ def _store_exists(ctx: Context) -> bool:
     try:
         empty = ctx.io.is_empty()
     except STORE_ERRORS as exc:
-        ctx.fail("L1.store_exists", ".", f"the store cannot be opened ({type(exc).__name__}: {exc})")
+        ctx.fail(
+            "L1.store_exists", ".", f"the store cannot be opened ({type(exc).__name__}: {exc})"
+        )
         return False
     if empty:
         ctx.fail("L1.store_exists", ".", "the store holds no key")
@@ -125,7 +127,10 @@ def _root_keys(ctx: Context, attrs: dict[str, Any]) -> None:
                 f"required root key {key!r} is missing",
             )
     dims = attrs.get("spatial_dims")
-    for key, check_id in (("chunk_shape", "L1.chunk_shape"), ("base_bin_shape", "L1.base_bin_shape")):
+    for key, check_id in (
+        ("chunk_shape", "L1.chunk_shape"),
+        ("base_bin_shape", "L1.base_bin_shape"),
+    ):
         value = attrs.get(key)
         ndim = dims if is_int(dims) else len(value) if isinstance(value, list) else None
         if (

@@ -22,8 +22,20 @@ def inputs() -> dict[str, dict[str, Any]]:
     """The inputs of every golden store, by store name (deterministic)."""
     rng = np.random.default_rng(20261121)
     xyz = np.round(rng.uniform(0, 40, (300, 3)), 2).astype(np.float32)
-    xyz[:10] = np.array([[0, 0, 0], [10, 10, 10], [20, 0, 5], [9.99, 10, 30], [30, 30, 30],
-                         [39.5, 0.5, 20], [10, 20, 30], [5, 5, 5], [15, 25, 35], [0, 40, 0]])
+    xyz[:10] = np.array(
+        [
+            [0, 0, 0],
+            [10, 10, 10],
+            [20, 0, 5],
+            [9.99, 10, 30],
+            [30, 30, 30],
+            [39.5, 0.5, 20],
+            [10, 20, 30],
+            [5, 5, 5],
+            [15, 25, 35],
+            [0, 40, 0],
+        ]
+    )
     xy = np.round(rng.normal(0, 12, (120, 2)), 3)
     return {
         "points_3d_attributes": {

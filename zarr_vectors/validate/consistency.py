@@ -1,0 +1,289 @@
+"""Level 3 checks: consistency of counts, shards, fragment indices and vertices (spec §11.4).
+
+Per level: ``vertex_counts`` is read whole, the shard keys of every per-chunk array are
+listed once (shard presence and clean empty chunks), then the occupied chunks — all of
+them, or an evenly spaced sample — are read shard by shard, each shard once, and checked
+by :class:`~zarr_vectors.validate.chunks.ChunkChecker`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zarr_vectors.validate.arrays import PER_CHUNK_ROLES, level_arrays
+from zarr_vectors.validate.chunks import ChunkChecker, LevelArrays
+from zarr_vectors.validate.context import Context
+from zarr_vectors.validate.counts import parse_shard_key, read_nonzero_counts
+from zarr_vectors.validate.grid import grid_label
+from zarr_vectors.validate.jsonutil import pointer
+from zarr_vectors.validate.names import (
+    LINK_FRAGMENTS,
+    OBJECT_KINDS,
+    VERTEX_COUNTS,
+    VERTEX_FRAGMENTS,
+    VERTICES,
+)
+from zarr_vectors.validate.shard_check import ArraySpec, array_spec
+
+__all__ = ["run", "sample_positions"]
+
+BATCH_CHUNKS = 16
+"""Chunks whose shards are fetched in one concurrent batch."""
+_READ_ROLES = frozenset({VERTICES, VERTEX_FRAGMENTS, "attribute", "fragment_attribute"})
+"""Arrays whose shards L3 reads (the link arrays of object kinds are not checked yet)."""
+
+Chunk = tuple[int, ...]
+
+
+def run(ctx: Context) -> None:
+    """Run the L3 checks on every level (spec §11.4)."""
+    f = ctx.facts
+    if f.ndim is None or f.grid_shape is None or f.chunk_shape is None or f.origin is None:
+        return
+    for level in f.levels:
+        facts = f.level.get(level)
+        if facts is not None and facts.n_max is not None:
+            _Level(ctx, level).run()
+    if f.kind in OBJECT_KINDS:
+        ctx.report.note(
+            "L3 checks of links, manifests, the object index, groupings and cross-chunk links "
+            "are not implemented yet"
+        )
+
+
+def sample_positions(m: int, k: int | None) -> np.ndarray:
+    """Positions of the chunks checked among ``m`` occupied chunks: all, or ``k`` evenly spaced.
+
+    Position ``i`` of the sample is ``floor(i · m / k)`` for ``i < k``: distinct, in
+    ascending order, starting with the first chunk.
+    """
+    if k is None or k >= m:
+        return np.arange(m)
+    return (np.arange(k) * m) // k
+
+
+class _Level:
+    """L3 of one level."""
+
+    def __init__(self, ctx: Context, level: int) -> None:
+        f = ctx.facts
+        assert f.ndim is not None
+        assert f.grid_shape is not None
+        self.ctx, self.level, self.base = ctx, level, str(level)
+        self.grid, self.ndim = f.grid_shape, f.ndim
+        self.n_max = f.level[level].n_max or 0
+        self.specs: dict[str, ArraySpec] = {}
+        for array in level_arrays(ctx, level):
+            spec = array_spec(ctx, array, f.ndim) if array.role in PER_CHUNK_ROLES else None
+            if spec is not None:
+                self.specs[array.path] = spec
+        self.required = [
+            s
+            for s in self.specs.values()
+            if s.role in _READ_ROLES or (s.role == LINK_FRAGMENTS and f.kind in OBJECT_KINDS)
+        ]
+
+    def _arrays(self) -> LevelArrays | None:
+        by_role = {s.role: s for s in self.specs.values()}
+        if VERTICES not in by_role or VERTEX_FRAGMENTS not in by_role:
+            return None
+        return LevelArrays(
+            by_role[VERTICES],
+            by_role[VERTEX_FRAGMENTS],
+            [s for s in self.specs.values() if s.role == "attribute"],
+            [s for s in self.specs.values() if s.role == "fragment_attribute"],
+        )
+
+    def run(self) -> None:
+        """Counts, shard keys, then the data of the chosen chunks, then level-wide checks."""
+        counted = self._occupancy()
+        if counted is None:
+            return
+        occupied, invalid = counted
+        present = self._listing(occupied, invalid)
+        arrays = self._arrays()
+        if arrays is None:
+            return
+        checker = self._checker(arrays)
+        checker.mark()
+        sampled = self._read_chunks(checker, occupied, present)
+        self._finish(checker, sampled=sampled)
+
+    def _occupancy(self) -> tuple[dict[Chunk, int], set[Chunk]] | None:
+        """Valid non-zero counts by chunk, and the chunks whose count is out of range."""
+        ctx = self.ctx
+        ctx.mark("L3.counts_range")
+        got = read_nonzero_counts(ctx, f"{self.base}/{VERTEX_COUNTS}")
+        if isinstance(got, str):
+            ctx.fail("L3.counts_range", f"{self.base}/{VERTEX_COUNTS}", got)
+            return None
+        cells, values = got
+        valid = self._counts_range(cells, values)
+        if valid.all():
+            self._totals(values)
+        occupied = {
+            tuple(int(c) for c in g): int(n)
+            for g, n in zip(cells[valid], values[valid], strict=True)
+        }
+        return occupied, {tuple(int(c) for c in g) for g in cells[~valid]}
+
+    def _read_chunks(
+        self, checker: ChunkChecker, occupied: dict[Chunk, int], present: dict[str, set[Chunk]]
+    ) -> bool:
+        """Check every occupied chunk, or the sample; return whether it was a sample."""
+        chunks = list(occupied)
+        picks = sample_positions(len(chunks), self.ctx.sample)
+        sampled = bool(picks.shape[0] < len(chunks))
+        if sampled:
+            self.ctx.report.note(
+                f"level {self.level}: L3 read {picks.shape[0]} of {len(chunks)} occupied chunks "
+                f"(sample={self.ctx.sample}); bounding_box_exact only checked containment"
+            )
+        chosen = [chunks[i] for i in picks.tolist()]
+        for start in range(0, len(chosen), BATCH_CHUNKS):
+            self._batch(checker, chosen[start : start + BATCH_CHUNKS], occupied, present)
+        return sampled
+
+    def _checker(self, arrays: LevelArrays) -> ChunkChecker:
+        f = self.ctx.facts
+        assert f.chunk_shape is not None
+        assert f.origin is not None
+        bins = f.base_bin_shape if self.level == 0 else f.level[self.level].bin_shape
+        return ChunkChecker(
+            self.ctx,
+            self.level,
+            arrays,
+            np.asarray(f.chunk_shape, dtype=np.float64),
+            np.asarray(bins or f.chunk_shape, dtype=np.float64),
+            np.asarray(f.origin, dtype=np.int64),
+        )
+
+    # -- counts --------------------------------------------------------------------------
+    def _counts_range(self, cells: np.ndarray, values: np.ndarray) -> np.ndarray:
+        valid = (values >= 0) & (values <= self.n_max)
+        for i in np.flatnonzero(~valid).tolist():
+            self.ctx.fail(
+                "L3.counts_range",
+                f"{self.base}/{VERTEX_COUNTS}#g={grid_label(cells[i])}",
+                f"count {int(values[i])} is outside [0, N_max = {self.n_max}]",
+            )
+        return valid
+
+    def _totals(self, values: np.ndarray) -> None:
+        facts = self.ctx.facts.level[self.level]
+        where = f"{self.base}/zarr.json"
+        pairs = (
+            ("L3.vertex_count_total", "vertex_count", facts.vertex_count, int(values.sum())),
+            ("L3.chunk_count_total", "chunk_count", facts.chunk_count, int((values > 0).sum())),
+        )
+        for check_id, key, stated, actual in pairs:
+            if stated is None:
+                continue
+            self.ctx.mark(check_id)
+            if stated != actual:
+                self.ctx.fail(
+                    check_id,
+                    pointer(where, "attributes", key),
+                    f"{key} is {stated}, vertex_counts gives {actual}",
+                )
+
+    # -- shard keys ----------------------------------------------------------------------
+    def _listing(self, occupied: dict[Chunk, int], invalid: set[Chunk]) -> dict[str, set[Chunk]]:
+        """Shard keys of every per-chunk array; L3.shard_present and L3.empty_chunk_clean."""
+        ctx = self.ctx
+        ctx.mark("L3.shard_present", "L3.empty_chunk_clean")
+        present: dict[str, set[Chunk]] = {}
+        for spec in self.specs.values():
+            found: set[Chunk] = set()
+            keys = ctx.list_keys(f"{spec.path}/c/")
+            if f"{spec.path}/c/" in ctx.unreadable:
+                ctx.report.note(f"{spec.path}: shard keys cannot be listed; presence not checked")
+                present[spec.path] = set(occupied)
+                continue
+            for key in keys:
+                g = parse_shard_key(key, spec.path, self.grid, len(spec.row_shape))
+                if g is None or (g not in occupied and g not in invalid):
+                    ctx.fail(
+                        "L3.empty_chunk_clean",
+                        key,
+                        "a stored key of an empty chunk" if g is not None else "a stray key",
+                    )
+                else:
+                    found.add(g)
+            present[spec.path] = found
+        for g in occupied:
+            for spec in self.required:
+                if g not in present[spec.path]:
+                    ctx.fail(
+                        "L3.shard_present",
+                        spec.key(g),
+                        f"chunk {grid_label(g)} holds {occupied[g]} rows but this shard is missing",
+                    )
+        return present
+
+    # -- chunk data ----------------------------------------------------------------------
+    def _batch(
+        self,
+        checker: ChunkChecker,
+        chunks: list[Chunk],
+        occupied: dict[Chunk, int],
+        present: dict[str, set[Chunk]],
+    ) -> None:
+        wanted = [
+            (g, spec)
+            for g in chunks
+            for spec in self.specs.values()
+            if g in present[spec.path] and spec.role in _READ_ROLES
+        ]
+        raws = self.ctx.fetch([(spec.key(g), None) for g, spec in wanted])
+        shards: dict[Chunk, dict[str, bytes | None]] = {g: {} for g in chunks}
+        for (g, spec), raw in zip(wanted, raws, strict=True):
+            shards[g][spec.path] = raw
+            required = any(spec is r for r in self.required)
+            if raw is None and required and spec.key(g) not in self.ctx.unreadable:
+                self.ctx.fail("L3.shard_present", spec.key(g), "the shard is missing")
+        for g in chunks:
+            checker.check(g, occupied[g], shards[g])
+
+    def _finish(self, checker: ChunkChecker, *, sampled: bool) -> None:
+        ctx = self.ctx
+        arrays = checker.arrays
+        if arrays.fragment_attributes:
+            ctx.mark("L3.fragment_attribute_rows")
+        for spec in arrays.fragment_attributes:
+            if checker.max_fragments > spec.n_rows:
+                ctx.fail(
+                    "L3.fragment_attribute_rows",
+                    f"{spec.path}/zarr.json",
+                    f"a chunk has {checker.max_fragments} fragments, F_max is {spec.n_rows}",
+                )
+        if self.level == 0:
+            self._bounding_box(checker, sampled=sampled)
+        else:
+            self.ctx.facts.coarse_bounds[self.level] = checker.bounds
+
+    def _bounding_box(self, checker: ChunkChecker, *, sampled: bool) -> None:
+        ctx = self.ctx
+        if not ctx.facts.bbox_valid or not checker.complete:
+            return
+        ctx.mark("L3.bounding_box_exact")
+        bbox, where = ctx.facts.bbox, pointer("zarr.json", "attributes", "bounding_box")
+        seen = bool(checker.bounds)
+        if bbox is None:
+            if seen:
+                ctx.fail("L3.bounding_box_exact", where, "bounding_box is null but vertices exist")
+            return
+        lo, hi = np.asarray(bbox[0]), np.asarray(bbox[1])
+        if sampled:
+            if seen and (np.any(checker.lo < lo) or np.any(checker.hi > hi)):
+                ctx.fail(
+                    "L3.bounding_box_exact", where, "sampled vertices lie outside bounding_box"
+                )
+            return
+        if not seen or not (np.array_equal(checker.lo, lo) and np.array_equal(checker.hi, hi)):
+            ctx.fail(
+                "L3.bounding_box_exact",
+                where,
+                f"bounding_box is {lo.tolist()}..{hi.tolist()}, the vertices span "
+                f"{checker.lo.tolist()}..{checker.hi.tolist()}",
+            )
