@@ -28,7 +28,7 @@ def test_demo_runs_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str
     text = capsys.readouterr().out
     assert "wrote" in text
     assert "bbox query" in text
-    assert "validate (level 2): valid" in text
+    assert "validate (level 3): valid" in text
     assert "brute force agrees: True" in text
     assert zv.open(out).vertex_count == 20000
 

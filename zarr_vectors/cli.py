@@ -79,10 +79,10 @@ def _demo(args: argparse.Namespace) -> int:
         f"{t_query * 1e3:.1f} ms (brute force agrees: {len(hits) == truth})"
     )
     t0 = time.perf_counter()
-    report = zv.validate(out, level=2)
+    report = zv.validate(out, level=3)
     t_validate = time.perf_counter() - t0
     print(
-        f"  validate (level 2): {'valid' if report.ok else 'INVALID'} "
+        f"  validate (level 3): {'valid' if report.ok else 'INVALID'} "
         f"({len(report.problems)} problems) in {t_validate * 1e3:.1f} ms"
     )
     for problem in report.problems:
