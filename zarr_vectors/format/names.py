@@ -9,7 +9,19 @@ from zarr_vectors.errors import InvalidNameError
 
 __all__ = [
     "ATTRIBUTES",
+    "CROSS_CHUNK_LINKS",
+    "EDGE_KINDS",
+    "FRAGMENT_ATTRIBUTES",
     "GEOMETRY_TYPES",
+    "GROUPINGS",
+    "GROUPINGS_ATTRIBUTES",
+    "LEVEL_NAME",
+    "LINKS",
+    "LINK_FRAGMENTS",
+    "OBJECT_ATTRIBUTES",
+    "OBJECT_INDEX",
+    "OBJECT_KINDS",
+    "POINT_CLOUD",
     "OBJECT_ID_ATTRIBUTE",
     "RESERVED_ATTRIBUTE_NAMES",
     "VERTEX_COUNTS",
@@ -17,14 +29,30 @@ __all__ = [
     "VERTICES",
     "attribute_path",
     "check_name",
+    "is_valid_name",
     "level_path",
 ]
 
 GEOMETRY_TYPES = ("point_cloud", "polyline", "streamline", "graph", "skeleton", "mesh")
+POINT_CLOUD = "point_cloud"
+OBJECT_KINDS = tuple(k for k in GEOMETRY_TYPES if k != POINT_CLOUD)
+EDGE_KINDS = ("polyline", "streamline", "graph", "skeleton")
+"""Kinds whose links are edges and that have ``cross_chunk_links`` (spec §10.1)."""
+
 VERTICES = "vertices"
 VERTEX_FRAGMENTS = "vertex_fragments"
 VERTEX_COUNTS = "vertex_counts"
 ATTRIBUTES = "attributes"
+FRAGMENT_ATTRIBUTES = "fragment_attributes"
+LINKS = "links"
+LINK_FRAGMENTS = "link_fragments"
+OBJECT_INDEX = "object_index"
+OBJECT_ATTRIBUTES = "object_attributes"
+GROUPINGS = "groupings"
+GROUPINGS_ATTRIBUTES = "groupings_attributes"
+CROSS_CHUNK_LINKS = "cross_chunk_links"
+LEVEL_NAME = re.compile(r"0|[1-9][0-9]*")
+"""Level group names: decimal integers without leading zeros (spec §2.1)."""
 OBJECT_ID_ATTRIBUTE = "object_id"
 """Reserved per-vertex attribute holding the object id of each vertex of a point cloud."""
 RESERVED_ATTRIBUTE_NAMES = frozenset({OBJECT_ID_ATTRIBUTE})
@@ -64,3 +92,12 @@ def level_path(level: int) -> str:
 def attribute_path(level: int, name: str) -> str:
     """Path of the per-vertex attribute array ``name`` at ``level``."""
     return f"{level_path(level)}/{ATTRIBUTES}/{check_name(name)}"
+
+
+def is_valid_name(name: object) -> bool:
+    """Whether ``name`` satisfies the rule of :func:`check_name` (spec §9.4)."""
+    try:
+        check_name(name)
+    except InvalidNameError:
+        return False
+    return True
