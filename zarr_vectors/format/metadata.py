@@ -16,9 +16,23 @@ from zarr_vectors.errors import MetadataError
 from zarr_vectors.format.names import GEOMETRY_TYPES
 from zarr_vectors.format.version import FORMAT_VERSION, check_readable_version
 
-__all__ = ["DEFAULT_AXIS_NAMES", "LevelMetadata", "RootMetadata"]
+__all__ = ["CORE_ROOT_KEYS", "DEFAULT_AXIS_NAMES", "LevelMetadata", "RootMetadata"]
 
 DEFAULT_AXIS_NAMES = ("x", "y", "z", "w")
+CORE_ROOT_KEYS = frozenset(
+    {
+        "zarr_vectors_version",
+        "geometry_type",
+        "spatial_dims",
+        "chunk_shape",
+        "base_bin_shape",
+        "chunk_grid_origin",
+        "axis_units",
+        "bounding_box",
+        "multiscales",
+    }
+)
+"""Root keys modelled by :class:`RootMetadata` fields; the others go to ``extra`` (spec §3.1)."""
 
 
 def _floats(doc: dict[str, Any], key: str, ndim: int) -> tuple[float, ...]:
@@ -140,17 +154,6 @@ class RootMetadata:
         chunk_shape = _floats(doc, "chunk_shape", ndim)
         bin_shape = _floats(doc, "base_bin_shape", ndim) if "base_bin_shape" in doc else chunk_shape
         origin = _ints(doc, "chunk_grid_origin", ndim, default=0)
-        known = {
-            "zarr_vectors_version",
-            "geometry_type",
-            "spatial_dims",
-            "chunk_shape",
-            "base_bin_shape",
-            "chunk_grid_origin",
-            "axis_units",
-            "bounding_box",
-            "multiscales",
-        }
         return cls(
             version=doc["zarr_vectors_version"],
             geometry_type=geometry_type,
@@ -160,7 +163,7 @@ class RootMetadata:
             axis_names=_axis_names(doc, ndim),
             axis_units=_axis_units(doc.get("axis_units", "unknown"), ndim),
             bounding_box=_bounding_box(doc.get("bounding_box"), ndim),
-            extra={k: v for k, v in doc.items() if k not in known},
+            extra={k: v for k, v in doc.items() if k not in CORE_ROOT_KEYS},
         )
 
 

@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+import re
+
 from zarr_vectors.errors import MetadataError, UnsupportedVersionError
 
-__all__ = ["FORMAT_VERSION", "check_readable_version"]
+__all__ = ["FORMAT_VERSION", "check_readable_version", "parse_version"]
 
 FORMAT_VERSION = "1.0"
 """Value of the root ``zarr_vectors_version`` key written by this library."""
 
 
-def _parse(version: object) -> tuple[int, int]:
-    if not isinstance(version, str):
-        raise MetadataError(f"zarr_vectors_version must be a string like '1.0', got {version!r}")
-    parts = version.split(".")
-    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
-        raise MetadataError(f"zarr_vectors_version {version!r} is not of the form 'MAJOR.MINOR'")
-    return int(parts[0]), int(parts[1])
+_VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+
+
+def parse_version(version: object) -> tuple[int, int]:
+    """``(major, minor)`` of a ``zarr_vectors_version`` value (spec §3.3).
+
+    Raises
+    ------
+    MetadataError
+        When the value is not a string ``MAJOR.MINOR`` of decimals without leading zeros.
+    """
+    match = _VERSION.fullmatch(version) if isinstance(version, str) else None
+    if match is None:
+        raise MetadataError(
+            f"zarr_vectors_version must be a string 'MAJOR.MINOR' such as '1.0', got {version!r}"
+        )
+    return int(match.group(1)), int(match.group(2))
 
 
 def check_readable_version(version: object) -> None:
@@ -31,8 +43,8 @@ def check_readable_version(version: object) -> None:
     UnsupportedVersionError
         When the version is newer than, or incompatible with, :data:`FORMAT_VERSION`.
     """
-    major, minor = _parse(version)
-    own_major, own_minor = _parse(FORMAT_VERSION)
+    major, minor = parse_version(version)
+    own_major, own_minor = parse_version(FORMAT_VERSION)
     if major != own_major or minor > own_minor:
         raise UnsupportedVersionError(
             f"store has format version {version}; this library reads {own_major}.0 to "

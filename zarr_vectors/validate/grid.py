@@ -1,34 +1,29 @@
 """Scalar chunk-grid helpers of the validator (spec §5.1, §1.3).
 
-Python floats are IEEE binary64 and Python never fuses a multiply and an add, so the
-arithmetic below is exactly the "computed in float64" of the spec. Vectorised work on
-vertex rows uses the numba kernels instead (:mod:`zarr_vectors.kernels`).
+Scalar forms of the kernels' grid arithmetic (:mod:`zarr_vectors.kernels`), for the few
+values metadata checks need.
 """
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
-__all__ = ["MAX_INDEX", "chunk_index", "grid_label"]
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.kernels import chunk_coords
 
-MAX_INDEX = 2.0**52
-"""``|p / C|`` must stay below this for chunk indices to be exact (as in the kernels)."""
+__all__ = ["chunk_index", "grid_label"]
 
 
 def chunk_index(p: float, size: float) -> int | None:
     """The chunk index ``c`` with ``c·C ≤ p < (c+1)·C`` in float64 (spec §5.1).
 
-    Returns None when ``p`` is not finite or ``|p / C| ≥ 2**52``.
+    Returns None when ``p`` is not finite or too large for an exact index (the kernels'
+    limit, ``|p / C| < 2**52``).
     """
-    q = p / size
-    if not math.isfinite(q) or abs(q) >= MAX_INDEX:
+    try:
+        return int(chunk_coords(np.array([[p]], dtype=np.float64), np.array([size]))[0, 0])
+    except InvalidInputError:
         return None
-    c = math.floor(q)
-    if float(c) * size > p:
-        c -= 1
-    elif float(c + 1) * size <= p:
-        c += 1
-    return c
 
 
 def grid_label(g: tuple[int, ...] | list[int]) -> str:

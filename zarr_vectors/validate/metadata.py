@@ -13,6 +13,9 @@ import re
 from datetime import datetime
 from typing import Any
 
+from zarr_vectors.errors import MetadataError, UnsupportedVersionError
+from zarr_vectors.format.metadata import CORE_ROOT_KEYS
+from zarr_vectors.format.version import check_readable_version, parse_version
 from zarr_vectors.validate import array_meta, multiscales
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.grid import chunk_index
@@ -28,28 +31,9 @@ from zarr_vectors.validate.names import GEOMETRY_TYPES, POINT_CLOUD
 
 __all__ = ["run", "root_path"]
 
-SUPPORTED_MINOR = 0
-"""Highest minor version of major version 1 this validator knows (spec §3.3)."""
-
-_VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?(Z|\+00:00)")
 _STRING_KEYS = ("coordinate_system", "software", "source_description", "notes")
-_CORE_KEYS = frozenset(
-    {
-        "zarr_vectors_version",
-        "geometry_type",
-        "spatial_dims",
-        "chunk_shape",
-        "base_bin_shape",
-        "chunk_grid_origin",
-        "axis_units",
-        "bounding_box",
-        "multiscales",
-        "creation_timestamp",
-        "custom_metadata",
-        *_STRING_KEYS,
-    }
-)
+_CORE_KEYS = CORE_ROOT_KEYS | {"creation_timestamp", "custom_metadata", *_STRING_KEYS}
 _STREAMLINE_STRINGS = (
     "step_size_unit",
     "length_unit",
@@ -105,23 +89,16 @@ def _zattrs_equal(ctx: Context, attrs: dict[str, Any]) -> None:
 def _version(ctx: Context, attrs: dict[str, Any]) -> None:
     ctx.mark("L2.version_format")
     value = attrs.get("zarr_vectors_version")
-    match = _VERSION.fullmatch(value) if isinstance(value, str) else None
-    if match is None:
-        ctx.fail(
-            "L2.version_format",
-            root_path("zarr_vectors_version"),
-            f"zarr_vectors_version must be a string 'MAJOR.MINOR', got {value!r}",
-        )
+    try:
+        parse_version(value)
+    except MetadataError as exc:
+        ctx.fail("L2.version_format", root_path("zarr_vectors_version"), str(exc))
         return
     ctx.mark("L2.version_supported")
-    major, minor = int(match.group(1)), int(match.group(2))
-    if major != 1 or minor > SUPPORTED_MINOR:
-        ctx.fail(
-            "L2.version_supported",
-            root_path("zarr_vectors_version"),
-            f"format version {value} is not supported (this validator knows 1.0 to "
-            f"1.{SUPPORTED_MINOR})",
-        )
+    try:
+        check_readable_version(value)
+    except UnsupportedVersionError as exc:
+        ctx.fail("L2.version_supported", root_path("zarr_vectors_version"), str(exc))
 
 
 def _geometry_type(ctx: Context, attrs: dict[str, Any]) -> None:
