@@ -32,7 +32,20 @@ from zarr_vectors.store.arrays import (
 from zarr_vectors.store.io import StoreIO, json_bytes
 from zarr_vectors.store.shards import RowLayout, shard_key
 
-__all__ = ["DEFAULT_BLOSC", "LevelStats", "WriteOptions", "commit_root", "write_vertex_level"]
+__all__ = [
+    "DEFAULT_BLOSC",
+    "ChunkedRows",
+    "LevelStats",
+    "WriteOptions",
+    "assign",
+    "blob_layout",
+    "commit_root",
+    "grid_indices",
+    "round_up",
+    "write_chunk_array",
+    "write_level_vertices",
+    "write_point_level",
+]
 
 DEFAULT_BLOSC: dict[str, Any] = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
 _FLUSH_BYTES = 64 * 2**20
@@ -74,36 +87,89 @@ class LevelStats:
 
 
 @dataclass(frozen=True, slots=True)
-class _SortedVertices:
+class ChunkedRows:
+    """Where each vertex goes: storage order and the occupied chunks.
+
+    Attributes
+    ----------
+    perm
+        Input vertex indices in storage order: chunk by chunk (C order of the grid index),
+        rows of a chunk in their row order.
+    chunks
+        ``(m, D)`` grid indices of the occupied chunks.
+    chunk_offsets
+        ``(m + 1,)``: chunk j holds ``perm[chunk_offsets[j]:chunk_offsets[j+1]]``.
+    """
+
     perm: np.ndarray
-    chunks: np.ndarray  # (m, D) zarr chunk indices of the occupied chunks
-    chunk_offsets: np.ndarray  # (m + 1,)
-    bin_offsets: np.ndarray  # (m, n_bins + 1) chunk-local
+    chunks: np.ndarray
+    chunk_offsets: np.ndarray
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Rows per occupied chunk."""
+        return np.diff(self.chunk_offsets)
+
+    @classmethod
+    def empty(cls, ndim: int) -> ChunkedRows:
+        """No vertex, no chunk."""
+        return cls(np.empty(0, np.int64), np.empty((0, ndim), np.int64), np.zeros(1, np.int64))
 
 
-def _sort_into_chunks(
-    positions: np.ndarray, bounds: tuple[np.ndarray, np.ndarray], grid: ChunkGrid
-) -> _SortedVertices:
+def dense_bounds_span(
+    bounds: tuple[np.ndarray, np.ndarray], grid: ChunkGrid
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lowest chunk index and the chunk-range shape covering ``bounds`` (absolute indices)."""
     span = chunk_coords(np.stack(bounds), grid.chunk_shape)
-    lo, dense_shape = span[0], span[1] - span[0] + 1
+    return span[0], span[1] - span[0] + 1
+
+
+def assign(
+    positions: np.ndarray, bounds: tuple[np.ndarray, np.ndarray], grid: ChunkGrid
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Chunk (flat over the data's chunk range) and bin flat index of every vertex (spec §5).
+
+    Returns
+    -------
+    chunk_flat, bin_flat, lo, dense_shape
+        ``chunk_flat`` ravels the absolute chunk index minus ``lo`` over ``dense_shape``.
+    """
+    lo, dense_shape = dense_bounds_span(bounds, grid)
     chunk_flat, bin_flat = assign_chunks_and_bins(
         positions, grid.chunk_shape, grid.bin_shape, grid.bins, lo, dense_shape
     )
+    return chunk_flat, bin_flat, lo, dense_shape
+
+
+def grid_indices(
+    flat: np.ndarray, lo: np.ndarray, dense_shape: np.ndarray, grid: ChunkGrid
+) -> np.ndarray:
+    """Grid indices ``g = c - o`` of chunks given flat over the data's chunk range."""
+    coords = np.stack(np.unravel_index(flat, tuple(int(d) for d in dense_shape)), axis=1)
+    return np.asarray(coords + lo - grid.origin, dtype=np.int64).reshape(-1, grid.ndim)
+
+
+def _sort_points(
+    positions: np.ndarray, bounds: tuple[np.ndarray, np.ndarray], grid: ChunkGrid
+) -> tuple[ChunkedRows, np.ndarray]:
+    chunk_flat, bin_flat, lo, dense_shape = assign(positions, bounds, grid)
     perm, occupied, chunk_offsets, bin_offsets = sort_by_chunk_and_bin(
         chunk_flat, bin_flat, grid.bins_per_chunk_total
     )
     del chunk_flat, bin_flat
-    chunks = np.stack(np.unravel_index(occupied, tuple(dense_shape)), axis=1)
-    return _SortedVertices(perm, chunks + lo - grid.origin, chunk_offsets, bin_offsets)
+    rows = ChunkedRows(perm, grid_indices(occupied, lo, dense_shape, grid), chunk_offsets)
+    return rows, bin_offsets
 
 
-def _round_up(value: int, multiple: int) -> int:
+def round_up(value: int, multiple: int) -> int:
+    """``value`` rounded up to a positive multiple of ``multiple``."""
     return max(multiple, -(-value // multiple) * multiple)
 
 
-def _fragment_layout(blob_nbytes: int) -> RowLayout:
+def blob_layout(blob_nbytes: int) -> RowLayout:
+    """Layout of a ``uint8`` blob array whose longest blob has ``blob_nbytes`` (spec §9.2)."""
     block = int(min(65536, max(256, 1 << max(0, (blob_nbytes - 1).bit_length()))))
-    return RowLayout(np.dtype(np.uint8), (), block, _round_up(blob_nbytes, block), None)
+    return RowLayout(np.dtype(np.uint8), (), block, round_up(blob_nbytes, block), None)
 
 
 class _Batcher:
@@ -127,21 +193,12 @@ class _Batcher:
 
 @dataclass(frozen=True, slots=True)
 class _Column:
-    """One per-chunk row array to write: its path, source rows, layout and zv_array tag."""
+    """One per-vertex row array to write: its path, source rows, layout and zv_array tag."""
 
     path: str
     source: np.ndarray
     layout: RowLayout
     tag: dict[str, Any]
-
-
-def _empty_sort(ndim: int) -> _SortedVertices:
-    return _SortedVertices(
-        np.empty(0, np.int64),
-        np.empty((0, ndim), np.int64),
-        np.zeros(1, np.int64),
-        np.zeros((0, 1), np.int64),
-    )
 
 
 def _columns(
@@ -167,62 +224,50 @@ def _columns(
     return columns
 
 
-def _array_documents(
-    base: str, grid_shape: tuple[int, ...], columns: list[_Column], fragments: RowLayout
-) -> list[tuple[str, bytes]]:
-    docs = [
-        (f"{c.path}/zarr.json", row_array_metadata(grid_shape, c.layout, c.tag)) for c in columns
-    ]
-    fragment_tag = {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"}
-    docs.append(
-        (
-            f"{base}/{VERTEX_FRAGMENTS}/zarr.json",
-            row_array_metadata(grid_shape, fragments, fragment_tag),
-        )
-    )
-    docs.append(
-        (
-            f"{base}/{VERTEX_COUNTS}/zarr.json",
-            counts_array_metadata(grid_shape, {"zv_array": VERTEX_COUNTS}),
-        )
-    )
-    if len(columns) > 1:
-        docs.append((f"{base}/{ATTRIBUTES}/zarr.json", group_metadata({})))
-    return docs
-
-
-def _write_shards(
-    io: StoreIO,
-    base: str,
-    sorted_: _SortedVertices,
-    columns: list[_Column],
-    fragments: tuple[RowLayout, np.ndarray],
-) -> None:
-    frag_layout, blobs = fragments
+def _write_vertex_shards(io: StoreIO, rows: ChunkedRows, columns: list[_Column]) -> None:
     batcher = _Batcher(io)
-    for j, chunk in enumerate(sorted_.chunks):
-        rows = sorted_.perm[sorted_.chunk_offsets[j] : sorted_.chunk_offsets[j + 1]]
+    for j, chunk in enumerate(rows.chunks):
+        take = rows.perm[rows.chunk_offsets[j] : rows.chunk_offsets[j + 1]]
         for column in columns:
             batcher.add(
                 shard_key(column.path, chunk, len(column.layout.row_shape)),
-                column.layout.encode_shard(np.take(column.source, rows, axis=0)),
+                column.layout.encode_shard(np.take(column.source, take, axis=0)),
             )
-        batcher.add(
-            shard_key(f"{base}/{VERTEX_FRAGMENTS}", chunk, 0), frag_layout.encode_shard(blobs[j])
-        )
     batcher.flush()
 
 
-def write_vertex_level(
+def write_chunk_array(
+    io: StoreIO,
+    path: str,
+    grid: ChunkGrid,
+    chunks: np.ndarray,
+    per_chunk: list[np.ndarray],
+    layout: RowLayout,
+    tag: dict[str, Any],
+) -> None:
+    """Write a per-chunk row array given its rows chunk by chunk (spec §9.0).
+
+    ``per_chunk[j]`` holds the rows of chunk ``chunks[j]``; chunks without rows store nothing.
+    """
+    grid_shape = tuple(int(g) for g in grid.shape)
+    io.set(f"{path}/zarr.json", row_array_metadata(grid_shape, layout, tag))
+    batcher = _Batcher(io)
+    for chunk, values in zip(chunks, per_chunk, strict=True):
+        if len(values):
+            batcher.add(shard_key(path, chunk, len(layout.row_shape)), layout.encode_shard(values))
+    batcher.flush()
+
+
+def write_level_vertices(
     io: StoreIO,
     level: int,
-    positions: np.ndarray,
-    attributes: dict[str, np.ndarray],
     grid: ChunkGrid,
+    rows: ChunkedRows,
+    columns: tuple[np.ndarray, dict[str, np.ndarray]],
+    blobs: list[np.ndarray],
     options: WriteOptions,
-    bounds: tuple[np.ndarray, np.ndarray],
 ) -> LevelStats:
-    """Write the vertices and per-vertex attributes of one level (spec §9.1 to §9.4).
+    """Write a level's vertices, per-vertex attributes, fragment blobs and counts (spec §9.1-4).
 
     Parameters
     ----------
@@ -230,16 +275,16 @@ def write_vertex_level(
         Destination.
     level
         Level number (0 = full resolution).
-    positions
-        ``(n, D)`` validated, finite vertex coordinates, ``n >= 0``.
-    attributes
-        Validated per-vertex attributes, each with ``n`` rows.
     grid
-        The store's chunk grid (it must contain every vertex).
+        The store's chunk grid.
+    rows
+        Storage order of the vertices.
+    columns
+        ``(positions, attributes)``: validated input arrays in input order.
+    blobs
+        The ZVFG blob of each occupied chunk (``uint8`` arrays).
     options
         Write settings.
-    bounds
-        Per-axis minimum and maximum of ``positions`` (float64).
 
     Returns
     -------
@@ -247,20 +292,58 @@ def write_vertex_level(
         Counts of what was written.
     """
     base = str(level)
-    empty = positions.shape[0] == 0
-    sorted_ = _empty_sort(grid.ndim) if empty else _sort_into_chunks(positions, bounds, grid)
-    counts = np.diff(sorted_.chunk_offsets)
-    n_max = _round_up(int(counts.max(initial=0)), options.rows_per_block)
-    blobs = encode_dense_ranges_batch(
-        sorted_.bin_offsets[:, :-1], np.diff(sorted_.bin_offsets, axis=1)
-    )
-    frag_layout = _fragment_layout(max(blobs.shape[1], 16))
-    columns = _columns(base, positions, attributes, n_max, options)
+    positions, attributes = columns
+    counts = rows.counts
+    n_max = round_up(int(counts.max(initial=0)), options.rows_per_block)
+    vertex_columns = _columns(base, positions, attributes, n_max, options)
     grid_shape = tuple(int(g) for g in grid.shape)
-    io.set_many(_array_documents(base, grid_shape, columns, frag_layout))
-    _write_shards(io, base, sorted_, columns, (frag_layout, blobs))
-    write_counts(io.store, f"{base}/{VERTEX_COUNTS}", sorted_.chunks, counts)
+    docs = [
+        (f"{c.path}/zarr.json", row_array_metadata(grid_shape, c.layout, c.tag))
+        for c in vertex_columns
+    ]
+    docs.append(
+        (
+            f"{base}/{VERTEX_COUNTS}/zarr.json",
+            counts_array_metadata(grid_shape, {"zv_array": VERTEX_COUNTS}),
+        )
+    )
+    if attributes:
+        docs.append((f"{base}/{ATTRIBUTES}/zarr.json", group_metadata({})))
+    io.set_many(docs)
+    _write_vertex_shards(io, rows, vertex_columns)
+    fragment_tag = {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"}
+    write_chunk_array(
+        io,
+        f"{base}/{VERTEX_FRAGMENTS}",
+        grid,
+        rows.chunks,
+        blobs,
+        blob_layout(max((b.shape[0] for b in blobs), default=16)),
+        fragment_tag,
+    )
+    write_counts(io.store, f"{base}/{VERTEX_COUNTS}", rows.chunks, counts)
     return LevelStats(int(positions.shape[0]), int(counts.shape[0]), n_max)
+
+
+def write_point_level(
+    io: StoreIO,
+    level: int,
+    columns: tuple[np.ndarray, dict[str, np.ndarray]],
+    grid: ChunkGrid,
+    options: WriteOptions,
+    bounds: tuple[np.ndarray, np.ndarray],
+) -> LevelStats:
+    """Sort points by (chunk, bin, input order) and write them with dense fragments (spec §10.2).
+
+    ``bounds`` are the per-axis minimum and maximum of the positions (float64).
+    """
+    positions = columns[0]
+    if positions.shape[0] == 0:
+        rows, bin_offsets = ChunkedRows.empty(grid.ndim), np.zeros((0, 1), np.int64)
+    else:
+        rows, bin_offsets = _sort_points(positions, bounds, grid)
+    blobs = encode_dense_ranges_batch(bin_offsets[:, :-1], np.diff(bin_offsets, axis=1))
+    return write_level_vertices(io, level, grid, rows, columns, list(blobs), options)
 
 
 def commit_root(

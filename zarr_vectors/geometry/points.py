@@ -16,7 +16,7 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid, bins_per_chunk
 from zarr_vectors.format.metadata import DEFAULT_AXIS_NAMES, LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, RESERVED_ATTRIBUTE_NAMES, check_name
-from zarr_vectors.geometry._pipeline import WriteOptions, commit_root, write_vertex_level
+from zarr_vectors.geometry._pipeline import WriteOptions, commit_root, write_point_level
 from zarr_vectors.kernels import bounds_and_nonfinite, chunk_coords
 from zarr_vectors.store.io import StoreLike
 from zarr_vectors.store.target import write_target
@@ -209,7 +209,7 @@ def write_points(
     if options.rows_per_block < 1:
         raise InvalidInputError(f"rows_per_block must be positive, got {options.rows_per_block}")
     with write_target(store, overwrite=overwrite) as io:
-        stats = write_vertex_level(io, 0, pos, columns, grid, options, (lo, hi))
+        stats = write_point_level(io, 0, (pos, columns), grid, options, (lo, hi))
         level = LevelMetadata(
             level=0,
             bin_ratio=(1,) * ndim,

@@ -22,6 +22,8 @@ __all__ = [
     "counts_block",
     "nonzero_cells",
     "counts_array_metadata",
+    "global_array_metadata",
+    "write_array",
     "group_metadata",
     "read_region",
     "row_array_metadata",
@@ -80,7 +82,7 @@ def row_array_metadata(
         chunks=(*ones, layout.rows_per_block, *layout.row_shape),
         shards=(*ones, layout.n_max, *layout.row_shape),
         compressors=_compressors(layout.blosc),
-        fill_value=0,
+        fill_value=layout.fill,
         attributes=attributes,
     )
 
@@ -95,6 +97,33 @@ def counts_array_metadata(grid_shape: tuple[int, ...], attributes: dict[str, Any
         fill_value=0,
         attributes=attributes,
     )
+
+
+def global_array_metadata(
+    shape: tuple[int, ...],
+    dtype: Any,
+    chunks: tuple[int, ...],
+    fill: int,
+    attributes: dict[str, Any],
+    *,
+    compressed: bool = True,
+) -> bytes:
+    """``zarr.json`` of an array that is not per chunk (object index, groupings...; spec §9.8)."""
+    blosc = {"cname": "lz4", "clevel": 5, "shuffle": "shuffle"}
+    return _metadata_bytes(
+        shape=shape,
+        dtype=dtype,
+        chunks=chunks,
+        compressors=_compressors(blosc) if compressed else None,
+        fill_value=fill,
+        attributes=attributes,
+    )
+
+
+def write_array(store: Store, path: str, data: np.ndarray) -> None:
+    """Write the whole of an array whose ``zarr.json`` is already in the store."""
+    if data.size:
+        zarr.open_array(store, path=path, mode="r+")[...] = data
 
 
 def group_metadata(attributes: dict[str, Any]) -> bytes:

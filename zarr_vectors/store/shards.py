@@ -49,6 +49,8 @@ class RowLayout:
     blosc
         Blosc configuration ``{"cname", "clevel", "shuffle"}`` of the inner chunks, or None
         for uncompressed row blocks.
+    fill
+        The array's fill value, written into the unused rows of the last row block.
     """
 
     dtype: np.dtype[Any]
@@ -56,6 +58,7 @@ class RowLayout:
     rows_per_block: int
     n_max: int
     blosc: dict[str, Any] | None
+    fill: int = 0
 
     @property
     def n_blocks(self) -> int:
@@ -107,7 +110,7 @@ class RowLayout:
         for b in range(-(-n // r)):
             block = data[b * r : (b + 1) * r]
             if block.shape[0] < r:
-                block = _pad_rows(block, r)
+                block = _pad_rows(block, r, self.fill)
             encoded = block.tobytes() if codec is None else bytes(codec.encode(block))
             encoded += google_crc32c.value(encoded).to_bytes(_CRC_BYTES, "little")
             parts.append(encoded)
@@ -273,7 +276,9 @@ class RowLayout:
         if names == ["bytes", "blosc", "crc32c"]:
             bconf = conf["codecs"][1]["configuration"]
             blosc = {k: bconf[k] for k in ("cname", "clevel", "shuffle")}
+        fill = meta.get("fill_value", 0)
         return cls(
+            fill=int(fill) if isinstance(fill, int | float) and not isinstance(fill, bool) else 0,
             dtype=dtype,
             row_shape=tuple(shard_shape[grid_ndim + 1 :]),
             rows_per_block=inner[grid_ndim],
@@ -305,8 +310,8 @@ def _check_blosc_header(body: bytes, expected: int, where: str) -> None:
         )
 
 
-def _pad_rows(block: np.ndarray, rows: int) -> np.ndarray:
-    padded = np.zeros((rows, *block.shape[1:]), dtype=block.dtype)
+def _pad_rows(block: np.ndarray, rows: int, fill: int) -> np.ndarray:
+    padded = np.full((rows, *block.shape[1:]), fill, dtype=block.dtype)
     padded[: block.shape[0]] = block
     return padded
 
