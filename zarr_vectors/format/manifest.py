@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError, ManifestError
 from zarr_vectors.format.fragments import BytesLike, _byte_view
+from zarr_vectors.kernels.manifests import DEFAULT_MAX_REFS, decode_manifests, encode_manifests
 
 __all__ = [
     "MAX_FRAGMENT_ID",
@@ -42,6 +43,8 @@ __all__ = [
     "decode_manifest",
     "encode_object_index",
     "split_object_index",
+    "encode_object_index_bulk",
+    "decode_object_index_bulk",
 ]
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
@@ -392,3 +395,88 @@ def split_object_index(data: BytesLike, offsets: npt.ArrayLike) -> list[memoryvi
     starts = off.tolist()
     ends = [*starts[1:], nbytes]
     return [mv[a:b] for a, b in zip(starts, ends, strict=True)]
+
+
+def encode_object_index_bulk(
+    run_object: npt.ArrayLike,
+    run_chunk: npt.ArrayLike,
+    run_fragment: npt.ArrayLike,
+    n_objects: int,
+) -> tuple[npt.NDArray[np.uint8], IntArray]:
+    """Build the whole ``object_index`` container from flat fragment references (spec §7).
+
+    The bulk form of ``encode_object_index([encode_manifest(...) ...])``, byte for byte
+    equal to it: one row per fragment reference, sorted by object and traversal order;
+    one block per maximal run of rows of one object in the same chunk, mode chosen by the
+    writer rules of spec §7.2; objects without rows get the empty manifest (spec §7.1).
+
+    Parameters
+    ----------
+    run_object : array_like of int, shape (r,)
+        Object id of each reference, non-decreasing, in ``[0, n_objects)``.
+    run_chunk : array_like of int, shape (r, D)
+        Chunk grid index of each reference (spec §5.2).
+    run_fragment : array_like of int, shape (r,)
+        Fragment id of each reference, in ``[0, MAX_FRAGMENT_ID]``.
+    n_objects : int
+        Number of objects ``n``.
+
+    Returns
+    -------
+    data : numpy.ndarray of uint8
+        ``object_index/data`` (spec §7.4).
+    offsets : numpy.ndarray of int64, shape (n_objects,)
+        ``object_index/offsets`` (spec §7.4).
+
+    Raises
+    ------
+    InvalidInputError
+        On malformed input (see :func:`zarr_vectors.kernels.encode_manifests`).
+    """
+    return encode_manifests(run_object, run_chunk, run_fragment, n_objects)
+
+
+def decode_object_index_bulk(
+    data: npt.ArrayLike | BytesLike,
+    offsets: npt.ArrayLike,
+    ids: npt.ArrayLike,
+    ndim: int,
+    *,
+    max_refs: int = DEFAULT_MAX_REFS,
+) -> tuple[IntArray, IntArray, IntArray]:
+    """Decode the manifests of several objects into flat fragment references (spec §7).
+
+    Reads object ``k``'s blob from the ``object_index`` container (spec §7.4), decodes it
+    strictly (spec §7.3) and expands it in manifest order (spec §7.1).
+
+    Parameters
+    ----------
+    data : numpy.ndarray of uint8 or bytes-like
+        ``object_index/data``.
+    offsets : array_like of int, shape (n_objects,)
+        ``object_index/offsets``.
+    ids : array_like of int, shape (m,)
+        Objects to decode, any order, repeats allowed.
+    ndim : int
+        Number of chunk coordinates ``D``.
+    max_refs : int, optional
+        Most references the call may return (a guard against corrupt mode-1 counts).
+
+    Returns
+    -------
+    ref_object : numpy.ndarray of int64, shape (t,)
+        Position in ``ids`` of each reference (non-decreasing).
+    ref_chunk : numpy.ndarray of int64, shape (t, D)
+        Chunk grid index of each reference.
+    ref_fragment : numpy.ndarray of int64, shape (t,)
+        Fragment id of each reference.
+
+    Raises
+    ------
+    ManifestError
+        A requested blob or its span is malformed (message names the object id and byte
+        offset), an id is out of range, or more than ``max_refs`` references.
+    InvalidInputError
+        On wrong argument types (see :func:`zarr_vectors.kernels.decode_manifests`).
+    """
+    return decode_manifests(data, offsets, ids, ndim, max_refs=max_refs)

@@ -1,4 +1,5 @@
-"""Numba kernels: arrays in, arrays out, no I/O (chunk grid and bins spec §5, bbox spec §8)."""
+"""Numba kernels: arrays in, arrays out, no I/O (chunk grid and bins spec §5, object
+manifests spec §7, bbox spec §8)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from zarr_vectors.kernels.binning import (
     points_in_box,
     sort_by_chunk_and_bin,
 )
+from zarr_vectors.kernels.manifests import decode_manifests, encode_manifests
 
 __all__ = [
     "bounds_and_nonfinite",
@@ -20,4 +22,6 @@ __all__ = [
     "counting_sort",
     "sort_by_chunk_and_bin",
     "points_in_box",
+    "encode_manifests",
+    "decode_manifests",
 ]
