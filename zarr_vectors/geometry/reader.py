@@ -20,6 +20,7 @@ from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import (
     ATTRIBUTES,
     OBJECT_ID_ATTRIBUTE,
+    POINT_CLOUD,
     VERTEX_COUNTS,
     VERTEX_FRAGMENTS,
     VERTICES,
@@ -78,6 +79,7 @@ class LevelReader:
             grid_shape,
         )
         names = [n for n in io.list_dir(f"{self.base}/{ATTRIBUTES}") if n != "zarr.json"]
+        self._attribute_names = names
         self.paths = {VERTICES: f"{self.base}/{VERTICES}"} | {
             name: f"{self.base}/{ATTRIBUTES}/{name}" for name in names
         }
@@ -88,21 +90,21 @@ class LevelReader:
             k: RowLayout.from_array_metadata(m, ndim, self.paths[k])
             for k, m in self.array_meta.items()
         }
-        fmeta = _array_meta(io, f"{self.base}/{VERTEX_FRAGMENTS}")
-        self.fragment_layout = RowLayout.from_array_metadata(fmeta, ndim, VERTEX_FRAGMENTS)
-        self._ranges: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self.kind = root.geometry_type
+        self._blob_layouts: dict[str, RowLayout] = {}
+        self._ranges: dict[tuple[str, tuple[int, ...]], tuple[np.ndarray, np.ndarray]] = {}
         self._indexes: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def attribute_names(self) -> list[str]:
         """Per-vertex attribute names, without the reserved object id column."""
-        return [k for k in self.paths if k not in (VERTICES, OBJECT_ID_ATTRIBUTE)]
+        return [k for k in self._attribute_names if k != OBJECT_ID_ATTRIBUTE]
 
     @property
     def has_object_ids(self) -> bool:
-        """Whether vertices carry object ids."""
-        return OBJECT_ID_ATTRIBUTE in self.paths
+        """Whether vertices carry the reserved per-vertex object id column (point clouds)."""
+        return OBJECT_ID_ATTRIBUTE in self._attribute_names
 
     def column_spec(self, name: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
         """dtype and row shape of a column (``"vertices"`` or an attribute name)."""
@@ -128,32 +130,43 @@ class LevelReader:
     def fragment_ranges(
         self, chunks: np.ndarray, counts: np.ndarray
     ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per-bin ``(starts, counts)`` of each chunk, checked against its row count."""
-        keys = [tuple(int(c) for c in chunk) for chunk in chunks]
-        missing = [k for k in dict.fromkeys(keys) if k not in self._ranges]
-        if missing:
-            path = f"{self.base}/{VERTEX_FRAGMENTS}"
-            raws = self.io.get_many([(shard_key(path, np.asarray(k), 0), None) for k in missing])
-            for key, raw in zip(missing, raws, strict=True):
-                self._ranges[key] = self._decode_ranges(key, raw)
-        out = [self._ranges[k] for k in keys]
-        for key, (starts, sizes), n in zip(keys, out, counts, strict=True):
+        """Per-fragment ``(starts, counts)`` of each chunk, checked against its row count.
+
+        Point clouds must use the dense per-bin form (spec §6.6); object kinds the run form.
+        """
+        out = self.blob_ranges(VERTEX_FRAGMENTS, chunks)
+        for chunk, (starts, sizes), n in zip(chunks, out, counts, strict=True):
             extent = int((starts + sizes).max(initial=0))
             if extent != int(n) or int(sizes.sum()) != int(n):
                 raise CorruptChunkError(
-                    f"chunk {key}: fragment index covers {extent} rows, vertex_counts says {n}"
+                    f"chunk {tuple(chunk)}: fragment index covers {extent} rows, "
+                    f"vertex_counts says {n}"
+                )
+            if self.kind == POINT_CLOUD and starts.shape[0] != self.grid.bins_per_chunk_total:
+                raise CorruptChunkError(
+                    f"chunk {tuple(chunk)}: {starts.shape[0]} fragments, expected one per bin "
+                    f"({self.grid.bins_per_chunk_total})"
                 )
         return out
 
+    def blob_ranges(self, name: str, chunks: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """All-range fragment indexes of the blob array ``name`` for each chunk (cached)."""
+        keys = [(name, tuple(int(c) for c in chunk)) for chunk in chunks]
+        missing = [k for k in dict.fromkeys(keys) if k not in self._ranges]
+        if missing:
+            path = f"{self.base}/{name}"
+            raws = self.io.get_many([(shard_key(path, np.asarray(k[1]), 0), None) for k in missing])
+            for key, raw in zip(missing, raws, strict=True):
+                self._ranges[key] = self._decode_ranges(path, key[1], raw)
+        return [self._ranges[k] for k in keys]
+
     def _decode_ranges(
-        self, key: tuple[int, ...], raw: bytes | None
+        self, path: str, chunk: tuple[int, ...], raw: bytes | None
     ) -> tuple[np.ndarray, np.ndarray]:
-        where = shard_key(f"{self.base}/{VERTEX_FRAGMENTS}", np.asarray(key), 0)
+        where = shard_key(path, np.asarray(chunk), 0)
         if raw is None:
             raise CorruptChunkError(f"{where}: fragment index of an occupied chunk is missing")
-        layout = self.fragment_layout
-        if layout is None:
-            raise MetadataError(f"{VERTEX_FRAGMENTS}: unsupported codec pipeline")
+        layout = self._blob_layout(path)
         index = layout.decode_index(raw, where)
         stored = int(np.count_nonzero(index[:, 0] != np.uint64(2**64 - 1)))
         blob = np.zeros(stored * layout.rows_per_block, dtype=np.uint8)
@@ -161,15 +174,26 @@ class LevelReader:
             start, end = layout.block_span(index, 0, stored, where)
             layout.decode_rows_into(raw[start:end], index, 0, (0, blob.shape[0]), blob, where)
         try:
-            starts, sizes = decode_dense_ranges(blob)
+            return decode_dense_ranges(blob)
         except FragmentIndexError as exc:
             raise CorruptChunkError(f"{where}: {exc}") from exc
-        if starts.shape[0] != self.grid.bins_per_chunk_total:
-            raise CorruptChunkError(
-                f"{where}: {starts.shape[0]} fragments, expected one per bin "
-                f"({self.grid.bins_per_chunk_total})"
+
+    def _blob_layout(self, path: str) -> RowLayout:
+        if path not in self._blob_layouts:
+            layout = RowLayout.from_array_metadata(_array_meta(self.io, path), self.grid.ndim, path)
+            if layout is None:
+                raise MetadataError(f"{path}: unsupported codec pipeline for fragment blobs")
+            self._blob_layouts[path] = layout
+        return self._blob_layouts[path]
+
+    def add_column(self, name: str, path: str) -> None:
+        """Make the per-chunk row array at ``path`` readable as column ``name``."""
+        if name not in self.paths:
+            self.paths[name] = path
+            self.array_meta[name] = _array_meta(self.io, path)
+            self.layouts[name] = RowLayout.from_array_metadata(
+                self.array_meta[name], self.grid.ndim, path
             )
-        return starts, sizes
 
     # -- rows --------------------------------------------------------------------------
     def read_rows(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:

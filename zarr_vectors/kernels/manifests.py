@@ -99,13 +99,12 @@ def _put_i64(buf: U8, pos: int, value: int) -> None:
 def _get_u32(buf: U8, pos: int) -> int:
     # np.int64 on every byte: numba's int() of a uint8 is unsigned, and mixing unsigned
     # with signed integers would promote to float64.
-    value = (
-        np.int64(buf[pos])
+    return (
+        np.int64(buf[pos])  # type: ignore[return-value]
         | (np.int64(buf[pos + 1]) << 8)
         | (np.int64(buf[pos + 2]) << 16)
         | (np.int64(buf[pos + 3]) << 24)
     )
-    return value  # type: ignore[return-value]
 
 
 @njit
@@ -284,6 +283,7 @@ def _decode_count(
             if end - pos < head:
                 return counts, _D_TRUNC_HEAD, j, pos, b, n_blocks
             pos += head
+            payload = pos
             mode = int(np.int64(data[pos - 1]))
             if mode == 0:
                 if end - pos < 8:
@@ -331,7 +331,8 @@ def _decode_count(
             # Fail fast, before anything is allocated. Each block adds at most 2**32 - 1
             # references, so ``total`` stays far below the int64 limit.
             if total + refs > max_refs:
-                return counts, _D_TOO_MANY_REFS, j, pos, b, total + refs
+                at = payload + 8 if mode == 1 else payload  # the count (or fragment) field
+                return counts, _D_TOO_MANY_REFS, j, at, b, total + refs
         if pos != end:
             return counts, _D_TRAILING, j, pos, -1, end - pos
         counts[j] = refs

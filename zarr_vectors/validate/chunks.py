@@ -217,15 +217,17 @@ class ChunkChecker:
     def _in_bin(self, key: str, rows: np.ndarray, chunk: np.ndarray, blob: Blob) -> None:
         """L3.vertex_in_bin for a blob whose ranges tile the chunk (spec §11.4).
 
-        Dense form: fragment ``f`` is bin ``f``. Other forms: the bin of a fragment is the bin
-        of its first row, and bins must not decrease with ``f``. Each fragment's attained
+        Dense form (point clouds, spec §6.6): fragment ``f`` is bin ``f``. Other forms (the
+        run form of object kinds, §10.3): the bin of a fragment is the bin of its first row,
+        and bins must not decrease with ``f``. Each fragment's attained
         per-axis minimum and maximum are compared with its bin's edges.
         """
         used = blob.counts > 0
         starts = blob.starts[used]
         if not starts.size:
             return
-        if blob.n_fragments == int(np.prod(self.bins)):
+        dense = self.ctx.facts.kind == POINT_CLOUD and blob.n_fragments == int(np.prod(self.bins))
+        if dense:
             frag_bins = np.flatnonzero(used)
         else:
             frag_bins = self._row_bins(rows[starts], chunk)

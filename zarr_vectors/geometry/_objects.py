@@ -1,0 +1,521 @@
+"""The shared write path of object kinds: runs, fragments, manifests, links (spec §10.3).
+
+Every object writer (polylines, graphs, skeletons, meshes) validates its input into an
+:class:`ObjectTable` and calls :func:`write_objects`. Vertices are cut into *runs* — maximal
+traversal-consecutive vertices of one object in one bin of one chunk — that become the
+fragments; runs are sorted by (chunk, bin, object, run order), links are anchored in the
+fragment of their first endpoint, and each object's manifest lists its fragments in
+traversal order.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.fragments import FragmentIndex
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.manifest import encode_object_index_bulk
+from zarr_vectors.format.metadata import LevelMetadata
+from zarr_vectors.format.names import (
+    CROSS_CHUNK_LINKS,
+    FRAGMENT_ATTRIBUTES,
+    GROUPINGS,
+    GROUPINGS_ATTRIBUTES,
+    LINK_FRAGMENTS,
+    LINKS,
+    OBJECT_ATTRIBUTES,
+    OBJECT_ID_ATTRIBUTE,
+    OBJECT_INDEX,
+)
+from zarr_vectors.geometry import _inputs as inputs
+from zarr_vectors.geometry._pipeline import (
+    ChunkedRows,
+    WriteOptions,
+    assign,
+    blob_layout,
+    commit_root,
+    grid_indices,
+    round_up,
+    write_chunk_array,
+    write_level_vertices,
+)
+from zarr_vectors.kernels import sort_by_chunk_and_bin
+from zarr_vectors.store.arrays import global_array_metadata, group_metadata, write_array
+from zarr_vectors.store.io import StoreIO, StoreLike
+from zarr_vectors.store.shards import RowLayout
+from zarr_vectors.store.target import write_target
+
+__all__ = ["Groups", "ObjectTable", "write_objects"]
+
+_INT32 = np.iinfo(np.int32)
+
+
+@dataclass(frozen=True, slots=True)
+class Groups:
+    """Named sets of objects (spec §9.10): member ids per group and per-group attributes."""
+
+    names: list[str]
+    members: list[np.ndarray]
+    attributes: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectTable:
+    """Validated objects of one kind, in input order.
+
+    Attributes
+    ----------
+    kind
+        ``polyline``, ``streamline``, ``graph``, ``skeleton`` or ``mesh``.
+    positions
+        ``(n, D)`` vertices; object k owns rows ``offsets[k]:offsets[k+1]`` in traversal order.
+    offsets
+        ``(m + 1,)`` int64.
+    links
+        ``(e, L)`` int64 input vertex indices: polyline steps, graph edges, skeleton
+        ``[child, parent]`` (parent -1 for a root) or mesh faces.
+    vertex_attributes, object_attributes
+        Validated columns of n and m rows.
+    object_ids
+        The caller's id of each object (int64 or uint64, unique), or None for 0..m-1.
+    groups
+        Groups of objects, or None.
+    root_extra
+        Type-specific root keys (spec §3.4).
+    """
+
+    kind: str
+    positions: np.ndarray
+    offsets: np.ndarray
+    links: np.ndarray
+    vertex_attributes: dict[str, np.ndarray]
+    object_attributes: dict[str, np.ndarray]
+    object_ids: np.ndarray | None
+    groups: Groups | None
+    root_extra: dict[str, Any]
+
+    @property
+    def n_objects(self) -> int:
+        """Number of objects."""
+        return int(self.offsets.shape[0] - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Runs:
+    """Fragments of a level: runs in input order and where each went."""
+
+    rows: ChunkedRows
+    chunk_grid: np.ndarray  # (m_chunks, D) grid index of each occupied chunk
+    run_object: np.ndarray  # (r,) in input order
+    run_chunk: np.ndarray  # (r,) occupied-chunk number of each run (input order)
+    run_fragment: np.ndarray  # (r,) fragment number of each run inside its chunk
+    fragment_ranges: list[tuple[np.ndarray, np.ndarray]]  # per chunk: (starts, counts)
+    fragment_objects: list[np.ndarray]  # per chunk: owner object of each fragment
+    vertex_chunk: np.ndarray  # (n,) occupied-chunk number of each input vertex
+    vertex_row: np.ndarray  # (n,) chunk-local row of each input vertex
+    vertex_fragment: np.ndarray  # (n,) fragment number of each input vertex
+
+
+def _run_starts(chunk_flat: np.ndarray, bin_flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    n = chunk_flat.shape[0]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (chunk_flat[1:] != chunk_flat[:-1]) | (bin_flat[1:] != bin_flat[:-1])
+    new[offsets[1:-1][offsets[1:-1] < n]] = True
+    return np.flatnonzero(new)
+
+
+def _cut_runs(table: ObjectTable, grid: ChunkGrid, bounds: tuple[np.ndarray, np.ndarray]) -> _Runs:
+    n = table.positions.shape[0]
+    chunk_flat, bin_flat, lo, dense_shape = assign(table.positions, bounds, grid)
+    starts = _run_starts(chunk_flat, bin_flat, table.offsets)
+    lengths = np.diff(np.append(starts, n))
+    order, occupied, chunk_offsets, _ = sort_by_chunk_and_bin(
+        chunk_flat[starts], bin_flat[starts], grid.bins_per_chunk_total
+    )
+    sorted_lengths = lengths[order]
+    cum = np.concatenate([[0], np.cumsum(sorted_lengths)])
+    run_chunk_sorted = np.repeat(np.arange(occupied.shape[0]), np.diff(chunk_offsets))
+    row_start = cum[:-1] - cum[chunk_offsets[:-1]][run_chunk_sorted]
+    fragment_sorted = np.arange(order.shape[0]) - chunk_offsets[:-1][run_chunk_sorted]
+    perm = np.repeat(starts[order] - cum[:-1], sorted_lengths) + np.arange(n)
+    vertex_chunk = np.empty(n, np.int64)
+    vertex_row = np.empty(n, np.int64)
+    vertex_fragment = np.empty(n, np.int64)
+    vertex_chunk[perm] = np.repeat(run_chunk_sorted, sorted_lengths)
+    vertex_row[perm] = np.repeat(row_start, sorted_lengths) + (
+        np.arange(n) - np.repeat(cum[:-1], sorted_lengths)
+    )
+    vertex_fragment[perm] = np.repeat(fragment_sorted, sorted_lengths)
+    run_object = np.searchsorted(table.offsets, starts, side="right") - 1
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(order.shape[0])
+    bounds_of = chunk_offsets
+    return _Runs(
+        rows=ChunkedRows(perm, grid_indices(occupied, lo, dense_shape, grid), cum[chunk_offsets]),
+        chunk_grid=grid_indices(occupied, lo, dense_shape, grid),
+        run_object=run_object,
+        run_chunk=run_chunk_sorted[inverse],
+        run_fragment=fragment_sorted[inverse],
+        fragment_ranges=[
+            (row_start[a:b], sorted_lengths[a:b]) for a, b in itertools.pairwise(bounds_of)
+        ],
+        fragment_objects=[run_object[order[a:b]] for a, b in itertools.pairwise(bounds_of)],
+        vertex_chunk=vertex_chunk,
+        vertex_row=vertex_row,
+        vertex_fragment=vertex_fragment,
+    )
+
+
+def _global_ids(runs: _Runs, grid: ChunkGrid, n_max: int) -> np.ndarray:
+    shape = tuple(int(g) for g in grid.shape)
+    if float(np.prod(np.asarray(shape, dtype=np.float64))) * n_max >= 2.0**63:
+        raise InvalidInputError(
+            f"the chunk grid {shape} with {n_max} rows per chunk exceeds the 2**63 global "
+            "vertex ids of the format (spec §9.11); use a larger chunk_shape"
+        )
+    flat = (
+        np.ravel_multi_index(tuple(runs.chunk_grid.T), shape)
+        if len(runs.chunk_grid)
+        else (np.empty(0, np.int64))
+    )
+    return np.asarray(flat, dtype=np.int64)[runs.vertex_chunk] * n_max + runs.vertex_row
+
+
+@dataclass(frozen=True, slots=True)
+class _Links:
+    """Links of a level split into chunk-local rows and cross-chunk global-id pairs."""
+
+    per_chunk: list[np.ndarray]  # rows of links/0 per occupied chunk, anchored order
+    link_ranges: list[np.ndarray]  # per chunk: rows per vertex fragment (counts)
+    cross: np.ndarray  # (c, 2) int64 global ids, sorted unique
+
+
+def _anchored(
+    runs: _Runs, chunk: np.ndarray, anchor: np.ndarray, local: np.ndarray, order_key: np.ndarray
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Group local link rows by chunk and anchor fragment, then by ``order_key``."""
+    n_chunks = runs.chunk_grid.shape[0]
+    fragment = runs.vertex_fragment[anchor]
+    order = np.lexsort((order_key, fragment, chunk))
+    local, chunk, fragment = local[order], chunk[order], fragment[order]
+    bounds = np.searchsorted(chunk, np.arange(n_chunks + 1))
+    per_chunk, ranges = [], []
+    for j in range(n_chunks):
+        a, b = bounds[j], bounds[j + 1]
+        n_frag = runs.fragment_ranges[j][0].shape[0]
+        per_chunk.append(local[a:b])
+        ranges.append(np.bincount(fragment[a:b], minlength=n_frag).astype(np.int64))
+    return per_chunk, ranges
+
+
+def _edge_links(table: ObjectTable, runs: _Runs, gid: np.ndarray) -> _Links:
+    edges = table.links
+    if table.kind == "skeleton":
+        return _skeleton_links(edges, runs, gid)
+    a, b = edges[:, 0], edges[:, 1]
+    same = runs.vertex_chunk[a] == runs.vertex_chunk[b]
+    ra, rb = runs.vertex_row[a[same]], runs.vertex_row[b[same]]
+    ga, gb = gid[a[~same]], gid[b[~same]]
+    undirected = table.kind == "graph" and not table.root_extra.get("is_directed", False)
+    if undirected:
+        ra, rb = np.minimum(ra, rb), np.maximum(ra, rb)
+        ga, gb = np.minimum(ga, gb), np.maximum(ga, gb)
+    anchor = np.where(ra == runs.vertex_row[a[same]], a[same], b[same])
+    per_chunk, ranges = _anchored(
+        runs, runs.vertex_chunk[anchor], anchor, np.stack([ra, rb], axis=1), np.flatnonzero(same)
+    )
+    return _Links(per_chunk, ranges, _sorted_pairs(ga, gb))
+
+
+def _skeleton_links(edges: np.ndarray, runs: _Runs, gid: np.ndarray) -> _Links:
+    child, parent = edges[:, 0], edges[:, 1]
+    root = parent < 0
+    safe_parent = np.where(root, child, parent)
+    local = root | (runs.vertex_chunk[child] == runs.vertex_chunk[safe_parent])
+    rows = np.stack(
+        [
+            runs.vertex_row[child[local]],
+            np.where(root[local], -1, runs.vertex_row[safe_parent[local]]),
+        ],
+        axis=1,
+    )
+    per_chunk, ranges = _anchored(
+        runs, runs.vertex_chunk[child[local]], child[local], rows, rows[:, 0]
+    )
+    cross = _sorted_pairs(gid[child[~local]], gid[parent[~local]])
+    return _Links(per_chunk, ranges, cross)
+
+
+def _sorted_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    pairs = np.stack([a, b], axis=1).astype(np.int64).reshape(-1, 2)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def _face_links(
+    table: ObjectTable,
+    runs: _Runs,
+    gid: np.ndarray,
+    grid: ChunkGrid,
+    bounds: tuple[np.ndarray, np.ndarray],
+) -> _Links:
+    faces = table.links
+    centroid = (
+        table.positions[faces[:, 0]].astype(np.float64) + table.positions[faces[:, 1]]
+    ) + table.positions[faces[:, 2]]
+    centroid = np.clip(centroid / 3.0, bounds[0], bounds[1])  # rounding cannot leave the grid
+    chunk_flat, _, lo, dense_shape = assign(centroid, bounds, grid)
+    target_grid = grid_indices(chunk_flat, lo, dense_shape, grid)
+    vertex_grid = runs.chunk_grid[runs.vertex_chunk[faces]]  # (f, 3, D)
+    inside = np.all(vertex_grid == target_grid[:, None, :], axis=2)  # (f, 3)
+    first_inside = np.argmax(inside, axis=1)
+    has = inside.any(axis=1)
+    anchor_col = np.where(has, first_inside, 0)
+    anchor = faces[np.arange(len(faces)), anchor_col]
+    chunk = runs.vertex_chunk[anchor]
+    in_chunk = runs.vertex_chunk[faces] == chunk[:, None]
+    entries = np.where(in_chunk, runs.vertex_row[faces], -(gid[faces] + 1))
+    per_chunk, ranges = _anchored(runs, chunk, anchor, entries, np.arange(len(faces)))
+    return _Links(per_chunk, ranges, np.empty((0, 2), np.int64))
+
+
+def _links_layout(width: int, per_chunk: list[np.ndarray], options: WriteOptions) -> RowLayout:
+    longest = max((len(rows) for rows in per_chunk), default=0)
+    values = [rows for rows in per_chunk if len(rows)]
+    wide = any(rows.min() < _INT32.min or rows.max() > _INT32.max for rows in values)
+    dtype = np.dtype(np.int64 if wide else np.int32)
+    r = options.rows_per_block
+    return RowLayout(dtype, (width,), r, round_up(longest, r), options.blosc(), fill=-1)
+
+
+def _write_links(
+    io: StoreIO,
+    base: str,
+    grid: ChunkGrid,
+    runs: _Runs,
+    links: _Links,
+    width: int,
+    options: WriteOptions,
+) -> None:
+    layout = _links_layout(width, links.per_chunk, options)
+    io.set(f"{base}/{LINKS}/zarr.json", group_metadata({}))
+    write_chunk_array(
+        io,
+        f"{base}/{LINKS}/0",
+        grid,
+        runs.rows.chunks,
+        [rows.astype(layout.dtype) for rows in links.per_chunk],
+        layout,
+        {"zv_array": "links", "link_width": width, "level_delta": 0},
+    )
+    blobs = [
+        np.frombuffer(
+            FragmentIndex.from_ranges(
+                np.concatenate([[0], np.cumsum(counts)[:-1]]), counts
+            ).encode(),
+            dtype=np.uint8,
+        )
+        for counts in links.link_ranges
+    ]
+    write_chunk_array(
+        io,
+        f"{base}/{LINK_FRAGMENTS}",
+        grid,
+        runs.rows.chunks,
+        blobs,
+        blob_layout(max((b.shape[0] for b in blobs), default=16)),
+        {"zv_array": LINK_FRAGMENTS, "encoding": "fragment_index_v1"},
+    )
+
+
+def _write_fragment_owners(
+    io: StoreIO, base: str, grid: ChunkGrid, runs: _Runs, options: WriteOptions
+) -> None:
+    longest = max((len(f) for f in runs.fragment_objects), default=0)
+    r = options.rows_per_block
+    layout = RowLayout(np.dtype(np.int64), (), r, round_up(longest, r), options.blosc())
+    io.set(f"{base}/{FRAGMENT_ATTRIBUTES}/zarr.json", group_metadata({}))
+    write_chunk_array(
+        io,
+        f"{base}/{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}",
+        grid,
+        runs.rows.chunks,
+        runs.fragment_objects,
+        layout,
+        {"zv_array": "fragment_attribute", "name": OBJECT_ID_ATTRIBUTE},
+    )
+
+
+def _write_global(
+    io: StoreIO,
+    path: str,
+    data: np.ndarray,
+    fill: int,
+    tag: dict[str, Any],
+    *,
+    compressed: bool = True,
+    rows: int = 65536,
+) -> None:
+    chunks = (max(1, min(rows, data.shape[0])), *data.shape[1:])
+    io.set(
+        f"{path}/zarr.json",
+        global_array_metadata(data.shape, data.dtype, chunks, fill, tag, compressed=compressed),
+    )
+    write_array(io.store, path, data)
+
+
+def _write_object_index(io: StoreIO, base: str, table: ObjectTable, runs: _Runs, ndim: int) -> None:
+    data, offsets = encode_object_index_bulk(
+        runs.run_object, runs.chunk_grid[runs.run_chunk], runs.run_fragment, table.n_objects
+    )
+    path = f"{base}/{OBJECT_INDEX}"
+    io.set(
+        f"{path}/zarr.json",
+        group_metadata(
+            {"zv_array": OBJECT_INDEX, "num_objects": table.n_objects, "sid_ndim": ndim}
+        ),
+    )
+    _write_global(
+        io,
+        f"{path}/data",
+        data,
+        0,
+        {"zv_array": "object_index_data"},
+        compressed=False,
+        rows=1 << 20,
+    )
+    _write_global(
+        io, f"{path}/offsets", offsets, 0, {"zv_array": "object_index_offsets"}, compressed=False
+    )
+
+
+def _write_object_columns(io: StoreIO, base: str, table: ObjectTable, cross: np.ndarray) -> None:
+    columns = dict(table.object_attributes)
+    if table.object_ids is not None:
+        columns[OBJECT_ID_ATTRIBUTE] = table.object_ids
+    if columns:
+        io.set(f"{base}/{OBJECT_ATTRIBUTES}/zarr.json", group_metadata({}))
+    for name, values in columns.items():
+        _write_global(
+            io,
+            f"{base}/{OBJECT_ATTRIBUTES}/{name}",
+            values,
+            0,
+            {"zv_array": "object_attribute", "name": name},
+        )
+    if table.kind != "mesh":
+        _write_global(
+            io,
+            f"{base}/{CROSS_CHUNK_LINKS}",
+            cross,
+            -1,
+            {"zv_array": CROSS_CHUNK_LINKS, "num_links": int(cross.shape[0]), "level_delta": 0},
+        )
+    if table.groups is not None and table.groups.members:
+        _write_groups(io, base, table.groups)
+
+
+def _write_groups(io: StoreIO, base: str, groups: Groups) -> None:
+    width = max(1, max(len(m) for m in groups.members))
+    table = np.full((len(groups.members), width), -1, dtype=np.int64)
+    for j, members in enumerate(groups.members):
+        table[j, : len(members)] = members
+    tag = {"zv_array": GROUPINGS, "num_groups": len(groups.members), "group_names": groups.names}
+    _write_global(io, f"{base}/{GROUPINGS}", table, -1, tag, rows=max(1, 65536 // width))
+    if groups.attributes:
+        io.set(f"{base}/{GROUPINGS_ATTRIBUTES}/zarr.json", group_metadata({}))
+    for name, values in groups.attributes.items():
+        _write_global(
+            io,
+            f"{base}/{GROUPINGS_ATTRIBUTES}/{name}",
+            values,
+            0,
+            {"zv_array": "groupings_attribute", "name": name},
+        )
+
+
+def write_objects(
+    store: StoreLike,
+    table: ObjectTable,
+    *,
+    chunk_shape: Any,
+    bin_shape: Any,
+    overwrite: bool,
+    options: WriteOptions | None,
+) -> None:
+    """Write a store of objects (spec §10.3 to §10.8); input already validated.
+
+    Raises
+    ------
+    InvalidInputError
+        For shapes that cannot be written; nothing is written then.
+    StoreExistsError
+        When the destination holds data and ``overwrite`` is false.
+    """
+    options = options or WriteOptions()
+    inputs.check_options(options)
+    n, ndim = table.positions.shape
+    lo, hi = inputs.check_finite(table.positions)
+    bounds = None if n == 0 else (lo, hi)
+    grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim)
+    root = inputs.root_metadata(table.kind, grid, options, bounds, table.root_extra)
+    runs = _cut_runs(table, grid, (lo, hi)) if n else _empty_runs(table, ndim)
+    n_max = round_up(int(runs.rows.counts.max(initial=0)), options.rows_per_block)
+    gid = _global_ids(runs, grid, n_max)
+    links = (
+        _face_links(table, runs, gid, grid, (lo, hi))
+        if table.kind == "mesh"
+        else _edge_links(table, runs, gid)
+    )
+    base = "0"
+    with write_target(store, overwrite=overwrite) as io:
+        blobs = [
+            np.frombuffer(FragmentIndex.from_ranges(s, c).encode(), dtype=np.uint8)
+            for s, c in runs.fragment_ranges
+        ]
+        stats = write_level_vertices(
+            io, 0, grid, runs.rows, (table.positions, table.vertex_attributes), blobs, options
+        )
+        _write_links(io, base, grid, runs, links, 3 if table.kind == "mesh" else 2, options)
+        _write_fragment_owners(io, base, grid, runs, options)
+        _write_object_index(io, base, table, runs, ndim)
+        _write_object_columns(io, base, table, links.cross)
+        level = LevelMetadata(
+            level=0,
+            bin_ratio=(1,) * ndim,
+            bin_shape=tuple(float(b) for b in grid.bin_shape),
+            vertex_count=stats.vertex_count,
+            chunk_count=stats.chunk_count,
+            object_count=table.n_objects,
+        )
+        commit_root(
+            io,
+            root,
+            level,
+            {
+                "geometry_type": table.kind,
+                "vertex_count": n,
+                "chunk_count": stats.chunk_count,
+                "object_count": table.n_objects,
+            },
+        )
+
+
+def _empty_runs(table: ObjectTable, ndim: int) -> _Runs:
+    empty = np.empty(0, np.int64)
+    return _Runs(
+        ChunkedRows.empty(ndim),
+        np.empty((0, ndim), np.int64),
+        empty,
+        empty,
+        empty,
+        [],
+        [],
+        empty,
+        empty,
+        empty,
+    )
