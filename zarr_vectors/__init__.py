@@ -26,6 +26,7 @@ from zarr_vectors.errors import (
 from zarr_vectors.format.version import FORMAT_VERSION
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry.points import write_points
+from zarr_vectors.geometry.polylines import write_polylines
 from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.validate import validate
 from zarr_vectors.validate.report import Problem, ValidationReport
@@ -34,6 +35,7 @@ __all__ = [
     "__version__",
     "FORMAT_VERSION",
     "write_points",
+    "write_polylines",
     "open",
     "VectorStore",
     "QueryResult",

@@ -6,10 +6,19 @@ import os
 from pathlib import Path
 from typing import Any
 
-from zarr_vectors.errors import MetadataError, NotAZarrVectorsStoreError
+import numpy as np
+
+from zarr_vectors.errors import (
+    InvalidInputError,
+    MetadataError,
+    NotAZarrVectorsStoreError,
+    ObjectNotFoundError,
+)
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.geometry.result import QueryResult
+from zarr_vectors.objects import ObjectReader
+from zarr_vectors.objects import clip as clip_result
 from zarr_vectors.query import parse_bbox, query_box, read_all
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
 
@@ -44,6 +53,7 @@ class VectorStore:
         self._root = root
         self._where = where
         self._level0: LevelReader | None = None
+        self._object_reader: ObjectReader | None = None
 
     @property
     def _reader(self) -> LevelReader:
@@ -111,12 +121,61 @@ class VectorStore:
         """The root metadata as stored (spec §3)."""
         return self._root.to_json()
 
+    @property
+    def is_object_store(self) -> bool:
+        """True for polylines, streamlines, graphs, skeletons and meshes."""
+        return self.geometry_type != "point_cloud"
+
+    @property
+    def object_count(self) -> int | None:
+        """Number of objects (None for point clouds)."""
+        return self._reader.meta.object_count
+
+    @property
+    def _objects(self) -> ObjectReader:
+        if not self.is_object_store:
+            raise InvalidInputError(f"a {self.geometry_type} store has no objects")
+        if self._object_reader is None:
+            self._object_reader = ObjectReader(self._reader)
+        return self._object_reader
+
+    @property
+    def object_ids(self) -> np.ndarray:
+        """The id of every object, in storage order (object kinds)."""
+        return self._objects.external_ids()
+
+    @property
+    def object_attribute_names(self) -> list[str]:
+        """Names of the per-object attributes (object kinds)."""
+        return self._objects.object_attribute_names
+
+    def object_attribute(self, name: str) -> np.ndarray:
+        """One per-object attribute for every object, in the order of :attr:`object_ids`."""
+        if name not in self.object_attribute_names:
+            raise ObjectNotFoundError(f"no object attribute {name!r}")
+        return self._objects.object_attribute(name)
+
     def read(self) -> QueryResult:
-        """Read every vertex with its attributes (and object ids when stored)."""
+        """Read everything: every vertex (point clouds) or every object, whole."""
+        if self.is_object_store:
+            return self._objects.read(np.arange(self.object_count or 0, dtype=np.int64))
         return read_all(self._reader)
 
-    def query(self, bbox: Any) -> QueryResult:
-        """Vertices inside a box, with their attributes.
+    def read_objects(self, ids: Any) -> QueryResult:
+        """Objects by id, each exactly as written, in the order of ``ids``.
+
+        Reads only the chunks the objects' manifests name (spec §7.6).
+
+        Raises
+        ------
+        ObjectNotFoundError
+            When an id is not an object of the store.
+        """
+        objects = self._objects
+        return objects.read(objects.dense_ids(ids))
+
+    def query(self, bbox: Any = None, *, group: Any = None, clip: bool = False) -> QueryResult:
+        """Vertices (point clouds) or objects (object kinds) in a box, or a group's objects.
 
         Parameters
         ----------
@@ -124,14 +183,35 @@ class VectorStore:
             ``(lo, hi)``: two sequences of ``D`` numbers. The box is half-open on every axis,
             ``lo <= p < hi`` (spec §8), so boxes that tile space return every vertex once.
             ``±inf`` leaves an axis unbounded.
+        group
+            Object kinds: a group name or number; returns its objects (with ``bbox``, only
+            those that also meet the box).
+        clip
+            Object kinds: return only the vertices inside the box and the edges or faces
+            whose vertices are all inside, instead of whole objects.
 
         Returns
         -------
         QueryResult
-            Positions, attributes and object ids of exactly the vertices in the box.
+            Point clouds: exactly the vertices in the box. Object kinds: the objects with at
+            least one vertex in the box, in ascending storage order, whole or clipped.
         """
+        if not self.is_object_store:
+            if group is not None or clip:
+                raise InvalidInputError("group= and clip= apply to object stores only")
+            lo, hi = parse_bbox(bbox, self.spatial_dims)
+            return query_box(self._reader, lo, hi)
+        objects = self._objects
+        if bbox is None:
+            if group is None:
+                raise InvalidInputError("query needs a bbox, a group, or both")
+            return objects.read(objects.group_members(group))
         lo, hi = parse_bbox(bbox, self.spatial_dims)
-        return query_box(self._reader, lo, hi)
+        dense = objects.owners_in_box(lo, hi)
+        if group is not None:
+            dense = np.intersect1d(dense, objects.group_members(group))
+        found = objects.read(dense)
+        return clip_result(found, lo, hi) if clip else found
 
     def __repr__(self) -> str:
         return (

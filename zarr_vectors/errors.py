@@ -20,6 +20,7 @@ __all__ = [
     "ManifestError",
     "MetadataError",
     "CorruptChunkError",
+    "ObjectNotFoundError",
 ]
 
 
@@ -69,3 +70,10 @@ class MetadataError(FormatError):
 
 class CorruptChunkError(FormatError):
     """A chunk's stored bytes cannot be decoded or contradict its metadata."""
+
+
+class ObjectNotFoundError(ZarrVectorsError, KeyError):
+    """An object id or group asked for does not exist in the store."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

@@ -183,7 +183,8 @@ def _global_ids(runs: _Runs, grid: ChunkGrid, n_max: int) -> np.ndarray:
         if len(runs.chunk_grid)
         else (np.empty(0, np.int64))
     )
-    return np.asarray(flat, dtype=np.int64)[runs.vertex_chunk] * n_max + runs.vertex_row
+    gid = np.asarray(flat, dtype=np.int64)[runs.vertex_chunk] * n_max + runs.vertex_row
+    return np.asarray(gid, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)

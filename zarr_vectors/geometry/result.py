@@ -12,7 +12,8 @@ __all__ = ["QueryResult"]
 
 @dataclass(frozen=True, slots=True, repr=False)
 class QueryResult:
-    """Vertices returned by :meth:`VectorStore.read` or :meth:`VectorStore.query`.
+    """What :meth:`VectorStore.read`, :meth:`~VectorStore.query` and
+    :meth:`~VectorStore.read_objects` return: one GeoArrow-like shape for every kind.
 
     Attributes
     ----------
@@ -22,11 +23,28 @@ class QueryResult:
         Per-vertex attributes by name, each with one row per position.
     vertex_object_ids
         ``(N,)`` object id of each vertex, or None when the store has none.
+    object_ids
+        ``(M,)`` ids of the objects returned (object kinds), else None.
+    offsets
+        ``(M + 1,)``: object m owns rows ``offsets[m]:offsets[m+1]`` (traversal order for
+        polylines), else None.
+    edges
+        ``(E, 2)`` row indices into ``positions`` (graphs: ``[u, v]``, ``[source, target]``
+        when directed; skeletons: ``[child, parent]``), else None.
+    faces
+        ``(F, 3)`` row indices into ``positions`` (meshes, winding as written), else None.
+    object_attributes
+        Per-object attributes by name, one row per returned object.
     """
 
     positions: np.ndarray
     attributes: dict[str, np.ndarray] = field(default_factory=dict)
     vertex_object_ids: np.ndarray | None = None
+    object_ids: np.ndarray | None = None
+    offsets: np.ndarray | None = None
+    edges: np.ndarray | None = None
+    faces: np.ndarray | None = None
+    object_attributes: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.positions.shape[0])
@@ -36,9 +54,15 @@ class QueryResult:
             f"{k}: {v.dtype}{list(v.shape[1:]) or ''}" for k, v in self.attributes.items()
         )
         ids = "" if self.vertex_object_ids is None else ", with object ids"
+        objects = "" if self.object_ids is None else f"{len(self.object_ids)} objects, "
+        links = "".join(
+            f", {len(v)} {k}"
+            for k, v in (("edges", self.edges), ("faces", self.faces))
+            if v is not None
+        )
         return (
-            f"<QueryResult {len(self)} vertices in {self.positions.shape[1]}-D "
-            f"({self.positions.dtype}){ids}; attributes: {attrs or 'none'}>"
+            f"<QueryResult {objects}{len(self)} vertices in {self.positions.shape[1]}-D "
+            f"({self.positions.dtype}){ids}{links}; attributes: {attrs or 'none'}>"
         )
 
     @classmethod

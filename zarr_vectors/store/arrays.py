@@ -26,6 +26,7 @@ __all__ = [
     "write_array",
     "group_metadata",
     "read_region",
+    "read_whole",
     "row_array_metadata",
     "write_counts",
 ]
@@ -207,6 +208,20 @@ def _stored_blocks(io: StoreIO, path: str, edge: np.ndarray) -> list[np.ndarray]
 
 def _block_slices(lo: np.ndarray, edge: np.ndarray, shape: np.ndarray) -> tuple[slice, ...]:
     return tuple(slice(int(a), int(min(a + e, s))) for a, e, s in zip(lo, edge, shape, strict=True))
+
+
+def read_whole(store: Store, path: str) -> np.ndarray:
+    """Read a whole (global) array through zarr-python.
+
+    Raises
+    ------
+    CorruptChunkError
+        When the array is missing or a chunk cannot be decoded.
+    """
+    try:
+        return np.asarray(zarr.open_array(store, path=path, mode="r")[...])
+    except (ValueError, RuntimeError, TypeError, FileNotFoundError, KeyError) as exc:
+        raise CorruptChunkError(f"{path}: cannot read the array ({exc})") from exc
 
 
 def read_region(store: Store, path: str, lo: tuple[int, ...], hi: tuple[int, ...]) -> np.ndarray:

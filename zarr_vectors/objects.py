@@ -1,0 +1,429 @@
+"""Reading objects: by id, by group, and by bounding box (spec §7.6, §8.2, §10).
+
+:class:`ObjectReader` resolves object manifests to fragment rows, reads only the chunks the
+manifests name, and rebuilds every object exactly as written: vertices in traversal order,
+its links (``links/0`` rows of its fragments, cross-chunk links and mesh sentinels
+translated to rows of the result) and its attributes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import CorruptChunkError, ObjectNotFoundError
+from zarr_vectors.format.manifest import decode_object_index_bulk
+from zarr_vectors.format.names import (
+    CROSS_CHUNK_LINKS,
+    FRAGMENT_ATTRIBUTES,
+    GROUPINGS,
+    LINK_FRAGMENTS,
+    LINKS,
+    OBJECT_ATTRIBUTES,
+    OBJECT_ID_ATTRIBUTE,
+    OBJECT_INDEX,
+    VERTICES,
+)
+from zarr_vectors.geometry.reader import ChunkRows, LevelReader
+from zarr_vectors.geometry.result import QueryResult
+from zarr_vectors.kernels import points_in_box
+from zarr_vectors.store.arrays import read_whole
+
+__all__ = ["ObjectReader", "clip"]
+
+_LINK_COLUMN = "__links__"
+_OWNER_COLUMN = "__fragment_owner__"
+
+
+class ObjectReader:
+    """Object access on one level of an object store.
+
+    Parameters
+    ----------
+    reader
+        The level's :class:`LevelReader`.
+    """
+
+    def __init__(self, reader: LevelReader) -> None:
+        self.reader = reader
+        base = reader.base
+        self.kind = reader.kind
+        self.n_objects = int(reader.meta.object_count or 0)
+        reader.add_column(_LINK_COLUMN, f"{base}/{LINKS}/0")
+        reader.add_column(_OWNER_COLUMN, f"{base}/{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
+        names = [n for n in reader.io.list_dir(f"{base}/{OBJECT_ATTRIBUTES}") if n != "zarr.json"]
+        self.object_attribute_names = [n for n in names if n != OBJECT_ID_ATTRIBUTE]
+        self._has_external_ids = OBJECT_ID_ATTRIBUTE in names
+        self._cache: dict[str, np.ndarray] = {}
+
+    # -- global arrays (read once) --------------------------------------------------------
+    def _global(self, path: str) -> np.ndarray:
+        if path not in self._cache:
+            self._cache[path] = read_whole(self.reader.io.store, f"{self.reader.base}/{path}")
+        return self._cache[path]
+
+    def external_ids(self) -> np.ndarray:
+        """The caller's id of every object (0..n-1 when none were given)."""
+        if not self._has_external_ids:
+            return np.arange(self.n_objects, dtype=np.int64)
+        return self._global(f"{OBJECT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
+
+    def object_attribute(self, name: str) -> np.ndarray:
+        """The per-object attribute ``name`` of every object."""
+        return self._global(f"{OBJECT_ATTRIBUTES}/{name}")
+
+    def dense_ids(self, ids: Any) -> np.ndarray:
+        """Dense object ids (rows of the object index) of the caller's ``ids``.
+
+        Raises
+        ------
+        ObjectNotFoundError
+            When an id is not an object of the store.
+        """
+        wanted = np.atleast_1d(np.asarray(ids))
+        if wanted.size and wanted.dtype.kind not in "iu":
+            raise ObjectNotFoundError(f"object ids must be integers, got {wanted.dtype}")
+        known = self.external_ids()
+        order = np.argsort(known, kind="stable")
+        pos = np.searchsorted(known[order], wanted)
+        pos = np.minimum(pos, max(known.shape[0] - 1, 0))
+        hit = known.shape[0] > 0 and bool(np.all(known[order][pos] == wanted))
+        if wanted.size and not hit:
+            missing = wanted[:1] if not known.shape[0] else wanted[known[order][pos] != wanted][:1]
+            raise ObjectNotFoundError(f"no object with id {missing[0]} in this store")
+        return np.asarray(order[pos], dtype=np.int64)
+
+    def group_members(self, group: Any) -> np.ndarray:
+        """Dense ids of the members of a group given by name or by group number."""
+        path = f"{self.reader.base}/{GROUPINGS}"
+        meta = self.reader.io.read_json(f"{path}/zarr.json")
+        if meta is None:
+            raise ObjectNotFoundError("this store has no groups")
+        names = list(meta.get("attributes", {}).get("group_names", []))
+        table = self._global(GROUPINGS)
+        if isinstance(group, str):
+            if group not in names:
+                raise ObjectNotFoundError(f"no group named {group!r}; groups: {names}")
+            row = names.index(group)
+        else:
+            row = int(group)
+            if not 0 <= row < table.shape[0]:
+                raise ObjectNotFoundError(f"no group {group}; there are {table.shape[0]}")
+        members = table[row]
+        return np.asarray(members[members >= 0], dtype=np.int64)
+
+    # -- reading objects --------------------------------------------------------------
+    def read(self, dense: np.ndarray) -> QueryResult:
+        """The objects ``dense`` (dense ids), whole, in the given order."""
+        refs = decode_object_index_bulk(
+            self._global(f"{OBJECT_INDEX}/data"),
+            self._global(f"{OBJECT_INDEX}/offsets"),
+            dense,
+            self.reader.grid.ndim,
+        )
+        plan = _Plan(self, dense, refs)
+        return plan.result()
+
+    def owners_in_box(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Dense ids, ascending, of the objects with at least one vertex in ``[lo, hi)``."""
+        reader = self.reader
+        first, stop = reader.grid.box_chunk_range(lo, hi)
+        if np.any(stop <= first) or np.any(lo >= hi):
+            return np.empty(0, np.int64)
+        chunks, counts = reader.occupied_chunks(first, stop)
+        if not chunks.shape[0]:
+            return np.empty(0, np.int64)
+        ranges = reader.fragment_ranges(chunks, counts)
+        wanted = [
+            ChunkRows(tuple(int(c) for c in chunk), np.array([[0, n]], dtype=np.int64))
+            for chunk, n in zip(chunks, counts, strict=True)
+        ]
+        inside = np.all(reader.grid.chunk_lower(chunks) >= lo, axis=1) & np.all(
+            reader.grid.chunk_upper(chunks) <= hi, axis=1
+        )
+        owners = reader.read_rows(
+            _OWNER_COLUMN,
+            [
+                ChunkRows(w.chunk, np.array([[0, len(r[0])]], dtype=np.int64))
+                for w, r in zip(wanted, ranges, strict=True)
+            ],
+        )
+        partial = [w for w, full in zip(wanted, inside, strict=True) if not full]
+        positions = reader.read_rows(VERTICES, partial) if partial else None
+        return _owners(owners, ranges, inside, counts, positions, lo, hi)
+
+
+def _owners(
+    owners: np.ndarray,
+    ranges: list[tuple[np.ndarray, np.ndarray]],
+    inside: np.ndarray,
+    counts: np.ndarray,
+    positions: np.ndarray | None,
+    lo: np.ndarray,
+    hi: np.ndarray,
+) -> np.ndarray:
+    found: list[np.ndarray] = []
+    owner_pos = 0
+    row_pos = 0
+    for (starts, _sizes), full, n in zip(ranges, inside, counts, strict=True):
+        chunk_owners = owners[owner_pos : owner_pos + starts.shape[0]]
+        owner_pos += starts.shape[0]
+        if full:
+            found.append(chunk_owners)
+            continue
+        assert positions is not None
+        rows = np.flatnonzero(points_in_box(positions[row_pos : row_pos + n], lo, hi))
+        row_pos += int(n)
+        found.append(chunk_owners[np.searchsorted(starts, rows, side="right") - 1])
+    return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
+
+
+class _Plan:
+    """The reads that rebuild a set of objects from their fragment references."""
+
+    def __init__(
+        self,
+        objects: ObjectReader,
+        dense: np.ndarray,
+        refs: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> None:
+        self.objects = objects
+        self.reader = objects.reader
+        self.dense = dense
+        self.ref_object, ref_chunk, self.ref_fragment = refs
+        self.chunks, self.ref_slot = (
+            np.unique(ref_chunk, axis=0, return_inverse=True)
+            if ref_chunk.shape[0]
+            else (ref_chunk.reshape(0, self.reader.grid.ndim), np.empty(0, np.int64))
+        )
+        self.ref_slot = self.ref_slot.reshape(-1)
+
+    def result(self) -> QueryResult:
+        reader = self.reader
+        counts = self._chunk_counts()
+        ranges = reader.fragment_ranges(self.chunks, counts)
+        starts = np.empty(self.ref_fragment.shape[0], np.int64)
+        sizes = np.empty_like(starts)
+        for slot, (s, c) in enumerate(ranges):
+            sel = self.ref_slot == slot
+            frags = self.ref_fragment[sel]
+            if frags.size and int(frags.max()) >= s.shape[0]:
+                raise CorruptChunkError(
+                    f"chunk {tuple(self.chunks[slot])}: a manifest names fragment "
+                    f"{int(frags.max())} of {s.shape[0]}"
+                )
+            starts[sel], sizes[sel] = s[frags], c[frags]
+        wanted, gather = self._row_plan(starts, sizes)
+        vertex_rows = [
+            reader.read_rows(name, wanted)[gather] for name in [VERTICES, *reader.attribute_names]
+        ]
+        offsets = np.concatenate(
+            [
+                [0],
+                np.cumsum(
+                    np.bincount(
+                        self.ref_object, weights=sizes, minlength=self.dense.shape[0]
+                    ).astype(np.int64)
+                ),
+            ]
+        )
+        links = (
+            self._links(starts, sizes, ranges)
+            if self.objects.kind not in ("polyline", "streamline")
+            else None
+        )
+        ids = self.objects.external_ids()[self.dense]
+        return QueryResult(
+            positions=vertex_rows[0],
+            attributes=dict(zip(reader.attribute_names, vertex_rows[1:], strict=True)),
+            vertex_object_ids=np.repeat(ids, np.diff(offsets)),
+            object_ids=ids,
+            offsets=offsets,
+            edges=links if links is not None and links.shape[1] == 2 else None,
+            faces=links if links is not None and links.shape[1] == 3 else None,
+            object_attributes=self._object_attributes(),
+        )
+
+    def _chunk_counts(self) -> np.ndarray:
+        found, counts = self.reader.occupied_chunks(
+            self.chunks.min(axis=0)
+            if self.chunks.size
+            else np.zeros(self.reader.grid.ndim, np.int64),
+            self.chunks.max(axis=0) + 1
+            if self.chunks.size
+            else np.zeros(self.reader.grid.ndim, np.int64),
+        )
+        lookup = {tuple(c): int(n) for c, n in zip(found.tolist(), counts, strict=True)}
+        missing = [tuple(c) for c in self.chunks.tolist() if tuple(c) not in lookup]
+        if missing:
+            raise CorruptChunkError(f"a manifest names chunk {missing[0]}, which is empty")
+        return np.asarray([lookup[tuple(c)] for c in self.chunks.tolist()], dtype=np.int64)
+
+    def _row_plan(
+        self, starts: np.ndarray, sizes: np.ndarray
+    ) -> tuple[list[ChunkRows], np.ndarray]:
+        """Row runs per chunk, and the gather that puts the read rows in manifest order."""
+        wanted: list[ChunkRows] = []
+        buffer_start = np.empty(starts.shape[0], np.int64)
+        base = 0
+        for slot in range(self.chunks.shape[0]):
+            sel = np.flatnonzero(self.ref_slot == slot)
+            order = sel[np.argsort(starts[sel], kind="stable")]
+            runs = np.stack([starts[order], starts[order] + sizes[order]], axis=1)
+            within = np.concatenate([[0], np.cumsum(sizes[order])[:-1]])
+            buffer_start[order] = base + within
+            base += int(sizes[order].sum())
+            wanted.append(ChunkRows(tuple(int(c) for c in self.chunks[slot]), runs))
+        total = int(sizes.sum())
+        gather = np.repeat(
+            buffer_start - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes
+        ) + np.arange(total)
+        self._buffer_start = buffer_start
+        return wanted, gather
+
+    def _result_index(
+        self, starts: np.ndarray, sizes: np.ndarray
+    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Per chunk slot: (local rows sorted, their result rows) of the vertices returned."""
+        result_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        out = {}
+        for slot in range(self.chunks.shape[0]):
+            sel = np.flatnonzero(self.ref_slot == slot)
+            local = _expand(starts[sel], sizes[sel])
+            result = _expand(result_start[sel], sizes[sel])
+            order = np.argsort(local, kind="stable")
+            out[slot] = (local[order], result[order])
+        return out
+
+    def _links(
+        self, starts: np.ndarray, sizes: np.ndarray, ranges: list[tuple[np.ndarray, np.ndarray]]
+    ) -> np.ndarray:
+        reader = self.reader
+        link_ranges = reader.blob_ranges(LINK_FRAGMENTS, self.chunks)
+        wanted = []
+        for slot, (ls, lc) in enumerate(link_ranges):
+            frags = np.unique(self.ref_fragment[self.ref_slot == slot])
+            runs = np.stack([ls[frags], ls[frags] + lc[frags]], axis=1)
+            wanted.append(
+                ChunkRows(tuple(int(c) for c in self.chunks[slot]), runs[runs[:, 1] > runs[:, 0]])
+            )
+        rows = reader.read_rows(_LINK_COLUMN, wanted).astype(np.int64)
+        slot_of_row = np.repeat(
+            np.arange(len(wanted)), [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted]
+        )
+        index = self._result_index(starts, sizes)
+        gids = self._gid_table(index)
+        mapped = _translate(rows, slot_of_row, index, gids, self.objects.kind == "mesh")
+        if self.objects.kind == "skeleton":
+            mapped = mapped[mapped[:, 1] >= 0]
+        if self.objects.kind in ("graph", "skeleton"):
+            mapped = np.concatenate([mapped, self._cross_links(gids)])
+        return mapped
+
+    def _gid_table(
+        self, index: dict[int, tuple[np.ndarray, np.ndarray]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted global ids of the returned vertices and their result rows (spec §9.11)."""
+        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
+        n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
+        flat = (
+            np.ravel_multi_index(tuple(self.chunks.T), grid_shape)
+            if self.chunks.size
+            else np.empty(0, np.int64)
+        )
+        gid_parts = [flat[slot] * n_max + local for slot, (local, _) in index.items()]
+        row_parts = [result for _, result in index.values()]
+        if not gid_parts:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        gid = np.concatenate(gid_parts).astype(np.int64)
+        rows = np.concatenate(row_parts)
+        order = np.argsort(gid)
+        return gid[order], rows[order]
+
+    def _cross_links(self, gids: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        table = self.objects._global(CROSS_CHUNK_LINKS)
+        if not table.shape[0] or not gids[0].shape[0]:
+            return np.empty((0, 2), np.int64)
+        mine = np.isin(table[:, 0], gids[0])
+        pairs = table[mine]
+        return np.stack([_lookup(gids, pairs[:, 0]), _lookup(gids, pairs[:, 1])], axis=1)
+
+    def _object_attributes(self) -> dict[str, np.ndarray]:
+        base = OBJECT_ATTRIBUTES
+        return {
+            name: self.objects._global(f"{base}/{name}")[self.dense]
+            for name in self.objects.object_attribute_names
+        }
+
+
+def _expand(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(start, start + size)`` for each pair, without a Python loop."""
+    total = int(sizes.sum())
+    begins = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    return np.repeat(starts - begins, sizes) + np.arange(total, dtype=np.int64)
+
+
+def _lookup(gids: tuple[np.ndarray, np.ndarray], wanted: np.ndarray) -> np.ndarray:
+    keys, rows = gids
+    pos = np.minimum(np.searchsorted(keys, wanted), max(keys.shape[0] - 1, 0))
+    if keys.shape[0] == 0 or np.any(keys[pos] != wanted):
+        raise CorruptChunkError("a link names a vertex outside its object's manifest")
+    return rows[pos]
+
+
+def _translate(
+    rows: np.ndarray,
+    slot_of_row: np.ndarray,
+    index: dict[int, tuple[np.ndarray, np.ndarray]],
+    gids: tuple[np.ndarray, np.ndarray],
+    sentinels: bool,
+) -> np.ndarray:
+    """Chunk-local link entries to result rows.
+
+    With ``sentinels`` (meshes) every negative entry is ``-(gid + 1)`` (spec §9.6);
+    otherwise -1 (a skeleton root's parent) stays -1.
+    """
+    out = np.full(rows.shape, -1, dtype=np.int64)
+    for slot, (local, result) in index.items():
+        sel = slot_of_row == slot
+        block = rows[sel]
+        mapped = np.full(block.shape, -1, dtype=np.int64)
+        pos = block >= 0
+        where = np.minimum(np.searchsorted(local, block[pos]), max(local.shape[0] - 1, 0))
+        if local.shape[0] == 0 or np.any(local[where] != block[pos]):
+            raise CorruptChunkError("a link names a row that is not a vertex of its object")
+        mapped[pos] = result[where]
+        sentinel = block < 0 if sentinels else np.zeros(block.shape, dtype=bool)
+        if sentinel.any():
+            mapped[sentinel] = _lookup(gids, -block[sentinel] - 1)
+        out[sel] = mapped
+    return out
+
+
+def clip(result: QueryResult, lo: np.ndarray, hi: np.ndarray) -> QueryResult:
+    """Keep the vertices of ``result`` inside ``[lo, hi)`` and the links among them (§8.2)."""
+    assert result.offsets is not None
+    keep = points_in_box(result.positions, lo, hi)
+    new_row = np.cumsum(keep) - 1
+    object_of_row = np.repeat(np.arange(result.offsets.shape[0] - 1), np.diff(result.offsets))
+    counts = np.bincount(object_of_row[keep], minlength=result.offsets.shape[0] - 1)
+
+    def links(values: np.ndarray | None) -> np.ndarray | None:
+        if values is None:
+            return None
+        whole = np.all(keep[values], axis=1)
+        return np.asarray(new_row[values[whole]], dtype=np.int64)
+
+    return QueryResult(
+        positions=result.positions[keep],
+        attributes={k: v[keep] for k, v in result.attributes.items()},
+        vertex_object_ids=None
+        if result.vertex_object_ids is None
+        else result.vertex_object_ids[keep],
+        object_ids=result.object_ids,
+        offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        edges=links(result.edges),
+        faces=links(result.faces),
+        object_attributes=result.object_attributes,
+    )
