@@ -16,6 +16,7 @@ RANKS = {
     "store": 3,
     "geometry": 4,
     "query": 5,
+    "objects": 5,
     "validate": 5,
     "dataset": 6,
     "__init__": 7,
