@@ -46,6 +46,9 @@ class Row:
         Whether the results agreed with the brute-force reference; None when not checked.
     extra
         Raw numbers kept in the JSON output only.
+    label
+        Text of the ``n`` cell when ``n`` alone does not describe the data set (objects:
+        ``"1e4 x 100"``); empty for :func:`size_label` of ``n``.
     """
 
     case: str
@@ -58,6 +61,7 @@ class Row:
     passed: bool | None = None
     ok: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
 
     @property
     def ratio(self) -> float | None:
@@ -77,7 +81,7 @@ class Row:
         ratio = self.ratio
         return (
             self.case,
-            size_label(self.n),
+            self.label or size_label(self.n),
             format_value(self.ours, self.unit),
             format_value(self.floor, self.unit),
             "" if ratio is None else f"{ratio:.2f}x",

@@ -25,6 +25,8 @@ from zarr_vectors.errors import (
 )
 from zarr_vectors.format.version import FORMAT_VERSION
 from zarr_vectors.geometry._pipeline import WriteOptions
+from zarr_vectors.geometry.graphs import write_graph, write_skeletons
+from zarr_vectors.geometry.meshes import write_mesh
 from zarr_vectors.geometry.points import write_points
 from zarr_vectors.geometry.polylines import write_polylines
 from zarr_vectors.geometry.result import QueryResult
@@ -36,6 +38,9 @@ __all__ = [
     "FORMAT_VERSION",
     "write_points",
     "write_polylines",
+    "write_graph",
+    "write_skeletons",
+    "write_mesh",
     "open",
     "VectorStore",
     "QueryResult",

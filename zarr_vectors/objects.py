@@ -301,16 +301,18 @@ class _Plan:
     ) -> np.ndarray:
         reader = self.reader
         link_ranges = reader.blob_ranges(LINK_FRAGMENTS, self.chunks)
-        wanted = []
+        wanted, slots = [], []
         for slot, (ls, lc) in enumerate(link_ranges):
             frags = np.unique(self.ref_fragment[self.ref_slot == slot])
             runs = np.stack([ls[frags], ls[frags] + lc[frags]], axis=1)
-            wanted.append(
-                ChunkRows(tuple(int(c) for c in self.chunks[slot]), runs[runs[:, 1] > runs[:, 0]])
-            )
+            runs = runs[runs[:, 1] > runs[:, 0]]
+            if runs.shape[0]:  # a chunk without link rows has no links/0 shard (spec §9.6)
+                wanted.append(ChunkRows(tuple(int(c) for c in self.chunks[slot]), runs))
+                slots.append(slot)
         rows = reader.read_rows(_LINK_COLUMN, wanted).astype(np.int64)
         slot_of_row = np.repeat(
-            np.arange(len(wanted)), [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted]
+            np.asarray(slots, dtype=np.int64),
+            [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted],
         )
         index = self._result_index(starts, sizes)
         gids = self._gid_table(index)

@@ -212,7 +212,7 @@ class LevelReader:
             return out
         self._fetch_indexes(path, layout, [w.chunk for w in wanted])
         requests: list[tuple[str, tuple[int, int]]] = []
-        spans: list[tuple[str, np.ndarray, tuple[int, int], list[tuple[int, int]]]] = []
+        spans: list[tuple[str, np.ndarray, tuple[int, int], np.ndarray]] = []
         pos = 0
         for w in wanted:
             key = shard_key(path, np.asarray(w.chunk), len(layout.row_shape))
@@ -254,7 +254,7 @@ def _decode_group(
     payload: bytes,
     index: np.ndarray,
     blocks: tuple[int, int],
-    runs: list[tuple[int, int]],
+    runs: np.ndarray,
     out: np.ndarray,
     pos: int,
     key: str,
@@ -265,8 +265,8 @@ def _decode_group(
     blocks, so no block is decompressed twice.
     """
     first, stop = blocks
-    if len(runs) == 1:
-        start, end = runs[0]
+    if runs.shape[0] == 1:
+        start, end = int(runs[0, 0]), int(runs[0, 1])
         layout.decode_rows_into(
             payload, index, first, (start, end), out[pos : pos + end - start], key
         )
@@ -274,23 +274,27 @@ def _decode_group(
     r = layout.rows_per_block
     rows = np.empty(((stop - first) * r, *out.shape[1:]), dtype=out.dtype)
     layout.decode_rows_into(payload, index, first, (first * r, stop * r), rows, key)
-    for start, end in runs:
-        out[pos : pos + end - start] = rows[start - first * r : end - first * r]
-        pos += end - start
-    return pos
+    sizes = runs[:, 1] - runs[:, 0]
+    total = int(sizes.sum())
+    begins = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    take = np.repeat(runs[:, 0] - first * r - begins, sizes) + np.arange(total)
+    out[pos : pos + total] = rows[take]
+    return pos + total
 
 
-def _block_groups(runs: np.ndarray, r: int) -> list[tuple[int, int, list[tuple[int, int]]]]:
+def _block_groups(runs: np.ndarray, r: int) -> list[tuple[int, int, np.ndarray]]:
     """Group row runs into contiguous row-block ranges ``[first, stop)`` with their runs."""
-    groups: list[tuple[int, int, list[tuple[int, int]]]] = []
-    for start, stop in runs.tolist():
-        if stop <= start:
-            continue
-        first, last = start // r, (stop - 1) // r + 1
-        if groups and first <= groups[-1][1]:
-            g_first, g_stop, g_runs = groups[-1]
-            g_runs.append((start, stop))
-            groups[-1] = (g_first, max(g_stop, last), g_runs)
-        else:
-            groups.append((first, last, [(start, stop)]))
-    return groups
+    runs = runs[runs[:, 1] > runs[:, 0]]
+    if not runs.shape[0]:
+        return []
+    first = runs[:, 0] // r
+    last = (runs[:, 1] - 1) // r + 1
+    reach = np.maximum.accumulate(last)
+    new = np.ones(runs.shape[0], dtype=bool)
+    new[1:] = first[1:] > reach[:-1]
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], runs.shape[0])
+    return [
+        (int(first[a]), int(reach[b - 1]), runs[a:b])
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
+    ]

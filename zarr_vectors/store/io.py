@@ -87,6 +87,17 @@ def local_root(store: Store) -> Path | None:
     return Path(store.root) if isinstance(store, LocalStore) else None
 
 
+def _write_local(path: Path, value: bytes, *, atomic: bool) -> None:
+    if not atomic:
+        with path.open("wb") as fh:
+            fh.write(value)
+        return
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    with partial.open("wb") as fh:
+        fh.write(value)
+    os.replace(partial, path)
+
+
 def _read_local(path: Path, byte_range: ByteRange) -> bytes | None:
     try:
         with path.open("rb") as fh:
@@ -123,6 +134,7 @@ class StoreIO:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._made: set[Path] = set()
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return sync(coro)
@@ -173,9 +185,25 @@ class StoreIO:
         await self.store.set(key, default_buffer_prototype().buffer.from_bytes(value))
 
     def set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
-        """Write many keys concurrently (each key must appear once)."""
-        if items:
+        """Write many keys (each key must appear once), concurrently unless the store is local.
+
+        Local directories are written directly: one ``open``/``write`` per key, directories
+        created once, JSON documents replaced atomically. The store's commit order (root
+        metadata last, spec §2.4) — not per-file atomicity — is what keeps an interrupted
+        write from opening as a complete store.
+        """
+        if not items:
+            return
+        root = local_root(self.store)
+        if root is None:
             self._run(self._gather([self._set(k, v) for k, v in items]))
+            return
+        for key, value in items:
+            path = root / key
+            if path.parent not in self._made:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._made.add(path.parent)
+            _write_local(path, value, atomic=key.endswith((".json", ".zattrs")))
 
     def set(self, key: str, value: bytes) -> None:
         """Write one key."""

@@ -10,19 +10,21 @@ is; the bytes are exactly what zarr-python reads and writes for the same metadat
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import google_crc32c
 import numpy as np
-from numcodecs import Blosc
+from numcodecs import Blosc, blosc
 
 from zarr_vectors.errors import CorruptChunkError, MetadataError
 
 __all__ = ["RowLayout", "shard_key"]
 
 _MISSING = np.uint64(2**64 - 1)
+_MISSING_INT = 2**64 - 1
 _BLOSC_SHUFFLE = {
     "noshuffle": Blosc.NOSHUFFLE,
     "shuffle": Blosc.SHUFFLE,
@@ -78,12 +80,7 @@ class RowLayout:
     def _codec(self) -> Blosc | None:
         if self.blosc is None:
             return None
-        return Blosc(
-            cname=self.blosc["cname"],
-            clevel=self.blosc["clevel"],
-            shuffle=_BLOSC_SHUFFLE[self.blosc["shuffle"]],
-            blocksize=0,
-        )
+        return _blosc_codec(self.blosc["cname"], self.blosc["clevel"], self.blosc["shuffle"])
 
     def encode_shard(self, rows: np.ndarray) -> bytes:
         """Encode rows ``[0, n)`` of one spatial chunk as shard bytes.
@@ -155,15 +152,17 @@ class RowLayout:
         CorruptChunkError
             When a needed block is missing or the blocks are not stored back to back.
         """
-        entries = index[first:stop]
-        if np.any(entries == _MISSING):
-            missing = first + int(np.flatnonzero((entries == _MISSING).any(axis=1))[0])
-            raise CorruptChunkError(f"{where}: row block {missing} is missing from the shard")
-        starts = entries[:, 0].astype(np.int64)
-        ends = starts + entries[:, 1].astype(np.int64)
-        if np.any(starts[1:] != ends[:-1]):
-            raise CorruptChunkError(f"{where}: row blocks {first}..{stop - 1} are not contiguous")
-        return int(starts[0]), int(ends[-1])
+        entries = index[first:stop].tolist()
+        end = entries[0][0]
+        for b, (offset, nbytes) in enumerate(entries, start=first):
+            if offset == _MISSING_INT or nbytes == _MISSING_INT:
+                raise CorruptChunkError(f"{where}: row block {b} is missing from the shard")
+            if offset != end:
+                raise CorruptChunkError(
+                    f"{where}: row blocks {first}..{stop - 1} are not contiguous"
+                )
+            end = offset + nbytes
+        return int(entries[0][0]), int(end)
 
     def decode_rows_into(
         self,
@@ -217,9 +216,9 @@ class RowLayout:
             _check_blosc_header(body, expected, f"{where}: row block {b}")
             try:
                 if into is not None:
-                    codec.decode(body, out=into)
+                    blosc.decompress(body, into)
                     return into
-                body = bytes(codec.decode(body))
+                body = bytes(blosc.decompress(body))
             except (RuntimeError, ValueError, TypeError) as exc:
                 raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
         if len(body) != expected:
@@ -285,6 +284,11 @@ class RowLayout:
             n_max=shard_shape[grid_ndim],
             blosc=blosc,
         )
+
+
+@functools.lru_cache(maxsize=16)
+def _blosc_codec(cname: str, clevel: int, shuffle: str) -> Blosc:
+    return Blosc(cname=cname, clevel=clevel, shuffle=_BLOSC_SHUFFLE[shuffle], blocksize=0)
 
 
 def _checked_body(raw: bytes, where: str) -> bytes:

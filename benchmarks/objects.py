@@ -1,0 +1,1040 @@
+"""Object cases: streamlines, a triangle mesh and skeletons, each beside a numpy floor.
+
+Each data set is written with its ``zv.write_*`` writer, then read whole, read by id and
+queried by boxes. The numpy floor keeps the same arrays (vertices, per-object offsets,
+attributes, faces or edges) as ``.npy`` files or in memory: a box is answered by a
+brute-force mask over every vertex, ``np.unique`` of the object id of the vertices inside,
+and the gather of those objects' vertices (whole, like the query); a read by id slices the
+in-memory arrays.
+
+Every result is checked against the numpy answer: the same object ids, and for each object
+exactly its input vertices, attributes, per-object attributes and faces or edges.
+
+``python -m benchmarks.objects --profile CASE`` profiles one case with :mod:`cProfile`
+(see :func:`main`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property, partial
+from typing import Any, TypeVar
+
+import numpy as np
+
+import zarr_vectors as zv
+from benchmarks._measure import log, median, timed, tree_size
+from benchmarks._table import Row, format_seconds
+
+__all__ = [
+    "FOOTNOTES",
+    "ObjectSet",
+    "Sizes",
+    "DEFAULT_SIZES",
+    "QUICK_SIZES",
+    "make_streamlines",
+    "make_mesh",
+    "make_skeletons",
+    "run_objects",
+    "main",
+]
+
+T = TypeVar("T")
+
+SIDE = 200.0
+"""Side (mm) of the cube ``[0, SIDE)^3`` every object data set lies in."""
+
+STREAMLINE_CHUNK, STREAMLINE_BIN = 20.0, 5.0
+"""Chunks of 20 mm (10^3 chunks over a brain-sized 200 mm cube) and bins of 5 mm: a
+streamline of 100 mm crosses a handful of chunks, and a bin is a few voxels of a typical
+1.25-2 mm diffusion scan, fine enough for box queries of a region of interest."""
+
+MESH_CHUNK, MESH_BIN = 40.0, 10.0
+"""Chunks of 40 mm (5^3 chunks) and bins of 10 mm for the mesh: its objects are spheres of
+8-16 mm radius, so most lie in one to four chunks."""
+
+SKELETON_CHUNK, SKELETON_BIN = 40.0, 10.0
+"""Chunks of 40 mm and bins of 10 mm for the skeletons (trees spanning tens of mm)."""
+
+STREAMLINE_WRITE_TARGET = (1_000_000, 1.5)
+"""A write of this many streamline vertices in under this many seconds."""
+
+STREAMLINE_QUERY_TARGET = (10_000, 0.01, 0.030)
+"""A warm box of this volume fraction over this many streamlines in under this time."""
+
+STREAMLINE_BY_ID_TARGET = (100, 0.010)
+"""This many streamlines by id, warm, in under this time."""
+
+MESH_BY_ID_TARGET = (1, 0.050)
+"""One object of the full-size mesh by id, warm, in under this time."""
+
+WRITE_BUDGET = 12.0
+"""Seconds of repeated writes (or full reads) per data set before repeats stop."""
+
+WARM_BUDGET = 2.0
+"""Seconds of warm repeats per box or id set before repeats stop."""
+
+BOX_BUDGET = 35.0
+"""Seconds spent on the boxes of one fraction before further boxes are skipped."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes of one run of the objects section.
+
+    Attributes
+    ----------
+    streamlines
+        ``(count, vertices each)`` of every streamline data set.
+    mesh
+        ``(objects, triangles each)`` of the mesh.
+    skeletons
+        ``(objects, nodes each)`` of the skeletons.
+    """
+
+    streamlines: tuple[tuple[int, int], ...]
+    mesh: tuple[int, int]
+    skeletons: tuple[int, int]
+
+
+DEFAULT_SIZES = Sizes(((10_000, 100), (100_000, 100)), (100, 10_000), (100, 1_000))
+QUICK_SIZES = Sizes(((1_000, 100), (10_000, 100)), (100, 1_000), (20, 1_000))
+
+FOOTNOTES = (
+    "n = objects x vertices each (streamlines, skeletons) or objects x triangles each (mesh). "
+    "Everything lies in a 200 mm cube. Streamlines: persistent random walks of 1 mm steps, "
+    "chunks 20 mm, bins 5 mm, one float32 vertex attribute and one float32 object attribute. "
+    "Mesh: UV spheres of 8-16 mm radius, chunks 40 mm, bins 10 mm. Skeletons: branching "
+    "random walks, chunks 40 mm, bins 10 mm.",
+    "floor (numpy): np.save / np.load of the same arrays (vertices, offsets, attributes, "
+    "faces or edges); a box's floor is a brute-force mask over every vertex, np.unique of "
+    "the owners of the vertices inside, and the gather of those objects whole (the 'ids "
+    "only' time in detail stops after np.unique); by id, the same gather of the ids.",
+    "cold = zv.open then the first query or read on that handle (page cache warm); warm = "
+    "median of repeats on the same handle. Repeats and boxes stop at a time budget; detail "
+    "gives how many ran.",
+    "ok = the object ids equal the brute-force set (by id: the ids in the order asked) and "
+    "every object holds exactly its input vertices, vertex and object attributes and faces "
+    "or edges; the exit status is 1 if any is FAIL.",
+)
+
+_FRACTIONS = (0.01, 0.25)
+
+
+# -- data ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Frame:
+    """Objects as plain arrays: the numpy side of every comparison.
+
+    Object ``k`` owns vertex rows ``offsets[k]:offsets[k+1]`` and link rows
+    ``link_offsets[k]:link_offsets[k+1]`` (faces or edges, as global vertex rows).
+
+    Attributes
+    ----------
+    positions
+        ``(n, 3)`` float32 vertices, object by object.
+    offsets
+        ``(m + 1,)`` int64.
+    attributes
+        Per-vertex columns.
+    object_attributes
+        Per-object columns.
+    links
+        ``(e, 3)`` faces or ``(e, 2)`` edges, or None (streamlines).
+    link_offsets
+        ``(m + 1,)`` int64, or None.
+    """
+
+    positions: np.ndarray
+    offsets: np.ndarray
+    attributes: dict[str, np.ndarray]
+    object_attributes: dict[str, np.ndarray]
+    links: np.ndarray | None = None
+    link_offsets: np.ndarray | None = None
+
+    @property
+    def n_objects(self) -> int:
+        """Number of objects."""
+        return int(self.offsets.shape[0] - 1)
+
+    @cached_property
+    def vertex_object(self) -> np.ndarray:
+        """``(n,)`` object of every vertex."""
+        return np.repeat(np.arange(self.n_objects, dtype=np.int64), np.diff(self.offsets))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every array by a file name (what the ``.npy`` floor saves)."""
+        out = {"positions": self.positions, "offsets": self.offsets}
+        out.update({f"v_{k}": v for k, v in self.attributes.items()})
+        out.update({f"o_{k}": v for k, v in self.object_attributes.items()})
+        if self.links is not None and self.link_offsets is not None:
+            out.update(links=self.links, link_offsets=self.link_offsets)
+        return out
+
+    def save(self, directory: str) -> None:
+        """``np.save`` every array into ``directory`` (which exists)."""
+        for name, values in self.arrays().items():
+            np.save(os.path.join(directory, f"{name}.npy"), values)
+
+    @classmethod
+    def load(cls, directory: str) -> Frame:
+        """``np.load`` the arrays :meth:`save` wrote."""
+        arrays = {
+            name[:-4]: np.load(os.path.join(directory, name))
+            for name in sorted(os.listdir(directory))
+            if name.endswith(".npy")
+        }
+        return cls(
+            positions=arrays["positions"],
+            offsets=arrays["offsets"],
+            attributes={k[2:]: v for k, v in arrays.items() if k.startswith("v_")},
+            object_attributes={k[2:]: v for k, v in arrays.items() if k.startswith("o_")},
+            links=arrays.get("links"),
+            link_offsets=arrays.get("link_offsets"),
+        )
+
+    def owners(self, box: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """Ascending ids of the objects with at least one vertex in the half-open box."""
+        lo, hi = box
+        mask = ((self.positions >= lo) & (self.positions < hi)).all(1)
+        return np.unique(self.vertex_object[mask])
+
+    def gather(self, ids: np.ndarray) -> Gathered:
+        """The objects ``ids``, whole, in that order (links renumbered to the result)."""
+        rows, starts = _ranges(self.offsets, ids)
+        links = None
+        if self.links is not None and self.link_offsets is not None:
+            link_rows, _ = _ranges(self.link_offsets, ids)
+            counts = self.link_offsets[ids + 1] - self.link_offsets[ids]
+            shift = np.repeat(starts - self.offsets[ids], counts)
+            links = self.links[link_rows] + shift[:, None]
+        return Gathered(
+            object_ids=ids,
+            positions=self.positions[rows],
+            offsets=np.concatenate([[0], np.cumsum(np.diff(self.offsets)[ids])]),
+            attributes={k: v[rows] for k, v in self.attributes.items()},
+            object_attributes={k: v[ids] for k, v in self.object_attributes.items()},
+            links=links,
+        )
+
+    def query(self, box: tuple[np.ndarray, np.ndarray]) -> Gathered:
+        """The brute-force answer of a box: its owners, whole (the query floor)."""
+        return self.gather(self.owners(box))
+
+
+def _ranges(offsets: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``offsets[i]:offsets[i+1]`` of every ``i`` in ``ids``, concatenated, and the
+    start of each object in that concatenation."""
+    first = offsets[ids]
+    counts = offsets[ids + 1] - first
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    total = int(ends[-1]) if ends.shape[0] else 0
+    return np.arange(total, dtype=np.int64) + np.repeat(first - starts, counts), starts
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """Objects gathered from a :class:`Frame`: what a read or query should return."""
+
+    object_ids: np.ndarray
+    positions: np.ndarray
+    offsets: np.ndarray
+    attributes: dict[str, np.ndarray]
+    object_attributes: dict[str, np.ndarray]
+    links: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class ObjectSet:
+    """One object data set and how to write it.
+
+    Attributes
+    ----------
+    kind
+        ``"streamlines"``, ``"mesh"`` or ``"skeletons"`` (the case prefix).
+    label
+        The ``n`` cell, e.g. ``"1e4 x 100"``.
+    frame
+        The arrays.
+    write
+        ``write(path)`` writes the store with the matching ``zv.write_*``.
+    links_name
+        ``"faces"``, ``"edges"`` or ``""``: the :class:`~zarr_vectors.QueryResult` field of
+        the links.
+    layout
+        Chunk and bin shapes, for ``detail``.
+    """
+
+    kind: str
+    label: str
+    frame: Frame
+    write: Callable[[str], None] = field(repr=False)
+    links_name: str = ""
+    layout: str = ""
+
+    @property
+    def n_vertices(self) -> int:
+        """Number of vertices."""
+        return int(self.frame.positions.shape[0])
+
+
+def _walk_step(
+    rng: np.random.Generator, p: np.ndarray, d: np.ndarray, turn: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """One unit step of persistent random walks, reflected at the walls of the cube."""
+    d = d + rng.normal(scale=turn, size=d.shape)
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    p = p + d
+    low, high = p < 0.0, p >= SIDE
+    p[low] = -p[low]
+    p[high] = 2.0 * SIDE - p[high]
+    d[low | high] *= -1.0
+    np.clip(p, 0.0, np.nextafter(np.float32(SIDE), np.float32(0.0)), out=p)
+    return p, d
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    d = rng.normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    return d
+
+
+def make_streamlines(count: int, length: int, seed: int) -> ObjectSet:
+    """Random-walk streamlines in the cube, one vertex attribute, one object attribute.
+
+    Each streamline starts at a uniform random point with a random direction and takes
+    ``length - 1`` steps of 1 mm, turning a little at each (normal noise of 0.3 on the unit
+    direction), reflected at the cube's walls.
+
+    Parameters
+    ----------
+    count
+        Number of streamlines.
+    length
+        Vertices per streamline.
+    seed
+        Seed of :func:`numpy.random.default_rng`.
+
+    Returns
+    -------
+    ObjectSet
+        Float32 vertices, vertex attribute ``fa`` and object attribute ``weight``.
+    """
+    rng = np.random.default_rng([seed, 1])
+    vertices = np.empty((length, count, 3), dtype=np.float32)
+    p = rng.uniform(0.0, SIDE, size=(count, 3))
+    d = _unit(rng, count)
+    for i in range(length):
+        vertices[i] = p
+        p, d = _walk_step(rng, p, d, 0.3)
+    frame = Frame(
+        positions=np.ascontiguousarray(vertices.transpose(1, 0, 2)).reshape(-1, 3),
+        offsets=np.arange(count + 1, dtype=np.int64) * length,
+        attributes={"fa": rng.random(count * length, dtype=np.float32)},
+        object_attributes={"weight": rng.random(count, dtype=np.float32)},
+    )
+
+    def write(path: str) -> None:
+        zv.write_polylines(
+            path,
+            (frame.positions, frame.offsets),
+            kind="streamline",
+            chunk_shape=STREAMLINE_CHUNK,
+            bin_shape=STREAMLINE_BIN,
+            attributes=frame.attributes,
+            object_attributes=frame.object_attributes,
+        )
+
+    return ObjectSet(
+        "streamlines",
+        f"{_count_label(count)} x {length}",
+        frame,
+        write,
+        layout=f"chunks {STREAMLINE_CHUNK:g} mm, bins {STREAMLINE_BIN:g} mm",
+    )
+
+
+def _sphere(rings: int, segments: int) -> tuple[np.ndarray, np.ndarray]:
+    """A unit UV sphere: ``2 + segments * (rings - 1)`` vertices, ``2 * segments * (rings -
+    1)`` triangles, outward winding."""
+    theta = np.linspace(0.0, np.pi, rings + 1)[1:-1]
+    phi = np.linspace(0.0, 2.0 * np.pi, segments, endpoint=False)
+    ring = np.stack(
+        [
+            np.outer(np.sin(theta), np.cos(phi)).ravel(),
+            np.outer(np.sin(theta), np.sin(phi)).ravel(),
+            np.repeat(np.cos(theta), segments),
+        ],
+        axis=1,
+    )
+    vertices = np.concatenate([[[0.0, 0.0, 1.0]], ring, [[0.0, 0.0, -1.0]]])
+    s = np.arange(segments)
+    s1 = (s + 1) % segments
+    faces = [np.stack([np.zeros(segments, np.int64), 1 + s, 1 + s1], axis=1)]
+    for r in range(rings - 2):
+        a, b = 1 + r * segments, 1 + (r + 1) * segments
+        faces.append(np.stack([a + s, b + s, b + s1], axis=1))
+        faces.append(np.stack([a + s, b + s1, a + s1], axis=1))
+    south = vertices.shape[0] - 1
+    last = 1 + (rings - 2) * segments
+    faces.append(np.stack([np.full(segments, south), last + s1, last + s], axis=1))
+    return vertices, np.concatenate(faces).astype(np.int64)
+
+
+def make_mesh(objects: int, triangles: int, seed: int) -> ObjectSet:
+    """``objects`` UV spheres of about ``triangles`` triangles each, spread in the cube.
+
+    Parameters
+    ----------
+    objects
+        Number of spheres (one object each).
+    triangles
+        Triangles per sphere (rounded to ``2 * segments * (rings - 1)`` with
+        ``segments = 2 * (rings - 1)``).
+    seed
+        Seed of :func:`numpy.random.default_rng`.
+
+    Returns
+    -------
+    ObjectSet
+        Float32 vertices, int64 faces, vertex attribute ``curvature``, object attribute
+        ``volume``.
+    """
+    rng = np.random.default_rng([seed, 2])
+    half = max(2, round((triangles / 4) ** 0.5))  # rings - 1
+    unit, faces = _sphere(half + 1, 2 * half)
+    radius = rng.uniform(8.0, 16.0, size=objects)
+    centre = rng.uniform(16.0, SIDE - 16.0, size=(objects, 3))
+    positions = (unit[None] * radius[:, None, None] + centre[:, None, :]).astype(np.float32)
+    nv, nf = unit.shape[0], faces.shape[0]
+    frame = Frame(
+        positions=positions.reshape(-1, 3),
+        offsets=np.arange(objects + 1, dtype=np.int64) * nv,
+        attributes={"curvature": np.repeat((1.0 / radius).astype(np.float32), nv)},
+        object_attributes={"volume": (4.0 / 3.0 * np.pi * radius**3).astype(np.float32)},
+        links=(faces[None] + (np.arange(objects) * nv)[:, None, None]).reshape(-1, 3),
+        link_offsets=np.arange(objects + 1, dtype=np.int64) * nf,
+    )
+
+    def write(path: str) -> None:
+        writer: Any = getattr(zv, "write_mesh")  # noqa: B009 (may not exist yet)
+        writer(
+            path,
+            frame.positions,
+            frame.links,
+            vertex_objects=frame.vertex_object,
+            chunk_shape=MESH_CHUNK,
+            bin_shape=MESH_BIN,
+            attributes=frame.attributes,
+            object_attributes=frame.object_attributes,
+        )
+
+    return ObjectSet(
+        "mesh",
+        f"{objects} x {_count_label(nf)} tri",
+        frame,
+        write,
+        links_name="faces",
+        layout=f"chunks {MESH_CHUNK:g} mm, bins {MESH_BIN:g} mm",
+    )
+
+
+def make_skeletons(objects: int, nodes: int, seed: int) -> ObjectSet:
+    """Random trees: branching random walks of 1 mm steps, ``nodes`` nodes each.
+
+    Node ``i > 0`` of every tree continues from node ``i - 1`` with probability 0.95 and
+    otherwise branches off a uniformly chosen earlier node; its direction is its parent's
+    plus normal noise of 0.4.
+
+    Parameters
+    ----------
+    objects
+        Number of trees.
+    nodes
+        Nodes per tree (node 0 is the root).
+    seed
+        Seed of :func:`numpy.random.default_rng`.
+
+    Returns
+    -------
+    ObjectSet
+        Float32 vertices, ``[child, parent]`` edges (global rows), vertex attribute
+        ``radius`` and object attribute ``cell_type``.
+    """
+    rng = np.random.default_rng([seed, 3])
+    pos = np.empty((objects, nodes, 3), dtype=np.float64)
+    dirs = np.empty((objects, nodes, 3), dtype=np.float64)
+    parent = np.empty((objects, nodes), dtype=np.int64)
+    parent[:, 0] = -1
+    pos[:, 0] = rng.uniform(20.0, SIDE - 20.0, size=(objects, 3))
+    dirs[:, 0] = _unit(rng, objects)
+    every = np.arange(objects)
+    for i in range(1, nodes):
+        branch = rng.random(objects) < 0.05
+        par = np.where(branch, rng.integers(0, i, size=objects), i - 1)
+        parent[:, i] = par
+        p, d = _walk_step(rng, pos[every, par].copy(), dirs[every, par].copy(), 0.4)
+        pos[:, i], dirs[:, i] = p, d
+    base = (np.arange(objects) * nodes)[:, None]
+    child = np.arange(1, nodes)[None, :] + base
+    edges = np.stack([child.ravel(), (parent[:, 1:] + base).ravel()], axis=1)
+    frame = Frame(
+        positions=pos.reshape(-1, 3).astype(np.float32),
+        offsets=np.arange(objects + 1, dtype=np.int64) * nodes,
+        attributes={"radius": rng.uniform(0.1, 2.0, size=objects * nodes).astype(np.float32)},
+        object_attributes={"cell_type": rng.integers(0, 5, size=objects).astype(np.int32)},
+        links=edges.astype(np.int64),
+        link_offsets=np.arange(objects + 1, dtype=np.int64) * (nodes - 1),
+    )
+    parents = (parent + np.where(parent >= 0, base, 0)).ravel()
+
+    def write(path: str) -> None:
+        writer: Any = getattr(zv, "write_skeletons")  # noqa: B009 (may not exist yet)
+        writer(
+            path,
+            frame.positions,
+            parents=parents,
+            vertex_objects=frame.vertex_object,
+            chunk_shape=SKELETON_CHUNK,
+            bin_shape=SKELETON_BIN,
+            attributes=frame.attributes,
+            object_attributes=frame.object_attributes,
+        )
+
+    return ObjectSet(
+        "skeletons",
+        f"{objects} x {_count_label(nodes)}",
+        frame,
+        write,
+        links_name="edges",
+        layout=f"chunks {SKELETON_CHUNK:g} mm, bins {SKELETON_BIN:g} mm",
+    )
+
+
+def _count_label(n: int) -> str:
+    text = str(n)
+    if n >= 10_000 and text.strip("0") == "1":
+        return f"1e{len(text) - 1}"
+    return f"{n:,}"
+
+
+def make_boxes(fraction: float, count: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Cubes of ``fraction`` of the cube's volume at random places inside it (half-open)."""
+    side = SIDE * fraction ** (1.0 / 3.0)
+    rng = np.random.default_rng([seed, 4, round(fraction * 1e6)])
+    corners = rng.uniform(0.0, SIDE - side, size=(count, 3))
+    return [(lo, lo + side) for lo in corners]
+
+
+# -- checks ----------------------------------------------------------------------------------
+def same_objects(result: zv.QueryResult, expected: Gathered, links_name: str) -> bool:
+    """Whether a result holds exactly the expected objects, in the same order.
+
+    Parameters
+    ----------
+    result
+        A read, a read by id or a whole-object query.
+    expected
+        The numpy answer (:meth:`Frame.gather` of the expected ids).
+    links_name
+        ``"faces"``, ``"edges"`` or ``""``.
+
+    Returns
+    -------
+    bool
+        True when ids, offsets, vertices (bit for bit, float32), every vertex and object
+        attribute, and the faces or edges all agree.
+    """
+    if result.object_ids is None or result.offsets is None:
+        return False
+    if not np.array_equal(np.asarray(result.object_ids, dtype=np.int64), expected.object_ids):
+        return False
+    if not np.array_equal(result.offsets, expected.offsets):
+        return False
+    if result.positions.dtype != expected.positions.dtype:
+        return False
+    if not np.array_equal(result.positions, expected.positions):
+        return False
+    for name, values in expected.attributes.items():
+        got = result.attributes.get(name)
+        if got is None or got.dtype != values.dtype or not np.array_equal(got, values):
+            return False
+    for name, values in expected.object_attributes.items():
+        got = result.object_attributes.get(name)
+        if got is None or not np.array_equal(got, values):
+            return False
+    if links_name and expected.links is not None:
+        got = getattr(result, links_name)
+        return got is not None and _same_links(got, expected.links, links_name)
+    return True
+
+
+def _same_links(got: np.ndarray, expected: np.ndarray, links_name: str) -> bool:
+    """Same faces (rotation of a face's winding allowed) or edges, as multisets of rows."""
+    if got.shape != expected.shape:
+        return False
+    if links_name == "faces":  # canonical rotation: smallest vertex first, winding kept
+        got, expected = _rotate_faces(got), _rotate_faces(expected)
+    return bool(
+        np.array_equal(got[np.lexsort(got.T[::-1])], expected[np.lexsort(expected.T[::-1])])
+    )
+
+
+def _rotate_faces(faces: np.ndarray) -> np.ndarray:
+    first = np.argmin(faces, axis=1)
+    cols = (first[:, None] + np.arange(faces.shape[1])[None, :]) % faces.shape[1]
+    return np.take_along_axis(faces, cols, axis=1)
+
+
+def same_id_set(result: zv.QueryResult, frame: Frame, expected_ids: np.ndarray, links: str) -> bool:
+    """A box query's check: the expected id set, each object whole and exact."""
+    if result.object_ids is None:
+        return False
+    ids = np.asarray(result.object_ids, dtype=np.int64)
+    if not np.array_equal(np.sort(ids), expected_ids):
+        return False
+    return same_objects(result, frame.gather(ids), links)
+
+
+# -- timing ----------------------------------------------------------------------------------
+def repeat_within(func: Callable[[], T], repeat: int, budget: float) -> tuple[list[float], T]:
+    """Run ``func`` up to ``repeat`` times, stopping early once ``budget`` seconds would be
+    exceeded by one more run (it always runs once).
+
+    Returns
+    -------
+    tuple of (list of float, object)
+        Every run's seconds and the last value.
+    """
+    times: list[float] = []
+    while True:
+        seconds, value = timed(func)
+        times.append(seconds)
+        if len(times) >= repeat or sum(times) + seconds > budget:
+            return times, value
+
+
+def _runs(times: list[float], asked: int) -> str:
+    return f"median of {len(times)}" + ("" if len(times) >= asked else f" (of {asked}: budget)")
+
+
+@dataclass
+class _Context:
+    data: ObjectSet
+    store: str
+    npy: str
+    repeat: int
+    seed: int
+    rows: list[Row] = field(default_factory=list)
+
+    def row(self, case: str, ours: float | None, floor: float | None, unit: str, **kw: Any) -> Row:
+        row = Row(
+            f"{self.data.kind} {case}",
+            self.data.n_vertices,
+            ours,
+            floor,
+            unit,
+            label=self.data.label,
+            **kw,
+        )
+        self.rows.append(row)
+        return row
+
+
+def _bench_write(data: ObjectSet, repeat: int, seed: int, tmp: str) -> _Context:
+    """Write ``repeat`` times (within the budget) beside ``np.save``; keep the last pair."""
+    ours: list[float] = []
+    floor: list[float] = []
+    store = npy = ""
+    while True:
+        i = len(ours)
+        new_store, new_npy = os.path.join(tmp, f"store-{i}.zv"), os.path.join(tmp, f"npy-{i}")
+        os.mkdir(new_npy)
+        ours.append(timed(partial(data.write, new_store))[0])
+        floor.append(timed(partial(data.frame.save, new_npy))[0])
+        if store:
+            shutil.rmtree(store)
+            shutil.rmtree(npy)
+        store, npy = new_store, new_npy
+        if len(ours) >= repeat or sum(ours) + ours[-1] > WRITE_BUDGET:
+            break
+    ctx = _Context(data, store, npy, repeat, seed)
+    t_ours, t_floor = median(ours), median(floor)
+    mv = data.n_vertices / 1e6
+    limit_n, limit_s = STREAMLINE_WRITE_TARGET
+    has_target = data.kind == "streamlines" and data.n_vertices == limit_n
+    ctx.row(
+        "write",
+        t_ours,
+        t_floor,
+        "s",
+        target=f"< {limit_s} s" if has_target else "",
+        passed=(t_ours < limit_s) if has_target else None,
+        detail=(
+            f"{mv / t_ours:.2f} vs {mv / t_floor:.1f} M vertices/s; {_runs(ours, repeat)}; "
+            f"{data.layout}"
+        ),
+        extra={"ours_all": ours, "floor_all": floor},
+    )
+    store_bytes, store_files = tree_size(store)
+    npy_bytes, npy_files = tree_size(npy)
+    ctx.row(
+        "size on disk",
+        store_bytes,
+        npy_bytes,
+        "B",
+        detail=f"{store_bytes:,} B in {store_files} files vs {npy_bytes:,} B in {npy_files} .npy",
+        extra={"store_files": store_files, "npy_files": npy_files},
+    )
+    return ctx
+
+
+def _bench_read_all(ctx: _Context) -> None:
+    data = ctx.data
+    ours, result = repeat_within(lambda: zv.open(ctx.store).read(), ctx.repeat, WRITE_BUDGET)
+    ok = same_objects(result, data.frame.gather(np.arange(data.frame.n_objects)), data.links_name)
+    del result
+    floor, _ = repeat_within(lambda: Frame.load(ctx.npy), ctx.repeat, WRITE_BUDGET)
+    mv = data.n_vertices / 1e6
+    ctx.row(
+        "read all",
+        median(ours),
+        median(floor),
+        "s",
+        ok=ok,
+        detail=(
+            f"zv.open(path).read() vs np.load of every array; {_runs(ours, ctx.repeat)}; "
+            f"{mv / median(ours):.2f} M vertices/s"
+        ),
+        extra={"ours_all": ours, "floor_all": floor},
+    )
+
+
+def _bench_boxes(ctx: _Context, fraction: float, boxes: int, targeted: bool) -> None:
+    """Cold and warm box queries (medians over the boxes), checked against brute force."""
+    data, frame = ctx.data, ctx.data.frame
+    per_box: list[dict[str, Any]] = []
+    began = time.perf_counter()
+    for box in make_boxes(fraction, boxes, ctx.seed):
+        expected = frame.owners(box)
+        t_open, store = timed(partial(zv.open, ctx.store))
+        t_first, result = timed(partial(store.query, box))
+        ok = same_id_set(result, frame, expected, data.links_name)
+        del result
+        warm, result = repeat_within(partial(store.query, box), ctx.repeat, WARM_BUDGET)
+        ok = ok and same_id_set(result, frame, expected, data.links_name)
+        del result
+        floor, _ = repeat_within(partial(frame.query, box), ctx.repeat, WARM_BUDGET)
+        ids_only, _ = repeat_within(partial(frame.owners, box), ctx.repeat, WARM_BUDGET)
+        t_load, loaded = timed(partial(Frame.load, ctx.npy))
+        t_filter, _ = timed(partial(loaded.query, box))
+        per_box.append(
+            {
+                "open": t_open,
+                "cold": t_open + t_first,
+                "warm": median(warm),
+                "warm_runs": len(warm),
+                "floor": median(floor),
+                "ids_only": median(ids_only),
+                "load": t_load,
+                "cold_floor": t_load + t_filter,
+                "objects": int(expected.shape[0]),
+                "ok": ok,
+            }
+        )
+        if time.perf_counter() - began > BOX_BUDGET:
+            break
+
+    def med(key: str) -> float:
+        return median([m[key] for m in per_box])
+
+    ok = all(m["ok"] for m in per_box)
+    label = f"{fraction:.0%}"
+    done = f"{len(per_box)} boxes" + ("" if len(per_box) == boxes else f" (of {boxes}: budget)")
+    ctx.row(
+        f"query {label} cold",
+        med("cold"),
+        med("cold_floor"),
+        "s",
+        ok=ok,
+        detail=(
+            f"zv.open {format_seconds(med('open'))} + first query; median over {done}; worst "
+            f"{format_seconds(max(m['cold'] for m in per_box))}; floor = np.load "
+            f"{format_seconds(med('load'))} + filter"
+        ),
+        extra={"per_box": per_box},
+    )
+    limit = STREAMLINE_QUERY_TARGET[2]
+    runs = min(m["warm_runs"] for m in per_box)
+    ctx.row(
+        f"query {label} warm",
+        med("warm"),
+        med("floor"),
+        "s",
+        ok=ok,
+        target=f"< {limit * 1e3:.0f} ms" if targeted else "",
+        passed=(med("warm") < limit) if targeted else None,
+        detail=(
+            f"median of {runs}+ repeats, over {done}; worst "
+            f"{format_seconds(max(m['warm'] for m in per_box))}; ~{int(med('objects')):,} "
+            f"objects/box; floor ids only {format_seconds(med('ids_only'))}"
+        ),
+    )
+
+
+def _bench_by_id(ctx: _Context, count: int, sets: int, limit: float | None) -> None:
+    """Read ``count`` random objects by id: cold (in detail) and warm, beside slicing."""
+    data, frame = ctx.data, ctx.data.frame
+    rng = np.random.default_rng([ctx.seed, 5, count])
+    per_set: list[dict[str, Any]] = []
+    for _ in range(sets):
+        ids = rng.choice(frame.n_objects, size=count, replace=False).astype(np.int64)
+        expected = frame.gather(ids)
+        t_open, store = timed(partial(zv.open, ctx.store))
+        t_first, result = timed(partial(store.read_objects, ids))
+        ok = same_objects(result, expected, data.links_name)
+        warm, result = repeat_within(partial(store.read_objects, ids), ctx.repeat, WARM_BUDGET)
+        ok = ok and same_objects(result, expected, data.links_name)
+        floor, _ = repeat_within(partial(frame.gather, ids), ctx.repeat, WARM_BUDGET)
+        per_set.append(
+            {"cold": t_open + t_first, "warm": median(warm), "floor": median(floor), "ok": ok}
+        )
+    warm_t = median([m["warm"] for m in per_set])
+    noun = "object" if count == 1 else "objects"
+    ctx.row(
+        f"{count} {noun} by id",
+        warm_t,
+        median([m["floor"] for m in per_set]),
+        "s",
+        ok=all(m["ok"] for m in per_set),
+        target="" if limit is None else f"< {limit * 1e3:.0f} ms",
+        passed=None if limit is None else warm_t < limit,
+        detail=(
+            f"warm, median over {sets} random id sets; cold (zv.open + first read) "
+            f"{format_seconds(median([m['cold'] for m in per_set]))}; worst warm "
+            f"{format_seconds(max(m['warm'] for m in per_set))}; floor = slicing in memory"
+        ),
+        extra={"per_set": per_set},
+    )
+
+
+# -- the cases -------------------------------------------------------------------------------
+def _writer_available(name: str) -> bool:
+    return callable(getattr(zv, name, None))
+
+
+def warm_up(tmp: str) -> None:
+    """Write, read, query and read by id tiny streamline (and, when available, mesh and
+    skeleton) stores, so numba's kernels are compiled or loaded before any timing."""
+    makers: list[tuple[str, Callable[[], ObjectSet]]] = [
+        ("write_polylines", lambda: make_streamlines(50, 20, 12345)),
+        ("write_mesh", lambda: make_mesh(4, 200, 12345)),
+        ("write_skeletons", lambda: make_skeletons(4, 50, 12345)),
+    ]
+    for name, make in makers:
+        if not _writer_available(name):
+            continue
+        data = make()
+        path = os.path.join(tmp, f"warm-up-{data.kind}.zv")
+        data.write(path)
+        store = zv.open(path)
+        store.read()
+        store.read_objects([0, 1])
+        store.query(make_boxes(0.25, 1, 12345)[0])
+        shutil.rmtree(path)
+
+
+def _skip_row(kind: str, label: str, writer: str, n: int) -> Row:
+    return Row(
+        f"{kind} (skipped)",
+        n,
+        None,
+        None,
+        "s",
+        detail=f"zv.{writer} is not available in this version of zarr_vectors",
+        label=label,
+    )
+
+
+def _run_streamlines(
+    count: int, length: int, seed: int, repeat: int, boxes: int, tmp: str
+) -> list[Row]:
+    log(f"streamlines {count:,} x {length}: make")
+    data = make_streamlines(count, length, seed)
+    log(f"streamlines {count:,} x {length}: write")
+    ctx = _bench_write(data, repeat, seed, tmp)
+    log(f"streamlines {count:,} x {length}: read all")
+    _bench_read_all(ctx)
+    for fraction in _FRACTIONS:
+        log(f"streamlines {count:,} x {length}: boxes of {fraction:.0%}")
+        n_t, frac_t, _ = STREAMLINE_QUERY_TARGET
+        _bench_boxes(ctx, fraction, boxes, targeted=count == n_t and fraction == frac_t)
+    log(f"streamlines {count:,} x {length}: 100 by id")
+    by_id, limit = STREAMLINE_BY_ID_TARGET
+    _bench_by_id(ctx, min(by_id, count), boxes, limit if count >= by_id else None)
+    return ctx.rows
+
+
+def _run_mesh(
+    objects: int, triangles: int, seed: int, repeat: int, boxes: int, tmp: str, full: bool
+) -> list[Row]:
+    data = make_mesh(objects, triangles, seed)
+    if not _writer_available("write_mesh"):
+        return [_skip_row("mesh", data.label, "write_mesh", data.n_vertices)]
+    log(f"mesh {data.label}: write")
+    ctx = _bench_write(data, repeat, seed, tmp)
+    log(f"mesh {data.label}: 1 by id")
+    count, limit = MESH_BY_ID_TARGET
+    _bench_by_id(ctx, count, boxes, limit if full else None)
+    log(f"mesh {data.label}: boxes of 1%")
+    _bench_boxes(ctx, 0.01, boxes, targeted=False)
+    return ctx.rows
+
+
+def _run_skeletons(
+    objects: int, nodes: int, seed: int, repeat: int, boxes: int, tmp: str
+) -> list[Row]:
+    data = make_skeletons(objects, nodes, seed)
+    if not _writer_available("write_skeletons"):
+        return [_skip_row("skeletons", data.label, "write_skeletons", data.n_vertices)]
+    log(f"skeletons {data.label}: write")
+    ctx = _bench_write(data, repeat, seed, tmp)
+    log(f"skeletons {data.label}: read all")
+    _bench_read_all(ctx)
+    log(f"skeletons {data.label}: 10 by id")
+    _bench_by_id(ctx, min(10, objects), boxes, None)
+    log(f"skeletons {data.label}: boxes of 1%")
+    _bench_boxes(ctx, 0.01, boxes, targeted=False)
+    return ctx.rows
+
+
+def run_objects(sizes: Sizes, *, seed: int, repeat: int, boxes: int, tmp: str) -> list[Row]:
+    """Every object case.
+
+    Parameters
+    ----------
+    sizes
+        :data:`DEFAULT_SIZES` or :data:`QUICK_SIZES`.
+    seed
+        Seed of the data, the boxes and the id sets.
+    repeat
+        Repeats of each write, full read and warm query (stopped early by time budgets).
+    boxes
+        Boxes per volume fraction, and random id sets per read-by-id case.
+    tmp
+        A scratch directory (the caller deletes it).
+
+    Returns
+    -------
+    list of Row
+        The streamline, mesh and skeleton rows (a ``(skipped)`` row for a missing writer).
+    """
+    log("objects: warm-up")
+    warm_up(tmp)
+    rows: list[Row] = []
+    for count, length in sizes.streamlines:
+        with tempfile.TemporaryDirectory(dir=tmp) as scratch:
+            rows += _run_streamlines(count, length, seed, repeat, boxes, scratch)
+    with tempfile.TemporaryDirectory(dir=tmp) as scratch:
+        full = sizes.mesh == DEFAULT_SIZES.mesh
+        rows += _run_mesh(*sizes.mesh, seed, repeat, boxes, scratch, full)
+    with tempfile.TemporaryDirectory(dir=tmp) as scratch:
+        rows += _run_skeletons(*sizes.skeletons, seed, repeat, boxes, scratch)
+    return rows
+
+
+# -- profiling -------------------------------------------------------------------------------
+_PROFILES = ("write", "query", "by-id", "read", "mesh-by-id", "mesh-write", "skeleton-write")
+
+
+def _profile(case: str, quick: bool, seed: int, top: int, repeat: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="zv-bench-prof-", dir="/tmp") as tmp:
+        warm_up(tmp)
+        if case.startswith("mesh"):
+            objects, triangles = (QUICK_SIZES if quick else DEFAULT_SIZES).mesh
+            data = make_mesh(objects, triangles, seed)
+        elif case.startswith("skeleton"):
+            data = make_skeletons(*(QUICK_SIZES if quick else DEFAULT_SIZES).skeletons, seed)
+        else:
+            data = make_streamlines(*(QUICK_SIZES if quick else DEFAULT_SIZES).streamlines[0], seed)
+        path = os.path.join(tmp, "store.zv")
+        data.write(path)
+        store = zv.open(path)
+        box = make_boxes(0.01, 1, seed)[0]
+        ids = np.random.default_rng([seed, 5, 100]).choice(data.frame.n_objects, 100, False)
+        calls: dict[str, Callable[[], object]] = {
+            "query": lambda: store.query(box),
+            "by-id": lambda: store.read_objects(ids),
+            "read": store.read,
+            "mesh-by-id": lambda: store.read_objects(ids[:1]),
+        }
+        if case.endswith("write"):
+            n = [0]
+
+            def call() -> object:
+                n[0] += 1
+                data.write(os.path.join(tmp, f"again-{n[0]}.zv"))
+                return None
+
+        else:
+            call = calls[case]
+            call()  # warm
+        profiler = cProfile.Profile()
+        began = time.perf_counter()
+        profiler.enable()
+        for _ in range(repeat):
+            call()
+        profiler.disable()
+        each = (time.perf_counter() - began) / repeat
+        print(
+            f"{case} on {data.kind} {data.label}: {format_seconds(each)} per call "
+            f"(under the profiler), {repeat} calls"
+        )
+        stats = pstats.Stats(profiler, stream=sys.stdout)
+        stats.sort_stats("tottime").print_stats(top)
+        stats.sort_stats("cumulative").print_stats(top)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.objects --profile CASE``: profile one object case.
+
+    Cases: ``write``, ``query`` (1% box, warm), ``by-id`` (100 ids, warm), ``read`` (all)
+    on the 10,000-streamline set; ``mesh-by-id`` and ``mesh-write`` on the mesh;
+    ``skeleton-write`` on the skeletons. Prints the :mod:`pstats` top entries by own time
+    and by cumulative time.
+
+    Parameters
+    ----------
+    argv
+        Command-line arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.objects", description="profile one object case"
+    )
+    parser.add_argument("--profile", choices=_PROFILES, required=True)
+    parser.add_argument("--quick", action="store_true", help="the --quick sizes")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--top", type=int, default=25, help="entries to print (default 25)")
+    parser.add_argument("--repeat", type=int, default=5, help="profiled calls (default 5)")
+    args = parser.parse_args(argv)
+    _profile(args.profile, args.quick, args.seed, args.top, args.repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,546 @@
+"""Graphs and skeletons: vertices joined by edges, grouped into objects (spec §10.5, §10.6).
+
+Both kinds (and meshes, :mod:`zarr_vectors.geometry.meshes`) take one vertex array and an
+optional label per vertex saying which object it belongs to. :func:`group_vertices` turns
+the labels into objects: vertices are reordered so that each object's vertices are
+contiguous (stable: input order within an object, objects by ascending label), and
+:meth:`VertexGrouping.remap` moves link indices to the new order. Everything is checked
+before anything is written (spec §12.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry import _inputs as inputs
+from zarr_vectors.geometry import _object_inputs as objects
+from zarr_vectors.geometry._objects import ObjectTable, write_objects
+from zarr_vectors.geometry._pipeline import WriteOptions
+from zarr_vectors.store.io import StoreLike
+
+__all__ = [
+    "VertexGrouping",
+    "group_vertices",
+    "link_array",
+    "object_table",
+    "same_object",
+    "write_graph",
+    "write_skeletons",
+]
+
+SWC_TYPES = (0, 7)
+"""Inclusive range of ``swc_type`` values of an SWC-compatible skeleton (spec §11.5)."""
+_SWC_DTYPES = {"radius": "f", "swc_type": "iu", "swc_id": "iu"}
+"""Reserved skeleton attributes (spec §9.4) and the dtype kinds they need."""
+
+
+@dataclass(frozen=True, slots=True)
+class VertexGrouping:
+    """How input vertices become objects.
+
+    Attributes
+    ----------
+    order
+        Input index of each written vertex, or None when the input order is kept.
+    offsets
+        ``(m + 1,)`` int64: object k owns written vertices ``offsets[k]:offsets[k+1]``.
+    labels
+        ``(m,)`` the caller's label of each object, ascending, or None when no labels
+        were given (one object holding every vertex).
+    vertex_object
+        ``(n,)`` int64 object number (0..m-1) of each input vertex.
+    """
+
+    order: np.ndarray | None
+    offsets: np.ndarray
+    labels: np.ndarray | None
+    vertex_object: np.ndarray
+
+    @property
+    def n_objects(self) -> int:
+        """Number of objects, m."""
+        return int(self.offsets.shape[0] - 1)
+
+    def take(self, values: np.ndarray) -> np.ndarray:
+        """Rows of a per-vertex array in written order."""
+        return values if self.order is None else values[self.order]
+
+    def remap(self, indices: np.ndarray) -> np.ndarray:
+        """Input vertex indices to written ones; negative entries (no vertex) are kept."""
+        if self.order is None:
+            return indices
+        written = np.empty_like(self.order)
+        written[self.order] = np.arange(self.order.shape[0])
+        return np.where(indices >= 0, written[np.maximum(indices, 0)], indices)
+
+    def label(self, k: int) -> Any:
+        """The caller's label of object ``k`` (for error messages)."""
+        return k if self.labels is None else self.labels[k].item()
+
+
+def group_vertices(vertex_objects: Any, n: int) -> VertexGrouping:
+    """Objects from a label per vertex (None: one object holding all ``n`` vertices).
+
+    Raises
+    ------
+    InvalidInputError
+        When the labels are not ``n`` integers.
+    """
+    if vertex_objects is None:
+        offsets = np.asarray([0, n] if n else [0], dtype=np.int64)
+        return VertexGrouping(None, offsets, None, np.zeros(n, np.int64))
+    labels = np.asarray(vertex_objects)
+    if labels.shape != (n,) or labels.dtype.kind not in "iu":
+        raise InvalidInputError(
+            f"vertex_objects must be {n} integers (one label per vertex), "
+            f"got {labels.dtype} {labels.shape}"
+        )
+    labels = labels.astype(labels.dtype.newbyteorder("="), copy=False)
+    unique, dense, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    dense = dense.reshape(-1).astype(np.int64)
+    order = None if np.all(dense[1:] >= dense[:-1]) else np.argsort(dense, kind="stable")
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return VertexGrouping(order, offsets, unique, dense)
+
+
+def link_array(values: Any, n: int, width: int, what: str, *, root_column: int = -1) -> np.ndarray:
+    """Validate ``(e, width)`` integer vertex indices in ``0..n-1`` into int64.
+
+    Parameters
+    ----------
+    values
+        The caller's links.
+    n
+        Number of vertices.
+    width
+        Entries per link: 2 (edges) or 3 (faces).
+    what
+        Name of one link in messages (``"edge"``, ``"face"``).
+    root_column
+        A column where -1 (no vertex: a skeleton root's parent) is also allowed.
+
+    Raises
+    ------
+    InvalidInputError
+        For another shape, a non-integer dtype or an index out of range.
+    """
+    arr = np.asarray(values)
+    if arr.size == 0 and (arr.ndim == 1 or arr.shape[1:] == (width,)):
+        return np.empty((0, width), np.int64)
+    if arr.ndim != 2 or arr.shape[1] != width or arr.dtype.kind not in "iu":
+        raise InvalidInputError(
+            f"{what}s must be an integer array of shape (count, {width}), "
+            f"got {arr.dtype} {arr.shape}"
+        )
+    low = np.zeros(arr.shape[1], dtype=np.int64)
+    if root_column >= 0:
+        low[root_column] = -1
+    bad = arr >= n if arr.dtype.kind == "u" else (arr < low) | (arr >= n)
+    if bad.any():
+        row, col = (int(i[0]) for i in np.nonzero(bad))
+        allowed = " (-1 only for a root's parent)" if root_column >= 0 else ""
+        raise InvalidInputError(
+            f"{what} {row} refers to vertex {arr[row, col]}, outside 0..{n - 1}{allowed}"
+        )
+    return arr.astype(np.int64)
+
+
+def same_object(links: np.ndarray, grouping: VertexGrouping, what: str) -> None:
+    """Raise unless all vertices of every link belong to one object (spec §10.3)."""
+    owner = grouping.vertex_object[np.maximum(links, 0)]
+    bad = np.any((owner != owner[:, :1]) & (links >= 0), axis=1)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        names = [grouping.label(int(k)) for k in owner[row]]
+        raise InvalidInputError(
+            f"{what} {row} {links[row].tolist()} joins vertices of different objects "
+            f"(vertex_objects {names}); links must stay inside one object"
+        )
+
+
+def _first_duplicate(keys: np.ndarray) -> tuple[int, int] | None:
+    """Positions of two equal rows of ``keys``, or None when all rows differ."""
+    if keys.shape[0] < 2:
+        return None
+    order = np.lexsort(keys.T[::-1])
+    ordered = keys[order]
+    same = np.all(ordered[1:] == ordered[:-1], axis=1)
+    if not same.any():
+        return None
+    k = int(np.argmax(same))
+    first, second = sorted((int(order[k]), int(order[k + 1])))
+    return first, second
+
+
+def graph_edges(edges: Any, grouping: VertexGrouping, directed: bool) -> np.ndarray:
+    """Validate graph edges (spec §10.5): in range, no self-loop, one object, no duplicate.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the first offending edge.
+    """
+    n = grouping.vertex_object.shape[0]
+    links = link_array(edges, n, 2, "edge")
+    loops = np.flatnonzero(links[:, 0] == links[:, 1])
+    if loops.shape[0]:
+        row = int(loops[0])
+        raise InvalidInputError(f"edge {row} {links[row].tolist()} is a self-loop")
+    same_object(links, grouping, "edge")
+    keys = links if directed else np.sort(links, axis=1)
+    duplicate = _first_duplicate(keys)
+    if duplicate is not None:
+        a, b = duplicate
+        kind = "ordered pair" if directed else "edge (in either direction)"
+        raise InvalidInputError(
+            f"edges {a} {links[a].tolist()} and {b} {links[b].tolist()} repeat the same {kind}"
+        )
+    return links
+
+
+def _object_ids(values: Any, grouping: VertexGrouping) -> np.ndarray | None:
+    m = grouping.n_objects
+    if values is None and grouping.labels is not None:
+        values = grouping.labels
+    return objects.object_ids(values, m)
+
+
+def object_table(
+    kind: str,
+    positions: np.ndarray,
+    grouping: VertexGrouping,
+    links: np.ndarray,
+    columns: dict[str, np.ndarray],
+    *,
+    object_ids: Any,
+    object_attributes: Mapping[str, Any] | None,
+    groups: Mapping[Any, Sequence[int]] | None,
+    group_attributes: Mapping[str, Any] | None,
+    root_extra: dict[str, Any],
+) -> ObjectTable:
+    """The :class:`ObjectTable` of validated input given in input vertex order.
+
+    ``links`` and ``columns`` index input vertices; they are moved to the written order.
+    Object ids are ``object_ids`` if given, else the labels of ``grouping``.
+    """
+    m = grouping.n_objects
+    ids = _object_ids(object_ids, grouping)
+    return ObjectTable(
+        kind=kind,
+        positions=grouping.take(positions),
+        offsets=grouping.offsets,
+        links=grouping.remap(links),
+        vertex_attributes={name: grouping.take(values) for name, values in columns.items()},
+        object_attributes=objects.object_attributes(object_attributes, m),
+        object_ids=ids,
+        groups=objects.parse_groups(groups, group_attributes, ids, m),
+        root_extra=root_extra,
+    )
+
+
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidInputError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def write_graph(
+    store: StoreLike,
+    positions: Any,
+    edges: Any,
+    *,
+    directed: bool = False,
+    object_ids: Any = None,
+    vertex_objects: Any = None,
+    chunk_shape: float | Sequence[float] | None = None,
+    bin_shape: float | Sequence[float] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    object_attributes: Mapping[str, Any] | None = None,
+    groups: Mapping[Any, Sequence[int]] | None = None,
+    group_attributes: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    options: WriteOptions | None = None,
+) -> None:
+    """Write a graph store (spec §10.5): vertices, edges, and objects (components).
+
+    Parameters
+    ----------
+    store
+        Destination (a path, a ``.zip`` path, a URL or a zarr store).
+    positions
+        ``(n, D)`` vertex coordinates, D = 2, 3 or 4.
+    edges
+        ``(e, 2)`` integer indices into ``positions``: ``[u, v]``, or ``[source, target]``
+        when ``directed``. No self-loops; both ends in the same object; no edge twice
+        (undirected: ``[u, v]`` and ``[v, u]`` are the same edge; directed: the reverse
+        pair is a different edge).
+    directed
+        Whether edges are ordered pairs (root key ``is_directed``).
+    object_ids
+        The id of each object, in ascending label order (distinct integers). Default:
+        the labels of ``vertex_objects``, or 0 for the single object.
+    vertex_objects
+        ``(n,)`` integer label per vertex naming its object. Default: one object holding
+        every vertex. Each object's vertices are stored contiguously, in input order,
+        objects in ascending label order; reads return them in that order.
+    chunk_shape, bin_shape
+        As :func:`zarr_vectors.write_points`.
+    attributes
+        Per-vertex columns (one row per vertex, in input order).
+    object_attributes
+        Per-object columns (one row per object, in ascending label order).
+    groups
+        ``{name_or_id: [object ids]}``.
+    group_attributes
+        Per-group columns (one row per group, in the order of ``groups``).
+    overwrite
+        Replace an existing store.
+    options
+        Less common settings.
+
+    Raises
+    ------
+    InvalidInputError
+        For malformed input, before anything is written.
+
+    Notes
+    -----
+    Root keys: ``is_directed`` and ``is_tree: false`` (trees are not detected).
+    """
+    is_directed = _flag(directed, "directed")
+    vertices = inputs.positions(positions)
+    n = vertices.shape[0]
+    grouping = group_vertices(vertex_objects, n)
+    links = graph_edges(edges, grouping, is_directed)
+    table = object_table(
+        "graph",
+        vertices,
+        grouping,
+        links,
+        objects.vertex_attributes(attributes, n),
+        object_ids=object_ids,
+        object_attributes=object_attributes,
+        groups=groups,
+        group_attributes=group_attributes,
+        root_extra={"is_directed": is_directed, "is_tree": False},
+    )
+    write_objects(
+        store,
+        table,
+        chunk_shape=chunk_shape,
+        bin_shape=bin_shape,
+        overwrite=overwrite,
+        options=options,
+    )
+
+
+# -- skeletons ------------------------------------------------------------------------------
+
+
+def parent_array(parents: Any, edges: Any, n: int) -> np.ndarray:
+    """``(n,)`` int64 parent of each vertex (-1 for a root) from either input form.
+
+    Raises
+    ------
+    InvalidInputError
+        Unless exactly one form is given and it is well formed.
+    """
+    if (parents is None) == (edges is None):
+        raise InvalidInputError("give exactly one of parents= or edges=")
+    if parents is not None:
+        arr = np.asarray(parents)
+        if arr.shape != (n,) or (n and arr.dtype.kind not in "iu"):
+            raise InvalidInputError(
+                f"parents must be {n} integers (-1 for a root), got {arr.dtype} {arr.shape}"
+            )
+        return link_array(arr.reshape(n, 1), n, 1, "parent of vertex", root_column=0).reshape(n)
+    pairs = link_array(edges, n, 2, "edge", root_column=1)
+    duplicate = _first_duplicate(pairs[:, :1])
+    if duplicate is not None:
+        a, b = duplicate
+        raise InvalidInputError(
+            f"vertex {pairs[a, 0]} has two parents (edges {a} and {b}); "
+            "skeleton edges are [child, parent] and each vertex has at most one parent"
+        )
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[pairs[:, 0]] = pairs[:, 1]
+    return parent
+
+
+def check_forest(parent: np.ndarray, grouping: VertexGrouping) -> None:
+    """Raise unless every object is a tree with exactly one root (spec §10.6).
+
+    Cycles are found by pointer doubling: after ``2**k >= n`` jumps every vertex has
+    reached its root, or stands on the cycle it runs into.
+    """
+    n = parent.shape[0]
+    loops = np.flatnonzero(parent == np.arange(n))
+    if loops.shape[0]:
+        raise InvalidInputError(f"vertex {int(loops[0])} is its own parent")
+    same_object(np.stack([np.arange(n), parent], axis=1), grouping, "parent link of vertex")
+    root = parent < 0
+    roots = np.bincount(grouping.vertex_object[root], minlength=grouping.n_objects)
+    many = np.flatnonzero(roots > 1)
+    if many.shape[0]:
+        k = int(many[0])
+        found = np.flatnonzero(root & (grouping.vertex_object == k))[:5].tolist()
+        raise InvalidInputError(
+            f"object {grouping.label(k)} has {int(roots[k])} roots (vertices {found}...); "
+            "a skeleton has exactly one root per object"
+        )
+    _check_acyclic(parent, root)
+
+
+def _check_acyclic(parent: np.ndarray, root: np.ndarray) -> None:
+    n = parent.shape[0]
+    jump = np.where(root, np.arange(n), parent)
+    steps = 1
+    while steps < n:
+        jump = jump[jump]
+        steps *= 2
+    stuck = np.flatnonzero(~root[jump])
+    if stuck.shape[0]:
+        on_cycle = int(jump[stuck[0]])
+        raise InvalidInputError(
+            f"the parent links contain a cycle through vertex {on_cycle} "
+            f"(parent {int(parent[on_cycle])}); each object must be a tree"
+        )
+
+
+def skeleton_columns(
+    attributes: Mapping[str, Any] | None, radius: Any, swc_type: Any, n: int
+) -> dict[str, np.ndarray]:
+    """Per-vertex columns with the reserved ``radius`` and ``swc_type`` (spec §9.4).
+
+    Integer radii become float64. ``swc_type`` and ``swc_id`` must be integers.
+    """
+    columns = objects.vertex_attributes(attributes, n)
+    for name, values in (("radius", radius), ("swc_type", swc_type)):
+        if values is None:
+            continue
+        if name in columns:
+            raise InvalidInputError(f"{name} is given both as {name}= and in attributes")
+        columns[name] = inputs.column(name, values, n)
+    if "radius" in columns and columns["radius"].dtype.kind in "iu":
+        columns["radius"] = columns["radius"].astype(np.float64)
+    for name, kinds in _SWC_DTYPES.items():
+        if name in columns and (columns[name].dtype.kind not in kinds or columns[name].ndim != 1):
+            wanted = "floats" if kinds == "f" else "integers"
+            raise InvalidInputError(
+                f"the reserved skeleton attribute {name!r} must be {n} {wanted}, "
+                f"got {columns[name].dtype} {columns[name].shape}"
+            )
+    return columns
+
+
+def swc_compatible(columns: Mapping[str, np.ndarray]) -> bool:
+    """True when ``radius`` and ``swc_type`` are present and valid SWC values (spec §11.5)."""
+    if "radius" not in columns or "swc_type" not in columns:
+        return False
+    radius, types = columns["radius"], columns["swc_type"]
+    valid_radius = bool(np.all(np.isfinite(radius) & (radius >= 0)))
+    valid_types = bool(np.all((types >= SWC_TYPES[0]) & (types <= SWC_TYPES[1])))
+    return valid_radius and valid_types
+
+
+def write_skeletons(
+    store: StoreLike,
+    positions: Any,
+    *,
+    parents: Any = None,
+    edges: Any = None,
+    vertex_objects: Any = None,
+    object_ids: Any = None,
+    radius: Any = None,
+    swc_type: Any = None,
+    chunk_shape: float | Sequence[float] | None = None,
+    bin_shape: float | Sequence[float] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    object_attributes: Mapping[str, Any] | None = None,
+    groups: Mapping[Any, Sequence[int]] | None = None,
+    group_attributes: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    options: WriteOptions | None = None,
+) -> None:
+    """Write a skeleton store (spec §10.6): rooted trees, one per object.
+
+    Parameters
+    ----------
+    store
+        Destination (a path, a ``.zip`` path, a URL or a zarr store).
+    positions
+        ``(n, D)`` vertex (node) coordinates, D = 2, 3 or 4.
+    parents
+        ``(n,)`` integers, SWC style: ``parents[i]`` is the index of vertex i's parent,
+        -1 for a root. Give this or ``edges``.
+    edges
+        ``(e, 2)`` integer ``[child, parent]`` pairs; each vertex is a child at most once
+        and vertices that are never a child are roots (``[child, -1]`` rows are allowed).
+    vertex_objects
+        ``(n,)`` integer label per vertex naming its skeleton. Default: one skeleton.
+        Each object's vertices are stored contiguously, in input order, objects in
+        ascending label order. Every object must be a tree with exactly one root, and
+        a vertex's parent must be in its object.
+    object_ids
+        The id of each object, in ascending label order. Default: the labels.
+    radius
+        ``(n,)`` node radii (floats): the reserved attribute ``radius``.
+    swc_type
+        ``(n,)`` integer SWC structure types: the reserved attribute ``swc_type``.
+    chunk_shape, bin_shape
+        As :func:`zarr_vectors.write_points`.
+    attributes
+        Per-vertex columns (``swc_id``, if given, must be integers).
+    object_attributes
+        Per-object columns (one row per object, in ascending label order).
+    groups
+        ``{name_or_id: [object ids]}``.
+    group_attributes
+        Per-group columns (one row per group, in the order of ``groups``).
+    overwrite
+        Replace an existing store.
+    options
+        Less common settings.
+
+    Raises
+    ------
+    InvalidInputError
+        For malformed input (a cycle, two roots in an object...), before anything is
+        written.
+
+    Notes
+    -----
+    Root keys: ``is_tree: true``; ``swc_compatible`` is true iff both ``radius`` (finite,
+    >= 0) and ``swc_type`` (0..7) are given.
+    """
+    vertices = inputs.positions(positions)
+    n = vertices.shape[0]
+    grouping = group_vertices(vertex_objects, n)
+    parent = parent_array(parents, edges, n)
+    check_forest(parent, grouping)
+    columns = skeleton_columns(attributes, radius, swc_type, n)
+    table = object_table(
+        "skeleton",
+        vertices,
+        grouping,
+        np.stack([np.arange(n, dtype=np.int64), parent], axis=1),
+        columns,
+        object_ids=object_ids,
+        object_attributes=object_attributes,
+        groups=groups,
+        group_attributes=group_attributes,
+        root_extra={"is_tree": True, "swc_compatible": swc_compatible(columns)},
+    )
+    write_objects(
+        store,
+        table,
+        chunk_shape=chunk_shape,
+        bin_shape=bin_shape,
+        overwrite=overwrite,
+        options=options,
+    )
