@@ -17,6 +17,10 @@ from benchmarks._measure import log
 from benchmarks._memory import measure_write_memory
 from benchmarks._startup import measure_startup
 from benchmarks._table import Row, format_table
+from benchmarks.objects import DEFAULT_SIZES as OBJECT_SIZES
+from benchmarks.objects import FOOTNOTES as OBJECT_FOOTNOTES
+from benchmarks.objects import QUICK_SIZES as QUICK_OBJECT_SIZES
+from benchmarks.objects import run_objects
 from benchmarks.points import run_points
 
 DEFAULT_SIZES = (1_000_000, 10_000_000)
@@ -51,7 +55,7 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks", description="zarr_vectors point-cloud benchmarks"
+        prog="python -m benchmarks", description="zarr_vectors point-cloud and object benchmarks"
     )
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
@@ -60,7 +64,16 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_SIZES,
         help="comma-separated point counts (default 1e6,1e7)",
     )
-    which.add_argument("--quick", action="store_true", help="smoke run with 1e5 and 1e6 points")
+    which.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 1e5 and 1e6 points, smaller object sets",
+    )
+    parser.add_argument(
+        "--objects",
+        action="store_true",
+        help="run only the objects section (streamlines, mesh, skeletons)",
+    )
     parser.add_argument(
         "--repeat",
         type=int,
@@ -77,12 +90,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _environment(args: argparse.Namespace, sizes: tuple[int, ...]) -> dict[str, Any]:
+    objects = QUICK_OBJECT_SIZES if args.quick else OBJECT_SIZES
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()}",
         "python": platform.python_version(),
         "versions": {name: version(name) for name in ("zarr-vectors", "numpy", "zarr", "numba")},
-        "sizes": list(sizes),
+        "sizes": [] if args.objects else list(sizes),
+        "objects": {
+            "streamlines": [list(s) for s in objects.streamlines],
+            "mesh": list(objects.mesh),
+            "skeletons": list(objects.skeletons),
+        },
         "repeat": args.repeat,
         "boxes": args.boxes,
         "seed": args.seed,
@@ -115,27 +134,45 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK_SIZES if args.quick else args.sizes
     if args.repeat < 1 or args.boxes < 1:
         _parser().error("--repeat and --boxes must be at least 1")
+    if args.objects and args.sizes != DEFAULT_SIZES:
+        _parser().error("--sizes sets point counts; it cannot be combined with --objects")
     env = _environment(args, sizes)
     began = time.perf_counter()
     rows: list[Row] = []
+    object_rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="zv-bench-", dir="/tmp") as tmp:
-        log("warm-up (numba compile or cache load)")
-        warm_up(tmp)
-        for n in sizes:
-            with tempfile.TemporaryDirectory(dir=tmp) as scratch:
-                rows += run_points(
-                    n, seed=args.seed, repeat=args.repeat, boxes=args.boxes, tmp=scratch
-                )
-            log(f"n={n:,}: peak memory of write (fresh process)")
-            rows.append(measure_write_memory(n, args.seed))
-    log("start-up (fresh processes)")
-    rows += measure_startup()
+        if not args.objects:
+            log("warm-up (numba compile or cache load)")
+            warm_up(tmp)
+            for n in sizes:
+                with tempfile.TemporaryDirectory(dir=tmp) as scratch:
+                    rows += run_points(
+                        n, seed=args.seed, repeat=args.repeat, boxes=args.boxes, tmp=scratch
+                    )
+                log(f"n={n:,}: peak memory of write (fresh process)")
+                rows.append(measure_write_memory(n, args.seed))
+        object_rows = run_objects(
+            QUICK_OBJECT_SIZES if args.quick else OBJECT_SIZES,
+            seed=args.seed,
+            repeat=args.repeat,
+            boxes=args.boxes,
+            tmp=tmp,
+        )
+    if not args.objects:
+        log("start-up (fresh processes)")
+        rows += measure_startup()
     seconds = time.perf_counter() - began
     print(_heading(env, seconds))
+    if rows:
+        print()
+        print(format_table(rows))
+        print()
+        print("\n".join(f"[{i}] {note}" for i, note in enumerate(FOOTNOTES, 1)))
+    print("\nObjects (streamlines, mesh, skeletons)\n")
+    print(format_table(object_rows))
     print()
-    print(format_table(rows))
-    print()
-    print("\n".join(f"[{i}] {note}" for i, note in enumerate(FOOTNOTES, 1)))
+    print("\n".join(f"[o{i}] {note}" for i, note in enumerate(OBJECT_FOOTNOTES, 1)))
+    rows += object_rows
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(
@@ -143,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                 out,
                 indent=2,
             )
-    failed = [f"{row.case} n={row.n}" for row in rows if row.ok is False]
+    failed = [f"{row.case} n={row.label or row.n}" for row in rows if row.ok is False]
     if failed:
         print(f"\nDISAGREEMENT with brute force: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

@@ -427,8 +427,7 @@ def make_mesh(objects: int, triangles: int, seed: int) -> ObjectSet:
     )
 
     def write(path: str) -> None:
-        writer: Any = getattr(zv, "write_mesh")  # noqa: B009 (may not exist yet)
-        writer(
+        zv.write_mesh(
             path,
             frame.positions,
             frame.links,
@@ -499,15 +498,14 @@ def make_skeletons(objects: int, nodes: int, seed: int) -> ObjectSet:
     parents = (parent + np.where(parent >= 0, base, 0)).ravel()
 
     def write(path: str) -> None:
-        writer: Any = getattr(zv, "write_skeletons")  # noqa: B009 (may not exist yet)
-        writer(
+        zv.write_skeletons(
             path,
             frame.positions,
             parents=parents,
             vertex_objects=frame.vertex_object,
+            radius=frame.attributes["radius"],
             chunk_shape=SKELETON_CHUNK,
             bin_shape=SKELETON_BIN,
-            attributes=frame.attributes,
             object_attributes=frame.object_attributes,
         )
 
@@ -575,25 +573,18 @@ def same_objects(result: zv.QueryResult, expected: Gathered, links_name: str) ->
             return False
     if links_name and expected.links is not None:
         got = getattr(result, links_name)
-        return got is not None and _same_links(got, expected.links, links_name)
+        return got is not None and _same_links(got, expected.links)
     return True
 
 
-def _same_links(got: np.ndarray, expected: np.ndarray, links_name: str) -> bool:
-    """Same faces (rotation of a face's winding allowed) or edges, as multisets of rows."""
+def _same_links(got: np.ndarray, expected: np.ndarray) -> bool:
+    """Same faces (each with its winding: vertex order within a row kept) or edges, as
+    multisets of rows (the library may store them in another row order)."""
     if got.shape != expected.shape:
         return False
-    if links_name == "faces":  # canonical rotation: smallest vertex first, winding kept
-        got, expected = _rotate_faces(got), _rotate_faces(expected)
     return bool(
         np.array_equal(got[np.lexsort(got.T[::-1])], expected[np.lexsort(expected.T[::-1])])
     )
-
-
-def _rotate_faces(faces: np.ndarray) -> np.ndarray:
-    first = np.argmin(faces, axis=1)
-    cols = (first[:, None] + np.arange(faces.shape[1])[None, :]) % faces.shape[1]
-    return np.take_along_axis(faces, cols, axis=1)
 
 
 def same_id_set(result: zv.QueryResult, frame: Frame, expected_ids: np.ndarray, links: str) -> bool:
@@ -829,22 +820,14 @@ def _bench_by_id(ctx: _Context, count: int, sets: int, limit: float | None) -> N
 
 
 # -- the cases -------------------------------------------------------------------------------
-def _writer_available(name: str) -> bool:
-    return callable(getattr(zv, name, None))
-
-
 def warm_up(tmp: str) -> None:
-    """Write, read, query and read by id tiny streamline (and, when available, mesh and
-    skeleton) stores, so numba's kernels are compiled or loaded before any timing."""
-    makers: list[tuple[str, Callable[[], ObjectSet]]] = [
-        ("write_polylines", lambda: make_streamlines(50, 20, 12345)),
-        ("write_mesh", lambda: make_mesh(4, 200, 12345)),
-        ("write_skeletons", lambda: make_skeletons(4, 50, 12345)),
-    ]
-    for name, make in makers:
-        if not _writer_available(name):
-            continue
-        data = make()
+    """Write, read, query and read by id tiny streamline, mesh and skeleton stores, so
+    numba's kernels are compiled or loaded before any timing."""
+    for data in (
+        make_streamlines(50, 20, 12345),
+        make_mesh(4, 200, 12345),
+        make_skeletons(4, 50, 12345),
+    ):
         path = os.path.join(tmp, f"warm-up-{data.kind}.zv")
         data.write(path)
         store = zv.open(path)
@@ -852,18 +835,6 @@ def warm_up(tmp: str) -> None:
         store.read_objects([0, 1])
         store.query(make_boxes(0.25, 1, 12345)[0])
         shutil.rmtree(path)
-
-
-def _skip_row(kind: str, label: str, writer: str, n: int) -> Row:
-    return Row(
-        f"{kind} (skipped)",
-        n,
-        None,
-        None,
-        "s",
-        detail=f"zv.{writer} is not available in this version of zarr_vectors",
-        label=label,
-    )
 
 
 def _run_streamlines(
@@ -889,8 +860,6 @@ def _run_mesh(
     objects: int, triangles: int, seed: int, repeat: int, boxes: int, tmp: str, full: bool
 ) -> list[Row]:
     data = make_mesh(objects, triangles, seed)
-    if not _writer_available("write_mesh"):
-        return [_skip_row("mesh", data.label, "write_mesh", data.n_vertices)]
     log(f"mesh {data.label}: write")
     ctx = _bench_write(data, repeat, seed, tmp)
     log(f"mesh {data.label}: 1 by id")
@@ -905,8 +874,6 @@ def _run_skeletons(
     objects: int, nodes: int, seed: int, repeat: int, boxes: int, tmp: str
 ) -> list[Row]:
     data = make_skeletons(objects, nodes, seed)
-    if not _writer_available("write_skeletons"):
-        return [_skip_row("skeletons", data.label, "write_skeletons", data.n_vertices)]
     log(f"skeletons {data.label}: write")
     ctx = _bench_write(data, repeat, seed, tmp)
     log(f"skeletons {data.label}: read all")
@@ -937,7 +904,7 @@ def run_objects(sizes: Sizes, *, seed: int, repeat: int, boxes: int, tmp: str) -
     Returns
     -------
     list of Row
-        The streamline, mesh and skeleton rows (a ``(skipped)`` row for a missing writer).
+        The streamline, mesh and skeleton rows.
     """
     log("objects: warm-up")
     warm_up(tmp)

@@ -54,7 +54,7 @@ class Model:
         return np.flatnonzero(self.vertex_object == k)
 
     def inside(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        return np.all((self.positions >= lo) & (self.positions < hi), axis=1)
+        return np.asarray(np.all((self.positions >= lo) & (self.positions < hi), axis=1))
 
     def owners(self, keep: np.ndarray) -> np.ndarray:
         return np.unique(self.vertex_object[keep])
@@ -72,7 +72,8 @@ def check_objects(
     """``got`` holds exactly objects ``dense`` (in order), whole or only vertices ``keep``."""
     assert model.ids is not None
     np.testing.assert_array_equal(got.object_ids, model.ids[dense])
-    assert got.offsets is not None and got.offsets.shape[0] == dense.shape[0] + 1
+    assert got.offsets is not None
+    assert got.offsets.shape[0] == dense.shape[0] + 1
     back = []
     for m, k in enumerate(dense):
         idx = model.members(int(k))
@@ -193,11 +194,14 @@ def _graph(
     positions, labels = scatter(rng, m, ndim=ndim)
     edges = random_edges(rng, labels, directed)
     n = len(positions)
-    attributes = {
+    attributes: dict[str, np.ndarray] = {
         "w": rng.random(n).astype(np.float32),
         "rgb": rng.integers(0, 255, (n, 3)).astype(np.uint8),
     }
-    object_attributes = {"score": rng.random(m), "kind": rng.integers(0, 5, m).astype(np.int16)}
+    object_attributes: dict[str, np.ndarray] = {
+        "score": rng.random(m),
+        "kind": rng.integers(0, 5, m).astype(np.int16),
+    }
     store = MemoryStore()
     zv.write_graph(
         store,
@@ -219,7 +223,8 @@ def _graph(
 @pytest.mark.parametrize("directed", [False, True])
 def test_every_graph_reads_back_exactly_by_id(rng: np.random.Generator, directed: bool) -> None:
     opened, model, store = _graph(rng, 60, directed=directed)
-    assert opened.geometry_type == "graph" and opened.object_count == 60
+    assert opened.geometry_type == "graph"
+    assert opened.object_count == 60
     assert opened.metadata["is_directed"] is directed
     assert opened.metadata["is_tree"] is False
     assert model.ids is not None
@@ -283,7 +288,8 @@ def test_one_object_by_default_and_no_edges() -> None:
     assert opened.object_count == 1
     got = opened.read_objects([0])
     np.testing.assert_array_equal(got.positions, positions)
-    assert got.edges is not None and got.edges.shape == (0, 2)
+    assert got.edges is not None
+    assert got.edges.shape == (0, 2)
     assert zv.validate(store, level=3).ok
 
 
@@ -291,7 +297,8 @@ def test_empty_graph() -> None:
     store = MemoryStore()
     zv.write_graph(store, np.empty((0, 3)), np.empty((0, 2), np.int64), chunk_shape=CHUNK)
     opened = zv.open(store)
-    assert opened.object_count == 0 and opened.vertex_count == 0
+    assert opened.object_count == 0
+    assert opened.vertex_count == 0
     assert len(opened.read()) == 0
     assert zv.validate(store, level=2).ok
 

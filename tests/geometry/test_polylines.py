@@ -158,3 +158,15 @@ def test_polylines_property(seed: int, m: int, chunk: float, bins: int) -> None:
     hi = lo + rng.uniform(0, 8, 3)
     np.testing.assert_array_equal(opened.query((lo, hi)).object_ids,
                                   _brute_objects(lines, lo, hi))
+
+
+def test_fragment_blobs_longer_than_one_block_validate(rng: np.random.Generator) -> None:
+    """A chunk with 5000 fragments needs a 2-block blob; a sparse chunk's blob needs one."""
+    dense = [p[None, :] for p in rng.uniform(0, 10, (5000, 3))]
+    sparse = [p[None, :] for p in rng.uniform(20, 30, (10, 3))]
+    store = MemoryStore()
+    zv.write_polylines(store, dense + sparse, chunk_shape=10.0, bin_shape=10.0)
+    report = zv.validate(store, level=3)
+    assert report.ok, report.summary()
+    got = zv.open(store).read_objects([4999, 5009])
+    np.testing.assert_array_equal(got.positions, np.concatenate([dense[-1], sparse[-1]]))

@@ -37,7 +37,9 @@ def random_parents(rng: np.random.Generator, labels: np.ndarray) -> np.ndarray:
     return parents
 
 
-def skeleton_model(positions: np.ndarray, labels: np.ndarray, parents: np.ndarray, **kw: Any) -> Model:
+def skeleton_model(
+    positions: np.ndarray, labels: np.ndarray, parents: np.ndarray, **kw: Any
+) -> Model:
     child = np.flatnonzero(parents >= 0)
     return Model(positions, labels, np.stack([child, parents[child]], axis=1), True, **kw)
 
@@ -73,14 +75,16 @@ def _skeletons(
         options=zv.WriteOptions(rows_per_block=16),
     )
     attributes = {"radius": radius, "swc_type": swc_type, **extra}
-    model = skeleton_model(positions, labels, parents, attributes=attributes,
-                           object_attributes=object_attributes)
+    model = skeleton_model(
+        positions, labels, parents, attributes=attributes, object_attributes=object_attributes
+    )
     return zv.open(store), model, store
 
 
 def parents_of(got: zv.QueryResult, m: int) -> np.ndarray:
     """Parent of each vertex of returned object m, as positions inside the object."""
-    assert got.offsets is not None and got.edges is not None
+    assert got.offsets is not None
+    assert got.edges is not None
     a, b = int(got.offsets[m]), int(got.offsets[m + 1])
     mine = (got.edges[:, 0] >= a) & (got.edges[:, 0] < b)
     parents = np.full(b - a, -1, dtype=np.int64)
@@ -93,7 +97,8 @@ def test_every_skeleton_reads_back_exactly_by_id(
     rng: np.random.Generator, edges_form: bool
 ) -> None:
     opened, model, store = _skeletons(rng, 50, edges_form=edges_form)
-    assert opened.geometry_type == "skeleton" and opened.object_count == 50
+    assert opened.geometry_type == "skeleton"
+    assert opened.object_count == 50
     assert opened.metadata["is_tree"] is True
     assert opened.metadata["swc_compatible"] is True
     order = rng.permutation(50)
@@ -128,7 +133,11 @@ def test_swc_style_single_skeleton_and_groups() -> None:
     parents = np.array([-1, 0, 1, 1, 3])
     store = MemoryStore()
     zv.write_skeletons(
-        store, positions, parents=parents, chunk_shape=CHUNK, object_ids=[42],
+        store,
+        positions,
+        parents=parents,
+        chunk_shape=CHUNK,
+        object_ids=[42],
         groups={"neurons": [42]},
     )
     opened = zv.open(store)
@@ -205,8 +214,11 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "radius_twice",
-        {"parents": [-1, 0, 1, 2, 3, 4], "radius": np.ones(6),
-         "attributes": {"radius": np.ones(6)}},
+        {
+            "parents": [-1, 0, 1, 2, 3, 4],
+            "radius": np.ones(6),
+            "attributes": {"radius": np.ones(6)},
+        },
         "both",
     ),
     ("radius_vector", {"parents": [-1, 0, 1, 2, 3, 4], "radius": np.ones((6, 2))}, "6 floats"),
@@ -228,7 +240,8 @@ def test_cycle_report_names_a_vertex_on_the_cycle() -> None:
     with pytest.raises(InvalidInputError, match="cycle") as caught:
         check_forest(parents, group_vertices(None, n))
     found = re.search(r"through vertex (\d+)", str(caught.value))
-    assert found is not None and 700 <= int(found.group(1)) <= 900
+    assert found is not None
+    assert 700 <= int(found.group(1)) <= 900
 
 
 def test_forest_check_is_fast_on_long_chains() -> None:

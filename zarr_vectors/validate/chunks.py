@@ -217,9 +217,9 @@ class ChunkChecker:
     def _in_bin(self, key: str, rows: np.ndarray, chunk: np.ndarray, blob: Blob) -> None:
         """L3.vertex_in_bin for a blob whose ranges tile the chunk (spec §11.4).
 
-        Dense form (point clouds, spec §6.6): fragment ``f`` is bin ``f``. Other forms (the
-        run form of object kinds, §10.3): the bin of a fragment is the bin of its first row,
-        and bins must not decrease with ``f``. Each fragment's attained
+        Dense form (point clouds, spec §6.6): fragment ``f`` is bin ``f``. Sparse form: the
+        bin of a fragment is the bin of its first row and bins must not decrease with ``f``.
+        Run form (object kinds, §10.3): the bin of a fragment is the bin of its first row. Each fragment's attained
         per-axis minimum and maximum are compared with its bin's edges.
         """
         used = blob.counts > 0
@@ -231,7 +231,8 @@ class ChunkChecker:
             frag_bins = np.flatnonzero(used)
         else:
             frag_bins = self._row_bins(rows[starts], chunk)
-            if (np.diff(frag_bins) < 0).any():
+            sparse = self.ctx.facts.kind == POINT_CLOUD  # run form: bins follow object order
+            if sparse and (np.diff(frag_bins) < 0).any():
                 self.ctx.fail("L3.vertex_in_bin", key, "fragment bins decrease with f")
                 return
         low = np.minimum.reduceat(rows, starts, axis=0).astype(np.float64)

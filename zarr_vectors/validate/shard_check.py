@@ -164,7 +164,8 @@ def _decode_blocks(
     stop = out.shape[0]
     contiguous = blocks.size and int(index[blocks[0], 0]) == 0 and blocks[0] == 0
     if contiguous and np.array_equal(blocks, np.arange(blocks.size)):
-        decoder.decode_rows_into(shard, index, 0, (0, stop), out, key)
+        end = min(stop, blocks.size * r)
+        decoder.decode_rows_into(shard, index, 0, (0, end), out[:end], key)
         return
     for b in blocks.tolist():
         lo, hi = b * r, min((b + 1) * r, stop)
