@@ -12,12 +12,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+import zarr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.fragments import decode_fragment_index
 
 CHUNK = 10.0
 BIN = 2.5
@@ -106,6 +108,131 @@ def check_boxes(store: zv.VectorStore, model: Model, boxes: list[tuple[Any, Any]
         dense = model.owners(keep)
         check_objects(store.query((lo, hi)), model, dense)
         check_objects(store.query((lo, hi), clip=True), model, dense, keep)
+
+
+def _chunk_index(p: np.ndarray, chunk: np.ndarray) -> np.ndarray:
+    """Spec §5.1, independently of the library: ``c·C <= p < (c+1)·C`` in float64."""
+    c = np.floor(p / chunk)
+    c -= c * chunk > p
+    c += (c + 1) * chunk <= p
+    return c.astype(np.int64)
+
+
+@dataclass
+class _Chunk:
+    vertices: np.ndarray
+    fragments: np.ndarray  # vertex fragment of each row
+    link_fragments: np.ndarray  # link fragment of each links/0 row
+    links: np.ndarray
+
+
+def _raw_level(store: Any) -> tuple[dict[str, Any], dict[tuple[int, ...], _Chunk], int]:
+    """Level 0 as stored: root attributes, occupied chunks, ``N_max``."""
+    group = zarr.open_group(store, mode="r")
+    root = dict(group.attrs)
+    ndim = int(root["spatial_dims"])
+    width = 3 if root["geometry_type"] == "mesh" else 2
+    counts = group["0/vertex_counts"][...]
+    chunks = {}
+    for idx in zip(*(a.tolist() for a in np.nonzero(counts)), strict=True):
+        n = int(counts[idx])
+        blobs = [
+            decode_fragment_index(np.asarray(group[f"0/{name}"][idx]).tobytes())
+            for name in ("vertex_fragments", "link_fragments")
+        ]
+        (_, sizes), (_, link_sizes) = (b.dense_ranges() for b in blobs)
+        e = blobs[1].row_extent()
+        links = group["0/links/0"][(*idx, slice(0, e))] if e else np.empty((0, width))
+        chunks[idx] = _Chunk(
+            group["0/vertices"][(*idx, slice(0, n))],
+            np.repeat(np.arange(len(sizes)), sizes),
+            np.repeat(np.arange(len(link_sizes)), link_sizes),
+            np.asarray(links, dtype=np.int64),
+        )
+    return root, chunks, int(group["0/vertices"].shape[ndim])
+
+
+def check_link_layout(store: Any) -> None:
+    """The stored links follow spec §9.6, §9.11 and §10.3-§10.7 (L3 does not check them yet)."""
+    root, chunks, n_max = _raw_level(store)
+    kind = root["geometry_type"]
+    shape = tuple(int(s) for s in zarr.open_group(store, mode="r")["0/vertex_counts"].shape)
+    gid_base = {idx: int(np.ravel_multi_index(idx, shape)) * n_max for idx in chunks}
+    children = []
+    for idx, c in chunks.items():
+        n = len(c.vertices)
+        assert c.fragments.shape[0] == n
+        assert c.link_fragments.shape[0] == len(c.links)
+        local = c.links >= 0
+        assert np.all(c.links[local] < n)
+        if kind == "mesh":
+            anchor = c.links[np.arange(len(c.links)), np.argmax(local, axis=1)]
+            _check_faces(root, chunks, idx, c, n_max, shape)
+        else:
+            anchor = c.links[:, 0]
+            assert np.all(c.links[:, 0] != c.links[:, 1])
+            assert np.all(local[:, 0])
+            assert kind == "skeleton" or np.all(local)
+            if kind == "graph" and not root["is_directed"]:
+                assert np.all(c.links[:, 0] < c.links[:, 1])
+            if kind == "skeleton":  # ascending child row inside a link fragment
+                same = c.link_fragments[1:] == c.link_fragments[:-1]
+                assert np.all(np.diff(c.links[:, 0])[same] > 0)
+                children.append(gid_base[idx] + c.links[:, 0])
+        assert np.all(anchor >= 0)
+        np.testing.assert_array_equal(c.fragments[anchor], c.link_fragments)
+    if kind != "mesh":
+        _check_cross(store, root, n_max, shape, children)
+
+
+def _check_cross(
+    store: Any,
+    root: dict[str, Any],
+    n_max: int,
+    shape: tuple[int, ...],
+    children: list[np.ndarray],
+) -> None:
+    cross = np.asarray(zarr.open_group(store, mode="r")["0/cross_chunk_links"][...])
+    if cross.shape[0]:
+        np.testing.assert_array_equal(cross, np.unique(cross, axis=0))  # sorted, unique
+    assert np.all(cross[:, 0] // n_max != cross[:, 1] // n_max)
+    if root["geometry_type"] == "graph" and not root["is_directed"]:
+        assert np.all(cross[:, 0] < cross[:, 1])
+    if root["geometry_type"] == "skeleton":  # every vertex is a child exactly once
+        every = np.concatenate([*children, cross[:, 0]])
+        assert np.unique(every).shape[0] == every.shape[0] == int(root_vertex_count(store))
+
+
+def root_vertex_count(store: Any) -> int:
+    return int(zarr.open_group(store, mode="r")["0"].attrs["vertex_count"])
+
+
+def _check_faces(
+    root: dict[str, Any],
+    chunks: dict[tuple[int, ...], _Chunk],
+    idx: tuple[int, ...],
+    c: _Chunk,
+    n_max: int,
+    shape: tuple[int, ...],
+) -> None:
+    """Every face is stored in the chunk §10.7 prescribes, sentinels name other chunks."""
+    size = np.asarray(root["chunk_shape"], np.float64)
+    origin = np.asarray(root["chunk_grid_origin"], np.int64)
+    for face in c.links.tolist():
+        where, points = [], []
+        for v in face:
+            g = idx if v >= 0 else tuple(np.unravel_index((-v - 1) // n_max, shape))
+            row = v if v >= 0 else (-v - 1) % n_max
+            assert (v >= 0) == (g == idx)
+            assert row < len(chunks[g].vertices)
+            where.append(np.asarray(g) + origin)
+            points.append(chunks[g].vertices[row].astype(np.float64))
+        centroid = ((points[0] + points[1]) + points[2]) / 3
+        target = _chunk_index(centroid, size)
+        if any(np.array_equal(target, w) for w in where):
+            np.testing.assert_array_equal(target, np.asarray(idx) + origin)
+        else:
+            assert face[0] >= 0
 
 
 def random_boxes(
@@ -223,6 +350,7 @@ def _graph(
 @pytest.mark.parametrize("directed", [False, True])
 def test_every_graph_reads_back_exactly_by_id(rng: np.random.Generator, directed: bool) -> None:
     opened, model, store = _graph(rng, 60, directed=directed)
+    check_link_layout(store)
     assert opened.geometry_type == "graph"
     assert opened.object_count == 60
     assert opened.metadata["is_directed"] is directed
@@ -247,6 +375,7 @@ def test_directed_edges_keep_direction_and_reverse_pairs() -> None:
     edges = np.array([[0, 1], [1, 0], [2, 0], [3, 0], [0, 3]])
     store = MemoryStore()
     zv.write_graph(store, positions, edges, directed=True, chunk_shape=CHUNK)
+    check_link_layout(store)
     got = zv.open(store).read_objects([0])
     assert got.edges is not None
     np.testing.assert_array_equal(canonical(got.edges, True), canonical(edges, True))
@@ -269,6 +398,7 @@ def test_dense_ids_given_explicitly_groups_and_single_vertices(rng: np.random.Ge
         groups={"pair": [7, 100], "big": [2**40], "none": []},
         group_attributes={"tag": np.array([1, 2, 3], np.int8)},
     )
+    check_link_layout(store)
     opened = zv.open(store)
     model = Model(positions, labels, edges, ordered=False, ids=ids)
     check_objects(opened.read_objects([2**40, 100]), model, np.array([2, 0]))
@@ -358,6 +488,7 @@ def test_graph_property(seed: int, m: int, ndim: int, directed: bool, density: f
         bin_shape=BIN,
         options=zv.WriteOptions(rows_per_block=4),
     )
+    check_link_layout(store)
     opened = zv.open(store)
     model = Model(positions, labels, edges, directed)
     check_objects(opened.read_objects(model.unique[::-1]), model, np.arange(m)[::-1])

@@ -17,6 +17,7 @@ from tests.geometry.test_graphs import (
     N_BOXES,
     Model,
     check_boxes,
+    check_link_layout,
     check_objects,
     members_by_label,
     random_boxes,
@@ -69,6 +70,7 @@ def _meshes(rng: np.random.Generator, m: int) -> tuple[zv.VectorStore, Model, Me
 
 def test_every_mesh_reads_back_exactly_by_id(rng: np.random.Generator) -> None:
     opened, model, store = _meshes(rng, 50)
+    check_link_layout(store)
     assert opened.geometry_type == "mesh"
     assert opened.object_count == 50
     assert opened.metadata["winding_order"] == "ccw"
@@ -109,6 +111,7 @@ def test_closed_surfaces_across_chunks_keep_their_winding(rng: np.random.Generat
         closed_surface=True,
         chunk_shape=CHUNK,
     )
+    check_link_layout(store)
     opened = zv.open(store)
     assert opened.metadata["winding_order"] == "cw"
     assert opened.metadata["closed_surface"] is True
@@ -123,6 +126,7 @@ def test_face_whose_centroid_chunk_holds_none_of_its_vertices() -> None:
     faces = np.array([[0, 1, 2], [2, 1, 3], [3, 0, 2]])  # face 0: centroid in chunk (1, 1)
     store = MemoryStore()
     zv.write_mesh(store, positions, faces, chunk_shape=CHUNK, bin_shape=BIN)
+    check_link_layout(store)
     opened = zv.open(store)
     got = opened.read_objects([0])
     np.testing.assert_array_equal(got.positions, positions)
@@ -145,6 +149,7 @@ def test_degenerate_faces_only_when_allowed() -> None:
         zv.write_mesh(MemoryStore(), positions, faces, chunk_shape=CHUNK)
     store = MemoryStore()
     zv.write_mesh(store, positions, faces, chunk_shape=CHUNK, allow_degenerate=True)
+    check_link_layout(store)
     got = zv.open(store).read()
     np.testing.assert_array_equal(canonical_faces(got.faces), canonical_faces(faces))
 
@@ -216,6 +221,7 @@ def test_mesh_property(seed: int, m: int, ndim: int, density: float) -> None:
         bin_shape=BIN,
         options=zv.WriteOptions(rows_per_block=4),
     )
+    check_link_layout(store)
     opened = zv.open(store)
     model = Model(positions, labels, faces)
     check_objects(opened.read_objects(model.unique[::-1]), model, np.arange(m)[::-1])

@@ -18,6 +18,7 @@ from tests.geometry.test_graphs import (
     N_BOXES,
     Model,
     check_boxes,
+    check_link_layout,
     check_objects,
     members_by_label,
     random_boxes,
@@ -97,6 +98,7 @@ def test_every_skeleton_reads_back_exactly_by_id(
     rng: np.random.Generator, edges_form: bool
 ) -> None:
     opened, model, store = _skeletons(rng, 50, edges_form=edges_form)
+    check_link_layout(store)
     assert opened.geometry_type == "skeleton"
     assert opened.object_count == 50
     assert opened.metadata["is_tree"] is True
@@ -140,6 +142,7 @@ def test_swc_style_single_skeleton_and_groups() -> None:
         object_ids=[42],
         groups={"neurons": [42]},
     )
+    check_link_layout(store)
     opened = zv.open(store)
     assert opened.metadata["swc_compatible"] is False  # no radius / swc_type
     assert "radius" not in opened.attribute_names
@@ -268,6 +271,7 @@ def test_skeleton_property(seed: int, m: int, ndim: int) -> None:
         bin_shape=BIN,
         options=zv.WriteOptions(rows_per_block=4),
     )
+    check_link_layout(store)
     opened = zv.open(store)
     model = skeleton_model(positions, labels, parents)
     check_objects(opened.read_objects(model.unique[::-1]), model, np.arange(m)[::-1])

@@ -219,8 +219,9 @@ class ChunkChecker:
 
         Dense form (point clouds, spec §6.6): fragment ``f`` is bin ``f``. Sparse form: the
         bin of a fragment is the bin of its first row and bins must not decrease with ``f``.
-        Run form (object kinds, §10.3): the bin of a fragment is the bin of its first row. Each fragment's attained
-        per-axis minimum and maximum are compared with its bin's edges.
+        Run form (object kinds, §10.3): the bin of a fragment is the bin of its first row.
+        Each fragment's attained per-axis minimum and maximum are compared with its bin's
+        edges.
         """
         used = blob.counts > 0
         starts = blob.starts[used]
