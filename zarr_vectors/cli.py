@@ -105,6 +105,9 @@ def _info(args: argparse.Namespace) -> int:
         "chunk_count": store.chunk_count,
         "attributes": store.attribute_names,
     }
+    if store.is_object_store:
+        doc["object_count"] = store.object_count
+        doc["object_attributes"] = store.object_attribute_names
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
