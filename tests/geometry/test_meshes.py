@@ -210,6 +210,8 @@ def test_bad_input(faces: Any, kwargs: dict[str, Any], message: str) -> None:
 def test_mesh_property(seed: int, m: int, ndim: int, density: float) -> None:
     rng = np.random.default_rng(seed)
     positions, labels = scatter(rng, m, ndim=ndim, max_len=15)
+    if seed % 2:  # stored as float32: boxes compare the stored values
+        positions = positions.astype(np.float32)
     faces = random_faces(rng, labels, density)
     store = MemoryStore()
     zv.write_mesh(

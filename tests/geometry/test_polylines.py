@@ -14,8 +14,9 @@ import zarr_vectors as zv
 from zarr_vectors.errors import InvalidInputError, ObjectNotFoundError
 
 
-def _walks(rng: np.random.Generator, m: int, extent: float = 100.0, step: float = 3.0,
-           max_len: int = 60) -> list[np.ndarray]:
+def _walks(
+    rng: np.random.Generator, m: int, extent: float = 100.0, step: float = 3.0, max_len: int = 60
+) -> list[np.ndarray]:
     lines = []
     for _ in range(m):
         n = int(rng.integers(1, max_len))
@@ -29,24 +30,31 @@ def _write(lines: list[np.ndarray], **kwargs: Any) -> tuple[zv.VectorStore, dict
     n = sum(len(line) for line in lines)
     rng = np.random.default_rng(len(lines))
     extra = {
-        "attributes": {"fa": rng.random(n).astype(np.float32),
-                       "dir": rng.integers(0, 9, (n, 3)).astype(np.int8)},
-        "object_attributes": {"length": np.array([len(line) for line in lines]),
-                              "weight": rng.random(len(lines))},
+        "attributes": {
+            "fa": rng.random(n).astype(np.float32),
+            "dir": rng.integers(0, 9, (n, 3)).astype(np.int8),
+        },
+        "object_attributes": {
+            "length": np.array([len(line) for line in lines]),
+            "weight": rng.random(len(lines)),
+        },
     }
     zv.write_polylines(store, lines, **extra, **kwargs)
     return zv.open(store), extra
 
 
 def _brute_objects(lines: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    return np.array([k for k, line in enumerate(lines)
-                     if np.any(np.all((line >= lo) & (line < hi), axis=1))], dtype=np.int64)
+    return np.array(
+        [k for k, line in enumerate(lines) if np.any(np.all((line >= lo) & (line < hi), axis=1))],
+        dtype=np.int64,
+    )
 
 
 def test_every_polyline_reads_back_exactly_by_id(rng: np.random.Generator) -> None:
     lines = _walks(rng, 200)
     store, extra = _write(lines, chunk_shape=10.0, bin_shape=2.5)
-    assert store.geometry_type == "polyline" and store.object_count == 200
+    assert store.geometry_type == "polyline"
+    assert store.object_count == 200
     ids = rng.permutation(200)[:50]
     got = store.read_objects(ids)
     np.testing.assert_array_equal(got.object_ids, ids)
@@ -55,8 +63,9 @@ def test_every_polyline_reads_back_exactly_by_id(rng: np.random.Generator) -> No
         part = slice(got.offsets[m], got.offsets[m + 1])
         np.testing.assert_array_equal(got.positions[part], lines[k])
         for name, values in extra["attributes"].items():
-            np.testing.assert_array_equal(got.attributes[name][part],
-                                          values[starts[k] : starts[k + 1]])
+            np.testing.assert_array_equal(
+                got.attributes[name][part], values[starts[k] : starts[k + 1]]
+            )
         assert np.all(got.vertex_object_ids[part] == k)
     for name, values in extra["object_attributes"].items():
         np.testing.assert_array_equal(got.object_attributes[name], values[ids])
@@ -90,9 +99,14 @@ def test_groups_object_ids_and_object_attributes(rng: np.random.Generator) -> No
     lines = _walks(rng, 30)
     ids = np.arange(30, dtype=np.uint64) * 1_000_003 + 2**40
     store = MemoryStore()
-    zv.write_polylines(store, lines, chunk_shape=25.0, object_ids=ids,
-                       groups={"cst": ids[[3, 1, 2]], "af": [], 7: ids[[29]]},
-                       group_attributes={"colour": np.array([1, 2, 3], np.uint8)})
+    zv.write_polylines(
+        store,
+        lines,
+        chunk_shape=25.0,
+        object_ids=ids,
+        groups={"cst": ids[[3, 1, 2]], "af": [], 7: ids[[29]]},
+        group_attributes={"colour": np.array([1, 2, 3], np.uint8)},
+    )
     opened = zv.open(store)
     np.testing.assert_array_equal(opened.object_ids, ids)
     got = opened.query(group="cst")
@@ -141,23 +155,31 @@ def test_bad_input(polylines: Any, kwargs: dict[str, Any]) -> None:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 25), chunk=st.sampled_from([0.7, 2.0, 5.0]),
-       bins=st.integers(1, 3))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    m=st.integers(1, 25),
+    chunk=st.sampled_from([0.7, 2.0, 5.0]),
+    bins=st.integers(1, 3),
+)
 def test_polylines_property(seed: int, m: int, chunk: float, bins: int) -> None:
     rng = np.random.default_rng(seed)
     lines = _walks(rng, m, extent=10.0, step=1.5, max_len=30)
     for line in lines[: m // 3]:
         line[:] = np.round(line / chunk) * chunk  # on chunk edges, repeated vertices
     store = MemoryStore()
-    zv.write_polylines(store, lines, chunk_shape=chunk, bin_shape=chunk / bins,
-                       options=zv.WriteOptions(rows_per_block=8))
+    zv.write_polylines(
+        store,
+        lines,
+        chunk_shape=chunk,
+        bin_shape=chunk / bins,
+        options=zv.WriteOptions(rows_per_block=8),
+    )
     opened = zv.open(store)
     got = opened.read()
     np.testing.assert_array_equal(got.positions, np.concatenate(lines))
     lo = rng.uniform(-5, 10, 3)
     hi = lo + rng.uniform(0, 8, 3)
-    np.testing.assert_array_equal(opened.query((lo, hi)).object_ids,
-                                  _brute_objects(lines, lo, hi))
+    np.testing.assert_array_equal(opened.query((lo, hi)).object_ids, _brute_objects(lines, lo, hi))
 
 
 def test_fragment_blobs_longer_than_one_block_validate(rng: np.random.Generator) -> None:

@@ -260,6 +260,8 @@ def test_forest_check_is_fast_on_long_chains() -> None:
 def test_skeleton_property(seed: int, m: int, ndim: int) -> None:
     rng = np.random.default_rng(seed)
     positions, labels = scatter(rng, m, ndim=ndim, max_len=15)
+    if seed % 2:  # stored as float32: boxes compare the stored values
+        positions = positions.astype(np.float32)
     parents = random_parents(rng, labels)
     store = MemoryStore()
     zv.write_skeletons(

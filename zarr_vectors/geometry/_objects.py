@@ -44,7 +44,7 @@ from zarr_vectors.geometry._pipeline import (
     write_chunk_array,
     write_level_vertices,
 )
-from zarr_vectors.kernels import sort_by_chunk_and_bin
+from zarr_vectors.kernels import chunk_coords, sort_by_chunk_and_bin
 from zarr_vectors.store.arrays import global_array_metadata, group_metadata, write_array
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shards import RowLayout
@@ -262,15 +262,14 @@ def _face_links(
     runs: _Runs,
     gid: np.ndarray,
     grid: ChunkGrid,
-    bounds: tuple[np.ndarray, np.ndarray],
 ) -> _Links:
     faces = table.links
     centroid = (
         table.positions[faces[:, 0]].astype(np.float64) + table.positions[faces[:, 1]]
     ) + table.positions[faces[:, 2]]
-    centroid = np.clip(centroid / 3.0, bounds[0], bounds[1])  # rounding cannot leave the grid
-    chunk_flat, _, lo, dense_shape = assign(centroid, bounds, grid)
-    target_grid = grid_indices(chunk_flat, lo, dense_shape, grid)
+    # Exact spec chunk of the centroid (§5.1), even if rounding puts it outside the grid:
+    # such a chunk holds none of the face's vertices, so the face goes to v0's chunk.
+    target_grid = chunk_coords(centroid / 3.0, grid.chunk_shape) - grid.origin
     vertex_grid = runs.chunk_grid[runs.vertex_chunk[faces]]  # (f, 3, D)
     inside = np.all(vertex_grid == target_grid[:, None, :], axis=2)  # (f, 3)
     first_inside = np.argmax(inside, axis=1)
@@ -468,7 +467,7 @@ def write_objects(
     n_max = round_up(int(runs.rows.counts.max(initial=0)), options.rows_per_block)
     gid = _global_ids(runs, grid, n_max)
     links = (
-        _face_links(table, runs, gid, grid, (lo, hi))
+        _face_links(table, runs, gid, grid)
         if table.kind == "mesh"
         else _edge_links(table, runs, gid)
     )
