@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -20,7 +21,7 @@ from benchmarks._table import Row, format_table
 from benchmarks.objects import DEFAULT_SIZES as OBJECT_SIZES
 from benchmarks.objects import FOOTNOTES as OBJECT_FOOTNOTES
 from benchmarks.objects import QUICK_SIZES as QUICK_OBJECT_SIZES
-from benchmarks.objects import run_objects
+from benchmarks.objects import Sizes, run_objects
 from benchmarks.points import run_points
 
 DEFAULT_SIZES = (1_000_000, 10_000_000)
@@ -51,6 +52,21 @@ def _sizes(text: str) -> tuple[int, ...]:
     if not sizes or min(sizes) < 1000:
         raise argparse.ArgumentTypeError("sizes must be at least 1000 points each")
     return sizes
+
+
+def _layout(text: str) -> tuple[float, float]:
+    try:
+        chunk, bin_side = (float(part) for part in text.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected CHUNK,BIN in mm such as 20,5: {text}") from exc
+    if not 0 < bin_side <= chunk:
+        raise argparse.ArgumentTypeError("need 0 < BIN <= CHUNK")
+    return chunk, bin_side
+
+
+def _object_sizes(args: argparse.Namespace) -> Sizes:
+    sizes = QUICK_OBJECT_SIZES if args.quick else OBJECT_SIZES
+    return dataclasses.replace(sizes, streamline_layout=args.streamline_chunk)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -85,12 +101,19 @@ def _parser() -> argparse.ArgumentParser:
         "--boxes", type=int, default=5, help="random boxes per volume fraction (default 5)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of data and boxes (default 0)")
+    parser.add_argument(
+        "--streamline-chunk",
+        type=_layout,
+        default=OBJECT_SIZES.streamline_layout,
+        metavar="CHUNK,BIN",
+        help="chunk and bin side in mm of the streamline stores (default 20,5)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     return parser
 
 
 def _environment(args: argparse.Namespace, sizes: tuple[int, ...]) -> dict[str, Any]:
-    objects = QUICK_OBJECT_SIZES if args.quick else OBJECT_SIZES
+    objects = _object_sizes(args)
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()}",
@@ -101,6 +124,7 @@ def _environment(args: argparse.Namespace, sizes: tuple[int, ...]) -> dict[str, 
             "streamlines": [list(s) for s in objects.streamlines],
             "mesh": list(objects.mesh),
             "skeletons": list(objects.skeletons),
+            "streamline_layout_mm": list(objects.streamline_layout),
         },
         "repeat": args.repeat,
         "boxes": args.boxes,
@@ -152,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"n={n:,}: peak memory of write (fresh process)")
                 rows.append(measure_write_memory(n, args.seed))
         object_rows = run_objects(
-            QUICK_OBJECT_SIZES if args.quick else OBJECT_SIZES,
+            _object_sizes(args),
             seed=args.seed,
             repeat=args.repeat,
             boxes=args.boxes,

@@ -99,20 +99,24 @@ class Sizes:
         ``(objects, triangles each)`` of the mesh.
     skeletons
         ``(objects, nodes each)`` of the skeletons.
+    streamline_layout
+        Chunk and bin side (mm) of the streamline stores.
     """
 
     streamlines: tuple[tuple[int, int], ...]
     mesh: tuple[int, int]
     skeletons: tuple[int, int]
+    streamline_layout: tuple[float, float] = (STREAMLINE_CHUNK, STREAMLINE_BIN)
 
 
 DEFAULT_SIZES = Sizes(((10_000, 100), (100_000, 100)), (100, 10_000), (100, 1_000))
-QUICK_SIZES = Sizes(((1_000, 100), (10_000, 100)), (100, 1_000), (20, 1_000))
+QUICK_SIZES = Sizes(((10_000, 100),), (100, 1_000), (20, 1_000))
 
 FOOTNOTES = (
     "n = objects x vertices each (streamlines, skeletons) or objects x triangles each (mesh). "
     "Everything lies in a 200 mm cube. Streamlines: persistent random walks of 1 mm steps, "
-    "chunks 20 mm, bins 5 mm, one float32 vertex attribute and one float32 object attribute. "
+    "chunks and bins as in the write row (default 20 mm, 5 mm), one float32 vertex attribute "
+    "and one float32 object attribute. "
     "Mesh: UV spheres of 8-16 mm radius, chunks 40 mm, bins 10 mm. Skeletons: branching "
     "random walks, chunks 40 mm, bins 10 mm.",
     "floor (numpy): np.save / np.load of the same arrays (vertices, offsets, attributes, "
@@ -309,7 +313,12 @@ def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
     return d
 
 
-def make_streamlines(count: int, length: int, seed: int) -> ObjectSet:
+def make_streamlines(
+    count: int,
+    length: int,
+    seed: int,
+    layout: tuple[float, float] = (STREAMLINE_CHUNK, STREAMLINE_BIN),
+) -> ObjectSet:
     """Random-walk streamlines in the cube, one vertex attribute, one object attribute.
 
     Each streamline starts at a uniform random point with a random direction and takes
@@ -324,6 +333,8 @@ def make_streamlines(count: int, length: int, seed: int) -> ObjectSet:
         Vertices per streamline.
     seed
         Seed of :func:`numpy.random.default_rng`.
+    layout
+        Chunk and bin side of the store, in mm.
 
     Returns
     -------
@@ -349,8 +360,8 @@ def make_streamlines(count: int, length: int, seed: int) -> ObjectSet:
             path,
             (frame.positions, frame.offsets),
             kind="streamline",
-            chunk_shape=STREAMLINE_CHUNK,
-            bin_shape=STREAMLINE_BIN,
+            chunk_shape=layout[0],
+            bin_shape=layout[1],
             attributes=frame.attributes,
             object_attributes=frame.object_attributes,
         )
@@ -360,7 +371,7 @@ def make_streamlines(count: int, length: int, seed: int) -> ObjectSet:
         f"{_count_label(count)} x {length}",
         frame,
         write,
-        layout=f"chunks {STREAMLINE_CHUNK:g} mm, bins {STREAMLINE_BIN:g} mm",
+        layout=f"chunks {layout[0]:g} mm, bins {layout[1]:g} mm",
     )
 
 
@@ -838,10 +849,16 @@ def warm_up(tmp: str) -> None:
 
 
 def _run_streamlines(
-    count: int, length: int, seed: int, repeat: int, boxes: int, tmp: str
+    count: int,
+    length: int,
+    layout: tuple[float, float],
+    seed: int,
+    repeat: int,
+    boxes: int,
+    tmp: str,
 ) -> list[Row]:
     log(f"streamlines {count:,} x {length}: make")
-    data = make_streamlines(count, length, seed)
+    data = make_streamlines(count, length, seed, layout)
     log(f"streamlines {count:,} x {length}: write")
     ctx = _bench_write(data, repeat, seed, tmp)
     log(f"streamlines {count:,} x {length}: read all")
@@ -911,7 +928,9 @@ def run_objects(sizes: Sizes, *, seed: int, repeat: int, boxes: int, tmp: str) -
     rows: list[Row] = []
     for count, length in sizes.streamlines:
         with tempfile.TemporaryDirectory(dir=tmp) as scratch:
-            rows += _run_streamlines(count, length, seed, repeat, boxes, scratch)
+            rows += _run_streamlines(
+                count, length, sizes.streamline_layout, seed, repeat, boxes, scratch
+            )
     with tempfile.TemporaryDirectory(dir=tmp) as scratch:
         full = sizes.mesh == DEFAULT_SIZES.mesh
         rows += _run_mesh(*sizes.mesh, seed, repeat, boxes, scratch, full)
@@ -924,7 +943,9 @@ def run_objects(sizes: Sizes, *, seed: int, repeat: int, boxes: int, tmp: str) -
 _PROFILES = ("write", "query", "by-id", "read", "mesh-by-id", "mesh-write", "skeleton-write")
 
 
-def _profile(case: str, quick: bool, seed: int, top: int, repeat: int) -> None:
+def _profile(
+    case: str, quick: bool, seed: int, top: int, repeat: int, layout: tuple[float, float]
+) -> None:
     with tempfile.TemporaryDirectory(prefix="zv-bench-prof-", dir="/tmp") as tmp:
         warm_up(tmp)
         if case.startswith("mesh"):
@@ -933,12 +954,14 @@ def _profile(case: str, quick: bool, seed: int, top: int, repeat: int) -> None:
         elif case.startswith("skeleton"):
             data = make_skeletons(*(QUICK_SIZES if quick else DEFAULT_SIZES).skeletons, seed)
         else:
-            data = make_streamlines(*(QUICK_SIZES if quick else DEFAULT_SIZES).streamlines[0], seed)
+            count, length = (QUICK_SIZES if quick else DEFAULT_SIZES).streamlines[0]
+            data = make_streamlines(count, length, seed, layout)
         path = os.path.join(tmp, "store.zv")
         data.write(path)
         store = zv.open(path)
         box = make_boxes(0.01, 1, seed)[0]
-        ids = np.random.default_rng([seed, 5, 100]).choice(data.frame.n_objects, 100, False)
+        m = data.frame.n_objects
+        ids = np.random.default_rng([seed, 5, 100]).choice(m, min(100, m), replace=False)
         calls: dict[str, Callable[[], object]] = {
             "query": lambda: store.query(box),
             "by-id": lambda: store.read_objects(ids),
@@ -998,8 +1021,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--top", type=int, default=25, help="entries to print (default 25)")
     parser.add_argument("--repeat", type=int, default=5, help="profiled calls (default 5)")
+    parser.add_argument(
+        "--streamline-chunk",
+        default=f"{STREAMLINE_CHUNK:g},{STREAMLINE_BIN:g}",
+        metavar="CHUNK,BIN",
+        help="chunk and bin side in mm of the streamline store (default 20,5)",
+    )
     args = parser.parse_args(argv)
-    _profile(args.profile, args.quick, args.seed, args.top, args.repeat)
+    chunk, bin_side = (float(part) for part in args.streamline_chunk.split(","))
+    _profile(args.profile, args.quick, args.seed, args.top, args.repeat, (chunk, bin_side))
     return 0
 
 
