@@ -180,7 +180,11 @@ def _owners(
 
 
 class _Plan:
-    """The reads that rebuild a set of objects from their fragment references."""
+    """The reads that rebuild a set of objects from their fragment references.
+
+    References are sorted once by (chunk slot, first row); every per-chunk step then works
+    on one contiguous slice of that order, so the cost is linear in the references.
+    """
 
     def __init__(
         self,
@@ -192,21 +196,46 @@ class _Plan:
         self.reader = objects.reader
         self.dense = dense
         self.ref_object, ref_chunk, self.ref_fragment = refs
-        self.chunks, self.ref_slot = (
-            np.unique(ref_chunk, axis=0, return_inverse=True)
+        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
+        outside = np.any((ref_chunk < 0) | (ref_chunk >= self.reader.grid.shape), axis=1)
+        if outside.any():
+            bad = tuple(int(c) for c in ref_chunk[np.flatnonzero(outside)[0]])
+            raise CorruptChunkError(f"a manifest names chunk {bad}, outside the grid {grid_shape}")
+        flat = (
+            np.ravel_multi_index(tuple(ref_chunk.T), grid_shape)
             if ref_chunk.shape[0]
-            else (ref_chunk.reshape(0, self.reader.grid.ndim), np.empty(0, np.int64))
+            else np.empty(0, np.int64)
         )
-        self.ref_slot = self.ref_slot.reshape(-1)
+        self.chunk_flat, self.ref_slot = np.unique(flat, return_inverse=True)
+        self.ref_slot = self.ref_slot.reshape(-1).astype(np.int64)
+        self.chunks = (
+            np.stack(np.unravel_index(self.chunk_flat, grid_shape), axis=1)
+            .reshape(-1, len(grid_shape))
+            .astype(np.int64)
+        )
+        self.order = np.empty(0, np.int64)
+        self.bounds = np.zeros(1, np.int64)
 
-    def result(self) -> QueryResult:
-        reader = self.reader
-        counts = self._chunk_counts()
-        ranges = reader.fragment_ranges(self.chunks, counts)
+    def _slot(self, slot: int) -> np.ndarray:
+        """Reference indices of chunk ``slot``, ascending first row."""
+        return self.order[self.bounds[slot] : self.bounds[slot + 1]]
+
+    def _sort(self, starts: np.ndarray) -> None:
+        self.order = np.lexsort((starts, self.ref_slot))
+        self.bounds = np.searchsorted(
+            self.ref_slot[self.order], np.arange(self.chunks.shape[0] + 1)
+        )
+
+    def _fragment_rows(
+        self, ranges: list[tuple[np.ndarray, np.ndarray]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """First row and row count of every referenced fragment (spec §6)."""
+        by_slot = np.argsort(self.ref_slot, kind="stable")
+        bounds = np.searchsorted(self.ref_slot[by_slot], np.arange(self.chunks.shape[0] + 1))
         starts = np.empty(self.ref_fragment.shape[0], np.int64)
         sizes = np.empty_like(starts)
         for slot, (s, c) in enumerate(ranges):
-            sel = self.ref_slot == slot
+            sel = by_slot[bounds[slot] : bounds[slot + 1]]
             frags = self.ref_fragment[sel]
             if frags.size and int(frags.max()) >= s.shape[0]:
                 raise CorruptChunkError(
@@ -214,24 +243,21 @@ class _Plan:
                     f"{int(frags.max())} of {s.shape[0]}"
                 )
             starts[sel], sizes[sel] = s[frags], c[frags]
+        return starts, sizes
+
+    def result(self) -> QueryResult:
+        reader = self.reader
+        ranges = reader.fragment_ranges(self.chunks, self._chunk_counts())
+        starts, sizes = self._fragment_rows(ranges)
+        self._sort(starts)
         wanted, gather = self._row_plan(starts, sizes)
         vertex_rows = [
             reader.read_rows(name, wanted)[gather] for name in [VERTICES, *reader.attribute_names]
         ]
-        offsets = np.concatenate(
-            [
-                [0],
-                np.cumsum(
-                    np.bincount(
-                        self.ref_object, weights=sizes, minlength=self.dense.shape[0]
-                    ).astype(np.int64)
-                ),
-            ]
-        )
+        per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
+        offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
         links = (
-            self._links(starts, sizes, ranges)
-            if self.objects.kind not in ("polyline", "streamline")
-            else None
+            None if self.objects.kind in ("polyline", "streamline") else self._links(starts, sizes)
         )
         ids = self.objects.external_ids()[self.dense]
         return QueryResult(
@@ -247,63 +273,56 @@ class _Plan:
 
     def _chunk_counts(self) -> np.ndarray:
         found, counts = self.reader.occupied_chunks(
-            self.chunks.min(axis=0)
-            if self.chunks.size
-            else np.zeros(self.reader.grid.ndim, np.int64),
-            self.chunks.max(axis=0) + 1
-            if self.chunks.size
-            else np.zeros(self.reader.grid.ndim, np.int64),
+            np.zeros(self.reader.grid.ndim, np.int64), self.reader.grid.shape
         )
-        lookup = {tuple(c): int(n) for c, n in zip(found.tolist(), counts, strict=True)}
-        missing = [tuple(c) for c in self.chunks.tolist() if tuple(c) not in lookup]
-        if missing:
-            raise CorruptChunkError(f"a manifest names chunk {missing[0]}, which is empty")
-        return np.asarray([lookup[tuple(c)] for c in self.chunks.tolist()], dtype=np.int64)
+        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
+        found_flat = (
+            np.ravel_multi_index(tuple(found.T), grid_shape)
+            if found.shape[0]
+            else np.empty(0, np.int64)
+        )
+        pos = np.searchsorted(found_flat, self.chunk_flat)
+        pos = np.minimum(pos, max(found_flat.shape[0] - 1, 0))
+        if self.chunk_flat.size and (
+            not found_flat.size or np.any(found_flat[pos] != self.chunk_flat)
+        ):
+            raise CorruptChunkError("a manifest names an empty chunk")
+        return counts[pos] if self.chunk_flat.size else np.empty(0, np.int64)
 
     def _row_plan(
         self, starts: np.ndarray, sizes: np.ndarray
     ) -> tuple[list[ChunkRows], np.ndarray]:
         """Row runs per chunk, and the gather that puts the read rows in manifest order."""
-        wanted: list[ChunkRows] = []
-        buffer_start = np.empty(starts.shape[0], np.int64)
-        base = 0
+        wanted = []
         for slot in range(self.chunks.shape[0]):
-            sel = np.flatnonzero(self.ref_slot == slot)
-            order = sel[np.argsort(starts[sel], kind="stable")]
-            runs = np.stack([starts[order], starts[order] + sizes[order]], axis=1)
-            within = np.concatenate([[0], np.cumsum(sizes[order])[:-1]])
-            buffer_start[order] = base + within
-            base += int(sizes[order].sum())
+            refs = self._slot(slot)
+            runs = np.stack([starts[refs], starts[refs] + sizes[refs]], axis=1)
             wanted.append(ChunkRows(tuple(int(c) for c in self.chunks[slot]), runs))
-        total = int(sizes.sum())
-        gather = np.repeat(
-            buffer_start - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes
-        ) + np.arange(total)
-        self._buffer_start = buffer_start
+        buffer_start = np.empty(starts.shape[0], np.int64)
+        buffer_start[self.order] = np.concatenate([[0], np.cumsum(sizes[self.order])[:-1]])
+        gather = _expand(buffer_start, sizes)
         return wanted, gather
 
     def _result_index(
         self, starts: np.ndarray, sizes: np.ndarray
     ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """Per chunk slot: (local rows sorted, their result rows) of the vertices returned."""
+        """Per chunk slot: (local rows ascending, their result rows) of the vertices returned."""
         result_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         out = {}
         for slot in range(self.chunks.shape[0]):
-            sel = np.flatnonzero(self.ref_slot == slot)
-            local = _expand(starts[sel], sizes[sel])
-            result = _expand(result_start[sel], sizes[sel])
-            order = np.argsort(local, kind="stable")
-            out[slot] = (local[order], result[order])
+            refs = self._slot(slot)  # ascending first row: local rows come out sorted
+            out[slot] = (
+                _expand(starts[refs], sizes[refs]),
+                _expand(result_start[refs], sizes[refs]),
+            )
         return out
 
-    def _links(
-        self, starts: np.ndarray, sizes: np.ndarray, ranges: list[tuple[np.ndarray, np.ndarray]]
-    ) -> np.ndarray:
+    def _links(self, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         reader = self.reader
         link_ranges = reader.blob_ranges(LINK_FRAGMENTS, self.chunks)
         wanted, slots = [], []
         for slot, (ls, lc) in enumerate(link_ranges):
-            frags = np.unique(self.ref_fragment[self.ref_slot == slot])
+            frags = np.unique(self.ref_fragment[self._slot(slot)])
             runs = np.stack([ls[frags], ls[frags] + lc[frags]], axis=1)
             runs = runs[runs[:, 1] > runs[:, 0]]
             if runs.shape[0]:  # a chunk without link rows has no links/0 shard (spec §9.6)
@@ -327,14 +346,8 @@ class _Plan:
         self, index: dict[int, tuple[np.ndarray, np.ndarray]]
     ) -> tuple[np.ndarray, np.ndarray]:
         """Sorted global ids of the returned vertices and their result rows (spec §9.11)."""
-        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
         n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
-        flat = (
-            np.ravel_multi_index(tuple(self.chunks.T), grid_shape)
-            if self.chunks.size
-            else np.empty(0, np.int64)
-        )
-        gid_parts = [flat[slot] * n_max + local for slot, (local, _) in index.items()]
+        gid_parts = [self.chunk_flat[slot] * n_max + local for slot, (local, _) in index.items()]
         row_parts = [result for _, result in index.values()]
         if not gid_parts:
             return np.empty(0, np.int64), np.empty(0, np.int64)
