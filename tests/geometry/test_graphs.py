@@ -19,7 +19,7 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.fragments import decode_fragment_index
+from zarr_vectors.format.fragment_decoding import decode_fragment_index
 
 CHUNK = 10.0
 BIN = 2.5

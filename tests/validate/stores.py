@@ -17,7 +17,7 @@ from zarr.core.sync import sync
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors.format.fragments import decode_dense_ranges
+from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.store.arrays import row_array_metadata
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.shards import RowLayout

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, FragmentIndexError, MetadataError
-from zarr_vectors.format.fragments import decode_dense_ranges
+from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.grid import ChunkGrid, bins_per_chunk
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import (

@@ -14,11 +14,11 @@ from typing import Final
 import numpy as np
 
 from zarr_vectors.errors import FragmentIndexError
+from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.fragments import (
     FRAGMENT_INDEX_HEADER_NBYTES,
     FRAGMENT_INDEX_MAGIC,
     FRAGMENT_INDEX_VERSION,
-    decode_dense_ranges,
 )
 
 __all__ = ["Blob", "BlobError", "blob_size", "inspect_blob"]
