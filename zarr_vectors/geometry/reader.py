@@ -284,6 +284,9 @@ def _decode_group(
 
 def _block_groups(runs: np.ndarray, r: int) -> list[tuple[int, int, np.ndarray]]:
     """Group row runs into contiguous row-block ranges ``[first, stop)`` with their runs."""
+    if runs.shape[0] == 1:
+        start, stop = int(runs[0, 0]), int(runs[0, 1])
+        return [(start // r, (stop - 1) // r + 1, runs)] if stop > start else []
     runs = runs[runs[:, 1] > runs[:, 0]]
     if not runs.shape[0]:
         return []

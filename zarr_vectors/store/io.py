@@ -98,9 +98,9 @@ def _write_local(path: Path, value: bytes, *, atomic: bool) -> None:
     os.replace(partial, path)
 
 
-def _read_local(path: Path, byte_range: ByteRange) -> bytes | None:
+def _read_local(path: str, byte_range: ByteRange) -> bytes | None:
     try:
-        with path.open("rb") as fh:
+        with open(path, "rb") as fh:  # a str path: no pathlib overhead per chunk
             if byte_range is None:
                 return fh.read()
             if isinstance(byte_range, int):
@@ -174,7 +174,10 @@ class StoreIO:
             return []
         root = local_root(self.store)
         if root is not None:
-            return [_read_local(root / key, byte_range) for key, byte_range in requests]
+            base = os.fspath(root)
+            return [
+                _read_local(os.path.join(base, key), byte_range) for key, byte_range in requests
+            ]
         return self._run(self._gather([self._get(k, r) for k, r in requests]))
 
     def get(self, key: str, byte_range: ByteRange = None) -> bytes | None:
