@@ -15,9 +15,11 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError, ObjectNotFoundError
 from zarr_vectors.format.manifest import decode_object_index_bulk
 from zarr_vectors.format.names import (
+    CROSS_CHUNK_LINK_ATTRIBUTES,
     CROSS_CHUNK_LINKS,
     FRAGMENT_ATTRIBUTES,
     GROUPINGS,
+    LINK_ATTRIBUTES,
     LINK_FRAGMENTS,
     LINKS,
     OBJECT_ATTRIBUTES,
@@ -34,6 +36,10 @@ __all__ = ["ObjectReader", "clip"]
 
 _LINK_COLUMN = "__links__"
 _OWNER_COLUMN = "__fragment_owner__"
+
+
+def _link_column(name: str) -> str:
+    return f"__link__{name}"
 
 
 class ObjectReader:
@@ -55,6 +61,11 @@ class ObjectReader:
         names = [n for n in reader.io.list_dir(f"{base}/{OBJECT_ATTRIBUTES}") if n != "zarr.json"]
         self.object_attribute_names = [n for n in names if n != OBJECT_ID_ATTRIBUTE]
         self._has_external_ids = OBJECT_ID_ATTRIBUTE in names
+        self.link_attribute_names = [
+            n for n in reader.io.list_dir(f"{base}/{LINK_ATTRIBUTES}") if n != "zarr.json"
+        ]
+        for name in self.link_attribute_names:
+            reader.add_column(_link_column(name), f"{base}/{LINK_ATTRIBUTES}/{name}")
         self._cache: dict[str, np.ndarray] = {}
 
     # -- global arrays (read once) --------------------------------------------------------
@@ -68,6 +79,10 @@ class ObjectReader:
         if not self._has_external_ids:
             return np.arange(self.n_objects, dtype=np.int64)
         return self._global(f"{OBJECT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
+
+    def cross_link_attribute(self, name: str) -> np.ndarray:
+        """The per-link attribute ``name`` of every row of ``cross_chunk_links``."""
+        return self._global(f"{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}")
 
     def object_attribute(self, name: str) -> np.ndarray:
         """The per-object attribute ``name`` of every object."""
@@ -256,8 +271,10 @@ class _Plan:
         ]
         per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
         offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
-        links = (
-            None if self.objects.kind in ("polyline", "streamline") else self._links(starts, sizes)
+        links, link_columns = (
+            (None, {})
+            if self.objects.kind in ("polyline", "streamline")
+            else self._links(starts, sizes)
         )
         ids = self.objects.external_ids()[self.dense]
         return QueryResult(
@@ -269,6 +286,7 @@ class _Plan:
             edges=links if links is not None and links.shape[1] == 2 else None,
             faces=links if links is not None and links.shape[1] == 3 else None,
             object_attributes=self._object_attributes(),
+            link_attributes=link_columns,
         )
 
     def _chunk_counts(self) -> np.ndarray:
@@ -317,7 +335,10 @@ class _Plan:
             )
         return out
 
-    def _links(self, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    def _links(
+        self, starts: np.ndarray, sizes: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The objects' links as result rows, and their per-link attributes (§9.12)."""
         reader = self.reader
         link_ranges = reader.blob_ranges(LINK_FRAGMENTS, self.chunks)
         wanted, slots = [], []
@@ -329,6 +350,10 @@ class _Plan:
                 wanted.append(ChunkRows(tuple(int(c) for c in self.chunks[slot]), runs))
                 slots.append(slot)
         rows = reader.read_rows(_LINK_COLUMN, wanted).astype(np.int64)
+        columns = {
+            name: reader.read_rows(_link_column(name), wanted)
+            for name in self.objects.link_attribute_names
+        }
         slot_of_row = np.repeat(
             np.asarray(slots, dtype=np.int64),
             [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted],
@@ -337,10 +362,16 @@ class _Plan:
         gids = self._gid_table(index)
         mapped = _translate(rows, slot_of_row, index, gids, self.objects.kind == "mesh")
         if self.objects.kind == "skeleton":
-            mapped = mapped[mapped[:, 1] >= 0]
+            keep = mapped[:, 1] >= 0
+            mapped, columns = mapped[keep], {k: v[keep] for k, v in columns.items()}
         if self.objects.kind in ("graph", "skeleton"):
-            mapped = np.concatenate([mapped, self._cross_links(gids)])
-        return mapped
+            cross, mine = self._cross_links(gids)
+            mapped = np.concatenate([mapped, cross])
+            columns = {
+                k: np.concatenate([v, self.objects.cross_link_attribute(k)[mine]])
+                for k, v in columns.items()
+            }
+        return mapped, columns
 
     def _gid_table(
         self, index: dict[int, tuple[np.ndarray, np.ndarray]]
@@ -356,13 +387,15 @@ class _Plan:
         order = np.argsort(gid)
         return gid[order], rows[order]
 
-    def _cross_links(self, gids: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    def _cross_links(self, gids: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The objects' cross-chunk links as result rows, and their rows in the table."""
         table = self.objects._global(CROSS_CHUNK_LINKS)
         if not table.shape[0] or not gids[0].shape[0]:
-            return np.empty((0, 2), np.int64)
-        mine = np.isin(table[:, 0], gids[0])
+            return np.empty((0, 2), np.int64), np.empty(0, np.int64)
+        mine = np.flatnonzero(np.isin(table[:, 0], gids[0]))
         pairs = table[mine]
-        return np.stack([_lookup(gids, pairs[:, 0]), _lookup(gids, pairs[:, 1])], axis=1)
+        links = np.stack([_lookup(gids, pairs[:, 0]), _lookup(gids, pairs[:, 1])], axis=1)
+        return links, mine
 
     def _object_attributes(self) -> dict[str, np.ndarray]:
         base = OBJECT_ATTRIBUTES
@@ -424,10 +457,12 @@ def clip(result: QueryResult, lo: np.ndarray, hi: np.ndarray) -> QueryResult:
     object_of_row = np.repeat(np.arange(result.offsets.shape[0] - 1), np.diff(result.offsets))
     counts = np.bincount(object_of_row[keep], minlength=result.offsets.shape[0] - 1)
 
+    present = result.edges if result.edges is not None else result.faces
+    whole = np.all(keep[present], axis=1) if present is not None else np.zeros(0, dtype=bool)
+
     def links(values: np.ndarray | None) -> np.ndarray | None:
         if values is None:
             return None
-        whole = np.all(keep[values], axis=1)
         return np.asarray(new_row[values[whole]], dtype=np.int64)
 
     return QueryResult(
@@ -441,4 +476,5 @@ def clip(result: QueryResult, lo: np.ndarray, hi: np.ndarray) -> QueryResult:
         edges=links(result.edges),
         faces=links(result.faces),
         object_attributes=result.object_attributes,
+        link_attributes={k: v[whole] for k, v in result.link_attributes.items()},
     )

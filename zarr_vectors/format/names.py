@@ -10,6 +10,8 @@ from zarr_vectors.errors import InvalidNameError
 __all__ = [
     "ATTRIBUTES",
     "CROSS_CHUNK_LINKS",
+    "CROSS_CHUNK_LINK_ATTRIBUTES",
+    "LINK_ATTRIBUTES",
     "EDGE_KINDS",
     "FRAGMENT_ATTRIBUTES",
     "GEOMETRY_TYPES",
@@ -51,6 +53,8 @@ OBJECT_ATTRIBUTES = "object_attributes"
 GROUPINGS = "groupings"
 GROUPINGS_ATTRIBUTES = "groupings_attributes"
 CROSS_CHUNK_LINKS = "cross_chunk_links"
+LINK_ATTRIBUTES = "link_attributes"
+CROSS_CHUNK_LINK_ATTRIBUTES = "cross_chunk_link_attributes"
 LEVEL_NAME = re.compile(r"0|[1-9][0-9]*")
 """Level group names: decimal integers without leading zeros (spec §2.1)."""
 OBJECT_ID_ATTRIBUTE = "object_id"

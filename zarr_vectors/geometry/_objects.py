@@ -22,10 +22,12 @@ from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.manifest import encode_object_index_bulk
 from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.format.names import (
+    CROSS_CHUNK_LINK_ATTRIBUTES,
     CROSS_CHUNK_LINKS,
     FRAGMENT_ATTRIBUTES,
     GROUPINGS,
     GROUPINGS_ATTRIBUTES,
+    LINK_ATTRIBUTES,
     LINK_FRAGMENTS,
     LINKS,
     OBJECT_ATTRIBUTES,
@@ -87,6 +89,8 @@ class ObjectTable:
         Groups of objects, or None.
     root_extra
         Type-specific root keys (spec §3.4).
+    link_attributes
+        Per-link columns (one row per row of ``links``): edge or face attributes (§9.12).
     """
 
     kind: str
@@ -98,6 +102,7 @@ class ObjectTable:
     object_ids: np.ndarray | None
     groups: Groups | None
     root_extra: dict[str, Any]
+    link_attributes: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_objects(self) -> int:
@@ -194,24 +199,36 @@ class _Links:
     per_chunk: list[np.ndarray]  # rows of links/0 per occupied chunk, anchored order
     link_ranges: list[np.ndarray]  # per chunk: rows per vertex fragment (counts)
     cross: np.ndarray  # (c, 2) int64 global ids, sorted unique
+    per_chunk_source: list[np.ndarray]  # input link index of each links/0 row
+    cross_source: np.ndarray  # input link index of each cross_chunk_links row
 
 
 def _anchored(
-    runs: _Runs, chunk: np.ndarray, anchor: np.ndarray, local: np.ndarray, order_key: np.ndarray
-) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Group local link rows by chunk and anchor fragment, then by ``order_key``."""
+    runs: _Runs,
+    chunk: np.ndarray,
+    anchor: np.ndarray,
+    local: np.ndarray,
+    order_key: np.ndarray,
+    source: np.ndarray,
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Group local link rows by chunk and anchor fragment, then by ``order_key``.
+
+    Returns the rows, the input link index of each row, and the rows per vertex fragment,
+    chunk by chunk (spec §10.3).
+    """
     n_chunks = runs.chunk_grid.shape[0]
     fragment = runs.vertex_fragment[anchor]
     order = np.lexsort((order_key, fragment, chunk))
-    local, chunk, fragment = local[order], chunk[order], fragment[order]
+    local, chunk, fragment, source = local[order], chunk[order], fragment[order], source[order]
     bounds = np.searchsorted(chunk, np.arange(n_chunks + 1))
-    per_chunk, ranges = [], []
+    per_chunk, sources, ranges = [], [], []
     for j in range(n_chunks):
         a, b = bounds[j], bounds[j + 1]
         n_frag = runs.fragment_ranges[j][0].shape[0]
         per_chunk.append(local[a:b])
+        sources.append(source[a:b])
         ranges.append(np.bincount(fragment[a:b], minlength=n_frag).astype(np.int64))
-    return per_chunk, ranges
+    return per_chunk, sources, ranges
 
 
 def _edge_links(table: ObjectTable, runs: _Runs, gid: np.ndarray) -> _Links:
@@ -227,10 +244,12 @@ def _edge_links(table: ObjectTable, runs: _Runs, gid: np.ndarray) -> _Links:
         ra, rb = np.minimum(ra, rb), np.maximum(ra, rb)
         ga, gb = np.minimum(ga, gb), np.maximum(ga, gb)
     anchor = np.where(ra == runs.vertex_row[a[same]], a[same], b[same])
-    per_chunk, ranges = _anchored(
-        runs, runs.vertex_chunk[anchor], anchor, np.stack([ra, rb], axis=1), np.flatnonzero(same)
+    inside = np.flatnonzero(same)
+    per_chunk, sources, ranges = _anchored(
+        runs, runs.vertex_chunk[anchor], anchor, np.stack([ra, rb], axis=1), inside, inside
     )
-    return _Links(per_chunk, ranges, _sorted_pairs(ga, gb))
+    cross, order = _sorted_pairs(ga, gb)
+    return _Links(per_chunk, ranges, cross, sources, np.flatnonzero(~same)[order])
 
 
 def _skeleton_links(edges: np.ndarray, runs: _Runs, gid: np.ndarray) -> _Links:
@@ -245,16 +264,19 @@ def _skeleton_links(edges: np.ndarray, runs: _Runs, gid: np.ndarray) -> _Links:
         ],
         axis=1,
     )
-    per_chunk, ranges = _anchored(
-        runs, runs.vertex_chunk[child[local]], child[local], rows, rows[:, 0]
+    kept = np.flatnonzero(local)
+    per_chunk, sources, ranges = _anchored(
+        runs, runs.vertex_chunk[child[local]], child[local], rows, rows[:, 0], kept
     )
-    cross = _sorted_pairs(gid[child[~local]], gid[parent[~local]])
-    return _Links(per_chunk, ranges, cross)
+    cross, order = _sorted_pairs(gid[child[~local]], gid[parent[~local]])
+    return _Links(per_chunk, ranges, cross, sources, np.flatnonzero(~local)[order])
 
 
-def _sorted_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _sorted_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs sorted by (column 0, column 1), and the order that sorted them."""
     pairs = np.stack([a, b], axis=1).astype(np.int64).reshape(-1, 2)
-    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+    return pairs[order], order
 
 
 def _face_links(
@@ -279,8 +301,9 @@ def _face_links(
     chunk = runs.vertex_chunk[anchor]
     in_chunk = runs.vertex_chunk[faces] == chunk[:, None]
     entries = np.where(in_chunk, runs.vertex_row[faces], -(gid[faces] + 1))
-    per_chunk, ranges = _anchored(runs, chunk, anchor, entries, np.arange(len(faces)))
-    return _Links(per_chunk, ranges, np.empty((0, 2), np.int64))
+    every = np.arange(len(faces))
+    per_chunk, sources, ranges = _anchored(runs, chunk, anchor, entries, every, every)
+    return _Links(per_chunk, ranges, np.empty((0, 2), np.int64), sources, np.empty(0, np.int64))
 
 
 def _links_layout(width: int, per_chunk: list[np.ndarray], options: WriteOptions) -> RowLayout:
@@ -330,6 +353,49 @@ def _write_links(
         blob_layout(max((b.shape[0] for b in blobs), default=16)),
         {"zv_array": LINK_FRAGMENTS, "encoding": "fragment_index_v1"},
     )
+
+
+def _write_link_attributes(
+    io: StoreIO,
+    base: str,
+    grid: ChunkGrid,
+    runs: _Runs,
+    links: _Links,
+    table: ObjectTable,
+    options: WriteOptions,
+) -> None:
+    """Per-link columns beside ``links/0`` and ``cross_chunk_links`` (spec §9.12, §9.13)."""
+    if not table.link_attributes:
+        return
+    longest = max((len(rows) for rows in links.per_chunk), default=0)
+    io.set(f"{base}/{LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
+    if table.kind != "mesh":
+        io.set(f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
+    for name, values in table.link_attributes.items():
+        layout = RowLayout(
+            values.dtype,
+            values.shape[1:],
+            options.rows_per_block,
+            round_up(longest, options.rows_per_block),
+            options.blosc(),
+        )
+        write_chunk_array(
+            io,
+            f"{base}/{LINK_ATTRIBUTES}/{name}",
+            grid,
+            runs.rows.chunks,
+            [values[src] for src in links.per_chunk_source],
+            layout,
+            {"zv_array": "link_attribute", "name": name},
+        )
+        if table.kind != "mesh":
+            _write_global(
+                io,
+                f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}",
+                values[links.cross_source],
+                0,
+                {"zv_array": "cross_chunk_link_attribute", "name": name},
+            )
 
 
 def _write_fragment_owners(
@@ -481,6 +547,7 @@ def write_objects(
             io, 0, grid, runs.rows, (table.positions, table.vertex_attributes), blobs, options
         )
         _write_links(io, base, grid, runs, links, 3 if table.kind == "mesh" else 2, options)
+        _write_link_attributes(io, base, grid, runs, links, table, options)
         _write_fragment_owners(io, base, grid, runs, options)
         _write_object_index(io, base, table, runs, ndim)
         _write_object_columns(io, base, table, links.cross)

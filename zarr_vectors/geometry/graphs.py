@@ -11,7 +11,7 @@ before anything is written (spec §12.2).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -261,6 +261,7 @@ def write_graph(
     bin_shape: float | Sequence[float] | None = None,
     attributes: Mapping[str, Any] | None = None,
     object_attributes: Mapping[str, Any] | None = None,
+    edge_attributes: Mapping[str, Any] | None = None,
     groups: Mapping[Any, Sequence[int]] | None = None,
     group_attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
@@ -294,6 +295,8 @@ def write_graph(
         Per-vertex columns (one row per vertex, in input order).
     object_attributes
         Per-object columns (one row per object, in ascending label order).
+    edge_attributes
+        Per-edge (one row per row of ``edges``, in input order; spec §9.12, §9.13).
     groups
         ``{name_or_id: [object ids]}``.
     group_attributes
@@ -328,6 +331,12 @@ def write_graph(
         groups=groups,
         group_attributes=group_attributes,
         root_extra={"is_directed": is_directed, "is_tree": False},
+    )
+    table = replace(
+        table,
+        link_attributes=inputs.attributes(
+            edge_attributes, links.shape[0], what="edge attribute", reserved=frozenset()
+        ),
     )
     write_objects(
         store,

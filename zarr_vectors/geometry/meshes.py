@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -97,6 +98,7 @@ def write_mesh(
     bin_shape: float | Sequence[float] | None = None,
     attributes: Mapping[str, Any] | None = None,
     object_attributes: Mapping[str, Any] | None = None,
+    face_attributes: Mapping[str, Any] | None = None,
     groups: Mapping[Any, Sequence[int]] | None = None,
     group_attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
@@ -135,6 +137,8 @@ def write_mesh(
         Per-vertex columns (one row per vertex, in input order).
     object_attributes
         Per-mesh columns (one row per mesh, in ascending label order).
+    face_attributes
+        Per-face (one row per row of ``faces``, in input order; spec §9.12).
     groups
         ``{name_or_id: [object ids]}``.
     group_attributes
@@ -167,6 +171,12 @@ def write_mesh(
         groups=groups,
         group_attributes=group_attributes,
         root_extra={"winding_order": winding, "closed_surface": closed},
+    )
+    table = replace(
+        table,
+        link_attributes=inputs.attributes(
+            face_attributes, triangles.shape[0], what="face attribute", reserved=frozenset()
+        ),
     )
     write_objects(
         store,

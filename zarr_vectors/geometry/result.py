@@ -35,6 +35,8 @@ class QueryResult:
         ``(F, 3)`` row indices into ``positions`` (meshes, winding as written), else None.
     object_attributes
         Per-object attributes by name, one row per returned object.
+    link_attributes
+        Per-link attributes by name, one row per row of ``edges`` or ``faces``.
     """
 
     positions: np.ndarray
@@ -45,6 +47,7 @@ class QueryResult:
     edges: np.ndarray | None = None
     faces: np.ndarray | None = None
     object_attributes: dict[str, np.ndarray] = field(default_factory=dict)
+    link_attributes: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.positions.shape[0])

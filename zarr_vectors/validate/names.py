@@ -6,6 +6,7 @@ from typing import Final
 
 from zarr_vectors.format.names import (
     ATTRIBUTES,
+    CROSS_CHUNK_LINK_ATTRIBUTES,
     CROSS_CHUNK_LINKS,
     EDGE_KINDS,
     FRAGMENT_ATTRIBUTES,
@@ -13,6 +14,7 @@ from zarr_vectors.format.names import (
     GROUPINGS,
     GROUPINGS_ATTRIBUTES,
     LEVEL_NAME,
+    LINK_ATTRIBUTES,
     LINK_FRAGMENTS,
     LINKS,
     OBJECT_ATTRIBUTES,
@@ -51,6 +53,8 @@ __all__ = [
 
 OBJECT_ONLY_NODES: Final = (
     LINKS,
+    LINK_ATTRIBUTES,
+    CROSS_CHUNK_LINK_ATTRIBUTES,
     LINK_FRAGMENTS,
     OBJECT_INDEX,
     OBJECT_ATTRIBUTES,
