@@ -192,3 +192,40 @@ def test_fragment_blobs_longer_than_one_block_validate(rng: np.random.Generator)
     assert report.ok, report.summary()
     got = zv.open(store).read_objects([4999, 5009])
     np.testing.assert_array_equal(got.positions, np.concatenate([dense[-1], sparse[-1]]))
+
+
+def test_opt_in_fragment_attributes_copy_object_values(rng: np.random.Generator) -> None:
+    import zarr
+
+    lines = _walks(rng, 40)
+    bundle = rng.integers(0, 5, 40).astype(np.uint8)
+    store = MemoryStore()
+    zv.write_polylines(
+        store,
+        lines,
+        chunk_shape=20.0,
+        object_attributes={"bundle": bundle},
+        options=zv.WriteOptions(fragment_attributes=("bundle",)),
+    )
+    group = zarr.open_group(store, mode="r")
+    owners = group["0/fragment_attributes/object_id"]
+    values = group["0/fragment_attributes/bundle"]
+    counts = group["0/vertex_counts"][...]
+    checked = 0
+    for g in np.argwhere(counts > 0):
+        blob = bytes(group["0/vertex_fragments"][tuple(g)])
+        from zarr_vectors.format.fragment_decoding import decode_dense_ranges
+
+        n_frag = decode_dense_ranges(blob)[0].shape[0]
+        own = owners[tuple(g)][:n_frag]
+        np.testing.assert_array_equal(values[tuple(g)][:n_frag], bundle[own])
+        checked += n_frag
+    assert checked > 40
+    with pytest.raises(InvalidInputError, match="not an object attribute"):
+        zv.write_polylines(
+            MemoryStore(),
+            lines,
+            chunk_shape=20.0,
+            options=zv.WriteOptions(fragment_attributes=("nope",)),
+        )
+    assert zv.validate(store, level=3).ok

@@ -398,22 +398,32 @@ def _write_link_attributes(
             )
 
 
-def _write_fragment_owners(
-    io: StoreIO, base: str, grid: ChunkGrid, runs: _Runs, options: WriteOptions
+def _write_fragment_columns(
+    io: StoreIO,
+    base: str,
+    grid: ChunkGrid,
+    runs: _Runs,
+    table: ObjectTable,
+    options: WriteOptions,
 ) -> None:
+    """The reserved owner column and the opt-in object columns per fragment (spec §9.5)."""
+    columns = {OBJECT_ID_ATTRIBUTE: np.arange(table.n_objects, dtype=np.int64)} | {
+        name: table.object_attributes[name] for name in options.fragment_attributes
+    }
     longest = max((len(f) for f in runs.fragment_objects), default=0)
     r = options.rows_per_block
-    layout = RowLayout(np.dtype(np.int64), (), r, round_up(longest, r), options.blosc())
     io.set(f"{base}/{FRAGMENT_ATTRIBUTES}/zarr.json", group_metadata({}))
-    write_chunk_array(
-        io,
-        f"{base}/{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}",
-        grid,
-        runs.rows.chunks,
-        runs.fragment_objects,
-        layout,
-        {"zv_array": "fragment_attribute", "name": OBJECT_ID_ATTRIBUTE},
-    )
+    for name, values in columns.items():
+        layout = RowLayout(values.dtype, values.shape[1:], r, round_up(longest, r), options.blosc())
+        write_chunk_array(
+            io,
+            f"{base}/{FRAGMENT_ATTRIBUTES}/{name}",
+            grid,
+            runs.rows.chunks,
+            [values[owners] for owners in runs.fragment_objects],
+            layout,
+            {"zv_array": "fragment_attribute", "name": name},
+        )
 
 
 def _write_global(
@@ -524,6 +534,11 @@ def write_objects(
     """
     options = options or WriteOptions()
     inputs.check_options(options)
+    missing = [n for n in options.fragment_attributes if n not in table.object_attributes]
+    if missing:
+        raise InvalidInputError(
+            f"fragment_attributes names {missing[0]!r}, which is not an object attribute"
+        )
     n, ndim = table.positions.shape
     lo, hi = inputs.check_finite(table.positions)
     bounds = None if n == 0 else (lo, hi)
@@ -548,7 +563,7 @@ def write_objects(
         )
         _write_links(io, base, grid, runs, links, 3 if table.kind == "mesh" else 2, options)
         _write_link_attributes(io, base, grid, runs, links, table, options)
-        _write_fragment_owners(io, base, grid, runs, options)
+        _write_fragment_columns(io, base, grid, runs, table, options)
         _write_object_index(io, base, table, runs, ndim)
         _write_object_columns(io, base, table, links.cross)
         level = LevelMetadata(

@@ -65,12 +65,17 @@ class WriteOptions:
         ``R``: rows per inner chunk of every per-chunk array (spec §9.0).
     compression
         ``"blosc-lz4"`` (default, Blosc LZ4 with bit shuffle) or None for raw row blocks.
+    fragment_attributes
+        Object kinds: names of object attributes to copy to every fragment of the object
+        (opt-in ``fragment_attributes/<name>``, spec §9.5), so tools can filter rows of a
+        chunk by an object property without reading the manifests.
     """
 
     axis_names: tuple[str, ...] | None = None
     axis_units: str | tuple[str, ...] = "unknown"
     rows_per_block: int = 4096
     compression: str | None = "blosc-lz4"
+    fragment_attributes: tuple[str, ...] = ()
 
     def blosc(self) -> dict[str, Any] | None:
         """Blosc settings of numeric row blocks, or None for uncompressed blocks."""
