@@ -11,7 +11,7 @@ before anything is written (spec §12.2).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -222,6 +222,7 @@ def object_table(
     groups: Mapping[Any, Sequence[int]] | None,
     group_attributes: Mapping[str, Any] | None,
     root_extra: dict[str, Any],
+    link_attributes: dict[str, np.ndarray] | None = None,
 ) -> ObjectTable:
     """The :class:`ObjectTable` of validated input given in input vertex order.
 
@@ -240,6 +241,7 @@ def object_table(
         object_ids=ids,
         groups=objects.parse_groups(groups, group_attributes, ids, m),
         root_extra=root_extra,
+        link_attributes=link_attributes or {},
     )
 
 
@@ -331,9 +333,6 @@ def write_graph(
         groups=groups,
         group_attributes=group_attributes,
         root_extra={"is_directed": is_directed, "is_tree": False},
-    )
-    table = replace(
-        table,
         link_attributes=inputs.attributes(
             edge_attributes, links.shape[0], what="edge attribute", reserved=frozenset()
         ),

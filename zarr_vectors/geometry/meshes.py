@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -171,9 +170,6 @@ def write_mesh(
         groups=groups,
         group_attributes=group_attributes,
         root_extra={"winding_order": winding, "closed_surface": closed},
-    )
-    table = replace(
-        table,
         link_attributes=inputs.attributes(
             face_attributes, triangles.shape[0], what="face attribute", reserved=frozenset()
         ),
