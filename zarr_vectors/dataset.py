@@ -30,7 +30,7 @@ def _root_attributes(io: StoreIO, where: str) -> dict[str, Any]:
     if doc is None:
         raise NotAZarrVectorsStoreError(f"{where} has no zarr.json: not a Zarr store")
     attrs = doc.get("attributes") if isinstance(doc, dict) else None
-    if doc.get("node_type") != "group" or not isinstance(attrs, dict):
+    if not isinstance(doc, dict) or doc.get("node_type") != "group" or not isinstance(attrs, dict):
         raise NotAZarrVectorsStoreError(f"{where}: root zarr.json is not a group")
     if "zarr_vectors_version" not in attrs:
         partial = io.read_json(".zattrs") is not None or bool(io.list_dir("0"))

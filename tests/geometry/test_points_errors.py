@@ -206,3 +206,12 @@ def test_box_edge_cases() -> None:
     assert len(store.query(([-np.inf] * 3, [np.inf] * 3))) == 500
     assert len(store.query(([1e300] * 3, [np.inf] * 3))) == 0
     assert len(store.query(([-1e300] * 3, [-1e299] * 3))) == 0
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe", b"[1, 2]", b'"text"'])
+def test_open_with_damaged_root_document_raises_our_error(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "s"
+    zv.write_points(path, GOOD, chunk_shape=25.0)
+    (path / "zarr.json").write_bytes(content)
+    with pytest.raises(zv.ZarrVectorsError):
+        zv.open(path)

@@ -19,7 +19,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import LocalStore, MemoryStore, ZipStore
 
-from zarr_vectors.errors import InvalidInputError, StoreNotFoundError
+from zarr_vectors.errors import InvalidInputError, MetadataError, StoreNotFoundError
 
 __all__ = ["ByteRange", "StoreIO", "StoreLike", "resolve_store"]
 
@@ -213,9 +213,20 @@ class StoreIO:
         self.set_many([(key, value)])
 
     def read_json(self, key: str) -> Any:
-        """Parse the JSON document at ``key``; None when the key does not exist."""
+        """Parse the JSON document at ``key``; None when the key does not exist.
+
+        Raises
+        ------
+        MetadataError
+            When the document is not valid UTF-8 JSON.
+        """
         raw = self.get(key)
-        return None if raw is None else json.loads(raw)
+        if raw is None:
+            return None
+        try:
+            return json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise MetadataError(f"{key} is not valid JSON ({exc})") from exc
 
     def write_json(self, key: str, doc: Any) -> None:
         """Write ``doc`` as indented UTF-8 JSON at ``key``."""
