@@ -278,7 +278,7 @@ def _decode_group(
     total = int(sizes.sum())
     begins = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     take = np.repeat(runs[:, 0] - first * r - begins, sizes) + np.arange(total)
-    out[pos : pos + total] = rows[take]
+    np.take(rows, take, axis=0, out=out[pos : pos + total])
     return pos + total
 
 
