@@ -23,7 +23,7 @@ from zarr_vectors.format.fragment_decoding import decode_fragment_index
 
 CHUNK = 10.0
 BIN = 2.5
-N_BOXES = 30
+N_BOXES = 200
 
 
 # -- reference model shared with test_skeletons.py and test_meshes.py ----------------------
