@@ -18,6 +18,7 @@ from zarr_vectors.errors import (
     FormatError,
     InvalidInputError,
     NotAZarrVectorsStoreError,
+    ObjectNotFoundError,
     StoreExistsError,
     StoreNotFoundError,
     UnsupportedVersionError,
@@ -56,4 +57,5 @@ __all__ = [
     "NotAZarrVectorsStoreError",
     "UnsupportedVersionError",
     "FormatError",
+    "ObjectNotFoundError",
 ]
