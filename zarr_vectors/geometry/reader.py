@@ -212,19 +212,25 @@ class LevelReader:
             return out
         self._fetch_indexes(path, layout, [w.chunk for w in wanted])
         requests: list[tuple[str, tuple[int, int]]] = []
-        spans: list[tuple[str, np.ndarray, tuple[int, int], np.ndarray]] = []
-        pos = 0
+        plans: list[tuple[str, np.ndarray, int, list[tuple[int, int, np.ndarray]]]] = []
         for w in wanted:
+            groups = _block_groups(w.runs, layout.rows_per_block)
+            if not groups:
+                continue
             key = shard_key(path, np.asarray(w.chunk), len(layout.row_shape))
             index = self._indexes[(path, w.chunk)]
-            for first, stop, runs in _block_groups(w.runs, layout.rows_per_block):
-                requests.append((key, layout.block_span(index, first, stop, key)))
-                spans.append((key, index, (first, stop), runs))
+            # one request per chunk: the byte span from its first to its last needed block
+            requests.append((key, layout.block_span(index, groups[0][0], groups[-1][1], key)))
+            plans.append((key, index, groups[0][0], groups))
         payloads = self.io.get_many(requests)
-        for (key, index, blocks, runs), payload in zip(spans, payloads, strict=True):
+        pos = 0
+        for (key, index, base_block, groups), payload in zip(plans, payloads, strict=True):
             if payload is None:
                 raise CorruptChunkError(f"{key}: shard disappeared while reading")
-            pos = _decode_group(layout, payload, index, blocks, runs, out, pos, key)
+            for first, stop, runs in groups:
+                pos = _decode_group(
+                    layout, payload, index, (base_block, first, stop), runs, out, pos, key
+                )
         return out
 
     def _fetch_indexes(self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]) -> None:
@@ -253,7 +259,7 @@ def _decode_group(
     layout: RowLayout,
     payload: bytes,
     index: np.ndarray,
-    blocks: tuple[int, int],
+    blocks: tuple[int, int, int],
     runs: np.ndarray,
     out: np.ndarray,
     pos: int,
@@ -261,19 +267,20 @@ def _decode_group(
 ) -> int:
     """Decode the row runs of one group of row blocks into ``out[pos:]``; return the new pos.
 
-    A single run is decoded straight into ``out``; several runs share one decode of their
-    blocks, so no block is decompressed twice.
+    ``blocks`` is ``(base, first, stop)``: ``payload`` starts at row block ``base``, and the
+    group covers blocks ``first .. stop-1``. A single run is decoded straight into ``out``;
+    several runs share one decode of their blocks, so no block is decompressed twice.
     """
-    first, stop = blocks
+    base, first, stop = blocks
     if runs.shape[0] == 1:
         start, end = int(runs[0, 0]), int(runs[0, 1])
         layout.decode_rows_into(
-            payload, index, first, (start, end), out[pos : pos + end - start], key
+            payload, index, base, (start, end), out[pos : pos + end - start], key
         )
         return pos + end - start
     r = layout.rows_per_block
     rows = np.empty(((stop - first) * r, *out.shape[1:]), dtype=out.dtype)
-    layout.decode_rows_into(payload, index, first, (first * r, stop * r), rows, key)
+    layout.decode_rows_into(payload, index, base, (first * r, stop * r), rows, key)
     sizes = runs[:, 1] - runs[:, 0]
     total = int(sizes.sum())
     begins = np.concatenate([[0], np.cumsum(sizes)[:-1]])
