@@ -29,7 +29,7 @@ from zarr_vectors.format.names import (
 )
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.geometry.result import QueryResult
-from zarr_vectors.kernels import points_in_box
+from zarr_vectors.kernels import concat_ranges, points_in_box
 from zarr_vectors.store.arrays import read_whole
 
 __all__ = ["ObjectReader", "clip"]
@@ -318,7 +318,7 @@ class _Plan:
             wanted.append(ChunkRows(tuple(int(c) for c in self.chunks[slot]), runs))
         buffer_start = np.empty(starts.shape[0], np.int64)
         buffer_start[self.order] = np.concatenate([[0], np.cumsum(sizes[self.order])[:-1]])
-        gather = _expand(buffer_start, sizes)
+        gather = concat_ranges(buffer_start, sizes)
         return wanted, gather
 
     def _result_index(
@@ -330,8 +330,8 @@ class _Plan:
         for slot in range(self.chunks.shape[0]):
             refs = self._slot(slot)  # ascending first row: local rows come out sorted
             out[slot] = (
-                _expand(starts[refs], sizes[refs]),
-                _expand(result_start[refs], sizes[refs]),
+                concat_ranges(starts[refs], sizes[refs]),
+                concat_ranges(result_start[refs], sizes[refs]),
             )
         return out
 
@@ -403,13 +403,6 @@ class _Plan:
             name: self.objects._global(f"{base}/{name}")[self.dense]
             for name in self.objects.object_attribute_names
         }
-
-
-def _expand(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Concatenated ``arange(start, start + size)`` for each pair, without a Python loop."""
-    total = int(sizes.sum())
-    begins = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    return np.repeat(starts - begins, sizes) + np.arange(total, dtype=np.int64)
 
 
 def _lookup(gids: tuple[np.ndarray, np.ndarray], wanted: np.ndarray) -> np.ndarray:

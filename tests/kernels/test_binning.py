@@ -468,3 +468,13 @@ def test_error_messages_name_the_row() -> None:
         assign_chunks_and_bins(p[:1] + 5, [1, 1], [1, 1], [1, 1], [0, 0], [2, 2])
     with pytest.raises(InvalidInputError, match=r"keys\[1\] = 7"):
         counting_sort(np.array([0, 7]), 3)
+
+
+@given(st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 6)), max_size=20))
+def test_concat_ranges_equals_a_loop(pairs: list[tuple[int, int]]) -> None:
+    from zarr_vectors.kernels import concat_ranges
+
+    starts = np.array([p[0] for p in pairs], dtype=np.int64)
+    sizes = np.array([p[1] for p in pairs], dtype=np.int64)
+    expected = [row for s, n in pairs for row in range(s, s + n)]
+    np.testing.assert_array_equal(concat_ranges(starts, sizes), np.array(expected, np.int64))

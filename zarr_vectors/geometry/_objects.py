@@ -46,7 +46,7 @@ from zarr_vectors.geometry._pipeline import (
     write_chunk_array,
     write_level_vertices,
 )
-from zarr_vectors.kernels import chunk_coords, sort_by_chunk_and_bin
+from zarr_vectors.kernels import chunk_coords, concat_ranges, sort_by_chunk_and_bin
 from zarr_vectors.store.arrays import global_array_metadata, group_metadata, write_array
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shards import RowLayout
@@ -147,7 +147,7 @@ def _cut_runs(table: ObjectTable, grid: ChunkGrid, bounds: tuple[np.ndarray, np.
     run_chunk_sorted = np.repeat(np.arange(occupied.shape[0]), np.diff(chunk_offsets))
     row_start = cum[:-1] - cum[chunk_offsets[:-1]][run_chunk_sorted]
     fragment_sorted = np.arange(order.shape[0]) - chunk_offsets[:-1][run_chunk_sorted]
-    perm = np.repeat(starts[order] - cum[:-1], sorted_lengths) + np.arange(n)
+    perm = concat_ranges(starts[order], sorted_lengths)
     vertex_chunk = np.empty(n, np.int64)
     vertex_row = np.empty(n, np.int64)
     vertex_fragment = np.empty(n, np.int64)

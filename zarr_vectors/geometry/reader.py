@@ -25,6 +25,7 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
+from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.store.arrays import nonzero_cells, read_region
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.shards import RowLayout, shard_key
@@ -281,10 +282,8 @@ def _decode_group(
     r = layout.rows_per_block
     rows = np.empty(((stop - first) * r, *out.shape[1:]), dtype=out.dtype)
     layout.decode_rows_into(payload, index, base, (first * r, stop * r), rows, key)
-    sizes = runs[:, 1] - runs[:, 0]
-    total = int(sizes.sum())
-    begins = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    take = np.repeat(runs[:, 0] - first * r - begins, sizes) + np.arange(total)
+    take = concat_ranges(runs[:, 0] - first * r, runs[:, 1] - runs[:, 0])
+    total = int(take.shape[0])
     np.take(rows, take, axis=0, out=out[pos : pos + total])
     return pos + total
 

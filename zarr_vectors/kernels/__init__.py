@@ -13,8 +13,10 @@ from zarr_vectors.kernels.binning import (
     sort_by_chunk_and_bin,
 )
 from zarr_vectors.kernels.manifests import decode_manifests, encode_manifests
+from zarr_vectors.kernels.ranges import concat_ranges
 
 __all__ = [
+    "concat_ranges",
     "bounds_and_nonfinite",
     "chunk_coords",
     "bin_coords",

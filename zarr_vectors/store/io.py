@@ -139,9 +139,12 @@ class StoreIO:
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return sync(coro)
 
-    async def _gather(self, coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+    async def _ensure_open(self) -> None:
         if not self.store._is_open:
             await self.store._open()
+
+    async def _gather(self, coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+        await self._ensure_open()
         semaphore = asyncio.Semaphore(_MAX_CONCURRENCY)
 
         async def bounded(coro: Coroutine[Any, Any, T]) -> T:
@@ -228,16 +231,11 @@ class StoreIO:
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise MetadataError(f"{key} is not valid JSON ({exc})") from exc
 
-    def write_json(self, key: str, doc: Any) -> None:
-        """Write ``doc`` as indented UTF-8 JSON at ``key``."""
-        self.set(key, json_bytes(doc))
-
     def list_prefix(self, prefix: str) -> list[str]:
         """All keys that start with ``prefix``, sorted."""
 
         async def collect() -> list[str]:
-            if not self.store._is_open:
-                await self.store._open()
+            await self._ensure_open()
             return [key async for key in self.store.list_prefix(prefix)]
 
         return sorted(self._run(collect()))
@@ -246,8 +244,7 @@ class StoreIO:
         """Names of the direct children of the node at ``prefix`` (no trailing slash), sorted."""
 
         async def collect() -> list[str]:
-            if not self.store._is_open:
-                await self.store._open()
+            await self._ensure_open()
             return [key async for key in self.store.list_dir(prefix)]
 
         return sorted(self._run(collect()))
@@ -256,8 +253,7 @@ class StoreIO:
         """True when the store holds no key at all."""
 
         async def probe() -> bool:
-            if not self.store._is_open:
-                await self.store._open()
+            await self._ensure_open()
             return await self.store.is_empty("")
 
         return self._run(probe())
@@ -266,8 +262,7 @@ class StoreIO:
         """Delete every key of the store."""
 
         async def wipe() -> None:
-            if not self.store._is_open:
-                await self.store._open()
+            await self._ensure_open()
             await self.store.clear()
 
         self._run(wipe())
