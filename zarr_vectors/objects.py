@@ -311,11 +311,14 @@ class _Plan:
         self, starts: np.ndarray, sizes: np.ndarray
     ) -> tuple[list[ChunkRows], np.ndarray]:
         """Row runs per chunk, and the gather that puts the read rows in manifest order."""
-        wanted = []
-        for slot in range(self.chunks.shape[0]):
-            refs = self._slot(slot)
-            runs = np.stack([starts[refs], starts[refs] + sizes[refs]], axis=1)
-            wanted.append(ChunkRows(tuple(int(c) for c in self.chunks[slot]), runs))
+        runs, run_bounds = _coalesced_runs(
+            self.ref_slot[self.order], starts[self.order], sizes[self.order], self.bounds
+        )
+        chunks = self.chunks.tolist()
+        wanted = [
+            ChunkRows(tuple(chunks[slot]), runs[run_bounds[slot] : run_bounds[slot + 1]])
+            for slot in range(len(chunks))
+        ]
         buffer_start = np.empty(starts.shape[0], np.int64)
         buffer_start[self.order] = np.concatenate([[0], np.cumsum(sizes[self.order])[:-1]])
         gather = concat_ranges(buffer_start, sizes)
@@ -403,6 +406,27 @@ class _Plan:
             name: self.objects._global(f"{base}/{name}")[self.dense]
             for name in self.objects.object_attribute_names
         }
+
+
+def _coalesced_runs(
+    slot: np.ndarray, starts: np.ndarray, sizes: np.ndarray, bounds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row runs ``(k, 2)`` of fragments sorted by (slot, start), touching ones merged.
+
+    An object's fragments in a chunk (one per bin run, spec §9.5) are usually back to back,
+    so they become one run; the rows read, in order, are the same. Returns the runs and
+    ``(n_slots + 1,)`` bounds: slot ``s`` owns runs ``bounds[s]:bounds[s + 1]``.
+    """
+    stops = starts + sizes
+    new = np.ones(starts.shape[0], dtype=bool)
+    new[1:] = (slot[1:] != slot[:-1]) | (starts[1:] != stops[:-1])
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], starts.shape[0]) - 1
+    runs = (
+        np.stack([starts[first], stops[last]], axis=1) if first.size else np.zeros((0, 2), np.int64)
+    )
+    run_bounds = np.searchsorted(first, bounds)
+    return runs.astype(np.int64), run_bounds
 
 
 def _lookup(gids: tuple[np.ndarray, np.ndarray], wanted: np.ndarray) -> np.ndarray:

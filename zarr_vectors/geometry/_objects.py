@@ -3,7 +3,7 @@
 Every object writer (polylines, graphs, skeletons, meshes) validates its input into an
 :class:`ObjectTable` and calls :func:`write_objects`. Vertices are cut into *runs* — maximal
 traversal-consecutive vertices of one object in one bin of one chunk — that become the
-fragments; runs are sorted by (chunk, bin, object, run order), links are anchored in the
+fragments; runs are sorted by (chunk, object, run order), links are anchored in the
 fragment of their first endpoint, and each object's manifest lists its fragments in
 traversal order.
 """
@@ -139,8 +139,10 @@ def _cut_runs(table: ObjectTable, grid: ChunkGrid, bounds: tuple[np.ndarray, np.
     chunk_flat, bin_flat, lo, dense_shape = assign(table.positions, bounds, grid)
     starts = _run_starts(chunk_flat, bin_flat, table.offsets)
     lengths = np.diff(np.append(starts, n))
+    # runs are in input order, i.e. (object, traversal): a stable sort by chunk alone keeps
+    # them so, which makes an object's rows in a chunk contiguous (spec §10.3 "Rows")
     order, occupied, chunk_offsets, _ = sort_by_chunk_and_bin(
-        chunk_flat[starts], bin_flat[starts], grid.bins_per_chunk_total
+        chunk_flat[starts], np.zeros(starts.shape[0], np.int64), 1
     )
     sorted_lengths = lengths[order]
     cum = np.concatenate([[0], np.cumsum(sorted_lengths)])

@@ -198,40 +198,63 @@ class LevelReader:
 
     # -- rows --------------------------------------------------------------------------
     def read_rows(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:
-        """Rows of column ``name`` for every request, runs and requests concatenated in order."""
+        """Rows of column ``name`` for every request, runs and requests concatenated in order.
+
+        A request with one run is decoded straight into the result. The row blocks that
+        the requests with several runs need are decoded once each into a scratch buffer,
+        and their rows are gathered from it in one step at the end.
+        """
         path = self.paths[name]
         layout = self.layouts[name]
         dtype, row_shape = self.column_spec(name)
-        total = int(sum(int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted))
-        out = np.empty((total, *row_shape), dtype=dtype)
+        sizes = [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted]
+        out = np.empty((sum(sizes), *row_shape), dtype=dtype)
         if layout is None:
             pos = 0
-            for w in wanted:
-                rows = self._read_rows_fallback(path, w)
-                out[pos : pos + rows.shape[0]] = rows
-                pos += rows.shape[0]
+            for w, size in zip(wanted, sizes, strict=True):
+                out[pos : pos + size] = self._read_rows_fallback(path, w)
+                pos += size
             return out
         self._fetch_indexes(path, layout, [w.chunk for w in wanted])
+        r = layout.rows_per_block
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        multi = [i for i, w in enumerate(wanted) if w.runs.shape[0] > 1]
+        plan = _BlockPlan.build([wanted[i].runs for i in multi], starts[multi], r)
+        scratch = np.empty((plan.blocks.shape[0] * r, *row_shape), dtype=dtype)
         requests: list[tuple[str, tuple[int, int]]] = []
-        plans: list[tuple[str, np.ndarray, int, list[tuple[int, int, np.ndarray]]]] = []
-        for w in wanted:
-            groups = _block_groups(w.runs, layout.rows_per_block)
-            if not groups:
+        jobs: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+        multi_pos = dict(zip(multi, range(len(multi)), strict=True))
+        for i, w in enumerate(wanted):
+            if not sizes[i]:
                 continue
             key = shard_key(path, np.asarray(w.chunk), len(layout.row_shape))
             index = self._indexes[(path, w.chunk)]
-            # one request per chunk: the byte span from its first to its last needed block
-            requests.append((key, layout.block_span(index, groups[0][0], groups[-1][1], key)))
-            plans.append((key, index, groups[0][0], groups))
+            if i in multi_pos:
+                a, b = plan.bounds[multi_pos[i]], plan.bounds[multi_pos[i] + 1]
+                blocks, target = plan.blocks[a:b], scratch[a * r : b * r]
+            else:
+                run = w.runs[0]
+                blocks = np.arange(run[0] // r, (run[1] - 1) // r + 1)
+                target = out[starts[i] : starts[i + 1]]
+            requests.append(
+                (key, layout.block_span(index, int(blocks[0]), int(blocks[-1]) + 1, key))
+            )
+            jobs.append((key, index, blocks, target))
         payloads = self.io.get_many(requests)
-        pos = 0
-        for (key, index, base_block, groups), payload in zip(plans, payloads, strict=True):
+        for (key, index, blocks, target), payload, i in zip(
+            jobs, payloads, [i for i, n in enumerate(sizes) if n], strict=True
+        ):
             if payload is None:
                 raise CorruptChunkError(f"{key}: shard disappeared while reading")
-            for first, stop, runs in groups:
-                pos = _decode_group(
-                    layout, payload, index, (base_block, first, stop), runs, out, pos, key
+            if i in multi_pos:
+                layout.decode_blocks_into(payload, index, blocks, target, key)
+            else:
+                run = wanted[i].runs[0]
+                layout.decode_rows_into(
+                    payload, index, int(blocks[0]), (int(run[0]), int(run[1])), target, key
                 )
+        if plan.dst.shape[0]:
+            out[plan.dst] = scratch[plan.src]
         return out
 
     def _fetch_indexes(self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]) -> None:
@@ -256,54 +279,41 @@ class LevelReader:
         return np.concatenate([rows[a:b] for a, b in want.runs]) if len(want.runs) else rows[:0]
 
 
-def _decode_group(
-    layout: RowLayout,
-    payload: bytes,
-    index: np.ndarray,
-    blocks: tuple[int, int, int],
-    runs: np.ndarray,
-    out: np.ndarray,
-    pos: int,
-    key: str,
-) -> int:
-    """Decode the row runs of one group of row blocks into ``out[pos:]``; return the new pos.
+@dataclass(frozen=True, slots=True)
+class _BlockPlan:
+    """The row blocks several-run requests need, and where their rows go.
 
-    ``blocks`` is ``(base, first, stop)``: ``payload`` starts at row block ``base``, and the
-    group covers blocks ``first .. stop-1``. A single run is decoded straight into ``out``;
-    several runs share one decode of their blocks, so no block is decompressed twice.
+    ``blocks[bounds[j]:bounds[j + 1]]`` are the ascending distinct blocks of request j,
+    decoded back to back into a scratch buffer; ``out[dst] = scratch[src]`` then places
+    every requested row.
     """
-    base, first, stop = blocks
-    if runs.shape[0] == 1:
-        start, end = int(runs[0, 0]), int(runs[0, 1])
-        layout.decode_rows_into(
-            payload, index, base, (start, end), out[pos : pos + end - start], key
+
+    blocks: np.ndarray
+    bounds: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+
+    @classmethod
+    def build(cls, runs: list[np.ndarray], out_starts: np.ndarray, r: int) -> _BlockPlan:
+        """Plan requests with row ``runs`` whose rows go to ``out[out_starts[j]:]``."""
+        empty = np.empty(0, np.int64)
+        if not runs:
+            return cls(empty, np.zeros(1, np.int64), empty, empty)
+        all_runs = np.concatenate(runs).astype(np.int64)
+        request = np.repeat(np.arange(len(runs)), [x.shape[0] for x in runs])
+        keep = all_runs[:, 1] > all_runs[:, 0]
+        all_runs, request = all_runs[keep], request[keep]
+        lo, hi = all_runs[:, 0], all_runs[:, 1]
+        first, last = lo // r, (hi - 1) // r
+        span = int(last.max(initial=0)) + 1
+        block_keys = request.repeat(last - first + 1) * span + concat_ranges(
+            first, last - first + 1
         )
-        return pos + end - start
-    r = layout.rows_per_block
-    rows = np.empty(((stop - first) * r, *out.shape[1:]), dtype=out.dtype)
-    layout.decode_rows_into(payload, index, base, (first * r, stop * r), rows, key)
-    take = concat_ranges(runs[:, 0] - first * r, runs[:, 1] - runs[:, 0])
-    total = int(take.shape[0])
-    np.take(rows, take, axis=0, out=out[pos : pos + total])
-    return pos + total
-
-
-def _block_groups(runs: np.ndarray, r: int) -> list[tuple[int, int, np.ndarray]]:
-    """Group row runs into contiguous row-block ranges ``[first, stop)`` with their runs."""
-    if runs.shape[0] == 1:
-        start, stop = int(runs[0, 0]), int(runs[0, 1])
-        return [(start // r, (stop - 1) // r + 1, runs)] if stop > start else []
-    runs = runs[runs[:, 1] > runs[:, 0]]
-    if not runs.shape[0]:
-        return []
-    first = runs[:, 0] // r
-    last = (runs[:, 1] - 1) // r + 1
-    reach = np.maximum.accumulate(last)
-    new = np.ones(runs.shape[0], dtype=bool)
-    new[1:] = first[1:] > reach[:-1]
-    starts = np.flatnonzero(new)
-    ends = np.append(starts[1:], runs.shape[0])
-    return [
-        (int(first[a]), int(reach[b - 1]), runs[a:b])
-        for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
-    ]
+        keys = np.unique(block_keys)
+        bounds = np.searchsorted(keys // span, np.arange(len(runs) + 1))
+        rows = concat_ranges(lo, hi - lo)
+        row_request = request.repeat(hi - lo)
+        slot = np.searchsorted(keys, row_request * span + rows // r)
+        request_rows = np.bincount(request, weights=hi - lo, minlength=len(runs))
+        dst = concat_ranges(out_starts, request_rows.astype(np.int64))
+        return cls(keys % span, bounds, slot * r + rows % r, dst)

@@ -207,6 +207,38 @@ class RowLayout:
                 block = self._decode_block(codec, raw, b, where, into=None)
                 target[...] = block[lo - b * r : hi - b * r]
 
+    def decode_blocks_into(
+        self, payload: bytes, index: np.ndarray, blocks: np.ndarray, out: np.ndarray, where: str
+    ) -> None:
+        """Decode whole row blocks ``blocks`` (ascending) of a shard back to back into ``out``.
+
+        Parameters
+        ----------
+        payload
+            The bytes of the span of row blocks from ``blocks[0]`` to ``blocks[-1]``.
+        index
+            The shard index (:meth:`decode_index`).
+        blocks
+            Block numbers to decode.
+        out
+            Destination, shape ``(len(blocks) * R, *row_shape)``.
+        where
+            The shard's key, for error messages.
+        """
+        r = self.rows_per_block
+        codec = self._codec()
+        flat = out.reshape(out.shape[0], -1)
+        base = int(index[blocks[0], 0])
+        entries = index.tolist()
+        for i, b in enumerate(blocks.tolist()):
+            offset, nbytes = entries[b]
+            raw = payload[offset - base : offset - base + nbytes]
+            target = flat[i * r : (i + 1) * r]
+            if codec is not None:
+                self._decode_block(codec, raw, b, where, into=target)
+            else:
+                target[...] = self._decode_block(codec, raw, b, where, into=None)
+
     def _decode_block(
         self, codec: Blosc | None, raw: bytes, b: int, where: str, into: np.ndarray | None
     ) -> np.ndarray:
