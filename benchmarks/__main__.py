@@ -106,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
         type=_layout,
         default=OBJECT_SIZES.streamline_layout,
         metavar="CHUNK,BIN",
-        help="chunk and bin side in mm of the streamline stores (default 40,10)",
+        help="chunk and bin side in mm of the streamline stores (default 50,12.5)",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     return parser

@@ -53,11 +53,12 @@ T = TypeVar("T")
 SIDE = 200.0
 """Side (mm) of the cube ``[0, SIDE)^3`` every object data set lies in."""
 
-STREAMLINE_CHUNK, STREAMLINE_BIN = 40.0, 10.0
-"""Chunks of 40 mm (5^3 chunks over a brain-sized 200 mm cube; ~80 streamlines and ~8,000
-vertices per chunk at 10,000 streamlines, within the 50-500 streamlines per chunk the format
-notes recommend) and bins of 10 mm. Smaller chunks (``--streamline-chunk 20,5``) multiply
-the number of files, which this machine's file system makes slow to create."""
+STREAMLINE_CHUNK, STREAMLINE_BIN = 50.0, 12.5
+"""Chunks of 50 mm (4^3 chunks over a brain-sized 200 mm cube) and bins of 12.5 mm. At
+10,000 streamlines a chunk holds ~16,000 vertices of ~300 streamlines: inside both the
+10k-100k vertices and the 50-500 streamlines per chunk the format notes recommend. Smaller
+chunks (``--streamline-chunk 40,10``: ~8,000 vertices per chunk) touch more chunks per
+object and multiply the files, which this machine's file system makes slow to create."""
 
 MESH_CHUNK, MESH_BIN = 40.0, 10.0
 """Chunks of 40 mm (5^3 chunks) and bins of 10 mm for the mesh: its objects are spheres of
@@ -116,7 +117,7 @@ QUICK_SIZES = Sizes(((10_000, 100),), (100, 1_000), (20, 1_000))
 FOOTNOTES = (
     "n = objects x vertices each (streamlines, skeletons) or objects x triangles each (mesh). "
     "Everything lies in a 200 mm cube. Streamlines: persistent random walks of 1 mm steps, "
-    "chunks and bins as in the write row (default 40 mm, 10 mm), one float32 vertex attribute "
+    "chunks and bins as in the write row (default 50 mm, 12.5 mm), one float32 vertex attribute "
     "and one float32 object attribute. "
     "Mesh: UV spheres of 8-16 mm radius, chunks 40 mm, bins 10 mm. Skeletons: branching "
     "random walks, chunks 40 mm, bins 10 mm.",
@@ -1026,7 +1027,7 @@ def main(argv: list[str] | None = None) -> int:
         "--streamline-chunk",
         default=f"{STREAMLINE_CHUNK:g},{STREAMLINE_BIN:g}",
         metavar="CHUNK,BIN",
-        help="chunk and bin side in mm of the streamline store (default 40,10)",
+        help="chunk and bin side in mm of the streamline store (default 50,12.5)",
     )
     args = parser.parse_args(argv)
     chunk, bin_side = (float(part) for part in args.streamline_chunk.split(","))

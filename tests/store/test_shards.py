@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import google_crc32c
 import numpy as np
 import pytest
 import zarr
@@ -64,20 +65,38 @@ def test_we_read_zarr_written_shards(layout: RowLayout) -> None:
     assert raw is not None
     index = layout.decode_index(raw, "a")
     stored = int(np.count_nonzero(index[:, 0] != np.uint64(2**64 - 1)))
-    start, end = (
-        layout.block_span(index, 0, stored, "a") if _contiguous(index, stored) else (0, len(raw))
-    )
+    start, end = layout.block_span(index, 0, stored, "a")
     out = np.empty((n - 2, *layout.row_shape), dtype=layout.dtype)
-    payload = raw[start:end] if start else raw
-    first = 0
-    layout.decode_rows_into(payload if start else raw, index, first, (1, n - 1), out, "a")
+    layout.decode_rows_into(raw[start:end], index, start, (1, n - 1), out, "a")
     np.testing.assert_array_equal(out, rows[1 : n - 1])
 
 
-def _contiguous(index: np.ndarray, stored: int) -> bool:
-    starts = index[:stored, 0].astype(np.int64)
-    ends = starts + index[:stored, 1].astype(np.int64)
-    return bool(np.all(starts[1:] == ends[:-1])) and int(starts[0]) == 0
+def test_blocks_stored_out_of_order_decode() -> None:
+    """A shard whose row blocks are stored in another order (valid Zarr) reads the same."""
+    layout = LAYOUTS[0]
+    rows = _rows(layout, 30)
+    shard = layout.encode_shard(rows)
+    index = layout.decode_index(shard, "s").copy()
+    blocks = [shard[int(o) : int(o) + int(n)] for o, n in index[:4]]
+    body, offset = b"", 0
+    for b in (2, 0, 3, 1):
+        index[b] = (offset, len(blocks[b]))
+        body += blocks[b]
+        offset += len(blocks[b])
+    index_bytes = index.astype("<u8").tobytes()
+    reordered = body + index_bytes + google_crc32c.value(index_bytes).to_bytes(4, "little")
+    index = layout.decode_index(reordered, "s")
+    for first, stop in [(0, 4), (1, 3), (2, 3)]:
+        a, b = layout.block_span(index, first, stop, "s")
+        out = np.empty(((stop - first) * 8, 3), np.float32)
+        hi = min(stop * 8, 30)
+        layout.decode_rows_into(
+            reordered[a:b], index, a, (first * 8, hi), out[: hi - first * 8], "s"
+        )
+        np.testing.assert_array_equal(out[: hi - first * 8], rows[first * 8 : hi])
+        got = np.empty(((stop - first) * 8, 3), np.float32)
+        layout.decode_blocks_into(reordered[a:b], index, a, list(range(first, stop)), got, "s")
+        np.testing.assert_array_equal(got[: hi - first * 8], rows[first * 8 : hi])
 
 
 def test_partial_row_range_decode_matches_slicing() -> None:
@@ -89,7 +108,7 @@ def test_partial_row_range_decode_matches_slicing() -> None:
         first, last = start // 8, (stop - 1) // 8 + 1
         a, b = layout.block_span(index, first, last, "s")
         out = np.empty((stop - start, 3), np.float32)
-        layout.decode_rows_into(shard[a:b], index, first, (start, stop), out, "s")
+        layout.decode_rows_into(shard[a:b], index, a, (start, stop), out, "s")
         np.testing.assert_array_equal(out, rows[start:stop])
 
 
@@ -120,7 +139,7 @@ def test_corrupted_block_raises() -> None:
     broken = bytes(shard[a : a + 16]) + b"\x07" * (b - a - 16)
     out = np.empty((8, 3), np.float32)
     with pytest.raises(CorruptChunkError, match="row block 0"):
-        layout.decode_rows_into(broken[: b - a - 3], index, 0, (0, 8), out, "s")
+        layout.decode_rows_into(broken[: b - a - 3], index, a, (0, 8), out, "s")
 
 
 def test_layout_round_trips_through_metadata() -> None:

@@ -209,7 +209,15 @@ def root_metadata(
     )
 
 
-def check_options(options: WriteOptions) -> None:
-    """Raise :class:`InvalidInputError` for settings that cannot be written."""
-    if options.rows_per_block < 1:
-        raise InvalidInputError(f"rows_per_block must be positive, got {options.rows_per_block}")
+def check_options(options: WriteOptions | None, kind: str) -> WriteOptions:
+    """The options with the defaults of ``kind`` filled in.
+
+    Raises
+    ------
+    InvalidInputError
+        For settings that cannot be written.
+    """
+    options = (options or WriteOptions()).with_kind_defaults(kind)
+    if options.block_rows < 1:
+        raise InvalidInputError(f"rows_per_block must be positive, got {options.block_rows}")
+    return options

@@ -313,7 +313,7 @@ def _links_layout(width: int, per_chunk: list[np.ndarray], options: WriteOptions
     values = [rows for rows in per_chunk if len(rows)]
     wide = any(rows.min() < _INT32.min or rows.max() > _INT32.max for rows in values)
     dtype = np.dtype(np.int64 if wide else np.int32)
-    r = options.rows_per_block
+    r = options.block_rows
     return RowLayout(dtype, (width,), r, round_up(longest, r), options.blosc(), fill=-1)
 
 
@@ -377,8 +377,8 @@ def _write_link_attributes(
         layout = RowLayout(
             values.dtype,
             values.shape[1:],
-            options.rows_per_block,
-            round_up(longest, options.rows_per_block),
+            options.block_rows,
+            round_up(longest, options.block_rows),
             options.blosc(),
         )
         write_chunk_array(
@@ -413,7 +413,7 @@ def _write_fragment_columns(
         name: table.object_attributes[name] for name in options.fragment_attributes
     }
     longest = max((len(f) for f in runs.fragment_objects), default=0)
-    r = options.rows_per_block
+    r = options.block_rows
     io.set(f"{base}/{FRAGMENT_ATTRIBUTES}/zarr.json", group_metadata({}))
     for name, values in columns.items():
         layout = RowLayout(values.dtype, values.shape[1:], r, round_up(longest, r), options.blosc())
@@ -534,8 +534,7 @@ def write_objects(
     StoreExistsError
         When the destination holds data and ``overwrite`` is false.
     """
-    options = options or WriteOptions()
-    inputs.check_options(options)
+    options = inputs.check_options(options, table.kind)
     missing = [n for n in options.fragment_attributes if n not in table.object_attributes]
     if missing:
         raise InvalidInputError(
@@ -547,7 +546,7 @@ def write_objects(
     grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim)
     root = inputs.root_metadata(table.kind, grid, options, bounds, table.root_extra)
     runs = _cut_runs(table, grid, (lo, hi)) if n else _empty_runs(table, ndim)
-    n_max = round_up(int(runs.rows.counts.max(initial=0)), options.rows_per_block)
+    n_max = round_up(int(runs.rows.counts.max(initial=0)), options.block_rows)
     gid = _global_ids(runs, grid, n_max)
     links = (
         _face_links(table, runs, gid, grid)

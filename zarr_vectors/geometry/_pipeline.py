@@ -9,15 +9,22 @@ and the metadata, committed last (spec §2).
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragments import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
-from zarr_vectors.format.names import ATTRIBUTES, VERTEX_COUNTS, VERTEX_FRAGMENTS, VERTICES
+from zarr_vectors.format.names import (
+    ATTRIBUTES,
+    POINT_CLOUD,
+    VERTEX_COUNTS,
+    VERTEX_FRAGMENTS,
+    VERTICES,
+)
 from zarr_vectors.kernels import (
     assign_chunks_and_bins,
     chunk_coords,
@@ -48,6 +55,11 @@ __all__ = [
 ]
 
 DEFAULT_BLOSC: dict[str, Any] = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
+POINT_ROWS_PER_BLOCK = 4096
+"""Default R of point clouds: a box query reads whole bins, thousands of rows at a time."""
+OBJECT_ROWS_PER_BLOCK = 1024
+"""Default R of object kinds: reading an object by id needs tens to hundreds of rows of a
+chunk, so smaller row blocks decode less that is not needed."""
 _FLUSH_BYTES = 64 * 2**20
 
 
@@ -62,7 +74,9 @@ class WriteOptions:
     axis_units
         One unit for all axes or one per axis (UDUNITS-2 names such as ``"micrometer"``).
     rows_per_block
-        ``R``: rows per inner chunk of every per-chunk array (spec §9.0).
+        ``R``: rows per inner chunk of every per-chunk array (spec §9.0). Default
+        :data:`POINT_ROWS_PER_BLOCK` for point clouds, :data:`OBJECT_ROWS_PER_BLOCK` for
+        object kinds.
     compression
         ``"blosc-lz4"`` (default, Blosc LZ4 with bit shuffle) or None for raw row blocks.
     fragment_attributes
@@ -73,9 +87,23 @@ class WriteOptions:
 
     axis_names: tuple[str, ...] | None = None
     axis_units: str | tuple[str, ...] = "unknown"
-    rows_per_block: int = 4096
+    rows_per_block: int | None = None
     compression: str | None = "blosc-lz4"
     fragment_attributes: tuple[str, ...] = ()
+
+    @property
+    def block_rows(self) -> int:
+        """``R`` once the kind's default is filled in (:func:`with_kind_defaults`)."""
+        if self.rows_per_block is None:
+            raise InvalidInputError("rows_per_block is not set; call with_kind_defaults first")
+        return self.rows_per_block
+
+    def with_kind_defaults(self, kind: str) -> WriteOptions:
+        """These options with the defaults of geometry ``kind`` filled in."""
+        if self.rows_per_block is not None:
+            return self
+        default = POINT_ROWS_PER_BLOCK if kind == POINT_CLOUD else OBJECT_ROWS_PER_BLOCK
+        return replace(self, rows_per_block=default)
 
     def blosc(self) -> dict[str, Any] | None:
         """Blosc settings of numeric row blocks, or None for uncompressed blocks."""
@@ -213,7 +241,7 @@ def _columns(
     n_max: int,
     options: WriteOptions,
 ) -> list[_Column]:
-    r, blosc = options.rows_per_block, options.blosc()
+    r, blosc = options.block_rows, options.blosc()
     columns = [
         _Column(
             f"{base}/{VERTICES}",
@@ -299,7 +327,7 @@ def write_level_vertices(
     base = str(level)
     positions, attributes = columns
     counts = rows.counts
-    n_max = round_up(int(counts.max(initial=0)), options.rows_per_block)
+    n_max = round_up(int(counts.max(initial=0)), options.block_rows)
     vertex_columns = _columns(base, positions, attributes, n_max, options)
     grid_shape = tuple(int(g) for g in grid.shape)
     docs = [

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from zarr_vectors.format.metadata import LevelMetadata
-from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE
+from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import WriteOptions, commit_root, write_point_level
 from zarr_vectors.store.io import StoreLike
@@ -67,7 +67,7 @@ def write_points(
     StoreExistsError
         When the destination holds data and ``overwrite`` is false.
     """
-    options = options or WriteOptions()
+    options = inputs.check_options(options, POINT_CLOUD)
     pos = inputs.positions(positions)
     n, ndim = pos.shape
     lo, hi = inputs.check_finite(pos)
@@ -78,7 +78,6 @@ def write_points(
     bounds = None if n == 0 else (lo, hi)
     grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim)
     root = inputs.root_metadata("point_cloud", grid, options, bounds)
-    inputs.check_options(options)
     with write_target(store, overwrite=overwrite) as io:
         stats = write_point_level(io, 0, (pos, columns), grid, options, (lo, hi))
         level = LevelMetadata(

@@ -94,7 +94,7 @@ class LevelReader:
         self.kind = root.geometry_type
         self._blob_layouts: dict[str, RowLayout] = {}
         self._ranges: dict[tuple[str, tuple[int, ...]], tuple[np.ndarray, np.ndarray]] = {}
-        self._indexes: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
+        self._indexes: dict[tuple[str, tuple[int, ...]], tuple[str, list[list[int]]]] = {}
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
@@ -173,7 +173,7 @@ class LevelReader:
         blob = np.zeros(stored * layout.rows_per_block, dtype=np.uint8)
         if stored:
             start, end = layout.block_span(index, 0, stored, where)
-            layout.decode_rows_into(raw[start:end], index, 0, (0, blob.shape[0]), blob, where)
+            layout.decode_rows_into(raw[start:end], index, start, (0, blob.shape[0]), blob, where)
         try:
             return decode_dense_ranges(blob)
         except FragmentIndexError as exc:
@@ -215,58 +215,54 @@ class LevelReader:
                 out[pos : pos + size] = self._read_rows_fallback(path, w)
                 pos += size
             return out
-        self._fetch_indexes(path, layout, [w.chunk for w in wanted])
+        shards = self._shards(path, layout, [w.chunk for w in wanted])
         r = layout.rows_per_block
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         multi = [i for i, w in enumerate(wanted) if w.runs.shape[0] > 1]
         plan = _BlockPlan.build([wanted[i].runs for i in multi], starts[multi], r)
         scratch = np.empty((plan.blocks.shape[0] * r, *row_shape), dtype=dtype)
+        slot_of = dict(zip(multi, range(len(multi)), strict=True))
         requests: list[tuple[str, tuple[int, int]]] = []
-        jobs: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
-        multi_pos = dict(zip(multi, range(len(multi)), strict=True))
-        for i, w in enumerate(wanted):
+        jobs: list[tuple[str, list[list[int]], list[int], np.ndarray, tuple[int, int] | None]] = []
+        for i, (w, (key, entries)) in enumerate(zip(wanted, shards, strict=True)):
             if not sizes[i]:
                 continue
-            key = shard_key(path, np.asarray(w.chunk), len(layout.row_shape))
-            index = self._indexes[(path, w.chunk)]
-            if i in multi_pos:
-                a, b = plan.bounds[multi_pos[i]], plan.bounds[multi_pos[i] + 1]
-                blocks, target = plan.blocks[a:b], scratch[a * r : b * r]
+            if i in slot_of:
+                a, b = plan.bounds[slot_of[i]], plan.bounds[slot_of[i] + 1]
+                blocks = plan.blocks[a:b].tolist()
+                jobs.append((key, entries, blocks, scratch[a * r : b * r], None))
             else:
-                run = w.runs[0]
-                blocks = np.arange(run[0] // r, (run[1] - 1) // r + 1)
-                target = out[starts[i] : starts[i + 1]]
-            requests.append(
-                (key, layout.block_span(index, int(blocks[0]), int(blocks[-1]) + 1, key))
-            )
-            jobs.append((key, index, blocks, target))
+                lo, hi = int(w.runs[0, 0]), int(w.runs[0, 1])
+                blocks = [lo // r, (hi - 1) // r]
+                jobs.append((key, entries, blocks, out[starts[i] : starts[i + 1]], (lo, hi)))
+            requests.append((key, layout.block_span(entries, blocks[0], blocks[-1] + 1, key)))
         payloads = self.io.get_many(requests)
-        for (key, index, blocks, target), payload, i in zip(
-            jobs, payloads, [i for i, n in enumerate(sizes) if n], strict=True
+        for (key, entries, blocks, target, rows), (_, (base, _)), payload in zip(
+            jobs, requests, payloads, strict=True
         ):
             if payload is None:
                 raise CorruptChunkError(f"{key}: shard disappeared while reading")
-            if i in multi_pos:
-                layout.decode_blocks_into(payload, index, blocks, target, key)
+            if rows is None:
+                layout.decode_blocks_into(payload, entries, base, blocks, target, key)
             else:
-                run = wanted[i].runs[0]
-                layout.decode_rows_into(
-                    payload, index, int(blocks[0]), (int(run[0]), int(run[1])), target, key
-                )
+                layout.decode_rows_into(payload, entries, base, rows, target, key)
         if plan.dst.shape[0]:
             out[plan.dst] = scratch[plan.src]
         return out
 
-    def _fetch_indexes(self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]) -> None:
+    def _shards(
+        self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
+    ) -> list[tuple[str, list[list[int]]]]:
+        """Key and shard index (as lists) of each chunk's shard; indexes are cached."""
         missing = [c for c in dict.fromkeys(chunks) if (path, c) not in self._indexes]
-        if not missing:
-            return
-        keys = [shard_key(path, np.asarray(c), len(layout.row_shape)) for c in missing]
-        tails = self.io.get_many([(k, -layout.index_nbytes) for k in keys])
-        for chunk, key, tail in zip(missing, keys, tails, strict=True):
-            if tail is None:
-                raise CorruptChunkError(f"{key}: shard of an occupied chunk is missing")
-            self._indexes[(path, chunk)] = layout.decode_index(tail, key)
+        if missing:
+            keys = [shard_key(path, np.asarray(c), len(layout.row_shape)) for c in missing]
+            tails = self.io.get_many([(k, -layout.index_nbytes) for k in keys])
+            for chunk, key, tail in zip(missing, keys, tails, strict=True):
+                if tail is None:
+                    raise CorruptChunkError(f"{key}: shard of an occupied chunk is missing")
+                self._indexes[(path, chunk)] = (key, layout.decode_index(tail, key).tolist())
+        return [self._indexes[(path, c)] for c in chunks]
 
     def _read_rows_fallback(self, path: str, want: ChunkRows) -> np.ndarray:
         stop = int(want.runs[:, 1].max(initial=0))

@@ -100,18 +100,31 @@ def _write_local(path: Path, value: bytes, *, atomic: bool) -> None:
 
 def _read_local(path: str, byte_range: ByteRange) -> bytes | None:
     try:
-        with open(path, "rb") as fh:  # a str path: no pathlib overhead per chunk
-            if byte_range is None:
-                return fh.read()
-            if isinstance(byte_range, int):
-                size = fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, size + byte_range))
-                return fh.read()
-            start, stop = byte_range
-            fh.seek(start)
-            return fh.read(stop - start)
+        fd = os.open(path, os.O_RDONLY)  # a raw descriptor: no file object per chunk
     except (FileNotFoundError, NotADirectoryError):
         return None
+    try:
+        if byte_range is None:
+            return _read_all(fd)
+        if isinstance(byte_range, int):
+            size = os.fstat(fd).st_size
+            start = max(0, size + byte_range)
+            return os.pread(fd, size - start, start)
+        start, stop = byte_range
+        return os.pread(fd, stop - start, start)
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, size, 0)
+    if len(data) < size:  # a short read: keep reading until the end
+        parts = [data]
+        while chunk := os.pread(fd, 1 << 20, sum(len(p) for p in parts)):
+            parts.append(chunk)
+        data = b"".join(parts)
+    return data
 
 
 def _to_request(byte_range: ByteRange) -> ByteRequest | None:

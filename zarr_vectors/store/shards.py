@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,10 @@ from numcodecs import Blosc, blosc
 
 from zarr_vectors.errors import CorruptChunkError, MetadataError
 
-__all__ = ["RowLayout", "shard_key"]
+__all__ = ["RowLayout", "ShardIndex", "shard_key"]
+
+ShardIndex = np.ndarray | Sequence[Sequence[int]]
+"""A decoded shard index: the ``(n_blocks, 2)`` array or its ``tolist()`` (faster to index)."""
 
 _MISSING = np.uint64(2**64 - 1)
 _MISSING_INT = 2**64 - 1
@@ -144,31 +148,35 @@ class RowLayout:
             raise CorruptChunkError(f"{where}: shard index checksum mismatch")
         return np.frombuffer(body, dtype="<u8").reshape(self.n_blocks, 2)
 
-    def block_span(self, index: np.ndarray, first: int, stop: int, where: str) -> tuple[int, int]:
-        """Byte span ``[start, end)`` covering row blocks ``first .. stop-1`` of a shard.
+    def block_span(self, index: ShardIndex, first: int, stop: int, where: str) -> tuple[int, int]:
+        """Byte span ``[start, end)`` of the shard holding row blocks ``first .. stop-1``.
+
+        Blocks may be stored in any order; the span runs from the lowest offset to the
+        highest end among them.
+
+        Parameters
+        ----------
+        index
+            The shard index (:meth:`decode_index`, or its ``tolist()``).
 
         Raises
         ------
         CorruptChunkError
-            When a needed block is missing or the blocks are not stored back to back.
+            When a needed block is missing.
         """
-        entries = index[first:stop].tolist()
-        end = entries[0][0]
-        for b, (offset, nbytes) in enumerate(entries, start=first):
+        start, end = _MISSING_INT, 0
+        for b in range(first, stop):
+            offset, nbytes = int(index[b][0]), int(index[b][1])
             if offset == _MISSING_INT or nbytes == _MISSING_INT:
                 raise CorruptChunkError(f"{where}: row block {b} is missing from the shard")
-            if offset != end:
-                raise CorruptChunkError(
-                    f"{where}: row blocks {first}..{stop - 1} are not contiguous"
-                )
-            end = offset + nbytes
-        return int(entries[0][0]), int(end)
+            start, end = min(start, offset), max(end, offset + nbytes)
+        return start, end
 
     def decode_rows_into(
         self,
         payload: bytes,
-        index: np.ndarray,
-        first_block: int,
+        index: ShardIndex,
+        base: int,
         rows: tuple[int, int],
         out: np.ndarray,
         where: str,
@@ -178,12 +186,12 @@ class RowLayout:
         Parameters
         ----------
         payload
-            The bytes of the span of row blocks starting at block ``first_block`` (see
-            :meth:`block_span`); it must cover every block holding the rows.
+            Bytes of the shard from byte ``base`` on (see :meth:`block_span`); they must
+            cover every block holding the rows.
         index
-            The shard index (:meth:`decode_index`).
-        first_block
-            The first block of ``payload``.
+            The shard index (:meth:`decode_index`, or its ``tolist()``).
+        base
+            Offset of ``payload`` in the shard.
         rows
             ``(start, stop)`` row range to decode.
         out
@@ -194,12 +202,11 @@ class RowLayout:
         start, stop = rows
         r = self.rows_per_block
         codec = self._codec()
-        base = int(index[first_block, 0])
         flat = out.reshape(out.shape[0], -1)
         for b in range(start // r, (stop - 1) // r + 1):
             lo, hi = max(start, b * r), min(stop, (b + 1) * r)
-            offset = int(index[b, 0]) - base
-            raw = payload[offset : offset + int(index[b, 1])]
+            offset = int(index[b][0]) - base
+            raw = payload[offset : offset + int(index[b][1])]
             target = flat[lo - start : hi - start]
             if hi - lo == r and codec is not None:
                 self._decode_block(codec, raw, b, where, into=target)
@@ -208,58 +215,65 @@ class RowLayout:
                 target[...] = block[lo - b * r : hi - b * r]
 
     def decode_blocks_into(
-        self, payload: bytes, index: np.ndarray, blocks: np.ndarray, out: np.ndarray, where: str
+        self,
+        payload: bytes,
+        index: ShardIndex,
+        base: int,
+        blocks: Sequence[int],
+        out: np.ndarray,
+        where: str,
     ) -> None:
-        """Decode whole row blocks ``blocks`` (ascending) of a shard back to back into ``out``.
+        """Decode whole row blocks ``blocks`` of a shard back to back into ``out``.
 
         Parameters
         ----------
-        payload
-            The bytes of the span of row blocks from ``blocks[0]`` to ``blocks[-1]``.
-        index
-            The shard index (:meth:`decode_index`).
+        payload, index, base
+            As :meth:`decode_rows_into`.
         blocks
-            Block numbers to decode.
+            Block numbers to decode, in the order they go to ``out``.
         out
             Destination, shape ``(len(blocks) * R, *row_shape)``.
         where
             The shard's key, for error messages.
         """
-        r = self.rows_per_block
         codec = self._codec()
-        flat = out.reshape(out.shape[0], -1)
-        base = int(index[blocks[0], 0])
-        entries = index.tolist()
-        for i, b in enumerate(blocks.tolist()):
-            offset, nbytes = entries[b]
-            raw = payload[offset - base : offset - base + nbytes]
-            target = flat[i * r : (i + 1) * r]
-            if codec is not None:
-                self._decode_block(codec, raw, b, where, into=target)
-            else:
-                target[...] = self._decode_block(codec, raw, b, where, into=None)
+        parts = []
+        for b in blocks:
+            offset = int(index[b][0]) - base
+            raw = payload[offset : offset + int(index[b][1])]
+            parts.append(self._block_bytes(codec, raw, b, where))
+        out.reshape(-1).view(np.uint8)[:] = np.frombuffer(b"".join(parts), dtype=np.uint8)
 
-    def _decode_block(
-        self, codec: Blosc | None, raw: bytes, b: int, where: str, into: np.ndarray | None
-    ) -> np.ndarray:
-        body = _checked_body(raw, f"{where}: row block {b}")
+    def _block_bytes(self, codec: Blosc | None, raw: bytes, b: int, where: str) -> bytes:
+        """The decoded bytes of row block ``b`` from its stored bytes ``raw``."""
+        body = _checked_body(raw, where, b)
         expected = self.rows_per_block * self.row_nbytes
         if codec is not None:
-            _check_blosc_header(body, expected, f"{where}: row block {b}")
+            _check_blosc_header(body, expected, where, b)
             try:
-                if into is not None:
-                    blosc.decompress(body, into)
-                    return into
-                body = bytes(blosc.decompress(body))
+                body = blosc.decompress(body)
             except (RuntimeError, ValueError, TypeError) as exc:
                 raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
         if len(body) != expected:
             raise CorruptChunkError(
                 f"{where}: row block {b} holds {len(body)} bytes, expected {expected}"
             )
-        return np.frombuffer(body, dtype=self.dtype.newbyteorder("<")).reshape(
-            self.rows_per_block, -1
-        )
+        return body
+
+    def _decode_block(
+        self, codec: Blosc | None, raw: bytes, b: int, where: str, into: np.ndarray | None
+    ) -> np.ndarray:
+        if into is not None and codec is not None:
+            body = _checked_body(raw, where, b)
+            _check_blosc_header(body, self.rows_per_block * self.row_nbytes, where, b)
+            try:
+                blosc.decompress(body, into)
+            except (RuntimeError, ValueError, TypeError) as exc:
+                raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
+            return into
+        return np.frombuffer(
+            self._block_bytes(codec, raw, b, where), dtype=self.dtype.newbyteorder("<")
+        ).reshape(self.rows_per_block, -1)
 
     @classmethod
     def from_array_metadata(
@@ -323,26 +337,32 @@ def _blosc_codec(cname: str, clevel: int, shuffle: str) -> Blosc:
     return Blosc(cname=cname, clevel=clevel, shuffle=_BLOSC_SHUFFLE[shuffle], blocksize=0)
 
 
-def _checked_body(raw: bytes, where: str) -> bytes:
+def _checked_body(raw: bytes, where: str, block: int) -> bytes:
     """Strip and verify the CRC32C that ends every encoded row block (spec §9.0)."""
     if len(raw) < _CRC_BYTES:
-        raise CorruptChunkError(f"{where}: {len(raw)} bytes, too short for its checksum")
-    body, crc = raw[:-_CRC_BYTES], raw[-_CRC_BYTES:]
-    if google_crc32c.value(body) != int.from_bytes(crc, "little"):
-        raise CorruptChunkError(f"{where}: checksum mismatch (the stored bytes are damaged)")
+        raise CorruptChunkError(
+            f"{where}: row block {block}: {len(raw)} bytes, too short for its checksum"
+        )
+    body = raw[:-_CRC_BYTES]
+    if google_crc32c.value(body) != int.from_bytes(raw[-_CRC_BYTES:], "little"):
+        raise CorruptChunkError(
+            f"{where}: row block {block}: checksum mismatch (the stored bytes are damaged)"
+        )
     return body
 
 
-def _check_blosc_header(body: bytes, expected: int, where: str) -> None:
+def _check_blosc_header(body: bytes, expected: int, where: str, block: int) -> None:
     """Refuse a Blosc frame whose header disagrees with its length or the block size."""
     if len(body) < _BLOSC_HEADER_BYTES:
-        raise CorruptChunkError(f"{where}: {len(body)} bytes, too short for a Blosc header")
+        raise CorruptChunkError(
+            f"{where}: row block {block}: {len(body)} bytes, too short for a Blosc header"
+        )
     nbytes = int.from_bytes(body[4:8], "little")
     cbytes = int.from_bytes(body[12:16], "little")
     if nbytes != expected or cbytes != len(body):
         raise CorruptChunkError(
-            f"{where}: Blosc header says {nbytes} bytes from {cbytes}, expected {expected} "
-            f"from {len(body)}"
+            f"{where}: row block {block}: Blosc header says {nbytes} bytes from {cbytes}, "
+            f"expected {expected} from {len(body)}"
         )
 
 

@@ -171,7 +171,7 @@ def _decode_blocks(
         lo, hi = b * r, min((b + 1) * r, stop)
         start = int(index[b, 0])
         payload = shard[start : start + int(index[b, 1])]
-        decoder.decode_rows_into(payload, index, b, (lo, hi), out[lo:hi], key)
+        decoder.decode_rows_into(payload, index, start, (lo, hi), out[lo:hi], key)
 
 
 def _decode_extra(
@@ -184,7 +184,7 @@ def _decode_extra(
         start = int(index[b, 0])
         payload = shard[start : start + int(index[b, 1])]
         assert spec.decoder is not None
-        spec.decoder.decode_rows_into(payload, index, b, (b * r, (b + 1) * r), scratch, key)
+        spec.decoder.decode_rows_into(payload, index, start, (b * r, (b + 1) * r), scratch, key)
 
 
 def read_rows(
