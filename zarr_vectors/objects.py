@@ -267,7 +267,8 @@ class _Plan:
         self._sort(starts)
         wanted, gather = self._row_plan(starts, sizes)
         vertex_rows = [
-            reader.read_rows(name, wanted)[gather] for name in [VERTICES, *reader.attribute_names]
+            rows[gather]
+            for rows in reader.read_columns([VERTICES, *reader.attribute_names], wanted)
         ]
         per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
         offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
@@ -352,11 +353,12 @@ class _Plan:
             if runs.shape[0]:  # a chunk without link rows has no links/0 shard (spec §9.6)
                 wanted.append(ChunkRows(tuple(int(c) for c in self.chunks[slot]), runs))
                 slots.append(slot)
-        rows = reader.read_rows(_LINK_COLUMN, wanted).astype(np.int64)
-        columns = {
-            name: reader.read_rows(_link_column(name), wanted)
-            for name in self.objects.link_attribute_names
-        }
+        names = self.objects.link_attribute_names
+        link_rows, *values = reader.read_columns(
+            [_LINK_COLUMN, *(_link_column(n) for n in names)], wanted
+        )
+        rows = link_rows.astype(np.int64)
+        columns = dict(zip(names, values, strict=True))
         slot_of_row = np.repeat(
             np.asarray(slots, dtype=np.int64),
             [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted],

@@ -55,12 +55,15 @@ def _result(
 ) -> QueryResult:
     """Read every column for ``wanted`` and keep the rows flagged in ``mask`` (all if None)."""
 
+    names = reader.attribute_names + ([OBJECT_ID_ATTRIBUTE] if reader.has_object_ids else [])
+    if positions is None:
+        names = [VERTICES, *names]
+    read = dict(zip(names, reader.read_columns(names, wanted), strict=True))
+    if positions is not None:
+        read[VERTICES] = positions
+
     def column(name: str) -> np.ndarray:
-        rows = (
-            positions
-            if name == VERTICES and positions is not None
-            else reader.read_rows(name, wanted)
-        )
+        rows = read[name]
         return rows if mask is None else rows[mask]
 
     return QueryResult(

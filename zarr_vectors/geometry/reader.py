@@ -198,56 +198,59 @@ class LevelReader:
 
     # -- rows --------------------------------------------------------------------------
     def read_rows(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:
-        """Rows of column ``name`` for every request, runs and requests concatenated in order.
+        """Rows of column ``name`` for every request, runs and requests concatenated in order."""
+        return self.read_columns([name], wanted)[0]
 
-        A request with one run is decoded straight into the result. The row blocks that
-        the requests with several runs need are decoded once each into a scratch buffer,
-        and their rows are gathered from it in one step at the end.
+    def read_columns(self, names: list[str], wanted: list[ChunkRows]) -> list[np.ndarray]:
+        """Rows of each column of ``names`` for every request (see :meth:`read_rows`).
+
+        The columns share one plan of the row blocks to read. A request with one run is
+        decoded straight into the result; the blocks that requests with several runs need
+        are decoded once each into a scratch buffer, and their rows are gathered from it
+        in one step at the end.
         """
-        path = self.paths[name]
-        layout = self.layouts[name]
-        dtype, row_shape = self.column_spec(name)
-        sizes = [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted]
-        out = np.empty((sum(sizes), *row_shape), dtype=dtype)
-        if layout is None:
-            pos = 0
-            for w, size in zip(wanted, sizes, strict=True):
-                out[pos : pos + size] = self._read_rows_fallback(path, w)
-                pos += size
-            return out
-        shards = self._shards(path, layout, [w.chunk for w in wanted])
-        r = layout.rows_per_block
-        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        multi = [i for i, w in enumerate(wanted) if w.runs.shape[0] > 1]
-        plan = _BlockPlan.build([wanted[i].runs for i in multi], starts[multi], r)
-        scratch = np.empty((plan.blocks.shape[0] * r, *row_shape), dtype=dtype)
-        slot_of = dict(zip(multi, range(len(multi)), strict=True))
-        requests: list[tuple[str, tuple[int, int]]] = []
-        jobs: list[tuple[str, list[list[int]], list[int], np.ndarray, tuple[int, int] | None]] = []
-        for i, (w, (key, entries)) in enumerate(zip(wanted, shards, strict=True)):
-            if not sizes[i]:
+        plans: dict[int, _RowPlan] = {}
+        out = []
+        for name in names:
+            layout = self.layouts[name]
+            if layout is None:
+                out.append(self._read_rows_fallback(name, wanted))
                 continue
-            if i in slot_of:
-                a, b = plan.bounds[slot_of[i]], plan.bounds[slot_of[i] + 1]
-                blocks = plan.blocks[a:b].tolist()
-                jobs.append((key, entries, blocks, scratch[a * r : b * r], None))
-            else:
-                lo, hi = int(w.runs[0, 0]), int(w.runs[0, 1])
-                blocks = [lo // r, (hi - 1) // r]
-                jobs.append((key, entries, blocks, out[starts[i] : starts[i + 1]], (lo, hi)))
-            requests.append((key, layout.block_span(entries, blocks[0], blocks[-1] + 1, key)))
-        payloads = self.io.get_many(requests)
-        for (key, entries, blocks, target, rows), (_, (base, _)), payload in zip(
-            jobs, requests, payloads, strict=True
+            r = layout.rows_per_block
+            if r not in plans:
+                plans[r] = _RowPlan.build(wanted, r)
+            out.append(self._read_planned(name, layout, wanted, plans[r]))
+        return out
+
+    def _read_planned(
+        self, name: str, layout: RowLayout, wanted: list[ChunkRows], plan: _RowPlan
+    ) -> np.ndarray:
+        dtype, row_shape = self.column_spec(name)
+        r = plan.rows_per_block
+        out = np.empty((int(plan.starts[-1]), *row_shape), dtype=dtype)
+        scratch = np.empty((plan.blocks.blocks.shape[0] * r, *row_shape), dtype=dtype)
+        shards = self._shards(self.paths[name], layout, [wanted[i].chunk for i, *_ in plan.jobs])
+        requests = [
+            (key, [layout.block_span(entries, g[0], g[-1] + 1, key) for g in groups])
+            for (key, entries), (_, groups, _, _) in zip(shards, plan.jobs, strict=True)
+        ]
+        payloads = self.io.get_ranges(requests)
+        for (key, entries), (_, spans), job, parts in zip(
+            shards, requests, plan.jobs, payloads, strict=True
         ):
-            if payload is None:
+            i, groups, rows, slot = job
+            if parts is None:
                 raise CorruptChunkError(f"{key}: shard disappeared while reading")
-            if rows is None:
-                layout.decode_blocks_into(payload, entries, base, blocks, target, key)
-            else:
-                layout.decode_rows_into(payload, entries, base, rows, target, key)
-        if plan.dst.shape[0]:
-            out[plan.dst] = scratch[plan.src]
+            if rows is not None:
+                target = out[plan.starts[i] : plan.starts[i + 1]]
+                layout.decode_rows_into(parts[0], entries, spans[0][0], rows, target, key)
+                continue
+            for group, (base, _), payload in zip(groups, spans, parts, strict=True):
+                target = scratch[slot * r : (slot + len(group)) * r]
+                layout.decode_blocks_into(payload, entries, base, group, target, key)
+                slot += len(group)
+        if plan.blocks.dst.shape[0]:
+            out[plan.blocks.dst] = scratch[plan.blocks.src]
         return out
 
     def _shards(
@@ -264,15 +267,66 @@ class LevelReader:
                 self._indexes[(path, chunk)] = (key, layout.decode_index(tail, key).tolist())
         return [self._indexes[(path, c)] for c in chunks]
 
-    def _read_rows_fallback(self, path: str, want: ChunkRows) -> np.ndarray:
-        stop = int(want.runs[:, 1].max(initial=0))
-        lo = (*want.chunk, 0)
-        hi = (*(c + 1 for c in want.chunk), stop)
-        meta = self.array_meta[next(k for k, p in self.paths.items() if p == path)]
-        trailing = tuple(meta["shape"][self.grid.ndim + 1 :])
-        region = read_region(self.io.store, path, lo + (0,) * len(trailing), hi + trailing)
-        rows = region.reshape(stop, *trailing)
-        return np.concatenate([rows[a:b] for a, b in want.runs]) if len(want.runs) else rows[:0]
+    def _read_rows_fallback(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:
+        """Rows through zarr-python, for arrays whose codecs we do not decode ourselves."""
+        path = self.paths[name]
+        trailing = tuple(self.array_meta[name]["shape"][self.grid.ndim + 1 :])
+        parts: list[np.ndarray] = []
+        for want in wanted:
+            stop = int(want.runs[:, 1].max(initial=0))
+            lo = (*want.chunk, 0)
+            hi = (*(c + 1 for c in want.chunk), stop)
+            region = read_region(self.io.store, path, lo + (0,) * len(trailing), hi + trailing)
+            rows = region.reshape(stop, *trailing)
+            parts.extend(rows[a:b] for a, b in want.runs)
+        dtype, row_shape = self.column_spec(name)
+        return np.concatenate(parts) if parts else np.empty((0, *row_shape), dtype=dtype)
+
+
+def _contiguous_groups(blocks: list[int]) -> list[list[int]]:
+    """Ascending block numbers split into runs of consecutive numbers (one read each)."""
+    groups = [[blocks[0]]]
+    for b in blocks[1:]:
+        if b == groups[-1][-1] + 1:
+            groups[-1].append(b)
+        else:
+            groups.append([b])
+    return groups
+
+
+@dataclass(frozen=True, slots=True)
+class _RowPlan:
+    """The row blocks to read for a list of requests, for one row-block size R.
+
+    ``jobs`` has one entry per non-empty request: ``(request index, groups of consecutive
+    blocks, (start, stop) of its single run or None, first scratch block)``; requests with
+    one run decode into the result at ``starts[i]``, the others into scratch blocks.
+    """
+
+    rows_per_block: int
+    starts: np.ndarray
+    blocks: _BlockPlan
+    jobs: list[tuple[int, list[list[int]], tuple[int, int] | None, int]]
+
+    @classmethod
+    def build(cls, wanted: list[ChunkRows], r: int) -> _RowPlan:
+        """Plan ``wanted`` for row blocks of ``r`` rows."""
+        sizes = [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted]
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        multi = [i for i, w in enumerate(wanted) if w.runs.shape[0] > 1]
+        blocks = _BlockPlan.build([wanted[i].runs for i in multi], starts[multi], r)
+        slot_of = dict(zip(multi, range(len(multi)), strict=True))
+        jobs: list[tuple[int, list[list[int]], tuple[int, int] | None, int]] = []
+        for i, w in enumerate(wanted):
+            if not sizes[i]:
+                continue
+            if i in slot_of:
+                a, b = blocks.bounds[slot_of[i]], blocks.bounds[slot_of[i] + 1]
+                jobs.append((i, _contiguous_groups(blocks.blocks[a:b].tolist()), None, int(a)))
+            else:
+                lo, hi = int(w.runs[0, 0]), int(w.runs[0, 1])
+                jobs.append((i, [list(range(lo // r, (hi - 1) // r + 1))], (lo, hi), 0))
+        return cls(r, starts, blocks, jobs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,6 +116,17 @@ def _read_local(path: str, byte_range: ByteRange) -> bytes | None:
         os.close(fd)
 
 
+def _read_local_ranges(path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes] | None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        return [os.pread(fd, stop - start, start) for start, stop in ranges]
+    finally:
+        os.close(fd)
+
+
 def _read_all(fd: int) -> bytes:
     size = os.fstat(fd).st_size
     data = os.pread(fd, size, 0)
@@ -195,6 +206,34 @@ class StoreIO:
                 _read_local(os.path.join(base, key), byte_range) for key, byte_range in requests
             ]
         return self._run(self._gather([self._get(k, r) for k, r in requests]))
+
+    def get_ranges(
+        self, requests: Sequence[tuple[str, Sequence[tuple[int, int]]]]
+    ) -> list[list[bytes] | None]:
+        """Fetch several byte ranges ``[start, stop)`` of each of many keys.
+
+        A local file is opened once for all its ranges; other stores fetch every range
+        concurrently.
+
+        Returns
+        -------
+        list
+            Per key, its ranges' bytes in order, or None when the key does not exist.
+        """
+        root = local_root(self.store)
+        if root is not None:
+            base = os.fspath(root)
+            return [_read_local_ranges(os.path.join(base, key), ranges) for key, ranges in requests]
+        flat = self.get_many([(key, span) for key, ranges in requests for span in ranges])
+        out: list[list[bytes] | None] = []
+        pos = 0
+        for _, ranges in requests:
+            parts = flat[pos : pos + len(ranges)]
+            pos += len(ranges)
+            out.append(
+                None if any(p is None for p in parts) else [p for p in parts if p is not None]
+            )
+        return out
 
     def get(self, key: str, byte_range: ByteRange = None) -> bytes | None:
         """Fetch one key, or None when it does not exist."""

@@ -237,17 +237,19 @@ class RowLayout:
             The shard's key, for error messages.
         """
         codec = self._codec()
-        parts = []
-        for b in blocks:
+        size = self.rows_per_block * self.row_nbytes
+        flat = out.reshape(-1).view(np.uint8)
+        for k, b in enumerate(blocks):
             offset = int(index[b][0]) - base
             raw = payload[offset : offset + int(index[b][1])]
-            parts.append(self._block_bytes(codec, raw, b, where))
-        out.reshape(-1).view(np.uint8)[:] = np.frombuffer(b"".join(parts), dtype=np.uint8)
+            body = self._block_bytes(codec, raw, b, where, size)
+            flat[k * size : (k + 1) * size] = np.frombuffer(body, dtype=np.uint8)
 
-    def _block_bytes(self, codec: Blosc | None, raw: bytes, b: int, where: str) -> bytes:
-        """The decoded bytes of row block ``b`` from its stored bytes ``raw``."""
+    def _block_bytes(
+        self, codec: Blosc | None, raw: bytes, b: int, where: str, expected: int
+    ) -> bytes:
+        """The decoded bytes (``expected`` of them) of row block ``b`` from its stored bytes."""
         body = _checked_body(raw, where, b)
-        expected = self.rows_per_block * self.row_nbytes
         if codec is not None:
             _check_blosc_header(body, expected, where, b)
             try:
@@ -271,8 +273,9 @@ class RowLayout:
             except (RuntimeError, ValueError, TypeError) as exc:
                 raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
             return into
+        size = self.rows_per_block * self.row_nbytes
         return np.frombuffer(
-            self._block_bytes(codec, raw, b, where), dtype=self.dtype.newbyteorder("<")
+            self._block_bytes(codec, raw, b, where, size), dtype=self.dtype.newbyteorder("<")
         ).reshape(self.rows_per_block, -1)
 
     @classmethod
