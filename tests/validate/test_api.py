@@ -93,6 +93,18 @@ def test_sampling_reads_only_the_chosen_chunks() -> None:
     assert "L3.vertices_finite" in validate(first, level=3, sample=1).ids()
 
 
+def test_progress_reports_every_chunk_read() -> None:
+    store = s.point_store()
+    calls: list[tuple[int, int, int]] = []
+    assert validate(store, level=3, progress=lambda *a: calls.append(a)).ok
+    n = len(s.occupied(store))
+    assert calls and calls[-1] == (0, n, n)
+    assert [c[1] for c in calls] == sorted(c[1] for c in calls)
+    calls.clear()
+    validate(store, level=3, sample=2, progress=lambda *a: calls.append(a))
+    assert calls[-1] == (0, 2, 2)
+
+
 def test_sampled_bounding_box_is_checked_for_containment() -> None:
     store = s.point_store()
 

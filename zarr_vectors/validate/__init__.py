@@ -12,11 +12,11 @@ from zarr_vectors.errors import InvalidInputError, StoreNotFoundError
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
 from zarr_vectors.validate import consistency, metadata, pyramid, structure
 from zarr_vectors.validate.checks import CHECKS
-from zarr_vectors.validate.context import Context
+from zarr_vectors.validate.context import Context, Progress
 from zarr_vectors.validate.names import OBJECT_KINDS
 from zarr_vectors.validate.report import Problem, ValidationReport
 
-__all__ = ["CHECKS", "Problem", "ValidationReport", "validate"]
+__all__ = ["CHECKS", "Problem", "Progress", "ValidationReport", "validate"]
 
 MAX_LEVEL = 5
 
@@ -49,7 +49,13 @@ def _describe(store: StoreLike) -> str:
     return os.fspath(store) if isinstance(store, str | os.PathLike) else str(store)
 
 
-def validate(store: StoreLike, level: int = 2, *, sample: int | None = None) -> ValidationReport:
+def validate(
+    store: StoreLike,
+    level: int = 2,
+    *,
+    sample: int | None = None,
+    progress: Progress | None = None,
+) -> ValidationReport:
     """Check a store against the Zarr Vectors specification (spec §11).
 
     Levels are cumulative: level k runs L1 (structure), L2 (metadata), L3 (consistency of
@@ -71,6 +77,9 @@ def validate(store: StoreLike, level: int = 2, *, sample: int | None = None) -> 
         listing of shard keys still cover every chunk; ``bounding_box_exact`` then only
         verifies that the sampled vertices lie inside the bounding box. The report notes
         that it was sampled.
+    progress
+        Called as ``progress(level, chunks_done, chunks_total)`` while L3 reads the
+        chunks of each level (for a progress bar).
 
     Returns
     -------
@@ -98,7 +107,7 @@ def validate(store: StoreLike, level: int = 2, *, sample: int | None = None) -> 
         return report
     io = StoreIO(resolved)
     try:
-        ctx = Context(io, report, sample)
+        ctx = Context(io, report, sample, progress)
         for number, runner in _RUNNERS[:level]:
             report.level = number
             start = len(report.problems)

@@ -140,8 +140,11 @@ class _Level:
                 f"(sample={self.ctx.sample}); bounding_box_exact only checked containment"
             )
         chosen = [chunks[i] for i in picks.tolist()]
+        report = self.ctx.progress
         for start in range(0, len(chosen), BATCH_CHUNKS):
             self._batch(checker, chosen[start : start + BATCH_CHUNKS], occupied, present)
+            if report is not None:
+                report(self.level, min(start + BATCH_CHUNKS, len(chosen)), len(chosen))
         return sampled
 
     def _checker(self, arrays: LevelArrays) -> ChunkChecker:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,7 @@ from zarr_vectors.store.io import StoreIO
 from zarr_vectors.validate.checks import severity_of
 from zarr_vectors.validate.report import ValidationReport
 
-__all__ = ["STORE_ERRORS", "Context", "Doc", "Facts", "LevelFacts", "Node"]
+__all__ = ["STORE_ERRORS", "Context", "Doc", "Facts", "LevelFacts", "Node", "Progress"]
 
 STORE_ERRORS: tuple[type[Exception], ...] = (
     OSError,
@@ -29,6 +29,9 @@ STORE_ERRORS: tuple[type[Exception], ...] = (
     zlib.error,
 )
 """What reading a key or listing a prefix may raise on a damaged or unreachable store."""
+
+Progress = Callable[[int, int, int], None]
+"""``progress(level, chunks_done, chunks_total)``, called as L3 reads the chunks of a level."""
 
 MAX_FINDINGS_PER_CHECK = 200
 """Findings kept per check id; a pathological store would otherwise flood the report."""
@@ -159,12 +162,21 @@ class Context:
         Receives findings, the ids of the checks run, and notes.
     sample
         Number of chunks per level L3 reads, or None for all.
+    progress
+        Called as ``progress(level, done, total)`` while L3 reads the chunks of a level.
     """
 
-    def __init__(self, io: StoreIO, report: ValidationReport, sample: int | None) -> None:
+    def __init__(
+        self,
+        io: StoreIO,
+        report: ValidationReport,
+        sample: int | None,
+        progress: Progress | None = None,
+    ) -> None:
         self.io = io
         self.report = report
         self.sample = sample
+        self.progress = progress
         self.facts = Facts()
         self.unreadable: dict[str, str] = {}
         self._docs: dict[str, Doc] = {}
