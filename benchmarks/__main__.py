@@ -36,6 +36,9 @@ FOOTNOTES = (
     "warm floor = the filter on arrays already in memory.",
     "ok = every query and the full read returned exactly the brute-force rows (count and the "
     "sorted multiset of (x, y, z, value) bit patterns); the exit status is 1 if any is FAIL.",
+    "validate L3: zv.validate(path, 3) of the store the rows above wrote and read; its ratio "
+    "to that store's full read() of this run decides the target; --sample 10% checks "
+    "ceil(10% of the occupied chunks); ok = the report holds no error.",
     "peak memory: a fresh process per size, after a warm-up write; (peak RSS - RSS just "
     "before the write) / (positions.nbytes + attribute.nbytes).",
     "start-up: fresh process; import + write of 1000 points + open + one query, timed inside "

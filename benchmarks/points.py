@@ -1,11 +1,13 @@
 """In-process point-cloud cases: write, bounding-box queries and full read, each beside numpy.
 
 The numpy floor stores the same two arrays with :func:`numpy.save`, reads them back with
-:func:`numpy.load` and answers a box by a brute-force filter over every row.
+:func:`numpy.load` and answers a box by a brute-force filter over every row. Validation at
+L3, in full and on a sample of the chunks, is set beside the full read of the same store.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from dataclasses import dataclass
@@ -27,7 +29,15 @@ from benchmarks._data import (
 from benchmarks._measure import log, median, median_time, timed, tree_size
 from benchmarks._table import Row, format_seconds
 
-__all__ = ["QUERY_FRACTIONS", "WRITE_TARGET", "WARM_QUERY_TARGET", "Written", "run_points"]
+__all__ = [
+    "QUERY_FRACTIONS",
+    "VALIDATE_SAMPLE",
+    "VALIDATE_TARGET",
+    "WRITE_TARGET",
+    "WARM_QUERY_TARGET",
+    "Written",
+    "run_points",
+]
 
 QUERY_FRACTIONS = (0.01, 0.25)
 """Box volumes, as fractions of the cube's volume."""
@@ -37,6 +47,12 @@ WRITE_TARGET = (10_000_000, 1.5)
 
 WARM_QUERY_TARGET = (0.01, 0.015)
 """The issue's query goal: a warm query of a box of this volume fraction in under this time."""
+
+VALIDATE_TARGET = (10_000_000, 2.0)
+"""The issue's validation goal: L3 of this many points in at most this multiple of a read."""
+
+VALIDATE_SAMPLE = 0.1
+"""Share of the occupied chunks the sampled validation checks (the count is rounded up)."""
 
 
 @dataclass(frozen=True)
@@ -223,6 +239,71 @@ def _bench_read(data: Written, repeat: int) -> Row:
     )
 
 
+def _chunks(count: int) -> str:
+    """``"1 chunk"``, ``"1,000 chunks"``."""
+    return f"{count:,} chunk" + ("" if count == 1 else "s")
+
+
+def _time_validations(
+    store: str, repeat: int, sample: int
+) -> tuple[list[float], list[float], zv.ValidationReport, zv.ValidationReport]:
+    """Time L3 validation in full and with ``sample`` chunks, alternating, ``repeat`` times."""
+    full: list[float] = []
+    part: list[float] = []
+    full_report: zv.ValidationReport | None = None
+    part_report: zv.ValidationReport | None = None
+    for _ in range(repeat):
+        t, full_report = timed(lambda: zv.validate(store, 3))
+        full.append(t)
+        t, part_report = timed(lambda: zv.validate(store, 3, sample=sample))
+        part.append(t)
+    assert full_report is not None
+    assert part_report is not None
+    return full, part, full_report, part_report
+
+
+def _bench_validate(data: Written, repeat: int, t_read: float) -> list[Row]:
+    """Validate the store at L3, in full and on a sample, beside its full read of this run."""
+    chunks = zv.open(data.store).chunk_count
+    sample = math.ceil(chunks * VALIDATE_SAMPLE)
+    zv.validate(data.store, 3, sample=1)  # untimed: compiles or loads the validator's kernels
+    full, part, full_report, part_report = _time_validations(data.store, repeat, sample)
+    t_full, t_part = median(full), median(part)
+    to_read = t_full / t_read
+    limit_n, limit_x = VALIDATE_TARGET
+    has_target = data.n == limit_n
+    full_row = Row(
+        "validate L3",
+        data.n,
+        t_full,
+        None,
+        "s",
+        ok=full_report.ok,
+        target=f"≤ {limit_x:g}x read" if has_target else "",
+        passed=(to_read <= limit_x) if has_target else None,
+        detail=(
+            f"{to_read:.2f}x full read ({format_seconds(t_read)}, same store, this run); "
+            f"{_chunks(chunks)}; median of {repeat}"
+        ),
+        extra={"ours_all": full, "read": t_read, "ratio_to_read": to_read, "chunks": chunks},
+    )
+    checked = min(sample, chunks)
+    sample_row = Row(
+        f"validate L3 --sample {VALIDATE_SAMPLE:.0%}",
+        data.n,
+        t_part,
+        None,
+        "s",
+        ok=part_report.ok,
+        detail=(
+            f"{t_part / t_full:.2f}x full validation; sample={sample}: {checked:,} of "
+            f"{_chunks(chunks)} ({checked / chunks:.0%}); median of {repeat}"
+        ),
+        extra={"ours_all": part, "sample": sample, "chunks": chunks, "notes": part_report.notes},
+    )
+    return [full_row, sample_row]
+
+
 def run_points(n: int, *, seed: int, repeat: int, boxes: int, tmp: str) -> list[Row]:
     """All in-process cases for ``n`` points.
 
@@ -233,7 +314,8 @@ def run_points(n: int, *, seed: int, repeat: int, boxes: int, tmp: str) -> list[
     seed
         Seed of the data and of the boxes.
     repeat
-        Repeats of each write, warm query, filter and full read (medians reported).
+        Repeats of each write, warm query, filter, full read and validation (medians
+        reported).
     boxes
         Number of boxes per volume fraction.
     tmp
@@ -242,7 +324,8 @@ def run_points(n: int, *, seed: int, repeat: int, boxes: int, tmp: str) -> list[
     Returns
     -------
     list of Row
-        Write, size on disk, cold and warm queries per fraction, full read.
+        Write, size on disk, cold and warm queries per fraction, full read, validation at
+        L3 in full and on a sample of the chunks.
     """
     log(f"n={n:,}: write x{repeat}")
     rows, data = _bench_write(n, seed, repeat, tmp)
@@ -253,5 +336,9 @@ def run_points(n: int, *, seed: int, repeat: int, boxes: int, tmp: str) -> list[
             data, fraction, make_boxes(fraction, boxes, seed), repeat, loaded
         )
     log(f"n={n:,}: full read x{repeat}")
-    rows.append(_bench_read(data, repeat))
+    read = _bench_read(data, repeat)
+    rows.append(read)
+    assert read.ours is not None
+    log(f"n={n:,}: validate L3, full and --sample {VALIDATE_SAMPLE:.0%}, x{repeat}")
+    rows += _bench_validate(data, repeat, read.ours)
     return rows

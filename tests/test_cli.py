@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -64,6 +65,138 @@ def test_validate_exit_codes(
 def test_unreadable_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["info", str(tmp_path / "missing")]) == 2
     assert "error" in capsys.readouterr().err
+
+
+class TTYStringIO(io.StringIO):
+    """A captured stream that claims to be a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _vertex_shards(store: Path) -> list[Path]:
+    """The shard files of ``0/vertices``, in C order of their chunk index."""
+    root = store / "0" / "vertices" / "c"
+    files = [f for f in root.rglob("*") if f.is_file()]
+    return sorted(files, key=lambda f: tuple(int(part) for part in f.relative_to(root).parts))
+
+
+def test_validate_level3_valid_and_damaged(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(store_path), "--level", "3"]) == 0
+    assert "valid at level 3" in capsys.readouterr().out
+    _vertex_shards(store_path)[0].unlink()
+    assert main(["validate", str(store_path), "--level", "3"]) == 1
+    captured = capsys.readouterr()
+    assert "INVALID at level 3" in captured.out
+    assert captured.err == ""
+
+
+def test_validate_missing_path_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / "missing.zarrvectors")
+    assert main(["validate", missing]) == 2
+    captured = capsys.readouterr()
+    assert "L1.store_exists" in captured.out
+    assert "not a readable store" in captured.err
+    assert main(["validate", missing, "--json"]) == 2
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is False
+    assert [p["check_id"] for p in report["problems"]] == ["L1.store_exists"]
+
+
+@pytest.mark.parametrize("content", [None, "notes.txt"], ids=["empty", "other-files"])
+def test_validate_non_store_directory_exits_2(
+    tmp_path: Path, content: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    if content is not None:
+        (folder / content).write_text("not a store")
+    assert main(["validate", str(folder), "--level", "3"]) == 2
+    assert "not a readable store" in capsys.readouterr().err
+
+
+def test_validate_sample_passes_through(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    last = _vertex_shards(store_path)[-1]
+    last.write_bytes(b"\xff" * last.stat().st_size)
+    assert main(["validate", str(store_path), "--level", "3", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert "L3.shard_index" in {p["check_id"] for p in report["problems"]}
+    assert report["notes"] == []
+    assert main(["validate", str(store_path), "--level", "3", "--sample", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is True
+    assert any("read 1 of 64 occupied chunks (sample=1)" in n for n in report["notes"])
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "1.5", "x"])
+def test_validate_sample_must_be_positive(
+    store_path: Path, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["validate", str(store_path), "--sample", value])
+    assert exc.value.code == 2
+    assert "--sample" in capsys.readouterr().err
+
+
+def test_validate_json_is_all_of_stdout(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(store_path), "--level", "3", "--json"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["ok"] is True
+    assert report["level"] == 3
+    assert "L3.counts_range" in report["checks_run"]
+    assert captured.err == ""
+
+
+def test_validate_draws_progress_on_a_tty(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tty = TTYStringIO()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(["validate", str(store_path), "--level", "3"]) == 0
+    drawn = tty.getvalue()
+    assert drawn.startswith("\rlevel 0 [")
+    assert "64/64 chunks 100%" in drawn
+    assert drawn.endswith("\n")
+    assert drawn.count("\n") == 1
+    assert "\r" not in capsys.readouterr().out
+
+
+def test_validate_no_progress_without_a_tty(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(store_path), "--level", "3"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_validate_no_progress_when_json_goes_to_a_pipe(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tty = TTYStringIO()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(["validate", str(store_path), "--level", "3", "--json"]) == 0
+    assert tty.getvalue() == ""
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+    out = TTYStringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    assert main(["validate", str(store_path), "--level", "3", "--json"]) == 0
+    assert "64/64 chunks 100%" in tty.getvalue()
+    assert json.loads(out.getvalue())["ok"] is True
+
+
+def test_validate_no_progress_below_level_3(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tty = TTYStringIO()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(["validate", str(store_path), "--level", "2"]) == 0
+    assert tty.getvalue() == ""
 
 
 def test_console_script_is_installed() -> None:

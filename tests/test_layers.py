@@ -21,6 +21,7 @@ RANKS = {
     "dataset": 6,
     "__init__": 7,
     "cli": 8,
+    "cli_progress": 8,
 }
 MODULES = sorted(PACKAGE.rglob("*.py"))
 

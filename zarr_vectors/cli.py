@@ -2,6 +2,15 @@
 
 This is the only boundary where any failure is caught and turned into a message and an
 exit code (0 success or valid, 1 invalid store, 2 unreadable store or bad usage).
+
+``validate`` prints its report (also for exit code 2) and exits with
+
+* 0 when the report holds no error (warnings allowed);
+* 2 when the path holds no readable Zarr Vectors root: an error of ``L1.store_exists``
+  (missing path, no key at all, a file that cannot be opened as a store) or of
+  ``L1.root_zarr_json`` (no root ``zarr.json``, or one that is not a Zarr v3 group), the
+  stores that ``info`` cannot open either (:data:`UNREADABLE_CHECKS`);
+* 1 for any other error: the store was found and is damaged or violates the spec.
 """
 
 from __future__ import annotations
@@ -17,11 +26,15 @@ from typing import Any
 import numpy as np
 
 import zarr_vectors as zv
+from zarr_vectors.cli_progress import ProgressBar, wants_progress
 from zarr_vectors.errors import ZarrVectorsError
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
+
+UNREADABLE_CHECKS = frozenset({"L1.store_exists", "L1.root_zarr_json"})
+"""Check ids whose error means there is no readable store to validate (exit code 2)."""
 
 
 def _human_bytes(nbytes: int) -> str:
@@ -117,13 +130,43 @@ def _info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_validation(args: argparse.Namespace) -> zv.ValidationReport:
+    """Validate, with a progress bar on stderr when it is a terminal (and JSON is not piped)."""
+    json_out = sys.stdout if args.json else None
+    if not wants_progress(sys.stderr, json_out=json_out):
+        return zv.validate(args.store, level=args.level, sample=args.sample)
+    with ProgressBar(sys.stderr) as bar:
+        return zv.validate(args.store, level=args.level, sample=args.sample, progress=bar)
+
+
+def _validation_exit_code(report: zv.ValidationReport) -> int:
+    """0 valid, 2 when no readable store was found (:data:`UNREADABLE_CHECKS`), else 1."""
+    if any(problem.check_id in UNREADABLE_CHECKS for problem in report.errors):
+        return EXIT_UNREADABLE
+    return EXIT_OK if report.ok else EXIT_INVALID
+
+
 def _validate(args: argparse.Namespace) -> int:
-    report = zv.validate(args.store, level=args.level)
+    report = _run_validation(args)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
         print(report.summary())
-    return EXIT_OK if report.ok else EXIT_INVALID
+    code = _validation_exit_code(report)
+    if code == EXIT_UNREADABLE:
+        print(f"zarr-vectors: error: {args.store} is not a readable store", file=sys.stderr)
+    return code
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -144,16 +187,31 @@ def _parser() -> argparse.ArgumentParser:
     info.add_argument("store")
     info.add_argument("--json", action="store_true", help="machine-readable output")
     info.set_defaults(run=_info)
-    validate = sub.add_parser("validate", help="check a store against the spec")
+    validate = sub.add_parser(
+        "validate",
+        help="check a store against the spec (exit 0 valid, 1 invalid, 2 unreadable)",
+        description="Check a store against the spec. Exit code 0 valid, 1 invalid, 2 no "
+        "readable store at STORE (missing, empty, no root zarr.json group) or bad usage. "
+        "A progress bar over the chunks is drawn on stderr when it is a terminal.",
+    )
     validate.add_argument("store")
     validate.add_argument(
         "--level",
         type=int,
         default=2,
         choices=range(1, 6),
-        help="1 structure, 2 metadata (default), 3-5 need later releases",
+        help="highest level, cumulative: 1 structure, 2 metadata (default), 3 chunk data, "
+        "4 geometry, 5 pyramid",
     )
-    validate.add_argument("--json", action="store_true", help="machine-readable output")
+    validate.add_argument(
+        "--sample",
+        type=_positive_int,
+        metavar="K",
+        help="level 3: read only K evenly spaced occupied chunks per level (default: all)",
+    )
+    validate.add_argument(
+        "--json", action="store_true", help="machine-readable report on stdout, nothing else"
+    )
     validate.set_defaults(run=_validate)
     return parser
 
