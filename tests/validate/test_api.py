@@ -98,7 +98,8 @@ def test_progress_reports_every_chunk_read() -> None:
     calls: list[tuple[int, int, int]] = []
     assert validate(store, level=3, progress=lambda *a: calls.append(a)).ok
     n = len(s.occupied(store))
-    assert calls and calls[-1] == (0, n, n)
+    assert calls
+    assert calls[-1] == (0, n, n)
     assert [c[1] for c in calls] == sorted(c[1] for c in calls)
     calls.clear()
     validate(store, level=3, sample=2, progress=lambda *a: calls.append(a))

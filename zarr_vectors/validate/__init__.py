@@ -10,10 +10,9 @@ import os
 
 from zarr_vectors.errors import InvalidInputError, StoreNotFoundError
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
-from zarr_vectors.validate import consistency, metadata, pyramid, structure
+from zarr_vectors.validate import consistency, geometry_claims, metadata, pyramid, structure
 from zarr_vectors.validate.checks import CHECKS
 from zarr_vectors.validate.context import Context, Progress
-from zarr_vectors.validate.names import OBJECT_KINDS
 from zarr_vectors.validate.report import Problem, ValidationReport
 
 __all__ = ["CHECKS", "Problem", "Progress", "ValidationReport", "validate"]
@@ -22,9 +21,8 @@ MAX_LEVEL = 5
 
 
 def _geometry(ctx: Context) -> None:
-    """L4: every check of spec §11.5 concerns object kinds (none applies to point clouds)."""
-    if ctx.facts.kind in OBJECT_KINDS:
-        ctx.report.note("L4 checks for object kinds are not implemented yet")
+    """L4: geometry claims and topology of the objects of level 0 (spec §11.5)."""
+    geometry_claims.run(ctx)
 
 
 _RUNNERS = (

@@ -133,6 +133,45 @@ _L3: dict[str, Severity] = {
     "L3.chunk_count_total": _E,
     "L3.bounding_box_exact": _E,
     "L3.attribute_finite": _W,
+    "L3.link_frag_parallel": _E,
+    "L3.frag_object_order": _E,
+    "L3.frag_maximal_runs": _E,
+    "L3.object_index_offsets": _E,
+    "L3.manifest_decodes": _E,
+    "L3.manifest_chunks": _E,
+    "L3.manifest_fragments": _E,
+    "L3.manifest_partition": _E,
+    "L3.manifest_blocks_canonical": _W,
+    "L3.object_empty": _W,
+    "L3.fragment_object_id": _E,
+    "L3.object_attribute_finite": _W,
+    "L3.groupings_members": _E,
+    "L3.link_rows_bound": _E,
+    "L3.link_entries": _E,
+    "L3.link_anchor": _E,
+    "L3.link_single_object": _E,
+    "L3.no_self_loops": _E,
+    "L3.edge_orientation": _E,
+    "L3.no_duplicate_links": _E,
+    "L3.no_degenerate_faces": _E,
+    "L3.no_duplicate_faces": _W,
+    "L3.face_chunk": _E,
+    "L3.polyline_links": _E,
+    "L3.skeleton_parent_once": _E,
+    "L3.ccl_gid_valid": _E,
+    "L3.ccl_different_chunks": _E,
+    "L3.ccl_sorted": _W,
+}
+
+_L4: dict[str, Severity] = {
+    "L4.polyline_min_vertices": _W,
+    "L4.streamline_length_bounds": _W,
+    "L4.graph_tree": _E,
+    "L4.skeleton_tree": _E,
+    "L4.skeleton_swc": _E,
+    "L4.mesh_closed": _E,
+    "L4.mesh_orientation": _W,
+    "L4.mesh_unreferenced_vertices": _W,
 }
 
 _L5: dict[str, Severity] = {
@@ -145,7 +184,7 @@ _L5: dict[str, Severity] = {
     "L5.coarse_vertices_in_bbox": _E,
 }
 
-CHECKS: Final[dict[str, Severity]] = {**_L1, **_L2, **_L3, **_L5}
+CHECKS: Final[dict[str, Severity]] = {**_L1, **_L2, **_L3, **_L4, **_L5}
 """Every check id this validator implements, with its severity (spec §11.2 to §11.6)."""
 
 

@@ -23,7 +23,7 @@ from zarr_vectors.validate.shard_check import (
     read_rows,
 )
 
-__all__ = ["ChunkChecker", "LevelArrays"]
+__all__ = ["CheckedChunk", "ChunkChecker", "LevelArrays"]
 
 Shards = dict[str, bytes | None]
 
@@ -36,6 +36,25 @@ class LevelArrays:
     fragments: ArraySpec
     attributes: list[ArraySpec]
     fragment_attributes: list[ArraySpec]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedChunk:
+    """What the checks of one chunk read, for the level-wide object checks.
+
+    Attributes
+    ----------
+    blob
+        The parsed ``vertex_fragments`` blob, or None when unusable.
+    rows
+        The vertex rows ``[0, n)``, or None when unusable.
+    fragment_rows
+        Rows ``[0, F)`` of each readable fragment attribute, by name.
+    """
+
+    blob: Blob | None
+    rows: np.ndarray | None
+    fragment_rows: dict[str, np.ndarray]
 
 
 @dataclass(slots=True)
@@ -99,16 +118,20 @@ class ChunkChecker:
         if any(a.dtype.kind == "f" for a in self.arrays.attributes):
             ctx.mark("L3.attribute_finite")
 
-    def check(self, g: tuple[int, ...], n: int, shards: Shards) -> None:
-        """Run every per-chunk check on chunk ``g`` holding ``n`` rows."""
+    def check(self, g: tuple[int, ...], n: int, shards: Shards) -> CheckedChunk:
+        """Run every per-chunk check on chunk ``g`` holding ``n`` rows; return what was read."""
         blob = self._blob(g, n, shards.get(self.arrays.fragments.path))
-        self._vertices(g, n, shards.get(self.arrays.vertices.path), blob)
+        rows = self._vertices(g, n, shards.get(self.arrays.vertices.path), blob)
         for spec in self.arrays.attributes:
             self._attribute(g, n, spec, shards.get(spec.path))
+        fragment_rows = {}
         for spec in self.arrays.fragment_attributes:
             shard = shards.get(spec.path)
             if blob is not None and shard is not None and blob.n_fragments <= spec.n_rows:
-                read_rows(self.ctx, spec, g, shard, blob.n_fragments)
+                got = read_rows(self.ctx, spec, g, shard, blob.n_fragments)
+                if got is not None:
+                    fragment_rows[spec.path.rsplit("/", 1)[-1]] = got
+        return CheckedChunk(blob, rows, fragment_rows)
 
     # -- fragment index ------------------------------------------------------------------
     def _blob(self, g: tuple[int, ...], n: int, shard: bytes | None) -> Blob | None:
@@ -153,27 +176,30 @@ class ChunkChecker:
             )
 
     # -- vertices ------------------------------------------------------------------------
-    def _vertices(self, g: tuple[int, ...], n: int, shard: bytes | None, blob: Blob | None) -> None:
+    def _vertices(
+        self, g: tuple[int, ...], n: int, shard: bytes | None, blob: Blob | None
+    ) -> np.ndarray | None:
         spec = self.arrays.vertices
         rows = None if shard is None else read_rows(self.ctx, spec, g, shard, n)
         if shard is None:
             self._unreadable(spec, g)
         if rows is None:
             self.complete = False
-            return
+            return None
         key = spec.key(g)
         low, high, bad = bounds_and_nonfinite(rows)
         if bad:
             row = int(np.argmin(np.isfinite(rows).all(axis=1)))
             self.ctx.fail("L3.vertices_finite", key, f"row {row} is {rows[row].tolist()}")
             self.complete = False
-            return
+            return None
         self.lo, self.hi = np.minimum(self.lo, low), np.maximum(self.hi, high)
         self.bounds.append((key, low, high))
         chunk = np.asarray(g, dtype=np.int64) + self.origin
         in_chunk = self._in_chunk(key, rows, chunk, (low, high))
         if in_chunk and self.level == 0 and blob is not None and blob.tiles(n):
             self._in_bin(key, rows, chunk, blob)
+        return rows
 
     def _in_chunk(
         self, key: str, rows: np.ndarray, chunk: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]
@@ -250,6 +276,10 @@ class ChunkChecker:
             f"row {row} {rows[row].tolist()} lies in bin {int(found[row])}, its fragment "
             f"stands for bin {int(expected[row])}",
         )
+
+    def row_bins(self, rows: np.ndarray, g: tuple[int, ...]) -> np.ndarray:
+        """Bin flat index of each row of the chunk of grid index ``g`` (spec §5.3)."""
+        return self._row_bins(rows, np.asarray(g, dtype=np.int64) + self.origin)
 
     def _row_bins(self, rows: np.ndarray, chunk: np.ndarray) -> np.ndarray:
         """Bin flat index of each row of chunk ``chunk`` (spec §5.3)."""

@@ -16,13 +16,17 @@ from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.counts import parse_shard_key, read_nonzero_counts
 from zarr_vectors.validate.grid import grid_label
 from zarr_vectors.validate.jsonutil import pointer
+from zarr_vectors.validate.link_checks import run_link_checks
 from zarr_vectors.validate.names import (
     LINK_FRAGMENTS,
+    LINKS,
     OBJECT_KINDS,
     VERTEX_COUNTS,
     VERTEX_FRAGMENTS,
     VERTICES,
 )
+from zarr_vectors.validate.object_checks import run_object_checks
+from zarr_vectors.validate.object_data import LevelIndex, ObjectLevel
 from zarr_vectors.validate.shard_check import ArraySpec, array_spec
 
 __all__ = ["run", "sample_positions"]
@@ -30,7 +34,8 @@ __all__ = ["run", "sample_positions"]
 BATCH_CHUNKS = 16
 """Chunks whose shards are fetched in one concurrent batch."""
 _READ_ROLES = frozenset({VERTICES, VERTEX_FRAGMENTS, "attribute", "fragment_attribute"})
-"""Arrays whose shards L3 reads (the link arrays of object kinds are not checked yet)."""
+"""Arrays whose shards L3 reads (object kinds: also ``links/0`` and ``link_fragments``)."""
+_LINK_ROLES = frozenset({LINKS, LINK_FRAGMENTS})
 
 Chunk = tuple[int, ...]
 
@@ -44,11 +49,6 @@ def run(ctx: Context) -> None:
         facts = f.level.get(level)
         if facts is not None and facts.n_max is not None:
             _Level(ctx, level).run()
-    if f.kind in OBJECT_KINDS:
-        ctx.report.note(
-            "L3 checks of links, manifests, the object index, groupings and cross-chunk links "
-            "are not implemented yet"
-        )
 
 
 def sample_positions(m: int, k: int | None) -> np.ndarray:
@@ -77,6 +77,7 @@ class _Level:
             spec = array_spec(ctx, array, f.ndim) if array.role in PER_CHUNK_ROLES else None
             if spec is not None:
                 self.specs[array.path] = spec
+        self.objects: ObjectLevel | None = None
         self.required = [
             s
             for s in self.specs.values()
@@ -106,8 +107,31 @@ class _Level:
             return
         checker = self._checker(arrays)
         checker.mark()
+        self.objects = self._object_level()
         sampled = self._read_chunks(checker, occupied, present)
         self._finish(checker, sampled=sampled)
+        if self.objects is not None:
+            self._object_checks(checker, occupied, sampled=sampled)
+
+    def _object_level(self) -> ObjectLevel | None:
+        kind = self.ctx.facts.kind
+        if kind not in OBJECT_KINDS:
+            return None
+        by_role = {s.role: s for s in self.specs.values()}
+        objects = ObjectLevel(
+            self.ctx, self.level, str(kind), by_role.get(LINKS), by_role.get(LINK_FRAGMENTS)
+        )
+        objects.mark()
+        return objects
+
+    def _object_checks(
+        self, checker: ChunkChecker, occupied: dict[Chunk, int], *, sampled: bool
+    ) -> None:
+        assert self.objects is not None
+        index = LevelIndex(self.grid, self.n_max, occupied)
+        refs = run_object_checks(self.ctx, self.objects, index, sampled=sampled)
+        geometry = (checker.chunk_shape, checker.origin)
+        run_link_checks(self.ctx, self.objects, index, refs, geometry, sampled=sampled)
 
     def _occupancy(self) -> tuple[dict[Chunk, int], set[Chunk]] | None:
         """Valid non-zero counts by chunk, and the chunks whose count is out of range."""
@@ -232,11 +256,12 @@ class _Level:
         occupied: dict[Chunk, int],
         present: dict[str, set[Chunk]],
     ) -> None:
+        roles = _READ_ROLES | (_LINK_ROLES if self.objects is not None else frozenset())
         wanted = [
             (g, spec)
             for g in chunks
             for spec in self.specs.values()
-            if g in present[spec.path] and spec.role in _READ_ROLES
+            if g in present[spec.path] and spec.role in roles
         ]
         raws = self.ctx.fetch([(spec.key(g), None) for g, spec in wanted])
         shards: dict[Chunk, dict[str, bytes | None]] = {g: {} for g in chunks}
@@ -246,7 +271,9 @@ class _Level:
             if raw is None and required and spec.key(g) not in self.ctx.unreadable:
                 self.ctx.fail("L3.shard_present", spec.key(g), "the shard is missing")
         for g in chunks:
-            checker.check(g, occupied[g], shards[g])
+            checked = checker.check(g, occupied[g], shards[g])
+            if self.objects is not None:
+                self.objects.add(g, occupied[g], checked, shards[g], checker)
 
     def _finish(self, checker: ChunkChecker, *, sampled: bool) -> None:
         ctx = self.ctx
