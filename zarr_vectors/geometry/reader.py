@@ -249,7 +249,9 @@ class LevelReader:
                 target = scratch[slot * r : (slot + len(group)) * r]
                 layout.decode_blocks_into(payload, entries, base, group, target, key)
                 slot += len(group)
-        if plan.blocks.dst.shape[0]:
+        if plan.blocks.dst.shape[0] == out.shape[0]:  # every request had several runs
+            np.take(scratch, plan.blocks.src, axis=0, out=out)
+        elif plan.blocks.dst.shape[0]:
             out[plan.blocks.dst] = scratch[plan.blocks.src]
         return out
 
@@ -361,9 +363,10 @@ class _BlockPlan:
         )
         keys = np.unique(block_keys)
         bounds = np.searchsorted(keys // span, np.arange(len(runs) + 1))
-        rows = concat_ranges(lo, hi - lo)
-        row_request = request.repeat(hi - lo)
-        slot = np.searchsorted(keys, row_request * span + rows // r)
+        # a run's blocks are consecutive in its request's block list, so its rows are one
+        # contiguous range of the scratch buffer, starting in the slot of its first block
+        slot = np.searchsorted(keys, request * span + first)
+        src = concat_ranges(slot * r + lo - first * r, hi - lo)
         request_rows = np.bincount(request, weights=hi - lo, minlength=len(runs))
         dst = concat_ranges(out_starts, request_rows.astype(np.int64))
-        return cls(keys % span, bounds, slot * r + rows % r, dst)
+        return cls(keys % span, bounds, src, dst)
