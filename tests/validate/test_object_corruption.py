@@ -96,24 +96,19 @@ def owners(st: Store, g: Chunk, n: int) -> np.ndarray:
     return np.repeat(column.reshape(-1), counts)
 
 
-def manifest_byte(offset_in_manifest: int, value: int) -> Callable[[Store], None]:
+def manifest_bytes(offset_in_manifest: int, raw: bytes) -> Callable[[Store], None]:
+    """Overwrite bytes of manifest 0 (which starts at byte 0 of ``object_index/data``)."""
+
     def apply(st: Store) -> None:
         data = global_array(st, "0/object_index/data").copy()
-        data[offset_in_manifest] = value
+        data[offset_in_manifest : offset_in_manifest + len(raw)] = np.frombuffer(raw, np.uint8)
         set_global(st, "0/object_index/data", data)
 
     return apply
 
 
 def manifest_int64(offset_in_manifest: int, value: int) -> Callable[[Store], None]:
-    def apply(st: Store) -> None:
-        data = global_array(st, "0/object_index/data").copy()
-        data[offset_in_manifest : offset_in_manifest + 8] = np.frombuffer(
-            np.int64(value).tobytes(), dtype=np.uint8
-        )
-        set_global(st, "0/object_index/data", data)
-
-    return apply
+    return manifest_bytes(offset_in_manifest, np.int64(value).tobytes())
 
 
 _FIRST_FRAGMENT = 4 + 8 * 3 + 1
@@ -278,7 +273,7 @@ CASES = [
             global_array(st, "0/object_index/offsets") + np.array([1, 0, 0, 0, 0]),
         ),
     ),
-    ObjectCase("L3.manifest_decodes", "polyline", manifest_byte(4 + 24, 7)),
+    ObjectCase("L3.manifest_decodes", "polyline", manifest_bytes(4 + 24, bytes([7]))),
     ObjectCase("L3.manifest_chunks", "polyline", manifest_int64(4, 99)),
     ObjectCase("L3.manifest_fragments", "polyline", manifest_int64(_FIRST_FRAGMENT, 5000)),
     ObjectCase("L3.manifest_partition", "graph", manifest_int64(_FIRST_FRAGMENT, 1)),
