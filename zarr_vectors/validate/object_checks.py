@@ -1,11 +1,9 @@
-"""Level 3 checks of object kinds over a whole level (spec §11.4, §7, §9.6-§9.11, §10).
+"""Level 3 checks of object kinds over a whole level (spec §11.4, §7, §9.5, §9.8-§9.10).
 
 Run after every chunk of the level was read into an
 :class:`~zarr_vectors.validate.object_data.ObjectLevel`: the object index and its manifests,
-fragment owners and order, fragment and object attributes, groupings, ``links/0`` entries
-and anchors, cross-chunk links, and the kind rules of polylines, graphs, skeletons and
-meshes. When L3 read only a sample of the chunks, checks that need every chunk are skipped
-and the report says so.
+fragment owners and order, fragment and object attributes, and groupings. The owners found
+here are what :mod:`~zarr_vectors.validate.link_checks` uses to check the links.
 """
 
 from __future__ import annotations

@@ -241,17 +241,12 @@ class LevelIndex:
         flat, row = np.divmod(np.where(ok, gids, 0), self.n_max)
         return ok & (row < self.rows_of_flat(flat))
 
-    def chunk_of_gids(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Flat chunk index and row of each valid gid."""
-        flat, row = np.divmod(gids, self.n_max)
-        return flat, row
-
     def owner_of_gids(self, gids: np.ndarray) -> np.ndarray:
         """Owner object of each valid gid, -1 where unknown (chunk not read)."""
         out = np.full(gids.shape[0], -1, dtype=np.int64)
         if not gids.size:
             return out
-        flat, row = self.chunk_of_gids(gids)
+        flat, row = np.divmod(gids, self.n_max)
         for f in np.unique(flat).tolist():
             g = tuple(int(c) for c in np.unravel_index(f, self.grid))
             owners = self.owners.get(g)
