@@ -94,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
         help="run only the objects section (streamlines, mesh, skeletons)",
     )
     parser.add_argument(
+        "--points",
+        action="store_true",
+        help="run only the point-cloud section (no streamlines, mesh or skeletons)",
+    )
+    parser.add_argument(
         "--repeat",
         type=int,
         default=5,
@@ -161,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK_SIZES if args.quick else args.sizes
     if args.repeat < 1 or args.boxes < 1:
         _parser().error("--repeat and --boxes must be at least 1")
+    if args.objects and args.points:
+        _parser().error("--objects and --points exclude each other")
     if args.objects and args.sizes != DEFAULT_SIZES:
         _parser().error("--sizes sets point counts; it cannot be combined with --objects")
     env = _environment(args, sizes)
@@ -178,13 +185,10 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 log(f"n={n:,}: peak memory of write (fresh process)")
                 rows.append(measure_write_memory(n, args.seed))
-        object_rows = run_objects(
-            _object_sizes(args),
-            seed=args.seed,
-            repeat=args.repeat,
-            boxes=args.boxes,
-            tmp=tmp,
-        )
+        if not args.points:
+            object_rows = run_objects(
+                _object_sizes(args), seed=args.seed, repeat=args.repeat, boxes=args.boxes, tmp=tmp
+            )
     if not args.objects:
         log("start-up (fresh processes)")
         rows += measure_startup()
@@ -195,10 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         print(format_table(rows))
         print()
         print("\n".join(f"[{i}] {note}" for i, note in enumerate(FOOTNOTES, 1)))
-    print("\nObjects (streamlines, mesh, skeletons)\n")
-    print(format_table(object_rows))
-    print()
-    print("\n".join(f"[o{i}] {note}" for i, note in enumerate(OBJECT_FOOTNOTES, 1)))
+    if object_rows:
+        print("\nObjects (streamlines, mesh, skeletons)\n")
+        print(format_table(object_rows))
+        print()
+        print("\n".join(f"[o{i}] {note}" for i, note in enumerate(OBJECT_FOOTNOTES, 1)))
     rows += object_rows
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:

@@ -88,3 +88,16 @@ def sort_by_chunk_and_bin(
 def points_in_box(positions: Array, lo: Array, hi: Array) -> Array:
     p = np.asarray(positions, dtype=np.float64)
     return np.all((np.asarray(lo) <= p) & (p < np.asarray(hi)), axis=1)
+
+
+def segment_bounds(positions: Array, starts: Array) -> tuple[Array, Array, bool]:
+    p = np.asarray(positions, dtype=np.float64)
+    ends = [*starts[1:], len(p)][: len(starts)]
+    lo = np.full((len(starts), p.shape[1]), np.inf)
+    hi = np.full((len(starts), p.shape[1]), -np.inf)
+    finite = True
+    for s, (a, b) in enumerate(zip(starts, ends, strict=True)):
+        if b > a:
+            lo[s], hi[s] = p[a:b].min(axis=0), p[a:b].max(axis=0)
+            finite = finite and bool(np.isfinite(p[a:b]).all())
+    return lo, hi, finite

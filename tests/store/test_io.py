@@ -36,3 +36,13 @@ def test_get_ranges_reads_each_range_of_each_key(io: StoreIO) -> None:
 def test_a_range_past_the_end_is_short_not_an_error(io: StoreIO) -> None:
     """Readers detect short payloads by their checksums (spec §9.0)."""
     assert io.get_ranges([("a/c/1", [(3, 50)])]) == [[b"rt"]]
+
+
+@pytest.mark.parametrize("prefix", ["", "a", "a/", "a/c/", "a/c/1", "ab/", "b/x/", "zz/"])
+def test_listing_a_local_directory_matches_zarrs_listing(tmp_path: Path, prefix: str) -> None:
+    keys = ["a/c/0", "a/c/1", "a/c/10", "a/zarr.json", "ab/c/0", "b/x/y/z", "zarr.json"]
+    local, memory = StoreIO(LocalStore(tmp_path)), StoreIO(MemoryStore())
+    for io in (local, memory):
+        io.set_many([(key, b"x") for key in keys])
+    assert local.list_prefix(prefix) == memory.list_prefix(prefix)
+    assert local.list_prefix(prefix) == sorted(k for k in keys if k.startswith(prefix))

@@ -12,12 +12,14 @@ from zarr_vectors.kernels.binning import (
     points_in_box,
     sort_by_chunk_and_bin,
 )
+from zarr_vectors.kernels.bounds import segment_bounds
 from zarr_vectors.kernels.manifests import decode_manifests, encode_manifests
 from zarr_vectors.kernels.ranges import concat_ranges
 
 __all__ = [
     "concat_ranges",
     "bounds_and_nonfinite",
+    "segment_bounds",
     "chunk_coords",
     "bin_coords",
     "assign_chunks_and_bins",

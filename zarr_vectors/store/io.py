@@ -284,7 +284,10 @@ class StoreIO:
             raise MetadataError(f"{key} is not valid JSON ({exc})") from exc
 
     def list_prefix(self, prefix: str) -> list[str]:
-        """All keys that start with ``prefix``, sorted."""
+        """All keys that start with ``prefix``, sorted (local directories are walked directly)."""
+        root = local_root(self.store)
+        if root is not None:
+            return _list_local(os.fspath(root), prefix)
 
         async def collect() -> list[str]:
             await self._ensure_open()
@@ -323,6 +326,18 @@ class StoreIO:
         """Close the store when it needs closing (zip files)."""
         if isinstance(self.store, ZipStore) and self.store._is_open:
             self.store.close()
+
+
+def _list_local(root: str, prefix: str) -> list[str]:
+    """Keys of the files under ``root`` that start with ``prefix``, sorted."""
+    head = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+    top = os.path.join(root, head)
+    keys: list[str] = []
+    for directory, _, files in os.walk(top):
+        rel = os.path.relpath(directory, root)
+        base = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+        keys.extend(key for name in files if (key := base + name).startswith(prefix))
+    return sorted(keys)
 
 
 def json_bytes(doc: Any) -> bytes:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.kernels import bin_coords, bounds_and_nonfinite, chunk_coords
+from zarr_vectors.kernels import bin_coords, chunk_coords, segment_bounds
 from zarr_vectors.validate.blobs import Blob, BlobError, blob_size, inspect_blob
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.grid import grid_label
@@ -187,18 +187,23 @@ class ChunkChecker:
             self.complete = False
             return None
         key = spec.key(g)
-        low, high, bad = bounds_and_nonfinite(rows)
-        if bad:
+        per_bin = self.level == 0 and blob is not None and blob.tiles(n)
+        starts = blob.starts[blob.counts > 0] if per_bin and blob is not None else None
+        if starts is None or not starts.size:
+            starts = np.zeros(1, dtype=np.int64)
+        seg_low, seg_high, finite = segment_bounds(rows, starts)
+        if not finite:
             row = int(np.argmin(np.isfinite(rows).all(axis=1)))
             self.ctx.fail("L3.vertices_finite", key, f"row {row} is {rows[row].tolist()}")
             self.complete = False
             return None
+        low, high = seg_low.min(axis=0), seg_high.max(axis=0)
         self.lo, self.hi = np.minimum(self.lo, low), np.maximum(self.hi, high)
         self.bounds.append((key, low, high))
         chunk = np.asarray(g, dtype=np.int64) + self.origin
         in_chunk = self._in_chunk(key, rows, chunk, (low, high))
-        if in_chunk and self.level == 0 and blob is not None and blob.tiles(n):
-            self._in_bin(key, rows, chunk, blob)
+        if in_chunk and per_bin and blob is not None:
+            self._in_bin(key, rows, chunk, blob, (seg_low, seg_high))
         return rows
 
     def _in_chunk(
@@ -240,14 +245,21 @@ class ChunkChecker:
         ]
         return lower, upper
 
-    def _in_bin(self, key: str, rows: np.ndarray, chunk: np.ndarray, blob: Blob) -> None:
+    def _in_bin(
+        self,
+        key: str,
+        rows: np.ndarray,
+        chunk: np.ndarray,
+        blob: Blob,
+        bounds: tuple[np.ndarray, np.ndarray],
+    ) -> None:
         """L3.vertex_in_bin for a blob whose ranges tile the chunk (spec §11.4).
 
         Dense form (point clouds, spec §6.6): fragment ``f`` is bin ``f``. Sparse form: the
         bin of a fragment is the bin of its first row and bins must not decrease with ``f``.
         Run form (object kinds, §10.3): the bin of a fragment is the bin of its first row.
-        Each fragment's attained per-axis minimum and maximum are compared with its bin's
-        edges.
+        Each fragment's attained per-axis minimum and maximum (``bounds``, one row per
+        non-empty fragment) are compared with its bin's edges.
         """
         used = blob.counts > 0
         starts = blob.starts[used]
@@ -262,10 +274,8 @@ class ChunkChecker:
             if sparse and (np.diff(frag_bins) < 0).any():
                 self.ctx.fail("L3.vertex_in_bin", key, "fragment bins decrease with f")
                 return
-        low = np.minimum.reduceat(rows, starts, axis=0).astype(np.float64)
-        high = np.maximum.reduceat(rows, starts, axis=0).astype(np.float64)
         lower, upper = self._bin_boxes(chunk, frag_bins)
-        if np.all(lower <= low) and np.all(high < upper):
+        if np.all(lower <= bounds[0]) and np.all(bounds[1] < upper):
             return
         expected = np.repeat(frag_bins, blob.counts[used])
         found = self._row_bins(rows, chunk)
