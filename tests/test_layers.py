@@ -21,7 +21,7 @@ RANKS = {
     "dataset": 6,
     "__init__": 7,
     "cli": 8,
-    "cli_progress": 8,
+    "_progress": 0,
 }
 MODULES = sorted(PACKAGE.rglob("*.py"))
 

@@ -28,6 +28,7 @@ from zarr_vectors.format.version import FORMAT_VERSION
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry.graphs import write_graph, write_skeletons
 from zarr_vectors.geometry.meshes import write_mesh
+from zarr_vectors.geometry.point_stream import PointWriter, write_points_stream
 from zarr_vectors.geometry.points import write_points
 from zarr_vectors.geometry.polylines import write_polylines
 from zarr_vectors.geometry.result import QueryResult
@@ -38,6 +39,8 @@ __all__ = [
     "__version__",
     "FORMAT_VERSION",
     "write_points",
+    "write_points_stream",
+    "PointWriter",
     "write_polylines",
     "write_graph",
     "write_skeletons",

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 import zarr_vectors as zv
-from zarr_vectors.cli_progress import ProgressBar, wants_progress
+from zarr_vectors._progress import ProgressBar, wants_progress
 from zarr_vectors.errors import ZarrVectorsError
 
 __all__ = ["main"]

@@ -133,13 +133,13 @@ def test_failed_overwrite_leaves_existing_store_as_it_was(
     path = tmp_path / "s.zarrvectors"
     zv.write_points(path, GOOD, chunk_shape=25.0, attributes={"a": np.arange(500)})
     before = _snapshot(path)
-    original: Callable[..., Any] = _pipeline._write_vertex_shards
+    original: Callable[..., Any] = _pipeline.LevelWriter.finish
 
     def explode(*args: Any, **kwargs: Any) -> None:
         original(*args, **kwargs)
         raise OSError("disk full (simulated)")
 
-    monkeypatch.setattr(_pipeline, "_write_vertex_shards", explode)
+    monkeypatch.setattr(_pipeline.LevelWriter, "finish", explode)
     with pytest.raises(OSError, match="simulated"):
         zv.write_points(path, GOOD[:50], chunk_shape=25.0, overwrite=True)
     assert _snapshot(path) == before
@@ -151,7 +151,7 @@ def test_failed_first_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.M
     def explode(*args: Any, **kwargs: Any) -> None:
         raise OSError("simulated")
 
-    monkeypatch.setattr(_pipeline, "_write_vertex_shards", explode)
+    monkeypatch.setattr(_pipeline.LevelWriter, "add_chunk", explode)
     with pytest.raises(OSError, match="simulated"):
         zv.write_points(tmp_path / "s", GOOD, chunk_shape=25.0)
     assert not (tmp_path / "s").exists()

@@ -42,13 +42,17 @@ from zarr_vectors.store.shards import RowLayout, shard_key
 __all__ = [
     "DEFAULT_BLOSC",
     "ChunkedRows",
+    "ColumnSpec",
     "LevelStats",
+    "LevelWriter",
     "WriteOptions",
     "assign",
     "blob_layout",
+    "column_shapes",
     "commit_root",
     "grid_indices",
     "round_up",
+    "vertex_column_specs",
     "write_chunk_array",
     "write_level_vertices",
     "write_point_level",
@@ -225,48 +229,136 @@ class _Batcher:
 
 
 @dataclass(frozen=True, slots=True)
-class _Column:
-    """One per-vertex row array to write: its path, source rows, layout and zv_array tag."""
+class ColumnSpec:
+    """One per-vertex row array of a level: its path, row layout and ``zv_array`` tag."""
 
     path: str
-    source: np.ndarray
     layout: RowLayout
     tag: dict[str, Any]
 
 
-def _columns(
+def vertex_column_specs(
     base: str,
-    positions: np.ndarray,
-    attributes: dict[str, np.ndarray],
+    positions: tuple[np.dtype[Any], tuple[int, ...]],
+    attributes: dict[str, tuple[np.dtype[Any], tuple[int, ...]]],
     n_max: int,
     options: WriteOptions,
-) -> list[_Column]:
+) -> list[ColumnSpec]:
+    """The vertex array and one array per attribute, given each column's dtype and row shape."""
     r, blosc = options.block_rows, options.blosc()
-    columns = [
-        _Column(
+    specs = [
+        ColumnSpec(
             f"{base}/{VERTICES}",
-            positions,
-            RowLayout(positions.dtype, positions.shape[1:], r, n_max, blosc),
+            RowLayout(positions[0], positions[1], r, n_max, blosc),
             {"zv_array": VERTICES},
         )
     ]
-    for name, values in attributes.items():
-        layout = RowLayout(values.dtype, values.shape[1:], r, n_max, blosc)
+    for name, (dtype, row_shape) in attributes.items():
+        layout = RowLayout(dtype, row_shape, r, n_max, blosc)
         tag = {"zv_array": "attribute", "name": name}
-        columns.append(_Column(f"{base}/{ATTRIBUTES}/{name}", values, layout, tag))
-    return columns
+        specs.append(ColumnSpec(f"{base}/{ATTRIBUTES}/{name}", layout, tag))
+    return specs
 
 
-def _write_vertex_shards(io: StoreIO, rows: ChunkedRows, columns: list[_Column]) -> None:
-    batcher = _Batcher(io)
-    for j, chunk in enumerate(rows.chunks):
-        take = rows.perm[rows.chunk_offsets[j] : rows.chunk_offsets[j + 1]]
-        for column in columns:
-            batcher.add(
-                shard_key(column.path, chunk, len(column.layout.row_shape)),
-                column.layout.encode_shard(np.take(column.source, take, axis=0)),
+def column_shapes(values: np.ndarray) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """``(dtype, row shape)`` of a column of rows."""
+    return values.dtype, tuple(values.shape[1:])
+
+
+class LevelWriter:
+    """Writes a level's per-vertex arrays one occupied chunk at a time (spec §9.0-9.4).
+
+    The array metadata is written on creation; :meth:`add_chunk` encodes a chunk's rows of
+    every column and keeps its fragment blob; :meth:`finish` writes the fragment blobs and
+    ``vertex_counts``. The one-shot and the streaming writers both go through it, so they
+    write the same bytes for the same chunk contents.
+
+    Parameters
+    ----------
+    io
+        Destination.
+    level
+        Level number (0 = full resolution).
+    grid
+        The store's chunk grid.
+    columns
+        ``(positions, attributes)`` as ``(dtype, row shape)`` of each column.
+    n_max
+        Rows per shard (the largest chunk's row count rounded up to ``R``).
+    options
+        Write settings.
+    """
+
+    def __init__(
+        self,
+        io: StoreIO,
+        level: int,
+        grid: ChunkGrid,
+        columns: tuple[
+            tuple[np.dtype[Any], tuple[int, ...]], dict[str, tuple[np.dtype[Any], tuple[int, ...]]]
+        ],
+        n_max: int,
+        options: WriteOptions,
+    ) -> None:
+        self.io, self.grid, self.base, self.n_max = io, grid, str(level), n_max
+        self.specs = vertex_column_specs(self.base, columns[0], columns[1], n_max, options)
+        self.batcher = _Batcher(io)
+        self.chunks: list[np.ndarray] = []
+        self.counts: list[int] = []
+        self.blobs: list[np.ndarray] = []
+        grid_shape = tuple(int(g) for g in grid.shape)
+        docs = [
+            (f"{c.path}/zarr.json", row_array_metadata(grid_shape, c.layout, c.tag))
+            for c in self.specs
+        ]
+        docs.append(
+            (
+                f"{self.base}/{VERTEX_COUNTS}/zarr.json",
+                counts_array_metadata(grid_shape, {"zv_array": VERTEX_COUNTS}),
             )
-    batcher.flush()
+        )
+        if columns[1]:
+            docs.append((f"{self.base}/{ATTRIBUTES}/zarr.json", group_metadata({})))
+        io.set_many(docs)
+
+    def add_chunk(self, chunk: np.ndarray, rows: list[np.ndarray], blob: np.ndarray) -> None:
+        """Encode one occupied chunk: ``rows`` per column in storage order, and its blob.
+
+        Parameters
+        ----------
+        chunk
+            ``(D,)`` grid index of the chunk.
+        rows
+            One array per column (positions first, then the attributes in order), all of
+            the chunk's ``n > 0`` rows.
+        blob
+            The chunk's ZVFG fragment index (``uint8``).
+        """
+        for spec, values in zip(self.specs, rows, strict=True):
+            self.batcher.add(
+                shard_key(spec.path, chunk, len(spec.layout.row_shape)),
+                spec.layout.encode_shard(values),
+            )
+        self.chunks.append(np.asarray(chunk, dtype=np.int64))
+        self.counts.append(int(rows[0].shape[0]))
+        self.blobs.append(blob)
+
+    def finish(self) -> LevelStats:
+        """Write the fragment blobs and the counts; return what the level holds."""
+        self.batcher.flush()
+        chunks = np.asarray(self.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
+        counts = np.asarray(self.counts, dtype=np.int64)
+        write_chunk_array(
+            self.io,
+            f"{self.base}/{VERTEX_FRAGMENTS}",
+            self.grid,
+            chunks,
+            self.blobs,
+            blob_layout(max((b.shape[0] for b in self.blobs), default=16)),
+            {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"},
+        )
+        write_counts(self.io.store, f"{self.base}/{VERTEX_COUNTS}", chunks, counts)
+        return LevelStats(int(counts.sum()), int(counts.shape[0]), self.n_max)
 
 
 def write_chunk_array(
@@ -324,38 +416,15 @@ def write_level_vertices(
     LevelStats
         Counts of what was written.
     """
-    base = str(level)
     positions, attributes = columns
-    counts = rows.counts
-    n_max = round_up(int(counts.max(initial=0)), options.block_rows)
-    vertex_columns = _columns(base, positions, attributes, n_max, options)
-    grid_shape = tuple(int(g) for g in grid.shape)
-    docs = [
-        (f"{c.path}/zarr.json", row_array_metadata(grid_shape, c.layout, c.tag))
-        for c in vertex_columns
-    ]
-    docs.append(
-        (
-            f"{base}/{VERTEX_COUNTS}/zarr.json",
-            counts_array_metadata(grid_shape, {"zv_array": VERTEX_COUNTS}),
-        )
-    )
-    if attributes:
-        docs.append((f"{base}/{ATTRIBUTES}/zarr.json", group_metadata({})))
-    io.set_many(docs)
-    _write_vertex_shards(io, rows, vertex_columns)
-    fragment_tag = {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"}
-    write_chunk_array(
-        io,
-        f"{base}/{VERTEX_FRAGMENTS}",
-        grid,
-        rows.chunks,
-        blobs,
-        blob_layout(max((b.shape[0] for b in blobs), default=16)),
-        fragment_tag,
-    )
-    write_counts(io.store, f"{base}/{VERTEX_COUNTS}", rows.chunks, counts)
-    return LevelStats(int(positions.shape[0]), int(counts.shape[0]), n_max)
+    n_max = round_up(int(rows.counts.max(initial=0)), options.block_rows)
+    shapes = (column_shapes(positions), {k: column_shapes(v) for k, v in attributes.items()})
+    writer = LevelWriter(io, level, grid, shapes, n_max, options)
+    sources = [positions, *attributes.values()]
+    for j, chunk in enumerate(rows.chunks):
+        take = rows.perm[rows.chunk_offsets[j] : rows.chunk_offsets[j + 1]]
+        writer.add_chunk(chunk, [np.take(c, take, axis=0) for c in sources], blobs[j])
+    return writer.finish()
 
 
 def write_point_level(

@@ -9,14 +9,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from zarr_vectors.format.metadata import LevelMetadata
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
 from zarr_vectors.geometry import _inputs as inputs
-from zarr_vectors.geometry._pipeline import WriteOptions, commit_root, write_point_level
-from zarr_vectors.store.io import StoreLike
+from zarr_vectors.geometry._pipeline import (
+    LevelStats,
+    WriteOptions,
+    commit_root,
+    write_point_level,
+)
+from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.target import write_target
 
-__all__ = ["write_points"]
+__all__ = ["commit_points", "write_points"]
 
 
 def write_points(
@@ -77,19 +83,36 @@ def write_points(
         columns[OBJECT_ID_ATTRIBUTE] = ids
     bounds = None if n == 0 else (lo, hi)
     grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim)
-    root = inputs.root_metadata("point_cloud", grid, options, bounds)
+    root = inputs.root_metadata(POINT_CLOUD, grid, options, bounds)
     with write_target(store, overwrite=overwrite) as io:
         stats = write_point_level(io, 0, (pos, columns), grid, options, (lo, hi))
-        level = LevelMetadata(
-            level=0,
-            bin_ratio=(1,) * ndim,
-            bin_shape=tuple(float(b) for b in grid.bin_shape),
-            vertex_count=stats.vertex_count,
-            chunk_count=stats.chunk_count,
-        )
-        summary = {
-            "geometry_type": "point_cloud",
-            "vertex_count": n,
-            "chunk_count": stats.chunk_count,
-        }
-        commit_root(io, root, level, summary)
+        commit_points(io, root, grid, stats)
+
+
+def commit_points(io: StoreIO, root: RootMetadata, grid: ChunkGrid, stats: LevelStats) -> None:
+    """Write the level and root metadata of a point cloud whose level 0 is written, last.
+
+    Parameters
+    ----------
+    io
+        The destination being written.
+    root
+        The root metadata (:func:`~zarr_vectors.geometry._inputs.root_metadata`).
+    grid
+        Its chunk grid.
+    stats
+        What the level write produced.
+    """
+    level = LevelMetadata(
+        level=0,
+        bin_ratio=(1,) * grid.ndim,
+        bin_shape=tuple(float(b) for b in grid.bin_shape),
+        vertex_count=stats.vertex_count,
+        chunk_count=stats.chunk_count,
+    )
+    summary = {
+        "geometry_type": POINT_CLOUD,
+        "vertex_count": stats.vertex_count,
+        "chunk_count": stats.chunk_count,
+    }
+    commit_root(io, root, level, summary)

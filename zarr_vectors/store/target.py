@@ -22,7 +22,7 @@ from zarr.storage import LocalStore
 from zarr_vectors.errors import StoreExistsError
 from zarr_vectors.store.io import StoreIO, StoreLike, local_path_of, resolve_store
 
-__all__ = ["write_target"]
+__all__ = ["check_destination", "write_target"]
 
 
 def _occupied(path: Path) -> bool:
@@ -54,6 +54,30 @@ def write_target(store: StoreLike, *, overwrite: bool) -> Iterator[StoreIO]:
             return
     with _in_place_target(resolve_store(store, mode="w"), overwrite=overwrite) as io:
         yield io
+
+
+def check_destination(store: StoreLike, *, overwrite: bool) -> None:
+    """Refuse early a destination that holds data when ``overwrite`` is false.
+
+    :func:`write_target` checks again when the write starts; this lets a long write (a
+    streaming one) fail before it consumes its input.
+
+    Raises
+    ------
+    StoreExistsError
+        When the destination holds data and ``overwrite`` is false.
+    """
+    if overwrite:
+        return
+    if isinstance(store, str | os.PathLike) and "://" not in local_path_of(os.fspath(store)):
+        path = Path(local_path_of(os.fspath(store)))
+        if _occupied(path):
+            raise StoreExistsError(
+                f"{path} already exists and is not empty; pass overwrite=True to replace it"
+            )
+        return
+    if isinstance(store, Store) and not StoreIO(store).is_empty():
+        raise StoreExistsError(f"{store} already holds data; pass overwrite=True to replace it")
 
 
 def _discard(path: Path, *, keep_directory: bool) -> None:

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from zarr_vectors.cli_progress import ProgressBar, format_elapsed, render, wants_progress
+from zarr_vectors._progress import ProgressBar, format_elapsed, render, wants_progress
 
 
 class TTYStringIO(io.StringIO):
@@ -31,6 +31,12 @@ def test_render_shows_level_counts_percentage_and_elapsed() -> None:
     assert text == "level 2 [#####-----] 512/1,024 chunks  50%  3.2s"
     assert render(0, 0, 0, 0.0, width=4) == "level 0 [####] 0/0 chunks 100%  0.0s"
     assert "[----]" in render(0, 0, 7, 0.0, width=4)
+
+
+def test_render_names_write_stages_and_unknown_totals() -> None:
+    assert render("write", 3, 4, 1.0, width=4) == "write [###-] 3/4 chunks  75%  1.0s"
+    assert render("sort", 10, 40, 1.0, width=4) == "sort [#---] 10/40 rows  25%  1.0s"
+    assert render("ingest", 1_500_000, -1, 61.0) == "ingest 1,500,000 rows  1m01s"
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,11 @@
-"""A one-line progress bar for the ``zarr-vectors validate`` command (standard library only).
+"""A one-line progress bar on a terminal (standard library only).
 
-:class:`ProgressBar` is a ``progress(level, chunks_done, chunks_total)`` callback for
-:func:`zarr_vectors.validate`. It redraws one line in place (``\\r``), at most once per
-``interval`` seconds, and :meth:`ProgressBar.close` draws the last state and ends the line.
-The command only creates one when its stream is a terminal (:func:`wants_progress`).
+:class:`ProgressBar` is a ``progress(stage, done, total)`` callback: for
+:func:`zarr_vectors.validate` the stage is a level number and the counts are chunks; for
+streaming writes it is a stage name (``"ingest"``, ``"sort"``, ``"write"``). It redraws one
+line in place (``\\r``), at most once per ``interval`` seconds, and
+:meth:`ProgressBar.close` draws the last state and ends the line. Callers only create one
+when the stream is a terminal (:func:`wants_progress`).
 """
 
 from __future__ import annotations
@@ -67,17 +69,18 @@ def format_elapsed(seconds: float) -> str:
     return f"{minutes}m{rest:02d}s"
 
 
-def render(level: int, done: int, total: int, elapsed: float, width: int = BAR_WIDTH) -> str:
+def render(level: int | str, done: int, total: int, elapsed: float, width: int = BAR_WIDTH) -> str:
     """The text of the bar (without ``\\r`` or padding).
 
     Parameters
     ----------
     level
-        The multiscale level being read.
+        The multiscale level being read (counts are chunks), or the name of a stage of a
+        write (counts are rows, or chunks for ``"write"``).
     done
-        Chunks read so far.
+        Chunks (rows) done so far.
     total
-        Chunks to read at this level; 0 counts as complete.
+        Chunks (rows) to do; 0 counts as complete, a negative total as unknown (no bar).
     elapsed
         Seconds since the validation started.
     width
@@ -88,15 +91,19 @@ def render(level: int, done: int, total: int, elapsed: float, width: int = BAR_W
     str
         E.g. ``"level 0 [#######-------]  512/1,024  50%  1.2s"``.
     """
-    fraction = 1.0 if total <= 0 else min(max(done / total, 0.0), 1.0)
+    label = f"level {level}" if isinstance(level, int) else level
+    unit = "chunks" if isinstance(level, int) or level == "write" else "rows"
+    if total < 0:
+        return f"{label} {done:,} {unit}  {format_elapsed(elapsed)}"
+    fraction = 1.0 if total == 0 else min(max(done / total, 0.0), 1.0)
     filled = int(fraction * width)
     bar = "#" * filled + "-" * (width - filled)
     counts = f"{done:,}/{total:,}"
-    return f"level {level} [{bar}] {counts} chunks {fraction:4.0%}  {format_elapsed(elapsed)}"
+    return f"{label} [{bar}] {counts} {unit} {fraction:4.0%}  {format_elapsed(elapsed)}"
 
 
 class ProgressBar:
-    """A ``progress(level, chunks_done, chunks_total)`` callback drawing one line on a stream.
+    """A ``progress(stage, done, total)`` callback drawing one line on a stream.
 
     Parameters
     ----------
@@ -131,12 +138,12 @@ class ProgressBar:
         self._clock = clock
         self._start = clock()
         self._last_draw: float | None = None
-        self._pending: tuple[int, int, int] | None = None
+        self._pending: tuple[int | str, int, int] | None = None
         self._width = 0
         self._line_open = False
         self.draws = 0
 
-    def __call__(self, level: int, done: int, total: int) -> None:
+    def __call__(self, level: int | str, done: int, total: int) -> None:
         """Record an update and redraw if the last redraw is old enough."""
         self._pending = (level, done, total)
         now = self._clock()

@@ -1,0 +1,197 @@
+"""Streaming point writes give, byte for byte, the store of one write of the whole input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from zarr.storage import MemoryStore
+
+import zarr_vectors as zv
+from zarr_vectors.geometry import point_stream
+
+HYPOTHESIS = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file of a store but ``metadata.json`` (it holds the creation time)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "metadata.json"
+    }
+
+
+@st.composite
+def clouds(draw: st.DrawFn) -> dict[str, Any]:
+    """Points on and around chunk and bin edges, with attributes, and where to cut them."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    n = draw(st.integers(0, 1500))
+    dim = draw(st.sampled_from([2, 3, 4]))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    grid = rng.integers(-3, 4, (n, dim)) * 2.5
+    jitter = rng.choice([0.0, 0.0, 1e-3, -1e-3, 1.1], (n, dim))
+    positions = (grid + jitter).astype(dtype)
+    cuts = np.sort(rng.integers(0, n + 1, draw(st.integers(0, 6))))
+    return {
+        "positions": positions,
+        "attributes": {"a": rng.random(n).astype(np.float32), "rgb": rng.integers(0, 9, (n, 3))},
+        "object_ids": rng.integers(0, 2**40, n).astype(np.uint64),
+        "cuts": cuts,
+        "chunk_shape": draw(st.sampled_from([5.0, 2.5, None])),
+    }
+
+
+def _batches(cloud: dict[str, Any]) -> list[dict[str, Any]]:
+    cuts = cloud["cuts"]
+    attrs = {k: np.split(v, cuts) for k, v in cloud["attributes"].items()}
+    return [
+        {
+            "positions": p,
+            "attributes": {k: attrs[k][i] for k in attrs},
+            "object_ids": ids,
+        }
+        for i, (p, ids) in enumerate(
+            zip(
+                np.split(cloud["positions"], cuts), np.split(cloud["object_ids"], cuts), strict=True
+            )
+        )
+    ]
+
+
+@HYPOTHESIS
+@given(cloud=clouds(), budget=st.sampled_from([2**16, 2**17, 2**28]))
+def test_stream_writes_the_one_shot_store(
+    tmp_path_factory: Any, cloud: dict[str, Any], budget: int
+) -> None:
+    if cloud["chunk_shape"] is None and not len(cloud["positions"]):
+        return  # an empty store needs a chunk shape either way
+    tmp = tmp_path_factory.mktemp("s")
+    one, streamed = tmp / "one", tmp / "streamed"
+    settings_ = {"chunk_shape": cloud["chunk_shape"], "bin_shape": None}
+    zv.write_points(
+        one,
+        cloud["positions"],
+        attributes=cloud["attributes"],
+        object_ids=cloud["object_ids"],
+        **settings_,
+    )
+    zv.write_points_stream(
+        streamed, _batches(cloud), memory_budget=budget, progress=False, **settings_
+    )
+    assert _files(streamed) == _files(one)
+    assert not [p for p in tmp.iterdir() if "zv-spill" in p.name]
+
+
+def test_large_batches_are_sliced_to_the_budget(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    xyz = rng.uniform(0, 100, (20_000, 3)).astype(np.float32)
+    zv.write_points(tmp_path / "one", xyz, chunk_shape=25.0)
+    seen: list[tuple[str, int, int]] = []
+    with zv.PointWriter(
+        tmp_path / "streamed",
+        chunk_shape=25.0,
+        memory_budget=2**16,
+        progress=lambda *update: seen.append(update),
+    ) as writer:
+        writer.append(xyz[:15_000])
+        assert writer.binned is not None
+        assert writer.binned.rows == 15_000
+        pieces = [len(v) for v in writer.pieces.values()]
+        assert max(pieces) > 1  # several slices reached the same chunk
+        writer.append(xyz[15_000:])
+    assert _files(tmp_path / "streamed") == _files(tmp_path / "one")
+    assert seen[:2] == [("ingest", 15_000, -1), ("ingest", 20_000, -1)]
+    chunks = zv.open(tmp_path / "one").chunk_count
+    assert seen[-1] == ("write", chunks, chunks)
+
+
+def test_a_memory_store_and_reading_back(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    xyz = rng.normal(0, 30, (3000, 3))
+    store = MemoryStore()
+    zv.write_points_stream(store, np.array_split(xyz, 5), chunk_shape=16.0, progress=False)
+    got = zv.open(store).read()
+    assert np.array_equal(np.unique(got.positions, axis=0), np.unique(xyz, axis=0))
+
+
+def test_a_batch_that_does_not_match_is_refused_and_the_rest_kept(tmp_path: Path) -> None:
+    xyz = np.random.default_rng(5).uniform(0, 10, (100, 3)).astype(np.float32)
+    with zv.PointWriter(tmp_path / "s", chunk_shape=5.0, progress=False) as writer:
+        writer.append(xyz[:50], attributes={"a": np.zeros(50)})
+        with pytest.raises(zv.InvalidInputError, match="attributes"):
+            writer.append(xyz[50:], attributes={"a": np.zeros(50, np.float32)})
+        with pytest.raises(zv.InvalidInputError, match="positions"):
+            writer.append(xyz[50:].astype(np.float64), attributes={"a": np.zeros(50)})
+        with pytest.raises(zv.InvalidInputError, match="NaN or infinite"):
+            writer.append(np.full((2, 3), np.nan), attributes={"a": np.zeros(2)})
+        writer.append(xyz[50:], attributes={"a": np.ones(50)})
+    got = zv.open(tmp_path / "s").read()
+    assert got.positions.shape == (100, 3)
+    assert sorted(got.attributes["a"].tolist()) == [0.0] * 50 + [1.0] * 50
+
+
+def test_attribute_order_may_change_between_batches(tmp_path: Path) -> None:
+    xyz = np.random.default_rng(6).uniform(0, 10, (40, 3))
+    a, b = np.arange(40.0), np.arange(40) * 2
+    zv.write_points(tmp_path / "one", xyz, chunk_shape=5.0, attributes={"a": a, "b": b})
+    with zv.PointWriter(tmp_path / "s", chunk_shape=5.0, progress=False) as writer:
+        writer.append(xyz[:10], attributes={"a": a[:10], "b": b[:10]})
+        writer.append(xyz[10:], attributes={"b": b[10:], "a": a[10:]})
+    assert _files(tmp_path / "s") == _files(tmp_path / "one")
+
+
+def test_an_error_in_the_block_leaves_the_destination_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    zv.write_points(path, np.ones((3, 3)), chunk_shape=5.0)
+    before = _files(path)
+
+    def interrupted() -> None:
+        with zv.PointWriter(path, chunk_shape=5.0, overwrite=True, progress=False) as writer:
+            writer.append(np.zeros((10, 3)))
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        interrupted()
+    assert _files(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+
+def test_refusals(tmp_path: Path) -> None:
+    zv.write_points(tmp_path / "s", np.ones((3, 3)), chunk_shape=5.0)
+    with pytest.raises(zv.StoreExistsError):
+        zv.PointWriter(tmp_path / "s", chunk_shape=5.0)
+    with pytest.raises(zv.InvalidInputError, match="memory_budget"):
+        zv.PointWriter(tmp_path / "t", memory_budget=100)
+    with pytest.raises(zv.InvalidInputError, match="nothing to write"):
+        zv.write_points_stream(tmp_path / "t", [], chunk_shape=5.0, progress=False)
+    with pytest.raises(zv.InvalidInputError, match="positions"):
+        zv.write_points_stream(tmp_path / "t", [{"xyz": np.ones((2, 3))}], progress=False)
+    writer = zv.PointWriter(tmp_path / "u", chunk_shape=5.0, progress=False)
+    writer.append(np.ones((2, 3)))
+    writer.close()
+    with pytest.raises(zv.InvalidInputError, match="closed"):
+        writer.append(np.ones((2, 3)))
+    assert not [p for p in tmp_path.iterdir() if "zv-spill" in p.name]
+
+
+def test_spill_files_go_where_asked(tmp_path: Path) -> None:
+    spill = tmp_path / "scratch"
+    writer = zv.PointWriter(tmp_path / "s", chunk_shape=5.0, spill_dir=spill, progress=False)
+    writer.append(np.ones((2, 3)))
+    assert [p.name for p in spill.iterdir()] == [writer.scratch.name]
+    writer.close()
+    assert list(spill.iterdir()) == []
+
+
+def test_default_progress_is_silent_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    callback = point_stream._progress_callback(None)
+    callback("ingest", 5, -1)
+    assert capsys.readouterr().err == ""

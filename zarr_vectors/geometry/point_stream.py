@@ -1,0 +1,425 @@
+"""Streaming point-cloud writes: batches in, the one-shot store out, memory bounded.
+
+Each batch is checked, cut into slices that fit the memory budget, sorted by chunk (stable,
+so a chunk's rows keep input order) and appended to spill files. Closing the writer builds
+the chunk grid from the bounds of all batches and writes every chunk once: its pieces are
+read back in batch order — the chunk's vertices in input order — binned and sorted by
+(bin, input order) exactly as :func:`~zarr_vectors.write_points` does, so the store is
+byte for byte the one a single write of the concatenated input gives (spec §5.5, §12.3).
+
+Without a ``chunk_shape`` the grid depends on all the data, so the batches are first spilled
+as they come and sorted by chunk in a second pass when the writer closes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.fragments import encode_dense_ranges_batch
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
+from zarr_vectors.geometry import _inputs as inputs
+from zarr_vectors.geometry._pipeline import (
+    LevelWriter,
+    WriteOptions,
+    dense_bounds_span,
+    round_up,
+)
+from zarr_vectors.geometry.points import commit_points
+from zarr_vectors.kernels import (
+    assign_chunks_and_bins,
+    bounds_and_nonfinite,
+    counting_sort,
+    sort_by_chunk_and_bin,
+)
+from zarr_vectors.store.io import StoreLike, local_path_of
+from zarr_vectors.store.spill import SpillColumns, remove_scratch, scratch_directory
+from zarr_vectors.store.target import check_destination, write_target
+
+__all__ = ["DEFAULT_MEMORY_BUDGET", "PointWriter", "Progress", "write_points_stream"]
+
+DEFAULT_MEMORY_BUDGET = 256 * 2**20
+"""Bytes of working memory a streaming write aims to stay within (beyond the caller's batch)."""
+
+_MIN_BUDGET = 2**16
+_MIN_SLICE_ROWS = 256
+_WORK_BYTES_PER_ROW = 64
+"""Scratch bytes per row of a slice besides its columns: chunk/bin keys, sort order, copies."""
+
+Progress = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``: stage ``"ingest"`` counts rows (total -1: unknown),
+``"sort"`` rows of the second pass, ``"write"`` chunks."""
+
+Schema = tuple[np.dtype[Any], int, dict[str, tuple[np.dtype[Any], tuple[int, ...]]]]
+
+
+@dataclass(slots=True)
+class _Piece:
+    """Rows ``[start, start + count)`` of the binned spill belong to one chunk."""
+
+    start: int
+    count: int
+
+
+class PointWriter:
+    """Write a point cloud from batches, with memory bounded by ``memory_budget``.
+
+    Use it as a context manager; :meth:`append` takes a batch, and leaving the ``with``
+    block without an error writes the store (or call :meth:`close`). An error inside the
+    block, or :meth:`abort`, leaves the destination as it was. The store equals, byte for
+    byte apart from ``creation_timestamp``, what :func:`~zarr_vectors.write_points` writes
+    for the concatenation of the batches with the same settings.
+
+    Parameters
+    ----------
+    store
+        Destination, as for :func:`~zarr_vectors.write_points`. It is checked when the
+        writer is created and written only when it closes.
+    chunk_shape, bin_shape
+        As for :func:`~zarr_vectors.write_points`. Give ``chunk_shape`` for a single pass
+        over the data; without it the default (about 50,000 points per chunk) needs all
+        the bounds, so the rows are spilled twice.
+    overwrite
+        Replace an existing store at the destination when the writer closes.
+    options
+        Less common settings (:class:`~zarr_vectors.WriteOptions`).
+    memory_budget
+        Bytes of working memory to stay within, besides the caller's own batches (default
+        256 MiB). Larger batches are processed in slices that fit.
+    spill_dir
+        Directory for temporary files (about the size of the data). Default: beside a local
+        destination, else the system temporary directory.
+    progress
+        ``progress(stage, done, total)`` callback (:data:`Progress`), True for a bar on
+        standard error, False for none; default: a bar when standard error is a terminal.
+
+    Raises
+    ------
+    StoreExistsError
+        When the destination holds data and ``overwrite`` is false.
+    InvalidInputError
+        For invalid settings; :meth:`append` raises it for invalid batches, which are then
+        not added (the batches before them are kept).
+    """
+
+    def __init__(
+        self,
+        store: StoreLike,
+        *,
+        chunk_shape: float | Sequence[float] | None = None,
+        bin_shape: float | Sequence[float] | None = None,
+        overwrite: bool = False,
+        options: WriteOptions | None = None,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        spill_dir: str | os.PathLike[str] | None = None,
+        progress: Progress | bool | None = None,
+    ) -> None:
+        if int(memory_budget) < _MIN_BUDGET:
+            raise InvalidInputError(
+                f"memory_budget must be at least {_MIN_BUDGET} bytes, got {memory_budget}"
+            )
+        self.options = inputs.check_options(options, POINT_CLOUD)
+        check_destination(store, overwrite=overwrite)
+        self.store, self.overwrite = store, overwrite
+        self.chunk_shape, self.bin_shape = chunk_shape, bin_shape
+        self.budget = int(memory_budget)
+        self.progress = _progress_callback(progress)
+        self.scratch = scratch_directory(_local_destination(store), spill_dir)
+        self.schema: Schema | None = None
+        self.grid: ChunkGrid | None = None
+        self.n = 0
+        self.lo: np.ndarray | None = None
+        self.hi: np.ndarray | None = None
+        self.raw: SpillColumns | None = None
+        self.binned: SpillColumns | None = None
+        self.pieces: dict[tuple[int, ...], list[_Piece]] = {}
+        self.closed = False
+
+    # -- input ---------------------------------------------------------------------------
+    def append(
+        self,
+        positions: Any,
+        *,
+        attributes: Mapping[str, Any] | None = None,
+        object_ids: Any = None,
+    ) -> None:
+        """Add a batch of points (arguments as for :func:`~zarr_vectors.write_points`).
+
+        Every batch must have the same dimension, position dtype (after the conversion
+        :func:`~zarr_vectors.write_points` applies), attribute names, dtypes and row shapes,
+        and give ``object_ids`` if the first batch did.
+
+        Raises
+        ------
+        InvalidInputError
+            For an invalid batch or one that does not match the first; nothing of it is kept.
+        """
+        self._check_open()
+        pos = inputs.positions(positions)
+        n = pos.shape[0]
+        lo, hi = inputs.check_finite(pos)
+        columns = inputs.attributes(attributes, n)
+        ids = inputs.integer_ids(object_ids, n)
+        if ids is not None:
+            columns[OBJECT_ID_ATTRIBUTE] = ids
+        self._check_schema(pos, columns)
+        if self.grid is None and self.chunk_shape is not None:
+            self.grid = inputs.plan_grid(None, 0, self.chunk_shape, self.bin_shape, pos.shape[1])
+        if n:
+            self.lo = lo if self.lo is None else np.minimum(self.lo, lo)
+            self.hi = hi if self.hi is None else np.maximum(self.hi, hi)
+        assert self.schema is not None
+        values = [pos, *(columns[name] for name in self.schema[2])]
+        step = self._slice_rows()
+        for a in range(0, n, step):
+            piece = [v[a : a + step] for v in values]
+            if self.grid is None:
+                self._spill_raw(piece)
+            else:
+                self._spill_binned(piece, self.grid, (lo, hi))
+        self.n += n
+        self.progress("ingest", self.n, -1)
+
+    def _check_schema(self, pos: np.ndarray, columns: dict[str, np.ndarray]) -> None:
+        schema: Schema = (
+            pos.dtype,
+            pos.shape[1],
+            {k: (v.dtype, tuple(v.shape[1:])) for k, v in columns.items()},
+        )
+        if self.schema is None:
+            self.schema = schema
+            return
+        if schema[:2] != self.schema[:2]:
+            raise InvalidInputError(
+                f"this batch has positions ({pos.shape[1]}-D, {pos.dtype}); the first batch "
+                f"had ({self.schema[1]}-D, {self.schema[0]}): every batch must match"
+            )
+        if schema[2] != self.schema[2]:
+            raise InvalidInputError(
+                f"this batch's attributes {_describe(schema[2])} differ from the first "
+                f"batch's {_describe(self.schema[2])}: every batch must match"
+            )
+
+    def _slice_rows(self) -> int:
+        assert self.schema is not None
+        dtype, ndim, attrs = self.schema
+        row = dtype.itemsize * ndim + sum(
+            d.itemsize * int(np.prod(s, dtype=np.int64)) for d, s in attrs.values()
+        )
+        return max(_MIN_SLICE_ROWS, self.budget // (2 * row + _WORK_BYTES_PER_ROW))
+
+    def _column_types(self) -> list[tuple[np.dtype[Any], tuple[int, ...]]]:
+        assert self.schema is not None
+        dtype, ndim, attrs = self.schema
+        return [(dtype, (ndim,)), *attrs.values()]
+
+    def _spill_raw(self, values: list[np.ndarray]) -> None:
+        if self.raw is None:
+            self.raw = SpillColumns(self.scratch, "raw", self._column_types())
+        self.raw.append(values)
+
+    def _spill_binned(
+        self, values: list[np.ndarray], grid: ChunkGrid, bounds: tuple[np.ndarray, np.ndarray]
+    ) -> None:
+        """Sort a slice by chunk, keeping input order in a chunk, and spill it with its bins.
+
+        ``bounds`` hold the slice's positions (they may be wider, e.g. its batch's).
+        """
+        if not values[0].shape[0]:
+            return
+        bin_type = _bin_dtype(grid)
+        if self.binned is None:
+            types = [*self._column_types(), (bin_type, ())]
+            self.binned = SpillColumns(self.scratch, "binned", types)
+        first, shape = dense_bounds_span(bounds, grid)
+        chunk_flat, bin_flat = assign_chunks_and_bins(
+            values[0], grid.chunk_shape, grid.bin_shape, grid.bins, first, shape
+        )
+        order, occupied, offsets, _ = sort_by_chunk_and_bin(
+            chunk_flat, np.zeros(chunk_flat.shape[0], np.int64), 1
+        )
+        del chunk_flat
+        spilled = [np.take(v, order, axis=0) for v in values]
+        spilled.append(np.take(bin_flat, order).astype(bin_type))
+        del bin_flat
+        start = self.binned.append(spilled)
+        coords = np.stack(np.unravel_index(occupied, tuple(int(s) for s in shape)), axis=1) + first
+        counts = np.diff(offsets)
+        starts = (start + offsets[:-1]).tolist()
+        for chunk, a, c in zip(coords.tolist(), starts, counts.tolist(), strict=True):
+            self.pieces.setdefault(tuple(chunk), []).append(_Piece(a, c))
+
+    # -- output --------------------------------------------------------------------------
+    def close(self) -> None:
+        """Write the store from everything appended, then remove the temporary files.
+
+        Raises
+        ------
+        InvalidInputError
+            When nothing was appended (append a batch, even an empty one, first).
+        """
+        self._check_open()
+        try:
+            self._finish()
+        finally:
+            self._cleanup()
+
+    def abort(self) -> None:
+        """Drop everything appended and remove the temporary files; the store is untouched."""
+        if not self.closed:
+            self._cleanup()
+
+    def _finish(self) -> None:
+        if self.schema is None:
+            raise InvalidInputError("nothing to write: append at least one batch (even empty)")
+        ndim = self.schema[1]
+        bounds = None if self.lo is None or self.hi is None else (self.lo, self.hi)
+        grid = inputs.plan_grid(bounds, self.n, self.chunk_shape, self.bin_shape, ndim)
+        root = inputs.root_metadata(POINT_CLOUD, grid, self.options, bounds)
+        if self.raw is not None:
+            self._second_pass(grid)
+        chunks = sorted(self.pieces)
+        counts = [sum(p.count for p in self.pieces[c]) for c in chunks]
+        n_max = round_up(max(counts, default=0), self.options.block_rows)
+        types = self._column_types()
+        names = list(self.schema[2])
+        with write_target(self.store, overwrite=self.overwrite) as io:
+            writer = LevelWriter(
+                io,
+                0,
+                grid,
+                (types[0], dict(zip(names, types[1:], strict=True))),
+                n_max,
+                self.options,
+            )
+            for done, chunk in enumerate(chunks):
+                rows, blob = self._chunk_rows(chunk, grid)
+                writer.add_chunk(np.asarray(chunk, dtype=np.int64) - grid.origin, rows, blob)
+                self.progress("write", done + 1, len(chunks))
+            commit_points(io, root, grid, writer.finish())
+
+    def _second_pass(self, grid: ChunkGrid) -> None:
+        """Sort the raw spill by chunk now that the grid is known."""
+        assert self.raw is not None
+        step = self._slice_rows()
+        for a in range(0, self.raw.rows, step):
+            b = min(a + step, self.raw.rows)
+            piece = [self.raw.read(k, [(a, b)]) for k in range(len(self.raw.columns))]
+            lo, hi, _ = bounds_and_nonfinite(piece[0])
+            self._spill_binned(piece, grid, (lo, hi))
+            self.progress("sort", b, self.raw.rows)
+
+    def _chunk_rows(
+        self, chunk: tuple[int, ...], grid: ChunkGrid
+    ) -> tuple[list[np.ndarray], np.ndarray]:
+        """A chunk's rows of every column in storage order, and its dense fragment blob."""
+        assert self.binned is not None
+        ranges = [(p.start, p.start + p.count) for p in self.pieces[chunk]]
+        *values, bin_flat = [self.binned.read(k, ranges) for k in range(len(self.binned.columns))]
+        order, bin_offsets = counting_sort(bin_flat.astype(np.int64), grid.bins_per_chunk_total)
+        blob = encode_dense_ranges_batch(bin_offsets[None, :-1], np.diff(bin_offsets)[None])[0]
+        return [np.take(v, order, axis=0) for v in values], blob
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise InvalidInputError("this PointWriter is closed")
+
+    def _cleanup(self) -> None:
+        self.closed = True
+        for spill in (self.raw, self.binned):
+            if spill is not None:
+                spill.close()
+        remove_scratch(self.scratch)
+
+    def __enter__(self) -> PointWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def write_points_stream(
+    store: StoreLike,
+    batches: Iterable[Any],
+    **settings: Any,
+) -> None:
+    """Write a point cloud from an iterable of batches (see :class:`PointWriter`).
+
+    Parameters
+    ----------
+    store
+        Destination.
+    batches
+        Each item is a positions array, or a mapping with ``"positions"`` and optionally
+        ``"attributes"`` and ``"object_ids"`` (the arguments of :meth:`PointWriter.append`).
+    **settings
+        Keyword arguments of :class:`PointWriter` (``chunk_shape``, ``bin_shape``,
+        ``overwrite``, ``options``, ``memory_budget``, ``spill_dir``, ``progress``).
+    """
+    with PointWriter(store, **settings) as writer:
+        for batch in batches:
+            if isinstance(batch, Mapping):
+                unknown = set(batch) - {"positions", "attributes", "object_ids"}
+                if unknown or "positions" not in batch:
+                    raise InvalidInputError(
+                        "a batch mapping holds 'positions' and optionally 'attributes' and "
+                        f"'object_ids'; got keys {sorted(batch)}"
+                    )
+                writer.append(
+                    batch["positions"],
+                    attributes=batch.get("attributes"),
+                    object_ids=batch.get("object_ids"),
+                )
+            else:
+                writer.append(batch)
+
+
+def _bin_dtype(grid: ChunkGrid) -> np.dtype[Any]:
+    """The smallest unsigned type holding a bin flat index of ``grid``."""
+    bins = grid.bins_per_chunk_total
+    return np.dtype(np.uint16 if bins <= 2**16 else np.uint32 if bins <= 2**32 else np.uint64)
+
+
+def _local_destination(store: StoreLike) -> Path | None:
+    if isinstance(store, str | os.PathLike):
+        text = local_path_of(os.fspath(store))
+        if "://" not in text:
+            return Path(text)
+    return None
+
+
+def _describe(attrs: dict[str, tuple[np.dtype[Any], tuple[int, ...]]]) -> str:
+    return "{" + ", ".join(f"{k}: {d}{list(s) if s else ''}" for k, (d, s) in attrs.items()) + "}"
+
+
+def _progress_callback(progress: Progress | bool | None) -> Progress:
+    if callable(progress):
+        return progress
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress:
+        return _silent
+    from zarr_vectors._progress import ProgressBar  # noqa: PLC0415  (only when drawing)
+
+    return ProgressBar(sys.stderr)
+
+
+def _silent(stage: str, done: int, total: int) -> None:
+    return None
