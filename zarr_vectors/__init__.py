@@ -28,7 +28,7 @@ from zarr_vectors.format.version import FORMAT_VERSION
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry.graphs import write_graph, write_skeletons
 from zarr_vectors.geometry.meshes import write_mesh
-from zarr_vectors.geometry.point_stream import PointWriter, write_points_stream
+from zarr_vectors.geometry.point_stream import PointWriter, append_points, write_points_stream
 from zarr_vectors.geometry.points import write_points
 from zarr_vectors.geometry.polylines import write_polylines
 from zarr_vectors.geometry.result import QueryResult
@@ -40,6 +40,7 @@ __all__ = [
     "FORMAT_VERSION",
     "write_points",
     "write_points_stream",
+    "append_points",
     "PointWriter",
     "write_polylines",
     "write_graph",

@@ -306,6 +306,8 @@ class LevelWriter:
         self.chunks: list[np.ndarray] = []
         self.counts: list[int] = []
         self.blobs: list[np.ndarray] = []
+        self.kept_chunks: list[np.ndarray] = []
+        self.kept_counts: list[int] = []
         grid_shape = tuple(int(g) for g in grid.shape)
         docs = [
             (f"{c.path}/zarr.json", row_array_metadata(grid_shape, c.layout, c.tag))
@@ -343,11 +345,16 @@ class LevelWriter:
         self.counts.append(int(rows[0].shape[0]))
         self.blobs.append(blob)
 
+    def keep_chunk(self, chunk: np.ndarray, count: int) -> None:
+        """Count a chunk whose shards are already in place (an append leaves it as it is)."""
+        self.kept_chunks.append(np.asarray(chunk, dtype=np.int64))
+        self.kept_counts.append(int(count))
+
     def finish(self) -> LevelStats:
         """Write the fragment blobs and the counts; return what the level holds."""
         self.batcher.flush()
-        chunks = np.asarray(self.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
-        counts = np.asarray(self.counts, dtype=np.int64)
+        ndim = self.grid.ndim
+        chunks = np.asarray(self.chunks, dtype=np.int64).reshape(-1, ndim)
         write_chunk_array(
             self.io,
             f"{self.base}/{VERTEX_FRAGMENTS}",
@@ -357,7 +364,9 @@ class LevelWriter:
             blob_layout(max((b.shape[0] for b in self.blobs), default=16)),
             {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"},
         )
-        write_counts(self.io.store, f"{self.base}/{VERTEX_COUNTS}", chunks, counts)
+        every = np.asarray(self.chunks + self.kept_chunks, dtype=np.int64).reshape(-1, ndim)
+        counts = np.asarray(self.counts + self.kept_counts, dtype=np.int64)
+        write_counts(self.io.store, f"{self.base}/{VERTEX_COUNTS}", every, counts)
         return LevelStats(int(counts.sum()), int(counts.shape[0]), self.n_max)
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragments import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
-from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
+from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import (
     LevelWriter,
@@ -34,6 +34,7 @@ from zarr_vectors.geometry._pipeline import (
     dense_bounds_span,
     round_up,
 )
+from zarr_vectors.geometry.point_append import ExistingPoints, append_to_store, load_existing
 from zarr_vectors.geometry.points import commit_points
 from zarr_vectors.kernels import (
     assign_chunks_and_bins,
@@ -45,7 +46,13 @@ from zarr_vectors.store.io import StoreLike, local_path_of
 from zarr_vectors.store.spill import SpillColumns, remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination, write_target
 
-__all__ = ["DEFAULT_MEMORY_BUDGET", "PointWriter", "Progress", "write_points_stream"]
+__all__ = [
+    "DEFAULT_MEMORY_BUDGET",
+    "PointWriter",
+    "Progress",
+    "append_points",
+    "write_points_stream",
+]
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 """Bytes of working memory a streaming write aims to stay within (beyond the caller's batch)."""
@@ -122,27 +129,54 @@ class PointWriter:
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         spill_dir: str | os.PathLike[str] | None = None,
         progress: Progress | bool | None = None,
+        mode: str = "w",
     ) -> None:
         if int(memory_budget) < _MIN_BUDGET:
             raise InvalidInputError(
                 f"memory_budget must be at least {_MIN_BUDGET} bytes, got {memory_budget}"
             )
-        self.options = inputs.check_options(options, POINT_CLOUD)
-        check_destination(store, overwrite=overwrite)
+        if mode not in ("w", "a"):
+            raise InvalidInputError(f"mode must be 'w' (write) or 'a' (append), got {mode!r}")
         self.store, self.overwrite = store, overwrite
         self.chunk_shape, self.bin_shape = chunk_shape, bin_shape
         self.budget = int(memory_budget)
-        self.progress = _progress_callback(progress)
-        self.scratch = scratch_directory(_local_destination(store), spill_dir)
         self.schema: Schema | None = None
         self.grid: ChunkGrid | None = None
         self.n = 0
         self.lo: np.ndarray | None = None
         self.hi: np.ndarray | None = None
+        self.existing: ExistingPoints | None = None
+        if mode == "a":
+            if chunk_shape is not None or bin_shape is not None or options or overwrite:
+                raise InvalidInputError(
+                    "an append keeps the store's chunk_shape, bin_shape and options; "
+                    "do not pass them (nor overwrite) with mode='a'"
+                )
+            self._open_existing(store)
+        else:
+            check_destination(store, overwrite=overwrite)
+        self.options = (
+            self.existing.options if self.existing else inputs.check_options(options, POINT_CLOUD)
+        )
+        self.progress = _progress_callback(progress)
+        self.scratch = scratch_directory(_local_destination(store), spill_dir)
         self.raw: SpillColumns | None = None
         self.binned: SpillColumns | None = None
         self.pieces: dict[tuple[int, ...], list[_Piece]] = {}
         self.closed = False
+
+    def _open_existing(self, store: StoreLike) -> None:
+        """Take the grid, columns and bounds of the point cloud being appended to."""
+        existing = load_existing(store)
+        root = existing.root
+        self.existing = existing
+        self.chunk_shape, self.bin_shape = root.chunk_shape, root.base_bin_shape
+        columns = dict(existing.columns)
+        dtype, (ndim,) = columns.pop(VERTICES)
+        self.schema = (dtype, ndim, columns)
+        self.grid = inputs.plan_grid(None, 0, self.chunk_shape, self.bin_shape, ndim)
+        if root.bounding_box is not None:
+            self.lo, self.hi = (np.asarray(b, dtype=np.float64) for b in root.bounding_box)
 
     # -- input ---------------------------------------------------------------------------
     def append(
@@ -279,10 +313,14 @@ class PointWriter:
             self._cleanup()
 
     def _finish(self) -> None:
+        bounds = None if self.lo is None or self.hi is None else (self.lo, self.hi)
+        if self.existing is not None:
+            added = {c: sum(p.count for p in pieces) for c, pieces in self.pieces.items()}
+            append_to_store(self.store, self.existing, added, self._new_rows, bounds, self.progress)
+            return
         if self.schema is None:
             raise InvalidInputError("nothing to write: append at least one batch (even empty)")
         ndim = self.schema[1]
-        bounds = None if self.lo is None or self.hi is None else (self.lo, self.hi)
         grid = inputs.plan_grid(bounds, self.n, self.chunk_shape, self.bin_shape, ndim)
         root = inputs.root_metadata(POINT_CLOUD, grid, self.options, bounds)
         if self.raw is not None:
@@ -318,13 +356,18 @@ class PointWriter:
             self._spill_binned(piece, grid, (lo, hi))
             self.progress("sort", b, self.raw.rows)
 
+    def _new_rows(self, chunk: tuple[int, ...]) -> tuple[list[np.ndarray], np.ndarray]:
+        """The appended rows of a chunk in input order, every column, and their bins."""
+        assert self.binned is not None
+        ranges = [(p.start, p.start + p.count) for p in self.pieces[chunk]]
+        *values, bin_flat = [self.binned.read(k, ranges) for k in range(len(self.binned.columns))]
+        return values, bin_flat
+
     def _chunk_rows(
         self, chunk: tuple[int, ...], grid: ChunkGrid
     ) -> tuple[list[np.ndarray], np.ndarray]:
         """A chunk's rows of every column in storage order, and its dense fragment blob."""
-        assert self.binned is not None
-        ranges = [(p.start, p.start + p.count) for p in self.pieces[chunk]]
-        *values, bin_flat = [self.binned.read(k, ranges) for k in range(len(self.binned.columns))]
+        values, bin_flat = self._new_rows(chunk)
         order, bin_offsets = counting_sort(bin_flat.astype(np.int64), grid.bins_per_chunk_total)
         blob = encode_dense_ranges_batch(bin_offsets[None, :-1], np.diff(bin_offsets)[None])[0]
         return [np.take(v, order, axis=0) for v in values], blob
@@ -395,6 +438,43 @@ def _bin_dtype(grid: ChunkGrid) -> np.dtype[Any]:
     """The smallest unsigned type holding a bin flat index of ``grid``."""
     bins = grid.bins_per_chunk_total
     return np.dtype(np.uint16 if bins <= 2**16 else np.uint32 if bins <= 2**32 else np.uint64)
+
+
+def append_points(
+    store: StoreLike,
+    positions: Any,
+    *,
+    attributes: Mapping[str, Any] | None = None,
+    object_ids: Any = None,
+    **settings: Any,
+) -> None:
+    """Add points to an existing point-cloud store.
+
+    The store becomes, byte for byte apart from ``creation_timestamp``, the one
+    :func:`~zarr_vectors.write_points` writes for the old input followed by the new.
+    Chunks that receive no new point are not rewritten; they are moved only when the new
+    points lie below the grid origin, and re-indexed only when the largest chunk outgrows
+    the shards' ``N_max``. A local store is changed in a sibling directory swapped in at
+    the end, so a failed append leaves it as it was; other stores are changed in place and
+    an interrupted append leaves them incomplete (spec §2.4), never wrong.
+
+    Parameters
+    ----------
+    store
+        An existing point-cloud store (a local path or a writable zarr store; not a zip).
+    positions, attributes, object_ids
+        The new points, as for :func:`~zarr_vectors.write_points`; dtypes, attribute
+        names and the presence of object ids must match the store's.
+    **settings
+        ``memory_budget``, ``spill_dir``, ``progress`` as for :class:`PointWriter`.
+
+    Raises
+    ------
+    InvalidInputError
+        For input that does not match the store, or a store that cannot be appended to.
+    """
+    with PointWriter(store, mode="a", **settings) as writer:
+        writer.append(positions, attributes=attributes, object_ids=object_ids)
 
 
 def _local_destination(store: StoreLike) -> Path | None:

@@ -154,11 +154,16 @@ class StoreIO:
     ----------
     store
         The zarr store. It is opened on first use if it is not open yet.
+    new_files
+        Local directories only: write every file as a new file moved into place, never
+        through an existing one (needed when the directory holds hard links to another
+        store's files).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, new_files: bool = False) -> None:
         self.store = store
         self._made: set[Path] = set()
+        self._new_files = new_files
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return sync(coro)
@@ -261,11 +266,24 @@ class StoreIO:
             if path.parent not in self._made:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._made.add(path.parent)
-            _write_local(path, value, atomic=key.endswith((".json", ".zattrs")))
+            _write_local(path, value, atomic=self._new_files or key.endswith((".json", ".zattrs")))
 
     def set(self, key: str, value: bytes) -> None:
         """Write one key."""
         self.set_many([(key, value)])
+
+    def delete_many(self, keys: Sequence[str]) -> None:
+        """Delete keys (missing ones are ignored)."""
+        root = local_root(self.store)
+        if root is not None:
+            for key in keys:
+                (root / key).unlink(missing_ok=True)
+            return
+
+        async def delete(key: str) -> None:
+            await self.store.delete(key)
+
+        self._run(self._gather([delete(k) for k in keys]))
 
     def read_json(self, key: str) -> Any:
         """Parse the JSON document at ``key``; None when the key does not exist.

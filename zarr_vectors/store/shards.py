@@ -148,6 +148,39 @@ class RowLayout:
             raise CorruptChunkError(f"{where}: shard index checksum mismatch")
         return np.frombuffer(body, dtype="<u8").reshape(self.n_blocks, 2)
 
+    def reindex_shard(self, shard: bytes, to: RowLayout, where: str) -> bytes:
+        """The same shard for a layout with another ``N_max`` (its index resized).
+
+        Row blocks do not depend on ``N_max``, so only the index at the end changes: the
+        result is what :meth:`encode_shard` of ``to`` gives for the same rows.
+
+        Parameters
+        ----------
+        shard
+            A shard of this layout.
+        to
+            The new layout (same dtype, row shape, ``R`` and codec).
+        where
+            The shard's key, for error messages.
+
+        Raises
+        ------
+        CorruptChunkError
+            When the index does not decode or holds blocks beyond ``to``'s row count.
+        """
+        if to.n_blocks == self.n_blocks:
+            return shard
+        index = self.decode_index(shard, where)
+        stored = np.flatnonzero(index[:, 0] != _MISSING)
+        if stored.size and int(stored[-1]) >= to.n_blocks:
+            raise CorruptChunkError(f"{where}: row block {int(stored[-1])} lies beyond N_max")
+        resized = np.full((to.n_blocks, 2), _MISSING, dtype="<u8")
+        keep = min(self.n_blocks, to.n_blocks)
+        resized[:keep] = index[:keep]
+        raw = resized.tobytes()
+        crc: bytes = google_crc32c.value(raw).to_bytes(_CRC_BYTES, "little")
+        return bytes(shard[: len(shard) - self.index_nbytes]) + raw + crc
+
     def block_span(self, index: ShardIndex, first: int, stop: int, where: str) -> tuple[int, int]:
         """Byte span ``[start, end)`` of the shard holding row blocks ``first .. stop-1``.
 

@@ -17,12 +17,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from zarr.abc.store import Store
-from zarr.storage import LocalStore
+from zarr.storage import LocalStore, ZipStore
 
-from zarr_vectors.errors import StoreExistsError
-from zarr_vectors.store.io import StoreIO, StoreLike, local_path_of, resolve_store
+from zarr_vectors.errors import InvalidInputError, StoreExistsError
+from zarr_vectors.store.io import StoreIO, StoreLike, json_bytes, local_path_of, resolve_store
 
-__all__ = ["check_destination", "write_target"]
+__all__ = ["check_destination", "modify_target", "write_target"]
 
 
 def _occupied(path: Path) -> bool:
@@ -128,3 +128,88 @@ def _in_place_target(store: Store, *, overwrite: bool) -> Iterator[StoreIO]:
         yield io
     finally:
         io.close()
+
+
+@contextmanager
+def modify_target(store: StoreLike, *, rewritten: str) -> Iterator[tuple[StoreIO, StoreIO]]:
+    """Yield ``(source, destination)`` to change an existing store, committing on success.
+
+    A local directory is changed in a hidden sibling that starts as hard links to every file
+    of the store (copies where links are not possible) but those under the key prefix
+    ``rewritten``, which the caller rewrites in full. Files are only ever replaced there,
+    never written through, so the store is untouched until the sibling is swapped in: a
+    failed or killed change leaves it as it was. Other stores (memory, fsspec) are changed
+    in place: the root ``zarr.json`` first loses ``zarr_vectors_version`` (spec §2.4), so an
+    interrupted change leaves a store that opens as incomplete, never a wrong one; the
+    caller's last write restores it.
+
+    Parameters
+    ----------
+    store
+        An existing store (path or zarr Store).
+    rewritten
+        Key prefix the caller deletes and rewrites (e.g. ``"0/vertex_counts/c/"``).
+
+    Raises
+    ------
+    InvalidInputError
+        For a zip file, which cannot be changed in place.
+    """
+    if isinstance(store, str | os.PathLike) and "://" not in local_path_of(os.fspath(store)):
+        path = Path(local_path_of(os.fspath(store)))
+        if path.suffix != ".zip":
+            with _local_modification(path, rewritten) as pair:
+                yield pair
+            return
+    resolved = resolve_store(store, mode="w")
+    if isinstance(resolved, ZipStore):
+        raise InvalidInputError(
+            "a zip store cannot be changed in place: append to a directory store, then zip it"
+        )
+    io = StoreIO(resolved)
+    _uncommit(io)
+    io.delete_many(io.list_prefix(rewritten))
+    yield io, io
+
+
+def _uncommit(io: StoreIO) -> None:
+    """Rewrite the root ``zarr.json`` without ``zarr_vectors_version`` (spec §2.4)."""
+    doc = io.read_json("zarr.json")
+    if isinstance(doc, dict) and isinstance(doc.get("attributes"), dict):
+        doc["attributes"].pop("zarr_vectors_version", None)
+        io.set("zarr.json", json_bytes(doc))
+
+
+@contextmanager
+def _local_modification(path: Path, rewritten: str) -> Iterator[tuple[StoreIO, StoreIO]]:
+    staging = path.with_name(f".{path.name}.zv-writing-{uuid.uuid4().hex[:8]}")
+    completed = False
+    try:
+        _link_tree(path, staging, rewritten)
+        yield (
+            StoreIO(LocalStore(path, read_only=True)),
+            StoreIO(LocalStore(staging), new_files=True),
+        )
+        completed = True
+    finally:
+        if not completed:
+            shutil.rmtree(staging, ignore_errors=True)
+    retired = path.with_name(f".{path.name}.zv-replaced-{uuid.uuid4().hex[:8]}")
+    path.rename(retired)
+    staging.rename(path)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def _link_tree(source: Path, target: Path, skipped: str) -> None:
+    """Mirror ``source`` into ``target`` with hard links, leaving out keys under ``skipped``."""
+    for directory, _, files in os.walk(source):
+        rel = Path(directory).relative_to(source)
+        prefix = "" if rel == Path(".") else rel.as_posix() + "/"
+        (target / rel).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if (prefix + name).startswith(skipped):
+                continue
+            try:
+                os.link(Path(directory) / name, target / rel / name)
+            except OSError:
+                shutil.copy2(Path(directory) / name, target / rel / name)

@@ -1,0 +1,231 @@
+"""Appending points gives, byte for byte, the store of one write of old and new input."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from zarr.storage import MemoryStore
+
+import zarr_vectors as zv
+from zarr_vectors.geometry import _pipeline
+from zarr_vectors.store.io import StoreIO
+
+HYPOTHESIS = settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+SMALL_BLOCKS = zv.WriteOptions(rows_per_block=16)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file of a store but ``metadata.json`` (it holds the creation time)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "metadata.json"
+    }
+
+
+def _keys(store: MemoryStore) -> dict[str, bytes | None]:
+    io = StoreIO(store)
+    return {k: io.get(k) for k in io.list_prefix("") if k != "metadata.json"}
+
+
+@st.composite
+def appends(draw: st.DrawFn) -> dict[str, Any]:
+    """A cloud, where to cut it into a first write and appends, and a row block size."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n = draw(st.integers(0, 600))
+    dim = draw(st.sampled_from([2, 3]))
+    low = draw(st.sampled_from([0.0, -20.0]))  # appends below the origin move the grid
+    positions = rng.uniform(low, 30.0, (n, dim)).round(1).astype(np.float32)
+    positions[: n // 3] = np.abs(positions[: n // 3])  # the first write starts at 0
+    cuts = np.sort(rng.integers(1 if n else 0, n + 1, draw(st.integers(1, 3))))
+    return {
+        "positions": positions,
+        "value": rng.random(n),
+        "ids": rng.integers(0, 1000, n).astype(np.int32),
+        "cuts": cuts,
+        "options": draw(st.sampled_from([SMALL_BLOCKS, None])),
+    }
+
+
+def _write(store: Any, case: dict[str, Any], a: int, b: int, **kwargs: Any) -> None:
+    zv.write_points(
+        store,
+        case["positions"][a:b],
+        chunk_shape=10.0,
+        bin_shape=5.0,
+        attributes={"value": case["value"][a:b]},
+        object_ids=case["ids"][a:b],
+        options=case["options"],
+        **kwargs,
+    )
+
+
+def _append(store: Any, case: dict[str, Any], a: int, b: int) -> None:
+    zv.append_points(
+        store,
+        case["positions"][a:b],
+        attributes={"value": case["value"][a:b]},
+        object_ids=case["ids"][a:b],
+        progress=False,
+    )
+
+
+def _run(store: Any, case: dict[str, Any]) -> None:
+    bounds = [0, *case["cuts"].tolist(), len(case["positions"])]
+    _write(store, case, bounds[0], bounds[1])
+    for a, b in itertools.pairwise(bounds[1:]):
+        _append(store, case, a, b)
+
+
+@HYPOTHESIS
+@given(case=appends())
+def test_appends_give_the_one_shot_store(tmp_path_factory: Any, case: dict[str, Any]) -> None:
+    tmp = tmp_path_factory.mktemp("a")
+    _write(tmp / "one", case, 0, len(case["positions"]))
+    _run(tmp / "appended", case)
+    assert _files(tmp / "appended") == _files(tmp / "one")
+    assert sorted(p.name for p in tmp.iterdir()) == ["appended", "one"]
+
+
+@HYPOTHESIS
+@given(case=appends())
+def test_appends_in_place_give_the_one_shot_store(case: dict[str, Any]) -> None:
+    one, appended = MemoryStore(), MemoryStore()
+    _write(one, case, 0, len(case["positions"]))
+    _run(appended, case)
+    assert _keys(appended) == _keys(one)
+
+
+def test_growth_of_n_max_and_of_the_grid(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    first = rng.uniform(0, 20, (100, 3))
+    dense = rng.uniform(-15, 5, (2000, 3))  # below the origin and many rows per chunk
+    case = {"positions": np.concatenate([first, dense]), "cuts": np.array([100])}
+    case |= {"value": rng.random(2100), "ids": np.arange(2100), "options": SMALL_BLOCKS}
+    _write(tmp_path / "one", case, 0, 2100)
+    _run(tmp_path / "appended", case)
+    assert _files(tmp_path / "appended") == _files(tmp_path / "one")
+    before, after = zv.open(tmp_path / "one"), zv.open(tmp_path / "appended")
+    assert after.metadata["chunk_grid_origin"] == before.metadata["chunk_grid_origin"] != [0, 0, 0]
+    assert zv.validate(tmp_path / "appended", level=3).ok
+
+
+def test_chunks_without_new_points_keep_their_files(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    zv.write_points(path, np.array([[1.0, 1, 1], [25, 25, 25]]), chunk_shape=10.0)
+    far = path / "0" / "vertices" / "c" / "2" / "2" / "2" / "0" / "0"
+    near = path / "0" / "vertices" / "c" / "0" / "0" / "0" / "0" / "0"
+    inode_far, inode_near = far.stat().st_ino, near.stat().st_ino
+    zv.append_points(path, np.array([[2.0, 2, 2]]), progress=False)
+    assert far.stat().st_ino == inode_far  # the same file, not a copy
+    assert near.stat().st_ino != inode_near
+    assert zv.open(path).vertex_count == 3
+
+
+def test_a_failed_append_leaves_a_local_store_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s"
+    zv.write_points(path, np.random.default_rng(1).uniform(0, 50, (500, 3)), chunk_shape=10.0)
+    before = _files(path)
+
+    def explode(*args: Any, **kwargs: Any) -> None:
+        raise OSError("disk full (simulated)")
+
+    monkeypatch.setattr(_pipeline.LevelWriter, "finish", explode)
+    with pytest.raises(OSError, match="simulated"):
+        zv.append_points(path, np.full((5, 3), -3.0), progress=False)
+    assert _files(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+
+def test_a_failed_append_in_place_leaves_an_incomplete_store(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = MemoryStore()
+    zv.write_points(store, np.ones((5, 3)), chunk_shape=10.0)
+
+    def explode(*args: Any, **kwargs: Any) -> None:
+        raise OSError("simulated")
+
+    monkeypatch.setattr(_pipeline.LevelWriter, "finish", explode)
+    with pytest.raises(OSError, match="simulated"):
+        zv.append_points(store, np.zeros((5, 3)), progress=False)
+    with pytest.raises(zv.NotAZarrVectorsStoreError, match="interrupted"):
+        zv.open(store)
+    assert not zv.validate(store, level=1).ok
+
+
+def test_input_that_does_not_match_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    zv.write_points(
+        path, np.ones((5, 3), np.float32), chunk_shape=10.0, attributes={"a": np.ones(5)}
+    )
+    before = _files(path)
+    bad: list[tuple[Any, dict[str, Any]]] = [
+        (np.ones((2, 3), np.float32), {}),
+        (np.ones((2, 3), np.float32), {"a": np.ones(2, np.float32)}),
+        (np.ones((2, 3)), {"a": np.ones(2)}),
+        (np.ones((2, 2), np.float32), {"a": np.ones(2)}),
+        (np.full((2, 3), np.nan, np.float32), {"a": np.ones(2)}),
+    ]
+    for positions, attributes in bad:
+        with pytest.raises(zv.InvalidInputError):
+            zv.append_points(path, positions, attributes=attributes, progress=False)
+    assert _files(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+
+def test_refusals(tmp_path: Path) -> None:
+    lines = [np.array([[0.0, 0, 0], [1, 1, 1]])]
+    zv.write_polylines(tmp_path / "lines", lines, chunk_shape=10.0)
+    with pytest.raises(zv.InvalidInputError, match="point_cloud"):
+        zv.append_points(tmp_path / "lines", np.ones((1, 3)))
+    zv.write_points(tmp_path / "s.zip", np.ones((2, 3)), chunk_shape=10.0)
+    with pytest.raises(zv.InvalidInputError, match="zip"):
+        zv.append_points(tmp_path / "s.zip", np.ones((1, 3)), progress=False)
+    with pytest.raises(zv.StoreNotFoundError):
+        zv.append_points(tmp_path / "missing", np.ones((1, 3)))
+    with pytest.raises(zv.InvalidInputError, match="mode='a'"):
+        zv.PointWriter(tmp_path / "lines", mode="a", chunk_shape=5.0)
+    with pytest.raises(zv.InvalidInputError, match="mode"):
+        zv.PointWriter(tmp_path / "x", mode="r")
+
+
+APPENDER = """
+import sys, numpy as np, zarr_vectors as zv
+rng = np.random.default_rng(2)
+n = int(sys.argv[2])
+zv.append_points(sys.argv[1], rng.uniform(-500, 1000, (n, 3)).astype(np.float32),
+                 attributes={"a": rng.random(n, dtype=np.float32)}, progress=False)
+print("done", flush=True)
+"""
+
+
+@pytest.mark.parametrize("delay", [0.4, 0.9, 1.5])
+def test_a_killed_append_leaves_the_old_or_the_new_store(tmp_path: Path, delay: float) -> None:
+    path = tmp_path / "s.zarrvectors"
+    old = np.random.default_rng(0).uniform(0, 1000, (5000, 3)).astype(np.float32)
+    zv.write_points(path, old, chunk_shape=100.0, attributes={"a": np.ones(5000, np.float32)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", APPENDER, str(path), "2000000"], stdout=subprocess.DEVNULL
+    )
+    time.sleep(delay)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    opened = zv.open(path)
+    assert opened.vertex_count in (5000, 2_005_000)
+    assert zv.validate(path, level=3).ok
