@@ -28,6 +28,7 @@ from zarr_vectors.format.names import (
 from zarr_vectors.kernels import (
     assign_chunks_and_bins,
     chunk_coords,
+    counting_sort,
     sort_by_chunk_and_bin,
 )
 from zarr_vectors.store.arrays import (
@@ -47,6 +48,7 @@ __all__ = [
     "LevelWriter",
     "WriteOptions",
     "assign",
+    "bin_sorted_chunk",
     "blob_layout",
     "column_shapes",
     "commit_root",
@@ -434,6 +436,30 @@ def write_level_vertices(
         take = rows.perm[rows.chunk_offsets[j] : rows.chunk_offsets[j + 1]]
         writer.add_chunk(chunk, [np.take(c, take, axis=0) for c in sources], blobs[j])
     return writer.finish()
+
+
+def bin_sorted_chunk(
+    values: list[np.ndarray], bins: np.ndarray, n_bins: int
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """A point chunk's rows sorted by (bin, row order), and its dense fragment blob.
+
+    Parameters
+    ----------
+    values
+        Every column of the chunk's rows, in input order.
+    bins
+        Bin flat index of each row (spec §5.3).
+    n_bins
+        Bins per chunk.
+
+    Returns
+    -------
+    rows, blob
+        The columns in storage order (spec §5.5) and the chunk's dense ZVFG blob (§6.6).
+    """
+    order, offsets = counting_sort(bins.astype(np.int64), n_bins)
+    blob = encode_dense_ranges_batch(offsets[None, :-1], np.diff(offsets)[None])[0]
+    return [np.take(v, order, axis=0) for v in values], blob
 
 
 def write_point_level(

@@ -19,7 +19,6 @@ import numpy as np
 
 from zarr_vectors._version import __version__
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.fragments import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import POINT_CLOUD, VERTEX_COUNTS, VERTEX_FRAGMENTS, VERTICES
@@ -28,11 +27,12 @@ from zarr_vectors.geometry._pipeline import (
     DEFAULT_BLOSC,
     LevelWriter,
     WriteOptions,
+    bin_sorted_chunk,
     round_up,
 )
 from zarr_vectors.geometry.points import commit_points
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
-from zarr_vectors.kernels import assign_chunks_and_bins, counting_sort
+from zarr_vectors.kernels import assign_chunks_and_bins
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
 from zarr_vectors.store.shards import RowLayout, shard_key
 from zarr_vectors.store.target import modify_target
@@ -218,12 +218,10 @@ class _Plan:
             old_values = self.reader.read_columns(list(self.reader.paths), wanted)
             values = [np.concatenate([a, b]) for a, b in zip(old_values, new_values, strict=True)]
             bins = np.concatenate([_bins_of(old_values[0], chunk, self.grid), bins])
-        order, offsets = counting_sort(bins, self.grid.bins_per_chunk_total)
-        blob = encode_dense_ranges_batch(offsets[None, :-1], np.diff(offsets)[None])[0]
+        rows, blob = bin_sorted_chunk(values, bins, self.grid.bins_per_chunk_total)
         if stored:
             self._drop_old_keys(chunk)
-        g_new = np.asarray(chunk, dtype=np.int64) - self.grid.origin
-        self.writer.add_chunk(g_new, [np.take(v, order, axis=0) for v in values], blob)
+        self.writer.add_chunk(np.asarray(chunk, dtype=np.int64) - self.grid.origin, rows, blob)
 
     def keep(self, chunk: tuple[int, ...], count: int) -> None:
         """Leave a chunk's shards as they are, or move / re-index them if the grid changed."""

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.fragments import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import (
     LevelWriter,
     WriteOptions,
+    bin_sorted_chunk,
     dense_bounds_span,
     round_up,
 )
@@ -39,7 +39,6 @@ from zarr_vectors.geometry.points import commit_points
 from zarr_vectors.kernels import (
     assign_chunks_and_bins,
     bounds_and_nonfinite,
-    counting_sort,
     sort_by_chunk_and_bin,
 )
 from zarr_vectors.store.io import StoreLike, local_path_of
@@ -368,9 +367,7 @@ class PointWriter:
     ) -> tuple[list[np.ndarray], np.ndarray]:
         """A chunk's rows of every column in storage order, and its dense fragment blob."""
         values, bin_flat = self._new_rows(chunk)
-        order, bin_offsets = counting_sort(bin_flat.astype(np.int64), grid.bins_per_chunk_total)
-        blob = encode_dense_ranges_batch(bin_offsets[None, :-1], np.diff(bin_offsets)[None])[0]
-        return [np.take(v, order, axis=0) for v in values], blob
+        return bin_sorted_chunk(values, bin_flat, grid.bins_per_chunk_total)
 
     def _check_open(self) -> None:
         if self.closed:
