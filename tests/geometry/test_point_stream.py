@@ -195,3 +195,13 @@ def test_default_progress_is_silent_off_a_terminal(capsys: pytest.CaptureFixture
     callback = point_stream._progress_callback(None)
     callback("ingest", 5, -1)
     assert capsys.readouterr().err == ""
+
+
+def test_a_progress_bar_is_drawn_and_its_line_ended(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    zv.write_points_stream(tmp_path / "s", [np.ones((4, 3))], chunk_shape=5.0, progress=True)
+    err = capsys.readouterr().err
+    assert err.startswith("\ringest 4 rows")
+    assert "write [" in err
+    assert err.endswith("\n")

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._progress import ProgressBar
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
@@ -158,6 +159,7 @@ class PointWriter:
             self.existing.options if self.existing else inputs.check_options(options, POINT_CLOUD)
         )
         self.progress = _progress_callback(progress)
+        self._bar = self.progress if isinstance(self.progress, ProgressBar) else None
         self.scratch = scratch_directory(_local_destination(store), spill_dir)
         self.raw: SpillColumns | None = None
         self.binned: SpillColumns | None = None
@@ -379,6 +381,8 @@ class PointWriter:
             if spill is not None:
                 spill.close()
         remove_scratch(self.scratch)
+        if self._bar is not None:
+            self._bar.close()
 
     def __enter__(self) -> PointWriter:
         return self
@@ -491,11 +495,7 @@ def _progress_callback(progress: Progress | bool | None) -> Progress:
         return progress
     if progress is None:
         progress = sys.stderr.isatty()
-    if not progress:
-        return _silent
-    from zarr_vectors._progress import ProgressBar  # noqa: PLC0415  (only when drawing)
-
-    return ProgressBar(sys.stderr)
+    return ProgressBar(sys.stderr) if progress else _silent
 
 
 def _silent(stage: str, done: int, total: int) -> None:
