@@ -28,6 +28,12 @@ from zarr_vectors.format.version import FORMAT_VERSION
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry.graphs import write_graph, write_skeletons
 from zarr_vectors.geometry.meshes import write_mesh
+from zarr_vectors.geometry.object_append import (
+    append_graph,
+    append_mesh,
+    append_polylines,
+    append_skeletons,
+)
 from zarr_vectors.geometry.point_stream import PointWriter, append_points, write_points_stream
 from zarr_vectors.geometry.points import write_points
 from zarr_vectors.geometry.polylines import write_polylines
@@ -46,6 +52,10 @@ __all__ = [
     "write_graph",
     "write_skeletons",
     "write_mesh",
+    "append_polylines",
+    "append_graph",
+    "append_skeletons",
+    "append_mesh",
     "open",
     "VectorStore",
     "QueryResult",

@@ -52,7 +52,14 @@ from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.store.target import write_target
 
-__all__ = ["Groups", "ObjectTable", "write_objects"]
+__all__ = [
+    "Groups",
+    "ObjectTable",
+    "write_global",
+    "write_object_columns",
+    "write_object_index",
+    "write_objects",
+]
 
 _INT32 = np.iinfo(np.int32)
 
@@ -446,16 +453,38 @@ def _write_global(
     write_array(io.store, path, data)
 
 
+def write_global(io: StoreIO, path: str, data: np.ndarray, fill: int, tag: dict[str, Any]) -> None:
+    """Write a whole global (unsharded) array as the one-shot writer does (spec §9.9-9.13)."""
+    _write_global(io, path, data, fill, tag)
+
+
 def _write_object_index(io: StoreIO, base: str, table: ObjectTable, runs: _Runs, ndim: int) -> None:
-    data, offsets = encode_object_index_bulk(
-        runs.run_object, runs.chunk_grid[runs.run_chunk], runs.run_fragment, table.n_objects
+    write_object_index(
+        io,
+        base,
+        (runs.run_object, runs.chunk_grid[runs.run_chunk], runs.run_fragment),
+        table.n_objects,
+        ndim,
     )
+
+
+def write_object_index(
+    io: StoreIO,
+    base: str,
+    refs: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_objects: int,
+    ndim: int,
+) -> None:
+    """Write ``object_index`` from ``(object, chunk grid index, fragment)`` references (§7).
+
+    References are sorted by object, in traversal order (see
+    :func:`~zarr_vectors.format.manifest.encode_object_index_bulk`).
+    """
+    data, offsets = encode_object_index_bulk(refs[0], refs[1], refs[2], n_objects)
     path = f"{base}/{OBJECT_INDEX}"
     io.set(
         f"{path}/zarr.json",
-        group_metadata(
-            {"zv_array": OBJECT_INDEX, "num_objects": table.n_objects, "sid_ndim": ndim}
-        ),
+        group_metadata({"zv_array": OBJECT_INDEX, "num_objects": n_objects, "sid_ndim": ndim}),
     )
     _write_global(
         io,
@@ -472,6 +501,19 @@ def _write_object_index(io: StoreIO, base: str, table: ObjectTable, runs: _Runs,
 
 
 def _write_object_columns(io: StoreIO, base: str, table: ObjectTable, cross: np.ndarray) -> None:
+    write_object_columns(io, base, table, cross)
+
+
+def write_object_columns(
+    io: StoreIO,
+    base: str,
+    table: ObjectTable,
+    cross: np.ndarray,
+) -> None:
+    """Write the per-object columns, ``cross_chunk_links`` and the groups (§9.9-9.11).
+
+    Only ``kind``, ``object_attributes``, ``object_ids`` and ``groups`` of ``table`` are used.
+    """
     columns = dict(table.object_attributes)
     if table.object_ids is not None:
         columns[OBJECT_ID_ATTRIBUTE] = table.object_ids

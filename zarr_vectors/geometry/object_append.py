@@ -1,0 +1,265 @@
+"""Appending objects to an existing store (spec §2.4, §10.3).
+
+Each ``append_*`` function validates and writes the new objects alone, with the one-shot
+writer and the store's own settings, into a scratch store, then merges that into the store
+(:mod:`zarr_vectors.geometry.object_merge`). The store becomes, byte for byte apart from
+``creation_timestamp``, the store one write of the old objects followed by the new ones
+gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry import _inputs as inputs
+from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
+from zarr_vectors.geometry.meshes import write_mesh
+from zarr_vectors.geometry.object_merge import Source, merge_stores, open_source, options_of
+from zarr_vectors.geometry.polylines import split_polylines, write_polylines
+from zarr_vectors.store.io import StoreIO, StoreLike, scratch_store
+
+__all__ = ["append_graph", "append_mesh", "append_polylines", "append_skeletons"]
+
+BatchWriter = Callable[[StoreLike, dict[str, Any], Source], None]
+"""Writes the new objects alone into a scratch store, given the store's settings."""
+
+
+def _append(store: StoreLike, kinds: tuple[str, ...], write: BatchWriter) -> None:
+    base = open_source(store)
+    if base.kind not in kinds:
+        raise InvalidInputError(
+            f"cannot append {' or '.join(kinds)} objects to a {base.kind} store"
+        )
+    settings = {
+        "chunk_shape": base.root.chunk_shape,
+        "bin_shape": base.root.base_bin_shape,
+        "options": options_of(base),
+    }
+    scratch = scratch_store()
+    write(scratch, settings, base)
+    batch = open_source(StoreIO(scratch))
+    merge_stores(store, [base, batch], has_base=True)
+
+
+def _ids(base: Source, object_ids: Any, labels: np.ndarray | None, m: int) -> Any:
+    """Ids of new objects: given, else their labels, else the ids after the store's.
+
+    Labels ``0..m-1`` (or none) count as no labels: the new objects continue the store's
+    default numbering, as in one write of the old and new input.
+    """
+    if object_ids is not None:
+        return object_ids
+    if labels is not None and not np.array_equal(labels, np.arange(m)):
+        return None
+    return np.arange(base.n_objects, base.n_objects + m, dtype=np.int64)
+
+
+def _grouped_ids(base: Source, object_ids: Any, positions: Any, vertex_objects: Any) -> Any:
+    grouping = group_vertices(vertex_objects, inputs.positions(positions).shape[0])
+    return _ids(base, object_ids, grouping.labels, grouping.n_objects)
+
+
+def _user_extra(root: Any) -> dict[str, Any]:
+    return {k: v for k, v in root.extra.items() if k != "software"}
+
+
+def append_polylines(
+    store: StoreLike,
+    polylines: Any,
+    *,
+    attributes: Mapping[str, Any] | None = None,
+    object_attributes: Mapping[str, Any] | None = None,
+    object_ids: Any = None,
+    groups: Mapping[Any, Sequence[int]] | None = None,
+    group_attributes: Mapping[str, Any] | None = None,
+) -> None:
+    """Add polylines or streamlines to an existing store of that kind.
+
+    Parameters
+    ----------
+    store
+        An existing polyline or streamline store (a local path or a writable zarr store).
+    polylines, attributes, object_attributes, group_attributes
+        The new objects, as for :func:`~zarr_vectors.write_polylines`; attribute names,
+        dtypes and row shapes must match the store's.
+    object_ids
+        Ids of the new objects; they must differ from the store's. Default: the ids that
+        follow the store's (its object count onwards).
+    groups
+        New groups of new objects (by id); a group name must not exist in the store.
+
+    Raises
+    ------
+    InvalidInputError
+        For malformed input or input that does not match the store; nothing changes then.
+
+    Notes
+    -----
+    The store becomes, byte for byte apart from ``creation_timestamp``, the store
+    :func:`~zarr_vectors.write_polylines` writes for the old objects followed by the new
+    ones. Chunks without new vertices are not rewritten (only moved when the new data lie
+    below the grid origin, and re-indexed when a chunk outgrows ``N_max``). A local store
+    is changed in a sibling directory swapped in at the end, so a failed append leaves it
+    as it was; other stores are changed in place, and an interrupted append leaves them
+    incomplete (spec §2.4), never wrong.
+    """
+
+    def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
+        write_polylines(
+            scratch,
+            polylines,
+            kind=base.kind,
+            attributes=attributes,
+            object_attributes=object_attributes,
+            object_ids=_ids(base, object_ids, None, split_polylines(polylines)[1].shape[0] - 1),
+            groups=groups,
+            group_attributes=group_attributes,
+            metadata=_user_extra(base.root),
+            **settings,
+        )
+
+    _append(store, ("polyline", "streamline"), write)
+
+
+def append_graph(
+    store: StoreLike,
+    positions: Any,
+    edges: Any,
+    *,
+    vertex_objects: Any = None,
+    object_ids: Any = None,
+    attributes: Mapping[str, Any] | None = None,
+    object_attributes: Mapping[str, Any] | None = None,
+    edge_attributes: Mapping[str, Any] | None = None,
+    groups: Mapping[Any, Sequence[int]] | None = None,
+    group_attributes: Mapping[str, Any] | None = None,
+) -> None:
+    """Add graph objects (components) to an existing graph store.
+
+    Parameters are those of :func:`~zarr_vectors.write_graph` (``directed`` is the
+    store's). Object ids default to the labels of ``vertex_objects``; labels ``0..m-1``
+    (or no labels) mean the ids that follow the store's. See :func:`append_polylines`
+    for what the store becomes and what happens on failure.
+
+    Raises
+    ------
+    InvalidInputError
+        For malformed input or input that does not match the store; nothing changes then.
+    """
+
+    def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
+        write_graph(
+            scratch,
+            positions,
+            edges,
+            directed=bool(base.root.extra.get("is_directed", False)),
+            vertex_objects=vertex_objects,
+            object_ids=_grouped_ids(base, object_ids, positions, vertex_objects),
+            attributes=attributes,
+            object_attributes=object_attributes,
+            edge_attributes=edge_attributes,
+            groups=groups,
+            group_attributes=group_attributes,
+            **settings,
+        )
+
+    _append(store, ("graph",), write)
+
+
+def append_skeletons(
+    store: StoreLike,
+    positions: Any,
+    *,
+    parents: Any = None,
+    edges: Any = None,
+    vertex_objects: Any = None,
+    object_ids: Any = None,
+    radius: Any = None,
+    swc_type: Any = None,
+    attributes: Mapping[str, Any] | None = None,
+    object_attributes: Mapping[str, Any] | None = None,
+    groups: Mapping[Any, Sequence[int]] | None = None,
+    group_attributes: Mapping[str, Any] | None = None,
+) -> None:
+    """Add skeletons to an existing skeleton store.
+
+    Parameters are those of :func:`~zarr_vectors.write_skeletons`; ids as for
+    :func:`append_graph`. ``swc_compatible`` stays true only if the new skeletons are SWC
+    compatible too.
+
+    Raises
+    ------
+    InvalidInputError
+        For malformed input or input that does not match the store; nothing changes then.
+    """
+
+    def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
+        write_skeletons(
+            scratch,
+            positions,
+            parents=parents,
+            edges=edges,
+            vertex_objects=vertex_objects,
+            object_ids=_grouped_ids(base, object_ids, positions, vertex_objects),
+            radius=radius,
+            swc_type=swc_type,
+            attributes=attributes,
+            object_attributes=object_attributes,
+            groups=groups,
+            group_attributes=group_attributes,
+            **settings,
+        )
+
+    _append(store, ("skeleton",), write)
+
+
+def append_mesh(
+    store: StoreLike,
+    vertices: Any,
+    faces: Any,
+    *,
+    vertex_objects: Any = None,
+    object_ids: Any = None,
+    allow_degenerate: bool = False,
+    attributes: Mapping[str, Any] | None = None,
+    object_attributes: Mapping[str, Any] | None = None,
+    face_attributes: Mapping[str, Any] | None = None,
+    groups: Mapping[Any, Sequence[int]] | None = None,
+    group_attributes: Mapping[str, Any] | None = None,
+) -> None:
+    """Add meshes to an existing mesh store.
+
+    Parameters are those of :func:`~zarr_vectors.write_mesh`; ``winding_order`` and
+    ``closed_surface`` are the store's (a closed store needs closed new meshes). Ids as
+    for :func:`append_graph`. Face sentinels of the stored meshes are rewritten when the
+    grid or ``N_max`` changes (spec §10.7).
+
+    Raises
+    ------
+    InvalidInputError
+        For malformed input or input that does not match the store; nothing changes then.
+    """
+
+    def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
+        write_mesh(
+            scratch,
+            vertices,
+            faces,
+            vertex_objects=vertex_objects,
+            object_ids=_grouped_ids(base, object_ids, vertices, vertex_objects),
+            winding_order=str(base.root.extra.get("winding_order", "ccw")),
+            closed_surface=bool(base.root.extra.get("closed_surface", False)),
+            allow_degenerate=allow_degenerate,
+            attributes=attributes,
+            object_attributes=object_attributes,
+            face_attributes=face_attributes,
+            groups=groups,
+            group_attributes=group_attributes,
+            **settings,
+        )
+
+    _append(store, ("mesh",), write)

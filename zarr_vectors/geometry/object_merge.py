@@ -1,0 +1,990 @@
+"""Merging object stores chunk by chunk: appends and batched writes (spec §2.4, §9, §10.3).
+
+A batch of new objects is first written alone, by the one-shot writer, into a scratch
+store. Merging it into the store it extends gives, byte for byte, the store one write of
+the old objects followed by the new ones gives: the new objects get the dense ids after
+the old ones, so in every chunk their rows, fragments and links go after the old ones
+(rows of a chunk are ordered by object, spec §10.3). Row numbers inside a chunk are moved
+by the rows already there, fragment numbers by the fragments already there, dense object
+ids by the objects already there, and every global vertex id (``cross_chunk_links``, mesh
+face sentinels) is recomputed for the final grid and ``N_max`` (spec §9.11): the order of
+global ids is that of (chunk index, row), which no change of origin, grid shape or
+``N_max`` alters, so pairs keep their orientation and only need sorting again.
+
+Chunks that receive no new object keep their shards: they are moved when the grid origin
+moves (new data below it), re-indexed when an ``N_max`` grows, and re-encoded only when
+their content must change (mesh sentinels pointing at moved vertices, a wider link dtype,
+a larger fragment-blob block). Chunks are visited in descending grid order, so in a store
+changed in place no shard is overwritten before it is read (see
+:mod:`zarr_vectors.geometry.point_append`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import CorruptChunkError, InvalidInputError
+from zarr_vectors.format.fragments import FragmentIndex
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.manifest import decode_object_index_bulk
+from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
+from zarr_vectors.format.names import (
+    ATTRIBUTES,
+    CROSS_CHUNK_LINK_ATTRIBUTES,
+    CROSS_CHUNK_LINKS,
+    FRAGMENT_ATTRIBUTES,
+    GROUPINGS,
+    GROUPINGS_ATTRIBUTES,
+    LINK_ATTRIBUTES,
+    LINK_FRAGMENTS,
+    LINKS,
+    OBJECT_ATTRIBUTES,
+    OBJECT_ID_ATTRIBUTE,
+    OBJECT_INDEX,
+    OBJECT_KINDS,
+    VERTEX_COUNTS,
+    VERTEX_FRAGMENTS,
+    VERTICES,
+)
+from zarr_vectors.geometry import _inputs as inputs
+from zarr_vectors.geometry import _object_inputs as object_inputs
+from zarr_vectors.geometry._objects import (
+    Groups,
+    ObjectTable,
+    write_global,
+    write_object_columns,
+    write_object_index,
+)
+from zarr_vectors.geometry._pipeline import (
+    DEFAULT_BLOSC,
+    WriteOptions,
+    blob_layout,
+    commit_root,
+    round_up,
+)
+from zarr_vectors.geometry.reader import ChunkRows, LevelReader
+from zarr_vectors.store.arrays import (
+    counts_array_metadata,
+    group_metadata,
+    read_whole,
+    row_array_metadata,
+    write_counts,
+)
+from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
+from zarr_vectors.store.shards import RowLayout, shard_key
+from zarr_vectors.store.target import modify_target, write_target
+
+__all__ = ["Source", "merge_stores", "open_source", "options_of"]
+
+_INT32 = np.iinfo(np.int32)
+_LINKS0 = f"{LINKS}/0"
+_BLOBS = (VERTEX_FRAGMENTS, LINK_FRAGMENTS)
+_GLOBAL_PREFIXES = (
+    OBJECT_INDEX,
+    OBJECT_ATTRIBUTES,
+    CROSS_CHUNK_LINKS,
+    CROSS_CHUNK_LINK_ATTRIBUTES,
+    GROUPINGS,
+    GROUPINGS_ATTRIBUTES,
+)
+_EQUAL_ROOT_KEYS = ("is_directed", "is_tree", "winding_order", "closed_surface")
+_FAMILIES = ("vertex", "fragment", "link")
+
+
+@dataclass(frozen=True, slots=True)
+class _Array:
+    """One per-chunk row array of a level: path (below the level), family, layout, tag."""
+
+    path: str
+    family: str  # rows per vertex, per fragment or per link of a chunk
+    layout: RowLayout
+    tag: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Source:
+    """A store taking part in a merge: its level reader and its global arrays.
+
+    Attributes
+    ----------
+    io, root, reader
+        The store, its root metadata and the reader of its level 0.
+    chunks, counts
+        ``(m, D)`` absolute indices of the occupied chunks and their rows.
+    n_objects
+        Objects stored.
+    arrays, blobs
+        Per-chunk row arrays by path, and the layouts of the two fragment-blob arrays.
+    ids
+        The object ids (``0..m-1`` when the store has no ``object_id`` column).
+    object_columns, groups, cross, cross_columns, refs
+        Object attributes, groups, ``cross_chunk_links`` with its attributes, and the
+        object index as ``(object, chunk grid index, fragment)`` references.
+    """
+
+    io: StoreIO
+    root: RootMetadata
+    reader: LevelReader
+    chunks: np.ndarray
+    counts: np.ndarray
+    n_objects: int
+    arrays: dict[str, _Array]
+    blobs: dict[str, tuple[RowLayout, dict[str, Any]]]
+    ids: np.ndarray
+    object_columns: dict[str, np.ndarray]
+    groups: Groups | None
+    cross: np.ndarray
+    cross_columns: dict[str, np.ndarray]
+    refs: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+    @property
+    def kind(self) -> str:
+        """Geometry type."""
+        return self.root.geometry_type
+
+    @property
+    def grid(self) -> ChunkGrid:
+        """The store's chunk grid."""
+        return self.reader.grid
+
+    @property
+    def n_max(self) -> int:
+        """Rows per vertex shard (global ids are ``flat chunk * N_max + row``)."""
+        return self.arrays[VERTICES].layout.n_max
+
+
+# -- reading a store -------------------------------------------------------------------------
+
+
+def _names(io: StoreIO, path: str) -> list[str]:
+    return sorted(n for n in io.list_dir(path) if n != "zarr.json")
+
+
+def _layout(io: StoreIO, path: str, ndim: int) -> tuple[RowLayout, dict[str, Any]]:
+    meta = io.read_json(f"{path}/zarr.json")
+    if not isinstance(meta, dict):
+        raise CorruptChunkError(f"{path}: array metadata (zarr.json) is missing")
+    layout = RowLayout.from_array_metadata(meta, ndim, path)
+    if layout is None:
+        raise InvalidInputError(f"{path} uses codecs that appending cannot extend")
+    return layout, dict(meta.get("attributes", {}))
+
+
+def _array_paths(io: StoreIO) -> list[tuple[str, str]]:
+    paths = [(VERTICES, "vertex")]
+    paths += [(f"{ATTRIBUTES}/{n}", "vertex") for n in _names(io, f"0/{ATTRIBUTES}")]
+    paths += [
+        (f"{FRAGMENT_ATTRIBUTES}/{n}", "fragment") for n in _names(io, f"0/{FRAGMENT_ATTRIBUTES}")
+    ]
+    paths += [(_LINKS0, "link")]
+    paths += [(f"{LINK_ATTRIBUTES}/{n}", "link") for n in _names(io, f"0/{LINK_ATTRIBUTES}")]
+    return paths
+
+
+def _groups(io: StoreIO) -> Groups | None:
+    meta = io.read_json(f"0/{GROUPINGS}/zarr.json")
+    if not isinstance(meta, dict):
+        return None
+    names = [str(n) for n in meta.get("attributes", {}).get("group_names", [])]
+    table = read_whole(io.store, f"0/{GROUPINGS}")
+    members = [np.asarray(row[row >= 0], dtype=np.int64) for row in table]
+    columns = {
+        n: read_whole(io.store, f"0/{GROUPINGS_ATTRIBUTES}/{n}")
+        for n in _names(io, f"0/{GROUPINGS_ATTRIBUTES}")
+    }
+    return Groups(names, members, columns)
+
+
+def open_source(store: StoreLike | StoreIO) -> Source:
+    """Open an object store for merging (everything but the per-chunk rows is read).
+
+    Parameters
+    ----------
+    store
+        A complete object store.
+    Raises
+    ------
+    InvalidInputError
+        When the store is not a complete object store, or uses layouts this library
+        does not write.
+    """
+    io = store if isinstance(store, StoreIO) else StoreIO(resolve_store(store, mode="r"))
+    doc = io.read_json("zarr.json")
+    attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    if not isinstance(attrs, dict) or "zarr_vectors_version" not in attrs:
+        raise InvalidInputError(f"{store} is not a complete Zarr Vectors store to append to")
+    root = RootMetadata.from_json(attrs)
+    if root.geometry_type not in OBJECT_KINDS:
+        raise InvalidInputError(
+            f"appending objects needs an object store, not {root.geometry_type}"
+        )
+    reader = LevelReader(io, root, 0)
+    ndim = reader.grid.ndim
+    coords, counts = reader.occupied_chunks(np.zeros(ndim, np.int64), reader.grid.shape)
+    arrays = {}
+    for path, family in _array_paths(io):
+        layout, tag = _layout(io, f"0/{path}", ndim)
+        reader.add_column(path, f"0/{path}")
+        arrays[path] = _Array(path, family, layout, tag)
+    n_objects = int(reader.meta.object_count or 0)
+    columns = {
+        n: read_whole(io.store, f"0/{OBJECT_ATTRIBUTES}/{n}")
+        for n in _names(io, f"0/{OBJECT_ATTRIBUTES}")
+    }
+    ids = columns.pop(OBJECT_ID_ATTRIBUTE, None)
+    if ids is None:
+        ids = np.arange(n_objects, dtype=np.int64)
+    kind = root.geometry_type
+    cross_names = _names(io, f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}")
+    data = read_whole(io.store, f"0/{OBJECT_INDEX}/data")
+    offsets = read_whole(io.store, f"0/{OBJECT_INDEX}/offsets")
+    obj, chunk, fragment = decode_object_index_bulk(
+        data, offsets, np.arange(n_objects), ndim, max_refs=max(2**27, 8 * int(data.size))
+    )
+    return Source(
+        io=io,
+        root=root,
+        reader=reader,
+        chunks=coords + reader.grid.origin,
+        counts=counts,
+        n_objects=n_objects,
+        arrays=arrays,
+        blobs={name: _layout(io, f"0/{name}", ndim) for name in _BLOBS},
+        ids=ids,
+        object_columns=columns,
+        groups=_groups(io),
+        cross=np.empty((0, 2), np.int64)
+        if kind == "mesh"
+        else read_whole(io.store, f"0/{CROSS_CHUNK_LINKS}").astype(np.int64).reshape(-1, 2),
+        cross_columns={
+            n: read_whole(io.store, f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}/{n}") for n in cross_names
+        },
+        refs=(obj, chunk + reader.grid.origin, fragment),
+    )
+
+
+def options_of(source: Source) -> WriteOptions:
+    """The write options that reproduce a store's layouts (for writing a batch alone).
+
+    Raises
+    ------
+    InvalidInputError
+        When the store's arrays use row blocks or codecs this library does not write.
+    """
+    layouts = [a.layout for a in source.arrays.values()]
+    settings = {(layout.rows_per_block, str(layout.blosc)) for layout in layouts}
+    blosc = layouts[0].blosc
+    if len(settings) != 1 or blosc not in (None, DEFAULT_BLOSC):
+        raise InvalidInputError(
+            "the store's arrays use row blocks or codecs this library does not write "
+            f"({sorted(settings)}); appending needs one R and Blosc {DEFAULT_BLOSC} or none"
+        )
+    prefix = f"{FRAGMENT_ATTRIBUTES}/"
+    names = [p[len(prefix) :] for p in source.arrays if p.startswith(prefix)]
+    return WriteOptions(
+        axis_names=source.root.axis_names,
+        axis_units=source.root.axis_units,
+        rows_per_block=layouts[0].rows_per_block,
+        compression=None if blosc is None else "blosc-lz4",
+        fragment_attributes=tuple(n for n in names if n != OBJECT_ID_ATTRIBUTE),
+    )
+
+
+# -- checking that sources fit together ---------------------------------------------------
+
+
+def _describe(columns: dict[str, np.ndarray]) -> str:
+    return "{" + ", ".join(f"{k}: {v.dtype}{list(v.shape[1:])}" for k, v in columns.items()) + "}"
+
+
+def _same_columns(what: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
+    spec_a = {k: (v.dtype, v.shape[1:]) for k, v in a.items()}
+    spec_b = {k: (v.dtype, v.shape[1:]) for k, v in b.items()}
+    if spec_a != spec_b:
+        raise InvalidInputError(
+            f"{what} do not match the store's: the store has {_describe(a)}, "
+            f"the new objects {_describe(b)}"
+        )
+
+
+def _check_fit(first: Source, other: Source) -> None:
+    if other.kind != first.kind or other.grid.ndim != first.grid.ndim:
+        raise InvalidInputError(
+            f"cannot merge a {other.grid.ndim}-D {other.kind} store into a "
+            f"{first.grid.ndim}-D {first.kind} store"
+        )
+    if set(other.arrays) != set(first.arrays):
+        raise InvalidInputError(
+            "per-vertex, fragment or link attributes do not match the store's: the store "
+            f"has {sorted(first.arrays)}, the new objects {sorted(other.arrays)}"
+        )
+    for path, mine in first.arrays.items():
+        theirs = other.arrays[path].layout
+        a, b = mine.layout, theirs
+        same_type = (a.dtype, a.row_shape) == (b.dtype, b.row_shape) or path == _LINKS0
+        if not same_type or (a.rows_per_block, a.blosc) != (b.rows_per_block, b.blosc):
+            raise InvalidInputError(
+                f"{path}: the store holds {a.dtype}{list(a.row_shape)} rows, the new objects "
+                f"{b.dtype}{list(b.row_shape)} (dtypes, row shapes and options must match)"
+            )
+    _same_columns("object attributes", first.object_columns, other.object_columns)
+    if first.groups is not None and other.groups is not None:
+        _same_columns("group attributes", first.groups.attributes, other.groups.attributes)
+    for key in _EQUAL_ROOT_KEYS:
+        if first.root.extra.get(key) != other.root.extra.get(key):
+            raise InvalidInputError(
+                f"{key} of the store is {first.root.extra.get(key)!r}, "
+                f"of the new objects {other.root.extra.get(key)!r}"
+            )
+
+
+# -- the plan: final grid, sizes, and where every source's rows go ------------------------
+
+
+@dataclass(slots=True)
+class _Place:
+    """Per-source arrays aligned with ``source.chunks``: shifts into the merged chunks."""
+
+    row_shift: np.ndarray
+    fragment_shift: np.ndarray
+    final_flat: np.ndarray  # flat index of the chunk in the final grid
+    object_shift: int
+    source_flat: np.ndarray  # sorted flat indices of the chunks in the source's grid
+    order: np.ndarray  # row of source.chunks of each entry of source_flat
+
+
+@dataclass(slots=True)
+class _Plan:
+    sources: list[Source]
+    has_base: bool
+    grid: ChunkGrid
+    root: RootMetadata
+    holders: dict[tuple[int, ...], list[int]]  # final chunk -> sources holding it
+    index: list[dict[tuple[int, ...], int]]  # per source: chunk -> row of source.chunks
+    places: list[_Place]
+    ranges: dict[tuple[tuple[int, ...], int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+    arrays: dict[str, _Array]  # final layouts
+    blobs: dict[str, tuple[RowLayout, dict[str, Any]]]
+    totals: dict[tuple[int, ...], int]
+
+    @property
+    def n_max(self) -> int:
+        return self.arrays[VERTICES].layout.n_max
+
+    def merged(self, chunk: tuple[int, ...]) -> bool:
+        """Whether a chunk is written from its sources' rows (not kept as the base holds it)."""
+        return not (self.has_base and self.holders[chunk] == [0])
+
+    def grid_index(self, chunk: tuple[int, ...], grid: ChunkGrid | None = None) -> np.ndarray:
+        """Grid index of an absolute chunk in the final grid (or in ``grid``)."""
+        origin = (grid or self.grid).origin
+        return np.asarray(np.asarray(chunk, dtype=np.int64) - origin, dtype=np.int64)
+
+    def rows_of(self, s: int, flat: np.ndarray) -> np.ndarray:
+        """Rows of ``sources[s].chunks`` of chunks given by flat index in that source's grid."""
+        place = self.places[s]
+        at = np.minimum(np.searchsorted(place.source_flat, flat), max(len(place.order) - 1, 0))
+        if flat.size and (not len(place.order) or np.any(place.source_flat[at] != flat)):
+            raise CorruptChunkError("a global vertex id or manifest names an empty chunk")
+        return place.order[at] if flat.size else np.empty(0, np.int64)
+
+    def remap(self, s: int, gids: np.ndarray) -> np.ndarray:
+        """Global vertex ids of source ``s`` in the merged store (spec §9.11)."""
+        chunk, row = np.divmod(gids, self.sources[s].n_max)
+        j = self.rows_of(s, chunk)
+        place = self.places[s]
+        return np.asarray(
+            place.final_flat[j] * self.n_max + place.row_shift[j] + row, dtype=np.int64
+        )
+
+    def chunk_ranges(self, chunk: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Merged fragment starts, fragment rows and link counts of a merged chunk."""
+        holding = self.holders[chunk]
+        shifts = [int(self.places[s].row_shift[self.index[s][chunk]]) for s in holding]
+        return _merged_ranges([self.ranges[(chunk, s)] for s in holding], shifts)
+
+    def identity(self, s: int) -> bool:
+        """Whether source ``s``'s global ids stay as they are."""
+        source = self.sources[s]
+        return (
+            source.n_max == self.n_max
+            and np.array_equal(source.grid.origin, self.grid.origin)
+            and np.array_equal(source.grid.shape, self.grid.shape)
+        )
+
+
+def _bounds(sources: list[Source]) -> tuple[np.ndarray, np.ndarray] | None:
+    boxes = [s.root.bounding_box for s in sources if s.root.bounding_box is not None]
+    if not boxes:
+        return None
+    lo = np.min(np.asarray([b[0] for b in boxes], dtype=np.float64), axis=0)
+    hi = np.max(np.asarray([b[1] for b in boxes], dtype=np.float64), axis=0)
+    return lo, hi
+
+
+def _root(sources: list[Source], grid: ChunkGrid, bounds: Any) -> RootMetadata:
+    first = sources[0].root
+    extra = {k: v for k, v in first.extra.items() if k != "software"}
+    if "swc_compatible" in extra:
+        extra["swc_compatible"] = all(bool(s.root.extra.get("swc_compatible")) for s in sources)
+    options = WriteOptions(axis_names=first.axis_names, axis_units=first.axis_units)
+    return inputs.root_metadata(first.geometry_type, grid, options, bounds, extra)
+
+
+def _chunk_maps(sources: list[Source]) -> tuple[list[dict[Any, int]], dict[Any, list[int]]]:
+    index = [{tuple(c): j for j, c in enumerate(s.chunks.tolist())} for s in sources]
+    holders: dict[tuple[int, ...], list[int]] = {}
+    for s, chunks in enumerate(index):
+        for chunk in chunks:
+            holders.setdefault(chunk, []).append(s)
+    return index, holders
+
+
+def _read_ranges(
+    sources: list[Source], index: list[dict[Any, int]], wanted: list[list[tuple[int, ...]]]
+) -> dict[tuple[tuple[int, ...], int], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``(fragment starts, fragment rows, links per fragment)`` of the wanted chunks."""
+    out = {}
+    for s, chunks in enumerate(wanted):
+        source = sources[s]
+        grid_chunks = np.asarray(
+            [source.chunks[index[s][c]] - source.grid.origin for c in chunks], dtype=np.int64
+        ).reshape(-1, source.grid.ndim)
+        frags = source.reader.blob_ranges(VERTEX_FRAGMENTS, grid_chunks)
+        links = source.reader.blob_ranges(LINK_FRAGMENTS, grid_chunks)
+        for c, (starts, counts), (_, link_counts) in zip(chunks, frags, links, strict=True):
+            out[(c, s)] = (starts, counts, link_counts)
+    return out
+
+
+def _flat(grid_chunks: np.ndarray, grid: ChunkGrid) -> np.ndarray:
+    """C-order flat indices of grid indices ``(m, D)`` (spec §9.11)."""
+    if not len(grid_chunks):
+        return np.empty(0, np.int64)
+    shape = tuple(int(g) for g in grid.shape)
+    return np.asarray(np.ravel_multi_index(tuple(grid_chunks.T), shape), dtype=np.int64)
+
+
+def _places(
+    sources: list[Source],
+    grid: ChunkGrid,
+    ranges: dict[tuple[tuple[int, ...], int], tuple[np.ndarray, np.ndarray, np.ndarray]],
+) -> list[_Place]:
+    rows_before: dict[tuple[int, ...], int] = {}
+    fragments_before: dict[tuple[int, ...], int] = {}
+    places, objects = [], 0
+    for s, source in enumerate(sources):
+        chunks = [tuple(c) for c in source.chunks.tolist()]
+        row_shift = np.asarray([rows_before.get(c, 0) for c in chunks], dtype=np.int64)
+        frag_shift = np.asarray([fragments_before.get(c, 0) for c in chunks], dtype=np.int64)
+        for c, n in zip(chunks, source.counts.tolist(), strict=True):
+            rows_before[c] = rows_before.get(c, 0) + int(n)
+            if (c, s) in ranges:
+                fragments_before[c] = fragments_before.get(c, 0) + len(ranges[(c, s)][0])
+        own = _flat(source.chunks - source.grid.origin, source.grid)
+        order = np.argsort(own)
+        places.append(
+            _Place(
+                row_shift,
+                frag_shift,
+                _flat(source.chunks - grid.origin, grid),
+                objects,
+                own[order],
+                order,
+            )
+        )
+        objects += source.n_objects
+    return places
+
+
+def _final_arrays(plan: _Plan, merged: list[tuple[int, ...]]) -> None:
+    """Set the final layouts: every family's ``N_max`` and the blob layouts.
+
+    A base's layouts are floors: they cover its chunks that are kept as they are.
+    """
+    first = plan.sources[0]
+    r = first.arrays[VERTICES].layout.rows_per_block
+    longest = {"vertex": max(plan.totals.values(), default=0), "fragment": 0, "link": 0}
+    blob_bytes = {VERTEX_FRAGMENTS: 16, LINK_FRAGMENTS: 16}
+    for chunk in merged:
+        starts, counts, links = plan.chunk_ranges(chunk)
+        longest["fragment"] = max(longest["fragment"], len(counts))
+        longest["link"] = max(longest["link"], int(links.sum()))
+        blob_bytes[VERTEX_FRAGMENTS] = max(
+            blob_bytes[VERTEX_FRAGMENTS], len(_vertex_blob(starts, counts))
+        )
+        blob_bytes[LINK_FRAGMENTS] = max(blob_bytes[LINK_FRAGMENTS], len(_link_blob(links)))
+    n_max = {family: round_up(n, r) for family, n in longest.items()}
+    if plan.has_base:
+        for array in first.arrays.values():
+            n_max[array.family] = max(n_max[array.family], array.layout.n_max)
+        for name in _BLOBS:
+            blob_bytes[name] = max(blob_bytes[name], first.blobs[name][0].n_max)
+    plan.arrays = {
+        path: dataclasses.replace(
+            array, layout=dataclasses.replace(array.layout, n_max=n_max[array.family])
+        )
+        for path, array in first.arrays.items()
+    }
+    plan.blobs = {name: (blob_layout(blob_bytes[name]), first.blobs[name][1]) for name in _BLOBS}
+
+
+def _merged_ranges(
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], row_shifts: list[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fragment starts, rows and link counts of a chunk's sources, one after another."""
+    empty = np.empty(0, np.int64)
+    starts = [p[0] + shift for p, shift in zip(parts, row_shifts, strict=True)]
+    return (
+        np.concatenate([empty, *starts]).astype(np.int64),
+        np.concatenate([empty, *(p[1] for p in parts)]).astype(np.int64),
+        np.concatenate([empty, *(p[2] for p in parts)]).astype(np.int64),
+    )
+
+
+def _vertex_blob(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    return np.frombuffer(FragmentIndex.from_ranges(starts, counts).encode(), dtype=np.uint8)
+
+
+def _link_blob(counts: np.ndarray) -> np.ndarray:
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    return _vertex_blob(starts, counts)
+
+
+def plan_merge(sources: list[Source], *, has_base: bool) -> _Plan:
+    """Check that the sources fit together and plan their merge (nothing is written).
+
+    Raises
+    ------
+    InvalidInputError
+        When the sources do not fit together, or the merged grid is too large.
+    """
+    for other in sources[1:]:
+        _check_fit(sources[0], other)
+    first = sources[0]
+    bounds = _bounds(sources)
+    ndim = first.grid.ndim
+    grid = inputs.plan_grid(bounds, 0, first.root.chunk_shape, first.root.base_bin_shape, ndim)
+    index, holders = _chunk_maps(sources)
+    totals = {
+        c: sum(int(sources[s].counts[index[s][c]]) for s in holding)
+        for c, holding in holders.items()
+    }
+    plan = _Plan(
+        sources,
+        has_base,
+        grid,
+        _root(sources, grid, bounds),
+        holders,
+        index,
+        [],
+        {},
+        {},
+        {},
+        totals,
+    )
+    merged = [c for c in holders if plan.merged(c)]
+    wanted: list[list[tuple[int, ...]]] = [[] for _ in sources]
+    for c in merged:
+        for s in holders[c]:
+            wanted[s].append(c)
+    plan.ranges = _read_ranges(sources, index, wanted)
+    plan.places = _places(sources, grid, plan.ranges)
+    _final_arrays(plan, merged)
+    _check_gid_space(grid, plan.n_max)
+    plan.arrays[_LINKS0] = dataclasses.replace(
+        plan.arrays[_LINKS0],
+        layout=dataclasses.replace(plan.arrays[_LINKS0].layout, dtype=_link_dtype(plan)),
+    )
+    return plan
+
+
+def _check_gid_space(grid: ChunkGrid, n_max: int) -> None:
+    cells = float(np.prod(np.asarray(grid.shape, dtype=np.float64)))
+    if cells * n_max >= 2.0**63:
+        raise InvalidInputError(
+            f"the chunk grid {tuple(int(g) for g in grid.shape)} with {n_max} rows per chunk "
+            "exceeds the 2**63 global vertex ids of the format (spec §9.11)"
+        )
+
+
+# -- link rows ---------------------------------------------------------------------------
+
+
+def _link_rows(plan: _Plan, s: int, chunk: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
+    """Source ``s``'s ``links/0`` rows of a chunk in the merged store's numbering."""
+    rows = rows.astype(np.int64)
+    shift = int(plan.places[s].row_shift[plan.index[s][chunk]])
+    if plan.sources[0].kind == "mesh":
+        sentinel = rows < 0
+        out = np.where(sentinel, 0, rows + shift)
+        if sentinel.any():
+            out[sentinel] = -(plan.remap(s, -(rows[sentinel] + 1)) + 1)
+        return out
+    return np.where(rows >= 0, rows + shift, rows)
+
+
+def _link_count(plan: _Plan, s: int, chunk: tuple[int, ...]) -> int:
+    if (chunk, s) in plan.ranges:
+        return int(plan.ranges[(chunk, s)][2].sum())
+    source = plan.sources[s]
+    g = (source.chunks[plan.index[s][chunk]] - source.grid.origin).reshape(1, -1)
+    return int(source.reader.blob_ranges(LINK_FRAGMENTS, g)[0][1].sum())
+
+
+def _read_family(
+    plan: _Plan, s: int, chunk: tuple[int, ...], paths: list[str], n: int
+) -> list[np.ndarray]:
+    source = plan.sources[s]
+    if n == 0:
+        return [
+            np.empty((0, *source.arrays[p].layout.row_shape), source.arrays[p].layout.dtype)
+            for p in paths
+        ]
+    g = tuple(int(v) for v in source.chunks[plan.index[s][chunk]] - source.grid.origin)
+    wanted = [ChunkRows(g, np.array([[0, n]], dtype=np.int64))]
+    return source.reader.read_columns(paths, wanted)
+
+
+def _rewrites_kept_links(plan: _Plan) -> bool:
+    """Whether the base's kept chunks need their ``links/0`` rows read and rewritten."""
+    if not plan.has_base:
+        return False
+    mesh = plan.sources[0].kind == "mesh"
+    return (mesh and not plan.identity(0)) or (
+        plan.sources[0].arrays[_LINKS0].layout.dtype != np.dtype(np.int32)
+    )
+
+
+def _link_dtype(plan: _Plan) -> np.dtype[Any]:
+    """int32 unless some merged ``links/0`` value needs int64 (as the one-shot writer)."""
+    mesh = plan.sources[0].kind == "mesh"
+    if not mesh and max(plan.totals.values(), default=0) <= _INT32.max:
+        return np.dtype(np.int32)
+    kept = _rewrites_kept_links(plan)
+    for chunk, holding in plan.holders.items():
+        if not plan.merged(chunk) and not kept:
+            continue
+        for s in holding:
+            n = _link_count(plan, s, chunk)
+            (rows,) = _read_family(plan, s, chunk, [_LINKS0], n)
+            values = _link_rows(plan, s, chunk, rows)
+            if values.size and (values.min() < _INT32.min or values.max() > _INT32.max):
+                return np.dtype(np.int64)
+    return np.dtype(np.int32)
+
+
+# -- writing -------------------------------------------------------------------------------
+
+
+def _key(path: str, g: np.ndarray, row_ndim: int) -> str:
+    return shard_key(f"0/{path}", g, row_ndim)
+
+
+@dataclass(slots=True)
+class _Writer:
+    plan: _Plan
+    target: StoreIO
+
+    def _old_keys(self, chunk: tuple[int, ...]) -> dict[str, str]:
+        base = self.plan.sources[0]
+        return self._keys(self.plan.grid_index(chunk, base.grid), base.arrays)
+
+    def _keys(self, g: np.ndarray, arrays: dict[str, _Array]) -> dict[str, str]:
+        keys = {p: _key(p, g, len(a.layout.row_shape)) for p, a in arrays.items()}
+        return keys | {name: _key(name, g, 0) for name in _BLOBS}
+
+    def _drop_moved(self, chunk: tuple[int, ...]) -> None:
+        old = self._old_keys(chunk)
+        new = self._keys(self.plan.grid_index(chunk), self.plan.arrays)
+        self.target.delete_many([k for p, k in old.items() if k != new[p]])
+
+    def merge(self, chunk: tuple[int, ...]) -> None:
+        """Write a chunk from the rows of every source holding it, in source order."""
+        plan = self.plan
+        holding = plan.holders[chunk]
+        parts = [plan.ranges[(chunk, s)] for s in holding]
+        starts, counts, links = plan.chunk_ranges(chunk)
+        values: dict[str, list[np.ndarray]] = {p: [] for p in plan.arrays}
+        for s, part in zip(holding, parts, strict=True):
+            sizes = {
+                "vertex": int(plan.sources[s].counts[plan.index[s][chunk]]),
+                "fragment": len(part[0]),
+                "link": int(part[2].sum()),
+            }
+            for family in _FAMILIES:
+                paths = [p for p, a in plan.arrays.items() if a.family == family]
+                for path, rows in zip(
+                    paths, _read_family(plan, s, chunk, paths, sizes[family]), strict=True
+                ):
+                    values[path].append(self._transform(s, chunk, path, rows))
+        g = plan.grid_index(chunk)
+        items = []
+        for path, array in plan.arrays.items():
+            rows = np.concatenate(values[path]).astype(array.layout.dtype, copy=False)
+            if len(rows):
+                key = _key(path, g, len(array.layout.row_shape))
+                items.append((key, array.layout.encode_shard(rows)))
+        for name, blob in (
+            (VERTEX_FRAGMENTS, _vertex_blob(starts, counts)),
+            (LINK_FRAGMENTS, _link_blob(links)),
+        ):
+            items.append((_key(name, g, 0), plan.blobs[name][0].encode_shard(blob)))
+        if plan.has_base and holding[0] == 0:
+            self._drop_moved(chunk)
+        self.target.set_many(items)
+
+    def _transform(self, s: int, chunk: tuple[int, ...], path: str, rows: np.ndarray) -> np.ndarray:
+        if path == _LINKS0:
+            return _link_rows(self.plan, s, chunk, rows)
+        if path == f"{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}":
+            return rows + self.plan.places[s].object_shift
+        return rows
+
+    def keep(self, chunk: tuple[int, ...]) -> None:
+        """Leave a base chunk's shards, or move, re-index or rewrite what must change."""
+        plan, base = self.plan, self.plan.sources[0]
+        old = self._old_keys(chunk)
+        g = plan.grid_index(chunk)
+        new = self._keys(g, plan.arrays)
+        items = []
+        for path, array in plan.arrays.items():
+            if path == _LINKS0 and _rewrites_kept_links(plan):
+                n = _link_count(plan, 0, chunk)
+                (rows,) = _read_family(plan, 0, chunk, [path], n)
+                if n:
+                    rows = _link_rows(plan, 0, chunk, rows).astype(array.layout.dtype)
+                    items.append((new[path], array.layout.encode_shard(rows)))
+                continue
+            shard = self._moved(old[path], new[path], base.arrays[path].layout, array.layout)
+            if shard is None and array.family != "link":
+                raise CorruptChunkError(f"{old[path]}: shard of an occupied chunk is missing")
+            if shard:
+                items.append((new[path], shard))
+        for name in _BLOBS:
+            items += self._kept_blob(chunk, name, old[name], new[name])
+        self._drop_moved(chunk)
+        self.target.set_many(items)
+
+    def _moved(self, old: str, new: str, was: RowLayout, now: RowLayout) -> bytes | None:
+        """The shard at its new key, re-indexed if needed; b'' when nothing changes."""
+        if old == new and was.n_max == now.n_max:
+            return b""
+        shard = self.plan.sources[0].io.get(old)
+        if shard is None or was.n_max == now.n_max:
+            return shard
+        return was.reindex_shard(shard, now, old)
+
+    def _kept_blob(
+        self, chunk: tuple[int, ...], name: str, old: str, new: str
+    ) -> list[tuple[str, bytes]]:
+        base = self.plan.sources[0]
+        was, now = base.blobs[name][0], self.plan.blobs[name][0]
+        if (was.rows_per_block, was.n_max) == (now.rows_per_block, now.n_max):
+            shard = b"" if old == new else base.io.get(old)
+            if shard is None:
+                raise CorruptChunkError(f"{old}: fragment index of an occupied chunk is missing")
+            return [(new, shard)] if shard else []
+        g = self.plan.grid_index(chunk, base.grid).reshape(1, -1)
+        starts, counts = base.reader.blob_ranges(name, g)[0]
+        blob = _vertex_blob(starts, counts) if name == VERTEX_FRAGMENTS else _link_blob(counts)
+        return [(new, now.encode_shard(blob))]
+
+
+def _write_metadata(io: StoreIO, plan: _Plan) -> None:
+    shape = tuple(int(g) for g in plan.grid.shape)
+    docs = [
+        (f"0/{path}/zarr.json", row_array_metadata(shape, a.layout, a.tag))
+        for path, a in plan.arrays.items()
+    ]
+    docs += [
+        (f"0/{name}/zarr.json", row_array_metadata(shape, layout, tag))
+        for name, (layout, tag) in plan.blobs.items()
+    ]
+    docs.append(
+        (f"0/{VERTEX_COUNTS}/zarr.json", counts_array_metadata(shape, {"zv_array": VERTEX_COUNTS}))
+    )
+    groups = [LINKS, FRAGMENT_ATTRIBUTES]
+    groups += [ATTRIBUTES] if any(p.startswith(f"{ATTRIBUTES}/") for p in plan.arrays) else []
+    groups += (
+        [LINK_ATTRIBUTES] if any(p.startswith(f"{LINK_ATTRIBUTES}/") for p in plan.arrays) else []
+    )
+    docs += [(f"0/{g}/zarr.json", group_metadata({})) for g in groups]
+    io.set_many(docs)
+
+
+def _object_ids(plan: _Plan) -> np.ndarray | None:
+    """The merged object ids (None: 0..m-1), refusing repeated ids."""
+    parts = [np.asarray(source.ids) for source in plan.sources]
+    unsigned = {p.dtype.kind == "u" and p.dtype.itemsize == 8 for p in parts if p.size}
+    if len(unsigned) > 1:
+        if any(p.dtype.kind == "u" and np.any(p > _INT64_MAX) for p in parts):
+            raise InvalidInputError("object ids mix uint64 ids above 2**63 and signed ids")
+        parts = [p.astype(np.int64) for p in parts]
+    ids = np.concatenate(parts)
+    total = sum(s.n_objects for s in plan.sources)
+    if np.unique(ids).shape[0] != total:
+        raise InvalidInputError(
+            "the new objects' ids repeat ids of the store (or of each other); object ids "
+            "must be distinct"
+        )
+    return object_inputs.object_ids(ids, total)
+
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _merged_groups(plan: _Plan) -> Groups | None:
+    names: list[str] = []
+    members: list[np.ndarray] = []
+    columns: dict[str, list[np.ndarray]] = {}
+    for source, place in zip(plan.sources, plan.places, strict=True):
+        if source.groups is None or not source.groups.names:
+            continue
+        repeated = set(names) & set(source.groups.names)
+        if repeated:
+            raise InvalidInputError(f"group {sorted(repeated)[0]!r} already exists in the store")
+        if names and set(columns) != set(source.groups.attributes):
+            raise InvalidInputError(
+                f"group attributes {sorted(source.groups.attributes)} do not match the "
+                f"store's {sorted(columns)}"
+            )
+        names += source.groups.names
+        members += [m + place.object_shift for m in source.groups.members]
+        for k, v in source.groups.attributes.items():
+            columns.setdefault(k, []).append(v)
+    if not names:
+        return None
+    return Groups(names, members, {k: np.concatenate(v) for k, v in columns.items()})
+
+
+def _check_globals(plan: _Plan) -> tuple[np.ndarray | None, Groups | None]:
+    """The merged object ids and groups, or the error that makes the merge impossible."""
+    return _object_ids(plan), _merged_groups(plan)
+
+
+def _write_globals(io: StoreIO, plan: _Plan, ids: np.ndarray | None, groups: Groups | None) -> None:
+    keys = [k for p in _GLOBAL_PREFIXES for k in io.list_prefix(f"0/{p}/")]
+    io.delete_many(keys)
+    sources, kind = plan.sources, plan.sources[0].kind
+    obj, chunk, fragment = [], [], []
+    for s, (source, place) in enumerate(zip(sources, plan.places, strict=True)):
+        o, c, f = source.refs
+        rows = plan.rows_of(s, _flat(c - source.grid.origin, source.grid))
+        obj.append(o + place.object_shift)
+        chunk.append(c - plan.grid.origin)
+        fragment.append(f + (place.fragment_shift[rows] if rows.size else 0))
+    ndim = plan.grid.ndim
+    refs = (
+        np.concatenate([np.empty(0, np.int64), *obj]),
+        np.concatenate([np.empty((0, ndim), np.int64), *chunk]),
+        np.concatenate([np.empty(0, np.int64), *fragment]),
+    )
+    n_objects = sum(s.n_objects for s in sources)
+    write_object_index(io, "0", refs, n_objects, ndim)
+    cross, order = _merged_cross(plan)
+    table = ObjectTable(
+        kind=kind,
+        positions=np.empty((0, ndim)),
+        offsets=np.zeros(n_objects + 1, np.int64),
+        links=np.empty((0, 2), np.int64),
+        vertex_attributes={},
+        object_attributes={
+            name: np.concatenate([s.object_columns[name] for s in sources])
+            for name in sources[0].object_columns
+        },
+        object_ids=ids,
+        groups=groups,
+        root_extra={},
+    )
+    write_object_columns(io, "0", table, cross)
+    if kind != "mesh" and sources[0].cross_columns:
+        io.set(f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
+        for name in sources[0].cross_columns:
+            values = np.concatenate([s.cross_columns[name] for s in sources])[order]
+            tag = {"zv_array": "cross_chunk_link_attribute", "name": name}
+            write_global(io, f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}", values, 0, tag)
+
+
+def _merged_cross(plan: _Plan) -> tuple[np.ndarray, np.ndarray]:
+    """Every source's cross-chunk pairs in final ids, sorted as the one-shot writer sorts."""
+    parts = [
+        plan.remap(s, source.cross.reshape(-1)).reshape(-1, 2)
+        for s, source in enumerate(plan.sources)
+    ]
+    pairs = np.concatenate([np.empty((0, 2), np.int64), *parts])
+    order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+    return pairs[order], order
+
+
+@contextmanager
+def _target(store: StoreLike, has_base: bool, overwrite: bool) -> Iterator[StoreIO]:
+    if has_base:
+        with modify_target(store, rewritten=f"0/{VERTEX_COUNTS}/c/") as (_, target):
+            yield target
+        return
+    with write_target(store, overwrite=overwrite) as target:
+        yield target
+
+
+def merge_stores(
+    store: StoreLike, sources: list[Source], *, has_base: bool, overwrite: bool = False
+) -> None:
+    """Merge ``sources`` (objects in this order) into ``store`` and commit it.
+
+    Parameters
+    ----------
+    store
+        The destination: the store of ``sources[0]`` when ``has_base`` (it is changed, and
+        its chunks no other source touches are kept), else a new store.
+    sources
+        Stores of the same kind and layout; their objects are numbered in this order.
+    has_base
+        Whether ``sources[0]`` is the store at ``store``.
+    overwrite
+        Without a base: replace an existing store at ``store``.
+
+    Raises
+    ------
+    InvalidInputError
+        When the sources do not fit together; nothing has changed then.
+    """
+    plan = plan_merge(sources, has_base=has_base)
+    ids, groups = _check_globals(plan)
+    base_chunks = sorted(plan.index[0], reverse=True) if has_base else []
+    others = sorted(c for c in plan.holders if not (has_base and c in plan.index[0]))
+    with _target(store, has_base, overwrite) as io:
+        writer = _Writer(plan, io)
+        for chunk in [*base_chunks, *others]:
+            if plan.merged(chunk):
+                writer.merge(chunk)
+            else:
+                writer.keep(chunk)
+        _write_metadata(io, plan)  # after the chunks: a base's reader reads its own metadata
+        chunks = np.asarray(list(plan.totals), dtype=np.int64).reshape(-1, plan.grid.ndim)
+        counts = np.asarray(list(plan.totals.values()), dtype=np.int64)
+        write_counts(io.store, f"0/{VERTEX_COUNTS}", chunks - plan.grid.origin, counts)
+        _write_globals(io, plan, ids, groups)
+        n_objects = sum(s.n_objects for s in sources)
+        vertex_count = int(counts.sum())
+        level = LevelMetadata(
+            level=0,
+            bin_ratio=(1,) * plan.grid.ndim,
+            bin_shape=tuple(float(b) for b in plan.grid.bin_shape),
+            vertex_count=vertex_count,
+            chunk_count=len(plan.totals),
+            object_count=n_objects,
+        )
+        summary = {
+            "geometry_type": sources[0].kind,
+            "vertex_count": vertex_count,
+            "chunk_count": len(plan.totals),
+            "object_count": n_objects,
+        }
+        commit_root(io, plan.root, level, summary)
