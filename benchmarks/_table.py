@@ -168,8 +168,26 @@ def format_table(rows: list[Row]) -> str:
     str
         The table, without a trailing newline.
     """
-    cells = [COLUMNS, *(row.cells() for row in rows)]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    return align_table(COLUMNS, [row.cells() for row in rows])
+
+
+def align_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    """Cells as left-aligned columns under a header and a rule of dashes.
+
+    Parameters
+    ----------
+    header
+        The column titles.
+    rows
+        One tuple of cell texts per row, as many as ``header``.
+
+    Returns
+    -------
+    str
+        The table, without a trailing newline.
+    """
+    cells = [header, *rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
 
     def line(values: tuple[str, ...]) -> str:
         return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()

@@ -33,7 +33,7 @@ import numpy as np
 import zarr_vectors as zv
 from benchmarks import _data, objects
 from benchmarks._measure import log, median, run_child, tree_size
-from benchmarks._table import format_seconds, size_label
+from benchmarks._table import align_table, format_seconds, size_label
 from benchmarks.reference_env import REFERENCE_VERSION, clean_env, ensure_venv
 from benchmarks.reference_worker import (
     load_arrays,
@@ -801,14 +801,7 @@ def format_table(rows: list[SideRow]) -> str:
     str
         The table, without a trailing newline.
     """
-    cells = [COLUMNS, *(row.cells() for row in rows)]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
-
-    def line(values: tuple[str, ...]) -> str:
-        return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(cells[0]), rule, *(line(c) for c in cells[1:])])
+    return align_table(COLUMNS, [row.cells() for row in rows])
 
 
 class Notes:
