@@ -34,6 +34,7 @@ from zarr_vectors.geometry.object_append import (
     append_polylines,
     append_skeletons,
 )
+from zarr_vectors.geometry.object_stream import ObjectWriter
 from zarr_vectors.geometry.point_stream import PointWriter, append_points, write_points_stream
 from zarr_vectors.geometry.points import write_points
 from zarr_vectors.geometry.polylines import write_polylines
@@ -53,6 +54,7 @@ __all__ = [
     "write_skeletons",
     "write_mesh",
     "append_polylines",
+    "ObjectWriter",
     "append_graph",
     "append_skeletons",
     "append_mesh",

@@ -22,7 +22,13 @@ from zarr_vectors.geometry.object_merge import Source, merge_stores, open_source
 from zarr_vectors.geometry.polylines import split_polylines, write_polylines
 from zarr_vectors.store.io import StoreIO, StoreLike, scratch_store
 
-__all__ = ["append_graph", "append_mesh", "append_polylines", "append_skeletons"]
+__all__ = [
+    "append_graph",
+    "append_mesh",
+    "append_polylines",
+    "append_skeletons",
+    "continuing_ids",
+]
 
 BatchWriter = Callable[[StoreLike, dict[str, Any], Source], None]
 """Writes the new objects alone into a scratch store, given the store's settings."""
@@ -45,7 +51,7 @@ def _append(store: StoreLike, kinds: tuple[str, ...], write: BatchWriter) -> Non
     merge_stores(store, [base, batch], has_base=True)
 
 
-def _ids(base: Source, object_ids: Any, labels: np.ndarray | None, m: int) -> Any:
+def _ids(first: int, object_ids: Any, labels: np.ndarray | None, m: int) -> Any:
     """Ids of new objects: given, else their labels, else the ids after the store's.
 
     Labels ``0..m-1`` (or none) count as no labels: the new objects continue the store's
@@ -55,12 +61,37 @@ def _ids(base: Source, object_ids: Any, labels: np.ndarray | None, m: int) -> An
         return object_ids
     if labels is not None and not np.array_equal(labels, np.arange(m)):
         return None
-    return np.arange(base.n_objects, base.n_objects + m, dtype=np.int64)
+    return np.arange(first, first + m, dtype=np.int64)
 
 
-def _grouped_ids(base: Source, object_ids: Any, positions: Any, vertex_objects: Any) -> Any:
+def _grouped_ids(first: int, object_ids: Any, positions: Any, vertex_objects: Any) -> Any:
     grouping = group_vertices(vertex_objects, inputs.positions(positions).shape[0])
-    return _ids(base, object_ids, grouping.labels, grouping.n_objects)
+    return _ids(first, object_ids, grouping.labels, grouping.n_objects)
+
+
+def continuing_ids(kind: str, first: int, arguments: Mapping[str, Any]) -> Any:
+    """Object ids for a batch of new objects whose default ids start at ``first``.
+
+    Parameters
+    ----------
+    kind
+        The geometry kind.
+    first
+        Objects stored (or written) before the batch.
+    arguments
+        The batch's arguments to the kind's ``write_*`` function, by name.
+
+    Returns
+    -------
+    Any
+        ``object_ids`` to write the batch with: the given ids, None for the labels of
+        ``vertex_objects``, or ``first, first + 1, …``.
+    """
+    ids = arguments.get("object_ids")
+    if kind in ("polyline", "streamline"):
+        return _ids(first, ids, None, split_polylines(arguments["polylines"])[1].shape[0] - 1)
+    positions = arguments["vertices"] if kind == "mesh" else arguments["positions"]
+    return _grouped_ids(first, ids, positions, arguments.get("vertex_objects"))
 
 
 def _user_extra(root: Any) -> dict[str, Any]:
@@ -115,7 +146,9 @@ def append_polylines(
             kind=base.kind,
             attributes=attributes,
             object_attributes=object_attributes,
-            object_ids=_ids(base, object_ids, None, split_polylines(polylines)[1].shape[0] - 1),
+            object_ids=_ids(
+                base.n_objects, object_ids, None, split_polylines(polylines)[1].shape[0] - 1
+            ),
             groups=groups,
             group_attributes=group_attributes,
             metadata=_user_extra(base.root),
@@ -158,7 +191,7 @@ def append_graph(
             edges,
             directed=bool(base.root.extra.get("is_directed", False)),
             vertex_objects=vertex_objects,
-            object_ids=_grouped_ids(base, object_ids, positions, vertex_objects),
+            object_ids=_grouped_ids(base.n_objects, object_ids, positions, vertex_objects),
             attributes=attributes,
             object_attributes=object_attributes,
             edge_attributes=edge_attributes,
@@ -204,7 +237,7 @@ def append_skeletons(
             parents=parents,
             edges=edges,
             vertex_objects=vertex_objects,
-            object_ids=_grouped_ids(base, object_ids, positions, vertex_objects),
+            object_ids=_grouped_ids(base.n_objects, object_ids, positions, vertex_objects),
             radius=radius,
             swc_type=swc_type,
             attributes=attributes,
@@ -250,7 +283,7 @@ def append_mesh(
             vertices,
             faces,
             vertex_objects=vertex_objects,
-            object_ids=_grouped_ids(base, object_ids, vertices, vertex_objects),
+            object_ids=_grouped_ids(base.n_objects, object_ids, vertices, vertex_objects),
             winding_order=str(base.root.extra.get("winding_order", "ccw")),
             closed_surface=bool(base.root.extra.get("closed_surface", False)),
             allow_degenerate=allow_degenerate,

@@ -17,7 +17,6 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -42,7 +41,7 @@ from zarr_vectors.kernels import (
     bounds_and_nonfinite,
     sort_by_chunk_and_bin,
 )
-from zarr_vectors.store.io import StoreLike, local_path_of
+from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import SpillColumns, remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination, write_target
 
@@ -160,7 +159,7 @@ class PointWriter:
         )
         self.progress = _progress_callback(progress)
         self._bar = self.progress if isinstance(self.progress, ProgressBar) else None
-        self.scratch = scratch_directory(_local_destination(store), spill_dir)
+        self.scratch = scratch_directory(local_destination(store), spill_dir)
         self.raw: SpillColumns | None = None
         self.binned: SpillColumns | None = None
         self.pieces: dict[tuple[int, ...], list[_Piece]] = {}
@@ -476,14 +475,6 @@ def append_points(
     """
     with PointWriter(store, mode="a", **settings) as writer:
         writer.append(positions, attributes=attributes, object_ids=object_ids)
-
-
-def _local_destination(store: StoreLike) -> Path | None:
-    if isinstance(store, str | os.PathLike):
-        text = local_path_of(os.fspath(store))
-        if "://" not in text:
-            return Path(text)
-    return None
 
 
 def _describe(attrs: dict[str, tuple[np.dtype[Any], tuple[int, ...]]]) -> str:

@@ -82,6 +82,15 @@ def local_path_of(text: str) -> str:
     return text[len("file://") :] if text.startswith("file://") else text
 
 
+def local_destination(store: StoreLike) -> Path | None:
+    """The local path a store-like value names (a directory or a ``.zip``), else None."""
+    if isinstance(store, str | os.PathLike):
+        text = local_path_of(os.fspath(store))
+        if "://" not in text:
+            return Path(text)
+    return None
+
+
 def local_root(store: Store) -> Path | None:
     """Return the directory of a :class:`LocalStore`, or None for other stores."""
     return Path(store.root) if isinstance(store, LocalStore) else None

@@ -1,0 +1,106 @@
+"""Streaming object writes give, byte for byte, the store of one write of all objects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from zarr.storage import MemoryStore
+
+import zarr_vectors as zv
+from tests.geometry import object_cases
+from tests.geometry.object_cases import KINDS
+
+HYPOTHESIS = settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def _stream(store: Any, case: dict[str, Any], **extra: Any) -> None:
+    settings_ = {"chunk_shape": 10.0, "options": case["options"]}
+    if case["kind"] == "graph":
+        settings_["directed"] = case["directed"]
+    with zv.ObjectWriter(store, kind=case["kind"], **settings_, **extra) as writer:
+        for a, b in object_cases.batches(case):
+            if b > a:
+                writer.append(**object_cases.arguments(case, a, b))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_streaming_gives_the_one_shot_store(tmp_path_factory: Any, kind: str) -> None:
+    @HYPOTHESIS
+    @given(case=object_cases.cases(kind))
+    def check(case: dict[str, Any]) -> None:
+        tmp = tmp_path_factory.mktemp("s")
+        object_cases.write(tmp / "one", case, 0, len(case["objects"]))
+        _stream(tmp / "streamed", case)
+        assert object_cases.files(tmp / "streamed") == object_cases.files(tmp / "one")
+        assert sorted(p.name for p in tmp.iterdir()) == ["one", "streamed"]
+
+    check()
+
+
+def test_streaming_into_a_memory_store(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    lines = [np.cumsum(rng.normal(0, 2, (20, 3)), axis=0) for _ in range(30)]
+    one, streamed = MemoryStore(), MemoryStore()
+    zv.write_polylines(one, lines, kind="streamline", chunk_shape=5.0)
+    with zv.ObjectWriter(
+        streamed, kind="streamline", chunk_shape=5.0, spill_dir=tmp_path
+    ) as writer:
+        for k in range(0, 30, 7):
+            writer.append(lines[k : k + 7])
+    assert object_cases.keys(streamed) == object_cases.keys(one)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_batch_is_refused_and_the_others_kept(tmp_path: Path) -> None:
+    lines = [np.array([[0.0, 0, 0], [1, 1, 1]]), np.array([[5.0, 5, 5], [6, 6, 6]])]
+    with zv.ObjectWriter(tmp_path / "s", kind="polyline", chunk_shape=4.0) as writer:
+        writer.append(lines[:1])
+        with pytest.raises(zv.InvalidInputError):
+            writer.append([np.array([[np.nan, 0, 0], [1, 1, 1]])])
+        with pytest.raises(zv.InvalidInputError, match="set once"):
+            writer.append(lines[1:], chunk_shape=3.0)
+        with pytest.raises(zv.InvalidInputError, match="bad batch"):
+            writer.append(lines[1:], colour="red")
+        writer.append(lines[1:])
+    got = zv.open(tmp_path / "s").read_objects([0, 1])
+    np.testing.assert_array_equal(got.positions, np.concatenate(lines))
+
+
+def test_an_error_in_the_block_leaves_the_destination_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    zv.write_polylines(path, [np.ones((2, 3))], chunk_shape=4.0)
+    before = object_cases.files(path)
+
+    def interrupted() -> None:
+        with zv.ObjectWriter(path, kind="polyline", chunk_shape=4.0, overwrite=True) as writer:
+            writer.append([np.zeros((3, 3))])
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        interrupted()
+    assert object_cases.files(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+
+def test_refusals(tmp_path: Path) -> None:
+    zv.write_polylines(tmp_path / "s", [np.ones((2, 3))], chunk_shape=4.0)
+    with pytest.raises(zv.StoreExistsError):
+        zv.ObjectWriter(tmp_path / "s", kind="polyline", chunk_shape=4.0)
+    with pytest.raises(zv.InvalidInputError, match="kind"):
+        zv.ObjectWriter(tmp_path / "t", kind="points", chunk_shape=4.0)
+    with pytest.raises(zv.InvalidInputError, match="chunk_shape"):
+        zv.ObjectWriter(tmp_path / "t", kind="mesh", chunk_shape=None)
+    with pytest.raises(zv.InvalidInputError, match="settings"):
+        zv.ObjectWriter(tmp_path / "t", kind="mesh", chunk_shape=4.0, directed=True)
+    writer = zv.ObjectWriter(tmp_path / "t", kind="mesh", chunk_shape=4.0)
+    with pytest.raises(zv.InvalidInputError, match="nothing to write"):
+        writer.close()
+    with pytest.raises(zv.InvalidInputError, match="closed"):
+        writer.append(np.zeros((3, 3)), np.array([[0, 1, 2]]))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]

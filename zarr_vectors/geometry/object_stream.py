@@ -1,0 +1,182 @@
+"""Streaming writes of object stores: batches of whole objects in, the one-shot store out.
+
+Each batch is written alone, with the one-shot writer and the writer's settings, into its
+own store under a scratch directory; closing the writer merges them all, chunk by chunk, into
+the destination (:func:`~zarr_vectors.geometry.object_merge.merge_stores`). The objects of
+batch ``k`` follow those of the batches before it, so the store is, byte for byte apart from
+``creation_timestamp``, the one a single write of the concatenated input gives: same chunks,
+fragment order, manifests, cross-chunk links and object ids. Memory holds one batch while
+it is written, and one chunk of every batch while they are merged.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry._pipeline import WriteOptions
+from zarr_vectors.geometry.graphs import write_graph, write_skeletons
+from zarr_vectors.geometry.meshes import write_mesh
+from zarr_vectors.geometry.object_append import continuing_ids
+from zarr_vectors.geometry.object_merge import merge_stores, open_source
+from zarr_vectors.geometry.polylines import write_polylines
+from zarr_vectors.store.io import StoreLike, local_destination
+from zarr_vectors.store.spill import remove_scratch, scratch_directory
+from zarr_vectors.store.target import check_destination
+
+__all__ = ["ObjectWriter"]
+
+_WRITERS: dict[str, Callable[..., None]] = {
+    "polyline": write_polylines,
+    "streamline": write_polylines,
+    "graph": write_graph,
+    "skeleton": write_skeletons,
+    "mesh": write_mesh,
+}
+
+
+class ObjectWriter:
+    """Write an object store (polylines, streamlines, graphs, skeletons, meshes) from batches.
+
+    Use it as a context manager; :meth:`append` takes a batch of whole objects with the
+    arguments of the kind's ``write_*`` function (``write_polylines``, ``write_graph``,
+    ``write_skeletons``, ``write_mesh``) but the store and the settings given here. Leaving
+    the ``with`` block without an error writes the store (or call :meth:`close`); an error,
+    or :meth:`abort`, leaves the destination as it was.
+
+    Parameters
+    ----------
+    store
+        Destination, checked now and written when the writer closes.
+    kind
+        ``"polyline"``, ``"streamline"``, ``"graph"``, ``"skeleton"`` or ``"mesh"``.
+    chunk_shape
+        Chunk size per axis (one number for all axes). Required: the default chunk shape
+        depends on all the data.
+    bin_shape
+        Bin size, as for the ``write_*`` functions.
+    overwrite
+        Replace an existing store at the destination when the writer closes.
+    options
+        Less common settings (:class:`~zarr_vectors.WriteOptions`).
+    spill_dir
+        Directory for the batches' temporary stores. Default: beside a local destination,
+        else the system temporary directory.
+    **settings
+        Store-wide arguments of the kind's ``write_*`` function: ``directed`` (graph),
+        ``winding_order`` and ``closed_surface`` (mesh), ``metadata``.
+
+    Raises
+    ------
+    StoreExistsError
+        When the destination holds data and ``overwrite`` is false.
+    InvalidInputError
+        For an unknown kind or a missing ``chunk_shape``; :meth:`append` raises it for an
+        invalid batch, which is then not added.
+    """
+
+    def __init__(
+        self,
+        store: StoreLike,
+        *,
+        kind: str,
+        chunk_shape: float | Sequence[float] | None,
+        bin_shape: float | Sequence[float] | None = None,
+        overwrite: bool = False,
+        options: WriteOptions | None = None,
+        spill_dir: str | os.PathLike[str] | None = None,
+        **settings: Any,
+    ) -> None:
+        if kind not in _WRITERS:
+            raise InvalidInputError(f"kind must be one of {sorted(_WRITERS)}, got {kind!r}")
+        if chunk_shape is None:
+            raise InvalidInputError("a streaming object write needs chunk_shape")
+        check_destination(store, overwrite=overwrite)
+        self.store, self.kind, self.overwrite = store, kind, overwrite
+        self.fixed: dict[str, Any] = {
+            "chunk_shape": chunk_shape,
+            "bin_shape": bin_shape,
+            "options": options,
+            **settings,
+        }
+        if kind in ("polyline", "streamline"):
+            self.fixed["kind"] = kind
+        self.write = _WRITERS[kind]
+        self.signature = inspect.signature(self.write)
+        unknown = set(self.fixed) - set(self.signature.parameters)
+        if unknown:
+            raise InvalidInputError(f"{sorted(unknown)} are not settings of a {kind} store")
+        self.scratch = scratch_directory(local_destination(store), spill_dir)
+        self.batches: list[Path] = []
+        self.n_objects = 0
+        self.closed = False
+
+    def append(self, *args: Any, **kwargs: Any) -> None:
+        """Add a batch of whole objects (the ``write_*`` arguments after the store).
+
+        Without ``object_ids`` (and, for graphs, skeletons and meshes, without other labels
+        in ``vertex_objects``) the objects are numbered after those appended before.
+
+        Raises
+        ------
+        InvalidInputError
+            For an invalid batch; it is not added and the writer stays usable.
+        """
+        if self.closed:
+            raise InvalidInputError("this ObjectWriter is closed")
+        try:
+            bound = self.signature.bind(None, *args, **kwargs)
+        except TypeError as exc:
+            raise InvalidInputError(f"bad batch for {self.write.__name__}: {exc}") from exc
+        arguments = dict(bound.arguments)
+        arguments.pop("store")
+        clash = sorted(set(arguments) & set(self.fixed))
+        if clash:
+            raise InvalidInputError(f"{clash} are set once, on the ObjectWriter")
+        arguments["object_ids"] = continuing_ids(self.kind, self.n_objects, arguments)
+        path = self.scratch / f"batch-{len(self.batches)}"
+        self.write(path, **arguments, **self.fixed)
+        self.n_objects += open_source(path).n_objects
+        self.batches.append(path)
+
+    def close(self) -> None:
+        """Merge the batches into the destination and remove the temporary stores.
+
+        Raises
+        ------
+        InvalidInputError
+            When nothing was appended.
+        """
+        if self.closed:
+            raise InvalidInputError("this ObjectWriter is closed")
+        try:
+            if not self.batches:
+                raise InvalidInputError("nothing to write: append at least one batch")
+            sources = [open_source(path) for path in self.batches]
+            merge_stores(self.store, sources, has_base=False, overwrite=self.overwrite)
+        finally:
+            self.abort()
+
+    def abort(self) -> None:
+        """Drop the batches and their temporary stores; the destination is untouched."""
+        self.closed = True
+        remove_scratch(self.scratch)
+
+    def __enter__(self) -> ObjectWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
