@@ -18,7 +18,8 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
 from zarr_vectors.geometry.meshes import write_mesh
-from zarr_vectors.geometry.object_merge import Source, merge_stores, open_source, options_of
+from zarr_vectors.geometry.object_merge import merge_stores
+from zarr_vectors.geometry.object_sources import Source, open_source, options_of
 from zarr_vectors.geometry.polylines import split_polylines, write_polylines
 from zarr_vectors.store.io import StoreIO, StoreLike, scratch_store
 

@@ -32,22 +32,15 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError
 from zarr_vectors.format.fragments import FragmentIndex
 from zarr_vectors.format.grid import ChunkGrid
-from zarr_vectors.format.manifest import decode_object_index_bulk
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import (
     ATTRIBUTES,
     CROSS_CHUNK_LINK_ATTRIBUTES,
-    CROSS_CHUNK_LINKS,
     FRAGMENT_ATTRIBUTES,
-    GROUPINGS,
-    GROUPINGS_ATTRIBUTES,
     LINK_ATTRIBUTES,
     LINK_FRAGMENTS,
     LINKS,
-    OBJECT_ATTRIBUTES,
     OBJECT_ID_ATTRIBUTE,
-    OBJECT_INDEX,
-    OBJECT_KINDS,
     VERTEX_COUNTS,
     VERTEX_FRAGMENTS,
     VERTICES,
@@ -62,289 +55,34 @@ from zarr_vectors.geometry._objects import (
     write_object_index,
 )
 from zarr_vectors.geometry._pipeline import (
-    DEFAULT_BLOSC,
     WriteOptions,
     blob_layout,
     commit_root,
     round_up,
 )
-from zarr_vectors.geometry.reader import ChunkRows, LevelReader
+from zarr_vectors.geometry.object_sources import (
+    BLOBS,
+    FAMILIES,
+    GLOBAL_PREFIXES,
+    LINKS0,
+    Source,
+    SourceArray,
+    check_fit,
+)
+from zarr_vectors.geometry.reader import ChunkRows
 from zarr_vectors.store.arrays import (
     counts_array_metadata,
     group_metadata,
-    read_whole,
     row_array_metadata,
     write_counts,
 )
-from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
+from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shards import RowLayout, shard_key
 from zarr_vectors.store.target import modify_target, write_target
 
-__all__ = ["Source", "merge_stores", "open_source", "options_of"]
+__all__ = ["merge_stores"]
 
 _INT32 = np.iinfo(np.int32)
-_LINKS0 = f"{LINKS}/0"
-_BLOBS = (VERTEX_FRAGMENTS, LINK_FRAGMENTS)
-_GLOBAL_PREFIXES = (
-    OBJECT_INDEX,
-    OBJECT_ATTRIBUTES,
-    CROSS_CHUNK_LINKS,
-    CROSS_CHUNK_LINK_ATTRIBUTES,
-    GROUPINGS,
-    GROUPINGS_ATTRIBUTES,
-)
-_EQUAL_ROOT_KEYS = ("is_directed", "is_tree", "winding_order", "closed_surface")
-_FAMILIES = ("vertex", "fragment", "link")
-
-
-@dataclass(frozen=True, slots=True)
-class _Array:
-    """One per-chunk row array of a level: path (below the level), family, layout, tag."""
-
-    path: str
-    family: str  # rows per vertex, per fragment or per link of a chunk
-    layout: RowLayout
-    tag: dict[str, Any]
-
-
-@dataclass(slots=True)
-class Source:
-    """A store taking part in a merge: its level reader and its global arrays.
-
-    Attributes
-    ----------
-    io, root, reader
-        The store, its root metadata and the reader of its level 0.
-    chunks, counts
-        ``(m, D)`` absolute indices of the occupied chunks and their rows.
-    n_objects
-        Objects stored.
-    arrays, blobs
-        Per-chunk row arrays by path, and the layouts of the two fragment-blob arrays.
-    ids
-        The object ids (``0..m-1`` when the store has no ``object_id`` column).
-    object_columns, groups, cross, cross_columns, refs
-        Object attributes, groups, ``cross_chunk_links`` with its attributes, and the
-        object index as ``(object, chunk grid index, fragment)`` references.
-    """
-
-    io: StoreIO
-    root: RootMetadata
-    reader: LevelReader
-    chunks: np.ndarray
-    counts: np.ndarray
-    n_objects: int
-    arrays: dict[str, _Array]
-    blobs: dict[str, tuple[RowLayout, dict[str, Any]]]
-    ids: np.ndarray
-    object_columns: dict[str, np.ndarray]
-    groups: Groups | None
-    cross: np.ndarray
-    cross_columns: dict[str, np.ndarray]
-    refs: tuple[np.ndarray, np.ndarray, np.ndarray]
-
-    @property
-    def kind(self) -> str:
-        """Geometry type."""
-        return self.root.geometry_type
-
-    @property
-    def grid(self) -> ChunkGrid:
-        """The store's chunk grid."""
-        return self.reader.grid
-
-    @property
-    def n_max(self) -> int:
-        """Rows per vertex shard (global ids are ``flat chunk * N_max + row``)."""
-        return self.arrays[VERTICES].layout.n_max
-
-
-# -- reading a store -------------------------------------------------------------------------
-
-
-def _names(io: StoreIO, path: str) -> list[str]:
-    return sorted(n for n in io.list_dir(path) if n != "zarr.json")
-
-
-def _layout(io: StoreIO, path: str, ndim: int) -> tuple[RowLayout, dict[str, Any]]:
-    meta = io.read_json(f"{path}/zarr.json")
-    if not isinstance(meta, dict):
-        raise CorruptChunkError(f"{path}: array metadata (zarr.json) is missing")
-    layout = RowLayout.from_array_metadata(meta, ndim, path)
-    if layout is None:
-        raise InvalidInputError(f"{path} uses codecs that appending cannot extend")
-    return layout, dict(meta.get("attributes", {}))
-
-
-def _array_paths(io: StoreIO) -> list[tuple[str, str]]:
-    paths = [(VERTICES, "vertex")]
-    paths += [(f"{ATTRIBUTES}/{n}", "vertex") for n in _names(io, f"0/{ATTRIBUTES}")]
-    paths += [
-        (f"{FRAGMENT_ATTRIBUTES}/{n}", "fragment") for n in _names(io, f"0/{FRAGMENT_ATTRIBUTES}")
-    ]
-    paths += [(_LINKS0, "link")]
-    paths += [(f"{LINK_ATTRIBUTES}/{n}", "link") for n in _names(io, f"0/{LINK_ATTRIBUTES}")]
-    return paths
-
-
-def _groups(io: StoreIO) -> Groups | None:
-    meta = io.read_json(f"0/{GROUPINGS}/zarr.json")
-    if not isinstance(meta, dict):
-        return None
-    names = [str(n) for n in meta.get("attributes", {}).get("group_names", [])]
-    table = read_whole(io.store, f"0/{GROUPINGS}")
-    members = [np.asarray(row[row >= 0], dtype=np.int64) for row in table]
-    columns = {
-        n: read_whole(io.store, f"0/{GROUPINGS_ATTRIBUTES}/{n}")
-        for n in _names(io, f"0/{GROUPINGS_ATTRIBUTES}")
-    }
-    return Groups(names, members, columns)
-
-
-def open_source(store: StoreLike | StoreIO) -> Source:
-    """Open an object store for merging (everything but the per-chunk rows is read).
-
-    Parameters
-    ----------
-    store
-        A complete object store.
-    Raises
-    ------
-    InvalidInputError
-        When the store is not a complete object store, or uses layouts this library
-        does not write.
-    """
-    io = store if isinstance(store, StoreIO) else StoreIO(resolve_store(store, mode="r"))
-    doc = io.read_json("zarr.json")
-    attrs = doc.get("attributes") if isinstance(doc, dict) else None
-    if not isinstance(attrs, dict) or "zarr_vectors_version" not in attrs:
-        raise InvalidInputError(f"{store} is not a complete Zarr Vectors store to append to")
-    root = RootMetadata.from_json(attrs)
-    if root.geometry_type not in OBJECT_KINDS:
-        raise InvalidInputError(
-            f"appending objects needs an object store, not {root.geometry_type}"
-        )
-    reader = LevelReader(io, root, 0)
-    ndim = reader.grid.ndim
-    coords, counts = reader.occupied_chunks(np.zeros(ndim, np.int64), reader.grid.shape)
-    arrays = {}
-    for path, family in _array_paths(io):
-        layout, tag = _layout(io, f"0/{path}", ndim)
-        reader.add_column(path, f"0/{path}")
-        arrays[path] = _Array(path, family, layout, tag)
-    n_objects = int(reader.meta.object_count or 0)
-    columns = {
-        n: read_whole(io.store, f"0/{OBJECT_ATTRIBUTES}/{n}")
-        for n in _names(io, f"0/{OBJECT_ATTRIBUTES}")
-    }
-    ids = columns.pop(OBJECT_ID_ATTRIBUTE, None)
-    if ids is None:
-        ids = np.arange(n_objects, dtype=np.int64)
-    kind = root.geometry_type
-    cross_names = _names(io, f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}")
-    data = read_whole(io.store, f"0/{OBJECT_INDEX}/data")
-    offsets = read_whole(io.store, f"0/{OBJECT_INDEX}/offsets")
-    obj, chunk, fragment = decode_object_index_bulk(
-        data, offsets, np.arange(n_objects), ndim, max_refs=max(2**27, 8 * int(data.size))
-    )
-    return Source(
-        io=io,
-        root=root,
-        reader=reader,
-        chunks=coords + reader.grid.origin,
-        counts=counts,
-        n_objects=n_objects,
-        arrays=arrays,
-        blobs={name: _layout(io, f"0/{name}", ndim) for name in _BLOBS},
-        ids=ids,
-        object_columns=columns,
-        groups=_groups(io),
-        cross=np.empty((0, 2), np.int64)
-        if kind == "mesh"
-        else read_whole(io.store, f"0/{CROSS_CHUNK_LINKS}").astype(np.int64).reshape(-1, 2),
-        cross_columns={
-            n: read_whole(io.store, f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}/{n}") for n in cross_names
-        },
-        refs=(obj, chunk + reader.grid.origin, fragment),
-    )
-
-
-def options_of(source: Source) -> WriteOptions:
-    """The write options that reproduce a store's layouts (for writing a batch alone).
-
-    Raises
-    ------
-    InvalidInputError
-        When the store's arrays use row blocks or codecs this library does not write.
-    """
-    layouts = [a.layout for a in source.arrays.values()]
-    settings = {(layout.rows_per_block, str(layout.blosc)) for layout in layouts}
-    blosc = layouts[0].blosc
-    if len(settings) != 1 or blosc not in (None, DEFAULT_BLOSC):
-        raise InvalidInputError(
-            "the store's arrays use row blocks or codecs this library does not write "
-            f"({sorted(settings)}); appending needs one R and Blosc {DEFAULT_BLOSC} or none"
-        )
-    prefix = f"{FRAGMENT_ATTRIBUTES}/"
-    names = [p[len(prefix) :] for p in source.arrays if p.startswith(prefix)]
-    return WriteOptions(
-        axis_names=source.root.axis_names,
-        axis_units=source.root.axis_units,
-        rows_per_block=layouts[0].rows_per_block,
-        compression=None if blosc is None else "blosc-lz4",
-        fragment_attributes=tuple(n for n in names if n != OBJECT_ID_ATTRIBUTE),
-    )
-
-
-# -- checking that sources fit together ---------------------------------------------------
-
-
-def _describe(columns: dict[str, np.ndarray]) -> str:
-    return "{" + ", ".join(f"{k}: {v.dtype}{list(v.shape[1:])}" for k, v in columns.items()) + "}"
-
-
-def _same_columns(what: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
-    spec_a = {k: (v.dtype, v.shape[1:]) for k, v in a.items()}
-    spec_b = {k: (v.dtype, v.shape[1:]) for k, v in b.items()}
-    if spec_a != spec_b:
-        raise InvalidInputError(
-            f"{what} do not match the store's: the store has {_describe(a)}, "
-            f"the new objects {_describe(b)}"
-        )
-
-
-def _check_fit(first: Source, other: Source) -> None:
-    if other.kind != first.kind or other.grid.ndim != first.grid.ndim:
-        raise InvalidInputError(
-            f"cannot merge a {other.grid.ndim}-D {other.kind} store into a "
-            f"{first.grid.ndim}-D {first.kind} store"
-        )
-    if set(other.arrays) != set(first.arrays):
-        raise InvalidInputError(
-            "per-vertex, fragment or link attributes do not match the store's: the store "
-            f"has {sorted(first.arrays)}, the new objects {sorted(other.arrays)}"
-        )
-    for path, mine in first.arrays.items():
-        theirs = other.arrays[path].layout
-        a, b = mine.layout, theirs
-        same_type = (a.dtype, a.row_shape) == (b.dtype, b.row_shape) or path == _LINKS0
-        if not same_type or (a.rows_per_block, a.blosc) != (b.rows_per_block, b.blosc):
-            raise InvalidInputError(
-                f"{path}: the store holds {a.dtype}{list(a.row_shape)} rows, the new objects "
-                f"{b.dtype}{list(b.row_shape)} (dtypes, row shapes and options must match)"
-            )
-    _same_columns("object attributes", first.object_columns, other.object_columns)
-    if first.groups is not None and other.groups is not None:
-        _same_columns("group attributes", first.groups.attributes, other.groups.attributes)
-    for key in _EQUAL_ROOT_KEYS:
-        if first.root.extra.get(key) != other.root.extra.get(key):
-            raise InvalidInputError(
-                f"{key} of the store is {first.root.extra.get(key)!r}, "
-                f"of the new objects {other.root.extra.get(key)!r}"
-            )
-
-
-# -- the plan: final grid, sizes, and where every source's rows go ------------------------
 
 
 @dataclass(slots=True)
@@ -369,7 +107,7 @@ class _Plan:
     index: list[dict[tuple[int, ...], int]]  # per source: chunk -> row of source.chunks
     places: list[_Place]
     ranges: dict[tuple[tuple[int, ...], int], tuple[np.ndarray, np.ndarray, np.ndarray]]
-    arrays: dict[str, _Array]  # final layouts
+    arrays: dict[str, SourceArray]  # final layouts
     blobs: dict[str, tuple[RowLayout, dict[str, Any]]]
     totals: dict[tuple[int, ...], int]
 
@@ -524,7 +262,7 @@ def _final_arrays(plan: _Plan, merged: list[tuple[int, ...]]) -> None:
     if plan.has_base:
         for array in first.arrays.values():
             n_max[array.family] = max(n_max[array.family], array.layout.n_max)
-        for name in _BLOBS:
+        for name in BLOBS:
             blob_bytes[name] = max(blob_bytes[name], first.blobs[name][0].n_max)
     plan.arrays = {
         path: dataclasses.replace(
@@ -532,7 +270,7 @@ def _final_arrays(plan: _Plan, merged: list[tuple[int, ...]]) -> None:
         )
         for path, array in first.arrays.items()
     }
-    plan.blobs = {name: (blob_layout(blob_bytes[name]), first.blobs[name][1]) for name in _BLOBS}
+    plan.blobs = {name: (blob_layout(blob_bytes[name]), first.blobs[name][1]) for name in BLOBS}
 
 
 def _merged_ranges(
@@ -566,7 +304,7 @@ def plan_merge(sources: list[Source], *, has_base: bool) -> _Plan:
         When the sources do not fit together, or the merged grid is too large.
     """
     for other in sources[1:]:
-        _check_fit(sources[0], other)
+        check_fit(sources[0], other)
     first = sources[0]
     bounds = _bounds(sources)
     ndim = first.grid.ndim
@@ -598,9 +336,9 @@ def plan_merge(sources: list[Source], *, has_base: bool) -> _Plan:
     plan.places = _places(sources, grid, plan.ranges)
     _final_arrays(plan, merged)
     _check_gid_space(grid, plan.n_max)
-    plan.arrays[_LINKS0] = dataclasses.replace(
-        plan.arrays[_LINKS0],
-        layout=dataclasses.replace(plan.arrays[_LINKS0].layout, dtype=_link_dtype(plan)),
+    plan.arrays[LINKS0] = dataclasses.replace(
+        plan.arrays[LINKS0],
+        layout=dataclasses.replace(plan.arrays[LINKS0].layout, dtype=_link_dtype(plan)),
     )
     return plan
 
@@ -658,7 +396,7 @@ def _rewrites_kept_links(plan: _Plan) -> bool:
         return False
     mesh = plan.sources[0].kind == "mesh"
     return (mesh and not plan.identity(0)) or (
-        plan.sources[0].arrays[_LINKS0].layout.dtype != np.dtype(np.int32)
+        plan.sources[0].arrays[LINKS0].layout.dtype != np.dtype(np.int32)
     )
 
 
@@ -673,7 +411,7 @@ def _link_dtype(plan: _Plan) -> np.dtype[Any]:
             continue
         for s in holding:
             n = _link_count(plan, s, chunk)
-            (rows,) = _read_family(plan, s, chunk, [_LINKS0], n)
+            (rows,) = _read_family(plan, s, chunk, [LINKS0], n)
             values = _link_rows(plan, s, chunk, rows)
             if values.size and (values.min() < _INT32.min or values.max() > _INT32.max):
                 return np.dtype(np.int64)
@@ -696,9 +434,9 @@ class _Writer:
         base = self.plan.sources[0]
         return self._keys(self.plan.grid_index(chunk, base.grid), base.arrays)
 
-    def _keys(self, g: np.ndarray, arrays: dict[str, _Array]) -> dict[str, str]:
+    def _keys(self, g: np.ndarray, arrays: dict[str, SourceArray]) -> dict[str, str]:
         keys = {p: _key(p, g, len(a.layout.row_shape)) for p, a in arrays.items()}
-        return keys | {name: _key(name, g, 0) for name in _BLOBS}
+        return keys | {name: _key(name, g, 0) for name in BLOBS}
 
     def _drop_moved(self, chunk: tuple[int, ...]) -> None:
         old = self._old_keys(chunk)
@@ -718,7 +456,7 @@ class _Writer:
                 "fragment": len(part[0]),
                 "link": int(part[2].sum()),
             }
-            for family in _FAMILIES:
+            for family in FAMILIES:
                 paths = [p for p, a in plan.arrays.items() if a.family == family]
                 for path, rows in zip(
                     paths, _read_family(plan, s, chunk, paths, sizes[family]), strict=True
@@ -741,7 +479,7 @@ class _Writer:
         self.target.set_many(items)
 
     def _transform(self, s: int, chunk: tuple[int, ...], path: str, rows: np.ndarray) -> np.ndarray:
-        if path == _LINKS0:
+        if path == LINKS0:
             return _link_rows(self.plan, s, chunk, rows)
         if path == f"{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}":
             return rows + self.plan.places[s].object_shift
@@ -755,7 +493,7 @@ class _Writer:
         new = self._keys(g, plan.arrays)
         items = []
         for path, array in plan.arrays.items():
-            if path == _LINKS0 and _rewrites_kept_links(plan):
+            if path == LINKS0 and _rewrites_kept_links(plan):
                 n = _link_count(plan, 0, chunk)
                 (rows,) = _read_family(plan, 0, chunk, [path], n)
                 if n:
@@ -767,7 +505,7 @@ class _Writer:
                 raise CorruptChunkError(f"{old[path]}: shard of an occupied chunk is missing")
             if shard:
                 items.append((new[path], shard))
-        for name in _BLOBS:
+        for name in BLOBS:
             items += self._kept_blob(chunk, name, old[name], new[name])
         self._drop_moved(chunk)
         self.target.set_many(items)
@@ -870,7 +608,7 @@ def _check_globals(plan: _Plan) -> tuple[np.ndarray | None, Groups | None]:
 
 
 def _write_globals(io: StoreIO, plan: _Plan, ids: np.ndarray | None, groups: Groups | None) -> None:
-    keys = [k for p in _GLOBAL_PREFIXES for k in io.list_prefix(f"0/{p}/")]
+    keys = [k for p in GLOBAL_PREFIXES for k in io.list_prefix(f"0/{p}/")]
     io.delete_many(keys)
     sources, kind = plan.sources, plan.sources[0].kind
     obj, chunk, fragment = [], [], []

@@ -23,7 +23,8 @@ from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry.graphs import write_graph, write_skeletons
 from zarr_vectors.geometry.meshes import write_mesh
 from zarr_vectors.geometry.object_append import continuing_ids
-from zarr_vectors.geometry.object_merge import merge_stores, open_source
+from zarr_vectors.geometry.object_merge import merge_stores
+from zarr_vectors.geometry.object_sources import open_source
 from zarr_vectors.geometry.polylines import write_polylines
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import remove_scratch, scratch_directory
