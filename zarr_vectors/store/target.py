@@ -20,7 +20,7 @@ from zarr.abc.store import Store
 from zarr.storage import LocalStore, ZipStore
 
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
-from zarr_vectors.store.io import StoreIO, StoreLike, json_bytes, local_path_of, resolve_store
+from zarr_vectors.store.io import StoreIO, StoreLike, json_bytes, local_destination, resolve_store
 
 __all__ = ["check_destination", "modify_target", "write_target"]
 
@@ -46,12 +46,11 @@ def write_target(store: StoreLike, *, overwrite: bool) -> Iterator[StoreIO]:
     StoreExistsError
         When the destination holds data and ``overwrite`` is false.
     """
-    if isinstance(store, str | os.PathLike) and "://" not in local_path_of(os.fspath(store)):
-        path = Path(local_path_of(os.fspath(store)))
-        if path.suffix != ".zip":
-            with _local_target(path, overwrite=overwrite) as io:
-                yield io
-            return
+    path = local_destination(store)
+    if path is not None and path.suffix != ".zip":
+        with _local_target(path, overwrite=overwrite) as io:
+            yield io
+        return
     with _in_place_target(resolve_store(store, mode="w"), overwrite=overwrite) as io:
         yield io
 
@@ -69,8 +68,8 @@ def check_destination(store: StoreLike, *, overwrite: bool) -> None:
     """
     if overwrite:
         return
-    if isinstance(store, str | os.PathLike) and "://" not in local_path_of(os.fspath(store)):
-        path = Path(local_path_of(os.fspath(store)))
+    path = local_destination(store)
+    if path is not None:
         if _occupied(path):
             raise StoreExistsError(
                 f"{path} already exists and is not empty; pass overwrite=True to replace it"
@@ -155,12 +154,11 @@ def modify_target(store: StoreLike, *, rewritten: str) -> Iterator[tuple[StoreIO
     InvalidInputError
         For a zip file, which cannot be changed in place.
     """
-    if isinstance(store, str | os.PathLike) and "://" not in local_path_of(os.fspath(store)):
-        path = Path(local_path_of(os.fspath(store)))
-        if path.suffix != ".zip":
-            with _local_modification(path, rewritten) as pair:
-                yield pair
-            return
+    path = local_destination(store)
+    if path is not None and path.suffix != ".zip":
+        with _local_modification(path, rewritten) as pair:
+            yield pair
+        return
     resolved = resolve_store(store, mode="w")
     if isinstance(resolved, ZipStore):
         raise InvalidInputError(
