@@ -19,6 +19,7 @@ RANKS = {
     "objects": 5,
     "validate": 5,
     "dataset": 6,
+    "converters": 6,
     "__init__": 7,
     "cli": 8,
     "_progress": 0,

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from zarr_vectors import errors
 from zarr_vectors._version import __version__
+from zarr_vectors.converters import convert
 from zarr_vectors.dataset import VectorStore, open
 from zarr_vectors.errors import (
     FormatError,
     InvalidInputError,
+    MissingDependencyError,
     NotAZarrVectorsStoreError,
     ObjectNotFoundError,
     StoreExistsError,
@@ -74,4 +76,6 @@ __all__ = [
     "UnsupportedVersionError",
     "FormatError",
     "ObjectNotFoundError",
+    "MissingDependencyError",
+    "convert",
 ]

@@ -1,4 +1,4 @@
-"""The ``zarr-vectors`` command: ``demo``, ``info`` and ``validate``.
+"""The ``zarr-vectors`` command: ``demo``, ``info``, ``validate`` and ``convert``.
 
 This is the only boundary where any failure is caught and turned into a message and an
 exit code (0 success or valid, 1 invalid store, 2 unreadable store or bad usage).
@@ -158,6 +158,45 @@ def _validate(args: argparse.Namespace) -> int:
     return code
 
 
+def _option(text: str) -> tuple[str, Any]:
+    """An argparse type: ``KEY=VALUE``, the value parsed as JSON when it is JSON, else text."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key, value
+
+
+def _shape(text: str) -> float | list[float]:
+    """An argparse type: one number for every axis, or one per axis separated by commas."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas: {text!r}") from exc
+    return values[0] if len(values) == 1 else values
+
+
+def _convert(args: argparse.Namespace) -> int:
+    options = dict(args.option or [])
+    if args.chunk_shape is not None:
+        options["chunk_shape"] = args.chunk_shape
+    if args.bin_shape is not None:
+        options["bin_shape"] = args.bin_shape
+    t0 = time.perf_counter()
+    out = zv.convert(args.src, args.dst, format=args.format, overwrite=args.overwrite, **options)
+    elapsed = time.perf_counter() - t0
+    if isinstance(out, zv.VectorStore):
+        count = out.object_count if out.is_object_store else out.vertex_count
+        what = "objects" if out.is_object_store else "vertices"
+        print(f"wrote {args.dst}: {out.geometry_type}, {count:,} {what} in {elapsed:.2f} s")
+    else:
+        print(f"wrote {out} in {elapsed:.2f} s")
+    return EXIT_OK
+
+
 def _positive_int(text: str) -> int:
     """An argparse type: an integer of at least 1."""
     try:
@@ -213,6 +252,31 @@ def _parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="machine-readable report on stdout, nothing else"
     )
     validate.set_defaults(run=_validate)
+    convert = sub.add_parser(
+        "convert",
+        help="convert a file (PLY, OBJ, STL, SWC, TRK, TCK, TRX, LAS, LAZ, CSV, Parquet) into "
+        "a store, or a store into a file",
+        description="Convert SRC into DST. When SRC is a file of a known format it is written "
+        "into a new store at DST; otherwise SRC is a store and DST the file to write. The "
+        "format comes from the file's suffix unless --format names it.",
+    )
+    convert.add_argument("src")
+    convert.add_argument("dst")
+    convert.add_argument("--format", help="format name (default: from the file's suffix)")
+    convert.add_argument("--overwrite", action="store_true", help="replace DST if it exists")
+    convert.add_argument(
+        "--chunk-shape", type=_shape, metavar="X[,Y,...]", help="import: chunk shape"
+    )
+    convert.add_argument("--bin-shape", type=_shape, metavar="X[,Y,...]", help="import: bin shape")
+    convert.add_argument(
+        "-o",
+        "--option",
+        type=_option,
+        action="append",
+        metavar="KEY=VALUE",
+        help="a format-specific option (VALUE is parsed as JSON when it is JSON)",
+    )
+    convert.set_defaults(run=_convert)
     return parser
 
 

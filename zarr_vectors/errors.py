@@ -21,6 +21,7 @@ __all__ = [
     "MetadataError",
     "CorruptChunkError",
     "ObjectNotFoundError",
+    "MissingDependencyError",
 ]
 
 
@@ -77,3 +78,7 @@ class ObjectNotFoundError(ZarrVectorsError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class MissingDependencyError(ZarrVectorsError, ImportError):
+    """An optional dependency a feature needs is not installed (the message names the extra)."""

@@ -1,0 +1,258 @@
+"""Import and export of the field's file formats (each through an optional extra).
+
+One function, :func:`convert`, moves data in either direction: from a file of a known
+format into a new store, or from a store out to a file. The format is taken from the
+file's suffix unless ``format=`` names it.
+
+=========  ==================  ============  ======================================
+format     suffixes            extra         kinds
+=========  ==================  ============  ======================================
+ply        .ply                ``mesh``      mesh
+obj        .obj                ``mesh``      mesh
+stl        .stl                ``mesh``      mesh
+swc        .swc                (none)        skeleton
+trk        .trk                ``tracts``    streamline
+tck        .tck                ``tracts``    streamline
+trx        .trx                ``tracts``    streamline
+las        .las, .laz          ``las``       point_cloud
+csv        .csv                ``tables``    point_cloud
+parquet    .parquet, .pq       ``tables``    point_cloud
+=========  ==================  ============  ======================================
+
+Every format module (``zarr_vectors.converters.<module>``) provides two functions::
+
+    import_file(fmt: str, src: Path, dst: StoreLike, *, overwrite: bool,
+                chunk_shape: Any, bin_shape: Any, **options) -> None
+    export_store(fmt: str, store: VectorStore, dst: Path, *, overwrite: bool,
+                 **options) -> None
+
+and imports its third-party library inside those functions through :func:`require`, so a
+missing extra is reported when the format is used, not when zarr_vectors is imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from zarr_vectors.dataset import VectorStore
+from zarr_vectors.dataset import open as open_store
+from zarr_vectors.errors import InvalidInputError, MissingDependencyError, StoreExistsError
+from zarr_vectors.store.io import StoreLike
+
+__all__ = ["FORMATS", "Format", "convert", "export_store", "format_of", "import_file", "require"]
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    """A file format zarr_vectors converts from and to.
+
+    Attributes
+    ----------
+    name
+        Short name, as given to ``format=`` and ``--format``.
+    suffixes
+        File suffixes (lower case, with the dot) that select it.
+    module
+        The module under ``zarr_vectors.converters`` that implements it.
+    extra
+        The optional-dependency extra that installs its library, or None.
+    kinds
+        The geometry types it holds.
+    """
+
+    name: str
+    suffixes: tuple[str, ...]
+    module: str
+    extra: str | None
+    kinds: tuple[str, ...]
+
+
+FORMATS: tuple[Format, ...] = (
+    Format("ply", (".ply",), "meshes", "mesh", ("mesh",)),
+    Format("obj", (".obj",), "meshes", "mesh", ("mesh",)),
+    Format("stl", (".stl",), "meshes", "mesh", ("mesh",)),
+    Format("swc", (".swc",), "swc", None, ("skeleton",)),
+    Format("trk", (".trk",), "tractograms", "tracts", ("streamline",)),
+    Format("tck", (".tck",), "tractograms", "tracts", ("streamline",)),
+    Format("trx", (".trx",), "tractograms", "tracts", ("streamline",)),
+    Format("las", (".las", ".laz"), "las", "las", ("point_cloud",)),
+    Format("csv", (".csv",), "tables", "tables", ("point_cloud",)),
+    Format("parquet", (".parquet", ".pq"), "tables", "tables", ("point_cloud",)),
+)
+"""Every supported format."""
+
+
+def require(module: str, *, extra: str | None, purpose: str) -> ModuleType:
+    """Import an optional dependency, or say which extra installs it.
+
+    Parameters
+    ----------
+    module
+        Module to import (``"nibabel"``).
+    extra
+        The zarr-vectors extra that installs it (``"tracts"``), or None.
+    purpose
+        What it is needed for, for the message (``"reading .trk files"``).
+
+    Raises
+    ------
+    MissingDependencyError
+        When the module cannot be imported.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        hint = f"pip install 'zarr-vectors[{extra}]'" if extra else f"pip install {module}"
+        raise MissingDependencyError(
+            f"{purpose} needs the {module.split('.')[0]} package: {hint}"
+        ) from exc
+
+
+def format_of(path: StoreLike, name: str | None = None) -> Format | None:
+    """The format named ``name``, or the one whose suffix ``path`` has (None if neither).
+
+    Raises
+    ------
+    InvalidInputError
+        When ``name`` is not a known format.
+    """
+    if name is not None:
+        for fmt in FORMATS:
+            if fmt.name == name.lower():
+                return fmt
+        known = ", ".join(f.name for f in FORMATS)
+        raise InvalidInputError(f"unknown format {name!r}; known formats: {known}")
+    if not isinstance(path, str | os.PathLike):
+        return None
+    suffix = Path(os.fspath(path)).suffix.lower()
+    return next((f for f in FORMATS if suffix in f.suffixes), None)
+
+
+def _module(fmt: Format) -> ModuleType:
+    return importlib.import_module(f"zarr_vectors.converters.{fmt.module}")
+
+
+def import_file(
+    src: str | os.PathLike[str],
+    dst: StoreLike,
+    *,
+    format: str | None = None,
+    overwrite: bool = False,
+    chunk_shape: Any = None,
+    bin_shape: Any = None,
+    **options: Any,
+) -> VectorStore:
+    """Write the geometry of the file ``src`` into a new store at ``dst``.
+
+    Parameters
+    ----------
+    src
+        The file to read.
+    dst
+        The store to write (a path or a zarr store).
+    format
+        Format name (see :data:`FORMATS`); default from the suffix of ``src``.
+    overwrite
+        Replace an existing store at ``dst``.
+    chunk_shape, bin_shape
+        As for the ``write_*`` functions (default: chosen from the data).
+    **options
+        Format-specific options (see the format's module).
+
+    Returns
+    -------
+    VectorStore
+        The new store, open for reading.
+    """
+    fmt = format_of(src, format)
+    if fmt is None:
+        raise InvalidInputError(f"cannot tell the format of {os.fspath(src)!r}; give format=")
+    path = Path(os.fspath(src))
+    if not path.is_file():
+        raise InvalidInputError(f"{path} is not a file")
+    _module(fmt).import_file(
+        fmt.name,
+        path,
+        dst,
+        overwrite=overwrite,
+        chunk_shape=chunk_shape,
+        bin_shape=bin_shape,
+        **options,
+    )
+    return open_store(dst)
+
+
+def export_store(
+    src: StoreLike | VectorStore,
+    dst: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    overwrite: bool = False,
+    **options: Any,
+) -> Path:
+    """Write the geometry of the store ``src`` into the file ``dst``.
+
+    Parameters
+    ----------
+    src
+        The store (a path, a zarr store or an open :class:`VectorStore`).
+    dst
+        The file to write.
+    format
+        Format name; default from the suffix of ``dst``.
+    overwrite
+        Replace an existing file at ``dst``.
+    **options
+        Format-specific options (see the format's module).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+    """
+    fmt = format_of(dst, format)
+    if fmt is None:
+        raise InvalidInputError(f"cannot tell the format of {os.fspath(dst)!r}; give format=")
+    store = src if isinstance(src, VectorStore) else open_store(src)
+    if store.geometry_type not in fmt.kinds:
+        raise InvalidInputError(
+            f"a {store.geometry_type} store cannot be written as {fmt.name} "
+            f"(it holds {', '.join(fmt.kinds)})"
+        )
+    path = Path(os.fspath(dst))
+    if path.exists() and not overwrite:
+        raise StoreExistsError(f"{path} exists; pass overwrite=True to replace it")
+    _module(fmt).export_store(fmt.name, store, path, overwrite=overwrite, **options)
+    return path
+
+
+def convert(
+    src: StoreLike | VectorStore,
+    dst: StoreLike,
+    *,
+    format: str | None = None,
+    **options: Any,
+) -> VectorStore | Path:
+    """Convert a file of a known format into a store, or a store into a file.
+
+    The direction follows the suffixes: when ``src`` is a file of a known format (or
+    ``format=`` is given and ``src`` is a file), it is imported into the store ``dst``;
+    otherwise ``src`` is a store and is exported to the file ``dst``.
+
+    Returns
+    -------
+    VectorStore or pathlib.Path
+        The new store (import) or the file written (export).
+    """
+    if isinstance(src, str | os.PathLike) and Path(os.fspath(src)).is_file():
+        known = format is not None or format_of(src) is not None
+        if known:
+            return import_file(src, dst, format=format, **options)
+    if not isinstance(dst, str | os.PathLike):
+        raise InvalidInputError("exporting needs a file path as the destination")
+    return export_store(src, dst, format=format, **options)
