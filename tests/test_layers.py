@@ -23,6 +23,7 @@ RANKS = {
     "__init__": 7,
     "cli": 8,
     "_progress": 0,
+    "_optional": 0,
 }
 MODULES = sorted(PACKAGE.rglob("*.py"))
 

@@ -39,9 +39,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from zarr_vectors._optional import require
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.dataset import open as open_store
-from zarr_vectors.errors import InvalidInputError, MissingDependencyError, StoreExistsError
+from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.store.io import StoreLike
 
 __all__ = ["FORMATS", "Format", "convert", "export_store", "format_of", "import_file", "require"]
@@ -85,32 +86,6 @@ FORMATS: tuple[Format, ...] = (
     Format("parquet", (".parquet", ".pq"), "tables", "tables", ("point_cloud",)),
 )
 """Every supported format."""
-
-
-def require(module: str, *, extra: str | None, purpose: str) -> ModuleType:
-    """Import an optional dependency, or say which extra installs it.
-
-    Parameters
-    ----------
-    module
-        Module to import (``"nibabel"``).
-    extra
-        The zarr-vectors extra that installs it (``"tracts"``), or None.
-    purpose
-        What it is needed for, for the message (``"reading .trk files"``).
-
-    Raises
-    ------
-    MissingDependencyError
-        When the module cannot be imported.
-    """
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        hint = f"pip install 'zarr-vectors[{extra}]'" if extra else f"pip install {module}"
-        raise MissingDependencyError(
-            f"{purpose} needs the {module.split('.')[0]} package: {hint}"
-        ) from exc
 
 
 def format_of(path: StoreLike, name: str | None = None) -> Format | None:
