@@ -26,3 +26,17 @@ def test_example_runs(script: Path, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip()
+
+
+def _between(text: str, begin: str, end: str) -> str:
+    return text.split(begin, 1)[1].split(end, 1)[0].strip()
+
+
+def test_readme_quick_start_is_an_example() -> None:
+    """The README's "Use" code block is examples/quickstart.py, which the tests run."""
+    root = Path(__file__).parent.parent
+    readme = (root / "README.md").read_text()
+    shown = _between(readme.split("## Use", 1)[1], "```python", "```")
+    example = (root / "examples" / "quickstart.py").read_text()
+    ran = _between(example, "# README quick start: begin", "# README quick start: end")
+    assert shown == ran
