@@ -149,3 +149,66 @@ def test_layout_round_trips_through_metadata() -> None:
     doc = json.loads(row_array_metadata((3, 4), LAYOUTS[0], {}))
     doc["codecs"] = [{"name": "bytes", "configuration": {"endian": "little"}}]
     assert RowLayout.from_array_metadata(doc, 2, "x") is None
+
+
+# -- several spatial chunks per shard (spec §9.0.1) ---------------------------------------
+SHARDED = RowLayout(np.dtype(np.float32), (3,), 4, 12, BLOSC, shard_chunks=(2, 3))
+
+
+def _shard_of_chunks(
+    layout: RowLayout, chunks: dict[tuple[int, int], np.ndarray]
+) -> dict[str, bytes]:
+    """Shard key -> bytes for the given occupied chunks, grouped by shard."""
+    by_shard: dict[tuple[int, ...], list[tuple[int, list[bytes]]]] = {}
+    for chunk, rows in sorted(chunks.items()):
+        shard = tuple(int(s) for s in layout.shard_of(chunk))
+        by_shard.setdefault(shard, []).append(
+            (layout.local_chunk(chunk), layout.encode_blocks(rows))
+        )
+    return {_key(layout, shard): layout.assemble_shard(parts) for shard, parts in by_shard.items()}
+
+
+def _sharded_rows() -> dict[tuple[int, int], np.ndarray]:
+    rng = np.random.default_rng(3)
+    sizes = {(0, 0): 5, (1, 2): 12, (0, 4): 1, (3, 5): 7, (2, 1): 4}
+    return {c: rng.random((n, 3)).astype(np.float32) for c, n in sizes.items()}
+
+
+def test_zarr_reads_our_multi_chunk_shards() -> None:
+    store, io = _store_with(SHARDED, (4, 6))
+    chunks = _sharded_rows()
+    io.set_many(list(_shard_of_chunks(SHARDED, chunks).items()))
+    assert len(io.list_prefix("a/c/")) == 4  # 5 chunks in 4 shards of 2 x 3 chunks
+    arr = zarr.open_array(store, path="a", mode="r")
+    assert arr.shards == (2, 3, 12, 3)
+    for i in range(4):
+        for j in range(6):
+            rows = chunks.get((i, j), np.empty((0, 3), np.float32))
+            np.testing.assert_array_equal(arr[i, j, : len(rows)], rows)
+            assert not np.any(arr[i, j, len(rows) :])
+
+
+def test_we_read_zarr_written_multi_chunk_shards() -> None:
+    store, io = _store_with(SHARDED, (4, 6))
+    chunks = _sharded_rows()
+    arr = zarr.open_array(store, path="a", mode="r+")
+    for (i, j), rows in chunks.items():
+        arr[i, j, : len(rows)] = rows
+    for chunk, rows in chunks.items():
+        key = _key(SHARDED, tuple(int(s) for s in SHARDED.shard_of(chunk)))
+        raw = io.get(key)
+        assert raw is not None
+        entries = SHARDED.chunk_entries(SHARDED.decode_index(raw, key), chunk)
+        stored = -(-len(rows) // SHARDED.rows_per_block)
+        assert np.all(entries[stored:] == np.uint64(2**64 - 1))
+        start, end = SHARDED.block_span(entries, 0, stored, key)
+        out = np.empty_like(rows)
+        SHARDED.decode_rows_into(raw[start:end], entries, start, (0, len(rows)), out, key)
+        np.testing.assert_array_equal(out, rows)
+
+
+def test_multi_chunk_layout_round_trips_through_metadata() -> None:
+    meta = json.loads(row_array_metadata((4, 6), SHARDED, {"zv_array": "test"}))
+    assert RowLayout.from_array_metadata(meta, 2, "a") == SHARDED
+    assert SHARDED.index_nbytes == 16 * 6 * 3 + 4
+    assert [SHARDED.local_chunk(c) for c in [(0, 0), (0, 2), (1, 0), (3, 5)]] == [0, 2, 3, 5]

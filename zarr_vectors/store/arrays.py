@@ -77,11 +77,12 @@ def row_array_metadata(
         The JSON document.
     """
     ones = (1,) * len(grid_shape)
+    per_shard = layout.shard_chunks or ones
     return _metadata_bytes(
         shape=(*grid_shape, layout.n_max, *layout.row_shape),
         dtype=layout.dtype,
         chunks=(*ones, layout.rows_per_block, *layout.row_shape),
-        shards=(*ones, layout.n_max, *layout.row_shape),
+        shards=(*per_shard, layout.n_max, *layout.row_shape),
         compressors=_compressors(layout.blosc),
         fill_value=layout.fill,
         attributes=attributes,

@@ -57,6 +57,9 @@ class RowLayout:
         for uncompressed row blocks.
     fill
         The array's fill value, written into the unused rows of the last row block.
+    shard_chunks
+        Spatial chunks per shard along each axis (spec §9.0.1, format 1.1); empty (the
+        default) for one shard per spatial chunk.
     """
 
     dtype: np.dtype[Any]
@@ -65,6 +68,7 @@ class RowLayout:
     n_max: int
     blosc: dict[str, Any] | None
     fill: int = 0
+    shard_chunks: tuple[int, ...] = ()
 
     @property
     def n_blocks(self) -> int:
@@ -77,9 +81,35 @@ class RowLayout:
         return self.dtype.itemsize * math.prod(self.row_shape)
 
     @property
+    def chunks_per_shard(self) -> int:
+        """Spatial chunks one shard holds (1 unless :attr:`shard_chunks` is set)."""
+        return math.prod(self.shard_chunks) if self.shard_chunks else 1
+
+    @property
     def index_nbytes(self) -> int:
         """Bytes of the shard index at the end of every shard (with its CRC32C)."""
-        return 16 * self.n_blocks + _CRC_BYTES
+        return 16 * self.n_blocks * self.chunks_per_shard + _CRC_BYTES
+
+    def shard_of(self, chunk: np.ndarray | Sequence[int]) -> np.ndarray:
+        """Index of the shard holding spatial chunk ``chunk`` (grid index)."""
+        g = np.asarray(chunk, dtype=np.int64)
+        return g if not self.shard_chunks else g // np.asarray(self.shard_chunks)
+
+    def local_chunk(self, chunk: np.ndarray | Sequence[int]) -> int:
+        """Position (C order) of spatial chunk ``chunk`` among the chunks of its shard."""
+        if not self.shard_chunks:
+            return 0
+        within = np.asarray(chunk, dtype=np.int64) % np.asarray(self.shard_chunks)
+        return int(np.ravel_multi_index(tuple(within), self.shard_chunks))
+
+    def chunk_entries(self, index: np.ndarray, chunk: np.ndarray | Sequence[int]) -> np.ndarray:
+        """The ``(n_blocks, 2)`` index entries of spatial chunk ``chunk`` in its shard's index.
+
+        Entries hold offsets into the whole shard, so every method taking an index works
+        on them unchanged.
+        """
+        first = self.local_chunk(chunk) * self.n_blocks
+        return index[first : first + self.n_blocks]
 
     def _codec(self) -> Blosc | None:
         if self.blosc is None:
@@ -87,7 +117,7 @@ class RowLayout:
         return _blosc_codec(self.blosc["cname"], self.blosc["clevel"], self.blosc["shuffle"])
 
     def encode_shard(self, rows: np.ndarray) -> bytes:
-        """Encode rows ``[0, n)`` of one spatial chunk as shard bytes.
+        """Encode rows ``[0, n)`` of one spatial chunk as shard bytes (one chunk per shard).
 
         Parameters
         ----------
@@ -101,25 +131,56 @@ class RowLayout:
             shard index (``uint64`` offset and length per block, ``2**64-1`` for blocks
             not stored) and its little-endian CRC32C.
         """
+        if self.chunks_per_shard != 1:
+            raise ValueError("encode_shard is for one chunk per shard; use assemble_shard")
+        return self.assemble_shard([(0, self.encode_blocks(rows))])
+
+    def encode_blocks(self, rows: np.ndarray) -> list[bytes]:
+        """Encode rows ``[0, n)`` of one spatial chunk as its stored row blocks.
+
+        Each block is ``R`` rows (the last padded with the fill value), compressed when
+        the layout has a codec, followed by its CRC32C.
+        """
         n = rows.shape[0]
         r = self.rows_per_block
         data = np.ascontiguousarray(rows, dtype=self.dtype.newbyteorder("<"))
         codec = self._codec()
-        index = np.full((self.n_blocks, 2), _MISSING, dtype="<u8")
-        parts: list[bytes] = []
-        offset = 0
+        blocks: list[bytes] = []
         for b in range(-(-n // r)):
             block = data[b * r : (b + 1) * r]
             if block.shape[0] < r:
                 block = _pad_rows(block, r, self.fill)
             encoded = block.tobytes() if codec is None else bytes(codec.encode(block))
-            encoded += google_crc32c.value(encoded).to_bytes(_CRC_BYTES, "little")
-            parts.append(encoded)
-            index[b] = (offset, len(encoded))
-            offset += len(encoded)
+            blocks.append(encoded + google_crc32c.value(encoded).to_bytes(_CRC_BYTES, "little"))
+        return blocks
+
+    def assemble_shard(self, chunks: Sequence[tuple[int, list[bytes]]]) -> bytes:
+        """Shard bytes from the encoded row blocks of the spatial chunks it holds.
+
+        Parameters
+        ----------
+        chunks
+            ``(local chunk position, blocks)`` per occupied chunk of the shard (see
+            :meth:`local_chunk`, :meth:`encode_blocks`); blocks are stored in this order,
+            and every block not given is marked missing in the index.
+
+        Returns
+        -------
+        bytes
+            The row blocks back to back, then the index (``uint64`` offset and length per
+            (chunk, block) in C order, ``2**64-1`` for blocks not stored) and its CRC32C.
+        """
+        index = np.full((self.chunks_per_shard * self.n_blocks, 2), _MISSING, dtype="<u8")
+        parts: list[bytes] = []
+        offset = 0
+        for local, blocks in chunks:
+            for b, encoded in enumerate(blocks):
+                parts.append(encoded)
+                index[local * self.n_blocks + b] = (offset, len(encoded))
+                offset += len(encoded)
         index_bytes = index.tobytes()
         parts.append(index_bytes)
-        parts.append(google_crc32c.value(index_bytes).to_bytes(4, "little"))
+        parts.append(google_crc32c.value(index_bytes).to_bytes(_CRC_BYTES, "little"))
         return b"".join(parts)
 
     def decode_index(self, tail: bytes, where: str) -> np.ndarray:
@@ -135,7 +196,9 @@ class RowLayout:
         Returns
         -------
         numpy.ndarray
-            ``(n_blocks, 2)`` uint64 array of (offset, nbytes); missing blocks hold 2**64-1.
+            ``(chunks_per_shard * n_blocks, 2)`` uint64 array of (offset, nbytes) per (chunk,
+            block) in C order; missing blocks hold 2**64-1. With one chunk per shard these
+            are the chunk's entries; otherwise take them with :meth:`chunk_entries`.
         """
         if len(tail) < self.index_nbytes:
             raise CorruptChunkError(
@@ -146,7 +209,7 @@ class RowLayout:
         body, crc = raw[:-_CRC_BYTES], raw[-_CRC_BYTES:]
         if google_crc32c.value(body) != int.from_bytes(crc, "little"):
             raise CorruptChunkError(f"{where}: shard index checksum mismatch")
-        return np.frombuffer(body, dtype="<u8").reshape(self.n_blocks, 2)
+        return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
 
     def reindex_shard(self, shard: bytes, to: RowLayout, where: str) -> bytes:
         """The same shard for a layout with another ``N_max`` (its index resized).
@@ -168,6 +231,8 @@ class RowLayout:
         CorruptChunkError
             When the index does not decode or holds blocks beyond ``to``'s row count.
         """
+        if self.chunks_per_shard != 1 or to.chunks_per_shard != 1:
+            raise ValueError("reindex_shard is for one chunk per shard")
         if to.n_blocks == self.n_blocks:
             return shard
         index = self.decode_index(shard, where)
@@ -353,12 +418,16 @@ class RowLayout:
         inner = [int(s) for s in conf["chunk_shape"]]
         if inner[grid_ndim + 1 :] != shard_shape[grid_ndim + 1 :]:
             return None
+        if inner[:grid_ndim] != [1] * grid_ndim:
+            return None
         blosc = None
         if names == ["bytes", "blosc", "crc32c"]:
             bconf = conf["codecs"][1]["configuration"]
             blosc = {k: bconf[k] for k in ("cname", "clevel", "shuffle")}
         fill = meta.get("fill_value", 0)
+        per_axis = tuple(shard_shape[:grid_ndim])
         return cls(
+            shard_chunks=per_axis if any(s != 1 for s in per_axis) else (),
             fill=int(fill) if isinstance(fill, int | float) and not isinstance(fill, bool) else 0,
             dtype=dtype,
             row_shape=tuple(shard_shape[grid_ndim + 1 :]),
