@@ -8,15 +8,15 @@ file's suffix unless ``format=`` names it.
 format     suffixes            extra         kinds
 =========  ==================  ============  ======================================
 ply        .ply                ``mesh``      mesh
-obj        .obj                ``mesh``      mesh
+obj        .obj                (none)        mesh
 stl        .stl                ``mesh``      mesh
 swc        .swc                (none)        skeleton
 trk        .trk                ``tracts``    streamline
 tck        .tck                ``tracts``    streamline
 trx        .trx                ``tracts``    streamline
 las        .las, .laz          ``las``       point_cloud
-csv        .csv                ``tables``    point_cloud
-parquet    .parquet, .pq       ``tables``    point_cloud
+csv        .csv                ``tables``    point_cloud (export: every kind's vertices)
+parquet    .parquet, .pq       ``tables``    point_cloud (export: every kind's vertices)
 =========  ==================  ============  ======================================
 
 Every format module (``zarr_vectors.converters.<module>``) provides two functions::
@@ -43,6 +43,7 @@ from zarr_vectors._optional import require
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.dataset import open as open_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
+from zarr_vectors.format.names import GEOMETRY_TYPES
 from zarr_vectors.store.io import StoreLike
 
 __all__ = ["FORMATS", "Format", "convert", "export_store", "format_of", "import_file", "require"]
@@ -75,15 +76,15 @@ class Format:
 
 FORMATS: tuple[Format, ...] = (
     Format("ply", (".ply",), "meshes", "mesh", ("mesh",)),
-    Format("obj", (".obj",), "meshes", "mesh", ("mesh",)),
+    Format("obj", (".obj",), "meshes", None, ("mesh",)),
     Format("stl", (".stl",), "meshes", "mesh", ("mesh",)),
     Format("swc", (".swc",), "swc", None, ("skeleton",)),
     Format("trk", (".trk",), "tractograms", "tracts", ("streamline",)),
     Format("tck", (".tck",), "tractograms", "tracts", ("streamline",)),
     Format("trx", (".trx",), "tractograms", "tracts", ("streamline",)),
     Format("las", (".las", ".laz"), "las", "las", ("point_cloud",)),
-    Format("csv", (".csv",), "tables", "tables", ("point_cloud",)),
-    Format("parquet", (".parquet", ".pq"), "tables", "tables", ("point_cloud",)),
+    Format("csv", (".csv",), "tables", "tables", GEOMETRY_TYPES),
+    Format("parquet", (".parquet", ".pq"), "tables", "tables", GEOMETRY_TYPES),
 )
 """Every supported format."""
 

@@ -195,6 +195,8 @@ def root_metadata(
     units_t = (units,) * ndim if isinstance(units, str) else tuple(units)
     if len(names) != ndim or len(units_t) != ndim:
         raise InvalidInputError(f"axis_names and axis_units need {ndim} entries")
+    if options.custom_metadata is not None:
+        extra = {**(extra or {}), "custom_metadata": options.custom_metadata}
     return RootMetadata(
         geometry_type=kind,
         chunk_shape=tuple(float(c) for c in grid.chunk_shape),

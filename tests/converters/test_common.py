@@ -1,0 +1,130 @@
+"""Helpers shared by the format modules (zarr_vectors.converters._common)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import zarr_vectors as zv
+from zarr_vectors.converters._common import (
+    atomic_output,
+    check_options,
+    join_columns,
+    safe_name,
+    split_columns,
+    text_of,
+)
+from zarr_vectors.format.names import is_valid_name
+
+
+def test_split_then_join_gives_the_columns_back() -> None:
+    columns = {
+        "a": np.arange(4),
+        "vec": np.arange(12, dtype=np.float32).reshape(4, 3),
+        "pair": np.ones((4, 2), bool),
+    }
+    split = split_columns(columns)
+    assert list(split) == ["a", "vec_0", "vec_1", "vec_2", "pair_0", "pair_1"]
+    np.testing.assert_array_equal(split["vec_1"], [1, 4, 7, 10])
+    joined = join_columns(split)
+    assert list(joined) == list(columns)
+    for name, values in columns.items():
+        assert joined[name].dtype == values.dtype
+        np.testing.assert_array_equal(joined[name], values)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["a_0", "a_2"],  # not a complete run
+        ["a_1", "a_2"],  # does not start at 0
+        ["a_0"],  # a single column
+        ["a", "a_0", "a_1"],  # the base name is a column itself
+        ["a_0", "a_01"],  # a leading zero is not a number of the run
+    ],
+)
+def test_join_leaves_other_names_alone(names: list[str]) -> None:
+    columns = {name: np.arange(3) for name in names}
+    assert list(join_columns(columns)) == names
+
+
+def test_join_needs_one_dtype() -> None:
+    columns = {"a_0": np.arange(3), "a_1": np.arange(3.0)}
+    assert list(join_columns(columns)) == ["a_0", "a_1"]
+
+
+def test_split_refuses_a_name_taken_twice() -> None:
+    with pytest.raises(zv.InvalidInputError, match="'v_0'"):
+        split_columns({"v_0": np.arange(2), "v": np.zeros((2, 2))})
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("intensity", "intensity"),
+        ("Refl dB", "Refl_dB"),
+        ("scalar-Intensity", "scalar_Intensity"),
+        ("1st", "_1st"),
+        ("class", "class_"),
+        ("zv_x", "_zv_x"),
+        ("", "_"),
+        ("été", "_t_"),
+    ],
+)
+def test_safe_name(raw: str, expected: str) -> None:
+    assert safe_name(raw) == expected
+    assert is_valid_name(expected)
+
+
+@given(st.text(max_size=12))
+@settings(max_examples=50, deadline=None)
+def test_safe_name_always_gives_a_valid_name(raw: str) -> None:
+    assert is_valid_name(safe_name(raw))
+
+
+def test_atomic_output_replaces_only_on_success(tmp_path: Path) -> None:
+    target = tmp_path / "out.ply"
+    target.write_text("old")
+    seen: list[Path] = []
+
+    def fail_halfway() -> None:
+        with atomic_output(target) as tmp:
+            seen.append(tmp)
+            tmp.write_text("half")
+            raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        fail_halfway()
+    assert seen[0].parent == tmp_path
+    assert seen[0].suffix == ".ply"
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.ply"]
+    with atomic_output(target) as tmp:
+        tmp.write_text("new")
+    assert target.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.ply"]
+
+
+def test_check_options_names_the_unknown_and_the_known() -> None:
+    check_options("ply", {"ids": [1]}, ("ids", "encoding"))
+    with pytest.raises(
+        zv.InvalidInputError, match=r"unknown option\(s\) b, c for ply; its options: a"
+    ):
+        check_options("ply", {"a": 1, "c": 2, "b": 3}, ("a",))
+
+
+@given(
+    f64=hnp.arrays(np.float64, 20, elements=st.floats(allow_nan=False)),
+    f32=hnp.arrays(np.float32, 20, elements=st.floats(allow_nan=False, width=32)),
+)
+@settings(max_examples=30, deadline=None)
+def test_text_of_reads_back_exactly(f64: np.ndarray, f32: np.ndarray) -> None:
+    np.testing.assert_array_equal(np.array([float(t) for t in text_of(f64)]), f64)
+    np.testing.assert_array_equal(np.array([float(t) for t in text_of(f32)], np.float32), f32)
+    assert list(text_of(np.array([True, False]))) == ["1", "0"]
+    assert list(text_of(np.array([-3, 7], np.int16))) == ["-3", "7"]

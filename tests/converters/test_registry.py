@@ -1,0 +1,188 @@
+"""The format registry and the convert entry points (zarr_vectors.converters)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from zarr.storage import MemoryStore
+
+import zarr_vectors as zv
+from zarr_vectors.converters import FORMATS, export_store, format_of, import_file
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("mesh.ply", "ply"),
+        ("MESH.OBJ", "obj"),
+        ("part.stl", "stl"),
+        ("neuron.swc", "swc"),
+        ("tracts.trk", "trk"),
+        ("tracts.tck", "tck"),
+        ("tracts.trx", "trx"),
+        ("survey.las", "las"),
+        ("survey.LAZ", "las"),
+        ("cells.csv", "csv"),
+        ("cells.parquet", "parquet"),
+        ("cells.pq", "parquet"),
+    ],
+)
+def test_format_of_a_suffix(name: str, expected: str) -> None:
+    fmt = format_of(Path("/data") / name)
+    assert fmt is not None
+    assert fmt.name == expected
+    assert format_of(str(Path("/data") / name)) == fmt
+
+
+def test_format_of_a_name_wins_over_the_suffix() -> None:
+    fmt = format_of("cells.txt", "CSV")
+    assert fmt is not None
+    assert fmt.name == "csv"
+    assert format_of("cells.txt") is None
+    assert format_of("store.zarrvectors") is None
+    assert format_of(MemoryStore()) is None
+
+
+def test_unknown_format_name_lists_the_known_ones() -> None:
+    with pytest.raises(zv.InvalidInputError, match=r"unknown format 'vtk'.*ply, obj, stl, swc"):
+        format_of("a.vtk", "vtk")
+
+
+def test_every_format_module_has_both_functions() -> None:
+    names = [f.name for f in FORMATS]
+    assert len(names) == len(set(names))
+    suffixes = [s for f in FORMATS for s in f.suffixes]
+    assert len(suffixes) == len(set(suffixes))
+    for fmt in FORMATS:
+        module = importlib.import_module(f"zarr_vectors.converters.{fmt.module}")
+        assert callable(module.import_file), fmt.name
+        assert callable(module.export_store), fmt.name
+
+
+def _points(path: Path) -> Path:
+    zv.write_points(path, np.arange(12.0).reshape(4, 3), attributes={"a": np.arange(4)})
+    return path
+
+
+def test_convert_goes_both_ways(tmp_path: Path) -> None:
+    out = zv.convert(_points(tmp_path / "p.zv"), tmp_path / "p.parquet")
+    assert out == tmp_path / "p.parquet"
+    back = zv.convert(str(out), tmp_path / "q.zv")
+    assert isinstance(back, zv.VectorStore)
+    assert back.vertex_count == 4
+    store = zv.open(tmp_path / "q.zv")
+    assert isinstance(zv.convert(store, tmp_path / "r.csv"), Path)
+
+
+def test_import_into_a_zarr_store(tmp_path: Path) -> None:
+    zv.convert(_points(tmp_path / "p.zv"), tmp_path / "p.csv")
+    memory = MemoryStore()
+    store = zv.convert(tmp_path / "p.csv", memory)
+    assert isinstance(store, zv.VectorStore)
+    assert store.vertex_count == 4
+
+
+def test_an_unknown_suffix_needs_a_format(tmp_path: Path) -> None:
+    zv.convert(_points(tmp_path / "p.zv"), tmp_path / "p.csv")
+    (tmp_path / "p.csv").rename(tmp_path / "p.txt")
+    with pytest.raises(zv.InvalidInputError, match="cannot tell the format"):
+        import_file(tmp_path / "p.txt", tmp_path / "q.zv")
+    store = zv.convert(tmp_path / "p.txt", tmp_path / "q.zv", format="csv")
+    assert isinstance(store, zv.VectorStore)
+    with pytest.raises(zv.InvalidInputError, match="cannot tell the format"):
+        export_store(tmp_path / "q.zv", tmp_path / "out.txt")
+
+
+def test_import_of_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(zv.InvalidInputError, match="is not a file"):
+        import_file(tmp_path / "missing.ply", tmp_path / "m.zv")
+
+
+def test_export_needs_a_file_path(tmp_path: Path) -> None:
+    with pytest.raises(zv.InvalidInputError, match="needs a file path"):
+        zv.convert(_points(tmp_path / "p.zv"), MemoryStore())
+
+
+def test_export_of_a_kind_the_format_cannot_hold(tmp_path: Path) -> None:
+    with pytest.raises(zv.InvalidInputError, match="point_cloud store cannot be written as ply"):
+        zv.convert(_points(tmp_path / "p.zv"), tmp_path / "p.ply")
+    zv.write_skeletons(tmp_path / "s.zv", [[0, 0, 0], [1, 0, 0.0]], parents=[-1, 0])
+    with pytest.raises(zv.InvalidInputError, match="skeleton store cannot be written as las"):
+        zv.convert(tmp_path / "s.zv", tmp_path / "s.las")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.zv", "s.zv"]
+
+
+def test_an_existing_destination_needs_overwrite(tmp_path: Path) -> None:
+    _points(tmp_path / "p.zv")
+    (tmp_path / "p.csv").write_text("keep me\n")
+    with pytest.raises(zv.StoreExistsError, match="overwrite"):
+        zv.convert(tmp_path / "p.zv", tmp_path / "p.csv")
+    assert (tmp_path / "p.csv").read_text() == "keep me\n"
+    zv.convert(tmp_path / "p.zv", tmp_path / "p.csv", overwrite=True)
+    assert (tmp_path / "p.csv").read_text().startswith('"x","y","z"')
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "p.zv").rglob("*"))
+    with pytest.raises(zv.StoreExistsError):
+        zv.convert(tmp_path / "p.csv", tmp_path / "p.zv")
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "p.zv").rglob("*")) == before
+    store = zv.convert(tmp_path / "p.csv", tmp_path / "p.zv", overwrite=True)
+    assert isinstance(store, zv.VectorStore)
+    assert store.attribute_names == ["a"]
+
+
+def _hide(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
+    """Make ``import module`` fail as when the package is not installed."""
+    monkeypatch.setitem(sys.modules, module, None)
+
+
+@pytest.mark.parametrize(
+    ("module", "suffix", "extra"),
+    [
+        ("plyfile", ".ply", "mesh"),
+        ("trimesh", ".stl", "mesh"),
+        ("laspy", ".las", "las"),
+        ("lazrs", ".laz", "las"),
+        ("pyarrow", ".csv", "tables"),
+        ("pyarrow", ".parquet", "tables"),
+    ],
+)
+def test_a_missing_library_names_its_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, suffix: str, extra: str
+) -> None:
+    kind = "mesh" if extra == "mesh" else "points"
+    if kind == "mesh":
+        zv.write_mesh(tmp_path / "s.zv", np.eye(3), [[0, 1, 2]])
+    else:
+        _points(tmp_path / "s.zv")
+    (tmp_path / f"in{suffix}").write_bytes(b"not read")
+    _hide(monkeypatch, module)
+    for run in (
+        lambda: zv.convert(tmp_path / "s.zv", tmp_path / f"out{suffix}"),
+        lambda: zv.convert(tmp_path / f"in{suffix}", tmp_path / "new.zv"),
+    ):
+        with pytest.raises(
+            zv.MissingDependencyError, match=rf"pip install 'zarr-vectors\[{extra}\]'"
+        ):
+            run()
+    assert not (tmp_path / f"out{suffix}").exists()
+    assert not (tmp_path / "new.zv").exists()
+
+
+def test_missing_dependency_is_an_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "plyfile")
+    with pytest.raises(ImportError, match="reading PLY meshes needs the plyfile package"):
+        zv.convert(Path(__file__), "x.zv", format="ply")
+
+
+def test_swc_and_obj_need_no_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for module in ("plyfile", "trimesh", "laspy", "pyarrow"):
+        _hide(monkeypatch, module)
+    (tmp_path / "n.swc").write_text("1 1 0 0 0 1 -1\n2 3 1 0 0 1 1\n")
+    assert isinstance(zv.convert(tmp_path / "n.swc", tmp_path / "n.zv"), zv.VectorStore)
+    (tmp_path / "m.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    assert isinstance(zv.convert(tmp_path / "m.obj", tmp_path / "m.zv"), zv.VectorStore)
+    zv.convert(tmp_path / "m.zv", tmp_path / "out.obj")
+    assert "f 1 2 3" in (tmp_path / "out.obj").read_text()

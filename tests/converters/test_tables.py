@@ -1,0 +1,233 @@
+"""CSV and Parquet tables ↔ point clouds (zarr_vectors.converters.tables)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import zarr_vectors as zv
+
+_names = (f"t{k}" for k in itertools.count())
+
+
+def _cloud(path: Path, n: int = 300) -> dict[str, np.ndarray]:
+    """A point cloud with one attribute of every kind; returns what was written."""
+    rng = np.random.default_rng(7)
+    data = {
+        "positions": rng.uniform(-50, 50, (n, 3)).astype(np.float32),
+        "idx": np.arange(n, dtype=np.int64),
+        "i8": rng.integers(-128, 128, n).astype(np.int8),
+        "u16": rng.integers(0, 65535, n).astype(np.uint16),
+        "f32": rng.normal(0, 1e6, n).astype(np.float32),
+        "f64": rng.normal(0, 1, n) * 10.0 ** rng.integers(-200, 200, n),
+        "flag": rng.random(n) < 0.5,
+        "vec": rng.normal(0, 1, (n, 3)).astype(np.float32),
+        "ids": rng.integers(-5, 5, n).astype(np.int32),
+    }
+    attributes = {k: v for k, v in data.items() if k not in ("positions", "ids")}
+    zv.write_points(
+        path, data["positions"], chunk_shape=25.0, attributes=attributes, object_ids=data["ids"]
+    )
+    return data
+
+
+def _check_same_cloud(data: dict[str, np.ndarray], store: zv.VectorStore) -> None:
+    found = store.read()
+    order = np.argsort(found.attributes["idx"])
+    np.testing.assert_array_equal(found.positions[order], data["positions"])
+    assert found.positions.dtype == data["positions"].dtype
+    for name in ("idx", "i8", "u16", "f32", "f64", "flag", "vec"):
+        got = found.attributes[name][order]
+        assert got.dtype == data[name].dtype, name
+        np.testing.assert_array_equal(got, data[name], err_msg=name)
+    assert found.vertex_object_ids is not None
+    np.testing.assert_array_equal(found.vertex_object_ids[order], data["ids"])
+
+
+def test_parquet_round_trip_is_exact_with_dtypes(tmp_path: Path) -> None:
+    data = _cloud(tmp_path / "a.zv")
+    out = zv.convert(tmp_path / "a.zv", tmp_path / "a.parquet")
+    assert out == tmp_path / "a.parquet"
+    back = zv.convert(tmp_path / "a.parquet", tmp_path / "b.zv")
+    assert isinstance(back, zv.VectorStore)
+    assert back.axis_names == ("x", "y", "z")
+    _check_same_cloud(data, back)
+
+
+def test_parquet_file_has_one_column_per_axis_and_component(tmp_path: Path) -> None:
+    data = _cloud(tmp_path / "a.zv", n=50)
+    zv.convert(tmp_path / "a.zv", tmp_path / "a.pq", compression="none")
+    table = pq.read_table(tmp_path / "a.pq")
+    assert table.column_names == [
+        "x", "y", "z", "f32", "f64", "flag", "i8", "idx", "u16", "vec_0", "vec_1", "vec_2",
+        "object_id",
+    ]  # fmt: skip
+    order = np.argsort(table.column("idx").to_numpy())
+    np.testing.assert_array_equal(table.column("y").to_numpy()[order], data["positions"][:, 1])
+    np.testing.assert_array_equal(table.column("vec_2").to_numpy()[order], data["vec"][:, 2])
+    assert table.schema.field("u16").type == pa.uint16()
+    np.testing.assert_array_equal(table.column("object_id").to_numpy()[order], data["ids"])
+
+
+def test_csv_round_trip_is_exact_given_the_dtypes(tmp_path: Path) -> None:
+    data = _cloud(tmp_path / "a.zv")
+    zv.convert(tmp_path / "a.zv", tmp_path / "a.csv")
+    dtypes = dict.fromkeys(("x", "y", "z", "f32", "vec_0", "vec_1", "vec_2"), "float32")
+    dtypes |= {"i8": "int8", "u16": "uint16", "object_id": "int32"}
+    back = zv.convert(tmp_path / "a.csv", tmp_path / "b.zv", dtypes=dtypes)
+    assert isinstance(back, zv.VectorStore)
+    _check_same_cloud(data, back)
+
+
+def test_csv_without_dtypes_keeps_values(tmp_path: Path) -> None:
+    data = _cloud(tmp_path / "a.zv", n=100)
+    zv.convert(tmp_path / "a.zv", tmp_path / "a.csv")
+    back = zv.convert(tmp_path / "a.csv", tmp_path / "b.zv")
+    assert isinstance(back, zv.VectorStore)
+    found = back.read()
+    order = np.argsort(found.attributes["idx"])
+    assert found.attributes["f32"].dtype == np.float64  # CSV carries no type
+    np.testing.assert_array_equal(found.attributes["f32"][order].astype(np.float32), data["f32"])
+    np.testing.assert_array_equal(found.attributes["f64"][order], data["f64"])
+    np.testing.assert_array_equal(found.attributes["u16"][order], data["u16"])
+    np.testing.assert_array_equal(found.positions[order].astype(np.float32), data["positions"])
+
+
+_finite64 = st.floats(allow_nan=False, allow_infinity=False)
+_finite32 = st.floats(allow_nan=False, allow_infinity=False, width=32)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    f64=hnp.arrays(np.float64, 6, elements=_finite64),
+    f32=hnp.arrays(np.float32, 6, elements=_finite32),
+    ints=hnp.arrays(np.int64, 6),
+)
+def test_csv_numbers_read_back_exactly(
+    tmp_path_factory: pytest.TempPathFactory, f64: np.ndarray, f32: np.ndarray, ints: np.ndarray
+) -> None:
+    tmp = tmp_path_factory.mktemp(next(_names))
+    positions = np.stack([np.arange(6.0), np.zeros(6)], axis=1)
+    attributes = {"a": f64, "b": f32, "c": ints, "idx": np.arange(6)}
+    zv.write_points(tmp / "s.zv", positions, chunk_shape=10.0, attributes=attributes)
+    zv.convert(tmp / "s.zv", tmp / "s.csv")
+    back = zv.convert(tmp / "s.csv", tmp / "t.zv", dtypes={"b": "float32"})
+    assert isinstance(back, zv.VectorStore)
+    found = back.read()
+    order = np.argsort(found.attributes["idx"])
+    for name, values in attributes.items():
+        got = found.attributes[name][order]
+        assert got.dtype == values.dtype
+        np.testing.assert_array_equal(got, values)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_csv_import_chooses_columns(tmp_path: Path) -> None:
+    src = _write(
+        tmp_path / "cells.csv",
+        "lon,lat,name,cell type,score,object_id\n"
+        "1.5,2.5,a,3,0.25,10\n"
+        "-1,4,b,1,,11\n"
+        "7,8,c,2,1e300,10\n",
+    )
+    store = zv.convert(src, tmp_path / "c.zv", columns=["lon", "lat"])
+    assert isinstance(store, zv.VectorStore)
+    assert store.axis_names == ("lon", "lat")
+    assert sorted(store.attribute_names) == ["cell_type", "score"]
+    found = store.read()
+    order = np.argsort(found.attributes["cell_type"])
+    np.testing.assert_array_equal(found.positions[order], [[-1, 4], [7, 8], [1.5, 2.5]])
+    np.testing.assert_array_equal(found.attributes["score"][order], [np.nan, 1e300, 0.25])
+    assert found.vertex_object_ids is not None
+    np.testing.assert_array_equal(found.vertex_object_ids[order], [11, 10, 10])
+    # export writes the axis names back as the position columns
+    zv.convert(tmp_path / "c.zv", tmp_path / "out.csv")
+    table = pacsv.read_csv(tmp_path / "out.csv")
+    assert table.column_names == ["lon", "lat", "cell_type", "score", "object_id"]
+
+
+def test_csv_defaults_to_x_y_without_z(tmp_path: Path) -> None:
+    src = _write(tmp_path / "p.csv", "y,x,w\n1,2,3\n4,5,6\n")
+    store = zv.convert(src, tmp_path / "p.zv")
+    assert isinstance(store, zv.VectorStore)
+    assert store.spatial_dims == 2
+    found = store.read()
+    order = np.argsort(found.attributes["w"])
+    np.testing.assert_array_equal(found.positions[order], [[2, 1], [5, 4]])
+
+
+def test_attributes_option_selects_columns(tmp_path: Path) -> None:
+    src = _write(tmp_path / "p.csv", "x,y,z,a,b\n1,2,3,4,5\n")
+    store = zv.convert(src, tmp_path / "p.zv", attributes=["b"])
+    assert isinstance(store, zv.VectorStore)
+    assert store.attribute_names == ["b"]
+
+
+@pytest.mark.parametrize(
+    ("text", "options", "message"),
+    [
+        ("x,y,z,n\n1,2,3,\n4,5,6,7\n", {}, "empty cells"),
+        ("a,b\n1,2\n", {}, "position column"),
+        ("x,y,z,name\n1,2,3,q\n", {"attributes": ["name"]}, "not numbers"),
+        ("x,y,z,object_id\n1,2,3,0.5\n", {}, "integers"),
+        ("x,y,z\n1,2,3\n", {"colour": 1}, "unknown option"),
+        ("x,y,z\n1,2,3\n", {"dtypes": {"x": "no such type"}}, "dtypes"),
+        ("x,y,z\n1,2\n", {}, "cannot read as CSV"),
+    ],
+)
+def test_bad_csv_input_is_refused_clearly(
+    tmp_path: Path, text: str, options: dict[str, object], message: str
+) -> None:
+    src = _write(tmp_path / "bad.csv", text)
+    with pytest.raises(zv.InvalidInputError, match=message):
+        zv.convert(src, tmp_path / "bad.zv", **options)
+    assert not (tmp_path / "bad.zv").exists()
+
+
+def test_mesh_store_exports_its_vertices_with_object_ids(tmp_path: Path) -> None:
+    vertices = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [5, 5, 5], [6, 5, 5], [5, 6, 5.0]])
+    zv.write_mesh(
+        tmp_path / "m.zv",
+        vertices,
+        [[0, 1, 2], [3, 5, 4]],
+        vertex_objects=[4, 4, 4, 9, 9, 9],
+        attributes={"q": np.arange(6, dtype=np.int16)},
+    )
+    zv.convert(tmp_path / "m.zv", tmp_path / "m.parquet")
+    table = pq.read_table(tmp_path / "m.parquet")
+    order = np.argsort(table.column("q").to_numpy())
+    np.testing.assert_array_equal(table.column("object_id").to_numpy()[order], [4, 4, 4, 9, 9, 9])
+    xyz = np.stack([table.column(a).to_numpy() for a in "xyz"], axis=1)
+    np.testing.assert_array_equal(xyz[order], vertices)
+
+
+def test_failed_export_leaves_the_old_file(tmp_path: Path) -> None:
+    zv.write_points(tmp_path / "a.zv", np.zeros((2, 3)), attributes={"x": np.ones(2)})
+    old = _write(tmp_path / "a.csv", "old\n")
+    with pytest.raises(zv.InvalidInputError, match="name of another column"):
+        zv.convert(tmp_path / "a.zv", old, overwrite=True)
+    assert old.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "a.zv"]
+
+
+def test_parquet_compression_is_checked(tmp_path: Path) -> None:
+    zv.write_points(tmp_path / "a.zv", np.zeros((2, 3)))
+    with pytest.raises(zv.InvalidInputError, match="compression must be one of zstd"):
+        zv.convert(tmp_path / "a.zv", tmp_path / "a.parquet", compression="zip")
+    zv.convert(tmp_path / "a.zv", tmp_path / "a.parquet", compression="gzip")
+    assert (
+        pq.ParquetFile(tmp_path / "a.parquet").metadata.row_group(0).column(0).compression == "GZIP"
+    )
