@@ -1,0 +1,90 @@
+"""A :class:`~zarr_vectors.QueryResult` as shapely geometries (vectorised, no loop per object)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from zarr_vectors._optional import require
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry.projection import resolve_axes
+
+if TYPE_CHECKING:
+    from zarr_vectors.geometry.result import QueryResult
+
+__all__ = ["link_objects", "to_shapely"]
+
+
+def to_shapely(result: QueryResult, axes: Sequence[int | str] | None) -> np.ndarray:
+    """The geometries of :meth:`QueryResult.to_shapely` (see there)."""
+    shapely = require("shapely", extra=None, purpose="QueryResult.to_shapely")
+    kind = result.kind
+    coords = np.asarray(result.positions[:, _columns(result, axes)], dtype=np.float64)
+    if kind == "point_cloud":
+        return np.asarray(shapely.points(coords), dtype=object)
+    if kind == "mesh":
+        faces = _links(result.faces, 3)
+        return np.asarray(shapely.polygons(coords[faces]), dtype=object)
+    offsets = _offsets(result)
+    if kind in ("polyline", "streamline"):
+        return _linestrings(shapely, coords, offsets)
+    return _edge_collections(shapely, coords, _links(result.edges, 2), offsets)
+
+
+def _columns(result: QueryResult, axes: Sequence[int | str] | None) -> tuple[int, ...]:
+    ndim = result.ndim
+    if result.kind == "mesh":
+        default: tuple[int, ...] | None = (0, 1)
+    else:
+        default = tuple(range(ndim)) if ndim <= 3 else None
+    if axes is None and default is None:
+        raise InvalidInputError(
+            f"shapely geometries have at most 3 coordinates; pass axes= to choose 2 or 3 of "
+            f"the {ndim} axes {list(result.coordinate_names)}"
+        )
+    return resolve_axes(axes, result.coordinate_names, default or ())
+
+
+def _offsets(result: QueryResult) -> np.ndarray:
+    if result.offsets is None:
+        raise InvalidInputError(f"a {result.kind} result needs offsets (one row per object)")
+    return np.asarray(result.offsets, dtype=np.int64)
+
+
+def _links(links: np.ndarray | None, width: int) -> np.ndarray:
+    if links is None:
+        return np.empty((0, width), np.int64)
+    return np.asarray(links, dtype=np.int64).reshape(-1, width)
+
+
+def link_objects(links: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Object (row of ``offsets``) of each link, from the row of its first vertex."""
+    first = links[:, 0] if links.shape[0] else np.empty(0, np.int64)
+    return np.searchsorted(offsets, first, side="right") - 1
+
+
+def _linestrings(shapely: Any, coords: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """One LineString per object; objects with fewer than 2 vertices stay empty."""
+    counts = np.diff(offsets)
+    out = shapely.empty(counts.shape[0], geom_type=shapely.GeometryType.LINESTRING)
+    owner = np.repeat(np.arange(counts.shape[0]), counts)
+    keep = counts[owner] >= 2
+    if keep.any():
+        shapely.linestrings(coords[keep], indices=owner[keep], out=out)
+    return np.asarray(out, dtype=object)
+
+
+def _edge_collections(
+    shapely: Any, coords: np.ndarray, edges: np.ndarray, offsets: np.ndarray
+) -> np.ndarray:
+    """One MultiLineString per object, one 2-point part per edge in edge order."""
+    m = offsets.shape[0] - 1
+    out = shapely.empty(m, geom_type=shapely.GeometryType.MULTILINESTRING)
+    if edges.shape[0]:
+        owner = link_objects(edges, offsets)
+        order = np.argsort(owner, kind="stable")
+        parts = shapely.linestrings(coords[edges[order]])
+        shapely.multilinestrings(parts, indices=owner[order], out=out)
+    return np.asarray(out, dtype=object)

@@ -1,0 +1,286 @@
+"""What the repr and the notebook display of a :class:`~zarr_vectors.VectorStore` show.
+
+:func:`gather` reads only metadata documents (root, levels, array ``zarr.json`` files) and the
+size of the stored keys; :func:`store_text` and :func:`store_html` format the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from zarr_vectors.display import (
+    Section,
+    column_spec,
+    format_bytes,
+    format_count,
+    format_grid,
+    format_number,
+    format_vector,
+    name_list,
+    render_html,
+)
+from zarr_vectors.errors import MetadataError, ZarrVectorsError
+from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
+from zarr_vectors.format.names import (
+    FRAGMENT_ATTRIBUTES,
+    GROUPINGS,
+    GROUPINGS_ATTRIBUTES,
+    LINK_ATTRIBUTES,
+    OBJECT_ATTRIBUTES,
+    OBJECT_ID_ATTRIBUTE,
+)
+from zarr_vectors.store.io import StoreIO
+
+if TYPE_CHECKING:
+    from zarr_vectors.geometry.reader import LevelReader
+
+__all__ = ["LevelInfo", "StoreInfo", "gather", "read_levels", "store_html", "store_text"]
+
+_LINK_ROLE = {"mesh": "face", "graph": "edge", "skeleton": "edge"}
+
+
+@dataclass(frozen=True, slots=True)
+class LevelInfo:
+    """One resolution level named by the root ``multiscales`` block (spec §3.2, §4)."""
+
+    level: int
+    path: str
+    bin_shape: tuple[float, ...] | None
+    vertex_count: int | None
+    object_count: int | None
+
+
+@dataclass(slots=True)
+class StoreInfo:
+    """Everything a store summary shows; ``problem`` says what could not be read."""
+
+    where: str
+    root: RootMetadata
+    vertex_count: int | None = None
+    object_count: int | None = None
+    chunk_count: int | None = None
+    grid_shape: tuple[int, ...] | None = None
+    columns: list[tuple[str, str, str]] = field(default_factory=list)
+    groups: list[str] | None = None
+    levels: list[LevelInfo] = field(default_factory=list)
+    usage: tuple[int, int] | None = None
+    problem: str | None = None
+
+
+def gather(
+    io: StoreIO,
+    root: RootMetadata,
+    reader: Callable[[], LevelReader],
+    where: str,
+    usage: Callable[[], tuple[int, int]],
+) -> StoreInfo:
+    """Collect a store's summary; a damaged store gives what could be read and the problem."""
+    info = StoreInfo(where=where, root=root)
+    try:
+        level0 = reader()
+        info.vertex_count = level0.meta.vertex_count
+        info.object_count = level0.meta.object_count
+        info.chunk_count = level0.meta.chunk_count
+        info.grid_shape = tuple(int(g) for g in level0.grid.shape)
+        info.columns = _columns(io, root, level0)
+        info.groups = _group_names(io, level0.base)
+        info.levels = read_levels(io, root)
+        info.usage = usage()
+    except (ZarrVectorsError, OSError) as exc:
+        info.problem = f"{type(exc).__name__}: {exc}"
+    return info
+
+
+def read_levels(io: StoreIO, root: RootMetadata) -> list[LevelInfo]:
+    """The levels the root ``multiscales[0].datasets`` lists, with their counts when readable."""
+    doc = io.read_json("zarr.json")
+    try:
+        datasets = doc["attributes"]["multiscales"][0]["datasets"]
+        paths = [(int(d["level"]), str(d["path"])) for d in datasets]
+    except (KeyError, IndexError, TypeError, ValueError):
+        paths = [(0, "0")]
+    return [_level(io, root, level, path) for level, path in paths]
+
+
+def _level(io: StoreIO, root: RootMetadata, level: int, path: str) -> LevelInfo:
+    doc = io.read_json(f"{path}/zarr.json")
+    attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    try:
+        meta = LevelMetadata.from_json(attrs, root.spatial_dims)
+    except MetadataError:
+        return LevelInfo(level, path, None, None, None)
+    return LevelInfo(level, path, meta.bin_shape, meta.vertex_count, meta.object_count)
+
+
+def _array_spec(io: StoreIO, path: str, leading: int) -> str:
+    meta = io.read_json(f"{path}/zarr.json")
+    if not isinstance(meta, dict) or "data_type" not in meta or "shape" not in meta:
+        return "?"
+    return column_spec(meta["data_type"], meta["shape"][leading:])
+
+
+def _children(io: StoreIO, path: str) -> list[str]:
+    return [n for n in io.list_dir(path) if n != "zarr.json"]
+
+
+def _columns(io: StoreIO, root: RootMetadata, level0: LevelReader) -> list[tuple[str, str, str]]:
+    """``(role, name, column spec)`` of the attributes of level 0, by role."""
+    base = level0.base
+    rows = [
+        ("vertex", name, column_spec(*level0.column_spec(name))) for name in level0.attribute_names
+    ]
+    roles = [
+        ("object", OBJECT_ATTRIBUTES, 1),
+        (_LINK_ROLE.get(root.geometry_type, "link"), LINK_ATTRIBUTES, root.spatial_dims + 1),
+        ("fragment", FRAGMENT_ATTRIBUTES, root.spatial_dims + 1),
+        ("group", GROUPINGS_ATTRIBUTES, 1),
+    ]
+    if root.geometry_type == "point_cloud":
+        roles = []
+    for role, group, leading in roles:
+        for name in _children(io, f"{base}/{group}"):
+            if name != OBJECT_ID_ATTRIBUTE:
+                rows.append((role, name, _array_spec(io, f"{base}/{group}/{name}", leading)))
+    return rows
+
+
+def _group_names(io: StoreIO, base: str) -> list[str] | None:
+    meta = io.read_json(f"{base}/{GROUPINGS}/zarr.json")
+    if not isinstance(meta, dict):
+        return None
+    attrs: dict[str, Any] = meta.get("attributes") or {}
+    names = attrs.get("group_names")
+    if isinstance(names, list):
+        return [str(n) for n in names]
+    count = attrs.get("num_groups")
+    return [str(j) for j in range(count)] if isinstance(count, int) else []
+
+
+def _axes_text(root: RootMetadata) -> str:
+    units = sorted(set(root.axis_units) - {"unknown"})
+    unit = f" in {', '.join(units)}" if units else ""
+    return f"{root.spatial_dims}-D ({', '.join(root.axis_names)}{unit})"
+
+
+def _counts_text(info: StoreInfo) -> str:
+    parts = []
+    if info.object_count is not None:
+        parts.append(f"{format_count(info.object_count)} objects")
+    parts.append(f"{format_count(info.vertex_count)} vertices")
+    return ", ".join(parts) + f" in {format_count(info.chunk_count)} chunks"
+
+
+def _bounds_text(root: RootMetadata) -> str:
+    if root.bounding_box is None:
+        return "empty (no vertices)"
+    lo, hi = root.bounding_box
+    return f"bounds {format_vector(lo)} .. {format_vector(hi)}"
+
+
+def _usage_text(info: StoreInfo) -> str:
+    if info.usage is None:
+        return "-"
+    return f"{format_bytes(info.usage[0])} in {format_count(info.usage[1])} keys"
+
+
+def _levels_text(info: StoreInfo) -> str:
+    return ", ".join(str(lv.level) for lv in info.levels) or "0"
+
+
+def store_text(info: StoreInfo) -> str:
+    """A few lines of plain text: kind, counts, bounds, grid, attributes, groups, size."""
+    root = info.root
+    lines = [
+        f"<VectorStore {info.where}",
+        f"  {root.geometry_type}, {_axes_text(root)}: {_counts_text(info)}",
+        f"  {_bounds_text(root)}",
+        f"  chunk_shape {format_vector(root.chunk_shape)}, bin_shape "
+        f"{format_vector(root.base_bin_shape)}, grid "
+        f"{'-' if info.grid_shape is None else format_grid(info.grid_shape)}, "
+        f"levels {_levels_text(info)}",
+    ]
+    roles = dict.fromkeys(role for role, _, _ in info.columns)
+    for role in roles:
+        specs = [f"{name} {spec}" for r, name, spec in info.columns if r == role]
+        lines.append(f"  {role} attributes: {', '.join(specs)}")
+    if info.groups:
+        lines.append(f"  groups ({len(info.groups)}): {name_list(info.groups)}")
+    lines.append(f"  stored: {_usage_text(info)}")
+    if info.problem:
+        lines.append(f"  could not read everything: {info.problem}")
+    return "\n".join(lines) + ">"
+
+
+def _overview(info: StoreInfo) -> Section:
+    root = info.root
+    section = Section("store")
+    section.rows.append(("kind", root.geometry_type))
+    section.rows.append(("dimensions", _axes_text(root)))
+    if info.object_count is not None:
+        section.rows.append(("objects", format_count(info.object_count)))
+    section.rows.append(("vertices", format_count(info.vertex_count)))
+    grid = "-" if info.grid_shape is None else format_grid(info.grid_shape)
+    section.rows.append(("chunks", f"{format_count(info.chunk_count)} non-empty, grid {grid}"))
+    section.rows.append(("levels", _levels_text(info)))
+    section.rows.append(("stored", _usage_text(info)))
+    section.rows.append(("format", f"Zarr Vectors {root.version}"))
+    for key, value in root.extra.items():
+        if isinstance(value, str | int | float | bool):
+            section.rows.append((key, str(value)))
+    if info.problem:
+        section.rows.append(("could not read", info.problem))
+    return section
+
+
+def _axes(info: StoreInfo) -> Section:
+    root = info.root
+    section = Section("axes", header=("axis", "unit", "min", "max", "chunk", "bin", "grid"))
+    for d, name in enumerate(root.axis_names):
+        unit = root.axis_units[d]
+        lo, hi = (
+            ("-", "-")
+            if root.bounding_box is None
+            else (format_number(root.bounding_box[0][d]), format_number(root.bounding_box[1][d]))
+        )
+        section.rows.append(
+            (
+                name,
+                "-" if unit == "unknown" else unit,
+                lo,
+                hi,
+                format_number(root.chunk_shape[d]),
+                format_number(root.base_bin_shape[d]),
+                "-" if info.grid_shape is None else str(info.grid_shape[d]),
+            )
+        )
+    return section
+
+
+def _levels(info: StoreInfo) -> Section:
+    section = Section("levels", header=("level", "bin shape", "vertices", "objects"))
+    for lv in info.levels:
+        bins = "-" if lv.bin_shape is None else format_vector(lv.bin_shape)
+        section.rows.append(
+            (str(lv.level), bins, format_count(lv.vertex_count), format_count(lv.object_count))
+        )
+    return section
+
+
+def store_html(info: StoreInfo) -> str:
+    """A compact self-contained HTML table of the same facts, one row per axis and attribute."""
+    sections = [_overview(info), _axes(info)]
+    if info.columns:
+        sections.append(
+            Section("attributes", rows=list(info.columns), header=("of", "name", "dtype"))
+        )
+    if info.groups:
+        shown = info.groups[:20]
+        rows: list[tuple[str, ...]] = [(str(j), name) for j, name in enumerate(shown)]
+        if len(info.groups) > len(shown):
+            rows.append(("…", f"{len(info.groups)} groups in all"))
+        sections.append(Section(f"groups ({len(info.groups)})", rows=rows, header=("id", "name")))
+    if len(info.levels) > 1:
+        sections.append(_levels(info))
+    return render_html(f"VectorStore: {info.where}", sections)
