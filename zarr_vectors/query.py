@@ -1,66 +1,44 @@
-"""Whole-level reads and bounding-box queries over a level's vertices (spec §8).
+"""Whole-level reads and region queries over a level's vertices (spec §8).
 
-A box query reads only the chunks the box meets (their row counts come from
-``vertex_counts``); a chunk inside the box is read whole, and inside a partly covered chunk
-only the row runs of the bins the box meets are read. The exact position test is applied
-only to rows of bins the box cuts.
+A query reads only the chunks its region can meet (their row counts come from
+``vertex_counts``); a chunk the region covers is read whole, and inside a partly covered
+chunk only the row runs of the bins the region can meet are read. The exact test is applied
+only to rows of bins the region does not cover. Regions (a box, a polygon with ranges, a
+ball) are described in :mod:`zarr_vectors.regions`.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, VERTICES
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.geometry.result import QueryResult
-from zarr_vectors.kernels import points_in_box
+from zarr_vectors.regions import BoxRegion, Region, parse_bbox
 
-__all__ = ["parse_bbox", "query_box", "read_all"]
+__all__ = ["chunks_meeting", "parse_bbox", "query_box", "query_region", "read_all"]
+
+_BIN_BATCH = 2**16
+"""Bins planned per vectorised step of a query (bounds the planner's memory)."""
 
 
-def parse_bbox(bbox: Any, ndim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Validate a box given as ``(lo, hi)`` (two sequences of ``D`` numbers).
-
-    Half-open on every axis: ``lo <= p < hi``. ``±inf`` leaves an axis unbounded.
-
-    Raises
-    ------
-    InvalidInputError
-        When the box does not have two rows of ``D`` numbers, holds NaN, or ``lo > hi``.
-    """
-    try:
-        box = np.asarray(bbox, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"bbox must be (lo, hi) with {ndim} numbers each") from exc
-    if box.shape != (2, ndim):
-        raise InvalidInputError(
-            f"bbox must be (lo, hi) with {ndim} numbers each, got shape {box.shape}"
-        )
-    if np.isnan(box).any():
-        raise InvalidInputError("bbox must not contain NaN")
-    if np.any(box[0] > box[1]):
-        d = int(np.flatnonzero(box[0] > box[1])[0])
-        raise InvalidInputError(f"bbox lo[{d}] = {box[0, d]} is greater than hi[{d}] = {box[1, d]}")
-    return box[0], box[1]
+def _read_columns(reader: LevelReader, wanted: list[ChunkRows]) -> dict[str, np.ndarray]:
+    """Every column's rows for ``wanted``, fetched together (one batch on object storage)."""
+    names = [VERTICES, *reader.attribute_names]
+    names += [OBJECT_ID_ATTRIBUTE] if reader.has_object_ids else []
+    return dict(zip(names, reader.read_columns(names, wanted), strict=True))
 
 
 def _result(
     reader: LevelReader,
     wanted: list[ChunkRows],
     mask: np.ndarray | None,
-    positions: np.ndarray | None = None,
+    read: dict[str, np.ndarray] | None = None,
 ) -> QueryResult:
-    """Read every column for ``wanted`` and keep the rows flagged in ``mask`` (all if None)."""
-
-    names = reader.attribute_names + ([OBJECT_ID_ATTRIBUTE] if reader.has_object_ids else [])
-    if positions is None:
-        names = [VERTICES, *names]
-    read = dict(zip(names, reader.read_columns(names, wanted), strict=True))
-    if positions is not None:
-        read[VERTICES] = positions
+    """Every column for ``wanted`` (``read`` when already read), rows flagged in ``mask`` kept."""
+    if read is None:
+        read = _read_columns(reader, wanted)
 
     def column(name: str) -> np.ndarray:
         rows = read[name]
@@ -84,6 +62,34 @@ def read_all(reader: LevelReader) -> QueryResult:
     return _result(reader, wanted, None)
 
 
+def chunks_meeting(
+    reader: LevelReader, region: Region
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The occupied chunks ``region`` can meet, their row counts, and which it covers whole.
+
+    Only the occupancy of ``vertex_counts`` is read (once per reader). Chunks outside the
+    region's bounding box are not looked at; the others are kept when
+    :meth:`~zarr_vectors.regions.Region.meets_boxes` says the region can meet them.
+
+    Returns
+    -------
+    chunks, counts, covered
+        ``(k, D)`` zarr chunk indices in C order, ``(k,)`` row counts, ``(k,)`` bool.
+    """
+    ndim = reader.grid.ndim
+    if region.is_empty:
+        return np.empty((0, ndim), np.int64), np.empty(0, np.int64), np.empty(0, bool)
+    grid = reader.grid
+    first, stop = grid.box_chunk_range(*region.bounding_box())
+    if np.any(stop <= first):
+        return np.empty((0, ndim), np.int64), np.empty(0, np.int64), np.empty(0, bool)
+    chunks, counts = reader.occupied_chunks(first, stop)
+    lower, upper = grid.chunk_lower(chunks), grid.chunk_upper(chunks)
+    meets = region.meets_boxes(lower, upper)
+    covered = region.covers_boxes(lower[meets], upper[meets])
+    return chunks[meets], counts[meets], covered
+
+
 def _bin_runs(starts: np.ndarray, sizes: np.ndarray, take: np.ndarray) -> np.ndarray:
     """Merged row runs ``[start, stop)`` of the bins flagged in ``take`` (non-empty ones)."""
     sel = take & (sizes > 0)
@@ -96,15 +102,29 @@ def _bin_runs(starts: np.ndarray, sizes: np.ndarray, take: np.ndarray) -> np.nda
     return np.stack([a[np.r_[0, breaks]], b[np.r_[breaks - 1, b.size - 1]]], axis=1)
 
 
-def _partial_plan(
-    reader: LevelReader,
-    chunk: np.ndarray,
-    ranges: tuple[np.ndarray, np.ndarray],
-    lo: np.ndarray,
-    hi: np.ndarray,
+def _bin_flags(
+    region: Region, grid: ChunkGrid, chunks: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Row runs to read from a partly covered chunk, and which of them need the exact test."""
-    meets, covers = reader.grid.bins_meeting_box(chunk, lo, hi)
+    """Which bins of each chunk the region meets and covers, ``(k, bins)`` each.
+
+    Planned for many chunks per step, at most about ``_BIN_BATCH`` bins at a time.
+    """
+    step = max(1, _BIN_BATCH // grid.bins_per_chunk_total)
+    parts = [region.bins_of_chunks(grid, chunks[i : i + step]) for i in range(0, len(chunks), step)]
+    if not parts:
+        empty = np.zeros((0, grid.bins_per_chunk_total), dtype=bool)
+        return empty, empty
+    return np.concatenate([m for m, _ in parts]), np.concatenate([c for _, c in parts])
+
+
+def _partial_plan(
+    ranges: tuple[np.ndarray, np.ndarray], meets: np.ndarray, covers: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row runs to read from a partly covered chunk, and which of them need the exact test.
+
+    ``ranges`` are the chunk's per-bin ``(starts, sizes)``; ``meets`` and ``covers`` flag
+    the bins the region meets and covers.
+    """
     starts, sizes = ranges
     whole = _bin_runs(starts, sizes, covers)
     cut = _bin_runs(starts, sizes, meets & ~covers)
@@ -114,39 +134,38 @@ def _partial_plan(
     return runs[order], needs_test
 
 
-def query_box(reader: LevelReader, lo: np.ndarray, hi: np.ndarray) -> QueryResult:
-    """Vertices ``p`` of the level with ``lo <= p < hi`` on every axis (spec §8)."""
-    grid = reader.grid
-    first, stop = grid.box_chunk_range(lo, hi)
-    if np.any(stop <= first) or np.any(lo >= hi):
-        return _result(reader, [], None)
-    chunks, counts = reader.occupied_chunks(first, stop)
-    inside = np.all(grid.chunk_lower(chunks) >= lo, axis=1) & np.all(
-        grid.chunk_upper(chunks) <= hi, axis=1
-    )
-    partial = np.flatnonzero(~inside)
-    ranges = dict(
-        zip(partial.tolist(), reader.fragment_ranges(chunks[partial], counts[partial]), strict=True)
-    )
+def query_region(reader: LevelReader, region: Region) -> QueryResult:
+    """Exactly the vertices of the level inside ``region``, in chunk then row order."""
+    chunks, counts, covered = chunks_meeting(reader, region)
+    partial = np.flatnonzero(~covered)
+    ranges = reader.fragment_ranges(chunks[partial], counts[partial])
+    meets, covers = _bin_flags(region, reader.grid, chunks[partial])
+    plans = map(_partial_plan, ranges, meets, covers)
     wanted: list[ChunkRows] = []
     tested: list[np.ndarray] = []
-    for j, (chunk, n) in enumerate(zip(chunks, counts, strict=True)):
+    for chunk, n, whole in zip(chunks, counts, covered, strict=True):
         key = tuple(int(c) for c in chunk)
-        if inside[j]:
+        if whole:
             wanted.append(ChunkRows(key, np.array([[0, n]], dtype=np.int64)))
             tested.append(np.zeros(1, dtype=bool))
             continue
-        runs, needs_test = _partial_plan(reader, chunk, ranges[j], lo, hi)
+        runs, needs_test = next(plans)
         if runs.shape[0]:
             wanted.append(ChunkRows(key, runs))
             tested.append(needs_test)
     if not wanted:
         return _result(reader, [], None)
-    positions = reader.read_rows(VERTICES, wanted)
+    read = _read_columns(reader, wanted)
+    positions = read[VERTICES]
     runs = np.concatenate([w.runs for w in wanted])
     test_rows = np.repeat(np.concatenate(tested), runs[:, 1] - runs[:, 0])
     if not test_rows.any():
-        return _result(reader, wanted, None, positions)
+        return _result(reader, wanted, None, read)
     mask = np.ones(positions.shape[0], dtype=bool)
-    mask[test_rows] = points_in_box(positions[test_rows], lo, hi)
-    return _result(reader, wanted, mask, positions)
+    mask[test_rows] = region.contains_points(positions[test_rows])
+    return _result(reader, wanted, mask, read)
+
+
+def query_box(reader: LevelReader, lo: np.ndarray, hi: np.ndarray) -> QueryResult:
+    """Vertices ``p`` of the level with ``lo <= p < hi`` on every axis (spec §8)."""
+    return query_region(reader, BoxRegion(lo, hi))

@@ -81,6 +81,41 @@ class ChunkGrid:
         edges = lower + np.arange(self.bins[axis], dtype=np.float64) * self.bin_shape[axis]
         return np.append(edges, (c + 1.0) * self.chunk_shape[axis])
 
+    def chunk_bin_edges(self, chunks: np.ndarray, axis: int) -> np.ndarray:
+        """Bin edges along ``axis`` of each of the zarr chunks ``chunks`` ``(k, D)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(k, bins[axis] + 1)`` float64; row ``i`` is ``bin_edges(chunks[i], axis)``,
+            computed the same way.
+        """
+        c = (chunks[:, axis] + self.origin[axis]).astype(np.float64)
+        steps = np.arange(self.bins[axis], dtype=np.float64) * self.bin_shape[axis]
+        edges = (c * self.chunk_shape[axis])[:, None] + steps
+        return np.concatenate([edges, ((c + 1.0) * self.chunk_shape[axis])[:, None]], axis=1)
+
+    def bin_boxes(self, chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper corners of every bin of each of the zarr chunks ``chunks``.
+
+        Returns
+        -------
+        lower, upper
+            ``(k, prod(bins), D)`` float64, bins in flat index (C) order, with the edges of
+            :meth:`bin_edges`: bin ``b`` of chunk ``i`` holds the points
+            ``lower[i, b] <= p < upper[i, b]``.
+        """
+        k, ndim = chunks.shape[0], self.ndim
+        lower = np.empty((k, *self.bins.tolist(), ndim), dtype=np.float64)
+        upper = np.empty_like(lower)
+        for axis in range(ndim):
+            edges = self.chunk_bin_edges(chunks, axis)
+            shape = [k] + [1] * ndim
+            shape[1 + axis] = int(self.bins[axis])
+            lower[..., axis] = edges[:, :-1].reshape(shape)
+            upper[..., axis] = edges[:, 1:].reshape(shape)
+        return lower.reshape(k, -1, ndim), upper.reshape(k, -1, ndim)
+
     def box_chunk_range(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Zarr chunk index range ``[first, stop)`` of the chunks that meet ``[lo, hi)``.
 

@@ -1,0 +1,163 @@
+"""Object stores queried by polygon and by sphere: the objects with a vertex in the region,
+whole or clipped, equal the brute-force reference; only the chunks the region meets are read.
+
+The reference model and comparison (:func:`check_objects`) are those of the graph tests: a
+store is checked against its input arrays alone.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from zarr.storage import MemoryStore
+
+import zarr_vectors as zv
+from tests.geometry.test_graphs import BIN, CHUNK, Model, check_objects, random_edges, scatter
+from tests.geometry.test_meshes import random_faces
+from tests.test_query import chunks_read, open_recorded
+from tests.test_regions import polygons
+from zarr_vectors.regions import ball_region, polygon_region
+
+STEP = BIN / 2
+
+
+@functools.cache
+def _store(kind: str, ndim: int) -> tuple[MemoryStore, Model]:
+    """A graph or mesh store of random walks (a third of coordinates on bin edges)."""
+    rng = np.random.default_rng(11 * ndim)
+    positions, labels = scatter(rng, 40, ndim=ndim)
+    positions -= 2 * CHUNK  # around the origin, negative coordinates included
+    store = MemoryStore()
+    options = zv.WriteOptions(rows_per_block=16)
+    attributes = {"w": rng.random(len(positions)).astype(np.float32)}
+    if kind == "graph":
+        links = random_edges(rng, labels, directed=False)
+        write: Any = zv.write_graph
+    else:
+        links = random_faces(rng, labels)
+        write = zv.write_mesh
+    write(
+        store,
+        positions,
+        links,
+        vertex_objects=labels,
+        chunk_shape=CHUNK,
+        bin_shape=BIN,
+        attributes=attributes,
+        options=options,
+    )
+    return store, Model(positions, labels, links, kind == "mesh", attributes)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    kind=st.sampled_from(["graph", "mesh"]),
+    ndim=st.integers(2, 3),
+    polygon=polygons(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_polygon_queries_on_objects_equal_brute_force(
+    kind: str, ndim: int, polygon: Any, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    store, model = _store(kind, ndim)
+    opened = zv.open(store)
+    plane = (0, 1) if ndim == 2 else tuple(int(a) for a in rng.choice(3, 2, replace=False))
+    ranges = {}
+    if ndim == 3 and rng.random() < 0.7:
+        lo = float(np.round(rng.uniform(-20, 10) / STEP) * STEP)
+        ranges = {3 - sum(plane): (lo, lo + float(rng.integers(1, 8)) * STEP)}
+    p = model.positions.astype(np.float64)
+    keep = np.asarray(shapely.intersects_xy(polygon, p[:, plane[0]], p[:, plane[1]]))
+    for d, (lo, hi) in ranges.items():
+        keep &= (p[:, d] >= lo) & (p[:, d] < hi)
+    dense = model.owners(keep)
+    check_objects(opened.query_polygon(polygon, plane=plane, ranges=ranges), model, dense)
+    clipped = opened.query_polygon(polygon, plane=plane, ranges=ranges, clip=True)
+    check_objects(clipped, model, dense, keep)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    kind=st.sampled_from(["graph", "mesh"]),
+    ndim=st.integers(2, 3),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_sphere_queries_on_objects_equal_brute_force(kind: str, ndim: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    store, model = _store(kind, ndim)
+    opened = zv.open(store)
+    center = model.positions[rng.integers(len(model.positions))].copy()
+    radius = float(rng.choice([0.0, STEP, 3 * STEP, rng.uniform(0, 2 * CHUNK)]))
+    if rng.random() < 0.5:
+        center += rng.uniform(-CHUNK, CHUNK, ndim)
+    p = model.positions.astype(np.float64)
+    keep = sum((p[:, d] - center[d]) ** 2 for d in range(ndim)) <= radius * radius
+    dense = model.owners(np.asarray(keep))
+    check_objects(opened.query_sphere(center, radius), model, dense)
+    check_objects(opened.query_sphere(center, radius, clip=True), model, dense, np.asarray(keep))
+
+
+def test_groups_restrict_region_queries() -> None:
+    rng = np.random.default_rng(4)
+    positions, labels = scatter(rng, 30)
+    edges = random_edges(rng, labels, directed=False)
+    store = MemoryStore()
+    ids = np.unique(labels)
+    zv.write_graph(
+        store,
+        positions,
+        edges,
+        vertex_objects=labels,
+        chunk_shape=CHUNK,
+        bin_shape=BIN,
+        groups={"half": ids[::2].tolist()},
+    )
+    opened, model = zv.open(store), Model(positions, labels, edges, False)
+    center, radius = positions[0], 2 * CHUNK
+    keep = np.sum((positions - center) ** 2, axis=1) <= radius * radius
+    dense = np.intersect1d(model.owners(keep), np.arange(0, len(ids), 2))
+    check_objects(opened.query_sphere(center, radius, group="half"), model, dense)
+
+
+def test_owners_read_only_the_chunks_the_region_meets() -> None:
+    store, model = _store("graph", 3)
+    opened, recording = open_recorded(store)
+    objects = opened._objects
+    origin = objects.reader.grid.origin
+    occupied = np.unique(np.floor(model.positions / CHUNK).astype(np.int64) - origin, axis=0)
+    lower, upper = (occupied + origin) * CHUNK, (occupied + origin + 1) * CHUNK
+    last = np.nextafter(upper, -np.inf)  # the half-open chunks' largest coordinates
+
+    center, radius = np.array([-0.5, 0.2, 1.0]) * CHUNK, 1.2 * CHUNK
+    recording.keys.clear()
+    owners = objects.owners_in_region(ball_region(center, radius, 3))
+    keep = np.sum((model.positions - center) ** 2, axis=1) <= radius * radius
+    np.testing.assert_array_equal(owners, model.owners(keep))
+    gap = np.maximum(np.maximum(lower - center, center - last), 0)
+    meeting = np.sum(gap**2, axis=1) <= radius * radius
+    assert 0 < meeting.sum() < len(occupied)
+    assert chunks_read(recording.keys, 3) == {tuple(c) for c in occupied[meeting].tolist()}
+
+    # a closed rectangle in x-y with edges on chunk boundaries, z in a half-open range
+    x0, y0, x1, y1, z0, z1 = -CHUNK, -1.5 * CHUNK, 0.0, 0.5 * CHUNK, -CHUNK, 0.5 * CHUNK
+    rectangle = polygon_region(shapely.box(x0, y0, x1, y1), 3, ranges={2: (z0, z1)})
+    opened, recording = open_recorded(store)  # a fresh reader: no cached fragment index
+    objects = opened._objects
+    recording.keys.clear()
+    objects.owners_in_region(rectangle)
+    meeting = (
+        (lower[:, 0] <= x1)
+        & (last[:, 0] >= x0)
+        & (lower[:, 1] <= y1)
+        & (last[:, 1] >= y0)
+        & (lower[:, 2] < z1)
+        & (last[:, 2] >= z0)
+    )
+    assert 0 < meeting.sum() < len(occupied)
+    assert chunks_read(recording.keys, 3) == {tuple(c) for c in occupied[meeting].tolist()}

@@ -1,0 +1,369 @@
+"""Polygon and sphere queries on point clouds: equal to brute force, reading only what the
+region can meet (chunks, and inside partly covered chunks the bins).
+
+The references are plain numpy and shapely over every input point: a point is in a polygon
+region when ``shapely.intersects_xy`` puts it in the closed polygon and it lies in every
+half-open range, and in a ball when ``sum_d (p_d - c_d)**2 <= r*r`` in float64.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from zarr.storage import MemoryStore, WrapperStore
+
+import zarr_vectors as zv
+from tests.helpers import sorted_rows
+from tests.test_regions import polygons
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry.reader import ChunkRows, LevelReader
+
+CHUNK = 40.0
+BIN = 10.0
+STEP = 2.5  # a third of the coordinates are multiples: on bin, chunk and region boundaries
+
+
+@functools.cache
+def _cloud(ndim: int, dtype: type = np.float32) -> tuple[MemoryStore, np.ndarray]:
+    """A point cloud written once per module: (store, positions); attribute ``i`` is the row."""
+    rng = np.random.default_rng(ndim)
+    n = 6000 if ndim < 4 else 12_000
+    positions = rng.uniform(-60, 60, (n, ndim))
+    snap = rng.random(n) < 0.35
+    positions[snap] = np.round(positions[snap] / STEP) * STEP
+    positions = positions.astype(dtype)
+    store = MemoryStore()
+    zv.write_points(
+        store,
+        positions,
+        chunk_shape=CHUNK,
+        bin_shape=BIN,
+        attributes={"i": np.arange(n, dtype=np.int64)},
+        options=zv.WriteOptions(rows_per_block=32),
+    )
+    return store, positions
+
+
+def _check_rows(got: zv.QueryResult, positions: np.ndarray, keep: np.ndarray) -> None:
+    """``got`` holds exactly the input rows flagged in ``keep``, with their attributes."""
+    rows = got.attributes["i"]
+    np.testing.assert_array_equal(np.sort(rows), np.flatnonzero(keep))
+    np.testing.assert_array_equal(got.positions, positions[rows])
+
+
+def _in_polygon(
+    positions: np.ndarray, polygon: Any, plane: tuple[int, int], ranges: dict[int, Any]
+) -> np.ndarray:
+    p = positions.astype(np.float64)
+    keep = np.asarray(shapely.intersects_xy(polygon, p[:, plane[0]], p[:, plane[1]]))
+    for d, (lo, hi) in ranges.items():
+        keep &= (p[:, d] >= lo) & (p[:, d] < hi)
+    return keep
+
+
+def _in_ball(positions: np.ndarray, center: np.ndarray, radius: float) -> np.ndarray:
+    p = positions.astype(np.float64)
+    d2 = sum((p[:, d] - center[d]) ** 2 for d in range(p.shape[1]))
+    return np.asarray(d2 <= radius * radius)
+
+
+def _random_ranges(
+    rng: np.random.Generator, ndim: int, plane: tuple[int, int]
+) -> dict[int, tuple[float, float]]:
+    ranges = {}
+    for d in sorted(set(range(ndim)) - set(plane)):
+        if rng.random() < 0.6:
+            lo, hi = np.sort(rng.uniform(-70, 70, 2))
+            if rng.random() < 0.5:  # on bin and chunk edges, and on snapped points
+                lo, hi = np.floor(lo / STEP) * STEP, np.ceil(hi / STEP) * STEP
+            ranges[d] = (float(lo), float(hi))
+    return ranges
+
+
+def _ball(rng: np.random.Generator, ndim: int) -> tuple[np.ndarray, float]:
+    center = rng.uniform(-50, 50, ndim)
+    radius = float(rng.uniform(0, 70))
+    if rng.random() < 0.5:  # snapped points lie exactly on the sphere (e.g. 3-4-5 triangles)
+        center = np.round(center / STEP) * STEP
+        radius = float(np.round(radius / STEP) * STEP)
+    return center, radius
+
+
+# -- equal to brute force -----------------------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    polygon=polygons(),
+    ndim=st.integers(2, 4),
+    scale=st.sampled_from([1.0, 2.5]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_polygon_queries_equal_brute_force(
+    polygon: Any, ndim: int, scale: float, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    polygon = shapely.affinity.scale(polygon, scale, scale, origin=(0, 0))
+    store, positions = _cloud(ndim)
+    plane = (0, 1) if ndim == 2 else tuple(int(a) for a in rng.choice(ndim, 2, replace=False))
+    ranges = _random_ranges(rng, ndim, plane)
+    names = zv.open(store).axis_names
+    got = zv.open(store).query_polygon(
+        polygon,
+        plane=(names[plane[0]], plane[1]),
+        ranges={names[d] if d % 2 else d: r for d, r in ranges.items()},
+    )
+    _check_rows(got, positions, _in_polygon(positions, polygon, plane, ranges))
+
+
+@settings(max_examples=30, deadline=None)
+@given(ndim=st.integers(2, 4), seed=st.integers(0, 2**32 - 1))
+def test_sphere_queries_equal_brute_force(ndim: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    store, positions = _cloud(ndim)
+    center, radius = _ball(rng, ndim)
+    got = zv.open(store).query_sphere(center, radius)
+    _check_rows(got, positions, _in_ball(positions, center, radius))
+
+
+def test_boundaries_in_float64_stores() -> None:
+    store, positions = _cloud(3, np.float64)
+    opened = zv.open(store)
+    on_sphere = _in_ball(positions, np.array([5.0, -10.0, 0.0]), 25.0)
+    _check_rows(opened.query_sphere([5, -10, 0], 25), positions, on_sphere)
+    square = shapely.box(-40, -40, 0, 0)  # edges on chunk boundaries: chunks covered whole
+    expected = _in_polygon(positions, square, (0, 1), {2: (-40.0, 40.0)})
+    _check_rows(opened.query_polygon(square, ranges={"z": (-40, 40)}), positions, expected)
+    on_edges = (positions[:, 0] == 0) | (positions[:, 1] == 0) | (positions[:, 0] == -40)
+    assert np.any(expected & on_edges)  # the boundary is in: some of those points are found
+
+
+def test_points_on_the_boundary_are_found() -> None:
+    inside = np.array([[0, 0, 0], [10, 10, 10], [0, 0, 5]], dtype=np.float32)
+    on_sphere = np.array([[15, 20, 0], [-25, 0, 0], [0, 7, -24]], dtype=np.float32)
+    past = on_sphere * np.float32(1 + 2**-20)  # just outside the sphere
+    corner = np.array([[40, 0, 0]], dtype=np.float32)  # on a chunk edge, a polygon corner
+    store = MemoryStore()
+    everything = np.concatenate([inside, on_sphere, past, corner])
+    zv.write_points(store, everything, chunk_shape=CHUNK, bin_shape=BIN)
+    opened = zv.open(store)
+    got = opened.query_sphere([0, 0, 0], 25)
+    np.testing.assert_array_equal(
+        sorted_rows(got.positions), sorted_rows(np.concatenate([inside, on_sphere]))
+    )
+    triangle = [(0, 0), (40, 0), (0, 40)]
+    got = opened.query_polygon(triangle, ranges={"z": (0, 10)})  # z = 10 is outside
+    expected = np.concatenate([inside[[0, 2]], on_sphere[:1], past[:1], corner])
+    np.testing.assert_array_equal(sorted_rows(got.positions), sorted_rows(expected))
+
+
+def test_empty_and_far_regions() -> None:
+    store, _ = _cloud(3)
+    opened = zv.open(store)
+    assert len(opened.query_sphere([1e6, 0, 0], 10)) == 0
+    assert len(opened.query_polygon(shapely.box(500, 500, 600, 600))) == 0
+    assert len(opened.query_polygon(shapely.box(0, 0, 10, 10), ranges={"z": (3, 3)})) == 0
+    empty = opened.query_sphere([0, 0, 0], 0.001)
+    assert empty.positions.shape == (0, 3)
+    assert empty.attributes["i"].dtype == np.int64
+
+
+# -- reads only what the region can meet ----------------------------------------------------
+
+
+class RecordingStore(WrapperStore):
+    """A zarr store that records the key of every read made through it."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.keys: list[str] = []
+
+    async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:
+        self.keys.append(key)
+        return await self._store.get(key, prototype, byte_range)
+
+
+_PER_CHUNK = re.compile(
+    r"^0/(vertices|vertex_fragments|links/0|link_fragments|(fragment_|link_)?attributes/[^/]+)/c/"
+)
+
+
+def chunks_read(keys: list[str], ndim: int) -> set[tuple[int, ...]]:
+    """The spatial chunks of which a per-chunk array (spec §9) was read, from the keys."""
+    found = set()
+    for key in keys:
+        match = _PER_CHUNK.match(key)
+        if match:
+            found.add(tuple(int(x) for x in key[match.end() :].split("/")[:ndim]))
+    return found
+
+
+def open_recorded(store: Any) -> tuple[zv.VectorStore, RecordingStore]:
+    """``store`` opened through a :class:`RecordingStore`, its level metadata already read."""
+    recording = RecordingStore(store)
+    opened = zv.open(recording)
+    assert opened._reader.grid.ndim > 0
+    recording.keys.clear()
+    return opened, recording
+
+
+def _spy_rows(reader: LevelReader, monkeypatch: pytest.MonkeyPatch) -> list[ChunkRows]:
+    """Record the row requests made of ``reader``."""
+    seen: list[ChunkRows] = []
+    read_columns = reader.read_columns
+
+    def rows(names: list[str], wanted: list[ChunkRows]) -> list[np.ndarray]:
+        seen.extend(wanted)
+        return read_columns(names, wanted)
+
+    monkeypatch.setattr(reader, "read_columns", rows)
+    return seen
+
+
+def _chunk_of(positions: np.ndarray) -> np.ndarray:
+    """Absolute chunk index (spec §5.1) of every point, independently of the library."""
+    p = positions.astype(np.float64)
+    c = np.floor(p / CHUNK)
+    c -= c * CHUNK > p
+    c += (c + 1) * CHUNK <= p
+    return c.astype(np.int64)
+
+
+def _brute_meets(kind: str, region: Any, lower: np.ndarray, upper: np.ndarray) -> bool:
+    """Can a point of the half-open box ``[lower, upper)`` be in the region? One box at a
+    time, in plain code: its points are the float64 values of ``[lower, last]``."""
+    if kind == "box":  # half-open boxes: their interiors must overlap
+        lo, hi = region
+        return bool(np.all((lower < hi) & (lo < upper)))
+    upper = np.nextafter(upper, -np.inf)
+    if kind == "ball":
+        center, radius = region
+        gap = np.maximum(np.maximum(lower - center, center - upper), 0.0)
+        return bool(np.sum(gap**2) <= radius * radius)
+    polygon, plane, ranges = region
+    rect = shapely.box(lower[plane[0]], lower[plane[1]], upper[plane[0]], upper[plane[1]])
+    in_ranges = all(lower[d] < hi and lo <= upper[d] for d, (lo, hi) in ranges.items())
+    return in_ranges and bool(shapely.intersects(polygon, rect))
+
+
+def _expected_rows(
+    kind: str, region: Any, reader: LevelReader, chunk: tuple[int, ...]
+) -> np.ndarray:
+    """Rows of the bins of ``chunk`` whose boxes meet the region, by brute force."""
+    grid = reader.grid
+    corner = (np.asarray(chunk) + grid.origin) * CHUNK
+    index = np.asarray(chunk)[None]
+    starts, sizes = reader.fragment_ranges(
+        index, reader.occupied_chunks(index[0], index[0] + 1)[1]
+    )[0]
+    rows = []
+    for flat in range(grid.bins_per_chunk_total):
+        b = np.array(np.unravel_index(flat, grid.bins.tolist()))
+        if _brute_meets(kind, region, corner + b * BIN, corner + (b + 1) * BIN):
+            rows.append(np.arange(starts[flat], starts[flat] + sizes[flat]))
+    return np.sort(np.concatenate(rows)) if rows else np.empty(0, np.int64)
+
+
+def _check_reads(
+    kind: str,
+    region: Any,
+    reader: LevelReader,
+    positions: np.ndarray,
+    rows: list[ChunkRows],
+    keys: list[str],
+) -> None:
+    """Exactly the occupied chunks the region can meet were read (their fragment index or
+    their rows), and in each chunk whose rows were read exactly the rows of the bins the
+    region can meet."""
+    origin = reader.grid.origin
+    occupied = {tuple(c) for c in (_chunk_of(positions) - origin).tolist()}
+    meeting = {
+        c
+        for c in occupied
+        if _brute_meets(
+            kind, region, (np.asarray(c) + origin) * CHUNK, (np.asarray(c) + origin + 1) * CHUNK
+        )
+    }
+    assert chunks_read(keys, reader.grid.ndim) == meeting
+    read = {w.chunk: w.runs for w in rows}
+    assert len(read) == len(rows)  # one request per chunk
+    for chunk, runs in read.items():
+        got = np.concatenate([np.arange(a, b) for a, b in runs])
+        np.testing.assert_array_equal(got, _expected_rows(kind, region, reader, chunk))
+
+
+def _query_recorded(store: Any, query: Any) -> tuple[zv.QueryResult, Any, list[Any], list[str]]:
+    """``query(opened store)``, with the row requests and the store keys it read."""
+    opened, recording = open_recorded(store)
+    with pytest.MonkeyPatch.context() as patch:
+        rows = _spy_rows(opened._reader, patch)
+        got = query(opened)
+    return got, opened._reader, rows, recording.keys
+
+
+@settings(max_examples=12, deadline=None)
+@given(polygon=polygons(), ndim=st.integers(2, 3), seed=st.integers(0, 2**32 - 1))
+def test_polygon_reads_only_the_chunks_and_bins_it_meets(
+    polygon: Any, ndim: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    store, positions = _cloud(ndim)
+    plane = (0, 1) if ndim == 2 else tuple(int(a) for a in rng.choice(3, 2, replace=False))
+    ranges = _random_ranges(rng, ndim, plane)
+    got, reader, rows, keys = _query_recorded(
+        store, lambda s: s.query_polygon(polygon, plane=plane, ranges=ranges)
+    )
+    _check_rows(got, positions, _in_polygon(positions, polygon, plane, ranges))
+    _check_reads("polygon", (polygon, plane, ranges), reader, positions, rows, keys)
+
+
+@settings(max_examples=12, deadline=None)
+@given(ndim=st.integers(2, 3), seed=st.integers(0, 2**32 - 1))
+def test_sphere_reads_only_the_chunks_and_bins_it_meets(ndim: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    store, positions = _cloud(ndim)
+    center, radius = _ball(rng, ndim)
+    got, reader, rows, keys = _query_recorded(store, lambda s: s.query_sphere(center, radius))
+    _check_rows(got, positions, _in_ball(positions, center, radius))
+    _check_reads("ball", (center, radius), reader, positions, rows, keys)
+
+
+def test_box_queries_read_only_the_chunks_and_bins_they_meet() -> None:
+    """A box is a region too: it reads exactly the chunks and bins it meets (spec §8.3)."""
+    store, positions = _cloud(3)
+    rng = np.random.default_rng(7)
+    for _ in range(6):
+        lo = np.round(rng.uniform(-70, 40, 3) / STEP) * STEP
+        hi = lo + np.round(rng.uniform(0, 60, 3) / STEP) * STEP
+        got, reader, rows, keys = _query_recorded(store, lambda s: s.query((lo, hi)))  # noqa: B023
+        _check_rows(got, positions, np.all((positions >= lo) & (positions < hi), axis=1))
+        _check_reads("box", (lo, hi), reader, positions, rows, keys)
+
+
+# -- input checks on the store API ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.query_sphere([0, 0], 1), "3 numbers"),
+        (lambda s: s.query_sphere([0, 0, 0], -1), ">= 0"),
+        (lambda s: s.query_sphere([0, np.nan, 0], 1), "finite"),
+        (lambda s: s.query_polygon(shapely.Polygon()), "empty"),
+        (lambda s: s.query_polygon([(0, 0), (1, 1), (1, 0), (0, 1)]), "not valid"),
+        (lambda s: s.query_polygon(shapely.box(0, 0, 1, 1), ranges={"t": (0, 1)}), "'t'"),
+        (lambda s: s.query_polygon(shapely.box(0, 0, 1, 1), plane=("x", "q")), "'q'"),
+        (lambda s: s.query_sphere([0, 0, 0], 1, clip=True), "object stores only"),
+        (lambda s: s.query_polygon(shapely.box(0, 0, 1, 1), group="a"), "object stores only"),
+    ],
+)
+def test_bad_input(call: Any, message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        call(zv.open(_cloud(3)[0]))
