@@ -1,14 +1,17 @@
-"""Shared fixtures: the store kinds every round-trip test runs on."""
+"""Shared fixtures: the store kinds every round-trip test runs on, and a loopback S3 server."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from zarr.storage import LocalStore, MemoryStore, ZipStore
+from zarr.storage import FsspecStore, LocalStore, MemoryStore, ZipStore
+
+from tests import s3server
+from tests.s3server import LoopbackS3
 
 StoreFactory = Callable[[str], tuple[Any, Callable[[], Any]]]
 """name -> (store to write into, function returning a store to read from)."""
@@ -44,11 +47,87 @@ def _zip(tmp: Path) -> StoreFactory:
     return make
 
 
-@pytest.fixture(params=["memory", "local", "path", "zip"])
-def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
-    """Each store kind the library supports, as a factory of (write store, read store)."""
+def _s3(server: LoopbackS3) -> StoreFactory:
+    """An ``FsspecStore`` the caller built, with the server and credentials in its options."""
+    prefix = server.fresh_prefix()
+    options = server.storage_options()
+
+    def make(name: str) -> tuple[Any, Callable[[], Any]]:
+        url = f"s3://{prefix}/{name}"
+        return FsspecStore.from_url(url, storage_options=options), lambda: FsspecStore.from_url(
+            url, storage_options=options, read_only=True
+        )
+
+    return make
+
+
+def _s3_url(server: LoopbackS3) -> StoreFactory:
+    """A bare ``s3://bucket/key`` URL: the server and credentials come from the environment."""
+    prefix = server.fresh_prefix()
+
+    def make(name: str) -> tuple[Any, Callable[[], Any]]:
+        url = f"s3://{prefix}/{name}"
+        return url, lambda: url
+
+    return make
+
+
+LOCAL_KINDS = ("memory", "local", "path", "zip")
+"""The store kinds of :func:`store_factory`: those of this process and its file system."""
+
+STORE_KINDS = (*LOCAL_KINDS, "s3", "s3-url")
+"""Every store kind, object storage included: those of :func:`backend_factory`."""
+
+
+def _factory(kind: str, request: pytest.FixtureRequest, tmp: Path) -> StoreFactory:
+    if kind.startswith("s3"):
+        server: LoopbackS3 = request.getfixturevalue("s3")
+        return _s3(server) if kind == "s3" else _s3_url(server)
     kinds = {"memory": _memory, "local": _local, "path": _path, "zip": _zip}
-    return kinds[request.param](tmp_path)
+    return kinds[kind](tmp)
+
+
+@pytest.fixture(params=LOCAL_KINDS)
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+    """Each local store kind, as a factory of (write store, read store).
+
+    For tests of large stores (a million points): every request to the loopback S3 server
+    costs milliseconds, so they run on the kinds without one.
+    """
+    return _factory(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=STORE_KINDS)
+def backend_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+    """Every store kind the library supports, S3 included, as :func:`store_factory` does.
+
+    The S3 kinds write under a key prefix of their own in the loopback server's bucket:
+    ``"s3"`` is an ``FsspecStore`` built with explicit options, ``"s3-url"`` a bare
+    ``s3://bucket/key`` string that finds the server and credentials in the environment.
+    """
+    return _factory(request.param, request, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackS3]:
+    """moto's S3 server on the loopback interface, with an empty bucket, for the session."""
+    with s3server.running(tmp_path_factory.mktemp("aws-config")) as server:
+        yield server
+
+
+@pytest.fixture
+def s3(
+    s3_server: LoopbackS3, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> LoopbackS3:
+    """The loopback S3 server, with the ``AWS_*`` environment pointing at it for this test.
+
+    A bare ``s3://bucket/key`` URL then reaches the loopback server with fake credentials;
+    nothing reaches the real network. Use :meth:`LoopbackS3.fresh_prefix` for the keys.
+    """
+    config = tmp_path_factory.getbasetemp() / "aws-config-empty"
+    config.mkdir(exist_ok=True)
+    s3server.apply(monkeypatch, s3server.environment(s3_server, config))
+    return s3_server
 
 
 @pytest.fixture

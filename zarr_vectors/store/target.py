@@ -2,9 +2,10 @@
 
 A write into a local directory that already holds a store (with ``overwrite=True``) is
 written into a hidden sibling directory first and swapped in only when complete, so a
-failed or killed write leaves the existing store as it was. Other stores (memory, zip,
-fsspec) cannot be swapped: they are cleared and written in place, with the root metadata
-committed last so an interrupted write never opens as a complete store.
+failed or killed write leaves the existing store as it was; a zip file is likewise written
+as a hidden sibling file moved over it at the end. Other stores (memory, object storage
+such as S3 through fsspec) cannot be swapped: they are cleared and written in place, with
+the root metadata committed last so an interrupted write never opens as a complete store.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from zarr.abc.store import Store
 from zarr.storage import LocalStore, ZipStore
 
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
@@ -51,7 +51,12 @@ def write_target(store: StoreLike, *, overwrite: bool) -> Iterator[StoreIO]:
         with _local_target(path, overwrite=overwrite) as io:
             yield io
         return
-    with _in_place_target(resolve_store(store, mode="w"), overwrite=overwrite) as io:
+    archive = _zip_file(store)
+    if archive is not None:
+        with _zip_target(archive, overwrite=overwrite) as io:
+            yield io
+        return
+    with _in_place_target(store, overwrite=overwrite) as io:
         yield io
 
 
@@ -69,14 +74,36 @@ def check_destination(store: StoreLike, *, overwrite: bool) -> None:
     if overwrite:
         return
     path = local_destination(store)
+    if path is None:
+        path = _zip_file(store)
     if path is not None:
         if _occupied(path):
             raise StoreExistsError(
                 f"{path} already exists and is not empty; pass overwrite=True to replace it"
             )
         return
-    if isinstance(store, Store) and not StoreIO(store).is_empty():
-        raise StoreExistsError(f"{store} already holds data; pass overwrite=True to replace it")
+    if not StoreIO(resolve_store(store, mode="w")).is_empty():
+        raise StoreExistsError(_holds_data(store))
+
+
+def _holds_data(store: StoreLike) -> str:
+    """The message refusing to write over ``store``, named as the caller gave it."""
+    where = os.fspath(store) if isinstance(store, str | os.PathLike) else str(store)
+    return f"{where} already holds data; pass overwrite=True to replace it"
+
+
+def _zip_file(store: StoreLike) -> Path | None:
+    """The file a zip destination names: a ``.zip`` path, or a closed write-mode ZipStore.
+
+    Such a store is opened only to be rewritten whole (opening it truncates the file), so
+    it is written as a new file swapped in at the end.
+    """
+    path = local_destination(store)
+    if path is not None:
+        return path if path.suffix == ".zip" else None
+    if isinstance(store, ZipStore) and not store._is_open and store._zmode == "w":
+        return Path(store.path)
+    return None
 
 
 def _discard(path: Path, *, keep_directory: bool) -> None:
@@ -117,11 +144,31 @@ def _local_target(path: Path, *, overwrite: bool) -> Iterator[StoreIO]:
 
 
 @contextmanager
-def _in_place_target(store: Store, *, overwrite: bool) -> Iterator[StoreIO]:
-    io = StoreIO(store)
+def _zip_target(path: Path, *, overwrite: bool) -> Iterator[StoreIO]:
+    """Write a zip file beside ``path`` and move it over ``path`` when complete."""
+    if _occupied(path) and not overwrite:
+        raise StoreExistsError(
+            f"{path} already exists and is not empty; pass overwrite=True to replace it"
+        )
+    staging = path.with_name(f".{path.name}.zv-writing-{uuid.uuid4().hex[:8]}.zip")
+    io = StoreIO(ZipStore(staging, mode="w"))
+    completed = False
+    try:
+        yield io
+        completed = True
+    finally:
+        io.close()
+        if not completed:
+            staging.unlink(missing_ok=True)
+    os.replace(staging, path)
+
+
+@contextmanager
+def _in_place_target(store: StoreLike, *, overwrite: bool) -> Iterator[StoreIO]:
+    io = StoreIO(resolve_store(store, mode="w"))
     if not io.is_empty():
         if not overwrite:
-            raise StoreExistsError(f"{store} already holds data; pass overwrite=True to replace it")
+            raise StoreExistsError(_holds_data(store))
         io.clear()
     try:
         yield io
@@ -159,12 +206,11 @@ def modify_target(store: StoreLike, *, rewritten: str) -> Iterator[tuple[StoreIO
         with _local_modification(path, rewritten) as pair:
             yield pair
         return
-    resolved = resolve_store(store, mode="w")
-    if isinstance(resolved, ZipStore):
+    if path is not None or isinstance(store, ZipStore):
         raise InvalidInputError(
             "a zip store cannot be changed in place: append to a directory store, then zip it"
         )
-    io = StoreIO(resolved)
+    io = StoreIO(resolve_store(store, mode="w"))
     _uncommit(io)
     io.delete_many(io.list_prefix(rewritten))
     yield io, io
