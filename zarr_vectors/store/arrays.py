@@ -7,12 +7,16 @@ its own order (spec §2, commit order).
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import zarr
 from zarr.abc.store import Store
 from zarr.codecs import BloscCodec, Crc32cCodec
+from zarr.core.sync import sync
+from zarr.storage import StorePath
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.store.io import StoreIO, json_bytes, scratch_store
@@ -159,12 +163,17 @@ def write_counts(store: Store, path: str, chunks: np.ndarray, counts: np.ndarray
         arr[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))] = dense
 
 
-def nonzero_cells(io: StoreIO, path: str) -> tuple[np.ndarray, np.ndarray]:
+def nonzero_cells(
+    io: StoreIO, path: str, meta: dict[str, Any] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Coordinates (C order) and values of the non-zero cells of a ``vertex_counts`` array.
 
     Small grids are read in one request; large (typically sparse) grids are read zarr chunk
     by zarr chunk, only for the chunks that exist, so the cost follows the occupied part of
     the grid, not its extent.
+
+    ``meta``, the array's parsed ``zarr.json`` when the caller already has it, saves
+    fetching it again.
 
     Raises
     ------
@@ -172,7 +181,7 @@ def nonzero_cells(io: StoreIO, path: str) -> tuple[np.ndarray, np.ndarray]:
         When a chunk of the array cannot be decoded.
     """
     try:
-        arr = zarr.open_array(io.store, path=path, mode="r")
+        arr = _open_known(io.store, path, meta)
         shape = np.asarray(arr.shape, dtype=np.int64)
         if int(np.prod(shape)) <= _DENSE_COUNT_CELLS:
             return _nonzero(np.asarray(arr[...]), np.zeros_like(shape))
@@ -223,6 +232,45 @@ def read_whole(store: Store, path: str) -> np.ndarray:
         return np.asarray(zarr.open_array(store, path=path, mode="r")[...])
     except (ValueError, RuntimeError, TypeError, FileNotFoundError, KeyError) as exc:
         raise CorruptChunkError(f"{path}: cannot read the array ({exc})") from exc
+
+
+def read_whole_many(store: Store, arrays: Sequence[tuple[str, dict[str, Any]]]) -> list[np.ndarray]:
+    """Read several whole (global) arrays whose ``zarr.json`` the caller already holds.
+
+    Every array is read concurrently on zarr's event loop, so on object storage the reads
+    share their round trips instead of following one another.
+
+    Parameters
+    ----------
+    store
+        The store.
+    arrays
+        ``(path, parsed zarr.json)`` of each array.
+
+    Raises
+    ------
+    CorruptChunkError
+        When an array's metadata is unusable or a chunk cannot be decoded.
+    """
+
+    async def read_one(path: str, meta: dict[str, Any]) -> np.ndarray:
+        try:
+            arr = zarr.AsyncArray(metadata=meta, store_path=StorePath(store, path))  # type: ignore[call-overload]
+            return np.asarray(await arr.getitem(...))
+        except (ValueError, RuntimeError, TypeError, KeyError) as exc:
+            raise CorruptChunkError(f"{path}: cannot read the array ({exc})") from exc
+
+    async def read_all() -> list[np.ndarray]:
+        return list(await asyncio.gather(*(read_one(p, m) for p, m in arrays)))
+
+    return sync(read_all()) if arrays else []
+
+
+def _open_known(store: Store, path: str, meta: dict[str, Any] | None) -> zarr.Array[Any]:
+    """The array at ``path``, from its parsed ``zarr.json`` when given (no request)."""
+    if meta is None:
+        return zarr.open_array(store, path=path, mode="r")
+    return zarr.Array(zarr.AsyncArray(metadata=meta, store_path=StorePath(store, path)))  # type: ignore[call-overload]
 
 
 def read_region(store: Store, path: str, lo: tuple[int, ...], hi: tuple[int, ...]) -> np.ndarray:

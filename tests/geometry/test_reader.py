@@ -1,0 +1,208 @@
+"""LevelReader over a store with request logging: reads cost a constant number of waves.
+
+A *wave* is a set of requests issued together (see ``benchmarks/_latency.py``); on object
+storage each wave costs one round trip. Opening a store and querying a box must cost the
+same number of waves whatever the number of chunks the box meets and of attributes, and
+the answers must equal a brute-force numpy filter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from zarr.core.sync import sync
+from zarr.storage import MemoryStore
+
+import zarr_vectors as zv
+from benchmarks._latency import LatencyStore
+from tests.helpers import sorted_rows
+from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.format.names import VERTICES
+from zarr_vectors.geometry.reader import ChunkRows
+from zarr_vectors.query import query_box
+
+EXTENT = 1000.0
+BOX = (np.array([301.7, 288.2, 310.4]), np.array([517.1, 503.6, 525.8]))  # ~1% of the volume
+
+
+def _points(n: int, n_attributes: int, seed: int = 0) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    xyz = rng.uniform(0, EXTENT, (n, 3)).astype(np.float32)
+    attributes = {f"a{k}": rng.random(n, dtype=np.float32) for k in range(n_attributes)}
+    return xyz, attributes
+
+
+def _point_store(
+    chunk: float, n_attributes: int, n: int = 20_000
+) -> tuple[LatencyStore, np.ndarray, dict[str, np.ndarray]]:
+    xyz, attributes = _points(n, n_attributes)
+    inner = MemoryStore()
+    zv.write_points(inner, xyz, chunk_shape=chunk, attributes=attributes)
+    return LatencyStore(inner), xyz, attributes
+
+
+def _brute_force(
+    xyz: np.ndarray, attributes: dict[str, np.ndarray], lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
+    inside = _in_box(xyz, lo, hi)
+    return sorted_rows(xyz[inside], *(a[inside] for a in attributes.values()))
+
+
+def _open_and_query(store: LatencyStore) -> tuple[zv.QueryResult, int]:
+    store.log.reset()
+    found = zv.open(store).query(BOX)
+    return found, store.log.summary().waves
+
+
+@pytest.mark.parametrize(
+    ("chunk", "n_attributes"), [(500.0, 1), (500.0, 4), (125.0, 1), (125.0, 4)]
+)
+def test_open_and_box_query_cost_the_same_waves_for_any_chunk_and_attribute_count(
+    chunk: float, n_attributes: int
+) -> None:
+    store, xyz, attributes = _point_store(chunk, n_attributes)
+    found, waves = _open_and_query(store)
+    # root; level documents; attribute documents; vertex_counts; fragment and shard
+    # indexes; rows of every column
+    assert waves == 6
+    expected = _brute_force(xyz, attributes, *BOX)
+    got = sorted_rows(found.positions, *(found.attributes[k] for k in attributes))
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_the_box_meets_many_chunks_in_the_fine_store() -> None:
+    """The wave counts above compare a box meeting 8 of 8 chunks with one meeting 27 of 512."""
+    for chunk, expected in ((500.0, 8), (125.0, 27)):
+        store, *_ = _point_store(chunk, 1)
+        store.log.reset()
+        zv.open(store).query(BOX)
+        shards = {
+            key.rsplit("/c/", 1)[1]
+            for key in (r.key for r in store.log.requests)
+            if key.startswith("0/vertices/c/")
+        }
+        assert len(shards) == expected
+
+
+def test_a_repeated_query_costs_one_wave() -> None:
+    store, xyz, attributes = _point_store(125.0, 3)
+    opened = zv.open(store)
+    opened.query(BOX)
+    store.log.reset()
+    again = opened.query(BOX)
+    assert store.log.summary().waves == 1  # indexes are cached: only rows
+    got = sorted_rows(again.positions, *(again.attributes[k] for k in attributes))
+    np.testing.assert_array_equal(got, _brute_force(xyz, attributes, *BOX))
+
+
+@pytest.mark.parametrize("chunk", [500.0, 250.0])
+def test_reading_everything_fetches_whole_shards_in_one_wave(chunk: float) -> None:
+    store, xyz, attributes = _point_store(chunk, 2)
+    opened = zv.open(store)
+    opened.query(([0, 0, 0], [1, 1, 1]))  # metadata and vertex_counts are read
+    store.log.reset()
+    everything = opened.read()
+    summary = store.log.summary()
+    assert summary.waves == 1
+    n_chunks = int((EXTENT / chunk) ** 3)
+    assert summary.requests == 3 * n_chunks  # one whole shard per chunk and column
+    got = sorted_rows(everything.positions, *(everything.attributes[k] for k in attributes))
+    np.testing.assert_array_equal(got, sorted_rows(xyz, *attributes.values()))
+
+
+def _in_box(points: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return np.all((points >= lo) & (points < hi), axis=1)
+
+
+def _streamlines(n: int, seed: int = 1) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    starts = rng.uniform(100, 900, (n, 3))
+    return [s + np.cumsum(rng.normal(0, 15, (40, 3)), axis=0) for s in starts]
+
+
+@pytest.mark.parametrize("chunk", [500.0, 125.0])
+def test_objects_by_id_and_by_box_cost_the_same_waves_for_any_chunk_count(chunk: float) -> None:
+    lines = _streamlines(200)
+    inner = MemoryStore()
+    zv.write_polylines(
+        inner,
+        lines,
+        kind="streamline",
+        chunk_shape=chunk,
+        object_attributes={"w": np.arange(200.0)},
+    )
+    store = LatencyStore(inner)
+    ids = [150, 3, 77]
+    found = zv.open(store).read_objects(ids)
+    # root; level documents; attribute documents; global arrays; vertex_counts; fragment
+    # and shard indexes; rows
+    assert store.log.summary().waves == 7
+    for k, i in enumerate(ids):
+        np.testing.assert_array_equal(
+            found.positions[found.offsets[k] : found.offsets[k + 1]],
+            lines[i].astype(found.positions.dtype),
+        )
+    np.testing.assert_array_equal(found.object_attributes["w"], np.asarray(ids, float))
+
+    store.log.reset()
+    hits = zv.open(store).query(BOX)
+    # the read by id above, plus the fragment owners of the box's chunks with the
+    # positions of those it cuts (one wave), before the objects' global arrays
+    assert store.log.summary().waves <= 9
+    lo, hi = BOX
+    meets = [i for i, line in enumerate(lines) if _in_box(line.astype(np.float32), lo, hi).any()]
+    np.testing.assert_array_equal(np.sort(hits.object_ids), meets)
+
+
+def test_a_restricted_reader_answers_for_its_chunks_only() -> None:
+    store, xyz, attributes = _point_store(250.0, 1)
+    opened = zv.open(store)
+    reader = opened._reader
+    lo, hi = np.array([100.0, 100, 100]), np.array([900.0, 900, 900])
+    chunks, _ = reader.occupied_chunks(np.zeros(3, np.int64), reader.grid.shape)
+    picked = chunks[::3]
+    part = query_box(reader.restricted(picked), lo, hi)
+    shape = tuple(int(g) for g in reader.grid.shape)
+    cell = np.floor(xyz / 250.0).astype(np.int64) - reader.grid.origin
+    mine = np.isin(
+        np.ravel_multi_index(tuple(cell.T), shape), np.ravel_multi_index(tuple(picked.T), shape)
+    )
+    expected = _brute_force(xyz[mine], {k: v[mine] for k, v in attributes.items()}, lo, hi)
+    np.testing.assert_array_equal(sorted_rows(part.positions, part.attributes["a0"]), expected)
+    # the full reader still sees every chunk
+    whole = query_box(reader, lo, hi)
+    np.testing.assert_array_equal(
+        sorted_rows(whole.positions, whole.attributes["a0"]), _brute_force(xyz, attributes, lo, hi)
+    )
+
+
+def test_columns_with_their_own_requests_are_read_in_one_wave() -> None:
+    store, xyz, _ = _point_store(250.0, 2)
+    reader = zv.open(store)._reader
+    chunks, counts = reader.occupied_chunks(np.zeros(3, np.int64), reader.grid.shape)
+    everything = [
+        ChunkRows(tuple(c), np.array([[0, n]])) for c, n in zip(chunks, counts, strict=True)
+    ]
+    some = [ChunkRows(tuple(chunks[1]), np.array([[3, 9], [40, 41]])), everything[0]]
+    store.log.reset()
+    positions, a1 = reader.read_many([(VERTICES, everything), ("a1", some)])
+    assert store.log.summary().waves == 2  # the shard index of the partly read chunk, rows
+    np.testing.assert_array_equal(sorted_rows(positions), sorted_rows(xyz))
+    stored = reader.read_rows("a1", everything)  # chunk after chunk, rows in order
+    second = stored[int(counts[0]) :]
+    expected = np.concatenate([second[3:9], second[40:41], stored[: int(counts[0])]])
+    np.testing.assert_array_equal(a1, expected)
+
+
+@pytest.mark.parametrize("box", [BOX, ([0, 0, 0], [EXTENT, EXTENT, EXTENT])])
+def test_a_missing_shard_is_reported_whether_read_whole_or_in_part(box: object) -> None:
+    store, *_ = _point_store(250.0, 1)
+    inner = store._store
+    reader = zv.open(store)._reader
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in box)
+    first, stop = reader.grid.box_chunk_range(lo, hi)
+    chunk = reader.occupied_chunks(first, stop)[0][0]
+    key = "0/attributes/a0/c/" + "/".join(str(int(c)) for c in chunk) + "/0"
+    sync(inner.delete(key))
+    with pytest.raises(CorruptChunkError, match="shard of an occupied chunk"):
+        zv.open(store).query(box)
