@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.fragments import encode_dense_ranges_batch
+from zarr_vectors.format.fragments import encode_dense_ranges_batch, fragment_index_nbytes
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import (
@@ -53,6 +53,7 @@ __all__ = [
     "column_shapes",
     "commit_root",
     "grid_indices",
+    "point_blob_layout",
     "round_up",
     "vertex_column_specs",
     "write_chunk_array",
@@ -89,6 +90,9 @@ class WriteOptions:
         Object kinds: names of object attributes to copy to every fragment of the object
         (opt-in ``fragment_attributes/<name>``, spec §9.5), so tools can filter rows of a
         chunk by an object property without reading the manifests.
+    custom_metadata
+        A JSON object stored as the root key ``custom_metadata`` (spec §3.1), never
+        interpreted by readers (the converters record a source file's header there).
     """
 
     axis_names: tuple[str, ...] | None = None
@@ -96,6 +100,7 @@ class WriteOptions:
     rows_per_block: int | None = None
     compression: str | None = "blosc-lz4"
     fragment_attributes: tuple[str, ...] = ()
+    custom_metadata: dict[str, Any] | None = None
 
     @property
     def block_rows(self) -> int:
@@ -211,6 +216,16 @@ def blob_layout(blob_nbytes: int) -> RowLayout:
     return RowLayout(np.dtype(np.uint8), (), block, round_up(blob_nbytes, block), None)
 
 
+def point_blob_layout(grid: ChunkGrid) -> RowLayout:
+    """Layout of a point cloud's ``vertex_fragments``: every dense blob has the same length.
+
+    A point chunk's blob holds one range per bin (spec §6.6), so its length depends on the
+    grid alone, and a chunk's blob can be written before the other chunks are known.
+    """
+    n_bins = grid.bins_per_chunk_total
+    return blob_layout(fragment_index_nbytes(n_bins, n_bins, 0))
+
+
 class _Batcher:
     """Collects encoded shards and writes them in concurrent batches."""
 
@@ -275,6 +290,11 @@ class LevelWriter:
     ``vertex_counts``. The one-shot and the streaming writers both go through it, so they
     write the same bytes for the same chunk contents.
 
+    A parallel write splits this: workers create it with ``documents=False`` and a fixed
+    ``blobs`` layout, add their chunks and :meth:`flush` (shards only, never a shared
+    document); the coordinator creates one with ``documents=True``, counts every chunk with
+    :meth:`keep_chunk` and calls :meth:`finish`.
+
     Parameters
     ----------
     io
@@ -289,6 +309,13 @@ class LevelWriter:
         Rows per shard (the largest chunk's row count rounded up to ``R``).
     options
         Write settings.
+    blobs
+        Layout of the fragment blobs when it is known in advance (point clouds:
+        :func:`point_blob_layout`): :meth:`add_chunk` then writes a chunk's blob at once.
+        Default: blobs are kept and written by :meth:`finish`, sized to the longest.
+    documents
+        Write the arrays' metadata on creation (default). False for a writer of some of
+        the chunks only.
     """
 
     def __init__(
@@ -301,8 +328,12 @@ class LevelWriter:
         ],
         n_max: int,
         options: WriteOptions,
+        *,
+        blobs: RowLayout | None = None,
+        documents: bool = True,
     ) -> None:
         self.io, self.grid, self.base, self.n_max = io, grid, str(level), n_max
+        self.blob_layout = blobs
         self.specs = vertex_column_specs(self.base, columns[0], columns[1], n_max, options)
         self.batcher = _Batcher(io)
         self.chunks: list[np.ndarray] = []
@@ -323,7 +354,8 @@ class LevelWriter:
         )
         if columns[1]:
             docs.append((f"{self.base}/{ATTRIBUTES}/zarr.json", group_metadata({})))
-        io.set_many(docs)
+        if documents:
+            io.set_many(docs)
 
     def add_chunk(self, chunk: np.ndarray, rows: list[np.ndarray], blob: np.ndarray) -> None:
         """Encode one occupied chunk: ``rows`` per column in storage order, and its blob.
@@ -345,7 +377,15 @@ class LevelWriter:
             )
         self.chunks.append(np.asarray(chunk, dtype=np.int64))
         self.counts.append(int(rows[0].shape[0]))
-        self.blobs.append(blob)
+        if self.blob_layout is None:
+            self.blobs.append(blob)
+        else:
+            key = shard_key(f"{self.base}/{VERTEX_FRAGMENTS}", chunk, 0)
+            self.batcher.add(key, self.blob_layout.encode_shard(blob))
+
+    def flush(self) -> None:
+        """Write the shards encoded so far (a chunk writer's last call)."""
+        self.batcher.flush()
 
     def keep_chunk(self, chunk: np.ndarray, count: int) -> None:
         """Count a chunk whose shards are already in place (an append leaves it as it is)."""
@@ -354,16 +394,16 @@ class LevelWriter:
 
     def finish(self) -> LevelStats:
         """Write the fragment blobs and the counts; return what the level holds."""
-        self.batcher.flush()
+        self.flush()
         ndim = self.grid.ndim
-        chunks = np.asarray(self.chunks, dtype=np.int64).reshape(-1, ndim)
+        held = self.chunks if self.blob_layout is None else []
         write_chunk_array(
             self.io,
             f"{self.base}/{VERTEX_FRAGMENTS}",
             self.grid,
-            chunks,
+            np.asarray(held, dtype=np.int64).reshape(-1, ndim),
             self.blobs,
-            blob_layout(max((b.shape[0] for b in self.blobs), default=16)),
+            self.blob_layout or blob_layout(max((b.shape[0] for b in self.blobs), default=16)),
             {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"},
         )
         every = np.asarray(self.chunks + self.kept_chunks, dtype=np.int64).reshape(-1, ndim)

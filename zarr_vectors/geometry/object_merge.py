@@ -80,7 +80,18 @@ from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shards import RowLayout, shard_key
 from zarr_vectors.store.target import modify_target, write_target
 
-__all__ = ["merge_stores"]
+__all__ = [
+    "MergePlan",
+    "check_globals",
+    "commit_merge",
+    "for_chunk_writers",
+    "links_may_be_wide",
+    "merge_chunks",
+    "merge_stores",
+    "plan_merge",
+    "set_link_dtype",
+    "wide_links",
+]
 
 _INT32 = np.iinfo(np.int32)
 
@@ -98,7 +109,14 @@ class _Place:
 
 
 @dataclass(slots=True)
-class _Plan:
+class MergePlan:
+    """Where every source's chunks, rows, fragments and ids go in the merged store.
+
+    Computed once (:func:`plan_merge`); it is all a chunk writer needs
+    (:func:`merge_chunks`), in this process or another (it pickles; see
+    :func:`for_chunk_writers`).
+    """
+
     sources: list[Source]
     has_base: bool
     grid: ChunkGrid
@@ -241,7 +259,7 @@ def _places(
     return places
 
 
-def _final_arrays(plan: _Plan, merged: list[tuple[int, ...]]) -> None:
+def _final_arrays(plan: MergePlan, merged: list[tuple[int, ...]]) -> None:
     """Set the final layouts: every family's ``N_max`` and the blob layouts.
 
     A base's layouts are floors: they cover its chunks that are kept as they are.
@@ -295,8 +313,12 @@ def _link_blob(counts: np.ndarray) -> np.ndarray:
     return _vertex_blob(starts, counts)
 
 
-def plan_merge(sources: list[Source], *, has_base: bool) -> _Plan:
+def plan_merge(sources: list[Source], *, has_base: bool, check_links: bool = True) -> MergePlan:
     """Check that the sources fit together and plan their merge (nothing is written).
+
+    ``check_links=False`` leaves ``links/0`` int32 without reading any link row: the caller
+    then decides with :func:`wide_links` over every merged chunk (when
+    :func:`links_may_be_wide`) and :func:`set_link_dtype`, e.g. in parallel.
 
     Raises
     ------
@@ -314,7 +336,7 @@ def plan_merge(sources: list[Source], *, has_base: bool) -> _Plan:
         c: sum(int(sources[s].counts[index[s][c]]) for s in holding)
         for c, holding in holders.items()
     }
-    plan = _Plan(
+    plan = MergePlan(
         sources,
         has_base,
         grid,
@@ -336,11 +358,16 @@ def plan_merge(sources: list[Source], *, has_base: bool) -> _Plan:
     plan.places = _places(sources, grid, plan.ranges)
     _final_arrays(plan, merged)
     _check_gid_space(grid, plan.n_max)
+    set_link_dtype(plan, _link_dtype(plan) if check_links else np.dtype(np.int32))
+    return plan
+
+
+def set_link_dtype(plan: MergePlan, dtype: np.dtype[Any]) -> None:
+    """Set the dtype of the merged ``links/0`` rows."""
     plan.arrays[LINKS0] = dataclasses.replace(
         plan.arrays[LINKS0],
-        layout=dataclasses.replace(plan.arrays[LINKS0].layout, dtype=_link_dtype(plan)),
+        layout=dataclasses.replace(plan.arrays[LINKS0].layout, dtype=np.dtype(dtype)),
     )
-    return plan
 
 
 def _check_gid_space(grid: ChunkGrid, n_max: int) -> None:
@@ -355,7 +382,7 @@ def _check_gid_space(grid: ChunkGrid, n_max: int) -> None:
 # -- link rows ---------------------------------------------------------------------------
 
 
-def _link_rows(plan: _Plan, s: int, chunk: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
+def _link_rows(plan: MergePlan, s: int, chunk: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
     """Source ``s``'s ``links/0`` rows of a chunk in the merged store's numbering."""
     rows = rows.astype(np.int64)
     shift = int(plan.places[s].row_shift[plan.index[s][chunk]])
@@ -368,7 +395,7 @@ def _link_rows(plan: _Plan, s: int, chunk: tuple[int, ...], rows: np.ndarray) ->
     return np.where(rows >= 0, rows + shift, rows)
 
 
-def _link_count(plan: _Plan, s: int, chunk: tuple[int, ...]) -> int:
+def _link_count(plan: MergePlan, s: int, chunk: tuple[int, ...]) -> int:
     if (chunk, s) in plan.ranges:
         return int(plan.ranges[(chunk, s)][2].sum())
     source = plan.sources[s]
@@ -377,7 +404,7 @@ def _link_count(plan: _Plan, s: int, chunk: tuple[int, ...]) -> int:
 
 
 def _read_family(
-    plan: _Plan, s: int, chunk: tuple[int, ...], paths: list[str], n: int
+    plan: MergePlan, s: int, chunk: tuple[int, ...], paths: list[str], n: int
 ) -> list[np.ndarray]:
     source = plan.sources[s]
     if n == 0:
@@ -390,7 +417,7 @@ def _read_family(
     return source.reader.read_columns(paths, wanted)
 
 
-def _rewrites_kept_links(plan: _Plan) -> bool:
+def _rewrites_kept_links(plan: MergePlan) -> bool:
     """Whether the base's kept chunks need their ``links/0`` rows read and rewritten."""
     if not plan.has_base:
         return False
@@ -400,22 +427,31 @@ def _rewrites_kept_links(plan: _Plan) -> bool:
     )
 
 
-def _link_dtype(plan: _Plan) -> np.dtype[Any]:
-    """int32 unless some merged ``links/0`` value needs int64 (as the one-shot writer)."""
+def links_may_be_wide(plan: MergePlan) -> bool:
+    """Whether some merged ``links/0`` value may need int64 (else int32 holds them all)."""
     mesh = plan.sources[0].kind == "mesh"
-    if not mesh and max(plan.totals.values(), default=0) <= _INT32.max:
+    return mesh or max(plan.totals.values(), default=0) > _INT32.max
+
+
+def _link_dtype(plan: MergePlan) -> np.dtype[Any]:
+    """int32 unless some merged ``links/0`` value needs int64 (as the one-shot writer)."""
+    if not links_may_be_wide(plan):
         return np.dtype(np.int32)
     kept = _rewrites_kept_links(plan)
-    for chunk, holding in plan.holders.items():
-        if not plan.merged(chunk) and not kept:
-            continue
-        for s in holding:
+    chunks = [c for c in plan.holders if plan.merged(c) or kept]
+    return np.dtype(np.int64 if wide_links(plan, chunks) else np.int32)
+
+
+def wide_links(plan: MergePlan, chunks: list[tuple[int, ...]]) -> bool:
+    """Whether some ``links/0`` value of these chunks, renumbered, needs int64."""
+    for chunk in chunks:
+        for s in plan.holders[chunk]:
             n = _link_count(plan, s, chunk)
             (rows,) = _read_family(plan, s, chunk, [LINKS0], n)
             values = _link_rows(plan, s, chunk, rows)
             if values.size and (values.min() < _INT32.min or values.max() > _INT32.max):
-                return np.dtype(np.int64)
-    return np.dtype(np.int32)
+                return True
+    return False
 
 
 # -- writing -------------------------------------------------------------------------------
@@ -427,7 +463,7 @@ def _key(path: str, g: np.ndarray, row_ndim: int) -> str:
 
 @dataclass(slots=True)
 class _Writer:
-    plan: _Plan
+    plan: MergePlan
     target: StoreIO
 
     def _old_keys(self, chunk: tuple[int, ...]) -> dict[str, str]:
@@ -535,7 +571,7 @@ class _Writer:
         return [(new, now.encode_shard(blob))]
 
 
-def _write_metadata(io: StoreIO, plan: _Plan) -> None:
+def _write_metadata(io: StoreIO, plan: MergePlan) -> None:
     shape = tuple(int(g) for g in plan.grid.shape)
     docs = [
         (f"0/{path}/zarr.json", row_array_metadata(shape, a.layout, a.tag))
@@ -557,7 +593,7 @@ def _write_metadata(io: StoreIO, plan: _Plan) -> None:
     io.set_many(docs)
 
 
-def _object_ids(plan: _Plan) -> np.ndarray | None:
+def _object_ids(plan: MergePlan) -> np.ndarray | None:
     """The merged object ids (None: 0..m-1), refusing repeated ids."""
     parts = [np.asarray(source.ids) for source in plan.sources]
     unsigned = {p.dtype.kind == "u" and p.dtype.itemsize == 8 for p in parts if p.size}
@@ -578,7 +614,7 @@ def _object_ids(plan: _Plan) -> np.ndarray | None:
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-def _merged_groups(plan: _Plan) -> Groups | None:
+def _merged_groups(plan: MergePlan) -> Groups | None:
     names: list[str] = []
     members: list[np.ndarray] = []
     columns: dict[str, list[np.ndarray]] = {}
@@ -602,12 +638,14 @@ def _merged_groups(plan: _Plan) -> Groups | None:
     return Groups(names, members, {k: np.concatenate(v) for k, v in columns.items()})
 
 
-def _check_globals(plan: _Plan) -> tuple[np.ndarray | None, Groups | None]:
+def check_globals(plan: MergePlan) -> tuple[np.ndarray | None, Groups | None]:
     """The merged object ids and groups, or the error that makes the merge impossible."""
     return _object_ids(plan), _merged_groups(plan)
 
 
-def _write_globals(io: StoreIO, plan: _Plan, ids: np.ndarray | None, groups: Groups | None) -> None:
+def _write_globals(
+    io: StoreIO, plan: MergePlan, ids: np.ndarray | None, groups: Groups | None
+) -> None:
     keys = [k for p in GLOBAL_PREFIXES for k in io.list_prefix(f"0/{p}/")]
     io.delete_many(keys)
     sources, kind = plan.sources, plan.sources[0].kind
@@ -650,7 +688,7 @@ def _write_globals(io: StoreIO, plan: _Plan, ids: np.ndarray | None, groups: Gro
             write_global(io, f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}", values, 0, tag)
 
 
-def _merged_cross(plan: _Plan) -> tuple[np.ndarray, np.ndarray]:
+def _merged_cross(plan: MergePlan) -> tuple[np.ndarray, np.ndarray]:
     """Every source's cross-chunk pairs in final ids, sorted as the one-shot writer sorts."""
     parts = [
         plan.remap(s, source.cross.reshape(-1)).reshape(-1, 2)
@@ -694,35 +732,82 @@ def merge_stores(
         When the sources do not fit together; nothing has changed then.
     """
     plan = plan_merge(sources, has_base=has_base)
-    ids, groups = _check_globals(plan)
+    ids, groups = check_globals(plan)
     base_chunks = sorted(plan.index[0], reverse=True) if has_base else []
     others = sorted(c for c in plan.holders if not (has_base and c in plan.index[0]))
     with _target(store, has_base, overwrite) as io:
-        writer = _Writer(plan, io)
-        for chunk in [*base_chunks, *others]:
-            if plan.merged(chunk):
-                writer.merge(chunk)
-            else:
-                writer.keep(chunk)
-        _write_metadata(io, plan)  # after the chunks: a base's reader reads its own metadata
-        chunks = np.asarray(list(plan.totals), dtype=np.int64).reshape(-1, plan.grid.ndim)
-        counts = np.asarray(list(plan.totals.values()), dtype=np.int64)
-        write_counts(io.store, f"0/{VERTEX_COUNTS}", chunks - plan.grid.origin, counts)
-        _write_globals(io, plan, ids, groups)
-        n_objects = sum(s.n_objects for s in sources)
-        vertex_count = int(counts.sum())
-        level = LevelMetadata(
-            level=0,
-            bin_ratio=(1,) * plan.grid.ndim,
-            bin_shape=tuple(float(b) for b in plan.grid.bin_shape),
-            vertex_count=vertex_count,
-            chunk_count=len(plan.totals),
-            object_count=n_objects,
+        merge_chunks(io, plan, [*base_chunks, *others])
+        commit_merge(io, plan, ids, groups)
+
+
+def merge_chunks(target: StoreIO, plan: MergePlan, chunks: list[tuple[int, ...]]) -> None:
+    """Write the given chunks of the merged store (any subset, in any process).
+
+    A chunk's shards depend only on the plan and the sources, so writers of disjoint sets of
+    chunks can run at once, and a chunk written twice gets the same bytes.
+    """
+    writer = _Writer(plan, target)
+    for chunk in chunks:
+        if plan.merged(chunk):
+            writer.merge(chunk)
+        else:
+            writer.keep(chunk)
+
+
+def commit_merge(
+    io: StoreIO, plan: MergePlan, ids: np.ndarray | None, groups: Groups | None
+) -> None:
+    """Write the merged store's shared parts once every chunk is written, the root last.
+
+    Array metadata, ``vertex_counts``, the object index, object and group attributes,
+    cross-chunk links, level and root metadata (``ids`` and ``groups`` from
+    :func:`check_globals`).
+    """
+    _write_metadata(io, plan)  # after the chunks: a base's reader reads its own metadata
+    chunks = np.asarray(list(plan.totals), dtype=np.int64).reshape(-1, plan.grid.ndim)
+    counts = np.asarray(list(plan.totals.values()), dtype=np.int64)
+    write_counts(io.store, f"0/{VERTEX_COUNTS}", chunks - plan.grid.origin, counts)
+    _write_globals(io, plan, ids, groups)
+    n_objects = sum(s.n_objects for s in plan.sources)
+    vertex_count = int(counts.sum())
+    level = LevelMetadata(
+        level=0,
+        bin_ratio=(1,) * plan.grid.ndim,
+        bin_shape=tuple(float(b) for b in plan.grid.bin_shape),
+        vertex_count=vertex_count,
+        chunk_count=len(plan.totals),
+        object_count=n_objects,
+    )
+    summary = {
+        "geometry_type": plan.sources[0].kind,
+        "vertex_count": vertex_count,
+        "chunk_count": len(plan.totals),
+        "object_count": n_objects,
+    }
+    commit_root(io, plan.root, level, summary)
+
+
+def for_chunk_writers(plan: MergePlan) -> MergePlan:
+    """The plan without what only :func:`commit_merge` reads (smaller to send to workers).
+
+    The sources keep their readers, chunks and layouts but drop their object index, object
+    and group attributes and cross-chunk links.
+    """
+    ndim = plan.grid.ndim
+    light = [
+        dataclasses.replace(
+            source,
+            ids=source.ids[:0],
+            object_columns={},
+            groups=None,
+            cross=source.cross[:0],
+            cross_columns={},
+            refs=(
+                np.empty(0, np.int64),
+                np.empty((0, ndim), np.int64),
+                np.empty(0, np.int64),
+            ),
         )
-        summary = {
-            "geometry_type": sources[0].kind,
-            "vertex_count": vertex_count,
-            "chunk_count": len(plan.totals),
-            "object_count": n_objects,
-        }
-        commit_root(io, plan.root, level, summary)
+        for source in plan.sources
+    ]
+    return dataclasses.replace(plan, sources=light)

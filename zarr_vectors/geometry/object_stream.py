@@ -13,24 +13,26 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import WriteOptions
-from zarr_vectors.geometry.graphs import write_graph, write_skeletons
+from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
 from zarr_vectors.geometry.meshes import write_mesh
 from zarr_vectors.geometry.object_append import continuing_ids
 from zarr_vectors.geometry.object_merge import merge_stores
 from zarr_vectors.geometry.object_sources import open_source
-from zarr_vectors.geometry.polylines import write_polylines
+from zarr_vectors.geometry.polylines import split_polylines, write_polylines
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination
 
-__all__ = ["ObjectWriter"]
+__all__ = ["BatchSpec", "ObjectWriter"]
 
 _WRITERS: dict[str, Callable[..., None]] = {
     "polyline": write_polylines,
@@ -39,6 +41,100 @@ _WRITERS: dict[str, Callable[..., None]] = {
     "skeleton": write_skeletons,
     "mesh": write_mesh,
 }
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSpec:
+    """How every batch of an object store is written alone: the kind and its fixed settings.
+
+    It pickles, so a batch can be written in another process (parallel writes).
+
+    Attributes
+    ----------
+    kind
+        ``"polyline"``, ``"streamline"``, ``"graph"``, ``"skeleton"`` or ``"mesh"``.
+    fixed
+        The settings every batch is written with: ``chunk_shape``, ``bin_shape``,
+        ``options`` and the kind's store-wide arguments.
+    """
+
+    kind: str
+    fixed: dict[str, Any]
+
+    @classmethod
+    def create(
+        cls,
+        kind: str,
+        chunk_shape: float | Sequence[float] | None,
+        bin_shape: float | Sequence[float] | None,
+        options: WriteOptions | None,
+        settings: dict[str, Any],
+    ) -> BatchSpec:
+        """Check the kind and the settings (see :class:`ObjectWriter`).
+
+        Raises
+        ------
+        InvalidInputError
+            For an unknown kind, a missing ``chunk_shape`` or settings the kind lacks.
+        """
+        if kind not in _WRITERS:
+            raise InvalidInputError(f"kind must be one of {sorted(_WRITERS)}, got {kind!r}")
+        if chunk_shape is None:
+            raise InvalidInputError("a streaming object write needs chunk_shape")
+        fixed: dict[str, Any] = {
+            "chunk_shape": chunk_shape,
+            "bin_shape": bin_shape,
+            "options": options,
+            **settings,
+        }
+        if kind in ("polyline", "streamline"):
+            fixed["kind"] = kind
+        unknown = set(fixed) - set(inspect.signature(_WRITERS[kind]).parameters)
+        if unknown:
+            raise InvalidInputError(f"{sorted(unknown)} are not settings of a {kind} store")
+        return cls(kind, fixed)
+
+    def arguments(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """A batch's arguments to the kind's ``write_*`` function, by name (store excluded).
+
+        Raises
+        ------
+        InvalidInputError
+            For arguments the function does not take, or settings fixed by the spec.
+        """
+        write = _WRITERS[self.kind]
+        try:
+            bound = inspect.signature(write).bind(None, *args, **kwargs)
+        except TypeError as exc:
+            raise InvalidInputError(f"bad batch for {write.__name__}: {exc}") from exc
+        arguments = dict(bound.arguments)
+        arguments.pop("store")
+        clash = sorted(set(arguments) & set(self.fixed))
+        if clash:
+            raise InvalidInputError(f"{clash} are set once, on the ObjectWriter")
+        return arguments
+
+    def count(self, arguments: Mapping[str, Any]) -> int:
+        """Objects in a batch.
+
+        Raises
+        ------
+        InvalidInputError
+            For positions or object labels that are not valid.
+        """
+        if self.kind in ("polyline", "streamline"):
+            return int(split_polylines(arguments["polylines"])[1].shape[0]) - 1
+        positions = arguments["vertices"] if self.kind == "mesh" else arguments["positions"]
+        n = inputs.positions(positions).shape[0]
+        return group_vertices(arguments.get("vertex_objects"), n).n_objects
+
+    def write(
+        self, path: StoreLike, arguments: Mapping[str, Any], first: int, *, overwrite: bool
+    ) -> None:
+        """Write a batch alone into ``path``; its default ids start at ``first``."""
+        ids = continuing_ids(self.kind, first, arguments)
+        write = _WRITERS[self.kind]
+        write(path, **{**arguments, "object_ids": ids}, **self.fixed, overwrite=overwrite)
 
 
 class ObjectWriter:
@@ -93,25 +189,9 @@ class ObjectWriter:
         spill_dir: str | os.PathLike[str] | None = None,
         **settings: Any,
     ) -> None:
-        if kind not in _WRITERS:
-            raise InvalidInputError(f"kind must be one of {sorted(_WRITERS)}, got {kind!r}")
-        if chunk_shape is None:
-            raise InvalidInputError("a streaming object write needs chunk_shape")
+        self.spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
         check_destination(store, overwrite=overwrite)
         self.store, self.kind, self.overwrite = store, kind, overwrite
-        self.fixed: dict[str, Any] = {
-            "chunk_shape": chunk_shape,
-            "bin_shape": bin_shape,
-            "options": options,
-            **settings,
-        }
-        if kind in ("polyline", "streamline"):
-            self.fixed["kind"] = kind
-        self.write = _WRITERS[kind]
-        self.signature = inspect.signature(self.write)
-        unknown = set(self.fixed) - set(self.signature.parameters)
-        if unknown:
-            raise InvalidInputError(f"{sorted(unknown)} are not settings of a {kind} store")
         self.scratch = scratch_directory(local_destination(store), spill_dir)
         self.batches: list[Path] = []
         self.n_objects = 0
@@ -130,18 +210,9 @@ class ObjectWriter:
         """
         if self.closed:
             raise InvalidInputError("this ObjectWriter is closed")
-        try:
-            bound = self.signature.bind(None, *args, **kwargs)
-        except TypeError as exc:
-            raise InvalidInputError(f"bad batch for {self.write.__name__}: {exc}") from exc
-        arguments = dict(bound.arguments)
-        arguments.pop("store")
-        clash = sorted(set(arguments) & set(self.fixed))
-        if clash:
-            raise InvalidInputError(f"{clash} are set once, on the ObjectWriter")
-        arguments["object_ids"] = continuing_ids(self.kind, self.n_objects, arguments)
+        arguments = self.spec.arguments(args, kwargs)
         path = self.scratch / f"batch-{len(self.batches)}"
-        self.write(path, **arguments, **self.fixed)
+        self.spec.write(path, arguments, self.n_objects, overwrite=False)
         self.n_objects += open_source(path).n_objects
         self.batches.append(path)
 

@@ -50,6 +50,7 @@ __all__ = [
     "PointWriter",
     "Progress",
     "append_points",
+    "bin_dtype",
     "write_points_stream",
 ]
 
@@ -270,7 +271,7 @@ class PointWriter:
         """
         if not values[0].shape[0]:
             return
-        bin_type = _bin_dtype(grid)
+        bin_type = bin_dtype(grid)
         if self.binned is None:
             types = [*self._column_types(), (bin_type, ())]
             self.binned = SpillColumns(self.scratch, "binned", types)
@@ -434,7 +435,7 @@ def write_points_stream(
                 writer.append(batch)
 
 
-def _bin_dtype(grid: ChunkGrid) -> np.dtype[Any]:
+def bin_dtype(grid: ChunkGrid) -> np.dtype[Any]:
     """The smallest unsigned type holding a bin flat index of ``grid``."""
     bins = grid.bins_per_chunk_total
     return np.dtype(np.uint16 if bins <= 2**16 else np.uint32 if bins <= 2**32 else np.uint64)

@@ -1,0 +1,238 @@
+"""Parallel object-store writes on dask.distributed: batches of whole objects in, one store out.
+
+The write runs in stages, each waited for as a whole:
+
+1. one task per partition counts its objects; the coordinator numbers the partitions' default
+   object ids one after another (partition order is object order);
+2. one task per partition writes it alone, with the one-shot writer and the store's settings,
+   into a scratch store (as :class:`~zarr_vectors.ObjectWriter` does with its batches);
+3. the coordinator opens the scratch stores (their shared parts only) and plans the merge
+   once (:func:`~zarr_vectors.geometry.object_merge.plan_merge`); for meshes, tasks check
+   whether renumbered face references need int64;
+4. one task per bucket of chunks (C order, about equal rows) writes its chunks into the
+   destination from the scratch stores (:func:`~zarr_vectors.geometry.object_merge.merge_chunks`)
+   — disjoint keys, no shared document;
+5. the coordinator writes the shared parts — array metadata, counts, object index, object and
+   group attributes, cross-chunk links, level and root metadata — the root last
+   (:func:`~zarr_vectors.geometry.object_merge.commit_merge`).
+
+The store equals, byte for byte apart from ``creation_timestamp``, what one ``write_*`` call
+of all the objects writes. A failure commits nothing, and the scratch stores are removed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry._pipeline import WriteOptions
+from zarr_vectors.geometry.object_merge import (
+    MergePlan,
+    check_globals,
+    commit_merge,
+    for_chunk_writers,
+    links_may_be_wide,
+    merge_chunks,
+    plan_merge,
+    set_link_dtype,
+    wide_links,
+)
+from zarr_vectors.geometry.object_sources import open_source
+from zarr_vectors.geometry.object_stream import BatchSpec
+from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
+from zarr_vectors.store.io import StoreLike, local_destination
+from zarr_vectors.store.shared import (
+    SharedLocation,
+    check_shareable,
+    open_shared,
+    shared_location,
+)
+from zarr_vectors.store.spill import remove_scratch, scratch_directory
+from zarr_vectors.store.target import check_destination, write_target
+
+__all__ = ["write_objects_parallel"]
+
+Chunk = tuple[int, ...]
+
+
+def write_objects_parallel(
+    store: StoreLike,
+    kind: str,
+    partitions: Iterable[Any],
+    *,
+    chunk_shape: float | Sequence[float],
+    bin_shape: float | Sequence[float] | None = None,
+    client: Any = None,
+    scheduler_address: str | None = None,
+    n_workers: int = 2,
+    scratch: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+    options: WriteOptions | None = None,
+    **settings: Any,
+) -> None:
+    """Write an object store from partitions of whole objects, on dask.distributed workers.
+
+    The store is byte for byte (apart from ``creation_timestamp``) the one the kind's
+    ``write_*`` function writes for all the objects, in partition order.
+
+    Parameters
+    ----------
+    store
+        Destination every worker can reach: a local directory (on a file system the
+        workers share) or a remote store (URL or zarr store object, not a memory store
+        nor a zip file).
+    kind
+        ``"polyline"``, ``"streamline"``, ``"graph"``, ``"skeleton"`` or ``"mesh"``.
+    partitions
+        Batches of whole objects, in object order. Each is a mapping of the keyword
+        arguments of the kind's ``write_*`` function after the store (as
+        :meth:`~zarr_vectors.ObjectWriter.append` takes them, e.g. ``{"polylines": lines,
+        "object_attributes": {...}}``), or the value of its first argument alone (the
+        polylines of a batch). Without ``object_ids`` (and without other labels in
+        ``vertex_objects``) objects are numbered after those of the partitions before.
+    chunk_shape
+        Chunk size per axis (one number for all axes): required, the default depends on
+        all the data.
+    bin_shape
+        As for the ``write_*`` functions.
+    client, scheduler_address, n_workers
+        The cluster, as for :func:`~zarr_vectors.write_points_parallel`.
+    scratch
+        Directory every worker can write and read, for the partitions' temporary stores
+        (about the size of the data). Default: beside a local destination; required for
+        other destinations. Removed at the end, whatever happens.
+    overwrite
+        Replace an existing store (a local one only once the new one is complete).
+    options
+        Less common settings (:class:`~zarr_vectors.WriteOptions`).
+    **settings
+        Store-wide arguments of the kind's ``write_*`` function: ``directed`` (graph),
+        ``winding_order`` and ``closed_surface`` (mesh), ``metadata``.
+
+    Raises
+    ------
+    InvalidInputError
+        For an unknown kind, settings or arguments the kind does not take, partitions that
+        are not valid or do not fit together (their attributes, groups or ids), or a
+        destination workers cannot share.
+    StoreExistsError
+        When the destination holds data and ``overwrite`` is false.
+    ParallelWriteError
+        When a task fails or workers keep dying: nothing is committed.
+    MissingDependencyError
+        Without the ``distributed`` extra.
+    """
+    spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
+    batches = [_arguments(spec, part) for part in partitions]
+    if not batches:
+        raise InvalidInputError("nothing to write: give at least one partition")
+    check_shareable(store)
+    check_destination(store, overwrite=overwrite)
+    near = local_destination(store)
+    if scratch is None and near is None:
+        raise InvalidInputError("a destination that is not a local path needs scratch=")
+    space = scratch_directory(near, scratch)
+    try:
+        with (
+            cluster_client(client, scheduler_address, n_workers) as dask_client,
+            write_tasks(dask_client) as tasks,
+        ):
+            paths = _write_partitions(tasks, spec, batches, space)
+            _merge(tasks, paths, store, overwrite)
+    finally:
+        remove_scratch(space)
+
+
+def _merge(tasks: Tasks, paths: list[str], store: StoreLike, overwrite: bool) -> None:
+    """Plan the merge of the partitions' stores, write its chunks in buckets, commit it."""
+    plan = plan_merge([open_source(p) for p in paths], has_base=False, check_links=False)
+    ids, groups = check_globals(plan)
+    buckets = _buckets(plan, 2 * tasks.workers)
+    if links_may_be_wide(plan) and any(_run_buckets(tasks, plan, buckets, None)):
+        set_link_dtype(plan, np.dtype(np.int64))
+    with write_target(store, overwrite=overwrite) as io:
+        _run_buckets(tasks, plan, buckets, shared_location(io))
+        commit_merge(io, plan, ids, groups)
+
+
+def _arguments(spec: BatchSpec, partition: Any) -> dict[str, Any]:
+    if isinstance(partition, Mapping):
+        return spec.arguments((), partition)
+    return spec.arguments((partition,), {})
+
+
+def _write_partitions(
+    tasks: Tasks, spec: BatchSpec, batches: list[dict[str, Any]], space: Path
+) -> list[str]:
+    """Write every partition alone into ``space``, ids numbered in partition order."""
+    held = [tasks.put(f"batch-{k}", batch) for k, batch in enumerate(batches)]
+    counts = tasks.run(
+        [tasks.submit(f"count-{k}", _count, spec, h) for k, h in enumerate(held)],
+        "counting objects",
+    )
+    firsts = [0, *itertools.accumulate(counts)][:-1]
+    paths = [os.fspath(space / f"part-{k}") for k in range(len(batches))]
+    tasks.run(
+        [
+            tasks.submit(f"part-{k}", _write_partition, spec, h, path, first)
+            for k, (h, path, first) in enumerate(zip(held, paths, firsts, strict=True))
+        ],
+        "writing partitions",
+    )
+    tasks.release()  # no partition is written again while the merge reads it
+    return paths
+
+
+def _count(spec: BatchSpec, arguments: dict[str, Any]) -> int:
+    return spec.count(arguments)
+
+
+def _write_partition(spec: BatchSpec, arguments: dict[str, Any], path: str, first: int) -> str:
+    """Write one partition into its scratch store (again from scratch if a retry)."""
+    spec.write(path, arguments, first, overwrite=True)
+    return path
+
+
+def _buckets(plan: MergePlan, count: int) -> list[list[Chunk]]:
+    """The chunks in C order, cut into about ``count`` runs of about equal rows."""
+    chunks = sorted(plan.holders)
+    rows = np.cumsum([plan.totals[c] for c in chunks])
+    if not chunks:
+        return []
+    cuts = np.searchsorted(rows, rows[-1] * np.arange(1, count) / count) + 1
+    edges = np.unique(np.concatenate([[0], np.clip(cuts, 1, len(chunks)), [len(chunks)]]))
+    return [chunks[a:z] for a, z in itertools.pairwise(edges.tolist())]
+
+
+def _run_buckets(
+    tasks: Tasks,
+    plan: MergePlan,
+    buckets: list[list[Chunk]],
+    location: SharedLocation | None,
+) -> list[Any]:
+    """Per bucket, write its chunks into ``location``, or (None) check for int64 links."""
+    stage = "checking link widths" if location is None else "writing chunks"
+    name = "links" if location is None else "merge"
+    shipped = tasks.put(f"plan-{name}", for_chunk_writers(plan))
+    futures = [
+        tasks.submit(f"{name}-{b}", _merge_task, shipped, chunks, location)
+        for b, chunks in enumerate(buckets)
+    ]
+    try:
+        return tasks.run(futures, stage)
+    finally:
+        tasks.release()  # no chunk is written again once the stage is over
+
+
+def _merge_task(plan: MergePlan, chunks: list[Chunk], location: SharedLocation | None) -> bool:
+    """Write ``chunks`` into ``location``; without one, whether their links need int64."""
+    if location is None:
+        return wide_links(plan, chunks)
+    merge_chunks(open_shared(location), plan, chunks)
+    return True

@@ -1,0 +1,357 @@
+"""Parallel point-cloud writes on dask.distributed: many workers, one store, nothing lost.
+
+The write runs in stages, each waited for as a whole (:meth:`~._cluster.Tasks.run`):
+
+1. one task per partition loads and checks it (:func:`~._partitions.load_points`); the
+   coordinator receives only its size, bounds and column types, and fixes the grid with the
+   serial writer's own functions (``plan_grid``, ``root_metadata``);
+2. one task per partition sorts its rows by chunk and returns the rows per chunk; the
+   coordinator adds them up, sets ``N_max`` and cuts the chunks, in C order, into buckets
+   of about equal rows, one per writer task;
+3. per partition and bucket a task cuts out the partition's rows of the bucket (the shuffle:
+   dask moves these pieces to the writers), and one task per bucket writes its chunks'
+   shards straight into the destination — disjoint keys, no shared document;
+4. the coordinator writes the array metadata, ``vertex_counts``, the level metadata and the
+   root metadata, last.
+
+The store equals, byte for byte apart from ``creation_timestamp``, what
+:func:`~zarr_vectors.write_points` writes for the concatenated partitions. Until step 4 ends
+the destination does not open as a complete store (spec §2.4); a failure anywhere raises and
+commits nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError, ParallelWriteError
+from zarr_vectors.format.metadata import RootMetadata
+from zarr_vectors.format.names import POINT_CLOUD
+from zarr_vectors.geometry import _inputs as inputs
+from zarr_vectors.geometry._pipeline import (
+    LevelWriter,
+    WriteOptions,
+    dense_bounds_span,
+    grid_indices,
+    point_blob_layout,
+    round_up,
+    write_point_level,
+)
+from zarr_vectors.geometry.points import commit_points
+from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
+from zarr_vectors.parallel._partitions import ColumnTypes, Loaded, Schema, submit_loads
+from zarr_vectors.parallel._point_tasks import (
+    Binning,
+    LevelSpec,
+    bin_partition,
+    chunk_counts,
+    take_chunks,
+    write_chunks,
+)
+from zarr_vectors.store.io import StoreIO, StoreLike
+from zarr_vectors.store.shared import SharedLocation, check_shareable, shared_location
+from zarr_vectors.store.target import check_destination, write_target
+
+__all__ = ["write_points_parallel"]
+
+_BUCKET_BYTES = 256 * 2**20
+"""Rows a writer task holds at most, in bytes of columns (more buckets than workers else)."""
+
+Stats = tuple[Schema, int, np.ndarray, np.ndarray]
+
+
+def write_points_parallel(
+    store: StoreLike,
+    partitions: Any,
+    *,
+    chunk_shape: float | Sequence[float] | None = None,
+    bin_shape: float | Sequence[float] | None = None,
+    attributes: Sequence[str] | None = None,
+    client: Any = None,
+    scheduler_address: str | None = None,
+    n_workers: int = 2,
+    overwrite: bool = False,
+    options: WriteOptions | None = None,
+) -> None:
+    """Write a point cloud from partitions, binned and written by dask.distributed workers.
+
+    The store is byte for byte (apart from ``creation_timestamp``) the one
+    :func:`~zarr_vectors.write_points` writes for the partitions concatenated in order.
+
+    Parameters
+    ----------
+    store
+        Destination every worker can reach: a local directory (on a file system the
+        workers share) or a remote store (URL or zarr store object, not a memory store
+        nor a zip file).
+    partitions
+        A list whose items are each a positions array, a mapping ``{"positions": ...,
+        "attributes": {...}, "object_ids": ...}`` (as :func:`~zarr_vectors.write_points`
+        takes them) or the path of a ``.npy`` file (positions) or ``.npz`` file
+        (``positions``, optional ``object_ids``, every other key an attribute); or a dask
+        array ``(n, D)`` (its blocks along axis 0 are the partitions); or a dask dataframe
+        with position columns ``x, y[, z[, w]]`` (or ``options.axis_names``), an optional
+        ``object_id`` column and attribute columns. Every partition must have the same
+        position dtype, dimension and attribute columns; the rows of partition ``k``
+        follow those of partition ``k - 1``. Paths are opened by the workers.
+    chunk_shape, bin_shape
+        As for :func:`~zarr_vectors.write_points` (the default chunk shape depends on all
+        the bounds, which the first stage gathers).
+    attributes
+        Names of the attributes to keep (default: every attribute of the partitions).
+    client
+        A ``distributed.Client`` to run on.
+    scheduler_address
+        Without ``client``: address of a running scheduler (``"tcp://host:8786"``).
+    n_workers
+        Without either: worker processes of a ``LocalCluster`` started and closed here
+        (one thread each). A script that uses it needs ``if __name__ == "__main__":``,
+        as any program starting worker processes does.
+    overwrite
+        Replace an existing store. A local store is replaced only once the new one is
+        complete (it is written beside it and swapped in), so a failed write leaves it as
+        it was; a remote store is cleared first, as :func:`~zarr_vectors.write_points`
+        does.
+    options
+        Less common settings (:class:`~zarr_vectors.WriteOptions`).
+
+    Raises
+    ------
+    InvalidInputError
+        For invalid partitions (raised before the destination is touched), partitions that
+        do not match each other, or a destination workers cannot share.
+    StoreExistsError
+        When the destination holds data and ``overwrite`` is false.
+    ParallelWriteError
+        When a task fails or workers keep dying (``KilledWorker``): nothing is committed,
+        the destination does not open as a store, and a local destination is removed.
+    MissingDependencyError
+        Without the ``distributed`` extra.
+
+    Notes
+    -----
+    The coordinator holds only sizes, bounds and per-chunk row counts; the rows go from
+    the partition tasks to the writer tasks through dask. A worker that dies has its tasks
+    run again elsewhere by the scheduler; every task is idempotent (a writer run twice
+    writes the same bytes to the same keys), so the retried write is the same store.
+    In-memory partitions travel inside their tasks so that they can be run again; for
+    data larger than the coordinator's memory, pass files or a dask collection.
+    """
+    options = inputs.check_options(options, POINT_CLOUD)
+    names = _attribute_names(attributes)
+    check_shareable(store)
+    check_destination(store, overwrite=overwrite)
+    with (
+        cluster_client(client, scheduler_address, n_workers) as dask_client,
+        write_tasks(dask_client) as tasks,
+    ):
+        loaded = submit_loads(tasks, partitions, names, options.axis_names)
+        schema, n, bounds = _combine(
+            tasks.run(
+                [tasks.submit(f"stats-{k}", _stats, f) for k, f in enumerate(loaded)],
+                "loading partitions",
+            )
+        )
+        grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, schema[1])
+        root = inputs.root_metadata(POINT_CLOUD, grid, options, bounds)
+        if bounds is None:
+            with write_target(store, overwrite=overwrite) as io:
+                columns = _empty_columns(schema)
+                level = write_point_level(io, 0, columns, grid, options, _no_bounds(schema))
+                commit_points(io, root, grid, level)
+            return
+        binning = Binning(grid, *dense_bounds_span(bounds, grid))
+        _write_binned(tasks, (store, overwrite), loaded, schema, binning, root, options)
+
+
+def _write_binned(
+    tasks: Tasks,
+    destination: tuple[StoreLike, bool],
+    loaded: list[Any],
+    schema: Schema,
+    binning: Binning,
+    root: RootMetadata,
+    options: WriteOptions,
+) -> None:
+    """Bin the loaded partitions, write their chunks in buckets, then commit the store."""
+    binned = [tasks.submit(f"bin-{k}", bin_partition, f, binning) for k, f in enumerate(loaded)]
+    counting = [tasks.submit(f"counts-{k}", chunk_counts, b) for k, b in enumerate(binned)]
+    counts = tasks.run(counting, "binning partitions")
+    tasks.release([*loaded, *counting])  # the binned copies are what the writers read
+    plan = _plan_writers(tasks.workers, schema, binning, counts, options)
+    store, overwrite = destination
+    with write_target(store, overwrite=overwrite) as io:
+        written = tasks.run(
+            _submit_writers(tasks, shared_location(io), plan, binned, counts),
+            "writing chunks",
+        )
+        tasks.release()  # from here on, no writer runs again
+        _commit(io, root, plan, written)
+
+
+@dataclass(frozen=True, slots=True)
+class _WriterPlan:
+    """The occupied chunks (flat, C order), their rows, and the chunks of each writer."""
+
+    spec: LevelSpec
+    chunks: np.ndarray
+    totals: np.ndarray
+    buckets: list[tuple[int, int]]
+
+
+def _plan_writers(
+    workers: int,
+    schema: Schema,
+    binning: Binning,
+    counts: list[tuple[np.ndarray, np.ndarray]],
+    options: WriteOptions,
+) -> _WriterPlan:
+    """Add up the rows per chunk, set ``N_max`` and cut the chunks into writer buckets."""
+    chunks, totals = _totals(counts)
+    n_max = round_up(int(totals.max()), options.block_rows)
+    spec = LevelSpec(binning, (_position_type(schema), schema[2]), n_max, options)
+    count = _bucket_count(workers, schema, int(totals.sum()), totals.shape[0])
+    return _WriterPlan(spec, chunks, totals, _buckets(totals, count))
+
+
+def _commit(io: StoreIO, root: RootMetadata, plan: _WriterPlan, written: list[int]) -> None:
+    """Check what the writers wrote, then write every shared document, the root last."""
+    for (a, z), rows in zip(plan.buckets, written, strict=True):
+        if rows != int(plan.totals[a:z].sum()):
+            raise ParallelWriteError(
+                f"a writer wrote {rows} rows where {int(plan.totals[a:z].sum())} were planned"
+            )
+    spec, grid = plan.spec, plan.spec.binning.grid
+    writer = LevelWriter(
+        io, 0, grid, spec.columns, spec.n_max, spec.options, blobs=point_blob_layout(grid)
+    )
+    span = spec.binning
+    for g, count in zip(
+        grid_indices(plan.chunks, span.span_lo, span.span_shape, grid),
+        plan.totals.tolist(),
+        strict=True,
+    ):
+        writer.keep_chunk(g, count)
+    commit_points(io, root, grid, writer.finish())
+
+
+def _submit_writers(
+    tasks: Tasks,
+    location: SharedLocation,
+    plan: _WriterPlan,
+    binned: list[Any],
+    counts: list[tuple[np.ndarray, np.ndarray]],
+) -> list[Any]:
+    """One writer task per bucket, fed by the pieces of the partitions that reach it."""
+    writes = []
+    for b, (a, z) in enumerate(plan.buckets):
+        first, last = int(plan.chunks[a]), int(plan.chunks[z - 1])
+        pieces = [
+            tasks.submit(f"take-{b}-{p}", take_chunks, binned[p], first, last)
+            for p, (occupied, _) in enumerate(counts)
+            if _overlaps(occupied, first, last)
+        ]
+        writes.append(
+            tasks.submit(f"write-{b}", write_chunks, location, plan.spec, plan.chunks[a:z], pieces)
+        )
+    return writes
+
+
+def _attribute_names(attributes: Sequence[str] | None) -> tuple[str, ...] | None:
+    if attributes is None:
+        return None
+    if isinstance(attributes, Mapping):
+        raise InvalidInputError(
+            "attributes= names the attributes to keep; their values come with the partitions"
+        )
+    if isinstance(attributes, str):
+        return (attributes,)
+    return tuple(str(a) for a in attributes)
+
+
+def _stats(loaded: Loaded) -> Stats:
+    """What the coordinator needs of a loaded partition (a task)."""
+    return loaded.schema, int(loaded.positions.shape[0]), loaded.lo, loaded.hi
+
+
+def _describe(types: ColumnTypes) -> str:
+    return "{" + ", ".join(f"{k}: {d}{list(s) if s else ''}" for k, (d, s) in types.items()) + "}"
+
+
+def _combine(stats: list[Stats]) -> tuple[Schema, int, tuple[np.ndarray, np.ndarray] | None]:
+    """The common schema, the total rows and the bounds of every partition together.
+
+    Raises
+    ------
+    InvalidInputError
+        When partitions differ in position dtype, dimension or attribute columns.
+    """
+    first = stats[0][0]
+    for k, (schema, *_) in enumerate(stats):
+        if schema[:2] != first[:2]:
+            raise InvalidInputError(
+                f"partition {k} has positions ({schema[1]}-D, {schema[0]}); partition 0 has "
+                f"({first[1]}-D, {first[0]}): every partition must match"
+            )
+        if schema[2] != first[2]:
+            raise InvalidInputError(
+                f"partition {k} has the columns {_describe(schema[2])}, partition 0 "
+                f"{_describe(first[2])}: every partition must match"
+            )
+    n = sum(s[1] for s in stats)
+    filled = [s for s in stats if s[1]]
+    if not filled:
+        return first, 0, None
+    lo = np.min(np.stack([s[2] for s in filled]), axis=0)
+    hi = np.max(np.stack([s[3] for s in filled]), axis=0)
+    return first, n, (lo, hi)
+
+
+def _position_type(schema: Schema) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    return schema[0], (schema[1],)
+
+
+def _empty_columns(schema: Schema) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    positions = np.empty((0, schema[1]), schema[0])
+    return positions, {k: np.empty((0, *s), d) for k, (d, s) in schema[2].items()}
+
+
+def _no_bounds(schema: Schema) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros(schema[1]), np.zeros(schema[1])
+
+
+def _totals(counts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Occupied flat chunk indices (sorted) and their rows over every partition."""
+    flat = np.concatenate([c[0] for c in counts])
+    rows = np.concatenate([c[1] for c in counts])
+    chunks, where = np.unique(flat, return_inverse=True)
+    return chunks, np.bincount(where, weights=rows, minlength=chunks.shape[0]).astype(np.int64)
+
+
+def _bucket_count(workers: int, schema: Schema, n: int, n_chunks: int) -> int:
+    """Writer tasks: twice the workers, more when that would not fit :data:`_BUCKET_BYTES`."""
+    row = schema[0].itemsize * schema[1] + sum(
+        d.itemsize * math.prod(s) for d, s in schema[2].values()
+    )
+    wanted = max(2 * workers, math.ceil(n * row / _BUCKET_BYTES))
+    return max(1, min(n_chunks, wanted))
+
+
+def _buckets(totals: np.ndarray, count: int) -> list[tuple[int, int]]:
+    """Cut the chunks (C order) into ``count`` runs ``[a, z)`` of about equal rows."""
+    cumulative = np.cumsum(totals)
+    targets = cumulative[-1] * np.arange(1, count) / count
+    cuts = np.searchsorted(cumulative, targets) + 1
+    edges = np.unique(np.concatenate([[0], np.clip(cuts, 1, totals.shape[0]), [totals.shape[0]]]))
+    return [(int(a), int(z)) for a, z in itertools.pairwise(edges.tolist())]
+
+
+def _overlaps(occupied: np.ndarray, first: int, last: int) -> bool:
+    a, z = np.searchsorted(occupied, [first, last + 1])
+    return bool(z > a)
