@@ -17,13 +17,18 @@ RANKS = {
     "geometry": 4,
     "query": 5,
     "objects": 5,
+    "regions": 5,
     "validate": 5,
     "dataset": 6,
+    "lazy": 6,
     "converters": 6,
+    "parallel": 6,
     "__init__": 7,
     "cli": 8,
     "_progress": 0,
     "_optional": 0,
+    "display": 0,
+    "store_summary": 6,
 }
 MODULES = sorted(PACKAGE.rglob("*.py"))
 

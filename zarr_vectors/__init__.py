@@ -41,6 +41,7 @@ from zarr_vectors.geometry.point_stream import PointWriter, append_points, write
 from zarr_vectors.geometry.points import write_points
 from zarr_vectors.geometry.polylines import write_polylines
 from zarr_vectors.geometry.result import QueryResult
+from zarr_vectors.parallel import write_objects_parallel, write_points_parallel
 from zarr_vectors.validate import validate
 from zarr_vectors.validate.report import Problem, ValidationReport
 
@@ -49,6 +50,7 @@ __all__ = [
     "FORMAT_VERSION",
     "write_points",
     "write_points_stream",
+    "write_points_parallel",
     "append_points",
     "PointWriter",
     "write_polylines",
@@ -57,6 +59,7 @@ __all__ = [
     "write_mesh",
     "append_polylines",
     "ObjectWriter",
+    "write_objects_parallel",
     "append_graph",
     "append_skeletons",
     "append_mesh",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec
 
 import numpy as np
 
@@ -17,10 +20,12 @@ from zarr_vectors.errors import (
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.geometry.result import QueryResult
-from zarr_vectors.objects import ObjectReader
-from zarr_vectors.objects import clip as clip_result
-from zarr_vectors.query import parse_bbox, query_box, read_all
+from zarr_vectors.lazy import LazyResult, lazy_query
+from zarr_vectors.objects import ObjectReader, clip_to_region
+from zarr_vectors.query import query_region, read_all
+from zarr_vectors.regions import Region, ball_region, box_region, polygon_region
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
+from zarr_vectors.store_summary import StoreInfo, gather, read_levels, store_html, store_text
 
 __all__ = ["VectorStore", "open"]
 
@@ -40,6 +45,26 @@ def _root_attributes(io: StoreIO, where: str) -> dict[str, Any]:
             f"attributes lack 'zarr_vectors_version'{hint}"
         )
     return attrs
+
+
+_P = ParamSpec("_P")
+
+
+def _labelled(
+    method: Callable[Concatenate[VectorStore, _P], QueryResult],
+) -> Callable[Concatenate[VectorStore, _P], QueryResult]:
+    """Stamp the store's axis names, units and geometry type on the results of ``method``."""
+
+    @functools.wraps(method)
+    def labelled(store: VectorStore, /, *args: _P.args, **kwargs: _P.kwargs) -> QueryResult:
+        return dataclasses.replace(
+            method(store, *args, **kwargs),
+            axis_names=store.axis_names,
+            axis_units=store.axis_units,
+            geometry_type=store.geometry_type,
+        )
+
+    return labelled
 
 
 class VectorStore:
@@ -155,12 +180,31 @@ class VectorStore:
             raise ObjectNotFoundError(f"no object attribute {name!r}")
         return self._objects.object_attribute(name)
 
+    @property
+    def groups(self) -> dict[str, np.ndarray]:
+        """Member object ids of every group, by group name in stored order (object kinds).
+
+        Empty when the store has no groups.
+        """
+        objects = self._objects
+        ids = objects.external_ids()
+        return {
+            name: ids[objects.group_members(row)] for row, name in enumerate(objects.group_names())
+        }
+
+    @property
+    def group_attributes(self) -> dict[str, np.ndarray]:
+        """Per-group attributes by name, one row per group in the order of :attr:`groups`."""
+        return self._objects.group_attributes()
+
+    @_labelled
     def read(self) -> QueryResult:
         """Read everything: every vertex (point clouds) or every object, whole."""
         if self.is_object_store:
             return self._objects.read(np.arange(self.object_count or 0, dtype=np.int64))
         return read_all(self._reader)
 
+    @_labelled
     def read_objects(self, ids: Any) -> QueryResult:
         """Objects by id, each exactly as written, in the order of ``ids``.
 
@@ -174,6 +218,7 @@ class VectorStore:
         objects = self._objects
         return objects.read(objects.dense_ids(ids))
 
+    @_labelled
     def query(self, bbox: Any = None, *, group: Any = None, clip: bool = False) -> QueryResult:
         """Vertices (point clouds) or objects (object kinds) in a box, or a group's objects.
 
@@ -196,37 +241,170 @@ class VectorStore:
             Point clouds: exactly the vertices in the box. Object kinds: the objects with at
             least one vertex in the box, in ascending storage order, whole or clipped.
         """
+        if self.is_object_store and bbox is None:
+            if group is None:
+                raise InvalidInputError("query needs a bbox, a group, or both")
+            return self._objects.read(self._objects.group_members(group))
+        return self._query_region(box_region(bbox, self.spatial_dims), group, clip)
+
+    @_labelled
+    def query_polygon(
+        self,
+        polygon: Any,
+        *,
+        plane: Sequence[Any] = (0, 1),
+        ranges: Mapping[Any, Any] | None = None,
+        group: Any = None,
+        clip: bool = False,
+    ) -> QueryResult:
+        """Vertices (point clouds) or objects (object kinds) in a polygon, times ranges.
+
+        A vertex ``p`` is inside when ``(p[i], p[j])``, its coordinates on the two ``plane``
+        axes, lies in the *closed* polygon (interior or boundary, as
+        ``shapely.intersects_xy`` decides, in float64), and ``lo <= p[d] < hi`` for every
+        range (half-open, like :meth:`query`). Only the chunks, and inside partly covered
+        chunks only the bins, that the region can meet are read.
+
+        Parameters
+        ----------
+        polygon
+            A shapely ``Polygon`` or ``MultiPolygon`` (holes allowed; it must be valid and
+            non-empty; a z coordinate is ignored), or ``(n, 2)`` vertex coordinates.
+        plane
+            The axes of the polygon's x and y, by name (``("x", "z")``) or index
+            (``(0, 2)``). Default: the first two axes.
+        ranges
+            ``{axis: (lo, hi)}`` for axes outside the plane, by name or index; an axis not
+            given, and a ``None`` or infinite bound, is unbounded. Example:
+            ``{"z": (0, 10)}``.
+        group, clip
+            Object kinds, as in :meth:`query` (``clip`` keeps the vertices in the region and
+            the edges or faces whose vertices are all in it).
+
+        Returns
+        -------
+        QueryResult
+            Point clouds: exactly the vertices in the region. Object kinds: the objects with
+            at least one vertex in the region, in ascending storage order, whole or clipped.
+
+        Raises
+        ------
+        InvalidInputError
+            For an empty, invalid or non-finite polygon, an unknown or repeated axis, a
+            range on a plane axis, a range with NaN or ``lo > hi``, or a store with fewer
+            than 2 axes.
+
+        Examples
+        --------
+        ::
+
+            hits = store.query_polygon([(0, 0), (100, 0), (50, 80)], ranges={"z": (0, 10)})
+            side = store.query_polygon(shapely.box(0, 0, 5, 5), plane=("x", "z"))
+        """
+        region = polygon_region(
+            polygon, self.spatial_dims, plane=plane, ranges=ranges, axis_names=self.axis_names
+        )
+        return self._query_region(region, group, clip)
+
+    @_labelled
+    def query_sphere(
+        self, center: Any, radius: Any, *, group: Any = None, clip: bool = False
+    ) -> QueryResult:
+        """Vertices (point clouds) or objects (object kinds) in a closed ball.
+
+        A vertex ``p`` is inside when ``sum_d (p[d] - center[d])**2 <= radius**2``, each
+        difference, square and partial sum rounded to float64, summed in axis order. Only
+        the chunks, and inside partly covered chunks only the bins, that the ball can meet
+        are read.
+
+        Parameters
+        ----------
+        center
+            ``D`` finite numbers.
+        radius
+            A finite number ``>= 0`` (0 returns the vertices at ``center``).
+        group, clip
+            Object kinds, as in :meth:`query`.
+
+        Returns
+        -------
+        QueryResult
+            As :meth:`query_polygon`.
+
+        Raises
+        ------
+        InvalidInputError
+            When ``center`` is not ``D`` finite numbers or ``radius`` is negative, NaN or
+            infinite.
+
+        Examples
+        --------
+        ::
+
+            near = store.query_sphere([500.0, 500.0, 500.0], 25.0)
+        """
+        return self._query_region(ball_region(center, radius, self.spatial_dims), group, clip)
+
+    def _query_region(self, region: Region, group: Any, clip: bool) -> QueryResult:
+        """The vertices, or the objects with a vertex, in ``region`` (see :meth:`query`)."""
         if not self.is_object_store:
             if group is not None or clip:
                 raise InvalidInputError("group= and clip= apply to object stores only")
-            lo, hi = parse_bbox(bbox, self.spatial_dims)
-            return query_box(self._reader, lo, hi)
+            return query_region(self._reader, region)
         objects = self._objects
-        if bbox is None:
-            if group is None:
-                raise InvalidInputError("query needs a bbox, a group, or both")
-            return objects.read(objects.group_members(group))
-        lo, hi = parse_bbox(bbox, self.spatial_dims)
-        dense = objects.owners_in_box(lo, hi)
+        dense = objects.owners_in_region(region)
         if group is not None:
             dense = np.intersect1d(dense, objects.group_members(group))
         found = objects.read(dense)
-        return clip_result(found, lo, hi) if clip else found
+        return clip_to_region(found, region) if clip else found
 
-    def __repr__(self) -> str:
-        return (
-            f"<VectorStore {self._where}: {self.geometry_type}, {self.spatial_dims}-D, "
-            f"chunk_shape={list(self.chunk_shape)}, bin_shape={list(self.bin_shape)}>"
+    @property
+    def levels(self) -> tuple[int, ...]:
+        """The resolution levels the store lists (``(0,)`` without a pyramid; spec §3.2)."""
+        return tuple(level.level for level in read_levels(self._io, self._root))
+
+    @functools.cached_property
+    def _usage(self) -> tuple[int, int]:
+        return self._io.usage()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the store takes: all its keys (a ``.zip``: the file). Measured once per open."""
+        return self._usage[0]
+
+    def _summary(self) -> StoreInfo:
+        return gather(self._io, self._root, lambda: self._reader, self._where, lambda: self._usage)
+
+    def to_dask(self, bbox: Any = None, *, chunks_per_block: int = 1) -> LazyResult:
+        """The vertices of a point cloud in a box as dask arrays, for out-of-core work.
+
+        One dask block per ``chunks_per_block`` occupied chunks (C order); computing the
+        arrays gives exactly :meth:`query` of the same box (None: :meth:`read`), row for
+        row. Tasks reopen the store, so they also run on ``dask.distributed`` workers. See
+        :mod:`zarr_vectors.lazy`; needs the ``distributed`` extra.
+        """
+        return lazy_query(
+            self._io, self._root, self._reader, bbox, chunks_per_block=chunks_per_block
         )
 
+    def __repr__(self) -> str:
+        return store_text(self._summary())
 
-def open(store: StoreLike) -> VectorStore:
+    def _repr_html_(self) -> str:
+        return store_html(self._summary())
+
+
+def open(store: StoreLike, *, storage_options: Mapping[str, Any] | None = None) -> VectorStore:
     """Open a Zarr Vectors store for reading.
 
     Parameters
     ----------
     store
-        A local path, a ``.zip`` path, a URL or a zarr-python 3 store.
+        A local path, a ``.zip`` path, a URL (``s3://bucket/key``: credentials from the
+        usual environment or configuration files) or a zarr-python 3 store.
+    storage_options
+        URLs only: options of the fsspec filesystem, e.g. ``{"anon": True}`` or
+        ``{"endpoint_url": ..., "key": ..., "secret": ...}`` for S3.
 
     Returns
     -------
@@ -243,9 +421,11 @@ def open(store: StoreLike) -> VectorStore:
         When the store's format version is newer than this library.
     MetadataError
         When the root metadata is malformed.
+    MissingDependencyError
+        When a URL needs a package that is not installed (``s3fs``: the ``s3`` extra).
     """
     where = os.fspath(store) if isinstance(store, str | Path) else str(store)
-    io = StoreIO(resolve_store(store, mode="r"))
+    io = StoreIO(resolve_store(store, mode="r", storage_options=storage_options))
     attrs = _root_attributes(io, where)
     try:
         root = RootMetadata.from_json(attrs)

@@ -22,6 +22,7 @@ __all__ = [
     "CorruptChunkError",
     "ObjectNotFoundError",
     "MissingDependencyError",
+    "ParallelWriteError",
 ]
 
 
@@ -82,3 +83,11 @@ class ObjectNotFoundError(ZarrVectorsError, KeyError):
 
 class MissingDependencyError(ZarrVectorsError, ImportError):
     """An optional dependency a feature needs is not installed (the message names the extra)."""
+
+
+class ParallelWriteError(ZarrVectorsError, RuntimeError):
+    """A parallel write failed on its cluster (a task error, a worker lost for good).
+
+    Nothing was committed: the destination does not open as a complete store, and an
+    existing local store being replaced is left as it was.
+    """

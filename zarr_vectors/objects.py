@@ -19,6 +19,7 @@ from zarr_vectors.format.names import (
     CROSS_CHUNK_LINKS,
     FRAGMENT_ATTRIBUTES,
     GROUPINGS,
+    GROUPINGS_ATTRIBUTES,
     LINK_ATTRIBUTES,
     LINK_FRAGMENTS,
     LINKS,
@@ -29,10 +30,11 @@ from zarr_vectors.format.names import (
 )
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.geometry.result import QueryResult
-from zarr_vectors.kernels import concat_ranges, points_in_box
-from zarr_vectors.store.arrays import read_whole
+from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.query import chunks_meeting
+from zarr_vectors.regions import BoxRegion, Region
 
-__all__ = ["ObjectReader", "clip"]
+__all__ = ["ObjectReader", "clip", "clip_to_region"]
 
 _LINK_COLUMN = "__links__"
 _OWNER_COLUMN = "__fragment_owner__"
@@ -58,12 +60,10 @@ class ObjectReader:
         self.n_objects = int(reader.meta.object_count or 0)
         reader.add_column(_LINK_COLUMN, f"{base}/{LINKS}/0")
         reader.add_column(_OWNER_COLUMN, f"{base}/{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
-        names = [n for n in reader.io.list_dir(f"{base}/{OBJECT_ATTRIBUTES}") if n != "zarr.json"]
+        names = reader.children(f"{base}/{OBJECT_ATTRIBUTES}")
         self.object_attribute_names = [n for n in names if n != OBJECT_ID_ATTRIBUTE]
         self._has_external_ids = OBJECT_ID_ATTRIBUTE in names
-        self.link_attribute_names = [
-            n for n in reader.io.list_dir(f"{base}/{LINK_ATTRIBUTES}") if n != "zarr.json"
-        ]
+        self.link_attribute_names = reader.children(f"{base}/{LINK_ATTRIBUTES}")
         for name in self.link_attribute_names:
             reader.add_column(_link_column(name), f"{base}/{LINK_ATTRIBUTES}/{name}")
         self._cache: dict[str, np.ndarray] = {}
@@ -71,8 +71,22 @@ class ObjectReader:
     # -- global arrays (read once) --------------------------------------------------------
     def _global(self, path: str) -> np.ndarray:
         if path not in self._cache:
-            self._cache[path] = read_whole(self.reader.io.store, f"{self.reader.base}/{path}")
+            wanted = [p for p in dict.fromkeys([path, *self._read_set()]) if p not in self._cache]
+            self._cache.update(zip(wanted, self.reader.read_globals(wanted), strict=True))
         return self._cache[path]
+
+    def _read_set(self) -> list[str]:
+        """The stored global arrays a read of objects needs: fetched together at first need."""
+        names = self.object_attribute_names + (
+            [OBJECT_ID_ATTRIBUTE] if self._has_external_ids else []
+        )
+        paths = [f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets"]
+        paths += [f"{OBJECT_ATTRIBUTES}/{n}" for n in names]
+        if self.kind in ("graph", "skeleton"):
+            paths.append(CROSS_CHUNK_LINKS)
+            paths += [f"{CROSS_CHUNK_LINK_ATTRIBUTES}/{n}" for n in self.link_attribute_names]
+        base = self.reader.base
+        return [p for p in paths if self.reader.document(f"{base}/{p}/zarr.json") is not None]
 
     def external_ids(self) -> np.ndarray:
         """The caller's id of every object (0..n-1 when none were given)."""
@@ -128,6 +142,18 @@ class ObjectReader:
         members = table[row]
         return np.asarray(members[members >= 0], dtype=np.int64)
 
+    def group_names(self) -> list[str]:
+        """Names of the groups, in stored order (empty when the store has none)."""
+        meta = self.reader.io.read_json(f"{self.reader.base}/{GROUPINGS}/zarr.json")
+        if not isinstance(meta, dict):
+            return []
+        return [str(n) for n in meta.get("attributes", {}).get("group_names", [])]
+
+    def group_attributes(self) -> dict[str, np.ndarray]:
+        """Per-group columns by name, one row per group in the order of :meth:`group_names`."""
+        names = self.reader.io.list_dir(f"{self.reader.base}/{GROUPINGS_ATTRIBUTES}")
+        return {n: self._global(f"{GROUPINGS_ATTRIBUTES}/{n}") for n in names if n != "zarr.json"}
+
     # -- reading objects --------------------------------------------------------------
     def read(self, dense: np.ndarray) -> QueryResult:
         """The objects ``dense`` (dense ids), whole, in the given order."""
@@ -142,31 +168,30 @@ class ObjectReader:
 
     def owners_in_box(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Dense ids, ascending, of the objects with at least one vertex in ``[lo, hi)``."""
+        return self.owners_in_region(BoxRegion(lo, hi))
+
+    def owners_in_region(self, region: Region) -> np.ndarray:
+        """Dense ids, ascending, of the objects with at least one vertex in ``region``.
+
+        Reads the fragment owners of the chunks the region can meet, and the vertices of
+        those it does not cover whole (spec §8.3 step 5: object fragments are not binned).
+        """
         reader = self.reader
-        first, stop = reader.grid.box_chunk_range(lo, hi)
-        if np.any(stop <= first) or np.any(lo >= hi):
-            return np.empty(0, np.int64)
-        chunks, counts = reader.occupied_chunks(first, stop)
+        chunks, counts, inside = chunks_meeting(reader, region)
         if not chunks.shape[0]:
             return np.empty(0, np.int64)
-        ranges = reader.fragment_ranges(chunks, counts)
+        ranges = reader.fragment_ranges(chunks, counts, index_columns=())
         wanted = [
             ChunkRows(tuple(int(c) for c in chunk), np.array([[0, n]], dtype=np.int64))
             for chunk, n in zip(chunks, counts, strict=True)
         ]
-        inside = np.all(reader.grid.chunk_lower(chunks) >= lo, axis=1) & np.all(
-            reader.grid.chunk_upper(chunks) <= hi, axis=1
-        )
-        owners = reader.read_rows(
-            _OWNER_COLUMN,
-            [
-                ChunkRows(w.chunk, np.array([[0, len(r[0])]], dtype=np.int64))
-                for w, r in zip(wanted, ranges, strict=True)
-            ],
-        )
+        fragments = [
+            ChunkRows(w.chunk, np.array([[0, len(r[0])]], dtype=np.int64))
+            for w, r in zip(wanted, ranges, strict=True)
+        ]
         partial = [w for w, full in zip(wanted, inside, strict=True) if not full]
-        positions = reader.read_rows(VERTICES, partial) if partial else None
-        return _owners(owners, ranges, inside, counts, positions, lo, hi)
+        owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
+        return _owners(owners, ranges, inside, counts, positions, region)
 
 
 def _owners(
@@ -175,8 +200,7 @@ def _owners(
     inside: np.ndarray,
     counts: np.ndarray,
     positions: np.ndarray | None,
-    lo: np.ndarray,
-    hi: np.ndarray,
+    region: Region,
 ) -> np.ndarray:
     found: list[np.ndarray] = []
     owner_pos = 0
@@ -188,7 +212,7 @@ def _owners(
             found.append(chunk_owners)
             continue
         assert positions is not None
-        rows = np.flatnonzero(points_in_box(positions[row_pos : row_pos + n], lo, hi))
+        rows = np.flatnonzero(region.contains_points(positions[row_pos : row_pos + n]))
         row_pos += int(n)
         found.append(chunk_owners[np.searchsorted(starts, rows, side="right") - 1])
     return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
@@ -470,8 +494,13 @@ def _translate(
 
 def clip(result: QueryResult, lo: np.ndarray, hi: np.ndarray) -> QueryResult:
     """Keep the vertices of ``result`` inside ``[lo, hi)`` and the links among them (§8.2)."""
+    return clip_to_region(result, BoxRegion(lo, hi))
+
+
+def clip_to_region(result: QueryResult, region: Region) -> QueryResult:
+    """Keep the vertices of ``result`` inside ``region`` and the links among them (§8.2)."""
     assert result.offsets is not None
-    keep = points_in_box(result.positions, lo, hi)
+    keep = region.contains_points(result.positions)
     new_row = np.cumsum(keep) - 1
     object_of_row = np.repeat(np.arange(result.offsets.shape[0] - 1), np.diff(result.offsets))
     counts = np.bincount(object_of_row[keep], minlength=result.offsets.shape[0] - 1)

@@ -10,16 +10,28 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from zarr.abc.store import ByteRequest, RangeByteRequest, Store, SuffixByteRequest
+from zarr.abc.store import (
+    ByteRequest,
+    OffsetByteRequest,
+    RangeByteRequest,
+    Store,
+    SuffixByteRequest,
+)
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
-from zarr.storage import LocalStore, MemoryStore, ZipStore
+from zarr.storage import FsspecStore, LocalStore, MemoryStore, ZipStore
 
-from zarr_vectors.errors import InvalidInputError, MetadataError, StoreNotFoundError
+from zarr_vectors._optional import require
+from zarr_vectors.errors import (
+    InvalidInputError,
+    MetadataError,
+    MissingDependencyError,
+    StoreNotFoundError,
+)
 
 __all__ = ["ByteRange", "StoreIO", "StoreLike", "resolve_store"]
 
@@ -31,10 +43,18 @@ StoreLike = str | os.PathLike[str] | Store
 ByteRange = tuple[int, int] | int | None
 """``(start, stop)`` for a range, a negative int ``-n`` for the last ``n`` bytes, None for all."""
 
-_MAX_CONCURRENCY = 64
+_MAX_CONCURRENCY = 256
+"""Requests in flight at once on a non-local store: enough that the shard indexes or the row
+ranges of every column of the chunks a query meets go out in one wave."""
+
+_MERGE_GAP = 1 << 18
+"""Ranges of one key closer than this many bytes are fetched from a non-local store as one
+request: a gap this size costs less transfer time than a round trip costs waiting."""
 
 
-def resolve_store(store: StoreLike, *, mode: str) -> Store:
+def resolve_store(
+    store: StoreLike, *, mode: str, storage_options: Mapping[str, Any] | None = None
+) -> Store:
     """Turn a store-like value into a zarr ``Store``.
 
     Parameters
@@ -42,9 +62,15 @@ def resolve_store(store: StoreLike, *, mode: str) -> Store:
     store
         A local directory path (str or path-like), a path ending in ``.zip`` (a
         :class:`zarr.storage.ZipStore`), a URL with a protocol such as ``s3://`` (an
-        ``FsspecStore``; needs fsspec), or any zarr ``Store`` instance (used as is).
+        ``FsspecStore``, see :func:`url_store`), or any zarr ``Store`` instance (used as is,
+        but for a closed write-mode ``ZipStore``, which is read through a read-mode one:
+        reopening it to write would truncate the file).
     mode
         ``"r"`` to read or ``"w"`` to write.
+    storage_options
+        URLs only: options of the fsspec filesystem (for S3: ``endpoint_url``, ``key``,
+        ``secret``, ``anon``...); without them the usual environment and configuration
+        files supply credentials.
 
     Returns
     -------
@@ -56,25 +82,63 @@ def resolve_store(store: StoreLike, *, mode: str) -> Store:
     StoreNotFoundError
         When reading a local path that does not exist.
     InvalidInputError
-        When the value is not a store-like object.
+        When the value is not a store-like object, or ``storage_options`` come with
+        something other than a URL.
+    MissingDependencyError
+        When a URL's filesystem package (``s3fs`` for ``s3://``) is not installed.
     """
+    text = local_path_of(os.fspath(store)) if isinstance(store, str | os.PathLike) else None
+    if storage_options is not None and (text is None or "://" not in text):
+        raise InvalidInputError("storage_options apply to URLs (such as s3://...) only")
     if isinstance(store, Store):
-        return store
-    if not isinstance(store, str | os.PathLike):
+        return _readable_zip(store) if mode == "r" else store
+    if text is None:
         raise InvalidInputError(
             f"store must be a path, a URL or a zarr Store, got {type(store).__name__}"
         )
-    text = local_path_of(os.fspath(store))
     if "://" in text:
-        from zarr.storage import FsspecStore  # noqa: PLC0415  (optional dependency: fsspec)
-
-        return FsspecStore.from_url(text, read_only=(mode == "r"))
+        return url_store(text, mode=mode, storage_options=storage_options)
     path = Path(text)
     if mode == "r" and not path.exists():
         raise StoreNotFoundError(f"no store at {text!r}: the path does not exist")
     if path.suffix == ".zip":
         return ZipStore(path, mode="r" if mode == "r" else "w")
     return LocalStore(path, read_only=(mode == "r"))
+
+
+_URL_PACKAGES = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3")}
+"""URL protocol -> (package fsspec needs for it, zarr-vectors extra that installs it)."""
+
+
+def url_store(url: str, *, mode: str, storage_options: Mapping[str, Any] | None) -> Store:
+    """Open a URL (``s3://bucket/key``, ``gs://...``, ``memory://...``) as an ``FsspecStore``.
+
+    Raises
+    ------
+    MissingDependencyError
+        When fsspec, or the package of the URL's protocol (``s3fs``: the ``s3`` extra), is
+        not installed.
+    InvalidInputError
+        For a protocol fsspec does not know, or options its filesystem does not take.
+    """
+    protocol = url.split("://", 1)[0].lower()
+    package, extra = _URL_PACKAGES.get(protocol, ("fsspec", None))
+    require(package, extra=extra, purpose=f"opening {protocol}:// URLs")
+    try:
+        return FsspecStore.from_url(
+            url, storage_options=dict(storage_options or {}), read_only=(mode == "r")
+        )
+    except ImportError as exc:  # fsspec names the package the protocol needs
+        raise MissingDependencyError(f"opening {url!r} needs another package: {exc}") from exc
+    except (ValueError, TypeError) as exc:  # unknown protocol, unknown option
+        raise InvalidInputError(f"cannot open {url!r}: {exc}") from exc
+
+
+def _readable_zip(store: Store) -> Store:
+    """A closed write-mode ``ZipStore`` as a read-mode one (reopening it would truncate it)."""
+    if isinstance(store, ZipStore) and not store._is_open and store._zmode == "w":
+        return ZipStore(store.path, mode="r")
+    return store
 
 
 def local_path_of(text: str) -> str:
@@ -113,27 +177,83 @@ def _read_local(path: str, byte_range: ByteRange) -> bytes | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     try:
-        if byte_range is None:
-            return _read_all(fd)
-        if isinstance(byte_range, int):
-            size = os.fstat(fd).st_size
-            start = max(0, size + byte_range)
-            return os.pread(fd, size - start, start)
-        start, stop = byte_range
-        return os.pread(fd, stop - start, start)
+        return _read_fd(fd, byte_range)
     finally:
         os.close(fd)
 
 
-def _read_local_ranges(path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes] | None:
+def _read_local_ranges(path: str, ranges: Sequence[ByteRange]) -> list[bytes] | None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except (FileNotFoundError, NotADirectoryError):
         return None
     try:
-        return [os.pread(fd, stop - start, start) for start, stop in ranges]
+        return [_read_fd(fd, byte_range) for byte_range in ranges]
     finally:
         os.close(fd)
+
+
+def _read_fd(fd: int, byte_range: ByteRange) -> bytes:
+    if byte_range is None:
+        return _read_all(fd)
+    if isinstance(byte_range, int):
+        size = os.fstat(fd).st_size
+        start = max(0, size + byte_range)
+        return os.pread(fd, size - start, start)
+    start, stop = byte_range
+    return os.pread(fd, stop - start, start)
+
+
+def _list_local_dir(root: str, prefix: str) -> list[str]:
+    """Names of the entries of directory ``prefix`` under ``root`` (none if it is missing)."""
+    try:
+        return sorted(os.listdir(os.path.join(root, prefix)))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _parse_json(key: str, raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MetadataError(f"{key} is not valid JSON ({exc})") from exc
+
+
+_Piece = tuple[int, int, int]
+"""Where one requested range lies in the fetched ranges: (fetch number, offset, length)."""
+
+
+def _merge_ranges(ranges: Sequence[ByteRange]) -> tuple[list[ByteRange], list[_Piece | None]]:
+    """Ranges to fetch for ``ranges`` of one key, close ``(start, stop)`` ranges merged.
+
+    Returns the ranges to fetch and, per requested range, its piece of a fetched range
+    (None: that range is fetched on its own, as the fetched range of the same position).
+    """
+    fetch: list[ByteRange] = []
+    pieces: list[_Piece | None] = [None] * len(ranges)
+    spans = sorted(
+        (r[0], r[1], i) for i, r in enumerate(ranges) if isinstance(r, tuple) and r[1] > r[0]
+    )
+    lo = hi = -1
+    for start, stop, i in spans:
+        if not fetch or start - hi > _MERGE_GAP:
+            fetch.append((start, stop))
+            lo, hi = start, stop
+        else:
+            hi = max(hi, stop)
+            fetch[-1] = (lo, hi)
+        pieces[i] = (len(fetch) - 1, start - lo, stop - start)
+    for i, r in enumerate(ranges):
+        if pieces[i] is None:
+            if isinstance(r, tuple):  # an empty range
+                pieces[i] = (len(fetch), 0, 0)
+                fetch.append((r[0], r[0]))
+            else:
+                pieces[i] = (len(fetch), 0, -1)
+                fetch.append(r)
+    return fetch, pieces
 
 
 def _read_all(fd: int) -> bytes:
@@ -192,7 +312,10 @@ class StoreIO:
         return list(await asyncio.gather(*(bounded(c) for c in coros)))
 
     async def _get(self, key: str, byte_range: ByteRange) -> bytes | None:
-        buf = await self.store.get(key, default_buffer_prototype(), _to_request(byte_range))
+        request = _to_request(byte_range)
+        if request is None and isinstance(self.store, FsspecStore):
+            request = OffsetByteRequest(0)  # one GET: s3fs asks for the size first otherwise
+        buf = await self.store.get(key, default_buffer_prototype(), request)
         return None if buf is None else buf.to_bytes()
 
     def get_many(self, requests: Sequence[tuple[str, ByteRange]]) -> list[bytes | None]:
@@ -222,12 +345,13 @@ class StoreIO:
         return self._run(self._gather([self._get(k, r) for k, r in requests]))
 
     def get_ranges(
-        self, requests: Sequence[tuple[str, Sequence[tuple[int, int]]]]
+        self, requests: Sequence[tuple[str, Sequence[ByteRange]]]
     ) -> list[list[bytes] | None]:
-        """Fetch several byte ranges ``[start, stop)`` of each of many keys.
+        """Fetch several byte ranges (see :data:`ByteRange`) of each of many keys at once.
 
-        A local file is opened once for all its ranges; other stores fetch every range
-        concurrently.
+        A local file is opened once for all its ranges. Other stores fetch every key's
+        ranges concurrently, in one batch; ranges of a key that lie close together
+        (gaps under 256 KiB) are fetched as one request and split afterwards.
 
         Returns
         -------
@@ -238,15 +362,20 @@ class StoreIO:
         if root is not None:
             base = os.fspath(root)
             return [_read_local_ranges(os.path.join(base, key), ranges) for key, ranges in requests]
-        flat = self.get_many([(key, span) for key, ranges in requests for span in ranges])
+        plans = [_merge_ranges(ranges) for _, ranges in requests]
+        flat = self.get_many(
+            [
+                (key, span)
+                for (key, _), (fetch, _) in zip(requests, plans, strict=True)
+                for span in fetch
+            ]
+        )
         out: list[list[bytes] | None] = []
         pos = 0
-        for _, ranges in requests:
-            parts = flat[pos : pos + len(ranges)]
-            pos += len(ranges)
-            out.append(
-                None if any(p is None for p in parts) else [p for p in parts if p is not None]
-            )
+        for fetch, pieces in plans:
+            parts = flat[pos : pos + len(fetch)]
+            pos += len(fetch)
+            out.append(_cut(parts, pieces))
         return out
 
     def get(self, key: str, byte_range: ByteRange = None) -> bytes | None:
@@ -302,13 +431,46 @@ class StoreIO:
         MetadataError
             When the document is not valid UTF-8 JSON.
         """
-        raw = self.get(key)
-        if raw is None:
-            return None
-        try:
-            return json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise MetadataError(f"{key} is not valid JSON ({exc})") from exc
+        return _parse_json(key, self.get(key))
+
+    def read_metadata(
+        self, keys: Sequence[str], dirs: Sequence[str] = ()
+    ) -> tuple[list[Any], list[list[str]]]:
+        """Parse the JSON documents at ``keys`` and list the children of ``dirs``, at once.
+
+        On a non-local store every request goes out in one concurrent batch (one round
+        trip) instead of one after another.
+
+        Returns
+        -------
+        tuple
+            The documents (None where a key does not exist) and, per directory, the sorted
+            names of its children (empty when it does not exist).
+
+        Raises
+        ------
+        MetadataError
+            When a document is not valid UTF-8 JSON.
+        """
+        root = local_root(self.store)
+        if root is not None:
+            raws = self.get_many([(key, None) for key in keys])
+            listings = [_list_local_dir(os.fspath(root), prefix) for prefix in dirs]
+        else:
+            raws, listings = self._run(self._get_and_list(keys, dirs))
+        return [_parse_json(k, raw) for k, raw in zip(keys, raws, strict=True)], listings
+
+    async def _get_and_list(
+        self, keys: Sequence[str], dirs: Sequence[str]
+    ) -> tuple[list[bytes | None], list[list[str]]]:
+        async def listing(prefix: str) -> list[str]:
+            return sorted([key async for key in self.store.list_dir(prefix)])
+
+        raws, listings = await asyncio.gather(
+            self._gather([self._get(k, None) for k in keys]),
+            self._gather([listing(p) for p in dirs]),
+        )
+        return raws, listings
 
     def list_prefix(self, prefix: str) -> list[str]:
         """All keys that start with ``prefix``, sorted (local directories are walked directly)."""
@@ -331,6 +493,19 @@ class StoreIO:
 
         return sorted(self._run(collect()))
 
+    def usage(self) -> tuple[int, int]:
+        """``(bytes, keys)`` the whole store holds: a local directory's files, a zip file's
+        size on disk and entries, else the sizes of the listed keys (concurrent requests)."""
+        root = local_root(self.store)
+        if root is not None:
+            sizes = [os.path.getsize(os.path.join(root, key)) for key in _list_local(str(root), "")]
+            return sum(sizes), len(sizes)
+        keys = self.list_prefix("")
+        if isinstance(self.store, ZipStore):
+            return os.path.getsize(self.store.path), len(keys)
+        found = self._run(self._gather([self.store.getsize(key) for key in keys]))
+        return sum(found), len(keys)
+
     def is_empty(self) -> bool:
         """True when the store holds no key at all."""
 
@@ -342,6 +517,11 @@ class StoreIO:
 
     def clear(self) -> None:
         """Delete every key of the store."""
+        if isinstance(self.store, FsspecStore):
+            # FsspecStore.clear() stops at the first listed "directory" that an earlier
+            # recursive delete already removed (object storage), leaving keys behind.
+            self.delete_many(self.list_prefix(""))
+            return
 
         async def wipe() -> None:
             await self._ensure_open()
@@ -365,6 +545,19 @@ def _list_local(root: str, prefix: str) -> list[str]:
         base = "" if rel == "." else rel.replace(os.sep, "/") + "/"
         keys.extend(key for name in files if (key := base + name).startswith(prefix))
     return sorted(keys)
+
+
+def _cut(parts: Sequence[bytes | None], pieces: Sequence[_Piece | None]) -> list[bytes] | None:
+    """The requested ranges out of the fetched ones; None when the key was missing."""
+    out: list[bytes] = []
+    for piece in pieces:
+        assert piece is not None
+        fetched, offset, length = piece
+        part = parts[fetched]
+        if part is None:
+            return None
+        out.append(part if length < 0 else part[offset : offset + length])
+    return out
 
 
 def json_bytes(doc: Any) -> bytes:
