@@ -1,7 +1,8 @@
-"""Golden stores of format 1.0 are read forever and rewritten byte for byte (spec §13).
+"""Golden stores of formats 1.0 and 1.1 are read forever and rewritten byte for byte (spec §13).
 
-There is a store for point clouds and for every object kind (streamlines, graph, skeletons,
-meshes); ``tests/data/golden/make_golden.py`` describes the expected answers.
+There is a 1.0 store for point clouds and for every object kind (streamlines, graph,
+skeletons, meshes), and 1.1 stores (several chunks per shard, §9.0.1) of points and
+streamlines; ``tests/data/golden/make_golden.py`` describes the expected answers.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 
 import zarr_vectors as zv
 from tests.data.golden import make_golden
@@ -18,6 +20,8 @@ from tests.helpers import sorted_rows
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "1.0"
 NAMES = sorted(make_golden.inputs())
+GOLDEN_1_1 = Path(__file__).parent / "data" / "golden" / "1.1"
+SHARDED_NAMES = sorted(make_golden.sharded_inputs())
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -142,3 +146,67 @@ def test_writer_reproduces_golden_bytes(name: str, tmp_path: Path) -> None:
             assert _without_software(written[key]) == _without_software(raw), key
         else:
             assert written[key] == raw, key
+
+
+# -- format 1.1: several spatial chunks per shard (spec §9.0.1) ---------------------------
+
+
+def _sharded(name: str) -> dict[str, object]:
+    return make_golden.sharded_inputs()[name]
+
+
+@pytest.mark.parametrize("name", SHARDED_NAMES)
+def test_sharded_golden_store_reads_back_its_input(name: str) -> None:
+    path = GOLDEN_1_1 / f"{name}.zarrvectors"
+    store = zv.open(path)
+    assert store.metadata["zarr_vectors_version"] == "1.1"
+    with np.load(GOLDEN_1_1 / f"{name}.expected.npz") as expected:
+        if store.is_object_store:
+            _check_objects(store, expected)
+        else:
+            _check_points(store, expected)
+    report = zv.validate(path, level=4)
+    assert report.ok, report
+
+
+@pytest.mark.parametrize("name", SHARDED_NAMES)
+def test_sharded_golden_answer_is_the_unsharded_one(name: str) -> None:
+    """The 1.1 store holds the same data as the 1.0 store of the same inputs."""
+    source = make_golden.SHARDED[name][0]
+    with (
+        np.load(GOLDEN_1_1 / f"{name}.expected.npz") as sharded,
+        np.load(GOLDEN / f"{source}.expected.npz") as plain,
+    ):
+        assert sorted(sharded.files) == sorted(plain.files)
+        for key in plain.files:
+            np.testing.assert_array_equal(sharded[key], plain[key], err_msg=key)
+
+
+@pytest.mark.parametrize("name", SHARDED_NAMES)
+def test_writer_reproduces_sharded_golden_bytes(name: str, tmp_path: Path) -> None:
+    path = tmp_path / f"{name}.zarrvectors"
+    make_golden.write(path, _sharded(name))
+    written, golden = _files(path), _files(GOLDEN_1_1 / f"{name}.zarrvectors")
+    assert sorted(written) == sorted(golden)
+    for key, raw in golden.items():
+        if key in ("zarr.json", ".zattrs"):
+            assert _without_software(written[key]) == _without_software(raw), key
+        else:
+            assert written[key] == raw, key
+
+
+@pytest.mark.parametrize("name", SHARDED_NAMES)
+def test_plain_zarr_reads_the_sharded_golden_rows(name: str) -> None:
+    """zarr-python reads every chunk's rows of the 1.1 stores as the 1.0 store holds them."""
+    source = make_golden.SHARDED[name][0]
+    sharded = zarr.open_group(GOLDEN_1_1 / f"{name}.zarrvectors", mode="r")
+    plain = zarr.open_group(GOLDEN / f"{source}.zarrvectors", mode="r")
+    assert sharded["0/vertices"].shards[:3] == make_golden.SHARDED[name][1]
+    counts = plain["0/vertex_counts"][...]
+    np.testing.assert_array_equal(sharded["0/vertex_counts"][...], counts)
+    for g in np.argwhere(counts > 0):
+        n = int(counts[tuple(g)])
+        for path in ("0/vertices", "0/vertex_fragments"):
+            stop = n if path == "0/vertices" else None
+            got = sharded[path][(*g.tolist(), slice(0, stop))]
+            np.testing.assert_array_equal(got, plain[path][(*g.tolist(), slice(0, stop))])

@@ -14,7 +14,7 @@ from typing import Any
 
 from zarr_vectors.errors import MetadataError
 from zarr_vectors.format.names import GEOMETRY_TYPES
-from zarr_vectors.format.version import FORMAT_VERSION, check_readable_version
+from zarr_vectors.format.version import BASE_VERSION, check_readable_version
 
 __all__ = ["CORE_ROOT_KEYS", "DEFAULT_AXIS_NAMES", "LevelMetadata", "RootMetadata"]
 
@@ -84,7 +84,7 @@ class RootMetadata:
     axis_names: tuple[str, ...]
     axis_units: tuple[str, ...]
     bounding_box: tuple[tuple[float, ...], tuple[float, ...]] | None
-    version: str = FORMAT_VERSION
+    version: str = BASE_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

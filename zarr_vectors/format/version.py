@@ -6,10 +6,22 @@ import re
 
 from zarr_vectors.errors import MetadataError, UnsupportedVersionError
 
-__all__ = ["FORMAT_VERSION", "check_readable_version", "parse_version"]
+__all__ = [
+    "BASE_VERSION",
+    "FORMAT_VERSION",
+    "SHARDED_VERSION",
+    "check_readable_version",
+    "parse_version",
+]
 
-FORMAT_VERSION = "1.0"
-"""Value of the root ``zarr_vectors_version`` key written by this library."""
+FORMAT_VERSION = "1.1"
+"""The newest format version this library reads and writes."""
+
+BASE_VERSION = "1.0"
+"""What a store that uses no feature newer than 1.0 declares (spec §3.3)."""
+
+SHARDED_VERSION = "1.1"
+"""What a store with several spatial chunks per shard declares (spec §9.0.1)."""
 
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")

@@ -90,6 +90,12 @@ def load_existing(store: StoreLike) -> ExistingPoints:
             raise InvalidInputError(
                 f"{reader.paths[name]} uses codecs that appending cannot extend"
             )
+        if layout.chunks_per_shard != 1:
+            raise InvalidInputError(
+                f"{reader.paths[name]} packs several spatial chunks per shard (spec §9.0.1); "
+                "appending to such a store is not supported: write all the points again "
+                "with shard_chunks"
+            )
         layouts[name] = layout
     options = _options_of(root, layouts)
     return ExistingPoints(

@@ -10,6 +10,11 @@ a small constant number of round trips whatever the number of chunks and columns
 level's metadata documents (two batches, at construction), ``vertex_counts`` (one), the
 fragment indexes of partly read chunks together with their shard indexes (one), and the rows
 of every column (one). Whole chunks need no shard index: their shards are fetched whole.
+
+With several chunks per shard (spec §9.0.1) a shard index is fetched once per shard and
+serves every chunk of it, and a chunk's rows are byte ranges of the shard: whole chunks read
+their blocks through the index too, and fragment indexes cost one more wave (the blob
+shards' indexes, then the chunks' byte ranges).
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from zarr_vectors.format.names import (
 from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.store.arrays import nonzero_cells, read_region, read_whole_many
 from zarr_vectors.store.io import ByteRange, StoreIO, local_root
-from zarr_vectors.store.shards import RowLayout, shard_key
+from zarr_vectors.store.shards import RowLayout, ShardIndex, shard_key
 
 __all__ = ["ChunkRows", "LevelReader"]
 
@@ -64,7 +69,12 @@ _OBJECT_DIRS = (OBJECT_ATTRIBUTES, LINK_ATTRIBUTES, CROSS_CHUNK_LINK_ATTRIBUTES)
 """Groups of an object level whose arrays' ``zarr.json`` are read up front."""
 
 _IndexKey = tuple[str, tuple[int, ...]]
-"""(array path, chunk) of a cached shard index."""
+"""(array path, shard index) of a cached shard index (a shard is a chunk unless §9.0.1)."""
+
+_IndexRequest = tuple[_IndexKey, str, ByteRange, RowLayout]
+"""(cache key, shard key, suffix to fetch, layout) of a shard index to fetch."""
+
+_MISSING = 2**64 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,19 +325,45 @@ class LevelReader:
         keys = [(name, tuple(int(c) for c in chunk)) for chunk in chunks]
         missing = [k for k in dict.fromkeys(keys) if k not in self._ranges]
         path = f"{self.base}/{name}"
-        if missing:
-            self._blob_layout(path)  # its metadata first: fail before fetching shards
+        layout = self._blob_layout(path) if missing else None  # fail before fetching shards
+        sharded = layout is not None and layout.chunks_per_shard > 1
         blob_requests: list[tuple[str, ByteRange]] = [
-            (shard_key(path, np.asarray(k[1]), 0), None) for k in missing
+            (shard_key(path, np.asarray(k[1]), 0), None) for k in missing if not sharded
         ]
         index_requests = self._index_requests(
             [(column, chunk) for column in index_columns for _, chunk in keys]
         )
-        raws = self.io.get_many(blob_requests + [(key, span) for _, key, span in index_requests])
-        for key, raw in zip(missing, raws[: len(missing)], strict=True):
-            self._ranges[key] = self._decode_ranges(path, key[1], raw)
-        self._keep_indexes(index_requests, raws[len(missing) :], strict=False)
+        if sharded and layout is not None:
+            index_requests += self._shard_index_requests([(path, layout, k[1]) for k in missing])
+        raws = self.io.get_many(blob_requests + [(r[1], r[2]) for r in index_requests])
+        self._keep_indexes(index_requests, raws[len(blob_requests) :], strict=False)
+        if sharded and layout is not None:
+            self._fetch_sharded_ranges(path, layout, [k[1] for k in missing])
+        else:
+            for key, raw in zip(missing, raws[: len(missing)], strict=True):
+                self._ranges[key] = self._decode_ranges(path, key[1], raw)
         return [self._ranges[k] for k in keys]
+
+    def _fetch_sharded_ranges(
+        self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
+    ) -> None:
+        """Fetch (one batch of byte ranges) and cache the blobs of chunks in shared shards."""
+        name = path.rsplit("/", 1)[-1]
+        requests: list[tuple[str, ByteRange]] = []
+        found: list[tuple[str, list[list[int]], tuple[int, int]]] = []
+        for chunk in chunks:
+            key, entries = self._chunk_index(path, layout, chunk, "fragment index")
+            stored = sum(1 for e in entries if e[0] != _MISSING)
+            span = layout.block_span(entries, 0, stored, key) if stored else (0, 0)
+            found.append((key, entries, span))
+            requests.append((key, span))
+        raws = self.io.get_many([r for r, f in zip(requests, found, strict=True) if f[2][1]])
+        fetched = iter(raws)
+        for chunk, (key, entries, span) in zip(chunks, found, strict=True):
+            raw = next(fetched) if span[1] else b""
+            if raw is None:
+                raise CorruptChunkError(f"{key}: shard disappeared while reading")
+            self._ranges[(name, chunk)] = self._decode_blob(layout, key, entries, raw, span[0])
 
     def _decode_ranges(
         self, path: str, chunk: tuple[int, ...], raw: bytes | None
@@ -336,12 +372,19 @@ class LevelReader:
         if raw is None:
             raise CorruptChunkError(f"{where}: fragment index of an occupied chunk is missing")
         layout = self._blob_layout(path)
-        index = layout.decode_index(raw, where)
-        stored = int(np.count_nonzero(index[:, 0] != np.uint64(2**64 - 1)))
+        return self._decode_blob(layout, where, layout.decode_index(raw, where), raw, 0)
+
+    @staticmethod
+    def _decode_blob(
+        layout: RowLayout, where: str, entries: ShardIndex, payload: bytes, base: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The fragment ranges of a chunk's blob, from its entries and its blocks' bytes."""
+        stored = sum(1 for e in entries if int(e[0]) != _MISSING)
         blob = np.zeros(stored * layout.rows_per_block, dtype=np.uint8)
         if stored:
-            start, end = layout.block_span(index, 0, stored, where)
-            layout.decode_rows_into(raw[start:end], index, start, (0, blob.shape[0]), blob, where)
+            start, end = layout.block_span(entries, 0, stored, where)
+            payload = payload[start - base : end - base]
+            layout.decode_rows_into(payload, entries, start, (0, blob.shape[0]), blob, where)
         try:
             return decode_dense_ranges(blob)
         except FragmentIndexError as exc:
@@ -366,44 +409,66 @@ class LevelReader:
             )
 
     # -- shard indexes -----------------------------------------------------------------
-    def _index_requests(
-        self, wanted: Iterable[tuple[str, tuple[int, ...]]]
-    ) -> list[tuple[_IndexKey, str, ByteRange]]:
-        """``(cache key, shard key, suffix)`` of the shard indexes of (column, chunk) not cached."""
-        out: list[tuple[_IndexKey, str, ByteRange]] = []
+    def _index_requests(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> list[_IndexRequest]:
+        """The shard indexes of (column, chunk) pairs that are not cached, one per shard."""
+        return self._shard_index_requests(
+            (self.paths[column], layout, chunk)
+            for column, chunk in wanted
+            if (layout := self.layouts.get(column)) is not None
+        )
+
+    def _shard_index_requests(
+        self, wanted: Iterable[tuple[str, RowLayout, tuple[int, ...]]]
+    ) -> list[_IndexRequest]:
+        """The shard indexes of (array path, layout, chunk) not cached, one per shard."""
+        out: list[_IndexRequest] = []
         seen: set[_IndexKey] = set()
-        for column, chunk in wanted:
-            layout = self.layouts.get(column)
-            if layout is None:
-                continue
-            cache_key = (self.paths[column], chunk)
+        for path, layout, chunk in wanted:
+            shard = chunk if layout.chunks_per_shard == 1 else _shard_of(layout, chunk)
+            cache_key = (path, shard)
             if cache_key in self._indexes or cache_key in seen:
                 continue
             seen.add(cache_key)
-            key = shard_key(cache_key[0], np.asarray(chunk), len(layout.row_shape))
-            out.append((cache_key, key, -layout.index_nbytes))
+            key = shard_key(path, np.asarray(shard), len(layout.row_shape))
+            out.append((cache_key, key, -layout.index_nbytes, layout))
         return out
 
     def _keep_indexes(
         self,
-        requests: list[tuple[_IndexKey, str, ByteRange]],
+        requests: list[_IndexRequest],
         tails: Sequence[bytes | None],
         *,
         strict: bool,
     ) -> None:
         """Decode and cache fetched shard indexes; a missing shard raises only if ``strict``."""
-        layouts = {
-            path: layout
-            for name, path in self.paths.items()
-            if (layout := self.layouts[name]) is not None
-        }
-        for (cache_key, key, _), tail in zip(requests, tails, strict=True):
+        for (cache_key, key, _, layout), tail in zip(requests, tails, strict=True):
             if tail is None:
                 if strict:
                     raise CorruptChunkError(f"{key}: shard of an occupied chunk is missing")
                 continue
-            layout = layouts[cache_key[0]]
             self._indexes[cache_key] = (key, layout.decode_index(tail, key).tolist())
+
+    def _chunk_index(
+        self, path: str, layout: RowLayout, chunk: tuple[int, ...], what: str = "shard"
+    ) -> tuple[str, list[list[int]]]:
+        """Shard key and the cached index entries of ``chunk`` in the array at ``path``.
+
+        Raises
+        ------
+        CorruptChunkError
+            When the chunk's shard was not found (its index is not cached).
+        """
+        if layout.chunks_per_shard == 1:
+            found = self._indexes.get((path, chunk))
+        else:
+            found = self._indexes.get((path, _shard_of(layout, chunk)))
+            if found is not None:
+                first = layout.local_chunk(chunk) * layout.n_blocks
+                found = (found[0], found[1][first : first + layout.n_blocks])
+        if found is None:
+            key = shard_key(path, np.asarray(chunk), len(layout.row_shape))
+            raise CorruptChunkError(f"{key}: {what} of an occupied chunk is missing")
+        return found
 
     # -- rows --------------------------------------------------------------------------
     def read_rows(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:
@@ -446,7 +511,7 @@ class LevelReader:
             if plan_key not in plans:
                 plans[plan_key] = _RowPlan.build(wanted, layout.rows_per_block)
             path = self.paths[name]
-            whole = [self._whole_shard(name, w) for w in wanted]
+            whole = [self._whole_shard(name, layout, w) for w in wanted]
             columns[k] = _Column(name, path, layout, wanted, plans[plan_key], whole)
         index_requests = self._index_requests(
             (c.name, c.wanted[i].chunk)
@@ -455,7 +520,7 @@ class LevelReader:
             if not c.whole[i]
         )
         if index_requests:
-            tails = self.io.get_many([(key, span) for _, key, span in index_requests])
+            tails = self.io.get_many([(r[1], r[2]) for r in index_requests])
             self._keep_indexes(index_requests, tails, strict=True)
         done: dict[int, np.ndarray] = {}
         for batch in self._column_batches(columns):
@@ -478,12 +543,15 @@ class LevelReader:
             return [[k] for k in columns]
         return [list(columns)]
 
-    def _whole_shard(self, name: str, want: ChunkRows) -> bool:
+    def _whole_shard(self, name: str, layout: RowLayout, want: ChunkRows) -> bool:
         """Whether ``want`` asks for every row the chunk's shard of column ``name`` holds.
 
         Such a shard is fetched whole, with no index first. Only an I/O choice: rows are
-        decoded through the shard's own index either way.
+        decoded through the shard's own index either way. Never for a shard of several
+        chunks (spec §9.0.1): only the chunk's own blocks are fetched.
         """
+        if layout.chunks_per_shard != 1:
+            return False
         if want.runs.shape[0] != 1 or int(want.runs[0, 0]) != 0:
             return False
         stored = self._shard_rows(name, want.chunk)
@@ -512,7 +580,7 @@ class LevelReader:
                 key = shard_key(column.path, np.asarray(chunk), len(layout.row_shape))
                 out.append((key, [None]))
                 continue
-            key, entries = self._indexes[(column.path, chunk)]
+            key, entries = self._chunk_index(column.path, layout, chunk)
             out.append((key, [layout.block_span(entries, g[0], g[-1] + 1, key) for g in groups]))
         return out
 
@@ -561,13 +629,13 @@ class LevelReader:
         if parts is None:
             what = "is missing" if column.whole[i] else "disappeared while reading"
             raise CorruptChunkError(f"{key}: shard of an occupied chunk {what}")
-        cache_key = (column.path, column.wanted[i].chunk)
+        chunk = column.wanted[i].chunk
         if column.whole[i]:
             entries = layout.decode_index(parts[0], key).tolist()
-            self._indexes[cache_key] = (key, entries)
+            self._indexes[(column.path, chunk)] = (key, entries)
             bases = [0]
         else:
-            entries = self._indexes[cache_key][1]
+            entries = self._chunk_index(column.path, layout, chunk)[1]
             bases = [span[0] for span in spans if isinstance(span, tuple)]
         if rows is not None:
             target = out[plan.starts[i] : plan.starts[i + 1]]
@@ -605,6 +673,11 @@ class _Column:
     wanted: list[ChunkRows]
     plan: _RowPlan
     whole: list[bool]  # per request: fetch the chunk's shard whole
+
+
+def _shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:
+    """Index of the shard holding ``chunk`` (spec §9.0.1), as a cache key."""
+    return tuple(int(c) // s for c, s in zip(chunk, layout.shard_chunks, strict=True))
 
 
 def _contiguous_groups(blocks: list[int]) -> list[list[int]]:

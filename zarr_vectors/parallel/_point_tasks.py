@@ -25,6 +25,7 @@ from zarr_vectors.geometry._pipeline import (
     bin_sorted_chunk,
     grid_indices,
     point_blob_layout,
+    shard_major_order,
 )
 from zarr_vectors.geometry.point_stream import bin_dtype
 from zarr_vectors.kernels import assign_chunks_and_bins, sort_by_chunk_and_bin
@@ -167,14 +168,18 @@ def write_chunks(
     )
     cursors = [0] * len(pieces)
     absolute = grid_indices(chunks, spec.binning.span_lo, spec.binning.span_shape, grid)
-    written = 0
-    for chunk, g in zip(chunks.tolist(), absolute, strict=True):
+    located = []
+    for chunk in chunks.tolist():
         parts = []
         for k, piece in enumerate(pieces):
             j = cursors[k]
             if j < piece.occupied.shape[0] and piece.occupied[j] == chunk:
                 parts.append((piece, int(piece.offsets[j]), int(piece.offsets[j + 1])))
                 cursors[k] = j + 1
+        located.append(parts)
+    written = 0
+    for i in shard_major_order(absolute, writer.shard_chunks).tolist():
+        g, parts = absolute[i], located[i]
         values = [
             np.concatenate([p.values[c][a:b] for p, a, b in parts])
             for c in range(len(pieces[0].values))

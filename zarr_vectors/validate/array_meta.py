@@ -68,6 +68,7 @@ def _level(ctx: Context, level: int, arrays: list[ArrayDoc]) -> None:
             _per_chunk(ctx, array, ndim)
         array_roles.role_meta(ctx, array, ndim, level)
     _grid_shape(ctx, arrays, ndim)
+    _shard_chunks(ctx, [a for a in arrays if a.role in PER_CHUNK_ROLES], ndim)
     _names(ctx, level)
     _reserved(ctx, arrays)
     array_roles.object_index(ctx, level, ndim)
@@ -126,6 +127,32 @@ def _per_chunk(ctx: Context, array: ArrayDoc, ndim: int) -> None:
                 where,
                 "inner codecs differ from [bytes, blosc lz4 level 5 bitshuffle, crc32c]",
             )
+
+
+def _shard_chunks(ctx: Context, arrays: list[ArrayDoc], ndim: int) -> None:
+    """One ``S`` for every per-chunk array of a level; ``S ≠ 1`` needs format 1.1 (§9.0.1)."""
+    found = [(a, s) for a in arrays if (s := layout.shard_chunks(a.doc, ndim)) is not None]
+    if not found:
+        return
+    first = found[0][1]
+    for array, per_shard in found[1:]:
+        if per_shard != first:
+            ctx.fail(
+                "L2.sharding_layout",
+                pointer(array.meta_path, "chunk_grid"),
+                f"{list(per_shard)} spatial chunks per shard, but {found[0][0].path} has "
+                f"{list(first)}: every per-chunk array of a level uses the same S (§9.0.1)",
+            )
+    ctx.mark("L2.shard_version")
+    version = ctx.facts.version
+    sharded = next((a for a, s in found if any(v != 1 for v in s)), None)
+    if sharded is not None and version is not None and version < (1, 1):
+        ctx.fail(
+            "L2.shard_version",
+            pointer(sharded.meta_path, "chunk_grid"),
+            f"several spatial chunks per shard need zarr_vectors_version 1.1 or later, "
+            f"the store declares {version[0]}.{version[1]}",
+        )
 
 
 def _grid_shape(ctx: Context, arrays: list[ArrayDoc], ndim: int) -> None:

@@ -83,6 +83,7 @@ _L2: dict[str, Severity] = {
     "L2.level_counts_plausible": _E,
     "L2.zv_array_tag": _E,
     "L2.sharding_layout": _E,
+    "L2.shard_version": _E,
     "L2.blob_codecs": _E,
     "L2.inner_codecs_default": _W,
     "L2.fill_value": _E,

@@ -27,7 +27,7 @@ from zarr_vectors.validate.names import (
 )
 from zarr_vectors.validate.object_checks import run_object_checks
 from zarr_vectors.validate.object_data import LevelIndex, ObjectLevel
-from zarr_vectors.validate.shard_check import ArraySpec, array_spec
+from zarr_vectors.validate.shard_check import ArraySpec, array_spec, empty_entries_clean
 
 __all__ = ["run", "sample_positions"]
 
@@ -227,6 +227,9 @@ class _Level:
                 ctx.report.note(f"{spec.path}: shard keys cannot be listed; presence not checked")
                 present[spec.path] = set(occupied)
                 continue
+            if spec.sharded:
+                present[spec.path] = self._shared_shards(spec, keys, occupied, invalid)
+                continue
             for key in keys:
                 g = parse_shard_key(key, spec.path, self.grid, len(spec.row_shape))
                 if g is None or (g not in occupied and g not in invalid):
@@ -248,6 +251,31 @@ class _Level:
                     )
         return present
 
+    def _shared_shards(
+        self, spec: ArraySpec, keys: list[str], occupied: dict[Chunk, int], invalid: set[Chunk]
+    ) -> set[Chunk]:
+        """Chunks (occupied or invalid) whose shard of several chunks is stored (§9.0.1).
+
+        A stored shard none of whose chunks is occupied fails L3.empty_chunk_clean.
+        """
+        per = spec.index_layout.shard_chunks
+        shard_grid = tuple(-(-g // s) for g, s in zip(self.grid, per, strict=True))
+        used: dict[Chunk, list[Chunk]] = {}
+        for g in [*occupied, *invalid]:
+            used.setdefault(spec.shard_of(g), []).append(g)
+        found: set[Chunk] = set()
+        for key in keys:
+            s = parse_shard_key(key, spec.path, shard_grid, len(spec.row_shape))
+            if s is None or s not in used:
+                self.ctx.fail(
+                    "L3.empty_chunk_clean",
+                    key,
+                    "a stored shard whose chunks are all empty" if s is not None else "a stray key",
+                )
+            else:
+                found.update(used[s])
+        return found
+
     # -- chunk data ----------------------------------------------------------------------
     def _batch(
         self,
@@ -263,10 +291,16 @@ class _Level:
             for spec in self.specs.values()
             if g in present[spec.path] and spec.role in roles
         ]
-        raws = self.ctx.fetch([(spec.key(g), None) for g, spec in wanted])
+        keys = list(dict.fromkeys(spec.key(g) for g, spec in wanted))
+        fetched = dict(zip(keys, self.ctx.fetch([(key, None) for key in keys]), strict=True))
+        raws = [fetched[spec.key(g)] for g, spec in wanted]
         shards: dict[Chunk, dict[str, bytes | None]] = {g: {} for g in chunks}
+        unchecked = set(keys)
         for (g, spec), raw in zip(wanted, raws, strict=True):
             shards[g][spec.path] = raw
+            if spec.sharded and raw is not None and spec.key(g) in unchecked:
+                unchecked.remove(spec.key(g))  # each shared shard's empty chunks checked once
+                empty_entries_clean(self.ctx, spec, raw, g, occupied)
             required = any(spec is r for r in self.required)
             if raw is None and required and spec.key(g) not in self.ctx.unreadable:
                 self.ctx.fail("L3.shard_present", spec.key(g), "the shard is missing")

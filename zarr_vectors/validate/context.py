@@ -137,6 +137,7 @@ class Facts:
     """
 
     kind: str | None = None
+    version: tuple[int, int] | None = None
     ndim: int | None = None
     chunk_shape: tuple[float, ...] | None = None
     base_bin_shape: tuple[float, ...] | None = None

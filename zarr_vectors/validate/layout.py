@@ -18,6 +18,7 @@ __all__ = [
     "is_index_chain",
     "is_sharded",
     "regular_chunk_shape",
+    "shard_chunks",
     "sharding_problems",
 ]
 
@@ -49,6 +50,14 @@ def regular_chunk_shape(doc: dict[str, Any]) -> list[int] | None:
         return None
     conf = grid.get("configuration")
     return as_int_list(conf.get("chunk_shape")) if isinstance(conf, dict) else None
+
+
+def shard_chunks(doc: dict[str, Any], ndim: int) -> tuple[int, ...] | None:
+    """``S``, spatial chunks per shard along each axis (spec §9.0.1); None if unreadable."""
+    shape = regular_chunk_shape(doc)
+    if shape is None or len(shape) < ndim or any(s < 1 for s in shape[:ndim]):
+        return None
+    return tuple(shape[:ndim])
 
 
 def inner_chunk_shape(doc: dict[str, Any]) -> list[int] | None:
@@ -122,15 +131,23 @@ def _separator(doc: dict[str, Any]) -> Any:
 
 
 def sharding_problems(doc: dict[str, Any], shape: tuple[int, ...] | None, ndim: int) -> list[str]:
-    """What is wrong with the one-shard-per-spatial-chunk layout of a per-chunk array."""
+    """What is wrong with the sharded layout of a per-chunk array (spec §9.0, §9.0.1).
+
+    The shard may hold ``prod(S)`` spatial chunks (format 1.1); whether ``S`` is the
+    same for every array of a level and allowed by the declared version is checked apart.
+    """
     if shape is None:
         return []  # reported by the array's metadata check
     if len(shape) < ndim + 1:
         return [f"shape {list(shape)} has fewer than {ndim + 1} dimensions"]
     problems = []
-    shard = [1] * ndim + list(shape[ndim:])
+    per_shard = shard_chunks(doc, ndim)
+    shard = [*(per_shard or (1,) * ndim), *shape[ndim:]]
     if regular_chunk_shape(doc) != shard:
-        problems.append(f"chunk_grid must be regular with chunk_shape {shard}")
+        problems.append(
+            f"chunk_grid must be regular with chunk_shape {shard} (S_1..S_D ≥ 1, then N_A "
+            "and the row shape)"
+        )
     if _separator(doc) != "/":
         problems.append("chunk_key_encoding must be 'default' with separator '/'")
     conf = _sharding_config(doc)

@@ -90,7 +90,7 @@ def _version(ctx: Context, attrs: dict[str, Any]) -> None:
     ctx.mark("L2.version_format")
     value = attrs.get("zarr_vectors_version")
     try:
-        parse_version(value)
+        ctx.facts.version = parse_version(value)
     except MetadataError as exc:
         ctx.fail("L2.version_format", root_path("zarr_vectors_version"), str(exc))
         return

@@ -8,6 +8,7 @@ arrays whose inner codecs it does not handle are decoded through zarr-python.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from zarr_vectors.validate import layout
 from zarr_vectors.validate.arrays import BLOB_ROLES, ArrayDoc
 from zarr_vectors.validate.context import STORE_ERRORS, Context
 
-__all__ = ["ArraySpec", "array_spec", "read_blob_payload", "read_rows"]
+__all__ = ["ArraySpec", "array_spec", "empty_entries_clean", "read_blob_payload", "read_rows"]
 
 _MISSING = np.uint64(2**64 - 1)
 _SHUFFLES = ("noshuffle", "shuffle", "bitshuffle")
@@ -58,6 +59,15 @@ class ArraySpec:
     store: Any
 
     @property
+    def sharded(self) -> bool:
+        """Whether a shard holds several spatial chunks (spec §9.0.1)."""
+        return self.index_layout.chunks_per_shard > 1
+
+    def shard_of(self, g: tuple[int, ...]) -> tuple[int, ...]:
+        """Index of the shard holding spatial chunk ``g``."""
+        return tuple(int(s) for s in self.index_layout.shard_of(g))
+
+    @property
     def rows_per_block(self) -> int:
         """``R`` (``b`` for blob arrays)."""
         return self.index_layout.rows_per_block
@@ -68,8 +78,12 @@ class ArraySpec:
         return self.role in BLOB_ROLES
 
     def key(self, g: tuple[int, ...]) -> str:
-        """Store key of the shard of grid index ``g``."""
-        return shard_key(self.path, np.asarray(g), len(self.row_shape))
+        """Store key of the shard holding spatial chunk ``g`` (grid index)."""
+        return shard_key(self.path, np.asarray(self.shard_of(g)), len(self.row_shape))
+
+    def entries(self, index: np.ndarray, g: tuple[int, ...]) -> np.ndarray:
+        """The index entries of chunk ``g`` in the whole index of its shard."""
+        return self.index_layout.chunk_entries(index, g)
 
 
 def array_spec(ctx: Context, array: ArrayDoc, ndim: int) -> ArraySpec | None:
@@ -79,7 +93,11 @@ def array_spec(ctx: Context, array: ArrayDoc, ndim: int) -> ArraySpec | None:
         return None
     row_shape = tuple(array.shape[ndim + 1 :])
     rows, n_rows = inner[ndim], array.shape[ndim]
-    index_layout = RowLayout(array.dtype, row_shape, rows, n_rows, None)
+    per_shard = layout.shard_chunks(array.doc, ndim) or ()
+    if any(s != 1 for s in per_shard):
+        index_layout = RowLayout(array.dtype, row_shape, rows, n_rows, None, 0, per_shard)
+    else:
+        index_layout = RowLayout(array.dtype, row_shape, rows, n_rows, None)
     return ArraySpec(
         array.path,
         array.role,
@@ -131,6 +149,41 @@ def _index(ctx: Context, spec: ArraySpec, key: str, shard: bytes) -> np.ndarray 
         )
         return None
     return index
+
+
+def empty_entries_clean(
+    ctx: Context, spec: ArraySpec, shard: bytes, g: tuple[int, ...], occupied: Container[Any]
+) -> None:
+    """L3.empty_chunk_clean inside the shard of chunk ``g``: empty chunks store no block.
+
+    Every other spatial chunk of the shard (grid edge included) that is not in
+    ``occupied`` (chunks with rows, or whose count is unusable) must have all its index
+    entries missing (spec §9.0.1).
+    """
+    key = spec.key(g)
+    layout_ = spec.index_layout
+    try:
+        index = layout_.decode_index(shard, key)
+    except CorruptChunkError:
+        return  # reported by L3.shard_index
+    for local in range(layout_.chunks_per_shard):
+        other = _chunk_at(spec, g, local)
+        if other in occupied:
+            continue
+        first = local * layout_.n_blocks
+        if (index[first : first + layout_.n_blocks, 0] != _MISSING).any():
+            ctx.fail(
+                "L3.empty_chunk_clean",
+                key,
+                f"chunk {other} is empty (or outside the grid) but has row blocks in the shard",
+            )
+
+
+def _chunk_at(spec: ArraySpec, g: tuple[int, ...], local: int) -> tuple[int, ...]:
+    """The spatial chunk at position ``local`` of the shard holding ``g``."""
+    per = spec.index_layout.shard_chunks
+    within = np.unravel_index(local, per)
+    return tuple(int(s) * p + int(w) for s, p, w in zip(spec.shard_of(g), per, within, strict=True))
 
 
 def _blocks_present(ctx: Context, key: str, present: np.ndarray, needed: int) -> bool:
@@ -195,6 +248,7 @@ def read_rows(
     index = _index(ctx, spec, key, shard)
     if index is None:
         return None
+    index = spec.entries(index, g)
     present = index[:, 0] != _MISSING
     needed = -(-n_rows // spec.rows_per_block)
     if not _blocks_present(ctx, key, present, needed):
@@ -239,6 +293,7 @@ def read_blob_payload(
     index = _index(ctx, spec, key, shard)
     if index is None:
         return None
+    index = spec.entries(index, g)
     present = index[:, 0] != _MISSING
     if spec.decoder is None:
         rows = _zarr_rows(ctx, spec, g, spec.n_rows, key)

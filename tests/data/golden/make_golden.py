@@ -1,4 +1,4 @@
-"""Regenerate the golden stores of format 1.0 (run only when the format version changes).
+"""Regenerate the golden stores of formats 1.0 and 1.1 (run only when the format changes).
 
 The golden stores are committed and read by ``tests/test_golden.py`` forever: if a change of
 the library alters a single byte of what it writes for these inputs, that test fails, so the
@@ -19,6 +19,7 @@ Beside each ``NAME.zarrvectors`` store, ``NAME.expected.npz`` holds what reading
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,7 +28,13 @@ import numpy as np
 import zarr_vectors as zv
 
 HERE = Path(__file__).parent / "1.0"
+HERE_1_1 = Path(__file__).parent / "1.1"
 SEED = 20261121
+SHARDED = {
+    "points_3d_sharded": ("points_3d_attributes", (2, 2, 2)),
+    "streamlines_3d_sharded": ("streamlines_3d_groups", (2, 1, 3)),
+}
+"""Format 1.1 golden stores: a 1.0 store's inputs written with several chunks per shard."""
 
 
 def inputs() -> dict[str, dict[str, Any]]:
@@ -45,6 +52,17 @@ def inputs() -> dict[str, dict[str, Any]]:
         "skeletons_3d_swc": _skeletons(),
         "meshes_3d_closed": _meshes(),
     }
+
+
+def sharded_inputs() -> dict[str, dict[str, Any]]:
+    """The inputs of the format 1.1 golden stores (spec §9.0.1), by store name."""
+    base = inputs()
+    out = {}
+    for name, (source, shard_chunks) in SHARDED.items():
+        kwargs = dict(base[source])
+        kwargs["options"] = replace(kwargs["options"], shard_chunks=shard_chunks)
+        out[name] = kwargs
+    return out
 
 
 def _point_inputs() -> dict[str, dict[str, Any]]:
@@ -377,12 +395,19 @@ def _expected_objects(kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    """Write every golden store under ``1.0/``, replacing what is there."""
-    for name, kwargs in inputs().items():
-        path = HERE / f"{name}.zarrvectors"
+    """Write every golden store under ``1.0/`` and ``1.1/``, replacing what is there."""
+    write_all(HERE, inputs())
+    write_all(HERE_1_1, sharded_inputs())
+
+
+def write_all(here: Path, stores: dict[str, dict[str, Any]]) -> None:
+    """Write the golden ``stores`` and their expected answers under ``here``."""
+    here.mkdir(exist_ok=True)
+    for name, kwargs in stores.items():
+        path = here / f"{name}.zarrvectors"
         shutil.rmtree(path, ignore_errors=True)
         write(path, kwargs)
-        save_expected(HERE / f"{name}.expected.npz", expected(kwargs))
+        save_expected(here / f"{name}.expected.npz", expected(kwargs))
         print(f"wrote {path}")
 
 
