@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 import zarr_vectors as zv
-from zarr_vectors._progress import ProgressBar, wants_progress
+from zarr_vectors._progress import wants_progress
 from zarr_vectors.errors import ZarrVectorsError
 
 __all__ = ["main"]
@@ -133,10 +133,8 @@ def _info(args: argparse.Namespace) -> int:
 def _run_validation(args: argparse.Namespace) -> zv.ValidationReport:
     """Validate, with a progress bar on stderr when it is a terminal (and JSON is not piped)."""
     json_out = sys.stdout if args.json else None
-    if not wants_progress(sys.stderr, json_out=json_out):
-        return zv.validate(args.store, level=args.level, sample=args.sample)
-    with ProgressBar(sys.stderr) as bar:
-        return zv.validate(args.store, level=args.level, sample=args.sample, progress=bar)
+    progress = wants_progress(sys.stderr, json_out=json_out)
+    return zv.validate(args.store, level=args.level, sample=args.sample, progress=progress)
 
 
 def _validation_exit_code(report: zv.ValidationReport) -> int:
@@ -185,6 +183,7 @@ def _convert(args: argparse.Namespace) -> int:
         options["chunk_shape"] = args.chunk_shape
     if args.bin_shape is not None:
         options["bin_shape"] = args.bin_shape
+    options["progress"] = wants_progress(sys.stderr)
     t0 = time.perf_counter()
     out = zv.convert(args.src, args.dst, format=args.format, overwrite=args.overwrite, **options)
     elapsed = time.perf_counter() - t0
@@ -258,7 +257,8 @@ def _parser() -> argparse.ArgumentParser:
         "a store, or a store into a file",
         description="Convert SRC into DST. When SRC is a file of a known format it is written "
         "into a new store at DST; otherwise SRC is a store and DST the file to write. The "
-        "format comes from the file's suffix unless --format names it.",
+        "format comes from the file's suffix unless --format names it. Progress bars are "
+        "drawn on stderr when it is a terminal.",
     )
     convert.add_argument("src")
     convert.add_argument("dst")

@@ -11,6 +11,7 @@ from typing import Any, Concatenate, ParamSpec
 
 import numpy as np
 
+from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import (
     InvalidInputError,
     MetadataError,
@@ -198,11 +199,24 @@ class VectorStore:
         return self._objects.group_attributes()
 
     @_labelled
-    def read(self) -> QueryResult:
-        """Read everything: every vertex (point clouds) or every object, whole."""
-        if self.is_object_store:
-            return self._objects.read(np.arange(self.object_count or 0, dtype=np.int64))
-        return read_all(self._reader)
+    def read(self, *, progress: ProgressOption = None) -> QueryResult:
+        """Read everything: every vertex (point clouds) or every object, whole.
+
+        Parameters
+        ----------
+        progress
+            Point clouds: a progress bar over the chunks read (stage ``"read"``), None
+            (default) on a terminal or in Jupyter, True always, False never, or a callable
+            ``progress(stage, done, total)``. Object stores report the read as one step
+            (``"read objects"``).
+        """
+        with progress_reporter(progress) as report:
+            if not self.is_object_store:
+                return read_all(self._reader, report)
+            report("read objects", 0, 1)
+            found = self._objects.read(np.arange(self.object_count or 0, dtype=np.int64))
+            report("read objects", 1, 1)
+            return found
 
     @_labelled
     def read_objects(self, ids: Any) -> QueryResult:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zarr_vectors._progress import Reporter
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, VERTICES
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
@@ -18,6 +19,9 @@ from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.regions import BoxRegion, Region, parse_bbox
 
 __all__ = ["chunks_meeting", "parse_bbox", "query_box", "query_region", "read_all"]
+
+_PROGRESS_STEPS = 32
+"""Batches of a whole-level read whose progress is shown (a few more round trips than one)."""
 
 _BIN_BATCH = 2**16
 """Bins planned per vectorised step of a query (bounds the planner's memory)."""
@@ -51,15 +55,28 @@ def _result(
     )
 
 
-def read_all(reader: LevelReader) -> QueryResult:
-    """Every vertex of the level with its attributes, in chunk (C order) then row order."""
+def read_all(reader: LevelReader, progress: Reporter | None = None) -> QueryResult:
+    """Every vertex of the level with its attributes, in chunk (C order) then row order.
+
+    With an active ``progress`` (:class:`~zarr_vectors._progress.Reporter`) the chunks are
+    read in :data:`_PROGRESS_STEPS` batches, each reported as ``("read", done, chunks)``;
+    otherwise in one batch.
+    """
     grid = reader.grid
     chunks, counts = reader.occupied_chunks(np.zeros(grid.ndim, np.int64), grid.shape)
     wanted = [
         ChunkRows(tuple(int(c) for c in chunk), np.array([[0, n]], dtype=np.int64))
         for chunk, n in zip(chunks, counts, strict=True)
     ]
-    return _result(reader, wanted, None)
+    if progress is None or not progress.active or len(wanted) < 2:
+        return _result(reader, wanted, None)
+    step = -(-len(wanted) // _PROGRESS_STEPS)
+    parts: list[dict[str, np.ndarray]] = []
+    for start in range(0, len(wanted), step):
+        parts.append(_read_columns(reader, wanted[start : start + step]))
+        progress("read", min(start + step, len(wanted)), len(wanted))
+    read = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+    return _result(reader, wanted, None, read)
 
 
 def chunks_meeting(

@@ -254,3 +254,22 @@ def test_bad_input_is_refused_before_the_destination_is_touched(
     with pytest.raises(zv.InvalidInputError, match="zip"):
         zv.write_points_parallel(tmp_path / "s.zip", [xyz], **run)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_progress_reports_the_tasks_of_each_stage(client: Any, tmp_path: Path) -> None:
+    cloud = _cloud(3, 3000, 3, np.float32)
+    seen: list[tuple[Any, int, int]] = []
+    zv.write_points_parallel(
+        tmp_path / "par",
+        _partitions(cloud, [1000, 2000]),
+        client=client,
+        chunk_shape=20.0,
+        progress=lambda *update: seen.append(update),
+    )
+    stages = {"loading partitions", "binning partitions", "writing chunks"}
+    assert {s for s, _, _ in seen} == stages
+    for stage in stages:
+        done = [(d, t) for s, d, t in seen if s == stage]
+        assert [d for d, _ in done] == sorted(d for d, _ in done)
+        assert done[-1][0] == done[-1][1] > 0
+    assert ("loading partitions", 3, 3) in seen

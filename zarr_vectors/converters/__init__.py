@@ -40,6 +40,7 @@ from types import ModuleType
 from typing import Any
 
 from zarr_vectors._optional import require
+from zarr_vectors._progress import ProgressOption, enclosing, progress_reporter
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.dataset import open as open_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
@@ -121,6 +122,7 @@ def import_file(
     overwrite: bool = False,
     chunk_shape: Any = None,
     bin_shape: Any = None,
+    progress: ProgressOption = None,
     **options: Any,
 ) -> VectorStore:
     """Write the geometry of the file ``src`` into a new store at ``dst``.
@@ -137,6 +139,10 @@ def import_file(
         Replace an existing store at ``dst``.
     chunk_shape, bin_shape
         As for the ``write_*`` functions (default: chosen from the data).
+    progress
+        Progress bars of the conversion: reading the file (one step), then the chunks
+        written. None (default) on a terminal or in Jupyter, True always, False never, or
+        a callable ``progress(stage, done, total)``.
     **options
         Format-specific options (see the format's module).
 
@@ -151,15 +157,17 @@ def import_file(
     path = Path(os.fspath(src))
     if not path.is_file():
         raise InvalidInputError(f"{path} is not a file")
-    _module(fmt).import_file(
-        fmt.name,
-        path,
-        dst,
-        overwrite=overwrite,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        **options,
-    )
+    with progress_reporter(progress) as report, enclosing(report):
+        report("read file", 0, 1)
+        _module(fmt).import_file(
+            fmt.name,
+            path,
+            dst,
+            overwrite=overwrite,
+            chunk_shape=chunk_shape,
+            bin_shape=bin_shape,
+            **options,
+        )
     return open_store(dst)
 
 
@@ -169,6 +177,7 @@ def export_store(
     *,
     format: str | None = None,
     overwrite: bool = False,
+    progress: ProgressOption = None,
     **options: Any,
 ) -> Path:
     """Write the geometry of the store ``src`` into the file ``dst``.
@@ -183,6 +192,11 @@ def export_store(
         Format name; default from the suffix of ``dst``.
     overwrite
         Replace an existing file at ``dst``.
+    progress
+        Progress bars of the conversion: the chunks read from the store (point clouds;
+        object stores one step), then writing the file (one step). None (default) on a
+        terminal or in Jupyter, True always, False never, or a callable
+        ``progress(stage, done, total)``.
     **options
         Format-specific options (see the format's module).
 
@@ -203,7 +217,9 @@ def export_store(
     path = Path(os.fspath(dst))
     if path.exists() and not overwrite:
         raise StoreExistsError(f"{path} exists; pass overwrite=True to replace it")
-    _module(fmt).export_store(fmt.name, store, path, overwrite=overwrite, **options)
+    with progress_reporter(progress) as report, enclosing(report):
+        _module(fmt).export_store(fmt.name, store, path, overwrite=overwrite, **options)
+        report("write file", 1, 1)
     return path
 
 

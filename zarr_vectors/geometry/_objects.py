@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragments import FragmentIndex
 from zarr_vectors.format.grid import ChunkGrid
@@ -343,6 +344,7 @@ def _write_links(
         [rows.astype(layout.dtype) for rows in links.per_chunk],
         layout,
         {"zv_array": "links", "link_width": width, "level_delta": 0},
+        shard_chunks=options.shard_shape(grid.ndim),
     )
     blobs = [
         np.frombuffer(
@@ -361,6 +363,7 @@ def _write_links(
         blobs,
         blob_layout(max((b.shape[0] for b in blobs), default=16)),
         {"zv_array": LINK_FRAGMENTS, "encoding": "fragment_index_v1"},
+        shard_chunks=options.shard_shape(grid.ndim),
     )
 
 
@@ -396,6 +399,7 @@ def _write_link_attributes(
             [values[src] for src in links.per_chunk_source],
             layout,
             {"zv_array": "link_attribute", "name": name},
+            shard_chunks=options.shard_shape(grid.ndim),
         )
         if table.kind != "mesh":
             _write_global(
@@ -432,6 +436,7 @@ def _write_fragment_columns(
             [values[owners] for owners in runs.fragment_objects],
             layout,
             {"zv_array": "fragment_attribute", "name": name},
+            shard_chunks=options.shard_shape(grid.ndim),
         )
 
 
@@ -566,8 +571,11 @@ def write_objects(
     bin_shape: Any,
     overwrite: bool,
     options: WriteOptions | None,
+    progress: ProgressOption = None,
 ) -> None:
     """Write a store of objects (spec §10.3 to §10.8); input already validated.
+
+    ``progress`` reports the chunks written (``"write"``, see :mod:`zarr_vectors._progress`).
 
     Raises
     ------
@@ -596,13 +604,20 @@ def write_objects(
         else _edge_links(table, runs, gid)
     )
     base = "0"
-    with write_target(store, overwrite=overwrite) as io:
+    with progress_reporter(progress) as report, write_target(store, overwrite=overwrite) as io:
         blobs = [
             np.frombuffer(FragmentIndex.from_ranges(s, c).encode(), dtype=np.uint8)
             for s, c in runs.fragment_ranges
         ]
         stats = write_level_vertices(
-            io, 0, grid, runs.rows, (table.positions, table.vertex_attributes), blobs, options
+            io,
+            0,
+            grid,
+            runs.rows,
+            (table.positions, table.vertex_attributes),
+            blobs,
+            options,
+            report,
         )
         _write_links(io, base, grid, runs, links, 3 if table.kind == "mesh" else 2, options)
         _write_link_attributes(io, base, grid, runs, links, table, options)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._progress import Progress
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragments import encode_dense_ranges_batch, fragment_index_nbytes
 from zarr_vectors.format.grid import ChunkGrid
@@ -46,6 +47,7 @@ __all__ = [
     "ColumnSpec",
     "LevelStats",
     "LevelWriter",
+    "ShardAssembler",
     "WriteOptions",
     "assign",
     "bin_sorted_chunk",
@@ -55,6 +57,7 @@ __all__ = [
     "grid_indices",
     "point_blob_layout",
     "round_up",
+    "shard_major_order",
     "vertex_column_specs",
     "write_chunk_array",
     "write_level_vertices",
@@ -93,6 +96,11 @@ class WriteOptions:
     custom_metadata
         A JSON object stored as the root key ``custom_metadata`` (spec §3.1), never
         interpreted by readers (the converters record a source file's header there).
+    shard_chunks
+        Spatial chunks per shard (spec §9.0.1, format 1.1): one positive int for every
+        axis or one per axis. Fewer, larger storage objects and fewer requests, but a
+        shard is written whole (one writer per shard). None (default) or all ones: one
+        shard per spatial chunk, a format 1.0 store.
     """
 
     axis_names: tuple[str, ...] | None = None
@@ -101,6 +109,32 @@ class WriteOptions:
     compression: str | None = "blosc-lz4"
     fragment_attributes: tuple[str, ...] = ()
     custom_metadata: dict[str, Any] | None = None
+    shard_chunks: int | tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        values = (self.shard_chunks,) if isinstance(self.shard_chunks, int) else self.shard_chunks
+        if values is None:
+            return
+        if not isinstance(values, tuple | list) or not all(_positive_int(v) for v in values):
+            raise InvalidInputError(
+                f"shard_chunks must be a positive int or a tuple of them, got {self.shard_chunks!r}"
+            )
+
+    def shard_shape(self, ndim: int) -> tuple[int, ...]:
+        """Spatial chunks per shard along each of ``ndim`` axes; ``()`` for one per shard.
+
+        Raises
+        ------
+        InvalidInputError
+            When a tuple of ``shard_chunks`` does not have ``ndim`` entries.
+        """
+        value = self.shard_chunks
+        if value is None:
+            return ()
+        shape = (value,) * ndim if isinstance(value, int) else tuple(value)
+        if len(shape) != ndim:
+            raise InvalidInputError(f"shard_chunks needs {ndim} entries, got {value!r}")
+        return shape if any(s != 1 for s in shape) else ()
 
     @property
     def block_rows(self) -> int:
@@ -119,6 +153,10 @@ class WriteOptions:
     def blosc(self) -> dict[str, Any] | None:
         """Blosc settings of numeric row blocks, or None for uncompressed blocks."""
         return None if self.compression is None else DEFAULT_BLOSC
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool) and bool(value > 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +283,61 @@ class _Batcher:
         self.items, self.nbytes = [], 0
 
 
+def shard_major_order(chunks: np.ndarray, shard_chunks: tuple[int, ...]) -> np.ndarray:
+    """Order of ``chunks`` (``(m, D)`` grid indices) that visits them shard by shard.
+
+    Shards come in C order of their index, and the chunks of a shard in C order of their
+    position inside it (spec §9.0.1). With one chunk per shard (``()``) the given order.
+    """
+    if not shard_chunks:
+        return np.arange(len(chunks))
+    chunks = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), len(shard_chunks))
+    per = np.asarray(shard_chunks, dtype=np.int64)
+    keys = np.concatenate([chunks // per, chunks % per], axis=1)
+    return np.lexsort(keys.T[::-1])
+
+
+class ShardAssembler:
+    """Encodes the chunks of one per-chunk array and hands whole shards to a batcher.
+
+    With one chunk per shard every chunk is a shard of its own. With several (spec §9.0.1)
+    the encoded row blocks of a shard's chunks are held until a chunk of another shard
+    arrives, so the chunks must come shard by shard (:func:`shard_major_order`); at most one
+    shard per array is held at a time.
+    """
+
+    def __init__(self, batcher: _Batcher, path: str, layout: RowLayout) -> None:
+        self.batcher, self.path, self.layout = batcher, path, layout
+        self.shard: tuple[int, ...] | None = None
+        self.parts: list[tuple[int, list[bytes]]] = []
+        self.written: set[tuple[int, ...]] = set()
+
+    def add(self, chunk: np.ndarray, rows: np.ndarray) -> None:
+        """Encode the ``n > 0`` rows of spatial chunk ``chunk`` (grid index)."""
+        layout = self.layout
+        if layout.chunks_per_shard == 1:
+            key = shard_key(self.path, chunk, len(layout.row_shape))
+            self.batcher.add(key, layout.encode_shard(rows))
+            return
+        shard = tuple(int(s) for s in layout.shard_of(chunk))
+        if shard != self.shard:
+            self.flush()
+            if shard in self.written:
+                raise ValueError(f"{self.path}: chunks of shard {shard} did not come together")
+            self.shard = shard
+        self.parts.append((layout.local_chunk(chunk), layout.encode_blocks(rows)))
+
+    def flush(self) -> None:
+        """Hand the shard being assembled to the batcher."""
+        if self.shard is None or not self.parts:
+            return
+        parts = sorted(self.parts, key=lambda part: part[0])
+        key = shard_key(self.path, np.asarray(self.shard), len(self.layout.row_shape))
+        self.batcher.add(key, self.layout.assemble_shard(parts))
+        self.written.add(self.shard)
+        self.shard, self.parts = None, []
+
+
 @dataclass(frozen=True, slots=True)
 class ColumnSpec:
     """One per-vertex row array of a level: its path, row layout and ``zv_array`` tag."""
@@ -263,15 +356,16 @@ def vertex_column_specs(
 ) -> list[ColumnSpec]:
     """The vertex array and one array per attribute, given each column's dtype and row shape."""
     r, blosc = options.block_rows, options.blosc()
+    per_shard = options.shard_shape(positions[1][0])
     specs = [
         ColumnSpec(
             f"{base}/{VERTICES}",
-            RowLayout(positions[0], positions[1], r, n_max, blosc),
+            RowLayout(positions[0], positions[1], r, n_max, blosc, shard_chunks=per_shard),
             {"zv_array": VERTICES},
         )
     ]
     for name, (dtype, row_shape) in attributes.items():
-        layout = RowLayout(dtype, row_shape, r, n_max, blosc)
+        layout = RowLayout(dtype, row_shape, r, n_max, blosc, shard_chunks=per_shard)
         tag = {"zv_array": "attribute", "name": name}
         specs.append(ColumnSpec(f"{base}/{ATTRIBUTES}/{name}", layout, tag))
     return specs
@@ -333,9 +427,14 @@ class LevelWriter:
         documents: bool = True,
     ) -> None:
         self.io, self.grid, self.base, self.n_max = io, grid, str(level), n_max
-        self.blob_layout = blobs
+        self.shard_chunks = options.shard_shape(grid.ndim)
+        self.blob_layout = None if blobs is None else replace(blobs, shard_chunks=self.shard_chunks)
         self.specs = vertex_column_specs(self.base, columns[0], columns[1], n_max, options)
         self.batcher = _Batcher(io)
+        self.assemblers = [ShardAssembler(self.batcher, c.path, c.layout) for c in self.specs]
+        if self.blob_layout is not None:
+            path = f"{self.base}/{VERTEX_FRAGMENTS}"
+            self.assemblers.append(ShardAssembler(self.batcher, path, self.blob_layout))
         self.chunks: list[np.ndarray] = []
         self.counts: list[int] = []
         self.blobs: list[np.ndarray] = []
@@ -369,22 +468,24 @@ class LevelWriter:
             the chunk's ``n > 0`` rows.
         blob
             The chunk's ZVFG fragment index (``uint8``).
+
+        With several chunks per shard (``options.shard_chunks``), chunks must come shard by
+        shard (:func:`shard_major_order`).
         """
-        for spec, values in zip(self.specs, rows, strict=True):
-            self.batcher.add(
-                shard_key(spec.path, chunk, len(spec.layout.row_shape)),
-                spec.layout.encode_shard(values),
-            )
-        self.chunks.append(np.asarray(chunk, dtype=np.int64))
-        self.counts.append(int(rows[0].shape[0]))
         if self.blob_layout is None:
             self.blobs.append(blob)
+            columns = rows
         else:
-            key = shard_key(f"{self.base}/{VERTEX_FRAGMENTS}", chunk, 0)
-            self.batcher.add(key, self.blob_layout.encode_shard(blob))
+            columns = [*rows, blob]
+        for assembler, values in zip(self.assemblers, columns, strict=True):
+            assembler.add(chunk, values)
+        self.chunks.append(np.asarray(chunk, dtype=np.int64))
+        self.counts.append(int(rows[0].shape[0]))
 
     def flush(self) -> None:
         """Write the shards encoded so far (a chunk writer's last call)."""
+        for assembler in self.assemblers:
+            assembler.flush()
         self.batcher.flush()
 
     def keep_chunk(self, chunk: np.ndarray, count: int) -> None:
@@ -405,6 +506,7 @@ class LevelWriter:
             self.blobs,
             self.blob_layout or blob_layout(max((b.shape[0] for b in self.blobs), default=16)),
             {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"},
+            shard_chunks=self.shard_chunks,
         )
         every = np.asarray(self.chunks + self.kept_chunks, dtype=np.int64).reshape(-1, ndim)
         counts = np.asarray(self.counts + self.kept_counts, dtype=np.int64)
@@ -420,17 +522,24 @@ def write_chunk_array(
     per_chunk: list[np.ndarray],
     layout: RowLayout,
     tag: dict[str, Any],
+    *,
+    shard_chunks: tuple[int, ...] = (),
 ) -> None:
     """Write a per-chunk row array given its rows chunk by chunk (spec §9.0).
 
     ``per_chunk[j]`` holds the rows of chunk ``chunks[j]``; chunks without rows store nothing.
+    ``shard_chunks`` (:meth:`WriteOptions.shard_shape`) packs several chunks per shard
+    (spec §9.0.1); ``layout`` is used with it.
     """
+    layout = replace(layout, shard_chunks=shard_chunks)
     grid_shape = tuple(int(g) for g in grid.shape)
     io.set(f"{path}/zarr.json", row_array_metadata(grid_shape, layout, tag))
     batcher = _Batcher(io)
-    for chunk, values in zip(chunks, per_chunk, strict=True):
-        if len(values):
-            batcher.add(shard_key(path, chunk, len(layout.row_shape)), layout.encode_shard(values))
+    assembler = ShardAssembler(batcher, path, layout)
+    for j in shard_major_order(chunks, shard_chunks).tolist():
+        if len(per_chunk[j]):
+            assembler.add(chunks[j], per_chunk[j])
+    assembler.flush()
     batcher.flush()
 
 
@@ -442,6 +551,7 @@ def write_level_vertices(
     columns: tuple[np.ndarray, dict[str, np.ndarray]],
     blobs: list[np.ndarray],
     options: WriteOptions,
+    progress: Progress | None = None,
 ) -> LevelStats:
     """Write a level's vertices, per-vertex attributes, fragment blobs and counts (spec §9.1-4).
 
@@ -461,6 +571,8 @@ def write_level_vertices(
         The ZVFG blob of each occupied chunk (``uint8`` arrays).
     options
         Write settings.
+    progress
+        Called as ``progress("write", chunks done, chunks)`` after each chunk.
 
     Returns
     -------
@@ -472,9 +584,11 @@ def write_level_vertices(
     shapes = (column_shapes(positions), {k: column_shapes(v) for k, v in attributes.items()})
     writer = LevelWriter(io, level, grid, shapes, n_max, options)
     sources = [positions, *attributes.values()]
-    for j, chunk in enumerate(rows.chunks):
+    for done, j in enumerate(shard_major_order(rows.chunks, writer.shard_chunks).tolist(), 1):
         take = rows.perm[rows.chunk_offsets[j] : rows.chunk_offsets[j + 1]]
-        writer.add_chunk(chunk, [np.take(c, take, axis=0) for c in sources], blobs[j])
+        writer.add_chunk(rows.chunks[j], [np.take(c, take, axis=0) for c in sources], blobs[j])
+        if progress is not None:
+            progress("write", done, len(rows.chunks))
     return writer.finish()
 
 
@@ -509,10 +623,12 @@ def write_point_level(
     grid: ChunkGrid,
     options: WriteOptions,
     bounds: tuple[np.ndarray, np.ndarray],
+    progress: Progress | None = None,
 ) -> LevelStats:
     """Sort points by (chunk, bin, input order) and write them with dense fragments (spec §10.2).
 
-    ``bounds`` are the per-axis minimum and maximum of the positions (float64).
+    ``bounds`` are the per-axis minimum and maximum of the positions (float64); ``progress``
+    is called after each chunk (:func:`write_level_vertices`).
     """
     positions = columns[0]
     if positions.shape[0] == 0:
@@ -520,7 +636,7 @@ def write_point_level(
     else:
         rows, bin_offsets = _sort_points(positions, bounds, grid)
     blobs = encode_dense_ranges_batch(bin_offsets[:, :-1], np.diff(bin_offsets, axis=1))
-    return write_level_vertices(io, level, grid, rows, columns, list(blobs), options)
+    return write_level_vertices(io, level, grid, rows, columns, list(blobs), options, progress)
 
 
 def commit_root(

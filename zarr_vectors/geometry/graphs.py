@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._progress import ProgressOption
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry import _object_inputs as objects
@@ -268,6 +269,7 @@ def write_graph(
     group_attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     options: WriteOptions | None = None,
+    progress: ProgressOption = None,
 ) -> None:
     """Write a graph store (spec §10.5): vertices, edges, and objects (components).
 
@@ -307,6 +309,9 @@ def write_graph(
         Replace an existing store.
     options
         Less common settings.
+    progress
+        Progress bar over the chunks written: None (default) on a terminal or in Jupyter,
+        True always, False never, or a callable ``progress(stage, done, total)``.
 
     Raises
     ------
@@ -344,6 +349,7 @@ def write_graph(
         bin_shape=bin_shape,
         overwrite=overwrite,
         options=options,
+        progress=progress,
     )
 
 
@@ -474,6 +480,7 @@ def write_skeletons(
     group_attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     options: WriteOptions | None = None,
+    progress: ProgressOption = None,
 ) -> None:
     """Write a skeleton store (spec §10.6): rooted trees, one per object.
 
@@ -514,6 +521,9 @@ def write_skeletons(
         Replace an existing store.
     options
         Less common settings.
+    progress
+        Progress bar over the chunks written: None (default) on a terminal or in Jupyter,
+        True always, False never, or a callable ``progress(stage, done, total)``.
 
     Raises
     ------
@@ -551,4 +561,5 @@ def write_skeletons(
         bin_shape=bin_shape,
         overwrite=overwrite,
         options=options,
+        progress=progress,
     )

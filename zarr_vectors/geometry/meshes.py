@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._progress import ProgressOption
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry import _object_inputs as objects
@@ -102,6 +103,7 @@ def write_mesh(
     group_attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     options: WriteOptions | None = None,
+    progress: ProgressOption = None,
 ) -> None:
     """Write a store of triangle meshes (spec §10.7).
 
@@ -146,6 +148,9 @@ def write_mesh(
         Replace an existing store.
     options
         Less common settings.
+    progress
+        Progress bar over the chunks written: None (default) on a terminal or in Jupyter,
+        True always, False never, or a callable ``progress(stage, done, total)``.
 
     Raises
     ------
@@ -181,4 +186,5 @@ def write_mesh(
         bin_shape=bin_shape,
         overwrite=overwrite,
         options=options,
+        progress=progress,
     )

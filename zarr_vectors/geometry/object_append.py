@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
@@ -35,7 +36,9 @@ BatchWriter = Callable[[StoreLike, dict[str, Any], Source], None]
 """Writes the new objects alone into a scratch store, given the store's settings."""
 
 
-def _append(store: StoreLike, kinds: tuple[str, ...], write: BatchWriter) -> None:
+def _append(
+    store: StoreLike, kinds: tuple[str, ...], write: BatchWriter, progress: ProgressOption
+) -> None:
     base = open_source(store)
     if base.kind not in kinds:
         raise InvalidInputError(
@@ -46,10 +49,11 @@ def _append(store: StoreLike, kinds: tuple[str, ...], write: BatchWriter) -> Non
         "bin_shape": base.root.base_bin_shape,
         "options": options_of(base),
     }
-    scratch = scratch_store()
-    write(scratch, settings, base)
-    batch = open_source(StoreIO(scratch))
-    merge_stores(store, [base, batch], has_base=True)
+    with progress_reporter(progress) as report:
+        scratch = scratch_store()
+        write(scratch, {**settings, "progress": report}, base)
+        batch = open_source(StoreIO(scratch))
+        merge_stores(store, [base, batch], has_base=True, progress=report)
 
 
 def _ids(first: int, object_ids: Any, labels: np.ndarray | None, m: int) -> Any:
@@ -108,6 +112,7 @@ def append_polylines(
     object_ids: Any = None,
     groups: Mapping[Any, Sequence[int]] | None = None,
     group_attributes: Mapping[str, Any] | None = None,
+    progress: ProgressOption = None,
 ) -> None:
     """Add polylines or streamlines to an existing store of that kind.
 
@@ -124,6 +129,9 @@ def append_polylines(
     groups
         New groups of new objects (by id); a group name must not exist in the store.
 
+    progress
+        Progress bars over the chunks written and merged: None (default) on a terminal or
+        in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
     Raises
     ------
     InvalidInputError
@@ -156,7 +164,7 @@ def append_polylines(
             **settings,
         )
 
-    _append(store, ("polyline", "streamline"), write)
+    _append(store, ("polyline", "streamline"), write, progress)
 
 
 def append_graph(
@@ -171,6 +179,7 @@ def append_graph(
     edge_attributes: Mapping[str, Any] | None = None,
     groups: Mapping[Any, Sequence[int]] | None = None,
     group_attributes: Mapping[str, Any] | None = None,
+    progress: ProgressOption = None,
 ) -> None:
     """Add graph objects (components) to an existing graph store.
 
@@ -179,6 +188,9 @@ def append_graph(
     (or no labels) mean the ids that follow the store's. See :func:`append_polylines`
     for what the store becomes and what happens on failure.
 
+    progress
+        Progress bars over the chunks written and merged: None (default) on a terminal or
+        in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
     Raises
     ------
     InvalidInputError
@@ -201,7 +213,7 @@ def append_graph(
             **settings,
         )
 
-    _append(store, ("graph",), write)
+    _append(store, ("graph",), write, progress)
 
 
 def append_skeletons(
@@ -218,6 +230,7 @@ def append_skeletons(
     object_attributes: Mapping[str, Any] | None = None,
     groups: Mapping[Any, Sequence[int]] | None = None,
     group_attributes: Mapping[str, Any] | None = None,
+    progress: ProgressOption = None,
 ) -> None:
     """Add skeletons to an existing skeleton store.
 
@@ -225,6 +238,9 @@ def append_skeletons(
     :func:`append_graph`. ``swc_compatible`` stays true only if the new skeletons are SWC
     compatible too.
 
+    progress
+        Progress bars over the chunks written and merged: None (default) on a terminal or
+        in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
     Raises
     ------
     InvalidInputError
@@ -248,7 +264,7 @@ def append_skeletons(
             **settings,
         )
 
-    _append(store, ("skeleton",), write)
+    _append(store, ("skeleton",), write, progress)
 
 
 def append_mesh(
@@ -264,6 +280,7 @@ def append_mesh(
     face_attributes: Mapping[str, Any] | None = None,
     groups: Mapping[Any, Sequence[int]] | None = None,
     group_attributes: Mapping[str, Any] | None = None,
+    progress: ProgressOption = None,
 ) -> None:
     """Add meshes to an existing mesh store.
 
@@ -272,6 +289,9 @@ def append_mesh(
     for :func:`append_graph`. Face sentinels of the stored meshes are rewritten when the
     grid or ``N_max`` changes (spec §10.7).
 
+    progress
+        Progress bars over the chunks written and merged: None (default) on a terminal or
+        in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
     Raises
     ------
     InvalidInputError
@@ -296,4 +316,4 @@ def append_mesh(
             **settings,
         )
 
-    _append(store, ("mesh",), write)
+    _append(store, ("mesh",), write, progress)

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._progress import Progress
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError
 from zarr_vectors.format.fragments import FragmentIndex
 from zarr_vectors.format.grid import ChunkGrid
@@ -710,7 +711,12 @@ def _target(store: StoreLike, has_base: bool, overwrite: bool) -> Iterator[Store
 
 
 def merge_stores(
-    store: StoreLike, sources: list[Source], *, has_base: bool, overwrite: bool = False
+    store: StoreLike,
+    sources: list[Source],
+    *,
+    has_base: bool,
+    overwrite: bool = False,
+    progress: Progress | None = None,
 ) -> None:
     """Merge ``sources`` (objects in this order) into ``store`` and commit it.
 
@@ -725,6 +731,8 @@ def merge_stores(
         Whether ``sources[0]`` is the store at ``store``.
     overwrite
         Without a base: replace an existing store at ``store``.
+    progress
+        Called as ``progress("merge", chunks done, chunks)`` after each chunk.
 
     Raises
     ------
@@ -736,22 +744,30 @@ def merge_stores(
     base_chunks = sorted(plan.index[0], reverse=True) if has_base else []
     others = sorted(c for c in plan.holders if not (has_base and c in plan.index[0]))
     with _target(store, has_base, overwrite) as io:
-        merge_chunks(io, plan, [*base_chunks, *others])
+        merge_chunks(io, plan, [*base_chunks, *others], progress)
         commit_merge(io, plan, ids, groups)
 
 
-def merge_chunks(target: StoreIO, plan: MergePlan, chunks: list[tuple[int, ...]]) -> None:
+def merge_chunks(
+    target: StoreIO,
+    plan: MergePlan,
+    chunks: list[tuple[int, ...]],
+    progress: Progress | None = None,
+) -> None:
     """Write the given chunks of the merged store (any subset, in any process).
 
     A chunk's shards depend only on the plan and the sources, so writers of disjoint sets of
-    chunks can run at once, and a chunk written twice gets the same bytes.
+    chunks can run at once, and a chunk written twice gets the same bytes. ``progress`` is
+    called as ``progress("merge", chunks done, chunks)`` after each chunk.
     """
     writer = _Writer(plan, target)
-    for chunk in chunks:
+    for done, chunk in enumerate(chunks, 1):
         if plan.merged(chunk):
             writer.merge(chunk)
         else:
             writer.keep(chunk)
+        if progress is not None:
+            progress("merge", done, len(chunks))
 
 
 def commit_merge(

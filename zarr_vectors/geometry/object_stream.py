@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import WriteOptions
@@ -75,12 +76,21 @@ class BatchSpec:
         Raises
         ------
         InvalidInputError
-            For an unknown kind, a missing ``chunk_shape`` or settings the kind lacks.
+            For an unknown kind, a missing ``chunk_shape``, settings the kind lacks, or
+            ``options.shard_chunks`` (not supported by merged writes).
         """
         if kind not in _WRITERS:
             raise InvalidInputError(f"kind must be one of {sorted(_WRITERS)}, got {kind!r}")
         if chunk_shape is None:
             raise InvalidInputError("a streaming object write needs chunk_shape")
+        shards = None if options is None else options.shard_chunks
+        per_axis = (shards,) if isinstance(shards, int) else (shards or ())
+        if any(v != 1 for v in per_axis):
+            raise InvalidInputError(
+                "shard_chunks (several spatial chunks per shard) is not supported by "
+                "streaming or parallel object writes yet; write the objects with the "
+                "kind's write_* function instead"
+            )
         fixed: dict[str, Any] = {
             "chunk_shape": chunk_shape,
             "bin_shape": bin_shape,
@@ -134,7 +144,8 @@ class BatchSpec:
         """Write a batch alone into ``path``; its default ids start at ``first``."""
         ids = continuing_ids(self.kind, first, arguments)
         write = _WRITERS[self.kind]
-        write(path, **{**arguments, "object_ids": ids}, **self.fixed, overwrite=overwrite)
+        settings = {**self.fixed, "overwrite": overwrite, "progress": False}
+        write(path, **{**arguments, "object_ids": ids, **settings})
 
 
 class ObjectWriter:
@@ -164,6 +175,10 @@ class ObjectWriter:
     spill_dir
         Directory for the batches' temporary stores. Default: beside a local destination,
         else the system temporary directory.
+    progress
+        Progress bar over the chunks merged when the writer closes: None (default) on a
+        terminal or in Jupyter, True always, False never, or a callable
+        ``progress(stage, done, total)`` (stage ``"merge"``).
     **settings
         Store-wide arguments of the kind's ``write_*`` function: ``directed`` (graph),
         ``winding_order`` and ``closed_surface`` (mesh), ``metadata``.
@@ -187,8 +202,10 @@ class ObjectWriter:
         overwrite: bool = False,
         options: WriteOptions | None = None,
         spill_dir: str | os.PathLike[str] | None = None,
+        progress: ProgressOption = None,
         **settings: Any,
     ) -> None:
+        self.progress = progress_reporter(progress)
         self.spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
         check_destination(store, overwrite=overwrite)
         self.store, self.kind, self.overwrite = store, kind, overwrite
@@ -230,7 +247,13 @@ class ObjectWriter:
             if not self.batches:
                 raise InvalidInputError("nothing to write: append at least one batch")
             sources = [open_source(path) for path in self.batches]
-            merge_stores(self.store, sources, has_base=False, overwrite=self.overwrite)
+            merge_stores(
+                self.store,
+                sources,
+                has_base=False,
+                overwrite=self.overwrite,
+                progress=self.progress,
+            )
         finally:
             self.abort()
 
@@ -238,6 +261,7 @@ class ObjectWriter:
         """Drop the batches and their temporary stores; the destination is untouched."""
         self.closed = True
         remove_scratch(self.scratch)
+        self.progress.close()
 
     def __enter__(self) -> ObjectWriter:
         return self

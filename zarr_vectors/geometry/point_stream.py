@@ -14,15 +14,14 @@ as they come and sorted by chunk in a second pass when the writer closes.
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 
-from zarr_vectors._progress import ProgressBar
+from zarr_vectors._progress import Progress, ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
@@ -33,6 +32,7 @@ from zarr_vectors.geometry._pipeline import (
     bin_sorted_chunk,
     dense_bounds_span,
     round_up,
+    shard_major_order,
 )
 from zarr_vectors.geometry.point_append import ExistingPoints, append_to_store, load_existing
 from zarr_vectors.geometry.points import commit_points
@@ -62,9 +62,6 @@ _MIN_SLICE_ROWS = 256
 _WORK_BYTES_PER_ROW = 64
 """Scratch bytes per row of a slice besides its columns: chunk/bin keys, sort order, copies."""
 
-Progress = Callable[[str, int, int], None]
-"""``progress(stage, done, total)``: stage ``"ingest"`` counts rows (total -1: unknown),
-``"sort"`` rows of the second pass, ``"write"`` chunks."""
 
 Schema = tuple[np.dtype[Any], int, dict[str, tuple[np.dtype[Any], tuple[int, ...]]]]
 
@@ -106,8 +103,10 @@ class PointWriter:
         Directory for temporary files (about the size of the data). Default: beside a local
         destination, else the system temporary directory.
     progress
-        ``progress(stage, done, total)`` callback (:data:`Progress`), True for a bar on
-        standard error, False for none; default: a bar when standard error is a terminal.
+        ``progress(stage, done, total)`` callback (stage ``"ingest"`` counts rows with
+        total -1, ``"sort"`` rows of the second pass, ``"write"`` chunks), True for a
+        progress bar on standard error, False for none; default: a bar when standard error
+        is a terminal or in Jupyter.
 
     Raises
     ------
@@ -128,7 +127,7 @@ class PointWriter:
         options: WriteOptions | None = None,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         spill_dir: str | os.PathLike[str] | None = None,
-        progress: Progress | bool | None = None,
+        progress: ProgressOption = None,
         mode: str = "w",
     ) -> None:
         if int(memory_budget) < _MIN_BUDGET:
@@ -158,8 +157,7 @@ class PointWriter:
         self.options = (
             self.existing.options if self.existing else inputs.check_options(options, POINT_CLOUD)
         )
-        self.progress = _progress_callback(progress)
-        self._bar = self.progress if isinstance(self.progress, ProgressBar) else None
+        self.progress = progress_reporter(progress)
         self.scratch = scratch_directory(local_destination(store), spill_dir)
         self.raw: SpillColumns | None = None
         self.binned: SpillColumns | None = None
@@ -340,7 +338,9 @@ class PointWriter:
                 n_max,
                 self.options,
             )
-            for done, chunk in enumerate(chunks):
+            grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, ndim) - grid.origin
+            visit = shard_major_order(grid_chunks, writer.shard_chunks).tolist()
+            for done, chunk in enumerate(chunks[j] for j in visit):
                 rows, blob = self._chunk_rows(chunk, grid)
                 writer.add_chunk(np.asarray(chunk, dtype=np.int64) - grid.origin, rows, blob)
                 self.progress("write", done + 1, len(chunks))
@@ -381,8 +381,7 @@ class PointWriter:
             if spill is not None:
                 spill.close()
         remove_scratch(self.scratch)
-        if self._bar is not None:
-            self._bar.close()
+        self.progress.close()
 
     def __enter__(self) -> PointWriter:
         return self
@@ -480,15 +479,3 @@ def append_points(
 
 def _describe(attrs: dict[str, tuple[np.dtype[Any], tuple[int, ...]]]) -> str:
     return "{" + ", ".join(f"{k}: {d}{list(s) if s else ''}" for k, (d, s) in attrs.items()) + "}"
-
-
-def _progress_callback(progress: Progress | bool | None) -> Progress:
-    if callable(progress):
-        return progress
-    if progress is None:
-        progress = sys.stderr.isatty()
-    return ProgressBar(sys.stderr) if progress else _silent
-
-
-def _silent(stage: str, done: int, total: int) -> None:
-    return None

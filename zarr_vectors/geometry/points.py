@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
@@ -35,6 +36,7 @@ def write_points(
     object_ids: Any = None,
     overwrite: bool = False,
     options: WriteOptions | None = None,
+    progress: ProgressOption = None,
 ) -> None:
     """Write a point cloud store.
 
@@ -63,6 +65,10 @@ def write_points(
         Replace an existing store at the destination.
     options
         Less common settings (:class:`WriteOptions`).
+    progress
+        None (default): a progress bar over the chunks written when standard error is a
+        terminal or in Jupyter; True: always; False: never; or a callable
+        ``progress(stage, done, total)`` called instead (stage ``"write"``, counting chunks).
 
     Raises
     ------
@@ -84,8 +90,8 @@ def write_points(
     bounds = None if n == 0 else (lo, hi)
     grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim)
     root = inputs.root_metadata(POINT_CLOUD, grid, options, bounds)
-    with write_target(store, overwrite=overwrite) as io:
-        stats = write_point_level(io, 0, (pos, columns), grid, options, (lo, hi))
+    with progress_reporter(progress) as report, write_target(store, overwrite=overwrite) as io:
+        stats = write_point_level(io, 0, (pos, columns), grid, options, (lo, hi), report)
         commit_points(io, root, grid, stats)
 
 

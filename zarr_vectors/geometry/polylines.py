@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._progress import ProgressOption
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry import _object_inputs as objects
@@ -63,6 +64,7 @@ def write_polylines(
     group_attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     options: WriteOptions | None = None,
+    progress: ProgressOption = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> None:
     """Write polylines or streamlines (spec §10.4).
@@ -93,6 +95,9 @@ def write_polylines(
         Replace an existing store.
     options
         Less common settings.
+    progress
+        Progress bar over the chunks written: None (default) on a terminal or in Jupyter,
+        True always, False never, or a callable ``progress(stage, done, total)``.
     metadata
         Type-specific root keys (spec §3.4), e.g. ``{"step_size": 0.5}`` for streamlines.
 
@@ -124,4 +129,5 @@ def write_polylines(
         bin_shape=bin_shape,
         overwrite=overwrite,
         options=options,
+        progress=progress,
     )

@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from zarr_vectors._optional import require
+from zarr_vectors._progress import Progress
 from zarr_vectors.errors import InvalidInputError, ParallelWriteError
 
 __all__ = ["Tasks", "cluster_client", "distributed", "write_tasks"]
@@ -84,10 +85,13 @@ class Tasks:
     ----------
     client
         The ``distributed.Client``.
+    progress
+        Called as ``progress(stage, tasks done, tasks)`` while :meth:`run` waits.
     """
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, progress: Progress | None = None) -> None:
         self.client = client
+        self.progress = progress
         self.token = uuid.uuid4().hex[:12]
         self.futures: list[Any] = []
 
@@ -140,9 +144,14 @@ class Tasks:
         dist = distributed()
         unsettled = list(futures)
         while unsettled:
-            dist.wait(unsettled)
+            dist.wait(
+                unsettled,
+                return_when="ALL_COMPLETED" if self.progress is None else "FIRST_COMPLETED",
+            )
             # a result lost with its worker after the task ended is computed again
             unsettled = [f for f in unsettled if f.status in ("pending", "lost")]
+            if self.progress is not None:
+                self.progress(stage, len(futures) - len(unsettled), len(futures))
         for future in futures:
             _raise_failure(dist, future, stage)
         return list(self.client.gather(list(futures)))
@@ -164,11 +173,11 @@ class Tasks:
 
 
 @contextmanager
-def write_tasks(client: Any) -> Iterator[Tasks]:
+def write_tasks(client: Any, progress: Progress | None = None) -> Iterator[Tasks]:
     """Yield the :class:`Tasks` of a write; their results are released at the end, even on
     error (a raised exception's traceback would otherwise keep them, and their data on the
-    workers, alive)."""
-    tasks = Tasks(client)
+    workers, alive). ``progress`` is told of the tasks each stage has done."""
+    tasks = Tasks(client, progress)
     try:
         yield tasks
     finally:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry.object_merge import (
@@ -74,6 +75,7 @@ def write_objects_parallel(
     scratch: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
     options: WriteOptions | None = None,
+    progress: ProgressOption = None,
     **settings: Any,
 ) -> None:
     """Write an object store from partitions of whole objects, on dask.distributed workers.
@@ -111,6 +113,9 @@ def write_objects_parallel(
         Replace an existing store (a local one only once the new one is complete).
     options
         Less common settings (:class:`~zarr_vectors.WriteOptions`).
+    progress
+        A progress bar per stage over its tasks: None (default) on a terminal or in
+        Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
     **settings
         Store-wide arguments of the kind's ``write_*`` function: ``directed`` (graph),
         ``winding_order`` and ``closed_surface`` (mesh), ``metadata``.
@@ -140,8 +145,9 @@ def write_objects_parallel(
     space = scratch_directory(near, scratch)
     try:
         with (
+            progress_reporter(progress) as report,
             cluster_client(client, scheduler_address, n_workers) as dask_client,
-            write_tasks(dask_client) as tasks,
+            write_tasks(dask_client, report if report.active else None) as tasks,
         ):
             paths = _write_partitions(tasks, spec, batches, space)
             _merge(tasks, paths, store, overwrite)

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError, ParallelWriteError
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import POINT_CLOUD
@@ -78,6 +79,7 @@ def write_points_parallel(
     n_workers: int = 2,
     overwrite: bool = False,
     options: WriteOptions | None = None,
+    progress: ProgressOption = None,
 ) -> None:
     """Write a point cloud from partitions, binned and written by dask.distributed workers.
 
@@ -120,6 +122,9 @@ def write_points_parallel(
         does.
     options
         Less common settings (:class:`~zarr_vectors.WriteOptions`).
+    progress
+        A progress bar per stage over its tasks: None (default) on a terminal or in
+        Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
 
     Raises
     ------
@@ -148,8 +153,9 @@ def write_points_parallel(
     check_shareable(store)
     check_destination(store, overwrite=overwrite)
     with (
+        progress_reporter(progress) as report,
         cluster_client(client, scheduler_address, n_workers) as dask_client,
-        write_tasks(dask_client) as tasks,
+        write_tasks(dask_client, report if report.active else None) as tasks,
     ):
         loaded = submit_loads(tasks, partitions, names, options.axis_names)
         schema, n, bounds = _combine(
@@ -217,7 +223,23 @@ def _plan_writers(
     n_max = round_up(int(totals.max()), options.block_rows)
     spec = LevelSpec(binning, (_position_type(schema), schema[2]), n_max, options)
     count = _bucket_count(workers, schema, int(totals.sum()), totals.shape[0])
-    return _WriterPlan(spec, chunks, totals, _buckets(totals, count))
+    cuts = _shard_cuts(chunks, binning, options.shard_shape(binning.grid.ndim))
+    return _WriterPlan(spec, chunks, totals, _buckets(totals, count, cuts))
+
+
+def _shard_cuts(chunks: np.ndarray, binning: Binning, shard_chunks: tuple[int, ...]) -> np.ndarray:
+    """Positions where the chunks (flat, C order) may be cut between writers.
+
+    With several chunks per shard (spec §9.0.1) a shard is written whole by one writer, so
+    buckets are cut only where the shard row along the first axis changes: every shard's
+    chunks then fall in one bucket. Otherwise anywhere.
+    """
+    if not shard_chunks:
+        return np.arange(1, chunks.shape[0])
+    grid = binning.grid
+    g = grid_indices(chunks, binning.span_lo, binning.span_shape, grid)
+    row = g[:, 0] // shard_chunks[0]
+    return np.flatnonzero(row[1:] != row[:-1]) + 1
 
 
 def _commit(io: StoreIO, root: RootMetadata, plan: _WriterPlan, written: list[int]) -> None:
@@ -343,11 +365,16 @@ def _bucket_count(workers: int, schema: Schema, n: int, n_chunks: int) -> int:
     return max(1, min(n_chunks, wanted))
 
 
-def _buckets(totals: np.ndarray, count: int) -> list[tuple[int, int]]:
-    """Cut the chunks (C order) into ``count`` runs ``[a, z)`` of about equal rows."""
+def _buckets(totals: np.ndarray, count: int, allowed: np.ndarray) -> list[tuple[int, int]]:
+    """Cut the chunks (C order) into at most ``count`` runs ``[a, z)`` of about equal rows.
+
+    Cuts fall only at the positions ``allowed`` (ascending), each moved to the next one.
+    """
     cumulative = np.cumsum(totals)
     targets = cumulative[-1] * np.arange(1, count) / count
     cuts = np.searchsorted(cumulative, targets) + 1
+    snapped = np.searchsorted(allowed, cuts)
+    cuts = np.append(allowed, totals.shape[0])[snapped]
     edges = np.unique(np.concatenate([[0], np.clip(cuts, 1, totals.shape[0]), [totals.shape[0]]]))
     return [(int(a), int(z)) for a, z in itertools.pairwise(edges.tolist())]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from zarr_vectors._progress import progress_reporter
 from zarr_vectors.errors import InvalidInputError, StoreNotFoundError
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
 from zarr_vectors.validate import consistency, geometry_claims, metadata, pyramid, structure
@@ -52,7 +53,7 @@ def validate(
     level: int = 2,
     *,
     sample: int | None = None,
-    progress: Progress | None = None,
+    progress: Progress | bool | None = None,
 ) -> ValidationReport:
     """Check a store against the Zarr Vectors specification (spec §11).
 
@@ -76,8 +77,9 @@ def validate(
         verifies that the sampled vertices lie inside the bounding box. The report notes
         that it was sampled.
     progress
-        Called as ``progress(level, chunks_done, chunks_total)`` while L3 reads the
-        chunks of each level (for a progress bar).
+        Progress of L3 over the chunks of each level: None (default) draws a progress bar
+        when standard error is a terminal or in Jupyter, True always, False never; a
+        callable is called as ``progress(level, chunks_done, chunks_total)`` instead.
 
     Returns
     -------
@@ -96,6 +98,7 @@ def validate(
     (e.g. ``L1.store_exists``) instead of an exception.
     """
     _check_arguments(level, sample)
+    reporter = progress_reporter(progress)
     report = ValidationReport(store=_describe(store), level=1)
     try:
         resolved = resolve_store(store, mode="r")
@@ -105,7 +108,7 @@ def validate(
         return report
     io = StoreIO(resolved)
     try:
-        ctx = Context(io, report, sample, progress)
+        ctx = Context(io, report, sample, reporter)
         for number, runner in _RUNNERS[:level]:
             report.level = number
             start = len(report.problems)
@@ -113,6 +116,7 @@ def validate(
             if ctx.errors_since(start):
                 break
     finally:
+        reporter.close()
         if resolved is not store:
             io.close()
     return report
