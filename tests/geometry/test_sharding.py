@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 import zarr
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from tests.geometry.object_cases import cases, files, write
+from tests.geometry.object_cases import KINDS, arguments, batches, cases, files, write
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry._pipeline import shard_major_order
 from zarr_vectors.store.io import StoreIO
@@ -248,11 +248,47 @@ def test_streaming_points_give_the_one_shot_sharded_store(tmp_path: Path, shard:
     assert files(tmp_path / "stream") == files(tmp_path / "one")
 
 
-def test_object_writer_refuses_shards() -> None:
-    with pytest.raises(InvalidInputError, match="shard_chunks"):
-        zv.ObjectWriter(
-            MemoryStore(), kind="streamline", chunk_shape=1.0, options=_with_shards(None, 2)
-        )
+def _stream_objects(store: Path, case: dict[str, Any]) -> None:
+    extra = {"directed": case["directed"]} if case["kind"] == "graph" else {}
+    with zv.ObjectWriter(
+        store, kind=case["kind"], chunk_shape=10.0, options=case["options"], **extra
+    ) as writer:
+        for a, b in batches(case):
+            if b > a:
+                writer.append(**arguments(case, a, b))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shard", [2, (2, 1, 3)])
+def test_object_writer_gives_the_one_shot_sharded_store(
+    tmp_path_factory: pytest.TempPathFactory, kind: str, shard: Any
+) -> None:
+    @settings(
+        max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(case=cases(kind))
+    def check(case: dict[str, Any]) -> None:
+        tmp = tmp_path_factory.mktemp("w")
+        dim = case["objects"][0].shape[1]
+        case = case | {"options": _with_shards(case["options"], _axes(shard, dim))}
+        write(tmp / "one", case, 0, len(case["objects"]))
+        _stream_objects(tmp / "streamed", case)
+        assert files(tmp / "streamed") == files(tmp / "one")
+        assert _version(tmp / "streamed") == "1.1"
+        report = zv.validate(tmp / "streamed", level=4)
+        assert report.ok, report.problems
+
+    check()
+
+
+def test_object_writer_checks_shard_chunks_against_the_axes(tmp_path: Path) -> None:
+    writer = zv.ObjectWriter(
+        tmp_path / "s", kind="streamline", chunk_shape=1.0, options=_with_shards(None, (2, 2))
+    )
+    writer.append([np.ones((2, 3)), np.zeros((3, 3))])
+    with pytest.raises(InvalidInputError, match="3 entries"):
+        writer.close()
+    assert list(tmp_path.iterdir()) == []
 
 
 # -- request waves ------------------------------------------------------------------------

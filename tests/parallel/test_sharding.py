@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from zarr.storage import MemoryStore
+from hypothesis import HealthCheck, Phase, given, settings
 
 import zarr_vectors as zv
+from tests.geometry import object_cases
 from tests.geometry.object_cases import files
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry.object_merge import plan_merge
+from zarr_vectors.geometry.object_sources import open_source
+from zarr_vectors.parallel.objects import _buckets as _object_buckets
 from zarr_vectors.parallel.points import _buckets
 
 
@@ -42,14 +46,57 @@ def test_parallel_points_give_the_serial_sharded_store(
     assert zv.validate(tmp_path / "par", level=3).ok
 
 
-def test_parallel_objects_refuse_shards(client: Any) -> None:
-    lines = [np.random.default_rng(k).normal(0, 1, (10, 3)) for k in range(4)]
-    with pytest.raises(InvalidInputError, match="shard_chunks"):
+def _sharded_case(case: dict[str, Any], shard: Any) -> dict[str, Any]:
+    dim = case["objects"][0].shape[1]
+    per_axis = shard if isinstance(shard, int) else (tuple(shard) + (1,) * dim)[:dim]
+    options = dataclasses.replace(case["options"] or zv.WriteOptions(), shard_chunks=per_axis)
+    return case | {"options": options}
+
+
+@pytest.mark.parametrize("kind", ["polyline", "mesh"])
+@pytest.mark.parametrize("shard", [2, (2, 1, 3)])
+def test_parallel_objects_give_the_one_shot_sharded_store(
+    client: Any, tmp_path_factory: pytest.TempPathFactory, kind: str, shard: Any
+) -> None:
+    @settings(
+        max_examples=2,
+        deadline=None,
+        derandomize=True,
+        phases=[Phase.generate],  # each example runs on the cluster: no time to shrink
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
+    @given(case=object_cases.cases(kind))
+    def check(case: dict[str, Any]) -> None:
+        tmp = tmp_path_factory.mktemp("o")
+        case = _sharded_case(case, shard)
+        object_cases.write(tmp / "one", case, 0, len(case["objects"]))
+        parts = [object_cases.arguments(case, a, b) for a, b in object_cases.batches(case) if b > a]
         zv.write_objects_parallel(
-            MemoryStore(),
-            "streamline",
-            [{"polylines": lines[:2]}, {"polylines": lines[2:]}],
-            chunk_shape=1.0,
-            options=zv.WriteOptions(shard_chunks=2),
-            client=client,
+            tmp / "par", kind, parts, chunk_shape=10.0, options=case["options"], client=client
         )
+        assert files(tmp / "par") == files(tmp / "one")
+        report = zv.validate(tmp / "par", level=4)
+        assert report.ok, report.problems
+
+    check()
+
+
+def test_object_buckets_hold_whole_shards(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    lines = [np.cumsum(rng.normal(0, 3, (30, 3)), axis=0) for _ in range(40)]
+    zv.write_polylines(tmp_path / "a", lines[:20], chunk_shape=2.0)
+    zv.write_polylines(tmp_path / "b", lines[20:], chunk_shape=2.0)
+    sources = [open_source(tmp_path / "a"), open_source(tmp_path / "b")]
+    shard = (2, 3, 1)
+    plan = plan_merge(sources, has_base=False, shard_chunks=shard)
+    buckets = _object_buckets(plan, 7)
+    assert len(buckets) > 1
+    every = [c for bucket in buckets for c in bucket]
+    assert sorted(every) == sorted(plan.holders)
+    owner = {}
+    for b, bucket in enumerate(buckets):
+        for chunk in bucket:
+            key = tuple((np.asarray(chunk) - plan.grid.origin) // shard)
+            assert owner.setdefault(key, b) == b  # no shard is split between two buckets
+    unsharded = plan_merge(sources, has_base=False)
+    assert [c for bucket in _object_buckets(unsharded, 7) for c in bucket] == sorted(plan.holders)

@@ -44,6 +44,7 @@ from zarr_vectors.store.shards import RowLayout, shard_key
 __all__ = [
     "DEFAULT_BLOSC",
     "ChunkedRows",
+    "Batcher",
     "ColumnSpec",
     "LevelStats",
     "LevelWriter",
@@ -264,7 +265,7 @@ def point_blob_layout(grid: ChunkGrid) -> RowLayout:
     return blob_layout(fragment_index_nbytes(n_bins, n_bins, 0))
 
 
-class _Batcher:
+class Batcher:
     """Collects encoded shards and writes them in concurrent batches."""
 
     def __init__(self, io: StoreIO) -> None:
@@ -306,7 +307,7 @@ class ShardAssembler:
     shard per array is held at a time.
     """
 
-    def __init__(self, batcher: _Batcher, path: str, layout: RowLayout) -> None:
+    def __init__(self, batcher: Batcher, path: str, layout: RowLayout) -> None:
         self.batcher, self.path, self.layout = batcher, path, layout
         self.shard: tuple[int, ...] | None = None
         self.parts: list[tuple[int, list[bytes]]] = []
@@ -430,7 +431,7 @@ class LevelWriter:
         self.shard_chunks = options.shard_shape(grid.ndim)
         self.blob_layout = None if blobs is None else replace(blobs, shard_chunks=self.shard_chunks)
         self.specs = vertex_column_specs(self.base, columns[0], columns[1], n_max, options)
-        self.batcher = _Batcher(io)
+        self.batcher = Batcher(io)
         self.assemblers = [ShardAssembler(self.batcher, c.path, c.layout) for c in self.specs]
         if self.blob_layout is not None:
             path = f"{self.base}/{VERTEX_FRAGMENTS}"
@@ -534,7 +535,7 @@ def write_chunk_array(
     layout = replace(layout, shard_chunks=shard_chunks)
     grid_shape = tuple(int(g) for g in grid.shape)
     io.set(f"{path}/zarr.json", row_array_metadata(grid_shape, layout, tag))
-    batcher = _Batcher(io)
+    batcher = Batcher(io)
     assembler = ShardAssembler(batcher, path, layout)
     for j in shard_major_order(chunks, shard_chunks).tolist():
         if len(per_chunk[j]):

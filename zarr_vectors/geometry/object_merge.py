@@ -17,6 +17,10 @@ their content must change (mesh sentinels pointing at moved vertices, a wider li
 a larger fragment-blob block). Chunks are visited in descending grid order, so in a store
 changed in place no shard is overwritten before it is read (see
 :mod:`zarr_vectors.geometry.point_append`).
+
+A new store (no base) may pack several spatial chunks per shard (``shard_chunks``, spec
+§9.0.1): the sources keep one shard per chunk, and the merge visits the chunks shard by
+shard and writes each shard once, from its chunks' encoded row blocks.
 """
 
 from __future__ import annotations
@@ -56,10 +60,13 @@ from zarr_vectors.geometry._objects import (
     write_object_index,
 )
 from zarr_vectors.geometry._pipeline import (
+    Batcher,
+    ShardAssembler,
     WriteOptions,
     blob_layout,
     commit_root,
     round_up,
+    shard_major_order,
 )
 from zarr_vectors.geometry.object_sources import (
     BLOBS,
@@ -129,6 +136,7 @@ class MergePlan:
     arrays: dict[str, SourceArray]  # final layouts
     blobs: dict[str, tuple[RowLayout, dict[str, Any]]]
     totals: dict[tuple[int, ...], int]
+    shard_chunks: tuple[int, ...] = ()  # spatial chunks per shard of the merged store
 
     @property
     def n_max(self) -> int:
@@ -185,12 +193,18 @@ def _bounds(sources: list[Source]) -> tuple[np.ndarray, np.ndarray] | None:
     return lo, hi
 
 
-def _root(sources: list[Source], grid: ChunkGrid, bounds: Any) -> RootMetadata:
+def _root(
+    sources: list[Source], grid: ChunkGrid, bounds: Any, shard_chunks: tuple[int, ...]
+) -> RootMetadata:
     first = sources[0].root
     extra = {k: v for k, v in first.extra.items() if k != "software"}
     if "swc_compatible" in extra:
         extra["swc_compatible"] = all(bool(s.root.extra.get("swc_compatible")) for s in sources)
-    options = WriteOptions(axis_names=first.axis_names, axis_units=first.axis_units)
+    options = WriteOptions(
+        axis_names=first.axis_names,
+        axis_units=first.axis_units,
+        shard_chunks=shard_chunks or None,
+    )
     return inputs.root_metadata(first.geometry_type, grid, options, bounds, extra)
 
 
@@ -283,13 +297,23 @@ def _final_arrays(plan: MergePlan, merged: list[tuple[int, ...]]) -> None:
             n_max[array.family] = max(n_max[array.family], array.layout.n_max)
         for name in BLOBS:
             blob_bytes[name] = max(blob_bytes[name], first.blobs[name][0].n_max)
+    shards = plan.shard_chunks
     plan.arrays = {
         path: dataclasses.replace(
-            array, layout=dataclasses.replace(array.layout, n_max=n_max[array.family])
+            array,
+            layout=dataclasses.replace(
+                array.layout, n_max=n_max[array.family], shard_chunks=shards
+            ),
         )
         for path, array in first.arrays.items()
     }
-    plan.blobs = {name: (blob_layout(blob_bytes[name]), first.blobs[name][1]) for name in BLOBS}
+    plan.blobs = {
+        name: (
+            dataclasses.replace(blob_layout(blob_bytes[name]), shard_chunks=shards),
+            first.blobs[name][1],
+        )
+        for name in BLOBS
+    }
 
 
 def _merged_ranges(
@@ -314,23 +338,37 @@ def _link_blob(counts: np.ndarray) -> np.ndarray:
     return _vertex_blob(starts, counts)
 
 
-def plan_merge(sources: list[Source], *, has_base: bool, check_links: bool = True) -> MergePlan:
+def plan_merge(
+    sources: list[Source],
+    *,
+    has_base: bool,
+    check_links: bool = True,
+    shard_chunks: int | tuple[int, ...] | None = None,
+) -> MergePlan:
     """Check that the sources fit together and plan their merge (nothing is written).
 
     ``check_links=False`` leaves ``links/0`` int32 without reading any link row: the caller
     then decides with :func:`wide_links` over every merged chunk (when
     :func:`links_may_be_wide`) and :func:`set_link_dtype`, e.g. in parallel.
 
+    ``shard_chunks`` (as :class:`~zarr_vectors.WriteOptions` takes it) packs several
+    spatial chunks per shard of the merged store (spec §9.0.1, format 1.1); the sources
+    themselves have one shard per chunk.
+
     Raises
     ------
     InvalidInputError
-        When the sources do not fit together, or the merged grid is too large.
+        When the sources do not fit together, the merged grid is too large,
+        ``shard_chunks`` does not fit the axes, or it is asked of a merge into a base.
     """
     for other in sources[1:]:
         check_fit(sources[0], other)
     first = sources[0]
     bounds = _bounds(sources)
     ndim = first.grid.ndim
+    shards = WriteOptions(shard_chunks=shard_chunks).shard_shape(ndim)
+    if shards and has_base:
+        raise InvalidInputError("a merge into an existing store cannot pack chunks into shards")
     grid = inputs.plan_grid(bounds, 0, first.root.chunk_shape, first.root.base_bin_shape, ndim)
     index, holders = _chunk_maps(sources)
     totals = {
@@ -341,7 +379,7 @@ def plan_merge(sources: list[Source], *, has_base: bool, check_links: bool = Tru
         sources,
         has_base,
         grid,
-        _root(sources, grid, bounds),
+        _root(sources, grid, bounds, shards),
         holders,
         index,
         [],
@@ -349,6 +387,7 @@ def plan_merge(sources: list[Source], *, has_base: bool, check_links: bool = Tru
         {},
         {},
         totals,
+        shards,
     )
     merged = [c for c in holders if plan.merged(c)]
     wanted: list[list[tuple[int, ...]]] = [[] for _ in sources]
@@ -466,6 +505,8 @@ def _key(path: str, g: np.ndarray, row_ndim: int) -> str:
 class _Writer:
     plan: MergePlan
     target: StoreIO
+    assemblers: dict[str, ShardAssembler] = dataclasses.field(default_factory=dict)
+    batcher: Batcher | None = None
 
     def _old_keys(self, chunk: tuple[int, ...]) -> dict[str, str]:
         base = self.plan.sources[0]
@@ -481,7 +522,44 @@ class _Writer:
         self.target.delete_many([k for p, k in old.items() if k != new[p]])
 
     def merge(self, chunk: tuple[int, ...]) -> None:
-        """Write a chunk from the rows of every source holding it, in source order."""
+        """Write a chunk from the rows of every source holding it, in source order.
+
+        With several chunks per shard the chunk's row blocks are held until its shard is
+        complete (chunks come shard by shard, see :func:`merge_chunks`).
+        """
+        plan = self.plan
+        g = plan.grid_index(chunk)
+        columns = self._merged_columns(chunk)
+        if plan.shard_chunks:
+            for path, layout, rows in columns:
+                if len(rows):
+                    self._assembler(path, layout).add(g, rows)
+            return
+        items = [
+            (_key(path, g, len(layout.row_shape)), layout.encode_shard(rows))
+            for path, layout, rows in columns
+            if len(rows)
+        ]
+        if plan.has_base and plan.holders[chunk][0] == 0:
+            self._drop_moved(chunk)
+        self.target.set_many(items)
+
+    def _assembler(self, path: str, layout: RowLayout) -> ShardAssembler:
+        if self.batcher is None:
+            self.batcher = Batcher(self.target)
+        if path not in self.assemblers:
+            self.assemblers[path] = ShardAssembler(self.batcher, f"0/{path}", layout)
+        return self.assemblers[path]
+
+    def flush(self) -> None:
+        """Write the shards still being assembled."""
+        for assembler in self.assemblers.values():
+            assembler.flush()
+        if self.batcher is not None:
+            self.batcher.flush()
+
+    def _merged_columns(self, chunk: tuple[int, ...]) -> list[tuple[str, RowLayout, np.ndarray]]:
+        """``(path, final layout, rows)`` of every per-chunk array of a merged chunk."""
         plan = self.plan
         holding = plan.holders[chunk]
         parts = [plan.ranges[(chunk, s)] for s in holding]
@@ -499,21 +577,19 @@ class _Writer:
                     paths, _read_family(plan, s, chunk, paths, sizes[family]), strict=True
                 ):
                     values[path].append(self._transform(s, chunk, path, rows))
-        g = plan.grid_index(chunk)
-        items = []
-        for path, array in plan.arrays.items():
-            rows = np.concatenate(values[path]).astype(array.layout.dtype, copy=False)
-            if len(rows):
-                key = _key(path, g, len(array.layout.row_shape))
-                items.append((key, array.layout.encode_shard(rows)))
-        for name, blob in (
-            (VERTEX_FRAGMENTS, _vertex_blob(starts, counts)),
-            (LINK_FRAGMENTS, _link_blob(links)),
-        ):
-            items.append((_key(name, g, 0), plan.blobs[name][0].encode_shard(blob)))
-        if plan.has_base and holding[0] == 0:
-            self._drop_moved(chunk)
-        self.target.set_many(items)
+        columns = [
+            (
+                path,
+                array.layout,
+                np.concatenate(values[path]).astype(array.layout.dtype, copy=False),
+            )
+            for path, array in plan.arrays.items()
+        ]
+        columns.append(
+            (VERTEX_FRAGMENTS, plan.blobs[VERTEX_FRAGMENTS][0], _vertex_blob(starts, counts))
+        )
+        columns.append((LINK_FRAGMENTS, plan.blobs[LINK_FRAGMENTS][0], _link_blob(links)))
+        return columns
 
     def _transform(self, s: int, chunk: tuple[int, ...], path: str, rows: np.ndarray) -> np.ndarray:
         if path == LINKS0:
@@ -717,6 +793,7 @@ def merge_stores(
     has_base: bool,
     overwrite: bool = False,
     progress: Progress | None = None,
+    shard_chunks: int | tuple[int, ...] | None = None,
 ) -> None:
     """Merge ``sources`` (objects in this order) into ``store`` and commit it.
 
@@ -733,13 +810,15 @@ def merge_stores(
         Without a base: replace an existing store at ``store``.
     progress
         Called as ``progress("merge", chunks done, chunks)`` after each chunk.
+    shard_chunks
+        Spatial chunks per shard of the new store (see :func:`plan_merge`); not with a base.
 
     Raises
     ------
     InvalidInputError
         When the sources do not fit together; nothing has changed then.
     """
-    plan = plan_merge(sources, has_base=has_base)
+    plan = plan_merge(sources, has_base=has_base, shard_chunks=shard_chunks)
     ids, groups = check_globals(plan)
     base_chunks = sorted(plan.index[0], reverse=True) if has_base else []
     others = sorted(c for c in plan.holders if not (has_base and c in plan.index[0]))
@@ -759,7 +838,15 @@ def merge_chunks(
     A chunk's shards depend only on the plan and the sources, so writers of disjoint sets of
     chunks can run at once, and a chunk written twice gets the same bytes. ``progress`` is
     called as ``progress("merge", chunks done, chunks)`` after each chunk.
+
+    With several chunks per shard (``plan.shard_chunks``) a shard is written whole, once:
+    ``chunks`` must then hold every occupied chunk of the shards they touch (they are
+    visited shard by shard, whatever their order).
     """
+    if plan.shard_chunks:
+        grid = np.asarray([plan.grid_index(c) for c in chunks], dtype=np.int64)
+        order = shard_major_order(grid.reshape(len(chunks), plan.grid.ndim), plan.shard_chunks)
+        chunks = [chunks[j] for j in order.tolist()]
     writer = _Writer(plan, target)
     for done, chunk in enumerate(chunks, 1):
         if plan.merged(chunk):
@@ -768,6 +855,7 @@ def merge_chunks(
             writer.keep(chunk)
         if progress is not None:
             progress("merge", done, len(chunks))
+    writer.flush()
 
 
 def commit_merge(

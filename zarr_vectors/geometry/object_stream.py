@@ -11,6 +11,7 @@ it is written, and one chunk of every batch while they are merged.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -57,10 +58,14 @@ class BatchSpec:
     fixed
         The settings every batch is written with: ``chunk_shape``, ``bin_shape``,
         ``options`` and the kind's store-wide arguments.
+    shard_chunks
+        ``options.shard_chunks`` of the merged store: batches are written with one shard
+        per chunk, and the merge packs chunks into shards (spec §9.0.1).
     """
 
     kind: str
     fixed: dict[str, Any]
+    shard_chunks: int | tuple[int, ...] | None = None
 
     @classmethod
     def create(
@@ -76,25 +81,17 @@ class BatchSpec:
         Raises
         ------
         InvalidInputError
-            For an unknown kind, a missing ``chunk_shape``, settings the kind lacks, or
-            ``options.shard_chunks`` (not supported by merged writes).
+            For an unknown kind, a missing ``chunk_shape`` or settings the kind lacks.
         """
         if kind not in _WRITERS:
             raise InvalidInputError(f"kind must be one of {sorted(_WRITERS)}, got {kind!r}")
         if chunk_shape is None:
             raise InvalidInputError("a streaming object write needs chunk_shape")
         shards = None if options is None else options.shard_chunks
-        per_axis = (shards,) if isinstance(shards, int) else (shards or ())
-        if any(v != 1 for v in per_axis):
-            raise InvalidInputError(
-                "shard_chunks (several spatial chunks per shard) is not supported by "
-                "streaming or parallel object writes yet; write the objects with the "
-                "kind's write_* function instead"
-            )
         fixed: dict[str, Any] = {
             "chunk_shape": chunk_shape,
             "bin_shape": bin_shape,
-            "options": options,
+            "options": None if options is None else dataclasses.replace(options, shard_chunks=None),
             **settings,
         }
         if kind in ("polyline", "streamline"):
@@ -102,7 +99,7 @@ class BatchSpec:
         unknown = set(fixed) - set(inspect.signature(_WRITERS[kind]).parameters)
         if unknown:
             raise InvalidInputError(f"{sorted(unknown)} are not settings of a {kind} store")
-        return cls(kind, fixed)
+        return cls(kind, fixed, shards)
 
     def arguments(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """A batch's arguments to the kind's ``write_*`` function, by name (store excluded).
@@ -253,6 +250,7 @@ class ObjectWriter:
                 has_base=False,
                 overwrite=self.overwrite,
                 progress=self.progress,
+                shard_chunks=self.spec.shard_chunks,
             )
         finally:
             self.abort()

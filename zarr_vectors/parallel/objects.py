@@ -9,9 +9,10 @@ The write runs in stages, each waited for as a whole:
 3. the coordinator opens the scratch stores (their shared parts only) and plans the merge
    once (:func:`~zarr_vectors.geometry.object_merge.plan_merge`); for meshes, tasks check
    whether renumbered face references need int64;
-4. one task per bucket of chunks (C order, about equal rows) writes its chunks into the
-   destination from the scratch stores (:func:`~zarr_vectors.geometry.object_merge.merge_chunks`)
-   — disjoint keys, no shared document;
+4. one task per bucket of chunks (C order, about equal rows; whole shards with
+   ``shard_chunks``) writes its chunks into the destination from the scratch stores
+   (:func:`~zarr_vectors.geometry.object_merge.merge_chunks`) — disjoint keys, no shared
+   document;
 5. the coordinator writes the shared parts — array metadata, counts, object index, object and
    group attributes, cross-chunk links, level and root metadata — the root last
    (:func:`~zarr_vectors.geometry.object_merge.commit_merge`).
@@ -32,7 +33,7 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry._pipeline import WriteOptions
+from zarr_vectors.geometry._pipeline import WriteOptions, shard_major_order
 from zarr_vectors.geometry.object_merge import (
     MergePlan,
     check_globals,
@@ -150,14 +151,21 @@ def write_objects_parallel(
             write_tasks(dask_client, report if report.active else None) as tasks,
         ):
             paths = _write_partitions(tasks, spec, batches, space)
-            _merge(tasks, paths, store, overwrite)
+            _merge(tasks, spec, paths, store, overwrite)
     finally:
         remove_scratch(space)
 
 
-def _merge(tasks: Tasks, paths: list[str], store: StoreLike, overwrite: bool) -> None:
+def _merge(
+    tasks: Tasks, spec: BatchSpec, paths: list[str], store: StoreLike, overwrite: bool
+) -> None:
     """Plan the merge of the partitions' stores, write its chunks in buckets, commit it."""
-    plan = plan_merge([open_source(p) for p in paths], has_base=False, check_links=False)
+    plan = plan_merge(
+        [open_source(p) for p in paths],
+        has_base=False,
+        check_links=False,
+        shard_chunks=spec.shard_chunks,
+    )
     ids, groups = check_globals(plan)
     buckets = _buckets(plan, 2 * tasks.workers)
     if links_may_be_wide(plan) and any(_run_buckets(tasks, plan, buckets, None)):
@@ -206,14 +214,31 @@ def _write_partition(spec: BatchSpec, arguments: dict[str, Any], path: str, firs
 
 
 def _buckets(plan: MergePlan, count: int) -> list[list[Chunk]]:
-    """The chunks in C order, cut into about ``count`` runs of about equal rows."""
-    chunks = sorted(plan.holders)
-    rows = np.cumsum([plan.totals[c] for c in chunks])
+    """The chunks in C order, cut into about ``count`` runs of about equal rows.
+
+    With several chunks per shard the chunks go shard by shard and runs hold whole shards
+    (a shard is written once, by one task).
+    """
+    chunks, starts = _shard_runs(plan)
     if not chunks:
         return []
+    rows = np.cumsum([plan.totals[c] for c in chunks])
     cuts = np.searchsorted(rows, rows[-1] * np.arange(1, count) / count) + 1
+    cuts = np.append(starts, len(chunks))[np.searchsorted(starts, cuts)]
     edges = np.unique(np.concatenate([[0], np.clip(cuts, 1, len(chunks)), [len(chunks)]]))
     return [chunks[a:z] for a, z in itertools.pairwise(edges.tolist())]
+
+
+def _shard_runs(plan: MergePlan) -> tuple[list[Chunk], np.ndarray]:
+    """The chunks in write order, and the positions where a bucket may start (ascending)."""
+    chunks = sorted(plan.holders)
+    if not plan.shard_chunks or not chunks:
+        return chunks, np.arange(1, len(chunks))
+    grid = np.asarray([plan.grid_index(c) for c in chunks], dtype=np.int64)
+    order = shard_major_order(grid, plan.shard_chunks)
+    shards = grid[order] // np.asarray(plan.shard_chunks, dtype=np.int64)
+    starts = np.flatnonzero(np.any(shards[1:] != shards[:-1], axis=1)) + 1
+    return [chunks[j] for j in order.tolist()], starts
 
 
 def _run_buckets(
