@@ -13,7 +13,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry import object_cases
 from tests.geometry.object_cases import KINDS, SMALL_BLOCKS
-from zarr_vectors.geometry import object_merge
+from zarr_vectors.geometry import merge_globals
 
 HYPOTHESIS = settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -179,7 +179,7 @@ def test_a_failed_append_leaves_a_local_store_as_it_was(
     def explode(*args: Any, **kwargs: Any) -> None:
         raise OSError("disk full (simulated)")
 
-    monkeypatch.setattr(object_merge, "write_object_index", explode)
+    monkeypatch.setattr(merge_globals, "write_object_index", explode)
     points = np.array([[-3.0, 1, 1], [30, 1, 1]], np.float32)
     args = {
         "attributes": {"a": np.ones(2)},
@@ -201,7 +201,7 @@ def test_a_failed_append_in_place_leaves_an_incomplete_store(
     def explode(*args: Any, **kwargs: Any) -> None:
         raise OSError("simulated")
 
-    monkeypatch.setattr(object_merge, "write_object_index", explode)
+    monkeypatch.setattr(merge_globals, "write_object_index", explode)
     with pytest.raises(OSError, match="simulated"):
         zv.append_polylines(store, [np.zeros((2, 3))])
     with pytest.raises(zv.NotAZarrVectorsStoreError, match="interrupted"):
