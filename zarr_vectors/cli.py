@@ -27,6 +27,7 @@ import numpy as np
 
 import zarr_vectors as zv
 from zarr_vectors._progress import wants_progress
+from zarr_vectors.display import format_bytes
 from zarr_vectors.errors import ZarrVectorsError
 
 __all__ = ["main"]
@@ -35,15 +36,6 @@ EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
 
 UNREADABLE_CHECKS = frozenset({"L1.store_exists", "L1.root_zarr_json"})
 """Check ids whose error means there is no readable store to validate (exit code 2)."""
-
-
-def _human_bytes(nbytes: int) -> str:
-    size = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.1f} {unit}" if unit != "B" else f"{nbytes} B"
-        size /= 1024
-    return f"{nbytes} B"
 
 
 def _disk_usage(path: Path) -> tuple[int, int]:
@@ -74,7 +66,7 @@ def _demo(args: argparse.Namespace) -> int:
     nbytes, nfiles = _disk_usage(out)
     print(
         f"  wrote {out} in {t_write:.3f} s ({n / t_write / 1e6:.1f} M points/s): "
-        f"{_human_bytes(nbytes)} in {nfiles} files"
+        f"{format_bytes(nbytes)} in {nfiles} files"
     )
     store = zv.open(out)
     print(

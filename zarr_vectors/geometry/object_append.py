@@ -128,10 +128,10 @@ def append_polylines(
         follow the store's (its object count onwards).
     groups
         New groups of new objects (by id); a group name must not exist in the store.
-
     progress
         Progress bars over the chunks written and merged: None (default) on a terminal or
         in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
+
     Raises
     ------
     InvalidInputError
@@ -188,9 +188,12 @@ def append_graph(
     (or no labels) mean the ids that follow the store's. See :func:`append_polylines`
     for what the store becomes and what happens on failure.
 
+    Parameters
+    ----------
     progress
         Progress bars over the chunks written and merged: None (default) on a terminal or
         in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
+
     Raises
     ------
     InvalidInputError
@@ -238,9 +241,12 @@ def append_skeletons(
     :func:`append_graph`. ``swc_compatible`` stays true only if the new skeletons are SWC
     compatible too.
 
+    Parameters
+    ----------
     progress
         Progress bars over the chunks written and merged: None (default) on a terminal or
         in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
+
     Raises
     ------
     InvalidInputError
@@ -289,9 +295,12 @@ def append_mesh(
     for :func:`append_graph`. Face sentinels of the stored meshes are rewritten when the
     grid or ``N_max`` changes (spec §10.7).
 
+    Parameters
+    ----------
     progress
         Progress bars over the chunks written and merged: None (default) on a terminal or
         in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
+
     Raises
     ------
     InvalidInputError

@@ -191,6 +191,7 @@ def open_source(store: StoreLike | StoreIO) -> Source:
     ----------
     store
         A complete object store.
+
     Raises
     ------
     InvalidInputError
