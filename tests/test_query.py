@@ -9,7 +9,9 @@ half-open range, and in a ball when ``sum_d (p_d - c_d)**2 <= r*r`` in float64.
 from __future__ import annotations
 
 import functools
+import os
 import re
+import threading
 from typing import Any
 
 import numpy as np
@@ -22,8 +24,9 @@ from zarr.storage import MemoryStore, WrapperStore
 import zarr_vectors as zv
 from tests.helpers import sorted_rows
 from tests.test_regions import polygons
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.errors import CorruptChunkError, InvalidInputError
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
+from zarr_vectors.store import shards
 
 CHUNK = 40.0
 BIN = 10.0
@@ -367,3 +370,190 @@ def test_box_queries_read_only_the_chunks_and_bins_they_meet() -> None:
 def test_bad_input(call: Any, message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
         call(zv.open(_cloud(3)[0]))
+
+
+# -- the box fast path (point clouds) -----------------------------------------------------
+
+
+def _general(store: Any) -> zv.VectorStore:
+    """``store`` opened so that box queries take the general region path."""
+    opened = zv.open(store)
+    opened._reader.can_select = lambda names: False  # type: ignore[method-assign]
+    return opened
+
+
+def _same_result(got: zv.QueryResult, want: zv.QueryResult) -> None:
+    """The same rows in the same order, with the same dtypes, in every column."""
+    np.testing.assert_array_equal(got.positions, want.positions)
+    assert got.positions.dtype == want.positions.dtype
+    assert got.attributes.keys() == want.attributes.keys()
+    for name, column in want.attributes.items():
+        np.testing.assert_array_equal(got.attributes[name], column)
+        assert got.attributes[name].shape == column.shape
+        assert got.attributes[name].dtype == column.dtype
+    if want.vertex_object_ids is None:
+        assert got.vertex_object_ids is None
+    else:
+        assert got.vertex_object_ids is not None
+        np.testing.assert_array_equal(got.vertex_object_ids, want.vertex_object_ids)
+
+
+@functools.cache
+def _fast_path_store(ndim: int, dtype: str, variant: str) -> tuple[MemoryStore, np.ndarray]:
+    """A point cloud on the STEP grid with varied columns, written with a layout variant."""
+    rng = np.random.default_rng(100 + ndim)
+    n = 3000
+    positions = (np.round(rng.uniform(-60, 60, (n, ndim)) / STEP) * STEP).astype(dtype)
+    options = {
+        "plain": zv.WriteOptions(rows_per_block=64),
+        "raw": zv.WriteOptions(rows_per_block=16, compression=None),
+        "sharded": zv.WriteOptions(rows_per_block=32, shard_chunks=2),
+    }[variant]
+    store = MemoryStore()
+    zv.write_points(
+        store,
+        positions,
+        chunk_shape=CHUNK,
+        bin_shape=BIN,
+        attributes={
+            "i": np.arange(n, dtype=np.int64),
+            "pair": rng.integers(-9, 9, (n, 2)).astype(np.int16),
+        },
+        object_ids=np.arange(n) % 7 if variant == "plain" else None,
+        options=options,
+    )
+    return store, positions
+
+
+def _random_box(rng: np.random.Generator, ndim: int) -> tuple[np.ndarray, np.ndarray]:
+    lo = rng.uniform(-80, 60, ndim)
+    hi = lo + rng.uniform(0, 90, ndim)
+    if rng.random() < 0.5:  # faces on bin and chunk edges and on points
+        lo, hi = np.floor(lo / STEP) * STEP, np.ceil(hi / STEP) * STEP
+    if rng.random() < 0.2:
+        lo[rng.integers(ndim)] = -np.inf
+    return lo, hi
+
+
+@pytest.mark.parametrize("variant", ["plain", "raw", "sharded"])
+@pytest.mark.parametrize(("ndim", "dtype"), [(2, "float32"), (3, "float64"), (4, "float32")])
+def test_box_queries_equal_the_general_path(ndim: int, dtype: str, variant: str) -> None:
+    store, positions = _fast_path_store(ndim, dtype, variant)
+    fast, general = zv.open(store), _general(store)
+    rng = np.random.default_rng(ndim)
+    boxes = [_random_box(rng, ndim) for _ in range(12)]
+    boxes += [
+        (np.full(ndim, -40.0), np.full(ndim, 40.0)),  # chunks covered whole
+        (np.full(ndim, -np.inf), np.full(ndim, np.inf)),  # everything
+        (np.full(ndim, 500.0), np.full(ndim, 600.0)),  # beyond the grid
+        (np.zeros(ndim), np.zeros(ndim)),  # empty
+    ]
+    for lo, hi in boxes:
+        got = fast.query((lo, hi))
+        _same_result(got, general.query((lo, hi)))
+        inside = np.all((positions >= lo) & (positions < hi), axis=1)
+        _check_rows(got, positions, inside)
+
+
+def test_box_queries_decode_the_same_without_native_functions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store, _ = _fast_path_store(3, "float64", "plain")
+    lo, hi = np.array([-35.0, -20.0, -50.0]), np.array([25.0, 31.5, 12.5])
+    native = zv.open(store).query((lo, hi))
+    monkeypatch.setattr(shards, "native_block_functions", lambda: None)
+    _same_result(zv.open(store).query((lo, hi)), native)
+
+
+def test_box_queries_decode_the_same_with_the_helper_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("the helper thread needs two CPUs")
+    store, _ = _fast_path_store(3, "float64", "plain")
+    lo, hi = np.array([-35.0, -20.0, -50.0]), np.array([25.0, 31.5, 12.5])
+    alone = zv.open(store).query((lo, hi))
+    monkeypatch.setattr(shards, "_SPLIT_BLOCKS", 2)  # every batch of 2+ blocks is shared
+    monkeypatch.setattr(shards, "_SPLIT_PART", 1)
+    monkeypatch.setattr(shards.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine
+    used: list[bool] = []
+    helper = shards._decode_helper
+
+    def spy(blocks: int) -> Any:
+        found = helper(blocks)
+        used.append(found is not None)
+        return found
+
+    monkeypatch.setattr(shards, "_decode_helper", spy)
+    _same_result(zv.open(store).query((lo, hi)), alone)
+    assert any(used)
+
+
+def test_a_part_the_helper_thread_fails_is_decoded_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("the helper thread needs two CPUs")
+    store, _ = _fast_path_store(3, "float64", "plain")
+    everything = (np.full(3, -np.inf), np.full(3, np.inf))
+    alone = zv.open(store).query(everything)
+    monkeypatch.setattr(shards, "_SPLIT_BLOCKS", 2)
+    monkeypatch.setattr(shards, "_SPLIT_PART", 1)
+    monkeypatch.setattr(shards.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    kernel = shards.decode_blocks
+
+    def flaky(*args: Any) -> int:
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError("a helper part fails")
+        return kernel(*args)
+
+    monkeypatch.setattr(shards, "decode_blocks", flaky)
+    _same_result(zv.open(store).query(everything), alone)
+
+
+@pytest.mark.parametrize("native", [True, False, "shared"])
+def test_a_damaged_row_block_is_reported(
+    native: bool | str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source, _ = _fast_path_store(3, "float64", "plain")
+    store = MemoryStore(store_dict=dict(source._store_dict))
+    key = min(k for k in store._store_dict if k.startswith("0/vertices/c/"))
+    shard = bytearray(store._store_dict[key].to_bytes())
+    shard[10] ^= 0xFF  # inside the first row block
+    store._store_dict[key] = type(store._store_dict[key]).from_bytes(bytes(shard))
+    if not native:
+        monkeypatch.setattr(shards, "native_block_functions", lambda: None)
+    if native == "shared":  # decoded in parts shared with the helper thread
+        monkeypatch.setattr(shards, "_SPLIT_BLOCKS", 2)
+        monkeypatch.setattr(shards, "_SPLIT_PART", 1)
+        monkeypatch.setattr(shards.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    with pytest.raises(CorruptChunkError, match="row block 0: checksum mismatch"):
+        zv.open(store).query((np.full(3, -np.inf), np.full(3, np.inf)))
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_box_fast_path_reads_exactly_the_rows_of_the_bins_it_meets(seed: int) -> None:
+    store, positions = _cloud(3)
+    rng = np.random.default_rng(seed)
+    lo, hi = _random_box(rng, 3)
+    opened, recording = open_recorded(store)
+    reader = opened._reader
+    seen: list[Any] = []
+    read_selected = reader.read_selected
+
+    def spy(names: Any, runs: Any, select: Any) -> Any:
+        seen.append(runs)
+        return read_selected(names, runs, select)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reader, "read_selected", spy)
+        got = opened.query((lo, hi))
+    _check_rows(got, positions, np.all((positions >= lo) & (positions < hi), axis=1))
+    (runs,) = seen
+    rows = [
+        ChunkRows(chunk, np.stack([runs.start[runs.chunk == i], runs.stop[runs.chunk == i]], 1))
+        for i, chunk in enumerate(runs.chunks)
+        if np.any(runs.chunk == i)
+    ]
+    _check_reads("box", (lo, hi), reader, positions, rows, recording.keys)

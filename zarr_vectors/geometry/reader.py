@@ -15,12 +15,19 @@ With several chunks per shard (spec §9.0.1) a shard index is fetched once per s
 serves every chunk of it, and a chunk's rows are byte ranges of the shard: whole chunks read
 their blocks through the index too, and fragment indexes cost one more wave (the blob
 shards' indexes, then the chunks' byte ranges).
+
+Box queries over point clouds read through :meth:`LevelReader.read_selected`: the row
+blocks holding many row runs are fetched into one buffer per column and decoded each once
+by a kernel calling the C functions of C-Blosc and libcrc32c directly
+(:mod:`zarr_vectors.kernels.row_blocks`); a caller's selector then picks the rows, and the
+other columns decode only the blocks holding picked rows. ``vertex_counts`` stored as one
+plain chunk and the dense fragment blobs of point clouds are decoded directly too.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,11 +55,20 @@ from zarr_vectors.format.names import (
     VERTICES,
 )
 from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.kernels.box_rows import block_slots
 from zarr_vectors.store.arrays import nonzero_cells, read_region, read_whole_many
 from zarr_vectors.store.io import ByteRange, StoreIO, local_root
-from zarr_vectors.store.shards import RowLayout, ShardIndex, shard_key
+from zarr_vectors.store.shards import (
+    RowLayout,
+    ShardIndex,
+    StoredBlocks,
+    decode_dense_blob_shards,
+    decode_single_chunk,
+    shard_key,
+    single_chunk_key,
+)
 
-__all__ = ["ChunkRows", "LevelReader"]
+__all__ = ["ChunkRows", "LevelReader", "RowRuns", "RowSelector"]
 
 _OBJECT_ARRAYS = (
     f"{LINKS}/0",
@@ -75,6 +91,9 @@ _IndexRequest = tuple[_IndexKey, str, ByteRange, RowLayout]
 """(cache key, shard key, suffix to fetch, layout) of a shard index to fetch."""
 
 _MISSING = 2**64 - 1
+
+_SpanRequest = tuple[str, list[tuple[int, int]], int]
+"""(shard key, byte ranges, their total bytes) of row blocks to fetch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +154,8 @@ class LevelReader:
         self._indexes: dict[_IndexKey, tuple[str, list[list[int]]]] = {}
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
         self._chunk_rows: dict[tuple[int, ...], int] | None = None
+        self._checked_bins: set[tuple[int, ...]] = set()
+        self._indexed: set[tuple[Any, ...]] = set()  # (chunk, *columns) with cached indexes
 
     # -- metadata documents -------------------------------------------------------------
     def _load_level_metadata(self) -> None:
@@ -225,12 +246,17 @@ class LevelReader:
         return np.dtype(meta["data_type"]), tuple(meta["shape"][self.grid.ndim + 1 :])
 
     # -- chunk occupancy ---------------------------------------------------------------
-    def occupied_chunks(self, first: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def occupied_chunks(
+        self, first: np.ndarray | None, stop: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Occupied chunks with index in ``[first, stop)`` (C order) and their row counts.
 
-        The non-zero cells of ``vertex_counts`` (spec §9.3) are read once and cached.
+        The non-zero cells of ``vertex_counts`` (spec §9.3) are read once and cached. With
+        ``first`` and ``stop`` None, every occupied chunk (the cached arrays: do not modify).
         """
         coords, counts = self._occupancy()
+        if first is None or stop is None:
+            return coords, counts
         keep = np.all((coords >= first) & (coords < stop), axis=1)
         return coords[keep], counts[keep]
 
@@ -238,11 +264,26 @@ class LevelReader:
         if self._occupied is None:
             path = f"{self.base}/{VERTEX_COUNTS}"
             meta = self._docs.get(f"{path}/zarr.json")
-            coords, counts = nonzero_cells(self.io, path, meta if isinstance(meta, dict) else None)
+            meta = meta if isinstance(meta, dict) else None
+            found = None if meta is None else self._single_chunk_cells(path, meta)
+            coords, counts = nonzero_cells(self.io, path, meta) if found is None else found
             if np.any(counts < 0):
                 raise CorruptChunkError(f"{path}: negative row count")
             self._occupied = (coords, counts)
         return self._occupied
+
+    def _single_chunk_cells(
+        self, path: str, meta: dict[str, Any]
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The non-zero cells of a ``vertex_counts`` stored as one plain chunk (the usual
+        case), decoded directly; None when it is stored otherwise or its chunk is missing."""
+        key = single_chunk_key(meta, path)
+        raw = None if key is None else self.io.get(key)
+        if key is None or raw is None:
+            return None
+        cells = decode_single_chunk(meta, raw, key)
+        coords = np.argwhere(cells != 0)
+        return coords, cells[tuple(coords.T)].astype(np.int64)
 
     def restricted(self, chunks: np.ndarray) -> LevelReader:
         """A view of this reader that sees only the occupied chunks among ``chunks``.
@@ -284,6 +325,7 @@ class LevelReader:
         counts: np.ndarray,
         *,
         index_columns: Sequence[str] | None = None,
+        index_chunks: np.ndarray | None = None,
     ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per-fragment ``(starts, counts)`` of each chunk, checked against its row count.
 
@@ -297,9 +339,14 @@ class LevelReader:
             Columns whose shard indexes for these chunks are fetched in the same batch, for
             the row read that usually follows (cached); default every per-vertex column
             (:attr:`vertex_columns`).
+        index_chunks
+            The chunks whose shard indexes of ``index_columns`` are fetched; default
+            ``chunks``.
         """
         columns = self.vertex_columns if index_columns is None else index_columns
-        out = self.blob_ranges(VERTEX_FRAGMENTS, chunks, index_columns=columns)
+        out = self.blob_ranges(
+            VERTEX_FRAGMENTS, chunks, index_columns=columns, index_chunks=index_chunks
+        )
         for chunk, (starts, sizes), n in zip(chunks, out, counts, strict=True):
             extent = int((starts + sizes).max(initial=0))
             if extent != int(n) or int(sizes.sum()) != int(n):
@@ -315,14 +362,23 @@ class LevelReader:
         return out
 
     def blob_ranges(
-        self, name: str, chunks: np.ndarray, *, index_columns: Sequence[str] = ()
+        self,
+        name: str,
+        chunks: np.ndarray,
+        *,
+        index_columns: Sequence[str] = (),
+        index_chunks: np.ndarray | None = None,
+        dense_fragments: int | None = None,
     ) -> list[tuple[np.ndarray, np.ndarray]]:
         """All-range fragment indexes of the blob array ``name`` for each chunk (cached).
 
-        The shard indexes of ``index_columns`` for the same chunks are fetched in the same
-        batch (see :meth:`fragment_ranges`).
+        The shard indexes of ``index_columns`` for the same chunks (or for
+        ``index_chunks``) are fetched in the same batch (see :meth:`fragment_ranges`).
+        Blobs expected to hold ``dense_fragments`` fragments each (the bins of a point
+        cloud's chunk) are decoded together by one kernel call when they can be.
         """
         keys = [(name, tuple(int(c) for c in chunk)) for chunk in chunks]
+        indexed = [k[1] for k in keys] if index_chunks is None else _chunk_keys(index_chunks)
         missing = [k for k in dict.fromkeys(keys) if k not in self._ranges]
         path = f"{self.base}/{name}"
         layout = self._blob_layout(path) if missing else None  # fail before fetching shards
@@ -331,7 +387,7 @@ class LevelReader:
             (shard_key(path, np.asarray(k[1]), 0), None) for k in missing if not sharded
         ]
         index_requests = self._index_requests(
-            [(column, chunk) for column in index_columns for _, chunk in keys]
+            [(column, chunk) for column in index_columns for chunk in indexed]
         )
         if sharded and layout is not None:
             index_requests += self._shard_index_requests([(path, layout, k[1]) for k in missing])
@@ -340,8 +396,14 @@ class LevelReader:
         if sharded and layout is not None:
             self._fetch_sharded_ranges(path, layout, [k[1] for k in missing])
         else:
-            for key, raw in zip(missing, raws[: len(missing)], strict=True):
-                self._ranges[key] = self._decode_ranges(path, key[1], raw)
+            found = raws[: len(missing)]
+            dense: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(found)
+            if dense_fragments is not None and layout is not None:
+                dense = decode_dense_blob_shards(layout, found, dense_fragments)
+            for key, raw, ranges in zip(missing, found, dense, strict=True):
+                if ranges is None:
+                    ranges = self._decode_ranges(path, key[1], raw)
+                self._ranges[key] = ranges
         return [self._ranges[k] for k in keys]
 
     def _fetch_sharded_ranges(
@@ -379,12 +441,16 @@ class LevelReader:
         layout: RowLayout, where: str, entries: ShardIndex, payload: bytes, base: int
     ) -> tuple[np.ndarray, np.ndarray]:
         """The fragment ranges of a chunk's blob, from its entries and its blocks' bytes."""
-        stored = sum(1 for e in entries if int(e[0]) != _MISSING)
-        blob = np.zeros(stored * layout.rows_per_block, dtype=np.uint8)
-        if stored:
-            start, end = layout.block_span(entries, 0, stored, where)
-            payload = payload[start - base : end - base]
-            layout.decode_rows_into(payload, entries, start, (0, blob.shape[0]), blob, where)
+        index = np.asarray(entries, dtype=np.uint64).reshape(-1, 2)
+        present = index[:, 0] != np.uint64(_MISSING)
+        stored = int(np.count_nonzero(present))
+        r = layout.rows_per_block
+        blob = np.zeros(stored * r, dtype=np.uint8)
+        if stored and not present[:stored].all():
+            layout.block_span(entries, 0, stored, where)  # raises: a block is missing
+        for b, (offset, nbytes) in enumerate(index[:stored].tolist()):
+            raw = payload[offset - base : offset - base + nbytes]
+            layout.decode_block_into(raw, b, where, blob[b * r : (b + 1) * r])
         try:
             return decode_dense_ranges(blob)
         except FragmentIndexError as exc:
@@ -647,6 +713,218 @@ class LevelReader:
             layout.decode_blocks_into(payload, entries, base, group, target, key)
             slot += len(group)
 
+    # -- selected rows of many runs (box queries) ------------------------------------
+    def bin_ranges(
+        self, chunks: np.ndarray, counts: np.ndarray, index_chunks: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per-bin first rows and row counts of point-cloud chunks, as ``(k, bins)`` tables.
+
+        The fragment indexes are fetched, checked (:meth:`fragment_ranges`) and cached once
+        per chunk, with the shard indexes of every per-vertex column of ``index_chunks``
+        (the chunks whose rows are read next) in the same batch.
+        """
+        keys = _chunk_keys(chunks)
+        missing = [i for i, key in enumerate(keys) if key not in self._checked_bins]
+        if missing:
+            found = self.blob_ranges(
+                VERTEX_FRAGMENTS,
+                chunks[missing],
+                index_columns=self.vertex_columns,
+                index_chunks=index_chunks,
+                dense_fragments=self.grid.bins_per_chunk_total,
+            )
+            self._check_bin_ranges(chunks[missing], counts[missing], found)
+            self._checked_bins.update(keys[i] for i in missing)
+        if not keys:
+            empty = np.empty((0, self.grid.bins_per_chunk_total), dtype=np.int64)
+            return empty, empty
+        found = [self._ranges[(VERTEX_FRAGMENTS, key)] for key in keys]
+        return np.stack([f[0] for f in found]), np.stack([f[1] for f in found])
+
+    def _check_bin_ranges(
+        self, chunks: np.ndarray, counts: np.ndarray, found: list[tuple[np.ndarray, np.ndarray]]
+    ) -> None:
+        """The checks of :meth:`fragment_ranges` on point-cloud chunks, all at once."""
+        bins = self.grid.bins_per_chunk_total
+        if any(f[0].shape[0] != bins for f in found):
+            self.fragment_ranges(chunks, counts)  # raises for the first wrong chunk
+        starts = np.stack([f[0] for f in found])
+        sizes = np.stack([f[1] for f in found])
+        extent = (starts + sizes).max(axis=1, initial=0)
+        if np.any(extent != counts) or np.any(sizes.sum(axis=1) != counts):
+            self.fragment_ranges(chunks, counts)  # raises for the first wrong chunk
+
+    def can_select(self, names: Sequence[str]) -> bool:
+        """Whether :meth:`read_selected` reads the columns ``names`` (else use :meth:`read_many`).
+
+        It does when every column is in row blocks we decode, all of the same ``R``.
+        """
+        layouts = [self.layouts.get(name) for name in names]
+        sizes = {layout.rows_per_block for layout in layouts if layout is not None}
+        return None not in layouts and len(sizes) == 1
+
+    def read_selected(
+        self, names: Sequence[str], runs: RowRuns, select: RowSelector
+    ) -> list[np.ndarray]:
+        """The rows ``select`` picks among the rows of ``runs``, of every column of ``names``.
+
+        The row blocks holding the runs are decoded back to back (each once) for the first
+        column; ``select(rows, run_row)`` gets those decoded rows and the row where each
+        run starts among them, and returns the rows to keep (ascending). The other columns
+        decode only the blocks holding kept rows. On object storage every column's blocks
+        are fetched in one batch; a local directory is read column by column.
+
+        Requires :meth:`can_select` of ``names``.
+
+        Returns
+        -------
+        list of numpy.ndarray
+            Per column, the kept rows in order.
+        """
+        r = self.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
+        slot_chunk, slot_block, run_row = block_slots(runs.chunk, runs.start, runs.stop, r)
+        used = [runs.chunks[c] for c in sorted(set(slot_chunk.tolist()))]
+        unknown = [chunk for chunk in used if (chunk, *names) not in self._indexed]
+        if unknown:
+            self._fetch_indexes([(name, chunk) for name in names for chunk in unknown])
+            self._indexed.update((chunk, *names) for chunk in unknown)
+        slots = _Slots(runs.chunks, slot_chunk.tolist(), slot_block.tolist())
+        every = np.arange(len(slots.block), dtype=np.int64)
+        local = local_root(self.io.store) is not None
+        fetched = {} if local else self._fetch_slots(names, slots, [every] * len(names))
+        out: list[np.ndarray] = []
+        keep = np.empty(0, dtype=np.int64)
+        for k, name in enumerate(names):
+            wanted = every if k == 0 else _slots_holding(keep, len(slots.block), r)
+            if local:
+                rows = self._read_local_slots(name, slots, wanted)
+            else:
+                rows = self._decode_slots(name, slots, wanted, fetched[name])
+            if k == 0:
+                keep = select(rows, run_row)
+            out.append(np.take(rows, keep, axis=0))
+        return out
+
+    def _fetch_indexes(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> None:
+        """Fetch and cache the shard indexes of (column, chunk) pairs not cached yet."""
+        requests = self._index_requests(wanted)
+        if requests:
+            tails = self.io.get_many([(r[1], r[2]) for r in requests])
+            self._keep_indexes(requests, tails, strict=True)
+
+    def _fetch_slots(
+        self, names: Sequence[str], slots: _Slots, wanted: Sequence[np.ndarray]
+    ) -> dict[str, tuple[np.ndarray, StoredBlocks]]:
+        """Fetch, in one batch, the stored row blocks of slots ``wanted[k]`` of ``names[k]``.
+
+        Blocks of a chunk stored back to back are fetched as one byte range. Returns, per
+        column, the buffer holding its blocks and where they lie in it.
+        """
+        plans = [self._slot_plan(name, slots, w) for name, w in zip(names, wanted, strict=True)]
+        requests = [request for plan in plans for request in plan[0]]
+        buffer, found = self.io.get_ranges_into([(key, spans) for key, spans, _ in requests])
+        for (key, _, _), ok in zip(requests, found, strict=True):
+            if not ok:
+                raise CorruptChunkError(f"{key}: shard of an occupied chunk disappeared")
+        done: dict[str, tuple[np.ndarray, StoredBlocks]] = {}
+        base = 0
+        for name, (column_requests, blocks) in zip(names, plans, strict=True):
+            shifted = StoredBlocks(
+                blocks.starts + base, blocks.lengths, blocks.slots, blocks.numbers, blocks.wheres
+            )
+            done[name] = (buffer, shifted)
+            base += sum(size for _, _, size in column_requests)
+        return done
+
+    def _slot_plan(
+        self, name: str, slots: _Slots, wanted: np.ndarray
+    ) -> tuple[list[_SpanRequest], StoredBlocks]:
+        """The byte ranges holding slots ``wanted`` of a column, and where each block lies.
+
+        Returns the ``(shard key, ranges, bytes)`` requests, and the blocks with their
+        starts counted from the first byte of the first request.
+        """
+        path, layout = self.paths[name], self.layouts[name]
+        assert layout is not None
+        requests: list[_SpanRequest] = []
+        starts: list[int] = []
+        lengths: list[int] = []
+        numbers: list[int] = []
+        wheres: list[str] = []
+        spans: list[tuple[int, int]] = []
+        entries: list[list[int]] = []
+        key, chunk, span_start, span_end, span_pos, total = "", -1, 0, -1, 0, 0
+        for s in wanted.tolist():
+            c, b = slots.chunk[s], slots.block[s]
+            if c != chunk:
+                key, entries = self._chunk_index(path, layout, slots.chunks[c])
+                spans = []
+                requests.append((key, spans, 0))
+                chunk, span_end = c, -1
+            offset, nbytes = entries[b]
+            if offset == _MISSING or nbytes == _MISSING:
+                raise CorruptChunkError(f"{key}: row block {b} is missing from the shard")
+            if offset != span_end:  # a new byte range, after every range so far
+                span_start, span_pos = offset, total
+                spans.append((offset, offset + nbytes))
+            else:
+                spans[-1] = (span_start, offset + nbytes)
+            span_end = offset + nbytes
+            total += nbytes
+            starts.append(span_pos + offset - span_start)
+            lengths.append(nbytes)
+            numbers.append(b)
+            wheres.append(key)
+        requests = [(k, sp, sum(b - a for a, b in sp)) for k, sp, _ in requests]
+        blocks = StoredBlocks(
+            np.asarray(starts, dtype=np.int64),
+            np.asarray(lengths, dtype=np.int64),
+            wanted.astype(np.int64),
+            numbers,
+            wheres,
+        )
+        return requests, blocks
+
+    def _read_local_slots(self, name: str, slots: _Slots, wanted: np.ndarray) -> np.ndarray:
+        """Read slots ``wanted`` of a column from a local directory and decode them."""
+        layout = self.layouts[name]
+        assert layout is not None
+        rows = self._scratch(name, len(slots.block))
+        buffer, blocks = self._fetch_slots([name], slots, [wanted])[name]
+        layout.decode_stored_blocks(buffer, blocks, rows)
+        return rows
+
+    def _scratch(self, name: str, n_slots: int) -> np.ndarray:
+        """An uninitialised buffer of ``n_slots`` row blocks of column ``name``."""
+        dtype, row_shape = self.column_spec(name)
+        layout = self.layouts[name]
+        assert layout is not None
+        return np.empty((n_slots * layout.rows_per_block, *row_shape), dtype=dtype)
+
+    def _decode_slots(
+        self,
+        name: str,
+        slots: _Slots,
+        wanted: np.ndarray,
+        fetched: tuple[np.ndarray, StoredBlocks],
+    ) -> np.ndarray:
+        """Decode fetched slots ``wanted`` of a column into their places of a scratch buffer."""
+        layout = self.layouts[name]
+        assert layout is not None
+        rows = self._scratch(name, len(slots.block))
+        buffer, blocks = fetched
+        if blocks.slots.shape[0] != wanted.shape[0]:  # fetched for more slots: pick ours
+            pick = np.searchsorted(blocks.slots, wanted)
+            blocks = StoredBlocks(
+                blocks.starts[pick],
+                blocks.lengths[pick],
+                wanted,
+                [blocks.numbers[i] for i in pick.tolist()],
+                [blocks.wheres[i] for i in pick.tolist()],
+            )
+        layout.decode_stored_blocks(buffer, blocks, rows)
+        return rows
+
     def _read_rows_fallback(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:
         """Rows through zarr-python, for arrays whose codecs we do not decode ourselves."""
         path = self.paths[name]
@@ -664,6 +942,30 @@ class LevelReader:
 
 
 @dataclass(frozen=True, slots=True)
+class RowRuns:
+    """Row runs of several chunks: run ``q`` is rows ``[start[q], stop[q])`` of chunk
+    ``chunks[chunk[q]]``; runs in chunk order, ascending and non-overlapping per chunk."""
+
+    chunks: list[tuple[int, ...]]
+    chunk: np.ndarray  # (m,) int64
+    start: np.ndarray  # (m,) int64
+    stop: np.ndarray  # (m,) int64
+
+
+RowSelector = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""``select(rows, run_row)``: the rows to keep among decoded rows (see read_selected)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Slots:
+    """Row blocks decoded back to back: slot ``s`` is block ``block[s]`` of ``chunks[chunk[s]]``."""
+
+    chunks: list[tuple[int, ...]]
+    chunk: list[int]
+    block: list[int]
+
+
+@dataclass(frozen=True, slots=True)
 class _Column:
     """One column of a :meth:`LevelReader.read_columns` call and how its rows are fetched."""
 
@@ -673,6 +975,17 @@ class _Column:
     wanted: list[ChunkRows]
     plan: _RowPlan
     whole: list[bool]  # per request: fetch the chunk's shard whole
+
+
+def _chunk_keys(chunks: np.ndarray) -> list[tuple[int, ...]]:
+    """Chunk indices ``(k, D)`` as tuples of ints (cache keys)."""
+    return [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
+
+
+def _slots_holding(rows: np.ndarray, n_slots: int, r: int) -> np.ndarray:
+    """The slots (of ``r`` rows each) holding any of the ascending ``rows``."""
+    bounds = np.searchsorted(rows, np.arange(n_slots + 1, dtype=np.int64) * r)
+    return np.flatnonzero(np.diff(bounds)).astype(np.int64)
 
 
 def _shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numba
+from numba import types as numba_types
+from numba.extending import intrinsic
 
-__all__ = ["njit"]
+__all__ = ["intrinsic", "njit", "numba_types"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -8,12 +8,15 @@ concurrently on zarr's event loop and returns plain ``bytes``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections.abc import Coroutine, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 from zarr.abc.store import (
     ByteRequest,
     OffsetByteRequest,
@@ -46,6 +49,10 @@ ByteRange = tuple[int, int] | int | None
 _MAX_CONCURRENCY = 256
 """Requests in flight at once on a non-local store: enough that the shard indexes or the row
 ranges of every column of the chunks a query meets go out in one wave."""
+_WRITE_THREADS = 4
+"""Threads writing the files of one batch to a local directory."""
+_THREADED_WRITE_BYTES = 1 << 20
+"""Local writes of fewer bytes (or fewer than 4 keys) are made by the calling thread."""
 
 _MERGE_GAP = 1 << 18
 """Ranges of one key closer than this many bytes are fetched from a non-local store as one
@@ -157,7 +164,10 @@ def local_destination(store: StoreLike) -> Path | None:
 
 def local_root(store: Store) -> Path | None:
     """Return the directory of a :class:`LocalStore`, or None for other stores."""
-    return Path(store.root) if isinstance(store, LocalStore) else None
+    if not isinstance(store, LocalStore):
+        return None
+    root = store.root  # already a Path in zarr 3: not parsed again (called per request)
+    return root if isinstance(root, Path) else Path(root)
 
 
 def _write_local(path: Path, value: bytes, *, atomic: bool) -> None:
@@ -189,6 +199,23 @@ def _read_local_ranges(path: str, ranges: Sequence[ByteRange]) -> list[bytes] | 
         return None
     try:
         return [_read_fd(fd, byte_range) for byte_range in ranges]
+    finally:
+        os.close(fd)
+
+
+def _read_local_into(path: str, ranges: Sequence[tuple[int, int]], into: memoryview) -> bool:
+    """Read the ranges of a local file back to back into ``into``; False if any falls short."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    try:
+        pos = 0
+        for start, stop in ranges:
+            if os.preadv(fd, [into[pos : pos + stop - start]], start) != stop - start:
+                return False
+            pos += stop - start
+        return True
     finally:
         os.close(fd)
 
@@ -294,6 +321,11 @@ class StoreIO:
         self._made: set[Path] = set()
         self._new_files = new_files
 
+    @property
+    def is_local(self) -> bool:
+        """Whether the store is a local directory (written with plain file calls)."""
+        return local_root(self.store) is not None
+
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return sync(coro)
 
@@ -378,6 +410,40 @@ class StoreIO:
             out.append(_cut(parts, pieces))
         return out
 
+    def get_ranges_into(
+        self, requests: Sequence[tuple[str, Sequence[tuple[int, int]]]]
+    ) -> tuple[np.ndarray, list[bool]]:
+        """Fetch ``(start, stop)`` byte ranges of many keys back to back into one buffer.
+
+        A local file is read straight into the buffer (one ``preadv`` per range); other
+        stores fetch as :meth:`get_ranges` and the bytes are copied in.
+
+        Returns
+        -------
+        tuple
+            The uint8 buffer (every range in request order) and, per key, whether it
+            exists and held all its ranges.
+        """
+        total = sum(stop - start for _, ranges in requests for start, stop in ranges)
+        buffer = np.empty(total, dtype=np.uint8)
+        view, pos, found = buffer.data, 0, []
+        root = local_root(self.store)
+        fetched = None if root is not None else self.get_ranges(requests)
+        for k, (key, ranges) in enumerate(requests):
+            end = pos + sum(stop - start for start, stop in ranges)
+            if root is not None:
+                path = os.path.join(os.fspath(root), key)
+                found.append(_read_local_into(path, ranges, view[pos:end]))
+            elif fetched is not None:
+                parts = fetched[k]
+                found.append(parts is not None)
+                if parts is not None:
+                    joined = b"".join(parts)
+                    found[-1] = len(joined) == end - pos
+                    view[pos : pos + min(len(joined), end - pos)] = joined[: end - pos]
+            pos = end
+        return buffer, found
+
     def get(self, key: str, byte_range: ByteRange = None) -> bytes | None:
         """Fetch one key, or None when it does not exist."""
         return self.get_many([(key, byte_range)])[0]
@@ -399,12 +465,39 @@ class StoreIO:
         if root is None:
             self._run(self._gather([self._set(k, v) for k, v in items]))
             return
-        for key, value in items:
-            path = root / key
-            if path.parent not in self._made:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                self._made.add(path.parent)
-            _write_local(path, value, atomic=self._new_files or key.endswith((".json", ".zattrs")))
+        if len(items) < 4 or sum(len(v) for _, v in items) < _THREADED_WRITE_BYTES:
+            for key, value in items:
+                self._set_local(root, key, value)
+            return
+        # File system calls release the GIL: a few threads overlap them. All are done
+        # when this returns, so no write outlives the call.
+        with ThreadPoolExecutor(_WRITE_THREADS, thread_name_prefix="zv-write") as pool:
+            for future in [pool.submit(self._set_local, root, k, v) for k, v in items]:
+                future.result()
+
+    def _set_local(self, root: Path, key: str, value: bytes) -> None:
+        path = root / key
+        if path.parent not in self._made:
+            self._make_dirs(root, path.parent)
+        _write_local(path, value, atomic=self._new_files or key.endswith((".json", ".zattrs")))
+
+    def _make_dirs(self, root: Path, directory: Path) -> None:
+        """Create ``directory`` and its missing parents below ``root``, top down.
+
+        Directories made (or found) are remembered, so a parent is never asked for twice
+        and each new directory costs one ``mkdir``.
+        """
+        if root not in self._made:
+            root.mkdir(parents=True, exist_ok=True)
+            self._made.add(root)
+        missing = []
+        while directory not in self._made:
+            missing.append(directory)
+            directory = directory.parent
+        for path in reversed(missing):
+            with contextlib.suppress(FileExistsError):  # made by another thread, or kept
+                os.mkdir(path)
+            self._made.add(path)
 
     def set(self, key: str, value: bytes) -> None:
         """Write one key."""

@@ -10,9 +10,15 @@ is; the bytes are exactly what zarr-python reads and writes for the same metadat
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import importlib
+import itertools
 import math
-from collections.abc import Sequence
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +27,19 @@ import numpy as np
 from numcodecs import Blosc, blosc
 
 from zarr_vectors.errors import CorruptChunkError, MetadataError
+from zarr_vectors.format.fragments import encode_dense_ranges
+from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, dense_blob_ranges
 
-__all__ = ["RowLayout", "ShardIndex", "shard_key"]
+__all__ = [
+    "RowLayout",
+    "ShardIndex",
+    "StoredBlocks",
+    "decode_dense_blob_shards",
+    "decode_single_chunk",
+    "native_block_functions",
+    "shard_key",
+    "single_chunk_key",
+]
 
 ShardIndex = np.ndarray | Sequence[Sequence[int]]
 """A decoded shard index: the ``(n_blocks, 2)`` array or its ``tolist()`` (faster to index)."""
@@ -35,7 +52,23 @@ _BLOSC_SHUFFLE = {
     "bitshuffle": Blosc.BITSHUFFLE,
 }
 _CRC_BYTES = 4
+_CRC_RESIDUE = CRC_RESIDUE
 _BLOSC_HEADER_BYTES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBlocks:
+    """Stored row blocks lying in a byte buffer, to decode into slots of ``R`` rows.
+
+    Block ``i`` is ``buffer[starts[i] : starts[i] + lengths[i]]`` (checksum included),
+    row block ``numbers[i]`` of the shard ``wheres[i]``, and decodes to slot ``slots[i]``.
+    """
+
+    starts: np.ndarray  # (k,) int64
+    lengths: np.ndarray  # (k,) int64
+    slots: np.ndarray  # (k,) int64
+    numbers: Sequence[int]
+    wheres: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,13 +177,18 @@ class RowLayout:
         n = rows.shape[0]
         r = self.rows_per_block
         data = np.ascontiguousarray(rows, dtype=self.dtype.newbyteorder("<"))
-        codec = self._codec()
+        settings = self.blosc
+        compress = (
+            None
+            if settings is None
+            else _blosc_compressor(settings["cname"], settings["clevel"], settings["shuffle"])
+        )
         blocks: list[bytes] = []
         for b in range(-(-n // r)):
             block = data[b * r : (b + 1) * r]
             if block.shape[0] < r:
                 block = _pad_rows(block, r, self.fill)
-            encoded = block.tobytes() if codec is None else bytes(codec.encode(block))
+            encoded = block.tobytes() if compress is None else compress(block)
             blocks.append(encoded + google_crc32c.value(encoded).to_bytes(_CRC_BYTES, "little"))
         return blocks
 
@@ -343,6 +381,91 @@ class RowLayout:
             body = self._block_bytes(codec, raw, b, where, size)
             flat[k * size : (k + 1) * size] = np.frombuffer(body, dtype=np.uint8)
 
+    def decode_block_into(self, raw: bytes, b: int, where: str, out: np.ndarray) -> None:
+        """Decode one stored row block (exactly its bytes, CRC32C included) into ``out``.
+
+        The checksum is verified over the whole stored block (the CRC32C of data followed
+        by its own little-endian CRC32C is a fixed residue), so the body is never copied.
+
+        Parameters
+        ----------
+        raw
+            The block's stored bytes, checksum included.
+        b
+            The block's number, for error messages.
+        where
+            The shard's key, for error messages.
+        out
+            C-contiguous destination of exactly ``R`` rows (``R * row_nbytes`` bytes).
+
+        Raises
+        ------
+        CorruptChunkError
+            When the checksum, the Blosc header or the decoded size is wrong.
+        """
+        if len(raw) < _CRC_BYTES:
+            raise CorruptChunkError(
+                f"{where}: row block {b}: {len(raw)} bytes, too short for its checksum"
+            )
+        if google_crc32c.value(raw) != _CRC_RESIDUE:
+            raise CorruptChunkError(
+                f"{where}: row block {b}: checksum mismatch (the stored bytes are damaged)"
+            )
+        body = memoryview(raw)[:-_CRC_BYTES]
+        expected = self.rows_per_block * self.row_nbytes
+        if self.blosc is None:
+            if len(body) != expected:
+                raise CorruptChunkError(
+                    f"{where}: row block {b} holds {len(body)} bytes, expected {expected}"
+                )
+            out.reshape(-1).view(np.uint8)[:] = np.frombuffer(body, dtype=np.uint8)
+            return
+        _check_blosc_header(body, expected, where, b)
+        try:
+            blosc.decompress(body, out)
+        except (RuntimeError, ValueError, TypeError) as exc:
+            raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
+
+    def decode_stored_blocks(
+        self, buffer: np.ndarray, blocks: StoredBlocks, out: np.ndarray
+    ) -> None:
+        """Decode stored row blocks lying in ``buffer`` into their slots of ``out``.
+
+        Blocks are decoded by one native kernel call when the C functions are available
+        (:func:`native_block_functions`), else one by one; a block failing a check is
+        decoded by :meth:`decode_block_into`, which raises its precise error. A large batch
+        is shared with a helper thread when a CPU is idle (:func:`_decode_helper`).
+
+        Parameters
+        ----------
+        buffer
+            uint8 bytes holding the stored blocks.
+        blocks
+            Where each block lies in ``buffer``, its slot, number and shard key.
+        out
+            C-contiguous destination: slot ``s`` is rows ``[s*R, (s+1)*R)``.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a block's checksum, Blosc header or decoded size is wrong.
+        """
+        flat = out.reshape(-1).view(np.uint8)
+        size = self.rows_per_block * self.row_nbytes
+        first = 0
+        native = native_block_functions()
+        if native is not None:
+            compressed = self.blosc is not None
+            failed = _decode_natively(buffer, blocks, flat, size, compressed, native)
+            if failed < 0:
+                return
+            first = failed
+        for i in range(first, blocks.starts.shape[0]):
+            start, slot = int(blocks.starts[i]), int(blocks.slots[i])
+            raw = buffer[start : start + int(blocks.lengths[i])].tobytes()
+            target = flat[slot * size : (slot + 1) * size]
+            self.decode_block_into(raw, blocks.numbers[i], blocks.wheres[i], target)
+
     def _block_bytes(
         self, codec: Blosc | None, raw: bytes, b: int, where: str, expected: int
     ) -> bytes:
@@ -438,6 +561,21 @@ class RowLayout:
 
 
 @functools.lru_cache(maxsize=16)
+@functools.cache
+def _blosc_compressor(cname: str, clevel: int, shuffle: str) -> Callable[[np.ndarray], bytes]:
+    """Blosc compression of one row block: the bytes of ``Blosc(...).encode``, called
+    directly (without the codec's per-call buffer checks; blocks are contiguous arrays).
+    Safe from several threads: numcodecs compresses with a private context off the main
+    thread."""
+    return functools.partial(
+        blosc.compress,
+        cname=cname.encode("ascii"),
+        clevel=clevel,
+        shuffle=_BLOSC_SHUFFLE[shuffle],
+        blocksize=0,
+    )
+
+
 def _blosc_codec(cname: str, clevel: int, shuffle: str) -> Blosc:
     return Blosc(cname=cname, clevel=clevel, shuffle=_BLOSC_SHUFFLE[shuffle], blocksize=0)
 
@@ -456,7 +594,7 @@ def _checked_body(raw: bytes, where: str, block: int) -> bytes:
     return body
 
 
-def _check_blosc_header(body: bytes, expected: int, where: str, block: int) -> None:
+def _check_blosc_header(body: bytes | memoryview, expected: int, where: str, block: int) -> None:
     """Refuse a Blosc frame whose header disagrees with its length or the block size."""
     if len(body) < _BLOSC_HEADER_BYTES:
         raise CorruptChunkError(
@@ -469,6 +607,250 @@ def _check_blosc_header(body: bytes, expected: int, where: str, block: int) -> N
             f"{where}: row block {block}: Blosc header says {nbytes} bytes from {cbytes}, "
             f"expected {expected} from {len(body)}"
         )
+
+
+@functools.cache
+def native_block_functions() -> tuple[int, int] | None:
+    """Addresses of ``crc32c_value`` and ``blosc_decompress_ctx``, or None when unusable.
+
+    They are the C functions behind google-crc32c's extension (libcrc32c) and numcodecs'
+    Blosc codec (its bundled C-Blosc), looked up once. Before use they must pass a self
+    test: decoding blocks made by numcodecs must give back their rows exactly, and a
+    damaged block must be refused; otherwise (or without the C extension) None, and
+    blocks are decoded one by one through the Python APIs.
+    """
+    if getattr(google_crc32c, "implementation", None) != "c":
+        return None
+    try:
+        crc_lib = ctypes.CDLL(importlib.import_module("google_crc32c._crc32c").__file__)
+        blosc_lib = ctypes.CDLL(blosc.__file__)
+        crc = ctypes.cast(crc_lib.crc32c_value, ctypes.c_void_p).value
+        decompress = ctypes.cast(blosc_lib.blosc_decompress_ctx, ctypes.c_void_p).value
+    except (ImportError, OSError, AttributeError, TypeError):
+        return None
+    if not crc or not decompress or not _native_self_test(crc, decompress):
+        return None
+    return crc, decompress
+
+
+_SPLIT_BLOCKS = 32
+"""Batches of at least this many blocks are shared with a helper thread (see
+:func:`_decode_helper`); smaller ones are faster on the calling thread alone (measured)."""
+_SPLIT_PARTS = 8
+_SPLIT_PART = 6
+"""A shared batch is cut into about :data:`_SPLIT_PARTS` parts of at least this many blocks."""
+
+_CPUS = os.cpu_count() or 1
+_helper: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _decode_helper(blocks: int) -> ThreadPoolExecutor | None:
+    """The one helper thread that shares the decoding of ``blocks`` row blocks, or None.
+
+    None below :data:`_SPLIT_BLOCKS` blocks, on one CPU, on any thread but the main one
+    (worker threads, e.g. dask's, already decode in parallel), and when the load average
+    leaves no CPU idle (the helper then waits for its turn: measured slower than decoding
+    alone). The thread is created on first use, and again after a fork.
+    """
+    global _helper
+    if blocks < _SPLIT_BLOCKS or _CPUS < 2:
+        return None
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if _load_average() > _CPUS - 0.5:  # no idle CPU (this thread counts for one)
+        return None
+    if _helper is None or _helper[0] != os.getpid():
+        _helper = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="zarr_vectors-decode"))
+    return _helper[1]
+
+
+def _load_average() -> float:
+    """The system's one-minute load average (0 where the OS does not tell)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
+def _decode_natively(
+    buffer: np.ndarray,
+    blocks: StoredBlocks,
+    flat: np.ndarray,
+    size: int,
+    compressed: bool,
+    native: tuple[int, int],
+) -> int:
+    """:func:`~zarr_vectors.kernels.row_blocks.decode_blocks` of every block; -1 or the
+    first failing block (every block before it is decoded).
+
+    A large batch is cut into parts that this thread and the helper thread take in turn
+    (the kernel releases the GIL). This thread waits only for the parts the helper took:
+    when the helper is slow to start on a busy machine, this thread decodes them all.
+    """
+    starts, lengths, slots = blocks.starts, blocks.lengths, blocks.slots
+    k = int(starts.shape[0])
+    helper = _decode_helper(k)
+    if helper is None:
+        return decode_blocks(buffer, starts, lengths, flat, slots, size, compressed, *native)
+    step = max(_SPLIT_PART, -(-k // _SPLIT_PARTS))
+    parts = [(a, min(a + step, k)) for a in range(0, k, step)]
+    finished = [threading.Event() for _ in parts]
+    failed: list[int] = []
+    turns = itertools.count()  # next() is atomic: each part is taken once
+
+    def take_parts() -> None:
+        while (turn := next(turns)) < len(parts):
+            a, z = parts[turn]
+            outcome = a  # should the kernel raise, the part is left to the one-by-one decoding
+            try:
+                f = decode_blocks(
+                    buffer, starts[a:z], lengths[a:z], flat, slots[a:z], size, compressed, *native
+                )
+                outcome = a + f if f >= 0 else -1
+            finally:
+                if outcome >= 0:
+                    failed.append(outcome)
+                finished[turn].set()
+
+    helper.submit(take_parts)
+    take_parts()
+    for event in finished:
+        event.wait()
+    return min(failed) if failed else -1
+
+
+def _native_self_test(crc: int, decompress: int) -> bool:
+    """Whether the native functions decode numcodecs' blocks exactly and refuse damage."""
+    rows = np.arange(3000, dtype="<f4").reshape(1000, 3) * np.float32(0.37)
+    layout = RowLayout(
+        np.dtype("<f4"), (3,), 500, 1000, {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
+    )
+    encoded = layout.encode_blocks(rows)
+    stored = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+    lengths = np.array([len(b) for b in encoded], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    out = np.zeros_like(rows)
+    flat = out.reshape(-1).view(np.uint8)
+    slots = np.array([1, 0], dtype=np.int64)
+    size = layout.rows_per_block * layout.row_nbytes
+    if decode_blocks(stored, starts, lengths, flat, slots, size, True, crc, decompress) != -1:
+        return False
+    if not np.array_equal(out, np.concatenate([rows[500:], rows[:500]])):
+        return False
+    stored[starts[1] + 40] ^= 1
+    return decode_blocks(stored, starts, lengths, flat, slots, size, True, crc, decompress) == 1
+
+
+def decode_dense_blob_shards(
+    layout: RowLayout, shards: Sequence[bytes | None], n_fragments: int
+) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """Per-fragment ``(starts, counts)`` of whole fragment-blob shards, by one kernel call.
+
+    For blobs of ``n_fragments`` all-range fragments (a point cloud chunk's bins, spec
+    §6.6) in shards of one chunk and raw row blocks, with the native CRC32C. None for each
+    shard it leaves out (missing, or failing any check): decode those one by one, which
+    handles and reports everything.
+    """
+    out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(shards)
+    native = native_block_functions()
+    shape = _dense_shape(n_fragments)
+    if native is None or shape is None or layout.blosc is not None:
+        return out
+    present = [i for i, raw in enumerate(shards) if raw is not None]
+    if layout.chunks_per_shard != 1 or not present:
+        return out
+    raws = [shards[i] or b"" for i in present]
+    lengths = np.array([len(raw) for raw in raws], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    buffer = np.frombuffer(b"".join(raws), dtype=np.uint8)
+    r, n_blocks = layout.rows_per_block, layout.n_blocks
+    found = dense_blob_ranges(buffer, starts, lengths, n_blocks, r, *shape, n_fragments, native[0])
+    for j, i in enumerate(present):
+        if found[2][j]:
+            out[i] = (found[0][j], found[1][j])
+    return out
+
+
+@functools.cache
+def _dense_shape(n_fragments: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The bytes before and after the table of an all-range blob of ``n_fragments``
+    fragments (spec §6), taken from the encoder; None if a probe does not decode."""
+    if n_fragments < 1:
+        return None
+    zeros = np.zeros(n_fragments, dtype=np.int64)
+    template = encode_dense_ranges(zeros, zeros)
+    table = 16 * n_fragments
+    plen = len(template) - table - 4
+    probe_starts = np.arange(n_fragments, dtype=np.int64) * 7
+    probe_counts = np.arange(n_fragments, dtype=np.int64) % 5 + 1
+    probe = encode_dense_ranges(probe_starts, probe_counts)
+    if plen < 0 or len(probe) != len(template):
+        return None
+    pairs = np.frombuffer(probe, dtype="<i8", count=2 * n_fragments, offset=plen)
+    if probe[:plen] != template[:plen] or probe[-4:] != template[-4:]:
+        return None
+    if not (
+        np.array_equal(pairs[0::2], probe_starts) and np.array_equal(pairs[1::2], probe_counts)
+    ):
+        return None
+    prefix = np.frombuffer(template[:plen], dtype=np.uint8)
+    return prefix, np.frombuffer(template[plen + table :], dtype=np.uint8)
+
+
+def single_chunk_key(meta: dict[str, Any], path: str) -> str | None:
+    """Key of the only chunk of a plain array stored as one chunk, or None otherwise.
+
+    Plain means what :func:`decode_single_chunk` decodes: a regular grid whose one chunk
+    is the whole array, the default ``/`` chunk keys, and the codecs ``bytes`` (little
+    endian), optionally ``blosc``, then ``crc32c``.
+    """
+    try:
+        shape = [int(n) for n in meta["shape"]]
+        grid = meta["chunk_grid"]
+        encoding = meta["chunk_key_encoding"]
+        names = [c["name"] for c in meta["codecs"]]
+        endian = meta["codecs"][0].get("configuration", {}).get("endian", "little")
+        np.dtype(meta["data_type"])
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return None
+    if (
+        not isinstance(grid, dict)
+        or grid.get("name") != "regular"
+        or grid.get("configuration", {}).get("chunk_shape") != shape
+        or encoding != {"name": "default", "configuration": {"separator": "/"}}
+        or names not in (["bytes", "crc32c"], ["bytes", "blosc", "crc32c"])
+        or endian != "little"
+        or meta.get("storage_transformers", []) != []
+        or not shape
+    ):
+        return None
+    return f"{path}/c/" + "/".join("0" * len(shape))
+
+
+def decode_single_chunk(meta: dict[str, Any], raw: bytes, where: str) -> np.ndarray:
+    """The whole array held by the one chunk of a plain array (see :func:`single_chunk_key`).
+
+    Raises
+    ------
+    CorruptChunkError
+        When the checksum, the Blosc frame or the decoded size is wrong.
+    """
+    dtype = np.dtype(meta["data_type"]).newbyteorder("<")
+    shape = tuple(int(n) for n in meta["shape"])
+    expected = math.prod(shape) * dtype.itemsize
+    if len(raw) < _CRC_BYTES or google_crc32c.value(raw) != _CRC_RESIDUE:
+        raise CorruptChunkError(f"{where}: checksum mismatch (the stored bytes are damaged)")
+    body = memoryview(raw)[:-_CRC_BYTES]
+    if len(meta["codecs"]) == 3:
+        if len(body) < _BLOSC_HEADER_BYTES or int.from_bytes(body[4:8], "little") != expected:
+            raise CorruptChunkError(f"{where}: Blosc header disagrees with the array's size")
+        try:
+            body = memoryview(blosc.decompress(body))
+        except (RuntimeError, ValueError, TypeError) as exc:
+            raise CorruptChunkError(f"{where}: does not decode ({exc})") from exc
+    if len(body) != expected:
+        raise CorruptChunkError(f"{where}: holds {len(body)} bytes, expected {expected}")
+    return np.frombuffer(body, dtype=dtype).reshape(shape)
 
 
 def _pad_rows(block: np.ndarray, rows: int, fill: int) -> np.ndarray:

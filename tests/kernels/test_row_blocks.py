@@ -1,0 +1,208 @@
+"""decode_blocks (native CRC32C and Blosc calls) against a plain twin on numcodecs and
+google-crc32c's Python APIs, on blocks encoded by RowLayout, whole and damaged."""
+
+from __future__ import annotations
+
+import google_crc32c
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from numcodecs import blosc
+
+from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.format.fragments import encode_dense_ranges
+from zarr_vectors.geometry.reader import LevelReader
+from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, dense_blob_ranges
+from zarr_vectors.store.shards import RowLayout, native_block_functions
+
+NATIVE = native_block_functions()
+pytestmark = pytest.mark.skipif(NATIVE is None, reason="no native CRC32C / Blosc functions")
+
+BLOSC = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
+
+
+def naive_decode(
+    buffer: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    out: np.ndarray,
+    slots: np.ndarray,
+    block_nbytes: int,
+    compressed: bool,
+) -> int:
+    """Block by block through the Python APIs; the first block failing a check, or -1."""
+    for i, (start, length, slot) in enumerate(zip(starts, lengths, slots, strict=True)):
+        raw = buffer[start : start + length].tobytes()
+        if len(raw) < 4:
+            return i
+        body, crc = raw[:-4], int.from_bytes(raw[-4:], "little")
+        if google_crc32c.value(body) != crc:
+            return i
+        if compressed:
+            if len(body) < 16 or int.from_bytes(body[4:8], "little") != block_nbytes:
+                return i
+            if int.from_bytes(body[12:16], "little") != len(body):
+                return i
+            body = blosc.decompress(body)
+        if len(body) != block_nbytes:
+            return i
+        out[slot * block_nbytes : (slot + 1) * block_nbytes] = np.frombuffer(body, np.uint8)
+    return -1
+
+
+@st.composite
+def stored_blocks(draw: st.DrawFn) -> tuple[RowLayout, np.ndarray, list[bytes]]:
+    dtype = np.dtype(draw(st.sampled_from(["<f4", "<f8", "<i2", "<u8"])))
+    row_shape = draw(st.sampled_from([(), (2,), (3,), (2, 2)]))
+    r = draw(st.sampled_from([1, 8, 33]))
+    n = draw(st.integers(1, 4 * r))
+    rows = draw(hnp.arrays(dtype, (n, *row_shape), elements={"allow_nan": False}))
+    compression = BLOSC if draw(st.booleans()) else None
+    layout = RowLayout(dtype, row_shape, r, -(-n // r) * r, compression)
+    return layout, rows, layout.encode_blocks(rows)
+
+
+@settings(max_examples=80, deadline=None)
+@given(stored_blocks(), st.data())
+def test_decode_blocks_matches_the_twin(
+    case: tuple[RowLayout, np.ndarray, list[bytes]], data: st.DataObject
+) -> None:
+    layout, _, blocks = case
+    gap = data.draw(st.integers(0, 5))  # blocks need not lie back to back in the buffer
+    order = data.draw(st.permutations(list(range(len(blocks)))))
+    pieces, starts, pos = [], [], 0
+    for b in order:
+        pieces.append(b"\x00" * gap + blocks[b])
+        starts.append(pos + gap)
+        pos += gap + len(blocks[b])
+    buffer = np.frombuffer(b"".join(pieces), dtype=np.uint8).copy()
+    if data.draw(st.booleans()):  # damage one byte of one block
+        buffer[data.draw(st.sampled_from(starts)) + data.draw(st.integers(0, 3))] ^= 0x10
+    lengths = np.array([len(blocks[b]) for b in order], dtype=np.int64)
+    slots = np.array(order, dtype=np.int64)
+    size = layout.rows_per_block * layout.row_nbytes
+    got = np.zeros(len(blocks) * size, np.uint8)
+    want = np.zeros_like(got)
+    starts_arr = np.array(starts, dtype=np.int64)
+    compressed = layout.blosc is not None
+    assert NATIVE is not None
+    failed = decode_blocks(buffer, starts_arr, lengths, got, slots, size, compressed, *NATIVE)
+    assert failed == naive_decode(buffer, starts_arr, lengths, want, slots, size, compressed)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_the_decoded_blocks_are_the_rows() -> None:
+    rows = np.arange(90, dtype="<f8").reshape(30, 3) / 7
+    layout = RowLayout(np.dtype("<f8"), (3,), 8, 32, BLOSC)
+    blocks = layout.encode_blocks(rows)
+    buffer = np.frombuffer(b"".join(blocks), dtype=np.uint8)
+    lengths = np.array([len(b) for b in blocks], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    out = np.full((32, 3), np.nan)
+    assert NATIVE is not None
+    slots = np.arange(4, dtype=np.int64)
+    size = 8 * 24
+    assert (
+        decode_blocks(
+            buffer, starts, lengths, out.reshape(-1).view(np.uint8), slots, size, True, *NATIVE
+        )
+        == -1
+    )
+    np.testing.assert_array_equal(out[:30], rows)
+    np.testing.assert_array_equal(out[30:], 0)  # the fill value pads the last block
+
+
+def test_blocks_out_of_bounds_are_refused() -> None:
+    assert NATIVE is not None
+    buffer = np.zeros(10, np.uint8)
+    out = np.zeros(16, np.uint8)
+    one = np.array([1], dtype=np.int64)
+    zero = np.array([0], dtype=np.int64)
+    assert decode_blocks(buffer, zero, np.array([11]), out, zero, 8, False, *NATIVE) == 0
+    assert decode_blocks(buffer, zero, np.array([10]), out, np.array([2]), 8, False, *NATIVE) == 0
+    assert decode_blocks(buffer, zero, np.array([3]), out, one, 8, False, *NATIVE) == 0
+
+
+def test_the_residue_of_every_checksummed_block() -> None:
+    for raw in (b"", b"a", bytes(range(200))):
+        crc = google_crc32c.value(raw).to_bytes(4, "little")
+        assert google_crc32c.value(raw + crc) == CRC_RESIDUE
+
+
+# -- dense_blob_ranges ------------------------------------------------------------------
+
+
+def _blob_shape(n: int) -> tuple[np.ndarray, np.ndarray]:
+    zeros = np.zeros(n, dtype=np.int64)
+    template = encode_dense_ranges(zeros, zeros)
+    plen = len(template) - 16 * n - 4
+    return (
+        np.frombuffer(template[:plen], dtype=np.uint8),
+        np.frombuffer(template[plen + 16 * n :], dtype=np.uint8),
+    )
+
+
+def naive_blob_ranges(
+    raw: bytes, layout: RowLayout, n: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The library's one-by-one decoding of a blob shard (None where it refuses it)."""
+    try:
+        index = layout.decode_index(raw, "blob")
+        return LevelReader._decode_blob(layout, "blob", index, raw, 0)
+    except CorruptChunkError:
+        return None
+
+
+@st.composite
+def blob_shards(draw: st.DrawFn) -> tuple[RowLayout, int, list[bytes], list[bool]]:
+    n = draw(st.integers(1, 40))
+    r = draw(st.sampled_from([64, 256, 2048]))
+    nbytes = len(encode_dense_ranges(np.zeros(n, np.int64), np.zeros(n, np.int64)))
+    n_max = -(-nbytes // r) * r + r * draw(st.integers(0, 1))  # room for an unused block
+    layout = RowLayout(np.dtype("u1"), (), r, n_max, None)
+    shards, damaged = [], []
+    for _ in range(draw(st.integers(1, 4))):
+        counts = np.array(draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)), np.int64)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        blob = np.frombuffer(encode_dense_ranges(starts, counts), dtype=np.uint8)
+        shard = bytearray(layout.encode_shard(blob))
+        hurt = draw(st.booleans())
+        if hurt:
+            shard[draw(st.integers(0, len(shard) - 1))] ^= 1 << draw(st.integers(0, 7))
+        shards.append(bytes(shard))
+        damaged.append(hurt)
+    return layout, n, shards, damaged
+
+
+@settings(max_examples=80, deadline=None)
+@given(blob_shards())
+def test_dense_blob_ranges_match_the_one_by_one_decoding(
+    case: tuple[RowLayout, int, list[bytes], list[bool]],
+) -> None:
+    layout, n, shards, damaged = case
+    lengths = np.array([len(s) for s in shards], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    buffer = np.frombuffer(b"".join(shards), dtype=np.uint8)
+    assert NATIVE is not None
+    prefix, suffix = _blob_shape(n)
+    got_starts, got_counts, ok = dense_blob_ranges(
+        buffer,
+        starts,
+        lengths,
+        layout.n_blocks,
+        layout.rows_per_block,
+        prefix,
+        suffix,
+        n,
+        NATIVE[0],
+    )
+    for i, shard in enumerate(shards):
+        want = naive_blob_ranges(shard, layout, n)
+        if not damaged[i]:
+            assert ok[i]
+        if ok[i]:  # everything the kernel accepts decodes the same one by one
+            assert want is not None
+            np.testing.assert_array_equal(got_starts[i], want[0])
+            np.testing.assert_array_equal(got_counts[i], want[1])

@@ -1,0 +1,360 @@
+"""Box queries over point clouds: the row runs a box needs, the row blocks holding them, and
+the rows the exact half-open test keeps (spec §8; arrays in, arrays out).
+
+The steps of a box query:
+
+* :func:`box_chunks`: the occupied chunks the box meets, and those it covers whole.
+* :func:`box_runs`: per chunk, the rows of the bins the box meets (from the dense per-bin
+  fragment ranges, spec §6.6), as merged runs flagged with the faces of the box that cut
+  their bins (none for the bins it covers and the chunks it covers whole).
+* :func:`block_slots`: the distinct row blocks of ``R`` rows those runs touch, in order,
+  and where each run's rows start once the blocks are decoded back to back.
+* :func:`select_rows`: which decoded rows the query returns: the rows of each run that
+  pass the tests of the faces cutting it (``lo <= p`` or ``p < hi`` along an axis,
+  compared as float64), so every row returned has ``lo <= p < hi`` on every axis.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.kernels._jit import njit
+
+__all__ = ["block_slots", "box_chunks", "box_runs", "select_rows"]
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+Bool = npt.NDArray[np.bool_]
+
+
+def box_chunks(coords: I64, origin: I64, chunk_shape: F64, lo: F64, hi: F64) -> tuple[I64, Bool]:
+    """The chunks the box ``[lo, hi)`` meets, and which of them it covers whole.
+
+    Chunk ``c`` spans ``[(c + origin) * C, (c + origin + 1) * C)`` on every axis (spec §5).
+
+    Parameters
+    ----------
+    coords
+        ``(k, D)`` zarr chunk indices.
+    origin
+        ``(D,)`` ``chunk_grid_origin``.
+    chunk_shape
+        ``(D,)`` float64 ``C``.
+    lo, hi
+        ``(D,)`` float64 box bounds (possibly infinite).
+
+    Returns
+    -------
+    picked, covered
+        Positions in ``coords`` of the chunks the box meets (ascending), and whether it
+        covers each of them.
+    """
+    return _box_chunks(coords, origin, chunk_shape, lo, hi)
+
+
+@njit
+def _box_chunks(coords: I64, origin: I64, chunk_shape: F64, lo: F64, hi: F64) -> tuple[I64, Bool]:
+    k, ndim = coords.shape
+    picked = np.empty(k, np.int64)
+    covered = np.empty(k, np.bool_)
+    m = 0
+    for i in range(k):
+        meets = True
+        covers = True
+        for d in range(ndim):
+            lower = np.float64(coords[i, d] + origin[d]) * chunk_shape[d]
+            upper = np.float64(coords[i, d] + origin[d] + 1) * chunk_shape[d]
+            meets = meets and lower < hi[d] and lo[d] < upper
+            covers = covers and lo[d] <= lower and upper <= hi[d]
+        if meets:
+            picked[m], covered[m] = i, covers
+            m += 1
+    return picked[:m], covered[:m]
+
+
+def box_runs(
+    cells: F64,
+    chunk_shape: F64,
+    bin_shape: F64,
+    bins: I64,
+    lo: F64,
+    hi: F64,
+    covered: Bool,
+    counts: I64,
+    table_row: I64,
+    starts: I64,
+    sizes: I64,
+) -> tuple[I64, I64, I64, I64, I64]:
+    """Row runs of the bins the box ``[lo, hi)`` meets, chunk by chunk, in row order.
+
+    Bin ``j`` of a chunk along axis ``d`` spans ``[e_j, e_{j+1})`` with
+    ``e_j = c*C_d + j*B_d`` (``j < bins_d``) and ``e_{bins_d} = (c+1)*C_d`` (spec §5, the
+    edges of :meth:`~zarr_vectors.format.grid.ChunkGrid.chunk_bin_edges`). A bin is met when
+    it overlaps the box on every axis. Along an axis, its points can lie below the box only
+    when ``e_j < lo_d`` (the box's lower face cuts it) and above only when ``hi_d < e_{j+1}``;
+    a run records the faces that cut its bins, and only those are tested (the points of a
+    bin lie inside its edges, spec §5).
+
+    Parameters
+    ----------
+    cells
+        ``(k, D)`` float64 absolute chunk indices ``c`` (zarr index plus grid origin).
+    chunk_shape, bin_shape
+        ``(D,)`` float64 ``C`` and ``B``.
+    bins
+        ``(D,)`` bins per chunk per axis.
+    lo, hi
+        ``(D,)`` float64 box bounds.
+    covered
+        ``(k,)`` chunks the box covers whole: one untested run ``[0, counts[i])``.
+    counts
+        ``(k,)`` rows of each chunk.
+    table_row
+        ``(k,)`` the row of ``starts`` and ``sizes`` holding the chunk's bins (ignored for
+        covered chunks).
+    starts, sizes
+        ``(t, prod(bins))`` first row and row count of every bin (C order).
+
+    Returns
+    -------
+    chunk, start, stop, faces_lo, faces_hi
+        ``(m,)`` per run: the chunk's position in ``cells``, its rows ``[start, stop)``, and
+        bit masks of the axes ``d`` whose test ``lo_d <= p_d`` (``faces_lo``) or
+        ``p_d < hi_d`` (``faces_hi``) its rows need (zero: every row is kept). Runs are
+        non-empty, in chunk order and, within a chunk, ascending and non-overlapping;
+        adjacent runs with the same masks are merged.
+    """
+    return _box_runs(
+        cells, chunk_shape, bin_shape, bins, lo, hi, covered, counts, table_row, starts, sizes
+    )
+
+
+@njit
+def _axis_sides(
+    cells: F64, chunk_shape: F64, bin_shape: F64, bins: I64, lo: F64, hi: F64, i: int
+) -> tuple[Bool, Bool, Bool]:
+    """``(D, max bins)`` flags of the bins of chunk ``i`` along each axis: met, and cut by
+    the box's lower face (``e_j < lo``) or by its upper face (``hi < e_{j+1}``)."""
+    ndim = bins.shape[0]
+    width = 0
+    for d in range(ndim):
+        width = max(width, bins[d])
+    meets = np.zeros((ndim, width), np.bool_)
+    cut_lo = np.zeros((ndim, width), np.bool_)
+    cut_hi = np.zeros((ndim, width), np.bool_)
+    for d in range(ndim):
+        lower = cells[i, d] * chunk_shape[d]
+        upper = (cells[i, d] + 1.0) * chunk_shape[d]
+        for j in range(bins[d]):
+            e0 = lower + np.float64(j) * bin_shape[d]
+            e1 = upper if j == bins[d] - 1 else lower + np.float64(j + 1) * bin_shape[d]
+            meets[d, j] = e0 < hi[d] and lo[d] < e1
+            cut_lo[d, j] = not lo[d] <= e0
+            cut_hi[d, j] = not e1 <= hi[d]
+    return meets, cut_lo, cut_hi
+
+
+@njit
+def _box_runs(
+    cells: F64,
+    chunk_shape: F64,
+    bin_shape: F64,
+    bins: I64,
+    lo: F64,
+    hi: F64,
+    covered: Bool,
+    counts: I64,
+    table_row: I64,
+    starts: I64,
+    sizes: I64,
+) -> tuple[I64, I64, I64, I64, I64]:
+    k, ndim = cells.shape
+    n_bins = sizes.shape[1]
+    cap = 0
+    for i in range(k):
+        cap += 1 if covered[i] else n_bins
+    out = np.empty((5, cap), np.int64)  # chunk, start, stop, lower faces, upper faces
+    found = np.empty((4, n_bins), np.int64)  # start, stop, lower faces, upper faces
+    index = np.empty(ndim, np.int64)
+    m = 0
+    for i in range(k):
+        if covered[i]:
+            if counts[i] > 0:
+                out[0, m], out[1, m], out[2, m], out[3, m], out[4, m] = i, 0, counts[i], 0, 0
+                m += 1
+            continue
+        meets, cut_lo, cut_hi = _axis_sides(cells, chunk_shape, bin_shape, bins, lo, hi, i)
+        row = table_row[i]
+        n = 0
+        ordered = True
+        for f in range(n_bins):
+            rest = f
+            for d in range(ndim - 1, -1, -1):
+                index[d] = rest % bins[d]
+                rest //= bins[d]
+            met = True
+            faces_lo = np.int64(0)
+            faces_hi = np.int64(0)
+            for d in range(ndim):
+                met = met and meets[d, index[d]]
+                faces_lo |= np.int64(cut_lo[d, index[d]]) << d
+                faces_hi |= np.int64(cut_hi[d, index[d]]) << d
+            if not met or sizes[row, f] <= 0:
+                continue
+            found[0, n], found[1, n] = starts[row, f], starts[row, f] + sizes[row, f]
+            found[2, n], found[3, n] = faces_lo, faces_hi
+            if n and found[0, n] < found[0, n - 1]:
+                ordered = False
+            n += 1
+        order = np.arange(n) if ordered else np.argsort(found[0, :n], kind="mergesort")
+        for q in range(n):
+            j = order[q]
+            a, b, t_lo, t_hi = found[0, j], found[1, j], found[2, j], found[3, j]
+            if (
+                m
+                and out[0, m - 1] == i
+                and out[2, m - 1] == a
+                and out[3, m - 1] == t_lo
+                and out[4, m - 1] == t_hi
+            ):
+                out[2, m - 1] = b
+                continue
+            out[0, m], out[1, m], out[2, m], out[3, m], out[4, m] = i, a, b, t_lo, t_hi
+            m += 1
+    return (
+        out[0, :m].copy(),
+        out[1, :m].copy(),
+        out[2, :m].copy(),
+        out[3, :m].copy(),
+        out[4, :m].copy(),
+    )
+
+
+def block_slots(chunk: I64, start: I64, stop: I64, rows_per_block: int) -> tuple[I64, I64, I64]:
+    """The row blocks the runs touch, and where each run's rows land once they are decoded.
+
+    Parameters
+    ----------
+    chunk, start, stop
+        Runs as :func:`box_runs` returns them (non-empty; ascending and non-overlapping
+        within a chunk, chunks in order).
+    rows_per_block
+        ``R``.
+
+    Returns
+    -------
+    slot_chunk, slot_block, run_row
+        Per distinct (chunk, block) in run order, its chunk and block number; per run, the
+        row of its first row in the blocks decoded back to back (slot ``s`` holds rows
+        ``[s*R, (s+1)*R)``).
+    """
+    return _block_slots(chunk, start, stop, rows_per_block)
+
+
+@njit
+def _block_slots(chunk: I64, start: I64, stop: I64, r: int) -> tuple[I64, I64, I64]:
+    m = chunk.shape[0]
+    cap = 0
+    for q in range(m):
+        cap += (stop[q] - 1) // r - start[q] // r + 1
+    slot_chunk = np.empty(cap, np.int64)
+    slot_block = np.empty(cap, np.int64)
+    run_row = np.empty(m, np.int64)
+    n = 0
+    for q in range(m):
+        first, last = start[q] // r, (stop[q] - 1) // r
+        shared = n > 0 and slot_chunk[n - 1] == chunk[q] and slot_block[n - 1] == first
+        run_row[q] = ((n - 1) if shared else n) * r + start[q] - first * r
+        for b in range(first + 1 if shared else first, last + 1):
+            slot_chunk[n], slot_block[n] = chunk[q], b
+            n += 1
+    return slot_chunk[:n], slot_block[:n], run_row
+
+
+def select_rows(
+    positions: npt.NDArray[Any],
+    run_row: I64,
+    run_len: I64,
+    faces_lo: I64,
+    faces_hi: I64,
+    lo: F64,
+    hi: F64,
+) -> I64:
+    """Rows of ``positions`` the query keeps, ascending within each run, runs in order.
+
+    Parameters
+    ----------
+    positions
+        ``(n, D)`` float32 or float64 decoded rows.
+    run_row, run_len
+        ``(m,)`` first row (in ``positions``) and length of every run.
+    faces_lo, faces_hi
+        ``(m,)`` bit masks (see :func:`box_runs`): a row of the run is kept when
+        ``lo_d <= p_d`` on every axis ``d`` of ``faces_lo`` and ``p_d < hi_d`` on every
+        axis of ``faces_hi`` (compared as float64; NaN fails every test).
+    lo, hi
+        ``(D,)`` float64 box bounds.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 row numbers into ``positions``.
+    """
+    return _select_rows(positions, run_row, run_len, faces_lo, faces_hi, lo, hi)
+
+
+@njit
+def _select_rows(
+    positions: npt.NDArray[Any],
+    run_row: I64,
+    run_len: I64,
+    faces_lo: I64,
+    faces_hi: I64,
+    lo: F64,
+    hi: F64,
+) -> I64:
+    total = 0
+    for q in range(run_row.shape[0]):
+        total += run_len[q]
+    out = np.empty(total, np.int64)
+    ndim = positions.shape[1]
+    axes = np.empty(2 * ndim, np.int64)
+    bounds = np.empty(2 * ndim, np.float64)
+    lower = np.empty(2 * ndim, np.bool_)
+    n = 0
+    for q in range(run_row.shape[0]):
+        first, stop = run_row[q], run_row[q] + run_len[q]
+        checks = 0
+        for d in range(ndim):
+            if faces_lo[q] >> d & 1:
+                axes[checks], bounds[checks], lower[checks] = d, lo[d], True
+                checks += 1
+            if faces_hi[q] >> d & 1:
+                axes[checks], bounds[checks], lower[checks] = d, hi[d], False
+                checks += 1
+        if checks == 0:
+            for i in range(first, stop):
+                out[n] = i
+                n += 1
+        elif checks == 1:
+            d, bound = axes[0], bounds[0]
+            if lower[0]:
+                for i in range(first, stop):
+                    out[n] = i
+                    n += bound <= np.float64(positions[i, d])
+            else:
+                for i in range(first, stop):
+                    out[n] = i
+                    n += np.float64(positions[i, d]) < bound
+        else:
+            for i in range(first, stop):
+                inside = True
+                for c in range(checks):
+                    p = np.float64(positions[i, axes[c]])
+                    inside &= (bounds[c] <= p) if lower[c] else (p < bounds[c])
+                out[n] = i
+                n += inside
+    return out[:n]

@@ -1,0 +1,311 @@
+"""Decoding many stored row blocks (spec §9.0) in one call, through native C functions.
+
+Each stored row block is its encoded bytes followed by their little-endian CRC32C; the
+encoded bytes are either the raw rows or one Blosc frame of them. :func:`decode_blocks`
+checks and decodes a batch of blocks lying in one byte buffer, calling the C functions
+whose addresses it is given (``crc32c_value`` of libcrc32c and ``blosc_decompress_ctx`` of
+C-Blosc, found by :func:`zarr_vectors.store.shards.native_block_functions`), with no Python
+work per block. It stops at the first block that fails a check and reports it, so the
+caller can decode that one the slow way for a precise error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from llvmlite import ir  # type: ignore[import-untyped]
+
+from zarr_vectors.kernels._jit import intrinsic, njit
+from zarr_vectors.kernels._jit import numba_types as types
+
+__all__ = ["CRC_RESIDUE", "decode_blocks", "dense_blob_ranges"]
+
+CRC_RESIDUE = 0x48674BC7
+"""CRC32C of any bytes followed by their own CRC32C (little-endian)."""
+
+_BLOSC_HEADER = 16
+
+I64 = npt.NDArray[np.int64]
+U8 = npt.NDArray[np.uint8]
+
+
+def _crc32c_typer(typingctx: Any, fn: Any, data: Any, size: Any) -> Any:
+    """``uint32_t crc32c_value(const uint8_t *data, size_t size)`` at address ``fn``."""
+    sig = types.uint32(fn, data, size)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        word = context.get_value_type(types.uintp)
+        byte_ptr = ir.IntType(8).as_pointer()
+        fn_ty = ir.FunctionType(ir.IntType(32), [byte_ptr, word])
+        a, b, c = (
+            context.cast(builder, v, t, types.uintp)
+            for v, t in zip(args, signature.args, strict=True)
+        )
+        func = builder.inttoptr(a, fn_ty.as_pointer())
+        return builder.call(func, [builder.inttoptr(b, byte_ptr), c])
+
+    return sig, codegen
+
+
+def _blosc_typer(typingctx: Any, fn: Any, src: Any, dest: Any, size: Any) -> Any:
+    """``int blosc_decompress_ctx(const void *src, void *dest, size_t destsize, int
+    numinternalthreads)`` at address ``fn``, with one thread."""
+    sig = types.int32(fn, src, dest, size)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        word = context.get_value_type(types.uintp)
+        byte_ptr = ir.IntType(8).as_pointer()
+        fn_ty = ir.FunctionType(ir.IntType(32), [byte_ptr, byte_ptr, word, ir.IntType(32)])
+        a, b, c, d = (
+            context.cast(builder, v, t, types.uintp)
+            for v, t in zip(args, signature.args, strict=True)
+        )
+        func = builder.inttoptr(a, fn_ty.as_pointer())
+        one = ir.Constant(ir.IntType(32), 1)
+        return builder.call(
+            func, [builder.inttoptr(b, byte_ptr), builder.inttoptr(c, byte_ptr), d, one]
+        )
+
+    return sig, codegen
+
+
+_crc32c_value: Any = intrinsic(_crc32c_typer)
+_blosc_decompress_ctx: Any = intrinsic(_blosc_typer)
+
+
+def decode_blocks(
+    buffer: U8,
+    starts: I64,
+    lengths: I64,
+    out: U8,
+    slots: I64,
+    block_nbytes: int,
+    compressed: bool,
+    crc_fn: int,
+    blosc_fn: int,
+) -> int:
+    """Check and decode stored row blocks into their slots of ``out``.
+
+    Parameters
+    ----------
+    buffer
+        Bytes holding the stored blocks.
+    starts, lengths
+        ``(k,)`` where each stored block lies in ``buffer`` (CRC32C included).
+    out
+        Flat uint8 destination; block ``i`` decodes to
+        ``out[slots[i] * block_nbytes : (slots[i] + 1) * block_nbytes]``.
+    slots
+        ``(k,)`` destination slot of each block.
+    block_nbytes
+        Decoded bytes of one block (``R`` rows).
+    compressed
+        Whether blocks are Blosc frames (else the raw rows).
+    crc_fn, blosc_fn
+        Addresses of ``crc32c_value`` and ``blosc_decompress_ctx`` (the latter unused when
+        not ``compressed``).
+
+    Returns
+    -------
+    int
+        -1 when every block decoded, else the position of the first block that failed a
+        check (checksum, Blosc header, decoded size); blocks before it are decoded.
+    """
+    return int(
+        _decode_blocks(
+            buffer, starts, lengths, out, slots, block_nbytes, compressed, crc_fn, blosc_fn
+        )
+    )
+
+
+@njit
+def _decode_blocks(
+    buffer: U8,
+    starts: I64,
+    lengths: I64,
+    out: U8,
+    slots: I64,
+    block_nbytes: int,
+    compressed: bool,
+    crc_fn: int,
+    blosc_fn: int,
+) -> int:
+    base = buffer.ctypes.data
+    dest = out.ctypes.data
+    for i in range(starts.shape[0]):
+        start, length, slot = starts[i], lengths[i], slots[i]
+        if (
+            length < 4
+            or start < 0
+            or start + length > buffer.shape[0]
+            or slot < 0
+            or (slot + 1) * block_nbytes > out.shape[0]
+        ):
+            return i
+        if _crc32c_value(crc_fn, base + start, length) != CRC_RESIDUE:
+            return i
+        body = length - 4
+        target = slot * block_nbytes
+        if not compressed:
+            if body != block_nbytes:
+                return i
+            out[target : target + body] = buffer[start : start + body]
+            continue
+        if body < _BLOSC_HEADER or _le32(buffer, start + 12) != body:
+            return i
+        if _le32(buffer, start + 4) != block_nbytes:
+            return i
+        done = _blosc_decompress_ctx(blosc_fn, base + start, dest + target, block_nbytes)
+        if done != block_nbytes:
+            return i
+    return -1
+
+
+@njit
+def _le32(buffer: U8, at: int) -> np.int64:
+    """The little-endian uint32 at ``buffer[at:at + 4]``."""
+    value = np.int64(0)
+    for k in range(4):
+        value |= np.int64(buffer[at + k]) << (8 * k)
+    return value
+
+
+def dense_blob_ranges(
+    buffer: U8,
+    starts: I64,
+    lengths: I64,
+    n_blocks: int,
+    rows_per_block: int,
+    prefix: U8,
+    suffix: U8,
+    n_fragments: int,
+    crc_fn: int,
+) -> tuple[I64, I64, npt.NDArray[np.bool_]]:
+    """Per-fragment ranges of whole fragment-blob shards of uncompressed row blocks.
+
+    Shard ``i`` is ``buffer[starts[i] : starts[i] + lengths[i]]``: its stored blocks, then
+    its index of ``n_blocks`` (offset, length) uint64 pairs and that index's CRC32C (spec
+    §9.0). The stored blocks must be blocks ``0 .. s-1``, each ``R`` raw bytes and their
+    CRC32C; back to back they hold an all-range blob of ``n_fragments`` fragments: the
+    bytes ``prefix`` (header and bitmap), the int64 table of (start, count) pairs, the
+    bytes ``suffix``, and only zeros after (spec §6).
+
+    Returns
+    -------
+    range_starts, range_counts, ok
+        ``(k, n_fragments)`` starts and counts, and per shard whether it passed every check
+        (starts, counts and their sums non-negative); the rows of the others are undefined.
+    """
+    return _dense_blob_ranges(
+        buffer, starts, lengths, n_blocks, rows_per_block, prefix, suffix, n_fragments, crc_fn
+    )
+
+
+@njit
+def _dense_blob_ranges(
+    buffer: U8,
+    starts: I64,
+    lengths: I64,
+    n_blocks: int,
+    rows_per_block: int,
+    prefix: U8,
+    suffix: U8,
+    n_fragments: int,
+    crc_fn: int,
+) -> tuple[I64, I64, npt.NDArray[np.bool_]]:
+    k = starts.shape[0]
+    out_starts = np.zeros((k, n_fragments), np.int64)
+    out_counts = np.zeros((k, n_fragments), np.int64)
+    ok = np.zeros(k, np.bool_)
+    blob = np.empty(n_blocks * rows_per_block, np.uint8)
+    base = buffer.ctypes.data
+    for i in range(k):
+        stored = _blob_bytes(
+            buffer, starts[i], lengths[i], n_blocks, rows_per_block, blob, base, crc_fn
+        )
+        if stored < 0:
+            continue
+        ok[i] = _parse_dense(
+            blob[: stored * rows_per_block],
+            prefix,
+            suffix,
+            n_fragments,
+            out_starts[i],
+            out_counts[i],
+        )
+    return out_starts, out_counts, ok
+
+
+@njit
+def _blob_bytes(
+    buffer: U8,
+    start: int,
+    length: int,
+    n_blocks: int,
+    r: int,
+    blob: U8,
+    base: int,
+    crc_fn: int,
+) -> int:
+    """Copy the stored raw blocks of one shard into ``blob``; their count, or -1."""
+    index_nbytes = 16 * n_blocks + 4
+    if length < index_nbytes or start < 0 or start + length > buffer.shape[0]:
+        return -1
+    at = start + length - index_nbytes
+    if _crc32c_value(crc_fn, base + at, index_nbytes) != CRC_RESIDUE:
+        return -1
+    stored = 0
+    for b in range(n_blocks):
+        offset = _le64(buffer, at + 16 * b)
+        if offset == -1:  # 2**64 - 1: not stored
+            break
+        nbytes = _le64(buffer, at + 16 * b + 8)
+        if nbytes != r + 4 or offset < 0 or offset + nbytes > length - index_nbytes:
+            return -1
+        if _crc32c_value(crc_fn, base + start + offset, nbytes) != CRC_RESIDUE:
+            return -1
+        blob[b * r : (b + 1) * r] = buffer[start + offset : start + offset + r]
+        stored += 1
+    for b in range(stored, n_blocks):  # stored blocks must come first
+        if _le64(buffer, at + 16 * b) != -1:
+            return -1
+    return stored
+
+
+@njit
+def _parse_dense(
+    blob: U8, prefix: U8, suffix: U8, n: int, out_starts: I64, out_counts: I64
+) -> bool:
+    """Parse an all-range blob of ``n`` fragments (see :func:`dense_blob_ranges`)."""
+    plen = prefix.shape[0]
+    end = plen + 16 * n + suffix.shape[0]
+    if end > blob.shape[0]:
+        return False
+    for j in range(plen):
+        if blob[j] != prefix[j]:
+            return False
+    for j in range(suffix.shape[0]):
+        if blob[end - suffix.shape[0] + j] != suffix[j]:
+            return False
+    for j in range(end, blob.shape[0]):
+        if blob[j] != 0:
+            return False
+    for f in range(n):
+        a = _le64(blob, plen + 16 * f)
+        c = _le64(blob, plen + 16 * f + 8)
+        if a < 0 or c < 0 or a + c < 0:
+            return False
+        out_starts[f] = a
+        out_counts[f] = c
+    return True
+
+
+@njit
+def _le64(buffer: U8, at: int) -> np.int64:
+    """The little-endian int64 at ``buffer[at:at + 8]`` (wrapping like two's complement)."""
+    value = np.uint64(0)
+    for k in range(8):
+        value |= np.uint64(buffer[at + k]) << np.uint64(8 * k)
+    return np.int64(value)
