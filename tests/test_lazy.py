@@ -161,7 +161,7 @@ def test_distributed_workers_in_other_processes_compute_the_blocks(tmp_path: Pat
     result = opened.to_dask(box, chunks_per_block=2)
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):

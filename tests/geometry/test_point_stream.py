@@ -102,7 +102,11 @@ def test_large_batches_are_sliced_to_the_budget(tmp_path: Path) -> None:
     ) as writer:
         writer.append(xyz[:15_000])
         assert writer.binned is not None
-        assert writer.binned.rows == 15_000
+        assert writer.slice is not None
+        step = writer.slice[0].shape[0]
+        assert step < 1000  # the budget allows a few hundred rows per slice
+        assert writer.binned.rows == 15_000 - 15_000 % step  # whole slices spilled
+        assert writer.slice_rows == 15_000 % step  # the rest waits for more rows
         pieces = [len(v) for v in writer.pieces.values()]
         assert max(pieces) > 1  # several slices reached the same chunk
         writer.append(xyz[15_000:])
@@ -110,6 +114,20 @@ def test_large_batches_are_sliced_to_the_budget(tmp_path: Path) -> None:
     assert seen[:2] == [("ingest", 15_000, -1), ("ingest", 20_000, -1)]
     chunks = zv.open(tmp_path / "one").chunk_count
     assert seen[-1] == ("write", chunks, chunks)
+
+
+def test_small_batches_are_spilled_together(tmp_path: Path) -> None:
+    rng = np.random.default_rng(8)
+    xyz = rng.uniform(0, 100, (5000, 3)).astype(np.float32)
+    zv.write_points(tmp_path / "one", xyz, chunk_shape=25.0)
+    with zv.PointWriter(tmp_path / "streamed", chunk_shape=25.0, progress=False) as writer:
+        for batch in np.array_split(xyz, 50):
+            writer.append(batch)
+        assert writer.binned is None  # 5000 rows fit one slice: nothing spilled yet
+        writer._spill_slice()
+        assert writer.binned is not None
+        assert {len(v) for v in writer.pieces.values()} == {1}  # one piece per chunk
+    assert _files(tmp_path / "streamed") == _files(tmp_path / "one")
 
 
 def test_a_memory_store_and_reading_back(tmp_path: Path) -> None:

@@ -85,6 +85,21 @@ def sort_by_chunk_and_bin(
     return perm, occupied, chunk_offsets, bin_offsets
 
 
+def chunk_and_bin_destinations(
+    chunk_flat: Array, bin_flat: Array, n_bins: int
+) -> tuple[Array, Array, Array, Array]:
+    perm, occupied, chunk_offsets, bin_offsets = sort_by_chunk_and_bin(chunk_flat, bin_flat, n_bins)
+    destination = np.empty_like(perm)
+    destination[perm] = np.arange(len(perm))
+    return destination, occupied, chunk_offsets, bin_offsets
+
+
+def scatter_rows(values: Array, destination: Array) -> Array:
+    out = np.empty_like(values)
+    out[destination] = values
+    return out
+
+
 def points_in_box(positions: Array, lo: Array, hi: Array) -> Array:
     p = np.asarray(positions, dtype=np.float64)
     return np.all((np.asarray(lo) <= p) & (p < np.asarray(hi)), axis=1)

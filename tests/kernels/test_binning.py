@@ -16,9 +16,11 @@ from zarr_vectors.kernels import (
     assign_chunks_and_bins,
     bin_coords,
     bounds_and_nonfinite,
+    chunk_and_bin_destinations,
     chunk_coords,
     counting_sort,
     points_in_box,
+    scatter_rows,
     sort_by_chunk_and_bin,
 )
 from zarr_vectors.kernels import binning as kb
@@ -183,6 +185,27 @@ def test_division_guess_is_corrected_both_ways() -> None:
     np.testing.assert_array_equal(chunk_coords(on[too_low, None], [0.3])[:, 0], ns[too_low])
 
 
+def test_reciprocal_guess_is_corrected() -> None:
+    # The kernels guess floor(p * (1 / C)); near chunk edges that is off by one both ways.
+    size = 0.3
+    ns = np.arange(-3000, 3000)
+    edges = ns * size
+    p = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
+    guess = np.floor(p * (1.0 / size))
+    got = chunk_coords(p[:, None], [size])[:, 0]
+    assert (guess != got).any()
+    np.testing.assert_array_equal(got, naive.chunk_coords(p[:, None], [size])[:, 0])
+
+
+def test_index_limit_checked_exactly_near_two_to_52() -> None:
+    size = 3.0
+    ok = np.nextafter(2.0**52 * size, 0.0)
+    assert ok / size < 2.0**52
+    assert chunk_coords([[ok]], [size])[0, 0] == naive.chunk_coords(np.array([[ok]]), [size])[0, 0]
+    with pytest.raises(InvalidInputError, match="too large"):
+        chunk_coords([[2.0**52 * size]], [size])
+
+
 def test_bin_guess_is_corrected() -> None:
     # Bin edges c*C + b*B with C = 0.7, B = 0.1: the division guess is often off by one.
     chunk, bin_ = 0.7, 0.1
@@ -341,6 +364,76 @@ def test_sort_auto_strategies(monkeypatch: pytest.MonkeyPatch, slack: int, cells
     for g, w in zip(got, naive.sort_by_chunk_and_bin(chunk_flat, bin_flat, 27), strict=True):
         np.testing.assert_array_equal(g, w)
     check_sorted_groups(got, chunk_flat, bin_flat, 27)
+
+
+@SETTINGS
+@given(chunk_bin_keys(), st.sampled_from(["auto", *METHODS]), st.booleans())
+def test_destinations_match_naive_and_invert_the_sort(
+    keys: tuple[Array, Array, int], method: str, reuse: bool
+) -> None:
+    chunk_flat, bin_flat, n_bins = keys
+    if method.startswith("dense"):
+        chunk_flat = chunk_flat % 100_003
+    want = naive.chunk_and_bin_destinations(chunk_flat, bin_flat, n_bins)
+    perm = kb._sort_by_chunk_and_bin(chunk_flat, bin_flat, n_bins, method)[0]
+    given_ids = chunk_flat.copy()
+    got = kb._sort_by_chunk_and_bin(
+        given_ids, bin_flat, n_bins, method, destination=True, reuse=reuse
+    )
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+        assert g.dtype == np.int64
+    np.testing.assert_array_equal(got[0][perm], np.arange(len(perm)))
+    if not reuse:
+        np.testing.assert_array_equal(given_ids, chunk_flat)  # input left alone
+
+
+def test_public_destinations_reuse_the_chunk_array() -> None:
+    chunk_flat = np.array([5, 2, 5, 2, 9], np.int64)
+    bin_flat = np.array([1, 0, 0, 1, 0], np.int64)
+    dest, occupied, _, _ = chunk_and_bin_destinations(chunk_flat, bin_flat, 2, reuse=True)
+    assert dest is chunk_flat
+    np.testing.assert_array_equal(dest, [3, 0, 2, 1, 4])
+    np.testing.assert_array_equal(occupied, [2, 5, 9])
+
+
+ROW_DTYPES = [np.float32, np.float64, np.int16, np.uint8, np.bool_, np.complex64, "V3"]
+
+
+@SETTINGS
+@given(
+    st.integers(0, 60),
+    st.sampled_from(ROW_DTYPES),
+    st.sampled_from([(), (1,), (3,), (2, 5)]),
+    st.integers(0, 2**32 - 1),
+)
+def test_scatter_rows_matches_naive(
+    n: int, dtype: Any, row_shape: tuple[int, ...], seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 256, size=n * int(np.prod(row_shape)) * np.dtype(dtype).itemsize)
+    values = raw.astype(np.uint8).view(dtype).reshape((n, *row_shape))
+    destination = rng.permutation(n)
+    got = scatter_rows(values, destination)
+    want = naive.scatter_rows(values, destination)
+    assert got.dtype == values.dtype
+    assert got.shape == values.shape
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_scatter_rows_of_non_contiguous_input() -> None:
+    values = np.arange(40, dtype=np.float32).reshape(10, 4)[:, ::2]
+    destination = np.arange(10)[::-1]
+    np.testing.assert_array_equal(scatter_rows(values, destination), values[::-1])
+
+
+@pytest.mark.parametrize(
+    ("destination", "message"),
+    [([0, 1], "length"), ([0, 3, 1], "outside"), ([0, -1, 1], "outside")],
+)
+def test_scatter_rows_rejects_bad_destinations(destination: list[int], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        scatter_rows(np.zeros((3, 2)), destination)
 
 
 def test_sort_empty_input() -> None:

@@ -9,7 +9,12 @@ and the metadata, committed last (spec §2).
 from __future__ import annotations
 
 import datetime as _dt
+import os
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -28,9 +33,9 @@ from zarr_vectors.format.names import (
 )
 from zarr_vectors.kernels import (
     assign_chunks_and_bins,
+    chunk_and_bin_destinations,
     chunk_coords,
-    counting_sort,
-    sort_by_chunk_and_bin,
+    scatter_rows,
 )
 from zarr_vectors.store.arrays import (
     counts_array_metadata,
@@ -49,6 +54,7 @@ __all__ = [
     "LevelStats",
     "LevelWriter",
     "ShardAssembler",
+    "SortedPoints",
     "WriteOptions",
     "assign",
     "bin_sorted_chunk",
@@ -59,6 +65,7 @@ __all__ = [
     "point_blob_layout",
     "round_up",
     "shard_major_order",
+    "sort_points",
     "vertex_column_specs",
     "write_chunk_array",
     "write_level_vertices",
@@ -72,6 +79,13 @@ OBJECT_ROWS_PER_BLOCK = 1024
 """Default R of object kinds: reading an object by id needs tens to hundreds of rows of a
 chunk, so smaller row blocks decode less that is not needed."""
 _FLUSH_BYTES = 64 * 2**20
+_LOCAL_FLUSH_BYTES = 8 * 2**20
+"""Local directories are written in smaller batches, so writing overlaps encoding."""
+_THREAD_MIN_BYTES = 256 * 2**10
+"""Shards encoded from less input are encoded by the caller: a thread costs more."""
+_PENDING_BYTES = 32 * 2**20
+"""Input bytes of shards being encoded at once, at most (about)."""
+_ENCODE_THREADS = min(4, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,16 +246,49 @@ def grid_indices(
     return np.asarray(coords + lo - grid.origin, dtype=np.int64).reshape(-1, grid.ndim)
 
 
-def _sort_points(
-    positions: np.ndarray, bounds: tuple[np.ndarray, np.ndarray], grid: ChunkGrid
-) -> tuple[ChunkedRows, np.ndarray]:
+@dataclass(frozen=True, slots=True)
+class SortedPoints:
+    """Every column of a point level in storage order, with the chunks that hold them.
+
+    Attributes
+    ----------
+    columns
+        Positions then each attribute, sorted by (chunk, bin, input order).
+    chunks
+        ``(m, D)`` grid indices of the occupied chunks.
+    chunk_offsets
+        ``(m + 1,)``: chunk j holds rows ``chunk_offsets[j]:chunk_offsets[j+1]``.
+    bin_offsets
+        ``(m, bins + 1)`` chunk-local row offsets of each bin.
+    """
+
+    columns: list[np.ndarray]
+    chunks: np.ndarray
+    chunk_offsets: np.ndarray
+    bin_offsets: np.ndarray
+
+
+def sort_points(
+    columns: list[np.ndarray], bounds: tuple[np.ndarray, np.ndarray], grid: ChunkGrid
+) -> SortedPoints:
+    """Put point columns (positions first) in storage order (spec §5, §10.2).
+
+    Each row is moved once to its place (:func:`~zarr_vectors.kernels.scatter_rows`),
+    reading the input in order, rather than gathered chunk by chunk.
+    """
+    positions = columns[0]
+    if positions.shape[0] == 0:
+        ndim = grid.ndim
+        none = np.empty((0, ndim), np.int64)
+        return SortedPoints(columns, none, np.zeros(1, np.int64), np.zeros((0, 1), np.int64))
     chunk_flat, bin_flat, lo, dense_shape = assign(positions, bounds, grid)
-    perm, occupied, chunk_offsets, bin_offsets = sort_by_chunk_and_bin(
-        chunk_flat, bin_flat, grid.bins_per_chunk_total
+    destination, occupied, chunk_offsets, bin_offsets = chunk_and_bin_destinations(
+        chunk_flat, bin_flat, grid.bins_per_chunk_total, reuse=True
     )
     del chunk_flat, bin_flat
-    rows = ChunkedRows(perm, grid_indices(occupied, lo, dense_shape, grid), chunk_offsets)
-    return rows, bin_offsets
+    moved = [scatter_rows(values, destination) for values in columns]
+    chunks = grid_indices(occupied, lo, dense_shape, grid)
+    return SortedPoints(moved, chunks, chunk_offsets, bin_offsets)
 
 
 def round_up(value: int, multiple: int) -> int:
@@ -266,22 +313,68 @@ def point_blob_layout(grid: ChunkGrid) -> RowLayout:
 
 
 class Batcher:
-    """Collects encoded shards and writes them in concurrent batches."""
+    """Collects encoded shards and writes them in concurrent batches.
+
+    Large shards can be encoded in worker threads (:meth:`add_encoded`): compression
+    releases the GIL, so it runs beside the caller, which keeps preparing chunks and does
+    all the writing itself, in the order the shards were given. A worker only computes
+    bytes; if the caller stops on an error, nothing is written behind its back.
+    """
 
     def __init__(self, io: StoreIO) -> None:
         self.io = io
         self.items: list[tuple[str, bytes]] = []
         self.nbytes = 0
+        self.pending: deque[tuple[str, Future[bytes], int]] = deque()
+        self.pending_nbytes = 0
+        self.pool: ThreadPoolExecutor | None = None
+        self.local = io.is_local
 
     def add(self, key: str, value: bytes) -> None:
+        """Write ``value`` at ``key`` (after the shards given before it)."""
+        if self.pending:
+            self._settle(len(self.pending))
+        self._collect(key, value)
+
+    def add_encoded(self, key: str, encode: Callable[[], bytes], nbytes: int) -> None:
+        """Write ``encode()`` at ``key``, encoding it in a worker thread when it is large.
+
+        ``nbytes`` is the size of the input ``encode`` reads (the bound on work in flight).
+        """
+        if nbytes < _THREAD_MIN_BYTES or _ENCODE_THREADS < 2:
+            self.add(key, encode())
+            return
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(_ENCODE_THREADS, thread_name_prefix="zv-encode")
+        self.pending.append((key, self.pool.submit(encode), nbytes))
+        self.pending_nbytes += nbytes
+        if self.pending_nbytes > _PENDING_BYTES:
+            self._settle(1)
+
+    def _settle(self, count: int) -> None:
+        """Collect the ``count`` oldest shards being encoded, in order."""
+        for _ in range(count):
+            key, future, nbytes = self.pending.popleft()
+            self.pending_nbytes -= nbytes
+            self._collect(key, future.result())
+
+    def _collect(self, key: str, value: bytes) -> None:
         self.items.append((key, value))
         self.nbytes += len(value)
-        if self.nbytes >= _FLUSH_BYTES:
-            self.flush()
+        if self.nbytes >= (_LOCAL_FLUSH_BYTES if self.local else _FLUSH_BYTES):
+            self._write()
 
-    def flush(self) -> None:
+    def _write(self) -> None:
         self.io.set_many(self.items)
         self.items, self.nbytes = [], 0
+
+    def flush(self) -> None:
+        """Write everything given so far and stop the worker threads."""
+        self._settle(len(self.pending))
+        self._write()
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
 
 
 def shard_major_order(chunks: np.ndarray, shard_chunks: tuple[int, ...]) -> np.ndarray:
@@ -318,7 +411,7 @@ class ShardAssembler:
         layout = self.layout
         if layout.chunks_per_shard == 1:
             key = shard_key(self.path, chunk, len(layout.row_shape))
-            self.batcher.add(key, layout.encode_shard(rows))
+            self.batcher.add_encoded(key, partial(layout.encode_shard, rows), rows.nbytes)
             return
         shard = tuple(int(s) for s in layout.shard_of(chunk))
         if shard != self.shard:
@@ -581,15 +674,43 @@ def write_level_vertices(
         Counts of what was written.
     """
     positions, attributes = columns
-    n_max = round_up(int(rows.counts.max(initial=0)), options.block_rows)
-    shapes = (column_shapes(positions), {k: column_shapes(v) for k, v in attributes.items()})
-    writer = LevelWriter(io, level, grid, shapes, n_max, options)
+    writer = _level_writer(io, level, grid, columns, rows.counts, options)
     sources = [positions, *attributes.values()]
-    for done, j in enumerate(shard_major_order(rows.chunks, writer.shard_chunks).tolist(), 1):
+
+    def rows_of(j: int) -> list[np.ndarray]:
         take = rows.perm[rows.chunk_offsets[j] : rows.chunk_offsets[j + 1]]
-        writer.add_chunk(rows.chunks[j], [np.take(c, take, axis=0) for c in sources], blobs[j])
+        return [np.take(c, take, axis=0) for c in sources]
+
+    return _write_chunks(writer, rows.chunks, rows_of, blobs, progress)
+
+
+def _level_writer(
+    io: StoreIO,
+    level: int,
+    grid: ChunkGrid,
+    columns: tuple[np.ndarray, dict[str, np.ndarray]],
+    counts: np.ndarray,
+    options: WriteOptions,
+) -> LevelWriter:
+    """A level writer for these columns, ``N_max`` sized to the fullest chunk."""
+    positions, attributes = columns
+    n_max = round_up(int(counts.max(initial=0)), options.block_rows)
+    shapes = (column_shapes(positions), {k: column_shapes(v) for k, v in attributes.items()})
+    return LevelWriter(io, level, grid, shapes, n_max, options)
+
+
+def _write_chunks(
+    writer: LevelWriter,
+    chunks: np.ndarray,
+    rows_of: Callable[[int], list[np.ndarray]],
+    blobs: list[np.ndarray],
+    progress: Progress | None,
+) -> LevelStats:
+    """Add occupied chunk ``j`` (rows ``rows_of(j)``, blob ``blobs[j]``) shard by shard."""
+    for done, j in enumerate(shard_major_order(chunks, writer.shard_chunks).tolist(), 1):
+        writer.add_chunk(chunks[j], rows_of(j), blobs[j])
         if progress is not None:
-            progress("write", done, len(rows.chunks))
+            progress("write", done, len(chunks))
     return writer.finish()
 
 
@@ -612,9 +733,14 @@ def bin_sorted_chunk(
     rows, blob
         The columns in storage order (spec §5.5) and the chunk's dense ZVFG blob (§6.6).
     """
-    order, offsets = counting_sort(bins.astype(np.int64), n_bins)
-    blob = encode_dense_ranges_batch(offsets[None, :-1], np.diff(offsets)[None])[0]
-    return [np.take(v, order, axis=0) for v in values], blob
+    n = bins.shape[0]
+    if n == 0:
+        offsets = np.zeros((1, n_bins + 1), np.int64)
+        return list(values), encode_dense_ranges_batch(offsets[:, :-1], offsets[:, 1:])[0]
+    one_chunk = np.zeros(n, np.int64)
+    destination, _, _, offsets = chunk_and_bin_destinations(one_chunk, bins, n_bins, reuse=True)
+    blob = encode_dense_ranges_batch(offsets[:, :-1], np.diff(offsets, axis=1))[0]
+    return [scatter_rows(v, destination) for v in values], blob
 
 
 def write_point_level(
@@ -631,13 +757,16 @@ def write_point_level(
     ``bounds`` are the per-axis minimum and maximum of the positions (float64); ``progress``
     is called after each chunk (:func:`write_level_vertices`).
     """
-    positions = columns[0]
-    if positions.shape[0] == 0:
-        rows, bin_offsets = ChunkedRows.empty(grid.ndim), np.zeros((0, 1), np.int64)
-    else:
-        rows, bin_offsets = _sort_points(positions, bounds, grid)
-    blobs = encode_dense_ranges_batch(bin_offsets[:, :-1], np.diff(bin_offsets, axis=1))
-    return write_level_vertices(io, level, grid, rows, columns, list(blobs), options, progress)
+    positions, attributes = columns
+    points = sort_points([positions, *attributes.values()], bounds, grid)
+    offsets, bins = points.chunk_offsets, points.bin_offsets
+    blobs = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))
+    writer = _level_writer(io, level, grid, columns, np.diff(offsets), options)
+
+    def rows_of(j: int) -> list[np.ndarray]:
+        return [c[offsets[j] : offsets[j + 1]] for c in points.columns]
+
+    return _write_chunks(writer, points.chunks, rows_of, list(blobs), progress)
 
 
 def commit_root(

@@ -39,7 +39,8 @@ from zarr_vectors.geometry.points import commit_points
 from zarr_vectors.kernels import (
     assign_chunks_and_bins,
     bounds_and_nonfinite,
-    sort_by_chunk_and_bin,
+    chunk_and_bin_destinations,
+    scatter_rows,
 )
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import SpillColumns, remove_scratch, scratch_directory
@@ -162,6 +163,9 @@ class PointWriter:
         self.raw: SpillColumns | None = None
         self.binned: SpillColumns | None = None
         self.pieces: dict[tuple[int, ...], list[_Piece]] = {}
+        self.slice: list[np.ndarray] | None = None
+        self.slice_rows = 0
+        self.slice_bounds: tuple[np.ndarray, np.ndarray] | None = None
         self.closed = False
 
     def _open_existing(self, store: StoreLike) -> None:
@@ -211,16 +215,43 @@ class PointWriter:
             self.lo = lo if self.lo is None else np.minimum(self.lo, lo)
             self.hi = hi if self.hi is None else np.maximum(self.hi, hi)
         assert self.schema is not None
-        values = [pos, *(columns[name] for name in self.schema[2])]
-        step = self._slice_rows()
-        for a in range(0, n, step):
-            piece = [v[a : a + step] for v in values]
-            if self.grid is None:
-                self._spill_raw(piece)
-            else:
-                self._spill_binned(piece, self.grid, (lo, hi))
+        self._gather([pos, *(columns[name] for name in self.schema[2])], (lo, hi))
         self.n += n
         self.progress("ingest", self.n, -1)
+
+    def _gather(self, values: list[np.ndarray], bounds: tuple[np.ndarray, np.ndarray]) -> None:
+        """Copy a batch into the slice being gathered, spilling each slice once it is full.
+
+        Small batches are spilled together, so a chunk ends up in few pieces however the
+        input is cut (reading a chunk back costs a read per piece); a slice holds at most
+        what the memory budget allows (:meth:`_slice_rows`).
+        """
+        n = values[0].shape[0]
+        done = 0
+        while done < n:
+            if self.slice is None:
+                step = self._slice_rows()
+                self.slice = [np.empty((step, *v.shape[1:]), dtype=v.dtype) for v in values]
+            room = self.slice[0].shape[0] - self.slice_rows
+            take = min(room, n - done)
+            for buffer, column in zip(self.slice, values, strict=True):
+                buffer[self.slice_rows : self.slice_rows + take] = column[done : done + take]
+            self.slice_rows += take
+            self.slice_bounds = _union(self.slice_bounds, bounds)
+            done += take
+            if take == room:
+                self._spill_slice()
+
+    def _spill_slice(self) -> None:
+        """Sort (or keep raw) and spill the rows gathered so far."""
+        if not self.slice_rows or self.slice is None or self.slice_bounds is None:
+            return
+        piece = [buffer[: self.slice_rows] for buffer in self.slice]
+        if self.grid is None:
+            self._spill_raw(piece)
+        else:
+            self._spill_binned(piece, self.grid, self.slice_bounds)
+        self.slice_rows, self.slice_bounds = 0, None
 
     def _check_schema(self, pos: np.ndarray, columns: dict[str, np.ndarray]) -> None:
         schema: Schema = (
@@ -277,13 +308,11 @@ class PointWriter:
         chunk_flat, bin_flat = assign_chunks_and_bins(
             values[0], grid.chunk_shape, grid.bin_shape, grid.bins, first, shape
         )
-        order, occupied, offsets, _ = sort_by_chunk_and_bin(
-            chunk_flat, np.zeros(chunk_flat.shape[0], np.int64), 1
+        destination, occupied, offsets, _ = chunk_and_bin_destinations(
+            chunk_flat, np.zeros(chunk_flat.shape[0], np.int64), 1, reuse=True
         )
-        del chunk_flat
-        spilled = [np.take(v, order, axis=0) for v in values]
-        spilled.append(np.take(bin_flat, order).astype(bin_type))
-        del bin_flat
+        spilled = [scatter_rows(v, destination) for v in (*values, bin_flat.astype(bin_type))]
+        del chunk_flat, bin_flat, destination
         start = self.binned.append(spilled)
         coords = np.stack(np.unravel_index(occupied, tuple(int(s) for s in shape)), axis=1) + first
         counts = np.diff(offsets)
@@ -312,6 +341,8 @@ class PointWriter:
             self._cleanup()
 
     def _finish(self) -> None:
+        self._spill_slice()
+        self.slice = None
         bounds = None if self.lo is None or self.hi is None else (self.lo, self.hi)
         if self.existing is not None:
             added = {c: sum(p.count for p in pieces) for c, pieces in self.pieces.items()}
@@ -377,6 +408,7 @@ class PointWriter:
 
     def _cleanup(self) -> None:
         self.closed = True
+        self.slice = None
         for spill in (self.raw, self.binned):
             if spill is not None:
                 spill.close()
@@ -432,6 +464,13 @@ def write_points_stream(
                 )
             else:
                 writer.append(batch)
+
+
+def _union(
+    a: tuple[np.ndarray, np.ndarray] | None, b: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-axis bounds covering both (``a`` may be None)."""
+    return b if a is None else (np.minimum(a[0], b[0]), np.maximum(a[1], b[1]))
 
 
 def bin_dtype(grid: ChunkGrid) -> np.dtype[Any]:

@@ -7,9 +7,11 @@ from zarr_vectors.kernels.binning import (
     assign_chunks_and_bins,
     bin_coords,
     bounds_and_nonfinite,
+    chunk_and_bin_destinations,
     chunk_coords,
     counting_sort,
     points_in_box,
+    scatter_rows,
     sort_by_chunk_and_bin,
 )
 from zarr_vectors.kernels.bounds import segment_bounds
@@ -25,6 +27,8 @@ __all__ = [
     "assign_chunks_and_bins",
     "counting_sort",
     "sort_by_chunk_and_bin",
+    "chunk_and_bin_destinations",
+    "scatter_rows",
     "points_in_box",
     "encode_manifests",
     "decode_manifests",

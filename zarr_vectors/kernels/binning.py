@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels._threads import over_row_slices
 
 __all__ = [
     "bounds_and_nonfinite",
@@ -29,6 +30,8 @@ __all__ = [
     "assign_chunks_and_bins",
     "counting_sort",
     "sort_by_chunk_and_bin",
+    "chunk_and_bin_destinations",
+    "scatter_rows",
     "points_in_box",
 ]
 
@@ -45,6 +48,8 @@ _BIN_RANGE = 5
 
 # |p / C| must stay below 2**52 so that chunk indices are exact float64 integers.
 _MAX_INDEX = 2.0**52
+# Below this, |p * (1 / C)| proves |p / C| < 2**52 without a division.
+_NEAR_MAX_INDEX = 2.0**52 * (1.0 - 2.0**-20)
 
 # sort_by_chunk_and_bin: dense chunk-id table if max id + 1 <= 4 n + 2**20, and one fused
 # (chunk, bin) count table if it has at most max(n, 2**22) cells.
@@ -56,8 +61,10 @@ _FUSED_CELLS = 2**22
 
 
 @njit
-def _chunk_index(p: float, size: float) -> float:
-    q = np.floor(p / size)
+def _chunk_index(p: float, size: float, inv: float) -> float:
+    # First guess from a multiplication by 1 / size (a division costs several times
+    # more), then walk against the exact edges q*size <= p < (q+1)*size.
+    q = np.floor(p * inv)
     while q * size > p:
         q -= 1.0
     while (q + 1.0) * size <= p:
@@ -66,12 +73,22 @@ def _chunk_index(p: float, size: float) -> float:
 
 
 @njit
-def _bin_index(p: float, c: float, size: float, bin_size: float, bpc: int) -> int:
-    # First guess from a division, then walk against the exact edges. The common case
-    # is tested without data-dependent branches (random bins would mispredict).
+def _index_too_large(p: float, size: float, inv: float) -> bool:
+    # |p / size| >= 2**52 (also NaN and inf); the division only near the limit.
+    guess = abs(p * inv)
+    if guess < _NEAR_MAX_INDEX:
+        return False
+    return not abs(p / size) < _MAX_INDEX
+
+
+@njit
+def _bin_index(p: float, c: float, size: float, bin_size: float, inv_bin: float, bpc: int) -> int:
+    # First guess from a multiplication by 1 / bin_size, then walk against the exact
+    # edges. The common case is tested without data-dependent branches (random bins
+    # would mispredict).
     base = c * size
     top = float(bpc - 1)
-    b = min(max(np.floor((p - base) / bin_size), 0.0), top)
+    b = min(max(np.floor((p - base) * inv_bin), 0.0), top)
     e_lo = -np.inf if b == 0.0 else base + b * bin_size
     e_hi = np.inf if b == top else base + (b + 1.0) * bin_size
     if e_lo > p or e_hi <= p:
@@ -107,12 +124,13 @@ def _bounds_and_nonfinite(positions: Positions) -> tuple[F64, F64, int]:
 def _chunk_coords(positions: Positions, chunk_shape: F64) -> tuple[I64, int, int]:
     n, dim = positions.shape
     out = np.empty((n, dim), np.int64)
+    inv = 1.0 / chunk_shape
     for i in range(n):
         for d in range(dim):
             p = np.float64(positions[i, d])
-            if not abs(p / chunk_shape[d]) < _MAX_INDEX:  # also catches NaN and inf
+            if _index_too_large(p, chunk_shape[d], inv[d]):
                 return out, _BAD_VALUE, i
-            out[i, d] = int(_chunk_index(p, chunk_shape[d]))
+            out[i, d] = int(_chunk_index(p, chunk_shape[d], inv[d]))
     return out, _OK, -1
 
 
@@ -122,13 +140,14 @@ def _bin_coords(
 ) -> tuple[I64, int, int]:
     n, dim = positions.shape
     out = np.empty((n, dim), np.int64)
+    inv_bin = 1.0 / bin_shape
     for i in range(n):
         for d in range(dim):
             p = np.float64(positions[i, d])
             if not np.isfinite(p):
                 return out, _BAD_VALUE, i
             c = np.float64(chunks[i, d])
-            out[i, d] = _bin_index(p, c, chunk_shape[d], bin_shape[d], bpc[d])
+            out[i, d] = _bin_index(p, c, chunk_shape[d], bin_shape[d], inv_bin[d], bpc[d])
     return out, _OK, -1
 
 
@@ -140,36 +159,39 @@ def _assign(
     bpc: I64,
     grid_lo: I64,
     grid_shape: I64,
-) -> tuple[I64, I64, int, int]:
+    chunk_flat: I64,
+    bin_flat: I64,
+) -> tuple[int, int]:
+    # The outputs are allocated by the caller: numpy asks for huge pages, numba's
+    # allocator does not, and faulting in 4 KiB pages costs more than the loop.
     n, dim = positions.shape
-    chunk_flat = np.empty(n, np.int64)
-    bin_flat = np.empty(n, np.int64)
+    inv = 1.0 / chunk_shape
+    inv_bin = 1.0 / bin_shape
     for i in range(n):
         cf = 0
         bf = 0
         for d in range(dim):
             p = np.float64(positions[i, d])
-            if not abs(p / chunk_shape[d]) < _MAX_INDEX:  # also catches NaN and inf
-                return chunk_flat, bin_flat, _BAD_VALUE, i
-            c = _chunk_index(p, chunk_shape[d])
+            if _index_too_large(p, chunk_shape[d], inv[d]):
+                return _BAD_VALUE, i
+            c = _chunk_index(p, chunk_shape[d], inv[d])
             g = int(c) - grid_lo[d]
             if g < 0 or g >= grid_shape[d]:
-                return chunk_flat, bin_flat, _OUTSIDE_GRID, i
+                return _OUTSIDE_GRID, i
             cf = cf * grid_shape[d] + g
-            bf = bf * bpc[d] + _bin_index(p, c, chunk_shape[d], bin_shape[d], bpc[d])
+            bf = bf * bpc[d] + _bin_index(p, c, chunk_shape[d], bin_shape[d], inv_bin[d], bpc[d])
         chunk_flat[i] = cf
         bin_flat[i] = bf
-    return chunk_flat, bin_flat, _OK, -1
+    return _OK, -1
 
 
 @njit
-def _counting_sort(keys: I64, n_keys: int) -> tuple[I64, I64, int]:
+def _counting_sort(keys: I64, n_keys: int, perm: I64) -> tuple[I64, int]:
     offsets = np.zeros(n_keys + 1, np.int64)
-    perm = np.empty(keys.shape[0], np.int64)
     for i in range(keys.shape[0]):
         k = keys[i]
         if k < 0 or k >= n_keys:
-            return perm, offsets, i
+            return offsets, i
         offsets[k + 1] += 1
     for k in range(n_keys):
         offsets[k + 1] += offsets[k]
@@ -178,7 +200,7 @@ def _counting_sort(keys: I64, n_keys: int) -> tuple[I64, I64, int]:
         k = keys[i]
         perm[cursor[k]] = i
         cursor[k] += 1
-    return perm, offsets, -1
+    return offsets, -1
 
 
 @njit
@@ -220,7 +242,12 @@ def _fused_sort(
     bin_flat: I64,
     m: int,
     n_bins: int,
-) -> tuple[I64, I64, I64]:
+    out: I64,
+    as_destination: bool,
+) -> tuple[I64, I64]:
+    # out: the permutation (sorted position -> row), or with as_destination the row ->
+    # sorted position map; out may be ids itself then (each ids[i] is read before out[i]
+    # is written).
     n = ids.shape[0]
     bo = np.zeros((m, n_bins + 1), np.int64)
     for i in range(n):
@@ -230,14 +257,16 @@ def _fused_sort(
         for b in range(n_bins):
             bo[j, b + 1] += bo[j, b]
         chunk_offsets[j + 1] = chunk_offsets[j] + bo[j, n_bins]
-    perm = np.empty(n, np.int64)
     for i in range(n):
         j = lut[ids[i]]
         b = bin_flat[i]
-        perm[chunk_offsets[j] + bo[j, b]] = i
+        if as_destination:
+            out[i] = chunk_offsets[j] + bo[j, b]
+        else:
+            out[chunk_offsets[j] + bo[j, b]] = i
         bo[j, b] += 1
     _unshift(bo)
-    return perm, chunk_offsets, bo
+    return chunk_offsets, bo
 
 
 @njit
@@ -247,7 +276,8 @@ def _two_level_sort(
     bin_flat: I64,
     m: int,
     n_bins: int,
-) -> tuple[I64, I64, I64]:
+    perm: I64,
+) -> tuple[I64, I64]:
     n = ids.shape[0]
     chunk_offsets = np.zeros(m + 1, np.int64)
     for i in range(n):
@@ -261,7 +291,6 @@ def _two_level_sort(
         by_chunk[cursor[j]] = i
         cursor[j] += 1
     bo = np.zeros((m, n_bins + 1), np.int64)
-    perm = np.empty(n, np.int64)
     for j in range(m):
         start, stop = chunk_offsets[j], chunk_offsets[j + 1]
         for r in range(start, stop):
@@ -274,7 +303,7 @@ def _two_level_sort(
             perm[start + bo[j, b]] = i
             bo[j, b] += 1
     _unshift(bo)
-    return perm, chunk_offsets, bo
+    return chunk_offsets, bo
 
 
 @njit
@@ -383,8 +412,11 @@ def bounds_and_nonfinite(positions: npt.ArrayLike) -> tuple[F64, F64, int]:
     InvalidInputError
         If ``positions`` is not a 2-d float32/float64 array.
     """
-    lo, hi, bad = _bounds_and_nonfinite(_positions(positions))
-    return lo, hi, int(bad)
+    pos = _positions(positions)
+    parts = over_row_slices(lambda a, b: _bounds_and_nonfinite(pos[a:b]), pos.shape[0])
+    lo = np.minimum.reduce([part[0] for part in parts])
+    hi = np.maximum.reduce([part[1] for part in parts])
+    return lo, hi, sum(int(part[2]) for part in parts)
 
 
 def chunk_coords(positions: npt.ArrayLike, chunk_shape: npt.ArrayLike) -> I64:
@@ -511,16 +543,23 @@ def assign_chunks_and_bins(
     gshape = _int_vector(grid_shape, dim, "grid_shape", 1)
     if int(np.prod(gshape.astype(object))) >= 2**63 or int(np.prod(bpc.astype(object))) >= 2**63:
         raise InvalidInputError("grid_shape or bins_per_chunk has too many cells for int64")
-    chunk_flat, bin_flat, status, row = _assign(
-        pos,
-        _vector(chunk_shape, dim, "chunk_shape"),
-        _vector(bin_shape, dim, "bin_shape"),
-        bpc,
-        _int_vector(grid_lo, dim, "grid_lo", None),
-        gshape,
-    )
+    chunk_flat = np.empty(pos.shape[0], np.int64)
+    bin_flat = np.empty(pos.shape[0], np.int64)
+    sizes = (_vector(chunk_shape, dim, "chunk_shape"), _vector(bin_shape, dim, "bin_shape"))
+    lo = _int_vector(grid_lo, dim, "grid_lo", None)
+
+    def work(a: int, b: int) -> tuple[int, int]:
+        status, row = _assign(pos[a:b], *sizes, bpc, lo, gshape, chunk_flat[a:b], bin_flat[a:b])
+        return status, row + a
+
+    status, row = _first_failure(over_row_slices(work, pos.shape[0]))
     _raise_position_status(status, row, pos)
     return chunk_flat, bin_flat
+
+
+def _first_failure(results: list[tuple[int, int]]) -> tuple[int, int]:
+    """The first ``(status, row)`` of row slices in order that is not OK."""
+    return next(((s, r) for s, r in results if s != _OK), (_OK, -1))
 
 
 def counting_sort(keys: npt.ArrayLike, n_keys: int) -> tuple[I64, I64]:
@@ -546,7 +585,8 @@ def counting_sort(keys: npt.ArrayLike, n_keys: int) -> tuple[I64, I64]:
         If ``keys`` is not a 1-d integer array or a key is outside ``[0, n_keys)``.
     """
     arr = _int_array(keys, 1, "keys")
-    perm, offsets, bad = _counting_sort(arr, _count(n_keys, "n_keys", 0))
+    perm = np.empty(arr.shape[0], np.int64)
+    offsets, bad = _counting_sort(arr, _count(n_keys, "n_keys", 0), perm)
     if bad >= 0:
         raise InvalidInputError(f"keys[{bad}] = {arr[bad]} is outside [0, {n_keys})")
     return perm, offsets
@@ -587,11 +627,51 @@ def sort_by_chunk_and_bin(
     return _sort_by_chunk_and_bin(chunk_flat, bin_flat, n_bins, "auto")
 
 
+def chunk_and_bin_destinations(
+    chunk_flat: npt.ArrayLike, bin_flat: npt.ArrayLike, n_bins: int, *, reuse: bool = False
+) -> tuple[I64, I64, I64, I64]:
+    """Where each row goes when rows are ordered by (chunk, bin, input order) (spec §5).
+
+    The inverse of the permutation of :func:`sort_by_chunk_and_bin`: moving row ``i`` to
+    ``destination[i]`` (:func:`scatter_rows`) sorts the rows, reading them in order.
+
+    Parameters
+    ----------
+    chunk_flat, bin_flat, n_bins
+        As for :func:`sort_by_chunk_and_bin`.
+    reuse
+        Write the destinations over ``chunk_flat`` when it is a C-contiguous int64 array
+        (it then no longer holds the chunk ids), saving an array of ``n`` int64.
+
+    Returns
+    -------
+    destination : numpy.ndarray
+        ``(n,)`` int64; row ``i`` belongs at sorted position ``destination[i]``.
+    occupied_chunks, chunk_offsets, bin_offsets : numpy.ndarray
+        As for :func:`sort_by_chunk_and_bin`.
+
+    Raises
+    ------
+    InvalidInputError
+        As for :func:`sort_by_chunk_and_bin`.
+    """
+    return _sort_by_chunk_and_bin(
+        chunk_flat, bin_flat, n_bins, "auto", destination=True, reuse=reuse
+    )
+
+
 def _sort_by_chunk_and_bin(
-    chunk_flat: npt.ArrayLike, bin_flat: npt.ArrayLike, n_bins: int, method: str
+    chunk_flat: npt.ArrayLike,
+    bin_flat: npt.ArrayLike,
+    n_bins: int,
+    method: str,
+    *,
+    destination: bool = False,
+    reuse: bool = False,
 ) -> tuple[I64, I64, I64, I64]:
     # method: "auto", or force a table ("dense"/"sparse") and a sort ("fused"/"two_level")
     # joined by "+", e.g. "sparse+two_level" (used by the tests to cover every path).
+    # destination: return the row -> sorted position map instead of the permutation.
     chunks = _int_array(chunk_flat, 1, "chunk_flat")
     bins = _int_array(bin_flat, 1, "bin_flat")
     n_bins = _count(n_bins, "n_bins", 1)
@@ -615,11 +695,84 @@ def _sort_by_chunk_and_bin(
         lut = np.arange(occupied.size, dtype=np.int64)
     m = occupied.size
     fused = m * n_bins <= max(n, _FUSED_CELLS)
+    if destination and ("fused" in method or ("two_level" not in method and fused)):
+        out = chunks if reuse and chunks is chunk_flat else np.empty(n, np.int64)
+        chunk_offsets, bin_offsets = _fused_sort(ids, lut, bins, m, n_bins, out, True)
+        return out, occupied, chunk_offsets, bin_offsets
+    perm = np.empty(n, np.int64)
     if "fused" in method or ("two_level" not in method and fused):
-        perm, chunk_offsets, bin_offsets = _fused_sort(ids, lut, bins, m, n_bins)
+        chunk_offsets, bin_offsets = _fused_sort(ids, lut, bins, m, n_bins, perm, False)
     else:
-        perm, chunk_offsets, bin_offsets = _two_level_sort(ids, lut, bins, m, n_bins)
+        chunk_offsets, bin_offsets = _two_level_sort(ids, lut, bins, m, n_bins, perm)
+    if destination:
+        out = chunks if reuse and chunks is chunk_flat else np.empty(n, np.int64)
+        out[perm] = np.arange(n, dtype=np.int64)
+        return out, occupied, chunk_offsets, bin_offsets
     return perm, occupied, chunk_offsets, bin_offsets
+
+
+def scatter_rows(values: np.ndarray, destination: npt.ArrayLike) -> np.ndarray:
+    """``out[destination[i]] = values[i]`` for every row: ``values`` put in sorted order.
+
+    Reads ``values`` once in order, so it is much faster than gathering with the
+    permutation when the rows go to a few thousand sorted runs (chunks and bins).
+
+    Parameters
+    ----------
+    values
+        ``(n, ...)`` array of any fixed-size dtype.
+    destination
+        ``(n,)`` integer permutation of ``range(n)`` (:func:`chunk_and_bin_destinations`).
+
+    Returns
+    -------
+    numpy.ndarray
+        A new C-contiguous array of the same dtype and shape.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``destination`` has the wrong length or a position outside ``[0, n)``.
+    """
+    dest = _int_array(destination, 1, "destination")
+    src = np.ascontiguousarray(values)
+    n = src.shape[0] if src.ndim else 0
+    if src.ndim == 0 or dest.shape[0] != n:
+        raise InvalidInputError(f"destination length {dest.shape[0]} != rows {n}")
+    out = np.empty_like(src)
+    row_bytes = src.dtype.itemsize * int(np.prod(src.shape[1:], dtype=np.int64))
+    if n == 0 or row_bytes == 0:
+        return out
+    word = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
+    unit = np.dtype(f"u{word}")
+    words, out_words = _as_words(src, n, unit), _as_words(out, n, unit)
+
+    def work(a: int, b: int) -> int:
+        bad = _scatter_rows(words[a:b], dest[a:b], out_words)
+        return bad if bad < 0 else bad + a
+
+    bad = next((row for row in over_row_slices(work, n) if row >= 0), -1)
+    if bad >= 0:
+        raise InvalidInputError(f"destination[{bad}] = {dest[bad]} is outside [0, {n})")
+    return out
+
+
+def _as_words(values: np.ndarray, n: int, unit: np.dtype[Any]) -> npt.NDArray[Any]:
+    """A C-contiguous array's rows as ``(n, k)`` unsigned words of dtype ``unit``."""
+    return values.reshape(n, -1).view(np.uint8).view(unit)
+
+
+@njit
+def _scatter_rows(src: npt.NDArray[Any], dest: I64, out: npt.NDArray[Any]) -> int:
+    n, width = src.shape
+    total = out.shape[0]
+    for i in range(n):
+        d = dest[i]
+        if d < 0 or d >= total:
+            return i
+        for k in range(width):
+            out[d, k] = src[i, k]
+    return -1
 
 
 def points_in_box(

@@ -8,11 +8,14 @@ its own order (spec §2, commit order).
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from typing import Any
 
+import google_crc32c
 import numpy as np
 import zarr
+from numcodecs import blosc as numcodecs_blosc
 from zarr.abc.store import Store
 from zarr.codecs import BloscCodec, Crc32cCodec
 from zarr.core.sync import sync
@@ -53,12 +56,70 @@ def _compressors(layout_blosc: dict[str, Any] | None) -> tuple[Any, ...]:
     return (blosc, Crc32cCodec())
 
 
-def _metadata_bytes(**kwargs: Any) -> bytes:
+def _metadata_bytes(
+    *,
+    shape: tuple[int, ...],
+    dtype: Any,
+    chunks: tuple[int, ...],
+    compressors: tuple[Any, ...] | None,
+    fill_value: Any,
+    attributes: dict[str, Any],
+    shards: tuple[int, ...] | None = None,
+) -> bytes:
+    """The ``zarr.json`` zarr-python writes for such an array.
+
+    zarr-python builds it once per kind of array (:func:`_metadata_template`: dtype, fill
+    value, codecs, dimensions); the sizes and attributes are then put into a copy and it
+    is serialised as zarr-python serialises it.
+    """
+    dtype = np.dtype(dtype)
+    key = (dtype.str, len(shape), repr(compressors), repr(fill_value), shards is not None)
+    template = _TEMPLATES.get(key)
+    if template is None:
+        if len(_TEMPLATES) >= 256:
+            _TEMPLATES.clear()
+        template = _metadata_template(
+            dtype, len(shape), compressors, fill_value, shards is not None
+        )
+        _TEMPLATES[key] = template
+    doc = json.loads(template)
+    doc["shape"] = list(shape)
+    doc["chunk_grid"]["configuration"]["chunk_shape"] = list(chunks if shards is None else shards)
+    if shards is not None:
+        doc["codecs"][0]["configuration"]["chunk_shape"] = list(chunks)
+    doc["attributes"] = attributes
+    return json.dumps(doc, allow_nan=True, indent=zarr.config.get("json_indent")).encode()
+
+
+_TEMPLATES: dict[tuple[Any, ...], str] = {}
+"""``zarr.json`` templates by (dtype, dimensions, codecs, fill value, sharded)."""
+
+
+def _metadata_template(
+    dtype: np.dtype[Any],
+    dims: int,
+    compressors: tuple[Any, ...] | None,
+    fill_value: Any,
+    sharded: bool,
+) -> str:
+    """zarr-python's ``zarr.json`` of a one-cell array of this kind (:func:`_metadata_bytes`)."""
     scratch = scratch_store()
-    zarr.create_array(scratch, name="a", zarr_format=3, **kwargs)
+    ones = (1,) * dims
+    zarr.create_array(
+        scratch,
+        name="a",
+        zarr_format=3,
+        shape=ones,
+        dtype=dtype,
+        chunks=ones,
+        shards=ones if sharded else None,
+        compressors=compressors,
+        fill_value=fill_value,
+        attributes={},
+    )
     raw = StoreIO(scratch).get("a/zarr.json")
     assert raw is not None
-    return raw
+    return raw.decode()
 
 
 def row_array_metadata(
@@ -140,6 +201,10 @@ def group_metadata(attributes: dict[str, Any]) -> bytes:
 def write_counts(store: Store, path: str, chunks: np.ndarray, counts: np.ndarray) -> None:
     """Write the non-zero cells of a ``vertex_counts`` array, one zarr chunk at a time.
 
+    The chunks are encoded here as zarr-python encodes them (the codecs of the array's
+    ``zarr.json``: bytes, Blosc, CRC32C; edge chunks padded with zeros; all-zero chunks
+    not stored), without zarr-python's per-call overhead.
+
     Parameters
     ----------
     store
@@ -151,16 +216,36 @@ def write_counts(store: Store, path: str, chunks: np.ndarray, counts: np.ndarray
     counts
         ``(m,)`` rows per occupied chunk.
     """
-    arr = zarr.open_array(store, path=path, mode="r+")
-    edge = np.asarray(arr.chunks, dtype=np.int64)
+    io = StoreIO(store)
+    meta = io.read_json(f"{path}/zarr.json")
+    edge = np.asarray(meta["chunk_grid"]["configuration"]["chunk_shape"], dtype=np.int64)
+    blosc = next(c["configuration"] for c in meta["codecs"] if c["name"] == "blosc")
+    chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, edge.shape[0])
     keys, inverse = np.unique(chunks // edge, axis=0, return_inverse=True)
+    items = []
     for k, block in enumerate(keys):
-        lo = block * edge
-        hi = np.minimum(lo + edge, arr.shape)
-        dense = np.zeros(tuple(hi - lo), dtype=np.int64)
+        dense = np.zeros(tuple(edge), dtype="<i8")
         sel = inverse.ravel() == k
-        dense[tuple((chunks[sel] - lo).T)] = counts[sel]
-        arr[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))] = dense
+        dense[tuple((chunks[sel] - block * edge).T)] = counts[sel]
+        if dense.any():
+            key = f"{path}/c/" + "/".join(str(int(b)) for b in block)
+            items.append((key, _encode_counts_chunk(dense, blosc)))
+    io.set_many(items)
+
+
+def _encode_counts_chunk(dense: np.ndarray, blosc: dict[str, Any]) -> bytes:
+    """A ``vertex_counts`` chunk through its codecs: little-endian bytes, Blosc, CRC32C."""
+    shuffle = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}[blosc["shuffle"]]
+    encoded: bytes = numcodecs_blosc.compress(
+        dense,
+        blosc["cname"].encode("ascii"),
+        int(blosc["clevel"]),
+        shuffle,
+        int(blosc["blocksize"]),
+        typesize=int(blosc["typesize"]),
+    )
+    checksum = int(google_crc32c.value(encoded))
+    return encoded + checksum.to_bytes(4, "little")
 
 
 def nonzero_cells(

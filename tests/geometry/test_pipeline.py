@@ -1,0 +1,76 @@
+"""The shared write path: encoding in worker threads writes the same bytes, and a failure
+in a worker surfaces in the caller without touching an existing store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zarr_vectors as zv
+from zarr_vectors.geometry import _pipeline
+from zarr_vectors.store import io as store_io
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "metadata.json"  # holds the creation time
+    }
+
+
+def _cloud(n: int = 30_000) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(11)
+    positions = rng.uniform(-40, 60, (n, 3)).astype(np.float32)
+    attributes = {"v": rng.random(n), "label": rng.integers(0, 9, (n, 2)).astype(np.int16)}
+    return positions, attributes
+
+
+def _write(path: Path, **kwargs: object) -> None:
+    positions, attributes = _cloud()
+    zv.write_points(
+        path, positions, chunk_shape=25.0, attributes=attributes, progress=False, **kwargs
+    )
+
+
+@pytest.mark.parametrize("shard_chunks", [None, 2])
+def test_threaded_encoding_writes_the_same_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shard_chunks: int | None
+) -> None:
+    options = zv.WriteOptions(rows_per_block=256, shard_chunks=shard_chunks)
+    _write(tmp_path / "inline", options=options)
+    monkeypatch.setattr(_pipeline, "_THREAD_MIN_BYTES", 0)  # every shard to a worker
+    monkeypatch.setattr(_pipeline, "_ENCODE_THREADS", 2)
+    monkeypatch.setattr(_pipeline, "_PENDING_BYTES", 50_000)  # settle while adding
+    monkeypatch.setattr(_pipeline, "_LOCAL_FLUSH_BYTES", 30_000)  # many write batches
+    monkeypatch.setattr(store_io, "_THREADED_WRITE_BYTES", 0)  # threaded local writes
+    _write(tmp_path / "threaded", options=options)
+    inline, threaded = _files(tmp_path / "inline"), _files(tmp_path / "threaded")
+    assert len(inline) > 20
+    assert inline == threaded
+
+
+def test_a_failing_worker_raises_and_leaves_the_old_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "store"
+    _write(path)
+    before = _files(path)
+    monkeypatch.setattr(_pipeline, "_THREAD_MIN_BYTES", 0)
+    monkeypatch.setattr(_pipeline, "_ENCODE_THREADS", 2)
+    calls = {"n": 0}
+    real = _pipeline.RowLayout.encode_shard
+
+    def fail_on_fifth(self: _pipeline.RowLayout, rows: np.ndarray) -> bytes:
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise OSError("disk full (simulated)")
+        return real(self, rows)
+
+    monkeypatch.setattr(_pipeline.RowLayout, "encode_shard", fail_on_fifth)
+    with pytest.raises(OSError, match="simulated"):
+        _write(path, overwrite=True)
+    assert _files(path) == before
+    assert zv.open(path).vertex_count == 30_000
