@@ -52,6 +52,7 @@ __all__ = [
     "encode_fragment_index",
     "encode_dense_ranges",
     "encode_dense_ranges_batch",
+    "encode_ranges_ragged",
     "fragment_index_nbytes",
 ]
 
@@ -741,3 +742,74 @@ def encode_dense_ranges_batch(
             n_blob, 16 * n_frag
         )
     return out
+
+
+def encode_ranges_ragged(
+    starts: npt.ArrayLike, counts: npt.ArrayLike, bounds: npt.ArrayLike
+) -> list[npt.NDArray[np.uint8]]:
+    """Encode many all-range blobs of different ``F`` at once (one numpy pass).
+
+    Blob ``j`` holds the fragments ``bounds[j]:bounds[j+1]`` of the flat ``starts`` and
+    ``counts``; it equals ``encode_dense_ranges(starts[a:b], counts[a:b])`` (spec §6).
+
+    Parameters
+    ----------
+    starts, counts : array_like of int, shape (r,)
+        Range of every fragment, blob after blob.
+    bounds : array_like of int, shape (k + 1,)
+        Non-decreasing from 0 to ``r``.
+
+    Returns
+    -------
+    list of numpy.ndarray of uint8
+        ``k`` blobs.
+
+    Raises
+    ------
+    InvalidInputError
+        Lengths differ, bounds out of order, negative values, overflow, or a blob of
+        more than 2**32 - 1 fragments.
+    """
+    flat_s, flat_c, edges = (
+        _int64_view(k, v) for k, v in (("starts", starts), ("counts", counts), ("bounds", bounds))
+    )
+    n = flat_s.size
+    if flat_c.size != n:
+        raise InvalidInputError(f"starts and counts differ in length ({n} and {flat_c.size})")
+    sizes = np.diff(edges)
+    if edges.size < 1 or edges[0] != 0 or edges[-1] != n or (sizes.size and sizes.min() < 0):
+        raise InvalidInputError(f"bounds must rise from 0 to {n}")
+    if sizes.size and int(sizes.max()) > _U32_MAX:
+        raise InvalidInputError("a blob's fragments exceed the uint32 limit of spec §6")
+    if n and (
+        int(flat_s.min()) < 0
+        or int(flat_c.min()) < 0
+        or int(flat_s.max()) + int(flat_c.max()) > _I64_MAX
+    ):
+        _check_ranges(flat_s, flat_c, "range")
+    # every blob is written straight into one buffer (no intermediate bytes objects)
+    prefix_nbytes = FRAGMENT_INDEX_HEADER_NBYTES + ((sizes + 7) // 8 + 7) // 8 * 8
+    nbytes = np.where(sizes > 0, prefix_nbytes + 16 * sizes + 4, FRAGMENT_INDEX_HEADER_NBYTES)
+    ends = np.cumsum(nbytes)
+    out = np.zeros(int(ends[-1]) if ends.size else 0, dtype=np.uint8)
+    blobs = []
+    for a, b, end, size in zip(
+        edges[:-1].tolist(), edges[1:].tolist(), ends.tolist(), nbytes.tolist(), strict=True
+    ):
+        blob = out[end - size : end]
+        prefix = _all_range_prefix(b - a)
+        blob[: len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
+        if b > a:
+            table = blob[len(prefix) : len(prefix) + 16 * (b - a)].view("<i8").reshape(b - a, 2)
+            table[:, 0] = flat_s[a:b]
+            table[:, 1] = flat_c[a:b]
+        blobs.append(blob)
+    return blobs
+
+
+def _int64_view(name: str, values: npt.ArrayLike) -> IntArray:
+    """``values`` as a 1-D int64 array, without a copy when it already is one."""
+    arr = np.asarray(values)
+    if arr.dtype == np.int64 and arr.ndim == 1:
+        return arr
+    return _as_int64_vector(name, arr)

@@ -10,7 +10,6 @@ traversal order.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +17,6 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.fragments import FragmentIndex
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.manifest import encode_object_index_bulk
 from zarr_vectors.format.metadata import LevelMetadata
@@ -36,18 +34,21 @@ from zarr_vectors.format.names import (
     OBJECT_INDEX,
 )
 from zarr_vectors.geometry import _inputs as inputs
+from zarr_vectors.geometry._object_runs import (
+    Links,
+    Runs,
+    cut_object_runs,
+    empty_runs,
+    level_links,
+)
 from zarr_vectors.geometry._pipeline import (
-    ChunkedRows,
     WriteOptions,
-    assign,
     blob_layout,
     commit_root,
-    grid_indices,
     round_up,
     write_chunk_array,
     write_level_vertices,
 )
-from zarr_vectors.kernels import chunk_coords, concat_ranges, sort_by_chunk_and_bin
 from zarr_vectors.store.arrays import global_array_metadata, group_metadata, write_array
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shards import RowLayout
@@ -87,8 +88,9 @@ class ObjectTable:
     offsets
         ``(m + 1,)`` int64.
     links
-        ``(e, L)`` int64 input vertex indices: polyline steps, graph edges, skeleton
-        ``[child, parent]`` (parent -1 for a root) or mesh faces.
+        ``(e, L)`` int64 input vertex indices: graph edges, skeleton ``[child, parent]``
+        (parent -1 for a root) or mesh faces. Unused for polylines and streamlines, whose
+        links are implicit (each vertex to the next one of its object).
     vertex_attributes, object_attributes
         Validated columns of n and m rows.
     object_ids
@@ -118,248 +120,43 @@ class ObjectTable:
         return int(self.offsets.shape[0] - 1)
 
 
-@dataclass(frozen=True, slots=True)
-class _Runs:
-    """Fragments of a level: runs in input order and where each went."""
-
-    rows: ChunkedRows
-    chunk_grid: np.ndarray  # (m_chunks, D) grid index of each occupied chunk
-    run_object: np.ndarray  # (r,) in input order
-    run_chunk: np.ndarray  # (r,) occupied-chunk number of each run (input order)
-    run_fragment: np.ndarray  # (r,) fragment number of each run inside its chunk
-    fragment_ranges: list[tuple[np.ndarray, np.ndarray]]  # per chunk: (starts, counts)
-    fragment_objects: list[np.ndarray]  # per chunk: owner object of each fragment
-    vertex_chunk: np.ndarray  # (n,) occupied-chunk number of each input vertex
-    vertex_row: np.ndarray  # (n,) chunk-local row of each input vertex
-    vertex_fragment: np.ndarray  # (n,) fragment number of each input vertex
-
-
-def _run_starts(chunk_flat: np.ndarray, bin_flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    n = chunk_flat.shape[0]
-    new = np.ones(n, dtype=bool)
-    new[1:] = (chunk_flat[1:] != chunk_flat[:-1]) | (bin_flat[1:] != bin_flat[:-1])
-    new[offsets[1:-1][offsets[1:-1] < n]] = True
-    return np.flatnonzero(new)
-
-
-def _cut_runs(table: ObjectTable, grid: ChunkGrid, bounds: tuple[np.ndarray, np.ndarray]) -> _Runs:
-    n = table.positions.shape[0]
-    chunk_flat, bin_flat, lo, dense_shape = assign(table.positions, bounds, grid)
-    starts = _run_starts(chunk_flat, bin_flat, table.offsets)
-    lengths = np.diff(np.append(starts, n))
-    # runs are in input order, i.e. (object, traversal): a stable sort by chunk alone keeps
-    # them so, which makes an object's rows in a chunk contiguous (spec §10.3 "Rows")
-    order, occupied, chunk_offsets, _ = sort_by_chunk_and_bin(
-        chunk_flat[starts], np.zeros(starts.shape[0], np.int64), 1
+def _links_layout(width: int, links: Links, options: WriteOptions) -> RowLayout:
+    rows = links.rows
+    wide = rows.dtype.itemsize > 4 and bool(
+        rows.size and (rows.min() < _INT32.min or rows.max() > _INT32.max)
     )
-    sorted_lengths = lengths[order]
-    cum = np.concatenate([[0], np.cumsum(sorted_lengths)])
-    run_chunk_sorted = np.repeat(np.arange(occupied.shape[0]), np.diff(chunk_offsets))
-    row_start = cum[:-1] - cum[chunk_offsets[:-1]][run_chunk_sorted]
-    fragment_sorted = np.arange(order.shape[0]) - chunk_offsets[:-1][run_chunk_sorted]
-    perm = concat_ranges(starts[order], sorted_lengths)
-    vertex_chunk = np.empty(n, np.int64)
-    vertex_row = np.empty(n, np.int64)
-    vertex_fragment = np.empty(n, np.int64)
-    vertex_chunk[perm] = np.repeat(run_chunk_sorted, sorted_lengths)
-    vertex_row[perm] = np.repeat(row_start, sorted_lengths) + (
-        np.arange(n) - np.repeat(cum[:-1], sorted_lengths)
-    )
-    vertex_fragment[perm] = np.repeat(fragment_sorted, sorted_lengths)
-    run_object = np.searchsorted(table.offsets, starts, side="right") - 1
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(order.shape[0])
-    bounds_of = chunk_offsets
-    return _Runs(
-        rows=ChunkedRows(perm, grid_indices(occupied, lo, dense_shape, grid), cum[chunk_offsets]),
-        chunk_grid=grid_indices(occupied, lo, dense_shape, grid),
-        run_object=run_object,
-        run_chunk=run_chunk_sorted[inverse],
-        run_fragment=fragment_sorted[inverse],
-        fragment_ranges=[
-            (row_start[a:b], sorted_lengths[a:b]) for a, b in itertools.pairwise(bounds_of)
-        ],
-        fragment_objects=[run_object[order[a:b]] for a, b in itertools.pairwise(bounds_of)],
-        vertex_chunk=vertex_chunk,
-        vertex_row=vertex_row,
-        vertex_fragment=vertex_fragment,
-    )
-
-
-def _global_ids(runs: _Runs, grid: ChunkGrid, n_max: int) -> np.ndarray:
-    shape = tuple(int(g) for g in grid.shape)
-    if float(np.prod(np.asarray(shape, dtype=np.float64))) * n_max >= 2.0**63:
-        raise InvalidInputError(
-            f"the chunk grid {shape} with {n_max} rows per chunk exceeds the 2**63 global "
-            "vertex ids of the format (spec §9.11); use a larger chunk_shape"
-        )
-    flat = (
-        np.ravel_multi_index(tuple(runs.chunk_grid.T), shape)
-        if len(runs.chunk_grid)
-        else (np.empty(0, np.int64))
-    )
-    gid = np.asarray(flat, dtype=np.int64)[runs.vertex_chunk] * n_max + runs.vertex_row
-    return np.asarray(gid, dtype=np.int64)
-
-
-@dataclass(frozen=True, slots=True)
-class _Links:
-    """Links of a level split into chunk-local rows and cross-chunk global-id pairs."""
-
-    per_chunk: list[np.ndarray]  # rows of links/0 per occupied chunk, anchored order
-    link_ranges: list[np.ndarray]  # per chunk: rows per vertex fragment (counts)
-    cross: np.ndarray  # (c, 2) int64 global ids, sorted unique
-    per_chunk_source: list[np.ndarray]  # input link index of each links/0 row
-    cross_source: np.ndarray  # input link index of each cross_chunk_links row
-
-
-def _anchored(
-    runs: _Runs,
-    chunk: np.ndarray,
-    anchor: np.ndarray,
-    local: np.ndarray,
-    order_key: np.ndarray,
-    source: np.ndarray,
-) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-    """Group local link rows by chunk and anchor fragment, then by ``order_key``.
-
-    Returns the rows, the input link index of each row, and the rows per vertex fragment,
-    chunk by chunk (spec §10.3).
-    """
-    n_chunks = runs.chunk_grid.shape[0]
-    fragment = runs.vertex_fragment[anchor]
-    order = np.lexsort((order_key, fragment, chunk))
-    local, chunk, fragment, source = local[order], chunk[order], fragment[order], source[order]
-    bounds = np.searchsorted(chunk, np.arange(n_chunks + 1))
-    per_chunk, sources, ranges = [], [], []
-    for j in range(n_chunks):
-        a, b = bounds[j], bounds[j + 1]
-        n_frag = runs.fragment_ranges[j][0].shape[0]
-        per_chunk.append(local[a:b])
-        sources.append(source[a:b])
-        ranges.append(np.bincount(fragment[a:b], minlength=n_frag).astype(np.int64))
-    return per_chunk, sources, ranges
-
-
-def _edge_links(table: ObjectTable, runs: _Runs, gid: np.ndarray) -> _Links:
-    edges = table.links
-    if table.kind == "skeleton":
-        return _skeleton_links(edges, runs, gid)
-    a, b = edges[:, 0], edges[:, 1]
-    same = runs.vertex_chunk[a] == runs.vertex_chunk[b]
-    ra, rb = runs.vertex_row[a[same]], runs.vertex_row[b[same]]
-    ga, gb = gid[a[~same]], gid[b[~same]]
-    undirected = table.kind == "graph" and not table.root_extra.get("is_directed", False)
-    if undirected:
-        ra, rb = np.minimum(ra, rb), np.maximum(ra, rb)
-        ga, gb = np.minimum(ga, gb), np.maximum(ga, gb)
-    anchor = np.where(ra == runs.vertex_row[a[same]], a[same], b[same])
-    inside = np.flatnonzero(same)
-    per_chunk, sources, ranges = _anchored(
-        runs, runs.vertex_chunk[anchor], anchor, np.stack([ra, rb], axis=1), inside, inside
-    )
-    cross, order = _sorted_pairs(ga, gb)
-    return _Links(per_chunk, ranges, cross, sources, np.flatnonzero(~same)[order])
-
-
-def _skeleton_links(edges: np.ndarray, runs: _Runs, gid: np.ndarray) -> _Links:
-    child, parent = edges[:, 0], edges[:, 1]
-    root = parent < 0
-    safe_parent = np.where(root, child, parent)
-    local = root | (runs.vertex_chunk[child] == runs.vertex_chunk[safe_parent])
-    rows = np.stack(
-        [
-            runs.vertex_row[child[local]],
-            np.where(root[local], -1, runs.vertex_row[safe_parent[local]]),
-        ],
-        axis=1,
-    )
-    kept = np.flatnonzero(local)
-    per_chunk, sources, ranges = _anchored(
-        runs, runs.vertex_chunk[child[local]], child[local], rows, rows[:, 0], kept
-    )
-    cross, order = _sorted_pairs(gid[child[~local]], gid[parent[~local]])
-    return _Links(per_chunk, ranges, cross, sources, np.flatnonzero(~local)[order])
-
-
-def _sorted_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs sorted by (column 0, column 1), and the order that sorted them."""
-    pairs = np.stack([a, b], axis=1).astype(np.int64).reshape(-1, 2)
-    order = np.lexsort((pairs[:, 1], pairs[:, 0]))
-    return pairs[order], order
-
-
-def _face_links(
-    table: ObjectTable,
-    runs: _Runs,
-    gid: np.ndarray,
-    grid: ChunkGrid,
-) -> _Links:
-    faces = table.links
-    centroid = (
-        table.positions[faces[:, 0]].astype(np.float64) + table.positions[faces[:, 1]]
-    ) + table.positions[faces[:, 2]]
-    # Exact spec chunk of the centroid (§5.1), even if rounding puts it outside the grid:
-    # such a chunk holds none of the face's vertices, so the face goes to v0's chunk.
-    target_grid = chunk_coords(centroid / 3.0, grid.chunk_shape) - grid.origin
-    vertex_grid = runs.chunk_grid[runs.vertex_chunk[faces]]  # (f, 3, D)
-    inside = np.all(vertex_grid == target_grid[:, None, :], axis=2)  # (f, 3)
-    first_inside = np.argmax(inside, axis=1)
-    has = inside.any(axis=1)
-    anchor_col = np.where(has, first_inside, 0)
-    anchor = faces[np.arange(len(faces)), anchor_col]
-    chunk = runs.vertex_chunk[anchor]
-    in_chunk = runs.vertex_chunk[faces] == chunk[:, None]
-    entries = np.where(in_chunk, runs.vertex_row[faces], -(gid[faces] + 1))
-    every = np.arange(len(faces))
-    per_chunk, sources, ranges = _anchored(runs, chunk, anchor, entries, every, every)
-    return _Links(per_chunk, ranges, np.empty((0, 2), np.int64), sources, np.empty(0, np.int64))
-
-
-def _links_layout(width: int, per_chunk: list[np.ndarray], options: WriteOptions) -> RowLayout:
-    longest = max((len(rows) for rows in per_chunk), default=0)
-    values = [rows for rows in per_chunk if len(rows)]
-    wide = any(rows.min() < _INT32.min or rows.max() > _INT32.max for rows in values)
     dtype = np.dtype(np.int64 if wide else np.int32)
     r = options.block_rows
-    return RowLayout(dtype, (width,), r, round_up(longest, r), options.blosc(), fill=-1)
+    return RowLayout(dtype, (width,), r, round_up(links.longest(), r), options.blosc(), fill=-1)
 
 
 def _write_links(
     io: StoreIO,
     base: str,
     grid: ChunkGrid,
-    runs: _Runs,
-    links: _Links,
+    runs: Runs,
+    links: Links,
     width: int,
     options: WriteOptions,
 ) -> None:
-    layout = _links_layout(width, links.per_chunk, options)
+    layout = _links_layout(width, links, options)
     io.set(f"{base}/{LINKS}/zarr.json", group_metadata({}))
     write_chunk_array(
         io,
         f"{base}/{LINKS}/0",
         grid,
-        runs.rows.chunks,
-        [rows.astype(layout.dtype) for rows in links.per_chunk],
+        runs.chunk_grid,
+        links.per_chunk(links.rows.astype(layout.dtype, copy=False)),
         layout,
         {"zv_array": "links", "link_width": width, "level_delta": 0},
         shard_chunks=options.shard_shape(grid.ndim),
     )
-    blobs = [
-        np.frombuffer(
-            FragmentIndex.from_ranges(
-                np.concatenate([[0], np.cumsum(counts)[:-1]]), counts
-            ).encode(),
-            dtype=np.uint8,
-        )
-        for counts in links.link_ranges
-    ]
+    blobs = links.blobs(runs.run_offsets)
     write_chunk_array(
         io,
         f"{base}/{LINK_FRAGMENTS}",
         grid,
-        runs.rows.chunks,
+        runs.chunk_grid,
         blobs,
         blob_layout(max((b.shape[0] for b in blobs), default=16)),
         {"zv_array": LINK_FRAGMENTS, "encoding": "fragment_index_v1"},
@@ -371,15 +168,17 @@ def _write_link_attributes(
     io: StoreIO,
     base: str,
     grid: ChunkGrid,
-    runs: _Runs,
-    links: _Links,
+    runs: Runs,
+    links: Links,
     table: ObjectTable,
     options: WriteOptions,
 ) -> None:
     """Per-link columns beside ``links/0`` and ``cross_chunk_links`` (spec §9.12, §9.13)."""
     if not table.link_attributes:
         return
-    longest = max((len(rows) for rows in links.per_chunk), default=0)
+    assert links.source is not None  # kinds with link columns keep their sources
+    assert links.cross_source is not None
+    longest = links.longest()
     io.set(f"{base}/{LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
     if table.kind != "mesh":
         io.set(f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
@@ -395,8 +194,8 @@ def _write_link_attributes(
             io,
             f"{base}/{LINK_ATTRIBUTES}/{name}",
             grid,
-            runs.rows.chunks,
-            [values[src] for src in links.per_chunk_source],
+            runs.chunk_grid,
+            links.per_chunk(values[links.source]),
             layout,
             {"zv_array": "link_attribute", "name": name},
             shard_chunks=options.shard_shape(grid.ndim),
@@ -415,15 +214,17 @@ def _write_fragment_columns(
     io: StoreIO,
     base: str,
     grid: ChunkGrid,
-    runs: _Runs,
+    runs: Runs,
     table: ObjectTable,
     options: WriteOptions,
 ) -> None:
     """The reserved owner column and the opt-in object columns per fragment (spec §9.5)."""
-    columns = {OBJECT_ID_ATTRIBUTE: np.arange(table.n_objects, dtype=np.int64)} | {
-        name: table.object_attributes[name] for name in options.fragment_attributes
+    owners = runs.place.fragment_object
+    columns = {OBJECT_ID_ATTRIBUTE: owners} | {
+        name: table.object_attributes[name][owners] for name in options.fragment_attributes
     }
-    longest = max((len(f) for f in runs.fragment_objects), default=0)
+    bounds = runs.run_offsets
+    longest = int(np.diff(bounds).max(initial=0))
     r = options.block_rows
     io.set(f"{base}/{FRAGMENT_ATTRIBUTES}/zarr.json", group_metadata({}))
     for name, values in columns.items():
@@ -432,8 +233,8 @@ def _write_fragment_columns(
             io,
             f"{base}/{FRAGMENT_ATTRIBUTES}/{name}",
             grid,
-            runs.rows.chunks,
-            [values[owners] for owners in runs.fragment_objects],
+            runs.chunk_grid,
+            [values[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)],
             layout,
             {"zv_array": "fragment_attribute", "name": name},
             shard_chunks=options.shard_shape(grid.ndim),
@@ -455,7 +256,49 @@ def _write_global(
         f"{path}/zarr.json",
         global_array_metadata(data.shape, data.dtype, chunks, fill, tag, compressed=compressed),
     )
-    write_array(io.store, path, data)
+    if data.dtype.kind in _DIRECT_KINDS and data.dtype.byteorder in "=|<":
+        io.set_many(_global_chunks(path, data, chunks[0], fill, compressed=compressed))
+    else:
+        write_array(io.store, path, data)
+
+
+_DIRECT_KINDS = "biuf"
+"""Dtypes whose global chunks are encoded here; zarr-python writes the others."""
+_GLOBAL_BLOSC = {"cname": "lz4", "clevel": 5, "shuffle": "shuffle"}
+
+
+def _global_chunks(
+    path: str, data: np.ndarray, rows: int, fill: int, *, compressed: bool
+) -> list[tuple[str, bytes]]:
+    """The stored chunks of a global array, byte for byte as zarr-python writes them.
+
+    Chunks of ``rows`` rows (the last padded with ``fill``), encoded with the codecs of
+    :func:`~zarr_vectors.store.arrays.global_array_metadata`: Blosc LZ4 with byte shuffle
+    and a CRC32C, or raw bytes. A chunk whose every value is the fill value is not stored
+    (zarr-python's ``write_empty_chunks=False``, comparing floats bit for bit).
+    """
+    if not data.size:
+        return []
+    layout = RowLayout(data.dtype, data.shape[1:], rows, rows, _GLOBAL_BLOSC, fill=fill)
+    empty = np.full((rows, *data.shape[1:]), fill, dtype=data.dtype).tobytes()
+    suffix = "/0" * (data.ndim - 1)
+    items = []
+    for j, a in enumerate(range(0, data.shape[0], rows)):
+        block = data[a : a + rows]
+        raw = _pad_chunk(block, rows, fill).tobytes()
+        if raw == empty:
+            continue
+        encoded = layout.encode_blocks(block)[0] if compressed else raw
+        items.append((f"{path}/c/{j}{suffix}", encoded))
+    return items
+
+
+def _pad_chunk(block: np.ndarray, rows: int, fill: int) -> np.ndarray:
+    if block.shape[0] == rows:
+        return np.ascontiguousarray(block)
+    padded = np.full((rows, *block.shape[1:]), fill, dtype=block.dtype)
+    padded[: block.shape[0]] = block
+    return padded
 
 
 def write_global(io: StoreIO, path: str, data: np.ndarray, fill: int, tag: dict[str, Any]) -> None:
@@ -463,7 +306,7 @@ def write_global(io: StoreIO, path: str, data: np.ndarray, fill: int, tag: dict[
     _write_global(io, path, data, fill, tag)
 
 
-def _write_object_index(io: StoreIO, base: str, table: ObjectTable, runs: _Runs, ndim: int) -> None:
+def _write_object_index(io: StoreIO, base: str, table: ObjectTable, runs: Runs, ndim: int) -> None:
     write_object_index(
         io,
         base,
@@ -595,20 +438,12 @@ def write_objects(
     bounds = None if n == 0 else (lo, hi)
     grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim)
     root = inputs.root_metadata(table.kind, grid, options, bounds, table.root_extra)
-    runs = _cut_runs(table, grid, (lo, hi)) if n else _empty_runs(table, ndim)
+    runs = cut_object_runs(table, grid, (lo, hi)) if n else empty_runs(ndim)
     n_max = round_up(int(runs.rows.counts.max(initial=0)), options.block_rows)
-    gid = _global_ids(runs, grid, n_max)
-    links = (
-        _face_links(table, runs, gid, grid)
-        if table.kind == "mesh"
-        else _edge_links(table, runs, gid)
-    )
+    links = level_links(table, runs, grid, n_max)
     base = "0"
     with progress_reporter(progress) as report, write_target(store, overwrite=overwrite) as io:
-        blobs = [
-            np.frombuffer(FragmentIndex.from_ranges(s, c).encode(), dtype=np.uint8)
-            for s, c in runs.fragment_ranges
-        ]
+        blobs = runs.vertex_blobs()
         stats = write_level_vertices(
             io,
             0,
@@ -643,19 +478,3 @@ def write_objects(
                 "object_count": table.n_objects,
             },
         )
-
-
-def _empty_runs(table: ObjectTable, ndim: int) -> _Runs:
-    empty = np.empty(0, np.int64)
-    return _Runs(
-        ChunkedRows.empty(ndim),
-        np.empty((0, ndim), np.int64),
-        empty,
-        empty,
-        empty,
-        [],
-        [],
-        empty,
-        empty,
-        empty,
-    )

@@ -15,7 +15,7 @@ from zarr_vectors.geometry._objects import ObjectTable, write_objects
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.store.io import StoreLike
 
-__all__ = ["chain_edges", "split_polylines", "write_polylines"]
+__all__ = ["split_polylines", "write_polylines"]
 
 _KINDS = ("polyline", "streamline")
 
@@ -38,16 +38,6 @@ def split_polylines(polylines: Any) -> tuple[np.ndarray, np.ndarray]:
     vertices = inputs.positions(np.concatenate(parts))
     lengths = np.asarray([p.shape[0] for p in parts], dtype=np.int64)
     return vertices, np.concatenate([[0], np.cumsum(lengths)])
-
-
-def chain_edges(offsets: np.ndarray) -> np.ndarray:
-    """Edges ``(i, i+1)`` between traversal-consecutive vertices of each object."""
-    n = int(offsets[-1])
-    keep = np.ones(max(n - 1, 0), dtype=bool)
-    ends = offsets[1:-1] - 1
-    keep[ends[(ends >= 0) & (ends < n - 1)]] = False
-    first = np.flatnonzero(keep)
-    return np.stack([first, first + 1], axis=1).astype(np.int64).reshape(-1, 2)
 
 
 def write_polylines(
@@ -115,7 +105,7 @@ def write_polylines(
         kind=kind,
         positions=vertices,
         offsets=offsets,
-        links=chain_edges(offsets),
+        links=np.empty((0, 2), np.int64),  # implicit: each vertex to the next
         vertex_attributes=objects.vertex_attributes(attributes, vertices.shape[0]),
         object_attributes=objects.object_attributes(object_attributes, m),
         object_ids=ids,

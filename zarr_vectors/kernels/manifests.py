@@ -122,18 +122,22 @@ def _get_i64(buf: U8, pos: int) -> int:
 
 @njit
 def _encode_plan(
-    run_object: I64, run_chunk: I64, run_fragment: I64, n_objects: int
+    run_object: I64,
+    run_chunk: I64,
+    run_fragment: I64,
+    n_objects: int,
+    block_start: I64,
+    block_mode: U8,
 ) -> tuple[I64, I64, I64, U8, int, int, int]:
     """Pass 1: split runs into blocks, choose modes, size every object's blob.
 
-    Returns per-object byte sizes, block starts (``nb + 1`` used entries), block modes,
-    the block count ``nb`` and ``(status, row)``.
+    Fills ``block_start`` (``nb + 1`` used entries of ``r + 1``) and ``block_mode`` (``r``);
+    returns per-object byte sizes, block counts, both block arrays, the block count ``nb``
+    and ``(status, row)``.
     """
     r, dim = run_chunk.shape
     sizes = np.full(n_objects, 4, np.int64)
     n_blocks = np.zeros(n_objects, np.int64)
-    block_start = np.empty(r + 1, np.int64)
-    block_mode = np.empty(r, np.uint8)
     head = 8 * dim + 1
     nb = 0
     prev = np.int64(0)
@@ -192,21 +196,16 @@ def _encode_fill(
     run_object: I64,
     run_chunk: I64,
     run_fragment: I64,
-    sizes: I64,
+    offsets: I64,
     n_blocks: I64,
     block_start: I64,
     block_mode: U8,
     nb: int,
-) -> tuple[U8, I64]:
-    """Pass 2: exclusive prefix sum of the sizes, then write every byte exactly once."""
-    n_objects = sizes.shape[0]
+    data: U8,
+) -> None:
+    """Pass 2: write every byte of ``data`` exactly once (``offsets``: each blob's start)."""
+    n_objects = offsets.shape[0]
     dim = run_chunk.shape[1]
-    offsets = np.empty(n_objects, np.int64)
-    total = 0
-    for k in range(n_objects):
-        offsets[k] = total
-        total += sizes[k]
-    data = np.empty(total, np.uint8)
     for k in range(n_objects):
         _put_u32(data, offsets[k], n_blocks[k])
     pos = 0
@@ -237,7 +236,6 @@ def _encode_fill(
             for j in range(i, i + n):
                 _put_i64(data, pos, run_fragment[j])
                 pos += 8
-    return data, offsets
 
 
 # --------------------------------------------------------------------------- decoder kernels
@@ -489,8 +487,11 @@ def encode_manifests(
         raise InvalidInputError(
             f"run_chunk must have D in [1, {_MAX_NDIM}] columns, got {chunks.shape[1]}"
         )
+    # the large arrays come from numpy: its allocations of fresh memory fault in faster
+    block_start = np.empty(r + 1, np.int64)
+    block_mode = np.empty(r, np.uint8)
     sizes, n_blocks, block_start, block_mode, nb, status, row = _encode_plan(
-        objects, chunks, fragments, n
+        objects, chunks, fragments, n, block_start, block_mode
     )
     if status != _OK:
         if status == _E_OBJECT_RANGE:
@@ -507,7 +508,11 @@ def encode_manifests(
         else:
             msg = f"object {objects[row]} has more than {_U32_MAX} blocks (run {row})"
         raise InvalidInputError(f"{msg} (spec §7)")
-    return _encode_fill(objects, chunks, fragments, sizes, n_blocks, block_start, block_mode, nb)
+    ends = np.cumsum(sizes)
+    offsets = ends - sizes
+    data = np.empty(int(ends[-1]) if n else 0, np.uint8)
+    _encode_fill(objects, chunks, fragments, offsets, n_blocks, block_start, block_mode, nb, data)
+    return data, offsets
 
 
 def decode_manifests(

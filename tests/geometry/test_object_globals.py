@@ -1,0 +1,79 @@
+"""Global arrays (object index, object columns, cross-chunk links) are encoded here, byte
+for byte as zarr-python writes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from zarr.storage import MemoryStore
+
+from zarr_vectors.geometry._objects import _write_global
+from zarr_vectors.store.arrays import global_array_metadata, write_array
+from zarr_vectors.store.io import StoreIO
+
+
+def _stored(io: StoreIO, prefix: str) -> dict[str, bytes | None]:
+    return {k[len(prefix) :]: io.get(k) for k in io.list_prefix(prefix)}
+
+
+def _by_zarr(data: np.ndarray, fill: int, compressed: bool, rows: int) -> dict[str, bytes | None]:
+    io = StoreIO(MemoryStore())
+    chunks = (max(1, min(rows, data.shape[0])), *data.shape[1:])
+    io.set(
+        "z/zarr.json",
+        global_array_metadata(data.shape, data.dtype, chunks, fill, {}, compressed=compressed),
+    )
+    write_array(io.store, "z", data)
+    return _stored(io, "z/")
+
+
+def _by_us(data: np.ndarray, fill: int, compressed: bool, rows: int) -> dict[str, bytes | None]:
+    io = StoreIO(MemoryStore())
+    _write_global(io, "z", data, fill, {}, compressed=compressed, rows=rows)
+    return _stored(io, "z/")
+
+
+CASES: list[tuple[np.ndarray, int]] = [
+    (np.array([0.0, -0.0, 0.0, 0.0, 1.5, 0.0, 0.0, 0.0, 0.0], np.float32), 0),
+    (np.array([[1, 2], [-1, -1], [-1, -1], [-1, -1], [5, -1]], np.int64), -1),
+    (np.array([True, False, False, False, False, True], bool), 0),
+    (np.array([2**64 - 1, 0, 0, 0, 0, 7], np.uint64), 0),
+    (np.arange(11, dtype=np.uint8), 0),
+    (np.zeros((0, 2), np.int64), -1),
+    (np.zeros(8, np.float64), 0),
+    (np.array([1 + 2j, 0, 0, 0, 0], np.complex64), 0),  # left to zarr-python
+]
+
+
+@pytest.mark.parametrize(("data", "fill"), CASES)
+@pytest.mark.parametrize("compressed", [True, False])
+def test_global_chunks_equal_zarrs(data: np.ndarray, fill: int, compressed: bool) -> None:
+    assert _by_us(data, fill, compressed, 4) == _by_zarr(data, fill, compressed, 4)
+
+
+def test_a_chunk_of_fill_values_is_not_stored() -> None:
+    stored = _by_us(np.array([0, 0, 0, 0, 3], np.int32), 0, True, 4)
+    assert sorted(stored) == ["c/1", "zarr.json"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from([np.int32, np.int64, np.float32, np.uint16]),
+    st.lists(st.sampled_from([0, -1, 1, 7]), max_size=30),
+    st.sampled_from([0, -1]),
+    st.integers(1, 8),
+    st.integers(1, 3),
+    st.booleans(),
+)
+def test_random_arrays_equal_zarrs(
+    dtype: Any, values: list[int], fill: int, rows: int, width: int, compressed: bool
+) -> None:
+    if np.dtype(dtype).kind == "u":
+        values, fill = [abs(v) for v in values], 0
+    data = np.repeat(np.asarray(values, dtype=dtype)[:, None], width, axis=1)
+    data = data if width > 1 else data[:, 0]
+    assert _by_us(data, fill, compressed, rows) == _by_zarr(data, fill, compressed, rows)

@@ -1,0 +1,199 @@
+"""The object-run kernels against plain-numpy twins (argsort, lexsort, unique, repeat)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zarr_vectors.kernels.object_runs import (
+    chain_links,
+    cut_runs,
+    place_runs,
+    rank_keys,
+    stable_counting_sort,
+    vertex_places,
+)
+
+Array = np.ndarray[Any, Any]
+
+
+# -- numpy twins ------------------------------------------------------------------------------
+def naive_cut_runs(chunk: Array, bins: Array, offsets: Array) -> tuple[Array, Array, Array]:
+    n = chunk.shape[0]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (chunk[1:] != chunk[:-1]) | (bins[1:] != bins[:-1])
+    inner = offsets[1:-1]
+    new[inner[inner < n]] = True
+    starts = np.flatnonzero(new)
+    return starts, np.searchsorted(offsets, starts, side="right") - 1, chunk[starts]
+
+
+def naive_place_runs(starts: Array, rank: Array, owner: Array, n: int, k: int) -> tuple[Array, ...]:
+    lengths = np.diff(np.append(starts, n))
+    order = np.argsort(rank, kind="stable")
+    run_offsets = np.concatenate([[0], np.cumsum(np.bincount(rank, minlength=k))])
+    vertex_offsets = np.concatenate(
+        [[0], np.cumsum(np.bincount(rank, weights=lengths, minlength=k).astype(np.int64))]
+    )
+    fragment = np.empty_like(rank)
+    row = np.empty_like(rank)
+    for c in range(k):
+        runs = order[run_offsets[c] : run_offsets[c + 1]]
+        fragment[runs] = np.arange(runs.shape[0])
+        row[runs] = np.cumsum(lengths[runs]) - lengths[runs]
+    pieces = [np.arange(s, s + size) for s, size in zip(starts[order], lengths[order], strict=True)]
+    perm = np.concatenate([np.empty(0, np.int64), *pieces])
+    stored = (row[order], lengths[order], owner[order])
+    return perm, vertex_offsets, run_offsets, fragment, row, *stored
+
+
+def naive_vertex_places(
+    starts: Array, rank: Array, row: Array, fragment: Array, n: int
+) -> tuple[Array, Array, Array]:
+    lengths = np.diff(np.append(starts, n))
+    run = np.repeat(np.arange(starts.shape[0]), lengths)
+    within = np.arange(n) - starts[run]
+    return rank[run], row[run] + within, fragment[run]
+
+
+def naive_chain_links(
+    offsets: Array, places: tuple[Array, Array, Array], run_offsets: Array, ids: Array, n_max: int
+) -> tuple[Array, Array, Array]:
+    """The general edge path: explicit chain edges, lexsort by (chunk, fragment, edge)."""
+    chunk, row, fragment = places
+    n = chunk.shape[0]
+    a = np.asarray(
+        [v for k in range(offsets.shape[0] - 1) for v in range(offsets[k], offsets[k + 1] - 1)],
+        dtype=np.int64,
+    )
+    b = a + 1
+    same = chunk[a] == chunk[b]
+    inside = np.flatnonzero(same)
+    order = np.lexsort((inside, fragment[a[inside]], chunk[a[inside]]))
+    rows = np.stack([row[a[inside]], row[b[inside]]], axis=1)[order].reshape(-1, 2)
+    global_fragment = run_offsets[chunk[a[inside]]] + fragment[a[inside]]
+    counts = np.bincount(global_fragment, minlength=run_offsets[-1])
+    gid = ids[chunk] * n_max + row if n else np.empty(0, np.int64)
+    out = np.flatnonzero(~same)
+    pairs = np.stack([gid[a[out]], gid[b[out]]], axis=1).reshape(-1, 2)
+    cross = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    return rows, counts, cross
+
+
+# -- strategies -------------------------------------------------------------------------------
+@st.composite
+def objects(draw: st.DrawFn) -> tuple[Array, Array, Array]:
+    """Chunk and bin keys of vertices (in runs, as a walk gives) and object offsets."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n = draw(st.integers(0, 80))
+    m = draw(st.integers(0 if n == 0 else 1, 8))
+    inner = np.sort(rng.integers(0, n + 1, max(m - 1, 0)))
+    offsets = np.concatenate([[0], inner, [n]]).astype(np.int64) if m else np.zeros(1, np.int64)
+    steps = rng.random(n) < draw(st.sampled_from([0.1, 0.5, 1.0]))
+    chunk = np.cumsum(steps * rng.integers(1, 5, n)) % draw(st.integers(1, 6))
+    bins = rng.integers(0, draw(st.integers(1, 3)), n)
+    return chunk.astype(np.int64), bins.astype(np.int64), offsets
+
+
+def _prepared(chunk: Array, bins: Array, offsets: Array) -> tuple[Any, ...]:
+    starts, owner, keys = cut_runs(chunk, bins, offsets)
+    rank, occupied = rank_keys(keys, int(chunk.max(initial=0)) + 1)
+    placed = place_runs(starts, rank, owner, chunk.shape[0], occupied.shape[0])
+    return starts, owner, rank, occupied, placed
+
+
+# -- tests ------------------------------------------------------------------------------------
+@settings(max_examples=150, deadline=None)
+@given(objects())
+def test_cut_runs_matches_numpy(case: tuple[Array, Array, Array]) -> None:
+    chunk, bins, offsets = case
+    for got, want in zip(
+        cut_runs(chunk, bins, offsets), naive_cut_runs(chunk, bins, offsets), strict=True
+    ):
+        np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 50), max_size=40), st.booleans())
+def test_rank_keys_matches_unique(keys: list[int], sparse: bool) -> None:
+    values = np.asarray(keys, dtype=np.int64) * (10**9 if sparse else 1)
+    ranks, occupied = rank_keys(values, int(values.max(initial=0)) + 1)
+    expected_occupied, expected_ranks = np.unique(values, return_inverse=True)
+    np.testing.assert_array_equal(occupied, expected_occupied)
+    np.testing.assert_array_equal(ranks, expected_ranks.reshape(-1))
+
+
+@settings(max_examples=150, deadline=None)
+@given(objects())
+def test_place_runs_matches_a_stable_sort(case: tuple[Array, Array, Array]) -> None:
+    chunk, bins, offsets = case
+    starts, owner, rank, occupied, placed = _prepared(chunk, bins, offsets)
+    expected = naive_place_runs(starts, rank, owner, chunk.shape[0], occupied.shape[0])
+    for got, want in zip(placed, expected, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=150, deadline=None)
+@given(objects())
+def test_vertex_places_match_repeat(case: tuple[Array, Array, Array]) -> None:
+    chunk, bins, offsets = case
+    starts, _, rank, _, placed = _prepared(chunk, bins, offsets)
+    fragment, row = placed.run_fragment, placed.run_row
+    got = vertex_places(starts, rank, row, fragment, chunk.shape[0])
+    want = naive_vertex_places(starts, rank, row, fragment, chunk.shape[0])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@settings(max_examples=200, deadline=None)
+@given(objects(), st.sampled_from([np.int32, np.int64]), st.integers(1, 3))
+def test_chain_links_match_explicit_edges(
+    case: tuple[Array, Array, Array], dtype: type, scale: int
+) -> None:
+    chunk, bins, offsets = case
+    n = chunk.shape[0]
+    starts, owner, rank, occupied, placed = _prepared(chunk, bins, offsets)
+    vertex_offsets, run_offsets = placed.vertex_offsets, placed.run_offsets
+    fragment, row = placed.run_fragment, placed.run_row
+    ids = occupied * 7 + 3
+    n_max = int(np.diff(vertex_offsets).max(initial=0)) * scale
+    parts = (starts, owner, rank, row, fragment)
+    rows, counts, cross = chain_links(parts, run_offsets, n, (ids, n_max), dtype)
+    places = naive_vertex_places(starts, rank, row, fragment, n)
+    want_rows, want_counts, want_cross = naive_chain_links(offsets, places, run_offsets, ids, n_max)
+    assert rows.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(rows, want_rows)
+    np.testing.assert_array_equal(counts, want_counts)
+    np.testing.assert_array_equal(cross, want_cross)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 9), max_size=60))
+def test_stable_counting_sort_matches_argsort(keys: list[int]) -> None:
+    values = np.asarray(keys, dtype=np.int64)
+    order, offsets = stable_counting_sort(values, 10)
+    np.testing.assert_array_equal(order, np.argsort(values, kind="stable"))
+    expected = np.concatenate([[0], np.cumsum(np.bincount(values, minlength=10))])
+    np.testing.assert_array_equal(offsets, expected)
+
+
+def test_runs_break_at_objects_chunks_and_bins() -> None:
+    chunk = np.array([0, 0, 0, 1, 1, 1, 1], np.int64)
+    bins = np.array([0, 0, 1, 1, 1, 1, 1], np.int64)
+    offsets = np.array([0, 5, 5, 7], np.int64)  # object 1 is empty
+    starts, owner, keys = cut_runs(chunk, bins, offsets)
+    assert starts.tolist() == [0, 2, 3, 5]
+    assert owner.tolist() == [0, 0, 0, 2]
+    assert keys.tolist() == [0, 0, 1, 1]
+
+
+@pytest.mark.parametrize("n_range", [5, 10**12])
+def test_rank_keys_dense_and_sparse_ranges(n_range: int) -> None:
+    keys = np.array([4, 0, 4, 2], np.int64)
+    ranks, occupied = rank_keys(keys, n_range)
+    assert occupied.tolist() == [0, 2, 4]
+    assert ranks.tolist() == [2, 0, 2, 1]
