@@ -253,3 +253,15 @@ def test_refusals(tmp_path: Path) -> None:
         zv.append_polylines(tmp_path / "s.zip", [np.ones((2, 3))])
     with pytest.raises(zv.StoreNotFoundError):
         zv.append_polylines(tmp_path / "missing", [np.ones((2, 3))])
+
+
+def test_appends_keep_custom_metadata(tmp_path: Path) -> None:
+    kept = {"tractogram": {"voxel_sizes": [1.25, 1.25, 1.25]}}
+    rng = np.random.default_rng(9)
+    lines = [rng.uniform(0, 80, (6, 3)) for _ in range(12)]
+    options = zv.WriteOptions(custom_metadata=kept)
+    zv.write_polylines(tmp_path / "s", lines, kind="streamline", chunk_shape=40.0, options=options)
+    zv.append_polylines(tmp_path / "s", [line + 100.0 for line in lines], progress=False)
+    store = zv.open(tmp_path / "s")
+    assert store.object_count == 24
+    assert store.metadata["custom_metadata"] == kept

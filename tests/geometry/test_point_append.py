@@ -229,3 +229,16 @@ def test_a_killed_append_leaves_the_old_or_the_new_store(tmp_path: Path, delay: 
     opened = zv.open(path)
     assert opened.vertex_count in (5000, 2_005_000)
     assert zv.validate(path, level=3).ok
+
+
+def test_appends_keep_custom_metadata(tmp_path: Path) -> None:
+    kept = {"las": {"scale": [0.01, 0.01, 0.01], "offset": [0, 0, 0]}}
+    xyz = np.random.default_rng(6).uniform(0, 100, (500, 3))
+    options = zv.WriteOptions(custom_metadata=kept)
+    zv.write_points(tmp_path / "s", xyz, chunk_shape=50.0, options=options)
+    zv.append_points(tmp_path / "s", xyz + 150.0, progress=False)  # the grid grows
+    with zv.PointWriter(tmp_path / "s", mode="a", progress=False) as writer:
+        writer.append(xyz - 60.0)  # below the origin
+    store = zv.open(tmp_path / "s")
+    assert store.vertex_count == 1500
+    assert store.metadata["custom_metadata"] == kept
