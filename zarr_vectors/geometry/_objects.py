@@ -49,7 +49,7 @@ from zarr_vectors.geometry._pipeline import (
     write_chunk_array,
     write_level_vertices,
 )
-from zarr_vectors.store.arrays import global_array_metadata, group_metadata, write_array
+from zarr_vectors.store.arrays import global_array_metadata, group_metadata, write_global_rows
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.store.target import write_target
@@ -256,49 +256,7 @@ def _write_global(
         f"{path}/zarr.json",
         global_array_metadata(data.shape, data.dtype, chunks, fill, tag, compressed=compressed),
     )
-    if data.dtype.kind in _DIRECT_KINDS and data.dtype.byteorder in "=|<":
-        io.set_many(_global_chunks(path, data, chunks[0], fill, compressed=compressed))
-    else:
-        write_array(io.store, path, data)
-
-
-_DIRECT_KINDS = "biuf"
-"""Dtypes whose global chunks are encoded here; zarr-python writes the others."""
-_GLOBAL_BLOSC = {"cname": "lz4", "clevel": 5, "shuffle": "shuffle"}
-
-
-def _global_chunks(
-    path: str, data: np.ndarray, rows: int, fill: int, *, compressed: bool
-) -> list[tuple[str, bytes]]:
-    """The stored chunks of a global array, byte for byte as zarr-python writes them.
-
-    Chunks of ``rows`` rows (the last padded with ``fill``), encoded with the codecs of
-    :func:`~zarr_vectors.store.arrays.global_array_metadata`: Blosc LZ4 with byte shuffle
-    and a CRC32C, or raw bytes. A chunk whose every value is the fill value is not stored
-    (zarr-python's ``write_empty_chunks=False``, comparing floats bit for bit).
-    """
-    if not data.size:
-        return []
-    layout = RowLayout(data.dtype, data.shape[1:], rows, rows, _GLOBAL_BLOSC, fill=fill)
-    empty = np.full((rows, *data.shape[1:]), fill, dtype=data.dtype).tobytes()
-    suffix = "/0" * (data.ndim - 1)
-    items = []
-    for j, a in enumerate(range(0, data.shape[0], rows)):
-        block = data[a : a + rows]
-        raw = _pad_chunk(block, rows, fill).tobytes()
-        if raw == empty:
-            continue
-        encoded = layout.encode_blocks(block)[0] if compressed else raw
-        items.append((f"{path}/c/{j}{suffix}", encoded))
-    return items
-
-
-def _pad_chunk(block: np.ndarray, rows: int, fill: int) -> np.ndarray:
-    if block.shape[0] == rows:
-        return np.ascontiguousarray(block)
-    padded = np.full((rows, *block.shape[1:]), fill, dtype=block.dtype)
-    padded[: block.shape[0]] = block
-    return padded
+    write_global_rows(io, path, data, chunks[0], fill, compressed=compressed)
 
 
 def write_global(io: StoreIO, path: str, data: np.ndarray, fill: int, tag: dict[str, Any]) -> None:

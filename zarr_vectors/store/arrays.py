@@ -12,10 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import google_crc32c
 import numpy as np
 import zarr
-from numcodecs import blosc as numcodecs_blosc
 from zarr.abc.store import Store
 from zarr.codecs import BloscCodec, Crc32cCodec
 from zarr.core.sync import sync
@@ -30,7 +28,9 @@ __all__ = [
     "nonzero_cells",
     "counts_array_metadata",
     "global_array_metadata",
+    "encode_plain_chunk",
     "write_array",
+    "write_global_rows",
     "group_metadata",
     "read_region",
     "read_whole",
@@ -176,21 +176,73 @@ def global_array_metadata(
     compressed: bool = True,
 ) -> bytes:
     """``zarr.json`` of an array that is not per chunk (object index, groupings...; spec §9.8)."""
-    blosc = {"cname": "lz4", "clevel": 5, "shuffle": "shuffle"}
     return _metadata_bytes(
         shape=shape,
         dtype=dtype,
         chunks=chunks,
-        compressors=_compressors(blosc) if compressed else None,
+        compressors=_compressors(_GLOBAL_BLOSC) if compressed else None,
         fill_value=fill,
         attributes=attributes,
     )
+
+
+_GLOBAL_BLOSC = {"cname": "lz4", "clevel": 5, "shuffle": "shuffle"}
+"""Blosc settings of global arrays and ``vertex_counts``."""
+_DIRECT_KINDS = "biuf"
+"""Dtypes whose plain-array chunks are encoded here; zarr-python writes the others."""
 
 
 def write_array(store: Store, path: str, data: np.ndarray) -> None:
     """Write the whole of an array whose ``zarr.json`` is already in the store."""
     if data.size:
         zarr.open_array(store, path=path, mode="r+")[...] = data
+
+
+def write_global_rows(
+    io: StoreIO, path: str, data: np.ndarray, rows: int, fill: Any, *, compressed: bool
+) -> None:
+    """Write a global array (:func:`global_array_metadata`, chunks of ``rows`` rows) whose
+    ``zarr.json`` is already in the store, byte for byte as zarr-python writes it.
+
+    Chunks are encoded here (:func:`encode_plain_chunk`, the last padded with ``fill``) for
+    little-endian bool, integer and float data; zarr-python writes any other dtype.
+    """
+    if not data.size:
+        return
+    if data.dtype.kind not in _DIRECT_KINDS or data.dtype.byteorder not in "=|<":
+        write_array(io.store, path, data)
+        return
+    blosc = _GLOBAL_BLOSC if compressed else None
+    suffix = "/0" * (data.ndim - 1)
+    items = []
+    for j, a in enumerate(range(0, data.shape[0], rows)):
+        block = data[a : a + rows]
+        if block.shape[0] < rows:
+            padded = np.full((rows, *data.shape[1:]), fill, dtype=data.dtype)
+            padded[: block.shape[0]] = block
+            block = padded
+        encoded = encode_plain_chunk(block, fill, blosc)
+        if encoded is not None:
+            items.append((f"{path}/c/{j}{suffix}", encoded))
+    io.set_many(items)
+
+
+def encode_plain_chunk(chunk: np.ndarray, fill: Any, blosc: dict[str, Any] | None) -> bytes | None:
+    """One whole chunk of an unsharded array as zarr-python stores it, or None.
+
+    Codecs ``bytes`` (little-endian), then Blosc (``blosc``) and CRC32C, or ``bytes`` alone
+    when ``blosc`` is None. None when every value is the fill value, compared bit for bit:
+    zarr-python (``write_empty_chunks=False``) stores no such chunk.
+    """
+    data = np.ascontiguousarray(chunk, dtype=chunk.dtype.newbyteorder("<"))
+    raw = data.tobytes()
+    if raw == np.full(data.shape, fill, dtype=data.dtype).tobytes():
+        return None
+    if blosc is None:
+        return raw
+    rows = data.shape[0]
+    layout = RowLayout(data.dtype, data.shape[1:], rows, rows, blosc, fill=fill)
+    return layout.encode_blocks(data)[0]
 
 
 def group_metadata(attributes: dict[str, Any]) -> bytes:
@@ -227,25 +279,10 @@ def write_counts(store: Store, path: str, chunks: np.ndarray, counts: np.ndarray
         dense = np.zeros(tuple(edge), dtype="<i8")
         sel = inverse.ravel() == k
         dense[tuple((chunks[sel] - block * edge).T)] = counts[sel]
-        if dense.any():
-            key = f"{path}/c/" + "/".join(str(int(b)) for b in block)
-            items.append((key, _encode_counts_chunk(dense, blosc)))
+        encoded = encode_plain_chunk(dense, 0, blosc)
+        if encoded is not None:
+            items.append((f"{path}/c/" + "/".join(str(int(b)) for b in block), encoded))
     io.set_many(items)
-
-
-def _encode_counts_chunk(dense: np.ndarray, blosc: dict[str, Any]) -> bytes:
-    """A ``vertex_counts`` chunk through its codecs: little-endian bytes, Blosc, CRC32C."""
-    shuffle = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}[blosc["shuffle"]]
-    encoded: bytes = numcodecs_blosc.compress(
-        dense,
-        blosc["cname"].encode("ascii"),
-        int(blosc["clevel"]),
-        shuffle,
-        int(blosc["blocksize"]),
-        typesize=int(blosc["typesize"]),
-    )
-    checksum = int(google_crc32c.value(encoded))
-    return encoded + checksum.to_bytes(4, "little")
 
 
 def nonzero_cells(
