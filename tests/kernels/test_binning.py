@@ -302,6 +302,9 @@ def test_counting_sort_matches_naive(keys_list: list[int], extra: int) -> None:
         rows = perm[offsets[k] : offsets[k + 1]]
         assert np.all(keys[rows] == k)
         assert np.all(np.diff(rows) > 0)  # stable
+    destination, same_offsets = counting_sort(keys, n_keys, destination=True)
+    np.testing.assert_array_equal(same_offsets, want_offsets)
+    np.testing.assert_array_equal(destination[want_perm], np.arange(len(keys)))
 
 
 @st.composite

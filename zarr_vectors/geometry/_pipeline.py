@@ -9,7 +9,6 @@ and the metadata, committed last (spec §2).
 from __future__ import annotations
 
 import datetime as _dt
-import os
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,8 +34,10 @@ from zarr_vectors.kernels import (
     assign_chunks_and_bins,
     chunk_and_bin_destinations,
     chunk_coords,
+    counting_sort,
     scatter_rows,
 )
+from zarr_vectors.kernels._threads import THREADS
 from zarr_vectors.store.arrays import (
     counts_array_metadata,
     group_metadata,
@@ -85,7 +86,7 @@ _THREAD_MIN_BYTES = 256 * 2**10
 """Shards encoded from less input are encoded by the caller: a thread costs more."""
 _PENDING_BYTES = 32 * 2**20
 """Input bytes of shards being encoded at once, at most (about)."""
-_ENCODE_THREADS = min(4, os.cpu_count() or 1)
+_ENCODE_THREADS = THREADS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -733,13 +734,8 @@ def bin_sorted_chunk(
     rows, blob
         The columns in storage order (spec §5.5) and the chunk's dense ZVFG blob (§6.6).
     """
-    n = bins.shape[0]
-    if n == 0:
-        offsets = np.zeros((1, n_bins + 1), np.int64)
-        return list(values), encode_dense_ranges_batch(offsets[:, :-1], offsets[:, 1:])[0]
-    one_chunk = np.zeros(n, np.int64)
-    destination, _, _, offsets = chunk_and_bin_destinations(one_chunk, bins, n_bins, reuse=True)
-    blob = encode_dense_ranges_batch(offsets[:, :-1], np.diff(offsets, axis=1))[0]
+    destination, offsets = counting_sort(bins.astype(np.int64), n_bins, destination=True)
+    blob = encode_dense_ranges_batch(offsets[None, :-1], np.diff(offsets)[None])[0]
     return [scatter_rows(v, destination) for v in values], blob
 
 

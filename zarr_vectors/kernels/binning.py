@@ -186,7 +186,8 @@ def _assign(
 
 
 @njit
-def _counting_sort(keys: I64, n_keys: int, perm: I64) -> tuple[I64, int]:
+def _counting_sort(keys: I64, n_keys: int, out: I64, as_destination: bool) -> tuple[I64, int]:
+    # out: the permutation, or with as_destination the row -> sorted position map
     offsets = np.zeros(n_keys + 1, np.int64)
     for i in range(keys.shape[0]):
         k = keys[i]
@@ -198,7 +199,10 @@ def _counting_sort(keys: I64, n_keys: int, perm: I64) -> tuple[I64, int]:
     cursor = offsets[:-1].copy()
     for i in range(keys.shape[0]):
         k = keys[i]
-        perm[cursor[k]] = i
+        if as_destination:
+            out[i] = cursor[k]
+        else:
+            out[cursor[k]] = i
         cursor[k] += 1
     return offsets, -1
 
@@ -562,7 +566,9 @@ def _first_failure(results: list[tuple[int, int]]) -> tuple[int, int]:
     return next(((s, r) for s, r in results if s != _OK), (_OK, -1))
 
 
-def counting_sort(keys: npt.ArrayLike, n_keys: int) -> tuple[I64, I64]:
+def counting_sort(
+    keys: npt.ArrayLike, n_keys: int, *, destination: bool = False
+) -> tuple[I64, I64]:
     """Stable counting sort of integer keys in ``[0, n_keys)``.
 
     Parameters
@@ -571,11 +577,15 @@ def counting_sort(keys: npt.ArrayLike, n_keys: int) -> tuple[I64, I64]:
         ``(n,)`` integer keys.
     n_keys
         Number of distinct key values allowed, >= 0.
+    destination
+        Return where each row goes instead of the permutation (its inverse, for
+        :func:`scatter_rows`).
 
     Returns
     -------
     perm : numpy.ndarray
-        ``(n,)`` int64; ``keys[perm]`` is sorted and equal keys keep input order.
+        ``(n,)`` int64; ``keys[perm]`` is sorted and equal keys keep input order. With
+        ``destination``, row ``i`` belongs at sorted position ``perm[i]``.
     offsets : numpy.ndarray
         ``(n_keys + 1,)`` int64; rows with key ``k`` are ``perm[offsets[k]:offsets[k+1]]``.
 
@@ -586,7 +596,7 @@ def counting_sort(keys: npt.ArrayLike, n_keys: int) -> tuple[I64, I64]:
     """
     arr = _int_array(keys, 1, "keys")
     perm = np.empty(arr.shape[0], np.int64)
-    offsets, bad = _counting_sort(arr, _count(n_keys, "n_keys", 0), perm)
+    offsets, bad = _counting_sort(arr, _count(n_keys, "n_keys", 0), perm, destination)
     if bad >= 0:
         raise InvalidInputError(f"keys[{bad}] = {arr[bad]} is outside [0, {n_keys})")
     return perm, offsets
