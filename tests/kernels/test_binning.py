@@ -1,4 +1,4 @@
-"""Kernels of zarr_vectors.kernels.binning against their numpy twins and the spec rules."""
+"""Kernels of zarr_vectors.kernels.binning and .sorting against their numpy twins and spec rules."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from zarr_vectors.kernels import (
     scatter_rows,
     sort_by_chunk_and_bin,
 )
-from zarr_vectors.kernels import binning as kb
+from zarr_vectors.kernels import sorting as ks
 
 Array = npt.NDArray[Any]
 
@@ -348,7 +348,7 @@ def test_sort_by_chunk_and_bin_matches_naive(keys: tuple[Array, Array, int], met
     chunk_flat, bin_flat, n_bins = keys
     if method.startswith("dense"):
         chunk_flat = chunk_flat % 100_003  # a forced dense table spans 0..max(chunk_flat)
-    got = kb._sort_by_chunk_and_bin(chunk_flat, bin_flat, n_bins, method)
+    got = ks._sort_by_chunk_and_bin(chunk_flat, bin_flat, n_bins, method)
     want = naive.sort_by_chunk_and_bin(chunk_flat, bin_flat, n_bins)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
@@ -358,8 +358,8 @@ def test_sort_by_chunk_and_bin_matches_naive(keys: tuple[Array, Array, int], met
 
 @pytest.mark.parametrize(("slack", "cells"), [(0, 0), (0, 2**40), (2**40, 0)])
 def test_sort_auto_strategies(monkeypatch: pytest.MonkeyPatch, slack: int, cells: int) -> None:
-    monkeypatch.setattr(kb, "_DENSE_SLACK", slack)
-    monkeypatch.setattr(kb, "_FUSED_CELLS", cells)
+    monkeypatch.setattr(ks, "_DENSE_SLACK", slack)
+    monkeypatch.setattr(ks, "_FUSED_CELLS", cells)
     rng = np.random.default_rng(5)
     chunk_flat = rng.choice(np.array([3, 7**9, 12, 4]), size=500).astype(np.int64)
     bin_flat = rng.integers(0, 27, size=500).astype(np.int64)
@@ -378,9 +378,9 @@ def test_destinations_match_naive_and_invert_the_sort(
     if method.startswith("dense"):
         chunk_flat = chunk_flat % 100_003
     want = naive.chunk_and_bin_destinations(chunk_flat, bin_flat, n_bins)
-    perm = kb._sort_by_chunk_and_bin(chunk_flat, bin_flat, n_bins, method)[0]
+    perm = ks._sort_by_chunk_and_bin(chunk_flat, bin_flat, n_bins, method)[0]
     given_ids = chunk_flat.copy()
-    got = kb._sort_by_chunk_and_bin(
+    got = ks._sort_by_chunk_and_bin(
         given_ids, bin_flat, n_bins, method, destination=True, reuse=reuse
     )
     for g, w in zip(got, want, strict=True):

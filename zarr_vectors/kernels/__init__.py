@@ -7,16 +7,18 @@ from zarr_vectors.kernels.binning import (
     assign_chunks_and_bins,
     bin_coords,
     bounds_and_nonfinite,
-    chunk_and_bin_destinations,
     chunk_coords,
-    counting_sort,
     points_in_box,
-    scatter_rows,
-    sort_by_chunk_and_bin,
 )
 from zarr_vectors.kernels.bounds import segment_bounds
 from zarr_vectors.kernels.manifests import decode_manifests, encode_manifests
 from zarr_vectors.kernels.ranges import concat_ranges
+from zarr_vectors.kernels.sorting import (
+    chunk_and_bin_destinations,
+    counting_sort,
+    scatter_rows,
+    sort_by_chunk_and_bin,
+)
 
 __all__ = [
     "concat_ranges",
