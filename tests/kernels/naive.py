@@ -1,4 +1,4 @@
-"""Plain-numpy twins of the kernels in zarr_vectors.kernels.binning (no numba).
+"""Plain-numpy twins of the kernels in zarr_vectors.kernels.binning and .bin_runs (no numba).
 
 Written to be obviously correct rather than fast; the tests compare every kernel to
 its twin.
@@ -116,3 +116,13 @@ def segment_bounds(positions: Array, starts: Array) -> tuple[Array, Array, bool]
             lo[s], hi[s] = p[a:b].min(axis=0), p[a:b].max(axis=0)
             finite = finite and bool(np.isfinite(p[a:b]).all())
     return lo, hi, finite
+
+
+def order_runs_by_bin(
+    values: Array, run_bins: Array, run_lengths: Array, n_bins: int
+) -> tuple[Array, Array]:
+    """Rows given as runs of one bin each, stably sorted by bin, and the bins' offsets."""
+    row_bins = np.repeat(np.asarray(run_bins, dtype=np.int64), run_lengths)
+    order = np.argsort(row_bins, kind="stable")
+    counts = np.bincount(row_bins, minlength=n_bins)
+    return values[order], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)

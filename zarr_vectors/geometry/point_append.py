@@ -40,7 +40,8 @@ from zarr_vectors.store.target import modify_target
 __all__ = ["ExistingPoints", "append_to_store", "load_existing"]
 
 NewRows = Callable[[tuple[int, ...]], tuple[list[np.ndarray], np.ndarray]]
-"""``new_rows(absolute chunk)``: the appended rows of every column and their bin indices."""
+"""``new_rows(absolute chunk)``: the appended rows of every column and their bin indices,
+in input order or in (bin, input order): :meth:`_Plan.rewrite` sorts them stably by bin."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +146,8 @@ def append_to_store(
     added
         Rows appended per absolute chunk index.
     new_rows
-        Gives the appended rows of a chunk (in input order) and their bin indices.
+        Gives the appended rows of a chunk (in input order, or sorted stably by bin) and
+        their bin indices.
     bounds
         Bounds of old and new vertices together.
     progress

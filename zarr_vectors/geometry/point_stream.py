@@ -1,11 +1,12 @@
 """Streaming point-cloud writes: batches in, the one-shot store out, memory bounded.
 
-Each batch is checked, cut into slices that fit the memory budget, sorted by chunk (stable,
-so a chunk's rows keep input order) and appended to spill files. Closing the writer builds
-the chunk grid from the bounds of all batches and writes every chunk once: its pieces are
-read back in batch order — the chunk's vertices in input order — binned and sorted by
-(bin, input order) exactly as :func:`~zarr_vectors.write_points` does, so the store is
-byte for byte the one a single write of the concatenated input gives (spec §5.5, §12.3).
+Each batch is checked, gathered into slices that fit the memory budget, sorted by (chunk,
+bin) (stable, so the rows of a bin keep input order) and appended to spill files, with the
+runs of one bin that each chunk's piece holds. Closing the writer builds the chunk grid from
+the bounds of all batches and writes every chunk once: its pieces are read back in batch
+order and their runs moved to (bin, input order), the order
+:func:`~zarr_vectors.write_points` gives, so the store is byte for byte the one a single
+write of the concatenated input gives (spec §5.5, §12.3).
 
 Without a ``chunk_shape`` the grid depends on all the data, so the batches are first spilled
 as they come and sorted by chunk in a second pass when the writer closes.
@@ -23,13 +24,13 @@ import numpy as np
 
 from zarr_vectors._progress import Progress, ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.fragments import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import (
     LevelWriter,
     WriteOptions,
-    bin_sorted_chunk,
     dense_bounds_span,
     round_up,
     shard_major_order,
@@ -42,6 +43,7 @@ from zarr_vectors.kernels import (
     chunk_and_bin_destinations,
     scatter_rows,
 )
+from zarr_vectors.kernels.bin_runs import move_runs, run_destinations
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import SpillColumns, remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination, write_target
@@ -60,7 +62,7 @@ DEFAULT_MEMORY_BUDGET = 256 * 2**20
 
 _MIN_BUDGET = 2**16
 _MIN_SLICE_ROWS = 256
-_WORK_BYTES_PER_ROW = 64
+_WORK_BYTES_PER_ROW = 24
 """Scratch bytes per row of a slice besides its columns: chunk/bin keys, sort order, copies."""
 
 
@@ -69,10 +71,13 @@ Schema = tuple[np.dtype[Any], int, dict[str, tuple[np.dtype[Any], tuple[int, ...
 
 @dataclass(slots=True)
 class _Piece:
-    """Rows ``[start, start + count)`` of the binned spill belong to one chunk."""
+    """Rows ``[start, start + count)`` of the binned spill belong to one chunk; they are
+    the runs ``[run_start, run_start + run_count)`` of the runs spill (one bin each)."""
 
     start: int
     count: int
+    run_start: int
+    run_count: int
 
 
 class PointWriter:
@@ -162,6 +167,7 @@ class PointWriter:
         self.scratch = scratch_directory(local_destination(store), spill_dir)
         self.raw: SpillColumns | None = None
         self.binned: SpillColumns | None = None
+        self.runs: SpillColumns | None = None
         self.pieces: dict[tuple[int, ...], list[_Piece]] = {}
         self.slice: list[np.ndarray] | None = None
         self.slice_rows = 0
@@ -232,6 +238,8 @@ class PointWriter:
             if self.slice is None:
                 step = self._slice_rows()
                 self.slice = [np.empty((step, *v.shape[1:]), dtype=v.dtype) for v in values]
+            if self.slice_rows == 0 and self.raw is not None:
+                self.raw.wait()  # the raw spill may still be writing from the slice buffers
             room = self.slice[0].shape[0] - self.slice_rows
             take = min(room, n - done)
             for buffer, column in zip(self.slice, values, strict=True):
@@ -294,31 +302,41 @@ class PointWriter:
     def _spill_binned(
         self, values: list[np.ndarray], grid: ChunkGrid, bounds: tuple[np.ndarray, np.ndarray]
     ) -> None:
-        """Sort a slice by chunk, keeping input order in a chunk, and spill it with its bins.
+        """Sort a slice by (chunk, bin), keeping input order in a bin, and spill it with the
+        runs of one bin of each chunk.
 
         ``bounds`` hold the slice's positions (they may be wider, e.g. its batch's).
         """
         if not values[0].shape[0]:
             return
-        bin_type = bin_dtype(grid)
-        if self.binned is None:
-            types = [*self._column_types(), (bin_type, ())]
-            self.binned = SpillColumns(self.scratch, "binned", types)
+        if self.binned is None or self.runs is None:
+            self.binned = SpillColumns(self.scratch, "binned", self._column_types())
+            self.runs = SpillColumns(self.scratch, "runs", [(np.dtype(np.int64), (2,))])
         first, shape = dense_bounds_span(bounds, grid)
         chunk_flat, bin_flat = assign_chunks_and_bins(
             values[0], grid.chunk_shape, grid.bin_shape, grid.bins, first, shape
         )
-        destination, occupied, offsets, _ = chunk_and_bin_destinations(
-            chunk_flat, np.zeros(chunk_flat.shape[0], np.int64), 1, reuse=True
+        destination, occupied, offsets, bin_offsets = chunk_and_bin_destinations(
+            chunk_flat, bin_flat, grid.bins_per_chunk_total, reuse=True
         )
-        spilled = [scatter_rows(v, destination) for v in (*values, bin_flat.astype(bin_type))]
-        del chunk_flat, bin_flat, destination
+        del bin_flat
+        self.binned.wait()  # the previous slice's rows are written before this one's exist
+        spilled = [scatter_rows(v, destination) for v in values]
+        del chunk_flat, destination
+        runs, run_offsets = _bin_runs(bin_offsets)
         start = self.binned.append(spilled)
+        run_start = self.runs.append([runs])
         coords = np.stack(np.unravel_index(occupied, tuple(int(s) for s in shape)), axis=1) + first
-        counts = np.diff(offsets)
-        starts = (start + offsets[:-1]).tolist()
-        for chunk, a, c in zip(coords.tolist(), starts, counts.tolist(), strict=True):
-            self.pieces.setdefault(tuple(chunk), []).append(_Piece(a, c))
+        pieces = zip(
+            coords.tolist(),
+            (start + offsets[:-1]).tolist(),
+            np.diff(offsets).tolist(),
+            (run_start + run_offsets[:-1]).tolist(),
+            np.diff(run_offsets).tolist(),
+            strict=True,
+        )
+        for chunk, a, count, r, run_count in pieces:
+            self.pieces.setdefault(tuple(chunk), []).append(_Piece(a, count, r, run_count))
 
     # -- output --------------------------------------------------------------------------
     def close(self) -> None:
@@ -388,19 +406,37 @@ class PointWriter:
             self._spill_binned(piece, grid, (lo, hi))
             self.progress("sort", b, self.raw.rows)
 
-    def _new_rows(self, chunk: tuple[int, ...]) -> tuple[list[np.ndarray], np.ndarray]:
-        """The appended rows of a chunk in input order, every column, and their bins."""
+    def _binned_rows(
+        self, chunk: tuple[int, ...], n_bins: int
+    ) -> tuple[list[np.ndarray], np.ndarray]:
+        """The appended rows of a chunk, every column, in (bin, input order), and the
+        ``(n_bins + 1,)`` offsets of its bins."""
         assert self.binned is not None
-        ranges = [(p.start, p.start + p.count) for p in self.pieces[chunk]]
-        *values, bin_flat = [self.binned.read(k, ranges) for k in range(len(self.binned.columns))]
-        return values, bin_flat
+        assert self.runs is not None
+        pieces = self.pieces[chunk]
+        runs = self.runs.read(0, [(p.run_start, p.run_start + p.run_count) for p in pieces])
+        ranges = [(p.start, p.start + p.count) for p in pieces]
+        starts, bin_offsets = run_destinations(runs[:, 0], runs[:, 1], n_bins)
+        values = [
+            move_runs(self.binned.read(k, ranges), runs[:, 1], starts)
+            for k in range(len(self.binned.columns))
+        ]
+        return values, bin_offsets
+
+    def _new_rows(self, chunk: tuple[int, ...]) -> tuple[list[np.ndarray], np.ndarray]:
+        """The appended rows of a chunk, every column, in (bin, input order), and their bins."""
+        assert self.grid is not None
+        n_bins = self.grid.bins_per_chunk_total
+        values, bin_offsets = self._binned_rows(chunk, n_bins)
+        return values, np.repeat(np.arange(n_bins, dtype=np.int64), np.diff(bin_offsets))
 
     def _chunk_rows(
         self, chunk: tuple[int, ...], grid: ChunkGrid
     ) -> tuple[list[np.ndarray], np.ndarray]:
         """A chunk's rows of every column in storage order, and its dense fragment blob."""
-        values, bin_flat = self._new_rows(chunk)
-        return bin_sorted_chunk(values, bin_flat, grid.bins_per_chunk_total)
+        values, offsets = self._binned_rows(chunk, grid.bins_per_chunk_total)
+        blob = encode_dense_ranges_batch(offsets[None, :-1], np.diff(offsets)[None])[0]
+        return values, blob
 
     def _check_open(self) -> None:
         if self.closed:
@@ -409,7 +445,7 @@ class PointWriter:
     def _cleanup(self) -> None:
         self.closed = True
         self.slice = None
-        for spill in (self.raw, self.binned):
+        for spill in (self.raw, self.binned, self.runs):
             if spill is not None:
                 spill.close()
         remove_scratch(self.scratch)
@@ -477,6 +513,23 @@ def bin_dtype(grid: ChunkGrid) -> np.dtype[Any]:
     """The smallest unsigned type holding a bin flat index of ``grid``."""
     bins = grid.bins_per_chunk_total
     return np.dtype(np.uint16 if bins <= 2**16 else np.uint32 if bins <= 2**32 else np.uint64)
+
+
+def _bin_runs(bin_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The runs of one bin of each sorted chunk, from its ``(m, n_bins + 1)`` bin offsets.
+
+    Returns
+    -------
+    runs, run_offsets
+        ``(k, 2)`` int64 ``(bin, rows)`` of every non-empty bin, chunk by chunk in bin order,
+        and the ``(m + 1,)`` offsets of each chunk's runs.
+    """
+    lengths = np.diff(bin_offsets, axis=1)
+    chunk, bin_ = np.nonzero(lengths)
+    runs = np.stack([bin_, lengths[chunk, bin_]], axis=1).astype(np.int64, copy=False)
+    run_offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(chunk, minlength=lengths.shape[0]), out=run_offsets[1:])
+    return runs, run_offsets
 
 
 def append_points(

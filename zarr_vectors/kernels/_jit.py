@@ -14,9 +14,10 @@ from typing import Any, TypeVar
 
 import numba
 from numba import types as numba_types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["intrinsic", "njit", "numba_types"]
+__all__ = ["cgutils", "intrinsic", "njit", "numba_types"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 

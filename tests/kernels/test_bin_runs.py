@@ -1,0 +1,97 @@
+"""Moving runs of one bin into (bin, position) order equals a stable sort of the rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.kernels import naive
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.kernels.bin_runs import move_runs, run_destinations
+
+ROW_TYPES = [
+    (np.dtype(np.float32), (3,)),
+    (np.dtype(np.float32), ()),
+    (np.dtype(np.uint8), ()),
+    (np.dtype(np.int64), (2,)),
+    (np.dtype(np.int16), (3,)),
+]
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int]:
+    """Pieces of runs, each piece's bins ascending (what a chunk's spill pieces hold)."""
+    n_bins = draw(st.integers(1, 9))
+    bins: list[int] = []
+    lengths: list[int] = []
+    for _ in range(draw(st.integers(0, 5))):
+        piece = sorted(draw(st.sets(st.integers(0, n_bins - 1), max_size=n_bins)))
+        bins += piece
+        lengths += [draw(st.integers(0, 6)) for _ in piece]
+    return np.asarray(bins, dtype=np.int64), np.asarray(lengths, dtype=np.int64), n_bins
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs(), st.sampled_from(ROW_TYPES), st.integers(0, 2**32))
+def test_runs_moved_equal_a_stable_sort_by_bin(
+    case: tuple[np.ndarray, np.ndarray, int],
+    row_type: tuple[np.dtype[np.generic], tuple[int, ...]],
+    seed: int,
+) -> None:
+    bins, lengths, n_bins = case
+    dtype, shape = row_type
+    n = int(lengths.sum())
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 100, size=(n, *shape)).astype(dtype)
+    want_rows, want_offsets = naive.order_runs_by_bin(values, bins, lengths, n_bins)
+    starts, offsets = run_destinations(bins, lengths, n_bins)
+    np.testing.assert_array_equal(offsets, want_offsets)
+    got = move_runs(values, lengths, starts)
+    assert got.dtype == values.dtype
+    assert got.shape == values.shape
+    np.testing.assert_array_equal(got, want_rows)
+
+
+def test_runs_of_any_order_are_sorted_stably() -> None:
+    values = np.arange(10, dtype=np.float32)
+    bins, lengths = np.array([2, 0, 2, 1, 0]), np.array([3, 2, 1, 2, 2])
+    starts, offsets = run_destinations(bins, lengths, 3)
+    got = move_runs(values, lengths, starts)
+    np.testing.assert_array_equal(got, [3, 4, 8, 9, 6, 7, 0, 1, 2, 5])
+    np.testing.assert_array_equal(offsets, [0, 4, 6, 10])
+
+
+@pytest.mark.parametrize(
+    ("bins", "lengths", "n_bins", "match"),
+    [
+        ([0, 3], [1, 1], 3, "run 1: bin 3 outside"),
+        ([0, -1], [1, 1], 3, "run 1: bin -1 outside"),
+        ([0, 1], [1, -2], 3, "length -2 < 0"),
+        ([0, 1], [1], 3, "2 run bins but 1 run lengths"),
+        ([0], [1], 0, "n_bins must be >= 1"),
+    ],
+)
+def test_bad_runs_are_refused(bins: list[int], lengths: list[int], n_bins: int, match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        run_destinations(bins, lengths, n_bins)
+
+
+def test_runs_that_do_not_fit_are_refused() -> None:
+    values = np.arange(6, dtype=np.int32)
+    with pytest.raises(InvalidInputError, match="3 rows for 6 rows"):
+        move_runs(values, [1, 2], [0, 1])
+    with pytest.raises(InvalidInputError, match=r"run 1 \(4 rows from 3\) does not fit"):
+        move_runs(values, [2, 4], [0, 3])
+    with pytest.raises(InvalidInputError, match="2 starts"):
+        move_runs(values, [6], [0, 0])
+    with pytest.raises(InvalidInputError, match="does not fit"):
+        move_runs(values, [6], [-1])
+
+
+def test_no_rows() -> None:
+    starts, offsets = run_destinations([], [], 4)
+    assert starts.shape == (0,)
+    np.testing.assert_array_equal(offsets, [0, 0, 0, 0, 0])
+    assert move_runs(np.empty((0, 3), np.float32), [], []).shape == (0, 3)

@@ -1,0 +1,162 @@
+"""Rows given as runs of one bin each, put in (bin, position) order (spec §5.5).
+
+A streaming write spills every slice of its input sorted by (chunk, bin), so a chunk comes
+back as pieces that are each sorted by bin, and is described by runs: ``(bin, length)`` in
+row order. Ordering the rows by (bin, row position) then moves whole runs instead of rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.kernels._jit import cgutils, intrinsic, njit
+from zarr_vectors.kernels._jit import numba_types as types
+
+__all__ = ["move_runs", "run_destinations"]
+
+I64 = npt.NDArray[np.int64]
+U8 = npt.NDArray[np.uint8]
+
+
+def run_destinations(
+    run_bins: npt.ArrayLike, run_lengths: npt.ArrayLike, n_bins: int
+) -> tuple[I64, I64]:
+    """Where each run starts when the rows are ordered by (bin, row position).
+
+    Parameters
+    ----------
+    run_bins
+        ``(k,)`` bin of each run, in ``[0, n_bins)``, runs in row order.
+    run_lengths
+        ``(k,)`` rows of each run, >= 0.
+    n_bins
+        Number of bins, >= 1.
+
+    Returns
+    -------
+    starts : numpy.ndarray
+        ``(k,)`` int64 first sorted row of each run (a stable order: runs of one bin keep
+        their order).
+    bin_offsets : numpy.ndarray
+        ``(n_bins + 1,)`` int64; bin ``b`` holds sorted rows ``[bin_offsets[b],
+        bin_offsets[b + 1])``.
+
+    Raises
+    ------
+    InvalidInputError
+        For arrays of different lengths, a bin outside ``[0, n_bins)`` or a negative length.
+    """
+    bins = np.ascontiguousarray(run_bins, dtype=np.int64).reshape(-1)
+    lengths = np.ascontiguousarray(run_lengths, dtype=np.int64).reshape(-1)
+    if bins.shape != lengths.shape:
+        raise InvalidInputError(f"{bins.size} run bins but {lengths.size} run lengths")
+    if int(n_bins) < 1:
+        raise InvalidInputError(f"n_bins must be >= 1, got {n_bins}")
+    starts = np.empty(bins.size, dtype=np.int64)
+    offsets = np.zeros(int(n_bins) + 1, dtype=np.int64)
+    bad = _run_destinations(bins, lengths, starts, offsets)
+    if bad >= 0:
+        raise InvalidInputError(
+            f"run {bad}: bin {bins[bad]} outside [0, {n_bins}) or length {lengths[bad]} < 0"
+        )
+    return starts, offsets
+
+
+@njit
+def _run_destinations(bins: I64, lengths: I64, starts: I64, offsets: I64) -> int:
+    n_bins = offsets.shape[0] - 1
+    for r in range(bins.shape[0]):
+        b = bins[r]
+        if b < 0 or b >= n_bins or lengths[r] < 0:
+            return r
+        offsets[b + 1] += lengths[r]
+    for b in range(n_bins):
+        offsets[b + 1] += offsets[b]
+    cursor = offsets[:-1].copy()
+    for r in range(bins.shape[0]):
+        starts[r] = cursor[bins[r]]
+        cursor[bins[r]] += lengths[r]
+    return -1
+
+
+def move_runs(values: np.ndarray, run_lengths: npt.ArrayLike, starts: npt.ArrayLike) -> np.ndarray:
+    """Move each run of rows to its start: ``out[starts[r]:starts[r] + len_r] = run r``.
+
+    Parameters
+    ----------
+    values
+        ``(n, ...)`` rows of any fixed-size dtype; run ``r`` is the ``run_lengths[r]`` rows
+        after the runs before it.
+    run_lengths
+        ``(k,)`` rows of each run, summing to ``n``.
+    starts
+        ``(k,)`` destination of each run's first row (:func:`run_destinations`); the runs'
+        destinations must tile ``[0, n)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new C-contiguous array of the same dtype and shape.
+
+    Raises
+    ------
+    InvalidInputError
+        When the lengths do not sum to ``n`` or a run would land outside ``[0, n)``.
+    """
+    src = np.ascontiguousarray(values)
+    lengths = np.ascontiguousarray(run_lengths, dtype=np.int64).reshape(-1)
+    dest = np.ascontiguousarray(starts, dtype=np.int64).reshape(-1)
+    n = src.shape[0] if src.ndim else -1
+    if n < 0 or lengths.shape != dest.shape or int(lengths.sum()) != n:
+        raise InvalidInputError(
+            f"{lengths.size} runs of {int(lengths.sum())} rows for {max(n, 0)} rows "
+            f"and {dest.size} starts"
+        )
+    out = np.empty_like(src)
+    row_bytes = src.dtype.itemsize * int(np.prod(src.shape[1:], dtype=np.int64))
+    if n == 0 or row_bytes == 0:
+        return out
+    flat_src, flat_out = src.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8)
+    bad = _move_runs(flat_src, lengths, dest, flat_out, row_bytes)
+    if bad >= 0:
+        raise InvalidInputError(
+            f"run {bad} ({lengths[bad]} rows from {dest[bad]}) does not fit in [0, {n})"
+        )
+    return out
+
+
+def _copy_bytes_typer(
+    typingctx: Any, dst: Any, dst_start: Any, src: Any, src_start: Any, size: Any
+) -> Any:
+    """``dst[dst_start:dst_start + size] = src[src_start:src_start + size]`` on ``uint8``
+    arrays, as one ``llvm.memcpy`` (numba's loops copy a byte or a word at a time)."""
+    sig = types.void(dst, dst_start, src, src_start, size)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> None:
+        dst_array = context.make_array(signature.args[0])(context, builder, args[0])
+        src_array = context.make_array(signature.args[2])(context, builder, args[2])
+        to = builder.gep(dst_array.data, [args[1]])
+        from_ = builder.gep(src_array.data, [args[3]])
+        cgutils.raw_memcpy(builder, to, from_, args[4], 1)  # type: ignore[no-untyped-call]
+
+    return sig, codegen
+
+
+_copy_bytes: Any = intrinsic(_copy_bytes_typer)
+
+
+@njit
+def _move_runs(src: U8, lengths: I64, starts: I64, out: U8, row_bytes: int) -> int:
+    n = out.shape[0] // row_bytes
+    first = 0
+    for r in range(lengths.shape[0]):
+        count, d = lengths[r], starts[r]
+        if count < 0 or d < 0 or d + count > n:
+            return r
+        _copy_bytes(out, d * row_bytes, src, first * row_bytes, count * row_bytes)
+        first += count
+    return -1
