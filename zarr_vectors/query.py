@@ -213,8 +213,8 @@ def _query_box_points(reader: LevelReader, box: BoxRegion) -> QueryResult | None
     runs, faces_lo, faces_hi = _box_row_runs(reader, box)
     lengths = runs.stop - runs.start
 
-    def select(rows: np.ndarray, run_row: np.ndarray) -> np.ndarray:
-        return select_rows(rows, run_row, lengths, faces_lo, faces_hi, box.lo, box.hi)
+    def select(rows: np.ndarray, run_row: np.ndarray, out: np.ndarray) -> np.ndarray:
+        return select_rows(rows, run_row, lengths, faces_lo, faces_hi, box.lo, box.hi, out)
 
     read = dict(zip(names, reader.read_selected(names, runs, select), strict=True))
     return QueryResult(
@@ -224,23 +224,25 @@ def _query_box_points(reader: LevelReader, box: BoxRegion) -> QueryResult | None
     )
 
 
-def _box_chunks(reader: LevelReader, box: BoxRegion) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _box_chunks(
+    reader: LevelReader, box: BoxRegion
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The occupied chunks the box meets, their row counts, and which it covers (as
-    :func:`chunks_meeting`, in one kernel call)."""
+    :func:`chunks_meeting`, in one kernel call), and their positions among the occupied
+    chunks."""
     if box.is_empty:
-        return chunks_meeting(reader, box)
+        return (*chunks_meeting(reader, box), np.empty(0, dtype=np.int64))
     coords, occupied = reader.occupied_chunks(None, None)
     grid = reader.grid
     picked, covered = box_chunks(coords, grid.origin, grid.chunk_shape, box.lo, box.hi)
-    return coords[picked], occupied[picked], covered
+    return coords[picked], occupied[picked], covered, picked
 
 
 def _box_row_runs(reader: LevelReader, box: BoxRegion) -> tuple[RowRuns, np.ndarray, np.ndarray]:
     """The row runs of the bins the box meets, and the faces cutting each (see
     :func:`~zarr_vectors.kernels.box_rows.box_runs`)."""
-    chunks, counts, covered = _box_chunks(reader, box)
-    partial = np.flatnonzero(~covered)
-    starts, sizes = reader.bin_ranges(chunks[partial], counts[partial], chunks)
+    chunks, counts, covered, where = _box_chunks(reader, box)
+    bins = reader.bin_table(where[~covered], where)
     grid = reader.grid
     chunk, start, stop, faces_lo, faces_hi = box_runs(
         (chunks + grid.origin).astype(np.float64),
@@ -251,12 +253,12 @@ def _box_row_runs(reader: LevelReader, box: BoxRegion) -> tuple[RowRuns, np.ndar
         box.hi,
         covered,
         counts,
-        np.cumsum(~covered) - 1,
-        starts,
-        sizes,
+        bins.row[where],
+        bins.starts,
+        bins.sizes,
     )
     keys = [tuple(c) for c in chunks.tolist()]
-    return RowRuns(keys, chunk, start, stop), faces_lo, faces_hi
+    return RowRuns(keys, chunk, start, stop, where), faces_lo, faces_hi
 
 
 def query_box(reader: LevelReader, lo: np.ndarray, hi: np.ndarray) -> QueryResult:

@@ -8,6 +8,8 @@ the answers must equal a brute-force numpy filter.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 from zarr.core.sync import sync
@@ -18,8 +20,10 @@ from benchmarks._latency import LatencyStore
 from tests.helpers import sorted_rows
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import VERTICES
-from zarr_vectors.geometry.reader import ChunkRows
-from zarr_vectors.query import query_box
+from zarr_vectors.geometry.reader import ChunkRows, RowRuns
+from zarr_vectors.kernels.box_rows import select_rows
+from zarr_vectors.query import _box_row_runs, query_box
+from zarr_vectors.regions import BoxRegion
 
 EXTENT = 1000.0
 BOX = (np.array([301.7, 288.2, 310.4]), np.array([517.1, 503.6, 525.8]))  # ~1% of the volume
@@ -206,3 +210,81 @@ def test_a_missing_shard_is_reported_whether_read_whole_or_in_part(box: object) 
     sync(inner.delete(key))
     with pytest.raises(CorruptChunkError, match="shard of an occupied chunk"):
         zv.open(store).query(box)
+
+
+def test_a_restricted_view_of_a_queried_reader_and_back() -> None:
+    """The view plans from its own chunks even after the full reader planned its queries."""
+    store, xyz, attributes = _point_store(250.0, 1)
+    reader = zv.open(store)._reader
+    lo, hi = np.array([100.0, 100, 100]), np.array([900.0, 900, 900])
+    whole = _brute_force(xyz, attributes, lo, hi)
+    first = query_box(reader, lo, hi)
+    chunks, _ = reader.occupied_chunks(np.zeros(3, np.int64), reader.grid.shape)
+    picked = chunks[1::2]
+    part = query_box(reader.restricted(picked), lo, hi)
+    shape = tuple(int(g) for g in reader.grid.shape)
+    cell = np.floor(xyz / 250.0).astype(np.int64) - reader.grid.origin
+    mine = np.isin(
+        np.ravel_multi_index(tuple(cell.T), shape), np.ravel_multi_index(tuple(picked.T), shape)
+    )
+    expected = _brute_force(xyz[mine], {k: v[mine] for k, v in attributes.items()}, lo, hi)
+    np.testing.assert_array_equal(sorted_rows(part.positions, part.attributes["a0"]), expected)
+    again = query_box(reader, lo, hi)
+    for found in (first, again):
+        np.testing.assert_array_equal(sorted_rows(found.positions, found.attributes["a0"]), whole)
+
+
+def test_answers_do_not_share_memory_with_later_reads() -> None:
+    """Scratch buffers are reused from one query to the next, never the arrays returned."""
+    store, xyz, attributes = _point_store(250.0, 1)
+    reader = zv.open(store)._reader
+    lo, hi = np.array([100.0, 120, 90]), np.array([700.0, 650, 800])
+    first = query_box(reader, lo, hi)
+    kept = (first.positions.copy(), first.attributes["a0"].copy())
+    other = query_box(zv.open(store)._reader, hi - 500.0, hi)  # another reader, another box
+    np.testing.assert_array_equal(first.positions, kept[0])
+    np.testing.assert_array_equal(first.attributes["a0"], kept[1])
+    first.positions[:] = -1.0
+    again = query_box(reader, lo, hi)
+    np.testing.assert_array_equal(again.positions, kept[0])
+    np.testing.assert_array_equal(again.attributes["a0"], kept[1])
+    np.testing.assert_array_equal(
+        sorted_rows(other.positions, other.attributes["a0"]),
+        _brute_force(xyz, attributes, hi - 500.0, hi),
+    )
+
+
+def test_one_reader_answers_box_queries_from_several_threads() -> None:
+    store, xyz, attributes = _point_store(250.0, 1)
+    reader = zv.open(store)._reader
+    rng = np.random.default_rng(5)
+    boxes = [(lo, lo + rng.uniform(50, 500, 3)) for lo in rng.uniform(0, 800, (16, 3))]
+
+    def answer(box: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        found = query_box(reader, *box)
+        return sorted_rows(found.positions, found.attributes["a0"])
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(answer, boxes))
+    for box, got in zip(boxes, answers, strict=True):
+        np.testing.assert_array_equal(got, _brute_force(xyz, attributes, *box))
+
+
+def test_row_runs_without_chunk_positions_read_the_same_rows() -> None:
+    store, *_ = _point_store(250.0, 1)
+    reader = zv.open(store)._reader
+    lo, hi = np.array([100.0, 120, 90]), np.array([700.0, 650, 800])
+    runs, faces_lo, faces_hi = _box_row_runs(reader, BoxRegion(lo, hi))
+    bare = RowRuns(runs.chunks, runs.chunk, runs.start, runs.stop)
+    names = [VERTICES, "a0"]
+
+    def select(rows: np.ndarray, run_row: np.ndarray, out: np.ndarray) -> np.ndarray:
+        lengths = runs.stop - runs.start
+        return select_rows(rows, run_row, lengths, faces_lo, faces_hi, lo, hi, out)
+
+    fresh = zv.open(store)._reader  # plans from the positions it finds itself
+    got = fresh.read_selected(names, bare, select)
+    want = reader.read_selected(names, runs, select)
+    assert len(got) == len(want) == 2
+    for column, expected in zip(got, want, strict=True):
+        np.testing.assert_array_equal(column, expected)

@@ -5,11 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from zarr_vectors.kernels.box_rows import block_slots, box_chunks, box_runs, select_rows
+from zarr_vectors.kernels.box_rows import (
+    block_slots,
+    box_chunks,
+    box_runs,
+    select_rows,
+    slot_spans,
+    slots_holding,
+    take_rows,
+)
 
 STEP = 0.5  # coordinates on a grid that bin and chunk edges and box faces fall on
 
@@ -260,3 +269,145 @@ def test_box_chunks_match_the_twin(case: tuple[np.ndarray, ...]) -> None:
     picked, covered = box_chunks(coords, origin, chunk_shape, lo, hi)
     np.testing.assert_array_equal(picked, np.flatnonzero(meets))
     np.testing.assert_array_equal(covered, covers[meets])
+
+
+def naive_slot_spans(
+    slot_chunk: np.ndarray,
+    slot_block: np.ndarray,
+    wanted: np.ndarray,
+    first: np.ndarray,
+    entries: np.ndarray,
+) -> tuple[list[int], list[int], list[tuple[int, int, int]], int]:
+    """Per wanted slot its entry; spans: blocks of a chunk stored back to back, merged."""
+    starts: list[int] = []
+    lengths: list[int] = []
+    spans: list[tuple[int, int, int]] = []
+    for i, s in enumerate(wanted.tolist()):
+        c, b = int(slot_chunk[s]), int(slot_block[s])
+        if not 0 <= b < first[c + 1] - first[c]:
+            return [], [], [], i
+        offset, nbytes = (int(v) for v in entries[first[c] + b])
+        if offset < 0 or nbytes < 0:
+            return [], [], [], i
+        starts.append(sum(lengths))
+        lengths.append(nbytes)
+        if spans and spans[-1][0] == c and spans[-1][2] == offset:
+            spans[-1] = (c, spans[-1][1], offset + nbytes)
+        else:
+            spans.append((c, offset, offset + nbytes))
+    return starts, lengths, spans, -1
+
+
+@st.composite
+def slot_tables(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
+    n_chunks = draw(st.integers(1, 4))
+    blocks = draw(st.lists(st.integers(0, 5), min_size=n_chunks, max_size=n_chunks))
+    first = np.concatenate([[0], np.cumsum(blocks)]).astype(np.int64)
+    entries = np.empty((int(first[-1]), 2), dtype=np.int64)
+    for c, n in enumerate(blocks):  # stored back to back in some order, a gap or a hole
+        order = draw(st.permutations(list(range(n))))
+        offset = 0
+        for b in order:
+            offset += draw(st.sampled_from([0, 0, 0, 3]))
+            size = draw(st.integers(4, 9))
+            entries[first[c] + b] = (offset, size)
+            offset += size
+        if n and draw(st.integers(0, 9)) == 0:
+            entries[first[c] + draw(st.integers(0, n - 1))] = (-1, -1)  # not stored
+    slots = sorted(
+        draw(st.sets(st.tuples(st.integers(0, n_chunks - 1), st.integers(0, 6)), max_size=12))
+    )
+    slot_chunk = np.array([c for c, _ in slots], dtype=np.int64)
+    slot_block = np.array([b for _, b in slots], dtype=np.int64)
+    keep = [draw(st.booleans()) for _ in slots]
+    wanted = np.flatnonzero(np.array(keep, dtype=bool)).astype(np.int64)
+    return slot_chunk, slot_block, wanted, first, entries
+
+
+@settings(max_examples=200, deadline=None)
+@given(slot_tables())
+def test_slot_spans_match_the_twin(case: tuple[np.ndarray, ...]) -> None:
+    starts, lengths, chunk, start, stop, bad = slot_spans(*case)
+    want_starts, want_lengths, want_spans, want_bad = naive_slot_spans(*case)
+    assert bad == want_bad
+    if bad < 0:
+        assert starts.tolist() == want_starts
+        assert lengths.tolist() == want_lengths
+        got = list(zip(chunk.tolist(), start.tolist(), stop.tolist(), strict=True))
+        assert got == want_spans
+        assert sum(b - a for _, a, b in want_spans) == sum(want_lengths)
+
+
+def test_slot_spans_merge_blocks_stored_back_to_back() -> None:
+    first = np.array([0, 3], dtype=np.int64)
+    entries = np.array([[0, 5], [5, 4], [20, 6]], dtype=np.int64)
+    every = np.arange(3, dtype=np.int64)
+    starts, lengths, chunk, start, stop, bad = slot_spans(
+        np.zeros(3, np.int64), every, every, first, entries
+    )
+    assert bad == -1
+    assert starts.tolist() == [0, 5, 9]
+    assert lengths.tolist() == [5, 4, 6]
+    assert list(zip(chunk.tolist(), start.tolist(), stop.tolist(), strict=True)) == [
+        (0, 0, 9),
+        (0, 20, 26),
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 6).flatmap(
+        lambda r: st.tuples(
+            st.just(r),
+            st.integers(0, 8).flatmap(
+                lambda n: st.tuples(
+                    st.just(n), st.sets(st.integers(0, max(0, n * r - 1)), max_size=n * r)
+                )
+            ),
+        )
+    )
+)
+def test_slots_holding_match_the_twin(case: tuple[int, tuple[int, set[int]]]) -> None:
+    r, (n_slots, raw) = case
+    rows = np.array(sorted(v for v in raw if v < n_slots * r), dtype=np.int64)
+    np.testing.assert_array_equal(slots_holding(rows, n_slots, r), np.unique(rows // r))
+
+
+@settings(max_examples=100, deadline=None)
+@given(selections())
+def test_select_rows_into_a_given_buffer(case: tuple[Any, ...]) -> None:
+    total = int(case[2].sum())
+    out = np.full(total + 3, -7, dtype=np.int64)
+    got = select_rows(*case, out=out)
+    want = naive_select(*case)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(out[: want.shape[0]], want)
+    if total:
+        with pytest.raises(ValueError, match="shorter"):
+            select_rows(*case, out=np.empty(total - 1, dtype=np.int64))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.sampled_from([np.float32, np.float64, np.int32]),
+    st.sampled_from([(3,), (1,), (2,), ()]),
+    st.integers(0, 30).flatmap(
+        lambda n: st.tuples(st.just(n), st.lists(st.integers(0, max(n - 1, 0)), max_size=20))
+    ),
+)
+def test_take_rows_equals_numpy_take(
+    dtype: type, row_shape: tuple[int, ...], case: tuple[int, list[int]]
+) -> None:
+    n, picks = case
+    rows = np.arange(n * int(np.prod(row_shape)), dtype=dtype).reshape(n, *row_shape)
+    keep = np.array(picks if n else [], dtype=np.int64)
+    got = take_rows(rows, keep)
+    want = np.take(rows, keep, axis=0)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("bad", [-1, 4])
+def test_take_rows_refuses_rows_out_of_range(bad: int) -> None:
+    with pytest.raises(IndexError, match="outside"):
+        take_rows(np.zeros((4, 3), dtype=np.float32), np.array([0, bad], dtype=np.int64))

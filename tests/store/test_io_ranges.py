@@ -1,4 +1,4 @@
-"""StoreIO.get_ranges_into: byte ranges of many keys back to back in one buffer, the same
+"""StoreIO.read_spans_into: byte spans of many keys back to back in one buffer, the same
 on a local directory (read straight into the buffer) and on other stores."""
 
 from __future__ import annotations
@@ -21,30 +21,35 @@ def _store(kind: str, tmp_path: Path) -> StoreIO:
     return io
 
 
-@pytest.mark.parametrize("kind", ["local", "memory"])
-def test_ranges_land_back_to_back(kind: str, tmp_path: Path) -> None:
-    io = _store(kind, tmp_path)
-    requests = [("a/c/0", [(0, 10), (50, 55), (199, 200)]), ("b/c/1", [(3, 40)]), ("a/c/0", [])]
-    buffer, found = io.get_ranges_into(requests)
-    want = b"".join(DATA[key][a:b] for key, ranges in requests for a, b in ranges)
-    assert buffer.dtype == np.uint8
-    assert buffer.tobytes() == want
-    assert found == [True, True, True]
-
-
-@pytest.mark.parametrize("kind", ["local", "memory"])
-def test_missing_keys_and_short_ranges_are_flagged(kind: str, tmp_path: Path) -> None:
-    io = _store(kind, tmp_path)
-    buffer, found = io.get_ranges_into(
-        [("nope/c/0", [(0, 4)]), ("a/c/0", [(190, 210)]), ("b/c/1", [(0, 2)])]
-    )
-    assert found == [False, False, True]
-    assert buffer.shape == (26,)
-    assert buffer[-2:].tobytes() == DATA["b/c/1"][:2]
-
-
 def test_local_root_is_the_store_directory(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
     assert local_root(store) == tmp_path
     assert local_root(MemoryStore()) is None
     assert local_root(LocalStore(str(tmp_path))) == tmp_path  # a root given as text
+
+
+@pytest.mark.parametrize("kind", ["local", "memory"])
+def test_spans_land_back_to_back(kind: str, tmp_path: Path) -> None:
+    io = _store(kind, tmp_path)
+    keys = ["a/c/0", "b/c/1"]
+    spans = [(0, 0, 10), (0, 50, 55), (1, 3, 40), (1, 41, 43), (0, 199, 200)]
+    owner, start, stop = (np.array(v, dtype=np.int64) for v in zip(*spans, strict=True))
+    buffer = np.zeros(int((stop - start).sum()), dtype=np.uint8)
+    assert io.read_spans_into(keys, owner, start, stop, buffer) == -1
+    want = b"".join(DATA[keys[k]][a:b] for k, a, b in spans)
+    assert buffer.tobytes() == want
+
+
+@pytest.mark.parametrize("kind", ["local", "memory"])
+@pytest.mark.parametrize(
+    ("keys", "span", "failed"), [(["nope/c/0"], (0, 4), 0), (["b/c/1", "a/c/0"], (190, 210), 1)]
+)
+def test_a_missing_key_or_short_span_is_reported(
+    kind: str, tmp_path: Path, keys: list[str], span: tuple[int, int], failed: int
+) -> None:
+    io = _store(kind, tmp_path)
+    owner = np.array([0, failed], dtype=np.int64)
+    start = np.array([0, span[0]], dtype=np.int64)
+    stop = np.array([2, span[1]], dtype=np.int64)
+    buffer = np.zeros(2 + span[1] - span[0], dtype=np.uint8)
+    assert io.read_spans_into(keys, owner, start, stop, buffer) == failed

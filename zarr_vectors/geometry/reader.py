@@ -20,8 +20,12 @@ Box queries over point clouds read through :meth:`LevelReader.read_selected`: th
 blocks holding many row runs are fetched into one buffer per column and decoded each once
 by a kernel calling the C functions of C-Blosc and libcrc32c directly
 (:mod:`zarr_vectors.kernels.row_blocks`); a caller's selector then picks the rows, and the
-other columns decode only the blocks holding picked rows. ``vertex_counts`` stored as one
-plain chunk and the dense fragment blobs of point clouds are decoded directly too.
+other columns decode only the blocks holding picked rows. Their byte spans are planned by
+a kernel from tables kept by position among the occupied chunks (the chunks' shard index
+entries and per-bin ranges, filled as chunks are first read), and the scratch they are
+read and decoded into is reused from one read to the next (never the arrays returned).
+``vertex_counts`` stored as one plain chunk and the dense fragment blobs of point clouds
+are decoded directly too.
 """
 
 from __future__ import annotations
@@ -54,14 +58,14 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
+from zarr_vectors.geometry import _read_plans as read_plans
 from zarr_vectors.kernels import concat_ranges
-from zarr_vectors.kernels.box_rows import block_slots
+from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows
 from zarr_vectors.store.arrays import nonzero_cells, read_region, read_whole_many
 from zarr_vectors.store.io import ByteRange, StoreIO, local_root
 from zarr_vectors.store.shards import (
     RowLayout,
     ShardIndex,
-    StoredBlocks,
     decode_dense_blob_shards,
     decode_single_chunk,
     shard_key,
@@ -91,9 +95,6 @@ _IndexRequest = tuple[_IndexKey, str, ByteRange, RowLayout]
 """(cache key, shard key, suffix to fetch, layout) of a shard index to fetch."""
 
 _MISSING = 2**64 - 1
-
-_SpanRequest = tuple[str, list[tuple[int, int]], int]
-"""(shard key, byte ranges, their total bytes) of row blocks to fetch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,11 +152,15 @@ class LevelReader:
         }
         self._blob_layouts: dict[str, RowLayout] = {}
         self._ranges: dict[tuple[str, tuple[int, ...]], tuple[np.ndarray, np.ndarray]] = {}
-        self._indexes: dict[_IndexKey, tuple[str, list[list[int]]]] = {}
+        # shard indexes: key and entries as lists (made from the arrays when first asked)
+        self._indexes: dict[_IndexKey, tuple[str, list[list[int]] | None]] = {}
+        self._index_arrays: dict[_IndexKey, np.ndarray] = {}  # the same, as fetched
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
         self._chunk_rows: dict[tuple[int, ...], int] | None = None
         self._checked_bins: set[tuple[int, ...]] = set()
         self._indexed: set[tuple[Any, ...]] = set()  # (chunk, *columns) with cached indexes
+        self._bins: read_plans.BinTable | None = None  # per occupied chunk (box queries)
+        self._selecting: dict[tuple[str, ...], read_plans.BlockTable] = {}  # per column set
 
     # -- metadata documents -------------------------------------------------------------
     def _load_level_metadata(self) -> None:
@@ -305,6 +310,7 @@ class LevelReader:
         keep = np.isin(np.ravel_multi_index(tuple(coords.T), shape), allowed)
         view = copy.copy(self)
         view._occupied = (coords[keep], counts[keep])
+        view._bins, view._selecting = None, {}  # keyed by positions in the occupancy
         return view
 
     def _rows_of_chunk(self, chunk: tuple[int, ...]) -> int | None:
@@ -512,7 +518,8 @@ class LevelReader:
                 if strict:
                     raise CorruptChunkError(f"{key}: shard of an occupied chunk is missing")
                 continue
-            self._indexes[cache_key] = (key, layout.decode_index(tail, key).tolist())
+            self._index_arrays[cache_key] = layout.decode_index(tail, key)
+            self._indexes[cache_key] = (key, None)  # listed on first use (_chunk_index)
 
     def _chunk_index(
         self, path: str, layout: RowLayout, chunk: tuple[int, ...], what: str = "shard"
@@ -524,17 +531,30 @@ class LevelReader:
         CorruptChunkError
             When the chunk's shard was not found (its index is not cached).
         """
-        if layout.chunks_per_shard == 1:
-            found = self._indexes.get((path, chunk))
-        else:
-            found = self._indexes.get((path, _shard_of(layout, chunk)))
-            if found is not None:
-                first = layout.local_chunk(chunk) * layout.n_blocks
-                found = (found[0], found[1][first : first + layout.n_blocks])
+        shard = chunk if layout.chunks_per_shard == 1 else _shard_of(layout, chunk)
+        found = self._indexes.get((path, shard))
         if found is None:
             key = shard_key(path, np.asarray(chunk), len(layout.row_shape))
             raise CorruptChunkError(f"{key}: {what} of an occupied chunk is missing")
-        return found
+        key, entries = found
+        if entries is None:
+            entries = self._index_arrays[(path, shard)].tolist()
+            self._indexes[(path, shard)] = (key, entries)
+        if layout.chunks_per_shard != 1:
+            first = layout.local_chunk(chunk) * layout.n_blocks
+            entries = entries[first : first + layout.n_blocks]
+        return key, entries
+
+    def _chunk_index_entries(
+        self, path: str, layout: RowLayout, chunk: tuple[int, ...]
+    ) -> tuple[str, ShardIndex]:
+        """:meth:`_chunk_index`, as the array fetched when there is one (no list made)."""
+        shard = chunk if layout.chunks_per_shard == 1 else _shard_of(layout, chunk)
+        found = self._indexes.get((path, shard))
+        index = self._index_arrays.get((path, shard))
+        if found is None or index is None:
+            return self._chunk_index(path, layout, chunk)
+        return found[0], layout.chunk_entries(index, chunk)
 
     # -- rows --------------------------------------------------------------------------
     def read_rows(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:
@@ -697,8 +717,10 @@ class LevelReader:
             raise CorruptChunkError(f"{key}: shard of an occupied chunk {what}")
         chunk = column.wanted[i].chunk
         if column.whole[i]:
-            entries = layout.decode_index(parts[0], key).tolist()
+            index = layout.decode_index(parts[0], key)
+            entries = index.tolist()
             self._indexes[(column.path, chunk)] = (key, entries)
+            self._index_arrays[(column.path, chunk)] = index
             bases = [0]
         else:
             entries = self._chunk_index(column.path, layout, chunk)[1]
@@ -741,6 +763,38 @@ class LevelReader:
         found = [self._ranges[(VERTEX_FRAGMENTS, key)] for key in keys]
         return np.stack([f[0] for f in found]), np.stack([f[1] for f in found])
 
+    def bin_table(self, where: np.ndarray, index_where: np.ndarray) -> read_plans.BinTable:
+        """The per-bin ranges (:meth:`bin_ranges`) of occupied chunks by their positions.
+
+        Parameters
+        ----------
+        where
+            Positions, in :meth:`occupied_chunks` ``(None, None)``, of point-cloud chunks.
+        index_where
+            Positions of the chunks whose rows are read next: their shard indexes are
+            fetched with the fragment indexes of chunks not seen yet.
+
+        Returns
+        -------
+        read_plans.BinTable
+            Table whose row ``row[p]`` holds the ranges of the chunk at position ``p``
+            (every position of ``where`` has one).
+        """
+        table = self._bins
+        if table is not None and not (table.row[where] < 0).any():
+            return table
+        with read_plans.TABLES_LOCK:  # one thread at a time adds rows
+            if self._bins is None:
+                n_chunks, bins = len(self._occupancy()[1]), self.grid.bins_per_chunk_total
+                self._bins = read_plans.BinTable.empty(n_chunks, bins)
+            table = self._bins
+            missing = np.unique(where[table.row[where] < 0])
+            if missing.shape[0]:
+                coords, counts = self._occupancy()
+                found = self.bin_ranges(coords[missing], counts[missing], coords[index_where])
+                table.add(missing, *found)
+        return table
+
     def _check_bin_ranges(
         self, chunks: np.ndarray, counts: np.ndarray, found: list[tuple[np.ndarray, np.ndarray]]
     ) -> None:
@@ -769,10 +823,12 @@ class LevelReader:
         """The rows ``select`` picks among the rows of ``runs``, of every column of ``names``.
 
         The row blocks holding the runs are decoded back to back (each once) for the first
-        column; ``select(rows, run_row)`` gets those decoded rows and the row where each
-        run starts among them, and returns the rows to keep (ascending). The other columns
+        column; ``select(rows, run_row, out)`` gets those decoded rows and the row where
+        each run starts among them, and returns the rows to keep (ascending), written at
+        the start of ``out``. The other columns
         decode only the blocks holding kept rows. On object storage every column's blocks
-        are fetched in one batch; a local directory is read column by column.
+        are fetched in one batch; a local directory is read column by column. Byte spans
+        are planned by a kernel from the chunks' shard index entries (kept as arrays).
 
         Requires :meth:`can_select` of ``names``.
 
@@ -783,27 +839,122 @@ class LevelReader:
         """
         r = self.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
         slot_chunk, slot_block, run_row = block_slots(runs.chunk, runs.start, runs.stop, r)
-        used = [runs.chunks[c] for c in sorted(set(slot_chunk.tolist()))]
-        unknown = [chunk for chunk in used if (chunk, *names) not in self._indexed]
+        where = runs.where if runs.where is not None else self._positions(runs.chunks)
+        table = self._block_table(names)
+        slot_where = where[slot_chunk]
+        if not table.known[slot_where].all():
+            self._learn_blocks(names, table, np.unique(slot_where))
+        n_slots = slot_block.shape[0]
+        every = np.arange(n_slots, dtype=np.int64)
+        fetched = None
+        if not self.io.is_local:  # every column's blocks in one batch
+            plans = [
+                read_plans.SlotPlan.make(table, k, slot_where, slot_block, every)
+                for k in range(len(names))
+            ]
+            fetched = self._fetch_plans(table, plans)
+        out: list[np.ndarray] = []
+        keep = every[:0]
+        kept = read_plans.SPARE.take(8 * n_slots * r)  # the rows kept (int64), one at most per row
+        for k, name in enumerate(names):
+            wanted = every if k == 0 else slots_holding(keep, n_slots, r)
+            rows, spare = self._scratch(name, n_slots)
+            raw = None
+            try:
+                if fetched is None:
+                    plan = read_plans.SlotPlan.make(table, k, slot_where, slot_block, wanted)
+                    raw = read_plans.SPARE.take(plan.nbytes)
+                    buffer = raw[: plan.nbytes]
+                    self._read_plan(table, k, plan, buffer)
+                else:
+                    plan, buffer = plans[k].pick(wanted), fetched[k]
+                describe = read_plans.block_describer(
+                    table.keys[k], plan.slots, slot_where, slot_block
+                )
+                self.layouts[name].decode_blocks_at(  # type: ignore[union-attr]
+                    buffer, plan.starts, plan.lengths, plan.slots, rows, describe
+                )
+                if k == 0:
+                    keep = select(rows, run_row, kept[: 8 * n_slots * r].view(np.int64))
+                out.append(take_rows(rows, keep))
+            finally:
+                read_plans.SPARE.give(spare)
+                if raw is not None:
+                    read_plans.SPARE.give(raw)
+        read_plans.SPARE.give(kept)
+        return out
+
+    def _positions(self, chunks: Sequence[tuple[int, ...]]) -> np.ndarray:
+        """Positions of occupied chunks (zarr indices; occupied ones only) in
+        :meth:`occupied_chunks` ``(None, None)``."""
+        coords, _ = self._occupancy()
+        if not chunks:
+            return np.empty(0, dtype=np.int64)
+        shape = tuple(int(g) for g in self.grid.shape)
+        flat = np.ravel_multi_index(tuple(coords.T), shape)
+        wanted = np.ravel_multi_index(tuple(np.asarray(chunks, dtype=np.int64).T), shape)
+        order = np.argsort(flat, kind="stable")
+        found: np.ndarray = order[np.searchsorted(flat, wanted, sorter=order)]
+        return found.astype(np.int64)
+
+    def _block_table(self, names: Sequence[str]) -> read_plans.BlockTable:
+        """The (lazily filled) shard index entries of columns ``names``, by chunk position."""
+        key = tuple(names)
+        table = self._selecting.get(key)
+        if table is None:
+            r = self.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
+            table = read_plans.BlockTable.empty(self._occupancy()[1], r, len(names))
+            self._selecting[key] = table
+        return table
+
+    def _learn_blocks(
+        self, names: Sequence[str], table: read_plans.BlockTable, where: np.ndarray
+    ) -> None:
+        """Fetch (when missing) the shard indexes of columns ``names`` for the chunks at
+        positions ``where``, and copy their entries into ``table``."""
+        coords, _ = self._occupancy()
+        chunks = _chunk_keys(coords[where])
+        unknown = [chunk for chunk in chunks if (chunk, *names) not in self._indexed]
         if unknown:
             self._fetch_indexes([(name, chunk) for name in names for chunk in unknown])
             self._indexed.update((chunk, *names) for chunk in unknown)
-        slots = _Slots(runs.chunks, slot_chunk.tolist(), slot_block.tolist())
-        every = np.arange(len(slots.block), dtype=np.int64)
-        local = local_root(self.io.store) is not None
-        fetched = {} if local else self._fetch_slots(names, slots, [every] * len(names))
-        out: list[np.ndarray] = []
-        keep = np.empty(0, dtype=np.int64)
         for k, name in enumerate(names):
-            wanted = every if k == 0 else _slots_holding(keep, len(slots.block), r)
-            if local:
-                rows = self._read_local_slots(name, slots, wanted)
-            else:
-                rows = self._decode_slots(name, slots, wanted, fetched[name])
-            if k == 0:
-                keep = select(rows, run_row)
-            out.append(np.take(rows, keep, axis=0))
+            path, layout = self.paths[name], self.layouts[name]
+            assert layout is not None
+            for p, chunk in zip(where.tolist(), chunks, strict=True):
+                table.set_entries(k, p, *self._chunk_index_entries(path, layout, chunk))
+        table.known[where] = True
+
+    def _fetch_plans(
+        self, table: read_plans.BlockTable, plans: list[read_plans.SlotPlan]
+    ) -> list[np.ndarray]:
+        """Fetch the spans of every plan in one batch; per plan, the buffer of its blocks."""
+        total = sum(plan.nbytes for plan in plans)
+        buffer = np.empty(total, dtype=np.uint8)
+        keys = [key for k in range(len(plans)) for key in table.keys[k]]
+        offsets = np.cumsum([0, *(len(table.keys[k]) for k in range(len(plans)))])
+        owner = np.concatenate([plan.span_chunk + offsets[k] for k, plan in enumerate(plans)])
+        starts = np.concatenate([plan.span_start for plan in plans])
+        stops = np.concatenate([plan.span_stop for plan in plans])
+        failed = self.io.read_spans_into(keys, owner, starts, stops, buffer)
+        if failed >= 0:
+            raise CorruptChunkError(f"{keys[failed]}: shard of an occupied chunk disappeared")
+        out, pos = [], 0
+        for plan in plans:
+            out.append(buffer[pos : pos + plan.nbytes])
+            pos += plan.nbytes
         return out
+
+    def _read_plan(
+        self, table: read_plans.BlockTable, k: int, plan: read_plans.SlotPlan, buffer: np.ndarray
+    ) -> None:
+        """Read the spans of ``plan`` (column ``k`` of ``table``) into ``buffer``."""
+        keys = table.keys[k]
+        failed = self.io.read_spans_into(
+            keys, plan.span_chunk, plan.span_start, plan.span_stop, buffer
+        )
+        if failed >= 0:
+            raise CorruptChunkError(f"{keys[failed]}: shard of an occupied chunk disappeared")
 
     def _fetch_indexes(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> None:
         """Fetch and cache the shard indexes of (column, chunk) pairs not cached yet."""
@@ -812,118 +963,16 @@ class LevelReader:
             tails = self.io.get_many([(r[1], r[2]) for r in requests])
             self._keep_indexes(requests, tails, strict=True)
 
-    def _fetch_slots(
-        self, names: Sequence[str], slots: _Slots, wanted: Sequence[np.ndarray]
-    ) -> dict[str, tuple[np.ndarray, StoredBlocks]]:
-        """Fetch, in one batch, the stored row blocks of slots ``wanted[k]`` of ``names[k]``.
-
-        Blocks of a chunk stored back to back are fetched as one byte range. Returns, per
-        column, the buffer holding its blocks and where they lie in it.
-        """
-        plans = [self._slot_plan(name, slots, w) for name, w in zip(names, wanted, strict=True)]
-        requests = [request for plan in plans for request in plan[0]]
-        buffer, found = self.io.get_ranges_into([(key, spans) for key, spans, _ in requests])
-        for (key, _, _), ok in zip(requests, found, strict=True):
-            if not ok:
-                raise CorruptChunkError(f"{key}: shard of an occupied chunk disappeared")
-        done: dict[str, tuple[np.ndarray, StoredBlocks]] = {}
-        base = 0
-        for name, (column_requests, blocks) in zip(names, plans, strict=True):
-            shifted = StoredBlocks(
-                blocks.starts + base, blocks.lengths, blocks.slots, blocks.numbers, blocks.wheres
-            )
-            done[name] = (buffer, shifted)
-            base += sum(size for _, _, size in column_requests)
-        return done
-
-    def _slot_plan(
-        self, name: str, slots: _Slots, wanted: np.ndarray
-    ) -> tuple[list[_SpanRequest], StoredBlocks]:
-        """The byte ranges holding slots ``wanted`` of a column, and where each block lies.
-
-        Returns the ``(shard key, ranges, bytes)`` requests, and the blocks with their
-        starts counted from the first byte of the first request.
-        """
-        path, layout = self.paths[name], self.layouts[name]
-        assert layout is not None
-        requests: list[_SpanRequest] = []
-        starts: list[int] = []
-        lengths: list[int] = []
-        numbers: list[int] = []
-        wheres: list[str] = []
-        spans: list[tuple[int, int]] = []
-        entries: list[list[int]] = []
-        key, chunk, span_start, span_end, span_pos, total = "", -1, 0, -1, 0, 0
-        for s in wanted.tolist():
-            c, b = slots.chunk[s], slots.block[s]
-            if c != chunk:
-                key, entries = self._chunk_index(path, layout, slots.chunks[c])
-                spans = []
-                requests.append((key, spans, 0))
-                chunk, span_end = c, -1
-            offset, nbytes = entries[b]
-            if offset == _MISSING or nbytes == _MISSING:
-                raise CorruptChunkError(f"{key}: row block {b} is missing from the shard")
-            if offset != span_end:  # a new byte range, after every range so far
-                span_start, span_pos = offset, total
-                spans.append((offset, offset + nbytes))
-            else:
-                spans[-1] = (span_start, offset + nbytes)
-            span_end = offset + nbytes
-            total += nbytes
-            starts.append(span_pos + offset - span_start)
-            lengths.append(nbytes)
-            numbers.append(b)
-            wheres.append(key)
-        requests = [(k, sp, sum(b - a for a, b in sp)) for k, sp, _ in requests]
-        blocks = StoredBlocks(
-            np.asarray(starts, dtype=np.int64),
-            np.asarray(lengths, dtype=np.int64),
-            wanted.astype(np.int64),
-            numbers,
-            wheres,
-        )
-        return requests, blocks
-
-    def _read_local_slots(self, name: str, slots: _Slots, wanted: np.ndarray) -> np.ndarray:
-        """Read slots ``wanted`` of a column from a local directory and decode them."""
-        layout = self.layouts[name]
-        assert layout is not None
-        rows = self._scratch(name, len(slots.block))
-        buffer, blocks = self._fetch_slots([name], slots, [wanted])[name]
-        layout.decode_stored_blocks(buffer, blocks, rows)
-        return rows
-
-    def _scratch(self, name: str, n_slots: int) -> np.ndarray:
-        """An uninitialised buffer of ``n_slots`` row blocks of column ``name``."""
+    def _scratch(self, name: str, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
+        """An uninitialised buffer of ``n_slots`` row blocks of column ``name``, and the
+        spare bytes it lies in (to give back, :class:`read_plans.SpareBuffers`)."""
         dtype, row_shape = self.column_spec(name)
         layout = self.layouts[name]
         assert layout is not None
-        return np.empty((n_slots * layout.rows_per_block, *row_shape), dtype=dtype)
-
-    def _decode_slots(
-        self,
-        name: str,
-        slots: _Slots,
-        wanted: np.ndarray,
-        fetched: tuple[np.ndarray, StoredBlocks],
-    ) -> np.ndarray:
-        """Decode fetched slots ``wanted`` of a column into their places of a scratch buffer."""
-        layout = self.layouts[name]
-        assert layout is not None
-        rows = self._scratch(name, len(slots.block))
-        buffer, blocks = fetched
-        if blocks.slots.shape[0] != wanted.shape[0]:  # fetched for more slots: pick ours
-            pick = np.searchsorted(blocks.slots, wanted)
-            blocks = StoredBlocks(
-                blocks.starts[pick],
-                blocks.lengths[pick],
-                wanted,
-                [blocks.numbers[i] for i in pick.tolist()],
-                [blocks.wheres[i] for i in pick.tolist()],
-            )
-        layout.decode_stored_blocks(buffer, blocks, rows)
-        return rows
+        n = n_slots * layout.rows_per_block
+        spare = read_plans.SPARE.take(n * layout.row_nbytes)
+        rows = spare[: n * layout.row_nbytes].view(dtype).reshape(n, *row_shape)
+        return rows, spare
 
     def _read_rows_fallback(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:
         """Rows through zarr-python, for arrays whose codecs we do not decode ourselves."""
@@ -950,19 +999,12 @@ class RowRuns:
     chunk: np.ndarray  # (m,) int64
     start: np.ndarray  # (m,) int64
     stop: np.ndarray  # (m,) int64
+    where: np.ndarray | None = None  # (len(chunks),) positions in occupied_chunks(), if known
 
 
-RowSelector = Callable[[np.ndarray, np.ndarray], np.ndarray]
-"""``select(rows, run_row)``: the rows to keep among decoded rows (see read_selected)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Slots:
-    """Row blocks decoded back to back: slot ``s`` is block ``block[s]`` of ``chunks[chunk[s]]``."""
-
-    chunks: list[tuple[int, ...]]
-    chunk: list[int]
-    block: list[int]
+RowSelector = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+"""``select(rows, run_row, out)``: the rows to keep among decoded rows, written at the start
+of ``out`` (room for one per decoded row; see read_selected)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -980,12 +1022,6 @@ class _Column:
 def _chunk_keys(chunks: np.ndarray) -> list[tuple[int, ...]]:
     """Chunk indices ``(k, D)`` as tuples of ints (cache keys)."""
     return [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
-
-
-def _slots_holding(rows: np.ndarray, n_slots: int, r: int) -> np.ndarray:
-    """The slots (of ``r`` rows each) holding any of the ascending ``rows``."""
-    bounds = np.searchsorted(rows, np.arange(n_slots + 1, dtype=np.int64) * r)
-    return np.flatnonzero(np.diff(bounds)).astype(np.int64)
 
 
 def _shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:

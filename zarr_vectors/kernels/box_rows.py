@@ -9,9 +9,14 @@ The steps of a box query:
   their bins (none for the bins it covers and the chunks it covers whole).
 * :func:`block_slots`: the distinct row blocks of ``R`` rows those runs touch, in order,
   and where each run's rows start once the blocks are decoded back to back.
+* :func:`slot_spans`: where the stored row blocks of some of those slots lie in their
+  shards, as the fewest byte spans (blocks of a chunk stored back to back are one span).
 * :func:`select_rows`: which decoded rows the query returns: the rows of each run that
   pass the tests of the faces cutting it (``lo <= p`` or ``p < hi`` along an axis,
   compared as float64), so every row returned has ``lo <= p < hi`` on every axis.
+* :func:`slots_holding`: the slots holding some of the rows kept (the blocks the other
+  columns decode).
+* :func:`take_rows`: the kept rows of a column, gathered.
 """
 
 from __future__ import annotations
@@ -21,9 +26,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["block_slots", "box_chunks", "box_runs", "select_rows"]
+__all__ = [
+    "block_slots",
+    "box_chunks",
+    "box_runs",
+    "select_rows",
+    "slot_spans",
+    "slots_holding",
+    "take_rows",
+]
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -282,6 +296,7 @@ def select_rows(
     faces_hi: I64,
     lo: F64,
     hi: F64,
+    out: I64 | None = None,
 ) -> I64:
     """Rows of ``positions`` the query keeps, ascending within each run, runs in order.
 
@@ -297,36 +312,57 @@ def select_rows(
         axis of ``faces_hi`` (compared as float64; NaN fails every test).
     lo, hi
         ``(D,)`` float64 box bounds.
+    out
+        Where to write the rows (at least ``run_len.sum()`` int64 entries); default a new
+        array.
 
     Returns
     -------
     numpy.ndarray
-        int64 row numbers into ``positions``.
+        int64 row numbers into ``positions`` (the start of ``out`` when given).
     """
-    return _select_rows(positions, run_row, run_len, faces_lo, faces_hi, lo, hi)
+    if out is None:
+        out = np.empty(int(run_len.sum()), dtype=np.int64)
+    positions = np.ascontiguousarray(positions)
+    flat = positions.reshape(-1)
+    n = _select_rows(positions, flat, run_row, run_len, faces_lo, faces_hi, lo, hi, out)
+    if n < 0:
+        raise InvalidInputError("select_rows: out is shorter than the runs")
+    return out[:n]
+
+
+_TILE = 2048
+"""Rows tested per vectorised step of :func:`_select_run_3d`."""
 
 
 @njit
 def _select_rows(
     positions: npt.NDArray[Any],
+    flat: npt.NDArray[Any],
     run_row: I64,
     run_len: I64,
     faces_lo: I64,
     faces_hi: I64,
     lo: F64,
     hi: F64,
-) -> I64:
+    out: I64,
+) -> int:
     total = 0
     for q in range(run_row.shape[0]):
         total += run_len[q]
-    out = np.empty(total, np.int64)
+    if total > out.shape[0]:
+        return -1
     ndim = positions.shape[1]
     axes = np.empty(2 * ndim, np.int64)
     bounds = np.empty(2 * ndim, np.float64)
     lower = np.empty(2 * ndim, np.bool_)
+    mask = np.empty(_TILE if ndim == 3 else 0, np.bool_)
     n = 0
     for q in range(run_row.shape[0]):
         first, stop = run_row[q], run_row[q] + run_len[q]
+        if ndim == 3 and (faces_lo[q] or faces_hi[q]):
+            n = _select_run_3d(flat, first, stop, faces_lo[q], faces_hi[q], lo, hi, mask, out, n)
+            continue
         checks = 0
         for d in range(ndim):
             if faces_lo[q] >> d & 1:
@@ -357,4 +393,157 @@ def _select_rows(
                     inside &= (bounds[c] <= p) if lower[c] else (p < bounds[c])
                 out[n] = i
                 n += inside
-    return out[:n]
+    return n
+
+
+@njit
+def _select_run_3d(
+    flat: npt.NDArray[Any],
+    first: int,
+    stop: int,
+    faces_lo: int,
+    faces_hi: int,
+    lo: F64,
+    hi: F64,
+    mask: Bool,
+    out: I64,
+    n: int,
+) -> int:
+    """:func:`_select_rows` of one run of 3-D rows (``flat`` is the rows' C-order
+    values), a tile at a time: the tests in a loop the compiler vectorises, then the kept
+    rows. An axis whose face is not tested passes (even NaN, as in the general loop)."""
+    a0, a1, a2 = lo[0], lo[1], lo[2]
+    b0, b1, b2 = hi[0], hi[1], hi[2]
+    u0, u1, u2 = (faces_lo & 1) == 0, (faces_lo & 2) == 0, (faces_lo & 4) == 0
+    v0, v1, v2 = (faces_hi & 1) == 0, (faces_hi & 2) == 0, (faces_hi & 4) == 0
+    for t0 in range(first, stop, _TILE):
+        t1 = min(t0 + _TILE, stop)
+        tile = flat[3 * t0 : 3 * t1]  # indexed from 0 with a constant stride: vectorised
+        for j in range(t1 - t0):
+            x = np.float64(tile[3 * j])
+            y = np.float64(tile[3 * j + 1])
+            z = np.float64(tile[3 * j + 2])
+            mask[j] = (
+                ((a0 <= x) | u0)
+                & ((x < b0) | v0)
+                & ((a1 <= y) | u1)
+                & ((y < b1) | v1)
+                & ((a2 <= z) | u2)
+                & ((z < b2) | v2)
+            )
+        for j in range(t1 - t0):
+            out[n] = t0 + j
+            n += mask[j]
+    return n
+
+
+def slot_spans(
+    slot_chunk: I64, slot_block: I64, wanted: I64, first: I64, entries: I64
+) -> tuple[I64, I64, I64, I64, I64, int]:
+    """The byte spans holding the stored row blocks of slots ``wanted``, read back to back.
+
+    Parameters
+    ----------
+    slot_chunk, slot_block
+        ``(s,)`` per slot, its chunk (a row of ``first``) and block number.
+    wanted
+        ``(k,)`` slots to fetch, ascending.
+    first
+        ``(c + 1,)`` ascending: the entries of chunk ``i``'s blocks are rows
+        ``first[i] : first[i + 1]`` of ``entries``.
+    entries
+        ``(t, 2)`` shard index entries ``(offset, nbytes)`` of every block; negative for a
+        block not stored.
+
+    Returns
+    -------
+    starts, lengths, span_chunk, span_start, span_stop, bad
+        Per wanted slot, where its stored block lies once the spans are read back to back;
+        per span, its chunk and bytes ``[span_start, span_stop)`` of the chunk's shard
+        (one span per run of blocks of a chunk stored back to back, in slot order); and
+        the position in ``wanted`` of the first slot whose block is not stored (its
+        entry is negative, or its block is beyond the chunk's entries), else -1 (the
+        other outputs are then empty).
+    """
+    return _slot_spans(slot_chunk, slot_block, wanted, first, entries)
+
+
+@njit
+def _slot_spans(
+    slot_chunk: I64, slot_block: I64, wanted: I64, first: I64, entries: I64
+) -> tuple[I64, I64, I64, I64, I64, int]:
+    k = wanted.shape[0]
+    starts = np.empty(k, np.int64)
+    lengths = np.empty(k, np.int64)
+    span_chunk = np.empty(k, np.int64)
+    span_start = np.empty(k, np.int64)
+    span_stop = np.empty(k, np.int64)
+    m = 0
+    total = 0
+    for i in range(k):
+        s = wanted[i]
+        c, b = slot_chunk[s], slot_block[s]
+        row = first[c] + b
+        if b < 0 or row >= first[c + 1]:
+            return starts[:0], lengths[:0], span_chunk[:0], span_start[:0], span_stop[:0], i
+        offset, nbytes = entries[row, 0], entries[row, 1]
+        if offset < 0 or nbytes < 0:
+            return starts[:0], lengths[:0], span_chunk[:0], span_start[:0], span_stop[:0], i
+        if m == 0 or span_chunk[m - 1] != c or span_stop[m - 1] != offset:
+            span_chunk[m], span_start[m], span_stop[m] = c, offset, offset
+            m += 1
+        starts[i] = total
+        lengths[i] = nbytes
+        span_stop[m - 1] = offset + nbytes
+        total += nbytes
+    return starts, lengths, span_chunk[:m], span_start[:m], span_stop[:m], -1
+
+
+def slots_holding(rows: I64, n_slots: int, rows_per_block: int) -> I64:
+    """The slots (of ``rows_per_block`` rows each, fewer than ``n_slots``) holding any of
+    the ascending ``rows``, ascending."""
+    return _slots_holding(rows, n_slots, rows_per_block)
+
+
+@njit
+def _slots_holding(rows: I64, n_slots: int, r: int) -> I64:
+    out = np.empty(n_slots, np.int64)
+    m = 0
+    first = 0  # rows before ``first`` lie in earlier slots
+    for s in range(n_slots):
+        stop = int(np.searchsorted(rows[first:], (s + 1) * r)) + first
+        if stop > first:
+            out[m] = s
+            m += 1
+            first = stop
+    return out[:m]
+
+
+def take_rows(rows: npt.NDArray[Any], keep: I64) -> npt.NDArray[Any]:
+    """``numpy.take(rows, keep, axis=0)``, by a kernel for rows of three values (3-D
+    positions: about twice as fast), else by numpy.
+
+    Raises
+    ------
+    IndexError
+        When a row number is out of range.
+    """
+    if rows.ndim != 2 or rows.shape[1] != 3 or not rows.flags.c_contiguous:
+        return np.take(rows, keep, axis=0)
+    out = np.empty((keep.shape[0], 3), dtype=rows.dtype)
+    if _take_rows3(rows, keep, out) >= 0:
+        raise IndexError(f"take_rows: a row number is outside [0, {rows.shape[0]})")
+    return out
+
+
+@njit
+def _take_rows3(rows: npt.NDArray[Any], keep: I64, out: npt.NDArray[Any]) -> int:
+    n = rows.shape[0]
+    for j in range(keep.shape[0]):
+        i = keep[j]
+        if i < 0 or i >= n:
+            return j
+        out[j, 0] = rows[i, 0]
+        out[j, 1] = rows[i, 1]
+        out[j, 2] = rows[i, 2]
+    return -1

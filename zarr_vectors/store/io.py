@@ -203,21 +203,35 @@ def _read_local_ranges(path: str, ranges: Sequence[ByteRange]) -> list[bytes] | 
         os.close(fd)
 
 
-def _read_local_into(path: str, ranges: Sequence[tuple[int, int]], into: memoryview) -> bool:
-    """Read the ranges of a local file back to back into ``into``; False if any falls short."""
+def _read_local_spans(
+    root: str,
+    keys: Sequence[str],
+    owners: list[int],
+    starts: list[int],
+    stops: list[int],
+    into: memoryview,
+) -> int:
+    """:meth:`StoreIO.read_spans_into` on a local directory: -1, or the failing key."""
+    fd, current, pos = -1, -1, 0
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    try:
-        pos = 0
-        for start, stop in ranges:
-            if os.preadv(fd, [into[pos : pos + stop - start]], start) != stop - start:
-                return False
-            pos += stop - start
-        return True
+        for owner, start, stop in zip(owners, starts, stops, strict=True):
+            if owner != current:
+                if fd >= 0:
+                    os.close(fd)
+                    fd = -1
+                current = owner
+                try:
+                    fd = os.open(os.path.join(root, keys[owner]), os.O_RDONLY)
+                except (FileNotFoundError, NotADirectoryError):
+                    return owner
+            end = pos + stop - start
+            if os.preadv(fd, [into[pos:end]], start) != stop - start:
+                return owner
+            pos = end
+        return -1
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
 
 
 def _read_fd(fd: int, byte_range: ByteRange) -> bytes:
@@ -410,39 +424,49 @@ class StoreIO:
             out.append(_cut(parts, pieces))
         return out
 
-    def get_ranges_into(
-        self, requests: Sequence[tuple[str, Sequence[tuple[int, int]]]]
-    ) -> tuple[np.ndarray, list[bool]]:
-        """Fetch ``(start, stop)`` byte ranges of many keys back to back into one buffer.
+    def read_spans_into(
+        self,
+        keys: Sequence[str],
+        span_key: np.ndarray,
+        span_start: np.ndarray,
+        span_stop: np.ndarray,
+        buffer: np.ndarray,
+    ) -> int:
+        """Read byte spans of keys back to back into ``buffer``.
 
-        A local file is read straight into the buffer (one ``preadv`` per range); other
-        stores fetch as :meth:`get_ranges` and the bytes are copied in.
+        Span ``i`` is bytes ``[span_start[i], span_stop[i])`` of key ``keys[span_key[i]]``.
+        A local file is opened once for its consecutive spans and read straight into the
+        buffer (one ``preadv`` per span); other stores fetch every span in one concurrent
+        batch (as :meth:`get_ranges`).
 
         Returns
         -------
-        tuple
-            The uint8 buffer (every range in request order) and, per key, whether it
-            exists and held all its ranges.
+        int
+            -1 when every span was read whole, else ``span_key`` of the first span whose
+            key is missing or too short.
         """
-        total = sum(stop - start for _, ranges in requests for start, stop in ranges)
-        buffer = np.empty(total, dtype=np.uint8)
-        view, pos, found = buffer.data, 0, []
+        owners, starts, stops = span_key.tolist(), span_start.tolist(), span_stop.tolist()
         root = local_root(self.store)
-        fetched = None if root is not None else self.get_ranges(requests)
-        for k, (key, ranges) in enumerate(requests):
-            end = pos + sum(stop - start for start, stop in ranges)
-            if root is not None:
-                path = os.path.join(os.fspath(root), key)
-                found.append(_read_local_into(path, ranges, view[pos:end]))
-            elif fetched is not None:
-                parts = fetched[k]
-                found.append(parts is not None)
-                if parts is not None:
-                    joined = b"".join(parts)
-                    found[-1] = len(joined) == end - pos
-                    view[pos : pos + min(len(joined), end - pos)] = joined[: end - pos]
-            pos = end
-        return buffer, found
+        if root is not None:
+            return _read_local_spans(os.fspath(root), keys, owners, starts, stops, buffer.data)
+        groups: list[tuple[int, list[ByteRange]]] = []  # consecutive spans of one key
+        for owner, start, stop in zip(owners, starts, stops, strict=True):
+            if not groups or groups[-1][0] != owner:
+                groups.append((owner, []))
+            groups[-1][1].append((start, stop))
+        fetched = self.get_ranges([(keys[owner], spans) for owner, spans in groups])
+        pos = 0
+        for (owner, spans), parts in zip(groups, fetched, strict=True):
+            if parts is None:
+                return owner
+            for span, part in zip(spans, parts, strict=True):
+                assert isinstance(span, tuple)
+                size = span[1] - span[0]
+                if len(part) != size:
+                    return owner
+                buffer[pos : pos + size] = np.frombuffer(part, dtype=np.uint8)
+                pos += size
+        return -1
 
     def get(self, key: str, byte_range: ByteRange = None) -> bytes | None:
         """Fetch one key, or None when it does not exist."""

@@ -33,7 +33,6 @@ from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, dense_bl
 __all__ = [
     "RowLayout",
     "ShardIndex",
-    "StoredBlocks",
     "decode_dense_blob_shards",
     "decode_single_chunk",
     "native_block_functions",
@@ -54,21 +53,6 @@ _BLOSC_SHUFFLE = {
 _CRC_BYTES = 4
 _CRC_RESIDUE = CRC_RESIDUE
 _BLOSC_HEADER_BYTES = 16
-
-
-@dataclass(frozen=True, slots=True)
-class StoredBlocks:
-    """Stored row blocks lying in a byte buffer, to decode into slots of ``R`` rows.
-
-    Block ``i`` is ``buffer[starts[i] : starts[i] + lengths[i]]`` (checksum included),
-    row block ``numbers[i]`` of the shard ``wheres[i]``, and decodes to slot ``slots[i]``.
-    """
-
-    starts: np.ndarray  # (k,) int64
-    lengths: np.ndarray  # (k,) int64
-    slots: np.ndarray  # (k,) int64
-    numbers: Sequence[int]
-    wheres: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,8 +410,14 @@ class RowLayout:
         except (RuntimeError, ValueError, TypeError) as exc:
             raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
 
-    def decode_stored_blocks(
-        self, buffer: np.ndarray, blocks: StoredBlocks, out: np.ndarray
+    def decode_blocks_at(
+        self,
+        buffer: np.ndarray,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        slots: np.ndarray,
+        out: np.ndarray,
+        describe: Callable[[int], tuple[int, str]],
     ) -> None:
         """Decode stored row blocks lying in ``buffer`` into their slots of ``out``.
 
@@ -440,10 +430,15 @@ class RowLayout:
         ----------
         buffer
             uint8 bytes holding the stored blocks.
-        blocks
-            Where each block lies in ``buffer``, its slot, number and shard key.
+        starts, lengths
+            ``(k,)`` where each stored block lies in ``buffer`` (checksum included).
+        slots
+            ``(k,)`` the slot of ``out`` each block decodes to.
         out
             C-contiguous destination: slot ``s`` is rows ``[s*R, (s+1)*R)``.
+        describe
+            ``describe(i)``: block ``i``'s number and shard key, asked only when it fails a
+            check (for the error message).
 
         Raises
         ------
@@ -456,15 +451,18 @@ class RowLayout:
         native = native_block_functions()
         if native is not None:
             compressed = self.blosc is not None
-            failed = _decode_natively(buffer, blocks, flat, size, compressed, native)
+            failed = _decode_natively(
+                buffer, starts, lengths, slots, flat, size, compressed, native
+            )
             if failed < 0:
                 return
             first = failed
-        for i in range(first, blocks.starts.shape[0]):
-            start, slot = int(blocks.starts[i]), int(blocks.slots[i])
-            raw = buffer[start : start + int(blocks.lengths[i])].tobytes()
+        for i in range(first, starts.shape[0]):
+            start, slot = int(starts[i]), int(slots[i])
+            raw = buffer[start : start + int(lengths[i])].tobytes()
             target = flat[slot * size : (slot + 1) * size]
-            self.decode_block_into(raw, blocks.numbers[i], blocks.wheres[i], target)
+            number, where = describe(i)
+            self.decode_block_into(raw, number, where, target)
 
     def _block_bytes(
         self, codec: Blosc | None, raw: bytes, b: int, where: str, expected: int
@@ -674,7 +672,9 @@ def _load_average() -> float:
 
 def _decode_natively(
     buffer: np.ndarray,
-    blocks: StoredBlocks,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    slots: np.ndarray,
     flat: np.ndarray,
     size: int,
     compressed: bool,
@@ -687,7 +687,6 @@ def _decode_natively(
     (the kernel releases the GIL). This thread waits only for the parts the helper took:
     when the helper is slow to start on a busy machine, this thread decodes them all.
     """
-    starts, lengths, slots = blocks.starts, blocks.lengths, blocks.slots
     k = int(starts.shape[0])
     helper = _decode_helper(k)
     if helper is None:
