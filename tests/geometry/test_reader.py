@@ -20,7 +20,7 @@ from benchmarks._latency import LatencyStore
 from tests.helpers import sorted_rows
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import VERTICES
-from zarr_vectors.geometry.reader import ChunkRows, RowRuns
+from zarr_vectors.geometry.reader import ChunkRows, LevelReader, RowRuns
 from zarr_vectors.kernels.box_rows import select_rows
 from zarr_vectors.query import _box_row_runs, query_box
 from zarr_vectors.regions import BoxRegion
@@ -158,6 +158,23 @@ def test_objects_by_id_and_by_box_cost_the_same_waves_for_any_chunk_count(chunk:
     np.testing.assert_array_equal(np.sort(hits.object_ids), meets)
 
 
+def _in_chunks(
+    reader: LevelReader,
+    picked: np.ndarray,
+    xyz: np.ndarray,
+    attributes: dict[str, np.ndarray],
+    lo: np.ndarray,
+    hi: np.ndarray,
+) -> np.ndarray:
+    """Brute-force rows in the box of the points lying in chunks ``picked`` (side 250)."""
+    shape = tuple(int(g) for g in reader.grid.shape)
+    cell = np.floor(xyz / 250.0).astype(np.int64) - reader.grid.origin
+    mine = np.isin(
+        np.ravel_multi_index(tuple(cell.T), shape), np.ravel_multi_index(tuple(picked.T), shape)
+    )
+    return _brute_force(xyz[mine], {k: v[mine] for k, v in attributes.items()}, lo, hi)
+
+
 def test_a_restricted_reader_answers_for_its_chunks_only() -> None:
     store, xyz, attributes = _point_store(250.0, 1)
     opened = zv.open(store)
@@ -166,12 +183,7 @@ def test_a_restricted_reader_answers_for_its_chunks_only() -> None:
     chunks, _ = reader.occupied_chunks(np.zeros(3, np.int64), reader.grid.shape)
     picked = chunks[::3]
     part = query_box(reader.restricted(picked), lo, hi)
-    shape = tuple(int(g) for g in reader.grid.shape)
-    cell = np.floor(xyz / 250.0).astype(np.int64) - reader.grid.origin
-    mine = np.isin(
-        np.ravel_multi_index(tuple(cell.T), shape), np.ravel_multi_index(tuple(picked.T), shape)
-    )
-    expected = _brute_force(xyz[mine], {k: v[mine] for k, v in attributes.items()}, lo, hi)
+    expected = _in_chunks(reader, picked, xyz, attributes, lo, hi)
     np.testing.assert_array_equal(sorted_rows(part.positions, part.attributes["a0"]), expected)
     # the full reader still sees every chunk
     whole = query_box(reader, lo, hi)
@@ -222,12 +234,7 @@ def test_a_restricted_view_of_a_queried_reader_and_back() -> None:
     chunks, _ = reader.occupied_chunks(np.zeros(3, np.int64), reader.grid.shape)
     picked = chunks[1::2]
     part = query_box(reader.restricted(picked), lo, hi)
-    shape = tuple(int(g) for g in reader.grid.shape)
-    cell = np.floor(xyz / 250.0).astype(np.int64) - reader.grid.origin
-    mine = np.isin(
-        np.ravel_multi_index(tuple(cell.T), shape), np.ravel_multi_index(tuple(picked.T), shape)
-    )
-    expected = _brute_force(xyz[mine], {k: v[mine] for k, v in attributes.items()}, lo, hi)
+    expected = _in_chunks(reader, picked, xyz, attributes, lo, hi)
     np.testing.assert_array_equal(sorted_rows(part.positions, part.attributes["a0"]), expected)
     again = query_box(reader, lo, hi)
     for found in (first, again):
