@@ -558,7 +558,6 @@ class RowLayout:
         )
 
 
-@functools.lru_cache(maxsize=16)
 @functools.cache
 def _blosc_compressor(cname: str, clevel: int, shuffle: str) -> Callable[[np.ndarray], bytes]:
     """Blosc compression of one row block: the bytes of ``Blosc(...).encode``, called
