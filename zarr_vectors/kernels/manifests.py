@@ -25,13 +25,13 @@ This module does not import :mod:`zarr_vectors.format` (that package wraps it).
 
 from __future__ import annotations
 
-import operator
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError, ManifestError
+from zarr_vectors.kernels._checks import checked_integer, int_array
 from zarr_vectors.kernels._jit import njit
 
 __all__ = [
@@ -387,30 +387,6 @@ def _decode_fill(
 # --------------------------------------------------------------------------- validation
 
 
-def _int_array(value: npt.ArrayLike, ndim: int, name: str, error: type[Exception]) -> I64:
-    arr = np.asarray(value)
-    if arr.ndim != ndim or (arr.size and arr.dtype.kind not in "iu"):
-        raise error(
-            f"{name} must be a {ndim}-d integer array, got dtype {arr.dtype} shape {arr.shape}"
-        )
-    if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
-        raise error(f"{name} holds values beyond the int64 range")
-    return np.ascontiguousarray(arr, dtype=np.int64)
-
-
-def _count(value: int, name: str, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be an integer, got {value!r}")
-    try:
-        out = operator.index(value)
-    except TypeError as exc:
-        raise InvalidInputError(f"{name} must be an integer, got {value!r}") from exc
-    if out < minimum or (maximum is not None and out > maximum):
-        bound = f"in [{minimum}, {maximum}]" if maximum is not None else f">= {minimum}"
-        raise InvalidInputError(f"{name} must be {bound}, got {out}")
-    return out
-
-
 def _data_array(data: npt.ArrayLike | bytes | bytearray | memoryview) -> U8:
     if isinstance(data, bytes | bytearray | memoryview):
         mv = memoryview(data)
@@ -473,10 +449,10 @@ def encode_manifests(
     ``encode_object_index([encode_manifest(blocks_k, D) for k in range(n_objects)])``
     of :mod:`zarr_vectors.format.manifest`. Two numba passes (plan, then fill).
     """
-    objects = _int_array(run_object, 1, "run_object", InvalidInputError)
-    chunks = _int_array(run_chunk, 2, "run_chunk", InvalidInputError)
-    fragments = _int_array(run_fragment, 1, "run_fragment", InvalidInputError)
-    n = _count(n_objects, "n_objects", 0)
+    objects = int_array(run_object, 1, "run_object")
+    chunks = int_array(run_chunk, 2, "run_chunk")
+    fragments = int_array(run_fragment, 1, "run_fragment")
+    n = checked_integer(n_objects, "n_objects", 0)
     r = objects.shape[0]
     if chunks.shape[0] != r or fragments.shape[0] != r:
         raise InvalidInputError(
@@ -583,10 +559,10 @@ def decode_manifests(
     query; raise the limit explicitly for larger bulk decodes.
     """
     buf = _data_array(data)
-    off = _int_array(offsets, 1, "object_index offsets", ManifestError)
-    wanted = _int_array(ids, 1, "ids", InvalidInputError)
-    dim = _count(ndim, "ndim", 1, _MAX_NDIM)
-    limit = _count(max_refs, "max_refs", 0)
+    off = int_array(offsets, 1, "object_index offsets", ManifestError)
+    wanted = int_array(ids, 1, "ids")
+    dim = checked_integer(ndim, "ndim", 1, _MAX_NDIM)
+    limit = checked_integer(max_refs, "max_refs", 0)
     nbytes = buf.shape[0]
     if off.size == 0 and nbytes:
         raise ManifestError(

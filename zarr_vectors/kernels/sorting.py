@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.kernels._checks import int_array, integer_at_least
+from zarr_vectors.kernels._checks import checked_integer, int_array
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels._threads import over_row_slices
 
@@ -220,7 +220,7 @@ def counting_sort(
     """
     arr = int_array(keys, 1, "keys")
     perm = np.empty(arr.shape[0], np.int64)
-    offsets, bad = _counting_sort(arr, integer_at_least(n_keys, "n_keys", 0), perm, destination)
+    offsets, bad = _counting_sort(arr, checked_integer(n_keys, "n_keys", 0), perm, destination)
     if bad >= 0:
         raise InvalidInputError(f"keys[{bad}] = {arr[bad]} is outside [0, {n_keys})")
     return perm, offsets
@@ -308,7 +308,7 @@ def _sort_by_chunk_and_bin(
     # destination: return the row -> sorted position map instead of the permutation.
     chunks = int_array(chunk_flat, 1, "chunk_flat")
     bins = int_array(bin_flat, 1, "bin_flat")
-    n_bins = integer_at_least(n_bins, "n_bins", 1)
+    n_bins = checked_integer(n_bins, "n_bins", 1)
     if chunks.shape != bins.shape:
         raise InvalidInputError(f"chunk_flat length {chunks.size} != bin_flat length {bins.size}")
     n = chunks.shape[0]
