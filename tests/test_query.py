@@ -26,7 +26,7 @@ from tests.helpers import sorted_rows
 from tests.test_regions import polygons
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
-from zarr_vectors.store import shards
+from zarr_vectors.store import native_blocks
 
 CHUNK = 40.0
 BIN = 10.0
@@ -461,7 +461,7 @@ def test_box_queries_decode_the_same_without_native_functions(
     store, _ = _fast_path_store(3, "float64", "plain")
     lo, hi = np.array([-35.0, -20.0, -50.0]), np.array([25.0, 31.5, 12.5])
     native = zv.open(store).query((lo, hi))
-    monkeypatch.setattr(shards, "native_block_functions", lambda: None)
+    monkeypatch.setattr(native_blocks, "native_block_functions", lambda: None)
     _same_result(zv.open(store).query((lo, hi)), native)
 
 
@@ -473,18 +473,18 @@ def test_box_queries_decode_the_same_with_the_helper_thread(
     store, _ = _fast_path_store(3, "float64", "plain")
     lo, hi = np.array([-35.0, -20.0, -50.0]), np.array([25.0, 31.5, 12.5])
     alone = zv.open(store).query((lo, hi))
-    monkeypatch.setattr(shards, "_SPLIT_BLOCKS", 2)  # every batch of 2+ blocks is shared
-    monkeypatch.setattr(shards, "_SPLIT_PART", 1)
-    monkeypatch.setattr(shards.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine
+    monkeypatch.setattr(native_blocks, "_SPLIT_BLOCKS", 2)  # every batch of 2+ blocks is shared
+    monkeypatch.setattr(native_blocks, "_SPLIT_PART", 1)
+    monkeypatch.setattr(native_blocks.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine
     used: list[bool] = []
-    helper = shards._decode_helper
+    helper = native_blocks._decode_helper
 
     def spy(blocks: int) -> Any:
         found = helper(blocks)
         used.append(found is not None)
         return found
 
-    monkeypatch.setattr(shards, "_decode_helper", spy)
+    monkeypatch.setattr(native_blocks, "_decode_helper", spy)
     _same_result(zv.open(store).query((lo, hi)), alone)
     assert any(used)
 
@@ -497,17 +497,17 @@ def test_a_part_the_helper_thread_fails_is_decoded_again(
     store, _ = _fast_path_store(3, "float64", "plain")
     everything = (np.full(3, -np.inf), np.full(3, np.inf))
     alone = zv.open(store).query(everything)
-    monkeypatch.setattr(shards, "_SPLIT_BLOCKS", 2)
-    monkeypatch.setattr(shards, "_SPLIT_PART", 1)
-    monkeypatch.setattr(shards.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
-    kernel = shards.decode_blocks
+    monkeypatch.setattr(native_blocks, "_SPLIT_BLOCKS", 2)
+    monkeypatch.setattr(native_blocks, "_SPLIT_PART", 1)
+    monkeypatch.setattr(native_blocks.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    kernel = native_blocks.decode_blocks
 
     def flaky(*args: Any) -> int:
         if threading.current_thread() is not threading.main_thread():
             raise RuntimeError("a helper part fails")
         return kernel(*args)
 
-    monkeypatch.setattr(shards, "decode_blocks", flaky)
+    monkeypatch.setattr(native_blocks, "decode_blocks", flaky)
     _same_result(zv.open(store).query(everything), alone)
 
 
@@ -522,11 +522,11 @@ def test_a_damaged_row_block_is_reported(
     shard[10] ^= 0xFF  # inside the first row block
     store._store_dict[key] = type(store._store_dict[key]).from_bytes(bytes(shard))
     if not native:
-        monkeypatch.setattr(shards, "native_block_functions", lambda: None)
+        monkeypatch.setattr(native_blocks, "native_block_functions", lambda: None)
     if native == "shared":  # decoded in parts shared with the helper thread
-        monkeypatch.setattr(shards, "_SPLIT_BLOCKS", 2)
-        monkeypatch.setattr(shards, "_SPLIT_PART", 1)
-        monkeypatch.setattr(shards.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+        monkeypatch.setattr(native_blocks, "_SPLIT_BLOCKS", 2)
+        monkeypatch.setattr(native_blocks, "_SPLIT_PART", 1)
+        monkeypatch.setattr(native_blocks.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     with pytest.raises(CorruptChunkError, match="row block 0: checksum mismatch"):
         zv.open(store).query((np.full(3, -np.inf), np.full(3, np.inf)))
 

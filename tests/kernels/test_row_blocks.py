@@ -15,7 +15,8 @@ from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.fragments import encode_dense_ranges
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, dense_blob_ranges
-from zarr_vectors.store.shards import RowLayout, native_block_functions
+from zarr_vectors.store.native_blocks import native_block_functions
+from zarr_vectors.store.shards import RowLayout
 
 NATIVE = native_block_functions()
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="no native CRC32C / Blosc functions")

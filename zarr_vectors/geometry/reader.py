@@ -63,10 +63,10 @@ from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows
 from zarr_vectors.store.arrays import nonzero_cells, read_region, read_whole_many
 from zarr_vectors.store.io import ByteRange, StoreIO, local_root
+from zarr_vectors.store.native_blocks import decode_dense_blob_shards
 from zarr_vectors.store.shards import (
     RowLayout,
     ShardIndex,
-    decode_dense_blob_shards,
     decode_single_chunk,
     shard_key,
     single_chunk_key,

@@ -4,8 +4,8 @@ Each stored row block is its encoded bytes followed by their little-endian CRC32
 encoded bytes are either the raw rows or one Blosc frame of them. :func:`decode_blocks`
 checks and decodes a batch of blocks lying in one byte buffer, calling the C functions
 whose addresses it is given (``crc32c_value`` of libcrc32c and ``blosc_decompress_ctx`` of
-C-Blosc, found by :func:`zarr_vectors.store.shards.native_block_functions`), with no Python
-work per block. It stops at the first block that fails a check and reports it, so the
+C-Blosc, found by :func:`zarr_vectors.store.native_blocks.native_block_functions`), with no
+Python work per block. It stops at the first block that fails a check and reports it, so the
 caller can decode that one the slow way for a precise error.
 """
 

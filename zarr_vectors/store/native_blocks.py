@@ -1,0 +1,229 @@
+"""Row blocks decoded by C functions called from numba, and the helper thread that shares
+large batches (spec §9.0 row blocks; the kernels are in :mod:`zarr_vectors.kernels.row_blocks`).
+
+The C functions are those behind google-crc32c's extension and numcodecs' bundled C-Blosc,
+looked up once and used only after a self test (:func:`native_block_functions`); without
+them, :class:`~zarr_vectors.store.shards.RowLayout` decodes blocks one by one through the
+Python APIs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib
+import itertools
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+import google_crc32c
+import numpy as np
+from numcodecs import Blosc, blosc
+
+from zarr_vectors.format.fragments import encode_dense_ranges
+from zarr_vectors.kernels.row_blocks import decode_blocks, dense_blob_ranges
+
+if TYPE_CHECKING:
+    from zarr_vectors.store.shards import RowLayout
+
+__all__ = ["decode_dense_blob_shards", "decode_natively", "native_block_functions"]
+
+
+@functools.cache
+def native_block_functions() -> tuple[int, int] | None:
+    """Addresses of ``crc32c_value`` and ``blosc_decompress_ctx``, or None when unusable.
+
+    They are the C functions behind google-crc32c's extension (libcrc32c) and numcodecs'
+    Blosc codec (its bundled C-Blosc), looked up once. Before use they must pass a self
+    test: decoding blocks made by numcodecs must give back their rows exactly, and a
+    damaged block must be refused; otherwise (or without the C extension) None, and
+    blocks are decoded one by one through the Python APIs.
+    """
+    if getattr(google_crc32c, "implementation", None) != "c":
+        return None
+    try:
+        crc_lib = ctypes.CDLL(importlib.import_module("google_crc32c._crc32c").__file__)
+        blosc_lib = ctypes.CDLL(blosc.__file__)
+        crc = ctypes.cast(crc_lib.crc32c_value, ctypes.c_void_p).value
+        decompress = ctypes.cast(blosc_lib.blosc_decompress_ctx, ctypes.c_void_p).value
+    except (ImportError, OSError, AttributeError, TypeError):
+        return None
+    if not crc or not decompress or not _native_self_test(crc, decompress):
+        return None
+    return crc, decompress
+
+
+_SPLIT_BLOCKS = 32
+"""Batches of at least this many blocks are shared with a helper thread (see
+:func:`_decode_helper`); smaller ones are faster on the calling thread alone (measured)."""
+_SPLIT_PARTS = 8
+_SPLIT_PART = 6
+"""A shared batch is cut into about :data:`_SPLIT_PARTS` parts of at least this many blocks."""
+
+_CPUS = os.cpu_count() or 1
+_helper: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _decode_helper(blocks: int) -> ThreadPoolExecutor | None:
+    """The one helper thread that shares the decoding of ``blocks`` row blocks, or None.
+
+    None below :data:`_SPLIT_BLOCKS` blocks, on one CPU, on any thread but the main one
+    (worker threads, e.g. dask's, already decode in parallel), and when the load average
+    leaves no CPU idle (the helper then waits for its turn: measured slower than decoding
+    alone). The thread is created on first use, and again after a fork.
+    """
+    global _helper
+    if blocks < _SPLIT_BLOCKS or _CPUS < 2:
+        return None
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if _load_average() > _CPUS - 0.5:  # no idle CPU (this thread counts for one)
+        return None
+    if _helper is None or _helper[0] != os.getpid():
+        _helper = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="zarr_vectors-decode"))
+    return _helper[1]
+
+
+def _load_average() -> float:
+    """The system's one-minute load average (0 where the OS does not tell)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
+def decode_natively(
+    buffer: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    slots: np.ndarray,
+    flat: np.ndarray,
+    size: int,
+    compressed: bool,
+    native: tuple[int, int],
+) -> int:
+    """:func:`~zarr_vectors.kernels.row_blocks.decode_blocks` of every block; -1 or the
+    first failing block (every block before it is decoded).
+
+    A large batch is cut into parts that this thread and the helper thread take in turn
+    (the kernel releases the GIL). This thread waits only for the parts the helper took:
+    when the helper is slow to start on a busy machine, this thread decodes them all.
+    """
+    k = int(starts.shape[0])
+    helper = _decode_helper(k)
+    if helper is None:
+        return decode_blocks(buffer, starts, lengths, flat, slots, size, compressed, *native)
+    step = max(_SPLIT_PART, -(-k // _SPLIT_PARTS))
+    parts = [(a, min(a + step, k)) for a in range(0, k, step)]
+    finished = [threading.Event() for _ in parts]
+    failed: list[int] = []
+    turns = itertools.count()  # next() is atomic: each part is taken once
+
+    def take_parts() -> None:
+        while (turn := next(turns)) < len(parts):
+            a, z = parts[turn]
+            outcome = a  # should the kernel raise, the part is left to the one-by-one decoding
+            try:
+                f = decode_blocks(
+                    buffer, starts[a:z], lengths[a:z], flat, slots[a:z], size, compressed, *native
+                )
+                outcome = a + f if f >= 0 else -1
+            finally:
+                if outcome >= 0:
+                    failed.append(outcome)
+                finished[turn].set()
+
+    helper.submit(take_parts)
+    take_parts()
+    for event in finished:
+        event.wait()
+    return min(failed) if failed else -1
+
+
+def _native_self_test(crc: int, decompress: int) -> bool:
+    """Whether the native functions decode numcodecs' blocks exactly and refuse damage."""
+    rows = np.arange(3000, dtype="<f4").reshape(1000, 3) * np.float32(0.37)
+    encoded = _numcodecs_blocks(rows, 500)
+    stored = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+    lengths = np.array([len(b) for b in encoded], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    out = np.zeros_like(rows)
+    flat = out.reshape(-1).view(np.uint8)
+    slots = np.array([1, 0], dtype=np.int64)
+    size = 500 * rows.itemsize * 3
+    if decode_blocks(stored, starts, lengths, flat, slots, size, True, crc, decompress) != -1:
+        return False
+    if not np.array_equal(out, np.concatenate([rows[500:], rows[:500]])):
+        return False
+    stored[starts[1] + 40] ^= 1
+    return decode_blocks(stored, starts, lengths, flat, slots, size, True, crc, decompress) == 1
+
+
+def _numcodecs_blocks(rows: np.ndarray, per_block: int) -> list[bytes]:
+    """Row blocks of ``rows`` as numcodecs and google-crc32c make them (spec §9.0 default
+    chain: Blosc LZ4 level 5 with bit shuffle, then the CRC32C of the frame)."""
+    codec = Blosc(cname="lz4", clevel=5, shuffle=Blosc.BITSHUFFLE, blocksize=0)
+    blocks = []
+    for a in range(0, rows.shape[0], per_block):
+        body = bytes(codec.encode(np.ascontiguousarray(rows[a : a + per_block])))
+        blocks.append(body + google_crc32c.value(body).to_bytes(4, "little"))
+    return blocks
+
+
+def decode_dense_blob_shards(
+    layout: RowLayout, shards: Sequence[bytes | None], n_fragments: int
+) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """Per-fragment ``(starts, counts)`` of whole fragment-blob shards, by one kernel call.
+
+    For blobs of ``n_fragments`` all-range fragments (a point cloud chunk's bins, spec
+    §6.6) in shards of one chunk and raw row blocks, with the native CRC32C. None for each
+    shard it leaves out (missing, or failing any check): decode those one by one, which
+    handles and reports everything.
+    """
+    out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(shards)
+    native = native_block_functions()
+    shape = _dense_shape(n_fragments)
+    if native is None or shape is None or layout.blosc is not None:
+        return out
+    present = [i for i, raw in enumerate(shards) if raw is not None]
+    if layout.chunks_per_shard != 1 or not present:
+        return out
+    raws = [shards[i] or b"" for i in present]
+    lengths = np.array([len(raw) for raw in raws], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    buffer = np.frombuffer(b"".join(raws), dtype=np.uint8)
+    r, n_blocks = layout.rows_per_block, layout.n_blocks
+    found = dense_blob_ranges(buffer, starts, lengths, n_blocks, r, *shape, n_fragments, native[0])
+    for j, i in enumerate(present):
+        if found[2][j]:
+            out[i] = (found[0][j], found[1][j])
+    return out
+
+
+@functools.cache
+def _dense_shape(n_fragments: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The bytes before and after the table of an all-range blob of ``n_fragments``
+    fragments (spec §6), taken from the encoder; None if a probe does not decode."""
+    if n_fragments < 1:
+        return None
+    zeros = np.zeros(n_fragments, dtype=np.int64)
+    template = encode_dense_ranges(zeros, zeros)
+    table = 16 * n_fragments
+    plen = len(template) - table - 4
+    probe_starts = np.arange(n_fragments, dtype=np.int64) * 7
+    probe_counts = np.arange(n_fragments, dtype=np.int64) % 5 + 1
+    probe = encode_dense_ranges(probe_starts, probe_counts)
+    if plen < 0 or len(probe) != len(template):
+        return None
+    pairs = np.frombuffer(probe, dtype="<i8", count=2 * n_fragments, offset=plen)
+    if probe[:plen] != template[:plen] or probe[-4:] != template[-4:]:
+        return None
+    if not (
+        np.array_equal(pairs[0::2], probe_starts) and np.array_equal(pairs[1::2], probe_counts)
+    ):
+        return None
+    prefix = np.frombuffer(template[:plen], dtype=np.uint8)
+    return prefix, np.frombuffer(template[plen + table :], dtype=np.uint8)
