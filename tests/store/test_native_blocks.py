@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -32,3 +34,48 @@ def test_dense_blob_shards_are_left_to_the_slow_path_without_native_functions(
     monkeypatch.setattr(native_blocks, "native_block_functions", lambda: None)
     layout = RowLayout(np.dtype("u1"), (), 256, 256, None)
     assert native_blocks.decode_dense_blob_shards(layout, [b"x", None], 4) == [None, None]
+
+
+def test_runnable_threads_are_read_from_the_fourth_field_of_loadavg(tmp_path: Path) -> None:
+    path = tmp_path / "loadavg"
+    path.write_text("1.93 0.71 0.40 3/412 18250\n")
+    assert native_blocks._runnable_threads(str(path)) == 3
+
+
+@pytest.mark.parametrize("text", ["", "1.0 0.5", "1.0 0.5 0.2 x/412 1"])
+def test_runnable_threads_are_unknown_when_the_file_says_nothing_usable(
+    tmp_path: Path, text: str
+) -> None:
+    path = tmp_path / "loadavg"
+    path.write_text(text)
+    assert native_blocks._runnable_threads(str(path)) is None
+    assert native_blocks._runnable_threads(str(tmp_path / "missing")) is None
+
+
+@pytest.mark.parametrize(("runnable", "idle"), [(1, True), (3, True), (4, False), (9, False)])
+def test_a_cpu_is_idle_while_fewer_threads_than_cpus_are_runnable(
+    monkeypatch: pytest.MonkeyPatch, runnable: int, idle: bool
+) -> None:
+    monkeypatch.setattr(native_blocks, "_CPUS", 4)
+    monkeypatch.setattr(native_blocks, "_runnable_threads", lambda: runnable)
+    monkeypatch.setattr(native_blocks.os, "getloadavg", lambda: (9.0, 9.0, 9.0))  # not asked
+    assert native_blocks._idle_cpu() is idle
+
+
+@pytest.mark.parametrize(("load", "idle"), [(0.2, True), (3.5, True), (3.6, False)])
+def test_without_a_runnable_count_the_load_average_decides(
+    monkeypatch: pytest.MonkeyPatch, load: float, idle: bool
+) -> None:
+    monkeypatch.setattr(native_blocks, "_CPUS", 4)
+    monkeypatch.setattr(native_blocks, "_runnable_threads", lambda: None)
+    monkeypatch.setattr(native_blocks.os, "getloadavg", lambda: (load, 0.0, 0.0))
+    assert native_blocks._idle_cpu() is idle
+
+
+def test_no_helper_thread_when_no_cpu_is_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native_blocks, "_CPUS", 2)
+    monkeypatch.setattr(native_blocks, "_idle_cpu", lambda: False)
+    assert native_blocks._decode_helper(10 * native_blocks._SPLIT_BLOCKS) is None
+    monkeypatch.setattr(native_blocks, "_idle_cpu", lambda: True)
+    assert native_blocks._decode_helper(10 * native_blocks._SPLIT_BLOCKS) is not None
+    assert native_blocks._decode_helper(native_blocks._SPLIT_BLOCKS - 1) is None

@@ -71,8 +71,8 @@ def _decode_helper(blocks: int) -> ThreadPoolExecutor | None:
     """The one helper thread that shares the decoding of ``blocks`` row blocks, or None.
 
     None below :data:`_SPLIT_BLOCKS` blocks, on one CPU, on any thread but the main one
-    (worker threads, e.g. dask's, already decode in parallel), and when the load average
-    leaves no CPU idle (the helper then waits for its turn: measured slower than decoding
+    (worker threads, e.g. dask's, already decode in parallel), and when no CPU is idle
+    (:func:`_idle_cpu`; the helper would wait for its turn: measured slower than decoding
     alone). The thread is created on first use, and again after a fork.
     """
     global _helper
@@ -80,19 +80,38 @@ def _decode_helper(blocks: int) -> ThreadPoolExecutor | None:
         return None
     if threading.current_thread() is not threading.main_thread():
         return None
-    if _load_average() > _CPUS - 0.5:  # no idle CPU (this thread counts for one)
+    if not _idle_cpu():
         return None
     if _helper is None or _helper[0] != os.getpid():
         _helper = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="zarr_vectors-decode"))
     return _helper[1]
 
 
-def _load_average() -> float:
-    """The system's one-minute load average (0 where the OS does not tell)."""
+def _idle_cpu() -> bool:
+    """Whether a CPU other than the calling thread's is idle now.
+
+    Linux says how many threads are runnable at this moment (the fourth field of
+    ``/proc/loadavg``, the caller included); elsewhere the one-minute load average stands
+    in. The average lags by minutes: after a long write it would keep the helper off on
+    an idle machine, so the moment's count is preferred where there is one.
+    """
+    runnable = _runnable_threads()
+    if runnable is not None:
+        return runnable < _CPUS
     try:
-        return os.getloadavg()[0]
+        return os.getloadavg()[0] <= _CPUS - 0.5
     except (AttributeError, OSError):
-        return 0.0
+        return True
+
+
+def _runnable_threads(path: str = "/proc/loadavg") -> int | None:
+    """Threads runnable now, system-wide, from ``path`` (``/proc/loadavg``); None if unknown."""
+    try:
+        with open(path, "rb") as f:
+            fields = f.read(256).split()
+        return int(fields[3].split(b"/")[0])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def decode_natively(
