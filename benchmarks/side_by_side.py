@@ -1093,8 +1093,10 @@ FOOTNOTES = (
     "Times: writes and full reads, best of up to --repeat runs (within {write:g} s / "
     "{read:g} s); a query or read by id: cold = a fresh open + the first call, warm = best "
     "of up to --repeat further calls on that handle (within {warm:g} s), each the median "
-    "over the boxes (id sets). The OS page cache is warm throughout. Same code for both "
-    "libraries (reference_worker.run_cases); each warmed up on a tiny store first.",
+    "over the boxes (id sets). Every timed call follows a gc.collect(), so CPU caches are "
+    "cold-ish even when warm (on this VM a 1e6 1% box of ours takes about twice as long "
+    "after any pause as back to back). The OS page cache is warm throughout. Same code for "
+    "both libraries (reference_worker.run_cases); each warmed up on a tiny store first.",
     "Layouts: the reference gets our store's chunk shape (cell_size) and bins (subcells = "
     "chunk / bin), bounds = the data cube, and by default our codec (Blosc LZ4, bit shuffle, "
     "level 5; --reference-codec default: its zstd). Its local stores are unsharded.",
