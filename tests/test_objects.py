@@ -11,6 +11,7 @@ import functools
 from typing import Any
 
 import numpy as np
+import pytest
 import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,8 @@ from tests.geometry.test_graphs import BIN, CHUNK, Model, check_objects, random_
 from tests.geometry.test_meshes import random_faces
 from tests.test_query import chunks_read, open_recorded
 from tests.test_regions import polygons
+from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.objects import _translate
 from zarr_vectors.regions import ball_region, polygon_region
 
 STEP = BIN / 2
@@ -161,3 +164,76 @@ def test_owners_read_only_the_chunks_the_region_meets() -> None:
     )
     assert 0 < meeting.sum() < len(occupied)
     assert chunks_read(recording.keys, 3) == {tuple(c) for c in occupied[meeting].tolist()}
+
+
+def _translate_naively(
+    rows: np.ndarray,
+    slot_of_row: np.ndarray,
+    index: dict[int, tuple[np.ndarray, np.ndarray]],
+    gids: tuple[np.ndarray, np.ndarray],
+    sentinels: bool,
+) -> np.ndarray:
+    """``objects._translate`` one entry at a time with dictionaries (its plain twin)."""
+    result_of = {
+        (slot, int(v)): int(r)
+        for slot, (local, result) in index.items()
+        for v, r in zip(local, result, strict=True)
+    }
+    row_of_gid = {int(g): int(r) for g, r in zip(*gids, strict=True)}
+    out = np.full(rows.shape, -1, dtype=np.int64)
+    for i in range(rows.shape[0]):
+        for j in range(rows.shape[1]):
+            value = int(rows[i, j])
+            if value >= 0:
+                out[i, j] = result_of[(int(slot_of_row[i]), value)]
+            elif sentinels:
+                out[i, j] = row_of_gid[-value - 1]
+    return out
+
+
+@st.composite
+def link_tables(draw: st.DrawFn) -> tuple[Any, ...]:
+    """Returned vertices per chunk slot, global ids, and links naming only those."""
+    n_slots = draw(st.integers(1, 5))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    sizes = [draw(st.integers(0, 12)) for _ in range(n_slots)]
+    next_row = sum(sizes)
+    result_rows = rng.permutation(next_row).astype(np.int64)  # objects order the rows anew
+    index, first = {}, 0
+    for slot, size in enumerate(sizes):
+        local = np.sort(rng.choice(40, size=size, replace=False)).astype(np.int64)
+        index[slot] = (local, result_rows[first : first + size])
+        first += size
+    gid_keys = np.sort(rng.choice(10_000, size=next_row, replace=False)).astype(np.int64)
+    gids = (gid_keys, rng.permutation(next_row).astype(np.int64))
+    width = draw(st.sampled_from([2, 3]))
+    sentinels = draw(st.booleans())
+    rows, slots = [], []
+    for slot, (local, _) in index.items():
+        for _ in range(draw(st.integers(0, 6)) if local.size else 0):
+            entry = rng.choice(local, size=width).astype(np.int64)
+            if sentinels and next_row and rng.random() < 0.3:
+                entry[rng.integers(width)] = -int(rng.choice(gid_keys)) - 1
+            elif not sentinels and rng.random() < 0.2:
+                entry[-1] = -1  # a skeleton root's parent
+            rows.append(entry)
+            slots.append(slot)
+    table = np.array(rows, dtype=np.int64).reshape(-1, width)
+    return table, np.array(slots, dtype=np.int64), index, gids, sentinels
+
+
+@given(link_tables())
+@settings(max_examples=200, deadline=None)
+def test_link_entries_translate_to_result_rows_as_one_entry_at_a_time(
+    case: tuple[Any, ...],
+) -> None:
+    np.testing.assert_array_equal(_translate(*case), _translate_naively(*case))
+
+
+@pytest.mark.parametrize("bad", [5, 39, 1000])
+def test_a_link_to_a_row_that_was_not_returned_is_a_corrupt_chunk(bad: int) -> None:
+    index = {0: (np.array([1, 2, 3]), np.array([0, 1, 2])), 1: (np.array([5]), np.array([3]))}
+    rows = np.array([[1, 2], [bad, 3]], dtype=np.int64)
+    empty = (np.empty(0, np.int64), np.empty(0, np.int64))
+    with pytest.raises(CorruptChunkError, match="not a vertex of its object"):
+        _translate(rows, np.array([0, 0]), index, empty, False)

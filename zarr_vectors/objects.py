@@ -369,9 +369,11 @@ class _Plan:
         """The objects' links as result rows, and their per-link attributes (§9.12)."""
         reader = self.reader
         link_ranges = reader.blob_ranges(LINK_FRAGMENTS, self.chunks)
+        frag_slot, frag = self._referenced_fragments()
+        frag_bounds = np.searchsorted(frag_slot, np.arange(len(link_ranges) + 1))
         wanted, slots = [], []
         for slot, (ls, lc) in enumerate(link_ranges):
-            frags = np.unique(self.ref_fragment[self._slot(slot)])
+            frags = frag[frag_bounds[slot] : frag_bounds[slot + 1]]
             runs = np.stack([ls[frags], ls[frags] + lc[frags]], axis=1)
             runs = runs[runs[:, 1] > runs[:, 0]]
             if runs.shape[0]:  # a chunk without link rows has no links/0 shard (spec §9.6)
@@ -401,6 +403,14 @@ class _Plan:
                 for k, v in columns.items()
             }
         return mapped, columns
+
+    def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""
+        width = int(self.ref_fragment.max(initial=-1)) + 1
+        if width == 0:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        pairs = np.unique(self.ref_slot * width + self.ref_fragment.astype(np.int64))
+        return pairs // width, pairs % width
 
     def _gid_table(
         self, index: dict[int, tuple[np.ndarray, np.ndarray]]
@@ -472,23 +482,40 @@ def _translate(
 ) -> np.ndarray:
     """Chunk-local link entries to result rows.
 
-    With ``sentinels`` (meshes) every negative entry is ``-(gid + 1)`` (spec §9.6);
-    otherwise -1 (a skeleton root's parent) stays -1.
+    ``rows`` holds one link per row (its vertex entries), ``slot_of_row`` the chunk slot of
+    each link, ``index[slot]`` the (local rows, result rows) of the vertices returned from
+    that chunk. With ``sentinels`` (meshes) every negative entry is ``-(gid + 1)`` (spec
+    §9.6); otherwise -1 (a skeleton root's parent) stays -1. One sorted lookup of
+    (slot, local row) keys over all chunks at once.
+
+    Raises
+    ------
+    CorruptChunkError
+        When an entry names a row that is not a returned vertex of its chunk.
     """
     out = np.full(rows.shape, -1, dtype=np.int64)
-    for slot, (local, result) in index.items():
-        sel = slot_of_row == slot
-        block = rows[sel]
-        mapped = np.full(block.shape, -1, dtype=np.int64)
-        pos = block >= 0
-        where = np.minimum(np.searchsorted(local, block[pos]), max(local.shape[0] - 1, 0))
-        if local.shape[0] == 0 or np.any(local[where] != block[pos]):
-            raise CorruptChunkError("a link names a row that is not a vertex of its object")
-        mapped[pos] = result[where]
-        sentinel = block < 0 if sentinels else np.zeros(block.shape, dtype=bool)
+    if not rows.size:
+        return out
+    width = 1 + max((int(local.max()) for local, _ in index.values() if local.size), default=0)
+    keys = np.concatenate(
+        [slot * width + local for slot, (local, _) in index.items()] or [np.empty(0, np.int64)]
+    ).astype(np.int64)
+    results = np.concatenate([result for _, result in index.values()] or [np.empty(0, np.int64)])
+    order = np.argsort(keys, kind="stable")
+    keys, results = keys[order], results[order]
+    entry_slot = np.broadcast_to(slot_of_row.reshape(-1, *([1] * (rows.ndim - 1))), rows.shape)
+    local = rows >= 0
+    if np.any(rows[local] >= width):
+        raise CorruptChunkError("a link names a row that is not a vertex of its object")
+    wanted = entry_slot[local] * width + rows[local]
+    where = np.minimum(np.searchsorted(keys, wanted), max(keys.shape[0] - 1, 0))
+    if wanted.size and (keys.shape[0] == 0 or np.any(keys[where] != wanted)):
+        raise CorruptChunkError("a link names a row that is not a vertex of its object")
+    out[local] = results[where]
+    if sentinels:
+        sentinel = rows < 0
         if sentinel.any():
-            mapped[sentinel] = _lookup(gids, -block[sentinel] - 1)
-        out[sel] = mapped
+            out[sentinel] = _lookup(gids, -rows[sentinel] - 1)
     return out
 
 
