@@ -11,6 +11,7 @@ import zarr
 from zarr.storage import MemoryStore
 
 from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.store import native_blocks
 from zarr_vectors.store.arrays import row_array_metadata
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.shards import RowLayout
@@ -212,3 +213,51 @@ def test_multi_chunk_layout_round_trips_through_metadata() -> None:
     assert RowLayout.from_array_metadata(meta, 2, "a") == SHARDED
     assert SHARDED.index_nbytes == 16 * 6 * 3 + 4
     assert [SHARDED.local_chunk(c) for c in [(0, 0), (0, 2), (1, 0), (3, 5)]] == [0, 2, 3, 5]
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda lay: f"{lay.dtype}{lay.row_shape}")
+def test_any_row_range_decodes_as_slicing_with_and_without_native_functions(
+    layout: RowLayout, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not native:
+        monkeypatch.setattr(native_blocks, "native_block_functions", lambda: None)
+    r = layout.rows_per_block
+    n = layout.n_max - 1
+    rows = _rows(layout, n, seed=5)
+    shard = layout.encode_shard(rows)
+    index = layout.decode_index(shard, "s")
+    ranges = [(0, n), (0, r), (r, 2 * r), (1, 2), (r - 1, r + 1), (2, n), (n - 1, n)]
+    for start, stop in [(a, min(b, n)) for a, b in ranges]:
+        a, b = layout.block_span(index, start // r, (stop - 1) // r + 1, "s")
+        out = np.empty((stop - start, *layout.row_shape), layout.dtype)
+        layout.decode_rows_into(shard[a:b], index, a, (start, stop), out, "s")
+        np.testing.assert_array_equal(out, rows[start:stop])
+    # not contiguous: the old one-block-at-a-time decoding refused this as corrupt
+    strided = np.empty((2 * n, *layout.row_shape), layout.dtype)[::2]
+    layout.decode_rows_into(shard, index, 0, (0, n), strided, "s")
+    np.testing.assert_array_equal(strided, rows)
+
+
+def test_whole_blocks_decode_in_the_order_asked() -> None:
+    layout = LAYOUTS[0]
+    rows = _rows(layout, 32, seed=2)
+    shard = layout.encode_shard(rows)
+    index = layout.decode_index(shard, "s")
+    out = np.empty((24, 3), np.float32)
+    layout.decode_blocks_into(shard, index, 0, [3, 0, 2], out, "s")
+    np.testing.assert_array_equal(out, np.concatenate([rows[24:32], rows[0:8], rows[16:24]]))
+
+
+def test_a_block_missing_from_the_index_or_the_bytes_is_reported() -> None:
+    layout = LAYOUTS[0]
+    shard = layout.encode_shard(_rows(layout, 12))
+    index = layout.decode_index(shard, "s")
+    out = np.empty((16, 3), np.float32)
+    with pytest.raises(CorruptChunkError, match="s: row block 2 is missing from the shard"):
+        layout.decode_blocks_into(shard, index, 0, [0, 2], out, "s")
+    a, b = layout.block_span(index, 1, 2, "s")
+    with pytest.raises(CorruptChunkError, match="s: row block 1: 0 bytes, too short"):
+        layout.decode_blocks_into(shard[:a], index, 0, [1], out[:8], "s")
+    with pytest.raises(CorruptChunkError, match="s: row block 1: 0 bytes, too short"):
+        layout.decode_blocks_into(shard[b:], index, b, [1], out[:8], "s")

@@ -120,11 +120,6 @@ class RowLayout:
         first = self.local_chunk(chunk) * self.n_blocks
         return index[first : first + self.n_blocks]
 
-    def _codec(self) -> Blosc | None:
-        if self.blosc is None:
-            return None
-        return _blosc_codec(self.blosc["cname"], self.blosc["clevel"], self.blosc["shuffle"])
-
     def encode_shard(self, rows: np.ndarray) -> bytes:
         """Encode rows ``[0, n)`` of one spatial chunk as shard bytes (one chunk per shard).
 
@@ -312,19 +307,19 @@ class RowLayout:
             The shard's key, for error messages.
         """
         start, stop = rows
+        if stop <= start:
+            return
         r = self.rows_per_block
-        codec = self._codec()
-        flat = out.reshape(out.shape[0], -1)
-        for b in range(start // r, (stop - 1) // r + 1):
-            lo, hi = max(start, b * r), min(stop, (b + 1) * r)
-            offset = int(index[b][0]) - base
-            raw = payload[offset : offset + int(index[b][1])]
-            target = flat[lo - start : hi - start]
-            if hi - lo == r and codec is not None:
-                self._decode_block(codec, raw, b, where, into=target)
-            else:
-                block = self._decode_block(codec, raw, b, where, into=None)
-                target[...] = block[lo - b * r : hi - b * r]
+        first, last = start // r, (stop - 1) // r
+        blocks = range(first, last + 1)
+        stored = self.dtype.newbyteorder("<")
+        aligned = start == first * r and stop == (last + 1) * r
+        if aligned and out.dtype == stored and out.flags.c_contiguous:
+            self.decode_blocks_into(payload, index, base, blocks, out, where)
+            return
+        whole = np.empty((len(blocks) * r, *self.row_shape), dtype=stored)
+        self.decode_blocks_into(payload, index, base, blocks, whole, where)
+        out[...] = whole[start - first * r : stop - first * r]
 
     def decode_blocks_into(
         self,
@@ -335,7 +330,8 @@ class RowLayout:
         out: np.ndarray,
         where: str,
     ) -> None:
-        """Decode whole row blocks ``blocks`` of a shard back to back into ``out``.
+        """Decode whole row blocks ``blocks`` of a shard back to back into ``out`` (by one
+        native call where possible, :meth:`decode_blocks_at`).
 
         Parameters
         ----------
@@ -348,14 +344,19 @@ class RowLayout:
         where
             The shard's key, for error messages.
         """
-        codec = self._codec()
-        size = self.rows_per_block * self.row_nbytes
-        flat = out.reshape(-1).view(np.uint8)
-        for k, b in enumerate(blocks):
-            offset = int(index[b][0]) - base
-            raw = payload[offset : offset + int(index[b][1])]
-            body = self._block_bytes(codec, raw, b, where, size)
-            flat[k * size : (k + 1) * size] = np.frombuffer(body, dtype=np.uint8)
+        entries = [index[b] for b in blocks]
+        for b, (offset, nbytes) in zip(blocks, entries, strict=True):
+            if int(offset) == _MISSING_INT or int(nbytes) == _MISSING_INT:
+                raise CorruptChunkError(f"{where}: row block {b} is missing from the shard")
+        size = len(payload)  # a span outside the payload fails the kernel's bounds check
+        starts = np.array(
+            [s if 0 <= (s := int(offset) - base) <= size else size for offset, _ in entries],
+            dtype=np.int64,
+        )
+        lengths = np.array([min(int(nbytes), size + 1) for _, nbytes in entries], dtype=np.int64)
+        slots = np.arange(len(entries), dtype=np.int64)
+        buffer = np.frombuffer(payload, dtype=np.uint8)
+        self.decode_blocks_at(buffer, starts, lengths, slots, out, lambda i: (blocks[i], where))
 
     def decode_block_into(self, raw: bytes, b: int, where: str, out: np.ndarray) -> None:
         """Decode one stored row block (exactly its bytes, CRC32C included) into ``out``.
@@ -456,39 +457,6 @@ class RowLayout:
             number, where = describe(i)
             self.decode_block_into(raw, number, where, target)
 
-    def _block_bytes(
-        self, codec: Blosc | None, raw: bytes, b: int, where: str, expected: int
-    ) -> bytes:
-        """The decoded bytes (``expected`` of them) of row block ``b`` from its stored bytes."""
-        body = _checked_body(raw, where, b)
-        if codec is not None:
-            _check_blosc_header(body, expected, where, b)
-            try:
-                body = blosc.decompress(body)
-            except (RuntimeError, ValueError, TypeError) as exc:
-                raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
-        if len(body) != expected:
-            raise CorruptChunkError(
-                f"{where}: row block {b} holds {len(body)} bytes, expected {expected}"
-            )
-        return body
-
-    def _decode_block(
-        self, codec: Blosc | None, raw: bytes, b: int, where: str, into: np.ndarray | None
-    ) -> np.ndarray:
-        if into is not None and codec is not None:
-            body = _checked_body(raw, where, b)
-            _check_blosc_header(body, self.rows_per_block * self.row_nbytes, where, b)
-            try:
-                blosc.decompress(body, into)
-            except (RuntimeError, ValueError, TypeError) as exc:
-                raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
-            return into
-        size = self.rows_per_block * self.row_nbytes
-        return np.frombuffer(
-            self._block_bytes(codec, raw, b, where, size), dtype=self.dtype.newbyteorder("<")
-        ).reshape(self.rows_per_block, -1)
-
     @classmethod
     def from_array_metadata(
         cls, meta: dict[str, Any], grid_ndim: int, where: str
@@ -563,24 +531,6 @@ def _blosc_compressor(cname: str, clevel: int, shuffle: str) -> Callable[[np.nda
         shuffle=_BLOSC_SHUFFLE[shuffle],
         blocksize=0,
     )
-
-
-def _blosc_codec(cname: str, clevel: int, shuffle: str) -> Blosc:
-    return Blosc(cname=cname, clevel=clevel, shuffle=_BLOSC_SHUFFLE[shuffle], blocksize=0)
-
-
-def _checked_body(raw: bytes, where: str, block: int) -> bytes:
-    """Strip and verify the CRC32C that ends every encoded row block (spec §9.0)."""
-    if len(raw) < _CRC_BYTES:
-        raise CorruptChunkError(
-            f"{where}: row block {block}: {len(raw)} bytes, too short for its checksum"
-        )
-    body = raw[:-_CRC_BYTES]
-    if google_crc32c.value(body) != int.from_bytes(raw[-_CRC_BYTES:], "little"):
-        raise CorruptChunkError(
-            f"{where}: row block {block}: checksum mismatch (the stored bytes are damaged)"
-        )
-    return body
 
 
 def _check_blosc_header(body: bytes | memoryview, expected: int, where: str, block: int) -> None:
