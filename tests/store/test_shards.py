@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import google_crc32c
 import numpy as np
@@ -261,3 +262,34 @@ def test_a_block_missing_from_the_index_or_the_bytes_is_reported() -> None:
         layout.decode_blocks_into(shard[:a], index, 0, [1], out[:8], "s")
     with pytest.raises(CorruptChunkError, match="s: row block 1: 0 bytes, too short"):
         layout.decode_blocks_into(shard[b:], index, b, [1], out[:8], "s")
+
+
+def _blocks_fetched_apart(layout: RowLayout, shard: bytes, index: np.ndarray) -> list[Any]:
+    """The shard's blocks 0-1 and 3 as two separately fetched byte ranges."""
+    a, b = layout.block_span(index, 0, 2, "s")
+    c, d = layout.block_span(index, 3, 4, "s")
+    return [(shard[a:b], a, [0, 1]), (shard[c:d], c, [3])]
+
+
+def test_blocks_of_several_fetched_ranges_decode_back_to_back() -> None:
+    layout = LAYOUTS[0]
+    rows = _rows(layout, 32, seed=4)
+    shard = layout.encode_shard(rows)
+    index = layout.decode_index(shard, "s")
+    out = np.empty((24, 3), np.float32)
+    layout.decode_block_groups_into(_blocks_fetched_apart(layout, shard, index), index, out, "s")
+    np.testing.assert_array_equal(out, np.concatenate([rows[0:16], rows[24:32]]))
+
+
+def test_an_index_entry_pointing_into_another_fetched_range_is_refused() -> None:
+    """Joined for one kernel call, the ranges must not let a block be read from the bytes
+    of another: here block 3's entry names where block 1 lies (a valid block, wrong place)."""
+    layout = LAYOUTS[0]
+    rows = _rows(layout, 32, seed=4)
+    shard = layout.encode_shard(rows)
+    index = layout.decode_index(shard, "s").copy()
+    parts = _blocks_fetched_apart(layout, shard, index)
+    index[3] = index[1]
+    out = np.empty((24, 3), np.float32)
+    with pytest.raises(CorruptChunkError, match="s: row block 3: 0 bytes, too short"):
+        layout.decode_block_groups_into(parts, index, out, "s")

@@ -730,10 +730,10 @@ class LevelReader:
             layout.decode_rows_into(parts[0], entries, bases[0], rows, target, key)
             return
         r = plan.rows_per_block
-        for group, base, payload in zip(groups, bases, parts, strict=True):
-            target = scratch[slot * r : (slot + len(group)) * r]
-            layout.decode_blocks_into(payload, entries, base, group, target, key)
-            slot += len(group)
+        target = scratch[slot * r : (slot + sum(len(g) for g in groups)) * r]
+        layout.decode_block_groups_into(
+            list(zip(parts, bases, groups, strict=True)), entries, target, key
+        )
 
     # -- selected rows of many runs (box queries) ------------------------------------
     def bin_ranges(

@@ -330,8 +330,7 @@ class RowLayout:
         out: np.ndarray,
         where: str,
     ) -> None:
-        """Decode whole row blocks ``blocks`` of a shard back to back into ``out`` (by one
-        native call where possible, :meth:`decode_blocks_at`).
+        """Decode whole row blocks ``blocks`` of a shard back to back into ``out``.
 
         Parameters
         ----------
@@ -344,19 +343,59 @@ class RowLayout:
         where
             The shard's key, for error messages.
         """
-        entries = [index[b] for b in blocks]
-        for b, (offset, nbytes) in zip(blocks, entries, strict=True):
-            if int(offset) == _MISSING_INT or int(nbytes) == _MISSING_INT:
-                raise CorruptChunkError(f"{where}: row block {b} is missing from the shard")
-        size = len(payload)  # a span outside the payload fails the kernel's bounds check
-        starts = np.array(
-            [s if 0 <= (s := int(offset) - base) <= size else size for offset, _ in entries],
-            dtype=np.int64,
+        self.decode_block_groups_into([(payload, base, blocks)], index, out, where)
+
+    def decode_block_groups_into(
+        self,
+        parts: Sequence[tuple[bytes, int, Sequence[int]]],
+        index: ShardIndex,
+        out: np.ndarray,
+        where: str,
+    ) -> None:
+        """Decode the row blocks of several fetched byte ranges of one shard back to back
+        into ``out``, by one native call where possible (:meth:`decode_blocks_at`).
+
+        Parameters
+        ----------
+        parts
+            ``(payload, base, blocks)``: bytes of the shard from byte ``base`` on, and the
+            numbers of the whole row blocks they hold, in the order they go to ``out``.
+        index
+            The shard index (:meth:`decode_index`, or its ``tolist()``).
+        out
+            Destination, shape ``(total blocks * R, *row_shape)``.
+        where
+            The shard's key, for error messages.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a block is missing from the index, lies outside its bytes, or fails a
+            check (checksum, Blosc header, decoded size).
+        """
+        numbers, starts, lengths = [], [], []
+        total = sum(len(payload) for payload, _, _ in parts)
+        at = 0
+        for payload, base, blocks in parts:
+            for b in blocks:
+                offset, nbytes = int(index[b][0]), int(index[b][1])
+                if offset == _MISSING_INT or nbytes == _MISSING_INT:
+                    raise CorruptChunkError(f"{where}: row block {b} is missing from the shard")
+                start = offset - base
+                inside = start >= 0 and start + nbytes <= len(payload)
+                numbers.append(b)
+                starts.append(at + start if inside else total)  # outside: the kernel refuses
+                lengths.append(nbytes if inside else 0)
+            at += len(payload)
+        joined = parts[0][0] if len(parts) == 1 else b"".join(p for p, _, _ in parts)
+        self.decode_blocks_at(
+            np.frombuffer(joined, dtype=np.uint8),
+            np.array(starts, dtype=np.int64),
+            np.array(lengths, dtype=np.int64),
+            np.arange(len(numbers), dtype=np.int64),
+            out,
+            lambda i: (numbers[i], where),
         )
-        lengths = np.array([min(int(nbytes), size + 1) for _, nbytes in entries], dtype=np.int64)
-        slots = np.arange(len(entries), dtype=np.int64)
-        buffer = np.frombuffer(payload, dtype=np.uint8)
-        self.decode_blocks_at(buffer, starts, lengths, slots, out, lambda i: (blocks[i], where))
 
     def decode_block_into(self, raw: bytes, b: int, where: str, out: np.ndarray) -> None:
         """Decode one stored row block (exactly its bytes, CRC32C included) into ``out``.
