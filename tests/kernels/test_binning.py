@@ -138,6 +138,48 @@ def test_assign_matches_chunk_and_bin_coords(cloud: Cloud) -> None:
 
 
 @SETTINGS
+@given(clouds(), st.integers(0, 5))
+def test_assign_into_longer_out_arrays(cloud: Cloud, spare: int) -> None:
+    chunks = chunk_coords(cloud.positions, cloud.chunk)
+    lo, shape = grid_of(chunks, cloud.positions.shape[1])
+    n = cloud.positions.shape[0]
+    out = (np.full(n + spare, -7, np.int64), np.full(n + spare, -7, np.int64))
+    got = assign_chunks_and_bins(
+        cloud.positions, cloud.chunk, cloud.bin, cloud.bpc, lo, shape, out=out
+    )
+    want = naive.assign_chunks_and_bins(
+        cloud.positions, cloud.chunk, cloud.bin, cloud.bpc, lo, shape
+    )
+    for array, values, expected in zip(out, got, want, strict=True):
+        assert n == 0 or np.shares_memory(values, array)
+        np.testing.assert_array_equal(values, expected)
+        assert (array[n:] == -7).all()
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        ((np.zeros(2, np.int64), np.zeros(3, np.int64)), "length >= 3"),
+        ((np.zeros(3, np.int32), np.zeros(3, np.int64)), "int64"),
+        ((np.zeros(6, np.int64)[::2], np.zeros(3, np.int64)), "C-contiguous"),
+        (tuple([np.zeros(3, np.int64)] * 2), "overlap"),
+    ],
+)
+def test_assign_rejects_unusable_out_arrays(out: tuple[np.ndarray, ...], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        assign_chunks_and_bins(np.zeros((3, 2)), [1, 1], [1, 1], [1, 1], [0, 0], [1, 1], out=out)
+
+
+def test_assign_rejects_out_arrays_over_the_positions() -> None:
+    positions = np.zeros((4, 2))
+    alias = positions.reshape(-1).view(np.int64)
+    with pytest.raises(InvalidInputError, match="overlap the positions"):
+        assign_chunks_and_bins(
+            positions, [1, 1], [1, 1], [1, 1], [0, 0], [1, 1], out=(alias[:4], alias[4:])
+        )
+
+
+@SETTINGS
 @given(clouds())
 def test_float32_equals_float64_conversion(cloud: Cloud) -> None:
     p32 = cloud.positions.astype(np.float32)
@@ -422,6 +464,39 @@ def test_scatter_rows_matches_naive(
     assert got.dtype == values.dtype
     assert got.shape == values.shape
     np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@SETTINGS
+@given(st.integers(0, 40), st.integers(0, 5), st.integers(0, 2**32 - 1))
+def test_scatter_rows_into_a_longer_out_array(n: int, spare: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = rng.random((n, 3)).astype(np.float32)
+    destination = rng.permutation(n)
+    out = np.full((n + spare, 3), -1.0, np.float32)
+    got = scatter_rows(values, destination, out=out)
+    assert n == 0 or np.shares_memory(got, out)
+    np.testing.assert_array_equal(got, naive.scatter_rows(values, destination))
+    assert (out[n:] == -1.0).all()
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        (np.zeros((2, 2)), "at least 3"),
+        (np.zeros((3, 3)), "shape"),
+        (np.zeros((3, 2), np.float32), "float64"),
+        (np.zeros((3, 4))[:, ::2], "C-contiguous"),
+    ],
+)
+def test_scatter_rows_rejects_unusable_out(out: np.ndarray, message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        scatter_rows(np.zeros((3, 2)), [0, 1, 2], out=out)
+
+
+def test_scatter_rows_rejects_out_over_its_input() -> None:
+    values = np.zeros((3, 2))
+    with pytest.raises(InvalidInputError, match="overlap"):
+        scatter_rows(values, [0, 1, 2], out=values)
 
 
 def test_scatter_rows_of_non_contiguous_input() -> None:

@@ -352,6 +352,8 @@ def assign_chunks_and_bins(
     bins_per_chunk: npt.ArrayLike,
     grid_lo: npt.ArrayLike,
     grid_shape: npt.ArrayLike,
+    *,
+    out: tuple[I64, I64] | None = None,
 ) -> tuple[I64, I64]:
     """Flat chunk and bin index of every vertex in one pass (spec §5).
 
@@ -369,6 +371,10 @@ def assign_chunks_and_bins(
         ``(D,)`` integer chunk index of the first grid chunk (the chunk grid origin).
     grid_shape
         ``(D,)`` integer number of grid chunks per axis, >= 1.
+    out
+        Two int64 arrays of at least ``n`` elements to write the results into (their
+        first ``n`` elements are returned), e.g. kept between the slices of a stream so
+        that no fresh memory is touched per slice; new arrays by default.
 
     Returns
     -------
@@ -389,8 +395,9 @@ def assign_chunks_and_bins(
     gshape = _int_vector(grid_shape, dim, "grid_shape", 1)
     if int(np.prod(gshape.astype(object))) >= 2**63 or int(np.prod(bpc.astype(object))) >= 2**63:
         raise InvalidInputError("grid_shape or bins_per_chunk has too many cells for int64")
-    chunk_flat = np.empty(pos.shape[0], np.int64)
-    bin_flat = np.empty(pos.shape[0], np.int64)
+    chunk_flat, bin_flat = _result_arrays(out, pos.shape[0])
+    if out is not None and any(np.may_share_memory(pos, a) for a in out):
+        raise InvalidInputError("out arrays must not overlap the positions")
     sizes = (_vector(chunk_shape, dim, "chunk_shape"), _vector(bin_shape, dim, "bin_shape"))
     lo = _int_vector(grid_lo, dim, "grid_lo", None)
 
@@ -401,6 +408,20 @@ def assign_chunks_and_bins(
     status, row = _first_failure(over_row_slices(work, pos.shape[0]))
     _raise_position_status(status, row, pos)
     return chunk_flat, bin_flat
+
+
+def _result_arrays(out: tuple[I64, I64] | None, n: int) -> tuple[I64, I64]:
+    """The first ``n`` elements of the caller's two int64 arrays, or two new arrays."""
+    if out is None:
+        return np.empty(n, np.int64), np.empty(n, np.int64)
+    for array in out:
+        if array.dtype != np.int64 or array.ndim != 1 or array.shape[0] < n:
+            raise InvalidInputError(f"out arrays must be int64 of length >= {n}")
+        if not array.flags.c_contiguous or not array.flags.writeable:
+            raise InvalidInputError("out arrays must be C-contiguous and writeable")
+    if np.may_share_memory(out[0], out[1]):
+        raise InvalidInputError("the two out arrays must not overlap")
+    return out[0][:n], out[1][:n]
 
 
 def _first_failure(results: list[tuple[int, int]]) -> tuple[int, int]:

@@ -345,7 +345,9 @@ def _sort_by_chunk_and_bin(
     return perm, occupied, chunk_offsets, bin_offsets
 
 
-def scatter_rows(values: np.ndarray, destination: npt.ArrayLike) -> np.ndarray:
+def scatter_rows(
+    values: np.ndarray, destination: npt.ArrayLike, *, out: np.ndarray | None = None
+) -> np.ndarray:
     """``out[destination[i]] = values[i]`` for every row: ``values`` put in sorted order.
 
     Reads ``values`` once in order, so it is much faster than gathering with the
@@ -357,11 +359,14 @@ def scatter_rows(values: np.ndarray, destination: npt.ArrayLike) -> np.ndarray:
         ``(n, ...)`` array of any fixed-size dtype.
     destination
         ``(n,)`` integer permutation of ``range(n)`` (:func:`chunk_and_bin_destinations`).
+    out
+        A C-contiguous array of the same dtype and row shape, at least ``n`` rows, to
+        write into (its first ``n`` rows are returned); a new array by default.
 
     Returns
     -------
     numpy.ndarray
-        A new C-contiguous array of the same dtype and shape.
+        A C-contiguous array of the same dtype and shape.
 
     Raises
     ------
@@ -373,7 +378,7 @@ def scatter_rows(values: np.ndarray, destination: npt.ArrayLike) -> np.ndarray:
     n = src.shape[0] if src.ndim else 0
     if src.ndim == 0 or dest.shape[0] != n:
         raise InvalidInputError(f"destination length {dest.shape[0]} != rows {n}")
-    out = np.empty_like(src)
+    out = np.empty_like(src) if out is None else _rows_of(out, src)
     row_bytes = src.dtype.itemsize * int(np.prod(src.shape[1:], dtype=np.int64))
     if n == 0 or row_bytes == 0:
         return out
@@ -389,6 +394,20 @@ def scatter_rows(values: np.ndarray, destination: npt.ArrayLike) -> np.ndarray:
     if bad >= 0:
         raise InvalidInputError(f"destination[{bad}] = {dest[bad]} is outside [0, {n})")
     return out
+
+
+def _rows_of(out: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """The first ``len(like)`` rows of ``out``, after checking it can hold them."""
+    n = like.shape[0]
+    if out.dtype != like.dtype or out.shape[1:] != like.shape[1:] or out.shape[0] < n:
+        raise InvalidInputError(
+            f"out must be {like.dtype} rows of shape {like.shape[1:]}, at least {n} of them"
+        )
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise InvalidInputError("out must be C-contiguous and writeable")
+    if np.may_share_memory(out, like):
+        raise InvalidInputError("out must not overlap the values")
+    return out[:n]
 
 
 def _as_words(values: np.ndarray, n: int, unit: np.dtype[Any]) -> npt.NDArray[Any]:
