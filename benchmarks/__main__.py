@@ -43,7 +43,9 @@ FOOTNOTES = (
     "before the write) / (positions.nbytes + attribute.nbytes).",
     "start-up: fresh process; import + write of 1000 points + open + one query, timed inside "
     "it; numba cache in an empty NUMBA_CACHE_DIR for run 1, reused by run 2.",
-    "Shared, noisy machine: compare ratios (ours/floor) more than absolute times.",
+    "Shared, noisy machine: compare ratios (ours/floor) more than absolute times. Every "
+    "store stays until the run ends (deleting many files slows the file creations that "
+    "follow on this machine's file system: benchmarks/README.md, Caveats).",
 )
 
 
@@ -178,11 +180,14 @@ def main(argv: list[str] | None = None) -> int:
         if not args.objects:
             log("warm-up (numba compile or cache load)")
             warm_up(tmp)
-            for n in sizes:
-                with tempfile.TemporaryDirectory(dir=tmp) as scratch:
-                    rows += run_points(
-                        n, seed=args.seed, repeat=args.repeat, boxes=args.boxes, tmp=scratch
-                    )
+            for n in sizes:  # every store stays until tmp goes (see points._bench_write)
+                rows += run_points(
+                    n,
+                    seed=args.seed,
+                    repeat=args.repeat,
+                    boxes=args.boxes,
+                    tmp=tempfile.mkdtemp(dir=tmp),
+                )
                 log(f"n={n:,}: peak memory of write (fresh process)")
                 rows.append(measure_write_memory(n, args.seed))
         if not args.points:

@@ -656,7 +656,10 @@ class _Context:
 
 
 def _bench_write(data: ObjectSet, repeat: int, seed: int, tmp: str) -> _Context:
-    """Write ``repeat`` times (within the budget) beside ``np.save``; keep the last pair."""
+    """Write ``repeat`` times (within the budget) beside ``np.save``; query the last pair.
+
+    Every store stays until the run's directory goes (see ``benchmarks/README``).
+    """
     ours: list[float] = []
     floor: list[float] = []
     store = npy = ""
@@ -666,9 +669,6 @@ def _bench_write(data: ObjectSet, repeat: int, seed: int, tmp: str) -> _Context:
         os.mkdir(new_npy)
         ours.append(timed(partial(data.write, new_store))[0])
         floor.append(timed(partial(data.frame.save, new_npy))[0])
-        if store:
-            shutil.rmtree(store)
-            shutil.rmtree(npy)
         store, npy = new_store, new_npy
         if len(ours) >= repeat or sum(ours) + ours[-1] > WRITE_BUDGET:
             break
@@ -842,12 +842,12 @@ def warm_up(tmp: str) -> None:
         make_skeletons(4, 50, 12345),
     ):
         path = os.path.join(tmp, f"warm-up-{data.kind}.zv")
+        shutil.rmtree(path, ignore_errors=True)  # tiny; the run's own stores stay to its end
         data.write(path)
         store = zv.open(path)
         store.read()
         store.read_objects([0, 1])
         store.query(make_boxes(0.25, 1, 12345)[0])
-        shutil.rmtree(path)
 
 
 def _run_streamlines(
@@ -928,16 +928,15 @@ def run_objects(sizes: Sizes, *, seed: int, repeat: int, boxes: int, tmp: str) -
     log("objects: warm-up")
     warm_up(tmp)
     rows: list[Row] = []
+    # Every store stays until the caller deletes tmp (see _bench_write).
     for count, length in sizes.streamlines:
-        with tempfile.TemporaryDirectory(dir=tmp) as scratch:
-            rows += _run_streamlines(
-                count, length, sizes.streamline_layout, seed, repeat, boxes, scratch
-            )
-    with tempfile.TemporaryDirectory(dir=tmp) as scratch:
-        full = sizes.mesh == DEFAULT_SIZES.mesh
-        rows += _run_mesh(*sizes.mesh, seed, repeat, boxes, scratch, full)
-    with tempfile.TemporaryDirectory(dir=tmp) as scratch:
-        rows += _run_skeletons(*sizes.skeletons, seed, repeat, boxes, scratch)
+        scratch = tempfile.mkdtemp(dir=tmp)
+        rows += _run_streamlines(
+            count, length, sizes.streamline_layout, seed, repeat, boxes, scratch
+        )
+    full = sizes.mesh == DEFAULT_SIZES.mesh
+    rows += _run_mesh(*sizes.mesh, seed, repeat, boxes, tempfile.mkdtemp(dir=tmp), full)
+    rows += _run_skeletons(*sizes.skeletons, seed, repeat, boxes, tempfile.mkdtemp(dir=tmp))
     return rows
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 from dataclasses import dataclass
 from functools import partial
 
@@ -96,7 +95,12 @@ def _write_npy(paths: tuple[str, str], positions: np.ndarray, attribute: np.ndar
 
 
 def _bench_write(n: int, seed: int, repeat: int, tmp: str) -> tuple[list[Row], Written]:
-    """Time ``write_points`` and ``np.save`` of the same arrays, alternating, ``repeat`` times."""
+    """Time ``write_points`` and ``np.save`` of the same arrays, alternating, ``repeat`` times.
+
+    Every store stays until the run's directory goes (deleting many files slows the file
+    creations that follow on some file systems, see ``benchmarks/README``); the last pair
+    is queried.
+    """
     positions, attribute = make_points(n, seed)
     ours: list[float] = []
     floor: list[float] = []
@@ -108,9 +112,6 @@ def _bench_write(n: int, seed: int, repeat: int, tmp: str) -> tuple[list[Row], W
         npy = (os.path.join(npy_dir, "positions.npy"), os.path.join(npy_dir, "attribute.npy"))
         ours.append(timed(partial(_write_ours, store, positions, attribute))[0])
         floor.append(timed(partial(_write_npy, npy, positions, attribute))[0])
-        if written is not None:  # keep only the last pair on disk
-            shutil.rmtree(written.store)
-            shutil.rmtree(os.path.dirname(written.npy[0]))
         written = Written(positions, attribute, store, npy)
     assert written is not None
     t_ours, t_floor = median(ours), median(floor)

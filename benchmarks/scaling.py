@@ -24,7 +24,6 @@ import gc
 import json
 import os
 import resource
-import shutil
 import sys
 import tempfile
 import time
@@ -141,7 +140,9 @@ FOOTNOTES = (
     "regenerating the batches and filtering them one at a time (streaming), so 1e8 is checked "
     "without holding 1e8 points.",
     "Shared 2-core machine: other processes add noise to every time; re-run before reading "
-    "much into a gap of a few tens of percent.",
+    "much into a gap of a few tens of percent. Every store stays until the run ends: right "
+    "after deleting many files, creating files is several times slower on this machine's "
+    "file system (benchmarks/README.md, Caveats).",
 )
 
 
@@ -238,8 +239,6 @@ def _warm_up(work: str) -> None:
     with zv.PointWriter(path, chunk_shape=250.0, progress=False) as writer:
         for p, a in batches(2000, 12345):
             writer.append(p, attributes={ATTRIBUTE: a})
-    shutil.rmtree(path)
-    shutil.rmtree(os.path.join(work, "warm-up.zv"))
 
 
 def _write_streaming(path: str, n: int, seed: int) -> tuple[float, float, float]:
@@ -283,7 +282,8 @@ def _write_once(
 def _writes(
     mode: str, n: int, seed: int, repeat: int, work: str, data: tuple[np.ndarray, np.ndarray]
 ) -> dict[str, Any]:
-    """Time ``repeat`` writes (each into a fresh path, the last kept) and their peak RSS."""
+    """Time ``repeat`` writes (each into a fresh path, all kept until the run ends; the
+    last is queried) and their peak RSS."""
     times: list[float] = []
     generation: list[float] = []
     closing: list[float] = []
@@ -291,8 +291,6 @@ def _writes(
     reset = reset_peak_rss()
     before = proc_status_kb("VmRSS") or _peak_kb()
     for i in range(repeat):
-        if path:
-            shutil.rmtree(path)
         path = os.path.join(work, f"store-{i}.zv")
         seconds, gen, close = _write_once(mode, path, n, seed, data)
         times.append(seconds)
@@ -395,14 +393,12 @@ def modes_for(n: int) -> list[str]:
     return [m for m, run in (("one-shot", n <= ONE_SHOT_MAX), ("streaming", n >= BATCH)) if run]
 
 
-def _run_child(mode: str, n: int, seed: int, repeat: int, boxes: int) -> Case:
-    """Run one case in a fresh process with its own scratch directory under /tmp."""
-    work = tempfile.mkdtemp(prefix=f"zv-scaling-{size_label(n)}-", dir="/tmp")
-    try:
-        args = (mode, str(n), str(seed), str(repeat), str(boxes), work)
-        return run_child("benchmarks.scaling", "_child", *args)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+def _run_child(mode: str, n: int, seed: int, repeat: int, boxes: int, run_dir: str) -> Case:
+    """Run one case in a fresh process with its own scratch directory inside ``run_dir``
+    (removed by the caller when every case is done: see ``_writes``)."""
+    work = tempfile.mkdtemp(prefix=f"{size_label(n)}-{mode}-", dir=run_dir)
+    args = (mode, str(n), str(seed), str(repeat), str(boxes), work)
+    return run_child("benchmarks.scaling", "_child", *args)
 
 
 def _cells(case: Case) -> tuple[str, ...]:
@@ -558,11 +554,12 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK_SIZES if args.quick else args.sizes
     began = time.perf_counter()
     cases = []
-    for n in sizes:
-        for mode in modes_for(n):
-            log(f"n={n:,} {mode}: fresh process")
-            cases.append(_run_child(mode, n, args.seed, args.repeat, args.boxes))
-            log(_write_summary(cases[-1]))
+    with tempfile.TemporaryDirectory(prefix="zv-scaling-", dir="/tmp") as run_dir:
+        for n in sizes:
+            for mode in modes_for(n):
+                log(f"n={n:,} {mode}: fresh process")
+                cases.append(_run_child(mode, n, args.seed, args.repeat, args.boxes, run_dir))
+                log(_write_summary(cases[-1]))
     print(
         f"zarr_vectors scaling, {os.cpu_count()} CPUs; seed {args.seed}, {args.boxes} boxes, "
         f"repeat {args.repeat}; total run time {time.perf_counter() - began:.0f} s\n"

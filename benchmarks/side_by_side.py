@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -429,8 +428,6 @@ def run_floor(data: DataSet, args: argparse.Namespace, where: str) -> dict[str, 
     for i in range(args.repeat):
         directory = os.path.join(where, f"npy-{i}")
         saves.append(timed(partial(_save_arrays, data.arrays, directory))[0])
-        if i:
-            shutil.rmtree(directory)
     out["write"] = {"times": saves}
     out["size"] = tree_size(os.path.join(where, "npy-0"))
     first = os.path.join(where, "npy-0")
@@ -1078,8 +1075,7 @@ def run_data_set(
     rows = build_rows(Context(data, ours, ref, floor, notes, args.repeat))
     raw = {"ours": ours.cases, "ref": ref.cases, "floor": floor, "layout": data.layout}
     raw |= {"peak": {"ours": ours.peak, "ref": ref.peak}, "versions": ref.versions}
-    shutil.rmtree(where)
-    return rows, raw
+    return rows, raw  # its files go with the run's directory (see _write_case)
 
 
 FOOTNOTES = (
@@ -1096,7 +1092,9 @@ FOOTNOTES = (
     "over the boxes (id sets). Every timed call follows a gc.collect(), so CPU caches are "
     "cold-ish even when warm (on this VM a 1e6 1% box of ours takes about twice as long "
     "after any pause as back to back). The OS page cache is warm throughout. Same code for "
-    "both libraries (reference_worker.run_cases); each warmed up on a tiny store first.",
+    "both libraries (reference_worker.run_cases); each warmed up on a tiny store first. No "
+    "store is deleted before the run ends (deleting many files slows the file creations "
+    "that follow on this machine's file system: benchmarks/README.md, Caveats).",
     "Layouts: the reference gets our store's chunk shape (cell_size) and bins (subcells = "
     "chunk / bin), bounds = the data cube, and by default our codec (Blosc LZ4, bit shuffle, "
     "level 5; --reference-codec default: its zstd). Its local stores are unsharded.",
