@@ -378,7 +378,7 @@ def test_bad_input(call: Any, message: str) -> None:
 def _general(store: Any) -> zv.VectorStore:
     """``store`` opened so that box queries take the general region path."""
     opened = zv.open(store)
-    opened._reader.can_select = lambda names: False  # type: ignore[method-assign]
+    opened._reader.points.can_select = lambda names: False  # type: ignore[method-assign]
     return opened
 
 
@@ -540,14 +540,14 @@ def test_box_fast_path_reads_exactly_the_rows_of_the_bins_it_meets(seed: int) ->
     opened, recording = open_recorded(store)
     reader = opened._reader
     seen: list[Any] = []
-    read_selected = reader.read_selected
+    read_selected = reader.points.read_selected
 
     def spy(names: Any, runs: Any, select: Any) -> Any:
         seen.append(runs)
         return read_selected(names, runs, select)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(reader, "read_selected", spy)
+        patch.setattr(reader.points, "read_selected", spy)
         got = opened.query((lo, hi))
     _check_rows(got, positions, np.all((positions >= lo) & (positions < hi), axis=1))
     (runs,) = seen

@@ -8,7 +8,7 @@ ball) are described in :mod:`zarr_vectors.regions`.
 
 Boxes over point clouds take a faster path with the same answers: the chunks, bins and row
 runs are planned by kernels over all chunks at once (:mod:`zarr_vectors.kernels.box_rows`),
-and :meth:`~zarr_vectors.geometry.reader.LevelReader.read_selected` decodes each needed row
+and :meth:`~zarr_vectors.geometry.point_reads.PointReads.read_selected` decodes each needed row
 block once, tests the rows and gathers every column.
 """
 
@@ -19,7 +19,8 @@ import numpy as np
 from zarr_vectors._progress import Reporter
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
-from zarr_vectors.geometry.reader import ChunkRows, LevelReader, RowRuns
+from zarr_vectors.geometry.point_reads import RowRuns
+from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.kernels.box_rows import box_chunks, box_runs, select_rows
 from zarr_vectors.regions import BoxRegion, Region, parse_bbox
@@ -208,7 +209,7 @@ def _query_box_points(reader: LevelReader, box: BoxRegion) -> QueryResult | None
     row blocks of one size (the general path reads those).
     """
     names = _vertex_column_names(reader)
-    if not reader.can_select(names):
+    if not reader.points.can_select(names):
         return None
     runs, faces_lo, faces_hi = _box_row_runs(reader, box)
     lengths = runs.stop - runs.start
@@ -216,7 +217,7 @@ def _query_box_points(reader: LevelReader, box: BoxRegion) -> QueryResult | None
     def select(rows: np.ndarray, run_row: np.ndarray, out: np.ndarray) -> np.ndarray:
         return select_rows(rows, run_row, lengths, faces_lo, faces_hi, box.lo, box.hi, out)
 
-    read = dict(zip(names, reader.read_selected(names, runs, select), strict=True))
+    read = dict(zip(names, reader.points.read_selected(names, runs, select), strict=True))
     return QueryResult(
         positions=read[VERTICES],
         attributes={k: read[k] for k in reader.attribute_names},
@@ -242,7 +243,7 @@ def _box_row_runs(reader: LevelReader, box: BoxRegion) -> tuple[RowRuns, np.ndar
     """The row runs of the bins the box meets, and the faces cutting each (see
     :func:`~zarr_vectors.kernels.box_rows.box_runs`)."""
     chunks, counts, covered, where = _box_chunks(reader, box)
-    bins = reader.bin_table(where[~covered], where)
+    bins = reader.points.bin_table(where[~covered], where)
     grid = reader.grid
     chunk, start, stop, faces_lo, faces_hi = box_runs(
         (chunks + grid.origin).astype(np.float64),

@@ -20,7 +20,8 @@ from benchmarks._latency import LatencyStore
 from tests.helpers import sorted_rows
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import VERTICES
-from zarr_vectors.geometry.reader import ChunkRows, LevelReader, RowRuns
+from zarr_vectors.geometry.point_reads import RowRuns
+from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.kernels.box_rows import select_rows
 from zarr_vectors.query import _box_row_runs, query_box
 from zarr_vectors.regions import BoxRegion
@@ -290,8 +291,8 @@ def test_row_runs_without_chunk_positions_read_the_same_rows() -> None:
         return select_rows(rows, run_row, lengths, faces_lo, faces_hi, lo, hi, out)
 
     fresh = zv.open(store)._reader  # plans from the positions it finds itself
-    got = fresh.read_selected(names, bare, select)
-    want = reader.read_selected(names, runs, select)
+    got = fresh.points.read_selected(names, bare, select)
+    want = reader.points.read_selected(names, runs, select)
     assert len(got) == len(want) == 2
     for column, expected in zip(got, want, strict=True):
         np.testing.assert_array_equal(column, expected)

@@ -1,10 +1,13 @@
-"""Plans and scratch of point-cloud box reads (:meth:`LevelReader.read_selected
-<zarr_vectors.geometry.reader.LevelReader.read_selected>`).
+"""Plans and scratch of row reads.
 
-Box queries plan their reads by kernels from tables kept per position among the occupied
-chunks: the chunks' shard index entries (:class:`BlockTable`) and per-bin ranges
-(:class:`BinTable`), filled as chunks are first read. :class:`SlotPlan` is the plan of one
-column's blocks, and :data:`SPARE` the scratch bytes reused from one read to the next.
+Point-cloud box reads (:meth:`PointReads.read_selected
+<zarr_vectors.geometry.point_reads.PointReads.read_selected>`) plan their reads by kernels
+from tables kept per position among the occupied chunks: the chunks' shard index entries
+(:class:`BlockTable`) and per-bin ranges (:class:`BinTable`), filled as chunks are first
+read. :class:`SlotPlan` is the plan of one column's blocks, and :data:`SPARE` the scratch
+bytes reused from one read to the next. Reads of given row runs of given chunks
+(:meth:`LevelReader.read_many <zarr_vectors.geometry.reader.LevelReader.read_many>`) are
+planned by :class:`RowPlan`.
 """
 
 from __future__ import annotations
@@ -13,21 +16,29 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.kernels.box_rows import slot_spans
 from zarr_vectors.store.shards import ShardIndex
+
+if TYPE_CHECKING:
+    from zarr_vectors.geometry.reader import ChunkRows
 
 __all__ = [
     "SPARE",
     "TABLES_LOCK",
     "BinTable",
+    "BlockPlan",
     "BlockTable",
+    "RowPlan",
     "SlotPlan",
     "SpareBuffers",
     "block_describer",
+    "chunk_keys",
 ]
 
 
@@ -68,7 +79,7 @@ class SpareBuffers:
 
 
 SPARE = SpareBuffers()
-"""The scratch of :meth:`LevelReader.read_selected` (decoded blocks, fetched bytes)."""
+"""The scratch of :meth:`PointReads.read_selected` (decoded blocks, fetched bytes)."""
 
 TABLES_LOCK = threading.Lock()
 """Held while a reader adds rows to its :class:`BinTable` (rare: once per chunk), so one
@@ -214,6 +225,11 @@ class SlotPlan:
         )
 
 
+def chunk_keys(chunks: np.ndarray) -> list[tuple[int, ...]]:
+    """Chunk indices ``(k, D)`` as tuples of ints (cache keys)."""
+    return [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
+
+
 def block_describer(
     keys: list[str], slots: np.ndarray, slot_where: np.ndarray, slot_block: np.ndarray
 ) -> Callable[[int], tuple[int, str]]:
@@ -224,3 +240,90 @@ def block_describer(
         return int(slot_block[s]), keys[int(slot_where[s])]
 
     return describe
+
+
+def contiguous_groups(blocks: list[int]) -> list[list[int]]:
+    """Ascending block numbers split into runs of consecutive numbers (one read each)."""
+    groups = [[blocks[0]]]
+    for b in blocks[1:]:
+        if b == groups[-1][-1] + 1:
+            groups[-1].append(b)
+        else:
+            groups.append([b])
+    return groups
+
+
+@dataclass(frozen=True, slots=True)
+class RowPlan:
+    """The row blocks to read for a list of requests, for one row-block size R.
+
+    ``jobs`` has one entry per non-empty request: ``(request index, groups of consecutive
+    blocks, (start, stop) of its single run or None, first scratch block)``; requests with
+    one run decode into the result at ``starts[i]``, the others into scratch blocks.
+    """
+
+    rows_per_block: int
+    starts: np.ndarray
+    blocks: BlockPlan
+    jobs: list[tuple[int, list[list[int]], tuple[int, int] | None, int]]
+
+    @classmethod
+    def build(cls, wanted: list[ChunkRows], r: int) -> RowPlan:
+        """Plan ``wanted`` for row blocks of ``r`` rows."""
+        sizes = [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted]
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        multi = [i for i, w in enumerate(wanted) if w.runs.shape[0] > 1]
+        blocks = BlockPlan.build([wanted[i].runs for i in multi], starts[multi], r)
+        slot_of = dict(zip(multi, range(len(multi)), strict=True))
+        jobs: list[tuple[int, list[list[int]], tuple[int, int] | None, int]] = []
+        for i, w in enumerate(wanted):
+            if not sizes[i]:
+                continue
+            if i in slot_of:
+                a, b = blocks.bounds[slot_of[i]], blocks.bounds[slot_of[i] + 1]
+                jobs.append((i, contiguous_groups(blocks.blocks[a:b].tolist()), None, int(a)))
+            else:
+                lo, hi = int(w.runs[0, 0]), int(w.runs[0, 1])
+                jobs.append((i, [list(range(lo // r, (hi - 1) // r + 1))], (lo, hi), 0))
+        return cls(r, starts, blocks, jobs)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockPlan:
+    """The row blocks several-run requests need, and where their rows go.
+
+    ``blocks[bounds[j]:bounds[j + 1]]`` are the ascending distinct blocks of request j,
+    decoded back to back into a scratch buffer; ``out[dst] = scratch[src]`` then places
+    every requested row.
+    """
+
+    blocks: np.ndarray
+    bounds: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+
+    @classmethod
+    def build(cls, runs: list[np.ndarray], out_starts: np.ndarray, r: int) -> BlockPlan:
+        """Plan requests with row ``runs`` whose rows go to ``out[out_starts[j]:]``."""
+        empty = np.empty(0, np.int64)
+        if not runs:
+            return cls(empty, np.zeros(1, np.int64), empty, empty)
+        all_runs = np.concatenate(runs).astype(np.int64)
+        request = np.repeat(np.arange(len(runs)), [x.shape[0] for x in runs])
+        keep = all_runs[:, 1] > all_runs[:, 0]
+        all_runs, request = all_runs[keep], request[keep]
+        lo, hi = all_runs[:, 0], all_runs[:, 1]
+        first, last = lo // r, (hi - 1) // r
+        span = int(last.max(initial=0)) + 1
+        block_keys = request.repeat(last - first + 1) * span + concat_ranges(
+            first, last - first + 1
+        )
+        keys = np.unique(block_keys)
+        bounds = np.searchsorted(keys // span, np.arange(len(runs) + 1))
+        # a run's blocks are consecutive in its request's block list, so its rows are one
+        # contiguous range of the scratch buffer, starting in the slot of its first block
+        slot = np.searchsorted(keys, request * span + first)
+        src = concat_ranges(slot * r + lo - first * r, hi - lo)
+        request_rows = np.bincount(request, weights=hi - lo, minlength=len(runs))
+        dst = concat_ranges(out_starts, request_rows.astype(np.int64))
+        return cls(keys % span, bounds, src, dst)

@@ -16,22 +16,16 @@ serves every chunk of it, and a chunk's rows are byte ranges of the shard: whole
 their blocks through the index too, and fragment indexes cost one more wave (the blob
 shards' indexes, then the chunks' byte ranges).
 
-Box queries over point clouds read through :meth:`LevelReader.read_selected`: the row
-blocks holding many row runs are fetched into one buffer per column and decoded each once
-by a kernel calling the C functions of C-Blosc and libcrc32c directly
-(:mod:`zarr_vectors.kernels.row_blocks`); a caller's selector then picks the rows, and the
-other columns decode only the blocks holding picked rows. Their byte spans are planned by
-a kernel from tables kept by position among the occupied chunks (the chunks' shard index
-entries and per-bin ranges, filled as chunks are first read), and the scratch they are
-read and decoded into is reused from one read to the next (never the arrays returned).
-``vertex_counts`` stored as one plain chunk and the dense fragment blobs of point clouds
-are decoded directly too.
+Box queries over point clouds read through the reader's
+:class:`~zarr_vectors.geometry.point_reads.PointReads` (``reader.points``), which decodes
+the row blocks of many row runs at once. ``vertex_counts`` stored as one plain chunk and
+the dense fragment blobs of point clouds are decoded directly too.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,8 +53,7 @@ from zarr_vectors.format.names import (
     VERTICES,
 )
 from zarr_vectors.geometry import _read_plans as read_plans
-from zarr_vectors.kernels import concat_ranges
-from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows
+from zarr_vectors.geometry.point_reads import PointReads
 from zarr_vectors.store.arrays import nonzero_cells, read_region, read_whole_many
 from zarr_vectors.store.io import ByteRange, StoreIO, local_root
 from zarr_vectors.store.native_blocks import decode_dense_blob_shards
@@ -72,7 +65,7 @@ from zarr_vectors.store.shards import (
     single_chunk_key,
 )
 
-__all__ = ["ChunkRows", "LevelReader", "RowRuns", "RowSelector"]
+__all__ = ["ChunkRows", "LevelReader"]
 
 _OBJECT_ARRAYS = (
     f"{LINKS}/0",
@@ -157,10 +150,7 @@ class LevelReader:
         self._index_arrays: dict[_IndexKey, np.ndarray] = {}  # the same, as fetched
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
         self._chunk_rows: dict[tuple[int, ...], int] | None = None
-        self._checked_bins: set[tuple[int, ...]] = set()
-        self._indexed: set[tuple[Any, ...]] = set()  # (chunk, *columns) with cached indexes
-        self._bins: read_plans.BinTable | None = None  # per occupied chunk (box queries)
-        self._selecting: dict[tuple[str, ...], read_plans.BlockTable] = {}  # per column set
+        self.points = PointReads(self)  # box reads of point clouds
 
     # -- metadata documents -------------------------------------------------------------
     def _load_level_metadata(self) -> None:
@@ -310,7 +300,7 @@ class LevelReader:
         keep = np.isin(np.ravel_multi_index(tuple(coords.T), shape), allowed)
         view = copy.copy(self)
         view._occupied = (coords[keep], counts[keep])
-        view._bins, view._selecting = None, {}  # keyed by positions in the occupancy
+        view.points = self.points.for_view(view)
         return view
 
     def _rows_of_chunk(self, chunk: tuple[int, ...]) -> int | None:
@@ -384,7 +374,9 @@ class LevelReader:
         cloud's chunk) are decoded together by one kernel call when they can be.
         """
         keys = [(name, tuple(int(c) for c in chunk)) for chunk in chunks]
-        indexed = [k[1] for k in keys] if index_chunks is None else _chunk_keys(index_chunks)
+        indexed = (
+            [k[1] for k in keys] if index_chunks is None else read_plans.chunk_keys(index_chunks)
+        )
         missing = [k for k in dict.fromkeys(keys) if k not in self._ranges]
         path = f"{self.base}/{name}"
         layout = self._blob_layout(path) if missing else None  # fail before fetching shards
@@ -411,6 +403,11 @@ class LevelReader:
                     ranges = self._decode_ranges(path, key[1], raw)
                 self._ranges[key] = ranges
         return [self._ranges[k] for k in keys]
+
+    def cached_ranges(self, name: str, chunk: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The fragment ranges of blob array ``name`` in ``chunk`` that :meth:`blob_ranges`
+        fetched (a KeyError if it did not)."""
+        return self._ranges[(name, chunk)]
 
     def _fetch_sharded_ranges(
         self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
@@ -545,7 +542,7 @@ class LevelReader:
             entries = entries[first : first + layout.n_blocks]
         return key, entries
 
-    def _chunk_index_entries(
+    def chunk_index_entries(
         self, path: str, layout: RowLayout, chunk: tuple[int, ...]
     ) -> tuple[str, ShardIndex]:
         """:meth:`_chunk_index`, as the array fetched when there is one (no list made)."""
@@ -587,7 +584,7 @@ class LevelReader:
         list of numpy.ndarray
             Per pair, the rows of every request, runs and requests concatenated in order.
         """
-        plans: dict[tuple[int, int], _RowPlan] = {}
+        plans: dict[tuple[int, int], read_plans.RowPlan] = {}
         columns: dict[int, _Column] = {}
         for k, (name, wanted) in enumerate(reads):
             layout = self.layouts[name]
@@ -595,7 +592,7 @@ class LevelReader:
                 continue
             plan_key = (id(wanted), layout.rows_per_block)
             if plan_key not in plans:
-                plans[plan_key] = _RowPlan.build(wanted, layout.rows_per_block)
+                plans[plan_key] = read_plans.RowPlan.build(wanted, layout.rows_per_block)
             path = self.paths[name]
             whole = [self._whole_shard(name, layout, w) for w in wanted]
             columns[k] = _Column(name, path, layout, wanted, plans[plan_key], whole)
@@ -736,243 +733,12 @@ class LevelReader:
         )
 
     # -- selected rows of many runs (box queries) ------------------------------------
-    def bin_ranges(
-        self, chunks: np.ndarray, counts: np.ndarray, index_chunks: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Per-bin first rows and row counts of point-cloud chunks, as ``(k, bins)`` tables.
-
-        The fragment indexes are fetched, checked (:meth:`fragment_ranges`) and cached once
-        per chunk, with the shard indexes of every per-vertex column of ``index_chunks``
-        (the chunks whose rows are read next) in the same batch.
-        """
-        keys = _chunk_keys(chunks)
-        missing = [i for i, key in enumerate(keys) if key not in self._checked_bins]
-        if missing:
-            found = self.blob_ranges(
-                VERTEX_FRAGMENTS,
-                chunks[missing],
-                index_columns=self.vertex_columns,
-                index_chunks=index_chunks,
-                dense_fragments=self.grid.bins_per_chunk_total,
-            )
-            self._check_bin_ranges(chunks[missing], counts[missing], found)
-            self._checked_bins.update(keys[i] for i in missing)
-        if not keys:
-            empty = np.empty((0, self.grid.bins_per_chunk_total), dtype=np.int64)
-            return empty, empty
-        found = [self._ranges[(VERTEX_FRAGMENTS, key)] for key in keys]
-        return np.stack([f[0] for f in found]), np.stack([f[1] for f in found])
-
-    def bin_table(self, where: np.ndarray, index_where: np.ndarray) -> read_plans.BinTable:
-        """The per-bin ranges (:meth:`bin_ranges`) of occupied chunks by their positions.
-
-        Parameters
-        ----------
-        where
-            Positions, in :meth:`occupied_chunks` ``(None, None)``, of point-cloud chunks.
-        index_where
-            Positions of the chunks whose rows are read next: their shard indexes are
-            fetched with the fragment indexes of chunks not seen yet.
-
-        Returns
-        -------
-        read_plans.BinTable
-            Table whose row ``row[p]`` holds the ranges of the chunk at position ``p``
-            (every position of ``where`` has one).
-        """
-        table = self._bins
-        if table is not None and not (table.row[where] < 0).any():
-            return table
-        with read_plans.TABLES_LOCK:  # one thread at a time adds rows
-            if self._bins is None:
-                n_chunks, bins = len(self._occupancy()[1]), self.grid.bins_per_chunk_total
-                self._bins = read_plans.BinTable.empty(n_chunks, bins)
-            table = self._bins
-            missing = np.unique(where[table.row[where] < 0])
-            if missing.shape[0]:
-                coords, counts = self._occupancy()
-                found = self.bin_ranges(coords[missing], counts[missing], coords[index_where])
-                table.add(missing, *found)
-        return table
-
-    def _check_bin_ranges(
-        self, chunks: np.ndarray, counts: np.ndarray, found: list[tuple[np.ndarray, np.ndarray]]
-    ) -> None:
-        """The checks of :meth:`fragment_ranges` on point-cloud chunks, all at once."""
-        bins = self.grid.bins_per_chunk_total
-        if any(f[0].shape[0] != bins for f in found):
-            self.fragment_ranges(chunks, counts)  # raises for the first wrong chunk
-        starts = np.stack([f[0] for f in found])
-        sizes = np.stack([f[1] for f in found])
-        extent = (starts + sizes).max(axis=1, initial=0)
-        if np.any(extent != counts) or np.any(sizes.sum(axis=1) != counts):
-            self.fragment_ranges(chunks, counts)  # raises for the first wrong chunk
-
-    def can_select(self, names: Sequence[str]) -> bool:
-        """Whether :meth:`read_selected` reads the columns ``names`` (else use :meth:`read_many`).
-
-        It does when every column is in row blocks we decode, all of the same ``R``.
-        """
-        layouts = [self.layouts.get(name) for name in names]
-        sizes = {layout.rows_per_block for layout in layouts if layout is not None}
-        return None not in layouts and len(sizes) == 1
-
-    def read_selected(
-        self, names: Sequence[str], runs: RowRuns, select: RowSelector
-    ) -> list[np.ndarray]:
-        """The rows ``select`` picks among the rows of ``runs``, of every column of ``names``.
-
-        The row blocks holding the runs are decoded back to back (each once) for the first
-        column; ``select(rows, run_row, out)`` gets those decoded rows and the row where
-        each run starts among them, and returns the rows to keep (ascending), written at
-        the start of ``out``. The other columns
-        decode only the blocks holding kept rows. On object storage every column's blocks
-        are fetched in one batch; a local directory is read column by column. Byte spans
-        are planned by a kernel from the chunks' shard index entries (kept as arrays).
-
-        Requires :meth:`can_select` of ``names``.
-
-        Returns
-        -------
-        list of numpy.ndarray
-            Per column, the kept rows in order.
-        """
-        r = self.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
-        slot_chunk, slot_block, run_row = block_slots(runs.chunk, runs.start, runs.stop, r)
-        where = runs.where if runs.where is not None else self._positions(runs.chunks)
-        table = self._block_table(names)
-        slot_where = where[slot_chunk]
-        if not table.known[slot_where].all():
-            self._learn_blocks(names, table, np.unique(slot_where))
-        n_slots = slot_block.shape[0]
-        every = np.arange(n_slots, dtype=np.int64)
-        fetched = None
-        if not self.io.is_local:  # every column's blocks in one batch
-            plans = [
-                read_plans.SlotPlan.make(table, k, slot_where, slot_block, every)
-                for k in range(len(names))
-            ]
-            fetched = self._fetch_plans(table, plans)
-        out: list[np.ndarray] = []
-        keep = every[:0]
-        kept = read_plans.SPARE.take(8 * n_slots * r)  # the rows kept (int64), one at most per row
-        for k, name in enumerate(names):
-            wanted = every if k == 0 else slots_holding(keep, n_slots, r)
-            rows, spare = self._scratch(name, n_slots)
-            raw = None
-            try:
-                if fetched is None:
-                    plan = read_plans.SlotPlan.make(table, k, slot_where, slot_block, wanted)
-                    raw = read_plans.SPARE.take(plan.nbytes)
-                    buffer = raw[: plan.nbytes]
-                    self._read_plan(table, k, plan, buffer)
-                else:
-                    plan, buffer = plans[k].pick(wanted), fetched[k]
-                describe = read_plans.block_describer(
-                    table.keys[k], plan.slots, slot_where, slot_block
-                )
-                self.layouts[name].decode_blocks_at(  # type: ignore[union-attr]
-                    buffer, plan.starts, plan.lengths, plan.slots, rows, describe
-                )
-                if k == 0:
-                    keep = select(rows, run_row, kept[: 8 * n_slots * r].view(np.int64))
-                out.append(take_rows(rows, keep))
-            finally:
-                read_plans.SPARE.give(spare)
-                if raw is not None:
-                    read_plans.SPARE.give(raw)
-        read_plans.SPARE.give(kept)
-        return out
-
-    def _positions(self, chunks: Sequence[tuple[int, ...]]) -> np.ndarray:
-        """Positions of occupied chunks (zarr indices; occupied ones only) in
-        :meth:`occupied_chunks` ``(None, None)``."""
-        coords, _ = self._occupancy()
-        if not chunks:
-            return np.empty(0, dtype=np.int64)
-        shape = tuple(int(g) for g in self.grid.shape)
-        flat = np.ravel_multi_index(tuple(coords.T), shape)
-        wanted = np.ravel_multi_index(tuple(np.asarray(chunks, dtype=np.int64).T), shape)
-        order = np.argsort(flat, kind="stable")
-        found: np.ndarray = order[np.searchsorted(flat, wanted, sorter=order)]
-        return found.astype(np.int64)
-
-    def _block_table(self, names: Sequence[str]) -> read_plans.BlockTable:
-        """The (lazily filled) shard index entries of columns ``names``, by chunk position."""
-        key = tuple(names)
-        table = self._selecting.get(key)
-        if table is None:
-            r = self.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
-            table = read_plans.BlockTable.empty(self._occupancy()[1], r, len(names))
-            self._selecting[key] = table
-        return table
-
-    def _learn_blocks(
-        self, names: Sequence[str], table: read_plans.BlockTable, where: np.ndarray
-    ) -> None:
-        """Fetch (when missing) the shard indexes of columns ``names`` for the chunks at
-        positions ``where``, and copy their entries into ``table``."""
-        coords, _ = self._occupancy()
-        chunks = _chunk_keys(coords[where])
-        unknown = [chunk for chunk in chunks if (chunk, *names) not in self._indexed]
-        if unknown:
-            self._fetch_indexes([(name, chunk) for name in names for chunk in unknown])
-            self._indexed.update((chunk, *names) for chunk in unknown)
-        for k, name in enumerate(names):
-            path, layout = self.paths[name], self.layouts[name]
-            assert layout is not None
-            for p, chunk in zip(where.tolist(), chunks, strict=True):
-                table.set_entries(k, p, *self._chunk_index_entries(path, layout, chunk))
-        table.known[where] = True
-
-    def _fetch_plans(
-        self, table: read_plans.BlockTable, plans: list[read_plans.SlotPlan]
-    ) -> list[np.ndarray]:
-        """Fetch the spans of every plan in one batch; per plan, the buffer of its blocks."""
-        total = sum(plan.nbytes for plan in plans)
-        buffer = np.empty(total, dtype=np.uint8)
-        keys = [key for k in range(len(plans)) for key in table.keys[k]]
-        offsets = np.cumsum([0, *(len(table.keys[k]) for k in range(len(plans)))])
-        owner = np.concatenate([plan.span_chunk + offsets[k] for k, plan in enumerate(plans)])
-        starts = np.concatenate([plan.span_start for plan in plans])
-        stops = np.concatenate([plan.span_stop for plan in plans])
-        failed = self.io.read_spans_into(keys, owner, starts, stops, buffer)
-        if failed >= 0:
-            raise CorruptChunkError(f"{keys[failed]}: shard of an occupied chunk disappeared")
-        out, pos = [], 0
-        for plan in plans:
-            out.append(buffer[pos : pos + plan.nbytes])
-            pos += plan.nbytes
-        return out
-
-    def _read_plan(
-        self, table: read_plans.BlockTable, k: int, plan: read_plans.SlotPlan, buffer: np.ndarray
-    ) -> None:
-        """Read the spans of ``plan`` (column ``k`` of ``table``) into ``buffer``."""
-        keys = table.keys[k]
-        failed = self.io.read_spans_into(
-            keys, plan.span_chunk, plan.span_start, plan.span_stop, buffer
-        )
-        if failed >= 0:
-            raise CorruptChunkError(f"{keys[failed]}: shard of an occupied chunk disappeared")
-
-    def _fetch_indexes(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> None:
+    def fetch_indexes(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> None:
         """Fetch and cache the shard indexes of (column, chunk) pairs not cached yet."""
         requests = self._index_requests(wanted)
         if requests:
             tails = self.io.get_many([(r[1], r[2]) for r in requests])
             self._keep_indexes(requests, tails, strict=True)
-
-    def _scratch(self, name: str, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
-        """An uninitialised buffer of ``n_slots`` row blocks of column ``name``, and the
-        spare bytes it lies in (to give back, :class:`read_plans.SpareBuffers`)."""
-        dtype, row_shape = self.column_spec(name)
-        layout = self.layouts[name]
-        assert layout is not None
-        n = n_slots * layout.rows_per_block
-        spare = read_plans.SPARE.take(n * layout.row_nbytes)
-        rows = spare[: n * layout.row_nbytes].view(dtype).reshape(n, *row_shape)
-        return rows, spare
 
     def _read_rows_fallback(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:
         """Rows through zarr-python, for arrays whose codecs we do not decode ourselves."""
@@ -991,23 +757,6 @@ class LevelReader:
 
 
 @dataclass(frozen=True, slots=True)
-class RowRuns:
-    """Row runs of several chunks: run ``q`` is rows ``[start[q], stop[q])`` of chunk
-    ``chunks[chunk[q]]``; runs in chunk order, ascending and non-overlapping per chunk."""
-
-    chunks: list[tuple[int, ...]]
-    chunk: np.ndarray  # (m,) int64
-    start: np.ndarray  # (m,) int64
-    stop: np.ndarray  # (m,) int64
-    where: np.ndarray | None = None  # (len(chunks),) positions in occupied_chunks(), if known
-
-
-RowSelector = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
-"""``select(rows, run_row, out)``: the rows to keep among decoded rows, written at the start
-of ``out`` (room for one per decoded row; see read_selected)."""
-
-
-@dataclass(frozen=True, slots=True)
 class _Column:
     """One column of a :meth:`LevelReader.read_columns` call and how its rows are fetched."""
 
@@ -1015,102 +764,10 @@ class _Column:
     path: str
     layout: RowLayout
     wanted: list[ChunkRows]
-    plan: _RowPlan
+    plan: read_plans.RowPlan
     whole: list[bool]  # per request: fetch the chunk's shard whole
-
-
-def _chunk_keys(chunks: np.ndarray) -> list[tuple[int, ...]]:
-    """Chunk indices ``(k, D)`` as tuples of ints (cache keys)."""
-    return [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
 
 
 def _shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:
     """Index of the shard holding ``chunk`` (spec §9.0.1), as a cache key."""
     return tuple(int(c) // s for c, s in zip(chunk, layout.shard_chunks, strict=True))
-
-
-def _contiguous_groups(blocks: list[int]) -> list[list[int]]:
-    """Ascending block numbers split into runs of consecutive numbers (one read each)."""
-    groups = [[blocks[0]]]
-    for b in blocks[1:]:
-        if b == groups[-1][-1] + 1:
-            groups[-1].append(b)
-        else:
-            groups.append([b])
-    return groups
-
-
-@dataclass(frozen=True, slots=True)
-class _RowPlan:
-    """The row blocks to read for a list of requests, for one row-block size R.
-
-    ``jobs`` has one entry per non-empty request: ``(request index, groups of consecutive
-    blocks, (start, stop) of its single run or None, first scratch block)``; requests with
-    one run decode into the result at ``starts[i]``, the others into scratch blocks.
-    """
-
-    rows_per_block: int
-    starts: np.ndarray
-    blocks: _BlockPlan
-    jobs: list[tuple[int, list[list[int]], tuple[int, int] | None, int]]
-
-    @classmethod
-    def build(cls, wanted: list[ChunkRows], r: int) -> _RowPlan:
-        """Plan ``wanted`` for row blocks of ``r`` rows."""
-        sizes = [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted]
-        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        multi = [i for i, w in enumerate(wanted) if w.runs.shape[0] > 1]
-        blocks = _BlockPlan.build([wanted[i].runs for i in multi], starts[multi], r)
-        slot_of = dict(zip(multi, range(len(multi)), strict=True))
-        jobs: list[tuple[int, list[list[int]], tuple[int, int] | None, int]] = []
-        for i, w in enumerate(wanted):
-            if not sizes[i]:
-                continue
-            if i in slot_of:
-                a, b = blocks.bounds[slot_of[i]], blocks.bounds[slot_of[i] + 1]
-                jobs.append((i, _contiguous_groups(blocks.blocks[a:b].tolist()), None, int(a)))
-            else:
-                lo, hi = int(w.runs[0, 0]), int(w.runs[0, 1])
-                jobs.append((i, [list(range(lo // r, (hi - 1) // r + 1))], (lo, hi), 0))
-        return cls(r, starts, blocks, jobs)
-
-
-@dataclass(frozen=True, slots=True)
-class _BlockPlan:
-    """The row blocks several-run requests need, and where their rows go.
-
-    ``blocks[bounds[j]:bounds[j + 1]]`` are the ascending distinct blocks of request j,
-    decoded back to back into a scratch buffer; ``out[dst] = scratch[src]`` then places
-    every requested row.
-    """
-
-    blocks: np.ndarray
-    bounds: np.ndarray
-    src: np.ndarray
-    dst: np.ndarray
-
-    @classmethod
-    def build(cls, runs: list[np.ndarray], out_starts: np.ndarray, r: int) -> _BlockPlan:
-        """Plan requests with row ``runs`` whose rows go to ``out[out_starts[j]:]``."""
-        empty = np.empty(0, np.int64)
-        if not runs:
-            return cls(empty, np.zeros(1, np.int64), empty, empty)
-        all_runs = np.concatenate(runs).astype(np.int64)
-        request = np.repeat(np.arange(len(runs)), [x.shape[0] for x in runs])
-        keep = all_runs[:, 1] > all_runs[:, 0]
-        all_runs, request = all_runs[keep], request[keep]
-        lo, hi = all_runs[:, 0], all_runs[:, 1]
-        first, last = lo // r, (hi - 1) // r
-        span = int(last.max(initial=0)) + 1
-        block_keys = request.repeat(last - first + 1) * span + concat_ranges(
-            first, last - first + 1
-        )
-        keys = np.unique(block_keys)
-        bounds = np.searchsorted(keys // span, np.arange(len(runs) + 1))
-        # a run's blocks are consecutive in its request's block list, so its rows are one
-        # contiguous range of the scratch buffer, starting in the slot of its first block
-        slot = np.searchsorted(keys, request * span + first)
-        src = concat_ranges(slot * r + lo - first * r, hi - lo)
-        request_rows = np.bincount(request, weights=hi - lo, minlength=len(runs))
-        dst = concat_ranges(out_starts, request_rows.astype(np.int64))
-        return cls(keys % span, bounds, src, dst)
