@@ -395,9 +395,7 @@ def assign_chunks_and_bins(
     gshape = _int_vector(grid_shape, dim, "grid_shape", 1)
     if int(np.prod(gshape.astype(object))) >= 2**63 or int(np.prod(bpc.astype(object))) >= 2**63:
         raise InvalidInputError("grid_shape or bins_per_chunk has too many cells for int64")
-    chunk_flat, bin_flat = _result_arrays(out, pos.shape[0])
-    if out is not None and any(np.may_share_memory(pos, a) for a in out):
-        raise InvalidInputError("out arrays must not overlap the positions")
+    chunk_flat, bin_flat = _result_arrays(out, pos)
     sizes = (_vector(chunk_shape, dim, "chunk_shape"), _vector(bin_shape, dim, "bin_shape"))
     lo = _int_vector(grid_lo, dim, "grid_lo", None)
 
@@ -410,8 +408,10 @@ def assign_chunks_and_bins(
     return chunk_flat, bin_flat
 
 
-def _result_arrays(out: tuple[I64, I64] | None, n: int) -> tuple[I64, I64]:
-    """The first ``n`` elements of the caller's two int64 arrays, or two new arrays."""
+def _result_arrays(out: tuple[I64, I64] | None, pos: np.ndarray) -> tuple[I64, I64]:
+    """The first ``n`` elements of the caller's two int64 arrays, or two new arrays, for
+    the ``n`` rows of ``pos``."""
+    n = pos.shape[0]
     if out is None:
         return np.empty(n, np.int64), np.empty(n, np.int64)
     for array in out:
@@ -419,6 +419,8 @@ def _result_arrays(out: tuple[I64, I64] | None, n: int) -> tuple[I64, I64]:
             raise InvalidInputError(f"out arrays must be int64 of length >= {n}")
         if not array.flags.c_contiguous or not array.flags.writeable:
             raise InvalidInputError("out arrays must be C-contiguous and writeable")
+        if np.may_share_memory(array, pos):
+            raise InvalidInputError("out arrays must not overlap the positions")
     if np.may_share_memory(out[0], out[1]):
         raise InvalidInputError("the two out arrays must not overlap")
     return out[0][:n], out[1][:n]
