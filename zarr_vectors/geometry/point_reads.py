@@ -13,6 +13,7 @@ read and decoded into is reused from one read to the next (never the arrays retu
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -53,7 +54,8 @@ class PointReads:
     Parameters
     ----------
     reader
-        The level's reader: its metadata, caches and fetches are used.
+        The level's reader: its metadata, caches and fetches are used. It holds this
+        object, which refers back to it weakly, so dropping a store frees both at once.
     checked_bins, indexed
         Chunks whose per-bin ranges were checked, and ``(chunk, *columns)`` whose shard
         indexes the reader holds: shared with the reader's restricted views
@@ -66,11 +68,19 @@ class PointReads:
         checked_bins: set[tuple[int, ...]] | None = None,
         indexed: set[tuple[Any, ...]] | None = None,
     ) -> None:
-        self.reader = reader
+        self._reader = weakref.ref(reader)
         self.checked_bins = set() if checked_bins is None else checked_bins
         self.indexed = set() if indexed is None else indexed
         self.bins: read_plans.BinTable | None = None  # by position among the occupied chunks
         self.tables: dict[tuple[str, ...], read_plans.BlockTable] = {}  # per column set
+
+    @property
+    def reader(self) -> LevelReader:
+        """The level's reader."""
+        reader = self._reader()
+        if reader is None:
+            raise ReferenceError("the reader of these point reads is gone")
+        return reader
 
     def for_view(self, view: LevelReader) -> PointReads:
         """The reads of a restricted view of the reader: shared caches, fresh tables (they
