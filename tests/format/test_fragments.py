@@ -15,11 +15,10 @@ from hypothesis import strategies as st
 
 from zarr_vectors.errors import FragmentIndexError, InvalidInputError
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges, decode_fragment_index
+from zarr_vectors.format.fragment_encoding import encode_dense_ranges, encode_dense_ranges_batch
 from zarr_vectors.format.fragments import (
     FRAGMENT_INDEX_MAGIC,
     FragmentIndex,
-    encode_dense_ranges,
-    encode_dense_ranges_batch,
     encode_fragment_index,
     fragment_index_nbytes,
 )

@@ -10,11 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.fragments import (
-    FragmentIndex,
-    encode_dense_ranges,
-    encode_ranges_ragged,
-)
+from zarr_vectors.format.fragment_encoding import encode_dense_ranges, encode_ranges_ragged
+from zarr_vectors.format.fragments import FragmentIndex
 
 
 @settings(max_examples=100, deadline=None)

@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 from numcodecs import blosc
 
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.format.fragments import encode_dense_ranges
+from zarr_vectors.format.fragment_encoding import encode_dense_ranges
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, dense_blob_ranges
 from zarr_vectors.store.native_blocks import native_block_functions

@@ -20,7 +20,8 @@ from tests.validate import stores as s
 from tests.validate.test_l4 import COVERED as L4_COVERED
 from tests.validate.test_object_corruption import OBJECT_IDS
 from tests.validate.test_shard_corruption import SHARDED_IDS
-from zarr_vectors.format.fragments import FragmentIndex, encode_dense_ranges
+from zarr_vectors.format.fragment_encoding import encode_dense_ranges
+from zarr_vectors.format.fragments import FragmentIndex
 from zarr_vectors.validate import CHECKS, validate
 from zarr_vectors.validate.pyramid import run as run_pyramid
 

@@ -19,7 +19,7 @@ import zarr_vectors as zv
 from tests.validate import stores as s
 from tests.validate.object_stores import KINDS, object_kind_store
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
-from zarr_vectors.format.fragments import encode_dense_ranges
+from zarr_vectors.format.fragment_encoding import encode_dense_ranges
 from zarr_vectors.format.manifest import decode_object_index_bulk
 from zarr_vectors.validate import CHECKS, validate
 

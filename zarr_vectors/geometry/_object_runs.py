@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.fragments import encode_ranges_ragged
+from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.geometry._pipeline import ChunkedRows, assign, grid_indices
 from zarr_vectors.kernels import chunk_coords

@@ -20,7 +20,8 @@ import numpy as np
 
 from zarr_vectors._progress import Progress
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.fragments import encode_dense_ranges_batch, fragment_index_nbytes
+from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
+from zarr_vectors.format.fragments import fragment_index_nbytes
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import (

@@ -24,7 +24,7 @@ import numpy as np
 
 from zarr_vectors._progress import Progress, ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.fragments import encode_dense_ranges_batch
+from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
 from zarr_vectors.geometry import _inputs as inputs

@@ -23,7 +23,7 @@ import google_crc32c
 import numpy as np
 from numcodecs import Blosc, blosc
 
-from zarr_vectors.format.fragments import encode_dense_ranges
+from zarr_vectors.format.fragment_encoding import encode_dense_ranges
 from zarr_vectors.kernels.row_blocks import decode_blocks, dense_blob_ranges
 
 if TYPE_CHECKING:
