@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 import gc
+import pickle
 import weakref
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import zarr_vectors as zv
+from zarr_vectors.query import query_box
 
 
 def _store(tmp_path: Path) -> Path:
@@ -49,3 +53,13 @@ def test_a_restricted_view_reads_through_its_own_tables(tmp_path: Path) -> None:
     assert view.points.reader is view
     assert view.points.checked_bins is reader.points.checked_bins
     assert view.points.tables is not reader.points.tables
+
+
+@pytest.mark.parametrize("clone", [lambda r: pickle.loads(pickle.dumps(r)), copy.deepcopy])
+def test_a_pickled_or_copied_reader_brings_its_point_reads(tmp_path: Path, clone: Any) -> None:
+    reader = zv.open(_store(tmp_path))._reader
+    box = (np.array([10.0, 10, 10]), np.array([60.0, 60, 60]))
+    want = query_box(reader, *box).positions
+    other = clone(reader)
+    assert other.points.reader is other
+    np.testing.assert_array_equal(query_box(other, *box).positions, want)

@@ -82,6 +82,15 @@ class PointReads:
             raise ReferenceError("the reader of these point reads is gone")
         return reader
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The state to pickle, with the reader itself: a weak reference does not pickle
+        (dask ships readers to worker processes)."""
+        return {**self.__dict__, "_reader": self.reader}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._reader = weakref.ref(state["_reader"])
+
     def for_view(self, view: LevelReader) -> PointReads:
         """The reads of a restricted view of the reader: shared caches, fresh tables (they
         are kept by position among the occupied chunks, which the view changes)."""
