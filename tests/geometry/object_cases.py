@@ -44,9 +44,17 @@ def _object_links(kind: str, k: int, rng: np.random.Generator) -> np.ndarray:
     return np.empty((0, 2), np.int64)
 
 
+OPTIONS = [SMALL_BLOCKS, None, zv.WriteOptions(rows_per_block=16, fragment_attributes=("k",))]
+SHARDED_OPTIONS = [
+    zv.WriteOptions(rows_per_block=16, shard_chunks=2),
+    zv.WriteOptions(rows_per_block=16, shard_chunks=3, fragment_attributes=("k",)),
+]
+
+
 @st.composite
-def cases(draw: st.DrawFn, kind: str) -> dict[str, Any]:
-    """Objects of one kind, where to cut them into a first write and appends, and options."""
+def cases(draw: st.DrawFn, kind: str, sharded: bool = False) -> dict[str, Any]:
+    """Objects of one kind, where to cut them into a first write and appends, and options
+    (``sharded``: also stores of several chunks per shard)."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     m = draw(st.integers(1, 25))
     dim = draw(st.sampled_from([2, 3]))
@@ -70,11 +78,7 @@ def cases(draw: st.DrawFn, kind: str) -> dict[str, Any]:
         "groups": draw(st.booleans()),
         "cuts": cuts,
         "directed": draw(st.booleans()),
-        "options": draw(
-            st.sampled_from(
-                [SMALL_BLOCKS, None, zv.WriteOptions(rows_per_block=16, fragment_attributes=("k",))]
-            )
-        ),
+        "options": draw(st.sampled_from(OPTIONS + (SHARDED_OPTIONS if sharded else []))),
     }
 
 

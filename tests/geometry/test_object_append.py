@@ -44,7 +44,7 @@ def _run(store: Any, case: dict[str, Any]) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_appends_give_the_one_shot_store(tmp_path_factory: Any, kind: str) -> None:
     @HYPOTHESIS
-    @given(case=object_cases.cases(kind))
+    @given(case=object_cases.cases(kind, sharded=True))
     def check(case: dict[str, Any]) -> None:
         tmp = tmp_path_factory.mktemp("a")
         object_cases.write(tmp / "one", case, 0, len(case["objects"]))
@@ -58,7 +58,7 @@ def test_appends_give_the_one_shot_store(tmp_path_factory: Any, kind: str) -> No
 @pytest.mark.parametrize("kind", KINDS)
 def test_appends_in_place_give_the_one_shot_store(kind: str) -> None:
     @HYPOTHESIS
-    @given(case=object_cases.cases(kind))
+    @given(case=object_cases.cases(kind, sharded=True))
     def check(case: dict[str, Any]) -> None:
         one, appended = MemoryStore(), MemoryStore()
         object_cases.write(one, case, 0, len(case["objects"]))
@@ -74,7 +74,11 @@ def _lines(rng: np.random.Generator, m: int, low: float = 0.0) -> list[np.ndarra
     ]
 
 
-def test_growth_of_n_max_and_of_the_grid_validates(tmp_path: Path) -> None:
+SHARDED_BLOCKS = zv.WriteOptions(rows_per_block=16, shard_chunks=(2, 3, 1))
+
+
+@pytest.mark.parametrize("options", [SMALL_BLOCKS, SHARDED_BLOCKS], ids=["plain", "sharded"])
+def test_growth_of_n_max_and_of_the_grid_validates(tmp_path: Path, options: Any) -> None:
     rng = np.random.default_rng(3)
     old, new = _lines(rng, 10), _lines(rng, 60, low=-30.0)
     radius = [rng.random(20) for _ in range(70)]
@@ -87,7 +91,7 @@ def test_growth_of_n_max_and_of_the_grid_validates(tmp_path: Path) -> None:
             radius=np.concatenate(radius[: len(batches[0])]),
             swc_type=np.full(20 * len(batches[0]), 3),
             chunk_shape=10.0,
-            options=SMALL_BLOCKS,
+            options=options,
         )
     zv.append_skeletons(
         tmp_path / "appended",
@@ -109,7 +113,8 @@ def _chains(m: int) -> np.ndarray:
     return parents
 
 
-def test_mesh_sentinels_follow_moved_vertices(tmp_path: Path) -> None:
+@pytest.mark.parametrize("options", [SMALL_BLOCKS, SHARDED_BLOCKS], ids=["plain", "sharded"])
+def test_mesh_sentinels_follow_moved_vertices(tmp_path: Path, options: Any) -> None:
     rng = np.random.default_rng(5)
     old, new = _lines(rng, 5), _lines(rng, 40, low=-40.0)
     faces = np.concatenate(
@@ -121,7 +126,7 @@ def test_mesh_sentinels_follow_moved_vertices(tmp_path: Path) -> None:
         faces,
         vertex_objects=np.repeat(np.arange(45), 20),
         chunk_shape=8.0,
-        options=SMALL_BLOCKS,
+        options=options,
     )
     zv.write_mesh(
         tmp_path / "appended",
@@ -129,7 +134,7 @@ def test_mesh_sentinels_follow_moved_vertices(tmp_path: Path) -> None:
         faces[: 18 * 5],
         vertex_objects=np.repeat(np.arange(5), 20),
         chunk_shape=8.0,
-        options=SMALL_BLOCKS,
+        options=options,
     )
     zv.append_mesh(
         tmp_path / "appended",
@@ -152,6 +157,23 @@ def test_chunks_without_new_objects_keep_their_files(tmp_path: Path) -> None:
     assert far.stat().st_ino == inode_far  # the same file, not a copy
     assert near.stat().st_ino != inode_near
     assert zv.open(path).vertex_count == 6
+    assert zv.validate(path, level=4).ok
+
+
+def test_sharded_shards_without_new_objects_keep_their_files(tmp_path: Path) -> None:
+    path, options = tmp_path / "s", zv.WriteOptions(shard_chunks=2)
+    lines = [np.array([[1.0, 1, 1], [2, 2, 2]]), np.array([[35.0, 35, 35], [36, 36, 36]])]
+    lines.append(np.array([[15.0, 1, 1], [16, 1, 1]]))
+    zv.write_polylines(path, lines, chunk_shape=10.0, options=options)
+    far = path / "0" / "vertices" / "c" / "1" / "1" / "1" / "0" / "0"  # chunk (3, 3, 3)
+    near = path / "0" / "vertices" / "c" / "0" / "0" / "0" / "0" / "0"  # chunks (0|1, 0, 0)
+    inode_far, inode_near = far.stat().st_ino, near.stat().st_ino
+    added = [np.array([[3.0, 3, 3], [4, 4, 4]])]
+    zv.append_polylines(path, added)
+    assert far.stat().st_ino == inode_far  # the same file, not a copy
+    assert near.stat().st_ino != inode_near
+    zv.write_polylines(tmp_path / "one", lines + added, chunk_shape=10.0, options=options)
+    assert object_cases.files(path) == object_cases.files(tmp_path / "one")
     assert zv.validate(path, level=4).ok
 
 

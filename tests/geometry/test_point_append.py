@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -25,6 +26,12 @@ HYPOTHESIS = settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 SMALL_BLOCKS = zv.WriteOptions(rows_per_block=16)
+OPTIONS = [
+    SMALL_BLOCKS,
+    None,
+    zv.WriteOptions(rows_per_block=16, shard_chunks=2),  # several chunks per shard
+    zv.WriteOptions(shard_chunks=3),
+]
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -56,7 +63,7 @@ def appends(draw: st.DrawFn) -> dict[str, Any]:
         "value": rng.random(n),
         "ids": rng.integers(0, 1000, n).astype(np.int32),
         "cuts": cuts,
-        "options": draw(st.sampled_from([SMALL_BLOCKS, None])),
+        "options": draw(st.sampled_from(OPTIONS)),
     }
 
 
@@ -121,6 +128,48 @@ def test_growth_of_n_max_and_of_the_grid(tmp_path: Path) -> None:
     before, after = zv.open(tmp_path / "one"), zv.open(tmp_path / "appended")
     assert after.metadata["chunk_grid_origin"] == before.metadata["chunk_grid_origin"] != [0, 0, 0]
     assert zv.validate(tmp_path / "appended", level=3).ok
+
+
+def _n_max(path: Path) -> int:
+    return int(json.loads((path / "0" / "vertices" / "zarr.json").read_text())["shape"][-2])
+
+
+@pytest.mark.parametrize("shard", [2, (3, 2, 1)])
+def test_growth_of_a_sharded_store(tmp_path: Path, shard: Any) -> None:
+    """The origin moves by a number of chunks that is not a multiple of the shard, so every
+    shard regroups its chunks, and ``N_max`` grows."""
+    rng = np.random.default_rng(8)
+    first = rng.uniform(0, 40, (300, 3))
+    below = rng.uniform(-10, 5, (1500, 3))  # one chunk lower on every axis, dense
+    case = {"positions": np.concatenate([first, below]), "cuts": np.array([300])}
+    case |= {"value": rng.random(1800), "ids": np.arange(1800)}
+    case["options"] = zv.WriteOptions(rows_per_block=16, shard_chunks=shard)
+    _write(tmp_path / "one", case, 0, 1800)
+    _run(tmp_path / "appended", case)
+    assert _files(tmp_path / "appended") == _files(tmp_path / "one")
+    _write(tmp_path / "first", case, 0, 300)
+    before, after = zv.open(tmp_path / "first"), zv.open(tmp_path / "appended")
+    moved = np.subtract(before.metadata["chunk_grid_origin"], after.metadata["chunk_grid_origin"])
+    assert moved.tolist() == [1, 1, 1]
+    assert _n_max(tmp_path / "appended") > _n_max(tmp_path / "first")
+    assert zv.validate(tmp_path / "appended", level=3).ok
+
+
+def test_sharded_shards_without_new_points_keep_their_files(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    options = zv.WriteOptions(shard_chunks=2)
+    xyz = np.array([[1.0, 1, 1], [35, 35, 35], [15, 1, 1]])
+    zv.write_points(path, xyz, chunk_shape=10.0, options=options)
+    far = path / "0" / "vertices" / "c" / "1" / "1" / "1" / "0" / "0"  # chunk (3, 3, 3)
+    near = path / "0" / "vertices" / "c" / "0" / "0" / "0" / "0" / "0"  # chunks (0|1, 0, 0)
+    inode_far, inode_near = far.stat().st_ino, near.stat().st_ino
+    zv.append_points(path, np.array([[2.0, 2, 2]]), progress=False)
+    assert far.stat().st_ino == inode_far  # the same file, not a copy
+    assert near.stat().st_ino != inode_near
+    zv.write_points(
+        tmp_path / "one", np.concatenate([xyz, [[2.0, 2, 2]]]), chunk_shape=10.0, options=options
+    )
+    assert _files(path) == _files(tmp_path / "one")
 
 
 def test_chunks_without_new_points_keep_their_files(tmp_path: Path) -> None:

@@ -23,6 +23,8 @@ import zarr_vectors as zv
 from tests.geometry.object_cases import KINDS, arguments, batches, cases, files, write
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry._pipeline import shard_major_order
+from zarr_vectors.geometry.object_merge import merge_stores
+from zarr_vectors.geometry.object_sources import open_source
 from zarr_vectors.store.io import StoreIO
 
 SHARDINGS = [2, (2, 3, 1), 4, (1, 1, 1)]
@@ -118,6 +120,9 @@ def test_shard_major_order_groups_shards() -> None:
     shards = [tuple(c) for c in chunks[order] // 2]
     assert shards == [(0, 0)] * 4 + [(0, 1), (1, 1)]
     np.testing.assert_array_equal(shard_major_order(chunks, ()), np.arange(6))
+    down = shard_major_order(chunks, (2, 2), descending=True)
+    assert [tuple(c) for c in chunks[down] // 2] == [(1, 1), (0, 1)] + [(0, 0)] * 4
+    assert chunks[down][2:].tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]  # C order inside
 
 
 # -- points --------------------------------------------------------------------------------
@@ -196,22 +201,33 @@ def test_objects_read_query_validate_like_unsharded(kind: str, data: Any, shard:
 # -- appends ------------------------------------------------------------------------------
 
 
-def test_appending_to_a_sharded_store_is_refused() -> None:
+def test_streaming_appends_to_a_sharded_store() -> None:
+    """(Byte equality with one write is checked in tests/geometry/test_point_append.py.)"""
     store = MemoryStore()
     xyz = np.random.default_rng(0).uniform(0, 10, (50, 3))
     zv.write_points(store, xyz, chunk_shape=2.0, options=zv.WriteOptions(shard_chunks=2))
-    before = {k: StoreIO(store).get(k) for k in StoreIO(store).list_prefix("")}
-    with pytest.raises(InvalidInputError, match="shard"):
-        zv.append_points(store, xyz + 1)
-    with pytest.raises(InvalidInputError, match="shard"), zv.PointWriter(store, mode="a") as w:
-        w.append(xyz)
-    assert {k: StoreIO(store).get(k) for k in StoreIO(store).list_prefix("")} == before
+    zv.append_points(store, xyz + 1, progress=False)
+    with zv.PointWriter(store, mode="a", progress=False) as w:
+        w.append(xyz - 1)
+    opened = zv.open(store)
+    assert opened.vertex_count == 150
+    assert _version(store) == "1.1"
+    assert zv.validate(store, level=3).ok
+
+
+def test_appending_objects_to_a_sharded_store_keeps_its_shards() -> None:
+    """(Byte equality with one write is checked in tests/geometry/test_object_append.py.)"""
+    xyz = np.random.default_rng(0).uniform(0, 10, (50, 3))
     lines = MemoryStore()
     zv.write_polylines(
         lines, [xyz[:10], xyz[10:30]], chunk_shape=2.0, options=zv.WriteOptions(shard_chunks=3)
     )
-    with pytest.raises(InvalidInputError, match="shard"):
-        zv.append_polylines(lines, [xyz[30:]])
+    zv.append_polylines(lines, [xyz[30:] - 1])
+    assert zv.open(lines).vertex_count == 50
+    assert _version(lines) == "1.1"
+    assert zv.validate(lines, level=4).ok
+    with pytest.raises(InvalidInputError, match="keeps the store's shards"):
+        merge_stores(lines, [open_source(lines)] * 2, has_base=True, shard_chunks=2)
 
 
 def test_index_is_fetched_once_per_shard() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import google_crc32c
@@ -207,6 +208,42 @@ def test_we_read_zarr_written_multi_chunk_shards() -> None:
         out = np.empty_like(rows)
         SHARDED.decode_rows_into(raw[start:end], entries, start, (0, len(rows)), out, key)
         np.testing.assert_array_equal(out, rows)
+
+
+def test_chunk_blocks_moved_into_a_regrouped_shard_read_the_same() -> None:
+    """Copying a chunk's encoded blocks into a shard of another grouping and ``N_max``
+    gives the shard that encoding its rows there gives."""
+    chunks = _sharded_rows()
+    shards = _shard_of_chunks(SHARDED, chunks)
+    wider = replace(SHARDED, n_max=2 * SHARDED.n_max, shard_chunks=(4, 1))
+    for shard in {tuple(int(s) for s in wider.shard_of(c)) for c in chunks}:
+        members = sorted(c for c in chunks if tuple(wider.shard_of(c)) == shard)
+        moved = []
+        for chunk in members:
+            key = _key(SHARDED, tuple(int(s) for s in SHARDED.shard_of(chunk)))
+            blocks = SHARDED.chunk_blocks(shards[key], chunk, len(chunks[chunk]), key)
+            moved.append((wider.local_chunk(chunk), blocks))
+        encoded = [(wider.local_chunk(c), wider.encode_blocks(chunks[c])) for c in members]
+        assert wider.assemble_shard(moved) == wider.assemble_shard(encoded)
+
+
+def test_chunk_blocks_refuses_what_does_not_match_or_is_corrupt() -> None:
+    chunks = _sharded_rows()
+    key = _key(SHARDED, (0, 0))
+    raw = _shard_of_chunks(SHARDED, chunks)[key]  # chunks (0, 0) and (1, 2)
+    rows = len(chunks[(1, 2)])  # 12 rows: blocks 0 to 2 of R = 4
+    assert len(SHARDED.chunk_blocks(raw, (1, 2), rows, key)) == 3
+    with pytest.raises(CorruptChunkError, match="need blocks 0 to 3"):
+        SHARDED.chunk_blocks(raw, (1, 2), rows + 1, key)
+    with pytest.raises(CorruptChunkError, match="need blocks 0 to 1"):
+        SHARDED.chunk_blocks(raw, (1, 2), rows - 4, key)
+    with pytest.raises(CorruptChunkError, match=r"stores row blocks \[\]"):
+        SHARDED.chunk_blocks(raw, (0, 1), 1, key)
+    offset = int(SHARDED.chunk_entries(SHARDED.decode_index(raw, key), (1, 2))[1][0])
+    flipped = bytearray(raw)
+    flipped[offset + 20] ^= 0xFF  # inside block 1 of chunk (1, 2)
+    with pytest.raises(CorruptChunkError, match="row block 1 fails its checksum"):
+        SHARDED.chunk_blocks(bytes(flipped), (1, 2), rows, key)
 
 
 def test_multi_chunk_layout_round_trips_through_metadata() -> None:

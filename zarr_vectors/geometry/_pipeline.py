@@ -379,17 +379,22 @@ class Batcher:
             self.pool = None
 
 
-def shard_major_order(chunks: np.ndarray, shard_chunks: tuple[int, ...]) -> np.ndarray:
+def shard_major_order(
+    chunks: np.ndarray, shard_chunks: tuple[int, ...], *, descending: bool = False
+) -> np.ndarray:
     """Order of ``chunks`` (``(m, D)`` grid indices) that visits them shard by shard.
 
-    Shards come in C order of their index, and the chunks of a shard in C order of their
-    position inside it (spec §9.0.1). With one chunk per shard (``()``) the given order.
+    Shards come in C order of their index (reversed if ``descending``: a store changed in
+    place then never loses a shard before it is read), and the chunks of a shard in C order
+    of their position inside it (spec §9.0.1). With one chunk per shard (``()``) the given
+    order.
     """
     if not shard_chunks:
         return np.arange(len(chunks))
     chunks = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), len(shard_chunks))
     per = np.asarray(shard_chunks, dtype=np.int64)
-    keys = np.concatenate([chunks // per, chunks % per], axis=1)
+    shards = -(chunks // per) if descending else chunks // per
+    keys = np.concatenate([shards, chunks % per], axis=1)
     return np.lexsort(keys.T[::-1])
 
 
@@ -415,13 +420,22 @@ class ShardAssembler:
             key = shard_key(self.path, chunk, len(layout.row_shape))
             self.batcher.add_encoded(key, partial(layout.encode_shard, rows), rows.nbytes)
             return
-        shard = tuple(int(s) for s in layout.shard_of(chunk))
+        self._hold(chunk, layout.encode_blocks(rows))
+
+    def add_blocks(self, chunk: np.ndarray, blocks: list[bytes]) -> None:
+        """Store spatial chunk ``chunk`` from its row blocks, already encoded (an append
+        moves a chunk it does not change this way, see :meth:`RowLayout.chunk_blocks`)."""
+        self._hold(chunk, blocks)
+
+    def _hold(self, chunk: np.ndarray, blocks: list[bytes]) -> None:
+        """Keep a chunk's encoded blocks until its shard is complete."""
+        shard = tuple(int(s) for s in self.layout.shard_of(chunk))
         if shard != self.shard:
             self.flush()
             if shard in self.written:
                 raise ValueError(f"{self.path}: chunks of shard {shard} did not come together")
             self.shard = shard
-        self.parts.append((layout.local_chunk(chunk), layout.encode_blocks(rows)))
+        self.parts.append((self.layout.local_chunk(chunk), blocks))
 
     def flush(self) -> None:
         """Hand the shard being assembled to the batcher."""
@@ -577,6 +591,19 @@ class LevelWriter:
             assembler.add(chunk, values)
         self.chunks.append(np.asarray(chunk, dtype=np.int64))
         self.counts.append(int(rows[0].shape[0]))
+
+    def add_encoded_chunk(self, chunk: np.ndarray, blocks: list[list[bytes]], count: int) -> None:
+        """Store one occupied chunk from its encoded row blocks, per column and then its
+        fragment blob, as :meth:`RowLayout.chunk_blocks` gives them (needs ``blobs``).
+
+        Chunks must come shard by shard, like those of :meth:`add_chunk`.
+        """
+        if self.blob_layout is None:
+            raise ValueError("add_encoded_chunk needs a writer with a fixed blob layout")
+        for assembler, column in zip(self.assemblers, blocks, strict=True):
+            assembler.add_blocks(chunk, column)
+        self.chunks.append(np.asarray(chunk, dtype=np.int64))
+        self.counts.append(int(count))
 
     def flush(self) -> None:
         """Write the shards encoded so far (a chunk writer's last call)."""

@@ -5,7 +5,9 @@ source order, with row numbers, fragment numbers, object ids and global vertex i
 the plan says (:mod:`zarr_vectors.geometry.merge_plan`). A base chunk no other source
 touches keeps its shards: moved when the grid origin moves, re-indexed when an ``N_max``
 grows, re-encoded only when its content must change. With several chunks per shard each
-shard is assembled from its chunks' row blocks and written once.
+shard is assembled from its chunks' row blocks and written once; a base's shard is then
+either kept whole or written again whole (the plan's ``rebuilt`` chunks), and the base's
+shards no new shard replaces are deleted.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from zarr_vectors._progress import Progress
 from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import (
     FRAGMENT_ATTRIBUTES,
     LINK_FRAGMENTS,
@@ -142,6 +145,8 @@ class _Writer:
     def keep(self, chunk: tuple[int, ...]) -> None:
         """Leave a base chunk's shards, or move, re-index or rewrite what must change."""
         plan, base = self.plan, self.plan.sources[0]
+        if plan.shard_chunks:
+            return  # its shard is kept whole: the plan rebuilds every shard that changes
         old = self._old_keys(chunk)
         g = plan.grid_index(chunk)
         new = self._keys(g, plan.arrays)
@@ -207,7 +212,8 @@ def merge_chunks(
     """
     if plan.shard_chunks:
         grid = np.asarray([plan.grid_index(c) for c in chunks], dtype=np.int64)
-        order = shard_major_order(grid.reshape(len(chunks), plan.grid.ndim), plan.shard_chunks)
+        grid = grid.reshape(len(chunks), plan.grid.ndim)
+        order = shard_major_order(grid, plan.shard_chunks, descending=plan.has_base)
         chunks = [chunks[j] for j in order.tolist()]
     writer = _Writer(plan, target)
     for done, chunk in enumerate(chunks, 1):
@@ -218,3 +224,26 @@ def merge_chunks(
         if progress is not None:
             progress("merge", done, len(chunks))
     writer.flush()
+    if plan.has_base and plan.shard_chunks:
+        _drop_stale_shards(target, plan, writer)
+
+
+def _drop_stale_shards(target: StoreIO, plan: MergePlan, writer: _Writer) -> None:
+    """Delete the base's shards that the merge neither kept whole nor wrote again (several
+    chunks per shard): those at grid indices no longer used (the origin moved), and those
+    of an array whose rebuilt shard has no rows any more (e.g. ``links/0``)."""
+    per = np.asarray(plan.shard_chunks, dtype=np.int64)
+    base = plan.sources[0]
+
+    def shard(chunk: tuple[int, ...], grid: ChunkGrid | None = None) -> tuple[int, ...]:
+        return tuple((plan.grid_index(chunk, grid) // per).tolist())
+
+    old = {shard(c, base.grid) for c in plan.index[0]}
+    kept = {shard(c) for c in plan.index[0] if not plan.merged(c)}
+    rows = {p: len(a.layout.row_shape) for p, a in base.arrays.items()} | dict.fromkeys(BLOBS, 0)
+    stale = []
+    for path, ndim in rows.items():
+        assembler = writer.assemblers.get(path)
+        written = set() if assembler is None else assembler.written
+        stale += [_key(path, np.asarray(s), ndim) for s in sorted(old - kept - written)]
+    target.delete_many(stale)

@@ -21,7 +21,7 @@ from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import WriteOptions, blob_layout, round_up
-from zarr_vectors.geometry.merge_links import link_dtype
+from zarr_vectors.geometry.merge_links import link_dtype, rewrites_kept_links
 from zarr_vectors.geometry.object_sources import (
     BLOBS,
     LINKS0,
@@ -75,14 +75,19 @@ class MergePlan:
     blobs: dict[str, tuple[RowLayout, dict[str, Any]]]
     totals: dict[tuple[int, ...], int]
     shard_chunks: tuple[int, ...] = ()  # spatial chunks per shard of the merged store
+    rebuilt: frozenset[tuple[int, ...]] = frozenset()  # base-only chunks written again
 
     @property
     def n_max(self) -> int:
         return self.arrays[VERTICES].layout.n_max
 
     def merged(self, chunk: tuple[int, ...]) -> bool:
-        """Whether a chunk is written from its sources' rows (not kept as the base holds it)."""
-        return not (self.has_base and self.holders[chunk] == [0])
+        """Whether a chunk is written from its sources' rows (not kept as the base holds it).
+
+        Chunks only the base holds are kept, but for those in :attr:`rebuilt`: with several
+        chunks per shard, a shard is written whole once one of its chunks changes.
+        """
+        return chunk in self.rebuilt or not (self.has_base and self.holders[chunk] == [0])
 
     def grid_index(self, chunk: tuple[int, ...], grid: ChunkGrid | None = None) -> np.ndarray:
         """Grid index of an absolute chunk in the final grid (or in ``grid``)."""
@@ -291,8 +296,10 @@ def plan_merge(
     and :func:`set_link_dtype`, e.g. in parallel.
 
     ``shard_chunks`` (as :class:`~zarr_vectors.WriteOptions` takes it) packs several
-    spatial chunks per shard of the merged store (spec §9.0.1, format 1.1); the sources
-    themselves have one shard per chunk.
+    spatial chunks per shard of the merged store (spec §9.0.1, format 1.1). A merge into a
+    base keeps the base's shards instead; when they hold several chunks, every chunk of a
+    shard that changes is written again (:attr:`MergePlan.rebuilt`), and every chunk of the
+    base when its layout changes (grid origin, ``N_max``, links, fragment blobs).
 
     Raises
     ------
@@ -307,7 +314,9 @@ def plan_merge(
     ndim = first.grid.ndim
     shards = WriteOptions(shard_chunks=shard_chunks).shard_shape(ndim)
     if shards and has_base:
-        raise InvalidInputError("a merge into an existing store cannot pack chunks into shards")
+        raise InvalidInputError("a merge into an existing store keeps the store's shards")
+    if has_base:
+        shards = first.arrays[VERTICES].layout.shard_chunks
     grid = inputs.plan_grid(bounds, 0, first.root.chunk_shape, first.root.base_bin_shape, ndim)
     index, holders = _chunk_maps(sources)
     totals = {
@@ -328,17 +337,47 @@ def plan_merge(
         totals,
         shards,
     )
+    _size(plan, check_links)
+    if has_base and shards:
+        rebuilt = _rebuilt_chunks(plan)
+        if rebuilt:
+            plan.rebuilt = rebuilt
+            _size(plan, check_links)
+    return plan
+
+
+def _size(plan: MergePlan, check_links: bool) -> None:
+    """Read the fragment ranges of the merged chunks and set the final layouts."""
+    sources, holders = plan.sources, plan.holders
     merged = [c for c in holders if plan.merged(c)]
     wanted: list[list[tuple[int, ...]]] = [[] for _ in sources]
     for c in merged:
         for s in holders[c]:
             wanted[s].append(c)
-    plan.ranges = _read_ranges(sources, index, wanted)
-    plan.places = _places(sources, grid, plan.ranges)
+    plan.ranges = _read_ranges(sources, plan.index, wanted)
+    plan.places = _places(sources, plan.grid, plan.ranges)
     _final_arrays(plan, merged)
-    _check_gid_space(grid, plan.n_max)
+    _check_gid_space(plan.grid, plan.n_max)
     set_link_dtype(plan, link_dtype(plan) if check_links else np.dtype(np.int32))
-    return plan
+
+
+def _rebuilt_chunks(plan: MergePlan) -> frozenset[tuple[int, ...]]:
+    """The base-only chunks a merge into a base with several chunks per shard writes again:
+    those sharing a shard with a changed chunk, or all of them when the layout changes."""
+    base = plan.sources[0]
+    moved = bool(np.any(plan.grid.origin != base.grid.origin))
+    resized = any(plan.arrays[p].layout.n_max != a.layout.n_max for p, a in base.arrays.items())
+    blobs = any(
+        (plan.blobs[n][0].rows_per_block, plan.blobs[n][0].n_max)
+        != (base.blobs[n][0].rows_per_block, base.blobs[n][0].n_max)
+        for n in BLOBS
+    )
+    kept = [c for c in plan.index[0] if not plan.merged(c)]
+    if moved or resized or blobs or rewrites_kept_links(plan):
+        return frozenset(kept)
+    per = np.asarray(plan.shard_chunks, dtype=np.int64)
+    touched = {tuple((plan.grid_index(c) // per).tolist()) for c in plan.holders if plan.merged(c)}
+    return frozenset(c for c in kept if tuple((plan.grid_index(c) // per).tolist()) in touched)
 
 
 def set_link_dtype(plan: MergePlan, dtype: np.dtype[Any]) -> None:

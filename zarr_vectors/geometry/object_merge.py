@@ -19,8 +19,10 @@ changed in place no shard is overwritten before it is read (see
 :mod:`zarr_vectors.geometry.point_append`).
 
 A new store (no base) may pack several spatial chunks per shard (``shard_chunks``, spec
-§9.0.1): the sources keep one shard per chunk, and the merge visits the chunks shard by
-shard and writes each shard once, from its chunks' encoded row blocks.
+§9.0.1): the merge visits the chunks shard by shard and writes each shard once, from its
+chunks' encoded row blocks. A base packed so keeps its shard shape: a shard none of whose
+chunks changes is kept whole, any other is written again whole (all of them when the
+origin, an ``N_max`` or the links change), in descending shard order.
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ def merge_stores(
     progress
         Called as ``progress("merge", chunks done, chunks)`` after each chunk.
     shard_chunks
-        Spatial chunks per shard of the new store (see :func:`plan_merge`); not with a base.
+        Spatial chunks per shard of the new store (see :func:`plan_merge`); not with a base
+        (the base's own shard shape is kept).
 
     Raises
     ------

@@ -151,11 +151,6 @@ def _layout(io: StoreIO, path: str, ndim: int) -> tuple[RowLayout, dict[str, Any
     layout = RowLayout.from_array_metadata(meta, ndim, path)
     if layout is None:
         raise InvalidInputError(f"{path} uses codecs that appending cannot extend")
-    if layout.chunks_per_shard != 1:
-        raise InvalidInputError(
-            f"{path} packs several spatial chunks per shard (spec §9.0.1); appending to such "
-            "a store is not supported: write all the objects again with shard_chunks"
-        )
     return layout, dict(meta.get("attributes", {}))
 
 

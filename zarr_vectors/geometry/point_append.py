@@ -6,6 +6,11 @@ the store of that single write. Chunks that receive no new point keep their shar
 are only moved (the grid origin moved: new data lies below it) or re-indexed (``N_max``
 grew). Chunks are visited in descending grid order so that, in a store changed in place,
 no shard is overwritten before it is read.
+
+With several chunks per shard (spec §9.0.1) a shard is rebuilt when one of its chunks
+changes, or when the grid origin or ``N_max`` changed: the row blocks of its unchanged
+chunks are copied into the new shard as they are, without decoding. Shards are visited in
+descending order, for the same reason as chunks.
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ from zarr_vectors.geometry._pipeline import (
     LevelWriter,
     WriteOptions,
     bin_sorted_chunk,
+    point_blob_layout,
     round_up,
+    shard_major_order,
 )
 from zarr_vectors.geometry.points import commit_points
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
@@ -54,6 +61,7 @@ class ExistingPoints:
     counts: np.ndarray  # (m,) rows of each
     columns: dict[str, tuple[np.dtype[Any], tuple[int, ...]]]  # "vertices" first
     layouts: dict[str, RowLayout]
+    blob_layout: RowLayout  # of vertex_fragments
     options: WriteOptions
 
     @property
@@ -91,14 +99,12 @@ def load_existing(store: StoreLike) -> ExistingPoints:
             raise InvalidInputError(
                 f"{reader.paths[name]} uses codecs that appending cannot extend"
             )
-        if layout.chunks_per_shard != 1:
-            raise InvalidInputError(
-                f"{reader.paths[name]} packs several spatial chunks per shard (spec §9.0.1); "
-                "appending to such a store is not supported: write all the points again "
-                "with shard_chunks"
-            )
         layouts[name] = layout
     options = _options_of(root, layouts)
+    path = f"0/{VERTEX_FRAGMENTS}"
+    blobs = RowLayout.from_array_metadata(reader.array_metadata(path), reader.grid.ndim, path)
+    if blobs is None or blobs.shard_chunks != layouts[VERTICES].shard_chunks:
+        raise InvalidInputError(f"{path} uses codecs or shards that appending cannot extend")
     return ExistingPoints(
         root=root,
         grid=reader.grid,
@@ -106,6 +112,7 @@ def load_existing(store: StoreLike) -> ExistingPoints:
         counts=counts,
         columns={name: reader.column_spec(name) for name in reader.paths},
         layouts=layouts,
+        blob_layout=blobs,
         options=options,
     )
 
@@ -113,17 +120,22 @@ def load_existing(store: StoreLike) -> ExistingPoints:
 def _options_of(root: RootMetadata, layouts: dict[str, RowLayout]) -> WriteOptions:
     """The write options that reproduce the store's row layouts, or an error."""
     vertices = layouts[VERTICES]
-    settings = {(layout.rows_per_block, str(layout.blosc)) for layout in layouts.values()}
+    settings = {
+        (layout.rows_per_block, str(layout.blosc), layout.shard_chunks)
+        for layout in layouts.values()
+    }
     if len(settings) != 1 or vertices.blosc not in (None, DEFAULT_BLOSC):
         raise InvalidInputError(
             "the store's arrays use row blocks or codecs this library does not write "
-            f"({sorted(settings)}); appending needs one R and Blosc {DEFAULT_BLOSC} or none"
+            f"({sorted(settings)}); appending needs one R, one shard shape and Blosc "
+            f"{DEFAULT_BLOSC} or none"
         )
     return WriteOptions(
         axis_names=root.axis_names,
         axis_units=root.axis_units,
         rows_per_block=vertices.rows_per_block,
         compression=None if vertices.blosc is None else "blosc-lz4",
+        shard_chunks=vertices.shard_chunks or None,
     )
 
 
@@ -170,18 +182,72 @@ def append_to_store(
     n_max = round_up(max(totals.values(), default=0), existing.options.block_rows)
     names = list(existing.columns)
     shapes = (existing.columns[VERTICES], {k: existing.columns[k] for k in names[1:]})
+    sharded = existing.layouts[VERTICES].chunks_per_shard != 1
+    blobs = point_blob_layout(grid) if sharded else None
     with modify_target(store, rewritten=f"0/{VERTEX_COUNTS}/c/") as (source, target):
         reader = LevelReader(source, existing.root, 0)
-        writer = LevelWriter(target, 0, grid, shapes, n_max, existing.options)
+        writer = LevelWriter(target, 0, grid, shapes, n_max, existing.options, blobs=blobs)
         plan = _Plan(existing, grid, writer, reader, source, target)
-        visited = sorted(old, reverse=True) + sorted(set(added) - set(old))
-        for done, chunk in enumerate(visited):
-            if chunk in added:
-                plan.rewrite(chunk, old.get(chunk, 0), new_rows(chunk))
-            else:
-                plan.keep(chunk, old[chunk])
-            progress("write", done + 1, len(visited))
+        if sharded:
+            _append_shards(plan, old, added, new_rows, progress)
+        else:
+            _append_chunks(plan, old, added, new_rows, progress)
         commit_points(target, root, grid, writer.finish())
+
+
+def _append_chunks(
+    plan: _Plan,
+    old: dict[tuple[int, ...], int],
+    added: dict[tuple[int, ...], int],
+    new_rows: NewRows,
+    progress: Callable[[str, int, int], None],
+) -> None:
+    """Rewrite or keep every chunk, one shard per chunk."""
+    visited = sorted(old, reverse=True) + sorted(set(added) - set(old))
+    for done, chunk in enumerate(visited):
+        if chunk in added:
+            plan.rewrite(chunk, old.get(chunk, 0), new_rows(chunk))
+        else:
+            plan.keep(chunk, old[chunk])
+        if chunk in old:
+            plan.drop_old_keys(chunk)
+        progress("write", done + 1, len(visited))
+
+
+def _append_shards(
+    plan: _Plan,
+    old: dict[tuple[int, ...], int],
+    added: dict[tuple[int, ...], int],
+    new_rows: NewRows,
+    progress: Callable[[str, int, int], None],
+) -> None:
+    """Rebuild the shards that change, shard by shard in descending order, and delete the
+    old shards no new one replaces (several chunks per shard)."""
+    chunks = sorted(set(old) | set(added))
+    shard_chunks = plan.writer.shard_chunks
+    grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), -1) - plan.grid.origin
+    shards: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+    for j in shard_major_order(grid_chunks, shard_chunks, descending=True).tolist():
+        shard = tuple((grid_chunks[j] // np.asarray(shard_chunks)).tolist())
+        shards.setdefault(shard, []).append(chunks[j])
+    same_layout = not plan.moved and not plan.resized
+    done = 0
+    for members in shards.values():
+        if same_layout and not any(c in added for c in members):
+            for chunk in members:
+                plan.writer.keep_chunk(
+                    np.asarray(chunk, dtype=np.int64) - plan.grid.origin, old[chunk]
+                )
+        else:
+            old_shards: dict[str, bytes] = {}
+            for chunk in members:
+                if chunk in added:
+                    plan.rewrite(chunk, old.get(chunk, 0), new_rows(chunk))
+                else:
+                    plan.copy_blocks(chunk, old[chunk], old_shards)
+        done += len(members)
+        progress("write", done, len(chunks))
+    plan.drop_old_shards(old, shards)
 
 
 @dataclass(slots=True)
@@ -194,6 +260,21 @@ class _Plan:
     reader: LevelReader
     source: StoreIO
     target: StoreIO
+
+    @property
+    def moved(self) -> bool:
+        """Whether the grid origin moved (new points lie below the old grid)."""
+        return bool(np.any(self.grid.origin != self.existing.grid.origin))
+
+    @property
+    def resized(self) -> bool:
+        """Whether ``N_max`` grew."""
+        return self.writer.n_max != self.existing.layouts[VERTICES].n_max
+
+    def _old_layout(self, name: str) -> RowLayout:
+        if name == VERTEX_FRAGMENTS:
+            return self.existing.blob_layout
+        return self.existing.layouts[name]
 
     def _paths(self) -> dict[str, str]:
         return {**self.reader.paths, VERTEX_FRAGMENTS: f"0/{VERTEX_FRAGMENTS}"}
@@ -208,7 +289,7 @@ class _Plan:
     def _row_shape(self, name: str) -> tuple[int, ...]:
         return self.existing.columns[name][1]
 
-    def _drop_old_keys(self, chunk: tuple[int, ...]) -> None:
+    def drop_old_keys(self, chunk: tuple[int, ...]) -> None:
         """Delete the chunk's shards at its old grid index when the origin moved."""
         old = self._keys(chunk, self.existing.grid.origin)
         new = self._keys(chunk, self.grid.origin)
@@ -227,8 +308,6 @@ class _Plan:
             values = [np.concatenate([a, b]) for a, b in zip(old_values, new_values, strict=True)]
             bins = np.concatenate([_bins_of(old_values[0], chunk, self.grid), bins])
         rows, blob = bin_sorted_chunk(values, bins, self.grid.bins_per_chunk_total)
-        if stored:
-            self._drop_old_keys(chunk)
         self.writer.add_chunk(np.asarray(chunk, dtype=np.int64) - self.grid.origin, rows, blob)
 
     def keep(self, chunk: tuple[int, ...], count: int) -> None:
@@ -247,8 +326,41 @@ class _Plan:
                 layout = self.existing.layouts[name]
                 shard = layout.reindex_shard(shard, _with_n_max(layout, self.writer.n_max), old_key)
             self.target.set(new_keys[name], shard)
-        self._drop_old_keys(chunk)
         self.writer.keep_chunk(np.asarray(chunk, dtype=np.int64) - self.grid.origin, count)
+
+    def copy_blocks(self, chunk: tuple[int, ...], count: int, shards: dict[str, bytes]) -> None:
+        """Put an unchanged chunk into the shard being rebuilt: its row blocks of every array,
+        copied from its old shards (``shards`` keeps those fetched for the current shard)."""
+        g = np.asarray(chunk, dtype=np.int64) - self.existing.grid.origin
+        blocks = []
+        for name, path in self._paths().items():
+            layout = self._old_layout(name)
+            key = shard_key(path, layout.shard_of(g), len(layout.row_shape))
+            if key not in shards:
+                shard = self.source.get(key)
+                if shard is None:
+                    raise InvalidInputError(f"{key}: shard of an occupied chunk is missing")
+                shards[key] = shard
+            stored = layout.n_max if name == VERTEX_FRAGMENTS else count
+            blocks.append(layout.chunk_blocks(shards[key], g, stored, key))
+        self.writer.add_encoded_chunk(np.asarray(chunk) - self.grid.origin, blocks, count)
+
+    def drop_old_shards(
+        self, old: dict[tuple[int, ...], int], shards: dict[tuple[int, ...], Any]
+    ) -> None:
+        """Delete the old grid's shards that no new shard replaces (the origin moved)."""
+        if not self.moved or not old:
+            return
+        per = np.asarray(self.writer.shard_chunks, dtype=np.int64)
+        before = (np.asarray(list(old), dtype=np.int64) - self.existing.grid.origin) // per
+        gone = {tuple(s) for s in before.tolist()} - set(shards)
+        self.target.delete_many(
+            [
+                shard_key(path, np.asarray(s), len(self._old_layout(name).row_shape))
+                for name, path in self._paths().items()
+                for s in sorted(gone)
+            ]
+        )
 
 
 def _with_n_max(layout: RowLayout, n_max: int) -> RowLayout:

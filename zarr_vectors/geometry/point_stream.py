@@ -568,7 +568,10 @@ def append_points(
     :func:`~zarr_vectors.write_points` writes for the old input followed by the new.
     Chunks that receive no new point are not rewritten; they are moved only when the new
     points lie below the grid origin, and re-indexed only when the largest chunk outgrows
-    the shards' ``N_max``. A local store is changed in a sibling directory swapped in at
+    the shards' ``N_max``. With several chunks per shard (``shard_chunks``), a shard is
+    rewritten when one of its chunks gets new points, from the unchanged chunks' encoded
+    row blocks and the changed chunks' rows, and every shard is rewritten when the origin
+    moves or ``N_max`` grows. A local store is changed in a sibling directory swapped in at
     the end, so a failed append leaves it as it was; other stores are changed in place and
     an interrupted append leaves them incomplete (spec §2.4), never wrong.
 

@@ -255,6 +255,51 @@ class RowLayout:
         crc: bytes = google_crc32c.value(raw).to_bytes(_CRC_BYTES, "little")
         return bytes(shard[: len(shard) - self.index_nbytes]) + raw + crc
 
+    def chunk_blocks(
+        self, shard: bytes, chunk: np.ndarray | Sequence[int], stored: int, where: str
+    ) -> list[bytes]:
+        """The stored row blocks of one spatial chunk, as bytes, copied out of its shard.
+
+        They go into another shard unchanged (:meth:`assemble_shard`): a row block does not
+        depend on ``N_max`` nor on the other chunks of its shard.
+
+        Parameters
+        ----------
+        shard
+            The whole shard holding ``chunk``.
+        chunk
+            Grid index of the spatial chunk.
+        stored
+            Rows the chunk holds: its blocks ``0 .. ceil(stored / R) - 1`` must be stored,
+            and no other.
+        where
+            The shard's key, for error messages.
+
+        Raises
+        ------
+        CorruptChunkError
+            When the index does not decode, the chunk's blocks are not the ones its row
+            count needs, or a block fails its checksum.
+        """
+        entries = self.chunk_entries(self.decode_index(shard, where), chunk).tolist()
+        wanted = -(-stored // self.rows_per_block)
+        present = [b for b, (offset, _) in enumerate(entries) if offset != _MISSING_INT]
+        if present != list(range(wanted)):
+            raise CorruptChunkError(
+                f"{where}: chunk {list(map(int, chunk))} stores row blocks {present}, but "
+                f"its {stored} rows need blocks 0 to {wanted - 1}"
+            )
+        end = len(shard) - self.index_nbytes
+        blocks = []
+        for b, (offset, nbytes) in enumerate(entries[:wanted]):
+            if offset + nbytes > end:
+                raise CorruptChunkError(f"{where}: row block {b} lies beyond the shard's data")
+            block = bytes(shard[offset : offset + nbytes])
+            if google_crc32c.value(block) != _CRC_RESIDUE:
+                raise CorruptChunkError(f"{where}: row block {b} fails its checksum")
+            blocks.append(block)
+        return blocks
+
     def block_span(self, index: ShardIndex, first: int, stop: int, where: str) -> tuple[int, int]:
         """Byte span ``[start, end)`` of the shard holding row blocks ``first .. stop-1``.
 
