@@ -155,6 +155,18 @@ def test_growth_of_a_sharded_store(tmp_path: Path, shard: Any) -> None:
     assert zv.validate(tmp_path / "appended", level=3).ok
 
 
+@pytest.mark.parametrize("n", [0, 5])
+def test_appends_to_an_empty_sharded_store(n: int) -> None:
+    rng = np.random.default_rng(n)
+    case = {"positions": rng.uniform(0, 30, (n, 3)).astype(np.float32), "cuts": np.array([0])}
+    case |= {"value": rng.random(n), "ids": np.arange(n, dtype=np.int32)}
+    case["options"] = zv.WriteOptions(shard_chunks=2)
+    one, appended = MemoryStore(), MemoryStore()
+    _write(one, case, 0, n)
+    _run(appended, case)
+    assert _keys(appended) == _keys(one)
+
+
 def test_sharded_shards_without_new_points_keep_their_files(tmp_path: Path) -> None:
     path = tmp_path / "s"
     options = zv.WriteOptions(shard_chunks=2)

@@ -187,72 +187,18 @@ def append_to_store(
     with modify_target(store, rewritten=f"0/{VERTEX_COUNTS}/c/") as (source, target):
         reader = LevelReader(source, existing.root, 0)
         writer = LevelWriter(target, 0, grid, shapes, n_max, existing.options, blobs=blobs)
-        plan = _Plan(existing, grid, writer, reader, source, target)
+        plan = _Plan(existing, grid, writer, reader, source, target, old, added, new_rows)
         if sharded:
-            _append_shards(plan, old, added, new_rows, progress)
+            plan.visit_shards(progress)
         else:
-            _append_chunks(plan, old, added, new_rows, progress)
+            plan.visit_chunks(progress)
         commit_points(target, root, grid, writer.finish())
-
-
-def _append_chunks(
-    plan: _Plan,
-    old: dict[tuple[int, ...], int],
-    added: dict[tuple[int, ...], int],
-    new_rows: NewRows,
-    progress: Callable[[str, int, int], None],
-) -> None:
-    """Rewrite or keep every chunk, one shard per chunk."""
-    visited = sorted(old, reverse=True) + sorted(set(added) - set(old))
-    for done, chunk in enumerate(visited):
-        if chunk in added:
-            plan.rewrite(chunk, old.get(chunk, 0), new_rows(chunk))
-        else:
-            plan.keep(chunk, old[chunk])
-        if chunk in old:
-            plan.drop_old_keys(chunk)
-        progress("write", done + 1, len(visited))
-
-
-def _append_shards(
-    plan: _Plan,
-    old: dict[tuple[int, ...], int],
-    added: dict[tuple[int, ...], int],
-    new_rows: NewRows,
-    progress: Callable[[str, int, int], None],
-) -> None:
-    """Rebuild the shards that change, shard by shard in descending order, and delete the
-    old shards no new one replaces (several chunks per shard)."""
-    chunks = sorted(set(old) | set(added))
-    shard_chunks = plan.writer.shard_chunks
-    grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), -1) - plan.grid.origin
-    shards: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
-    for j in shard_major_order(grid_chunks, shard_chunks, descending=True).tolist():
-        shard = tuple((grid_chunks[j] // np.asarray(shard_chunks)).tolist())
-        shards.setdefault(shard, []).append(chunks[j])
-    same_layout = not plan.moved and not plan.resized
-    done = 0
-    for members in shards.values():
-        if same_layout and not any(c in added for c in members):
-            for chunk in members:
-                plan.writer.keep_chunk(
-                    np.asarray(chunk, dtype=np.int64) - plan.grid.origin, old[chunk]
-                )
-        else:
-            old_shards: dict[str, bytes] = {}
-            for chunk in members:
-                if chunk in added:
-                    plan.rewrite(chunk, old.get(chunk, 0), new_rows(chunk))
-                else:
-                    plan.copy_blocks(chunk, old[chunk], old_shards)
-        done += len(members)
-        progress("write", done, len(chunks))
-    plan.drop_old_shards(old, shards)
 
 
 @dataclass(slots=True)
 class _Plan:
-    """Per-chunk steps of an append: rewrite a chunk with new rows, or keep it."""
+    """The steps of an append: visit the chunks (or shards), rewriting those with new rows
+    and keeping, moving or re-indexing the others."""
 
     existing: ExistingPoints
     grid: ChunkGrid
@@ -260,6 +206,54 @@ class _Plan:
     reader: LevelReader
     source: StoreIO
     target: StoreIO
+    old: dict[tuple[int, ...], int]  # rows stored per absolute chunk
+    added: dict[tuple[int, ...], int]  # rows appended per absolute chunk
+    new_rows: NewRows
+
+    def visit_chunks(self, progress: Callable[[str, int, int], None]) -> None:
+        """Rewrite or keep every chunk, one shard per chunk."""
+        old, added = self.old, self.added
+        visited = sorted(old, reverse=True) + sorted(set(added) - set(old))
+        for done, chunk in enumerate(visited):
+            if chunk in added:
+                self.rewrite(chunk, old.get(chunk, 0), self.new_rows(chunk))
+            else:
+                self.keep(chunk, old[chunk])
+            if chunk in old:
+                self.drop_old_keys(chunk)
+            progress("write", done + 1, len(visited))
+
+    def visit_shards(self, progress: Callable[[str, int, int], None]) -> None:
+        """Rebuild the shards that change, shard by shard in descending order, and delete
+        the old shards no new one replaces (several chunks per shard)."""
+        old, added = self.old, self.added
+        chunks = sorted(set(old) | set(added))
+        per = self.writer.shard_chunks
+        grid_chunks = (
+            np.asarray(chunks, dtype=np.int64).reshape(len(chunks), self.grid.ndim)
+            - self.grid.origin
+        )
+        shards: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+        for j in shard_major_order(grid_chunks, per, descending=True).tolist():
+            shard = tuple((grid_chunks[j] // np.asarray(per)).tolist())
+            shards.setdefault(shard, []).append(chunks[j])
+        same_layout = not self.moved and not self.resized
+        done = 0
+        for members in shards.values():
+            if same_layout and not any(c in added for c in members):
+                for chunk in members:
+                    g = np.asarray(chunk, dtype=np.int64) - self.grid.origin
+                    self.writer.keep_chunk(g, old[chunk])
+            else:
+                old_shards: dict[str, bytes] = {}
+                for chunk in members:
+                    if chunk in added:
+                        self.rewrite(chunk, old.get(chunk, 0), self.new_rows(chunk))
+                    else:
+                        self.copy_blocks(chunk, old[chunk], old_shards)
+            done += len(members)
+            progress("write", done, len(chunks))
+        self.drop_old_shards(set(shards))
 
     @property
     def moved(self) -> bool:
@@ -345,15 +339,14 @@ class _Plan:
             blocks.append(layout.chunk_blocks(shards[key], g, stored, key))
         self.writer.add_encoded_chunk(np.asarray(chunk) - self.grid.origin, blocks, count)
 
-    def drop_old_shards(
-        self, old: dict[tuple[int, ...], int], shards: dict[tuple[int, ...], Any]
-    ) -> None:
-        """Delete the old grid's shards that no new shard replaces (the origin moved)."""
-        if not self.moved or not old:
+    def drop_old_shards(self, shards: set[tuple[int, ...]]) -> None:
+        """Delete the old grid's shards that none of the new ``shards`` replaces (the
+        origin moved)."""
+        if not self.moved or not self.old:
             return
         per = np.asarray(self.writer.shard_chunks, dtype=np.int64)
-        before = (np.asarray(list(old), dtype=np.int64) - self.existing.grid.origin) // per
-        gone = {tuple(s) for s in before.tolist()} - set(shards)
+        before = (np.asarray(list(self.old), dtype=np.int64) - self.existing.grid.origin) // per
+        gone = {tuple(s) for s in before.tolist()} - shards
         self.target.delete_many(
             [
                 shard_key(path, np.asarray(s), len(self._old_layout(name).row_shape))
