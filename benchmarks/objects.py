@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 import zarr_vectors as zv
-from benchmarks._measure import log, median, timed, tree_size
+from benchmarks._measure import log, median, timed, timed_write, tree_size
 from benchmarks._table import Row, format_seconds
 
 __all__ = [
@@ -667,8 +667,8 @@ def _bench_write(data: ObjectSet, repeat: int, seed: int, tmp: str) -> _Context:
         i = len(ours)
         new_store, new_npy = os.path.join(tmp, f"store-{i}.zv"), os.path.join(tmp, f"npy-{i}")
         os.mkdir(new_npy)
-        ours.append(timed(partial(data.write, new_store))[0])
-        floor.append(timed(partial(data.frame.save, new_npy))[0])
+        ours.append(timed_write(partial(data.write, new_store))[0])
+        floor.append(timed_write(partial(data.frame.save, new_npy))[0])
         store, npy = new_store, new_npy
         if len(ours) >= repeat or sum(ours) + ours[-1] > WRITE_BUDGET:
             break

@@ -25,7 +25,7 @@ from benchmarks._data import (
     make_points,
     same_rows,
 )
-from benchmarks._measure import log, median, median_time, timed, tree_size
+from benchmarks._measure import log, median, median_time, timed, timed_write, tree_size
 from benchmarks._table import Row, format_seconds
 
 __all__ = [
@@ -110,8 +110,8 @@ def _bench_write(n: int, seed: int, repeat: int, tmp: str) -> tuple[list[Row], W
         npy_dir = os.path.join(tmp, f"npy-{i}")
         os.mkdir(npy_dir)
         npy = (os.path.join(npy_dir, "positions.npy"), os.path.join(npy_dir, "attribute.npy"))
-        ours.append(timed(partial(_write_ours, store, positions, attribute))[0])
-        floor.append(timed(partial(_write_npy, npy, positions, attribute))[0])
+        ours.append(timed_write(partial(_write_ours, store, positions, attribute))[0])
+        floor.append(timed_write(partial(_write_npy, npy, positions, attribute))[0])
         written = Written(positions, attribute, store, npy)
     assert written is not None
     t_ours, t_floor = median(ours), median(floor)

@@ -81,6 +81,12 @@ def timed(func: Callable[[], T]) -> tuple[float, T]:
     return time.perf_counter() - start, value
 
 
+def timed_write(func: Callable[[], T]) -> tuple[float, T]:
+    """:func:`timed` after flushing earlier writes to disk (as ``benchmarks._measure``)."""
+    os.sync()
+    return timed(func)
+
+
 def repeat_within(func: Callable[[], T], repeat: int, budget: float) -> tuple[list[float], T]:
     """Run ``func`` up to ``repeat`` times, stopping once one more run would pass ``budget``.
 
@@ -155,7 +161,7 @@ def _write_case(lib: Any, spec: dict[str, Any]) -> dict[str, Any]:
     times: list[float] = []
     while True:
         path = os.path.join(spec["store_dir"], f"store-{len(times)}.zv")
-        seconds, _ = timed(partial(lib.write, path))
+        seconds, _ = timed_write(partial(lib.write, path))
         times.append(seconds)
         if len(times) >= spec["repeat"] or sum(times) + seconds > spec["write_budget"]:
             return {"times": times, "store": path}
@@ -321,7 +327,7 @@ def peak_write(write: Callable[[str], object], path: str) -> dict[str, Any]:
     peak_before = _peak_kb()
     reset = _reset_peak()
     before = _status_kb("VmRSS") if reset else peak_before
-    seconds, _ = timed(lambda: write(path))
+    seconds, _ = timed_write(lambda: write(path))
     return {
         "before_kb": before,
         "peak_kb": _peak_kb(),

@@ -51,7 +51,7 @@ from benchmarks._measure import (
     proc_status_kb,
     reset_peak_rss,
     run_child,
-    timed,
+    timed_write,
     tree_size,
 )
 from benchmarks._table import format_seconds, size_label
@@ -127,7 +127,8 @@ FOOTNOTES = (
     "and the sum is subtracted (the log and the JSON show it, and the part of the write "
     "spent in the close: the chunk writes after the last batch); the generator's cache "
     "effects on the writer are not removed. Median of --repeat writes up to 1e7, one write "
-    "above.",
+    "above. Every write starts after an untimed os.sync() (earlier writes are not written "
+    "back during it; its own data is not synced).",
     "peak RSS: VmHWM of the child, reset (clear_refs) just before the first timed write and "
     "read right after the last, so it includes the interpreter, zarr, numba and, for one-shot, "
     "the input arrays; 'write Δ' = peak minus the RSS just before the write.",
@@ -250,7 +251,8 @@ def _write_streaming(path: str, n: int, seed: int) -> tuple[float, float, float]
         Seconds of the whole write without the generation, the generation, and the close
         (the chunk writes after the last batch; the rest is the ingest of the batches).
     """
-    gc.collect()  # as timed() does for the one-shot write
+    os.sync()  # as timed_write() does for the one-shot write
+    gc.collect()
     generation = 0.0
     clock = time.perf_counter
     start = clock()
@@ -276,7 +278,7 @@ def _write_once(
     write = partial(
         zv.write_points, path, data[0], chunk_shape=chunk_side(n), attributes={ATTRIBUTE: data[1]}
     )
-    return timed(write)[0], 0.0, 0.0
+    return timed_write(write)[0], 0.0, 0.0
 
 
 def _writes(
