@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
-from zarr_vectors.geometry import _pipeline
+from zarr_vectors.geometry import _pipeline, _shard_writes
 from zarr_vectors.store import io as store_io
 
 
@@ -41,10 +41,10 @@ def test_threaded_encoding_writes_the_same_files(
 ) -> None:
     options = zv.WriteOptions(rows_per_block=256, shard_chunks=shard_chunks)
     _write(tmp_path / "inline", options=options)
-    monkeypatch.setattr(_pipeline, "_THREAD_MIN_BYTES", 0)  # every shard to a worker
-    monkeypatch.setattr(_pipeline, "_ENCODE_THREADS", 2)
-    monkeypatch.setattr(_pipeline, "_PENDING_BYTES", 50_000)  # settle while adding
-    monkeypatch.setattr(_pipeline, "_LOCAL_FLUSH_BYTES", 30_000)  # many write batches
+    monkeypatch.setattr(_shard_writes, "_THREAD_MIN_BYTES", 0)  # every shard to a worker
+    monkeypatch.setattr(_shard_writes, "_ENCODE_THREADS", 2)
+    monkeypatch.setattr(_shard_writes, "_PENDING_BYTES", 50_000)  # settle while adding
+    monkeypatch.setattr(_shard_writes, "_LOCAL_FLUSH_BYTES", 30_000)  # many write batches
     monkeypatch.setattr(store_io, "_THREADED_WRITE_BYTES", 0)  # threaded local writes
     _write(tmp_path / "threaded", options=options)
     inline, threaded = _files(tmp_path / "inline"), _files(tmp_path / "threaded")
@@ -58,8 +58,8 @@ def test_a_failing_worker_raises_and_leaves_the_old_store(
     path = tmp_path / "store"
     _write(path)
     before = _files(path)
-    monkeypatch.setattr(_pipeline, "_THREAD_MIN_BYTES", 0)
-    monkeypatch.setattr(_pipeline, "_ENCODE_THREADS", 2)
+    monkeypatch.setattr(_shard_writes, "_THREAD_MIN_BYTES", 0)
+    monkeypatch.setattr(_shard_writes, "_ENCODE_THREADS", 2)
     calls = {"n": 0}
     real = _pipeline.RowLayout.encode_shard
 

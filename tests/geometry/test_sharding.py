@@ -22,7 +22,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry.object_cases import KINDS, arguments, batches, cases, files, write
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry._pipeline import shard_major_order
+from zarr_vectors.geometry._shard_writes import shard_major_order
 from zarr_vectors.geometry.object_merge import merge_stores
 from zarr_vectors.geometry.object_sources import open_source
 from zarr_vectors.store.io import StoreIO

@@ -9,11 +9,8 @@ and the metadata, committed last (spec §2).
 from __future__ import annotations
 
 import datetime as _dt
-from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -31,6 +28,7 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
+from zarr_vectors.geometry._shard_writes import Batcher, ShardAssembler, shard_major_order
 from zarr_vectors.kernels import (
     assign_chunks_and_bins,
     chunk_and_bin_destinations,
@@ -38,7 +36,6 @@ from zarr_vectors.kernels import (
     counting_sort,
     scatter_rows,
 )
-from zarr_vectors.kernels._threads import THREADS
 from zarr_vectors.store.arrays import (
     counts_array_metadata,
     group_metadata,
@@ -46,7 +43,7 @@ from zarr_vectors.store.arrays import (
     write_counts,
 )
 from zarr_vectors.store.io import StoreIO, json_bytes
-from zarr_vectors.store.shards import RowLayout, shard_key
+from zarr_vectors.store.shards import RowLayout
 
 __all__ = [
     "DEFAULT_BLOSC",
@@ -66,7 +63,6 @@ __all__ = [
     "grid_indices",
     "point_blob_layout",
     "round_up",
-    "shard_major_order",
     "sort_points",
     "vertex_column_specs",
     "write_chunk_array",
@@ -80,14 +76,6 @@ POINT_ROWS_PER_BLOCK = 4096
 OBJECT_ROWS_PER_BLOCK = 1024
 """Default R of object kinds: reading an object by id needs tens to hundreds of rows of a
 chunk, so smaller row blocks decode less that is not needed."""
-_FLUSH_BYTES = 64 * 2**20
-_LOCAL_FLUSH_BYTES = 8 * 2**20
-"""Local directories are written in smaller batches, so writing overlaps encoding."""
-_THREAD_MIN_BYTES = 256 * 2**10
-"""Shards encoded from less input are encoded by the caller: a thread costs more."""
-_PENDING_BYTES = 32 * 2**20
-"""Input bytes of shards being encoded at once, at most (about)."""
-_ENCODE_THREADS = THREADS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -312,140 +300,6 @@ def point_blob_layout(grid: ChunkGrid) -> RowLayout:
     """
     n_bins = grid.bins_per_chunk_total
     return blob_layout(fragment_index_nbytes(n_bins, n_bins, 0))
-
-
-class Batcher:
-    """Collects encoded shards and writes them in concurrent batches.
-
-    Large shards can be encoded in worker threads (:meth:`add_encoded`): compression
-    releases the GIL, so it runs beside the caller, which keeps preparing chunks and does
-    all the writing itself, in the order the shards were given. A worker only computes
-    bytes; if the caller stops on an error, nothing is written behind its back.
-    """
-
-    def __init__(self, io: StoreIO) -> None:
-        self.io = io
-        self.items: list[tuple[str, bytes]] = []
-        self.nbytes = 0
-        self.pending: deque[tuple[str, Future[bytes], int]] = deque()
-        self.pending_nbytes = 0
-        self.pool: ThreadPoolExecutor | None = None
-        self.local = io.is_local
-
-    def add(self, key: str, value: bytes) -> None:
-        """Write ``value`` at ``key`` (after the shards given before it)."""
-        if self.pending:
-            self._settle(len(self.pending))
-        self._collect(key, value)
-
-    def add_encoded(self, key: str, encode: Callable[[], bytes], nbytes: int) -> None:
-        """Write ``encode()`` at ``key``, encoding it in a worker thread when it is large.
-
-        ``nbytes`` is the size of the input ``encode`` reads (the bound on work in flight).
-        """
-        if nbytes < _THREAD_MIN_BYTES or _ENCODE_THREADS < 2:
-            self.add(key, encode())
-            return
-        if self.pool is None:
-            self.pool = ThreadPoolExecutor(_ENCODE_THREADS, thread_name_prefix="zv-encode")
-        self.pending.append((key, self.pool.submit(encode), nbytes))
-        self.pending_nbytes += nbytes
-        if self.pending_nbytes > _PENDING_BYTES:
-            self._settle(1)
-
-    def _settle(self, count: int) -> None:
-        """Collect the ``count`` oldest shards being encoded, in order."""
-        for _ in range(count):
-            key, future, nbytes = self.pending.popleft()
-            self.pending_nbytes -= nbytes
-            self._collect(key, future.result())
-
-    def _collect(self, key: str, value: bytes) -> None:
-        self.items.append((key, value))
-        self.nbytes += len(value)
-        if self.nbytes >= (_LOCAL_FLUSH_BYTES if self.local else _FLUSH_BYTES):
-            self._write()
-
-    def _write(self) -> None:
-        self.io.set_many(self.items)
-        self.items, self.nbytes = [], 0
-
-    def flush(self) -> None:
-        """Write everything given so far and stop the worker threads."""
-        self._settle(len(self.pending))
-        self._write()
-        if self.pool is not None:
-            self.pool.shutdown()
-            self.pool = None
-
-
-def shard_major_order(
-    chunks: np.ndarray, shard_chunks: tuple[int, ...], *, descending: bool = False
-) -> np.ndarray:
-    """Order of ``chunks`` (``(m, D)`` grid indices) that visits them shard by shard.
-
-    Shards come in C order of their index (reversed if ``descending``: a store changed in
-    place then never loses a shard before it is read), and the chunks of a shard in C order
-    of their position inside it (spec §9.0.1). With one chunk per shard (``()``) the given
-    order.
-    """
-    if not shard_chunks:
-        return np.arange(len(chunks))
-    chunks = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), len(shard_chunks))
-    per = np.asarray(shard_chunks, dtype=np.int64)
-    shards = -(chunks // per) if descending else chunks // per
-    keys = np.concatenate([shards, chunks % per], axis=1)
-    return np.lexsort(keys.T[::-1])
-
-
-class ShardAssembler:
-    """Encodes the chunks of one per-chunk array and hands whole shards to a batcher.
-
-    With one chunk per shard every chunk is a shard of its own. With several (spec §9.0.1)
-    the encoded row blocks of a shard's chunks are held until a chunk of another shard
-    arrives, so the chunks must come shard by shard (:func:`shard_major_order`); at most one
-    shard per array is held at a time.
-    """
-
-    def __init__(self, batcher: Batcher, path: str, layout: RowLayout) -> None:
-        self.batcher, self.path, self.layout = batcher, path, layout
-        self.shard: tuple[int, ...] | None = None
-        self.parts: list[tuple[int, list[bytes]]] = []
-        self.written: set[tuple[int, ...]] = set()
-
-    def add(self, chunk: np.ndarray, rows: np.ndarray) -> None:
-        """Encode the ``n > 0`` rows of spatial chunk ``chunk`` (grid index)."""
-        layout = self.layout
-        if layout.chunks_per_shard == 1:
-            key = shard_key(self.path, chunk, len(layout.row_shape))
-            self.batcher.add_encoded(key, partial(layout.encode_shard, rows), rows.nbytes)
-            return
-        self._hold(chunk, layout.encode_blocks(rows))
-
-    def add_blocks(self, chunk: np.ndarray, blocks: list[bytes]) -> None:
-        """Store spatial chunk ``chunk`` from its row blocks, already encoded (an append
-        moves a chunk it does not change this way, see :meth:`RowLayout.chunk_blocks`)."""
-        self._hold(chunk, blocks)
-
-    def _hold(self, chunk: np.ndarray, blocks: list[bytes]) -> None:
-        """Keep a chunk's encoded blocks until its shard is complete."""
-        shard = tuple(int(s) for s in self.layout.shard_of(chunk))
-        if shard != self.shard:
-            self.flush()
-            if shard in self.written:
-                raise ValueError(f"{self.path}: chunks of shard {shard} did not come together")
-            self.shard = shard
-        self.parts.append((self.layout.local_chunk(chunk), blocks))
-
-    def flush(self) -> None:
-        """Hand the shard being assembled to the batcher."""
-        if self.shard is None or not self.parts:
-            return
-        parts = sorted(self.parts, key=lambda part: part[0])
-        key = shard_key(self.path, np.asarray(self.shard), len(self.layout.row_shape))
-        self.batcher.add(key, self.layout.assemble_shard(parts))
-        self.written.add(self.shard)
-        self.shard, self.parts = None, []
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from zarr_vectors.format.names import (
     OBJECT_ID_ATTRIBUTE,
     VERTEX_FRAGMENTS,
 )
-from zarr_vectors.geometry._pipeline import Batcher, ShardAssembler, shard_major_order
+from zarr_vectors.geometry._shard_writes import Batcher, ShardAssembler, shard_major_order
 from zarr_vectors.geometry.merge_links import (
     link_count,
     link_rows,

@@ -35,8 +35,8 @@ from zarr_vectors.geometry._pipeline import (
     bin_sorted_chunk,
     point_blob_layout,
     round_up,
-    shard_major_order,
 )
+from zarr_vectors.geometry._shard_writes import shard_major_order
 from zarr_vectors.geometry.points import commit_points
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.kernels import assign_chunks_and_bins

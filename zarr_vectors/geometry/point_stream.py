@@ -33,8 +33,8 @@ from zarr_vectors.geometry._pipeline import (
     WriteOptions,
     dense_bounds_span,
     round_up,
-    shard_major_order,
 )
+from zarr_vectors.geometry._shard_writes import shard_major_order
 from zarr_vectors.geometry.point_append import ExistingPoints, append_to_store, load_existing
 from zarr_vectors.geometry.points import commit_points
 from zarr_vectors.kernels import (

@@ -25,8 +25,8 @@ from zarr_vectors.geometry._pipeline import (
     bin_sorted_chunk,
     grid_indices,
     point_blob_layout,
-    shard_major_order,
 )
+from zarr_vectors.geometry._shard_writes import shard_major_order
 from zarr_vectors.geometry.point_stream import bin_dtype
 from zarr_vectors.kernels import assign_chunks_and_bins, sort_by_chunk_and_bin
 from zarr_vectors.parallel._partitions import ColumnTypes, Loaded

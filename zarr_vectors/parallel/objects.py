@@ -33,7 +33,8 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry._pipeline import WriteOptions, shard_major_order
+from zarr_vectors.geometry._pipeline import WriteOptions
+from zarr_vectors.geometry._shard_writes import shard_major_order
 from zarr_vectors.geometry.object_merge import (
     MergePlan,
     check_globals,
