@@ -22,7 +22,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry.object_cases import KINDS, arguments, batches, cases, files, write
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry._shard_writes import shard_major_order
+from zarr_vectors.geometry._shard_writes import shard_major_order, shards_of
 from zarr_vectors.geometry.object_merge import merge_stores
 from zarr_vectors.geometry.object_sources import open_source
 from zarr_vectors.store.io import StoreIO
@@ -123,6 +123,12 @@ def test_shard_major_order_groups_shards() -> None:
     down = shard_major_order(chunks, (2, 2), descending=True)
     assert [tuple(c) for c in chunks[down] // 2] == [(1, 1), (0, 1)] + [(0, 0)] * 4
     assert chunks[down][2:].tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]  # C order inside
+
+
+def test_shards_of_divides_by_the_shard_shape() -> None:
+    chunks = np.array([[0, 0, 0], [1, 2, 3], [5, 0, 2], [4, 4, 4]])
+    assert shards_of(chunks, (2, 3, 1)) == [(0, 0, 0), (0, 0, 3), (2, 0, 2), (2, 1, 4)]
+    assert shards_of(np.empty(0, np.int64), (2, 3, 1)) == []
 
 
 # -- points --------------------------------------------------------------------------------

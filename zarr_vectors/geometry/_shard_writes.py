@@ -19,7 +19,7 @@ from zarr_vectors.kernels._threads import THREADS
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.shards import RowLayout, shard_key
 
-__all__ = ["Batcher", "ShardAssembler", "shard_major_order"]
+__all__ = ["Batcher", "ShardAssembler", "shard_major_order", "shards_of"]
 
 _FLUSH_BYTES = 64 * 2**20
 _LOCAL_FLUSH_BYTES = 8 * 2**20
@@ -113,6 +113,14 @@ def shard_major_order(
     shards = -(chunks // per) if descending else chunks // per
     keys = np.concatenate([shards, chunks % per], axis=1)
     return np.lexsort(keys.T[::-1])
+
+
+def shards_of(chunks: np.ndarray, shard_chunks: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The shard index of each of ``chunks`` (``(m, D)`` grid indices) with ``shard_chunks``
+    chunks per shard along each axis, as tuples (spec §9.0.1)."""
+    per = np.asarray(shard_chunks, dtype=np.int64)
+    grid = np.asarray(chunks, dtype=np.int64).reshape(-1, per.shape[0])
+    return [tuple(s) for s in (grid // per).tolist()]
 
 
 class ShardAssembler:

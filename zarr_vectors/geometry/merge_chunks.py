@@ -26,7 +26,12 @@ from zarr_vectors.format.names import (
     OBJECT_ID_ATTRIBUTE,
     VERTEX_FRAGMENTS,
 )
-from zarr_vectors.geometry._shard_writes import Batcher, ShardAssembler, shard_major_order
+from zarr_vectors.geometry._shard_writes import (
+    Batcher,
+    ShardAssembler,
+    shard_major_order,
+    shards_of,
+)
 from zarr_vectors.geometry.merge_links import (
     link_count,
     link_rows,
@@ -232,14 +237,16 @@ def _drop_stale_shards(target: StoreIO, plan: MergePlan, writer: _Writer) -> Non
     """Delete the base's shards that the merge neither kept whole nor wrote again (several
     chunks per shard): those at grid indices no longer used (the origin moved), and those
     of an array whose rebuilt shard has no rows any more (e.g. ``links/0``)."""
-    per = np.asarray(plan.shard_chunks, dtype=np.int64)
     base = plan.sources[0]
 
-    def shard(chunk: tuple[int, ...], grid: ChunkGrid | None = None) -> tuple[int, ...]:
-        return tuple((plan.grid_index(chunk, grid) // per).tolist())
+    def shards(
+        chunks: list[tuple[int, ...]], grid: ChunkGrid | None = None
+    ) -> set[tuple[int, ...]]:
+        grid_chunks = np.asarray([plan.grid_index(c, grid) for c in chunks], dtype=np.int64)
+        return set(shards_of(grid_chunks, plan.shard_chunks))
 
-    old = {shard(c, base.grid) for c in plan.index[0]}
-    kept = {shard(c) for c in plan.index[0] if not plan.merged(c)}
+    old = shards(list(plan.index[0]), base.grid)
+    kept = shards([c for c in plan.index[0] if not plan.merged(c)])
     rows = {p: len(a.layout.row_shape) for p, a in base.arrays.items()} | dict.fromkeys(BLOBS, 0)
     stale = []
     for path, ndim in rows.items():

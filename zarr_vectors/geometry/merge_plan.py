@@ -21,6 +21,7 @@ from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import WriteOptions, blob_layout, round_up
+from zarr_vectors.geometry._shard_writes import shards_of
 from zarr_vectors.geometry.merge_links import link_dtype, rewrites_kept_links
 from zarr_vectors.geometry.object_sources import (
     BLOBS,
@@ -375,9 +376,10 @@ def _rebuilt_chunks(plan: MergePlan) -> frozenset[tuple[int, ...]]:
     kept = [c for c in plan.index[0] if not plan.merged(c)]
     if moved or resized or blobs or rewrites_kept_links(plan):
         return frozenset(kept)
-    per = np.asarray(plan.shard_chunks, dtype=np.int64)
-    touched = {tuple((plan.grid_index(c) // per).tolist()) for c in plan.holders if plan.merged(c)}
-    return frozenset(c for c in kept if tuple((plan.grid_index(c) // per).tolist()) in touched)
+    changed = [plan.grid_index(c) for c in plan.holders if plan.merged(c)]
+    touched = set(shards_of(np.asarray(changed), plan.shard_chunks))
+    kept_shards = shards_of(np.asarray([plan.grid_index(c) for c in kept]), plan.shard_chunks)
+    return frozenset(c for c, s in zip(kept, kept_shards, strict=True) if s in touched)
 
 
 def set_link_dtype(plan: MergePlan, dtype: np.dtype[Any]) -> None:

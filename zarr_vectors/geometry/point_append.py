@@ -36,7 +36,7 @@ from zarr_vectors.geometry._pipeline import (
     point_blob_layout,
     round_up,
 )
-from zarr_vectors.geometry._shard_writes import shard_major_order
+from zarr_vectors.geometry._shard_writes import shard_major_order, shards_of
 from zarr_vectors.geometry.points import commit_points
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.kernels import assign_chunks_and_bins
@@ -233,10 +233,10 @@ class _Plan:
             np.asarray(chunks, dtype=np.int64).reshape(len(chunks), self.grid.ndim)
             - self.grid.origin
         )
+        shard_of = shards_of(grid_chunks, per)
         shards: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
         for j in shard_major_order(grid_chunks, per, descending=True).tolist():
-            shard = tuple((grid_chunks[j] // np.asarray(per)).tolist())
-            shards.setdefault(shard, []).append(chunks[j])
+            shards.setdefault(shard_of[j], []).append(chunks[j])
         same_layout = not self.moved and not self.resized
         done = 0
         for members in shards.values():
@@ -344,9 +344,8 @@ class _Plan:
         origin moved)."""
         if not self.moved or not self.old:
             return
-        per = np.asarray(self.writer.shard_chunks, dtype=np.int64)
-        before = (np.asarray(list(self.old), dtype=np.int64) - self.existing.grid.origin) // per
-        gone = {tuple(s) for s in before.tolist()} - shards
+        old = np.asarray(list(self.old), dtype=np.int64) - self.existing.grid.origin
+        gone = set(shards_of(old, self.writer.shard_chunks)) - shards
         self.target.delete_many(
             [
                 shard_key(path, np.asarray(s), len(self._old_layout(name).row_shape))
