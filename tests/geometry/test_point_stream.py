@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from zarr_vectors.store import spill
 
 HYPOTHESIS = settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -114,6 +115,36 @@ def test_large_batches_are_sliced_to_the_budget(tmp_path: Path) -> None:
     assert seen[:2] == [("ingest", 15_000, -1), ("ingest", 20_000, -1)]
     chunks = zv.open(tmp_path / "one").chunk_count
     assert seen[-1] == ("write", chunks, chunks)
+
+
+@pytest.mark.parametrize("chunk_shape", [25.0, None])
+def test_spill_given_back_while_writing_still_gives_the_one_shot_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_shape: float | None
+) -> None:
+    given_back: list[int] = []
+    decide = spill._Append.done_with
+
+    def counted(append: spill._Append, a: int, b: int, step: int) -> tuple[int, int] | None:
+        stretch = decide(append, a, b, step)
+        if stretch is not None:
+            given_back.append(stretch[1] - stretch[0])
+        return stretch
+
+    monkeypatch.setattr(spill, "RELEASE_BYTES", 1)  # every piece as soon as it can go
+    monkeypatch.setattr(spill._Append, "done_with", counted)
+    rng = np.random.default_rng(11)
+    xyz = rng.uniform(0, 100, (20_000, 3)).astype(np.float32)
+    value = rng.random(20_000, dtype=np.float32)
+    zv.write_points(tmp_path / "one", xyz, chunk_shape=chunk_shape, attributes={"v": value})
+    with zv.PointWriter(
+        tmp_path / "streamed", chunk_shape=chunk_shape, memory_budget=2**16, progress=False
+    ) as writer:
+        for part in np.array_split(np.arange(20_000), 7):
+            writer.append(xyz[part], attributes={"v": value[part]})
+    assert _files(tmp_path / "streamed") == _files(tmp_path / "one")
+    spilled = 20_000 if chunk_shape is not None else 40_000  # raw, then binned
+    assert len(given_back) > 10
+    assert sum(given_back) == spilled
 
 
 def test_small_batches_are_spilled_together(tmp_path: Path) -> None:

@@ -86,3 +86,83 @@ def test_scratch_directories_are_fresh_and_removed(tmp_path: Path) -> None:
     remove_scratch(one)
     assert not one.exists()
     assert two.exists()
+
+
+def _allocated(columns: SpillColumns) -> list[int]:
+    return [os.stat(path).st_blocks for path in columns.paths]
+
+
+def _big_appends(columns: SpillColumns, rng: np.random.Generator) -> list[list[np.ndarray]]:
+    batches = [
+        [rng.random((k, 3), dtype=np.float32), rng.integers(0, 9, k).astype(np.uint16)]
+        for k in (40_000, 30_000, 50_000)
+    ]
+    for batch in batches:
+        columns.append(batch)
+    columns.wait()
+    return batches
+
+
+def _whole(batches: list[list[np.ndarray]], k: int) -> np.ndarray:
+    return np.concatenate([batch[k] for batch in batches])
+
+
+def _skip_without_holes(directory: Path) -> None:
+    punch = spill._punch_hole_function()
+    probe = directory / "probe"
+    probe.write_bytes(b"x" * 8192)
+    fd = os.open(probe, os.O_RDWR)
+    try:
+        if punch is None or not punch(fd, 0, 4096):
+            pytest.skip("this file system cannot punch holes")
+    finally:
+        os.close(fd)
+
+
+def test_rows_done_with_are_given_back_in_order_of_each_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _skip_without_holes(tmp_path)
+    monkeypatch.setattr(spill, "RELEASE_BYTES", 10_000 * 14)  # stretches of 10,000 rows
+    columns = SpillColumns(tmp_path, "t", TYPES)
+    batches = _big_appends(columns, np.random.default_rng(5))
+    full = _allocated(columns)
+    columns.done_with([(5_000, 40_000)])  # not from the start of the first append: kept
+    columns.wait_for_releases()
+    assert _allocated(columns) == full
+    columns.done_with([(40_000, 45_000)])  # 5,000 rows of the second append: too few
+    columns.done_with([(0, 5_000)])  # now the whole first append goes
+    columns.wait_for_releases()
+    for k, (before, after) in enumerate(zip(full, _allocated(columns), strict=True)):
+        row = columns._row_nbytes(k)
+        assert before - after >= (40_000 * row - 2 * 4096) // 512  # 512-byte blocks
+    ranges = [(45_000, 46_000), (70_000, 120_000)]
+    for k in range(2):
+        whole = _whole(batches, k)
+        want = np.concatenate([whole[a:b] for a, b in ranges])
+        np.testing.assert_array_equal(columns.read(k, ranges), want)
+    columns.close()
+
+
+def test_a_file_system_without_holes_keeps_every_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[int, int]] = []
+
+    def refuse(fd: int, offset: int, length: int) -> bool:
+        calls.append((offset, length))
+        return False
+
+    monkeypatch.setattr(spill, "_punch_hole_function", lambda: refuse)
+    monkeypatch.setattr(spill, "RELEASE_BYTES", 1)
+    columns = SpillColumns(tmp_path, "t", TYPES)
+    batches = _big_appends(columns, np.random.default_rng(6))
+    columns.done_with([(0, 100), (100, 200)])
+    columns.wait_for_releases()
+    columns.done_with([(200, 300)])
+    columns.wait_for_releases()
+    assert calls[0] == (0, 100 * 12)
+    assert all(offset < 200 * 12 for offset, _ in calls)  # a refusal stops all giving back
+    for k in range(2):
+        np.testing.assert_array_equal(columns.read(k, [(0, 120_000)]), _whole(batches, k))
+    columns.close()

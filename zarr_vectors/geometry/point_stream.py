@@ -123,8 +123,9 @@ class PointWriter:
         Bytes of working memory to stay within, besides the caller's own batches (default
         256 MiB). Larger batches are processed in slices that fit.
     spill_dir
-        Directory for temporary files (about the size of the data). Default: beside a local
-        destination, else the system temporary directory.
+        Directory for temporary files (up to about the size of the data; on Linux given
+        back as the chunks are written). Default: beside a local destination, else the
+        system temporary directory.
     progress
         ``progress(stage, done, total)`` callback (stage ``"ingest"`` counts rows with
         total -1, ``"sort"`` rows of the second pass, ``"write"`` chunks), True for a
@@ -423,6 +424,7 @@ class PointWriter:
         for a in range(0, self.raw.rows, step):
             b = min(a + step, self.raw.rows)
             piece = [self.raw.read(k, [(a, b)]) for k in range(len(self.raw.columns))]
+            self.raw.done_with([(a, b)])
             lo, hi, _ = bounds_and_nonfinite(piece[0])
             self._spill_binned(piece, grid, (lo, hi))
             self.progress("sort", b, self.raw.rows)
@@ -432,7 +434,8 @@ class PointWriter:
         self, chunk: tuple[int, ...], n_bins: int
     ) -> tuple[list[np.ndarray], np.ndarray]:
         """The appended rows of a chunk, every column, in (bin, input order), and the
-        ``(n_bins + 1,)`` offsets of its bins."""
+        ``(n_bins + 1,)`` offsets of its bins; read once per chunk (their spill space is
+        then given back)."""
         assert self.binned is not None
         assert self.runs is not None
         pieces = self.pieces[chunk]
@@ -443,6 +446,7 @@ class PointWriter:
             move_runs(self.binned.read(k, ranges), runs[:, 1], starts)
             for k in range(len(self.binned.columns))
         ]
+        self.binned.done_with(ranges)
         return values, bin_offsets
 
     def _new_rows(self, chunk: tuple[int, ...]) -> tuple[list[np.ndarray], np.ndarray]:

@@ -4,16 +4,25 @@ A :class:`SpillColumns` holds one flat binary file per column under a scratch di
 Batches of rows are appended at the end of every column at once, written by background
 threads while the caller goes on (one append in flight at a time); any set of row ranges is
 read back into a caller's array with positioned reads, so reading a chunk's pieces never
-maps or loads the rest of a file.
+maps or loads the rest of a file. Rows the caller is done with are given back (their disk
+space and page cache) as soon as a long stretch of an append is done with, where the file
+system can punch holes (:meth:`SpillColumns.done_with`): the store being written then reuses
+that memory, and a write needs about the size of the data on disk, not twice it.
 """
 
 from __future__ import annotations
 
+import bisect
+import ctypes
+import functools
+import heapq
 import os
 import shutil
+import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +89,9 @@ class SpillColumns:
         )
         self._pending: list[Future[None]] = []
         self.rows = 0
+        self._appends: list[_Append] = []
+        self._releases: list[Future[None]] = []
+        self._releasing = _punch_hole_function() is not None
 
     def _row_nbytes(self, k: int) -> int:
         dtype, shape = self.columns[k]
@@ -98,6 +110,8 @@ class SpillColumns:
             offset = first * self._row_nbytes(k)
             self._pending.append(self._pool.submit(_write_at, self._fds[k], data, offset))
         self.rows += int(values[0].shape[0]) if values else 0
+        if self.rows > first:
+            self._appends.append(_Append(first, self.rows))
         return first
 
     def wait(self) -> None:
@@ -125,16 +139,60 @@ class SpillColumns:
                 pos, offset = pos + got, offset + got
         return out
 
+    def done_with(self, ranges: Sequence[tuple[int, int]]) -> None:
+        """Rows ``[a, b)`` for each range will not be read again, in any column.
+
+        Each row must be given once. Once the rows done with make a stretch of
+        :data:`RELEASE_BYTES` (or the rest of an append) from the start of what an append
+        still holds, that stretch is given back to the file system in a writer thread (a
+        hole is punched: its disk blocks and cached pages are freed, and it would read as
+        zeros). Where holes cannot be punched nothing is given back; reads are the same.
+        """
+        if not self._releasing:
+            return
+        self.wait()
+        starts = [append.start for append in self._appends]
+        step = self._release_rows()
+        for a, b in ranges:
+            while a < b:
+                append = self._appends[bisect.bisect_right(starts, a) - 1]
+                stop = min(b, append.end)
+                stretch = append.done_with(a, stop, step)
+                if stretch is not None:
+                    self._releases.append(self._pool.submit(self._release, *stretch))
+                a = stop
+
+    def wait_for_releases(self) -> None:
+        """Wait until the stretches given back so far are (they are punched in a writer
+        thread, so reads do not wait for them)."""
+        releases, self._releases = self._releases, []
+        for future in releases:
+            future.result()
+
+    def _release_rows(self) -> int:
+        row = sum(self._row_nbytes(k) for k in range(len(self.columns)))
+        return max(1, RELEASE_BYTES // max(row, 1))
+
+    def _release(self, a: int, b: int) -> None:
+        """Punch the hole of rows ``[a, b)`` in every column (in a writer thread); after a
+        failure, nothing more is given back."""
+        punch = _punch_hole_function()
+        for k, fd in enumerate(self._fds):
+            size = self._row_nbytes(k)
+            if not self._releasing or punch is None or not punch(fd, a * size, (b - a) * size):
+                self._releasing = False
+                return
+
     def close(self) -> None:
         """Stop the writer threads and close the files (removed with the scratch directory).
 
         A write error still pending is dropped: closing is also how an aborted write is
         cleaned up, and the files are discarded either way.
         """
-        for future in self._pending:
+        for future in [*self._pending, *self._releases]:
             future.cancel()
         self._pool.shutdown(wait=True)
-        self._pending = []
+        self._pending, self._releases = [], []
         for fd in self._fds:
             os.close(fd)
         self._fds = []
@@ -142,6 +200,63 @@ class SpillColumns:
 
 _WRITE_THREADS = 2
 """Threads writing one append's columns at once (the files are independent)."""
+
+RELEASE_BYTES = 8 * 2**20
+"""Bytes of rows (all columns) done with that are given back at once (see
+:meth:`SpillColumns.done_with`); fewer, larger holes cost fewer system calls."""
+
+
+@dataclass(slots=True)
+class _Append:
+    """Rows ``[start, end)`` of one append: those before ``released`` are given back, those
+    before ``frontier`` are done with, and ``later`` holds ranges done with beyond it."""
+
+    start: int
+    end: int
+    frontier: int = -1
+    released: int = -1
+    later: list[tuple[int, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.frontier = self.released = self.start
+
+    def done_with(self, a: int, b: int, step: int) -> tuple[int, int] | None:
+        """Mark rows ``[a, b)`` done with; the stretch to give back now, if any."""
+        heapq.heappush(self.later, (a, b))
+        while self.later and self.later[0][0] == self.frontier:
+            self.frontier = heapq.heappop(self.later)[1]
+        if self.frontier - self.released >= step or (
+            self.frontier == self.end and self.released < self.end
+        ):
+            stretch = (self.released, self.frontier)
+            self.released = self.frontier
+            return stretch
+        return None
+
+
+_FALLOC_FL_KEEP_SIZE = 0x01
+_FALLOC_FL_PUNCH_HOLE = 0x02
+
+
+@functools.cache
+def _punch_hole_function() -> Callable[[int, int, int], bool] | None:
+    """``punch(fd, offset, length) -> bool``, freeing a byte range of a file (Linux
+    ``fallocate`` with ``FALLOC_FL_PUNCH_HOLE``), or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fallocate = getattr(libc, "fallocate64", None) or libc.fallocate
+    except (OSError, AttributeError):
+        return None
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    fallocate.restype = ctypes.c_int
+    mode = _FALLOC_FL_KEEP_SIZE | _FALLOC_FL_PUNCH_HOLE
+
+    def punch(fd: int, offset: int, length: int) -> bool:
+        return length <= 0 or fallocate(fd, mode, offset, length) == 0
+
+    return punch
 
 
 def _write_at(fd: int, data: np.ndarray, offset: int) -> None:
