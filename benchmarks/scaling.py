@@ -126,9 +126,11 @@ FOOTNOTES = (
     "the batches are generated inside the timed loop, so each generation is timed on its own "
     "and the sum is subtracted (the log and the JSON show it, and the part of the write "
     "spent in the close: the chunk writes after the last batch); the generator's cache "
-    "effects on the writer are not removed. Median of --repeat writes up to 1e7, one write "
-    "above. Every write starts after an untimed os.sync() (earlier writes are not written "
-    "back during it; its own data is not synced).",
+    "effects on the writer are not removed. Median of --repeat writes at every size (each "
+    "store is kept until the run ends: 1e8 needs about 1.2 GB per write). Every write starts "
+    "after an untimed os.sync() (earlier writes are not written back during it; its own data "
+    "is not synced). --shard-chunks K > 1 writes K^3 chunks per shard file (format 1.1) in "
+    "every case.",
     "peak RSS: VmHWM of the child, reset (clear_refs) just before the first timed write and "
     "read right after the last, so it includes the interpreter, zarr, numba and, for one-shot, "
     "the input arrays; 'write Δ' = peak minus the RSS just before the write.",
@@ -242,8 +244,10 @@ def _warm_up(work: str) -> None:
             writer.append(p, attributes={ATTRIBUTE: a})
 
 
-def _write_streaming(path: str, n: int, seed: int) -> tuple[float, float, float]:
-    """Stream the ``n`` points into ``path``.
+def _write_streaming(
+    path: str, n: int, seed: int, options: zv.WriteOptions | None
+) -> tuple[float, float, float]:
+    """Stream the ``n`` points into ``path`` (with ``options``).
 
     Returns
     -------
@@ -256,7 +260,7 @@ def _write_streaming(path: str, n: int, seed: int) -> tuple[float, float, float]
     generation = 0.0
     clock = time.perf_counter
     start = clock()
-    writer = zv.PointWriter(path, chunk_shape=chunk_side(n), progress=False)
+    writer = zv.PointWriter(path, chunk_shape=chunk_side(n), options=options, progress=False)
     with writer:
         for index in range(-(-n // BATCH)):
             t = clock()
@@ -270,19 +274,35 @@ def _write_streaming(path: str, n: int, seed: int) -> tuple[float, float, float]
 
 
 def _write_once(
-    mode: str, path: str, n: int, seed: int, data: tuple[np.ndarray, np.ndarray]
+    mode: str,
+    path: str,
+    n: int,
+    seed: int,
+    data: tuple[np.ndarray, np.ndarray],
+    options: zv.WriteOptions | None,
 ) -> tuple[float, float, float]:
     """One write of ``mode``: (seconds, generation subtracted, of which the close)."""
     if mode == "streaming":
-        return _write_streaming(path, n, seed)
+        return _write_streaming(path, n, seed, options)
     write = partial(
-        zv.write_points, path, data[0], chunk_shape=chunk_side(n), attributes={ATTRIBUTE: data[1]}
+        zv.write_points,
+        path,
+        data[0],
+        chunk_shape=chunk_side(n),
+        attributes={ATTRIBUTE: data[1]},
+        options=options,
     )
     return timed_write(write)[0], 0.0, 0.0
 
 
 def _writes(
-    mode: str, n: int, seed: int, repeat: int, work: str, data: tuple[np.ndarray, np.ndarray]
+    mode: str,
+    n: int,
+    seed: int,
+    repeat: int,
+    work: str,
+    data: tuple[np.ndarray, np.ndarray],
+    options: zv.WriteOptions | None,
 ) -> dict[str, Any]:
     """Time ``repeat`` writes (each into a fresh path, all kept until the run ends; the
     last is queried) and their peak RSS."""
@@ -294,7 +314,7 @@ def _writes(
     before = proc_status_kb("VmRSS") or _peak_kb()
     for i in range(repeat):
         path = os.path.join(work, f"store-{i}.zv")
-        seconds, gen, close = _write_once(mode, path, n, seed, data)
+        seconds, gen, close = _write_once(mode, path, n, seed, data, options)
         times.append(seconds)
         if mode == "streaming":
             generation.append(gen)
@@ -345,7 +365,9 @@ def _full_read(path: str, data: tuple[np.ndarray, np.ndarray], repeat: int) -> d
     return {"read_s": seconds, "read_ok": same_rows(result, canonical_rows(*data))}
 
 
-def run_case(mode: str, n: int, seed: int, repeat: int, boxes: int, work: str) -> Case:
+def run_case(
+    mode: str, n: int, seed: int, repeat: int, boxes: int, work: str, shard_chunks: int = 1
+) -> Case:
     """Write, measure and query one case in this process (the child's body).
 
     Parameters
@@ -357,12 +379,15 @@ def run_case(mode: str, n: int, seed: int, repeat: int, boxes: int, work: str) -
     seed
         Seed of the data and of the boxes.
     repeat
-        Writes (up to :data:`ONE_SHOT_MAX` points; one above), and repeats of each warm
-        query and of the full read.
+        Writes (their median is reported), and repeats of each warm query and of the full
+        read.
     boxes
         Number of 1% boxes.
     work
         An empty scratch directory (the caller removes it).
+    shard_chunks
+        Spatial chunks per shard along each axis (``WriteOptions.shard_chunks``); 1 for
+        one file per chunk and array.
 
     Returns
     -------
@@ -372,9 +397,11 @@ def run_case(mode: str, n: int, seed: int, repeat: int, boxes: int, work: str) -
     _warm_up(work)
     empty = (np.empty((0, 3), np.float32), np.empty(0, np.float32))
     data = all_points(n, seed) if mode == "one-shot" else empty
-    writes = 1 if n > ONE_SHOT_MAX else repeat
+    writes = repeat
     case: Case = {"mode": mode, "n": n, "chunk_side": chunk_side(n), "writes": writes}
-    case |= _writes(mode, n, seed, writes, work, data)
+    case["shard_chunks"] = shard_chunks
+    options = zv.WriteOptions(shard_chunks=shard_chunks) if shard_chunks > 1 else None
+    case |= _writes(mode, n, seed, writes, work, data, options)
     path = case.pop("path")
     case["store_bytes"], case["store_files"] = tree_size(path)
     case["chunks"] = zv.open(path).chunk_count
@@ -395,12 +422,13 @@ def modes_for(n: int) -> list[str]:
     return [m for m, run in (("one-shot", n <= ONE_SHOT_MAX), ("streaming", n >= BATCH)) if run]
 
 
-def _run_child(mode: str, n: int, seed: int, repeat: int, boxes: int, run_dir: str) -> Case:
+def _run_child(mode: str, n: int, args: argparse.Namespace, run_dir: str) -> Case:
     """Run one case in a fresh process with its own scratch directory inside ``run_dir``
     (removed by the caller when every case is done: see ``_writes``)."""
     work = tempfile.mkdtemp(prefix=f"{size_label(n)}-{mode}-", dir=run_dir)
-    args = (mode, str(n), str(seed), str(repeat), str(boxes), work)
-    return run_child("benchmarks.scaling", "_child", *args)
+    settings = (args.seed, args.repeat, args.boxes)
+    argv = (mode, str(n), *map(str, settings), work, str(args.shard_chunks))
+    return run_child("benchmarks.scaling", "_child", *argv)
 
 
 def _cells(case: Case) -> tuple[str, ...]:
@@ -521,8 +549,13 @@ def _parser() -> argparse.ArgumentParser:
         "--sizes", type=_sizes, default=DEFAULT_SIZES, help="point counts (default 1e5,1e6,1e7,1e8)"
     )
     which.add_argument("--quick", action="store_true", help="smoke run: 1e5 and 1e6 points")
+    parser.add_argument("--repeat", type=int, default=3, help="writes, query and read repeats (3)")
     parser.add_argument(
-        "--repeat", type=int, default=3, help="writes up to 1e7 and query/read repeats (3)"
+        "--shard-chunks",
+        type=int,
+        default=1,
+        metavar="K",
+        help="K x K x K spatial chunks per shard in every write (default 1: a file per chunk)",
     )
     parser.add_argument("--boxes", type=int, default=5, help="1%% boxes (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of data and boxes (default 0)")
@@ -537,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     ----------
     argv
         Command-line arguments (default ``sys.argv[1:]``); ``_child MODE N SEED REPEAT
-        BOXES WORK`` runs one case here and prints its JSON report.
+        BOXES WORK SHARD`` runs one case here and prints its JSON report.
 
     Returns
     -------
@@ -546,13 +579,13 @@ def main(argv: list[str] | None = None) -> int:
     """
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["_child"]:
-        mode, n, seed, repeat, boxes, work = argv[1:]
-        case = run_case(mode, int(n), int(seed), int(repeat), int(boxes), work)
+        mode, n, seed, repeat, boxes, work, shard = argv[1:]
+        case = run_case(mode, int(n), int(seed), int(repeat), int(boxes), work, int(shard))
         print(json.dumps(case))
         return 0
     args = _parser().parse_args(argv)
-    if args.repeat < 1 or args.boxes < 1:
-        _parser().error("--repeat and --boxes must be at least 1")
+    if args.repeat < 1 or args.boxes < 1 or args.shard_chunks < 1:
+        _parser().error("--repeat, --boxes and --shard-chunks must be at least 1")
     sizes = QUICK_SIZES if args.quick else args.sizes
     began = time.perf_counter()
     cases = []
@@ -560,11 +593,12 @@ def main(argv: list[str] | None = None) -> int:
         for n in sizes:
             for mode in modes_for(n):
                 log(f"n={n:,} {mode}: fresh process")
-                cases.append(_run_child(mode, n, args.seed, args.repeat, args.boxes, run_dir))
+                cases.append(_run_child(mode, n, args, run_dir))
                 log(_write_summary(cases[-1]))
     print(
         f"zarr_vectors scaling, {os.cpu_count()} CPUs; seed {args.seed}, {args.boxes} boxes, "
-        f"repeat {args.repeat}; total run time {time.perf_counter() - began:.0f} s\n"
+        f"repeat {args.repeat}, {args.shard_chunks}^3 chunks per shard; "
+        f"total run time {time.perf_counter() - began:.0f} s\n"
     )
     print(format_cases(cases))
     print()
