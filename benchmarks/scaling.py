@@ -397,11 +397,10 @@ def run_case(
     _warm_up(work)
     empty = (np.empty((0, 3), np.float32), np.empty(0, np.float32))
     data = all_points(n, seed) if mode == "one-shot" else empty
-    writes = repeat
-    case: Case = {"mode": mode, "n": n, "chunk_side": chunk_side(n), "writes": writes}
+    case: Case = {"mode": mode, "n": n, "chunk_side": chunk_side(n), "writes": repeat}
     case["shard_chunks"] = shard_chunks
     options = zv.WriteOptions(shard_chunks=shard_chunks) if shard_chunks > 1 else None
-    case |= _writes(mode, n, seed, writes, work, data, options)
+    case |= _writes(mode, n, seed, repeat, work, data, options)
     path = case.pop("path")
     case["store_bytes"], case["store_files"] = tree_size(path)
     case["chunks"] = zv.open(path).chunk_count
