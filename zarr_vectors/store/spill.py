@@ -6,8 +6,8 @@ threads while the caller goes on (one append in flight at a time); any set of ro
 read back into a caller's array with positioned reads, so reading a chunk's pieces never
 maps or loads the rest of a file. Rows the caller is done with are given back (their disk
 space and page cache) as soon as a long stretch of an append is done with, where the file
-system can punch holes (:meth:`SpillColumns.done_with`): the store being written then reuses
-that memory, and a write needs about the size of the data on disk, not twice it.
+system can punch holes (:meth:`SpillColumns.done_with`), so a write needs about the size of
+the data on disk beside the store, not twice it.
 """
 
 from __future__ import annotations
