@@ -131,11 +131,15 @@ class PointWriter:
         total -1, ``"sort"`` rows of the second pass, ``"write"`` chunks), True for a
         progress bar on standard error, False for none; default: a bar when standard error
         is a terminal or in Jupyter.
+    mode
+        ``"w"`` (default) writes a new store; ``"a"`` adds the batches to the existing
+        point cloud at ``store`` (as :func:`append_points`), keeping its ``chunk_shape``,
+        ``bin_shape`` and options, so those and ``overwrite`` are not given then.
 
     Raises
     ------
     StoreExistsError
-        When the destination holds data and ``overwrite`` is false.
+        When the destination holds data and ``overwrite`` is false (``mode="w"``).
     InvalidInputError
         For invalid settings; :meth:`append` raises it for invalid batches, which are then
         not added (the batches before them are kept).
@@ -289,15 +293,16 @@ class PointWriter:
         if self.schema is None:
             self.schema = schema
             return
+        first = "the store's" if self.existing else "the first batch's"
         if schema[:2] != self.schema[:2]:
             raise InvalidInputError(
-                f"this batch has positions ({pos.shape[1]}-D, {pos.dtype}); the first batch "
-                f"had ({self.schema[1]}-D, {self.schema[0]}): every batch must match"
+                f"this batch has positions ({pos.shape[1]}-D, {pos.dtype}); {first} are "
+                f"({self.schema[1]}-D, {self.schema[0]}): every batch must match"
             )
         if schema[2] != self.schema[2]:
             raise InvalidInputError(
-                f"this batch's attributes {_describe(schema[2])} differ from the first "
-                f"batch's {_describe(self.schema[2])}: every batch must match"
+                f"this batch's attributes {_describe(schema[2])} differ from {first} "
+                f"{_describe(self.schema[2])}: every batch must match"
             )
 
     def _slice_rows(self) -> int:
