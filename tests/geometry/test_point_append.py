@@ -213,6 +213,15 @@ def test_a_failed_append_leaves_a_local_store_as_it_was(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
 
 
+def test_a_mismatch_names_the_store_not_a_first_batch(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    zv.write_points(path, np.ones((5, 3), np.float32), chunk_shape=10.0)
+    with pytest.raises(zv.InvalidInputError, match=r"the store's \{\}"):
+        zv.append_points(path, np.ones((2, 3), np.float32), attributes={"a": np.ones(2)})
+    with pytest.raises(zv.InvalidInputError, match=r"the store's are \(3-D, float32\)"):
+        zv.append_points(path, np.ones((2, 3)), progress=False)
+
+
 def test_a_failed_append_in_place_leaves_an_incomplete_store(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -248,14 +257,6 @@ def test_input_that_does_not_match_changes_nothing(tmp_path: Path) -> None:
             zv.append_points(path, positions, attributes=attributes, progress=False)
     assert _files(path) == before
 
-
-def test_a_mismatch_names_the_store_not_a_first_batch(tmp_path: Path) -> None:
-    path = tmp_path / "s"
-    zv.write_points(path, np.ones((5, 3), np.float32), chunk_shape=10.0)
-    with pytest.raises(zv.InvalidInputError, match=r"the store's \{\}"):
-        zv.append_points(path, np.ones((2, 3), np.float32), attributes={"a": np.ones(2)})
-    with pytest.raises(zv.InvalidInputError, match=r"the store's are \(3-D, float32\)"):
-        zv.append_points(path, np.ones((2, 3)), progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
 
 
