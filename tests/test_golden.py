@@ -1,4 +1,5 @@
-"""Golden stores of formats 1.0 and 1.1 are read forever and rewritten byte for byte (spec §13).
+"""Golden stores of formats 1.0 and 1.1 are read forever and rewritten byte for byte (spec §13);
+those an earlier writer wrote differently (``earlier/``) are read forever too.
 
 There is a 1.0 store for point clouds and for every object kind (streamlines, graph,
 skeletons, meshes), and 1.1 stores (several chunks per shard, §9.0.1) of points and
@@ -22,6 +23,8 @@ GOLDEN = Path(__file__).parent / "data" / "golden" / "1.0"
 NAMES = sorted(make_golden.inputs())
 GOLDEN_1_1 = Path(__file__).parent / "data" / "golden" / "1.1"
 SHARDED_NAMES = sorted(make_golden.sharded_inputs())
+EARLIER = Path(__file__).parent / "data" / "golden" / "earlier"
+EARLIER_NAMES = sorted(p.name.removesuffix(".zarrvectors") for p in EARLIER.glob("*.zarrvectors"))
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -111,17 +114,33 @@ def _check_objects(store: zv.VectorStore, expected: np.lib.npyio.NpzFile) -> Non
         np.testing.assert_array_equal(store.query(group=key[6:]).object_ids, expected[key])
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_golden_store_reads_back_its_input(name: str) -> None:
-    path = GOLDEN / f"{name}.zarrvectors"
+def _check_golden(directory: Path, name: str) -> zv.VectorStore:
+    """The golden store ``name`` in ``directory`` reads back its expected answer and
+    validates at level 4."""
+    path = directory / f"{name}.zarrvectors"
     store = zv.open(path)
-    with np.load(GOLDEN / f"{name}.expected.npz") as expected:
+    with np.load(directory / f"{name}.expected.npz") as expected:
         if store.is_object_store:
             _check_objects(store, expected)
         else:
             _check_points(store, expected)
     report = zv.validate(path, level=4)
     assert report.ok, report
+    return store
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_golden_store_reads_back_its_input(name: str) -> None:
+    _check_golden(GOLDEN, name)
+
+
+@pytest.mark.parametrize("name", EARLIER_NAMES)
+def test_earlier_writers_golden_store_reads_back_its_input(name: str) -> None:
+    """Golden stores as an earlier writer wrote them (``earlier/README.md``) stay readable."""
+    store = _check_golden(EARLIER, name)
+    fragments = zarr.open_array(EARLIER / f"{name}.zarrvectors" / "0" / "vertex_fragments")
+    assert fragments.chunks[-1] == fragments.shape[-1], "one block per blob, as then written"
+    assert store.is_object_store
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -157,16 +176,8 @@ def _sharded(name: str) -> dict[str, object]:
 
 @pytest.mark.parametrize("name", SHARDED_NAMES)
 def test_sharded_golden_store_reads_back_its_input(name: str) -> None:
-    path = GOLDEN_1_1 / f"{name}.zarrvectors"
-    store = zv.open(path)
+    store = _check_golden(GOLDEN_1_1, name)
     assert store.metadata["zarr_vectors_version"] == "1.1"
-    with np.load(GOLDEN_1_1 / f"{name}.expected.npz") as expected:
-        if store.is_object_store:
-            _check_objects(store, expected)
-        else:
-            _check_points(store, expected)
-    report = zv.validate(path, level=4)
-    assert report.ok, report
 
 
 @pytest.mark.parametrize("name", SHARDED_NAMES)

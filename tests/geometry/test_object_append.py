@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import zarr
 from hypothesis import HealthCheck, given, settings
 from zarr.storage import MemoryStore
 
@@ -14,6 +16,8 @@ import zarr_vectors as zv
 from tests.geometry import object_cases
 from tests.geometry.object_cases import KINDS, SMALL_BLOCKS
 from zarr_vectors.geometry import merge_globals
+
+GOLDEN = Path(__file__).parents[1] / "data" / "golden"
 
 HYPOTHESIS = settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -287,3 +291,46 @@ def test_appends_keep_custom_metadata(tmp_path: Path) -> None:
     store = zv.open(tmp_path / "s")
     assert store.object_count == 24
     assert store.metadata["custom_metadata"] == kept
+
+
+def _fragment_files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for name in ("vertex_fragments", "link_fragments")
+        for p in sorted((root / "0" / name).rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_an_earlier_writers_store_keeps_its_blob_blocks(tmp_path: Path) -> None:
+    """A store written with one fragment-blob block per chunk (``golden/earlier``) takes an
+    append: its blocks stay, chunks without new objects keep their blob bytes, and the old
+    objects read back as before."""
+    earlier = GOLDEN / "earlier" / "streamlines_3d_groups.zarrvectors"
+    path = tmp_path / "s"
+    shutil.copytree(earlier, path)
+    before = _fragment_files(path)
+    zv.append_polylines(
+        path,
+        [np.array([[1.0, 1, 1], [2, 2, 2]], np.float32)],  # chunk (0, 0, 0) only
+        attributes={"fa": np.array([0.5, 0.25], np.float32)},
+        object_attributes={"weight": np.array([0.5]), "n_points": np.array([2], np.int32)},
+        object_ids=[5000],
+        progress=False,
+    )
+    for name in ("vertex_fragments", "link_fragments"):
+        assert zarr.open_array(path / "0" / name).chunks == (1, 1, 1, 512)
+    after = _fragment_files(path)
+    changed = sorted(k for k in before if after[k] != before[k])
+    assert changed == ["0/link_fragments/c/0/0/0/0", "0/vertex_fragments/c/0/0/0/0"]
+    assert zv.validate(path, level=4).ok
+    old, new = zv.open(earlier), zv.open(path)
+    np.testing.assert_array_equal(new.object_ids, [*old.object_ids, 5000])
+    want, got = old.read_objects(old.object_ids), new.read_objects(old.object_ids)
+    np.testing.assert_array_equal(got.positions, want.positions)
+    np.testing.assert_array_equal(got.offsets, want.offsets)
+    for name, values in want.attributes.items():
+        np.testing.assert_array_equal(got.attributes[name], values)
+    for name, values in want.object_attributes.items():
+        np.testing.assert_array_equal(got.object_attributes[name], values)
+    np.testing.assert_array_equal(new.read_objects([5000]).positions, [[1, 1, 1], [2, 2, 2]])

@@ -1,5 +1,6 @@
-"""The shared write path: encoding in worker threads writes the same bytes, and a failure
-in a worker surfaces in the caller without touching an existing store."""
+"""The shared write path: encoding in worker threads writes the same bytes, a failure in a
+worker surfaces in the caller without touching an existing store, and fragment blobs are
+stored in blocks of the size spec §9.2 recommends."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 
 import zarr_vectors as zv
+from zarr_vectors.format.fragments import fragment_index_nbytes
 from zarr_vectors.geometry import _pipeline, _shard_writes
 from zarr_vectors.store import io as store_io
 
@@ -74,3 +77,28 @@ def test_a_failing_worker_raises_and_leaves_the_old_store(
         _write(path, overwrite=True)
     assert _files(path) == before
     assert zv.open(path).vertex_count == 30_000
+
+
+@pytest.mark.parametrize(
+    ("longest", "kept", "block", "n_max"),
+    [
+        (100, None, 256, 256),  # never below 256 bytes
+        (10_513, None, 512, 10_752),  # 10,513 / 32 = 329 bytes: 512
+        (10**7, None, 65536, 10_027_008),  # never above 64 KiB
+        (10_513, 4096, 4096, 12_288),  # an append keeps its store's longer blocks
+        (10_513, 256, 512, 10_752),  # but not shorter ones
+    ],
+)
+def test_object_blob_blocks_are_about_a_32nd_of_the_longest_blob(
+    longest: int, kept: int | None, block: int, n_max: int
+) -> None:
+    layout = _pipeline.blob_layout(longest, kept)
+    assert (layout.rows_per_block, layout.n_max) == (block, n_max)
+    assert layout.dtype == np.uint8
+
+
+def test_a_point_cloud_stores_one_blob_block_per_chunk(tmp_path: Path) -> None:
+    _write(tmp_path / "s", bin_shape=5.0)  # 125 bins per chunk
+    assert fragment_index_nbytes(125, 125, 0) == 2036  # every chunk's blob
+    fragments = zarr.open_array(tmp_path / "s" / "0" / "vertex_fragments")
+    assert fragments.chunks[-1] == fragments.shape[-1] == 2048

@@ -286,9 +286,26 @@ def round_up(value: int, multiple: int) -> int:
     return max(multiple, -(-value // multiple) * multiple)
 
 
-def blob_layout(blob_nbytes: int) -> RowLayout:
-    """Layout of a ``uint8`` blob array whose longest blob has ``blob_nbytes`` (spec §9.2)."""
-    block = int(min(65536, max(256, 1 << max(0, (blob_nbytes - 1).bit_length()))))
+_BLOB_BLOCKS = 32
+"""Blocks in the longest blob of an object level, at most (about): see :func:`blob_layout`."""
+
+
+def _blob_block(nbytes: int) -> int:
+    """The smallest power of two >= ``nbytes``, clipped to [256, 65536] (spec §9.2)."""
+    return int(min(65536, max(256, 1 << max(0, (nbytes - 1).bit_length()))))
+
+
+def blob_layout(blob_nbytes: int, block: int | None = None) -> RowLayout:
+    """Layout of a ``uint8`` blob array whose longest blob has ``blob_nbytes`` (spec §9.2).
+
+    A chunk stores only the blocks its own blob covers, so blocks much shorter than the
+    longest blob keep short blobs short; by default a block is about 1/32 of the longest
+    blob (:data:`_BLOB_BLOCKS`), so a shard index holds about 32 entries per chunk.
+    ``block`` asks for longer blocks (an append keeps its store's, so that chunks it does
+    not change keep their bytes); a shorter one is raised to the default.
+    """
+    default = _blob_block(-(-blob_nbytes // _BLOB_BLOCKS))
+    block = default if block is None else max(block, default)
     return RowLayout(np.dtype(np.uint8), (), block, round_up(blob_nbytes, block), None)
 
 
@@ -298,8 +315,8 @@ def point_blob_layout(grid: ChunkGrid) -> RowLayout:
     A point chunk's blob holds one range per bin (spec §6.6), so its length depends on the
     grid alone, and a chunk's blob can be written before the other chunks are known.
     """
-    n_bins = grid.bins_per_chunk_total
-    return blob_layout(fragment_index_nbytes(n_bins, n_bins, 0))
+    nbytes = fragment_index_nbytes(grid.bins_per_chunk_total, grid.bins_per_chunk_total, 0)
+    return blob_layout(nbytes, _blob_block(nbytes))
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,7 +387,8 @@ class LevelWriter:
     blobs
         Layout of the fragment blobs when it is known in advance (point clouds:
         :func:`point_blob_layout`): :meth:`add_chunk` then writes a chunk's blob at once.
-        Default: blobs are kept and written by :meth:`finish`, sized to the longest.
+        Default (the object kinds): blobs are kept and written by :meth:`finish`, in the
+        layout :func:`blob_layout` gives the longest.
     documents
         Write the arrays' metadata on creation (default). False for a writer of some of
         the chunks only.
@@ -574,12 +592,14 @@ def _level_writer(
     columns: tuple[np.ndarray, dict[str, np.ndarray]],
     counts: np.ndarray,
     options: WriteOptions,
+    blobs: RowLayout | None = None,
 ) -> LevelWriter:
-    """A level writer for these columns, ``N_max`` sized to the fullest chunk."""
+    """A level writer for these columns, ``N_max`` sized to the fullest chunk; ``blobs`` as
+    :class:`LevelWriter` takes it."""
     positions, attributes = columns
     n_max = round_up(int(counts.max(initial=0)), options.block_rows)
     shapes = (column_shapes(positions), {k: column_shapes(v) for k, v in attributes.items()})
-    return LevelWriter(io, level, grid, shapes, n_max, options)
+    return LevelWriter(io, level, grid, shapes, n_max, options, blobs=blobs)
 
 
 def _write_chunks(
@@ -639,7 +659,8 @@ def write_point_level(
     points = sort_points([positions, *attributes.values()], bounds, grid)
     offsets, bins = points.chunk_offsets, points.bin_offsets
     blobs = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))
-    writer = _level_writer(io, level, grid, columns, np.diff(offsets), options)
+    counts = np.diff(offsets)
+    writer = _level_writer(io, level, grid, columns, counts, options, point_blob_layout(grid))
 
     def rows_of(j: int) -> list[np.ndarray]:
         return [c[offsets[j] : offsets[j + 1]] for c in points.columns]

@@ -236,11 +236,13 @@ def _final_arrays(plan: MergePlan, merged: list[tuple[int, ...]]) -> None:
         )
         blob_bytes[LINK_FRAGMENTS] = max(blob_bytes[LINK_FRAGMENTS], len(link_blob(links)))
     n_max = {family: round_up(n, r) for family, n in longest.items()}
+    blocks: dict[str, int] = {}  # a base keeps its blob blocks (when long enough)
     if plan.has_base:
         for array in first.arrays.values():
             n_max[array.family] = max(n_max[array.family], array.layout.n_max)
         for name in BLOBS:
             blob_bytes[name] = max(blob_bytes[name], first.blobs[name][0].n_max)
+            blocks[name] = first.blobs[name][0].rows_per_block
     shards = plan.shard_chunks
     plan.arrays = {
         path: dataclasses.replace(
@@ -253,7 +255,10 @@ def _final_arrays(plan: MergePlan, merged: list[tuple[int, ...]]) -> None:
     }
     plan.blobs = {
         name: (
-            dataclasses.replace(blob_layout(blob_bytes[name]), shard_chunks=shards),
+            dataclasses.replace(
+                blob_layout(blob_bytes[name], blocks.get(name)),
+                shard_chunks=shards,
+            ),
             first.blobs[name][1],
         )
         for name in BLOBS

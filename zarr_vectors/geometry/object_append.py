@@ -4,7 +4,8 @@ Each ``append_*`` function validates and writes the new objects alone, with the 
 writer and the store's own settings, into a scratch store, then merges that into the store
 (:mod:`zarr_vectors.geometry.object_merge`). The store becomes, byte for byte apart from
 ``creation_timestamp``, the store one write of the old objects followed by the new ones
-gives.
+gives. A store an earlier writer wrote with longer fragment-blob blocks (spec §9.2) keeps
+them, so that chunks without new objects keep their bytes.
 """
 
 from __future__ import annotations
@@ -141,9 +142,10 @@ def append_polylines(
     -----
     The store becomes, byte for byte apart from ``creation_timestamp``, the store
     :func:`~zarr_vectors.write_polylines` writes for the old objects followed by the new
-    ones. Chunks without new vertices are not rewritten (only moved when the new data lie
-    below the grid origin, and re-indexed when a chunk outgrows ``N_max``). A local store
-    is changed in a sibling directory swapped in at the end, so a failed append leaves it
+    ones (but for the fragment-blob blocks of a store an earlier writer wrote, which stay).
+    Chunks without new vertices are not rewritten (only moved when the new data lie below
+    the grid origin, and re-indexed when a chunk outgrows ``N_max``). A local store is
+    changed in a sibling directory swapped in at the end, so a failed append leaves it
     as it was; other stores are changed in place, and an interrupted append leaves them
     incomplete (spec §2.4), never wrong.
     """

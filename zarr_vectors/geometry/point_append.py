@@ -183,7 +183,7 @@ def append_to_store(
     names = list(existing.columns)
     shapes = (existing.columns[VERTICES], {k: existing.columns[k] for k in names[1:]})
     sharded = existing.layouts[VERTICES].chunks_per_shard != 1
-    blobs = point_blob_layout(grid) if sharded else None
+    blobs = point_blob_layout(grid)  # as the one-shot writer's (§9.2: one block per chunk)
     with modify_target(store, rewritten=f"0/{VERTEX_COUNTS}/c/") as (source, target):
         reader = LevelReader(source, existing.root, 0)
         writer = LevelWriter(target, 0, grid, shapes, n_max, existing.options, blobs=blobs)

@@ -32,6 +32,7 @@ from zarr_vectors.geometry._pipeline import (
     LevelWriter,
     WriteOptions,
     dense_bounds_span,
+    point_blob_layout,
     round_up,
 )
 from zarr_vectors.geometry._shard_writes import shard_major_order
@@ -413,6 +414,7 @@ class PointWriter:
                 (types[0], dict(zip(names, types[1:], strict=True))),
                 n_max,
                 self.options,
+                blobs=point_blob_layout(grid),
             )
             grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, ndim) - grid.origin
             visit = shard_major_order(grid_chunks, writer.shard_chunks).tolist()
