@@ -203,11 +203,23 @@ def edit_rows(
     put_rows(store, path, chunk, rows)
 
 
+def get_blob_bytes(store: MemoryStore, path: str, g: tuple[int, ...]) -> np.ndarray:
+    """The stored blocks of chunk ``g``'s blob in blob array ``path``, in order (a blob
+    array stores only the blocks its blob covers, spec §9.2)."""
+    lay = layout(store, path)
+    key = shard_key(store, path, g)
+    shard = get(store, key)
+    index = lay.decode_index(shard, key)
+    stored = int(np.argmin(np.append(index[:, 0] != np.iinfo(np.uint64).max, False)))
+    out = np.empty(stored * lay.rows_per_block, dtype=np.uint8)
+    lay.decode_rows_into(shard, index, 0, (0, out.shape[0]), out, key)
+    return out
+
+
 def get_blob(store: MemoryStore, g: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Dense ``(starts, counts)`` of a chunk's fragment index (default: the first chunk)."""
     chunk = first_chunk(store)[0] if g is None else g
-    size = layout(store, "0/vertex_fragments").n_max
-    return decode_dense_ranges(get_rows(store, "0/vertex_fragments", chunk, size))
+    return decode_dense_ranges(get_blob_bytes(store, "0/vertex_fragments", chunk))
 
 
 def put_blob(store: MemoryStore, blob: bytes, g: tuple[int, ...] | None = None) -> None:

@@ -51,8 +51,7 @@ def set_global(st: Store, path: str, values: np.ndarray) -> None:
 
 
 def link_blob(st: Store, g: Chunk) -> tuple[np.ndarray, np.ndarray]:
-    size = s.layout(st, "0/link_fragments").n_max
-    return decode_dense_ranges(s.get_rows(st, "0/link_fragments", g, size))
+    return decode_dense_ranges(s.get_blob_bytes(st, "0/link_fragments", g))
 
 
 def links(st: Store, g: Chunk) -> np.ndarray:
