@@ -134,6 +134,16 @@ def test_golden_store_reads_back_its_input(name: str) -> None:
     _check_golden(GOLDEN, name)
 
 
+def test_the_earlier_writers_golden_stores_are_all_there() -> None:
+    """The stores ``earlier/README.md`` lists (a lost one would skip its test silently)."""
+    assert EARLIER_NAMES == [
+        "graph_2d_edge_attributes",
+        "skeletons_3d_swc",
+        "streamlines_3d_groups",
+        "streamlines_3d_sharded",
+    ]
+
+
 @pytest.mark.parametrize("name", EARLIER_NAMES)
 def test_earlier_writers_golden_store_reads_back_its_input(name: str) -> None:
     """Golden stores as an earlier writer wrote them (``earlier/README.md``) stay readable."""
