@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,7 +65,7 @@ class ChunkGrid:
     @property
     def bins_per_chunk_total(self) -> int:
         """Bins in one chunk (product over axes)."""
-        return int(np.prod(self.bins))
+        return math.prod(self.bins.tolist())
 
     def chunk_lower(self, chunks: np.ndarray) -> np.ndarray:
         """Lower corners ``c*C`` (float64) of zarr chunk indices ``chunks`` (…, D)."""

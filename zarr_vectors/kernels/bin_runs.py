@@ -7,6 +7,7 @@ row order. Ordering the rows by (bin, row position) then moves whole runs instea
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -117,7 +118,7 @@ def move_runs(values: np.ndarray, run_lengths: npt.ArrayLike, starts: npt.ArrayL
             f"and {dest.size} starts"
         )
     out = np.empty_like(src)
-    row_bytes = src.dtype.itemsize * int(np.prod(src.shape[1:], dtype=np.int64))
+    row_bytes = src.dtype.itemsize * math.prod(src.shape[1:])
     if n == 0 or row_bytes == 0:
         return out
     flat_src, flat_out = src.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8)

@@ -16,6 +16,7 @@ import bisect
 import ctypes
 import functools
 import heapq
+import math
 import os
 import shutil
 import sys
@@ -81,6 +82,7 @@ class SpillColumns:
         self, directory: Path, name: str, columns: Sequence[tuple[np.dtype[Any], tuple[int, ...]]]
     ) -> None:
         self.columns = [(np.dtype(d), tuple(s)) for d, s in columns]
+        self._row_sizes = [d.itemsize * math.prod(s) for d, s in self.columns]
         self.paths = [directory / f"{name}.{k}.bin" for k in range(len(self.columns))]
         flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC
         self._fds = [os.open(path, flags, 0o600) for path in self.paths]
@@ -94,8 +96,7 @@ class SpillColumns:
         self._releasing = _punch_hole_function() is not None
 
     def _row_nbytes(self, k: int) -> int:
-        dtype, shape = self.columns[k]
-        return int(dtype.itemsize * int(np.prod(shape, dtype=np.int64)))
+        return self._row_sizes[k]
 
     def append(self, values: Sequence[np.ndarray]) -> int:
         """Append the same number of rows to every column; return the first new row number.
