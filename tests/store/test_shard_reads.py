@@ -18,11 +18,15 @@ from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.shards import decode_single_chunk, single_chunk_key
 
 
-@pytest.mark.parametrize("blosc", [True, False])
-def test_a_one_chunk_array_decodes_as_zarr_reads_it(blosc: bool) -> None:
+@pytest.mark.parametrize("codecs", ["blosc", "crc32c", "none"])
+def test_a_one_chunk_array_decodes_as_zarr_reads_it(codecs: str) -> None:
     store = MemoryStore()
     data = np.arange(60, dtype=np.int64).reshape(3, 4, 5) - 7
-    compressors = [BloscCodec(cname="lz4"), Crc32cCodec()] if blosc else [Crc32cCodec()]
+    compressors = {
+        "blosc": [BloscCodec(cname="lz4"), Crc32cCodec()],
+        "crc32c": [Crc32cCodec()],
+        "none": None,
+    }[codecs]
     zarr.create_array(store, name="a", data=data, chunks=data.shape, compressors=compressors)
     meta = json.loads(store._store_dict["a/zarr.json"].to_bytes())
     key = single_chunk_key(meta, "a")

@@ -150,6 +150,9 @@ def test_layout_round_trips_through_metadata() -> None:
         doc = json.loads(row_array_metadata((3, 4), layout, {"zv_array": "x"}))
         assert RowLayout.from_array_metadata(doc, 2, "x") == layout
     doc = json.loads(row_array_metadata((3, 4), LAYOUTS[0], {}))
+    inner = doc["codecs"][0]["configuration"]["codecs"]
+    inner[:] = inner[:1]  # row blocks without their checksums: left to zarr-python
+    assert RowLayout.from_array_metadata(doc, 2, "x") is None
     doc["codecs"] = [{"name": "bytes", "configuration": {"endian": "little"}}]
     assert RowLayout.from_array_metadata(doc, 2, "x") is None
 

@@ -218,7 +218,27 @@ class LevelReader:
         for path, meta in zip(full, metas, strict=True):
             if not isinstance(meta, dict) or meta.get("node_type") != "array":
                 raise CorruptChunkError(f"{path}: cannot read the array (no array metadata)")
-        return read_whole_many(self.io.store, list(zip(full, metas, strict=True)))
+        found = self._single_chunk_arrays(full, metas)
+        rest = [(p, m) for p, m, f in zip(full, metas, found, strict=True) if f is None]
+        others = iter(read_whole_many(self.io.store, rest))
+        return [next(others) if f is None else f for f in found]
+
+    def _single_chunk_arrays(
+        self, paths: list[str], metas: list[dict[str, Any]]
+    ) -> list[np.ndarray | None]:
+        """The arrays stored as one plain chunk (the usual case for global arrays), fetched
+        in one batch and decoded directly; None for the others and for a missing chunk
+        (all fill values), which zarr-python reads."""
+        keys = [single_chunk_key(meta, path) for path, meta in zip(paths, metas, strict=True)]
+        raws = iter(self.io.get_many([(key, None) for key in keys if key is not None]))
+        out: list[np.ndarray | None] = []
+        for key, meta in zip(keys, metas, strict=True):
+            raw = None if key is None else next(raws)
+            if key is None or raw is None:
+                out.append(None)
+            else:
+                out.append(decode_single_chunk(meta, raw, key).copy())
+        return out
 
     @property
     def attribute_names(self) -> list[str]:
@@ -272,11 +292,9 @@ class LevelReader:
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """The non-zero cells of a ``vertex_counts`` stored as one plain chunk (the usual
         case), decoded directly; None when it is stored otherwise or its chunk is missing."""
-        key = single_chunk_key(meta, path)
-        raw = None if key is None else self.io.get(key)
-        if key is None or raw is None:
+        cells = self._single_chunk_arrays([path], [meta])[0]
+        if cells is None:
             return None
-        cells = decode_single_chunk(meta, raw, key)
         coords = np.argwhere(cells != 0)
         return coords, cells[tuple(coords.T)].astype(np.int64)
 

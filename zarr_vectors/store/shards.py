@@ -637,7 +637,7 @@ def single_chunk_key(meta: dict[str, Any], path: str) -> str | None:
 
     Plain means what :func:`decode_single_chunk` decodes: a regular grid whose one chunk
     is the whole array, the default ``/`` chunk keys, and the codecs ``bytes`` (little
-    endian), optionally ``blosc``, then ``crc32c``.
+    endian) alone, or followed by ``crc32c`` or by ``blosc`` and ``crc32c``.
     """
     try:
         shape = [int(n) for n in meta["shape"]]
@@ -653,7 +653,7 @@ def single_chunk_key(meta: dict[str, Any], path: str) -> str | None:
         or grid.get("name") != "regular"
         or grid.get("configuration", {}).get("chunk_shape") != shape
         or encoding != {"name": "default", "configuration": {"separator": "/"}}
-        or names not in (["bytes", "crc32c"], ["bytes", "blosc", "crc32c"])
+        or names not in (["bytes"], ["bytes", "crc32c"], ["bytes", "blosc", "crc32c"])
         or endian != "little"
         or meta.get("storage_transformers", []) != []
         or not shape
@@ -670,12 +670,14 @@ def decode_single_chunk(meta: dict[str, Any], raw: bytes, where: str) -> np.ndar
     CorruptChunkError
         When the checksum, the Blosc frame or the decoded size is wrong.
     """
-    dtype = np.dtype(meta["data_type"]).newbyteorder("<")
+    dtype = _stored_dtype(meta["data_type"])
     shape = tuple(int(n) for n in meta["shape"])
     expected = math.prod(shape) * dtype.itemsize
-    if len(raw) < _CRC_BYTES or google_crc32c.value(raw) != _CRC_RESIDUE:
-        raise CorruptChunkError(f"{where}: checksum mismatch (the stored bytes are damaged)")
-    body = memoryview(raw)[:-_CRC_BYTES]
+    body = memoryview(raw)
+    if len(meta["codecs"]) > 1:
+        if len(raw) < _CRC_BYTES or google_crc32c.value(raw) != _CRC_RESIDUE:
+            raise CorruptChunkError(f"{where}: checksum mismatch (the stored bytes are damaged)")
+        body = body[:-_CRC_BYTES]
     if len(meta["codecs"]) == 3:
         if len(body) < _BLOSC_HEADER_BYTES or int.from_bytes(body[4:8], "little") != expected:
             raise CorruptChunkError(f"{where}: Blosc header disagrees with the array's size")
@@ -686,6 +688,13 @@ def decode_single_chunk(meta: dict[str, Any], raw: bytes, where: str) -> np.ndar
     if len(body) != expected:
         raise CorruptChunkError(f"{where}: holds {len(body)} bytes, expected {expected}")
     return np.frombuffer(body, dtype=dtype).reshape(shape)
+
+
+def _stored_dtype(name: str) -> np.dtype[Any]:
+    """The little-endian dtype ``name``, as zarr-python gives it: one-byte types keep numpy's
+    own object (``newbyteorder`` would copy it; trx-python tests ``dtype is np.dtype(bool)``)."""
+    dtype = np.dtype(name)
+    return dtype if dtype.byteorder == "|" else dtype.newbyteorder("<")
 
 
 def _pad_rows(block: np.ndarray, rows: int, fill: int) -> np.ndarray:
