@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -79,3 +81,69 @@ def test_no_helper_thread_when_no_cpu_is_idle(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(native_blocks, "_idle_cpu", lambda: True)
     assert native_blocks._decode_helper(10 * native_blocks._SPLIT_BLOCKS) is not None
     assert native_blocks._decode_helper(native_blocks._SPLIT_BLOCKS - 1) is None
+
+
+def _sharing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every call of two or more turns share them with the helper thread."""
+    monkeypatch.setattr(native_blocks, "_CPUS", 2)
+    monkeypatch.setattr(native_blocks, "_SPLIT_BLOCKS", 2)
+    monkeypatch.setattr(native_blocks, "_idle_cpu", lambda: True)
+
+
+def test_turns_run_in_order_on_the_calling_thread_without_a_helper(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(native_blocks, "_idle_cpu", lambda: False)
+    taken: list[tuple[int, int]] = []
+    native_blocks.in_turns(6, lambda t: taken.append((t, threading.get_ident())), 1000)
+    assert taken == [(t, threading.get_ident()) for t in range(6)]
+
+
+def test_turns_are_shared_with_the_helper_and_each_runs_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _sharing(monkeypatch)
+    helper_began = threading.Event()
+    taken: list[tuple[int, int]] = []
+
+    def work(turn: int) -> None:
+        if threading.current_thread() is threading.main_thread():
+            helper_began.wait(5)  # so that both threads surely take turns
+        else:
+            helper_began.set()
+        taken.append((turn, threading.get_ident()))
+        time.sleep(0.001)
+
+    native_blocks.in_turns(40, work, 1000)
+    assert sorted(t for t, _ in taken) == list(range(40))
+    assert len({ident for _, ident in taken}) == 2
+
+
+@pytest.mark.parametrize("where", ["main", "helper"])
+def test_a_failing_turn_is_raised_after_every_turn_taken_has_ended(
+    monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    _sharing(monkeypatch)
+    helper_began = threading.Event()
+    running = [0]
+    lock = threading.Lock()
+
+    def work(turn: int) -> None:
+        on_main = threading.current_thread() is threading.main_thread()
+        if on_main:
+            helper_began.wait(5)
+        else:
+            helper_began.set()
+        with lock:
+            running[0] += 1
+        try:
+            time.sleep(0.002)
+            if turn >= 5 and on_main == (where == "main"):
+                raise ValueError(f"turn {turn} fails")
+        finally:
+            with lock:
+                running[0] -= 1
+
+    with pytest.raises(ValueError, match="fails"):
+        native_blocks.in_turns(200, work, 1000)
+    assert running[0] == 0  # nothing still runs once the error is raised

@@ -268,7 +268,8 @@ def test_any_row_range_decodes_as_slicing_with_and_without_native_functions(
     rows = _rows(layout, n, seed=5)
     shard = layout.encode_shard(rows)
     index = layout.decode_index(shard, "s")
-    ranges = [(0, n), (0, r), (r, 2 * r), (1, 2), (r - 1, r + 1), (2, n), (n - 1, n)]
+    ranges = [(0, n), (0, r), (r, 2 * r), (1, 2), (r - 1, r + 1), (2, n), (n - 1, n), (0, 1)]
+    ranges += [(r, r + 3), (0, 2 * r + 1)]  # start on a block, end inside one
     for start, stop in [(a, min(b, n)) for a, b in ranges]:
         a, b = layout.block_span(index, start // r, (stop - 1) // r + 1, "s")
         out = np.empty((stop - start, *layout.row_shape), layout.dtype)

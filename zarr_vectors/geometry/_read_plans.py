@@ -34,6 +34,7 @@ __all__ = [
     "BinTable",
     "BlockPlan",
     "BlockTable",
+    "RowJob",
     "RowPlan",
     "SlotPlan",
     "SpareBuffers",
@@ -253,6 +254,10 @@ def contiguous_groups(blocks: list[int]) -> list[list[int]]:
     return groups
 
 
+RowJob = tuple[int, list[list[int]], tuple[int, int] | None, int]
+"""One request's part of a :class:`RowPlan` (see :attr:`RowPlan.jobs`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RowPlan:
     """The row blocks to read for a list of requests, for one row-block size R.
@@ -265,7 +270,7 @@ class RowPlan:
     rows_per_block: int
     starts: np.ndarray
     blocks: BlockPlan
-    jobs: list[tuple[int, list[list[int]], tuple[int, int] | None, int]]
+    jobs: list[RowJob]
 
     @classmethod
     def build(cls, wanted: list[ChunkRows], r: int) -> RowPlan:
@@ -275,7 +280,7 @@ class RowPlan:
         multi = [i for i, w in enumerate(wanted) if w.runs.shape[0] > 1]
         blocks = BlockPlan.build([wanted[i].runs for i in multi], starts[multi], r)
         slot_of = dict(zip(multi, range(len(multi)), strict=True))
-        jobs: list[tuple[int, list[list[int]], tuple[int, int] | None, int]] = []
+        jobs: list[RowJob] = []
         for i, w in enumerate(wanted):
             if not sizes[i]:
                 continue

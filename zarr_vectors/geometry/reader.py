@@ -25,6 +25,7 @@ the dense fragment blobs of point clouds are decoded directly too.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +57,7 @@ from zarr_vectors.geometry import _read_plans as read_plans
 from zarr_vectors.geometry.point_reads import PointReads
 from zarr_vectors.store.arrays import nonzero_cells, read_region, read_whole_many
 from zarr_vectors.store.io import ByteRange, StoreIO, local_root
-from zarr_vectors.store.native_blocks import decode_dense_blob_shards
+from zarr_vectors.store.native_blocks import decode_dense_blob_shards, in_turns
 from zarr_vectors.store.shards import (
     RowLayout,
     ShardIndex,
@@ -96,6 +97,11 @@ class ChunkRows:
 
     chunk: tuple[int, ...]
     runs: np.ndarray  # (k, 2) int64, sorted, non-overlapping
+
+
+_SHARED_SHARD_BYTES = 64 * 2**10
+"""Decoded bytes per shard, on average, from which a read's shards are shared with the
+helper thread (measured: sharing small shards made skeleton reads slower)."""
 
 
 class LevelReader:
@@ -626,8 +632,10 @@ class LevelReader:
         done: dict[int, np.ndarray] = {}
         for batch in self._column_batches(columns):
             requests = {k: self._column_requests(columns[k]) for k in batch}
-            fetched = iter(self.io.get_ranges([r for rs in requests.values() for r in rs]))
-            payloads = {k: [next(fetched) for _ in requests[k]] for k in batch}
+            payloads = None  # a local file is read by the turn that decodes it
+            if not self.io.is_local:
+                fetched = iter(self.io.get_ranges([r for rs in requests.values() for r in rs]))
+                payloads = {k: [next(fetched) for _ in requests[k]] for k in batch}
             done |= self._decode_columns({k: columns[k] for k in batch}, requests, payloads)
         return [
             done[k] if k in done else self._read_rows_fallback(name, wanted)
@@ -689,13 +697,16 @@ class LevelReader:
         self,
         columns: dict[int, _Column],
         requests: dict[int, list[tuple[str, list[ByteRange]]]],
-        payloads: dict[int, list[list[bytes] | None]],
+        payloads: dict[int, list[list[bytes] | None]] | None,
     ) -> dict[int, np.ndarray]:
-        """Decode every column's fetched row blocks into its rows, in request order.
+        """Decode every column's row blocks into its rows, in request order.
 
-        Each fetched shard decodes into its own slice of the result (or of a scratch
-        buffer). Decoding stays on the calling thread: on several threads it was no faster
-        (measured on 2 cores: the per-block work holds the GIL).
+        ``payloads`` are the fetched bytes of every request, or None to read each request
+        (from a local directory) just before decoding it. Each shard decodes into its own
+        slice of the result (or of a scratch buffer), so the shards of a large read are
+        shared with the helper thread (:func:`~zarr_vectors.store.native_blocks.in_turns`):
+        one thread reads while the other decodes. Only large shards are shared: the
+        Python work per shard holds the GIL, and for small shards it outweighs the decoding.
         """
         done: dict[int, np.ndarray] = {}
         for k, column in columns.items():
@@ -704,8 +715,13 @@ class LevelReader:
             out = np.empty((int(plan.starts[-1]), *row_shape), dtype=dtype)
             rows = plan.blocks.blocks.shape[0] * plan.rows_per_block
             scratch = np.empty((rows, *row_shape), dtype=dtype)
-            for request, job, parts in zip(requests[k], plan.jobs, payloads[k], strict=True):
-                self._decode_shard(column, out, scratch, request, job, parts)
+            fetched = None if payloads is None else payloads[k]
+            decode = functools.partial(
+                self._decode_shard, column, out, scratch, requests[k], fetched
+            )
+            blocks = (out.shape[0] + rows) // plan.rows_per_block
+            shard_bytes = (out.nbytes + scratch.nbytes) / max(1, len(plan.jobs))
+            in_turns(len(plan.jobs), decode, blocks if shard_bytes >= _SHARED_SHARD_BYTES else 0)
             blocks = plan.blocks
             if blocks.dst.shape[0] == out.shape[0]:  # every request had several runs
                 np.take(scratch, blocks.src, axis=0, out=out)
@@ -719,13 +735,16 @@ class LevelReader:
         column: _Column,
         out: np.ndarray,
         scratch: np.ndarray,
-        request: tuple[str, list[ByteRange]],
-        job: tuple[int, list[list[int]], tuple[int, int] | None, int],
-        parts: list[bytes] | None,
+        requests: list[tuple[str, list[ByteRange]]],
+        payloads: list[list[bytes] | None] | None,
+        turn: int,
     ) -> None:
-        """Decode the fetched bytes of one chunk's shard into ``out`` or ``scratch``."""
-        key, spans = request
-        i, groups, rows, slot = job
+        """Decode job ``turn`` of the column's plan, one chunk's shard, into ``out`` or
+        ``scratch``: ``requests[turn]`` (shard key and byte spans) gives its bytes,
+        ``payloads[turn]`` when they are fetched already."""
+        key, spans = requests[turn]
+        parts = self.io.get_ranges([requests[turn]])[0] if payloads is None else payloads[turn]
+        i, groups, rows, slot = column.plan.jobs[turn]
         plan, layout = column.plan, column.layout
         if parts is None:
             what = "is missing" if column.whole[i] else "disappeared while reading"

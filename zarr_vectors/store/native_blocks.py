@@ -15,8 +15,8 @@ import importlib
 import itertools
 import os
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
 import google_crc32c
@@ -29,7 +29,7 @@ from zarr_vectors.kernels.row_blocks import decode_blocks, dense_blob_ranges
 if TYPE_CHECKING:
     from zarr_vectors.store.shards import RowLayout
 
-__all__ = ["decode_dense_blob_shards", "decode_natively", "native_block_functions"]
+__all__ = ["decode_dense_blob_shards", "decode_natively", "in_turns", "native_block_functions"]
 
 
 @functools.cache
@@ -160,6 +160,40 @@ def decode_natively(
     for event in finished:
         event.wait()
     return min(failed) if failed else -1
+
+
+def in_turns(count: int, work: Callable[[int], None], blocks: int) -> None:
+    """``work(t)`` for every turn ``t`` in ``range(count)``, shared with the helper thread
+    when ``blocks`` row blocks are worth it (:func:`_decode_helper`).
+
+    ``work`` must release the GIL for most of its time (a native decode) and may run on
+    either thread. This thread and the helper take the next turn in turn; when the helper
+    is slow to start, this thread takes them all and the helper is called off. Returns
+    once every turn taken has ended. An exception of this thread's turn propagates (the
+    helper takes no new turn then); otherwise the helper's is raised here.
+    """
+    helper = _decode_helper(blocks) if count > 1 else None
+    if helper is None:
+        for turn in range(count):
+            work(turn)
+        return
+    turns = itertools.count()  # next() is atomic: each turn is taken once
+    stop = threading.Event()
+
+    def take_turns() -> None:
+        while not stop.is_set() and (turn := next(turns)) < count:
+            work(turn)
+
+    future = helper.submit(take_turns)
+    try:
+        take_turns()
+    finally:
+        stop.set()
+        started = not future.cancel()
+        if started:
+            wait([future])
+    if started:
+        future.result()
 
 
 def _native_self_test(crc: int, decompress: int) -> bool:

@@ -356,12 +356,20 @@ class RowLayout:
             return
         r = self.rows_per_block
         first, last = start // r, (stop - 1) // r
-        blocks = range(first, last + 1)
         stored = self.dtype.newbyteorder("<")
-        aligned = start == first * r and stop == (last + 1) * r
-        if aligned and out.dtype == stored and out.flags.c_contiguous:
-            self.decode_blocks_into(payload, index, base, blocks, out, where)
+        if start == first * r and out.dtype == stored and out.flags.c_contiguous:
+            # Whole blocks straight into out; a last block of fewer rows through a scratch.
+            whole_stop = last + 1 if stop == (last + 1) * r else last
+            done = (whole_stop - first) * r
+            if done:
+                blocks = range(first, whole_stop)
+                self.decode_blocks_into(payload, index, base, blocks, out[:done], where)
+            if done < out.shape[0]:
+                tail = np.empty((r, *self.row_shape), dtype=stored)
+                self.decode_blocks_into(payload, index, base, [last], tail, where)
+                out[done:] = tail[: out.shape[0] - done]
             return
+        blocks = range(first, last + 1)
         whole = np.empty((len(blocks) * r, *self.row_shape), dtype=stored)
         self.decode_blocks_into(payload, index, base, blocks, whole, where)
         out[...] = whole[start - first * r : stop - first * r]
