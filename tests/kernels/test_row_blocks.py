@@ -15,7 +15,8 @@ from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, dense_blob_ranges
-from zarr_vectors.store.native_blocks import native_block_functions
+from zarr_vectors.store import native_blocks
+from zarr_vectors.store.native_blocks import native_block_functions, native_encode_functions
 from zarr_vectors.store.shards import RowLayout
 
 NATIVE = native_block_functions()
@@ -207,3 +208,84 @@ def test_dense_blob_ranges_match_the_one_by_one_decoding(
             assert want is not None
             np.testing.assert_array_equal(got_starts[i], want[0])
             np.testing.assert_array_equal(got_counts[i], want[1])
+
+
+_SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+
+
+def naive_encode(layout: RowLayout, rows: np.ndarray) -> list[bytes]:
+    """Block by block through the Python APIs: pad the last block with the fill value,
+    compress it with numcodecs' Blosc (when the layout has a codec), append its CRC32C."""
+    r = layout.rows_per_block
+    data = np.asarray(rows, dtype=layout.dtype.newbyteorder("<"))
+    blocks = []
+    for a in range(0, data.shape[0], r):
+        block = np.full((r, *layout.row_shape), layout.fill, dtype=data.dtype)
+        block[: min(r, data.shape[0] - a)] = data[a : a + r]
+        body = block.tobytes()
+        if layout.blosc is not None:
+            settings = layout.blosc
+            body = blosc.compress(
+                np.ascontiguousarray(block),
+                settings["cname"].encode(),
+                settings["clevel"],
+                _SHUFFLE[settings["shuffle"]],
+                0,
+            )
+        blocks.append(body + google_crc32c.value(body).to_bytes(4, "little"))
+    return blocks
+
+
+@st.composite
+def rows_to_encode(draw: st.DrawFn) -> tuple[RowLayout, np.ndarray]:
+    dtype = np.dtype(draw(st.sampled_from(["<f4", ">f4", "<f8", "<i2", "<u8", "u1", "?"])))
+    row_shape = draw(st.sampled_from([(), (2,), (3,), (2, 2)]))
+    r = draw(st.sampled_from([1, 8, 33]))
+    n = draw(st.integers(1, 4 * r))
+    rows = draw(hnp.arrays(dtype, (n, *row_shape), elements={"allow_nan": False}))
+    shuffle = draw(st.sampled_from(sorted(_SHUFFLE)))
+    compression = (
+        {"cname": "lz4", "clevel": draw(st.integers(1, 9)), "shuffle": shuffle}
+        if draw(st.booleans())
+        else None
+    )
+    fill = draw(st.integers(0, 1))
+    layout = RowLayout(dtype.newbyteorder("<"), row_shape, r, -(-n // r) * r, compression, fill)
+    return layout, rows
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows_to_encode())
+def test_encoded_blocks_and_shards_match_the_twin(case: tuple[RowLayout, np.ndarray]) -> None:
+    """Natively encoded row blocks are byte for byte numcodecs' (the golden stores pin the
+    bytes), and a shard of them is the shard assembled from the twin's blocks."""
+    layout, rows = case
+    assert native_encode_functions() is not None
+    expected = naive_encode(layout, rows)
+    assert layout.encode_blocks(rows) == expected
+    assert layout.encode_shard(rows) == layout.assemble_shard([(0, expected)])
+
+
+def test_rows_encode_through_python_when_the_kernel_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = np.arange(90, dtype="<f8").reshape(30, 3) / 7
+    layout = RowLayout(np.dtype("<f8"), (3,), 8, 32, BLOSC)
+    monkeypatch.setattr(native_blocks, "encode_blocks", lambda *args: -1)
+    assert layout.encode_blocks(rows) == naive_encode(layout, rows)
+    assert layout.encode_shard(rows) == layout.assemble_shard([(0, naive_encode(layout, rows))])
+
+
+def test_the_encode_self_test_refuses_functions_that_differ_from_numcodecs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert NATIVE is not None
+    found = native_encode_functions()
+    assert found is not None
+    assert native_blocks._native_encode_self_test(*found)
+    real = native_blocks._numcodecs_blocks
+
+    def other_level(rows: np.ndarray, per_block: int) -> list[bytes]:
+        blocks = real(rows, per_block)
+        return [blocks[0][:-5] + bytes([blocks[0][-5] ^ 1]) + blocks[0][-4:], *blocks[1:]]
+
+    monkeypatch.setattr(native_blocks, "_numcodecs_blocks", other_level)
+    assert not native_blocks._native_encode_self_test(*found)

@@ -1,4 +1,5 @@
-"""Decoding many stored row blocks (spec §9.0) in one call, through native C functions.
+"""Encoding and decoding many stored row blocks (spec §9.0) in one call, through native C
+functions.
 
 Each stored row block is its encoded bytes followed by their little-endian CRC32C; the
 encoded bytes are either the raw rows or one Blosc frame of them. :func:`decode_blocks`
@@ -6,7 +7,8 @@ checks and decodes a batch of blocks lying in one byte buffer, calling the C fun
 whose addresses it is given (``crc32c_value`` of libcrc32c and ``blosc_decompress_ctx`` of
 C-Blosc, found by :func:`zarr_vectors.store.native_blocks.native_block_functions`), with no
 Python work per block. It stops at the first block that fails a check and reports it, so the
-caller can decode that one the slow way for a precise error.
+caller can decode that one the slow way for a precise error. :func:`encode_blocks` is its
+inverse, through ``blosc_compress_ctx``.
 """
 
 from __future__ import annotations
@@ -20,12 +22,20 @@ from llvmlite import ir  # type: ignore[import-untyped]
 from zarr_vectors.kernels._jit import intrinsic, njit
 from zarr_vectors.kernels._jit import numba_types as types
 
-__all__ = ["CRC_RESIDUE", "decode_blocks", "dense_blob_ranges"]
+__all__ = [
+    "BLOSC_MAX_OVERHEAD",
+    "CRC_RESIDUE",
+    "decode_blocks",
+    "dense_blob_ranges",
+    "encode_blocks",
+]
 
 CRC_RESIDUE = 0x48674BC7
 """CRC32C of any bytes followed by their own CRC32C (little-endian)."""
 
 _BLOSC_HEADER = 16
+BLOSC_MAX_OVERHEAD = 16
+"""Bytes a Blosc frame may exceed its input by (C-Blosc 1.x ``BLOSC_MAX_OVERHEAD``)."""
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
@@ -71,8 +81,162 @@ def _blosc_typer(typingctx: Any, fn: Any, src: Any, dest: Any, size: Any) -> Any
     return sig, codegen
 
 
+def _blosc_compress_typer(
+    typingctx: Any,
+    fn: Any,
+    clevel: Any,
+    shuffle: Any,
+    typesize: Any,
+    nbytes: Any,
+    src: Any,
+    dest: Any,
+    destsize: Any,
+    cname: Any,
+) -> Any:
+    """``int blosc_compress_ctx(int clevel, int doshuffle, size_t typesize, size_t nbytes,
+    const void *src, void *dest, size_t destsize, const char *compressor, size_t blocksize,
+    int numinternalthreads)`` at address ``fn``, with an automatic block size and one
+    thread."""
+    sig = types.int32(fn, clevel, shuffle, typesize, nbytes, src, dest, destsize, cname)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        word = context.get_value_type(types.uintp)
+        int32 = ir.IntType(32)
+        byte_ptr = ir.IntType(8).as_pointer()
+        arg_types = [int32, int32, word, word, byte_ptr, byte_ptr, word, byte_ptr, word, int32]
+        fn_ty = ir.FunctionType(int32, arg_types)
+        a, lvl, shf, ts, nb, sp, dp, ds, cn = (
+            context.cast(builder, v, t, types.uintp)
+            for v, t in zip(args, signature.args, strict=True)
+        )
+        func = builder.inttoptr(a, fn_ty.as_pointer())
+        return builder.call(
+            func,
+            [
+                builder.trunc(lvl, int32),
+                builder.trunc(shf, int32),
+                ts,
+                nb,
+                builder.inttoptr(sp, byte_ptr),
+                builder.inttoptr(dp, byte_ptr),
+                ds,
+                builder.inttoptr(cn, byte_ptr),
+                ir.Constant(word, 0),
+                ir.Constant(int32, 1),
+            ],
+        )
+
+    return sig, codegen
+
+
 _crc32c_value: Any = intrinsic(_crc32c_typer)
 _blosc_decompress_ctx: Any = intrinsic(_blosc_typer)
+_blosc_compress_ctx: Any = intrinsic(_blosc_compress_typer)
+
+
+def encode_blocks(
+    rows: U8,
+    tail: U8,
+    block_nbytes: int,
+    out: U8,
+    lengths: I64,
+    blosc: tuple[int, int, int, U8] | None,
+    crc_fn: int,
+    blosc_fn: int,
+) -> int:
+    """Encode row blocks back to back into ``out``, each followed by its CRC32C.
+
+    Parameters
+    ----------
+    rows
+        The bytes of the whole blocks, ``block_nbytes`` each.
+    tail
+        The bytes of one more block (the last rows padded with the fill value), or empty.
+    block_nbytes
+        Bytes of one block (``R`` rows).
+    out
+        Destination, room for ``block_nbytes + BLOSC_MAX_OVERHEAD + 4`` bytes per block.
+    lengths
+        ``(blocks,)`` set to each stored block's length (CRC32C included).
+    blosc
+        ``(clevel, shuffle, typesize, compressor name as NUL-terminated bytes)`` of
+        ``blosc_compress_ctx``, or None to store the raw rows.
+    crc_fn, blosc_fn
+        Addresses of ``crc32c_value`` and ``blosc_compress_ctx`` (the latter unused without
+        ``blosc``).
+
+    Returns
+    -------
+    int
+        Bytes written to ``out``, or -1 when C-Blosc failed on a block.
+    """
+    if blosc is None:
+        return int(
+            _encode_blocks(rows, tail, block_nbytes, out, lengths, 0, 0, 0, tail, False, crc_fn, 0)
+        )
+    clevel, shuffle, typesize, cname = blosc
+    return int(
+        _encode_blocks(
+            rows,
+            tail,
+            block_nbytes,
+            out,
+            lengths,
+            clevel,
+            shuffle,
+            typesize,
+            cname,
+            True,
+            crc_fn,
+            blosc_fn,
+        )
+    )
+
+
+@njit
+def _encode_blocks(
+    rows: U8,
+    tail: U8,
+    block_nbytes: int,
+    out: U8,
+    lengths: I64,
+    clevel: int,
+    shuffle: int,
+    typesize: int,
+    cname: U8,
+    compressed: bool,
+    crc_fn: int,
+    blosc_fn: int,
+) -> int:
+    whole = rows.shape[0] // block_nbytes
+    dest = out.ctypes.data
+    at = 0
+    for b in range(lengths.shape[0]):
+        src = rows if b < whole else tail
+        first = b * block_nbytes if b < whole else 0
+        if compressed:
+            body = _blosc_compress_ctx(
+                blosc_fn,
+                clevel,
+                shuffle,
+                typesize,
+                block_nbytes,
+                src.ctypes.data + first,
+                dest + at,
+                block_nbytes + BLOSC_MAX_OVERHEAD,
+                cname.ctypes.data,
+            )
+            if body <= 0:
+                return -1
+        else:
+            body = block_nbytes
+            out[at : at + body] = src[first : first + body]
+        crc = _crc32c_value(crc_fn, dest + at, body)
+        for k in range(4):
+            out[at + body + k] = (crc >> (8 * k)) & 0xFF
+        lengths[b] = body + 4
+        at += body + 4
+    return at
 
 
 def decode_blocks(

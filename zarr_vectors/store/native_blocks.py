@@ -13,6 +13,7 @@ import ctypes
 import functools
 import importlib
 import itertools
+import math
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -24,12 +25,24 @@ import numpy as np
 from numcodecs import Blosc, blosc
 
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
-from zarr_vectors.kernels.row_blocks import decode_blocks, dense_blob_ranges
+from zarr_vectors.kernels.row_blocks import (
+    BLOSC_MAX_OVERHEAD,
+    decode_blocks,
+    dense_blob_ranges,
+    encode_blocks,
+)
 
 if TYPE_CHECKING:
     from zarr_vectors.store.shards import RowLayout
 
-__all__ = ["decode_dense_blob_shards", "decode_natively", "in_turns", "native_block_functions"]
+__all__ = [
+    "decode_dense_blob_shards",
+    "decode_natively",
+    "encode_natively",
+    "in_turns",
+    "native_block_functions",
+    "native_encode_functions",
+]
 
 
 @functools.cache
@@ -54,6 +67,80 @@ def native_block_functions() -> tuple[int, int] | None:
     if not crc or not decompress or not _native_self_test(crc, decompress):
         return None
     return crc, decompress
+
+
+@functools.cache
+def native_encode_functions() -> tuple[int, int] | None:
+    """Addresses of ``crc32c_value`` and ``blosc_compress_ctx``, or None when unusable.
+
+    Looked up like :func:`native_block_functions`. Before use they must pass a self test:
+    blocks they encode must be byte for byte the blocks numcodecs and google-crc32c make
+    (the stored bytes are pinned by golden fixtures); otherwise None, and blocks are
+    encoded one by one through the Python APIs.
+    """
+    found = native_block_functions()
+    if found is None:
+        return None
+    try:
+        blosc_lib = ctypes.CDLL(blosc.__file__)
+        compress = ctypes.cast(blosc_lib.blosc_compress_ctx, ctypes.c_void_p).value
+    except (OSError, AttributeError, TypeError):
+        return None
+    if not compress or not _native_encode_self_test(found[0], compress):
+        return None
+    return found[0], compress
+
+
+def encode_natively(
+    rows: np.ndarray,
+    r: int,
+    fill_tail: np.ndarray,
+    blosc_settings: tuple[int, int, str] | None,
+    native: tuple[int, int],
+) -> tuple[bytes, np.ndarray] | None:
+    """Row blocks of ``R = r`` C-contiguous little-endian ``rows``, each with its CRC32C,
+    back to back, and their lengths; None when C-Blosc fails on a block.
+
+    ``fill_tail`` is the last block (the rows after the whole blocks, padded with the fill
+    value), empty when ``rows`` is a whole number of blocks. ``blosc_settings`` are
+    ``(clevel, shuffle code, compressor name)``, None for raw blocks.
+    """
+    row_nbytes = rows.dtype.itemsize * math.prod(rows.shape[1:])
+    block_nbytes = r * row_nbytes
+    flat = rows.reshape(-1).view(np.uint8)
+    whole = (rows.shape[0] // r) * block_nbytes
+    k = -(-rows.shape[0] // r)
+    out = np.empty(k * (block_nbytes + BLOSC_MAX_OVERHEAD + 4), dtype=np.uint8)
+    lengths = np.empty(k, dtype=np.int64)
+    tail = fill_tail.reshape(-1).view(np.uint8)
+    settings = None
+    if blosc_settings is not None:
+        clevel, shuffle, cname = blosc_settings
+        name = np.frombuffer(cname.encode("ascii") + b"\0", dtype=np.uint8)
+        settings = (clevel, shuffle, rows.dtype.itemsize, name)
+    total = encode_blocks(flat[:whole], tail, block_nbytes, out, lengths, settings, *native)
+    if total < 0:
+        return None
+    return out[:total].tobytes(), lengths
+
+
+def _native_encode_self_test(crc: int, compress: int) -> bool:
+    """Whether the native functions encode row blocks exactly as numcodecs does (two whole
+    blocks and a last one padded with a fill value, compressed and raw)."""
+    rows = np.arange(3000, dtype="<f4").reshape(1000, 3) * np.float32(0.37)
+    padded = np.concatenate([rows, np.full((200, 3), 7.0, dtype="<f4")])
+    for settings in ((5, Blosc.BITSHUFFLE, "lz4"), None):
+        found = encode_natively(rows, 400, padded[800:], settings, (crc, compress))
+        if found is None:
+            return False
+        if settings is None:
+            blocks = [padded[a : a + 400].tobytes() for a in (0, 400, 800)]
+            expected = [b + google_crc32c.value(b).to_bytes(4, "little") for b in blocks]
+        else:
+            expected = _numcodecs_blocks(padded, 400)
+        if found[0] != b"".join(expected) or found[1].tolist() != [len(b) for b in expected]:
+            return False
+    return True
 
 
 _SPLIT_BLOCKS = 32

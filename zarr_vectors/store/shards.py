@@ -137,7 +137,17 @@ class RowLayout:
         """
         if self.chunks_per_shard != 1:
             raise ValueError("encode_shard is for one chunk per shard; use assemble_shard")
-        return self.assemble_shard([(0, self.encode_blocks(rows))])
+        packed = self._encode_natively(rows)
+        if packed is None:
+            return self.assemble_shard([(0, self.encode_blocks(rows))])
+        body, lengths = packed
+        index = np.full((self.n_blocks, 2), _MISSING, dtype="<u8")
+        ends = np.cumsum(lengths)
+        index[: lengths.shape[0], 0] = ends - lengths
+        index[: lengths.shape[0], 1] = lengths
+        index_bytes = index.tobytes()
+        crc = google_crc32c.value(index_bytes).to_bytes(_CRC_BYTES, "little")
+        return b"".join([body, index_bytes, crc])
 
     def encode_blocks(self, rows: np.ndarray) -> list[bytes]:
         """Encode rows ``[0, n)`` of one spatial chunk as its stored row blocks.
@@ -145,6 +155,11 @@ class RowLayout:
         Each block is ``R`` rows (the last padded with the fill value), compressed when
         the layout has a codec, followed by its CRC32C.
         """
+        packed = self._encode_natively(rows)
+        if packed is not None:
+            body, lengths = packed
+            ends = np.cumsum(lengths).tolist()
+            return [body[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
         n = rows.shape[0]
         r = self.rows_per_block
         data = np.ascontiguousarray(rows, dtype=self.dtype.newbyteorder("<"))
@@ -162,6 +177,27 @@ class RowLayout:
             encoded = block.tobytes() if compress is None else compress(block)
             blocks.append(encoded + google_crc32c.value(encoded).to_bytes(_CRC_BYTES, "little"))
         return blocks
+
+    def _encode_natively(self, rows: np.ndarray) -> tuple[bytes, np.ndarray] | None:
+        """The stored row blocks of rows ``[0, n)`` back to back and their lengths, by one
+        native kernel call (:func:`~zarr_vectors.store.native_blocks.encode_natively`);
+        None without the native functions, or for no rows."""
+        native = native_blocks.native_encode_functions()
+        if native is None or rows.shape[0] == 0:
+            return None
+        r = self.rows_per_block
+        data = np.ascontiguousarray(rows, dtype=self.dtype.newbyteorder("<"))
+        whole = data.shape[0] - data.shape[0] % r
+        tail = data[whole:]
+        if tail.shape[0]:
+            tail = _pad_rows(tail, r, self.fill)
+        settings = self.blosc
+        codec = (
+            None
+            if settings is None
+            else (settings["clevel"], _BLOSC_SHUFFLE[settings["shuffle"]], settings["cname"])
+        )
+        return native_blocks.encode_natively(data, r, tail, codec, native)
 
     def assemble_shard(self, chunks: Sequence[tuple[int, list[bytes]]]) -> bytes:
         """Shard bytes from the encoded row blocks of the spatial chunks it holds.
