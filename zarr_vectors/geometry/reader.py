@@ -719,9 +719,9 @@ class LevelReader:
             decode = functools.partial(
                 self._decode_shard, column, out, scratch, requests[k], fetched
             )
-            blocks = (out.shape[0] + rows) // plan.rows_per_block
+            n_blocks = (out.shape[0] + rows) // plan.rows_per_block
             shard_bytes = (out.nbytes + scratch.nbytes) / max(1, len(plan.jobs))
-            in_turns(len(plan.jobs), decode, blocks if shard_bytes >= _SHARED_SHARD_BYTES else 0)
+            in_turns(len(plan.jobs), decode, n_blocks if shard_bytes >= _SHARED_SHARD_BYTES else 0)
             blocks = plan.blocks
             if blocks.dst.shape[0] == out.shape[0]:  # every request had several runs
                 np.take(scratch, blocks.src, axis=0, out=out)

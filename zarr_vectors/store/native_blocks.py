@@ -1,10 +1,11 @@
-"""Row blocks decoded by C functions called from numba, and the helper thread that shares
-large batches (spec §9.0 row blocks; the kernels are in :mod:`zarr_vectors.kernels.row_blocks`).
+"""Row blocks encoded and decoded by C functions called from numba, and the helper thread
+that shares large batches (spec §9.0 row blocks; the kernels are in
+:mod:`zarr_vectors.kernels.row_blocks`).
 
 The C functions are those behind google-crc32c's extension and numcodecs' bundled C-Blosc,
-looked up once and used only after a self test (:func:`native_block_functions`); without
-them, :class:`~zarr_vectors.store.shards.RowLayout` decodes blocks one by one through the
-Python APIs.
+looked up once and used only after a self test (:func:`native_block_functions`,
+:func:`native_encode_functions`); without them, :class:`~zarr_vectors.store.shards.RowLayout`
+encodes and decodes blocks one by one through the Python APIs.
 """
 
 from __future__ import annotations
