@@ -8,10 +8,7 @@ the answers must equal a brute-force numpy filter.
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -24,13 +21,11 @@ from benchmarks._latency import LatencyStore
 from tests.helpers import sorted_rows
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import VERTICES
-from zarr_vectors.geometry import reader as reader_module
 from zarr_vectors.geometry.point_reads import RowRuns
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.kernels.box_rows import select_rows
 from zarr_vectors.query import _box_row_runs, query_box
 from zarr_vectors.regions import BoxRegion
-from zarr_vectors.store import native_blocks
 
 EXTENT = 1000.0
 BOX = (np.array([301.7, 288.2, 310.4]), np.array([517.1, 503.6, 525.8]))  # ~1% of the volume
@@ -374,72 +369,3 @@ def test_a_damaged_global_array_is_reported(path: str, damage: str, message: str
     store._store_dict[key] = type(store._store_dict[key]).from_bytes(bytes(raw))
     with pytest.raises(CorruptChunkError, match=message):
         zv.open(store)._reader.read_globals([path])
-
-
-def _share_every_decode(monkeypatch: pytest.MonkeyPatch, small_shards: bool = True) -> None:
-    """Share the decoding of any read of two or more row blocks with the helper thread
-    (the shards of a read too, however small with ``small_shards``)."""
-    if small_shards:
-        monkeypatch.setattr(reader_module, "_SHARED_SHARD_BYTES", 0)
-    monkeypatch.setattr(native_blocks, "_CPUS", 2)
-    monkeypatch.setattr(native_blocks, "_SPLIT_BLOCKS", 2)
-    monkeypatch.setattr(native_blocks, "_idle_cpu", lambda: True)
-
-
-@pytest.mark.parametrize(
-    ("kind", "small_shards"), [("points", True), ("streamlines", True), ("points", False)]
-)
-def test_a_local_store_read_whole_with_the_helper_thread_returns_the_input(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, small_shards: bool
-) -> None:
-    """Each shard of a local store is read by the thread that decodes it (the threads
-    share the shards); the rows must land where a read on one thread puts them. Shards
-    under ``_SHARED_SHARD_BYTES`` on average are not shared."""
-    xyz, attributes = _points(6000, 1)
-    path = tmp_path / "s.zv"
-    options = zv.WriteOptions(rows_per_block=64)
-    if kind == "points":
-        zv.write_points(path, xyz, chunk_shape=250.0, attributes=attributes, options=options)
-    else:
-        lines = [xyz[a : a + 40] for a in range(0, 6000, 40)]
-        zv.write_polylines(path, lines, kind="streamline", chunk_shape=250.0, options=options)
-    alone = zv.open(path).read()
-    _share_every_decode(monkeypatch, small_shards)
-    threads: set[int] = set()
-    helper_began = threading.Event()
-    decode = LevelReader._decode_shard
-
-    def spy(self: LevelReader, *args: Any) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            helper_began.set()
-        elif not threads and small_shards:
-            helper_began.wait(5)  # the first shard waits, so both threads surely take some
-        threads.add(threading.get_ident())
-        decode(self, *args)
-
-    monkeypatch.setattr(LevelReader, "_decode_shard", spy)
-    shared = zv.open(path).read()
-    assert len(threads) == (2 if small_shards else 1)  # these shards are ~1 KiB each
-    np.testing.assert_array_equal(shared.positions, alone.positions)
-    if kind == "points":
-        got = sorted_rows(shared.positions, shared.attributes["a0"])
-        np.testing.assert_array_equal(got, sorted_rows(xyz, attributes["a0"]))
-    else:
-        np.testing.assert_array_equal(shared.object_ids, alone.object_ids)
-        np.testing.assert_array_equal(sorted_rows(shared.positions), sorted_rows(xyz))
-
-
-def test_a_damaged_block_of_a_local_store_is_reported_when_threads_share_the_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    xyz, attributes = _points(6000, 1)
-    path = tmp_path / "s.zv"
-    options = zv.WriteOptions(rows_per_block=64)
-    zv.write_points(path, xyz, chunk_shape=250.0, attributes=attributes, options=options)
-    shard = sorted((path / "0" / "attributes" / "a0" / "c").rglob("0"))[-1]
-    raw = bytearray(shard.read_bytes())
-    raw[20] ^= 0xFF  # inside the first row block
-    shard.write_bytes(bytes(raw))
-    _share_every_decode(monkeypatch)
-    with pytest.raises(CorruptChunkError, match="row block 0: checksum mismatch"):
-        zv.open(path).read()

@@ -245,7 +245,7 @@ def test_index_is_fetched_once_per_shard() -> None:
     hits = opened.query(([0, 0, 0], [40, 40, 40]))
     assert len(hits) == 4000
     reader = opened._level0
-    shards = {key for (path, key) in reader._indexes if path == "0/vertices"}
+    shards = reader.indexes.shards("0/vertices")
     assert shards == {(0, 0, 0)}
     assert math.prod(reader.layouts["vertices"].shard_chunks) == 64
 

@@ -26,7 +26,7 @@ from zarr_vectors.kernels.box_rows import slot_spans
 from zarr_vectors.store.shards import ShardIndex
 
 if TYPE_CHECKING:
-    from zarr_vectors.geometry.reader import ChunkRows
+    from zarr_vectors.geometry.row_reads import ChunkRows
 
 __all__ = [
     "SPARE",

@@ -289,7 +289,7 @@ class PointReads:
             path, layout = self.reader.paths[name], self.reader.layouts[name]
             assert layout is not None
             for p, chunk in zip(where.tolist(), chunks, strict=True):
-                table.set_entries(k, p, *self.reader.chunk_index_entries(path, layout, chunk))
+                table.set_entries(k, p, *self.reader.indexes.entry_array(path, layout, chunk))
         table.known[where] = True
 
     def _fetch_plans(

@@ -16,18 +16,19 @@ serves every chunk of it, and a chunk's rows are byte ranges of the shard: whole
 their blocks through the index too, and fragment indexes cost one more wave (the blob
 shards' indexes, then the chunks' byte ranges).
 
-Box queries over point clouds read through the reader's
-:class:`~zarr_vectors.geometry.point_reads.PointReads` (``reader.points``), which decodes
-the row blocks of many row runs at once. ``vertex_counts`` stored as one plain chunk and
-the dense fragment blobs of point clouds are decoded directly too.
+Row runs of chunks are read by :mod:`~zarr_vectors.geometry.row_reads` through the
+reader's shard index cache (``reader.indexes``,
+:class:`~zarr_vectors.geometry.shard_indexes.ShardIndexes`). Box queries over point clouds
+read through the reader's :class:`~zarr_vectors.geometry.point_reads.PointReads`
+(``reader.points``), which decodes the row blocks of many row runs at once.
+``vertex_counts`` stored as one plain chunk and the dense fragment blobs of point clouds
+are decoded directly too.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,10 +55,13 @@ from zarr_vectors.format.names import (
     VERTICES,
 )
 from zarr_vectors.geometry import _read_plans as read_plans
+from zarr_vectors.geometry import row_reads
 from zarr_vectors.geometry.point_reads import PointReads
-from zarr_vectors.store.arrays import nonzero_cells, read_region, read_whole_many
-from zarr_vectors.store.io import ByteRange, StoreIO, local_root
-from zarr_vectors.store.native_blocks import decode_dense_blob_shards, in_turns
+from zarr_vectors.geometry.row_reads import ChunkRows
+from zarr_vectors.geometry.shard_indexes import IndexRequest, ShardIndexes
+from zarr_vectors.store.arrays import nonzero_cells, read_whole_many
+from zarr_vectors.store.io import ByteRange, StoreIO
+from zarr_vectors.store.native_blocks import decode_dense_blob_shards
 from zarr_vectors.store.shards import (
     RowLayout,
     ShardIndex,
@@ -82,26 +86,7 @@ _OBJECT_ARRAYS = (
 _OBJECT_DIRS = (OBJECT_ATTRIBUTES, LINK_ATTRIBUTES, CROSS_CHUNK_LINK_ATTRIBUTES)
 """Groups of an object level whose arrays' ``zarr.json`` are read up front."""
 
-_IndexKey = tuple[str, tuple[int, ...]]
-"""(array path, shard index) of a cached shard index (a shard is a chunk unless §9.0.1)."""
-
-_IndexRequest = tuple[_IndexKey, str, ByteRange, RowLayout]
-"""(cache key, shard key, suffix to fetch, layout) of a shard index to fetch."""
-
 _MISSING = 2**64 - 1
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkRows:
-    """Row runs ``[start, stop)`` wanted from one spatial chunk (zarr chunk index)."""
-
-    chunk: tuple[int, ...]
-    runs: np.ndarray  # (k, 2) int64, sorted, non-overlapping
-
-
-_SHARED_SHARD_BYTES = 64 * 2**10
-"""Decoded bytes per shard, on average, from which a read's shards are shared with the
-helper thread (measured: sharing small shards made skeleton reads slower)."""
 
 
 class LevelReader:
@@ -151,9 +136,7 @@ class LevelReader:
         }
         self._blob_layouts: dict[str, RowLayout] = {}
         self._ranges: dict[tuple[str, tuple[int, ...]], tuple[np.ndarray, np.ndarray]] = {}
-        # shard indexes: key and entries as lists (made from the arrays when first asked)
-        self._indexes: dict[_IndexKey, tuple[str, list[list[int]] | None]] = {}
-        self._index_arrays: dict[_IndexKey, np.ndarray] = {}  # the same, as fetched
+        self.indexes = ShardIndexes()  # shared with restricted views
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
         self._chunk_rows: dict[tuple[int, ...], int] | None = None
         self.points = PointReads(self)  # box reads of point clouds
@@ -412,9 +395,9 @@ class LevelReader:
             [(column, chunk) for column in index_columns for chunk in indexed]
         )
         if sharded and layout is not None:
-            index_requests += self._shard_index_requests([(path, layout, k[1]) for k in missing])
+            index_requests += self.indexes.requests((path, layout, k[1]) for k in missing)
         raws = self.io.get_many(blob_requests + [(r[1], r[2]) for r in index_requests])
-        self._keep_indexes(index_requests, raws[len(blob_requests) :], strict=False)
+        self.indexes.keep(index_requests, raws[len(blob_requests) :], strict=False)
         if sharded and layout is not None:
             self._fetch_sharded_ranges(path, layout, [k[1] for k in missing])
         else:
@@ -441,7 +424,7 @@ class LevelReader:
         requests: list[tuple[str, ByteRange]] = []
         found: list[tuple[str, list[list[int]], tuple[int, int]]] = []
         for chunk in chunks:
-            key, entries = self._chunk_index(path, layout, chunk, "fragment index")
+            key, entries = self.indexes.entries(path, layout, chunk, "fragment index")
             stored = sum(1 for e in entries if e[0] != _MISSING)
             span = layout.block_span(entries, 0, stored, key) if stored else (0, 0)
             found.append((key, entries, span))
@@ -502,80 +485,27 @@ class LevelReader:
             )
 
     # -- shard indexes -----------------------------------------------------------------
-    def _index_requests(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> list[_IndexRequest]:
-        """The shard indexes of (column, chunk) pairs that are not cached, one per shard."""
-        return self._shard_index_requests(
-            (self.paths[column], layout, chunk)
-            for column, chunk in wanted
-            if (layout := self.layouts.get(column)) is not None
-        )
-
-    def _shard_index_requests(
-        self, wanted: Iterable[tuple[str, RowLayout, tuple[int, ...]]]
-    ) -> list[_IndexRequest]:
-        """The shard indexes of (array path, layout, chunk) not cached, one per shard."""
-        out: list[_IndexRequest] = []
-        seen: set[_IndexKey] = set()
-        for path, layout, chunk in wanted:
-            shard = chunk if layout.chunks_per_shard == 1 else _shard_of(layout, chunk)
-            cache_key = (path, shard)
-            if cache_key in self._indexes or cache_key in seen:
-                continue
-            seen.add(cache_key)
-            key = shard_key(path, np.asarray(shard), len(layout.row_shape))
-            out.append((cache_key, key, -layout.index_nbytes, layout))
-        return out
-
-    def _keep_indexes(
-        self,
-        requests: list[_IndexRequest],
-        tails: Sequence[bytes | None],
-        *,
-        strict: bool,
-    ) -> None:
-        """Decode and cache fetched shard indexes; a missing shard raises only if ``strict``."""
-        for (cache_key, key, _, layout), tail in zip(requests, tails, strict=True):
-            if tail is None:
-                if strict:
-                    raise CorruptChunkError(f"{key}: shard of an occupied chunk is missing")
-                continue
-            self._index_arrays[cache_key] = layout.decode_index(tail, key)
-            self._indexes[cache_key] = (key, None)  # listed on first use (_chunk_index)
-
-    def _chunk_index(
-        self, path: str, layout: RowLayout, chunk: tuple[int, ...], what: str = "shard"
-    ) -> tuple[str, list[list[int]]]:
-        """Shard key and the cached index entries of ``chunk`` in the array at ``path``.
+    def fetch_indexes(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> None:
+        """Fetch and cache, in one batch, the shard indexes of (column, chunk) pairs not
+        cached yet.
 
         Raises
         ------
         CorruptChunkError
-            When the chunk's shard was not found (its index is not cached).
+            When a shard is missing.
         """
-        shard = chunk if layout.chunks_per_shard == 1 else _shard_of(layout, chunk)
-        found = self._indexes.get((path, shard))
-        if found is None:
-            key = shard_key(path, np.asarray(chunk), len(layout.row_shape))
-            raise CorruptChunkError(f"{key}: {what} of an occupied chunk is missing")
-        key, entries = found
-        if entries is None:
-            entries = self._index_arrays[(path, shard)].tolist()
-            self._indexes[(path, shard)] = (key, entries)
-        if layout.chunks_per_shard != 1:
-            first = layout.local_chunk(chunk) * layout.n_blocks
-            entries = entries[first : first + layout.n_blocks]
-        return key, entries
+        requests = self._index_requests(wanted)
+        if requests:
+            tails = self.io.get_many([(r[1], r[2]) for r in requests])
+            self.indexes.keep(requests, tails, strict=True)
 
-    def chunk_index_entries(
-        self, path: str, layout: RowLayout, chunk: tuple[int, ...]
-    ) -> tuple[str, ShardIndex]:
-        """:meth:`_chunk_index`, as the array fetched when there is one (no list made)."""
-        shard = chunk if layout.chunks_per_shard == 1 else _shard_of(layout, chunk)
-        found = self._indexes.get((path, shard))
-        index = self._index_arrays.get((path, shard))
-        if found is None or index is None:
-            return self._chunk_index(path, layout, chunk)
-        return found[0], layout.chunk_entries(index, chunk)
+    def _index_requests(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> list[IndexRequest]:
+        """The shard indexes of (column, chunk) pairs that are not cached, one per shard."""
+        return self.indexes.requests(
+            (self.paths[column], layout, chunk)
+            for column, chunk in wanted
+            if (layout := self.layouts.get(column)) is not None
+        )
 
     # -- rows --------------------------------------------------------------------------
     def read_rows(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:
@@ -587,16 +517,8 @@ class LevelReader:
         return self.read_many([(name, wanted) for name in names])
 
     def read_many(self, reads: list[tuple[str, list[ChunkRows]]]) -> list[np.ndarray]:
-        """Rows of several columns, each for its own requests, fetched together.
-
-        All requests go out at once: the missing shard indexes of every column in one
-        batch, then the row blocks of every column in one batch (so on object storage the
-        whole read costs two round trips at most, one when the indexes are cached). A
-        request for all the rows of a chunk fetches the chunk's shard whole, with no index
-        needed first. Columns reading the same requests share one plan of the row blocks.
-        A request with one run is decoded straight into the result; the blocks that
-        requests with several runs need are decoded once each into a scratch buffer, and
-        their rows are gathered from it in one step at the end.
+        """Rows of several columns, each for its own requests, fetched together
+        (:func:`~zarr_vectors.geometry.row_reads.read_many`).
 
         Parameters
         ----------
@@ -608,66 +530,11 @@ class LevelReader:
         list of numpy.ndarray
             Per pair, the rows of every request, runs and requests concatenated in order.
         """
-        plans: dict[tuple[int, int], read_plans.RowPlan] = {}
-        columns: dict[int, _Column] = {}
-        for k, (name, wanted) in enumerate(reads):
-            layout = self.layouts[name]
-            if layout is None:
-                continue
-            plan_key = (id(wanted), layout.rows_per_block)
-            if plan_key not in plans:
-                plans[plan_key] = read_plans.RowPlan.build(wanted, layout.rows_per_block)
-            path = self.paths[name]
-            whole = [self._whole_shard(name, layout, w) for w in wanted]
-            columns[k] = _Column(name, path, layout, wanted, plans[plan_key], whole)
-        index_requests = self._index_requests(
-            (c.name, c.wanted[i].chunk)
-            for c in columns.values()
-            for i, *_ in c.plan.jobs
-            if not c.whole[i]
-        )
-        if index_requests:
-            tails = self.io.get_many([(r[1], r[2]) for r in index_requests])
-            self._keep_indexes(index_requests, tails, strict=True)
-        done: dict[int, np.ndarray] = {}
-        for batch in self._column_batches(columns):
-            requests = {k: self._column_requests(columns[k]) for k in batch}
-            payloads = None  # a local file is read by the turn that decodes it
-            if not self.io.is_local:
-                fetched = iter(self.io.get_ranges([r for rs in requests.values() for r in rs]))
-                payloads = {k: [next(fetched) for _ in requests[k]] for k in batch}
-            done |= self._decode_columns({k: columns[k] for k in batch}, requests, payloads)
-        return [
-            done[k] if k in done else self._read_rows_fallback(name, wanted)
-            for k, (name, wanted) in enumerate(reads)
-        ]
+        return row_reads.read_many(self, reads)
 
-    def _column_batches(self, columns: dict[int, _Column]) -> list[list[int]]:
-        """Columns whose rows are fetched together: all of them, but on a local directory.
-
-        A local file read has no round trip to save, and fetching one column at a time
-        holds less memory at once (fewer fresh pages to fault in: measurably faster).
-        """
-        if local_root(self.io.store) is not None:
-            return [[k] for k in columns]
-        return [list(columns)]
-
-    def _whole_shard(self, name: str, layout: RowLayout, want: ChunkRows) -> bool:
-        """Whether ``want`` asks for every row the chunk's shard of column ``name`` holds.
-
-        Such a shard is fetched whole, with no index first. Only an I/O choice: rows are
-        decoded through the shard's own index either way. Never for a shard of several
-        chunks (spec §9.0.1): only the chunk's own blocks are fetched.
-        """
-        if layout.chunks_per_shard != 1:
-            return False
-        if want.runs.shape[0] != 1 or int(want.runs[0, 0]) != 0:
-            return False
-        stored = self._shard_rows(name, want.chunk)
-        return stored is not None and int(want.runs[0, 1]) == stored
-
-    def _shard_rows(self, name: str, chunk: tuple[int, ...]) -> int | None:
-        """Rows of ``chunk`` in column ``name`` when already known (counts, fragment indexes)."""
+    def known_rows(self, name: str, chunk: tuple[int, ...]) -> int | None:
+        """Rows of ``chunk`` in column ``name`` when already known (from ``vertex_counts``
+        or a cached fragment index), else None."""
         if name == VERTICES or name in self._attribute_names:
             return self._rows_of_chunk(chunk)
         path = self.paths[name]
@@ -678,133 +545,3 @@ class LevelReader:
             links = self._ranges.get((LINK_FRAGMENTS, chunk))
             return None if links is None else int(links[1].sum())
         return None
-
-    def _column_requests(self, column: _Column) -> list[tuple[str, list[ByteRange]]]:
-        """The byte ranges to fetch for one column: per job, its shard key and ranges."""
-        out: list[tuple[str, list[ByteRange]]] = []
-        layout = column.layout
-        for i, groups, _, _ in column.plan.jobs:
-            chunk = column.wanted[i].chunk
-            if column.whole[i]:
-                key = shard_key(column.path, np.asarray(chunk), len(layout.row_shape))
-                out.append((key, [None]))
-                continue
-            key, entries = self._chunk_index(column.path, layout, chunk)
-            out.append((key, [layout.block_span(entries, g[0], g[-1] + 1, key) for g in groups]))
-        return out
-
-    def _decode_columns(
-        self,
-        columns: dict[int, _Column],
-        requests: dict[int, list[tuple[str, list[ByteRange]]]],
-        payloads: dict[int, list[list[bytes] | None]] | None,
-    ) -> dict[int, np.ndarray]:
-        """Decode every column's row blocks into its rows, in request order.
-
-        ``payloads`` are the fetched bytes of every request, or None to read each request
-        (from a local directory) just before decoding it. Each shard decodes into its own
-        slice of the result (or of a scratch buffer), so the shards of a large read are
-        shared with the helper thread (:func:`~zarr_vectors.store.native_blocks.in_turns`):
-        one thread reads while the other decodes. Only large shards are shared: the
-        Python work per shard holds the GIL, and for small shards it outweighs the decoding.
-        """
-        done: dict[int, np.ndarray] = {}
-        for k, column in columns.items():
-            dtype, row_shape = self.column_spec(column.name)
-            plan = column.plan
-            out = np.empty((int(plan.starts[-1]), *row_shape), dtype=dtype)
-            rows = plan.blocks.blocks.shape[0] * plan.rows_per_block
-            scratch = np.empty((rows, *row_shape), dtype=dtype)
-            fetched = None if payloads is None else payloads[k]
-            decode = functools.partial(
-                self._decode_shard, column, out, scratch, requests[k], fetched
-            )
-            n_blocks = (out.shape[0] + rows) // plan.rows_per_block
-            shard_bytes = (out.nbytes + scratch.nbytes) / max(1, len(plan.jobs))
-            in_turns(len(plan.jobs), decode, n_blocks if shard_bytes >= _SHARED_SHARD_BYTES else 0)
-            blocks = plan.blocks
-            if blocks.dst.shape[0] == out.shape[0]:  # every request had several runs
-                np.take(scratch, blocks.src, axis=0, out=out)
-            elif blocks.dst.shape[0]:
-                out[blocks.dst] = scratch[blocks.src]
-            done[k] = out
-        return done
-
-    def _decode_shard(
-        self,
-        column: _Column,
-        out: np.ndarray,
-        scratch: np.ndarray,
-        requests: list[tuple[str, list[ByteRange]]],
-        payloads: list[list[bytes] | None] | None,
-        turn: int,
-    ) -> None:
-        """Decode job ``turn`` of the column's plan, one chunk's shard, into ``out`` or
-        ``scratch``: ``requests[turn]`` (shard key and byte spans) gives its bytes,
-        ``payloads[turn]`` when they are fetched already."""
-        key, spans = requests[turn]
-        parts = self.io.get_ranges([requests[turn]])[0] if payloads is None else payloads[turn]
-        i, groups, rows, slot = column.plan.jobs[turn]
-        plan, layout = column.plan, column.layout
-        if parts is None:
-            what = "is missing" if column.whole[i] else "disappeared while reading"
-            raise CorruptChunkError(f"{key}: shard of an occupied chunk {what}")
-        chunk = column.wanted[i].chunk
-        if column.whole[i]:
-            index = layout.decode_index(parts[0], key)
-            entries = index.tolist()
-            self._indexes[(column.path, chunk)] = (key, entries)
-            self._index_arrays[(column.path, chunk)] = index
-            bases = [0]
-        else:
-            entries = self._chunk_index(column.path, layout, chunk)[1]
-            bases = [span[0] for span in spans if isinstance(span, tuple)]
-        if rows is not None:
-            target = out[plan.starts[i] : plan.starts[i + 1]]
-            layout.decode_rows_into(parts[0], entries, bases[0], rows, target, key)
-            return
-        r = plan.rows_per_block
-        target = scratch[slot * r : (slot + sum(len(g) for g in groups)) * r]
-        layout.decode_block_groups_into(
-            list(zip(parts, bases, groups, strict=True)), entries, target, key
-        )
-
-    # -- selected rows of many runs (box queries) ------------------------------------
-    def fetch_indexes(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> None:
-        """Fetch and cache the shard indexes of (column, chunk) pairs not cached yet."""
-        requests = self._index_requests(wanted)
-        if requests:
-            tails = self.io.get_many([(r[1], r[2]) for r in requests])
-            self._keep_indexes(requests, tails, strict=True)
-
-    def _read_rows_fallback(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:
-        """Rows through zarr-python, for arrays whose codecs we do not decode ourselves."""
-        path = self.paths[name]
-        trailing = tuple(self.array_meta[name]["shape"][self.grid.ndim + 1 :])
-        parts: list[np.ndarray] = []
-        for want in wanted:
-            stop = int(want.runs[:, 1].max(initial=0))
-            lo = (*want.chunk, 0)
-            hi = (*(c + 1 for c in want.chunk), stop)
-            region = read_region(self.io.store, path, lo + (0,) * len(trailing), hi + trailing)
-            rows = region.reshape(stop, *trailing)
-            parts.extend(rows[a:b] for a, b in want.runs)
-        dtype, row_shape = self.column_spec(name)
-        return np.concatenate(parts) if parts else np.empty((0, *row_shape), dtype=dtype)
-
-
-@dataclass(frozen=True, slots=True)
-class _Column:
-    """One column of a :meth:`LevelReader.read_columns` call and how its rows are fetched."""
-
-    name: str
-    path: str
-    layout: RowLayout
-    wanted: list[ChunkRows]
-    plan: read_plans.RowPlan
-    whole: list[bool]  # per request: fetch the chunk's shard whole
-
-
-def _shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:
-    """Index of the shard holding ``chunk`` (spec §9.0.1), as a cache key."""
-    return tuple(int(c) // s for c, s in zip(chunk, layout.shard_chunks, strict=True))

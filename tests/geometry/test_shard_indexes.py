@@ -1,0 +1,96 @@
+"""The shard index cache of a level (geometry.shard_indexes): one fetch per shard, and each
+chunk's own entries out of a shard of several chunks (spec §9.0.1)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from zarr.storage import MemoryStore
+
+import zarr_vectors as zv
+from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.geometry.reader import LevelReader
+from zarr_vectors.geometry.shard_indexes import ShardIndexes, shard_of
+
+_MISSING = 2**64 - 1
+
+
+def _reader(shard_chunks: int | None) -> LevelReader:
+    """A 4 x 4 x 4-chunk point cloud with 2 x 2 x 2 chunks per shard (or one per shard)."""
+    xyz = np.random.default_rng(3).uniform(0, 40, (3000, 3)).astype(np.float32)
+    store = MemoryStore()
+    options = zv.WriteOptions(rows_per_block=16, shard_chunks=shard_chunks)
+    zv.write_points(store, xyz, chunk_shape=10.0, options=options, progress=False)
+    return zv.open(store)._reader
+
+
+def _fetched(reader: LevelReader, chunks: list[tuple[int, ...]]) -> ShardIndexes:
+    """A fresh cache holding the vertices' shard indexes of ``chunks``."""
+    layout = reader.layouts["vertices"]
+    assert layout is not None
+    indexes = ShardIndexes()
+    requests = indexes.requests(("0/vertices", layout, c) for c in chunks)
+    indexes.keep(requests, reader.io.get_many([(r[1], r[2]) for r in requests]), strict=True)
+    return indexes
+
+
+CHUNKS = list(itertools.product(range(4), repeat=3))
+
+
+def test_one_request_per_shard_and_none_once_cached() -> None:
+    reader = _reader(2)
+    layout = reader.layouts["vertices"]
+    assert layout is not None
+    indexes = ShardIndexes()
+    requests = indexes.requests(("0/vertices", layout, c) for c in CHUNKS)
+    assert sorted(r[0][1] for r in requests) == sorted(itertools.product(range(2), repeat=3))
+    assert {r[1] for r in requests} == {
+        f"0/vertices/c/{a}/{b}/{c}/0/0" for a, b, c in itertools.product(range(2), repeat=3)
+    }
+    assert all(r[2] == -layout.index_nbytes for r in requests)
+    tails = reader.io.get_many([(r[1], r[2]) for r in requests])
+    indexes.keep(requests, tails, strict=True)
+    assert indexes.requests(("0/vertices", layout, c) for c in CHUNKS) == []
+    assert indexes.shards("0/vertices") == set(itertools.product(range(2), repeat=3))
+    assert indexes.shards("0/attributes/x") == set()
+
+
+def test_a_chunk_gets_its_own_entries_out_of_a_shared_shard() -> None:
+    """Blocks encode the same bytes however chunks are packed into shards, so each chunk's
+    block lengths must equal those of the store with one chunk per shard; their offsets
+    must not overlap within a shard."""
+    alone, packed = _reader(None), _reader(2)
+    lone, shared = _fetched(alone, CHUNKS), _fetched(packed, CHUNKS)
+    layout_alone, layout_packed = alone.layouts["vertices"], packed.layouts["vertices"]
+    assert layout_alone is not None
+    assert layout_packed is not None
+    spans: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+    for chunk in CHUNKS:
+        _, want = lone.entries("0/vertices", layout_alone, chunk)
+        key, got = shared.entries("0/vertices", layout_packed, chunk)
+        assert key == "0/vertices/c/{}/{}/{}/0/0".format(*shard_of(layout_packed, chunk))
+        assert [e[1] for e in got] == [e[1] for e in want]
+        as_array = shared.entry_array("0/vertices", layout_packed, chunk)[1]
+        np.testing.assert_array_equal(as_array, np.asarray(got, dtype=np.uint64))
+        stored = [(int(o), int(o) + int(n)) for o, n in got if o != _MISSING]
+        spans.setdefault(shard_of(layout_packed, chunk), []).extend(stored)
+    for found in spans.values():
+        found.sort()
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(found))
+
+
+def test_a_missing_shard_raises_when_strict_and_later_when_asked_for() -> None:
+    reader = _reader(None)
+    layout = reader.layouts["vertices"]
+    assert layout is not None
+    indexes = ShardIndexes()
+    requests = indexes.requests([("0/vertices", layout, (1, 2, 3))])
+    with pytest.raises(CorruptChunkError, match=r"0/vertices/c/1/2/3/0/0: shard of an occ"):
+        indexes.keep(requests, [None], strict=True)
+    indexes.keep(requests, [None], strict=False)
+    with pytest.raises(CorruptChunkError, match="fragment index of an occupied chunk is miss"):
+        indexes.entries("0/vertices", layout, (1, 2, 3), "fragment index")
+    with pytest.raises(CorruptChunkError, match="shard of an occupied chunk is missing"):
+        indexes.entry_array("0/vertices", layout, (1, 2, 3))

@@ -1,0 +1,120 @@
+"""The shard indexes of one level's per-chunk arrays, fetched once and cached (spec §9.0).
+
+A shard index lists where each row block of a shard lies. :class:`ShardIndexes` plans the
+fetches of the indexes a read needs (one per shard, skipping those it holds), keeps what
+was fetched, and answers which entries belong to a spatial chunk: all of a one-chunk shard's,
+or the chunk's own slice of a shard of several chunks (spec §9.0.1). Entries are kept as
+fetched (an array) and turned into lists only when a per-block Python loop asks for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.store.io import ByteRange
+from zarr_vectors.store.shards import RowLayout, ShardIndex, shard_key
+
+__all__ = ["IndexRequest", "ShardIndexes", "shard_of"]
+
+IndexKey = tuple[str, tuple[int, ...]]
+"""(array path, shard index) of a cached shard index (a shard is a chunk unless §9.0.1)."""
+
+IndexRequest = tuple[IndexKey, str, ByteRange, RowLayout]
+"""(cache key, shard key, suffix to fetch, layout) of a shard index to fetch."""
+
+
+def shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:
+    """Index of the shard holding ``chunk`` (spec §9.0.1), as a cache key."""
+    if layout.chunks_per_shard == 1:
+        return chunk
+    return tuple(int(c) // s for c, s in zip(chunk, layout.shard_chunks, strict=True))
+
+
+class ShardIndexes:
+    """The shard indexes of a level fetched so far, by array path and shard."""
+
+    def __init__(self) -> None:
+        # key and entries as lists (made from the arrays when first asked)
+        self._lists: dict[IndexKey, tuple[str, list[list[int]] | None]] = {}
+        self._arrays: dict[IndexKey, np.ndarray] = {}  # the same, as fetched
+
+    def requests(
+        self, wanted: Iterable[tuple[str, RowLayout, tuple[int, ...]]]
+    ) -> list[IndexRequest]:
+        """The indexes of (array path, layout, chunk) triples not cached, one per shard."""
+        out: list[IndexRequest] = []
+        seen: set[IndexKey] = set()
+        for path, layout, chunk in wanted:
+            shard = shard_of(layout, chunk)
+            cache_key = (path, shard)
+            if cache_key in self._lists or cache_key in seen:
+                continue
+            seen.add(cache_key)
+            key = shard_key(path, np.asarray(shard), len(layout.row_shape))
+            out.append((cache_key, key, -layout.index_nbytes, layout))
+        return out
+
+    def keep(
+        self, requests: list[IndexRequest], tails: Sequence[bytes | None], *, strict: bool
+    ) -> None:
+        """Decode and cache fetched indexes; a missing shard raises only if ``strict``.
+
+        Raises
+        ------
+        CorruptChunkError
+            When ``strict`` and a shard is missing, or when an index does not decode.
+        """
+        for (cache_key, key, _, layout), tail in zip(requests, tails, strict=True):
+            if tail is None:
+                if strict:
+                    raise CorruptChunkError(f"{key}: shard of an occupied chunk is missing")
+                continue
+            self.add(cache_key, key, layout.decode_index(tail, key))
+
+    def add(self, cache_key: IndexKey, key: str, index: np.ndarray) -> None:
+        """Cache the decoded ``index`` of the shard stored at ``key``."""
+        self._arrays[cache_key] = index
+        self._lists[cache_key] = (key, None)  # listed on first use (entries)
+
+    def entries(
+        self, path: str, layout: RowLayout, chunk: tuple[int, ...], what: str = "shard"
+    ) -> tuple[str, list[list[int]]]:
+        """Shard key and the cached index entries of ``chunk`` in the array at ``path``.
+
+        Raises
+        ------
+        CorruptChunkError
+            When the chunk's shard was not found (its index is not cached); ``what`` names
+            the array's role in the message.
+        """
+        shard = shard_of(layout, chunk)
+        found = self._lists.get((path, shard))
+        if found is None:
+            key = shard_key(path, np.asarray(chunk), len(layout.row_shape))
+            raise CorruptChunkError(f"{key}: {what} of an occupied chunk is missing")
+        key, listed = found
+        if listed is None:
+            listed = self._arrays[(path, shard)].tolist()
+            self._lists[(path, shard)] = (key, listed)
+        if layout.chunks_per_shard != 1:
+            first = layout.local_chunk(chunk) * layout.n_blocks
+            listed = listed[first : first + layout.n_blocks]
+        return key, listed
+
+    def entry_array(
+        self, path: str, layout: RowLayout, chunk: tuple[int, ...]
+    ) -> tuple[str, ShardIndex]:
+        """:meth:`entries`, as the array fetched when there is one (no list made)."""
+        cache_key = (path, shard_of(layout, chunk))
+        found = self._lists.get(cache_key)
+        index = self._arrays.get(cache_key)
+        if found is None or index is None:
+            return self.entries(path, layout, chunk)
+        return found[0], layout.chunk_entries(index, chunk)
+
+    def shards(self, path: str) -> set[tuple[int, ...]]:
+        """The shards of the array at ``path`` whose indexes are cached."""
+        return {shard for p, shard in self._lists if p == path}
