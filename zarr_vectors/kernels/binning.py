@@ -92,6 +92,43 @@ def _bin_index(p: float, c: float, size: float, bin_size: float, inv_bin: float,
 
 @njit
 def _bounds_and_nonfinite(positions: Positions) -> tuple[F64, F64, int]:
+    if 1 <= positions.shape[1] <= 4:
+        lo, hi, finite = _bounds_up_to_4d(positions)
+        if finite:
+            return lo, hi, 0
+    return _bounds_of_finite_rows(positions)
+
+
+@njit
+def _bounds_up_to_4d(positions: Positions) -> tuple[F64, F64, bool]:
+    # Bounds of every row in the input's own precision (exact: min and max only pick),
+    # kept in registers: a loop over per-axis arrays runs several times slower. Axes past
+    # D repeat the last one. ``x - x`` is 0 for finite x and NaN otherwise (no fast-math),
+    # so the flags all stay 0 exactly when every value is finite; otherwise the bounds
+    # are not used.
+    n, dim = positions.shape
+    a1, a2, a3 = min(1, dim - 1), min(2, dim - 1), min(3, dim - 1)
+    top = positions.dtype.type(np.inf)
+    lo0 = lo1 = lo2 = lo3 = top
+    hi0 = hi1 = hi2 = hi3 = -top
+    f0 = f1 = f2 = f3 = positions.dtype.type(0)
+    for i in range(n):
+        v0, v1, v2, v3 = positions[i, 0], positions[i, a1], positions[i, a2], positions[i, a3]
+        f0 += v0 - v0
+        f1 += v1 - v1
+        f2 += v2 - v2
+        f3 += v3 - v3
+        lo0, hi0 = min(lo0, v0), max(hi0, v0)
+        lo1, hi1 = min(lo1, v1), max(hi1, v1)
+        lo2, hi2 = min(lo2, v2), max(hi2, v2)
+        lo3, hi3 = min(lo3, v3), max(hi3, v3)
+    lo = np.array([lo0, lo1, lo2, lo3], dtype=np.float64)[:dim].copy()
+    hi = np.array([hi0, hi1, hi2, hi3], dtype=np.float64)[:dim].copy()
+    return lo, hi, f0 == 0 and f1 == 0 and f2 == 0 and f3 == 0
+
+
+@njit
+def _bounds_of_finite_rows(positions: Positions) -> tuple[F64, F64, int]:
     n, dim = positions.shape
     lo = np.full(dim, np.inf)
     hi = np.full(dim, -np.inf)
