@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from zarr_vectors.geometry import _pipeline as pipeline
 from zarr_vectors.store import spill
 
 HYPOTHESIS = settings(
@@ -208,6 +210,45 @@ def test_an_error_in_the_block_leaves_the_destination_as_it_was(tmp_path: Path) 
 
     with pytest.raises(RuntimeError, match="stop"):
         interrupted()
+    assert _files(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+
+def test_a_failure_while_closing_stops_the_reads_ahead_and_keeps_the_destination(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks are read back ahead of their writing; when a write fails, the reads ahead
+    stop before the spill files go, and the old store stays."""
+    path = tmp_path / "s"
+    zv.write_points(path, np.ones((3, 3)), chunk_shape=5.0)
+    before = _files(path)
+    calls = []
+    add_chunk = pipeline.LevelWriter.add_chunk
+
+    def failing(self: pipeline.LevelWriter, *args: Any) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError("disk full")
+        add_chunk(self, *args)
+
+    readers_at_cleanup = []
+    close = spill.SpillColumns.close
+
+    def closing(self: spill.SpillColumns) -> None:
+        threads = threading.enumerate()
+        readers_at_cleanup.extend(t for t in threads if t.name.startswith("zv-read-ahead"))
+        close(self)
+
+    monkeypatch.setattr(pipeline.LevelWriter, "add_chunk", failing)
+    monkeypatch.setattr(spill.SpillColumns, "close", closing)
+    xyz = np.random.default_rng(5).uniform(0, 40, (4000, 3))
+    with (
+        pytest.raises(OSError, match="disk full"),
+        zv.PointWriter(path, chunk_shape=5.0, overwrite=True, progress=False) as writer,
+    ):
+        writer.append(xyz)
+    assert len(calls) == 3
+    assert readers_at_cleanup == []  # stopped before the spill files were closed
     assert _files(path) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
 

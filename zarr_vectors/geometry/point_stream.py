@@ -14,6 +14,8 @@ as they come and sorted by chunk in a second pass when the writer closes.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ from zarr_vectors.geometry._pipeline import (
     point_blob_layout,
     round_up,
 )
+from zarr_vectors.geometry._read_ahead import read_ahead
 from zarr_vectors.geometry._shard_writes import shard_major_order
 from zarr_vectors.geometry.point_append import ExistingPoints, append_to_store, load_existing
 from zarr_vectors.geometry.points import commit_points
@@ -65,6 +68,8 @@ _MIN_BUDGET = 2**16
 _MIN_SLICE_ROWS = 256
 _WORK_BYTES_PER_ROW = 24
 """Scratch bytes per row of a slice besides its columns: chunk/bin keys, sort order, copies."""
+_READ_AHEAD_SHARE = 4
+"""Closing reads chunks back ahead of their writing within this fraction of the budget."""
 
 
 Schema = tuple[np.dtype[Any], int, dict[str, tuple[np.dtype[Any], tuple[int, ...]]]]
@@ -307,12 +312,16 @@ class PointWriter:
             )
 
     def _slice_rows(self) -> int:
+        row = self._row_nbytes()
+        return max(_MIN_SLICE_ROWS, self.budget // (2 * row + _WORK_BYTES_PER_ROW))
+
+    def _row_nbytes(self) -> int:
+        """Bytes of one row of every column."""
         assert self.schema is not None
         dtype, ndim, attrs = self.schema
-        row = dtype.itemsize * ndim + sum(
+        return dtype.itemsize * ndim + sum(
             d.itemsize * int(np.prod(s, dtype=np.int64)) for d, s in attrs.values()
         )
-        return max(_MIN_SLICE_ROWS, self.budget // (2 * row + _WORK_BYTES_PER_ROW))
 
     def _column_types(self) -> list[tuple[np.dtype[Any], tuple[int, ...]]]:
         assert self.schema is not None
@@ -417,11 +426,16 @@ class PointWriter:
                 blobs=point_blob_layout(grid),
             )
             grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, ndim) - grid.origin
-            visit = shard_major_order(grid_chunks, writer.shard_chunks).tolist()
-            for done, chunk in enumerate(chunks[j] for j in visit):
-                rows, blob = self._chunk_rows(chunk, grid)
-                writer.add_chunk(np.asarray(chunk, dtype=np.int64) - grid.origin, rows, blob)
-                self.progress("write", done + 1, len(chunks))
+            order = shard_major_order(grid_chunks, writer.shard_chunks).tolist()
+            visit = [chunks[j] for j in order]
+            sizes = [counts[j] * self._row_nbytes() for j in order]
+            read = functools.partial(self._chunk_rows, grid=grid)
+            # the next chunks are read back while this one is encoded and written
+            ahead = read_ahead(read, visit, sizes, self.budget // _READ_AHEAD_SHARE)
+            with contextlib.closing(ahead) as found:
+                for done, (chunk, (rows, blob)) in enumerate(zip(visit, found, strict=True)):
+                    writer.add_chunk(np.asarray(chunk, dtype=np.int64) - grid.origin, rows, blob)
+                    self.progress("write", done + 1, len(chunks))
             commit_points(io, root, grid, writer.finish())
 
     def _second_pass(self, grid: ChunkGrid) -> None:
