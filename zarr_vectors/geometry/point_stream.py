@@ -425,18 +425,25 @@ class PointWriter:
                 self.options,
                 blobs=point_blob_layout(grid),
             )
-            grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, ndim) - grid.origin
-            order = shard_major_order(grid_chunks, writer.shard_chunks).tolist()
-            visit = [chunks[j] for j in order]
-            sizes = [counts[j] * self._row_nbytes() for j in order]
-            read = functools.partial(self._chunk_rows, grid=grid)
-            # the next chunks are read back while this one is encoded and written
-            ahead = read_ahead(read, visit, sizes, self.budget // _READ_AHEAD_SHARE)
-            with contextlib.closing(ahead) as found:
-                for done, (chunk, (rows, blob)) in enumerate(zip(visit, found, strict=True)):
-                    writer.add_chunk(np.asarray(chunk, dtype=np.int64) - grid.origin, rows, blob)
-                    self.progress("write", done + 1, len(chunks))
+            self._write_chunks(writer, grid, chunks, counts)
             commit_points(io, root, grid, writer.finish())
+
+    def _write_chunks(
+        self, writer: LevelWriter, grid: ChunkGrid, chunks: list[tuple[int, ...]], counts: list[int]
+    ) -> None:
+        """Give every chunk's rows, read back from the spill files, to ``writer``, shard by
+        shard. The next chunks are read back in a background thread while the current one
+        is encoded and written, within a share of the memory budget."""
+        grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, grid.ndim) - grid.origin
+        order = shard_major_order(grid_chunks, writer.shard_chunks).tolist()
+        visit = [chunks[j] for j in order]
+        sizes = [counts[j] * self._row_nbytes() for j in order]
+        read = functools.partial(self._chunk_rows, grid=grid)
+        ahead = read_ahead(read, visit, sizes, self.budget // _READ_AHEAD_SHARE)
+        with contextlib.closing(ahead) as found:  # no read outlives the loop
+            for done, (chunk, (rows, blob)) in enumerate(zip(visit, found, strict=True)):
+                writer.add_chunk(np.asarray(chunk, dtype=np.int64) - grid.origin, rows, blob)
+                self.progress("write", done + 1, len(chunks))
 
     def _second_pass(self, grid: ChunkGrid) -> None:
         """Sort the raw spill by chunk now that the grid is known."""

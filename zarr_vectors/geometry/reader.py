@@ -517,19 +517,8 @@ class LevelReader:
         return self.read_many([(name, wanted) for name in names])
 
     def read_many(self, reads: list[tuple[str, list[ChunkRows]]]) -> list[np.ndarray]:
-        """Rows of several columns, each for its own requests, fetched together
-        (:func:`~zarr_vectors.geometry.row_reads.read_many`).
-
-        Parameters
-        ----------
-        reads
-            ``(column name, requests)`` pairs.
-
-        Returns
-        -------
-        list of numpy.ndarray
-            Per pair, the rows of every request, runs and requests concatenated in order.
-        """
+        """Rows of several columns, each for its own ``(column name, requests)`` pair,
+        fetched together: :func:`zarr_vectors.geometry.row_reads.read_many`."""
         return row_reads.read_many(self, reads)
 
     def known_rows(self, name: str, chunk: tuple[int, ...]) -> int | None:
