@@ -437,7 +437,8 @@ class PointWriter:
         grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, grid.ndim) - grid.origin
         order = shard_major_order(grid_chunks, writer.shard_chunks).tolist()
         visit = [chunks[j] for j in order]
-        sizes = [counts[j] * self._row_nbytes() for j in order]
+        row_nbytes = self._row_nbytes()
+        sizes = [counts[j] * row_nbytes for j in order]
         read = functools.partial(self._chunk_rows, grid=grid)
         ahead = read_ahead(read, visit, sizes, self.budget // _READ_AHEAD_SHARE)
         with contextlib.closing(ahead) as found:  # no read outlives the loop

@@ -110,10 +110,9 @@ class ShardIndexes:
         """:meth:`entries`, as the array fetched when there is one (no list made)."""
         cache_key = (path, shard_of(layout, chunk))
         found = self._lists.get(cache_key)
-        index = self._arrays.get(cache_key)
-        if found is None or index is None:
-            return self.entries(path, layout, chunk)
-        return found[0], layout.chunk_entries(index, chunk)
+        if found is None:
+            return self.entries(path, layout, chunk)  # raises: the shard is missing
+        return found[0], layout.chunk_entries(self._arrays[cache_key], chunk)
 
     def shards(self, path: str) -> set[tuple[int, ...]]:
         """The shards of the array at ``path`` whose indexes are cached."""
