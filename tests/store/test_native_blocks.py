@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 import time
 from pathlib import Path
@@ -147,3 +148,43 @@ def test_a_failing_turn_is_raised_after_every_turn_taken_has_ended(
     with pytest.raises(ValueError, match="fails"):
         native_blocks.in_turns(200, work, 1000)
     assert running[0] == 0  # nothing still runs once the error is raised
+
+
+def test_python_blosc_is_tried_first_and_numcodecs_last() -> None:
+    """python-blosc's C-Blosc (built with AVX2 shuffles) is preferred; numcodecs' bundled
+    copy is always the last resort."""
+    libraries = native_blocks.blosc_libraries()
+    assert libraries[-1] == native_blocks.blosc.__file__
+    if importlib.util.find_spec("blosc") is None:
+        assert len(libraries) == 1
+        return
+    assert len(libraries) == 2
+    assert Path(libraries[0]).name.startswith("libblosc") or Path(libraries[0]).name == "blosc.dll"
+    found = native_blocks.native_block_functions()
+    assert found is not None
+    assert found[1] == native_blocks._blosc_function(libraries[0], "blosc_decompress_ctx")
+
+
+def test_a_library_failing_the_self_test_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    numcodecs_library = native_blocks.blosc.__file__
+    monkeypatch.setattr(
+        native_blocks, "blosc_libraries", lambda: ("/no/such/libblosc.so.1", numcodecs_library)
+    )
+    refused = native_blocks._blosc_function(numcodecs_library, "blosc_decompress_ctx")
+    real_test = native_blocks._native_self_test
+    found = native_blocks.native_block_functions.__wrapped__()
+    if found is None:
+        pytest.skip("google-crc32c without its C extension")
+    assert found[1] == refused  # the missing library is skipped, the next one is used
+    monkeypatch.setattr(
+        native_blocks, "_native_self_test", lambda crc, f: f != refused and real_test(crc, f)
+    )
+    assert native_blocks.native_block_functions.__wrapped__() is None
+    monkeypatch.setattr(native_blocks, "native_block_functions", lambda: found)
+    monkeypatch.setattr(native_blocks, "_native_encode_self_test", lambda crc, f: False)
+    assert native_blocks.native_encode_functions.__wrapped__() is None
+
+
+def test_a_missing_function_has_no_address() -> None:
+    assert native_blocks._blosc_function(native_blocks.blosc.__file__, "no_such_symbol") is None
+    assert native_blocks._blosc_function("/no/such/library.so", "blosc_decompress_ctx") is None
