@@ -13,12 +13,14 @@ from hypothesis import strategies as st
 from tests.kernels import naive
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels import (
+    _threads,
     assign_chunks_and_bins,
     bin_coords,
     bounds_and_nonfinite,
     chunk_and_bin_destinations,
     chunk_coords,
     counting_sort,
+    destinations_of_positions,
     points_in_box,
     scatter_rows,
     sort_by_chunk_and_bin,
@@ -460,6 +462,61 @@ def test_public_destinations_reuse_the_chunk_array() -> None:
     np.testing.assert_array_equal(occupied, [2, 5, 9])
 
 
+@SETTINGS
+@given(clouds(max_n=150), st.booleans(), st.integers(0, 3))
+def test_destinations_of_positions_match_naive(cloud: Cloud, by_cells: bool, spare: int) -> None:
+    """Cell counts (a small grid) or assignment then sort (a wide one): the naive twins'
+    destinations and offsets, written into ``out[0]``."""
+    dim = cloud.positions.shape[1]
+    lo, shape = grid_of(chunk_coords(cloud.positions, cloud.chunk), dim)
+    args = (cloud.positions, cloud.chunk, cloud.bin, cloud.bpc, lo, shape)
+    n, n_bins = cloud.positions.shape[0], int(np.prod(cloud.bpc))
+    want = naive.chunk_and_bin_destinations(*naive.assign_chunks_and_bins(*args), n_bins)
+    out = (np.full(n + spare, -7, np.int64), np.full(n + spare, -7, np.int64))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ks, "_CELL_SLACK", 10**12 if by_cells else 0)
+        patch.setattr(ks, "chunk_and_bin_destinations", _refused if by_cells else _allowed)
+        got = destinations_of_positions(*args, out=out)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+        assert g.dtype == np.int64
+    assert n == 0 or np.shares_memory(got[0], out[0])
+    assert (out[0][n:] == -7).all()
+
+
+def _refused(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("the cell counts were not used")
+
+
+_allowed = ks.chunk_and_bin_destinations
+
+
+def test_destinations_of_positions_over_threaded_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows of a cell keep input order across the row slices counted in threads."""
+    monkeypatch.setattr(_threads, "_MIN_ROWS", 7)
+    monkeypatch.setattr(_threads, "THREADS", 3)
+    rng = np.random.default_rng(5)
+    positions = rng.uniform(0, 2, size=(200, 2))
+    positions[::3] = positions[0]  # many rows of one cell, in every slice
+    args = (positions, [1.0, 1.0], [0.5, 0.25], [2, 4], [0, 0], [2, 2])
+    want = naive.chunk_and_bin_destinations(*naive.assign_chunks_and_bins(*args), 8)
+    for g, w in zip(destinations_of_positions(*args), want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    positions[[150, 120], 1] = [np.nan, 5.0]  # the first bad row is reported, in any slice
+    with pytest.raises(InvalidInputError, match=r"positions\[120\].*outside the chunk grid"):
+        destinations_of_positions(*args)
+    positions[60, 0] = np.inf
+    with pytest.raises(InvalidInputError, match=r"positions\[60\].*not finite"):
+        destinations_of_positions(*args)
+
+
+def test_destinations_of_positions_of_no_rows() -> None:
+    got = destinations_of_positions(
+        np.zeros((0, 3)), [1, 1, 1], [1, 1, 1], [1, 1, 1], [0] * 3, [1] * 3
+    )
+    assert [a.shape for a in got] == [(0,), (0,), (1,), (0, 2)]
+
+
 ROW_DTYPES = [np.float32, np.float64, np.int16, np.uint8, np.bool_, np.complex64, "V3"]
 
 
@@ -625,6 +682,9 @@ GOOD = np.zeros((3, 2))
         lambda: assign_chunks_and_bins(GOOD + 1.0, [1, 1], [1, 1], [1, 1], [0, 0], [1, 1]),
         lambda: assign_chunks_and_bins(GOOD - 1e-9, [1, 1], [1, 1], [1, 1], [0, 0], [1, 1]),
         lambda: assign_chunks_and_bins(GOOD, [1, 1], [1, 1], [2**40, 2**40], [0, 0], [1, 1]),
+        lambda: destinations_of_positions(GOOD, [1, 1], [1, 1], [1, 1], [0, 0], [1, 0]),
+        lambda: destinations_of_positions(GOOD + 1.0, [1, 1], [1, 1], [1, 1], [0, 0], [1, 1]),
+        lambda: destinations_of_positions(GOOD, [1, 1], [1, 1], [2**40, 2**40], [0, 0], [1, 1]),
         lambda: counting_sort(np.array([0, 3, 1]), 3),
         lambda: counting_sort(np.array([0, -1]), 3),
         lambda: counting_sort(np.array([0.0, 1.0]), 3),

@@ -31,9 +31,9 @@ from zarr_vectors.format.names import (
 from zarr_vectors.geometry._shard_writes import Batcher, ShardAssembler, shard_major_order
 from zarr_vectors.kernels import (
     assign_chunks_and_bins,
-    chunk_and_bin_destinations,
     chunk_coords,
     counting_sort,
+    destinations_of_positions,
     scatter_rows,
 )
 from zarr_vectors.store.arrays import (
@@ -271,11 +271,10 @@ def sort_points(
         ndim = grid.ndim
         none = np.empty((0, ndim), np.int64)
         return SortedPoints(columns, none, np.zeros(1, np.int64), np.zeros((0, 1), np.int64))
-    chunk_flat, bin_flat, lo, dense_shape = assign(positions, bounds, grid)
-    destination, occupied, chunk_offsets, bin_offsets = chunk_and_bin_destinations(
-        chunk_flat, bin_flat, grid.bins_per_chunk_total, reuse=True
+    lo, dense_shape = dense_bounds_span(bounds, grid)
+    destination, occupied, chunk_offsets, bin_offsets = destinations_of_positions(
+        positions, grid.chunk_shape, grid.bin_shape, grid.bins, lo, dense_shape
     )
-    del chunk_flat, bin_flat
     moved = [scatter_rows(values, destination) for values in columns]
     chunks = grid_indices(occupied, lo, dense_shape, grid)
     return SortedPoints(moved, chunks, chunk_offsets, bin_offsets)

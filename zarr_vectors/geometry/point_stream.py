@@ -42,9 +42,8 @@ from zarr_vectors.geometry._shard_writes import shard_major_order
 from zarr_vectors.geometry.point_append import ExistingPoints, append_to_store, load_existing
 from zarr_vectors.geometry.points import commit_points
 from zarr_vectors.kernels import (
-    assign_chunks_and_bins,
     bounds_and_nonfinite,
-    chunk_and_bin_destinations,
+    destinations_of_positions,
     scatter_rows,
 )
 from zarr_vectors.kernels.bin_runs import move_runs, run_destinations
@@ -349,11 +348,8 @@ class PointWriter:
         if self.work is None:
             self.work = _SliceWork.allocate(self._slice_rows(), self._column_types())
         first, shape = dense_bounds_span(bounds, grid)
-        chunk_flat, bin_flat = assign_chunks_and_bins(
+        destination, occupied, offsets, bin_offsets = destinations_of_positions(
             values[0], grid.chunk_shape, grid.bin_shape, grid.bins, first, shape, out=self.work.keys
-        )
-        destination, occupied, offsets, bin_offsets = chunk_and_bin_destinations(
-            chunk_flat, bin_flat, grid.bins_per_chunk_total, reuse=True
         )
         self.binned.wait()  # the previous slice's rows are written before this one's exist
         spilled = [

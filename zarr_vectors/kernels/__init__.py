@@ -16,6 +16,7 @@ from zarr_vectors.kernels.ranges import concat_ranges
 from zarr_vectors.kernels.sorting import (
     chunk_and_bin_destinations,
     counting_sort,
+    destinations_of_positions,
     scatter_rows,
     sort_by_chunk_and_bin,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "counting_sort",
     "sort_by_chunk_and_bin",
     "chunk_and_bin_destinations",
+    "destinations_of_positions",
     "scatter_rows",
     "points_in_box",
     "encode_manifests",

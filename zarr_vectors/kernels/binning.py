@@ -30,7 +30,11 @@ __all__ = [
     "chunk_coords",
     "bin_coords",
     "assign_chunks_and_bins",
+    "first_failure",
+    "grid_arguments",
     "points_in_box",
+    "raise_position_status",
+    "result_arrays",
 ]
 
 I64 = npt.NDArray[np.int64]
@@ -41,6 +45,9 @@ Positions = npt.NDArray[np.floating[Any]]
 _OK = 0
 _BAD_VALUE = 1  # non-finite, or |p / C| too large
 _OUTSIDE_GRID = 3
+
+_NO_COUNTS = np.zeros(0, np.int64)
+"""The ``counts`` of :func:`_assign` that asks for flat chunk and bin indices."""
 
 # |p / C| must stay below 2**52 so that chunk indices are exact float64 integers.
 _MAX_INDEX = 2.0**52
@@ -189,12 +196,20 @@ def _assign(
     grid_shape: I64,
     chunk_flat: I64,
     bin_flat: I64,
+    counts: I64,
 ) -> tuple[int, int]:
     # The outputs are allocated by the caller: numpy asks for huge pages, numba's
     # allocator does not, and faulting in 4 KiB pages costs more than the loop.
+    # With counts (a table of one count per cell: chunk * bins per chunk + bin), each
+    # row's cell goes to chunk_flat and is counted, and bin_flat is not written (one loop
+    # for both: a shared per-row function returning a tuple runs four times slower).
     n, dim = positions.shape
     inv = 1.0 / chunk_shape
     inv_bin = 1.0 / bin_shape
+    as_cells = counts.shape[0] > 0
+    n_bins = 1
+    for d in range(dim):
+        n_bins *= bpc[d]
     for i in range(n):
         cf = 0
         bf = 0
@@ -208,8 +223,13 @@ def _assign(
                 return _OUTSIDE_GRID, i
             cf = cf * grid_shape[d] + g
             bf = bf * bpc[d] + _bin_index(p, c, chunk_shape[d], bin_shape[d], inv_bin[d], bpc[d])
-        chunk_flat[i] = cf
-        bin_flat[i] = bf
+        if as_cells:
+            cell = cf * n_bins + bf
+            chunk_flat[i] = cell
+            counts[cell] += 1
+        else:
+            chunk_flat[i] = cf
+            bin_flat[i] = bf
     return _OK, -1
 
 
@@ -260,7 +280,8 @@ def _int_vector(value: npt.ArrayLike, dim: int, name: str, minimum: int | None) 
     return out
 
 
-def _raise_position_status(status: int, row: int, positions: Positions) -> None:
+def raise_position_status(status: int, row: int, positions: Positions) -> None:
+    """Raise the :class:`InvalidInputError` of a kernel's ``(status, row)``, if not OK."""
     if status == _OK:
         return
     value = positions[row].tolist()
@@ -328,7 +349,7 @@ def chunk_coords(positions: npt.ArrayLike, chunk_shape: npt.ArrayLike) -> I64:
     pos = _positions(positions)
     shape = _vector(chunk_shape, pos.shape[1], "chunk_shape")
     out, status, row = _chunk_coords(pos, shape)
-    _raise_position_status(status, row, pos)
+    raise_position_status(status, row, pos)
     return out
 
 
@@ -378,7 +399,7 @@ def bin_coords(
         _vector(bin_shape, dim, "bin_shape"),
         _int_vector(bins_per_chunk, dim, "bins_per_chunk", 1),
     )
-    _raise_position_status(status, row, pos)
+    raise_position_status(status, row, pos)
     return out
 
 
@@ -426,26 +447,49 @@ def assign_chunks_and_bins(
         On wrong dtypes or shapes, non-finite coordinates, or a vertex whose chunk is
         outside ``[grid_lo, grid_lo + grid_shape)``.
     """
+    pos, sizes, bpc, lo, gshape = grid_arguments(
+        positions, chunk_shape, bin_shape, bins_per_chunk, grid_lo, grid_shape
+    )
+    chunk_flat, bin_flat = result_arrays(out, pos)
+
+    def work(a: int, b: int) -> tuple[int, int]:
+        status, row = _assign(
+            pos[a:b], *sizes, bpc, lo, gshape, chunk_flat[a:b], bin_flat[a:b], _NO_COUNTS
+        )
+        return status, row + a
+
+    status, row = first_failure(over_row_slices(work, pos.shape[0]))
+    raise_position_status(status, row, pos)
+    return chunk_flat, bin_flat
+
+
+def grid_arguments(
+    positions: npt.ArrayLike,
+    chunk_shape: npt.ArrayLike,
+    bin_shape: npt.ArrayLike,
+    bins_per_chunk: npt.ArrayLike,
+    grid_lo: npt.ArrayLike,
+    grid_shape: npt.ArrayLike,
+) -> tuple[Positions, tuple[F64, F64], I64, I64, I64]:
+    """The arguments of :func:`assign_chunks_and_bins`, checked: the positions, the chunk
+    and bin sizes, the bins per chunk, and the grid's first chunk and shape.
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`assign_chunks_and_bins` (bad values are found by the kernels).
+    """
     pos = _positions(positions)
     dim = pos.shape[1]
     bpc = _int_vector(bins_per_chunk, dim, "bins_per_chunk", 1)
     gshape = _int_vector(grid_shape, dim, "grid_shape", 1)
     if int(np.prod(gshape.astype(object))) >= 2**63 or int(np.prod(bpc.astype(object))) >= 2**63:
         raise InvalidInputError("grid_shape or bins_per_chunk has too many cells for int64")
-    chunk_flat, bin_flat = _result_arrays(out, pos)
     sizes = (_vector(chunk_shape, dim, "chunk_shape"), _vector(bin_shape, dim, "bin_shape"))
-    lo = _int_vector(grid_lo, dim, "grid_lo", None)
-
-    def work(a: int, b: int) -> tuple[int, int]:
-        status, row = _assign(pos[a:b], *sizes, bpc, lo, gshape, chunk_flat[a:b], bin_flat[a:b])
-        return status, row + a
-
-    status, row = _first_failure(over_row_slices(work, pos.shape[0]))
-    _raise_position_status(status, row, pos)
-    return chunk_flat, bin_flat
+    return pos, sizes, bpc, _int_vector(grid_lo, dim, "grid_lo", None), gshape
 
 
-def _result_arrays(out: tuple[I64, I64] | None, pos: np.ndarray) -> tuple[I64, I64]:
+def result_arrays(out: tuple[I64, I64] | None, pos: np.ndarray) -> tuple[I64, I64]:
     """The first ``n`` elements of the caller's two int64 arrays, or two new arrays, for
     the ``n`` rows of ``pos``."""
     n = pos.shape[0]
@@ -463,7 +507,7 @@ def _result_arrays(out: tuple[I64, I64] | None, pos: np.ndarray) -> tuple[I64, I
     return out[0][:n], out[1][:n]
 
 
-def _first_failure(results: list[tuple[int, int]]) -> tuple[int, int]:
+def first_failure(results: list[tuple[int, int]]) -> tuple[int, int]:
     """The first ``(status, row)`` of row slices in order that is not OK."""
     return next(((s, r) for s, r in results if s != _OK), (_OK, -1))
 

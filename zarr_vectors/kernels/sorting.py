@@ -16,9 +16,18 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._checks import checked_integer, int_array
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels._threads import over_row_slices
+from zarr_vectors.kernels.binning import (
+    _assign,
+    assign_chunks_and_bins,
+    first_failure,
+    grid_arguments,
+    raise_position_status,
+    result_arrays,
+)
 
 __all__ = [
     "chunk_and_bin_destinations",
+    "destinations_of_positions",
     "counting_sort",
     "scatter_rows",
     "sort_by_chunk_and_bin",
@@ -35,6 +44,10 @@ _BIN_RANGE = 5
 # (chunk, bin) count table if it has at most max(n, 2**22) cells.
 _DENSE_SLACK = 2**20
 _FUSED_CELLS = 2**22
+
+# destinations_of_positions: count tables of one cell per (grid chunk, bin) if the grid has
+# at most n / 4 + 2**16 cells; otherwise assignment and sort one after the other.
+_CELL_SLACK = 2**16
 
 
 # --------------------------------------------------------------------------- kernels
@@ -166,6 +179,15 @@ def _two_level_sort(
 
 
 @njit
+def _cells_to_destinations(cells: I64, cursor: I64) -> None:
+    # cells[i] -> its sorted position: the cell's cursor, which then moves on
+    for i in range(cells.shape[0]):
+        cell = cells[i]
+        cells[i] = cursor[cell]
+        cursor[cell] += 1
+
+
+@njit
 def _unshift(bo: I64) -> None:
     # After scattering, bo[j, b] holds the start of bin b + 1; move it back one column.
     for j in range(bo.shape[0]):
@@ -292,6 +314,88 @@ def chunk_and_bin_destinations(
     return _sort_by_chunk_and_bin(
         chunk_flat, bin_flat, n_bins, "auto", destination=True, reuse=reuse
     )
+
+
+def destinations_of_positions(
+    positions: npt.ArrayLike,
+    chunk_shape: npt.ArrayLike,
+    bin_shape: npt.ArrayLike,
+    bins_per_chunk: npt.ArrayLike,
+    grid_lo: npt.ArrayLike,
+    grid_shape: npt.ArrayLike,
+    *,
+    out: tuple[I64, I64] | None = None,
+) -> tuple[I64, I64, I64, I64]:
+    """Where each vertex goes when rows are ordered by (chunk, bin, input order) (spec §5).
+
+    The result of :func:`~zarr_vectors.kernels.assign_chunks_and_bins` followed by
+    :func:`chunk_and_bin_destinations`, in two passes over the rows, each in threads over
+    row slices: the first gives every row its cell (grid chunk and bin, in storage order)
+    and counts the cells of each slice; the second turns the cells into destinations,
+    each slice from its own cursors, so rows of a cell keep their input order. A grid of
+    more than ``n / 4 + 65536`` cells (sparse data over a wide range) is sorted by the two
+    functions instead.
+
+    Parameters
+    ----------
+    positions, chunk_shape, bin_shape, bins_per_chunk, grid_lo, grid_shape, out
+        As for :func:`~zarr_vectors.kernels.assign_chunks_and_bins`; the destinations
+        are written into ``out[0]``.
+
+    Returns
+    -------
+    destination, occupied_chunks, chunk_offsets, bin_offsets : numpy.ndarray
+        As for :func:`chunk_and_bin_destinations`, with chunks flat over ``grid_shape``.
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`~zarr_vectors.kernels.assign_chunks_and_bins`.
+    """
+    pos, sizes, bpc, lo, gshape = grid_arguments(
+        positions, chunk_shape, bin_shape, bins_per_chunk, grid_lo, grid_shape
+    )
+    n = pos.shape[0]
+    n_bins = int(np.prod(bpc))
+    n_cells = int(np.prod(gshape.astype(object))) * n_bins
+    if n_cells > n // 4 + _CELL_SLACK:
+        chunk_flat, bin_flat = assign_chunks_and_bins(pos, *sizes, bpc, lo, gshape, out=out)
+        return chunk_and_bin_destinations(chunk_flat, bin_flat, n_bins, reuse=True)
+    cells = np.empty(n, np.int64) if out is None else result_arrays(out, pos)[0]
+
+    def count(a: int, b: int) -> tuple[int, int, int, I64]:
+        counts = np.zeros(n_cells, np.int64)
+        status, row = _assign(pos[a:b], *sizes, bpc, lo, gshape, cells[a:b], _NO_ROWS, counts)
+        return a, status, row + a, counts
+
+    parts = over_row_slices(count, n)  # in slice order
+    status, row = first_failure([(status, row) for _, status, row, _ in parts])
+    raise_position_status(status, row, pos)
+    counts = np.stack([part[3] for part in parts])
+    total = counts.sum(axis=0)
+    # slice k's rows of a cell follow those of the cells before it and of slices before k
+    cursors = np.cumsum(counts, axis=0) - counts + (np.cumsum(total) - total)
+    slice_of = {part[0]: k for k, part in enumerate(parts)}
+
+    def place(a: int, b: int) -> None:
+        _cells_to_destinations(cells[a:b], cursors[slice_of[a]])
+
+    over_row_slices(place, n)  # the same slices
+    return (cells, *_chunk_and_bin_offsets(total.reshape(-1, n_bins)))
+
+
+_NO_ROWS = np.zeros(0, np.int64)
+
+
+def _chunk_and_bin_offsets(per_cell: I64) -> tuple[I64, I64, I64]:
+    """Occupied chunks, chunk offsets and bin offsets from the ``(chunks, bins)`` row
+    counts of every cell (as :func:`sort_by_chunk_and_bin` returns them)."""
+    occupied = np.flatnonzero(per_cell.any(axis=1)).astype(np.int64)
+    bin_offsets = np.zeros((occupied.shape[0], per_cell.shape[1] + 1), np.int64)
+    np.cumsum(per_cell[occupied], axis=1, out=bin_offsets[:, 1:])
+    chunk_offsets = np.zeros(occupied.shape[0] + 1, np.int64)
+    np.cumsum(bin_offsets[:, -1], out=chunk_offsets[1:])
+    return occupied, chunk_offsets, bin_offsets
 
 
 def _sort_by_chunk_and_bin(
