@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from zarr_vectors.kernels.bin_runs import move_runs
 from zarr_vectors.kernels.object_runs import (
     chain_links,
     cut_runs,
@@ -45,10 +46,17 @@ def naive_place_runs(starts: Array, rank: Array, owner: Array, n: int, k: int) -
         runs = order[run_offsets[c] : run_offsets[c + 1]]
         fragment[runs] = np.arange(runs.shape[0])
         row[runs] = np.cumsum(lengths[runs]) - lengths[runs]
-    pieces = [np.arange(s, s + size) for s, size in zip(starts[order], lengths[order], strict=True)]
-    perm = np.concatenate([np.empty(0, np.int64), *pieces])
+    destination = vertex_offsets[rank] + row
     stored = (row[order], lengths[order], owner[order])
-    return perm, vertex_offsets, run_offsets, fragment, row, *stored
+    return destination, vertex_offsets, run_offsets, fragment, row, *stored
+
+
+def naive_storage_order(starts: Array, rank: Array, n: int) -> Array:
+    """Input vertex of every stored row: the runs chunk by chunk, in input order."""
+    lengths = np.diff(np.append(starts, n))
+    order = np.argsort(rank, kind="stable")
+    pieces = [np.arange(s, s + size) for s, size in zip(starts[order], lengths[order], strict=True)]
+    return np.concatenate([np.empty(0, np.int64), *pieces])
 
 
 def naive_vertex_places(
@@ -135,6 +143,11 @@ def test_place_runs_matches_a_stable_sort(case: tuple[Array, Array, Array]) -> N
     expected = naive_place_runs(starts, rank, owner, chunk.shape[0], occupied.shape[0])
     for got, want in zip(placed, expected, strict=True):
         np.testing.assert_array_equal(got, want)
+    # moving each run to its destination stores the vertices chunk by chunk, stably
+    values = np.arange(chunk.shape[0], dtype=np.int64) * 3 + 1
+    lengths = np.diff(np.append(starts, chunk.shape[0]))
+    stored = move_runs(values, lengths, placed.run_destination) if chunk.shape[0] else values
+    np.testing.assert_array_equal(stored, values[naive_storage_order(starts, rank, chunk.shape[0])])
 
 
 @settings(max_examples=150, deadline=None)

@@ -70,7 +70,7 @@ class Runs:
     @property
     def n_vertices(self) -> int:
         """Number of vertices."""
-        return int(self.rows.perm.shape[0])
+        return int(self.rows.chunk_offsets[-1])
 
     @property
     def run_offsets(self) -> np.ndarray:
@@ -106,7 +106,7 @@ def cut_object_runs(
     run_chunk, occupied = rank_keys(run_key, math.prod(int(d) for d in dense_shape))
     place = place_runs(run_start, run_chunk, run_object, n, occupied.shape[0])
     chunks = grid_indices(occupied, lo, dense_shape, grid)
-    rows = ChunkedRows(place.perm, chunks, place.vertex_offsets)
+    rows = ChunkedRows(run_start, place.run_destination, chunks, place.vertex_offsets)
     return Runs(rows, run_start, run_object, run_chunk, place)
 
 

@@ -36,6 +36,7 @@ from zarr_vectors.kernels import (
     destinations_of_positions,
     scatter_rows,
 )
+from zarr_vectors.kernels.bin_runs import move_runs
 from zarr_vectors.store.arrays import (
     counts_array_metadata,
     group_metadata,
@@ -175,20 +176,24 @@ class LevelStats:
 
 @dataclass(frozen=True, slots=True)
 class ChunkedRows:
-    """Where each vertex goes: storage order and the occupied chunks.
+    """Where each vertex goes: runs of input rows moved to their stored place, and the
+    occupied chunks.
 
     Attributes
     ----------
-    perm
-        Input vertex indices in storage order: chunk by chunk (C order of the grid index),
-        rows of a chunk in their row order.
+    run_start
+        ``(r,)`` first input vertex of each run, ascending from 0: runs tile the input.
+    run_destination
+        ``(r,)`` stored row of each run's first vertex: chunk by chunk (C order of the
+        grid index), rows of a chunk in their row order.
     chunks
         ``(m, D)`` grid indices of the occupied chunks.
     chunk_offsets
-        ``(m + 1,)``: chunk j holds ``perm[chunk_offsets[j]:chunk_offsets[j+1]]``.
+        ``(m + 1,)``: chunk j holds the stored rows ``chunk_offsets[j]:chunk_offsets[j+1]``.
     """
 
-    perm: np.ndarray
+    run_start: np.ndarray
+    run_destination: np.ndarray
     chunks: np.ndarray
     chunk_offsets: np.ndarray
 
@@ -197,10 +202,21 @@ class ChunkedRows:
         """Rows per occupied chunk."""
         return np.diff(self.chunk_offsets)
 
+    def stored(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (one row per input vertex) in storage order.
+
+        Each run is copied whole (:func:`~zarr_vectors.kernels.bin_runs.move_runs`),
+        reading the input in order: about half the time of gathering the rows chunk by
+        chunk (1e7 streamline vertices, measured).
+        """
+        lengths = np.diff(self.run_start, append=self.chunk_offsets[-1])
+        return move_runs(values, lengths, self.run_destination)
+
     @classmethod
     def empty(cls, ndim: int) -> ChunkedRows:
         """No vertex, no chunk."""
-        return cls(np.empty(0, np.int64), np.empty((0, ndim), np.int64), np.zeros(1, np.int64))
+        none = np.empty(0, np.int64)
+        return cls(none, none, np.empty((0, ndim), np.int64), np.zeros(1, np.int64))
 
 
 def dense_bounds_span(
@@ -575,11 +591,11 @@ def write_level_vertices(
     """
     positions, attributes = columns
     writer = _level_writer(io, level, grid, columns, rows.counts, options)
-    sources = [positions, *attributes.values()]
+    stored = [rows.stored(c) for c in (positions, *attributes.values())]
+    offsets = rows.chunk_offsets
 
     def rows_of(j: int) -> list[np.ndarray]:
-        take = rows.perm[rows.chunk_offsets[j] : rows.chunk_offsets[j + 1]]
-        return [np.take(c, take, axis=0) for c in sources]
+        return [c[offsets[j] : offsets[j + 1]] for c in stored]
 
     return _write_chunks(writer, rows.chunks, rows_of, blobs, progress)
 

@@ -129,10 +129,12 @@ class RunPlacement(NamedTuple):
 
     Attributes
     ----------
-    perm
-        ``(n,)`` input vertex of every stored row: chunk by chunk, rows in input order.
+    run_destination
+        ``(r,)`` stored row of the first vertex of every run (input order): the rows are
+        stored chunk by chunk, the runs of a chunk in input order
+        (:func:`~zarr_vectors.kernels.bin_runs.move_runs` puts them there).
     vertex_offsets
-        ``(k + 1,)``: chunk c holds ``perm[vertex_offsets[c]:vertex_offsets[c+1]]``.
+        ``(k + 1,)``: chunk c holds the stored rows ``vertex_offsets[c]:vertex_offsets[c+1]``.
     run_offsets
         ``(k + 1,)``: chunk c holds the fragments ``run_offsets[c]:run_offsets[c+1]``.
     run_fragment, run_row
@@ -142,7 +144,7 @@ class RunPlacement(NamedTuple):
         (chunk by chunk, runs of a chunk in input order).
     """
 
-    perm: I64
+    run_destination: I64
     vertex_offsets: I64
     run_offsets: I64
     run_fragment: I64
@@ -159,7 +161,7 @@ def _place(
     run_object: I64,
     n: int,
     k: int,
-    perm: I64,
+    run_destination: I64,
     vertex_offsets: I64,
     run_offsets: I64,
     per_run: I64,
@@ -185,9 +187,7 @@ def _place(
         per_fragment[0, s] = per_run[1, i]
         per_fragment[1, s] = end - run_start[i]
         per_fragment[2, s] = run_object[i]
-        base = vertex_offsets[c] + per_run[1, i] - run_start[i]
-        for v in range(run_start[i], end):
-            perm[base + v] = v
+        run_destination[i] = vertex_offsets[c] + per_run[1, i]
 
 
 def place_runs(run_start: I64, run_rank: I64, run_object: I64, n: int, k: int) -> RunPlacement:
@@ -214,7 +214,7 @@ def place_runs(run_start: I64, run_rank: I64, run_object: I64, n: int, k: int) -
     run_rank = np.ascontiguousarray(run_rank, dtype=np.int64)
     run_object = np.ascontiguousarray(run_object, dtype=np.int64)
     r = run_start.shape[0]
-    perm = np.empty(n, np.int64)
+    run_destination = np.empty(r, np.int64)
     vertex_offsets = np.zeros(k + 1, np.int64)
     run_offsets = np.zeros(k + 1, np.int64)
     per_run = np.empty((2, r), np.int64)
@@ -226,13 +226,13 @@ def place_runs(run_start: I64, run_rank: I64, run_object: I64, n: int, k: int) -
             run_object,
             n,
             k,
-            perm,
+            run_destination,
             vertex_offsets,
             run_offsets,
             per_run,
             per_fragment,
         )
-    return RunPlacement(perm, vertex_offsets, run_offsets, *per_run, *per_fragment)
+    return RunPlacement(run_destination, vertex_offsets, run_offsets, *per_run, *per_fragment)
 
 
 @njit
