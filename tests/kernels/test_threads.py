@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 import numpy as np
 import pytest
 
@@ -71,3 +74,57 @@ def test_threaded_kernels_report_the_first_bad_row(small_slices: None) -> None:
     destination[[30, 50]] = 60
     with pytest.raises(InvalidInputError, match=r"destination\[30\]"):
         scatter_rows(positions, destination)
+
+
+def test_a_pool_is_made_once_per_name() -> None:
+    pool = _threads.shared_pool("zv-test-once", 2)
+    assert _threads.shared_pool("zv-test-once", 5) is pool
+    assert _threads.shared_pool("zv-test-other", 2) is not pool
+    assert pool.submit(lambda: 41 + 1).result() == 42
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_gets_pools_with_threads() -> None:
+    """The parent's pool threads do not exist in a forked child: tasks given to a pool
+    inherited as it was would never run."""
+    parent = _threads.shared_pool("zv-test-fork", 1)
+    assert parent.submit(lambda: 1).result() == 1  # the pool has started its thread
+    pid = os.fork()
+    if pid == 0:  # the child reports through its exit code only
+        try:
+            pool = _threads.shared_pool("zv-test-fork", 1)
+            ok = pool is not parent and pool.submit(lambda: 7).result(timeout=20) == 7
+            os._exit(0 if ok else 1)
+        except BaseException:  # noqa: BLE001 - a child must never return into pytest
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_every_task_has_ended_when_a_failure_is_raised(small_slices: None) -> None:
+    ended = []
+
+    def work(a: int, b: int) -> int:
+        if a == 0:
+            raise InvalidInputError("the calling thread's slice")
+        time.sleep(0.2)
+        ended.append(a)
+        return b
+
+    with pytest.raises(InvalidInputError, match="calling thread"):
+        _threads.over_row_slices(work, 50)
+    assert sorted(ended) == [16, 33]  # the other slices had ended before the raise
+
+    def late_failure() -> None:
+        time.sleep(0.2)
+        ended.append("late")
+        raise ValueError("late")
+
+    pool = _threads.shared_pool("zv-test-results", 2)
+    futures = [
+        pool.submit(lambda: (_ for _ in ()).throw(ValueError("early"))),
+        pool.submit(late_failure),
+    ]
+    with pytest.raises(ValueError, match="early"):
+        _threads.results_of(futures)
+    assert ended[-1] == "late"

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from functools import partial
 
 import numpy as np
 
-from zarr_vectors.kernels._threads import THREADS
+from zarr_vectors.kernels._threads import THREADS, shared_pool
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.shards import RowLayout, shard_key
 
@@ -46,7 +46,6 @@ class Batcher:
         self.nbytes = 0
         self.pending: deque[tuple[str, Future[bytes], int]] = deque()
         self.pending_nbytes = 0
-        self.pool: ThreadPoolExecutor | None = None
         self.local = io.is_local
 
     def add(self, key: str, value: bytes) -> None:
@@ -63,9 +62,8 @@ class Batcher:
         if nbytes < _THREAD_MIN_BYTES or _ENCODE_THREADS < 2:
             self.add(key, encode())
             return
-        if self.pool is None:
-            self.pool = ThreadPoolExecutor(_ENCODE_THREADS, thread_name_prefix="zv-encode")
-        self.pending.append((key, self.pool.submit(encode), nbytes))
+        pool = shared_pool("zv-encode", _ENCODE_THREADS)
+        self.pending.append((key, pool.submit(encode), nbytes))
         self.pending_nbytes += nbytes
         if self.pending_nbytes > _PENDING_BYTES:
             self._settle(1)
@@ -88,12 +86,9 @@ class Batcher:
         self.items, self.nbytes = [], 0
 
     def flush(self) -> None:
-        """Write everything given so far and stop the worker threads."""
+        """Write everything given so far."""
         self._settle(len(self.pending))
         self._write()
-        if self.pool is not None:
-            self.pool.shutdown()
-            self.pool = None
 
 
 def shard_major_order(

@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 from collections.abc import Coroutine, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,6 +34,7 @@ from zarr_vectors.errors import (
     MissingDependencyError,
     StoreNotFoundError,
 )
+from zarr_vectors.kernels._threads import results_of, shared_pool
 
 __all__ = ["ByteRange", "StoreIO", "StoreLike", "resolve_store"]
 
@@ -495,9 +495,8 @@ class StoreIO:
             return
         # File system calls release the GIL: a few threads overlap them. All are done
         # when this returns, so no write outlives the call.
-        with ThreadPoolExecutor(_WRITE_THREADS, thread_name_prefix="zv-write") as pool:
-            for future in [pool.submit(self._set_local, root, k, v) for k, v in items]:
-                future.result()
+        pool = shared_pool("zv-write", _WRITE_THREADS)
+        results_of([pool.submit(self._set_local, root, k, v) for k, v in items])
 
     def _set_local(self, root: Path, key: str, value: bytes) -> None:
         path = root / key
