@@ -23,7 +23,7 @@ from tests.geometry.test_meshes import random_faces
 from tests.test_query import chunks_read, open_recorded
 from tests.test_regions import polygons
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.objects import _translate
+from zarr_vectors.objects import _is_in_sorted, _translate
 from zarr_vectors.regions import ball_region, polygon_region
 
 STEP = BIN / 2
@@ -237,3 +237,14 @@ def test_a_link_to_a_row_that_was_not_returned_is_a_corrupt_chunk(bad: int) -> N
     empty = (np.empty(0, np.int64), np.empty(0, np.int64))
     with pytest.raises(CorruptChunkError, match="not a vertex of its object"):
         _translate(rows, np.array([0, 0]), index, empty, False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(-50, 50), max_size=40),
+    st.lists(st.integers(-50, 50), max_size=40, unique=True),
+)
+def test_membership_in_sorted_keys_equals_isin(values: list[int], keys: list[int]) -> None:
+    wanted = np.asarray(values, dtype=np.int64)
+    table = np.sort(np.asarray(keys, dtype=np.int64))
+    np.testing.assert_array_equal(_is_in_sorted(wanted, table), np.isin(wanted, table))

@@ -431,7 +431,7 @@ class _Plan:
         table = self.objects._global(CROSS_CHUNK_LINKS)
         if not table.shape[0] or not gids[0].shape[0]:
             return np.empty((0, 2), np.int64), np.empty(0, np.int64)
-        mine = np.flatnonzero(np.isin(table[:, 0], gids[0]))
+        mine = np.flatnonzero(_is_in_sorted(table[:, 0], gids[0]))
         pairs = table[mine]
         links = np.stack([_lookup(gids, pairs[:, 0]), _lookup(gids, pairs[:, 1])], axis=1)
         return links, mine
@@ -463,6 +463,16 @@ def _coalesced_runs(
     )
     run_bounds = np.searchsorted(first, bounds)
     return runs.astype(np.int64), run_bounds
+
+
+def _is_in_sorted(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """``np.isin(values, keys)`` for ascending ``keys``, by binary search: ``np.isin`` makes
+    both arrays unique first, several times slower (a 25% skeleton box spent 6 of its 50 ms
+    there, measured)."""
+    if not keys.shape[0]:
+        return np.zeros(values.shape, dtype=bool)
+    pos = np.minimum(np.searchsorted(keys, values), keys.shape[0] - 1)
+    return np.asarray(keys[pos] == values)
 
 
 def _lookup(gids: tuple[np.ndarray, np.ndarray], wanted: np.ndarray) -> np.ndarray:
