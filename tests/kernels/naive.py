@@ -126,3 +126,24 @@ def order_runs_by_bin(
     order = np.argsort(row_bins, kind="stable")
     counts = np.bincount(row_bins, minlength=n_bins)
     return values[order], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def face_anchors(
+    positions: Array,
+    faces: Array,
+    places: tuple[Array, Array],
+    gid: Array,
+    chunk_grid: Array,
+    grid: tuple[Array, Array],
+) -> tuple[Array, Array]:
+    vertex_chunk, vertex_row = places
+    centroid = (positions[faces[:, 0]].astype(np.float64) + positions[faces[:, 1]]) + positions[
+        faces[:, 2]
+    ]
+    target = chunk_coords(centroid / 3.0, grid[0]) - grid[1]
+    face_chunks = vertex_chunk[faces]
+    inside = np.all(chunk_grid[face_chunks] == target[:, None, :], axis=2)
+    column = np.where(inside.any(axis=1), np.argmax(inside, axis=1), 0)
+    anchor = faces[np.arange(len(faces)), column]
+    same = face_chunks == vertex_chunk[anchor][:, None]
+    return anchor, np.where(same, vertex_row[faces], -(gid[faces] + 1))

@@ -9,10 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.kernels import naive
+from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels.bin_runs import move_runs
 from zarr_vectors.kernels.object_runs import (
     chain_links,
     cut_runs,
+    face_anchors,
     place_runs,
     rank_keys,
     stable_counting_sort,
@@ -210,3 +213,46 @@ def test_rank_keys_dense_and_sparse_ranges(n_range: int) -> None:
     ranks, occupied = rank_keys(keys, n_range)
     assert occupied.tolist() == [0, 2, 4]
     assert ranks.tolist() == [2, 0, 2, 1]
+
+
+@st.composite
+def meshes(draw: st.DrawFn) -> tuple[Any, ...]:
+    """Triangles over vertices on and near chunk edges (side 0.3), their chunks as ranks."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    dim = draw(st.integers(2, 4))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    n = draw(st.integers(3, 40))
+    size = np.full(dim, 0.3)
+    edges = rng.integers(-3, 4, (n, dim)) * size
+    jitter = rng.choice([0.0, 1e-7, -1e-7, 0.1, 0.15], (n, dim))
+    positions = (edges + jitter).astype(dtype)
+    chunks = naive.chunk_coords(positions, size)
+    origin = chunks.min(axis=0) - draw(st.integers(0, 2))
+    grids, ranks = np.unique(chunks - origin, axis=0, return_inverse=True)
+    faces = rng.integers(0, n, (draw(st.integers(0, 30)), 3))
+    rows = rng.integers(0, 100, n)
+    gid = rng.integers(0, 10**6, n)
+    return positions, faces, (ranks.reshape(-1), rows), gid, grids, (size, origin)
+
+
+@settings(max_examples=150, deadline=None)
+@given(meshes())
+def test_face_anchors_match_numpy(case: tuple[Any, ...]) -> None:
+    got = face_anchors(*case)
+    want = naive.face_anchors(*case)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_a_face_whose_centroid_is_too_large_is_refused() -> None:
+    positions = np.array([[1e300, 0.0], [1e300, 0.0], [1e300, 0.0]])
+    ranks = np.zeros(3, np.int64)
+    with pytest.raises(InvalidInputError, match="face 0"):
+        face_anchors(
+            positions,
+            np.array([[0, 1, 2]]),
+            (ranks, ranks),
+            ranks,
+            np.zeros((1, 2), np.int64),
+            (np.full(2, 1e-3), np.zeros(2, np.int64)),
+        )

@@ -20,11 +20,11 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.geometry._pipeline import ChunkedRows, assign, grid_indices
-from zarr_vectors.kernels import chunk_coords
 from zarr_vectors.kernels.object_runs import (
     RunPlacement,
     chain_links,
     cut_runs,
+    face_anchors,
     place_runs,
     rank_keys,
     stable_counting_sort,
@@ -282,21 +282,13 @@ def _sorted_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def _face_links(
     table: ObjectTable, runs: Runs, places: Places, gid: np.ndarray, grid: ChunkGrid
 ) -> Links:
-    vertex_chunk, vertex_row, _ = places
     faces = table.links
-    centroid = (
-        table.positions[faces[:, 0]].astype(np.float64) + table.positions[faces[:, 1]]
-    ) + table.positions[faces[:, 2]]
-    # Exact spec chunk of the centroid (§5.1), even if rounding puts it outside the grid:
-    # such a chunk holds none of the face's vertices, so the face goes to v0's chunk.
-    target_grid = chunk_coords(centroid / 3.0, grid.chunk_shape) - grid.origin
-    face_chunks = vertex_chunk[faces]  # (f, 3)
-    inside = np.all(runs.chunk_grid[face_chunks] == target_grid[:, None, :], axis=2)
-    anchor_col = np.where(inside.any(axis=1), np.argmax(inside, axis=1), 0)
+    # The centroid's exact chunk (§5.1), even if rounding puts it outside the grid: such a
+    # chunk holds none of the face's vertices, so the face goes to v0's chunk.
+    anchor, entries = face_anchors(
+        table.positions, faces, places[:2], gid, runs.chunk_grid, (grid.chunk_shape, grid.origin)
+    )
     every = np.arange(len(faces))
-    anchor = faces[every, anchor_col]
-    in_chunk = face_chunks == vertex_chunk[anchor][:, None]
-    entries = np.where(in_chunk, vertex_row[faces], -(gid[faces] + 1))
     rows, source, chunk_offsets, counts = _anchored(runs, places, anchor, entries, None, every)
     empty = np.empty(0, np.int64)
     return Links(rows, chunk_offsets, counts, source, np.empty((0, 2), np.int64), empty)
