@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from tests.kernels import naive
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.kernels import _threads
 from zarr_vectors.kernels.bin_runs import move_runs
 from zarr_vectors.kernels.object_runs import (
     chain_links,
@@ -166,10 +167,19 @@ def test_vertex_places_match_repeat(case: tuple[Array, Array, Array]) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(objects(), st.sampled_from([np.int32, np.int64]), st.integers(1, 3))
+@given(objects(), st.sampled_from([np.int32, np.int64]), st.integers(1, 3), st.booleans())
 def test_chain_links_match_explicit_edges(
-    case: tuple[Array, Array, Array], dtype: type, scale: int
+    case: tuple[Array, Array, Array], dtype: type, scale: int, sliced: bool
 ) -> None:
+    """Also with the runs cut into slices of a few runs filled in threads."""
+    with pytest.MonkeyPatch.context() as patch:
+        if sliced:
+            patch.setattr(_threads, "_MIN_ROWS", 2)
+            patch.setattr(_threads, "THREADS", 3)
+        _check_chain_links(case, dtype, scale)
+
+
+def _check_chain_links(case: tuple[Array, Array, Array], dtype: type, scale: int) -> None:
     chunk, bins, offsets = case
     n = chunk.shape[0]
     starts, owner, rank, occupied, placed = _prepared(chunk, bins, offsets)

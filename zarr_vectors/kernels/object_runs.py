@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels._threads import over_row_slices
 from zarr_vectors.kernels.binning import _chunk_index, _index_too_large
 
 __all__ = [
@@ -346,9 +347,12 @@ def _fill_chain_links(
     n: int,
     rows: npt.NDArray[np.integer],
     cross: I64,
+    first: int,
+    stop: int,
 ) -> None:
+    # runs first..stop-1; each run writes only its own slots, so slices run in threads
     r = run_start.shape[0]
-    for i in range(r):
+    for i in range(first, stop):
         c = run_rank[i]
         s = run_offsets[c] + run_fragment[i]
         p = link_slot[s]
@@ -418,8 +422,10 @@ def chain_links(
     link_slot[r] = local
     rows = np.empty((local, 2), dtype=dtype)
     cross = np.empty((n_cross, 2), np.int64)
-    if r:
-        chunk_ids = np.ascontiguousarray(global_ids[0], dtype=np.int64)
+    chunk_ids = np.ascontiguousarray(global_ids[0], dtype=np.int64)
+    n_max = int(global_ids[1])
+
+    def fill(a: int, b: int) -> None:
         _fill_chain_links(
             run_start,
             run_object,
@@ -430,11 +436,15 @@ def chain_links(
             link_slot,
             cross_slot,
             chunk_ids,
-            int(global_ids[1]),
+            n_max,
             n,
             rows,
             cross,
+            a,
+            b,
         )
+
+    over_row_slices(fill, r)
     return rows, np.diff(link_slot), cross
 
 
