@@ -23,7 +23,7 @@ from tests.geometry.test_meshes import random_faces
 from tests.test_query import chunks_read, open_recorded
 from tests.test_regions import polygons
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.objects import _is_in_sorted, _translate
+from zarr_vectors.objects import _sorted_find, _translate
 from zarr_vectors.regions import ball_region, polygon_region
 
 STEP = BIN / 2
@@ -247,4 +247,6 @@ def test_a_link_to_a_row_that_was_not_returned_is_a_corrupt_chunk(bad: int) -> N
 def test_membership_in_sorted_keys_equals_isin(values: list[int], keys: list[int]) -> None:
     wanted = np.asarray(values, dtype=np.int64)
     table = np.sort(np.asarray(keys, dtype=np.int64))
-    np.testing.assert_array_equal(_is_in_sorted(wanted, table), np.isin(wanted, table))
+    pos, found = _sorted_find(table, wanted)
+    np.testing.assert_array_equal(found, np.isin(wanted, table))
+    np.testing.assert_array_equal(table[pos[found]], wanted[found])

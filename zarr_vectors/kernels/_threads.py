@@ -79,4 +79,4 @@ def over_row_slices(work: Callable[[int, int], T], n: int) -> list[T]:
         first = work(bounds[0], bounds[1])
     finally:
         wait(futures)
-    return [first, *results_of(futures)]
+    return [first, *(future.result() for future in futures)]

@@ -198,8 +198,10 @@ def _assign(
     bin_flat: I64,
     counts: I64,
 ) -> tuple[int, int]:
-    # The outputs are allocated by the caller: numpy asks for huge pages, numba's
-    # allocator does not, and faulting in 4 KiB pages costs more than the loop.
+    # The outputs are allocated by the caller (a stream reuses them from slice to slice);
+    # what their first touch costs depends on the machine: numpy asks for huge pages,
+    # numba's allocator does not (huge pages were the cheaper on an earlier machine and
+    # 4x the dearer on the 2026-11-27 one, measured).
     # With counts (a table of one count per cell: chunk * bins per chunk + bin), each
     # row's cell goes to chunk_flat and is counted, and bin_flat is not written (one loop
     # for both: a shared per-row function returning a tuple runs four times slower).
