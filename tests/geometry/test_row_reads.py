@@ -11,13 +11,19 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import google_crc32c
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from tests.helpers import sorted_rows
 from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.format.names import VERTICES
 from zarr_vectors.geometry import row_reads
+from zarr_vectors.geometry.reader import ChunkRows
 from zarr_vectors.store import native_blocks
 
 
@@ -69,8 +75,18 @@ def test_a_local_store_read_whole_with_the_helper_thread_returns_the_input(
         decode(*args)
 
     monkeypatch.setattr(row_reads, "_decode_shard", spy)
+    together = row_reads._decode_small_shards
+    calls: list[int] = []
+
+    def spy_together(*args: Any) -> None:
+        calls.append(1)
+        together(*args)
+
+    monkeypatch.setattr(row_reads, "_decode_small_shards", spy_together)
     shared = zv.open(path).read()
-    assert len(threads) == (2 if small_shards else 1)  # these shards are ~1 KiB each
+    # these shards are ~1 KiB each: not shared, but decoded together by one call per column
+    assert len(threads) == (2 if small_shards else 0)
+    assert bool(calls) != small_shards
     np.testing.assert_array_equal(shared.positions, alone.positions)
     if kind == "points":
         got = sorted_rows(shared.positions, shared.attributes["a0"])
@@ -93,4 +109,91 @@ def test_a_damaged_block_of_a_local_store_is_reported_when_threads_share_the_rea
     shard.write_bytes(bytes(raw))
     _share_every_decode(monkeypatch)
     with pytest.raises(CorruptChunkError, match="row block 0: checksum mismatch"):
+        zv.open(path).read()
+
+
+@pytest.fixture(scope="module")
+def small_block_stores(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
+    """The same points in a local directory and in memory (whose bytes are fetched in one
+    batch before decoding), in row blocks of 16 rows."""
+    xyz, attributes = _points(3000, seed=3)
+    options = zv.WriteOptions(rows_per_block=16)
+    local = tmp_path_factory.mktemp("row-runs") / "s.zv"
+    memory = MemoryStore()
+    for store in (local, memory):
+        zv.write_points(store, xyz, chunk_shape=400.0, attributes=attributes, options=options)
+    return [local, memory]
+
+
+@st.composite
+def _requests(draw: st.DrawFn, counts: list[int]) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Distinct chunks (by position, in any order), each with sorted, disjoint, non-empty
+    row runs: a whole chunk, one run, or several, crossing block edges or not."""
+    picked = draw(st.permutations(range(len(counts))))[: draw(st.integers(1, len(counts)))]
+    out = []
+    for p in picked:
+        n = counts[p]
+        if draw(st.booleans()):
+            out.append((p, [(0, n)]))
+            continue
+        cuts = sorted(draw(st.sets(st.integers(0, n), min_size=2, max_size=8)))
+        pairs = list(zip(cuts[::2], cuts[1::2], strict=False))
+        out.append((p, [pair for pair in pairs if pair[1] > pair[0]] or [(0, n)]))
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), where=st.integers(0, 1), together=st.booleans())
+def test_row_runs_of_many_chunks_come_back_in_request_order(
+    small_block_stores: list[Any], data: st.DataObject, where: int, together: bool
+) -> None:
+    """Rows of any runs of any chunks, decoded shard by shard or all together, equal the
+    stored rows those runs name, in the order asked."""
+    reader = zv.open(small_block_stores[where])._reader
+    chunks, counts = reader.occupied_chunks(np.zeros(3, np.int64), reader.grid.shape)
+    everything = [
+        ChunkRows(tuple(c), np.array([[0, n]])) for c, n in zip(chunks, counts, strict=True)
+    ]
+    firsts = np.concatenate([[0], np.cumsum(counts)])
+    stored = [reader.read_rows(name, everything) for name in (VERTICES, "a0")]
+    asked = data.draw(_requests(counts.tolist()))
+    wanted = [ChunkRows(tuple(chunks[p]), np.array(runs, dtype=np.int64)) for p, runs in asked]
+    fresh = zv.open(small_block_stores[where])._reader  # no index cached: whole shards read
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(row_reads, "_SHARED_SHARD_BYTES", 2**40 if together else 0)
+        got = fresh.read_many([(VERTICES, wanted), ("a0", wanted)])
+    for column, rows in zip(stored, got, strict=True):
+        expected = [column[firsts[p] + a : firsts[p] + b] for p, runs in asked for a, b in runs]
+        np.testing.assert_array_equal(rows, np.concatenate(expected))
+
+
+def test_a_damaged_block_among_small_shards_read_together_is_reported(tmp_path: Path) -> None:
+    xyz, attributes = _points(6000)
+    path = tmp_path / "s.zv"
+    options = zv.WriteOptions(rows_per_block=64)
+    zv.write_points(path, xyz, chunk_shape=250.0, attributes=attributes, options=options)
+    shard = sorted((path / "0" / "attributes" / "a0" / "c").rglob("0"))[-1]
+    raw = bytearray(shard.read_bytes())
+    raw[20] ^= 0xFF  # inside the first row block
+    shard.write_bytes(bytes(raw))
+    key = shard.relative_to(path).as_posix()
+    with pytest.raises(CorruptChunkError, match=f"{key}: row block 0: checksum mismatch"):
+        zv.open(path).read()
+
+
+def test_a_block_missing_from_a_small_shard_is_reported(tmp_path: Path) -> None:
+    xyz, attributes = _points(6000)
+    path = tmp_path / "s.zv"
+    options = zv.WriteOptions(rows_per_block=64)
+    zv.write_points(path, xyz, chunk_shape=250.0, attributes=attributes, options=options)
+    shard = sorted((path / "0" / "attributes" / "a0" / "c").rglob("0"))[-1]
+    reader = zv.open(path)._reader
+    layout = reader.layouts["a0"]
+    raw = bytearray(shard.read_bytes())
+    index = np.frombuffer(bytes(raw[-layout.index_nbytes : -4]), dtype="<u8").copy()
+    index[2:4] = 2**64 - 1  # block 1 of the chunk: not stored
+    body = index.tobytes()
+    raw[-layout.index_nbytes :] = body + google_crc32c.value(body).to_bytes(4, "little")
+    shard.write_bytes(bytes(raw))
+    with pytest.raises(CorruptChunkError, match="row block 1 is missing from the shard"):
         zv.open(path).read()

@@ -147,3 +147,14 @@ def face_anchors(
     anchor = faces[np.arange(len(faces)), column]
     same = face_chunks == vertex_chunk[anchor][:, None]
     return anchor, np.where(same, vertex_row[faces], -(gid[faces] + 1))
+
+
+def copy_row_runs(
+    src: np.ndarray, src_at: np.ndarray, out: np.ndarray, out_at: np.ndarray, counts: np.ndarray
+) -> np.ndarray:
+    """Twin of :func:`zarr_vectors.kernels.bin_runs.copy_row_runs`: a copy of ``out`` after
+    the slice assignments of every run, in order."""
+    result = out.copy()
+    for a, d, c in zip(src_at.tolist(), out_at.tolist(), counts.tolist(), strict=True):
+        result[d : d + c] = src[a : a + c]
+    return result

@@ -1,4 +1,5 @@
-"""Moving runs of one bin into (bin, position) order equals a stable sort of the rows."""
+"""Moving runs of one bin into (bin, position) order equals a stable sort of the rows; runs
+of rows copied between arrays land where slicing puts them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.kernels import naive
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.kernels.bin_runs import move_runs, run_destinations
+from zarr_vectors.kernels.bin_runs import copy_row_runs, move_runs, run_destinations
 
 ROW_TYPES = [
     (np.dtype(np.float32), (3,)),
@@ -95,3 +96,52 @@ def test_no_rows() -> None:
     assert starts.shape == (0,)
     np.testing.assert_array_equal(offsets, [0, 0, 0, 0, 0])
     assert move_runs(np.empty((0, 3), np.float32), [], []).shape == (0, 3)
+
+
+@st.composite
+def row_runs(draw: st.DrawFn) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
+    """Source and destination row counts and runs fitting in both (may overlap in the
+    destination: the later run wins, as slice assignments in order)."""
+    n_src, n_out = draw(st.integers(0, 40)), draw(st.integers(0, 40))
+    src, dst, count = [], [], []
+    for _ in range(draw(st.integers(0, 8))):
+        c = draw(st.integers(0, min(n_src, n_out)))
+        src.append(draw(st.integers(0, n_src - c)))
+        dst.append(draw(st.integers(0, n_out - c)))
+        count.append(c)
+    as_array = [np.asarray(x, dtype=np.int64) for x in (src, dst, count)]
+    return n_src, n_out, *as_array
+
+
+@settings(max_examples=60, deadline=None)
+@given(row_runs(), st.sampled_from(ROW_TYPES), st.integers(0, 2**32))
+def test_row_runs_copied_equal_slice_assignments(
+    case: tuple[int, int, np.ndarray, np.ndarray, np.ndarray],
+    row_type: tuple[np.dtype[np.generic], tuple[int, ...]],
+    seed: int,
+) -> None:
+    n_src, n_out, src, dst, count = case
+    dtype, shape = row_type
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 100, size=(n_src, *shape)).astype(dtype)
+    before = rng.integers(0, 100, size=(n_out, *shape)).astype(dtype)
+    want = naive.copy_row_runs(values, src, before, dst, count)
+    got = before.copy()
+    copy_row_runs(values, src, got, dst, count)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_row_runs_that_do_not_fit_or_do_not_match_are_refused() -> None:
+    values, out = np.arange(6, dtype=np.int32), np.zeros(4, dtype=np.int32)
+    with pytest.raises(InvalidInputError, match=r"run 1 \(3 rows from 4 to 0\) does not fit"):
+        copy_row_runs(values, [0, 4], out, [0, 0], [1, 3])
+    with pytest.raises(InvalidInputError, match=r"run 0 \(2 rows from 0 to 3\) does not fit"):
+        copy_row_runs(values, [0], out, [3], [2])
+    with pytest.raises(InvalidInputError, match="does not fit"):
+        copy_row_runs(values, [-1], out, [0], [1])
+    with pytest.raises(InvalidInputError, match="2 run sources, 1 destinations"):
+        copy_row_runs(values, [0, 1], out, [0], [1])
+    with pytest.raises(InvalidInputError, match="cannot be copied"):
+        copy_row_runs(values, [0], out.astype(np.int64), [0], [1])
+    with pytest.raises(InvalidInputError, match="non-contiguous"):
+        copy_row_runs(values, [0], np.zeros(8, np.int32)[::2], [0], [1])

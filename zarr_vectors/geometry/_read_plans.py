@@ -298,21 +298,22 @@ class BlockPlan:
     """The row blocks several-run requests need, and where their rows go.
 
     ``blocks[bounds[j]:bounds[j + 1]]`` are the ascending distinct blocks of request j,
-    decoded back to back into a scratch buffer; ``out[dst] = scratch[src]`` then places
-    every requested row.
+    decoded back to back into a scratch buffer; then every run ``q`` of rows is copied:
+    ``out[dst[q]:][:count[q]] = scratch[src[q]:][:count[q]]``.
     """
 
     blocks: np.ndarray
     bounds: np.ndarray
     src: np.ndarray
     dst: np.ndarray
+    count: np.ndarray
 
     @classmethod
     def build(cls, runs: list[np.ndarray], out_starts: np.ndarray, r: int) -> BlockPlan:
         """Plan requests with row ``runs`` whose rows go to ``out[out_starts[j]:]``."""
         empty = np.empty(0, np.int64)
         if not runs:
-            return cls(empty, np.zeros(1, np.int64), empty, empty)
+            return cls(empty, np.zeros(1, np.int64), empty, empty, empty)
         all_runs = np.concatenate(runs).astype(np.int64)
         request = np.repeat(np.arange(len(runs)), [x.shape[0] for x in runs])
         keep = all_runs[:, 1] > all_runs[:, 0]
@@ -328,7 +329,8 @@ class BlockPlan:
         # a run's blocks are consecutive in its request's block list, so its rows are one
         # contiguous range of the scratch buffer, starting in the slot of its first block
         slot = np.searchsorted(keys, request * span + first)
-        src = concat_ranges(slot * r + lo - first * r, hi - lo)
-        request_rows = np.bincount(request, weights=hi - lo, minlength=len(runs))
-        dst = concat_ranges(out_starts, request_rows.astype(np.int64))
-        return cls(keys % span, bounds, src, dst)
+        count = hi - lo
+        # a request's runs follow each other in out from its start
+        before = np.cumsum(count) - count
+        dst = out_starts[request] + before - before[np.searchsorted(request, request)]
+        return cls(keys % span, bounds, slot * r + lo - first * r, dst, count)

@@ -16,17 +16,18 @@ decodes. On object storage every column's byte ranges go out in one batch first.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.geometry import _read_plans as read_plans
+from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.store.arrays import read_region
 from zarr_vectors.store.io import ByteRange, local_root
 from zarr_vectors.store.native_blocks import in_turns
-from zarr_vectors.store.shards import RowLayout, shard_key
+from zarr_vectors.store.shards import RowLayout, ShardIndex, shard_key
 
 if TYPE_CHECKING:
     from zarr_vectors.geometry.reader import LevelReader
@@ -185,16 +186,16 @@ def _decode_column(
     plan = column.plan
     out = np.empty((int(plan.starts[-1]), *row_shape), dtype=dtype)
     rows = plan.blocks.blocks.shape[0] * plan.rows_per_block
+    shard_bytes = (out.nbytes + rows * column.layout.row_nbytes) / max(1, len(plan.jobs))
+    if shard_bytes < _SHARED_SHARD_BYTES:
+        fetched = reader.io.get_ranges(requests) if payloads is None else payloads
+        _decode_small_shards(reader, column, requests, fetched, out)
+        return out
     scratch = np.empty((rows, *row_shape), dtype=dtype)
     decode = functools.partial(_decode_shard, reader, column, out, scratch, requests, payloads)
-    n_blocks = (out.shape[0] + rows) // plan.rows_per_block
-    shard_bytes = (out.nbytes + scratch.nbytes) / max(1, len(plan.jobs))
-    in_turns(len(plan.jobs), decode, n_blocks if shard_bytes >= _SHARED_SHARD_BYTES else 0)
+    in_turns(len(plan.jobs), decode, (out.shape[0] + rows) // plan.rows_per_block)
     blocks = plan.blocks
-    if blocks.dst.shape[0] == out.shape[0]:  # every request had several runs
-        np.take(scratch, blocks.src, axis=0, out=out)
-    elif blocks.dst.shape[0]:
-        out[blocks.dst] = scratch[blocks.src]
+    copy_row_runs(scratch, blocks.src, out, blocks.dst, blocks.count)
     return out
 
 
@@ -233,6 +234,123 @@ def _decode_shard(
     layout.decode_block_groups_into(
         list(zip(parts, bases, groups, strict=True)), entries, target, key
     )
+
+
+@dataclass(slots=True)
+class _BlockList:
+    """The stored row blocks of many shards of one column (of ``layout``), fetched and
+    joined into one buffer: per block, where it lies in the buffer, the scratch slot it
+    decodes to, and (for error messages) its number and shard key."""
+
+    layout: RowLayout
+    starts: list[int] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    slots: list[int] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    pieces: list[bytes] = field(default_factory=list)
+    nbytes: int = 0
+
+    def add(
+        self, key: str, payload: bytes, base: int, index: ShardIndex, blocks: list[int], slot: int
+    ) -> None:
+        """Add the consecutive ``blocks`` of shard ``key``, whose bytes from ``base`` on are
+        ``payload``, decoding to the slots from ``slot`` on.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a block is missing from the shard's index.
+        """
+        located = self.layout.locate_blocks(len(payload), base, index, blocks, key)
+        for b, (start, nbytes) in zip(blocks, located, strict=True):
+            self.starts.append(self.nbytes + start if start >= 0 else -1)  # outside: refused
+            self.lengths.append(nbytes)
+            self.slots.append(slot)
+            self.numbers.append(b)
+            self.keys.append(key)
+            slot += 1
+        self.pieces.append(payload)
+        self.nbytes += len(payload)
+
+    def decode(self, scratch: np.ndarray) -> None:
+        """Decode every block into its slot of ``scratch`` by one native call where
+        possible (:meth:`RowLayout.decode_blocks_at`)."""
+        starts = np.array(self.starts, dtype=np.int64)
+        starts[starts < 0] = self.nbytes
+        self.layout.decode_blocks_at(
+            np.frombuffer(b"".join(self.pieces), dtype=np.uint8),
+            starts,
+            np.array(self.lengths, dtype=np.int64),
+            np.array(self.slots, dtype=np.int64),
+            scratch,
+            lambda i: (self.numbers[i], self.keys[i]),
+        )
+
+
+def _decode_small_shards(
+    reader: LevelReader,
+    column: _Column,
+    requests: _Requests,
+    fetched: list[list[bytes] | None],
+    out: np.ndarray,
+) -> None:
+    """Decode a column's many small shards together: every block by one native call into
+    a scratch buffer, then every row moved to ``out`` in one step.
+
+    Shards holding a few blocks each (skeleton and mesh chunks) cost more Python per shard
+    than decoding; this spends a few list appends per block instead. The blocks of
+    several-run requests take the scratch slots the plan gives them; those of one-run
+    requests follow.
+    """
+    plan, layout = column.plan, column.layout
+    r = plan.rows_per_block
+    blocks = _BlockList(layout)
+    slot = plan.blocks.blocks.shape[0]
+    single: list[tuple[int, int, int]] = []  # (scratch row, out row, rows) per one-run request
+    for (key, spans), parts, (i, groups, rows, first_slot) in zip(
+        requests, fetched, plan.jobs, strict=True
+    ):
+        if parts is None:
+            what = "is missing" if column.whole[i] else "disappeared while reading"
+            raise CorruptChunkError(f"{key}: shard of an occupied chunk {what}")
+        chunk = column.wanted[i].chunk
+        index: ShardIndex
+        if column.whole[i]:
+            index = decoded = layout.decode_index(parts[0], key)
+            reader.indexes.add((column.path, chunk), key, decoded)
+            bases = [0]
+        else:
+            index = reader.indexes.entry_array(column.path, layout, chunk)[1]
+            bases = [span[0] for span in spans if isinstance(span, tuple)]
+        if rows is not None:
+            first_slot, slot = slot, slot + len(groups[0])
+            single.append(
+                (
+                    first_slot * r + rows[0] - groups[0][0] * r,
+                    int(plan.starts[i]),
+                    rows[1] - rows[0],
+                )
+            )
+        for payload, base, group in zip(parts, bases, groups, strict=True):
+            blocks.add(key, payload, base, index, group, first_slot)
+            first_slot += len(group)
+    runs = plan.blocks
+    src, dst, count = runs.src, runs.dst, runs.count
+    if single:
+        more = np.array(single, dtype=np.int64).reshape(-1, 3)
+        src, dst, count = (
+            np.concatenate([a, b]) for a, b in zip((src, dst, count), more.T, strict=True)
+        )
+    dtype, row_shape = reader.column_spec(column.name)
+    nbytes = slot * r * layout.row_nbytes
+    spare = read_plans.SPARE.take(nbytes)  # no fresh pages to fault in on every read
+    try:
+        scratch = spare[:nbytes].view(dtype).reshape(-1, *row_shape)
+        blocks.decode(scratch)
+        copy_row_runs(scratch, src, out, dst, count)
+    finally:
+        read_plans.SPARE.give(spare)
 
 
 def _read_rows_fallback(reader: LevelReader, name: str, wanted: list[ChunkRows]) -> np.ndarray:

@@ -17,7 +17,7 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import cgutils, intrinsic, njit
 from zarr_vectors.kernels._jit import numba_types as types
 
-__all__ = ["move_runs", "run_destinations"]
+__all__ = ["copy_row_runs", "move_runs", "run_destinations"]
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
@@ -122,7 +122,8 @@ def move_runs(values: np.ndarray, run_lengths: npt.ArrayLike, starts: npt.ArrayL
     if n == 0 or row_bytes == 0:
         return out
     flat_src, flat_out = src.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8)
-    bad = _move_runs(flat_src, lengths, dest, flat_out, row_bytes)
+    firsts = np.cumsum(lengths) - lengths
+    bad = _copy_runs(flat_src, firsts, flat_out, dest, lengths, row_bytes)
     if bad >= 0:
         raise InvalidInputError(
             f"run {bad} ({lengths[bad]} rows from {dest[bad]}) does not fit in [0, {n})"
@@ -150,14 +151,56 @@ def _copy_bytes_typer(
 _copy_bytes: Any = intrinsic(_copy_bytes_typer)
 
 
+def copy_row_runs(
+    src: np.ndarray,
+    src_starts: npt.ArrayLike,
+    out: np.ndarray,
+    out_starts: npt.ArrayLike,
+    counts: npt.ArrayLike,
+) -> None:
+    """Copy runs of rows: ``out[out_starts[r]:][:counts[r]] = src[src_starts[r]:][:counts[r]]``.
+
+    Parameters
+    ----------
+    src, out
+        C-contiguous arrays of one dtype and row shape (``out`` is written in place).
+    src_starts, out_starts, counts
+        ``(k,)`` first source row, first destination row and rows of each run.
+
+    Raises
+    ------
+    InvalidInputError
+        When the arrays differ in dtype or row shape, ``out`` is not C-contiguous, or a
+        run does not fit in either array.
+    """
+    if src.dtype != out.dtype or src.shape[1:] != out.shape[1:] or not out.flags.c_contiguous:
+        raise InvalidInputError(
+            f"rows {src.dtype}{src.shape[1:]} cannot be copied into "
+            f"{'' if out.flags.c_contiguous else 'non-contiguous '}{out.dtype}{out.shape[1:]}"
+        )
+    at = np.ascontiguousarray(src_starts, dtype=np.int64).reshape(-1)
+    to = np.ascontiguousarray(out_starts, dtype=np.int64).reshape(-1)
+    n = np.ascontiguousarray(counts, dtype=np.int64).reshape(-1)
+    if not at.shape == to.shape == n.shape:
+        raise InvalidInputError(f"{at.size} run sources, {to.size} destinations, {n.size} counts")
+    row_bytes = src.dtype.itemsize * math.prod(src.shape[1:])
+    if row_bytes == 0 or n.size == 0:
+        return
+    flat_src = np.ascontiguousarray(src).reshape(-1).view(np.uint8)
+    bad = _copy_runs(flat_src, at, out.reshape(-1).view(np.uint8), to, n, row_bytes)
+    if bad >= 0:
+        raise InvalidInputError(
+            f"run {bad} ({n[bad]} rows from {at[bad]} to {to[bad]}) does not fit in "
+            f"{src.shape[0]} source or {out.shape[0]} destination rows"
+        )
+
+
 @njit
-def _move_runs(src: U8, lengths: I64, starts: I64, out: U8, row_bytes: int) -> int:
-    n = out.shape[0] // row_bytes
-    first = 0
-    for r in range(lengths.shape[0]):
-        count, d = lengths[r], starts[r]
-        if count < 0 or d < 0 or d + count > n:
+def _copy_runs(src: U8, src_at: I64, out: U8, out_at: I64, counts: I64, row_bytes: int) -> int:
+    n_src, n_out = src.shape[0] // row_bytes, out.shape[0] // row_bytes
+    for r in range(counts.shape[0]):
+        count, a, d = counts[r], src_at[r], out_at[r]
+        if count < 0 or a < 0 or d < 0 or a + count > n_src or d + count > n_out:
             return r
-        _copy_bytes(out, d * row_bytes, src, first * row_bytes, count * row_bytes)
-        first += count
+        _copy_bytes(out, d * row_bytes, src, a * row_bytes, count * row_bytes)
     return -1

@@ -434,6 +434,42 @@ class RowLayout:
         """
         self.decode_block_groups_into([(payload, base, blocks)], index, out, where)
 
+    def locate_blocks(
+        self, nbytes: int, base: int, index: ShardIndex, blocks: Sequence[int], where: str
+    ) -> list[tuple[int, int]]:
+        """Where row blocks lie in fetched bytes of a shard.
+
+        Parameters
+        ----------
+        nbytes, base
+            The fetched bytes: ``nbytes`` bytes of the shard from byte ``base`` on.
+        index
+            The shard index (:meth:`decode_index`, or its ``tolist()``).
+        blocks
+            Block numbers.
+        where
+            The shard's key, for error messages.
+
+        Returns
+        -------
+        list of (int, int)
+            Per block, its start in the fetched bytes and its stored size; ``(-1, 0)`` for
+            a block lying outside them.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a block is missing from the index.
+        """
+        out = []
+        for b in blocks:
+            offset, size = int(index[b][0]), int(index[b][1])
+            if offset == _MISSING_INT or size == _MISSING_INT:
+                raise CorruptChunkError(f"{where}: row block {b} is missing from the shard")
+            start = offset - base
+            out.append((start, size) if start >= 0 and start + size <= nbytes else (-1, 0))
+        return out
+
     def decode_block_groups_into(
         self,
         parts: Sequence[tuple[bytes, int, Sequence[int]]],
@@ -466,15 +502,12 @@ class RowLayout:
         total = sum(len(payload) for payload, _, _ in parts)
         at = 0
         for payload, base, blocks in parts:
-            for b in blocks:
-                offset, nbytes = int(index[b][0]), int(index[b][1])
-                if offset == _MISSING_INT or nbytes == _MISSING_INT:
-                    raise CorruptChunkError(f"{where}: row block {b} is missing from the shard")
-                start = offset - base
-                inside = start >= 0 and start + nbytes <= len(payload)
+            for b, (start, nbytes) in zip(
+                blocks, self.locate_blocks(len(payload), base, index, blocks, where), strict=True
+            ):
                 numbers.append(b)
-                starts.append(at + start if inside else total)  # outside: the kernel refuses
-                lengths.append(nbytes if inside else 0)
+                starts.append(at + start if start >= 0 else total)  # outside: the kernel refuses
+                lengths.append(nbytes)
             at += len(payload)
         joined = parts[0][0] if len(parts) == 1 else b"".join(p for p, _, _ in parts)
         self.decode_blocks_at(
