@@ -22,6 +22,7 @@ from tests.geometry.test_graphs import BIN, CHUNK, Model, check_objects, random_
 from tests.geometry.test_meshes import random_faces
 from tests.test_query import chunks_read, open_recorded
 from tests.test_regions import polygons
+from zarr_vectors import objects
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.objects import _sorted_find, _translate
 from zarr_vectors.regions import ball_region, polygon_region
@@ -222,16 +223,23 @@ def link_tables(draw: st.DrawFn) -> tuple[Any, ...]:
     return table, np.array(slots, dtype=np.int64), index, gids, sentinels
 
 
-@given(link_tables())
+@given(link_tables(), st.booleans())
 @settings(max_examples=200, deadline=None)
 def test_link_entries_translate_to_result_rows_as_one_entry_at_a_time(
-    case: tuple[Any, ...],
+    case: tuple[Any, ...], dense: bool
 ) -> None:
-    np.testing.assert_array_equal(_translate(*case), _translate_naively(*case))
+    """By a dense table of the (slot, local row) keys, or by binary search."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(objects, "_DENSE_KEYS", (8, 65_536) if dense else (0, 0))
+        np.testing.assert_array_equal(_translate(*case), _translate_naively(*case))
 
 
-@pytest.mark.parametrize("bad", [5, 39, 1000])
-def test_a_link_to_a_row_that_was_not_returned_is_a_corrupt_chunk(bad: int) -> None:
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize("bad", [4, 5, 39, 1000])
+def test_a_link_to_a_row_that_was_not_returned_is_a_corrupt_chunk(
+    bad: int, dense: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(objects, "_DENSE_KEYS", (8, 65_536) if dense else (0, 0))
     index = {0: (np.array([1, 2, 3]), np.array([0, 1, 2])), 1: (np.array([5]), np.array([3]))}
     rows = np.array([[1, 2], [bad, 3]], dtype=np.int64)
     empty = (np.empty(0, np.int64), np.empty(0, np.int64))

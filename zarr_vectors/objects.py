@@ -497,37 +497,66 @@ def _translate(
     ``rows`` holds one link per row (its vertex entries), ``slot_of_row`` the chunk slot of
     each link, ``index[slot]`` the (local rows, result rows) of the vertices returned from
     that chunk. With ``sentinels`` (meshes) every negative entry is ``-(gid + 1)`` (spec
-    §9.6); otherwise -1 (a skeleton root's parent) stays -1. One sorted lookup of
-    (slot, local row) keys over all chunks at once.
+    §9.6); otherwise -1 (a skeleton root's parent) stays -1. One lookup of (slot, local
+    row) keys over all chunks at once (:func:`_key_lookup`).
 
     Raises
     ------
     CorruptChunkError
         When an entry names a row that is not a returned vertex of its chunk.
     """
-    out = np.full(rows.shape, -1, dtype=np.int64)
     if not rows.size:
-        return out
+        return np.full(rows.shape, -1, dtype=np.int64)
     width = 1 + max((int(local.max()) for local, _ in index.values() if local.size), default=0)
     keys = np.concatenate(
         [slot * width + local for slot, (local, _) in index.items()] or [np.empty(0, np.int64)]
     ).astype(np.int64)
     results = np.concatenate([result for _, result in index.values()] or [np.empty(0, np.int64)])
-    order = np.argsort(keys, kind="stable")
-    keys, results = keys[order], results[order]
-    entry_slot = np.broadcast_to(slot_of_row.reshape(-1, *([1] * (rows.ndim - 1))), rows.shape)
     local = rows >= 0
     if np.any(rows[local] >= width):
         raise CorruptChunkError("a link names a row that is not a vertex of its object")
-    wanted = entry_slot[local] * width + rows[local]
-    where, found = _sorted_find(keys, wanted)
-    if not found.all():
-        raise CorruptChunkError("a link names a row that is not a vertex of its object")
-    out[local] = results[where]
+    entry_slot = slot_of_row.reshape(-1, *([1] * (rows.ndim - 1)))
+    entries = np.where(local, entry_slot * width + rows, 0)
+    n_keys = (max(index, default=0) + 1) * width
+    out = _key_lookup(keys, results, entries, local, n_keys)
     if sentinels:
         sentinel = rows < 0
         if sentinel.any():
             out[sentinel] = _lookup(gids, -rows[sentinel] - 1)
+    return out
+
+
+_DENSE_KEYS = (8, 65_536)
+"""A key lookup builds a dense table when its key range is at most ``a * keys + b``:
+one gather instead of a binary search per entry."""
+
+
+def _key_lookup(
+    keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, where: np.ndarray, n_keys: int
+) -> np.ndarray:
+    """``values`` of the unique ``keys`` (in ``[0, n_keys)``) found at ``wanted`` where
+    ``where`` holds, -1 elsewhere; a dense table when the key range is compact, a binary
+    search otherwise.
+
+    Raises
+    ------
+    CorruptChunkError
+        When a wanted key is not among ``keys``.
+    """
+    per_key, slack = _DENSE_KEYS
+    if n_keys <= per_key * keys.shape[0] + slack or not keys.shape[0]:
+        table = np.full(n_keys, -1, dtype=np.int64)
+        table[keys] = values
+        found = table[wanted]
+        missing = where & (found < 0)
+        out = np.where(where, found, -1)
+    else:
+        order = np.argsort(keys, kind="stable")
+        pos, hit = _sorted_find(keys[order], wanted)
+        missing = where & ~hit
+        out = np.where(where, values[order][pos], -1)
+    if missing.any():
+        raise CorruptChunkError("a link names a row that is not a vertex of its object")
     return out
 
 
