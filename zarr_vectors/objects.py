@@ -31,6 +31,7 @@ from zarr_vectors.format.names import (
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.kernels.link_entries import result_rows_of_entries
 from zarr_vectors.query import chunks_meeting
 from zarr_vectors.regions import BoxRegion, Region
 
@@ -498,7 +499,8 @@ def _translate(
     each link, ``index[slot]`` the (local rows, result rows) of the vertices returned from
     that chunk. With ``sentinels`` (meshes) every negative entry is ``-(gid + 1)`` (spec
     §9.6); otherwise -1 (a skeleton root's parent) stays -1. One lookup of (slot, local
-    row) keys over all chunks at once (:func:`_key_lookup`).
+    row) keys over all chunks at once: a dense table when the key range is compact
+    (:data:`_DENSE_KEYS`), a binary search otherwise.
 
     Raises
     ------
@@ -512,13 +514,16 @@ def _translate(
         [slot * width + local for slot, (local, _) in index.items()] or [np.empty(0, np.int64)]
     ).astype(np.int64)
     results = np.concatenate([result for _, result in index.values()] or [np.empty(0, np.int64)])
-    local = rows >= 0
-    if np.any(rows[local] >= width):
-        raise CorruptChunkError("a link names a row that is not a vertex of its object")
-    entry_slot = slot_of_row.reshape(-1, *([1] * (rows.ndim - 1)))
-    entries = np.where(local, entry_slot * width + rows, 0)
     n_keys = (max(index, default=0) + 1) * width
-    out = _key_lookup(keys, results, entries, local, n_keys)
+    per_key, slack = _DENSE_KEYS
+    if n_keys <= per_key * keys.shape[0] + slack or not keys.shape[0]:
+        table = np.full(n_keys, -1, dtype=np.int64)
+        table[keys] = results
+        out, bad = result_rows_of_entries(rows, slot_of_row, width, table)
+        if bad >= 0:
+            raise CorruptChunkError("a link names a row that is not a vertex of its object")
+    else:
+        out = _translate_by_search(rows, slot_of_row, keys, results, width)
     if sentinels:
         sentinel = rows < 0
         if sentinel.any():
@@ -527,37 +532,24 @@ def _translate(
 
 
 _DENSE_KEYS = (8, 65_536)
-"""A key lookup builds a dense table when its key range is at most ``a * keys + b``:
-one gather instead of a binary search per entry."""
+""":func:`_translate` builds a dense table when the key range is at most ``a * keys + b``:
+one pass over the entries instead of a binary search per entry."""
 
 
-def _key_lookup(
-    keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, where: np.ndarray, n_keys: int
+def _translate_by_search(
+    rows: np.ndarray, slot_of_row: np.ndarray, keys: np.ndarray, results: np.ndarray, width: int
 ) -> np.ndarray:
-    """``values`` of the unique ``keys`` (in ``[0, n_keys)``) found at ``wanted`` where
-    ``where`` holds, -1 elsewhere; a dense table when the key range is compact, a binary
-    search otherwise.
-
-    Raises
-    ------
-    CorruptChunkError
-        When a wanted key is not among ``keys``.
-    """
-    per_key, slack = _DENSE_KEYS
-    if n_keys <= per_key * keys.shape[0] + slack or not keys.shape[0]:
-        table = np.full(n_keys, -1, dtype=np.int64)
-        table[keys] = values
-        found = table[wanted]
-        missing = where & (found < 0)
-        out = np.where(where, found, -1)
-    else:
-        order = np.argsort(keys, kind="stable")
-        pos, hit = _sorted_find(keys[order], wanted)
-        missing = where & ~hit
-        out = np.where(where, values[order][pos], -1)
-    if missing.any():
+    """:func:`_translate` of the non-negative entries by a binary search of ``keys``
+    (at least one)."""
+    local = rows >= 0
+    if np.any(rows[local] >= width):
         raise CorruptChunkError("a link names a row that is not a vertex of its object")
-    return out
+    order = np.argsort(keys, kind="stable")
+    entry_slot = slot_of_row.reshape(-1, *([1] * (rows.ndim - 1)))
+    pos, found = _sorted_find(keys[order], np.where(local, entry_slot * width + rows, 0))
+    if np.any(local & ~found):
+        raise CorruptChunkError("a link names a row that is not a vertex of its object")
+    return np.where(local, results[order][pos], -1)  # keys is not empty
 
 
 def clip(result: QueryResult, lo: np.ndarray, hi: np.ndarray) -> QueryResult:

@@ -158,3 +158,17 @@ def copy_row_runs(
     for a, d, c in zip(src_at.tolist(), out_at.tolist(), counts.tolist(), strict=True):
         result[d : d + c] = src[a : a + c]
     return result
+
+
+def result_rows_of_entries(
+    entries: np.ndarray, entry_slot: np.ndarray, width: int, table: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """Twin of :func:`zarr_vectors.kernels.link_entries.result_rows_of_entries`, in
+    whole-array numpy steps."""
+    local = entries >= 0
+    slot = entry_slot.reshape(-1, *([1] * (entries.ndim - 1)))
+    at = np.where(local, slot * width + entries, 0)
+    inside = (entries < width) & (at < table.shape[0])
+    found = np.where(local & inside, table[np.where(inside, at, 0)], -1)
+    bad = np.flatnonzero((local & ~inside) | (local & (found < 0)))
+    return np.where(local, found, -1), int(bad[0]) if bad.size else -1
