@@ -17,7 +17,7 @@ from numba import types as numba_types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["cgutils", "intrinsic", "njit", "numba_types"]
+__all__ = ["cgutils", "copy_bytes", "intrinsic", "njit", "numba_types"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,3 +38,24 @@ def njit(func: F) -> F:
         The compiled dispatcher (typed as the original function).
     """
     return numba.njit(**_POLICY)(func)  # type: ignore[no-any-return]
+
+
+def _copy_bytes_typer(
+    typingctx: Any, dst: Any, dst_start: Any, src: Any, src_start: Any, size: Any
+) -> Any:
+    """``dst[dst_start:dst_start + size] = src[src_start:src_start + size]`` on ``uint8``
+    arrays, as one ``llvm.memcpy`` (numba's loops copy a byte or a word at a time)."""
+    sig = numba_types.void(dst, dst_start, src, src_start, size)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> None:
+        dst_array = context.make_array(signature.args[0])(context, builder, args[0])
+        src_array = context.make_array(signature.args[2])(context, builder, args[2])
+        to = builder.gep(dst_array.data, [args[1]])
+        from_ = builder.gep(src_array.data, [args[3]])
+        cgutils.raw_memcpy(builder, to, from_, args[4], 1)  # type: ignore[no-untyped-call]
+
+    return sig, codegen
+
+
+copy_bytes: Any = intrinsic(_copy_bytes_typer)
+"""``copy_bytes(dst, dst_start, src, src_start, size)`` inside kernels: one memcpy."""

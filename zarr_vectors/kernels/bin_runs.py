@@ -8,14 +8,12 @@ row order. Ordering the rows by (bin, row position) then moves whole runs instea
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.kernels._jit import cgutils, intrinsic, njit
-from zarr_vectors.kernels._jit import numba_types as types
+from zarr_vectors.kernels._jit import copy_bytes, njit
 
 __all__ = ["copy_row_runs", "move_runs", "run_destinations"]
 
@@ -131,26 +129,6 @@ def move_runs(values: np.ndarray, run_lengths: npt.ArrayLike, starts: npt.ArrayL
     return out
 
 
-def _copy_bytes_typer(
-    typingctx: Any, dst: Any, dst_start: Any, src: Any, src_start: Any, size: Any
-) -> Any:
-    """``dst[dst_start:dst_start + size] = src[src_start:src_start + size]`` on ``uint8``
-    arrays, as one ``llvm.memcpy`` (numba's loops copy a byte or a word at a time)."""
-    sig = types.void(dst, dst_start, src, src_start, size)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> None:
-        dst_array = context.make_array(signature.args[0])(context, builder, args[0])
-        src_array = context.make_array(signature.args[2])(context, builder, args[2])
-        to = builder.gep(dst_array.data, [args[1]])
-        from_ = builder.gep(src_array.data, [args[3]])
-        cgutils.raw_memcpy(builder, to, from_, args[4], 1)  # type: ignore[no-untyped-call]
-
-    return sig, codegen
-
-
-_copy_bytes: Any = intrinsic(_copy_bytes_typer)
-
-
 def copy_row_runs(
     src: np.ndarray,
     src_starts: npt.ArrayLike,
@@ -202,5 +180,5 @@ def _copy_runs(src: U8, src_at: I64, out: U8, out_at: I64, counts: I64, row_byte
         count, a, d = counts[r], src_at[r], out_at[r]
         if count < 0 or a < 0 or d < 0 or a + count > n_src or d + count > n_out:
             return r
-        _copy_bytes(out, d * row_bytes, src, a * row_bytes, count * row_bytes)
+        copy_bytes(out, d * row_bytes, src, a * row_bytes, count * row_bytes)
     return -1

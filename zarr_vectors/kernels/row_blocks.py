@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from llvmlite import ir  # type: ignore[import-untyped]
 
-from zarr_vectors.kernels._jit import intrinsic, njit
+from zarr_vectors.kernels._jit import copy_bytes, intrinsic, njit
 from zarr_vectors.kernels._jit import numba_types as types
 
 __all__ = [
@@ -230,7 +230,9 @@ def _encode_blocks(
                 return -1
         else:
             body = block_nbytes
-            out[at : at + body] = src[first : first + body]
+            if first + body > src.shape[0] or at + body + 4 > out.shape[0]:
+                return -1
+            copy_bytes(out, at, src, first, body)
         crc = _crc32c_value(crc_fn, dest + at, body)
         for k in range(4):
             out[at + body + k] = (crc >> (8 * k)) & 0xFF
@@ -315,7 +317,7 @@ def _decode_blocks(
         if not compressed:
             if body != block_nbytes:
                 return i
-            out[target : target + body] = buffer[start : start + body]
+            copy_bytes(out, target, buffer, start, body)
             continue
         if body < _BLOSC_HEADER or _le32(buffer, start + 12) != body:
             return i
@@ -430,7 +432,7 @@ def _blob_bytes(
             return -1
         if _crc32c_value(crc_fn, base + start + offset, nbytes) != CRC_RESIDUE:
             return -1
-        blob[b * r : (b + 1) * r] = buffer[start + offset : start + offset + r]
+        copy_bytes(blob, b * r, buffer, start + offset, r)
         stored += 1
     for b in range(stored, n_blocks):  # stored blocks must come first
         if _le64(buffer, at + 16 * b) != -1:
