@@ -211,20 +211,11 @@ def _decode_shard(
     """Decode job ``turn`` of the column's plan, one chunk's shard, into ``out`` or
     ``scratch``: ``requests[turn]`` (shard key and byte spans) gives its bytes,
     ``payloads[turn]`` when they are fetched already."""
-    key, spans = requests[turn]
+    key = requests[turn][0]
     parts = reader.io.get_ranges([requests[turn]])[0] if payloads is None else payloads[turn]
     i, groups, rows, slot = column.plan.jobs[turn]
     plan, layout = column.plan, column.layout
-    if parts is None:
-        what = "is missing" if column.whole[i] else "disappeared while reading"
-        raise CorruptChunkError(f"{key}: shard of an occupied chunk {what}")
-    chunk = column.wanted[i].chunk
-    if column.whole[i]:
-        reader.indexes.add((column.path, chunk), key, layout.decode_index(parts[0], key))
-        bases = [0]
-    else:
-        bases = [span[0] for span in spans if isinstance(span, tuple)]
-    entries = reader.indexes.entries(column.path, layout, chunk)[1]
+    parts, entries, bases = _job_entries(reader, column, i, requests[turn], parts)
     if rows is not None:
         target = out[plan.starts[i] : plan.starts[i + 1]]
         layout.decode_rows_into(parts[0], entries, bases[0], rows, target, key)
@@ -234,6 +225,34 @@ def _decode_shard(
     layout.decode_block_groups_into(
         list(zip(parts, bases, groups, strict=True)), entries, target, key
     )
+
+
+def _job_entries(
+    reader: LevelReader,
+    column: _Column,
+    i: int,
+    request: tuple[str, list[ByteRange]],
+    parts: list[bytes] | None,
+) -> tuple[list[bytes], ShardIndex, list[int]]:
+    """The fetched ``parts`` of request ``i``'s shard, its index entries, and the shard
+    offset of each part; a shard fetched whole has its index decoded and cached here.
+
+    Raises
+    ------
+    CorruptChunkError
+        When the shard is missing, or its index does not decode.
+    """
+    key, spans = request
+    if parts is None:
+        what = "is missing" if column.whole[i] else "disappeared while reading"
+        raise CorruptChunkError(f"{key}: shard of an occupied chunk {what}")
+    chunk, layout = column.wanted[i].chunk, column.layout
+    if column.whole[i]:
+        reader.indexes.add((column.path, chunk), key, layout.decode_index(parts[0], key))
+        bases = [0]
+    else:
+        bases = [span[0] for span in spans if isinstance(span, tuple)]
+    return parts, reader.indexes.entries(column.path, layout, chunk)[1], bases
 
 
 @dataclass(slots=True)
@@ -296,33 +315,23 @@ def _decode_small_shards(
     out: np.ndarray,
 ) -> None:
     """Decode a column's many small shards together: every block by one native call into
-    a scratch buffer, then every row moved to ``out`` in one step.
+    reused scratch (no fresh pages to fault in), then every run of rows copied to ``out``
+    by one kernel call.
 
-    Shards holding a few blocks each (skeleton and mesh chunks) cost more Python per shard
-    than decoding; this spends a few list appends per block instead. The blocks of
-    several-run requests take the scratch slots the plan gives them; those of one-run
-    requests follow.
+    Shards holding a few blocks each (skeleton and mesh chunks) cost more in per-shard
+    calls, fresh buffers and row gathers than in decoding. The blocks of several-run
+    requests take the scratch slots the plan gives them; those of one-run requests follow.
     """
     plan, layout = column.plan, column.layout
     r = plan.rows_per_block
     blocks = _BlockList(layout)
     slot = plan.blocks.blocks.shape[0]
     single: list[tuple[int, int, int]] = []  # (scratch row, out row, rows) per one-run request
-    for (key, spans), parts, (i, groups, rows, first_slot) in zip(
+    for request, fetched_parts, (i, groups, rows, first_slot) in zip(
         requests, fetched, plan.jobs, strict=True
     ):
-        if parts is None:
-            what = "is missing" if column.whole[i] else "disappeared while reading"
-            raise CorruptChunkError(f"{key}: shard of an occupied chunk {what}")
-        chunk = column.wanted[i].chunk
-        index: ShardIndex
-        if column.whole[i]:
-            index = decoded = layout.decode_index(parts[0], key)
-            reader.indexes.add((column.path, chunk), key, decoded)
-            bases = [0]
-        else:
-            index = reader.indexes.entry_array(column.path, layout, chunk)[1]
-            bases = [span[0] for span in spans if isinstance(span, tuple)]
+        key = request[0]
+        parts, entries, bases = _job_entries(reader, column, i, request, fetched_parts)
         if rows is not None:
             first_slot, slot = slot, slot + len(groups[0])
             single.append(
@@ -333,7 +342,7 @@ def _decode_small_shards(
                 )
             )
         for payload, base, group in zip(parts, bases, groups, strict=True):
-            blocks.add(key, payload, base, index, group, first_slot)
+            blocks.add(key, payload, base, entries, group, first_slot)
             first_slot += len(group)
     runs = plan.blocks
     src, dst, count = runs.src, runs.dst, runs.count
