@@ -96,19 +96,28 @@ def test_a_local_store_read_whole_with_the_helper_thread_returns_the_input(
         np.testing.assert_array_equal(sorted_rows(shared.positions), sorted_rows(xyz))
 
 
-def test_a_damaged_block_of_a_local_store_is_reported_when_threads_share_the_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _last_a0_shard(tmp_path: Path) -> tuple[Path, Path]:
+    """A point store of row blocks of 64 rows, and the last shard file of its ``a0``."""
     xyz, attributes = _points(6000)
     path = tmp_path / "s.zv"
     options = zv.WriteOptions(rows_per_block=64)
     zv.write_points(path, xyz, chunk_shape=250.0, attributes=attributes, options=options)
-    shard = sorted((path / "0" / "attributes" / "a0" / "c").rglob("0"))[-1]
+    return path, sorted((path / "0" / "attributes" / "a0" / "c").rglob("0"))[-1]
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_damaged_block_of_a_local_store_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared: bool
+) -> None:
+    """Whether threads share the read or its small shards are decoded together."""
+    path, shard = _last_a0_shard(tmp_path)
     raw = bytearray(shard.read_bytes())
     raw[20] ^= 0xFF  # inside the first row block
     shard.write_bytes(bytes(raw))
-    _share_every_decode(monkeypatch)
-    with pytest.raises(CorruptChunkError, match="row block 0: checksum mismatch"):
+    if shared:
+        _share_every_decode(monkeypatch)
+    key = shard.relative_to(path).as_posix()
+    with pytest.raises(CorruptChunkError, match=f"{key}: row block 0: checksum mismatch"):
         zv.open(path).read()
 
 
@@ -167,26 +176,8 @@ def test_row_runs_of_many_chunks_come_back_in_request_order(
         np.testing.assert_array_equal(rows, np.concatenate(expected))
 
 
-def test_a_damaged_block_among_small_shards_read_together_is_reported(tmp_path: Path) -> None:
-    xyz, attributes = _points(6000)
-    path = tmp_path / "s.zv"
-    options = zv.WriteOptions(rows_per_block=64)
-    zv.write_points(path, xyz, chunk_shape=250.0, attributes=attributes, options=options)
-    shard = sorted((path / "0" / "attributes" / "a0" / "c").rglob("0"))[-1]
-    raw = bytearray(shard.read_bytes())
-    raw[20] ^= 0xFF  # inside the first row block
-    shard.write_bytes(bytes(raw))
-    key = shard.relative_to(path).as_posix()
-    with pytest.raises(CorruptChunkError, match=f"{key}: row block 0: checksum mismatch"):
-        zv.open(path).read()
-
-
 def test_a_block_missing_from_a_small_shard_is_reported(tmp_path: Path) -> None:
-    xyz, attributes = _points(6000)
-    path = tmp_path / "s.zv"
-    options = zv.WriteOptions(rows_per_block=64)
-    zv.write_points(path, xyz, chunk_shape=250.0, attributes=attributes, options=options)
-    shard = sorted((path / "0" / "attributes" / "a0" / "c").rglob("0"))[-1]
+    path, shard = _last_a0_shard(tmp_path)
     reader = zv.open(path)._reader
     layout = reader.layouts["a0"]
     raw = bytearray(shard.read_bytes())
