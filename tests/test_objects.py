@@ -24,7 +24,7 @@ from tests.test_query import chunks_read, open_recorded
 from tests.test_regions import polygons
 from zarr_vectors import objects
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.objects import _sorted_find, _translate
+from zarr_vectors.objects import _Returned, _sorted_find, _translate
 from zarr_vectors.regions import ball_region, polygon_region
 
 STEP = BIN / 2
@@ -192,6 +192,17 @@ def _translate_naively(
     return out
 
 
+def _returned(index: dict[int, tuple[np.ndarray, np.ndarray]]) -> _Returned:
+    """The per-slot (local rows, result rows) of ``index`` as ``objects._translate`` takes
+    them: flat, slot by slot."""
+    sizes = [local.shape[0] for local, _ in index.values()]
+    return _Returned(
+        np.repeat(np.fromiter(index, dtype=np.int64), sizes),
+        np.concatenate([local for local, _ in index.values()]).astype(np.int64),
+        np.concatenate([result for _, result in index.values()]).astype(np.int64),
+    )
+
+
 @st.composite
 def link_tables(draw: st.DrawFn) -> tuple[Any, ...]:
     """Returned vertices per chunk slot, global ids, and links naming only those."""
@@ -231,7 +242,9 @@ def test_link_entries_translate_to_result_rows_as_one_entry_at_a_time(
     """By a dense table of the (slot, local row) keys, or by binary search."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(objects, "_DENSE_KEYS", (8, 65_536) if dense else (0, 0))
-        np.testing.assert_array_equal(_translate(*case), _translate_naively(*case))
+        rows, slots, index, gids, sentinels = case
+        got = _translate(rows, slots, _returned(index), gids, sentinels)
+        np.testing.assert_array_equal(got, _translate_naively(*case))
 
 
 @pytest.mark.parametrize("dense", [True, False])
@@ -244,7 +257,7 @@ def test_a_link_to_a_row_that_was_not_returned_is_a_corrupt_chunk(
     rows = np.array([[1, 2], [bad, 3]], dtype=np.int64)
     empty = (np.empty(0, np.int64), np.empty(0, np.int64))
     with pytest.raises(CorruptChunkError, match="not a vertex of its object"):
-        _translate(rows, np.array([0, 0]), index, empty, False)
+        _translate(rows, np.array([0, 0]), _returned(index), empty, False)
 
 
 @settings(max_examples=100, deadline=None)

@@ -8,7 +8,7 @@ translated to rows of the result) and its attributes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -43,6 +43,15 @@ _OWNER_COLUMN = "__fragment_owner__"
 
 def _link_column(name: str) -> str:
     return f"__link__{name}"
+
+
+class _Returned(NamedTuple):
+    """The vertices a read returns, sorted by (chunk slot, local row): per vertex its chunk
+    slot, its row in its chunk and its row in the result."""
+
+    slot: np.ndarray
+    local: np.ndarray
+    result: np.ndarray
 
 
 class ObjectReader:
@@ -256,10 +265,6 @@ class _Plan:
         self.order = np.empty(0, np.int64)
         self.bounds = np.zeros(1, np.int64)
 
-    def _slot(self, slot: int) -> np.ndarray:
-        """Reference indices of chunk ``slot``, ascending first row."""
-        return self.order[self.bounds[slot] : self.bounds[slot + 1]]
-
     def _sort(self, starts: np.ndarray) -> None:
         self.order = np.lexsort((starts, self.ref_slot))
         self.bounds = np.searchsorted(
@@ -350,19 +355,15 @@ class _Plan:
         gather = concat_ranges(buffer_start, sizes)
         return wanted, gather
 
-    def _result_index(
-        self, starts: np.ndarray, sizes: np.ndarray
-    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """Per chunk slot: (local rows ascending, their result rows) of the vertices returned."""
-        result_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        out = {}
-        for slot in range(self.chunks.shape[0]):
-            refs = self._slot(slot)  # ascending first row: local rows come out sorted
-            out[slot] = (
-                concat_ranges(starts[refs], sizes[refs]),
-                concat_ranges(result_start[refs], sizes[refs]),
-            )
-        return out
+    def _returned(self, starts: np.ndarray, sizes: np.ndarray) -> _Returned:
+        """Every returned vertex: its chunk slot, its row in the chunk and in the result."""
+        order = self.order  # by (slot, first row): local rows come out sorted in each slot
+        counts = sizes[order]
+        return _Returned(
+            np.repeat(self.ref_slot[order], counts),
+            concat_ranges(starts[order], counts),
+            concat_ranges((np.cumsum(sizes) - sizes)[order], counts),
+        )
 
     def _links(
         self, starts: np.ndarray, sizes: np.ndarray
@@ -390,9 +391,9 @@ class _Plan:
             np.asarray(slots, dtype=np.int64),
             [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted],
         )
-        index = self._result_index(starts, sizes)
-        gids = self._gid_table(index)
-        mapped = _translate(rows, slot_of_row, index, gids, self.objects.kind == "mesh")
+        returned = self._returned(starts, sizes)
+        gids = self._gid_table(returned)
+        mapped = _translate(rows, slot_of_row, returned, gids, self.objects.kind == "mesh")
         if self.objects.kind == "skeleton":
             keep = mapped[:, 1] >= 0
             mapped, columns = mapped[keep], {k: v[keep] for k, v in columns.items()}
@@ -413,19 +414,12 @@ class _Plan:
         pairs = np.unique(self.ref_slot * width + self.ref_fragment.astype(np.int64))
         return pairs // width, pairs % width
 
-    def _gid_table(
-        self, index: dict[int, tuple[np.ndarray, np.ndarray]]
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _gid_table(self, returned: _Returned) -> tuple[np.ndarray, np.ndarray]:
         """Sorted global ids of the returned vertices and their result rows (spec §9.11)."""
         n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
-        gid_parts = [self.chunk_flat[slot] * n_max + local for slot, (local, _) in index.items()]
-        row_parts = [result for _, result in index.values()]
-        if not gid_parts:
-            return np.empty(0, np.int64), np.empty(0, np.int64)
-        gid = np.concatenate(gid_parts).astype(np.int64)
-        rows = np.concatenate(row_parts)
+        gid = self.chunk_flat[returned.slot].astype(np.int64) * n_max + returned.local
         order = np.argsort(gid)
-        return gid[order], rows[order]
+        return gid[order], returned.result[order]
 
     def _cross_links(self, gids: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """The objects' cross-chunk links as result rows, and their rows in the table."""
@@ -489,18 +483,18 @@ def _lookup(gids: tuple[np.ndarray, np.ndarray], wanted: np.ndarray) -> np.ndarr
 def _translate(
     rows: np.ndarray,
     slot_of_row: np.ndarray,
-    index: dict[int, tuple[np.ndarray, np.ndarray]],
+    returned: _Returned,
     gids: tuple[np.ndarray, np.ndarray],
     sentinels: bool,
 ) -> np.ndarray:
     """Chunk-local link entries to result rows.
 
     ``rows`` holds one link per row (its vertex entries), ``slot_of_row`` the chunk slot of
-    each link, ``index[slot]`` the (local rows, result rows) of the vertices returned from
-    that chunk. With ``sentinels`` (meshes) every negative entry is ``-(gid + 1)`` (spec
-    §9.6); otherwise -1 (a skeleton root's parent) stays -1. One lookup of (slot, local
-    row) keys over all chunks at once: a dense table when the key range is compact
-    (:data:`_DENSE_KEYS`), a binary search otherwise.
+    each link, ``returned`` the vertices returned (chunk slot, local row, result row). With
+    ``sentinels`` (meshes) every negative entry is ``-(gid + 1)`` (spec §9.6); otherwise -1
+    (a skeleton root's parent) stays -1. One lookup of (slot, local row) keys over all
+    chunks at once: a dense table when the key range is compact (:data:`_DENSE_KEYS`), a
+    binary search otherwise.
 
     Raises
     ------
@@ -509,21 +503,18 @@ def _translate(
     """
     if not rows.size:
         return np.full(rows.shape, -1, dtype=np.int64)
-    width = 1 + max((int(local.max()) for local, _ in index.values() if local.size), default=0)
-    keys = np.concatenate(
-        [slot * width + local for slot, (local, _) in index.items()] or [np.empty(0, np.int64)]
-    ).astype(np.int64)
-    results = np.concatenate([result for _, result in index.values()] or [np.empty(0, np.int64)])
-    n_keys = (max(index, default=0) + 1) * width
+    width = 1 + int(returned.local.max(initial=0))
+    keys = returned.slot * width + returned.local
+    n_slots = 1 + max(int(slot_of_row.max(initial=0)), int(returned.slot.max(initial=0)))
     per_key, slack = _DENSE_KEYS
-    if n_keys <= per_key * keys.shape[0] + slack or not keys.shape[0]:
-        table = np.full(n_keys, -1, dtype=np.int64)
-        table[keys] = results
+    if n_slots * width <= per_key * keys.shape[0] + slack or not keys.shape[0]:
+        table = np.full(n_slots * width, -1, dtype=np.int64)
+        table[keys] = returned.result
         out, bad = result_rows_of_entries(rows, slot_of_row, width, table)
         if bad >= 0:
             raise CorruptChunkError("a link names a row that is not a vertex of its object")
     else:
-        out = _translate_by_search(rows, slot_of_row, keys, results, width)
+        out = _translate_by_search(rows, slot_of_row, keys, returned.result, width)
     if sentinels:
         sentinel = rows < 0
         if sentinel.any():
