@@ -17,7 +17,7 @@ from numba import types as numba_types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["cgutils", "copy_bytes", "intrinsic", "njit", "numba_types"]
+__all__ = ["copy_bytes", "intrinsic", "njit", "numba_types"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
