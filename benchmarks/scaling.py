@@ -558,6 +558,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--boxes", type=int, default=5, help="1%% boxes (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of data and boxes (default 0)")
+    parser.add_argument(
+        "--dir",
+        default="/tmp",
+        help="where the run's scratch directory (data, stores, spill files) goes (default /tmp)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write every case as JSON")
     return parser
 
@@ -588,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK_SIZES if args.quick else args.sizes
     began = time.perf_counter()
     cases = []
-    with tempfile.TemporaryDirectory(prefix="zv-scaling-", dir="/tmp") as run_dir:
+    with tempfile.TemporaryDirectory(prefix="zv-scaling-", dir=args.dir) as run_dir:
         for n in sizes:
             for mode in modes_for(n):
                 log(f"n={n:,} {mode}: fresh process")

@@ -37,6 +37,7 @@ from benchmarks.reference_env import REFERENCE_VERSION, clean_env, ensure_venv
 from benchmarks.reference_worker import (
     load_arrays,
     peak_write,
+    repeat_back_to_back,
     repeat_within,
     run_cases,
     timed,
@@ -72,9 +73,15 @@ BY_ID = {"streamlines": 100, "mesh": 10, "skeletons": 10}
 TARGETS = {
     (kind, case): ratio
     for kind in ("points", "streamlines")
-    for case, ratio in (("write", 20.0), ("query 1% cold", 10.0), ("query 1% warm", 10.0))
+    for case, ratio in (
+        ("write", 20.0),
+        ("query 1% cold", 10.0),
+        ("query 1% warm", 10.0),
+        ("query 1% warm, back to back", 10.0),
+    )
 }
-"""The issue's goals for points and streamlines, as the least reference/ours time ratio."""
+"""The issue's goals for points and streamlines, as the least reference/ours time ratio (the
+issue does not say how warm a warm query is: both protocols are held to it)."""
 
 OUR_CODEC = [
     {
@@ -470,8 +477,10 @@ def _floor_box(
     args: argparse.Namespace,
 ) -> dict[str, Any]:
     t_cold, _ = timed(lambda: _floor_query(data, load_arrays(directory), box))
-    warm, _ = repeat_within(partial(_floor_query, data, loaded, box), args.repeat, WARM_BUDGET)
-    return {"cold": t_cold, "warm": warm}
+    query = partial(_floor_query, data, loaded, box)
+    warm, _ = repeat_within(query, args.repeat, WARM_BUDGET)
+    steady = repeat_back_to_back(query, args.repeat, WARM_BUDGET)
+    return {"cold": t_cold, "warm": warm, "steady": steady}
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -839,10 +848,11 @@ def _best(record: dict[str, Any] | None) -> float | None:
 
 
 def _per_call(record: dict[str, Any] | None, key: str) -> float | None:
-    """Median over the boxes (id sets) of the cold time or of the best warm repeat."""
+    """Median over the boxes (id sets) of the cold time or of the best warm (or steady)
+    repeat; None when a box has none."""
     if record is None or "per_call" not in record:
         return None
-    values = [c[key] if key == "cold" else min(c["warm"]) for c in record["per_call"]]
+    values = [c[key] if key == "cold" else min(c.get(key) or [None]) for c in record["per_call"]]
     if any(v is None for v in values):
         return None
     return median(values)
@@ -1000,16 +1010,17 @@ def _lookup_rows(ctx: Context, truth: Truth, case: str, title: str, prefix: str)
     mark = _check_detail(ctx, case, checks)
     size = _answer_size(ours, data.kind)
     ref_size = _answer_size(ref, data.kind) if ref else ""
-    for when in ("cold", "warm"):
+    for when, label in (("cold", "cold"), ("warm", "warm"), ("steady", "warm, back to back")):
         t_ref = _per_call(ref, when)
         detail = f"median over {calls}; ours {size}" + (f", ref {ref_size}" if ref_size else "")
-        if when == "warm":
+        if when != "cold":
             detail = f"best of ≤{ctx.repeat}; {detail}"
+        if when == "warm":
             clip = ctx.ours.extra.get("clip", {}).get(case.split()[-1])
             if clip is not None:
                 detail += f"; ours clip=True {format_seconds(clip)}"
         ctx.row(
-            f"{title} {when}",
+            f"{title} {label}",
             "s",
             _per_call(ours, when),
             t_ref,
@@ -1094,7 +1105,9 @@ FOOTNOTES = (
     "handle (within {warm:g} s), each the median "
     "over the boxes (id sets). Every timed call follows a gc.collect(), so CPU caches are "
     "cold-ish even when warm (on this VM a 1e6 1% box of ours takes about twice as long "
-    "after any pause as back to back). The OS page cache is warm throughout. Same code for "
+    "after any pause as back to back); 'warm, back to back' = best of up to --repeat "
+    "further calls in a row with the garbage collector off (as timeit does): the steady "
+    "state of a loop of queries. The OS page cache is warm throughout. Same code for "
     "both libraries (reference_worker.run_cases); each warmed up on a tiny store first. No "
     "store is deleted before the run ends (deleting many files slows the file creations "
     "that follow on this machine's file system: benchmarks/README.md, Caveats).",
@@ -1151,6 +1164,11 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="use this interpreter (with zarr-vectors==0.9.2) instead of the managed venv",
     )
+    parser.add_argument(
+        "--dir",
+        default="/tmp",
+        help="where the run's scratch directory (data, stores, spill files) goes (default /tmp)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write every number as JSON")
     parser.add_argument("--peak-child", help=argparse.SUPPRESS)
     return parser
@@ -1203,7 +1221,7 @@ def main(argv: list[str] | None = None) -> int:
     notes = Notes(len(FOOTNOTES) + 1)
     rows: list[SideRow] = []
     raw: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="zv-side-", dir="/tmp") as tmp:
+    with tempfile.TemporaryDirectory(prefix="zv-side-", dir=args.dir) as tmp:
         for kind in args.cases:
             for size in sizes[kind]:
                 new_rows, new_raw = run_data_set(kind, size, args, python, tmp, notes)
