@@ -12,6 +12,7 @@ import functools
 import os
 import re
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ import zarr_vectors as zv
 from tests.helpers import sorted_rows
 from tests.test_regions import polygons
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError
+from zarr_vectors.geometry import point_reads
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.store import native_blocks
 
@@ -509,6 +511,90 @@ def test_a_part_the_helper_thread_fails_is_decoded_again(
 
     monkeypatch.setattr(native_blocks, "decode_blocks", flaky)
     _same_result(zv.open(store).query(everything), alone)
+
+
+def _local_copy(store: MemoryStore, root: Path) -> Path:
+    """The keys of ``store`` written as files under ``root`` (a local directory store)."""
+    for key, value in store._store_dict.items():
+        path = root / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(value.to_bytes())
+    return root
+
+
+def _reads_in_turns(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Make every local box read go in turns of two blocks, shared with the helper thread
+    (as on an idle machine); returns the list a spy appends to per read in turns."""
+    monkeypatch.setattr(point_reads, "_TURNS_MIN_BYTES", 0)
+    monkeypatch.setattr(point_reads, "_TURN_BLOCKS", 2)
+    monkeypatch.setattr(native_blocks, "_SPLIT_BLOCKS", 2)
+    monkeypatch.setattr(native_blocks, "_idle_cpu", lambda: True)
+    calls: list[int] = []
+    read = point_reads.PointReads._read_in_turns
+
+    def spy(self: Any, *args: Any) -> Any:
+        calls.append(1)
+        return read(self, *args)
+
+    monkeypatch.setattr(point_reads.PointReads, "_read_in_turns", spy)
+    return calls
+
+
+@pytest.mark.parametrize("variant", ["plain", "raw", "sharded"])
+@pytest.mark.parametrize(("ndim", "dtype"), [(2, "float32"), (3, "float64"), (4, "float32")])
+def test_local_box_reads_in_turns_equal_the_general_path(
+    ndim: int, dtype: str, variant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, positions = _fast_path_store(ndim, dtype, variant)
+    local = zv.open(_local_copy(store, tmp_path / "s.zv"))
+    general = _general(store)
+    calls = _reads_in_turns(monkeypatch)
+    rng = np.random.default_rng(10 + ndim)
+    boxes = [_random_box(rng, ndim) for _ in range(8)]
+    boxes += [
+        (np.full(ndim, -40.0), np.full(ndim, 40.0)),
+        (np.full(ndim, -1e9), np.full(ndim, 1e9)),
+    ]
+    for lo, hi in boxes:
+        got = local.query((lo, hi))
+        _same_result(got, general.query((lo, hi)))
+        _check_rows(got, positions, np.all((positions >= lo) & (positions < hi), axis=1))
+    assert calls
+
+
+@pytest.mark.parametrize("in_turns", [False, True])
+def test_a_damaged_row_block_of_a_local_store_is_reported(
+    in_turns: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, _ = _fast_path_store(3, "float64", "plain")
+    root = _local_copy(store, tmp_path / "s.zv")
+    shard = min((root / "0" / "vertices" / "c").rglob("*"), key=lambda p: (p.is_dir(), str(p)))
+    while shard.is_dir():
+        shard = min(shard.iterdir())
+    data = bytearray(shard.read_bytes())
+    data[10] ^= 0xFF  # inside the first row block
+    shard.write_bytes(bytes(data))
+    calls = _reads_in_turns(monkeypatch) if in_turns else []
+    with pytest.raises(CorruptChunkError, match="row block 0: checksum mismatch"):
+        zv.open(root).query((np.full(3, -np.inf), np.full(3, np.inf)))
+    assert bool(calls) == in_turns
+
+
+@pytest.mark.parametrize("in_turns", [False, True])
+def test_a_shard_removed_after_open_is_reported(
+    in_turns: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, _ = _fast_path_store(3, "float64", "plain")
+    root = _local_copy(store, tmp_path / "s.zv")
+    opened = zv.open(root)
+    everything = (np.full(3, -np.inf), np.full(3, np.inf))
+    opened.query(everything)  # the shard indexes are known now
+    calls = _reads_in_turns(monkeypatch) if in_turns else []
+    shard = next(p for p in (root / "0" / "attributes" / "i" / "c").rglob("*") if p.is_file())
+    shard.unlink()
+    with pytest.raises(CorruptChunkError, match="disappeared"):
+        opened.query(everything)
+    assert bool(calls) == in_turns
 
 
 @pytest.mark.parametrize("native", [True, False, "shared"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels.box_rows import (
     block_slots,
     box_chunks,
@@ -18,6 +20,7 @@ from zarr_vectors.kernels.box_rows import (
     slot_spans,
     slots_holding,
     take_rows,
+    turn_spans,
 )
 
 STEP = 0.5  # coordinates on a grid that bin and chunk edges and box faces fall on
@@ -336,6 +339,78 @@ def test_slot_spans_match_the_twin(case: tuple[np.ndarray, ...]) -> None:
         got = list(zip(chunk.tolist(), start.tolist(), stop.tolist(), strict=True))
         assert got == want_spans
         assert sum(b - a for _, a, b in want_spans) == sum(want_lengths)
+
+
+def naive_turn_spans(
+    starts: np.ndarray, spans: list[tuple[int, int, int]], per_turn: int
+) -> list[list[tuple[int, int, int]]]:
+    """Per turn, its pieces: the bytes of the buffer its blocks occupy (from its first
+    block's start to the next turn's), each mapped to (chunk, offset) through the spans
+    read back to back, grouped into runs of consecutive offsets of one chunk."""
+    where = [(c, offset) for c, a, b in spans for offset in range(a, b)]
+    cuts = [int(starts[i]) for i in range(0, len(starts), per_turn)] + [len(where)]
+    turns = []
+    for lo, hi in itertools.pairwise(cuts):
+        pieces: list[tuple[int, int, int]] = []
+        for c, offset in where[lo:hi]:
+            if pieces and pieces[-1][0] == c and pieces[-1][2] == offset:
+                pieces[-1] = (c, pieces[-1][1], offset + 1)
+            else:
+                pieces.append((c, offset, offset + 1))
+        turns.append(pieces)
+    return turns
+
+
+@st.composite
+def stored_slots(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
+    """:func:`slot_tables` whose wanted slots are all stored (many blocks, no failure)."""
+    _, _, _, first, entries = draw(slot_tables())
+    chunk, block = [], []
+    for c in range(first.shape[0] - 1):
+        for b in range(int(first[c + 1] - first[c])):
+            if entries[first[c] + b, 0] >= 0 and draw(st.integers(0, 3)):
+                chunk.append(c)
+                block.append(b)
+    every = np.arange(len(chunk), dtype=np.int64)
+    return np.array(chunk, dtype=np.int64), np.array(block, dtype=np.int64), every, first, entries
+
+
+@settings(max_examples=200, deadline=None)
+@given(stored_slots(), st.integers(1, 5))
+def test_turn_spans_match_the_twin(case: tuple[np.ndarray, ...], per_turn: int) -> None:
+    starts, lengths, chunk, start, stop, bad = slot_spans(*case)
+    assert bad == -1
+    turn_piece, p_chunk, p_start, p_stop = turn_spans(starts, lengths, chunk, start, stop, per_turn)
+    spans = list(zip(chunk.tolist(), start.tolist(), stop.tolist(), strict=True))
+    want = naive_turn_spans(starts, spans, per_turn)
+    assert turn_piece.shape[0] == len(want) + 1
+    pieces = list(zip(p_chunk.tolist(), p_start.tolist(), p_stop.tolist(), strict=True))
+    got = [pieces[a:b] for a, b in itertools.pairwise(turn_piece.tolist())]
+    assert got == want
+
+
+def test_turn_spans_cut_a_span_between_turns() -> None:
+    starts = np.array([0, 5, 9], dtype=np.int64)
+    lengths = np.array([5, 4, 6], dtype=np.int64)
+    one = np.zeros(1, dtype=np.int64)
+    turn_piece, chunk, start, stop = turn_spans(starts, lengths, one, one + 100, one + 115, 2)
+    assert turn_piece.tolist() == [0, 1, 2]
+    assert list(zip(chunk.tolist(), start.tolist(), stop.tolist(), strict=True)) == [
+        (0, 100, 109),
+        (0, 109, 115),
+    ]
+
+
+def test_turn_spans_refuse_blocks_outside_their_spans() -> None:
+    starts = np.array([0, 5], dtype=np.int64)
+    lengths = np.array([5, 4], dtype=np.int64)
+    one = np.zeros(1, dtype=np.int64)
+    with pytest.raises(InvalidInputError, match="back to back"):
+        turn_spans(starts, lengths, one, one, one + 7, 1)  # 9 bytes of blocks, 7 of spans
+    with pytest.raises(InvalidInputError, match="back to back"):
+        turn_spans(starts + 1, lengths, one, one, one + 10, 1)  # a gap before the first
+    with pytest.raises(InvalidInputError, match="at least 1"):
+        turn_spans(starts, lengths, one, one, one + 9, 0)
 
 
 def test_slot_spans_merge_blocks_stored_back_to_back() -> None:

@@ -11,6 +11,8 @@ The steps of a box query:
   and where each run's rows start once the blocks are decoded back to back.
 * :func:`slot_spans`: where the stored row blocks of some of those slots lie in their
   shards, as the fewest byte spans (blocks of a chunk stored back to back are one span).
+* :func:`turn_spans`: those spans cut by groups of blocks, so that a local read can be
+  shared by two threads, each reading and decoding a group at a time.
 * :func:`select_rows`: which decoded rows the query returns: the rows of each run that
   pass the tests of the faces cutting it (``lo <= p`` or ``p < hi`` along an axis,
   compared as float64), so every row returned has ``lo <= p < hi`` on every axis.
@@ -37,6 +39,7 @@ __all__ = [
     "slot_spans",
     "slots_holding",
     "take_rows",
+    "turn_spans",
 ]
 
 I64 = npt.NDArray[np.int64]
@@ -497,6 +500,91 @@ def _slot_spans(
         span_stop[m - 1] = offset + nbytes
         total += nbytes
     return starts, lengths, span_chunk[:m], span_start[:m], span_stop[:m], -1
+
+
+def turn_spans(
+    starts: I64,
+    lengths: I64,
+    span_chunk: I64,
+    span_start: I64,
+    span_stop: I64,
+    per_turn: int,
+) -> tuple[I64, I64, I64, I64]:
+    """The spans of :func:`slot_spans` cut into turns of ``per_turn`` blocks each.
+
+    Turn ``t`` holds blocks ``[t * per_turn, (t + 1) * per_turn)`` (the last fewer), which
+    lie back to back in the read buffer from ``starts[t * per_turn]``. Its bytes are the
+    pieces ``turn_piece[t] : turn_piece[t + 1]``: bytes ``[piece_start, piece_stop)`` of
+    the shard of chunk ``piece_chunk``, the spans the turn's blocks lie in, the first and
+    last cut at the turn's ends. Read back to back, the pieces of every turn in turn order
+    are the spans in order.
+
+    Parameters
+    ----------
+    starts, lengths
+        ``(k,)`` where each block lies in the buffer the spans are read into, back to back
+        (as :func:`slot_spans` returns them).
+    span_chunk, span_start, span_stop
+        ``(m,)`` the spans (as :func:`slot_spans` returns them).
+    per_turn
+        Blocks per turn, at least 1.
+
+    Returns
+    -------
+    turn_piece, piece_chunk, piece_start, piece_stop : numpy.ndarray
+        ``(turns + 1,)`` int64 offsets into the ``(p,)`` int64 pieces.
+
+    Raises
+    ------
+    InvalidInputError
+        When ``per_turn`` is below 1, or the blocks do not lie back to back in the spans.
+    """
+    if per_turn < 1:
+        raise InvalidInputError(f"per_turn must be at least 1, not {per_turn}")
+    turn_piece, chunk, start, stop, ok = _turn_spans(
+        starts, lengths, span_chunk, span_start, span_stop, per_turn
+    )
+    if not ok:
+        raise InvalidInputError("turn_spans: the blocks do not lie back to back in the spans")
+    return turn_piece, chunk, start, stop
+
+
+@njit
+def _turn_spans(
+    starts: I64,
+    lengths: I64,
+    span_chunk: I64,
+    span_start: I64,
+    span_stop: I64,
+    per_turn: int,
+) -> tuple[I64, I64, I64, I64, bool]:
+    k, m = starts.shape[0], span_chunk.shape[0]
+    turns = (k + per_turn - 1) // per_turn
+    turn_piece = np.zeros(turns + 1, np.int64)
+    chunk = np.empty(m + turns, np.int64)
+    start = np.empty(m + turns, np.int64)
+    stop = np.empty(m + turns, np.int64)
+    p, s, base, pos = 0, 0, 0, 0  # span s lies from ``base`` in the buffer
+    for t in range(turns):
+        turn_piece[t] = p
+        last = min(k, (t + 1) * per_turn) - 1
+        end = starts[last] + lengths[last]
+        if starts[t * per_turn] != pos or end < pos:
+            return turn_piece, chunk[:0], start[:0], stop[:0], False
+        while pos < end:
+            while s < m and base + span_stop[s] - span_start[s] <= pos:
+                base += span_stop[s] - span_start[s]
+                s += 1
+            if s == m:
+                return turn_piece, chunk[:0], start[:0], stop[:0], False
+            upto = min(end, base + span_stop[s] - span_start[s])
+            chunk[p] = span_chunk[s]
+            start[p] = span_start[s] + pos - base
+            stop[p] = span_start[s] + upto - base
+            p += 1
+            pos = upto
+    turn_piece[turns] = p
+    return turn_piece, chunk[:p], start[:p], stop[:p], True
 
 
 def slots_holding(rows: I64, n_slots: int, rows_per_block: int) -> I64:
