@@ -568,9 +568,7 @@ def test_a_damaged_row_block_of_a_local_store_is_reported(
 ) -> None:
     store, _ = _fast_path_store(3, "float64", "plain")
     root = _local_copy(store, tmp_path / "s.zv")
-    shard = min((root / "0" / "vertices" / "c").rglob("*"), key=lambda p: (p.is_dir(), str(p)))
-    while shard.is_dir():
-        shard = min(shard.iterdir())
+    shard = min(p for p in (root / "0" / "vertices" / "c").rglob("*") if p.is_file())
     data = bytearray(shard.read_bytes())
     data[10] ^= 0xFF  # inside the first row block
     shard.write_bytes(bytes(data))
