@@ -68,6 +68,26 @@ def _aligned_offsets(sizes: Sequence[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(padded, dtype=np.int64)]).astype(np.int64)
 
 
+def _read_spans(
+    io: StoreIO,
+    keys: Sequence[str],
+    span_key: np.ndarray,
+    span_start: np.ndarray,
+    span_stop: np.ndarray,
+    buffer: np.ndarray,
+) -> None:
+    """:meth:`StoreIO.read_spans_into`, raising when a shard is missing or short.
+
+    Raises
+    ------
+    CorruptChunkError
+        Naming the first shard that could not be read whole.
+    """
+    failed = io.read_spans_into(keys, span_key, span_start, span_stop, buffer)
+    if failed >= 0:
+        raise CorruptChunkError(f"{keys[failed]}: shard of an occupied chunk disappeared")
+
+
 @dataclass(frozen=True, slots=True)
 class _ColumnTurns:
     """One column's part of a read in turns (:meth:`PointReads._read_in_turns`): its
@@ -114,9 +134,7 @@ class _ColumnTurns:
         x = t * _TURN_BLOCKS
         y = min(x + _TURN_BLOCKS, plan.starts.shape[0])
         lo, hi = int(plan.starts[x]), int(plan.starts[y - 1] + plan.lengths[y - 1])
-        failed = io.read_spans_into(self.keys, chunk[a:b], start[a:b], stop[a:b], self.raw[lo:hi])
-        if failed >= 0:
-            raise CorruptChunkError(f"{self.keys[failed]}: shard of an occupied chunk disappeared")
+        _read_spans(io, self.keys, chunk[a:b], start[a:b], stop[a:b], self.raw[lo:hi])
         slots = plan.slots[x:y]
         describe = read_plans.block_describer(self.keys, slots, slot_where, slot_block)
         self.layout.decode_blocks_at(
@@ -445,9 +463,7 @@ class PointReads:
         owner = np.concatenate([plan.span_chunk + offsets[k] for k, plan in enumerate(plans)])
         starts = np.concatenate([plan.span_start for plan in plans])
         stops = np.concatenate([plan.span_stop for plan in plans])
-        failed = self.reader.io.read_spans_into(keys, owner, starts, stops, buffer)
-        if failed >= 0:
-            raise CorruptChunkError(f"{keys[failed]}: shard of an occupied chunk disappeared")
+        _read_spans(self.reader.io, keys, owner, starts, stops, buffer)
         out, pos = [], 0
         for plan in plans:
             out.append(buffer[pos : pos + plan.nbytes])
@@ -458,12 +474,8 @@ class PointReads:
         self, table: read_plans.BlockTable, k: int, plan: read_plans.SlotPlan, buffer: np.ndarray
     ) -> None:
         """Read the spans of ``plan`` (column ``k`` of ``table``) into ``buffer``."""
-        keys = table.keys[k]
-        failed = self.reader.io.read_spans_into(
-            keys, plan.span_chunk, plan.span_start, plan.span_stop, buffer
-        )
-        if failed >= 0:
-            raise CorruptChunkError(f"{keys[failed]}: shard of an occupied chunk disappeared")
+        spans = (plan.span_chunk, plan.span_start, plan.span_stop)
+        _read_spans(self.reader.io, table.keys[k], *spans, buffer)
 
     def _scratch(self, name: str, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
         """An uninitialised buffer of ``n_slots`` row blocks of column ``name``, and the
