@@ -84,8 +84,32 @@ def timed(func: Callable[[], T]) -> tuple[float, T]:
 
 def timed_write(func: Callable[[], T]) -> tuple[float, T]:
     """:func:`timed` after flushing earlier writes to disk (as ``benchmarks._measure``)."""
+    seconds, _, value = timed_write_cpu(func)
+    return seconds, value
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """User and system (kernel) CPU seconds this process has used so far, every thread."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # os.times() counts in 10 ms ticks
+    return usage.ru_utime, usage.ru_stime
+
+
+def timed_write_cpu(func: Callable[[], T]) -> tuple[float, tuple[float, float], T]:
+    """:func:`timed` after flushing earlier writes to disk, with the user and system CPU
+    seconds the write used.
+
+    The CPU is the whole process's (every thread), from just after the flush to the end
+    of the write; the system share is the kernel's work for the write: the page cache and
+    the file system taking the bytes, and the page faults of fresh memory.
+    """
     os.sync()
-    return timed(func)
+    gc.collect()
+    user, system = cpu_seconds()
+    start = time.perf_counter()
+    value = func()
+    seconds = time.perf_counter() - start
+    end_user, end_system = cpu_seconds()
+    return seconds, (end_user - user, end_system - system), value
 
 
 def repeat_within(func: Callable[[], T], repeat: int, budget: float) -> tuple[list[float], T]:
@@ -181,12 +205,14 @@ def _write_case(lib: Any, spec: dict[str, Any]) -> dict[str, Any]:
     files soon after deleting many is slow on some file systems (see ``benchmarks/README``).
     """
     times: list[float] = []
+    cpu: list[tuple[float, float]] = []
     while True:
         path = os.path.join(spec["store_dir"], f"store-{len(times)}.zv")
-        seconds, _ = timed_write(partial(lib.write, path))
+        seconds, used, _ = timed_write_cpu(partial(lib.write, path))
         times.append(seconds)
+        cpu.append(used)
         if len(times) >= spec["repeat"] or sum(times) + seconds > spec["write_budget"]:
-            return {"times": times, "store": path}
+            return {"times": times, "cpu": cpu, "store": path}
 
 
 def _counts(answer: dict[str, np.ndarray]) -> dict[str, int]:

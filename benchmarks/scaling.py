@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -51,10 +52,10 @@ from benchmarks._measure import (
     proc_status_kb,
     reset_peak_rss,
     run_child,
-    timed_write,
     tree_size,
 )
 from benchmarks._table import format_seconds, size_label
+from benchmarks.reference_worker import cpu_seconds, timed_write_cpu
 
 __all__ = [
     "BATCH",
@@ -104,6 +105,7 @@ COLUMNS = (
     "mode",
     "write",
     "M pts/s",
+    "CPU user / sys",
     "peak RSS MB",
     "write Δ MB",
     "store",
@@ -131,6 +133,11 @@ FOOTNOTES = (
     "after an untimed os.sync() (earlier writes are not written back during it; its own data "
     "is not synced). --shard-chunks K > 1 writes K^3 chunks per shard file (format 1.1) in "
     "every case.",
+    "CPU user / sys: the process's user and system (kernel) CPU seconds during a write, every "
+    "thread (getrusage; medians of the writes); streaming leaves out the generation's CPU "
+    "(its thread time) from user. On 2 CPUs, (user + sys) / 2 bounds the write from below; "
+    "the system share is the page cache and file system taking the store's (and the spill "
+    "files') bytes, and the page faults of fresh memory.",
     "peak RSS: VmHWM of the child, reset (clear_refs) just before the first timed write and "
     "read right after the last, so it includes the interpreter, zarr, numba and, for one-shot, "
     "the input arrays; 'write Δ' = peak minus the RSS just before the write.",
@@ -244,33 +251,49 @@ def _warm_up(work: str) -> None:
             writer.append(p, attributes={ATTRIBUTE: a})
 
 
-def _write_streaming(
-    path: str, n: int, seed: int, options: zv.WriteOptions | None
-) -> tuple[float, float, float]:
-    """Stream the ``n`` points into ``path`` (with ``options``).
+@dataclass(frozen=True)
+class _Write:
+    """One timed write: its seconds, and its process CPU seconds (every thread).
 
-    Returns
-    -------
-    tuple of (float, float, float)
-        Seconds of the whole write without the generation, the generation, and the close
-        (the chunk writes after the last batch; the rest is the ingest of the batches).
+    Streaming: ``seconds`` and ``user`` leave out the generation of the batches, which is
+    in ``generation``; ``close`` is the part after the last batch.
     """
-    os.sync()  # as timed_write() does for the one-shot write
+
+    seconds: float
+    user: float
+    system: float
+    generation: float = 0.0
+    close: float = 0.0
+
+
+def _write_streaming(path: str, n: int, seed: int, options: zv.WriteOptions | None) -> _Write:
+    """Stream the ``n`` points into ``path`` (with ``options``); the batches are generated
+    inside the loop, so their time and CPU are measured and left out."""
+    os.sync()  # as timed_write_cpu() does for the one-shot write
     gc.collect()
-    generation = 0.0
+    generation = generation_cpu = 0.0
     clock = time.perf_counter
+    user, system = cpu_seconds()
     start = clock()
     writer = zv.PointWriter(path, chunk_shape=chunk_side(n), options=options, progress=False)
     with writer:
         for index in range(-(-n // BATCH)):
-            t = clock()
+            t, cpu = clock(), time.thread_time()
             positions, attribute = make_batch(n, index, seed)
             generation += clock() - t
+            generation_cpu += time.thread_time() - cpu
             writer.append(positions, attributes={ATTRIBUTE: attribute})
             del positions, attribute
         closing = clock()
     end = clock()
-    return end - start - generation, generation, end - closing
+    end_user, end_system = cpu_seconds()
+    return _Write(
+        end - start - generation,
+        end_user - user - generation_cpu,
+        end_system - system,
+        generation,
+        end - closing,
+    )
 
 
 def _write_once(
@@ -280,8 +303,8 @@ def _write_once(
     seed: int,
     data: tuple[np.ndarray, np.ndarray],
     options: zv.WriteOptions | None,
-) -> tuple[float, float, float]:
-    """One write of ``mode``: (seconds, generation subtracted, of which the close)."""
+) -> _Write:
+    """One write of ``mode``."""
     if mode == "streaming":
         return _write_streaming(path, n, seed, options)
     write = partial(
@@ -292,7 +315,8 @@ def _write_once(
         attributes={ATTRIBUTE: data[1]},
         options=options,
     )
-    return timed_write(write)[0], 0.0, 0.0
+    seconds, (user, system), _ = timed_write_cpu(write)
+    return _Write(seconds, user, system)
 
 
 def _writes(
@@ -306,25 +330,23 @@ def _writes(
 ) -> dict[str, Any]:
     """Time ``repeat`` writes (each into a fresh path, all kept until the run ends; the
     last is queried) and their peak RSS."""
-    times: list[float] = []
-    generation: list[float] = []
-    closing: list[float] = []
+    writes: list[_Write] = []
     path = ""
     reset = reset_peak_rss()
     before = proc_status_kb("VmRSS") or _peak_kb()
     for i in range(repeat):
         path = os.path.join(work, f"store-{i}.zv")
-        seconds, gen, close = _write_once(mode, path, n, seed, data, options)
-        times.append(seconds)
-        if mode == "streaming":
-            generation.append(gen)
-            closing.append(close)
+        writes.append(_write_once(mode, path, n, seed, data, options))
+    streaming = mode == "streaming"
     return {
         "path": path,
-        "write_s": median(times),
-        "write_all": times,
-        "generation_all": generation,
-        "close_all": closing,
+        "write_s": median([w.seconds for w in writes]),
+        "write_all": [w.seconds for w in writes],
+        "cpu_user_s": median([w.user for w in writes]),
+        "cpu_system_s": median([w.system for w in writes]),
+        "cpu_all": [[w.user, w.system] for w in writes],
+        "generation_all": [w.generation for w in writes] if streaming else [],
+        "close_all": [w.close for w in writes] if streaming else [],
         "before_kb": before,
         "peak_kb": _peak_kb(),
         "peak_method": "VmHWM reset via clear_refs" if reset else "lifetime peak (no reset)",
@@ -439,6 +461,7 @@ def _cells(case: Case) -> tuple[str, ...]:
         case["mode"],
         format_seconds(write),
         f"{n / write / 1e6:.1f}",
+        f"{case['cpu_user_s']:.2f} / {case['cpu_system_s']:.2f} s",
         f"{case['peak_kb'] * 1024 / 1e6:,.0f}",
         f"{(case['peak_kb'] - case['before_kb']) * 1024 / 1e6:,.0f}",
         f"{case['store_bytes'] / 1e6:,.0f} MB / {case['store_files']:,} files",

@@ -41,7 +41,7 @@ from benchmarks.reference_worker import (
     repeat_within,
     run_cases,
     timed,
-    timed_write,
+    timed_write_cpu,
 )
 
 __all__ = ["DEFAULT_SIZES", "QUICK_SIZES", "KINDS", "main"]
@@ -432,11 +432,13 @@ def run_reference(data: DataSet, args: argparse.Namespace, python: Path, where: 
 def run_floor(data: DataSet, args: argparse.Namespace, where: str) -> dict[str, Any]:
     """The numpy floor: ``np.save``, ``np.load``, brute-force boxes, slicing by id."""
     out: dict[str, Any] = {}
-    saves = []
+    saves, cpu = [], []
     for i in range(args.repeat):
         directory = os.path.join(where, f"npy-{i}")
-        saves.append(timed_write(partial(_save_arrays, data.arrays, directory))[0])
-    out["write"] = {"times": saves}
+        seconds, used, _ = timed_write_cpu(partial(_save_arrays, data.arrays, directory))
+        saves.append(seconds)
+        cpu.append(used)
+    out["write"] = {"times": saves, "cpu": cpu}
     out["size"] = tree_size(os.path.join(where, "npy-0"))
     first = os.path.join(where, "npy-0")
     out["read all"] = {
@@ -904,8 +906,39 @@ def _rows_write(ctx: Context) -> None:
         ref_missing="" if t_ref else _missing(ref_w, f"{data.kind} {data.label} write", notes),
         detail=f"{rate} M vertices/s; {runs}; {layout}",
     )
+    _rows_write_cpu(ctx, ours_w, ref_w if t_ref else None)
     _rows_size(ctx, ours_w["store"], ref_w.get("store") if t_ref else None)
     _row_peak(ctx)
+
+
+def _write_cpu(record: dict[str, Any] | None) -> tuple[float, float] | None:
+    """User and system CPU seconds of the fastest write of ``record``, if recorded."""
+    if record is None or not record.get("cpu"):
+        return None
+    user, system = record["cpu"][int(np.argmin(record["times"]))]
+    return float(user), float(system)
+
+
+def _rows_write_cpu(ctx: Context, ours_w: dict[str, Any], ref_w: dict[str, Any] | None) -> None:
+    """The user and the system CPU seconds of each side's fastest write (footnote 3)."""
+    ours, ref, floor = _write_cpu(ours_w), _write_cpu(ref_w), _write_cpu(ctx.floor["write"])
+    if ours is None:
+        return
+    for k, kind in enumerate(("user", "system")):
+        shares = [
+            f"{who} {cpu[k] / (cpu[0] + cpu[1]):.0%}"
+            for who, cpu in (("ours", ours), ("ref", ref), ("floor", floor))
+            if cpu and cpu[0] + cpu[1] > 0
+        ]
+        ctx.row(
+            f"write CPU, {kind}",
+            "s",
+            ours[k],
+            ref[k] if ref else None,
+            floor=floor[k] if floor else None,
+            ref_missing="" if ref else "n/a",
+            detail=f"of the fastest write, all threads; share of its CPU: {', '.join(shares)}",
+        )
 
 
 def _rows_size(ctx: Context, ours: str, ref: str | None) -> None:
@@ -1107,7 +1140,10 @@ FOOTNOTES = (
     "cold-ish even when warm (on this VM a 1e6 1% box of ours takes about twice as long "
     "after any pause as back to back); 'warm, back to back' = best of up to --repeat "
     "further calls in a row with the garbage collector off (as timeit does): the steady "
-    "state of a loop of queries. The OS page cache is warm throughout. Same code for "
+    "state of a loop of queries. The OS page cache is warm throughout. 'write CPU': the "
+    "user and system (kernel) CPU seconds of the process during the fastest write, every "
+    "thread (getrusage); the system share is the page cache and file system taking the "
+    "bytes and the page faults of fresh memory. Same code for "
     "both libraries (reference_worker.run_cases); each warmed up on a tiny store first. No "
     "store is deleted before the run ends (deleting many files slows the file creations "
     "that follow on this machine's file system: benchmarks/README.md, Caveats).",
