@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tests.kernels import naive
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.kernels import _threads
 from zarr_vectors.kernels.bin_runs import copy_row_runs, move_runs, run_destinations
 
 ROW_TYPES = [
@@ -53,6 +54,35 @@ def test_runs_moved_equal_a_stable_sort_by_bin(
     assert got.dtype == values.dtype
     assert got.shape == values.shape
     np.testing.assert_array_equal(got, want_rows)
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs(), st.sampled_from(ROW_TYPES), st.integers(0, 2**32), st.integers(2, 4))
+def test_runs_moved_in_threads_equal_a_stable_sort_by_bin(
+    case: tuple[np.ndarray, np.ndarray, int],
+    row_type: tuple[np.dtype[np.generic], tuple[int, ...]],
+    seed: int,
+    threads: int,
+) -> None:
+    """The runs cut into shares of a run or more, moved by up to four threads."""
+    bins, lengths, n_bins = case
+    dtype, shape = row_type
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 100, size=(int(lengths.sum()), *shape)).astype(dtype)
+    want_rows, _ = naive.order_runs_by_bin(values, bins, lengths, n_bins)
+    starts, _ = run_destinations(bins, lengths, n_bins)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_threads, "_MIN_ROWS", 1)
+        patch.setattr(_threads, "THREADS", threads)
+        got = move_runs(values, lengths, starts)
+    np.testing.assert_array_equal(got, want_rows)
+
+
+def test_a_run_that_does_not_fit_is_named_from_any_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_threads, "_MIN_ROWS", 1)
+    values = np.arange(8, dtype=np.int32)
+    with pytest.raises(InvalidInputError, match=r"run 3 \(2 rows from 7\) does not fit"):
+        move_runs(values, [2, 2, 2, 2], [0, 2, 4, 7])
 
 
 def test_runs_of_any_order_are_sorted_stably() -> None:

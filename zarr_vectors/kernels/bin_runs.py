@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import copy_bytes, njit
+from zarr_vectors.kernels._threads import over_row_slices
 
 __all__ = ["copy_row_runs", "move_runs", "run_destinations"]
 
@@ -85,6 +86,9 @@ def _run_destinations(bins: I64, lengths: I64, starts: I64, offsets: I64) -> int
 def move_runs(values: np.ndarray, run_lengths: npt.ArrayLike, starts: npt.ArrayLike) -> np.ndarray:
     """Move each run of rows to its start: ``out[starts[r]:starts[r] + len_r] = run r``.
 
+    Many runs (a level's vertices put in storage order) are moved in threads, each taking
+    a contiguous share of the runs: the runs land in disjoint rows.
+
     Parameters
     ----------
     values
@@ -121,7 +125,12 @@ def move_runs(values: np.ndarray, run_lengths: npt.ArrayLike, starts: npt.ArrayL
         return out
     flat_src, flat_out = src.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8)
     firsts = np.cumsum(lengths) - lengths
-    bad = _copy_runs(flat_src, firsts, flat_out, dest, lengths, row_bytes)
+
+    def move(a: int, b: int) -> int:
+        bad = _copy_runs(flat_src, firsts[a:b], flat_out, dest[a:b], lengths[a:b], row_bytes)
+        return bad if bad < 0 else bad + a
+
+    bad = next((run for run in over_row_slices(move, lengths.shape[0]) if run >= 0), -1)
     if bad >= 0:
         raise InvalidInputError(
             f"run {bad} ({lengths[bad]} rows from {dest[bad]}) does not fit in [0, {n})"
