@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from benchmarks._latency import LatencyStore
 from benchmarks._measure import log
 from benchmarks.objects import make_boxes as object_boxes
 from benchmarks.objects import make_streamlines
+
+if TYPE_CHECKING:
+    import zarr
 
 BUCKET = "zv-bench"
 _KEY = _SECRET = "bench"
@@ -207,6 +210,16 @@ def _check(data: PointData, found: zv.QueryResult, box: tuple[np.ndarray, np.nda
     return same_rows(found, canonical_rows(*brute_force(data.positions, data.value, box)))
 
 
+def _array(group: zarr.Group, path: str) -> zarr.Array[Any]:
+    """The zarr array at ``path`` in ``group`` (a group there is an error)."""
+    import zarr
+
+    found = group[path]
+    if not isinstance(found, zarr.Array):
+        raise TypeError(f"{path} is not an array")
+    return found
+
+
 def naive_box(store: LatencyStore, box: tuple[np.ndarray, np.ndarray]) -> zv.QueryResult:
     """A 1% box read one chunk at a time with zarr-python (the contrast to a batched read).
 
@@ -219,9 +232,9 @@ def naive_box(store: LatencyStore, box: tuple[np.ndarray, np.ndarray]) -> zv.Que
 
     group = zarr.open_group(store, mode="r", zarr_format=3)
     root = RootMetadata.from_json(dict(group.attrs))
-    counts = np.asarray(group["0/vertex_counts"][...])
+    counts = np.asarray(_array(group, "0/vertex_counts")[...])
     names = ["vertices", *(f"attributes/{a}" for a in ("value", "a1", "a2"))]
-    arrays = [group[f"0/{name}"] for name in names]
+    arrays = [_array(group, f"0/{name}") for name in names]
     size = np.asarray(root.chunk_shape)
     origin = np.asarray(root.chunk_grid_origin)
     lo, hi = box
@@ -233,11 +246,12 @@ def naive_box(store: LatencyStore, box: tuple[np.ndarray, np.ndarray]) -> zv.Que
         n = int(counts[cell])
         if n == 0:
             continue
-        rows = [np.asarray(a[(*cell, slice(0, n))]) for a in arrays]
+        index: tuple[int | slice, ...] = (*cell, slice(0, n))
+        rows = [np.asarray(a[index]) for a in arrays]
         keep = np.all((rows[0] >= lo) & (rows[0] < hi), axis=1)
-        for column, values in zip(columns, rows, strict=True):
-            column.append(values[keep])
-    positions, *values = (np.concatenate(c) for c in columns)
+        for column, found in zip(columns, rows, strict=True):
+            column.append(found[keep])
+    positions, *values = [np.concatenate(c) for c in columns]
     attributes = dict(zip(["value", "a1", "a2"], values, strict=True))
     return zv.QueryResult(positions=positions, attributes=attributes)
 
@@ -324,6 +338,7 @@ def line_cases(data: LineData, latency: float, repeat: int) -> list[Result]:
 
     def meeting(found: zv.QueryResult) -> tuple[bool, str]:
         assert found.object_ids is not None
+        assert found.offsets is not None
         ids = _objects_meeting(data, data.box1)
         order = np.argsort(found.object_ids, kind="stable")
         whole = zv.QueryResult(

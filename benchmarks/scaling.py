@@ -184,7 +184,7 @@ def chunk_side(n: int) -> float:
         ``CUBE / k`` with ``k >= 1`` chunks per axis: 1000, 500, 200, 90.9 at 1e5 to 1e8.
     """
     ideal = CUBE * (POINTS_PER_CHUNK / n) ** (1.0 / 3.0)
-    return CUBE / max(1, round(CUBE / ideal))
+    return float(CUBE / max(1, round(CUBE / ideal)))
 
 
 def make_batch(n: int, index: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -383,7 +383,7 @@ def _queries(path: str, boxes: list[Box], truth: list[np.ndarray], repeat: int) 
     ok = True
     for box, expected in zip(boxes, truth, strict=True):
         store.query(box)  # the first query of this box is not timed
-        seconds, result = median_time(lambda b=box: store.query(b), repeat)
+        seconds, result = median_time(partial(store.query, box), repeat)
         warm.append(seconds)
         ok = ok and same_rows(result, expected)
     rows = median([float(t.shape[0]) for t in truth])
