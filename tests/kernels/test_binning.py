@@ -25,6 +25,7 @@ from zarr_vectors.kernels import (
     scatter_rows,
     sort_by_chunk_and_bin,
 )
+from zarr_vectors.kernels import binning as kb
 from zarr_vectors.kernels import sorting as ks
 
 Array = npt.NDArray[Any]
@@ -274,6 +275,150 @@ def test_bin_edges_of_one_chunk() -> None:
     np.testing.assert_array_equal(chunks[:, 0], [0, 0, 0, 0, 0, 0, 1, -1, -1])
     bins = bin_coords(p, chunks, [1.0], [0.25], [4])
     np.testing.assert_array_equal(bins[:, 0], [0, 0, 1, 2, 3, 3, 0, 3, 3])
+
+
+# --------------------------------------------------------------------------- 3-D fast path
+
+
+@st.composite
+def clouds_3d(draw: st.DrawFn, max_n: int = 80) -> Cloud:
+    """3-D clouds crowded onto edges, some over several blocks of the fast kernel."""
+    cloud = draw(clouds(max_n=max_n).filter(lambda c: c.positions.shape[1] == 3))
+    repeat = draw(st.sampled_from([1, 1, 13]))  # 13 x 80 rows > one block of 512
+    cloud.positions = np.tile(cloud.positions, (repeat, 1))
+    return cloud
+
+
+def _grid_3d(cloud: Cloud) -> tuple[Any, ...]:
+    lo, shape = grid_of(chunk_coords(cloud.positions, cloud.chunk), 3)
+    pos, sizes, bpc, lo, shape = kb.grid_arguments(
+        cloud.positions, cloud.chunk, cloud.bin, cloud.bpc, lo, shape
+    )
+    return pos, sizes, bpc, lo, shape
+
+
+@SETTINGS
+@given(clouds_3d(), st.booleans())
+def test_fast_3d_assignment_matches_naive(cloud: Cloud, as_cells: bool) -> None:
+    """The block kernel gives every row the chunk and bin of the numpy twin (cells and
+    their counts, or flat chunk and bin numbers), at any distance from the origin."""
+    pos, sizes, bpc, lo, shape = _grid_3d(cloud)
+    axes = kb.fast_axes(sizes, bpc, lo, shape)
+    assert axes is not None  # every cloud's grid suits the fast kernel
+    n, n_bins = pos.shape[0], int(np.prod(bpc))
+    chunk_flat, bin_flat = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+    counts = np.zeros(int(np.prod(shape)) * n_bins if as_cells else 0, np.int64)
+    outputs = (chunk_flat, bin_flat[:0] if as_cells else bin_flat, counts)
+    assert kb._assign_3d(pos, axes, *outputs)
+    want_chunk, want_bin = naive.assign_chunks_and_bins(
+        cloud.positions, cloud.chunk, cloud.bin, cloud.bpc, lo, shape
+    )
+    if as_cells:
+        cells = want_chunk * n_bins + want_bin
+        np.testing.assert_array_equal(chunk_flat, cells)
+        np.testing.assert_array_equal(counts, np.bincount(cells, minlength=counts.shape[0]))
+    else:
+        np.testing.assert_array_equal(chunk_flat, want_chunk)
+        np.testing.assert_array_equal(bin_flat, want_bin)
+
+
+def _guess_misses(p: Array, chunk: float, bin_: float, bpc: int) -> set[str]:
+    """Which of the fast kernel's guesses miss the exact chunk or bin of ``p``, and how."""
+    chunks = naive.chunk_coords(p[:, None], np.array([chunk]))[:, 0]
+    bins = naive.bin_coords(p[:, None], chunks[:, None], [chunk], [bin_], [bpc])[:, 0]
+    chunk_guess = np.floor(p * (1.0 / chunk))
+    bin_guess = np.clip(np.floor((p - chunks * chunk) * (1.0 / bin_)), 0, bpc - 1)
+    pairs = [("chunk", chunk_guess, chunks), ("bin", bin_guess, bins)]
+    return {
+        f"{name} {way}"
+        for name, g, t in pairs
+        for way in ("high", "low")
+        if ((g > t) if way == "high" else (g < t)).any()
+    }
+
+
+def test_fast_3d_corrects_chunk_and_bin_guesses_both_ways() -> None:
+    """On and next to every bin edge of 100 chunks around the origin, for several chunk
+    and bin sizes, the guesses floor(p / C) and floor((p - base) / B) miss by one in
+    both directions (checked here); the single correction steps of the fast kernel
+    give the numpy twin's chunk and bin."""
+    misses: set[str] = set()
+    for chunk, bin_ in [(0.3, 0.1), (1e-3, 2.5e-4), (12.5, 2.5), (0.7, 0.1)]:
+        bpc = round(chunk / bin_)
+        k, b = np.repeat(np.arange(-50, 50), bpc), np.tile(np.arange(bpc), 100)
+        edges = k * chunk + b * bin_
+        p = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
+        positions = np.stack([p, p[::-1], np.roll(p, 7)], axis=1)
+        args = (positions, [chunk] * 3, [bin_] * 3, [bpc] * 3, [-52] * 3, [104] * 3)
+        want = naive.assign_chunks_and_bins(*args)
+        pos, sizes, bpcs, lo, shape = kb.grid_arguments(*args)
+        axes = kb.fast_axes(sizes, bpcs, lo, shape)
+        assert axes is not None
+        chunk_flat, bin_flat = np.empty(len(p), np.int64), np.empty(len(p), np.int64)
+        assert kb._assign_3d(pos, axes, chunk_flat, bin_flat, bin_flat[:0])
+        np.testing.assert_array_equal(chunk_flat, want[0])
+        np.testing.assert_array_equal(bin_flat, want[1])
+        misses |= _guess_misses(p, chunk, bin_, bpc)
+    assert misses == {"chunk high", "chunk low", "bin high", "bin low"}
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, 1e300, 5.0])
+def test_fast_3d_gives_rows_it_cannot_place_to_the_exact_kernel(bad: float) -> None:
+    """A non-finite, huge or off-grid value anywhere (here in the second block) makes the
+    fast kernel give up with the counts untouched; assign_rows then reports that row."""
+    rng = np.random.default_rng(3)
+    positions = rng.uniform(0, 2, size=(700, 3))
+    positions[600, 1] = bad
+    grid = kb.grid_arguments(positions, [1.0] * 3, [0.25] * 3, [4] * 3, [0] * 3, [2] * 3)[1:]
+    axes = kb.fast_axes(*grid)
+    assert axes is not None
+    cells, counts = np.empty(700, np.int64), np.zeros(8 * 64, np.int64)
+    assert not kb._assign_3d(positions, axes, cells, cells[:0], counts)
+    assert not counts.any()
+    status, row = kb.assign_rows(positions, grid, (cells, cells[:0], counts), axes)
+    assert (status, row) == kb._assign(positions, *grid[0], *grid[1:], cells, cells[:0], counts)
+    assert row == 600
+    assert status != 0
+
+
+def test_fast_axes_only_where_one_correction_step_is_exact() -> None:
+    """The fast kernel is used for 3-D grids whose chunk indices and float64 spacing keep
+    every guess within one step; not for other dimensions, far grids, bins finer than
+    the float64 spacing there, or more cells than float64 counts exactly."""
+    sizes = (np.full(3, 1.0), np.full(3, 0.25))
+    bpc, lo, shape = np.full(3, 4), np.zeros(3, np.int64), np.full(3, 10)
+    table = kb.fast_axes(sizes, bpc, lo, shape)
+    assert table is not None
+    assert table.shape == (9, 3)
+    assert kb.fast_axes((sizes[0][:2], sizes[1][:2]), bpc[:2], lo[:2], shape[:2]) is None
+    assert kb.fast_axes(sizes, bpc, np.full(3, 2**39), shape) is None
+    assert kb.fast_axes(sizes, bpc, np.full(3, 2**38), shape) is not None
+    fine = (np.full(3, 1.0), np.full(3, 2.0**-20))  # bins 2**-20 at index 2**38: spacing 2**-14
+    assert kb.fast_axes(fine, np.full(3, 2**20), np.full(3, 2**38), shape) is None
+    assert kb.fast_axes(sizes, np.full(3, 2**17), lo, np.full(3, 2**2)) is None  # 2**57 cells
+
+
+def test_public_assignment_takes_the_fast_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """assign_chunks_and_bins and destinations_of_positions go through the fast kernel
+    for a 3-D grid (and agree with the exact kernel alone)."""
+    rng = np.random.default_rng(8)
+    args = (rng.uniform(-3, 3, size=(1000, 3)), [1.0] * 3, [0.5] * 3, [2] * 3, [-3] * 3, [6] * 3)
+    calls: list[int] = []
+    fast = kb._assign_3d
+
+    def counted(*a: Any) -> bool:
+        calls.append(1)
+        return bool(fast(*a))
+
+    monkeypatch.setattr(kb, "_assign_3d", counted)
+    got = (assign_chunks_and_bins(*args), destinations_of_positions(*args))
+    assert len(calls) == 2
+    monkeypatch.setattr(kb, "fast_axes", lambda *a: None)
+    monkeypatch.setattr(ks, "fast_axes", lambda *a: None)
+    want = (assign_chunks_and_bins(*args), destinations_of_positions(*args))
+    assert len(calls) == 2
+    for g, w in zip([*got[0], *got[1]], [*want[0], *want[1]], strict=True):
+        np.testing.assert_array_equal(g, w)
 
 
 def test_assign_ravels_in_c_order() -> None:

@@ -26,10 +26,12 @@ from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels._threads import over_row_slices
 
 __all__ = [
+    "assign_rows",
     "bounds_and_nonfinite",
     "chunk_coords",
     "bin_coords",
     "assign_chunks_and_bins",
+    "fast_axes",
     "first_failure",
     "grid_arguments",
     "points_in_box",
@@ -53,6 +55,11 @@ _NO_COUNTS = np.zeros(0, np.int64)
 _MAX_INDEX = 2.0**52
 # Below this, |p * (1 / C)| proves |p / C| < 2**52 without a division.
 _NEAR_MAX_INDEX = 2.0**52 * (1.0 - 2.0**-20)
+
+# The 3-D fast assignment (_assign_3d): rows copied per block into per-axis float64
+# columns, so the arithmetic runs in SIMD lanes; chunk guesses only below this index.
+_FAST_BLOCK = 512
+_FAST_INDEX_LIMIT = 2.0**40
 
 
 # --------------------------------------------------------------------------- kernels
@@ -233,6 +240,94 @@ def _assign(
             chunk_flat[i] = cf
             bin_flat[i] = bf
     return _OK, -1
+
+
+@njit
+def _axis_fast(
+    p: float,
+    size: float,
+    inv: float,
+    lo: float,
+    hi: float,
+    bin_size: float,
+    inv_bin: float,
+    top: float,
+) -> tuple[float, float, bool]:
+    # _chunk_index and _bin_index with one correction step each way instead of loops,
+    # written without branches so a block of rows runs in SIMD lanes. Exact (the same
+    # chunk and bin) where the guesses are off by at most one: see fast_axes. ok is
+    # False for a value the fast path cannot place (non-finite, huge, outside the grid).
+    x = p * inv
+    q = np.floor(x)
+    q = q - (q * size > p)
+    q = q + ((q + 1.0) * size <= p)
+    ok = (abs(x) < _FAST_INDEX_LIMIT) & (q >= lo) & (q < hi)
+    base = q * size
+    b = min(max(np.floor((p - base) * inv_bin), 0.0), top)
+    b = b - ((b > 0.0) & (base + b * bin_size > p))
+    b = b + ((b < top) & (base + (b + 1.0) * bin_size <= p))
+    return q - lo, b, ok
+
+
+@njit
+def _place_block_3d(block: F64, m: int, axes: F64, chunks: F64, bins: F64) -> bool:
+    # Flat chunk (over the grid) and bin numbers of the m rows in the (3, m) columns of
+    # block, as float64, into chunks[:m] and bins[:m]; False if a row needs _assign.
+    # axes[k] holds, per axis, (size, 1 / size, first grid chunk, end of the grid, bin
+    # size, 1 / bin size, last bin, grid chunks, bins per chunk) for k = 0 .. 8. One
+    # store pattern and no branch in the loop, so it runs in SIMD lanes.
+    s0, s1, s2 = axes[0, 0], axes[0, 1], axes[0, 2]
+    i0, i1, i2 = axes[1, 0], axes[1, 1], axes[1, 2]
+    l0, l1, l2 = axes[2, 0], axes[2, 1], axes[2, 2]
+    h0, h1, h2 = axes[3, 0], axes[3, 1], axes[3, 2]
+    z0, z1, z2 = axes[4, 0], axes[4, 1], axes[4, 2]
+    v0, v1, v2 = axes[5, 0], axes[5, 1], axes[5, 2]
+    t0, t1, t2 = axes[6, 0], axes[6, 1], axes[6, 2]
+    g1, g2 = axes[7, 1], axes[7, 2]
+    b1, b2 = axes[8, 1], axes[8, 2]
+    ok = True
+    for i in range(m):
+        c0, a0, k0 = _axis_fast(block[0, i], s0, i0, l0, h0, z0, v0, t0)
+        c1, a1, k1 = _axis_fast(block[1, i], s1, i1, l1, h1, z1, v1, t1)
+        c2, a2, k2 = _axis_fast(block[2, i], s2, i2, l2, h2, z2, v2, t2)
+        ok = ok & k0 & k1 & k2
+        chunks[i] = (c0 * g1 + c1) * g2 + c2
+        bins[i] = (a0 * b1 + a1) * b2 + a2
+    return ok
+
+
+@njit
+def _assign_3d(
+    positions: Positions, axes: F64, chunk_flat: I64, bin_flat: I64, counts: I64
+) -> bool:
+    # _assign of 3-D rows where fast_axes holds, block by block. False when a row needs
+    # _assign, which then redoes the rows: the outputs are then partly written, the
+    # counts untouched (rows are counted once all are placed).
+    n = positions.shape[0]
+    as_cells = counts.shape[0] > 0
+    n_bins = axes[8, 0] * axes[8, 1] * axes[8, 2]
+    block = np.empty((3, _FAST_BLOCK))
+    chunks = np.empty(_FAST_BLOCK)
+    bins = np.empty(_FAST_BLOCK)
+    for start in range(0, n, _FAST_BLOCK):
+        m = min(_FAST_BLOCK, n - start)
+        for i in range(m):
+            block[0, i] = positions[start + i, 0]
+            block[1, i] = positions[start + i, 1]
+            block[2, i] = positions[start + i, 2]
+        if not _place_block_3d(block, m, axes, chunks, bins):
+            return False
+        if as_cells:
+            for i in range(m):
+                chunk_flat[start + i] = np.int64(chunks[i] * n_bins + bins[i])
+        else:
+            for i in range(m):
+                chunk_flat[start + i] = np.int64(chunks[i])
+                bin_flat[start + i] = np.int64(bins[i])
+    if as_cells:
+        for i in range(n):
+            counts[chunk_flat[i]] += 1
+    return True
 
 
 @njit
@@ -417,6 +512,9 @@ def assign_chunks_and_bins(
 ) -> tuple[I64, I64]:
     """Flat chunk and bin index of every vertex in one pass (spec §5).
 
+    3-D grids that allow it (:func:`fast_axes`) are assigned by a kernel that runs blocks
+    of rows in SIMD lanes, with the same results.
+
     Agrees exactly with :func:`chunk_coords` followed by :func:`bin_coords`.
 
     Parameters
@@ -453,11 +551,11 @@ def assign_chunks_and_bins(
         positions, chunk_shape, bin_shape, bins_per_chunk, grid_lo, grid_shape
     )
     chunk_flat, bin_flat = result_arrays(out, pos)
+    axes = fast_axes(sizes, bpc, lo, gshape)
 
     def work(a: int, b: int) -> tuple[int, int]:
-        status, row = _assign(
-            pos[a:b], *sizes, bpc, lo, gshape, chunk_flat[a:b], bin_flat[a:b], _NO_COUNTS
-        )
+        outputs = (chunk_flat[a:b], bin_flat[a:b], _NO_COUNTS)
+        status, row = assign_rows(pos[a:b], (sizes, bpc, lo, gshape), outputs, axes)
         return status, row + a
 
     status, row = first_failure(over_row_slices(work, pos.shape[0]))
@@ -489,6 +587,78 @@ def grid_arguments(
         raise InvalidInputError("grid_shape or bins_per_chunk has too many cells for int64")
     sizes = (_vector(chunk_shape, dim, "chunk_shape"), _vector(bin_shape, dim, "bin_shape"))
     return pos, sizes, bpc, _int_vector(grid_lo, dim, "grid_lo", None), gshape
+
+
+def fast_axes(sizes: tuple[F64, F64], bpc: I64, grid_lo: I64, grid_shape: I64) -> F64 | None:
+    """The per-axis table of the 3-D fast assignment, or None where it may not be exact.
+
+    The fast kernel corrects its guesses of a chunk (``floor(p * (1 / C))``) and of a bin
+    by one step each way, where :func:`_chunk_index` and :func:`_bin_index` walk as far
+    as needed; the two agree when no guess is off by more than one. That holds when the
+    grid's chunk indices stay below 2**40 (the chunk guess is then within 2**-11 of
+    ``p / C``) and the float64 spacing at the grid's farthest coordinate is at most a
+    sixteenth of a bin (so rounding moves a bin guess by less than one bin); and chunk
+    and bin numbers must be exact in float64. Rows outside the grid, or non-finite,
+    make the kernel give up and the exact one run.
+
+    Parameters
+    ----------
+    sizes, bpc, grid_lo, grid_shape
+        As :func:`grid_arguments` returns them.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        ``(9, 3)`` float64 rows: chunk size, its reciprocal, first grid chunk, end of the
+        grid, bin size, its reciprocal, last bin, grid chunks, bins per chunk.
+    """
+    chunk, bin_ = sizes
+    if chunk.shape[0] != 3:
+        return None
+    lo = grid_lo.astype(np.float64)
+    hi = lo + grid_shape
+    far = np.maximum(np.abs(lo), np.abs(hi))
+    cells = float(np.prod(grid_shape.astype(np.float64))) * float(np.prod(bpc.astype(np.float64)))
+    if far.max() >= _FAST_INDEX_LIMIT / 2 or cells >= 2.0**53:
+        return None
+    if np.any(np.spacing(far * chunk) * 16.0 > bin_):
+        return None
+    return np.array(
+        [chunk, 1.0 / chunk, lo, hi, bin_, 1.0 / bin_, bpc - 1, grid_shape, bpc], dtype=np.float64
+    )
+
+
+def assign_rows(
+    positions: Positions,
+    grid: tuple[tuple[F64, F64], I64, I64, I64],
+    outputs: tuple[I64, I64, I64],
+    axes: F64 | None,
+) -> tuple[int, int]:
+    """Assign rows as :func:`_assign` does, through the 3-D fast kernel when ``axes``
+    (:func:`fast_axes`) is given and every row suits it.
+
+    Parameters
+    ----------
+    positions
+        ``(n, D)`` rows, checked by :func:`grid_arguments`.
+    grid
+        ``(sizes, bins per chunk, first grid chunk, grid shape)`` from :func:`grid_arguments`.
+    outputs
+        ``(chunk_flat, bin_flat, counts)`` as :func:`_assign` takes them.
+    axes
+        :func:`fast_axes` of the grid, or None for the exact kernel alone.
+
+    Returns
+    -------
+    tuple of int
+        The kernel status and the first bad row (-1 when all are placed).
+    """
+    chunk_flat, bin_flat, counts = outputs
+    if axes is not None and _assign_3d(positions, axes, chunk_flat, bin_flat, counts):
+        return _OK, -1
+    sizes, bpc, lo, gshape = grid
+    status, row = _assign(positions, *sizes, bpc, lo, gshape, chunk_flat, bin_flat, counts)
+    return int(status), int(row)
 
 
 def result_arrays(out: tuple[I64, I64] | None, pos: np.ndarray) -> tuple[I64, I64]:

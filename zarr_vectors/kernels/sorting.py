@@ -17,8 +17,9 @@ from zarr_vectors.kernels._checks import checked_integer, int_array
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels._threads import over_row_slices
 from zarr_vectors.kernels.binning import (
-    _assign,
     assign_chunks_and_bins,
+    assign_rows,
+    fast_axes,
     first_failure,
     grid_arguments,
     raise_position_status,
@@ -334,7 +335,8 @@ def destinations_of_positions(
     and counts the cells of each slice; the second turns the cells into destinations,
     each slice from its own cursors, so rows of a cell keep their input order. A grid of
     more than ``n / 4 + 65536`` cells (sparse data over a wide range) is sorted by the two
-    functions instead.
+    functions instead. 3-D rows are given their cells by the SIMD kernel of
+    :func:`~zarr_vectors.kernels.binning.assign_rows` where the grid allows it.
 
     Parameters
     ----------
@@ -362,10 +364,12 @@ def destinations_of_positions(
         chunk_flat, bin_flat = assign_chunks_and_bins(pos, *sizes, bpc, lo, gshape, out=out)
         return chunk_and_bin_destinations(chunk_flat, bin_flat, n_bins, reuse=True)
     cells = np.empty(n, np.int64) if out is None else result_arrays(out, pos)[0]
+    axes = fast_axes(sizes, bpc, lo, gshape)
 
     def count(a: int, b: int) -> tuple[int, int, int, I64]:
         counts = np.zeros(n_cells, np.int64)
-        status, row = _assign(pos[a:b], *sizes, bpc, lo, gshape, cells[a:b], _NO_ROWS, counts)
+        outputs = (cells[a:b], _NO_ROWS, counts)
+        status, row = assign_rows(pos[a:b], (sizes, bpc, lo, gshape), outputs, axes)
         return a, status, row + a, counts
 
     parts = over_row_slices(count, n)  # in slice order
