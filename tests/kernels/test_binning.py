@@ -277,20 +277,21 @@ def test_bin_edges_of_one_chunk() -> None:
     np.testing.assert_array_equal(bins[:, 0], [0, 0, 1, 2, 3, 3, 0, 3, 3])
 
 
-# --------------------------------------------------------------------------- 3-D fast path
+# --------------------------------------------------------------------------- fast path
 
 
 @st.composite
-def clouds_3d(draw: st.DrawFn, max_n: int = 80) -> Cloud:
-    """3-D clouds crowded onto edges, some over several blocks of the fast kernel."""
-    cloud = draw(clouds(max_n=max_n).filter(lambda c: c.positions.shape[1] == 3))
+def long_clouds(draw: st.DrawFn, max_n: int = 80) -> Cloud:
+    """Clouds crowded onto edges, some over several blocks of the fast kernel."""
+    cloud = draw(clouds(max_n=max_n))
     repeat = draw(st.sampled_from([1, 1, 13]))  # 13 x 80 rows > one block of 512
     cloud.positions = np.tile(cloud.positions, (repeat, 1))
     return cloud
 
 
-def _grid_3d(cloud: Cloud) -> tuple[Any, ...]:
-    lo, shape = grid_of(chunk_coords(cloud.positions, cloud.chunk), 3)
+def _grid(cloud: Cloud) -> tuple[Any, ...]:
+    dim = cloud.positions.shape[1]
+    lo, shape = grid_of(chunk_coords(cloud.positions, cloud.chunk), dim)
     pos, sizes, bpc, lo, shape = kb.grid_arguments(
         cloud.positions, cloud.chunk, cloud.bin, cloud.bpc, lo, shape
     )
@@ -298,18 +299,21 @@ def _grid_3d(cloud: Cloud) -> tuple[Any, ...]:
 
 
 @SETTINGS
-@given(clouds_3d(), st.booleans())
-def test_fast_3d_assignment_matches_naive(cloud: Cloud, as_cells: bool) -> None:
+@given(long_clouds(), st.booleans())
+def test_fast_assignment_matches_naive(cloud: Cloud, as_cells: bool) -> None:
     """The block kernel gives every row the chunk and bin of the numpy twin (cells and
-    their counts, or flat chunk and bin numbers), at any distance from the origin."""
-    pos, sizes, bpc, lo, shape = _grid_3d(cloud)
+    their counts, or flat chunk and bin numbers), in 1 to 4 dimensions, at any distance
+    from the origin."""
+    pos, sizes, bpc, lo, shape = _grid(cloud)
     axes = kb.fast_axes(sizes, bpc, lo, shape)
     assert axes is not None  # every cloud's grid suits the fast kernel
     n, n_bins = pos.shape[0], int(np.prod(bpc))
+    n_cells = int(np.prod(shape)) * n_bins
+    as_cells = as_cells and n_cells <= 2**22  # a count per cell (wide 4-D grids have more)
     chunk_flat, bin_flat = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
-    counts = np.zeros(int(np.prod(shape)) * n_bins if as_cells else 0, np.int64)
+    counts = np.zeros(n_cells if as_cells else 0, np.int64)
     outputs = (chunk_flat, bin_flat[:0] if as_cells else bin_flat, counts)
-    assert kb._assign_3d(pos, axes, *outputs)
+    assert kb._assign_fast(pos, axes, *outputs)
     want_chunk, want_bin = naive.assign_chunks_and_bins(
         cloud.positions, cloud.chunk, cloud.bin, cloud.bpc, lo, shape
     )
@@ -337,7 +341,7 @@ def _guess_misses(p: Array, chunk: float, bin_: float, bpc: int) -> set[str]:
     }
 
 
-def test_fast_3d_corrects_chunk_and_bin_guesses_both_ways() -> None:
+def test_fast_assignment_corrects_chunk_and_bin_guesses_both_ways() -> None:
     """On and next to every bin edge of 100 chunks around the origin, for several chunk
     and bin sizes, the guesses floor(p / C) and floor((p - base) / B) miss by one in
     both directions (checked here); the single correction steps of the fast kernel
@@ -355,7 +359,7 @@ def test_fast_3d_corrects_chunk_and_bin_guesses_both_ways() -> None:
         axes = kb.fast_axes(sizes, bpcs, lo, shape)
         assert axes is not None
         chunk_flat, bin_flat = np.empty(len(p), np.int64), np.empty(len(p), np.int64)
-        assert kb._assign_3d(pos, axes, chunk_flat, bin_flat, bin_flat[:0])
+        assert kb._assign_fast(pos, axes, chunk_flat, bin_flat, bin_flat[:0])
         np.testing.assert_array_equal(chunk_flat, want[0])
         np.testing.assert_array_equal(bin_flat, want[1])
         misses |= _guess_misses(p, chunk, bin_, bpc)
@@ -363,7 +367,7 @@ def test_fast_3d_corrects_chunk_and_bin_guesses_both_ways() -> None:
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, 1e300, 5.0])
-def test_fast_3d_gives_rows_it_cannot_place_to_the_exact_kernel(bad: float) -> None:
+def test_fast_assignment_gives_rows_it_cannot_place_to_the_exact_kernel(bad: float) -> None:
     """A non-finite, huge or off-grid value anywhere (here in the second block) makes the
     fast kernel give up with the counts untouched; assign_rows then reports that row."""
     rng = np.random.default_rng(3)
@@ -373,7 +377,7 @@ def test_fast_3d_gives_rows_it_cannot_place_to_the_exact_kernel(bad: float) -> N
     axes = kb.fast_axes(*grid)
     assert axes is not None
     cells, counts = np.empty(700, np.int64), np.zeros(8 * 64, np.int64)
-    assert not kb._assign_3d(positions, axes, cells, cells[:0], counts)
+    assert not kb._assign_fast(positions, axes, cells, cells[:0], counts)
     assert not counts.any()
     status, row = kb.assign_rows(positions, grid, (cells, cells[:0], counts), axes)
     assert (status, row) == kb._assign(positions, *grid[0], *grid[1:], cells, cells[:0], counts)
@@ -382,15 +386,17 @@ def test_fast_3d_gives_rows_it_cannot_place_to_the_exact_kernel(bad: float) -> N
 
 
 def test_fast_axes_only_where_one_correction_step_is_exact() -> None:
-    """The fast kernel is used for 3-D grids whose chunk indices and float64 spacing keep
-    every guess within one step; not for other dimensions, far grids, bins finer than
-    the float64 spacing there, or more cells than float64 counts exactly."""
+    """The fast kernel is used for grids whose chunk indices and float64 spacing keep
+    every guess within one step; not for far grids, bins finer than the float64 spacing
+    there, or more cells than float64 counts exactly."""
     sizes = (np.full(3, 1.0), np.full(3, 0.25))
     bpc, lo, shape = np.full(3, 4), np.zeros(3, np.int64), np.full(3, 10)
     table = kb.fast_axes(sizes, bpc, lo, shape)
     assert table is not None
     assert table.shape == (9, 3)
-    assert kb.fast_axes((sizes[0][:2], sizes[1][:2]), bpc[:2], lo[:2], shape[:2]) is None
+    table = kb.fast_axes((sizes[0][:2], sizes[1][:2]), bpc[:2], lo[:2], shape[:2])
+    assert table is not None
+    assert table.shape == (9, 2)
     assert kb.fast_axes(sizes, bpc, np.full(3, 2**39), shape) is None
     assert kb.fast_axes(sizes, bpc, np.full(3, 2**38), shape) is not None
     fine = (np.full(3, 1.0), np.full(3, 2.0**-20))  # bins 2**-20 at index 2**38: spacing 2**-14
@@ -400,17 +406,17 @@ def test_fast_axes_only_where_one_correction_step_is_exact() -> None:
 
 def test_public_assignment_takes_the_fast_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     """assign_chunks_and_bins and destinations_of_positions go through the fast kernel
-    for a 3-D grid (and agree with the exact kernel alone)."""
+    (and agree with the exact kernel alone)."""
     rng = np.random.default_rng(8)
     args = (rng.uniform(-3, 3, size=(1000, 3)), [1.0] * 3, [0.5] * 3, [2] * 3, [-3] * 3, [6] * 3)
     calls: list[int] = []
-    fast = kb._assign_3d
+    fast = kb._assign_fast
 
     def counted(*a: Any) -> bool:
         calls.append(1)
         return bool(fast(*a))
 
-    monkeypatch.setattr(kb, "_assign_3d", counted)
+    monkeypatch.setattr(kb, "_assign_fast", counted)
     got = (assign_chunks_and_bins(*args), destinations_of_positions(*args))
     assert len(calls) == 2
     monkeypatch.setattr(kb, "fast_axes", lambda *a: None)

@@ -56,7 +56,7 @@ _MAX_INDEX = 2.0**52
 # Below this, |p * (1 / C)| proves |p / C| < 2**52 without a division.
 _NEAR_MAX_INDEX = 2.0**52 * (1.0 - 2.0**-20)
 
-# The 3-D fast assignment (_assign_3d): rows copied per block into per-axis float64
+# The fast assignment (_assign_fast): rows copied per block into per-axis float64
 # columns, so the arithmetic runs in SIMD lanes; chunk guesses only below this index.
 _FAST_BLOCK = 512
 _FAST_INDEX_LIMIT = 2.0**40
@@ -270,52 +270,50 @@ def _axis_fast(
 
 
 @njit
-def _place_block_3d(block: F64, m: int, axes: F64, chunks: F64, bins: F64) -> bool:
-    # Flat chunk (over the grid) and bin numbers of the m rows in the (3, m) columns of
+def _place_block(block: F64, m: int, axes: F64, chunks: F64, bins: F64) -> bool:
+    # Flat chunk (over the grid) and bin numbers of the m rows in the (D, m) columns of
     # block, as float64, into chunks[:m] and bins[:m]; False if a row needs _assign.
-    # axes[k] holds, per axis, (size, 1 / size, first grid chunk, end of the grid, bin
-    # size, 1 / bin size, last bin, grid chunks, bins per chunk) for k = 0 .. 8. One
-    # store pattern and no branch in the loop, so it runs in SIMD lanes.
-    s0, s1, s2 = axes[0, 0], axes[0, 1], axes[0, 2]
-    i0, i1, i2 = axes[1, 0], axes[1, 1], axes[1, 2]
-    l0, l1, l2 = axes[2, 0], axes[2, 1], axes[2, 2]
-    h0, h1, h2 = axes[3, 0], axes[3, 1], axes[3, 2]
-    z0, z1, z2 = axes[4, 0], axes[4, 1], axes[4, 2]
-    v0, v1, v2 = axes[5, 0], axes[5, 1], axes[5, 2]
-    t0, t1, t2 = axes[6, 0], axes[6, 1], axes[6, 2]
-    g1, g2 = axes[7, 1], axes[7, 2]
-    b1, b2 = axes[8, 1], axes[8, 2]
+    # axes[k, d] holds, for axis d, (size, 1 / size, first grid chunk, end of the grid,
+    # bin size, 1 / bin size, last bin, grid chunks, bins per chunk) for k = 0 .. 8.
+    # Axis by axis over the block: each inner loop has one store pattern and no branch,
+    # so it runs in SIMD lanes.
     ok = True
     for i in range(m):
-        c0, a0, k0 = _axis_fast(block[0, i], s0, i0, l0, h0, z0, v0, t0)
-        c1, a1, k1 = _axis_fast(block[1, i], s1, i1, l1, h1, z1, v1, t1)
-        c2, a2, k2 = _axis_fast(block[2, i], s2, i2, l2, h2, z2, v2, t2)
-        ok = ok & k0 & k1 & k2
-        chunks[i] = (c0 * g1 + c1) * g2 + c2
-        bins[i] = (a0 * b1 + a1) * b2 + a2
+        chunks[i] = 0.0
+        bins[i] = 0.0
+    for d in range(block.shape[0]):
+        size, inv, lo, hi = axes[0, d], axes[1, d], axes[2, d], axes[3, d]
+        bin_size, inv_bin, top = axes[4, d], axes[5, d], axes[6, d]
+        grid_chunks, bins_per_chunk = axes[7, d], axes[8, d]
+        for i in range(m):
+            c, b, placed = _axis_fast(block[d, i], size, inv, lo, hi, bin_size, inv_bin, top)
+            ok = ok & placed
+            chunks[i] = chunks[i] * grid_chunks + c
+            bins[i] = bins[i] * bins_per_chunk + b
     return ok
 
 
 @njit
-def _assign_3d(
+def _assign_fast(
     positions: Positions, axes: F64, chunk_flat: I64, bin_flat: I64, counts: I64
 ) -> bool:
-    # _assign of 3-D rows where fast_axes holds, block by block. False when a row needs
-    # _assign, which then redoes the rows: the outputs are then partly written, the
-    # counts untouched (rows are counted once all are placed).
-    n = positions.shape[0]
+    # _assign where fast_axes holds, block by block. False when a row needs _assign,
+    # which then redoes the rows: the outputs are then partly written, the counts
+    # untouched (rows are counted once all are placed).
+    n, dim = positions.shape
     as_cells = counts.shape[0] > 0
-    n_bins = axes[8, 0] * axes[8, 1] * axes[8, 2]
-    block = np.empty((3, _FAST_BLOCK))
+    n_bins = 1.0
+    for d in range(dim):
+        n_bins *= axes[8, d]
+    block = np.empty((dim, _FAST_BLOCK))
     chunks = np.empty(_FAST_BLOCK)
     bins = np.empty(_FAST_BLOCK)
     for start in range(0, n, _FAST_BLOCK):
         m = min(_FAST_BLOCK, n - start)
-        for i in range(m):
-            block[0, i] = positions[start + i, 0]
-            block[1, i] = positions[start + i, 1]
-            block[2, i] = positions[start + i, 2]
-        if not _place_block_3d(block, m, axes, chunks, bins):
+        for d in range(dim):
+            for i in range(m):
+                block[d, i] = positions[start + i, d]
+        if not _place_block(block, m, axes, chunks, bins):
             return False
         if as_cells:
             for i in range(m):
@@ -512,8 +510,8 @@ def assign_chunks_and_bins(
 ) -> tuple[I64, I64]:
     """Flat chunk and bin index of every vertex in one pass (spec §5).
 
-    3-D grids that allow it (:func:`fast_axes`) are assigned by a kernel that runs blocks
-    of rows in SIMD lanes, with the same results.
+    Grids that allow it (:func:`fast_axes`) are assigned by a kernel that runs blocks of
+    rows in SIMD lanes, with the same results.
 
     Agrees exactly with :func:`chunk_coords` followed by :func:`bin_coords`.
 
@@ -590,7 +588,7 @@ def grid_arguments(
 
 
 def fast_axes(sizes: tuple[F64, F64], bpc: I64, grid_lo: I64, grid_shape: I64) -> F64 | None:
-    """The per-axis table of the 3-D fast assignment, or None where it may not be exact.
+    """The per-axis table of the fast assignment, or None where it may not be exact.
 
     The fast kernel corrects its guesses of a chunk (``floor(p * (1 / C))``) and of a bin
     by one step each way, where :func:`_chunk_index` and :func:`_bin_index` walk as far
@@ -609,12 +607,10 @@ def fast_axes(sizes: tuple[F64, F64], bpc: I64, grid_lo: I64, grid_shape: I64) -
     Returns
     -------
     numpy.ndarray or None
-        ``(9, 3)`` float64 rows: chunk size, its reciprocal, first grid chunk, end of the
+        ``(9, D)`` float64 rows: chunk size, its reciprocal, first grid chunk, end of the
         grid, bin size, its reciprocal, last bin, grid chunks, bins per chunk.
     """
     chunk, bin_ = sizes
-    if chunk.shape[0] != 3:
-        return None
     lo = grid_lo.astype(np.float64)
     hi = lo + grid_shape
     far = np.maximum(np.abs(lo), np.abs(hi))
@@ -634,7 +630,7 @@ def assign_rows(
     outputs: tuple[I64, I64, I64],
     axes: F64 | None,
 ) -> tuple[int, int]:
-    """Assign rows as :func:`_assign` does, through the 3-D fast kernel when ``axes``
+    """Assign rows as :func:`_assign` does, through the fast kernel when ``axes``
     (:func:`fast_axes`) is given and every row suits it.
 
     Parameters
@@ -654,7 +650,7 @@ def assign_rows(
         The kernel status and the first bad row (-1 when all are placed).
     """
     chunk_flat, bin_flat, counts = outputs
-    if axes is not None and _assign_3d(positions, axes, chunk_flat, bin_flat, counts):
+    if axes is not None and _assign_fast(positions, axes, chunk_flat, bin_flat, counts):
         return _OK, -1
     sizes, bpc, lo, gshape = grid
     status, row = _assign(positions, *sizes, bpc, lo, gshape, chunk_flat, bin_flat, counts)

@@ -335,7 +335,7 @@ def destinations_of_positions(
     and counts the cells of each slice; the second turns the cells into destinations,
     each slice from its own cursors, so rows of a cell keep their input order. A grid of
     more than ``n / 4 + 65536`` cells (sparse data over a wide range) is sorted by the two
-    functions instead. 3-D rows are given their cells by the SIMD kernel of
+    functions instead. Rows are given their cells by the SIMD kernel of
     :func:`~zarr_vectors.kernels.binning.assign_rows` where the grid allows it.
 
     Parameters
