@@ -593,11 +593,12 @@ def fast_axes(sizes: tuple[F64, F64], bpc: I64, grid_lo: I64, grid_shape: I64) -
     The fast kernel corrects its guesses of a chunk (``floor(p * (1 / C))``) and of a bin
     by one step each way, where :func:`_chunk_index` and :func:`_bin_index` walk as far
     as needed; the two agree when no guess is off by more than one. That holds when the
-    grid's chunk indices stay below 2**40 (the chunk guess is then within 2**-11 of
-    ``p / C``) and the float64 spacing at the grid's farthest coordinate is at most a
-    sixteenth of a bin (so rounding moves a bin guess by less than one bin); and chunk
-    and bin numbers must be exact in float64. Rows outside the grid, or non-finite,
-    make the kernel give up and the exact one run.
+    grid's chunk indices stay below 2**39 (a row inside has ``|p / C| < 2**40``, which
+    the kernel checks, and its chunk guess is then within 2**-11 of ``p / C``) and the
+    float64 spacing at the grid's farthest coordinate is at most a sixteenth of a bin
+    (so rounding moves a bin guess by less than one bin); and chunk and bin numbers
+    must be exact in float64. Rows outside the grid, or non-finite, make the kernel
+    give up and the exact one run.
 
     Parameters
     ----------
