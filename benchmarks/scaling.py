@@ -156,8 +156,11 @@ FOOTNOTES = (
     "throughput target's two cases again, writes only, each in a fresh process, the two back "
     "to back (one-shot first in odd rounds, streaming first in even ones), so a drift of the "
     "machine's speed during the run weighs on both sides of a round alike, and the rounds "
-    "show the spread. The verdict is on the median ratio; the single-pass line is kept "
-    "beside it.",
+    "show the spread. They give no verdict: a round's one-shot child runs next to a 1e8 child "
+    "that has just written 3.6 GB of stores, and measured 0.35-0.58 s there against medians "
+    "of 0.34-0.43 s in the single pass (four runs), so their ratios lean in the writer's "
+    "favour; the single-pass line, whose 1e7 child runs first on a quiet machine, is the "
+    "verdict.",
     "Shared 2-core machine: other processes add noise to every time; re-run before reading "
     "much into a gap of a few tens of percent. Every store stays until the run ends: right "
     "after deleting many files, creating files is several times slower on this machine's "
@@ -579,7 +582,8 @@ def target_lines(cases: list[Case], rounds: list[dict[str, Any]] | None = None) 
         Every case of the run.
     rounds
         The paired rounds of the throughput target (:func:`target_rounds`), if any: a
-        second throughput line, judged on the median of their ratios.
+        second throughput line with every round's ratio and their median, without a
+        verdict (see the footnote on paired rounds).
 
     Returns
     -------
@@ -603,12 +607,10 @@ def target_lines(cases: list[Case], rounds: list[dict[str, Any]] | None = None) 
         )
     if rounds:
         ratios = [r["ratio"] for r in rounds]
-        middle = median(ratios)
-        verdict = "PASS" if middle >= share else "FAIL"
         each = ", ".join(f"{r:.0%}" for r in ratios)
         lines.append(
             f"the same in {len(rounds)} paired rounds (alternating order): {each}; "
-            f"median {middle:.0%} (target ≥ {share:.0%}): {verdict}"
+            f"median {median(ratios):.0%} (the spread only: the line above is the verdict)"
         )
     peak_n, limit = PEAK_TARGET
     peak = _find(cases, peak_n, "streaming")
