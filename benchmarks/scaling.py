@@ -157,10 +157,10 @@ FOOTNOTES = (
     "to back (one-shot first in odd rounds, streaming first in even ones), so a drift of the "
     "machine's speed during the run weighs on both sides of a round alike, and the rounds "
     "show the spread. They give no verdict: a round's one-shot child runs next to a 1e8 child "
-    "that has just written 3.6 GB of stores, and measured 0.35-0.58 s there against medians "
-    "of 0.34-0.43 s in the single pass (four runs), so their ratios lean in the writer's "
-    "favour; the single-pass line, whose 1e7 child runs first on a quiet machine, is the "
-    "verdict.",
+    "that has just written 3.6 GB of stores, and in four runs it was slower than that run's "
+    "single-pass median in 10 of 12 rounds (0.35-0.58 s against 0.34-0.43 s), so their "
+    "ratios lean in the writer's favour; the single-pass line, whose 1e7 child runs first on "
+    "a quiet machine, is the verdict.",
     "Shared 2-core machine: other processes add noise to every time; re-run before reading "
     "much into a gap of a few tens of percent. Every store stays until the run ends: right "
     "after deleting many files, creating files is several times slower on this machine's "
