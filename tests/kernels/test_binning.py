@@ -379,7 +379,7 @@ def test_fast_assignment_gives_rows_it_cannot_place_to_the_exact_kernel(bad: flo
     cells, counts = np.empty(700, np.int64), np.zeros(8 * 64, np.int64)
     assert not kb._assign_fast(positions, axes, cells, cells[:0], counts)
     assert not counts.any()
-    status, row = kb.assign_rows(positions, grid, (cells, cells[:0], counts), axes)
+    status, row = kb.assign_rows(positions, grid, (cells, cells[:0], counts))
     assert (status, row) == kb._assign(positions, *grid[0], *grid[1:], cells, cells[:0], counts)
     assert row == 600
     assert status != 0
@@ -420,7 +420,6 @@ def test_public_assignment_takes_the_fast_kernel(monkeypatch: pytest.MonkeyPatch
     got = (assign_chunks_and_bins(*args), destinations_of_positions(*args))
     assert len(calls) == 2
     monkeypatch.setattr(kb, "fast_axes", lambda *a: None)
-    monkeypatch.setattr(ks, "fast_axes", lambda *a: None)
     want = (assign_chunks_and_bins(*args), destinations_of_positions(*args))
     assert len(calls) == 2
     for g, w in zip([*got[0], *got[1]], [*want[0], *want[1]], strict=True):

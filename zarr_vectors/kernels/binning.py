@@ -549,11 +549,10 @@ def assign_chunks_and_bins(
         positions, chunk_shape, bin_shape, bins_per_chunk, grid_lo, grid_shape
     )
     chunk_flat, bin_flat = result_arrays(out, pos)
-    axes = fast_axes(sizes, bpc, lo, gshape)
 
     def work(a: int, b: int) -> tuple[int, int]:
         outputs = (chunk_flat[a:b], bin_flat[a:b], _NO_COUNTS)
-        status, row = assign_rows(pos[a:b], (sizes, bpc, lo, gshape), outputs, axes)
+        status, row = assign_rows(pos[a:b], (sizes, bpc, lo, gshape), outputs)
         return status, row + a
 
     status, row = first_failure(over_row_slices(work, pos.shape[0]))
@@ -629,10 +628,9 @@ def assign_rows(
     positions: Positions,
     grid: tuple[tuple[F64, F64], I64, I64, I64],
     outputs: tuple[I64, I64, I64],
-    axes: F64 | None,
 ) -> tuple[int, int]:
-    """Assign rows as :func:`_assign` does, through the fast kernel when ``axes``
-    (:func:`fast_axes`) is given and every row suits it.
+    """Assign rows as :func:`_assign` does, through the fast kernel when the grid allows
+    it (:func:`fast_axes`) and every row suits it.
 
     Parameters
     ----------
@@ -642,8 +640,6 @@ def assign_rows(
         ``(sizes, bins per chunk, first grid chunk, grid shape)`` from :func:`grid_arguments`.
     outputs
         ``(chunk_flat, bin_flat, counts)`` as :func:`_assign` takes them.
-    axes
-        :func:`fast_axes` of the grid, or None for the exact kernel alone.
 
     Returns
     -------
@@ -651,9 +647,10 @@ def assign_rows(
         The kernel status and the first bad row (-1 when all are placed).
     """
     chunk_flat, bin_flat, counts = outputs
+    sizes, bpc, lo, gshape = grid
+    axes = fast_axes(sizes, bpc, lo, gshape)
     if axes is not None and _assign_fast(positions, axes, chunk_flat, bin_flat, counts):
         return _OK, -1
-    sizes, bpc, lo, gshape = grid
     status, row = _assign(positions, *sizes, bpc, lo, gshape, chunk_flat, bin_flat, counts)
     return int(status), int(row)
 

@@ -19,7 +19,6 @@ from zarr_vectors.kernels._threads import over_row_slices
 from zarr_vectors.kernels.binning import (
     assign_chunks_and_bins,
     assign_rows,
-    fast_axes,
     first_failure,
     grid_arguments,
     raise_position_status,
@@ -364,12 +363,11 @@ def destinations_of_positions(
         chunk_flat, bin_flat = assign_chunks_and_bins(pos, *sizes, bpc, lo, gshape, out=out)
         return chunk_and_bin_destinations(chunk_flat, bin_flat, n_bins, reuse=True)
     cells = np.empty(n, np.int64) if out is None else result_arrays(out, pos)[0]
-    axes = fast_axes(sizes, bpc, lo, gshape)
 
     def count(a: int, b: int) -> tuple[int, int, int, I64]:
         counts = np.zeros(n_cells, np.int64)
         outputs = (cells[a:b], _NO_ROWS, counts)
-        status, row = assign_rows(pos[a:b], (sizes, bpc, lo, gshape), outputs, axes)
+        status, row = assign_rows(pos[a:b], (sizes, bpc, lo, gshape), outputs)
         return a, status, row + a, counts
 
     parts = over_row_slices(count, n)  # in slice order
