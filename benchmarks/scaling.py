@@ -511,17 +511,16 @@ def target_rounds(args: argparse.Namespace, run_dir: str) -> list[dict[str, Any]
     big_n, ref_n, _ = THROUGHPUT_TARGET
     rounds = []
     for index in range(args.target_rounds):
-        seconds = {}
-        for mode in round_order(index):
+        seconds, order = {}, round_order(index)
+        for mode in order:
             n = ref_n if mode == "one-shot" else big_n
             log(f"target round {index + 1}/{args.target_rounds}: n={n:,} {mode}, fresh process")
             seconds[mode] = _run_child(mode, n, args, run_dir, writes_only=True)["write_s"]
         one_shot, streaming = seconds["one-shot"], seconds["streaming"]
         ratio = throughput_ratio(streaming, one_shot)
         log(f"  one-shot {one_shot:.3f} s, streaming {streaming:.2f} s: {ratio:.0%}")
-        first = round_order(index)[0]
         rounds.append(
-            {"first": first, "one_shot_s": one_shot, "streaming_s": streaming, "ratio": ratio}
+            {"first": order[0], "one_shot_s": one_shot, "streaming_s": streaming, "ratio": ratio}
         )
     return rounds
 
