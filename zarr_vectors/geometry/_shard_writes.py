@@ -36,23 +36,26 @@ class Batcher:
 
     Large shards can be encoded in worker threads (:meth:`add_encoded`): compression
     releases the GIL, so it runs beside the caller, which keeps preparing chunks and does
-    all the writing itself, in the order the shards were given. A worker only computes
-    bytes; if the caller stops on an error, nothing is written behind its back.
+    all the writing itself, in the order the shards were given. A value given ready
+    (:meth:`add`) waits in that order behind the shards still being encoded, without
+    waiting for them. A worker only computes bytes; if the caller stops on an error,
+    nothing is written behind its back.
     """
 
     def __init__(self, io: StoreIO) -> None:
         self.io = io
         self.items: list[tuple[str, bytes]] = []
         self.nbytes = 0
-        self.pending: deque[tuple[str, Future[bytes], int]] = deque()
+        self.pending: deque[tuple[str, Future[bytes] | bytes, int]] = deque()
         self.pending_nbytes = 0
         self.local = io.is_local
 
     def add(self, key: str, value: bytes) -> None:
         """Write ``value`` at ``key`` (after the shards given before it)."""
         if self.pending:
-            self._settle(len(self.pending))
-        self._collect(key, value)
+            self._hold(key, value, len(value))
+        else:
+            self._collect(key, value)
 
     def add_encoded(self, key: str, encode: Callable[[], bytes], nbytes: int) -> None:
         """Write ``encode()`` at ``key``, encoding it in a worker thread when it is large.
@@ -63,17 +66,22 @@ class Batcher:
             self.add(key, encode())
             return
         pool = shared_pool("zv-encode", _ENCODE_THREADS)
-        self.pending.append((key, pool.submit(encode), nbytes))
+        self._hold(key, pool.submit(encode), nbytes)
+
+    def _hold(self, key: str, value: Future[bytes] | bytes, nbytes: int) -> None:
+        """Queue ``value`` (bytes, or a worker's future of them) behind the pending shards,
+        collecting the oldest while more than :data:`_PENDING_BYTES` are held."""
+        self.pending.append((key, value, nbytes))
         self.pending_nbytes += nbytes
-        if self.pending_nbytes > _PENDING_BYTES:
+        while self.pending_nbytes > _PENDING_BYTES and len(self.pending) > 1:
             self._settle(1)
 
     def _settle(self, count: int) -> None:
-        """Collect the ``count`` oldest shards being encoded, in order."""
+        """Collect the ``count`` oldest pending shards, in order."""
         for _ in range(count):
-            key, future, nbytes = self.pending.popleft()
+            key, value, nbytes = self.pending.popleft()
             self.pending_nbytes -= nbytes
-            self._collect(key, future.result())
+            self._collect(key, value.result() if isinstance(value, Future) else value)
 
     def _collect(self, key: str, value: bytes) -> None:
         self.items.append((key, value))

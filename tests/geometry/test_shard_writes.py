@@ -1,0 +1,109 @@
+"""The batcher that orders and writes encoded shards (geometry._shard_writes.Batcher)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from zarr_vectors.geometry import _shard_writes
+from zarr_vectors.geometry._shard_writes import Batcher
+
+
+class _RecordingIO:
+    """A local store stand-in that records every batch given to ``set_many``."""
+
+    is_local = True
+
+    def __init__(self) -> None:
+        self.batches: list[list[tuple[str, bytes]]] = []
+
+    def set_many(self, items: list[tuple[str, bytes]]) -> None:
+        self.batches.append(list(items))
+
+    @property
+    def keys(self) -> list[str]:
+        return [key for batch in self.batches for key, _ in batch]
+
+
+@pytest.fixture
+def threaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every shard is encoded in a worker thread."""
+    monkeypatch.setattr(_shard_writes, "_THREAD_MIN_BYTES", 0)
+    monkeypatch.setattr(_shard_writes, "_ENCODE_THREADS", 2)
+
+
+def _blocked_encode(release: threading.Event, value: bytes) -> Any:
+    def encode() -> bytes:
+        if not release.wait(10):
+            raise TimeoutError("the test never released the encoder")
+        return value
+
+    return encode
+
+
+@pytest.mark.usefixtures("threaded")
+def test_a_ready_value_waits_behind_pending_encodes_without_blocking() -> None:
+    io = _RecordingIO()
+    batcher = Batcher(io)  # type: ignore[arg-type]
+    release = threading.Event()
+    batcher.add_encoded("a", _blocked_encode(release, b"aa"), 2)
+    batcher.add("b", b"b")  # returns while "a" is still being encoded
+    assert not release.is_set()
+    assert [key for key, _, _ in batcher.pending] == ["a", "b"]
+    assert io.batches == []
+    release.set()
+    batcher.add_encoded("c", lambda: b"ccc", 3)
+    batcher.flush()
+    assert io.keys == ["a", "b", "c"]
+    assert io.batches[-1] == [("a", b"aa"), ("b", b"b"), ("c", b"ccc")]
+    assert not batcher.pending
+    assert batcher.pending_nbytes == 0
+
+
+@pytest.mark.usefixtures("threaded")
+def test_the_oldest_are_collected_once_too_much_is_pending(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_shard_writes, "_PENDING_BYTES", 10)
+    io = _RecordingIO()
+    batcher = Batcher(io)  # type: ignore[arg-type]
+    for k in range(5):
+        batcher.add_encoded(f"k{k}", lambda k=k: bytes([k]) * 6, 6)
+        assert batcher.pending_nbytes <= 10 or len(batcher.pending) == 1
+    assert len(batcher.pending) == 1  # the newest stays with its worker
+    batcher.add("ready", b"x" * 20)  # too large to hold: the pending one is collected
+    assert [key for key, _, _ in batcher.pending] == ["ready"]
+    batcher.flush()
+    assert io.keys == ["k0", "k1", "k2", "k3", "k4", "ready"]
+
+
+def test_without_workers_values_are_collected_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_shard_writes, "_ENCODE_THREADS", 1)
+    monkeypatch.setattr(_shard_writes, "_LOCAL_FLUSH_BYTES", 4)
+    io = _RecordingIO()
+    batcher = Batcher(io)  # type: ignore[arg-type]
+    batcher.add_encoded("a", lambda: b"aaaa", 4)  # reaches the flush size: written
+    batcher.add("b", b"b")
+    assert io.batches == [[("a", b"aaaa")]]
+    assert not batcher.pending
+    batcher.flush()
+    assert io.keys == ["a", "b"]
+
+
+@pytest.mark.usefixtures("threaded")
+def test_a_failed_encode_raises_and_writes_nothing_after_it() -> None:
+    io = _RecordingIO()
+    batcher = Batcher(io)  # type: ignore[arg-type]
+
+    def fail() -> bytes:
+        raise OSError("encoder failed (simulated)")
+
+    batcher.add_encoded("a", lambda: b"a", 1)
+    batcher.add_encoded("bad", fail, 1)
+    batcher.add("c", b"c")
+    with pytest.raises(OSError, match="simulated"):
+        batcher.flush()
+    assert "bad" not in io.keys
+    assert "c" not in io.keys  # given after the failed shard
