@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
@@ -34,7 +34,9 @@ def threaded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_shard_writes, "_ENCODE_THREADS", 2)
 
 
-def _blocked_encode(release: threading.Event, value: bytes) -> Any:
+def _blocked_encode(release: threading.Event, value: bytes) -> Callable[[], bytes]:
+    """An encoder that returns ``value`` once ``release`` is set."""
+
     def encode() -> bytes:
         if not release.wait(10):
             raise TimeoutError("the test never released the encoder")
