@@ -37,8 +37,8 @@ class Batcher:
     Large shards can be encoded in worker threads (:meth:`add_encoded`): compression
     releases the GIL, so it runs beside the caller, which keeps preparing chunks and does
     all the writing itself, in the order the shards were given. A value given ready
-    (:meth:`add`) waits in that order behind the shards still being encoded, without
-    waiting for them. A worker only computes bytes; if the caller stops on an error,
+    (:meth:`add`) takes its turn behind the shards still being encoded; the caller does
+    not wait for them. A worker only computes bytes; if the caller stops on an error,
     nothing is written behind its back.
     """
 
