@@ -23,6 +23,7 @@ __all__ = [
     "ObjectNotFoundError",
     "MissingDependencyError",
     "ParallelWriteError",
+    "StoreChangedError",
 ]
 
 
@@ -90,4 +91,11 @@ class ParallelWriteError(ZarrVectorsError, RuntimeError):
 
     Nothing was committed: the destination does not open as a complete store, and an
     existing local store being replaced is left as it was.
+    """
+
+
+class StoreChangedError(ZarrVectorsError, RuntimeError):
+    """The store was replaced or changed by another writer after this handle opened it.
+
+    The store is not damaged: open it again (``zv.open(...)``) to read its new version.
     """
