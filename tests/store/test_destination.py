@@ -10,6 +10,7 @@ file, a plain Zarr hierarchy, a symbolic link (to a directory, to a store, dangl
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 import zarr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from zarr.storage import MemoryStore, ZipStore
 
 import zarr_vectors as zv
@@ -285,3 +288,36 @@ def test_zipstore_object_over_a_store_needs_overwrite(tmp_path: Path) -> None:
     zv.write_points(zs, POINTS[:4], chunk_shape=5.0, overwrite=True)
     zs.close()
     assert zv.open(tmp_path / "cloud.zip").vertex_count == 4
+
+
+_NAMES = st.text(alphabet="abcz019._-", min_size=1, max_size=8).filter(
+    lambda n: n not in (".", "..")
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    files=st.dictionaries(
+        st.lists(_NAMES, min_size=1, max_size=3).map(tuple), st.binary(max_size=16), min_size=1
+    )
+)
+def test_data_loss_no_directory_of_other_files_is_ever_replaced(
+    tmp_path: Path, files: dict[tuple[str, ...], bytes]
+) -> None:
+    """Any tree of files that is not a Zarr Vectors store survives ``overwrite=True``."""
+    area = Path(tempfile.mkdtemp(dir=tmp_path))
+    dest = area / "mydata"
+    dest.mkdir()
+    for parts, content in files.items():
+        target = dest.joinpath(*parts)
+        if any(p.is_file() for p in [target, *target.parents] if p != dest and dest in p.parents):
+            continue  # a name already used by a file cannot also be a directory
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.is_dir():
+            target.write_bytes(content)
+    before = _snapshot(area)
+    with pytest.raises(zv.StoreExistsError, match="not a Zarr Vectors store"):
+        zv.write_points(dest, POINTS, chunk_shape=5.0, overwrite=True)
+    assert _snapshot(area) == before
