@@ -20,7 +20,7 @@ import pytest
 import zarr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from zarr.storage import MemoryStore, ZipStore
+from zarr.storage import LocalStore, MemoryStore, ZipStore
 
 import zarr_vectors as zv
 from zarr_vectors.store.destination import Occupant, store_occupant
@@ -237,6 +237,14 @@ def test_data_loss_a_memory_store_holding_other_keys_is_refused() -> None:
         zv.write_points(store, POINTS, chunk_shape=5.0, overwrite=True)
     assert StoreIO(store).list_prefix("") == keys
     assert store_occupant(StoreIO(store)).occupant is Occupant.OTHER
+
+
+def test_data_loss_a_local_store_object_over_other_files_is_refused(tmp_path: Path) -> None:
+    dest = _occupied_dir(tmp_path)
+    before = _snapshot(tmp_path)
+    with pytest.raises(zv.StoreExistsError, match="not a Zarr Vectors store"):
+        zv.write_points(LocalStore(dest), POINTS, chunk_shape=5.0, overwrite=True)
+    assert _snapshot(tmp_path) == before
 
 
 def test_data_loss_a_zip_path_holding_another_file_is_refused(tmp_path: Path) -> None:
