@@ -29,6 +29,7 @@ import zarr_vectors as zv
 from zarr_vectors._progress import wants_progress
 from zarr_vectors.display import format_bytes
 from zarr_vectors.errors import ZarrVectorsError
+from zarr_vectors.store.target import interrupted_write_note
 
 __all__ = ["main"]
 
@@ -113,6 +114,8 @@ def _info(args: argparse.Namespace) -> int:
     if store.is_object_store:
         doc["object_count"] = store.object_count
         doc["object_attributes"] = store.object_attribute_names
+    if (note := interrupted_write_note(args.store)) is not None:
+        doc["interrupted_write"] = note
     if args.json:
         print(json.dumps(doc, indent=2))
     else:

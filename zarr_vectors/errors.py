@@ -40,7 +40,12 @@ class InvalidNameError(InvalidInputError):
 
 
 class StoreExistsError(ZarrVectorsError, FileExistsError):
-    """The destination already holds data and ``overwrite=True`` was not given."""
+    """The destination holds something a write must not replace.
+
+    Either a Zarr Vectors store and ``overwrite=True`` was not given, or anything that is
+    not a Zarr Vectors store (a directory with other files, a file, a plain Zarr hierarchy,
+    a symbolic link, the current directory), which is never replaced. Nothing was written.
+    """
 
 
 class StoreNotFoundError(ZarrVectorsError, FileNotFoundError):

@@ -571,7 +571,13 @@ CASES: list[Case] = [
 ]
 
 # L5 checks of object kinds run on facts: the library writes no object pyramids yet.
-DIRECT = {"L5.object_count_non_increasing", "L5.object_sparsity_consistent"}
+# L1.interrupted_write looks beside a local directory, not in a store: its cases are in
+# tests/store/test_commit_kills.py.
+DIRECT = {
+    "L5.object_count_non_increasing",
+    "L5.object_sparsity_consistent",
+    "L1.interrupted_write",
+}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.check_id for c in CASES])

@@ -45,7 +45,9 @@ from zarr_vectors.dataset import VectorStore
 from zarr_vectors.dataset import open as open_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.format.names import GEOMETRY_TYPES
+from zarr_vectors.store.destination import check_overwrite
 from zarr_vectors.store.io import StoreLike
+from zarr_vectors.store.target import check_destination
 
 __all__ = ["FORMATS", "Format", "convert", "export_store", "format_of", "import_file", "require"]
 
@@ -157,6 +159,7 @@ def import_file(
     path = Path(os.fspath(src))
     if not path.is_file():
         raise InvalidInputError(f"{path} is not a file")
+    check_destination(dst, overwrite=overwrite)  # before the file is read
     with progress_reporter(progress) as report, enclosing(report):
         report("read file", 0, 1)
         _module(fmt).import_file(
@@ -214,6 +217,7 @@ def export_store(
             f"a {store.geometry_type} store cannot be written as {fmt.name} "
             f"(it holds {', '.join(fmt.kinds)})"
         )
+    overwrite = check_overwrite(overwrite)
     path = Path(os.fspath(dst))
     if path.exists() and not overwrite:
         raise StoreExistsError(f"{path} exists; pass overwrite=True to replace it")

@@ -35,6 +35,7 @@ from zarr_vectors.errors import (
     StoreNotFoundError,
 )
 from zarr_vectors.kernels._threads import results_of, shared_pool
+from zarr_vectors.store.commit import describe_leftovers, recover
 
 __all__ = ["ByteRange", "StoreIO", "StoreLike", "resolve_store"]
 
@@ -107,7 +108,7 @@ def resolve_store(
         return url_store(text, mode=mode, storage_options=storage_options)
     path = Path(text)
     if mode == "r" and not path.exists():
-        raise StoreNotFoundError(f"no store at {text!r}: the path does not exist")
+        _missing(path, text)
     if path.suffix == ".zip":
         return ZipStore(path, mode="r" if mode == "r" else "w")
     return LocalStore(path, read_only=(mode == "r"))
@@ -139,6 +140,26 @@ def url_store(url: str, *, mode: str, storage_options: Mapping[str, Any] | None)
         raise MissingDependencyError(f"opening {url!r} needs another package: {exc}") from exc
     except (ValueError, TypeError) as exc:  # unknown protocol, unknown option
         raise InvalidInputError(f"cannot open {url!r}: {exc}") from exc
+
+
+def _missing(path: Path, text: str) -> None:
+    """Put back a store an interrupted commit left aside, else raise for a missing path.
+
+    Raises
+    ------
+    StoreNotFoundError
+        When no store is there, naming what an interrupted write left beside it.
+    """
+    absolute = Path(os.path.abspath(path))
+    if recover(absolute) and path.exists():
+        return
+    left = describe_leftovers(absolute)
+    if left is None:
+        raise StoreNotFoundError(f"no store at {text!r}: the path does not exist")
+    raise StoreNotFoundError(
+        f"no store at {text!r}: the path does not exist, but {left}; or write it again "
+        "with overwrite=True"
+    )
 
 
 def _readable_zip(store: Store) -> Store:

@@ -29,6 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors.store.commit import hold, release
+from zarr_vectors.store.destination import normalized_destination
+
 __all__ = ["SpillColumns", "remove_scratch", "scratch_directory"]
 
 
@@ -47,17 +50,21 @@ def scratch_directory(near: Path | None, spill_dir: str | os.PathLike[str] | Non
     Returns
     -------
     pathlib.Path
-        The new, empty directory; the caller removes it.
+        The new, empty directory, held (:func:`~zarr_vectors.store.commit.hold`) so no
+        other write takes it for a leftover; the caller removes it (:func:`remove_scratch`).
     """
+    near = None if near is None else normalized_destination(near)
     if spill_dir is not None:
         parent = Path(spill_dir)
     elif near is not None:
-        parent = near.absolute().parent
+        parent = near.parent
     else:
         parent = Path(tempfile.gettempdir())
     parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{near.name}.zv-spill-" if near is not None else "zv-spill-"
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    directory = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    hold(directory)
+    return directory
 
 
 class SpillColumns:
@@ -273,4 +280,5 @@ def _write_at(fd: int, data: np.ndarray, offset: int) -> None:
 
 def remove_scratch(directory: Path) -> None:
     """Delete a scratch directory and everything in it."""
+    release(directory)
     shutil.rmtree(directory, ignore_errors=True)

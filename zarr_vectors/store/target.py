@@ -1,18 +1,22 @@
-"""Where a write goes, and how it is committed or rolled back (spec §12).
+"""Where a write goes, and how it is committed or rolled back (spec §12, issue 34).
 
-A write into a local directory that already holds a store (with ``overwrite=True``) is
-written into a hidden sibling directory first and swapped in only when complete, so a
-failed or killed write leaves the existing store as it was; a zip file is likewise written
-as a hidden sibling file moved over it at the end. Other stores (memory, object storage
-such as S3 through fsspec) cannot be swapped: they are cleared and written in place, with
-the root metadata committed last so an interrupted write never opens as a complete store.
+A write replaces only a Zarr Vectors store (complete, or an incomplete one a write left) or
+an empty directory (:mod:`zarr_vectors.store.destination` decides; anything else is refused
+with :class:`StoreExistsError`). A write into a local directory is built in a hidden
+sibling and moved in by one rename, or swapped with the store it replaces by one exchange
+(:mod:`zarr_vectors.store.commit`), so a failed or killed write leaves the old store or the
+new one at the destination. A ``.zip`` path is likewise written as a hidden sibling file
+moved over it at the end. A zarr ``ZipStore`` object given by the caller is written through
+(it is that object the caller closes). Other stores (memory, object storage such as S3
+through fsspec) cannot be swapped: they are cleared and written in place, with the root
+metadata committed last so an interrupted write never opens as a complete store.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,13 +24,22 @@ from pathlib import Path
 from zarr.storage import LocalStore, ZipStore
 
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
+from zarr_vectors.store import commit
+from zarr_vectors.store.destination import (
+    Found,
+    Occupant,
+    check_overwrite,
+    check_replaceable,
+    local_occupant,
+    normalized_destination,
+    store_occupant,
+    zip_occupant,
+)
 from zarr_vectors.store.io import StoreIO, StoreLike, json_bytes, local_destination, resolve_store
 
-__all__ = ["check_destination", "modify_target", "write_target"]
+__all__ = ["check_destination", "interrupted_write_note", "modify_target", "write_target"]
 
-
-def _occupied(path: Path) -> bool:
-    return path.exists() and (not path.is_dir() or any(path.iterdir()))
+_REPLACED = (Occupant.STORE, Occupant.INCOMPLETE)
 
 
 @contextmanager
@@ -38,22 +51,26 @@ def write_target(store: StoreLike, *, overwrite: bool) -> Iterator[StoreIO]:
     store
         Destination (see :func:`~zarr_vectors.store.io.resolve_store`).
     overwrite
-        Replace an existing store. Without it, a destination holding any data raises
-        :class:`StoreExistsError` before anything is written.
+        Replace an existing Zarr Vectors store. Only a store (or nothing, or an empty
+        directory) is ever replaced.
 
     Raises
     ------
     StoreExistsError
-        When the destination holds data and ``overwrite`` is false.
+        When the destination holds a store and ``overwrite`` is false, or holds anything
+        else (checked before anything is written; nothing is changed).
+    InvalidInputError
+        When ``overwrite`` is not a bool.
     """
+    overwrite = check_overwrite(overwrite)
     path = local_destination(store)
-    if path is not None and path.suffix != ".zip":
-        with _local_target(path, overwrite=overwrite) as io:
+    if path is not None:
+        target = _local_target if path.suffix != ".zip" else _zip_target
+        with target(normalized_destination(path), _named(store), overwrite=overwrite) as io:
             yield io
         return
-    archive = _zip_file(store)
-    if archive is not None:
-        with _zip_target(archive, overwrite=overwrite) as io:
+    if isinstance(store, ZipStore):
+        with _user_zip_target(store, overwrite=overwrite) as io:
             yield io
         return
     with _in_place_target(store, overwrite=overwrite) as io:
@@ -61,7 +78,7 @@ def write_target(store: StoreLike, *, overwrite: bool) -> Iterator[StoreIO]:
 
 
 def check_destination(store: StoreLike, *, overwrite: bool) -> None:
-    """Refuse early a destination that holds data when ``overwrite`` is false.
+    """Refuse early a destination a write must not replace (see :func:`write_target`).
 
     :func:`write_target` checks again when the write starts; this lets a long write (a
     streaming one) fail before it consumes its input.
@@ -69,106 +86,130 @@ def check_destination(store: StoreLike, *, overwrite: bool) -> None:
     Raises
     ------
     StoreExistsError
-        When the destination holds data and ``overwrite`` is false.
+        When the destination holds a store and ``overwrite`` is false, or anything else.
+    InvalidInputError
+        When ``overwrite`` is not a bool.
     """
-    if overwrite:
-        return
+    overwrite = check_overwrite(overwrite)
+    check_replaceable(_occupant(store), _named(store), overwrite=overwrite)
+
+
+def interrupted_write_note(store: StoreLike) -> str | None:
+    """What an interrupted write left beside a local store and how to clear it, or None."""
     path = local_destination(store)
     if path is None:
-        path = _zip_file(store)
-    if path is not None:
-        if _occupied(path):
-            raise StoreExistsError(
-                f"{path} already exists and is not empty; pass overwrite=True to replace it"
-            )
-        return
-    if not StoreIO(resolve_store(store, mode="w")).is_empty():
-        raise StoreExistsError(_holds_data(store))
+        return None
+    return commit.describe_leftovers(normalized_destination(path))
 
 
-def _holds_data(store: StoreLike) -> str:
-    """The message refusing to write over ``store``, named as the caller gave it."""
-    where = os.fspath(store) if isinstance(store, str | os.PathLike) else str(store)
-    return f"{where} already holds data; pass overwrite=True to replace it"
-
-
-def _zip_file(store: StoreLike) -> Path | None:
-    """The file a zip destination names: a ``.zip`` path, or a closed write-mode ZipStore.
-
-    Such a store is opened only to be rewritten whole (opening it truncates the file), so
-    it is written as a new file swapped in at the end.
-    """
+def _occupant(store: StoreLike) -> Found:
+    """What ``store`` holds, found without changing it (a write-mode zip is not opened)."""
     path = local_destination(store)
     if path is not None:
-        return path if path.suffix == ".zip" else None
-    if isinstance(store, ZipStore) and not store._is_open and store._zmode == "w":
-        return Path(store.path)
-    return None
+        path = normalized_destination(path)
+        if path.suffix == ".zip":
+            return zip_occupant(path)
+        commit.recover(path)  # a commit cut short is finished before the path is judged
+        return local_occupant(path)
+    if isinstance(store, ZipStore) and not store._is_open:
+        return zip_occupant(normalized_destination(Path(store.path)))
+    return store_occupant(StoreIO(resolve_store(store, mode="w")))
 
 
-def _discard(path: Path, *, keep_directory: bool) -> None:
-    """Remove what a failed write left at ``path`` (its contents only, if asked)."""
-    if not keep_directory:
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    for child in path.iterdir() if path.is_dir() else []:
-        if child.is_dir():
-            shutil.rmtree(child, ignore_errors=True)
+def _named(store: StoreLike) -> str:
+    """``store`` as the caller named it, for messages."""
+    if isinstance(store, str | os.PathLike):
+        return os.fspath(store)
+    if isinstance(store, ZipStore):
+        return str(store.path)
+    return str(store)
+
+
+@contextmanager
+def _local_target(path: Path, where: str, *, overwrite: bool) -> Iterator[StoreIO]:
+    """Write a directory store in a hidden sibling of ``path``, then move or swap it in."""
+    commit.recover(path)
+    found = local_occupant(path)
+    check_replaceable(found, where, overwrite=overwrite)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    commit.remove_leftovers(path)
+    staging = commit.sibling(path, "writing")
+    staging.mkdir()
+    commit.hold(staging)
+    try:
+        commit.step("staging")
+        yield StoreIO(LocalStore(staging))
+        if found.occupant in _REPLACED:
+            commit.commit_replacement(staging, path)
         else:
-            child.unlink(missing_ok=True)
-
-
-@contextmanager
-def _local_target(path: Path, *, overwrite: bool) -> Iterator[StoreIO]:
-    if _occupied(path) and not overwrite:
-        raise StoreExistsError(
-            f"{path} already exists and is not empty; pass overwrite=True to replace it"
-        )
-    replacing = _occupied(path)
-    staging = path.with_name(f".{path.name}.zv-writing-{uuid.uuid4().hex[:8]}")
-    destination = staging if replacing else path
-    created = not path.exists()
-    io = StoreIO(LocalStore(destination))
-    completed = False
-    try:
-        yield io
-        completed = True
+            _move_in(staging, path, where)
     finally:
-        if not completed:
-            _discard(destination, keep_directory=not (replacing or created))
-    if replacing:
-        retired = path.with_name(f".{path.name}.zv-replaced-{uuid.uuid4().hex[:8]}")
-        path.rename(retired)
-        staging.rename(path)
-        shutil.rmtree(retired, ignore_errors=True)
+        commit.release(staging)
+        shutil.rmtree(staging, ignore_errors=True)  # a failed write's, or the old store
+
+
+def _move_in(staging: Path, path: Path, where: str) -> None:
+    """Move a fresh store in; refuse if something was put at ``path`` meanwhile."""
+    try:
+        commit.commit_fresh(staging, path)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+            raise
+        raise StoreExistsError(
+            f"{where} was filled by something else while the store was written, so it is not "
+            "replaced and the new store was discarded: write again to a new path"
+        ) from exc
 
 
 @contextmanager
-def _zip_target(path: Path, *, overwrite: bool) -> Iterator[StoreIO]:
+def _zip_target(path: Path, where: str, *, overwrite: bool) -> Iterator[StoreIO]:
     """Write a zip file beside ``path`` and move it over ``path`` when complete."""
-    if _occupied(path) and not overwrite:
-        raise StoreExistsError(
-            f"{path} already exists and is not empty; pass overwrite=True to replace it"
-        )
-    staging = path.with_name(f".{path.name}.zv-writing-{uuid.uuid4().hex[:8]}.zip")
+    check_replaceable(zip_occupant(path), where, overwrite=overwrite)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    commit.remove_leftovers(path)
+    staging = commit.sibling(path, "writing", ".zip")
+    staging.touch()
+    commit.hold(staging)
     io = StoreIO(ZipStore(staging, mode="w"))
-    completed = False
     try:
+        commit.step("staging")
         yield io
-        completed = True
+        io.close()
+        commit.step("staged")
+        os.replace(staging, path)
+        commit.step("committed")
     finally:
         io.close()
-        if not completed:
-            staging.unlink(missing_ok=True)
-    os.replace(staging, path)
+        commit.release(staging)
+        staging.unlink(missing_ok=True)
+
+
+@contextmanager
+def _user_zip_target(store: ZipStore, *, overwrite: bool) -> Iterator[StoreIO]:
+    """Write through the caller's ``ZipStore`` object and close it when done.
+
+    A closed write-mode one is judged by its file before it is opened (opening truncates
+    the file); an open one by its keys, and cleared when it holds a store being replaced.
+    The zip is written in place, so a failed write leaves it incomplete, not as it was:
+    give a ``.zip`` path instead for a write that leaves the old file on failure.
+    """
+    found = _occupant(store)
+    check_replaceable(found, _named(store), overwrite=overwrite)
+    io = StoreIO(store)
+    try:
+        if found.occupant in _REPLACED and (store._is_open or store._zmode != "w"):
+            io.clear()  # a write-mode zip not yet open is emptied by opening it
+        yield io
+    finally:
+        io.close()
 
 
 @contextmanager
 def _in_place_target(store: StoreLike, *, overwrite: bool) -> Iterator[StoreIO]:
     io = StoreIO(resolve_store(store, mode="w"))
-    if not io.is_empty():
-        if not overwrite:
-            raise StoreExistsError(_holds_data(store))
+    found = store_occupant(io)
+    check_replaceable(found, _named(store), overwrite=overwrite)
+    if found.occupant in _REPLACED:
         io.clear()
     try:
         yield io
@@ -200,10 +241,13 @@ def modify_target(store: StoreLike, *, rewritten: str) -> Iterator[tuple[StoreIO
     ------
     InvalidInputError
         For a zip file, which cannot be changed in place.
+    StoreExistsError
+        For a local path that is not a Zarr Vectors store directory (a symbolic link, the
+        current directory...): it is not changed.
     """
     path = local_destination(store)
     if path is not None and path.suffix != ".zip":
-        with _local_modification(path, rewritten) as pair:
+        with _local_modification(normalized_destination(path), rewritten) as pair:
             yield pair
         return
     if path is not None or isinstance(store, ZipStore):
@@ -226,22 +270,25 @@ def _uncommit(io: StoreIO) -> None:
 
 @contextmanager
 def _local_modification(path: Path, rewritten: str) -> Iterator[tuple[StoreIO, StoreIO]]:
-    staging = path.with_name(f".{path.name}.zv-writing-{uuid.uuid4().hex[:8]}")
-    completed = False
+    found = local_occupant(path)
+    if found.occupant not in _REPLACED:
+        check_replaceable(found, os.fspath(path), overwrite=True)
+        raise StoreExistsError(f"{path} holds no Zarr Vectors store to change")
+    commit.remove_leftovers(path)
+    staging = commit.sibling(path, "writing")
+    staging.mkdir()
+    commit.hold(staging)
     try:
+        commit.step("staging")
         _link_tree(path, staging, rewritten)
         yield (
             StoreIO(LocalStore(path, read_only=True)),
             StoreIO(LocalStore(staging), new_files=True),
         )
-        completed = True
+        commit.commit_replacement(staging, path)
     finally:
-        if not completed:
-            shutil.rmtree(staging, ignore_errors=True)
-    retired = path.with_name(f".{path.name}.zv-replaced-{uuid.uuid4().hex[:8]}")
-    path.rename(retired)
-    staging.rename(path)
-    shutil.rmtree(retired, ignore_errors=True)
+        commit.release(staging)
+        shutil.rmtree(staging, ignore_errors=True)  # a failed change's, or the old store
 
 
 def _link_tree(source: Path, target: Path, skipped: str) -> None:

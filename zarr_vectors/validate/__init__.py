@@ -105,6 +105,7 @@ def validate(
     except StoreNotFoundError as exc:
         report.checks_run.append("L1.store_exists")
         report.add("L1.store_exists", CHECKS["L1.store_exists"], ".", str(exc))
+        structure.interrupted_writes(report, store)
         return report
     io = StoreIO(resolved)
     try:

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+from pathlib import Path
 from typing import Any
 
+from zarr_vectors.store.commit import leftovers
+from zarr_vectors.store.destination import normalized_destination
+from zarr_vectors.store.io import StoreLike, local_destination, local_root
+from zarr_vectors.validate.checks import severity_of
 from zarr_vectors.validate.context import STORE_ERRORS, Context
 from zarr_vectors.validate.jsonutil import is_int, is_number, pointer
 from zarr_vectors.validate.names import (
@@ -27,8 +34,9 @@ from zarr_vectors.validate.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
+from zarr_vectors.validate.report import ValidationReport
 
-__all__ = ["run"]
+__all__ = ["interrupted_writes", "run"]
 
 REQUIRED_ROOT_KEYS = (
     "zarr_vectors_version",
@@ -59,6 +67,7 @@ def run(ctx: Context) -> None:
     """Run every L1 check that applies to the store (spec §11.2)."""
     if not _store_exists(ctx):
         return
+    _interrupted_writes(ctx)
     attrs = _root_documents(ctx)
     if attrs is not None:
         _root_keys(ctx, attrs)
@@ -66,6 +75,48 @@ def run(ctx: Context) -> None:
     for level in ctx.facts.levels:
         _level(ctx, str(level))
     _root_children(ctx)
+
+
+def interrupted_writes(report: ValidationReport, store: StoreLike) -> None:
+    """Warn of the hidden siblings an interrupted write left beside a missing local store.
+
+    (For a store that exists, :func:`run` checks them with the other L1 checks.)
+    """
+    path = local_destination(store)
+    if path is None or path.suffix == ".zip":
+        return
+    found = leftovers(normalized_destination(path))
+    if found:
+        report.checks_run.append("L1.interrupted_write")
+    for leftover in found:
+        report.add(
+            "L1.interrupted_write",
+            severity_of("L1.interrupted_write"),
+            f"../{leftover.name}",
+            _leftover_message(leftover),
+        )
+
+
+def _interrupted_writes(ctx: Context) -> None:
+    """Warn of the hidden siblings an interrupted write left beside a local store.
+
+    They are not part of the store, but take disk space (up to a store's worth) until the
+    next write or append to it removes them (or the user does).
+    """
+    root = local_root(ctx.io.store)
+    if root is None:
+        return
+    ctx.mark("L1.interrupted_write")
+    for leftover in leftovers(normalized_destination(root)):
+        ctx.fail("L1.interrupted_write", f"../{leftover.name}", _leftover_message(leftover))
+
+
+def _leftover_message(leftover: Path) -> str:
+    return (
+        f"an interrupted write left {leftover.name} beside the store; the next write or "
+        "append to the store removes it (e.g. zv.write_points(..., overwrite=True)), or "
+        f"remove it by hand: rm -rf {shlex.quote(os.fspath(leftover))}"
+    )
 
 
 def _store_exists(ctx: Context) -> bool:
