@@ -196,3 +196,24 @@ def test_a_failed_export_leaves_no_partial_file_and_the_old_file(
         zv.convert(stores["mesh"], out, overwrite=True)
     assert out.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.obj"]
+
+
+def test_export_through_a_symlink_keeps_the_link(tmp_path: Path, stores: dict[str, Path]) -> None:
+    (tmp_path / "real.csv").write_text("old")
+    (tmp_path / "link.csv").symlink_to(tmp_path / "real.csv")
+    zv.convert(stores["point_cloud"], tmp_path / "link.csv", overwrite=True)
+    assert (tmp_path / "link.csv").is_symlink()
+    assert (tmp_path / "real.csv").read_text().startswith('"x","y","z"')
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "real.csv"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="named pipes")
+def test_export_onto_a_device_or_pipe_is_refused(tmp_path: Path, stores: dict[str, Path]) -> None:
+    os.mkfifo(tmp_path / "fifo.csv")
+    (tmp_path / "dev.csv").symlink_to("/dev/null")
+    for name in ("fifo.csv", "dev.csv"):
+        with pytest.raises(zv.InvalidInputError, match="not a regular file"):
+            zv.convert(stores["point_cloud"], tmp_path / name, overwrite=True)
+    assert stat.S_ISFIFO((tmp_path / "fifo.csv").stat().st_mode)
+    assert (tmp_path / "dev.csv").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.csv", "fifo.csv"]

@@ -86,12 +86,25 @@ def atomic_output(path: Path) -> Iterator[Path]:
 
     The file is created with the permissions of any new file (0666 less the umask), so an
     export is as readable as a file written by ``open()``. A failed write removes the
-    temporary file and leaves an existing ``path`` as it was.
+    temporary file and leaves an existing ``path`` as it was. A symbolic link is kept: the
+    file it points to is replaced.
+
+    Raises
+    ------
+    InvalidInputError
+        When ``path`` (or what it links to) exists and is not a regular file: a directory,
+        a device such as ``/dev/stdout``, a named pipe (they would be replaced by a file).
     """
-    tmp = _new_file_beside(path)
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():
+        raise InvalidInputError(
+            f"{path} is not a regular file (a directory, a device or a pipe); give the path "
+            "of a file to write"
+        )
+    tmp = _new_file_beside(target)
     try:
         yield tmp
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
 
