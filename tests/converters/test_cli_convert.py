@@ -49,7 +49,7 @@ def _same_triangles(a: zv.VectorStore, b: zv.VectorStore) -> None:
     ("suffix", "export_options", "import_options", "objects"),
     [
         ("ply", ["-o", "encoding=ascii"], [], 2),
-        ("obj", [], ["-o", "split_objects=true"], 2),
+        ("obj", [], [], 2),
         ("stl", [], ["-o", "merge_vertices=true"], 1),
     ],
 )
