@@ -204,7 +204,11 @@ def test_export_through_a_symlink_keeps_the_link(tmp_path: Path, stores: dict[st
     zv.convert(stores["point_cloud"], tmp_path / "link.csv", overwrite=True)
     assert (tmp_path / "link.csv").is_symlink()
     assert (tmp_path / "real.csv").read_text().startswith('"x","y","z"')
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "real.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "link.csv",
+        "link.csv-metadata.json",
+        "real.csv",
+    ]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="named pipes")
