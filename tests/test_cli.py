@@ -322,6 +322,7 @@ def test_ctrl_c_is_one_line(
         ("range (start=3, count=5) and lo=[1, 2]", "range (start=3, count=5) and lo=[1, 2]"),
         ("given chunk_shape=[1.0, 2.0] is bad", "given chunk_shape=[1.0, 2.0] is bad"),
         ("pass chunk_shape= to choose", "pass --chunk-shape to choose"),
+        ("option(s) chunk_shape, bin_shape", "option(s) --chunk-shape, --bin-shape"),
         ("-o ids= already", "-o ids= already"),
         ("format='ply' and overwrite=False", "format='ply' and overwrite=False"),
         ("split_objects=False, dtype='float32'", "-o split_objects=false, -o dtype='float32'"),
@@ -329,6 +330,18 @@ def test_ctrl_c_is_one_line(
 )  # fmt: skip
 def test_messages_speak_in_flags(message: str, expected: str) -> None:
     assert in_flags(message) == expected
+
+
+def test_messages_keep_what_the_user_typed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert in_flags("no store at 'ids=3': pass overwrite=True", ["ids=3"]) == (
+        "no store at 'ids=3': pass --overwrite"
+    )
+    assert in_flags("chunk_shape is required", ["", "x"]) == "--chunk-shape is required"
+    odd = tmp_path / "columns=x.zv"
+    assert main(["info", str(odd)]) == 2
+    assert f"no store at '{odd}'" in capsys.readouterr().err
 
 
 def _hints_in_raised_messages(folder: Path) -> dict[str, str]:

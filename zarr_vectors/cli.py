@@ -66,6 +66,8 @@ CONVERT_OPTIONS = frozenset(
 """The format options ``convert`` takes as ``-o KEY=VALUE``."""
 _KEYWORD = re.compile(r"(?<![\w-])(?<!-o )([a-z_][a-z0-9_]*)=(True\b|False\b|(?![^\s,;)]))?")
 """``name=`` then ``True``, ``False`` or no value (a hint), or another value (kept for options)."""
+_BARE_FLAG = re.compile(r"(?<![\w-])(chunk_shape|bin_shape)(?![\w=])")
+"""A flag's keyword named without ``=`` (``chunk_shape is required``)."""
 
 UNREADABLE_CHECKS = frozenset({"L1.store_exists", "L1.root_zarr_json"})
 """Check ids whose error means there is no readable store to validate (exit code 2)."""
@@ -317,24 +319,32 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def in_flags(message: str) -> str:
+def in_flags(message: str, typed: Sequence[str] = ()) -> str:
     """``message`` with the library's keywords as the command's flags.
 
-    ``overwrite=True`` becomes ``--overwrite``, ``format=`` ``--format``, a format option
-    ``columns=[...]`` ``-o columns=[...]`` (``=True`` and ``=False`` as JSON ``=true`` and
-    ``=false``). A flag's keyword with a value (``chunk_shape=[1.0, 2.0]``, a value shown)
-    and other keywords (``start=3`` in a report of stored values) are kept.
+    ``overwrite=True`` becomes ``--overwrite``, ``format=`` ``--format``, ``chunk_shape``
+    ``--chunk-shape``, a format option ``columns=[...]`` ``-o columns=[...]`` (``=True`` and
+    ``=False`` as JSON ``=true`` and ``=false``). A flag's keyword with a value
+    (``chunk_shape=[1.0, 2.0]``, a value shown), other keywords (``start=3`` in a report of
+    stored values) and the arguments the user ``typed`` (a file named ``ids=3``) are kept.
     """
+    if not typed:
+        return _BARE_FLAG.sub(lambda m: FLAGS[m.group(1)], _KEYWORD.sub(_flag, message))
+    pattern = "|".join(re.escape(t) for t in sorted(set(typed), key=len, reverse=True) if t)
+    if not pattern:
+        return in_flags(message)
+    parts = re.split(f"({pattern})", message)
+    return "".join(part if k % 2 else in_flags(part) for k, part in enumerate(parts))
 
-    def flag(match: re.Match[str]) -> str:
-        name, value = match.group(1), match.group(2)
-        if name in FLAGS and value is not None:
-            return FLAGS[name] if value in ("", "True") else match.group(0)
-        if name in CONVERT_OPTIONS:
-            return f"-o {name}=" + (value or "").lower()
-        return match.group(0)
 
-    return _KEYWORD.sub(flag, message)
+def _flag(match: re.Match[str]) -> str:
+    """The flag or ``-o`` option of a ``name=`` hint (see :func:`in_flags`)."""
+    name, value = match.group(1), match.group(2)
+    if name in FLAGS and value is not None:
+        return FLAGS[name] if value in ("", "True") else match.group(0)
+    if name in CONVERT_OPTIONS:
+        return f"-o {name}=" + (value or "").lower()
+    return match.group(0)
 
 
 def _error(message: str) -> None:
@@ -383,12 +393,13 @@ def _run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     args = _parser().parse_args(argv)
+    typed = list(sys.argv[1:] if argv is None else argv)
     try:
         return _run(args)
     except BrokenPipeError:
         return _quiet_broken_pipe()
     except (ZarrVectorsError, OSError) as exc:
-        _error(in_flags(str(exc)))
+        _error(in_flags(str(exc), typed))
         return EXIT_UNREADABLE
     except KeyboardInterrupt:
         _error("interrupted")

@@ -185,11 +185,12 @@ def test_format_flag_for_an_unusual_suffix(
         (["{dir}/m.zv", "{dir}/m.ply"], "exists; pass --overwrite to replace it"),
         (["{dir}/m.zv", "{dir}/m.las"], "mesh store cannot be written as las"),
         (["{dir}/m.zv", "{dir}/out.ply", "-o", "colour=red"], "unknown option(s) colour for ply"),
-        (["{dir}/m.zv", "{dir}/out.obj", "--chunk-shape", "2"], "unknown option(s) chunk_shape"),
+        (["{dir}/m.zv", "{dir}/out.obj", "--chunk-shape", "2"], "unknown option(s) --chunk-shape"),
         (["{dir}/bad.swc", "{dir}/bad.zv"], "bad.swc line 1: expected 7 columns"),
         (["{dir}/m.zv", "{dir}/out.xyz"], "format of '{dir}/out.xyz'; give --format"),
         (["{dir}/bad/nothere.ply", "{dir}/out.zarrvectors"], "no such file: {dir}/bad/nothere.ply"),
         (["{dir}/nothere.zv", "{dir}/out.zarrvectors"], "no store at '{dir}/nothere.zv'"),
+        (["{dir}/bad.swc", "{dir}/m.ply", "--overwrite"], "is named like a ply file"),
         (["{dir}/m.zv", "{dir}/out.csv", "-o", "object_id=quality"], "with -o object_id=..."),
     ],
 )

@@ -205,3 +205,13 @@ def test_swc_and_obj_need_no_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert isinstance(zv.convert(tmp_path / "m.obj", tmp_path / "m.zv"), zv.VectorStore)
     zv.convert(tmp_path / "m.zv", tmp_path / "out.obj")
     assert "f 1 2 3" in (tmp_path / "out.obj").read_text()
+
+
+@pytest.mark.parametrize("dst", ["b.obj", "b.csv", "b.LAS"])
+def test_import_into_a_store_named_like_a_file_is_refused(tmp_path: Path, dst: str) -> None:
+    (tmp_path / "a.swc").write_text("1 1 0 0 0 1 -1\n2 3 1 0 0 1 1\n")
+    with pytest.raises(zv.InvalidInputError, match=r"is named like a \w+ file, but importing"):
+        zv.convert(tmp_path / "a.swc", tmp_path / dst)
+    assert [p.name for p in tmp_path.iterdir()] == ["a.swc"]
+    store = zv.convert(tmp_path / "a.swc", tmp_path / "b.zarrvectors")
+    assert isinstance(store, zv.VectorStore)

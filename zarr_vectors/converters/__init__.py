@@ -159,6 +159,7 @@ def import_file(
         raise InvalidInputError(f"no such file: {path} (check the path)")
     if not path.is_file():
         raise InvalidInputError(f"{path} is not a file; give the file to import")
+    _check_not_a_file_format(path, dst)
     with progress_reporter(progress) as report, enclosing(report):
         report("read file", 0, 1)
         _module(fmt).import_file(
@@ -251,6 +252,25 @@ def convert(
     if not isinstance(dst, str | os.PathLike):
         raise InvalidInputError("exporting needs a file path as the destination")
     return export_store(src, dst, format=format, **options)
+
+
+def _check_not_a_file_format(src: Path, dst: StoreLike) -> None:
+    """Refuse to import into a store named like a file of a format (``a.ply`` -> ``b.obj``
+    would write a store directory named ``b.obj``).
+
+    Raises
+    ------
+    InvalidInputError
+        When ``dst`` is a local path with the suffix of a format (other than ``.zip``).
+    """
+    path = _local_path(dst)
+    fmt = None if path is None else format_of(path)
+    if path is not None and fmt is not None:
+        raise InvalidInputError(
+            f"{str(path)!r} is named like a {fmt.name} file, but importing {src} writes a "
+            f"store: convert {src} into a store (such as {src.stem}.zarrvectors) first, then "
+            f"that store into {str(path)!r}"
+        )
 
 
 def _local_path(src: StoreLike | VectorStore) -> Path | None:
