@@ -479,3 +479,39 @@ def test_export_of_chosen_ids(tmp_path: Path) -> None:
     np.testing.assert_array_equal(found.positions, original.positions[4:])
     assert original.faces is not None
     _assert_same_faces(found.faces, original.faces[original.faces[:, 0] >= 4] - 4)
+
+
+@st.composite
+def _meshes(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """1-3 meshes of 3-6 vertices each (some used by no face), distinct ids: positions,
+    faces (global rows) and each vertex's id."""
+    ids = draw(st.lists(st.integers(-5, 1000), min_size=1, max_size=3, unique=True))
+    positions, faces, labels = [], [], []
+    start = 0
+    for object_id in ids:
+        n = draw(st.integers(3, 6))
+        coords = st.integers(-800, 800).map(lambda v: v / 8)  # exact in binary and text
+        positions.append(np.array(draw(st.lists(st.tuples(coords, coords, coords),
+                                                min_size=n, max_size=n))))  # fmt: skip
+        count = draw(st.integers(1, 3))
+        corners = st.permutations(range(n)).map(lambda p: p[:3])
+        faces += [[start + v for v in face] for face in draw(st.lists(corners, min_size=count,
+                                                                      max_size=count))]  # fmt: skip
+        labels += [object_id] * n
+        start += n
+    return np.concatenate(positions), np.array(faces), np.array(labels)
+
+
+@settings(max_examples=25, deadline=None)
+@given(mesh=_meshes())
+def test_obj_round_trip_keeps_objects_for_any_meshes(
+    tmp_path_factory: pytest.TempPathFactory, mesh: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> None:
+    tmp = tmp_path_factory.mktemp("obj")
+    positions, faces, labels = mesh
+    zv.write_mesh(tmp / "m.zv", positions, faces, vertex_objects=labels, allow_degenerate=True)
+    zv.convert(tmp / "m.zv", tmp / "m.obj")
+    zv.convert(tmp / "m.obj", tmp / "back.zv", allow_degenerate=True)
+    _assert_same_meshes(
+        zv.open(tmp / "back.zv").read(), zv.open(tmp / "m.zv").read(), attributes=False
+    )

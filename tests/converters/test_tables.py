@@ -321,3 +321,39 @@ def test_parquet_compression_is_checked(tmp_path: Path) -> None:
     assert (
         pq.ParquetFile(tmp_path / "a.parquet").metadata.row_group(0).column(0).compression == "GZIP"
     )
+
+
+_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float16", "float32", "float64"]  # fmt: skip
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    dtypes=st.lists(st.sampled_from(_DTYPES), min_size=1, max_size=4),
+    position_dtype=st.sampled_from(["float32", "float64"]),
+    data=st.data(),
+)
+def test_csv_round_trip_keeps_every_dtype(
+    tmp_path_factory: pytest.TempPathFactory,
+    dtypes: list[str],
+    position_dtype: str,
+    data: st.DataObject,
+) -> None:
+    tmp = tmp_path_factory.mktemp(next(_names))
+    attributes = {
+        f"a{k}": data.draw(hnp.arrays(np.dtype(dt), 5, elements={"allow_nan": False}))
+        for k, dt in enumerate(dtypes)
+    }
+    attributes["idx"] = np.arange(5, dtype=np.int64)
+    positions = np.stack([np.arange(5.0), np.zeros(5), np.ones(5)], axis=1).astype(position_dtype)
+    zv.write_points(tmp / "s.zv", positions, chunk_shape=10.0, attributes=attributes)
+    zv.convert(tmp / "s.zv", tmp / "s.csv")
+    zv.convert(tmp / "s.csv", tmp / "t.zv")
+    found = zv.open(tmp / "t.zv").read()
+    order = np.argsort(found.attributes["idx"])
+    assert found.positions.dtype == positions.dtype
+    np.testing.assert_array_equal(found.positions[order], positions)
+    for name, values in attributes.items():
+        got = found.attributes[name][order]
+        assert got.dtype == values.dtype, name
+        np.testing.assert_array_equal(got, values, err_msg=name)
