@@ -295,8 +295,10 @@ def _parser() -> argparse.ArgumentParser:
         "a store, or a store into a file",
         description="Convert SRC into DST. When SRC is a file of a known format it is written "
         "into a new store at DST; otherwise SRC is a store and DST the file to write. The "
-        "format comes from the file's suffix unless --format names it. Progress bars are "
-        "drawn on stderr when it is a terminal.",
+        "format comes from the file's suffix unless --format names it. A CSV export writes "
+        "its column types beside it (NAME.csv-metadata.json, CSVW), read back on import. "
+        "Progress bars are drawn on stderr when it is a terminal. Exit code 0 done, 2 "
+        "error or bad usage (an existing DST is left as it was), 3 a bug.",
     )
     convert.add_argument("src")
     convert.add_argument("dst")

@@ -221,3 +221,16 @@ def test_export_onto_a_device_or_pipe_is_refused(tmp_path: Path, stores: dict[st
     assert stat.S_ISFIFO((tmp_path / "fifo.csv").stat().st_mode)
     assert (tmp_path / "dev.csv").is_symlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.csv", "fifo.csv"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_an_overwritten_export_keeps_its_permissions(
+    tmp_path: Path, stores: dict[str, Path]
+) -> None:
+    out = tmp_path / "out.ply"
+    out.write_text("old")
+    out.chmod(0o640)
+    with _umask(0o022):
+        zv.convert(stores["mesh"], out, overwrite=True)
+    assert out.read_bytes().startswith(b"ply\n")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640

@@ -5,6 +5,7 @@ from __future__ import annotations
 import keyword
 import os
 import re
+import stat
 import uuid
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
@@ -85,9 +86,10 @@ def atomic_output(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` (same suffix); move it to ``path`` on success.
 
     The file is created with the permissions of any new file (0666 less the umask), so an
-    export is as readable as a file written by ``open()``. A failed write removes the
-    temporary file and leaves an existing ``path`` as it was. A symbolic link is kept: the
-    file it points to is replaced.
+    export is as readable as a file written by ``open()``; a file it replaces keeps its
+    permissions (as when ``open()`` truncates it). A failed write removes the temporary
+    file and leaves an existing ``path`` as it was. A symbolic link is kept: the file it
+    points to is replaced.
 
     Raises
     ------
@@ -104,6 +106,8 @@ def atomic_output(path: Path) -> Iterator[Path]:
     tmp = _new_file_beside(target)
     try:
         yield tmp
+        if target.exists():
+            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
