@@ -176,7 +176,7 @@ def _run(folder: Path, argv: list[str]) -> tuple[int | str | None, str, str]:
 
 
 @settings(
-    max_examples=150,
+    max_examples=300,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
