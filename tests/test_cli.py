@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +15,20 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
-from zarr_vectors.cli import main
+import zarr_vectors.converters.las
+import zarr_vectors.converters.meshes
+import zarr_vectors.converters.swc
+import zarr_vectors.converters.tables
+from zarr_vectors import converters
+from zarr_vectors.cli import (
+    CONVERT_OPTIONS,
+    DEBUG_ENV,
+    EXIT_BROKEN_PIPE,
+    EXIT_BUG,
+    FLAGS,
+    in_flags,
+    main,
+)
 
 
 @pytest.fixture
@@ -209,3 +225,153 @@ def test_console_script_is_installed() -> None:
     )
     assert done.returncode == 0
     assert done.stdout.strip() == zv.__version__
+
+
+def _run_with_stdout_closed(*argv: str) -> subprocess.CompletedProcess[str]:
+    """Run the command with stdout a pipe whose reader has gone (as ``... | head`` ends)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "zarr_vectors.cli", *argv],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
+@pytest.mark.parametrize("command", [["validate", "--json"], ["info"], ["info", "--json"]])
+def test_broken_pipe_ends_quietly(store_path: Path, command: list[str]) -> None:
+    done = _run_with_stdout_closed(*command, str(store_path))
+    assert done.stderr == ""
+    assert done.returncode == EXIT_BROKEN_PIPE == 141
+
+
+def test_broken_pipe_in_process_returns_141(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["validate", "--json", str(store_path)]) == EXIT_BROKEN_PIPE
+    assert capsys.readouterr().err == ""
+
+
+def _boom(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("boom\nsecond line")
+
+
+def test_unexpected_error_is_one_line_naming_a_bug(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    monkeypatch.setattr(zv, "validate", _boom)
+    assert main(["validate", str(store_path)]) == EXIT_BUG == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith(
+        "zarr-vectors: error: validate failed unexpectedly: RuntimeError: boom second line -- "
+        f"this is a bug in zarr-vectors {zv.__version__}; please report it"
+    )
+    assert "--debug" in captured.err
+    assert "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("how", ["flag before", "flag after", "environment"])
+def test_debug_shows_the_traceback(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    monkeypatch.setattr(zv, "validate", _boom)
+    argv = ["validate", str(store_path)]
+    if how == "flag before":
+        argv.insert(0, "--debug")
+    elif how == "flag after":
+        argv.append("--debug")
+    else:
+        monkeypatch.setenv(DEBUG_ENV, "1")
+    with pytest.raises(RuntimeError, match="boom"):
+        main(argv)
+
+
+def test_ctrl_c_is_one_line(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupt(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(zv, "validate", interrupt)
+    assert main(["validate", str(store_path)]) == 130
+    assert capsys.readouterr().err == "zarr-vectors: error: interrupted\n"
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("x exists; pass overwrite=True to replace it", "x exists; pass --overwrite to replace it"),
+        ("the format of 'a'; give format=", "the format of 'a'; give --format"),
+        ("pass allow_degenerate=True to keep", "pass -o allow_degenerate=true to keep"),
+        ("choose them with columns=[...])", "choose them with -o columns=[...])"),
+        ("give ids= or group=, not both", "give -o ids= or -o group=, not both"),
+        ("range (start=3, count=5) and lo=[1, 2]", "range (start=3, count=5) and lo=[1, 2]"),
+        ("given chunk_shape=[1.0, 2.0] is bad", "given chunk_shape=[1.0, 2.0] is bad"),
+        ("pass chunk_shape= to choose", "pass --chunk-shape to choose"),
+        ("option(s) chunk_shape, bin_shape", "option(s) --chunk-shape, --bin-shape"),
+        ("-o ids= already", "-o ids= already"),
+        ("format='ply' and overwrite=False", "format='ply' and overwrite=False"),
+        ("split_objects=False, dtype='float32'", "-o split_objects=false, -o dtype='float32'"),
+    ],
+)  # fmt: skip
+def test_messages_speak_in_flags(message: str, expected: str) -> None:
+    assert in_flags(message) == expected
+
+
+def test_messages_keep_what_the_user_typed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert in_flags("no store at 'ids=3': pass overwrite=True", ["ids=3"]) == (
+        "no store at 'ids=3': pass --overwrite"
+    )
+    assert in_flags("chunk_shape is required", ["", "x"]) == "--chunk-shape is required"
+    odd = tmp_path / "columns=x.zv"
+    assert main(["info", str(odd)]) == 2
+    assert f"no store at '{odd}'" in capsys.readouterr().err
+
+
+def _hints_in_raised_messages(folder: Path) -> dict[str, str]:
+    """``{keyword: message}`` for each ``keyword=`` in the text of a ``raise`` under ``folder``."""
+    hints: dict[str, str] = {}
+    for source in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            for part in ast.walk(node.exc):
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    for match in re.finditer(r"(?<![\w-])([a-z_][a-z0-9_]*)=", part.value):
+                        hints[match.group(1)] = f"{source}: {part.value}"
+    return hints
+
+
+def test_every_keyword_a_conversion_error_names_is_a_flag_or_option() -> None:
+    package = Path(zv.__file__).parent
+    hints = _hints_in_raised_messages(package / "converters")
+    hints |= _hints_in_raised_messages(package / "store")
+    assert {"overwrite", "format", "columns"} <= set(hints)
+    for name, where in hints.items():
+        assert name in FLAGS or name in CONVERT_OPTIONS, where
+
+
+def test_every_converter_option_is_known_to_the_cli() -> None:
+    names: set[str] = set()
+    for module in (converters.las, converters.swc, converters.tables):
+        names |= {*module.IMPORT_OPTIONS, *module.EXPORT_OPTIONS}
+    for table in (converters.meshes.IMPORT_OPTIONS, converters.meshes.EXPORT_OPTIONS):
+        names |= {name for options in table.values() for name in options}
+    names |= {"group_by", "ids", "group", "reference", "dtype"}  # tractograms
+    assert names <= CONVERT_OPTIONS

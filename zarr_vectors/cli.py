@@ -1,7 +1,12 @@
 """The ``zarr-vectors`` command: ``demo``, ``info``, ``validate`` and ``convert``.
 
 This is the only boundary where any failure is caught and turned into a message and an
-exit code (0 success or valid, 1 invalid store, 2 unreadable store or bad usage).
+exit code (0 success or valid, 1 invalid store, 2 unreadable store or bad usage, 3 an
+unexpected error: a bug, reported in one line; ``--debug`` or the environment variable
+``ZARR_VECTORS_DEBUG=1`` show its traceback). Messages speak in the command's flags
+(``--overwrite``, ``--format``, ``-o KEY=VALUE``), not in the library's keywords. A reader
+that closes the pipe early (``zarr-vectors validate --json STORE | head``) ends the
+command quietly with exit code 141, as ``SIGPIPE`` would; Ctrl-C ends it with 130.
 
 ``validate`` prints its report (also for exit code 2) and exits with
 
@@ -17,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -33,7 +40,35 @@ from zarr_vectors.store.target import interrupted_write_note
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
+EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE, EXIT_BUG = 0, 1, 2, 3
+EXIT_BROKEN_PIPE = 128 + 13
+"""As a shell reports a command killed by ``SIGPIPE`` (signal 13)."""
+EXIT_INTERRUPTED = 128 + 2
+"""As a shell reports a command killed by ``SIGINT`` (signal 2, Ctrl-C)."""
+
+DEBUG_ENV = "ZARR_VECTORS_DEBUG"
+"""Set to a non-empty value other than ``0`` to show the traceback of an unexpected error."""
+
+FLAGS = {
+    "format": "--format",
+    "overwrite": "--overwrite",
+    "chunk_shape": "--chunk-shape",
+    "bin_shape": "--bin-shape",
+}
+"""The library keywords that are flags of ``convert``."""
+CONVERT_OPTIONS = frozenset(
+    {
+        "allow_degenerate", "attributes", "closed_surface", "columns", "compression",
+        "delimiter", "dtype", "dtypes", "encoding", "group", "group_by", "ids", "keep_ids",
+        "merge_vertices", "object_id", "object_property", "offset", "point_format",
+        "reference", "scale", "split_objects", "version", "winding_order",
+    }
+)  # fmt: skip
+"""The format options ``convert`` takes as ``-o KEY=VALUE``."""
+_KEYWORD = re.compile(r"(?<![\w-])(?<!-o )([a-z_][a-z0-9_]*)=(True\b|False\b|(?![^\s,;)]))?")
+"""``name=`` then ``True``, ``False`` or no value (a hint), or another value (kept for options)."""
+_BARE_FLAG = re.compile(r"(?<![\w-])(chunk_shape|bin_shape)(?![\w=])")
+"""A flag's keyword named without ``=`` (``chunk_shape is required``)."""
 
 UNREADABLE_CHECKS = frozenset({"L1.store_exists", "L1.root_zarr_json"})
 """Check ids whose error means there is no readable store to validate (exit code 2)."""
@@ -202,11 +237,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
+DEBUG_HELP = f"show the traceback of an unexpected error (also: {DEBUG_ENV}=1)"
+
+
+def _debug_flag(parser: argparse.ArgumentParser) -> None:
+    """``--debug`` after the subcommand too (it does not reset one given before it)."""
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="zarr-vectors", description="Zarr Vectors Format stores: write, inspect, validate."
     )
     parser.add_argument("--version", action="version", version=zv.__version__)
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="write a sample point cloud, query it, validate it")
     demo.add_argument(
@@ -219,6 +263,7 @@ def _parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="describe a store")
     info.add_argument("store")
     info.add_argument("--json", action="store_true", help="machine-readable output")
+    _debug_flag(info)
     info.set_defaults(run=_info)
     validate = sub.add_parser(
         "validate",
@@ -245,6 +290,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "--json", action="store_true", help="machine-readable report on stdout, nothing else"
     )
+    _debug_flag(validate)
     validate.set_defaults(run=_validate)
     convert = sub.add_parser(
         "convert",
@@ -252,8 +298,10 @@ def _parser() -> argparse.ArgumentParser:
         "a store, or a store into a file",
         description="Convert SRC into DST. When SRC is a file of a known format it is written "
         "into a new store at DST; otherwise SRC is a store and DST the file to write. The "
-        "format comes from the file's suffix unless --format names it. Progress bars are "
-        "drawn on stderr when it is a terminal.",
+        "format comes from the file's suffix unless --format names it. A CSV export writes "
+        "its column types beside it (NAME.csv-metadata.json, CSVW), read back on import. "
+        "Progress bars are drawn on stderr when it is a terminal. Exit code 0 done, 2 "
+        "error or bad usage (an existing DST is left as it was), 3 a bug.",
     )
     convert.add_argument("src")
     convert.add_argument("dst")
@@ -271,22 +319,100 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a format-specific option (VALUE is parsed as JSON when it is JSON)",
     )
+    _debug_flag(convert)
     convert.set_defaults(run=_convert)
     return parser
+
+
+def in_flags(message: str, typed: Sequence[str] = ()) -> str:
+    """``message`` with the library's keywords as the command's flags.
+
+    ``overwrite=True`` becomes ``--overwrite``, ``format=`` ``--format``, ``chunk_shape``
+    ``--chunk-shape``, a format option ``columns=[...]`` ``-o columns=[...]`` (``=True`` and
+    ``=False`` as JSON ``=true`` and ``=false``). A flag's keyword with a value
+    (``chunk_shape=[1.0, 2.0]``, a value shown), other keywords (``start=3`` in a report of
+    stored values) and the arguments the user ``typed`` (a file named ``ids=3``) are kept.
+    """
+    if not typed:
+        return _BARE_FLAG.sub(lambda m: FLAGS[m.group(1)], _KEYWORD.sub(_flag, message))
+    pattern = "|".join(re.escape(t) for t in sorted(set(typed), key=len, reverse=True) if t)
+    if not pattern:
+        return in_flags(message)
+    parts = re.split(f"({pattern})", message)
+    return "".join(part if k % 2 else in_flags(part) for k, part in enumerate(parts))
+
+
+def _flag(match: re.Match[str]) -> str:
+    """The flag or ``-o`` option of a ``name=`` hint (see :func:`in_flags`)."""
+    name, value = match.group(1), match.group(2)
+    if name in FLAGS and value is not None:
+        return FLAGS[name] if value in ("", "True") else match.group(0)
+    if name in CONVERT_OPTIONS:
+        return f"-o {name}=" + (value or "").lower()
+    return match.group(0)
+
+
+def _error(message: str) -> None:
+    print(f"zarr-vectors: error: {message}", file=sys.stderr)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _debugging(args: argparse.Namespace) -> bool:
+    """``--debug``, or the environment variable :data:`DEBUG_ENV` set (not to ``0``)."""
+    return bool(getattr(args, "debug", False)) or os.environ.get(DEBUG_ENV, "0") not in ("", "0")
+
+
+def _report_bug(exc: Exception, args: argparse.Namespace) -> int:
+    """One line for an exception the command did not expect: what failed, that it is a bug."""
+    _error(
+        f"{args.command} failed unexpectedly: {type(exc).__name__}: {_one_line(str(exc))} -- "
+        f"this is a bug in zarr-vectors {zv.__version__}; please report it with the command "
+        f"line (rerun with --debug or {DEBUG_ENV}=1 to see the traceback)"
+    )
+    return EXIT_BUG
+
+
+def _quiet_broken_pipe() -> int:
+    """After the reader of stdout went away (``... | head``): send what is left in stdout's
+    buffer to the null device, so that Python's flush at exit does not fail again, and exit
+    as a process ended by ``SIGPIPE``."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # a stdout with no file descriptor (captured in tests)
+        pass
+    return EXIT_BROKEN_PIPE
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the subcommand and flush stdout (a closed pipe shows here, not at exit)."""
+    code: int = args.run(args)
+    sys.stdout.flush()
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     args = _parser().parse_args(argv)
+    typed = list(sys.argv[1:] if argv is None else argv)
     try:
-        code: int = args.run(args)
-    except ZarrVectorsError as exc:
-        print(f"zarr-vectors: error: {exc}", file=sys.stderr)
+        return _run(args)
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+    except (ZarrVectorsError, OSError) as exc:
+        _error(in_flags(str(exc), typed))
         return EXIT_UNREADABLE
-    except OSError as exc:
-        print(f"zarr-vectors: error: {exc}", file=sys.stderr)
-        return EXIT_UNREADABLE
-    return code
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        if _debugging(args):
+            raise
+        return _report_bug(exc, args)
 
 
 if __name__ == "__main__":

@@ -185,3 +185,18 @@ def test_a_file_that_is_not_las_is_refused(tmp_path: Path) -> None:
     with pytest.raises(zv.InvalidInputError, match="not a readable LAS"):
         zv.convert(tmp_path / "bad.las", tmp_path / "bad.zv")
     assert not (tmp_path / "bad.zv").exists()
+
+
+@pytest.mark.parametrize("suffix", ["las", "laz"])
+def test_damaged_las_files_are_refused_clearly(tmp_path: Path, suffix: str) -> None:
+    zv.write_points(tmp_path / "p.zv", np.arange(30.0).reshape(10, 3))
+    zv.convert(tmp_path / "p.zv", tmp_path / f"good.{suffix}")
+    data = (tmp_path / f"good.{suffix}").read_bytes()
+    for n in [0, 4, 100, 230, len(data) // 2, len(data) - 7]:
+        (tmp_path / f"cut.{suffix}").write_bytes(data[:n])
+        with pytest.raises(zv.InvalidInputError, match="is not a readable LAS/LAZ file"):
+            zv.convert(tmp_path / f"cut.{suffix}", tmp_path / "out.zv")
+    (tmp_path / f"zeros.{suffix}").write_bytes(b"LASF" + bytes(300))
+    with pytest.raises(zv.InvalidInputError, match="check that it is complete"):
+        zv.convert(tmp_path / f"zeros.{suffix}", tmp_path / "out.zv")
+    assert not (tmp_path / "out.zv").exists()

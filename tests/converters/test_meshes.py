@@ -247,20 +247,67 @@ def test_obj_reader_keeps_vertices_and_faces_in_file_order() -> None:
     assert mesh.object_names == ["first", "second"]
 
 
-def test_obj_import_is_one_mesh_unless_split(tmp_path: Path) -> None:
+def test_obj_import_keeps_objects_unless_told_not_to(tmp_path: Path) -> None:
     (tmp_path / "a.obj").write_text(OBJ_TEXT)
-    whole = zv.convert(tmp_path / "a.obj", tmp_path / "whole.zv")
+    whole = zv.convert(tmp_path / "a.obj", tmp_path / "whole.zv", split_objects=False)
     assert isinstance(whole, zv.VectorStore)
     assert whole.object_count == 1
     found = whole.read()
     _assert_same_faces(found.faces, parse_obj(OBJ_TEXT).faces)
     assert found.attributes["color"].shape == (8, 3)
-    split = zv.convert(tmp_path / "a.obj", tmp_path / "split.zv", split_objects=True)
+    split = zv.convert(tmp_path / "a.obj", tmp_path / "split.zv")
     assert isinstance(split, zv.VectorStore)
     np.testing.assert_array_equal(split.object_ids, [0, 1])
     second = split.read_objects([1])
     np.testing.assert_array_equal(second.positions[:, 0], [5, 6, 5, 5])
     _assert_same_faces(second.faces, [[0, 2, 1], [0, 1, 3], [0, 3, 2]])
+
+
+def test_obj_groups_are_one_mesh_unless_split(tmp_path: Path) -> None:
+    text = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\ng a\nf 1 2 3\ng b\nf 3 2 4\n"
+    (tmp_path / "g.obj").write_text(text)
+    whole = zv.convert(tmp_path / "g.obj", tmp_path / "whole.zv")
+    assert isinstance(whole, zv.VectorStore)
+    assert whole.object_count == 1
+    split = zv.convert(tmp_path / "g.obj", tmp_path / "split.zv", split_objects=True)
+    assert isinstance(split, zv.VectorStore)
+    assert split.object_count == 2
+
+
+def test_obj_objects_keep_their_unused_vertices(tmp_path: Path) -> None:
+    text = (
+        "v 9 9 9\no object_3\nv 0 0 0\nv 1 0 0\nv 0 1 0\nv 7 7 7\nf 2 3 4\n"
+        "o object_8\nv 5 5 5\nv 6 5 5\nf 6 7 4\nv 8 8 8\n"
+    )
+    (tmp_path / "u.obj").write_text(text)
+    store = zv.convert(tmp_path / "u.obj", tmp_path / "u.zv")
+    assert isinstance(store, zv.VectorStore)
+    found = store.read()
+    np.testing.assert_array_equal(found.object_ids, [3, 8])
+    np.testing.assert_array_equal(found.offsets, [0, 5, 9])
+    np.testing.assert_array_equal(
+        found.positions[:, 0], [9, 0, 1, 0, 7, 0, 5, 6, 8]
+    )  # the vertex before any o goes to the first object; 0 1 0 is used by both
+    _assert_same_faces(found.faces, [[1, 2, 3], [6, 7, 5]])
+
+
+def test_obj_round_trip_keeps_objects_by_default(tmp_path: Path) -> None:
+    vertices = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [4, 4, 4], [3, 3, 3], [4, 3, 3],
+                         [3, 4, 3.0]])  # fmt: skip
+    zv.write_mesh(
+        tmp_path / "m.zv", vertices, [[0, 1, 2], [4, 5, 6]], vertex_objects=[5, 5, 5, 5, 2, 2, 2]
+    )
+    original = zv.open(tmp_path / "m.zv").read()
+    zv.convert(tmp_path / "m.zv", tmp_path / "m.obj")
+    back = zv.convert(tmp_path / "m.obj", tmp_path / "back.zv")
+    assert isinstance(back, zv.VectorStore)
+    _assert_same_meshes(back.read(), original, attributes=False)
+    single = tmp_path / "one.zv"
+    zv.write_mesh(single, vertices[:4], [[0, 1, 2]], vertex_objects=[7] * 4)
+    zv.convert(single, tmp_path / "one.obj")
+    back = zv.convert(tmp_path / "one.obj", tmp_path / "one_back.zv")
+    assert isinstance(back, zv.VectorStore)
+    _assert_same_meshes(back.read(), zv.open(single).read(), attributes=False)
 
 
 def test_obj_split_takes_the_vertices_each_object_uses(tmp_path: Path) -> None:
@@ -269,17 +316,18 @@ def test_obj_split_takes_the_vertices_each_object_uses(tmp_path: Path) -> None:
     store = zv.convert(tmp_path / "g.obj", tmp_path / "g.zv", split_objects=True)
     assert isinstance(store, zv.VectorStore)
     found = store.read()
-    np.testing.assert_array_equal(found.offsets, [0, 3, 6])
+    np.testing.assert_array_equal(found.offsets, [0, 4, 7])
     np.testing.assert_array_equal(
-        found.positions, [[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]
-    )
-    _assert_same_faces(found.faces, [[0, 1, 2], [4, 3, 5]])
+        found.positions,
+        [[0, 0, 0], [1, 0, 0], [0, 1, 0], [9, 9, 9], [1, 0, 0], [0, 1, 0], [0, 0, 1]],
+    )  # 9 9 9, used by no face, is kept in the first group
+    _assert_same_faces(found.faces, [[0, 1, 2], [5, 4, 6]])
 
 
 def test_obj_round_trip_is_exact(tmp_path: Path) -> None:
     original = _two_meshes(tmp_path / "m.zv", np.float64)
     zv.convert(tmp_path / "m.zv", tmp_path / "m.obj")
-    back = zv.convert(tmp_path / "m.obj", tmp_path / "back.zv", split_objects=True)
+    back = zv.convert(tmp_path / "m.obj", tmp_path / "back.zv")
     assert isinstance(back, zv.VectorStore)
     _assert_same_meshes(back.read(), original, attributes=False)
 
@@ -431,3 +479,39 @@ def test_export_of_chosen_ids(tmp_path: Path) -> None:
     np.testing.assert_array_equal(found.positions, original.positions[4:])
     assert original.faces is not None
     _assert_same_faces(found.faces, original.faces[original.faces[:, 0] >= 4] - 4)
+
+
+@st.composite
+def _meshes(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """1-3 meshes of 3-6 vertices each (some used by no face), distinct ids: positions,
+    faces (global rows) and each vertex's id."""
+    ids = draw(st.lists(st.integers(-5, 1000), min_size=1, max_size=3, unique=True))
+    positions, faces, labels = [], [], []
+    start = 0
+    for object_id in ids:
+        n = draw(st.integers(3, 6))
+        coords = st.integers(-800, 800).map(lambda v: v / 8)  # exact in binary and text
+        positions.append(np.array(draw(st.lists(st.tuples(coords, coords, coords),
+                                                min_size=n, max_size=n))))  # fmt: skip
+        count = draw(st.integers(1, 3))
+        corners = st.permutations(range(n)).map(lambda p: p[:3])
+        faces += [[start + v for v in face] for face in draw(st.lists(corners, min_size=count,
+                                                                      max_size=count))]  # fmt: skip
+        labels += [object_id] * n
+        start += n
+    return np.concatenate(positions), np.array(faces), np.array(labels)
+
+
+@settings(max_examples=25, deadline=None)
+@given(mesh=_meshes())
+def test_obj_round_trip_keeps_objects_for_any_meshes(
+    tmp_path_factory: pytest.TempPathFactory, mesh: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> None:
+    tmp = tmp_path_factory.mktemp("obj")
+    positions, faces, labels = mesh
+    zv.write_mesh(tmp / "m.zv", positions, faces, vertex_objects=labels, allow_degenerate=True)
+    zv.convert(tmp / "m.zv", tmp / "m.obj")
+    zv.convert(tmp / "m.obj", tmp / "back.zv", allow_degenerate=True)
+    _assert_same_meshes(
+        zv.open(tmp / "back.zv").read(), zv.open(tmp / "m.zv").read(), attributes=False
+    )

@@ -98,8 +98,27 @@ def test_an_unknown_suffix_needs_a_format(tmp_path: Path) -> None:
 
 
 def test_import_of_a_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(zv.InvalidInputError, match="is not a file"):
+    with pytest.raises(zv.InvalidInputError, match=r"no such file: .*missing\.ply"):
         import_file(tmp_path / "missing.ply", tmp_path / "m.zv")
+    (tmp_path / "folder.ply").mkdir()
+    with pytest.raises(zv.InvalidInputError, match=r"folder\.ply is not a file"):
+        import_file(tmp_path / "folder.ply", tmp_path / "m.zv")
+
+
+@pytest.mark.parametrize("dst", ["out.zarrvectors", "out.csv"])
+def test_missing_source_is_named_as_the_source(tmp_path: Path, dst: str) -> None:
+    with pytest.raises(zv.InvalidInputError, match=r"^no such file: .*nothere\.ply"):
+        zv.convert(tmp_path / "bad" / "nothere.ply", tmp_path / dst)
+    with pytest.raises(zv.StoreNotFoundError, match=r"no store at .*nothere\.zv"):
+        zv.convert(tmp_path / "nothere.zv", tmp_path / dst)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_of_no_known_format_is_named_as_the_source(tmp_path: Path) -> None:
+    (tmp_path / "cells.txt").write_text("x,y\n1,2\n")
+    with pytest.raises(zv.InvalidInputError, match=r"cannot tell the format of .*cells\.txt"):
+        zv.convert(tmp_path / "cells.txt", tmp_path / "out.zarrvectors")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cells.txt"]
 
 
 def test_export_needs_a_file_path(tmp_path: Path) -> None:
@@ -186,3 +205,13 @@ def test_swc_and_obj_need_no_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert isinstance(zv.convert(tmp_path / "m.obj", tmp_path / "m.zv"), zv.VectorStore)
     zv.convert(tmp_path / "m.zv", tmp_path / "out.obj")
     assert "f 1 2 3" in (tmp_path / "out.obj").read_text()
+
+
+@pytest.mark.parametrize("dst", ["b.obj", "b.csv", "b.LAS"])
+def test_import_into_a_store_named_like_a_file_is_refused(tmp_path: Path, dst: str) -> None:
+    (tmp_path / "a.swc").write_text("1 1 0 0 0 1 -1\n2 3 1 0 0 1 1\n")
+    with pytest.raises(zv.InvalidInputError, match=r"is named like a \w+ file, but importing"):
+        zv.convert(tmp_path / "a.swc", tmp_path / dst)
+    assert [p.name for p in tmp_path.iterdir()] == ["a.swc"]
+    store = zv.convert(tmp_path / "a.swc", tmp_path / "b.zarrvectors")
+    assert isinstance(store, zv.VectorStore)

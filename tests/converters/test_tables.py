@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -88,9 +89,98 @@ def test_csv_round_trip_is_exact_given_the_dtypes(tmp_path: Path) -> None:
     _check_same_cloud(data, back)
 
 
+def test_csv_round_trip_keeps_dtypes(tmp_path: Path) -> None:
+    data = _cloud(tmp_path / "a.zv")
+    zv.convert(tmp_path / "a.zv", tmp_path / "a.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "a.csv-metadata.json", "a.zv"]
+    back = zv.convert(tmp_path / "a.csv", tmp_path / "b.zv")
+    assert isinstance(back, zv.VectorStore)
+    _check_same_cloud(data, back)
+
+
+def test_csv_metadata_is_csvw(tmp_path: Path) -> None:
+    _cloud(tmp_path / "a.zv", n=5)
+    zv.convert(tmp_path / "a.zv", tmp_path / "a.csv")
+    doc = json.loads((tmp_path / "a.csv-metadata.json").read_text())
+    assert doc["@context"] == "http://www.w3.org/ns/csvw"
+    assert doc["url"] == "a.csv"
+    columns = doc["tableSchema"]["columns"]
+    header = (tmp_path / "a.csv").read_text().splitlines()[0]
+    assert [f'"{c["titles"]}"' for c in columns] == header.split(",")
+    types = {c["name"]: c["datatype"] for c in columns}
+    assert types["x"] == "float"
+    assert types["f64"] == "double"
+    assert types["u16"] == "unsignedShort"
+    assert types["flag"] == "boolean"
+    assert types["object_id"] == "int"
+
+
+def test_csv_round_trip_keeps_half_floats(tmp_path: Path) -> None:
+    half = np.array([0.5, -2.0, 65504.0], np.float16)
+    zv.write_points(tmp_path / "a.zv", np.eye(3), attributes={"h": half, "i": np.arange(3)})
+    zv.convert(tmp_path / "a.zv", tmp_path / "a.csv")
+    zv.convert(tmp_path / "a.csv", tmp_path / "b.zv")
+    found = zv.open(tmp_path / "b.zv").read()
+    order = np.argsort(found.attributes["i"])
+    assert found.attributes["h"].dtype == np.float16
+    np.testing.assert_array_equal(found.attributes["h"][order], half)
+
+
+def test_dtypes_option_wins_over_the_csv_metadata(tmp_path: Path) -> None:
+    _cloud(tmp_path / "a.zv", n=20)
+    zv.convert(tmp_path / "a.zv", tmp_path / "a.csv")
+    zv.convert(tmp_path / "a.csv", tmp_path / "b.zv", dtypes={"u16": "int64"})
+    found = zv.open(tmp_path / "b.zv").read()
+    assert found.attributes["u16"].dtype == np.int64
+    assert found.attributes["i8"].dtype == np.int8
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("{not json", "is not CSVW metadata JSON"), ('{"tableSchema": {}}', "no tableSchema")],
+)
+def test_bad_csv_metadata_is_named(tmp_path: Path, text: str, message: str) -> None:
+    _write(tmp_path / "a.csv", "x,y\n1,2\n")
+    _write(tmp_path / "a.csv-metadata.json", text)
+    with pytest.raises(zv.InvalidInputError, match=message) as info:
+        zv.convert(tmp_path / "a.csv", tmp_path / "b.zv")
+    assert "a.csv-metadata.json" in str(info.value)
+    assert "remove it" in str(info.value)
+    assert not (tmp_path / "b.zv").exists()
+
+
+def test_csv_metadata_of_other_tools_types_what_it_can(tmp_path: Path) -> None:
+    _write(tmp_path / "a.csv", "x,y,label,n\n1,2,cell,3\n")
+    columns = [
+        {"titles": ["x"], "datatype": "number"},
+        {"name": "y", "datatype": {"base": "float"}},
+        {"titles": "label", "datatype": "string"},
+        {"titles": "n", "datatype": "unsignedByte"},
+        {"name": "extra", "virtual": True, "datatype": "int"},
+    ]
+    _write(tmp_path / "a.csv-metadata.json", json.dumps({"tableSchema": {"columns": columns}}))
+    zv.convert(tmp_path / "a.csv", tmp_path / "b.zv")
+    found = zv.open(tmp_path / "b.zv").read()
+    assert found.positions.dtype == np.float64  # float64 x with float32 y
+    assert found.attributes["n"].dtype == np.uint8
+    assert list(found.attributes) == ["n"]
+
+
+def test_csv_metadata_is_replaced_only_with_overwrite(tmp_path: Path) -> None:
+    zv.write_points(tmp_path / "a.zv", np.zeros((2, 3), np.float32))
+    metadata = _write(tmp_path / "a.csv-metadata.json", "mine\n")
+    with pytest.raises(zv.StoreExistsError, match=r"a\.csv-metadata\.json exists; pass overwrite"):
+        zv.convert(tmp_path / "a.zv", tmp_path / "a.csv")
+    assert metadata.read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv-metadata.json", "a.zv"]
+    zv.convert(tmp_path / "a.zv", tmp_path / "a.csv", overwrite=True)
+    assert json.loads(metadata.read_text())["url"] == "a.csv"
+
+
 def test_csv_without_dtypes_keeps_values(tmp_path: Path) -> None:
     data = _cloud(tmp_path / "a.zv", n=100)
     zv.convert(tmp_path / "a.zv", tmp_path / "a.csv")
+    (tmp_path / "a.csv-metadata.json").unlink()  # a CSV with no type information
     back = zv.convert(tmp_path / "a.csv", tmp_path / "b.zv")
     assert isinstance(back, zv.VectorStore)
     found = back.read()
@@ -231,3 +321,39 @@ def test_parquet_compression_is_checked(tmp_path: Path) -> None:
     assert (
         pq.ParquetFile(tmp_path / "a.parquet").metadata.row_group(0).column(0).compression == "GZIP"
     )
+
+
+_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float16", "float32", "float64"]  # fmt: skip
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    dtypes=st.lists(st.sampled_from(_DTYPES), min_size=1, max_size=4),
+    position_dtype=st.sampled_from(["float32", "float64"]),
+    data=st.data(),
+)
+def test_csv_round_trip_keeps_every_dtype(
+    tmp_path_factory: pytest.TempPathFactory,
+    dtypes: list[str],
+    position_dtype: str,
+    data: st.DataObject,
+) -> None:
+    tmp = tmp_path_factory.mktemp(next(_names))
+    attributes = {
+        f"a{k}": data.draw(hnp.arrays(np.dtype(dt), 5, elements={"allow_nan": False}))
+        for k, dt in enumerate(dtypes)
+    }
+    attributes["idx"] = np.arange(5, dtype=np.int64)
+    positions = np.stack([np.arange(5.0), np.zeros(5), np.ones(5)], axis=1).astype(position_dtype)
+    zv.write_points(tmp / "s.zv", positions, chunk_shape=10.0, attributes=attributes)
+    zv.convert(tmp / "s.zv", tmp / "s.csv")
+    zv.convert(tmp / "s.csv", tmp / "t.zv")
+    found = zv.open(tmp / "t.zv").read()
+    order = np.argsort(found.attributes["idx"])
+    assert found.positions.dtype == positions.dtype
+    np.testing.assert_array_equal(found.positions[order], positions)
+    for name, values in attributes.items():
+        got = found.attributes[name][order]
+        assert got.dtype == values.dtype, name
+        np.testing.assert_array_equal(got, values, err_msg=name)

@@ -157,8 +157,11 @@ def import_file(
     if fmt is None:
         raise InvalidInputError(f"cannot tell the format of {os.fspath(src)!r}; give format=")
     path = Path(os.fspath(src))
+    if not path.exists():
+        raise InvalidInputError(f"no such file: {path} (check the path)")
     if not path.is_file():
-        raise InvalidInputError(f"{path} is not a file")
+        raise InvalidInputError(f"{path} is not a file; give the file to import")
+    _check_not_a_file_format(path, dst)
     check_destination(dst, overwrite=overwrite)  # before the file is read
     with progress_reporter(progress) as report, enclosing(report):
         report("read file", 0, 1)
@@ -208,10 +211,10 @@ def export_store(
     pathlib.Path
         The file written.
     """
+    store = src if isinstance(src, VectorStore) else open_store(src)
     fmt = format_of(dst, format)
     if fmt is None:
         raise InvalidInputError(f"cannot tell the format of {os.fspath(dst)!r}; give format=")
-    store = src if isinstance(src, VectorStore) else open_store(src)
     if store.geometry_type not in fmt.kinds:
         raise InvalidInputError(
             f"a {store.geometry_type} store cannot be written as {fmt.name} "
@@ -238,17 +241,65 @@ def convert(
 
     The direction follows the suffixes: when ``src`` is a file of a known format (or
     ``format=`` is given and ``src`` is a file), it is imported into the store ``dst``;
-    otherwise ``src`` is a store and is exported to the file ``dst``.
+    otherwise ``src`` is a store and is exported to the file ``dst``. A missing ``src``
+    with the suffix of a format is reported as a missing file, a missing ``src`` of
+    another name as a missing store: errors name the source before the destination.
 
     Returns
     -------
     VectorStore or pathlib.Path
         The new store (import) or the file written (export).
     """
-    if isinstance(src, str | os.PathLike) and Path(os.fspath(src)).is_file():
-        known = format is not None or format_of(src) is not None
-        if known:
-            return import_file(src, dst, format=format, **options)
+    file = _file_to_import(src, format)
+    if file is not None:
+        return import_file(file, dst, format=format, **options)
     if not isinstance(dst, str | os.PathLike):
         raise InvalidInputError("exporting needs a file path as the destination")
     return export_store(src, dst, format=format, **options)
+
+
+def _check_not_a_file_format(src: Path, dst: StoreLike) -> None:
+    """Refuse to import into a store named like a file of a format (``a.ply`` -> ``b.obj``
+    would write a store directory named ``b.obj``).
+
+    Raises
+    ------
+    InvalidInputError
+        When ``dst`` is a local path with the suffix of a format (other than ``.zip``).
+    """
+    path = _local_path(dst)
+    fmt = None if path is None else format_of(path)
+    if path is not None and fmt is not None:
+        raise InvalidInputError(
+            f"{str(path)!r} is named like a {fmt.name} file, but importing {src} writes a "
+            f"store: convert {src} into a store (such as {src.stem}.zarrvectors) first, then "
+            f"that store into {str(path)!r}"
+        )
+
+
+def _local_path(src: StoreLike | VectorStore) -> Path | None:
+    """``src`` as a local path, or None for a URL, a zarr store or an open store."""
+    if not isinstance(src, str | os.PathLike):
+        return None
+    text = os.fspath(src)
+    return None if "://" in text else Path(text)
+
+
+def _file_to_import(src: StoreLike | VectorStore, format: str | None) -> Path | None:
+    """The file :func:`convert` imports: ``src`` when it is a file of a known format, or a
+    missing path with the suffix of one (so that the error names the missing file); None
+    when ``src`` is to be exported.
+
+    Raises
+    ------
+    InvalidInputError
+        When ``src`` is a file (not a ``.zip`` store) of no known format and ``format`` is
+        not given: it is neither a file to import nor a store.
+    """
+    path = _local_path(src)
+    if path is None or path.is_dir():
+        return None
+    known = format is not None or format_of(path) is not None
+    if path.is_file() and not known and path.suffix.lower() != ".zip":
+        raise InvalidInputError(f"cannot tell the format of {os.fspath(path)!r}; give format=")
+    return path if known and (path.is_file() or format_of(path) is not None) else None

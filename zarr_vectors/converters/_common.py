@@ -5,7 +5,8 @@ from __future__ import annotations
 import keyword
 import os
 import re
-import tempfile
+import stat
+import uuid
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,20 +63,52 @@ def encoding_option(options: Mapping[str, Any]) -> str:
     return str(encoding)
 
 
+NEW_FILE_MODE = 0o666
+"""Permissions asked for a new file; the process umask removes bits, as for ``open()``."""
+
+
+def _new_file_beside(path: Path) -> Path:
+    """Create an empty, unique temporary file beside ``path`` (same suffix), with the mode
+    ``open()`` would give (:data:`NEW_FILE_MODE` less the umask), unlike ``mkstemp``'s 0600.
+    """
+    while True:
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial{path.suffix}")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, NEW_FILE_MODE)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+
+
 @contextmanager
 def atomic_output(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` (same suffix); move it to ``path`` on success.
 
-    A failed write removes the temporary file and leaves an existing ``path`` as it was.
+    The file is created with the permissions of any new file (0666 less the umask), so an
+    export is as readable as a file written by ``open()``; a file it replaces keeps its
+    permissions (as when ``open()`` truncates it). A failed write removes the temporary
+    file and leaves an existing ``path`` as it was. A symbolic link is kept: the file it
+    points to is replaced.
+
+    Raises
+    ------
+    InvalidInputError
+        When ``path`` (or what it links to) exists and is not a regular file: a directory,
+        a device such as ``/dev/stdout``, a named pipe (they would be replaced by a file).
     """
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=f".partial{path.suffix}", dir=path.parent
-    )
-    os.close(fd)
-    tmp = Path(tmp_name)
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():
+        raise InvalidInputError(
+            f"{path} is not a regular file (a directory, a device or a pipe); give the path "
+            "of a file to write"
+        )
+    tmp = _new_file_beside(target)
     try:
         yield tmp
-        os.replace(tmp, path)
+        if target.exists():
+            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+        os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -40,6 +40,12 @@ class ObjMesh:
         ``o`` statements (the ``g`` statements when there is no ``o``) that precede faces.
     object_names
         The name each object's statement gave (``""`` when none), by object number.
+    vertex_objects
+        ``(n,)`` int64 number of the object whose statement precedes each ``v`` line (the
+        next object with faces when that one has none; the last object for vertices after
+        it).
+    has_o
+        Whether the file has ``o`` statements (its objects are named by ``o``, not ``g``).
     """
 
     positions: np.ndarray
@@ -47,6 +53,8 @@ class ObjMesh:
     faces: np.ndarray
     face_objects: np.ndarray
     object_names: list[str]
+    vertex_objects: np.ndarray
+    has_o: bool
 
     def object_ids(self) -> np.ndarray:
         """The ids written in names ``object_<id>`` by :func:`obj_text` when every object
@@ -83,6 +91,7 @@ class _Reader:
     def __init__(self, split_on: str) -> None:
         self.split_on = split_on
         self.vertices: list[list[float]] = []
+        self.vertex_objects: list[int] = []
         self.faces: list[tuple[int, int, int]] = []
         self.face_objects: list[int] = []
         self.objects = 0
@@ -97,6 +106,7 @@ class _Reader:
             self.vertices.append([float(p) for p in parts])
         except ValueError:
             raise InvalidInputError(f"{where}: not a number in {' '.join(parts)!r}") from None
+        self.vertex_objects.append(self.objects)
 
     def index(self, token: str, where: str) -> int:
         try:
@@ -154,10 +164,10 @@ def parse_obj(text: str, source: str = "OBJ") -> ObjMesh:
             reader.face(parts[1:], where)
         elif parts[0] in ("o", "g"):
             reader.new_object(parts[0], " ".join(parts[1:]))
-    return _mesh(reader)
+    return _mesh(reader, has_o)
 
 
-def _mesh(reader: _Reader) -> ObjMesh:
+def _mesh(reader: _Reader, has_o: bool) -> ObjMesh:
     widths = {len(v) for v in reader.vertices}
     colors = None
     if widths == {6}:
@@ -171,6 +181,10 @@ def _mesh(reader: _Reader) -> ObjMesh:
         faces=np.asarray(reader.faces, dtype=np.int64).reshape(-1, 3),
         face_objects=np.asarray(reader.face_objects, dtype=np.int64),
         object_names=reader.names,
+        vertex_objects=np.minimum(
+            np.asarray(reader.vertex_objects, dtype=np.int64), max(len(reader.names) - 1, 0)
+        ),
+        has_o=has_o,
     )
 
 

@@ -62,11 +62,30 @@ def _laspy(path: Path, what: str) -> ModuleType:
 
 
 def _read(src: Path) -> Any:
+    """The LAS or LAZ file ``src`` read by laspy.
+
+    Raises
+    ------
+    InvalidInputError
+        For a damaged or truncated file: laspy raises ``LaspyException`` or ``ValueError``
+        (a header whose offsets point past the end), lazrs a ``LazrsError`` (a
+        ``RuntimeError``) for damaged compressed points.
+    """
     laspy = _laspy(src, "reading")
     try:
         return laspy.read(src, laz_backend=laspy.LazBackend.Lazrs)
-    except laspy.errors.LaspyException as exc:
-        raise InvalidInputError(f"{src} is not a readable LAS/LAZ file: {exc}") from exc
+    except (laspy.errors.LaspyException, ValueError, EOFError) as exc:
+        raise _unreadable(src, exc) from exc
+    except RuntimeError as exc:
+        if type(exc).__module__ != "lazrs":
+            raise
+        raise _unreadable(src, exc) from exc
+
+
+def _unreadable(src: Path, exc: Exception) -> InvalidInputError:
+    return InvalidInputError(
+        f"{src} is not a readable LAS/LAZ file ({exc}); check that it is complete"
+    )
 
 
 def _dimension_names(las: Any, chosen: Any) -> list[str]:

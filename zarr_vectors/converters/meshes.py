@@ -11,9 +11,13 @@ Import writes one mesh object per file unless the file says otherwise:
   the vertices into mesh objects with those ids (export writes it for stores of several
   meshes).
 * **OBJ**: the vertices (float64; ``r g b`` after the coordinates of every vertex become the
-  ``(n, 3)`` attribute ``color``) and faces; ``split_objects=True`` makes one mesh per ``o``
-  statement (per ``g`` when the file has no ``o``), each holding the vertices its faces use,
-  with the ids of names ``object_<id>`` (as export writes them), else 0, 1, ... Read by
+  ``(n, 3)`` attribute ``color``) and faces, one mesh per ``o`` statement (so that an
+  exported store comes back with its meshes), with the ids of names ``object_<id>`` (as
+  export writes them), else 0, 1, ... Each mesh holds the vertices its faces use and the
+  vertices no face uses that follow its ``o`` line, in file order (a vertex that faces of
+  two objects use is in both). ``split_objects=False`` makes one mesh of the whole file
+  (with every vertex, in file order), ``split_objects=True`` one mesh per ``g`` statement
+  when the file has no ``o`` (by default such a file is one mesh). Read by
   :mod:`~zarr_vectors.converters._obj_text`, which keeps face order exactly (trimesh
   reorders the faces of files with several materials).
 * **STL**: triangles repeat their corners; identical corners are merged into one vertex
@@ -97,18 +101,20 @@ def _flag(options: Mapping[str, Any], name: str, default: bool) -> bool:
 
 
 def _one_object_per_group(mesh: ObjMesh) -> MeshInput:
-    """One mesh per OBJ object, each with the vertices its faces use (in file order)."""
+    """One mesh per OBJ object, each with the vertices its faces use and the unused vertices
+    declared after its statement, in file order."""
     part_faces, labels, rows = [], [], []
     count = 0
     ids = mesh.object_ids()
+    unused = np.ones(mesh.positions.shape[0], dtype=bool)
+    unused[mesh.faces.reshape(-1)] = False
     for m in range(ids.shape[0]):
-        used, local = np.unique(mesh.faces[mesh.face_objects == m], return_inverse=True)
-        rows.append(used)
-        part_faces.append(local.reshape(-1, 3) + count)
-        labels.append(np.full(used.shape[0], ids[m], dtype=np.int64))
-        count += used.shape[0]
-    if not rows:
-        return MeshInput(mesh.positions[:0], mesh.faces)
+        faces = mesh.faces[mesh.face_objects == m]
+        owned = np.union1d(faces.reshape(-1), np.flatnonzero(unused & (mesh.vertex_objects == m)))
+        rows.append(owned)
+        part_faces.append(np.searchsorted(owned, faces) + count)
+        labels.append(np.full(owned.shape[0], ids[m], dtype=np.int64))
+        count += owned.shape[0]
     taken = np.concatenate(rows)
     return MeshInput(
         positions=mesh.positions[taken],
@@ -118,13 +124,20 @@ def _one_object_per_group(mesh: ObjMesh) -> MeshInput:
     )
 
 
+def _splits_objects(mesh: ObjMesh, options: Mapping[str, Any]) -> bool:
+    """The option ``split_objects``; by default, whether the file has ``o`` statements."""
+    if options.get("split_objects") is None:
+        return mesh.has_o
+    return _flag(options, "split_objects", False)
+
+
 def _read_obj(src: Path, options: Mapping[str, Any]) -> MeshInput:
     try:
         text = src.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"{src} is not a text OBJ file: {exc}") from exc
     mesh = parse_obj(text, str(src))
-    if _flag(options, "split_objects", False):
+    if _splits_objects(mesh, options) and mesh.object_names:
         return _one_object_per_group(mesh)
     return MeshInput(
         positions=mesh.positions,

@@ -14,11 +14,14 @@ Import (a table → a point cloud):
 * a float column with empty cells reads them as NaN; an empty cell in an integer or bool
   column, or in a position column, is an error.
 
-CSV carries no types: numbers are read as int64, float64 or bool unless ``dtypes=`` names
-the column types (``dtypes={"x": "float32", "intensity": "uint16"}``). Floats are written
-with the fewest digits that read back to the same value of their dtype (a float column of
-whole numbers as ``1.0``, so that it reads back as floats), so a CSV round trip is exact
-given the dtypes; a Parquet round trip is exact with its dtypes.
+CSV text carries no types: export writes them beside ``points.csv`` in
+``points.csv-metadata.json``, CSVW metadata (W3C "CSV on the Web"; see
+:mod:`~zarr_vectors.converters._csvw`), which import reads when it is there. Without it,
+numbers are read as int64, float64 or bool. ``dtypes=`` names column types, over the
+metadata's (``dtypes={"x": "float32", "intensity": "uint16"}``). Floats are written with the
+fewest digits that read back to the same value of their dtype (a float column of whole
+numbers as ``1.0``, so that it reads back as floats), so a CSV round trip is exact, dtypes
+included; a Parquet round trip is exact with its dtypes.
 
 Export writes one row per vertex, in the store's storage order (chunk by chunk, not the
 order of the original rows): the position columns named after the store's axes, every
@@ -43,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors._optional import require
+from zarr_vectors.converters import _csvw as csvw
 from zarr_vectors.converters._common import (
     atomic_output,
     check_options,
@@ -52,7 +56,7 @@ from zarr_vectors.converters._common import (
     text_of,
 )
 from zarr_vectors.dataset import VectorStore
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry.points import write_points
 from zarr_vectors.store.io import StoreLike
@@ -77,17 +81,34 @@ def _read_csv(src: Path, dtypes: Any, delimiter: Any) -> Any:
     if not isinstance(dtypes, dict):
         raise InvalidInputError(f"dtypes must map column names to dtypes, got {dtypes!r}")
     try:
-        types = {name: pa.from_numpy_dtype(np.dtype(dt)) for name, dt in dtypes.items()}
+        given = {name: pa.from_numpy_dtype(np.dtype(dt)) for name, dt in dtypes.items()}
     except TypeError as exc:
         raise InvalidInputError(f"dtypes: {exc}") from exc
+    stored = {name: pa.from_numpy_dtype(dt) for name, dt in csvw.dtypes_of(src).items()}
+    types = stored | given
+    half = [name for name, arrow_type in types.items() if arrow_type == pa.float16()]
     try:
-        return csv.read_csv(
+        table = csv.read_csv(
             src,
             parse_options=csv.ParseOptions(delimiter=delimiter),
-            convert_options=csv.ConvertOptions(column_types=types),
+            convert_options=csv.ConvertOptions(
+                column_types=types | dict.fromkeys(half, pa.float32())
+            ),
         )
     except pa.ArrowInvalid as exc:
         raise InvalidInputError(f"{src}: cannot read as CSV: {exc}") from exc
+    return _as_half_floats(table, half)
+
+
+def _as_half_floats(table: Any, names: list[str]) -> Any:
+    """``table`` with its columns ``names`` (read as float32: pyarrow's CSV reader has no
+    half floats) cast to float16."""
+    pa = _arrow()
+    for name in names:
+        if name in table.column_names:
+            index = table.column_names.index(name)
+            table = table.set_column(index, name, table.column(name).cast(pa.float16()))
+    return table
 
 
 def _read_parquet(src: Path) -> Any:
@@ -267,15 +288,35 @@ def export_store(
     """
     check_options(fmt, options, EXPORT_OPTIONS if fmt == "parquet" else EXPORT_OPTIONS[:1])
     pa = _arrow()
+    if fmt == "csv":
+        _check_metadata_free(dst, overwrite)
     columns = _table_columns(store, options.get("object_id", DEFAULT_OBJECT_ID))
     if fmt == "csv":
-        columns = {name: _csv_column(values) for name, values in columns.items()}
+        _write_csv(columns, dst)
+        return
     table = pa.table({name: pa.array(values) for name, values in columns.items()})
+    parquet = require("pyarrow.parquet", extra="tables", purpose="writing Parquet")
+    codec = _codec(options.get("compression", "zstd"))
     with atomic_output(dst) as tmp:
-        if fmt == "csv":
-            csv = require("pyarrow.csv", extra="tables", purpose="writing CSV tables")
-            csv.write_csv(table, tmp)
-        else:
-            parquet = require("pyarrow.parquet", extra="tables", purpose="writing Parquet")
-            codec = _codec(options.get("compression", "zstd"))
-            parquet.write_table(table, tmp, compression=None if codec == "none" else codec)
+        parquet.write_table(table, tmp, compression=None if codec == "none" else codec)
+
+
+def _check_metadata_free(dst: Path, overwrite: bool) -> None:
+    """Refuse to replace the CSVW metadata file of ``dst`` without ``overwrite``."""
+    metadata = csvw.metadata_path(dst)
+    if metadata.exists() and not overwrite:
+        raise StoreExistsError(f"{metadata} exists; pass overwrite=True to replace it")
+
+
+def _write_csv(columns: dict[str, np.ndarray], dst: Path) -> None:
+    """Write ``columns`` as the CSV file ``dst`` and their dtypes as its CSVW metadata; both
+    files appear together at the end, or neither."""
+    pa = _arrow()
+    csv = require("pyarrow.csv", extra="tables", purpose="writing CSV tables")
+    dtypes = {name: values.dtype for name, values in columns.items()}
+    texts = {name: _csv_column(values) for name, values in columns.items()}
+    table = pa.table({name: pa.array(values) for name, values in texts.items()})
+    metadata = csvw.metadata_text(dst.name, dtypes)
+    with atomic_output(dst) as tmp, atomic_output(csvw.metadata_path(dst)) as tmp_metadata:
+        csv.write_csv(table, tmp)
+        tmp_metadata.write_text(metadata, encoding="utf-8")
