@@ -5,6 +5,8 @@ Everything here runs before a destination is touched, so bad input never changes
 
 from __future__ import annotations
 
+import dataclasses
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,39 +20,237 @@ from zarr_vectors.format.names import RESERVED_ATTRIBUTE_NAMES, check_name
 from zarr_vectors.format.version import BASE_VERSION, SHARDED_VERSION
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.kernels import bounds_and_nonfinite, chunk_coords
+from zarr_vectors.kernels.sampling import sample_rows
 
 __all__ = [
+    "MAX_CHUNKS",
+    "array",
     "attributes",
+    "cast_columns",
+    "cast_to",
     "check_finite",
     "check_options",
+    "check_settings",
     "column",
     "default_chunk_shape",
+    "flag",
     "integer_ids",
+    "mapping",
+    "number",
     "per_axis",
     "plan_grid",
+    "points_per_chunk",
     "positions",
     "root_metadata",
+    "sample_for_default",
+    "shape_values",
+    "with_units",
 ]
 
 _TARGET_POINTS_PER_CHUNK = 50_000
 _FLOAT32_EXACT = 2**24
 
 
-def positions(values: Any) -> np.ndarray:
-    arr = np.asarray(values)
+MAX_CHUNKS = 10**7
+"""Most spatial chunks the data's bounds may span: more is refused before any allocation."""
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def array(values: Any, what: str) -> np.ndarray:
+    """``values`` as a numpy array, or an error naming ``what`` (e.g. a ragged list).
+
+    Raises
+    ------
+    InvalidInputError
+        When numpy cannot make one array of ``values``.
+    """
+    if isinstance(values, str | bytes | Mapping):
+        raise InvalidInputError(
+            f"{what} must be an array of numbers, got a {_type_name(values)} ({values!r:.60})"
+        )
+    try:
+        return np.asarray(values)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInputError(
+            f"{what} must be an array of numbers (rows of equal length); "
+            f"numpy could not make one array of it: {exc}"
+        ) from exc
+
+
+def mapping(values: Any, what: str) -> Mapping[Any, Any]:
+    """``values`` (a mapping, or None for none) checked to be a mapping.
+
+    Raises
+    ------
+    InvalidInputError
+        For a list, an array or anything else that is not a mapping.
+    """
+    if values is None:
+        return {}
+    if not isinstance(values, Mapping):
+        raise InvalidInputError(
+            f"{what} must be a mapping (dict) of name to array, e.g. "
+            f"{{'intensity': values}}, got a {_type_name(values)}"
+        )
+    return values
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def number(value: Any, what: str) -> float:
+    """A real number (not a bool, not a string) as a float.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``what`` and the type given.
+    """
+    if not _is_number(value):
+        raise InvalidInputError(f"{what} must be a number, got {value!r} ({_type_name(value)})")
+    return float(value)
+
+
+def flag(value: Any, what: str) -> bool:
+    """``True`` or ``False`` (numpy bools too).
+
+    Raises
+    ------
+    InvalidInputError
+        For anything else (``"yes"``, 1, None...).
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidInputError(
+            f"{what} must be True or False, got {value!r} ({_type_name(value)})"
+        )
+    return bool(value)
+
+
+def shape_values(value: Any, what: str) -> np.ndarray:
+    """A shape setting (``chunk_shape``, ``bin_shape``): one positive finite number or a
+    sequence of them, as a 0-d or 1-d float64 array; the count of axes is checked later
+    (:func:`per_axis`).
+
+    Raises
+    ------
+    InvalidInputError
+        For strings, bools, mappings, non-numbers, and numbers that are not positive and
+        finite, naming ``what``.
+    """
+    expected = f"{what} must be one positive finite number or a sequence of them (one per axis)"
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf" and value.ndim <= 1:
+        items = value.reshape(-1).tolist()
+    elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        items = list(value)
+    else:
+        items = [value]
+    if not items or not all(_is_number(v) for v in items):
+        hint = "; pass a number, not a string" if isinstance(value, str | bytes) else ""
+        raise InvalidInputError(f"{expected}, got {value!r} ({_type_name(value)}){hint}")
+    arr = np.asarray(items, dtype=np.float64)
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise InvalidInputError(f"{expected}, got {value!r}")
+    scalar = not isinstance(value, Sequence | np.ndarray) or (
+        isinstance(value, np.ndarray) and value.ndim == 0
+    )
+    return arr.reshape(()) if scalar else arr
+
+
+def _units(units: Any) -> str | tuple[str, ...]:
+    if isinstance(units, str) and units:
+        return units
+    if (
+        isinstance(units, Sequence)
+        and not isinstance(units, str | bytes)
+        and units
+        and all(isinstance(u, str) and u for u in units)
+    ):
+        return tuple(units)
+    raise InvalidInputError(
+        "units must be one unit name for every axis (e.g. 'micrometer') or a sequence of "
+        f"one name per axis (e.g. ('nanometer', 'nanometer', 'micrometer')), got {units!r}"
+    )
+
+
+def with_units(options: WriteOptions | None, units: Any) -> WriteOptions | None:
+    """``options`` with the axis units of a writer's ``units=`` argument (None: unchanged).
+
+    Raises
+    ------
+    InvalidInputError
+        For units that are not strings, or ``units=`` and ``options.axis_units`` that
+        disagree.
+    """
+    if units is None:
+        return options
+    value = _units(units)
+    if options is None:
+        return WriteOptions(axis_units=value)
+    if options.axis_units not in ("unknown", value):
+        raise InvalidInputError(
+            f"units={units!r} and options.axis_units={options.axis_units!r} disagree; "
+            "give the units once (units=)"
+        )
+    return dataclasses.replace(options, axis_units=value)
+
+
+def check_settings(
+    kind: str,
+    *,
+    chunk_shape: Any = None,
+    bin_shape: Any = None,
+    overwrite: Any = False,
+    options: Any = None,
+    units: Any = None,
+) -> WriteOptions:
+    """Check the settings every writer shares, before any data is looked at, and return
+    the options with ``units`` and the defaults of ``kind`` filled in.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the setting and the expected type: a shape given as a string, a bool or a
+        list of non-numbers, a shape that is not positive and finite, ``overwrite`` that is
+        not a bool, ``options`` that are not :class:`WriteOptions`, units that are not
+        strings.
+    """
+    for value, what in ((chunk_shape, "chunk_shape"), (bin_shape, "bin_shape")):
+        if value is not None:
+            shape_values(value, what)
+    flag(overwrite, "overwrite")
+    if options is not None and not isinstance(options, WriteOptions):
+        raise InvalidInputError(
+            f"options must be a zarr_vectors.WriteOptions, got a {_type_name(options)}"
+        )
+    return check_options(with_units(options, units), kind)
+
+
+def positions(values: Any, what: str = "positions") -> np.ndarray:
+    """``(n, D)`` coordinates: float32/float64 kept, other numbers as float32 when exact.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``what``, for another shape, non-numbers or integers float32 cannot hold.
+    """
+    arr = array(values, what)
     if arr.ndim != 2 or arr.shape[1] not in (2, 3, 4):
         raise InvalidInputError(
-            f"positions must have shape (n, D) with D = 2, 3 or 4, got shape {arr.shape}"
+            f"{what} must have shape (n, D) with D = 2, 3 or 4, got shape {arr.shape}"
         )
     if arr.dtype.kind not in "iuf":
-        raise InvalidInputError(f"positions must be numbers, got dtype {arr.dtype}")
+        raise InvalidInputError(f"{what} must be numbers, got dtype {arr.dtype}")
     if arr.dtype == np.float64 or arr.dtype == np.float32:
         return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
     as32 = arr.astype(np.float32)
     if arr.dtype.kind in "iu" and arr.size and np.abs(arr).max() > _FLOAT32_EXACT:
         raise InvalidInputError(
-            f"integer positions up to {np.abs(arr).max()} are not exact in float32; "
-            "pass them as float64"
+            f"integer {what} up to {np.abs(arr).max()} are not exact in float32; "
+            f"pass {what}.astype(np.float64)"
         )
     return np.ascontiguousarray(as32)
 
@@ -66,13 +266,20 @@ def check_finite(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def column(name: str, values: Any, n: int) -> np.ndarray:
-    arr = np.asarray(values)
+def column(name: str, values: Any, n: int, what: str = "attribute") -> np.ndarray:
+    """One named column of ``n`` rows, shape ``(n,)`` or ``(n, K)``, numeric or bool.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``what`` and ``name``, for another dtype or shape.
+    """
+    arr = array(values, f"{what} {name!r}")
     if arr.dtype.kind not in "biuf":
-        raise InvalidInputError(f"attribute {name!r} must be numeric or bool, got {arr.dtype}")
+        raise InvalidInputError(f"{what} {name!r} must be numeric or bool, got {arr.dtype}")
     if arr.ndim not in (1, 2) or arr.shape[0] != n or (arr.ndim == 2 and arr.shape[1] < 1):
         raise InvalidInputError(
-            f"attribute {name!r} must have shape ({n},) or ({n}, K), got {arr.shape}"
+            f"{what} {name!r} must have shape ({n},) or ({n}, K), got {arr.shape}"
         )
     return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
 
@@ -92,11 +299,89 @@ def attributes(
         For unsafe or reserved names, non-numeric dtypes or wrong lengths.
     """
     out: dict[str, np.ndarray] = {}
-    for name, column_values in (values or {}).items():
+    for name, column_values in mapping(values, f"{what.replace(' ', '_')}s").items():
         check_name(name, what)
         if name in reserved:
             raise InvalidInputError(f"{what} name {name!r} is reserved by the format")
-        out[name] = column(name, column_values, n)
+        out[name] = column(name, column_values, n, what)
+    return out
+
+
+def cast_to(values: np.ndarray, dtype: np.dtype[Any], expression: str, holder: str) -> np.ndarray:
+    """``values`` as ``dtype`` when numpy casts it safely (``float32`` to ``float64``,
+    ``int16`` to ``int32``...); a cast that can lose values is refused.
+
+    Parameters
+    ----------
+    values
+        The caller's array.
+    dtype
+        The dtype ``holder`` stores.
+    expression
+        How the caller names the array (``"positions"``, ``"attributes['w']"``), for the
+        ``.astype`` the message suggests.
+    holder
+        What fixes the dtype (``"the store"``, ``"the first batch"``).
+
+    Raises
+    ------
+    InvalidInputError
+        For a cast that is not safe, with the ``.astype(...)`` that does it on purpose.
+    """
+    if values.dtype == dtype:
+        return values
+    if np.can_cast(values.dtype, dtype, "safe"):
+        return values.astype(dtype)
+    raise InvalidInputError(
+        f"{expression} is {values.dtype} but {holder} holds {dtype}; {values.dtype} to "
+        f"{dtype} can lose values, so it is not done implicitly: pass "
+        f"{expression}.astype(np.{dtype.name}) to store them as {dtype}"
+    )
+
+
+def cast_columns(
+    columns: dict[str, np.ndarray],
+    stored: Mapping[str, tuple[np.dtype[Any], tuple[int, ...]]],
+    what: str,
+    holder: str,
+) -> dict[str, np.ndarray]:
+    """Columns fitted to the names, row shapes and dtypes ``holder`` stores (safe casts
+    only, :func:`cast_to`).
+
+    Parameters
+    ----------
+    columns
+        Validated columns by name (:func:`attributes`).
+    stored
+        ``(dtype, row shape)`` of every column ``holder`` stores, by name.
+    what
+        The argument holding the columns (``"attributes"``), for messages.
+    holder
+        What fixes the columns (``"the store"``, ``"the first batch"``).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the argument: for missing or extra names, another row shape, or a cast
+        that can lose values.
+    """
+    if set(columns) != set(stored):
+        missing = sorted(set(stored) - set(columns))
+        extra = sorted(set(columns) - set(stored))
+        raise InvalidInputError(
+            f"{what} must have the names {holder} has, {sorted(stored)}: "
+            f"missing {missing}, not in {holder} {extra}"
+        )
+    out: dict[str, np.ndarray] = {}
+    for name, (dtype, row_shape) in stored.items():
+        values = columns[name]
+        expression = f"{what}[{name!r}]"
+        if tuple(values.shape[1:]) != tuple(row_shape):
+            raise InvalidInputError(
+                f"{expression} has rows of shape {tuple(values.shape[1:])}, {holder} "
+                f"{tuple(row_shape)}"
+            )
+        out[name] = cast_to(values, dtype, expression, holder)
     return out
 
 
@@ -104,7 +389,7 @@ def integer_ids(object_ids: Any, n: int) -> np.ndarray | None:
     """Validate ``n`` integer ids (any integer dtype, kept); None passes through."""
     if object_ids is None:
         return None
-    ids = np.asarray(object_ids)
+    ids = array(object_ids, "object_ids")
     if ids.dtype.kind not in "iu" or ids.shape != (n,):
         raise InvalidInputError(
             f"object_ids must be integers of shape ({n},), got {ids.dtype} {ids.shape}"
@@ -113,34 +398,207 @@ def integer_ids(object_ids: Any, n: int) -> np.ndarray | None:
 
 
 def per_axis(value: float | Sequence[float], ndim: int, what: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64)
+    """``(ndim,)`` float64 from one number for every axis or one per axis.
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`shape_values`, or for another count of numbers than ``ndim``.
+    """
+    arr = shape_values(value, what)
     arr = np.full(ndim, float(arr)) if arr.ndim == 0 else arr
-    if arr.shape != (ndim,) or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise InvalidInputError(f"{what} must be {ndim} positive finite numbers, got {value!r}")
+    if arr.shape != (ndim,):
+        raise InvalidInputError(
+            f"{what} must be one number or {ndim} positive finite numbers (one per axis), "
+            f"got {value!r}"
+        )
     return arr
 
 
-def _nice(value: float) -> float:
-    exponent = np.floor(np.log10(value))
-    for step in (1.0, 2.0, 5.0, 10.0):
-        if value <= step * 10**exponent:
-            return float(step * 10**exponent)
-    return float(10 ** (exponent + 1))
+_NICE_STEPS = ("1", "1.2", "1.5", "2", "2.5", "3", "4", "5", "6", "8")
+"""Mantissas of the default chunk side: consecutive ones differ by at most 4/3, so the
+nearest gives a chunk volume within a factor of about 1.5 of the one aimed at (3-D)."""
+_ROBUST_QUANTILES = (0.005, 0.995)
+"""Per-axis quantiles of the sample that bound the bulk of the data (outliers left out)."""
 
 
-def default_chunk_shape(lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
+def nice_sides(low: float, high: float) -> list[float]:
+    """Every "nice" number (:data:`_NICE_STEPS` times a power of ten) from the largest one
+    at most ``low`` to the smallest one at least ``high``, ascending.
+
+    Each is the float nearest its decimal spelling (``1.2e-1``), so the same on every
+    platform.
+    """
+    exponent = int(np.floor(np.log10(low)))
+    out: list[float] = []
+    while True:
+        for step in _NICE_STEPS:
+            value = float(f"{step}e{exponent}")
+            out = [value] if value <= low else [*out, value]
+            if value >= high:
+                return out
+        exponent += 1
+
+
+def _rows_per_key(keys: np.ndarray) -> np.ndarray:
+    """How many rows of ``(m, D)`` int64 ``keys`` share each distinct key (one flat key per
+    row when they fit in int64)."""
+    shifted = keys - keys.min(axis=0)
+    spans = (shifted.max(axis=0) + 1).tolist()
+    if float(np.prod([float(s) for s in spans])) >= 2.0**62:
+        return np.asarray(np.unique(keys, axis=0, return_counts=True)[1])
+    flat = np.zeros(keys.shape[0], dtype=np.int64)
+    for d, span in enumerate(spans):
+        flat = flat * span + shifted[:, d]
+    return np.asarray(np.unique(flat, return_counts=True)[1])
+
+
+def points_per_chunk(rows: np.ndarray, n: int, side: float) -> float:
+    """The number of points in the chunk of a point, on average over the ``n`` points
+    (``sum(c_j**2) / n`` over the chunks' counts ``c_j``), for cubic chunks of ``side``,
+    estimated from ``rows``, a sample of the points.
+
+    Averaged over points rather than chunks, a few outliers alone in their chunks count
+    for little, and the chunks of dense clusters count fully. With every point in
+    ``rows`` it is exact; with a sample taken at rate ``r = m / n`` it is the unbiased
+    estimate ``(sum(s_j**2) - (1 - r) m) / (r m)`` from the sample counts ``s_j``.
+    """
+    m = int(rows.shape[0])
+    counts = _rows_per_key(np.floor(rows / side).astype(np.int64)).astype(np.float64)
+    rate = min(1.0, m / n)
+    return float((np.sum(counts**2) - (1.0 - rate) * m) / (rate * m))
+
+
+def default_chunk_shape(
+    sample: np.ndarray, n: int, bounds: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
     """The chunk shape used when none is given (spec §5, non-normative).
 
-    A cube whose side is a "nice" number (1, 2 or 5 times a power of ten) such that a
-    uniform cloud over the data's bounding box puts about 50,000 points in a chunk.
+    A cube whose side is a "nice" number (:func:`nice_sides`) such that the chunk of a
+    point holds about 50,000 points (:func:`points_per_chunk`, nearest in ratio),
+    measured on ``sample``, a deterministic sample of the points
+    (:func:`~zarr_vectors.kernels.sampling.sample_rows`). Sides are searched from a
+    thousandth of the side a uniform cloud over the sample's robust bounds
+    (:data:`_ROBUST_QUANTILES`) would need up to twice the robust extent, so dense
+    clusters get small chunks and far outliers, alone in their chunks, do not make the
+    chunks huge (the grid is then sparse: many chunks spanned, few occupied).
+
+    Parameters
+    ----------
+    sample
+        ``(m, D)`` float64 rows sampled from the ``n`` points (all of them when ``m = n``).
+    n
+        Points written.
+    bounds
+        Per-axis minimum and maximum of all the points.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(D,)`` float64, the same side on every axis.
     """
-    extent = np.maximum(hi - lo, 0.0)
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in bounds)
+    robust = np.quantile(sample, _ROBUST_QUANTILES, axis=0) if sample.shape[0] else None
+    extent = np.zeros_like(lo) if robust is None else np.maximum(robust[1] - robust[0], 0.0)
     positive = extent[extent > 0]
     if positive.size == 0 or n == 0:
-        return np.ones_like(lo)
-    volume = float(np.prod(positive))
-    side = (volume * min(1.0, _TARGET_POINTS_PER_CHUNK / n)) ** (1.0 / positive.size)
-    return np.full_like(lo, _nice(max(side, float(positive.max()) * 1e-6)))
+        whole = float(np.max(hi - lo, initial=0.0))
+        return np.full_like(lo, nice_sides(whole, whole)[-1] if whole > 0 else 1.0)
+    uniform = float(np.prod(positive) * _TARGET_POINTS_PER_CHUNK / n) ** (1.0 / positive.size)
+    largest = float(positive.max())
+    sides = nice_sides(min(uniform, largest) / 1000.0, 2.0 * largest)
+    return np.full_like(lo, _closest_side(sides, sample, n))
+
+
+def _closest_side(sides: list[float], sample: np.ndarray, n: int) -> float:
+    """The side of ``sides`` (ascending) whose :func:`points_per_chunk` is nearest the
+    target (in ratio), by bisection: the estimate grows with the side."""
+    memo: dict[int, float] = {}
+
+    def mean(i: int) -> float:
+        if i not in memo:
+            memo[i] = points_per_chunk(sample, n, sides[i])
+        return memo[i]
+
+    a, b = 0, len(sides) - 1
+    if mean(b) <= _TARGET_POINTS_PER_CHUNK:
+        return sides[b]
+    while a < b:  # first side whose estimate reaches the target
+        mid = (a + b) // 2
+        if mean(mid) >= _TARGET_POINTS_PER_CHUNK:
+            b = mid
+        else:
+            a = mid + 1
+    if a == 0:
+        return sides[0]
+    below, above = mean(a - 1), mean(a)
+    closer_below = _TARGET_POINTS_PER_CHUNK / below < above / _TARGET_POINTS_PER_CHUNK
+    return sides[a - 1] if closer_below else sides[a]
+
+
+def check_chunk_count(bounds: tuple[np.ndarray, np.ndarray], chunk: np.ndarray, n: int) -> None:
+    """Refuse a chunk shape with which ``n`` points within ``bounds`` could occupy more than
+    :data:`MAX_CHUNKS` chunks: the chunks spanned by the bounds, or ``n`` if fewer.
+
+    Counted per axis from the bounds and the chunk shape alone, in Python integers,
+    before anything the size of the grid is allocated. A sparse grid (two clusters far
+    apart in small chunks: spanning 10^13 chunks, occupying few) is allowed.
+
+    Raises
+    ------
+    InvalidInputError
+        With the arithmetic: the chunks per axis, their product and what to do.
+    """
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in bounds)
+    per_axis_count = [
+        int(np.floor(h / c)) - int(np.floor(l_ / c)) + 1
+        for l_, h, c in zip(lo.tolist(), hi.tolist(), chunk.tolist(), strict=True)
+    ]
+    total = 1
+    for k in per_axis_count:
+        total *= k
+    if min(total, n) <= MAX_CHUNKS:
+        return
+    shapes = sorted({float(c) for c in chunk.tolist()})
+    shape = f"{shapes[0]:g}" if len(shapes) == 1 else str([float(c) for c in chunk.tolist()])
+    pairs = list(zip(lo.tolist(), hi.tolist(), strict=True))
+    span = (
+        f"{pairs[0][0]:g}..{pairs[0][1]:g}"
+        if len(set(pairs)) == 1
+        else ", ".join(f"{a:g}..{b:g}" for a, b in pairs)
+    )
+    product = " x ".join(f"{k:,}" for k in per_axis_count)
+    occupied = "" if total <= n else f"; {n:,} points could occupy {n:,} of them"
+    raise InvalidInputError(
+        f"chunk_shape {shape} over bounds {span} on {len(per_axis_count)} axes gives "
+        f"{product} = {_format_number(total)} chunks{occupied}: more than the "
+        f"{MAX_CHUNKS:,} chunks a write may fill (each is stored and indexed on its own); "
+        f"pass a larger chunk_shape (about {_side_for(lo, hi, n):.3g} gives 50,000 "
+        "points per chunk on uniform data), or leave it out for the default"
+    )
+
+
+def _format_number(value: int) -> str:
+    return f"{value:,}" if value < 10**15 else f"{float(value):.3g}"
+
+
+def _side_for(lo: np.ndarray, hi: np.ndarray, n: int) -> float:
+    """The cube side putting :data:`_TARGET_POINTS_PER_CHUNK` of ``n`` uniform points in a
+    chunk of the bounding box ``lo..hi`` (for messages)."""
+    extent = np.maximum(hi - lo, 0.0)
+    positive = extent[extent > 0]
+    if positive.size == 0:
+        return 1.0
+    fraction = min(1.0, _TARGET_POINTS_PER_CHUNK / max(n, 1))
+    return float((np.prod(positive) * fraction) ** (1.0 / positive.size))
+
+
+def sample_for_default(positions: np.ndarray, chunk_shape: Any) -> np.ndarray | None:
+    """The sample :func:`default_chunk_shape` measures, or None when ``chunk_shape`` is
+    given (nothing to measure)."""
+    if chunk_shape is not None or positions.shape[0] == 0:
+        return None
+    return sample_rows(positions)[0]
 
 
 def _default_bins(ndim: int) -> int:
@@ -153,8 +611,12 @@ def plan_grid(
     chunk_shape: float | Sequence[float] | None,
     bin_shape: float | Sequence[float] | None,
     ndim: int,
+    sample: np.ndarray | None = None,
 ) -> ChunkGrid:
     """The chunk grid of a new store: shapes (given or default), origin and grid shape (§5.2).
+
+    Without ``chunk_shape`` the default (:func:`default_chunk_shape`) is measured on
+    ``sample``, rows of the points (:func:`~zarr_vectors.kernels.sampling.sample_rows`).
 
     Raises
     ------
@@ -163,11 +625,12 @@ def plan_grid(
     """
     if chunk_shape is None and bounds is None:
         raise InvalidInputError("chunk_shape is required to write a store without vertices")
-    chunk = (
-        default_chunk_shape(bounds[0], bounds[1], n)
-        if chunk_shape is None and bounds is not None
-        else per_axis(chunk_shape, ndim, "chunk_shape")  # type: ignore[arg-type]
-    )
+    if chunk_shape is not None:
+        chunk = per_axis(chunk_shape, ndim, "chunk_shape")
+    elif bounds is not None and sample is not None:
+        chunk = default_chunk_shape(sample, n, bounds)
+    else:
+        raise InvalidInputError("the default chunk shape needs a sample of the points")
     bins = (
         np.full(ndim, _default_bins(ndim), dtype=np.int64)
         if bin_shape is None
@@ -176,6 +639,8 @@ def plan_grid(
     if bounds is None:
         first = last = np.zeros(ndim, dtype=np.int64)
     else:
+        if chunk_shape is not None:  # the default aims at 50,000 points per chunk
+            check_chunk_count(bounds, chunk, n)
         span = chunk_coords(np.stack(bounds), chunk)
         first, last = span[0], span[1]
     origin = np.minimum(first, 0)
@@ -194,8 +659,15 @@ def root_metadata(
     names = options.axis_names or DEFAULT_AXIS_NAMES[:ndim]
     units = options.axis_units
     units_t = (units,) * ndim if isinstance(units, str) else tuple(units)
-    if len(names) != ndim or len(units_t) != ndim:
-        raise InvalidInputError(f"axis_names and axis_units need {ndim} entries")
+    if len(names) != ndim:
+        raise InvalidInputError(
+            f"axis_names need {ndim} entries (the data have {ndim} axes), got {names!r}"
+        )
+    if len(units_t) != ndim:
+        raise InvalidInputError(
+            f"units (axis_units) need 1 or {ndim} entries (the data have {ndim} axes), "
+            f"got {units!r}"
+        )
     if options.custom_metadata is not None:
         extra = {**(extra or {}), "custom_metadata": options.custom_metadata}
     sharded = bool(options.shard_shape(ndim))  # several chunks per shard: format 1.1 (§3.3)

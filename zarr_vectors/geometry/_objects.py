@@ -394,7 +394,8 @@ def write_objects(
     n, ndim = table.positions.shape
     lo, hi = inputs.check_finite(table.positions)
     bounds = None if n == 0 else (lo, hi)
-    grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim)
+    sample = inputs.sample_for_default(table.positions, chunk_shape)
+    grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim, sample)
     root = inputs.root_metadata(table.kind, grid, options, bounds, table.root_extra)
     runs = cut_object_runs(table, grid, (lo, hi)) if n else empty_runs(ndim)
     n_max = round_up(int(runs.rows.counts.max(initial=0)), options.block_rows)
