@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 import zarr_vectors as zv
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.kernels import bounds_and_nonfinite
-from zarr_vectors.kernels.sampling import SAMPLE_ROWS, merge_samples, row_hashes, sample_rows
+from zarr_vectors.kernels.sampling import (
+    SAMPLE_ROWS,
+    merge_samples,
+    row_hashes,
+    row_hashes_numpy,
+    sample_rows,
+)
 
 TARGET = 50_000
 
@@ -78,9 +84,9 @@ def test_fewer_points_than_the_target_make_one_chunk() -> None:
     assert _chunk_counts(positions, _default_side(positions)).shape[0] == 1
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(
-    n=st.integers(200_000, 600_000),
+    n=st.integers(1_000_000, 2_000_000),
     ndim=st.sampled_from([2, 3]),
     log_scale=st.floats(-3, 6),
     offset=st.floats(-1000, 1000),
@@ -89,15 +95,33 @@ def test_fewer_points_than_the_target_make_one_chunk() -> None:
 def test_default_chunk_shape_target_holds_at_any_scale_and_offset(
     n: int, ndim: int, log_scale: float, offset: float, seed: int
 ) -> None:
-    """On uniform data of any scale and offset, the chunk of a point holds the target
-    within a factor 2.5, and an occupied chunk holds it on average within a factor 4
-    (chunks cut by the bounding box's faces hold less)."""
+    """On uniform data of any scale and offset (20 to 40 times the target), the chunk of a
+    point holds the target within a factor 2, and an occupied chunk holds it on average
+    within a factor 4 (chunks cut by the bounding box's faces hold less)."""
     rng = np.random.default_rng(seed)
-    scale = 10.0**log_scale
-    positions = (rng.uniform(0, 1, (n, ndim)) + offset) * scale
+    positions = (rng.uniform(0, 1, (n, ndim)) + offset) * 10.0**log_scale
+    counts = _chunk_counts(positions, _default_side(positions))
+    assert TARGET / 2 <= _per_point(counts) <= TARGET * 2
+    assert TARGET / 4 <= counts.mean() <= TARGET * 4
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    n=st.integers(150_000, 600_000),
+    log_scale=st.floats(-3, 6),
+    offset=st.floats(-1000, 1000),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_few_chunks_still_hold_the_target_per_point(
+    n: int, log_scale: float, offset: float, seed: int
+) -> None:
+    """With 3 to 12 times the target, the chunk of a point holds it within a factor 2.5
+    (the mean per occupied chunk is not bounded then: a box cut into 2 or 3 chunks per
+    axis leaves thin chunks at its faces)."""
+    rng = np.random.default_rng(seed)
+    positions = (rng.uniform(0, 1, (n, 3)) + offset) * 10.0**log_scale
     counts = _chunk_counts(positions, _default_side(positions))
     assert TARGET / 2.5 <= _per_point(counts) <= TARGET * 2.5
-    assert TARGET / 4 <= counts.mean() <= TARGET * 4
 
 
 def test_nice_sides_are_exact_decimals_and_cover_the_range() -> None:
@@ -157,3 +181,16 @@ def test_streaming_without_chunk_shape_writes_the_one_shot_store(tmp_path: Path)
     one, many = zv.open(tmp_path / "one"), zv.open(tmp_path / "many")
     assert one.chunk_shape == many.chunk_shape
     assert one.chunk_count == many.chunk_count > 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(0, 500),
+    ndim=st.sampled_from([2, 3, 4]),
+    wide=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_row_hashes_kernel_matches_its_numpy_twin(n: int, ndim: int, wide: bool, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    positions = rng.normal(0, 1e3, (n, ndim)).astype(np.float64 if wide else np.float32)
+    np.testing.assert_array_equal(row_hashes(positions), row_hashes_numpy(positions))

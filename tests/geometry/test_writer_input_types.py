@@ -249,3 +249,35 @@ def test_units_are_documented_on_every_writer() -> None:
         assert "units\n" in (write.__doc__ or ""), write
     for write in (zv.ObjectWriter, zv.write_objects_parallel):
         assert "``units``" in (write.__doc__ or ""), write
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        (zv.WriteOptions(rows_per_block="8"), "rows_per_block must be a positive int"),  # type: ignore[arg-type]
+        (zv.WriteOptions(rows_per_block=True), "rows_per_block must be a positive int"),
+        (zv.WriteOptions(compression="zstd"), "compression must be 'blosc-lz4' or None"),
+        (zv.WriteOptions(axis_names="xyz"), "axis_names must be a sequence"),  # type: ignore[arg-type]
+    ],
+    ids=["rows_text", "rows_bool", "compression", "axis_names_text"],
+)
+def test_wrong_write_options_are_named(options: zv.WriteOptions, match: str) -> None:
+    with pytest.raises(InvalidInputError, match=re.escape(match)):
+        zv.write_points(MemoryStore(), POINTS, options=options)
+
+
+def test_appends_name_wrong_argument_types(tmp_path: Path) -> None:
+    """The ``append_*`` functions go through the same checks as the writers."""
+    points, lines = tmp_path / "p", tmp_path / "l"
+    zv.write_points(points, POINTS, chunk_shape=50.0, attributes={"a": np.zeros(60)})
+    zv.write_polylines(lines, [POINTS[:10]], chunk_shape=50.0, attributes={"a": np.zeros(10)})
+    with pytest.raises(InvalidInputError, match="attributes must be a mapping"):
+        zv.append_points(points, POINTS, attributes=[np.zeros(60)], progress=False)
+    with pytest.raises(InvalidInputError, match="positions must be an array of numbers"):
+        zv.append_points(points, "1 2 3", attributes={"a": np.zeros(1)}, progress=False)
+    with pytest.raises(InvalidInputError, match="memory_budget must be a number"):
+        zv.append_points(points, POINTS, attributes={"a": np.zeros(60)}, memory_budget=True)
+    with pytest.raises(InvalidInputError, match="attributes must be a mapping"):
+        zv.append_polylines(lines, [POINTS[:5]], attributes=[np.zeros(5)], progress=False)
+    with pytest.raises(InvalidInputError, match=re.escape("polylines[0] must be an array")):
+        zv.append_polylines(lines, [[[1.0, 2.0, 3.0], [1.0]]], progress=False)

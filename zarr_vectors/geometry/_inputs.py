@@ -695,6 +695,21 @@ def check_options(options: WriteOptions | None, kind: str) -> WriteOptions:
         For settings that cannot be written.
     """
     options = (options or WriteOptions()).with_kind_defaults(kind)
-    if options.block_rows < 1:
-        raise InvalidInputError(f"rows_per_block must be positive, got {options.block_rows}")
+    rows = options.block_rows
+    if not isinstance(rows, int | np.integer) or isinstance(rows, bool) or rows < 1:
+        raise InvalidInputError(
+            f"rows_per_block must be a positive int, got {rows!r} ({_type_name(rows)})"
+        )
+    if options.compression not in (None, "blosc-lz4"):
+        raise InvalidInputError(
+            f"compression must be 'blosc-lz4' or None, got {options.compression!r}"
+        )
+    names: Any = options.axis_names
+    if names is not None and (
+        isinstance(names, str) or not all(isinstance(a, str) and a for a in names)
+    ):
+        raise InvalidInputError(
+            f"axis_names must be a sequence of one name per axis, e.g. ('x', 'y', 'z'), "
+            f"got {names!r}"
+        )
     return options
