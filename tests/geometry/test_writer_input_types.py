@@ -281,3 +281,27 @@ def test_appends_name_wrong_argument_types(tmp_path: Path) -> None:
         zv.append_polylines(lines, [POINTS[:5]], attributes=[np.zeros(5)], progress=False)
     with pytest.raises(InvalidInputError, match=re.escape("polylines[0] must be an array")):
         zv.append_polylines(lines, [[[1.0, 2.0, 3.0], [1.0]]], progress=False)
+
+
+def test_a_streaming_write_refuses_too_many_chunks_at_the_batch_that_crosses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streaming write with ``chunk_shape`` refuses the batch that takes it over the
+    limit, when it is appended (not after spilling everything); earlier batches stay."""
+    monkeypatch.setattr(inputs, "MAX_CHUNKS", 900)
+    target = tmp_path / "s"
+    with zv.PointWriter(target, chunk_shape=10.0, progress=False) as writer:
+        writer.append(RNG.uniform(0, 50, (2000, 3)))
+        with pytest.raises(InvalidInputError, match="chunks: more than the 900"):
+            writer.append(RNG.uniform(0, 100, (2000, 3)))
+    assert zv.open(target).vertex_count == 2000
+
+
+def test_a_mapping_that_is_not_a_dict_is_still_taken() -> None:
+    """The mapping check refuses lists, not mapping-like objects (a dataframe's columns)."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": np.arange(60.0), "b": np.arange(60, dtype=np.int16)})
+    store = MemoryStore()
+    zv.write_points(store, POINTS, attributes=frame, chunk_shape=50.0)
+    got = zv.open(store).read()
+    assert sorted(got.attributes) == ["a", "b"]

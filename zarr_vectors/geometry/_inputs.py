@@ -81,7 +81,8 @@ def array(values: Any, what: str) -> np.ndarray:
 
 
 def mapping(values: Any, what: str) -> Mapping[Any, Any]:
-    """``values`` (a mapping, or None for none) checked to be a mapping.
+    """``values`` (a mapping, or None for none) checked to be a mapping; an object with
+    ``keys()`` and ``items()`` (a dataframe: its columns) is taken as one.
 
     Raises
     ------
@@ -90,12 +91,14 @@ def mapping(values: Any, what: str) -> Mapping[Any, Any]:
     """
     if values is None:
         return {}
-    if not isinstance(values, Mapping):
-        raise InvalidInputError(
-            f"{what} must be a mapping (dict) of name to array, e.g. "
-            f"{{'intensity': values}}, got a {_type_name(values)}"
-        )
-    return values
+    if isinstance(values, Mapping):
+        return values
+    if callable(getattr(values, "items", None)) and callable(getattr(values, "keys", None)):
+        return dict(values.items())  # a mapping that is not a Mapping (a dataframe...)
+    raise InvalidInputError(
+        f"{what} must be a mapping (dict) of name to array, e.g. "
+        f"{{'intensity': values}}, got a {_type_name(values)}"
+    )
 
 
 def _is_number(value: Any) -> bool:

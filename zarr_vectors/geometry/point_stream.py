@@ -260,9 +260,11 @@ class PointWriter:
         pos, columns = self._fit_schema(pos, columns, ids)
         if self.grid is None and self.chunk_shape is not None:
             self.grid = inputs.plan_grid(None, 0, self.chunk_shape, self.bin_shape, pos.shape[1])
+        seen = None if self.lo is None or self.hi is None else (self.lo, self.hi)
+        if n and self.grid is not None and self.existing is None:  # refused now, not at close
+            inputs.check_chunk_count(_union(seen, (lo, hi)), self.grid.chunk_shape, self.n + n)
         if n:
-            self.lo = lo if self.lo is None else np.minimum(self.lo, lo)
-            self.hi = hi if self.hi is None else np.maximum(self.hi, hi)
+            self.lo, self.hi = _union(seen, (lo, hi))
         if n and self.chunk_shape is None:
             self.sample = merge_samples(self.sample, sample_rows(pos))
         assert self.schema is not None
