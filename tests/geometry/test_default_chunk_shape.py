@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarr_vectors as zv
-from zarr_vectors.geometry import _inputs as inputs
+from zarr_vectors.geometry import _chunk_shapes as chunk_shapes
 from zarr_vectors.kernels import bounds_and_nonfinite
 from zarr_vectors.kernels.sampling import (
     SAMPLE_ROWS,
@@ -27,9 +27,9 @@ TARGET = 50_000
 
 def _default_side(positions: np.ndarray) -> float:
     lo, hi, _ = bounds_and_nonfinite(positions)
-    sample = inputs.sample_for_default(positions, None)
+    sample = chunk_shapes.sample_for_default(positions, None)
     assert sample is not None
-    side = inputs.default_chunk_shape(sample, positions.shape[0], (lo, hi))
+    side = chunk_shapes.default_chunk_shape(sample, positions.shape[0], (lo, hi))
     assert np.all(side == side[0])
     return float(side[0])
 
@@ -125,7 +125,7 @@ def test_few_chunks_still_hold_the_target_per_point(
 
 
 def test_nice_sides_are_exact_decimals_and_cover_the_range() -> None:
-    sides = inputs.nice_sides(0.013, 0.7)
+    sides = chunk_shapes.nice_sides(0.013, 0.7)
     assert sides[0] == 0.012
     assert sides[-1] == 0.8
     assert 0.025 in sides

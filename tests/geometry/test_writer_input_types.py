@@ -16,6 +16,7 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry import _chunk_shapes as chunk_shapes
 from zarr_vectors.geometry import _inputs as inputs
 
 RNG = np.random.default_rng(34)
@@ -202,7 +203,7 @@ def test_a_refused_chunk_shape_leaves_the_destination_untouched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The writers refuse it through ``plan_grid``, before the destination is opened."""
-    monkeypatch.setattr(inputs, "MAX_CHUNKS", 900)
+    monkeypatch.setattr(chunk_shapes, "MAX_CHUNKS", 900)
     target = tmp_path / "many.zarrvectors"
     with pytest.raises(InvalidInputError, match=re.escape("10 x 10 x 10 = 1,000 chunks")):
         zv.write_points(target, RNG.uniform(0, 100, (5000, 3)), chunk_shape=10.0)
@@ -288,7 +289,7 @@ def test_a_streaming_write_refuses_too_many_chunks_at_the_batch_that_crosses(
 ) -> None:
     """A streaming write with ``chunk_shape`` refuses the batch that takes it over the
     limit, when it is appended (not after spilling everything); earlier batches stay."""
-    monkeypatch.setattr(inputs, "MAX_CHUNKS", 900)
+    monkeypatch.setattr(chunk_shapes, "MAX_CHUNKS", 900)
     target = tmp_path / "s"
     with zv.PointWriter(target, chunk_shape=10.0, progress=False) as writer:
         writer.append(RNG.uniform(0, 50, (2000, 3)))

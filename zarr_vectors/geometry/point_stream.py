@@ -29,6 +29,7 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
+from zarr_vectors.geometry import _chunk_shapes as chunk_shapes
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import (
     LevelWriter,
@@ -262,7 +263,9 @@ class PointWriter:
             self.grid = inputs.plan_grid(None, 0, self.chunk_shape, self.bin_shape, pos.shape[1])
         seen = None if self.lo is None or self.hi is None else (self.lo, self.hi)
         if n and self.grid is not None and self.existing is None:  # refused now, not at close
-            inputs.check_chunk_count(_union(seen, (lo, hi)), self.grid.chunk_shape, self.n + n)
+            chunk_shapes.check_chunk_count(
+                _union(seen, (lo, hi)), self.grid.chunk_shape, self.n + n
+            )
         if n:
             self.lo, self.hi = _union(seen, (lo, hi))
         if n and self.chunk_shape is None:

@@ -13,6 +13,7 @@ from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
+from zarr_vectors.geometry import _chunk_shapes as chunk_shapes
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import (
     LevelStats,
@@ -109,7 +110,7 @@ def write_points(
     if ids is not None:
         columns[OBJECT_ID_ATTRIBUTE] = ids
     bounds = None if n == 0 else (lo, hi)
-    sample = inputs.sample_for_default(pos, chunk_shape)
+    sample = chunk_shapes.sample_for_default(pos, chunk_shape)
     grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim, sample)
     root = inputs.root_metadata(POINT_CLOUD, grid, options, bounds)
     with progress_reporter(progress) as report, write_target(store, overwrite=overwrite) as io:

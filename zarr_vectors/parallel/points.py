@@ -3,8 +3,9 @@
 The write runs in stages, each waited for as a whole (:meth:`~._cluster.Tasks.run`):
 
 1. one task per partition loads and checks it (:func:`~._partitions.load_points`); the
-   coordinator receives only its size, bounds and column types, and fixes the grid with the
-   serial writer's own functions (``plan_grid``, ``root_metadata``);
+   coordinator receives only its size, bounds, column types and (without ``chunk_shape``)
+   its sample of rows, and fixes the grid with the serial writer's own functions
+   (``plan_grid``, ``root_metadata``);
 2. one task per partition sorts its rows by chunk and returns the rows per chunk; the
    coordinator adds them up, sets ``N_max`` and cuts the chunks, in C order, into buckets
    of about equal rows, one per writer task;
@@ -106,7 +107,8 @@ def write_points_parallel(
         follow those of partition ``k - 1``. Paths are opened by the workers.
     chunk_shape, bin_shape
         As for :func:`~zarr_vectors.write_points` (the default chunk shape depends on all
-        the bounds, which the first stage gathers).
+        the bounds and on a sample of the rows, which the first stage gathers; the sample
+        does not depend on how the rows are partitioned, so the store is the serial one).
     attributes
         Names of the attributes to keep (default: every attribute of the partitions).
     client
