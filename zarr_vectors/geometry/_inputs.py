@@ -184,7 +184,8 @@ def with_units(options: WriteOptions | None, units: Any) -> WriteOptions | None:
     value = _units(units)
     if options is None:
         return WriteOptions(axis_units=value)
-    if options.axis_units not in ("unknown", value):
+    given = options.axis_units
+    if (given if isinstance(given, str) else tuple(given)) not in ("unknown", value):
         raise InvalidInputError(
             f"units={units!r} and options.axis_units={options.axis_units!r} disagree; "
             "give the units once (units=)"
