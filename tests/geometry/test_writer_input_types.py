@@ -235,6 +235,8 @@ def test_units_need_one_or_one_per_axis_and_agree_with_options() -> None:
         )
     same = zv.WriteOptions(axis_units="meter")
     zv.write_points(MemoryStore(), POINTS, units="meter", options=same)
+    as_list = zv.WriteOptions(axis_units=["m", "m", "um"])  # type: ignore[arg-type]
+    zv.write_points(MemoryStore(), POINTS, units=("m", "m", "um"), options=as_list)
 
 
 def test_units_are_documented_on_every_writer() -> None:
