@@ -248,7 +248,7 @@ def test_input_that_does_not_match_changes_nothing(tmp_path: Path) -> None:
     bad = [
         {"positions": np.ones((2, 3))},  # float64 positions
         {"positions": np.ones((2, 2), np.float32)},  # dimension
-        {"attributes": {"a": np.ones(2, np.float32)}},  # dtype
+        {"object_attributes": {"k": np.array([1.5])}},  # a cast that loses values
         {"attributes": {"b": np.ones(2)}},  # name
         {"object_attributes": {}},
         {"edge_attributes": {}},
@@ -334,3 +334,48 @@ def test_an_earlier_writers_store_keeps_its_blob_blocks(tmp_path: Path) -> None:
     for name, values in want.object_attributes.items():
         np.testing.assert_array_equal(got.object_attributes[name], values)
     np.testing.assert_array_equal(new.read_objects([5000]).positions, [[1, 1, 1], [2, 2, 2]])
+
+
+def test_object_appends_cast_safely_and_give_the_astype_for_a_lossy_cast(tmp_path: Path) -> None:
+    """Finding (object appends): a float32 batch into a float64 store is a safe cast and
+    is done; a cast that loses values is refused with the ``.astype(...)`` to use."""
+    rng = np.random.default_rng(34)
+    lines = [rng.uniform(0, 50, (5, 3)) for _ in range(4)]
+    new = [rng.uniform(0, 50, (4, 3)) for _ in range(2)]
+    path = tmp_path / "s"
+    vertex = {"a": np.ones(20, np.float32)}
+    zv.write_polylines(
+        path,
+        lines,
+        chunk_shape=20.0,
+        attributes=vertex,
+        object_attributes={"k": np.arange(4, dtype=np.int32)},
+    )
+    zv.append_polylines(
+        path,
+        [p.astype(np.float32) for p in new],
+        attributes={"a": np.zeros(8, np.int8)},
+        object_attributes={"k": np.array([7, 8], np.int16)},
+        progress=False,
+    )
+    store = zv.open(path)
+    assert store.object_count == 6
+    np.testing.assert_array_equal(store.read_objects([4]).positions, new[0].astype(np.float32))
+    before = object_cases.files(path)
+    with pytest.raises(zv.InvalidInputError) as err:
+        zv.append_polylines(
+            path,
+            new,
+            attributes={"a": np.zeros(8)},
+            object_attributes={"k": np.array([7, 8], np.int32)},
+        )
+    assert "attributes['a'].astype(np.float32)" in str(err.value)
+    with pytest.raises(zv.InvalidInputError) as err:
+        zv.append_polylines(
+            path,
+            new,
+            attributes={"a": np.zeros(8, np.float32)},
+            object_attributes={"k": np.array([7, 8])},
+        )
+    assert "object_attributes['k'].astype(np.int32)" in str(err.value)
+    assert object_cases.files(path) == before

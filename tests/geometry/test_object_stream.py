@@ -104,3 +104,19 @@ def test_refusals(tmp_path: Path) -> None:
     with pytest.raises(zv.InvalidInputError, match="closed"):
         writer.append(np.zeros((3, 3)), np.array([[0, 1, 2]]))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+
+def test_later_batches_are_cast_safely_to_the_first(tmp_path: Path) -> None:
+    """Finding (streaming object writes): a later batch is cast to the first batch's
+    dtypes when that is safe, and refused with the ``.astype(...)`` to use otherwise."""
+    rng = np.random.default_rng(34)
+    first = [rng.uniform(0, 50, (5, 3)) for _ in range(3)]
+    later = [rng.uniform(0, 50, (4, 3)).astype(np.float32) for _ in range(2)]
+    with zv.ObjectWriter(tmp_path / "s", kind="polyline", chunk_shape=20.0) as writer:
+        writer.append(first, attributes={"a": np.ones(15, np.float32)})
+        with pytest.raises(zv.InvalidInputError, match=r"attributes\['a'\]\.astype\(np\.float32\)"):
+            writer.append(later, attributes={"a": np.zeros(8)})
+        writer.append(later, attributes={"a": np.zeros(8, np.int8)})
+    store = zv.open(tmp_path / "s")
+    assert store.object_count == 5
+    assert store.read().positions.dtype == np.float64

@@ -175,16 +175,19 @@ def test_a_memory_store_and_reading_back(tmp_path: Path) -> None:
 def test_a_batch_that_does_not_match_is_refused_and_the_rest_kept(tmp_path: Path) -> None:
     xyz = np.random.default_rng(5).uniform(0, 10, (100, 3)).astype(np.float32)
     with zv.PointWriter(tmp_path / "s", chunk_shape=5.0, progress=False) as writer:
-        writer.append(xyz[:50], attributes={"a": np.zeros(50)})
-        with pytest.raises(zv.InvalidInputError, match=r"attributes.*the first batch's"):
-            writer.append(xyz[50:], attributes={"a": np.zeros(50, np.float32)})
-        with pytest.raises(zv.InvalidInputError, match=r"positions.*the first batch's"):
-            writer.append(xyz[50:].astype(np.float64), attributes={"a": np.zeros(50)})
+        writer.append(xyz[:40], attributes={"a": np.zeros(40, np.float32)})
+        lossy = r"attributes\['a'\] is float64 but the first batch holds float32"
+        with pytest.raises(zv.InvalidInputError, match=lossy):
+            writer.append(xyz[40:], attributes={"a": np.zeros(60)})
+        with pytest.raises(zv.InvalidInputError, match=r"positions is float64 but the first batch"):
+            writer.append(xyz[40:].astype(np.float64), attributes={"a": np.zeros(60, np.float32)})
         with pytest.raises(zv.InvalidInputError, match="NaN or infinite"):
             writer.append(np.full((2, 3), np.nan), attributes={"a": np.zeros(2)})
-        writer.append(xyz[50:], attributes={"a": np.ones(50)})
+        writer.append(xyz[40:50], attributes={"a": np.zeros(10, np.int16)})  # a safe cast
+        writer.append(xyz[50:], attributes={"a": np.ones(50, np.float32)})
     got = zv.open(tmp_path / "s").read()
     assert got.positions.shape == (100, 3)
+    assert got.attributes["a"].dtype == np.float32
     assert sorted(got.attributes["a"].tolist()) == [0.0] * 50 + [1.0] * 50
 
 

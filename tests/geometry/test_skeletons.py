@@ -278,3 +278,27 @@ def test_skeleton_property(seed: int, m: int, ndim: int) -> None:
     model = skeleton_model(positions, labels, parents)
     check_objects(opened.read_objects(model.unique[::-1]), model, np.arange(m)[::-1])
     check_boxes(opened, model, random_boxes(rng, positions, 2))
+
+
+@pytest.mark.parametrize(
+    "parents",
+    [[-1, 1, 2, 3], [-1, 1, 1, 2], [-1, 1, 4, 2]],
+    ids=["chain", "branch", "out_of_range"],
+)
+def test_one_based_swc_parents_get_a_zero_based_hint(parents: list[int]) -> None:
+    """Finding: SWC-style 1-based ``parents`` gave "vertex 1 is its own parent" with no hint
+    that parents are 0-based row indices."""
+    positions = np.arange(12, dtype=np.float64).reshape(4, 3)
+    with pytest.raises(InvalidInputError, match=r"0-based row indices.*look 1-based") as err:
+        zv.write_skeletons(MemoryStore(), positions, parents=np.asarray(parents))
+    assert "np.where(parents > 0, parents - 1, -1)" in str(err.value)
+    fixed = np.asarray(parents)
+    fixed = np.where(fixed > 0, fixed - 1, -1)
+    zv.write_skeletons(MemoryStore(), positions, parents=fixed)  # the hint works
+
+
+def test_zero_based_parents_errors_have_no_one_based_hint() -> None:
+    positions = np.arange(12, dtype=np.float64).reshape(4, 3)
+    with pytest.raises(InvalidInputError) as err:
+        zv.write_skeletons(MemoryStore(), positions, parents=np.array([-1, 0, 2, 0]))
+    assert "1-based" not in str(err.value)

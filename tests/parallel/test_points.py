@@ -273,3 +273,23 @@ def test_progress_reports_the_tasks_of_each_stage(client: Any, tmp_path: Path) -
         assert [d for d, _ in done] == sorted(d for d, _ in done)
         assert done[-1][0] == done[-1][1] > 0
     assert ("loading partitions", 3, 3) in seen
+
+
+def test_parallel_writers_take_units(client: Any, tmp_path: Path) -> None:
+    """Finding: units could be set only through ``WriteOptions(axis_units=...)``; the
+    parallel writers take ``units=`` like the others."""
+    xyz = np.random.default_rng(34).uniform(0, 20, (300, 3))
+    zv.write_points_parallel(
+        tmp_path / "p",
+        np.array_split(xyz, 3),
+        chunk_shape=10.0,
+        units="micrometer",
+        client=client,
+    )
+    assert zv.open(tmp_path / "p").axis_units == ("micrometer",) * 3
+    parts = [{"polylines": [xyz[:10]]}, {"polylines": [xyz[10:30]]}]
+    units = ("nanometer", "nanometer", "micrometer")
+    zv.write_objects_parallel(
+        tmp_path / "o", "polyline", parts, chunk_shape=10.0, units=units, client=client
+    )
+    assert zv.open(tmp_path / "o").axis_units == units

@@ -30,7 +30,7 @@ _RESERVED_OBJECT = frozenset({OBJECT_ID_ATTRIBUTE})
 
 def offsets(values: Any, n: int) -> np.ndarray:
     """Validate object offsets: ``m + 1`` non-decreasing integers from 0 to ``n``."""
-    arr = np.asarray(values)
+    arr = inputs.array(values, "offsets")
     if arr.ndim != 1 or arr.shape[0] < 1 or arr.dtype.kind not in "iu":
         raise InvalidInputError(f"offsets must be a 1-D integer array of m + 1 values, got {arr!r}")
     arr = arr.astype(np.int64)
@@ -78,6 +78,7 @@ def parse_groups(
     Members are the caller's object ids (``object_ids=``, or 0..m-1); they are stored as
     dense object ids, unique and ascending. Group order is the order of the mapping.
     """
+    groups = inputs.mapping(groups, "groups")
     if not groups:
         if attributes:
             raise InvalidInputError("group_attributes were given without groups")
@@ -95,7 +96,7 @@ def parse_groups(
 
 
 def _members(name: Any, values: Sequence[int], known: np.ndarray, order: np.ndarray) -> np.ndarray:
-    wanted = np.asarray(values)
+    wanted = inputs.array(values, f"group {name!r}")
     if wanted.size == 0:
         return np.empty(0, np.int64)
     if wanted.ndim != 1 or wanted.dtype.kind not in "iu":

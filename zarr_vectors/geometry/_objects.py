@@ -33,6 +33,7 @@ from zarr_vectors.format.names import (
     OBJECT_ID_ATTRIBUTE,
     OBJECT_INDEX,
 )
+from zarr_vectors.geometry import _chunk_shapes as chunk_shapes
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._object_runs import (
     Links,
@@ -394,7 +395,8 @@ def write_objects(
     n, ndim = table.positions.shape
     lo, hi = inputs.check_finite(table.positions)
     bounds = None if n == 0 else (lo, hi)
-    grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim)
+    sample = chunk_shapes.sample_for_default(table.positions, chunk_shape)
+    grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim, sample)
     root = inputs.root_metadata(table.kind, grid, options, bounds, table.root_extra)
     runs = cut_object_runs(table, grid, (lo, hi)) if n else empty_runs(ndim)
     n_max = round_up(int(runs.rows.counts.max(initial=0)), options.block_rows)

@@ -89,6 +89,7 @@ class WriteOptions:
         Names of the axes (default ``x, y, z, w`` truncated to ``D``).
     axis_units
         One unit for all axes or one per axis (UDUNITS-2 names such as ``"micrometer"``).
+        Every writer also takes it as ``units=``.
     rows_per_block
         ``R``: rows per inner chunk of every per-chunk array (spec §9.0). Default
         :data:`POINT_ROWS_PER_BLOCK` for point clouds, :data:`OBJECT_ROWS_PER_BLOCK` for

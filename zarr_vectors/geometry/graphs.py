@@ -28,8 +28,10 @@ __all__ = [
     "VertexGrouping",
     "group_vertices",
     "link_array",
+    "looks_one_based",
     "object_table",
     "same_object",
+    "skeleton_parents",
     "write_graph",
     "write_skeletons",
 ]
@@ -95,7 +97,7 @@ def group_vertices(vertex_objects: Any, n: int) -> VertexGrouping:
     if vertex_objects is None:
         offsets = np.asarray([0, n] if n else [0], dtype=np.int64)
         return VertexGrouping(None, offsets, None, np.zeros(n, np.int64))
-    labels = np.asarray(vertex_objects)
+    labels = inputs.array(vertex_objects, "vertex_objects")
     if labels.shape != (n,) or labels.dtype.kind not in "iu":
         raise InvalidInputError(
             f"vertex_objects must be {n} integers (one label per vertex), "
@@ -130,7 +132,7 @@ def link_array(values: Any, n: int, width: int, what: str, *, root_column: int =
     InvalidInputError
         For another shape, a non-integer dtype or an index out of range.
     """
-    arr = np.asarray(values)
+    arr = inputs.array(values, f"{what}s")
     if arr.size == 0 and (arr.ndim == 1 or arr.shape[1:] == (width,)):
         return np.empty((0, width), np.int64)
     if arr.ndim != 2 or arr.shape[1] != width or arr.dtype.kind not in "iu":
@@ -246,12 +248,6 @@ def object_table(
     )
 
 
-def _flag(value: Any, name: str) -> bool:
-    if not isinstance(value, bool | np.bool_):
-        raise InvalidInputError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
 def write_graph(
     store: StoreLike,
     positions: Any,
@@ -267,6 +263,7 @@ def write_graph(
     edge_attributes: Mapping[str, Any] | None = None,
     groups: Mapping[Any, Sequence[int]] | None = None,
     group_attributes: Mapping[str, Any] | None = None,
+    units: str | Sequence[str] | None = None,
     overwrite: bool = False,
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
@@ -305,6 +302,9 @@ def write_graph(
         ``{name_or_id: [object ids]}``.
     group_attributes
         Per-group columns (one row per group, in the order of ``groups``).
+    units
+        Unit of the coordinates: one name for every axis (``"micrometer"``) or one per
+        axis, as for :func:`zarr_vectors.write_points`.
     overwrite
         Replace an existing store.
     options
@@ -322,7 +322,15 @@ def write_graph(
     -----
     Root keys: ``is_directed`` and ``is_tree: false`` (trees are not detected).
     """
-    is_directed = _flag(directed, "directed")
+    options = inputs.check_settings(
+        "graph",
+        chunk_shape=chunk_shape,
+        bin_shape=bin_shape,
+        overwrite=overwrite,
+        options=options,
+        units=units,
+    )
+    is_directed = inputs.flag(directed, "directed")
     vertices = inputs.positions(positions)
     n = vertices.shape[0]
     grouping = group_vertices(vertex_objects, n)
@@ -367,7 +375,7 @@ def parent_array(parents: Any, edges: Any, n: int) -> np.ndarray:
     if (parents is None) == (edges is None):
         raise InvalidInputError("give exactly one of parents= or edges=")
     if parents is not None:
-        arr = np.asarray(parents)
+        arr = inputs.array(parents, "parents")
         if arr.shape != (n,) or (n and arr.dtype.kind not in "iu"):
             raise InvalidInputError(
                 f"parents must be {n} integers (-1 for a root), got {arr.dtype} {arr.shape}"
@@ -383,6 +391,43 @@ def parent_array(parents: Any, edges: Any, n: int) -> np.ndarray:
         )
     parent = np.full(n, -1, dtype=np.int64)
     parent[pairs[:, 0]] = pairs[:, 1]
+    return parent
+
+
+def looks_one_based(parents: Any, n: int) -> bool:
+    """Whether ``parents`` look like 1-based SWC ids rather than 0-based row indices:
+    integers, none of them 0, each -1 (a root) or in ``1..n``."""
+    arr = np.asarray(parents)
+    if arr.shape != (n,) or not n or arr.dtype.kind not in "iu":
+        return False
+    roots = arr == -1 if arr.dtype.kind == "i" else np.zeros(n, dtype=bool)
+    return bool(np.all(roots | ((arr >= 1) & (arr <= n))))
+
+
+ONE_BASED_HINT = (
+    "; parents are 0-based row indices into positions (parents[i] is the row of vertex "
+    "i's parent, -1 for a root), and these look 1-based (SWC ids): pass "
+    "np.where(parents > 0, parents - 1, -1)"
+)
+
+
+def skeleton_parents(parents: Any, edges: Any, grouping: VertexGrouping) -> np.ndarray:
+    """:func:`parent_array` checked by :func:`check_forest`; when that fails and
+    ``parents`` look 1-based (:func:`looks_one_based`), the error says how to pass them.
+
+    Raises
+    ------
+    InvalidInputError
+        Unless the input forms a forest of one tree per object.
+    """
+    n = grouping.vertex_object.shape[0]
+    try:
+        parent = parent_array(parents, edges, n)
+        check_forest(parent, grouping)
+    except InvalidInputError as exc:
+        if parents is None or not looks_one_based(parents, n):
+            raise
+        raise InvalidInputError(f"{exc}{ONE_BASED_HINT}") from exc
     return parent
 
 
@@ -478,6 +523,7 @@ def write_skeletons(
     object_attributes: Mapping[str, Any] | None = None,
     groups: Mapping[Any, Sequence[int]] | None = None,
     group_attributes: Mapping[str, Any] | None = None,
+    units: str | Sequence[str] | None = None,
     overwrite: bool = False,
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
@@ -517,6 +563,9 @@ def write_skeletons(
         ``{name_or_id: [object ids]}``.
     group_attributes
         Per-group columns (one row per group, in the order of ``groups``).
+    units
+        Unit of the coordinates: one name for every axis (``"micrometer"``) or one per
+        axis, as for :func:`zarr_vectors.write_points`.
     overwrite
         Replace an existing store.
     options
@@ -536,11 +585,18 @@ def write_skeletons(
     Root keys: ``is_tree: true``; ``swc_compatible`` is true iff both ``radius`` (finite,
     >= 0) and ``swc_type`` (0..7) are given.
     """
+    options = inputs.check_settings(
+        "skeleton",
+        chunk_shape=chunk_shape,
+        bin_shape=bin_shape,
+        overwrite=overwrite,
+        options=options,
+        units=units,
+    )
     vertices = inputs.positions(positions)
     n = vertices.shape[0]
     grouping = group_vertices(vertex_objects, n)
-    parent = parent_array(parents, edges, n)
-    check_forest(parent, grouping)
+    parent = skeleton_parents(parents, edges, grouping)
     columns = skeleton_columns(attributes, radius, swc_type, n)
     table = object_table(
         "skeleton",

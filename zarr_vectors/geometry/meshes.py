@@ -78,10 +78,8 @@ def mesh_faces(
 def _options(winding_order: Any, closed_surface: Any, allow_degenerate: Any) -> tuple[str, bool]:
     if winding_order not in WINDING_ORDERS:
         raise InvalidInputError(f"winding_order must be 'ccw' or 'cw', got {winding_order!r}")
-    for name, value in (("closed_surface", closed_surface), ("allow_degenerate", allow_degenerate)):
-        if not isinstance(value, bool | np.bool_):
-            raise InvalidInputError(f"{name} must be True or False, got {value!r}")
-    return str(winding_order), bool(closed_surface)
+    inputs.flag(allow_degenerate, "allow_degenerate")
+    return str(winding_order), inputs.flag(closed_surface, "closed_surface")
 
 
 def write_mesh(
@@ -101,6 +99,7 @@ def write_mesh(
     face_attributes: Mapping[str, Any] | None = None,
     groups: Mapping[Any, Sequence[int]] | None = None,
     group_attributes: Mapping[str, Any] | None = None,
+    units: str | Sequence[str] | None = None,
     overwrite: bool = False,
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
@@ -144,6 +143,9 @@ def write_mesh(
         ``{name_or_id: [object ids]}``.
     group_attributes
         Per-group columns (one row per group, in the order of ``groups``).
+    units
+        Unit of the coordinates: one name for every axis (``"micrometer"``) or one per
+        axis, as for :func:`zarr_vectors.write_points`.
     overwrite
         Replace an existing store.
     options
@@ -158,7 +160,15 @@ def write_mesh(
         For malformed input, before anything is written.
     """
     winding, closed = _options(winding_order, closed_surface, allow_degenerate)
-    positions = inputs.positions(vertices)
+    options = inputs.check_settings(
+        "mesh",
+        chunk_shape=chunk_shape,
+        bin_shape=bin_shape,
+        overwrite=overwrite,
+        options=options,
+        units=units,
+    )
+    positions = inputs.positions(vertices, "vertices")
     n = positions.shape[0]
     grouping = group_vertices(vertex_objects, n)
     triangles = mesh_faces(

@@ -17,6 +17,7 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.names import ATTRIBUTES, LINK_ATTRIBUTES, VERTICES
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
 from zarr_vectors.geometry.meshes import write_mesh
@@ -31,6 +32,7 @@ __all__ = [
     "append_polylines",
     "append_skeletons",
     "continuing_ids",
+    "fit_arguments",
 ]
 
 BatchWriter = Callable[[StoreLike, dict[str, Any], Source], None]
@@ -100,6 +102,83 @@ def continuing_ids(kind: str, first: int, arguments: Mapping[str, Any]) -> Any:
     return _grouped_ids(first, ids, positions, arguments.get("vertex_objects"))
 
 
+def _stored_dtypes(base: Source, prefix: str) -> dict[str, np.dtype[Any]]:
+    """dtypes of the per-chunk arrays under ``prefix/`` of ``base``, by name."""
+    start = f"{prefix}/"
+    return {
+        path[len(start) :]: array.layout.dtype
+        for path, array in base.arrays.items()
+        if path.startswith(start)
+    }
+
+
+def _fit_columns(
+    values: Any, stored: Mapping[str, np.dtype[Any]], what: str, holder: str
+) -> dict[str, Any] | None:
+    """Named columns with those ``holder`` stores safely cast to its dtypes; names,
+    shapes and the rest are checked by the writer and the merge."""
+    if values is None:
+        return None
+    out: dict[str, Any] = {}
+    for name, column in inputs.mapping(values, what).items():
+        arr = inputs.array(column, f"{what}[{name!r}]")
+        if name in stored and arr.dtype.kind in "biuf":
+            arr = inputs.cast_to(arr, stored[name], f"{what}[{name!r}]", holder)
+        out[name] = arr
+    return out
+
+
+def fit_arguments(
+    kind: str, base: Source, arguments: Mapping[str, Any], holder: str
+) -> dict[str, Any]:
+    """A batch's arguments to the kind's ``write_*`` function with its positions and
+    columns cast to the dtypes ``base`` stores, where numpy casts them safely (float32
+    positions into a float64 store...).
+
+    Parameters
+    ----------
+    kind
+        The geometry kind.
+    base
+        The store the batch joins (or the first batch of a streaming write).
+    arguments
+        The batch's arguments by name.
+    holder
+        How messages name ``base`` (``"the store"``, ``"the first batch"``).
+
+    Raises
+    ------
+    InvalidInputError
+        For a cast that can lose values, naming the argument and the ``.astype(...)``
+        that does it on purpose.
+    """
+    out = dict(arguments)
+    dtype = base.arrays[VERTICES].layout.dtype
+    if kind in ("polyline", "streamline"):
+        vertices, offsets = split_polylines(out["polylines"])
+        out["polylines"] = (inputs.cast_to(vertices, dtype, "polylines", holder), offsets)
+    else:
+        key = "vertices" if kind == "mesh" else "positions"
+        out[key] = inputs.cast_to(inputs.positions(out[key], key), dtype, key, holder)
+    vertex = _stored_dtypes(base, ATTRIBUTES)
+    link = _stored_dtypes(base, LINK_ATTRIBUTES)
+    objects = {name: column.dtype for name, column in base.object_columns.items()}
+    groups = {} if base.groups is None else {k: v.dtype for k, v in base.groups.attributes.items()}
+    for key, stored in (
+        ("attributes", vertex),
+        ("edge_attributes", link),
+        ("face_attributes", link),
+        ("object_attributes", objects),
+        ("group_attributes", groups),
+    ):
+        if out.get(key) is not None:
+            out[key] = _fit_columns(out[key], stored, key, holder)
+    for key in ("radius", "swc_type"):
+        if out.get(key) is not None and key in vertex:
+            out[key] = inputs.cast_to(inputs.array(out[key], key), vertex[key], key, holder)
+    return out
+
+
 def _user_extra(root: Any) -> dict[str, Any]:
     return {k: v for k, v in root.extra.items() if k != "software"}
 
@@ -122,8 +201,10 @@ def append_polylines(
     store
         An existing polyline or streamline store (a local path or a writable zarr store).
     polylines, attributes, object_attributes, group_attributes
-        The new objects, as for :func:`~zarr_vectors.write_polylines`; attribute names,
-        dtypes and row shapes must match the store's.
+        The new objects, as for :func:`~zarr_vectors.write_polylines`; attribute names
+        and row shapes must match the store's. Positions and columns are cast to the
+        store's dtypes when numpy casts them safely (float32 into float64); a cast that
+        can lose values is refused with the ``.astype(...)`` to use.
     object_ids
         Ids of the new objects; they must differ from the store's. Default: the ids that
         follow the store's (its object count onwards).
@@ -151,18 +232,20 @@ def append_polylines(
     """
 
     def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
+        given = {
+            "polylines": polylines,
+            "attributes": attributes,
+            "object_attributes": object_attributes,
+            "groups": groups,
+            "group_attributes": group_attributes,
+        }
+        fitted = fit_arguments(base.kind, base, given, "the store")
         write_polylines(
             scratch,
-            polylines,
             kind=base.kind,
-            attributes=attributes,
-            object_attributes=object_attributes,
-            object_ids=_ids(
-                base.n_objects, object_ids, None, split_polylines(polylines)[1].shape[0] - 1
-            ),
-            groups=groups,
-            group_attributes=group_attributes,
+            object_ids=_ids(base.n_objects, object_ids, None, fitted["polylines"][1].shape[0] - 1),
             metadata=_user_extra(base.root),
+            **fitted,
             **settings,
         )
 
@@ -203,18 +286,22 @@ def append_graph(
     """
 
     def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
+        given = {
+            "positions": positions,
+            "edges": edges,
+            "vertex_objects": vertex_objects,
+            "attributes": attributes,
+            "object_attributes": object_attributes,
+            "edge_attributes": edge_attributes,
+            "groups": groups,
+            "group_attributes": group_attributes,
+        }
+        fitted = fit_arguments("graph", base, given, "the store")
         write_graph(
             scratch,
-            positions,
-            edges,
             directed=bool(base.root.extra.get("is_directed", False)),
-            vertex_objects=vertex_objects,
             object_ids=_grouped_ids(base.n_objects, object_ids, positions, vertex_objects),
-            attributes=attributes,
-            object_attributes=object_attributes,
-            edge_attributes=edge_attributes,
-            groups=groups,
-            group_attributes=group_attributes,
+            **fitted,
             **settings,
         )
 
@@ -256,19 +343,23 @@ def append_skeletons(
     """
 
     def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
+        given = {
+            "positions": positions,
+            "parents": parents,
+            "edges": edges,
+            "vertex_objects": vertex_objects,
+            "radius": radius,
+            "swc_type": swc_type,
+            "attributes": attributes,
+            "object_attributes": object_attributes,
+            "groups": groups,
+            "group_attributes": group_attributes,
+        }
+        fitted = fit_arguments("skeleton", base, given, "the store")
         write_skeletons(
             scratch,
-            positions,
-            parents=parents,
-            edges=edges,
-            vertex_objects=vertex_objects,
             object_ids=_grouped_ids(base.n_objects, object_ids, positions, vertex_objects),
-            radius=radius,
-            swc_type=swc_type,
-            attributes=attributes,
-            object_attributes=object_attributes,
-            groups=groups,
-            group_attributes=group_attributes,
+            **fitted,
             **settings,
         )
 
@@ -310,20 +401,24 @@ def append_mesh(
     """
 
     def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
+        given = {
+            "vertices": vertices,
+            "faces": faces,
+            "vertex_objects": vertex_objects,
+            "allow_degenerate": allow_degenerate,
+            "attributes": attributes,
+            "object_attributes": object_attributes,
+            "face_attributes": face_attributes,
+            "groups": groups,
+            "group_attributes": group_attributes,
+        }
+        fitted = fit_arguments("mesh", base, given, "the store")
         write_mesh(
             scratch,
-            vertices,
-            faces,
-            vertex_objects=vertex_objects,
             object_ids=_grouped_ids(base.n_objects, object_ids, vertices, vertex_objects),
             winding_order=str(base.root.extra.get("winding_order", "ccw")),
             closed_surface=bool(base.root.extra.get("closed_surface", False)),
-            allow_degenerate=allow_degenerate,
-            attributes=attributes,
-            object_attributes=object_attributes,
-            face_attributes=face_attributes,
-            groups=groups,
-            group_attributes=group_attributes,
+            **fitted,
             **settings,
         )
 

@@ -26,9 +26,9 @@ from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
 from zarr_vectors.geometry.meshes import write_mesh
-from zarr_vectors.geometry.object_append import continuing_ids
+from zarr_vectors.geometry.object_append import continuing_ids, fit_arguments
 from zarr_vectors.geometry.object_merge import merge_stores
-from zarr_vectors.geometry.object_sources import open_source
+from zarr_vectors.geometry.object_sources import Source, open_source
 from zarr_vectors.geometry.polylines import split_polylines, write_polylines
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import remove_scratch, scratch_directory
@@ -87,6 +87,13 @@ class BatchSpec:
             raise InvalidInputError(f"kind must be one of {sorted(_WRITERS)}, got {kind!r}")
         if chunk_shape is None:
             raise InvalidInputError("a streaming object write needs chunk_shape")
+        inputs.check_settings(
+            kind,
+            chunk_shape=chunk_shape,
+            bin_shape=bin_shape,
+            options=options,
+            units=settings.get("units"),
+        )
         shards = None if options is None else options.shard_chunks
         fixed: dict[str, Any] = {
             "chunk_shape": chunk_shape,
@@ -177,7 +184,8 @@ class ObjectWriter:
         terminal or in Jupyter, True always, False never, or a callable
         ``progress(stage, done, total)`` (stage ``"merge"``).
     **settings
-        Store-wide arguments of the kind's ``write_*`` function: ``directed`` (graph),
+        Store-wide arguments of the kind's ``write_*`` function: ``units`` (of the
+        coordinates, as for :func:`~zarr_vectors.write_points`), ``directed`` (graph),
         ``winding_order`` and ``closed_surface`` (mesh), ``metadata``.
 
     Raises
@@ -204,10 +212,12 @@ class ObjectWriter:
     ) -> None:
         self.progress = progress_reporter(progress)
         self.spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
+        inputs.flag(overwrite, "overwrite")
         check_destination(store, overwrite=overwrite)
         self.store, self.kind, self.overwrite = store, kind, overwrite
         self.scratch = scratch_directory(local_destination(store), spill_dir)
         self.batches: list[Path] = []
+        self.first: Source | None = None  # the first batch: later ones are cast to it
         self.n_objects = 0
         self.closed = False
 
@@ -216,6 +226,8 @@ class ObjectWriter:
 
         Without ``object_ids`` (and, for graphs, skeletons and meshes, without other labels
         in ``vertex_objects``) the objects are numbered after those appended before.
+        Positions and columns are cast to the first batch's dtypes when numpy casts them
+        safely; a cast that can lose values is refused with the ``.astype(...)`` to use.
 
         Raises
         ------
@@ -225,9 +237,13 @@ class ObjectWriter:
         if self.closed:
             raise InvalidInputError("this ObjectWriter is closed")
         arguments = self.spec.arguments(args, kwargs)
+        if self.first is not None:
+            arguments = fit_arguments(self.kind, self.first, arguments, "the first batch")
         path = self.scratch / f"batch-{len(self.batches)}"
         self.spec.write(path, arguments, self.n_objects, overwrite=False)
-        self.n_objects += open_source(path).n_objects
+        source = open_source(path)
+        self.first = self.first or source
+        self.n_objects += source.n_objects
         self.batches.append(path)
 
     def close(self) -> None:

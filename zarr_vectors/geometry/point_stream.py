@@ -29,10 +29,12 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
+from zarr_vectors.geometry import _chunk_shapes as chunk_shapes
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import (
     LevelWriter,
     WriteOptions,
+    column_shapes,
     dense_bounds_span,
     point_blob_layout,
     round_up,
@@ -47,6 +49,7 @@ from zarr_vectors.kernels import (
     scatter_rows,
 )
 from zarr_vectors.kernels.bin_runs import move_runs, run_destinations
+from zarr_vectors.kernels.sampling import PointSample, merge_samples, sample_rows
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import SpillColumns, remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination, write_target
@@ -118,8 +121,10 @@ class PointWriter:
         writer is created and written only when it closes.
     chunk_shape, bin_shape
         As for :func:`~zarr_vectors.write_points`. Give ``chunk_shape`` for a single pass
-        over the data; without it the default (about 50,000 points per chunk) needs all
-        the bounds, so the rows are spilled twice.
+        over the data; without it the default (about 50,000 points in the chunk of a
+        point) needs all the bounds and a sample of the rows, so the rows are spilled
+        twice. The sample does not depend on how the rows are cut into batches, so the
+        store is the one-shot store.
     overwrite
         Replace an existing store at the destination when the writer closes.
     options
@@ -139,7 +144,9 @@ class PointWriter:
     mode
         ``"w"`` (default) writes a new store; ``"a"`` adds the batches to the existing
         point cloud at ``store`` (as :func:`append_points`), keeping its ``chunk_shape``,
-        ``bin_shape`` and options, so those and ``overwrite`` are not given then.
+        ``bin_shape``, units and options, so those and ``overwrite`` are not given then.
+    units
+        Unit of the coordinates, as for :func:`~zarr_vectors.write_points`.
 
     Raises
     ------
@@ -162,8 +169,9 @@ class PointWriter:
         spill_dir: str | os.PathLike[str] | None = None,
         progress: ProgressOption = None,
         mode: str = "w",
+        units: str | Sequence[str] | None = None,
     ) -> None:
-        if int(memory_budget) < _MIN_BUDGET:
+        if inputs.number(memory_budget, "memory_budget") < _MIN_BUDGET:
             raise InvalidInputError(
                 f"memory_budget must be at least {_MIN_BUDGET} bytes, got {memory_budget}"
             )
@@ -178,18 +186,26 @@ class PointWriter:
         self.lo: np.ndarray | None = None
         self.hi: np.ndarray | None = None
         self.existing: ExistingPoints | None = None
+        self.sample: PointSample | None = None  # for the default chunk shape
         if mode == "a":
-            if chunk_shape is not None or bin_shape is not None or options or overwrite:
+            given = (chunk_shape, bin_shape, options, units)
+            if any(v is not None for v in given) or overwrite is not False:
                 raise InvalidInputError(
-                    "an append keeps the store's chunk_shape, bin_shape and options; "
+                    "an append keeps the store's chunk_shape, bin_shape, units and options; "
                     "do not pass them (nor overwrite) with mode='a'"
                 )
             self._open_existing(store)
+            self.options = self.existing.options if self.existing else WriteOptions()
         else:
+            self.options = inputs.check_settings(
+                POINT_CLOUD,
+                chunk_shape=chunk_shape,
+                bin_shape=bin_shape,
+                overwrite=overwrite,
+                options=options,
+                units=units,
+            )
             check_destination(store, overwrite=overwrite)
-        self.options = (
-            self.existing.options if self.existing else inputs.check_options(options, POINT_CLOUD)
-        )
         self.progress = progress_reporter(progress)
         self.scratch = scratch_directory(local_destination(store), spill_dir)
         self.raw: SpillColumns | None = None
@@ -225,9 +241,11 @@ class PointWriter:
     ) -> None:
         """Add a batch of points (arguments as for :func:`~zarr_vectors.write_points`).
 
-        Every batch must have the same dimension, position dtype (after the conversion
-        :func:`~zarr_vectors.write_points` applies), attribute names, dtypes and row shapes,
-        and give ``object_ids`` if the first batch did.
+        Every batch must have the dimension, attribute names and row shapes of the first
+        batch (of the store, in mode ``"a"``), and give ``object_ids`` if it did. Position,
+        attribute and object id dtypes are cast to the first batch's (the store's) when
+        numpy casts them safely (``float32`` into ``float64``, ``int16`` into ``int32``);
+        a cast that can lose values is refused with the ``.astype(...)`` that does it.
 
         Raises
         ------
@@ -240,14 +258,18 @@ class PointWriter:
         lo, hi = inputs.check_finite(pos)
         columns = inputs.attributes(attributes, n)
         ids = inputs.integer_ids(object_ids, n)
-        if ids is not None:
-            columns[OBJECT_ID_ATTRIBUTE] = ids
-        self._check_schema(pos, columns)
+        pos, columns = self._fit_schema(pos, columns, ids)
         if self.grid is None and self.chunk_shape is not None:
             self.grid = inputs.plan_grid(None, 0, self.chunk_shape, self.bin_shape, pos.shape[1])
+        seen = None if self.lo is None or self.hi is None else (self.lo, self.hi)
+        if n and self.grid is not None and self.existing is None:  # refused now, not at close
+            chunk_shapes.check_chunk_count(
+                _union(seen, (lo, hi)), self.grid.chunk_shape, self.n + n
+            )
         if n:
-            self.lo = lo if self.lo is None else np.minimum(self.lo, lo)
-            self.hi = hi if self.hi is None else np.maximum(self.hi, hi)
+            self.lo, self.hi = _union(seen, (lo, hi))
+        if n and self.chunk_shape is None:
+            self.sample = merge_samples(self.sample, sample_rows(pos))
         assert self.schema is not None
         self._gather([pos, *(columns[name] for name in self.schema[2])], (lo, hi))
         self.n += n
@@ -289,26 +311,47 @@ class PointWriter:
             self._spill_binned(piece, self.grid, self.slice_bounds)
         self.slice_rows, self.slice_bounds = 0, None
 
-    def _check_schema(self, pos: np.ndarray, columns: dict[str, np.ndarray]) -> None:
-        schema: Schema = (
-            pos.dtype,
-            pos.shape[1],
-            {k: (v.dtype, tuple(v.shape[1:])) for k, v in columns.items()},
-        )
+    def _fit_schema(
+        self, pos: np.ndarray, attributes: dict[str, np.ndarray], ids: np.ndarray | None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """A batch's positions and columns (object ids last) fitted to the schema of the
+        store or of the first batch, which the first batch sets.
+
+        Safe casts are done (float32 positions into a float64 store...); a batch that
+        does not fit raises an error naming the argument at fault.
+        """
+        columns = dict(attributes)
+        if ids is not None:
+            columns[OBJECT_ID_ATTRIBUTE] = ids
         if self.schema is None:
-            self.schema = schema
-            return
-        first = "the store's" if self.existing else "the first batch's"
-        if schema[:2] != self.schema[:2]:
-            raise InvalidInputError(
-                f"this batch has positions ({pos.shape[1]}-D, {pos.dtype}); {first} are "
-                f"({self.schema[1]}-D, {self.schema[0]}): every batch must match"
+            self.schema = (
+                pos.dtype,
+                pos.shape[1],
+                {k: column_shapes(v) for k, v in columns.items()},
             )
-        if schema[2] != self.schema[2]:
+            return pos, columns
+        dtype, ndim, stored = self.schema
+        holder = "the store" if self.existing else "the first batch"
+        if pos.shape[1] != ndim:
             raise InvalidInputError(
-                f"this batch's attributes {_describe(schema[2])} differ from {first} "
-                f"{_describe(self.schema[2])}: every batch must match"
+                f"positions are {pos.shape[1]}-D but {holder} holds {ndim}-D positions: "
+                "every batch must have the same dimension"
             )
+        pos = inputs.cast_to(pos, dtype, "positions", holder)
+        stored_ids = stored.get(OBJECT_ID_ATTRIBUTE)
+        if (ids is None) != (stored_ids is None):
+            has = "has no" if stored_ids is None else "has"
+            give = "omit" if stored_ids is None else "pass"
+            raise InvalidInputError(f"{holder} {has} object ids: {give} object_ids")
+        fitted = inputs.cast_columns(
+            attributes,
+            {k: v for k, v in stored.items() if k != OBJECT_ID_ATTRIBUTE},
+            "attributes",
+            holder,
+        )
+        if ids is not None and stored_ids is not None:
+            fitted[OBJECT_ID_ATTRIBUTE] = inputs.cast_to(ids, stored_ids[0], "object_ids", holder)
+        return pos, {name: fitted[name] for name in stored}
 
     def _slice_rows(self) -> int:
         row = self._row_nbytes()
@@ -402,7 +445,8 @@ class PointWriter:
         if self.schema is None:
             raise InvalidInputError("nothing to write: append at least one batch (even empty)")
         ndim = self.schema[1]
-        grid = inputs.plan_grid(bounds, self.n, self.chunk_shape, self.bin_shape, ndim)
+        sample = None if self.sample is None else self.sample[0]
+        grid = inputs.plan_grid(bounds, self.n, self.chunk_shape, self.bin_shape, ndim, sample)
         root = inputs.root_metadata(POINT_CLOUD, grid, self.options, bounds)
         if self.raw is not None:
             self._second_pass(grid)
@@ -533,7 +577,8 @@ def write_points_stream(
         ``"attributes"`` and ``"object_ids"`` (the arguments of :meth:`PointWriter.append`).
     **settings
         Keyword arguments of :class:`PointWriter` (``chunk_shape``, ``bin_shape``,
-        ``overwrite``, ``options``, ``memory_budget``, ``spill_dir``, ``progress``).
+        ``units``, ``overwrite``, ``options``, ``memory_budget``, ``spill_dir``,
+        ``progress``).
     """
     with PointWriter(store, **settings) as writer:
         for batch in batches:
@@ -609,8 +654,11 @@ def append_points(
     store
         An existing point-cloud store (a local path or a writable zarr store; not a zip).
     positions, attributes, object_ids
-        The new points, as for :func:`~zarr_vectors.write_points`; dtypes, attribute
-        names and the presence of object ids must match the store's.
+        The new points, as for :func:`~zarr_vectors.write_points`; the dimension,
+        attribute names and row shapes and the presence of object ids must match the
+        store's. Dtypes are cast to the store's when numpy casts them safely (float32
+        positions into a float64 store, int16 into int32); a cast that can lose values
+        is refused with the ``.astype(...)`` that does it, naming the argument.
     **settings
         ``memory_budget``, ``spill_dir``, ``progress`` as for :class:`PointWriter`.
 
@@ -621,7 +669,3 @@ def append_points(
     """
     with PointWriter(store, mode="a", **settings) as writer:
         writer.append(positions, attributes=attributes, object_ids=object_ids)
-
-
-def _describe(attrs: dict[str, tuple[np.dtype[Any], tuple[int, ...]]]) -> str:
-    return "{" + ", ".join(f"{k}: {d}{list(s) if s else ''}" for k, (d, s) in attrs.items()) + "}"

@@ -31,7 +31,7 @@ def split_polylines(polylines: Any) -> tuple[np.ndarray, np.ndarray]:
         )
     if not polylines:
         raise InvalidInputError("polylines is empty; pass (vertices, offsets) for zero objects")
-    parts = [np.asarray(p) for p in polylines]
+    parts = [inputs.array(p, f"polylines[{k}]") for k, p in enumerate(polylines)]
     dims = {p.shape[1] if p.ndim == 2 else None for p in parts}
     if len(dims) != 1 or None in dims:
         raise InvalidInputError("every polyline must be an (n_i, D) array with the same D")
@@ -52,6 +52,7 @@ def write_polylines(
     object_ids: Any = None,
     groups: Mapping[Any, Sequence[int]] | None = None,
     group_attributes: Mapping[str, Any] | None = None,
+    units: str | Sequence[str] | None = None,
     overwrite: bool = False,
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
@@ -81,6 +82,9 @@ def write_polylines(
         ``{name_or_id: [object ids]}``: bundles, tracts...
     group_attributes
         Per-group columns (one row per group, in the order of ``groups``).
+    units
+        Unit of the coordinates: one name for every axis (``"micrometer"``) or one per
+        axis, as for :func:`zarr_vectors.write_points`.
     overwrite
         Replace an existing store.
     options
@@ -98,6 +102,14 @@ def write_polylines(
     """
     if kind not in _KINDS:
         raise InvalidInputError(f"kind must be 'polyline' or 'streamline', got {kind!r}")
+    options = inputs.check_settings(
+        kind,
+        chunk_shape=chunk_shape,
+        bin_shape=bin_shape,
+        overwrite=overwrite,
+        options=options,
+        units=units,
+    )
     vertices, offsets = split_polylines(polylines)
     m = offsets.shape[0] - 1
     ids = objects.object_ids(object_ids, m)

@@ -172,7 +172,7 @@ def load_points(
 def _selected(attributes: Mapping[str, Any] | None, names: tuple[str, ...] | None) -> Any:
     if names is None:
         return attributes
-    given = dict(attributes or {})
+    given = dict(inputs.mapping(attributes, "attributes"))
     missing = [name for name in names if name not in given]
     if missing:
         raise InvalidInputError(

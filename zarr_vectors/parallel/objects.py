@@ -33,6 +33,7 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry._shard_writes import shard_major_order
 from zarr_vectors.geometry.object_merge import (
@@ -119,7 +120,8 @@ def write_objects_parallel(
         A progress bar per stage over its tasks: None (default) on a terminal or in
         Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
     **settings
-        Store-wide arguments of the kind's ``write_*`` function: ``directed`` (graph),
+        Store-wide arguments of the kind's ``write_*`` function: ``units`` (of the
+        coordinates, as for :func:`~zarr_vectors.write_points`), ``directed`` (graph),
         ``winding_order`` and ``closed_surface`` (mesh), ``metadata``.
 
     Raises
@@ -136,6 +138,7 @@ def write_objects_parallel(
         Without the ``distributed`` extra.
     """
     spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
+    inputs.flag(overwrite, "overwrite")
     batches = [_arguments(spec, part) for part in partitions]
     if not batches:
         raise InvalidInputError("nothing to write: give at least one partition")

@@ -3,8 +3,9 @@
 The write runs in stages, each waited for as a whole (:meth:`~._cluster.Tasks.run`):
 
 1. one task per partition loads and checks it (:func:`~._partitions.load_points`); the
-   coordinator receives only its size, bounds and column types, and fixes the grid with the
-   serial writer's own functions (``plan_grid``, ``root_metadata``);
+   coordinator receives only its size, bounds, column types and (without ``chunk_shape``)
+   its sample of rows, and fixes the grid with the serial writer's own functions
+   (``plan_grid``, ``root_metadata``);
 2. one task per partition sorts its rows by chunk and returns the rows per chunk; the
    coordinator adds them up, sets ``N_max`` and cuts the chunks, in C order, into buckets
    of about equal rows, one per writer task;
@@ -45,6 +46,7 @@ from zarr_vectors.geometry._pipeline import (
     write_point_level,
 )
 from zarr_vectors.geometry.points import commit_points
+from zarr_vectors.kernels.sampling import PointSample, merge_samples, sample_rows
 from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
 from zarr_vectors.parallel._partitions import ColumnTypes, Loaded, Schema, submit_loads
 from zarr_vectors.parallel._point_tasks import (
@@ -64,7 +66,7 @@ __all__ = ["write_points_parallel"]
 _BUCKET_BYTES = 256 * 2**20
 """Rows a writer task holds at most, in bytes of columns (more buckets than workers else)."""
 
-Stats = tuple[Schema, int, np.ndarray, np.ndarray]
+Stats = tuple[Schema, int, np.ndarray, np.ndarray, PointSample | None]
 
 
 def write_points_parallel(
@@ -77,6 +79,7 @@ def write_points_parallel(
     client: Any = None,
     scheduler_address: str | None = None,
     n_workers: int = 2,
+    units: str | Sequence[str] | None = None,
     overwrite: bool = False,
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
@@ -104,7 +107,8 @@ def write_points_parallel(
         follow those of partition ``k - 1``. Paths are opened by the workers.
     chunk_shape, bin_shape
         As for :func:`~zarr_vectors.write_points` (the default chunk shape depends on all
-        the bounds, which the first stage gathers).
+        the bounds and on a sample of the rows, which the first stage gathers; the sample
+        does not depend on how the rows are partitioned, so the store is the serial one).
     attributes
         Names of the attributes to keep (default: every attribute of the partitions).
     client
@@ -115,6 +119,8 @@ def write_points_parallel(
         Without either: worker processes of a ``LocalCluster`` started and closed here
         (one thread each). A script that uses it needs ``if __name__ == "__main__":``,
         as any program starting worker processes does.
+    units
+        Unit of the coordinates, as for :func:`~zarr_vectors.write_points`.
     overwrite
         Replace an existing store. A local store is replaced only once the new one is
         complete (it is written beside it and swapped in), so a failed write leaves it as
@@ -148,7 +154,14 @@ def write_points_parallel(
     In-memory partitions travel inside their tasks so that they can be run again; for
     data larger than the coordinator's memory, pass files or a dask collection.
     """
-    options = inputs.check_options(options, POINT_CLOUD)
+    options = inputs.check_settings(
+        POINT_CLOUD,
+        chunk_shape=chunk_shape,
+        bin_shape=bin_shape,
+        overwrite=overwrite,
+        options=options,
+        units=units,
+    )
     names = _attribute_names(attributes)
     check_shareable(store)
     check_destination(store, overwrite=overwrite)
@@ -158,13 +171,14 @@ def write_points_parallel(
         write_tasks(dask_client, report if report.active else None) as tasks,
     ):
         loaded = submit_loads(tasks, partitions, names, options.axis_names)
-        schema, n, bounds = _combine(
+        sampled = chunk_shape is None
+        schema, n, bounds, sample = _combine(
             tasks.run(
-                [tasks.submit(f"stats-{k}", _stats, f) for k, f in enumerate(loaded)],
+                [tasks.submit(f"stats-{k}", _stats, f, sampled) for k, f in enumerate(loaded)],
                 "loading partitions",
             )
         )
-        grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, schema[1])
+        grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, schema[1], sample)
         root = inputs.root_metadata(POINT_CLOUD, grid, options, bounds)
         if bounds is None:
             with write_target(store, overwrite=overwrite) as io:
@@ -297,17 +311,22 @@ def _attribute_names(attributes: Sequence[str] | None) -> tuple[str, ...] | None
     return tuple(str(a) for a in attributes)
 
 
-def _stats(loaded: Loaded) -> Stats:
-    """What the coordinator needs of a loaded partition (a task)."""
-    return loaded.schema, int(loaded.positions.shape[0]), loaded.lo, loaded.hi
+def _stats(loaded: Loaded, sampled: bool) -> Stats:
+    """What the coordinator needs of a loaded partition (a task): with ``sampled``, also
+    its sample of rows for the default chunk shape."""
+    sample = sample_rows(loaded.positions) if sampled and loaded.positions.shape[0] else None
+    return loaded.schema, int(loaded.positions.shape[0]), loaded.lo, loaded.hi, sample
 
 
 def _describe(types: ColumnTypes) -> str:
     return "{" + ", ".join(f"{k}: {d}{list(s) if s else ''}" for k, (d, s) in types.items()) + "}"
 
 
-def _combine(stats: list[Stats]) -> tuple[Schema, int, tuple[np.ndarray, np.ndarray] | None]:
-    """The common schema, the total rows and the bounds of every partition together.
+def _combine(
+    stats: list[Stats],
+) -> tuple[Schema, int, tuple[np.ndarray, np.ndarray] | None, np.ndarray | None]:
+    """The common schema, the total rows, the bounds and the merged sample of rows (when
+    the partitions give one) of every partition together.
 
     Raises
     ------
@@ -329,10 +348,14 @@ def _combine(stats: list[Stats]) -> tuple[Schema, int, tuple[np.ndarray, np.ndar
     n = sum(s[1] for s in stats)
     filled = [s for s in stats if s[1]]
     if not filled:
-        return first, 0, None
+        return first, 0, None, None
     lo = np.min(np.stack([s[2] for s in filled]), axis=0)
     hi = np.max(np.stack([s[3] for s in filled]), axis=0)
-    return first, n, (lo, hi)
+    sample: PointSample | None = None
+    for part in filled:
+        if part[4] is not None:
+            sample = merge_samples(sample, part[4])
+    return first, n, (lo, hi), None if sample is None else sample[0]
 
 
 def _position_type(schema: Schema) -> tuple[np.dtype[Any], tuple[int, ...]]:
