@@ -81,7 +81,7 @@ WRONG_SETTINGS: list[tuple[str, dict[str, Any], str]] = [
     ("chunk_shape_inf", {"chunk_shape": np.inf}, "positive finite"),
     ("chunk_shape_negative", {"chunk_shape": -5.0}, "positive finite"),
     ("bin_shape_text", {"bin_shape": "5"}, "bin_shape must be one positive finite number"),
-    ("overwrite_text", {"overwrite": "yes"}, "overwrite must be True or False"),
+    ("overwrite_text", {"overwrite": "yes"}, "overwrite must be a bool"),
     ("options_dict", {"options": {"rows_per_block": 8}}, "options must be a zarr_vectors."),
     ("units_number", {"units": 3}, "units must be one unit name"),
     ("units_empty", {"units": ""}, "units must be one unit name"),
@@ -175,7 +175,7 @@ def test_parallel_writer_checks_settings_before_starting_a_cluster(tmp_path: Pat
         zv.write_points_parallel(tmp_path / "p", [POINTS], chunk_shape="100")
     with pytest.raises(InvalidInputError, match="chunk_shape must be one positive"):
         zv.write_objects_parallel(tmp_path / "o", "polyline", [[POINTS]], chunk_shape="100")
-    with pytest.raises(InvalidInputError, match="overwrite must be True or False"):
+    with pytest.raises(InvalidInputError, match="overwrite must be a bool"):
         zv.write_objects_parallel(
             tmp_path / "o", "polyline", [[POINTS]], chunk_shape=10.0, overwrite="yes"
         )

@@ -21,6 +21,7 @@ from zarr_vectors.format.version import BASE_VERSION, SHARDED_VERSION
 from zarr_vectors.geometry._chunk_shapes import check_chunk_count, default_chunk_shape
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.kernels import bounds_and_nonfinite, chunk_coords
+from zarr_vectors.store.destination import check_overwrite
 
 _FLOAT32_EXACT = 2**24
 
@@ -216,7 +217,7 @@ def check_settings(
     for value, what in ((chunk_shape, "chunk_shape"), (bin_shape, "bin_shape")):
         if value is not None:
             shape_values(value, what)
-    flag(overwrite, "overwrite")
+    check_overwrite(overwrite)
     if options is not None and not isinstance(options, WriteOptions):
         raise InvalidInputError(
             f"options must be a zarr_vectors.WriteOptions, got a {_type_name(options)}"

@@ -212,7 +212,6 @@ class ObjectWriter:
     ) -> None:
         self.progress = progress_reporter(progress)
         self.spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
-        inputs.flag(overwrite, "overwrite")
         check_destination(store, overwrite=overwrite)
         self.store, self.kind, self.overwrite = store, kind, overwrite
         self.scratch = scratch_directory(local_destination(store), spill_dir)

@@ -33,7 +33,6 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry._shard_writes import shard_major_order
 from zarr_vectors.geometry.object_merge import (
@@ -50,6 +49,7 @@ from zarr_vectors.geometry.object_merge import (
 from zarr_vectors.geometry.object_sources import open_source
 from zarr_vectors.geometry.object_stream import BatchSpec
 from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
+from zarr_vectors.store.destination import check_overwrite
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.shared import (
     SharedLocation,
@@ -138,7 +138,7 @@ def write_objects_parallel(
         Without the ``distributed`` extra.
     """
     spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
-    inputs.flag(overwrite, "overwrite")
+    check_overwrite(overwrite)
     batches = [_arguments(spec, part) for part in partitions]
     if not batches:
         raise InvalidInputError("nothing to write: give at least one partition")
