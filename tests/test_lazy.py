@@ -169,3 +169,12 @@ def test_distributed_workers_in_other_processes_compute_the_blocks(tmp_path: Pat
         opened_in_workers = client.run(lambda: len(lazy._readers))
     _assert_same(got, opened.query(box))
     assert sum(opened_in_workers.values()) >= 1  # the workers reopened the store themselves
+
+
+def test_a_store_replaced_before_compute_raises_store_changed(tmp_path: Path) -> None:
+    path = tmp_path / "cloud.zv"
+    _write(path, seed=3)
+    lazy_arrays = zv.open(path).to_dask()
+    zv.write_points(path, np.ones((5, 3)) * 900, chunk_shape=CHUNK, overwrite=True)
+    with pytest.raises(zv.StoreChangedError, match=r"zv\.open"):
+        lazy_arrays.compute(scheduler="sync")

@@ -8,6 +8,7 @@ store is checked against its input arrays alone.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -271,3 +272,23 @@ def test_membership_in_sorted_keys_equals_isin(values: list[int], keys: list[int
     pos, found = _sorted_find(table, wanted)
     np.testing.assert_array_equal(found, np.isin(wanted, table))
     np.testing.assert_array_equal(table[pos[found]], wanted[found])
+
+
+def test_an_object_store_replaced_under_an_open_handle_raises_store_changed(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(5)
+    path = tmp_path / "lines.zv"
+    zv.write_polylines(path, [rng.uniform(0, 100, (6, 3)) for _ in range(40)], chunk_shape=25.0)
+    store = zv.open(path)
+    assert store.object_count == 40
+    zv.write_polylines(
+        path, [rng.uniform(0, 100, (6, 3)) for _ in range(4)], chunk_shape=25.0, overwrite=True
+    )
+    for read in (
+        lambda: store.read_objects([3]),
+        lambda: store.query(([0, 0, 0], [50, 50, 50])),
+        lambda: store.read(progress=False),
+    ):
+        with pytest.raises(zv.StoreChangedError, match="replaced or changed"):
+            read()

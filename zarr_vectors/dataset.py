@@ -7,40 +7,70 @@ import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import (
+    FormatError,
     InvalidInputError,
     MetadataError,
     NotAZarrVectorsStoreError,
     ObjectNotFoundError,
+    StoreChangedError,
+    StoreNotFoundError,
+    UnsupportedVersionError,
 )
 from zarr_vectors.format.metadata import RootMetadata
+from zarr_vectors.format.version import foreign_layout
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.lazy import LazyResult, lazy_query
 from zarr_vectors.objects import ObjectReader, clip_to_region
 from zarr_vectors.query import query_region, read_all
 from zarr_vectors.regions import Region, ball_region, box_region, polygon_region
-from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
+from zarr_vectors.store.io import StoreIO, StoreLike, StoreVersion, resolve_store
 from zarr_vectors.store_summary import StoreInfo, gather, read_levels, store_html, store_text
 
 __all__ = ["VectorStore", "open"]
 
 
-def _root_attributes(io: StoreIO, where: str) -> dict[str, Any]:
-    doc = io.read_json("zarr.json")
+_INTERRUPTED = (
+    "it looks like an interrupted write (the root metadata is written last, so a killed or "
+    "failed write leaves the data without it); remove it, or write the store again with "
+    "overwrite=True"
+)
+
+
+def _holds_level_data(io: StoreIO) -> bool:
+    """Whether the store holds what a write of ours puts down before the root metadata."""
+    return io.read_json(".zattrs") is not None or bool(io.list_dir("0"))
+
+
+def _root_attributes(io: StoreIO, doc: Any, where: str) -> dict[str, Any]:
+    """The root attributes of a readable Zarr Vectors store (``doc``: its root zarr.json).
+
+    Raises
+    ------
+    NotAZarrVectorsStoreError
+        When the store is not a Zarr group, or an incomplete Zarr Vectors store (the
+        message then says it looks like an interrupted write and how to clear it).
+    UnsupportedVersionError
+        When the store was written by zarr-vectors 0.x, in another layout.
+    """
     if doc is None:
+        if _holds_level_data(io):
+            raise NotAZarrVectorsStoreError(f"{where} has no root zarr.json: {_INTERRUPTED}")
         raise NotAZarrVectorsStoreError(f"{where} has no zarr.json: not a Zarr store")
     attrs = doc.get("attributes") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or doc.get("node_type") != "group" or not isinstance(attrs, dict):
         raise NotAZarrVectorsStoreError(f"{where}: root zarr.json is not a group")
+    foreign = foreign_layout(attrs)
+    if foreign is not None:
+        raise UnsupportedVersionError(f"{where} was {foreign}")
     if "zarr_vectors_version" not in attrs:
-        partial = io.read_json(".zattrs") is not None or bool(io.list_dir("0"))
-        hint = " (it looks like an interrupted write)" if partial else ""
+        hint = f"; {_INTERRUPTED}" if _holds_level_data(io) else ""
         raise NotAZarrVectorsStoreError(
             f"{where} is a Zarr group but not a complete Zarr Vectors store: its root "
             f"attributes lack 'zarr_vectors_version'{hint}"
@@ -49,6 +79,32 @@ def _root_attributes(io: StoreIO, where: str) -> dict[str, Any]:
 
 
 _P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+_READ_FAILURES = (FormatError, StoreNotFoundError)
+"""What a read of a store replaced under an open handle raises: a missing shard or node,
+bytes that fail their checksum or do not decode."""
+
+
+def _rechecked(
+    method: Callable[Concatenate[VectorStore, _P], _T],
+) -> Callable[Concatenate[VectorStore, _P], _T]:
+    """Make ``method`` raise :class:`StoreChangedError` when it fails on a replaced store.
+
+    Only a failed read re-checks the store's version (no extra request on success): when
+    another writer replaced or changed the store since :func:`open`, the error becomes
+    :class:`~zarr_vectors.errors.StoreChangedError`; otherwise it is raised as it was.
+    """
+
+    @functools.wraps(method)
+    def rechecked(store: VectorStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return method(store, *args, **kwargs)
+        except _READ_FAILURES as exc:
+            store._check_unchanged(exc)
+            raise
+
+    return rechecked
 
 
 def _labelled(
@@ -57,6 +113,7 @@ def _labelled(
     """Stamp the store's axis names, units and geometry type on the results of ``method``."""
 
     @functools.wraps(method)
+    @_rechecked
     def labelled(store: VectorStore, /, *args: _P.args, **kwargs: _P.kwargs) -> QueryResult:
         return dataclasses.replace(
             method(store, *args, **kwargs),
@@ -74,12 +131,24 @@ class VectorStore:
     Use :func:`open` to create one.
     """
 
-    def __init__(self, io: StoreIO, root: RootMetadata, where: str) -> None:
+    def __init__(
+        self, io: StoreIO, root: RootMetadata, where: str, version: StoreVersion | None = None
+    ) -> None:
         self._io = io
         self._root = root
         self._where = where
+        self._version = version
         self._level0: LevelReader | None = None
         self._object_reader: ObjectReader | None = None
+
+    def _check_unchanged(self, failure: Exception) -> None:
+        """Raise :class:`StoreChangedError` (from ``failure``) when the store was replaced."""
+        if self._version is None:
+            return
+        try:
+            self._io.check_unchanged(self._version, self._where)
+        except StoreChangedError as exc:
+            raise exc from failure
 
     @property
     def _reader(self) -> LevelReader:
@@ -123,21 +192,25 @@ class VectorStore:
         return self._root.axis_units
 
     @property
+    @_rechecked
     def vertex_count(self) -> int:
         """Number of vertices at level 0."""
         return self._reader.meta.vertex_count
 
     @property
+    @_rechecked
     def chunk_count(self) -> int:
         """Number of non-empty spatial chunks at level 0."""
         return self._reader.meta.chunk_count
 
     @property
+    @_rechecked
     def grid_shape(self) -> tuple[int, ...]:
         """Chunks per axis of the zarr arrays."""
         return tuple(int(g) for g in self._reader.grid.shape)
 
     @property
+    @_rechecked
     def attribute_names(self) -> list[str]:
         """Names of the per-vertex attributes."""
         return self._reader.attribute_names
@@ -153,6 +226,7 @@ class VectorStore:
         return self.geometry_type != "point_cloud"
 
     @property
+    @_rechecked
     def object_count(self) -> int | None:
         """Number of objects (None for point clouds)."""
         return self._reader.meta.object_count
@@ -166,15 +240,18 @@ class VectorStore:
         return self._object_reader
 
     @property
+    @_rechecked
     def object_ids(self) -> np.ndarray:
         """The id of every object, in storage order (object kinds)."""
         return self._objects.external_ids()
 
     @property
+    @_rechecked
     def object_attribute_names(self) -> list[str]:
         """Names of the per-object attributes (object kinds)."""
         return self._objects.object_attribute_names
 
+    @_rechecked
     def object_attribute(self, name: str) -> np.ndarray:
         """One per-object attribute for every object, in the order of :attr:`object_ids`."""
         if name not in self.object_attribute_names:
@@ -182,6 +259,7 @@ class VectorStore:
         return self._objects.object_attribute(name)
 
     @property
+    @_rechecked
     def groups(self) -> dict[str, np.ndarray]:
         """Member object ids of every group, by group name in stored order (object kinds).
 
@@ -194,6 +272,7 @@ class VectorStore:
         }
 
     @property
+    @_rechecked
     def group_attributes(self) -> dict[str, np.ndarray]:
         """Per-group attributes by name, one row per group in the order of :attr:`groups`."""
         return self._objects.group_attributes()
@@ -373,6 +452,7 @@ class VectorStore:
         return clip_to_region(found, region) if clip else found
 
     @property
+    @_rechecked
     def levels(self) -> tuple[int, ...]:
         """The resolution levels the store lists (``(0,)`` without a pyramid; spec §3.2)."""
         return tuple(level.level for level in read_levels(self._io, self._root))
@@ -389,6 +469,7 @@ class VectorStore:
     def _summary(self) -> StoreInfo:
         return gather(self._io, self._root, lambda: self._reader, self._where, lambda: self._usage)
 
+    @_rechecked
     def to_dask(self, bbox: Any = None, *, chunks_per_block: int = 1) -> LazyResult:
         """The vertices of a point cloud in a box as dask arrays, for out-of-core work.
 
@@ -398,7 +479,13 @@ class VectorStore:
         :mod:`zarr_vectors.lazy`; needs the ``distributed`` extra.
         """
         return lazy_query(
-            self._io, self._root, self._reader, bbox, chunks_per_block=chunks_per_block
+            self._io,
+            self._root,
+            self._reader,
+            bbox,
+            chunks_per_block=chunks_per_block,
+            version=self._version,
+            where=self._where,
         )
 
     def __repr__(self) -> str:
@@ -440,9 +527,10 @@ def open(store: StoreLike, *, storage_options: Mapping[str, Any] | None = None) 
     """
     where = os.fspath(store) if isinstance(store, str | Path) else str(store)
     io = StoreIO(resolve_store(store, mode="r", storage_options=storage_options))
-    attrs = _root_attributes(io, where)
+    doc, version = io.read_root()
+    attrs = _root_attributes(io, doc, where)
     try:
         root = RootMetadata.from_json(attrs)
     except MetadataError as exc:
         raise MetadataError(f"{where}: {exc}") from exc
-    return VectorStore(io, root, where)
+    return VectorStore(io, root, where, version)

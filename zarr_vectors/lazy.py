@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors._optional import require
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.errors import FormatError, InvalidInputError, StoreNotFoundError
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, VERTICES
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.query import parse_bbox, query_box
-from zarr_vectors.store.io import StoreIO
+from zarr_vectors.store.io import StoreIO, StoreVersion
 
 __all__ = ["LazyResult", "lazy_query"]
 
@@ -47,6 +47,8 @@ class _Source:
     root: dict[str, Any]
     level: int
     token: str
+    version: StoreVersion | None = None
+    where: str = ""
 
     def reader(self) -> LevelReader:
         """The level's reader, opened once per process (and per :func:`lazy_query` call)."""
@@ -70,8 +72,20 @@ def _remember(token: str, reader: LevelReader) -> None:
 def _query_block(
     source: _Source, chunks: np.ndarray, lo: np.ndarray, hi: np.ndarray
 ) -> QueryResult:
-    """The box query on the chunks ``chunks`` only (one dask task)."""
-    return query_box(source.reader().restricted(chunks), lo, hi)
+    """The box query on the chunks ``chunks`` only (one dask task).
+
+    Raises
+    ------
+    StoreChangedError
+        When the read fails because another writer replaced the store after
+        :func:`lazy_query` planned the blocks.
+    """
+    try:
+        return query_box(source.reader().restricted(chunks), lo, hi)
+    except (FormatError, StoreNotFoundError):
+        if source.version is not None:
+            source.io.check_unchanged(source.version, source.where)
+        raise
 
 
 def _positions(result: QueryResult) -> np.ndarray:
@@ -139,6 +153,8 @@ def lazy_query(
     bbox: Any = None,
     *,
     chunks_per_block: int = 1,
+    version: StoreVersion | None = None,
+    where: str = "",
 ) -> LazyResult:
     """The vertices of a point cloud in ``bbox`` as dask arrays (see :class:`LazyResult`).
 
@@ -155,6 +171,9 @@ def lazy_query(
         ``(lo, hi)``, half-open on every axis; None for the whole level.
     chunks_per_block
         Occupied chunks per dask block, consecutive in C order.
+    version, where
+        The version of the store the handle opened and its name: a task whose read fails
+        on a store replaced since then raises :class:`~zarr_vectors.errors.StoreChangedError`.
 
     Raises
     ------
@@ -179,7 +198,7 @@ def lazy_query(
         lo, hi = parse_bbox(bbox, ndim)
     require("dask.array", extra="distributed", purpose=_PURPOSE)  # fail before any work
     delayed = require("dask", extra="distributed", purpose=_PURPOSE).delayed
-    source = _Source(io, root.to_json(), int(reader.base), uuid.uuid4().hex)
+    source = _Source(io, root.to_json(), int(reader.base), uuid.uuid4().hex, version, where)
     _remember(source.token, reader)
     blocks, sizes = _plan_blocks(reader, lo, hi, int(chunks_per_block))
     results = [

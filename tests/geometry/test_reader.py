@@ -8,7 +8,9 @@ the answers must equal a brute-force numpy filter.
 
 from __future__ import annotations
 
+import shutil
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -369,3 +371,77 @@ def test_a_damaged_global_array_is_reported(path: str, damage: str, message: str
     store._store_dict[key] = type(store._store_dict[key]).from_bytes(bytes(raw))
     with pytest.raises(CorruptChunkError, match=message):
         zv.open(store)._reader.read_globals([path])
+
+
+def _write_cloud(path: object, seed: int, n: int = 2000) -> None:
+    xyz = np.random.default_rng(seed).uniform(0, 100, (n, 3))
+    zv.write_points(path, xyz, chunk_shape=25.0, overwrite=True)
+
+
+_READS = {
+    "read": lambda s: s.read(progress=False),
+    "query": lambda s: s.query(([0, 0, 0], [60, 60, 60])),
+    "query_sphere": lambda s: s.query_sphere([50, 50, 50], 30),
+    "query_polygon": lambda s: s.query_polygon([(0, 0), (90, 0), (0, 90)]),
+}
+
+
+@pytest.mark.parametrize("read", list(_READS))
+def test_a_store_replaced_under_an_open_handle_raises_store_changed_not_corrupt(
+    tmp_path: Path, read: str
+) -> None:
+    path = tmp_path / "cloud.zv"
+    _write_cloud(path, 0)
+    store = zv.open(path)
+    store.query(([0, 0, 0], [100, 100, 100]))  # the handle has read the occupancy
+    _write_cloud(path, 1, n=50)  # another writer replaces the store
+    with pytest.raises(zv.StoreChangedError, match=r"replaced or changed .* zv\.open\(") as info:
+        _READS[read](store)
+    assert isinstance(info.value.__cause__, zv.FormatError)
+    assert zv.open(path).read(progress=False).positions.shape == (50, 3)
+
+
+def test_a_store_removed_under_an_open_handle_raises_store_changed(tmp_path: Path) -> None:
+    path = tmp_path / "cloud.zv"
+    _write_cloud(path, 0)
+    store = zv.open(path)
+    store.query(([0, 0, 0], [10, 10, 10]))
+    shutil.rmtree(path)
+    with pytest.raises(zv.StoreChangedError, match="removed"):
+        store.read(progress=False)
+
+
+def test_a_memory_store_rewritten_under_an_open_handle_raises_store_changed() -> None:
+    store = MemoryStore()
+    _write_cloud(store, 0)
+    opened = zv.open(store)
+    opened.query(([0, 0, 0], [10, 10, 10]))
+    _write_cloud(store, 1, n=50)
+    with pytest.raises(zv.StoreChangedError):
+        opened.read(progress=False)
+
+
+def test_a_shard_lost_from_an_unchanged_local_store_is_still_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / "cloud.zv"
+    _write_cloud(path, 0)
+    store = zv.open(path)
+    store.query(([0, 0, 0], [10, 10, 10]))
+    shard = next((path / "0" / "vertices" / "c").rglob("*"))
+    while shard.is_dir():
+        shard = next(shard.iterdir())
+    shard.unlink()
+    with pytest.raises(CorruptChunkError, match="shard of an occupied chunk") as info:
+        store.read(progress=False)
+    assert not isinstance(info.value, zv.StoreChangedError)
+
+
+def test_reads_that_succeed_make_no_extra_request_for_the_store_version() -> None:
+    """The version is re-checked only when a read fails: a good query costs what it did."""
+    store, *_ = _point_store(250.0, 1)
+    opened = zv.open(store)
+    opened.query(BOX)
+    store.log.reset()
+    opened.query(BOX)
+    keys = [key for wave in store.log.keys_by_wave().values() for key in wave]
+    assert keys
+    assert "zarr.json" not in keys

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,11 +33,12 @@ from zarr_vectors.errors import (
     InvalidInputError,
     MetadataError,
     MissingDependencyError,
+    StoreChangedError,
     StoreNotFoundError,
 )
 from zarr_vectors.kernels._threads import results_of, shared_pool
 
-__all__ = ["ByteRange", "StoreIO", "StoreLike", "resolve_store"]
+__all__ = ["ByteRange", "StoreIO", "StoreLike", "StoreVersion", "resolve_store"]
 
 T = TypeVar("T")
 
@@ -168,6 +170,37 @@ def local_root(store: Store) -> Path | None:
         return None
     root = store.root  # already a Path in zarr 3: not parsed again (called per request)
     return root if isinstance(root, Path) else Path(root)
+
+
+@dataclass(frozen=True)
+class StoreVersion:
+    """What identifies the version of a store that a handle opened.
+
+    Two versions differ when another writer replaced or changed the store in between:
+    its root ``zarr.json`` (every commit rewrites it) or, for a local directory or a
+    ``.zip`` file, the file system object at the path (a replaced store is a new directory
+    or file under the same name).
+
+    Attributes
+    ----------
+    place
+        Local directory or zip file: ``(device, inode, ctime in ns)`` of the path, ``()``
+        when nothing is there any more; None for other stores.
+    root
+        The bytes of the root ``zarr.json``, None when it is missing.
+    """
+
+    place: tuple[int, ...] | None
+    root: bytes | None
+
+
+def _place_of(path: Path) -> tuple[int, ...]:
+    """``(device, inode, ctime in ns)`` of ``path``, ``()`` when it does not exist."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return ()
+    return (st.st_dev, st.st_ino, st.st_ctime_ns)
 
 
 def _write_local(path: Path, value: bytes, *, atomic: bool) -> None:
@@ -548,6 +581,48 @@ class StoreIO:
             When the document is not valid UTF-8 JSON.
         """
         return _parse_json(key, self.get(key))
+
+    def _place(self) -> tuple[int, ...] | None:
+        """:attr:`StoreVersion.place` of this store (no I/O unless local or a zip file)."""
+        root = local_root(self.store)
+        if root is not None:
+            return _place_of(root)
+        if isinstance(self.store, ZipStore):
+            return _place_of(Path(self.store.path))
+        return None
+
+    def read_root(self) -> tuple[Any, StoreVersion]:
+        """The parsed root ``zarr.json`` (None when missing) and the store's version.
+
+        Raises
+        ------
+        MetadataError
+            When the document is not valid UTF-8 JSON.
+        """
+        place = self._place()
+        raw = self.get("zarr.json")
+        return _parse_json("zarr.json", raw), StoreVersion(place, raw)
+
+    def check_unchanged(self, opened: StoreVersion, where: str) -> None:
+        """Raise :class:`StoreChangedError` when the store is no longer the version ``opened``.
+
+        Meant for the error path of a read (a missing shard, a checksum mismatch, an
+        undecodable block): it costs a ``stat`` and a read of the root ``zarr.json``.
+
+        Raises
+        ------
+        StoreChangedError
+            When the store was replaced, changed or removed since ``opened`` was taken.
+        """
+        place = self._place()
+        if place == opened.place and self.get("zarr.json") == opened.root:
+            return
+        gone = " or removed" if place == () else ""
+        raise StoreChangedError(
+            f"the store at {where} was replaced or changed{gone} by another writer after "
+            f"this handle opened it (the store is not damaged); open it again with "
+            f"zv.open({where!r}) to read its current version"
+        )
 
     def read_metadata(
         self, keys: Sequence[str], dirs: Sequence[str] = ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zarr_vectors.format.version import FOREIGN_ROOT_KEY, foreign_layout
 from zarr_vectors.validate.context import STORE_ERRORS, Context
 from zarr_vectors.validate.jsonutil import is_int, is_number, pointer
 from zarr_vectors.validate.names import (
@@ -57,7 +58,7 @@ _OBJECT_NODES = (
 
 def run(ctx: Context) -> None:
     """Run every L1 check that applies to the store (spec §11.2)."""
-    if not _store_exists(ctx):
+    if not _store_exists(ctx) or _foreign_layout(ctx):
         return
     attrs = _root_documents(ctx)
     if attrs is not None:
@@ -80,6 +81,26 @@ def _store_exists(ctx: Context) -> bool:
     if empty:
         ctx.fail("L1.store_exists", ".", "the store holds no key")
         return False
+    return True
+
+
+def _foreign_layout(ctx: Context) -> bool:
+    """Report a store written by zarr-vectors 0.x (another layout) once; True if it is one.
+
+    Such a store is complete but laid out differently: every other check would only
+    report its differences, so none runs.
+    """
+    ctx.mark("L1.foreign_layout")
+    ctx.prefetch(["zarr.json", ".zattrs", "metadata.json"])
+    body = ctx.doc("zarr.json").obj()
+    reason = foreign_layout(body.get("attributes")) if body is not None else None
+    if reason is None:
+        return False
+    ctx.fail(
+        "L1.foreign_layout",
+        pointer("zarr.json", "attributes", FOREIGN_ROOT_KEY),
+        f"the store was {reason}",
+    )
     return True
 
 
@@ -112,7 +133,8 @@ def _root_documents(ctx: Context) -> dict[str, Any] | None:
         ctx.fail(
             "L1.root_complete",
             pointer("zarr.json", "attributes"),
-            "root attributes lack 'zarr_vectors_version': the store is incomplete (spec §2.4)",
+            "root attributes lack 'zarr_vectors_version': the store is incomplete (spec §2.4), "
+            "as an interrupted write leaves it; remove it, or write it again with overwrite=True",
         )
     return attrs if isinstance(attrs, dict) else None
 
@@ -131,7 +153,9 @@ def _root_keys(ctx: Context, attrs: dict[str, Any]) -> None:
         ("chunk_shape", "L1.chunk_shape"),
         ("base_bin_shape", "L1.base_bin_shape"),
     ):
-        value = attrs.get(key)
+        if key not in attrs:
+            continue  # reported once, as a missing required key
+        value = attrs[key]
         ndim = dims if is_int(dims) else len(value) if isinstance(value, list) else None
         if (
             not isinstance(value, list)
@@ -139,12 +163,16 @@ def _root_keys(ctx: Context, attrs: dict[str, Any]) -> None:
             or not all(is_number(v) and v > 0 for v in value)
         ):
             ctx.fail(
-                check_id,
-                pointer("zarr.json", "attributes", key),
-                f"{key} must be a list of {ndim} numbers > 0, got {value!r}",
+                check_id, pointer("zarr.json", "attributes", key), _shape_message(key, ndim, value)
             )
     kind = attrs.get("geometry_type")
     ctx.facts.kind = kind if isinstance(kind, str) and kind in GEOMETRY_TYPES else None
+
+
+def _shape_message(key: str, ndim: object, value: object) -> str:
+    """What is wrong with a root ``chunk_shape`` / ``base_bin_shape`` and what it must be."""
+    count = f"{ndim} numbers" if is_int(ndim) else "numbers, one per spatial axis,"
+    return f"{key} must be a list of {count} > 0, got {value!r}"
 
 
 def _read_levels(ctx: Context, attrs: dict[str, Any]) -> None:
