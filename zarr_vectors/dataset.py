@@ -234,7 +234,10 @@ class VectorStore:
     @property
     def _objects(self) -> ObjectReader:
         if not self.is_object_store:
-            raise InvalidInputError(f"a {self.geometry_type} store has no objects")
+            raise InvalidInputError(
+                f"a {self.geometry_type} store has no objects, groups or object attributes; "
+                "read its points with read() or query()"
+            )
         if self._object_reader is None:
             self._object_reader = ObjectReader(self._reader)
         return self._object_reader
@@ -254,8 +257,9 @@ class VectorStore:
     @_rechecked
     def object_attribute(self, name: str) -> np.ndarray:
         """One per-object attribute for every object, in the order of :attr:`object_ids`."""
-        if name not in self.object_attribute_names:
-            raise ObjectNotFoundError(f"no object attribute {name!r}")
+        names = self.object_attribute_names
+        if name not in names:
+            raise ObjectNotFoundError(f"no object attribute {name!r}; the store has {names}")
         return self._objects.object_attribute(name)
 
     @property
@@ -303,8 +307,16 @@ class VectorStore:
 
         Reads only the chunks the objects' manifests name (spec §7.6).
 
+        Parameters
+        ----------
+        ids
+            An int or a 1-d sequence or integer array of ids. Only integers are ids: floats
+            are refused, whole ones (``3.0``) too (convert with ``ids.astype(np.int64)``).
+
         Raises
         ------
+        InvalidInputError
+            When ``ids`` are not integers, or the store is a point cloud.
         ObjectNotFoundError
             When an id is not an object of the store.
         """
@@ -334,9 +346,17 @@ class VectorStore:
             Point clouds: exactly the vertices in the box. Object kinds: the objects with at
             least one vertex in the box, in ascending storage order, whole or clipped.
         """
+        self._check_object_options(group, clip)
+        if not self.is_object_store and bbox is None:
+            raise InvalidInputError(
+                "query needs a bbox (lo, hi) of a point cloud; read() returns every point, "
+                "and -inf/inf bounds leave an axis unbounded"
+            )
         if self.is_object_store and bbox is None:
             if group is None:
-                raise InvalidInputError("query needs a bbox, a group, or both")
+                raise InvalidInputError(
+                    "query needs a bbox, a group, or both; read() returns every object"
+                )
             return self._objects.read(self._objects.group_members(group))
         return self._query_region(box_region(bbox, self.spatial_dims), group, clip)
 
@@ -438,11 +458,34 @@ class VectorStore:
         """
         return self._query_region(ball_region(center, radius, self.spatial_dims), group, clip)
 
+    def _check_object_options(self, group: Any, clip: object) -> None:
+        """Refuse ``group=`` and ``clip=`` where they cannot apply, before anything is read.
+
+        Raises
+        ------
+        InvalidInputError
+            When ``clip`` is not a bool, or ``group``/``clip`` are given for a point cloud.
+        """
+        if not isinstance(clip, bool | np.bool_):
+            raise InvalidInputError(f"clip must be True or False, got {clip!r}")
+        if self.is_object_store:
+            return
+        if group is not None:
+            raise InvalidInputError(
+                f"a {self.geometry_type} store has no groups: group= applies to object stores "
+                "(polylines, streamlines, graphs, skeletons, meshes); query the region "
+                "without group="
+            )
+        if clip:
+            raise InvalidInputError(
+                f"clip= applies to object stores only: a {self.geometry_type} query already "
+                "returns exactly the points in the region; leave clip out"
+            )
+
     def _query_region(self, region: Region, group: Any, clip: bool) -> QueryResult:
         """The vertices, or the objects with a vertex, in ``region`` (see :meth:`query`)."""
+        self._check_object_options(group, clip)
         if not self.is_object_store:
-            if group is not None or clip:
-                raise InvalidInputError("group= and clip= apply to object stores only")
             return query_region(self._reader, region)
         objects = self._objects
         dense = objects.owners_in_region(region)

@@ -25,6 +25,7 @@ What is inside each region (exact; positions are widened to float64 first):
 
 from __future__ import annotations
 
+import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -302,21 +303,32 @@ def parse_bbox(bbox: Any, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     Raises
     ------
     InvalidInputError
-        When the box does not have two rows of ``D`` numbers, holds NaN, or ``lo > hi``.
+        When the box does not have two rows of ``D`` numbers (strings and bools are not
+        numbers), holds NaN, or ``lo > hi``.
     """
+    expected = f"bbox must be (lo, hi) with {ndim} numbers each"
     try:
-        box = np.asarray(bbox, dtype=np.float64)
+        given = np.asarray(bbox)
+        box = given.astype(np.float64)
     except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"bbox must be (lo, hi) with {ndim} numbers each") from exc
+        raise InvalidInputError(f"{expected}, got {reprlib.repr(bbox)}") from exc
+    if given.dtype.kind not in "iuf":  # strings, bools, None are not coordinates
+        raise InvalidInputError(f"{expected}, got {reprlib.repr(bbox)}")
     if box.shape != (2, ndim):
         raise InvalidInputError(
             f"bbox must be (lo, hi) with {ndim} numbers each, got shape {box.shape}"
         )
     if np.isnan(box).any():
-        raise InvalidInputError("bbox must not contain NaN")
+        raise InvalidInputError(
+            f"bbox must not contain NaN, got {reprlib.repr(bbox)}; use -inf or inf for an "
+            "unbounded side"
+        )
     if np.any(box[0] > box[1]):
         d = int(np.flatnonzero(box[0] > box[1])[0])
-        raise InvalidInputError(f"bbox lo[{d}] = {box[0, d]} is greater than hi[{d}] = {box[1, d]}")
+        raise InvalidInputError(
+            f"bbox lo[{d}] = {box[0, d]} is greater than hi[{d}] = {box[1, d]}; give (lo, hi) "
+            "with lo <= hi on every axis"
+        )
     return box[0], box[1]
 
 
