@@ -30,7 +30,13 @@ from zarr_vectors.lazy import LazyResult, lazy_query
 from zarr_vectors.objects import ObjectReader, clip_to_region
 from zarr_vectors.query import query_region, read_all
 from zarr_vectors.regions import Region, ball_region, box_region, polygon_region
-from zarr_vectors.store.io import StoreIO, StoreLike, StoreVersion, resolve_store
+from zarr_vectors.store.io import (
+    StoreIO,
+    StoreLike,
+    StoreVersion,
+    local_destination,
+    resolve_store,
+)
 from zarr_vectors.store_summary import StoreInfo, gather, read_levels, store_html, store_text
 
 __all__ = ["VectorStore", "open"]
@@ -76,6 +82,39 @@ def _root_attributes(io: StoreIO, doc: Any, where: str) -> dict[str, Any]:
             f"attributes lack 'zarr_vectors_version'{hint}"
         )
     return attrs
+
+
+_NODE_DEPTH = 6
+"""Parents looked at for the store a path lies in: deep enough for the deepest node,
+``N/attributes/<name>/c/i/j/k``."""
+
+
+def _raise_if_inside_a_store(store: StoreLike, where: str, failure: Exception) -> None:
+    """Raise when the local path ``store`` is a node inside a Zarr Vectors store.
+
+    Called when ``store`` does not open as a store, so that a level or array directory
+    (``cells.zv/0``) is named as part of its store, never as an interrupted write to
+    remove.
+
+    Raises
+    ------
+    NotAZarrVectorsStoreError
+        Naming the enclosing store and how to open it.
+    """
+    path = local_destination(store)
+    if path is None:
+        return
+    for parent in list(path.absolute().parents)[:_NODE_DEPTH]:
+        if not (parent / "zarr.json").is_file():
+            continue
+        doc, _ = StoreIO(resolve_store(parent, mode="r")).read_root()
+        attrs = doc.get("attributes") if isinstance(doc, dict) else None
+        if isinstance(attrs, dict) and "zarr_vectors_version" in attrs:
+            inner = path.absolute().relative_to(parent).as_posix()
+            raise NotAZarrVectorsStoreError(
+                f"{where} is the node {inner!r} inside the Zarr Vectors store at {parent}, not "
+                f"a store itself; open the store: zv.open({os.fspath(parent)!r})"
+            ) from failure
 
 
 _P = ParamSpec("_P")
@@ -571,7 +610,11 @@ def open(store: StoreLike, *, storage_options: Mapping[str, Any] | None = None) 
     where = os.fspath(store) if isinstance(store, str | Path) else str(store)
     io = StoreIO(resolve_store(store, mode="r", storage_options=storage_options))
     doc, version = io.read_root()
-    attrs = _root_attributes(io, doc, where)
+    try:
+        attrs = _root_attributes(io, doc, where)
+    except NotAZarrVectorsStoreError as exc:
+        _raise_if_inside_a_store(store, where, exc)
+        raise
     try:
         root = RootMetadata.from_json(attrs)
     except MetadataError as exc:

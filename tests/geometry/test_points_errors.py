@@ -249,3 +249,15 @@ def test_a_root_without_version_over_level_data_says_how_to_clear_it(tmp_path: P
     (path / "zarr.json").write_text(json.dumps(doc))
     with pytest.raises(zv.NotAZarrVectorsStoreError, match=r"interrupted write.*overwrite=True"):
         zv.open(path)
+
+
+@pytest.mark.parametrize("inner", ["0", "0/vertices", "0/vertex_counts"])
+def test_opening_a_node_inside_a_store_names_the_store_not_an_interrupted_write(
+    tmp_path: Path, inner: str
+) -> None:
+    path = tmp_path / "cells.zv"
+    zv.write_points(path, GOOD, chunk_shape=25.0)
+    with pytest.raises(zv.NotAZarrVectorsStoreError, match="inside the Zarr Vectors store") as info:
+        zv.open(path / inner)
+    assert "interrupted" not in str(info.value)
+    assert f"zv.open({str(path)!r})" in str(info.value)

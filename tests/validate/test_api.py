@@ -280,3 +280,15 @@ def test_a_missing_chunk_shape_is_reported_once_as_a_missing_key() -> None:
     ids = [p.check_id for p in report.problems]
     assert "L1.root_required_keys" in ids
     assert "L1.chunk_shape" not in ids
+
+
+def test_validate_a_killed_fresh_write_says_interrupted_write_and_how_to_clear_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "cloud.zv"
+    s.write(str(path), s.points())
+    (path / "zarr.json").unlink()  # killed before the root metadata, written last
+    report = validate(path, level=3)
+    (problem,) = [p for p in report.problems if p.check_id == "L1.root_zarr_json"]
+    assert "interrupted write" in problem.message
+    assert "overwrite=True" in problem.message

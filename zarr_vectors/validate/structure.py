@@ -69,6 +69,12 @@ def run(ctx: Context) -> None:
     _root_children(ctx)
 
 
+_INTERRUPTED = (
+    ", but level 0 holds data: it looks like an interrupted write (the root metadata is "
+    "written last); remove it, or write the store again with overwrite=True"
+)
+
+
 def _store_exists(ctx: Context) -> bool:
     ctx.mark("L1.store_exists")
     try:
@@ -117,7 +123,8 @@ def _root_documents(ctx: Context) -> dict[str, Any] | None:
     doc = ctx.doc("zarr.json")
     body = doc.obj()
     if body is None:
-        ctx.fail("L1.root_zarr_json", "zarr.json", f"zarr.json {doc.describe()}")
+        hint = _INTERRUPTED if not doc.present and ctx.node("0").exists else ""
+        ctx.fail("L1.root_zarr_json", "zarr.json", f"zarr.json {doc.describe()}{hint}")
         return None
     if body.get("zarr_format") != 3 or body.get("node_type") != "group":
         ctx.fail(
