@@ -120,9 +120,9 @@ def _raise_if_inside_a_store(store: StoreLike, where: str, failure: Exception) -
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
-_READ_FAILURES = (FormatError, StoreNotFoundError)
+_READ_FAILURES = (FormatError, StoreNotFoundError, ObjectNotFoundError)
 """What a read of a store replaced under an open handle raises: a missing shard or node,
-bytes that fail their checksum or do not decode."""
+bytes that fail their checksum or do not decode, an object or group no longer there."""
 
 
 def _rechecked(
@@ -167,7 +167,10 @@ def _labelled(
 class VectorStore:
     """An open Zarr Vectors store (read only).
 
-    Use :func:`open` to create one.
+    Use :func:`open` to create one. A handle reads the version of the store it opened: when
+    another writer replaces or changes the store, a read that then fails (a shard gone, bytes
+    that no longer decode) raises :class:`~zarr_vectors.errors.StoreChangedError`; open the
+    store again to read its new version.
     """
 
     def __init__(
@@ -599,9 +602,12 @@ def open(store: StoreLike, *, storage_options: Mapping[str, Any] | None = None) 
     StoreNotFoundError
         When a local path does not exist.
     NotAZarrVectorsStoreError
-        When the store is not (or not completely written as) a Zarr Vectors store.
+        When the store is not (or not completely written as) a Zarr Vectors store: the
+        message says when it looks like an interrupted write (remove it, or write it again
+        with ``overwrite=True``), or when the path is a node inside a store.
     UnsupportedVersionError
-        When the store's format version is newer than this library.
+        When the store's format version is newer than this library, or the store was
+        written by zarr-vectors 0.x (another layout, which this library cannot read yet).
     MetadataError
         When the root metadata is malformed.
     MissingDependencyError

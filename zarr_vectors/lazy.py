@@ -185,7 +185,8 @@ def lazy_query(
     """
     if root.geometry_type != "point_cloud":
         raise InvalidInputError(
-            f"to_dask reads point clouds; this store holds {root.geometry_type} objects"
+            f"to_dask reads point clouds; this store holds {root.geometry_type} objects: read "
+            "them with read(), read_objects() or query()"
         )
     if isinstance(chunks_per_block, bool) or not isinstance(chunks_per_block, int | np.integer):
         raise InvalidInputError("chunks_per_block must be a positive integer")

@@ -233,7 +233,9 @@ class ObjectReader:
         path = f"{self.reader.base}/{GROUPINGS}"
         meta = self.reader.io.read_json(f"{path}/zarr.json")
         if meta is None:
-            raise ObjectNotFoundError("this store has no groups")
+            raise ObjectNotFoundError(
+                f"this store has no groups, so no group {group!r}; query a region instead"
+            )
         names = list(meta.get("attributes", {}).get("group_names", []))
         table = self._global(GROUPINGS)
         key = group_key(group)

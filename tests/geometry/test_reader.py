@@ -8,6 +8,7 @@ the answers must equal a brute-force numpy filter.
 
 from __future__ import annotations
 
+import json
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -445,3 +446,20 @@ def test_reads_that_succeed_make_no_extra_request_for_the_store_version() -> Non
     keys = [key for wave in store.log.keys_by_wave().values() for key in wave]
     assert keys
     assert "zarr.json" not in keys
+
+
+def test_a_level_bin_shape_that_does_not_tile_the_chunks_is_a_metadata_error(
+    tmp_path: Path,
+) -> None:
+    """The store's inconsistency, not the caller's input: MetadataError, not InvalidInputError."""
+    path = tmp_path / "cloud.zv"
+    _write_cloud(path, 0)
+    for name in ("zarr.json", ".zattrs"):
+        doc_path = path / "0" / name
+        doc = json.loads(doc_path.read_text())
+        attrs = doc["attributes"] if name == "zarr.json" else doc
+        attrs["bin_shape"] = [10.0, 10.0, 10.0]  # chunks are 25 wide
+        doc_path.write_text(json.dumps(doc))
+    with pytest.raises(zv.MetadataError, match="does not match the root metadata") as info:
+        zv.open(path).read(progress=False)
+    assert not isinstance(info.value, zv.InvalidInputError)
