@@ -146,13 +146,32 @@ def _rechecked(
     return rechecked
 
 
+def _data_read(
+    method: Callable[Concatenate[VectorStore, _P], _T],
+) -> Callable[Concatenate[VectorStore, _P], _T]:
+    """:func:`_rechecked`, and first, on a local directory, check it was not replaced.
+
+    For the methods that read data (not only metadata cached at open): reading a replaced
+    store through the old handle's cached counts could return wrong rows without an error.
+    The check is one ``stat`` (see :meth:`StoreIO.check_same_directory`).
+    """
+    checked = _rechecked(method)
+
+    @functools.wraps(method)
+    def data_read(store: VectorStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        store._check_same_directory()
+        return checked(store, *args, **kwargs)
+
+    return data_read
+
+
 def _labelled(
     method: Callable[Concatenate[VectorStore, _P], QueryResult],
 ) -> Callable[Concatenate[VectorStore, _P], QueryResult]:
     """Stamp the store's axis names, units and geometry type on the results of ``method``."""
 
     @functools.wraps(method)
-    @_rechecked
+    @_data_read
     def labelled(store: VectorStore, /, *args: _P.args, **kwargs: _P.kwargs) -> QueryResult:
         return dataclasses.replace(
             method(store, *args, **kwargs),
@@ -168,9 +187,10 @@ class VectorStore:
     """An open Zarr Vectors store (read only).
 
     Use :func:`open` to create one. A handle reads the version of the store it opened: when
-    another writer replaces or changes the store, a read that then fails (a shard gone, bytes
-    that no longer decode) raises :class:`~zarr_vectors.errors.StoreChangedError`; open the
-    store again to read its new version.
+    another writer replaces a local directory store, every later read raises
+    :class:`~zarr_vectors.errors.StoreChangedError` (checked by one ``stat`` per read); on
+    other stores, a read that then fails (a shard gone, bytes that no longer decode) raises
+    it. Open the store again to read its new version.
     """
 
     def __init__(
@@ -191,6 +211,11 @@ class VectorStore:
             self._io.check_unchanged(self._version, self._where)
         except StoreChangedError as exc:
             raise exc from failure
+
+    def _check_same_directory(self) -> None:
+        """Raise :class:`StoreChangedError` when a local store's directory was replaced."""
+        if self._version is not None:
+            self._io.check_same_directory(self._version, self._where)
 
     @property
     def _reader(self) -> LevelReader:
@@ -285,7 +310,7 @@ class VectorStore:
         return self._object_reader
 
     @property
-    @_rechecked
+    @_data_read
     def object_ids(self) -> np.ndarray:
         """The id of every object, in storage order (object kinds)."""
         return self._objects.external_ids()
@@ -296,7 +321,7 @@ class VectorStore:
         """Names of the per-object attributes (object kinds)."""
         return self._objects.object_attribute_names
 
-    @_rechecked
+    @_data_read
     def object_attribute(self, name: str) -> np.ndarray:
         """One per-object attribute for every object, in the order of :attr:`object_ids`."""
         names = self.object_attribute_names
@@ -305,7 +330,7 @@ class VectorStore:
         return self._objects.object_attribute(name)
 
     @property
-    @_rechecked
+    @_data_read
     def groups(self) -> dict[str, np.ndarray]:
         """Member object ids of every group, by group name in stored order (object kinds).
 
@@ -318,7 +343,7 @@ class VectorStore:
         }
 
     @property
-    @_rechecked
+    @_data_read
     def group_attributes(self) -> dict[str, np.ndarray]:
         """Per-group attributes by name, one row per group in the order of :attr:`groups`."""
         return self._objects.group_attributes()
@@ -554,7 +579,7 @@ class VectorStore:
     def _summary(self) -> StoreInfo:
         return gather(self._io, self._root, lambda: self._reader, self._where, lambda: self._usage)
 
-    @_rechecked
+    @_data_read
     def to_dask(self, bbox: Any = None, *, chunks_per_block: int = 1) -> LazyResult:
         """The vertices of a point cloud in a box as dask arrays, for out-of-core work.
 

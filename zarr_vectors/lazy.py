@@ -80,6 +80,8 @@ def _query_block(
         When the read fails because another writer replaced the store after
         :func:`lazy_query` planned the blocks.
     """
+    if source.version is not None:
+        source.io.check_same_directory(source.version, source.where)
     try:
         return query_box(source.reader().restricted(chunks), lo, hi)
     except (FormatError, StoreNotFoundError):
