@@ -292,3 +292,14 @@ def test_validate_a_killed_fresh_write_says_interrupted_write_and_how_to_clear_i
     (problem,) = [p for p in report.problems if p.check_id == "L1.root_zarr_json"]
     assert "interrupted write" in problem.message
     assert "overwrite=True" in problem.message
+
+
+@pytest.mark.parametrize("dims", [0, 7, "three", None])
+def test_an_invalid_spatial_dims_is_reported_as_such_not_as_a_chunk_shape_of_n_numbers(
+    dims: object,
+) -> None:
+    store = s.point_store()
+    s.edit_root(store, lambda d: d.update(spatial_dims=dims))
+    report = validate(store, level=2)
+    assert "L2.spatial_dims_valid" in report.ids()
+    assert not {"L1.chunk_shape", "L1.base_bin_shape"} & report.ids()

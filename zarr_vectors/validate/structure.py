@@ -24,6 +24,7 @@ from zarr_vectors.validate.names import (
     OBJECT_KINDS,
     OBJECT_ONLY_NODES,
     POINT_CLOUD,
+    SPATIAL_DIMS,
     VERTEX_COUNTS,
     VERTEX_FRAGMENTS,
     VERTICES,
@@ -163,7 +164,9 @@ def _root_keys(ctx: Context, attrs: dict[str, Any]) -> None:
         if key not in attrs:
             continue  # reported once, as a missing required key
         value = attrs[key]
-        ndim = dims if is_int(dims) else len(value) if isinstance(value, list) else None
+        # An invalid spatial_dims is L2's one finding: here the list is held to its own length.
+        valid = is_int(dims) and dims in SPATIAL_DIMS
+        ndim = dims if valid else len(value) if isinstance(value, list) else None
         if (
             not isinstance(value, list)
             or len(value) != ndim
