@@ -51,7 +51,7 @@ _INTERRUPTED = (
 
 def _holds_level_data(io: StoreIO) -> bool:
     """Whether the store holds what a write of ours puts down before the root metadata."""
-    return io.read_json(".zattrs") is not None or bool(io.list_dir("0"))
+    return io.get(".zattrs") is not None or bool(io.list_dir("0"))
 
 
 def _root_attributes(io: StoreIO, doc: Any, where: str) -> dict[str, Any]:

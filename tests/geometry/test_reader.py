@@ -489,3 +489,13 @@ def test_a_store_directory_whose_mode_changed_still_reads(tmp_path: Path) -> Non
     path.chmod(0o755)
     os.utime(path)
     np.testing.assert_array_equal(store.read(progress=False).positions, expected)
+
+
+def test_a_changed_memory_store_says_to_open_the_store_object_again() -> None:
+    store = MemoryStore()
+    _write_cloud(store, 0)
+    opened = zv.open(store)
+    opened.query(([0, 0, 0], [10, 10, 10]))
+    _write_cloud(store, 1, n=50)
+    with pytest.raises(zv.StoreChangedError, match=r"zv\.open\(store\)"):
+        opened.read(progress=False)

@@ -203,12 +203,13 @@ def _place_of(path: Path) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_ctime_ns)
 
 
-def _changed(where: str, *, gone: bool) -> StoreChangedError:
+def _changed(store: Store, where: str, *, gone: bool) -> StoreChangedError:
     """The error for a store replaced, changed or removed under an open handle."""
+    reopen = "zv.open(store)" if isinstance(store, MemoryStore) else f"zv.open({where!r})"
     return StoreChangedError(
         f"the store at {where} was replaced or changed{' or removed' if gone else ''} by "
         f"another writer after this handle opened it (the store is not damaged); open it "
-        f"again with zv.open({where!r}) to read its current version"
+        f"again with {reopen} to read its current version"
     )
 
 
@@ -626,7 +627,7 @@ class StoreIO:
         place = self._place()
         if place == opened.place and self.get("zarr.json") == opened.root:
             return
-        raise _changed(where, gone=place == ())
+        raise _changed(self.store, where, gone=place == ())
 
     def check_same_directory(self, opened: StoreVersion, where: str) -> None:
         """Raise :class:`StoreChangedError` when a local store's directory was replaced.
@@ -646,7 +647,7 @@ class StoreIO:
             return
         place = _place_of(root)
         if place[:2] != opened.place[:2]:
-            raise _changed(where, gone=place == ())
+            raise _changed(self.store, where, gone=place == ())
 
     def read_metadata(
         self, keys: Sequence[str], dirs: Sequence[str] = ()
