@@ -14,10 +14,11 @@ so tasks share its metadata and indexes instead of fetching them again.
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,14 @@ class _Source:
     token: str
     version: StoreVersion | None = None
     where: str = ""
+    pid: int = field(default_factory=os.getpid)
+
+    def version_here(self) -> StoreVersion | None:
+        """The version to check in this process: without the file system identity outside
+        the process that opened the store (another machine may mount it as another device)."""
+        if self.version is None or os.getpid() == self.pid:
+            return self.version
+        return StoreVersion(None, self.version.root)
 
     def reader(self) -> LevelReader:
         """The level's reader, opened once per process (and per :func:`lazy_query` call)."""
@@ -80,13 +89,14 @@ def _query_block(
         When the read fails because another writer replaced the store after
         :func:`lazy_query` planned the blocks.
     """
-    if source.version is not None:
-        source.io.check_same_directory(source.version, source.where)
+    version = source.version_here()
+    if version is not None:
+        source.io.check_same_directory(version, source.where)
     try:
         return query_box(source.reader().restricted(chunks), lo, hi)
     except (FormatError, StoreNotFoundError):
-        if source.version is not None:
-            source.io.check_unchanged(source.version, source.where)
+        if version is not None:
+            source.io.check_unchanged(version, source.where)
         raise
 
 

@@ -617,14 +617,16 @@ class StoreIO:
         """Raise :class:`StoreChangedError` when the store is no longer the version ``opened``.
 
         Meant for the error path of a read (a missing shard, a checksum mismatch, an
-        undecodable block): it costs a ``stat`` and a read of the root ``zarr.json``.
+        undecodable block): it costs a ``stat`` and a read of the root ``zarr.json``. A
+        version without :attr:`StoreVersion.place` (taken in another process, perhaps on
+        another machine) is compared by its root ``zarr.json`` only.
 
         Raises
         ------
         StoreChangedError
             When the store was replaced, changed or removed since ``opened`` was taken.
         """
-        place = self._place()
+        place = self._place() if opened.place is not None else None
         if place == opened.place and self.get("zarr.json") == opened.root:
             return
         raise _changed(self.store, where, gone=place == ())
