@@ -107,7 +107,10 @@ def _raise_if_inside_a_store(store: StoreLike, where: str, failure: Exception) -
     for parent in list(path.absolute().parents)[:_NODE_DEPTH]:
         if not (parent / "zarr.json").is_file():
             continue
-        doc, _ = StoreIO(resolve_store(parent, mode="r")).read_root()
+        try:
+            doc, _ = StoreIO(resolve_store(parent, mode="r")).read_root()
+        except MetadataError:  # not valid JSON: not the root of a store of ours
+            continue
         attrs = doc.get("attributes") if isinstance(doc, dict) else None
         if isinstance(attrs, dict) and "zarr_vectors_version" in attrs:
             inner = path.absolute().relative_to(parent).as_posix()

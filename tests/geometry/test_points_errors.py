@@ -261,3 +261,13 @@ def test_opening_a_node_inside_a_store_names_the_store_not_an_interrupted_write(
         zv.open(path / inner)
     assert "interrupted" not in str(info.value)
     assert f"zv.open({str(path)!r})" in str(info.value)
+
+
+def test_a_broken_zarr_json_above_the_path_does_not_hide_why_it_does_not_open(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "zarr.json").write_text("{not json")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(zv.NotAZarrVectorsStoreError, match="not a Zarr store"):
+        zv.open(empty)
