@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
@@ -40,3 +44,71 @@ def row_keys(table: np.ndarray) -> np.ndarray:
         key *= _FNV_PRIME
         key ^= key >> np.uint64(29)
     return key
+
+
+def write_layout_v_store(root: Path) -> Path:
+    """A tiny store laid out like zarr-vectors 0.9.2 writes it (layout V), by hand.
+
+    The key and attribute names are those of a point cloud written by zarr-vectors 0.9.2:
+    root ``attributes.zarr_vectors`` with ``zv_version``, a level group with
+    ``zarr_vectors_level``, and ``vertices`` as one ``variable_length_bytes`` array over the
+    chunk grid (one opaque blob per chunk; its one chunk holds 12 bytes here).
+    """
+    docs: dict[str, Any] = {
+        "zarr.json": _group(
+            {
+                "zarr_vectors": {
+                    "zv_version": "0.9.2",
+                    "format_capabilities": [],
+                    "chunk_shape": [50.0, 50.0, 50.0],
+                    "bounds": [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]],
+                    "geometry_types": ["point_cloud"],
+                    "links_convention": "implicit_sequential",
+                    "object_index_convention": "standard",
+                    "cross_chunk_strategy": "explicit_links",
+                },
+                "multiscales": [
+                    {
+                        "version": "0.4",
+                        "name": "default",
+                        "axes": [{"name": n, "type": "space"} for n in "xyz"],
+                        "datasets": [{"path": "0", "coordinateTransformations": []}],
+                        "metadata": {"format": "zarr_vectors"},
+                    }
+                ],
+            }
+        ),
+        "0/zarr.json": _group(
+            {
+                "zarr_vectors_level": {
+                    "level": 0,
+                    "vertex_count": 1,
+                    "coarsening_method": "none",
+                    "parent_level": None,
+                    "arrays_present": ["vertices"],
+                }
+            }
+        ),
+        "0/vertices/zarr.json": {
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": [1, 1, 1],
+            "data_type": "variable_length_bytes",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1, 1, 1]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": "",
+            "codecs": [{"name": "vlen-bytes", "configuration": {}}],
+            "attributes": {"zv_array": "vertices"},
+        },
+    }
+    for key, doc in docs.items():
+        (root / key).parent.mkdir(parents=True, exist_ok=True)
+        (root / key).write_text(json.dumps(doc))
+    blob = root / "0" / "vertices" / "c" / "0" / "0" / "0"
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(np.array([1, 2, 3], np.float32).tobytes())
+    return root
+
+
+def _group(attributes: dict[str, Any]) -> dict[str, Any]:
+    return {"zarr_format": 3, "node_type": "group", "attributes": attributes}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -169,3 +171,32 @@ def test_distributed_workers_in_other_processes_compute_the_blocks(tmp_path: Pat
         opened_in_workers = client.run(lambda: len(lazy._readers))
     _assert_same(got, opened.query(box))
     assert sum(opened_in_workers.values()) >= 1  # the workers reopened the store themselves
+
+
+def test_a_store_replaced_before_compute_raises_store_changed(tmp_path: Path) -> None:
+    path = tmp_path / "cloud.zv"
+    _write(path, seed=3)
+    lazy_arrays = zv.open(path).to_dask()
+    zv.write_points(path, np.ones((5, 3)) * 900, chunk_shape=CHUNK, overwrite=True)
+    with pytest.raises(zv.StoreChangedError, match=r"zv\.open"):
+        lazy_arrays.compute(scheduler="sync")
+
+
+def test_tasks_in_another_process_check_the_root_document_not_the_directory_identity(
+    tmp_path: Path,
+) -> None:
+    """A worker on another machine may see the same directory as another device and inode."""
+    path = tmp_path / "cloud.zv"
+    _write(path, seed=3)
+    store = zv.open(path)
+    reader = store._reader
+    assert store._version is not None
+    elsewhere = dataclasses.replace(store._version, place=(0, 0, 0))  # as another host sees it
+    box = (np.full(3, -np.inf), np.full(3, np.inf))
+    chunks = reader.occupied_chunks(np.zeros(3, np.int64), reader.grid.shape)[0]
+    source = lazy._Source(store._io, store._root.to_json(), 0, "t", elsewhere, str(path))
+    with pytest.raises(zv.StoreChangedError):
+        lazy._query_block(source, chunks, *box)  # the opener's process: the directory differs
+    remote = dataclasses.replace(source, pid=os.getpid() + 1)
+    got = lazy._query_block(remote, chunks, *box)
+    assert got.positions.shape[0] == N

@@ -8,6 +8,7 @@ store is checked against its input arrays alone.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -271,3 +272,126 @@ def test_membership_in_sorted_keys_equals_isin(values: list[int], keys: list[int
     pos, found = _sorted_find(table, wanted)
     np.testing.assert_array_equal(found, np.isin(wanted, table))
     np.testing.assert_array_equal(table[pos[found]], wanted[found])
+
+
+def test_an_object_store_replaced_under_an_open_handle_raises_store_changed(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(5)
+    path = tmp_path / "lines.zv"
+    zv.write_polylines(path, [rng.uniform(0, 100, (6, 3)) for _ in range(40)], chunk_shape=25.0)
+    store = zv.open(path)
+    assert store.object_count == 40
+    zv.write_polylines(
+        path, [rng.uniform(0, 100, (6, 3)) for _ in range(4)], chunk_shape=25.0, overwrite=True
+    )
+    for read in (
+        lambda: store.read_objects([3]),
+        lambda: store.query(([0, 0, 0], [50, 50, 50])),
+        lambda: store.read(progress=False),
+    ):
+        with pytest.raises(zv.StoreChangedError, match="replaced or changed"):
+            read()
+
+
+@functools.cache
+def _grouped_lines() -> MemoryStore:
+    rng = np.random.default_rng(8)
+    store = MemoryStore()
+    lines = [rng.uniform(0, 100, (4, 3)) for _ in range(6)]
+    zv.write_polylines(store, lines, chunk_shape=25.0, groups={"cst": [1, 2], "af": [3]})
+    return store
+
+
+def _generator() -> Any:
+    return (i for i in [1])
+
+
+@pytest.mark.parametrize(
+    ("ids", "shown"),
+    [
+        ([1.5], "got 1.5"),
+        ([3.0], "whole floats are refused too"),
+        (np.array([2.0, 1.5]), "got 2.0"),
+        (["3"], "got '3'"),
+        ("3", "got '3'"),
+        ([True], "got True"),
+        ([None], "got None"),
+        ([np.nan], "got nan"),
+        ([[1, 2]], "shape \\(1, 2\\)"),
+        ([[1], [2, 3]], "1-d sequence"),
+        ({1, 2}, "got a set"),
+        (_generator(), "got a generator"),
+        ([2**70], "out of range"),
+        (np.array([2**63], np.uint64), "out of range"),
+    ],
+)
+def test_read_objects_with_non_integer_ids_is_invalid_input(ids: Any, shown: str) -> None:
+    store = zv.open(_grouped_lines())
+    with pytest.raises(zv.InvalidInputError, match=shown) as info:
+        store.read_objects(ids)
+    assert not isinstance(info.value, zv.ObjectNotFoundError)
+
+
+@pytest.mark.parametrize(
+    "ids", [3, np.int32(3), [3], np.array([3], np.uint64), np.array([3], np.int16), (3,)]
+)
+def test_read_objects_takes_integers_of_any_integer_type(ids: Any) -> None:
+    store = zv.open(_grouped_lines())
+    np.testing.assert_array_equal(
+        store.read_objects(ids).positions, store.read_objects([3]).positions
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=8))
+def test_requested_ids_keep_every_int64_exactly(ids: list[int]) -> None:
+    got = objects.requested_ids(ids)
+    assert got.dtype == np.int64
+    assert got.tolist() == ids
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(-(2**40), 2**40), max_size=5),
+    st.floats(allow_nan=True),
+    st.integers(0, 5),
+)
+def test_requested_ids_refuse_any_float_among_ints(ids: list[int], bad: float, at: int) -> None:
+    mixed: list[Any] = list(ids)
+    mixed.insert(min(at, len(mixed)), bad)
+    with pytest.raises(zv.InvalidInputError, match="must be integers") as info:
+        objects.requested_ids(mixed)
+    assert f"got {bad!r}" in str(info.value)  # the float itself, not an int numpy made float
+
+
+@pytest.mark.parametrize("group", [1.5, 1.0, True, ["cst"], None])
+def test_a_group_given_as_a_float_bool_or_list_is_invalid_input(group: Any) -> None:
+    store = zv.open(_grouped_lines())
+    with pytest.raises(zv.InvalidInputError, match="group name \\(str\\) or a group number"):
+        store.query(([0, 0, 0], [100, 100, 100]), group=group if group is not None else [])
+
+
+def test_groups_by_name_and_number_still_read() -> None:
+    store = zv.open(_grouped_lines())
+    by_name = store.query(group="cst")
+    by_number = store.query(group=np.int64(0))
+    np.testing.assert_array_equal(by_name.positions, by_number.positions)
+    assert by_name.positions.shape == (8, 3)
+
+
+def test_a_group_gone_with_a_replaced_store_raises_store_changed_not_not_found(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(6)
+    path = tmp_path / "lines.zv"
+    lines = [rng.uniform(0, 100, (4, 3)) for _ in range(6)]
+    zv.write_polylines(path, lines, chunk_shape=25.0, groups={"cst": [1, 2]})
+    store = zv.open(path)
+    store.query(([0, 0, 0], [100, 100, 100]))
+    zv.write_polylines(path, lines[:2], chunk_shape=25.0, overwrite=True)  # no groups now
+    with pytest.raises(zv.StoreChangedError) as info:
+        store.query(group="cst")
+    assert isinstance(info.value.__cause__, zv.ObjectNotFoundError)
+    with pytest.raises(zv.ObjectNotFoundError, match="no groups"):
+        zv.open(path).query(group="cst")  # a fresh handle: the group is really not there

@@ -366,7 +366,7 @@ def test_box_queries_read_only_the_chunks_and_bins_they_meet() -> None:
         (lambda s: s.query_polygon(shapely.box(0, 0, 1, 1), ranges={"t": (0, 1)}), "'t'"),
         (lambda s: s.query_polygon(shapely.box(0, 0, 1, 1), plane=("x", "q")), "'q'"),
         (lambda s: s.query_sphere([0, 0, 0], 1, clip=True), "object stores only"),
-        (lambda s: s.query_polygon(shapely.box(0, 0, 1, 1), group="a"), "object stores only"),
+        (lambda s: s.query_polygon(shapely.box(0, 0, 1, 1), group="a"), "has no groups"),
     ],
 )
 def test_bad_input(call: Any, message: str) -> None:
@@ -641,3 +641,47 @@ def test_box_fast_path_reads_exactly_the_rows_of_the_bins_it_meets(seed: int) ->
         if np.any(runs.chunk == i)
     ]
     _check_reads("box", (lo, hi), reader, positions, rows, recording.keys)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.query(group="cst"),
+        lambda s: s.query(([0, 0, 0], [1, 1, 1]), group="cst"),
+        lambda s: s.query_sphere([0, 0, 0], 1, group=0),
+    ],
+)
+def test_query_group_on_a_point_cloud_says_it_has_no_groups(call: Any) -> None:
+    with pytest.raises(InvalidInputError, match="point_cloud store has no groups") as info:
+        call(zv.open(_cloud(3)[0]))
+    assert "bbox" not in str(info.value)
+
+
+def test_query_without_a_bbox_on_a_point_cloud_points_to_read() -> None:
+    with pytest.raises(InvalidInputError, match=r"read\(\) returns every point"):
+        zv.open(_cloud(3)[0]).query()
+
+
+@pytest.mark.parametrize(
+    ("bbox", "message"),
+    [
+        ((["0", "0", "0"], ["9", "9", "9"]), "3 numbers each"),  # was read as floats
+        (([False] * 3, [True] * 3), "3 numbers each"),  # was read as 0 and 1
+        ((None, [1, 1, 1]), "3 numbers each"),
+        (([5, 0, 0], [1, 1, 1]), "lo <= hi on every axis"),
+        (([0, 0, np.nan], [1, 1, 1]), "-inf or inf"),
+    ],
+)
+def test_bbox_strings_bools_and_wrong_bounds_are_refused_saying_what_to_give(
+    bbox: Any, message: str
+) -> None:
+    store = zv.open(_cloud(3)[0])
+    with pytest.raises(InvalidInputError, match=message):
+        store.query(bbox)
+    with pytest.raises(InvalidInputError, match=message):
+        store.to_dask(bbox)
+
+
+def test_clip_must_be_a_bool() -> None:
+    with pytest.raises(InvalidInputError, match="clip must be True or False, got 'yes'"):
+        zv.open(_cloud(3)[0]).query(([0, 0, 0], [1, 1, 1]), clip="yes")

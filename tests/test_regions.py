@@ -334,3 +334,33 @@ def test_ball_bounding_box_holds_the_ball() -> None:
     assert np.all(lo < 0)
     assert np.all(hi > 1e-200)  # squares of 1e-200 underflow to 0
     assert BallRegion(np.zeros(2), 0.0).contains_points(np.full((1, 2), 1e-200)).all()
+
+
+@pytest.mark.parametrize(
+    "coords",
+    [
+        [("0", "0"), ("9", "0"), ("0", "9")],  # numpy would read these as numbers
+        [(False, False), (True, False), (False, True)],  # and these as 0 and 1
+        [(0, 0), (9, None), (0, 9)],
+    ],
+)
+def test_polygon_coordinates_of_strings_or_bools_are_refused(coords: Any) -> None:
+    with pytest.raises(InvalidInputError, match=r"\(n, 2\) vertex coordinates, got"):
+        polygon_region(coords, 3)
+
+
+@pytest.mark.parametrize(
+    "bbox", [(["0", "0", "0"], ["9", "9", "9"]), ([False] * 3, [True] * 3), ([0, 0, 0], None)]
+)
+def test_bbox_of_strings_or_bools_is_refused(bbox: Any) -> None:
+    with pytest.raises(InvalidInputError, match="3 numbers each, got"):
+        box_region(bbox, 3)
+
+
+def test_a_plane_given_as_a_numpy_array_is_two_axes() -> None:
+    square = shapely.box(0, 0, 4, 4)
+    by_array = polygon_region(square, 3, plane=np.array([0, 2]))
+    by_tuple = polygon_region(square, 3, plane=(0, 2))
+    np.testing.assert_array_equal(by_array.bounding_box(), by_tuple.bounding_box())
+    named = polygon_region(square, 3, plane=np.array(["x", "z"]), axis_names=("x", "y", "z"))
+    np.testing.assert_array_equal(named.bounding_box(), by_tuple.bounding_box())

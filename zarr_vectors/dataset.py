@@ -7,40 +7,76 @@ import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import (
+    FormatError,
     InvalidInputError,
     MetadataError,
     NotAZarrVectorsStoreError,
     ObjectNotFoundError,
+    StoreChangedError,
+    StoreNotFoundError,
+    UnsupportedVersionError,
 )
 from zarr_vectors.format.metadata import RootMetadata
+from zarr_vectors.format.version import foreign_layout
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.lazy import LazyResult, lazy_query
 from zarr_vectors.objects import ObjectReader, clip_to_region
 from zarr_vectors.query import query_region, read_all
 from zarr_vectors.regions import Region, ball_region, box_region, polygon_region
-from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
+from zarr_vectors.store.io import (
+    StoreIO,
+    StoreLike,
+    StoreVersion,
+    local_destination,
+    resolve_store,
+)
 from zarr_vectors.store_summary import StoreInfo, gather, read_levels, store_html, store_text
 
 __all__ = ["VectorStore", "open"]
 
 
-def _root_attributes(io: StoreIO, where: str) -> dict[str, Any]:
-    doc = io.read_json("zarr.json")
+_INTERRUPTED = (
+    "it looks like an interrupted write (the root metadata is written last, so a killed or "
+    "failed write leaves the data without it); remove it, or write the store again with "
+    "overwrite=True"
+)
+
+
+def _holds_level_data(io: StoreIO) -> bool:
+    """Whether the store holds what a write of ours puts down before the root metadata."""
+    return io.get(".zattrs") is not None or bool(io.list_dir("0"))
+
+
+def _root_attributes(io: StoreIO, doc: Any, where: str) -> dict[str, Any]:
+    """The root attributes of a readable Zarr Vectors store (``doc``: its root zarr.json).
+
+    Raises
+    ------
+    NotAZarrVectorsStoreError
+        When the store is not a Zarr group, or an incomplete Zarr Vectors store (the
+        message then says it looks like an interrupted write and how to clear it).
+    UnsupportedVersionError
+        When the store was written by zarr-vectors 0.x, in another layout.
+    """
     if doc is None:
+        if _holds_level_data(io):
+            raise NotAZarrVectorsStoreError(f"{where} has no root zarr.json: {_INTERRUPTED}")
         raise NotAZarrVectorsStoreError(f"{where} has no zarr.json: not a Zarr store")
     attrs = doc.get("attributes") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or doc.get("node_type") != "group" or not isinstance(attrs, dict):
         raise NotAZarrVectorsStoreError(f"{where}: root zarr.json is not a group")
+    foreign = foreign_layout(attrs)
+    if foreign is not None:
+        raise UnsupportedVersionError(f"{where} was {foreign}")
     if "zarr_vectors_version" not in attrs:
-        partial = io.read_json(".zattrs") is not None or bool(io.list_dir("0"))
-        hint = " (it looks like an interrupted write)" if partial else ""
+        hint = f"; {_INTERRUPTED}" if _holds_level_data(io) else ""
         raise NotAZarrVectorsStoreError(
             f"{where} is a Zarr group but not a complete Zarr Vectors store: its root "
             f"attributes lack 'zarr_vectors_version'{hint}"
@@ -48,7 +84,88 @@ def _root_attributes(io: StoreIO, where: str) -> dict[str, Any]:
     return attrs
 
 
+_NODE_DEPTH = 6
+"""Parents looked at for the store a path lies in: deep enough for the deepest node,
+``N/attributes/<name>/c/i/j/k``."""
+
+
+def _raise_if_inside_a_store(store: StoreLike, where: str, failure: Exception) -> None:
+    """Raise when the local path ``store`` is a node inside a Zarr Vectors store.
+
+    Called when ``store`` does not open as a store, so that a level or array directory
+    (``cells.zv/0``) is named as part of its store, never as an interrupted write to
+    remove.
+
+    Raises
+    ------
+    NotAZarrVectorsStoreError
+        Naming the enclosing store and how to open it.
+    """
+    path = local_destination(store)
+    if path is None:
+        return
+    for parent in list(path.absolute().parents)[:_NODE_DEPTH]:
+        if not (parent / "zarr.json").is_file():
+            continue
+        try:
+            doc, _ = StoreIO(resolve_store(parent, mode="r")).read_root()
+        except MetadataError:  # not valid JSON: not the root of a store of ours
+            continue
+        attrs = doc.get("attributes") if isinstance(doc, dict) else None
+        if isinstance(attrs, dict) and "zarr_vectors_version" in attrs:
+            inner = path.absolute().relative_to(parent).as_posix()
+            raise NotAZarrVectorsStoreError(
+                f"{where} is the node {inner!r} inside the Zarr Vectors store at {parent}, not "
+                f"a store itself; open the store: zv.open({os.fspath(parent)!r})"
+            ) from failure
+
+
 _P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+_READ_FAILURES = (FormatError, StoreNotFoundError, ObjectNotFoundError)
+"""What a read of a store replaced under an open handle raises: a missing shard or node,
+bytes that fail their checksum or do not decode, an object or group no longer there."""
+
+
+def _rechecked(
+    method: Callable[Concatenate[VectorStore, _P], _T],
+) -> Callable[Concatenate[VectorStore, _P], _T]:
+    """Make ``method`` raise :class:`StoreChangedError` when it fails on a replaced store.
+
+    Only a failed read re-checks the store's version (no extra request on success): when
+    another writer replaced or changed the store since :func:`open`, the error becomes
+    :class:`~zarr_vectors.errors.StoreChangedError`; otherwise it is raised as it was.
+    """
+
+    @functools.wraps(method)
+    def rechecked(store: VectorStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return method(store, *args, **kwargs)
+        except _READ_FAILURES as exc:
+            store._check_unchanged(exc)
+            raise
+
+    return rechecked
+
+
+def _data_read(
+    method: Callable[Concatenate[VectorStore, _P], _T],
+) -> Callable[Concatenate[VectorStore, _P], _T]:
+    """:func:`_rechecked`, and first, on a local directory, check it was not replaced.
+
+    For the methods that read data (not only metadata cached at open): reading a replaced
+    store through the old handle's cached counts could return wrong rows without an error.
+    The check is one ``stat`` (see :meth:`StoreIO.check_same_directory`).
+    """
+    checked = _rechecked(method)
+
+    @functools.wraps(method)
+    def data_read(store: VectorStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        store._check_same_directory()
+        return checked(store, *args, **kwargs)
+
+    return data_read
 
 
 def _labelled(
@@ -57,6 +174,7 @@ def _labelled(
     """Stamp the store's axis names, units and geometry type on the results of ``method``."""
 
     @functools.wraps(method)
+    @_data_read
     def labelled(store: VectorStore, /, *args: _P.args, **kwargs: _P.kwargs) -> QueryResult:
         return dataclasses.replace(
             method(store, *args, **kwargs),
@@ -71,15 +189,36 @@ def _labelled(
 class VectorStore:
     """An open Zarr Vectors store (read only).
 
-    Use :func:`open` to create one.
+    Use :func:`open` to create one. A handle reads the version of the store it opened: when
+    another writer replaces a local directory store, every later read raises
+    :class:`~zarr_vectors.errors.StoreChangedError` (checked by one ``stat`` per read); on
+    other stores, a read that then fails (a shard gone, bytes that no longer decode) raises
+    it. Open the store again to read its new version.
     """
 
-    def __init__(self, io: StoreIO, root: RootMetadata, where: str) -> None:
+    def __init__(
+        self, io: StoreIO, root: RootMetadata, where: str, version: StoreVersion | None = None
+    ) -> None:
         self._io = io
         self._root = root
         self._where = where
+        self._version = version
         self._level0: LevelReader | None = None
         self._object_reader: ObjectReader | None = None
+
+    def _check_unchanged(self, failure: Exception) -> None:
+        """Raise :class:`StoreChangedError` (from ``failure``) when the store was replaced."""
+        if self._version is None:
+            return
+        try:
+            self._io.check_unchanged(self._version, self._where)
+        except StoreChangedError as exc:
+            raise exc from failure
+
+    def _check_same_directory(self) -> None:
+        """Raise :class:`StoreChangedError` when a local store's directory was replaced."""
+        if self._version is not None:
+            self._io.check_same_directory(self._version, self._where)
 
     @property
     def _reader(self) -> LevelReader:
@@ -123,21 +262,25 @@ class VectorStore:
         return self._root.axis_units
 
     @property
+    @_rechecked
     def vertex_count(self) -> int:
         """Number of vertices at level 0."""
         return self._reader.meta.vertex_count
 
     @property
+    @_rechecked
     def chunk_count(self) -> int:
         """Number of non-empty spatial chunks at level 0."""
         return self._reader.meta.chunk_count
 
     @property
+    @_rechecked
     def grid_shape(self) -> tuple[int, ...]:
         """Chunks per axis of the zarr arrays."""
         return tuple(int(g) for g in self._reader.grid.shape)
 
     @property
+    @_rechecked
     def attribute_names(self) -> list[str]:
         """Names of the per-vertex attributes."""
         return self._reader.attribute_names
@@ -153,6 +296,7 @@ class VectorStore:
         return self.geometry_type != "point_cloud"
 
     @property
+    @_rechecked
     def object_count(self) -> int | None:
         """Number of objects (None for point clouds)."""
         return self._reader.meta.object_count
@@ -160,28 +304,36 @@ class VectorStore:
     @property
     def _objects(self) -> ObjectReader:
         if not self.is_object_store:
-            raise InvalidInputError(f"a {self.geometry_type} store has no objects")
+            raise InvalidInputError(
+                f"a {self.geometry_type} store has no objects, groups or object attributes; "
+                "read its points with read() or query()"
+            )
         if self._object_reader is None:
             self._object_reader = ObjectReader(self._reader)
         return self._object_reader
 
     @property
+    @_data_read
     def object_ids(self) -> np.ndarray:
         """The id of every object, in storage order (object kinds)."""
         return self._objects.external_ids()
 
     @property
+    @_rechecked
     def object_attribute_names(self) -> list[str]:
         """Names of the per-object attributes (object kinds)."""
         return self._objects.object_attribute_names
 
+    @_data_read
     def object_attribute(self, name: str) -> np.ndarray:
         """One per-object attribute for every object, in the order of :attr:`object_ids`."""
-        if name not in self.object_attribute_names:
-            raise ObjectNotFoundError(f"no object attribute {name!r}")
+        names = self.object_attribute_names
+        if name not in names:
+            raise ObjectNotFoundError(f"no object attribute {name!r}; the store has {names}")
         return self._objects.object_attribute(name)
 
     @property
+    @_data_read
     def groups(self) -> dict[str, np.ndarray]:
         """Member object ids of every group, by group name in stored order (object kinds).
 
@@ -194,6 +346,7 @@ class VectorStore:
         }
 
     @property
+    @_data_read
     def group_attributes(self) -> dict[str, np.ndarray]:
         """Per-group attributes by name, one row per group in the order of :attr:`groups`."""
         return self._objects.group_attributes()
@@ -224,8 +377,16 @@ class VectorStore:
 
         Reads only the chunks the objects' manifests name (spec §7.6).
 
+        Parameters
+        ----------
+        ids
+            An int or a 1-d sequence or integer array of ids. Only integers are ids: floats
+            are refused, whole ones (``3.0``) too (convert with ``ids.astype(np.int64)``).
+
         Raises
         ------
+        InvalidInputError
+            When ``ids`` are not integers, or the store is a point cloud.
         ObjectNotFoundError
             When an id is not an object of the store.
         """
@@ -255,9 +416,17 @@ class VectorStore:
             Point clouds: exactly the vertices in the box. Object kinds: the objects with at
             least one vertex in the box, in ascending storage order, whole or clipped.
         """
+        self._check_object_options(group, clip)
+        if not self.is_object_store and bbox is None:
+            raise InvalidInputError(
+                "query needs a bbox (lo, hi) of a point cloud; read() returns every point, "
+                "and -inf/inf bounds leave an axis unbounded"
+            )
         if self.is_object_store and bbox is None:
             if group is None:
-                raise InvalidInputError("query needs a bbox, a group, or both")
+                raise InvalidInputError(
+                    "query needs a bbox, a group, or both; read() returns every object"
+                )
             return self._objects.read(self._objects.group_members(group))
         return self._query_region(box_region(bbox, self.spatial_dims), group, clip)
 
@@ -359,11 +528,34 @@ class VectorStore:
         """
         return self._query_region(ball_region(center, radius, self.spatial_dims), group, clip)
 
+    def _check_object_options(self, group: Any, clip: object) -> None:
+        """Refuse ``group=`` and ``clip=`` where they cannot apply, before anything is read.
+
+        Raises
+        ------
+        InvalidInputError
+            When ``clip`` is not a bool, or ``group``/``clip`` are given for a point cloud.
+        """
+        if not isinstance(clip, bool | np.bool_):
+            raise InvalidInputError(f"clip must be True or False, got {clip!r}")
+        if self.is_object_store:
+            return
+        if group is not None:
+            raise InvalidInputError(
+                f"a {self.geometry_type} store has no groups: group= applies to object stores "
+                "(polylines, streamlines, graphs, skeletons, meshes); query the region "
+                "without group="
+            )
+        if clip:
+            raise InvalidInputError(
+                f"clip= applies to object stores only: a {self.geometry_type} query already "
+                "returns exactly the points in the region; leave clip out"
+            )
+
     def _query_region(self, region: Region, group: Any, clip: bool) -> QueryResult:
         """The vertices, or the objects with a vertex, in ``region`` (see :meth:`query`)."""
+        self._check_object_options(group, clip)
         if not self.is_object_store:
-            if group is not None or clip:
-                raise InvalidInputError("group= and clip= apply to object stores only")
             return query_region(self._reader, region)
         objects = self._objects
         dense = objects.owners_in_region(region)
@@ -373,6 +565,7 @@ class VectorStore:
         return clip_to_region(found, region) if clip else found
 
     @property
+    @_rechecked
     def levels(self) -> tuple[int, ...]:
         """The resolution levels the store lists (``(0,)`` without a pyramid; spec §3.2)."""
         return tuple(level.level for level in read_levels(self._io, self._root))
@@ -389,6 +582,7 @@ class VectorStore:
     def _summary(self) -> StoreInfo:
         return gather(self._io, self._root, lambda: self._reader, self._where, lambda: self._usage)
 
+    @_data_read
     def to_dask(self, bbox: Any = None, *, chunks_per_block: int = 1) -> LazyResult:
         """The vertices of a point cloud in a box as dask arrays, for out-of-core work.
 
@@ -398,7 +592,13 @@ class VectorStore:
         :mod:`zarr_vectors.lazy`; needs the ``distributed`` extra.
         """
         return lazy_query(
-            self._io, self._root, self._reader, bbox, chunks_per_block=chunks_per_block
+            self._io,
+            self._root,
+            self._reader,
+            bbox,
+            chunks_per_block=chunks_per_block,
+            version=self._version,
+            where=self._where,
         )
 
     def __repr__(self) -> str:
@@ -430,9 +630,12 @@ def open(store: StoreLike, *, storage_options: Mapping[str, Any] | None = None) 
     StoreNotFoundError
         When a local path does not exist.
     NotAZarrVectorsStoreError
-        When the store is not (or not completely written as) a Zarr Vectors store.
+        When the store is not (or not completely written as) a Zarr Vectors store: the
+        message says when it looks like an interrupted write (remove it, or write it again
+        with ``overwrite=True``), or when the path is a node inside a store.
     UnsupportedVersionError
-        When the store's format version is newer than this library.
+        When the store's format version is newer than this library, or the store was
+        written by zarr-vectors 0.x (another layout, which this library cannot read yet).
     MetadataError
         When the root metadata is malformed.
     MissingDependencyError
@@ -440,9 +643,14 @@ def open(store: StoreLike, *, storage_options: Mapping[str, Any] | None = None) 
     """
     where = os.fspath(store) if isinstance(store, str | Path) else str(store)
     io = StoreIO(resolve_store(store, mode="r", storage_options=storage_options))
-    attrs = _root_attributes(io, where)
+    doc, version = io.read_root()
+    try:
+        attrs = _root_attributes(io, doc, where)
+    except NotAZarrVectorsStoreError as exc:
+        _raise_if_inside_a_store(store, where, exc)
+        raise
     try:
         root = RootMetadata.from_json(attrs)
     except MetadataError as exc:
         raise MetadataError(f"{where}: {exc}") from exc
-    return VectorStore(io, root, where)
+    return VectorStore(io, root, where, version)

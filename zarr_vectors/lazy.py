@@ -14,22 +14,23 @@ so tasks share its metadata and indexes instead of fetching them again.
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from zarr_vectors._optional import require
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.errors import FormatError, InvalidInputError, StoreNotFoundError
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, VERTICES
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.query import parse_bbox, query_box
-from zarr_vectors.store.io import StoreIO
+from zarr_vectors.store.io import StoreIO, StoreVersion
 
 __all__ = ["LazyResult", "lazy_query"]
 
@@ -47,6 +48,16 @@ class _Source:
     root: dict[str, Any]
     level: int
     token: str
+    version: StoreVersion | None = None
+    where: str = ""
+    pid: int = field(default_factory=os.getpid)
+
+    def version_here(self) -> StoreVersion | None:
+        """The version to check in this process: without the file system identity outside
+        the process that opened the store (another machine may mount it as another device)."""
+        if self.version is None or os.getpid() == self.pid:
+            return self.version
+        return StoreVersion(None, self.version.root)
 
     def reader(self) -> LevelReader:
         """The level's reader, opened once per process (and per :func:`lazy_query` call)."""
@@ -70,8 +81,23 @@ def _remember(token: str, reader: LevelReader) -> None:
 def _query_block(
     source: _Source, chunks: np.ndarray, lo: np.ndarray, hi: np.ndarray
 ) -> QueryResult:
-    """The box query on the chunks ``chunks`` only (one dask task)."""
-    return query_box(source.reader().restricted(chunks), lo, hi)
+    """The box query on the chunks ``chunks`` only (one dask task).
+
+    Raises
+    ------
+    StoreChangedError
+        When the read fails because another writer replaced the store after
+        :func:`lazy_query` planned the blocks.
+    """
+    version = source.version_here()
+    if version is not None:
+        source.io.check_same_directory(version, source.where)
+    try:
+        return query_box(source.reader().restricted(chunks), lo, hi)
+    except (FormatError, StoreNotFoundError):
+        if version is not None:
+            source.io.check_unchanged(version, source.where)
+        raise
 
 
 def _positions(result: QueryResult) -> np.ndarray:
@@ -139,6 +165,8 @@ def lazy_query(
     bbox: Any = None,
     *,
     chunks_per_block: int = 1,
+    version: StoreVersion | None = None,
+    where: str = "",
 ) -> LazyResult:
     """The vertices of a point cloud in ``bbox`` as dask arrays (see :class:`LazyResult`).
 
@@ -155,6 +183,9 @@ def lazy_query(
         ``(lo, hi)``, half-open on every axis; None for the whole level.
     chunks_per_block
         Occupied chunks per dask block, consecutive in C order.
+    version, where
+        The version of the store the handle opened and its name: a task whose read fails
+        on a store replaced since then raises :class:`~zarr_vectors.errors.StoreChangedError`.
 
     Raises
     ------
@@ -166,7 +197,8 @@ def lazy_query(
     """
     if root.geometry_type != "point_cloud":
         raise InvalidInputError(
-            f"to_dask reads point clouds; this store holds {root.geometry_type} objects"
+            f"to_dask reads point clouds; this store holds {root.geometry_type} objects: read "
+            "them with read(), read_objects() or query()"
         )
     if isinstance(chunks_per_block, bool) or not isinstance(chunks_per_block, int | np.integer):
         raise InvalidInputError("chunks_per_block must be a positive integer")
@@ -179,7 +211,7 @@ def lazy_query(
         lo, hi = parse_bbox(bbox, ndim)
     require("dask.array", extra="distributed", purpose=_PURPOSE)  # fail before any work
     delayed = require("dask", extra="distributed", purpose=_PURPOSE).delayed
-    source = _Source(io, root.to_json(), int(reader.base), uuid.uuid4().hex)
+    source = _Source(io, root.to_json(), int(reader.base), uuid.uuid4().hex, version, where)
     _remember(source.token, reader)
     blocks, sizes = _plan_blocks(reader, lo, hi, int(chunks_per_block))
     results = [

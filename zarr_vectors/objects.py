@@ -8,11 +8,15 @@ translated to rows of the result) and its attributes.
 
 from __future__ import annotations
 
+import math
+import reprlib
+from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from zarr_vectors.errors import CorruptChunkError, ObjectNotFoundError
+from zarr_vectors.errors import CorruptChunkError, InvalidInputError, ObjectNotFoundError
 from zarr_vectors.format.manifest import decode_object_index_bulk
 from zarr_vectors.format.names import (
     CROSS_CHUNK_LINK_ATTRIBUTES,
@@ -35,7 +39,7 @@ from zarr_vectors.kernels.link_entries import result_rows_of_entries
 from zarr_vectors.query import chunks_meeting
 from zarr_vectors.regions import BoxRegion, Region
 
-__all__ = ["ObjectReader", "clip", "clip_to_region"]
+__all__ = ["ObjectReader", "clip", "clip_to_region", "group_key", "requested_ids"]
 
 _LINK_COLUMN = "__links__"
 _OWNER_COLUMN = "__fragment_owner__"
@@ -52,6 +56,89 @@ class _Returned(NamedTuple):
     slot: np.ndarray
     local: np.ndarray
     result: np.ndarray
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def _not_an_id(value: Any) -> InvalidInputError:
+    """The error for a requested object id that is not an integer, saying what to pass."""
+    whole = isinstance(value, float | np.floating) and math.isfinite(value) and value == int(value)
+    hint = (
+        " (whole floats are refused too: convert them with ids.astype(np.int64))" if whole else ""
+    )
+    return InvalidInputError(
+        f"object ids must be integers, got {value!r}{hint}; pass an int or a 1-d sequence or "
+        "integer array of ids"
+    )
+
+
+def _checked_objects(values: np.ndarray) -> np.ndarray:
+    """An object array of requested ids as int64, when every element is an int in range."""
+    for value in values.tolist():
+        if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+            raise _not_an_id(value)
+        if not _INT64.min <= int(value) <= _INT64.max:
+            raise InvalidInputError(
+                f"object id {value} is out of range: ids are 64-bit signed integers"
+            )
+    return values.astype(np.int64)
+
+
+def requested_ids(ids: Any) -> np.ndarray:
+    """The caller's object ids as a 1-d int64 array (a single id gives one).
+
+    Only integers are ids: Python and numpy integers, alone, in a sequence or in an
+    integer array. Bools, strings and floats are refused, whole floats (``3.0``) too: an id
+    is an int64 and a float column may already have lost digits of a large id.
+
+    Raises
+    ------
+    InvalidInputError
+        When ``ids`` is not an integer, a 1-d sequence of integers or an integer array, or
+        an id lies outside the int64 range.
+    """
+    if isinstance(ids, AbstractSet | Mapping | Iterator):
+        raise InvalidInputError(
+            f"object ids must be an int or a 1-d sequence or array of ints, got a "
+            f"{type(ids).__name__}; pass a list or an array (e.g. sorted(ids))"
+        )
+    try:
+        wanted = np.atleast_1d(np.asarray(ids))
+    except (ValueError, TypeError) as exc:  # ragged nesting
+        raise InvalidInputError(
+            f"object ids must be an int or a 1-d sequence or array of ints, got {reprlib.repr(ids)}"
+        ) from exc
+    if wanted.ndim != 1:
+        raise InvalidInputError(
+            f"object ids must be an int or a 1-d sequence or array of ints, got shape "
+            f"{wanted.shape}; flatten them first (np.ravel)"
+        )
+    if not wanted.size:
+        return np.empty(0, np.int64)
+    if wanted.dtype.kind == "i" or (wanted.dtype.kind == "u" and wanted.max() <= _INT64.max):
+        return wanted.astype(np.int64, copy=False)
+    # Not plain integers: look at the caller's own elements (numpy may have made a mixed
+    # list floats), to name the first one that is not an id, or take big-int objects.
+    return _checked_objects(np.atleast_1d(np.asarray(ids, dtype=object)))
+
+
+def group_key(group: Any) -> str | int:
+    """A group given by name (str) or number (int), checked (bools and floats are refused).
+
+    Raises
+    ------
+    InvalidInputError
+        When ``group`` is neither a string nor an integer.
+    """
+    if isinstance(group, str):
+        return group
+    if isinstance(group, int | np.integer) and not isinstance(group, bool):
+        return int(group)
+    raise InvalidInputError(
+        f"group must be a group name (str) or a group number (int), got {group!r}; "
+        "store.groups lists them"
+    )
 
 
 class ObjectReader:
@@ -117,12 +204,12 @@ class ObjectReader:
 
         Raises
         ------
+        InvalidInputError
+            When ``ids`` are not integers (see :func:`requested_ids`).
         ObjectNotFoundError
             When an id is not an object of the store.
         """
-        wanted = np.atleast_1d(np.asarray(ids))
-        if wanted.size and wanted.dtype.kind not in "iu":
-            raise ObjectNotFoundError(f"object ids must be integers, got {wanted.dtype}")
+        wanted = requested_ids(ids)
         known = self.external_ids()
         order = np.argsort(known, kind="stable")
         pos = np.searchsorted(known[order], wanted)
@@ -134,19 +221,30 @@ class ObjectReader:
         return np.asarray(order[pos], dtype=np.int64)
 
     def group_members(self, group: Any) -> np.ndarray:
-        """Dense ids of the members of a group given by name or by group number."""
+        """Dense ids of the members of a group given by name or by group number.
+
+        Raises
+        ------
+        InvalidInputError
+            When ``group`` is neither a name (str) nor a number (int).
+        ObjectNotFoundError
+            When the store has no such group.
+        """
         path = f"{self.reader.base}/{GROUPINGS}"
         meta = self.reader.io.read_json(f"{path}/zarr.json")
         if meta is None:
-            raise ObjectNotFoundError("this store has no groups")
+            raise ObjectNotFoundError(
+                f"this store has no groups, so no group {group!r}; query a region instead"
+            )
         names = list(meta.get("attributes", {}).get("group_names", []))
         table = self._global(GROUPINGS)
-        if isinstance(group, str):
-            if group not in names:
-                raise ObjectNotFoundError(f"no group named {group!r}; groups: {names}")
-            row = names.index(group)
+        key = group_key(group)
+        if isinstance(key, str):
+            if key not in names:
+                raise ObjectNotFoundError(f"no group named {key!r}; groups: {names}")
+            row = names.index(key)
         else:
-            row = int(group)
+            row = key
             if not 0 <= row < table.shape[0]:
                 raise ObjectNotFoundError(f"no group {group}; there are {table.shape[0]}")
         members = table[row]

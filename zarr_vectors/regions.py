@@ -25,6 +25,7 @@ What is inside each region (exact; positions are widened to float64 first):
 
 from __future__ import annotations
 
+import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -294,6 +295,27 @@ class BallRegion(Region):
 # --------------------------------------------------------------------------- parsing
 
 
+def _numbers(value: Any, expected: str) -> np.ndarray:
+    """``value`` as a float64 array, when it holds only real numbers.
+
+    Strings (even ``"3"``), bools and None are not coordinates, though numpy would turn the
+    first two into numbers.
+
+    Raises
+    ------
+    InvalidInputError
+        ``expected, got <value>`` when ``value`` is ragged or holds anything but numbers.
+    """
+    try:
+        given = np.asarray(value)
+        numbers = given.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{expected}, got {reprlib.repr(value)}") from exc
+    if given.dtype.kind not in "iuf":
+        raise InvalidInputError(f"{expected}, got {reprlib.repr(value)}")
+    return numbers
+
+
 def parse_bbox(bbox: Any, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate a box given as ``(lo, hi)`` (two sequences of ``D`` numbers).
 
@@ -302,21 +324,25 @@ def parse_bbox(bbox: Any, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     Raises
     ------
     InvalidInputError
-        When the box does not have two rows of ``D`` numbers, holds NaN, or ``lo > hi``.
+        When the box does not have two rows of ``D`` numbers (strings and bools are not
+        numbers), holds NaN, or ``lo > hi``.
     """
-    try:
-        box = np.asarray(bbox, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"bbox must be (lo, hi) with {ndim} numbers each") from exc
+    box = _numbers(bbox, f"bbox must be (lo, hi) with {ndim} numbers each")
     if box.shape != (2, ndim):
         raise InvalidInputError(
             f"bbox must be (lo, hi) with {ndim} numbers each, got shape {box.shape}"
         )
     if np.isnan(box).any():
-        raise InvalidInputError("bbox must not contain NaN")
+        raise InvalidInputError(
+            f"bbox must not contain NaN, got {reprlib.repr(bbox)}; use -inf or inf for an "
+            "unbounded side"
+        )
     if np.any(box[0] > box[1]):
         d = int(np.flatnonzero(box[0] > box[1])[0])
-        raise InvalidInputError(f"bbox lo[{d}] = {box[0, d]} is greater than hi[{d}] = {box[1, d]}")
+        raise InvalidInputError(
+            f"bbox lo[{d}] = {box[0, d]} is greater than hi[{d}] = {box[1, d]}; give (lo, hi) "
+            "with lo <= hi on every axis"
+        )
     return box[0], box[1]
 
 
@@ -349,6 +375,8 @@ def _axis(axis: Any, ndim: int, axis_names: Sequence[str]) -> int:
 
 
 def _plane(plane: Any, ndim: int, axis_names: Sequence[str]) -> tuple[int, int]:
+    if isinstance(plane, np.ndarray) and plane.ndim == 1:
+        plane = plane.tolist()  # np.array([0, 2]) or np.array(["x", "z"])
     if isinstance(plane, str) or not isinstance(plane, Sequence) or len(plane) != 2:
         raise InvalidInputError(f"plane must be two axes, as names or indices, got {plane!r}")
     i, j = (_axis(a, ndim, axis_names) for a in plane)
@@ -408,10 +436,7 @@ def _polygon(polygon: Any) -> Any:
         coords = shapely.get_coordinates(polygon)
         geometry = shapely.force_2d(polygon)
     else:
-        try:
-            coords = np.asarray(polygon, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError("a polygon is given as (n, 2) vertex coordinates") from exc
+        coords = _numbers(polygon, "a polygon is given as (n, 2) vertex coordinates")
         if coords.ndim != 2 or coords.shape[0] < 3 or coords.shape[1] != 2:
             raise InvalidInputError(
                 f"a polygon needs (n >= 3, 2) vertex coordinates, got shape {coords.shape}"

@@ -14,6 +14,7 @@ import pytest
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from tests.helpers import write_layout_v_store
 from zarr_vectors.errors import InvalidInputError, InvalidNameError
 from zarr_vectors.geometry import _pipeline
 
@@ -215,3 +216,58 @@ def test_open_with_damaged_root_document_raises_our_error(tmp_path: Path, conten
     (path / "zarr.json").write_bytes(content)
     with pytest.raises(zv.ZarrVectorsError):
         zv.open(path)
+
+
+def test_a_zarr_vectors_09_store_is_unsupported_not_an_interrupted_write(tmp_path: Path) -> None:
+    path = write_layout_v_store(tmp_path / "v09.zv")
+    with pytest.raises(zv.UnsupportedVersionError) as info:
+        zv.open(path)
+    message = str(info.value)
+    assert "zarr-vectors 0.9.x" in message
+    assert "layout V" in message
+    assert "cannot read it yet" in message
+    assert "interrupted" not in message
+
+
+def test_a_killed_fresh_write_says_interrupted_write_and_how_to_clear_it(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    zv.write_points(path, GOOD, chunk_shape=25.0)
+    (path / "zarr.json").unlink()  # a fresh write killed before its root metadata
+    with pytest.raises(zv.NotAZarrVectorsStoreError, match="interrupted write") as info:
+        zv.open(path)
+    assert "overwrite=True" in str(info.value)
+    assert "remove it" in str(info.value)
+    zv.write_points(path, GOOD, chunk_shape=25.0, overwrite=True)
+    assert zv.open(path).vertex_count == len(GOOD)
+
+
+def test_a_root_without_version_over_level_data_says_how_to_clear_it(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    zv.write_points(path, GOOD, chunk_shape=25.0)
+    doc = json.loads((path / "zarr.json").read_text())
+    del doc["attributes"]["zarr_vectors_version"]
+    (path / "zarr.json").write_text(json.dumps(doc))
+    with pytest.raises(zv.NotAZarrVectorsStoreError, match=r"interrupted write.*overwrite=True"):
+        zv.open(path)
+
+
+@pytest.mark.parametrize("inner", ["0", "0/vertices", "0/vertex_counts"])
+def test_opening_a_node_inside_a_store_names_the_store_not_an_interrupted_write(
+    tmp_path: Path, inner: str
+) -> None:
+    path = tmp_path / "cells.zv"
+    zv.write_points(path, GOOD, chunk_shape=25.0)
+    with pytest.raises(zv.NotAZarrVectorsStoreError, match="inside the Zarr Vectors store") as info:
+        zv.open(path / inner)
+    assert "interrupted" not in str(info.value)
+    assert f"zv.open({str(path)!r})" in str(info.value)
+
+
+def test_a_broken_zarr_json_above_the_path_does_not_hide_why_it_does_not_open(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "zarr.json").write_text("{not json")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(zv.NotAZarrVectorsStoreError, match="not a Zarr store"):
+        zv.open(empty)

@@ -8,7 +8,11 @@ the answers must equal a brute-force numpy filter.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -369,3 +373,129 @@ def test_a_damaged_global_array_is_reported(path: str, damage: str, message: str
     store._store_dict[key] = type(store._store_dict[key]).from_bytes(bytes(raw))
     with pytest.raises(CorruptChunkError, match=message):
         zv.open(store)._reader.read_globals([path])
+
+
+def _write_cloud(path: object, seed: int, n: int = 2000) -> None:
+    xyz = np.random.default_rng(seed).uniform(0, 100, (n, 3))
+    zv.write_points(path, xyz, chunk_shape=25.0, overwrite=True)
+
+
+_READS = {
+    "read": lambda s: s.read(progress=False),
+    "query": lambda s: s.query(([0, 0, 0], [60, 60, 60])),
+    "query_sphere": lambda s: s.query_sphere([50, 50, 50], 30),
+    "query_polygon": lambda s: s.query_polygon([(0, 0), (90, 0), (0, 90)]),
+}
+
+
+@pytest.mark.parametrize("read", list(_READS))
+def test_a_store_replaced_under_an_open_handle_raises_store_changed_not_corrupt(
+    tmp_path: Path, read: str
+) -> None:
+    path = tmp_path / "cloud.zv"
+    _write_cloud(path, 0)
+    store = zv.open(path)
+    store.query(([0, 0, 0], [100, 100, 100]))  # the handle has read the occupancy
+    _write_cloud(path, 1, n=50)  # another writer replaces the store
+    with pytest.raises(zv.StoreChangedError, match=r"replaced or changed .* zv\.open\(") as info:
+        _READS[read](store)
+    assert "not damaged" in str(info.value)
+    assert zv.open(path).read(progress=False).positions.shape == (50, 3)
+
+
+def test_a_store_removed_under_an_open_handle_raises_store_changed(tmp_path: Path) -> None:
+    path = tmp_path / "cloud.zv"
+    _write_cloud(path, 0)
+    store = zv.open(path)
+    store.query(([0, 0, 0], [10, 10, 10]))
+    shutil.rmtree(path)
+    with pytest.raises(zv.StoreChangedError, match="removed"):
+        store.read(progress=False)
+
+
+def test_a_memory_store_rewritten_under_an_open_handle_raises_store_changed() -> None:
+    store = MemoryStore()
+    _write_cloud(store, 0)
+    opened = zv.open(store)
+    opened.query(([0, 0, 0], [10, 10, 10]))
+    _write_cloud(store, 1, n=50)
+    with pytest.raises(zv.StoreChangedError) as info:
+        opened.read(progress=False)
+    assert isinstance(info.value.__cause__, zv.FormatError)  # found when the read failed
+
+
+def test_a_shard_lost_from_an_unchanged_local_store_is_still_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / "cloud.zv"
+    _write_cloud(path, 0)
+    store = zv.open(path)
+    store.query(([0, 0, 0], [10, 10, 10]))
+    shard = next((path / "0" / "vertices" / "c").rglob("*"))
+    while shard.is_dir():
+        shard = next(shard.iterdir())
+    shard.unlink()
+    with pytest.raises(CorruptChunkError, match="shard of an occupied chunk") as info:
+        store.read(progress=False)
+    assert not isinstance(info.value, zv.StoreChangedError)
+
+
+def test_reads_that_succeed_make_no_extra_request_for_the_store_version() -> None:
+    """The version is re-checked only when a read fails: a good query costs what it did."""
+    store, *_ = _point_store(250.0, 1)
+    opened = zv.open(store)
+    opened.query(BOX)
+    store.log.reset()
+    opened.query(BOX)
+    keys = [key for wave in store.log.keys_by_wave().values() for key in wave]
+    assert keys
+    assert "zarr.json" not in keys
+
+
+def test_a_level_bin_shape_that_does_not_tile_the_chunks_is_a_metadata_error(
+    tmp_path: Path,
+) -> None:
+    """The store's inconsistency, not the caller's input: MetadataError, not InvalidInputError."""
+    path = tmp_path / "cloud.zv"
+    _write_cloud(path, 0)
+    for name in ("zarr.json", ".zattrs"):
+        doc_path = path / "0" / name
+        doc = json.loads(doc_path.read_text())
+        attrs = doc["attributes"] if name == "zarr.json" else doc
+        attrs["bin_shape"] = [10.0, 10.0, 10.0]  # chunks are 25 wide
+        doc_path.write_text(json.dumps(doc))
+    with pytest.raises(zv.MetadataError, match="does not match the root metadata") as info:
+        zv.open(path).read(progress=False)
+    assert not isinstance(info.value, zv.InvalidInputError)
+
+
+def test_a_replaced_local_store_is_never_read_through_the_old_handle(tmp_path: Path) -> None:
+    """Same chunks, other points: the old handle's cached counts would pick wrong rows."""
+    path = tmp_path / "cloud.zv"
+    _write_cloud(path, 0, n=300)
+    store = zv.open(path)
+    before = store.read(progress=False).positions
+    _write_cloud(path, 1, n=300)
+    for read in _READS.values():
+        with pytest.raises(zv.StoreChangedError):
+            read(store)
+    assert not np.array_equal(zv.open(path).read(progress=False).positions, before)
+
+
+def test_a_store_directory_whose_mode_changed_still_reads(tmp_path: Path) -> None:
+    """Only a replaced directory (another inode) stops reads; chmod or touch do not."""
+    path = tmp_path / "cloud.zv"
+    _write_cloud(path, 0, n=300)
+    store = zv.open(path)
+    expected = store.read(progress=False).positions
+    path.chmod(0o755)
+    os.utime(path)
+    np.testing.assert_array_equal(store.read(progress=False).positions, expected)
+
+
+def test_a_changed_memory_store_says_to_open_the_store_object_again() -> None:
+    store = MemoryStore()
+    _write_cloud(store, 0)
+    opened = zv.open(store)
+    opened.query(([0, 0, 0], [10, 10, 10]))
+    _write_cloud(store, 1, n=50)
+    with pytest.raises(zv.StoreChangedError, match=r"zv\.open\(store\)"):
+        opened.read(progress=False)

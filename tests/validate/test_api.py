@@ -10,6 +10,7 @@ import zarr
 from zarr.codecs import ZstdCodec
 from zarr.storage import LocalStore, MemoryStore
 
+from tests.helpers import write_layout_v_store
 from tests.validate import stores as s
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.validate import validate
@@ -251,3 +252,54 @@ def test_store_without_listing() -> None:
     assert any("cannot be listed" in note for note in report.notes)
     s.delete(written, s.shard_key(written, "0/attributes/a", s.first_chunk(written)[0]))
     assert "L3.shard_present" in validate(store, level=3).ids()
+
+
+def test_a_zarr_vectors_09_store_gets_one_clear_l1_error(tmp_path: Path) -> None:
+    report = validate(write_layout_v_store(tmp_path / "v09.zv"), level=5)
+    assert [p.check_id for p in report.problems] == ["L1.foreign_layout"]
+    message = report.problems[0].message
+    assert "zarr-vectors 0.9.x" in message
+    assert "layout V" in message
+    assert "cannot read it yet" in message
+
+
+def test_a_chunk_shape_with_no_dimension_count_says_numbers_not_none() -> None:
+    store = s.point_store()
+    s.edit_root(store, lambda d: d.update(spatial_dims="three", chunk_shape="big"))
+    report = validate(store, level=1)
+    messages = [p.message for p in report.problems if p.check_id == "L1.chunk_shape"]
+    assert messages
+    assert all("None" not in m.split(", got")[0] for m in messages)
+    assert "one per spatial axis" in messages[0]
+
+
+def test_a_missing_chunk_shape_is_reported_once_as_a_missing_key() -> None:
+    store = s.point_store()
+    s.edit_root(store, lambda d: d.pop("chunk_shape"))
+    report = validate(store, level=1)
+    ids = [p.check_id for p in report.problems]
+    assert "L1.root_required_keys" in ids
+    assert "L1.chunk_shape" not in ids
+
+
+def test_validate_a_killed_fresh_write_says_interrupted_write_and_how_to_clear_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "cloud.zv"
+    s.write(str(path), s.points())
+    (path / "zarr.json").unlink()  # killed before the root metadata, written last
+    report = validate(path, level=3)
+    (problem,) = [p for p in report.problems if p.check_id == "L1.root_zarr_json"]
+    assert "interrupted write" in problem.message
+    assert "overwrite=True" in problem.message
+
+
+@pytest.mark.parametrize("dims", [0, 7, "three", None])
+def test_an_invalid_spatial_dims_is_reported_as_such_not_as_a_chunk_shape_of_n_numbers(
+    dims: object,
+) -> None:
+    store = s.point_store()
+    s.edit_root(store, lambda d: d.update(spatial_dims=dims))
+    report = validate(store, level=2)
+    assert "L2.spatial_dims_valid" in report.ids()
+    assert not {"L1.chunk_shape", "L1.base_bin_shape"} & report.ids()

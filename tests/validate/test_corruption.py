@@ -262,6 +262,13 @@ CASES: list[Case] = [
         lambda st: s.edit(st, "zarr.json", lambda d: d["attributes"].pop("zarr_vectors_version")),
         level=1,
     ),
+    Case(
+        "L1.foreign_layout",
+        lambda st: s.edit(
+            st, "zarr.json", lambda d: d.__setitem__("attributes", {"zarr_vectors": {}})
+        ),
+        level=1,
+    ),
     Case("L1.root_zattrs", remove(".zattrs"), level=1),
     Case("L1.metadata_json", write("metadata.json", [1, 2]), level=1),
     Case(

@@ -8,9 +8,11 @@ from zarr_vectors.errors import MetadataError, UnsupportedVersionError
 
 __all__ = [
     "BASE_VERSION",
+    "FOREIGN_ROOT_KEY",
     "FORMAT_VERSION",
     "SHARDED_VERSION",
     "check_readable_version",
+    "foreign_layout",
     "parse_version",
 ]
 
@@ -62,3 +64,58 @@ def check_readable_version(version: object) -> None:
             f"store has format version {version}; this library reads {own_major}.0 to "
             f"{FORMAT_VERSION}. Upgrade zarr_vectors to read it."
         )
+
+
+FOREIGN_ROOT_KEY = "zarr_vectors"
+"""Root attribute under which zarr-vectors 0.6 and later (another implementation, layouts G
+and V) keep their metadata; its ``zv_version`` names their format version."""
+
+
+def _foreign_version(attrs: object) -> str | None:
+    """The ``zv_version`` a root written by zarr-vectors 0.x declares ("" if none), else None."""
+    if not isinstance(attrs, dict) or "zarr_vectors_version" in attrs:
+        return None
+    block = attrs.get(FOREIGN_ROOT_KEY)
+    if not isinstance(block, dict):
+        return None
+    version = block.get("zv_version")
+    return version if isinstance(version, str) else ""
+
+
+def _layout_name(version: str) -> str:
+    """The physical layout of a zarr-vectors 0.x format version: V from 0.9, else G."""
+    match = re.match(r"0\.([0-9]+)\.", version)
+    if match is None:
+        return "a different layout"
+    return (
+        "a different layout (layout V)"
+        if int(match.group(1)) >= 9
+        else "a different layout (layout G)"
+    )
+
+
+def foreign_layout(attrs: object) -> str | None:
+    """Why root attributes ``attrs`` belong to a store this library cannot read, or None.
+
+    zarr-vectors 0.6 to 0.9.x (another implementation of the format's ideas) keep their root
+    metadata in a ``zarr_vectors`` attribute with a ``zv_version``, in another physical
+    layout: one variable-length byte array per logical array (layout V, 0.9.0 and later)
+    or one array per chunk (layout G). Such a store is complete, not an interrupted write.
+
+    Returns
+    -------
+    str or None
+        A sentence that says what the store is and what to do, or None when ``attrs`` are
+        not those of such a store.
+    """
+    version = _foreign_version(attrs)
+    if version is None:
+        return None
+    match = re.match(r"([0-9]+\.[0-9]+)\.", version)
+    series = f"{match.group(1)}.x" if match else "0.x"
+    named = f"zarr-vectors {series} (zv_version {version!r})" if version else "zarr-vectors 0.x"
+    return (
+        f"written by {named}, {_layout_name(version)}; this library cannot read it yet. "
+        f"Read it with zarr-vectors {series} in a separate environment (it has the same "
+        "import name); a conversion is planned"
+    )

@@ -33,7 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from zarr_vectors.errors import CorruptChunkError, FragmentIndexError, MetadataError
+from zarr_vectors.errors import (
+    CorruptChunkError,
+    FragmentIndexError,
+    InvalidInputError,
+    MetadataError,
+)
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.grid import ChunkGrid, bins_per_chunk
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
@@ -89,6 +94,20 @@ _OBJECT_DIRS = (OBJECT_ATTRIBUTES, LINK_ATTRIBUTES, CROSS_CHUNK_LINK_ATTRIBUTES)
 _MISSING = 2**64 - 1
 
 
+def _stored_bins_per_chunk(chunk_shape: np.ndarray, bin_shape: np.ndarray, base: str) -> np.ndarray:
+    """:func:`bins_per_chunk` of a stored level: a mismatch is the store's, not the caller's.
+
+    Raises
+    ------
+    MetadataError
+        When the level's ``bin_shape`` does not tile the root's ``chunk_shape``.
+    """
+    try:
+        return bins_per_chunk(chunk_shape, bin_shape)
+    except InvalidInputError as exc:
+        raise MetadataError(f"level {base} does not match the root metadata: {exc}") from exc
+
+
 class LevelReader:
     """Reads one level of an open store.
 
@@ -120,7 +139,7 @@ class LevelReader:
         self.grid = ChunkGrid(
             chunk_shape,
             bin_shape,
-            bins_per_chunk(chunk_shape, bin_shape),
+            _stored_bins_per_chunk(chunk_shape, bin_shape, self.base),
             np.asarray(root.chunk_grid_origin, dtype=np.int64),
             grid_shape,
         )

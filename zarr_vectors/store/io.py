@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,12 +33,13 @@ from zarr_vectors.errors import (
     InvalidInputError,
     MetadataError,
     MissingDependencyError,
+    StoreChangedError,
     StoreNotFoundError,
 )
 from zarr_vectors.kernels._threads import results_of, shared_pool
 from zarr_vectors.store.commit import describe_leftovers, recover
 
-__all__ = ["ByteRange", "StoreIO", "StoreLike", "resolve_store"]
+__all__ = ["ByteRange", "StoreIO", "StoreLike", "StoreVersion", "resolve_store"]
 
 T = TypeVar("T")
 
@@ -189,6 +191,47 @@ def local_root(store: Store) -> Path | None:
         return None
     root = store.root  # already a Path in zarr 3: not parsed again (called per request)
     return root if isinstance(root, Path) else Path(root)
+
+
+@dataclass(frozen=True)
+class StoreVersion:
+    """What identifies the version of a store that a handle opened.
+
+    Two versions differ when another writer replaced or changed the store in between:
+    its root ``zarr.json`` (every commit rewrites it) or, for a local directory or a
+    ``.zip`` file, the file system object at the path (a replaced store is a new directory
+    or file under the same name).
+
+    Attributes
+    ----------
+    place
+        Local directory or zip file: ``(device, inode, ctime in ns)`` of the path, ``()``
+        when nothing is there any more; None for other stores.
+    root
+        The bytes of the root ``zarr.json``, None when it is missing.
+    """
+
+    place: tuple[int, ...] | None
+    root: bytes | None
+
+
+def _place_of(path: Path) -> tuple[int, ...]:
+    """``(device, inode, ctime in ns)`` of ``path``, ``()`` when it does not exist."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return ()
+    return (st.st_dev, st.st_ino, st.st_ctime_ns)
+
+
+def _changed(store: Store, where: str, *, gone: bool) -> StoreChangedError:
+    """The error for a store replaced, changed or removed under an open handle."""
+    reopen = "zv.open(store)" if isinstance(store, MemoryStore) else f"zv.open({where!r})"
+    return StoreChangedError(
+        f"the store at {where} was replaced or changed{' or removed' if gone else ''} by "
+        f"another writer after this handle opened it (the store is not damaged); open it "
+        f"again with {reopen} to read its current version"
+    )
 
 
 def _write_local(path: Path, value: bytes, *, atomic: bool) -> None:
@@ -569,6 +612,65 @@ class StoreIO:
             When the document is not valid UTF-8 JSON.
         """
         return _parse_json(key, self.get(key))
+
+    def _place(self) -> tuple[int, ...] | None:
+        """:attr:`StoreVersion.place` of this store (no I/O unless local or a zip file)."""
+        root = local_root(self.store)
+        if root is not None:
+            return _place_of(root)
+        if isinstance(self.store, ZipStore):
+            return _place_of(Path(self.store.path))
+        return None
+
+    def read_root(self) -> tuple[Any, StoreVersion]:
+        """The parsed root ``zarr.json`` (None when missing) and the store's version.
+
+        Raises
+        ------
+        MetadataError
+            When the document is not valid UTF-8 JSON.
+        """
+        place = self._place()
+        raw = self.get("zarr.json")
+        return _parse_json("zarr.json", raw), StoreVersion(place, raw)
+
+    def check_unchanged(self, opened: StoreVersion, where: str) -> None:
+        """Raise :class:`StoreChangedError` when the store is no longer the version ``opened``.
+
+        Meant for the error path of a read (a missing shard, a checksum mismatch, an
+        undecodable block): it costs a ``stat`` and a read of the root ``zarr.json``. A
+        version without :attr:`StoreVersion.place` (taken in another process, perhaps on
+        another machine) is compared by its root ``zarr.json`` only.
+
+        Raises
+        ------
+        StoreChangedError
+            When the store was replaced, changed or removed since ``opened`` was taken.
+        """
+        place = self._place() if opened.place is not None else None
+        if place == opened.place and self.get("zarr.json") == opened.root:
+            return
+        raise _changed(self.store, where, gone=place == ())
+
+    def check_same_directory(self, opened: StoreVersion, where: str) -> None:
+        """Raise :class:`StoreChangedError` when a local store's directory was replaced.
+
+        The cheap check made before every read of a local directory: one ``stat`` of the
+        store's path (about 2 µs), compared by device and inode, so a replaced store is never
+        read through a handle that opened the old one (its cached counts would pick wrong
+        rows from the new shards). Other stores: no check (no request is added).
+
+        Raises
+        ------
+        StoreChangedError
+            When the path now names another directory, or nothing.
+        """
+        root = local_root(self.store)
+        if root is None or opened.place is None:
+            return
+        place = _place_of(root)
+        if place[:2] != opened.place[:2]:
+            raise _changed(self.store, where, gone=place == ())
 
     def read_metadata(
         self, keys: Sequence[str], dirs: Sequence[str] = ()

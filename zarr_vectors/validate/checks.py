@@ -21,6 +21,7 @@ _L1: dict[str, Severity] = {
     "L1.interrupted_write": _W,
     "L1.root_zarr_json": _E,
     "L1.root_complete": _E,
+    "L1.foreign_layout": _E,
     "L1.root_zattrs": _E,
     "L1.metadata_json": _W,
     "L1.root_required_keys": _E,

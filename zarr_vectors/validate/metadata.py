@@ -27,7 +27,7 @@ from zarr_vectors.validate.jsonutil import (
     json_equal,
     pointer,
 )
-from zarr_vectors.validate.names import GEOMETRY_TYPES, POINT_CLOUD
+from zarr_vectors.validate.names import GEOMETRY_TYPES, POINT_CLOUD, SPATIAL_DIMS
 
 __all__ = ["run", "root_path"]
 
@@ -118,7 +118,7 @@ def _geometry_type(ctx: Context, attrs: dict[str, Any]) -> None:
 def _spatial_dims(ctx: Context, attrs: dict[str, Any]) -> None:
     ctx.mark("L2.spatial_dims_valid")
     value = attrs.get("spatial_dims")
-    if is_int(value) and value in (2, 3, 4):
+    if is_int(value) and value in SPATIAL_DIMS:
         ctx.facts.ndim = value
         return
     ctx.fail(

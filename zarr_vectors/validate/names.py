@@ -38,6 +38,7 @@ __all__ = [
     "GROUPINGS_ATTRIBUTES",
     "LEVEL_CHILDREN",
     "LEVEL_NAME",
+    "SPATIAL_DIMS",
     "LINKS",
     "LINK_FRAGMENTS",
     "OBJECT_ATTRIBUTES",
@@ -74,3 +75,6 @@ LEVEL_CHILDREN: Final = frozenset(
     | set(OBJECT_ONLY_NODES)
 )
 """Every child a level group may have (spec §2.1)."""
+
+SPATIAL_DIMS: Final = (2, 3, 4)
+"""The values ``spatial_dims`` may take (spec §3)."""

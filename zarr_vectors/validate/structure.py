@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from zarr_vectors.format.version import FOREIGN_ROOT_KEY, foreign_layout
 from zarr_vectors.store.commit import leftovers
 from zarr_vectors.store.destination import normalized_destination
 from zarr_vectors.store.io import StoreLike, local_destination, local_root
@@ -30,6 +31,7 @@ from zarr_vectors.validate.names import (
     OBJECT_KINDS,
     OBJECT_ONLY_NODES,
     POINT_CLOUD,
+    SPATIAL_DIMS,
     VERTEX_COUNTS,
     VERTEX_FRAGMENTS,
     VERTICES,
@@ -65,7 +67,7 @@ _OBJECT_NODES = (
 
 def run(ctx: Context) -> None:
     """Run every L1 check that applies to the store (spec §11.2)."""
-    if not _store_exists(ctx):
+    if not _store_exists(ctx) or _foreign_layout(ctx):
         return
     _interrupted_writes(ctx)
     attrs = _root_documents(ctx)
@@ -119,6 +121,12 @@ def _leftover_message(leftover: Path) -> str:
     )
 
 
+_INTERRUPTED = (
+    ", but level 0 holds data: it looks like an interrupted write (the root metadata is "
+    "written last); remove it, or write the store again with overwrite=True"
+)
+
+
 def _store_exists(ctx: Context) -> bool:
     ctx.mark("L1.store_exists")
     try:
@@ -131,6 +139,26 @@ def _store_exists(ctx: Context) -> bool:
     if empty:
         ctx.fail("L1.store_exists", ".", "the store holds no key")
         return False
+    return True
+
+
+def _foreign_layout(ctx: Context) -> bool:
+    """Report a store written by zarr-vectors 0.x (another layout) once; True if it is one.
+
+    Such a store is complete but laid out differently: every other check would only
+    report its differences, so none runs.
+    """
+    ctx.mark("L1.foreign_layout")
+    ctx.prefetch(["zarr.json", ".zattrs", "metadata.json"])
+    body = ctx.doc("zarr.json").obj()
+    reason = foreign_layout(body.get("attributes")) if body is not None else None
+    if reason is None:
+        return False
+    ctx.fail(
+        "L1.foreign_layout",
+        pointer("zarr.json", "attributes", FOREIGN_ROOT_KEY),
+        f"the store was {reason}",
+    )
     return True
 
 
@@ -147,7 +175,8 @@ def _root_documents(ctx: Context) -> dict[str, Any] | None:
     doc = ctx.doc("zarr.json")
     body = doc.obj()
     if body is None:
-        ctx.fail("L1.root_zarr_json", "zarr.json", f"zarr.json {doc.describe()}")
+        hint = _INTERRUPTED if not doc.present and ctx.node("0").exists else ""
+        ctx.fail("L1.root_zarr_json", "zarr.json", f"zarr.json {doc.describe()}{hint}")
         return None
     if body.get("zarr_format") != 3 or body.get("node_type") != "group":
         ctx.fail(
@@ -163,7 +192,8 @@ def _root_documents(ctx: Context) -> dict[str, Any] | None:
         ctx.fail(
             "L1.root_complete",
             pointer("zarr.json", "attributes"),
-            "root attributes lack 'zarr_vectors_version': the store is incomplete (spec §2.4)",
+            "root attributes lack 'zarr_vectors_version': the store is incomplete (spec §2.4), "
+            "as an interrupted write leaves it; remove it, or write it again with overwrite=True",
         )
     return attrs if isinstance(attrs, dict) else None
 
@@ -182,20 +212,28 @@ def _root_keys(ctx: Context, attrs: dict[str, Any]) -> None:
         ("chunk_shape", "L1.chunk_shape"),
         ("base_bin_shape", "L1.base_bin_shape"),
     ):
-        value = attrs.get(key)
-        ndim = dims if is_int(dims) else len(value) if isinstance(value, list) else None
+        if key not in attrs:
+            continue  # reported once, as a missing required key
+        value = attrs[key]
+        # An invalid spatial_dims is L2's one finding: here the list is held to its own length.
+        valid = is_int(dims) and dims in SPATIAL_DIMS
+        ndim = dims if valid else len(value) if isinstance(value, list) else None
         if (
             not isinstance(value, list)
             or len(value) != ndim
             or not all(is_number(v) and v > 0 for v in value)
         ):
             ctx.fail(
-                check_id,
-                pointer("zarr.json", "attributes", key),
-                f"{key} must be a list of {ndim} numbers > 0, got {value!r}",
+                check_id, pointer("zarr.json", "attributes", key), _shape_message(key, ndim, value)
             )
     kind = attrs.get("geometry_type")
     ctx.facts.kind = kind if isinstance(kind, str) and kind in GEOMETRY_TYPES else None
+
+
+def _shape_message(key: str, ndim: object, value: object) -> str:
+    """What is wrong with a root ``chunk_shape`` / ``base_bin_shape`` and what it must be."""
+    count = f"{ndim} numbers" if is_int(ndim) else "numbers, one per spatial axis,"
+    return f"{key} must be a list of {count} > 0, got {value!r}"
 
 
 def _read_levels(ctx: Context, attrs: dict[str, Any]) -> None:
