@@ -13,6 +13,7 @@ inverse, through ``blosc_compress_ctx``.
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -129,9 +130,54 @@ def _blosc_compress_typer(
     return sig, codegen
 
 
-_crc32c_value: Any = intrinsic(_crc32c_typer)
-_blosc_decompress_ctx: Any = intrinsic(_blosc_typer)
-_blosc_compress_ctx: Any = intrinsic(_blosc_compress_typer)
+_CRC32C = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t)
+_DECOMPRESS = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
+)
+_COMPRESS = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_int,
+)
+
+
+def _crc32c_python(fn: int, data: int, size: int) -> int:
+    """:func:`_crc32c_value` through ctypes (kernels run as Python)."""
+    return int(_CRC32C(int(fn))(int(data), int(size)))
+
+
+def _blosc_python(fn: int, src: int, dest: int, size: int) -> int:
+    """:func:`_blosc_decompress_ctx` through ctypes (kernels run as Python)."""
+    return int(_DECOMPRESS(int(fn))(int(src), int(dest), int(size), 1))
+
+
+def _blosc_compress_python(
+    fn: int,
+    clevel: int,
+    shuffle: int,
+    typesize: int,
+    nbytes: int,
+    src: int,
+    dest: int,
+    destsize: int,
+    cname: int,
+) -> int:
+    """:func:`_blosc_compress_ctx` through ctypes (kernels run as Python)."""
+    args = (clevel, shuffle, typesize, nbytes, src, dest, destsize, cname)
+    return int(_COMPRESS(int(fn))(*(int(a) for a in args), 0, 1))
+
+
+_crc32c_value: Any = intrinsic(_crc32c_typer, _crc32c_python)
+_blosc_decompress_ctx: Any = intrinsic(_blosc_typer, _blosc_python)
+_blosc_compress_ctx: Any = intrinsic(_blosc_compress_typer, _blosc_compress_python)
 
 
 def encode_blocks(
