@@ -32,11 +32,15 @@ import numba
 import numpy as np
 from numba import types as numba_types
 from numba.core import cgutils
+from numba.core import event as numba_event
 from numba.core.typing.templates import builtin_registry, infer_global
 from numba.extending import intrinsic as numba_intrinsic
 from numba.extending import typeof_impl
 
+from zarr_vectors.errors import InvalidInputError
+
 __all__ = [
+    "CompileLog",
     "INTERPRETED_BUDGET",
     "KERNEL_MODES",
     "SMALL_NBYTES",
@@ -79,11 +83,13 @@ def set_kernel_mode(mode: str) -> str:
 
     Raises
     ------
-    ValueError
+    InvalidInputError
         For a mode not in :data:`KERNEL_MODES`.
     """
     if mode not in KERNEL_MODES:
-        raise ValueError(f"kernel mode must be one of {KERNEL_MODES}, got {mode!r}")
+        raise InvalidInputError(
+            f"kernel mode must be one of {', '.join(KERNEL_MODES)}, got {mode!r}: pass one of those"
+        )
     previous = _settings["mode"]
     _settings["mode"] = mode
     return previous
@@ -190,6 +196,42 @@ def kernels() -> Iterator[Kernel]:
     """Every kernel made by :func:`njit` in the modules imported so far."""
     with _registry_lock:
         return iter(list(_registry))
+
+
+class CompileLog(numba_event.Listener):
+    """Counts the compilations numba runs while it is active (a context manager).
+
+    Loading machine code from numba's cache is not a compilation. Only outermost
+    compilations count (a kernel compiled while compiling its caller is part of it).
+
+    Attributes
+    ----------
+    count
+        Outermost compilations.
+    seconds
+        Their time.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.seconds = 0.0
+        self._open: list[float] = []
+
+    def on_start(self, event: Any) -> None:
+        self._open.append(time.perf_counter())
+
+    def on_end(self, event: Any) -> None:
+        begin = self._open.pop()
+        if not self._open:
+            self.count += 1
+            self.seconds += time.perf_counter() - begin
+
+    def __enter__(self) -> CompileLog:
+        numba_event.register("numba:compile", self)  # type: ignore[no-untyped-call]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        numba_event.unregister("numba:compile", self)  # type: ignore[no-untyped-call]
 
 
 class Intrinsic:

@@ -69,7 +69,9 @@ def box_chunks(coords: I64, origin: I64, chunk_shape: F64, lo: F64, hi: F64) -> 
         Positions in ``coords`` of the chunks the box meets (ascending), and whether it
         covers each of them.
     """
-    return _box_chunks(coords, origin, chunk_shape, lo, hi)
+    # One layout for every caller: occupied chunk coordinates come C- or F-ordered, and
+    # each layout was a separate compilation (a first query after zv.warmup() compiled).
+    return _box_chunks(np.ascontiguousarray(coords, dtype=np.int64), origin, chunk_shape, lo, hi)
 
 
 @njit
