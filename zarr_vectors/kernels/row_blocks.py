@@ -180,6 +180,20 @@ _blosc_decompress_ctx: Any = intrinsic(_blosc_typer, _blosc_python)
 _blosc_compress_ctx: Any = intrinsic(_blosc_compress_typer, _blosc_compress_python)
 
 
+def _read_only(array: U8) -> U8:
+    """``array``, or a read-only view of it: byte inputs reach the kernels writable from
+    some callers and read-only from others, and each was a separate compilation."""
+    if not array.flags.writeable:
+        return array
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+_NO_NAME = _read_only(np.zeros(1, dtype=np.uint8))
+"""The compressor name passed when blocks are stored raw (unused; read-only like a name)."""
+
+
 def encode_blocks(
     rows: U8,
     tail: U8,
@@ -218,9 +232,12 @@ def encode_blocks(
     """
     if blosc is None:
         return int(
-            _encode_blocks(rows, tail, block_nbytes, out, lengths, 0, 0, 0, tail, False, crc_fn, 0)
+            _encode_blocks(
+                rows, tail, block_nbytes, out, lengths, 0, 0, 0, _NO_NAME, False, crc_fn, 0
+            )
         )
     clevel, shuffle, typesize, cname = blosc
+    cname = _read_only(cname)
     return int(
         _encode_blocks(
             rows,
@@ -327,7 +344,15 @@ def decode_blocks(
     """
     return int(
         _decode_blocks(
-            buffer, starts, lengths, out, slots, block_nbytes, compressed, crc_fn, blosc_fn
+            _read_only(buffer),
+            starts,
+            lengths,
+            out,
+            slots,
+            block_nbytes,
+            compressed,
+            crc_fn,
+            blosc_fn,
         )
     )
 
@@ -411,7 +436,15 @@ def dense_blob_ranges(
         (starts, counts and their sums non-negative); the rows of the others are undefined.
     """
     return _dense_blob_ranges(
-        buffer, starts, lengths, n_blocks, rows_per_block, prefix, suffix, n_fragments, crc_fn
+        _read_only(buffer),
+        starts,
+        lengths,
+        n_blocks,
+        rows_per_block,
+        _read_only(prefix),
+        _read_only(suffix),
+        n_fragments,
+        crc_fn,
     )
 
 
