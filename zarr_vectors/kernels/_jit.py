@@ -92,6 +92,8 @@ def set_kernel_mode(mode: str) -> str:
         )
     previous = _settings["mode"]
     _settings["mode"] = mode
+    for kernel in kernels():
+        kernel._machine = False  # each looks at the mode again at its next call
     return previous
 
 
@@ -126,6 +128,8 @@ class Kernel:
         self._machine = False
         self._on_disk: bool | None = None
         functools.update_wrapper(self, func)
+        with _registry_lock:
+            _registry.append(self)
 
     @property
     def compiled(self) -> bool:
@@ -135,10 +139,12 @@ class Kernel:
     def interprets(self, args: tuple[Any, ...]) -> bool:
         """Whether a call with ``args`` runs the Python source (see :data:`KERNEL_MODES`)."""
         mode = _settings["mode"]
-        if mode != "auto":
-            return mode == "python"
+        if mode == "python":
+            return True
         if self._machine or self.dispatcher.signatures:
-            self._machine = True
+            self._machine = True  # from now on __call__ goes straight to the machine code
+            return False
+        if mode == "compiled":
             return False
         if self.interpreted_seconds >= INTERPRETED_BUDGET or _array_nbytes(args) > SMALL_NBYTES:
             return False
@@ -147,7 +153,7 @@ class Kernel:
         return not self._on_disk
 
     def __call__(self, *args: Any) -> Any:
-        if not self.interprets(args):
+        if self._machine or not self.interprets(args):
             return self.dispatcher(*args)
         depth = getattr(_nesting, "depth", 0)
         _nesting.depth = depth + 1
@@ -186,10 +192,7 @@ def njit(func: F) -> F:
     callable
         The kernel (typed as the original function).
     """
-    kernel = Kernel(func)
-    with _registry_lock:
-        _registry.append(kernel)
-    return kernel  # type: ignore[return-value]
+    return Kernel(func)  # type: ignore[return-value]
 
 
 def kernels() -> Iterator[Kernel]:
