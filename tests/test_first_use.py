@@ -22,7 +22,8 @@ from zarr_vectors.cli import DEMO_STORE, main
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels import _jit
 from zarr_vectors.kernels.binning import bounds_and_nonfinite
-from zarr_vectors.kernels.box_rows import _stable_order
+from zarr_vectors.kernels.box_rows import _box_chunks as _box_chunks_kernel
+from zarr_vectors.kernels.box_rows import _stable_order, box_chunks
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -357,3 +358,11 @@ def test_stable_order_is_a_stable_argsort(keys: list[int], extra: int, mode: str
         _jit.set_kernel_mode(previous)
     assert got.tolist() == np.argsort(values[:n], kind="stable").tolist()
     assert same.tolist() == list(range(n))
+
+
+def test_numba_cache_index_is_found(kernel_mode: None) -> None:
+    """The disk-cache lookup reads numba internals: it must see a kernel's saved index (a
+    numba that moved it would send every small call of a warm process to Python)."""
+    coords, origin, ones = np.zeros((1, 3), np.int64), np.zeros(3, np.int64), np.ones(3)
+    box_chunks(coords, origin, ones, ones, ones)  # compiles (and saves) or loads
+    assert _jit._cached_on_disk(_box_chunks_kernel.dispatcher)
