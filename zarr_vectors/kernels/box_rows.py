@@ -228,7 +228,8 @@ def _box_runs(
             if n and found[0, n] < found[0, n - 1]:
                 ordered = False
             n += 1
-        order = _stable_order(found[0], n, ordered)
+        # int() and bool(): literal 0 and True arguments compiled _stable_order twice
+        order = _stable_order(found[0], int(n), bool(ordered))
         for q in range(n):
             j = order[q]
             a, b, t_lo, t_hi = found[0, j], found[1, j], found[2, j], found[3, j]
