@@ -366,3 +366,65 @@ def test_numba_cache_index_is_found(kernel_mode: None) -> None:
     coords, origin, ones = np.zeros((1, 3), np.int64), np.zeros(3, np.int64), np.ones(3)
     box_chunks(coords, origin, ones, ones, ones)  # compiles (and saves) or loads
     assert _jit._cached_on_disk(_box_chunks_kernel.dispatcher)
+
+
+def _mesh(path: Path, rng: np.random.Generator) -> None:
+    vertices = rng.uniform(0, 100, (60, 3)).astype(np.float32)
+    faces = np.array([rng.choice(60, 3, replace=False) for _ in range(80)], dtype=np.int64)
+    objects = np.repeat(np.arange(3), 20)
+    faces = faces[np.all(objects[faces] == objects[faces][:, :1], axis=1)]
+    zv.write_mesh(path, vertices, faces, vertex_objects=objects, chunk_shape=40.0)
+
+
+def _skeletons(path: Path, rng: np.random.Generator) -> None:
+    n = 90
+    parents = np.array([-1 if i % 30 == 0 else int(rng.integers(i - i % 30, i)) for i in range(n)])
+    positions = rng.uniform(0, 100, (n, 3)).astype(np.float32)
+    zv.write_skeletons(
+        path,
+        positions,
+        parents=parents,
+        vertex_objects=np.arange(n) // 30,
+        radius=rng.random(n, dtype=np.float32),
+        chunk_shape=40.0,
+    )
+
+
+def _graph(path: Path, rng: np.random.Generator) -> None:
+    positions = rng.uniform(0, 100, (50, 3)).astype(np.float32)
+    edges = np.unique(np.sort(rng.integers(0, 50, (70, 2)), axis=1), axis=0)
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    zv.write_graph(path, positions, edges, chunk_shape=40.0)
+
+
+@pytest.mark.parametrize("write", [_mesh, _skeletons, _graph], ids=lambda f: f.__name__[1:])
+def test_python_kernels_write_and_read_objects_bit_identically(
+    write: object, tmp_path: Path
+) -> None:
+    """Every other first use (meshes, skeletons, graphs) runs its kernels as Python too."""
+    out = {}
+    for mode in ("python", "compiled"):
+        path = tmp_path / mode
+
+        def run(path: Path = path) -> tuple:
+            write(path, np.random.default_rng(7))  # type: ignore[operator]
+            store = zv.open(path)
+            everything = store.read()
+            hits = store.query(([20.0] * 3, [70.0] * 3))
+            return tuple(
+                None if a is None else a.tobytes()
+                for a in (
+                    everything.positions,
+                    everything.edges,
+                    everything.faces,
+                    hits.positions,
+                    hits.edges,
+                    hits.faces,
+                )
+            )
+
+        out[mode] = (_in_mode(mode, run), _store_files(path))
+    read_all, query = out["compiled"][0][0], out["compiled"][0][3]
+    assert read_all
+    assert query
+    assert out["python"] == out["compiled"]
