@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -428,3 +429,8 @@ def test_python_kernels_write_and_read_objects_bit_identically(
     assert read_all
     assert query
     assert out["python"] == out["compiled"]
+
+
+def test_kernels_pickle_by_name() -> None:
+    """A kernel is an object now, not a function: it must still pickle (by reference)."""
+    assert pickle.loads(pickle.dumps(_box_chunks_kernel)) is _box_chunks_kernel

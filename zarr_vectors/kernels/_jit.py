@@ -7,16 +7,17 @@
 * ``nogil=True``: kernels can run in worker threads next to I/O.
 
 First use. Compiling a kernel costs 0.1-1 s, and a first write and query used to compile
-some thirty of them (about 16 s on an idle 2-core machine). A kernel made by :func:`njit`
-is therefore a :class:`Kernel`: while it is neither compiled in this process nor found in
-numba's cache on disk, a call with small array arguments (:data:`SMALL_NBYTES` bytes in
-all) runs the kernel's own Python source instead, which numpy executes with the same
-IEEE arithmetic and integer types and so returns the same values; any other call compiles
-(or loads) the machine code as before. The intrinsics (:func:`copy_bytes` and the C
-functions of :mod:`zarr_vectors.kernels.row_blocks`) have Python twins for that path
+some thirty of them (about 16 s on an idle 2-core machine; ``benchmarks/first_use.py``).
+A kernel made by :func:`njit` is therefore a :class:`Kernel`: while it is neither compiled
+in this process nor found in numba's cache on disk, a call with small array arguments
+(:data:`SMALL_NBYTES` bytes in all) runs the kernel's own Python source instead, which
+numpy executes with the same IEEE arithmetic and integer types and so returns the same
+values (tests/test_first_use.py compares them byte for byte); any other call compiles (or
+loads) the machine code as before. The intrinsics (:func:`copy_bytes` and the C functions
+of :mod:`zarr_vectors.kernels.row_blocks`) have Python twins for that path
 (:func:`intrinsic`). A kernel that has spent :data:`INTERPRETED_BUDGET` seconds in Python
-compiles at its next call. :func:`set_kernel_mode` turns the Python path off (the test suite
-does, so that it exercises the machine code) or on for every call.
+compiles at its next call. :func:`set_kernel_mode` turns the Python path off (the test
+suite does, so that it exercises the machine code) or on for every call.
 """
 
 from __future__ import annotations
@@ -130,6 +131,10 @@ class Kernel:
         functools.update_wrapper(self, func)
         with _registry_lock:
             _registry.append(self)
+
+    def __reduce__(self) -> str:
+        """Pickled by name, as the module-level function it replaces."""
+        return str(self.py_func.__qualname__)
 
     @property
     def compiled(self) -> bool:
