@@ -7,7 +7,8 @@ up front, at a moment of the caller's choosing: it writes, opens, queries, reads
 validates a small point cloud and a small streamline store in a temporary directory with
 every kernel call running machine code, and reports how long that took and how much of it
 was compiling. Later processes load the machine code from the cache (``NUMBA_CACHE_DIR``,
-else ``__pycache__`` beside the package's sources) in well under a second.
+else ``__pycache__`` beside the package's sources or, where those are read-only, the
+user's cache directory) in well under a second.
 """
 
 from __future__ import annotations

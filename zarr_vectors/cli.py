@@ -257,7 +257,8 @@ def _parser() -> argparse.ArgumentParser:
         help="compile the numba kernels once, so later runs do not (a fresh environment)",
         description="Compile the numba kernels that writing, querying, reading and "
         "validating point clouds and streamlines use, and store them in numba's cache "
-        "(NUMBA_CACHE_DIR, else beside the package's sources), so that no later process "
+        "(NUMBA_CACHE_DIR, else beside the package's sources or, where those are read-only, "
+        "in the user's cache directory), so that no later process "
         "compiles them. Run it once after installing, e.g. in a CI job or a cluster image. "
         "It writes only to a temporary directory.",
     )
