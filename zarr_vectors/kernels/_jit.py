@@ -63,9 +63,11 @@ SMALL_NBYTES = 1 << 18
 """Array bytes (all arguments together) up to which a call of a kernel that is not
 compiled yet runs its Python source (256 KiB: a few thousand rows, some milliseconds)."""
 
-INTERPRETED_BUDGET = 0.5
+INTERPRETED_BUDGET = 0.1
 """Seconds a kernel may spend running its Python source, in all, before its next call
-compiles it anyway (many small calls are then not slower than compiling at once)."""
+compiles it anyway: a process making many small calls (queries of small boxes) pays at
+most this much per kernel over machine code (a Python call costs some 50 us more), less
+than compiling it (0.1-1 s). A first use spends a few milliseconds per kernel."""
 
 KERNEL_MODES = ("auto", "compiled", "python")
 """``auto``: small calls of kernels not compiled yet run as Python (the default);
