@@ -81,17 +81,25 @@ WARMUP_THEN_USE = FIRST_USE.replace(
 ).replace(
     'print(json.dumps({"compiled": log.count, "found": found}))',
     "again = zv.warmup()\n"
+    "import contextlib, io\n"
+    "from zarr_vectors.cli import main\n"
+    "with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()) as out:\n"
+    "    main(['demo', '--dir', tmp, '--points', '5000'])\n"
     'print(json.dumps({"warmup": report.compiled, "compiled": log.count, '
-    '"again": again.compiled}))',
+    '"again": again.compiled, "demo": out.getvalue()}))',
 )
 
 
 def test_warmup_compiles_what_the_first_use_needs(tmp_path: Path) -> None:
-    """On an empty cache warmup compiles kernels; after it, the first use compiles none."""
+    """On an empty cache warmup compiles kernels; after it, neither the first use nor the
+    demo's timed steps compile any (with machine code for every call)."""
     result = _child(WARMUP_THEN_USE, cache=tmp_path / "empty")
     assert result["warmup"] > 0
     assert result["compiled"] == 0
     assert result["again"] == 0
+    assert "kernels loaded from numba's cache" in result["demo"]
+    assert "brute force agrees: True" in result["demo"]
+    assert "compiling kernels" not in result["demo"]
 
 
 def test_warmup_report_and_cli(capsys: pytest.CaptureFixture[str]) -> None:
