@@ -63,11 +63,12 @@ SMALL_NBYTES = 1 << 18
 """Array bytes (all arguments together) up to which a call of a kernel that is not
 compiled yet runs its Python source (256 KiB: a few thousand rows, some milliseconds)."""
 
-INTERPRETED_BUDGET = 0.1
+INTERPRETED_BUDGET = 0.3
 """Seconds a kernel may spend running its Python source, in all, before its next call
-compiles it anyway: a process making many small calls (queries of small boxes) pays at
-most this much per kernel over machine code (a Python call costs some 50 us more), less
-than compiling it (0.1-1 s). A first use spends a few milliseconds per kernel."""
+compiles it anyway: about what compiling a typical kernel costs (0.1-1 s, 0.3-0.5 s for
+most), so a process pays at most about twice the cheaper of the two (a process making many
+small calls, such as queries of small boxes, pays some 50 us more per Python call until
+then; a first use spends a few milliseconds per kernel)."""
 
 KERNEL_MODES = ("auto", "compiled", "python")
 """``auto``: small calls of kernels not compiled yet run as Python (the default);
