@@ -7,8 +7,9 @@ The child (``python -m benchmarks._startup ours|numpy``) imports its library wit
 with ``np.save``, ``np.load`` and a brute-force filter.
 
 :func:`measure_startup` runs the zarr_vectors child twice with a fresh, empty
-``NUMBA_CACHE_DIR``: the first run compiles every kernel and fills that cache, the second
-loads it. Only the standard library is imported at module level.
+``NUMBA_CACHE_DIR``: the first run is a fresh environment's first use (small calls of
+kernels not compiled yet run as Python, anything else compiles and fills that cache), the
+second loads what the first compiled. Only the standard library is imported at module level.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def measure_startup() -> list[Row]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="zv-bench-numba-", dir="/tmp") as cache:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-        for run, note in ((1, "empty numba cache (compiles)"), (2, "numba cache filled by run 1")):
+        for run, note in ((1, "empty numba cache (first use)"), (2, "numba cache filled by run 1")):
             ours = _run_child("ours", env)
             rows.append(
                 Row(

@@ -34,6 +34,7 @@ import numpy as np
 import zarr_vectors as zv
 from benchmarks._measure import log, median, timed, timed_write, tree_size
 from benchmarks._table import Row, format_seconds
+from zarr_vectors.kernels._jit import set_kernel_mode
 
 __all__ = [
     "FOOTNOTES",
@@ -835,7 +836,9 @@ def _bench_by_id(ctx: _Context, count: int, sets: int, limit: float | None) -> N
 # -- the cases -------------------------------------------------------------------------------
 def warm_up(tmp: str) -> None:
     """Write, read, query and read by id tiny streamline, mesh and skeleton stores, so
-    numba's kernels are compiled or loaded before any timing."""
+    numba's kernels are compiled or loaded before any timing (never run as Python: see
+    :func:`benchmarks._data.warm_up`)."""
+    set_kernel_mode("compiled")
     for data in (
         make_streamlines(50, 20, 12345),
         make_mesh(4, 200, 12345),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,12 @@ from zarr.storage import FsspecStore, LocalStore, MemoryStore, ZipStore
 
 from tests import s3server
 from tests.s3server import LoopbackS3
+from zarr_vectors.kernels._jit import set_kernel_mode
+
+# The suite runs the kernels' machine code even for small inputs (a first use runs their
+# Python source, zarr_vectors.kernels._jit); ZV_KERNEL_MODE=python or auto runs it the
+# other way (tests/kernels passes either way).
+set_kernel_mode(os.environ.get("ZV_KERNEL_MODE", "compiled"))
 
 StoreFactory = Callable[[str], tuple[Any, Callable[[], Any]]]
 """name -> (store to write into, function returning a store to read from)."""

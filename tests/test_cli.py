@@ -40,8 +40,8 @@ def store_path(tmp_path: Path) -> Path:
 
 
 def test_demo_runs_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "demo.zarrvectors"
-    assert main(["demo", "--dir", str(out), "--points", "20000"]) == 0
+    out = tmp_path / "zarr-vectors-demo.zarrvectors"
+    assert main(["demo", "--dir", str(tmp_path), "--points", "20000"]) == 0
     text = capsys.readouterr().out
     assert "wrote" in text
     assert "bbox query" in text

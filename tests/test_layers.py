@@ -29,6 +29,7 @@ RANKS = {
     "_optional": 0,
     "display": 0,
     "store_summary": 6,
+    "_warmup": 6,
 }
 MODULES = sorted(PACKAGE.rglob("*.py"))
 

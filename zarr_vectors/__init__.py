@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from zarr_vectors import errors
 from zarr_vectors._version import __version__
+from zarr_vectors._warmup import WarmupReport, warmup
 from zarr_vectors.converters import convert
 from zarr_vectors.dataset import VectorStore, open
 from zarr_vectors.errors import (
@@ -76,6 +77,8 @@ __all__ = [
     "WriteOptions",
     "validate",
     "ValidationReport",
+    "warmup",
+    "WarmupReport",
     "Problem",
     "errors",
     "ZarrVectorsError",

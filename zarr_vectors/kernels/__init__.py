@@ -3,6 +3,7 @@ manifests spec §7, bbox spec §8)."""
 
 from __future__ import annotations
 
+from zarr_vectors.kernels._jit import CompileLog, set_kernel_mode
 from zarr_vectors.kernels.binning import (
     assign_chunks_and_bins,
     bin_coords,
@@ -22,6 +23,8 @@ from zarr_vectors.kernels.sorting import (
 )
 
 __all__ = [
+    "CompileLog",
+    "set_kernel_mode",
     "concat_ranges",
     "bounds_and_nonfinite",
     "segment_bounds",

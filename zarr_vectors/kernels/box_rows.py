@@ -69,7 +69,9 @@ def box_chunks(coords: I64, origin: I64, chunk_shape: F64, lo: F64, hi: F64) -> 
         Positions in ``coords`` of the chunks the box meets (ascending), and whether it
         covers each of them.
     """
-    return _box_chunks(coords, origin, chunk_shape, lo, hi)
+    # One layout for every caller: occupied chunk coordinates come C- or F-ordered, and
+    # each layout was a separate compilation (a first query after zv.warmup() compiled).
+    return _box_chunks(np.ascontiguousarray(coords, dtype=np.int64), origin, chunk_shape, lo, hi)
 
 
 @njit
@@ -226,7 +228,8 @@ def _box_runs(
             if n and found[0, n] < found[0, n - 1]:
                 ordered = False
             n += 1
-        order = np.arange(n) if ordered else np.argsort(found[0, :n], kind="mergesort")
+        # int() and bool(): literal 0 and True arguments compiled _stable_order twice
+        order = _stable_order(found[0], int(n), bool(ordered))
         for q in range(n):
             j = order[q]
             a, b, t_lo, t_hi = found[0, j], found[1, j], found[2, j], found[3, j]
@@ -248,6 +251,33 @@ def _box_runs(
         out[3, :m].copy(),
         out[4, :m].copy(),
     )
+
+
+@njit
+def _stable_order(keys: I64, n: int, ordered: bool) -> I64:
+    """``np.argsort(keys[:n], kind="stable")`` (``arange(n)`` when ``ordered``), by a
+    bottom-up merge sort: numba's own ``argsort`` and ``arange`` took 2 s to compile."""
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        order[i] = i
+    if ordered:
+        return order
+    spare = np.empty(n, np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if j >= hi or (i < mid and keys[order[i]] <= keys[order[j]]):
+                    spare[k] = order[i]
+                    i += 1
+                else:
+                    spare[k] = order[j]
+                    j += 1
+        order, spare = spare, order
+        width *= 2
+    return order
 
 
 def block_slots(chunk: I64, start: I64, stop: I64, rows_per_block: int) -> tuple[I64, I64, I64]:
@@ -360,7 +390,7 @@ def _select_rows(
     bounds = np.empty(2 * ndim, np.float64)
     lower = np.empty(2 * ndim, np.bool_)
     mask = np.empty(_TILE if ndim == 3 else 0, np.bool_)
-    n = 0
+    n: int = np.int64(0)  # type: ignore[assignment]  # a literal 0 compiled _select_run_3d twice
     for q in range(run_row.shape[0]):
         first, stop = run_row[q], run_row[q] + run_len[q]
         if ndim == 3 and (faces_lo[q] or faces_hi[q]):

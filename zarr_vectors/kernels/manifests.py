@@ -339,6 +339,15 @@ def _decode_count(
 
 
 @njit
+def _copy_chunk(ref_chunk: I64, t: int, chunk: I64) -> None:
+    """``ref_chunk[t, :] = chunk`` as a loop: the slice assignment's shape check compiled
+    numba's string formatting for its error message (2-3 s of a first decode). Callers
+    pass ``int(t)``: a literal 0 would compile it twice."""
+    for d in range(chunk.shape[0]):
+        ref_chunk[t, d] = chunk[d]
+
+
+@njit
 def _decode_fill(
     data: U8, offsets: I64, ids: I64, dim: int, counts: I64, total: int
 ) -> tuple[I64, I64, I64]:
@@ -362,7 +371,7 @@ def _decode_fill(
             pos += 1
             if mode == 0:
                 ref_fragment[t] = _get_i64(data, pos)
-                ref_chunk[t, :] = chunk
+                _copy_chunk(ref_chunk, int(t), chunk)
                 t += 1
                 pos += 8
             elif mode == 1:
@@ -370,7 +379,7 @@ def _decode_fill(
                 c = _get_i64(data, pos + 8)
                 for q in range(c):
                     ref_fragment[t] = f + q
-                    ref_chunk[t, :] = chunk
+                    _copy_chunk(ref_chunk, int(t), chunk)
                     t += 1
                 pos += 16
             else:
@@ -378,7 +387,7 @@ def _decode_fill(
                 pos += 4
                 for _q in range(n):
                     ref_fragment[t] = _get_i64(data, pos)
-                    ref_chunk[t, :] = chunk
+                    _copy_chunk(ref_chunk, int(t), chunk)
                     t += 1
                     pos += 8
     return ref_object, ref_chunk, ref_fragment

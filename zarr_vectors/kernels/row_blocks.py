@@ -13,6 +13,7 @@ inverse, through ``blosc_compress_ctx``.
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -129,9 +130,68 @@ def _blosc_compress_typer(
     return sig, codegen
 
 
-_crc32c_value: Any = intrinsic(_crc32c_typer)
-_blosc_decompress_ctx: Any = intrinsic(_blosc_typer)
-_blosc_compress_ctx: Any = intrinsic(_blosc_compress_typer)
+_CRC32C = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t)
+_DECOMPRESS = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
+)
+_COMPRESS = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_size_t,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_int,
+)
+
+
+def _crc32c_python(fn: int, data: int, size: int) -> int:
+    """:func:`_crc32c_value` through ctypes (kernels run as Python)."""
+    return int(_CRC32C(int(fn))(int(data), int(size)))
+
+
+def _blosc_python(fn: int, src: int, dest: int, size: int) -> int:
+    """:func:`_blosc_decompress_ctx` through ctypes (kernels run as Python)."""
+    return int(_DECOMPRESS(int(fn))(int(src), int(dest), int(size), 1))
+
+
+def _blosc_compress_python(
+    fn: int,
+    clevel: int,
+    shuffle: int,
+    typesize: int,
+    nbytes: int,
+    src: int,
+    dest: int,
+    destsize: int,
+    cname: int,
+) -> int:
+    """:func:`_blosc_compress_ctx` through ctypes (kernels run as Python)."""
+    args = (clevel, shuffle, typesize, nbytes, src, dest, destsize, cname)
+    return int(_COMPRESS(int(fn))(*(int(a) for a in args), 0, 1))
+
+
+_crc32c_value: Any = intrinsic(_crc32c_typer, _crc32c_python)
+_blosc_decompress_ctx: Any = intrinsic(_blosc_typer, _blosc_python)
+_blosc_compress_ctx: Any = intrinsic(_blosc_compress_typer, _blosc_compress_python)
+
+
+def _read_only(array: U8) -> U8:
+    """``array``, or a read-only view of it: byte inputs reach the kernels writable from
+    some callers and read-only from others, and each was a separate compilation."""
+    if not array.flags.writeable:
+        return array
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+_NO_NAME = _read_only(np.zeros(1, dtype=np.uint8))
+"""The compressor name passed when blocks are stored raw (unused; read-only like a name)."""
 
 
 def encode_blocks(
@@ -172,9 +232,12 @@ def encode_blocks(
     """
     if blosc is None:
         return int(
-            _encode_blocks(rows, tail, block_nbytes, out, lengths, 0, 0, 0, tail, False, crc_fn, 0)
+            _encode_blocks(
+                rows, tail, block_nbytes, out, lengths, 0, 0, 0, _NO_NAME, False, crc_fn, 0
+            )
         )
     clevel, shuffle, typesize, cname = blosc
+    cname = _read_only(cname)
     return int(
         _encode_blocks(
             rows,
@@ -281,7 +344,15 @@ def decode_blocks(
     """
     return int(
         _decode_blocks(
-            buffer, starts, lengths, out, slots, block_nbytes, compressed, crc_fn, blosc_fn
+            _read_only(buffer),
+            starts,
+            lengths,
+            out,
+            slots,
+            block_nbytes,
+            compressed,
+            crc_fn,
+            blosc_fn,
         )
     )
 
@@ -365,7 +436,15 @@ def dense_blob_ranges(
         (starts, counts and their sums non-negative); the rows of the others are undefined.
     """
     return _dense_blob_ranges(
-        buffer, starts, lengths, n_blocks, rows_per_block, prefix, suffix, n_fragments, crc_fn
+        _read_only(buffer),
+        starts,
+        lengths,
+        n_blocks,
+        rows_per_block,
+        _read_only(prefix),
+        _read_only(suffix),
+        n_fragments,
+        crc_fn,
     )
 
 

@@ -1,0 +1,119 @@
+"""``zv.warmup()``: compile (or load from numba's cache) the kernels of the common paths.
+
+A fresh environment has an empty numba cache. Small first calls run the kernels' Python
+source (:mod:`zarr_vectors.kernels._jit`), but a large first write or query compiles its
+kernels, some seconds in all, inside the call that needs them. :func:`warmup` pays that
+up front, at a moment of the caller's choosing: it writes, opens, queries, reads and
+validates a small point cloud and a small streamline store in a temporary directory with
+every kernel call running machine code, and reports how long that took and how much of it
+was compiling. Later processes load the machine code from the cache (``NUMBA_CACHE_DIR``,
+else ``__pycache__`` beside the package's sources or, where those are read-only, the
+user's cache directory) in well under a second.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from zarr_vectors.dataset import open as open_store
+from zarr_vectors.geometry.points import write_points
+from zarr_vectors.geometry.polylines import write_polylines
+from zarr_vectors.kernels import CompileLog, set_kernel_mode
+from zarr_vectors.validate import validate
+
+__all__ = ["WarmupReport", "warmup"]
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmupReport:
+    """What :func:`warmup` did.
+
+    Attributes
+    ----------
+    seconds
+        Its whole time.
+    compiled
+        Kernels numba compiled (0: every one was loaded from its cache).
+    compile_seconds
+        The time of those compilations.
+    """
+
+    seconds: float
+    compiled: int
+    compile_seconds: float
+
+    def __str__(self) -> str:
+        if self.compiled == 0:
+            return f"kernels loaded from numba's cache in {self.seconds:.1f} s"
+        return (
+            f"compiled {self.compiled} kernels in {self.compile_seconds:.1f} s "
+            f"(warm-up {self.seconds:.1f} s in all; later runs load them from numba's cache)"
+        )
+
+
+def _points_round_trip(directory: Path, rng: np.random.Generator) -> None:
+    """Float32 points with a float32 and a uint8 attribute: write, query, read, validate."""
+    positions = rng.uniform(0, 100, (2000, 3)).astype(np.float32)
+    attributes = {
+        "value": rng.random(2000, dtype=np.float32),
+        "label": rng.integers(0, 12, 2000).astype(np.uint8),
+    }
+    path = directory / "points.zarrvectors"
+    write_points(path, positions, chunk_shape=50.0, bin_shape=12.5, attributes=attributes)
+    store = open_store(path)
+    store.query(([10.0, 20.0, 30.0], [60.0, 70.0, 80.0]))
+    store.read()
+    validate(path, level=3)
+
+
+def _streamlines_round_trip(directory: Path, rng: np.random.Generator) -> None:
+    """Float32 streamlines with vertex and object attributes: write, query, read by id."""
+    steps = rng.normal(0, 1, (20, 50, 3))
+    starts = rng.uniform(20, 80, (20, 1, 3))
+    vertices = (starts + np.cumsum(steps, axis=1)).reshape(-1, 3).astype(np.float32)
+    offsets = np.arange(21, dtype=np.int64) * 50
+    path = directory / "streamlines.zarrvectors"
+    write_polylines(
+        path,
+        (vertices, offsets),
+        kind="streamline",
+        chunk_shape=50.0,
+        bin_shape=12.5,
+        attributes={"fa": rng.random(len(vertices), dtype=np.float32)},
+        object_attributes={"weight": rng.random(20, dtype=np.float32)},
+    )
+    store = open_store(path)
+    store.query(([30.0, 30.0, 30.0], [70.0, 70.0, 70.0]))
+    store.read_objects([0, 5, 19])
+    validate(path, level=3)
+
+
+def warmup() -> WarmupReport:
+    """Compile (or load from numba's cache) the kernels that writing, querying, reading and
+    validating float32 point clouds and streamlines use.
+
+    Run it once in a fresh environment (``zarr-vectors warmup`` does the same): the
+    machine code goes to numba's cache, so no later process compiles these kernels. It
+    writes only to a temporary directory, removed at the end. Other geometry kinds and
+    dtypes (float64 positions, meshes, graphs) compile their own kernels at first use.
+
+    Returns
+    -------
+    WarmupReport
+        Its time, and the kernels compiled (none when the cache held them all).
+    """
+    begin = time.perf_counter()
+    previous = set_kernel_mode("compiled")
+    try:
+        with CompileLog() as log, tempfile.TemporaryDirectory(prefix="zv-warmup-") as tmp:
+            rng = np.random.default_rng(0)
+            _points_round_trip(Path(tmp), rng)
+            _streamlines_round_trip(Path(tmp), rng)
+    finally:
+        set_kernel_mode(previous)
+    return WarmupReport(time.perf_counter() - begin, log.count, log.seconds)
