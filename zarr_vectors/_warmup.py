@@ -57,7 +57,8 @@ class WarmupReport:
 
 
 def _points_round_trip(directory: Path, rng: np.random.Generator) -> None:
-    """Float32 points with a float32 and a uint8 attribute: write, query, read, validate."""
+    """Float32 points with a float32 and a uint8 attribute: write, query, read, validate;
+    a write with the default chunk shape."""
     positions = rng.uniform(0, 100, (2000, 3)).astype(np.float32)
     attributes = {
         "value": rng.random(2000, dtype=np.float32),
@@ -69,10 +70,12 @@ def _points_round_trip(directory: Path, rng: np.random.Generator) -> None:
     store.query(([10.0, 20.0, 30.0], [60.0, 70.0, 80.0]))
     store.read()
     validate(path, level=3)
+    write_points(directory / "points-default.zarrvectors", positions)  # the default chunk shape
 
 
 def _streamlines_round_trip(directory: Path, rng: np.random.Generator) -> None:
-    """Float32 streamlines with vertex and object attributes: write, query, read by id."""
+    """Float32 streamlines with vertex and object attributes: write, query, read by id;
+    a write with the default chunk shape."""
     steps = rng.normal(0, 1, (20, 50, 3))
     starts = rng.uniform(20, 80, (20, 1, 3))
     vertices = (starts + np.cumsum(steps, axis=1)).reshape(-1, 3).astype(np.float32)
@@ -91,6 +94,9 @@ def _streamlines_round_trip(directory: Path, rng: np.random.Generator) -> None:
     store.query(([30.0, 30.0, 30.0], [70.0, 70.0, 70.0]))
     store.read_objects([0, 5, 19])
     validate(path, level=3)
+    write_polylines(
+        directory / "streamlines-default.zarrvectors", (vertices, offsets), kind="streamline"
+    )
 
 
 def warmup() -> WarmupReport:

@@ -271,3 +271,18 @@ def test_leftovers_are_named_by_validate_info_and_open(
     }
     zv.write_points(path, OLD, chunk_shape=5.0, progress=False)
     assert _siblings(path) == []
+
+
+def test_a_damaged_commit_record_moves_no_other_directory(tmp_path: Path) -> None:
+    """A record naming a directory that is not a sibling of the store (``../x``, another
+    store) is removed without moving anything."""
+    path = tmp_path / "s.zv"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("data")
+    for name in ("other", "../other", f".{path.name}.zv-spill-1", "/tmp"):
+        (tmp_path / f".{path.name}.zv-commit").write_text(json.dumps({"new": name, "old": name}))
+        assert commit.recover(path) is False
+        assert not path.exists()
+        assert (other / "keep.txt").read_text() == "data"
+        assert not (tmp_path / f".{path.name}.zv-commit").exists()

@@ -174,12 +174,24 @@ def recover(path: Path) -> bool:
     moved = False
     if not os.path.lexists(path) and isinstance(doc, dict):
         for name in (doc.get("new"), doc.get("old")):
-            if isinstance(name, str) and path.with_name(name).is_dir():
+            if _is_sibling_name(path, name) and path.with_name(name).is_dir():
                 os.rename(path.with_name(name), path)
                 moved = True
                 break
     record.unlink(missing_ok=True)
     return moved
+
+
+def _is_sibling_name(path: Path, name: object) -> bool:
+    """Whether a commit record's ``name`` is a staging or retired sibling of ``path`` (a
+    damaged record must not move any other directory)."""
+    head = f".{path.name}.zv-"
+    return (
+        isinstance(name, str)
+        and "/" not in name
+        and name.startswith(head)
+        and name[len(head) :].startswith(("writing-", "replaced-"))
+    )
 
 
 def leftovers(path: Path) -> list[Path]:
