@@ -32,6 +32,7 @@ import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeGuard
 
 __all__ = [
     "LEFTOVER_KINDS",
@@ -174,7 +175,7 @@ def recover(path: Path) -> bool:
     moved = False
     if not os.path.lexists(path) and isinstance(doc, dict):
         for name in (doc.get("new"), doc.get("old")):
-            if _is_sibling_name(path, name) and path.with_name(name).is_dir():
+            if _is_sibling_name(name, path) and path.with_name(name).is_dir():
                 os.rename(path.with_name(name), path)
                 moved = True
                 break
@@ -182,7 +183,7 @@ def recover(path: Path) -> bool:
     return moved
 
 
-def _is_sibling_name(path: Path, name: object) -> bool:
+def _is_sibling_name(name: object, path: Path) -> TypeGuard[str]:
     """Whether a commit record's ``name`` is a staging or retired sibling of ``path`` (a
     damaged record must not move any other directory)."""
     head = f".{path.name}.zv-"
