@@ -201,6 +201,8 @@ def test_small_calls_run_python_until_compiled(
         return a * 2
 
     kernel = _jit.Kernel(twice)
+    # An earlier run of this test left ``twice`` in numba's cache on disk: as if it had not.
+    monkeypatch.setattr(_jit, "_cached_on_disk", lambda dispatcher: False)
     small, large = np.ones(4), np.ones(_jit.SMALL_NBYTES // 8 + 1)
     assert not kernel.interprets((small,))  # compiled mode
     _jit.set_kernel_mode("auto")
