@@ -459,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _error("interrupted")
         return EXIT_INTERRUPTED
-    except Exception as exc:
+    except Exception as exc:  # the CLI boundary: no traceback reaches a user (one line)
         if _debugging(args):
             raise
         return _report_bug(exc, args)
