@@ -39,7 +39,14 @@ from zarr_vectors.kernels.link_entries import result_rows_of_entries
 from zarr_vectors.query import chunks_meeting
 from zarr_vectors.regions import BoxRegion, Region
 
-__all__ = ["ObjectReader", "clip", "clip_to_region", "group_key", "requested_ids"]
+__all__ = [
+    "ObjectReader",
+    "clip",
+    "clip_to_region",
+    "group_key",
+    "repeated_objects",
+    "requested_ids",
+]
 
 _LINK_COLUMN = "__links__"
 _OWNER_COLUMN = "__fragment_owner__"
@@ -264,7 +271,19 @@ class ObjectReader:
 
     # -- reading objects --------------------------------------------------------------
     def read(self, dense: np.ndarray) -> QueryResult:
-        """The objects ``dense`` (dense ids), whole, in the given order."""
+        """The objects ``dense`` (dense ids), whole, in the given order.
+
+        An id given more than once is read once and repeated: the result equals the
+        single-id reads concatenated in the given order, links re-based onto each copy's
+        rows (:func:`repeated_objects`).
+        """
+        unique, take = np.unique(dense, return_inverse=True)
+        if unique.shape[0] == dense.shape[0]:
+            return self._read_distinct(dense)
+        return repeated_objects(self._read_distinct(unique), take.reshape(-1))
+
+    def _read_distinct(self, dense: np.ndarray) -> QueryResult:
+        """The objects ``dense`` (distinct dense ids), whole, in the given order."""
         refs = decode_object_index_bulk(
             self._global(f"{OBJECT_INDEX}/data"),
             self._global(f"{OBJECT_INDEX}/offsets"),
@@ -535,6 +554,78 @@ class _Plan:
             name: self.objects._global(f"{base}/{name}")[self.dense]
             for name in self.objects.object_attribute_names
         }
+
+
+def repeated_objects(result: QueryResult, take: np.ndarray) -> QueryResult:
+    """The objects ``take`` (indices into ``result``'s objects, repeats allowed), in order.
+
+    Each copy gets its own rows, and its links (edges or faces, whose entries are rows of
+    ``result``) with their per-link attributes, re-based onto those rows; a link belongs
+    to the object of its first entry. Links come object by object, each object's in the
+    order ``result`` holds them. Linear in the output size (plus a sort of the links).
+
+    Parameters
+    ----------
+    result
+        A read of distinct objects (``offsets`` and ``object_ids`` set).
+    take
+        ``(k,)`` integer indices into ``result``'s objects.
+
+    Returns
+    -------
+    QueryResult
+        ``k`` objects.
+    """
+    assert result.offsets is not None
+    assert result.object_ids is not None
+    offsets = result.offsets
+    sizes = np.diff(offsets)[take]
+    new_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    rows = concat_ranges(offsets[:-1][take], sizes)
+    links = result.edges if result.edges is not None else result.faces
+    link_rows, new_links = (
+        (np.empty(0, np.int64), None)
+        if links is None
+        else _repeated_links(links, offsets, take, new_offsets)
+    )
+    return QueryResult(
+        positions=result.positions[rows],
+        attributes={k: v[rows] for k, v in result.attributes.items()},
+        vertex_object_ids=None
+        if result.vertex_object_ids is None
+        else result.vertex_object_ids[rows],
+        object_ids=result.object_ids[take],
+        offsets=new_offsets,
+        edges=new_links if result.edges is not None else None,
+        faces=new_links if result.faces is not None else None,
+        object_attributes={k: v[take] for k, v in result.object_attributes.items()},
+        link_attributes={k: v[link_rows] for k, v in result.link_attributes.items()},
+        axis_names=result.axis_names,
+        axis_units=result.axis_units,
+        geometry_type=result.geometry_type,
+    )
+
+
+def _repeated_links(
+    links: np.ndarray, offsets: np.ndarray, take: np.ndarray, new_offsets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``links`` of the objects ``take``, in order, and those links re-based.
+
+    Entries are rows of the objects ``offsets`` delimits; each taken copy's links are moved
+    by the shift of its rows (``new_offsets``). Negative entries stay as they are.
+    """
+    owner = (
+        np.searchsorted(offsets, links[:, 0], side="right") - 1 if links.shape[0] else links[:, 0]
+    )
+    by_owner = np.argsort(owner, kind="stable")
+    n_objects = offsets.shape[0] - 1
+    bounds = np.searchsorted(owner[by_owner], np.arange(n_objects + 1))
+    counts = np.diff(bounds)[take]
+    link_rows = by_owner[concat_ranges(bounds[:-1][take], counts)]
+    shift = np.repeat(new_offsets[:-1] - offsets[:-1][take], counts)
+    picked = links[link_rows]
+    moved = np.where(picked >= 0, picked + shift[:, None], picked)
+    return link_rows, moved.astype(np.int64)
 
 
 def _coalesced_runs(
