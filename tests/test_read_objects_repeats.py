@@ -8,7 +8,6 @@ re-based onto its rows in the result) with their per-link attributes, for every 
 from __future__ import annotations
 
 import functools
-import time
 from typing import Any
 
 import numpy as np
@@ -224,16 +223,13 @@ def _concatenated_from(result: zv.QueryResult, take: list[int]) -> zv.QueryResul
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_ten_thousand_repeated_ids_read_quickly(kind: str) -> None:
-    """No quadratic blow-up: 10,000 ids with repeats cost about one read of each object."""
+def test_ten_thousand_repeated_ids(kind: str) -> None:
+    """10,000 ids with repeats: every copy with its own rows and links (speed: benchmarks)."""
     store = _store(kind)
     ids = store.read().object_ids
     assert ids is not None
     request = np.random.default_rng(0).choice(ids, 10_000)
-    store.read_objects(request[:10])  # warm
-    began = time.perf_counter()
     got = store.read_objects(request)
-    elapsed = time.perf_counter() - began
     np.testing.assert_array_equal(got.object_ids, request)
     one = store.read_objects(ids)
     index = {int(i): k for k, i in enumerate(ids)}
@@ -247,7 +243,6 @@ def test_ten_thousand_repeated_ids_read_quickly(kind: str) -> None:
         assert links.shape[0] == int(per_object_links[[index[int(i)] for i in request]].sum())
         assert links.min(initial=0) >= 0
         assert links.max(initial=0) < len(got)
-    assert elapsed < 2.0, f"10,000 ids took {elapsed:.2f} s"
 
 
 def test_point_clouds_refuse_read_objects() -> None:
