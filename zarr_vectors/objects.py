@@ -34,6 +34,7 @@ from zarr_vectors.format.names import (
 )
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.geometry.result import QueryResult
+from zarr_vectors.geometry.shapes import polyline_links
 from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.kernels.link_entries import result_rows_of_entries
 from zarr_vectors.query import chunks_meeting
@@ -641,21 +642,38 @@ def _translate_by_search(
     return np.where(local, results[order][pos], -1)  # keys is not empty
 
 
+def _links_of(result: QueryResult) -> np.ndarray:
+    """Every link of an object ``result`` as rows: edges, faces, or a polyline's chain."""
+    if result.edges is not None:
+        return np.asarray(result.edges, dtype=np.int64)
+    if result.faces is not None:
+        return np.asarray(result.faces, dtype=np.int64)
+    assert result.offsets is not None
+    return polyline_links(result.offsets)
+
+
 def clip(result: QueryResult, lo: np.ndarray, hi: np.ndarray) -> QueryResult:
     """Keep the vertices of ``result`` inside ``[lo, hi)`` and the links among them (§8.2)."""
     return clip_to_region(result, BoxRegion(lo, hi))
 
 
 def clip_to_region(result: QueryResult, region: Region) -> QueryResult:
-    """Keep the vertices of ``result`` inside ``region`` and the links among them (§8.2)."""
+    """Keep the vertices of ``result`` inside ``region`` and the links among them (§8.2).
+
+    A polyline or streamline's links are its consecutive vertices, which a clipped result's
+    ``offsets`` cannot keep apart once the object leaves the region and comes back: its kept
+    links go to ``edges`` (``[r, r + 1]`` pairs of the clipped rows), so no two returned
+    vertices are linked unless they are consecutive in the input and both in the region.
+    """
     assert result.offsets is not None
     keep = region.contains_points(result.positions)
     new_row = np.cumsum(keep) - 1
     object_of_row = np.repeat(np.arange(result.offsets.shape[0] - 1), np.diff(result.offsets))
     counts = np.bincount(object_of_row[keep], minlength=result.offsets.shape[0] - 1)
 
-    present = result.edges if result.edges is not None else result.faces
-    whole = np.all(keep[present], axis=1) if present is not None else np.zeros(0, dtype=bool)
+    chained = result.edges is None and result.faces is None
+    present = _links_of(result)
+    whole = np.all(keep[present], axis=1)
 
     def links(values: np.ndarray | None) -> np.ndarray | None:
         if values is None:
@@ -670,8 +688,11 @@ def clip_to_region(result: QueryResult, region: Region) -> QueryResult:
         else result.vertex_object_ids[keep],
         object_ids=result.object_ids,
         offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-        edges=links(result.edges),
+        edges=links(present if chained else result.edges),
         faces=links(result.faces),
         object_attributes=result.object_attributes,
         link_attributes={k: v[whole] for k, v in result.link_attributes.items()},
+        axis_names=result.axis_names,
+        axis_units=result.axis_units,
+        geometry_type=result.kind if chained else result.geometry_type,
     )

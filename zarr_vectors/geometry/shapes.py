@@ -59,6 +59,19 @@ def _links(links: np.ndarray | None, width: int) -> np.ndarray:
     return np.asarray(links, dtype=np.int64).reshape(-1, width)
 
 
+def polyline_links(offsets: np.ndarray) -> np.ndarray:
+    """``(E, 2)`` rows ``[r, r + 1]`` of every two traversal-consecutive vertices of one object.
+
+    These are the links a polyline or streamline result without ``edges`` implies: object m
+    is the chain ``offsets[m] → offsets[m] + 1 → … → offsets[m + 1] - 1``.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n = int(offsets[-1]) if offsets.shape[0] else 0
+    owner = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
+    starts = np.flatnonzero(owner[1:] == owner[:-1]) if n > 1 else np.empty(0, np.int64)
+    return np.stack([starts, starts + 1], axis=1).astype(np.int64)
+
+
 def link_objects(links: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Object (row of ``offsets``) of each link, from the row of its first vertex."""
     first = links[:, 0] if links.shape[0] else np.empty(0, np.int64)
