@@ -34,7 +34,6 @@ from zarr_vectors.format.names import (
 )
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.geometry.result import QueryResult
-from zarr_vectors.geometry.shapes import polyline_links
 from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.kernels.link_entries import result_rows_of_entries
 from zarr_vectors.query import chunks_meeting
@@ -642,14 +641,17 @@ def _translate_by_search(
     return np.where(local, results[order][pos], -1)  # keys is not empty
 
 
-def _links_of(result: QueryResult) -> np.ndarray:
-    """Every link of an object ``result`` as rows: edges, faces, or a polyline's chain."""
-    if result.edges is not None:
-        return np.asarray(result.edges, dtype=np.int64)
-    if result.faces is not None:
-        return np.asarray(result.faces, dtype=np.int64)
-    assert result.offsets is not None
-    return polyline_links(result.offsets)
+def _kept_chain_links(
+    keep: np.ndarray, new_row: np.ndarray, object_of_row: np.ndarray
+) -> np.ndarray:
+    """``(E, 2)`` clipped rows ``[r, r + 1]`` of two consecutive rows of one polyline, both kept.
+
+    ``keep`` marks the kept rows of the whole result, ``new_row`` their clipped rows and
+    ``object_of_row`` each row's object.
+    """
+    both = keep[:-1] & keep[1:] & (object_of_row[:-1] == object_of_row[1:])
+    first = new_row[:-1][both]
+    return np.stack([first, first + 1], axis=1).astype(np.int64)
 
 
 def clip(result: QueryResult, lo: np.ndarray, hi: np.ndarray) -> QueryResult:
@@ -672,8 +674,8 @@ def clip_to_region(result: QueryResult, region: Region) -> QueryResult:
     counts = np.bincount(object_of_row[keep], minlength=result.offsets.shape[0] - 1)
 
     chained = result.edges is None and result.faces is None
-    present = _links_of(result)
-    whole = np.all(keep[present], axis=1)
+    present = result.edges if result.edges is not None else result.faces
+    whole = np.all(keep[present], axis=1) if present is not None else np.zeros(0, dtype=bool)
 
     def links(values: np.ndarray | None) -> np.ndarray | None:
         if values is None:
@@ -688,7 +690,7 @@ def clip_to_region(result: QueryResult, region: Region) -> QueryResult:
         else result.vertex_object_ids[keep],
         object_ids=result.object_ids,
         offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-        edges=links(present if chained else result.edges),
+        edges=_kept_chain_links(keep, new_row, object_of_row) if chained else links(result.edges),
         faces=links(result.faces),
         object_attributes=result.object_attributes,
         link_attributes={k: v[whole] for k, v in result.link_attributes.items()},
