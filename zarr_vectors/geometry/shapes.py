@@ -14,7 +14,7 @@ from zarr_vectors.geometry.projection import resolve_axes
 if TYPE_CHECKING:
     from zarr_vectors.geometry.result import QueryResult
 
-__all__ = ["link_objects", "to_shapely"]
+__all__ = ["link_objects", "polyline_links", "to_shapely"]
 
 
 def to_shapely(result: QueryResult, axes: Sequence[int | str] | None) -> np.ndarray:
