@@ -408,7 +408,9 @@ class VectorStore:
             those that also meet the box).
         clip
             Object kinds: return only the vertices inside the box and the edges or faces
-            whose vertices are all inside, instead of whole objects.
+            whose vertices are all inside, instead of whole objects. A clipped polyline or
+            streamline carries its kept links as ``edges`` (``[r, r + 1]``, consecutive
+            input vertices both inside), so it is not joined where it left the box.
 
         Returns
         -------

@@ -732,19 +732,39 @@ def _translate_by_search(
     return np.where(local, results[order][pos], -1)  # keys is not empty
 
 
+def _kept_chain_links(
+    keep: np.ndarray, new_row: np.ndarray, object_of_row: np.ndarray
+) -> np.ndarray:
+    """``(E, 2)`` clipped rows ``[r, r + 1]`` of two consecutive rows of one polyline, both kept.
+
+    ``keep`` marks the kept rows of the whole result, ``new_row`` their clipped rows and
+    ``object_of_row`` each row's object.
+    """
+    both = keep[:-1] & keep[1:] & (object_of_row[:-1] == object_of_row[1:])
+    first = new_row[:-1][both]
+    return np.stack([first, first + 1], axis=1).astype(np.int64)
+
+
 def clip(result: QueryResult, lo: np.ndarray, hi: np.ndarray) -> QueryResult:
     """Keep the vertices of ``result`` inside ``[lo, hi)`` and the links among them (§8.2)."""
     return clip_to_region(result, BoxRegion(lo, hi))
 
 
 def clip_to_region(result: QueryResult, region: Region) -> QueryResult:
-    """Keep the vertices of ``result`` inside ``region`` and the links among them (§8.2)."""
+    """Keep the vertices of ``result`` inside ``region`` and the links among them (§8.2).
+
+    A polyline or streamline's links are its consecutive vertices, which a clipped result's
+    ``offsets`` cannot keep apart once the object leaves the region and comes back: its kept
+    links go to ``edges`` (``[r, r + 1]`` pairs of the clipped rows), so no two returned
+    vertices are linked unless they are consecutive in the input and both in the region.
+    """
     assert result.offsets is not None
     keep = region.contains_points(result.positions)
     new_row = np.cumsum(keep) - 1
     object_of_row = np.repeat(np.arange(result.offsets.shape[0] - 1), np.diff(result.offsets))
     counts = np.bincount(object_of_row[keep], minlength=result.offsets.shape[0] - 1)
 
+    chained = result.edges is None and result.faces is None
     present = result.edges if result.edges is not None else result.faces
     whole = np.all(keep[present], axis=1) if present is not None else np.zeros(0, dtype=bool)
 
@@ -761,8 +781,11 @@ def clip_to_region(result: QueryResult, region: Region) -> QueryResult:
         else result.vertex_object_ids[keep],
         object_ids=result.object_ids,
         offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-        edges=links(result.edges),
+        edges=_kept_chain_links(keep, new_row, object_of_row) if chained else links(result.edges),
         faces=links(result.faces),
         object_attributes=result.object_attributes,
         link_attributes={k: v[whole] for k, v in result.link_attributes.items()},
+        axis_names=result.axis_names,
+        axis_units=result.axis_units,
+        geometry_type=result.kind if chained else result.geometry_type,
     )

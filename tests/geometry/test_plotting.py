@@ -240,3 +240,14 @@ def test_plot_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(MissingDependencyError, match=r"zarr-vectors\[plot\]"):
         zv.QueryResult(np.zeros((1, 2))).plot()
+
+
+def test_a_clipped_streamline_is_drawn_without_the_segments_across_its_gaps() -> None:
+    clipped = cases.streamlines(m=40).open().query(([14, 14, 14], [26, 26, 26]), clip=True)
+    assert clipped.edges is not None
+    assert clipped.offsets is not None
+    chained = sum(max(int(n) - 1, 0) for n in np.diff(clipped.offsets))
+    assert len(clipped.edges) < chained  # some streamline leaves the box and comes back
+    (collection,) = clipped.plot().collections
+    got = np.stack(_segments(collection))
+    np.testing.assert_allclose(got, clipped.positions[clipped.edges])

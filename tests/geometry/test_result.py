@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -134,10 +135,26 @@ def _expected(result: zv.QueryResult, cols: list[int]) -> list[list[np.ndarray]]
         return [[p[[a, b, c, a]]] for a, b, c in result.faces]
     assert result.offsets is not None
     objects = list(zip(result.offsets[:-1], result.offsets[1:], strict=True))
-    if kind in ("polyline", "streamline"):
+    if kind in ("polyline", "streamline") and result.edges is None:
         return [[p[s:e]] if e - s >= 2 else [] for s, e in objects]
+    if kind in ("polyline", "streamline"):
+        return [_pieces(p, result.edges, s, e) for s, e in objects]
     assert result.edges is not None
     return [[p[[u, v]] for u, v in result.edges if s <= u < e] for s, e in objects]
+
+
+def _pieces(p: np.ndarray, edges: np.ndarray, start: int, end: int) -> list[np.ndarray]:
+    """The maximal chains of rows ``start:end`` joined by an edge ``[r, r + 1]``, with loops."""
+    linked = {int(r) for r, _ in edges}
+    pieces, current = [], [start] if end > start else []
+    for r in range(start + 1, end):
+        if r - 1 in linked:
+            current.append(r)
+        else:
+            pieces.append(current)
+            current = [r]
+    pieces.append(current)
+    return [p[rows] for rows in pieces if len(rows) >= 2]
 
 
 def _parts(geometry: Any) -> list[np.ndarray]:
@@ -194,6 +211,19 @@ def test_to_shapely_of_a_clipped_query_keeps_short_objects_empty() -> None:
     assert clipped.offsets is not None
     assert np.any(np.diff(clipped.offsets) < 2)  # the case under test occurs
     _check_shapely(clipped, [0, 1, 2])
+
+
+def test_to_shapely_of_a_clipped_polyline_is_not_joined_across_the_gap(tmp_path: Path) -> None:
+    line = np.array([[1.0, 1.0], [2.0, 1.0], [9.0, 1.0], [1.0, 2.0], [2.0, 2.0], [3.0, 3.0]])
+    zv.write_polylines(tmp_path / "a.zarrvectors", [line, line[:2], line[2:4]], chunk_shape=4.0)
+    clipped = zv.open(tmp_path / "a.zarrvectors").query(([0, 0], [5, 5]), clip=True)
+    got = clipped.to_shapely()
+    assert [g.wkt for g in got] == [
+        "MULTILINESTRING ((1 1, 2 1), (1 2, 2 2, 3 3))",
+        "LINESTRING (1 1, 2 1)",
+        "LINESTRING EMPTY",
+    ]
+    _check_shapely(clipped, [0, 1])
 
 
 def test_to_shapely_of_2d_and_4d_data() -> None:

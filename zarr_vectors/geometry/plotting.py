@@ -4,10 +4,10 @@ This module sits in the geometry layer, beside the result it draws, so that
 :meth:`QueryResult.plot` is a thin method; matplotlib is imported only when a plot is made.
 
 What is drawn: point clouds as a scatter, polylines and streamlines as line segments between
-consecutive vertices of each object, graphs and skeletons as their edges, meshes as filled
-triangles, either in a 2-D projection on two axes or on 3-D axes. Every axis has the same
-scale and is labelled with its name and unit. Results larger than ``max_points`` are drawn
-from a random sample (fixed seed), and the title says so.
+consecutive vertices of each object (a clipped result: its ``edges``), graphs and skeletons as
+their edges, meshes as filled triangles, either in a 2-D projection on two axes or on 3-D axes.
+Every axis has the same scale and is labelled with its name and unit. Results larger than
+``max_points`` are drawn from a random sample (fixed seed), and the title says so.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from zarr_vectors._optional import require
 from zarr_vectors.display import format_count
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry.projection import axis_label, resolve_axes
-from zarr_vectors.geometry.shapes import link_objects
+from zarr_vectors.geometry.shapes import link_objects, polyline_links
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -243,12 +243,11 @@ def _links(result: QueryResult) -> tuple[np.ndarray, np.ndarray]:
     """Segments or triangles as vertex rows ``(n, 2|3)``, and the object of each."""
     n = len(result)
     offsets = result.offsets
-    if result.kind in ("polyline", "streamline"):
+    if result.kind in ("polyline", "streamline") and result.edges is None:
         if offsets is None:
             offsets = np.array([0, n], dtype=np.int64)
-        owner = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
-        starts = np.flatnonzero(owner[1:] == owner[:-1]) if n > 1 else np.empty(0, np.int64)
-        return np.stack([starts, starts + 1], axis=1), owner[starts]
+        chain = polyline_links(offsets)
+        return chain, link_objects(chain, np.asarray(offsets, dtype=np.int64))
     width = 3 if result.kind == "mesh" else 2
     source = result.faces if width == 3 else result.edges
     links = np.empty((0, width), np.int64) if source is None else np.asarray(source, np.int64)

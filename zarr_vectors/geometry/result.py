@@ -48,7 +48,10 @@ class QueryResult:
         polylines), else None.
     edges
         ``(E, 2)`` row indices into ``positions`` (graphs: ``[u, v]``, ``[source, target]``
-        when directed; skeletons: ``[child, parent]``), else None.
+        when directed; skeletons: ``[child, parent]``; clipped polylines and streamlines:
+        ``[r, r + 1]`` for the consecutive input vertices both kept, so an object that left
+        the region and came back is not joined across the gap), else None (whole polylines:
+        the consecutive rows of each object are linked).
     faces
         ``(F, 3)`` row indices into ``positions`` (meshes, winding as written), else None.
     object_attributes
@@ -132,7 +135,9 @@ class QueryResult:
             * point clouds: one ``Point`` per vertex, in row order (aligned with
               :attr:`attributes`; ``shapely.multipoints(points)`` makes one ``MultiPoint``);
             * polylines and streamlines: one ``LineString`` per object, in object order
-              (``LINESTRING EMPTY`` for an object with fewer than 2 vertices);
+              (``LINESTRING EMPTY`` for an object with fewer than 2 vertices); a clipped
+              result draws only its ``edges``: an object cut into several pieces is a
+              ``MultiLineString`` of them, vertices linked to none are left out;
             * graphs and skeletons: one ``MultiLineString`` per object, one 2-point line per
               edge, in the order of :attr:`edges` (empty for an object without edges);
             * meshes: one triangle ``Polygon`` per face, in the order of :attr:`faces`

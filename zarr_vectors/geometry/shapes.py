@@ -14,7 +14,7 @@ from zarr_vectors.geometry.projection import resolve_axes
 if TYPE_CHECKING:
     from zarr_vectors.geometry.result import QueryResult
 
-__all__ = ["link_objects", "to_shapely"]
+__all__ = ["link_objects", "polyline_links", "to_shapely"]
 
 
 def to_shapely(result: QueryResult, axes: Sequence[int | str] | None) -> np.ndarray:
@@ -29,7 +29,9 @@ def to_shapely(result: QueryResult, axes: Sequence[int | str] | None) -> np.ndar
         return np.asarray(shapely.polygons(coords[faces]), dtype=object)
     offsets = _offsets(result)
     if kind in ("polyline", "streamline"):
-        return _linestrings(shapely, coords, offsets)
+        if result.edges is None:
+            return _linestrings(shapely, coords, offsets)
+        return _clipped_linestrings(shapely, coords, _links(result.edges, 2), offsets)
     return _edge_collections(shapely, coords, _links(result.edges, 2), offsets)
 
 
@@ -59,6 +61,19 @@ def _links(links: np.ndarray | None, width: int) -> np.ndarray:
     return np.asarray(links, dtype=np.int64).reshape(-1, width)
 
 
+def polyline_links(offsets: np.ndarray) -> np.ndarray:
+    """``(E, 2)`` rows ``[r, r + 1]`` of every two traversal-consecutive vertices of one object.
+
+    These are the links a polyline or streamline result without ``edges`` implies: object m
+    is the chain ``offsets[m] → offsets[m] + 1 → … → offsets[m + 1] - 1``.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n = int(offsets[-1]) if offsets.shape[0] else 0
+    owner = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
+    starts = np.flatnonzero(owner[1:] == owner[:-1]) if n > 1 else np.empty(0, np.int64)
+    return np.stack([starts, starts + 1], axis=1).astype(np.int64)
+
+
 def link_objects(links: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Object (row of ``offsets``) of each link, from the row of its first vertex."""
     first = links[:, 0] if links.shape[0] else np.empty(0, np.int64)
@@ -73,6 +88,43 @@ def _linestrings(shapely: Any, coords: np.ndarray, offsets: np.ndarray) -> np.nd
     keep = counts[owner] >= 2
     if keep.any():
         shapely.linestrings(coords[keep], indices=owner[keep], out=out)
+    return np.asarray(out, dtype=object)
+
+
+def _clipped_linestrings(
+    shapely: Any, coords: np.ndarray, edges: np.ndarray, offsets: np.ndarray
+) -> np.ndarray:
+    """One geometry per object of a polyline result whose links are ``edges`` (clipped).
+
+    The object's pieces are its maximal chains of rows joined by an edge ``[r, r + 1]``;
+    pieces of one vertex are dropped. An object with one piece is a LineString, with
+    several a MultiLineString (in row order), with none an empty LineString.
+    """
+    if np.any(edges[:, 1] != edges[:, 0] + 1):
+        raise InvalidInputError(
+            "a polyline result's edges must join consecutive rows [r, r + 1]; "
+            "pass edges=None for whole polylines"
+        )
+    n = coords.shape[0]
+    linked = np.zeros(max(n - 1, 0), dtype=bool)
+    linked[edges[:, 0]] = True
+    piece = np.cumsum(np.concatenate([[True], ~linked]))[:n] - 1
+    long_piece = np.bincount(piece, minlength=1)[piece] >= 2
+    rows = np.flatnonzero(long_piece)
+    m = offsets.shape[0] - 1
+    out = np.asarray(shapely.empty(m, geom_type=shapely.GeometryType.LINESTRING), dtype=object)
+    if not rows.size:
+        return out
+    first, dense_piece = np.unique(piece[rows], return_index=True, return_inverse=True)[1:]
+    parts = np.asarray(shapely.linestrings(coords[rows], indices=dense_piece), dtype=object)
+    owner = np.searchsorted(offsets, rows[first], side="right") - 1
+    per_object = np.bincount(owner, minlength=m)
+    several = per_object[owner] >= 2
+    out[owner[~several]] = parts[~several]
+    if np.any(several):
+        multi = shapely.empty(m, geom_type=shapely.GeometryType.MULTILINESTRING)
+        shapely.multilinestrings(parts[several], indices=owner[several], out=multi)
+        out[per_object >= 2] = np.asarray(multi, dtype=object)[per_object >= 2]
     return np.asarray(out, dtype=object)
 
 
