@@ -59,6 +59,7 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
+from zarr_vectors.format.nodes import node_problem
 from zarr_vectors.geometry import _read_plans as read_plans
 from zarr_vectors.geometry import row_reads
 from zarr_vectors.geometry.point_reads import PointReads
@@ -130,7 +131,13 @@ class LevelReader:
         self._load_level_metadata()
         ndim = root.spatial_dims
         group = self._docs[f"{self.base}/zarr.json"]
-        attrs = group.get("attributes") if isinstance(group, dict) else None
+        problem = node_problem(group, "group")
+        if problem is not None:
+            raise MetadataError(
+                f"{self.base}/zarr.json {problem}: the level group's metadata is damaged; "
+                "run zarr-vectors validate, and restore or rewrite the store"
+            )
+        attrs = group.get("attributes")
         self.meta = LevelMetadata.from_json(attrs, ndim)
         chunk_shape = np.asarray(root.chunk_shape, dtype=np.float64)
         bin_shape = np.asarray(self.meta.bin_shape, dtype=np.float64)
@@ -207,9 +214,15 @@ class LevelReader:
         MetadataError
             When the array's metadata is missing or not an array's.
         """
-        meta = self.document(f"{path}/zarr.json")
-        if not isinstance(meta, dict) or meta.get("node_type") != "array":
+        meta: dict[str, Any] | None = self.document(f"{path}/zarr.json")
+        if meta is None:
             raise MetadataError(f"{path}: array metadata (zarr.json) is missing")
+        problem = node_problem(meta, "array")
+        if problem is not None:
+            raise MetadataError(
+                f"{path}/zarr.json {problem}: the array's metadata is damaged; "
+                "run zarr-vectors validate, and restore or rewrite the store"
+            )
         return meta
 
     def read_globals(self, paths: Sequence[str]) -> list[np.ndarray]:
@@ -224,8 +237,9 @@ class LevelReader:
         self.prefetch(f"{p}/zarr.json" for p in full)
         metas = [self._docs[f"{p}/zarr.json"] for p in full]
         for path, meta in zip(full, metas, strict=True):
-            if not isinstance(meta, dict) or meta.get("node_type") != "array":
+            if meta is None:
                 raise CorruptChunkError(f"{path}: cannot read the array (no array metadata)")
+            self.array_metadata(path)  # MetadataError when the document is not an array's
         found = self._single_chunk_arrays(full, metas)
         rest = [(p, m) for p, m, f in zip(full, metas, found, strict=True) if f is None]
         others = iter(read_whole_many(self.io.store, rest))
