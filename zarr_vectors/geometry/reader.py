@@ -59,7 +59,7 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
-from zarr_vectors.format.nodes import node_problem
+from zarr_vectors.format.nodes import node_problem, vertices_shape_problem
 from zarr_vectors.geometry import _read_plans as read_plans
 from zarr_vectors.geometry import row_reads
 from zarr_vectors.geometry.point_reads import PointReads
@@ -142,7 +142,14 @@ class LevelReader:
         chunk_shape = np.asarray(root.chunk_shape, dtype=np.float64)
         bin_shape = np.asarray(self.meta.bin_shape, dtype=np.float64)
         vmeta = self.array_metadata(f"{self.base}/{VERTICES}")
+        problem = vertices_shape_problem(vmeta, ndim)
+        if problem is not None:
+            raise MetadataError(
+                f"{self.base}/{VERTICES}/zarr.json {problem}: the array's metadata was edited "
+                "or damaged; run zarr-vectors validate, and restore or rewrite the store"
+            )
         grid_shape = np.asarray(vmeta["shape"][:ndim], dtype=np.int64)
+        self._check_counts_grid(vmeta["shape"][:ndim])
         self.grid = ChunkGrid(
             chunk_shape,
             bin_shape,
@@ -183,6 +190,17 @@ class LevelReader:
             [f"{self.base}/zarr.json", *(f"{self.base}/{a}/zarr.json" for a in arrays)], dirs
         )
         self.prefetch([f"{d}/{name}/zarr.json" for d in dirs for name in self.children(d)])
+
+    def _check_counts_grid(self, grid: list[int]) -> None:
+        """Raise MetadataError unless ``vertex_counts`` has the chunk grid of ``vertices``."""
+        path = f"{self.base}/{VERTEX_COUNTS}"
+        shape = self.array_metadata(path).get("shape")
+        if shape != grid:
+            raise MetadataError(
+                f"{path} has shape {shape!r} but {self.base}/{VERTICES} a chunk grid of {grid}: "
+                "the arrays' metadata was edited or damaged; run zarr-vectors validate, and "
+                "restore or rewrite the store"
+            )
 
     def prefetch(self, keys: Iterable[str], dirs: Iterable[str] = ()) -> None:
         """Fetch and cache the JSON documents ``keys`` and the listings ``dirs`` not cached yet.
