@@ -88,3 +88,17 @@ def test_vertices_shape_problem_names_what_is_wrong(
     else:
         assert problem is not None
         assert expected in problem
+
+
+@pytest.mark.parametrize("change", [-1, 1])
+@pytest.mark.parametrize("kind", ["mesh", "graph", "polyline"])
+def test_object_count_edited_is_refused_on_read(kind: str, change: int) -> None:
+    """object_count minus one: our MetadataError, not numpy's IndexError from store.groups."""
+    store = object_kind_store(kind)
+    s.edit_level(store, lambda a: a.__setitem__("object_count", a["object_count"] + change))
+    assert not validate(store, level=3).ok
+    opened = zv.open(store)
+    with pytest.raises(zv.MetadataError, match="object_count"):
+        _ = opened.groups
+    with pytest.raises(zv.MetadataError, match="object_count"):
+        opened.read()

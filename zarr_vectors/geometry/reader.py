@@ -191,6 +191,26 @@ class LevelReader:
         )
         self.prefetch([f"{d}/{name}/zarr.json" for d in dirs for name in self.children(d)])
 
+    def check_object_count(self) -> int:
+        """The level's ``object_count``, checked against the rows of the object index.
+
+        Raises
+        ------
+        MetadataError
+            When ``object_count`` is not the length of ``object_index/offsets`` (an edited
+            count used to surface as numpy's IndexError).
+        """
+        count = int(self.meta.object_count or 0)
+        path = f"{self.base}/{OBJECT_INDEX}/offsets"
+        shape = self.array_metadata(path).get("shape")
+        if shape != [count]:
+            raise MetadataError(
+                f"level {self.base} has object_count {count} but {path} has shape {shape!r}: "
+                "the level's metadata was edited or damaged; run zarr-vectors validate, and "
+                "restore or rewrite the store"
+            )
+        return count
+
     def _check_counts_grid(self, grid: list[int]) -> None:
         """Raise MetadataError unless ``vertex_counts`` has the chunk grid of ``vertices``."""
         path = f"{self.base}/{VERTEX_COUNTS}"
