@@ -102,3 +102,13 @@ def test_object_count_edited_is_refused_on_read(kind: str, change: int) -> None:
         _ = opened.groups
     with pytest.raises(zv.MetadataError, match="object_count"):
         opened.read()
+
+
+def test_vertex_counts_chunk_deleted_and_fill_value_edited_is_refused_on_read() -> None:
+    """The deleted chunk read as the edited fill value: rows went missing without an error."""
+    store = s.point_store()
+    s.delete_prefix(store, "0/vertex_counts/c")
+    s.edit_array(store, "0/vertex_counts", lambda d: d.__setitem__("fill_value", 7))
+    assert not validate(store, level=3).ok
+    with pytest.raises(zv.MetadataError, match="fill_value"):
+        zv.open(store).read()

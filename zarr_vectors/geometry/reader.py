@@ -212,14 +212,17 @@ class LevelReader:
         return count
 
     def _check_counts_grid(self, grid: list[int]) -> None:
-        """Raise MetadataError unless ``vertex_counts`` has the chunk grid of ``vertices``."""
+        """Raise MetadataError unless ``vertex_counts`` has the chunk grid of ``vertices``,
+        dtype int64 and fill value 0 (a missing chunk then reads as empty chunks)."""
         path = f"{self.base}/{VERTEX_COUNTS}"
-        shape = self.array_metadata(path).get("shape")
-        if shape != grid:
+        meta = self.array_metadata(path)
+        found = (meta.get("shape"), meta.get("data_type"), meta.get("fill_value"))
+        if found != (grid, "int64", 0):
             raise MetadataError(
-                f"{path} has shape {shape!r} but {self.base}/{VERTICES} a chunk grid of {grid}: "
-                "the arrays' metadata was edited or damaged; run zarr-vectors validate, and "
-                "restore or rewrite the store"
+                f"{path} has shape, data_type and fill_value {found!r}, not "
+                f"({grid!r}, 'int64', 0) as the {self.base}/{VERTICES} grid and the spec "
+                "require: the arrays' metadata was edited or damaged; run zarr-vectors "
+                "validate, and restore or rewrite the store"
             )
 
     def prefetch(self, keys: Iterable[str], dirs: Iterable[str] = ()) -> None:
