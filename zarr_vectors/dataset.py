@@ -23,6 +23,7 @@ from zarr_vectors.errors import (
     UnsupportedVersionError,
 )
 from zarr_vectors.format.metadata import RootMetadata
+from zarr_vectors.format.nodes import node_problem
 from zarr_vectors.format.version import foreign_layout
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.geometry.result import QueryResult
@@ -70,8 +71,12 @@ def _root_attributes(io: StoreIO, doc: Any, where: str) -> dict[str, Any]:
             raise NotAZarrVectorsStoreError(f"{where} has no root zarr.json: {_INTERRUPTED}")
         raise NotAZarrVectorsStoreError(f"{where} has no zarr.json: not a Zarr store")
     attrs = doc.get("attributes") if isinstance(doc, dict) else None
-    if not isinstance(doc, dict) or doc.get("node_type") != "group" or not isinstance(attrs, dict):
-        raise NotAZarrVectorsStoreError(f"{where}: root zarr.json is not a group")
+    problem = node_problem(doc, "group")
+    if problem is not None or not isinstance(attrs, dict):
+        raise NotAZarrVectorsStoreError(
+            f"{where}: root zarr.json is not a Zarr v3 group ({problem or 'no attributes'}); "
+            "open the store's root directory, or restore its zarr.json"
+        )
     foreign = foreign_layout(attrs)
     if foreign is not None:
         raise UnsupportedVersionError(f"{where} was {foreign}")

@@ -161,7 +161,7 @@ class ObjectReader:
         self.reader = reader
         base = reader.base
         self.kind = reader.kind
-        self.n_objects = int(reader.meta.object_count or 0)
+        self.n_objects = reader.check_object_count()
         reader.add_column(_LINK_COLUMN, f"{base}/{LINKS}/0")
         reader.add_column(_OWNER_COLUMN, f"{base}/{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
         names = reader.children(f"{base}/{OBJECT_ATTRIBUTES}")

@@ -371,3 +371,17 @@ def test_sampled_validation_skips_checks_that_need_every_chunk() -> None:
 
 OBJECT_IDS = {c.check_id for c in CASES} | {"L3.face_chunk"}
 """The L3 object ids this corpus covers (used by the corpus-coverage test)."""
+
+
+def test_object_attribute_checksum_failure_is_an_error() -> None:
+    """A damaged object_attributes chunk fails validation, as every reader raises on it."""
+    store = object_kind_store("mesh")
+    key = "0/object_attributes/weight/c/0"
+    damaged = bytearray(s.get(store, key))
+    damaged[len(damaged) // 2] ^= 0xFF
+    s.put(store, key, bytes(damaged))
+    with pytest.raises(zv.CorruptChunkError):
+        zv.open(store).read_objects([0])
+    report = validate(store, level=3)
+    assert "L3.shard_index" in report.ids(), report.summary()
+    assert not report.ok

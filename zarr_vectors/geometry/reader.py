@@ -59,6 +59,7 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
+from zarr_vectors.format.nodes import node_problem, vertices_shape_problem
 from zarr_vectors.geometry import _read_plans as read_plans
 from zarr_vectors.geometry import row_reads
 from zarr_vectors.geometry.point_reads import PointReads
@@ -130,12 +131,25 @@ class LevelReader:
         self._load_level_metadata()
         ndim = root.spatial_dims
         group = self._docs[f"{self.base}/zarr.json"]
-        attrs = group.get("attributes") if isinstance(group, dict) else None
+        problem = node_problem(group, "group")
+        if problem is not None:
+            raise MetadataError(
+                f"{self.base}/zarr.json {problem}: the level group's metadata is damaged; "
+                "run zarr-vectors validate, and restore or rewrite the store"
+            )
+        attrs = group.get("attributes")
         self.meta = LevelMetadata.from_json(attrs, ndim)
         chunk_shape = np.asarray(root.chunk_shape, dtype=np.float64)
         bin_shape = np.asarray(self.meta.bin_shape, dtype=np.float64)
         vmeta = self.array_metadata(f"{self.base}/{VERTICES}")
+        problem = vertices_shape_problem(vmeta, ndim)
+        if problem is not None:
+            raise MetadataError(
+                f"{self.base}/{VERTICES}/zarr.json {problem}: the array's metadata was edited "
+                "or damaged; run zarr-vectors validate, and restore or rewrite the store"
+            )
         grid_shape = np.asarray(vmeta["shape"][:ndim], dtype=np.int64)
+        self._check_counts_grid(vmeta["shape"][:ndim])
         self.grid = ChunkGrid(
             chunk_shape,
             bin_shape,
@@ -177,6 +191,40 @@ class LevelReader:
         )
         self.prefetch([f"{d}/{name}/zarr.json" for d in dirs for name in self.children(d)])
 
+    def check_object_count(self) -> int:
+        """The level's ``object_count``, checked against the rows of the object index.
+
+        Raises
+        ------
+        MetadataError
+            When ``object_count`` is not the length of ``object_index/offsets`` (an edited
+            count used to surface as numpy's IndexError).
+        """
+        count = int(self.meta.object_count or 0)
+        path = f"{self.base}/{OBJECT_INDEX}/offsets"
+        shape = self.array_metadata(path).get("shape")
+        if shape != [count]:
+            raise MetadataError(
+                f"level {self.base} has object_count {count} but {path} has shape {shape!r}: "
+                "the level's metadata was edited or damaged; run zarr-vectors validate, and "
+                "restore or rewrite the store"
+            )
+        return count
+
+    def _check_counts_grid(self, grid: list[int]) -> None:
+        """Raise MetadataError unless ``vertex_counts`` has the chunk grid of ``vertices``,
+        dtype int64 and fill value 0 (a missing chunk then reads as empty chunks)."""
+        path = f"{self.base}/{VERTEX_COUNTS}"
+        meta = self.array_metadata(path)
+        found = (meta.get("shape"), meta.get("data_type"), meta.get("fill_value"))
+        if found != (grid, "int64", 0):
+            raise MetadataError(
+                f"{path} has shape, data_type and fill_value {found!r}, not "
+                f"({grid!r}, 'int64', 0) as the {self.base}/{VERTICES} grid and the spec "
+                "require: the arrays' metadata was edited or damaged; run zarr-vectors "
+                "validate, and restore or rewrite the store"
+            )
+
     def prefetch(self, keys: Iterable[str], dirs: Iterable[str] = ()) -> None:
         """Fetch and cache the JSON documents ``keys`` and the listings ``dirs`` not cached yet.
 
@@ -207,9 +255,15 @@ class LevelReader:
         MetadataError
             When the array's metadata is missing or not an array's.
         """
-        meta = self.document(f"{path}/zarr.json")
-        if not isinstance(meta, dict) or meta.get("node_type") != "array":
+        meta: dict[str, Any] | None = self.document(f"{path}/zarr.json")
+        if meta is None:
             raise MetadataError(f"{path}: array metadata (zarr.json) is missing")
+        problem = node_problem(meta, "array")
+        if problem is not None:
+            raise MetadataError(
+                f"{path}/zarr.json {problem}: the array's metadata is damaged; "
+                "run zarr-vectors validate, and restore or rewrite the store"
+            )
         return meta
 
     def read_globals(self, paths: Sequence[str]) -> list[np.ndarray]:
@@ -224,8 +278,9 @@ class LevelReader:
         self.prefetch(f"{p}/zarr.json" for p in full)
         metas = [self._docs[f"{p}/zarr.json"] for p in full]
         for path, meta in zip(full, metas, strict=True):
-            if not isinstance(meta, dict) or meta.get("node_type") != "array":
+            if meta is None:
                 raise CorruptChunkError(f"{path}: cannot read the array (no array metadata)")
+            self.array_metadata(path)  # MetadataError when the document is not an array's
         found = self._single_chunk_arrays(full, metas)
         rest = [(p, m) for p, m, f in zip(full, metas, found, strict=True) if f is None]
         others = iter(read_whole_many(self.io.store, rest))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from zarr_vectors.format.nodes import node_problem
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.validate.checks import severity_of
 from zarr_vectors.validate.report import ValidationReport
@@ -87,8 +88,8 @@ class Node:
     exists
         Whether the node's ``zarr.json`` or any key below it exists.
     node_type
-        ``"group"`` or ``"array"`` when ``zarr.json`` is a JSON object with that
-        ``node_type``, else None.
+        ``"group"`` or ``"array"`` when ``zarr.json`` is a JSON object with
+        ``zarr_format`` 3 and that ``node_type``, else None.
     doc
         The parsed ``zarr.json`` object, or None.
     why
@@ -283,10 +284,10 @@ class Context:
         if body is None:
             why = f"{key} {doc.describe()}" if exists else f"{path or '.'} does not exist"
             return Node(path, exists, None, None, why)
-        node_type = body.get("node_type")
-        if node_type not in ("group", "array"):
-            return Node(path, True, None, body, f"{key} has node_type {node_type!r}")
-        return Node(path, True, node_type, body)
+        problem = node_problem(body)
+        if problem is not None:
+            return Node(path, True, None, body, f"{key} {problem}")
+        return Node(path, True, body["node_type"], body)
 
     def root_attrs(self) -> dict[str, Any]:
         """The root metadata (attributes of the root ``zarr.json``), or an empty dict."""
