@@ -444,3 +444,13 @@ def test_python_kernels_write_and_read_objects_bit_identically(
 def test_kernels_pickle_by_name() -> None:
     """A kernel is an object now, not a function: it must still pickle (by reference)."""
     assert pickle.loads(pickle.dumps(_box_chunks_kernel)) is _box_chunks_kernel
+
+
+def test_demo_dir_that_is_a_file_is_refused_and_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mine = tmp_path / "mine.txt"
+    mine.write_text("keep")
+    assert main(["demo", "--dir", str(mine), "--points", "100"]) == 2
+    assert "is a file: give a directory" in capsys.readouterr().err
+    assert mine.read_text() == "keep"

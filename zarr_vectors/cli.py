@@ -35,7 +35,7 @@ import numpy as np
 import zarr_vectors as zv
 from zarr_vectors._progress import wants_progress
 from zarr_vectors.display import format_bytes
-from zarr_vectors.errors import ZarrVectorsError
+from zarr_vectors.errors import StoreExistsError, ZarrVectorsError
 from zarr_vectors.kernels import CompileLog
 from zarr_vectors.store.target import interrupted_write_note
 
@@ -98,6 +98,10 @@ def _compiling_note(log: CompileLog) -> str:
 
 def _demo(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
+    if directory.exists() and not directory.is_dir():
+        raise StoreExistsError(
+            f"--dir {args.dir} is a file: give a directory to write the sample store in"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     out = directory / DEMO_STORE
     n = args.points
