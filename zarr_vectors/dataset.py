@@ -31,6 +31,7 @@ from zarr_vectors.lazy import LazyResult, lazy_query
 from zarr_vectors.objects import ObjectReader, clip_to_region
 from zarr_vectors.query import query_region, read_all
 from zarr_vectors.regions import Region, ball_region, box_region, polygon_region
+from zarr_vectors.store.destination import Occupant, store_occupant
 from zarr_vectors.store.io import (
     StoreIO,
     StoreLike,
@@ -51,8 +52,9 @@ _INTERRUPTED = (
 
 
 def _holds_level_data(io: StoreIO) -> bool:
-    """Whether the store holds what a write of ours puts down before the root metadata."""
-    return io.get(".zattrs") is not None or bool(io.list_dir("0"))
+    """Whether the store holds what a write of ours puts down before the root metadata
+    (the judgement writers use to decide it may be replaced)."""
+    return store_occupant(io).occupant is Occupant.INCOMPLETE
 
 
 def _root_attributes(io: StoreIO, doc: Any, where: str) -> dict[str, Any]:
