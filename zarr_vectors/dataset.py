@@ -35,10 +35,10 @@ from zarr_vectors.store.destination import Occupant, store_occupant
 from zarr_vectors.store.io import (
     StoreIO,
     StoreLike,
-    StoreVersion,
     local_destination,
     resolve_store,
 )
+from zarr_vectors.store.versions import StoreVersion
 from zarr_vectors.store_summary import StoreInfo, gather, read_levels, store_html, store_text
 
 __all__ = ["VectorStore", "open"]

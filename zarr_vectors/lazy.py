@@ -30,7 +30,8 @@ from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, VERTICES
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.query import parse_bbox, query_box
-from zarr_vectors.store.io import StoreIO, StoreVersion
+from zarr_vectors.store.io import StoreIO
+from zarr_vectors.store.versions import StoreVersion
 
 __all__ = ["LazyResult", "lazy_query"]
 

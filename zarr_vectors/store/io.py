@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,13 +32,13 @@ from zarr_vectors.errors import (
     InvalidInputError,
     MetadataError,
     MissingDependencyError,
-    StoreChangedError,
     StoreNotFoundError,
 )
 from zarr_vectors.kernels._threads import results_of, shared_pool
 from zarr_vectors.store.commit import describe_leftovers, recover
+from zarr_vectors.store.versions import StoreVersion, changed_error, place_of
 
-__all__ = ["ByteRange", "StoreIO", "StoreLike", "StoreVersion", "resolve_store"]
+__all__ = ["ByteRange", "StoreIO", "StoreLike", "resolve_store"]
 
 T = TypeVar("T")
 
@@ -191,47 +190,6 @@ def local_root(store: Store) -> Path | None:
         return None
     root = store.root  # already a Path in zarr 3: not parsed again (called per request)
     return root if isinstance(root, Path) else Path(root)
-
-
-@dataclass(frozen=True)
-class StoreVersion:
-    """What identifies the version of a store that a handle opened.
-
-    Two versions differ when another writer replaced or changed the store in between:
-    its root ``zarr.json`` (every commit rewrites it) or, for a local directory or a
-    ``.zip`` file, the file system object at the path (a replaced store is a new directory
-    or file under the same name).
-
-    Attributes
-    ----------
-    place
-        Local directory or zip file: ``(device, inode, ctime in ns)`` of the path, ``()``
-        when nothing is there any more; None for other stores.
-    root
-        The bytes of the root ``zarr.json``, None when it is missing.
-    """
-
-    place: tuple[int, ...] | None
-    root: bytes | None
-
-
-def _place_of(path: Path) -> tuple[int, ...]:
-    """``(device, inode, ctime in ns)`` of ``path``, ``()`` when it does not exist."""
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return ()
-    return (st.st_dev, st.st_ino, st.st_ctime_ns)
-
-
-def _changed(store: Store, where: str, *, gone: bool) -> StoreChangedError:
-    """The error for a store replaced, changed or removed under an open handle."""
-    reopen = "zv.open(store)" if isinstance(store, MemoryStore) else f"zv.open({where!r})"
-    return StoreChangedError(
-        f"the store at {where} was replaced or changed{' or removed' if gone else ''} by "
-        f"another writer after this handle opened it (the store is not damaged); open it "
-        f"again with {reopen} to read its current version"
-    )
 
 
 def _write_local(path: Path, value: bytes, *, atomic: bool) -> None:
@@ -617,9 +575,9 @@ class StoreIO:
         """:attr:`StoreVersion.place` of this store (no I/O unless local or a zip file)."""
         root = local_root(self.store)
         if root is not None:
-            return _place_of(root)
+            return place_of(root)
         if isinstance(self.store, ZipStore):
-            return _place_of(Path(self.store.path))
+            return place_of(Path(self.store.path))
         return None
 
     def read_root(self) -> tuple[Any, StoreVersion]:
@@ -650,7 +608,7 @@ class StoreIO:
         place = self._place() if opened.place is not None else None
         if place == opened.place and self.get("zarr.json") == opened.root:
             return
-        raise _changed(self.store, where, gone=place == ())
+        raise changed_error(self.store, where, gone=place == ())
 
     def check_same_directory(self, opened: StoreVersion, where: str) -> None:
         """Raise :class:`StoreChangedError` when a local store's directory was replaced.
@@ -668,9 +626,9 @@ class StoreIO:
         root = local_root(self.store)
         if root is None or opened.place is None:
             return
-        place = _place_of(root)
+        place = place_of(root)
         if place[:2] != opened.place[:2]:
-            raise _changed(self.store, where, gone=place == ())
+            raise changed_error(self.store, where, gone=place == ())
 
     def read_metadata(
         self, keys: Sequence[str], dirs: Sequence[str] = ()
