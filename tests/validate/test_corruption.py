@@ -579,11 +579,14 @@ CASES: list[Case] = [
 
 # L5 checks of object kinds run on facts: the library writes no object pyramids yet.
 # L1.interrupted_write looks beside a local directory, not in a store: its cases are in
-# tests/store/test_commit_kills.py.
+# tests/store/test_commit_kills.py. L1.symlink and L1.special_file concern files of a local
+# directory: their cases are in tests/store/test_symlinks.py.
 DIRECT = {
     "L5.object_count_non_increasing",
     "L5.object_sparsity_consistent",
     "L1.interrupted_write",
+    "L1.symlink",
+    "L1.special_file",
 }
 
 

@@ -36,6 +36,7 @@ from zarr_vectors.errors import (
 )
 from zarr_vectors.kernels._threads import results_of, shared_pool
 from zarr_vectors.store.commit import describe_leftovers, recover
+from zarr_vectors.store.links import LocalTree, link_refusal, scan
 from zarr_vectors.store.versions import StoreVersion, changed_error, place_of
 
 __all__ = ["ByteRange", "StoreIO", "StoreLike", "resolve_store"]
@@ -203,10 +204,9 @@ def _write_local(path: Path, value: bytes, *, atomic: bool) -> None:
     os.replace(partial, path)
 
 
-def _read_local(path: str, byte_range: ByteRange) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY)  # a raw descriptor: no file object per chunk
-    except (FileNotFoundError, NotADirectoryError):
+def _read_local(tree: LocalTree, key: str, byte_range: ByteRange) -> bytes | None:
+    fd = tree.open(key)  # a raw descriptor: no file object per chunk
+    if fd is None:
         return None
     try:
         return _read_fd(fd, byte_range)
@@ -214,10 +214,11 @@ def _read_local(path: str, byte_range: ByteRange) -> bytes | None:
         os.close(fd)
 
 
-def _read_local_ranges(path: str, ranges: Sequence[ByteRange]) -> list[bytes] | None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except (FileNotFoundError, NotADirectoryError):
+def _read_local_ranges(
+    tree: LocalTree, key: str, ranges: Sequence[ByteRange]
+) -> list[bytes] | None:
+    fd = tree.open(key)
+    if fd is None:
         return None
     try:
         return [_read_fd(fd, byte_range) for byte_range in ranges]
@@ -226,7 +227,7 @@ def _read_local_ranges(path: str, ranges: Sequence[ByteRange]) -> list[bytes] | 
 
 
 def _read_local_spans(
-    root: str,
+    tree: LocalTree,
     keys: Sequence[str],
     owners: list[int],
     starts: list[int],
@@ -242,10 +243,10 @@ def _read_local_spans(
                     os.close(fd)
                     fd = -1
                 current = owner
-                try:
-                    fd = os.open(os.path.join(root, keys[owner]), os.O_RDONLY)
-                except (FileNotFoundError, NotADirectoryError):
+                opened = tree.open(keys[owner])
+                if opened is None:
                     return owner
+                fd = opened
             end = pos + stop - start
             if os.preadv(fd, [into[pos:end]], start) != stop - start:
                 return owner
@@ -267,10 +268,11 @@ def _read_fd(fd: int, byte_range: ByteRange) -> bytes:
     return os.pread(fd, stop - start, start)
 
 
-def _list_local_dir(root: str, prefix: str) -> list[str]:
-    """Names of the entries of directory ``prefix`` under ``root`` (none if it is missing)."""
+def _list_local_dir(tree: LocalTree, prefix: str) -> list[str]:
+    """Names of the entries of directory ``prefix`` of a store (none if it is missing)."""
+    tree.check_directory(prefix.strip("/"))
     try:
-        return sorted(os.listdir(os.path.join(root, prefix)))
+        return sorted(os.listdir(os.path.join(tree.root, prefix)))
     except (FileNotFoundError, NotADirectoryError):
         return []
 
@@ -356,6 +358,16 @@ class StoreIO:
         self.store = store
         self._made: set[Path] = set()
         self._new_files = new_files
+        self._local: LocalTree | None = None
+
+    def _tree(self) -> LocalTree | None:
+        """The opener of a local store's files (spec §12.4 link rule), None for other stores."""
+        root = local_root(self.store)
+        if root is None:
+            return None
+        if self._local is None or self._local.root != os.fspath(root):
+            self._local = LocalTree(os.fspath(root))
+        return self._local
 
     @property
     def is_local(self) -> bool:
@@ -404,12 +416,9 @@ class StoreIO:
         """
         if not requests:
             return []
-        root = local_root(self.store)
-        if root is not None:
-            base = os.fspath(root)
-            return [
-                _read_local(os.path.join(base, key), byte_range) for key, byte_range in requests
-            ]
+        tree = self._tree()
+        if tree is not None:
+            return [_read_local(tree, key, byte_range) for key, byte_range in requests]
         return self._run(self._gather([self._get(k, r) for k, r in requests]))
 
     def get_ranges(
@@ -426,10 +435,9 @@ class StoreIO:
         list
             Per key, its ranges' bytes in order, or None when the key does not exist.
         """
-        root = local_root(self.store)
-        if root is not None:
-            base = os.fspath(root)
-            return [_read_local_ranges(os.path.join(base, key), ranges) for key, ranges in requests]
+        tree = self._tree()
+        if tree is not None:
+            return [_read_local_ranges(tree, key, ranges) for key, ranges in requests]
         plans = [_merge_ranges(ranges) for _, ranges in requests]
         flat = self.get_many(
             [
@@ -468,9 +476,9 @@ class StoreIO:
             key is missing or too short.
         """
         owners, starts, stops = span_key.tolist(), span_start.tolist(), span_stop.tolist()
-        root = local_root(self.store)
-        if root is not None:
-            return _read_local_spans(os.fspath(root), keys, owners, starts, stops, buffer.data)
+        tree = self._tree()
+        if tree is not None:
+            return _read_local_spans(tree, keys, owners, starts, stops, buffer.data)
         groups: list[tuple[int, list[ByteRange]]] = []  # consecutive spans of one key
         for owner, start, stop in zip(owners, starts, stops, strict=True):
             if not groups or groups[-1][0] != owner:
@@ -649,10 +657,10 @@ class StoreIO:
         MetadataError
             When a document is not valid UTF-8 JSON.
         """
-        root = local_root(self.store)
-        if root is not None:
+        tree = self._tree()
+        if tree is not None:
             raws = self.get_many([(key, None) for key in keys])
-            listings = [_list_local_dir(os.fspath(root), prefix) for prefix in dirs]
+            listings = [_list_local_dir(tree, prefix) for prefix in dirs]
         else:
             raws, listings = self._run(self._get_and_list(keys, dirs))
         return [_parse_json(k, raw) for k, raw in zip(keys, raws, strict=True)], listings
@@ -733,14 +741,24 @@ class StoreIO:
 
 
 def _list_local(root: str, prefix: str) -> list[str]:
-    """Keys of the files under ``root`` that start with ``prefix``, sorted."""
+    """Keys of the files under ``root`` that start with ``prefix``, sorted.
+
+    Links to directories inside the store are followed (spec §12.4).
+
+    Raises
+    ------
+    FormatError
+        When an entry under the prefix breaks the link rule (a link out of the store, a
+        dangling link, a loop, a FIFO...).
+    """
     head = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
-    top = os.path.join(root, head)
     keys: list[str] = []
-    for directory, _, files in os.walk(top):
-        rel = os.path.relpath(directory, root)
-        base = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-        keys.extend(key for name in files if (key := base + name).startswith(prefix))
+    for key, problem in scan(root, head):
+        if not key.startswith(prefix):
+            continue
+        if problem is not None:
+            raise link_refusal(key, problem)
+        keys.append(key)
     return sorted(keys)
 
 

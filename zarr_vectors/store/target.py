@@ -36,6 +36,7 @@ from zarr_vectors.store.destination import (
     zip_occupant,
 )
 from zarr_vectors.store.io import StoreIO, StoreLike, json_bytes, local_destination, resolve_store
+from zarr_vectors.store.links import link_refusal, scan
 
 __all__ = ["check_destination", "interrupted_write_note", "modify_target", "write_target"]
 
@@ -292,15 +293,30 @@ def _local_modification(path: Path, rewritten: str) -> Iterator[tuple[StoreIO, S
 
 
 def _link_tree(source: Path, target: Path, skipped: str) -> None:
-    """Mirror ``source`` into ``target`` with hard links, leaving out keys under ``skipped``."""
-    for directory, _, files in os.walk(source):
-        rel = Path(directory).relative_to(source)
-        prefix = "" if rel == Path(".") else rel.as_posix() + "/"
-        (target / rel).mkdir(parents=True, exist_ok=True)
-        for name in files:
-            if (prefix + name).startswith(skipped):
-                continue
-            try:
-                os.link(Path(directory) / name, target / rel / name)
-            except OSError:
-                shutil.copy2(Path(directory) / name, target / rel / name)
+    """Mirror ``source`` into ``target`` with hard links, leaving out keys under ``skipped``.
+
+    Links inside the store are followed: what they lead to is mirrored whole under the
+    link's own name (spec §12.3), so the changed store holds every file of a linked array.
+
+    Raises
+    ------
+    FormatError
+        When an entry breaks the link rule (a link out of the store, a dangling link, a
+        loop, a FIFO...); nothing is mirrored then and the store is not changed.
+    """
+    keys = []
+    for key, problem in scan(os.fspath(source)):
+        if problem is not None:
+            raise link_refusal(key, problem)
+        if not key.startswith(skipped):
+            keys.append(key)
+    made: set[Path] = set()
+    for key in keys:
+        destination = target / key
+        if destination.parent not in made:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            made.add(destination.parent)
+        try:
+            os.link(source / key, destination)  # a link is followed: its file is linked
+        except OSError:
+            shutil.copy2(source / key, destination)

@@ -19,6 +19,8 @@ _W: Final = "warning"
 _L1: dict[str, Severity] = {
     "L1.store_exists": _E,
     "L1.interrupted_write": _W,
+    "L1.symlink": _E,
+    "L1.special_file": _E,
     "L1.root_zarr_json": _E,
     "L1.root_complete": _E,
     "L1.foreign_layout": _E,

@@ -11,6 +11,7 @@ from zarr_vectors.format.version import FOREIGN_ROOT_KEY, foreign_layout
 from zarr_vectors.store.commit import leftovers
 from zarr_vectors.store.destination import normalized_destination
 from zarr_vectors.store.io import StoreLike, local_destination, local_root
+from zarr_vectors.store.links import walk_store
 from zarr_vectors.validate.checks import severity_of
 from zarr_vectors.validate.context import STORE_ERRORS, Context
 from zarr_vectors.validate.jsonutil import is_int, is_number, pointer
@@ -70,6 +71,7 @@ def run(ctx: Context) -> None:
     if not _store_exists(ctx) or _foreign_layout(ctx):
         return
     _interrupted_writes(ctx)
+    _file_types(ctx)
     attrs = _root_documents(ctx)
     if attrs is not None:
         _root_keys(ctx, attrs)
@@ -111,6 +113,27 @@ def _interrupted_writes(ctx: Context) -> None:
     ctx.mark("L1.interrupted_write")
     for leftover in leftovers(normalized_destination(root)):
         ctx.fail("L1.interrupted_write", f"../{leftover.name}", _leftover_message(leftover))
+
+
+def _file_types(ctx: Context) -> None:
+    """Report every entry of a local store that breaks the link rule (spec §12.4): a link
+    out of the store, a dangling link or a loop (``L1.symlink``), a FIFO, socket or device
+    (``L1.special_file``). Readers refuse them; none is opened here, so nothing can block."""
+    root = local_root(ctx.io.store)
+    if root is None:
+        return
+    ctx.mark("L1.symlink")
+    ctx.mark("L1.special_file")
+    for key, problem in walk_store(os.fspath(root)):
+        check = "L1.symlink" if os.path.islink(os.path.join(root, key)) else "L1.special_file"
+        ctx.fail(check, key, f"{key} is {problem}; {_FILE_RULE}")
+
+
+_FILE_RULE = (
+    "a store holds regular files and directories, and symbolic links only to those inside "
+    "the store: readers refuse it; put the file or directory itself there (or write the "
+    "store again)"
+)
 
 
 def _leftover_message(leftover: Path) -> str:
