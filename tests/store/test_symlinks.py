@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from zarr.storage import LocalStore
 
 import zarr_vectors as zv
 from zarr_vectors.store.io import StoreIO, resolve_store
@@ -228,6 +229,43 @@ def test_directory_symlink_loop_ends_listing_and_validation(store: Path) -> None
         }
         with pytest.raises(zv.FormatError, match="loop"):
             StoreIO(resolve_store(store, mode="r")).list_prefix("0/attributes/")
+
+
+COUNTS = "0/vertex_counts/c/0/0/0"
+"""The chunk of ``vertex_counts``, a global array read through zarr-python."""
+
+
+@pytest.mark.parametrize("as_store", [False, True], ids=["path", "LocalStore"])
+def test_vertex_counts_chunk_that_is_a_fifo_is_refused_not_waited_on(
+    store: Path, as_store: bool
+) -> None:
+    """zarr-python's LocalStore read the FIFO: global arrays are read through SafeLocalStore."""
+    with _alarm([store / COUNTS]):
+        _replace(store, COUNTS, os.mkfifo)
+        with pytest.raises(zv.FormatError, match="FIFO"):
+            zv.open(LocalStore(store) if as_store else store).read()
+        report = zv.validate(LocalStore(store) if as_store else store, level=3)
+        assert ("L1.special_file", COUNTS) in {(p.check_id, p.path) for p in report.problems}
+
+
+def test_vertex_counts_chunk_that_is_a_directory_is_refused_not_read_as_fill(store: Path) -> None:
+    """zarr-python took a directory for a missing chunk (fill values: no rows)."""
+    with _alarm([]):
+        _replace(store, COUNTS, os.mkdir)
+        with pytest.raises(zv.FormatError, match="a directory"):
+            zv.open(store).read()
+        assert not zv.validate(store, level=3).ok
+
+
+def test_object_index_chunk_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    mesh = tmp_path / "mesh.zv"
+    zv.write_mesh(mesh, _points(30, 2), np.array([[0, 1, 2], [3, 4, 5]]))
+    key = "0/object_index/data/c/0"
+    with _alarm([mesh / key]):
+        _replace(mesh, key, os.mkfifo)
+        with pytest.raises(zv.FormatError, match="FIFO"):
+            zv.open(mesh).read_objects([0])
+        assert not zv.validate(mesh, level=3).ok
 
 
 # -- links the rule allows -------------------------------------------------------------

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,7 +23,7 @@ from zarr.abc.store import (
     Store,
     SuffixByteRequest,
 )
-from zarr.core.buffer import default_buffer_prototype
+from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, MemoryStore, ZipStore
 
@@ -39,7 +39,7 @@ from zarr_vectors.store.commit import describe_leftovers, recover
 from zarr_vectors.store.links import LocalTree, link_refusal, scan
 from zarr_vectors.store.versions import StoreVersion, changed_error, place_of
 
-__all__ = ["ByteRange", "StoreIO", "StoreLike", "resolve_store"]
+__all__ = ["ByteRange", "SafeLocalStore", "StoreIO", "StoreLike", "resolve_store"]
 
 T = TypeVar("T")
 
@@ -101,7 +101,7 @@ def resolve_store(
     if storage_options is not None and (text is None or "://" not in text):
         raise InvalidInputError("storage_options apply to URLs (such as s3://...) only")
     if isinstance(store, Store):
-        return _readable_zip(store) if mode == "r" else store
+        return _readable(store) if mode == "r" else store
     if text is None:
         raise InvalidInputError(
             f"store must be a path, a URL or a zarr Store, got {type(store).__name__}"
@@ -113,7 +113,7 @@ def resolve_store(
         _missing(path, text)
     if path.suffix == ".zip":
         return ZipStore(path, mode="r" if mode == "r" else "w")
-    return LocalStore(path, read_only=(mode == "r"))
+    return SafeLocalStore(path, read_only=(mode == "r"))
 
 
 _URL_PACKAGES = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3")}
@@ -164,11 +164,62 @@ def _missing(path: Path, text: str) -> None:
     )
 
 
-def _readable_zip(store: Store) -> Store:
-    """A closed write-mode ``ZipStore`` as a read-mode one (reopening it would truncate it)."""
+def _readable(store: Store) -> Store:
+    """A caller's store as read: a closed write-mode ``ZipStore`` as a read-mode one
+    (reopening it would truncate it), a plain ``LocalStore`` as a :class:`SafeLocalStore`."""
     if isinstance(store, ZipStore) and not store._is_open and store._zmode == "w":
         return ZipStore(store.path, mode="r")
+    if type(store) is LocalStore:
+        return SafeLocalStore(store.root, read_only=True)
     return store
+
+
+class SafeLocalStore(LocalStore):
+    """A zarr ``LocalStore`` whose reads follow the link rule of spec §12.4.
+
+    zarr-python reads global arrays through the store; zarr's own ``LocalStore`` would wait
+    on a FIFO, follow any link, and take a directory for a missing chunk (fill values).
+    Here every read goes through :class:`~zarr_vectors.store.links.LocalTree`: a regular
+    file is read, a missing one is None, anything else raises ``FormatError``.
+    """
+
+    def __init__(self, root: Path | str, *, read_only: bool = False) -> None:
+        super().__init__(root, read_only=read_only)
+        self._tree = LocalTree(os.fspath(self.root))
+
+    async def get(
+        self,
+        key: str,
+        prototype: BufferPrototype | None = None,
+        byte_range: ByteRequest | None = None,
+    ) -> Buffer | None:
+        """The bytes at ``key`` (or a range of them), None when the key does not exist."""
+        if prototype is None:
+            prototype = default_buffer_prototype()
+        if not self._is_open:
+            await self._open()
+        raw = await asyncio.to_thread(_read_request, self._tree, key, byte_range)
+        return None if raw is None else prototype.buffer.from_bytes(raw)
+
+    async def get_partial_values(
+        self,
+        prototype: BufferPrototype,
+        key_ranges: Iterable[tuple[str, ByteRequest | None]],
+    ) -> list[Buffer | None]:
+        """:meth:`get` of each ``(key, byte range)``."""
+        return list(await asyncio.gather(*(self.get(k, prototype, r) for k, r in key_ranges)))
+
+
+def _read_request(tree: LocalTree, key: str, request: ByteRequest | None) -> bytes | None:
+    """Read a zarr byte request of a local store's file (see :class:`SafeLocalStore`)."""
+    if isinstance(request, OffsetByteRequest):
+        whole = _read_local(tree, key, None)
+        return None if whole is None else whole[request.offset :]
+    if isinstance(request, RangeByteRequest):
+        return _read_local(tree, key, (request.start, request.end))
+    if isinstance(request, SuffixByteRequest):
+        return _read_local(tree, key, -request.suffix)
+    return _read_local(tree, key, None)
 
 
 def local_path_of(text: str) -> str:

@@ -35,7 +35,14 @@ from zarr_vectors.store.destination import (
     store_occupant,
     zip_occupant,
 )
-from zarr_vectors.store.io import StoreIO, StoreLike, json_bytes, local_destination, resolve_store
+from zarr_vectors.store.io import (
+    SafeLocalStore,
+    StoreIO,
+    StoreLike,
+    json_bytes,
+    local_destination,
+    resolve_store,
+)
 from zarr_vectors.store.links import link_refusal, scan
 
 __all__ = ["check_destination", "interrupted_write_note", "modify_target", "write_target"]
@@ -283,7 +290,7 @@ def _local_modification(path: Path, rewritten: str) -> Iterator[tuple[StoreIO, S
         commit.step("staging")
         _link_tree(path, staging, rewritten)
         yield (
-            StoreIO(LocalStore(path, read_only=True)),
+            StoreIO(SafeLocalStore(path, read_only=True)),
             StoreIO(LocalStore(staging), new_files=True),
         )
         commit.commit_replacement(staging, path)
