@@ -742,6 +742,9 @@ class StoreIO:
 
     def list_dir(self, prefix: str) -> list[str]:
         """Names of the direct children of the node at ``prefix`` (no trailing slash), sorted."""
+        tree = self._tree()
+        if tree is not None:
+            return _list_local_dir(tree, prefix)
 
         async def collect() -> list[str]:
             await self._ensure_open()
