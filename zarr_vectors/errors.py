@@ -24,6 +24,7 @@ __all__ = [
     "MissingDependencyError",
     "ParallelWriteError",
     "StoreChangedError",
+    "StoreAccessError",
 ]
 
 
@@ -103,4 +104,13 @@ class StoreChangedError(ZarrVectorsError, RuntimeError):
     """The store was replaced or changed by another writer after this handle opened it.
 
     The store is not damaged: open it again (``zv.open(...)``) to read its new version.
+    """
+
+
+class StoreAccessError(ZarrVectorsError, PermissionError):
+    """The store cannot be reached with the credentials at hand (none were found).
+
+    Configure credentials the usual way for the storage (for S3: ``AWS_ACCESS_KEY_ID`` and
+    ``AWS_SECRET_ACCESS_KEY``, ``~/.aws/credentials``, a profile), or pass them, or
+    ``anon=True`` for a public bucket, in ``storage_options``.
     """

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from zarr_vectors.errors import CorruptChunkError, InvalidInputError
+from zarr_vectors.errors import CorruptChunkError, InvalidInputError, MetadataError
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.manifest import decode_object_index_bulk
 from zarr_vectors.format.metadata import RootMetadata
@@ -34,6 +34,7 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
+from zarr_vectors.format.nodes import node_problem
 from zarr_vectors.geometry._objects import (
     Groups,
 )
@@ -41,10 +42,7 @@ from zarr_vectors.geometry._pipeline import (
     DEFAULT_BLOSC,
     WriteOptions,
 )
-from zarr_vectors.geometry.reader import LevelReader
-from zarr_vectors.store.arrays import (
-    read_whole,
-)
+from zarr_vectors.geometry.reader import LevelReader, existing_root
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
 from zarr_vectors.store.shards import RowLayout
 
@@ -146,8 +144,14 @@ def _names(io: StoreIO, path: str) -> list[str]:
 
 def _layout(io: StoreIO, path: str, ndim: int) -> tuple[RowLayout, dict[str, Any]]:
     meta = io.read_json(f"{path}/zarr.json")
-    if not isinstance(meta, dict):
+    if meta is None:
         raise CorruptChunkError(f"{path}: array metadata (zarr.json) is missing")
+    problem = node_problem(meta, "array")
+    if problem is not None:
+        raise MetadataError(
+            f"{path}/zarr.json {problem}: the array's metadata is damaged, so the store is "
+            "not appended to; run zarr-vectors validate, and restore or rewrite the store"
+        )
     layout = RowLayout.from_array_metadata(meta, ndim, path)
     if layout is None:
         raise InvalidInputError(f"{path} uses codecs that appending cannot extend")
@@ -165,18 +169,17 @@ def _array_paths(io: StoreIO) -> list[tuple[str, str]]:
     return paths
 
 
-def _groups(io: StoreIO) -> Groups | None:
-    meta = io.read_json(f"0/{GROUPINGS}/zarr.json")
-    if not isinstance(meta, dict):
+def _groups(io: StoreIO, reader: LevelReader) -> Groups | None:
+    if reader.document(f"0/{GROUPINGS}/zarr.json") is None:
         return None
+    meta = reader.array_metadata(f"0/{GROUPINGS}")  # MetadataError unless an array's
     names = [str(n) for n in meta.get("attributes", {}).get("group_names", [])]
-    table = read_whole(io.store, f"0/{GROUPINGS}")
+    column_names = _names(io, f"0/{GROUPINGS_ATTRIBUTES}")
+    table, *found = reader.read_globals(
+        [GROUPINGS, *(f"{GROUPINGS_ATTRIBUTES}/{n}" for n in column_names)]
+    )
     members = [np.asarray(row[row >= 0], dtype=np.int64) for row in table]
-    columns = {
-        n: read_whole(io.store, f"0/{GROUPINGS_ATTRIBUTES}/{n}")
-        for n in _names(io, f"0/{GROUPINGS_ATTRIBUTES}")
-    }
-    return Groups(names, members, columns)
+    return Groups(names, members, dict(zip(column_names, found, strict=True)))
 
 
 def open_source(store: StoreLike | StoreIO) -> Source:
@@ -194,11 +197,7 @@ def open_source(store: StoreLike | StoreIO) -> Source:
         does not write.
     """
     io = store if isinstance(store, StoreIO) else StoreIO(resolve_store(store, mode="r"))
-    doc = io.read_json("zarr.json")
-    attrs = doc.get("attributes") if isinstance(doc, dict) else None
-    if not isinstance(attrs, dict) or "zarr_vectors_version" not in attrs:
-        raise InvalidInputError(f"{store} is not a complete Zarr Vectors store to append to")
-    root = RootMetadata.from_json(attrs)
+    root = existing_root(io, str(store))
     if root.geometry_type not in OBJECT_KINDS:
         raise InvalidInputError(
             f"appending objects needs an object store, not {root.geometry_type}"
@@ -212,17 +211,15 @@ def open_source(store: StoreLike | StoreIO) -> Source:
         reader.add_column(path, f"0/{path}")
         arrays[path] = SourceArray(path, family, layout, tag)
     n_objects = int(reader.meta.object_count or 0)
-    columns = {
-        n: read_whole(io.store, f"0/{OBJECT_ATTRIBUTES}/{n}")
-        for n in _names(io, f"0/{OBJECT_ATTRIBUTES}")
-    }
+    column_names = _names(io, f"0/{OBJECT_ATTRIBUTES}")
+    found = reader.read_globals([f"{OBJECT_ATTRIBUTES}/{n}" for n in column_names])
+    columns = dict(zip(column_names, found, strict=True))
     ids = columns.pop(OBJECT_ID_ATTRIBUTE, None)
     if ids is None:
         ids = np.arange(n_objects, dtype=np.int64)
     kind = root.geometry_type
     cross_names = _names(io, f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}")
-    data = read_whole(io.store, f"0/{OBJECT_INDEX}/data")
-    offsets = read_whole(io.store, f"0/{OBJECT_INDEX}/offsets")
+    data, offsets = reader.read_globals([f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets"])
     obj, chunk, fragment = decode_object_index_bulk(
         data, offsets, np.arange(n_objects), ndim, max_refs=max(2**27, 8 * int(data.size))
     )
@@ -237,13 +234,17 @@ def open_source(store: StoreLike | StoreIO) -> Source:
         blobs={name: _layout(io, f"0/{name}", ndim) for name in BLOBS},
         ids=ids,
         object_columns=columns,
-        groups=_groups(io),
+        groups=_groups(io, reader),
         cross=np.empty((0, 2), np.int64)
         if kind == "mesh"
-        else read_whole(io.store, f"0/{CROSS_CHUNK_LINKS}").astype(np.int64).reshape(-1, 2),
-        cross_columns={
-            n: read_whole(io.store, f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}/{n}") for n in cross_names
-        },
+        else reader.read_globals([CROSS_CHUNK_LINKS])[0].astype(np.int64).reshape(-1, 2),
+        cross_columns=dict(
+            zip(
+                cross_names,
+                reader.read_globals([f"{CROSS_CHUNK_LINK_ATTRIBUTES}/{n}" for n in cross_names]),
+                strict=True,
+            )
+        ),
         refs=(obj, chunk + reader.grid.origin, fragment),
     )
 

@@ -38,7 +38,7 @@ from zarr_vectors.geometry._pipeline import (
 )
 from zarr_vectors.geometry._shard_writes import shard_major_order, shards_of
 from zarr_vectors.geometry.points import commit_points
-from zarr_vectors.geometry.reader import ChunkRows, LevelReader
+from zarr_vectors.geometry.reader import ChunkRows, LevelReader, existing_root
 from zarr_vectors.kernels import assign_chunks_and_bins
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
 from zarr_vectors.store.shards import RowLayout, shard_key
@@ -80,11 +80,7 @@ def load_existing(store: StoreLike) -> ExistingPoints:
         does not write (another ``R`` per array, other codecs).
     """
     io = StoreIO(resolve_store(store, mode="r"))
-    doc = io.read_json("zarr.json")
-    attrs = doc.get("attributes") if isinstance(doc, dict) else None
-    if not isinstance(attrs, dict) or "zarr_vectors_version" not in attrs:
-        raise InvalidInputError(f"{store} is not a complete Zarr Vectors store to append to")
-    root = RootMetadata.from_json(attrs)
+    root = existing_root(io, str(store))
     if root.geometry_type != POINT_CLOUD:
         raise InvalidInputError(
             f"appending points needs a point_cloud store, not {root.geometry_type}"

@@ -41,6 +41,12 @@ from zarr_vectors.errors import (
 )
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.grid import ChunkGrid, bins_per_chunk
+from zarr_vectors.format.kinds import (
+    grid_problem,
+    kind_keys_problem,
+    kind_nodes_problem,
+    link_width_of,
+)
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import (
     ATTRIBUTES,
@@ -109,6 +115,30 @@ def _stored_bins_per_chunk(chunk_shape: np.ndarray, bin_shape: np.ndarray, base:
         raise MetadataError(f"level {base} does not match the root metadata: {exc}") from exc
 
 
+def existing_root(io: StoreIO, where: str) -> RootMetadata:
+    """The root metadata of a store a writer is about to extend (an append).
+
+    Raises
+    ------
+    InvalidInputError
+        When the store is not a complete Zarr Vectors store.
+    MetadataError
+        When its root ``zarr.json`` is not a Zarr v3 group's (an edited ``zarr_format`` or
+        ``node_type``), or its attributes are not readable.
+    """
+    doc = io.read_json("zarr.json")
+    attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    if not isinstance(attrs, dict) or "zarr_vectors_version" not in attrs:
+        raise InvalidInputError(f"{where} is not a complete Zarr Vectors store to append to")
+    problem = node_problem(doc, "group")
+    if problem is not None:
+        raise MetadataError(
+            f"{where}: the root zarr.json {problem}: the store's metadata is damaged, so it "
+            "is not appended to; run zarr-vectors validate, and restore or rewrite the store"
+        )
+    return RootMetadata.from_json(attrs)
+
+
 class LevelReader:
     """Reads one level of an open store.
 
@@ -150,6 +180,7 @@ class LevelReader:
             )
         grid_shape = np.asarray(vmeta["shape"][:ndim], dtype=np.int64)
         self._check_counts_grid(vmeta["shape"][:ndim])
+        self._check_grid_and_kind(root, vmeta["shape"][:ndim])
         self.grid = ChunkGrid(
             chunk_shape,
             bin_shape,
@@ -182,7 +213,7 @@ class LevelReader:
         arrays; the second the ``zarr.json`` of every array those listings name.
         """
         arrays = [VERTICES, VERTEX_FRAGMENTS, VERTEX_COUNTS]
-        dirs = [f"{self.base}/{ATTRIBUTES}"]
+        dirs = [self.base, f"{self.base}/{ATTRIBUTES}"]
         if self.kind != POINT_CLOUD:
             arrays.extend(_OBJECT_ARRAYS)
             dirs.extend(f"{self.base}/{d}" for d in _OBJECT_DIRS)
@@ -210,6 +241,32 @@ class LevelReader:
                 "restore or rewrite the store"
             )
         return count
+
+    def _check_grid_and_kind(self, root: RootMetadata, grid: list[int]) -> None:
+        """Raise MetadataError unless the level's grid is the one the root metadata gives
+        (spec §5.2) and its nodes are those of the root's ``geometry_type`` (spec §10.1).
+
+        An edited ``chunk_grid_origin``, ``chunk_shape`` or ``geometry_type`` used to be
+        read on, answering queries from a wrong grid or as another kind.
+        """
+        problem = grid_problem(root.chunk_shape, root.chunk_grid_origin, root.bounding_box, grid)
+        if problem is None:
+            problem = kind_keys_problem(self.kind, root.extra)
+        if problem is None:
+            problem = kind_nodes_problem(self.kind, self.children(self.base))
+            if problem is not None:
+                problem = f"level {self.base} {problem} (geometry_type is {self.kind!r})"
+        if problem is None and self.kind != POINT_CLOUD:
+            path = f"{self.base}/{LINKS}/0"
+            shape = self.array_metadata(path).get("shape")
+            width = link_width_of(self.kind)
+            if not isinstance(shape, list) or not shape or shape[-1] != width:
+                problem = f"{path} has shape {shape!r}, but {self.kind} links have {width} columns"
+        if problem is not None:
+            raise MetadataError(
+                f"{problem}: the root or level metadata was edited or damaged; run "
+                "zarr-vectors validate, and restore or rewrite the store"
+            )
 
     def _check_counts_grid(self, grid: list[int]) -> None:
         """Raise MetadataError unless ``vertex_counts`` has the chunk grid of ``vertices``,

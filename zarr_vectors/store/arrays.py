@@ -20,7 +20,7 @@ from zarr.core.sync import sync
 from zarr.storage import StorePath
 
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.store.io import StoreIO, json_bytes, scratch_store
+from zarr_vectors.store.io import StoreIO, access_errors, json_bytes, scratch_store
 from zarr_vectors.store.shards import RowLayout
 
 __all__ = [
@@ -351,7 +351,8 @@ def read_whole(store: Store, path: str) -> np.ndarray:
         When the array is missing or a chunk cannot be decoded.
     """
     try:
-        return np.asarray(zarr.open_array(store, path=path, mode="r")[...])
+        with access_errors(store):
+            return np.asarray(zarr.open_array(store, path=path, mode="r")[...])
     except (ValueError, RuntimeError, TypeError, FileNotFoundError, KeyError) as exc:
         raise CorruptChunkError(f"{path}: cannot read the array ({exc})") from exc
 
@@ -385,7 +386,10 @@ def read_whole_many(store: Store, arrays: Sequence[tuple[str, dict[str, Any]]]) 
     async def read_all() -> list[np.ndarray]:
         return list(await asyncio.gather(*(read_one(p, m) for p, m in arrays)))
 
-    return sync(read_all()) if arrays else []
+    if not arrays:
+        return []
+    with access_errors(store):
+        return sync(read_all())
 
 
 def _open_known(store: Store, path: str, meta: dict[str, Any] | None) -> zarr.Array[Any]:

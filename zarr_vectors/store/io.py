@@ -11,7 +11,8 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+import sys
+from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,6 +33,7 @@ from zarr_vectors.errors import (
     InvalidInputError,
     MetadataError,
     MissingDependencyError,
+    StoreAccessError,
     StoreNotFoundError,
 )
 from zarr_vectors.kernels._threads import results_of, shared_pool
@@ -39,7 +41,14 @@ from zarr_vectors.store.commit import describe_leftovers, recover
 from zarr_vectors.store.links import LocalTree, link_refusal, scan
 from zarr_vectors.store.versions import StoreVersion, changed_error, place_of
 
-__all__ = ["ByteRange", "SafeLocalStore", "StoreIO", "StoreLike", "resolve_store"]
+__all__ = [
+    "ByteRange",
+    "SafeLocalStore",
+    "StoreIO",
+    "StoreLike",
+    "access_errors",
+    "resolve_store",
+]
 
 T = TypeVar("T")
 
@@ -142,6 +151,47 @@ def url_store(url: str, *, mode: str, storage_options: Mapping[str, Any] | None)
         raise MissingDependencyError(f"opening {url!r} needs another package: {exc}") from exc
     except (ValueError, TypeError) as exc:  # unknown protocol, unknown option
         raise InvalidInputError(f"cannot open {url!r}: {exc}") from exc
+
+
+def _credential_errors() -> tuple[type[BaseException], ...]:
+    """botocore's errors for requests without (complete) credentials; none when botocore
+    was never imported (no S3 request was made), so it is not imported here."""
+    module = sys.modules.get("botocore.exceptions")
+    if module is None:
+        return ()
+    return (module.NoCredentialsError, module.PartialCredentialsError)
+
+
+@contextlib.contextmanager
+def access_errors(store: Store) -> Iterator[None]:
+    """Turn a request refused for lack of credentials into :class:`StoreAccessError`.
+
+    Raises
+    ------
+    StoreAccessError
+        When a request to object storage found no credentials (botocore's
+        ``NoCredentialsError``, which reached the CLI as a bug report before).
+    """
+    try:
+        yield
+    except _credential_errors() as exc:
+        where = _url_of(store)
+        raise StoreAccessError(
+            f"cannot read or write {where}: {exc}. Configure credentials for it (for S3: "
+            "the environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+            "~/.aws/credentials, or AWS_PROFILE); from Python, the storage_options of "
+            "zv.open, zv.validate and the writers can also carry them (key and secret), or "
+            "anon set to True for a public bucket"
+        ) from exc
+
+
+def _url_of(store: Store) -> str:
+    """``s3://bucket/key`` of an ``FsspecStore`` (for messages); other stores as text."""
+    if isinstance(store, FsspecStore):
+        protocol = store.fs.protocol
+        name = protocol[0] if isinstance(protocol, tuple | list) else protocol
+        return f"{name}://{store.path}"
+    return str(store)
 
 
 def _missing(path: Path, text: str) -> None:
@@ -426,7 +476,8 @@ class StoreIO:
         return local_root(self.store) is not None
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return sync(coro)
+        with access_errors(self.store):
+            return sync(coro)
 
     async def _ensure_open(self) -> None:
         if not self.store._is_open:

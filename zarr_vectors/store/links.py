@@ -86,7 +86,8 @@ def link_refusal(key: str, problem: str) -> FormatError:
     return FormatError(
         f"{key} is {problem}: a store holds regular files and directories, and symbolic "
         "links only to those inside the store (spec §12.4), so it is not read or written "
-        "through; put the file or directory itself there (or write the store again)"
+        "through; put the file or directory itself there (a copy of what the link leads "
+        "to), or remove the store and write it again"
     )
 
 

@@ -131,8 +131,8 @@ def _file_types(ctx: Context) -> None:
 
 _FILE_RULE = (
     "a store holds regular files and directories, and symbolic links only to those inside "
-    "the store: readers refuse it; put the file or directory itself there (or write the "
-    "store again)"
+    "the store: readers refuse it; put the file or directory itself there (a copy of what "
+    "the link leads to), or remove the store and write it again"
 )
 
 
