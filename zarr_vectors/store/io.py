@@ -306,11 +306,12 @@ def _write_local(path: Path, value: bytes, *, atomic: bool) -> None:
 
 
 def _read_local(tree: LocalTree, key: str, byte_range: ByteRange) -> bytes | None:
-    fd = tree.open(key)  # a raw descriptor: no file object per chunk
-    if fd is None:
+    opened = tree.open(key)  # a raw descriptor: no file object per chunk
+    if opened is None:
         return None
+    fd, size = opened
     try:
-        return _read_fd(fd, byte_range)
+        return _read_fd(fd, size, byte_range)
     finally:
         os.close(fd)
 
@@ -318,11 +319,12 @@ def _read_local(tree: LocalTree, key: str, byte_range: ByteRange) -> bytes | Non
 def _read_local_ranges(
     tree: LocalTree, key: str, ranges: Sequence[ByteRange]
 ) -> list[bytes] | None:
-    fd = tree.open(key)
-    if fd is None:
+    opened = tree.open(key)
+    if opened is None:
         return None
+    fd, size = opened
     try:
-        return [_read_fd(fd, byte_range) for byte_range in ranges]
+        return [_read_fd(fd, size, byte_range) for byte_range in ranges]
     finally:
         os.close(fd)
 
@@ -347,7 +349,7 @@ def _read_local_spans(
                 opened = tree.open(keys[owner])
                 if opened is None:
                     return owner
-                fd = opened
+                fd = opened[0]
             end = pos + stop - start
             if os.preadv(fd, [into[pos:end]], start) != stop - start:
                 return owner
@@ -358,11 +360,11 @@ def _read_local_spans(
             os.close(fd)
 
 
-def _read_fd(fd: int, byte_range: ByteRange) -> bytes:
+def _read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
+    """Bytes ``byte_range`` of the open file ``fd`` of ``size`` bytes."""
     if byte_range is None:
-        return _read_all(fd)
+        return _read_all(fd, size)
     if isinstance(byte_range, int):
-        size = os.fstat(fd).st_size
         start = max(0, size + byte_range)
         return os.pread(fd, size - start, start)
     start, stop = byte_range
@@ -422,8 +424,7 @@ def _merge_ranges(ranges: Sequence[ByteRange]) -> tuple[list[ByteRange], list[_P
     return fetch, pieces
 
 
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
+def _read_all(fd: int, size: int) -> bytes:
     data = os.pread(fd, size, 0)
     if len(data) < size:  # a short read: keep reading until the end
         parts = [data]

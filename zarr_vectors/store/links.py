@@ -116,8 +116,9 @@ class LocalTree:
             self._real_root = os.path.realpath(self.root)
         return self._real_root
 
-    def open(self, key: str) -> int | None:
-        """A read-only descriptor of the regular file at ``key``, None when it does not exist.
+    def open(self, key: str) -> tuple[int, int] | None:
+        """A read-only descriptor of the regular file at ``key`` and the file's size (from
+        the ``fstat`` that checked it), None when it does not exist.
 
         Raises
         ------
@@ -151,12 +152,12 @@ class LocalTree:
             ) from exc
 
     @staticmethod
-    def _regular(key: str, fd: int) -> int:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISREG(mode):
-            return fd
+    def _regular(key: str, fd: int) -> tuple[int, int]:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            return fd, st.st_size
         os.close(fd)
-        raise link_refusal(key, kind_of_mode(mode))
+        raise link_refusal(key, kind_of_mode(st.st_mode))
 
     def check_directory(self, rel: str) -> None:
         """Check directory ``rel`` and those above it, top down (a missing one is not an
