@@ -15,16 +15,20 @@ import shutil
 import signal
 import socket
 import stat
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from zarr.storage import LocalStore
 
 import zarr_vectors as zv
 from zarr_vectors.store.io import StoreIO, resolve_store
+from zarr_vectors.store.links import LocalTree, scan
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX file types")
 
@@ -338,3 +342,58 @@ def test_append_to_a_store_holding_a_fifo_is_refused_not_waited_on(store: Path) 
         with pytest.raises(zv.FormatError, match="FIFO"):
             zv.append_points(store, _points(100, 1) / 10, attributes={"a": np.zeros(100)})
         assert _files(store) == before
+
+
+# -- property: the validator's walk and the reader agree on every entry -------------------
+
+_NAMES = ["a", "b", "c"]
+
+
+@st.composite
+def _trees(draw: st.DrawFn) -> list[tuple[str, str, str]]:
+    """Entries ``(kind, path, target)`` of a small tree: dirs, files, links anywhere."""
+    drawn = draw(st.lists(st.sampled_from(["a", "b", "a/c", "b/c"]), unique=True))
+    dirs = sorted(d for d in ["", *drawn] if d.rpartition("/")[0] in ["", *drawn])
+    entries = [("dir", d, "") for d in dirs if d]
+    spots = draw(st.lists(st.tuples(st.sampled_from(dirs), st.sampled_from(_NAMES)), max_size=8))
+    targets = [*dirs, "../outside", "missing", *(f"{d}/{n}".lstrip("/") for d, n in spots)]
+    for directory, name in spots:
+        path = f"{directory}/{name}".lstrip("/") + "_"
+        if draw(st.booleans()):
+            entries.append(("file", path, ""))
+        else:
+            entries.append(("link", path, draw(st.sampled_from(targets))))
+    return entries
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(entries=_trees())
+def test_reader_and_walk_agree_on_every_entry(tmp_path: Path, entries: list[Any]) -> None:
+    """Every file the walk accepts reads; every entry it refuses, the reader refuses.
+
+    Links point anywhere (inside, out of the store, nowhere, at their own directory), and
+    the walk always ends.
+    """
+    root = Path(tempfile.mkdtemp(dir=tmp_path)) / "store"
+    (root.parent / "outside").mkdir()
+    root.mkdir()
+    for kind, path, target in entries:
+        if kind == "dir":
+            (root / path).mkdir(exist_ok=True)
+        elif not os.path.lexists(root / path):
+            if kind == "file":
+                (root / path).write_bytes(path.encode())
+            else:
+                os.symlink(os.path.relpath(root / target, (root / path).parent), root / path)
+    tree = LocalTree(os.fspath(root))
+    with _alarm([]):
+        for key, problem in scan(os.fspath(root)):
+            if problem is None:
+                opened = tree.open(key)
+                assert opened is not None, key
+                os.close(opened[0])
+            else:
+                with pytest.raises(zv.FormatError):
+                    LocalTree(os.fspath(root)).open(key)
