@@ -20,6 +20,8 @@ read the arrays as before.
 
 from __future__ import annotations
 
+import functools
+
 import google_crc32c
 
 __all__ = ["PLACE_MAGIC", "PLACE_NBYTES", "place_problem", "place_record"]
@@ -35,8 +37,10 @@ def _crc(data: bytes) -> bytes:
     return int(google_crc32c.value(data)).to_bytes(4, "little")
 
 
+@functools.lru_cache(maxsize=4096)
 def place_record(key: str) -> bytes:
-    """The place record of the shard stored at ``key`` (relative to the store root)."""
+    """The place record of the shard stored at ``key`` (relative to the store root); the
+    records of recent keys are kept (readers compare one per shard index they decode)."""
     head = PLACE_MAGIC + _crc(key.encode("utf-8"))
     return head + _crc(head)
 

@@ -286,9 +286,9 @@ class RowLayout:
             raise CorruptChunkError(f"{where}: shard index checksum mismatch")
         if self.placed:
             at = len(tail) - self.tail_nbytes
-            problem = place_problem(tail[at : at + PLACE_NBYTES], where)
-            if problem is not None:
-                raise MisplacedChunkError(f"{where}: the file {problem}")
+            record = tail[at : at + PLACE_NBYTES]
+            if record != place_record(where):
+                raise MisplacedChunkError(f"{where}: the file {place_problem(record, where)}")
         return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
 
     def reindex_shard(self, shard: bytes, to: RowLayout, where: str, key: str) -> bytes:
