@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from tests.helpers import sorted_rows
@@ -65,6 +67,30 @@ def test_a_shard_read_from_another_key_is_misplaced() -> None:
     old = replace(layout, placed=False)  # a 1.0 / 1.1 shard: the bytes before the index are data
     assert old.encode_shard(rows, "k") == shard.replace(place_record("0/vertices/c/0/0/0/0/0"), b"")
     assert old.decode_index(shard, "anything").shape == (4, 2)
+
+
+_KEYS = st.lists(st.integers(0, 40), min_size=1, max_size=5).map(
+    lambda g: "0/vertices/c/" + "/".join(map(str, g))
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=_KEYS, b=_KEYS, n=st.integers(1, 40), placed=st.booleans())
+def test_a_shard_decodes_at_its_own_key_only(a: str, b: str, n: int, placed: bool) -> None:
+    """Property: a shard encoded for key ``a`` decodes at ``a`` to its rows, with or without
+    a place record, and its record refuses any other key."""
+    layout = RowLayout(np.dtype("<f4"), (3,), 8, 48, None, placed=placed)
+    rows = np.arange(3 * n, dtype="<f4").reshape(n, 3)
+    shard = layout.encode_shard(rows, a)
+    index = layout.decode_index(shard, a)
+    out = np.empty_like(rows)
+    layout.decode_rows_into(shard, index, 0, (0, n), out, a)
+    np.testing.assert_array_equal(out, rows)
+    if placed and a != b:
+        with pytest.raises(MisplacedChunkError, match="another place"):
+            layout.decode_index(shard, b)
+    else:
+        np.testing.assert_array_equal(layout.decode_index(shard, b), index)
 
 
 def test_zarr_python_reads_a_shard_with_its_place_record(tmp_path: Path) -> None:
