@@ -23,3 +23,10 @@ def test_every_error_class_subclasses_ours_and_a_builtin(name: str) -> None:
         base is not Exception and base is not BaseException and base is not object
         for base in builtins
     ), f"{name} subclasses no specific builtin"
+
+
+def test_a_misplaced_chunk_is_a_corrupt_chunk() -> None:
+    """Callers catching CorruptChunkError (or ValueError) also catch a shard file found at
+    another chunk's key (spec §9.0.2)."""
+    assert issubclass(errors.MisplacedChunkError, errors.CorruptChunkError)
+    assert issubclass(errors.MisplacedChunkError, ValueError)

@@ -1,9 +1,11 @@
-"""Golden stores of formats 1.0 and 1.1 are read forever and rewritten byte for byte (spec §13);
-those an earlier writer wrote differently (``earlier/``) are read forever too.
+"""Golden stores of formats 1.0, 1.1 and 1.2 are read forever; the writer rewrites the 1.2
+stores byte for byte (spec §13); those an earlier writer wrote differently (``earlier/``) are
+read forever too.
 
 There is a 1.0 store for point clouds and for every object kind (streamlines, graph,
 skeletons, meshes), and 1.1 stores (several chunks per shard, §9.0.1) of points and
-streamlines; ``tests/data/golden/make_golden.py`` describes the expected answers.
+streamlines; ``1.2/`` holds the stores of the same inputs as this library writes them (place
+records, §9.0.2). ``tests/data/golden/make_golden.py`` describes the expected answers.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import google_crc32c
 import numpy as np
 import pytest
 import zarr
@@ -18,11 +21,14 @@ import zarr
 import zarr_vectors as zv
 from tests.data.golden import make_golden
 from tests.helpers import sorted_rows
+from zarr_vectors.format.place import place_record
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "1.0"
 NAMES = sorted(make_golden.inputs())
 GOLDEN_1_1 = Path(__file__).parent / "data" / "golden" / "1.1"
 SHARDED_NAMES = sorted(make_golden.sharded_inputs())
+GOLDEN_1_2 = Path(__file__).parent / "data" / "golden" / "1.2"
+NAMES_1_2 = sorted(make_golden.inputs() | make_golden.sharded_inputs())
 EARLIER = Path(__file__).parent / "data" / "golden" / "earlier"
 EARLIER_NAMES = sorted(p.name.removesuffix(".zarrvectors") for p in EARLIER.glob("*.zarrvectors"))
 
@@ -164,11 +170,8 @@ def test_expected_answer_matches_inputs(name: str) -> None:
             assert committed[key].dtype == np.asarray(value).dtype, key
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_writer_reproduces_golden_bytes(name: str, tmp_path: Path) -> None:
-    path = tmp_path / f"{name}.zarrvectors"
-    make_golden.write(path, make_golden.inputs()[name])
-    written, golden = _files(path), _files(GOLDEN / f"{name}.zarrvectors")
+def _assert_same_files(written: dict[str, bytes], golden: dict[str, bytes]) -> None:
+    """The same files, byte for byte but for the ``software`` attribute of the root."""
     assert sorted(written) == sorted(golden)
     for key, raw in golden.items():
         if key in ("zarr.json", ".zattrs"):
@@ -177,11 +180,91 @@ def test_writer_reproduces_golden_bytes(name: str, tmp_path: Path) -> None:
             assert written[key] == raw, key
 
 
+@pytest.mark.parametrize("name", NAMES_1_2)
+def test_writer_reproduces_golden_bytes(name: str, tmp_path: Path) -> None:
+    """The writer writes the 1.2 golden stores byte for byte (their inputs: those of the
+    1.0 and 1.1 stores)."""
+    path = tmp_path / f"{name}.zarrvectors"
+    make_golden.write(path, (make_golden.inputs() | make_golden.sharded_inputs())[name])
+    _assert_same_files(_files(path), _files(GOLDEN_1_2 / f"{name}.zarrvectors"))
+
+
+@pytest.mark.parametrize("name", NAMES_1_2)
+def test_golden_1_2_store_reads_back_its_input(name: str) -> None:
+    store = _check_golden(GOLDEN_1_2, name)
+    assert store.metadata["zarr_vectors_version"] == "1.2"
+
+
+def _frozen_source(name: str) -> Path:
+    """The 1.0 or 1.1 golden store of the same inputs as the 1.2 store ``name``."""
+    return (GOLDEN_1_1 if name in SHARDED_NAMES else GOLDEN) / f"{name}.zarrvectors"
+
+
+@pytest.mark.parametrize("name", NAMES_1_2)
+def test_golden_1_2_differs_from_1_0_and_1_1_by_place_records_only(name: str) -> None:
+    """Every file of a 1.2 store is its 1.0 (or 1.1) twin's, but the root's version and the
+    shards of per-chunk arrays, which gain their place record before the shard index."""
+    new, old = _files(GOLDEN_1_2 / f"{name}.zarrvectors"), _files(_frozen_source(name))
+    assert sorted(new) == sorted(old)
+    placed = 0
+    for key, raw in old.items():
+        if key in ("zarr.json", ".zattrs"):
+            assert (
+                json.loads(new[key]).get("attributes", json.loads(new[key]))["zarr_vectors_version"]
+                == "1.2"
+            )
+            continue
+        if new[key] == raw:
+            continue
+        if "object_index/" in key:  # format 1.2: the object index gains its CRC32C (§9.8)
+            assert _object_index_file(new[key], raw, key), key
+            continue
+        array = key.split("/c/")[0]
+        meta = json.loads(new[f"{array}/zarr.json"])
+        index = len(raw) - _index_nbytes(meta)
+        assert new[key] == raw[:index] + place_record(key) + raw[index:], key
+        placed += 1
+    assert placed > 0
+
+
+def _object_index_file(new: bytes, old: bytes, key: str) -> bool:
+    """A 1.2 file of ``object_index`` is its 1.0 twin with the ``crc32c`` codec added: a
+    chunk ends with its CRC32C, the ``zarr.json`` lists the codec."""
+    if key.endswith("zarr.json"):
+        doc = json.loads(new)
+        assert [c["name"] for c in doc["codecs"]] == ["bytes", "crc32c"]
+        doc["codecs"] = doc["codecs"][:1]
+        return bool(doc == json.loads(old))
+    return new == old + google_crc32c.value(old).to_bytes(4, "little")
+
+
+def _index_nbytes(meta: dict[str, object]) -> int:
+    """Bytes of the shard index (with its CRC32C) of a sharded array's ``zarr.json``."""
+    codec = meta["codecs"][0]  # type: ignore[index]
+    outer = meta["chunk_grid"]["configuration"]["chunk_shape"]  # type: ignore[index]
+    inner = codec["configuration"]["chunk_shape"]
+    blocks = int(np.prod([o // i for o, i in zip(outer, inner, strict=True)]))
+    return 16 * blocks + 4
+
+
+@pytest.mark.parametrize("name", NAMES_1_2)
+def test_plain_zarr_reads_every_array_of_the_1_2_golden_stores_as_before(name: str) -> None:
+    """zarr-python reads every array of a 1.2 store with the values of its 1.0 / 1.1 twin:
+    place records are bytes the shard index never points at."""
+    root = GOLDEN_1_2 / f"{name}.zarrvectors"
+    arrays = [
+        str(p.parent.relative_to(root))
+        for p in sorted(root.rglob("zarr.json"))
+        if json.loads(p.read_bytes())["node_type"] == "array"
+    ]
+    assert any(path.endswith("/vertices") for path in arrays)
+    for path in arrays:
+        got = zarr.open_array(root / path, mode="r")[...]
+        want = zarr.open_array(_frozen_source(name) / path, mode="r")[...]
+        np.testing.assert_array_equal(got, want, err_msg=path)
+
+
 # -- format 1.1: several spatial chunks per shard (spec §9.0.1) ---------------------------
-
-
-def _sharded(name: str) -> dict[str, object]:
-    return make_golden.sharded_inputs()[name]
 
 
 @pytest.mark.parametrize("name", SHARDED_NAMES)
@@ -201,19 +284,6 @@ def test_sharded_golden_answer_is_the_unsharded_one(name: str) -> None:
         assert sorted(sharded.files) == sorted(plain.files)
         for key in plain.files:
             np.testing.assert_array_equal(sharded[key], plain[key], err_msg=key)
-
-
-@pytest.mark.parametrize("name", SHARDED_NAMES)
-def test_writer_reproduces_sharded_golden_bytes(name: str, tmp_path: Path) -> None:
-    path = tmp_path / f"{name}.zarrvectors"
-    make_golden.write(path, _sharded(name))
-    written, golden = _files(path), _files(GOLDEN_1_1 / f"{name}.zarrvectors")
-    assert sorted(written) == sorted(golden)
-    for key, raw in golden.items():
-        if key in ("zarr.json", ".zattrs"):
-            assert _without_software(written[key]) == _without_software(raw), key
-        else:
-            assert written[key] == raw, key
 
 
 @pytest.mark.parametrize("name", SHARDED_NAMES)

@@ -20,6 +20,7 @@ __all__ = [
     "ManifestError",
     "MetadataError",
     "CorruptChunkError",
+    "MisplacedChunkError",
     "ObjectNotFoundError",
     "MissingDependencyError",
     "ParallelWriteError",
@@ -79,6 +80,11 @@ class MetadataError(FormatError):
 
 class CorruptChunkError(FormatError):
     """A chunk's stored bytes cannot be decoded or contradict its metadata."""
+
+
+class MisplacedChunkError(CorruptChunkError):
+    """A stored file is intact but belongs to another place: its place record names another
+    chunk or array, or it lacks the record its format version requires (spec §9.0.2)."""
 
 
 class ObjectNotFoundError(ZarrVectorsError, KeyError):

@@ -66,11 +66,11 @@ def test_a_failing_worker_raises_and_leaves_the_old_store(
     calls = {"n": 0}
     real = _pipeline.RowLayout.encode_shard
 
-    def fail_on_fifth(self: _pipeline.RowLayout, rows: np.ndarray) -> bytes:
+    def fail_on_fifth(self: _pipeline.RowLayout, rows: np.ndarray, key: str) -> bytes:
         calls["n"] += 1
         if calls["n"] == 5:
             raise OSError("disk full (simulated)")
-        return real(self, rows)
+        return real(self, rows, key)
 
     monkeypatch.setattr(_pipeline.RowLayout, "encode_shard", fail_on_fifth)
     with pytest.raises(OSError, match="simulated"):

@@ -162,7 +162,7 @@ def test_plain_zarr_reads_the_layout(tmp_path: object, rng: np.random.Generator)
     )
     group = zarr.open_group(store_, mode="r")
     attrs = group.attrs.asdict()
-    assert attrs["zarr_vectors_version"] == "1.0"  # no 1.1 feature used (spec §3.3)
+    assert attrs["zarr_vectors_version"] == "1.2"  # shards hold place records (spec §9.0.2)
     assert attrs["geometry_type"] == "point_cloud"
     assert attrs["spatial_dims"] == 3
     counts = group["0/vertex_counts"][...]
@@ -194,7 +194,8 @@ def test_small_chunk_costs_one_row_block_whatever_n_max() -> None:
     n_max = zarr.open_array(store_, path="0/vertices").shape[3]
     assert n_max >= 200_000
     n_blocks = n_max // 1024
-    assert len(small) == 1024 * 3 * 4 + 4 + 16 * n_blocks + 4  # one row block, index, CRCs
+    # one row block, the place record, the index, CRCs
+    assert len(small) == 1024 * 3 * 4 + 4 + 12 + 16 * n_blocks + 4
     got = zv.open(store_).query(([15, 15, 15], [16, 16, 16]))
     np.testing.assert_array_equal(got.positions, sparse)
 

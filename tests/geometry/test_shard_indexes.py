@@ -49,7 +49,7 @@ def test_one_request_per_shard_and_none_once_cached() -> None:
     assert {r[1] for r in requests} == {
         f"0/vertices/c/{a}/{b}/{c}/0/0" for a, b, c in itertools.product(range(2), repeat=3)
     }
-    assert all(r[2] == -layout.index_nbytes for r in requests)
+    assert all(r[2] == -layout.tail_nbytes for r in requests)
     tails = reader.io.get_many([(r[1], r[2]) for r in requests])
     indexes.keep(requests, tails, strict=True)
     assert indexes.requests(("0/vertices", layout, c) for c in CHUNKS) == []

@@ -163,13 +163,13 @@ def blob_shards(draw: st.DrawFn) -> tuple[RowLayout, int, list[bytes], list[bool
     r = draw(st.sampled_from([64, 256, 2048]))
     nbytes = len(encode_dense_ranges(np.zeros(n, np.int64), np.zeros(n, np.int64)))
     n_max = -(-nbytes // r) * r + r * draw(st.integers(0, 1))  # room for an unused block
-    layout = RowLayout(np.dtype("u1"), (), r, n_max, None)
+    layout = RowLayout(np.dtype("u1"), (), r, n_max, None, placed=False)  # the kernel's view
     shards, damaged = [], []
     for _ in range(draw(st.integers(1, 4))):
         counts = np.array(draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)), np.int64)
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         blob = np.frombuffer(encode_dense_ranges(starts, counts), dtype=np.uint8)
-        shard = bytearray(layout.encode_shard(blob))
+        shard = bytearray(layout.encode_shard(blob, "blob"))
         hurt = draw(st.booleans())
         if hurt:
             shard[draw(st.integers(0, len(shard) - 1))] ^= 1 << draw(st.integers(0, 7))
@@ -263,7 +263,7 @@ def test_encoded_blocks_and_shards_match_the_twin(case: tuple[RowLayout, np.ndar
     assert native_encode_functions() is not None
     expected = naive_encode(layout, rows)
     assert layout.encode_blocks(rows) == expected
-    assert layout.encode_shard(rows) == layout.assemble_shard([(0, expected)])
+    assert layout.encode_shard(rows, "a/c/0") == layout.assemble_shard([(0, expected)], "a/c/0")
 
 
 def test_rows_encode_through_python_when_the_kernel_fails(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -271,7 +271,8 @@ def test_rows_encode_through_python_when_the_kernel_fails(monkeypatch: pytest.Mo
     layout = RowLayout(np.dtype("<f8"), (3,), 8, 32, BLOSC)
     monkeypatch.setattr(native_blocks, "encode_blocks", lambda *args: -1)
     assert layout.encode_blocks(rows) == naive_encode(layout, rows)
-    assert layout.encode_shard(rows) == layout.assemble_shard([(0, naive_encode(layout, rows))])
+    expected = layout.assemble_shard([(0, naive_encode(layout, rows))], "a/c/0")
+    assert layout.encode_shard(rows, "a/c/0") == expected
 
 
 def test_the_encode_self_test_refuses_functions_that_differ_from_numcodecs(

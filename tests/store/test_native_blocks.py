@@ -36,7 +36,8 @@ def test_dense_blob_shards_are_left_to_the_slow_path_without_native_functions(
 ) -> None:
     monkeypatch.setattr(native_blocks, "native_block_functions", lambda: None)
     layout = RowLayout(np.dtype("u1"), (), 256, 256, None)
-    assert native_blocks.decode_dense_blob_shards(layout, [b"x", None], 4) == [None, None]
+    keys = ["b/c/0", "b/c/1"]
+    assert native_blocks.decode_dense_blob_shards(layout, [b"x", None], keys, 4) == [None, None]
 
 
 def test_runnable_threads_are_read_from_the_fourth_field_of_loadavg(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ import pytest
 import zarr
 from zarr.storage import MemoryStore
 
-from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.errors import CorruptChunkError, MisplacedChunkError
+from zarr_vectors.format.place import place_record
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.arrays import row_array_metadata
 from zarr_vectors.store.io import StoreIO
@@ -50,7 +51,7 @@ def test_zarr_reads_our_shards(layout: RowLayout, n: int) -> None:
     n = min(n, layout.n_max)
     store, io = _store_with(layout, (2, 1))
     rows = _rows(layout, n)
-    io.set(_key(layout, (1, 0)), layout.encode_shard(rows))
+    io.set(_key(layout, (1, 0)), layout.encode_shard(rows, _key(layout, (1, 0))))
     arr = zarr.open_array(store, path="a", mode="r")
     np.testing.assert_array_equal(arr[1, 0, :n], rows)
     assert not np.any(arr[1, 0, n:])  # fill beyond n
@@ -66,7 +67,9 @@ def test_we_read_zarr_written_shards(layout: RowLayout) -> None:
     arr[0, 0, :n] = rows
     raw = io.get(_key(layout, (0, 0)))
     assert raw is not None
-    index = layout.decode_index(raw, "a")
+    index = replace(layout, placed=False).decode_index(raw, "a")  # zarr writes no records
+    with pytest.raises(MisplacedChunkError, match="has no place record"):
+        layout.decode_index(raw, "a")
     stored = int(np.count_nonzero(index[:, 0] != np.uint64(2**64 - 1)))
     start, end = layout.block_span(index, 0, stored, "a")
     out = np.empty((n - 2, *layout.row_shape), dtype=layout.dtype)
@@ -78,7 +81,7 @@ def test_blocks_stored_out_of_order_decode() -> None:
     """A shard whose row blocks are stored in another order (valid Zarr) reads the same."""
     layout = LAYOUTS[0]
     rows = _rows(layout, 30)
-    shard = layout.encode_shard(rows)
+    shard = layout.encode_shard(rows, "s")
     index = layout.decode_index(shard, "s").copy()
     blocks = [shard[int(o) : int(o) + int(n)] for o, n in index[:4]]
     body, offset = b"", 0
@@ -87,7 +90,8 @@ def test_blocks_stored_out_of_order_decode() -> None:
         body += blocks[b]
         offset += len(blocks[b])
     index_bytes = index.astype("<u8").tobytes()
-    reordered = body + index_bytes + google_crc32c.value(index_bytes).to_bytes(4, "little")
+    crc = google_crc32c.value(index_bytes).to_bytes(4, "little")
+    reordered = body + place_record("s") + index_bytes + crc
     index = layout.decode_index(reordered, "s")
     for first, stop in [(0, 4), (1, 3), (2, 3)]:
         a, b = layout.block_span(index, first, stop, "s")
@@ -105,7 +109,7 @@ def test_blocks_stored_out_of_order_decode() -> None:
 def test_partial_row_range_decode_matches_slicing() -> None:
     layout = LAYOUTS[0]
     rows = _rows(layout, 30)
-    shard = layout.encode_shard(rows)
+    shard = layout.encode_shard(rows, "s")
     index = layout.decode_index(shard, "s")
     for start, stop in [(0, 30), (5, 6), (7, 9), (8, 16), (3, 29), (24, 30)]:
         first, last = start // 8, (stop - 1) // 8 + 1
@@ -117,13 +121,14 @@ def test_partial_row_range_decode_matches_slicing() -> None:
 
 def test_shard_is_proportional_to_rows_not_n_max() -> None:
     layout = RowLayout(np.dtype(np.float32), (3,), 64, 64 * 10_000, None)
-    shard = layout.encode_shard(_rows(layout, 10))
-    assert len(shard) == (64 * 12 + 4) + 16 * 10_000 + 4  # one block + its CRC, index + CRC
+    shard = layout.encode_shard(_rows(layout, 10), "s")
+    # one block + its CRC, the place record, index + CRC
+    assert len(shard) == (64 * 12 + 4) + 12 + 16 * 10_000 + 4
 
 
 def test_corrupted_index_and_missing_blocks_raise() -> None:
     layout = LAYOUTS[0]
-    shard = bytearray(layout.encode_shard(_rows(layout, 20)))
+    shard = bytearray(layout.encode_shard(_rows(layout, 20), "s"))
     index = layout.decode_index(bytes(shard), "s")
     with pytest.raises(CorruptChunkError, match="row block 3 is missing"):
         layout.block_span(index, 0, 4, "s")
@@ -136,7 +141,7 @@ def test_corrupted_index_and_missing_blocks_raise() -> None:
 
 def test_corrupted_block_raises() -> None:
     layout = LAYOUTS[0]
-    shard = bytearray(layout.encode_shard(_rows(layout, 8)))
+    shard = bytearray(layout.encode_shard(_rows(layout, 8), "s"))
     index = layout.decode_index(bytes(shard), "s")
     a, b = layout.block_span(index, 0, 1, "s")
     broken = bytes(shard[a : a + 16]) + b"\x07" * (b - a - 16)
@@ -148,13 +153,13 @@ def test_corrupted_block_raises() -> None:
 def test_layout_round_trips_through_metadata() -> None:
     for layout in LAYOUTS:
         doc = json.loads(row_array_metadata((3, 4), layout, {"zv_array": "x"}))
-        assert RowLayout.from_array_metadata(doc, 2, "x") == layout
+        assert RowLayout.from_array_metadata(doc, 2, "x", placed=True) == layout
     doc = json.loads(row_array_metadata((3, 4), LAYOUTS[0], {}))
     inner = doc["codecs"][0]["configuration"]["codecs"]
     inner[:] = inner[:1]  # row blocks without their checksums: left to zarr-python
-    assert RowLayout.from_array_metadata(doc, 2, "x") is None
+    assert RowLayout.from_array_metadata(doc, 2, "x", placed=True) is None
     doc["codecs"] = [{"name": "bytes", "configuration": {"endian": "little"}}]
-    assert RowLayout.from_array_metadata(doc, 2, "x") is None
+    assert RowLayout.from_array_metadata(doc, 2, "x", placed=True) is None
 
 
 # -- several spatial chunks per shard (spec §9.0.1) ---------------------------------------
@@ -171,7 +176,8 @@ def _shard_of_chunks(
         by_shard.setdefault(shard, []).append(
             (layout.local_chunk(chunk), layout.encode_blocks(rows))
         )
-    return {_key(layout, shard): layout.assemble_shard(parts) for shard, parts in by_shard.items()}
+    keys = {shard: _key(layout, shard) for shard in by_shard}
+    return {keys[s]: layout.assemble_shard(parts, keys[s]) for s, parts in by_shard.items()}
 
 
 def _sharded_rows() -> dict[tuple[int, int], np.ndarray]:
@@ -200,11 +206,12 @@ def test_we_read_zarr_written_multi_chunk_shards() -> None:
     arr = zarr.open_array(store, path="a", mode="r+")
     for (i, j), rows in chunks.items():
         arr[i, j, : len(rows)] = rows
+    unplaced = replace(SHARDED, placed=False)  # zarr-python writes no place records
     for chunk, rows in chunks.items():
         key = _key(SHARDED, tuple(int(s) for s in SHARDED.shard_of(chunk)))
         raw = io.get(key)
         assert raw is not None
-        entries = SHARDED.chunk_entries(SHARDED.decode_index(raw, key), chunk)
+        entries = SHARDED.chunk_entries(unplaced.decode_index(raw, key), chunk)
         stored = -(-len(rows) // SHARDED.rows_per_block)
         assert np.all(entries[stored:] == np.uint64(2**64 - 1))
         start, end = SHARDED.block_span(entries, 0, stored, key)
@@ -227,7 +234,8 @@ def test_chunk_blocks_moved_into_a_regrouped_shard_read_the_same() -> None:
             blocks = SHARDED.chunk_blocks(shards[key], chunk, len(chunks[chunk]), key)
             moved.append((wider.local_chunk(chunk), blocks))
         encoded = [(wider.local_chunk(c), wider.encode_blocks(chunks[c])) for c in members]
-        assert wider.assemble_shard(moved) == wider.assemble_shard(encoded)
+        key = _key(wider, shard)
+        assert wider.assemble_shard(moved, key) == wider.assemble_shard(encoded, key)
 
 
 def test_chunk_blocks_refuses_what_does_not_match_or_is_corrupt() -> None:
@@ -251,7 +259,7 @@ def test_chunk_blocks_refuses_what_does_not_match_or_is_corrupt() -> None:
 
 def test_multi_chunk_layout_round_trips_through_metadata() -> None:
     meta = json.loads(row_array_metadata((4, 6), SHARDED, {"zv_array": "test"}))
-    assert RowLayout.from_array_metadata(meta, 2, "a") == SHARDED
+    assert RowLayout.from_array_metadata(meta, 2, "a", placed=True) == SHARDED
     assert SHARDED.index_nbytes == 16 * 6 * 3 + 4
     assert [SHARDED.local_chunk(c) for c in [(0, 0), (0, 2), (1, 0), (3, 5)]] == [0, 2, 3, 5]
 
@@ -266,7 +274,7 @@ def test_any_row_range_decodes_as_slicing_with_and_without_native_functions(
     r = layout.rows_per_block
     n = layout.n_max - 1
     rows = _rows(layout, n, seed=5)
-    shard = layout.encode_shard(rows)
+    shard = layout.encode_shard(rows, "s")
     index = layout.decode_index(shard, "s")
     ranges = [(0, n), (0, r), (r, 2 * r), (1, 2), (r - 1, r + 1), (2, n), (n - 1, n), (0, 1)]
     ranges += [(r, r + 3), (0, 2 * r + 1)]  # start on a block, end inside one
@@ -284,7 +292,7 @@ def test_any_row_range_decodes_as_slicing_with_and_without_native_functions(
 def test_whole_blocks_decode_in_the_order_asked() -> None:
     layout = LAYOUTS[0]
     rows = _rows(layout, 32, seed=2)
-    shard = layout.encode_shard(rows)
+    shard = layout.encode_shard(rows, "s")
     index = layout.decode_index(shard, "s")
     out = np.empty((24, 3), np.float32)
     layout.decode_blocks_into(shard, index, 0, [3, 0, 2], out, "s")
@@ -293,7 +301,7 @@ def test_whole_blocks_decode_in_the_order_asked() -> None:
 
 def test_a_block_missing_from_the_index_or_the_bytes_is_reported() -> None:
     layout = LAYOUTS[0]
-    shard = layout.encode_shard(_rows(layout, 12))
+    shard = layout.encode_shard(_rows(layout, 12), "s")
     index = layout.decode_index(shard, "s")
     out = np.empty((16, 3), np.float32)
     with pytest.raises(CorruptChunkError, match="s: row block 2 is missing from the shard"):
@@ -315,7 +323,7 @@ def _blocks_fetched_apart(layout: RowLayout, shard: bytes, index: np.ndarray) ->
 def test_blocks_of_several_fetched_ranges_decode_back_to_back() -> None:
     layout = LAYOUTS[0]
     rows = _rows(layout, 32, seed=4)
-    shard = layout.encode_shard(rows)
+    shard = layout.encode_shard(rows, "s")
     index = layout.decode_index(shard, "s")
     out = np.empty((24, 3), np.float32)
     layout.decode_block_groups_into(_blocks_fetched_apart(layout, shard, index), index, out, "s")
@@ -327,7 +335,7 @@ def test_an_index_entry_pointing_into_another_fetched_range_is_refused() -> None
     of another: here block 3's entry names where block 1 lies (a valid block, wrong place)."""
     layout = LAYOUTS[0]
     rows = _rows(layout, 32, seed=4)
-    shard = layout.encode_shard(rows)
+    shard = layout.encode_shard(rows, "s")
     index = layout.decode_index(shard, "s").copy()
     parts = _blocks_fetched_apart(layout, shard, index)
     index[3] = index[1]

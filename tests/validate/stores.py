@@ -18,6 +18,8 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
+from zarr_vectors.format.place import place_record
+from zarr_vectors.format.version import has_place_records
 from zarr_vectors.store.arrays import row_array_metadata
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.shards import RowLayout
@@ -166,7 +168,9 @@ def first_chunk(store: MemoryStore) -> tuple[tuple[int, ...], int]:
 
 def layout(store: MemoryStore, path: str) -> RowLayout:
     """The row layout of a per-chunk array."""
-    found = RowLayout.from_array_metadata(read_json(store, f"{path}/zarr.json"), NDIM, path)
+    version = read_json(store, "zarr.json")["attributes"]["zarr_vectors_version"]
+    meta = read_json(store, f"{path}/zarr.json")
+    found = RowLayout.from_array_metadata(meta, NDIM, path, placed=has_place_records(version))
     assert found is not None
     return found
 
@@ -190,7 +194,8 @@ def get_rows(store: MemoryStore, path: str, g: tuple[int, ...], n: int) -> np.nd
 
 def put_rows(store: MemoryStore, path: str, g: tuple[int, ...], rows: np.ndarray) -> None:
     """Re-encode the shard of chunk ``g`` with ``rows``."""
-    put(store, shard_key(store, path, g), layout(store, path).encode_shard(rows))
+    key = shard_key(store, path, g)
+    put(store, key, layout(store, path).encode_shard(rows, key))
 
 
 def edit_rows(
@@ -314,6 +319,15 @@ def add_groupings(store: MemoryStore) -> None:
     )
 
 
+def rekey(raw: bytes, key: str, new_key: str) -> bytes:
+    """The file ``raw`` read from ``key``, for storing at ``new_key``: a shard's place record
+    (spec §9.0.2) names the new key; any other file is returned as it is."""
+    record = place_record(key)
+    if raw.count(record) != 1:
+        return raw
+    return raw.replace(record, place_record(new_key))
+
+
 def add_level(store: MemoryStore, level: int, ratio: int, pts: np.ndarray) -> None:
     """Add pyramid level ``level`` holding ``pts`` (inside the level-0 bounding box)."""
     scratch = MemoryStore()
@@ -322,7 +336,7 @@ def add_level(store: MemoryStore, level: int, ratio: int, pts: np.ndarray) -> No
     for key in source.list_prefix("0/"):
         raw = source.get(key)
         assert raw is not None
-        put(store, f"{level}/{key[2:]}", raw)
+        put(store, f"{level}/{key[2:]}", rekey(raw, key, f"{level}/{key[2:]}"))
     shape = [BIN * ratio] * NDIM
 
     def level_attrs(attrs: Doc) -> None:

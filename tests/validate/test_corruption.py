@@ -197,6 +197,15 @@ def flip_index_byte(st: Store) -> None:
     s.put(st, key, bytes(raw))
 
 
+def swap_vertex_shards(st: Store) -> None:
+    """Swap the files of two chunks' vertices (a bad copy or sync, spec §9.0.2)."""
+    (g, _), (h, _) = s.occupied(st)[:2]
+    a, b = s.shard_key(st, "0/vertices", g), s.shard_key(st, "0/vertices", h)
+    raw_a, raw_b = s.get(st, a), s.get(st, b)
+    s.put(st, a, raw_b)
+    s.put(st, b, raw_a)
+
+
 def nudge_bbox_max(a: dict[str, Any]) -> None:
     a["bounding_box"]["max"][0] = float(np.nextafter(a["bounding_box"]["max"][0], np.inf))
 
@@ -218,7 +227,7 @@ def pyramid(*ratios: int) -> Callable[[], Store]:
 def relabel_level(st: Store) -> None:
     """Rename level 1 to level 2 (a gap in the level numbers)."""
     for key in s.io(st).list_prefix("1/"):
-        s.put(st, "2/" + key[2:], s.get(st, key))
+        s.put(st, "2/" + key[2:], s.rekey(s.get(st, key), key, "2/" + key[2:]))
         s.delete(st, key)
     s.edit_level(st, lambda a: a.__setitem__("level", 2), 2)
 
@@ -316,7 +325,7 @@ CASES: list[Case] = [
         level=2,
     ),
     Case("L2.version_format", root("zarr_vectors_version", "1"), level=2),
-    Case("L2.version_supported", root("zarr_vectors_version", "1.2"), level=2),
+    Case("L2.version_supported", root("zarr_vectors_version", "1.3"), level=2),
     Case("L2.geometry_type_valid", root("geometry_type", "cloud"), level=2),
     Case("L2.spatial_dims_valid", root("spatial_dims", "3"), level=2),
     Case("L2.chunk_shape_length", root("spatial_dims", 2.0), level=2),
@@ -520,6 +529,7 @@ CASES: list[Case] = [
     ),
     Case("L3.empty_chunk_clean", shard_of_empty_chunk),
     Case("L3.shard_index", flip_index_byte),
+    Case("L3.chunk_place", swap_vertex_shards),
     Case("L3.shard_rows_present", lambda st: s.edit_index(st, "0/vertices", s.missing_block)),
     Case("L3.shard_rows_beyond", extra_block),
     Case(

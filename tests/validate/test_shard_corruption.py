@@ -38,7 +38,7 @@ def sharded_points() -> MemoryStore:
 
 def _layout(store: MemoryStore, path: str) -> RowLayout:
     meta = StoreIO(store).read_json(f"{path}/zarr.json")
-    layout = RowLayout.from_array_metadata(meta, 3, path)
+    layout = RowLayout.from_array_metadata(meta, 3, path, placed=True)
     assert layout is not None
     return layout
 
@@ -73,7 +73,7 @@ def _rewrite_index(store: MemoryStore, key: str, raw: bytes, index: np.ndarray) 
     """Store the shard ``raw`` at ``key`` with ``index`` (and a valid CRC32C) as its index."""
     layout = _layout(store, key.split("/c/")[0])
     table = np.ascontiguousarray(index, dtype="<u8").tobytes()
-    body = raw[: len(raw) - layout.index_nbytes]
+    body = raw[: len(raw) - layout.index_nbytes]  # blocks and place record
     s.put(store, key, body + table + google_crc32c.value(table).to_bytes(4, "little"))
 
 

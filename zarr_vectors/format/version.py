@@ -10,20 +10,25 @@ __all__ = [
     "BASE_VERSION",
     "FOREIGN_ROOT_KEY",
     "FORMAT_VERSION",
+    "PLACED_VERSION",
     "SHARDED_VERSION",
     "check_readable_version",
     "foreign_layout",
+    "has_place_records",
     "parse_version",
 ]
 
-FORMAT_VERSION = "1.1"
-"""The newest format version this library reads and writes."""
+FORMAT_VERSION = "1.2"
+"""The newest format version this library reads, and the one it writes."""
 
 BASE_VERSION = "1.0"
 """What a store that uses no feature newer than 1.0 declares (spec §3.3)."""
 
 SHARDED_VERSION = "1.1"
-"""What a store with several spatial chunks per shard declares (spec §9.0.1)."""
+"""The first version with several spatial chunks per shard (spec §9.0.1)."""
+
+PLACED_VERSION = "1.2"
+"""The first version whose shards carry place records (spec §9.0.2)."""
 
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
@@ -64,6 +69,17 @@ def check_readable_version(version: object) -> None:
             f"store has format version {version}; this library reads {own_major}.0 to "
             f"{FORMAT_VERSION}. Upgrade zarr_vectors to read it."
         )
+
+
+def has_place_records(version: str) -> bool:
+    """Whether every shard of a store of format ``version`` holds a place record (§9.0.2).
+
+    Raises
+    ------
+    MetadataError
+        When the value is not a version string.
+    """
+    return parse_version(version) >= parse_version(PLACED_VERSION)
 
 
 FOREIGN_ROOT_KEY = "zarr_vectors"

@@ -17,7 +17,7 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid, bins_per_chunk
 from zarr_vectors.format.metadata import DEFAULT_AXIS_NAMES, RootMetadata
 from zarr_vectors.format.names import RESERVED_ATTRIBUTE_NAMES, check_name
-from zarr_vectors.format.version import BASE_VERSION, SHARDED_VERSION
+from zarr_vectors.format.version import FORMAT_VERSION
 from zarr_vectors.geometry._chunk_shapes import check_chunk_count, default_chunk_shape
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.kernels import bounds_and_nonfinite, chunk_coords
@@ -480,9 +480,9 @@ def root_metadata(
         )
     if options.custom_metadata is not None:
         extra = {**(extra or {}), "custom_metadata": options.custom_metadata}
-    sharded = bool(options.shard_shape(ndim))  # several chunks per shard: format 1.1 (§3.3)
+    options.shard_shape(ndim)  # refuses a shard shape of another dimension
     return RootMetadata(
-        version=SHARDED_VERSION if sharded else BASE_VERSION,
+        version=FORMAT_VERSION,  # place records (§9.0.2) are a format 1.2 feature
         geometry_type=kind,
         chunk_shape=tuple(float(c) for c in grid.chunk_shape),
         base_bin_shape=tuple(float(b) for b in grid.bin_shape),

@@ -350,19 +350,23 @@ def vertex_column_specs(
     attributes: dict[str, tuple[np.dtype[Any], tuple[int, ...]]],
     n_max: int,
     options: WriteOptions,
+    placed: bool = True,
 ) -> list[ColumnSpec]:
-    """The vertex array and one array per attribute, given each column's dtype and row shape."""
+    """The vertex array and one array per attribute, given each column's dtype and row shape
+    (``placed``: shards with place records, spec §9.0.2)."""
     r, blosc = options.block_rows, options.blosc()
     per_shard = options.shard_shape(positions[1][0])
     specs = [
         ColumnSpec(
             f"{base}/{VERTICES}",
-            RowLayout(positions[0], positions[1], r, n_max, blosc, shard_chunks=per_shard),
+            RowLayout(
+                positions[0], positions[1], r, n_max, blosc, shard_chunks=per_shard, placed=placed
+            ),
             {"zv_array": VERTICES},
         )
     ]
     for name, (dtype, row_shape) in attributes.items():
-        layout = RowLayout(dtype, row_shape, r, n_max, blosc, shard_chunks=per_shard)
+        layout = RowLayout(dtype, row_shape, r, n_max, blosc, shard_chunks=per_shard, placed=placed)
         tag = {"zv_array": "attribute", "name": name}
         specs.append(ColumnSpec(f"{base}/{ATTRIBUTES}/{name}", layout, tag))
     return specs
@@ -408,6 +412,9 @@ class LevelWriter:
     documents
         Write the arrays' metadata on creation (default). False for a writer of some of
         the chunks only.
+    placed
+        Write place records into the shards (spec §9.0.2; the default). False only to
+        extend a store of format 1.0 or 1.1, whose shards have none.
     """
 
     def __init__(
@@ -423,11 +430,15 @@ class LevelWriter:
         *,
         blobs: RowLayout | None = None,
         documents: bool = True,
+        placed: bool = True,
     ) -> None:
         self.io, self.grid, self.base, self.n_max = io, grid, str(level), n_max
         self.shard_chunks = options.shard_shape(grid.ndim)
-        self.blob_layout = None if blobs is None else replace(blobs, shard_chunks=self.shard_chunks)
-        self.specs = vertex_column_specs(self.base, columns[0], columns[1], n_max, options)
+        self.placed = placed
+        self.blob_layout = (
+            None if blobs is None else replace(blobs, shard_chunks=self.shard_chunks, placed=placed)
+        )
+        self.specs = vertex_column_specs(self.base, columns[0], columns[1], n_max, options, placed)
         self.batcher = Batcher(io)
         self.assemblers = [ShardAssembler(self.batcher, c.path, c.layout) for c in self.specs]
         if self.blob_layout is not None:
@@ -515,7 +526,10 @@ class LevelWriter:
             self.grid,
             np.asarray(held, dtype=np.int64).reshape(-1, ndim),
             self.blobs,
-            self.blob_layout or blob_layout(max((b.shape[0] for b in self.blobs), default=16)),
+            self.blob_layout
+            or replace(
+                blob_layout(max((b.shape[0] for b in self.blobs), default=16)), placed=self.placed
+            ),
             {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"},
             shard_chunks=self.shard_chunks,
         )

@@ -146,7 +146,7 @@ class ShardAssembler:
         layout = self.layout
         if layout.chunks_per_shard == 1:
             key = shard_key(self.path, chunk, len(layout.row_shape))
-            self.batcher.add_encoded(key, partial(layout.encode_shard, rows), rows.nbytes)
+            self.batcher.add_encoded(key, partial(layout.encode_shard, rows, key), rows.nbytes)
             return
         self._hold(chunk, layout.encode_blocks(rows))
 
@@ -171,6 +171,6 @@ class ShardAssembler:
             return
         parts = sorted(self.parts, key=lambda part: part[0])
         key = shard_key(self.path, np.asarray(self.shard), len(self.layout.row_shape))
-        self.batcher.add(key, self.layout.assemble_shard(parts))
+        self.batcher.add(key, self.layout.assemble_shard(parts, key))
         self.written.add(self.shard)
         self.shard, self.parts = None, []

@@ -84,9 +84,10 @@ class _Writer:
                 if len(rows):
                     self._assembler(path, layout).add(g, rows)
             return
+        keys = [_key(path, g, len(layout.row_shape)) for path, layout, _ in columns]
         items = [
-            (_key(path, g, len(layout.row_shape)), layout.encode_shard(rows))
-            for path, layout, rows in columns
+            (key, layout.encode_shard(rows, key))
+            for key, (_, layout, rows) in zip(keys, columns, strict=True)
             if len(rows)
         ]
         if plan.has_base and plan.holders[chunk][0] == 0:
@@ -162,7 +163,7 @@ class _Writer:
                 (rows,) = read_family(plan, 0, chunk, [path], n)
                 if n:
                     rows = link_rows(plan, 0, chunk, rows).astype(array.layout.dtype)
-                    items.append((new[path], array.layout.encode_shard(rows)))
+                    items.append((new[path], array.layout.encode_shard(rows, new[path])))
                 continue
             shard = self._moved(old[path], new[path], base.arrays[path].layout, array.layout)
             if shard is None and array.family != "link":
@@ -175,13 +176,14 @@ class _Writer:
         self.target.set_many(items)
 
     def _moved(self, old: str, new: str, was: RowLayout, now: RowLayout) -> bytes | None:
-        """The shard at its new key, re-indexed if needed; b'' when nothing changes."""
-        if old == new and was.n_max == now.n_max:
+        """The shard at its new key (its place record rewritten), re-indexed if needed;
+        b'' when nothing changes."""
+        if old == new and was.n_max == now.n_max and was.placed == now.placed:
             return b""
         shard = self.plan.sources[0].io.get(old)
-        if shard is None or was.n_max == now.n_max:
+        if shard is None:
             return shard
-        return was.reindex_shard(shard, now, old)
+        return was.reindex_shard(shard, now, old, new)
 
     def _kept_blob(
         self, chunk: tuple[int, ...], name: str, old: str, new: str
@@ -189,14 +191,14 @@ class _Writer:
         base = self.plan.sources[0]
         was, now = base.blobs[name][0], self.plan.blobs[name][0]
         if (was.rows_per_block, was.n_max) == (now.rows_per_block, now.n_max):
-            shard = b"" if old == new else base.io.get(old)
+            shard = b"" if old == new and was.placed == now.placed else base.io.get(old)
             if shard is None:
                 raise CorruptChunkError(f"{old}: fragment index of an occupied chunk is missing")
-            return [(new, shard)] if shard else []
+            return [(new, was.reindex_shard(shard, now, old, new))] if shard else []
         g = self.plan.grid_index(chunk, base.grid).reshape(1, -1)
         starts, counts = base.reader.blob_ranges(name, g)[0]
         blob = vertex_blob(starts, counts) if name == VERTEX_FRAGMENTS else link_blob(counts)
-        return [(new, now.encode_shard(blob))]
+        return [(new, now.encode_shard(blob, new))]
 
 
 def merge_chunks(

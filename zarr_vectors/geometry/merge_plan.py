@@ -149,7 +149,11 @@ def _root(
         axis_units=first.axis_units,
         shard_chunks=shard_chunks or None,
     )
-    return inputs.root_metadata(first.geometry_type, grid, options, bounds, extra)
+    root = inputs.root_metadata(first.geometry_type, grid, options, bounds, extra)
+    if sources[0].reader.placed:
+        return root
+    # a base of format 1.0 or 1.1 keeps shards without place records (§9.0.2): its version
+    return dataclasses.replace(root, version=first.version)
 
 
 def _chunk_maps(sources: list[Source]) -> tuple[list[dict[Any, int]], dict[Any, list[int]]]:
@@ -258,6 +262,7 @@ def _final_arrays(plan: MergePlan, merged: list[tuple[int, ...]]) -> None:
             dataclasses.replace(
                 blob_layout(blob_bytes[name], blocks.get(name)),
                 shard_chunks=shards,
+                placed=first.arrays[VERTICES].layout.placed,  # the base's format (§9.0.2)
             ),
             first.blobs[name][1],
         )

@@ -142,7 +142,7 @@ def _names(io: StoreIO, path: str) -> list[str]:
     return sorted(n for n in io.list_dir(path) if n != "zarr.json")
 
 
-def _layout(io: StoreIO, path: str, ndim: int) -> tuple[RowLayout, dict[str, Any]]:
+def _layout(io: StoreIO, path: str, ndim: int, placed: bool) -> tuple[RowLayout, dict[str, Any]]:
     meta = io.read_json(f"{path}/zarr.json")
     if meta is None:
         raise CorruptChunkError(f"{path}: array metadata (zarr.json) is missing")
@@ -152,7 +152,7 @@ def _layout(io: StoreIO, path: str, ndim: int) -> tuple[RowLayout, dict[str, Any
             f"{path}/zarr.json {problem}: the array's metadata is damaged, so the store is "
             "not appended to; run zarr-vectors validate, and restore or rewrite the store"
         )
-    layout = RowLayout.from_array_metadata(meta, ndim, path)
+    layout = RowLayout.from_array_metadata(meta, ndim, path, placed=placed)
     if layout is None:
         raise InvalidInputError(f"{path} uses codecs that appending cannot extend")
     return layout, dict(meta.get("attributes", {}))
@@ -207,7 +207,7 @@ def open_source(store: StoreLike | StoreIO) -> Source:
     coords, counts = reader.occupied_chunks(np.zeros(ndim, np.int64), reader.grid.shape)
     arrays = {}
     for path, family in _array_paths(io):
-        layout, tag = _layout(io, f"0/{path}", ndim)
+        layout, tag = _layout(io, f"0/{path}", ndim, reader.placed)
         reader.add_column(path, f"0/{path}")
         arrays[path] = SourceArray(path, family, layout, tag)
     n_objects = int(reader.meta.object_count or 0)
@@ -231,7 +231,7 @@ def open_source(store: StoreLike | StoreIO) -> Source:
         counts=counts,
         n_objects=n_objects,
         arrays=arrays,
-        blobs={name: _layout(io, f"0/{name}", ndim) for name in BLOBS},
+        blobs={name: _layout(io, f"0/{name}", ndim, reader.placed) for name in BLOBS},
         ids=ids,
         object_columns=columns,
         groups=_groups(io, reader),

@@ -98,7 +98,9 @@ def load_existing(store: StoreLike) -> ExistingPoints:
         layouts[name] = layout
     options = _options_of(root, layouts)
     path = f"0/{VERTEX_FRAGMENTS}"
-    blobs = RowLayout.from_array_metadata(reader.array_metadata(path), reader.grid.ndim, path)
+    blobs = RowLayout.from_array_metadata(
+        reader.array_metadata(path), reader.grid.ndim, path, placed=reader.placed
+    )
     if blobs is None or blobs.shard_chunks != layouts[VERTICES].shard_chunks:
         raise InvalidInputError(f"{path} uses codecs or shards that appending cannot extend")
     return ExistingPoints(
@@ -182,7 +184,16 @@ def append_to_store(
     blobs = point_blob_layout(grid)  # as the one-shot writer's (§9.2: one block per chunk)
     with modify_target(store, rewritten=f"0/{VERTEX_COUNTS}/c/") as (source, target):
         reader = LevelReader(source, existing.root, 0)
-        writer = LevelWriter(target, 0, grid, shapes, n_max, existing.options, blobs=blobs)
+        writer = LevelWriter(
+            target,
+            0,
+            grid,
+            shapes,
+            n_max,
+            existing.options,
+            blobs=blobs,
+            placed=existing.layouts[VERTICES].placed,  # a 1.0 or 1.1 store stays so (§9.0.2)
+        )
         plan = _Plan(existing, grid, writer, reader, source, target, old, added, new_rows)
         if sharded:
             plan.visit_shards(progress)
@@ -312,9 +323,9 @@ class _Plan:
             shard = self.source.get(old_key)
             if shard is None:
                 raise InvalidInputError(f"{old_key}: shard of an occupied chunk is missing")
-            if row_array:
-                layout = self.existing.layouts[name]
-                shard = layout.reindex_shard(shard, _with_n_max(layout, self.writer.n_max), old_key)
+            layout = self._old_layout(name)
+            n_max = self.writer.n_max if row_array else layout.n_max
+            shard = layout.reindex_shard(shard, _with_n_max(layout, n_max), old_key, new_keys[name])
             self.target.set(new_keys[name], shard)
         self.writer.keep_chunk(np.asarray(chunk, dtype=np.int64) - self.grid.origin, count)
 

@@ -66,6 +66,7 @@ from zarr_vectors.format.names import (
     VERTICES,
 )
 from zarr_vectors.format.nodes import node_problem, vertices_shape_problem
+from zarr_vectors.format.version import has_place_records
 from zarr_vectors.geometry import _read_plans as read_plans
 from zarr_vectors.geometry import row_reads
 from zarr_vectors.geometry.point_reads import PointReads
@@ -156,6 +157,7 @@ class LevelReader:
         self.io = io
         self.base = str(level)
         self.kind = root.geometry_type
+        self.placed = has_place_records(root.version)  # shards hold place records (§9.0.2)
         self._docs: dict[str, Any] = {}
         self._dirs: dict[str, list[str]] = {}
         self._load_level_metadata()
@@ -195,7 +197,7 @@ class LevelReader:
         }
         self.array_meta = {name: self.array_metadata(path) for name, path in self.paths.items()}
         self.layouts = {
-            k: RowLayout.from_array_metadata(m, ndim, self.paths[k])
+            k: RowLayout.from_array_metadata(m, ndim, self.paths[k], placed=self.placed)
             for k, m in self.array_meta.items()
         }
         self._blob_layouts: dict[str, RowLayout] = {}
@@ -535,7 +537,8 @@ class LevelReader:
             found = raws[: len(missing)]
             dense: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(found)
             if dense_fragments is not None and layout is not None:
-                dense = decode_dense_blob_shards(layout, found, dense_fragments)
+                shard_keys = [request[0] for request in blob_requests]
+                dense = decode_dense_blob_shards(layout, found, shard_keys, dense_fragments)
             for key, raw, ranges in zip(missing, found, dense, strict=True):
                 if ranges is None:
                     ranges = self._decode_ranges(path, key[1], raw)
@@ -600,7 +603,7 @@ class LevelReader:
     def _blob_layout(self, path: str) -> RowLayout:
         if path not in self._blob_layouts:
             meta = self.array_metadata(path)
-            layout = RowLayout.from_array_metadata(meta, self.grid.ndim, path)
+            layout = RowLayout.from_array_metadata(meta, self.grid.ndim, path, placed=self.placed)
             if layout is None:
                 raise MetadataError(f"{path}: unsupported codec pipeline for fragment blobs")
             self._blob_layouts[path] = layout
@@ -612,7 +615,7 @@ class LevelReader:
             self.paths[name] = path
             self.array_meta[name] = self.array_metadata(path)
             self.layouts[name] = RowLayout.from_array_metadata(
-                self.array_meta[name], self.grid.ndim, path
+                self.array_meta[name], self.grid.ndim, path, placed=self.placed
             )
 
     # -- shard indexes -----------------------------------------------------------------

@@ -54,7 +54,7 @@ class ShardIndexes:
                 continue
             seen.add(cache_key)
             key = shard_key(path, np.asarray(shard), len(layout.row_shape))
-            out.append((cache_key, key, -layout.index_nbytes, layout))
+            out.append((cache_key, key, -layout.tail_nbytes, layout))
         return out
 
     def keep(

@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import google_crc32c
 import numpy as np
 import zarr
 from zarr.abc.store import Store
@@ -175,12 +176,16 @@ def global_array_metadata(
     *,
     compressed: bool = True,
 ) -> bytes:
-    """``zarr.json`` of an array that is not per chunk (object index, groupings...; spec §9.8)."""
+    """``zarr.json`` of an array that is not per chunk (object index, groupings...; spec §9.8).
+
+    Chunks end with their CRC32C, compressed (Blosc) or not (format 1.2: the object index,
+    which was ``[bytes]`` alone before).
+    """
     return _metadata_bytes(
         shape=shape,
         dtype=dtype,
         chunks=chunks,
-        compressors=_compressors(_GLOBAL_BLOSC) if compressed else None,
+        compressors=_compressors(_GLOBAL_BLOSC if compressed else None),
         fill_value=fill,
         attributes=attributes,
     )
@@ -230,16 +235,16 @@ def write_global_rows(
 def encode_plain_chunk(chunk: np.ndarray, fill: Any, blosc: dict[str, Any] | None) -> bytes | None:
     """One whole chunk of an unsharded array as zarr-python stores it, or None.
 
-    Codecs ``bytes`` (little-endian), then Blosc (``blosc``) and CRC32C, or ``bytes`` alone
-    when ``blosc`` is None. None when every value is the fill value, compared bit for bit:
-    zarr-python (``write_empty_chunks=False``) stores no such chunk.
+    Codecs ``bytes`` (little-endian), then Blosc (``blosc``, or none when None) and CRC32C.
+    None when every value is the fill value, compared bit for bit: zarr-python
+    (``write_empty_chunks=False``) stores no such chunk.
     """
     data = np.ascontiguousarray(chunk, dtype=chunk.dtype.newbyteorder("<"))
     raw = data.tobytes()
     if raw == np.full(data.shape, fill, dtype=data.dtype).tobytes():
         return None
     if blosc is None:
-        return raw
+        return raw + int(google_crc32c.value(raw)).to_bytes(4, "little")
     rows = data.shape[0]
     layout = RowLayout(data.dtype, data.shape[1:], rows, rows, blosc, fill=fill)
     return layout.encode_blocks(data)[0]

@@ -29,6 +29,7 @@ import numpy as np
 from numcodecs import Blosc, blosc
 
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
+from zarr_vectors.format.place import PLACE_NBYTES, place_problem
 from zarr_vectors.kernels.row_blocks import (
     BLOSC_MAX_OVERHEAD,
     decode_blocks,
@@ -354,14 +355,15 @@ def _numcodecs_blocks(rows: np.ndarray, per_block: int) -> list[bytes]:
 
 
 def decode_dense_blob_shards(
-    layout: RowLayout, shards: Sequence[bytes | None], n_fragments: int
+    layout: RowLayout, shards: Sequence[bytes | None], keys: Sequence[str], n_fragments: int
 ) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """Per-fragment ``(starts, counts)`` of whole fragment-blob shards, by one kernel call.
 
     For blobs of ``n_fragments`` all-range fragments (a point cloud chunk's bins, spec
     §6.6) in shards of one chunk and raw row blocks, with the native CRC32C. None for each
-    shard it leaves out (missing, or failing any check): decode those one by one, which
-    handles and reports everything.
+    shard it leaves out (missing, or failing any check, its place record included: each
+    must name its key in ``keys``): decode those one by one, which handles and reports
+    everything.
     """
     out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(shards)
     native = native_block_functions()
@@ -372,15 +374,22 @@ def decode_dense_blob_shards(
     if layout.chunks_per_shard != 1 or not present:
         return out
     raws = [shards[i] or b"" for i in present]
-    lengths = np.array([len(raw) for raw in raws], dtype=np.int64)
+    record = PLACE_NBYTES if layout.placed else 0  # the kernel reads blocks and index only
+    lengths = np.array([len(raw) - record for raw in raws], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     buffer = np.frombuffer(b"".join(raws), dtype=np.uint8)
     r, n_blocks = layout.rows_per_block, layout.n_blocks
     found = dense_blob_ranges(buffer, starts, lengths, n_blocks, r, *shape, n_fragments, native[0])
     for j, i in enumerate(present):
-        if found[2][j]:
+        if found[2][j] and (not record or _placed_at(raws[j], layout, keys[i])):
             out[i] = (found[0][j], found[1][j])
     return out
+
+
+def _placed_at(shard: bytes, layout: RowLayout, key: str) -> bool:
+    """Whether the place record of ``shard`` (before its index) names ``key``."""
+    at = len(shard) - layout.tail_nbytes
+    return at >= 0 and place_problem(shard[at : at + PLACE_NBYTES], key) is None
 
 
 @functools.cache

@@ -20,7 +20,8 @@ import google_crc32c
 import numpy as np
 from numcodecs import Blosc, blosc
 
-from zarr_vectors.errors import CorruptChunkError, MetadataError
+from zarr_vectors.errors import CorruptChunkError, MetadataError, MisplacedChunkError
+from zarr_vectors.format.place import PLACE_NBYTES, place_problem, place_record
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE
 from zarr_vectors.store import native_blocks
 
@@ -69,6 +70,10 @@ class RowLayout:
     shard_chunks
         Spatial chunks per shard along each axis (spec §9.0.1, format 1.1); empty (the
         default) for one shard per spatial chunk.
+    placed
+        Whether every shard holds a place record before its index (spec §9.0.2, format
+        1.2; the default): written by the encoders, verified by :meth:`decode_index`.
+        False for the arrays of a store of format 1.0 or 1.1.
     """
 
     dtype: np.dtype[Any]
@@ -78,6 +83,7 @@ class RowLayout:
     blosc: dict[str, Any] | None
     fill: int = 0
     shard_chunks: tuple[int, ...] = ()
+    placed: bool = True
 
     @property
     def n_blocks(self) -> int:
@@ -98,6 +104,18 @@ class RowLayout:
     def index_nbytes(self) -> int:
         """Bytes of the shard index at the end of every shard (with its CRC32C)."""
         return 16 * self.n_blocks * self.chunks_per_shard + _CRC_BYTES
+
+    @property
+    def tail_nbytes(self) -> int:
+        """Bytes at the end of every shard that are not row blocks: the place record (when
+        :attr:`placed`) and the shard index. Read these to decode the index."""
+        return self.index_nbytes + (PLACE_NBYTES if self.placed else 0)
+
+    def _tail(self, index_bytes: bytes, key: str) -> bytes:
+        """The bytes after the row blocks of the shard at ``key``: place record, index, CRC."""
+        crc: bytes = google_crc32c.value(index_bytes).to_bytes(_CRC_BYTES, "little")
+        record = place_record(key) if self.placed else b""
+        return b"".join([record, index_bytes, crc])
 
     def shard_of(self, chunk: np.ndarray | Sequence[int]) -> np.ndarray:
         """Index of the shard holding spatial chunk ``chunk`` (grid index)."""
@@ -120,34 +138,36 @@ class RowLayout:
         first = self.local_chunk(chunk) * self.n_blocks
         return index[first : first + self.n_blocks]
 
-    def encode_shard(self, rows: np.ndarray) -> bytes:
+    def encode_shard(self, rows: np.ndarray, key: str) -> bytes:
         """Encode rows ``[0, n)`` of one spatial chunk as shard bytes (one chunk per shard).
 
         Parameters
         ----------
         rows
             Array of shape ``(n, *row_shape)`` with ``0 < n <= N_max``.
+        key
+            The store key the shard is written to (relative to the store root), bound into
+            its place record.
 
         Returns
         -------
         bytes
-            The shard: the encoded row blocks covering ``[0, n)`` back to back, then the
-            shard index (``uint64`` offset and length per block, ``2**64-1`` for blocks
-            not stored) and its little-endian CRC32C.
+            The shard: the encoded row blocks covering ``[0, n)`` back to back, the place
+            record (when :attr:`placed`), then the shard index (``uint64`` offset and
+            length per block, ``2**64-1`` for blocks not stored) and its little-endian
+            CRC32C.
         """
         if self.chunks_per_shard != 1:
             raise ValueError("encode_shard is for one chunk per shard; use assemble_shard")
         packed = self._encode_natively(rows)
         if packed is None:
-            return self.assemble_shard([(0, self.encode_blocks(rows))])
+            return self.assemble_shard([(0, self.encode_blocks(rows))], key)
         body, lengths = packed
         index = np.full((self.n_blocks, 2), _MISSING, dtype="<u8")
         ends = np.cumsum(lengths)
         index[: lengths.shape[0], 0] = ends - lengths
         index[: lengths.shape[0], 1] = lengths
-        index_bytes = index.tobytes()
-        crc = google_crc32c.value(index_bytes).to_bytes(_CRC_BYTES, "little")
-        return b"".join([body, index_bytes, crc])
+        return body + self._tail(index.tobytes(), key)
 
     def encode_blocks(self, rows: np.ndarray) -> list[bytes]:
         """Encode rows ``[0, n)`` of one spatial chunk as its stored row blocks.
@@ -199,7 +219,7 @@ class RowLayout:
         )
         return native_blocks.encode_natively(data, r, tail, codec, native)
 
-    def assemble_shard(self, chunks: Sequence[tuple[int, list[bytes]]]) -> bytes:
+    def assemble_shard(self, chunks: Sequence[tuple[int, list[bytes]]], key: str) -> bytes:
         """Shard bytes from the encoded row blocks of the spatial chunks it holds.
 
         Parameters
@@ -208,12 +228,15 @@ class RowLayout:
             ``(local chunk position, blocks)`` per occupied chunk of the shard (see
             :meth:`local_chunk`, :meth:`encode_blocks`); blocks are stored in this order,
             and every block not given is marked missing in the index.
+        key
+            The store key the shard is written to, bound into its place record.
 
         Returns
         -------
         bytes
-            The row blocks back to back, then the index (``uint64`` offset and length per
-            (chunk, block) in C order, ``2**64-1`` for blocks not stored) and its CRC32C.
+            The row blocks back to back, the place record (when :attr:`placed`), then the
+            index (``uint64`` offset and length per (chunk, block) in C order, ``2**64-1``
+            for blocks not stored) and its CRC32C.
         """
         index = np.full((self.chunks_per_shard * self.n_blocks, 2), _MISSING, dtype="<u8")
         parts: list[bytes] = []
@@ -223,20 +246,19 @@ class RowLayout:
                 parts.append(encoded)
                 index[local * self.n_blocks + b] = (offset, len(encoded))
                 offset += len(encoded)
-        index_bytes = index.tobytes()
-        parts.append(index_bytes)
-        parts.append(google_crc32c.value(index_bytes).to_bytes(_CRC_BYTES, "little"))
+        parts.append(self._tail(index.tobytes(), key))
         return b"".join(parts)
 
     def decode_index(self, tail: bytes, where: str) -> np.ndarray:
-        """Decode and verify the shard index from the last bytes of a shard.
+        """Decode and verify the shard index (and place record) from the last bytes of a shard.
 
         Parameters
         ----------
         tail
-            At least the last :attr:`index_nbytes` bytes of the shard.
+            At least the last :attr:`tail_nbytes` bytes of the shard.
         where
-            The shard's key, for error messages.
+            The key the shard was read from (relative to the store root): the place
+            record must name it.
 
         Returns
         -------
@@ -244,23 +266,38 @@ class RowLayout:
             ``(chunks_per_shard * n_blocks, 2)`` uint64 array of (offset, nbytes) per (chunk,
             block) in C order; missing blocks hold 2**64-1. With one chunk per shard these
             are the chunk's entries; otherwise take them with :meth:`chunk_entries`.
+
+        Raises
+        ------
+        CorruptChunkError
+            When the shard is too short or its index fails its checksum.
+        MisplacedChunkError
+            When the layout is :attr:`placed` and the place record is missing, damaged or
+            names another key: the file belongs elsewhere.
         """
-        if len(tail) < self.index_nbytes:
+        if len(tail) < self.tail_nbytes:
             raise CorruptChunkError(
                 f"{where}: shard is {len(tail)} bytes, shorter than its "
-                f"{self.index_nbytes}-byte index"
+                f"{self.tail_nbytes}-byte index"
             )
         raw = tail[len(tail) - self.index_nbytes :]
         body, crc = raw[:-_CRC_BYTES], raw[-_CRC_BYTES:]
         if google_crc32c.value(body) != int.from_bytes(crc, "little"):
             raise CorruptChunkError(f"{where}: shard index checksum mismatch")
+        if self.placed:
+            at = len(tail) - self.tail_nbytes
+            record = tail[at : at + PLACE_NBYTES]
+            if record != place_record(where):
+                raise MisplacedChunkError(f"{where}: the file {place_problem(record, where)}")
         return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
 
-    def reindex_shard(self, shard: bytes, to: RowLayout, where: str) -> bytes:
-        """The same shard for a layout with another ``N_max`` (its index resized).
+    def reindex_shard(self, shard: bytes, to: RowLayout, where: str, key: str) -> bytes:
+        """The same shard for a layout with another ``N_max`` (its index resized), stored at
+        ``key`` (its place record rewritten).
 
-        Row blocks do not depend on ``N_max``, so only the index at the end changes: the
-        result is what :meth:`encode_shard` of ``to`` gives for the same rows.
+        Row blocks do not depend on ``N_max`` nor on the key, so only the bytes after them
+        change: the result is what :meth:`encode_shard` of ``to`` gives for the same rows
+        at ``key``.
 
         Parameters
         ----------
@@ -269,27 +306,29 @@ class RowLayout:
         to
             The new layout (same dtype, row shape, ``R`` and codec).
         where
-            The shard's key, for error messages.
+            The key the shard was read from (its place record must name it).
+        key
+            The key the result is written to.
 
         Raises
         ------
         CorruptChunkError
             When the index does not decode or holds blocks beyond ``to``'s row count.
+        MisplacedChunkError
+            When the shard's place record does not name ``where``.
         """
         if self.chunks_per_shard != 1 or to.chunks_per_shard != 1:
             raise ValueError("reindex_shard is for one chunk per shard")
-        if to.n_blocks == self.n_blocks:
-            return shard
         index = self.decode_index(shard, where)
+        if (to.n_blocks, to.placed, key) == (self.n_blocks, self.placed, where):
+            return shard
         stored = np.flatnonzero(index[:, 0] != _MISSING)
         if stored.size and int(stored[-1]) >= to.n_blocks:
             raise CorruptChunkError(f"{where}: row block {int(stored[-1])} lies beyond N_max")
         resized = np.full((to.n_blocks, 2), _MISSING, dtype="<u8")
         keep = min(self.n_blocks, to.n_blocks)
         resized[:keep] = index[:keep]
-        raw = resized.tobytes()
-        crc: bytes = google_crc32c.value(raw).to_bytes(_CRC_BYTES, "little")
-        return bytes(shard[: len(shard) - self.index_nbytes]) + raw + crc
+        return bytes(shard[: len(shard) - self.tail_nbytes]) + to._tail(resized.tobytes(), key)
 
     def chunk_blocks(
         self, shard: bytes, chunk: np.ndarray | Sequence[int], stored: int, where: str
@@ -325,7 +364,7 @@ class RowLayout:
                 f"{where}: chunk {list(map(int, chunk))} stores row blocks {present}, but "
                 f"its {stored} rows need blocks 0 to {wanted - 1}"
             )
-        end = len(shard) - self.index_nbytes
+        end = len(shard) - self.tail_nbytes
         blocks = []
         for b, (offset, nbytes) in enumerate(entries[:wanted]):
             if offset + nbytes > end:
@@ -620,7 +659,7 @@ class RowLayout:
 
     @classmethod
     def from_array_metadata(
-        cls, meta: dict[str, Any], grid_ndim: int, where: str
+        cls, meta: dict[str, Any], grid_ndim: int, where: str, *, placed: bool
     ) -> RowLayout | None:
         """Read the layout from an array's ``zarr.json``; None if it is not one we decode.
 
@@ -632,6 +671,9 @@ class RowLayout:
             ``D``, the number of leading chunk-grid dimensions.
         where
             The array's path, for error messages.
+        placed
+            Whether the store's format version puts place records in shards
+            (:func:`~zarr_vectors.format.version.has_place_records`).
 
         Returns
         -------
@@ -676,6 +718,7 @@ class RowLayout:
             rows_per_block=inner[grid_ndim],
             n_max=shard_shape[grid_ndim],
             blosc=blosc,
+            placed=placed,
         )
 
 

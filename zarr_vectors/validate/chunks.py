@@ -19,6 +19,7 @@ from zarr_vectors.validate.names import POINT_CLOUD, VERTEX_COUNTS
 from zarr_vectors.validate.shard_check import (
     ArraySpec,
     blob_blocks_present,
+    placed_store,
     read_blob_payload,
     read_rows,
 )
@@ -109,6 +110,14 @@ class ChunkChecker:
         """Record the checks this level evaluates."""
         ctx = self.ctx
         ctx.mark("L3.shard_index", "L3.shard_rows_present", "L3.shard_rows_beyond")
+        if placed_store(ctx):
+            ctx.mark("L3.chunk_place")
+        elif self.level == 0 and ctx.facts.version is not None:
+            ctx.report.note(
+                "the store predates format 1.2: its shards carry no place records (spec "
+                "§9.0.2), so a chunk file moved to another key cannot be detected; rewrite "
+                "the store with this library to add them"
+            )
         ctx.mark(*_FRAG_IDS, "L3.frag_bounds", "L3.counts_match_fragments")
         ctx.mark("L3.vertices_finite", "L3.vertex_in_chunk")
         if self.level == 0:

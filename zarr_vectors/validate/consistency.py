@@ -27,7 +27,12 @@ from zarr_vectors.validate.names import (
 )
 from zarr_vectors.validate.object_checks import run_object_checks
 from zarr_vectors.validate.object_data import LevelIndex, ObjectLevel
-from zarr_vectors.validate.shard_check import ArraySpec, array_spec, empty_entries_clean
+from zarr_vectors.validate.shard_check import (
+    ArraySpec,
+    array_spec,
+    empty_entries_clean,
+    stray_place,
+)
 
 __all__ = ["run", "sample_positions"]
 
@@ -230,6 +235,7 @@ class _Level:
             if spec.sharded:
                 present[spec.path] = self._shared_shards(spec, keys, occupied, invalid)
                 continue
+            stray = []
             for key in keys:
                 g = parse_shard_key(key, spec.path, self.grid, len(spec.row_shape))
                 if g is None or (g not in occupied and g not in invalid):
@@ -238,8 +244,10 @@ class _Level:
                         key,
                         "a stored key of an empty chunk" if g is not None else "a stray key",
                     )
+                    stray.append(key)
                 else:
                     found.add(g)
+            stray_place(ctx, spec, stray)
             present[spec.path] = found
         for g in occupied:
             for spec in self.required:
@@ -264,6 +272,7 @@ class _Level:
         for g in [*occupied, *invalid]:
             used.setdefault(spec.shard_of(g), []).append(g)
         found: set[Chunk] = set()
+        stray = []
         for key in keys:
             s = parse_shard_key(key, spec.path, shard_grid, len(spec.row_shape))
             if s is None or s not in used:
@@ -272,8 +281,10 @@ class _Level:
                     key,
                     "a stored shard whose chunks are all empty" if s is not None else "a stray key",
                 )
+                stray.append(key)
             else:
                 found.update(used[s])
+        stray_place(self.ctx, spec, stray)
         return found
 
     # -- chunk data ----------------------------------------------------------------------

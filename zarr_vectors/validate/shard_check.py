@@ -14,16 +14,26 @@ from typing import Any
 
 import numpy as np
 
-from zarr_vectors.errors import CorruptChunkError, MetadataError
+from zarr_vectors.errors import CorruptChunkError, MetadataError, MisplacedChunkError
+from zarr_vectors.format.version import PLACED_VERSION, parse_version
 from zarr_vectors.store.arrays import read_region
 from zarr_vectors.store.shards import RowLayout, shard_key
 from zarr_vectors.validate import layout
 from zarr_vectors.validate.arrays import BLOB_ROLES, ArrayDoc
 from zarr_vectors.validate.context import STORE_ERRORS, Context
 
-__all__ = ["ArraySpec", "array_spec", "empty_entries_clean", "read_blob_payload", "read_rows"]
+__all__ = [
+    "ArraySpec",
+    "array_spec",
+    "empty_entries_clean",
+    "placed_store",
+    "read_blob_payload",
+    "read_rows",
+    "stray_place",
+]
 
 _MISSING = np.uint64(2**64 - 1)
+PLACED = parse_version(PLACED_VERSION)
 _SHUFFLES = ("noshuffle", "shuffle", "bitshuffle")
 
 
@@ -94,10 +104,9 @@ def array_spec(ctx: Context, array: ArrayDoc, ndim: int) -> ArraySpec | None:
     row_shape = tuple(array.shape[ndim + 1 :])
     rows, n_rows = inner[ndim], array.shape[ndim]
     per_shard = layout.shard_chunks(array.doc, ndim) or ()
-    if any(s != 1 for s in per_shard):
-        index_layout = RowLayout(array.dtype, row_shape, rows, n_rows, None, 0, per_shard)
-    else:
-        index_layout = RowLayout(array.dtype, row_shape, rows, n_rows, None)
+    shards = per_shard if any(s != 1 for s in per_shard) else ()
+    placed = placed_store(ctx)
+    index_layout = RowLayout(array.dtype, row_shape, rows, n_rows, None, 0, shards, placed)
     return ArraySpec(
         array.path,
         array.role,
@@ -105,14 +114,20 @@ def array_spec(ctx: Context, array: ArrayDoc, ndim: int) -> ArraySpec | None:
         row_shape,
         n_rows,
         index_layout,
-        _decoder(array, ndim),
+        _decoder(array, ndim, placed),
         ctx.io.store,
     )
 
 
-def _decoder(array: ArrayDoc, ndim: int) -> RowLayout | None:
+def placed_store(ctx: Context) -> bool:
+    """Whether the store's version puts place records in its shards (spec §9.0.2)."""
+    version = ctx.facts.version
+    return version is not None and version >= PLACED
+
+
+def _decoder(array: ArrayDoc, ndim: int, placed: bool) -> RowLayout | None:
     try:
-        decoder = RowLayout.from_array_metadata(array.doc, ndim, array.path)
+        decoder = RowLayout.from_array_metadata(array.doc, ndim, array.path, placed=placed)
     except (MetadataError, KeyError, TypeError, ValueError, AttributeError):
         return None
     if (
@@ -125,13 +140,17 @@ def _decoder(array: ArrayDoc, ndim: int) -> RowLayout | None:
 
 
 def _index(ctx: Context, spec: ArraySpec, key: str, shard: bytes) -> np.ndarray | None:
-    """Decode and check the shard index (L3.shard_index); None when it is unusable."""
+    """Decode and check the shard index (L3.shard_index) and place record (L3.chunk_place);
+    None when it is unusable."""
     try:
         index = spec.index_layout.decode_index(shard, key)
+    except MisplacedChunkError as exc:
+        ctx.fail("L3.chunk_place", key, str(exc))
+        return None
     except CorruptChunkError as exc:
         ctx.fail("L3.shard_index", key, str(exc))
         return None
-    end = np.uint64(len(shard) - spec.index_layout.index_nbytes)
+    end = np.uint64(len(shard) - spec.index_layout.tail_nbytes)
     offsets, sizes = index[:, 0], index[:, 1]
     missing = offsets == _MISSING
     if (missing != (sizes == _MISSING)).any():
@@ -149,6 +168,23 @@ def _index(ctx: Context, spec: ArraySpec, key: str, shard: bytes) -> np.ndarray 
         )
         return None
     return index
+
+
+def stray_place(ctx: Context, spec: ArraySpec, keys: list[str]) -> None:
+    """L3.chunk_place for stored shards no occupied chunk uses (``keys``, already reported
+    by L3.empty_chunk_clean): one whose place record names another key was copied or moved
+    there from another chunk or array. Readers never read such a file."""
+    if not keys or not spec.index_layout.placed:
+        return
+    for key, shard in zip(keys, ctx.fetch([(key, None) for key in keys]), strict=True):
+        if shard is None:
+            continue
+        try:
+            spec.index_layout.decode_index(shard, key)
+        except MisplacedChunkError as exc:
+            ctx.fail("L3.chunk_place", key, f"{exc} (no occupied chunk uses this key)")
+        except CorruptChunkError:
+            continue  # a damaged stray file: L3.empty_chunk_clean says to delete it
 
 
 def empty_entries_clean(

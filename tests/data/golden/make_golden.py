@@ -1,8 +1,11 @@
-"""Regenerate the golden stores of formats 1.0 and 1.1 (run only when the format changes).
+"""Regenerate the golden stores of format 1.2 (run only when the format changes).
 
 The golden stores are committed and read by ``tests/test_golden.py`` forever: if a change of
 the library alters a single byte of what it writes for these inputs, that test fails, so the
-format cannot drift silently. There is one store per geometry kind family: point clouds,
+format cannot drift silently. The stores of formats 1.0 (``1.0/``) and 1.1 (``1.1/``) were
+written from the same inputs by the writers of those formats; this library no longer writes
+them (every shard of a 1.2 store holds a place record, spec §9.0.2), so they are frozen: read
+forever, never regenerated. There is one store per geometry kind family: point clouds,
 streamlines, a graph, skeletons and meshes. Usage: ``python tests/data/golden/make_golden.py``.
 
 Beside each ``NAME.zarrvectors`` store, ``NAME.expected.npz`` holds what reading it must give:
@@ -29,6 +32,7 @@ import zarr_vectors as zv
 
 HERE = Path(__file__).parent / "1.0"
 HERE_1_1 = Path(__file__).parent / "1.1"
+HERE_1_2 = Path(__file__).parent / "1.2"
 SEED = 20261121
 SHARDED = {
     "points_3d_sharded": ("points_3d_attributes", (2, 2, 2)),
@@ -395,9 +399,9 @@ def _expected_objects(kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    """Write every golden store under ``1.0/`` and ``1.1/``, replacing what is there."""
-    write_all(HERE, inputs())
-    write_all(HERE_1_1, sharded_inputs())
+    """Write every golden store of format 1.2 under ``1.2/``, replacing what is there: the
+    inputs of the 1.0 stores and of the 1.1 stores (several chunks per shard)."""
+    write_all(HERE_1_2, inputs() | sharded_inputs())
 
 
 def write_all(here: Path, stores: dict[str, dict[str, Any]]) -> None:

@@ -1,0 +1,77 @@
+"""Place records: the bytes that bind a stored shard to its key (spec §9.0.2, format 1.2).
+
+A shard of a per-chunk array proves with its row blocks' CRC32C that its bytes are intact,
+not that they belong where they lie: a file copied over another chunk's key (a bad copy or
+sync, a manual repair) reads as valid data of the wrong chunk. From format 1.2 every such
+shard holds, immediately before its shard index, a 12-byte place record:
+
+====== ====== ==========================================================================
+Offset Bytes  Content
+====== ====== ==========================================================================
+0      4      ``b"ZVPL"``
+4      4      CRC32C (little-endian) of the shard's store key, UTF-8, relative to the
+              store root, e.g. ``"0/vertices/c/1/2/3/0/0"``
+8      4      CRC32C (little-endian) of bytes 0-7
+====== ====== ==========================================================================
+
+The shard index never points into the record, so Zarr readers, which follow the index,
+read the arrays as before.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import google_crc32c
+
+__all__ = ["PLACE_MAGIC", "PLACE_NBYTES", "place_problem", "place_record"]
+
+PLACE_MAGIC = b"ZVPL"
+"""The first four bytes of a place record."""
+
+PLACE_NBYTES = 12
+"""Bytes of a place record."""
+
+
+def _crc(data: bytes) -> bytes:
+    return int(google_crc32c.value(data)).to_bytes(4, "little")
+
+
+@functools.lru_cache(maxsize=4096)
+def place_record(key: str) -> bytes:
+    """The place record of the shard stored at ``key`` (relative to the store root); the
+    records of recent keys are kept (readers compare one per shard index they decode)."""
+    head = PLACE_MAGIC + _crc(key.encode("utf-8"))
+    return head + _crc(head)
+
+
+def place_problem(record: bytes | memoryview, key: str) -> str | None:
+    """Why ``record`` is not the place record of a shard at ``key``, or None if it is.
+
+    Parameters
+    ----------
+    record
+        The :data:`PLACE_NBYTES` bytes before the shard index.
+    key
+        The key the shard was read from.
+
+    Returns
+    -------
+    str or None
+        A sentence saying what is wrong and what to do.
+    """
+    raw = bytes(record)
+    if len(raw) != PLACE_NBYTES or raw[:4] != PLACE_MAGIC:
+        return (
+            "has no place record, which its format version (1.2 or later) requires: it was "
+            "written by another tool or copied from an older store; restore it from the "
+            "source, or rewrite the store"
+        )
+    if _crc(raw[:8]) != raw[8:]:
+        return "has a damaged place record; restore it from the source, or rewrite the store"
+    if raw != place_record(key):
+        return (
+            "was written for another place (another chunk or array): a copy, sync or "
+            "repair moved it here; restore the file from the source, or rewrite the store"
+        )
+    return None
