@@ -41,6 +41,7 @@ from zarr_vectors.errors import (
 )
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.grid import ChunkGrid, bins_per_chunk
+from zarr_vectors.format.layout import grid_problem
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import (
     ATTRIBUTES,
@@ -253,12 +254,13 @@ class LevelReader:
         Raises
         ------
         MetadataError
-            When the array's metadata is missing or not an array's.
+            When the array's metadata is missing or not an array's, or when its shape or
+            chunk grid cannot be read (a chunk length of 0 divided by zero before).
         """
         meta: dict[str, Any] | None = self.document(f"{path}/zarr.json")
         if meta is None:
             raise MetadataError(f"{path}: array metadata (zarr.json) is missing")
-        problem = node_problem(meta, "array")
+        problem = node_problem(meta, "array") or grid_problem(meta)
         if problem is not None:
             raise MetadataError(
                 f"{path}/zarr.json {problem}: the array's metadata is damaged; "
@@ -551,12 +553,10 @@ class LevelReader:
 
     def add_column(self, name: str, path: str) -> None:
         """Make the per-chunk row array at ``path`` readable as column ``name``."""
-        if name not in self.paths:
-            self.paths[name] = path
-            self.array_meta[name] = self.array_metadata(path)
-            self.layouts[name] = RowLayout.from_array_metadata(
-                self.array_meta[name], self.grid.ndim, path
-            )
+        if name not in self.paths:  # checked first: a refused array leaves no trace
+            meta = self.array_metadata(path)
+            layout = RowLayout.from_array_metadata(meta, self.grid.ndim, path)
+            self.paths[name], self.array_meta[name], self.layouts[name] = path, meta, layout
 
     # -- shard indexes -----------------------------------------------------------------
     def fetch_indexes(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> None:

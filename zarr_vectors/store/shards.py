@@ -21,6 +21,8 @@ import numpy as np
 from numcodecs import Blosc, blosc
 
 from zarr_vectors.errors import CorruptChunkError, MetadataError
+from zarr_vectors.format.jsonutil import as_int_list
+from zarr_vectors.format.layout import sharding_problems
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE
 from zarr_vectors.store import native_blocks
 
@@ -636,8 +638,16 @@ class RowLayout:
         Returns
         -------
         RowLayout or None
-            None for arrays that are valid Zarr but use another codec pipeline; the caller
-            reads those through zarr-python instead.
+            None for arrays that are valid Zarr but use another codec pipeline inside their
+            shards; the caller reads those through zarr-python instead.
+
+        Raises
+        ------
+        MetadataError
+            When the grid, shard or row block shapes, the shard index codecs or the chunk
+            key encoding are not those of a per-chunk array (spec §9.0, L2.sharding_layout):
+            a row block of 0 rows, an ``N_max`` the blocks do not divide, a shard index
+            without its checksum... were read as garbage or crashed before.
         """
         try:
             codecs = meta["codecs"]
@@ -645,6 +655,7 @@ class RowLayout:
             dtype = np.dtype(meta["data_type"])
         except (KeyError, TypeError, ValueError) as exc:
             raise MetadataError(f"{where}: unreadable zarr.json ({exc})") from exc
+        _check_sharding(meta, grid_ndim, where)
         if len(codecs) != 1 or codecs[0].get("name") != "sharding_indexed":
             return None
         conf = codecs[0].get("configuration", {})
@@ -676,6 +687,20 @@ class RowLayout:
             rows_per_block=inner[grid_ndim],
             n_max=shard_shape[grid_ndim],
             blosc=blosc,
+        )
+
+
+def _check_sharding(meta: dict[str, Any], grid_ndim: int, where: str) -> None:
+    """Raise MetadataError when ``meta`` is not the sharded layout of a per-chunk array."""
+    shape = as_int_list(meta.get("shape"))
+    if shape is None or any(n < 0 for n in shape):
+        problems = [f"shape {meta.get('shape')!r} is not a list of lengths"]
+    else:
+        problems = sharding_problems(meta, tuple(shape), grid_ndim)
+    if problems:
+        raise MetadataError(
+            f"{where}/zarr.json: {'; '.join(problems)}. The array's metadata was edited or "
+            "damaged; run zarr-vectors validate, and restore or rewrite the store"
         )
 
 

@@ -6,7 +6,9 @@ dtype rules of each role in :mod:`zarr_vectors.validate.array_roles`.
 
 from __future__ import annotations
 
-from zarr_vectors.validate import array_roles, layout
+from zarr_vectors.format import layout
+from zarr_vectors.format.jsonutil import is_number, pointer
+from zarr_vectors.validate import array_roles
 from zarr_vectors.validate.arrays import (
     BLOB_ROLES,
     PER_CHUNK_ROLES,
@@ -15,7 +17,6 @@ from zarr_vectors.validate.arrays import (
     tag_problem,
 )
 from zarr_vectors.validate.context import Context
-from zarr_vectors.validate.jsonutil import is_number, pointer
 from zarr_vectors.validate.names import (
     ATTRIBUTE_FAMILIES,
     ATTRIBUTES,
