@@ -60,7 +60,7 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
-from zarr_vectors.format.nodes import node_problem, vertices_shape_problem
+from zarr_vectors.format.nodes import node_problem, reserved_dtype_problem, vertices_shape_problem
 from zarr_vectors.geometry import _read_plans as read_plans
 from zarr_vectors.geometry import row_reads
 from zarr_vectors.geometry.point_reads import PointReads
@@ -261,6 +261,9 @@ class LevelReader:
         if meta is None:
             raise MetadataError(f"{path}: array metadata (zarr.json) is missing")
         problem = node_problem(meta, "array") or grid_problem(meta)
+        parts = path.split("/")
+        if problem is None and len(parts) == 3:  # N/family/name
+            problem = reserved_dtype_problem(parts[1], parts[2], self.kind, meta.get("data_type"))
         if problem is not None:
             raise MetadataError(
                 f"{path}/zarr.json {problem}: the array's metadata is damaged; "
