@@ -274,3 +274,17 @@ def test_check_stored_chunks(
             check_stored_chunks(io, "a", _plain(shape, chunks))
     else:
         check_stored_chunks(io, "a", _plain(shape, chunks))  # accepted: no error
+
+
+def test_object_count_of_2_40_written_consistently_is_refused_before_allocating() -> None:
+    """object_count, num_objects and the offsets' shape all 2**40: the offsets' one stored
+    chunk cannot hold them, so reads refuse before allocating 8 TiB."""
+    store = object_kind_store("streamline")
+    s.edit_level(store, lambda a: a.__setitem__("object_count", BIG))
+    s.edit(store, "0/object_index/zarr.json", _set("attributes", "num_objects", BIG))
+    s.edit_array(store, "0/object_index/offsets", _set("shape", 0, BIG))
+    s.edit_array(store, "0/object_attributes/weight", _set("shape", 0, BIG))
+    report = validate(store, level=3, progress=False)
+    assert not report.ok
+    with pytest.raises(zv.MetadataError, match="holds"):
+        zv.open(store).read_objects([0])

@@ -66,7 +66,7 @@ from zarr_vectors.geometry import row_reads
 from zarr_vectors.geometry.point_reads import PointReads
 from zarr_vectors.geometry.row_reads import ChunkRows
 from zarr_vectors.geometry.shard_indexes import IndexRequest, ShardIndexes
-from zarr_vectors.store.arrays import nonzero_cells, read_whole_many
+from zarr_vectors.store.arrays import check_stored_chunks, nonzero_cells, read_whole_many
 from zarr_vectors.store.io import ByteRange, StoreIO
 from zarr_vectors.store.native_blocks import decode_dense_blob_shards
 from zarr_vectors.store.shards import (
@@ -199,17 +199,20 @@ class LevelReader:
         ------
         MetadataError
             When ``object_count`` is not the length of ``object_index/offsets`` (an edited
-            count used to surface as numpy's IndexError).
+            count used to surface as numpy's IndexError), or is more than the offsets'
+            stored chunks hold (a count of 2**40 allocated terabytes).
         """
         count = int(self.meta.object_count or 0)
         path = f"{self.base}/{OBJECT_INDEX}/offsets"
-        shape = self.array_metadata(path).get("shape")
+        meta = self.array_metadata(path)
+        shape = meta.get("shape")
         if shape != [count]:
             raise MetadataError(
                 f"level {self.base} has object_count {count} but {path} has shape {shape!r}: "
                 "the level's metadata was edited or damaged; run zarr-vectors validate, and "
                 "restore or rewrite the store"
             )
+        check_stored_chunks(self.io, path, meta)  # a hostile count: refused unallocated
         return count
 
     def _check_counts_grid(self, grid: list[int]) -> None:

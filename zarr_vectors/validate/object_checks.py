@@ -56,9 +56,13 @@ def report_objects(
 
 def read_global(ctx: Context, path: str, check_id: str) -> np.ndarray | None:
     """A whole global array, or None after a finding of ``check_id`` when unreadable."""
+    level, name = path.split("/", 1)
     try:
-        if path.split("/", 1)[-1] in ALWAYS_STORED:  # a hostile shape: refused unallocated
-            check_stored_chunks(ctx.io, path, ctx.node(path).doc or {})
+        # hostile shapes are refused before allocating: the offsets' stored chunks bound
+        # object_count, which L2 ties to the rows of every per-object array
+        for always in {f"{OBJECT_INDEX}/offsets", name} & set(ALWAYS_STORED):
+            where = f"{level}/{always}"
+            check_stored_chunks(ctx.io, where, ctx.node(where).doc or {})
         return read_whole(ctx.io.store, path)
     except STORE_ERRORS as exc:  # CorruptChunkError and MetadataError are ValueErrors
         ctx.fail(check_id, path, f"the array cannot be read ({exc})")
