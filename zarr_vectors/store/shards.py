@@ -655,24 +655,12 @@ class RowLayout:
             dtype = np.dtype(meta["data_type"])
         except (KeyError, TypeError, ValueError) as exc:
             raise MetadataError(f"{where}: unreadable zarr.json ({exc})") from exc
-        _check_sharding(meta, grid_ndim, where)
-        if len(codecs) != 1 or codecs[0].get("name") != "sharding_indexed":
-            return None
-        conf = codecs[0].get("configuration", {})
-        names = [c.get("name") for c in conf.get("codecs", [])]
-        index_names = [c.get("name") for c in conf.get("index_codecs", [])]
-        if (
-            conf.get("index_location", "end") != "end"
-            or index_names != ["bytes", "crc32c"]
-            or names not in (["bytes", "crc32c"], ["bytes", "blosc", "crc32c"])
-            or len(shard_shape) <= grid_ndim
-        ):
+        _check_sharding(meta, grid_ndim, where)  # the grid, shard and index are the spec's
+        conf = codecs[0]["configuration"]
+        names = [c.get("name") if isinstance(c, dict) else None for c in conf["codecs"]]
+        if names not in (["bytes", "crc32c"], ["bytes", "blosc", "crc32c"]):
             return None
         inner = [int(s) for s in conf["chunk_shape"]]
-        if inner[grid_ndim + 1 :] != shard_shape[grid_ndim + 1 :]:
-            return None
-        if inner[:grid_ndim] != [1] * grid_ndim:
-            return None
         blosc = None
         if names == ["bytes", "blosc", "crc32c"]:
             bconf = conf["codecs"][1]["configuration"]
