@@ -32,6 +32,7 @@ from zarr_vectors.format.names import (
     OBJECT_INDEX,
     VERTICES,
 )
+from zarr_vectors.geometry.global_shapes import check_global_shapes
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.kernels import concat_ranges
@@ -176,6 +177,7 @@ class ObjectReader:
     def _global(self, path: str) -> np.ndarray:
         if path not in self._cache:
             wanted = [p for p in dict.fromkeys([path, *self._read_set()]) if p not in self._cache]
+            check_global_shapes(self.reader, wanted, self.n_objects)
             self._cache.update(zip(wanted, self.reader.read_globals(wanted), strict=True))
         return self._cache[path]
 

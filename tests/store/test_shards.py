@@ -12,7 +12,7 @@ import pytest
 import zarr
 from zarr.storage import MemoryStore
 
-from zarr_vectors.errors import CorruptChunkError, MisplacedChunkError
+from zarr_vectors.errors import CorruptChunkError, MetadataError, MisplacedChunkError
 from zarr_vectors.format.place import place_record
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.arrays import row_array_metadata
@@ -159,7 +159,8 @@ def test_layout_round_trips_through_metadata() -> None:
     inner[:] = inner[:1]  # row blocks without their checksums: left to zarr-python
     assert RowLayout.from_array_metadata(doc, 2, "x", placed=True) is None
     doc["codecs"] = [{"name": "bytes", "configuration": {"endian": "little"}}]
-    assert RowLayout.from_array_metadata(doc, 2, "x", placed=True) is None
+    with pytest.raises(MetadataError, match="sharding_indexed"):  # not a per-chunk array
+        RowLayout.from_array_metadata(doc, 2, "x", placed=True)
 
 
 # -- several spatial chunks per shard (spec §9.0.1) ---------------------------------------

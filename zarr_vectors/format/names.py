@@ -26,6 +26,7 @@ __all__ = [
     "POINT_CLOUD",
     "OBJECT_ID_ATTRIBUTE",
     "RESERVED_ATTRIBUTE_NAMES",
+    "RESERVED_DTYPE_KINDS",
     "VERTEX_COUNTS",
     "VERTEX_FRAGMENTS",
     "VERTICES",
@@ -60,6 +61,16 @@ LEVEL_NAME = re.compile(r"0|[1-9][0-9]*")
 OBJECT_ID_ATTRIBUTE = "object_id"
 """Reserved per-vertex attribute holding the object id of each vertex of a point cloud."""
 RESERVED_ATTRIBUTE_NAMES = frozenset({OBJECT_ID_ATTRIBUTE})
+RESERVED_DTYPE_KINDS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
+    (ATTRIBUTES, OBJECT_ID_ATTRIBUTE): (frozenset({POINT_CLOUD}), "iu"),
+    (ATTRIBUTES, "swc_type"): (frozenset({"skeleton"}), "iu"),
+    (ATTRIBUTES, "radius"): (frozenset({"skeleton"}), "f"),
+    (ATTRIBUTES, "swc_id"): (frozenset({"skeleton"}), "iu"),
+    (FRAGMENT_ATTRIBUTES, OBJECT_ID_ATTRIBUTE): (frozenset(OBJECT_KINDS), "iu"),
+    (OBJECT_ATTRIBUTES, "step_size"): (frozenset({"streamline"}), "f"),
+}
+"""Reserved array names (spec §9.4), by ``(family, name)``: the kinds that use them and the
+numpy dtype kinds they must have there. Shared by the reader and the validator."""
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MAX_NAME_LENGTH = 255

@@ -9,7 +9,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["GID_LIMIT", "VERTEX_DTYPES", "ZARR_FORMAT", "node_problem", "vertices_shape_problem"]
+import numpy as np
+
+from zarr_vectors.format.names import RESERVED_DTYPE_KINDS
+
+__all__ = [
+    "GID_LIMIT",
+    "VERTEX_DTYPES",
+    "ZARR_FORMAT",
+    "node_problem",
+    "reserved_dtype_problem",
+    "vertices_shape_problem",
+]
 
 ZARR_FORMAT = 3
 """The only ``zarr_format`` a Zarr Vectors store holds."""
@@ -72,4 +83,23 @@ def vertices_shape_problem(meta: dict[str, Any], ndim: int) -> str | None:
         )
     if math.prod(shape[: ndim + 1]) > GID_LIMIT:
         return f"has shape {shape!r}, whose grid and N_max exceed global vertex ids (2^63 - 1)"
+    return None
+
+
+def reserved_dtype_problem(family: str, name: str, kind: str, data_type: Any) -> str | None:
+    """Why array ``family/name`` of a ``kind`` store may not have ``data_type``, or None.
+
+    A reserved name (spec §9.4, L2.attribute_reserved) used by its kind must have its dtype
+    kind: a skeleton's ``radius`` edited to int32 was read as garbage integers.
+    """
+    rule = RESERVED_DTYPE_KINDS.get((family, name))
+    if rule is None or kind not in rule[0]:
+        return None
+    try:
+        dtype = np.dtype(data_type if isinstance(data_type, str) else "")
+    except (TypeError, ValueError):
+        return f"has data_type {data_type!r}, which is not a numeric type"
+    if dtype.kind not in rule[1]:
+        wanted = "an integer" if "i" in rule[1] else "a floating-point"
+        return f"has data_type {data_type!r}; the reserved {family}/{name} must be {wanted} type"
     return None

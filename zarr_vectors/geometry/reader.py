@@ -47,6 +47,7 @@ from zarr_vectors.format.kinds import (
     kind_nodes_problem,
     link_width_of,
 )
+from zarr_vectors.format.layout import grid_problem as chunk_grid_problem
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import (
     ATTRIBUTES,
@@ -65,14 +66,14 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
-from zarr_vectors.format.nodes import node_problem, vertices_shape_problem
+from zarr_vectors.format.nodes import node_problem, reserved_dtype_problem, vertices_shape_problem
 from zarr_vectors.format.version import has_place_records
 from zarr_vectors.geometry import _read_plans as read_plans
 from zarr_vectors.geometry import row_reads
 from zarr_vectors.geometry.point_reads import PointReads
 from zarr_vectors.geometry.row_reads import ChunkRows
 from zarr_vectors.geometry.shard_indexes import IndexRequest, ShardIndexes
-from zarr_vectors.store.arrays import nonzero_cells, read_whole_many
+from zarr_vectors.store.arrays import check_stored_chunks, nonzero_cells, read_whole_many
 from zarr_vectors.store.io import ByteRange, StoreIO
 from zarr_vectors.store.native_blocks import decode_dense_blob_shards
 from zarr_vectors.store.shards import (
@@ -231,17 +232,20 @@ class LevelReader:
         ------
         MetadataError
             When ``object_count`` is not the length of ``object_index/offsets`` (an edited
-            count used to surface as numpy's IndexError).
+            count used to surface as numpy's IndexError), or is more than the offsets'
+            stored chunks hold (a count of 2**40 allocated terabytes).
         """
         count = int(self.meta.object_count or 0)
         path = f"{self.base}/{OBJECT_INDEX}/offsets"
-        shape = self.array_metadata(path).get("shape")
+        meta = self.array_metadata(path)
+        shape = meta.get("shape")
         if shape != [count]:
             raise MetadataError(
                 f"level {self.base} has object_count {count} but {path} has shape {shape!r}: "
                 "the level's metadata was edited or damaged; run zarr-vectors validate, and "
                 "restore or rewrite the store"
             )
+        check_stored_chunks(self.io, path, meta)  # a hostile count: refused unallocated
         return count
 
     def _check_grid_and_kind(self, root: RootMetadata, grid: list[int]) -> None:
@@ -312,12 +316,16 @@ class LevelReader:
         Raises
         ------
         MetadataError
-            When the array's metadata is missing or not an array's.
+            When the array's metadata is missing or not an array's, or when its shape or
+            chunk grid cannot be read (a chunk length of 0 divided by zero before).
         """
         meta: dict[str, Any] | None = self.document(f"{path}/zarr.json")
         if meta is None:
             raise MetadataError(f"{path}: array metadata (zarr.json) is missing")
-        problem = node_problem(meta, "array")
+        problem = node_problem(meta, "array") or chunk_grid_problem(meta)
+        parts = path.split("/")
+        if problem is None and len(parts) == 3:  # N/family/name
+            problem = reserved_dtype_problem(parts[1], parts[2], self.kind, meta.get("data_type"))
         if problem is not None:
             raise MetadataError(
                 f"{path}/zarr.json {problem}: the array's metadata is damaged; "
@@ -611,12 +619,10 @@ class LevelReader:
 
     def add_column(self, name: str, path: str) -> None:
         """Make the per-chunk row array at ``path`` readable as column ``name``."""
-        if name not in self.paths:
-            self.paths[name] = path
-            self.array_meta[name] = self.array_metadata(path)
-            self.layouts[name] = RowLayout.from_array_metadata(
-                self.array_meta[name], self.grid.ndim, path, placed=self.placed
-            )
+        if name not in self.paths:  # checked first: a refused array leaves no trace
+            meta = self.array_metadata(path)
+            layout = RowLayout.from_array_metadata(meta, self.grid.ndim, path, placed=self.placed)
+            self.paths[name], self.array_meta[name], self.layouts[name] = path, meta, layout
 
     # -- shard indexes -----------------------------------------------------------------
     def fetch_indexes(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> None:

@@ -20,7 +20,8 @@ from zarr.codecs import BloscCodec, Crc32cCodec
 from zarr.core.sync import sync
 from zarr.storage import StorePath
 
-from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.errors import CorruptChunkError, MetadataError
+from zarr_vectors.format.names import CROSS_CHUNK_LINKS, OBJECT_INDEX
 from zarr_vectors.store.io import StoreIO, access_errors, json_bytes, scratch_store
 from zarr_vectors.store.shards import RowLayout
 
@@ -35,6 +36,8 @@ __all__ = [
     "group_metadata",
     "read_region",
     "read_whole",
+    "ALWAYS_STORED",
+    "check_stored_chunks",
     "row_array_metadata",
     "write_counts",
 ]
@@ -345,6 +348,54 @@ def _stored_blocks(io: StoreIO, path: str, edge: np.ndarray) -> list[np.ndarray]
 
 def _block_slices(lo: np.ndarray, edge: np.ndarray, shape: np.ndarray) -> tuple[slice, ...]:
     return tuple(slice(int(a), int(min(a + e, s))) for a, e, s in zip(lo, edge, shape, strict=True))
+
+
+ALWAYS_STORED = (f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets", CROSS_CHUNK_LINKS)
+"""Global arrays (relative to their level) whose chunks are never all fill values, so
+never missing from a store (see :func:`check_stored_chunks`)."""
+LARGE_ARRAY_BYTES = 64 * 2**20
+"""Decoded size above which :func:`check_stored_chunks` lists an array's stored chunks."""
+
+
+def check_stored_chunks(io: StoreIO, path: str, meta: dict[str, Any]) -> None:
+    """Refuse, before anything is allocated, a large array whose chunks are not stored.
+
+    For the global arrays the format never leaves unstored (``object_index/*``,
+    ``cross_chunk_links``: their values are never all fill values, except a first chunk
+    holding only offset 0), a shape larger than the stored chunks can hold means edited
+    metadata, and reading it would allocate that shape (2**40 rows used to exhaust memory).
+    Arrays of at most :data:`LARGE_ARRAY_BYTES` are not listed.
+
+    Parameters
+    ----------
+    io
+        The store.
+    path
+        The array's path.
+    meta
+        Its parsed ``zarr.json``, whose shape and regular chunk grid were checked.
+
+    Raises
+    ------
+    MetadataError
+        When fewer chunks than all but one (all of a one-chunk array) are in the store.
+    """
+    shape = [int(n) for n in meta["shape"]]
+    chunks = [int(c) for c in meta["chunk_grid"]["configuration"]["chunk_shape"]]
+    try:
+        itemsize = np.dtype(meta["data_type"]).itemsize
+    except (TypeError, ValueError) as exc:
+        raise MetadataError(f"{path}/zarr.json: unknown data_type ({exc})") from exc
+    if int(np.prod(shape, dtype=object)) * itemsize <= LARGE_ARRAY_BYTES:
+        return
+    expected = int(np.prod([-(-n // c) for n, c in zip(shape, chunks, strict=True)], dtype=object))
+    stored = len(io.list_prefix(f"{path}/c/"))
+    if stored < expected - (expected > 1):
+        raise MetadataError(
+            f"{path}/zarr.json declares shape {shape} in {expected} chunks, but the store "
+            f"holds {stored}: the shape was edited or chunks were lost; run zarr-vectors "
+            "validate, and restore or rewrite the store"
+        )
 
 
 def read_whole(store: Store, path: str) -> np.ndarray:

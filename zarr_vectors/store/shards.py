@@ -21,6 +21,8 @@ import numpy as np
 from numcodecs import Blosc, blosc
 
 from zarr_vectors.errors import CorruptChunkError, MetadataError, MisplacedChunkError
+from zarr_vectors.format.jsonutil import as_int_list
+from zarr_vectors.format.layout import sharding_problems
 from zarr_vectors.format.place import PLACE_NBYTES, place_problem, place_record
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE
 from zarr_vectors.store import native_blocks
@@ -678,8 +680,16 @@ class RowLayout:
         Returns
         -------
         RowLayout or None
-            None for arrays that are valid Zarr but use another codec pipeline; the caller
-            reads those through zarr-python instead.
+            None for arrays that are valid Zarr but use another codec pipeline inside their
+            shards; the caller reads those through zarr-python instead.
+
+        Raises
+        ------
+        MetadataError
+            When the grid, shard or row block shapes, the shard index codecs or the chunk
+            key encoding are not those of a per-chunk array (spec §9.0, L2.sharding_layout):
+            a row block of 0 rows, an ``N_max`` the blocks do not divide, a shard index
+            without its checksum... were read as garbage or crashed before.
         """
         try:
             codecs = meta["codecs"]
@@ -687,23 +697,12 @@ class RowLayout:
             dtype = np.dtype(meta["data_type"])
         except (KeyError, TypeError, ValueError) as exc:
             raise MetadataError(f"{where}: unreadable zarr.json ({exc})") from exc
-        if len(codecs) != 1 or codecs[0].get("name") != "sharding_indexed":
-            return None
-        conf = codecs[0].get("configuration", {})
-        names = [c.get("name") for c in conf.get("codecs", [])]
-        index_names = [c.get("name") for c in conf.get("index_codecs", [])]
-        if (
-            conf.get("index_location", "end") != "end"
-            or index_names != ["bytes", "crc32c"]
-            or names not in (["bytes", "crc32c"], ["bytes", "blosc", "crc32c"])
-            or len(shard_shape) <= grid_ndim
-        ):
+        _check_sharding(meta, grid_ndim, where)  # the grid, shard and index are the spec's
+        conf = codecs[0]["configuration"]
+        names = [c.get("name") if isinstance(c, dict) else None for c in conf["codecs"]]
+        if names not in (["bytes", "crc32c"], ["bytes", "blosc", "crc32c"]):
             return None
         inner = [int(s) for s in conf["chunk_shape"]]
-        if inner[grid_ndim + 1 :] != shard_shape[grid_ndim + 1 :]:
-            return None
-        if inner[:grid_ndim] != [1] * grid_ndim:
-            return None
         blosc = None
         if names == ["bytes", "blosc", "crc32c"]:
             bconf = conf["codecs"][1]["configuration"]
@@ -719,6 +718,20 @@ class RowLayout:
             n_max=shard_shape[grid_ndim],
             blosc=blosc,
             placed=placed,
+        )
+
+
+def _check_sharding(meta: dict[str, Any], grid_ndim: int, where: str) -> None:
+    """Raise MetadataError when ``meta`` is not the sharded layout of a per-chunk array."""
+    shape = as_int_list(meta.get("shape"))
+    if shape is None or any(n < 0 for n in shape):
+        problems = [f"shape {meta.get('shape')!r} is not a list of lengths"]
+    else:
+        problems = sharding_problems(meta, tuple(shape), grid_ndim)
+    if problems:
+        raise MetadataError(
+            f"{where}/zarr.json: {'; '.join(problems)}. The array's metadata was edited or "
+            "damaged; run zarr-vectors validate, and restore or rewrite the store"
         )
 
 

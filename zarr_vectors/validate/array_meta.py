@@ -6,7 +6,10 @@ dtype rules of each role in :mod:`zarr_vectors.validate.array_roles`.
 
 from __future__ import annotations
 
-from zarr_vectors.validate import array_roles, layout
+from zarr_vectors.format import layout
+from zarr_vectors.format.jsonutil import is_number, pointer
+from zarr_vectors.format.names import RESERVED_DTYPE_KINDS
+from zarr_vectors.validate import array_roles
 from zarr_vectors.validate.arrays import (
     BLOB_ROLES,
     PER_CHUNK_ROLES,
@@ -15,17 +18,11 @@ from zarr_vectors.validate.arrays import (
     tag_problem,
 )
 from zarr_vectors.validate.context import Context
-from zarr_vectors.validate.jsonutil import is_number, pointer
 from zarr_vectors.validate.names import (
     ATTRIBUTE_FAMILIES,
-    ATTRIBUTES,
     CROSS_CHUNK_LINKS,
-    FRAGMENT_ATTRIBUTES,
     GROUPINGS,
     LINKS,
-    OBJECT_ATTRIBUTES,
-    OBJECT_KINDS,
-    POINT_CLOUD,
     VERTEX_COUNTS,
     VERTICES,
     is_valid_name,
@@ -34,15 +31,6 @@ from zarr_vectors.validate.names import (
 __all__ = ["run"]
 
 _FILL_MINUS_ONE = frozenset({LINKS, GROUPINGS, CROSS_CHUNK_LINKS})
-_RESERVED: dict[tuple[str, str], tuple[frozenset[str], str]] = {
-    (ATTRIBUTES, "object_id"): (frozenset({POINT_CLOUD}), "iu"),
-    (ATTRIBUTES, "swc_type"): (frozenset({"skeleton"}), "iu"),
-    (ATTRIBUTES, "radius"): (frozenset({"skeleton"}), "f"),
-    (ATTRIBUTES, "swc_id"): (frozenset({"skeleton"}), "iu"),
-    (FRAGMENT_ATTRIBUTES, "object_id"): (frozenset(OBJECT_KINDS), "iu"),
-    (OBJECT_ATTRIBUTES, "step_size"): (frozenset({"streamline"}), "f"),
-}
-"""Reserved names (spec §9.4) → (kinds that use them, required dtype kinds)."""
 _KIND_EXCLUSIVE = frozenset({"object_id"})
 """Reserved names that no other kind may use (the others are only typed in their kind)."""
 
@@ -191,7 +179,7 @@ def _reserved(ctx: Context, arrays: list[ArrayDoc]) -> None:
     ctx.mark("L2.attribute_reserved")
     for array in arrays:
         family = array.path.split("/")[1]
-        rule = _RESERVED.get((family, array.name))
+        rule = RESERVED_DTYPE_KINDS.get((family, array.name))
         if rule is None:
             continue
         kinds, dtype_kinds = rule

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from zarr_vectors.validate import layout
-from zarr_vectors.validate.arrays import BLOB_ROLES, ArrayDoc, tag_problem
+from zarr_vectors.format import layout
+from zarr_vectors.format.jsonutil import as_int_list, is_int, pointer
+from zarr_vectors.validate.arrays import BLOB_ROLES, PER_CHUNK_ROLES, ArrayDoc, tag_problem
 from zarr_vectors.validate.context import Context
-from zarr_vectors.validate.jsonutil import as_int_list, is_int, pointer
 from zarr_vectors.validate.names import (
     CROSS_CHUNK_LINKS,
     GROUPINGS,
@@ -59,6 +59,9 @@ def _shape_dtype_problem(ctx: Context, array: ArrayDoc, ndim: int, level: int) -
     if array.dtype is None:
         return f"data_type {array.doc.get('data_type')!r} is not allowed here"
     role, shape, dtype = array.role, array.shape, array.dtype
+    grid = layout.grid_problem(array.doc)
+    if grid is not None and role not in PER_CHUNK_ROLES:  # L2.sharding_layout reports those
+        return grid
     if role in BLOB_ROLES:
         return _blob_problem(array, ndim)
     if role == VERTEX_COUNTS:
@@ -70,7 +73,7 @@ def _shape_dtype_problem(ctx: Context, array: ArrayDoc, ndim: int, level: int) -
     if role in ("object_index_data", "object_index_offsets"):
         return ""  # checked with the group by _object_index
     if role == GROUPINGS:
-        return _groupings_problem(array)
+        return _groupings_problem(array, _object_count(ctx, level))
     if role == CROSS_CHUNK_LINKS:
         attrs = array.attributes()
         if dtype != np.int64 or len(shape) != 2 or shape[1] != 2:
@@ -172,12 +175,17 @@ def _links_problem(ctx: Context, array: ArrayDoc, ndim: int) -> str:
     return ""
 
 
-def _groupings_problem(array: ArrayDoc) -> str:
+def _groupings_problem(array: ArrayDoc, count: int | None) -> str:
     assert array.shape is not None
     assert array.dtype is not None
     shape, attrs = array.shape, array.attributes()
     if array.dtype != np.int64 or len(shape) != 2 or shape[0] < 1 or shape[1] < 1:
         return f"groupings must be int64 of shape (n_groups >= 1, M >= 1), got {list(shape)}"
+    if count is not None and shape[1] > count:
+        return (
+            f"groupings has rows of {shape[1]} members but the level has {count} objects "
+            "(a group lists distinct objects)"
+        )
     if attrs.get("num_groups") != shape[0]:
         return f"num_groups must be {shape[0]}"
     names = attrs.get("group_names")
@@ -242,7 +250,8 @@ def _object_index_problem(ctx: Context, level: int, ndim: int, attrs: dict[str, 
         return "object_index/data must be a 1-D uint8 array"
     if offsets.get("data_type") != "int64" or as_int_list(offsets.get("shape")) != [n]:
         return f"object_index/offsets must be int64 of shape ({n},)"
-    return ""
+    problem = layout.grid_problem(data) or layout.grid_problem(offsets)
+    return f"object_index arrays: {problem}" if problem else ""
 
 
 def gid_capacity(ctx: Context, level: int, vertices: ArrayDoc | None) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors.format.jsonutil import as_int_list
 from zarr_vectors.validate.context import Context
-from zarr_vectors.validate.jsonutil import as_int_list
 from zarr_vectors.validate.names import (
     ATTRIBUTES,
     CROSS_CHUNK_LINKS,

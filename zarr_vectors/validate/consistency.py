@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from zarr_vectors.format.jsonutil import pointer
 from zarr_vectors.validate.arrays import PER_CHUNK_ROLES, level_arrays
 from zarr_vectors.validate.chunks import ChunkChecker, LevelArrays
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.counts import parse_shard_key, read_nonzero_counts
 from zarr_vectors.validate.grid import grid_label
-from zarr_vectors.validate.jsonutil import pointer
 from zarr_vectors.validate.link_checks import run_link_checks
 from zarr_vectors.validate.names import (
     LINK_FRAGMENTS,

@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import ZarrVectorsError
+from zarr_vectors.format.jsonutil import is_number
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.objects import ObjectReader
 from zarr_vectors.validate.context import MAX_FINDINGS_PER_CHECK, Context
-from zarr_vectors.validate.jsonutil import is_number
 from zarr_vectors.validate.names import ATTRIBUTES, OBJECT_INDEX, OBJECT_KINDS
 
 __all__ = ["BATCH_OBJECTS", "BATCH_VERTICES", "component_labels", "follow_parents", "run"]

@@ -14,12 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from zarr_vectors.errors import MetadataError, UnsupportedVersionError
-from zarr_vectors.format.metadata import CORE_ROOT_KEYS
-from zarr_vectors.format.version import check_readable_version, parse_version
-from zarr_vectors.validate import array_meta, multiscales
-from zarr_vectors.validate.context import Context
-from zarr_vectors.validate.grid import chunk_index
-from zarr_vectors.validate.jsonutil import (
+from zarr_vectors.format.jsonutil import (
     as_int_list,
     is_finite_number,
     is_int,
@@ -27,6 +22,11 @@ from zarr_vectors.validate.jsonutil import (
     json_equal,
     pointer,
 )
+from zarr_vectors.format.metadata import CORE_ROOT_KEYS
+from zarr_vectors.format.version import check_readable_version, parse_version
+from zarr_vectors.validate import array_meta, multiscales
+from zarr_vectors.validate.context import Context
+from zarr_vectors.validate.grid import chunk_index
 from zarr_vectors.validate.names import GEOMETRY_TYPES, POINT_CLOUD, SPATIAL_DIMS
 
 __all__ = ["run", "root_path"]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from zarr_vectors.validate.context import Context, LevelFacts
-from zarr_vectors.validate.jsonutil import (
+from zarr_vectors.format.jsonutil import (
     approx,
     as_float_list,
     as_int_list,
@@ -15,6 +14,7 @@ from zarr_vectors.validate.jsonutil import (
     json_equal,
     pointer,
 )
+from zarr_vectors.validate.context import Context, LevelFacts
 from zarr_vectors.validate.names import OBJECT_KINDS, POINT_CLOUD
 
 __all__ = ["counts_plausible", "run"]

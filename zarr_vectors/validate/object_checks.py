@@ -19,7 +19,7 @@ from zarr_vectors.format.manifest import (
     decode_object_index_bulk,
     encode_object_index_bulk,
 )
-from zarr_vectors.store.arrays import read_whole
+from zarr_vectors.store.arrays import ALWAYS_STORED, check_stored_chunks, read_whole
 from zarr_vectors.validate.context import STORE_ERRORS, Context
 from zarr_vectors.validate.names import GROUPINGS, OBJECT_ATTRIBUTES, OBJECT_INDEX
 from zarr_vectors.validate.object_data import ChunkObjects, LevelIndex, ObjectLevel
@@ -56,9 +56,15 @@ def report_objects(
 
 def read_global(ctx: Context, path: str, check_id: str) -> np.ndarray | None:
     """A whole global array, or None after a finding of ``check_id`` when unreadable."""
+    level, name = path.split("/", 1)
     try:
+        # hostile shapes are refused before allocating: the offsets' stored chunks bound
+        # object_count, which L2 ties to the rows of every per-object array
+        for always in {f"{OBJECT_INDEX}/offsets", name} & set(ALWAYS_STORED):
+            where = f"{level}/{always}"
+            check_stored_chunks(ctx.io, where, ctx.node(where).doc or {})
         return read_whole(ctx.io.store, path)
-    except STORE_ERRORS as exc:  # CorruptChunkError is a ValueError
+    except STORE_ERRORS as exc:  # CorruptChunkError and MetadataError are ValueErrors
         ctx.fail(check_id, path, f"the array cannot be read ({exc})")
         return None
 

@@ -6,8 +6,8 @@ not read again: L3 records the per-chunk coordinate bounds of every level it rea
 
 from __future__ import annotations
 
+from zarr_vectors.format.jsonutil import as_int_list, is_int, is_number, pointer
 from zarr_vectors.validate.context import Context
-from zarr_vectors.validate.jsonutil import as_int_list, is_int, is_number, pointer
 from zarr_vectors.validate.names import ATTRIBUTES, OBJECT_KINDS
 
 __all__ = ["run"]

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, MetadataError, MisplacedChunkError
+from zarr_vectors.format import layout
 from zarr_vectors.format.version import PLACED_VERSION, parse_version
 from zarr_vectors.store.arrays import read_region
 from zarr_vectors.store.shards import RowLayout, shard_key
-from zarr_vectors.validate import layout
 from zarr_vectors.validate.arrays import BLOB_ROLES, ArrayDoc
 from zarr_vectors.validate.context import STORE_ERRORS, Context
 

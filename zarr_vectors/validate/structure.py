@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from zarr_vectors.format.jsonutil import is_int, is_number, pointer
 from zarr_vectors.format.version import FOREIGN_ROOT_KEY, foreign_layout
 from zarr_vectors.store.commit import leftovers
 from zarr_vectors.store.destination import normalized_destination
@@ -14,7 +15,6 @@ from zarr_vectors.store.io import StoreLike, local_destination, local_root
 from zarr_vectors.store.links import walk_store
 from zarr_vectors.validate.checks import severity_of
 from zarr_vectors.validate.context import STORE_ERRORS, Context
-from zarr_vectors.validate.jsonutil import is_int, is_number, pointer
 from zarr_vectors.validate.names import (
     ATTRIBUTES,
     CROSS_CHUNK_LINKS,

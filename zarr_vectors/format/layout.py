@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from zarr_vectors.validate.jsonutil import as_int_list
+from zarr_vectors.format.jsonutil import as_int_list
 
 __all__ = [
+    "grid_problem",
     "inner_chunk_shape",
     "inner_codecs",
     "is_blob_chain",
@@ -50,6 +51,25 @@ def regular_chunk_shape(doc: dict[str, Any]) -> list[int] | None:
         return None
     conf = grid.get("configuration")
     return as_int_list(conf.get("chunk_shape")) if isinstance(conf, dict) else None
+
+
+def grid_problem(doc: dict[str, Any]) -> str | None:
+    """Why the shape and chunk grid of an array ``zarr.json`` cannot be read, or None.
+
+    The shape must be a list of integers ``>= 0`` and the grid ``regular`` with one chunk
+    length ``>= 1`` per dimension (Zarr v3 core): a chunk length of 0 made readers divide
+    by zero. Shared by the reader and the validator.
+    """
+    shape = as_int_list(doc.get("shape"))
+    if shape is None or any(n < 0 for n in shape):
+        return f"shape must be a list of integers >= 0, got {doc.get('shape')!r}"
+    chunks = regular_chunk_shape(doc)
+    if chunks is None or len(chunks) != len(shape) or any(c < 1 for c in chunks):
+        return (
+            f"chunk_grid must be regular with {len(shape)} chunk lengths >= 1, got "
+            f"{doc.get('chunk_grid')!r}"
+        )
+    return None
 
 
 def shard_chunks(doc: dict[str, Any], ndim: int) -> tuple[int, ...] | None:
