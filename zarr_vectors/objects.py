@@ -176,8 +176,35 @@ class ObjectReader:
     def _global(self, path: str) -> np.ndarray:
         if path not in self._cache:
             wanted = [p for p in dict.fromkeys([path, *self._read_set()]) if p not in self._cache]
-            self._cache.update(zip(wanted, self.reader.read_globals(wanted), strict=True))
+            found = dict(zip(wanted, self.reader.read_globals(wanted), strict=True))
+            if CROSS_CHUNK_LINKS in found:
+                self._check_gids(found[CROSS_CHUNK_LINKS])
+            self._cache.update(found)
         return self._cache[path]
+
+    def _check_gids(self, table: np.ndarray) -> None:
+        """Every entry of ``cross_chunk_links`` must be a global vertex id of the level's
+        grid, ``0 <= gid < (prod G) * N_max`` (spec §9.11).
+
+        Raises
+        ------
+        CorruptChunkError
+            When an entry is not (a lost chunk of the array reads as its fill value, -1:
+            the objects would silently lose their cross-chunk links).
+        """
+        if not table.size:
+            return
+        reader = self.reader
+        n_max = int(reader.array_meta[VERTICES]["shape"][reader.grid.ndim])
+        capacity = math.prod(int(g) for g in reader.grid.shape) * n_max
+        low, high = int(table.min()), int(table.max())
+        if low < 0 or high >= capacity:
+            bad = low if low < 0 else high
+            raise CorruptChunkError(
+                f"{reader.base}/{CROSS_CHUNK_LINKS} holds {bad}, which is not a global vertex "
+                f"id (0 <= id < {capacity}): a chunk of the array is missing or damaged; "
+                "restore the store from a good copy, or write it again"
+            )
 
     def _read_set(self) -> list[str]:
         """The stored global arrays a read of objects needs: fetched together at first need."""
