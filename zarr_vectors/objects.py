@@ -179,8 +179,27 @@ class ObjectReader:
             found = dict(zip(wanted, self.reader.read_globals(wanted), strict=True))
             if CROSS_CHUNK_LINKS in found:
                 self._check_gids(found[CROSS_CHUNK_LINKS])
+            if GROUPINGS in found:
+                self._check_group_width(found[GROUPINGS])
             self._cache.update(found)
         return self._cache[path]
+
+    def _check_group_width(self, table: np.ndarray) -> None:
+        """``groupings`` is ``(n_groups, M)`` with M the largest group size (spec §9.10): when
+        M > 1, some row fills its last column.
+
+        Raises
+        ------
+        CorruptChunkError
+            When no row does (a lost chunk of the array reads as its fill value, -1: its
+            groups would silently read as empty).
+        """
+        if table.ndim == 2 and table.shape[0] and table.shape[1] > 1 and (table[:, -1] < 0).all():
+            raise CorruptChunkError(
+                f"{self.reader.base}/{GROUPINGS} has {table.shape[1]} columns but no group that "
+                "many members: a chunk of the array is missing or damaged; restore the store "
+                "from a good copy, or write it again"
+            )
 
     def _check_gids(self, table: np.ndarray) -> None:
         """Every entry of ``cross_chunk_links`` must be a global vertex id of the level's

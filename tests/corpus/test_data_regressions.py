@@ -93,3 +93,31 @@ def test_cross_chunk_link_beyond_the_grid_is_an_error(graph: Path) -> None:
     table[...] = rows
     with pytest.raises(zv.CorruptChunkError, match="not a global vertex id"):
         zv.open(graph).read()
+
+
+@pytest.mark.parametrize("kind", ["points", "streamlines", "mesh"])
+def test_deleted_vertex_counts_chunk_is_an_error(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "s.zv"
+    getattr(stores, kind)(path)
+    one_file(path, "0/vertex_counts").unlink()  # reads as 0 rows everywhere
+    opened = zv.open(path)
+    for read in (opened.read, lambda: opened.query(BOX)):
+        with pytest.raises(zv.CorruptChunkError, match="vertex_count"):
+            read()
+    assert "L3.vertex_count_total" in error_ids(path)
+
+
+def test_deleted_groupings_chunk_is_an_error(graph: Path) -> None:
+    one_file(graph, "0/groupings").unlink()  # reads as -1 everywhere: every group empty
+    opened = zv.open(graph)
+    for read in (lambda: opened.groups, lambda: opened.query(group="first")):
+        with pytest.raises(zv.CorruptChunkError, match="no group that many members"):
+            read()
+    assert "L3.groupings_members" in error_ids(graph)
+
+
+def test_groups_that_are_all_empty_still_read(tmp_path: Path) -> None:
+    path = tmp_path / "s.zv"
+    zv.write_polylines(path, [np.zeros((2, 3))], groups={"none": [], "also": []})
+    assert {k: v.tolist() for k, v in zv.open(path).groups.items()} == {"none": [], "also": []}
+    assert zv.validate(path, level=3, progress=False).ok

@@ -371,6 +371,13 @@ class _Checks:
         bad_range = np.any(member & (table >= n_objects), axis=1)
         steps = (np.diff(table, axis=1) <= 0) & member[:, 1:]
         bad_order = np.any(steps, axis=1)
+        if table.shape[0] and table.shape[1] > 1 and not member[:, -1].any():
+            self.ctx.fail(
+                "L3.groupings_members",
+                f"{self.base}/{GROUPINGS}",
+                f"no row has M = {table.shape[1]} members (its width must be the largest group "
+                "size): a chunk of the array may be missing",
+            )
         for j in np.flatnonzero(bad_pad | bad_range | bad_order)[:_MAX_REPORTED].tolist():
             self.ctx.fail(
                 "L3.groupings_members",
