@@ -13,22 +13,32 @@ the damages rotated over them); ``ZV_CORPUS=full`` runs the whole corpus (minute
 from __future__ import annotations
 
 import os
+import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import zarr_vectors as zv
+from tests.corpus import harness
 from tests.corpus.damages import DAMAGES
 from tests.corpus.harness import NEEDS_FORMAT_1_2, Case, Corpus, cases, describe
 from tests.corpus.stores import STORES
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    return Corpus(tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.fixture
+def traced() -> Iterator[None]:
+    """Measure every allocation (the sample only watches the resident set, which is cheaper)."""
     tracemalloc.start()
     try:
-        yield Corpus(tmp_path_factory.mktemp("corpus"))
+        yield
     finally:
         tracemalloc.stop()
 
@@ -66,7 +76,7 @@ def test_sampled_damages_give_our_error_or_the_right_answer(corpus: Corpus, stor
 @pytest.mark.parametrize("damage", DAMAGES, ids=[d.name for d in DAMAGES])
 @pytest.mark.parametrize("store", list(STORES))
 def test_every_damage_gives_our_error_or_the_right_answer(
-    corpus: Corpus, store: str, damage: object
+    corpus: Corpus, traced: None, store: str, damage: object
 ) -> None:
     found = cases(corpus, store, damage)  # type: ignore[arg-type]
     assert found
@@ -93,3 +103,26 @@ def test_every_array_of_every_store_is_in_the_corpus(corpus: Corpus) -> None:
 def test_expected_failures_name_their_reason() -> None:
     assert all(e.reason for e in NEEDS_FORMAT_1_2)
     assert all(Path(e.file).parts[0] == "0" for e in NEEDS_FORMAT_1_2)
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc
+
+
+def test_the_harness_tells_each_outcome(monkeypatch: pytest.MonkeyPatch, traced: None) -> None:
+    monkeypatch.setattr(harness, "SECONDS", 0.2)
+    outcomes = {
+        "exact": lambda: 1,
+        "raised": lambda: _raise(zv.CorruptChunkError("damaged")),
+        "foreign": lambda: _raise(IndexError("index 9 is out of bounds")),
+        "memory": lambda: _raise(MemoryError()),
+        "hang": lambda: time.sleep(5),
+        "huge": lambda: np.empty(harness.HUGE + 1, np.uint8),  # never touched
+    }
+    for category, call in outcomes.items():
+        assert harness.attempt(call)[1].category == category
+    assert harness.judge((np.zeros(2), harness.Outcome("read", "exact")), np.ones(2)).category == (
+        "wrong"
+    )
+    assert harness.same({"a": (np.arange(3), None)}, {"a": (np.arange(3), None)})
+    assert not harness.same(np.arange(3), np.arange(3).astype(np.int32))
