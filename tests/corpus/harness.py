@@ -5,7 +5,8 @@ A damaged store must give, on each read path, either an error of ours
 exception, a ``MemoryError``, an allocation over 1 GiB or a hang; and ``validate(level=3)``
 must report an error with a check id whenever a read raised or differed.
 
-Run ``python -m tests.corpus.harness`` for the table of every case and its failures.
+Run ``python -m tests.corpus.harness [store...] [damage...] [--every-file]`` for every
+failing case and the counts by category.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ SECONDS = 20.0
 
 BOX = ([2.0, 2.0, 2.0], [7.0, 7.0, 7.0])
 SPHERE = ([6.0, 6.0, 6.0], 3.5)
+TRIANGLE = [(1.0, 1.0), (11.0, 2.0), (4.0, 10.0)]
+"""A polygon on the (x, y) plane, with z in ``[3, 9)``."""
 
 Read = Callable[[zv.VectorStore], Any]
 
@@ -46,6 +49,7 @@ POINT_READS: dict[str, Read] = {
     "read": lambda st: st.read(progress=False),
     "box": lambda st: st.query(BOX),
     "region": lambda st: st.query_sphere(*SPHERE),
+    "polygon": lambda st: st.query_polygon(TRIANGLE, ranges={"z": (3.0, 9.0)}),
     "to_dask": lambda st: st.to_dask(BOX, chunks_per_block=2).compute(scheduler="sync"),
 }
 OBJECT_READS: dict[str, Read] = {
@@ -53,6 +57,7 @@ OBJECT_READS: dict[str, Read] = {
     "box": lambda st: st.query(BOX),
     "box_clipped": lambda st: st.query(BOX, clip=True),
     "region": lambda st: st.query_sphere(*SPHERE),
+    "polygon": lambda st: st.query_polygon(TRIANGLE, ranges={"z": (3.0, 9.0)}),
     "by_id": lambda st: st.read_objects(np.asarray(st.object_ids)[[-1, 0]]),
     "group": lambda st: st.query(group="first"),
     "globals": lambda st: (
@@ -272,13 +277,17 @@ class Corpus:
     def files(self, name: str) -> dict[str, str]:
         """One file per array or document of store ``name`` (the middle one of each
         array's files in sorted order), by array; ``zarr.json`` files excluded."""
+        return {array: keys[len(keys) // 2] for array, keys in self.all_files(name).items()}
+
+    def all_files(self, name: str) -> dict[str, list[str]]:
+        """Every file of store ``name`` but the ``zarr.json`` files, by array, sorted."""
         root = self.store(name)
         groups: dict[str, list[str]] = {}
         for p in sorted(root.rglob("*")):
             key = p.relative_to(root).as_posix()
             if p.is_file() and p.name != "zarr.json":
                 groups.setdefault(key.split("/c/")[0], []).append(key)
-        return {array: keys[len(keys) // 2] for array, keys in groups.items()}
+        return groups
 
     def run(self, name: str, file: str, damage: Damage) -> Case | None:
         """Damage ``file`` of store ``name`` (put back afterwards); None when the damage
@@ -322,10 +331,14 @@ def damaged(root: Path, changes: Changes) -> Iterator[None]:
             directory.rmdir()
 
 
-def cases(corpus: Corpus, name: str, damage: Damage) -> list[Case]:
-    """Every case of one store and one damage (one per array or document)."""
+def cases(corpus: Corpus, name: str, damage: Damage, *, every_file: bool = False) -> list[Case]:
+    """Every case of one store and one damage: one per array or document, or (``every_file``)
+    one per stored file."""
+    files = corpus.files(name).values()
+    if every_file:
+        files = [f for group in corpus.all_files(name).values() for f in group]
     found = []
-    for file in corpus.files(name).values():
+    for file in files:
         case = corpus.run(name, file, damage)
         if case is not None:
             found.append(case)
@@ -338,16 +351,17 @@ def describe(case: Case) -> str:
     )
 
 
-def main(stores: list[str], damages: list[str]) -> None:
+def main(stores: list[str], damages: list[str], *, every_file: bool = False) -> None:
     """Print every failing case and the counts by category (of the given stores and
-    damages; every one when none is given)."""
+    damages, every one when none is given; ``every_file``: damage every stored file, not
+    one per array)."""
     tracemalloc.start()
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Corpus(Path(tmp))
         total, by_category, expected = 0, Counter[str](), 0
         for name in stores or STORES:
             for damage in [d for d in DAMAGES if not damages or d.name in damages]:
-                for case in cases(corpus, name, damage):
+                for case in cases(corpus, name, damage, every_file=every_file):
                     total += 1
                     if not case.failures():
                         continue
@@ -362,5 +376,9 @@ def main(stores: list[str], damages: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    arguments = sys.argv[1:]
-    main([a for a in arguments if a in STORES], [a for a in arguments if a not in STORES])
+    arguments = [a for a in sys.argv[1:] if a != "--every-file"]
+    main(
+        [a for a in arguments if a in STORES],
+        [a for a in arguments if a not in STORES],
+        every_file="--every-file" in sys.argv,
+    )
