@@ -178,8 +178,54 @@ class ObjectReader:
         if path not in self._cache:
             wanted = [p for p in dict.fromkeys([path, *self._read_set()]) if p not in self._cache]
             check_global_shapes(self.reader, wanted, self.n_objects)
-            self._cache.update(zip(wanted, self.reader.read_globals(wanted), strict=True))
+            found = dict(zip(wanted, self.reader.read_globals(wanted), strict=True))
+            if CROSS_CHUNK_LINKS in found:
+                self._check_gids(found[CROSS_CHUNK_LINKS])
+            if GROUPINGS in found:
+                self._check_group_width(found[GROUPINGS])
+            self._cache.update(found)
         return self._cache[path]
+
+    def _check_group_width(self, table: np.ndarray) -> None:
+        """``groupings`` is ``(n_groups, M)`` with M the largest group size (spec §9.10): when
+        M > 1, some row fills its last column.
+
+        Raises
+        ------
+        CorruptChunkError
+            When no row does (a lost chunk of the array reads as its fill value, -1: its
+            groups would silently read as empty).
+        """
+        if table.ndim == 2 and table.shape[0] and table.shape[1] > 1 and (table[:, -1] < 0).all():
+            raise CorruptChunkError(
+                f"{self.reader.base}/{GROUPINGS} has {table.shape[1]} columns but no group that "
+                "many members: a chunk of the array is missing or damaged; restore the store "
+                "from a good copy, or write it again"
+            )
+
+    def _check_gids(self, table: np.ndarray) -> None:
+        """Every entry of ``cross_chunk_links`` must be a global vertex id of the level's
+        grid, ``0 <= gid < (prod G) * N_max`` (spec §9.11).
+
+        Raises
+        ------
+        CorruptChunkError
+            When an entry is not (a lost chunk of the array reads as its fill value, -1:
+            the objects would silently lose their cross-chunk links).
+        """
+        if not table.size:
+            return
+        reader = self.reader
+        n_max = int(reader.array_meta[VERTICES]["shape"][reader.grid.ndim])
+        capacity = math.prod(int(g) for g in reader.grid.shape) * n_max
+        low, high = int(table.min()), int(table.max())
+        if low < 0 or high >= capacity:
+            bad = low if low < 0 else high
+            raise CorruptChunkError(
+                f"{reader.base}/{CROSS_CHUNK_LINKS} holds {bad}, which is not a global vertex "
+                f"id (0 <= id < {capacity}): a chunk of the array is missing or damaged; "
+                "restore the store from a good copy, or write it again"
+            )
 
     def _read_set(self) -> list[str]:
         """The stored global arrays a read of objects needs: fetched together at first need."""

@@ -414,8 +414,29 @@ class LevelReader:
             coords, counts = nonzero_cells(self.io, path, meta) if found is None else found
             if np.any(counts < 0):
                 raise CorruptChunkError(f"{path}: negative row count")
+            self._check_totals(path, counts)
             self._occupied = (coords, counts)
         return self._occupied
+
+    def _check_totals(self, path: str, counts: np.ndarray) -> None:
+        """Raise unless the non-zero ``counts`` add up to the level's ``vertex_count`` and
+        number its ``chunk_count`` (spec §4).
+
+        Raises
+        ------
+        CorruptChunkError
+            When they do not: a lost chunk of ``vertex_counts`` reads as 0 (its fill value),
+            which would silently drop the chunks it counted.
+        """
+        rows, chunks = int(counts.sum()), int(counts.shape[0])
+        if rows != self.meta.vertex_count or chunks != self.meta.chunk_count:
+            raise CorruptChunkError(
+                f"{path} counts {rows} vertices in {chunks} chunks, but the level metadata "
+                f"says vertex_count {self.meta.vertex_count} and chunk_count "
+                f"{self.meta.chunk_count}: a chunk of vertex_counts is missing or damaged, or "
+                "the metadata was edited; run zarr-vectors validate, and restore or rewrite "
+                "the store"
+            )
 
     def _single_chunk_cells(
         self, path: str, meta: dict[str, Any]

@@ -19,6 +19,7 @@ from zarr_vectors.validate.names import (
     FRAGMENT_ATTRIBUTES,
     GROUPINGS,
     GROUPINGS_ATTRIBUTES,
+    LINK_ATTRIBUTES,
     LINK_FRAGMENTS,
     LINKS,
     OBJECT_ATTRIBUTES,
@@ -34,6 +35,7 @@ __all__ = [
     "PER_CHUNK_ROLES",
     "ArrayDoc",
     "level_arrays",
+    "link_attribute_arrays",
     "tag_problem",
 ]
 
@@ -151,6 +153,22 @@ def level_arrays(ctx: Context, level: int) -> list[ArrayDoc]:
         for name in ctx.children(f"{base}/{family}"):
             if name != "zarr.json":
                 wanted.append((f"{base}/{family}/{name}", role))
+    return _arrays(ctx, wanted)
+
+
+def link_attribute_arrays(ctx: Context, level: int) -> list[ArrayDoc]:
+    """The ``link_attributes/<name>`` arrays of a level (role ``"link_attribute"``).
+
+    Only L3 reads them (their rows must decode and exist for every chunk with links); they
+    are not part of :func:`level_arrays`, whose roles the L2 checks cover.
+    """
+    family = f"{level}/{LINK_ATTRIBUTES}"
+    names = [name for name in ctx.children(family) if name != "zarr.json"]
+    return _arrays(ctx, [(f"{family}/{name}", "link_attribute") for name in names])
+
+
+def _arrays(ctx: Context, wanted: list[tuple[str, str]]) -> list[ArrayDoc]:
+    """The array nodes among ``(path, role)`` pairs, parsed."""
     ctx.prefetch([f"{path}/zarr.json" for path, _ in wanted])
     out = []
     for path, role in wanted:

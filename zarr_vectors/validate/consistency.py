@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from zarr_vectors.format.jsonutil import pointer
-from zarr_vectors.validate.arrays import PER_CHUNK_ROLES, level_arrays
+from zarr_vectors.validate.arrays import PER_CHUNK_ROLES, level_arrays, link_attribute_arrays
 from zarr_vectors.validate.chunks import ChunkChecker, LevelArrays
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.counts import parse_shard_key, read_nonzero_counts
@@ -40,7 +40,7 @@ BATCH_CHUNKS = 16
 """Chunks whose shards are fetched in one concurrent batch."""
 _READ_ROLES = frozenset({VERTICES, VERTEX_FRAGMENTS, "attribute", "fragment_attribute"})
 """Arrays whose shards L3 reads (object kinds: also ``links/0`` and ``link_fragments``)."""
-_LINK_ROLES = frozenset({LINKS, LINK_FRAGMENTS})
+_LINK_ROLES = frozenset({LINKS, LINK_FRAGMENTS, "link_attribute"})
 
 Chunk = tuple[int, ...]
 
@@ -82,6 +82,11 @@ class _Level:
             spec = array_spec(ctx, array, f.ndim) if array.role in PER_CHUNK_ROLES else None
             if spec is not None:
                 self.specs[array.path] = spec
+        if f.kind in OBJECT_KINDS:
+            for array in link_attribute_arrays(ctx, level):
+                spec = array_spec(ctx, array, f.ndim)
+                if spec is not None:
+                    self.specs[array.path] = spec
         self.objects: ObjectLevel | None = None
         self.required = [
             s
@@ -124,7 +129,12 @@ class _Level:
             return None
         by_role = {s.role: s for s in self.specs.values()}
         objects = ObjectLevel(
-            self.ctx, self.level, str(kind), by_role.get(LINKS), by_role.get(LINK_FRAGMENTS)
+            self.ctx,
+            self.level,
+            str(kind),
+            by_role.get(LINKS),
+            by_role.get(LINK_FRAGMENTS),
+            [s for s in self.specs.values() if s.role == "link_attribute"],
         )
         objects.mark()
         return objects

@@ -30,6 +30,7 @@ from zarr_vectors.format.names import (
 __all__ = [
     "ATTRIBUTE_FAMILIES",
     "ATTRIBUTES",
+    "CROSS_CHUNK_LINK_ATTRIBUTES",
     "CROSS_CHUNK_LINKS",
     "EDGE_KINDS",
     "FRAGMENT_ATTRIBUTES",
@@ -40,6 +41,7 @@ __all__ = [
     "LEVEL_NAME",
     "SPATIAL_DIMS",
     "LINKS",
+    "LINK_ATTRIBUTES",
     "LINK_FRAGMENTS",
     "OBJECT_ATTRIBUTES",
     "OBJECT_INDEX",

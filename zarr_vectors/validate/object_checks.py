@@ -21,7 +21,13 @@ from zarr_vectors.format.manifest import (
 )
 from zarr_vectors.store.arrays import ALWAYS_STORED, check_stored_chunks, read_whole
 from zarr_vectors.validate.context import STORE_ERRORS, Context
-from zarr_vectors.validate.names import GROUPINGS, OBJECT_ATTRIBUTES, OBJECT_INDEX
+from zarr_vectors.validate.names import (
+    CROSS_CHUNK_LINK_ATTRIBUTES,
+    GROUPINGS,
+    GROUPINGS_ATTRIBUTES,
+    OBJECT_ATTRIBUTES,
+    OBJECT_INDEX,
+)
 from zarr_vectors.validate.object_data import ChunkObjects, LevelIndex, ObjectLevel
 
 __all__ = ["Refs", "object_path", "read_global", "report_objects", "run_object_checks"]
@@ -93,6 +99,8 @@ class _Checks:
                 self._fragment_order(refs)
         self._object_attributes()
         self._groupings(refs.n_objects if refs is not None else None)
+        for family in (GROUPINGS_ATTRIBUTES, CROSS_CHUNK_LINK_ATTRIBUTES):
+            self._decodes(family)
         return refs
 
     # -- helpers ---------------------------------------------------------------------------
@@ -346,6 +354,14 @@ class _Checks:
                     f"{bad.size} objects have non-finite values (first: object {int(bad[0])})",
                 )
 
+    def _decodes(self, family: str) -> None:
+        """Every array of ``family`` must decode: an unreadable one (a checksum failure) is
+        the error L3.shard_index, as every reader raises on it."""
+        for name in self.ctx.children(f"{self.base}/{family}"):
+            if name != "zarr.json" and self._exists(f"{family}/{name}"):
+                self.ctx.mark("L3.shard_index")
+                self._global(f"{family}/{name}", "L3.shard_index")
+
     def _groupings(self, n_objects: int | None) -> None:
         if not self._exists(GROUPINGS) or n_objects is None:
             return
@@ -361,6 +377,13 @@ class _Checks:
         bad_range = np.any(member & (table >= n_objects), axis=1)
         steps = (np.diff(table, axis=1) <= 0) & member[:, 1:]
         bad_order = np.any(steps, axis=1)
+        if table.shape[0] and table.shape[1] > 1 and not member[:, -1].any():
+            self.ctx.fail(
+                "L3.groupings_members",
+                f"{self.base}/{GROUPINGS}",
+                f"no row has M = {table.shape[1]} members (its width must be the largest group "
+                "size): a chunk of the array may be missing",
+            )
         for j in np.flatnonzero(bad_pad | bad_range | bad_order)[:_MAX_REPORTED].tolist():
             self.ctx.fail(
                 "L3.groupings_members",

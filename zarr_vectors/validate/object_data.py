@@ -75,6 +75,9 @@ class ObjectLevel:
         Geometry type.
     links, link_fragments
         Specs of ``links/0`` and ``link_fragments`` (None when absent or unusable).
+    link_attributes
+        Specs of the ``link_attributes/<name>`` arrays: each chunk with links must store
+        their rows ``[0, E_g)`` (spec §9.12).
     chunks
         The usable chunks read so far.
     """
@@ -84,6 +87,7 @@ class ObjectLevel:
     kind: str
     links: ArraySpec | None
     link_fragments: ArraySpec | None
+    link_attributes: list[ArraySpec] = field(default_factory=list)
     chunks: dict[Chunk, ChunkObjects] = field(default_factory=dict)
 
     def mark(self) -> None:
@@ -184,6 +188,23 @@ class ObjectLevel:
         rows = read_rows(self.ctx, spec, g, shard, e_g)
         if rows is not None:
             data.links = rows.astype(np.int64).reshape(e_g, -1)
+        for attribute in self.link_attributes:
+            self._link_attribute_rows(g, e_g, attribute, shards.get(attribute.path))
+
+    def _link_attribute_rows(
+        self, g: Chunk, e_g: int, spec: ArraySpec, shard: bytes | None
+    ) -> None:
+        """Rows ``[0, E_g)`` of a link attribute must be stored and decode (spec §9.12)."""
+        if e_g > spec.n_rows:
+            self.ctx.fail(
+                "L3.link_rows_bound",
+                spec.key(g),
+                f"the chunk has {e_g} link rows; this link attribute holds {spec.n_rows}",
+            )
+        elif shard is None:
+            self.ctx.fail("L3.shard_present", spec.key(g), f"{e_g} link rows but no shard")
+        else:
+            read_rows(self.ctx, spec, g, shard, e_g)
 
 
 @dataclass(slots=True)
