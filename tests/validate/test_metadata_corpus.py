@@ -470,7 +470,8 @@ apart (a checksum binding chunks to their metadata, issue 35 item 1, would)."""
 
 GRAPH_RELABELS = ("streamline:/:geometry_type=graph", "skeleton:/:geometry_type=graph")
 """Streamlines and skeletons relabelled as graphs: the same nodes; only the link rows tell
-them apart (graph edges are stored [min, max], L3.edge_orientation), which reads do not check yet."""
+them apart (graph edges are stored [min, max], L3.edge_orientation), which reads do not
+check yet."""
 
 
 def _param(case: Case) -> Any:
