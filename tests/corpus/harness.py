@@ -102,17 +102,11 @@ class Expected:
         )
 
 
-_LOST_CHUNK = (
-    "plain global arrays have no record of which chunks were written: a deleted chunk reads "
-    "as the fill value, which is a valid value here (needs format 1.2)"
-)
-NEEDS_FORMAT_1_2: list[Expected] = [
-    Expected("*", "0/object_attributes/*", "deleted", _LOST_CHUNK),
-    Expected("*", "0/groupings_attributes/*", "deleted", _LOST_CHUNK),
-    Expected("*", "0/cross_chunk_link_attributes/*", "deleted", _LOST_CHUNK),
-]
-"""Cases that give a wrong answer until chunks are bound to their place (issue 35 item 1,
-format 1.2): the damage, and why no reader or validator can tell today."""
+NEEDS_FORMAT_1_2: list[Expected] = []
+"""Cases that give a wrong answer in the format the library writes: the damage, and why no
+reader or validator can tell. None is left since format 1.2 stores every chunk of a global
+array (spec §9.8.1): a deleted chunk of object, group or cross-chunk link attributes read as
+the fill value, a valid value there, before."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ import os
 import time
 import tracemalloc
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +23,7 @@ import pytest
 import zarr_vectors as zv
 from tests.corpus import harness
 from tests.corpus.damages import DAMAGES
-from tests.corpus.harness import NEEDS_FORMAT_1_2, Case, Corpus, cases, describe
+from tests.corpus.harness import Case, Corpus, cases, describe
 from tests.corpus.stores import STORES
 
 
@@ -98,11 +97,6 @@ def test_every_array_of_every_store_is_in_the_corpus(corpus: Corpus) -> None:
     graph = set(corpus.files("graph"))
     for family in ("link_attributes/e", "cross_chunk_link_attributes/e", "groupings_attributes/w"):
         assert f"0/{family}" in graph
-
-
-def test_expected_failures_name_their_reason() -> None:
-    assert all(e.reason for e in NEEDS_FORMAT_1_2)
-    assert all(Path(e.file).parts[0] == "0" for e in NEEDS_FORMAT_1_2)
 
 
 def _raise(exc: BaseException) -> None:

@@ -8,6 +8,7 @@ made graphs and skeletons lose their cross-chunk edges without an error.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -81,8 +82,9 @@ def test_deleted_cross_chunk_links_chunk_is_an_error(tmp_path: Path, kind: str) 
     one_file(path, "0/cross_chunk_links").unlink()
     opened = zv.open(path)
     for read in (opened.read, lambda: opened.read_objects([0]), lambda: opened.query(BOX)):
-        with pytest.raises(zv.CorruptChunkError, match="not a global vertex id"):
+        with pytest.raises(zv.CorruptChunkError, match=r"chunk file.* missing"):
             read()
+    assert "L3.global_chunks" in error_ids(path)
 
 
 def test_cross_chunk_link_beyond_the_grid_is_an_error(graph: Path) -> None:
@@ -111,9 +113,9 @@ def test_deleted_groupings_chunk_is_an_error(graph: Path) -> None:
     one_file(graph, "0/groupings").unlink()  # reads as -1 everywhere: every group empty
     opened = zv.open(graph)
     for read in (lambda: opened.groups, lambda: opened.query(group="first")):
-        with pytest.raises(zv.CorruptChunkError, match="no group that many members"):
+        with pytest.raises(zv.CorruptChunkError, match=r"chunk file.* missing"):
             read()
-    assert "L3.groupings_members" in error_ids(graph)
+    assert "L3.global_chunks" in error_ids(graph)
 
 
 def test_groups_that_are_all_empty_still_read(tmp_path: Path) -> None:
@@ -121,3 +123,15 @@ def test_groups_that_are_all_empty_still_read(tmp_path: Path) -> None:
     zv.write_polylines(path, [np.zeros((2, 3))], groups={"none": [], "also": []})
     assert {k: v.tolist() for k, v in zv.open(path).groups.items()} == {"none": [], "also": []}
     assert zv.validate(path, level=3, progress=False).ok
+
+
+def test_deleted_groupings_chunk_of_a_format_1_0_store_is_an_error(tmp_path: Path) -> None:
+    """Before format 1.2 a global array's chunk of fill values may be missing, so a lost
+    chunk is caught by what it leaves: no group as wide as the table."""
+    golden = Path(__file__).parents[1] / "data" / "golden" / "1.0" / "streamlines_3d_groups"
+    path = tmp_path / "s.zarrvectors"
+    shutil.copytree(golden.with_suffix(".zarrvectors"), path)
+    (path / "0" / "groupings" / "c" / "0" / "0").unlink()
+    with pytest.raises(zv.CorruptChunkError, match="no group that many members"):
+        zv.open(path).groups  # noqa: B018 - the property reads the array
+    assert "L3.groupings_members" in error_ids(path)

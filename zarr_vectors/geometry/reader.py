@@ -73,7 +73,12 @@ from zarr_vectors.geometry import row_reads
 from zarr_vectors.geometry.point_reads import PointReads
 from zarr_vectors.geometry.row_reads import ChunkRows
 from zarr_vectors.geometry.shard_indexes import IndexRequest, ShardIndexes
-from zarr_vectors.store.arrays import check_stored_chunks, nonzero_cells, read_whole_many
+from zarr_vectors.store.arrays import (
+    check_stored_chunks,
+    missing_chunks,
+    nonzero_cells,
+    read_whole_many,
+)
 from zarr_vectors.store.io import ByteRange, StoreIO
 from zarr_vectors.store.native_blocks import decode_dense_blob_shards
 from zarr_vectors.store.shards import (
@@ -350,8 +355,26 @@ class LevelReader:
             self.array_metadata(path)  # MetadataError when the document is not an array's
         found = self._single_chunk_arrays(full, metas)
         rest = [(p, m) for p, m, f in zip(full, metas, found, strict=True) if f is None]
+        if self.placed:
+            self._check_every_chunk_stored(rest)
         others = iter(read_whole_many(self.io.store, rest))
         return [next(others) if f is None else f for f in found]
+
+    def _check_every_chunk_stored(self, arrays: list[tuple[str, dict[str, Any]]]) -> None:
+        """Raise CorruptChunkError unless every chunk of these global arrays is stored.
+
+        Format 1.2 stores every chunk of a global array (spec §9.8.1), so a missing one is a
+        lost file: read as fill values, it gave zeros for object attributes or dropped
+        group members silently. Arrays read as one chunk were checked by their fetch.
+        """
+        for path, meta in arrays:
+            lost = missing_chunks(self.io, path, meta)
+            if lost:
+                raise CorruptChunkError(
+                    f"{path}: {lost} chunk file(s) of the array are missing (a store of "
+                    "format 1.2 stores every chunk of a global array): restore the store from "
+                    "a good copy, or write it again"
+                )
 
     def _single_chunk_arrays(
         self, paths: list[str], metas: list[dict[str, Any]]

@@ -38,6 +38,7 @@ __all__ = [
     "read_whole",
     "ALWAYS_STORED",
     "check_stored_chunks",
+    "missing_chunks",
     "row_array_metadata",
     "write_counts",
 ]
@@ -201,16 +202,19 @@ _DIRECT_KINDS = "biuf"
 
 
 def write_array(store: Store, path: str, data: np.ndarray) -> None:
-    """Write the whole of an array whose ``zarr.json`` is already in the store."""
+    """Write the whole of an array whose ``zarr.json`` is already in the store, every chunk
+    stored, even one holding only the fill value (spec §9.8.1)."""
     if data.size:
-        zarr.open_array(store, path=path, mode="r+")[...] = data
+        array = zarr.open_array(store, path=path, mode="r+", config={"write_empty_chunks": True})
+        array[...] = data
 
 
 def write_global_rows(
     io: StoreIO, path: str, data: np.ndarray, rows: int, fill: Any, *, compressed: bool
 ) -> None:
     """Write a global array (:func:`global_array_metadata`, chunks of ``rows`` rows) whose
-    ``zarr.json`` is already in the store, byte for byte as zarr-python writes it.
+    ``zarr.json`` is already in the store, byte for byte as zarr-python writes it with
+    ``write_empty_chunks=True``: every chunk is stored (spec §9.8.1).
 
     Chunks are encoded here (:func:`encode_plain_chunk`, the last padded with ``fill``) for
     little-endian bool, integer and float data; zarr-python writes any other dtype.
@@ -229,22 +233,25 @@ def write_global_rows(
             padded = np.full((rows, *data.shape[1:]), fill, dtype=data.dtype)
             padded[: block.shape[0]] = block
             block = padded
-        encoded = encode_plain_chunk(block, fill, blosc)
+        encoded = encode_plain_chunk(block, fill, blosc, keep_fill=True)
         if encoded is not None:
             items.append((f"{path}/c/{j}{suffix}", encoded))
     io.set_many(items)
 
 
-def encode_plain_chunk(chunk: np.ndarray, fill: Any, blosc: dict[str, Any] | None) -> bytes | None:
+def encode_plain_chunk(
+    chunk: np.ndarray, fill: Any, blosc: dict[str, Any] | None, *, keep_fill: bool = False
+) -> bytes | None:
     """One whole chunk of an unsharded array as zarr-python stores it, or None.
 
     Codecs ``bytes`` (little-endian), then Blosc (``blosc``, or none when None) and CRC32C.
-    None when every value is the fill value, compared bit for bit: zarr-python
-    (``write_empty_chunks=False``) stores no such chunk.
+    None when every value is the fill value, compared bit for bit, unless ``keep_fill``:
+    zarr-python (``write_empty_chunks=False``) stores no such chunk, while every chunk of a
+    global array is stored (spec §9.8.1).
     """
     data = np.ascontiguousarray(chunk, dtype=chunk.dtype.newbyteorder("<"))
     raw = data.tobytes()
-    if raw == np.full(data.shape, fill, dtype=data.dtype).tobytes():
+    if not keep_fill and raw == np.full(data.shape, fill, dtype=data.dtype).tobytes():
         return None
     if blosc is None:
         return raw + int(google_crc32c.value(raw)).to_bytes(4, "little")
@@ -357,6 +364,34 @@ LARGE_ARRAY_BYTES = 64 * 2**20
 """Decoded size above which :func:`check_stored_chunks` lists an array's stored chunks."""
 
 
+def missing_chunks(io: StoreIO, path: str, meta: dict[str, Any]) -> int:
+    """How many chunks of a plain array's regular grid are not in the store (one listing).
+
+    Every chunk of a global array of format 1.2 is stored (spec §9.8.1), so a missing one
+    is a lost file, not fill values.
+
+    Parameters
+    ----------
+    io
+        The store.
+    path
+        The array's path.
+    meta
+        Its parsed ``zarr.json``, whose shape and regular chunk grid were checked.
+    """
+    expected = _chunk_total(meta)
+    if expected == 0:
+        return 0
+    return max(0, expected - len(io.list_prefix(f"{path}/c/")))
+
+
+def _chunk_total(meta: dict[str, Any]) -> int:
+    """The number of chunks of a plain array's regular grid."""
+    shape = [int(n) for n in meta["shape"]]
+    chunks = [int(c) for c in meta["chunk_grid"]["configuration"]["chunk_shape"]]
+    return int(np.prod([-(-n // c) for n, c in zip(shape, chunks, strict=True)], dtype=object))
+
+
 def check_stored_chunks(io: StoreIO, path: str, meta: dict[str, Any]) -> None:
     """Refuse, before anything is allocated, a large array whose chunks are not stored.
 
@@ -381,14 +416,13 @@ def check_stored_chunks(io: StoreIO, path: str, meta: dict[str, Any]) -> None:
         When fewer chunks than all but one (all of a one-chunk array) are in the store.
     """
     shape = [int(n) for n in meta["shape"]]
-    chunks = [int(c) for c in meta["chunk_grid"]["configuration"]["chunk_shape"]]
     try:
         itemsize = np.dtype(meta["data_type"]).itemsize
     except (TypeError, ValueError) as exc:
         raise MetadataError(f"{path}/zarr.json: unknown data_type ({exc})") from exc
     if int(np.prod(shape, dtype=object)) * itemsize <= LARGE_ARRAY_BYTES:
         return
-    expected = int(np.prod([-(-n // c) for n, c in zip(shape, chunks, strict=True)], dtype=object))
+    expected = _chunk_total(meta)
     stored = len(io.list_prefix(f"{path}/c/"))
     if stored < expected - (expected > 1):
         raise MetadataError(

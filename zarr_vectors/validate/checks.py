@@ -113,6 +113,7 @@ _L3: dict[str, Severity] = {
     "L3.empty_chunk_clean": _E,
     "L3.shard_index": _E,
     "L3.chunk_place": _E,
+    "L3.global_chunks": _E,
     "L3.shard_rows_present": _E,
     "L3.shard_rows_beyond": _W,
     "L3.frag_truncated": _E,

@@ -19,7 +19,12 @@ from zarr_vectors.format.manifest import (
     decode_object_index_bulk,
     encode_object_index_bulk,
 )
-from zarr_vectors.store.arrays import ALWAYS_STORED, check_stored_chunks, read_whole
+from zarr_vectors.store.arrays import (
+    ALWAYS_STORED,
+    check_stored_chunks,
+    missing_chunks,
+    read_whole,
+)
 from zarr_vectors.validate.context import STORE_ERRORS, Context
 from zarr_vectors.validate.names import (
     CROSS_CHUNK_LINK_ATTRIBUTES,
@@ -29,6 +34,7 @@ from zarr_vectors.validate.names import (
     OBJECT_INDEX,
 )
 from zarr_vectors.validate.object_data import ChunkObjects, LevelIndex, ObjectLevel
+from zarr_vectors.validate.shard_check import placed_store
 
 __all__ = ["Refs", "object_path", "read_global", "report_objects", "run_object_checks"]
 
@@ -69,10 +75,26 @@ def read_global(ctx: Context, path: str, check_id: str) -> np.ndarray | None:
         for always in {f"{OBJECT_INDEX}/offsets", name} & set(ALWAYS_STORED):
             where = f"{level}/{always}"
             check_stored_chunks(ctx.io, where, ctx.node(where).doc or {})
-        return read_whole(ctx.io.store, path)
+        data = read_whole(ctx.io.store, path)
     except STORE_ERRORS as exc:  # CorruptChunkError and MetadataError are ValueErrors
         ctx.fail(check_id, path, f"the array cannot be read ({exc})")
         return None
+    if placed_store(ctx):
+        _check_every_chunk_stored(ctx, path)
+    return data
+
+
+def _check_every_chunk_stored(ctx: Context, path: str) -> None:
+    """L3.global_chunks: every chunk of a global array of format 1.2 is stored (§9.8.1)."""
+    ctx.mark("L3.global_chunks")
+    lost = missing_chunks(ctx.io, path, ctx.node(path).doc or {})
+    if lost:
+        ctx.fail(
+            "L3.global_chunks",
+            path,
+            f"{lost} chunk file(s) of the array are missing; format 1.2 stores every chunk of "
+            "a global array, so they were lost: restore the store from a good copy",
+        )
 
 
 def run_object_checks(
