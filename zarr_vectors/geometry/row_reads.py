@@ -240,7 +240,9 @@ def _job_entries(
     Raises
     ------
     CorruptChunkError
-        When the shard is missing, or its index does not decode.
+        When the shard is missing, its index does not decode, or it does not store exactly
+        the row blocks of the chunk's known row count
+        (:meth:`~zarr_vectors.geometry.reader.LevelReader.check_stored_blocks`).
     """
     key, spans = request
     if parts is None:
@@ -252,7 +254,9 @@ def _job_entries(
         bases = [0]
     else:
         bases = [span[0] for span in spans if isinstance(span, tuple)]
-    return parts, reader.indexes.entries(column.path, layout, chunk)[1], bases
+    entries = reader.indexes.entries(column.path, layout, chunk)[1]
+    reader.check_stored_blocks(column.name, chunk, entries)
+    return parts, entries, bases
 
 
 @dataclass(slots=True)
