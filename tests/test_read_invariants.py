@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import zarr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from zarr.storage import MemoryStore
@@ -104,7 +105,7 @@ def test_vertex_counts_edited_down_is_refused_by_every_read_path() -> None:
     # a box cutting the chunk reads its fragment index first, which disagrees (its own error)
     reads = _point_reads(store, g)
     _assert_every_read_raises(
-        store, reads, "row blocks", skip=("box cutting the chunk", "sphere", "to_dask")
+        store, reads, "need only blocks", skip=("box cutting the chunk", "sphere", "to_dask")
     )
     for name in ("box cutting the chunk", "sphere", "to_dask"):
         with pytest.raises(zv.CorruptChunkError):
@@ -216,3 +217,47 @@ def test_undamaged_point_clouds_answer_every_read_exactly(
     near = total <= radius**2
     ball = opened.query_sphere(lo, radius).positions
     assert ball.shape[0] == int(near.sum())
+
+
+# -- manifests agree with the chunks and fragment indexes (spec §7.3 "in context") -----------
+
+
+def _edit_first_block(store: MemoryStore, at: int, value: int) -> None:
+    """Overwrite the int64 at byte ``at`` of object 0's first manifest block (``at`` 0 is
+    its first grid index; ``8 * D + 1`` its first fragment or start)."""
+    data = zarr.open_array(store, path="0/object_index/data", mode="r+")
+    raw = np.asarray(data[...]).copy()
+    raw[4 + at : 12 + at] = np.frombuffer(np.int64(value).tobytes(), dtype=np.uint8)
+    data[...] = raw
+
+
+@pytest.mark.parametrize(
+    ("at", "value", "match"),
+    [
+        (0, 10**6, "outside the grid"),
+        (0, -1, "outside the grid"),
+        (3 * 8 + 1, 10**6, "fragment"),
+    ],
+    ids=["grid index past the grid", "negative grid index", "fragment past F"],
+)
+def test_manifest_naming_what_the_chunks_do_not_hold_is_refused(
+    at: int, value: int, match: str
+) -> None:
+    store = object_kind_store("graph")
+    _edit_first_block(store, at, value)
+    for read in (lambda v: v.read(), lambda v: v.read_objects([0])):
+        with pytest.raises(zv.CorruptChunkError, match=match):
+            read(zv.open(store))
+
+
+def test_manifest_naming_an_empty_chunk_is_refused() -> None:
+    store = object_kind_store("graph")
+    counts = np.asarray(zarr.open_array(store, path="0/vertex_counts", mode="r")[...])
+    empty = np.argwhere(counts == 0)
+    assert empty.shape[0]
+    data = zarr.open_array(store, path="0/object_index/data", mode="r+")
+    raw = np.asarray(data[...]).copy()
+    raw[4 : 4 + 24] = np.frombuffer(empty[0].astype("<i8").tobytes(), dtype=np.uint8)
+    data[...] = raw
+    with pytest.raises(zv.CorruptChunkError, match="empty chunk"):
+        zv.open(store).read_objects([0])

@@ -451,9 +451,7 @@ class PointReads:
             path, layout = self.reader.paths[name], self.reader.layouts[name]
             assert layout is not None
             for p, chunk in zip(where.tolist(), chunks, strict=True):
-                key, entries = self.reader.indexes.entry_array(path, layout, chunk)
-                self.reader.check_stored_blocks(name, chunk, entries)
-                table.set_entries(k, p, key, entries)
+                table.set_entries(k, p, *self.reader.indexes.entry_array(path, layout, chunk))
         table.known[where] = True
 
     def _fetch_plans(

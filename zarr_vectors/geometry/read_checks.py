@@ -7,7 +7,8 @@ they are. These checks catch the rest at a small cost, so a damaged store gives 
 * every vertex read lies in its chunk's box and, where the read relies on a point cloud's
   bins (box reads read only the rows of the bins a box meets), in its bin
   (:func:`check_placement`, the kernel :func:`~zarr_vectors.kernels.placement.misplaced_row`);
-* a chunk's shard stores exactly the row blocks its row count needs (:func:`stored_blocks_problem`);
+* a chunk's shard stores no row block past those its row count needs
+  (:func:`stored_blocks_problem`);
 * a point cloud's per-bin ranges tile its rows in bin order (:func:`bins_tiling_problem`).
 """
 
@@ -145,18 +146,18 @@ def stored_blocks_problem(entries: ShardIndex, rows: int, rows_per_block: int) -
     """What is wrong with a chunk's shard index entries for ``rows`` rows, or None.
 
     Spec §9.0: row blocks ``0 .. ceil(rows / R) - 1`` are stored and every later one is
-    missing, so a shard holding more or fewer blocks than the chunk's row count needs is
-    not the chunk's (or the count was edited).
+    missing, so a shard storing a later block is not the chunk's, or the chunk's row count
+    was edited down (its rows would be cut short without an error). A needed block that is
+    missing is left to the read that needs it ("row block b is missing from the shard").
     """
     index = np.asarray(entries, dtype=np.uint64).reshape(-1, 2)
-    present = index[:, 0] != _MISSING
     wanted = -(-rows // rows_per_block)
-    stored = int(np.count_nonzero(present))
-    if stored == wanted and bool(present[:wanted].all()):
+    beyond = np.flatnonzero(index[wanted:, 0] != _MISSING)
+    if not beyond.shape[0]:
         return None
     return (
-        f"stores {stored} row blocks but its {rows} rows need blocks 0 to {wanted - 1} "
-        f"({rows_per_block} rows each)"
+        f"stores row block {wanted + int(beyond[0])}, but its {rows} rows need only blocks "
+        f"0 to {wanted - 1} ({rows_per_block} rows each)"
     )
 
 

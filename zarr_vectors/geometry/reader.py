@@ -71,7 +71,7 @@ from zarr_vectors.geometry.read_checks import (
     stored_blocks_problem,
 )
 from zarr_vectors.geometry.row_reads import ChunkRows
-from zarr_vectors.geometry.shard_indexes import IndexRequest, ShardIndexes
+from zarr_vectors.geometry.shard_indexes import IndexRequest, ShardIndexes, shard_of
 from zarr_vectors.store.arrays import nonzero_cells, read_whole_many
 from zarr_vectors.store.io import ByteRange, StoreIO
 from zarr_vectors.store.native_blocks import decode_dense_blob_shards
@@ -179,7 +179,6 @@ class LevelReader:
         self.indexes = ShardIndexes()  # shared with restricted views
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
         self._chunk_rows: dict[tuple[int, ...], int] | None = None
-        self._checked_blocks: set[tuple[str, tuple[int, ...]]] = set()  # shared with views
         self.points = PointReads(self)  # box reads of point clouds
 
     # -- metadata documents -------------------------------------------------------------
@@ -478,13 +477,14 @@ class LevelReader:
         blob_requests: list[tuple[str, ByteRange]] = [
             (shard_key(path, np.asarray(k[1]), 0), None) for k in missing if not sharded
         ]
-        index_requests = self._index_requests(
-            [(column, chunk) for column in index_columns for chunk in indexed]
-        )
+        pairs = [(column, chunk) for column in index_columns for chunk in indexed]
+        index_requests = self._index_requests(pairs)
+        column_requests = len(index_requests)
         if sharded and layout is not None:
             index_requests += self.indexes.requests((path, layout, k[1]) for k in missing)
         raws = self.io.get_many(blob_requests + [(r[1], r[2]) for r in index_requests])
         self.indexes.keep(index_requests, raws[len(blob_requests) :], strict=False)
+        self._check_fetched_blocks(index_requests[:column_requests], pairs)
         if sharded and layout is not None:
             self._fetch_sharded_ranges(path, layout, [k[1] for k in missing])
         else:
@@ -581,10 +581,37 @@ class LevelReader:
         CorruptChunkError
             When a shard is missing.
         """
+        wanted = list(wanted)
         requests = self._index_requests(wanted)
         if requests:
             tails = self.io.get_many([(r[1], r[2]) for r in requests])
             self.indexes.keep(requests, tails, strict=True)
+            self._check_fetched_blocks(requests, wanted)
+
+    def _check_fetched_blocks(
+        self, requests: list[IndexRequest], pairs: Iterable[tuple[str, tuple[int, ...]]]
+    ) -> None:
+        """:meth:`check_stored_blocks` of the (column, chunk) pairs whose shard indexes
+        ``requests`` just fetched (once per fetch: cached indexes were checked when
+        fetched; a shard found missing is not checked here, its read raises).
+
+        Raises
+        ------
+        CorruptChunkError
+            As :meth:`check_stored_blocks`.
+        """
+        if not requests:
+            return
+        fetched = {request[0] for request in requests}
+        for column, chunk in pairs:
+            layout = self.layouts.get(column)
+            if layout is None or (self.paths[column], shard_of(layout, chunk)) not in fetched:
+                continue
+            path = self.paths[column]
+            if self.indexes.holds(path, layout, chunk):
+                self.check_stored_blocks(
+                    column, chunk, self.indexes.entry_array(path, layout, chunk)[1]
+                )
 
     def _index_requests(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> list[IndexRequest]:
         """The shard indexes of (column, chunk) pairs that are not cached, one per shard."""
@@ -645,28 +672,26 @@ class LevelReader:
         check_placement(positions, runs, self.grid, bins, self.paths[VERTICES])
 
     def check_stored_blocks(self, name: str, chunk: tuple[int, ...], entries: ShardIndex) -> None:
-        """Raise unless the shard index ``entries`` of ``chunk`` in column ``name`` store
-        exactly the row blocks of the chunk's row count, when it is known (spec §9.0).
+        """Raise if the shard index ``entries`` of ``chunk`` in column ``name`` store a row
+        block past those of the chunk's row count, when it is known (spec §9.0).
 
-        Checked once per chunk and column.
+        Called when a shard index is fetched (:meth:`fetch_indexes`, :meth:`blob_ranges`)
+        or a shard read whole, so reads from cached indexes pay nothing.
 
         Raises
         ------
         CorruptChunkError
-            When the shard stores more or fewer blocks than the row count needs: the shard
-            is not the chunk's, or its count (``vertex_counts``, a fragment index) was edited.
+            When the shard stores more blocks than the row count needs: the shard is not
+            the chunk's, or its count (``vertex_counts``, a fragment index) was edited down.
         """
-        path = self.paths[name]
-        if (path, chunk) in self._checked_blocks:
-            return
         rows = self.known_rows(name, chunk)
         layout = self.layouts.get(name)
         if rows is None or layout is None:
             return
         problem = stored_blocks_problem(entries, rows, layout.rows_per_block)
         if problem is not None:
+            path = self.paths[name]
             raise CorruptChunkError(f"{path}: the shard of chunk {chunk} {problem}: {RESTORE}")
-        self._checked_blocks.add((path, chunk))
 
     def known_rows(self, name: str, chunk: tuple[int, ...]) -> int | None:
         """Rows of ``chunk`` in column ``name`` when already known (from ``vertex_counts``

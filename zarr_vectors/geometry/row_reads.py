@@ -240,8 +240,8 @@ def _job_entries(
     Raises
     ------
     CorruptChunkError
-        When the shard is missing, its index does not decode, or it does not store exactly
-        the row blocks of the chunk's known row count
+        When the shard is missing, its index does not decode, or (a shard read whole) it
+        stores row blocks past the chunk's known row count
         (:meth:`~zarr_vectors.geometry.reader.LevelReader.check_stored_blocks`).
     """
     key, spans = request
@@ -250,13 +250,13 @@ def _job_entries(
         raise CorruptChunkError(f"{key}: shard of an occupied chunk {what}")
     chunk, layout = column.wanted[i].chunk, column.layout
     if column.whole[i]:
-        reader.indexes.add((column.path, chunk), key, layout.decode_index(parts[0], key))
+        index = layout.decode_index(parts[0], key)
+        reader.check_stored_blocks(column.name, chunk, index)
+        reader.indexes.add((column.path, chunk), key, index)
         bases = [0]
     else:
         bases = [span[0] for span in spans if isinstance(span, tuple)]
-    entries = reader.indexes.entries(column.path, layout, chunk)[1]
-    reader.check_stored_blocks(column.name, chunk, entries)
-    return parts, entries, bases
+    return parts, reader.indexes.entries(column.path, layout, chunk)[1], bases
 
 
 @dataclass(slots=True)
