@@ -112,3 +112,37 @@ def test_misplaced_row_rows_no_bin_holds() -> None:
     table = (np.array([0]), np.array([[0, 1]]), np.array([[1, 1]]))  # bins hold 2 of 3 rows
     runs = (np.array([0]), np.array([3]), np.array([0]), np.array([0]))
     assert _check(positions, np.zeros((1, 1)), grid, table, runs) == 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(-50, 50),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(-3, 3)), min_size=3, max_size=3),
+    st.sampled_from([np.float32, np.float64]),
+)
+def test_misplaced_row_at_edges_float32_cannot_hold_matches_its_twin(
+    cell: int, near: list[tuple[int, int]], dtype: type
+) -> None:
+    """Chunk 0.1 and bins of 0.1 / 3: edges are float64 values float32 cannot hold, and
+    the rows lie a few units in the last place around them (3-D rows take the fast path
+    that rounds the edges to float32 instead of widening each row)."""
+    chunk_shape, bins = np.full(3, 0.1), np.full(3, 3, np.int64)
+    bin_shape = chunk_shape / 3
+    row = []
+    for b, ulps in near:
+        edge = cell * 0.1 + b * bin_shape[0] if b < 3 else (cell + 1) * 0.1
+        value = dtype(edge)
+        for _ in range(abs(ulps)):
+            value = np.nextafter(value, dtype(np.inf if ulps > 0 else -np.inf))
+        row.append(value)
+    positions = np.array([row], dtype=dtype)
+    cells = np.full((1, 3), float(cell))
+    runs = (np.array([0]), np.array([1]), np.array([0]), np.array([0]))
+    table = (np.array([-1]), np.zeros((0, 27), np.int64), np.zeros((0, 27), np.int64))
+    _check(positions, cells, (chunk_shape, bin_shape, bins), table, runs)
+    f = naive.bin_coords(positions, np.full((1, 3), cell), chunk_shape, bin_shape, bins)[0]
+    flat = int(np.ravel_multi_index(tuple(np.clip(f, 0, 2)), (3, 3, 3)))
+    sizes = np.zeros((1, 27), np.int64)
+    sizes[0, flat] = 1
+    starts = np.cumsum(sizes, axis=1) - sizes
+    _check(positions, cells, (chunk_shape, bin_shape, bins), (np.array([0]), starts, sizes), runs)

@@ -63,9 +63,11 @@ def misplaced_row(
     run_row, run_len, run_start, run_chunk = runs
     chunk_shape, bin_shape, bins = grid
     table_row, starts, sizes = bin_table
+    positions = np.ascontiguousarray(positions)
     return int(
         _misplaced_row(
             positions,
+            positions.reshape(-1),
             run_row,
             run_len,
             run_start,
@@ -83,16 +85,30 @@ def misplaced_row(
 
 @njit
 def _first_outside(
-    positions: npt.NDArray[Any], first: int, stop: int, lower: F64, upper: F64
+    positions: npt.NDArray[Any],
+    flat: npt.NDArray[Any],
+    first: int,
+    stop: int,
+    lower: F64,
+    upper: F64,
 ) -> int:
     """The first of rows ``[first, stop)`` outside ``[lower, upper)``, or -1. The rows are
-    tested without a branch (the common case: all inside), then searched only on failure."""
+    tested without a branch (the common case: all inside; 3-D rows through ``flat``, their
+    C-order values, in a loop the compiler vectorises), then searched only on failure."""
     ndim = positions.shape[1]
     inside = True
-    for i in range(first, stop):
-        for d in range(ndim):
-            p = np.float64(positions[i, d])
-            inside &= (lower[d] <= p) & (p < upper[d])
+    if ndim == 3:
+        edges = _edges_like(lower, upper, flat)
+        a0, a1, a2, b0, b1, b2 = edges[0], edges[1], edges[2], edges[3], edges[4], edges[5]
+        rows = flat[3 * first : 3 * stop]
+        for j in range(stop - first):
+            x, y, z = rows[3 * j], rows[3 * j + 1], rows[3 * j + 2]
+            inside &= (a0 <= x) & (x < b0) & (a1 <= y) & (y < b1) & (a2 <= z) & (z < b2)
+    else:
+        for i in range(first, stop):
+            for d in range(ndim):
+                p = np.float64(positions[i, d])
+                inside &= (lower[d] <= p) & (p < upper[d])
     if inside:
         return -1
     for i in range(first, stop):
@@ -101,6 +117,23 @@ def _first_outside(
             if not (lower[d] <= p and p < upper[d]):
                 return i
     return -1
+
+
+@njit
+def _edges_like(lower: F64, upper: F64, flat: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``lower`` then ``upper`` (3 float64 each) in the dtype of ``flat``, each rounded up
+    to the smallest value of that dtype at least as large: for a value ``p`` of that dtype,
+    ``e <= p`` and ``p < e`` then give what they give in float64 (so float32 rows are
+    compared without widening each one)."""
+    out = np.empty(6, flat.dtype)
+    top = np.empty(1, flat.dtype)
+    top[0] = np.inf
+    for k in range(6):
+        e = lower[k] if k < 3 else upper[k - 3]
+        out[k] = e
+        if np.float64(out[k]) < e:
+            out[k] = np.nextafter(out[k], top[0])
+    return out
 
 
 @njit
@@ -120,6 +153,7 @@ def _first_bin_ending_after(starts: I64, sizes: I64, row: int, local: int) -> in
 @njit
 def _misplaced_row(
     positions: npt.NDArray[Any],
+    flat: npt.NDArray[Any],
     run_row: I64,
     run_len: I64,
     run_start: I64,
@@ -145,7 +179,7 @@ def _misplaced_row(
             for d in range(ndim):
                 lower[d] = cells[i, d] * chunk_shape[d]
                 upper[d] = (cells[i, d] + 1.0) * chunk_shape[d]
-            bad = _first_outside(positions, x + shift, end + shift, lower, upper)
+            bad = _first_outside(positions, flat, x + shift, end + shift, lower, upper)
             if bad >= 0:
                 return bad
             continue
@@ -161,7 +195,7 @@ def _misplaced_row(
                 lower[d], upper[d] = bin_edges(
                     cells[i, d], chunk_shape[d], bin_shape[d], b, bins[d]
                 )
-            bad = _first_outside(positions, x + shift, stop + shift, lower, upper)
+            bad = _first_outside(positions, flat, x + shift, stop + shift, lower, upper)
             if bad >= 0:
                 return bad
             x = max(x, stop)
