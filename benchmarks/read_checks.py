@@ -14,8 +14,10 @@ Cases (each a median over boxes or id sets, then the median over rounds):
 * ``streamlines 100 by id warm`` / ``cold``: 100 random streamlines by id.
 * ``skeletons 10 by id warm``: 10 random skeletons by id (links translated).
 
-The table gives both medians and the change; the row counts of every answer are compared
-between the trees (``same`` column). Progress goes to stderr. Run it alone on the machine:
+The table gives both medians, wall-clock and CPU time (``time.process_time``: every thread of
+the reading process; steadier than wall-clock on a busy machine), and the change; the row
+counts of every answer are compared between the trees (``same`` column). Progress goes to
+stderr. Run it alone on the machine:
 other work on the cores moves numbers by more than the few percent measured.
 
 A child (``--child SPEC``) is this file run as a script with ``PYTHONPATH`` set to a tree,
@@ -50,13 +52,21 @@ _THIS_TREE = _HERE.parent.parent
 # -- child: runs with one tree's zarr_vectors ------------------------------------------------
 
 
-def _median_time(func: Any, repeat: int) -> tuple[float, Any]:
-    times, out = [], None
+def _timed(func: Any) -> tuple[float, float, Any]:
+    """Wall-clock and CPU seconds (every thread of the process) of one call, and its result."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = func()
+    return time.perf_counter() - wall, time.process_time() - cpu, out
+
+
+def _median_time(func: Any, repeat: int) -> tuple[float, float, Any]:
+    """Median wall-clock and CPU seconds of ``repeat`` calls, and the last result."""
+    walls, cpus, out = [], [], None
     for _ in range(repeat):
-        start = time.perf_counter()
-        out = func()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), out
+        wall, cpu, out = _timed(func)
+        walls.append(wall)
+        cpus.append(cpu)
+    return statistics.median(walls), statistics.median(cpus), out
 
 
 def _child(spec_path: str) -> dict[str, Any]:
@@ -65,39 +75,38 @@ def _child(spec_path: str) -> dict[str, Any]:
     spec = json.loads(Path(spec_path).read_text())
     repeat = int(spec["repeat"])
     boxes = [(np.asarray(lo), np.asarray(hi)) for lo, hi in spec["boxes"]]
-    out: dict[str, Any] = {"zarr_vectors": zv.__file__, "cases": {}, "rows": {}}
+    out: dict[str, Any] = {"zarr_vectors": zv.__file__, "cases": {}, "cpu": {}, "rows": {}}
 
-    def record(case: str, seconds: list[float], rows: list[int]) -> None:
-        out["cases"][case] = statistics.median(seconds)
+    def record(case: str, times: list[tuple[float, float]], rows: list[int]) -> None:
+        out["cases"][case] = statistics.median(t[0] for t in times)
+        out["cpu"][case] = statistics.median(t[1] for t in times)
         out["rows"][case] = rows
 
     opened = zv.open(spec["points"])
     opened.query(spec["warm_box"])  # kernels loaded, caches of another box
     warm, cold, rows = [], [], []
     for box in boxes:
-        start = time.perf_counter()
-        found = zv.open(spec["points"]).query(box)
-        cold.append(time.perf_counter() - start)
+        wall, cpu, found = _timed(lambda b=box: zv.open(spec["points"]).query(b))
+        cold.append((wall, cpu))
         opened.query(box)
-        t, found = _median_time(lambda b=box: opened.query(b), repeat)
-        warm.append(t)
+        wall, cpu, found = _median_time(lambda b=box: opened.query(b), repeat)
+        warm.append((wall, cpu))
         rows.append(int(found.positions.shape[0]))
     record("points 1% box warm", warm, rows)
     record("points 1% box cold", cold, rows)
-    t, found = _median_time(lambda: zv.open(spec["points"]).read(), max(3, repeat // 2))
-    record("points read", [t], [int(found.positions.shape[0])])
+    wall, cpu, found = _median_time(lambda: zv.open(spec["points"]).read(), max(3, repeat // 2))
+    record("points read", [(wall, cpu)], [int(found.positions.shape[0])])
 
     for kind, key in (("streamlines", "streamline_ids"), ("skeletons", "skeleton_ids")):
         store = zv.open(spec[kind])
         store.read_objects(spec[f"warm_{key}"])
         warm, cold, rows = [], [], []
         for ids in spec[key]:
-            start = time.perf_counter()
-            found = zv.open(spec[kind]).read_objects(ids)
-            cold.append(time.perf_counter() - start)
+            wall, cpu, found = _timed(lambda i=ids, k=kind: zv.open(spec[k]).read_objects(i))
+            cold.append((wall, cpu))
             store.read_objects(ids)
-            t, found = _median_time(lambda i=ids, s=store: s.read_objects(i), repeat)
-            warm.append(t)
+            wall, cpu, found = _median_time(lambda i=ids, s=store: s.read_objects(i), repeat)
+            warm.append((wall, cpu))
             rows.append(int(found.positions.shape[0]))
         label = f"{kind} {len(spec[key][0])} by id"
         record(f"{label} warm", warm, rows)
@@ -162,22 +171,25 @@ def _run_child(tree: Path, spec: str, numba_cache: str | None) -> dict[str, Any]
 
 
 def _table(base: list[dict[str, Any]], ours: list[dict[str, Any]], names: tuple[str, str]) -> str:
-    cases = list(base[0]["cases"])
-    header = ("case", f"{names[0]} (median)", f"{names[1]} (median)", "change", "same")
+    header = (
+        "case",
+        f"{names[0]} wall",
+        f"{names[1]} wall",
+        "change",
+        f"{names[0]} CPU",
+        f"{names[1]} CPU",
+        "change",
+        "same",
+    )
     lines = [header]
-    for case in cases:
-        a = statistics.median(r["cases"][case] for r in base)
-        b = statistics.median(r["cases"][case] for r in ours)
+    for case in base[0]["cases"]:
+        cells = [case]
+        for measure in ("cases", "cpu"):
+            a = statistics.median(r[measure][case] for r in base)
+            b = statistics.median(r[measure][case] for r in ours)
+            cells += [f"{a * 1e3:.2f} ms", f"{b * 1e3:.2f} ms", f"{(b / a - 1) * 100:+.1f}%"]
         same = all(r["rows"][case] == base[0]["rows"][case] for r in base + ours)
-        lines.append(
-            (
-                case,
-                f"{a * 1e3:.2f} ms",
-                f"{b * 1e3:.2f} ms",
-                f"{(b / a - 1) * 100:+.1f}%",
-                "yes" if same else "NO",
-            )
-        )
+        lines.append((*cells, "yes" if same else "NO"))
     widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
     return "\n".join(
         "| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) + " |"
@@ -225,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\n{args.rounds} rounds, alternated (base first in odd rounds); {int(args.points):,} "
         f"points, 5 boxes of 1% of the cube, {args.repeat} warm repeats each; 5 id sets; "
-        "a warm-up run of each tree first (not counted)."
+        "a warm-up run of each tree first (not counted). wall: perf_counter; CPU: "
+        "process_time of the reading process (every thread), steadier on a busy machine."
     )
     return 0
 

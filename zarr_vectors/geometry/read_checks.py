@@ -28,6 +28,7 @@ __all__ = [
     "PlacementRuns",
     "bins_tiling_problem",
     "check_placement",
+    "first_with_blocks_past",
     "stored_blocks_problem",
 ]
 
@@ -159,6 +160,16 @@ def stored_blocks_problem(entries: ShardIndex, rows: int, rows_per_block: int) -
         f"stores row block {wanted + int(beyond[0])}, but its {rows} rows need only blocks "
         f"0 to {wanted - 1} ({rows_per_block} rows each)"
     )
+
+
+def first_with_blocks_past(entries: list[ShardIndex], rows: np.ndarray, rows_per_block: int) -> int:
+    """The first of several chunks' shard index entries (``n_blocks`` each) storing a row
+    block past those of its ``rows`` (see :func:`stored_blocks_problem`), or -1; all at once."""
+    offsets = np.stack([np.asarray(e, dtype=np.uint64).reshape(-1, 2)[:, 0] for e in entries])
+    wanted = -(-rows // rows_per_block)
+    past = (offsets != _MISSING) & (np.arange(offsets.shape[1]) >= wanted[:, None])
+    found = np.flatnonzero(past.any(axis=1))
+    return int(found[0]) if found.shape[0] else -1
 
 
 def bins_tiling_problem(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:

@@ -68,6 +68,7 @@ from zarr_vectors.geometry.read_checks import (
     PlacementRuns,
     bins_tiling_problem,
     check_placement,
+    first_with_blocks_past,
     stored_blocks_problem,
 )
 from zarr_vectors.geometry.row_reads import ChunkRows
@@ -603,15 +604,27 @@ class LevelReader:
         if not requests:
             return
         fetched = {request[0] for request in requests}
+        by_column: dict[str, list[tuple[int, ...]]] = {}
         for column, chunk in pairs:
             layout = self.layouts.get(column)
-            if layout is None or (self.paths[column], shard_of(layout, chunk)) not in fetched:
+            if layout is not None and (self.paths[column], shard_of(layout, chunk)) in fetched:
+                by_column.setdefault(column, []).append(chunk)
+        for column, chunks in by_column.items():
+            path, layout = self.paths[column], self.layouts[column]
+            assert layout is not None
+            known = [
+                (chunk, rows)
+                for chunk in chunks
+                if (rows := self.known_rows(column, chunk)) is not None
+                and self.indexes.holds(path, layout, chunk)
+            ]
+            if not known:
                 continue
-            path = self.paths[column]
-            if self.indexes.holds(path, layout, chunk):
-                self.check_stored_blocks(
-                    column, chunk, self.indexes.entry_array(path, layout, chunk)[1]
-                )
+            entries = [self.indexes.entry_array(path, layout, chunk)[1] for chunk, _ in known]
+            counts = np.array([n for _, n in known], dtype=np.int64)
+            bad = first_with_blocks_past(entries, counts, layout.rows_per_block)
+            if bad >= 0:
+                self.check_stored_blocks(column, known[bad][0], entries[bad])  # raises
 
     def _index_requests(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> list[IndexRequest]:
         """The shard indexes of (column, chunk) pairs that are not cached, one per shard."""
