@@ -10,6 +10,10 @@ Boxes over point clouds take a faster path with the same answers: the chunks, bi
 runs are planned by kernels over all chunks at once (:mod:`zarr_vectors.kernels.box_rows`),
 and :meth:`~zarr_vectors.geometry.point_reads.PointReads.read_selected` decodes each needed row
 block once, tests the rows and gathers every column.
+
+Every vertex row read is checked, as it is decoded, to lie in its chunk and, in the chunks
+read by bins, in its bin (:mod:`zarr_vectors.geometry.read_checks`): a damaged store raises
+:class:`~zarr_vectors.errors.CorruptChunkError` instead of answering wrongly.
 """
 
 from __future__ import annotations
