@@ -165,6 +165,8 @@ def stored_blocks_problem(entries: ShardIndex, rows: int, rows_per_block: int) -
 def first_with_blocks_past(entries: list[ShardIndex], rows: np.ndarray, rows_per_block: int) -> int:
     """The first of several chunks' shard index entries (``n_blocks`` each) storing a row
     block past those of its ``rows`` (see :func:`stored_blocks_problem`), or -1; all at once."""
+    if not entries:
+        return -1
     offsets = np.stack([np.asarray(e, dtype=np.uint64).reshape(-1, 2)[:, 0] for e in entries])
     wanted = -(-rows // rows_per_block)
     past = (offsets != _MISSING) & (np.arange(offsets.shape[1]) >= wanted[:, None])

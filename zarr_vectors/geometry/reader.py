@@ -68,11 +68,10 @@ from zarr_vectors.geometry.read_checks import (
     PlacementRuns,
     bins_tiling_problem,
     check_placement,
-    first_with_blocks_past,
     stored_blocks_problem,
 )
 from zarr_vectors.geometry.row_reads import ChunkRows
-from zarr_vectors.geometry.shard_indexes import IndexRequest, ShardIndexes, shard_of
+from zarr_vectors.geometry.shard_indexes import IndexRequest, ShardIndexes
 from zarr_vectors.store.arrays import nonzero_cells, read_whole_many
 from zarr_vectors.store.io import ByteRange, StoreIO
 from zarr_vectors.store.native_blocks import decode_dense_blob_shards
@@ -180,6 +179,7 @@ class LevelReader:
         self.indexes = ShardIndexes()  # shared with restricted views
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
         self._chunk_rows: dict[tuple[int, ...], int] | None = None
+        self._checked_blocks: set[tuple[str, tuple[int, ...]]] = set()  # shared with views
         self.points = PointReads(self)  # box reads of point clouds
 
     # -- metadata documents -------------------------------------------------------------
@@ -478,14 +478,13 @@ class LevelReader:
         blob_requests: list[tuple[str, ByteRange]] = [
             (shard_key(path, np.asarray(k[1]), 0), None) for k in missing if not sharded
         ]
-        pairs = [(column, chunk) for column in index_columns for chunk in indexed]
-        index_requests = self._index_requests(pairs)
-        column_requests = len(index_requests)
+        index_requests = self._index_requests(
+            [(column, chunk) for column in index_columns for chunk in indexed]
+        )
         if sharded and layout is not None:
             index_requests += self.indexes.requests((path, layout, k[1]) for k in missing)
         raws = self.io.get_many(blob_requests + [(r[1], r[2]) for r in index_requests])
         self.indexes.keep(index_requests, raws[len(blob_requests) :], strict=False)
-        self._check_fetched_blocks(index_requests[:column_requests], pairs)
         if sharded and layout is not None:
             self._fetch_sharded_ranges(path, layout, [k[1] for k in missing])
         else:
@@ -582,49 +581,10 @@ class LevelReader:
         CorruptChunkError
             When a shard is missing.
         """
-        wanted = list(wanted)
         requests = self._index_requests(wanted)
         if requests:
             tails = self.io.get_many([(r[1], r[2]) for r in requests])
             self.indexes.keep(requests, tails, strict=True)
-            self._check_fetched_blocks(requests, wanted)
-
-    def _check_fetched_blocks(
-        self, requests: list[IndexRequest], pairs: Iterable[tuple[str, tuple[int, ...]]]
-    ) -> None:
-        """:meth:`check_stored_blocks` of the (column, chunk) pairs whose shard indexes
-        ``requests`` just fetched (once per fetch: cached indexes were checked when
-        fetched; a shard found missing is not checked here, its read raises).
-
-        Raises
-        ------
-        CorruptChunkError
-            As :meth:`check_stored_blocks`.
-        """
-        if not requests:
-            return
-        fetched = {request[0] for request in requests}
-        by_column: dict[str, list[tuple[int, ...]]] = {}
-        for column, chunk in pairs:
-            layout = self.layouts.get(column)
-            if layout is not None and (self.paths[column], shard_of(layout, chunk)) in fetched:
-                by_column.setdefault(column, []).append(chunk)
-        for column, chunks in by_column.items():
-            path, layout = self.paths[column], self.layouts[column]
-            assert layout is not None
-            known = [
-                (chunk, rows)
-                for chunk in chunks
-                if (rows := self.known_rows(column, chunk)) is not None
-                and self.indexes.holds(path, layout, chunk)
-            ]
-            if not known:
-                continue
-            entries = [self.indexes.entry_array(path, layout, chunk)[1] for chunk, _ in known]
-            counts = np.array([n for _, n in known], dtype=np.int64)
-            bad = first_with_blocks_past(entries, counts, layout.rows_per_block)
-            if bad >= 0:
-                self.check_stored_blocks(column, known[bad][0], entries[bad])  # raises
 
     def _index_requests(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> list[IndexRequest]:
         """The shard indexes of (column, chunk) pairs that are not cached, one per shard."""
@@ -688,8 +648,10 @@ class LevelReader:
         """Raise if the shard index ``entries`` of ``chunk`` in column ``name`` store a row
         block past those of the chunk's row count, when it is known (spec §9.0).
 
-        Called when a shard index is fetched (:meth:`fetch_indexes`, :meth:`blob_ranges`)
-        or a shard read whole, so reads from cached indexes pay nothing.
+        Checked (once per chunk and column) where a read takes every row of a chunk from its
+        row count (whole chunks, the chunks a box covers); reads of row runs take them from
+        fragment indexes, whose row extent is checked against the count
+        (:meth:`fragment_ranges`).
 
         Raises
         ------
@@ -697,14 +659,17 @@ class LevelReader:
             When the shard stores more blocks than the row count needs: the shard is not
             the chunk's, or its count (``vertex_counts``, a fragment index) was edited down.
         """
+        path = self.paths[name]
+        if (path, chunk) in self._checked_blocks:
+            return
         rows = self.known_rows(name, chunk)
         layout = self.layouts.get(name)
         if rows is None or layout is None:
             return
         problem = stored_blocks_problem(entries, rows, layout.rows_per_block)
         if problem is not None:
-            path = self.paths[name]
             raise CorruptChunkError(f"{path}: the shard of chunk {chunk} {problem}: {RESTORE}")
+        self._checked_blocks.add((path, chunk))
 
     def known_rows(self, name: str, chunk: tuple[int, ...]) -> int | None:
         """Rows of ``chunk`` in column ``name`` when already known (from ``vertex_counts``

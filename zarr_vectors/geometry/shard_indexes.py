@@ -79,10 +79,6 @@ class ShardIndexes:
         self._arrays[cache_key] = index
         self._lists[cache_key] = (key, None)  # listed on first use (entries)
 
-    def holds(self, path: str, layout: RowLayout, chunk: tuple[int, ...]) -> bool:
-        """Whether the index of the shard holding ``chunk`` in the array at ``path`` is cached."""
-        return (path, shard_of(layout, chunk)) in self._lists
-
     def entries(
         self, path: str, layout: RowLayout, chunk: tuple[int, ...], what: str = "shard"
     ) -> tuple[str, list[list[int]]]:
