@@ -91,14 +91,16 @@ def _first_outside(
     stop: int,
     lower: F64,
     upper: F64,
+    edges: npt.NDArray[Any],
 ) -> int:
-    """The first of rows ``[first, stop)`` outside ``[lower, upper)``, or -1. The rows are
+    """The first of rows ``[first, stop)`` outside ``[lower, upper)``, or -1 (``edges``:
+    scratch of :func:`_edges_like`, in the rows' dtype). The rows are
     tested without a branch (the common case: all inside; 3-D rows through ``flat``, their
     C-order values, in a loop the compiler vectorises), then searched only on failure."""
     ndim = positions.shape[1]
     inside = True
     if ndim == 3:
-        edges = _edges_like(lower, upper, flat)
+        _edges_like(lower, upper, edges)
         a0, a1, a2, b0, b1, b2 = edges[0], edges[1], edges[2], edges[3], edges[4], edges[5]
         rows = flat[3 * first : 3 * stop]
         for j in range(stop - first):
@@ -120,20 +122,17 @@ def _first_outside(
 
 
 @njit
-def _edges_like(lower: F64, upper: F64, flat: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """``lower`` then ``upper`` (3 float64 each) in the dtype of ``flat``, each rounded up
+def _edges_like(lower: F64, upper: F64, out: npt.NDArray[Any]) -> None:
+    """``lower`` then ``upper`` (3 float64 each) into ``out[:6]`` (the rows' dtype; ``out[6]``
+    is +inf), each rounded up
     to the smallest value of that dtype at least as large: for a value ``p`` of that dtype,
     ``e <= p`` and ``p < e`` then give what they give in float64 (so float32 rows are
     compared without widening each one)."""
-    out = np.empty(6, flat.dtype)
-    top = np.empty(1, flat.dtype)
-    top[0] = np.inf
     for k in range(6):
         e = lower[k] if k < 3 else upper[k - 3]
         out[k] = e
         if np.float64(out[k]) < e:
-            out[k] = np.nextafter(out[k], top[0])
-    return out
+            out[k] = np.nextafter(out[k], out[6])  # out[6] holds +inf
 
 
 @njit
@@ -170,6 +169,8 @@ def _misplaced_row(
     n_bins = sizes.shape[1]
     lower = np.empty(ndim, np.float64)
     upper = np.empty(ndim, np.float64)
+    edges = np.empty(7, flat.dtype)
+    edges[6] = np.inf
     for q in range(run_row.shape[0]):
         i = run_chunk[q]
         row = table_row[i]
@@ -179,7 +180,7 @@ def _misplaced_row(
             for d in range(ndim):
                 lower[d] = cells[i, d] * chunk_shape[d]
                 upper[d] = (cells[i, d] + 1.0) * chunk_shape[d]
-            bad = _first_outside(positions, flat, x + shift, end + shift, lower, upper)
+            bad = _first_outside(positions, flat, x + shift, end + shift, lower, upper, edges)
             if bad >= 0:
                 return bad
             continue
@@ -195,7 +196,7 @@ def _misplaced_row(
                 lower[d], upper[d] = bin_edges(
                     cells[i, d], chunk_shape[d], bin_shape[d], b, bins[d]
                 )
-            bad = _first_outside(positions, flat, x + shift, stop + shift, lower, upper)
+            bad = _first_outside(positions, flat, x + shift, stop + shift, lower, upper, edges)
             if bad >= 0:
                 return bad
             x = max(x, stop)
