@@ -10,6 +10,10 @@ Boxes over point clouds take a faster path with the same answers: the chunks, bi
 runs are planned by kernels over all chunks at once (:mod:`zarr_vectors.kernels.box_rows`),
 and :meth:`~zarr_vectors.geometry.point_reads.PointReads.read_selected` decodes each needed row
 block once, tests the rows and gathers every column.
+
+Every vertex row read is checked, as it is decoded, to lie in its chunk and, in the chunks
+read by bins, in its bin (:mod:`zarr_vectors.geometry.read_checks`): a damaged store raises
+:class:`~zarr_vectors.errors.CorruptChunkError` instead of answering wrongly.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from zarr_vectors._progress import Reporter
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
 from zarr_vectors.geometry.point_reads import RowRuns
+from zarr_vectors.geometry.read_checks import PlacementRuns, check_placement
 from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.kernels.box_rows import box_chunks, box_runs, select_rows
@@ -211,10 +216,15 @@ def _query_box_points(reader: LevelReader, box: BoxRegion) -> QueryResult | None
     names = _vertex_column_names(reader)
     if not reader.points.can_select(names):
         return None
-    runs, faces_lo, faces_hi = _box_row_runs(reader, box)
+    runs, faces_lo, faces_hi, (table_row, *bin_ranges) = _box_row_runs(reader, box)
     lengths = runs.stop - runs.start
+    chunks = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, reader.grid.ndim)
 
     def select(rows: np.ndarray, run_row: np.ndarray, out: np.ndarray) -> np.ndarray:
+        placed = PlacementRuns(chunks, runs.chunk, runs.start, lengths, run_row, table_row)
+        check_placement(
+            rows, placed, reader.grid, (bin_ranges[0], bin_ranges[1]), reader.paths[VERTICES]
+        )
         return select_rows(rows, run_row, lengths, faces_lo, faces_hi, box.lo, box.hi, out)
 
     read = dict(zip(names, reader.points.read_selected(names, runs, select), strict=True))
@@ -239,9 +249,13 @@ def _box_chunks(
     return coords[picked], occupied[picked], covered, picked
 
 
-def _box_row_runs(reader: LevelReader, box: BoxRegion) -> tuple[RowRuns, np.ndarray, np.ndarray]:
-    """The row runs of the bins the box meets, and the faces cutting each (see
-    :func:`~zarr_vectors.kernels.box_rows.box_runs`)."""
+def _box_row_runs(
+    reader: LevelReader, box: BoxRegion
+) -> tuple[RowRuns, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The row runs of the bins the box meets, the faces cutting each (see
+    :func:`~zarr_vectors.kernels.box_rows.box_runs`), and the per-bin ranges they were
+    planned from: per chunk its row of the tables (-1: not read), and the ``starts`` and
+    ``sizes`` tables (the reader's: later reads may grow them into new arrays)."""
     chunks, counts, covered, where = _box_chunks(reader, box)
     bins = reader.points.bin_table(where[~covered], where)
     grid = reader.grid
@@ -259,7 +273,8 @@ def _box_row_runs(reader: LevelReader, box: BoxRegion) -> tuple[RowRuns, np.ndar
         bins.sizes,
     )
     keys = [tuple(c) for c in chunks.tolist()]
-    return RowRuns(keys, chunk, start, stop, where), faces_lo, faces_hi
+    tables = (bins.row[where], bins.starts, bins.sizes)
+    return RowRuns(keys, chunk, start, stop, where), faces_lo, faces_hi, tables
 
 
 def query_box(reader: LevelReader, lo: np.ndarray, hi: np.ndarray) -> QueryResult:

@@ -287,7 +287,7 @@ def test_row_runs_without_chunk_positions_read_the_same_rows() -> None:
     store, *_ = _point_store(250.0, 1)
     reader = zv.open(store)._reader
     lo, hi = np.array([100.0, 120, 90]), np.array([700.0, 650, 800])
-    runs, faces_lo, faces_hi = _box_row_runs(reader, BoxRegion(lo, hi))
+    runs, faces_lo, faces_hi, _ = _box_row_runs(reader, BoxRegion(lo, hi))
     bare = RowRuns(runs.chunks, runs.chunk, runs.start, runs.stop)
     names = [VERTICES, "a0"]
 

@@ -172,3 +172,37 @@ def result_rows_of_entries(
     found = np.where(local & inside, table[np.where(inside, at, 0)], -1)
     bad = np.flatnonzero((local & ~inside) | (local & (found < 0)))
     return np.where(local, found, -1), int(bad[0]) if bad.size else -1
+
+
+def misplaced_row(
+    positions: Array,
+    runs: tuple[Array, Array, Array, Array],
+    cells: Array,
+    grid: tuple[Array, Array, Array],
+    bin_table: tuple[Array, Array, Array],
+) -> int:
+    """Twin of :func:`zarr_vectors.kernels.placement.misplaced_row`, from the writers' rule:
+    a row is placed when the chunk index of its vertex (:func:`chunk_coords`) is its
+    chunk's and, where the chunk has a bin table, its row lies in the range of its
+    vertex's bin (:func:`bin_coords`)."""
+    run_row, run_len, run_start, run_chunk = runs
+    chunk_shape, bin_shape, bins = grid
+    table_row, starts, sizes = bin_table
+    p = np.asarray(positions, dtype=np.float64)
+    for q in range(run_row.shape[0]):
+        i = int(run_chunk[q])
+        for k in range(int(run_len[q])):
+            r = int(run_row[q]) + k
+            if not np.isfinite(p[r]).all():
+                return r
+            c = chunk_coords(p[r : r + 1], chunk_shape)[0]
+            if not np.array_equal(c.astype(np.float64), cells[i]):
+                return r
+            if table_row[i] < 0:
+                continue
+            b = bin_coords(p[r : r + 1], c[None], chunk_shape, bin_shape, bins)[0]
+            f = int(np.ravel_multi_index(tuple(b), tuple(int(x) for x in bins)))
+            row, local = int(table_row[i]), int(run_start[q]) + k
+            if not starts[row, f] <= local < starts[row, f] + sizes[row, f]:
+                return r
+    return -1

@@ -26,6 +26,7 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import VERTEX_FRAGMENTS
 from zarr_vectors.geometry import _read_plans as read_plans
+from zarr_vectors.geometry.read_checks import bins_tiling_problem, first_with_blocks_past
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.native_blocks import in_turns
@@ -263,7 +264,8 @@ class PointReads:
         starts = np.stack([f[0] for f in found])
         sizes = np.stack([f[1] for f in found])
         extent = (starts + sizes).max(axis=1, initial=0)
-        if np.any(extent != counts) or np.any(sizes.sum(axis=1) != counts):
+        wrong = (extent != counts) | (sizes.sum(axis=1) != counts)
+        if np.any(wrong | bins_tiling_problem(starts, sizes)):
             self.reader.fragment_ranges(chunks, counts)  # raises for the first wrong chunk
 
     def can_select(self, names: Sequence[str]) -> bool:
@@ -445,11 +447,16 @@ class PointReads:
         if unknown:
             self.reader.fetch_indexes([(name, chunk) for name in names for chunk in unknown])
             self.indexed.update((chunk, *names) for chunk in unknown)
+        counts = self.reader.occupied_chunks(None, None)[1][where]
         for k, name in enumerate(names):
             path, layout = self.reader.paths[name], self.reader.layouts[name]
             assert layout is not None
-            for p, chunk in zip(where.tolist(), chunks, strict=True):
-                table.set_entries(k, p, *self.reader.indexes.entry_array(path, layout, chunk))
+            found = [self.reader.indexes.entry_array(path, layout, chunk) for chunk in chunks]
+            bad = first_with_blocks_past([f[1] for f in found], counts, layout.rows_per_block)
+            if bad >= 0:  # covered chunks are read by their row count
+                self.reader.check_stored_blocks(name, chunks[bad], found[bad][1])  # raises
+            for p, (key, entries) in zip(where.tolist(), found, strict=True):
+                table.set_entries(k, p, key, entries)
         table.known[where] = True
 
     def _fetch_plans(

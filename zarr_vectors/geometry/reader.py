@@ -71,6 +71,13 @@ from zarr_vectors.format.version import has_place_records
 from zarr_vectors.geometry import _read_plans as read_plans
 from zarr_vectors.geometry import row_reads
 from zarr_vectors.geometry.point_reads import PointReads
+from zarr_vectors.geometry.read_checks import (
+    RESTORE,
+    PlacementRuns,
+    bins_tiling_problem,
+    check_placement,
+    stored_blocks_problem,
+)
 from zarr_vectors.geometry.row_reads import ChunkRows
 from zarr_vectors.geometry.shard_indexes import IndexRequest, ShardIndexes
 from zarr_vectors.store.arrays import (
@@ -211,6 +218,7 @@ class LevelReader:
         self.indexes = ShardIndexes()  # shared with restricted views
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
         self._chunk_rows: dict[tuple[int, ...], int] | None = None
+        self._checked_blocks: set[tuple[str, tuple[int, ...]]] = set()  # shared with views
         self.points = PointReads(self)  # box reads of point clouds
 
     # -- metadata documents -------------------------------------------------------------
@@ -547,6 +555,11 @@ class LevelReader:
                     f"chunk {tuple(chunk)}: {starts.shape[0]} fragments, expected one per bin "
                     f"({self.grid.bins_per_chunk_total})"
                 )
+            if self.kind == POINT_CLOUD and bins_tiling_problem(starts[None], sizes[None])[0]:
+                raise CorruptChunkError(
+                    f"{self.base}/{VERTEX_FRAGMENTS}: chunk {tuple(int(c) for c in chunk)}: the "
+                    f"per-bin ranges do not tile its {int(n)} rows in bin order: {RESTORE}"
+                )
         return out
 
     def blob_ranges(
@@ -702,8 +715,71 @@ class LevelReader:
 
     def read_many(self, reads: list[tuple[str, list[ChunkRows]]]) -> list[np.ndarray]:
         """Rows of several columns, each for its own ``(column name, requests)`` pair,
-        fetched together: :func:`zarr_vectors.geometry.row_reads.read_many`."""
-        return row_reads.read_many(self, reads)
+        fetched together: :func:`zarr_vectors.geometry.row_reads.read_many`.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a ``vertices`` row read does not lie in its chunk, or in its bin where a
+            point cloud's per-bin ranges of the chunk are known (:meth:`check_vertices`).
+        """
+        found = row_reads.read_many(self, reads)
+        for (name, wanted), rows in zip(reads, found, strict=True):
+            if name == VERTICES:
+                self.check_vertices(rows, wanted)
+        return found
+
+    def check_vertices(self, positions: np.ndarray, wanted: list[ChunkRows]) -> None:
+        """Raise unless the ``vertices`` rows read for ``wanted`` lie in their chunks (spec
+        §5.1) and, for a point cloud's chunks whose per-bin ranges were read, in their bins
+        (§5.3).
+
+        Raises
+        ------
+        CorruptChunkError
+            Naming the first chunk and row that does not (:func:`check_placement`).
+        """
+        runs = PlacementRuns.of_requests(
+            [w.chunk for w in wanted], [w.runs for w in wanted], self.grid.ndim
+        )
+        bins = None
+        if self.kind == POINT_CLOUD:
+            found = [self._ranges.get((VERTEX_FRAGMENTS, w.chunk)) for w in wanted]
+            known = [i for i, f in enumerate(found) if f is not None]
+            if known:
+                runs.table_row[known] = np.arange(len(known), dtype=np.int64)
+                bins = (
+                    np.stack([found[i][0] for i in known]),  # type: ignore[index]
+                    np.stack([found[i][1] for i in known]),  # type: ignore[index]
+                )
+        check_placement(positions, runs, self.grid, bins, self.paths[VERTICES])
+
+    def check_stored_blocks(self, name: str, chunk: tuple[int, ...], entries: ShardIndex) -> None:
+        """Raise if the shard index ``entries`` of ``chunk`` in column ``name`` store a row
+        block past those of the chunk's row count, when it is known (spec §9.0).
+
+        Checked (once per chunk and column) where a read takes every row of a chunk from its
+        row count (whole chunks, the chunks a box covers); reads of row runs take them from
+        fragment indexes, whose row extent is checked against the count
+        (:meth:`fragment_ranges`).
+
+        Raises
+        ------
+        CorruptChunkError
+            When the shard stores more blocks than the row count needs: the shard is not
+            the chunk's, or its count (``vertex_counts``, a fragment index) was edited down.
+        """
+        path = self.paths[name]
+        if (path, chunk) in self._checked_blocks:
+            return
+        rows = self.known_rows(name, chunk)
+        layout = self.layouts.get(name)
+        if rows is None or layout is None:
+            return
+        problem = stored_blocks_problem(entries, rows, layout.rows_per_block)
+        if problem is not None:
+            raise CorruptChunkError(f"{path}: the shard of chunk {chunk} {problem}: {RESTORE}")
+        self._checked_blocks.add((path, chunk))
 
     def known_rows(self, name: str, chunk: tuple[int, ...]) -> int | None:
         """Rows of ``chunk`` in column ``name`` when already known (from ``vertex_counts``

@@ -60,6 +60,7 @@ class _Column:
     wanted: list[ChunkRows]
     plan: read_plans.RowPlan
     whole: list[bool]  # per request: fetch the chunk's shard whole
+    every_row: list[bool]  # per request: every row of the chunk, by its known row count
 
 
 def read_many(reader: LevelReader, reads: list[tuple[str, list[ChunkRows]]]) -> list[np.ndarray]:
@@ -122,8 +123,11 @@ def _plan_columns(
         plan_key = (id(wanted), layout.rows_per_block)
         if plan_key not in plans:
             plans[plan_key] = read_plans.RowPlan.build(wanted, layout.rows_per_block)
-        whole = [_whole_shard(reader, name, layout, w) for w in wanted]
-        columns[k] = _Column(name, reader.paths[name], layout, wanted, plans[plan_key], whole)
+        every = [_every_row(reader, name, w) for w in wanted]
+        whole = [e and layout.chunks_per_shard == 1 for e in every]
+        columns[k] = _Column(
+            name, reader.paths[name], layout, wanted, plans[plan_key], whole, every
+        )
     return columns
 
 
@@ -138,15 +142,16 @@ def _column_batches(reader: LevelReader, columns: dict[int, _Column]) -> list[li
     return [list(columns)]
 
 
-def _whole_shard(reader: LevelReader, name: str, layout: RowLayout, want: ChunkRows) -> bool:
-    """Whether ``want`` asks for every row the chunk's shard of column ``name`` holds.
+def _every_row(reader: LevelReader, name: str, want: ChunkRows) -> bool:
+    """Whether ``want`` asks for every row the chunk holds in column ``name``, by its known
+    row count.
 
-    Such a shard is fetched whole, with no index first. Only an I/O choice: rows are
-    decoded through the shard's own index either way. Never for a shard of several chunks
-    (spec §9.0.1): only the chunk's own blocks are fetched.
+    Such a request of a one-chunk shard fetches the shard whole, with no index first (an
+    I/O choice only: rows are decoded through the shard's own index either way; never for a
+    shard of several chunks, spec §9.0.1, whose other chunks' blocks are not fetched). Its
+    shard must store no row block past the count
+    (:meth:`~zarr_vectors.geometry.reader.LevelReader.check_stored_blocks`).
     """
-    if layout.chunks_per_shard != 1:
-        return False
     if want.runs.shape[0] != 1 or int(want.runs[0, 0]) != 0:
         return False
     stored = reader.known_rows(name, want.chunk)
@@ -240,7 +245,9 @@ def _job_entries(
     Raises
     ------
     CorruptChunkError
-        When the shard is missing, or its index does not decode.
+        When the shard is missing, its index does not decode, or (a request of every row)
+        it stores row blocks past the chunk's known row count
+        (:meth:`~zarr_vectors.geometry.reader.LevelReader.check_stored_blocks`).
     """
     key, spans = request
     if parts is None:
@@ -252,7 +259,10 @@ def _job_entries(
         bases = [0]
     else:
         bases = [span[0] for span in spans if isinstance(span, tuple)]
-    return parts, reader.indexes.entries(column.path, layout, chunk)[1], bases
+    entries = reader.indexes.entries(column.path, layout, chunk)[1]
+    if column.every_row[i]:
+        reader.check_stored_blocks(column.name, chunk, entries)
+    return parts, entries, bases
 
 
 @dataclass(slots=True)

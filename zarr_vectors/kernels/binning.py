@@ -31,6 +31,7 @@ __all__ = [
     "chunk_coords",
     "bin_coords",
     "assign_chunks_and_bins",
+    "bin_edges",
     "fast_axes",
     "first_failure",
     "grid_arguments",
@@ -102,6 +103,17 @@ def _bin_index(p: float, c: float, size: float, bin_size: float, inv_bin: float,
         while b < top and base + (b + 1.0) * bin_size <= p:
             b += 1.0
     return int(b)
+
+
+@njit
+def bin_edges(c: float, size: float, bin_size: float, b: int, bpc: int) -> tuple[float, float]:
+    """Edges ``[e_b, e_{b+1})`` on one axis of local bin ``b`` of chunk ``c`` (spec §5.3):
+    ``e_b = c*C + b*B`` and ``e_bpc = (c+1)*C``, in float64. A vertex of the bin lies in
+    ``e_b <= p < e_{b+1}``; bin 0 starts and bin ``bpc - 1`` ends at the chunk's edges."""
+    base = c * size
+    e0 = base + float(b) * bin_size
+    e1 = (c + 1.0) * size if b == bpc - 1 else base + float(b + 1) * bin_size
+    return e0, e1
 
 
 @njit

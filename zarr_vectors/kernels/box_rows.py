@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels.binning import bin_edges
 
 __all__ = [
     "block_slots",
@@ -165,11 +166,8 @@ def _axis_sides(
     cut_lo = np.zeros((ndim, width), np.bool_)
     cut_hi = np.zeros((ndim, width), np.bool_)
     for d in range(ndim):
-        lower = cells[i, d] * chunk_shape[d]
-        upper = (cells[i, d] + 1.0) * chunk_shape[d]
         for j in range(bins[d]):
-            e0 = lower + np.float64(j) * bin_shape[d]
-            e1 = upper if j == bins[d] - 1 else lower + np.float64(j + 1) * bin_shape[d]
+            e0, e1 = bin_edges(cells[i, d], chunk_shape[d], bin_shape[d], j, bins[d])
             meets[d, j] = e0 < hi[d] and lo[d] < e1
             cut_lo[d, j] = not lo[d] <= e0
             cut_hi[d, j] = not e1 <= hi[d]
