@@ -24,6 +24,7 @@ __all__ = [
     "MissingDependencyError",
     "ParallelWriteError",
     "StoreChangedError",
+    "ConcurrentWriteError",
 ]
 
 
@@ -103,4 +104,12 @@ class StoreChangedError(ZarrVectorsError, RuntimeError):
     """The store was replaced or changed by another writer after this handle opened it.
 
     The store is not damaged: open it again (``zv.open(...)``) to read its new version.
+    """
+
+
+class ConcurrentWriteError(ZarrVectorsError, RuntimeError):
+    """Another writer committed to the store while this append or change was prepared.
+
+    Nothing of this write was committed: the store holds the other writer's version, not a
+    blend. Run the append again (it then extends the new version).
     """

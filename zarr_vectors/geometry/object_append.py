@@ -17,6 +17,7 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.commits import COMMIT_KEY
 from zarr_vectors.format.names import ATTRIBUTES, LINK_ATTRIBUTES, VERTICES
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
@@ -25,6 +26,7 @@ from zarr_vectors.geometry.object_merge import merge_stores
 from zarr_vectors.geometry.object_sources import Source, open_source, options_of
 from zarr_vectors.geometry.polylines import split_polylines, write_polylines
 from zarr_vectors.store.io import StoreIO, StoreLike, scratch_store
+from zarr_vectors.store.writer_lock import writer_lock
 
 __all__ = [
     "append_graph",
@@ -40,6 +42,13 @@ BatchWriter = Callable[[StoreLike, dict[str, Any], Source], None]
 
 
 def _append(
+    store: StoreLike, kinds: tuple[str, ...], write: BatchWriter, progress: ProgressOption
+) -> None:
+    with writer_lock(store):  # another append waits: its batch goes after this one
+        _append_locked(store, kinds, write, progress)
+
+
+def _append_locked(
     store: StoreLike, kinds: tuple[str, ...], write: BatchWriter, progress: ProgressOption
 ) -> None:
     base = open_source(store)
@@ -180,7 +189,7 @@ def fit_arguments(
 
 
 def _user_extra(root: Any) -> dict[str, Any]:
-    return {k: v for k, v in root.extra.items() if k != "software"}
+    return {k: v for k, v in root.extra.items() if k not in ("software", COMMIT_KEY)}
 
 
 def append_polylines(

@@ -120,6 +120,7 @@ class Source:
     cross: np.ndarray
     cross_columns: dict[str, np.ndarray]
     refs: tuple[np.ndarray, np.ndarray, np.ndarray]
+    base: bytes | None = None  # root zarr.json read: the version an append extends
 
     @property
     def kind(self) -> str:
@@ -194,7 +195,7 @@ def open_source(store: StoreLike | StoreIO) -> Source:
         does not write.
     """
     io = store if isinstance(store, StoreIO) else StoreIO(resolve_store(store, mode="r"))
-    doc = io.read_json("zarr.json")
+    doc, version = io.read_root()
     attrs = doc.get("attributes") if isinstance(doc, dict) else None
     if not isinstance(attrs, dict) or "zarr_vectors_version" not in attrs:
         raise InvalidInputError(f"{store} is not a complete Zarr Vectors store to append to")
@@ -245,6 +246,7 @@ def open_source(store: StoreLike | StoreIO) -> Source:
             n: read_whole(io.store, f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}/{n}") for n in cross_names
         },
         refs=(obj, chunk + reader.grid.origin, fragment),
+        base=version.root,
     )
 
 

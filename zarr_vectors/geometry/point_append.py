@@ -63,6 +63,7 @@ class ExistingPoints:
     layouts: dict[str, RowLayout]
     blob_layout: RowLayout  # of vertex_fragments
     options: WriteOptions
+    base: bytes | None = None  # root zarr.json read: the version the append extends
 
     @property
     def vertex_count(self) -> int:
@@ -80,7 +81,7 @@ def load_existing(store: StoreLike) -> ExistingPoints:
         does not write (another ``R`` per array, other codecs).
     """
     io = StoreIO(resolve_store(store, mode="r"))
-    doc = io.read_json("zarr.json")
+    doc, version = io.read_root()
     attrs = doc.get("attributes") if isinstance(doc, dict) else None
     if not isinstance(attrs, dict) or "zarr_vectors_version" not in attrs:
         raise InvalidInputError(f"{store} is not a complete Zarr Vectors store to append to")
@@ -114,6 +115,7 @@ def load_existing(store: StoreLike) -> ExistingPoints:
         layouts=layouts,
         blob_layout=blobs,
         options=options,
+        base=version.root,
     )
 
 
@@ -184,7 +186,10 @@ def append_to_store(
     shapes = (existing.columns[VERTICES], {k: existing.columns[k] for k in names[1:]})
     sharded = existing.layouts[VERTICES].chunks_per_shard != 1
     blobs = point_blob_layout(grid)  # as the one-shot writer's (§9.2: one block per chunk)
-    with modify_target(store, rewritten=f"0/{VERTEX_COUNTS}/c/") as (source, target):
+    with modify_target(store, rewritten=f"0/{VERTEX_COUNTS}/c/", base=existing.base) as (
+        source,
+        target,
+    ):
         reader = LevelReader(source, existing.root, 0)
         writer = LevelWriter(target, 0, grid, shapes, n_max, existing.options, blobs=blobs)
         plan = _Plan(existing, grid, writer, reader, source, target, old, added, new_rows)

@@ -53,6 +53,7 @@ from zarr_vectors.kernels.sampling import PointSample, merge_samples, sample_row
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import SpillColumns, remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination, write_target
+from zarr_vectors.store.writer_lock import writer_lock
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
@@ -667,5 +668,5 @@ def append_points(
     InvalidInputError
         For input that does not match the store, or a store that cannot be appended to.
     """
-    with PointWriter(store, mode="a", **settings) as writer:
+    with writer_lock(store), PointWriter(store, mode="a", **settings) as writer:
         writer.append(positions, attributes=attributes, object_ids=object_ids)
