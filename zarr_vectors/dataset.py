@@ -85,12 +85,19 @@ def _root_attributes(io: StoreIO, doc: Any, where: str) -> dict[str, Any]:
         raise UnsupportedVersionError(f"{where} was {foreign}")
     if "zarr_vectors_version" not in attrs:
         hint = f"; {_INTERRUPTED}" if _holds_level_data(io) else ""
+        if hint and not io.is_local:
+            hint = f"; {_IN_PLACE}, or {_INTERRUPTED}"
         raise NotAZarrVectorsStoreError(
             f"{where} is a Zarr group but not a complete Zarr Vectors store: its root "
             f"attributes lack 'zarr_vectors_version'{hint}"
         )
     return attrs
 
+
+_IN_PLACE = (
+    "an in-place write may be changing it right now (memory and object stores are appended "
+    "to in place, spec §2.4): open it again in a moment"
+)
 
 _NODE_DEPTH = 6
 """Parents looked at for the store a path lies in: deep enough for the deepest node,

@@ -24,14 +24,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from zarr.storage import MemoryStore
+from zarr.storage import FsspecStore, MemoryStore
 
 import zarr_vectors as zv
 from tests.s3server import LoopbackS3
 from zarr_vectors import dataset
 from zarr_vectors.format.commits import commit_problem
 from zarr_vectors.store import commit
+from zarr_vectors.store import writer_lock as writer_lock_module
 from zarr_vectors.store.commit import leftovers
+from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.writer_lock import lock_file, writer_lock
 
 BASE = np.random.default_rng(0).uniform(0, 20, (400, 3))
@@ -373,3 +375,49 @@ def test_an_append_prepared_from_an_old_version_is_refused_whole(target: Any) ->
         writer.close()
     assert _rows_per_batch(target) == {0: len(BASE), 2: len(BATCHES[1])}
     assert zv.validate(target, level=3).ok
+
+
+def test_an_s3_change_starts_with_one_conditional_write(
+    s3: LoopbackS3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer's commit between the base check's GET and the PUT that starts the
+    change (``If-Match`` the ETag read) is caught by S3: nothing of this append is written."""
+    store = FsspecStore.from_url(
+        f"s3://{s3.fresh_prefix()}/s.zv", storage_options=s3.storage_options()
+    )
+    _write_base(store)
+    fs = store.fs
+    real, conditional = fs._call_s3, writer_lock_module._s3_conditional_uncommit
+    theirs = b""
+    armed = []
+
+    def arm(*args: Any) -> bool:
+        armed.append(True)  # the GET and PUT that start the change come now
+        return conditional(*args)
+
+    async def commit_in_between(method: str, *args: Any, **kwargs: Any) -> Any:
+        nonlocal theirs
+        if method == "put_object" and armed and not theirs:  # after the GET, before the PUT
+            key = {"Bucket": kwargs["Bucket"], "Key": kwargs["Key"]}
+            found = await real("get_object", **key)
+            doc = json.loads(await found["Body"].read())
+            doc["attributes"]["commit"]["id"] = "f" * 32  # another writer's commit
+            theirs = json.dumps(doc).encode()
+            await real("put_object", **key, Body=theirs)
+        return await real(method, *args, **kwargs)
+
+    before = _keys_of(store)
+    monkeypatch.setattr(fs, "_call_s3", commit_in_between)
+    monkeypatch.setattr(writer_lock_module, "_s3_conditional_uncommit", arm)
+    with pytest.raises(zv.ConcurrentWriteError, match="append again"):
+        zv.append_points(store, BATCHES[0], attributes=_batch_attributes(1), progress=False)
+    monkeypatch.undo()
+    after = _keys_of(store)
+    assert after.pop("zarr.json") == theirs  # the other writer's root, not uncommitted
+    before.pop("zarr.json")
+    assert after == before  # no byte of the refused append
+
+
+def _keys_of(store: Any) -> dict[str, bytes | None]:
+    io = StoreIO(store)
+    return {k: io.get(k) for k in io.list_prefix("")}

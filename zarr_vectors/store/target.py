@@ -35,8 +35,8 @@ from zarr_vectors.store.destination import (
     store_occupant,
     zip_occupant,
 )
-from zarr_vectors.store.io import StoreIO, StoreLike, json_bytes, local_destination, resolve_store
-from zarr_vectors.store.writer_lock import check_base, writer_lock
+from zarr_vectors.store.io import StoreIO, StoreLike, local_destination, resolve_store
+from zarr_vectors.store.writer_lock import begin_in_place_change, check_base, writer_lock
 
 __all__ = ["check_destination", "interrupted_write_note", "modify_target", "write_target"]
 
@@ -271,18 +271,9 @@ def modify_target(
         )
     io = StoreIO(resolve_store(store, mode="w"))
     with writer_lock(io.store, where=_named(store)):
-        check_base(io, base, _named(store))
-        _uncommit(io)
+        begin_in_place_change(io, base, _named(store))
         io.delete_many(io.list_prefix(rewritten))
         yield io, io
-
-
-def _uncommit(io: StoreIO) -> None:
-    """Rewrite the root ``zarr.json`` without ``zarr_vectors_version`` (spec §2.4)."""
-    doc = io.read_json("zarr.json")
-    if isinstance(doc, dict) and isinstance(doc.get("attributes"), dict):
-        doc["attributes"].pop("zarr_vectors_version", None)
-        io.set("zarr.json", json_bytes(doc))
 
 
 @contextmanager

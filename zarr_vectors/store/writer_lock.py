@@ -16,7 +16,10 @@ The check and the commit run under :func:`writer_lock`:
 - any store: a lock per store within this process (threads), so two writers in one process
   take turns too;
 - other processes writing to a memory or object store are not locked out: there the base
-  check just before the in-place change starts is what refuses the second writer (spec
+  check that starts the in-place change (:func:`begin_in_place_change`) refuses the second
+  writer. On S3 it is one conditional write (``If-Match`` the ETag of the base root read in
+  the same request), so two writers can never both start; elsewhere (and on S3-compatible
+  servers that do not implement ``If-Match``) the root is compared, then rewritten (spec
   §12.3 describes this fallback).
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import threading
 import time
@@ -32,13 +36,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from zarr.abc.store import Store
+from zarr.core.sync import sync
 from zarr.storage import FsspecStore, MemoryStore
 
 from zarr_vectors.errors import ConcurrentWriteError
 from zarr_vectors.store.destination import normalized_destination
-from zarr_vectors.store.io import StoreIO, StoreLike, local_destination
+from zarr_vectors.store.io import StoreIO, StoreLike, json_bytes, local_destination
 
-__all__ = ["LOCK_TIMEOUT", "check_base", "lock_file", "writer_lock"]
+__all__ = ["LOCK_TIMEOUT", "begin_in_place_change", "check_base", "lock_file", "writer_lock"]
 
 LOCK_TIMEOUT = 3600.0
 """Seconds a writer waits for another one to finish before giving up."""
@@ -179,8 +184,93 @@ def check_base(io: StoreIO, base: bytes | None, where: str) -> None:
     """
     if base is None or io.get("zarr.json") == base:
         return
-    raise ConcurrentWriteError(
+    raise _changed(where)
+
+
+def _changed(where: str) -> ConcurrentWriteError:
+    return ConcurrentWriteError(
         f"another writer changed {where} after this append read it, so this append was not "
         "committed (the store holds the other writer's version, none of this append's data): "
         "append again to extend the new version"
     )
+
+
+def uncommitted(raw: bytes | None) -> bytes | None:
+    """The root ``zarr.json`` ``raw`` without ``zarr_vectors_version`` (spec §2.4), or None
+    when it has no attributes to take it from."""
+    if raw is None:
+        return None
+    try:
+        doc = json.loads(raw)
+    except ValueError:  # not JSON (a damaged root): left as it is
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("attributes"), dict):
+        return None
+    doc["attributes"].pop("zarr_vectors_version", None)
+    return json_bytes(doc)
+
+
+def begin_in_place_change(io: StoreIO, base: bytes | None, where: str) -> None:
+    """Check that the store is still version ``base``, and rewrite its root ``zarr.json``
+    without ``zarr_vectors_version`` (spec §2.4): the first write of an in-place change.
+
+    On S3 both are one conditional ``PUT`` (``If-Match`` the ETag of the root read just
+    before), so no other writer's commit can come in between; elsewhere the root is
+    compared, then rewritten.
+
+    Raises
+    ------
+    ConcurrentWriteError
+        When the store is no longer ``base``; nothing was written.
+    """
+    if _s3_conditional_uncommit(io, base, where):
+        return
+    check_base(io, base, where)
+    raw = uncommitted(io.get("zarr.json"))
+    if raw is not None:
+        io.set("zarr.json", raw)
+
+
+def _s3_conditional_uncommit(io: StoreIO, base: bytes | None, where: str) -> bool:
+    """:func:`begin_in_place_change` as one conditional write on S3; False when the store
+    is not on S3 or the server does not implement conditional writes."""
+    store = io.store
+    if not isinstance(store, FsspecStore) or not hasattr(store.fs, "_call_s3"):
+        return False
+    fs = store.fs
+    bucket, key, _ = fs.split_path(f"{store.path.rstrip('/')}/zarr.json")
+
+    async def change() -> bool:
+        try:
+            found = await fs._call_s3("get_object", Bucket=bucket, Key=key)
+        except FileNotFoundError:
+            raw, etag = None, None
+        else:
+            raw, etag = await found["Body"].read(), found["ETag"]
+            found["Body"].close()
+        if base is not None and raw != base:
+            raise _changed(where)
+        new = uncommitted(raw)
+        if new is None:
+            return True
+        try:
+            await fs._call_s3("put_object", Bucket=bucket, Key=key, Body=new, IfMatch=etag)
+        except OSError as exc:
+            code = _s3_error_code(exc)
+            if code == "PreconditionFailed":
+                raise _changed(where) from exc
+            if code in ("NotImplemented", "InvalidArgument"):
+                return False  # a server without conditional writes: compare, then write
+            raise
+        fs.invalidate_cache(f"{bucket}/{key}")
+        return True
+
+    result: bool = sync(change())
+    return result
+
+
+def _s3_error_code(exc: OSError) -> str | None:
+    """The S3 error code behind an error s3fs translated (``PreconditionFailed``...)."""
+    response = getattr(exc.__cause__, "response", None)
+    error = response.get("Error") if isinstance(response, dict) else None
+    return error.get("Code") if isinstance(error, dict) else None
