@@ -21,6 +21,11 @@ Usage::
 
     python -m benchmarks.concurrency --duration 300 --readers 3
     python -m benchmarks.concurrency --duration 60 --backend s3   # loopback moto server
+    python -m benchmarks.concurrency --cost    # what the version check adds to a read
+
+``--cost`` prints, per backend, the median time of the version check made after each data
+read (:meth:`StoreIO.check_version`) beside a warm query of a small box and a full read of the
+same store.
 
 The exit status is 1 when a wrong answer, a false corruption error or another error was
 counted, or the appender failed.
@@ -273,6 +278,48 @@ def _print_table(
     print(f"| all | {' | '.join(str(v) for v in row)} | {sum(row)} |")
 
 
+def _median_seconds(call: Any, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def measure_cost(args: argparse.Namespace) -> int:
+    """Print what the version check costs beside a small warm query and a full read."""
+    small = (np.array([40.0, 40.0, 40.0]), np.array([45.0, 45.0, 45.0]))
+    print("| backend | version check | warm query, small box | full read |")
+    print("|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="zv-concurrency-") as scratch:
+        server, options = _loopback_s3()
+        try:
+            targets = {
+                "local": (os.path.join(scratch, "cost.zv"), None),
+                "s3 (loopback)": (f"s3://{_BUCKET}/cost.zv", options),
+            }
+            for name, (store, given) in targets.items():
+                written: Any = store if given is None else zv_store(store, given)
+                zv.write_points(
+                    written,
+                    batch(0, args.base, args.batch),
+                    chunk_shape=args.chunk,
+                    attributes=_attributes(0, args.base),
+                    progress=False,
+                )
+                handle = zv.open(store, storage_options=given)
+                handle.query(small)
+                check = _median_seconds(handle._check_version, args.repeat)
+                query = _median_seconds(lambda h=handle: h.query(small), args.repeat)
+                read = _median_seconds(handle.read, max(3, args.repeat // 10))
+                cells = (f"{check * 1e3:.3f} ms", f"{query * 1e3:.2f} ms", f"{read * 1e3:.1f} ms")
+                print(f"| {name} | {' | '.join(cells)} |")
+        finally:
+            server.stop()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.concurrency", description=__doc__)
     parser.add_argument("--duration", type=float, default=300.0, help="seconds (default 300)")
@@ -282,7 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause", type=float, default=0.2, help="seconds between appends")
     parser.add_argument("--chunk", type=float, default=25.0, help="chunk side")
     parser.add_argument("--backend", choices=("local", "s3"), default="local")
-    return run(parser.parse_args(argv))
+    parser.add_argument("--cost", action="store_true", help="measure the version check")
+    parser.add_argument("--repeat", type=int, default=50, help="--cost: repeats (default 50)")
+    args = parser.parse_args(argv)
+    return measure_cost(args) if args.cost else run(args)
 
 
 if __name__ == "__main__":
