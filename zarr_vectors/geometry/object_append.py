@@ -3,9 +3,9 @@
 Each ``append_*`` function validates and writes the new objects alone, with the one-shot
 writer and the store's own settings, into a scratch store, then merges that into the store
 (:mod:`zarr_vectors.geometry.object_merge`). The store becomes, byte for byte apart from
-``creation_timestamp``, the store one write of the old objects followed by the new ones
-gives. A store an earlier writer wrote with longer fragment-blob blocks (spec §9.2) keeps
-them, so that chunks without new objects keep their bytes.
+``creation_timestamp`` and ``commit``, the store one write of the old objects followed by
+the new ones gives. A store an earlier writer wrote with longer fragment-blob blocks (spec
+§9.2) keeps them, so that chunks without new objects keep their bytes.
 """
 
 from __future__ import annotations
@@ -227,10 +227,13 @@ def append_polylines(
     ------
     InvalidInputError
         For malformed input or input that does not match the store; nothing changes then.
+    ConcurrentWriteError
+        When another writer committed meanwhile without taking turns (spec §12.3); nothing
+        changes then.
 
     Notes
     -----
-    The store becomes, byte for byte apart from ``creation_timestamp``, the store
+    The store becomes, byte for byte apart from ``creation_timestamp`` and ``commit``, the store
     :func:`~zarr_vectors.write_polylines` writes for the old objects followed by the new
     ones (but for the fragment-blob blocks of a store an earlier writer wrote, which stay).
     Chunks without new vertices are not rewritten (only moved when the new data lie below
@@ -292,6 +295,9 @@ def append_graph(
     ------
     InvalidInputError
         For malformed input or input that does not match the store; nothing changes then.
+    ConcurrentWriteError
+        When another writer committed meanwhile without taking turns (spec §12.3); nothing
+        changes then.
     """
 
     def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
@@ -349,6 +355,9 @@ def append_skeletons(
     ------
     InvalidInputError
         For malformed input or input that does not match the store; nothing changes then.
+    ConcurrentWriteError
+        When another writer committed meanwhile without taking turns (spec §12.3); nothing
+        changes then.
     """
 
     def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
@@ -407,6 +416,9 @@ def append_mesh(
     ------
     InvalidInputError
         For malformed input or input that does not match the store; nothing changes then.
+    ConcurrentWriteError
+        When another writer committed meanwhile without taking turns (spec §12.3); nothing
+        changes then.
     """
 
     def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
