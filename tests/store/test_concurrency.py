@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from zarr.storage import FsspecStore, MemoryStore
+from zarr.storage import FsspecStore, LocalStore, MemoryStore
 
 import zarr_vectors as zv
 from tests.s3server import LoopbackS3
@@ -346,6 +346,14 @@ def test_a_second_writer_waits_for_the_lock_holder(tmp_path: Path) -> None:
     assert isinstance(outcome[0], zv.ConcurrentWriteError)
     assert "another writer" in str(outcome[0])
     assert outcome[1] == "taken"
+
+
+def test_a_zarr_local_store_object_takes_the_lock_of_its_directory(tmp_path: Path) -> None:
+    path = tmp_path / "s.zv"
+    _write_base(path)
+    with writer_lock(LocalStore(path)):
+        assert lock_file(path).exists()  # the lock another process appending to path takes
+    assert not lock_file(path).exists()
 
 
 def test_appends_from_threads_to_a_memory_store_all_commit() -> None:

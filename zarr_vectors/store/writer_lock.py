@@ -7,12 +7,13 @@ and commits only if the store is still that version: :func:`check_base` compares
 :class:`ConcurrentWriteError` otherwise, so a concurrent append is never lost silently.
 The check and the commit run under :func:`writer_lock`:
 
-- a local store (directory or ``.zip`` path): an advisory ``flock`` on the hidden sibling
-  ``.NAME.zv-lock``, which is outside the store, so it survives the directory swap of a
-  commit; the kernel drops it when its holder exits or is killed, so a killed writer never
-  blocks the next one. The holder removes the file before it lets go (a writer that then
-  finds its lock on a removed file takes it again on the new one); a killed holder's file
-  stays until the next writer's turn, and is not a leftover of an interrupted write;
+- a local store (directory or ``.zip`` path, or a zarr ``LocalStore``): an advisory
+  ``flock`` on the hidden sibling ``.NAME.zv-lock``, which is outside the store, so it
+  survives the directory swap of a commit; the kernel drops it when its holder exits or is
+  killed, so a killed writer never blocks the next one. The holder removes the file before
+  it lets go (a writer that then finds its lock on a removed file takes it again on the
+  new one); a killed holder's file stays until the next writer's turn, and is not a
+  leftover of an interrupted write;
 - any store: a lock per store within this process (threads), so two writers in one process
   take turns too;
 - other processes writing to a memory or object store are not locked out: there the base
@@ -41,7 +42,7 @@ from zarr.storage import FsspecStore, MemoryStore
 
 from zarr_vectors.errors import ConcurrentWriteError
 from zarr_vectors.store.destination import normalized_destination
-from zarr_vectors.store.io import StoreIO, StoreLike, json_bytes, local_destination
+from zarr_vectors.store.io import StoreIO, StoreLike, json_bytes, local_destination, local_root
 
 __all__ = ["LOCK_TIMEOUT", "begin_in_place_change", "check_base", "lock_file", "writer_lock"]
 
@@ -63,7 +64,7 @@ def lock_file(path: Path) -> Path:
 
 def _identity(store: StoreLike) -> tuple[object, Path | None]:
     """A key naming the store within this process, and its local lock file (or None)."""
-    path = local_destination(store)
+    path = local_root(store) if isinstance(store, Store) else local_destination(store)
     if path is not None:
         path = normalized_destination(path)
         return ("path", path), lock_file(path)
