@@ -112,3 +112,18 @@ def write_layout_v_store(root: Path) -> Path:
 
 def _group(attributes: dict[str, Any]) -> dict[str, Any]:
     return {"zarr_format": 3, "node_type": "group", "attributes": attributes}
+
+
+ROOT_DOCUMENTS = ("zarr.json", ".zattrs")
+
+
+def without_commit(key: str, raw: bytes | None) -> object:
+    """``raw`` as compared between two writes of the same store: the root documents
+    parsed, without their ``commit`` record (a fresh id per commit, spec §3.1)."""
+    if key not in ROOT_DOCUMENTS or raw is None:
+        return raw
+    doc = json.loads(raw)
+    attrs = doc.get("attributes", doc) if isinstance(doc, dict) else {}
+    if isinstance(attrs, dict):
+        attrs.pop("commit", None)
+    return doc

@@ -20,7 +20,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.conftest import StoreFactory
 from tests.geometry import object_cases
-from tests.helpers import sorted_rows
+from tests.helpers import sorted_rows, without_commit
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.store.io import StoreIO, resolve_store
 
@@ -40,7 +40,7 @@ def contents(store: Any) -> dict[str, bytes | None]:
     """Every key of a store and its bytes, but ``metadata.json`` (it holds a timestamp)."""
     io = StoreIO(resolve_store(store, mode="r"))
     try:
-        return {k: io.get(k) for k in io.list_prefix("") if k != "metadata.json"}
+        return {k: without_commit(k, io.get(k)) for k in io.list_prefix("") if k != "metadata.json"}
     finally:
         io.close()
 

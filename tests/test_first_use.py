@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarr_vectors as zv
+from tests.helpers import ROOT_DOCUMENTS, without_commit
 from zarr_vectors.cli import DEMO_STORE, main
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels import _jit
@@ -234,7 +235,8 @@ def test_small_calls_do_not_run_python_when_numba_has_them_cached(
 
 
 def _store_files(path: Path) -> dict[str, bytes | dict]:
-    """Every file of a store; the metadata documents without their creation time."""
+    """Every file of a store; the metadata documents without their creation time, the root
+    documents without their commit record (a fresh id per commit)."""
     files: dict[str, bytes | dict] = {}
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
         key = str(file.relative_to(path))
@@ -244,6 +246,8 @@ def _store_files(path: Path) -> dict[str, bytes | dict]:
             files[key] = doc
         else:
             files[key] = file.read_bytes()
+        if key in ROOT_DOCUMENTS:
+            files[key] = without_commit(key, file.read_bytes())
     return files
 
 

@@ -43,6 +43,7 @@ def _without_software(raw: bytes) -> object:
     doc = json.loads(raw)
     attrs = doc.get("attributes", doc)
     attrs.pop("software", None)
+    attrs.pop("commit", None)  # a fresh id per commit (spec §3.1)
     return doc
 
 

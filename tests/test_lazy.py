@@ -182,6 +182,23 @@ def test_a_store_replaced_before_compute_raises_store_changed(tmp_path: Path) ->
         lazy_arrays.compute(scheduler="sync")
 
 
+def test_a_memory_store_appended_before_compute_raises_store_changed() -> None:
+    """An in-place store keeps its identity: the tasks compare its root after reading."""
+    store = MemoryStore()
+    _write(store, seed=3)
+    lazy_arrays = zv.open(store).to_dask()
+    rng = np.random.default_rng(9)
+    zv.append_points(
+        store,
+        rng.uniform(-500, 500, (100, 3)).astype(np.float32),
+        attributes={"v": rng.random(100, dtype=np.float32), "k": rng.integers(0, 9, (100, 2))},
+        object_ids=np.arange(N, N + 100),
+        progress=False,
+    )
+    with pytest.raises(zv.StoreChangedError):
+        lazy_arrays.compute(scheduler="sync")
+
+
 def test_tasks_in_another_process_check_the_root_document_not_the_directory_identity(
     tmp_path: Path,
 ) -> None:

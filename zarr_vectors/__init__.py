@@ -17,6 +17,7 @@ from zarr_vectors._warmup import WarmupReport, warmup
 from zarr_vectors.converters import convert
 from zarr_vectors.dataset import VectorStore, open
 from zarr_vectors.errors import (
+    ConcurrentWriteError,
     CorruptChunkError,
     FormatError,
     FragmentIndexError,
@@ -90,6 +91,7 @@ __all__ = [
     "StoreNotFoundError",
     "StoreChangedError",
     "StoreAccessError",
+    "ConcurrentWriteError",
     "NotAZarrVectorsStoreError",
     "UnsupportedVersionError",
     "FormatError",

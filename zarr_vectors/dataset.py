@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -38,7 +39,7 @@ from zarr_vectors.store.io import (
     local_destination,
     resolve_store,
 )
-from zarr_vectors.store.versions import StoreVersion
+from zarr_vectors.store.versions import StoreVersion, changed_error
 from zarr_vectors.store_summary import StoreInfo, gather, read_levels, store_html, store_text
 
 __all__ = ["VectorStore", "open"]
@@ -84,12 +85,19 @@ def _root_attributes(io: StoreIO, doc: Any, where: str) -> dict[str, Any]:
         raise UnsupportedVersionError(f"{where} was {foreign}")
     if "zarr_vectors_version" not in attrs:
         hint = f"; {_INTERRUPTED}" if _holds_level_data(io) else ""
+        if hint and not io.is_local:
+            hint = f"; {_IN_PLACE}, or {_INTERRUPTED}"
         raise NotAZarrVectorsStoreError(
             f"{where} is a Zarr group but not a complete Zarr Vectors store: its root "
             f"attributes lack 'zarr_vectors_version'{hint}"
         )
     return attrs
 
+
+_IN_PLACE = (
+    "an in-place write may be changing it right now (memory and object stores are appended "
+    "to in place, spec §2.4): open it again in a moment"
+)
 
 _NODE_DEPTH = 6
 """Parents looked at for the store a path lies in: deep enough for the deepest node,
@@ -156,21 +164,40 @@ def _rechecked(
     return rechecked
 
 
+_REFRESH_ATTEMPTS = 8
+"""Reopens a ``refresh=True`` handle tries before it gives up on a store that keeps changing
+(or stays incomplete: an in-place write in progress)."""
+_REFRESH_PAUSE = 0.05
+"""Seconds before the first reopen retry; doubled each time (at most 1 s)."""
+
+
 def _data_read(
     method: Callable[Concatenate[VectorStore, _P], _T],
 ) -> Callable[Concatenate[VectorStore, _P], _T]:
-    """:func:`_rechecked`, and first, on a local directory, check it was not replaced.
+    """:func:`_rechecked`, between two checks that the store is still the version opened.
 
-    For the methods that read data (not only metadata cached at open): reading a replaced
-    store through the old handle's cached counts could return wrong rows without an error.
-    The check is one ``stat`` (see :meth:`StoreIO.check_same_directory`).
+    For the methods that read data (not only metadata cached at open): reading another
+    version through the handle's cached counts and indexes could return wrong rows. Before
+    the read, a local directory is checked not to be replaced (one ``stat``); after it, the
+    store's version is checked (:meth:`StoreIO.check_version`: a ``stat`` and the root
+    ``zarr.json``), so an answer that may blend two versions is never returned. A handle
+    opened with ``refresh=True`` then reopens the store and reads again.
     """
     checked = _rechecked(method)
 
     @functools.wraps(method)
     def data_read(store: VectorStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        store._check_same_directory()
-        return checked(store, *args, **kwargs)
+        for attempt in range(_REFRESH_ATTEMPTS + 1):
+            try:
+                store._check_same_directory()
+                found = checked(store, *args, **kwargs)
+                store._check_version()
+                return found
+            except StoreChangedError:
+                if not store._refresh or attempt == _REFRESH_ATTEMPTS:
+                    raise
+                store._reload()
+        raise AssertionError("unreachable")  # pragma: no cover
 
     return data_read
 
@@ -197,21 +224,65 @@ class VectorStore:
     """An open Zarr Vectors store (read only).
 
     Use :func:`open` to create one. A handle reads the version of the store it opened: when
-    another writer replaces a local directory store, every later read raises
-    :class:`~zarr_vectors.errors.StoreChangedError` (checked by one ``stat`` per read); on
-    other stores, a read that then fails (a shard gone, bytes that no longer decode) raises
-    it. Open the store again to read its new version.
+    another writer commits to the store, every later data read raises
+    :class:`~zarr_vectors.errors.StoreChangedError` (each read is checked after it is done,
+    so no answer mixes two versions); open the store again to read its new version, or open
+    it with ``refresh=True`` to have reads do that. Properties read at open (``bounds``,
+    ``vertex_count``...) describe the version the handle reads.
     """
 
     def __init__(
-        self, io: StoreIO, root: RootMetadata, where: str, version: StoreVersion | None = None
+        self,
+        io: StoreIO,
+        root: RootMetadata,
+        where: str,
+        version: StoreVersion | None = None,
+        *,
+        reopen: Callable[[], tuple[StoreIO, RootMetadata, StoreVersion]] | None = None,
     ) -> None:
         self._io = io
         self._root = root
         self._where = where
         self._version = version
+        self._reopen = reopen
         self._level0: LevelReader | None = None
         self._object_reader: ObjectReader | None = None
+
+    @property
+    def _refresh(self) -> bool:
+        """Whether a read of a changed store reopens it (``open(..., refresh=True)``)."""
+        return self._reopen is not None
+
+    def _reload(self) -> None:
+        """Open the store's current version in place of the one this handle read.
+
+        Retried with growing pauses while the store does not open as complete (an in-place
+        write in progress on a memory or object store).
+
+        Raises
+        ------
+        StoreChangedError
+            When the store stays incomplete or missing.
+        """
+        assert self._reopen is not None
+        pause = _REFRESH_PAUSE
+        for attempt in range(_REFRESH_ATTEMPTS + 1):
+            try:
+                self._io, self._root, self._version = self._reopen()
+                break
+            except (NotAZarrVectorsStoreError, StoreNotFoundError) as exc:
+                if attempt == _REFRESH_ATTEMPTS:
+                    raise changed_error(self._io.store, self._where, gone=True) from exc
+                time.sleep(pause)
+                pause = min(2 * pause, 1.0)
+        self._level0 = None
+        self._object_reader = None
+        self.__dict__.pop("_usage", None)
+
+    def _check_version(self) -> None:
+        """Raise :class:`StoreChangedError` when the store is no longer the version opened."""
+        if self._version is not None:
+            self._io.check_version(self._version, self._where)
 
     def _check_unchanged(self, failure: Exception) -> None:
         """Raise :class:`StoreChangedError` (from ``failure``) when the store was replaced."""
@@ -617,8 +688,20 @@ class VectorStore:
         return store_html(self._summary())
 
 
-def open(store: StoreLike, *, storage_options: Mapping[str, Any] | None = None) -> VectorStore:
+def open(
+    store: StoreLike,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    refresh: bool = False,
+) -> VectorStore:
     """Open a Zarr Vectors store for reading.
+
+    The handle reads the version of the store it opened (spec §12.4). When another writer
+    commits to the store, every later data read raises
+    :class:`~zarr_vectors.errors.StoreChangedError` (each read is checked: one ``stat`` and
+    a read of the root ``zarr.json``; on S3 one small GET), never an answer that mixes two
+    versions; with ``refresh=True`` the handle instead reopens the store and reads its new
+    version.
 
     Parameters
     ----------
@@ -628,6 +711,10 @@ def open(store: StoreLike, *, storage_options: Mapping[str, Any] | None = None) 
     storage_options
         URLs only: options of the fsspec filesystem, e.g. ``{"anon": True}`` or
         ``{"endpoint_url": ..., "key": ..., "secret": ...}`` for S3.
+    refresh
+        Reopen the store transparently when a read finds it changed by another writer,
+        and answer from its new version (the metadata properties then describe the new
+        version too). Default: raise :class:`~zarr_vectors.errors.StoreChangedError`.
 
     Returns
     -------
@@ -649,8 +736,21 @@ def open(store: StoreLike, *, storage_options: Mapping[str, Any] | None = None) 
         When the root metadata is malformed.
     MissingDependencyError
         When a URL needs a package that is not installed (``s3fs``: the ``s3`` extra).
+    InvalidInputError
+        When ``refresh`` is not a bool.
     """
+    if not isinstance(refresh, bool):
+        raise InvalidInputError(f"refresh must be True or False, got {refresh!r}")
     where = os.fspath(store) if isinstance(store, str | Path) else str(store)
+    io, root, version = _load(store, where, storage_options)
+    reopen = functools.partial(_load, store, where, storage_options) if refresh else None
+    return VectorStore(io, root, where, version, reopen=reopen)
+
+
+def _load(
+    store: StoreLike, where: str, storage_options: Mapping[str, Any] | None
+) -> tuple[StoreIO, RootMetadata, StoreVersion]:
+    """The I/O, root metadata and version of the store as it is now (see :func:`open`)."""
     io = StoreIO(resolve_store(store, mode="r", storage_options=storage_options))
     doc, version = io.read_root()
     try:
@@ -662,4 +762,4 @@ def open(store: StoreLike, *, storage_options: Mapping[str, Any] | None = None) 
         root = RootMetadata.from_json(attrs)
     except MetadataError as exc:
         raise MetadataError(f"{where}: {exc}") from exc
-    return VectorStore(io, root, where, version)
+    return io, root, version

@@ -26,6 +26,7 @@ __all__ = [
     "ParallelWriteError",
     "StoreChangedError",
     "StoreAccessError",
+    "ConcurrentWriteError",
 ]
 
 
@@ -119,4 +120,12 @@ class StoreAccessError(ZarrVectorsError, PermissionError):
     Configure credentials the usual way for the storage (for S3: ``AWS_ACCESS_KEY_ID`` and
     ``AWS_SECRET_ACCESS_KEY``, ``~/.aws/credentials``, a profile), or pass them, or
     ``anon=True`` for a public bucket, in ``storage_options``.
+    """
+
+
+class ConcurrentWriteError(ZarrVectorsError, RuntimeError):
+    """Another writer committed to the store while this append or change was prepared.
+
+    Nothing of this write was committed: the store holds the other writer's version, not a
+    blend. Run the append again (it then extends the new version).
     """

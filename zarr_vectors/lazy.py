@@ -87,18 +87,21 @@ def _query_block(
     Raises
     ------
     StoreChangedError
-        When the read fails because another writer replaced the store after
-        :func:`lazy_query` planned the blocks.
+        When another writer changed or replaced the store after :func:`lazy_query`
+        planned the blocks (checked after the read, and when the read fails).
     """
     version = source.version_here()
     if version is not None:
         source.io.check_same_directory(version, source.where)
     try:
-        return query_box(source.reader().restricted(chunks), lo, hi)
+        found = query_box(source.reader().restricted(chunks), lo, hi)
     except (FormatError, StoreNotFoundError):
         if version is not None:
             source.io.check_unchanged(version, source.where)
         raise
+    if version is not None:
+        source.io.check_version(version, source.where)  # no block of a blend (spec §12.4)
+    return found
 
 
 def _positions(result: QueryResult) -> np.ndarray:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from tests.helpers import without_commit
 from zarr_vectors.store.io import StoreIO
 
 SMALL_BLOCKS = zv.WriteOptions(rows_per_block=16)
@@ -20,7 +21,7 @@ KINDS = ("polyline", "graph", "skeleton", "mesh")
 def files(root: Path) -> dict[str, bytes]:
     """Every file of a store but ``metadata.json`` (it holds the creation time)."""
     return {
-        str(p.relative_to(root)): p.read_bytes()
+        str(p.relative_to(root)): without_commit(str(p.relative_to(root)), p.read_bytes())
         for p in sorted(root.rglob("*"))
         if p.is_file() and p.name != "metadata.json"
     }
@@ -28,7 +29,7 @@ def files(root: Path) -> dict[str, bytes]:
 
 def keys(store: MemoryStore) -> dict[str, bytes | None]:
     io = StoreIO(store)
-    return {k: io.get(k) for k in io.list_prefix("") if k != "metadata.json"}
+    return {k: without_commit(k, io.get(k)) for k in io.list_prefix("") if k != "metadata.json"}
 
 
 def _object_links(kind: str, k: int, rng: np.random.Generator) -> np.ndarray:

@@ -11,6 +11,7 @@ import pytest
 import zarr
 
 import zarr_vectors as zv
+from tests.helpers import without_commit
 from zarr_vectors.format.fragments import fragment_index_nbytes
 from zarr_vectors.geometry import _pipeline, _shard_writes
 from zarr_vectors.store import io as store_io
@@ -18,7 +19,7 @@ from zarr_vectors.store import io as store_io
 
 def _files(root: Path) -> dict[str, bytes]:
     return {
-        str(p.relative_to(root)): p.read_bytes()
+        str(p.relative_to(root)): without_commit(str(p.relative_to(root)), p.read_bytes())
         for p in sorted(root.rglob("*"))
         if p.is_file() and p.name != "metadata.json"  # holds the creation time
     }

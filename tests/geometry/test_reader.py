@@ -73,8 +73,8 @@ def test_open_and_box_query_cost_the_same_waves_for_any_chunk_and_attribute_coun
     store, xyz, attributes = _point_store(chunk, n_attributes)
     found, waves = _open_and_query(store)
     # root; level documents; attribute documents; vertex_counts; fragment and shard
-    # indexes; rows of every column
-    assert waves == 6
+    # indexes; rows of every column; the version check after the read (spec §12.4)
+    assert waves == 7
     expected = _brute_force(xyz, attributes, *BOX)
     got = sorted_rows(found.positions, *(found.attributes[k] for k in attributes))
     np.testing.assert_array_equal(got, expected)
@@ -100,7 +100,7 @@ def test_a_repeated_query_costs_one_wave() -> None:
     opened.query(BOX)
     store.log.reset()
     again = opened.query(BOX)
-    assert store.log.summary().waves == 1  # indexes are cached: only rows
+    assert store.log.summary().waves == 2  # indexes are cached: rows, version check
     got = sorted_rows(again.positions, *(again.attributes[k] for k in attributes))
     np.testing.assert_array_equal(got, _brute_force(xyz, attributes, *BOX))
 
@@ -113,9 +113,9 @@ def test_reading_everything_fetches_whole_shards_in_one_wave(chunk: float) -> No
     store.log.reset()
     everything = opened.read()
     summary = store.log.summary()
-    assert summary.waves == 1
+    assert summary.waves == 2  # the shards, then the version check (spec §12.4)
     n_chunks = int((EXTENT / chunk) ** 3)
-    assert summary.requests == 3 * n_chunks  # one whole shard per chunk and column
+    assert summary.requests == 3 * n_chunks + 1  # one whole shard per chunk and column
     got = sorted_rows(everything.positions, *(everything.attributes[k] for k in attributes))
     np.testing.assert_array_equal(got, sorted_rows(xyz, *attributes.values()))
 
@@ -145,8 +145,8 @@ def test_objects_by_id_and_by_box_cost_the_same_waves_for_any_chunk_count(chunk:
     ids = [150, 3, 77]
     found = zv.open(store).read_objects(ids)
     # root; level documents; attribute documents; global arrays; vertex_counts; fragment
-    # and shard indexes; rows
-    assert store.log.summary().waves == 7
+    # and shard indexes; rows; the version check after the read (spec §12.4)
+    assert store.log.summary().waves == 8
     for k, i in enumerate(ids):
         np.testing.assert_array_equal(
             found.positions[found.offsets[k] : found.offsets[k + 1]],
@@ -158,7 +158,7 @@ def test_objects_by_id_and_by_box_cost_the_same_waves_for_any_chunk_count(chunk:
     hits = zv.open(store).query(BOX)
     # the read by id above, plus the fragment owners of the box's chunks with the
     # positions of those it cuts (one wave), before the objects' global arrays
-    assert store.log.summary().waves <= 9
+    assert store.log.summary().waves <= 10
     lo, hi = BOX
     meets = [i for i, line in enumerate(lines) if _in_box(line.astype(np.float32), lo, hi).any()]
     np.testing.assert_array_equal(np.sort(hits.object_ids), meets)

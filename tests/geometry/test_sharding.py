@@ -332,8 +332,8 @@ def test_open_and_box_query_cost_a_constant_number_of_waves(chunk: float, shard:
     store.log.reset()
     found = zv.open(store).query(box)
     # root; level documents; attribute documents; vertex_counts; blob and column shard
-    # indexes; blob byte ranges; rows of every column
-    assert store.log.summary().waves == 7
+    # indexes; blob byte ranges; rows of every column; the version check (spec §12.4)
+    assert store.log.summary().waves == 8
     inside = np.all((xyz >= box[0]) & (xyz < box[1]), axis=1)
     assert len(found) == int(inside.sum())
     np.testing.assert_array_equal(np.sort(found.attributes["a"]), np.sort(attrs["a"][inside]))

@@ -17,6 +17,7 @@ import numpy as np
 
 from zarr_vectors._progress import Progress
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.commits import COMMIT_KEY, next_commit
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.fragments import fragment_index_nbytes
 from zarr_vectors.format.grid import ChunkGrid
@@ -704,7 +705,9 @@ def commit_root(
     """Write level metadata, ``metadata.json``, root ``.zattrs`` and root ``zarr.json`` last.
 
     The root ``zarr.json`` carries ``zarr_vectors_version``; until it is written the store
-    does not open as a Zarr Vectors store (spec §2, commit order).
+    does not open as a Zarr Vectors store (spec §2, commit order). The root metadata records
+    a new ``commit`` (spec §3.1): the serial after the one in ``root.extra`` (an append's
+    base), and a fresh id.
     """
     level_doc = level.to_json()
     io.set_many(
@@ -713,7 +716,7 @@ def commit_root(
             (f"{level.level}/zarr.json", group_metadata(level_doc)),
         ]
     )
-    root_doc = root.to_json()
+    root_doc = {**root.to_json(), COMMIT_KEY: next_commit(root.extra.get(COMMIT_KEY))}
     stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     io.set_many(
         [

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError
+from zarr_vectors.format.commits import COMMIT_KEY
 from zarr_vectors.format.fragments import FragmentIndex
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import RootMetadata
@@ -138,10 +139,15 @@ def _bounds(sources: list[Source]) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _root(
-    sources: list[Source], grid: ChunkGrid, bounds: Any, shard_chunks: tuple[int, ...]
+    sources: list[Source],
+    grid: ChunkGrid,
+    bounds: Any,
+    shard_chunks: tuple[int, ...],
+    has_base: bool,
 ) -> RootMetadata:
     first = sources[0].root
-    extra = {k: v for k, v in first.extra.items() if k != "software"}
+    dropped = {"software"} if has_base else {"software", COMMIT_KEY}  # a base's is continued
+    extra = {k: v for k, v in first.extra.items() if k not in dropped}
     if "swc_compatible" in extra:
         extra["swc_compatible"] = all(bool(s.root.extra.get("swc_compatible")) for s in sources)
     options = WriteOptions(
@@ -338,7 +344,7 @@ def plan_merge(
         sources,
         has_base,
         grid,
-        _root(sources, grid, bounds, shards),
+        _root(sources, grid, bounds, shards, has_base),
         holders,
         index,
         [],

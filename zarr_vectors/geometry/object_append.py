@@ -3,9 +3,9 @@
 Each ``append_*`` function validates and writes the new objects alone, with the one-shot
 writer and the store's own settings, into a scratch store, then merges that into the store
 (:mod:`zarr_vectors.geometry.object_merge`). The store becomes, byte for byte apart from
-``creation_timestamp``, the store one write of the old objects followed by the new ones
-gives. A store an earlier writer wrote with longer fragment-blob blocks (spec §9.2) keeps
-them, so that chunks without new objects keep their bytes.
+``creation_timestamp`` and ``commit``, the store one write of the old objects followed by
+the new ones gives. A store an earlier writer wrote with longer fragment-blob blocks (spec
+§9.2) keeps them, so that chunks without new objects keep their bytes.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.commits import COMMIT_KEY
 from zarr_vectors.format.names import ATTRIBUTES, LINK_ATTRIBUTES, VERTICES
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
@@ -25,6 +26,7 @@ from zarr_vectors.geometry.object_merge import merge_stores
 from zarr_vectors.geometry.object_sources import Source, open_source, options_of
 from zarr_vectors.geometry.polylines import split_polylines, write_polylines
 from zarr_vectors.store.io import StoreIO, StoreLike, scratch_store
+from zarr_vectors.store.writer_lock import writer_lock
 
 __all__ = [
     "append_graph",
@@ -40,6 +42,13 @@ BatchWriter = Callable[[StoreLike, dict[str, Any], Source], None]
 
 
 def _append(
+    store: StoreLike, kinds: tuple[str, ...], write: BatchWriter, progress: ProgressOption
+) -> None:
+    with writer_lock(store):  # another append waits: its batch goes after this one
+        _append_locked(store, kinds, write, progress)
+
+
+def _append_locked(
     store: StoreLike, kinds: tuple[str, ...], write: BatchWriter, progress: ProgressOption
 ) -> None:
     base = open_source(store)
@@ -180,7 +189,7 @@ def fit_arguments(
 
 
 def _user_extra(root: Any) -> dict[str, Any]:
-    return {k: v for k, v in root.extra.items() if k != "software"}
+    return {k: v for k, v in root.extra.items() if k not in ("software", COMMIT_KEY)}
 
 
 def append_polylines(
@@ -218,10 +227,13 @@ def append_polylines(
     ------
     InvalidInputError
         For malformed input or input that does not match the store; nothing changes then.
+    ConcurrentWriteError
+        When another writer committed meanwhile without taking turns (spec §12.3); nothing
+        changes then.
 
     Notes
     -----
-    The store becomes, byte for byte apart from ``creation_timestamp``, the store
+    The store becomes, byte for byte apart from ``creation_timestamp`` and ``commit``, the store
     :func:`~zarr_vectors.write_polylines` writes for the old objects followed by the new
     ones (but for the fragment-blob blocks of a store an earlier writer wrote, which stay).
     Chunks without new vertices are not rewritten (only moved when the new data lie below
@@ -283,6 +295,9 @@ def append_graph(
     ------
     InvalidInputError
         For malformed input or input that does not match the store; nothing changes then.
+    ConcurrentWriteError
+        When another writer committed meanwhile without taking turns (spec §12.3); nothing
+        changes then.
     """
 
     def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
@@ -340,6 +355,9 @@ def append_skeletons(
     ------
     InvalidInputError
         For malformed input or input that does not match the store; nothing changes then.
+    ConcurrentWriteError
+        When another writer committed meanwhile without taking turns (spec §12.3); nothing
+        changes then.
     """
 
     def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
@@ -398,6 +416,9 @@ def append_mesh(
     ------
     InvalidInputError
         For malformed input or input that does not match the store; nothing changes then.
+    ConcurrentWriteError
+        When another writer committed meanwhile without taking turns (spec §12.3); nothing
+        changes then.
     """
 
     def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:

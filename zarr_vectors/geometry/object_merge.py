@@ -60,9 +60,11 @@ __all__ = [
 
 
 @contextmanager
-def _target(store: StoreLike, has_base: bool, overwrite: bool) -> Iterator[StoreIO]:
+def _target(
+    store: StoreLike, base: bytes | None, has_base: bool, overwrite: bool
+) -> Iterator[StoreIO]:
     if has_base:
-        with modify_target(store, rewritten=f"0/{VERTEX_COUNTS}/c/") as (_, target):
+        with modify_target(store, rewritten=f"0/{VERTEX_COUNTS}/c/", base=base) as (_, target):
             yield target
         return
     with write_target(store, overwrite=overwrite) as target:
@@ -106,6 +108,6 @@ def merge_stores(
     ids, groups = check_globals(plan)
     base_chunks = sorted(plan.index[0], reverse=True) if has_base else []
     others = sorted(c for c in plan.holders if not (has_base and c in plan.index[0]))
-    with _target(store, has_base, overwrite) as io:
+    with _target(store, sources[0].base, has_base, overwrite) as io:
         merge_chunks(io, plan, [*base_chunks, *others], progress)
         commit_merge(io, plan, ids, groups)

@@ -118,6 +118,7 @@ class Source:
     cross: np.ndarray
     cross_columns: dict[str, np.ndarray]
     refs: tuple[np.ndarray, np.ndarray, np.ndarray]
+    base: bytes | None = None  # root zarr.json read: the version an append extends
 
     @property
     def kind(self) -> str:
@@ -197,7 +198,7 @@ def open_source(store: StoreLike | StoreIO) -> Source:
         does not write.
     """
     io = store if isinstance(store, StoreIO) else StoreIO(resolve_store(store, mode="r"))
-    root = existing_root(io, str(store))
+    root, version = existing_root(io, str(store))
     if root.geometry_type not in OBJECT_KINDS:
         raise InvalidInputError(
             f"appending objects needs an object store, not {root.geometry_type}"
@@ -246,6 +247,7 @@ def open_source(store: StoreLike | StoreIO) -> Source:
             )
         ),
         refs=(obj, chunk + reader.grid.origin, fragment),
+        base=version.root,
     )
 
 

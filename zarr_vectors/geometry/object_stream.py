@@ -4,9 +4,9 @@ Each batch is written alone, with the one-shot writer and the writer's settings,
 own store under a scratch directory; closing the writer merges them all, chunk by chunk, into
 the destination (:func:`~zarr_vectors.geometry.object_merge.merge_stores`). The objects of
 batch ``k`` follow those of the batches before it, so the store is, byte for byte apart from
-``creation_timestamp``, the one a single write of the concatenated input gives: same chunks,
-fragment order, manifests, cross-chunk links and object ids. Memory holds one batch while
-it is written, and one chunk of every batch while they are merged.
+``creation_timestamp`` and ``commit``, the one a single write of the concatenated input
+gives: same chunks, fragment order, manifests, cross-chunk links and object ids. Memory
+holds one batch while it is written, and one chunk of every batch while they are merged.
 """
 
 from __future__ import annotations

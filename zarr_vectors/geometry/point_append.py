@@ -63,6 +63,7 @@ class ExistingPoints:
     layouts: dict[str, RowLayout]
     blob_layout: RowLayout  # of vertex_fragments
     options: WriteOptions
+    base: bytes | None = None  # root zarr.json read: the version the append extends
 
     @property
     def vertex_count(self) -> int:
@@ -80,7 +81,7 @@ def load_existing(store: StoreLike) -> ExistingPoints:
         does not write (another ``R`` per array, other codecs).
     """
     io = StoreIO(resolve_store(store, mode="r"))
-    root = existing_root(io, str(store))
+    root, version = existing_root(io, str(store))
     if root.geometry_type != POINT_CLOUD:
         raise InvalidInputError(
             f"appending points needs a point_cloud store, not {root.geometry_type}"
@@ -112,6 +113,7 @@ def load_existing(store: StoreLike) -> ExistingPoints:
         layouts=layouts,
         blob_layout=blobs,
         options=options,
+        base=version.root,
     )
 
 
@@ -182,7 +184,10 @@ def append_to_store(
     shapes = (existing.columns[VERTICES], {k: existing.columns[k] for k in names[1:]})
     sharded = existing.layouts[VERTICES].chunks_per_shard != 1
     blobs = point_blob_layout(grid)  # as the one-shot writer's (§9.2: one block per chunk)
-    with modify_target(store, rewritten=f"0/{VERTEX_COUNTS}/c/") as (source, target):
+    with modify_target(store, rewritten=f"0/{VERTEX_COUNTS}/c/", base=existing.base) as (
+        source,
+        target,
+    ):
         reader = LevelReader(source, existing.root, 0)
         writer = LevelWriter(
             target,

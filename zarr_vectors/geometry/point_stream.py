@@ -53,6 +53,7 @@ from zarr_vectors.kernels.sampling import PointSample, merge_samples, sample_row
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import SpillColumns, remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination, write_target
+from zarr_vectors.store.writer_lock import writer_lock
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
@@ -111,8 +112,9 @@ class PointWriter:
     Use it as a context manager; :meth:`append` takes a batch, and leaving the ``with``
     block without an error writes the store (or call :meth:`close`). An error inside the
     block, or :meth:`abort`, leaves the destination as it was. The store equals, byte for
-    byte apart from ``creation_timestamp``, what :func:`~zarr_vectors.write_points` writes
-    for the concatenation of the batches with the same settings.
+    byte apart from ``creation_timestamp`` and ``commit``, what
+    :func:`~zarr_vectors.write_points` writes for the concatenation of the batches with the
+    same settings.
 
     Parameters
     ----------
@@ -145,6 +147,8 @@ class PointWriter:
         ``"w"`` (default) writes a new store; ``"a"`` adds the batches to the existing
         point cloud at ``store`` (as :func:`append_points`), keeping its ``chunk_shape``,
         ``bin_shape``, units and options, so those and ``overwrite`` are not given then.
+        The store is read when the writer is created, and the batches are committed at
+        :meth:`close` only onto that version of it (spec §12.3).
     units
         Unit of the coordinates, as for :func:`~zarr_vectors.write_points`.
 
@@ -155,6 +159,9 @@ class PointWriter:
     InvalidInputError
         For invalid settings; :meth:`append` raises it for invalid batches, which are then
         not added (the batches before them are kept).
+    ConcurrentWriteError
+        ``mode="a"``, at :meth:`close`: another writer committed to the store after this
+        writer read it; none of the batches were committed (append them again).
     """
 
     def __init__(
@@ -638,7 +645,7 @@ def append_points(
 ) -> None:
     """Add points to an existing point-cloud store.
 
-    The store becomes, byte for byte apart from ``creation_timestamp``, the one
+    The store becomes, byte for byte apart from ``creation_timestamp`` and ``commit``, the one
     :func:`~zarr_vectors.write_points` writes for the old input followed by the new.
     Chunks that receive no new point are not rewritten; they are moved only when the new
     points lie below the grid origin, and re-indexed only when the largest chunk outgrows
@@ -662,10 +669,17 @@ def append_points(
     **settings
         ``memory_budget``, ``spill_dir``, ``progress`` as for :class:`PointWriter`.
 
+    Concurrent appends (threads, or processes on one machine's local store) take turns:
+    each takes the store's writer lock before it reads the store, so every batch is
+    committed, in some order (spec §12.3).
+
     Raises
     ------
     InvalidInputError
         For input that does not match the store, or a store that cannot be appended to.
+    ConcurrentWriteError
+        When another writer committed meanwhile without the lock (another process on a
+        memory or object store) or held the lock for over an hour; nothing was committed.
     """
-    with PointWriter(store, mode="a", **settings) as writer:
+    with writer_lock(store), PointWriter(store, mode="a", **settings) as writer:
         writer.append(positions, attributes=attributes, object_ids=object_ids)

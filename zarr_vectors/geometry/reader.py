@@ -95,6 +95,7 @@ from zarr_vectors.store.shards import (
     shard_key,
     single_chunk_key,
 )
+from zarr_vectors.store.versions import StoreVersion
 
 __all__ = ["ChunkRows", "LevelReader"]
 
@@ -129,8 +130,9 @@ def _stored_bins_per_chunk(chunk_shape: np.ndarray, bin_shape: np.ndarray, base:
         raise MetadataError(f"level {base} does not match the root metadata: {exc}") from exc
 
 
-def existing_root(io: StoreIO, where: str) -> RootMetadata:
-    """The root metadata of a store a writer is about to extend (an append).
+def existing_root(io: StoreIO, where: str) -> tuple[RootMetadata, StoreVersion]:
+    """The root metadata of a store a writer is about to extend (an append), and the
+    version of the store it describes (the base the append commits onto).
 
     Raises
     ------
@@ -140,7 +142,7 @@ def existing_root(io: StoreIO, where: str) -> RootMetadata:
         When its root ``zarr.json`` is not a Zarr v3 group's (an edited ``zarr_format`` or
         ``node_type``), or its attributes are not readable.
     """
-    doc = io.read_json("zarr.json")
+    doc, version = io.read_root()
     attrs = doc.get("attributes") if isinstance(doc, dict) else None
     if not isinstance(attrs, dict) or "zarr_vectors_version" not in attrs:
         raise InvalidInputError(f"{where} is not a complete Zarr Vectors store to append to")
@@ -150,7 +152,7 @@ def existing_root(io: StoreIO, where: str) -> RootMetadata:
             f"{where}: the root zarr.json {problem}: the store's metadata is damaged, so it "
             "is not appended to; run zarr-vectors validate, and restore or rewrite the store"
         )
-    return RootMetadata.from_json(attrs)
+    return RootMetadata.from_json(attrs), version
 
 
 class LevelReader:

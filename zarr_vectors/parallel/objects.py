@@ -17,8 +17,9 @@ The write runs in stages, each waited for as a whole:
    group attributes, cross-chunk links, level and root metadata — the root last
    (:func:`~zarr_vectors.geometry.object_merge.commit_merge`).
 
-The store equals, byte for byte apart from ``creation_timestamp``, what one ``write_*`` call
-of all the objects writes. A failure commits nothing, and the scratch stores are removed.
+The store equals, byte for byte apart from ``creation_timestamp`` and ``commit``, what one
+``write_*`` call of all the objects writes. A failure commits nothing, and the scratch
+stores are removed.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def write_objects_parallel(
 ) -> None:
     """Write an object store from partitions of whole objects, on dask.distributed workers.
 
-    The store is byte for byte (apart from ``creation_timestamp``) the one the kind's
+    The store is byte for byte (apart from ``creation_timestamp`` and ``commit``) the one the kind's
     ``write_*`` function writes for all the objects, in partition order.
 
     Parameters

@@ -15,7 +15,7 @@ The write runs in stages, each waited for as a whole (:meth:`~._cluster.Tasks.ru
 4. the coordinator writes the array metadata, ``vertex_counts``, the level metadata and the
    root metadata, last.
 
-The store equals, byte for byte apart from ``creation_timestamp``, what
+The store equals, byte for byte apart from ``creation_timestamp`` and ``commit``, what
 :func:`~zarr_vectors.write_points` writes for the concatenated partitions. Until step 4 ends
 the destination does not open as a complete store (spec §2.4); a failure anywhere raises and
 commits nothing.
@@ -86,7 +86,7 @@ def write_points_parallel(
 ) -> None:
     """Write a point cloud from partitions, binned and written by dask.distributed workers.
 
-    The store is byte for byte (apart from ``creation_timestamp``) the one
+    The store is byte for byte (apart from ``creation_timestamp`` and ``commit``) the one
     :func:`~zarr_vectors.write_points` writes for the partitions concatenated in order.
 
     Parameters

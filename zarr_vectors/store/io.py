@@ -721,6 +721,26 @@ class StoreIO:
             return
         raise changed_error(self.store, where, gone=place == ())
 
+    def check_version(self, opened: StoreVersion, where: str) -> None:
+        """Raise :class:`StoreChangedError` when the store is no longer the version ``opened``.
+
+        The check made after every data read (spec §12.4): the store's identity on the file
+        system (local directory or zip file: one ``stat``) and its root ``zarr.json`` (one
+        small read; on an object store one GET). Every commit writes a new root (its
+        ``commit`` id, spec §3.1) and an in-place change first rewrites it (§2.4), so a read
+        that overlapped another writer's commit in any way is caught here.
+
+        Raises
+        ------
+        StoreChangedError
+            When the store was replaced, changed or removed since ``opened`` was taken.
+        """
+        place = self._place() if opened.place is not None else None
+        if place is not None and opened.place is not None and place[:2] != opened.place[:2]:
+            raise changed_error(self.store, where, gone=place == ())
+        if self.get("zarr.json") != opened.root:
+            raise changed_error(self.store, where, gone=False)
+
     def check_same_directory(self, opened: StoreVersion, where: str) -> None:
         """Raise :class:`StoreChangedError` when a local store's directory was replaced.
 

@@ -39,11 +39,11 @@ from zarr_vectors.store.io import (
     SafeLocalStore,
     StoreIO,
     StoreLike,
-    json_bytes,
     local_destination,
     resolve_store,
 )
 from zarr_vectors.store.links import link_refusal, scan
+from zarr_vectors.store.writer_lock import begin_in_place_change, check_base, writer_lock
 
 __all__ = ["check_destination", "interrupted_write_note", "modify_target", "write_target"]
 
@@ -147,10 +147,11 @@ def _local_target(path: Path, where: str, *, overwrite: bool) -> Iterator[StoreI
     try:
         commit.step("staging")
         yield StoreIO(LocalStore(staging))
-        if found.occupant in _REPLACED:
-            commit.commit_replacement(staging, path)
-        else:
-            _move_in(staging, path, where)
+        with writer_lock(path, where=where):  # not in the middle of another's commit
+            if found.occupant in _REPLACED:
+                commit.commit_replacement(staging, path)
+            else:
+                _move_in(staging, path, where)
     finally:
         commit.release(staging)
         shutil.rmtree(staging, ignore_errors=True)  # a failed write's, or the old store
@@ -215,18 +216,21 @@ def _user_zip_target(store: ZipStore, *, overwrite: bool) -> Iterator[StoreIO]:
 @contextmanager
 def _in_place_target(store: StoreLike, *, overwrite: bool) -> Iterator[StoreIO]:
     io = StoreIO(resolve_store(store, mode="w"))
-    found = store_occupant(io)
-    check_replaceable(found, _named(store), overwrite=overwrite)
-    if found.occupant in _REPLACED:
-        io.clear()
-    try:
-        yield io
-    finally:
-        io.close()
+    with writer_lock(io.store, where=_named(store)):
+        found = store_occupant(io)
+        check_replaceable(found, _named(store), overwrite=overwrite)
+        if found.occupant in _REPLACED:
+            io.clear()
+        try:
+            yield io
+        finally:
+            io.close()
 
 
 @contextmanager
-def modify_target(store: StoreLike, *, rewritten: str) -> Iterator[tuple[StoreIO, StoreIO]]:
+def modify_target(
+    store: StoreLike, *, rewritten: str, base: bytes | None = None
+) -> Iterator[tuple[StoreIO, StoreIO]]:
     """Yield ``(source, destination)`` to change an existing store, committing on success.
 
     A local directory is changed in a hidden sibling that starts as hard links to every file
@@ -244,9 +248,15 @@ def modify_target(store: StoreLike, *, rewritten: str) -> Iterator[tuple[StoreIO
         An existing store (path or zarr Store).
     rewritten
         Key prefix the caller deletes and rewrites (e.g. ``"0/vertex_counts/c/"``).
+    base
+        The root ``zarr.json`` bytes of the version the change was prepared from: the
+        change is committed only onto that version (checked under the writer lock, see
+        :mod:`zarr_vectors.store.writer_lock`). None: not checked.
 
     Raises
     ------
+    ConcurrentWriteError
+        When another writer committed since ``base`` was read; nothing was changed.
     InvalidInputError
         For a zip file, which cannot be changed in place.
     StoreExistsError
@@ -255,7 +265,11 @@ def modify_target(store: StoreLike, *, rewritten: str) -> Iterator[tuple[StoreIO
     """
     path = local_destination(store)
     if path is not None and path.suffix != ".zip":
-        with _local_modification(normalized_destination(path), rewritten) as pair:
+        path = normalized_destination(path)
+        with (
+            writer_lock(path, where=_named(store)),
+            _local_modification(path, rewritten, base, _named(store)) as pair,
+        ):
             yield pair
         return
     if path is not None or isinstance(store, ZipStore):
@@ -263,25 +277,21 @@ def modify_target(store: StoreLike, *, rewritten: str) -> Iterator[tuple[StoreIO
             "a zip store cannot be changed in place: append to a directory store, then zip it"
         )
     io = StoreIO(resolve_store(store, mode="w"))
-    _uncommit(io)
-    io.delete_many(io.list_prefix(rewritten))
-    yield io, io
-
-
-def _uncommit(io: StoreIO) -> None:
-    """Rewrite the root ``zarr.json`` without ``zarr_vectors_version`` (spec §2.4)."""
-    doc = io.read_json("zarr.json")
-    if isinstance(doc, dict) and isinstance(doc.get("attributes"), dict):
-        doc["attributes"].pop("zarr_vectors_version", None)
-        io.set("zarr.json", json_bytes(doc))
+    with writer_lock(io.store, where=_named(store)):
+        begin_in_place_change(io, base, _named(store))
+        io.delete_many(io.list_prefix(rewritten))
+        yield io, io
 
 
 @contextmanager
-def _local_modification(path: Path, rewritten: str) -> Iterator[tuple[StoreIO, StoreIO]]:
+def _local_modification(
+    path: Path, rewritten: str, base: bytes | None, where: str
+) -> Iterator[tuple[StoreIO, StoreIO]]:
     found = local_occupant(path)
     if found.occupant not in _REPLACED:
         check_replaceable(found, os.fspath(path), overwrite=True)
         raise StoreExistsError(f"{path} holds no Zarr Vectors store to change")
+    check_base(StoreIO(LocalStore(path, read_only=True)), base, where)
     commit.remove_leftovers(path)
     staging = commit.sibling(path, "writing")
     staging.mkdir()

@@ -52,5 +52,6 @@ def changed_error(store: Store, where: str, *, gone: bool) -> StoreChangedError:
     return StoreChangedError(
         f"the store at {where} was replaced or changed{' or removed' if gone else ''} by "
         f"another writer after this handle opened it (the store is not damaged); open it "
-        f"again with {reopen} to read its current version"
+        f"again with {reopen} to read its current version (a handle opened with "
+        "refresh=True does that itself)"
     )

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from zarr_vectors.errors import MetadataError, UnsupportedVersionError
+from zarr_vectors.format.commits import COMMIT_KEY, commit_problem
 from zarr_vectors.format.jsonutil import (
     as_int_list,
     is_finite_number,
@@ -33,7 +34,7 @@ __all__ = ["run", "root_path"]
 
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?(Z|\+00:00)")
 _STRING_KEYS = ("coordinate_system", "software", "source_description", "notes")
-_CORE_KEYS = CORE_ROOT_KEYS | {"creation_timestamp", "custom_metadata", *_STRING_KEYS}
+_CORE_KEYS = CORE_ROOT_KEYS | {"creation_timestamp", "custom_metadata", COMMIT_KEY, *_STRING_KEYS}
 _STREAMLINE_STRINGS = (
     "step_size_unit",
     "length_unit",
@@ -318,6 +319,9 @@ def _optional_keys(ctx: Context, attrs: dict[str, Any]) -> None:
             "creation_timestamp must be ISO-8601 UTC 'YYYY-MM-DDTHH:MM:SS[.ffffff]' with Z or "
             f"+00:00, got {attrs['creation_timestamp']!r}",
         )
+    problem = commit_problem(attrs[COMMIT_KEY]) if COMMIT_KEY in attrs else None
+    if problem is not None:
+        ctx.fail("L2.optional_keys_types", root_path(COMMIT_KEY), problem)
 
 
 def _is_timestamp(value: Any) -> bool:
