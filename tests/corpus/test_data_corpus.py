@@ -6,13 +6,12 @@ clipped box, sphere, by id, group, the global arrays, ``to_dask``) raises one of
 or returns exactly the undamaged answer, with no ``MemoryError``, allocation over 1 GiB or
 hang, and that ``validate(level=3)`` reports an error with a check id whenever a read raised
 or differed. The default run takes a deterministic sample (every array of every store once,
-the damages rotated over them); ``ZV_CORPUS=full`` runs the whole corpus (minutes), and
+the damages rotated over them); ``pytest -m slow tests/corpus`` runs the whole corpus (minutes), and
 ``python -m tests.corpus.harness`` prints its table.
 """
 
 from __future__ import annotations
 
-import os
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -67,11 +66,7 @@ def test_sampled_damages_give_our_error_or_the_right_answer(corpus: Corpus, stor
     assert not unexpected(found), "\n".join(unexpected(found))
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(
-    os.environ.get("ZV_CORPUS") != "full",
-    reason="the whole corpus takes minutes: set ZV_CORPUS=full, or run tests.corpus.harness",
-)
+@pytest.mark.slow  # the whole corpus takes minutes: pytest -m slow tests/corpus
 @pytest.mark.parametrize("damage", DAMAGES, ids=[d.name for d in DAMAGES])
 @pytest.mark.parametrize("store", list(STORES))
 def test_every_damage_gives_our_error_or_the_right_answer(
