@@ -226,6 +226,8 @@ class ObjectReader:
                 f"id (0 <= id < {capacity}): a chunk of the array is missing or damaged; "
                 "restore the store from a good copy, or write it again"
             )
+        if self.kind == "graph":
+            _check_graph_links(table.reshape(-1, 2), reader.directed)
 
     def _read_set(self) -> list[str]:
         """The stored global arrays a read of objects needs: fetched together at first need."""
@@ -558,6 +560,8 @@ class _Plan:
         )
         returned = self._returned(starts, sizes)
         gids = self._gid_table(returned)
+        if self.objects.kind == "graph":
+            _check_graph_links(rows, self.reader.directed)
         mapped = _translate(rows, slot_of_row, returned, gids, self.objects.kind == "mesh")
         if self.objects.kind == "skeleton":
             keep = mapped[:, 1] >= 0
@@ -695,6 +699,29 @@ def _coalesced_runs(
     )
     run_bounds = np.searchsorted(first, bounds)
     return runs.astype(np.int64), run_bounds
+
+
+def _check_graph_links(rows: np.ndarray, directed: bool) -> None:
+    """Raise CorruptChunkError unless every stored graph edge (chunk-local rows of ``links/0``
+    or global ids of ``cross_chunk_links``) joins two distinct vertices, as ``[min, max]``
+    when the graph is undirected (spec §10.5; L3.no_self_loops, L3.edge_orientation).
+
+    Streamlines or skeletons relabelled as a graph (the same nodes) were read as edges
+    ``[child, -1]`` and ``[larger, smaller]`` before.
+    """
+    if not rows.size:
+        return
+    bad = (rows < 0).any(axis=1) | (rows[:, 0] == rows[:, 1])
+    if not directed:
+        bad |= rows[:, 0] > rows[:, 1]
+    if bad.any():
+        first = rows[int(np.argmax(bad))].tolist()
+        raise CorruptChunkError(
+            f"a stored graph edge {first} is not two distinct vertices"
+            f"{'' if directed else ' in ascending order'}: the links or the geometry_type "
+            "were damaged or edited; run zv.validate(store, level=3) to find the damage, and "
+            "restore or rewrite the store"
+        )
 
 
 def _sorted_find(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

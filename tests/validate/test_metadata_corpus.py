@@ -468,18 +468,10 @@ SAME_SIZE_DTYPES = ("attributes/a/:data_type=int32", "attributes/fa/:data_type=i
 apart (a checksum binding chunks to their metadata, issue 35 item 1, would)."""
 
 
-GRAPH_RELABELS = ("streamline:/:geometry_type=graph", "skeleton:/:geometry_type=graph")
-"""Streamlines and skeletons relabelled as graphs: the same nodes; only the link rows tell
-them apart (graph edges are stored [min, max], L3.edge_orientation), which reads do not
-check yet."""
-
-
 def _param(case: Case) -> Any:
     marks: list[Any] = []
     if not (case.kind in DEFAULT_KINDS and "2**40" in case.edit.name):
         marks.append(pytest.mark.slow)
-    if case.id in GRAPH_RELABELS:
-        marks.append(pytest.mark.xfail(strict=True, reason="graph edge orientation on read"))
     if case.id.endswith(SAME_SIZE_DTYPES):
         marks.append(pytest.mark.xfail(strict=True, reason="same-size dtype edit: format 1.2"))
     return pytest.param(case, marks=marks, id=case.id)

@@ -120,6 +120,7 @@ def test_vertex_counts_chunk_deleted_and_fill_value_edited_is_refused_on_read() 
 # -- chunk grid and geometry_type edited in the root metadata (issue 40, item 4) -------
 
 _KINDS = ["points", "mesh", "polyline", "graph"]
+BOX_ALL = ([-1e9] * 3, [1e9] * 3)
 
 
 def _kind_store(kind: str) -> Any:
@@ -183,6 +184,19 @@ def test_geometry_type_edited_is_refused_on_read(kind: str, relabelled: str, mat
     assert not validate(store, level=3).ok
     with pytest.raises(zv.MetadataError, match=match):
         zv.open(store).read()
+
+
+@pytest.mark.parametrize("kind", ["streamline", "skeleton"])
+def test_relabelled_as_a_graph_is_refused_on_read(kind: str) -> None:
+    """Same nodes as a graph: only the link rows tell them apart. Before: a skeleton's
+    root link ``[r, -1]`` and backward edges ``[larger, smaller]`` were read as graph edges."""
+    store = object_kind_store(kind)
+    s.edit_root(store, lambda a: a.__setitem__("geometry_type", "graph"))
+    assert "L3.edge_orientation" in {p.check_id for p in validate(store, level=3).errors}
+    opened = zv.open(store)
+    for read in (opened.read, lambda: opened.read_objects([0]), lambda: opened.query(BOX_ALL)):
+        with pytest.raises(zv.CorruptChunkError, match="stored graph edge"):
+            read()
 
 
 def test_links_width_other_than_the_kind_is_refused_on_read() -> None:

@@ -173,6 +173,7 @@ class LevelReader:
         self.base = str(level)
         self.kind = root.geometry_type
         self.placed = has_place_records(root.version)  # shards hold place records (§9.0.2)
+        self.directed = bool(root.extra.get("is_directed", False))  # graphs (§10.5)
         self._docs: dict[str, Any] = {}
         self._dirs: dict[str, list[str]] = {}
         self._load_level_metadata()
