@@ -530,6 +530,7 @@ CASES: list[Case] = [
     Case("L3.empty_chunk_clean", shard_of_empty_chunk),
     Case("L3.shard_index", flip_index_byte),
     Case("L3.chunk_place", swap_vertex_shards),
+    Case("L3.global_chunks", lambda st: s.delete(st, "0/object_index/offsets/c/0"), OBJ),
     Case("L3.shard_rows_present", lambda st: s.edit_index(st, "0/vertices", s.missing_block)),
     Case("L3.shard_rows_beyond", extra_block),
     Case(

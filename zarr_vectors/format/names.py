@@ -8,6 +8,7 @@ import re
 from zarr_vectors.errors import InvalidNameError
 
 __all__ = [
+    "OBJECT_ONLY_NODES",
     "ATTRIBUTES",
     "CROSS_CHUNK_LINKS",
     "CROSS_CHUNK_LINK_ATTRIBUTES",
@@ -116,3 +117,17 @@ def is_valid_name(name: object) -> bool:
     except InvalidNameError:
         return False
     return True
+
+
+OBJECT_ONLY_NODES = (
+    LINKS,
+    LINK_ATTRIBUTES,
+    CROSS_CHUNK_LINK_ATTRIBUTES,
+    LINK_FRAGMENTS,
+    OBJECT_INDEX,
+    OBJECT_ATTRIBUTES,
+    GROUPINGS,
+    GROUPINGS_ATTRIBUTES,
+    CROSS_CHUNK_LINKS,
+)
+"""Nodes of object kinds only: a point cloud level has none of them (spec §10.1)."""

@@ -205,8 +205,8 @@ def write_array(store: Store, path: str, data: np.ndarray) -> None:
     """Write the whole of an array whose ``zarr.json`` is already in the store, every chunk
     stored, even one holding only the fill value (spec §9.8.1)."""
     if data.size:
-        array = zarr.open_array(store, path=path, mode="r+", config={"write_empty_chunks": True})
-        array[...] = data
+        array = zarr.open_array(store, path=path, mode="r+")
+        array.with_config({"write_empty_chunks": True})[...] = data
 
 
 def write_global_rows(
