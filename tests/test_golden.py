@@ -223,7 +223,7 @@ def test_golden_1_2_differs_from_1_0_and_1_1_by_place_records_only(name: str) ->
         array = key.split("/c/")[0]
         meta = json.loads(new[f"{array}/zarr.json"])
         index = len(raw) - _index_nbytes(meta)
-        assert new[key] == raw[:index] + place_record(key) + raw[index:], key
+        assert new[key] == raw[:index] + place_record(key, meta["data_type"]) + raw[index:], key
         placed += 1
     assert placed > 0
 

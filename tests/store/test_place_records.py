@@ -11,6 +11,7 @@ errors or returns exactly the right answer, and that ``validate(level=3)`` repor
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from dataclasses import replace
@@ -40,19 +41,21 @@ PART = ([5.0, 5.0, 5.0], [25.0, 25.0, 25.0])
 def test_place_record_bytes_are_the_golden_ones() -> None:
     """The record of ``0/vertices/c/1/2/3/0/0`` (``tests/format/golden/README.md``)."""
     golden = (GOLDEN / "place_record_example.bin").read_bytes()
-    assert place_record("0/vertices/c/1/2/3/0/0") == golden
+    assert place_record("0/vertices/c/1/2/3/0/0", "float32") == golden
     assert len(golden) == PLACE_NBYTES
     assert golden[:4] == PLACE_MAGIC
 
 
 def test_place_problem_says_what_is_wrong() -> None:
-    record = place_record("0/vertices/c/0/0/0/0/0")
-    assert place_problem(record, "0/vertices/c/0/0/0/0/0") is None
-    assert "another place" in str(place_problem(record, "0/vertices/c/0/0/1/0/0"))
-    assert "another place" in str(place_problem(record, "0/attributes/a/c/0/0/0/0"))
+    key = "0/vertices/c/0/0/0/0/0"
+    record = place_record(key, "float32")
+    assert place_problem(record, key, "float32") is None
+    assert "another place" in str(place_problem(record, "0/vertices/c/0/0/1/0/0", "float32"))
+    assert "another place" in str(place_problem(record, "0/attributes/a/c/0/0/0/0", "float32"))
+    assert "another data type" in str(place_problem(record, key, "int32"))
     damaged = record[:5] + bytes([record[5] ^ 1]) + record[6:]
-    assert "damaged" in str(place_problem(damaged, "0/vertices/c/0/0/0/0/0"))
-    assert "no place record" in str(place_problem(b"\0" * PLACE_NBYTES, "k"))
+    assert "damaged" in str(place_problem(damaged, key, "float32"))
+    assert "no place record" in str(place_problem(b"\0" * PLACE_NBYTES, "k", "float32"))
 
 
 def test_a_shard_read_from_another_key_is_misplaced() -> None:
@@ -65,7 +68,8 @@ def test_a_shard_read_from_another_key_is_misplaced() -> None:
     moved = layout.reindex_shard(shard, layout, "0/vertices/c/0/0/0/0/0", "0/vertices/c/0/0/1/0/0")
     assert moved == layout.encode_shard(rows, "0/vertices/c/0/0/1/0/0")
     old = replace(layout, placed=False)  # a 1.0 / 1.1 shard: the bytes before the index are data
-    assert old.encode_shard(rows, "k") == shard.replace(place_record("0/vertices/c/0/0/0/0/0"), b"")
+    record = place_record("0/vertices/c/0/0/0/0/0", "float32")
+    assert old.encode_shard(rows, "k") == shard.replace(record, b"")
     assert old.decode_index(shard, "anything").shape == (4, 2)
 
 
@@ -374,5 +378,6 @@ def test_an_append_that_moves_chunks_keeps_the_format_and_its_places(
     report = zv.validate(path, level=3)
     assert report.ok, report
     keys = _shards(path, "0/vertices")
-    holds = [place_record(key) in (path / key).read_bytes() for key in keys]
+    data_type = json.loads((path / "0/vertices/zarr.json").read_bytes())["data_type"]
+    holds = [place_record(key, data_type) in (path / key).read_bytes() for key in keys]
     assert all(holds) if version == "1.2" else not any(holds)

@@ -91,7 +91,7 @@ def test_blocks_stored_out_of_order_decode() -> None:
         offset += len(blocks[b])
     index_bytes = index.astype("<u8").tobytes()
     crc = google_crc32c.value(index_bytes).to_bytes(4, "little")
-    reordered = body + place_record("s") + index_bytes + crc
+    reordered = body + place_record("s", layout.dtype.name) + index_bytes + crc
     index = layout.decode_index(reordered, "s")
     for first, stop in [(0, 4), (1, 3), (2, 3)]:
         a, b = layout.block_span(index, first, stop, "s")

@@ -322,10 +322,15 @@ def add_groupings(store: MemoryStore) -> None:
 def rekey(raw: bytes, key: str, new_key: str) -> bytes:
     """The file ``raw`` read from ``key``, for storing at ``new_key``: a shard's place record
     (spec §9.0.2) names the new key; any other file is returned as it is."""
-    record = place_record(key)
-    if raw.count(record) != 1:
-        return raw
-    return raw.replace(record, place_record(new_key))
+    for data_type in _DATA_TYPES:
+        record = place_record(key, data_type)
+        if raw.count(record) == 1:
+            return raw.replace(record, place_record(new_key, data_type))
+    return raw
+
+
+_DATA_TYPES = ("float32", "float64", "int64", "int32", "int16", "int8", "uint64", "uint32")
+_DATA_TYPES += ("uint16", "uint8", "bool", "float16")
 
 
 def add_level(store: MemoryStore, level: int, ratio: int, pts: np.ndarray) -> None:

@@ -463,17 +463,12 @@ CASES = all_cases()
 DEFAULT_KINDS = ("points", "streamline")
 """The default run edits these kinds' stores with hostile sizes (2**40) only; every other
 case is marked slow (about 2,500 cases, several minutes: ``pytest -m slow``)."""
-SAME_SIZE_DTYPES = ("attributes/a/:data_type=int32", "attributes/fa/:data_type=int32")
-"""float32 attributes declared int32: the same bytes, nothing in format 1.1 tells them
-apart (a checksum binding chunks to their metadata, issue 35 item 1, would)."""
 
 
 def _param(case: Case) -> Any:
     marks: list[Any] = []
     if not (case.kind in DEFAULT_KINDS and "2**40" in case.edit.name):
         marks.append(pytest.mark.slow)
-    if case.id.endswith(SAME_SIZE_DTYPES):
-        marks.append(pytest.mark.xfail(strict=True, reason="same-size dtype edit: format 1.2"))
     return pytest.param(case, marks=marks, id=case.id)
 
 

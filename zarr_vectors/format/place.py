@@ -3,14 +3,17 @@
 A shard of a per-chunk array proves with its row blocks' CRC32C that its bytes are intact,
 not that they belong where they lie: a file copied over another chunk's key (a bad copy or
 sync, a manual repair) reads as valid data of the wrong chunk. From format 1.2 every such
-shard holds, immediately before its shard index, a 12-byte place record:
+shard holds, immediately before its shard index, a 12-byte place record, which also binds
+the bytes to the ``data_type`` their array declares (an edited ``data_type`` of the same
+size read as garbage numbers before):
 
 ====== ====== ==========================================================================
 Offset Bytes  Content
 ====== ====== ==========================================================================
 0      4      ``b"ZVPL"``
-4      4      CRC32C (little-endian) of the shard's store key, UTF-8, relative to the
-              store root, e.g. ``"0/vertices/c/1/2/3/0/0"``
+4      4      CRC32C (little-endian) of the shard's store key, relative to the store
+              root, a line feed and the array's ``data_type``, UTF-8, e.g.
+              ``"0/vertices/c/1/2/3/0/0\nfloat32"``
 8      4      CRC32C (little-endian) of bytes 0-7
 ====== ====== ==========================================================================
 
@@ -38,15 +41,23 @@ def _crc(data: bytes) -> bytes:
 
 
 @functools.lru_cache(maxsize=4096)
-def place_record(key: str) -> bytes:
-    """The place record of the shard stored at ``key`` (relative to the store root); the
-    records of recent keys are kept (readers compare one per shard index they decode)."""
-    head = PLACE_MAGIC + _crc(key.encode("utf-8"))
+def place_record(key: str, data_type: str) -> bytes:
+    """The place record of the shard stored at ``key`` (relative to the store root) of an
+    array of ``data_type`` (its Zarr v3 name, e.g. ``"float32"``); the records of recent
+    keys are kept (readers compare one per shard index they decode).
+
+    Examples
+    --------
+    >>> place_record("0/vertices/c/1/2/3/0/0", "float32")[:4]
+    b'ZVPL'
+    """
+    head = PLACE_MAGIC + _crc(f"{key}\n{data_type}".encode())
     return head + _crc(head)
 
 
-def place_problem(record: bytes | memoryview, key: str) -> str | None:
-    """Why ``record`` is not the place record of a shard at ``key``, or None if it is.
+def place_problem(record: bytes | memoryview, key: str, data_type: str) -> str | None:
+    """Why ``record`` is not the place record of a shard at ``key`` of an array of
+    ``data_type``, or None if it is.
 
     Parameters
     ----------
@@ -54,6 +65,8 @@ def place_problem(record: bytes | memoryview, key: str) -> str | None:
         The :data:`PLACE_NBYTES` bytes before the shard index.
     key
         The key the shard was read from.
+    data_type
+        The ``data_type`` the array's ``zarr.json`` declares.
 
     Returns
     -------
@@ -69,9 +82,11 @@ def place_problem(record: bytes | memoryview, key: str) -> str | None:
         )
     if _crc(raw[:8]) != raw[8:]:
         return "has a damaged place record; restore it from the source, or rewrite the store"
-    if raw != place_record(key):
+    if raw != place_record(key, data_type):
         return (
-            "was written for another place (another chunk or array): a copy, sync or "
-            "repair moved it here; restore the file from the source, or rewrite the store"
+            f"was written for another place (another chunk or array) or another data type "
+            f"than the {data_type} the array's zarr.json declares: a copy, sync or repair "
+            "moved it here, or the metadata was edited; restore the file or the metadata "
+            "from the source, or rewrite the store"
         )
     return None

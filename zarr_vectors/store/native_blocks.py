@@ -393,7 +393,8 @@ def decode_dense_blob_shards(
 def _placed_at(shard: bytes, layout: RowLayout, key: str) -> bool:
     """Whether the place record of ``shard`` (before its index) names ``key``."""
     at = len(shard) - layout.tail_nbytes
-    return at >= 0 and place_problem(shard[at : at + PLACE_NBYTES], key) is None
+    record = shard[at : at + PLACE_NBYTES]
+    return at >= 0 and place_problem(record, key, layout.dtype.name) is None
 
 
 @functools.cache

@@ -116,7 +116,7 @@ class RowLayout:
     def _tail(self, index_bytes: bytes, key: str) -> bytes:
         """The bytes after the row blocks of the shard at ``key``: place record, index, CRC."""
         crc: bytes = google_crc32c.value(index_bytes).to_bytes(_CRC_BYTES, "little")
-        record = place_record(key) if self.placed else b""
+        record = place_record(key, self.dtype.name) if self.placed else b""
         return b"".join([record, index_bytes, crc])
 
     def shard_of(self, chunk: np.ndarray | Sequence[int]) -> np.ndarray:
@@ -289,8 +289,9 @@ class RowLayout:
         if self.placed:
             at = len(tail) - self.tail_nbytes
             record = tail[at : at + PLACE_NBYTES]
-            if record != place_record(where):
-                raise MisplacedChunkError(f"{where}: the file {place_problem(record, where)}")
+            if record != place_record(where, self.dtype.name):
+                problem = place_problem(record, where, self.dtype.name)
+                raise MisplacedChunkError(f"{where}: the file {problem}")
         return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
 
     def reindex_shard(self, shard: bytes, to: RowLayout, where: str, key: str) -> bytes:
