@@ -4,7 +4,9 @@ Measures what the read-time invariants (issue 35, item 2: every vertex read is c
 against its chunk and bin, every shard's stored blocks against its row count) cost, by
 running the same reads with this tree's ``zarr_vectors`` and with another tree's (``--base``,
 e.g. a checkout of ``main``) on the same stores, in alternating fresh processes, several
-rounds. The stores are written once, by this tree (both trees read the same format).
+rounds. Each tree reads the stores it writes itself, from the same data (a tree of another
+format version reads its own format: place records, global chunks, version checks and the
+read checks are all in the comparison).
 
 Cases (each a median over boxes or id sets, then the median over rounds):
 
@@ -118,7 +120,7 @@ def _child(spec_path: str) -> dict[str, Any]:
 
 
 def _write_stores(tmp: str, n_points: int, seed: int) -> dict[str, Any]:
-    """Write the three stores with this tree's code; the spec of the reads."""
+    """Write the three stores with the code of the tree on the path; the spec of the reads."""
     # here, not at the top: a child runs this file with another tree first on its path
     from benchmarks import _data, objects
 
@@ -149,13 +151,24 @@ def _write_stores(tmp: str, n_points: int, seed: int) -> dict[str, Any]:
     }
 
 
-def _run_child(tree: Path, spec: str, numba_cache: str | None) -> dict[str, Any]:
+def _tree_spec(tree: Path, where: str, args: argparse.Namespace, cache: str | None) -> str:
+    """Write the stores with ``tree``'s code under ``where``; the path of the reads' spec."""
+    os.makedirs(where)
+    spec = _in_tree(tree, ["--write", where, str(int(args.points)), str(args.seed)], where, cache)
+    spec["repeat"] = args.repeat
+    spec_path = os.path.join(where, "spec.json")
+    Path(spec_path).write_text(json.dumps(spec))
+    return spec_path
+
+
+def _in_tree(tree: Path, options: list[str], cwd: str, numba_cache: str | None) -> Any:
+    """Run this file with ``options`` and ``tree`` first on the path; its last JSON line."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     if numba_cache is not None:
         env["NUMBA_CACHE_DIR"] = numba_cache
     done = subprocess.run(
-        [sys.executable, str(_HERE), "--child", spec],
-        cwd=os.path.dirname(spec),
+        [sys.executable, str(_HERE), *options],
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -163,7 +176,11 @@ def _run_child(tree: Path, spec: str, numba_cache: str | None) -> dict[str, Any]
     )
     if done.returncode != 0:
         raise RuntimeError(f"child of {tree} failed:\n{done.stderr[-3000:]}")
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _run_child(tree: Path, spec: str, numba_cache: str | None) -> dict[str, Any]:
+    report: dict[str, Any] = _in_tree(tree, ["--child", spec], os.path.dirname(spec), numba_cache)
     expected = tree / "zarr_vectors" / "__init__.py"
     if Path(report["zarr_vectors"]).resolve() != expected.resolve():
         raise RuntimeError(f"child imported {report['zarr_vectors']}, not {expected}")
@@ -209,30 +226,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", type=float, default=1e6, help="points (default 1e6)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--write", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(_child(args.child)))
+        return 0
+    if args.write:
+        where, n_points, seed = args.write
+        print(json.dumps(_write_stores(where, int(n_points), int(seed))))
         return 0
     if args.base is None:
         parser.error("--base is required")
     base = args.base.resolve()
     with tempfile.TemporaryDirectory(prefix="zv-bench-checks-") as tmp:
-        print("[bench] writing the stores", file=sys.stderr, flush=True)
-        spec = _write_stores(tmp, int(args.points), args.seed)
-        spec["repeat"] = args.repeat
-        spec_path = os.path.join(tmp, "spec.json")
-        Path(spec_path).write_text(json.dumps(spec))
         cache = os.path.join(tmp, "numba-base")
+        trees = {"base": (base, cache), "this": (_THIS_TREE, None)}
+        specs = {}
+        for who, (tree, numba_cache) in trees.items():
+            print(f"[bench] writing the stores with {who}", file=sys.stderr, flush=True)
+            specs[who] = _tree_spec(tree, os.path.join(tmp, who), args, numba_cache)
         results: dict[str, list[dict[str, Any]]] = {"base": [], "this": []}
         print("[bench] warm-up of both trees (numba compiles or loads)", file=sys.stderr)
-        _run_child(base, spec_path, cache)
-        _run_child(_THIS_TREE, spec_path, None)
+        for who, (tree, numba_cache) in trees.items():
+            _run_child(tree, specs[who], numba_cache)
         for r in range(args.rounds):
             order = ("base", "this") if r % 2 == 0 else ("this", "base")
             for who in order:
                 print(f"[bench] round {r + 1}/{args.rounds}: {who}", file=sys.stderr, flush=True)
-                tree, numba_cache = (base, cache) if who == "base" else (_THIS_TREE, None)
-                results[who].append(_run_child(tree, spec_path, numba_cache))
+                tree, numba_cache = trees[who]
+                results[who].append(_run_child(tree, specs[who], numba_cache))
     print(_table(results["base"], results["this"], (f"base {base.name}", "this tree")))
     print(
         f"\n{args.rounds} rounds, alternated (base first in odd rounds); {int(args.points):,} "
