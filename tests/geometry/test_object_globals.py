@@ -3,6 +3,7 @@ for byte as zarr-python writes them."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -11,13 +12,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
+from zarr_vectors.format.place import CHUNK_TABLE_KEY
 from zarr_vectors.geometry._objects import _write_global
 from zarr_vectors.store.arrays import global_array_metadata, write_array
 from zarr_vectors.store.io import StoreIO
 
 
-def _stored(io: StoreIO, prefix: str) -> dict[str, bytes | None]:
-    return {k[len(prefix) :]: io.get(k) for k in io.list_prefix(prefix)}
+def _stored(io: StoreIO, prefix: str) -> dict[str, Any]:
+    """Chunk bytes by key, and ``zarr.json`` parsed without its chunk table (spec §9.8.1),
+    which must list the CRC32C each chunk ends with."""
+    found: dict[str, Any] = {k[len(prefix) :]: io.get(k) for k in io.list_prefix(prefix)}
+    doc = json.loads(found["zarr.json"])
+    table = doc["attributes"].pop(CHUNK_TABLE_KEY, None)
+    if table is not None:
+        tails = [
+            int.from_bytes(v[-4:], "little") for k, v in sorted(found.items()) if k != "zarr.json"
+        ]
+        assert sorted(table) == sorted(tails)
+    found["zarr.json"] = doc
+    return found
 
 
 def _by_zarr(data: np.ndarray, fill: int, compressed: bool, rows: int) -> dict[str, bytes | None]:

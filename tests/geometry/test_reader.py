@@ -347,12 +347,13 @@ def test_global_arrays_read_directly_equal_zarr_python() -> None:
     assert kept.dtype is np.dtype(bool)  # numpy's own object: trx-python tests `is`
 
 
-def test_a_global_array_without_its_chunk_reads_as_fill_values() -> None:
+def test_a_global_array_without_its_chunk_is_refused() -> None:
+    """Format 1.2 stores every chunk of a global array (spec §9.8.1): a lost chunk is an
+    error, not fill values (zeros for the objects' attribute, silently, before)."""
     store = _skeleton_store()
     del store._store_dict["0/object_attributes/kind/c/0"]
-    got = zv.open(store)._reader.read_globals(["object_attributes/kind", "object_index/offsets"])
-    np.testing.assert_array_equal(got[0], np.zeros(10, dtype=np.int32))
-    assert got[1].shape == (10,)
+    with pytest.raises(zv.CorruptChunkError, match="kind/c/0 is missing"):
+        zv.open(store)._reader.read_globals(["object_attributes/kind", "object_index/offsets"])
 
 
 @pytest.mark.parametrize(

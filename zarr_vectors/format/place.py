@@ -27,13 +27,17 @@ import functools
 
 import google_crc32c
 
-__all__ = ["PLACE_MAGIC", "PLACE_NBYTES", "place_problem", "place_record"]
+__all__ = ["CHUNK_TABLE_KEY", "PLACE_MAGIC", "PLACE_NBYTES", "place_problem", "place_record"]
 
 PLACE_MAGIC = b"ZVPL"
 """The first four bytes of a place record."""
 
 PLACE_NBYTES = 12
 """Bytes of a place record."""
+
+CHUNK_TABLE_KEY = "zv_chunk_crc32c"
+"""Attribute of a global array's ``zarr.json`` (format 1.2, spec §9.8.1): the CRC32C each of
+its chunks ends with, in C order of its chunk grid, binding every chunk file to its key."""
 
 
 def _crc(data: bytes) -> bytes:

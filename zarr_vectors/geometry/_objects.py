@@ -50,7 +50,7 @@ from zarr_vectors.geometry._pipeline import (
     write_chunk_array,
     write_level_vertices,
 )
-from zarr_vectors.store.arrays import global_array_metadata, group_metadata, write_global_rows
+from zarr_vectors.store.arrays import group_metadata, write_global_array
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.store.target import write_target
@@ -253,11 +253,7 @@ def _write_global(
     rows: int = 65536,
 ) -> None:
     chunks = (max(1, min(rows, data.shape[0])), *data.shape[1:])
-    io.set(
-        f"{path}/zarr.json",
-        global_array_metadata(data.shape, data.dtype, chunks, fill, tag, compressed=compressed),
-    )
-    write_global_rows(io, path, data, chunks[0], fill, compressed=compressed)
+    write_global_array(io, path, data, chunks, fill, tag, compressed=compressed)
 
 
 def write_global(io: StoreIO, path: str, data: np.ndarray, fill: int, tag: dict[str, Any]) -> None:

@@ -82,7 +82,7 @@ from zarr_vectors.geometry.row_reads import ChunkRows
 from zarr_vectors.geometry.shard_indexes import IndexRequest, ShardIndexes
 from zarr_vectors.store.arrays import (
     check_stored_chunks,
-    missing_chunks,
+    chunk_table_problem,
     nonzero_cells,
     read_whole_many,
 )
@@ -366,26 +366,23 @@ class LevelReader:
             self.array_metadata(path)  # MetadataError when the document is not an array's
         found = self._single_chunk_arrays(full, metas)
         rest = [(p, m) for p, m, f in zip(full, metas, found, strict=True) if f is None]
-        if self.placed:
-            self._check_every_chunk_stored(rest)
+        for path, meta in rest:
+            self._check_chunk_table(path, meta, None)
         others = iter(read_whole_many(self.io.store, rest))
         return [next(others) if f is None else f for f in found]
 
-    def _check_every_chunk_stored(self, arrays: list[tuple[str, dict[str, Any]]]) -> None:
-        """Raise CorruptChunkError unless every chunk of these global arrays is stored.
+    def _check_chunk_table(self, path: str, meta: dict[str, Any], known: bytes | None) -> None:
+        """Raise CorruptChunkError unless the chunks of a global array are those its chunk
+        table lists (format 1.2, spec §9.8.1): every one stored, each at its own key.
 
-        Format 1.2 stores every chunk of a global array (spec §9.8.1), so a missing one is a
-        lost file: read as fill values, it gave zeros for object attributes or dropped
-        group members silently. Arrays read as one chunk were checked by their fetch.
+        A lost chunk read as fill values (zeros for object attributes, empty groups) and a
+        chunk file swapped with another read as the other rows' values, silently.
         """
-        for path, meta in arrays:
-            lost = missing_chunks(self.io, path, meta)
-            if lost:
-                raise CorruptChunkError(
-                    f"{path}: {lost} chunk file(s) of the array are missing (a store of "
-                    "format 1.2 stores every chunk of a global array): restore the store from "
-                    "a good copy, or write it again"
-                )
+        if not self.placed or path.endswith(f"/{VERTEX_COUNTS}"):  # counts: §9.3 totals
+            return
+        problem = chunk_table_problem(self.io, path, meta, known)
+        if problem is not None:
+            raise CorruptChunkError(f"{path}: {problem}")
 
     def _single_chunk_arrays(
         self, paths: list[str], metas: list[dict[str, Any]]
@@ -401,6 +398,7 @@ class LevelReader:
             if key is None or raw is None:
                 out.append(None)
             else:
+                self._check_chunk_table(key.rsplit("/c/", 1)[0], meta, raw)
                 out.append(decode_single_chunk(meta, raw, key).copy())
         return out
 

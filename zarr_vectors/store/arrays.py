@@ -22,6 +22,7 @@ from zarr.storage import StorePath
 
 from zarr_vectors.errors import CorruptChunkError, MetadataError
 from zarr_vectors.format.names import CROSS_CHUNK_LINKS, OBJECT_INDEX
+from zarr_vectors.format.place import CHUNK_TABLE_KEY
 from zarr_vectors.store.io import StoreIO, access_errors, json_bytes, scratch_store
 from zarr_vectors.store.shards import RowLayout
 
@@ -32,13 +33,13 @@ __all__ = [
     "global_array_metadata",
     "encode_plain_chunk",
     "write_array",
-    "write_global_rows",
     "group_metadata",
     "read_region",
     "read_whole",
     "ALWAYS_STORED",
     "check_stored_chunks",
-    "missing_chunks",
+    "chunk_table_problem",
+    "write_global_array",
     "row_array_metadata",
     "write_counts",
 ]
@@ -209,36 +210,6 @@ def write_array(store: Store, path: str, data: np.ndarray) -> None:
         array.with_config({"write_empty_chunks": True})[...] = data
 
 
-def write_global_rows(
-    io: StoreIO, path: str, data: np.ndarray, rows: int, fill: Any, *, compressed: bool
-) -> None:
-    """Write a global array (:func:`global_array_metadata`, chunks of ``rows`` rows) whose
-    ``zarr.json`` is already in the store, byte for byte as zarr-python writes it with
-    ``write_empty_chunks=True``: every chunk is stored (spec §9.8.1).
-
-    Chunks are encoded here (:func:`encode_plain_chunk`, the last padded with ``fill``) for
-    little-endian bool, integer and float data; zarr-python writes any other dtype.
-    """
-    if not data.size:
-        return
-    if data.dtype.kind not in _DIRECT_KINDS or data.dtype.byteorder not in "=|<":
-        write_array(io.store, path, data)
-        return
-    blosc = _GLOBAL_BLOSC if compressed else None
-    suffix = "/0" * (data.ndim - 1)
-    items = []
-    for j, a in enumerate(range(0, data.shape[0], rows)):
-        block = data[a : a + rows]
-        if block.shape[0] < rows:
-            padded = np.full((rows, *data.shape[1:]), fill, dtype=data.dtype)
-            padded[: block.shape[0]] = block
-            block = padded
-        encoded = encode_plain_chunk(block, fill, blosc, keep_fill=True)
-        if encoded is not None:
-            items.append((f"{path}/c/{j}{suffix}", encoded))
-    io.set_many(items)
-
-
 def encode_plain_chunk(
     chunk: np.ndarray, fill: Any, blosc: dict[str, Any] | None, *, keep_fill: bool = False
 ) -> bytes | None:
@@ -364,11 +335,80 @@ LARGE_ARRAY_BYTES = 64 * 2**20
 """Decoded size above which :func:`check_stored_chunks` lists an array's stored chunks."""
 
 
-def missing_chunks(io: StoreIO, path: str, meta: dict[str, Any]) -> int:
-    """How many chunks of a plain array's regular grid are not in the store (one listing).
+def write_global_array(
+    io: StoreIO,
+    path: str,
+    data: np.ndarray,
+    chunks: tuple[int, ...],
+    fill: Any,
+    attributes: dict[str, Any],
+    *,
+    compressed: bool,
+) -> None:
+    """Write a whole global array: its chunks, every one stored, and its ``zarr.json`` with
+    the chunk table (:data:`~zarr_vectors.format.place.CHUNK_TABLE_KEY`, spec §9.8.1).
 
-    Every chunk of a global array of format 1.2 is stored (spec §9.8.1), so a missing one
-    is a lost file, not fill values.
+    Chunks of little-endian bool, integer and float data are encoded here; zarr-python
+    writes any other dtype, and the table is then taken from the chunks it stored.
+    """
+    direct = data.dtype.kind in _DIRECT_KINDS and data.dtype.byteorder in "=|<"
+    if not direct:  # zarr-python needs the document to write the chunks
+        empty = global_array_metadata(
+            data.shape, data.dtype, chunks, fill, {}, compressed=compressed
+        )
+        io.set(f"{path}/zarr.json", empty)
+        write_array(io.store, path, data)
+        tails = io.get_many([(key, -4) for key in _chunk_keys(path, data.shape, chunks)])
+        items = []
+    else:
+        items = _encoded_global_chunks(path, data, chunks[0], fill, compressed)
+        tails = [raw[-4:] for _, raw in items]
+    table = [int.from_bytes(t or b"", "little") for t in tails]
+    doc = global_array_metadata(
+        data.shape,
+        data.dtype,
+        chunks,
+        fill,
+        {**attributes, CHUNK_TABLE_KEY: table},
+        compressed=compressed,
+    )
+    io.set_many([*items, (f"{path}/zarr.json", doc)])
+
+
+def _encoded_global_chunks(
+    path: str, data: np.ndarray, rows: int, fill: Any, compressed: bool
+) -> list[tuple[str, bytes]]:
+    """Every chunk of a global array of ``rows`` rows per chunk, encoded as zarr-python
+    would with ``write_empty_chunks=True`` (the last padded with ``fill``)."""
+    blosc = _GLOBAL_BLOSC if compressed else None
+    suffix = "/0" * (data.ndim - 1)
+    items = []
+    for j, a in enumerate(range(0, data.shape[0], rows)):
+        block = data[a : a + rows]
+        if block.shape[0] < rows:
+            padded = np.full((rows, *data.shape[1:]), fill, dtype=data.dtype)
+            padded[: block.shape[0]] = block
+            block = padded
+        encoded = encode_plain_chunk(block, fill, blosc, keep_fill=True)
+        assert encoded is not None  # keep_fill: never None
+        items.append((f"{path}/c/{j}{suffix}", encoded))
+    return items
+
+
+def _chunk_keys(path: str, shape: Sequence[int], chunks: Sequence[int]) -> list[str]:
+    """Keys of every chunk of a plain array's regular grid, in C order."""
+    counts = [-(-int(n) // int(c)) for n, c in zip(shape, chunks, strict=True)]
+    return [f"{path}/c/" + "/".join(str(i) for i in index) for index in np.ndindex(*counts)]
+
+
+def chunk_table_problem(
+    io: StoreIO, path: str, meta: dict[str, Any], known: bytes | None = None
+) -> str | None:
+    """Why the chunk files of a global array of format 1.2 are not those its chunk table
+    lists (spec §9.8.1), or None when each is stored and ends with its listed CRC32C.
+
+    One read of the last 4 bytes of every chunk, concurrent; none for an array of one chunk
+    whose bytes the caller already holds (``known``).
 
     Parameters
     ----------
@@ -378,11 +418,37 @@ def missing_chunks(io: StoreIO, path: str, meta: dict[str, Any]) -> int:
         The array's path.
     meta
         Its parsed ``zarr.json``, whose shape and regular chunk grid were checked.
+    known
+        The stored bytes of the array's only chunk, when the caller read them.
     """
-    expected = _chunk_total(meta)
-    if expected == 0:
-        return 0
-    return max(0, expected - len(io.list_prefix(f"{path}/c/")))
+    shape = [int(n) for n in meta["shape"]]
+    chunks = [int(c) for c in meta["chunk_grid"]["configuration"]["chunk_shape"]]
+    keys = _chunk_keys(path, shape, chunks)
+    table = (meta.get("attributes") or {}).get(CHUNK_TABLE_KEY)
+    if (
+        not isinstance(table, list)
+        or len(table) != len(keys)
+        or not all(isinstance(v, int) and 0 <= v < 2**32 for v in table)
+    ):
+        return (
+            f"{path}/zarr.json has no valid chunk table ({CHUNK_TABLE_KEY}: one CRC32C per "
+            f"chunk, {len(keys)} here), which format 1.2 requires: the metadata was edited or "
+            "written by another tool; restore it from the source, or rewrite the store"
+        )
+    if known is not None and len(keys) == 1:
+        tails: list[bytes | None] = [known[-4:]]
+    else:
+        tails = io.get_many([(key, -4) for key in keys])
+    for key, tail, crc in zip(keys, tails, table, strict=True):
+        if tail is None:
+            return f"{key} is missing: the chunk file was lost; restore the store from the source"
+        if int.from_bytes(tail, "little") != crc:
+            return (
+                f"{key} is not the chunk written at this place (another chunk's file, or one "
+                "changed since): a copy, sync or repair moved it; restore the store from the "
+                "source, or rewrite it"
+            )
+    return None
 
 
 def _chunk_total(meta: dict[str, Any]) -> int:

@@ -22,7 +22,7 @@ from zarr_vectors.format.manifest import (
 from zarr_vectors.store.arrays import (
     ALWAYS_STORED,
     check_stored_chunks,
-    missing_chunks,
+    chunk_table_problem,
     read_whole,
 )
 from zarr_vectors.validate.context import STORE_ERRORS, Context
@@ -85,16 +85,12 @@ def read_global(ctx: Context, path: str, check_id: str) -> np.ndarray | None:
 
 
 def _check_every_chunk_stored(ctx: Context, path: str) -> None:
-    """L3.global_chunks: every chunk of a global array of format 1.2 is stored (§9.8.1)."""
+    """L3.global_chunks: every chunk of a global array of format 1.2 is stored at its own
+    key, as its chunk table says (§9.8.1)."""
     ctx.mark("L3.global_chunks")
-    lost = missing_chunks(ctx.io, path, ctx.node(path).doc or {})
-    if lost:
-        ctx.fail(
-            "L3.global_chunks",
-            path,
-            f"{lost} chunk file(s) of the array are missing; format 1.2 stores every chunk of "
-            "a global array, so they were lost: restore the store from a good copy",
-        )
+    problem = chunk_table_problem(ctx.io, path, ctx.node(path).doc or {})
+    if problem is not None:
+        ctx.fail("L3.global_chunks", path, problem)
 
 
 def run_object_checks(
