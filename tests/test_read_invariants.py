@@ -101,7 +101,7 @@ def test_vertex_counts_edited_down_is_refused_by_every_read_path() -> None:
     store = s.point_store()
     g, n = s.first_chunk(store)
     assert n > s.ROWS_PER_BLOCK
-    s.set_count(store, g, n - s.ROWS_PER_BLOCK)
+    s.set_count_and_total(store, g, n - s.ROWS_PER_BLOCK)
     # a box cutting the chunk reads its fragment index first, which disagrees (its own error)
     reads = _point_reads(store, g)
     _assert_every_read_raises(
@@ -120,7 +120,7 @@ def test_vertex_counts_edited_up_into_the_padding_is_refused_by_every_read_path(
     lo, hi = _chunk_box(store, g)
     assert n % s.ROWS_PER_BLOCK
     assert not np.all((lo <= 0.0) & (hi > 0.0))
-    s.set_count(store, g, n + 1)
+    s.set_count_and_total(store, g, n + 1)
     reads = _point_reads(store, g)
     _assert_every_read_raises(
         store,
@@ -229,6 +229,7 @@ def _edit_first_block(store: MemoryStore, at: int, value: int) -> None:
     raw = np.asarray(data[...]).copy()
     raw[4 + at : 12 + at] = np.frombuffer(np.int64(value).tobytes(), dtype=np.uint8)
     data[...] = raw
+    s.retable(store, "0/object_index/data")
 
 
 @pytest.mark.parametrize(
@@ -259,5 +260,6 @@ def test_manifest_naming_an_empty_chunk_is_refused() -> None:
     raw = np.asarray(data[...]).copy()
     raw[4 : 4 + 24] = np.frombuffer(empty[0].astype("<i8").tobytes(), dtype=np.uint8)
     data[...] = raw
+    s.retable(store, "0/object_index/data")
     with pytest.raises(zv.CorruptChunkError, match="empty chunk"):
         zv.open(store).read_objects([0])

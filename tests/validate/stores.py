@@ -18,7 +18,7 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
-from zarr_vectors.format.place import place_record
+from zarr_vectors.format.place import CHUNK_TABLE_KEY, place_record
 from zarr_vectors.format.version import has_place_records
 from zarr_vectors.store.arrays import row_array_metadata
 from zarr_vectors.store.io import StoreIO
@@ -251,6 +251,23 @@ def set_count(store: MemoryStore, g: tuple[int, ...], value: int) -> None:
     """Overwrite ``vertex_counts[g]``."""
     array = zarr.open_array(store, path="0/vertex_counts", mode="r+")
     array[g] = value
+
+
+def set_count_and_total(store: MemoryStore, g: tuple[int, ...], value: int) -> None:
+    """Overwrite ``vertex_counts[g]`` and the level's ``vertex_count`` with it, so that the
+    totals agree (spec §9.3) and only the chunk's own rows tell the edit."""
+    old = int(np.asarray(zarr.open_array(store, path="0/vertex_counts", mode="r")[g]))
+    set_count(store, g, value)
+    edit_level(store, lambda a: a.__setitem__("vertex_count", a["vertex_count"] + value - old))
+
+
+def retable(store: MemoryStore, path: str) -> None:
+    """Make the chunk table of the global array at ``path`` (spec §9.8.1) list its chunks as
+    they are now: values edited with every checksum made valid."""
+    keys = io(store).list_prefix(f"{path}/c/")
+    keys.sort(key=lambda k: [int(part) for part in k[len(path) + 3 :].split("/")])
+    tails = [int.from_bytes(get(store, k)[-4:], "little") for k in keys]
+    edit_array(store, path, lambda d: d["attributes"].__setitem__(CHUNK_TABLE_KEY, tails))
 
 
 # -- other kinds and pyramids -------------------------------------------------------------
