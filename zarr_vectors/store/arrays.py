@@ -421,20 +421,20 @@ def chunk_table_problem(
     known
         The stored bytes of the array's only chunk, when the caller read them.
     """
-    shape = [int(n) for n in meta["shape"]]
-    chunks = [int(c) for c in meta["chunk_grid"]["configuration"]["chunk_shape"]]
-    keys = _chunk_keys(path, shape, chunks)
+    total = _chunk_total(meta)  # checked against the table before any key is listed
     table = (meta.get("attributes") or {}).get(CHUNK_TABLE_KEY)
     if (
         not isinstance(table, list)
-        or len(table) != len(keys)
+        or len(table) != total
         or not all(isinstance(v, int) and 0 <= v < 2**32 for v in table)
     ):
         return (
             f"{path}/zarr.json has no valid chunk table ({CHUNK_TABLE_KEY}: one CRC32C per "
-            f"chunk, {len(keys)} here), which format 1.2 requires: the metadata was edited or "
+            f"chunk, {total} here), which format 1.2 requires: the metadata was edited or "
             "written by another tool; restore it from the source, or rewrite the store"
         )
+    chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]
+    keys = _chunk_keys(path, meta["shape"], chunks)
     if known is not None and len(keys) == 1:
         tails: list[bytes | None] = [known[-4:]]
     else:
