@@ -19,7 +19,7 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from tests.geometry.test_meshes import random_faces
-from zarr_vectors.geometry.shapes import polyline_links
+from zarr_vectors.result.shapes import polyline_links
 
 CHUNK = 4.0
 BIN = 2.0

@@ -11,27 +11,38 @@ PACKAGE = Path(__file__).parent.parent / "zarr_vectors"
 RANKS = {
     "errors": 0,
     "_version": 0,
-    "kernels": 1,
-    "format": 2,
-    "store": 3,
-    "geometry": 4,
-    "query": 5,
-    "objects": 5,
-    "regions": 5,
-    "validate": 5,
-    "dataset": 6,
-    "lazy": 6,
-    "converters": 6,
-    "parallel": 6,
-    "__init__": 7,
-    "cli": 8,
     "_progress": 0,
     "_optional": 0,
     "display": 0,
-    "store_summary": 6,
-    "_warmup": 6,
+    "kernels": 1,
+    "format": 2,
+    "store": 3,
+    "write": 4,
+    "geometry": 5,
+    "read": 5,
+    "result": 5,
+    "update": 6,
+    "query": 6,
+    "validate": 7,
+    "dataset": 7,
+    "store_summary": 7,
+    "converters": 7,
+    "parallel": 7,
+    "_warmup": 7,
+    "__init__": 8,
+    "cli": 9,
+}
+# Import circles allowed inside one folder, and why: each is a small group of modules that
+# describe one thing from two sides, closed by a ``TYPE_CHECKING`` import.
+CIRCLES_ALLOWED_IN = {
+    "store": "shards reads its blocks through native_blocks, which takes shards' RowLayout type",
+    "write": "_objects builds object runs (_object_runs), which take its ObjectTable type",
+    "read": "reader, row_reads, point_reads and _read_plans: the level reader and its read plans",
+    "update": "merge_plan and merge_links: a merge plan decides link widths, links read the plan",
+    "result": "query_result and plotting/shapes/summary/tables: the result and its presentations",
 }
 MODULES = sorted(PACKAGE.rglob("*.py"))
+PACKAGES = {f"zarr_vectors.{p.parent.name}" for p in PACKAGE.glob("*/__init__.py")}
 
 
 def _layer(module: str) -> str:
@@ -45,6 +56,14 @@ def _module_name(path: Path) -> str:
     if parts[-1] == "__init__" and len(parts) > 1:
         parts = parts[:-1]
     return ".".join(parts)
+
+
+def _package(module: str) -> str | None:
+    """The package folder a module lives in (``zarr_vectors.write``), None for root modules."""
+    parts = module.split(".")
+    if len(parts) > 2:
+        return ".".join(parts[:2])
+    return module if module in PACKAGES else None
 
 
 def _imports(path: Path) -> set[str]:
@@ -88,3 +107,110 @@ def test_no_broad_except_outside_cli() -> None:
                 assert names not in ("Exception", "BaseException", "bare"), (
                     f"{path.name}:{node.lineno} catches {names}"
                 )
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every ``zarr_vectors`` module a file imports, at run time or under ``TYPE_CHECKING``.
+
+    ``from zarr_vectors.P import name`` counts as an import of the submodule ``P.name`` when
+    there is one, else of the face ``P``; an import of a module in another package also runs
+    that package's face, so it counts as an import of the face too.
+    """
+    names = {_module_name(p) for p in MODULES}
+    own = _package(_module_name(path))
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            targets = [
+                f"{node.module}.{alias.name}"
+                if f"{node.module}.{alias.name}" in names
+                else node.module
+                for alias in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            if target not in names or target == "zarr_vectors":
+                continue
+            found.add(target)
+            package = _package(target)
+            if package is not None and package != own:
+                found.add(package)
+    return found
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_import_of_another_packages_private_module(path: Path) -> None:
+    name = _module_name(path)
+    own = _package(name)
+    for imported in _imported_modules(path):
+        package = _package(imported)
+        private = [part for part in imported.split(".")[2:] if part.startswith("_")]
+        if package is not None and package != own and private:
+            pytest.fail(
+                f"{name} imports {imported}, a private module of {package}: import the name "
+                f"from {package} (its face exports what other packages may use)"
+            )
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's strongly connected components of a directed graph, iteratively."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[set[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                components.append(component)
+    return components
+
+
+def test_strongly_connected_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert sorted(map(sorted, _strongly_connected(graph))) == [["a", "b", "c"], ["d"]]
+
+
+def test_import_circles_stay_inside_one_allowed_folder() -> None:
+    graph = {_module_name(p): _imported_modules(p) for p in MODULES}
+    for component in _strongly_connected(graph):
+        if len(component) == 1:
+            continue
+        folders = {_package(m) for m in component}
+        assert len(folders) == 1, f"an import circle crosses folders: {sorted(component)}"
+        folder = folders.pop()
+        assert folder is not None, f"an import circle among root modules: {sorted(component)}"
+        assert folder.split(".")[1] in CIRCLES_ALLOWED_IN, (
+            f"an import circle in {folder}: {sorted(component)}; break it, or allow the folder "
+            "in CIRCLES_ALLOWED_IN with the reason"
+        )

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors import lazy
 from zarr_vectors.errors import InvalidInputError, MissingDependencyError
+from zarr_vectors.query import lazy
 
 N = 6000
 CHUNK = 250.0

@@ -23,10 +23,10 @@ from tests.geometry.test_graphs import BIN, CHUNK, Model, check_objects, random_
 from tests.geometry.test_meshes import random_faces
 from tests.test_query import chunks_read, open_recorded
 from tests.test_regions import polygons
-from zarr_vectors import objects
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.objects import _Returned, _sorted_find, _translate
-from zarr_vectors.regions import ball_region, polygon_region
+from zarr_vectors.query import object_queries as objects
+from zarr_vectors.query.object_queries import _Returned, _sorted_find, _translate
+from zarr_vectors.query.regions import ball_region, polygon_region
 
 STEP = BIN / 2
 

@@ -212,7 +212,7 @@ def test_progress_false_is_silent_on_a_terminal(
 def test_a_failing_write_closes_its_bar(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    from zarr_vectors.geometry import _pipeline
+    from zarr_vectors.write import _pipeline
 
     closed: list[Reporter] = []
     original = _progress.Reporter.close

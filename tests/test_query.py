@@ -26,8 +26,8 @@ import zarr_vectors as zv
 from tests.helpers import sorted_rows
 from tests.test_regions import polygons
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError
-from zarr_vectors.geometry import point_reads
-from zarr_vectors.geometry.reader import ChunkRows, LevelReader
+from zarr_vectors.read import point_reads
+from zarr_vectors.read.reader import ChunkRows, LevelReader
 from zarr_vectors.store import native_blocks
 
 CHUNK = 40.0

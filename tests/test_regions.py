@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
-from zarr_vectors.regions import (
+from zarr_vectors.query.regions import (
     BallRegion,
     BoxRegion,
     PolygonRegion,

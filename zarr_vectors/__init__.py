@@ -38,23 +38,28 @@ from zarr_vectors.errors import (
     ZarrVectorsError,
 )
 from zarr_vectors.format.version import FORMAT_VERSION
-from zarr_vectors.geometry._pipeline import WriteOptions
-from zarr_vectors.geometry.graphs import write_graph, write_skeletons
-from zarr_vectors.geometry.meshes import write_mesh
-from zarr_vectors.geometry.object_append import (
+from zarr_vectors.geometry import (
+    write_graph,
+    write_mesh,
+    write_points,
+    write_polylines,
+    write_skeletons,
+)
+from zarr_vectors.parallel import write_objects_parallel, write_points_parallel
+from zarr_vectors.result import QueryResult
+from zarr_vectors.update import (
+    ObjectWriter,
+    PointWriter,
     append_graph,
     append_mesh,
+    append_points,
     append_polylines,
     append_skeletons,
+    write_points_stream,
 )
-from zarr_vectors.geometry.object_stream import ObjectWriter
-from zarr_vectors.geometry.point_stream import PointWriter, append_points, write_points_stream
-from zarr_vectors.geometry.points import write_points
-from zarr_vectors.geometry.polylines import write_polylines
-from zarr_vectors.geometry.result import QueryResult
-from zarr_vectors.parallel import write_objects_parallel, write_points_parallel
 from zarr_vectors.validate import validate
 from zarr_vectors.validate.report import Problem, ValidationReport
+from zarr_vectors.write import WriteOptions
 
 __all__ = [
     "__version__",

@@ -21,8 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from zarr_vectors.dataset import open as open_store
-from zarr_vectors.geometry.points import write_points
-from zarr_vectors.geometry.polylines import write_polylines
+from zarr_vectors.geometry import write_points, write_polylines
 from zarr_vectors.kernels import CompileLog, set_kernel_mode
 from zarr_vectors.validate import validate
 

@@ -26,12 +26,20 @@ from zarr_vectors.errors import (
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.nodes import node_problem
 from zarr_vectors.format.version import foreign_layout
-from zarr_vectors.geometry.reader import LevelReader
-from zarr_vectors.geometry.result import QueryResult
-from zarr_vectors.lazy import LazyResult, lazy_query
-from zarr_vectors.objects import ObjectReader, clip_to_region
-from zarr_vectors.query import query_region, read_all
-from zarr_vectors.regions import Region, ball_region, box_region, polygon_region
+from zarr_vectors.query import (
+    LazyResult,
+    ObjectReader,
+    Region,
+    ball_region,
+    box_region,
+    clip_to_region,
+    lazy_query,
+    polygon_region,
+    query_region,
+    read_all,
+)
+from zarr_vectors.read import LevelReader
+from zarr_vectors.result import QueryResult
 from zarr_vectors.store.destination import Occupant, store_occupant
 from zarr_vectors.store.io import (
     StoreIO,
@@ -669,7 +677,7 @@ class VectorStore:
         One dask block per ``chunks_per_block`` occupied chunks (C order); computing the
         arrays gives exactly :meth:`query` of the same box (None: :meth:`read`), row for
         row. Tasks reopen the store, so they also run on ``dask.distributed`` workers. See
-        :mod:`zarr_vectors.lazy`; needs the ``distributed`` extra.
+        :mod:`zarr_vectors.query.lazy`; needs the ``distributed`` extra.
         """
         return lazy_query(
             self._io,

@@ -34,7 +34,7 @@ from zarr_vectors.format.names import (
 from zarr_vectors.store.io import StoreIO
 
 if TYPE_CHECKING:
-    from zarr_vectors.geometry.reader import LevelReader
+    from zarr_vectors.read import LevelReader
 
 __all__ = ["LevelInfo", "StoreInfo", "gather", "read_levels", "store_html", "store_text"]
 

@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarr_vectors as zv
-from zarr_vectors.geometry import _chunk_shapes as chunk_shapes
 from zarr_vectors.kernels import bounds_and_nonfinite
 from zarr_vectors.kernels.sampling import (
     SAMPLE_ROWS,
@@ -21,6 +20,7 @@ from zarr_vectors.kernels.sampling import (
     row_hashes_numpy,
     sample_rows,
 )
+from zarr_vectors.write import _chunk_shapes as chunk_shapes
 
 TARGET = 50_000
 

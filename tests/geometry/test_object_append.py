@@ -15,7 +15,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry import object_cases
 from tests.geometry.object_cases import KINDS, SMALL_BLOCKS
-from zarr_vectors.geometry import merge_globals
+from zarr_vectors.update import merge_globals
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden"
 

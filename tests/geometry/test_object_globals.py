@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 from zarr_vectors.format.place import CHUNK_TABLE_KEY
-from zarr_vectors.geometry._objects import _write_global
 from zarr_vectors.store.arrays import global_array_metadata, write_array
 from zarr_vectors.store.io import StoreIO
+from zarr_vectors.write._objects import _write_global
 
 
 def _stored(io: StoreIO, prefix: str) -> dict[str, Any]:

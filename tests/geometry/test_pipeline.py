@@ -13,8 +13,8 @@ import zarr
 import zarr_vectors as zv
 from tests.helpers import without_commit
 from zarr_vectors.format.fragments import fragment_index_nbytes
-from zarr_vectors.geometry import _pipeline, _shard_writes
 from zarr_vectors.store import io as store_io
+from zarr_vectors.write import _pipeline, _shard_writes
 
 
 def _files(root: Path) -> dict[str, bytes]:

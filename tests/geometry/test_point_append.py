@@ -21,8 +21,8 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from tests.helpers import without_commit
-from zarr_vectors.geometry import _pipeline
 from zarr_vectors.store.io import StoreIO
+from zarr_vectors.write import _pipeline
 
 HYPOTHESIS = settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
-from zarr_vectors.query import query_box
+from zarr_vectors.query.point_queries import query_box
 
 
 def _store(tmp_path: Path) -> Path:

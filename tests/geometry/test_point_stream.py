@@ -14,8 +14,8 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from tests.helpers import without_commit
-from zarr_vectors.geometry import _pipeline as pipeline
 from zarr_vectors.store import spill
+from zarr_vectors.write import _pipeline as pipeline
 
 HYPOTHESIS = settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -16,7 +16,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.helpers import write_layout_v_store
 from zarr_vectors.errors import InvalidInputError, InvalidNameError
-from zarr_vectors.geometry import _pipeline
+from zarr_vectors.write import _pipeline
 
 GOOD = np.random.default_rng(3).uniform(0, 100, (500, 3)).astype(np.float32)
 

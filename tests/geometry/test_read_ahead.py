@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarr_vectors.geometry._read_ahead import MAX_ITEMS_AHEAD, read_ahead
+from zarr_vectors.update._read_ahead import MAX_ITEMS_AHEAD, read_ahead
 
 
 class Recorder:

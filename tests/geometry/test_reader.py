@@ -25,11 +25,11 @@ from benchmarks._latency import LatencyStore
 from tests.helpers import sorted_rows
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import VERTICES
-from zarr_vectors.geometry.point_reads import RowRuns
-from zarr_vectors.geometry.reader import ChunkRows, LevelReader
 from zarr_vectors.kernels.box_rows import select_rows
-from zarr_vectors.query import _box_row_runs, query_box
-from zarr_vectors.regions import BoxRegion
+from zarr_vectors.query.point_queries import _box_row_runs, query_box
+from zarr_vectors.query.regions import BoxRegion
+from zarr_vectors.read.point_reads import RowRuns
+from zarr_vectors.read.reader import ChunkRows, LevelReader
 
 EXTENT = 1000.0
 BOX = (np.array([301.7, 288.2, 310.4]), np.array([517.1, 503.6, 525.8]))  # ~1% of the volume

@@ -22,8 +22,8 @@ import zarr_vectors as zv
 from tests.helpers import sorted_rows
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import VERTICES
-from zarr_vectors.geometry import row_reads
-from zarr_vectors.geometry.reader import ChunkRows
+from zarr_vectors.read import row_reads
+from zarr_vectors.read.reader import ChunkRows
 from zarr_vectors.store import native_blocks
 
 

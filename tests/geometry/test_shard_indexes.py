@@ -11,8 +11,8 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.geometry.reader import LevelReader
-from zarr_vectors.geometry.shard_indexes import ShardIndexes, shard_of
+from zarr_vectors.read.reader import LevelReader
+from zarr_vectors.read.shard_indexes import ShardIndexes, shard_of
 
 _MISSING = 2**64 - 1
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from zarr_vectors.geometry import _shard_writes
-from zarr_vectors.geometry._shard_writes import Batcher
+from zarr_vectors.write import _shard_writes
+from zarr_vectors.write._shard_writes import Batcher
 
 
 class _RecordingIO:

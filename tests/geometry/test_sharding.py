@@ -22,10 +22,10 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry.object_cases import KINDS, arguments, batches, cases, files, write
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry._shard_writes import shard_major_order, shards_of
-from zarr_vectors.geometry.object_merge import merge_stores
-from zarr_vectors.geometry.object_sources import open_source
 from zarr_vectors.store.io import StoreIO
+from zarr_vectors.update.object_merge import merge_stores
+from zarr_vectors.update.object_sources import open_source
+from zarr_vectors.write._shard_writes import shard_major_order, shards_of
 
 SHARDINGS = [2, (2, 3, 1), 4, (1, 1, 1)]
 

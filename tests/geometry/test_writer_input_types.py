@@ -16,8 +16,8 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry import _chunk_shapes as chunk_shapes
-from zarr_vectors.geometry import _inputs as inputs
+from zarr_vectors.write import _chunk_shapes as chunk_shapes
+from zarr_vectors.write import _inputs as inputs
 
 RNG = np.random.default_rng(34)
 POINTS = RNG.uniform(0, 100, (60, 3))

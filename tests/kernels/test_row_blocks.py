@@ -13,8 +13,8 @@ from numcodecs import blosc
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
-from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, dense_blob_ranges
+from zarr_vectors.read.reader import LevelReader
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.native_blocks import native_block_functions, native_encode_functions
 from zarr_vectors.store.shards import RowLayout

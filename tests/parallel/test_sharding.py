@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 import zarr_vectors as zv
 from tests.geometry import object_cases
 from tests.geometry.object_cases import files
-from zarr_vectors.geometry.object_merge import plan_merge
-from zarr_vectors.geometry.object_sources import open_source
 from zarr_vectors.parallel.objects import _buckets as _object_buckets
 from zarr_vectors.parallel.points import _buckets
+from zarr_vectors.update.object_merge import plan_merge
+from zarr_vectors.update.object_sources import open_source
 
 
 def test_buckets_are_cut_only_where_allowed() -> None:

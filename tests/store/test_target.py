@@ -17,7 +17,8 @@ from zarr.storage import ZipStore
 import zarr_vectors as zv
 from tests.s3server import LoopbackS3
 from zarr_vectors.errors import NotAZarrVectorsStoreError, StoreExistsError
-from zarr_vectors.geometry import point_append, points
+from zarr_vectors.geometry import points
+from zarr_vectors.update import point_append
 
 POINTS = np.random.default_rng(1).uniform(0, 40, (300, 3))
 MORE = np.random.default_rng(2).uniform(-10, 50, (100, 3))

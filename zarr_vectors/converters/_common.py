@@ -16,7 +16,7 @@ import numpy as np
 
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry.result import QueryResult
+from zarr_vectors.result import QueryResult
 
 __all__ = [
     "atomic_output",

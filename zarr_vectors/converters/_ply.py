@@ -21,7 +21,7 @@ from zarr_vectors.converters._common import (
     split_columns,
 )
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry.result import QueryResult
+from zarr_vectors.result import QueryResult
 
 __all__ = ["MeshInput", "fan_triangles", "objects_of", "read_ply", "write_ply"]
 

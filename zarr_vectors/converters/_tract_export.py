@@ -12,7 +12,7 @@ from zarr_vectors.converters._tract_import import KEPT
 from zarr_vectors.converters._tract_io import Tracts
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry.result import QueryResult
+from zarr_vectors.result import QueryResult
 
 __all__ = ["kept_header", "store_tracts", "tract_space"]
 

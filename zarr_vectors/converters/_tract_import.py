@@ -11,9 +11,9 @@ from zarr_vectors.converters._common import safe_name
 from zarr_vectors.converters._tract_io import Tracts
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.names import is_valid_name
-from zarr_vectors.geometry._pipeline import WriteOptions
-from zarr_vectors.geometry.polylines import write_polylines
+from zarr_vectors.geometry import write_polylines
 from zarr_vectors.store.io import StoreLike
+from zarr_vectors.write import WriteOptions
 
 __all__ = ["KEPT", "add_label_groups", "write_store"]
 

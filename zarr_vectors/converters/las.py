@@ -39,9 +39,9 @@ from zarr_vectors._optional import require
 from zarr_vectors.converters._common import atomic_output, check_options, safe_name, split_columns
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry._pipeline import WriteOptions
-from zarr_vectors.geometry.points import write_points
+from zarr_vectors.geometry import write_points
 from zarr_vectors.store.io import StoreLike
+from zarr_vectors.write import WriteOptions
 
 __all__ = ["export_store", "import_file", "smallest_point_format"]
 

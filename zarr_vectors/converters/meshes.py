@@ -71,8 +71,8 @@ from zarr_vectors.converters._obj_text import ObjMesh, obj_text, parse_obj
 from zarr_vectors.converters._ply import MeshInput, objects_of, read_ply, write_ply
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry.meshes import write_mesh
-from zarr_vectors.geometry.result import QueryResult
+from zarr_vectors.geometry import write_mesh
+from zarr_vectors.result import QueryResult
 from zarr_vectors.store.io import StoreLike
 
 __all__ = ["export_store", "import_file", "merge_identical"]

@@ -37,7 +37,7 @@ from zarr_vectors._version import __version__
 from zarr_vectors.converters._common import atomic_output, check_options, read_selection, text_of
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry.graphs import write_skeletons
+from zarr_vectors.geometry import write_skeletons
 from zarr_vectors.store.io import StoreLike
 
 __all__ = ["SwcNodes", "export_store", "import_file", "parse_swc", "swc_text"]

@@ -57,9 +57,9 @@ from zarr_vectors.converters._common import (
 )
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
-from zarr_vectors.geometry._pipeline import WriteOptions
-from zarr_vectors.geometry.points import write_points
+from zarr_vectors.geometry import write_points
 from zarr_vectors.store.io import StoreLike
+from zarr_vectors.write import WriteOptions
 
 __all__ = ["export_store", "import_file"]
 

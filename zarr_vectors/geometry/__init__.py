@@ -1,0 +1,23 @@
+"""The per-kind writers: points, polylines (and streamlines), graphs and skeletons, meshes.
+
+Each module turns one kind's user input into the write engine's tables
+(:mod:`zarr_vectors.write`). Other packages import from this face only.
+"""
+
+from __future__ import annotations
+
+from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
+from zarr_vectors.geometry.meshes import write_mesh
+from zarr_vectors.geometry.points import commit_points, write_points
+from zarr_vectors.geometry.polylines import split_polylines, write_polylines
+
+__all__ = [
+    "write_points",
+    "commit_points",
+    "write_polylines",
+    "split_polylines",
+    "write_graph",
+    "write_skeletons",
+    "group_vertices",
+    "write_mesh",
+]

@@ -18,11 +18,9 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry import _inputs as inputs
-from zarr_vectors.geometry import _object_inputs as objects
-from zarr_vectors.geometry._objects import ObjectTable, write_objects
-from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.store.io import StoreLike
+from zarr_vectors.write import ObjectTable, WriteOptions, inputs, write_objects
+from zarr_vectors.write import object_inputs as objects
 
 __all__ = [
     "VertexGrouping",

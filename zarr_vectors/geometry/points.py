@@ -13,16 +13,16 @@ from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
-from zarr_vectors.geometry import _chunk_shapes as chunk_shapes
-from zarr_vectors.geometry import _inputs as inputs
-from zarr_vectors.geometry._pipeline import (
-    LevelStats,
-    WriteOptions,
-    commit_root,
-    write_point_level,
-)
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.target import write_target
+from zarr_vectors.write import (
+    LevelStats,
+    WriteOptions,
+    chunk_shapes,
+    commit_root,
+    inputs,
+    write_point_level,
+)
 
 __all__ = ["commit_points", "write_points"]
 
@@ -126,7 +126,7 @@ def commit_points(io: StoreIO, root: RootMetadata, grid: ChunkGrid, stats: Level
     io
         The destination being written.
     root
-        The root metadata (:func:`~zarr_vectors.geometry._inputs.root_metadata`).
+        The root metadata (:func:`~zarr_vectors.write._inputs.root_metadata`).
     grid
         Its chunk grid.
     stats

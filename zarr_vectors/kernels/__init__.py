@@ -4,6 +4,7 @@ manifests spec §7, bbox spec §8)."""
 from __future__ import annotations
 
 from zarr_vectors.kernels._jit import CompileLog, set_kernel_mode
+from zarr_vectors.kernels._threads import THREADS, results_of, shared_pool
 from zarr_vectors.kernels.binning import (
     assign_chunks_and_bins,
     bin_coords,
@@ -25,6 +26,9 @@ from zarr_vectors.kernels.sorting import (
 __all__ = [
     "CompileLog",
     "set_kernel_mode",
+    "THREADS",
+    "shared_pool",
+    "results_of",
     "concat_ranges",
     "bounds_and_nonfinite",
     "segment_bounds",

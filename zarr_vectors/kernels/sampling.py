@@ -1,6 +1,6 @@
 """A deterministic sample of point rows, the same however the rows are split or ordered.
 
-The default chunk shape (:func:`zarr_vectors.geometry._chunk_shapes.default_chunk_shape`) is
+The default chunk shape (:func:`zarr_vectors.write._chunk_shapes.default_chunk_shape`) is
 measured on a sample of the points. One-shot, streaming and parallel writes must choose the
 same shape for the same points, so the sample may depend neither on how the rows arrive
 (batches, partitions) nor on their order: it is the rows with the ``k`` smallest hashes of

@@ -23,8 +23,8 @@ import numpy as np
 from zarr_vectors._optional import require
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE
-from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.parallel._cluster import Tasks
+from zarr_vectors.write import inputs
 
 __all__ = [
     "ColumnTypes",

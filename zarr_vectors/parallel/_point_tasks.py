@@ -6,7 +6,7 @@ the same value, and a chunk writer writes the same bytes to the same keys.
 A partition's rows are sorted by chunk, stably (:func:`bin_partition`), so inside a chunk
 they keep input order; a writer concatenates the pieces of its chunks in partition order —
 the chunk's rows in the order of the whole input — and sorts each chunk by bin with
-:func:`~zarr_vectors.geometry._pipeline.bin_sorted_chunk`, as the streaming writer does:
+:func:`~zarr_vectors.write._pipeline.bin_sorted_chunk`, as the streaming writer does:
 the one-shot order (chunk, bin, input order) of :func:`~zarr_vectors.write_points`.
 """
 
@@ -19,18 +19,18 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.grid import ChunkGrid
-from zarr_vectors.geometry._pipeline import (
+from zarr_vectors.kernels import assign_chunks_and_bins, sort_by_chunk_and_bin
+from zarr_vectors.parallel._partitions import ColumnTypes, Loaded
+from zarr_vectors.store.shared import SharedLocation, open_shared
+from zarr_vectors.update import bin_dtype
+from zarr_vectors.write import (
     LevelWriter,
     WriteOptions,
     bin_sorted_chunk,
     grid_indices,
     point_blob_layout,
+    shard_major_order,
 )
-from zarr_vectors.geometry._shard_writes import shard_major_order
-from zarr_vectors.geometry.point_stream import bin_dtype
-from zarr_vectors.kernels import assign_chunks_and_bins, sort_by_chunk_and_bin
-from zarr_vectors.parallel._partitions import ColumnTypes, Loaded
-from zarr_vectors.store.shared import SharedLocation, open_shared
 
 __all__ = [
     "Binned",

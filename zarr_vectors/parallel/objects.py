@@ -7,15 +7,15 @@ The write runs in stages, each waited for as a whole:
 2. one task per partition writes it alone, with the one-shot writer and the store's settings,
    into a scratch store (as :class:`~zarr_vectors.ObjectWriter` does with its batches);
 3. the coordinator opens the scratch stores (their shared parts only) and plans the merge
-   once (:func:`~zarr_vectors.geometry.object_merge.plan_merge`); for meshes, tasks check
+   once (:func:`~zarr_vectors.update.object_merge.plan_merge`); for meshes, tasks check
    whether renumbered face references need int64;
 4. one task per bucket of chunks (C order, about equal rows; whole shards with
    ``shard_chunks``) writes its chunks into the destination from the scratch stores
-   (:func:`~zarr_vectors.geometry.object_merge.merge_chunks`) — disjoint keys, no shared
+   (:func:`~zarr_vectors.update.object_merge.merge_chunks`) — disjoint keys, no shared
    document;
 5. the coordinator writes the shared parts — array metadata, counts, object index, object and
    group attributes, cross-chunk links, level and root metadata — the root last
-   (:func:`~zarr_vectors.geometry.object_merge.commit_merge`).
+   (:func:`~zarr_vectors.update.object_merge.commit_merge`).
 
 The store equals, byte for byte apart from ``creation_timestamp`` and ``commit``, what one
 ``write_*`` call of all the objects writes. A failure commits nothing, and the scratch
@@ -34,21 +34,6 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.geometry._pipeline import WriteOptions
-from zarr_vectors.geometry._shard_writes import shard_major_order
-from zarr_vectors.geometry.object_merge import (
-    MergePlan,
-    check_globals,
-    commit_merge,
-    for_chunk_writers,
-    links_may_be_wide,
-    merge_chunks,
-    plan_merge,
-    set_link_dtype,
-    wide_links,
-)
-from zarr_vectors.geometry.object_sources import open_source
-from zarr_vectors.geometry.object_stream import BatchSpec
 from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
 from zarr_vectors.store.destination import check_overwrite
 from zarr_vectors.store.io import StoreLike, local_destination
@@ -60,6 +45,20 @@ from zarr_vectors.store.shared import (
 )
 from zarr_vectors.store.spill import remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination, write_target
+from zarr_vectors.update import (
+    BatchSpec,
+    MergePlan,
+    check_globals,
+    commit_merge,
+    for_chunk_writers,
+    links_may_be_wide,
+    merge_chunks,
+    open_source,
+    plan_merge,
+    set_link_dtype,
+    wide_links,
+)
+from zarr_vectors.write import WriteOptions, shard_major_order
 
 __all__ = ["write_objects_parallel"]
 

@@ -35,17 +35,7 @@ from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError, ParallelWriteError
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import POINT_CLOUD
-from zarr_vectors.geometry import _inputs as inputs
-from zarr_vectors.geometry._pipeline import (
-    LevelWriter,
-    WriteOptions,
-    dense_bounds_span,
-    grid_indices,
-    point_blob_layout,
-    round_up,
-    write_point_level,
-)
-from zarr_vectors.geometry.points import commit_points
+from zarr_vectors.geometry import commit_points
 from zarr_vectors.kernels.sampling import PointSample, merge_samples, sample_rows
 from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
 from zarr_vectors.parallel._partitions import ColumnTypes, Loaded, Schema, submit_loads
@@ -60,6 +50,16 @@ from zarr_vectors.parallel._point_tasks import (
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shared import SharedLocation, check_shareable, shared_location
 from zarr_vectors.store.target import check_destination, write_target
+from zarr_vectors.write import (
+    LevelWriter,
+    WriteOptions,
+    dense_bounds_span,
+    grid_indices,
+    inputs,
+    point_blob_layout,
+    round_up,
+    write_point_level,
+)
 
 __all__ = ["write_points_parallel"]
 

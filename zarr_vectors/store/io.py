@@ -36,7 +36,7 @@ from zarr_vectors.errors import (
     StoreAccessError,
     StoreNotFoundError,
 )
-from zarr_vectors.kernels._threads import results_of, shared_pool
+from zarr_vectors.kernels import results_of, shared_pool
 from zarr_vectors.store.commit import describe_leftovers, recover
 from zarr_vectors.store.links import LocalTree, link_refusal, scan
 from zarr_vectors.store.versions import StoreVersion, changed_error, place_of

@@ -1,8 +1,8 @@
 """Level 4 checks: the geometry claims and the topology of the objects (spec §11.5).
 
 L4 runs only when L1 to L3 found no error, so the objects of level 0 are rebuilt with the
-library's own reader (:class:`~zarr_vectors.objects.ObjectReader`), a batch of objects at
-a time so that memory stays bounded. Every test is vectorised over all the objects of a
+library's own reader (:class:`~zarr_vectors.query.object_queries.ObjectReader`), a batch of
+objects at a time so that memory stays bounded. Every test is vectorised over all the objects of a
 batch; a Python loop only runs over the offending objects that are reported.
 
 Object findings use the path ``0/object_index/data#object=<k>`` (k = dense object
@@ -20,9 +20,9 @@ import numpy as np
 from zarr_vectors.errors import ZarrVectorsError
 from zarr_vectors.format.jsonutil import is_number
 from zarr_vectors.format.metadata import RootMetadata
-from zarr_vectors.geometry.reader import LevelReader
-from zarr_vectors.geometry.result import QueryResult
-from zarr_vectors.objects import ObjectReader
+from zarr_vectors.query import ObjectReader
+from zarr_vectors.read import LevelReader
+from zarr_vectors.result import QueryResult
 from zarr_vectors.validate.context import MAX_FINDINGS_PER_CHECK, Context
 from zarr_vectors.validate.names import ATTRIBUTES, OBJECT_INDEX, OBJECT_KINDS
 

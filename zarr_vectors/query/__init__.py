@@ -1,0 +1,35 @@
+"""Queries: regions, box and region reads of points, object reads, lazy (dask) reads.
+
+Other packages import from this face only.
+
+Modules
+-------
+regions
+    Boxes, polygons and balls, and what each asks of chunks and bins.
+point_queries
+    Region queries over every kind's vertices.
+object_queries
+    :class:`ObjectReader`: objects by id, whole or clipped to a region.
+lazy
+    Dask-backed lazy reads (the ``distributed`` extra).
+"""
+
+from __future__ import annotations
+
+from zarr_vectors.query.lazy import LazyResult, lazy_query
+from zarr_vectors.query.object_queries import ObjectReader, clip_to_region
+from zarr_vectors.query.point_queries import query_region, read_all
+from zarr_vectors.query.regions import Region, ball_region, box_region, polygon_region
+
+__all__ = [
+    "Region",
+    "box_region",
+    "polygon_region",
+    "ball_region",
+    "query_region",
+    "read_all",
+    "ObjectReader",
+    "clip_to_region",
+    "LazyResult",
+    "lazy_query",
+]

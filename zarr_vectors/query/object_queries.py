@@ -1,0 +1,865 @@
+"""Reading objects: by id, by group, and by bounding box (spec §7.6, §8.2, §10).
+
+:class:`ObjectReader` resolves object manifests to fragment rows, reads only the chunks the
+manifests name, and rebuilds every object exactly as written: vertices in traversal order,
+its links (``links/0`` rows of its fragments, cross-chunk links and mesh sentinels
+translated to rows of the result) and its attributes.
+"""
+
+from __future__ import annotations
+
+import math
+import reprlib
+from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from zarr_vectors.errors import CorruptChunkError, InvalidInputError, ObjectNotFoundError
+from zarr_vectors.format.manifest import decode_object_index_bulk
+from zarr_vectors.format.names import (
+    CROSS_CHUNK_LINK_ATTRIBUTES,
+    CROSS_CHUNK_LINKS,
+    FRAGMENT_ATTRIBUTES,
+    GROUPINGS,
+    GROUPINGS_ATTRIBUTES,
+    LINK_ATTRIBUTES,
+    LINK_FRAGMENTS,
+    LINKS,
+    OBJECT_ATTRIBUTES,
+    OBJECT_ID_ATTRIBUTE,
+    OBJECT_INDEX,
+    VERTICES,
+)
+from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.kernels.link_entries import result_rows_of_entries
+from zarr_vectors.query.point_queries import chunks_meeting
+from zarr_vectors.query.regions import BoxRegion, Region
+from zarr_vectors.read import ChunkRows, LevelReader, check_global_shapes
+from zarr_vectors.result import QueryResult
+
+__all__ = [
+    "ObjectReader",
+    "clip",
+    "clip_to_region",
+    "group_key",
+    "repeated_objects",
+    "requested_ids",
+]
+
+_LINK_COLUMN = "__links__"
+_OWNER_COLUMN = "__fragment_owner__"
+
+
+def _link_column(name: str) -> str:
+    return f"__link__{name}"
+
+
+class _Returned(NamedTuple):
+    """The vertices a read returns, sorted by (chunk slot, local row): per vertex its chunk
+    slot, its row in its chunk and its row in the result."""
+
+    slot: np.ndarray
+    local: np.ndarray
+    result: np.ndarray
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def _not_an_id(value: Any) -> InvalidInputError:
+    """The error for a requested object id that is not an integer, saying what to pass."""
+    whole = isinstance(value, float | np.floating) and math.isfinite(value) and value == int(value)
+    hint = (
+        " (whole floats are refused too: convert them with ids.astype(np.int64))" if whole else ""
+    )
+    return InvalidInputError(
+        f"object ids must be integers, got {value!r}{hint}; pass an int or a 1-d sequence or "
+        "integer array of ids"
+    )
+
+
+def _checked_objects(values: np.ndarray) -> np.ndarray:
+    """An object array of requested ids as int64, when every element is an int in range."""
+    for value in values.tolist():
+        if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+            raise _not_an_id(value)
+        if not _INT64.min <= int(value) <= _INT64.max:
+            raise InvalidInputError(
+                f"object id {value} is out of range: ids are 64-bit signed integers"
+            )
+    return values.astype(np.int64)
+
+
+def requested_ids(ids: Any) -> np.ndarray:
+    """The caller's object ids as a 1-d int64 array (a single id gives one).
+
+    Only integers are ids: Python and numpy integers, alone, in a sequence or in an
+    integer array. Bools, strings and floats are refused, whole floats (``3.0``) too: an id
+    is an int64 and a float column may already have lost digits of a large id.
+
+    Raises
+    ------
+    InvalidInputError
+        When ``ids`` is not an integer, a 1-d sequence of integers or an integer array, or
+        an id lies outside the int64 range.
+    """
+    if isinstance(ids, AbstractSet | Mapping | Iterator):
+        raise InvalidInputError(
+            f"object ids must be an int or a 1-d sequence or array of ints, got a "
+            f"{type(ids).__name__}; pass a list or an array (e.g. sorted(ids))"
+        )
+    try:
+        wanted = np.atleast_1d(np.asarray(ids))
+    except (ValueError, TypeError) as exc:  # ragged nesting
+        raise InvalidInputError(
+            f"object ids must be an int or a 1-d sequence or array of ints, got {reprlib.repr(ids)}"
+        ) from exc
+    if wanted.ndim != 1:
+        raise InvalidInputError(
+            f"object ids must be an int or a 1-d sequence or array of ints, got shape "
+            f"{wanted.shape}; flatten them first (np.ravel)"
+        )
+    if not wanted.size:
+        return np.empty(0, np.int64)
+    if wanted.dtype.kind == "i" or (wanted.dtype.kind == "u" and wanted.max() <= _INT64.max):
+        return wanted.astype(np.int64, copy=False)
+    # Not plain integers: look at the caller's own elements (numpy may have made a mixed
+    # list floats), to name the first one that is not an id, or take big-int objects.
+    return _checked_objects(np.atleast_1d(np.asarray(ids, dtype=object)))
+
+
+def group_key(group: Any) -> str | int:
+    """A group given by name (str) or number (int), checked (bools and floats are refused).
+
+    Raises
+    ------
+    InvalidInputError
+        When ``group`` is neither a string nor an integer.
+    """
+    if isinstance(group, str):
+        return group
+    if isinstance(group, int | np.integer) and not isinstance(group, bool):
+        return int(group)
+    raise InvalidInputError(
+        f"group must be a group name (str) or a group number (int), got {group!r}; "
+        "store.groups lists them"
+    )
+
+
+class ObjectReader:
+    """Object access on one level of an object store.
+
+    Parameters
+    ----------
+    reader
+        The level's :class:`LevelReader`.
+    """
+
+    def __init__(self, reader: LevelReader) -> None:
+        self.reader = reader
+        base = reader.base
+        self.kind = reader.kind
+        self.n_objects = reader.check_object_count()
+        reader.add_column(_LINK_COLUMN, f"{base}/{LINKS}/0")
+        reader.add_column(_OWNER_COLUMN, f"{base}/{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
+        names = reader.children(f"{base}/{OBJECT_ATTRIBUTES}")
+        self.object_attribute_names = [n for n in names if n != OBJECT_ID_ATTRIBUTE]
+        self._has_external_ids = OBJECT_ID_ATTRIBUTE in names
+        self.link_attribute_names = reader.children(f"{base}/{LINK_ATTRIBUTES}")
+        for name in self.link_attribute_names:
+            reader.add_column(_link_column(name), f"{base}/{LINK_ATTRIBUTES}/{name}")
+        self._cache: dict[str, np.ndarray] = {}
+
+    # -- global arrays (read once) --------------------------------------------------------
+    def _global(self, path: str) -> np.ndarray:
+        if path not in self._cache:
+            wanted = [p for p in dict.fromkeys([path, *self._read_set()]) if p not in self._cache]
+            check_global_shapes(self.reader, wanted, self.n_objects)
+            found = dict(zip(wanted, self.reader.read_globals(wanted), strict=True))
+            if CROSS_CHUNK_LINKS in found:
+                self._check_gids(found[CROSS_CHUNK_LINKS])
+            if GROUPINGS in found:
+                self._check_group_width(found[GROUPINGS])
+            self._cache.update(found)
+        return self._cache[path]
+
+    def _check_group_width(self, table: np.ndarray) -> None:
+        """``groupings`` is ``(n_groups, M)`` with M the largest group size (spec §9.10): when
+        M > 1, some row fills its last column.
+
+        Raises
+        ------
+        CorruptChunkError
+            When no row does (a lost chunk of the array reads as its fill value, -1: its
+            groups would silently read as empty).
+        """
+        if table.ndim == 2 and table.shape[0] and table.shape[1] > 1 and (table[:, -1] < 0).all():
+            raise CorruptChunkError(
+                f"{self.reader.base}/{GROUPINGS} has {table.shape[1]} columns but no group that "
+                "many members: a chunk of the array is missing or damaged; restore the store "
+                "from a good copy, or write it again"
+            )
+
+    def _check_gids(self, table: np.ndarray) -> None:
+        """Every entry of ``cross_chunk_links`` must be a global vertex id of the level's
+        grid, ``0 <= gid < (prod G) * N_max`` (spec §9.11).
+
+        Raises
+        ------
+        CorruptChunkError
+            When an entry is not (a lost chunk of the array reads as its fill value, -1:
+            the objects would silently lose their cross-chunk links).
+        """
+        if not table.size:
+            return
+        reader = self.reader
+        n_max = int(reader.array_meta[VERTICES]["shape"][reader.grid.ndim])
+        capacity = math.prod(int(g) for g in reader.grid.shape) * n_max
+        low, high = int(table.min()), int(table.max())
+        if low < 0 or high >= capacity:
+            bad = low if low < 0 else high
+            raise CorruptChunkError(
+                f"{reader.base}/{CROSS_CHUNK_LINKS} holds {bad}, which is not a global vertex "
+                f"id (0 <= id < {capacity}): a chunk of the array is missing or damaged; "
+                "restore the store from a good copy, or write it again"
+            )
+        if self.kind == "graph":
+            _check_graph_links(table.reshape(-1, 2), reader.directed)
+
+    def _read_set(self) -> list[str]:
+        """The stored global arrays a read of objects needs: fetched together at first need."""
+        names = self.object_attribute_names + (
+            [OBJECT_ID_ATTRIBUTE] if self._has_external_ids else []
+        )
+        paths = [f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets"]
+        paths += [f"{OBJECT_ATTRIBUTES}/{n}" for n in names]
+        if self.kind in ("graph", "skeleton"):
+            paths.append(CROSS_CHUNK_LINKS)
+            paths += [f"{CROSS_CHUNK_LINK_ATTRIBUTES}/{n}" for n in self.link_attribute_names]
+        base = self.reader.base
+        return [p for p in paths if self.reader.document(f"{base}/{p}/zarr.json") is not None]
+
+    def external_ids(self) -> np.ndarray:
+        """The caller's id of every object (0..n-1 when none were given)."""
+        if not self._has_external_ids:
+            return np.arange(self.n_objects, dtype=np.int64)
+        return self._global(f"{OBJECT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
+
+    def cross_link_attribute(self, name: str) -> np.ndarray:
+        """The per-link attribute ``name`` of every row of ``cross_chunk_links``."""
+        return self._global(f"{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}")
+
+    def object_attribute(self, name: str) -> np.ndarray:
+        """The per-object attribute ``name`` of every object."""
+        return self._global(f"{OBJECT_ATTRIBUTES}/{name}")
+
+    def dense_ids(self, ids: Any) -> np.ndarray:
+        """Dense object ids (rows of the object index) of the caller's ``ids``.
+
+        Raises
+        ------
+        InvalidInputError
+            When ``ids`` are not integers (see :func:`requested_ids`).
+        ObjectNotFoundError
+            When an id is not an object of the store.
+        """
+        wanted = requested_ids(ids)
+        known = self.external_ids()
+        order = np.argsort(known, kind="stable")
+        pos = np.searchsorted(known[order], wanted)
+        pos = np.minimum(pos, max(known.shape[0] - 1, 0))
+        hit = known.shape[0] > 0 and bool(np.all(known[order][pos] == wanted))
+        if wanted.size and not hit:
+            missing = wanted[:1] if not known.shape[0] else wanted[known[order][pos] != wanted][:1]
+            raise ObjectNotFoundError(f"no object with id {missing[0]} in this store")
+        return np.asarray(order[pos], dtype=np.int64)
+
+    def group_members(self, group: Any) -> np.ndarray:
+        """Dense ids of the members of a group given by name or by group number.
+
+        Raises
+        ------
+        InvalidInputError
+            When ``group`` is neither a name (str) nor a number (int).
+        ObjectNotFoundError
+            When the store has no such group.
+        """
+        path = f"{self.reader.base}/{GROUPINGS}"
+        meta = self.reader.io.read_json(f"{path}/zarr.json")
+        if meta is None:
+            raise ObjectNotFoundError(
+                f"this store has no groups, so no group {group!r}; query a region instead"
+            )
+        names = list(meta.get("attributes", {}).get("group_names", []))
+        table = self._global(GROUPINGS)
+        key = group_key(group)
+        if isinstance(key, str):
+            if key not in names:
+                raise ObjectNotFoundError(f"no group named {key!r}; groups: {names}")
+            row = names.index(key)
+        else:
+            row = key
+            if not 0 <= row < table.shape[0]:
+                raise ObjectNotFoundError(f"no group {group}; there are {table.shape[0]}")
+        members = table[row]
+        return np.asarray(members[members >= 0], dtype=np.int64)
+
+    def group_names(self) -> list[str]:
+        """Names of the groups, in stored order (empty when the store has none)."""
+        meta = self.reader.io.read_json(f"{self.reader.base}/{GROUPINGS}/zarr.json")
+        if not isinstance(meta, dict):
+            return []
+        return [str(n) for n in meta.get("attributes", {}).get("group_names", [])]
+
+    def group_attributes(self) -> dict[str, np.ndarray]:
+        """Per-group columns by name, one row per group in the order of :meth:`group_names`."""
+        names = self.reader.io.list_dir(f"{self.reader.base}/{GROUPINGS_ATTRIBUTES}")
+        return {n: self._global(f"{GROUPINGS_ATTRIBUTES}/{n}") for n in names if n != "zarr.json"}
+
+    # -- reading objects --------------------------------------------------------------
+    def read(self, dense: np.ndarray) -> QueryResult:
+        """The objects ``dense`` (dense ids), whole, in the given order.
+
+        An id given more than once is read once and repeated: the result equals the
+        single-id reads concatenated in the given order, links re-based onto each copy's
+        rows (:func:`repeated_objects`).
+        """
+        unique, take = np.unique(dense, return_inverse=True)
+        if unique.shape[0] == dense.shape[0]:
+            return self._read_distinct(dense)
+        return repeated_objects(self._read_distinct(unique), take.reshape(-1))
+
+    def _read_distinct(self, dense: np.ndarray) -> QueryResult:
+        """The objects ``dense`` (distinct dense ids), whole, in the given order."""
+        refs = decode_object_index_bulk(
+            self._global(f"{OBJECT_INDEX}/data"),
+            self._global(f"{OBJECT_INDEX}/offsets"),
+            dense,
+            self.reader.grid.ndim,
+        )
+        plan = _Plan(self, dense, refs)
+        return plan.result()
+
+    def owners_in_box(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Dense ids, ascending, of the objects with at least one vertex in ``[lo, hi)``."""
+        return self.owners_in_region(BoxRegion(lo, hi))
+
+    def owners_in_region(self, region: Region) -> np.ndarray:
+        """Dense ids, ascending, of the objects with at least one vertex in ``region``.
+
+        Reads the fragment owners of the chunks the region can meet, and the vertices of
+        those it does not cover whole (spec §8.3 step 5: object fragments are not binned).
+        """
+        reader = self.reader
+        chunks, counts, inside = chunks_meeting(reader, region)
+        if not chunks.shape[0]:
+            return np.empty(0, np.int64)
+        ranges = reader.fragment_ranges(chunks, counts, index_columns=())
+        wanted = [
+            ChunkRows(tuple(int(c) for c in chunk), np.array([[0, n]], dtype=np.int64))
+            for chunk, n in zip(chunks, counts, strict=True)
+        ]
+        fragments = [
+            ChunkRows(w.chunk, np.array([[0, len(r[0])]], dtype=np.int64))
+            for w, r in zip(wanted, ranges, strict=True)
+        ]
+        partial = [w for w, full in zip(wanted, inside, strict=True) if not full]
+        owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
+        return _owners(owners, ranges, inside, counts, positions, region)
+
+
+def _owners(
+    owners: np.ndarray,
+    ranges: list[tuple[np.ndarray, np.ndarray]],
+    inside: np.ndarray,
+    counts: np.ndarray,
+    positions: np.ndarray | None,
+    region: Region,
+) -> np.ndarray:
+    found: list[np.ndarray] = []
+    owner_pos = 0
+    row_pos = 0
+    for (starts, _sizes), full, n in zip(ranges, inside, counts, strict=True):
+        chunk_owners = owners[owner_pos : owner_pos + starts.shape[0]]
+        owner_pos += starts.shape[0]
+        if full:
+            found.append(chunk_owners)
+            continue
+        assert positions is not None
+        rows = np.flatnonzero(region.contains_points(positions[row_pos : row_pos + n]))
+        row_pos += int(n)
+        found.append(chunk_owners[np.searchsorted(starts, rows, side="right") - 1])
+    return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
+
+
+class _Plan:
+    """The reads that rebuild a set of objects from their fragment references.
+
+    References are sorted once by (chunk slot, first row); every per-chunk step then works
+    on one contiguous slice of that order, so the cost is linear in the references.
+    """
+
+    def __init__(
+        self,
+        objects: ObjectReader,
+        dense: np.ndarray,
+        refs: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> None:
+        self.objects = objects
+        self.reader = objects.reader
+        self.dense = dense
+        self.ref_object, ref_chunk, self.ref_fragment = refs
+        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
+        outside = np.any((ref_chunk < 0) | (ref_chunk >= self.reader.grid.shape), axis=1)
+        if outside.any():
+            bad = tuple(int(c) for c in ref_chunk[np.flatnonzero(outside)[0]])
+            raise CorruptChunkError(f"a manifest names chunk {bad}, outside the grid {grid_shape}")
+        flat = (
+            np.ravel_multi_index(tuple(ref_chunk.T), grid_shape)
+            if ref_chunk.shape[0]
+            else np.empty(0, np.int64)
+        )
+        self.chunk_flat, self.ref_slot = np.unique(flat, return_inverse=True)
+        self.ref_slot = self.ref_slot.reshape(-1).astype(np.int64)
+        self.chunks = (
+            np.stack(np.unravel_index(self.chunk_flat, grid_shape), axis=1)
+            .reshape(-1, len(grid_shape))
+            .astype(np.int64)
+        )
+        self.order = np.empty(0, np.int64)
+        self.bounds = np.zeros(1, np.int64)
+
+    def _sort(self, starts: np.ndarray) -> None:
+        self.order = np.lexsort((starts, self.ref_slot))
+        self.bounds = np.searchsorted(
+            self.ref_slot[self.order], np.arange(self.chunks.shape[0] + 1)
+        )
+
+    def _fragment_rows(
+        self, ranges: list[tuple[np.ndarray, np.ndarray]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """First row and row count of every referenced fragment (spec §6)."""
+        by_slot = np.argsort(self.ref_slot, kind="stable")
+        bounds = np.searchsorted(self.ref_slot[by_slot], np.arange(self.chunks.shape[0] + 1))
+        starts = np.empty(self.ref_fragment.shape[0], np.int64)
+        sizes = np.empty_like(starts)
+        for slot, (s, c) in enumerate(ranges):
+            sel = by_slot[bounds[slot] : bounds[slot + 1]]
+            frags = self.ref_fragment[sel]
+            if frags.size and int(frags.max()) >= s.shape[0]:
+                raise CorruptChunkError(
+                    f"chunk {tuple(self.chunks[slot])}: a manifest names fragment "
+                    f"{int(frags.max())} of {s.shape[0]}"
+                )
+            starts[sel], sizes[sel] = s[frags], c[frags]
+        return starts, sizes
+
+    def result(self) -> QueryResult:
+        reader = self.reader
+        ranges = reader.fragment_ranges(self.chunks, self._chunk_counts())
+        starts, sizes = self._fragment_rows(ranges)
+        self._sort(starts)
+        wanted, gather = self._row_plan(starts, sizes)
+        vertex_rows = [
+            rows[gather]
+            for rows in reader.read_columns([VERTICES, *reader.attribute_names], wanted)
+        ]
+        per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
+        offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
+        links, link_columns = (
+            (None, {})
+            if self.objects.kind in ("polyline", "streamline")
+            else self._links(starts, sizes)
+        )
+        ids = self.objects.external_ids()[self.dense]
+        return QueryResult(
+            positions=vertex_rows[0],
+            attributes=dict(zip(reader.attribute_names, vertex_rows[1:], strict=True)),
+            vertex_object_ids=np.repeat(ids, np.diff(offsets)),
+            object_ids=ids,
+            offsets=offsets,
+            edges=links if links is not None and links.shape[1] == 2 else None,
+            faces=links if links is not None and links.shape[1] == 3 else None,
+            object_attributes=self._object_attributes(),
+            link_attributes=link_columns,
+        )
+
+    def _chunk_counts(self) -> np.ndarray:
+        found, counts = self.reader.occupied_chunks(
+            np.zeros(self.reader.grid.ndim, np.int64), self.reader.grid.shape
+        )
+        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
+        found_flat = (
+            np.ravel_multi_index(tuple(found.T), grid_shape)
+            if found.shape[0]
+            else np.empty(0, np.int64)
+        )
+        pos = np.searchsorted(found_flat, self.chunk_flat)
+        pos = np.minimum(pos, max(found_flat.shape[0] - 1, 0))
+        if self.chunk_flat.size and (
+            not found_flat.size or np.any(found_flat[pos] != self.chunk_flat)
+        ):
+            raise CorruptChunkError("a manifest names an empty chunk")
+        return counts[pos] if self.chunk_flat.size else np.empty(0, np.int64)
+
+    def _row_plan(
+        self, starts: np.ndarray, sizes: np.ndarray
+    ) -> tuple[list[ChunkRows], np.ndarray]:
+        """Row runs per chunk, and the gather that puts the read rows in manifest order."""
+        runs, run_bounds = _coalesced_runs(
+            self.ref_slot[self.order], starts[self.order], sizes[self.order], self.bounds
+        )
+        chunks = self.chunks.tolist()
+        wanted = [
+            ChunkRows(tuple(chunks[slot]), runs[run_bounds[slot] : run_bounds[slot + 1]])
+            for slot in range(len(chunks))
+        ]
+        buffer_start = np.empty(starts.shape[0], np.int64)
+        buffer_start[self.order] = np.concatenate([[0], np.cumsum(sizes[self.order])[:-1]])
+        gather = concat_ranges(buffer_start, sizes)
+        return wanted, gather
+
+    def _returned(self, starts: np.ndarray, sizes: np.ndarray) -> _Returned:
+        """Every returned vertex: its chunk slot, its row in the chunk and in the result."""
+        order = self.order  # by (slot, first row): local rows come out sorted in each slot
+        counts = sizes[order]
+        return _Returned(
+            np.repeat(self.ref_slot[order], counts),
+            concat_ranges(starts[order], counts),
+            concat_ranges((np.cumsum(sizes) - sizes)[order], counts),
+        )
+
+    def _links(
+        self, starts: np.ndarray, sizes: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The objects' links as result rows, and their per-link attributes (§9.12)."""
+        reader = self.reader
+        link_ranges = reader.blob_ranges(LINK_FRAGMENTS, self.chunks)
+        frag_slot, frag = self._referenced_fragments()
+        frag_bounds = np.searchsorted(frag_slot, np.arange(len(link_ranges) + 1))
+        wanted, slots = [], []
+        for slot, (ls, lc) in enumerate(link_ranges):
+            frags = frag[frag_bounds[slot] : frag_bounds[slot + 1]]
+            runs = np.stack([ls[frags], ls[frags] + lc[frags]], axis=1)
+            runs = runs[runs[:, 1] > runs[:, 0]]
+            if runs.shape[0]:  # a chunk without link rows has no links/0 shard (spec §9.6)
+                wanted.append(ChunkRows(tuple(int(c) for c in self.chunks[slot]), runs))
+                slots.append(slot)
+        names = self.objects.link_attribute_names
+        link_rows, *values = reader.read_columns(
+            [_LINK_COLUMN, *(_link_column(n) for n in names)], wanted
+        )
+        rows = link_rows.astype(np.int64)
+        columns = dict(zip(names, values, strict=True))
+        slot_of_row = np.repeat(
+            np.asarray(slots, dtype=np.int64),
+            [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted],
+        )
+        returned = self._returned(starts, sizes)
+        gids = self._gid_table(returned)
+        if self.objects.kind == "graph":
+            _check_graph_links(rows, self.reader.directed)
+        mapped = _translate(rows, slot_of_row, returned, gids, self.objects.kind == "mesh")
+        if self.objects.kind == "skeleton":
+            keep = mapped[:, 1] >= 0
+            mapped, columns = mapped[keep], {k: v[keep] for k, v in columns.items()}
+        if self.objects.kind in ("graph", "skeleton"):
+            cross, mine = self._cross_links(gids)
+            mapped = np.concatenate([mapped, cross])
+            columns = {
+                k: np.concatenate([v, self.objects.cross_link_attribute(k)[mine]])
+                for k, v in columns.items()
+            }
+        return mapped, columns
+
+    def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""
+        width = int(self.ref_fragment.max(initial=-1)) + 1
+        if width == 0:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        pairs = np.unique(self.ref_slot * width + self.ref_fragment.astype(np.int64))
+        return pairs // width, pairs % width
+
+    def _gid_table(self, returned: _Returned) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted global ids of the returned vertices and their result rows (spec §9.11)."""
+        n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
+        gid = self.chunk_flat[returned.slot].astype(np.int64) * n_max + returned.local
+        order = np.argsort(gid)
+        return gid[order], returned.result[order]
+
+    def _cross_links(self, gids: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The objects' cross-chunk links as result rows, and their rows in the table."""
+        table = self.objects._global(CROSS_CHUNK_LINKS)
+        if not table.shape[0] or not gids[0].shape[0]:
+            return np.empty((0, 2), np.int64), np.empty(0, np.int64)
+        mine = np.flatnonzero(_sorted_find(gids[0], table[:, 0])[1])
+        pairs = table[mine]
+        links = np.stack([_lookup(gids, pairs[:, 0]), _lookup(gids, pairs[:, 1])], axis=1)
+        return links, mine
+
+    def _object_attributes(self) -> dict[str, np.ndarray]:
+        base = OBJECT_ATTRIBUTES
+        return {
+            name: self.objects._global(f"{base}/{name}")[self.dense]
+            for name in self.objects.object_attribute_names
+        }
+
+
+def repeated_objects(result: QueryResult, take: np.ndarray) -> QueryResult:
+    """The objects ``take`` (indices into ``result``'s objects, repeats allowed), in order.
+
+    Each copy gets its own rows, and its links (edges or faces, whose entries are rows of
+    ``result``) with their per-link attributes, re-based onto those rows; a link belongs
+    to the object of its first entry. Links come object by object, each object's in the
+    order ``result`` holds them. Linear in the output size (plus a sort of the links).
+
+    Parameters
+    ----------
+    result
+        A read of distinct objects (``offsets`` and ``object_ids`` set).
+    take
+        ``(k,)`` integer indices into ``result``'s objects.
+
+    Returns
+    -------
+    QueryResult
+        ``k`` objects.
+    """
+    assert result.offsets is not None
+    assert result.object_ids is not None
+    offsets = result.offsets
+    sizes = np.diff(offsets)[take]
+    new_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    rows = concat_ranges(offsets[:-1][take], sizes)
+    links = result.edges if result.edges is not None else result.faces
+    link_rows, new_links = (
+        (np.empty(0, np.int64), None)
+        if links is None
+        else _repeated_links(links, offsets, take, new_offsets)
+    )
+    return QueryResult(
+        positions=result.positions[rows],
+        attributes={k: v[rows] for k, v in result.attributes.items()},
+        vertex_object_ids=None
+        if result.vertex_object_ids is None
+        else result.vertex_object_ids[rows],
+        object_ids=result.object_ids[take],
+        offsets=new_offsets,
+        edges=new_links if result.edges is not None else None,
+        faces=new_links if result.faces is not None else None,
+        object_attributes={k: v[take] for k, v in result.object_attributes.items()},
+        link_attributes={k: v[link_rows] for k, v in result.link_attributes.items()},
+        axis_names=result.axis_names,
+        axis_units=result.axis_units,
+        geometry_type=result.geometry_type,
+    )
+
+
+def _repeated_links(
+    links: np.ndarray, offsets: np.ndarray, take: np.ndarray, new_offsets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``links`` of the objects ``take``, in order, and those links re-based.
+
+    Entries are rows of the objects ``offsets`` delimits; each taken copy's links are moved
+    by the shift of its rows (``new_offsets``). Negative entries stay as they are.
+    """
+    owner = (
+        np.searchsorted(offsets, links[:, 0], side="right") - 1 if links.shape[0] else links[:, 0]
+    )
+    by_owner = np.argsort(owner, kind="stable")
+    n_objects = offsets.shape[0] - 1
+    bounds = np.searchsorted(owner[by_owner], np.arange(n_objects + 1))
+    counts = np.diff(bounds)[take]
+    link_rows = by_owner[concat_ranges(bounds[:-1][take], counts)]
+    shift = np.repeat(new_offsets[:-1] - offsets[:-1][take], counts)
+    picked = links[link_rows]
+    moved = np.where(picked >= 0, picked + shift[:, None], picked)
+    return link_rows, moved.astype(np.int64)
+
+
+def _coalesced_runs(
+    slot: np.ndarray, starts: np.ndarray, sizes: np.ndarray, bounds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row runs ``(k, 2)`` of fragments sorted by (slot, start), touching ones merged.
+
+    An object's fragments in a chunk (one per bin run, spec §9.5) are usually back to back,
+    so they become one run; the rows read, in order, are the same. Returns the runs and
+    ``(n_slots + 1,)`` bounds: slot ``s`` owns runs ``bounds[s]:bounds[s + 1]``.
+    """
+    stops = starts + sizes
+    new = np.ones(starts.shape[0], dtype=bool)
+    new[1:] = (slot[1:] != slot[:-1]) | (starts[1:] != stops[:-1])
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], starts.shape[0]) - 1
+    runs = (
+        np.stack([starts[first], stops[last]], axis=1) if first.size else np.zeros((0, 2), np.int64)
+    )
+    run_bounds = np.searchsorted(first, bounds)
+    return runs.astype(np.int64), run_bounds
+
+
+def _check_graph_links(rows: np.ndarray, directed: bool) -> None:
+    """Raise CorruptChunkError unless every stored graph edge (chunk-local rows of ``links/0``
+    or global ids of ``cross_chunk_links``) joins two distinct vertices, as ``[min, max]``
+    when the graph is undirected (spec §10.5; L3.no_self_loops, L3.edge_orientation).
+
+    Streamlines or skeletons relabelled as a graph (the same nodes) were read as edges
+    ``[child, -1]`` and ``[larger, smaller]`` before.
+    """
+    if not rows.size:
+        return
+    bad = (rows < 0).any(axis=1) | (rows[:, 0] == rows[:, 1])
+    if not directed:
+        bad |= rows[:, 0] > rows[:, 1]
+    if bad.any():
+        first = rows[int(np.argmax(bad))].tolist()
+        raise CorruptChunkError(
+            f"a stored graph edge {first} is not two distinct vertices"
+            f"{'' if directed else ' in ascending order'}: the links or the geometry_type "
+            "were damaged or edited; run zv.validate(store, level=3) to find the damage, and "
+            "restore or rewrite the store"
+        )
+
+
+def _sorted_find(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``values`` is in ascending ``keys``, and whether it is there.
+
+    A binary search: as a membership test it replaces ``np.isin``, which makes both
+    arrays unique first (a 25% skeleton box spent 6 of its 50 ms there, measured).
+    """
+    if not keys.shape[0]:
+        return np.zeros(values.shape, np.int64), np.zeros(values.shape, dtype=bool)
+    pos = np.minimum(np.searchsorted(keys, values), keys.shape[0] - 1)
+    return pos, np.asarray(keys[pos] == values)
+
+
+def _lookup(gids: tuple[np.ndarray, np.ndarray], wanted: np.ndarray) -> np.ndarray:
+    keys, rows = gids
+    pos, found = _sorted_find(keys, wanted)
+    if not found.all():
+        raise CorruptChunkError("a link names a vertex outside its object's manifest")
+    return np.asarray(rows[pos])
+
+
+def _translate(
+    rows: np.ndarray,
+    slot_of_row: np.ndarray,
+    returned: _Returned,
+    gids: tuple[np.ndarray, np.ndarray],
+    sentinels: bool,
+) -> np.ndarray:
+    """Chunk-local link entries to result rows.
+
+    ``rows`` holds one link per row (its vertex entries), ``slot_of_row`` the chunk slot of
+    each link, ``returned`` the vertices returned (chunk slot, local row, result row). With
+    ``sentinels`` (meshes) every negative entry is ``-(gid + 1)`` (spec §9.6); otherwise -1
+    (a skeleton root's parent) stays -1. One lookup of (slot, local row) keys over all
+    chunks at once: a dense table when the key range is compact (:data:`_DENSE_KEYS`), a
+    binary search otherwise.
+
+    Raises
+    ------
+    CorruptChunkError
+        When an entry names a row that is not a returned vertex of its chunk.
+    """
+    if not rows.size:
+        return np.full(rows.shape, -1, dtype=np.int64)
+    width = 1 + int(returned.local.max(initial=0))
+    keys = returned.slot * width + returned.local
+    n_slots = 1 + max(int(slot_of_row.max(initial=0)), int(returned.slot.max(initial=0)))
+    per_key, slack = _DENSE_KEYS
+    if n_slots * width <= per_key * keys.shape[0] + slack or not keys.shape[0]:
+        table = np.full(n_slots * width, -1, dtype=np.int64)
+        table[keys] = returned.result
+        out, bad = result_rows_of_entries(rows, slot_of_row, width, table)
+        if bad >= 0:
+            raise CorruptChunkError("a link names a row that is not a vertex of its object")
+    else:
+        out = _translate_by_search(rows, slot_of_row, keys, returned.result, width)
+    if sentinels:
+        sentinel = rows < 0
+        if sentinel.any():
+            out[sentinel] = _lookup(gids, -rows[sentinel] - 1)
+    return out
+
+
+_DENSE_KEYS = (8, 65_536)
+""":func:`_translate` builds a dense table when the key range is at most ``a * keys + b``:
+one pass over the entries instead of a binary search per entry."""
+
+
+def _translate_by_search(
+    rows: np.ndarray, slot_of_row: np.ndarray, keys: np.ndarray, results: np.ndarray, width: int
+) -> np.ndarray:
+    """:func:`_translate` of the non-negative entries by a binary search of ``keys``
+    (at least one)."""
+    local = rows >= 0
+    if np.any(rows[local] >= width):
+        raise CorruptChunkError("a link names a row that is not a vertex of its object")
+    order = np.argsort(keys, kind="stable")
+    entry_slot = slot_of_row.reshape(-1, *([1] * (rows.ndim - 1)))
+    pos, found = _sorted_find(keys[order], np.where(local, entry_slot * width + rows, 0))
+    if np.any(local & ~found):
+        raise CorruptChunkError("a link names a row that is not a vertex of its object")
+    return np.where(local, results[order][pos], -1)  # keys is not empty
+
+
+def _kept_chain_links(
+    keep: np.ndarray, new_row: np.ndarray, object_of_row: np.ndarray
+) -> np.ndarray:
+    """``(E, 2)`` clipped rows ``[r, r + 1]`` of two consecutive rows of one polyline, both kept.
+
+    ``keep`` marks the kept rows of the whole result, ``new_row`` their clipped rows and
+    ``object_of_row`` each row's object.
+    """
+    both = keep[:-1] & keep[1:] & (object_of_row[:-1] == object_of_row[1:])
+    first = new_row[:-1][both]
+    return np.stack([first, first + 1], axis=1).astype(np.int64)
+
+
+def clip(result: QueryResult, lo: np.ndarray, hi: np.ndarray) -> QueryResult:
+    """Keep the vertices of ``result`` inside ``[lo, hi)`` and the links among them (§8.2)."""
+    return clip_to_region(result, BoxRegion(lo, hi))
+
+
+def clip_to_region(result: QueryResult, region: Region) -> QueryResult:
+    """Keep the vertices of ``result`` inside ``region`` and the links among them (§8.2).
+
+    A polyline or streamline's links are its consecutive vertices, which a clipped result's
+    ``offsets`` cannot keep apart once the object leaves the region and comes back: its kept
+    links go to ``edges`` (``[r, r + 1]`` pairs of the clipped rows), so no two returned
+    vertices are linked unless they are consecutive in the input and both in the region.
+    """
+    assert result.offsets is not None
+    keep = region.contains_points(result.positions)
+    new_row = np.cumsum(keep) - 1
+    object_of_row = np.repeat(np.arange(result.offsets.shape[0] - 1), np.diff(result.offsets))
+    counts = np.bincount(object_of_row[keep], minlength=result.offsets.shape[0] - 1)
+
+    chained = result.edges is None and result.faces is None
+    present = result.edges if result.edges is not None else result.faces
+    whole = np.all(keep[present], axis=1) if present is not None else np.zeros(0, dtype=bool)
+
+    def links(values: np.ndarray | None) -> np.ndarray | None:
+        if values is None:
+            return None
+        return np.asarray(new_row[values[whole]], dtype=np.int64)
+
+    return QueryResult(
+        positions=result.positions[keep],
+        attributes={k: v[keep] for k, v in result.attributes.items()},
+        vertex_object_ids=None
+        if result.vertex_object_ids is None
+        else result.vertex_object_ids[keep],
+        object_ids=result.object_ids,
+        offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        edges=_kept_chain_links(keep, new_row, object_of_row) if chained else links(result.edges),
+        faces=links(result.faces),
+        object_attributes=result.object_attributes,
+        link_attributes={k: v[whole] for k, v in result.link_attributes.items()},
+        axis_names=result.axis_names,
+        axis_units=result.axis_units,
+        geometry_type=result.kind if chained else result.geometry_type,
+    )

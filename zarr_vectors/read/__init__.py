@@ -1,0 +1,32 @@
+"""The read engine: a level's reader, row and point reads, read plans, shard indexes, checks.
+
+Other packages import from this face only.
+
+Modules
+-------
+reader
+    :class:`LevelReader`: one level of one store, its chunks and rows.
+row_reads, point_reads, _read_plans
+    Row runs of chunks, box reads of point clouds, and the plans both read by.
+shard_indexes
+    The shard indexes a reader fetches once.
+read_checks, global_shapes
+    What a reader checks before it trusts a chunk or a global array.
+"""
+
+from __future__ import annotations
+
+from zarr_vectors.read.global_shapes import check_global_shapes
+from zarr_vectors.read.point_reads import RowRuns
+from zarr_vectors.read.read_checks import PlacementRuns, check_placement
+from zarr_vectors.read.reader import ChunkRows, LevelReader, existing_root
+
+__all__ = [
+    "LevelReader",
+    "ChunkRows",
+    "existing_root",
+    "RowRuns",
+    "PlacementRuns",
+    "check_placement",
+    "check_global_shapes",
+]

@@ -1,0 +1,797 @@
+"""Reading the per-chunk arrays of one level: fragment ranges and row runs of chunks.
+
+:class:`LevelReader` fetches exactly the bytes a read needs — whole shards for whole chunks,
+the row blocks covering the requested row runs otherwise (spec §8, §9.0) — and caches the
+small per-chunk indexes (fragment ranges, shard indexes) so a repeated query only fetches
+rows.
+
+Every step gathers its requests into one concurrent batch, so on object storage a read costs
+a small constant number of round trips whatever the number of chunks and columns: the
+level's metadata documents (two batches, at construction), ``vertex_counts`` (one), the
+fragment indexes of partly read chunks together with their shard indexes (one), and the rows
+of every column (one). Whole chunks need no shard index: their shards are fetched whole.
+
+With several chunks per shard (spec §9.0.1) a shard index is fetched once per shard and
+serves every chunk of it, and a chunk's rows are byte ranges of the shard: whole chunks read
+their blocks through the index too, and fragment indexes cost one more wave (the blob
+shards' indexes, then the chunks' byte ranges).
+
+Row runs of chunks are read by :mod:`~zarr_vectors.read.row_reads` through the
+reader's shard index cache (``reader.indexes``,
+:class:`~zarr_vectors.read.shard_indexes.ShardIndexes`). Box queries over point clouds
+read through the reader's :class:`~zarr_vectors.read.point_reads.PointReads`
+(``reader.points``), which decodes the row blocks of many row runs at once.
+``vertex_counts`` stored as one plain chunk and the dense fragment blobs of point clouds
+are decoded directly too.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import (
+    CorruptChunkError,
+    FragmentIndexError,
+    InvalidInputError,
+    MetadataError,
+)
+from zarr_vectors.format.fragment_decoding import decode_dense_ranges
+from zarr_vectors.format.grid import ChunkGrid, bins_per_chunk
+from zarr_vectors.format.kinds import (
+    grid_problem,
+    kind_keys_problem,
+    kind_nodes_problem,
+    link_width_of,
+)
+from zarr_vectors.format.layout import grid_problem as chunk_grid_problem
+from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
+from zarr_vectors.format.names import (
+    ATTRIBUTES,
+    CROSS_CHUNK_LINK_ATTRIBUTES,
+    CROSS_CHUNK_LINKS,
+    FRAGMENT_ATTRIBUTES,
+    GROUPINGS,
+    LINK_ATTRIBUTES,
+    LINK_FRAGMENTS,
+    LINKS,
+    OBJECT_ATTRIBUTES,
+    OBJECT_ID_ATTRIBUTE,
+    OBJECT_INDEX,
+    POINT_CLOUD,
+    VERTEX_COUNTS,
+    VERTEX_FRAGMENTS,
+    VERTICES,
+)
+from zarr_vectors.format.nodes import node_problem, reserved_dtype_problem, vertices_shape_problem
+from zarr_vectors.format.version import has_place_records
+from zarr_vectors.read import _read_plans as read_plans
+from zarr_vectors.read import row_reads
+from zarr_vectors.read.point_reads import PointReads
+from zarr_vectors.read.read_checks import (
+    RESTORE,
+    PlacementRuns,
+    bins_tiling_problem,
+    check_placement,
+    stored_blocks_problem,
+)
+from zarr_vectors.read.row_reads import ChunkRows
+from zarr_vectors.read.shard_indexes import IndexRequest, ShardIndexes
+from zarr_vectors.store.arrays import (
+    check_stored_chunks,
+    chunk_table_problem,
+    nonzero_cells,
+    read_whole_many,
+)
+from zarr_vectors.store.io import ByteRange, StoreIO
+from zarr_vectors.store.native_blocks import decode_dense_blob_shards
+from zarr_vectors.store.shards import (
+    RowLayout,
+    ShardIndex,
+    decode_single_chunk,
+    shard_key,
+    single_chunk_key,
+)
+from zarr_vectors.store.versions import StoreVersion
+
+__all__ = ["ChunkRows", "LevelReader"]
+
+_OBJECT_ARRAYS = (
+    f"{LINKS}/0",
+    f"{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}",
+    LINK_FRAGMENTS,
+    f"{OBJECT_INDEX}/data",
+    f"{OBJECT_INDEX}/offsets",
+    CROSS_CHUNK_LINKS,
+    GROUPINGS,
+)
+"""Arrays of an object level (relative to the level) whose ``zarr.json`` is read up front."""
+
+_OBJECT_DIRS = (OBJECT_ATTRIBUTES, LINK_ATTRIBUTES, CROSS_CHUNK_LINK_ATTRIBUTES)
+"""Groups of an object level whose arrays' ``zarr.json`` are read up front."""
+
+_MISSING = 2**64 - 1
+
+
+def _stored_bins_per_chunk(chunk_shape: np.ndarray, bin_shape: np.ndarray, base: str) -> np.ndarray:
+    """:func:`bins_per_chunk` of a stored level: a mismatch is the store's, not the caller's.
+
+    Raises
+    ------
+    MetadataError
+        When the level's ``bin_shape`` does not tile the root's ``chunk_shape``.
+    """
+    try:
+        return bins_per_chunk(chunk_shape, bin_shape)
+    except InvalidInputError as exc:
+        raise MetadataError(f"level {base} does not match the root metadata: {exc}") from exc
+
+
+def existing_root(io: StoreIO, where: str) -> tuple[RootMetadata, StoreVersion]:
+    """The root metadata of a store a writer is about to extend (an append), and the
+    version of the store it describes (the base the append commits onto).
+
+    Raises
+    ------
+    InvalidInputError
+        When the store is not a complete Zarr Vectors store.
+    MetadataError
+        When its root ``zarr.json`` is not a Zarr v3 group's (an edited ``zarr_format`` or
+        ``node_type``), or its attributes are not readable.
+    """
+    doc, version = io.read_root()
+    attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    if not isinstance(attrs, dict) or "zarr_vectors_version" not in attrs:
+        raise InvalidInputError(f"{where} is not a complete Zarr Vectors store to append to")
+    problem = node_problem(doc, "group")
+    if problem is not None:
+        raise MetadataError(
+            f"{where}: the root zarr.json {problem}: the store's metadata is damaged, so it "
+            "is not appended to; run zarr-vectors validate, and restore or rewrite the store"
+        )
+    return RootMetadata.from_json(attrs), version
+
+
+class LevelReader:
+    """Reads one level of an open store.
+
+    Parameters
+    ----------
+    io
+        The store.
+    root
+        Parsed root metadata.
+    level
+        Level number.
+    """
+
+    def __init__(self, io: StoreIO, root: RootMetadata, level: int = 0) -> None:
+        self.io = io
+        self.base = str(level)
+        self.kind = root.geometry_type
+        self.placed = has_place_records(root.version)  # shards hold place records (§9.0.2)
+        self.directed = bool(root.extra.get("is_directed", False))  # graphs (§10.5)
+        self._docs: dict[str, Any] = {}
+        self._dirs: dict[str, list[str]] = {}
+        self._load_level_metadata()
+        ndim = root.spatial_dims
+        group = self._docs[f"{self.base}/zarr.json"]
+        problem = node_problem(group, "group")
+        if problem is not None:
+            raise MetadataError(
+                f"{self.base}/zarr.json {problem}: the level group's metadata is damaged; "
+                "run zarr-vectors validate, and restore or rewrite the store"
+            )
+        attrs = group.get("attributes")
+        self.meta = LevelMetadata.from_json(attrs, ndim)
+        chunk_shape = np.asarray(root.chunk_shape, dtype=np.float64)
+        bin_shape = np.asarray(self.meta.bin_shape, dtype=np.float64)
+        vmeta = self.array_metadata(f"{self.base}/{VERTICES}")
+        problem = vertices_shape_problem(vmeta, ndim)
+        if problem is not None:
+            raise MetadataError(
+                f"{self.base}/{VERTICES}/zarr.json {problem}: the array's metadata was edited "
+                "or damaged; run zarr-vectors validate, and restore or rewrite the store"
+            )
+        grid_shape = np.asarray(vmeta["shape"][:ndim], dtype=np.int64)
+        self._check_counts_grid(vmeta["shape"][:ndim])
+        self._check_grid_and_kind(root, vmeta["shape"][:ndim])
+        self.grid = ChunkGrid(
+            chunk_shape,
+            bin_shape,
+            _stored_bins_per_chunk(chunk_shape, bin_shape, self.base),
+            np.asarray(root.chunk_grid_origin, dtype=np.int64),
+            grid_shape,
+        )
+        names = self.children(f"{self.base}/{ATTRIBUTES}")
+        self._attribute_names = names
+        self.paths = {VERTICES: f"{self.base}/{VERTICES}"} | {
+            name: f"{self.base}/{ATTRIBUTES}/{name}" for name in names
+        }
+        self.array_meta = {name: self.array_metadata(path) for name, path in self.paths.items()}
+        self.layouts = {
+            k: RowLayout.from_array_metadata(m, ndim, self.paths[k], placed=self.placed)
+            for k, m in self.array_meta.items()
+        }
+        self._blob_layouts: dict[str, RowLayout] = {}
+        self._ranges: dict[tuple[str, tuple[int, ...]], tuple[np.ndarray, np.ndarray]] = {}
+        self.indexes = ShardIndexes()  # shared with restricted views
+        self._occupied: tuple[np.ndarray, np.ndarray] | None = None
+        self._chunk_rows: dict[tuple[int, ...], int] | None = None
+        self._checked_blocks: set[tuple[str, tuple[int, ...]]] = set()  # shared with views
+        self.points = PointReads(self)  # box reads of point clouds
+
+    # -- metadata documents -------------------------------------------------------------
+    def _load_level_metadata(self) -> None:
+        """Fetch the documents of the level in two concurrent batches.
+
+        The first holds the level group, its fixed arrays and the listings of its groups of
+        arrays; the second the ``zarr.json`` of every array those listings name.
+        """
+        arrays = [VERTICES, VERTEX_FRAGMENTS, VERTEX_COUNTS]
+        dirs = [self.base, f"{self.base}/{ATTRIBUTES}"]
+        if self.kind != POINT_CLOUD:
+            arrays.extend(_OBJECT_ARRAYS)
+            dirs.extend(f"{self.base}/{d}" for d in _OBJECT_DIRS)
+        self.prefetch(
+            [f"{self.base}/zarr.json", *(f"{self.base}/{a}/zarr.json" for a in arrays)], dirs
+        )
+        self.prefetch([f"{d}/{name}/zarr.json" for d in dirs for name in self.children(d)])
+
+    def check_object_count(self) -> int:
+        """The level's ``object_count``, checked against the rows of the object index.
+
+        Raises
+        ------
+        MetadataError
+            When ``object_count`` is not the length of ``object_index/offsets`` (an edited
+            count used to surface as numpy's IndexError), or is more than the offsets'
+            stored chunks hold (a count of 2**40 allocated terabytes).
+        """
+        count = int(self.meta.object_count or 0)
+        path = f"{self.base}/{OBJECT_INDEX}/offsets"
+        meta = self.array_metadata(path)
+        shape = meta.get("shape")
+        if shape != [count]:
+            raise MetadataError(
+                f"level {self.base} has object_count {count} but {path} has shape {shape!r}: "
+                "the level's metadata was edited or damaged; run zarr-vectors validate, and "
+                "restore or rewrite the store"
+            )
+        check_stored_chunks(self.io, path, meta)  # a hostile count: refused unallocated
+        return count
+
+    def _check_grid_and_kind(self, root: RootMetadata, grid: list[int]) -> None:
+        """Raise MetadataError unless the level's grid is the one the root metadata gives
+        (spec §5.2) and its nodes are those of the root's ``geometry_type`` (spec §10.1).
+
+        An edited ``chunk_grid_origin``, ``chunk_shape`` or ``geometry_type`` used to be
+        read on, answering queries from a wrong grid or as another kind.
+        """
+        problem = grid_problem(root.chunk_shape, root.chunk_grid_origin, root.bounding_box, grid)
+        if problem is None:
+            problem = kind_keys_problem(self.kind, root.extra)
+        if problem is None:
+            problem = kind_nodes_problem(self.kind, self.children(self.base))
+            if problem is not None:
+                problem = f"level {self.base} {problem} (geometry_type is {self.kind!r})"
+        if problem is None and self.kind != POINT_CLOUD:
+            path = f"{self.base}/{LINKS}/0"
+            shape = self.array_metadata(path).get("shape")
+            width = link_width_of(self.kind)
+            if not isinstance(shape, list) or not shape or shape[-1] != width:
+                problem = f"{path} has shape {shape!r}, but {self.kind} links have {width} columns"
+        if problem is not None:
+            raise MetadataError(
+                f"{problem}: the root or level metadata was edited or damaged; run "
+                "zarr-vectors validate, and restore or rewrite the store"
+            )
+
+    def _check_counts_grid(self, grid: list[int]) -> None:
+        """Raise MetadataError unless ``vertex_counts`` has the chunk grid of ``vertices``,
+        dtype int64 and fill value 0 (a missing chunk then reads as empty chunks)."""
+        path = f"{self.base}/{VERTEX_COUNTS}"
+        meta = self.array_metadata(path)
+        found = (meta.get("shape"), meta.get("data_type"), meta.get("fill_value"))
+        if found != (grid, "int64", 0):
+            raise MetadataError(
+                f"{path} has shape, data_type and fill_value {found!r}, not "
+                f"({grid!r}, 'int64', 0) as the {self.base}/{VERTICES} grid and the spec "
+                "require: the arrays' metadata was edited or damaged; run zarr-vectors "
+                "validate, and restore or rewrite the store"
+            )
+
+    def prefetch(self, keys: Iterable[str], dirs: Iterable[str] = ()) -> None:
+        """Fetch and cache the JSON documents ``keys`` and the listings ``dirs`` not cached yet.
+
+        Everything missing is requested in one concurrent batch.
+        """
+        keys = [k for k in dict.fromkeys(keys) if k not in self._docs]
+        dirs = [d for d in dict.fromkeys(dirs) if d not in self._dirs]
+        if keys or dirs:
+            docs, listings = self.io.read_metadata(keys, dirs)
+            self._docs.update(zip(keys, docs, strict=True))
+            self._dirs.update(zip(dirs, listings, strict=True))
+
+    def document(self, key: str) -> Any:
+        """The parsed JSON document at ``key`` (None when missing), cached."""
+        self.prefetch([key])
+        return self._docs[key]
+
+    def children(self, prefix: str) -> list[str]:
+        """Names of the nodes inside the group at ``prefix`` (without ``zarr.json``), cached."""
+        self.prefetch((), [prefix])
+        return [n for n in self._dirs[prefix] if n != "zarr.json"]
+
+    def array_metadata(self, path: str) -> dict[str, Any]:
+        """The parsed ``zarr.json`` of the array at ``path``, cached.
+
+        Raises
+        ------
+        MetadataError
+            When the array's metadata is missing or not an array's, or when its shape or
+            chunk grid cannot be read (a chunk length of 0 divided by zero before).
+        """
+        meta: dict[str, Any] | None = self.document(f"{path}/zarr.json")
+        if meta is None:
+            raise MetadataError(f"{path}: array metadata (zarr.json) is missing")
+        problem = node_problem(meta, "array") or chunk_grid_problem(meta)
+        parts = path.split("/")
+        if problem is None and len(parts) == 3:  # N/family/name
+            problem = reserved_dtype_problem(parts[1], parts[2], self.kind, meta.get("data_type"))
+        if problem is not None:
+            raise MetadataError(
+                f"{path}/zarr.json {problem}: the array's metadata is damaged; "
+                "run zarr-vectors validate, and restore or rewrite the store"
+            )
+        return meta
+
+    def read_globals(self, paths: Sequence[str]) -> list[np.ndarray]:
+        """Whole arrays at ``paths`` (relative to the level), all read concurrently.
+
+        Raises
+        ------
+        CorruptChunkError
+            When an array is missing or a chunk cannot be decoded.
+        """
+        full = [f"{self.base}/{p}" for p in paths]
+        self.prefetch(f"{p}/zarr.json" for p in full)
+        metas = [self._docs[f"{p}/zarr.json"] for p in full]
+        for path, meta in zip(full, metas, strict=True):
+            if meta is None:
+                raise CorruptChunkError(f"{path}: cannot read the array (no array metadata)")
+            self.array_metadata(path)  # MetadataError when the document is not an array's
+        found = self._single_chunk_arrays(full, metas)
+        rest = [(p, m) for p, m, f in zip(full, metas, found, strict=True) if f is None]
+        for path, meta in rest:
+            self._check_chunk_table(path, meta, None)
+        others = iter(read_whole_many(self.io.store, rest))
+        return [next(others) if f is None else f for f in found]
+
+    def _check_chunk_table(self, path: str, meta: dict[str, Any], known: bytes | None) -> None:
+        """Raise CorruptChunkError unless the chunks of a global array are those its chunk
+        table lists (format 1.2, spec §9.8.1): every one stored, each at its own key.
+
+        A lost chunk read as fill values (zeros for object attributes, empty groups) and a
+        chunk file swapped with another read as the other rows' values, silently.
+        """
+        if not self.placed or path.endswith(f"/{VERTEX_COUNTS}"):  # counts: §9.3 totals
+            return
+        problem = chunk_table_problem(self.io, path, meta, known)
+        if problem is not None:
+            raise CorruptChunkError(f"{path}: {problem}")
+
+    def _single_chunk_arrays(
+        self, paths: list[str], metas: list[dict[str, Any]]
+    ) -> list[np.ndarray | None]:
+        """The arrays stored as one plain chunk (the usual case for global arrays), fetched
+        in one batch and decoded directly; None for the others and for a missing chunk
+        (all fill values), which zarr-python reads."""
+        keys = [single_chunk_key(meta, path) for path, meta in zip(paths, metas, strict=True)]
+        raws = iter(self.io.get_many([(key, None) for key in keys if key is not None]))
+        out: list[np.ndarray | None] = []
+        for key, meta in zip(keys, metas, strict=True):
+            raw = None if key is None else next(raws)
+            if key is None or raw is None:
+                out.append(None)
+            else:
+                self._check_chunk_table(key.rsplit("/c/", 1)[0], meta, raw)
+                out.append(decode_single_chunk(meta, raw, key).copy())
+        return out
+
+    @property
+    def attribute_names(self) -> list[str]:
+        """Per-vertex attribute names, without the reserved object id column."""
+        return [k for k in self._attribute_names if k != OBJECT_ID_ATTRIBUTE]
+
+    @property
+    def has_object_ids(self) -> bool:
+        """Whether vertices carry the reserved per-vertex object id column (point clouds)."""
+        return OBJECT_ID_ATTRIBUTE in self._attribute_names
+
+    @property
+    def vertex_columns(self) -> list[str]:
+        """Columns with one row per vertex: ``"vertices"`` and every per-vertex attribute."""
+        return [VERTICES, *self._attribute_names]
+
+    def column_spec(self, name: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+        """dtype and row shape of a column (``"vertices"`` or an attribute name)."""
+        meta = self.array_meta[name]
+        return np.dtype(meta["data_type"]), tuple(meta["shape"][self.grid.ndim + 1 :])
+
+    # -- chunk occupancy ---------------------------------------------------------------
+    def occupied_chunks(
+        self, first: np.ndarray | None, stop: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Occupied chunks with index in ``[first, stop)`` (C order) and their row counts.
+
+        The non-zero cells of ``vertex_counts`` (spec §9.3) are read once and cached. With
+        ``first`` and ``stop`` None, every occupied chunk (the cached arrays: do not modify).
+        """
+        coords, counts = self._occupancy()
+        if first is None or stop is None:
+            return coords, counts
+        keep = np.all((coords >= first) & (coords < stop), axis=1)
+        return coords[keep], counts[keep]
+
+    def _occupancy(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._occupied is None:
+            path = f"{self.base}/{VERTEX_COUNTS}"
+            meta = self._docs.get(f"{path}/zarr.json")
+            meta = meta if isinstance(meta, dict) else None
+            found = None if meta is None else self._single_chunk_cells(path, meta)
+            coords, counts = nonzero_cells(self.io, path, meta) if found is None else found
+            if np.any(counts < 0):
+                raise CorruptChunkError(f"{path}: negative row count")
+            self._check_totals(path, counts)
+            self._occupied = (coords, counts)
+        return self._occupied
+
+    def _check_totals(self, path: str, counts: np.ndarray) -> None:
+        """Raise unless the non-zero ``counts`` add up to the level's ``vertex_count`` and
+        number its ``chunk_count`` (spec §4).
+
+        Raises
+        ------
+        CorruptChunkError
+            When they do not: a lost chunk of ``vertex_counts`` reads as 0 (its fill value),
+            which would silently drop the chunks it counted.
+        """
+        rows, chunks = int(counts.sum()), int(counts.shape[0])
+        if rows != self.meta.vertex_count or chunks != self.meta.chunk_count:
+            raise CorruptChunkError(
+                f"{path} counts {rows} vertices in {chunks} chunks, but the level metadata "
+                f"says vertex_count {self.meta.vertex_count} and chunk_count "
+                f"{self.meta.chunk_count}: a chunk of vertex_counts is missing or damaged, or "
+                "the metadata was edited; run zarr-vectors validate, and restore or rewrite "
+                "the store"
+            )
+
+    def _single_chunk_cells(
+        self, path: str, meta: dict[str, Any]
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The non-zero cells of a ``vertex_counts`` stored as one plain chunk (the usual
+        case), decoded directly; None when it is stored otherwise or its chunk is missing."""
+        cells = self._single_chunk_arrays([path], [meta])[0]
+        if cells is None:
+            return None
+        coords = np.argwhere(cells != 0)
+        return coords, cells[tuple(coords.T)].astype(np.int64)
+
+    def restricted(self, chunks: np.ndarray) -> LevelReader:
+        """A view of this reader that sees only the occupied chunks among ``chunks``.
+
+        Queries on the view read and return only the vertices of those chunks; the view
+        shares this reader's metadata and index caches.
+
+        Parameters
+        ----------
+        chunks
+            ``(k, D)`` chunk indices (any order; unoccupied ones are ignored).
+        """
+        coords, counts = self._occupancy()
+        self._chunk_row_table()  # built before copying, so the view shares it
+        shape = tuple(int(g) for g in self.grid.shape)
+        chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
+        inside = np.all((chunks >= 0) & (chunks < self.grid.shape), axis=1)
+        allowed = np.ravel_multi_index(tuple(chunks[inside].T), shape)
+        keep = np.isin(np.ravel_multi_index(tuple(coords.T), shape), allowed)
+        view = copy.copy(self)
+        view._occupied = (coords[keep], counts[keep])
+        view.points = self.points.for_view(view)
+        return view
+
+    def _rows_of_chunk(self, chunk: tuple[int, ...]) -> int | None:
+        """The row count of an occupied chunk, when ``vertex_counts`` has been read."""
+        return None if self._occupied is None else self._chunk_row_table().get(chunk)
+
+    def _chunk_row_table(self) -> dict[tuple[int, ...], int]:
+        """Row count of every occupied chunk, by chunk index (built once)."""
+        if self._chunk_rows is None:
+            coords, counts = self._occupancy()
+            self._chunk_rows = dict(zip(map(tuple, coords.tolist()), counts.tolist(), strict=True))
+        return self._chunk_rows
+
+    # -- fragment ranges -------------------------------------------------------------
+    def fragment_ranges(
+        self,
+        chunks: np.ndarray,
+        counts: np.ndarray,
+        *,
+        index_columns: Sequence[str] | None = None,
+        index_chunks: np.ndarray | None = None,
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per-fragment ``(starts, counts)`` of each chunk, checked against its row count.
+
+        Point clouds must use the dense per-bin form (spec §6.6); object kinds the run form.
+
+        Parameters
+        ----------
+        chunks, counts
+            ``(k, D)`` chunk indices and their row counts.
+        index_columns
+            Columns whose shard indexes for these chunks are fetched in the same batch, for
+            the row read that usually follows (cached); default every per-vertex column
+            (:attr:`vertex_columns`).
+        index_chunks
+            The chunks whose shard indexes of ``index_columns`` are fetched; default
+            ``chunks``.
+        """
+        columns = self.vertex_columns if index_columns is None else index_columns
+        out = self.blob_ranges(
+            VERTEX_FRAGMENTS, chunks, index_columns=columns, index_chunks=index_chunks
+        )
+        for chunk, (starts, sizes), n in zip(chunks, out, counts, strict=True):
+            extent = int((starts + sizes).max(initial=0))
+            if extent != int(n) or int(sizes.sum()) != int(n):
+                raise CorruptChunkError(
+                    f"chunk {tuple(chunk)}: fragment index covers {extent} rows, "
+                    f"vertex_counts says {n}"
+                )
+            if self.kind == POINT_CLOUD and starts.shape[0] != self.grid.bins_per_chunk_total:
+                raise CorruptChunkError(
+                    f"chunk {tuple(chunk)}: {starts.shape[0]} fragments, expected one per bin "
+                    f"({self.grid.bins_per_chunk_total})"
+                )
+            if self.kind == POINT_CLOUD and bins_tiling_problem(starts[None], sizes[None])[0]:
+                raise CorruptChunkError(
+                    f"{self.base}/{VERTEX_FRAGMENTS}: chunk {tuple(int(c) for c in chunk)}: the "
+                    f"per-bin ranges do not tile its {int(n)} rows in bin order: {RESTORE}"
+                )
+        return out
+
+    def blob_ranges(
+        self,
+        name: str,
+        chunks: np.ndarray,
+        *,
+        index_columns: Sequence[str] = (),
+        index_chunks: np.ndarray | None = None,
+        dense_fragments: int | None = None,
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """All-range fragment indexes of the blob array ``name`` for each chunk (cached).
+
+        The shard indexes of ``index_columns`` for the same chunks (or for
+        ``index_chunks``) are fetched in the same batch (see :meth:`fragment_ranges`).
+        Blobs expected to hold ``dense_fragments`` fragments each (the bins of a point
+        cloud's chunk) are decoded together by one kernel call when they can be.
+        """
+        keys = [(name, tuple(int(c) for c in chunk)) for chunk in chunks]
+        indexed = (
+            [k[1] for k in keys] if index_chunks is None else read_plans.chunk_keys(index_chunks)
+        )
+        missing = [k for k in dict.fromkeys(keys) if k not in self._ranges]
+        path = f"{self.base}/{name}"
+        layout = self._blob_layout(path) if missing else None  # fail before fetching shards
+        sharded = layout is not None and layout.chunks_per_shard > 1
+        blob_requests: list[tuple[str, ByteRange]] = [
+            (shard_key(path, np.asarray(k[1]), 0), None) for k in missing if not sharded
+        ]
+        index_requests = self._index_requests(
+            [(column, chunk) for column in index_columns for chunk in indexed]
+        )
+        if sharded and layout is not None:
+            index_requests += self.indexes.requests((path, layout, k[1]) for k in missing)
+        raws = self.io.get_many(blob_requests + [(r[1], r[2]) for r in index_requests])
+        self.indexes.keep(index_requests, raws[len(blob_requests) :], strict=False)
+        if sharded and layout is not None:
+            self._fetch_sharded_ranges(path, layout, [k[1] for k in missing])
+        else:
+            found = raws[: len(missing)]
+            dense: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(found)
+            if dense_fragments is not None and layout is not None:
+                shard_keys = [request[0] for request in blob_requests]
+                dense = decode_dense_blob_shards(layout, found, shard_keys, dense_fragments)
+            for key, raw, ranges in zip(missing, found, dense, strict=True):
+                if ranges is None:
+                    ranges = self._decode_ranges(path, key[1], raw)
+                self._ranges[key] = ranges
+        return [self._ranges[k] for k in keys]
+
+    def cached_ranges(self, name: str, chunk: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The fragment ranges of blob array ``name`` in ``chunk`` that :meth:`blob_ranges`
+        fetched (a KeyError if it did not)."""
+        return self._ranges[(name, chunk)]
+
+    def _fetch_sharded_ranges(
+        self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
+    ) -> None:
+        """Fetch (one batch of byte ranges) and cache the blobs of chunks in shared shards."""
+        name = path.rsplit("/", 1)[-1]
+        requests: list[tuple[str, ByteRange]] = []
+        found: list[tuple[str, list[list[int]], tuple[int, int]]] = []
+        for chunk in chunks:
+            key, entries = self.indexes.entries(path, layout, chunk, "fragment index")
+            stored = sum(1 for e in entries if e[0] != _MISSING)
+            span = layout.block_span(entries, 0, stored, key) if stored else (0, 0)
+            found.append((key, entries, span))
+            requests.append((key, span))
+        raws = self.io.get_many([r for r, f in zip(requests, found, strict=True) if f[2][1]])
+        fetched = iter(raws)
+        for chunk, (key, entries, span) in zip(chunks, found, strict=True):
+            raw = next(fetched) if span[1] else b""
+            if raw is None:
+                raise CorruptChunkError(f"{key}: shard disappeared while reading")
+            self._ranges[(name, chunk)] = self._decode_blob(layout, key, entries, raw, span[0])
+
+    def _decode_ranges(
+        self, path: str, chunk: tuple[int, ...], raw: bytes | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        where = shard_key(path, np.asarray(chunk), 0)
+        if raw is None:
+            raise CorruptChunkError(f"{where}: fragment index of an occupied chunk is missing")
+        layout = self._blob_layout(path)
+        return self._decode_blob(layout, where, layout.decode_index(raw, where), raw, 0)
+
+    @staticmethod
+    def _decode_blob(
+        layout: RowLayout, where: str, entries: ShardIndex, payload: bytes, base: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The fragment ranges of a chunk's blob, from its entries and its blocks' bytes."""
+        index = np.asarray(entries, dtype=np.uint64).reshape(-1, 2)
+        present = index[:, 0] != np.uint64(_MISSING)
+        stored = int(np.count_nonzero(present))
+        r = layout.rows_per_block
+        blob = np.zeros(stored * r, dtype=np.uint8)
+        if stored and not present[:stored].all():
+            layout.block_span(entries, 0, stored, where)  # raises: a block is missing
+        for b, (offset, nbytes) in enumerate(index[:stored].tolist()):
+            raw = payload[offset - base : offset - base + nbytes]
+            layout.decode_block_into(raw, b, where, blob[b * r : (b + 1) * r])
+        try:
+            return decode_dense_ranges(blob)
+        except FragmentIndexError as exc:
+            raise CorruptChunkError(f"{where}: {exc}") from exc
+
+    def _blob_layout(self, path: str) -> RowLayout:
+        if path not in self._blob_layouts:
+            meta = self.array_metadata(path)
+            layout = RowLayout.from_array_metadata(meta, self.grid.ndim, path, placed=self.placed)
+            if layout is None:
+                raise MetadataError(f"{path}: unsupported codec pipeline for fragment blobs")
+            self._blob_layouts[path] = layout
+        return self._blob_layouts[path]
+
+    def add_column(self, name: str, path: str) -> None:
+        """Make the per-chunk row array at ``path`` readable as column ``name``."""
+        if name not in self.paths:  # checked first: a refused array leaves no trace
+            meta = self.array_metadata(path)
+            layout = RowLayout.from_array_metadata(meta, self.grid.ndim, path, placed=self.placed)
+            self.paths[name], self.array_meta[name], self.layouts[name] = path, meta, layout
+
+    # -- shard indexes -----------------------------------------------------------------
+    def fetch_indexes(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> None:
+        """Fetch and cache, in one batch, the shard indexes of (column, chunk) pairs not
+        cached yet.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a shard is missing.
+        """
+        requests = self._index_requests(wanted)
+        if requests:
+            tails = self.io.get_many([(r[1], r[2]) for r in requests])
+            self.indexes.keep(requests, tails, strict=True)
+
+    def _index_requests(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> list[IndexRequest]:
+        """The shard indexes of (column, chunk) pairs that are not cached, one per shard."""
+        return self.indexes.requests(
+            (self.paths[column], layout, chunk)
+            for column, chunk in wanted
+            if (layout := self.layouts.get(column)) is not None
+        )
+
+    # -- rows --------------------------------------------------------------------------
+    def read_rows(self, name: str, wanted: list[ChunkRows]) -> np.ndarray:
+        """Rows of column ``name`` for every request, runs and requests concatenated in order."""
+        return self.read_columns([name], wanted)[0]
+
+    def read_columns(self, names: list[str], wanted: list[ChunkRows]) -> list[np.ndarray]:
+        """Rows of each column of ``names`` for every request (see :meth:`read_rows`)."""
+        return self.read_many([(name, wanted) for name in names])
+
+    def read_many(self, reads: list[tuple[str, list[ChunkRows]]]) -> list[np.ndarray]:
+        """Rows of several columns, each for its own ``(column name, requests)`` pair,
+        fetched together: :func:`zarr_vectors.read.row_reads.read_many`.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a ``vertices`` row read does not lie in its chunk, or in its bin where a
+            point cloud's per-bin ranges of the chunk are known (:meth:`check_vertices`).
+        """
+        found = row_reads.read_many(self, reads)
+        for (name, wanted), rows in zip(reads, found, strict=True):
+            if name == VERTICES:
+                self.check_vertices(rows, wanted)
+        return found
+
+    def check_vertices(self, positions: np.ndarray, wanted: list[ChunkRows]) -> None:
+        """Raise unless the ``vertices`` rows read for ``wanted`` lie in their chunks (spec
+        §5.1) and, for a point cloud's chunks whose per-bin ranges were read, in their bins
+        (§5.3).
+
+        Raises
+        ------
+        CorruptChunkError
+            Naming the first chunk and row that does not (:func:`check_placement`).
+        """
+        runs = PlacementRuns.of_requests(
+            [w.chunk for w in wanted], [w.runs for w in wanted], self.grid.ndim
+        )
+        bins = None
+        if self.kind == POINT_CLOUD:
+            found = [self._ranges.get((VERTEX_FRAGMENTS, w.chunk)) for w in wanted]
+            known = [i for i, f in enumerate(found) if f is not None]
+            if known:
+                runs.table_row[known] = np.arange(len(known), dtype=np.int64)
+                bins = (
+                    np.stack([found[i][0] for i in known]),  # type: ignore[index]
+                    np.stack([found[i][1] for i in known]),  # type: ignore[index]
+                )
+        check_placement(positions, runs, self.grid, bins, self.paths[VERTICES])
+
+    def check_stored_blocks(self, name: str, chunk: tuple[int, ...], entries: ShardIndex) -> None:
+        """Raise if the shard index ``entries`` of ``chunk`` in column ``name`` store a row
+        block past those of the chunk's row count, when it is known (spec §9.0).
+
+        Checked (once per chunk and column) where a read takes every row of a chunk from its
+        row count (whole chunks, the chunks a box covers); reads of row runs take them from
+        fragment indexes, whose row extent is checked against the count
+        (:meth:`fragment_ranges`).
+
+        Raises
+        ------
+        CorruptChunkError
+            When the shard stores more blocks than the row count needs: the shard is not
+            the chunk's, or its count (``vertex_counts``, a fragment index) was edited down.
+        """
+        path = self.paths[name]
+        if (path, chunk) in self._checked_blocks:
+            return
+        rows = self.known_rows(name, chunk)
+        layout = self.layouts.get(name)
+        if rows is None or layout is None:
+            return
+        problem = stored_blocks_problem(entries, rows, layout.rows_per_block)
+        if problem is not None:
+            raise CorruptChunkError(f"{path}: the shard of chunk {chunk} {problem}: {RESTORE}")
+        self._checked_blocks.add((path, chunk))
+
+    def known_rows(self, name: str, chunk: tuple[int, ...]) -> int | None:
+        """Rows of ``chunk`` in column ``name`` when already known (from ``vertex_counts``
+        or a cached fragment index), else None."""
+        if name == VERTICES or name in self._attribute_names:
+            return self._rows_of_chunk(chunk)
+        path = self.paths[name]
+        if path.startswith(f"{self.base}/{FRAGMENT_ATTRIBUTES}/"):
+            fragments = self._ranges.get((VERTEX_FRAGMENTS, chunk))
+            return None if fragments is None else int(fragments[0].shape[0])
+        if path.startswith((f"{self.base}/{LINKS}/", f"{self.base}/{LINK_ATTRIBUTES}/")):
+            links = self._ranges.get((LINK_FRAGMENTS, chunk))
+            return None if links is None else int(links[1].sum())
+        return None

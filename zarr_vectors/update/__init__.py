@@ -1,0 +1,68 @@
+"""Changing stores: streaming writers, appends and merges.
+
+Other packages import from this face only.
+
+Modules
+-------
+point_stream, object_stream
+    :class:`PointWriter` and :class:`ObjectWriter`: batches in, one store out.
+point_append, object_append
+    Appends to an existing store (``append_points``, ``append_graph``, ...).
+object_merge, merge_plan, merge_chunks, merge_globals, merge_links, object_sources
+    Merges of stores of objects (the parallel object writer's last step).
+_read_ahead
+    Reading the next chunks of a store while the current ones are merged.
+"""
+
+from __future__ import annotations
+
+from zarr_vectors.update.object_append import (
+    append_graph,
+    append_mesh,
+    append_polylines,
+    append_skeletons,
+)
+from zarr_vectors.update.object_merge import (
+    MergePlan,
+    check_globals,
+    commit_merge,
+    for_chunk_writers,
+    links_may_be_wide,
+    merge_chunks,
+    merge_stores,
+    plan_merge,
+    set_link_dtype,
+    wide_links,
+)
+from zarr_vectors.update.object_sources import open_source
+from zarr_vectors.update.object_stream import BatchSpec, ObjectWriter
+from zarr_vectors.update.point_stream import (
+    PointWriter,
+    append_points,
+    bin_dtype,
+    write_points_stream,
+)
+
+__all__ = [
+    "PointWriter",
+    "write_points_stream",
+    "append_points",
+    "bin_dtype",
+    "ObjectWriter",
+    "BatchSpec",
+    "append_polylines",
+    "append_graph",
+    "append_skeletons",
+    "append_mesh",
+    "MergePlan",
+    "plan_merge",
+    "merge_chunks",
+    "merge_stores",
+    "check_globals",
+    "commit_merge",
+    "for_chunk_writers",
+    "links_may_be_wide",
+    "wide_links",
+    "set_link_dtype",
+    "open_source",
+]

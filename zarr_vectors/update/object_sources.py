@@ -1,0 +1,323 @@
+"""Object stores as sources of a merge: what is read of them, and whether they fit together.
+
+:func:`open_source` reads everything of an object store but its per-chunk rows: metadata,
+array layouts, chunk counts, the object index, object attributes and groups.
+:func:`options_of` gives the write options that reproduce its layouts, for writing a batch
+alone that can be merged into it (:mod:`zarr_vectors.update.object_merge`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import CorruptChunkError, InvalidInputError, MetadataError
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.manifest import decode_object_index_bulk
+from zarr_vectors.format.metadata import RootMetadata
+from zarr_vectors.format.names import (
+    ATTRIBUTES,
+    CROSS_CHUNK_LINK_ATTRIBUTES,
+    CROSS_CHUNK_LINKS,
+    FRAGMENT_ATTRIBUTES,
+    GROUPINGS,
+    GROUPINGS_ATTRIBUTES,
+    LINK_ATTRIBUTES,
+    LINK_FRAGMENTS,
+    LINKS,
+    OBJECT_ATTRIBUTES,
+    OBJECT_ID_ATTRIBUTE,
+    OBJECT_INDEX,
+    OBJECT_KINDS,
+    VERTEX_FRAGMENTS,
+    VERTICES,
+)
+from zarr_vectors.format.nodes import node_problem
+from zarr_vectors.read import LevelReader, existing_root
+from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
+from zarr_vectors.store.shards import RowLayout
+from zarr_vectors.write import DEFAULT_BLOSC, Groups, WriteOptions
+
+__all__ = [
+    "BLOBS",
+    "FAMILIES",
+    "GLOBAL_PREFIXES",
+    "LINKS0",
+    "Source",
+    "SourceArray",
+    "check_fit",
+    "open_source",
+    "options_of",
+]
+
+_INT32 = np.iinfo(np.int32)
+LINKS0 = f"{LINKS}/0"
+BLOBS = (VERTEX_FRAGMENTS, LINK_FRAGMENTS)
+GLOBAL_PREFIXES = (
+    OBJECT_INDEX,
+    OBJECT_ATTRIBUTES,
+    CROSS_CHUNK_LINKS,
+    CROSS_CHUNK_LINK_ATTRIBUTES,
+    GROUPINGS,
+    GROUPINGS_ATTRIBUTES,
+)
+_EQUAL_ROOT_KEYS = ("is_directed", "is_tree", "winding_order", "closed_surface")
+FAMILIES = ("vertex", "fragment", "link")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceArray:
+    """One per-chunk row array of a level: path (below the level), family, layout, tag."""
+
+    path: str
+    family: str  # rows per vertex, per fragment or per link of a chunk
+    layout: RowLayout
+    tag: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Source:
+    """A store taking part in a merge: its level reader and its global arrays.
+
+    Attributes
+    ----------
+    io, root, reader
+        The store, its root metadata and the reader of its level 0.
+    chunks, counts
+        ``(m, D)`` absolute indices of the occupied chunks and their rows.
+    n_objects
+        Objects stored.
+    arrays, blobs
+        Per-chunk row arrays by path, and the layouts of the two fragment-blob arrays.
+    ids
+        The object ids (``0..m-1`` when the store has no ``object_id`` column).
+    object_columns, groups, cross, cross_columns, refs
+        Object attributes, groups, ``cross_chunk_links`` with its attributes, and the
+        object index as ``(object, chunk grid index, fragment)`` references.
+    """
+
+    io: StoreIO
+    root: RootMetadata
+    reader: LevelReader
+    chunks: np.ndarray
+    counts: np.ndarray
+    n_objects: int
+    arrays: dict[str, SourceArray]
+    blobs: dict[str, tuple[RowLayout, dict[str, Any]]]
+    ids: np.ndarray
+    object_columns: dict[str, np.ndarray]
+    groups: Groups | None
+    cross: np.ndarray
+    cross_columns: dict[str, np.ndarray]
+    refs: tuple[np.ndarray, np.ndarray, np.ndarray]
+    base: bytes | None = None  # root zarr.json read: the version an append extends
+
+    @property
+    def kind(self) -> str:
+        """Geometry type."""
+        return self.root.geometry_type
+
+    @property
+    def grid(self) -> ChunkGrid:
+        """The store's chunk grid."""
+        return self.reader.grid
+
+    @property
+    def n_max(self) -> int:
+        """Rows per vertex shard (global ids are ``flat chunk * N_max + row``)."""
+        return self.arrays[VERTICES].layout.n_max
+
+
+# -- reading a store -------------------------------------------------------------------------
+
+
+def _names(io: StoreIO, path: str) -> list[str]:
+    return sorted(n for n in io.list_dir(path) if n != "zarr.json")
+
+
+def _layout(io: StoreIO, path: str, ndim: int, placed: bool) -> tuple[RowLayout, dict[str, Any]]:
+    meta = io.read_json(f"{path}/zarr.json")
+    if meta is None:
+        raise CorruptChunkError(f"{path}: array metadata (zarr.json) is missing")
+    problem = node_problem(meta, "array")
+    if problem is not None:
+        raise MetadataError(
+            f"{path}/zarr.json {problem}: the array's metadata is damaged, so the store is "
+            "not appended to; run zarr-vectors validate, and restore or rewrite the store"
+        )
+    layout = RowLayout.from_array_metadata(meta, ndim, path, placed=placed)
+    if layout is None:
+        raise InvalidInputError(f"{path} uses codecs that appending cannot extend")
+    return layout, dict(meta.get("attributes", {}))
+
+
+def _array_paths(io: StoreIO) -> list[tuple[str, str]]:
+    paths = [(VERTICES, "vertex")]
+    paths += [(f"{ATTRIBUTES}/{n}", "vertex") for n in _names(io, f"0/{ATTRIBUTES}")]
+    paths += [
+        (f"{FRAGMENT_ATTRIBUTES}/{n}", "fragment") for n in _names(io, f"0/{FRAGMENT_ATTRIBUTES}")
+    ]
+    paths += [(LINKS0, "link")]
+    paths += [(f"{LINK_ATTRIBUTES}/{n}", "link") for n in _names(io, f"0/{LINK_ATTRIBUTES}")]
+    return paths
+
+
+def _groups(io: StoreIO, reader: LevelReader) -> Groups | None:
+    if reader.document(f"0/{GROUPINGS}/zarr.json") is None:
+        return None
+    meta = reader.array_metadata(f"0/{GROUPINGS}")  # MetadataError unless an array's
+    names = [str(n) for n in meta.get("attributes", {}).get("group_names", [])]
+    column_names = _names(io, f"0/{GROUPINGS_ATTRIBUTES}")
+    table, *found = reader.read_globals(
+        [GROUPINGS, *(f"{GROUPINGS_ATTRIBUTES}/{n}" for n in column_names)]
+    )
+    members = [np.asarray(row[row >= 0], dtype=np.int64) for row in table]
+    return Groups(names, members, dict(zip(column_names, found, strict=True)))
+
+
+def open_source(store: StoreLike | StoreIO) -> Source:
+    """Open an object store for merging (everything but the per-chunk rows is read).
+
+    Parameters
+    ----------
+    store
+        A complete object store.
+
+    Raises
+    ------
+    InvalidInputError
+        When the store is not a complete object store, or uses layouts this library
+        does not write.
+    """
+    io = store if isinstance(store, StoreIO) else StoreIO(resolve_store(store, mode="r"))
+    root, version = existing_root(io, str(store))
+    if root.geometry_type not in OBJECT_KINDS:
+        raise InvalidInputError(
+            f"appending objects needs an object store, not {root.geometry_type}"
+        )
+    reader = LevelReader(io, root, 0)
+    ndim = reader.grid.ndim
+    coords, counts = reader.occupied_chunks(np.zeros(ndim, np.int64), reader.grid.shape)
+    arrays = {}
+    for path, family in _array_paths(io):
+        layout, tag = _layout(io, f"0/{path}", ndim, reader.placed)
+        reader.add_column(path, f"0/{path}")
+        arrays[path] = SourceArray(path, family, layout, tag)
+    n_objects = int(reader.meta.object_count or 0)
+    column_names = _names(io, f"0/{OBJECT_ATTRIBUTES}")
+    found = reader.read_globals([f"{OBJECT_ATTRIBUTES}/{n}" for n in column_names])
+    columns = dict(zip(column_names, found, strict=True))
+    ids = columns.pop(OBJECT_ID_ATTRIBUTE, None)
+    if ids is None:
+        ids = np.arange(n_objects, dtype=np.int64)
+    kind = root.geometry_type
+    cross_names = _names(io, f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}")
+    data, offsets = reader.read_globals([f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets"])
+    obj, chunk, fragment = decode_object_index_bulk(
+        data, offsets, np.arange(n_objects), ndim, max_refs=max(2**27, 8 * int(data.size))
+    )
+    return Source(
+        io=io,
+        root=root,
+        reader=reader,
+        chunks=coords + reader.grid.origin,
+        counts=counts,
+        n_objects=n_objects,
+        arrays=arrays,
+        blobs={name: _layout(io, f"0/{name}", ndim, reader.placed) for name in BLOBS},
+        ids=ids,
+        object_columns=columns,
+        groups=_groups(io, reader),
+        cross=np.empty((0, 2), np.int64)
+        if kind == "mesh"
+        else reader.read_globals([CROSS_CHUNK_LINKS])[0].astype(np.int64).reshape(-1, 2),
+        cross_columns=dict(
+            zip(
+                cross_names,
+                reader.read_globals([f"{CROSS_CHUNK_LINK_ATTRIBUTES}/{n}" for n in cross_names]),
+                strict=True,
+            )
+        ),
+        refs=(obj, chunk + reader.grid.origin, fragment),
+        base=version.root,
+    )
+
+
+def options_of(source: Source) -> WriteOptions:
+    """The write options that reproduce a store's layouts (for writing a batch alone).
+
+    Raises
+    ------
+    InvalidInputError
+        When the store's arrays use row blocks or codecs this library does not write.
+    """
+    layouts = [a.layout for a in source.arrays.values()]
+    settings = {(layout.rows_per_block, str(layout.blosc)) for layout in layouts}
+    blosc = layouts[0].blosc
+    if len(settings) != 1 or blosc not in (None, DEFAULT_BLOSC):
+        raise InvalidInputError(
+            "the store's arrays use row blocks or codecs this library does not write "
+            f"({sorted(settings)}); appending needs one R and Blosc {DEFAULT_BLOSC} or none"
+        )
+    prefix = f"{FRAGMENT_ATTRIBUTES}/"
+    names = [p[len(prefix) :] for p in source.arrays if p.startswith(prefix)]
+    return WriteOptions(
+        axis_names=source.root.axis_names,
+        axis_units=source.root.axis_units,
+        rows_per_block=layouts[0].rows_per_block,
+        compression=None if blosc is None else "blosc-lz4",
+        fragment_attributes=tuple(n for n in names if n != OBJECT_ID_ATTRIBUTE),
+    )
+
+
+# -- checking that sources fit together ---------------------------------------------------
+
+
+def _describe(columns: dict[str, np.ndarray]) -> str:
+    return "{" + ", ".join(f"{k}: {v.dtype}{list(v.shape[1:])}" for k, v in columns.items()) + "}"
+
+
+def _same_columns(what: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
+    spec_a = {k: (v.dtype, v.shape[1:]) for k, v in a.items()}
+    spec_b = {k: (v.dtype, v.shape[1:]) for k, v in b.items()}
+    if spec_a != spec_b:
+        raise InvalidInputError(
+            f"{what} do not match the store's: the store has {_describe(a)}, "
+            f"the new objects {_describe(b)}"
+        )
+
+
+def check_fit(first: Source, other: Source) -> None:
+    if other.kind != first.kind or other.grid.ndim != first.grid.ndim:
+        raise InvalidInputError(
+            f"cannot merge a {other.grid.ndim}-D {other.kind} store into a "
+            f"{first.grid.ndim}-D {first.kind} store"
+        )
+    if set(other.arrays) != set(first.arrays):
+        raise InvalidInputError(
+            "per-vertex, fragment or link attributes do not match the store's: the store "
+            f"has {sorted(first.arrays)}, the new objects {sorted(other.arrays)}"
+        )
+    for path, mine in first.arrays.items():
+        theirs = other.arrays[path].layout
+        a, b = mine.layout, theirs
+        same_type = (a.dtype, a.row_shape) == (b.dtype, b.row_shape) or path == LINKS0
+        if not same_type or (a.rows_per_block, a.blosc) != (b.rows_per_block, b.blosc):
+            raise InvalidInputError(
+                f"{path}: the store holds {a.dtype}{list(a.row_shape)} rows, the new objects "
+                f"{b.dtype}{list(b.row_shape)} (dtypes, row shapes and options must match)"
+            )
+    _same_columns("object attributes", first.object_columns, other.object_columns)
+    if first.groups is not None and other.groups is not None:
+        _same_columns("group attributes", first.groups.attributes, other.groups.attributes)
+    for key in _EQUAL_ROOT_KEYS:
+        if first.root.extra.get(key) != other.root.extra.get(key):
+            raise InvalidInputError(
+                f"{key} of the store is {first.root.extra.get(key)!r}, "
+                f"of the new objects {other.root.extra.get(key)!r}"
+            )
+
+
+# -- the plan: final grid, sizes, and where every source's rows go ------------------------

@@ -1,0 +1,295 @@
+"""Streaming writes of object stores: batches of whole objects in, the one-shot store out.
+
+Each batch is written alone, with the one-shot writer and the writer's settings, into its
+own store under a scratch directory; closing the writer merges them all, chunk by chunk, into
+the destination (:func:`~zarr_vectors.update.object_merge.merge_stores`). The objects of
+batch ``k`` follow those of the batches before it, so the store is, byte for byte apart from
+``creation_timestamp`` and ``commit``, the one a single write of the concatenated input
+gives: same chunks, fragment order, manifests, cross-chunk links and object ids. Memory
+holds one batch while it is written, and one chunk of every batch while they are merged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from zarr_vectors._progress import ProgressOption, progress_reporter
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry import (
+    group_vertices,
+    split_polylines,
+    write_graph,
+    write_mesh,
+    write_polylines,
+    write_skeletons,
+)
+from zarr_vectors.store.io import StoreLike, local_destination
+from zarr_vectors.store.spill import remove_scratch, scratch_directory
+from zarr_vectors.store.target import check_destination
+from zarr_vectors.update.object_append import continuing_ids, fit_arguments
+from zarr_vectors.update.object_merge import merge_stores
+from zarr_vectors.update.object_sources import Source, open_source
+from zarr_vectors.write import WriteOptions, inputs
+
+__all__ = ["BatchSpec", "ObjectWriter"]
+
+_WRITERS: dict[str, Callable[..., None]] = {
+    "polyline": write_polylines,
+    "streamline": write_polylines,
+    "graph": write_graph,
+    "skeleton": write_skeletons,
+    "mesh": write_mesh,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSpec:
+    """How every batch of an object store is written alone: the kind and its fixed settings.
+
+    It pickles, so a batch can be written in another process (parallel writes).
+
+    Attributes
+    ----------
+    kind
+        ``"polyline"``, ``"streamline"``, ``"graph"``, ``"skeleton"`` or ``"mesh"``.
+    fixed
+        The settings every batch is written with: ``chunk_shape``, ``bin_shape``,
+        ``options`` and the kind's store-wide arguments.
+    shard_chunks
+        ``options.shard_chunks`` of the merged store: batches are written with one shard
+        per chunk, and the merge packs chunks into shards (spec §9.0.1).
+    """
+
+    kind: str
+    fixed: dict[str, Any]
+    shard_chunks: int | tuple[int, ...] | None = None
+
+    @classmethod
+    def create(
+        cls,
+        kind: str,
+        chunk_shape: float | Sequence[float] | None,
+        bin_shape: float | Sequence[float] | None,
+        options: WriteOptions | None,
+        settings: dict[str, Any],
+    ) -> BatchSpec:
+        """Check the kind and the settings (see :class:`ObjectWriter`).
+
+        Raises
+        ------
+        InvalidInputError
+            For an unknown kind, a missing ``chunk_shape`` or settings the kind lacks.
+        """
+        if kind not in _WRITERS:
+            raise InvalidInputError(f"kind must be one of {sorted(_WRITERS)}, got {kind!r}")
+        if chunk_shape is None:
+            raise InvalidInputError("a streaming object write needs chunk_shape")
+        inputs.check_settings(
+            kind,
+            chunk_shape=chunk_shape,
+            bin_shape=bin_shape,
+            options=options,
+            units=settings.get("units"),
+        )
+        shards = None if options is None else options.shard_chunks
+        fixed: dict[str, Any] = {
+            "chunk_shape": chunk_shape,
+            "bin_shape": bin_shape,
+            "options": None if options is None else dataclasses.replace(options, shard_chunks=None),
+            **settings,
+        }
+        if kind in ("polyline", "streamline"):
+            fixed["kind"] = kind
+        unknown = set(fixed) - set(inspect.signature(_WRITERS[kind]).parameters)
+        if unknown:
+            raise InvalidInputError(f"{sorted(unknown)} are not settings of a {kind} store")
+        return cls(kind, fixed, shards)
+
+    def arguments(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """A batch's arguments to the kind's ``write_*`` function, by name (store excluded).
+
+        Raises
+        ------
+        InvalidInputError
+            For arguments the function does not take, or settings fixed by the spec.
+        """
+        write = _WRITERS[self.kind]
+        try:
+            bound = inspect.signature(write).bind(None, *args, **kwargs)
+        except TypeError as exc:
+            raise InvalidInputError(f"bad batch for {write.__name__}: {exc}") from exc
+        arguments = dict(bound.arguments)
+        arguments.pop("store")
+        clash = sorted(set(arguments) & set(self.fixed))
+        if clash:
+            raise InvalidInputError(f"{clash} are set once, on the ObjectWriter")
+        return arguments
+
+    def count(self, arguments: Mapping[str, Any]) -> int:
+        """Objects in a batch.
+
+        Raises
+        ------
+        InvalidInputError
+            For positions or object labels that are not valid.
+        """
+        if self.kind in ("polyline", "streamline"):
+            return int(split_polylines(arguments["polylines"])[1].shape[0]) - 1
+        positions = arguments["vertices"] if self.kind == "mesh" else arguments["positions"]
+        n = inputs.positions(positions).shape[0]
+        return group_vertices(arguments.get("vertex_objects"), n).n_objects
+
+    def write(
+        self, path: StoreLike, arguments: Mapping[str, Any], first: int, *, overwrite: bool
+    ) -> None:
+        """Write a batch alone into ``path``; its default ids start at ``first``."""
+        ids = continuing_ids(self.kind, first, arguments)
+        write = _WRITERS[self.kind]
+        settings = {**self.fixed, "overwrite": overwrite, "progress": False}
+        write(path, **{**arguments, "object_ids": ids, **settings})
+
+
+class ObjectWriter:
+    """Write an object store (polylines, streamlines, graphs, skeletons, meshes) from batches.
+
+    Use it as a context manager; :meth:`append` takes a batch of whole objects with the
+    arguments of the kind's ``write_*`` function (``write_polylines``, ``write_graph``,
+    ``write_skeletons``, ``write_mesh``) but the store and the settings given here. Leaving
+    the ``with`` block without an error writes the store (or call :meth:`close`); an error,
+    or :meth:`abort`, leaves the destination as it was.
+
+    Parameters
+    ----------
+    store
+        Destination, checked now and written when the writer closes.
+    kind
+        ``"polyline"``, ``"streamline"``, ``"graph"``, ``"skeleton"`` or ``"mesh"``.
+    chunk_shape
+        Chunk size per axis (one number for all axes). Required: the default chunk shape
+        depends on all the data.
+    bin_shape
+        Bin size, as for the ``write_*`` functions.
+    overwrite
+        Replace an existing store at the destination when the writer closes.
+    options
+        Less common settings (:class:`~zarr_vectors.WriteOptions`).
+    spill_dir
+        Directory for the batches' temporary stores. Default: beside a local destination,
+        else the system temporary directory.
+    progress
+        Progress bar over the chunks merged when the writer closes: None (default) on a
+        terminal or in Jupyter, True always, False never, or a callable
+        ``progress(stage, done, total)`` (stage ``"merge"``).
+    **settings
+        Store-wide arguments of the kind's ``write_*`` function: ``units`` (of the
+        coordinates, as for :func:`~zarr_vectors.write_points`), ``directed`` (graph),
+        ``winding_order`` and ``closed_surface`` (mesh), ``metadata``.
+
+    Raises
+    ------
+    StoreExistsError
+        When the destination holds data and ``overwrite`` is false.
+    InvalidInputError
+        For an unknown kind or a missing ``chunk_shape``; :meth:`append` raises it for an
+        invalid batch, which is then not added.
+    """
+
+    def __init__(
+        self,
+        store: StoreLike,
+        *,
+        kind: str,
+        chunk_shape: float | Sequence[float] | None,
+        bin_shape: float | Sequence[float] | None = None,
+        overwrite: bool = False,
+        options: WriteOptions | None = None,
+        spill_dir: str | os.PathLike[str] | None = None,
+        progress: ProgressOption = None,
+        **settings: Any,
+    ) -> None:
+        self.progress = progress_reporter(progress)
+        self.spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
+        check_destination(store, overwrite=overwrite)
+        self.store, self.kind, self.overwrite = store, kind, overwrite
+        self.scratch = scratch_directory(local_destination(store), spill_dir)
+        self.batches: list[Path] = []
+        self.first: Source | None = None  # the first batch: later ones are cast to it
+        self.n_objects = 0
+        self.closed = False
+
+    def append(self, *args: Any, **kwargs: Any) -> None:
+        """Add a batch of whole objects (the ``write_*`` arguments after the store).
+
+        Without ``object_ids`` (and, for graphs, skeletons and meshes, without other labels
+        in ``vertex_objects``) the objects are numbered after those appended before.
+        Positions and columns are cast to the first batch's dtypes when numpy casts them
+        safely; a cast that can lose values is refused with the ``.astype(...)`` to use.
+
+        Raises
+        ------
+        InvalidInputError
+            For an invalid batch; it is not added and the writer stays usable.
+        """
+        if self.closed:
+            raise InvalidInputError("this ObjectWriter is closed")
+        arguments = self.spec.arguments(args, kwargs)
+        if self.first is not None:
+            arguments = fit_arguments(self.kind, self.first, arguments, "the first batch")
+        path = self.scratch / f"batch-{len(self.batches)}"
+        self.spec.write(path, arguments, self.n_objects, overwrite=False)
+        source = open_source(path)
+        self.first = self.first or source
+        self.n_objects += source.n_objects
+        self.batches.append(path)
+
+    def close(self) -> None:
+        """Merge the batches into the destination and remove the temporary stores.
+
+        Raises
+        ------
+        InvalidInputError
+            When nothing was appended.
+        """
+        if self.closed:
+            raise InvalidInputError("this ObjectWriter is closed")
+        try:
+            if not self.batches:
+                raise InvalidInputError("nothing to write: append at least one batch")
+            sources = [open_source(path) for path in self.batches]
+            merge_stores(
+                self.store,
+                sources,
+                has_base=False,
+                overwrite=self.overwrite,
+                progress=self.progress,
+                shard_chunks=self.spec.shard_chunks,
+            )
+        finally:
+            self.abort()
+
+    def abort(self) -> None:
+        """Drop the batches and their temporary stores; the destination is untouched."""
+        self.closed = True
+        remove_scratch(self.scratch)
+        self.progress.close()
+
+    def __enter__(self) -> ObjectWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()

@@ -1,0 +1,79 @@
+"""The write engine: one level's chunks and shards, object tables and runs, input checks.
+
+Other packages import from this face only. The per-kind writers (:mod:`zarr_vectors.geometry`),
+the streaming and append writers (:mod:`zarr_vectors.update`), the converters and the parallel
+writers consume it.
+
+Modules
+-------
+_pipeline
+    :class:`WriteOptions` and the level writer: bins, blobs, fragment indexes, the root commit.
+_shard_writes
+    Shard assembly and batched writes of chunk keys.
+_inputs, _object_inputs
+    Checks and normalisation of user input (positions, attributes, object tables); exported
+    as the modules ``inputs`` and ``object_inputs``.
+_objects, _object_runs
+    Object tables: the object index, object attributes, object runs per chunk.
+_chunk_shapes
+    The default chunk shape of a store; exported as the module ``chunk_shapes``.
+"""
+
+from __future__ import annotations
+
+from zarr_vectors.write import _chunk_shapes as chunk_shapes
+from zarr_vectors.write import _inputs as inputs
+from zarr_vectors.write import _object_inputs as object_inputs
+from zarr_vectors.write._objects import (
+    Groups,
+    ObjectTable,
+    write_global,
+    write_object_columns,
+    write_object_index,
+    write_objects,
+)
+from zarr_vectors.write._pipeline import (
+    DEFAULT_BLOSC,
+    LevelStats,
+    LevelWriter,
+    WriteOptions,
+    bin_sorted_chunk,
+    blob_layout,
+    column_shapes,
+    commit_root,
+    dense_bounds_span,
+    grid_indices,
+    point_blob_layout,
+    round_up,
+    write_point_level,
+)
+from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
+
+__all__ = [
+    "WriteOptions",
+    "DEFAULT_BLOSC",
+    "LevelStats",
+    "LevelWriter",
+    "bin_sorted_chunk",
+    "blob_layout",
+    "column_shapes",
+    "commit_root",
+    "dense_bounds_span",
+    "grid_indices",
+    "point_blob_layout",
+    "round_up",
+    "write_point_level",
+    "Groups",
+    "ObjectTable",
+    "write_global",
+    "write_object_columns",
+    "write_object_index",
+    "write_objects",
+    "Batcher",
+    "ShardAssembler",
+    "shard_major_order",
+    "shards_of",
+    "chunk_shapes",
+    "inputs",
+    "object_inputs",
+]

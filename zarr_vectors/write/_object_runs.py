@@ -1,0 +1,294 @@
+"""Runs, fragments and links of one level of objects (spec §10.3), before anything is written.
+
+Vertices are cut into *runs* — maximal traversal-consecutive vertices of one object in one
+bin of one chunk — that become the fragments; runs are stored by (chunk, object, run
+order), links are anchored in the fragment of their first endpoint (by the kind's rule)
+and ordered by (chunk, anchor fragment, link order). Every sort is a counting sort over
+dense keys (:mod:`zarr_vectors.kernels.object_runs`); polylines, whose links are implicit,
+get theirs in one pass over the runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.kernels.object_runs import (
+    RunPlacement,
+    chain_links,
+    cut_runs,
+    face_anchors,
+    place_runs,
+    rank_keys,
+    stable_counting_sort,
+    vertex_places,
+)
+from zarr_vectors.write._pipeline import ChunkedRows, assign, grid_indices
+
+if TYPE_CHECKING:
+    from zarr_vectors.write._objects import ObjectTable
+
+__all__ = ["Links", "Runs", "chunk_ids", "cut_object_runs", "empty_runs", "level_links"]
+
+_INT32 = np.iinfo(np.int32)
+_POLYLINE_KINDS = frozenset({"polyline", "streamline"})
+
+
+@dataclass(frozen=True, slots=True)
+class Runs:
+    """Fragments of a level: runs in input order and where each went.
+
+    Attributes
+    ----------
+    rows
+        Storage order of the vertices and the occupied chunks.
+    run_start, run_object, run_chunk
+        ``(r,)`` per run in input order: first input vertex, object and chunk rank (index
+        into ``rows.chunks``).
+    place
+        Fragment number and row of every run, and every fragment's row, length and
+        object in storage order (:class:`~zarr_vectors.kernels.object_runs.RunPlacement`).
+    """
+
+    rows: ChunkedRows
+    run_start: np.ndarray
+    run_object: np.ndarray
+    run_chunk: np.ndarray
+    place: RunPlacement
+
+    @property
+    def chunk_grid(self) -> np.ndarray:
+        """``(k, D)`` grid index of each occupied chunk."""
+        return self.rows.chunks
+
+    @property
+    def n_vertices(self) -> int:
+        """Number of vertices."""
+        return int(self.rows.chunk_offsets[-1])
+
+    @property
+    def run_offsets(self) -> np.ndarray:
+        """``(k + 1,)`` fragments before each chunk."""
+        return self.place.run_offsets
+
+    @property
+    def run_fragment(self) -> np.ndarray:
+        """``(r,)`` fragment number of every run inside its chunk (input order)."""
+        return self.place.run_fragment
+
+    def vertex_blobs(self) -> list[np.ndarray]:
+        """The ZVFG blob of every chunk: one range fragment per run (spec §6)."""
+        place = self.place
+        return encode_ranges_ragged(place.fragment_row, place.fragment_length, place.run_offsets)
+
+    def vertex_places(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Chunk rank, chunk-local row and fragment number of every input vertex."""
+        place = self.place
+        return vertex_places(
+            self.run_start, self.run_chunk, place.run_row, place.run_fragment, self.n_vertices
+        )
+
+
+def cut_object_runs(
+    table: ObjectTable, grid: ChunkGrid, bounds: tuple[np.ndarray, np.ndarray]
+) -> Runs:
+    """Cut a table's vertices (at least one) into runs and place them in their chunks."""
+    n = table.positions.shape[0]
+    chunk_flat, bin_flat, lo, dense_shape = assign(table.positions, bounds, grid)
+    run_start, run_object, run_key = cut_runs(chunk_flat, bin_flat, table.offsets)
+    del chunk_flat, bin_flat
+    run_chunk, occupied = rank_keys(run_key, math.prod(int(d) for d in dense_shape))
+    place = place_runs(run_start, run_chunk, run_object, n, occupied.shape[0])
+    chunks = grid_indices(occupied, lo, dense_shape, grid)
+    rows = ChunkedRows(run_start, place.run_destination, chunks, place.vertex_offsets)
+    return Runs(rows, run_start, run_object, run_chunk, place)
+
+
+def empty_runs(ndim: int) -> Runs:
+    """The runs of a level without vertices."""
+    empty = np.empty(0, np.int64)
+    place = place_runs(empty, empty, empty, 0, 0)
+    return Runs(ChunkedRows.empty(ndim), empty, empty, empty, place)
+
+
+def chunk_ids(runs: Runs, grid: ChunkGrid, n_max: int) -> np.ndarray:
+    """Flat grid id of every occupied chunk; a vertex's global id is ``id * n_max + row``.
+
+    Raises
+    ------
+    InvalidInputError
+        When global ids would not fit the 2**63 of the format (spec §9.11).
+    """
+    shape = tuple(int(g) for g in grid.shape)
+    if float(np.prod(np.asarray(shape, dtype=np.float64))) * n_max >= 2.0**63:
+        raise InvalidInputError(
+            f"the chunk grid {shape} with {n_max} rows per chunk exceeds the 2**63 global "
+            "vertex ids of the format (spec §9.11); use a larger chunk_shape"
+        )
+    if not len(runs.chunk_grid):
+        return np.empty(0, np.int64)
+    return np.asarray(np.ravel_multi_index(tuple(runs.chunk_grid.T), shape), dtype=np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Links of a level: chunk-local rows and cross-chunk global-id pairs.
+
+    Attributes
+    ----------
+    rows
+        ``(l, width)`` chunk-local rows (``links/0``), chunk by chunk in anchored order.
+    chunk_offsets
+        ``(k + 1,)``: chunk c holds ``rows[chunk_offsets[c]:chunk_offsets[c+1]]``.
+    fragment_counts
+        ``(r,)`` rows anchored in each vertex fragment, fragments in storage order.
+    source
+        ``(l,)`` input link index of each row, or None when no column needs it.
+    cross
+        ``(x, 2)`` int64 global ids, sorted.
+    cross_source
+        ``(x,)`` input link index of each ``cross_chunk_links`` row, or None.
+    """
+
+    rows: np.ndarray
+    chunk_offsets: np.ndarray
+    fragment_counts: np.ndarray
+    source: np.ndarray | None
+    cross: np.ndarray
+    cross_source: np.ndarray | None
+
+    def per_chunk(self, values: np.ndarray) -> list[np.ndarray]:
+        """``values`` (one row per link row) cut chunk by chunk."""
+        bounds = self.chunk_offsets
+        return [values[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
+
+    def longest(self) -> int:
+        """Most link rows in one chunk."""
+        return int(np.diff(self.chunk_offsets).max(initial=0))
+
+    def blobs(self, run_offsets: np.ndarray) -> list[np.ndarray]:
+        """The ``link_fragments`` blob of every chunk: a range of rows per vertex fragment."""
+        counts = self.fragment_counts
+        starts = np.cumsum(counts) - counts
+        per_chunk = np.diff(run_offsets)
+        starts -= np.repeat(self.chunk_offsets[:-1], per_chunk)
+        return encode_ranges_ragged(starts, counts, run_offsets)
+
+
+def level_links(table: ObjectTable, runs: Runs, grid: ChunkGrid, n_max: int) -> Links:
+    """The links of a level, anchored and ordered (spec §10.3), by the table's kind."""
+    ids = chunk_ids(runs, grid, n_max)
+    if table.kind in _POLYLINE_KINDS:
+        return _chain_links(runs, ids, n_max)
+    places = runs.vertex_places()
+    gid = ids[places[0]] * n_max + places[1]
+    if table.kind == "mesh":
+        return _face_links(table, runs, places, gid, grid)
+    if table.kind == "skeleton":
+        return _skeleton_links(table.links, runs, places, gid)
+    return _edge_links(table, runs, places, gid)
+
+
+def _chain_links(runs: Runs, ids: np.ndarray, n_max: int) -> Links:
+    """Polylines: vertex ``v`` to ``v + 1`` of each object, in one pass over the runs."""
+    longest = int(runs.rows.counts.max(initial=0))
+    dtype = np.int32 if longest - 1 <= _INT32.max else np.int64
+    place = runs.place
+    parts = (runs.run_start, runs.run_object, runs.run_chunk, place.run_row, place.run_fragment)
+    rows, counts, cross = chain_links(parts, runs.run_offsets, runs.n_vertices, (ids, n_max), dtype)
+    total = np.concatenate([[0], np.cumsum(counts)])
+    return Links(rows, total[runs.run_offsets], counts, None, cross, None)
+
+
+Places = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _anchored(
+    runs: Runs,
+    places: Places,
+    anchor: np.ndarray,
+    local: np.ndarray,
+    order_key: np.ndarray | None,
+    source: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Order local link rows by (chunk, anchor fragment, ``order_key``), ties in input order.
+
+    ``order_key`` None means the input order. Returns the rows, the input link index of
+    each, the chunk offsets and the rows per vertex fragment (storage order).
+    """
+    fragment = runs.run_offsets[places[0][anchor]] + places[2][anchor]
+    if order_key is not None and np.any(order_key[1:] < order_key[:-1]):
+        first = np.argsort(order_key, kind="stable")
+        fragment, local, source = fragment[first], local[first], source[first]
+    order, offsets = stable_counting_sort(fragment, runs.run_start.shape[0])
+    return local[order], source[order], offsets[runs.run_offsets], np.diff(offsets)
+
+
+def _edge_links(table: ObjectTable, runs: Runs, places: Places, gid: np.ndarray) -> Links:
+    vertex_chunk, vertex_row, _ = places
+    edges = table.links
+    a, b = edges[:, 0], edges[:, 1]
+    same = vertex_chunk[a] == vertex_chunk[b]
+    inside = np.flatnonzero(same)
+    a_in, b_in = a[inside], b[inside]
+    ra, rb = vertex_row[a_in], vertex_row[b_in]
+    outside = np.flatnonzero(~same)
+    ga, gb = gid[a[outside]], gid[b[outside]]
+    anchor = a_in
+    if table.kind == "graph" and not table.root_extra.get("is_directed", False):
+        swap = rb < ra
+        ra, rb = np.where(swap, rb, ra), np.where(swap, ra, rb)
+        anchor = np.where(swap, b_in, a_in)
+        ga, gb = np.minimum(ga, gb), np.maximum(ga, gb)
+    rows, source, chunk_offsets, counts = _anchored(
+        runs, places, anchor, np.stack([ra, rb], axis=1), None, inside
+    )
+    cross, order = _sorted_pairs(ga, gb)
+    return Links(rows, chunk_offsets, counts, source, cross, outside[order])
+
+
+def _skeleton_links(edges: np.ndarray, runs: Runs, places: Places, gid: np.ndarray) -> Links:
+    vertex_chunk, vertex_row, _ = places
+    child, parent = edges[:, 0], edges[:, 1]
+    root = parent < 0
+    safe_parent = np.where(root, child, parent)
+    local = root | (vertex_chunk[child] == vertex_chunk[safe_parent])
+    kept = np.flatnonzero(local)
+    rows = np.stack(
+        [vertex_row[child[kept]], np.where(root[kept], -1, vertex_row[safe_parent[kept]])],
+        axis=1,
+    )
+    ordered, source, chunk_offsets, counts = _anchored(
+        runs, places, child[kept], rows, rows[:, 0], kept
+    )
+    outside = np.flatnonzero(~local)
+    cross, order = _sorted_pairs(gid[child[outside]], gid[parent[outside]])
+    return Links(ordered, chunk_offsets, counts, source, cross, outside[order])
+
+
+def _sorted_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs sorted by (column 0, column 1), and the order that sorted them."""
+    pairs = np.stack([a, b], axis=1).astype(np.int64).reshape(-1, 2)
+    order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+    return pairs[order], order
+
+
+def _face_links(
+    table: ObjectTable, runs: Runs, places: Places, gid: np.ndarray, grid: ChunkGrid
+) -> Links:
+    faces = table.links
+    # The centroid's exact chunk (§5.1), even if rounding puts it outside the grid: such a
+    # chunk holds none of the face's vertices, so the face goes to v0's chunk.
+    anchor, entries = face_anchors(
+        table.positions, faces, places[:2], gid, runs.chunk_grid, (grid.chunk_shape, grid.origin)
+    )
+    every = np.arange(len(faces))
+    rows, source, chunk_offsets, counts = _anchored(runs, places, anchor, entries, None, every)
+    empty = np.empty(0, np.int64)
+    return Links(rows, chunk_offsets, counts, source, np.empty((0, 2), np.int64), empty)

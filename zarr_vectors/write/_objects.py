@@ -1,0 +1,436 @@
+"""The shared write path of object kinds: runs, fragments, manifests, links (spec §10.3).
+
+Every object writer (polylines, graphs, skeletons, meshes) validates its input into an
+:class:`ObjectTable` and calls :func:`write_objects`. Vertices are cut into *runs* — maximal
+traversal-consecutive vertices of one object in one bin of one chunk — that become the
+fragments; runs are sorted by (chunk, object, run order), links are anchored in the
+fragment of their first endpoint, and each object's manifest lists its fragments in
+traversal order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors._progress import ProgressOption, progress_reporter
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.manifest import encode_object_index_bulk
+from zarr_vectors.format.metadata import LevelMetadata
+from zarr_vectors.format.names import (
+    CROSS_CHUNK_LINK_ATTRIBUTES,
+    CROSS_CHUNK_LINKS,
+    FRAGMENT_ATTRIBUTES,
+    GROUPINGS,
+    GROUPINGS_ATTRIBUTES,
+    LINK_ATTRIBUTES,
+    LINK_FRAGMENTS,
+    LINKS,
+    OBJECT_ATTRIBUTES,
+    OBJECT_ID_ATTRIBUTE,
+    OBJECT_INDEX,
+)
+from zarr_vectors.store.arrays import group_metadata, write_global_array
+from zarr_vectors.store.io import StoreIO, StoreLike
+from zarr_vectors.store.shards import RowLayout
+from zarr_vectors.store.target import write_target
+from zarr_vectors.write import _chunk_shapes as chunk_shapes
+from zarr_vectors.write import _inputs as inputs
+from zarr_vectors.write._object_runs import (
+    Links,
+    Runs,
+    cut_object_runs,
+    empty_runs,
+    level_links,
+)
+from zarr_vectors.write._pipeline import (
+    WriteOptions,
+    blob_layout,
+    commit_root,
+    round_up,
+    write_chunk_array,
+    write_level_vertices,
+)
+
+__all__ = [
+    "Groups",
+    "ObjectTable",
+    "write_global",
+    "write_object_columns",
+    "write_object_index",
+    "write_objects",
+]
+
+_INT32 = np.iinfo(np.int32)
+
+
+@dataclass(frozen=True, slots=True)
+class Groups:
+    """Named sets of objects (spec §9.10): member ids per group and per-group attributes."""
+
+    names: list[str]
+    members: list[np.ndarray]
+    attributes: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectTable:
+    """Validated objects of one kind, in input order.
+
+    Attributes
+    ----------
+    kind
+        ``polyline``, ``streamline``, ``graph``, ``skeleton`` or ``mesh``.
+    positions
+        ``(n, D)`` vertices; object k owns rows ``offsets[k]:offsets[k+1]`` in traversal order.
+    offsets
+        ``(m + 1,)`` int64.
+    links
+        ``(e, L)`` int64 input vertex indices: graph edges, skeleton ``[child, parent]``
+        (parent -1 for a root) or mesh faces. Unused for polylines and streamlines, whose
+        links are implicit (each vertex to the next one of its object).
+    vertex_attributes, object_attributes
+        Validated columns of n and m rows.
+    object_ids
+        The caller's id of each object (int64 or uint64, unique), or None for 0..m-1.
+    groups
+        Groups of objects, or None.
+    root_extra
+        Type-specific root keys (spec §3.4).
+    link_attributes
+        Per-link columns (one row per row of ``links``): edge or face attributes (§9.12).
+    """
+
+    kind: str
+    positions: np.ndarray
+    offsets: np.ndarray
+    links: np.ndarray
+    vertex_attributes: dict[str, np.ndarray]
+    object_attributes: dict[str, np.ndarray]
+    object_ids: np.ndarray | None
+    groups: Groups | None
+    root_extra: dict[str, Any]
+    link_attributes: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def n_objects(self) -> int:
+        """Number of objects."""
+        return int(self.offsets.shape[0] - 1)
+
+
+def _links_layout(width: int, links: Links, options: WriteOptions) -> RowLayout:
+    rows = links.rows
+    wide = rows.dtype.itemsize > 4 and bool(
+        rows.size and (rows.min() < _INT32.min or rows.max() > _INT32.max)
+    )
+    dtype = np.dtype(np.int64 if wide else np.int32)
+    r = options.block_rows
+    return RowLayout(dtype, (width,), r, round_up(links.longest(), r), options.blosc(), fill=-1)
+
+
+def _write_links(
+    io: StoreIO,
+    base: str,
+    grid: ChunkGrid,
+    runs: Runs,
+    links: Links,
+    width: int,
+    options: WriteOptions,
+) -> None:
+    layout = _links_layout(width, links, options)
+    io.set(f"{base}/{LINKS}/zarr.json", group_metadata({}))
+    write_chunk_array(
+        io,
+        f"{base}/{LINKS}/0",
+        grid,
+        runs.chunk_grid,
+        links.per_chunk(links.rows.astype(layout.dtype, copy=False)),
+        layout,
+        {"zv_array": "links", "link_width": width, "level_delta": 0},
+        shard_chunks=options.shard_shape(grid.ndim),
+    )
+    blobs = links.blobs(runs.run_offsets)
+    write_chunk_array(
+        io,
+        f"{base}/{LINK_FRAGMENTS}",
+        grid,
+        runs.chunk_grid,
+        blobs,
+        blob_layout(max((b.shape[0] for b in blobs), default=16)),
+        {"zv_array": LINK_FRAGMENTS, "encoding": "fragment_index_v1"},
+        shard_chunks=options.shard_shape(grid.ndim),
+    )
+
+
+def _write_link_attributes(
+    io: StoreIO,
+    base: str,
+    grid: ChunkGrid,
+    runs: Runs,
+    links: Links,
+    table: ObjectTable,
+    options: WriteOptions,
+) -> None:
+    """Per-link columns beside ``links/0`` and ``cross_chunk_links`` (spec §9.12, §9.13)."""
+    if not table.link_attributes:
+        return
+    assert links.source is not None  # kinds with link columns keep their sources
+    assert links.cross_source is not None
+    longest = links.longest()
+    io.set(f"{base}/{LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
+    if table.kind != "mesh":
+        io.set(f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
+    for name, values in table.link_attributes.items():
+        layout = RowLayout(
+            values.dtype,
+            values.shape[1:],
+            options.block_rows,
+            round_up(longest, options.block_rows),
+            options.blosc(),
+        )
+        write_chunk_array(
+            io,
+            f"{base}/{LINK_ATTRIBUTES}/{name}",
+            grid,
+            runs.chunk_grid,
+            links.per_chunk(values[links.source]),
+            layout,
+            {"zv_array": "link_attribute", "name": name},
+            shard_chunks=options.shard_shape(grid.ndim),
+        )
+        if table.kind != "mesh":
+            _write_global(
+                io,
+                f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}",
+                values[links.cross_source],
+                0,
+                {"zv_array": "cross_chunk_link_attribute", "name": name},
+            )
+
+
+def _write_fragment_columns(
+    io: StoreIO,
+    base: str,
+    grid: ChunkGrid,
+    runs: Runs,
+    table: ObjectTable,
+    options: WriteOptions,
+) -> None:
+    """The reserved owner column and the opt-in object columns per fragment (spec §9.5)."""
+    owners = runs.place.fragment_object
+    columns = {OBJECT_ID_ATTRIBUTE: owners} | {
+        name: table.object_attributes[name][owners] for name in options.fragment_attributes
+    }
+    bounds = runs.run_offsets
+    longest = int(np.diff(bounds).max(initial=0))
+    r = options.block_rows
+    io.set(f"{base}/{FRAGMENT_ATTRIBUTES}/zarr.json", group_metadata({}))
+    for name, values in columns.items():
+        layout = RowLayout(values.dtype, values.shape[1:], r, round_up(longest, r), options.blosc())
+        write_chunk_array(
+            io,
+            f"{base}/{FRAGMENT_ATTRIBUTES}/{name}",
+            grid,
+            runs.chunk_grid,
+            [values[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)],
+            layout,
+            {"zv_array": "fragment_attribute", "name": name},
+            shard_chunks=options.shard_shape(grid.ndim),
+        )
+
+
+def _write_global(
+    io: StoreIO,
+    path: str,
+    data: np.ndarray,
+    fill: int,
+    tag: dict[str, Any],
+    *,
+    compressed: bool = True,
+    rows: int = 65536,
+) -> None:
+    chunks = (max(1, min(rows, data.shape[0])), *data.shape[1:])
+    write_global_array(io, path, data, chunks, fill, tag, compressed=compressed)
+
+
+def write_global(io: StoreIO, path: str, data: np.ndarray, fill: int, tag: dict[str, Any]) -> None:
+    """Write a whole global (unsharded) array as the one-shot writer does (spec §9.9-9.13)."""
+    _write_global(io, path, data, fill, tag)
+
+
+def _write_object_index(io: StoreIO, base: str, table: ObjectTable, runs: Runs, ndim: int) -> None:
+    write_object_index(
+        io,
+        base,
+        (runs.run_object, runs.chunk_grid[runs.run_chunk], runs.run_fragment),
+        table.n_objects,
+        ndim,
+    )
+
+
+def write_object_index(
+    io: StoreIO,
+    base: str,
+    refs: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_objects: int,
+    ndim: int,
+) -> None:
+    """Write ``object_index`` from ``(object, chunk grid index, fragment)`` references (§7).
+
+    References are sorted by object, in traversal order (see
+    :func:`~zarr_vectors.format.manifest.encode_object_index_bulk`).
+    """
+    data, offsets = encode_object_index_bulk(refs[0], refs[1], refs[2], n_objects)
+    path = f"{base}/{OBJECT_INDEX}"
+    io.set(
+        f"{path}/zarr.json",
+        group_metadata({"zv_array": OBJECT_INDEX, "num_objects": n_objects, "sid_ndim": ndim}),
+    )
+    _write_global(
+        io,
+        f"{path}/data",
+        data,
+        0,
+        {"zv_array": "object_index_data"},
+        compressed=False,
+        rows=1 << 20,
+    )
+    _write_global(
+        io, f"{path}/offsets", offsets, 0, {"zv_array": "object_index_offsets"}, compressed=False
+    )
+
+
+def _write_object_columns(io: StoreIO, base: str, table: ObjectTable, cross: np.ndarray) -> None:
+    write_object_columns(io, base, table, cross)
+
+
+def write_object_columns(
+    io: StoreIO,
+    base: str,
+    table: ObjectTable,
+    cross: np.ndarray,
+) -> None:
+    """Write the per-object columns, ``cross_chunk_links`` and the groups (§9.9-9.11).
+
+    Only ``kind``, ``object_attributes``, ``object_ids`` and ``groups`` of ``table`` are used.
+    """
+    columns = dict(table.object_attributes)
+    if table.object_ids is not None:
+        columns[OBJECT_ID_ATTRIBUTE] = table.object_ids
+    if columns:
+        io.set(f"{base}/{OBJECT_ATTRIBUTES}/zarr.json", group_metadata({}))
+    for name, values in columns.items():
+        _write_global(
+            io,
+            f"{base}/{OBJECT_ATTRIBUTES}/{name}",
+            values,
+            0,
+            {"zv_array": "object_attribute", "name": name},
+        )
+    if table.kind != "mesh":
+        _write_global(
+            io,
+            f"{base}/{CROSS_CHUNK_LINKS}",
+            cross,
+            -1,
+            {"zv_array": CROSS_CHUNK_LINKS, "num_links": int(cross.shape[0]), "level_delta": 0},
+        )
+    if table.groups is not None and table.groups.members:
+        _write_groups(io, base, table.groups)
+
+
+def _write_groups(io: StoreIO, base: str, groups: Groups) -> None:
+    width = max(1, max(len(m) for m in groups.members))
+    table = np.full((len(groups.members), width), -1, dtype=np.int64)
+    for j, members in enumerate(groups.members):
+        table[j, : len(members)] = members
+    tag = {"zv_array": GROUPINGS, "num_groups": len(groups.members), "group_names": groups.names}
+    _write_global(io, f"{base}/{GROUPINGS}", table, -1, tag, rows=max(1, 65536 // width))
+    if groups.attributes:
+        io.set(f"{base}/{GROUPINGS_ATTRIBUTES}/zarr.json", group_metadata({}))
+    for name, values in groups.attributes.items():
+        _write_global(
+            io,
+            f"{base}/{GROUPINGS_ATTRIBUTES}/{name}",
+            values,
+            0,
+            {"zv_array": "groupings_attribute", "name": name},
+        )
+
+
+def write_objects(
+    store: StoreLike,
+    table: ObjectTable,
+    *,
+    chunk_shape: Any,
+    bin_shape: Any,
+    overwrite: bool,
+    options: WriteOptions | None,
+    progress: ProgressOption = None,
+) -> None:
+    """Write a store of objects (spec §10.3 to §10.8); input already validated.
+
+    ``progress`` reports the chunks written (``"write"``, see :mod:`zarr_vectors._progress`).
+
+    Raises
+    ------
+    InvalidInputError
+        For shapes that cannot be written; nothing is written then.
+    StoreExistsError
+        When the destination holds data and ``overwrite`` is false.
+    """
+    options = inputs.check_options(options, table.kind)
+    missing = [n for n in options.fragment_attributes if n not in table.object_attributes]
+    if missing:
+        raise InvalidInputError(
+            f"fragment_attributes names {missing[0]!r}, which is not an object attribute"
+        )
+    n, ndim = table.positions.shape
+    lo, hi = inputs.check_finite(table.positions)
+    bounds = None if n == 0 else (lo, hi)
+    sample = chunk_shapes.sample_for_default(table.positions, chunk_shape)
+    grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim, sample)
+    root = inputs.root_metadata(table.kind, grid, options, bounds, table.root_extra)
+    runs = cut_object_runs(table, grid, (lo, hi)) if n else empty_runs(ndim)
+    n_max = round_up(int(runs.rows.counts.max(initial=0)), options.block_rows)
+    links = level_links(table, runs, grid, n_max)
+    base = "0"
+    with progress_reporter(progress) as report, write_target(store, overwrite=overwrite) as io:
+        blobs = runs.vertex_blobs()
+        stats = write_level_vertices(
+            io,
+            0,
+            grid,
+            runs.rows,
+            (table.positions, table.vertex_attributes),
+            blobs,
+            options,
+            report,
+        )
+        _write_links(io, base, grid, runs, links, 3 if table.kind == "mesh" else 2, options)
+        _write_link_attributes(io, base, grid, runs, links, table, options)
+        _write_fragment_columns(io, base, grid, runs, table, options)
+        _write_object_index(io, base, table, runs, ndim)
+        _write_object_columns(io, base, table, links.cross)
+        level = LevelMetadata(
+            level=0,
+            bin_ratio=(1,) * ndim,
+            bin_shape=tuple(float(b) for b in grid.bin_shape),
+            vertex_count=stats.vertex_count,
+            chunk_count=stats.chunk_count,
+            object_count=table.n_objects,
+        )
+        commit_root(
+            io,
+            root,
+            level,
+            {
+                "geometry_type": table.kind,
+                "vertex_count": n,
+                "chunk_count": stats.chunk_count,
+                "object_count": table.n_objects,
+            },
+        )

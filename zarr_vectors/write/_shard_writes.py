@@ -1,0 +1,176 @@
+"""Writing the shards of per-chunk arrays: encoding in worker threads, batched writes, and
+assembling shards of several spatial chunks (spec §9.0, §9.0.1).
+
+The level writers (:mod:`zarr_vectors.write._pipeline`) and the merges
+(:mod:`zarr_vectors.update.merge_chunks`) hand every chunk's rows to a
+:class:`ShardAssembler`, which encodes them and gives whole shards to a :class:`Batcher`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from functools import partial
+
+import numpy as np
+
+from zarr_vectors.kernels import THREADS, shared_pool
+from zarr_vectors.store.io import StoreIO
+from zarr_vectors.store.shards import RowLayout, shard_key
+
+__all__ = ["Batcher", "ShardAssembler", "shard_major_order", "shards_of"]
+
+_FLUSH_BYTES = 64 * 2**20
+_LOCAL_FLUSH_BYTES = 8 * 2**20
+"""Local directories are written in smaller batches, so writing overlaps encoding."""
+_THREAD_MIN_BYTES = 256 * 2**10
+"""Shards encoded from less input are encoded by the caller: a thread costs more."""
+_PENDING_BYTES = 32 * 2**20
+"""Input bytes of shards being encoded at once, at most (about)."""
+_ENCODE_THREADS = THREADS
+
+
+class Batcher:
+    """Collects encoded shards and writes them in concurrent batches.
+
+    Large shards can be encoded in worker threads (:meth:`add_encoded`): compression
+    releases the GIL, so it runs beside the caller, which keeps preparing chunks and does
+    all the writing itself, in the order the shards were given. A value given ready
+    (:meth:`add`) takes its turn behind the shards still being encoded; the caller does
+    not wait for them. A worker only computes bytes; if the caller stops on an error,
+    nothing is written behind its back.
+    """
+
+    def __init__(self, io: StoreIO) -> None:
+        self.io = io
+        self.items: list[tuple[str, bytes]] = []
+        self.nbytes = 0
+        self.pending: deque[tuple[str, Future[bytes] | bytes, int]] = deque()
+        self.pending_nbytes = 0
+        self.local = io.is_local
+
+    def add(self, key: str, value: bytes) -> None:
+        """Write ``value`` at ``key`` (after the shards given before it)."""
+        if self.pending:
+            self._hold(key, value, len(value))
+        else:
+            self._collect(key, value)
+
+    def add_encoded(self, key: str, encode: Callable[[], bytes], nbytes: int) -> None:
+        """Write ``encode()`` at ``key``, encoding it in a worker thread when it is large.
+
+        ``nbytes`` is the size of the input ``encode`` reads (the bound on work in flight).
+        """
+        if nbytes < _THREAD_MIN_BYTES or _ENCODE_THREADS < 2:
+            self.add(key, encode())
+            return
+        pool = shared_pool("zv-encode", _ENCODE_THREADS)
+        self._hold(key, pool.submit(encode), nbytes)
+
+    def _hold(self, key: str, value: Future[bytes] | bytes, nbytes: int) -> None:
+        """Queue ``value`` (bytes, or a worker's future of them) behind the pending shards,
+        collecting the oldest while more than :data:`_PENDING_BYTES` are held."""
+        self.pending.append((key, value, nbytes))
+        self.pending_nbytes += nbytes
+        while self.pending_nbytes > _PENDING_BYTES and len(self.pending) > 1:
+            self._settle(1)
+
+    def _settle(self, count: int) -> None:
+        """Collect the ``count`` oldest pending shards, in order."""
+        for _ in range(count):
+            key, value, nbytes = self.pending.popleft()
+            self.pending_nbytes -= nbytes
+            self._collect(key, value.result() if isinstance(value, Future) else value)
+
+    def _collect(self, key: str, value: bytes) -> None:
+        self.items.append((key, value))
+        self.nbytes += len(value)
+        if self.nbytes >= (_LOCAL_FLUSH_BYTES if self.local else _FLUSH_BYTES):
+            self._write()
+
+    def _write(self) -> None:
+        self.io.set_many(self.items)
+        self.items, self.nbytes = [], 0
+
+    def flush(self) -> None:
+        """Write everything given so far."""
+        self._settle(len(self.pending))
+        self._write()
+
+
+def shard_major_order(
+    chunks: np.ndarray, shard_chunks: tuple[int, ...], *, descending: bool = False
+) -> np.ndarray:
+    """Order of ``chunks`` (``(m, D)`` grid indices) that visits them shard by shard.
+
+    Shards come in C order of their index (reversed if ``descending``: a store changed in
+    place then never loses a shard before it is read), and the chunks of a shard in C order
+    of their position inside it (spec §9.0.1). With one chunk per shard (``()``) the given
+    order.
+    """
+    if not shard_chunks:
+        return np.arange(len(chunks))
+    chunks = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), len(shard_chunks))
+    per = np.asarray(shard_chunks, dtype=np.int64)
+    shards = -(chunks // per) if descending else chunks // per
+    keys = np.concatenate([shards, chunks % per], axis=1)
+    return np.lexsort(keys.T[::-1])
+
+
+def shards_of(chunks: np.ndarray, shard_chunks: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The shard index of each of ``chunks`` (``(m, D)`` grid indices) with ``shard_chunks``
+    chunks per shard along each axis, as tuples (spec §9.0.1)."""
+    per = np.asarray(shard_chunks, dtype=np.int64)
+    grid = np.asarray(chunks, dtype=np.int64).reshape(-1, per.shape[0])
+    return [tuple(s) for s in (grid // per).tolist()]
+
+
+class ShardAssembler:
+    """Encodes the chunks of one per-chunk array and hands whole shards to a batcher.
+
+    With one chunk per shard every chunk is a shard of its own. With several (spec §9.0.1)
+    the encoded row blocks of a shard's chunks are held until a chunk of another shard
+    arrives, so the chunks must come shard by shard (:func:`shard_major_order`); at most one
+    shard per array is held at a time.
+    """
+
+    def __init__(self, batcher: Batcher, path: str, layout: RowLayout) -> None:
+        self.batcher, self.path, self.layout = batcher, path, layout
+        self.shard: tuple[int, ...] | None = None
+        self.parts: list[tuple[int, list[bytes]]] = []
+        self.written: set[tuple[int, ...]] = set()
+
+    def add(self, chunk: np.ndarray, rows: np.ndarray) -> None:
+        """Encode the ``n > 0`` rows of spatial chunk ``chunk`` (grid index)."""
+        layout = self.layout
+        if layout.chunks_per_shard == 1:
+            key = shard_key(self.path, chunk, len(layout.row_shape))
+            self.batcher.add_encoded(key, partial(layout.encode_shard, rows, key), rows.nbytes)
+            return
+        self._hold(chunk, layout.encode_blocks(rows))
+
+    def add_blocks(self, chunk: np.ndarray, blocks: list[bytes]) -> None:
+        """Store spatial chunk ``chunk`` from its row blocks, already encoded (an append
+        moves a chunk it does not change this way, see :meth:`RowLayout.chunk_blocks`)."""
+        self._hold(chunk, blocks)
+
+    def _hold(self, chunk: np.ndarray, blocks: list[bytes]) -> None:
+        """Keep a chunk's encoded blocks until its shard is complete."""
+        shard = tuple(int(s) for s in self.layout.shard_of(chunk))
+        if shard != self.shard:
+            self.flush()
+            if shard in self.written:
+                raise ValueError(f"{self.path}: chunks of shard {shard} did not come together")
+            self.shard = shard
+        self.parts.append((self.layout.local_chunk(chunk), blocks))
+
+    def flush(self) -> None:
+        """Hand the shard being assembled to the batcher."""
+        if self.shard is None or not self.parts:
+            return
+        parts = sorted(self.parts, key=lambda part: part[0])
+        key = shard_key(self.path, np.asarray(self.shard), len(self.layout.row_shape))
+        self.batcher.add(key, self.layout.assemble_shard(parts, key))
+        self.written.add(self.shard)
+        self.shard, self.parts = None, []
