@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from zarr.core.sync import sync
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
@@ -30,6 +29,7 @@ from zarr_vectors.query.point_queries import _box_row_runs, query_box
 from zarr_vectors.query.regions import BoxRegion
 from zarr_vectors.read.point_reads import RowRuns
 from zarr_vectors.read.reader import ChunkRows, LevelReader
+from zarr_vectors.store.zarr_adapter import sync
 
 EXTENT = 1000.0
 BOX = (np.array([301.7, 288.2, 310.4]), np.array([517.1, 503.6, 525.8]))  # ~1% of the volume

@@ -10,7 +10,7 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.write._pipeline import OBJECT_ROWS_PER_BLOCK, POINT_ROWS_PER_BLOCK
+from zarr_vectors.write.options import OBJECT_ROWS_PER_BLOCK, POINT_ROWS_PER_BLOCK
 
 
 def _inner_rows(store: MemoryStore, path: str) -> int:

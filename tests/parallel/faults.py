@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 from zarr.abc.store import Store
-from zarr.core.buffer import Buffer
 from zarr.storage import WrapperStore
+
+from zarr_vectors.store.zarr_adapter import Buffer
 
 
 def _die(marker: str, always: bool) -> bool:

@@ -12,7 +12,7 @@ import pytest
 
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.shards import RowLayout
-from zarr_vectors.write._pipeline import DEFAULT_BLOSC
+from zarr_vectors.write.options import DEFAULT_BLOSC
 
 
 def test_the_self_test_blocks_are_the_blocks_the_writer_makes() -> None:

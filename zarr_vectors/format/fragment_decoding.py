@@ -13,20 +13,20 @@ import numpy as np
 
 from zarr_vectors.errors import FragmentIndexError, InvalidInputError
 from zarr_vectors.format.fragments import (
-    _CSR_ZERO,
-    _HEADER,
-    _I64_MAX,
+    CSR_ZERO,
     FRAGMENT_INDEX_HEADER_NBYTES,
     FRAGMENT_INDEX_MAGIC,
     FRAGMENT_INDEX_VERSION,
+    HEADER,
+    I64_MAX,
     BytesLike,
     FragmentIndex,
     IntArray,
-    _all_range_prefix,
-    _bitmap_nbytes,
-    _byte_view,
-    _first,
-    _new_index,
+    all_range_prefix,
+    bitmap_nbytes,
+    byte_view,
+    first_true,
+    new_fragment_index,
 )
 
 __all__ = ["decode_dense_ranges", "decode_fragment_index"]
@@ -51,7 +51,7 @@ def _check_tail(mv: memoryview, end: int) -> None:
     if len(mv) > end:
         tail = np.frombuffer(mv, dtype=np.uint8, offset=end)
         if tail.any():
-            pos = end + _first(tail != 0)
+            pos = end + first_true(tail != 0)
             raise _fail(
                 pos,
                 f"non-zero trailing byte 0x{int(tail[pos - end]):02X} after the end of the "
@@ -62,7 +62,7 @@ def _check_tail(mv: memoryview, end: int) -> None:
 def _read_header(mv: memoryview) -> tuple[int, int]:
     """Validate the 16-byte header and return ``(F, R)``."""
     _need(len(mv), 0, FRAGMENT_INDEX_HEADER_NBYTES, "header")
-    magic, version, flags, n_frag, n_range = _HEADER.unpack_from(mv, 0)
+    magic, version, flags, n_frag, n_range = HEADER.unpack_from(mv, 0)
     if magic != FRAGMENT_INDEX_MAGIC:
         raise _fail(
             0,
@@ -97,19 +97,19 @@ def _decode_table(
     if n_range == 0:
         return starts, counts
     if (bad := starts < 0).any():
-        r = _first(bad)
+        r = first_true(bad)
         raise _fail(pos + 16 * r, f"range row {r}: start {int(starts[r])} is negative")
     if (bad := counts < 0).any():
-        r = _first(bad)
+        r = first_true(bad)
         raise _fail(pos + 16 * r + 8, f"range row {r}: count {int(counts[r])} is negative")
-    if (bad := counts > _I64_MAX - starts).any():
-        r = _first(bad)
+    if (bad := counts > I64_MAX - starts).any():
+        r = first_true(bad)
         raise _fail(
             pos + 16 * r,
             f"range row {r}: start {int(starts[r])} + count {int(counts[r])} overflows int64",
         )
     if n_rows is not None and (bad := starts + counts > n_rows).any():
-        r = _first(bad)
+        r = first_true(bad)
         raise _fail(
             pos + 16 * r,
             f"range row {r}: rows [{int(starts[r])}, {int(starts[r] + counts[r])}) "
@@ -145,7 +145,7 @@ def decode_fragment_index(buf: BytesLike, *, n_rows: int | None = None) -> Fragm
     InvalidInputError
         ``buf`` is an array of another dtype, or ``n_rows`` is negative.
     """
-    mv = _byte_view(buf)
+    mv = byte_view(buf)
     rows = _check_n_rows(n_rows)
     nbytes = len(mv)
     n_frag, n_range = _read_header(mv)
@@ -154,13 +154,13 @@ def decode_fragment_index(buf: BytesLike, *, n_rows: int | None = None) -> Fragm
         return FragmentIndex.empty()
 
     pos = FRAGMENT_INDEX_HEADER_NBYTES
-    bm_len = _bitmap_nbytes(n_frag)
+    bm_len = bitmap_nbytes(n_frag)
     _need(nbytes, pos, bm_len, f"range bitmap (F={n_frag})")
     bits = np.unpackbits(
         np.frombuffer(mv, dtype=np.uint8, count=bm_len, offset=pos), bitorder="little"
     )
     if (pad := bits[n_frag:]).any():
-        bit = n_frag + _first(pad != 0)
+        bit = n_frag + first_true(pad != 0)
         raise _fail(
             pos + bit // 8,
             f"bitmap padding bit {bit} is set; bits at and beyond F={n_frag} must be zero",
@@ -181,7 +181,7 @@ def decode_fragment_index(buf: BytesLike, *, n_rows: int | None = None) -> Fragm
     if offsets[0] != 0:
         raise _fail(pos, f"CSR offsets[0] = {int(offsets[0])}; expected 0")
     if n_expl and (dec := np.diff(offsets) < 0).any():
-        e = _first(dec) + 1
+        e = first_true(dec) + 1
         raise _fail(
             pos + 4 * e,
             f"CSR offsets decrease: offsets[{e}] = {int(offsets[e])} < "
@@ -194,10 +194,10 @@ def decode_fragment_index(buf: BytesLike, *, n_rows: int | None = None) -> Fragm
     indices = np.frombuffer(mv, dtype="<i8", count=n_idx, offset=pos).astype(np.int64)
     if n_idx:
         if (bad := indices < 0).any():
-            i = _first(bad)
+            i = first_true(bad)
             raise _fail(pos + 8 * i, f"CSR index {i} = {int(indices[i])} is negative")
         if rows is not None and (bad := indices >= rows).any():
-            i = _first(bad)
+            i = first_true(bad)
             raise _fail(
                 pos + 8 * i,
                 f"CSR index {i} = {int(indices[i])} outside the chunk's {rows} rows",
@@ -205,7 +205,7 @@ def decode_fragment_index(buf: BytesLike, *, n_rows: int | None = None) -> Fragm
     pos += 8 * n_idx
 
     _check_tail(mv, pos)
-    return _new_index(is_range, starts, counts, offsets, indices)
+    return new_fragment_index(is_range, starts, counts, offsets, indices)
 
 
 def decode_dense_ranges(buf: BytesLike, *, n_rows: int | None = None) -> tuple[IntArray, IntArray]:
@@ -236,11 +236,11 @@ def decode_dense_ranges(buf: BytesLike, *, n_rows: int | None = None) -> tuple[I
     InvalidInputError
         As :func:`decode_fragment_index`.
     """
-    mv = _byte_view(buf)
+    mv = byte_view(buf)
     rows = _check_n_rows(n_rows)
     nbytes = len(mv)
     if nbytes >= FRAGMENT_INDEX_HEADER_NBYTES:
-        magic, version, flags, n_frag, n_range = _HEADER.unpack_from(mv, 0)
+        magic, version, flags, n_frag, n_range = HEADER.unpack_from(mv, 0)
         if (
             magic == FRAGMENT_INDEX_MAGIC
             and version == FRAGMENT_INDEX_VERSION
@@ -249,12 +249,12 @@ def decode_dense_ranges(buf: BytesLike, *, n_rows: int | None = None) -> tuple[I
             and n_frag > 0
         ):
             # size check first: the prefix is only built (and cached) for a blob that fits
-            plen = FRAGMENT_INDEX_HEADER_NBYTES + _bitmap_nbytes(n_frag)
+            plen = FRAGMENT_INDEX_HEADER_NBYTES + bitmap_nbytes(n_frag)
             end = plen + 16 * n_frag + 4
             if (
                 end <= nbytes
-                and mv[:plen] == _all_range_prefix(n_frag)
-                and mv[end - 4 : end] == _CSR_ZERO
+                and mv[:plen] == all_range_prefix(n_frag)
+                and mv[end - 4 : end] == CSR_ZERO
             ):
                 table = np.frombuffer(mv, dtype="<i8", count=2 * n_frag, offset=plen)
                 starts = table[0::2].astype(np.int64)

@@ -13,15 +13,15 @@ import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragments import (
-    _I64_MAX,
-    _U32_MAX,
     FRAGMENT_INDEX_HEADER_NBYTES,
+    I64_MAX,
+    U32_MAX,
     FragmentIndex,
     IntArray,
-    _all_range_prefix,
-    _as_int64_vector,
-    _check_ranges,
-    _encode_all_ranges,
+    all_range_prefix,
+    as_int64_vector,
+    check_ranges,
+    encode_all_ranges,
     fragment_index_nbytes,
 )
 
@@ -47,7 +47,7 @@ def encode_dense_ranges(starts: npt.ArrayLike, counts: npt.ArrayLike) -> bytes:
         As :meth:`FragmentIndex.from_ranges`.
     """
     index = FragmentIndex.from_ranges(starts, counts)
-    return _encode_all_ranges(index.range_starts, index.range_counts)
+    return encode_all_ranges(index.range_starts, index.range_counts)
 
 
 def encode_dense_ranges_batch(
@@ -79,12 +79,12 @@ def encode_dense_ranges_batch(
             f"starts and counts must be 2-D of equal shape, got {s.shape} and {c.shape}"
         )
     n_blob, n_frag = s.shape
-    flat_s = _as_int64_vector("starts", s.reshape(-1))
-    flat_c = _as_int64_vector("counts", c.reshape(-1))
-    if n_frag > _U32_MAX:
+    flat_s = as_int64_vector("starts", s.reshape(-1))
+    flat_c = as_int64_vector("counts", c.reshape(-1))
+    if n_frag > U32_MAX:
         raise InvalidInputError(f"{n_frag} fragments exceed the uint32 limit of spec §6")
-    _check_ranges(flat_s, flat_c, "flat range")
-    prefix = np.frombuffer(_all_range_prefix(n_frag), dtype=np.uint8)
+    check_ranges(flat_s, flat_c, "flat range")
+    prefix = np.frombuffer(all_range_prefix(n_frag), dtype=np.uint8)
     size = fragment_index_nbytes(n_frag, n_frag, 0)
     out = np.zeros((n_blob, size), dtype=np.uint8)
     out[:, : prefix.size] = prefix
@@ -133,14 +133,14 @@ def encode_ranges_ragged(
     sizes = np.diff(edges)
     if edges.size < 1 or edges[0] != 0 or edges[-1] != n or (sizes.size and sizes.min() < 0):
         raise InvalidInputError(f"bounds must rise from 0 to {n}")
-    if sizes.size and int(sizes.max()) > _U32_MAX:
+    if sizes.size and int(sizes.max()) > U32_MAX:
         raise InvalidInputError("a blob's fragments exceed the uint32 limit of spec §6")
     if n and (
         int(flat_s.min()) < 0
         or int(flat_c.min()) < 0
-        or int(flat_s.max()) + int(flat_c.max()) > _I64_MAX
+        or int(flat_s.max()) + int(flat_c.max()) > I64_MAX
     ):
-        _check_ranges(flat_s, flat_c, "range")
+        check_ranges(flat_s, flat_c, "range")
     # every blob is written straight into one buffer (no intermediate bytes objects)
     prefix_nbytes = FRAGMENT_INDEX_HEADER_NBYTES + ((sizes + 7) // 8 + 7) // 8 * 8
     nbytes = np.where(sizes > 0, prefix_nbytes + 16 * sizes + 4, FRAGMENT_INDEX_HEADER_NBYTES)
@@ -151,7 +151,7 @@ def encode_ranges_ragged(
         edges[:-1].tolist(), edges[1:].tolist(), ends.tolist(), nbytes.tolist(), strict=True
     ):
         blob = out[end - size : end]
-        prefix = _all_range_prefix(b - a)
+        prefix = all_range_prefix(b - a)
         blob[: len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
         if b > a:
             table = blob[len(prefix) : len(prefix) + 16 * (b - a)].view("<i8").reshape(b - a, 2)
@@ -166,4 +166,4 @@ def _int64_view(name: str, values: npt.ArrayLike) -> IntArray:
     arr = np.asarray(values)
     if arr.dtype == np.int64 and arr.ndim == 1:
         return arr
-    return _as_int64_vector(name, arr)
+    return as_int64_vector(name, arr)

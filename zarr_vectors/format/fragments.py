@@ -66,16 +66,20 @@ FRAGMENT_INDEX_VERSION: Final[int] = 1
 FRAGMENT_INDEX_HEADER_NBYTES: Final[int] = 16
 """Size of the header; also the complete size of a blob with no fragment."""
 
-_HEADER: Final = struct.Struct("<IHHII")
-_U32_MAX: Final[int] = 0xFFFFFFFF
-_I64_MAX: Final[int] = int(np.iinfo(np.int64).max)
-_CSR_ZERO: Final[bytes] = b"\x00\x00\x00\x00"
+# The names below (and the helpers after them without a leading underscore) are the shared
+# building blocks of the ZVFG codec: fragment_encoding, fragment_decoding and manifest use
+# them. They are public to the format package, not part of the library's API (``__all__``).
+HEADER: Final = struct.Struct("<IHHII")
+"""The ZVFG header: magic, version, flags, number of fragments, number of ranges (spec §6)."""
+U32_MAX: Final[int] = 0xFFFFFFFF
+I64_MAX: Final[int] = int(np.iinfo(np.int64).max)
+CSR_ZERO: Final[bytes] = b"\x00\x00\x00\x00"
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _byte_view(buf: BytesLike) -> memoryview:
+def byte_view(buf: BytesLike) -> memoryview:
     """Return a flat, contiguous, unsigned-byte memoryview of ``buf`` (no copy if possible)."""
     if isinstance(buf, np.ndarray):
         if buf.dtype != np.uint8:
@@ -89,7 +93,7 @@ def _byte_view(buf: BytesLike) -> memoryview:
     return mv.cast("B")
 
 
-def _bitmap_nbytes(n_fragments: int) -> int:
+def bitmap_nbytes(n_fragments: int) -> int:
     """Bitmap section length: ``ceil(F/8)`` rounded up to a multiple of 8 (0 when F == 0)."""
     return (((n_fragments + 7) // 8 + 7) // 8) * 8
 
@@ -106,7 +110,7 @@ _EMPTY_BOOL: Final[BoolArray] = np.zeros(0, dtype=np.bool_)
 _readonly(_EMPTY_BOOL)
 
 
-def _all_range_prefix(n_fragments: int) -> bytes:
+def all_range_prefix(n_fragments: int) -> bytes:
     """Header + bitmap of a blob whose ``n_fragments`` fragments are all ranges."""
     if n_fragments <= 4096:  # the usual bins-per-chunk sizes are cached
         return _cached_all_range_prefix(n_fragments)
@@ -119,8 +123,8 @@ def _cached_all_range_prefix(n_fragments: int) -> bytes:
 
 
 def _build_all_range_prefix(n_fragments: int) -> bytes:
-    header = _HEADER.pack(FRAGMENT_INDEX_MAGIC, FRAGMENT_INDEX_VERSION, 0, n_fragments, n_fragments)
-    bitmap = bytearray(_bitmap_nbytes(n_fragments))
+    header = HEADER.pack(FRAGMENT_INDEX_MAGIC, FRAGMENT_INDEX_VERSION, 0, n_fragments, n_fragments)
+    bitmap = bytearray(bitmap_nbytes(n_fragments))
     full, rest = divmod(n_fragments, 8)
     bitmap[:full] = b"\xff" * full
     if rest:
@@ -128,7 +132,7 @@ def _build_all_range_prefix(n_fragments: int) -> bytes:
     return header + bytes(bitmap)
 
 
-def _as_int64_vector(name: str, values: npt.ArrayLike) -> IntArray:
+def as_int64_vector(name: str, values: npt.ArrayLike) -> IntArray:
     """Copy ``values`` into a fresh 1-D int64 array, rejecting non-integer input."""
     arr = np.asarray(values)
     if arr.ndim != 1:
@@ -137,17 +141,17 @@ def _as_int64_vector(name: str, values: npt.ArrayLike) -> IntArray:
         return np.zeros(0, dtype=np.int64)
     if arr.dtype.kind not in "iu":
         raise InvalidInputError(f"{name} must hold integers, got dtype {arr.dtype}")
-    if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8 and int(arr.max()) > _I64_MAX:
+    if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8 and int(arr.max()) > I64_MAX:
         raise InvalidInputError(f"{name} holds a value above the int64 maximum")
     return arr.astype(np.int64, copy=True)
 
 
-def _first(mask: npt.NDArray[np.bool_]) -> int:
+def first_true(mask: npt.NDArray[np.bool_]) -> int:
     """Position of the first True of a mask known to contain one."""
     return int(np.argmax(mask))
 
 
-def _check_ranges(starts: IntArray, counts: IntArray, what: str) -> None:
+def check_ranges(starts: IntArray, counts: IntArray, what: str) -> None:
     """Raise InvalidInputError for negative starts/counts or ``start + count`` overflow."""
     if starts.size == 0:
         return
@@ -155,19 +159,19 @@ def _check_ranges(starts: IntArray, counts: IntArray, what: str) -> None:
     if int((starts | counts | (starts + counts)).min()) >= 0:
         return
     if (neg := starts < 0).any():
-        i = _first(neg)
+        i = first_true(neg)
         raise InvalidInputError(f"{what} {i}: start {int(starts[i])} is negative")
     if (neg := counts < 0).any():
-        i = _first(neg)
+        i = first_true(neg)
         raise InvalidInputError(f"{what} {i}: count {int(counts[i])} is negative")
-    if (ovf := counts > _I64_MAX - starts).any():
-        i = _first(ovf)
+    if (ovf := counts > I64_MAX - starts).any():
+        i = first_true(ovf)
         raise InvalidInputError(
             f"{what} {i}: start {int(starts[i])} + count {int(counts[i])} overflows int64"
         )
 
 
-def _new_index(
+def new_fragment_index(
     is_range: BoolArray,
     range_starts: IntArray,
     range_counts: IntArray,
@@ -234,13 +238,13 @@ class FragmentIndex:
                 f"dtype {is_range.dtype}"
             )
         is_range = is_range.astype(np.bool_, copy=True)
-        starts = _as_int64_vector("range_starts", self.range_starts)
-        counts = _as_int64_vector("range_counts", self.range_counts)
-        offsets = _as_int64_vector("csr_offsets", self.csr_offsets)
-        indices = _as_int64_vector("csr_indices", self.csr_indices)
+        starts = as_int64_vector("range_starts", self.range_starts)
+        counts = as_int64_vector("range_counts", self.range_counts)
+        offsets = as_int64_vector("csr_offsets", self.csr_offsets)
+        indices = as_int64_vector("csr_indices", self.csr_indices)
         n_frag = is_range.size
         n_range = int(np.count_nonzero(is_range))
-        if n_frag > _U32_MAX:
+        if n_frag > U32_MAX:
             raise InvalidInputError(f"{n_frag} fragments exceed the uint32 limit of spec §6")
         if starts.size != n_range or counts.size != n_range:
             raise InvalidInputError(
@@ -255,19 +259,19 @@ class FragmentIndex:
         if offsets[0] != 0:
             raise InvalidInputError(f"csr_offsets[0] must be 0, got {int(offsets[0])}")
         if (dec := np.diff(offsets) < 0).any():
-            i = _first(dec) + 1
+            i = first_true(dec) + 1
             raise InvalidInputError(f"csr_offsets decreases at entry {i}")
         if int(offsets[-1]) != indices.size:
             raise InvalidInputError(
                 f"csr_offsets[-1] = {int(offsets[-1])} but csr_indices has {indices.size} entries"
             )
-        if indices.size > _U32_MAX:
+        if indices.size > U32_MAX:
             raise InvalidInputError(
                 f"{indices.size} explicit row indices exceed the uint32 limit of spec §6"
             )
-        _check_ranges(starts, counts, "range")
+        check_ranges(starts, counts, "range")
         if indices.size and (neg := indices < 0).any():
-            i = _first(neg)
+            i = first_true(neg)
             raise InvalidInputError(f"csr_indices[{i}] = {int(indices[i])} is negative")
         for name, arr in (
             ("is_range", is_range),
@@ -290,7 +294,7 @@ class FragmentIndex:
         FragmentIndex
             ``F == 0``.
         """
-        return _new_index(_EMPTY_BOOL, _EMPTY_I64, _EMPTY_I64, _ZERO_OFFSETS, _EMPTY_I64)
+        return new_fragment_index(_EMPTY_BOOL, _EMPTY_I64, _EMPTY_I64, _ZERO_OFFSETS, _EMPTY_I64)
 
     @classmethod
     def from_ranges(cls, starts: npt.ArrayLike, counts: npt.ArrayLike) -> FragmentIndex:
@@ -314,14 +318,14 @@ class FragmentIndex:
             Shapes differ, non-integer input, negative values, ``start + count`` overflows
             int64, or ``F`` exceeds the uint32 limit.
         """
-        s = _as_int64_vector("starts", starts)
-        c = _as_int64_vector("counts", counts)
+        s = as_int64_vector("starts", starts)
+        c = as_int64_vector("counts", counts)
         if s.size != c.size:
             raise InvalidInputError(f"starts has {s.size} entries but counts has {c.size}")
-        if s.size > _U32_MAX:
+        if s.size > U32_MAX:
             raise InvalidInputError(f"{s.size} fragments exceed the uint32 limit of spec §6")
-        _check_ranges(s, c, "range")
-        return _new_index(np.ones(s.size, dtype=np.bool_), s, c, _ZERO_OFFSETS, _EMPTY_I64)
+        check_ranges(s, c, "range")
+        return new_fragment_index(np.ones(s.size, dtype=np.bool_), s, c, _ZERO_OFFSETS, _EMPTY_I64)
 
     @classmethod
     def from_fragments(cls, frags: Sequence[tuple[int, int] | npt.ArrayLike]) -> FragmentIndex:
@@ -362,7 +366,7 @@ class FragmentIndex:
                     raise InvalidInputError(
                         f"fragment {pos}: (start, count) must be integers, got {item!r}"
                     ) from exc
-                if start < 0 or count < 0 or start > _I64_MAX - count:
+                if start < 0 or count < 0 or start > I64_MAX - count:
                     raise InvalidInputError(
                         f"fragment {pos}: range (start={start}, count={count}) must have "
                         "non-negative start and count and end within int64"
@@ -371,7 +375,7 @@ class FragmentIndex:
                 starts.append(start)
                 counts.append(count)
                 continue
-            rows = _as_int64_vector(f"fragment {pos}", item)
+            rows = as_int64_vector(f"fragment {pos}", item)
             n = rows.size
             if n and int(rows.min()) < 0:
                 raise InvalidInputError(f"fragment {pos}: row indices must be >= 0")
@@ -383,14 +387,14 @@ class FragmentIndex:
                 is_range.append(False)
                 lengths.append(n)
                 explicit.append(rows)
-        if len(is_range) > _U32_MAX:
+        if len(is_range) > U32_MAX:
             raise InvalidInputError(f"{len(is_range)} fragments exceed the uint32 limit")
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum(np.array(lengths, dtype=np.int64))
-        if int(offsets[-1]) > _U32_MAX:
+        if int(offsets[-1]) > U32_MAX:
             raise InvalidInputError("explicit fragments hold more than 2**32 - 1 rows in total")
         indices = np.concatenate(explicit) if explicit else np.zeros(0, dtype=np.int64)
-        return _new_index(
+        return new_fragment_index(
             np.array(is_range, dtype=np.bool_),
             np.array(starts, dtype=np.int64),
             np.array(counts, dtype=np.int64),
@@ -436,7 +440,7 @@ class FragmentIndex:
 
     def _check_fragment_ids(self, ids: IntArray) -> None:
         if ids.size and ((bad := (ids < 0) | (ids >= self.n_fragments)).any()):
-            f = int(ids[_first(bad)])
+            f = int(ids[first_true(bad)])
             raise FragmentIndexError(
                 f"fragment id {f} out of range: this chunk has F={self.n_fragments} fragments"
             )
@@ -492,7 +496,7 @@ class FragmentIndex:
         InvalidInputError
             ``fragments`` is not a 1-D integer array.
         """
-        ids = _as_int64_vector("fragments", np.ravel(np.asarray(fragments)))
+        ids = as_int64_vector("fragments", np.ravel(np.asarray(fragments)))
         self._check_fragment_ids(ids)
         if ids.size == 0:
             return np.zeros(0, dtype=np.int64)
@@ -546,7 +550,7 @@ class FragmentIndex:
             Some fragment is explicit.
         """
         if not self.all_ranges:
-            first = _first(~self.is_range)
+            first = first_true(~self.is_range)
             raise FragmentIndexError(
                 f"fragment {first} is explicit ({self.n_explicit} of {self.n_fragments} "
                 "fragments are); per-fragment (starts, counts) exist only when every "
@@ -570,12 +574,12 @@ class FragmentIndex:
         """
         n_frag = self.n_fragments
         if n_frag == 0:
-            return _HEADER.pack(FRAGMENT_INDEX_MAGIC, FRAGMENT_INDEX_VERSION, 0, 0, 0)
+            return HEADER.pack(FRAGMENT_INDEX_MAGIC, FRAGMENT_INDEX_VERSION, 0, 0, 0)
         if self.all_ranges:
-            return _encode_all_ranges(self.range_starts, self.range_counts)
+            return encode_all_ranges(self.range_starts, self.range_counts)
         n_range = self.n_ranges
-        header = _HEADER.pack(FRAGMENT_INDEX_MAGIC, FRAGMENT_INDEX_VERSION, 0, n_frag, n_range)
-        bitmap = np.zeros(_bitmap_nbytes(n_frag), dtype=np.uint8)
+        header = HEADER.pack(FRAGMENT_INDEX_MAGIC, FRAGMENT_INDEX_VERSION, 0, n_frag, n_range)
+        bitmap = np.zeros(bitmap_nbytes(n_frag), dtype=np.uint8)
         packed = np.packbits(self.is_range, bitorder="little")
         bitmap[: packed.size] = packed
         table = np.empty((n_range, 2), dtype="<i8")
@@ -643,18 +647,18 @@ def fragment_index_nbytes(n_fragments: int, n_ranges: int, n_explicit_rows: int)
         if t:
             raise InvalidInputError(f"F=0 but T={t} explicit rows")
         return FRAGMENT_INDEX_HEADER_NBYTES
-    return FRAGMENT_INDEX_HEADER_NBYTES + _bitmap_nbytes(f) + 16 * r + 4 * (f - r + 1) + 8 * t
+    return FRAGMENT_INDEX_HEADER_NBYTES + bitmap_nbytes(f) + 16 * r + 4 * (f - r + 1) + 8 * t
 
 
-def _encode_all_ranges(starts: IntArray, counts: IntArray) -> bytes:
+def encode_all_ranges(starts: IntArray, counts: IntArray) -> bytes:
     """Blob of validated per-fragment ranges (every fragment a range)."""
     n_frag = starts.size
     if n_frag == 0:
-        return _all_range_prefix(0)
+        return all_range_prefix(0)
     table = np.empty(2 * n_frag, dtype="<i8")
     table[0::2] = starts
     table[1::2] = counts
-    return b"".join((_all_range_prefix(n_frag), table.tobytes(), _CSR_ZERO))
+    return b"".join((all_range_prefix(n_frag), table.tobytes(), CSR_ZERO))
 
 
 def encode_fragment_index(index: FragmentIndex) -> bytes:

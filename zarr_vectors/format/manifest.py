@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError, ManifestError
-from zarr_vectors.format.fragments import BytesLike, _byte_view
+from zarr_vectors.format.fragments import BytesLike, byte_view
 from zarr_vectors.kernels.manifests import DEFAULT_MAX_REFS, decode_manifests, encode_manifests
 
 __all__ = [
@@ -265,7 +265,7 @@ def decode_manifest(buf: BytesLike, ndim: int) -> list[ManifestBlock]:
         ``ndim < 1`` or ``buf`` is an array of another dtype.
     """
     d = _check_ndim(ndim)
-    mv = _byte_view(buf)
+    mv = byte_view(buf)
     nbytes = len(mv)
     _need(nbytes, 0, 4, "block count")
     (n_blocks,) = _U32.unpack_from(mv, 0)
@@ -330,7 +330,7 @@ def encode_object_index(blobs: Sequence[BytesLike]) -> tuple[bytes, IntArray]:
     offsets : numpy.ndarray of int64, shape (n_objects,)
         ``offsets[i]`` is the byte offset of object ``i``'s blob in ``data``.
     """
-    views = [_byte_view(b) for b in blobs]
+    views = [byte_view(b) for b in blobs]
     offsets = np.zeros(len(views), dtype=np.int64)
     if len(views) > 1:
         offsets[1:] = np.cumsum(np.array([len(v) for v in views[:-1]], dtype=np.int64))
@@ -359,7 +359,7 @@ def split_object_index(data: BytesLike, offsets: npt.ArrayLike) -> list[memoryvi
         ``offsets`` is not 1-D integer, ``offsets[0] != 0``, offsets decrease or point
         past the end of ``data``, or ``data`` is non-empty while there is no object.
     """
-    mv = _byte_view(data)
+    mv = byte_view(data)
     nbytes = len(mv)
     off = np.asarray(offsets)
     if off.ndim != 1:

@@ -17,7 +17,6 @@ import numpy as np
 import zarr
 from zarr.abc.store import Store
 from zarr.codecs import BloscCodec, Crc32cCodec
-from zarr.core.sync import sync
 from zarr.storage import StorePath
 
 from zarr_vectors.errors import CorruptChunkError, MetadataError
@@ -25,6 +24,7 @@ from zarr_vectors.format.names import CROSS_CHUNK_LINKS, OBJECT_INDEX
 from zarr_vectors.format.place import CHUNK_TABLE_KEY
 from zarr_vectors.store.io import StoreIO, access_errors, json_bytes, scratch_store
 from zarr_vectors.store.shards import RowLayout
+from zarr_vectors.store.zarr_adapter import sync
 
 __all__ = [
     "counts_block",

@@ -24,8 +24,6 @@ from zarr.abc.store import (
     Store,
     SuffixByteRequest,
 )
-from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
-from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, MemoryStore, ZipStore
 
 from zarr_vectors._optional import require
@@ -40,6 +38,12 @@ from zarr_vectors.kernels import results_of, shared_pool
 from zarr_vectors.store.commit import describe_leftovers, recover
 from zarr_vectors.store.links import LocalTree, link_refusal, scan
 from zarr_vectors.store.versions import StoreVersion, changed_error, place_of
+from zarr_vectors.store.zarr_adapter import (
+    Buffer,
+    BufferPrototype,
+    default_buffer_prototype,
+    sync,
+)
 
 __all__ = [
     "ByteRange",

@@ -36,6 +36,7 @@ from zarr_vectors.kernels.row_blocks import (
     dense_blob_ranges,
     encode_blocks,
 )
+from zarr_vectors.store.crc32c_adapter import crc32c_function_address
 
 if TYPE_CHECKING:
     from zarr_vectors.store.shards import RowLayout
@@ -97,14 +98,8 @@ def native_block_functions() -> tuple[int, int] | None:
     Without one (or without the C extension of google-crc32c) None, and blocks are decoded
     one by one through the Python APIs.
     """
-    if getattr(google_crc32c, "implementation", None) != "c":
-        return None
-    try:
-        crc_lib = ctypes.CDLL(importlib.import_module("google_crc32c._crc32c").__file__)
-        crc = ctypes.cast(crc_lib.crc32c_value, ctypes.c_void_p).value
-    except (ImportError, OSError, AttributeError, TypeError):
-        return None
-    if not crc:
+    crc = crc32c_function_address()
+    if crc is None:
         return None
     for path in blosc_libraries():
         decompress = _blosc_function(path, "blosc_decompress_ctx")

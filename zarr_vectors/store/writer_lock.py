@@ -37,12 +37,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from zarr.abc.store import Store
-from zarr.core.sync import sync
 from zarr.storage import FsspecStore, MemoryStore
 
 from zarr_vectors.errors import ConcurrentWriteError
 from zarr_vectors.store.destination import normalized_destination
 from zarr_vectors.store.io import StoreIO, StoreLike, json_bytes, local_destination, local_root
+from zarr_vectors.store.zarr_adapter import sync
 
 __all__ = ["LOCK_TIMEOUT", "begin_in_place_change", "check_base", "lock_file", "writer_lock"]
 

@@ -6,8 +6,10 @@ writers consume it.
 
 Modules
 -------
+options
+    :class:`WriteOptions`, the settings every writer takes as ``options=``.
 _pipeline
-    :class:`WriteOptions` and the level writer: bins, blobs, fragment indexes, the root commit.
+    The level writer: bins, blobs, fragment indexes, the root commit.
 _shard_writes
     Shard assembly and batched writes of chunk keys.
 _inputs, _object_inputs
@@ -36,7 +38,6 @@ from zarr_vectors.write._pipeline import (
     DEFAULT_BLOSC,
     LevelStats,
     LevelWriter,
-    WriteOptions,
     bin_sorted_chunk,
     blob_layout,
     column_shapes,
@@ -48,6 +49,7 @@ from zarr_vectors.write._pipeline import (
     write_point_level,
 )
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
+from zarr_vectors.write.options import WriteOptions
 
 __all__ = [
     "WriteOptions",

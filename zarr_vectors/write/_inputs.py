@@ -21,7 +21,7 @@ from zarr_vectors.format.version import FORMAT_VERSION
 from zarr_vectors.kernels import bounds_and_nonfinite, chunk_coords
 from zarr_vectors.store.destination import check_overwrite
 from zarr_vectors.write._chunk_shapes import check_chunk_count, default_chunk_shape
-from zarr_vectors.write._pipeline import WriteOptions
+from zarr_vectors.write.options import WriteOptions
 
 _FLOAT32_EXACT = 2**24
 

@@ -1,0 +1,111 @@
+"""Write settings: :class:`WriteOptions`, the options every writer takes as ``options=``.
+
+The default row block sizes (``R``, spec §9.0) and the default Blosc settings of numeric row
+blocks live here with the options that choose between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.names import POINT_CLOUD
+
+__all__ = ["DEFAULT_BLOSC", "OBJECT_ROWS_PER_BLOCK", "POINT_ROWS_PER_BLOCK", "WriteOptions"]
+
+DEFAULT_BLOSC: dict[str, Any] = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
+POINT_ROWS_PER_BLOCK = 4096
+"""Default R of point clouds: a box query reads whole bins, thousands of rows at a time."""
+OBJECT_ROWS_PER_BLOCK = 1024
+"""Default R of object kinds: reading an object by id needs tens to hundreds of rows of a
+chunk, so smaller row blocks decode less that is not needed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteOptions:
+    """Less common write settings.
+
+    Attributes
+    ----------
+    axis_names
+        Names of the axes (default ``x, y, z, w`` truncated to ``D``).
+    axis_units
+        One unit for all axes or one per axis (UDUNITS-2 names such as ``"micrometer"``).
+        Every writer also takes it as ``units=``.
+    rows_per_block
+        ``R``: rows per inner chunk of every per-chunk array (spec §9.0). Default
+        :data:`POINT_ROWS_PER_BLOCK` for point clouds, :data:`OBJECT_ROWS_PER_BLOCK` for
+        object kinds.
+    compression
+        ``"blosc-lz4"`` (default, Blosc LZ4 with bit shuffle) or None for raw row blocks.
+    fragment_attributes
+        Object kinds: names of object attributes to copy to every fragment of the object
+        (opt-in ``fragment_attributes/<name>``, spec §9.5), so tools can filter rows of a
+        chunk by an object property without reading the manifests.
+    custom_metadata
+        A JSON object stored as the root key ``custom_metadata`` (spec §3.1), never
+        interpreted by readers (the converters record a source file's header there).
+    shard_chunks
+        Spatial chunks per shard (spec §9.0.1, format 1.1): one positive int for every
+        axis or one per axis. Fewer, larger storage objects and fewer requests, but a
+        shard is written whole (one writer per shard). None (default) or all ones: one
+        shard per spatial chunk, a format 1.0 store.
+    """
+
+    axis_names: tuple[str, ...] | None = None
+    axis_units: str | tuple[str, ...] = "unknown"
+    rows_per_block: int | None = None
+    compression: str | None = "blosc-lz4"
+    fragment_attributes: tuple[str, ...] = ()
+    custom_metadata: dict[str, Any] | None = None
+    shard_chunks: int | tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        values = (self.shard_chunks,) if isinstance(self.shard_chunks, int) else self.shard_chunks
+        if values is None:
+            return
+        if not isinstance(values, tuple | list) or not all(_positive_int(v) for v in values):
+            raise InvalidInputError(
+                f"shard_chunks must be a positive int or a tuple of them, got {self.shard_chunks!r}"
+            )
+
+    def shard_shape(self, ndim: int) -> tuple[int, ...]:
+        """Spatial chunks per shard along each of ``ndim`` axes; ``()`` for one per shard.
+
+        Raises
+        ------
+        InvalidInputError
+            When a tuple of ``shard_chunks`` does not have ``ndim`` entries.
+        """
+        value = self.shard_chunks
+        if value is None:
+            return ()
+        shape = (value,) * ndim if isinstance(value, int) else tuple(value)
+        if len(shape) != ndim:
+            raise InvalidInputError(f"shard_chunks needs {ndim} entries, got {value!r}")
+        return shape if any(s != 1 for s in shape) else ()
+
+    @property
+    def block_rows(self) -> int:
+        """``R`` once the kind's default is filled in (:func:`with_kind_defaults`)."""
+        if self.rows_per_block is None:
+            raise InvalidInputError("rows_per_block is not set; call with_kind_defaults first")
+        return self.rows_per_block
+
+    def with_kind_defaults(self, kind: str) -> WriteOptions:
+        """These options with the defaults of geometry ``kind`` filled in."""
+        if self.rows_per_block is not None:
+            return self
+        default = POINT_ROWS_PER_BLOCK if kind == POINT_CLOUD else OBJECT_ROWS_PER_BLOCK
+        return replace(self, rows_per_block=default)
+
+    def blosc(self) -> dict[str, Any] | None:
+        """Blosc settings of numeric row blocks, or None for uncompressed blocks."""
+        return None if self.compression is None else DEFAULT_BLOSC
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool) and bool(value > 0)
