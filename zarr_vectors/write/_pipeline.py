@@ -44,10 +44,17 @@ from zarr_vectors.store.arrays import (
 from zarr_vectors.store.io import StoreIO, json_bytes
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order
-from zarr_vectors.write.options import DEFAULT_BLOSC, WriteOptions
+from zarr_vectors.write.options import (  # defined there; still importable from here
+    DEFAULT_BLOSC,
+    OBJECT_ROWS_PER_BLOCK,
+    POINT_ROWS_PER_BLOCK,
+    WriteOptions,
+)
 
 __all__ = [
     "DEFAULT_BLOSC",
+    "OBJECT_ROWS_PER_BLOCK",
+    "POINT_ROWS_PER_BLOCK",
     "ChunkedRows",
     "Batcher",
     "ColumnSpec",
