@@ -1,5 +1,5 @@
 """Reads run ahead in one background thread, in order, within their byte limit, and none
-outlives the iterator (geometry._read_ahead)."""
+outlives the iterator (update._read_ahead)."""
 
 from __future__ import annotations
 

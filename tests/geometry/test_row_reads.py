@@ -1,4 +1,4 @@
-"""Row runs of chunks read by many columns at once (geometry.row_reads).
+"""Row runs of chunks read by many columns at once (read.row_reads).
 
 A local store's shards are read by the thread that decodes them, and large reads share
 their shards with the helper thread: the rows must land where a one-thread read puts them,

@@ -1,4 +1,4 @@
-"""The shard index cache of a level (geometry.shard_indexes): one fetch per shard, and each
+"""The shard index cache of a level (read.shard_indexes): one fetch per shard, and each
 chunk's own entries out of a shard of several chunks (spec §9.0.1)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The batcher that orders and writes encoded shards (geometry._shard_writes.Batcher)."""
+"""The batcher that orders and writes encoded shards (write._shard_writes.Batcher)."""
 
 from __future__ import annotations
 
