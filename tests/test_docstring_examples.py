@@ -67,14 +67,27 @@ def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("name", _module_names())
-def test_module_examples_run(name: str, private_tempdir: Path) -> None:
-    module = importlib.import_module(name)
+def _run_examples(module: ModuleType) -> doctest.TestResults:
+    """Run every example of ``module`` (failures are printed, pytest shows them)."""
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     for test in _doctests(module):
         runner.run(test)
-    results = runner.summarize(verbose=False)
+    return runner.summarize(verbose=False)
+
+
+@pytest.mark.parametrize("name", _module_names())
+def test_module_examples_run(name: str, private_tempdir: Path) -> None:
+    results = _run_examples(importlib.import_module(name))
     assert results.failed == 0, f"{results.failed} of {results.attempted} examples in {name} failed"
+
+
+def test_a_wrong_example_fails() -> None:
+    module = ModuleType("wrong_example")
+    exec(
+        'def two() -> int:\n    """Two.\n\n    >>> two()\n    3\n    """\n    return 2\n',
+        module.__dict__,
+    )
+    assert _run_examples(module) == (1, 1)
 
 
 def _public_callables() -> list[tuple[str, object]]:
