@@ -237,6 +237,22 @@ class VectorStore:
     so no answer mixes two versions); open the store again to read its new version, or open
     it with ``refresh=True`` to have reads do that. Properties read at open (``bounds``,
     ``vertex_count``...) describe the version the handle reads.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> xyz = np.array([[1, 1, 1], [12, 3, 4], [25, 25, 25], [30, 8, 2]], dtype=np.float32)
+    >>> zv.write_points(path, xyz, chunk_shape=10.0, attributes={"volume": np.arange(4.0)})
+    >>> store = zv.open(path)
+    >>> store.geometry_type, store.spatial_dims, store.vertex_count, store.chunk_count
+    ('point_cloud', 3, 4, 4)
+    >>> store.chunk_shape, store.grid_shape, store.attribute_names
+    ((10.0, 10.0, 10.0), (4, 3, 3), ['volume'])
+    >>> store.bounds
+    ((1.0, 1.0, 1.0), (30.0, 25.0, 25.0))
     """
 
     def __init__(
@@ -412,7 +428,28 @@ class VectorStore:
 
     @_data_read
     def object_attribute(self, name: str) -> np.ndarray:
-        """One per-object attribute for every object, in the order of :attr:`object_ids`."""
+        """One per-object attribute for every object, in the order of :attr:`object_ids`.
+
+        Raises
+        ------
+        ObjectNotFoundError
+            When the store has no object attribute ``name``.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+        >>> lines = [np.array([[0, 0, 0], [5, 5, 5.0]]), np.array([[20, 0, 0], [20, 9, 0.0]])]
+        >>> zv.write_polylines(path, lines, chunk_shape=10.0, object_ids=[7, 9],
+        ...                    object_attributes={"weight": np.array([0.5, 2.0])})
+        >>> store = zv.open(path)
+        >>> store.object_ids, store.object_attribute_names
+        (array([7, 9]), ['weight'])
+        >>> store.object_attribute("weight")
+        array([0.5, 2. ])
+        """
         names = self.object_attribute_names
         if name not in names:
             raise ObjectNotFoundError(f"no object attribute {name!r}; the store has {names}")
@@ -448,6 +485,20 @@ class VectorStore:
             (default) on a terminal or in Jupyter, True always, False never, or a callable
             ``progress(stage, done, total)``. Object stores report the read as one step
             (``"read objects"``).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> xyz = np.array([[25, 5, 5], [1, 2, 3], [12, 3, 4]], dtype=np.float32)
+        >>> zv.write_points(path, xyz, chunk_shape=10.0)
+        >>> everything = zv.open(path).read()
+        >>> len(everything), everything.positions.dtype
+        (3, dtype('float32'))
+        >>> everything.positions.tolist()   # in storage order: chunk by chunk
+        [[1.0, 2.0, 3.0], [12.0, 3.0, 4.0], [25.0, 5.0, 5.0]]
         """
         with progress_reporter(progress) as report:
             if not self.is_object_store:
@@ -475,6 +526,21 @@ class VectorStore:
             When ``ids`` are not integers, or the store is a point cloud.
         ObjectNotFoundError
             When an id is not an object of the store.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+        >>> lines = [np.array([[0, 0, 0], [5, 5, 5.0]]),
+        ...          np.array([[20, 0, 0], [20, 9, 0], [25, 9, 0.0]])]
+        >>> zv.write_polylines(path, lines, chunk_shape=10.0)
+        >>> found = zv.open(path).read_objects([1, 0])
+        >>> found.object_ids, found.offsets
+        (array([1, 0]), array([0, 3, 5]))
+        >>> found.positions[:3].tolist()
+        [[20.0, 0.0, 0.0], [20.0, 9.0, 0.0], [25.0, 9.0, 0.0]]
         """
         objects = self._objects
         return objects.read(objects.dense_ids(ids))
@@ -503,6 +569,36 @@ class VectorStore:
         QueryResult
             Point clouds: exactly the vertices in the box. Object kinds: the objects with at
             least one vertex in the box, in ascending storage order, whole or clipped.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> xyz = np.array([[1, 1, 1], [10, 10, 10], [12, 3, 4], [25, 25, 25]], dtype=np.float32)
+        >>> zv.write_points(path, xyz, chunk_shape=10.0)
+        >>> store = zv.open(path)
+        >>> store.query(([0, 0, 0], [10, 10, 10])).positions.tolist()   # hi is excluded
+        [[1.0, 1.0, 1.0]]
+        >>> len(store.query(([0, 0, 0], [np.inf, 20, 20])))             # inf: unbounded
+        3
+
+        Object stores return whole objects, clipped ones or a group's:
+
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+        >>> lines = [np.array([[0, 0, 0], [5, 5, 5], [15, 5, 5.0]]),
+        ...          np.array([[20, 0, 0], [20, 9, 0.0]])]
+        >>> zv.write_polylines(path, lines, chunk_shape=10.0, groups={"left": [0]})
+        >>> lines_store = zv.open(path)
+        >>> whole = lines_store.query(([0, 0, 0], [10, 10, 10]))
+        >>> whole.object_ids, len(whole)
+        (array([0]), 3)
+        >>> clipped = lines_store.query(([0, 0, 0], [10, 10, 10]), clip=True)
+        >>> len(clipped), clipped.edges.tolist()
+        (2, [[0, 1]])
+        >>> lines_store.query(group="left").object_ids
+        array([0])
         """
         self._check_object_options(group, clip)
         if not self.is_object_store and bbox is None:
@@ -567,10 +663,20 @@ class VectorStore:
 
         Examples
         --------
-        ::
-
-            hits = store.query_polygon([(0, 0), (100, 0), (50, 80)], ranges={"z": (0, 10)})
-            side = store.query_polygon(shapely.box(0, 0, 5, 5), plane=("x", "z"))
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import shapely
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> xyz = np.array([[10, 10, 5], [50, 10, 5], [50, 10, 20], [90, 70, 5]], dtype=np.float32)
+        >>> zv.write_points(path, xyz, chunk_shape=50.0)
+        >>> store = zv.open(path)
+        >>> hits = store.query_polygon([(0, 0), (100, 0), (50, 80)], ranges={"z": (0, 10)})
+        >>> hits.positions.tolist()
+        [[10.0, 10.0, 5.0], [50.0, 10.0, 5.0]]
+        >>> side = store.query_polygon(shapely.box(40, 0, 60, 30), plane=("x", "z"))
+        >>> len(side)
+        2
         """
         region = polygon_region(
             polygon, self.spatial_dims, plane=plane, ranges=ranges, axis_names=self.axis_names
@@ -610,9 +716,15 @@ class VectorStore:
 
         Examples
         --------
-        ::
-
-            near = store.query_sphere([500.0, 500.0, 500.0], 25.0)
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> xyz = np.array([[500, 500, 500], [520, 500, 500], [530, 500, 500]], dtype=np.float32)
+        >>> zv.write_points(path, xyz, chunk_shape=100.0)
+        >>> near = zv.open(path).query_sphere([500.0, 500.0, 500.0], 25.0)
+        >>> near.positions[:, 0].tolist()
+        [500.0, 520.0]
         """
         return self._query_region(ball_region(center, radius, self.spatial_dims), group, clip)
 
@@ -678,6 +790,20 @@ class VectorStore:
         arrays gives exactly :meth:`query` of the same box (None: :meth:`read`), row for
         row. Tasks reopen the store, so they also run on ``dask.distributed`` workers. See
         :mod:`zarr_vectors.query.lazy`; needs the ``distributed`` extra.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> xyz = np.array([[1, 1, 1], [12, 3, 4], [25, 25, 25], [30, 8, 2]], dtype=np.float32)
+        >>> zv.write_points(path, xyz, chunk_shape=10.0)
+        >>> lazy = zv.open(path).to_dask(([0, 0, 0], [20, 20, 20]))
+        >>> lazy.positions.numblocks   # one block per occupied chunk in the box
+        (2, 1)
+        >>> lazy.compute(scheduler="synchronous").positions.tolist()
+        [[1.0, 1.0, 1.0], [12.0, 3.0, 4.0]]
         """
         return lazy_query(
             self._io,
@@ -746,6 +872,21 @@ def open(
         When a URL needs a package that is not installed (``s3fs``: the ``s3`` extra).
     InvalidInputError
         When ``refresh`` is not a bool.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, np.zeros((5, 3), dtype=np.float32), chunk_shape=10.0)
+    >>> store = zv.open(path)
+    >>> store.geometry_type, store.vertex_count
+    ('point_cloud', 5)
+    >>> zv.open(path.with_name("missing.zarr"))
+    Traceback (most recent call last):
+        ...
+    zarr_vectors.errors.StoreNotFoundError: ...
     """
     if not isinstance(refresh, bool):
         raise InvalidInputError(f"refresh must be True or False, got {refresh!r}")

@@ -65,6 +65,28 @@ class QueryResult:
     geometry_type
         The store's geometry kind (``"point_cloud"``, ``"streamline"``...), or None; see
         :attr:`kind`.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> lines = [np.array([[0, 0, 0], [5, 5, 5.0]]), np.array([[20, 0, 0], [20, 9, 0.0]])]
+    >>> zv.write_polylines(path, lines, chunk_shape=10.0, attributes={"fa": np.arange(4.0)})
+    >>> result = zv.open(path).read()
+    >>> result.kind, result.ndim, len(result), result.object_count
+    ('polyline', 3, 4, 2)
+    >>> result.offsets, result.attributes["fa"]
+    (array([0, 2, 4]), array([0., 1., 2., 3.]))
+    >>> result.coordinate_names
+    ('x', 'y', 'z')
+
+    A result can also be built by hand, e.g. to plot or convert your own arrays:
+
+    >>> mine = zv.QueryResult(positions=np.zeros((2, 2)))
+    >>> mine.kind, mine.ndim
+    ('point_cloud', 2)
     """
 
     positions: np.ndarray
@@ -147,6 +169,18 @@ class QueryResult:
         ------
         InvalidInputError
             For bad ``axes``, or 4-D data without ``axes``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> line = zv.QueryResult(positions=np.array([[0, 0], [1, 0], [1, 2.0]]),
+        ...                       object_ids=np.array([0]), offsets=np.array([0, 3]))
+        >>> [geometry.wkt for geometry in line.to_shapely()]
+        ['LINESTRING (0 0, 1 0, 1 2)']
+        >>> points = zv.QueryResult(positions=np.array([[0, 0, 1], [2, 3, 4.0]]))
+        >>> [geometry.wkt for geometry in points.to_shapely(axes=["x", "y"])]
+        ['POINT (0 0)', 'POINT (2 3)']
         """
         return shapely_geometries(self, axes)
 
@@ -165,6 +199,18 @@ class QueryResult:
         ------
         InvalidInputError
             When two columns would get the same name (an attribute named like an axis).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> result = zv.QueryResult(positions=np.array([[0, 1, 2], [3, 4, 5.0]]),
+        ...                         attributes={"rgb": np.array([[1, 2, 3], [4, 5, 6]])})
+        >>> table = result.to_table()
+        >>> list(table)
+        ['x', 'y', 'z', 'rgb[0]', 'rgb[1]', 'rgb[2]']
+        >>> table["rgb[1]"]
+        array([2, 5])
         """
         return table_columns(self)
 
@@ -175,6 +221,16 @@ class QueryResult:
         ------
         MissingDependencyError
             When pandas is not installed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> result = zv.QueryResult(positions=np.array([[0, 1], [3, 4.0]]),
+        ...                         attributes={"size": np.array([7, 8])})
+        >>> frame = result.to_pandas()
+        >>> frame.columns.tolist(), frame.shape
+        (['x', 'y', 'size'], (2, 3))
         """
         return data_frame(self)
 
@@ -199,6 +255,20 @@ class QueryResult:
         -------
         matplotlib.axes.Axes
             The axes drawn into.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")   # no window: draw into memory
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> result = zv.QueryResult(positions=np.array([[0, 1], [3, 4], [5, 2.0]]),
+        ...                         attributes={"size": np.array([1.0, 2.0, 3.0])})
+        >>> ax = result.plot(color_by="size")
+        >>> ax.get_xlabel(), ax.get_ylabel()
+        ('x', 'y')
+        >>> import matplotlib.pyplot as plt
+        >>> plt.close("all")
         """
         return plot_result(
             self,
@@ -219,7 +289,27 @@ class QueryResult:
         attributes: dict[str, tuple[Any, tuple[int, ...]]],
         object_id_dtype: Any | None,
     ) -> QueryResult:
-        """A result with no vertex but the right dtypes and column shapes."""
+        """A result with no vertex but the right dtypes and column shapes.
+
+        Parameters
+        ----------
+        ndim
+            ``D``, the number of coordinate columns.
+        dtype
+            The dtype of ``positions``.
+        attributes
+            Per attribute name, its ``(dtype, row shape)``: ``()`` for one value per vertex.
+        object_id_dtype
+            The dtype of ``vertex_object_ids``, or None for a result without them.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> none = zv.QueryResult.empty(3, np.float32, {"rgb": (np.uint8, (3,))}, None)
+        >>> none.positions.shape, none.attributes["rgb"].shape, none.vertex_object_ids
+        ((0, 3), (0, 3), None)
+        """
         return cls(
             positions=np.empty((0, ndim), dtype=dtype),
             attributes={

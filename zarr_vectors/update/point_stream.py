@@ -656,6 +656,10 @@ def append_points(
     the end, so a failed append leaves it as it was; other stores are changed in place and
     an interrupted append leaves them incomplete (spec §2.4), never wrong.
 
+    Concurrent appends (threads, or processes on one machine's local store) take turns:
+    each takes the store's writer lock before it reads the store, so every batch is
+    committed, in some order (spec §12.3).
+
     Parameters
     ----------
     store
@@ -668,10 +672,6 @@ def append_points(
         is refused with the ``.astype(...)`` that does it, naming the argument.
     **settings
         ``memory_budget``, ``spill_dir``, ``progress`` as for :class:`PointWriter`.
-
-    Concurrent appends (threads, or processes on one machine's local store) take turns:
-    each takes the store's writer lock before it reads the store, so every batch is
-    committed, in some order (spec §12.3).
 
     Raises
     ------

@@ -96,6 +96,21 @@ def validate(
     -----
     A store that cannot be opened or read yields a report with the relevant L1 finding
     (e.g. ``L1.store_exists``) instead of an exception.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, np.ones((10, 3), dtype=np.float32), chunk_shape=10.0)
+    >>> report = zv.validate(path, level=3)
+    >>> report.ok, report.problems
+    (True, [])
+    >>> (path / "0" / "vertex_counts" / "zarr.json").unlink()   # damage the store
+    >>> damaged = zv.validate(path, level=3)
+    >>> damaged.ok, damaged.level
+    (False, 1)
     """
     _check_arguments(level, sample)
     reporter = progress_reporter(progress)

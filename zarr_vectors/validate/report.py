@@ -24,6 +24,14 @@ class Problem:
         Store path the problem concerns (``""`` for the root).
     message
         What is wrong and what was expected.
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv
+    >>> report = zv.validate("no-such-store.zarr")
+    >>> problem = report.problems[0]
+    >>> problem.check_id, problem.severity
+    ('L1.store_exists', 'error')
     """
 
     check_id: str
@@ -36,7 +44,17 @@ class Problem:
         return f"{self.severity.upper():7s} {self.check_id} [{where}] {self.message}"
 
     def to_json(self) -> dict[str, str]:
-        """The problem as a JSON object."""
+        """The problem as a JSON object.
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> problem = zv.Problem("L2.chunk_shape_positive", "error", "zarr.json", "is -1")
+        >>> problem.to_json()["check_id"]
+        'L2.chunk_shape_positive'
+        >>> print(problem)
+        ERROR   L2.chunk_shape_positive [zarr.json] is -1
+        """
         return {
             "check_id": self.check_id,
             "severity": self.severity,
@@ -61,6 +79,19 @@ class ValidationReport:
         Ids of the checks that were evaluated.
     notes
         Remarks on how the validation ran (e.g. that only a sample of chunks was read).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, np.ones((10, 3), dtype=np.float32), chunk_shape=10.0)
+    >>> report = zv.validate(path, level=3)
+    >>> report.ok, report.level, report.errors, report.warnings
+    (True, 3, [], [])
+    >>> report
+    <ValidationReport ok level=3 errors=0 warnings=0>
     """
 
     store: str
@@ -85,20 +116,58 @@ class ValidationReport:
         return [p for p in self.problems if p.severity == "warning"]
 
     def add(self, check_id: str, severity: Severity, path: str, message: str) -> None:
-        """Record a problem."""
+        """Record a problem.
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> report = zv.ValidationReport(store="cells.zarr", level=2)
+        >>> report.add("L2.chunk_shape_positive", "error", "zarr.json", "chunk_shape is -1")
+        >>> report.ok, [p.check_id for p in report.errors]
+        (False, ['L2.chunk_shape_positive'])
+        """
         self.problems.append(Problem(check_id, severity, path, message))
 
     def note(self, text: str) -> None:
-        """Record a remark on how the validation ran (shown by :meth:`summary`)."""
+        """Record a remark on how the validation ran (shown by :meth:`summary`).
+
+        A remark already recorded is not recorded again.
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> report = zv.ValidationReport(store="cells.zarr", level=3)
+        >>> report.note("sampled 4 of 100 chunks")
+        >>> report.note("sampled 4 of 100 chunks")
+        >>> report.notes
+        ['sampled 4 of 100 chunks']
+        """
         if text not in self.notes:
             self.notes.append(text)
 
     def ids(self) -> set[str]:
-        """The check ids that reported a problem."""
+        """The check ids that reported a problem.
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> zv.validate("no-such-store.zarr").ids()
+        {'L1.store_exists'}
+        """
         return {p.check_id for p in self.problems}
 
     def summary(self) -> str:
-        """Human-readable multi-line summary."""
+        """Human-readable multi-line summary.
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> report = zv.ValidationReport(store="cells.zarr", level=2, checks_run=["L1.a"])
+        >>> report.add("L2.units", "warning", "zarr.json", "no unit")
+        >>> print(report.summary())
+        cells.zarr: valid at level 2 (0 errors, 1 warnings, 1 checks)
+          WARNING L2.units [zarr.json] no unit
+        """
         verdict = "valid" if self.ok else "INVALID"
         head = (
             f"{self.store}: {verdict} at level {self.level} "
@@ -109,7 +178,17 @@ class ValidationReport:
         return "\n".join([head, *notes, *(f"  {p}" for p in self.problems)])
 
     def to_json(self) -> dict[str, Any]:
-        """The report as a JSON object."""
+        """The report as a JSON object.
+
+        Examples
+        --------
+        >>> import json
+        >>> import zarr_vectors as zv
+        >>> report = zv.ValidationReport(store="cells.zarr", level=1)
+        >>> print(json.dumps(report.to_json(), indent=None))
+        {"store": "cells.zarr", "level": 1, "ok": true, "checks_run": [], "notes": [],
+         "problems": []}
+        """
         return {
             "store": self.store,
             "level": self.level,

@@ -53,6 +53,18 @@ class WriteOptions:
         axis or one per axis. Fewer, larger storage objects and fewer requests, but a
         shard is written whole (one writer per shard). None (default) or all ones: one
         shard per spatial chunk, a format 1.0 store.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> options = zv.WriteOptions(axis_names=("x", "y", "depth"), shard_chunks=2)
+    >>> xyz = np.array([[1, 1, 1], [12, 3, 4], [25, 25, 25]], dtype=np.float32)
+    >>> zv.write_points(path, xyz, chunk_shape=10.0, options=options)
+    >>> zv.open(path).axis_names
+    ('x', 'y', 'depth')
     """
 
     axis_names: tuple[str, ...] | None = None
@@ -79,6 +91,14 @@ class WriteOptions:
         ------
         InvalidInputError
             When a tuple of ``shard_chunks`` does not have ``ndim`` entries.
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> zv.WriteOptions(shard_chunks=4).shard_shape(3)
+        (4, 4, 4)
+        >>> zv.WriteOptions().shard_shape(3)   # one chunk per shard
+        ()
         """
         value = self.shard_chunks
         if value is None:
@@ -96,14 +116,32 @@ class WriteOptions:
         return self.rows_per_block
 
     def with_kind_defaults(self, kind: str) -> WriteOptions:
-        """These options with the defaults of geometry ``kind`` filled in."""
+        """These options with the defaults of geometry ``kind`` filled in.
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> zv.WriteOptions().with_kind_defaults("point_cloud").rows_per_block
+        4096
+        >>> zv.WriteOptions().with_kind_defaults("mesh").rows_per_block
+        1024
+        """
         if self.rows_per_block is not None:
             return self
         default = POINT_ROWS_PER_BLOCK if kind == POINT_CLOUD else OBJECT_ROWS_PER_BLOCK
         return replace(self, rows_per_block=default)
 
     def blosc(self) -> dict[str, Any] | None:
-        """Blosc settings of numeric row blocks, or None for uncompressed blocks."""
+        """Blosc settings of numeric row blocks, or None for uncompressed blocks.
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> zv.WriteOptions().blosc()
+        {'cname': 'lz4', 'clevel': 5, 'shuffle': 'bitshuffle'}
+        >>> zv.WriteOptions(compression=None).blosc() is None
+        True
+        """
         return None if self.compression is None else DEFAULT_BLOSC
 
 
