@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors.converters import FORMATS, export_store, format_of, import_file
+from zarr_vectors.converters import Converter, converters, export_store, format_of, import_file
 
 
 @pytest.mark.parametrize(
@@ -52,15 +51,15 @@ def test_unknown_format_name_lists_the_known_ones() -> None:
         format_of("a.vtk", "vtk")
 
 
-def test_every_format_module_has_both_functions() -> None:
-    names = [f.name for f in FORMATS]
+def test_every_registered_converter_is_a_converter() -> None:
+    names = [c.name for c in converters()]
     assert len(names) == len(set(names))
-    suffixes = [s for f in FORMATS for s in f.suffixes]
+    suffixes = [s for c in converters() for s in c.suffixes]
     assert len(suffixes) == len(set(suffixes))
-    for fmt in FORMATS:
-        module = importlib.import_module(f"zarr_vectors.converters.{fmt.module}")
-        assert callable(module.import_file), fmt.name
-        assert callable(module.export_store), fmt.name
+    for converter in converters():
+        assert isinstance(converter, Converter), converter.name
+        assert callable(converter.import_file), converter.name
+        assert callable(converter.export_store), converter.name
 
 
 def _points(path: Path) -> Path:

@@ -61,21 +61,16 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors._optional import require
-from zarr_vectors.converters._common import (
-    atomic_output,
-    check_options,
-    encoding_option,
-    read_selection,
-)
+from zarr_vectors.converters._common import atomic_output, encoding_option, read_selection
 from zarr_vectors.converters._obj_text import ObjMesh, obj_text, parse_obj
 from zarr_vectors.converters._ply import MeshInput, objects_of, read_ply, write_ply
+from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry.meshes import write_mesh
 from zarr_vectors.geometry.result import QueryResult
-from zarr_vectors.store.io import StoreLike
 
-__all__ = ["export_store", "import_file", "merge_identical"]
+__all__ = ["OBJ", "PLY", "STL", "merge_identical"]
 
 _WRITE_OPTIONS = ("winding_order", "closed_surface", "allow_degenerate")
 IMPORT_OPTIONS = {
@@ -242,44 +237,46 @@ def _stored_positions(positions: np.ndarray, dtype: Any) -> np.ndarray:
     return positions.astype(dtype)
 
 
-def import_file(
-    fmt: str,
-    src: Path,
-    dst: StoreLike,
-    *,
-    overwrite: bool,
-    chunk_shape: Any,
-    bin_shape: Any,
-    **options: Any,
-) -> None:
-    """Write the mesh file ``src`` (PLY, OBJ or STL) as a mesh store ``dst``.
-
-    See the module docstring for the options.
-    """
-    check_options(fmt, options, IMPORT_OPTIONS[fmt])
-    mesh = _READERS[fmt](src, options)
+def _import_mesh(name: str, src: Path, target: ImportTarget, options: Mapping[str, Any]) -> None:
+    """Write the mesh file ``src`` (PLY, OBJ or STL) as a mesh store (see the module)."""
+    mesh = _READERS[name](src, options)
     write_mesh(
-        dst,
+        target.store,
         _stored_positions(mesh.positions, options.get("dtype")),
         mesh.faces,
         vertex_objects=mesh.vertex_objects,
         attributes=mesh.attributes,
         face_attributes=mesh.face_attributes,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
+        **target.write_keywords(),
         **{k: options[k] for k in _WRITE_OPTIONS if k in options},
     )
 
 
-def export_store(
-    fmt: str, store: VectorStore, dst: Path, *, overwrite: bool, **options: Any
+def _export_mesh(
+    name: str, store: VectorStore, dst: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
-    """Write the meshes of ``store`` into the file ``dst`` (PLY, OBJ or STL).
-
-    See the module docstring for the options.
-    """
-    check_options(fmt, options, EXPORT_OPTIONS[fmt])
+    """Write the meshes of ``store`` into the file ``dst`` (PLY, OBJ or STL)."""
     found = _by_object(read_selection(store, options.get("ids")))
     with atomic_output(dst) as tmp:
-        _WRITERS[fmt](found, tmp, options)
+        _WRITERS[name](found, tmp, options)
+
+
+def _mesh_converter(name: str, extra: str | None) -> FileConverter:
+    return FileConverter(
+        name,
+        (f".{name}",),
+        extra,
+        ("mesh",),
+        _import_mesh,
+        _export_mesh,
+        IMPORT_OPTIONS[name],
+        EXPORT_OPTIONS[name],
+    )
+
+
+PLY = _mesh_converter("ply", "mesh")
+"""PLY meshes (plyfile, extra ``mesh``)."""
+OBJ = _mesh_converter("obj", None)
+"""Wavefront OBJ meshes (plain text, no extra)."""
+STL = _mesh_converter("stl", "mesh")
+"""STL meshes (trimesh, extra ``mesh``)."""

@@ -39,6 +39,7 @@ Export: ``object_id`` (column name of the ids), ``compression`` (Parquet codec, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -49,19 +50,19 @@ from zarr_vectors._optional import require
 from zarr_vectors.converters import _csvw as csvw
 from zarr_vectors.converters._common import (
     atomic_output,
-    check_options,
     join_columns,
     safe_name,
     split_columns,
     text_of,
 )
+from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
+from zarr_vectors.format.names import GEOMETRY_TYPES
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry.points import write_points
-from zarr_vectors.store.io import StoreLike
 
-__all__ = ["export_store", "import_file"]
+__all__ = ["CSV", "PARQUET"]
 
 IMPORT_OPTIONS = ("columns", "attributes", "object_id", "dtypes", "delimiter")
 EXPORT_OPTIONS = ("object_id", "compression")
@@ -207,22 +208,9 @@ def _object_ids(table: Any, name: Any) -> np.ndarray | None:
     return ids
 
 
-def import_file(
-    fmt: str,
-    src: Path,
-    dst: StoreLike,
-    *,
-    overwrite: bool,
-    chunk_shape: Any,
-    bin_shape: Any,
-    **options: Any,
-) -> None:
-    """Write the table ``src`` (CSV or Parquet) as a point cloud store ``dst``.
-
-    See the module docstring for the options.
-    """
-    check_options(fmt, options, IMPORT_OPTIONS if fmt == "csv" else IMPORT_OPTIONS[:3])
-    if fmt == "csv":
+def _import_table(name: str, src: Path, target: ImportTarget, options: Mapping[str, Any]) -> None:
+    """Write the table ``src`` (CSV or Parquet) as a point cloud store (see the module)."""
+    if name == "csv":
         table = _read_csv(src, options.get("dtypes", {}), options.get("delimiter", ","))
     else:
         table = _read_parquet(src)
@@ -232,13 +220,11 @@ def import_file(
     taken = {*columns, id_column}
     names = _attribute_names(table, taken, options.get("attributes"))
     write_points(
-        dst,
+        target.store,
         _positions(table, columns),
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
         attributes=_attributes(table, names),
         object_ids=ids,
-        overwrite=overwrite,
+        **target.write_keywords(),
         options=WriteOptions(axis_names=tuple(columns)),
     )
 
@@ -279,19 +265,15 @@ def _csv_column(values: np.ndarray) -> np.ndarray:
     return text_of(values)
 
 
-def export_store(
-    fmt: str, store: VectorStore, dst: Path, *, overwrite: bool, **options: Any
+def _export_table(
+    name: str, store: VectorStore, dst: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
-    """Write the vertices of ``store`` as one table row each into ``dst`` (CSV or Parquet).
-
-    See the module docstring for the options.
-    """
-    check_options(fmt, options, EXPORT_OPTIONS if fmt == "parquet" else EXPORT_OPTIONS[:1])
+    """Write the vertices of ``store``, one table row each, into ``dst`` (CSV or Parquet)."""
     pa = _arrow()
-    if fmt == "csv":
+    if name == "csv":
         _check_metadata_free(dst, overwrite)
     columns = _table_columns(store, options.get("object_id", DEFAULT_OBJECT_ID))
-    if fmt == "csv":
+    if name == "csv":
         _write_csv(columns, dst)
         return
     table = pa.table({name: pa.array(values) for name, values in columns.items()})
@@ -320,3 +302,27 @@ def _write_csv(columns: dict[str, np.ndarray], dst: Path) -> None:
     with atomic_output(dst) as tmp, atomic_output(csvw.metadata_path(dst)) as tmp_metadata:
         csv.write_csv(table, tmp)
         tmp_metadata.write_text(metadata, encoding="utf-8")
+
+
+CSV = FileConverter(
+    "csv",
+    (".csv",),
+    "tables",
+    GEOMETRY_TYPES,
+    _import_table,
+    _export_table,
+    IMPORT_OPTIONS,
+    EXPORT_OPTIONS[:1],
+)
+"""CSV tables of vertices (pyarrow, extra ``tables``); types kept in CSVW metadata."""
+PARQUET = FileConverter(
+    "parquet",
+    (".parquet", ".pq"),
+    "tables",
+    GEOMETRY_TYPES,
+    _import_table,
+    _export_table,
+    IMPORT_OPTIONS[:3],
+    EXPORT_OPTIONS,
+)
+"""Parquet tables of vertices (pyarrow, extra ``tables``)."""
