@@ -36,7 +36,12 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors._optional import require
-from zarr_vectors.converters._common import atomic_output, safe_name, split_columns
+from zarr_vectors.converters._common import (
+    atomic_output,
+    names_option,
+    safe_name,
+    split_columns,
+)
 from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
@@ -92,14 +97,13 @@ def _dimension_names(las: Any, chosen: Any) -> list[str]:
     names = [n for n in las.point_format.dimension_names if n not in _RAW]
     if chosen is None:
         return names
-    if isinstance(chosen, str) or not all(isinstance(c, str) for c in chosen):
-        raise InvalidInputError(f"attributes must be a list of dimension names, got {chosen!r}")
-    missing = [c for c in chosen if c not in names]
+    picked = names_option(chosen, "attributes", "dimension names")
+    missing = [c for c in picked if c not in names]
     if missing:
         raise InvalidInputError(
             f"no dimension {', '.join(missing)} in the file; it has {', '.join(names)}"
         )
-    return list(chosen)
+    return picked
 
 
 def _extra_definition(las: Any, name: str, attribute: str) -> dict[str, Any]:

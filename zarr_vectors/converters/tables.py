@@ -51,6 +51,7 @@ from zarr_vectors.converters import _csvw as csvw
 from zarr_vectors.converters._common import (
     atomic_output,
     join_columns,
+    names_option,
     safe_name,
     split_columns,
     text_of,
@@ -156,8 +157,7 @@ def _column_array(table: Any, name: str) -> np.ndarray:
 def _position_columns(names: list[str], columns: Any) -> list[str]:
     if columns is None:
         columns = ["x", "y", "z"] if {"x", "y", "z"} <= set(names) else ["x", "y"]
-    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-        raise InvalidInputError(f"columns must be a list of column names, got {columns!r}")
+    columns = names_option(columns, "columns", "column names")
     missing = [c for c in columns if c not in names]
     if missing:
         raise InvalidInputError(
@@ -179,8 +179,7 @@ def _attribute_names(table: Any, taken: set[str], chosen: Any) -> list[str]:
     names: list[str] = table.column_names
     if chosen is None:
         return [n for n in names if n not in taken and _is_numeric(table.schema.field(n).type)]
-    if isinstance(chosen, str) or not all(isinstance(c, str) for c in chosen):
-        raise InvalidInputError(f"attributes must be a list of column names, got {chosen!r}")
+    chosen = names_option(chosen, "attributes", "column names")
     missing = [c for c in chosen if c not in names]
     if missing:
         raise InvalidInputError(f"attribute column(s) {', '.join(missing)} not in the table")
