@@ -60,140 +60,17 @@ from typing import Any
 
 import numpy as np
 
-from zarr_vectors._optional import require
-from zarr_vectors.converters._common import atomic_output, encoding_option, read_selection
-from zarr_vectors.converters._obj_text import ObjMesh, obj_text, parse_obj
-from zarr_vectors.converters._ply import MeshInput, objects_of, read_ply, write_ply
+from zarr_vectors.converters._common import atomic_output, read_selection
+from zarr_vectors.converters._ply import MeshInput
 from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry.meshes import write_mesh
 from zarr_vectors.geometry.result import QueryResult
 
-__all__ = ["OBJ", "PLY", "STL", "merge_identical"]
+__all__ = ["MeshReader", "MeshWriter", "mesh_converter", "three_d"]
 
 _WRITE_OPTIONS = ("winding_order", "closed_surface", "allow_degenerate")
-IMPORT_OPTIONS = {
-    "ply": ("dtype", "object_property", *_WRITE_OPTIONS),
-    "obj": ("dtype", "split_objects", *_WRITE_OPTIONS),
-    "stl": ("dtype", "merge_vertices", *_WRITE_OPTIONS),
-}
-EXPORT_OPTIONS = {
-    "ply": ("ids", "encoding", "object_property"),
-    "obj": ("ids",),
-    "stl": ("ids", "encoding"),
-}
-
-
-def _flag(options: Mapping[str, Any], name: str, default: bool) -> bool:
-    value = options.get(name, default)
-    if not isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be true or false, got {value!r}")
-    return value
-
-
-# -- OBJ ------------------------------------------------------------------------------------
-
-
-def _one_object_per_group(mesh: ObjMesh) -> MeshInput:
-    """One mesh per OBJ object, each with the vertices its faces use and the unused vertices
-    declared after its statement, in file order."""
-    part_faces, labels, rows = [], [], []
-    count = 0
-    ids = mesh.object_ids()
-    unused = np.ones(mesh.positions.shape[0], dtype=bool)
-    unused[mesh.faces.reshape(-1)] = False
-    for m in range(ids.shape[0]):
-        faces = mesh.faces[mesh.face_objects == m]
-        owned = np.union1d(faces.reshape(-1), np.flatnonzero(unused & (mesh.vertex_objects == m)))
-        rows.append(owned)
-        part_faces.append(np.searchsorted(owned, faces) + count)
-        labels.append(np.full(owned.shape[0], ids[m], dtype=np.int64))
-        count += owned.shape[0]
-    taken = np.concatenate(rows)
-    return MeshInput(
-        positions=mesh.positions[taken],
-        faces=np.concatenate(part_faces),
-        vertex_objects=np.concatenate(labels),
-        attributes={} if mesh.colors is None else {"color": mesh.colors[taken]},
-    )
-
-
-def _splits_objects(mesh: ObjMesh, options: Mapping[str, Any]) -> bool:
-    """The option ``split_objects``; by default, whether the file has ``o`` statements."""
-    if options.get("split_objects") is None:
-        return mesh.has_o
-    return _flag(options, "split_objects", False)
-
-
-def _read_obj(src: Path, options: Mapping[str, Any]) -> MeshInput:
-    try:
-        text = src.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"{src} is not a text OBJ file: {exc}") from exc
-    mesh = parse_obj(text, str(src))
-    if _splits_objects(mesh, options) and mesh.object_names:
-        return _one_object_per_group(mesh)
-    return MeshInput(
-        positions=mesh.positions,
-        faces=mesh.faces,
-        attributes={} if mesh.colors is None else {"color": mesh.colors},
-    )
-
-
-def _write_obj(found: QueryResult, tmp: Path, options: Mapping[str, Any]) -> None:
-    _three_d(found, "OBJ")
-    offsets, ids = objects_of(found)
-    colors = found.attributes.get("color")
-    if colors is not None and colors.shape[1:] != (3,):
-        colors = None
-    faces = found.faces if found.faces is not None else np.empty((0, 3), np.int64)
-    text = obj_text(found.positions, faces, offsets, ids, colors)
-    tmp.write_text(text, encoding="utf-8")
-
-
-# -- STL ------------------------------------------------------------------------------------
-
-
-def _trimesh(what: str) -> Any:
-    return require("trimesh", extra="mesh", purpose=f"{what} STL meshes")
-
-
-def merge_identical(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of ``corners`` in order of first occurrence, and each row's index."""
-    _, first, inverse = np.unique(corners, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.shape[0])
-    return corners[first[order]], rank[inverse.reshape(-1)]
-
-
-def _read_stl(src: Path, options: Mapping[str, Any]) -> MeshInput:
-    trimesh = _trimesh("reading")
-    loaded = trimesh.load_mesh(str(src), file_type="stl", process=False)
-    corners = np.asarray(loaded.vertices)[np.asarray(loaded.faces)].reshape(-1, 3)
-    if corners.shape[0] == 0:
-        raise InvalidInputError(f"{src} holds no triangle (is it an STL file?)")
-    as32 = corners.astype(np.float32)
-    if np.array_equal(as32, corners):
-        corners = as32
-    if not _flag(options, "merge_vertices", True):
-        return MeshInput(corners, np.arange(corners.shape[0]).reshape(-1, 3))
-    positions, index = merge_identical(corners)
-    return MeshInput(positions, index.reshape(-1, 3))
-
-
-def _write_stl(found: QueryResult, tmp: Path, options: Mapping[str, Any]) -> None:
-    _three_d(found, "STL")
-    trimesh = _trimesh("writing")
-    faces = found.faces if found.faces is not None else np.empty((0, 3), np.int64)
-    mesh = trimesh.Trimesh(
-        vertices=found.positions.astype(np.float64), faces=faces, process=False, validate=False
-    )
-    if encoding_option(options) == "ascii":
-        tmp.write_text(mesh.export(file_type="stl_ascii"), encoding="ascii")
-    else:
-        tmp.write_bytes(mesh.export(file_type="stl"))
 
 
 def _by_object(found: QueryResult) -> QueryResult:
@@ -210,23 +87,20 @@ def _by_object(found: QueryResult) -> QueryResult:
     )
 
 
-def _three_d(found: QueryResult, what: str) -> None:
+def three_d(found: QueryResult, what: str) -> None:
+    """Refuse ``found`` unless its vertices are 3-D (``what``: the format, for the message)."""
     if found.positions.shape[1] != 3:
         raise InvalidInputError(f"{what} holds 3-D vertices; the store is 2-D or 4-D")
 
 
-# -- entry points ---------------------------------------------------------------------------
+# -- the mesh converters ---------------------------------------------------------------------
 
-_READERS: dict[str, Callable[[Path, Mapping[str, Any]], MeshInput]] = {
-    "ply": read_ply,
-    "obj": _read_obj,
-    "stl": _read_stl,
-}
-_WRITERS: dict[str, Callable[[QueryResult, Path, Mapping[str, Any]], None]] = {
-    "ply": write_ply,
-    "obj": _write_obj,
-    "stl": _write_stl,
-}
+MeshReader = Callable[[Path, Mapping[str, Any]], MeshInput]
+"""``reader(path, options)``: the mesh of a file."""
+MeshWriter = Callable[[QueryResult, Path, Mapping[str, Any]], None]
+"""``writer(found, path, options)``: write the meshes read from a store into a file."""
+_READERS: dict[str, MeshReader] = {}
+_WRITERS: dict[str, MeshWriter] = {}
 
 
 def _stored_positions(positions: np.ndarray, dtype: Any) -> np.ndarray:
@@ -261,7 +135,19 @@ def _export_mesh(
         _WRITERS[name](found, tmp, options)
 
 
-def _mesh_converter(name: str, extra: str | None) -> FileConverter:
+def mesh_converter(
+    name: str,
+    extra: str | None,
+    reader: MeshReader,
+    writer: MeshWriter,
+    import_options: tuple[str, ...] = (),
+    export_options: tuple[str, ...] = (),
+) -> FileConverter:
+    """The converter of the mesh format ``name`` (suffix ``.name``) that reads a file with
+    ``reader`` and writes one with ``writer``; import also takes the options ``dtype``,
+    ``winding_order``, ``closed_surface`` and ``allow_degenerate``, export ``ids``."""
+    _READERS[name] = reader
+    _WRITERS[name] = writer
     return FileConverter(
         name,
         (f".{name}",),
@@ -269,14 +155,6 @@ def _mesh_converter(name: str, extra: str | None) -> FileConverter:
         ("mesh",),
         _import_mesh,
         _export_mesh,
-        IMPORT_OPTIONS[name],
-        EXPORT_OPTIONS[name],
+        ("dtype", *import_options, *_WRITE_OPTIONS),
+        ("ids", *export_options),
     )
-
-
-PLY = _mesh_converter("ply", "mesh")
-"""PLY meshes (plyfile, extra ``mesh``)."""
-OBJ = _mesh_converter("obj", None)
-"""Wavefront OBJ meshes (plain text, no extra)."""
-STL = _mesh_converter("stl", "mesh")
-"""STL meshes (trimesh, extra ``mesh``)."""

@@ -22,11 +22,16 @@ import warnings
 from pathlib import Path
 
 from zarr_vectors.converters.converter import Converter
+from zarr_vectors.converters.csv import CSV
 from zarr_vectors.converters.las import LAS
-from zarr_vectors.converters.meshes import OBJ, PLY, STL
+from zarr_vectors.converters.obj import OBJ
+from zarr_vectors.converters.parquet import PARQUET
+from zarr_vectors.converters.ply import PLY
+from zarr_vectors.converters.stl import STL
 from zarr_vectors.converters.swc import SWC
-from zarr_vectors.converters.tables import CSV, PARQUET
-from zarr_vectors.converters.tractograms import TCK, TRK, TRX
+from zarr_vectors.converters.tck import TCK
+from zarr_vectors.converters.trk import TRK
+from zarr_vectors.converters.trx import TRX
 from zarr_vectors.errors import InvalidInputError
 
 __all__ = [

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors._version import __version__
-from zarr_vectors.converters._common import atomic_output, read_selection, text_of
+from zarr_vectors.converters._common import atomic_output, flag_option, read_selection, text_of
 from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
@@ -208,9 +208,7 @@ def _import_swc(name: str, src: Path, target: ImportTarget, options: Mapping[str
     dtype = options.get("dtype", "float64")
     if dtype not in ("float64", "float32"):
         raise InvalidInputError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
-    keep_ids = options.get("keep_ids", True)
-    if not isinstance(keep_ids, bool):
-        raise InvalidInputError(f"keep_ids must be true or false, got {keep_ids!r}")
+    keep_ids = flag_option(options, "keep_ids", True)
     try:
         text = src.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

@@ -56,14 +56,13 @@ from zarr_vectors.converters._common import (
     split_columns,
     text_of,
 )
-from zarr_vectors.converters.converter import FileConverter, ImportTarget
+from zarr_vectors.converters.converter import ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
-from zarr_vectors.format.names import GEOMETRY_TYPES
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry.points import write_points
 
-__all__ = ["CSV", "PARQUET"]
+__all__ = ["EXPORT_OPTIONS", "IMPORT_OPTIONS", "export_table", "import_table"]
 
 IMPORT_OPTIONS = ("columns", "attributes", "object_id", "dtypes", "delimiter")
 EXPORT_OPTIONS = ("object_id", "compression")
@@ -207,7 +206,7 @@ def _object_ids(table: Any, name: Any) -> np.ndarray | None:
     return ids
 
 
-def _import_table(name: str, src: Path, target: ImportTarget, options: Mapping[str, Any]) -> None:
+def import_table(name: str, src: Path, target: ImportTarget, options: Mapping[str, Any]) -> None:
     """Write the table ``src`` (CSV or Parquet) as a point cloud store (see the module)."""
     if name == "csv":
         table = _read_csv(src, options.get("dtypes", {}), options.get("delimiter", ","))
@@ -264,7 +263,7 @@ def _csv_column(values: np.ndarray) -> np.ndarray:
     return text_of(values)
 
 
-def _export_table(
+def export_table(
     name: str, store: VectorStore, dst: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
     """Write the vertices of ``store``, one table row each, into ``dst`` (CSV or Parquet)."""
@@ -301,27 +300,3 @@ def _write_csv(columns: dict[str, np.ndarray], dst: Path) -> None:
     with atomic_output(dst) as tmp, atomic_output(csvw.metadata_path(dst)) as tmp_metadata:
         csv.write_csv(table, tmp)
         tmp_metadata.write_text(metadata, encoding="utf-8")
-
-
-CSV = FileConverter(
-    "csv",
-    (".csv",),
-    "tables",
-    GEOMETRY_TYPES,
-    _import_table,
-    _export_table,
-    IMPORT_OPTIONS,
-    EXPORT_OPTIONS[:1],
-)
-"""CSV tables of vertices (pyarrow, extra ``tables``); types kept in CSVW metadata."""
-PARQUET = FileConverter(
-    "parquet",
-    (".parquet", ".pq"),
-    "tables",
-    GEOMETRY_TYPES,
-    _import_table,
-    _export_table,
-    IMPORT_OPTIONS[:3],
-    EXPORT_OPTIONS,
-)
-"""Parquet tables of vertices (pyarrow, extra ``tables``)."""

@@ -52,7 +52,7 @@ from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
 
-__all__ = ["TCK", "TRK", "TRX"]
+__all__ = ["tract_converter"]
 
 _READERS: dict[str, Callable[[Path], Tracts]] = {
     "trk": tract_io.read_trk,
@@ -115,7 +115,9 @@ def _export_tracts(
             tract_io.write_trx(tracts, space, tmp, dtype, dst)
 
 
-def _tract_converter(name: str, export_options: tuple[str, ...]) -> FileConverter:
+def tract_converter(name: str, export_options: tuple[str, ...]) -> FileConverter:
+    """The converter of the tractogram format ``name`` (suffix ``.name``): import takes the
+    option ``group_by``, export ``ids``, ``group`` and ``export_options``."""
     return FileConverter(
         name,
         (f".{name}",),
@@ -126,11 +128,3 @@ def _tract_converter(name: str, export_options: tuple[str, ...]) -> FileConverte
         ("group_by",),
         ("ids", "group", *export_options),
     )
-
-
-TRK = _tract_converter("trk", ("reference",))
-"""TrackVis TRK tractograms (nibabel, extra ``tracts``)."""
-TCK = _tract_converter("tck", ())
-"""MRtrix TCK tractograms (nibabel, extra ``tracts``)."""
-TRX = _tract_converter("trx", ("reference", "dtype"))
-"""TRX tractograms (trx-python, extra ``tracts``)."""
