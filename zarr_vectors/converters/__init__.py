@@ -20,7 +20,8 @@ parquet    .parquet, .pq       ``tables``    point_cloud (export: every kind's v
 =========  ==================  ============  ======================================
 
 Each format is a :class:`Converter` (name, suffixes, extra, kinds, ``import_file`` and
-``export_store``), found in the registry (:func:`registered`, :func:`converter_for_path`,
+``export_store``) defined in a module of its name (``zarr_vectors.converters.ply`` defines
+``PLY``), found in the registry (:func:`registered`, :func:`converter_for_path`,
 :func:`converters`): the built-in ones above, and those other distributions declare in the
 entry-point group ``zarr_vectors.converters`` (:mod:`zarr_vectors.converters.registry`).
 A converter imports its third-party library when it is used, through
