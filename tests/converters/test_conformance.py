@@ -112,18 +112,19 @@ def _assert_same_geometry(a: zv.VectorStore, b: zv.VectorStore) -> None:
         np.testing.assert_allclose(x, y, rtol=0, atol=TOLERANCE)
 
 
-def _round_trip(converter: Converter, folder: Path) -> tuple[zv.VectorStore, ...]:
+def _round_trip(
+    converter: Converter, folder: Path, samples: dict[str, Path]
+) -> tuple[zv.VectorStore, ...]:
     """The sample, imported once and imported again from its own export."""
-    kind = converter.kinds[0]
-    SAMPLES[kind](folder / "sample.zarr")
+    sample = samples[converter.kinds[0]]
     suffix = converter.suffixes[0]
-    zv.convert(folder / "sample.zarr", folder / f"first{suffix}")
+    zv.convert(sample, folder / f"first{suffix}")
     first = zv.convert(folder / f"first{suffix}", folder / "first.zarr")
     zv.convert(first, folder / f"second{suffix}")
     second = zv.convert(folder / f"second{suffix}", folder / "second.zarr")
     assert isinstance(first, zv.VectorStore)
     assert isinstance(second, zv.VectorStore)
-    return zv.open(folder / "sample.zarr"), first, second
+    return zv.open(sample), first, second
 
 
 def _without_optional_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,14 +136,25 @@ def _without_optional_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_optional, "importlib", SimpleNamespace(import_module=missing))
 
 
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The sample store of each kind, written once (conversions only read them)."""
+    folder = tmp_path_factory.mktemp("samples")
+    for kind, write in SAMPLES.items():
+        write(folder / f"{kind}.zarr")
+    return {kind: folder / f"{kind}.zarr" for kind in SAMPLES}
+
+
 @pytest.fixture(params=ALL, ids=[c.name for c in ALL])
 def converter(request: pytest.FixtureRequest) -> Converter:
     found: Converter = request.param
     return found
 
 
-def test_the_sample_comes_back(converter: Converter, tmp_path: Path) -> None:
-    sample, first, second = _round_trip(converter, tmp_path)
+def test_the_sample_comes_back(
+    converter: Converter, tmp_path: Path, samples: dict[str, Path]
+) -> None:
+    sample, first, second = _round_trip(converter, tmp_path, samples)
     assert first.geometry_type == second.geometry_type == converter.kinds[0]
     _assert_same_geometry(sample, first)
     _assert_same_geometry(first, second)
@@ -153,30 +165,35 @@ def test_the_sample_comes_back(converter: Converter, tmp_path: Path) -> None:
 
 
 def test_a_missing_library_names_the_extra(
-    converter: Converter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    converter: Converter,
+    tmp_path: Path,
+    samples: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if converter.extra is None:
         _without_optional_libraries(monkeypatch)
-        _round_trip(converter, tmp_path)
+        _round_trip(converter, tmp_path, samples)
         return
     suffix = converter.suffixes[0]
-    SAMPLES[converter.kinds[0]](tmp_path / "sample.zarr")
-    zv.convert(tmp_path / "sample.zarr", tmp_path / f"file{suffix}")
+    sample = samples[converter.kinds[0]]
+    zv.convert(sample, tmp_path / f"file{suffix}")
     before = sorted(tmp_path.iterdir())
     _without_optional_libraries(monkeypatch)
     hint = rf"pip install 'zarr-vectors\[{converter.extra}\]'"
     with pytest.raises(zv.MissingDependencyError, match=hint):
-        zv.convert(tmp_path / "sample.zarr", tmp_path / f"out{suffix}")
+        zv.convert(sample, tmp_path / f"out{suffix}")
     with pytest.raises(zv.MissingDependencyError, match=hint):
         zv.convert(tmp_path / f"file{suffix}", tmp_path / "new.zarr")
     assert sorted(tmp_path.iterdir()) == before
 
 
-def test_a_suffix_of_no_format_needs_format(converter: Converter, tmp_path: Path) -> None:
-    SAMPLES[converter.kinds[0]](tmp_path / "sample.zarr")
+def test_a_suffix_of_no_format_needs_format(
+    converter: Converter, tmp_path: Path, samples: dict[str, Path]
+) -> None:
+    sample = samples[converter.kinds[0]]
     with pytest.raises(zv.InvalidInputError, match="cannot tell the format"):
-        zv.convert(tmp_path / "sample.zarr", tmp_path / f"out{UNKNOWN_SUFFIX}")
-    exported = zv.convert(tmp_path / "sample.zarr", tmp_path / f"out{converter.suffixes[0]}")
+        zv.convert(sample, tmp_path / f"out{UNKNOWN_SUFFIX}")
+    exported = zv.convert(sample, tmp_path / f"out{converter.suffixes[0]}")
     assert isinstance(exported, Path)
     renamed = exported.rename(tmp_path / f"file{UNKNOWN_SUFFIX}")
     with pytest.raises(zv.InvalidInputError, match="cannot tell the format"):
@@ -187,17 +204,18 @@ def test_a_suffix_of_no_format_needs_format(converter: Converter, tmp_path: Path
     assert store.geometry_type == converter.kinds[0]
 
 
-def test_a_kind_the_format_cannot_hold_is_refused(converter: Converter, tmp_path: Path) -> None:
+def test_a_kind_the_format_cannot_hold_is_refused(
+    converter: Converter, tmp_path: Path, samples: dict[str, Path]
+) -> None:
     refused = [kind for kind in GEOMETRY_TYPES if kind not in converter.kinds]
     if not refused:
         pytest.skip(f"{converter.name} holds every kind")
     suffix = converter.suffixes[0]
     for kind in refused:
-        SAMPLES[kind](tmp_path / f"{kind}.zarr")
         message = f"a {kind} store cannot be written as {converter.name}"
         with pytest.raises(zv.InvalidInputError, match=message):
-            zv.convert(tmp_path / f"{kind}.zarr", tmp_path / f"out{suffix}")
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{k}.zarr" for k in refused)
+            zv.convert(samples[kind], tmp_path / f"out{suffix}")
+    assert list(tmp_path.iterdir()) == []
 
 
 # -- plug-ins --------------------------------------------------------------------------------
@@ -242,7 +260,7 @@ def install_plugins(
 
 
 def test_a_plugin_runs_the_conformance_suite(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, samples: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     install_plugins(tmp_path / "site", monkeypatch, {"xyz": "zv_fake_plugin:XYZ"})
     xyz = registered("xyz")
@@ -255,8 +273,9 @@ def test_a_plugin_runs_the_conformance_suite(
     ):
         folder = tmp_path / check.__name__
         folder.mkdir()
-        check(xyz, folder)
-    test_a_missing_library_names_the_extra(xyz, tmp_path / "extra", monkeypatch)
+        check(xyz, folder, samples)
+    (tmp_path / "extra").mkdir()
+    test_a_missing_library_names_the_extra(xyz, tmp_path / "extra", samples, monkeypatch)
 
 
 def test_broken_plugins_are_skipped_with_a_warning(
