@@ -15,10 +15,6 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
-import zarr_vectors.converters.las
-import zarr_vectors.converters.meshes
-import zarr_vectors.converters.swc
-import zarr_vectors.converters.tables
 from zarr_vectors import converters
 from zarr_vectors.cli import (
     CONVERT_OPTIONS,
@@ -369,9 +365,19 @@ def test_every_keyword_a_conversion_error_names_is_a_flag_or_option() -> None:
 
 def test_every_converter_option_is_known_to_the_cli() -> None:
     names: set[str] = set()
-    for module in (converters.las, converters.swc, converters.tables):
-        names |= {*module.IMPORT_OPTIONS, *module.EXPORT_OPTIONS}
-    for table in (converters.meshes.IMPORT_OPTIONS, converters.meshes.EXPORT_OPTIONS):
-        names |= {name for options in table.values() for name in options}
-    names |= {"group_by", "ids", "group", "reference", "dtype"}  # tractograms
+    for converter in converters.registry.BUILT_IN:
+        assert isinstance(converter, converters.FileConverter)
+        names |= {*converter.import_options, *converter.export_options}
+    assert {"group_by", "ids", "group", "reference", "dtype", "columns"} <= names
     assert names <= CONVERT_OPTIONS
+
+
+def test_convert_help_lists_the_registered_formats(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "convert a file (PLY, OBJ, STL, SWC" in " ".join(capsys.readouterr().out.split())
+    with pytest.raises(SystemExit):
+        main(["convert", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "ply (.ply), obj (.obj)" in out
+    assert "las (.las, .laz)" in out

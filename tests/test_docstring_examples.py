@@ -38,7 +38,6 @@ WAITING_FOR_EXAMPLES = frozenset(
         "append_graph",
         "append_skeletons",
         "append_mesh",
-        "convert",
     }
 )
 

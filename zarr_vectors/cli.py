@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 import zarr_vectors as zv
+from zarr_vectors import converters
 from zarr_vectors._progress import wants_progress
 from zarr_vectors.display import format_bytes
 from zarr_vectors.errors import StoreExistsError, ZarrVectorsError
@@ -260,6 +261,14 @@ def _convert(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _format_list(suffixes: bool = False) -> str:
+    """The registered formats (``PLY, OBJ, ...``; with ``suffixes``, ``ply (.ply), ...``)."""
+    found = converters.converters()
+    if not suffixes:
+        return ", ".join(c.name.upper() for c in found)
+    return ", ".join(f"{c.name} ({', '.join(c.suffixes)})" for c in found)
+
+
 def _positive_int(text: str) -> int:
     """An argparse type: an integer of at least 1."""
     try:
@@ -348,12 +357,13 @@ def _parser() -> argparse.ArgumentParser:
     validate.set_defaults(run=_validate)
     convert = sub.add_parser(
         "convert",
-        help="convert a file (PLY, OBJ, STL, SWC, TRK, TCK, TRX, LAS, LAZ, CSV, Parquet) into "
-        "a store, or a store into a file",
+        help=f"convert a file ({_format_list()}) into a store, or a store into a file",
         description="Convert SRC into DST. When SRC is a file of a known format it is written "
         "into a new store at DST; otherwise SRC is a store and DST the file to write. The "
-        "format comes from the file's suffix unless --format names it. A CSV export writes "
-        "its column types beside it (NAME.csv-metadata.json, CSVW), read back on import. "
+        f"format comes from the file's suffix unless --format names it: {_format_list(True)} "
+        "(other packages add formats through the entry-point group zarr_vectors.converters). "
+        "A CSV export writes its column types beside it (NAME.csv-metadata.json, CSVW), "
+        "read back on import. "
         "Progress bars are drawn on stderr when it is a terminal. Exit code 0 done, 2 "
         "error or bad usage (an existing DST is left as it was), 3 a bug.",
     )

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import zarr_vectors as zv
 from zarr_vectors.converters._obj_text import parse_obj
 from zarr_vectors.converters._ply import fan_triangles
-from zarr_vectors.converters.meshes import merge_identical
+from zarr_vectors.converters.stl import merge_identical
 
 
 def _two_meshes(path: Path, dtype: type = np.float32) -> zv.QueryResult:

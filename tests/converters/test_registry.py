@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors.converters import FORMATS, export_store, format_of, import_file
+from zarr_vectors.converters import Converter, converters, format_of, import_file
 
 
 @pytest.mark.parametrize(
@@ -52,15 +51,15 @@ def test_unknown_format_name_lists_the_known_ones() -> None:
         format_of("a.vtk", "vtk")
 
 
-def test_every_format_module_has_both_functions() -> None:
-    names = [f.name for f in FORMATS]
+def test_every_registered_converter_is_a_converter() -> None:
+    names = [c.name for c in converters()]
     assert len(names) == len(set(names))
-    suffixes = [s for f in FORMATS for s in f.suffixes]
+    suffixes = [s for c in converters() for s in c.suffixes]
     assert len(suffixes) == len(set(suffixes))
-    for fmt in FORMATS:
-        module = importlib.import_module(f"zarr_vectors.converters.{fmt.module}")
-        assert callable(module.import_file), fmt.name
-        assert callable(module.export_store), fmt.name
+    for converter in converters():
+        assert isinstance(converter, Converter), converter.name
+        assert callable(converter.import_file), converter.name
+        assert callable(converter.export_store), converter.name
 
 
 def _points(path: Path) -> Path:
@@ -84,17 +83,6 @@ def test_import_into_a_zarr_store(tmp_path: Path) -> None:
     store = zv.convert(tmp_path / "p.csv", memory)
     assert isinstance(store, zv.VectorStore)
     assert store.vertex_count == 4
-
-
-def test_an_unknown_suffix_needs_a_format(tmp_path: Path) -> None:
-    zv.convert(_points(tmp_path / "p.zv"), tmp_path / "p.csv")
-    (tmp_path / "p.csv").rename(tmp_path / "p.txt")
-    with pytest.raises(zv.InvalidInputError, match="cannot tell the format"):
-        import_file(tmp_path / "p.txt", tmp_path / "q.zv")
-    store = zv.convert(tmp_path / "p.txt", tmp_path / "q.zv", format="csv")
-    assert isinstance(store, zv.VectorStore)
-    with pytest.raises(zv.InvalidInputError, match="cannot tell the format"):
-        export_store(tmp_path / "q.zv", tmp_path / "out.txt")
 
 
 def test_import_of_a_missing_file(tmp_path: Path) -> None:
@@ -124,15 +112,6 @@ def test_a_file_of_no_known_format_is_named_as_the_source(tmp_path: Path) -> Non
 def test_export_needs_a_file_path(tmp_path: Path) -> None:
     with pytest.raises(zv.InvalidInputError, match="needs a file path"):
         zv.convert(_points(tmp_path / "p.zv"), MemoryStore())
-
-
-def test_export_of_a_kind_the_format_cannot_hold(tmp_path: Path) -> None:
-    with pytest.raises(zv.InvalidInputError, match="point_cloud store cannot be written as ply"):
-        zv.convert(_points(tmp_path / "p.zv"), tmp_path / "p.ply")
-    zv.write_skeletons(tmp_path / "s.zv", [[0, 0, 0], [1, 0, 0.0]], parents=[-1, 0])
-    with pytest.raises(zv.InvalidInputError, match="skeleton store cannot be written as las"):
-        zv.convert(tmp_path / "s.zv", tmp_path / "s.las")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.zv", "s.zv"]
 
 
 def test_an_existing_destination_needs_overwrite(tmp_path: Path) -> None:
@@ -194,17 +173,6 @@ def test_missing_dependency_is_an_import_error(monkeypatch: pytest.MonkeyPatch) 
     _hide(monkeypatch, "plyfile")
     with pytest.raises(ImportError, match="reading PLY meshes needs the plyfile package"):
         zv.convert(Path(__file__), "x.zv", format="ply")
-
-
-def test_swc_and_obj_need_no_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for module in ("plyfile", "trimesh", "laspy", "pyarrow"):
-        _hide(monkeypatch, module)
-    (tmp_path / "n.swc").write_text("1 1 0 0 0 1 -1\n2 3 1 0 0 1 1\n")
-    assert isinstance(zv.convert(tmp_path / "n.swc", tmp_path / "n.zv"), zv.VectorStore)
-    (tmp_path / "m.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
-    assert isinstance(zv.convert(tmp_path / "m.obj", tmp_path / "m.zv"), zv.VectorStore)
-    zv.convert(tmp_path / "m.zv", tmp_path / "out.obj")
-    assert "f 1 2 3" in (tmp_path / "out.obj").read_text()
 
 
 @pytest.mark.parametrize("dst", ["b.obj", "b.csv", "b.LAS"])

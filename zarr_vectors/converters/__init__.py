@@ -19,101 +19,77 @@ csv        .csv                ``tables``    point_cloud (export: every kind's v
 parquet    .parquet, .pq       ``tables``    point_cloud (export: every kind's vertices)
 =========  ==================  ============  ======================================
 
-Every format module (``zarr_vectors.converters.<module>``) provides two functions::
-
-    import_file(fmt: str, src: Path, dst: StoreLike, *, overwrite: bool,
-                chunk_shape: Any, bin_shape: Any, **options) -> None
-    export_store(fmt: str, store: VectorStore, dst: Path, *, overwrite: bool,
-                 **options) -> None
-
-and imports its third-party library inside those functions through :func:`require`, so a
-missing extra is reported when the format is used, not when zarr_vectors is imported.
+Each format is a :class:`Converter` (name, suffixes, extra, kinds, ``import_file`` and
+``export_store``) defined in a module of its name (``zarr_vectors.converters.ply`` defines
+``PLY``), found in the registry (:func:`registered`, :func:`converter_for_path`,
+:func:`converters`): the built-in ones above, and those other distributions declare in the
+entry-point group ``zarr_vectors.converters`` (:mod:`zarr_vectors.converters.registry`).
+A converter imports its third-party library when it is used, through
+:func:`zarr_vectors._optional.require`, so a missing extra is reported when the format is
+used (naming the extra to install), not when zarr_vectors is imported.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from zarr_vectors._optional import require
 from zarr_vectors._progress import ProgressOption, enclosing, progress_reporter
+from zarr_vectors.converters.converter import Converter, FileConverter, ImportTarget
+from zarr_vectors.converters.registry import (
+    ENTRY_POINT_GROUP,
+    PluginWarning,
+    converter_for_path,
+    converters,
+    register,
+    registered,
+)
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.dataset import open as open_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
-from zarr_vectors.format.names import GEOMETRY_TYPES
 from zarr_vectors.store.destination import check_overwrite
 from zarr_vectors.store.io import StoreLike
 from zarr_vectors.store.target import check_destination
 
-__all__ = ["FORMATS", "Format", "convert", "export_store", "format_of", "import_file", "require"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Converter",
+    "FileConverter",
+    "ImportTarget",
+    "PluginWarning",
+    "convert",
+    "converter_for_path",
+    "converters",
+    "export_store",
+    "format_of",
+    "import_file",
+    "register",
+    "registered",
+]
 
 
-@dataclass(frozen=True, slots=True)
-class Format:
-    """A file format zarr_vectors converts from and to.
-
-    Attributes
-    ----------
-    name
-        Short name, as given to ``format=`` and ``--format``.
-    suffixes
-        File suffixes (lower case, with the dot) that select it.
-    module
-        The module under ``zarr_vectors.converters`` that implements it.
-    extra
-        The optional-dependency extra that installs its library, or None.
-    kinds
-        The geometry types it holds.
-    """
-
-    name: str
-    suffixes: tuple[str, ...]
-    module: str
-    extra: str | None
-    kinds: tuple[str, ...]
-
-
-FORMATS: tuple[Format, ...] = (
-    Format("ply", (".ply",), "meshes", "mesh", ("mesh",)),
-    Format("obj", (".obj",), "meshes", None, ("mesh",)),
-    Format("stl", (".stl",), "meshes", "mesh", ("mesh",)),
-    Format("swc", (".swc",), "swc", None, ("skeleton",)),
-    Format("trk", (".trk",), "tractograms", "tracts", ("streamline",)),
-    Format("tck", (".tck",), "tractograms", "tracts", ("streamline",)),
-    Format("trx", (".trx",), "tractograms", "tracts", ("streamline",)),
-    Format("las", (".las", ".laz"), "las", "las", ("point_cloud",)),
-    Format("csv", (".csv",), "tables", "tables", GEOMETRY_TYPES),
-    Format("parquet", (".parquet", ".pq"), "tables", "tables", GEOMETRY_TYPES),
-)
-"""Every supported format."""
-
-
-def format_of(path: StoreLike, name: str | None = None) -> Format | None:
-    """The format named ``name``, or the one whose suffix ``path`` has (None if neither).
+def format_of(path: StoreLike, name: str | None = None) -> Converter | None:
+    """The converter named ``name``, or the one whose suffix ``path`` has (None if neither).
 
     Raises
     ------
     InvalidInputError
-        When ``name`` is not a known format.
+        When ``name`` is not a registered format.
+
+    Examples
+    --------
+    >>> from zarr_vectors.converters import format_of
+    >>> format_of("neuron.swc").name, format_of("cells.txt", "CSV").name
+    ('swc', 'csv')
+    >>> format_of("cells.zarrvectors") is None
+    True
     """
     if name is not None:
-        for fmt in FORMATS:
-            if fmt.name == name.lower():
-                return fmt
-        known = ", ".join(f.name for f in FORMATS)
-        raise InvalidInputError(f"unknown format {name!r}; known formats: {known}")
+        return registered(name)
     if not isinstance(path, str | os.PathLike):
         return None
-    suffix = Path(os.fspath(path)).suffix.lower()
-    return next((f for f in FORMATS if suffix in f.suffixes), None)
-
-
-def _module(fmt: Format) -> ModuleType:
-    return importlib.import_module(f"zarr_vectors.converters.{fmt.module}")
+    return converter_for_path(path)
 
 
 def import_file(
@@ -136,7 +112,7 @@ def import_file(
     dst
         The store to write (a path or a zarr store).
     format
-        Format name (see :data:`FORMATS`); default from the suffix of ``src``.
+        Format name (see :func:`converters`); default from the suffix of ``src``.
     overwrite
         Replace an existing store at ``dst``.
     chunk_shape, bin_shape
@@ -152,6 +128,16 @@ def import_file(
     -------
     VectorStore
         The new store, open for reading.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from zarr_vectors.converters import import_file
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "neuron.swc").write_text("1 1 0 0 0 1 -1\\n2 3 1 0 0 1 1\\n")
+    >>> store = import_file(folder / "neuron.swc", folder / "neuron.zarr")
+    >>> store.geometry_type, store.vertex_count
+    ('skeleton', 2)
     """
     fmt = format_of(src, format)
     if fmt is None:
@@ -165,8 +151,7 @@ def import_file(
     check_destination(dst, overwrite=overwrite)  # before the file is read
     with progress_reporter(progress) as report, enclosing(report):
         report("read file", 0, 1)
-        _module(fmt).import_file(
-            fmt.name,
+        fmt.import_file(
             path,
             dst,
             overwrite=overwrite,
@@ -210,6 +195,17 @@ def export_store(
     -------
     pathlib.Path
         The file written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.converters import export_store
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> _ = zv.write_mesh(path, [[0, 0, 0], [1, 0, 0], [0, 1, 0.0]], [[0, 1, 2]])
+    >>> out = export_store(path, path.with_name("cells.obj"))
+    >>> [line for line in out.read_text().splitlines() if line.startswith("f")]
+    ['f 1 2 3']
     """
     store = src if isinstance(src, VectorStore) else open_store(src)
     fmt = format_of(dst, format)
@@ -225,7 +221,7 @@ def export_store(
     if path.exists() and not overwrite:
         raise StoreExistsError(f"{path} exists; pass overwrite=True to replace it")
     with progress_reporter(progress) as report, enclosing(report):
-        _module(fmt).export_store(fmt.name, store, path, overwrite=overwrite, **options)
+        fmt.export_store(store, path, overwrite=overwrite, **options)
         report("write file", 1, 1)
     return path
 
@@ -245,10 +241,31 @@ def convert(
     with the suffix of a format is reported as a missing file, a missing ``src`` of
     another name as a missing store: errors name the source before the destination.
 
+    Parameters
+    ----------
+    src, dst
+        The file and the store, or the store and the file.
+    format
+        Format name (see :func:`converters`); default from the file's suffix.
+    **options
+        As for :func:`import_file` or :func:`export_store`: ``overwrite``, ``progress``,
+        ``chunk_shape`` and ``bin_shape`` (import), and the format's own options.
+
     Returns
     -------
     VectorStore or pathlib.Path
         The new store (import) or the file written (export).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> _ = zv.write_skeletons(path, [[0, 0, 0], [1, 0, 0.0]], parents=[-1, 0])
+    >>> zv.convert(path, path.with_name("cells.swc")).name
+    'cells.swc'
+    >>> zv.convert(path.with_name("cells.swc"), path.with_name("again.zarr")).vertex_count
+    2
     """
     file = _file_to_import(src, format)
     if file is not None:

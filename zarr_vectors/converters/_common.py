@@ -22,7 +22,9 @@ __all__ = [
     "atomic_output",
     "check_options",
     "encoding_option",
+    "flag_option",
     "join_columns",
+    "names_option",
     "read_selection",
     "safe_name",
     "split_columns",
@@ -47,6 +49,33 @@ def check_options(fmt: str, options: Mapping[str, Any], allowed: Collection[str]
         raise InvalidInputError(
             f"unknown option(s) {', '.join(unknown)} for {fmt}; its options: {known}"
         )
+
+
+def names_option(value: Any, option: str, what: str) -> list[str]:
+    """The option ``option``, a list of names (``what`` says of what, for the message).
+
+    Raises
+    ------
+    InvalidInputError
+        When ``value`` is a single string or holds something other than strings.
+    """
+    if isinstance(value, str) or not all(isinstance(c, str) for c in value):
+        raise InvalidInputError(f"{option} must be a list of {what}, got {value!r}")
+    return list(value)
+
+
+def flag_option(options: Mapping[str, Any], name: str, default: bool) -> bool:
+    """The option ``name``, true or false (``default`` when not given).
+
+    Raises
+    ------
+    InvalidInputError
+        For a value that is not a bool.
+    """
+    value = options.get(name, default)
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"{name} must be true or false, got {value!r}")
+    return value
 
 
 def encoding_option(options: Mapping[str, Any]) -> str:

@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from zarr_vectors.converters._common import safe_name
 from zarr_vectors.converters._tract_io import Tracts
+from zarr_vectors.converters.converter import ImportTarget
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.names import is_valid_name
 from zarr_vectors.geometry import write_polylines
-from zarr_vectors.store.io import StoreLike
 from zarr_vectors.write import WriteOptions
 
 __all__ = ["KEPT", "add_label_groups", "write_store"]
@@ -119,10 +120,8 @@ def _positive_number(text: str | None) -> float | None:
     return value if value is not None and np.isfinite(value) and value > 0 else None
 
 
-def write_store(
-    tracts: Tracts, fmt: str, dst: StoreLike, overwrite: bool, chunk_shape: Any, bin_shape: Any
-) -> None:
-    """Write ``tracts``, read from a ``fmt`` file, as a streamline store at ``dst``.
+def write_store(tracts: Tracts, fmt: str, target: ImportTarget) -> None:
+    """Write ``tracts``, read from a ``fmt`` file, as the streamline store ``target``.
 
     Raises
     ------
@@ -136,19 +135,17 @@ def write_store(
         "dpg": _safe_names(dpg_keys),
     }
     group_columns, absent = _group_columns(tracts, renamed["dpg"])
-    if chunk_shape is None and tracts.positions.shape[0] == 0:
-        chunk_shape = _EMPTY_CHUNK_MM
+    if target.chunk_shape is None and tracts.positions.shape[0] == 0:
+        target = replace(target, chunk_shape=_EMPTY_CHUNK_MM)
     write_polylines(
-        dst,
+        target.store,
         (tracts.positions, tracts.offsets),
         kind="streamline",
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
         attributes={renamed["dpv"][k]: v for k, v in tracts.dpv.items()},
         object_attributes={renamed["dps"][k]: v for k, v in tracts.dps.items()},
         groups={name: members.tolist() for name, members in tracts.groups.items()} or None,
         group_attributes=group_columns or None,
-        overwrite=overwrite,
+        **target.write_keywords(),
         options=WriteOptions(axis_units="millimeter"),
         metadata=_metadata(tracts, fmt, renamed, absent),
     )

@@ -36,14 +36,19 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors._optional import require
-from zarr_vectors.converters._common import atomic_output, check_options, safe_name, split_columns
+from zarr_vectors.converters._common import (
+    atomic_output,
+    names_option,
+    safe_name,
+    split_columns,
+)
+from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry import write_points
-from zarr_vectors.store.io import StoreLike
 from zarr_vectors.write import WriteOptions
 
-__all__ = ["export_store", "import_file", "smallest_point_format"]
+__all__ = ["LAS", "smallest_point_format"]
 
 IMPORT_OPTIONS = ("attributes",)
 EXPORT_OPTIONS = ("point_format", "version", "scale", "offset")
@@ -92,14 +97,13 @@ def _dimension_names(las: Any, chosen: Any) -> list[str]:
     names = [n for n in las.point_format.dimension_names if n not in _RAW]
     if chosen is None:
         return names
-    if isinstance(chosen, str) or not all(isinstance(c, str) for c in chosen):
-        raise InvalidInputError(f"attributes must be a list of dimension names, got {chosen!r}")
-    missing = [c for c in chosen if c not in names]
+    picked = names_option(chosen, "attributes", "dimension names")
+    missing = [c for c in picked if c not in names]
     if missing:
         raise InvalidInputError(
             f"no dimension {', '.join(missing)} in the file; it has {', '.join(names)}"
         )
-    return list(chosen)
+    return picked
 
 
 def _extra_definition(las: Any, name: str, attribute: str) -> dict[str, Any]:
@@ -125,21 +129,8 @@ def _header_record(las: Any, extras: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def import_file(
-    fmt: str,
-    src: Path,
-    dst: StoreLike,
-    *,
-    overwrite: bool,
-    chunk_shape: Any,
-    bin_shape: Any,
-    **options: Any,
-) -> None:
-    """Write the LAS/LAZ file ``src`` as a point cloud store ``dst``.
-
-    See the module docstring for the options.
-    """
-    check_options(fmt, options, IMPORT_OPTIONS)
+def _import_las(name: str, src: Path, target: ImportTarget, options: Mapping[str, Any]) -> None:
+    """Write the LAS/LAZ file ``src`` as a point cloud store (see the module)."""
     las = _read(src)
     extra_names = set(las.point_format.extra_dimension_names)
     attributes: dict[str, np.ndarray] = {}
@@ -153,12 +144,10 @@ def import_file(
             extras.append(_extra_definition(las, name, key))
     positions = np.stack([np.asarray(las.x), np.asarray(las.y), np.asarray(las.z)], axis=1)
     write_points(
-        dst,
+        target.store,
         positions.astype(np.float64),
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
         attributes=attributes,
-        overwrite=overwrite,
+        **target.write_keywords(),
         options=WriteOptions(custom_metadata={"las": _header_record(las, extras)}),
     )
 
@@ -295,14 +284,10 @@ def _points(laspy: ModuleType, header: Any, raw: np.ndarray, columns: Any) -> An
     return las
 
 
-def export_store(
-    fmt: str, store: VectorStore, dst: Path, *, overwrite: bool, **options: Any
+def _export_las(
+    name: str, store: VectorStore, dst: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
-    """Write the points of ``store`` into the LAS or LAZ file ``dst``.
-
-    See the module docstring for the options.
-    """
-    check_options(fmt, options, EXPORT_OPTIONS)
+    """Write the points of ``store`` into the LAS or LAZ file ``dst`` (see the module)."""
     if store.spatial_dims != 3:
         raise InvalidInputError(f"LAS holds 3-D points; the store is {store.spatial_dims}-D")
     laspy = _laspy(dst, "writing")
@@ -317,3 +302,16 @@ def export_store(
         las.write(
             str(tmp), do_compress=compress, laz_backend=laspy.LazBackend.Lazrs if compress else None
         )
+
+
+LAS = FileConverter(
+    "las",
+    (".las", ".laz"),
+    "las",
+    ("point_cloud",),
+    _import_las,
+    _export_las,
+    IMPORT_OPTIONS,
+    EXPORT_OPTIONS,
+)
+"""LAS and LAZ point clouds (laspy with lazrs, extra ``las``)."""

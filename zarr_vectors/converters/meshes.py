@@ -60,145 +60,17 @@ from typing import Any
 
 import numpy as np
 
-from zarr_vectors._optional import require
-from zarr_vectors.converters._common import (
-    atomic_output,
-    check_options,
-    encoding_option,
-    read_selection,
-)
-from zarr_vectors.converters._obj_text import ObjMesh, obj_text, parse_obj
-from zarr_vectors.converters._ply import MeshInput, objects_of, read_ply, write_ply
+from zarr_vectors.converters._common import atomic_output, read_selection
+from zarr_vectors.converters._ply import MeshInput
+from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry import write_mesh
 from zarr_vectors.result import QueryResult
-from zarr_vectors.store.io import StoreLike
 
-__all__ = ["export_store", "import_file", "merge_identical"]
+__all__ = ["MeshReader", "MeshWriter", "mesh_converter", "three_d"]
 
 _WRITE_OPTIONS = ("winding_order", "closed_surface", "allow_degenerate")
-IMPORT_OPTIONS = {
-    "ply": ("dtype", "object_property", *_WRITE_OPTIONS),
-    "obj": ("dtype", "split_objects", *_WRITE_OPTIONS),
-    "stl": ("dtype", "merge_vertices", *_WRITE_OPTIONS),
-}
-EXPORT_OPTIONS = {
-    "ply": ("ids", "encoding", "object_property"),
-    "obj": ("ids",),
-    "stl": ("ids", "encoding"),
-}
-
-
-def _flag(options: Mapping[str, Any], name: str, default: bool) -> bool:
-    value = options.get(name, default)
-    if not isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be true or false, got {value!r}")
-    return value
-
-
-# -- OBJ ------------------------------------------------------------------------------------
-
-
-def _one_object_per_group(mesh: ObjMesh) -> MeshInput:
-    """One mesh per OBJ object, each with the vertices its faces use and the unused vertices
-    declared after its statement, in file order."""
-    part_faces, labels, rows = [], [], []
-    count = 0
-    ids = mesh.object_ids()
-    unused = np.ones(mesh.positions.shape[0], dtype=bool)
-    unused[mesh.faces.reshape(-1)] = False
-    for m in range(ids.shape[0]):
-        faces = mesh.faces[mesh.face_objects == m]
-        owned = np.union1d(faces.reshape(-1), np.flatnonzero(unused & (mesh.vertex_objects == m)))
-        rows.append(owned)
-        part_faces.append(np.searchsorted(owned, faces) + count)
-        labels.append(np.full(owned.shape[0], ids[m], dtype=np.int64))
-        count += owned.shape[0]
-    taken = np.concatenate(rows)
-    return MeshInput(
-        positions=mesh.positions[taken],
-        faces=np.concatenate(part_faces),
-        vertex_objects=np.concatenate(labels),
-        attributes={} if mesh.colors is None else {"color": mesh.colors[taken]},
-    )
-
-
-def _splits_objects(mesh: ObjMesh, options: Mapping[str, Any]) -> bool:
-    """The option ``split_objects``; by default, whether the file has ``o`` statements."""
-    if options.get("split_objects") is None:
-        return mesh.has_o
-    return _flag(options, "split_objects", False)
-
-
-def _read_obj(src: Path, options: Mapping[str, Any]) -> MeshInput:
-    try:
-        text = src.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"{src} is not a text OBJ file: {exc}") from exc
-    mesh = parse_obj(text, str(src))
-    if _splits_objects(mesh, options) and mesh.object_names:
-        return _one_object_per_group(mesh)
-    return MeshInput(
-        positions=mesh.positions,
-        faces=mesh.faces,
-        attributes={} if mesh.colors is None else {"color": mesh.colors},
-    )
-
-
-def _write_obj(found: QueryResult, tmp: Path, options: Mapping[str, Any]) -> None:
-    _three_d(found, "OBJ")
-    offsets, ids = objects_of(found)
-    colors = found.attributes.get("color")
-    if colors is not None and colors.shape[1:] != (3,):
-        colors = None
-    faces = found.faces if found.faces is not None else np.empty((0, 3), np.int64)
-    text = obj_text(found.positions, faces, offsets, ids, colors)
-    tmp.write_text(text, encoding="utf-8")
-
-
-# -- STL ------------------------------------------------------------------------------------
-
-
-def _trimesh(what: str) -> Any:
-    return require("trimesh", extra="mesh", purpose=f"{what} STL meshes")
-
-
-def merge_identical(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of ``corners`` in order of first occurrence, and each row's index."""
-    _, first, inverse = np.unique(corners, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.shape[0])
-    return corners[first[order]], rank[inverse.reshape(-1)]
-
-
-def _read_stl(src: Path, options: Mapping[str, Any]) -> MeshInput:
-    trimesh = _trimesh("reading")
-    loaded = trimesh.load_mesh(str(src), file_type="stl", process=False)
-    corners = np.asarray(loaded.vertices)[np.asarray(loaded.faces)].reshape(-1, 3)
-    if corners.shape[0] == 0:
-        raise InvalidInputError(f"{src} holds no triangle (is it an STL file?)")
-    as32 = corners.astype(np.float32)
-    if np.array_equal(as32, corners):
-        corners = as32
-    if not _flag(options, "merge_vertices", True):
-        return MeshInput(corners, np.arange(corners.shape[0]).reshape(-1, 3))
-    positions, index = merge_identical(corners)
-    return MeshInput(positions, index.reshape(-1, 3))
-
-
-def _write_stl(found: QueryResult, tmp: Path, options: Mapping[str, Any]) -> None:
-    _three_d(found, "STL")
-    trimesh = _trimesh("writing")
-    faces = found.faces if found.faces is not None else np.empty((0, 3), np.int64)
-    mesh = trimesh.Trimesh(
-        vertices=found.positions.astype(np.float64), faces=faces, process=False, validate=False
-    )
-    if encoding_option(options) == "ascii":
-        tmp.write_text(mesh.export(file_type="stl_ascii"), encoding="ascii")
-    else:
-        tmp.write_bytes(mesh.export(file_type="stl"))
 
 
 def _by_object(found: QueryResult) -> QueryResult:
@@ -215,23 +87,20 @@ def _by_object(found: QueryResult) -> QueryResult:
     )
 
 
-def _three_d(found: QueryResult, what: str) -> None:
+def three_d(found: QueryResult, what: str) -> None:
+    """Refuse ``found`` unless its vertices are 3-D (``what``: the format, for the message)."""
     if found.positions.shape[1] != 3:
         raise InvalidInputError(f"{what} holds 3-D vertices; the store is 2-D or 4-D")
 
 
-# -- entry points ---------------------------------------------------------------------------
+# -- the mesh converters ---------------------------------------------------------------------
 
-_READERS: dict[str, Callable[[Path, Mapping[str, Any]], MeshInput]] = {
-    "ply": read_ply,
-    "obj": _read_obj,
-    "stl": _read_stl,
-}
-_WRITERS: dict[str, Callable[[QueryResult, Path, Mapping[str, Any]], None]] = {
-    "ply": write_ply,
-    "obj": _write_obj,
-    "stl": _write_stl,
-}
+MeshReader = Callable[[Path, Mapping[str, Any]], MeshInput]
+"""``reader(path, options)``: the mesh of a file."""
+MeshWriter = Callable[[QueryResult, Path, Mapping[str, Any]], None]
+"""``writer(found, path, options)``: write the meshes read from a store into a file."""
+_READERS: dict[str, MeshReader] = {}
+_WRITERS: dict[str, MeshWriter] = {}
 
 
 def _stored_positions(positions: np.ndarray, dtype: Any) -> np.ndarray:
@@ -242,44 +111,50 @@ def _stored_positions(positions: np.ndarray, dtype: Any) -> np.ndarray:
     return positions.astype(dtype)
 
 
-def import_file(
-    fmt: str,
-    src: Path,
-    dst: StoreLike,
-    *,
-    overwrite: bool,
-    chunk_shape: Any,
-    bin_shape: Any,
-    **options: Any,
-) -> None:
-    """Write the mesh file ``src`` (PLY, OBJ or STL) as a mesh store ``dst``.
-
-    See the module docstring for the options.
-    """
-    check_options(fmt, options, IMPORT_OPTIONS[fmt])
-    mesh = _READERS[fmt](src, options)
+def _import_mesh(name: str, src: Path, target: ImportTarget, options: Mapping[str, Any]) -> None:
+    """Write the mesh file ``src`` (PLY, OBJ or STL) as a mesh store (see the module)."""
+    mesh = _READERS[name](src, options)
     write_mesh(
-        dst,
+        target.store,
         _stored_positions(mesh.positions, options.get("dtype")),
         mesh.faces,
         vertex_objects=mesh.vertex_objects,
         attributes=mesh.attributes,
         face_attributes=mesh.face_attributes,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
+        **target.write_keywords(),
         **{k: options[k] for k in _WRITE_OPTIONS if k in options},
     )
 
 
-def export_store(
-    fmt: str, store: VectorStore, dst: Path, *, overwrite: bool, **options: Any
+def _export_mesh(
+    name: str, store: VectorStore, dst: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
-    """Write the meshes of ``store`` into the file ``dst`` (PLY, OBJ or STL).
-
-    See the module docstring for the options.
-    """
-    check_options(fmt, options, EXPORT_OPTIONS[fmt])
+    """Write the meshes of ``store`` into the file ``dst`` (PLY, OBJ or STL)."""
     found = _by_object(read_selection(store, options.get("ids")))
     with atomic_output(dst) as tmp:
-        _WRITERS[fmt](found, tmp, options)
+        _WRITERS[name](found, tmp, options)
+
+
+def mesh_converter(
+    name: str,
+    extra: str | None,
+    reader: MeshReader,
+    writer: MeshWriter,
+    import_options: tuple[str, ...] = (),
+    export_options: tuple[str, ...] = (),
+) -> FileConverter:
+    """The converter of the mesh format ``name`` (suffix ``.name``) that reads a file with
+    ``reader`` and writes one with ``writer``; import also takes the options ``dtype``,
+    ``winding_order``, ``closed_surface`` and ``allow_degenerate``, export ``ids``."""
+    _READERS[name] = reader
+    _WRITERS[name] = writer
+    return FileConverter(
+        name,
+        (f".{name}",),
+        extra,
+        ("mesh",),
+        _import_mesh,
+        _export_mesh,
+        ("dtype", *import_options, *_WRITE_OPTIONS),
+        ("ids", *export_options),
+    )

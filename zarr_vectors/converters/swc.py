@@ -27,6 +27,7 @@ Export: ``ids`` (object ids to write).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,13 +35,13 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors._version import __version__
-from zarr_vectors.converters._common import atomic_output, check_options, read_selection, text_of
+from zarr_vectors.converters._common import atomic_output, flag_option, read_selection, text_of
+from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry import write_skeletons
-from zarr_vectors.store.io import StoreLike
 
-__all__ = ["SwcNodes", "export_store", "import_file", "parse_swc", "swc_text"]
+__all__ = ["SWC", "SwcNodes", "parse_swc", "swc_text"]
 
 IMPORT_OPTIONS = ("dtype", "keep_ids")
 EXPORT_OPTIONS = ("ids",)
@@ -202,27 +203,12 @@ def tree_labels(parents: np.ndarray) -> np.ndarray:
     return labels
 
 
-def import_file(
-    fmt: str,
-    src: Path,
-    dst: StoreLike,
-    *,
-    overwrite: bool,
-    chunk_shape: Any,
-    bin_shape: Any,
-    **options: Any,
-) -> None:
-    """Write the SWC file ``src`` as a skeleton store ``dst``: one object per tree.
-
-    See the module docstring for the options.
-    """
-    check_options(fmt, options, IMPORT_OPTIONS)
+def _import_swc(name: str, src: Path, target: ImportTarget, options: Mapping[str, Any]) -> None:
+    """Write the SWC file ``src`` as a skeleton store: one object per tree (see the module)."""
     dtype = options.get("dtype", "float64")
     if dtype not in ("float64", "float32"):
         raise InvalidInputError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
-    keep_ids = options.get("keep_ids", True)
-    if not isinstance(keep_ids, bool):
-        raise InvalidInputError(f"keep_ids must be true or false, got {keep_ids!r}")
+    keep_ids = flag_option(options, "keep_ids", True)
     try:
         text = src.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -232,16 +218,14 @@ def import_file(
         raise InvalidInputError(f"{src} holds no node")
     parents = parent_rows(nodes, str(src))
     write_skeletons(
-        dst,
+        target.store,
         nodes.positions.astype(dtype),
         parents=parents,
         vertex_objects=tree_labels(parents),
         radius=nodes.radius,
         swc_type=nodes.types.astype(np.int32),
         attributes={"swc_id": nodes.ids} if keep_ids else None,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
+        **target.write_keywords(),
     )
 
 
@@ -317,14 +301,10 @@ def _tree_parts(found: Any, k: int, first_id: int) -> str:
     )
 
 
-def export_store(
-    fmt: str, store: VectorStore, dst: Path, *, overwrite: bool, **options: Any
+def _export_swc(
+    name: str, store: VectorStore, dst: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
-    """Write the skeletons of ``store`` as one SWC file ``dst``.
-
-    See the module docstring for the options.
-    """
-    check_options(fmt, options, EXPORT_OPTIONS)
+    """Write the skeletons of ``store`` as one SWC file ``dst`` (see the module)."""
     if store.spatial_dims != 3:
         raise InvalidInputError(f"SWC holds 3-D nodes; the store is {store.spatial_dims}-D")
     found = read_selection(store, options.get("ids"))
@@ -339,3 +319,9 @@ def export_store(
         parts.append(_tree_parts(found, k, int(found.offsets[k]) + 1))
     with atomic_output(dst) as tmp:
         tmp.write_text("".join(parts), encoding="utf-8")
+
+
+SWC = FileConverter(
+    "swc", (".swc",), None, ("skeleton",), _import_swc, _export_swc, IMPORT_OPTIONS, EXPORT_OPTIONS
+)
+"""SWC neuron morphologies (plain text, no extra)."""

@@ -39,6 +39,7 @@ Export: ``object_id`` (column name of the ids), ``compression`` (Parquet codec, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -49,19 +50,19 @@ from zarr_vectors._optional import require
 from zarr_vectors.converters import _csvw as csvw
 from zarr_vectors.converters._common import (
     atomic_output,
-    check_options,
     join_columns,
+    names_option,
     safe_name,
     split_columns,
     text_of,
 )
+from zarr_vectors.converters.converter import ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.geometry import write_points
-from zarr_vectors.store.io import StoreLike
 from zarr_vectors.write import WriteOptions
 
-__all__ = ["export_store", "import_file"]
+__all__ = ["EXPORT_OPTIONS", "IMPORT_OPTIONS", "export_table", "import_table"]
 
 IMPORT_OPTIONS = ("columns", "attributes", "object_id", "dtypes", "delimiter")
 EXPORT_OPTIONS = ("object_id", "compression")
@@ -155,8 +156,7 @@ def _column_array(table: Any, name: str) -> np.ndarray:
 def _position_columns(names: list[str], columns: Any) -> list[str]:
     if columns is None:
         columns = ["x", "y", "z"] if {"x", "y", "z"} <= set(names) else ["x", "y"]
-    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-        raise InvalidInputError(f"columns must be a list of column names, got {columns!r}")
+    columns = names_option(columns, "columns", "column names")
     missing = [c for c in columns if c not in names]
     if missing:
         raise InvalidInputError(
@@ -178,8 +178,7 @@ def _attribute_names(table: Any, taken: set[str], chosen: Any) -> list[str]:
     names: list[str] = table.column_names
     if chosen is None:
         return [n for n in names if n not in taken and _is_numeric(table.schema.field(n).type)]
-    if isinstance(chosen, str) or not all(isinstance(c, str) for c in chosen):
-        raise InvalidInputError(f"attributes must be a list of column names, got {chosen!r}")
+    chosen = names_option(chosen, "attributes", "column names")
     missing = [c for c in chosen if c not in names]
     if missing:
         raise InvalidInputError(f"attribute column(s) {', '.join(missing)} not in the table")
@@ -207,22 +206,9 @@ def _object_ids(table: Any, name: Any) -> np.ndarray | None:
     return ids
 
 
-def import_file(
-    fmt: str,
-    src: Path,
-    dst: StoreLike,
-    *,
-    overwrite: bool,
-    chunk_shape: Any,
-    bin_shape: Any,
-    **options: Any,
-) -> None:
-    """Write the table ``src`` (CSV or Parquet) as a point cloud store ``dst``.
-
-    See the module docstring for the options.
-    """
-    check_options(fmt, options, IMPORT_OPTIONS if fmt == "csv" else IMPORT_OPTIONS[:3])
-    if fmt == "csv":
+def import_table(name: str, src: Path, target: ImportTarget, options: Mapping[str, Any]) -> None:
+    """Write the table ``src`` (CSV or Parquet) as a point cloud store (see the module)."""
+    if name == "csv":
         table = _read_csv(src, options.get("dtypes", {}), options.get("delimiter", ","))
     else:
         table = _read_parquet(src)
@@ -232,13 +218,11 @@ def import_file(
     taken = {*columns, id_column}
     names = _attribute_names(table, taken, options.get("attributes"))
     write_points(
-        dst,
+        target.store,
         _positions(table, columns),
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
         attributes=_attributes(table, names),
         object_ids=ids,
-        overwrite=overwrite,
+        **target.write_keywords(),
         options=WriteOptions(axis_names=tuple(columns)),
     )
 
@@ -279,19 +263,15 @@ def _csv_column(values: np.ndarray) -> np.ndarray:
     return text_of(values)
 
 
-def export_store(
-    fmt: str, store: VectorStore, dst: Path, *, overwrite: bool, **options: Any
+def export_table(
+    name: str, store: VectorStore, dst: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
-    """Write the vertices of ``store`` as one table row each into ``dst`` (CSV or Parquet).
-
-    See the module docstring for the options.
-    """
-    check_options(fmt, options, EXPORT_OPTIONS if fmt == "parquet" else EXPORT_OPTIONS[:1])
+    """Write the vertices of ``store``, one table row each, into ``dst`` (CSV or Parquet)."""
     pa = _arrow()
-    if fmt == "csv":
+    if name == "csv":
         _check_metadata_free(dst, overwrite)
     columns = _table_columns(store, options.get("object_id", DEFAULT_OBJECT_ID))
-    if fmt == "csv":
+    if name == "csv":
         _write_csv(columns, dst)
         return
     table = pa.table({name: pa.array(values) for name, values in columns.items()})

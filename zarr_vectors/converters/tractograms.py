@@ -39,20 +39,20 @@ Export (``zv.convert("tracts.zarrvectors", "out.trk")``)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from zarr_vectors.converters import _tract_io as tract_io
-from zarr_vectors.converters._common import atomic_output, check_options
+from zarr_vectors.converters._common import atomic_output
 from zarr_vectors.converters._tract_export import kept_header, store_tracts, tract_space
 from zarr_vectors.converters._tract_import import add_label_groups, write_store
 from zarr_vectors.converters._tract_io import Tracts
+from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.store.io import StoreLike
 
-__all__ = ["export_store", "import_file"]
+__all__ = ["tract_converter"]
 
 _READERS: dict[str, Callable[[Path], Tracts]] = {
     "trk": tract_io.read_trk,
@@ -61,59 +61,29 @@ _READERS: dict[str, Callable[[Path], Tracts]] = {
 }
 
 
-def import_file(
-    fmt: str,
-    src: Path,
-    dst: StoreLike,
-    *,
-    overwrite: bool,
-    chunk_shape: Any,
-    bin_shape: Any,
-    **options: Any,
-) -> None:
+def _import_tracts(name: str, src: Path, target: ImportTarget, options: Mapping[str, Any]) -> None:
     """Write the tractogram file ``src`` (TRK, TCK or TRX) into a new streamline store.
 
-    Parameters
-    ----------
-    fmt
-        ``"trk"``, ``"tck"`` or ``"trx"``.
-    src, dst
-        The file to read and the store to write.
-    overwrite, chunk_shape, bin_shape
-        As :func:`~zarr_vectors.write_polylines` (a tractogram without vertices gets
-        10 mm chunks unless ``chunk_shape`` is given).
-    **options
-        ``group_by``: a per-streamline column whose distinct values form groups.
+    A tractogram without vertices gets 10 mm chunks unless ``chunk_shape`` is given;
+    option ``group_by``: a per-streamline column whose distinct values form groups.
 
     Raises
     ------
     InvalidInputError
         When the file is damaged or not of the format, or for a bad option.
     """
-    check_options(fmt, options, {"group_by"})
-    tracts = _READERS[fmt](src)
+    tracts = _READERS[name](src)
     if options.get("group_by") is not None:
         add_label_groups(tracts, str(options["group_by"]))
-    write_store(tracts, fmt, dst, overwrite, chunk_shape, bin_shape)
+    write_store(tracts, name, target)
 
 
-def export_store(
-    fmt: str, store: VectorStore, dst: Path, *, overwrite: bool, **options: Any
+def _export_tracts(
+    name: str, store: VectorStore, dst: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
-    """Write the streamlines of ``store`` into the TRK, TCK or TRX file ``dst``.
+    """Write the streamlines of ``store`` (3-D) into the TRK, TCK or TRX file ``dst``.
 
-    Parameters
-    ----------
-    fmt
-        ``"trk"``, ``"tck"`` or ``"trx"``.
-    store
-        A 3-D streamline store.
-    dst
-        The file to write (replaced at the end when ``overwrite``).
-    overwrite
-        Checked by :func:`zarr_vectors.converters.export_store`.
-    **options
-        ``ids``, ``group``; ``reference`` (TRK, TRX); ``dtype`` (TRX). See the module.
+    Options ``ids``, ``group``; ``reference`` (TRK, TRX); ``dtype`` (TRX): see the module.
 
     Raises
     ------
@@ -122,26 +92,39 @@ def export_store(
     ObjectNotFoundError
         When ``ids`` or ``group`` names what the store does not have.
     """
-    allowed = {"ids", "group"} | ({"reference"} if fmt != "tck" else set())
-    check_options(fmt, options, allowed | ({"dtype"} if fmt == "trx" else set()))
     if store.spatial_dims != 3:
         raise InvalidInputError(
-            f"{fmt} files hold 3-D streamlines; the store is {store.spatial_dims}-D"
+            f"{name} files hold 3-D streamlines; the store is {store.spatial_dims}-D"
         )
     dtype = str(options.get("dtype", "float32"))
     if dtype not in tract_io.TRX_DTYPES:
         raise InvalidInputError(
             f"dtype must be one of {', '.join(tract_io.TRX_DTYPES)}, got {dtype!r}"
         )
-    if fmt == "trx" and dst.suffix.lower() not in (".trx", ".zip"):
+    if name == "trx" and dst.suffix.lower() not in (".trx", ".zip"):
         raise InvalidInputError(f"a TRX file must be named *.trx or *.zip, got {dst.name}")
     kept = kept_header(store)
     tracts = store_tracts(store, kept, options.get("ids"), options.get("group"))
-    space = None if fmt == "tck" else tract_space(store, kept, options.get("reference"))
+    space = None if name == "tck" else tract_space(store, kept, options.get("reference"))
     with atomic_output(dst) as tmp:
         if space is None:
             tract_io.write_tck(tracts, tmp, dst)
-        elif fmt == "trk":
+        elif name == "trk":
             tract_io.write_trk(tracts, space, tmp, dst)
         else:
             tract_io.write_trx(tracts, space, tmp, dtype, dst)
+
+
+def tract_converter(name: str, export_options: tuple[str, ...]) -> FileConverter:
+    """The converter of the tractogram format ``name`` (suffix ``.name``): import takes the
+    option ``group_by``, export ``ids``, ``group`` and ``export_options``."""
+    return FileConverter(
+        name,
+        (f".{name}",),
+        "tracts",
+        ("streamline",),
+        _import_tracts,
+        _export_tracts,
+        ("group_by",),
+        ("ids", "group", *export_options),
+    )
