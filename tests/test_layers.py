@@ -38,9 +38,9 @@ RANKS = {
 # describe one thing from two sides, closed by a ``TYPE_CHECKING`` import.
 CIRCLES_ALLOWED_IN = {
     "store": "shards reads its blocks through native_blocks, which takes shards' RowLayout type",
-    "write": "_objects builds object runs (_object_runs), which take its ObjectTable type",
+    "write": "_objects builds object runs with _object_runs, which takes the ObjectTable type",
     "read": "reader, row_reads, point_reads and _read_plans: the level reader and its read plans",
-    "update": "merge_plan and merge_links: a merge plan decides link widths, links read the plan",
+    "update": "merge_plan takes link dtypes from merge_links, which takes the MergePlan type",
     "result": "query_result and plotting/shapes/summary/tables: the result and its presentations",
 }
 MODULES = sorted(PACKAGE.rglob("*.py"))
