@@ -27,6 +27,7 @@ RANKS = {
     "cli": 8,
     "_progress": 0,
     "_optional": 0,
+    "_deprecation": 0,
     "display": 0,
     "store_summary": 6,
     "_warmup": 6,

@@ -53,6 +53,7 @@ from zarr_vectors.geometry.points import write_points
 from zarr_vectors.geometry.polylines import write_polylines
 from zarr_vectors.geometry.result import QueryResult
 from zarr_vectors.parallel import write_objects_parallel, write_points_parallel
+from zarr_vectors.regions import QueryRegion, ball, box, polygon
 from zarr_vectors.validate import validate
 from zarr_vectors.validate.report import Problem, ValidationReport
 
@@ -77,6 +78,10 @@ __all__ = [
     "open",
     "VectorStore",
     "QueryResult",
+    "QueryRegion",
+    "box",
+    "ball",
+    "polygon",
     "WriteOptions",
     "validate",
     "ValidationReport",

@@ -131,7 +131,7 @@ def _demo(args: argparse.Namespace) -> int:
     )
     store = zv.open(out)
     print(
-        f"  opened: {store.geometry_type}, {store.vertex_count:,} vertices in "
+        f"  opened: {store.kind}, {store.vertex_count:,} vertices in "
         f"{store.chunk_count} chunks of {list(store.chunk_shape)}, bins {list(store.bin_shape)}"
     )
     centre = centres[0]
@@ -168,8 +168,8 @@ def _warmup(args: argparse.Namespace) -> int:
 def _info(args: argparse.Namespace) -> int:
     store = zv.open(args.store)
     doc: dict[str, Any] = {
-        "geometry_type": store.geometry_type,
-        "spatial_dims": store.spatial_dims,
+        "kind": store.kind,
+        "ndim": store.ndim,
         "axis_names": list(store.axis_names),
         "axis_units": list(store.axis_units),
         "chunk_shape": list(store.chunk_shape),
@@ -186,6 +186,8 @@ def _info(args: argparse.Namespace) -> int:
     if (note := interrupted_write_note(args.store)) is not None:
         doc["interrupted_write"] = note
     if args.json:
+        # the spec's metadata names of kind and ndim, kept for scripts that read them
+        doc |= {"geometry_type": store.kind, "spatial_dims": store.ndim}
         print(json.dumps(doc, indent=2))
     else:
         width = max(len(k) for k in doc)
@@ -254,7 +256,7 @@ def _convert(args: argparse.Namespace) -> int:
     if isinstance(out, zv.VectorStore):
         count = out.object_count if out.is_object_store else out.vertex_count
         what = "objects" if out.is_object_store else "vertices"
-        print(f"wrote {args.dst}: {out.geometry_type}, {count:,} {what} in {elapsed:.2f} s")
+        print(f"wrote {args.dst}: {out.kind}, {count:,} {what} in {elapsed:.2f} s")
     else:
         print(f"wrote {out} in {elapsed:.2f} s")
     return EXIT_OK

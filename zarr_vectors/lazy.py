@@ -23,13 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors._optional import require
 from zarr_vectors.errors import FormatError, InvalidInputError, StoreNotFoundError
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, VERTICES
 from zarr_vectors.geometry.reader import LevelReader
 from zarr_vectors.geometry.result import QueryResult
-from zarr_vectors.query import parse_bbox, query_box
+from zarr_vectors.query import query_box
+from zarr_vectors.regions import BoxRegion, as_region
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.versions import StoreVersion
 
@@ -131,8 +133,8 @@ class LazyResult:
         Per-vertex object ids (dask array) when the store keeps them, else None.
     block_chunks
         Per block, the ``(k, D)`` indices of the chunks it reads.
-    axis_names, axis_units, geometry_type
-        The store's labels, stamped on the result of :meth:`compute`.
+    axis_names, axis_units, kind
+        The store's labels and geometry kind, stamped on the result of :meth:`compute`.
     """
 
     positions: Any
@@ -141,7 +143,13 @@ class LazyResult:
     block_chunks: list[np.ndarray]
     axis_names: tuple[str, ...]
     axis_units: tuple[str, ...]
-    geometry_type: str
+    kind: str
+
+    @property
+    def geometry_type(self) -> str:
+        """Deprecated spelling of :attr:`kind`."""
+        warn_renamed("LazyResult.geometry_type", "LazyResult.kind")
+        return self.kind
 
     def compute(self, **kwargs: Any) -> QueryResult:
         """Compute every array at once (each block is queried once) into a :class:`QueryResult`.
@@ -158,21 +166,41 @@ class LazyResult:
             vertex_object_ids=ids,
             axis_names=self.axis_names,
             axis_units=self.axis_units,
-            geometry_type=self.geometry_type,
+            kind=self.kind,
         )
+
+
+def _box_of(region: Any, root: RootMetadata) -> tuple[np.ndarray, np.ndarray]:
+    """The corners ``lo, hi`` of the box ``region`` (None: all of space).
+
+    Raises
+    ------
+    InvalidInputError
+        When ``region`` is malformed, or not a box.
+    """
+    ndim = root.spatial_dims
+    if region is None:
+        return np.full(ndim, -np.inf), np.full(ndim, np.inf)
+    found = as_region(region, ndim, root.axis_names)
+    if not isinstance(found, BoxRegion):
+        raise InvalidInputError(
+            f"to_dask takes a box, (lo, hi) or zv.box(lo, hi), got a {type(found).__name__}; "
+            "read a ball or polygon region with query(...)"
+        )
+    return found.lo, found.hi
 
 
 def lazy_query(
     io: StoreIO,
     root: RootMetadata,
     reader: LevelReader,
-    bbox: Any = None,
+    region: Any = None,
     *,
     chunks_per_block: int = 1,
     version: StoreVersion | None = None,
     where: str = "",
 ) -> LazyResult:
-    """The vertices of a point cloud in ``bbox`` as dask arrays (see :class:`LazyResult`).
+    """The vertices of a point cloud in the box ``region`` as dask arrays (see :class:`LazyResult`).
 
     Parameters
     ----------
@@ -183,8 +211,9 @@ def lazy_query(
         The store's root metadata.
     reader
         The open level (reused by tasks that run in this process).
-    bbox
-        ``(lo, hi)``, half-open on every axis; None for the whole level.
+    region
+        A box: ``(lo, hi)`` or :func:`zarr_vectors.box`, half-open on every axis; None for
+        the whole level.
     chunks_per_block
         Occupied chunks per dask block, consecutive in C order.
     version, where
@@ -194,8 +223,8 @@ def lazy_query(
     Raises
     ------
     InvalidInputError
-        When the box is malformed, ``chunks_per_block`` is not a positive integer, or the
-        store is not a point cloud.
+        When the box is malformed or ``region`` is not a box, ``chunks_per_block`` is not a
+        positive integer, or the store is not a point cloud.
     MissingDependencyError
         When dask is not installed (the ``distributed`` extra).
     """
@@ -208,11 +237,7 @@ def lazy_query(
         raise InvalidInputError("chunks_per_block must be a positive integer")
     if chunks_per_block < 1:
         raise InvalidInputError(f"chunks_per_block must be at least 1, got {chunks_per_block}")
-    ndim = root.spatial_dims
-    if bbox is None:
-        lo, hi = np.full(ndim, -np.inf), np.full(ndim, np.inf)
-    else:
-        lo, hi = parse_bbox(bbox, ndim)
+    lo, hi = _box_of(region, root)
     require("dask.array", extra="distributed", purpose=_PURPOSE)  # fail before any work
     delayed = require("dask", extra="distributed", purpose=_PURPOSE).delayed
     source = _Source(io, root.to_json(), int(reader.base), uuid.uuid4().hex, version, where)
@@ -232,7 +257,7 @@ def lazy_query(
         block_chunks=blocks,
         axis_names=root.axis_names,
         axis_units=root.axis_units,
-        geometry_type=root.geometry_type,
+        kind=root.geometry_type,
     )
 
 

@@ -215,9 +215,9 @@ def export_store(
     fmt = format_of(dst, format)
     if fmt is None:
         raise InvalidInputError(f"cannot tell the format of {os.fspath(dst)!r}; give format=")
-    if store.geometry_type not in fmt.kinds:
+    if store.kind not in fmt.kinds:
         raise InvalidInputError(
-            f"a {store.geometry_type} store cannot be written as {fmt.name} "
+            f"a {store.kind} store cannot be written as {fmt.name} "
             f"(it holds {', '.join(fmt.kinds)})"
         )
     overwrite = check_overwrite(overwrite)

@@ -303,8 +303,8 @@ def export_store(
     See the module docstring for the options.
     """
     check_options(fmt, options, EXPORT_OPTIONS)
-    if store.spatial_dims != 3:
-        raise InvalidInputError(f"LAS holds 3-D points; the store is {store.spatial_dims}-D")
+    if store.ndim != 3:
+        raise InvalidInputError(f"LAS holds 3-D points; the store is {store.ndim}-D")
     laspy = _laspy(dst, "writing")
     found = store.read()
     header = _header(laspy, store, found.positions, options)

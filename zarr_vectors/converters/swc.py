@@ -325,8 +325,8 @@ def export_store(
     See the module docstring for the options.
     """
     check_options(fmt, options, EXPORT_OPTIONS)
-    if store.spatial_dims != 3:
-        raise InvalidInputError(f"SWC holds 3-D nodes; the store is {store.spatial_dims}-D")
+    if store.ndim != 3:
+        raise InvalidInputError(f"SWC holds 3-D nodes; the store is {store.ndim}-D")
     found = read_selection(store, options.get("ids"))
     if found.offsets is None or found.object_ids is None or found.edges is None:
         raise InvalidInputError(f"{store!r} returned no skeleton objects")

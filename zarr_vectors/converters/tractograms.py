@@ -124,10 +124,8 @@ def export_store(
     """
     allowed = {"ids", "group"} | ({"reference"} if fmt != "tck" else set())
     check_options(fmt, options, allowed | ({"dtype"} if fmt == "trx" else set()))
-    if store.spatial_dims != 3:
-        raise InvalidInputError(
-            f"{fmt} files hold 3-D streamlines; the store is {store.spatial_dims}-D"
-        )
+    if store.ndim != 3:
+        raise InvalidInputError(f"{fmt} files hold 3-D streamlines; the store is {store.ndim}-D")
     dtype = str(options.get("dtype", "float32"))
     if dtype not in tract_io.TRX_DTYPES:
         raise InvalidInputError(
