@@ -7,6 +7,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import inspect
+import json
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -19,6 +20,7 @@ from zarr.storage import FsspecStore, MemoryStore
 import zarr_vectors as zv
 from tests.s3server import LoopbackS3
 from zarr_vectors import _deprecation, dataset, regions
+from zarr_vectors.cli import main
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry import result
 
@@ -247,6 +249,26 @@ def test_validate_passes_storage_options_to_fsspec(
     report = zv.validate(url, level=3, storage_options=options)
     assert report.ok, report.problems
     assert report.level == 3
+
+
+def test_the_cli_passes_storage_options_to_fsspec(
+    s3: LoopbackS3, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID"):
+        monkeypatch.delenv(name)
+    url = f"s3://{s3.fresh_prefix()}/explicit"
+    options = s3.storage_options()
+    zv.write_points(FsspecStore.from_url(url, storage_options=options), _positions(np.float64))
+    flags = [
+        arg
+        for key, value in options.items()
+        for arg in ("--storage-option", f"{key}={json.dumps(value)}")
+    ]
+    assert main(["info", url, "--json", *flags]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["kind"], doc["ndim"], doc["vertex_count"]) == ("point_cloud", 3, 40)
+    assert (doc["geometry_type"], doc["spatial_dims"]) == ("point_cloud", 3)
+    assert main(["validate", url, "--level", "3", *flags]) == 0
 
 
 def test_validate_refuses_storage_options_for_a_local_path(tmp_path: Any) -> None:

@@ -165,8 +165,13 @@ def _warmup(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The ``--storage-option KEY=VALUE`` pairs, or None when none was given."""
+    return dict(args.storage_option) if args.storage_option else None
+
+
 def _info(args: argparse.Namespace) -> int:
-    store = zv.open(args.store)
+    store = zv.open(args.store, storage_options=_storage_options(args))
     doc: dict[str, Any] = {
         "kind": store.kind,
         "ndim": store.ndim,
@@ -200,7 +205,13 @@ def _run_validation(args: argparse.Namespace) -> zv.ValidationReport:
     """Validate, with a progress bar on stderr when it is a terminal (and JSON is not piped)."""
     json_out = sys.stdout if args.json else None
     progress = wants_progress(sys.stderr, json_out=json_out)
-    return zv.validate(args.store, level=args.level, sample=args.sample, progress=progress)
+    return zv.validate(
+        args.store,
+        level=args.level,
+        sample=args.sample,
+        progress=progress,
+        storage_options=_storage_options(args),
+    )
 
 
 def _validation_exit_code(report: zv.ValidationReport) -> int:
@@ -281,6 +292,18 @@ def _debug_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
 
 
+def _storage_option_flag(parser: argparse.ArgumentParser) -> None:
+    """``--storage-option KEY=VALUE``, repeatable: the fsspec options of a URL store."""
+    parser.add_argument(
+        "--storage-option",
+        type=_option,
+        action="append",
+        metavar="KEY=VALUE",
+        help="URLs only: an fsspec filesystem option, e.g. anon=true or endpoint_url=... "
+        "(VALUE is parsed as JSON when it is JSON); repeat for several",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="zarr-vectors", description="Zarr Vectors Format stores: write, inspect, validate."
@@ -319,6 +342,7 @@ def _parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="describe a store")
     info.add_argument("store")
     info.add_argument("--json", action="store_true", help="machine-readable output")
+    _storage_option_flag(info)
     _debug_flag(info)
     info.set_defaults(run=_info)
     validate = sub.add_parser(
@@ -346,6 +370,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "--json", action="store_true", help="machine-readable report on stdout, nothing else"
     )
+    _storage_option_flag(validate)
     _debug_flag(validate)
     validate.set_defaults(run=_validate)
     convert = sub.add_parser(
