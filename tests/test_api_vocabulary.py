@@ -8,6 +8,7 @@ import doctest
 import importlib
 import inspect
 import json
+import pickle
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -23,6 +24,7 @@ from zarr_vectors import _deprecation, dataset, regions
 from zarr_vectors.cli import main
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry import result
+from zarr_vectors.regions import as_region
 
 CHUNK = 4.0
 
@@ -222,16 +224,33 @@ def test_to_dask_refuses_object_kinds_naming_what_to_use(kind: str) -> None:
         store.to_dask()
 
 
-def test_to_dask_takes_a_box_and_refuses_other_regions(
-    cloud: tuple[zv.VectorStore, np.ndarray],
-) -> None:
+def test_to_dask_takes_what_query_takes(cloud: tuple[zv.VectorStore, np.ndarray]) -> None:
     pytest.importorskip("dask.array")
     store, _ = cloud
-    box = zv.box([1, 1, 1], [6, 6, 6])
-    _assert_same(store.to_dask(box).compute(scheduler="sync"), store.query(box))
+    regions = [
+        zv.box([1, 1, 1], [6, 6, 6]),
+        store.bounds_box,
+        zv.ball([5, 5, 5], 3),
+        shapely.box(1, 1, 4, 4),
+        zv.polygon([(0, 0), (8, 0), (0, 8)], plane=("x", "z"), ranges={"y": (2, 7)}),
+    ]
+    for region in regions:
+        lazy = store.to_dask(region, chunks_per_block=2)
+        _assert_same(lazy.compute(scheduler="sync"), store.query(region))
     _assert_same(store.to_dask(region=store.bounds_box).compute(scheduler="sync"), store.read())
-    with pytest.raises(InvalidInputError, match="to_dask takes a box"):
-        store.to_dask(zv.ball([5, 5, 5], 2))
+
+
+def test_regions_pickle_for_workers_in_other_processes(
+    cloud: tuple[zv.VectorStore, np.ndarray],
+) -> None:
+    store, positions = cloud
+    shapes = [zv.polygon([(0, 0), (8, 0), (0, 8)], ranges={"z": (0, 4)}), zv.ball([5, 5, 5], 3)]
+    for shape in shapes:
+        region = as_region(shape, store.ndim, store.axis_names)
+        again = pickle.loads(pickle.dumps(region))
+        np.testing.assert_array_equal(
+            again.contains_points(positions), region.contains_points(positions)
+        )
 
 
 # -- storage_options ---------------------------------------------------------------------------

@@ -727,17 +727,19 @@ class VectorStore:
         return gather(self._io, self._root, lambda: self._reader, self._where, lambda: self._usage)
 
     def to_dask(self, region: Any = None, *, chunks_per_block: int = 1, **old: Any) -> LazyResult:
-        """The vertices of a point cloud in a box as dask arrays, for out-of-core work.
+        """The vertices of a point cloud in a region as dask arrays, for out-of-core work.
 
-        One dask block per ``chunks_per_block`` occupied chunks (C order); computing the
-        arrays gives exactly :meth:`query` of the same box (None: :meth:`read`), row for
+        One dask block per ``chunks_per_block`` occupied chunks the region meets (C order);
+        computing the arrays gives exactly :meth:`query` of the same region (None:
+        :meth:`read`), row for
         row. Tasks reopen the store, so they also run on ``dask.distributed`` workers. See
         :mod:`zarr_vectors.lazy`; needs the ``distributed`` extra.
 
         Parameters
         ----------
         region
-            A box ``(lo, hi)`` or :func:`zarr_vectors.box`, half-open as in :meth:`query`;
+            What :meth:`query` takes (a box ``(lo, hi)``, a shapely polygon,
+            :func:`zarr_vectors.box`, :func:`zarr_vectors.ball`, :func:`zarr_vectors.polygon`);
             None (default) for every vertex. ``bbox=`` is a deprecated spelling.
         chunks_per_block
             Occupied chunks per dask block.
@@ -746,10 +748,20 @@ class VectorStore:
         ------
         InvalidInputError
             For an object store (polylines, streamlines, graphs, skeletons, meshes: read
-            them with :meth:`read`, :meth:`read_objects` or :meth:`query`), or a region
-            other than a box (a ball or polygon: use :meth:`query`).
+            them with :meth:`read`, :meth:`read_objects` or :meth:`query`), or a malformed
+            region.
         MissingDependencyError
             When dask is not installed.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[1.0, 1.0], [3.0, 4.0], [9.0, 9.0]], chunk_shape=5.0)
+        >>> lazy = zv.open(path).to_dask(zv.box([0, 0], [5, 5]))
+        >>> lazy.positions.compute(scheduler="sync").tolist()
+        [[1.0, 1.0], [3.0, 4.0]]
         """
         region = _renamed_keyword("to_dask", "bbox", "region", region, old)
         return self._to_dask(region, chunks_per_block)
