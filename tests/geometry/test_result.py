@@ -108,7 +108,7 @@ def test_store_results_carry_axis_names_units_and_kind() -> None:
         assert result.kind == "skeleton"
 
 
-def test_kind_is_inferred_without_geometry_type() -> None:
+def test_kind_is_inferred_when_not_given() -> None:
     pos = np.zeros((3, 2))
     assert zv.QueryResult(pos).kind == "point_cloud"
     assert zv.QueryResult(pos, offsets=np.array([0, 3])).kind == "polyline"
