@@ -139,7 +139,7 @@ def test_bad_arguments_are_refused(memory_store: tuple[MemoryStore, np.ndarray])
         opened.to_dask(chunks_per_block=0)
     with pytest.raises(InvalidInputError, match="chunks_per_block"):
         opened.to_dask(chunks_per_block=1.5)  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="bbox"):
+    with pytest.raises(InvalidInputError, match="a box region must be"):
         opened.to_dask(([0, 0], [1, 1]))
     lines = MemoryStore()
     zv.write_polylines(lines, [np.zeros((2, 3)), np.ones((3, 3))], chunk_shape=10.0)

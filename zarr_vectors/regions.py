@@ -322,6 +322,9 @@ def _numbers(value: Any, expected: str) -> np.ndarray:
     return numbers
 
 
+_OTHER_REGIONS = "; other regions: a shapely polygon, zv.ball(...), zv.polygon(...)"
+
+
 def parse_bbox(bbox: Any, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate a box given as ``(lo, hi)`` (two sequences of ``D`` numbers).
 
@@ -333,20 +336,22 @@ def parse_bbox(bbox: Any, ndim: int) -> tuple[np.ndarray, np.ndarray]:
         When the box does not have two rows of ``D`` numbers (strings and bools are not
         numbers), holds NaN, or ``lo > hi``.
     """
-    box = _numbers(bbox, f"bbox must be (lo, hi) with {ndim} numbers each")
+    expected = f"a box region must be (lo, hi) with {ndim} numbers each"
+    try:
+        box = _numbers(bbox, expected)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{exc}{_OTHER_REGIONS}") from exc
     if box.shape != (2, ndim):
-        raise InvalidInputError(
-            f"bbox must be (lo, hi) with {ndim} numbers each, got shape {box.shape}"
-        )
+        raise InvalidInputError(f"{expected}, got shape {box.shape}{_OTHER_REGIONS}")
     if np.isnan(box).any():
         raise InvalidInputError(
-            f"bbox must not contain NaN, got {reprlib.repr(bbox)}; use -inf or inf for an "
+            f"a box must not contain NaN, got {reprlib.repr(bbox)}; use -inf or inf for an "
             "unbounded side"
         )
     if np.any(box[0] > box[1]):
         d = int(np.flatnonzero(box[0] > box[1])[0])
         raise InvalidInputError(
-            f"bbox lo[{d}] = {box[0, d]} is greater than hi[{d}] = {box[1, d]}; give (lo, hi) "
+            f"box lo[{d}] = {box[0, d]} is greater than hi[{d}] = {box[1, d]}; give (lo, hi) "
             "with lo <= hi on every axis"
         )
     return box[0], box[1]
@@ -437,7 +442,9 @@ def _polygon(polygon: Any) -> Any:
     if isinstance(polygon, shapely.Geometry):
         if not isinstance(polygon, shapely.Polygon | shapely.MultiPolygon):
             raise InvalidInputError(
-                f"the region must be a Polygon or MultiPolygon, got a {polygon.geom_type}"
+                f"a shapely region must be a Polygon or MultiPolygon, got a "
+                f"{polygon.geom_type}; for a ball give zv.ball(center, radius), for a box "
+                "(lo, hi)"
             )
         coords = shapely.get_coordinates(polygon)
         geometry = shapely.force_2d(polygon)
