@@ -111,8 +111,12 @@ def _public_callables() -> list[tuple[str, object]]:
 
 
 def _has_run_examples(obj: object) -> bool:
-    """Whether the docstring has a numpydoc "Examples" section holding ``>>>`` lines."""
-    match = _EXAMPLES.search(inspect.getdoc(obj) or "")
+    """Whether the docstring has a numpydoc "Examples" section holding ``>>>`` lines, or
+    begins "Deprecated" (an old spelling points at its new one, whose example runs)."""
+    doc = inspect.getdoc(obj) or ""
+    if doc.startswith("Deprecated"):
+        return True
+    match = _EXAMPLES.search(doc)
     return match is not None and ">>>" in match.group("body")
 
 

@@ -107,7 +107,7 @@ def _check_objects(store: zv.VectorStore, expected: np.lib.npyio.NpzFile) -> Non
     """Each object, read by id, comes back exactly; so do the groups."""
     ids = expected["object_ids"]
     np.testing.assert_array_equal(store.object_ids, ids)
-    ordered = store.geometry_type != "graph" or bool(store.metadata.get("is_directed", False))
+    ordered = store.kind != "graph" or bool(store.metadata.get("is_directed", False))
     wanted = ids[::-1]  # not storage order: results follow the requested ids
     got = store.read_objects(wanted)
     np.testing.assert_array_equal(got.object_ids, wanted)

@@ -15,6 +15,7 @@ RANKS = {
     "_version": 0,
     "_progress": 0,
     "_optional": 0,
+    "_deprecation": 0,
     "display": 0,
     "kernels": 1,
     "format": 2,

@@ -16,6 +16,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from zarr_vectors.errors import InvalidInputError, MissingDependencyError
 from zarr_vectors.query import lazy
+from zarr_vectors.query.regions import BoxRegion
 
 N = 6000
 CHUNK = 250.0
@@ -138,7 +139,7 @@ def test_bad_arguments_are_refused(memory_store: tuple[MemoryStore, np.ndarray])
         opened.to_dask(chunks_per_block=0)
     with pytest.raises(InvalidInputError, match="chunks_per_block"):
         opened.to_dask(chunks_per_block=1.5)  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="bbox"):
+    with pytest.raises(InvalidInputError, match="a box region must be"):
         opened.to_dask(([0, 0], [1, 1]))
     lines = MemoryStore()
     zv.write_polylines(lines, [np.zeros((2, 3)), np.ones((3, 3))], chunk_shape=10.0)
@@ -209,11 +210,11 @@ def test_tasks_in_another_process_check_the_root_document_not_the_directory_iden
     reader = store._reader
     assert store._version is not None
     elsewhere = dataclasses.replace(store._version, place=(0, 0, 0))  # as another host sees it
-    box = (np.full(3, -np.inf), np.full(3, np.inf))
+    box = BoxRegion(np.full(3, -np.inf), np.full(3, np.inf))
     chunks = reader.occupied_chunks(np.zeros(3, np.int64), reader.grid.shape)[0]
     source = lazy._Source(store._io, store._root.to_json(), 0, "t", elsewhere, str(path))
     with pytest.raises(zv.StoreChangedError):
-        lazy._query_block(source, chunks, *box)  # the opener's process: the directory differs
+        lazy._query_block(source, chunks, box)  # the opener's process: the directory differs
     remote = dataclasses.replace(source, pid=os.getpid() + 1)
-    got = lazy._query_block(remote, chunks, *box)
+    got = lazy._query_block(remote, chunks, box)
     assert got.positions.shape[0] == N

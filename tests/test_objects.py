@@ -82,8 +82,8 @@ def test_polygon_queries_on_objects_equal_brute_force(
     for d, (lo, hi) in ranges.items():
         keep &= (p[:, d] >= lo) & (p[:, d] < hi)
     dense = model.owners(keep)
-    check_objects(opened.query_polygon(polygon, plane=plane, ranges=ranges), model, dense)
-    clipped = opened.query_polygon(polygon, plane=plane, ranges=ranges, clip=True)
+    check_objects(opened.query(zv.polygon(polygon, plane=plane, ranges=ranges)), model, dense)
+    clipped = opened.query(zv.polygon(polygon, plane=plane, ranges=ranges), clip=True)
     check_objects(clipped, model, dense, keep)
 
 
@@ -104,8 +104,8 @@ def test_sphere_queries_on_objects_equal_brute_force(kind: str, ndim: int, seed:
     p = model.positions.astype(np.float64)
     keep = sum((p[:, d] - center[d]) ** 2 for d in range(ndim)) <= radius * radius
     dense = model.owners(np.asarray(keep))
-    check_objects(opened.query_sphere(center, radius), model, dense)
-    check_objects(opened.query_sphere(center, radius, clip=True), model, dense, np.asarray(keep))
+    check_objects(opened.query(zv.ball(center, radius)), model, dense)
+    check_objects(opened.query(zv.ball(center, radius), clip=True), model, dense, np.asarray(keep))
 
 
 def test_groups_restrict_region_queries() -> None:
@@ -127,7 +127,7 @@ def test_groups_restrict_region_queries() -> None:
     center, radius = positions[0], 2 * CHUNK
     keep = np.sum((positions - center) ** 2, axis=1) <= radius * radius
     dense = np.intersect1d(model.owners(keep), np.arange(0, len(ids), 2))
-    check_objects(opened.query_sphere(center, radius, group="half"), model, dense)
+    check_objects(opened.query(zv.ball(center, radius), group="half"), model, dense)
 
 
 def test_owners_read_only_the_chunks_the_region_meets() -> None:

@@ -120,10 +120,12 @@ def test_polygon_queries_equal_brute_force(
     plane = (0, 1) if ndim == 2 else tuple(int(a) for a in rng.choice(ndim, 2, replace=False))
     ranges = _random_ranges(rng, ndim, plane)
     names = zv.open(store).axis_names
-    got = zv.open(store).query_polygon(
-        polygon,
-        plane=(names[plane[0]], plane[1]),
-        ranges={names[d] if d % 2 else d: r for d, r in ranges.items()},
+    got = zv.open(store).query(
+        zv.polygon(
+            polygon,
+            plane=(names[plane[0]], plane[1]),
+            ranges={names[d] if d % 2 else d: r for d, r in ranges.items()},
+        )
     )
     _check_rows(got, positions, _in_polygon(positions, polygon, plane, ranges))
 
@@ -134,7 +136,7 @@ def test_sphere_queries_equal_brute_force(ndim: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     store, positions = _cloud(ndim)
     center, radius = _ball(rng, ndim)
-    got = zv.open(store).query_sphere(center, radius)
+    got = zv.open(store).query(zv.ball(center, radius))
     _check_rows(got, positions, _in_ball(positions, center, radius))
 
 
@@ -142,10 +144,10 @@ def test_boundaries_in_float64_stores() -> None:
     store, positions = _cloud(3, np.float64)
     opened = zv.open(store)
     on_sphere = _in_ball(positions, np.array([5.0, -10.0, 0.0]), 25.0)
-    _check_rows(opened.query_sphere([5, -10, 0], 25), positions, on_sphere)
+    _check_rows(opened.query(zv.ball([5, -10, 0], 25)), positions, on_sphere)
     square = shapely.box(-40, -40, 0, 0)  # edges on chunk boundaries: chunks covered whole
     expected = _in_polygon(positions, square, (0, 1), {2: (-40.0, 40.0)})
-    _check_rows(opened.query_polygon(square, ranges={"z": (-40, 40)}), positions, expected)
+    _check_rows(opened.query(zv.polygon(square, ranges={"z": (-40, 40)})), positions, expected)
     on_edges = (positions[:, 0] == 0) | (positions[:, 1] == 0) | (positions[:, 0] == -40)
     assert np.any(expected & on_edges)  # the boundary is in: some of those points are found
 
@@ -159,12 +161,12 @@ def test_points_on_the_boundary_are_found() -> None:
     everything = np.concatenate([inside, on_sphere, past, corner])
     zv.write_points(store, everything, chunk_shape=CHUNK, bin_shape=BIN)
     opened = zv.open(store)
-    got = opened.query_sphere([0, 0, 0], 25)
+    got = opened.query(zv.ball([0, 0, 0], 25))
     np.testing.assert_array_equal(
         sorted_rows(got.positions), sorted_rows(np.concatenate([inside, on_sphere]))
     )
     triangle = [(0, 0), (40, 0), (0, 40)]
-    got = opened.query_polygon(triangle, ranges={"z": (0, 10)})  # z = 10 is outside
+    got = opened.query(zv.polygon(triangle, ranges={"z": (0, 10)}))  # z = 10 is outside
     expected = np.concatenate([inside[[0, 2]], on_sphere[:1], past[:1], corner])
     np.testing.assert_array_equal(sorted_rows(got.positions), sorted_rows(expected))
 
@@ -172,10 +174,10 @@ def test_points_on_the_boundary_are_found() -> None:
 def test_empty_and_far_regions() -> None:
     store, _ = _cloud(3)
     opened = zv.open(store)
-    assert len(opened.query_sphere([1e6, 0, 0], 10)) == 0
-    assert len(opened.query_polygon(shapely.box(500, 500, 600, 600))) == 0
-    assert len(opened.query_polygon(shapely.box(0, 0, 10, 10), ranges={"z": (3, 3)})) == 0
-    empty = opened.query_sphere([0, 0, 0], 0.001)
+    assert len(opened.query(zv.ball([1e6, 0, 0], 10))) == 0
+    assert len(opened.query(zv.polygon(shapely.box(500, 500, 600, 600)))) == 0
+    assert len(opened.query(zv.polygon(shapely.box(0, 0, 10, 10), ranges={"z": (3, 3)}))) == 0
+    empty = opened.query(zv.ball([0, 0, 0], 0.001))
     assert empty.positions.shape == (0, 3)
     assert empty.attributes["i"].dtype == np.int64
 
@@ -323,7 +325,7 @@ def test_polygon_reads_only_the_chunks_and_bins_it_meets(
     plane = (0, 1) if ndim == 2 else tuple(int(a) for a in rng.choice(3, 2, replace=False))
     ranges = _random_ranges(rng, ndim, plane)
     got, reader, rows, keys = _query_recorded(
-        store, lambda s: s.query_polygon(polygon, plane=plane, ranges=ranges)
+        store, lambda s: s.query(zv.polygon(polygon, plane=plane, ranges=ranges))
     )
     _check_rows(got, positions, _in_polygon(positions, polygon, plane, ranges))
     _check_reads("polygon", (polygon, plane, ranges), reader, positions, rows, keys)
@@ -335,7 +337,7 @@ def test_sphere_reads_only_the_chunks_and_bins_it_meets(ndim: int, seed: int) ->
     rng = np.random.default_rng(seed)
     store, positions = _cloud(ndim)
     center, radius = _ball(rng, ndim)
-    got, reader, rows, keys = _query_recorded(store, lambda s: s.query_sphere(center, radius))
+    got, reader, rows, keys = _query_recorded(store, lambda s: s.query(zv.ball(center, radius)))
     _check_rows(got, positions, _in_ball(positions, center, radius))
     _check_reads("ball", (center, radius), reader, positions, rows, keys)
 
@@ -358,15 +360,15 @@ def test_box_queries_read_only_the_chunks_and_bins_they_meet() -> None:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda s: s.query_sphere([0, 0], 1), "3 numbers"),
-        (lambda s: s.query_sphere([0, 0, 0], -1), ">= 0"),
-        (lambda s: s.query_sphere([0, np.nan, 0], 1), "finite"),
-        (lambda s: s.query_polygon(shapely.Polygon()), "empty"),
-        (lambda s: s.query_polygon([(0, 0), (1, 1), (1, 0), (0, 1)]), "not valid"),
-        (lambda s: s.query_polygon(shapely.box(0, 0, 1, 1), ranges={"t": (0, 1)}), "'t'"),
-        (lambda s: s.query_polygon(shapely.box(0, 0, 1, 1), plane=("x", "q")), "'q'"),
-        (lambda s: s.query_sphere([0, 0, 0], 1, clip=True), "object stores only"),
-        (lambda s: s.query_polygon(shapely.box(0, 0, 1, 1), group="a"), "has no groups"),
+        (lambda s: s.query(zv.ball([0, 0], 1)), "3 numbers"),
+        (lambda s: s.query(zv.ball([0, 0, 0], -1)), ">= 0"),
+        (lambda s: s.query(zv.ball([0, np.nan, 0], 1)), "finite"),
+        (lambda s: s.query(zv.polygon(shapely.Polygon())), "empty"),
+        (lambda s: s.query(zv.polygon([(0, 0), (1, 1), (1, 0), (0, 1)])), "not valid"),
+        (lambda s: s.query(zv.polygon(shapely.box(0, 0, 1, 1), ranges={"t": (0, 1)})), "'t'"),
+        (lambda s: s.query(zv.polygon(shapely.box(0, 0, 1, 1), plane=("x", "q"))), "'q'"),
+        (lambda s: s.query(zv.ball([0, 0, 0], 1), clip=True), "object stores only"),
+        (lambda s: s.query(zv.polygon(shapely.box(0, 0, 1, 1)), group="a"), "has no groups"),
     ],
 )
 def test_bad_input(call: Any, message: str) -> None:
@@ -648,7 +650,7 @@ def test_box_fast_path_reads_exactly_the_rows_of_the_bins_it_meets(seed: int) ->
     [
         lambda s: s.query(group="cst"),
         lambda s: s.query(([0, 0, 0], [1, 1, 1]), group="cst"),
-        lambda s: s.query_sphere([0, 0, 0], 1, group=0),
+        lambda s: s.query(zv.ball([0, 0, 0], 1), group=0),
     ],
 )
 def test_query_group_on_a_point_cloud_says_it_has_no_groups(call: Any) -> None:

@@ -47,7 +47,7 @@ def _point_reads(store: MemoryStore, g: tuple[int, ...]) -> dict[str, Read]:
         "box covering the chunk": lambda v: v.query((lo, hi)),
         "box cutting the chunk": lambda v: v.query(inner),
         "everything": lambda v: v.query(([-np.inf] * 3, [np.inf] * 3)),
-        "sphere": lambda v: v.query_sphere(center, radius),
+        "sphere": lambda v: v.query(zv.ball(center, radius)),
         "to_dask": lambda v: v.to_dask(inner).compute(scheduler="sync"),
         "to_dask whole": lambda v: v.to_dask().compute(scheduler="sync"),
     }
@@ -215,7 +215,7 @@ def test_undamaged_point_clouds_answer_every_read_exactly(
     for d in range(1, ndim):
         total += squares[:, d]  # summed in axis order, as spec'd
     near = total <= radius**2
-    ball = opened.query_sphere(lo, radius).positions
+    ball = opened.query(zv.ball(lo, radius)).positions
     assert ball.shape[0] == int(near.sum())
 
 

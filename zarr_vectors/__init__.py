@@ -46,6 +46,7 @@ from zarr_vectors.geometry import (
     write_skeletons,
 )
 from zarr_vectors.parallel import write_objects_parallel, write_points_parallel
+from zarr_vectors.query import QueryRegion, ball, box, polygon
 from zarr_vectors.result import QueryResult
 from zarr_vectors.update import (
     ObjectWriter,
@@ -82,6 +83,10 @@ __all__ = [
     "open",
     "VectorStore",
     "QueryResult",
+    "QueryRegion",
+    "box",
+    "ball",
+    "polygon",
     "WriteOptions",
     "validate",
     "ValidationReport",

@@ -132,7 +132,7 @@ def _demo(args: argparse.Namespace) -> int:
     )
     store = zv.open(out)
     print(
-        f"  opened: {store.geometry_type}, {store.vertex_count:,} vertices in "
+        f"  opened: {store.kind}, {store.vertex_count:,} vertices in "
         f"{store.chunk_count} chunks of {list(store.chunk_shape)}, bins {list(store.bin_shape)}"
     )
     centre = centres[0]
@@ -166,11 +166,16 @@ def _warmup(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The ``--storage-option KEY=VALUE`` pairs, or None when none was given."""
+    return dict(args.storage_option) if args.storage_option else None
+
+
 def _info(args: argparse.Namespace) -> int:
-    store = zv.open(args.store)
+    store = zv.open(args.store, storage_options=_storage_options(args))
     doc: dict[str, Any] = {
-        "geometry_type": store.geometry_type,
-        "spatial_dims": store.spatial_dims,
+        "kind": store.kind,
+        "ndim": store.ndim,
         "axis_names": list(store.axis_names),
         "axis_units": list(store.axis_units),
         "chunk_shape": list(store.chunk_shape),
@@ -187,6 +192,8 @@ def _info(args: argparse.Namespace) -> int:
     if (note := interrupted_write_note(args.store)) is not None:
         doc["interrupted_write"] = note
     if args.json:
+        # the spec's metadata names of kind and ndim, kept for scripts that read them
+        doc |= {"geometry_type": store.kind, "spatial_dims": store.ndim}
         print(json.dumps(doc, indent=2))
     else:
         width = max(len(k) for k in doc)
@@ -199,7 +206,13 @@ def _run_validation(args: argparse.Namespace) -> zv.ValidationReport:
     """Validate, with a progress bar on stderr when it is a terminal (and JSON is not piped)."""
     json_out = sys.stdout if args.json else None
     progress = wants_progress(sys.stderr, json_out=json_out)
-    return zv.validate(args.store, level=args.level, sample=args.sample, progress=progress)
+    return zv.validate(
+        args.store,
+        level=args.level,
+        sample=args.sample,
+        progress=progress,
+        storage_options=_storage_options(args),
+    )
 
 
 def _validation_exit_code(report: zv.ValidationReport) -> int:
@@ -255,7 +268,7 @@ def _convert(args: argparse.Namespace) -> int:
     if isinstance(out, zv.VectorStore):
         count = out.object_count if out.is_object_store else out.vertex_count
         what = "objects" if out.is_object_store else "vertices"
-        print(f"wrote {args.dst}: {out.geometry_type}, {count:,} {what} in {elapsed:.2f} s")
+        print(f"wrote {args.dst}: {out.kind}, {count:,} {what} in {elapsed:.2f} s")
     else:
         print(f"wrote {out} in {elapsed:.2f} s")
     return EXIT_OK
@@ -286,6 +299,18 @@ DEBUG_HELP = f"show the traceback of an unexpected error (also: {DEBUG_ENV}=1)"
 def _debug_flag(parser: argparse.ArgumentParser) -> None:
     """``--debug`` after the subcommand too (it does not reset one given before it)."""
     parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+
+
+def _storage_option_flag(parser: argparse.ArgumentParser) -> None:
+    """``--storage-option KEY=VALUE``, repeatable: the fsspec options of a URL store."""
+    parser.add_argument(
+        "--storage-option",
+        type=_option,
+        action="append",
+        metavar="KEY=VALUE",
+        help="URLs only: an fsspec filesystem option, e.g. anon=true or endpoint_url=... "
+        "(VALUE is parsed as JSON when it is JSON); repeat for several",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -326,6 +351,7 @@ def _parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="describe a store")
     info.add_argument("store")
     info.add_argument("--json", action="store_true", help="machine-readable output")
+    _storage_option_flag(info)
     _debug_flag(info)
     info.set_defaults(run=_info)
     validate = sub.add_parser(
@@ -353,6 +379,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "--json", action="store_true", help="machine-readable report on stdout, nothing else"
     )
+    _storage_option_flag(validate)
     _debug_flag(validate)
     validate.set_defaults(run=_validate)
     convert = sub.add_parser(

@@ -12,6 +12,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
+from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import (
     FormatError,
@@ -24,19 +25,24 @@ from zarr_vectors.errors import (
     UnsupportedVersionError,
 )
 from zarr_vectors.format.metadata import RootMetadata
+from zarr_vectors.format.names import VERTICES
 from zarr_vectors.format.nodes import node_problem
 from zarr_vectors.format.version import foreign_layout
 from zarr_vectors.query import (
     LazyResult,
     ObjectReader,
     Region,
-    ball_region,
-    box_region,
+    as_region,
     clip_to_region,
     lazy_query,
-    polygon_region,
     query_region,
     read_all,
+)
+from zarr_vectors.query import (
+    ball as ball_of,
+)
+from zarr_vectors.query import (
+    polygon as polygon_of,
 )
 from zarr_vectors.read import LevelReader
 from zarr_vectors.result import QueryResult
@@ -143,6 +149,31 @@ def _raise_if_inside_a_store(store: StoreLike, where: str, failure: Exception) -
             ) from failure
 
 
+def _renamed_keyword(
+    method: str, old_name: str, new_name: str, value: Any, old: dict[str, Any]
+) -> Any:
+    """``value``, or the value given under the deprecated keyword ``old_name`` (warned).
+
+    Raises
+    ------
+    TypeError
+        For any other unknown keyword, as Python raises it.
+    InvalidInputError
+        When both spellings are given.
+    """
+    unknown = sorted(set(old) - {old_name})
+    if unknown:
+        raise TypeError(f"{method}() got an unexpected keyword argument {unknown[0]!r}")
+    if old_name not in old:
+        return value
+    if value is not None:
+        raise InvalidInputError(
+            f"{method}() got both {new_name}= and {old_name}=; give {new_name}= only"
+        )
+    warn_renamed(f"{method}({old_name}=...)", f"{method}({new_name}=...)", stacklevel=4)
+    return old[old_name]
+
+
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
@@ -222,7 +253,7 @@ def _labelled(
             method(store, *args, **kwargs),
             axis_names=store.axis_names,
             axis_units=store.axis_units,
-            geometry_type=store.geometry_type,
+            kind=store.kind,
         )
 
     return labelled
@@ -247,7 +278,7 @@ class VectorStore:
     >>> xyz = np.array([[1, 1, 1], [12, 3, 4], [25, 25, 25], [30, 8, 2]], dtype=np.float32)
     >>> zv.write_points(path, xyz, chunk_shape=10.0, attributes={"volume": np.arange(4.0)})
     >>> store = zv.open(path)
-    >>> store.geometry_type, store.spatial_dims, store.vertex_count, store.chunk_count
+    >>> store.kind, store.ndim, store.vertex_count, store.chunk_count
     ('point_cloud', 3, 4, 4)
     >>> store.chunk_shape, store.grid_shape, store.attribute_names
     ((10.0, 10.0, 10.0), (4, 3, 3), ['volume'])
@@ -329,14 +360,47 @@ class VectorStore:
         return self._level0
 
     @property
-    def geometry_type(self) -> str:
-        """Geometry kind: ``"point_cloud"``, ``"polyline"``, ... (spec §3)."""
+    def kind(self) -> str:
+        """The geometry kind: ``"point_cloud"``, ``"polyline"``, ``"streamline"``,
+        ``"graph"``, ``"skeleton"`` or ``"mesh"`` (the root ``geometry_type``, spec §3).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]], chunk_shape=10.0)
+        >>> zv.open(path).kind
+        'point_cloud'
+        """
         return self._root.geometry_type
 
     @property
-    def spatial_dims(self) -> int:
-        """``D``, the number of spatial axes."""
+    def geometry_type(self) -> str:
+        """Deprecated spelling of :attr:`kind`."""
+        warn_renamed("VectorStore.geometry_type", "VectorStore.kind")
+        return self.kind
+
+    @property
+    def ndim(self) -> int:
+        """``D``, the number of spatial axes (columns of ``positions``).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]], chunk_shape=10.0)
+        >>> zv.open(path).ndim
+        3
+        """
         return self._root.spatial_dims
+
+    @property
+    def spatial_dims(self) -> int:
+        """Deprecated spelling of :attr:`ndim`."""
+        warn_renamed("VectorStore.spatial_dims", "VectorStore.ndim")
+        return self.ndim
 
     @property
     def chunk_shape(self) -> tuple[float, ...]:
@@ -350,8 +414,40 @@ class VectorStore:
 
     @property
     def bounds(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
-        """Inclusive ``(min, max)`` of the vertices, or None when the store is empty."""
+        """Inclusive ``(min, max)`` of the vertices, or None when the store is empty.
+
+        The data extent: a vertex lies on the ``max`` faces, which a half-open query box
+        leaves out; query :attr:`bounds_box` to get every vertex.
+        """
         return self._root.bounding_box
+
+    @property
+    @_rechecked
+    def bounds_box(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        """The smallest half-open box ``[lo, hi)`` holding every vertex, or None when empty.
+
+        ``lo`` is the ``min`` of :attr:`bounds` and ``hi`` the next value of the store's
+        vertex dtype above its ``max`` (``numpy.nextafter(max, inf)``), so
+        ``store.query(store.bounds_box)`` returns every vertex (every object, whole).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[0.0, 0.0], [1.0, 2.0]], chunk_shape=10.0)
+        >>> store = zv.open(path)
+        >>> store.bounds
+        ((0.0, 0.0), (1.0, 2.0))
+        >>> len(store.query(store.bounds)), len(store.query(store.bounds_box))
+        (1, 2)
+        """
+        bounds = self._root.bounding_box
+        if bounds is None:
+            return None
+        dtype = self._reader.column_spec(VERTICES)[0]
+        upper = np.nextafter(np.asarray(bounds[1], dtype=dtype), dtype.type(np.inf))
+        return tuple(bounds[0]), tuple(float(v) for v in upper)
 
     @property
     def axis_names(self) -> tuple[str, ...]:
@@ -395,7 +491,7 @@ class VectorStore:
     @property
     def is_object_store(self) -> bool:
         """True for polylines, streamlines, graphs, skeletons and meshes."""
-        return self.geometry_type != "point_cloud"
+        return self.kind != "point_cloud"
 
     @property
     @_rechecked
@@ -407,7 +503,7 @@ class VectorStore:
     def _objects(self) -> ObjectReader:
         if not self.is_object_store:
             raise InvalidInputError(
-                f"a {self.geometry_type} store has no objects, groups or object attributes; "
+                f"a {self.kind} store has no objects, groups or object attributes; "
                 "read its points with read() or query()"
             )
         if self._object_reader is None:
@@ -429,11 +525,6 @@ class VectorStore:
     @_data_read
     def object_attribute(self, name: str) -> np.ndarray:
         """One per-object attribute for every object, in the order of :attr:`object_ids`.
-
-        Raises
-        ------
-        ObjectNotFoundError
-            When the store has no object attribute ``name``.
 
         Examples
         --------
@@ -545,108 +636,33 @@ class VectorStore:
         objects = self._objects
         return objects.read(objects.dense_ids(ids))
 
-    @_labelled
-    def query(self, bbox: Any = None, *, group: Any = None, clip: bool = False) -> QueryResult:
-        """Vertices (point clouds) or objects (object kinds) in a box, or a group's objects.
+    def query(
+        self, region: Any = None, *, group: Any = None, clip: bool = False, **old: Any
+    ) -> QueryResult:
+        """Vertices (point clouds) or objects (object kinds) in a region, or a group's objects.
 
         Parameters
         ----------
-        bbox
-            ``(lo, hi)``: two sequences of ``D`` numbers. The box is half-open on every axis,
-            ``lo <= p < hi`` (spec §8), so boxes that tile space return every vertex once.
-            ``±inf`` leaves an axis unbounded.
+        region
+            * a box ``(lo, hi)`` (two sequences of ``D`` numbers) or :func:`zarr_vectors.box`:
+              half-open on every axis, ``lo <= p < hi`` (spec §8), so boxes that tile space
+              return every vertex once; ``±inf`` leaves an axis unbounded;
+              :attr:`bounds_box` holds every vertex;
+            * a shapely ``Polygon`` or ``MultiPolygon``: the closed polygon in the first two
+              axes (:func:`zarr_vectors.polygon` chooses the plane and adds ranges on the
+              other axes);
+            * :func:`zarr_vectors.ball`: a closed ball.
+
+            Only the chunks, and inside partly covered chunks only the bins, that the region
+            can meet are read. ``bbox=`` is a deprecated spelling of ``region=``.
         group
-            Object kinds: a group name or number; returns its objects (with ``bbox``, only
-            those that also meet the box).
+            Object kinds: a group name or number; returns its objects (with ``region``, only
+            those that also meet it).
         clip
-            Object kinds: return only the vertices inside the box and the edges or faces
+            Object kinds: return only the vertices inside the region and the edges or faces
             whose vertices are all inside, instead of whole objects. A clipped polyline or
             streamline carries its kept links as ``edges`` (``[r, r + 1]``, consecutive
-            input vertices both inside), so it is not joined where it left the box.
-
-        Returns
-        -------
-        QueryResult
-            Point clouds: exactly the vertices in the box. Object kinds: the objects with at
-            least one vertex in the box, in ascending storage order, whole or clipped.
-
-        Examples
-        --------
-        >>> import pathlib, tempfile
-        >>> import numpy as np
-        >>> import zarr_vectors as zv
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
-        >>> xyz = np.array([[1, 1, 1], [10, 10, 10], [12, 3, 4], [25, 25, 25]], dtype=np.float32)
-        >>> zv.write_points(path, xyz, chunk_shape=10.0)
-        >>> store = zv.open(path)
-        >>> store.query(([0, 0, 0], [10, 10, 10])).positions.tolist()   # hi is excluded
-        [[1.0, 1.0, 1.0]]
-        >>> len(store.query(([0, 0, 0], [np.inf, 20, 20])))             # inf: unbounded
-        3
-
-        Object stores return whole objects, clipped ones or a group's:
-
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
-        >>> lines = [np.array([[0, 0, 0], [5, 5, 5], [15, 5, 5.0]]),
-        ...          np.array([[20, 0, 0], [20, 9, 0.0]])]
-        >>> zv.write_polylines(path, lines, chunk_shape=10.0, groups={"left": [0]})
-        >>> lines_store = zv.open(path)
-        >>> whole = lines_store.query(([0, 0, 0], [10, 10, 10]))
-        >>> whole.object_ids, len(whole)
-        (array([0]), 3)
-        >>> clipped = lines_store.query(([0, 0, 0], [10, 10, 10]), clip=True)
-        >>> len(clipped), clipped.edges.tolist()
-        (2, [[0, 1]])
-        >>> lines_store.query(group="left").object_ids
-        array([0])
-        """
-        self._check_object_options(group, clip)
-        if not self.is_object_store and bbox is None:
-            raise InvalidInputError(
-                "query needs a bbox (lo, hi) of a point cloud; read() returns every point, "
-                "and -inf/inf bounds leave an axis unbounded"
-            )
-        if self.is_object_store and bbox is None:
-            if group is None:
-                raise InvalidInputError(
-                    "query needs a bbox, a group, or both; read() returns every object"
-                )
-            return self._objects.read(self._objects.group_members(group))
-        return self._query_region(box_region(bbox, self.spatial_dims), group, clip)
-
-    @_labelled
-    def query_polygon(
-        self,
-        polygon: Any,
-        *,
-        plane: Sequence[Any] = (0, 1),
-        ranges: Mapping[Any, Any] | None = None,
-        group: Any = None,
-        clip: bool = False,
-    ) -> QueryResult:
-        """Vertices (point clouds) or objects (object kinds) in a polygon, times ranges.
-
-        A vertex ``p`` is inside when ``(p[i], p[j])``, its coordinates on the two ``plane``
-        axes, lies in the *closed* polygon (interior or boundary, as
-        ``shapely.intersects_xy`` decides, in float64), and ``lo <= p[d] < hi`` for every
-        range (half-open, like :meth:`query`). Only the chunks, and inside partly covered
-        chunks only the bins, that the region can meet are read.
-
-        Parameters
-        ----------
-        polygon
-            A shapely ``Polygon`` or ``MultiPolygon`` (holes allowed; it must be valid and
-            non-empty; a z coordinate is ignored), or ``(n, 2)`` vertex coordinates.
-        plane
-            The axes of the polygon's x and y, by name (``("x", "z")``) or index
-            (``(0, 2)``). Default: the first two axes.
-        ranges
-            ``{axis: (lo, hi)}`` for axes outside the plane, by name or index; an axis not
-            given, and a ``None`` or infinite bound, is unbounded. Example:
-            ``{"z": (0, 10)}``.
-        group, clip
-            Object kinds, as in :meth:`query` (``clip`` keeps the vertices in the region and
-            the edges or faces whose vertices are all in it).
+            input vertices both inside), so it is not joined where it left the region.
 
         Returns
         -------
@@ -657,76 +673,75 @@ class VectorStore:
         Raises
         ------
         InvalidInputError
-            For an empty, invalid or non-finite polygon, an unknown or repeated axis, a
-            range on a plane axis, a range with NaN or ``lo > hi``, or a store with fewer
-            than 2 axes.
+            For a malformed region or one that does not fit the store's axes, ``group`` or
+            ``clip`` on a point cloud, or no region (nor group) at all.
 
         Examples
         --------
         >>> import pathlib, tempfile
-        >>> import numpy as np
         >>> import shapely
         >>> import zarr_vectors as zv
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
-        >>> xyz = np.array([[10, 10, 5], [50, 10, 5], [50, 10, 20], [90, 70, 5]], dtype=np.float32)
-        >>> zv.write_points(path, xyz, chunk_shape=50.0)
+        >>> zv.write_points(path, [[1.0, 1.0], [3.0, 4.0], [9.0, 9.0]], chunk_shape=5.0)
         >>> store = zv.open(path)
-        >>> hits = store.query_polygon([(0, 0), (100, 0), (50, 80)], ranges={"z": (0, 10)})
-        >>> hits.positions.tolist()
-        [[10.0, 10.0, 5.0], [50.0, 10.0, 5.0]]
-        >>> side = store.query_polygon(shapely.box(40, 0, 60, 30), plane=("x", "z"))
-        >>> len(side)
-        2
+        >>> store.query(([0, 0], [5, 5])).positions.tolist()
+        [[1.0, 1.0], [3.0, 4.0]]
+        >>> store.query(zv.ball([0, 0], 2)).positions.tolist()
+        [[1.0, 1.0]]
+        >>> store.query(shapely.box(8, 8, 10, 10)).positions.tolist()
+        [[9.0, 9.0]]
         """
-        region = polygon_region(
-            polygon, self.spatial_dims, plane=plane, ranges=ranges, axis_names=self.axis_names
-        )
-        return self._query_region(region, group, clip)
+        region = _renamed_keyword("query", "bbox", "region", region, old)
+        return self._query(region, group, clip)
 
     @_labelled
+    def _query(self, region: Any, group: Any, clip: bool) -> QueryResult:
+        """:meth:`query`, once its arguments are renamed."""
+        self._check_object_options(group, clip)
+        if not self.is_object_store and region is None:
+            raise InvalidInputError(
+                "query needs a region, e.g. a box (lo, hi), of a point cloud; read() returns "
+                "every point, and -inf/inf bounds leave an axis unbounded"
+            )
+        if self.is_object_store and region is None:
+            if group is None:
+                raise InvalidInputError(
+                    "query needs a region, a group, or both; read() returns every object"
+                )
+            return self._objects.read(self._objects.group_members(group))
+        return self._query_region(as_region(region, self.ndim, self.axis_names), group, clip)
+
+    def query_polygon(
+        self,
+        polygon: Any,
+        *,
+        plane: Sequence[Any] = (0, 1),
+        ranges: Mapping[Any, Any] | None = None,
+        group: Any = None,
+        clip: bool = False,
+    ) -> QueryResult:
+        """Deprecated spelling of ``query(zv.polygon(polygon, plane=..., ranges=...))``.
+
+        See :func:`zarr_vectors.polygon` and :meth:`query`.
+        """
+        warn_renamed(
+            "VectorStore.query_polygon(polygon, ...)",
+            "VectorStore.query(zv.polygon(polygon, plane=..., ranges=...), ...)",
+        )
+        return self._query(polygon_of(polygon, plane=plane, ranges=ranges), group, clip)
+
     def query_sphere(
         self, center: Any, radius: Any, *, group: Any = None, clip: bool = False
     ) -> QueryResult:
-        """Vertices (point clouds) or objects (object kinds) in a closed ball.
+        """Deprecated spelling of ``query(zv.ball(center, radius))``.
 
-        A vertex ``p`` is inside when ``sum_d (p[d] - center[d])**2 <= radius**2``, each
-        difference, square and partial sum rounded to float64, summed in axis order. Only
-        the chunks, and inside partly covered chunks only the bins, that the ball can meet
-        are read.
-
-        Parameters
-        ----------
-        center
-            ``D`` finite numbers.
-        radius
-            A finite number ``>= 0`` (0 returns the vertices at ``center``).
-        group, clip
-            Object kinds, as in :meth:`query`.
-
-        Returns
-        -------
-        QueryResult
-            As :meth:`query_polygon`.
-
-        Raises
-        ------
-        InvalidInputError
-            When ``center`` is not ``D`` finite numbers or ``radius`` is negative, NaN or
-            infinite.
-
-        Examples
-        --------
-        >>> import pathlib, tempfile
-        >>> import numpy as np
-        >>> import zarr_vectors as zv
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
-        >>> xyz = np.array([[500, 500, 500], [520, 500, 500], [530, 500, 500]], dtype=np.float32)
-        >>> zv.write_points(path, xyz, chunk_shape=100.0)
-        >>> near = zv.open(path).query_sphere([500.0, 500.0, 500.0], 25.0)
-        >>> near.positions[:, 0].tolist()
-        [500.0, 520.0]
+        See :func:`zarr_vectors.ball` and :meth:`query`.
         """
-        return self._query_region(ball_region(center, radius, self.spatial_dims), group, clip)
+        warn_renamed(
+            "VectorStore.query_sphere(center, radius, ...)",
+            "VectorStore.query(zv.ball(center, radius), ...)",
+        )
+        return self._query(ball_of(center, radius), group, clip)
 
     def _check_object_options(self, group: Any, clip: object) -> None:
         """Refuse ``group=`` and ``clip=`` where they cannot apply, before anything is read.
@@ -742,13 +757,13 @@ class VectorStore:
             return
         if group is not None:
             raise InvalidInputError(
-                f"a {self.geometry_type} store has no groups: group= applies to object stores "
+                f"a {self.kind} store has no groups: group= applies to object stores "
                 "(polylines, streamlines, graphs, skeletons, meshes); query the region "
                 "without group="
             )
         if clip:
             raise InvalidInputError(
-                f"clip= applies to object stores only: a {self.geometry_type} query already "
+                f"clip= applies to object stores only: a {self.kind} query already "
                 "returns exactly the points in the region; leave clip out"
             )
 
@@ -782,34 +797,54 @@ class VectorStore:
     def _summary(self) -> StoreInfo:
         return gather(self._io, self._root, lambda: self._reader, self._where, lambda: self._usage)
 
-    @_data_read
-    def to_dask(self, bbox: Any = None, *, chunks_per_block: int = 1) -> LazyResult:
-        """The vertices of a point cloud in a box as dask arrays, for out-of-core work.
+    def to_dask(self, region: Any = None, *, chunks_per_block: int = 1, **old: Any) -> LazyResult:
+        """The vertices of a point cloud in a region as dask arrays, for out-of-core work.
 
-        One dask block per ``chunks_per_block`` occupied chunks (C order); computing the
-        arrays gives exactly :meth:`query` of the same box (None: :meth:`read`), row for
+        One dask block per ``chunks_per_block`` occupied chunks the region meets (C order);
+        computing the arrays gives exactly :meth:`query` of the same region (None:
+        :meth:`read`), row for
         row. Tasks reopen the store, so they also run on ``dask.distributed`` workers. See
         :mod:`zarr_vectors.query.lazy`; needs the ``distributed`` extra.
+
+        Parameters
+        ----------
+        region
+            What :meth:`query` takes (a box ``(lo, hi)``, a shapely polygon,
+            :func:`zarr_vectors.box`, :func:`zarr_vectors.ball`, :func:`zarr_vectors.polygon`);
+            None (default) for every vertex. ``bbox=`` is a deprecated spelling.
+        chunks_per_block
+            Occupied chunks per dask block.
+
+        Raises
+        ------
+        InvalidInputError
+            For an object store (polylines, streamlines, graphs, skeletons, meshes: read
+            them with :meth:`read`, :meth:`read_objects` or :meth:`query`), or a malformed
+            region.
+        MissingDependencyError
+            When dask is not installed.
 
         Examples
         --------
         >>> import pathlib, tempfile
-        >>> import numpy as np
         >>> import zarr_vectors as zv
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
-        >>> xyz = np.array([[1, 1, 1], [12, 3, 4], [25, 25, 25], [30, 8, 2]], dtype=np.float32)
-        >>> zv.write_points(path, xyz, chunk_shape=10.0)
-        >>> lazy = zv.open(path).to_dask(([0, 0, 0], [20, 20, 20]))
-        >>> lazy.positions.numblocks   # one block per occupied chunk in the box
-        (2, 1)
-        >>> lazy.compute(scheduler="synchronous").positions.tolist()
-        [[1.0, 1.0, 1.0], [12.0, 3.0, 4.0]]
+        >>> zv.write_points(path, [[1.0, 1.0], [3.0, 4.0], [9.0, 9.0]], chunk_shape=5.0)
+        >>> lazy = zv.open(path).to_dask(zv.box([0, 0], [5, 5]))
+        >>> lazy.positions.compute(scheduler="sync").tolist()
+        [[1.0, 1.0], [3.0, 4.0]]
         """
+        region = _renamed_keyword("to_dask", "bbox", "region", region, old)
+        return self._to_dask(region, chunks_per_block)
+
+    @_data_read
+    def _to_dask(self, region: Any, chunks_per_block: int) -> LazyResult:
+        """:meth:`to_dask`, once its arguments are renamed."""
         return lazy_query(
             self._io,
             self._root,
             self._reader,
-            bbox,
+            region,
             chunks_per_block=chunks_per_block,
             version=self._version,
             where=self._where,
@@ -881,7 +916,7 @@ def open(
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
     >>> zv.write_points(path, np.zeros((5, 3), dtype=np.float32), chunk_shape=10.0)
     >>> store = zv.open(path)
-    >>> store.geometry_type, store.vertex_count
+    >>> store.kind, store.vertex_count
     ('point_cloud', 5)
     >>> zv.open(path.with_name("missing.zarr"))
     Traceback (most recent call last):

@@ -152,7 +152,7 @@ def test_tables_out_and_back(
     assert code == 0
     back = zv.open(tmp_path / "back.zv")
     assert zv.validate(tmp_path / "back.zv", level=3).ok
-    assert back.spatial_dims == 2
+    assert back.ndim == 2
     found = back.read()
     order = np.argsort(found.attributes["k"])
     np.testing.assert_array_equal(found.positions[order], xyz[:, :2])

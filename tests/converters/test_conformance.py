@@ -89,7 +89,7 @@ def _geometry(store: zv.VectorStore) -> list[np.ndarray]:
     elif found.edges is not None and found.edges.shape[0]:
         ends = np.sort(positions[found.edges].reshape(-1, 2 * positions.shape[1]), axis=0)
         parts.append(_sorted_rows(ends))
-    elif found.offsets is not None and store.geometry_type != "point_cloud":
+    elif found.offsets is not None and store.kind != "point_cloud":
         bounds = zip(found.offsets[:-1], found.offsets[1:], strict=True)
         lines = [positions[a:b].reshape(-1) for a, b in bounds]
         parts.extend(sorted(lines, key=lambda line: tuple(line)))
@@ -155,7 +155,7 @@ def test_the_sample_comes_back(
     converter: Converter, tmp_path: Path, samples: dict[str, Path]
 ) -> None:
     sample, first, second = _round_trip(converter, tmp_path, samples)
-    assert first.geometry_type == second.geometry_type == converter.kinds[0]
+    assert first.kind == second.kind == converter.kinds[0]
     _assert_same_geometry(sample, first)
     _assert_same_geometry(first, second)
     kept, again = _attributes(first), _attributes(second)
@@ -201,7 +201,7 @@ def test_a_suffix_of_no_format_needs_format(
     assert not (tmp_path / "new.zarr").exists()
     store = zv.convert(renamed, tmp_path / "new.zarr", format=converter.name.upper())
     assert isinstance(store, zv.VectorStore)
-    assert store.geometry_type == converter.kinds[0]
+    assert store.kind == converter.kinds[0]
 
 
 def test_a_kind_the_format_cannot_hold_is_refused(

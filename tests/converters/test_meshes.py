@@ -447,7 +447,7 @@ def test_two_dimensional_meshes_go_to_ply(tmp_path: Path) -> None:
     zv.convert(tmp_path / "flat.zv", tmp_path / "flat.ply")
     back = zv.convert(tmp_path / "flat.ply", tmp_path / "back.zv")
     assert isinstance(back, zv.VectorStore)
-    assert back.spatial_dims == 2
+    assert back.ndim == 2
     np.testing.assert_array_equal(back.read().faces, [[0, 2, 1]])
 
 

@@ -72,7 +72,7 @@ def _round_trip(tmp: Path, nodes: list[Node], **export: object) -> list[Node]:
     src.write_text(_swc(nodes))
     store = zv.convert(src, tmp / "n.zv")
     assert isinstance(store, zv.VectorStore)
-    assert store.geometry_type == "skeleton"
+    assert store.kind == "skeleton"
     assert store.object_count == _trees(nodes)
     zv.convert(tmp / "n.zv", tmp / "out.swc", **export)
     return _read_back(tmp / "out.swc")

@@ -253,7 +253,7 @@ def test_csv_defaults_to_x_y_without_z(tmp_path: Path) -> None:
     src = _write(tmp_path / "p.csv", "y,x,w\n1,2,3\n4,5,6\n")
     store = zv.convert(src, tmp_path / "p.zv")
     assert isinstance(store, zv.VectorStore)
-    assert store.spatial_dims == 2
+    assert store.ndim == 2
     found = store.read()
     order = np.argsort(found.attributes["w"])
     np.testing.assert_array_equal(found.positions[order], [[2, 1], [5, 4]])

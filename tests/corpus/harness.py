@@ -48,16 +48,16 @@ Read = Callable[[zv.VectorStore], Any]
 POINT_READS: dict[str, Read] = {
     "read": lambda st: st.read(progress=False),
     "box": lambda st: st.query(BOX),
-    "region": lambda st: st.query_sphere(*SPHERE),
-    "polygon": lambda st: st.query_polygon(TRIANGLE, ranges={"z": (3.0, 9.0)}),
+    "region": lambda st: st.query(zv.ball(*SPHERE)),
+    "polygon": lambda st: st.query(zv.polygon(TRIANGLE, ranges={"z": (3.0, 9.0)})),
     "to_dask": lambda st: st.to_dask(BOX, chunks_per_block=2).compute(scheduler="sync"),
 }
 OBJECT_READS: dict[str, Read] = {
     "read": lambda st: st.read(progress=False),
     "box": lambda st: st.query(BOX),
     "box_clipped": lambda st: st.query(BOX, clip=True),
-    "region": lambda st: st.query_sphere(*SPHERE),
-    "polygon": lambda st: st.query_polygon(TRIANGLE, ranges={"z": (3.0, 9.0)}),
+    "region": lambda st: st.query(zv.ball(*SPHERE)),
+    "polygon": lambda st: st.query(zv.polygon(TRIANGLE, ranges={"z": (3.0, 9.0)})),
     "by_id": lambda st: st.read_objects(np.asarray(st.object_ids)[[-1, 0]]),
     "group": lambda st: st.query(group="first"),
     "globals": lambda st: (
@@ -261,7 +261,7 @@ class Corpus:
         root = self.where / name
         if name not in self.baselines:
             STORES[name](root)
-            reads = reads_of(zv.open(root).geometry_type)
+            reads = reads_of(zv.open(root).kind)
             found = answers(root, reads)
             bad = {k: o for k, (_, o) in found.items() if o.category != "exact"}
             assert not bad, f"the undamaged {name} store does not read: {bad}"
@@ -290,7 +290,7 @@ class Corpus:
         changes = damage.changes(root, file)
         if changes is None:
             return None
-        reads = reads_of(zv.open(root).geometry_type)
+        reads = reads_of(zv.open(root).kind)
         with damaged(root, changes):
             found = answers(root, reads)
             outcomes = tuple(judge(found[k], self.baselines[name][k]) for k in reads)

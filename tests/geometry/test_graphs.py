@@ -355,7 +355,7 @@ def _graph(
 def test_every_graph_reads_back_exactly_by_id(rng: np.random.Generator, directed: bool) -> None:
     opened, model, store = _graph(rng, 60, directed=directed)
     check_link_layout(store)
-    assert opened.geometry_type == "graph"
+    assert opened.kind == "graph"
     assert opened.object_count == 60
     assert opened.metadata["is_directed"] is directed
     assert opened.metadata["is_tree"] is False

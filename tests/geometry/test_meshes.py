@@ -71,7 +71,7 @@ def _meshes(rng: np.random.Generator, m: int) -> tuple[zv.VectorStore, Model, Me
 def test_every_mesh_reads_back_exactly_by_id(rng: np.random.Generator) -> None:
     opened, model, store = _meshes(rng, 50)
     check_link_layout(store)
-    assert opened.geometry_type == "mesh"
+    assert opened.kind == "mesh"
     assert opened.object_count == 50
     assert opened.metadata["winding_order"] == "ccw"
     assert opened.metadata["closed_surface"] is False

@@ -113,7 +113,7 @@ def test_dims_dtypes_negative_coordinates_and_object_ids(
         store_, positions, chunk_shape=150.0, object_ids=ids, attributes={"flag": flags}
     )
     store = zv.open(store_)
-    assert store.spatial_dims == ndim
+    assert store.ndim == ndim
     got = store.read()
     assert got.positions.dtype == dtype
     assert got.vertex_object_ids is not None

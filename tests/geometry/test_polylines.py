@@ -53,7 +53,7 @@ def _brute_objects(lines: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> n
 def test_every_polyline_reads_back_exactly_by_id(rng: np.random.Generator) -> None:
     lines = _walks(rng, 200)
     store, extra = _write(lines, chunk_shape=10.0, bin_shape=2.5)
-    assert store.geometry_type == "polyline"
+    assert store.kind == "polyline"
     assert store.object_count == 200
     ids = rng.permutation(200)[:50]
     got = store.read_objects(ids)

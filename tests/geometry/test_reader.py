@@ -387,8 +387,8 @@ def _write_cloud(path: object, seed: int, n: int = 2000) -> None:
 _READS = {
     "read": lambda s: s.read(progress=False),
     "query": lambda s: s.query(([0, 0, 0], [60, 60, 60])),
-    "query_sphere": lambda s: s.query_sphere([50, 50, 50], 30),
-    "query_polygon": lambda s: s.query_polygon([(0, 0), (90, 0), (0, 90)]),
+    "query_sphere": lambda s: s.query(zv.ball([50, 50, 50], 30)),
+    "query_polygon": lambda s: s.query(zv.polygon([(0, 0), (90, 0), (0, 90)])),
 }
 
 

@@ -105,10 +105,10 @@ def test_store_results_carry_axis_names_units_and_kind() -> None:
     for result in (store.read(), store.read_objects([1]), store.query(([0] * 3, [20] * 3))):
         assert result.axis_names == ("x", "y", "z")
         assert result.axis_units == ("micrometer",) * 3
-        assert result.geometry_type == result.kind == "skeleton"
+        assert result.kind == "skeleton"
 
 
-def test_kind_is_inferred_without_geometry_type() -> None:
+def test_kind_is_inferred_when_not_given() -> None:
     pos = np.zeros((3, 2))
     assert zv.QueryResult(pos).kind == "point_cloud"
     assert zv.QueryResult(pos, offsets=np.array([0, 3])).kind == "polyline"

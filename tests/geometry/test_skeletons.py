@@ -99,7 +99,7 @@ def test_every_skeleton_reads_back_exactly_by_id(
 ) -> None:
     opened, model, store = _skeletons(rng, 50, edges_form=edges_form)
     check_link_layout(store)
-    assert opened.geometry_type == "skeleton"
+    assert opened.kind == "skeleton"
     assert opened.object_count == 50
     assert opened.metadata["is_tree"] is True
     assert opened.metadata["swc_compatible"] is True

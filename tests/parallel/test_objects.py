@@ -52,7 +52,7 @@ def test_parallel_gives_the_one_shot_store(
         ids = np.arange(len(case["objects"])) if case["ids"] is None else case["ids"]
         got = par.read_objects(ids[::-1])
         np.testing.assert_array_equal(got.positions, np.concatenate(case["objects"][::-1]))
-        box = ([0.0] * one.spatial_dims, [12.0] * one.spatial_dims)
+        box = ([0.0] * one.ndim, [12.0] * one.ndim)
         want, got = one.query(box), par.query(box)
         np.testing.assert_array_equal(got.positions, want.positions)
         np.testing.assert_array_equal(got.object_ids, want.object_ids)

@@ -121,7 +121,7 @@ def _reads(kind: str) -> list[Callable[[zv.VectorStore], Any]]:
     reads: list[Callable[[zv.VectorStore], Any]] = [
         lambda v: v.read(),
         lambda v: v.query(([0.0, 0.0, 0.0], [6.0, 6.0, 6.0])),
-        lambda v: v.query_sphere([5.0, 5.0, 5.0], 4.0),
+        lambda v: v.query(zv.ball([5.0, 5.0, 5.0], 4.0)),
     ]
     if kind != "points":
         reads.append(lambda v: v.read_objects([2, 0]))

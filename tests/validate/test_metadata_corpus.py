@@ -83,8 +83,8 @@ def read_paths(kind: str) -> dict[str, Callable[[zv.VectorStore], Any]]:
     paths: dict[str, Callable[[zv.VectorStore], Any]] = {
         "read": lambda v: v.read(),
         "box": lambda v: v.query((a, b)),
-        "polygon": lambda v: v.query_polygon(triangle),
-        "sphere": lambda v: v.query_sphere(mid, float(np.min(b - a))),
+        "polygon": lambda v: v.query(zv.polygon(triangle)),
+        "sphere": lambda v: v.query(zv.ball(mid, float(np.min(b - a)))),
     }
     if kind == "points":
         paths["to_dask"] = lambda v: v.to_dask().compute(scheduler="sync")

@@ -139,7 +139,7 @@ def _assert_refused_everywhere(store: Any, match: str) -> None:
         opened.read()
     with pytest.raises(zv.MetadataError, match=match):
         zv.open(store).query(([0, 0, 0], [10, 10, 10]))
-    if opened.geometry_type != "point_cloud":
+    if opened.kind != "point_cloud":
         with pytest.raises(zv.MetadataError, match=match):
             zv.open(store).read_objects([0])
 

@@ -136,7 +136,7 @@ def import_file(
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (folder / "neuron.swc").write_text("1 1 0 0 0 1 -1\\n2 3 1 0 0 1 1\\n")
     >>> store = import_file(folder / "neuron.swc", folder / "neuron.zarr")
-    >>> store.geometry_type, store.vertex_count
+    >>> store.kind, store.vertex_count
     ('skeleton', 2)
     """
     fmt = format_of(src, format)
@@ -211,9 +211,9 @@ def export_store(
     fmt = format_of(dst, format)
     if fmt is None:
         raise InvalidInputError(f"cannot tell the format of {os.fspath(dst)!r}; give format=")
-    if store.geometry_type not in fmt.kinds:
+    if store.kind not in fmt.kinds:
         raise InvalidInputError(
-            f"a {store.geometry_type} store cannot be written as {fmt.name} "
+            f"a {store.kind} store cannot be written as {fmt.name} "
             f"(it holds {', '.join(fmt.kinds)})"
         )
     overwrite = check_overwrite(overwrite)

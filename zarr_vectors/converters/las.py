@@ -288,8 +288,8 @@ def _export_las(
     name: str, store: VectorStore, dst: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
     """Write the points of ``store`` into the LAS or LAZ file ``dst`` (see the module)."""
-    if store.spatial_dims != 3:
-        raise InvalidInputError(f"LAS holds 3-D points; the store is {store.spatial_dims}-D")
+    if store.ndim != 3:
+        raise InvalidInputError(f"LAS holds 3-D points; the store is {store.ndim}-D")
     laspy = _laspy(dst, "writing")
     found = store.read()
     header = _header(laspy, store, found.positions, options)

@@ -305,8 +305,8 @@ def _export_swc(
     name: str, store: VectorStore, dst: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
     """Write the skeletons of ``store`` as one SWC file ``dst`` (see the module)."""
-    if store.spatial_dims != 3:
-        raise InvalidInputError(f"SWC holds 3-D nodes; the store is {store.spatial_dims}-D")
+    if store.ndim != 3:
+        raise InvalidInputError(f"SWC holds 3-D nodes; the store is {store.ndim}-D")
     found = read_selection(store, options.get("ids"))
     if found.offsets is None or found.object_ids is None or found.edges is None:
         raise InvalidInputError(f"{store!r} returned no skeleton objects")

@@ -92,10 +92,8 @@ def _export_tracts(
     ObjectNotFoundError
         When ``ids`` or ``group`` names what the store does not have.
     """
-    if store.spatial_dims != 3:
-        raise InvalidInputError(
-            f"{name} files hold 3-D streamlines; the store is {store.spatial_dims}-D"
-        )
+    if store.ndim != 3:
+        raise InvalidInputError(f"{name} files hold 3-D streamlines; the store is {store.ndim}-D")
     dtype = str(options.get("dtype", "float32"))
     if dtype not in tract_io.TRX_DTYPES:
         raise InvalidInputError(

@@ -19,10 +19,25 @@ from __future__ import annotations
 from zarr_vectors.query.lazy import LazyResult, lazy_query
 from zarr_vectors.query.object_queries import ObjectReader, clip_to_region
 from zarr_vectors.query.point_queries import query_region, read_all
-from zarr_vectors.query.regions import Region, ball_region, box_region, polygon_region
+from zarr_vectors.query.regions import (
+    QueryRegion,
+    Region,
+    as_region,
+    ball,
+    ball_region,
+    box,
+    box_region,
+    polygon,
+    polygon_region,
+)
 
 __all__ = [
+    "QueryRegion",
     "Region",
+    "as_region",
+    "box",
+    "ball",
+    "polygon",
     "box_region",
     "polygon_region",
     "ball_region",

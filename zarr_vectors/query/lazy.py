@@ -1,9 +1,10 @@
 """Lazy, out-of-core reads of a point cloud as dask arrays (``VectorStore.to_dask``).
 
-The vertices in a box are split into blocks of consecutive occupied chunks (C order); one
-dask task per block runs the box query on those chunks only, so concatenating the blocks
+The vertices in a region (a box, a polygon or a ball, as :meth:`VectorStore.query` takes) are
+split into blocks of consecutive occupied chunks the region meets (C order); one dask task per
+block runs the query on those chunks only, so concatenating the blocks
 gives exactly what :meth:`VectorStore.query` returns, row for row. A block's length is known
-up front when the box covers all of its chunks (their row counts come from
+up front when the region covers all of its chunks (their row counts come from
 ``vertex_counts``) and unknown (NaN) when the exact position test cuts rows.
 
 Tasks reopen the store from a picklable description — the zarr store object, the root
@@ -23,11 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors._optional import require
 from zarr_vectors.errors import FormatError, InvalidInputError, StoreNotFoundError
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, VERTICES
-from zarr_vectors.query.point_queries import parse_bbox, query_box
+from zarr_vectors.query.point_queries import chunks_meeting, query_region
+from zarr_vectors.query.regions import BoxRegion, Region, as_region
 from zarr_vectors.read import LevelReader
 from zarr_vectors.result import QueryResult
 from zarr_vectors.store.io import StoreIO
@@ -79,10 +82,8 @@ def _remember(token: str, reader: LevelReader) -> None:
             _readers.popitem(last=False)
 
 
-def _query_block(
-    source: _Source, chunks: np.ndarray, lo: np.ndarray, hi: np.ndarray
-) -> QueryResult:
-    """The box query on the chunks ``chunks`` only (one dask task).
+def _query_block(source: _Source, chunks: np.ndarray, region: Region) -> QueryResult:
+    """The region query on the chunks ``chunks`` only (one dask task).
 
     Raises
     ------
@@ -94,7 +95,7 @@ def _query_block(
     if version is not None:
         source.io.check_same_directory(version, source.where)
     try:
-        found = query_box(source.reader().restricted(chunks), lo, hi)
+        found = query_region(source.reader().restricted(chunks), region)
     except (FormatError, StoreNotFoundError):
         if version is not None:
             source.io.check_unchanged(version, source.where)
@@ -119,7 +120,7 @@ def _object_ids(result: QueryResult) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LazyResult:
-    """The vertices of a box as dask arrays, one block per group of chunks.
+    """The vertices of a region as dask arrays, one block per group of chunks.
 
     Attributes
     ----------
@@ -131,8 +132,8 @@ class LazyResult:
         Per-vertex object ids (dask array) when the store keeps them, else None.
     block_chunks
         Per block, the ``(k, D)`` indices of the chunks it reads.
-    axis_names, axis_units, geometry_type
-        The store's labels, stamped on the result of :meth:`compute`.
+    axis_names, axis_units, kind
+        The store's labels and geometry kind, stamped on the result of :meth:`compute`.
     """
 
     positions: Any
@@ -141,7 +142,13 @@ class LazyResult:
     block_chunks: list[np.ndarray]
     axis_names: tuple[str, ...]
     axis_units: tuple[str, ...]
-    geometry_type: str
+    kind: str
+
+    @property
+    def geometry_type(self) -> str:
+        """Deprecated spelling of :attr:`kind`."""
+        warn_renamed("LazyResult.geometry_type", "LazyResult.kind")
+        return self.kind
 
     def compute(self, **kwargs: Any) -> QueryResult:
         """Compute every array at once (each block is queried once) into a :class:`QueryResult`.
@@ -158,21 +165,35 @@ class LazyResult:
             vertex_object_ids=ids,
             axis_names=self.axis_names,
             axis_units=self.axis_units,
-            geometry_type=self.geometry_type,
+            kind=self.kind,
         )
+
+
+def _region_of(region: Any, root: RootMetadata) -> Region:
+    """The checked region of what ``to_dask`` was given (None: all of space).
+
+    Raises
+    ------
+    InvalidInputError
+        When ``region`` is malformed or does not fit the store's axes.
+    """
+    ndim = root.spatial_dims
+    if region is None:
+        return BoxRegion(np.full(ndim, -np.inf), np.full(ndim, np.inf))
+    return as_region(region, ndim, root.axis_names)
 
 
 def lazy_query(
     io: StoreIO,
     root: RootMetadata,
     reader: LevelReader,
-    bbox: Any = None,
+    region: Any = None,
     *,
     chunks_per_block: int = 1,
     version: StoreVersion | None = None,
     where: str = "",
 ) -> LazyResult:
-    """The vertices of a point cloud in ``bbox`` as dask arrays (see :class:`LazyResult`).
+    """The vertices of a point cloud in ``region`` as dask arrays (see :class:`LazyResult`).
 
     Parameters
     ----------
@@ -183,8 +204,10 @@ def lazy_query(
         The store's root metadata.
     reader
         The open level (reused by tasks that run in this process).
-    bbox
-        ``(lo, hi)``, half-open on every axis; None for the whole level.
+    region
+        What :meth:`VectorStore.query` takes: a box ``(lo, hi)`` (half-open), a shapely
+        polygon, :func:`zarr_vectors.box`, :func:`zarr_vectors.ball` or
+        :func:`zarr_vectors.polygon`; None for the whole level.
     chunks_per_block
         Occupied chunks per dask block, consecutive in C order.
     version, where
@@ -194,8 +217,8 @@ def lazy_query(
     Raises
     ------
     InvalidInputError
-        When the box is malformed, ``chunks_per_block`` is not a positive integer, or the
-        store is not a point cloud.
+        When the region is malformed or does not fit, ``chunks_per_block`` is not a
+        positive integer, or the store is not a point cloud.
     MissingDependencyError
         When dask is not installed (the ``distributed`` extra).
     """
@@ -208,18 +231,14 @@ def lazy_query(
         raise InvalidInputError("chunks_per_block must be a positive integer")
     if chunks_per_block < 1:
         raise InvalidInputError(f"chunks_per_block must be at least 1, got {chunks_per_block}")
-    ndim = root.spatial_dims
-    if bbox is None:
-        lo, hi = np.full(ndim, -np.inf), np.full(ndim, np.inf)
-    else:
-        lo, hi = parse_bbox(bbox, ndim)
+    checked = _region_of(region, root)
     require("dask.array", extra="distributed", purpose=_PURPOSE)  # fail before any work
     delayed = require("dask", extra="distributed", purpose=_PURPOSE).delayed
     source = _Source(io, root.to_json(), int(reader.base), uuid.uuid4().hex, version, where)
     _remember(source.token, reader)
-    blocks, sizes = _plan_blocks(reader, lo, hi, int(chunks_per_block))
+    blocks, sizes = _plan_blocks(reader, checked, int(chunks_per_block))
     results = [
-        delayed(_query_block)(source, chunks, lo, hi, dask_key_name=f"zv-query-{source.token}-{i}")
+        delayed(_query_block)(source, chunks, checked, dask_key_name=f"zv-query-{source.token}-{i}")
         for i, chunks in enumerate(blocks)
     ]
     blocked = _Blocks(reader, results, sizes)
@@ -232,7 +251,7 @@ def lazy_query(
         block_chunks=blocks,
         axis_names=root.axis_names,
         axis_units=root.axis_units,
-        geometry_type=root.geometry_type,
+        kind=root.geometry_type,
     )
 
 
@@ -263,20 +282,13 @@ class _Blocks:
 
 
 def _plan_blocks(
-    reader: LevelReader, lo: np.ndarray, hi: np.ndarray, per_block: int
+    reader: LevelReader, region: Region, per_block: int
 ) -> tuple[list[np.ndarray], list[float]]:
-    """Groups of ``per_block`` occupied chunks meeting the box, and each group's row count.
+    """Groups of ``per_block`` occupied chunks meeting the region, and each group's row count.
 
-    A group's count is known when the box covers every chunk of it; otherwise NaN.
+    A group's count is known when the region covers every chunk of it; otherwise NaN.
     """
-    grid = reader.grid
-    first, stop = grid.box_chunk_range(lo, hi)
-    if np.any(stop <= first) or np.any(lo >= hi):
-        return [], []
-    chunks, counts = reader.occupied_chunks(first, stop)
-    covered = np.all(grid.chunk_lower(chunks) >= lo, axis=1) & np.all(
-        grid.chunk_upper(chunks) <= hi, axis=1
-    )
+    chunks, counts, covered = chunks_meeting(reader, region)
     blocks, sizes = [], []
     for start in range(0, chunks.shape[0], per_block):
         part = slice(start, start + per_block)

@@ -653,7 +653,7 @@ def repeated_objects(result: QueryResult, take: np.ndarray) -> QueryResult:
         link_attributes={k: v[link_rows] for k, v in result.link_attributes.items()},
         axis_names=result.axis_names,
         axis_units=result.axis_units,
-        geometry_type=result.geometry_type,
+        kind=result.kind,
     )
 
 
@@ -861,5 +861,5 @@ def clip_to_region(result: QueryResult, region: Region) -> QueryResult:
         link_attributes={k: v[whole] for k, v in result.link_attributes.items()},
         axis_names=result.axis_names,
         axis_units=result.axis_units,
-        geometry_type=result.kind if chained else result.geometry_type,
+        kind=result.kind,
     )

@@ -28,6 +28,7 @@ from __future__ import annotations
 import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,11 @@ __all__ = [
     "box_region",
     "polygon_region",
     "ball_region",
+    "QueryRegion",
+    "box",
+    "ball",
+    "polygon",
+    "as_region",
 ]
 
 # Margin of a ball's bounding box: relative, plus an absolute term larger than the distance
@@ -316,6 +322,9 @@ def _numbers(value: Any, expected: str) -> np.ndarray:
     return numbers
 
 
+_OTHER_REGIONS = "; other regions: a shapely polygon, zv.ball(...), zv.polygon(...)"
+
+
 def parse_bbox(bbox: Any, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate a box given as ``(lo, hi)`` (two sequences of ``D`` numbers).
 
@@ -327,20 +336,22 @@ def parse_bbox(bbox: Any, ndim: int) -> tuple[np.ndarray, np.ndarray]:
         When the box does not have two rows of ``D`` numbers (strings and bools are not
         numbers), holds NaN, or ``lo > hi``.
     """
-    box = _numbers(bbox, f"bbox must be (lo, hi) with {ndim} numbers each")
+    expected = f"a box region must be (lo, hi) with {ndim} numbers each"
+    try:
+        box = _numbers(bbox, expected)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{exc}{_OTHER_REGIONS}") from exc
     if box.shape != (2, ndim):
-        raise InvalidInputError(
-            f"bbox must be (lo, hi) with {ndim} numbers each, got shape {box.shape}"
-        )
+        raise InvalidInputError(f"{expected}, got shape {box.shape}{_OTHER_REGIONS}")
     if np.isnan(box).any():
         raise InvalidInputError(
-            f"bbox must not contain NaN, got {reprlib.repr(bbox)}; use -inf or inf for an "
+            f"a box must not contain NaN, got {reprlib.repr(bbox)}; use -inf or inf for an "
             "unbounded side"
         )
     if np.any(box[0] > box[1]):
         d = int(np.flatnonzero(box[0] > box[1])[0])
         raise InvalidInputError(
-            f"bbox lo[{d}] = {box[0, d]} is greater than hi[{d}] = {box[1, d]}; give (lo, hi) "
+            f"box lo[{d}] = {box[0, d]} is greater than hi[{d}] = {box[1, d]}; give (lo, hi) "
             "with lo <= hi on every axis"
         )
     return box[0], box[1]
@@ -431,7 +442,9 @@ def _polygon(polygon: Any) -> Any:
     if isinstance(polygon, shapely.Geometry):
         if not isinstance(polygon, shapely.Polygon | shapely.MultiPolygon):
             raise InvalidInputError(
-                f"the region must be a Polygon or MultiPolygon, got a {polygon.geom_type}"
+                f"a shapely region must be a Polygon or MultiPolygon, got a "
+                f"{polygon.geom_type}; for a ball give zv.ball(center, radius), for a box "
+                "(lo, hi)"
             )
         coords = shapely.get_coordinates(polygon)
         geometry = shapely.force_2d(polygon)
@@ -517,3 +530,198 @@ def ball_region(center: Any, radius: Any, ndim: int) -> BallRegion:
     if r < 0:
         raise InvalidInputError(f"radius must be >= 0, got {r}")
     return BallRegion(c, r)
+
+
+# --------------------------------------------------------------------------- public regions
+
+
+class QueryRegion(ABC):
+    """A region a query takes before it knows the store: made by :func:`box`, :func:`ball`
+    or :func:`polygon`, and checked against the store's axes when the query runs.
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv
+    >>> region = zv.ball([0.0, 0.0], 2.0)
+    >>> isinstance(region, zv.QueryRegion)
+    True
+    """
+
+    @abstractmethod
+    def resolve(self, ndim: int, axis_names: Sequence[str]) -> Region:
+        """The checked :class:`Region` of this region in a store of ``ndim`` axes.
+
+        Raises
+        ------
+        InvalidInputError
+            When the region does not fit the store's axes, or is malformed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> region = zv.box([0, 0], [10, 5]).resolve(2, ("x", "y"))
+        >>> region.contains_points(np.array([[1.0, 1.0], [1.0, 6.0]]))
+        array([ True, False])
+        """
+
+
+@dataclass(frozen=True)
+class _Box(QueryRegion):
+    lo: tuple[Any, ...]
+    hi: tuple[Any, ...]
+
+    def resolve(self, ndim: int, axis_names: Sequence[str]) -> Region:
+        return box_region((self.lo, self.hi), ndim)
+
+
+@dataclass(frozen=True)
+class _Ball(QueryRegion):
+    center: tuple[Any, ...]
+    radius: Any
+
+    def resolve(self, ndim: int, axis_names: Sequence[str]) -> Region:
+        return ball_region(self.center, self.radius, ndim)
+
+
+@dataclass(frozen=True)
+class _Polygon(QueryRegion):
+    shape: Any
+    plane: Sequence[Any]
+    ranges: Mapping[Any, Any] | None
+
+    def resolve(self, ndim: int, axis_names: Sequence[str]) -> Region:
+        return polygon_region(
+            self.shape, ndim, plane=self.plane, ranges=self.ranges, axis_names=axis_names
+        )
+
+
+def _row(values: Any) -> tuple[Any, ...]:
+    """``values`` as a tuple when it is a sequence or a 1-d array (kept as is otherwise, to
+    be refused with the store's number of axes in the message)."""
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        return tuple(values.tolist())
+    if isinstance(values, Sequence) and not isinstance(values, str | bytes):
+        return tuple(values)
+    return (values,)
+
+
+def box(lo: Any, hi: Any) -> QueryRegion:
+    """The half-open box ``lo <= p < hi`` (spec §8.1), for :meth:`VectorStore.query`.
+
+    The same as giving ``(lo, hi)`` to ``query``; ``±inf`` leaves an axis unbounded.
+
+    Parameters
+    ----------
+    lo, hi
+        ``D`` numbers each, ``lo <= hi`` on every axis (checked when the query runs).
+
+    Returns
+    -------
+    QueryRegion
+        The box, for ``store.query(...)`` or ``store.to_dask(...)``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, [[1.0, 1.0], [2.0, 2.0], [5.0, 5.0]], chunk_shape=4.0)
+    >>> zv.open(path).query(zv.box([0, 0], [2, 2])).positions.tolist()
+    [[1.0, 1.0]]
+    """
+    return _Box(_row(lo), _row(hi))
+
+
+def ball(center: Any, radius: Any) -> QueryRegion:
+    """The closed ball ``|p - center| <= radius``, for :meth:`VectorStore.query`.
+
+    A vertex ``p`` is inside when ``sum_d (p[d] - center[d])**2 <= radius**2``, each
+    difference, square and partial sum rounded to float64, summed in axis order.
+
+    Parameters
+    ----------
+    center
+        ``D`` finite numbers (checked against the store's axes when the query runs).
+    radius
+        A finite number ``>= 0`` (0 keeps the vertices at ``center``).
+
+    Returns
+    -------
+    QueryRegion
+        The ball, for ``store.query(...)``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, [[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]], chunk_shape=4.0)
+    >>> zv.open(path).query(zv.ball([0, 0], 5)).positions.tolist()
+    [[0.0, 0.0], [3.0, 4.0]]
+    """
+    return _Ball(_row(center), radius)
+
+
+def polygon(
+    shape: Any, *, plane: Sequence[Any] = (0, 1), ranges: Mapping[Any, Any] | None = None
+) -> QueryRegion:
+    """A polygon in a plane of two axes, times half-open ranges on the others.
+
+    A vertex ``p`` is inside when ``(p[i], p[j])``, its coordinates on the two ``plane``
+    axes, lies in the *closed* polygon (interior or boundary, as ``shapely.intersects_xy``
+    decides, in float64), and ``lo <= p[d] < hi`` for every range. A shapely ``Polygon``
+    or ``MultiPolygon`` given to :meth:`VectorStore.query` as it is means
+    ``polygon(shape)``: the first two axes, no range.
+
+    Parameters
+    ----------
+    shape
+        A shapely ``Polygon`` or ``MultiPolygon`` (holes allowed; valid and non-empty; a z
+        coordinate is ignored), or ``(n, 2)`` vertex coordinates.
+    plane
+        The axes of the polygon's x and y, by name (``("x", "z")``) or index (``(0, 2)``).
+    ranges
+        ``{axis: (lo, hi)}`` for axes outside the plane, by name or index; an axis not
+        given, and a ``None`` or infinite bound, is unbounded.
+
+    Returns
+    -------
+    QueryRegion
+        The region, for ``store.query(...)``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, [[1.0, 1.0, 1.0], [1.0, 1.0, 9.0], [8.0, 1.0, 1.0]], chunk_shape=4.0)
+    >>> triangle = zv.polygon([(0, 0), (4, 0), (0, 4)], ranges={"z": (0, 5)})
+    >>> zv.open(path).query(triangle).positions.tolist()
+    [[1.0, 1.0, 1.0]]
+    """
+    return _Polygon(shape, plane, ranges)
+
+
+def as_region(region: Any, ndim: int, axis_names: Sequence[str]) -> Region:
+    """The checked :class:`Region` of what a query was given.
+
+    Parameters
+    ----------
+    region
+        A :class:`QueryRegion` (:func:`box`, :func:`ball`, :func:`polygon`), a shapely
+        ``Polygon`` or ``MultiPolygon`` (in the first two axes), or a box ``(lo, hi)``.
+    ndim, axis_names
+        The store's number of axes and their names.
+
+    Raises
+    ------
+    InvalidInputError
+        When the region is malformed or does not fit the store's axes (another shapely
+        geometry than a polygon is refused, naming what to give).
+    """
+    if isinstance(region, QueryRegion):
+        return region.resolve(ndim, axis_names)
+    if isinstance(region, shapely.Geometry):
+        return polygon_region(region, ndim, axis_names=axis_names)
+    return box_region(region, ndim)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors.format.metadata import DEFAULT_AXIS_NAMES
 from zarr_vectors.result.plotting import MAX_POINTS, plot_result
 from zarr_vectors.result.shapes import to_shapely as shapely_geometries
@@ -26,6 +27,15 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 __all__ = ["QueryResult"]
+
+
+def _inferred_kind(result: QueryResult) -> str:
+    """The kind the fields of ``result`` show: faces, edges, offsets or none of them."""
+    if result.faces is not None:
+        return "mesh"
+    if result.edges is not None:
+        return "graph"
+    return "point_cloud" if result.offsets is None else "polyline"
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -62,9 +72,11 @@ class QueryResult:
         Name of each coordinate column (a store's results carry its axis names), or None.
     axis_units
         Unit of each coordinate column (``"unknown"`` when not given), or None.
-    geometry_type
-        The store's geometry kind (``"point_cloud"``, ``"streamline"``...), or None; see
-        :attr:`kind`.
+    kind
+        The geometry kind (``"point_cloud"``, ``"streamline"``, ``"mesh"``...): the store's
+        kind for the results of a store; when not given, inferred from the fields that are
+        set: ``"mesh"`` when there are faces, ``"graph"`` when there are edges,
+        ``"polyline"`` when there are offsets, else ``"point_cloud"``.
 
     Examples
     --------
@@ -100,7 +112,11 @@ class QueryResult:
     link_attributes: dict[str, np.ndarray] = field(default_factory=dict)
     axis_names: tuple[str, ...] | None = None
     axis_units: tuple[str, ...] | None = None
-    geometry_type: str | None = None
+    kind: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind is None:
+            object.__setattr__(self, "kind", _inferred_kind(self))
 
     @property
     def ndim(self) -> int:
@@ -108,19 +124,10 @@ class QueryResult:
         return int(self.positions.shape[1])
 
     @property
-    def kind(self) -> str:
-        """:attr:`geometry_type` when known, else inferred from the fields that are set.
-
-        ``"mesh"`` when there are faces, ``"graph"`` when there are edges, ``"polyline"``
-        when there are offsets, else ``"point_cloud"``.
-        """
-        if self.geometry_type is not None:
-            return self.geometry_type
-        if self.faces is not None:
-            return "mesh"
-        if self.edges is not None:
-            return "graph"
-        return "point_cloud" if self.offsets is None else "polyline"
+    def geometry_type(self) -> str | None:
+        """Deprecated spelling of :attr:`kind`."""
+        warn_renamed("QueryResult.geometry_type", "QueryResult.kind", stacklevel=3)
+        return self.kind
 
     @property
     def coordinate_names(self) -> tuple[str, ...]:

@@ -7,6 +7,8 @@ stable check id, severity and store path.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from zarr_vectors._progress import progress_reporter
 from zarr_vectors.errors import InvalidInputError, StoreNotFoundError
@@ -54,6 +56,7 @@ def validate(
     *,
     sample: int | None = None,
     progress: Progress | bool | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> ValidationReport:
     """Check a store against the Zarr Vectors specification (spec §11).
 
@@ -80,6 +83,9 @@ def validate(
         Progress of L3 over the chunks of each level: None (default) draws a progress bar
         when standard error is a terminal or in Jupyter, True always, False never; a
         callable is called as ``progress(level, chunks_done, chunks_total)`` instead.
+    storage_options
+        URLs only: options of the fsspec filesystem, as for :func:`zarr_vectors.open`
+        (e.g. ``{"anon": True}``, or ``{"endpoint_url": ..., "key": ..., "secret": ...}``).
 
     Returns
     -------
@@ -90,7 +96,8 @@ def validate(
     Raises
     ------
     InvalidInputError
-        When ``level`` or ``sample`` is out of range, or ``store`` is not store-like.
+        When ``level`` or ``sample`` is out of range, ``store`` is not store-like, or
+        ``storage_options`` come with a store that is not a URL.
 
     Notes
     -----
@@ -116,7 +123,7 @@ def validate(
     reporter = progress_reporter(progress)
     report = ValidationReport(store=_describe(store), level=1)
     try:
-        resolved = resolve_store(store, mode="r")
+        resolved = resolve_store(store, mode="r", storage_options=storage_options)
     except StoreNotFoundError as exc:
         report.checks_run.append("L1.store_exists")
         report.add("L1.store_exists", CHECKS["L1.store_exists"], ".", str(exc))
