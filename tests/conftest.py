@@ -137,6 +137,23 @@ def s3(
     return s3_server
 
 
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """A ``distributed.Client`` of a 2-worker ``LocalCluster`` (processes), one per module.
+
+    Starting a cluster costs seconds; a test whose subject is not the cluster's own start
+    passes ``client.scheduler.address`` as ``scheduler_address=`` instead.
+    """
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as connected,
+    ):
+        yield connected
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     """A seeded random generator."""

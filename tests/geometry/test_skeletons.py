@@ -14,8 +14,8 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry.test_graphs import (
     BIN,
+    BOX_COUNTS,
     CHUNK,
-    N_BOXES,
     Model,
     check_boxes,
     check_link_layout,
@@ -125,9 +125,10 @@ def model_parents(model: Model) -> np.ndarray:
     return parents
 
 
-def test_skeleton_boxes_equal_brute_force(rng: np.random.Generator) -> None:
+@pytest.mark.parametrize("boxes", BOX_COUNTS)
+def test_skeleton_boxes_equal_brute_force(rng: np.random.Generator, boxes: int) -> None:
     opened, model, _ = _skeletons(rng, 70)
-    check_boxes(opened, model, random_boxes(rng, model.positions, N_BOXES))
+    check_boxes(opened, model, random_boxes(rng, model.positions, boxes))
 
 
 def test_swc_style_single_skeleton_and_groups() -> None:
