@@ -24,6 +24,7 @@ from tests.geometry.test_graphs import (
     random_boxes,
     scatter,
 )
+from tests.helpers import examples
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry.graphs import check_forest, group_vertices
 
@@ -256,7 +257,9 @@ def test_forest_check_is_fast_on_long_chains() -> None:
     check_forest(parents, group_vertices(labels, n))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(10, 25), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 12), ndim=st.integers(2, 4))
 def test_skeleton_property(seed: int, m: int, ndim: int) -> None:
     rng = np.random.default_rng(seed)
