@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import settings
 from zarr.storage import FsspecStore, LocalStore, MemoryStore, ZipStore
 
 from tests import s3server
+from tests.helpers import THOROUGH
 from tests.s3server import LoopbackS3
 from zarr_vectors.kernels._jit import set_kernel_mode
 
@@ -19,6 +21,12 @@ from zarr_vectors.kernels._jit import set_kernel_mode
 # Python source, zarr_vectors.kernels._jit); ZV_KERNEL_MODE=python or auto runs it the
 # other way (tests/kernels passes either way).
 set_kernel_mode(os.environ.get("ZV_KERNEL_MODE", "compiled"))
+
+# The long run's profile: properties that take ``max_examples=examples(default, thorough)``
+# run their full sample under ``pytest --hypothesis-profile=thorough`` (or
+# HYPOTHESIS_PROFILE=thorough); the others run as their own settings say.
+settings.register_profile(THOROUGH, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 StoreFactory = Callable[[str], tuple[Any, Callable[[], Any]]]
 """name -> (store to write into, function returning a store to read from)."""
@@ -135,6 +143,23 @@ def s3(
     config.mkdir(exist_ok=True)
     s3server.apply(monkeypatch, s3server.environment(s3_server, config))
     return s3_server
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """A ``distributed.Client`` of a 2-worker ``LocalCluster`` (processes), one per module.
+
+    Starting a cluster costs seconds; a test whose subject is not the cluster's own start
+    passes ``client.scheduler.address`` as ``scheduler_address=`` instead.
+    """
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as connected,
+    ):
+        yield connected
 
 
 @pytest.fixture

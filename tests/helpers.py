@@ -7,6 +7,32 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
+from hypothesis import settings
+
+
+def sample_sizes(default: int, slow: int) -> list[Any]:
+    """Two sizes of a costly random sample, as ``pytest.mark.parametrize`` values.
+
+    ``default`` runs in the default run; ``slow``, the full sample, is marked ``slow``
+    (``pytest -m slow`` runs it). The ids say which is which (``few-5``, ``full-15``).
+    """
+    return [
+        pytest.param(default, id=f"few-{default}"),
+        pytest.param(slow, id=f"full-{slow}", marks=pytest.mark.slow),
+    ]
+
+
+THOROUGH = "thorough"
+"""The hypothesis profile of the long run (registered in tests/conftest.py):
+``pytest --hypothesis-profile=thorough`` gives every costly property its full sample."""
+
+
+def examples(default: int, thorough: int) -> int:
+    """``max_examples`` of a costly property: ``default`` in the default run, ``thorough``
+    under the :data:`THOROUGH` hypothesis profile."""
+    return thorough if settings.get_current_profile_name() == THOROUGH else default
+
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)

@@ -19,6 +19,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry.test_graphs import BIN, CHUNK, members_by_label, random_edges, scatter
 from tests.geometry.test_meshes import random_faces
+from tests.helpers import examples
 
 KINDS = ("polyline", "streamline", "graph", "skeleton", "mesh")
 
@@ -157,7 +158,7 @@ def test_repeated_id_reads_the_object_twice_with_its_own_links(kind: str) -> Non
         assert links.max(initial=0) < len(got)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(20, 60), deadline=None)
 @given(data=st.data(), kind=st.sampled_from(KINDS))
 def test_any_request_equals_single_reads_concatenated(data: st.DataObject, kind: str) -> None:
     """Property: any id list (empty, repeats, every id repeated) equals the single-id

@@ -18,12 +18,14 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from tests.helpers import sample_sizes
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragment_decoding import decode_fragment_index
 
 CHUNK = 10.0
 BIN = 2.5
-N_BOXES = 200
+BOX_COUNTS = sample_sizes(50, 200)
+"""Random boxes per brute-force test: the first 50 of the full 200 by default."""
 
 
 # -- reference model shared with test_skeletons.py and test_meshes.py ----------------------
@@ -368,10 +370,13 @@ def test_every_graph_reads_back_exactly_by_id(rng: np.random.Generator, directed
     assert zv.validate(store, level=3).ok
 
 
+@pytest.mark.parametrize("boxes", BOX_COUNTS)
 @pytest.mark.parametrize("directed", [False, True])
-def test_graph_boxes_equal_brute_force(rng: np.random.Generator, directed: bool) -> None:
+def test_graph_boxes_equal_brute_force(
+    rng: np.random.Generator, directed: bool, boxes: int
+) -> None:
     opened, model, _ = _graph(rng, 80, directed=directed)
-    check_boxes(opened, model, random_boxes(rng, model.positions, N_BOXES))
+    check_boxes(opened, model, random_boxes(rng, model.positions, boxes))
 
 
 def test_directed_edges_keep_direction_and_reverse_pairs() -> None:

@@ -13,8 +13,8 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry.test_graphs import (
     BIN,
+    BOX_COUNTS,
     CHUNK,
-    N_BOXES,
     Model,
     check_boxes,
     check_link_layout,
@@ -86,9 +86,10 @@ def test_every_mesh_reads_back_exactly_by_id(rng: np.random.Generator) -> None:
     assert zv.validate(store, level=3).ok
 
 
-def test_mesh_boxes_equal_brute_force(rng: np.random.Generator) -> None:
+@pytest.mark.parametrize("boxes", BOX_COUNTS)
+def test_mesh_boxes_equal_brute_force(rng: np.random.Generator, boxes: int) -> None:
     opened, model, _ = _meshes(rng, 70)
-    check_boxes(opened, model, random_boxes(rng, model.positions, N_BOXES))
+    check_boxes(opened, model, random_boxes(rng, model.positions, boxes))
 
 
 def test_closed_surfaces_across_chunks_keep_their_winding(rng: np.random.Generator) -> None:

@@ -15,6 +15,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry import object_cases
 from tests.geometry.object_cases import KINDS, SMALL_BLOCKS
+from tests.helpers import sample_sizes
 from zarr_vectors.update import merge_globals
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden"
@@ -45,9 +46,10 @@ def _run(store: Any, case: dict[str, Any]) -> None:
             _append(store, case, a, b)
 
 
+@pytest.mark.parametrize("examples", sample_sizes(4, 15))
 @pytest.mark.parametrize("kind", KINDS)
-def test_appends_give_the_one_shot_store(tmp_path_factory: Any, kind: str) -> None:
-    @HYPOTHESIS
+def test_appends_give_the_one_shot_store(tmp_path_factory: Any, kind: str, examples: int) -> None:
+    @settings(HYPOTHESIS, max_examples=examples)
     @given(case=object_cases.cases(kind, sharded=True))
     def check(case: dict[str, Any]) -> None:
         tmp = tmp_path_factory.mktemp("a")
@@ -59,9 +61,12 @@ def test_appends_give_the_one_shot_store(tmp_path_factory: Any, kind: str) -> No
     check()
 
 
+@pytest.mark.parametrize("examples", sample_sizes(8, 15))
 @pytest.mark.parametrize("kind", KINDS)
-def test_appends_in_place_give_the_one_shot_store(kind: str) -> None:
-    @HYPOTHESIS
+def test_appends_in_place_give_the_one_shot_store(kind: str, examples: int) -> None:
+    """In memory: more examples than the test on disk above for the same time."""
+
+    @settings(HYPOTHESIS, max_examples=examples)
     @given(case=object_cases.cases(kind, sharded=True))
     def check(case: dict[str, Any]) -> None:
         one, appended = MemoryStore(), MemoryStore()

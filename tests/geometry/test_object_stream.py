@@ -13,6 +13,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry import object_cases
 from tests.geometry.object_cases import KINDS
+from tests.helpers import sample_sizes
 
 HYPOTHESIS = settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -29,9 +30,12 @@ def _stream(store: Any, case: dict[str, Any], **extra: Any) -> None:
                 writer.append(**object_cases.arguments(case, a, b))
 
 
+@pytest.mark.parametrize("examples", sample_sizes(4, 12))
 @pytest.mark.parametrize("kind", KINDS)
-def test_streaming_gives_the_one_shot_store(tmp_path_factory: Any, kind: str) -> None:
-    @HYPOTHESIS
+def test_streaming_gives_the_one_shot_store(
+    tmp_path_factory: Any, kind: str, examples: int
+) -> None:
+    @settings(HYPOTHESIS, max_examples=examples)
     @given(case=object_cases.cases(kind))
     def check(case: dict[str, Any]) -> None:
         tmp = tmp_path_factory.mktemp("s")

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from tests.helpers import without_commit
+from tests.helpers import sample_sizes, without_commit
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.write import _pipeline
 
@@ -99,14 +99,20 @@ def _run(store: Any, case: dict[str, Any]) -> None:
         _append(store, case, a, b)
 
 
-@HYPOTHESIS
-@given(case=appends())
-def test_appends_give_the_one_shot_store(tmp_path_factory: Any, case: dict[str, Any]) -> None:
-    tmp = tmp_path_factory.mktemp("a")
-    _write(tmp / "one", case, 0, len(case["positions"]))
-    _run(tmp / "appended", case)
-    assert _files(tmp / "appended") == _files(tmp / "one")
-    assert sorted(p.name for p in tmp.iterdir()) == ["appended", "one"]
+@pytest.mark.parametrize("examples", sample_sizes(6, 20))
+def test_appends_give_the_one_shot_store(tmp_path_factory: Any, examples: int) -> None:
+    """On disk; the test in memory below runs the full sample."""
+
+    @settings(HYPOTHESIS, max_examples=examples)
+    @given(case=appends())
+    def check(case: dict[str, Any]) -> None:
+        tmp = tmp_path_factory.mktemp("a")
+        _write(tmp / "one", case, 0, len(case["positions"]))
+        _run(tmp / "appended", case)
+        assert _files(tmp / "appended") == _files(tmp / "one")
+        assert sorted(p.name for p in tmp.iterdir()) == ["appended", "one"]
+
+    check()
 
 
 @HYPOTHESIS

@@ -49,9 +49,21 @@ def _boxes(
     return boxes
 
 
+@pytest.mark.parametrize(
+    "store_factory",
+    [
+        "memory",
+        "zip",
+        pytest.param("local", marks=pytest.mark.slow),
+        pytest.param("path", marks=pytest.mark.slow),
+    ],
+    indirect=True,
+)
 def test_million_points_round_trip_and_200_boxes(
     store_factory: StoreFactory, rng: np.random.Generator
 ) -> None:
+    """A million points in memory and in a zip file; a directory store (``local``, ``path``)
+    runs with ``-m slow`` (tests/test_backends.py round-trips every kind on smaller stores)."""
     n = 1_000_000
     positions = (rng.random((n, 3)) * 1000).astype(np.float32)
     positions[:1000] = np.round(positions[:1000] / 25.0) * 25.0  # on chunk and bin edges

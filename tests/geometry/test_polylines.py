@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from tests.helpers import sample_sizes
 from zarr_vectors.errors import InvalidInputError, ObjectNotFoundError
 
 
@@ -73,13 +74,15 @@ def test_every_polyline_reads_back_exactly_by_id(rng: np.random.Generator) -> No
     np.testing.assert_array_equal(everything.positions, np.concatenate(lines))
 
 
+@pytest.mark.parametrize("boxes", sample_sizes(60, 200))
 @pytest.mark.parametrize("clip", [False, True])
-def test_boxes_equal_brute_force(rng: np.random.Generator, clip: bool) -> None:
+def test_boxes_equal_brute_force(rng: np.random.Generator, clip: bool, boxes: int) -> None:
+    """Random boxes, a quarter with a face on the bin grid; the first 60 by default."""
     lines = _walks(rng, 150)
     lines[0] = np.array([[10.0, 10.0, 10.0], [20.0, 10.0, 10.0], [10.0, 10.0, 10.0]])  # returns
     lines[1] = np.array([[5.0, 5.0, 5.0]])  # a single vertex, on chunk and bin edges
     store, _ = _write(lines, chunk_shape=10.0, bin_shape=5.0, kind="streamline")
-    for i in range(200):
+    for i in range(boxes):
         lo = rng.uniform(-10, 110, 3)
         hi = lo + rng.uniform(1, 60, 3)
         if i % 4 == 0:

@@ -14,8 +14,8 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry.test_graphs import (
     BIN,
+    BOX_COUNTS,
     CHUNK,
-    N_BOXES,
     Model,
     check_boxes,
     check_link_layout,
@@ -24,6 +24,7 @@ from tests.geometry.test_graphs import (
     random_boxes,
     scatter,
 )
+from tests.helpers import examples
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.geometry.graphs import check_forest, group_vertices
 
@@ -125,9 +126,10 @@ def model_parents(model: Model) -> np.ndarray:
     return parents
 
 
-def test_skeleton_boxes_equal_brute_force(rng: np.random.Generator) -> None:
+@pytest.mark.parametrize("boxes", BOX_COUNTS)
+def test_skeleton_boxes_equal_brute_force(rng: np.random.Generator, boxes: int) -> None:
     opened, model, _ = _skeletons(rng, 70)
-    check_boxes(opened, model, random_boxes(rng, model.positions, N_BOXES))
+    check_boxes(opened, model, random_boxes(rng, model.positions, boxes))
 
 
 def test_swc_style_single_skeleton_and_groups() -> None:
@@ -255,7 +257,9 @@ def test_forest_check_is_fast_on_long_chains() -> None:
     check_forest(parents, group_vertices(labels, n))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(10, 25), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 12), ndim=st.integers(2, 4))
 def test_skeleton_property(seed: int, m: int, ndim: int) -> None:
     rng = np.random.default_rng(seed)

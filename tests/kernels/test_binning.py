@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import examples
 from tests.kernels import naive
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels import (
@@ -44,6 +45,8 @@ SHAPES = [
 CENTERS = [0.0, -7.3, 1000.0, 5.0e5, -4.2e6]  # 5e5: UTM easting
 METHODS = ["dense+fused", "dense+two_level", "sparse+fused", "sparse+two_level"]
 SETTINGS = settings(max_examples=60, deadline=None)
+FEWER = settings(SETTINGS, max_examples=examples(20, 60))
+"""Properties that check a whole pipeline per example: a part of the sample by default."""
 
 
 class Cloud:
@@ -612,7 +615,7 @@ def test_public_destinations_reuse_the_chunk_array() -> None:
     np.testing.assert_array_equal(occupied, [2, 5, 9])
 
 
-@SETTINGS
+@FEWER
 @given(clouds(max_n=150), st.booleans(), st.integers(0, 3))
 def test_destinations_of_positions_match_naive(cloud: Cloud, by_cells: bool, spare: int) -> None:
     """Cell counts (a small grid) or assignment then sort (a wide one): the naive twins'
@@ -747,7 +750,7 @@ def test_sort_empty_input() -> None:
     assert bin_offsets.shape == (0, 9)
 
 
-@SETTINGS
+@FEWER
 @given(clouds(max_n=150))
 def test_pipeline_groups_vertices_by_chunk_and_bin(cloud: Cloud) -> None:
     dim = cloud.positions.shape[1]

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import examples
 from zarr_vectors.errors import InvalidInputError, ManifestError
 from zarr_vectors.format import manifest as fm
 from zarr_vectors.format.manifest import (
@@ -36,7 +37,9 @@ EXAMPLE_ROWS = (
     [0, 2, 3, 4, 5, 1, 4],
 )
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=examples(100, 300), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 FUZZ_LIMIT = 5_000  # max_refs in fuzz runs, so the Python reference never expands huge ranges
 
 

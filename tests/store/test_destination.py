@@ -30,7 +30,8 @@ POINTS = np.random.default_rng(4).uniform(0, 10, (200, 3))
 LINES = [np.cumsum(np.random.default_rng(k).normal(0, 1, (12, 3)), axis=0) for k in range(5)]
 TRIANGLE = (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
 
-Writer = Callable[[Path | str], Any]
+Writer = Callable[..., Any]
+"""A write to a destination; the parallel ones also take ``scheduler_address=``."""
 
 
 def _stream(dest: Path | str) -> None:
@@ -70,11 +71,11 @@ WRITERS: dict[str, Writer] = {
     "write_points_stream": _stream,
     "PointWriter": _point_writer,
     "ObjectWriter": _object_writer,
-    "write_points_parallel": lambda d: zv.write_points_parallel(
-        d, [POINTS], chunk_shape=5.0, overwrite=True
+    "write_points_parallel": lambda d, **cluster: zv.write_points_parallel(
+        d, [POINTS], chunk_shape=5.0, overwrite=True, **cluster
     ),
-    "write_objects_parallel": lambda d: zv.write_objects_parallel(
-        d, "polyline", [LINES], chunk_shape=5.0, overwrite=True
+    "write_objects_parallel": lambda d, **cluster: zv.write_objects_parallel(
+        d, "polyline", [LINES], chunk_shape=5.0, overwrite=True, **cluster
     ),
     "convert": _convert,
 }
@@ -208,11 +209,18 @@ def test_data_loss_without_overwrite_a_store_is_kept(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("writer", list(WRITERS))
-def test_data_loss_a_store_and_an_empty_directory_are_replaced(tmp_path: Path, writer: str) -> None:
+def test_data_loss_a_store_and_an_empty_directory_are_replaced(
+    tmp_path: Path, writer: str, request: pytest.FixtureRequest
+) -> None:
+    """The parallel writers run on the module's cluster (one of their own is started by
+    tests/parallel/test_points.py::test_a_scheduler_address_and_a_cluster_of_its_own)."""
+    cluster = {}
+    if writer.endswith("_parallel"):
+        cluster["scheduler_address"] = request.getfixturevalue("client").scheduler.address
     zv.write_points(tmp_path / "s", POINTS[:7], chunk_shape=5.0)
     (tmp_path / "empty").mkdir()
     for dest in (tmp_path / "s", tmp_path / "empty", tmp_path / "new" / "deeper"):
-        WRITERS[writer](dest)
+        WRITERS[writer](dest, **cluster)
         assert zv.validate(dest, level=3).ok
     names = sorted(p.name for p in tmp_path.iterdir())
     assert not [n for n in names if ".zv-" in n]  # no staging or spill directory left
