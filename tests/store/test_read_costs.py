@@ -87,6 +87,24 @@ def test_a_store_without_links_is_opened_without_checking_each_directory(
     assert checked == []
 
 
+@needs_openat2
+def test_a_store_path_through_a_link_is_opened_from_its_resolved_directory(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    link = tmp_path / "link.zv"
+    os.symlink(store, link)
+    monkeypatch.setattr(LocalTree, "check_directory", _refuse_directory_checks)
+    tree = LocalTree(str(link))
+    opened = tree.open(CHUNK)
+    assert opened is not None
+    os.close(opened[0])
+    assert tree._prefix == os.path.realpath(store)
+
+
+def _refuse_directory_checks(self: LocalTree, rel: str) -> None:
+    raise AssertionError(f"directory {rel!r} checked one by one")
+
+
 def test_a_directory_link_is_still_judged_when_the_open_meets_it(store: Path) -> None:
     (store / "elsewhere").mkdir()
     shutil.move(store / "0" / "vertices" / "c", store / "elsewhere" / "c")

@@ -167,7 +167,13 @@ def first_with_blocks_past(entries: list[ShardIndex], rows: np.ndarray, rows_per
     block past those of its ``rows`` (see :func:`stored_blocks_problem`), or -1; all at once."""
     if not entries:
         return -1
-    offsets = np.stack([np.asarray(e, dtype=np.uint64).reshape(-1, 2)[:, 0] for e in entries])
+    shape = np.shape(entries[0])
+    if len(shape) == 2 and all(isinstance(e, np.ndarray) and e.shape == shape for e in entries):
+        # the usual case: one concatenation, no array made per chunk
+        joined = np.concatenate(entries).reshape(len(entries), *shape)
+    else:  # lists, or shards of several chunks with other block counts
+        joined = np.stack([np.asarray(e, dtype=np.uint64).reshape(-1, 2) for e in entries])
+    offsets = joined[:, :, 0].astype(np.uint64, copy=False)
     wanted = -(-rows // rows_per_block)
     past = (offsets != _MISSING) & (np.arange(offsets.shape[1]) >= wanted[:, None])
     found = np.flatnonzero(past.any(axis=1))

@@ -176,6 +176,7 @@ class LocalTree:
         self.root = root
         self._real_root: str | None = None
         self._checked: set[str] = {""}
+        self._prefix = root  # of the paths opened without links; real_root once one is met
 
     @property
     def real_root(self) -> str:
@@ -196,7 +197,7 @@ class LocalTree:
         """
         parent = key.rpartition("/")[0]
         if parent not in self._checked:
-            fd = _open_without_links(f"{self.real_root}/{key}")
+            fd = self._open_without_links(key)
             if fd >= 0:
                 self._checked.add(parent)  # no link on the way: its directories are fine
                 return self._regular(key, fd)
@@ -205,6 +206,19 @@ class LocalTree:
             if -fd == errno.ENXIO:
                 raise link_refusal(key, "a socket")
         return self._open_judged(key)
+
+    def _open_without_links(self, key: str) -> int:
+        """A descriptor of ``key`` opened with no link followed on its path, else ``-errno``.
+
+        The path starts at the store's directory as given; when a link is met there, the
+        directory is resolved (:attr:`real_root`, once: the links above a store are not the
+        store's business) and the open tried again from it.
+        """
+        fd = _open_without_links(f"{self._prefix}/{key}")
+        if fd != -errno.ELOOP or self._prefix == self.real_root:
+            return fd
+        self._prefix = self.real_root
+        return _open_without_links(f"{self._prefix}/{key}")
 
     def _open_judged(self, key: str) -> tuple[int, int] | None:
         """:meth:`open` with every directory on the way checked and a link judged."""
