@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
+from zarr_vectors.format import jsonutil, place
+from zarr_vectors.geometry import read_checks
 from zarr_vectors.store import io as io_module
 from zarr_vectors.store import links, versions
 from zarr_vectors.store.io import StoreIO
@@ -196,3 +198,39 @@ def test_the_stamp_is_taken_from_the_file_read(store: Path, settled: None) -> No
     raw, stamp = io_module._read_local_stamped(LocalTree(str(store)), "zarr.json")
     assert raw == (store / "zarr.json").read_bytes()
     assert stamp == versions.stamp_of(os.lstat(store / "zarr.json"))
+
+
+# -- the cheaper forms of the checks give the same answers ----------------------------------
+
+
+def test_first_with_blocks_past_finds_the_first_chunk_storing_a_block_too_many() -> None:
+    missing = np.uint64(2**64 - 1)
+    stored = np.array([[0, 8], [8, 8], [16, 8], [24, 8]], dtype=np.uint64)
+    two = stored.copy()
+    two[2:] = missing
+    three = stored.copy()
+    three[3:] = missing
+    rows = np.array([5, 12, 12])  # blocks of 4 rows: 2, 3, 3 needed
+    assert read_checks.first_with_blocks_past([two, two, three], rows, 4) == -1
+    assert read_checks.first_with_blocks_past([two, three, three], rows, 4) == -1
+    assert read_checks.first_with_blocks_past([three, two, stored], rows, 4) == 0
+    assert read_checks.first_with_blocks_past([two, stored, three], rows, 4) == 1
+    as_lists = [two.tolist(), stored.tolist(), three.tolist()]  # the other accepted form
+    assert read_checks.first_with_blocks_past(as_lists, rows, 4) == 1
+    short = two[:3]  # another block count: not joined into one array
+    assert read_checks.first_with_blocks_past([short, stored[:3]], rows[:2], 4) == -1
+    assert read_checks.first_with_blocks_past([stored[:3], short], rows[:2], 4) == 0
+
+
+def test_data_type_name_is_the_dtypes_name() -> None:
+    for name in ("float32", "float64", "int64", "uint8", "uint64"):
+        assert place.data_type_name(np.dtype(name)) == name
+    assert place.data_type_name(np.dtype("<f4")) == "float32"
+
+
+def test_as_int_list_takes_integers_only() -> None:
+    assert jsonutil.as_int_list([1, 2, 3]) == [1, 2, 3]
+    assert jsonutil.as_int_list([1, True]) is None
+    assert jsonutil.as_int_list([1, 2.0]) is None
+    assert jsonutil.as_int_list((1, 2)) is None
+    assert jsonutil.as_int_list([1, 2], length=3) is None
