@@ -234,3 +234,16 @@ def test_as_int_list_takes_integers_only() -> None:
     assert jsonutil.as_int_list([1, 2.0]) is None
     assert jsonutil.as_int_list((1, 2)) is None
     assert jsonutil.as_int_list([1, 2], length=3) is None
+
+
+def test_stored_blocks_problem_names_the_first_block_too_many_in_either_form() -> None:
+    missing = 2**64 - 1
+    index = np.full((8, 2), missing, dtype=np.uint64)
+    index[:3] = [[0, 8], [8, 8], [16, 8]]
+    for entries in (index, index.tolist()):
+        assert read_checks.stored_blocks_problem(entries, 12, 4) is None  # blocks 0-2
+        assert read_checks.stored_blocks_problem(entries, 9, 4) is None
+        problem = read_checks.stored_blocks_problem(entries, 8, 4)
+        assert problem is not None
+        assert problem.startswith("stores row block 2, but its 8 rows need only blocks 0 to 1")
+    assert read_checks.stored_blocks_problem(index, 32, 4) is None  # every block needed
