@@ -57,6 +57,7 @@ _NO_OPENAT2 = (errno.ENOSYS, errno.EPERM, errno.EINVAL, errno.E2BIG, errno.EOPNO
 """What ``openat2`` gives where the kernel (or a sandbox) does not offer it."""
 _HOW = _OpenHow(_READ_FLAGS, 0, _RESOLVE_NO_SYMLINKS)
 _HOW_SIZE = ctypes.sizeof(_HOW)
+_FS_ENCODING = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
 
 
 def _linux_syscall() -> Callable[..., int] | None:
@@ -85,7 +86,8 @@ class _LinklessOpen:
         the way; ``-ENOSYS``: no such call here)."""
         if self.call is None:
             return -errno.ENOSYS
-        fd = int(self.call(_SYS_OPENAT2, _AT_FDCWD, os.fsencode(path), self.how, _HOW_SIZE))
+        encoded = path.encode(*_FS_ENCODING)  # os.fsencode, without its call
+        fd: int = self.call(_SYS_OPENAT2, _AT_FDCWD, encoded, self.how, _HOW_SIZE)
         if fd >= 0:
             return fd
         code = ctypes.get_errno()
