@@ -40,6 +40,7 @@ RESTORE = (
 """What a read-time invariant's error tells the user to do."""
 
 _MISSING = np.uint64(2**64 - 1)
+_MISSING_INT = 2**64 - 1
 _ALL_MISSING = b"\xff" * 8 * 4096
 """The bytes of up to 4,096 missing block offsets (``2**64 - 1`` each)."""
 
@@ -154,10 +155,13 @@ def stored_blocks_problem(entries: ShardIndex, rows: int, rows_per_block: int) -
     missing is left to the read that needs it ("row block b is missing from the shard").
     """
     wanted = -(-rows // rows_per_block)
-    if isinstance(entries, np.ndarray) and entries.dtype == np.uint64 and entries.ndim == 2:
-        past = entries[wanted:, 0].tobytes()
-        if past == _ALL_MISSING[: len(past)]:  # the usual case, told by one comparison
-            return None
+    if isinstance(entries, np.ndarray):
+        if entries.dtype == np.uint64 and entries.ndim == 2:
+            past = entries[wanted:, 0].tobytes()
+            if past == _ALL_MISSING[: len(past)]:  # the usual case, by one comparison
+                return None
+    elif all(entry[0] == _MISSING_INT for entry in entries[wanted:]):  # its tolist()
+        return None
     index = np.asarray(entries, dtype=np.uint64).reshape(-1, 2)
     beyond = np.flatnonzero(index[wanted:, 0] != _MISSING)
     if not beyond.shape[0]:
