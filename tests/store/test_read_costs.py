@@ -116,6 +116,26 @@ def test_a_directory_link_is_still_judged_when_the_open_meets_it(store: Path) ->
         LocalTree(str(store)).open(CHUNK)
 
 
+def test_a_file_of_a_checked_directory_is_still_judged_when_it_becomes_a_link(
+    store: Path, tmp_path: Path
+) -> None:
+    tree = LocalTree(str(store))
+    opened = tree.open(CHUNK)
+    assert opened is not None
+    os.close(opened[0])
+    outside = tmp_path / "outside.bin"
+    shutil.move(store / CHUNK, outside)
+    os.symlink(outside, store / CHUNK)
+    with pytest.raises(zv.FormatError, match="symbolic link out of the store"):
+        tree.open(CHUNK)
+    os.remove(store / CHUNK)
+    os.mkfifo(store / CHUNK)
+    with pytest.raises(zv.FormatError, match="FIFO"):
+        tree.open(CHUNK)
+    os.remove(store / CHUNK)
+    assert tree.open(CHUNK) is None
+
+
 def test_reads_are_the_same_without_openat2(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     expected = zv.open(store).query(BOX).positions
     monkeypatch.setattr(links._open_without_links, "call", None)

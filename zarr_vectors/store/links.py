@@ -198,15 +198,20 @@ class LocalTree:
             key is a directory, a FIFO, a socket or a device.
         """
         parent = key.rpartition("/")[0]
-        if parent not in self._checked:
-            fd = self._open_without_links(key)
-            if fd >= 0:
-                self._checked.add(parent)  # no link on the way: its directories are fine
-                return self._regular(key, fd)
-            if -fd in _MISSING:
-                return None  # nothing there, and no link on the way to it
-            if -fd == errno.ENXIO:
-                raise link_refusal(key, "a socket")
+        if parent in self._checked:  # the usual case: a plain open (any failure: judged)
+            try:
+                fd = os.open(f"{self.root}/{key}", _READ_FLAGS)
+            except OSError:
+                return self._open_judged(key)
+            return self._regular(key, fd)
+        fd = self._open_without_links(key)
+        if fd >= 0:
+            self._checked.add(parent)  # no link on the way: its directories are fine
+            return self._regular(key, fd)
+        if -fd in _MISSING:
+            return None  # nothing there, and no link on the way to it
+        if -fd == errno.ENXIO:
+            raise link_refusal(key, "a socket")
         return self._open_judged(key)
 
     def _open_without_links(self, key: str) -> int:
