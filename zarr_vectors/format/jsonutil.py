@@ -39,7 +39,9 @@ def is_finite_number(value: Any) -> TypeGuard[int | float]:
 
 def as_int_list(value: Any, length: int | None = None) -> list[int] | None:
     """``value`` as a list of integers (of ``length`` items if given), else None."""
-    if not isinstance(value, list) or not all(is_int(v) for v in value):
+    if not isinstance(value, list):
+        return None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):  # is_int
         return None
     if length is not None and len(value) != length:
         return None

@@ -24,10 +24,19 @@ read the arrays as before.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import google_crc32c
+import numpy as np
 
-__all__ = ["CHUNK_TABLE_KEY", "PLACE_MAGIC", "PLACE_NBYTES", "place_problem", "place_record"]
+__all__ = [
+    "CHUNK_TABLE_KEY",
+    "PLACE_MAGIC",
+    "PLACE_NBYTES",
+    "data_type_name",
+    "place_problem",
+    "place_record",
+]
 
 PLACE_MAGIC = b"ZVPL"
 """The first four bytes of a place record."""
@@ -42,6 +51,13 @@ its chunks ends with, in C order of its chunk grid, binding every chunk file to 
 
 def _crc(data: bytes) -> bytes:
     return int(google_crc32c.value(data)).to_bytes(4, "little")
+
+
+@functools.cache
+def data_type_name(dtype: np.dtype[Any]) -> str:
+    """``dtype.name`` (the Zarr v3 ``data_type`` of a numeric dtype), cached: numpy builds
+    the name anew on every access (some microseconds, once per shard index decoded)."""
+    return dtype.name
 
 
 @functools.lru_cache(maxsize=4096)

@@ -40,6 +40,9 @@ RESTORE = (
 """What a read-time invariant's error tells the user to do."""
 
 _MISSING = np.uint64(2**64 - 1)
+_MISSING_INT = 2**64 - 1
+_ALL_MISSING = b"\xff" * 8 * 4096
+"""The bytes of up to 4,096 missing block offsets (``2**64 - 1`` each)."""
 
 
 class PlacementRuns:
@@ -151,8 +154,15 @@ def stored_blocks_problem(entries: ShardIndex, rows: int, rows_per_block: int) -
     was edited down (its rows would be cut short without an error). A needed block that is
     missing is left to the read that needs it ("row block b is missing from the shard").
     """
-    index = np.asarray(entries, dtype=np.uint64).reshape(-1, 2)
     wanted = -(-rows // rows_per_block)
+    if isinstance(entries, np.ndarray):
+        if entries.dtype == np.uint64 and entries.ndim == 2:
+            past = entries[wanted:, 0].tobytes()
+            if past == _ALL_MISSING[: len(past)]:  # the usual case, by one comparison
+                return None
+    elif all(entry[0] == _MISSING_INT for entry in entries[wanted:]):  # its tolist()
+        return None
+    index = np.asarray(entries, dtype=np.uint64).reshape(-1, 2)
     beyond = np.flatnonzero(index[wanted:, 0] != _MISSING)
     if not beyond.shape[0]:
         return None
@@ -167,7 +177,13 @@ def first_with_blocks_past(entries: list[ShardIndex], rows: np.ndarray, rows_per
     block past those of its ``rows`` (see :func:`stored_blocks_problem`), or -1; all at once."""
     if not entries:
         return -1
-    offsets = np.stack([np.asarray(e, dtype=np.uint64).reshape(-1, 2)[:, 0] for e in entries])
+    shape = np.shape(entries[0])
+    if len(shape) == 2 and all(isinstance(e, np.ndarray) and e.shape == shape for e in entries):
+        # the usual case: one concatenation, no array made per chunk
+        joined = np.concatenate(entries).reshape(len(entries), *shape)
+    else:  # lists, or shards of several chunks with other block counts
+        joined = np.stack([np.asarray(e, dtype=np.uint64).reshape(-1, 2) for e in entries])
+    offsets = joined[:, :, 0].astype(np.uint64, copy=False)
     wanted = -(-rows // rows_per_block)
     past = (offsets != _MISSING) & (np.arange(offsets.shape[1]) >= wanted[:, None])
     found = np.flatnonzero(past.any(axis=1))

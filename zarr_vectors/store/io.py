@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,7 +38,13 @@ from zarr_vectors.errors import (
 from zarr_vectors.kernels import results_of, shared_pool
 from zarr_vectors.store.commit import describe_leftovers, recover
 from zarr_vectors.store.links import LocalTree, link_refusal, scan
-from zarr_vectors.store.versions import StoreVersion, changed_error, place_of
+from zarr_vectors.store.versions import (
+    StoreVersion,
+    changed_error,
+    place_of,
+    settled_stamp,
+    stamp_of,
+)
 from zarr_vectors.store.zarr_adapter import (
     Buffer,
     BufferPrototype,
@@ -316,6 +323,20 @@ def _read_local(tree: LocalTree, key: str, byte_range: ByteRange) -> bytes | Non
     fd, size = opened
     try:
         return _read_fd(fd, size, byte_range)
+    finally:
+        os.close(fd)
+
+
+def _read_local_stamped(tree: LocalTree, key: str) -> tuple[bytes | None, tuple[int, ...] | None]:
+    """The bytes of a local file and, when it had settled before the read, its stamp
+    (:func:`~zarr_vectors.store.versions.settled_stamp`, from the descriptor read)."""
+    read_from = time.time_ns()
+    opened = tree.open(key)
+    if opened is None:
+        return None, None
+    fd, size = opened
+    try:
+        return _read_fd(fd, size, None), settled_stamp(os.fstat(fd), read_from)
     finally:
         os.close(fd)
 
@@ -704,8 +725,23 @@ class StoreIO:
             When the document is not valid UTF-8 JSON.
         """
         place = self._place()
-        raw = self.get("zarr.json")
-        return _parse_json("zarr.json", raw), StoreVersion(place, raw)
+        tree = self._tree()
+        if tree is None:
+            raw = self.get("zarr.json")
+            return _parse_json("zarr.json", raw), StoreVersion(place, raw)
+        raw, stamp = _read_local_stamped(tree, "zarr.json")
+        return _parse_json("zarr.json", raw), StoreVersion(place, raw, stamp)
+
+    def _root_stamp(self) -> tuple[int, ...] | None:
+        """:func:`~zarr_vectors.store.versions.stamp_of` the local root ``zarr.json`` (not
+        following a link), None when it cannot be taken."""
+        root = local_root(self.store)
+        if root is None:
+            return None
+        try:
+            return stamp_of(os.lstat(os.path.join(root, "zarr.json")))
+        except OSError:
+            return None
 
     def check_unchanged(self, opened: StoreVersion, where: str) -> None:
         """Raise :class:`StoreChangedError` when the store is no longer the version ``opened``.
@@ -732,7 +768,10 @@ class StoreIO:
         system (local directory or zip file: one ``stat``) and its root ``zarr.json`` (one
         small read; on an object store one GET). Every commit writes a new root (its
         ``commit`` id, spec §3.1) and an in-place change first rewrites it (§2.4), so a read
-        that overlapped another writer's commit in any way is caught here.
+        that overlapped another writer's commit in any way is caught here. On a local
+        directory whose root had settled when it was opened (:attr:`StoreVersion.stamp`), an
+        ``lstat`` of the root equal to the stamp stands for the read: the file is the one
+        read and unchanged since; any other ``lstat`` has the bytes compared.
 
         Raises
         ------
@@ -742,6 +781,8 @@ class StoreIO:
         place = self._place() if opened.place is not None else None
         if place is not None and opened.place is not None and place[:2] != opened.place[:2]:
             raise changed_error(self.store, where, gone=place == ())
+        if opened.stamp is not None and self._root_stamp() == opened.stamp:
+            return
         if self.get("zarr.json") != opened.root:
             raise changed_error(self.store, where, gone=False)
 

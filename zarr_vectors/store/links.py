@@ -7,14 +7,23 @@ FIFO, a socket or a device — is refused with :class:`FormatError` naming the k
 followed, never waited on. Files are opened with ``O_NONBLOCK`` (a FIFO cannot block the
 open) and ``O_NOFOLLOW`` (a link is resolved and judged first), and read only once
 ``fstat`` says they are regular files.
+
+On Linux a file is first opened in one call that refuses any symbolic link on its whole
+path (``openat2`` with ``RESOLVE_NO_SYMLINKS``, from the store's resolved directory): a
+path without links is what the rule allows without a look at its directories. Only when
+that call meets a link (or the system lacks it) are the directories on the way checked and
+the link judged, one by one, as everywhere else.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import stat
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from typing import cast
 
 from zarr_vectors.errors import FormatError
 
@@ -31,6 +40,64 @@ _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEX
 """How a store file is opened: no waiting on a FIFO, no following a final link."""
 
 _MISSING = (errno.ENOENT, errno.ENOTDIR)
+
+
+class _OpenHow(ctypes.Structure):
+    """``struct open_how`` of Linux's ``openat2``."""
+
+    _fields_ = (("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64))
+
+
+_SYS_OPENAT2 = 437
+"""``openat2``'s system call number (one number on every architecture since Linux 5.1)."""
+_RESOLVE_NO_SYMLINKS = 0x04
+"""``openat2``: fail with ``ELOOP`` on a symbolic link anywhere on the path."""
+_AT_FDCWD = -100
+_NO_OPENAT2 = (errno.ENOSYS, errno.EPERM, errno.EINVAL, errno.E2BIG, errno.EOPNOTSUPP)
+"""What ``openat2`` gives where the kernel (or a sandbox) does not offer it."""
+_HOW = _OpenHow(_READ_FLAGS, 0, _RESOLVE_NO_SYMLINKS)
+_HOW_SIZE = ctypes.sizeof(_HOW)
+_FS_ENCODING = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+
+
+def _linux_syscall() -> Callable[..., int] | None:
+    """libc's ``syscall`` on Linux (``openat2`` has no Python binding), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        call = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    call.restype = ctypes.c_long
+    call.argtypes = (ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t)
+    return cast("Callable[..., int]", call)
+
+
+class _LinklessOpen:
+    """Opens a path with no symbolic link followed anywhere on it (Linux's ``openat2``);
+    switched off for the process the first time the system refuses the call."""
+
+    def __init__(self) -> None:
+        self.call = _linux_syscall()
+        self.how = ctypes.addressof(_HOW)
+
+    def __call__(self, path: str) -> int:
+        """A read-only descriptor of ``path``, else ``-errno`` (``-ELOOP``: a link is on
+        the way; ``-ENOSYS``: no such call here)."""
+        if self.call is None:
+            return -errno.ENOSYS
+        encoded = path.encode(*_FS_ENCODING)  # os.fsencode, without its call
+        fd: int = self.call(_SYS_OPENAT2, _AT_FDCWD, encoded, self.how, _HOW_SIZE)
+        if fd >= 0:
+            return fd
+        code = ctypes.get_errno()
+        if code in _NO_OPENAT2:
+            self.call = None
+            return -errno.ENOSYS
+        return -code
+
+
+_open_without_links = _LinklessOpen()
 
 
 def kind_of_mode(mode: int) -> str:
@@ -94,9 +161,12 @@ def link_refusal(key: str, problem: str) -> FormatError:
 class LocalTree:
     """Opens the files of one local store directory under the link rule.
 
-    Directories on the way to a file are checked once each (one ``lstat``; a link among
-    them is resolved and judged) and remembered, so a read costs a look-up in a set, an
-    ``open`` and an ``fstat``.
+    Directories on the way to a file are checked once each and remembered, so a read in a
+    checked directory costs a look-up in a set, an ``open`` and an ``fstat``. The first
+    file of a directory is opened in one call refusing a link anywhere on its path where
+    the system has one (Linux's ``openat2``): when it succeeds, the directory is checked.
+    Where a link is met (or there is no such call), each directory on the way is checked
+    (one ``lstat``; a link among them is resolved and judged).
 
     Parameters
     ----------
@@ -108,6 +178,7 @@ class LocalTree:
         self.root = root
         self._real_root: str | None = None
         self._checked: set[str] = {""}
+        self._prefix = root  # of the paths opened without links; real_root once one is met
 
     @property
     def real_root(self) -> str:
@@ -126,6 +197,38 @@ class LocalTree:
             When ``key``, or a directory on its way, is a link that breaks the rule, or the
             key is a directory, a FIFO, a socket or a device.
         """
+        parent = key.rpartition("/")[0]
+        if parent in self._checked:  # the usual case: a plain open (any failure: judged)
+            try:
+                fd = os.open(f"{self.root}/{key}", _READ_FLAGS)
+            except OSError:
+                return self._open_judged(key)
+            return self._regular(key, fd)
+        fd = self._open_without_links(key)
+        if fd >= 0:
+            self._checked.add(parent)  # no link on the way: its directories are fine
+            return self._regular(key, fd)
+        if -fd in _MISSING:
+            return None  # nothing there, and no link on the way to it
+        if -fd == errno.ENXIO:
+            raise link_refusal(key, "a socket")
+        return self._open_judged(key)
+
+    def _open_without_links(self, key: str) -> int:
+        """A descriptor of ``key`` opened with no link followed on its path, else ``-errno``.
+
+        The path starts at the store's directory as given; when a link is met there, the
+        directory is resolved (:attr:`real_root`, once: the links above a store are not the
+        store's business) and the open tried again from it.
+        """
+        fd = _open_without_links(f"{self._prefix}/{key}")
+        if fd != -errno.ELOOP or self._prefix == self.real_root:
+            return fd
+        self._prefix = self.real_root
+        return _open_without_links(f"{self._prefix}/{key}")
+
+    def _open_judged(self, key: str) -> tuple[int, int] | None:
+        """:meth:`open` with every directory on the way checked and a link judged."""
         self.check_directory(key.rpartition("/")[0])
         path = os.path.join(self.root, key)
         try:

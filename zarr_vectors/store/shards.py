@@ -23,7 +23,7 @@ from numcodecs import Blosc, blosc
 from zarr_vectors.errors import CorruptChunkError, MetadataError, MisplacedChunkError
 from zarr_vectors.format.jsonutil import as_int_list
 from zarr_vectors.format.layout import sharding_problems
-from zarr_vectors.format.place import PLACE_NBYTES, place_problem, place_record
+from zarr_vectors.format.place import PLACE_NBYTES, data_type_name, place_problem, place_record
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE
 from zarr_vectors.store import native_blocks
 
@@ -116,7 +116,7 @@ class RowLayout:
     def _tail(self, index_bytes: bytes, key: str) -> bytes:
         """The bytes after the row blocks of the shard at ``key``: place record, index, CRC."""
         crc: bytes = google_crc32c.value(index_bytes).to_bytes(_CRC_BYTES, "little")
-        record = place_record(key, self.dtype.name) if self.placed else b""
+        record = place_record(key, data_type_name(self.dtype)) if self.placed else b""
         return b"".join([record, index_bytes, crc])
 
     def shard_of(self, chunk: np.ndarray | Sequence[int]) -> np.ndarray:
@@ -289,8 +289,8 @@ class RowLayout:
         if self.placed:
             at = len(tail) - self.tail_nbytes
             record = tail[at : at + PLACE_NBYTES]
-            if record != place_record(where, self.dtype.name):
-                problem = place_problem(record, where, self.dtype.name)
+            if record != place_record(where, data_type_name(self.dtype)):
+                problem = place_problem(record, where, data_type_name(self.dtype))
                 raise MisplacedChunkError(f"{where}: the file {problem}")
         return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
 

@@ -12,7 +12,12 @@ from zarr.storage import MemoryStore
 
 from zarr_vectors.errors import StoreChangedError
 
-__all__ = ["StoreVersion", "changed_error", "place_of"]
+__all__ = ["StoreVersion", "changed_error", "place_of", "settled_stamp", "stamp_of"]
+
+SETTLED_NS = 3_000_000_000
+"""How long a file must have been unchanged (by its ``st_ctime``) before its ``stat``
+vouches for its bytes: longer than the step of any file system's clock (ext4's is a
+kernel tick, FAT's 2 s), so a later change cannot leave the same ``st_ctime``."""
 
 
 @dataclass(frozen=True)
@@ -31,10 +36,16 @@ class StoreVersion:
         when nothing is there any more; None for other stores.
     root
         The bytes of the root ``zarr.json``, None when it is missing.
+    stamp
+        Local directory only: :func:`stamp_of` the root ``zarr.json`` that was read, when
+        it had been unchanged for :data:`SETTLED_NS` before the read; a later ``lstat``
+        equal to it proves the file still holds :attr:`root` (every change of a file
+        gives it a new ``st_ctime``, a replaced file is a new inode). None: compare bytes.
     """
 
     place: tuple[int, ...] | None
     root: bytes | None
+    stamp: tuple[int, ...] | None = None
 
 
 def place_of(path: Path) -> tuple[int, ...]:
@@ -44,6 +55,20 @@ def place_of(path: Path) -> tuple[int, ...]:
     except (FileNotFoundError, NotADirectoryError):
         return ()
     return (st.st_dev, st.st_ino, st.st_ctime_ns)
+
+
+def stamp_of(st: os.stat_result) -> tuple[int, ...]:
+    """``(device, inode, size, mtime in ns, ctime in ns)`` of a file's ``stat``."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def settled_stamp(st: os.stat_result, read_from_ns: int) -> tuple[int, ...] | None:
+    """:func:`stamp_of` a file read from time ``read_from_ns`` on (``time.time_ns``), when
+    it was last changed :data:`SETTLED_NS` before then; else None (a change in the same
+    clock step as the last one could leave its ``stat`` as it was)."""
+    if st.st_ctime_ns + SETTLED_NS >= read_from_ns:
+        return None
+    return stamp_of(st)
 
 
 def changed_error(store: Store, where: str, *, gone: bool) -> StoreChangedError:
