@@ -1,30 +1,11 @@
-"""The "Examples" sections of ``zarr_vectors.converters`` run as doctests."""
+"""Every public name of ``zarr_vectors.converters`` has an "Examples" section (they run as
+doctests in ``tests/test_docstring_examples.py``, with every module of the package)."""
 
 from __future__ import annotations
-
-import doctest
-from types import ModuleType
-
-import pytest
 
 import zarr_vectors.converters
 import zarr_vectors.converters.converter
 import zarr_vectors.converters.registry
-
-
-@pytest.mark.parametrize(
-    "module",
-    [
-        zarr_vectors.converters,
-        zarr_vectors.converters.converter,
-        zarr_vectors.converters.registry,
-    ],
-    ids=lambda m: m.__name__,
-)
-def test_examples_run(module: ModuleType) -> None:
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
-    assert result.attempted > 0
-    assert result.failed == 0
 
 
 def test_every_public_name_has_examples() -> None:
