@@ -4,8 +4,6 @@ doctests in ``tests/test_docstring_examples.py``, with every module of the packa
 from __future__ import annotations
 
 import zarr_vectors.converters
-import zarr_vectors.converters.converter
-import zarr_vectors.converters.registry
 
 
 def test_every_public_name_has_examples() -> None:
