@@ -18,6 +18,7 @@ import numpy as np
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.manifest import encode_object_index_bulk
 from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.format.names import (
@@ -181,7 +182,7 @@ def _write_link_attributes(
     assert links.cross_source is not None
     longest = links.longest()
     io.set(f"{base}/{LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
-    if table.kind != "mesh":
+    if geometry_kind(table.kind).cross_chunk_links:
         io.set(f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
     for name, values in table.link_attributes.items():
         layout = RowLayout(
@@ -201,7 +202,7 @@ def _write_link_attributes(
             {"zv_array": "link_attribute", "name": name},
             shard_chunks=options.shard_shape(grid.ndim),
         )
-        if table.kind != "mesh":
+        if geometry_kind(table.kind).cross_chunk_links:
             _write_global(
                 io,
                 f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}",
@@ -330,7 +331,7 @@ def write_object_columns(
             0,
             {"zv_array": "object_attribute", "name": name},
         )
-    if table.kind != "mesh":
+    if geometry_kind(table.kind).cross_chunk_links:
         _write_global(
             io,
             f"{base}/{CROSS_CHUNK_LINKS}",
@@ -410,7 +411,7 @@ def write_objects(
             options,
             report,
         )
-        _write_links(io, base, grid, runs, links, 3 if table.kind == "mesh" else 2, options)
+        _write_links(io, base, grid, runs, links, geometry_kind(table.kind).link_width, options)
         _write_link_attributes(io, base, grid, runs, links, table, options)
         _write_fragment_columns(io, base, grid, runs, table, options)
         _write_object_index(io, base, table, runs, ndim)

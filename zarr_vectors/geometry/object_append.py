@@ -18,6 +18,7 @@ import numpy as np
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.commits import COMMIT_KEY
+from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.names import ATTRIBUTES, LINK_ATTRIBUTES, VERTICES
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
@@ -105,9 +106,9 @@ def continuing_ids(kind: str, first: int, arguments: Mapping[str, Any]) -> Any:
         ``vertex_objects``, or ``first, first + 1, …``.
     """
     ids = arguments.get("object_ids")
-    if kind in ("polyline", "streamline"):
+    if geometry_kind(kind).ordered:
         return _ids(first, ids, None, split_polylines(arguments["polylines"])[1].shape[0] - 1)
-    positions = arguments["vertices"] if kind == "mesh" else arguments["positions"]
+    positions = arguments["vertices"] if geometry_kind(kind).faces else arguments["positions"]
     return _grouped_ids(first, ids, positions, arguments.get("vertex_objects"))
 
 
@@ -163,11 +164,11 @@ def fit_arguments(
     """
     out = dict(arguments)
     dtype = base.arrays[VERTICES].layout.dtype
-    if kind in ("polyline", "streamline"):
+    if geometry_kind(kind).ordered:
         vertices, offsets = split_polylines(out["polylines"])
         out["polylines"] = (inputs.cast_to(vertices, dtype, "polylines", holder), offsets)
     else:
-        key = "vertices" if kind == "mesh" else "positions"
+        key = "vertices" if geometry_kind(kind).faces else "positions"
         out[key] = inputs.cast_to(inputs.positions(out[key], key), dtype, key, holder)
     vertex = _stored_dtypes(base, ATTRIBUTES)
     link = _stored_dtypes(base, LINK_ATTRIBUTES)

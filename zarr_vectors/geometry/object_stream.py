@@ -22,6 +22,7 @@ from typing import Any
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
@@ -101,7 +102,7 @@ class BatchSpec:
             "options": None if options is None else dataclasses.replace(options, shard_chunks=None),
             **settings,
         }
-        if kind in ("polyline", "streamline"):
+        if geometry_kind(kind).ordered:
             fixed["kind"] = kind
         unknown = set(fixed) - set(inspect.signature(_WRITERS[kind]).parameters)
         if unknown:
@@ -136,9 +137,11 @@ class BatchSpec:
         InvalidInputError
             For positions or object labels that are not valid.
         """
-        if self.kind in ("polyline", "streamline"):
+        if geometry_kind(self.kind).ordered:
             return int(split_polylines(arguments["polylines"])[1].shape[0]) - 1
-        positions = arguments["vertices"] if self.kind == "mesh" else arguments["positions"]
+        positions = (
+            arguments["vertices"] if geometry_kind(self.kind).faces else arguments["positions"]
+        )
         n = inputs.positions(positions).shape[0]
         return group_vertices(arguments.get("vertex_objects"), n).n_objects
 

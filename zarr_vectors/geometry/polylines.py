@@ -9,6 +9,7 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.kinds import KINDS
 from zarr_vectors.geometry import _inputs as inputs
 from zarr_vectors.geometry import _object_inputs as objects
 from zarr_vectors.geometry._objects import ObjectTable, write_objects
@@ -17,7 +18,7 @@ from zarr_vectors.store.io import StoreLike
 
 __all__ = ["split_polylines", "write_polylines"]
 
-_KINDS = ("polyline", "streamline")
+_KINDS = tuple(k.name for k in KINDS.values() if k.ordered)
 
 
 def split_polylines(polylines: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -101,7 +102,7 @@ def write_polylines(
         For malformed input, before anything is written.
     """
     if kind not in _KINDS:
-        raise InvalidInputError(f"kind must be 'polyline' or 'streamline', got {kind!r}")
+        raise InvalidInputError(f"kind must be one of {', '.join(map(repr, _KINDS))}, got {kind!r}")
     options = inputs.check_settings(
         kind,
         chunk_shape=chunk_shape,
