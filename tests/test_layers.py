@@ -30,6 +30,7 @@ RANKS = {
     "display": 0,
     "store_summary": 6,
     "_warmup": 6,
+    "_deprecation": 0,
 }
 MODULES = sorted(PACKAGE.rglob("*.py"))
 

@@ -47,7 +47,7 @@ from zarr_vectors.geometry.object_append import (
     append_polylines,
     append_skeletons,
 )
-from zarr_vectors.geometry.object_stream import ObjectWriter
+from zarr_vectors.geometry.object_stream import ObjectWriter, write_objects_stream
 from zarr_vectors.geometry.point_stream import PointWriter, append_points, write_points_stream
 from zarr_vectors.geometry.points import write_points
 from zarr_vectors.geometry.polylines import write_polylines
@@ -70,6 +70,7 @@ __all__ = [
     "write_mesh",
     "append_polylines",
     "ObjectWriter",
+    "write_objects_stream",
     "write_objects_parallel",
     "append_graph",
     "append_skeletons",

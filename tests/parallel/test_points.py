@@ -200,14 +200,14 @@ def test_a_store_object_and_overwriting(client: Any, tmp_path: Path) -> None:
     with pytest.raises(zv.StoreExistsError):
         zv.write_points_parallel(par, _partitions(cloud, [400]), chunk_shape=5.0, client=client)
     zv.write_points_parallel(
-        par, _partitions(cloud, [400]), chunk_shape=5.0, overwrite=True, client=client
+        par, _partitions(cloud, [400]), chunk_shape=5.0, mode="w", client=client
     )
     assert keys(par) == keys(one)
 
     path = tmp_path / "path"
     zv.write_points(path, np.zeros((3, 3)), chunk_shape=1.0)
     zv.write_points_parallel(
-        path, _partitions(cloud, [10, 20]), chunk_shape=5.0, overwrite=True, client=client
+        path, _partitions(cloud, [10, 20]), chunk_shape=5.0, mode="w", client=client
     )
     assert files(path) == files(tmp_path / "one")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one", "par", "path"]

@@ -148,7 +148,7 @@ def write_store(
         object_attributes={renamed["dps"][k]: v for k, v in tracts.dps.items()},
         groups={name: members.tolist() for name, members in tracts.groups.items()} or None,
         group_attributes=group_columns or None,
-        overwrite=overwrite,
+        mode="w" if overwrite else "w-",
         options=WriteOptions(axis_units="millimeter"),
         metadata=_metadata(tracts, fmt, renamed, absent),
     )

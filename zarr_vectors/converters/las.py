@@ -158,7 +158,7 @@ def import_file(
         chunk_shape=chunk_shape,
         bin_shape=bin_shape,
         attributes=attributes,
-        overwrite=overwrite,
+        mode="w" if overwrite else "w-",
         options=WriteOptions(custom_metadata={"las": _header_record(las, extras)}),
     )
 

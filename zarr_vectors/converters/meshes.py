@@ -267,7 +267,7 @@ def import_file(
         face_attributes=mesh.face_attributes,
         chunk_shape=chunk_shape,
         bin_shape=bin_shape,
-        overwrite=overwrite,
+        mode="w" if overwrite else "w-",
         **{k: options[k] for k in _WRITE_OPTIONS if k in options},
     )
 

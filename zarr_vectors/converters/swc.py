@@ -241,7 +241,7 @@ def import_file(
         attributes={"swc_id": nodes.ids} if keep_ids else None,
         chunk_shape=chunk_shape,
         bin_shape=bin_shape,
-        overwrite=overwrite,
+        mode="w" if overwrite else "w-",
     )
 
 

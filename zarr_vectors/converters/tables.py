@@ -238,7 +238,7 @@ def import_file(
         bin_shape=bin_shape,
         attributes=_attributes(table, names),
         object_ids=ids,
-        overwrite=overwrite,
+        mode="w" if overwrite else "w-",
         options=WriteOptions(axis_names=tuple(columns)),
     )
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry._inputs import WriteMode, new_store_destination
 from zarr_vectors.geometry._pipeline import WriteOptions
 from zarr_vectors.geometry._shard_writes import shard_major_order
 from zarr_vectors.geometry.object_merge import (
@@ -50,7 +51,6 @@ from zarr_vectors.geometry.object_merge import (
 from zarr_vectors.geometry.object_sources import open_source
 from zarr_vectors.geometry.object_stream import BatchSpec
 from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
-from zarr_vectors.store.destination import check_overwrite
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.shared import (
     SharedLocation,
@@ -77,9 +77,11 @@ def write_objects_parallel(
     scheduler_address: str | None = None,
     n_workers: int = 2,
     scratch: str | os.PathLike[str] | None = None,
-    overwrite: bool = False,
+    mode: WriteMode = "w-",
+    overwrite: bool | None = None,
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
+    storage_options: Mapping[str, Any] | None = None,
     **settings: Any,
 ) -> None:
     """Write an object store from partitions of whole objects, on dask.distributed workers.
@@ -113,8 +115,13 @@ def write_objects_parallel(
         Directory every worker can write and read, for the partitions' temporary stores
         (about the size of the data). Default: beside a local destination; required for
         other destinations. Removed at the end, whatever happens.
+    mode
+        ``"w-"`` (default): refuse an existing store; ``"w"``: replace an existing Zarr
+        Vectors store (never anything else; a local one only once the new one is complete).
     overwrite
-        Replace an existing store (a local one only once the new one is complete).
+        Deprecated: ``overwrite=True`` is ``mode="w"``.
+    storage_options
+        URLs only: options of the fsspec filesystem, as for :func:`zarr_vectors.open`.
     options
         Less common settings (:class:`~zarr_vectors.WriteOptions`).
     progress
@@ -132,14 +139,17 @@ def write_objects_parallel(
         are not valid or do not fit together (their attributes, groups or ids), or a
         destination workers cannot share.
     StoreExistsError
-        When the destination holds data and ``overwrite`` is false.
+        When the destination holds data and ``mode`` is ``"w-"``.
     ParallelWriteError
         When a task fails or workers keep dying: nothing is committed.
     MissingDependencyError
         Without the ``distributed`` extra.
     """
+    target = new_store_destination(
+        store, mode, overwrite, storage_options, "write_objects_parallel"
+    )
+    store, overwrite = target.store, target.overwrite
     spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
-    check_overwrite(overwrite)
     batches = [_arguments(spec, part) for part in partitions]
     if not batches:
         raise InvalidInputError("nothing to write: give at least one partition")

@@ -80,9 +80,11 @@ def write_points_parallel(
     scheduler_address: str | None = None,
     n_workers: int = 2,
     units: str | Sequence[str] | None = None,
-    overwrite: bool = False,
+    mode: inputs.WriteMode = "w-",
+    overwrite: bool | None = None,
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> None:
     """Write a point cloud from partitions, binned and written by dask.distributed workers.
 
@@ -121,11 +123,15 @@ def write_points_parallel(
         as any program starting worker processes does.
     units
         Unit of the coordinates, as for :func:`~zarr_vectors.write_points`.
+    mode
+        ``"w-"`` (default): refuse an existing store; ``"w"``: replace an existing Zarr
+        Vectors store (never anything else).
     overwrite
-        Replace an existing store. A local store is replaced only once the new one is
-        complete (it is written beside it and swapped in), so a failed write leaves it as
-        it was; a remote store is cleared first, as :func:`~zarr_vectors.write_points`
-        does.
+        Deprecated: ``overwrite=True`` is ``mode="w"``. A local store is replaced only
+        once the new one is complete (it is written beside it and swapped in), so a failed
+        write leaves it as it was; a remote store is cleared first.
+    storage_options
+        URLs only: options of the fsspec filesystem, as for :func:`zarr_vectors.open`.
     options
         Less common settings (:class:`~zarr_vectors.WriteOptions`).
     progress
@@ -138,7 +144,7 @@ def write_points_parallel(
         For invalid partitions (raised before the destination is touched), partitions that
         do not match each other, or a destination workers cannot share.
     StoreExistsError
-        When the destination holds data and ``overwrite`` is false.
+        When the destination holds data and ``mode`` is ``"w-"``.
     ParallelWriteError
         When a task fails or workers keep dying (``KilledWorker``): nothing is committed,
         the destination does not open as a store, and a local destination is removed.
@@ -154,13 +160,12 @@ def write_points_parallel(
     In-memory partitions travel inside their tasks so that they can be run again; for
     data larger than the coordinator's memory, pass files or a dask collection.
     """
+    target = inputs.new_store_destination(
+        store, mode, overwrite, storage_options, "write_points_parallel"
+    )
+    store, overwrite = target.store, target.overwrite
     options = inputs.check_settings(
-        POINT_CLOUD,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
-        options=options,
-        units=units,
+        POINT_CLOUD, chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
     )
     names = _attribute_names(attributes)
     check_shareable(store)
