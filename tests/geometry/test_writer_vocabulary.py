@@ -133,3 +133,11 @@ def test_polyline_batches_of_a_stream_are_the_polylines_argument(tmp_path: Path)
         tmp_path / "l", batches, kind="polyline", chunk_shape=4.0, progress=False
     )
     assert zv.open(tmp_path / "l").object_count == 3
+
+
+def test_the_deprecation_warning_points_at_the_callers_line(tmp_path: Path) -> None:
+    with pytest.warns(DeprecationWarning, match="overwrite=True") as caught:
+        zv.write_graph(tmp_path / "g", SQUARE, RING, chunk_shape=4.0, overwrite=True)
+    with pytest.warns(DeprecationWarning, match="overwrite=True") as streamed:
+        zv.ObjectWriter(tmp_path / "s", kind="graph", chunk_shape=4.0, overwrite=True).abort()
+    assert {Path(w.filename).name for w in [*caught, *streamed]} == {Path(__file__).name}

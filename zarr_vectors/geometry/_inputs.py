@@ -195,7 +195,7 @@ def new_store_destination(
     InvalidInputError
         As :func:`destination`, and for ``mode="a"``, naming what appends instead.
     """
-    target = destination(store, mode, overwrite, storage_options)
+    target = destination(store, mode, overwrite, storage_options, stacklevel=5)
     if target.mode == "a":
         raise InvalidInputError(
             f"{writer} writes a new store (mode 'w-' or 'w'); to add to a store, call "
