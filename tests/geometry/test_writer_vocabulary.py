@@ -52,6 +52,7 @@ def test_a_appends_as_append_points_does(tmp_path: Path) -> None:
     assert zv.open(tmp_path / "a").vertex_count == zv.open(tmp_path / "b").vertex_count == 20
 
 
+@pytest.mark.slow  # the append_* tests run this path (they are write_*(mode="a")) by default
 def test_a_appends_objects_of_every_kind(tmp_path: Path) -> None:
     zv.write_graph(tmp_path / "g", SQUARE, RING, chunk_shape=4.0, progress=False)
     zv.write_graph(tmp_path / "g", SQUARE + 2, RING, mode="a", progress=False)
