@@ -200,7 +200,7 @@ def warm_up(directory: str) -> None:
     set_kernel_mode("compiled")
     positions, attribute = make_points(1000, seed=12345)
     path = os.path.join(directory, "warm-up.zv")
-    zv.write_points(path, positions, attributes={ATTRIBUTE: attribute}, overwrite=True)
+    zv.write_points(path, positions, attributes={ATTRIBUTE: attribute}, mode="w")
     store = zv.open(path)
     store.query(make_boxes(0.01, 1, seed=12345)[0])
     store.read()

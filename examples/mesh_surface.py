@@ -57,7 +57,7 @@ def main(out_dir: Path) -> None:
         faces,
         vertex_objects=owner,
         chunk_shape=40.0,
-        overwrite=True,
+        mode="w",
         attributes={"curvature": np.concatenate([p[2] for p in parts])},
         face_attributes={"area": area.astype(np.float32)},
     )

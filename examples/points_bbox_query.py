@@ -28,7 +28,7 @@ def main(out_dir: Path) -> None:
         chunk_shape=100.0,
         bin_shape=25.0,
         attributes={"gene": gene, "quality": quality},
-        overwrite=True,
+        mode="w",
         options=zv.WriteOptions(axis_units="micrometer"),
     )
 

@@ -29,7 +29,7 @@ def main(out_dir: Path) -> None:
     rng = np.random.default_rng(11)
     path = out_dir / "nuclei.zarrvectors"
     first = list(tiles(rng, 8))
-    zv.write_points_stream(path, first, chunk_shape=125.0, overwrite=True, progress=False)
+    zv.write_points_stream(path, first, chunk_shape=125.0, mode="w", progress=False)
     later = list(tiles(rng, 12))[8:]
     for tile in later:  # a new imaging round, added without rewriting the other chunks
         zv.append_points(path, tile["positions"], attributes=tile["attributes"], progress=False)

@@ -26,7 +26,7 @@ def receive(out_dir: Path) -> Path:
     xyz = rng.uniform(0, 400, (50_000, 3)).astype(np.float32)
     volume = rng.lognormal(5, 0.4, len(xyz)).astype(np.float32)
     path = out_dir / "received.zarrvectors"
-    zv.write_points(path, xyz, chunk_shape=100.0, attributes={"volume": volume}, overwrite=True)
+    zv.write_points(path, xyz, chunk_shape=100.0, attributes={"volume": volume}, mode="w")
     return path
 
 

@@ -165,7 +165,7 @@ def _write_objects(store: Any, case: dict[str, Any], a: int, b: int, **extra: An
     elif kind == "skeleton":
         zv.write_skeletons(store, args.pop("positions"), **args)
     else:
-        zv.write_mesh(store, args.pop("vertices"), args.pop("faces"), **args)
+        zv.write_mesh(store, args.pop("positions"), args.pop("faces"), **args)
 
 
 def _local_links(case: dict[str, Any], j: int) -> np.ndarray:
@@ -297,14 +297,14 @@ def test_overwrite_needs_overwrite_true(backend_factory: StoreFactory) -> None:
     target, reopen = backend_factory("replaced")
     _write_points(target, old)
     before = contents(reopen())
-    with pytest.raises(StoreExistsError, match="overwrite=True"):
+    with pytest.raises(StoreExistsError, match='mode="w"'):
         _write_points(target, new)
-    with pytest.raises(StoreExistsError, match="overwrite=True"):
+    with pytest.raises(StoreExistsError, match='mode="w"'):
         zv.PointWriter(target, **POINT_SETTINGS)
-    with pytest.raises(StoreExistsError, match="overwrite=True"):
+    with pytest.raises(StoreExistsError, match='mode="w"'):
         zv.ObjectWriter(target, kind="streamline", chunk_shape=10.0)
     assert contents(reopen()) == before
-    _write_points(target, new, overwrite=True)
+    _write_points(target, new, mode="w")
     assert contents(reopen()) == written_into_memory(lambda s: _write_points(s, new))
 
 
@@ -320,11 +320,11 @@ def test_failed_writes_leave_the_store_as_it_was(backend_factory: StoreFactory) 
     _write_points(target, points)
     before = contents(reopen())
     with pytest.raises(InvalidInputError, match="finite"):
-        _write_points(target, _bad_points(points), overwrite=True)
+        _write_points(target, _bad_points(points), mode="w")
     assert contents(reopen()) == before
     batches = _batches(points, [100]) + _batches(_bad_points(points), [100])
     with pytest.raises(InvalidInputError, match="finite"):
-        zv.write_points_stream(target, batches, **POINT_SETTINGS, overwrite=True, progress=False)
+        zv.write_points_stream(target, batches, **POINT_SETTINGS, mode="w", progress=False)
     assert contents(reopen()) == before
     wrong = {**points, "attributes": {**points["attributes"], "intensity": points["object_ids"]}}
     with pytest.raises(InvalidInputError, match="intensity"):

@@ -17,29 +17,6 @@ import zarr_vectors as zv
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 
-# Public names whose "Examples" their owners are writing in the same convention: the writers,
-# append and streaming functions (engineer h6) and the converters (engineer h7). The lead
-# empties this list when their branches are merged; a name here that has examples fails
-# test_waiting_names_still_lack_examples, so it is removed as soon as it is done.
-WAITING_FOR_EXAMPLES = frozenset(
-    {
-        "write_points",
-        "write_points_stream",
-        "write_points_parallel",
-        "append_points",
-        "PointWriter",
-        "write_polylines",
-        "write_graph",
-        "write_skeletons",
-        "write_mesh",
-        "append_polylines",
-        "ObjectWriter",
-        "write_objects_parallel",
-        "append_graph",
-        "append_skeletons",
-        "append_mesh",
-    }
-)
 
 _EXAMPLES = re.compile(
     r"^\s*Examples\n\s*--------\n(?P<body>.*?)(?:^\s*\w[\w ]*\n\s*-{3,}\n|\Z)", re.M | re.S
@@ -120,27 +97,9 @@ def _has_run_examples(obj: object) -> bool:
     return match is not None and ">>>" in match.group("body")
 
 
-def _waiting(qualified: str) -> bool:
-    return qualified.split(".")[0] in WAITING_FOR_EXAMPLES
-
-
 def test_every_public_name_has_examples() -> None:
-    missing = [
-        name
-        for name, obj in _public_callables()
-        if not _waiting(name) and not _has_run_examples(obj)
-    ]
+    missing = [name for name, obj in _public_callables() if not _has_run_examples(obj)]
     assert not missing, f"public names without a numpydoc Examples section of >>> lines: {missing}"
-
-
-def test_waiting_names_still_lack_examples() -> None:
-    done = sorted(
-        name
-        for name, obj in _public_callables()
-        if name in WAITING_FOR_EXAMPLES and _has_run_examples(obj)
-    )
-    assert not done, f"remove from WAITING_FOR_EXAMPLES, their examples exist: {done}"
-    assert set(zv.__all__) >= WAITING_FOR_EXAMPLES
 
 
 def test_examples_section_is_recognised() -> None:

@@ -178,7 +178,7 @@ def test_a_store_replaced_before_compute_raises_store_changed(tmp_path: Path) ->
     path = tmp_path / "cloud.zv"
     _write(path, seed=3)
     lazy_arrays = zv.open(path).to_dask()
-    zv.write_points(path, np.ones((5, 3)) * 900, chunk_shape=CHUNK, overwrite=True)
+    zv.write_points(path, np.ones((5, 3)) * 900, chunk_shape=CHUNK, mode="w")
     with pytest.raises(zv.StoreChangedError, match=r"zv\.open"):
         lazy_arrays.compute(scheduler="sync")
 

@@ -283,7 +283,7 @@ def test_an_object_store_replaced_under_an_open_handle_raises_store_changed(
     store = zv.open(path)
     assert store.object_count == 40
     zv.write_polylines(
-        path, [rng.uniform(0, 100, (6, 3)) for _ in range(4)], chunk_shape=25.0, overwrite=True
+        path, [rng.uniform(0, 100, (6, 3)) for _ in range(4)], chunk_shape=25.0, mode="w"
     )
     for read in (
         lambda: store.read_objects([3]),
@@ -388,7 +388,7 @@ def test_a_group_gone_with_a_replaced_store_raises_store_changed_not_not_found()
     zv.write_polylines(memory, lines, chunk_shape=25.0, groups={"cst": [1, 2]})
     store = zv.open(memory)
     store.query(([0, 0, 0], [100, 100, 100]))
-    zv.write_polylines(memory, lines[:2], chunk_shape=25.0, overwrite=True)  # no groups now
+    zv.write_polylines(memory, lines[:2], chunk_shape=25.0, mode="w")  # no groups now
     with pytest.raises(zv.StoreChangedError) as info:
         store.query(group="cst")
     assert isinstance(info.value.__cause__, zv.ObjectNotFoundError)

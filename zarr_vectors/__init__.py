@@ -56,6 +56,7 @@ from zarr_vectors.update import (
     append_points,
     append_polylines,
     append_skeletons,
+    write_objects_stream,
     write_points_stream,
 )
 from zarr_vectors.validate import validate
@@ -76,6 +77,7 @@ __all__ = [
     "write_mesh",
     "append_polylines",
     "ObjectWriter",
+    "write_objects_stream",
     "write_objects_parallel",
     "append_graph",
     "append_skeletons",

@@ -25,4 +25,6 @@ def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
     >>> print(caught[0].message)
     overwrite=True is deprecated; use mode="w" instead
     """
-    warnings.warn(f"{old} is deprecated; use {new} instead", DeprecationWarning, stacklevel=stacklevel)
+    warnings.warn(
+        f"{old} is deprecated; use {new} instead", DeprecationWarning, stacklevel=stacklevel
+    )

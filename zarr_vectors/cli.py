@@ -122,7 +122,7 @@ def _demo(args: argparse.Namespace) -> int:
             chunk_shape=250.0,
             bin_shape=62.5,
             attributes={"volume": volume, "cell_type": cell_type},
-            overwrite=True,
+            mode="w",
         )
         t_write = time.perf_counter() - t0
     nbytes, nfiles = _disk_usage(out)

@@ -62,7 +62,7 @@ __all__ = ["VectorStore", "open"]
 _INTERRUPTED = (
     "it looks like an interrupted write (the root metadata is written last, so a killed or "
     "failed write leaves the data without it); remove it, or write the store again with "
-    "overwrite=True"
+    'mode="w"'
 )
 
 

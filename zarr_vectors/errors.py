@@ -92,7 +92,7 @@ class StoreExistsError(ZarrVectorsError, FileExistsError):
     >>> zv.write_points(path, np.zeros((3, 3), dtype=np.float32), chunk_shape=10.0)
     Traceback (most recent call last):
         ...
-    zarr_vectors.errors.StoreExistsError: ... pass overwrite=True to replace it
+    zarr_vectors.errors.StoreExistsError: ... pass mode="w" to replace it ...
     """
 
 
@@ -305,7 +305,7 @@ class StoreChangedError(ZarrVectorsError, RuntimeError):
     >>> zv.write_points(path, np.array([[1, 1, 1], [15, 1, 1]], dtype=np.float32), chunk_shape=10.0)
     >>> store = zv.open(path)
     >>> zv.write_points(path, np.zeros((3, 3), dtype=np.float32), chunk_shape=10.0,
-    ...                 overwrite=True)   # another writer replaces the store
+    ...                 mode="w")   # another writer replaces the store
     >>> store.read()
     Traceback (most recent call last):
         ...

@@ -22,6 +22,7 @@ from zarr_vectors.display import (
     render_html,
 )
 from zarr_vectors.errors import MetadataError, ZarrVectorsError
+from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import (
     FRAGMENT_ATTRIBUTES,
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
     from zarr_vectors.read import LevelReader
 
 __all__ = ["LevelInfo", "StoreInfo", "gather", "read_levels", "store_html", "store_text"]
-
-_LINK_ROLE = {"mesh": "face", "graph": "edge", "skeleton": "edge"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +132,11 @@ def _columns(io: StoreIO, root: RootMetadata, level0: LevelReader) -> list[tuple
     ]
     roles = [
         ("object", OBJECT_ATTRIBUTES, 1),
-        (_LINK_ROLE.get(root.geometry_type, "link"), LINK_ATTRIBUTES, root.spatial_dims + 1),
+        (
+            geometry_kind(root.geometry_type).link_name or "link",
+            LINK_ATTRIBUTES,
+            root.spatial_dims + 1,
+        ),
         ("fragment", FRAGMENT_ATTRIBUTES, root.spatial_dims + 1),
         ("group", GROUPINGS_ATTRIBUTES, 1),
     ]

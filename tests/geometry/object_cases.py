@@ -134,7 +134,7 @@ def arguments(case: dict[str, Any], a: int, b: int) -> dict[str, Any]:
     link_values = {"e": np.concatenate([np.empty(0), *case["link_values"][a:b]])}
     if case["kind"] == "mesh":
         return args | {
-            "vertices": vertices,
+            "positions": vertices,
             "faces": joined,
             "vertex_objects": labels,
             "face_attributes": link_values,
@@ -159,4 +159,4 @@ def write(store: Any, case: dict[str, Any], a: int, b: int) -> None:
     elif kind == "skeleton":
         zv.write_skeletons(store, args.pop("positions"), **args)
     else:
-        zv.write_mesh(store, args.pop("vertices"), args.pop("faces"), **args)
+        zv.write_mesh(store, args.pop("positions"), args.pop("faces"), **args)

@@ -35,7 +35,7 @@ def _append(store: Any, case: dict[str, Any], a: int, b: int) -> None:
     elif kind == "skeleton":
         zv.append_skeletons(store, args.pop("positions"), **args)
     else:
-        zv.append_mesh(store, args.pop("vertices"), args.pop("faces"), **args)
+        zv.append_mesh(store, args.pop("positions"), args.pop("faces"), **args)
 
 
 def _run(store: Any, case: dict[str, Any]) -> None:

@@ -82,7 +82,7 @@ def test_an_error_in_the_block_leaves_the_destination_as_it_was(tmp_path: Path) 
     before = object_cases.files(path)
 
     def interrupted() -> None:
-        with zv.ObjectWriter(path, kind="polyline", chunk_shape=4.0, overwrite=True) as writer:
+        with zv.ObjectWriter(path, kind="polyline", chunk_shape=4.0, mode="w") as writer:
             writer.append([np.zeros((3, 3))])
             raise RuntimeError("stop")
 

@@ -75,7 +75,7 @@ def test_a_failing_worker_raises_and_leaves_the_old_store(
 
     monkeypatch.setattr(_pipeline.RowLayout, "encode_shard", fail_on_fifth)
     with pytest.raises(OSError, match="simulated"):
-        _write(path, overwrite=True)
+        _write(path, mode="w")
     assert _files(path) == before
     assert zv.open(path).vertex_count == 30_000
 

@@ -210,7 +210,7 @@ def test_an_error_in_the_block_leaves_the_destination_as_it_was(tmp_path: Path) 
     before = _files(path)
 
     def interrupted() -> None:
-        with zv.PointWriter(path, chunk_shape=5.0, overwrite=True, progress=False) as writer:
+        with zv.PointWriter(path, chunk_shape=5.0, mode="w", progress=False) as writer:
             writer.append(np.zeros((10, 3)))
             raise RuntimeError("stop")
 
@@ -250,7 +250,7 @@ def test_a_failure_while_closing_stops_the_reads_ahead_and_keeps_the_destination
     xyz = np.random.default_rng(5).uniform(0, 40, (4000, 3))
     with (
         pytest.raises(OSError, match="disk full"),
-        zv.PointWriter(path, chunk_shape=5.0, overwrite=True, progress=False) as writer,
+        zv.PointWriter(path, chunk_shape=5.0, mode="w", progress=False) as writer,
     ):
         writer.append(xyz)
     assert len(calls) == 3

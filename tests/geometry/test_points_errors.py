@@ -109,12 +109,12 @@ def test_existing_store_needs_overwrite_and_stays_untouched(tmp_path: Path) -> N
     path = tmp_path / "s.zarrvectors"
     zv.write_points(path, GOOD, chunk_shape=25.0)
     before = _snapshot(path)
-    with pytest.raises(zv.StoreExistsError, match="overwrite=True"):
+    with pytest.raises(zv.StoreExistsError, match='mode="w"'):
         zv.write_points(path, GOOD * 2, chunk_shape=25.0)
     with pytest.raises(FileExistsError):
         zv.write_points(path, GOOD * 2, chunk_shape=25.0)
     assert _snapshot(path) == before
-    zv.write_points(path, GOOD[:10], chunk_shape=25.0, overwrite=True)
+    zv.write_points(path, GOOD[:10], chunk_shape=25.0, mode="w")
     assert zv.open(path).vertex_count == 10
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.zarrvectors"]
 
@@ -124,7 +124,7 @@ def test_memory_store_needs_overwrite() -> None:
     zv.write_points(store, GOOD, chunk_shape=25.0)
     with pytest.raises(zv.StoreExistsError):
         zv.write_points(store, GOOD, chunk_shape=25.0)
-    zv.write_points(store, GOOD[:7], chunk_shape=25.0, overwrite=True)
+    zv.write_points(store, GOOD[:7], chunk_shape=25.0, mode="w")
     assert zv.open(store).vertex_count == 7
 
 
@@ -142,7 +142,7 @@ def test_failed_overwrite_leaves_existing_store_as_it_was(
 
     monkeypatch.setattr(_pipeline.LevelWriter, "finish", explode)
     with pytest.raises(OSError, match="simulated"):
-        zv.write_points(path, GOOD[:50], chunk_shape=25.0, overwrite=True)
+        zv.write_points(path, GOOD[:50], chunk_shape=25.0, mode="w")
     assert _snapshot(path) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.zarrvectors"]
     assert zv.open(path).vertex_count == 500
@@ -235,9 +235,9 @@ def test_a_killed_fresh_write_says_interrupted_write_and_how_to_clear_it(tmp_pat
     (path / "zarr.json").unlink()  # a fresh write killed before its root metadata
     with pytest.raises(zv.NotAZarrVectorsStoreError, match="interrupted write") as info:
         zv.open(path)
-    assert "overwrite=True" in str(info.value)
+    assert 'mode="w"' in str(info.value)
     assert "remove it" in str(info.value)
-    zv.write_points(path, GOOD, chunk_shape=25.0, overwrite=True)
+    zv.write_points(path, GOOD, chunk_shape=25.0, mode="w")
     assert zv.open(path).vertex_count == len(GOOD)
 
 
@@ -247,7 +247,7 @@ def test_a_root_without_version_over_level_data_says_how_to_clear_it(tmp_path: P
     doc = json.loads((path / "zarr.json").read_text())
     del doc["attributes"]["zarr_vectors_version"]
     (path / "zarr.json").write_text(json.dumps(doc))
-    with pytest.raises(zv.NotAZarrVectorsStoreError, match=r"interrupted write.*overwrite=True"):
+    with pytest.raises(zv.NotAZarrVectorsStoreError, match=r'interrupted write.*mode="w"'):
         zv.open(path)
 
 

@@ -381,7 +381,7 @@ def test_a_damaged_global_array_is_reported(path: str, damage: str, message: str
 
 def _write_cloud(path: object, seed: int, n: int = 2000) -> None:
     xyz = np.random.default_rng(seed).uniform(0, 100, (n, 3))
-    zv.write_points(path, xyz, chunk_shape=25.0, overwrite=True)
+    zv.write_points(path, xyz, chunk_shape=25.0, mode="w")
 
 
 _READS = {

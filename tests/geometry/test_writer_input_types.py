@@ -146,7 +146,7 @@ def test_list_given_for_a_mapping_is_named(
             lambda s: zv.write_points(s, POINTS, attributes={"a": [[1.0], [1.0, 2.0]]}),
             "attribute 'a' must be an array",
         ),
-        (lambda s: zv.write_mesh(s, [*POINTS[:2].tolist(), [1.0]], FACES), "vertices must be"),
+        (lambda s: zv.write_mesh(s, [*POINTS[:2].tolist(), [1.0]], FACES), "positions must be"),
         (lambda s: zv.write_graph(s, POINTS[:3], "0 1"), "edges must be an array"),
         (lambda s: zv.write_polylines(s, [POINTS[:2], [[1.0, 2.0], [3.0]]]), "polylines[1]"),
         (lambda s: zv.write_graph(s, POINTS[:3], EDGES, directed="no"), "directed must be True"),

@@ -103,6 +103,6 @@ def test_a_task_error_is_raised_chained_and_nothing_is_left(client: Any, tmp_pat
     zv.write_points(path, XYZ[:10], chunk_shape=1.0)
     before = files(path)
     with pytest.raises(zv.errors.ParallelWriteError, match="loading partitions"):
-        zv.write_points_parallel(path, parts, client=client, overwrite=True)
+        zv.write_points_parallel(path, parts, client=client, mode="w")
     assert files(path) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "old"]

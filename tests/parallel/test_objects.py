@@ -69,8 +69,8 @@ def test_far_apart_meshes_need_int64_face_references(client: Any, tmp_path: Path
     both = np.concatenate([faces, faces + 4])
     zv.write_mesh(tmp_path / "one", vertices, both, vertex_objects=labels, chunk_shape=1.0)
     parts = [
-        {"vertices": strip, "faces": faces},
-        {"vertices": far, "faces": faces},
+        {"positions": strip, "faces": faces},
+        {"positions": far, "faces": faces},
     ]
     zv.write_objects_parallel(tmp_path / "par", "mesh", parts, chunk_shape=1.0, client=client)
     assert files(tmp_path / "par") == files(tmp_path / "one")

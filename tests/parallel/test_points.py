@@ -154,7 +154,7 @@ def test_a_dask_dataframe_gives_positions_ids_and_attributes(client: Any, tmp_pa
         tmp_path / "par",
         dd.from_pandas(frame, npartitions=3),
         chunk_shape=4.0,
-        attributes=["intensity"],
+        attribute_names=["intensity"],
         client=client,
     )
     assert files(tmp_path / "par") == files(tmp_path / "one")
@@ -200,14 +200,14 @@ def test_a_store_object_and_overwriting(client: Any, tmp_path: Path) -> None:
     with pytest.raises(zv.StoreExistsError):
         zv.write_points_parallel(par, _partitions(cloud, [400]), chunk_shape=5.0, client=client)
     zv.write_points_parallel(
-        par, _partitions(cloud, [400]), chunk_shape=5.0, overwrite=True, client=client
+        par, _partitions(cloud, [400]), chunk_shape=5.0, mode="w", client=client
     )
     assert keys(par) == keys(one)
 
     path = tmp_path / "path"
     zv.write_points(path, np.zeros((3, 3)), chunk_shape=1.0)
     zv.write_points_parallel(
-        path, _partitions(cloud, [10, 20]), chunk_shape=5.0, overwrite=True, client=client
+        path, _partitions(cloud, [10, 20]), chunk_shape=5.0, mode="w", client=client
     )
     assert files(path) == files(tmp_path / "one")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one", "par", "path"]
@@ -240,9 +240,14 @@ def test_bad_input_is_refused_before_the_destination_is_touched(
     with pytest.raises(zv.InvalidInputError, match="NaN or infinite"):
         zv.write_points_parallel(dest, [xyz, np.full((2, 3), np.nan)], **run)
     with pytest.raises(zv.InvalidInputError, match="lacks the attributes"):
-        zv.write_points_parallel(dest, [xyz], attributes=["a"], **run)
-    with pytest.raises(zv.InvalidInputError, match="names the attributes"):
+        zv.write_points_parallel(dest, [xyz], attribute_names=["a"], **run)
+    with pytest.raises(zv.InvalidInputError, match="attribute_names="):
         zv.write_points_parallel(dest, [xyz], attributes={"a": np.ones(100)}, **run)  # type: ignore[arg-type]
+    with (
+        pytest.warns(DeprecationWarning, match=r"use attribute_names=\[names\] instead"),
+        pytest.raises(zv.InvalidInputError, match="lacks the attributes"),
+    ):
+        zv.write_points_parallel(dest, [xyz], attributes=["a"], **run)
     with pytest.raises(zv.InvalidInputError, match="must be a list"):
         zv.write_points_parallel(dest, xyz, **run)
     with pytest.raises(zv.InvalidInputError, match="at least one partition"):

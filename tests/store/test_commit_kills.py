@@ -42,7 +42,7 @@ FRESH_STEPS = ["cleaned", "staging", DURING, "staged", "moved", "committed", Non
 
 
 def _write(path: str) -> None:
-    zv.write_points(path, NEW, chunk_shape=5.0, overwrite=True, progress=False)
+    zv.write_points(path, NEW, chunk_shape=5.0, mode="w", progress=False)
 
 
 def _append(path: str) -> None:
@@ -54,13 +54,13 @@ def _append_objects(path: str) -> None:
 
 
 def _stream(path: str) -> None:
-    with zv.PointWriter(path, chunk_shape=5.0, overwrite=True, progress=False) as writer:
+    with zv.PointWriter(path, chunk_shape=5.0, mode="w", progress=False) as writer:
         writer.append(NEW[:60])
         writer.append(NEW[60:])
 
 
 def _write_stream(path: str) -> None:
-    zv.write_points_stream(path, [NEW[:50], NEW[50:]], chunk_shape=5.0, overwrite=True)
+    zv.write_points_stream(path, [NEW[:50], NEW[50:]], chunk_shape=5.0, mode="w")
 
 
 SCENARIOS: dict[str, Any] = {
@@ -148,7 +148,7 @@ def _siblings(path: Path, *, lock: bool = False) -> list[str]:
 
 def _check_cleared_by_next_write(path: Path) -> None:
     """The next write to the destination removes whatever the killed one left."""
-    zv.write_points(path, OLD[:10], chunk_shape=5.0, overwrite=True, progress=False)
+    zv.write_points(path, OLD[:10], chunk_shape=5.0, mode="w", progress=False)
     assert _siblings(path, lock=True) == []
     assert zv.validate(path, level=3).ok
 
@@ -238,7 +238,7 @@ def test_a_killed_fresh_write_leaves_nothing_partial_at_the_destination(
 
 def test_leftovers_of_a_running_write_are_not_taken(tmp_path: Path) -> None:
     path = tmp_path / "s.zv"
-    with zv.PointWriter(path, chunk_shape=5.0, overwrite=True, progress=False) as writer:
+    with zv.PointWriter(path, chunk_shape=5.0, mode="w", progress=False) as writer:
         writer.append(OLD)
         spill = [p for p in tmp_path.iterdir() if ".zv-spill-" in p.name]
         assert len(spill) == 1

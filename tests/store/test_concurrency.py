@@ -177,7 +177,7 @@ def test_every_commit_records_a_new_version(tmp_path: Path) -> None:
     first = _commit_of(path)
     zv.append_points(path, BATCHES[0], attributes=_batch_attributes(1), progress=False)
     second = _commit_of(path)
-    with zv.PointWriter(path, chunk_shape=5.0, overwrite=True, progress=False) as writer:
+    with zv.PointWriter(path, chunk_shape=5.0, mode="w", progress=False) as writer:
         writer.append(BASE)
     third = _commit_of(path)
     lines = tmp_path / "lines.zv"

@@ -35,16 +35,16 @@ Writer = Callable[..., Any]
 
 
 def _stream(dest: Path | str) -> None:
-    zv.write_points_stream(dest, [POINTS[:100], POINTS[100:]], chunk_shape=5.0, overwrite=True)
+    zv.write_points_stream(dest, [POINTS[:100], POINTS[100:]], chunk_shape=5.0, mode="w")
 
 
 def _point_writer(dest: Path | str) -> None:
-    with zv.PointWriter(dest, chunk_shape=5.0, overwrite=True) as writer:
+    with zv.PointWriter(dest, chunk_shape=5.0, mode="w") as writer:
         writer.append(POINTS)
 
 
 def _object_writer(dest: Path | str) -> None:
-    with zv.ObjectWriter(dest, kind="polyline", chunk_shape=5.0, overwrite=True) as writer:
+    with zv.ObjectWriter(dest, kind="polyline", chunk_shape=5.0, mode="w") as writer:
         writer.append(LINES)
 
 
@@ -65,17 +65,17 @@ def _convert(dest: Path | str) -> None:
 
 
 WRITERS: dict[str, Writer] = {
-    "write_points": lambda d: zv.write_points(d, POINTS, chunk_shape=5.0, overwrite=True),
-    "write_polylines": lambda d: zv.write_polylines(d, LINES, chunk_shape=5.0, overwrite=True),
-    "write_mesh": lambda d: zv.write_mesh(d, *TRIANGLE, chunk_shape=5.0, overwrite=True),
+    "write_points": lambda d: zv.write_points(d, POINTS, chunk_shape=5.0, mode="w"),
+    "write_polylines": lambda d: zv.write_polylines(d, LINES, chunk_shape=5.0, mode="w"),
+    "write_mesh": lambda d: zv.write_mesh(d, *TRIANGLE, chunk_shape=5.0, mode="w"),
     "write_points_stream": _stream,
     "PointWriter": _point_writer,
     "ObjectWriter": _object_writer,
     "write_points_parallel": lambda d, **cluster: zv.write_points_parallel(
-        d, [POINTS], chunk_shape=5.0, overwrite=True, **cluster
+        d, [POINTS], chunk_shape=5.0, mode="w", **cluster
     ),
     "write_objects_parallel": lambda d, **cluster: zv.write_objects_parallel(
-        d, "polyline", [LINES], chunk_shape=5.0, overwrite=True, **cluster
+        d, "polyline", [LINES], chunk_shape=5.0, mode="w", **cluster
     ),
     "convert": _convert,
 }
@@ -182,7 +182,7 @@ def test_data_loss_dot_is_refused_even_when_it_is_a_store(
     monkeypatch.chdir(tmp_path / "s")
     before = _snapshot(tmp_path)
     with pytest.raises(zv.StoreExistsError, match="new directory inside it"):
-        zv.write_points(".", POINTS[:10], chunk_shape=5.0, overwrite=True)
+        zv.write_points(".", POINTS[:10], chunk_shape=5.0, mode="w")
     with pytest.raises(zv.StoreExistsError, match="current working directory"):
         zv.append_points(".", POINTS[:10], progress=False)
     assert _snapshot(tmp_path) == before
@@ -203,7 +203,7 @@ def test_data_loss_an_append_through_a_symlink_is_refused(tmp_path: Path) -> Non
 def test_data_loss_without_overwrite_a_store_is_kept(tmp_path: Path) -> None:
     zv.write_points(tmp_path / "s", POINTS, chunk_shape=5.0)
     before = _snapshot(tmp_path)
-    with pytest.raises(zv.StoreExistsError, match="pass overwrite=True"):
+    with pytest.raises(zv.StoreExistsError, match='pass mode="w"'):
         zv.write_points(tmp_path / "s", POINTS[:5], chunk_shape=5.0)
     assert _snapshot(tmp_path) == before
 
@@ -232,7 +232,7 @@ def test_data_loss_an_incomplete_store_of_ours_is_replaced(tmp_path: Path) -> No
     (tmp_path / "s" / "zarr.json").unlink()
     with pytest.raises(zv.StoreExistsError, match="incomplete"):
         zv.write_points(tmp_path / "s", POINTS[:9], chunk_shape=5.0)
-    zv.write_points(tmp_path / "s", POINTS[:9], chunk_shape=5.0, overwrite=True)
+    zv.write_points(tmp_path / "s", POINTS[:9], chunk_shape=5.0, mode="w")
     assert zv.open(tmp_path / "s").vertex_count == 9
 
 
@@ -242,7 +242,7 @@ def test_data_loss_a_memory_store_holding_other_keys_is_refused() -> None:
     group.create_array("x", shape=(3,), dtype="i4")
     keys = StoreIO(store).list_prefix("")
     with pytest.raises(zv.StoreExistsError, match="not a Zarr Vectors store"):
-        zv.write_points(store, POINTS, chunk_shape=5.0, overwrite=True)
+        zv.write_points(store, POINTS, chunk_shape=5.0, mode="w")
     assert StoreIO(store).list_prefix("") == keys
     assert store_occupant(StoreIO(store)).occupant is Occupant.OTHER
 
@@ -251,14 +251,14 @@ def test_data_loss_a_local_store_object_over_other_files_is_refused(tmp_path: Pa
     dest = _occupied_dir(tmp_path)
     before = _snapshot(tmp_path)
     with pytest.raises(zv.StoreExistsError, match="not a Zarr Vectors store"):
-        zv.write_points(LocalStore(dest), POINTS, chunk_shape=5.0, overwrite=True)
+        zv.write_points(LocalStore(dest), POINTS, chunk_shape=5.0, mode="w")
     assert _snapshot(tmp_path) == before
 
 
 def test_data_loss_a_zip_path_holding_another_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "cloud.zip").write_bytes(b"not a zip at all")
     with pytest.raises(zv.StoreExistsError, match="not a zip archive"):
-        zv.write_points(tmp_path / "cloud.zip", POINTS, chunk_shape=5.0, overwrite=True)
+        zv.write_points(tmp_path / "cloud.zip", POINTS, chunk_shape=5.0, mode="w")
     assert (tmp_path / "cloud.zip").read_bytes() == b"not a zip at all"
 
 
@@ -266,10 +266,15 @@ def test_data_loss_a_zip_path_holding_another_file_is_refused(tmp_path: Path) ->
 def test_overwrite_no_is_refused(tmp_path: Path, value: Any) -> None:
     zv.write_points(tmp_path / "s", POINTS, chunk_shape=5.0)
     before = _snapshot(tmp_path)
-    for write in (
+    writers = [
         lambda: zv.write_points(tmp_path / "s", POINTS[:3], chunk_shape=5.0, overwrite=value),
         lambda: zv.write_points_stream(tmp_path / "s", [POINTS[:3]], overwrite=value),
         lambda: zv.write_polylines(tmp_path / "s", LINES, chunk_shape=5.0, overwrite=value),
+    ]
+    if value is None:  # the writers' default (overwrite= is their deprecated mode="w")
+        writers = []
+    for write in (
+        *writers,
         lambda: zv.convert(tmp_path / "s", tmp_path / "out.csv", overwrite=value),
     ):
         with pytest.raises(zv.InvalidInputError, match="overwrite must be a bool"):
@@ -297,11 +302,11 @@ def test_zipstore_object_opened_by_the_user_is_written_through(tmp_path: Path) -
 def test_zipstore_object_over_a_store_needs_overwrite(tmp_path: Path) -> None:
     zv.write_points(tmp_path / "cloud.zip", POINTS, chunk_shape=5.0)
     before = (tmp_path / "cloud.zip").read_bytes()
-    with pytest.raises(zv.StoreExistsError, match="overwrite=True"):
+    with pytest.raises(zv.StoreExistsError, match='mode="w"'):
         zv.write_points(ZipStore(tmp_path / "cloud.zip", mode="w"), POINTS[:4], chunk_shape=5.0)
     assert (tmp_path / "cloud.zip").read_bytes() == before
     zs = ZipStore(tmp_path / "cloud.zip", mode="a")
-    zv.write_points(zs, POINTS[:4], chunk_shape=5.0, overwrite=True)
+    zv.write_points(zs, POINTS[:4], chunk_shape=5.0, mode="w")
     zs.close()
     assert zv.open(tmp_path / "cloud.zip").vertex_count == 4
 
@@ -335,5 +340,5 @@ def test_data_loss_no_directory_of_other_files_is_ever_replaced(
             target.write_bytes(content)
     before = _snapshot(area)
     with pytest.raises(zv.StoreExistsError, match="not a Zarr Vectors store"):
-        zv.write_points(dest, POINTS, chunk_shape=5.0, overwrite=True)
+        zv.write_points(dest, POINTS, chunk_shape=5.0, mode="w")
     assert _snapshot(area) == before

@@ -20,7 +20,7 @@ rng = np.random.default_rng(1)
 n = int(sys.argv[2])
 positions = rng.random((n, 3), dtype=np.float32) * 1000
 zv.write_points(sys.argv[1], positions, chunk_shape=50.0,
-                attributes={"a": rng.random(n, dtype=np.float32)}, overwrite=True)
+                attributes={"a": rng.random(n, dtype=np.float32)}, mode="w")
 print("done", flush=True)
 """
 
@@ -49,7 +49,7 @@ def test_killed_first_write_never_opens_as_complete(tmp_path: Path, delay: float
     else:
         with pytest.raises((zv.NotAZarrVectorsStoreError, zv.StoreNotFoundError)):
             zv.open(path)
-    zv.write_points(path, np.ones((10, 3)), chunk_shape=50.0, overwrite=True)
+    zv.write_points(path, np.ones((10, 3)), chunk_shape=50.0, mode="w")
     assert zv.validate(path, level=3).ok
 
 

@@ -110,7 +110,7 @@ def test_an_occupied_url_needs_overwrite(s3: LoopbackS3) -> None:
 def test_an_overwrite_removes_every_old_key(s3: LoopbackS3) -> None:
     url = f"s3://{s3.fresh_prefix()}/replaced"
     zv.write_points(url, POINTS, chunk_shape=5.0, attributes={"old": POINTS[:, 0]})
-    zv.write_points(url, POINTS, chunk_shape=20.0, overwrite=True)
+    zv.write_points(url, POINTS, chunk_shape=20.0, mode="w")
     reference = MemoryStore()
     zv.write_points(reference, POINTS, chunk_shape=20.0)
     keys = StoreIO(resolve_store(url, mode="r")).list_prefix("")
@@ -121,7 +121,7 @@ def test_an_overwrite_refuses_keys_that_are_not_a_store(s3: LoopbackS3) -> None:
     url = f"s3://{s3.fresh_prefix()}/other"
     StoreIO(resolve_store(url, mode="w")).set_many([(key, b"old") for key in KEYS])
     with pytest.raises(StoreExistsError, match="not a Zarr Vectors store"):
-        zv.write_points(url, POINTS, chunk_shape=20.0, overwrite=True)
+        zv.write_points(url, POINTS, chunk_shape=20.0, mode="w")
     assert StoreIO(resolve_store(url, mode="r")).list_prefix("") == KEYS
 
 

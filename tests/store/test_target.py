@@ -36,7 +36,7 @@ def test_a_failed_zip_overwrite_leaves_the_old_file(
     before = path.read_bytes()
     monkeypatch.setattr(points, "commit_points", _fail)
     with pytest.raises(RuntimeError, match="stops here"):
-        zv.write_points(path, MORE, chunk_shape=20.0, overwrite=True)
+        zv.write_points(path, MORE, chunk_shape=20.0, mode="w")
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["cloud.zip"]  # no staging file left
 
@@ -50,7 +50,7 @@ def test_an_existing_zip_needs_overwrite(tmp_path: Path) -> None:
     with pytest.raises(StoreExistsError, match="overwrite=True"):
         zv.write_points(ZipStore(path, mode="w"), MORE, chunk_shape=20.0)
     assert path.read_bytes() == before
-    zv.write_points(ZipStore(path, mode="w"), MORE, chunk_shape=20.0, overwrite=True)
+    zv.write_points(ZipStore(path, mode="w"), MORE, chunk_shape=20.0, mode="w")
     assert zv.open(path).vertex_count == len(MORE)
 
 

@@ -23,9 +23,9 @@ def _warm() -> None:
         path = Path(scratch) / "warm.zv"
         zv.write_points(path, points, chunk_shape=5.0, progress=False)
         zv.append_points(path, points, progress=False)
-        zv.write_points_stream(path, [points], chunk_shape=5.0, overwrite=True)
+        zv.write_points_stream(path, [points], chunk_shape=5.0, mode="w")
         zv.validate(path, level=3)
-        zv.write_polylines(path, lines, chunk_shape=5.0, overwrite=True)
+        zv.write_polylines(path, lines, chunk_shape=5.0, mode="w")
         zv.append_polylines(path, lines, progress=False)
     zv.write_points(MemoryStore(), points, chunk_shape=5.0, progress=False)
 

@@ -93,7 +93,7 @@ class ImportTarget:
     --------
     >>> from zarr_vectors.converters import ImportTarget
     >>> ImportTarget("cells.zarr", chunk_shape=10.0).write_keywords()
-    {'chunk_shape': 10.0, 'bin_shape': None, 'overwrite': False}
+    {'chunk_shape': 10.0, 'bin_shape': None, 'mode': 'w-'}
     """
 
     store: StoreLike
@@ -107,13 +107,14 @@ class ImportTarget:
         Examples
         --------
         >>> from zarr_vectors.converters import ImportTarget
-        >>> sorted(ImportTarget("cells.zarr", overwrite=True).write_keywords())
-        ['bin_shape', 'chunk_shape', 'overwrite']
+        >>> keywords = ImportTarget("cells.zarr", overwrite=True).write_keywords()
+        >>> sorted(keywords), keywords["mode"]
+        (['bin_shape', 'chunk_shape', 'mode'], 'w')
         """
         return {
             "chunk_shape": self.chunk_shape,
             "bin_shape": self.bin_shape,
-            "overwrite": self.overwrite,
+            "mode": "w" if self.overwrite else "w-",
         }
 
 

@@ -6,8 +6,9 @@ Each module turns one kind's user input into the write engine's tables
 
 from __future__ import annotations
 
+from zarr_vectors.geometry._docstrings import shared_docs
 from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
-from zarr_vectors.geometry.meshes import write_mesh
+from zarr_vectors.geometry.meshes import mesh_positions, write_mesh
 from zarr_vectors.geometry.points import commit_points, write_points
 from zarr_vectors.geometry.polylines import split_polylines, write_polylines
 
@@ -20,4 +21,6 @@ __all__ = [
     "write_skeletons",
     "group_vertices",
     "write_mesh",
+    "mesh_positions",
+    "shared_docs",
 ]

@@ -10,16 +10,22 @@ before anything is written (spec §12.2).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
-from zarr_vectors._progress import ProgressOption
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.kinds import geometry_kind
+from zarr_vectors.geometry._docstrings import shared_docs
 from zarr_vectors.store.io import StoreLike
-from zarr_vectors.write import ObjectTable, WriteOptions, inputs, write_objects
+from zarr_vectors.write import (
+    ObjectTable,
+    ObjectWriteArgs,
+    inputs,
+    write_kind,
+)
 from zarr_vectors.write import object_inputs as objects
 
 __all__ = [
@@ -28,6 +34,8 @@ __all__ = [
     "link_array",
     "looks_one_based",
     "object_table",
+    "prepare_graph",
+    "prepare_skeletons",
     "same_object",
     "skeleton_parents",
     "write_graph",
@@ -213,58 +221,58 @@ def _object_ids(values: Any, grouping: VertexGrouping) -> np.ndarray | None:
 
 def object_table(
     kind: str,
-    positions: np.ndarray,
-    grouping: VertexGrouping,
-    links: np.ndarray,
-    columns: dict[str, np.ndarray],
-    *,
-    object_ids: Any,
-    object_attributes: Mapping[str, Any] | None,
-    groups: Mapping[Any, Sequence[int]] | None,
-    group_attributes: Mapping[str, Any] | None,
+    vertices: tuple[np.ndarray, VertexGrouping, np.ndarray],
+    batch: Mapping[str, Any],
     root_extra: dict[str, Any],
-    link_attributes: dict[str, np.ndarray] | None = None,
+    columns: dict[str, np.ndarray] | None = None,
 ) -> ObjectTable:
     """The :class:`ObjectTable` of validated input given in input vertex order.
 
-    ``links`` and ``columns`` index input vertices; they are moved to the written order.
-    Object ids are ``object_ids`` if given, else the labels of ``grouping``.
+    ``vertices`` is ``(positions, grouping, links)``: ``links`` and the vertex columns
+    index input vertices; they are moved to the written order. ``batch`` holds the
+    writer's per-object arguments by name: ``attributes`` (unless ``columns`` gives the
+    vertex columns checked already), the link columns (``edge_attributes``,
+    ``face_attributes``: named after the kind's links), ``object_ids`` (default: the
+    labels of ``grouping``), ``object_attributes``, ``groups``, ``group_attributes``.
     """
+    positions, grouping, links = vertices
+    if columns is None:
+        columns = objects.vertex_attributes(batch.get("attributes"), positions.shape[0])
+    link = geometry_kind(kind).link_name
+    link_columns = inputs.attributes(
+        batch.get(f"{link}_attributes"),
+        links.shape[0],
+        what=f"{link} attribute",
+        reserved=frozenset(),
+    )
     m = grouping.n_objects
-    ids = _object_ids(object_ids, grouping)
+    ids = _object_ids(batch.get("object_ids"), grouping)
+    object_columns = objects.object_attributes(batch.get("object_attributes"), m)
+    groups = objects.parse_groups(batch.get("groups"), batch.get("group_attributes"), ids, m)
     return ObjectTable(
         kind=kind,
         positions=grouping.take(positions),
         offsets=grouping.offsets,
         links=grouping.remap(links),
         vertex_attributes={name: grouping.take(values) for name, values in columns.items()},
-        object_attributes=objects.object_attributes(object_attributes, m),
+        object_attributes=object_columns,
         object_ids=ids,
-        groups=objects.parse_groups(groups, group_attributes, ids, m),
+        groups=groups,
         root_extra=root_extra,
-        link_attributes=link_attributes or {},
+        link_attributes=link_columns,
     )
 
 
+@shared_docs
 def write_graph(
     store: StoreLike,
     positions: Any,
     edges: Any,
     *,
     directed: bool = False,
-    object_ids: Any = None,
     vertex_objects: Any = None,
-    chunk_shape: float | Sequence[float] | None = None,
-    bin_shape: float | Sequence[float] | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    object_attributes: Mapping[str, Any] | None = None,
     edge_attributes: Mapping[str, Any] | None = None,
-    groups: Mapping[Any, Sequence[int]] | None = None,
-    group_attributes: Mapping[str, Any] | None = None,
-    units: str | Sequence[str] | None = None,
-    overwrite: bool = False,
-    options: WriteOptions | None = None,
-    progress: ProgressOption = None,
+    **settings: Unpack[ObjectWriteArgs],
 ) -> None:
     """Write a graph store (spec §10.5): vertices, edges, and objects (components).
 
@@ -281,82 +289,62 @@ def write_graph(
         pair is a different edge).
     directed
         Whether edges are ordered pairs (root key ``is_directed``).
-    object_ids
-        The id of each object, in ascending label order (distinct integers). Default:
-        the labels of ``vertex_objects``, or 0 for the single object.
     vertex_objects
         ``(n,)`` integer label per vertex naming its object. Default: one object holding
         every vertex. Each object's vertices are stored contiguously, in input order,
         objects in ascending label order; reads return them in that order.
-    chunk_shape, bin_shape
-        As :func:`zarr_vectors.write_points`.
-    attributes
-        Per-vertex columns (one row per vertex, in input order).
-    object_attributes
-        Per-object columns (one row per object, in ascending label order).
     edge_attributes
         Per-edge (one row per row of ``edges``, in input order; spec §9.12, §9.13).
-    groups
-        ``{name_or_id: [object ids]}``.
-    group_attributes
-        Per-group columns (one row per group, in the order of ``groups``).
-    units
-        Unit of the coordinates: one name for every axis (``"micrometer"``) or one per
-        axis, as for :func:`zarr_vectors.write_points`.
-    overwrite
-        Replace an existing store.
-    options
-        Less common settings.
-    progress
-        Progress bar over the chunks written: None (default) on a terminal or in Jupyter,
-        True always, False never, or a callable ``progress(stage, done, total)``.
+    {object_settings}
 
     Raises
     ------
-    InvalidInputError
-        For malformed input, before anything is written.
+    {write_raises}
 
     Notes
     -----
     Root keys: ``is_directed`` and ``is_tree: false`` (trees are not detected).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "network.zarr"
+    >>> positions = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0]], dtype=np.float32)
+    >>> edges = np.array([[0, 1], [1, 2]])
+    >>> zv.write_graph(path, positions, edges, chunk_shape=4.0, progress=False)
+    >>> store = zv.open(path)
+    >>> store.kind, store.object_count, store.vertex_count
+    ('graph', 1, 3)
     """
-    options = inputs.check_settings(
-        "graph",
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
-        options=options,
-        units=units,
+    batch = {
+        "positions": positions,
+        "edges": edges,
+        "vertex_objects": vertex_objects,
+        "edge_attributes": edge_attributes,
+    }
+    write_kind(
+        store, ("graph",), write_graph, prepare_graph, batch, {"directed": directed}, settings
     )
+
+
+def prepare_graph(batch: Mapping[str, Any], *, directed: bool = False) -> ObjectTable:
+    """The object table of a graph: ``batch`` holds :func:`write_graph`'s data and
+    per-object arguments by name.
+
+    Raises
+    ------
+    InvalidInputError
+        For malformed input.
+    """
     is_directed = inputs.flag(directed, "directed")
-    vertices = inputs.positions(positions)
+    vertices = inputs.positions(batch["positions"])
     n = vertices.shape[0]
-    grouping = group_vertices(vertex_objects, n)
-    links = graph_edges(edges, grouping, is_directed)
-    table = object_table(
-        "graph",
-        vertices,
-        grouping,
-        links,
-        objects.vertex_attributes(attributes, n),
-        object_ids=object_ids,
-        object_attributes=object_attributes,
-        groups=groups,
-        group_attributes=group_attributes,
-        root_extra={"is_directed": is_directed, "is_tree": False},
-        link_attributes=inputs.attributes(
-            edge_attributes, links.shape[0], what="edge attribute", reserved=frozenset()
-        ),
-    )
-    write_objects(
-        store,
-        table,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
-        options=options,
-        progress=progress,
-    )
+    grouping = group_vertices(batch.get("vertex_objects"), n)
+    links = graph_edges(batch["edges"], grouping, is_directed)
+    root_extra = {"is_directed": is_directed, "is_tree": False}
+    return object_table("graph", (vertices, grouping, links), batch, root_extra)
 
 
 # -- skeletons ------------------------------------------------------------------------------
@@ -505,26 +493,17 @@ def swc_compatible(columns: Mapping[str, np.ndarray]) -> bool:
     return valid_radius and valid_types
 
 
+@shared_docs
 def write_skeletons(
     store: StoreLike,
     positions: Any,
-    *,
     parents: Any = None,
+    *,
     edges: Any = None,
     vertex_objects: Any = None,
-    object_ids: Any = None,
     radius: Any = None,
     swc_type: Any = None,
-    chunk_shape: float | Sequence[float] | None = None,
-    bin_shape: float | Sequence[float] | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    object_attributes: Mapping[str, Any] | None = None,
-    groups: Mapping[Any, Sequence[int]] | None = None,
-    group_attributes: Mapping[str, Any] | None = None,
-    units: str | Sequence[str] | None = None,
-    overwrite: bool = False,
-    options: WriteOptions | None = None,
-    progress: ProgressOption = None,
+    **settings: Unpack[ObjectWriteArgs],
 ) -> None:
     """Write a skeleton store (spec §10.6): rooted trees, one per object.
 
@@ -545,32 +524,11 @@ def write_skeletons(
         Each object's vertices are stored contiguously, in input order, objects in
         ascending label order. Every object must be a tree with exactly one root, and
         a vertex's parent must be in its object.
-    object_ids
-        The id of each object, in ascending label order. Default: the labels.
     radius
         ``(n,)`` node radii (floats): the reserved attribute ``radius``.
     swc_type
         ``(n,)`` integer SWC structure types: the reserved attribute ``swc_type``.
-    chunk_shape, bin_shape
-        As :func:`zarr_vectors.write_points`.
-    attributes
-        Per-vertex columns (``swc_id``, if given, must be integers).
-    object_attributes
-        Per-object columns (one row per object, in ascending label order).
-    groups
-        ``{name_or_id: [object ids]}``.
-    group_attributes
-        Per-group columns (one row per group, in the order of ``groups``).
-    units
-        Unit of the coordinates: one name for every axis (``"micrometer"``) or one per
-        axis, as for :func:`zarr_vectors.write_points`.
-    overwrite
-        Replace an existing store.
-    options
-        Less common settings.
-    progress
-        Progress bar over the chunks written: None (default) on a terminal or in Jupyter,
-        True always, False never, or a callable ``progress(stage, done, total)``.
+    {object_settings}
 
     Raises
     ------
@@ -582,38 +540,47 @@ def write_skeletons(
     -----
     Root keys: ``is_tree: true``; ``swc_compatible`` is true iff both ``radius`` (finite,
     >= 0) and ``swc_type`` (0..7) are given.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "neurons.zarr"
+    >>> positions = np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0], [1, 1, 0]], dtype=np.float32)
+    >>> parents = np.array([-1, 0, 1, 1])
+    >>> zv.write_skeletons(path, positions, parents, chunk_shape=4.0, progress=False)
+    >>> store = zv.open(path)
+    >>> store.kind, store.object_count, store.vertex_count
+    ('skeleton', 1, 4)
     """
-    options = inputs.check_settings(
-        "skeleton",
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
-        options=options,
-        units=units,
-    )
-    vertices = inputs.positions(positions)
+    batch = {
+        "positions": positions,
+        "parents": parents,
+        "edges": edges,
+        "vertex_objects": vertex_objects,
+        "radius": radius,
+        "swc_type": swc_type,
+    }
+    write_kind(store, ("skeleton",), write_skeletons, prepare_skeletons, batch, {}, settings)
+
+
+def prepare_skeletons(batch: Mapping[str, Any]) -> ObjectTable:
+    """The object table of skeletons: ``batch`` holds :func:`write_skeletons`'s data and
+    per-object arguments by name.
+
+    Raises
+    ------
+    InvalidInputError
+        For malformed input (a cycle, two roots in an object...).
+    """
+    vertices = inputs.positions(batch["positions"])
     n = vertices.shape[0]
-    grouping = group_vertices(vertex_objects, n)
-    parent = skeleton_parents(parents, edges, grouping)
-    columns = skeleton_columns(attributes, radius, swc_type, n)
-    table = object_table(
-        "skeleton",
-        vertices,
-        grouping,
-        np.stack([np.arange(n, dtype=np.int64), parent], axis=1),
-        columns,
-        object_ids=object_ids,
-        object_attributes=object_attributes,
-        groups=groups,
-        group_attributes=group_attributes,
-        root_extra={"is_tree": True, "swc_compatible": swc_compatible(columns)},
+    grouping = group_vertices(batch.get("vertex_objects"), n)
+    parent = skeleton_parents(batch.get("parents"), batch.get("edges"), grouping)
+    columns = skeleton_columns(
+        batch.get("attributes"), batch.get("radius"), batch.get("swc_type"), n
     )
-    write_objects(
-        store,
-        table,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
-        options=options,
-        progress=progress,
-    )
+    links = np.stack([np.arange(n, dtype=np.int64), parent], axis=1)
+    root_extra = {"is_tree": True, "swc_compatible": swc_compatible(columns)}
+    return object_table("skeleton", (vertices, grouping, links), batch, root_extra, columns)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Unpack
 
 import numpy as np
 
-from zarr_vectors._progress import ProgressOption
+from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.geometry._docstrings import shared_docs
 from zarr_vectors.geometry.graphs import (
     VertexGrouping,
     group_vertices,
@@ -17,10 +18,14 @@ from zarr_vectors.geometry.graphs import (
     same_object,
 )
 from zarr_vectors.store.io import StoreLike
-from zarr_vectors.write import WriteOptions, inputs, write_objects
-from zarr_vectors.write import object_inputs as objects
+from zarr_vectors.write import (
+    ObjectTable,
+    ObjectWriteArgs,
+    inputs,
+    write_kind,
+)
 
-__all__ = ["WINDING_ORDERS", "mesh_faces", "write_mesh"]
+__all__ = ["WINDING_ORDERS", "mesh_faces", "mesh_positions", "prepare_mesh", "write_mesh"]
 
 WINDING_ORDERS = ("ccw", "cw")
 """Values of the root key ``winding_order`` (spec §3.4)."""
@@ -80,27 +85,37 @@ def _options(winding_order: Any, closed_surface: Any, allow_degenerate: Any) -> 
     return str(winding_order), inputs.flag(closed_surface, "closed_surface")
 
 
+def mesh_positions(positions: Any, vertices: Any, faces: Any) -> Any:
+    """``positions``, or the deprecated ``vertices=`` given instead (with a warning).
+
+    Raises
+    ------
+    InvalidInputError
+        When both or neither are given, or no ``faces``.
+    """
+    if vertices is not None:
+        warn_renamed("vertices=", "positions=", stacklevel=4)
+        if positions is not None:
+            raise InvalidInputError("give positions only (vertices is its deprecated name)")
+        positions = vertices
+    if positions is None or faces is None:
+        raise InvalidInputError("a mesh needs positions (n, D) and faces (f, 3)")
+    return positions
+
+
+@shared_docs
 def write_mesh(
     store: StoreLike,
-    vertices: Any,
-    faces: Any,
+    positions: Any = None,
+    faces: Any = None,
     *,
     vertex_objects: Any = None,
-    object_ids: Any = None,
     winding_order: str = "ccw",
     closed_surface: bool = False,
     allow_degenerate: bool = False,
-    chunk_shape: float | Sequence[float] | None = None,
-    bin_shape: float | Sequence[float] | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    object_attributes: Mapping[str, Any] | None = None,
     face_attributes: Mapping[str, Any] | None = None,
-    groups: Mapping[Any, Sequence[int]] | None = None,
-    group_attributes: Mapping[str, Any] | None = None,
-    units: str | Sequence[str] | None = None,
-    overwrite: bool = False,
-    options: WriteOptions | None = None,
-    progress: ProgressOption = None,
+    vertices: Any = None,
+    **settings: Unpack[ObjectWriteArgs],
 ) -> None:
     """Write a store of triangle meshes (spec §10.7).
 
@@ -108,18 +123,16 @@ def write_mesh(
     ----------
     store
         Destination (a path, a ``.zip`` path, a URL or a zarr store).
-    vertices
+    positions
         ``(n, D)`` vertex coordinates, D = 2, 3 or 4.
     faces
-        ``(f, 3)`` integer indices into ``vertices``. Stored exactly as given: the order
+        ``(f, 3)`` integer indices into ``positions``. Stored exactly as given: the order
         ``(v0, v1, v2)`` of every face (its winding) is never changed.
     vertex_objects
         ``(n,)`` integer label per vertex naming its mesh — the one way to write many
         meshes. Default: a single mesh holding every vertex. Each mesh's vertices are
         stored contiguously, in input order, meshes in ascending label order; the three
         vertices of a face must belong to the same mesh.
-    object_ids
-        The id of each mesh, in ascending label order. Default: the labels.
     winding_order
         ``"ccw"`` or ``"cw"``: the orientation convention of the faces seen from outside
         (documentation only; root key ``winding_order``).
@@ -129,70 +142,58 @@ def write_mesh(
     allow_degenerate
         Keep faces that repeat a vertex instead of refusing them. Such a store breaks
         spec §10.7 (validation reports ``L3.no_degenerate_faces``).
-    chunk_shape, bin_shape
-        As :func:`zarr_vectors.write_points`.
-    attributes
-        Per-vertex columns (one row per vertex, in input order).
-    object_attributes
-        Per-mesh columns (one row per mesh, in ascending label order).
     face_attributes
         Per-face (one row per row of ``faces``, in input order; spec §9.12).
-    groups
-        ``{name_or_id: [object ids]}``.
-    group_attributes
-        Per-group columns (one row per group, in the order of ``groups``).
-    units
-        Unit of the coordinates: one name for every axis (``"micrometer"``) or one per
-        axis, as for :func:`zarr_vectors.write_points`.
-    overwrite
-        Replace an existing store.
-    options
-        Less common settings.
-    progress
-        Progress bar over the chunks written: None (default) on a terminal or in Jupyter,
-        True always, False never, or a callable ``progress(stage, done, total)``.
+    vertices
+        Deprecated spelling of ``positions`` (warns).
+    {object_settings}
+
+    Raises
+    ------
+    {write_raises}
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "surface.zarr"
+    >>> positions = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=np.float32)
+    >>> faces = np.array([[0, 1, 2], [0, 2, 3]])
+    >>> zv.write_mesh(path, positions, faces, chunk_shape=4.0, progress=False)
+    >>> store = zv.open(path)
+    >>> store.kind, store.object_count, store.vertex_count
+    ('mesh', 1, 4)
+    """
+    batch = {
+        "positions": mesh_positions(positions, vertices, faces),
+        "faces": faces,
+        "vertex_objects": vertex_objects,
+        "allow_degenerate": allow_degenerate,
+        "face_attributes": face_attributes,
+    }
+    store_wide = {"winding_order": winding_order, "closed_surface": closed_surface}
+    write_kind(store, ("mesh",), write_mesh, prepare_mesh, batch, store_wide, settings)
+
+
+def prepare_mesh(
+    batch: Mapping[str, Any], *, winding_order: str = "ccw", closed_surface: bool = False
+) -> ObjectTable:
+    """The object table of meshes: ``batch`` holds :func:`write_mesh`'s data and
+    per-object arguments by name.
 
     Raises
     ------
     InvalidInputError
-        For malformed input, before anything is written.
+        For malformed input.
     """
+    allow_degenerate = batch.get("allow_degenerate", False)
     winding, closed = _options(winding_order, closed_surface, allow_degenerate)
-    options = inputs.check_settings(
-        "mesh",
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
-        options=options,
-        units=units,
-    )
-    positions = inputs.positions(vertices, "vertices")
-    n = positions.shape[0]
-    grouping = group_vertices(vertex_objects, n)
+    vertices = inputs.positions(batch["positions"])
+    n = vertices.shape[0]
+    grouping = group_vertices(batch.get("vertex_objects"), n)
     triangles = mesh_faces(
-        faces, grouping, allow_degenerate=bool(allow_degenerate), closed_surface=closed
+        batch["faces"], grouping, allow_degenerate=bool(allow_degenerate), closed_surface=closed
     )
-    table = object_table(
-        "mesh",
-        positions,
-        grouping,
-        triangles,
-        objects.vertex_attributes(attributes, n),
-        object_ids=object_ids,
-        object_attributes=object_attributes,
-        groups=groups,
-        group_attributes=group_attributes,
-        root_extra={"winding_order": winding, "closed_surface": closed},
-        link_attributes=inputs.attributes(
-            face_attributes, triangles.shape[0], what="face attribute", reserved=frozenset()
-        ),
-    )
-    write_objects(
-        store,
-        table,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
-        options=options,
-        progress=progress,
-    )
+    root_extra = {"winding_order": winding, "closed_surface": closed}
+    return object_table("mesh", (vertices, grouping, triangles), batch, root_extra)

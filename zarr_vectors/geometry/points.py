@@ -17,6 +17,7 @@ from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.target import write_target
 from zarr_vectors.write import (
     LevelStats,
+    WriteMode,
     WriteOptions,
     chunk_shapes,
     commit_root,
@@ -36,9 +37,11 @@ def write_points(
     attributes: Mapping[str, Any] | None = None,
     object_ids: Any = None,
     units: str | Sequence[str] | None = None,
-    overwrite: bool = False,
+    mode: WriteMode = "w-",
+    overwrite: bool | None = None,
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> None:
     """Write a point cloud store.
 
@@ -74,14 +77,22 @@ def write_points(
         Unit of the coordinates: one name for every axis (``"micrometer"``) or one per
         axis; UDUNITS-2 names are recommended. Default: ``"unknown"`` (or
         ``options.axis_units``).
+    mode
+        ``"w-"`` (default): create the store, refusing an existing one; ``"w"``: replace
+        an existing Zarr Vectors store (never anything else); ``"a"``: append to an
+        existing point cloud, as :func:`append_points` does (the store keeps its own
+        settings).
     overwrite
-        Replace an existing store at the destination.
+        Deprecated: ``overwrite=True`` is ``mode="w"``.
     options
         Less common settings (:class:`WriteOptions`).
     progress
         None (default): a progress bar over the chunks written when standard error is a
         terminal or in Jupyter; True: always; False: never; or a callable
         ``progress(stage, done, total)`` called instead (stage ``"write"``, counting chunks).
+    storage_options
+        URLs only: options of the fsspec filesystem (for S3: ``endpoint_url``, ``key``,
+        ``secret``, ``anon``...), as for :func:`zarr_vectors.open`.
 
     Raises
     ------
@@ -92,15 +103,32 @@ def write_points(
         message names the argument and what it must be. Raised before anything is
         written.
     StoreExistsError
-        When the destination holds data and ``overwrite`` is false.
+        When the destination holds data and ``mode`` is ``"w-"``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> positions = np.array([[1, 2, 3], [4, 5, 6], [7, 8, 9]], dtype=np.float32)
+    >>> zv.write_points(path, positions, chunk_shape=5.0, progress=False)
+    >>> zv.write_points(path, positions + 10, mode="a", progress=False)
+    >>> zv.open(path).vertex_count
+    6
     """
+    target = inputs.destination(store, mode, overwrite, storage_options)
+    if target.mode == "a":
+        inputs.check_append_settings(
+            chunk_shape=chunk_shape, bin_shape=bin_shape, units=units, options=options
+        )
+        append = inputs.append_function(POINT_CLOUD)
+        append(
+            target.store, positions, attributes=attributes, object_ids=object_ids, progress=progress
+        )
+        return
     options = inputs.check_settings(
-        POINT_CLOUD,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
-        options=options,
-        units=units,
+        POINT_CLOUD, chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
     )
     pos = inputs.positions(positions)
     n, ndim = pos.shape
@@ -113,7 +141,10 @@ def write_points(
     sample = chunk_shapes.sample_for_default(pos, chunk_shape)
     grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim, sample)
     root = inputs.root_metadata(POINT_CLOUD, grid, options, bounds)
-    with progress_reporter(progress) as report, write_target(store, overwrite=overwrite) as io:
+    with (
+        progress_reporter(progress) as report,
+        write_target(target.store, overwrite=target.overwrite) as io,
+    ):
         stats = write_point_level(io, 0, (pos, columns), grid, options, (lo, hi), report)
         commit_points(io, root, grid, stats)
 

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
-from zarr_vectors._progress import ProgressOption
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.kinds import KINDS
+from zarr_vectors.geometry._docstrings import shared_docs
 from zarr_vectors.store.io import StoreLike
-from zarr_vectors.write import ObjectTable, WriteOptions, inputs, write_objects
+from zarr_vectors.write import (
+    ObjectTable,
+    ObjectWriteArgs,
+    inputs,
+    write_kind,
+)
 from zarr_vectors.write import object_inputs as objects
 
-__all__ = ["split_polylines", "write_polylines"]
+__all__ = ["prepare_polylines", "split_polylines", "write_polylines"]
 
-_KINDS = ("polyline", "streamline")
+_KINDS = tuple(k.name for k in KINDS.values() if k.ordered)
 
 
 def split_polylines(polylines: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -38,23 +44,14 @@ def split_polylines(polylines: Any) -> tuple[np.ndarray, np.ndarray]:
     return vertices, np.concatenate([[0], np.cumsum(lengths)])
 
 
+@shared_docs
 def write_polylines(
     store: StoreLike,
     polylines: Any,
     *,
     kind: str = "polyline",
-    chunk_shape: float | Sequence[float] | None = None,
-    bin_shape: float | Sequence[float] | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    object_attributes: Mapping[str, Any] | None = None,
-    object_ids: Any = None,
-    groups: Mapping[Any, Sequence[int]] | None = None,
-    group_attributes: Mapping[str, Any] | None = None,
-    units: str | Sequence[str] | None = None,
-    overwrite: bool = False,
-    options: WriteOptions | None = None,
-    progress: ProgressOption = None,
     metadata: Mapping[str, Any] | None = None,
+    **settings: Unpack[ObjectWriteArgs],
 ) -> None:
     """Write polylines or streamlines (spec §10.4).
 
@@ -67,67 +64,69 @@ def write_polylines(
         ``(vertices, offsets)`` where object k owns ``vertices[offsets[k]:offsets[k+1]]``.
     kind
         ``"polyline"`` or ``"streamline"`` (tractography; see ``metadata``).
-    chunk_shape, bin_shape
-        As :func:`zarr_vectors.write_points`.
-    attributes
-        Per-vertex columns (one row per vertex, in input order).
-    object_attributes
-        Per-object columns (one row per polyline).
-    object_ids
-        The id of each polyline (distinct integers; default 0..m-1). Reads and queries
-        use and return these ids.
-    groups
-        ``{name_or_id: [object ids]}``: bundles, tracts...
-    group_attributes
-        Per-group columns (one row per group, in the order of ``groups``).
-    units
-        Unit of the coordinates: one name for every axis (``"micrometer"``) or one per
-        axis, as for :func:`zarr_vectors.write_points`.
-    overwrite
-        Replace an existing store.
-    options
-        Less common settings.
-    progress
-        Progress bar over the chunks written: None (default) on a terminal or in Jupyter,
-        True always, False never, or a callable ``progress(stage, done, total)``.
     metadata
         Type-specific root keys (spec §3.4), e.g. ``{"step_size": 0.5}`` for streamlines.
+    {object_settings}
+
+    Raises
+    ------
+    {write_raises}
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tracts.zarr"
+    >>> lines = [np.array([[0, 0, 0], [1, 1, 1], [2, 2, 2]], dtype=np.float32),
+    ...          np.array([[5, 5, 5], [6, 6, 6]], dtype=np.float32)]
+    >>> zv.write_polylines(path, lines, kind="streamline", chunk_shape=4.0, progress=False)
+    >>> store = zv.open(path)
+    >>> store.kind, store.object_count, store.vertex_count
+    ('streamline', 2, 5)
+    """
+    if kind not in _KINDS:
+        raise InvalidInputError(f"kind must be one of {', '.join(map(repr, _KINDS))}, got {kind!r}")
+    batch = {
+        "polylines": polylines,
+    }
+    write_kind(
+        store,
+        _KINDS,
+        write_polylines,
+        prepare_polylines,
+        batch,
+        {"kind": kind, "metadata": metadata},
+        settings,
+    )
+
+
+def prepare_polylines(
+    batch: Mapping[str, Any],
+    *,
+    kind: str = "polyline",
+    metadata: Mapping[str, Any] | None = None,
+) -> ObjectTable:
+    """The object table of polylines or streamlines: ``batch`` holds
+    :func:`write_polylines`'s data and per-object arguments by name.
 
     Raises
     ------
     InvalidInputError
-        For malformed input, before anything is written.
+        For malformed input.
     """
-    if kind not in _KINDS:
-        raise InvalidInputError(f"kind must be 'polyline' or 'streamline', got {kind!r}")
-    options = inputs.check_settings(
-        kind,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
-        options=options,
-        units=units,
-    )
-    vertices, offsets = split_polylines(polylines)
+    vertices, offsets = split_polylines(batch["polylines"])
     m = offsets.shape[0] - 1
-    ids = objects.object_ids(object_ids, m)
-    table = ObjectTable(
+    ids = objects.object_ids(batch.get("object_ids"), m)
+    groups = objects.parse_groups(batch.get("groups"), batch.get("group_attributes"), ids, m)
+    return ObjectTable(
         kind=kind,
         positions=vertices,
         offsets=offsets,
         links=np.empty((0, 2), np.int64),  # implicit: each vertex to the next
-        vertex_attributes=objects.vertex_attributes(attributes, vertices.shape[0]),
-        object_attributes=objects.object_attributes(object_attributes, m),
+        vertex_attributes=objects.vertex_attributes(batch.get("attributes"), vertices.shape[0]),
+        object_attributes=objects.object_attributes(batch.get("object_attributes"), m),
         object_ids=ids,
-        groups=objects.parse_groups(groups, group_attributes, ids, m),
+        groups=groups,
         root_extra=dict(metadata or {}),
-    )
-    write_objects(
-        store,
-        table,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
-        options=options,
-        progress=progress,
     )

@@ -35,7 +35,6 @@ import numpy as np
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
-from zarr_vectors.store.destination import check_overwrite
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.shared import (
     SharedLocation,
@@ -58,7 +57,7 @@ from zarr_vectors.update import (
     set_link_dtype,
     wide_links,
 )
-from zarr_vectors.write import WriteOptions, shard_major_order
+from zarr_vectors.write import WriteMode, WriteOptions, new_store_destination, shard_major_order
 
 __all__ = ["write_objects_parallel"]
 
@@ -76,9 +75,11 @@ def write_objects_parallel(
     scheduler_address: str | None = None,
     n_workers: int = 2,
     scratch: str | os.PathLike[str] | None = None,
-    overwrite: bool = False,
+    mode: WriteMode = "w-",
+    overwrite: bool | None = None,
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
+    storage_options: Mapping[str, Any] | None = None,
     **settings: Any,
 ) -> None:
     """Write an object store from partitions of whole objects, on dask.distributed workers.
@@ -112,8 +113,13 @@ def write_objects_parallel(
         Directory every worker can write and read, for the partitions' temporary stores
         (about the size of the data). Default: beside a local destination; required for
         other destinations. Removed at the end, whatever happens.
+    mode
+        ``"w-"`` (default): refuse an existing store; ``"w"``: replace an existing Zarr
+        Vectors store (never anything else; a local one only once the new one is complete).
     overwrite
-        Replace an existing store (a local one only once the new one is complete).
+        Deprecated: ``overwrite=True`` is ``mode="w"``.
+    storage_options
+        URLs only: options of the fsspec filesystem, as for :func:`zarr_vectors.open`.
     options
         Less common settings (:class:`~zarr_vectors.WriteOptions`).
     progress
@@ -131,14 +137,32 @@ def write_objects_parallel(
         are not valid or do not fit together (their attributes, groups or ids), or a
         destination workers cannot share.
     StoreExistsError
-        When the destination holds data and ``overwrite`` is false.
+        When the destination holds data and ``mode`` is ``"w-"``.
     ParallelWriteError
         When a task fails or workers keep dying: nothing is committed.
     MissingDependencyError
         Without the ``distributed`` extra.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import distributed
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> lines = [np.array([[0, 0, 0], [5, 5, 5.0]]), np.array([[20, 0, 0], [20, 9, 0.0]])]
+    >>> with distributed.Client(processes=False, n_workers=1, dashboard_address=None) as client:
+    ...     zv.write_objects_parallel(path, "polyline", [{"polylines": lines[:1]},
+    ...                               {"polylines": lines[1:]}], chunk_shape=10.0, client=client)
+    >>> store = zv.open(path)
+    >>> store.kind, store.object_count, store.vertex_count
+    ('polyline', 2, 4)
     """
+    target = new_store_destination(
+        store, mode, overwrite, storage_options, "write_objects_parallel"
+    )
+    store, overwrite = target.store, target.overwrite
     spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
-    check_overwrite(overwrite)
     batches = [_arguments(spec, part) for part in partitions]
     if not batches:
         raise InvalidInputError("nothing to write: give at least one partition")

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError, ParallelWriteError
 from zarr_vectors.format.metadata import RootMetadata
@@ -75,14 +76,17 @@ def write_points_parallel(
     *,
     chunk_shape: float | Sequence[float] | None = None,
     bin_shape: float | Sequence[float] | None = None,
-    attributes: Sequence[str] | None = None,
+    attribute_names: Sequence[str] | None = None,
     client: Any = None,
     scheduler_address: str | None = None,
     n_workers: int = 2,
     units: str | Sequence[str] | None = None,
-    overwrite: bool = False,
+    mode: inputs.WriteMode = "w-",
+    overwrite: bool | None = None,
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
+    storage_options: Mapping[str, Any] | None = None,
+    attributes: Sequence[str] | None = None,
 ) -> None:
     """Write a point cloud from partitions, binned and written by dask.distributed workers.
 
@@ -109,7 +113,7 @@ def write_points_parallel(
         As for :func:`~zarr_vectors.write_points` (the default chunk shape depends on all
         the bounds and on a sample of the rows, which the first stage gathers; the sample
         does not depend on how the rows are partitioned, so the store is the serial one).
-    attributes
+    attribute_names
         Names of the attributes to keep (default: every attribute of the partitions).
     client
         A ``distributed.Client`` to run on.
@@ -121,11 +125,18 @@ def write_points_parallel(
         as any program starting worker processes does.
     units
         Unit of the coordinates, as for :func:`~zarr_vectors.write_points`.
+    mode
+        ``"w-"`` (default): refuse an existing store; ``"w"``: replace an existing Zarr
+        Vectors store (never anything else).
     overwrite
-        Replace an existing store. A local store is replaced only once the new one is
-        complete (it is written beside it and swapped in), so a failed write leaves it as
-        it was; a remote store is cleared first, as :func:`~zarr_vectors.write_points`
-        does.
+        Deprecated: ``overwrite=True`` is ``mode="w"``. A local store is replaced only
+        once the new one is complete (it is written beside it and swapped in), so a failed
+        write leaves it as it was; a remote store is cleared first.
+    storage_options
+        URLs only: options of the fsspec filesystem, as for :func:`zarr_vectors.open`.
+    attributes
+        Deprecated: a list of names is ``attribute_names`` (``attributes`` is a mapping of
+        values everywhere else; here the values come with the partitions).
     options
         Less common settings (:class:`~zarr_vectors.WriteOptions`).
     progress
@@ -138,7 +149,7 @@ def write_points_parallel(
         For invalid partitions (raised before the destination is touched), partitions that
         do not match each other, or a destination workers cannot share.
     StoreExistsError
-        When the destination holds data and ``overwrite`` is false.
+        When the destination holds data and ``mode`` is ``"w-"``.
     ParallelWriteError
         When a task fails or workers keep dying (``KilledWorker``): nothing is committed,
         the destination does not open as a store, and a local destination is removed.
@@ -153,16 +164,29 @@ def write_points_parallel(
     writes the same bytes to the same keys), so the retried write is the same store.
     In-memory partitions travel inside their tasks so that they can be run again; for
     data larger than the coordinator's memory, pass files or a dask collection.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import distributed
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> tiles = [np.array([[1, 1, 1], [12, 3, 4]], dtype=np.float32),
+    ...          np.array([[25, 25, 25]], dtype=np.float32)]
+    >>> with distributed.Client(processes=False, n_workers=1, dashboard_address=None) as client:
+    ...     zv.write_points_parallel(path, tiles, chunk_shape=10.0, client=client)
+    >>> zv.open(path).vertex_count
+    3
     """
-    options = inputs.check_settings(
-        POINT_CLOUD,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
-        options=options,
-        units=units,
+    target = inputs.new_store_destination(
+        store, mode, overwrite, storage_options, "write_points_parallel"
     )
-    names = _attribute_names(attributes)
+    store, overwrite = target.store, target.overwrite
+    options = inputs.check_settings(
+        POINT_CLOUD, chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
+    )
+    names = _attribute_names(attributes, attribute_names)
     check_shareable(store)
     check_destination(store, overwrite=overwrite)
     with (
@@ -299,16 +323,32 @@ def _submit_writers(
     return writes
 
 
-def _attribute_names(attributes: Sequence[str] | None) -> tuple[str, ...] | None:
-    if attributes is None:
+def _attribute_names(
+    attributes: Sequence[str] | None, attribute_names: Sequence[str] | None
+) -> tuple[str, ...] | None:
+    """The names of the attributes to keep, from ``attribute_names`` or the deprecated
+    list ``attributes``.
+
+    Raises
+    ------
+    InvalidInputError
+        For a mapping of values, or both spellings at once.
+    """
+    if attributes is not None:
+        if isinstance(attributes, Mapping):
+            raise InvalidInputError(
+                "the attribute values of a parallel write come with the partitions; name the "
+                "attributes to keep with attribute_names=[...]"
+            )
+        warn_renamed("attributes=[names]", "attribute_names=[names]", stacklevel=4)
+        if attribute_names is not None:
+            raise InvalidInputError("give attribute_names only (attributes is its old name)")
+        attribute_names = attributes
+    if attribute_names is None:
         return None
-    if isinstance(attributes, Mapping):
-        raise InvalidInputError(
-            "attributes= names the attributes to keep; their values come with the partitions"
-        )
-    if isinstance(attributes, str):
-        return (attributes,)
-    return tuple(str(a) for a in attributes)
+    if isinstance(attribute_names, str):
+        return (attribute_names,)
+    return tuple(str(a) for a in attribute_names)
 
 
 def _stats(loaded: Loaded, sampled: bool) -> Stats:

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError, ObjectNotFoundError
+from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.manifest import decode_object_index_bulk
 from zarr_vectors.format.names import (
     CROSS_CHUNK_LINK_ATTRIBUTES,
@@ -225,7 +226,7 @@ class ObjectReader:
                 f"id (0 <= id < {capacity}): a chunk of the array is missing or damaged; "
                 "restore the store from a good copy, or write it again"
             )
-        if self.kind == "graph":
+        if geometry_kind(self.kind).directed == "allowed":
             _check_graph_links(table.reshape(-1, 2), reader.directed)
 
     def _read_set(self) -> list[str]:
@@ -235,7 +236,7 @@ class ObjectReader:
         )
         paths = [f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets"]
         paths += [f"{OBJECT_ATTRIBUTES}/{n}" for n in names]
-        if self.kind in ("graph", "skeleton"):
+        if geometry_kind(self.kind).stored_edges:
             paths.append(CROSS_CHUNK_LINKS)
             paths += [f"{CROSS_CHUNK_LINK_ATTRIBUTES}/{n}" for n in self.link_attribute_names]
         base = self.reader.base
@@ -469,9 +470,7 @@ class _Plan:
         per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
         offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
         links, link_columns = (
-            (None, {})
-            if self.objects.kind in ("polyline", "streamline")
-            else self._links(starts, sizes)
+            (None, {}) if geometry_kind(self.objects.kind).ordered else self._links(starts, sizes)
         )
         ids = self.objects.external_ids()[self.dense]
         return QueryResult(
@@ -559,13 +558,14 @@ class _Plan:
         )
         returned = self._returned(starts, sizes)
         gids = self._gid_table(returned)
-        if self.objects.kind == "graph":
+        kind = geometry_kind(self.objects.kind)
+        if kind.directed == "allowed":
             _check_graph_links(rows, self.reader.directed)
-        mapped = _translate(rows, slot_of_row, returned, gids, self.objects.kind == "mesh")
-        if self.objects.kind == "skeleton":
+        mapped = _translate(rows, slot_of_row, returned, gids, kind.faces)
+        if kind.tree:
             keep = mapped[:, 1] >= 0
             mapped, columns = mapped[keep], {k: v[keep] for k, v in columns.items()}
-        if self.objects.kind in ("graph", "skeleton"):
+        if kind.stored_edges:
             cross, mine = self._cross_links(gids)
             mapped = np.concatenate([mapped, cross])
             columns = {

@@ -21,6 +21,8 @@ import numpy as np
 from zarr_vectors._optional import require
 from zarr_vectors.display import format_count
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.kinds import geometry_kind
+from zarr_vectors.format.names import POINT_CLOUD
 from zarr_vectors.result.projection import axis_label, resolve_axes
 from zarr_vectors.result.shapes import link_objects, polyline_links
 
@@ -207,14 +209,14 @@ def _drawing(
 ) -> _Drawing:
     """The sampled items to draw, in painting order (see :func:`_depth_order`)."""
     coords = np.asarray(result.positions[:, list(cols)], dtype=np.float64)
-    kind = result.kind
-    if kind == "point_cloud":
+    kind = geometry_kind(result.kind or POINT_CLOUD)
+    if not kind.has_objects:
         rows = _sample(coords.shape[0], limit)
         rows = rows[_depth_order(result, cols, rows[:, None])]
         values = None if colours is None else colours[1][rows]
         return _Drawing("points", coords[rows], values, _note(rows.shape[0], len(result), "points"))
     links, owner = _links(result)
-    if kind == "mesh":
+    if kind.faces:
         keep = np.zeros(links.shape[0], dtype=bool)
         keep[_sample(links.shape[0], limit)] = True
         note = _note(int(keep.sum()), links.shape[0], "faces")
@@ -243,12 +245,13 @@ def _links(result: QueryResult) -> tuple[np.ndarray, np.ndarray]:
     """Segments or triangles as vertex rows ``(n, 2|3)``, and the object of each."""
     n = len(result)
     offsets = result.offsets
-    if result.kind in ("polyline", "streamline") and result.edges is None:
+    kind = geometry_kind(result.kind or POINT_CLOUD)
+    if kind.ordered and result.edges is None:
         if offsets is None:
             offsets = np.array([0, n], dtype=np.int64)
         chain = polyline_links(offsets)
         return chain, link_objects(chain, np.asarray(offsets, dtype=np.int64))
-    width = 3 if result.kind == "mesh" else 2
+    width = kind.link_width
     source = result.faces if width == 3 else result.edges
     links = np.empty((0, width), np.int64) if source is None else np.asarray(source, np.int64)
     if offsets is None:

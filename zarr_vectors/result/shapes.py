@@ -9,6 +9,8 @@ import numpy as np
 
 from zarr_vectors._optional import require
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.kinds import geometry_kind
+from zarr_vectors.format.names import POINT_CLOUD
 from zarr_vectors.result.projection import resolve_axes
 
 if TYPE_CHECKING:
@@ -20,15 +22,15 @@ __all__ = ["link_objects", "polyline_links", "to_shapely"]
 def to_shapely(result: QueryResult, axes: Sequence[int | str] | None) -> np.ndarray:
     """The geometries of :meth:`QueryResult.to_shapely` (see there)."""
     shapely = require("shapely", extra=None, purpose="QueryResult.to_shapely")
-    kind = result.kind
+    kind = geometry_kind(result.kind or POINT_CLOUD)
     coords = np.asarray(result.positions[:, _columns(result, axes)], dtype=np.float64)
-    if kind == "point_cloud":
+    if not kind.has_objects:
         return np.asarray(shapely.points(coords), dtype=object)
-    if kind == "mesh":
+    if kind.faces:
         faces = _links(result.faces, 3)
         return np.asarray(shapely.polygons(coords[faces]), dtype=object)
     offsets = _offsets(result)
-    if kind in ("polyline", "streamline"):
+    if kind.ordered:
         if result.edges is None:
             return _linestrings(shapely, coords, offsets)
         return _clipped_linestrings(shapely, coords, _links(result.edges, 2), offsets)
@@ -37,7 +39,7 @@ def to_shapely(result: QueryResult, axes: Sequence[int | str] | None) -> np.ndar
 
 def _columns(result: QueryResult, axes: Sequence[int | str] | None) -> tuple[int, ...]:
     ndim = result.ndim
-    if result.kind == "mesh":
+    if geometry_kind(result.kind or POINT_CLOUD).faces:
         default: tuple[int, ...] | None = (0, 1)
     else:
         default = tuple(range(ndim)) if ndim <= 3 else None

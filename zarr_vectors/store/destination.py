@@ -194,4 +194,5 @@ def check_replaceable(found: Found, where: str, *, overwrite: bool) -> None:
             if found.occupant is Occupant.STORE
             else ("an incomplete Zarr Vectors store (an interrupted write)")
         )
-        raise StoreExistsError(f"{where} already holds {kind}; pass overwrite=True to replace it")
+        how = 'pass mode="w" to replace it (zv.convert: overwrite=True)'
+        raise StoreExistsError(f"{where} already holds {kind}; {how}")

@@ -35,7 +35,7 @@ from zarr_vectors.update.object_merge import (
     wide_links,
 )
 from zarr_vectors.update.object_sources import open_source
-from zarr_vectors.update.object_stream import BatchSpec, ObjectWriter
+from zarr_vectors.update.object_stream import BatchSpec, ObjectWriter, write_objects_stream
 from zarr_vectors.update.point_stream import (
     PointWriter,
     append_points,
@@ -49,6 +49,7 @@ __all__ = [
     "append_points",
     "bin_dtype",
     "ObjectWriter",
+    "write_objects_stream",
     "BatchSpec",
     "append_polylines",
     "append_graph",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.format.names import (
     ATTRIBUTES,
@@ -151,7 +152,7 @@ def _write_globals(
         root_extra={},
     )
     write_object_columns(io, "0", table, cross)
-    if kind != "mesh" and sources[0].cross_columns:
+    if geometry_kind(kind).cross_chunk_links and sources[0].cross_columns:
         io.set(f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
         for name in sources[0].cross_columns:
             values = np.concatenate([s.cross_columns[name] for s in sources])[order]

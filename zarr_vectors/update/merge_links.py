@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.names import LINK_FRAGMENTS
 from zarr_vectors.read import ChunkRows
 from zarr_vectors.update.object_sources import LINKS0
@@ -36,7 +37,7 @@ def link_rows(plan: MergePlan, s: int, chunk: tuple[int, ...], rows: np.ndarray)
     """Source ``s``'s ``links/0`` rows of a chunk in the merged store's numbering."""
     rows = rows.astype(np.int64)
     shift = int(plan.places[s].row_shift[plan.index[s][chunk]])
-    if plan.sources[0].kind == "mesh":
+    if geometry_kind(plan.sources[0].kind).faces:
         sentinel = rows < 0
         out = np.where(sentinel, 0, rows + shift)
         if sentinel.any():
@@ -71,7 +72,7 @@ def rewrites_kept_links(plan: MergePlan) -> bool:
     """Whether the base's kept chunks need their ``links/0`` rows read and rewritten."""
     if not plan.has_base:
         return False
-    mesh = plan.sources[0].kind == "mesh"
+    mesh = geometry_kind(plan.sources[0].kind).faces
     return (mesh and not plan.identity(0)) or (
         plan.sources[0].arrays[LINKS0].layout.dtype != np.dtype(np.int32)
     )
@@ -79,7 +80,7 @@ def rewrites_kept_links(plan: MergePlan) -> bool:
 
 def links_may_be_wide(plan: MergePlan) -> bool:
     """Whether some merged ``links/0`` value may need int64 (else int32 holds them all)."""
-    mesh = plan.sources[0].kind == "mesh"
+    mesh = geometry_kind(plan.sources[0].kind).faces
     return mesh or max(plan.totals.values(), default=0) > _INT32.max
 
 

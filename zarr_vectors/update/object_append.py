@@ -10,17 +10,19 @@ the new ones gives. A store an earlier writer wrote with longer fragment-blob bl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Unpack
 
 import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.commits import COMMIT_KEY
+from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.names import ATTRIBUTES, LINK_ATTRIBUTES, VERTICES
 from zarr_vectors.geometry import (
     group_vertices,
+    shared_docs,
     split_polylines,
     write_graph,
     write_mesh,
@@ -31,46 +33,84 @@ from zarr_vectors.store.io import StoreIO, StoreLike, scratch_store
 from zarr_vectors.store.writer_lock import writer_lock
 from zarr_vectors.update.object_merge import merge_stores
 from zarr_vectors.update.object_sources import Source, open_source, options_of
-from zarr_vectors.write import inputs
+from zarr_vectors.write import ObjectAppendArgs, inputs
 
 __all__ = [
     "append_graph",
     "append_mesh",
     "append_polylines",
     "append_skeletons",
+    "append_objects",
     "continuing_ids",
     "fit_arguments",
 ]
 
-BatchWriter = Callable[[StoreLike, dict[str, Any], Source], None]
-"""Writes the new objects alone into a scratch store, given the store's settings."""
+ObjectWrite = Callable[..., None]
+"""A one-shot object writer (``write_graph``...), called with arguments by name."""
 
 
-def _append(
-    store: StoreLike, kinds: tuple[str, ...], write: BatchWriter, progress: ProgressOption
+def append_objects(
+    store: StoreLike,
+    kinds: tuple[str, ...],
+    write: ObjectWrite,
+    arguments: dict[str, Any],
+    progress: ProgressOption,
 ) -> None:
+    """Add the objects ``arguments`` describe to ``store``, whose kind is one of ``kinds``.
+
+    Parameters
+    ----------
+    store
+        An existing store.
+    kinds
+        The kinds ``write`` writes.
+    write
+        The kind's one-shot writer; the new objects are written alone with it, with the
+        store's settings, then merged into the store.
+    arguments
+        The new objects: ``write``'s arguments by name, but the store and its settings.
+    progress
+        As for the ``append_*`` functions.
+
+    Raises
+    ------
+    InvalidInputError
+        For another kind of store, or input that does not match the store.
+    """
     with writer_lock(store):  # another append waits: its batch goes after this one
-        _append_locked(store, kinds, write, progress)
+        base = open_source(store)
+        if base.kind not in kinds:
+            raise InvalidInputError(
+                f"cannot append {' or '.join(kinds)} objects to a {base.kind} store"
+            )
+        fitted = fit_arguments(base.kind, base, arguments, "the store")
+        fitted["object_ids"] = continuing_ids(base.kind, base.n_objects, arguments)
+        settings = {
+            "chunk_shape": base.root.chunk_shape,
+            "bin_shape": base.root.base_bin_shape,
+            "options": options_of(base),
+            **_store_arguments(base),
+        }
+        with progress_reporter(progress) as report:
+            scratch = scratch_store()
+            write(scratch, **fitted, **settings, progress=report)
+            batch = open_source(StoreIO(scratch))
+            merge_stores(store, [base, batch], has_base=True, progress=report)
 
 
-def _append_locked(
-    store: StoreLike, kinds: tuple[str, ...], write: BatchWriter, progress: ProgressOption
-) -> None:
-    base = open_source(store)
-    if base.kind not in kinds:
-        raise InvalidInputError(
-            f"cannot append {' or '.join(kinds)} objects to a {base.kind} store"
-        )
-    settings = {
-        "chunk_shape": base.root.chunk_shape,
-        "bin_shape": base.root.base_bin_shape,
-        "options": options_of(base),
-    }
-    with progress_reporter(progress) as report:
-        scratch = scratch_store()
-        write(scratch, {**settings, "progress": report}, base)
-        batch = open_source(StoreIO(scratch))
-        merge_stores(store, [base, batch], has_base=True, progress=report)
+def _store_arguments(base: Source) -> dict[str, Any]:
+    """The store-wide arguments of the kind's writer, as ``base`` was written with them."""
+    row, extra = geometry_kind(base.kind), base.root.extra
+    if row.ordered:
+        return {"kind": base.kind, "metadata": _user_extra(base.root)}
+    if row.directed == "allowed":
+        return {"directed": bool(extra.get("is_directed", False))}
+    if row.faces:
+        return {
+            "winding_order": str(extra.get("winding_order", "ccw")),
+            "closed_surface": bool(extra.get("closed_surface", False)),
+        }
+    return {}
 
 
 def _ids(first: int, object_ids: Any, labels: np.ndarray | None, m: int) -> Any:
@@ -110,10 +150,9 @@ def continuing_ids(kind: str, first: int, arguments: Mapping[str, Any]) -> Any:
         ``vertex_objects``, or ``first, first + 1, …``.
     """
     ids = arguments.get("object_ids")
-    if kind in ("polyline", "streamline"):
+    if geometry_kind(kind).ordered:
         return _ids(first, ids, None, split_polylines(arguments["polylines"])[1].shape[0] - 1)
-    positions = arguments["vertices"] if kind == "mesh" else arguments["positions"]
-    return _grouped_ids(first, ids, positions, arguments.get("vertex_objects"))
+    return _grouped_ids(first, ids, arguments["positions"], arguments.get("vertex_objects"))
 
 
 def _stored_dtypes(base: Source, prefix: str) -> dict[str, np.dtype[Any]]:
@@ -168,12 +207,12 @@ def fit_arguments(
     """
     out = dict(arguments)
     dtype = base.arrays[VERTICES].layout.dtype
-    if kind in ("polyline", "streamline"):
+    if geometry_kind(kind).ordered:
         vertices, offsets = split_polylines(out["polylines"])
         out["polylines"] = (inputs.cast_to(vertices, dtype, "polylines", holder), offsets)
     else:
-        key = "vertices" if kind == "mesh" else "positions"
-        out[key] = inputs.cast_to(inputs.positions(out[key], key), dtype, key, holder)
+        positions = inputs.positions(out["positions"])
+        out["positions"] = inputs.cast_to(positions, dtype, "positions", holder)
     vertex = _stored_dtypes(base, ATTRIBUTES)
     link = _stored_dtypes(base, LINK_ATTRIBUTES)
     objects = {name: column.dtype for name, column in base.object_columns.items()}
@@ -197,18 +236,15 @@ def _user_extra(root: Any) -> dict[str, Any]:
     return {k: v for k, v in root.extra.items() if k not in ("software", COMMIT_KEY)}
 
 
+@shared_docs
 def append_polylines(
     store: StoreLike,
     polylines: Any,
-    *,
-    attributes: Mapping[str, Any] | None = None,
-    object_attributes: Mapping[str, Any] | None = None,
-    object_ids: Any = None,
-    groups: Mapping[Any, Sequence[int]] | None = None,
-    group_attributes: Mapping[str, Any] | None = None,
-    progress: ProgressOption = None,
+    **columns: Unpack[ObjectAppendArgs],
 ) -> None:
     """Add polylines or streamlines to an existing store of that kind.
+
+    The same as :func:`~zarr_vectors.write_polylines` with ``mode="a"``.
 
     Parameters
     ----------
@@ -224,17 +260,11 @@ def append_polylines(
         follow the store's (its object count onwards).
     groups
         New groups of new objects (by id); a group name must not exist in the store.
-    progress
-        Progress bars over the chunks written and merged: None (default) on a terminal or
-        in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
+    {append_progress}
 
     Raises
     ------
-    InvalidInputError
-        For malformed input or input that does not match the store; nothing changes then.
-    ConcurrentWriteError
-        When another writer committed meanwhile without taking turns (spec §12.3); nothing
-        changes then.
+    {append_raises}
 
     Notes
     -----
@@ -246,206 +276,179 @@ def append_polylines(
     changed in a sibling directory swapped in at the end, so a failed append leaves it
     as it was; other stores are changed in place, and an interrupted append leaves them
     incomplete (spec §2.4), never wrong.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tracts.zarr"
+    >>> line = np.array([[0, 0, 0], [1, 1, 1]], dtype=np.float32)
+    >>> zv.write_polylines(path, [line], chunk_shape=4.0, progress=False)
+    >>> zv.append_polylines(path, [line + 1, line + 2], progress=False)
+    >>> zv.open(path).object_count
+    3
     """
-
-    def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
-        given = {
-            "polylines": polylines,
-            "attributes": attributes,
-            "object_attributes": object_attributes,
-            "groups": groups,
-            "group_attributes": group_attributes,
-        }
-        fitted = fit_arguments(base.kind, base, given, "the store")
-        write_polylines(
-            scratch,
-            kind=base.kind,
-            object_ids=_ids(base.n_objects, object_ids, None, fitted["polylines"][1].shape[0] - 1),
-            metadata=_user_extra(base.root),
-            **fitted,
-            **settings,
-        )
-
-    _append(store, ("polyline", "streamline"), write, progress)
+    write_polylines(
+        store,
+        polylines,
+        mode="a",
+        **columns,
+    )
 
 
+@shared_docs
 def append_graph(
     store: StoreLike,
     positions: Any,
     edges: Any,
     *,
     vertex_objects: Any = None,
-    object_ids: Any = None,
-    attributes: Mapping[str, Any] | None = None,
-    object_attributes: Mapping[str, Any] | None = None,
     edge_attributes: Mapping[str, Any] | None = None,
-    groups: Mapping[Any, Sequence[int]] | None = None,
-    group_attributes: Mapping[str, Any] | None = None,
-    progress: ProgressOption = None,
+    **columns: Unpack[ObjectAppendArgs],
 ) -> None:
     """Add graph objects (components) to an existing graph store.
 
-    Parameters are those of :func:`~zarr_vectors.write_graph` (``directed`` is the
-    store's). Object ids default to the labels of ``vertex_objects``; labels ``0..m-1``
-    (or no labels) mean the ids that follow the store's. See :func:`append_polylines`
-    for what the store becomes and what happens on failure.
+    The same as :func:`~zarr_vectors.write_graph` with ``mode="a"``: parameters are
+    those of :func:`~zarr_vectors.write_graph` (``directed`` is the store's). Object ids
+    default to the labels of ``vertex_objects``; labels ``0..m-1`` (or no labels) mean
+    the ids that follow the store's. See :func:`append_polylines` for what the store
+    becomes and what happens on failure.
 
     Parameters
     ----------
-    progress
-        Progress bars over the chunks written and merged: None (default) on a terminal or
-        in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
+    {append_progress}
 
     Raises
     ------
-    InvalidInputError
-        For malformed input or input that does not match the store; nothing changes then.
-    ConcurrentWriteError
-        When another writer committed meanwhile without taking turns (spec §12.3); nothing
-        changes then.
+    {append_raises}
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "network.zarr"
+    >>> positions = np.array([[0, 0, 0], [1, 0, 0]], dtype=np.float32)
+    >>> zv.write_graph(path, positions, [[0, 1]], chunk_shape=4.0, progress=False)
+    >>> zv.append_graph(path, positions + 1, [[0, 1]], progress=False)
+    >>> zv.open(path).object_count
+    2
     """
-
-    def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
-        given = {
-            "positions": positions,
-            "edges": edges,
-            "vertex_objects": vertex_objects,
-            "attributes": attributes,
-            "object_attributes": object_attributes,
-            "edge_attributes": edge_attributes,
-            "groups": groups,
-            "group_attributes": group_attributes,
-        }
-        fitted = fit_arguments("graph", base, given, "the store")
-        write_graph(
-            scratch,
-            directed=bool(base.root.extra.get("is_directed", False)),
-            object_ids=_grouped_ids(base.n_objects, object_ids, positions, vertex_objects),
-            **fitted,
-            **settings,
-        )
-
-    _append(store, ("graph",), write, progress)
+    write_graph(
+        store,
+        positions,
+        edges,
+        vertex_objects=vertex_objects,
+        edge_attributes=edge_attributes,
+        mode="a",
+        **columns,
+    )
 
 
+@shared_docs
 def append_skeletons(
     store: StoreLike,
     positions: Any,
-    *,
     parents: Any = None,
+    *,
     edges: Any = None,
     vertex_objects: Any = None,
-    object_ids: Any = None,
     radius: Any = None,
     swc_type: Any = None,
-    attributes: Mapping[str, Any] | None = None,
-    object_attributes: Mapping[str, Any] | None = None,
-    groups: Mapping[Any, Sequence[int]] | None = None,
-    group_attributes: Mapping[str, Any] | None = None,
-    progress: ProgressOption = None,
+    **columns: Unpack[ObjectAppendArgs],
 ) -> None:
     """Add skeletons to an existing skeleton store.
 
-    Parameters are those of :func:`~zarr_vectors.write_skeletons`; ids as for
-    :func:`append_graph`. ``swc_compatible`` stays true only if the new skeletons are SWC
-    compatible too.
+    The same as :func:`~zarr_vectors.write_skeletons` with ``mode="a"``: parameters are
+    those of :func:`~zarr_vectors.write_skeletons`; ids as for :func:`append_graph`.
+    ``swc_compatible`` stays true only if the new skeletons are SWC compatible too.
 
     Parameters
     ----------
-    progress
-        Progress bars over the chunks written and merged: None (default) on a terminal or
-        in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
+    {append_progress}
 
     Raises
     ------
-    InvalidInputError
-        For malformed input or input that does not match the store; nothing changes then.
-    ConcurrentWriteError
-        When another writer committed meanwhile without taking turns (spec §12.3); nothing
-        changes then.
+    {append_raises}
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "neurons.zarr"
+    >>> positions = np.array([[0, 0, 0], [1, 0, 0]], dtype=np.float32)
+    >>> zv.write_skeletons(path, positions, [-1, 0], chunk_shape=4.0, progress=False)
+    >>> zv.append_skeletons(path, positions + 1, [-1, 0], progress=False)
+    >>> zv.open(path).object_count
+    2
     """
-
-    def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
-        given = {
-            "positions": positions,
-            "parents": parents,
-            "edges": edges,
-            "vertex_objects": vertex_objects,
-            "radius": radius,
-            "swc_type": swc_type,
-            "attributes": attributes,
-            "object_attributes": object_attributes,
-            "groups": groups,
-            "group_attributes": group_attributes,
-        }
-        fitted = fit_arguments("skeleton", base, given, "the store")
-        write_skeletons(
-            scratch,
-            object_ids=_grouped_ids(base.n_objects, object_ids, positions, vertex_objects),
-            **fitted,
-            **settings,
-        )
-
-    _append(store, ("skeleton",), write, progress)
+    write_skeletons(
+        store,
+        positions,
+        parents,
+        edges=edges,
+        vertex_objects=vertex_objects,
+        radius=radius,
+        swc_type=swc_type,
+        mode="a",
+        **columns,
+    )
 
 
+@shared_docs
 def append_mesh(
     store: StoreLike,
-    vertices: Any,
-    faces: Any,
+    positions: Any = None,
+    faces: Any = None,
     *,
     vertex_objects: Any = None,
-    object_ids: Any = None,
     allow_degenerate: bool = False,
-    attributes: Mapping[str, Any] | None = None,
-    object_attributes: Mapping[str, Any] | None = None,
     face_attributes: Mapping[str, Any] | None = None,
-    groups: Mapping[Any, Sequence[int]] | None = None,
-    group_attributes: Mapping[str, Any] | None = None,
-    progress: ProgressOption = None,
+    vertices: Any = None,
+    **columns: Unpack[ObjectAppendArgs],
 ) -> None:
     """Add meshes to an existing mesh store.
 
-    Parameters are those of :func:`~zarr_vectors.write_mesh`; ``winding_order`` and
-    ``closed_surface`` are the store's (a closed store needs closed new meshes). Ids as
-    for :func:`append_graph`. Face sentinels of the stored meshes are rewritten when the
-    grid or ``N_max`` changes (spec §10.7).
+    The same as :func:`~zarr_vectors.write_mesh` with ``mode="a"``: parameters are those
+    of :func:`~zarr_vectors.write_mesh`; ``winding_order`` and ``closed_surface`` are the
+    store's (a closed store needs closed new meshes). Ids as for :func:`append_graph`.
+    Face sentinels of the stored meshes are rewritten when the grid or ``N_max`` changes
+    (spec §10.7).
 
     Parameters
     ----------
-    progress
-        Progress bars over the chunks written and merged: None (default) on a terminal or
-        in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
+    {append_progress}
 
     Raises
     ------
-    InvalidInputError
-        For malformed input or input that does not match the store; nothing changes then.
-    ConcurrentWriteError
-        When another writer committed meanwhile without taking turns (spec §12.3); nothing
-        changes then.
+    {append_raises}
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "surface.zarr"
+    >>> positions = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0]], dtype=np.float32)
+    >>> zv.write_mesh(path, positions, [[0, 1, 2]], chunk_shape=4.0, progress=False)
+    >>> zv.append_mesh(path, positions + 1, [[0, 1, 2]], progress=False)
+    >>> zv.open(path).object_count
+    2
     """
+    write_mesh(
+        store,
+        positions,
+        faces,
+        vertex_objects=vertex_objects,
+        allow_degenerate=allow_degenerate,
+        face_attributes=face_attributes,
+        vertices=vertices,
+        mode="a",
+        **columns,
+    )
 
-    def write(scratch: StoreLike, settings: dict[str, Any], base: Source) -> None:
-        given = {
-            "vertices": vertices,
-            "faces": faces,
-            "vertex_objects": vertex_objects,
-            "allow_degenerate": allow_degenerate,
-            "attributes": attributes,
-            "object_attributes": object_attributes,
-            "face_attributes": face_attributes,
-            "groups": groups,
-            "group_attributes": group_attributes,
-        }
-        fitted = fit_arguments("mesh", base, given, "the store")
-        write_mesh(
-            scratch,
-            object_ids=_grouped_ids(base.n_objects, object_ids, vertices, vertex_objects),
-            winding_order=str(base.root.extra.get("winding_order", "ccw")),
-            closed_surface=bool(base.root.extra.get("closed_surface", False)),
-            **fitted,
-            **settings,
-        )
 
-    _append(store, ("mesh",), write, progress)
+# A registry (as numcodecs registers codecs): mode="a" of an object writer runs this.
+inputs.register_append(("objects",), append_objects)

@@ -15,6 +15,7 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError, MetadataError
 from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.manifest import decode_object_index_bulk
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import (
@@ -231,7 +232,7 @@ def open_source(store: StoreLike | StoreIO) -> Source:
         object_columns=columns,
         groups=_groups(io, reader),
         cross=np.empty((0, 2), np.int64)
-        if kind == "mesh"
+        if not geometry_kind(kind).cross_chunk_links
         else reader.read_globals([CROSS_CHUNK_LINKS])[0].astype(np.int64).reshape(-1, 2),
         cross_columns=dict(
             zip(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -22,8 +22,10 @@ from typing import Any
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.kinds import KINDS, geometry_kind
 from zarr_vectors.geometry import (
     group_vertices,
+    mesh_positions,
     split_polylines,
     write_graph,
     write_mesh,
@@ -36,9 +38,9 @@ from zarr_vectors.store.target import check_destination
 from zarr_vectors.update.object_append import continuing_ids, fit_arguments
 from zarr_vectors.update.object_merge import merge_stores
 from zarr_vectors.update.object_sources import Source, open_source
-from zarr_vectors.write import WriteOptions, inputs
+from zarr_vectors.write import WriteMode, WriteOptions, inputs
 
-__all__ = ["BatchSpec", "ObjectWriter"]
+__all__ = ["BatchSpec", "ObjectWriter", "write_objects_stream"]
 
 _WRITERS: dict[str, Callable[..., None]] = {
     "polyline": write_polylines,
@@ -105,9 +107,10 @@ class BatchSpec:
             "options": None if options is None else dataclasses.replace(options, shard_chunks=None),
             **settings,
         }
-        if kind in ("polyline", "streamline"):
+        if geometry_kind(kind).ordered:
             fixed["kind"] = kind
-        unknown = set(fixed) - set(inspect.signature(_WRITERS[kind]).parameters)
+        known = set(inspect.signature(_WRITERS[kind]).parameters) | inputs.WRITE_SETTINGS
+        unknown = set(fixed) - known
         if unknown:
             raise InvalidInputError(f"{sorted(unknown)} are not settings of a {kind} store")
         return cls(kind, fixed, shards)
@@ -127,6 +130,18 @@ class BatchSpec:
             raise InvalidInputError(f"bad batch for {write.__name__}: {exc}") from exc
         arguments = dict(bound.arguments)
         arguments.pop("store")
+        arguments.update(arguments.pop("settings", {}))
+        known = set(inspect.signature(write).parameters) | inputs.OBJECT_COLUMNS
+        unknown = sorted(set(arguments) - known - inputs.WRITE_SETTINGS)
+        if unknown:
+            raise InvalidInputError(
+                f"bad batch for {write.__name__}: unexpected keyword argument {unknown[0]!r}"
+            )
+        if "vertices" in arguments:  # the deprecated name of a mesh's positions
+            given = arguments.pop("vertices")
+            arguments["positions"] = mesh_positions(
+                arguments.get("positions"), given, arguments.get("faces")
+            )
         clash = sorted(set(arguments) & set(self.fixed))
         if clash:
             raise InvalidInputError(f"{clash} are set once, on the ObjectWriter")
@@ -140,10 +155,9 @@ class BatchSpec:
         InvalidInputError
             For positions or object labels that are not valid.
         """
-        if self.kind in ("polyline", "streamline"):
+        if geometry_kind(self.kind).ordered:
             return int(split_polylines(arguments["polylines"])[1].shape[0]) - 1
-        positions = arguments["vertices"] if self.kind == "mesh" else arguments["positions"]
-        n = inputs.positions(positions).shape[0]
+        n = inputs.positions(arguments["positions"]).shape[0]
         return group_vertices(arguments.get("vertex_objects"), n).n_objects
 
     def write(
@@ -152,7 +166,7 @@ class BatchSpec:
         """Write a batch alone into ``path``; its default ids start at ``first``."""
         ids = continuing_ids(self.kind, first, arguments)
         write = _WRITERS[self.kind]
-        settings = {**self.fixed, "overwrite": overwrite, "progress": False}
+        settings = {**self.fixed, "mode": "w" if overwrite else "w-", "progress": False}
         write(path, **{**arguments, "object_ids": ids, **settings})
 
 
@@ -176,8 +190,11 @@ class ObjectWriter:
         depends on all the data.
     bin_shape
         Bin size, as for the ``write_*`` functions.
+    mode
+        ``"w-"`` (default): refuse an existing store; ``"w"``: replace an existing Zarr
+        Vectors store (never anything else) when the writer closes.
     overwrite
-        Replace an existing store at the destination when the writer closes.
+        Deprecated: ``overwrite=True`` is ``mode="w"``.
     options
         Less common settings (:class:`~zarr_vectors.WriteOptions`).
     spill_dir
@@ -187,6 +204,8 @@ class ObjectWriter:
         Progress bar over the chunks merged when the writer closes: None (default) on a
         terminal or in Jupyter, True always, False never, or a callable
         ``progress(stage, done, total)`` (stage ``"merge"``).
+    storage_options
+        URLs only: options of the fsspec filesystem, as for :func:`zarr_vectors.open`.
     **settings
         Store-wide arguments of the kind's ``write_*`` function: ``units`` (of the
         coordinates, as for :func:`~zarr_vectors.write_points`), ``directed`` (graph),
@@ -195,10 +214,23 @@ class ObjectWriter:
     Raises
     ------
     StoreExistsError
-        When the destination holds data and ``overwrite`` is false.
+        When the destination holds data and ``mode`` is ``"w-"``.
     InvalidInputError
         For an unknown kind or a missing ``chunk_shape``; :meth:`append` raises it for an
         invalid batch, which is then not added.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tracts.zarr"
+    >>> line = np.array([[0, 0, 0], [1, 1, 1]], dtype=np.float32)
+    >>> with zv.ObjectWriter(path, kind="polyline", chunk_shape=4.0, progress=False) as w:
+    ...     w.append([line, line + 1])
+    ...     w.append([line + 2])
+    >>> zv.open(path).object_count
+    3
     """
 
     def __init__(
@@ -208,15 +240,21 @@ class ObjectWriter:
         kind: str,
         chunk_shape: float | Sequence[float] | None,
         bin_shape: float | Sequence[float] | None = None,
-        overwrite: bool = False,
+        mode: WriteMode = "w-",
+        overwrite: bool | None = None,
         options: WriteOptions | None = None,
         spill_dir: str | os.PathLike[str] | None = None,
         progress: ProgressOption = None,
+        storage_options: Mapping[str, Any] | None = None,
         **settings: Any,
     ) -> None:
-        self.progress = progress_reporter(progress)
+        target = inputs.new_store_destination(
+            store, mode, overwrite, storage_options, "ObjectWriter"
+        )
+        store, overwrite = target.store, target.overwrite
         self.spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
         check_destination(store, overwrite=overwrite)
+        self.progress = progress_reporter(progress)
         self.store, self.kind, self.overwrite = store, kind, overwrite
         self.scratch = scratch_directory(local_destination(store), spill_dir)
         self.batches: list[Path] = []
@@ -236,6 +274,21 @@ class ObjectWriter:
         ------
         InvalidInputError
             For an invalid batch; it is not added and the writer stays usable.
+
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+        >>> line = np.array([[0, 0, 0], [5, 5, 5.0]])
+        >>> writer = zv.ObjectWriter(path, kind="polyline", chunk_shape=10.0)
+        >>> writer.append([line])
+        >>> writer.append([line + 20, line + 40])   # numbered after the first batch's objects
+        >>> writer.close()
+        >>> zv.open(path).object_ids
+        array([0, 1, 2])
         """
         if self.closed:
             raise InvalidInputError("this ObjectWriter is closed")
@@ -256,6 +309,20 @@ class ObjectWriter:
         ------
         InvalidInputError
             When nothing was appended.
+
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+        >>> line = np.array([[0, 0, 0], [5, 5, 5.0]])
+        >>> writer = zv.ObjectWriter(path, kind="polyline", chunk_shape=10.0)
+        >>> writer.append([line])
+        >>> writer.close()
+        >>> zv.open(path).object_count
+        1
         """
         if self.closed:
             raise InvalidInputError("this ObjectWriter is closed")
@@ -275,7 +342,21 @@ class ObjectWriter:
             self.abort()
 
     def abort(self) -> None:
-        """Drop the batches and their temporary stores; the destination is untouched."""
+        """Drop the batches and their temporary stores; the destination is untouched.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+        >>> line = np.array([[0, 0, 0], [5, 5, 5.0]])
+        >>> writer = zv.ObjectWriter(path, kind="polyline", chunk_shape=10.0)
+        >>> writer.append([line])
+        >>> writer.abort()
+        >>> path.exists()
+        False
+        """
         self.closed = True
         remove_scratch(self.scratch)
         self.progress.close()
@@ -293,3 +374,68 @@ class ObjectWriter:
             self.close()
         else:
             self.abort()
+
+
+def write_objects_stream(
+    store: StoreLike,
+    batches: Iterable[Any],
+    *,
+    kind: str,
+    chunk_shape: float | Sequence[float] | None,
+    **settings: Any,
+) -> None:
+    """Write an object store from an iterable of batches of whole objects.
+
+    The object counterpart of :func:`~zarr_vectors.write_points_stream`: memory holds one
+    batch at a time, and the store is, byte for byte apart from ``creation_timestamp`` and
+    ``commit``, the one the kind's ``write_*`` function writes for all the objects.
+
+    Parameters
+    ----------
+    store
+        Destination.
+    batches
+        Each item is one batch: a mapping of the kind's ``write_*`` arguments after the
+        store (``{"positions": ..., "edges": ...}``), a tuple of its data arguments
+        (``(positions, edges)``; for polylines and streamlines, the ``polylines``
+        argument itself: a list of arrays or ``(vertices, offsets)``).
+    kind
+        ``"polyline"``, ``"streamline"``, ``"graph"``, ``"skeleton"`` or ``"mesh"``.
+    chunk_shape
+        Chunk size per axis (one number for all axes); required, as for
+        :class:`ObjectWriter`.
+    **settings
+        Keyword arguments of :class:`ObjectWriter` (``bin_shape``, ``mode``, ``options``,
+        ``spill_dir``, ``progress``, ``storage_options``, ``units`` and the kind's
+        store-wide settings such as ``directed``).
+
+    Raises
+    ------
+    InvalidInputError
+        For an invalid batch or setting; nothing is written then.
+    StoreExistsError
+        When the destination holds data and ``mode`` is ``"w-"``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "graphs.zarr"
+    >>> square = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=np.float32)
+    >>> ring = np.array([[0, 1], [1, 2], [2, 3], [3, 0]])
+    >>> batches = [(square, ring), {"positions": square + 5, "edges": ring}]
+    >>> zv.write_objects_stream(path, batches, kind="graph", chunk_shape=4.0, progress=False)
+    >>> store = zv.open(path)
+    >>> store.object_count, store.vertex_count
+    (2, 8)
+    """
+    ordered = geometry_kind(kind).ordered if kind in KINDS else False
+    with ObjectWriter(store, kind=kind, chunk_shape=chunk_shape, **settings) as writer:
+        for batch in batches:
+            if isinstance(batch, Mapping):
+                writer.append(**batch)
+            elif isinstance(batch, tuple) and not ordered:
+                writer.append(*batch)
+            else:
+                writer.append(batch)

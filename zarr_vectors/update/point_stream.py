@@ -45,6 +45,7 @@ from zarr_vectors.update._read_ahead import read_ahead
 from zarr_vectors.update.point_append import ExistingPoints, append_to_store, load_existing
 from zarr_vectors.write import (
     LevelWriter,
+    WriteMode,
     WriteOptions,
     chunk_shapes,
     column_shapes,
@@ -127,8 +128,6 @@ class PointWriter:
         point) needs all the bounds and a sample of the rows, so the rows are spilled
         twice. The sample does not depend on how the rows are cut into batches, so the
         store is the one-shot store.
-    overwrite
-        Replace an existing store at the destination when the writer closes.
     options
         Less common settings (:class:`~zarr_vectors.WriteOptions`).
     memory_budget
@@ -144,24 +143,43 @@ class PointWriter:
         progress bar on standard error, False for none; default: a bar when standard error
         is a terminal or in Jupyter.
     mode
-        ``"w"`` (default) writes a new store; ``"a"`` adds the batches to the existing
-        point cloud at ``store`` (as :func:`append_points`), keeping its ``chunk_shape``,
-        ``bin_shape``, units and options, so those and ``overwrite`` are not given then.
+        ``"w-"`` (default) writes a new store, refusing an existing one; ``"w"`` replaces
+        an existing Zarr Vectors store (never anything else) when the writer closes;
+        ``"a"`` adds the batches to the existing point cloud at ``store`` (as
+        :func:`append_points`), keeping its ``chunk_shape``, ``bin_shape``, units and
+        options, so those are not given then.
         The store is read when the writer is created, and the batches are committed at
         :meth:`close` only onto that version of it (spec §12.3).
     units
         Unit of the coordinates, as for :func:`~zarr_vectors.write_points`.
+    overwrite
+        Deprecated: ``overwrite=True`` is ``mode="w"``.
+    storage_options
+        URLs only: options of the fsspec filesystem (for S3: ``endpoint_url``, ``key``,
+        ``secret``, ``anon``...), as for :func:`zarr_vectors.open`.
 
     Raises
     ------
     StoreExistsError
-        When the destination holds data and ``overwrite`` is false (``mode="w"``).
+        When the destination holds data and ``mode`` is ``"w-"``.
     InvalidInputError
         For invalid settings; :meth:`append` raises it for invalid batches, which are then
         not added (the batches before them are kept).
     ConcurrentWriteError
         ``mode="a"``, at :meth:`close`: another writer committed to the store after this
         writer read it; none of the batches were committed (append them again).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> with zv.PointWriter(path, chunk_shape=5.0, progress=False) as writer:
+    ...     for k in range(3):
+    ...         writer.append(np.full((2, 3), k, dtype=np.float32))
+    >>> zv.open(path).vertex_count
+    6
     """
 
     def __init__(
@@ -170,20 +188,21 @@ class PointWriter:
         *,
         chunk_shape: float | Sequence[float] | None = None,
         bin_shape: float | Sequence[float] | None = None,
-        overwrite: bool = False,
+        overwrite: bool | None = None,
         options: WriteOptions | None = None,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         spill_dir: str | os.PathLike[str] | None = None,
         progress: ProgressOption = None,
-        mode: str = "w",
+        mode: WriteMode = "w-",
         units: str | Sequence[str] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         if inputs.number(memory_budget, "memory_budget") < _MIN_BUDGET:
             raise InvalidInputError(
                 f"memory_budget must be at least {_MIN_BUDGET} bytes, got {memory_budget}"
             )
-        if mode not in ("w", "a"):
-            raise InvalidInputError(f"mode must be 'w' (write) or 'a' (append), got {mode!r}")
+        target = inputs.destination(store, mode, overwrite, storage_options)
+        store, overwrite = target.store, target.overwrite
         self.store, self.overwrite = store, overwrite
         self.chunk_shape, self.bin_shape = chunk_shape, bin_shape
         self.budget = int(memory_budget)
@@ -194,13 +213,10 @@ class PointWriter:
         self.hi: np.ndarray | None = None
         self.existing: ExistingPoints | None = None
         self.sample: PointSample | None = None  # for the default chunk shape
-        if mode == "a":
-            given = (chunk_shape, bin_shape, options, units)
-            if any(v is not None for v in given) or overwrite is not False:
-                raise InvalidInputError(
-                    "an append keeps the store's chunk_shape, bin_shape, units and options; "
-                    "do not pass them (nor overwrite) with mode='a'"
-                )
+        if target.mode == "a":
+            inputs.check_append_settings(
+                chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
+            )
             self._open_existing(store)
             self.options = self.existing.options if self.existing else WriteOptions()
         else:
@@ -208,7 +224,6 @@ class PointWriter:
                 POINT_CLOUD,
                 chunk_shape=chunk_shape,
                 bin_shape=bin_shape,
-                overwrite=overwrite,
                 options=options,
                 units=units,
             )
@@ -258,6 +273,20 @@ class PointWriter:
         ------
         InvalidInputError
             For an invalid batch or one that does not match the first; nothing of it is kept.
+
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> writer = zv.PointWriter(path, chunk_shape=10.0)
+        >>> writer.append(np.array([[1, 1, 1], [12, 3, 4]], dtype=np.float32))
+        >>> writer.append(np.array([[25, 25, 25]], dtype=np.float32))
+        >>> writer.close()
+        >>> zv.open(path).vertex_count
+        3
         """
         self._check_open()
         pos = inputs.positions(positions)
@@ -429,6 +458,19 @@ class PointWriter:
         ------
         InvalidInputError
             When nothing was appended (append a batch, even an empty one, first).
+
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> writer = zv.PointWriter(path, chunk_shape=10.0)
+        >>> writer.append(np.zeros((0, 2), dtype=np.float32))   # an empty batch is a batch
+        >>> writer.close()
+        >>> zv.open(path).vertex_count
+        0
         """
         self._check_open()
         try:
@@ -437,7 +479,20 @@ class PointWriter:
             self._cleanup()
 
     def abort(self) -> None:
-        """Drop everything appended and remove the temporary files; the store is untouched."""
+        """Drop everything appended and remove the temporary files; the store is untouched.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> writer = zv.PointWriter(path, chunk_shape=10.0)
+        >>> writer.append(np.ones((4, 3), dtype=np.float32))
+        >>> writer.abort()
+        >>> path.exists()
+        False
+        """
         if not self.closed:
             self._cleanup()
 
@@ -586,6 +641,17 @@ def write_points_stream(
         Keyword arguments of :class:`PointWriter` (``chunk_shape``, ``bin_shape``,
         ``units``, ``overwrite``, ``options``, ``memory_budget``, ``spill_dir``,
         ``progress``).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> batches = (np.full((3, 3), k, dtype=np.float32) for k in range(4))
+    >>> zv.write_points_stream(path, batches, chunk_shape=5.0, progress=False)
+    >>> zv.open(path).vertex_count
+    12
     """
     with PointWriter(store, **settings) as writer:
         for batch in batches:
@@ -680,6 +746,21 @@ def append_points(
     ConcurrentWriteError
         When another writer committed meanwhile without the lock (another process on a
         memory or object store) or held the lock for over an hour; nothing was committed.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> positions = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.float32)
+    >>> zv.write_points(path, positions, chunk_shape=5.0, progress=False)
+    >>> zv.append_points(path, positions + 10, progress=False)
+    >>> zv.open(path).vertex_count
+    4
     """
     with writer_lock(store), PointWriter(store, mode="a", **settings) as writer:
         writer.append(positions, attributes=attributes, object_ids=object_ids)
+
+
+inputs.register_append((POINT_CLOUD,), append_points)  # write_points(mode="a") runs it

@@ -9,6 +9,7 @@ import numpy as np
 
 from zarr_vectors.format import layout
 from zarr_vectors.format.jsonutil import as_int_list, is_int, pointer
+from zarr_vectors.format.kinds import link_width_of
 from zarr_vectors.validate.arrays import BLOB_ROLES, PER_CHUNK_ROLES, ArrayDoc, tag_problem
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.names import (
@@ -164,7 +165,7 @@ def _row_attribute_problem(ctx: Context, array: ArrayDoc, ndim: int, level: int)
 def _links_problem(ctx: Context, array: ArrayDoc, ndim: int) -> str:
     assert array.shape is not None
     assert array.dtype is not None
-    width = 3 if ctx.facts.kind == "mesh" else 2
+    width = link_width_of(ctx.facts.kind)
     attrs = array.attributes()
     if array.dtype not in (np.int32, np.int64) or len(array.shape) != ndim + 2:
         return f"links/0 must be int32 or int64 with {ndim + 2} dimensions"

@@ -19,6 +19,7 @@ import numpy as np
 
 from zarr_vectors.errors import ZarrVectorsError
 from zarr_vectors.format.jsonutil import is_number
+from zarr_vectors.format.kinds import geometry_kind, link_width_of
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.query import ObjectReader
 from zarr_vectors.read import LevelReader
@@ -521,22 +522,23 @@ def plan(kind: str, attrs: dict[str, Any]) -> tuple[dict[str, Check], SwcTally |
         Check id → per-batch check, and the SWC tally when ``L4.skeleton_swc`` applies.
     """
     checks: dict[str, Check] = {}
-    if kind in ("polyline", "streamline"):
+    row = geometry_kind(kind)
+    if row.ordered:
         checks[POLYLINE_MIN_VERTICES] = check_min_vertices
     low, high = attrs.get("min_length"), attrs.get("max_length")
-    if kind == "streamline" and (is_number(low) or is_number(high)):
+    if "min_length" in row.root_keys and (is_number(low) or is_number(high)):
         checks[STREAMLINE_LENGTH] = length_check(
             low if is_number(low) else None, high if is_number(high) else None
         )
-    if kind == "graph" and attrs.get("is_tree") is True:
+    if "is_tree" in row.root_keys and not row.tree and attrs.get("is_tree") is True:
         checks[GRAPH_TREE] = check_graph_tree
     tally = None
-    if kind == "skeleton":
+    if row.tree:
         checks[SKELETON_TREE] = check_skeleton_tree
         if attrs.get("swc_compatible") is True:
             tally = SwcTally()
             checks[SKELETON_SWC] = tally
-    if kind == "mesh":
+    if row.faces:
         if attrs.get("closed_surface") is True:
             checks[MESH_CLOSED] = check_mesh_closed
         checks[MESH_ORIENTATION] = check_mesh_orientation
@@ -553,7 +555,7 @@ def open_objects(ctx: Context) -> ObjectReader:
 def batches(objects: ObjectReader) -> Iterator[Batch]:
     """Every object of level 0, in batches of consecutive dense numbers."""
     total = objects.n_objects
-    width = 3 if objects.kind == "mesh" else 2
+    width = link_width_of(objects.kind)
     vertices = int(objects.reader.meta.vertex_count)
     per_object = max(1, vertices // max(total, 1))
     step = min(BATCH_OBJECTS, max(1, BATCH_VERTICES // per_object))

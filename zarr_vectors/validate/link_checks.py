@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.kernels import chunk_coords, concat_ranges
 from zarr_vectors.validate.context import Context
-from zarr_vectors.validate.names import CROSS_CHUNK_LINKS, EDGE_KINDS
+from zarr_vectors.validate.names import CROSS_CHUNK_LINKS
 from zarr_vectors.validate.object_checks import Refs, read_global, report_objects
 from zarr_vectors.validate.object_data import ChunkObjects, LevelIndex, ObjectLevel
 
@@ -49,9 +50,9 @@ def run_link_checks(
             "skipped for a sample"
         )
         return
-    if data.kind in ("polyline", "streamline") and refs is not None:
+    if geometry_kind(data.kind).ordered and refs is not None:
         checks.polyline_links(refs, ccl)
-    if data.kind == "skeleton":
+    if geometry_kind(data.kind).tree:
         checks.skeleton_parents(ccl)
 
 
@@ -65,6 +66,7 @@ class _Links:
     ) -> None:
         self.ctx, self.data, self.index = ctx, data, index
         self.kind, self.base = data.kind, str(data.level)
+        self.row = geometry_kind(data.kind)
         self.chunk_shape, self.origin = geometry
         self.directed = _directed(ctx)
 
@@ -75,7 +77,7 @@ class _Links:
     # -- cross-chunk links -------------------------------------------------------------------
     def cross_chunk_links(self) -> np.ndarray | None:
         """The valid rows of ``cross_chunk_links`` after its own checks (None if absent)."""
-        if self.kind not in EDGE_KINDS:
+        if not self.row.cross_chunk_links:
             return None
         if not self.ctx.node(f"{self.base}/{CROSS_CHUNK_LINKS}").is_array:
             return None
@@ -125,11 +127,11 @@ class _Links:
             return
         ctx = self.ctx
         ctx.mark("L3.link_entries", "L3.link_anchor", "L3.link_single_object")
-        if self.kind in EDGE_KINDS:
+        if self.row.cross_chunk_links:
             ctx.mark("L3.no_self_loops", "L3.no_duplicate_links")
-            if self.kind == "graph" and not self.directed:
+            if self.row.undirected(self.directed):
                 ctx.mark("L3.edge_orientation")
-        if self.kind == "mesh":
+        if self.row.faces:
             ctx.mark("L3.no_degenerate_faces", "L3.no_duplicate_faces", "L3.face_chunk")
         for g, data in self.data.chunks.items():
             if data.links is not None and data.links.shape[0]:
@@ -152,7 +154,7 @@ class _Links:
             self.ctx.fail(
                 "L3.link_single_object", key, f"row {r} {links[r].tolist()} joins two objects"
             )
-        if self.kind == "mesh":
+        if self.row.faces:
             self._faces(g, data, links, gids)
         else:
             edges = np.flatnonzero(gids[:, 1] >= 0)
@@ -164,9 +166,9 @@ class _Links:
         local = (links >= 0) & (links < data.n)
         gids = np.where(local, links + base, -1)
         bad = ~local
-        if self.kind == "skeleton":
+        if self.row.tree:
             bad[:, 1] &= links[:, 1] != -1
-        if self.kind == "mesh":
+        if self.row.faces:
             sentinel = links < 0
             foreign = -links[sentinel] - 1
             ok = self.index.valid_gids(foreign) & (
@@ -190,7 +192,7 @@ class _Links:
         """L3.link_anchor: link fragment f's rows are anchored in vertex fragment f."""
         if data.link_starts is None or data.link_counts is None:
             return
-        if self.kind == "mesh":
+        if self.row.faces:
             first = np.argmax(links >= 0, axis=1)
             anchor = links[np.arange(links.shape[0]), first]
         else:
@@ -214,14 +216,14 @@ class _Links:
 
         ``rows`` are the stored row numbers of ``pairs``, named in findings via ``path``.
         """
-        if self.kind not in EDGE_KINDS or not pairs.shape[0]:
+        if not self.row.cross_chunk_links or not pairs.shape[0]:
             return
         loops = np.flatnonzero(pairs[:, 0] == pairs[:, 1])
         if loops.size:
             self.ctx.fail(
                 "L3.no_self_loops", path(int(rows[loops[0]])), "an edge joins a vertex to itself"
             )
-        if self.kind == "graph" and not self.directed:
+        if self.row.undirected(self.directed):
             backwards = np.flatnonzero(pairs[:, 0] > pairs[:, 1])
             if backwards.size:
                 self.ctx.fail(

@@ -23,32 +23,20 @@ from zarr_vectors.format.jsonutil import (
     json_equal,
     pointer,
 )
+from zarr_vectors.format.kinds import KINDS, geometry_kind
 from zarr_vectors.format.metadata import CORE_ROOT_KEYS
 from zarr_vectors.format.version import check_readable_version, parse_version
 from zarr_vectors.validate import array_meta, multiscales
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.grid import chunk_index
-from zarr_vectors.validate.names import GEOMETRY_TYPES, POINT_CLOUD, SPATIAL_DIMS
+from zarr_vectors.validate.names import GEOMETRY_TYPES, SPATIAL_DIMS
 
 __all__ = ["run", "root_path"]
 
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?(Z|\+00:00)")
 _STRING_KEYS = ("coordinate_system", "software", "source_description", "notes")
 _CORE_KEYS = CORE_ROOT_KEYS | {"creation_timestamp", "custom_metadata", COMMIT_KEY, *_STRING_KEYS}
-_STREAMLINE_STRINGS = (
-    "step_size_unit",
-    "length_unit",
-    "seeding_strategy",
-    "propagation_algorithm",
-    "reference_image",
-    "tractography_software",
-)
-TYPE_KEYS: dict[str, frozenset[str]] = {
-    "mesh": frozenset({"winding_order", "closed_surface"}),
-    "graph": frozenset({"is_directed", "is_tree"}),
-    "skeleton": frozenset({"is_tree", "swc_compatible"}),
-    "streamline": frozenset({"step_size", "min_length", "max_length", *_STREAMLINE_STRINGS}),
-}
+TYPE_KEYS: dict[str, frozenset[str]] = {k.name: k.root_keys for k in KINDS.values() if k.root_keys}
 """Type-specific root keys (spec §3.4)."""
 
 
@@ -336,7 +324,7 @@ def _is_timestamp(value: Any) -> bool:
 
 def _kind_keys(ctx: Context, attrs: dict[str, Any]) -> None:
     kind = ctx.facts.kind
-    if kind is None or kind == POINT_CLOUD or kind == "polyline":
+    if kind is None or kind not in TYPE_KEYS:
         return
     check_id = f"L2.{kind}_keys"
     ctx.mark(check_id)
@@ -349,7 +337,7 @@ def _kind_keys(ctx: Context, attrs: dict[str, Any]) -> None:
 def _kind_key_problem(kind: str, key: str, value: Any, attrs: dict[str, Any]) -> str:
     if key == "winding_order":
         return "" if value in ("ccw", "cw") else f"must be 'ccw' or 'cw', got {value!r}"
-    if key == "is_tree" and kind == "skeleton":
+    if key == "is_tree" and geometry_kind(kind).tree:
         return "" if value is True else f"must be true for skeletons, got {value!r}"
     if key in ("closed_surface", "is_directed", "is_tree", "swc_compatible"):
         return "" if isinstance(value, bool) else f"must be a boolean, got {value!r}"

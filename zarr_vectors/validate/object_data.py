@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from zarr_vectors.format.kinds import geometry_kind, link_width_of
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE
 from zarr_vectors.validate.blobs import Blob, BlobError, blob_size, inspect_blob
 from zarr_vectors.validate.chunks import CheckedChunk, ChunkChecker
@@ -116,7 +117,7 @@ class ObjectLevel:
             bins[used] = checker.row_bins(checked.rows[blob.starts[used]], g)
             data.bins = bins
         data.owner_column = checked.fragment_rows.get(OBJECT_ID_ATTRIBUTE)
-        if self.kind == "mesh":
+        if geometry_kind(self.kind).faces:
             data.positions = checked.rows
         self._link_blob(g, blob, data, shards)
         self.chunks[g] = data
@@ -170,7 +171,7 @@ class ObjectLevel:
     ) -> None:
         spec = self.links
         if e_g == 0:
-            data.links = np.zeros((0, 3 if self.kind == "mesh" else 2), dtype=np.int64)
+            data.links = np.zeros((0, link_width_of(self.kind)), dtype=np.int64)
             return
         if spec is None:
             return

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from zarr_vectors.format.jsonutil import is_int, is_number, pointer
+from zarr_vectors.format.kinds import KINDS, GeometryKind, geometry_kind
 from zarr_vectors.format.version import FOREIGN_ROOT_KEY, foreign_layout
 from zarr_vectors.store.commit import leftovers
 from zarr_vectors.store.destination import normalized_destination
@@ -18,7 +19,6 @@ from zarr_vectors.validate.context import STORE_ERRORS, Context
 from zarr_vectors.validate.names import (
     ATTRIBUTES,
     CROSS_CHUNK_LINKS,
-    EDGE_KINDS,
     FRAGMENT_ATTRIBUTES,
     GEOMETRY_TYPES,
     GROUPINGS,
@@ -31,7 +31,6 @@ from zarr_vectors.validate.names import (
     OBJECT_INDEX,
     OBJECT_KINDS,
     OBJECT_ONLY_NODES,
-    POINT_CLOUD,
     SPATIAL_DIMS,
     VERTEX_COUNTS,
     VERTEX_FRAGMENTS,
@@ -139,14 +138,14 @@ _FILE_RULE = (
 def _leftover_message(leftover: Path) -> str:
     return (
         f"an interrupted write left {leftover.name} beside the store; the next write or "
-        "append to the store removes it (e.g. zv.write_points(..., overwrite=True)), or "
+        'append to the store removes it (e.g. zv.write_points(..., mode="w")), or '
         f"remove it by hand: rm -rf {shlex.quote(os.fspath(leftover))}"
     )
 
 
 _INTERRUPTED = (
     ", but level 0 holds data: it looks like an interrupted write (the root metadata is "
-    "written last); remove it, or write the store again with overwrite=True"
+    'written last); remove it, or write the store again with mode="w"'
 )
 
 
@@ -216,7 +215,7 @@ def _root_documents(ctx: Context) -> dict[str, Any] | None:
             "L1.root_complete",
             pointer("zarr.json", "attributes"),
             "root attributes lack 'zarr_vectors_version': the store is incomplete (spec §2.4), "
-            "as an interrupted write leaves it; remove it, or write it again with overwrite=True",
+            'as an interrupted write leaves it; remove it, or write it again with mode="w"',
         )
     return attrs if isinstance(attrs, dict) else None
 
@@ -291,8 +290,9 @@ def _level(ctx: Context, base: str) -> None:
     kind = ctx.facts.kind
     if kind in OBJECT_KINDS:
         _object_nodes(ctx, base, kind)
-    if kind in (POINT_CLOUD, "mesh"):
-        _forbidden(ctx, base, kind)
+    row = KINDS.get(kind) if isinstance(kind, str) else None
+    if row is not None and not row.cross_chunk_links:
+        _forbidden(ctx, base, row)
     _unknown_children(ctx, base)
 
 
@@ -337,7 +337,7 @@ def _object_nodes(ctx: Context, base: str, kind: str) -> None:
                 f"{base}/{LINKS}/{name}",
                 f"{base}/{LINKS} may only hold the child '0' in format 1.0, found {name!r}",
             )
-    if kind in EDGE_KINDS:
+    if geometry_kind(kind).cross_chunk_links:
         ctx.mark("L1.cross_chunk_links_required")
         node = ctx.node(f"{base}/{CROSS_CHUNK_LINKS}")
         if not node.is_array:
@@ -367,9 +367,10 @@ def _groupings(ctx: Context, base: str) -> None:
     _family(ctx, path, "L1.groupings_nodes")
 
 
-def _forbidden(ctx: Context, base: str, kind: str) -> None:
+def _forbidden(ctx: Context, base: str, row: GeometryKind) -> None:
     ctx.mark("L1.forbidden_nodes")
-    names = OBJECT_ONLY_NODES if kind == POINT_CLOUD else (CROSS_CHUNK_LINKS,)
+    kind = row.name
+    names = (CROSS_CHUNK_LINKS,) if row.has_objects else OBJECT_ONLY_NODES
     for name in names:
         if ctx.node(f"{base}/{name}").exists:
             ctx.fail(

@@ -26,10 +26,17 @@ from __future__ import annotations
 from zarr_vectors.write import _chunk_shapes as chunk_shapes
 from zarr_vectors.write import _inputs as inputs
 from zarr_vectors.write import _object_inputs as object_inputs
+from zarr_vectors.write._inputs import (
+    ObjectAppendArgs,
+    ObjectWriteArgs,
+    WriteMode,
+    new_store_destination,
+)
 from zarr_vectors.write._objects import (
     Groups,
     ObjectTable,
     write_global,
+    write_kind,
     write_object_columns,
     write_object_index,
     write_objects,
@@ -53,6 +60,11 @@ from zarr_vectors.write.options import WriteOptions
 
 __all__ = [
     "WriteOptions",
+    "WriteMode",
+    "ObjectWriteArgs",
+    "ObjectAppendArgs",
+    "new_store_destination",
+    "write_kind",
     "DEFAULT_BLOSC",
     "LevelStats",
     "LevelWriter",

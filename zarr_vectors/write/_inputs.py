@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
+from zarr_vectors._deprecation import warn_renamed
+from zarr_vectors._progress import ProgressOption
 from zarr_vectors._version import __version__
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid, bins_per_chunk
@@ -20,13 +23,26 @@ from zarr_vectors.format.names import RESERVED_ATTRIBUTE_NAMES, check_name
 from zarr_vectors.format.version import FORMAT_VERSION
 from zarr_vectors.kernels import bounds_and_nonfinite, chunk_coords
 from zarr_vectors.store.destination import check_overwrite
+from zarr_vectors.store.io import StoreLike, resolve_store
 from zarr_vectors.write._chunk_shapes import check_chunk_count, default_chunk_shape
 from zarr_vectors.write.options import WriteOptions
 
 _FLOAT32_EXACT = 2**24
 
 __all__ = [
+    "WRITE_MODES",
+    "WRITE_SETTINGS",
+    "Destination",
+    "WriteSettings",
+    "OBJECT_COLUMNS",
+    "ObjectAppendArgs",
+    "ObjectColumns",
+    "ObjectWriteArgs",
+    "WriteMode",
+    "append_function",
     "array",
+    "check_append_settings",
+    "split_object_arguments",
     "attributes",
     "cast_columns",
     "cast_to",
@@ -34,6 +50,8 @@ __all__ = [
     "check_options",
     "check_settings",
     "column",
+    "destination",
+    "new_store_destination",
     "flag",
     "integer_ids",
     "mapping",
@@ -41,10 +59,175 @@ __all__ = [
     "per_axis",
     "plan_grid",
     "positions",
+    "register_append",
     "root_metadata",
     "shape_values",
     "with_units",
 ]
+
+WriteMode = Literal["w-", "w", "a"]
+"""How a writer treats its destination, in zarr-python's words (see :func:`destination`)."""
+
+WRITE_MODES: tuple[str, ...] = ("w-", "w", "a")
+
+
+class WriteSettings(TypedDict, total=False):
+    """The settings every one-shot writer takes by keyword (documented on each writer)."""
+
+    chunk_shape: float | Sequence[float] | None
+    bin_shape: float | Sequence[float] | None
+    units: str | Sequence[str] | None
+    mode: WriteMode
+    overwrite: bool | None
+    options: WriteOptions | None
+    progress: ProgressOption
+    storage_options: Mapping[str, Any] | None
+
+
+class ObjectColumns(TypedDict, total=False):
+    """The per-object arguments every object writer and ``append_*`` function takes."""
+
+    object_ids: Any
+    attributes: Mapping[str, Any] | None
+    object_attributes: Mapping[str, Any] | None
+    groups: Mapping[Any, Sequence[int]] | None
+    group_attributes: Mapping[str, Any] | None
+
+
+class ObjectWriteArgs(ObjectColumns, WriteSettings, total=False):
+    """The keyword arguments every one-shot object writer takes besides its own."""
+
+
+class ObjectAppendArgs(ObjectColumns, total=False):
+    """The keyword arguments every ``append_*`` object function takes besides its own."""
+
+    progress: ProgressOption
+
+
+WRITE_SETTINGS = frozenset(WriteSettings.__annotations__)
+OBJECT_COLUMNS = frozenset(ObjectColumns.__annotations__)
+
+
+def split_object_arguments(
+    arguments: Mapping[str, Any], writer: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(columns, settings)``: an object writer's keyword arguments split by kind.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming an unknown keyword and the ones there are.
+    """
+    unknown = sorted(set(arguments) - WRITE_SETTINGS - OBJECT_COLUMNS)
+    if unknown:
+        raise InvalidInputError(
+            f"{writer}() got an unexpected keyword argument {unknown[0]!r}; its keyword "
+            f"arguments are its own and {', '.join(sorted(WRITE_SETTINGS | OBJECT_COLUMNS))}"
+        )
+    columns = {k: v for k, v in arguments.items() if k in OBJECT_COLUMNS}
+    return columns, {k: v for k, v in arguments.items() if k in WRITE_SETTINGS}
+
+
+_APPENDERS: dict[str, Callable[..., None]] = {}
+"""The ``append_*`` function of each object kind (and points), by kind, as registered."""
+
+
+@dataclass(frozen=True, slots=True)
+class Destination:
+    """Where a writer writes and how: the resolved ``store`` and ``mode``."""
+
+    store: StoreLike
+    mode: str
+
+    @property
+    def overwrite(self) -> bool:
+        """Whether an existing Zarr Vectors store is replaced (``mode="w"``)."""
+        return self.mode == "w"
+
+
+def destination(
+    store: StoreLike,
+    mode: Any,
+    overwrite: Any,
+    storage_options: Mapping[str, Any] | None,
+    *,
+    stacklevel: int = 4,
+) -> Destination:
+    """Resolve a writer's ``mode``, its deprecated ``overwrite`` and ``storage_options``.
+
+    ``"w-"`` refuses an existing store, ``"w"`` replaces a Zarr Vectors store (never
+    anything else), ``"a"`` appends to one. ``overwrite=True`` is the old spelling of
+    ``mode="w"`` and warns; ``overwrite=False`` says what the default says.
+    ``storage_options`` reach the fsspec filesystem of a URL.
+
+    Raises
+    ------
+    InvalidInputError
+        For another mode, an ``overwrite`` that is not a bool or contradicts ``mode``, or
+        ``storage_options`` with something other than a URL.
+    """
+    if mode not in WRITE_MODES:
+        raise InvalidInputError(
+            f"mode must be 'w-' (create; refuse an existing store), 'w' (replace a store) "
+            f"or 'a' (append), got {mode!r}"
+        )
+    if overwrite is not None and check_overwrite(overwrite):
+        warn_renamed("overwrite=True", 'mode="w"', stacklevel=stacklevel)
+        if mode == "a":
+            raise InvalidInputError("overwrite=True contradicts mode='a'; pass mode='w' alone")
+        mode = "w"
+    if storage_options is not None:
+        store = resolve_store(store, mode="w", storage_options=storage_options)
+    return Destination(store, str(mode))
+
+
+def new_store_destination(
+    store: StoreLike,
+    mode: Any,
+    overwrite: Any,
+    storage_options: Mapping[str, Any] | None,
+    writer: str,
+) -> Destination:
+    """:func:`destination` for a writer that only writes whole stores (``"w-"``, ``"w"``).
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`destination`, and for ``mode="a"``, naming what appends instead.
+    """
+    target = destination(store, mode, overwrite, storage_options, stacklevel=5)
+    if target.mode == "a":
+        raise InvalidInputError(
+            f"{writer} writes a new store (mode 'w-' or 'w'); to add to a store, call "
+            "append_* (or write_*(..., mode='a')) once per batch"
+        )
+    return target
+
+
+def check_append_settings(**given: Any) -> None:
+    """Raise unless every setting a store fixes is left out of an append (``mode="a"``).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the settings given.
+    """
+    named = [name for name, value in given.items() if value is not None]
+    if named:
+        raise InvalidInputError(
+            f"mode='a' keeps the store's own settings; do not pass {', '.join(named)}"
+        )
+
+
+def register_append(kinds: Iterable[str], append: Callable[..., None]) -> None:
+    """Record ``append`` as what a writer of any of ``kinds`` runs with ``mode="a"``."""
+    for kind in kinds:
+        _APPENDERS[kind] = append
+
+
+def append_function(kind: str) -> Callable[..., None]:
+    """The ``append_*`` function registered for ``kind`` (see :func:`register_append`)."""
+    return _APPENDERS[kind]
 
 
 def _type_name(value: Any) -> str:

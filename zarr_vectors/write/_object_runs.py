@@ -19,6 +19,7 @@ import numpy as np
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
 from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.kernels.object_runs import (
     RunPlacement,
     chain_links,
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["Links", "Runs", "chunk_ids", "cut_object_runs", "empty_runs", "level_links"]
 
 _INT32 = np.iinfo(np.int32)
-_POLYLINE_KINDS = frozenset({"polyline", "streamline"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,13 +184,14 @@ class Links:
 def level_links(table: ObjectTable, runs: Runs, grid: ChunkGrid, n_max: int) -> Links:
     """The links of a level, anchored and ordered (spec §10.3), by the table's kind."""
     ids = chunk_ids(runs, grid, n_max)
-    if table.kind in _POLYLINE_KINDS:
+    kind = geometry_kind(table.kind)
+    if kind.ordered:
         return _chain_links(runs, ids, n_max)
     places = runs.vertex_places()
     gid = ids[places[0]] * n_max + places[1]
-    if table.kind == "mesh":
+    if kind.faces:
         return _face_links(table, runs, places, gid, grid)
-    if table.kind == "skeleton":
+    if kind.tree:
         return _skeleton_links(table.links, runs, places, gid)
     return _edge_links(table, runs, places, gid)
 
@@ -241,7 +242,7 @@ def _edge_links(table: ObjectTable, runs: Runs, places: Places, gid: np.ndarray)
     outside = np.flatnonzero(~same)
     ga, gb = gid[a[outside]], gid[b[outside]]
     anchor = a_in
-    if table.kind == "graph" and not table.root_extra.get("is_directed", False):
+    if geometry_kind(table.kind).undirected(bool(table.root_extra.get("is_directed", False))):
         swap = rb < ra
         ra, rb = np.where(swap, rb, ra), np.where(swap, ra, rb)
         anchor = np.where(swap, b_in, a_in)

@@ -273,7 +273,7 @@ def _meshes() -> dict[str, Any]:
     n = sum(counts)
     return {
         "writer": "write_mesh",
-        "vertices": np.concatenate([v for v, _ in spheres]).astype(np.float32),
+        "positions": np.concatenate([v for v, _ in spheres]).astype(np.float32),
         "faces": faces,
         "vertex_objects": np.repeat(np.array([100, 200, 300, 400]), counts),
         "closed_surface": True,
@@ -335,7 +335,7 @@ def object_model(kwargs: dict[str, Any]) -> ObjectModel:
         links = np.stack([child, parents[child]], axis=1)
         return ObjectModel(kwargs["positions"], labels, swc | attributes, links, {})
     faces, values = kwargs["faces"], kwargs.get("face_attributes", {})
-    return ObjectModel(kwargs["vertices"], labels, attributes, faces, values)
+    return ObjectModel(kwargs["positions"], labels, attributes, faces, values)
 
 
 def canonical_links(
