@@ -15,15 +15,27 @@ __all__ = ["SHARED_DOCS", "shared_docs"]
 F = TypeVar("F", bound=Callable[..., object])
 
 SHARED_DOCS: dict[str, str] = {
+    "units": """\
+    units
+        Unit of the coordinates: one name for every axis (``"micrometer"``) or one per
+        axis; UDUNITS-2 names are recommended. Default: ``"unknown"`` (or
+        ``options.axis_units``).""",
+    "storage_options": """\
+    storage_options
+        URLs only: options of the fsspec filesystem (for S3: ``endpoint_url``, ``key``,
+        ``secret``, ``anon``...), as for :func:`zarr_vectors.open`.""",
+    "store": """\
+    store
+        Destination (a path, a ``.zip`` path, a URL or a zarr store).""",
+    "positions": """\
+    positions
+        ``(n, D)`` vertex coordinates, D = 2, 3 or 4.""",
     "chunk_bin": """\
     chunk_shape, bin_shape
         Chunk and bin size per axis (one number for all axes), as for
         :func:`zarr_vectors.write_points`.""",
     "store_settings": """\
-    units
-        Unit of the coordinates: one name for every axis (``"micrometer"``) or one per
-        axis; UDUNITS-2 names are recommended. Default: ``"unknown"`` (or
-        ``options.axis_units``).
+    {units}
     mode
         ``"w-"`` (default): create the store, refusing an existing one; ``"w"``: replace
         an existing Zarr Vectors store (never anything else); ``"a"``: add to an existing
@@ -36,9 +48,7 @@ SHARED_DOCS: dict[str, str] = {
     progress
         Progress bar over the chunks written: None (default) on a terminal or in Jupyter,
         True always, False never, or a callable ``progress(stage, done, total)``.
-    storage_options
-        URLs only: options of the fsspec filesystem (for S3: ``endpoint_url``, ``key``,
-        ``secret``, ``anon``...), as for :func:`zarr_vectors.open`.""",
+    {storage_options}""",
     "object_columns": """\
     object_ids
         The id of each object (distinct integers), in the order of the objects. Reads
@@ -91,8 +101,10 @@ def shared_docs(func: F) -> F:
     >>> "Progress bars over the chunks written and merged" in write.__doc__
     True
     """
-    doc = func.__doc__ or ""
-    for name, text in SHARED_DOCS.items():
-        doc = doc.replace("    {" + name + "}\n", text + "\n")
+    doc, before = func.__doc__ or "", None
+    while doc != before:  # a block may name other blocks
+        before = doc
+        for name, text in SHARED_DOCS.items():
+            doc = doc.replace("    {" + name + "}\n", text + "\n")
     func.__doc__ = doc
     return func

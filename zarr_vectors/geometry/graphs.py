@@ -278,10 +278,8 @@ def write_graph(
 
     Parameters
     ----------
-    store
-        Destination (a path, a ``.zip`` path, a URL or a zarr store).
-    positions
-        ``(n, D)`` vertex coordinates, D = 2, 3 or 4.
+    {store}
+    {positions}
     edges
         ``(e, 2)`` integer indices into ``positions``: ``[u, v]``, or ``[source, target]``
         when ``directed``. No self-loops; both ends in the same object; no edge twice
@@ -509,8 +507,7 @@ def write_skeletons(
 
     Parameters
     ----------
-    store
-        Destination (a path, a ``.zip`` path, a URL or a zarr store).
+    {store}
     positions
         ``(n, D)`` vertex (node) coordinates, D = 2, 3 or 4.
     parents

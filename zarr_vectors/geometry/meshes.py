@@ -121,10 +121,8 @@ def write_mesh(
 
     Parameters
     ----------
-    store
-        Destination (a path, a ``.zip`` path, a URL or a zarr store).
-    positions
-        ``(n, D)`` vertex coordinates, D = 2, 3 or 4.
+    {store}
+    {positions}
     faces
         ``(f, 3)`` integer indices into ``positions``. Stored exactly as given: the order
         ``(v0, v1, v2)`` of every face (its winding) is never changed.

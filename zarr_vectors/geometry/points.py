@@ -13,6 +13,7 @@ from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
+from zarr_vectors.geometry._docstrings import shared_docs
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.target import write_target
 from zarr_vectors.write import (
@@ -28,6 +29,7 @@ from zarr_vectors.write import (
 __all__ = ["commit_points", "write_points"]
 
 
+@shared_docs
 def write_points(
     store: StoreLike,
     positions: Any,
@@ -73,10 +75,7 @@ def write_points(
         numeric or bool dtype. Names are Python identifiers.
     object_ids
         Optional ``(n,)`` integer object id of each point (any integer dtype, kept).
-    units
-        Unit of the coordinates: one name for every axis (``"micrometer"``) or one per
-        axis; UDUNITS-2 names are recommended. Default: ``"unknown"`` (or
-        ``options.axis_units``).
+    {units}
     mode
         ``"w-"`` (default): create the store, refusing an existing one; ``"w"``: replace
         an existing Zarr Vectors store (never anything else); ``"a"``: append to an
@@ -90,9 +89,7 @@ def write_points(
         None (default): a progress bar over the chunks written when standard error is a
         terminal or in Jupyter; True: always; False: never; or a callable
         ``progress(stage, done, total)`` called instead (stage ``"write"``, counting chunks).
-    storage_options
-        URLs only: options of the fsspec filesystem (for S3: ``endpoint_url``, ``key``,
-        ``secret``, ``anon``...), as for :func:`zarr_vectors.open`.
+    {storage_options}
 
     Raises
     ------

@@ -57,8 +57,7 @@ def write_polylines(
 
     Parameters
     ----------
-    store
-        Destination (a path, a ``.zip`` path, a URL or a zarr store).
+    {store}
     polylines
         A list of ``(n_i, D)`` arrays (one per object, in traversal order), or a pair
         ``(vertices, offsets)`` where object k owns ``vertices[offsets[k]:offsets[k+1]]``.
