@@ -35,8 +35,12 @@ def _default_side(positions: np.ndarray) -> float:
 
 
 def _chunk_counts(positions: np.ndarray, side: float) -> np.ndarray:
+    """Points per occupied chunk of side ``side`` (chunk keys flattened to one integer each:
+    a 1-D ``np.unique`` is many times faster than ``np.unique(axis=0)`` on millions of rows)."""
     keys = np.floor(positions / side).astype(np.int64)
-    return np.unique(keys, axis=0, return_counts=True)[1].astype(np.float64)
+    keys -= keys.min(axis=0)
+    flat = np.ravel_multi_index(tuple(keys.T), tuple(keys.max(axis=0) + 1))
+    return np.unique(flat, return_counts=True)[1].astype(np.float64)
 
 
 def _per_point(counts: np.ndarray) -> float:
