@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import zarr_vectors as zv
@@ -116,16 +116,19 @@ def test_default_chunk_shape_target_holds_at_any_scale_and_offset(
     offset=st.floats(-1000, 1000),
     seed=st.integers(0, 2**32 - 1),
 )
+@example(n=150_000, log_scale=0.0, offset=1.0, seed=0)
 def test_few_chunks_still_hold_the_target_per_point(
     n: int, log_scale: float, offset: float, seed: int
 ) -> None:
-    """With 3 to 12 times the target, the chunk of a point holds it within a factor 2.5
-    (the mean per occupied chunk is not bounded then: a box cut into 2 or 3 chunks per
-    axis leaves thin chunks at its faces)."""
+    """With 3 to 12 times the target, the chunk of a point holds it within a factor 3, as
+    documented ("within a factor of about 2 to 4"; the mean per occupied chunk is not bounded
+    then: a box cut into 2 or 3 chunks per axis leaves thin chunks at its faces). The
+    example: 150,000 points in [1, 2)^3 get side 1.5 (8 chunks of ~18,750; side 2 would give
+    one of 150,000), 2.67 times under the target, which a factor 2.5 wrongly refused."""
     rng = np.random.default_rng(seed)
     positions = (rng.uniform(0, 1, (n, 3)) + offset) * 10.0**log_scale
     counts = _chunk_counts(positions, _default_side(positions))
-    assert TARGET / 2.5 <= _per_point(counts) <= TARGET * 2.5
+    assert TARGET / 3 <= _per_point(counts) <= TARGET * 3
 
 
 def test_nice_sides_are_exact_decimals_and_cover_the_range() -> None:

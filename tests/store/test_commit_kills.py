@@ -209,7 +209,7 @@ def test_a_write_after_a_cut_fallback_commit_finishes_it_first(
     old = _old_store(path, scenario)
     assert _run(spawner, scenario, path, "retired", fallback=True) == -signal.SIGKILL
     assert not path.exists()
-    with pytest.raises(zv.StoreExistsError, match="pass overwrite=True"):
+    with pytest.raises(zv.StoreExistsError, match='pass mode="w"'):
         zv.write_points(path, OLD[:10], chunk_shape=5.0)  # the rolled-forward store is kept
     assert zv.open(path).vertex_count == _new_count(scenario, old)
     _check_cleared_by_next_write(path)
