@@ -68,12 +68,16 @@ SHARED_DOCS: dict[str, str] = {
         Progress bars over the chunks written and merged: None (default) on a terminal or
         in Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.""",
     "append_raises": """\
+    Raises
+    ------
     InvalidInputError
         For malformed input or input that does not match the store; nothing changes then.
     ConcurrentWriteError
         When another writer committed meanwhile without taking turns (spec §12.3); nothing
         changes then.""",
     "write_raises": """\
+    Raises
+    ------
     InvalidInputError
         For malformed input, before anything is written.
     StoreExistsError

@@ -295,8 +295,6 @@ def write_graph(
         Per-edge (one row per row of ``edges``, in input order; spec §9.12, §9.13).
     {object_settings}
 
-    Raises
-    ------
     {write_raises}
 
     Notes

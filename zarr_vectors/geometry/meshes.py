@@ -146,8 +146,6 @@ def write_mesh(
         Deprecated spelling of ``positions`` (warns).
     {object_settings}
 
-    Raises
-    ------
     {write_raises}
 
     Examples

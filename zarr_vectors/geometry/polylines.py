@@ -67,8 +67,6 @@ def write_polylines(
         Type-specific root keys (spec §3.4), e.g. ``{"step_size": 0.5}`` for streamlines.
     {object_settings}
 
-    Raises
-    ------
     {write_raises}
 
     Examples

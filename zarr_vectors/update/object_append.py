@@ -262,8 +262,6 @@ def append_polylines(
         New groups of new objects (by id); a group name must not exist in the store.
     {append_progress}
 
-    Raises
-    ------
     {append_raises}
 
     Notes
@@ -319,8 +317,6 @@ def append_graph(
     ----------
     {append_progress}
 
-    Raises
-    ------
     {append_raises}
 
     Examples
@@ -368,8 +364,6 @@ def append_skeletons(
     ----------
     {append_progress}
 
-    Raises
-    ------
     {append_raises}
 
     Examples
@@ -421,8 +415,6 @@ def append_mesh(
     ----------
     {append_progress}
 
-    Raises
-    ------
     {append_raises}
 
     Examples
