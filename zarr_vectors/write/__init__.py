@@ -42,7 +42,6 @@ from zarr_vectors.write._objects import (
     write_objects,
 )
 from zarr_vectors.write._pipeline import (
-    DEFAULT_BLOSC,
     LevelStats,
     LevelWriter,
     bin_sorted_chunk,
@@ -56,7 +55,7 @@ from zarr_vectors.write._pipeline import (
     write_point_level,
 )
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
-from zarr_vectors.write.options import WriteOptions
+from zarr_vectors.write.options import DEFAULT_BLOSC, WriteOptions
 
 __all__ = [
     "WriteOptions",

@@ -49,13 +49,13 @@ from zarr_vectors.write._object_runs import (
     level_links,
 )
 from zarr_vectors.write._pipeline import (
-    WriteOptions,
     blob_layout,
     commit_root,
     round_up,
     write_chunk_array,
     write_level_vertices,
 )
+from zarr_vectors.write.options import WriteOptions
 
 __all__ = [
     "Groups",

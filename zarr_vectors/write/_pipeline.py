@@ -44,17 +44,9 @@ from zarr_vectors.store.arrays import (
 from zarr_vectors.store.io import StoreIO, json_bytes
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order
-from zarr_vectors.write.options import (  # defined there; still importable from here
-    DEFAULT_BLOSC,
-    OBJECT_ROWS_PER_BLOCK,
-    POINT_ROWS_PER_BLOCK,
-    WriteOptions,
-)
+from zarr_vectors.write.options import WriteOptions
 
 __all__ = [
-    "DEFAULT_BLOSC",
-    "OBJECT_ROWS_PER_BLOCK",
-    "POINT_ROWS_PER_BLOCK",
     "ChunkedRows",
     "Batcher",
     "ColumnSpec",
@@ -62,7 +54,6 @@ __all__ = [
     "LevelWriter",
     "ShardAssembler",
     "SortedPoints",
-    "WriteOptions",
     "assign",
     "bin_sorted_chunk",
     "blob_layout",
