@@ -22,7 +22,6 @@ from zarr_vectors._optional import require
 from zarr_vectors.display import format_count
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.kinds import geometry_kind
-from zarr_vectors.format.names import POINT_CLOUD
 from zarr_vectors.result.projection import axis_label, resolve_axes
 from zarr_vectors.result.shapes import link_objects, polyline_links
 
@@ -209,7 +208,7 @@ def _drawing(
 ) -> _Drawing:
     """The sampled items to draw, in painting order (see :func:`_depth_order`)."""
     coords = np.asarray(result.positions[:, list(cols)], dtype=np.float64)
-    kind = geometry_kind(result.kind or POINT_CLOUD)
+    kind = geometry_kind(result.kind)
     if not kind.has_objects:
         rows = _sample(coords.shape[0], limit)
         rows = rows[_depth_order(result, cols, rows[:, None])]
@@ -245,7 +244,7 @@ def _links(result: QueryResult) -> tuple[np.ndarray, np.ndarray]:
     """Segments or triangles as vertex rows ``(n, 2|3)``, and the object of each."""
     n = len(result)
     offsets = result.offsets
-    kind = geometry_kind(result.kind or POINT_CLOUD)
+    kind = geometry_kind(result.kind)
     if kind.ordered and result.edges is None:
         if offsets is None:
             offsets = np.array([0, n], dtype=np.int64)

@@ -112,10 +112,10 @@ class QueryResult:
     link_attributes: dict[str, np.ndarray] = field(default_factory=dict)
     axis_names: tuple[str, ...] | None = None
     axis_units: tuple[str, ...] | None = None
-    kind: str | None = None
+    kind: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind is None:
+        if not self.kind:
             object.__setattr__(self, "kind", _inferred_kind(self))
 
     @property

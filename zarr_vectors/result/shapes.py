@@ -10,7 +10,6 @@ import numpy as np
 from zarr_vectors._optional import require
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.kinds import geometry_kind
-from zarr_vectors.format.names import POINT_CLOUD
 from zarr_vectors.result.projection import resolve_axes
 
 if TYPE_CHECKING:
@@ -22,7 +21,7 @@ __all__ = ["link_objects", "polyline_links", "to_shapely"]
 def to_shapely(result: QueryResult, axes: Sequence[int | str] | None) -> np.ndarray:
     """The geometries of :meth:`QueryResult.to_shapely` (see there)."""
     shapely = require("shapely", extra=None, purpose="QueryResult.to_shapely")
-    kind = geometry_kind(result.kind or POINT_CLOUD)
+    kind = geometry_kind(result.kind)
     coords = np.asarray(result.positions[:, _columns(result, axes)], dtype=np.float64)
     if not kind.has_objects:
         return np.asarray(shapely.points(coords), dtype=object)
@@ -39,7 +38,7 @@ def to_shapely(result: QueryResult, axes: Sequence[int | str] | None) -> np.ndar
 
 def _columns(result: QueryResult, axes: Sequence[int | str] | None) -> tuple[int, ...]:
     ndim = result.ndim
-    if geometry_kind(result.kind or POINT_CLOUD).faces:
+    if geometry_kind(result.kind).faces:
         default: tuple[int, ...] | None = (0, 1)
     else:
         default = tuple(range(ndim)) if ndim <= 3 else None
