@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
@@ -124,3 +124,89 @@ def test_later_batches_are_cast_safely_to_the_first(tmp_path: Path) -> None:
     store = zv.open(tmp_path / "s")
     assert store.object_count == 5
     assert store.read().positions.dtype == np.float64
+
+
+ONE_SHOT = {
+    "polyline": zv.write_polylines,
+    "graph": zv.write_graph,
+    "skeleton": zv.write_skeletons,
+    "mesh": zv.write_mesh,
+}
+
+
+def _stream_onto(store: Any, case: dict[str, Any], later: list[tuple[int, int]]) -> None:
+    """``ObjectWriter(mode="a")``: the ``later`` batches added to the store, one by one."""
+    with zv.ObjectWriter(store, kind=case["kind"], mode="a", progress=False) as writer:
+        for a, b in later:
+            writer.append(**object_cases.arguments(case, a, b))
+
+
+def _check_appending_stream(one: Any, streamed: Any, case: dict[str, Any]) -> None:
+    """Write the first batch into both stores, then the others: in one ``write_*(mode="a")``
+    into ``one``, batch by batch through ``ObjectWriter(mode="a")`` into ``streamed``."""
+    first, *rest = object_cases.batches(case)
+    later = [(a, b) for a, b in rest if b > a]
+    assume(later)
+    for store in (one, streamed):
+        object_cases.write(store, case, *first)
+    everything = object_cases.arguments(case, later[0][0], later[-1][1])
+    ONE_SHOT[case["kind"]](one, mode="a", progress=False, **everything)
+    _stream_onto(streamed, case, later)
+
+
+@pytest.mark.parametrize("examples", sample_sizes(3, 12))
+@pytest.mark.parametrize("kind", KINDS)
+def test_streaming_onto_a_store_gives_one_append(
+    tmp_path_factory: Any, kind: str, examples: int
+) -> None:
+    @settings(HYPOTHESIS, max_examples=examples)
+    @given(case=object_cases.cases(kind, sharded=True))
+    def check(case: dict[str, Any]) -> None:
+        tmp = tmp_path_factory.mktemp("sa")
+        _check_appending_stream(tmp / "one", tmp / "streamed", case)
+        assert object_cases.files(tmp / "streamed") == object_cases.files(tmp / "one")
+        assert sorted(p.name for p in tmp.iterdir()) == ["one", "streamed"]
+
+    check()
+
+
+@pytest.mark.parametrize("examples", sample_sizes(6, 15))
+@pytest.mark.parametrize("kind", KINDS)
+def test_streaming_onto_a_memory_store_gives_one_append(kind: str, examples: int) -> None:
+    @settings(HYPOTHESIS, max_examples=examples)
+    @given(case=object_cases.cases(kind, sharded=True))
+    def check(case: dict[str, Any]) -> None:
+        one, streamed = MemoryStore(), MemoryStore()
+        _check_appending_stream(one, streamed, case)
+        assert object_cases.keys(streamed) == object_cases.keys(one)
+
+    check()
+
+
+def test_streaming_onto_a_store_refuses_a_concurrent_change(tmp_path: Path) -> None:
+    line = np.array([[0.0, 0, 0], [1, 1, 1]])
+    zv.write_polylines(tmp_path / "s", [line], chunk_shape=4.0)
+    writer = zv.ObjectWriter(tmp_path / "s", kind="polyline", mode="a", progress=False)
+    writer.append([line + 1])
+    zv.append_polylines(tmp_path / "s", [line + 2], progress=False)
+    before = object_cases.files(tmp_path / "s")
+    with pytest.raises(zv.ConcurrentWriteError):
+        writer.close()
+    assert object_cases.files(tmp_path / "s") == before
+    assert zv.open(tmp_path / "s").object_count == 2
+
+
+def test_batches_bind_by_the_data_names_of_the_kind(tmp_path: Path) -> None:
+    square = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0]], dtype=np.float32)
+    faces = np.array([[0, 1, 2]])
+    with zv.ObjectWriter(tmp_path / "m", kind="mesh", chunk_shape=4.0) as writer:
+        with pytest.raises(zv.InvalidInputError, match="takes 2 data arguments"):
+            writer.append(square, faces, faces)
+        with pytest.raises(zv.InvalidInputError, match="faces is given twice"):
+            writer.append(square, faces, faces=faces)
+        with pytest.raises(zv.InvalidInputError, match="missing faces"):
+            writer.append(square)
+        with pytest.warns(DeprecationWarning, match="vertices= is deprecated; use positions="):
+            writer.append(vertices=square, faces=faces)
+        writer.append(square + 2, faces)
+    assert zv.open(tmp_path / "m").object_count == 2

@@ -85,8 +85,21 @@ def test_an_unknown_mode_is_refused_with_the_modes(tmp_path: Path) -> None:
 
 
 def test_writers_of_whole_stores_refuse_mode_a(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInputError, match="ObjectWriter writes a new store"):
+    with pytest.raises(InvalidInputError, match="write_objects_parallel writes a new store"):
+        zv.write_objects_parallel(tmp_path / "g", "graph", [], chunk_shape=4.0, mode="a")
+
+
+def test_object_writer_appends_with_the_store_settings(tmp_path: Path) -> None:
+    zv.write_graph(tmp_path / "g", SQUARE, RING, chunk_shape=4.0, progress=False)
+    with pytest.raises(InvalidInputError, match="keeps the store's own settings.*chunk_shape"):
         zv.ObjectWriter(tmp_path / "g", kind="graph", chunk_shape=4.0, mode="a")
+    with pytest.raises(InvalidInputError, match="keeps the store's own settings.*directed"):
+        zv.ObjectWriter(tmp_path / "g", kind="graph", mode="a", directed=True)
+    with pytest.raises(InvalidInputError, match="cannot append mesh objects to a graph store"):
+        zv.ObjectWriter(tmp_path / "g", kind="mesh", mode="a")
+    with zv.ObjectWriter(tmp_path / "g", kind="graph", mode="a", progress=False) as writer:
+        writer.append(SQUARE + 5, RING)
+    assert zv.open(tmp_path / "g").object_count == 2
 
 
 def test_storage_options_reach_urls_only(tmp_path: Path) -> None:

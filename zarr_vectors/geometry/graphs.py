@@ -21,6 +21,7 @@ from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.geometry._docstrings import shared_docs
 from zarr_vectors.store.io import StoreLike
 from zarr_vectors.write import (
+    KindWriter,
     ObjectTable,
     ObjectWriteArgs,
     inputs,
@@ -29,6 +30,8 @@ from zarr_vectors.write import (
 from zarr_vectors.write import object_inputs as objects
 
 __all__ = [
+    "GRAPHS",
+    "SKELETONS",
     "VertexGrouping",
     "group_vertices",
     "link_array",
@@ -320,9 +323,7 @@ def write_graph(
         "vertex_objects": vertex_objects,
         "edge_attributes": edge_attributes,
     }
-    write_kind(
-        store, ("graph",), write_graph, prepare_graph, batch, {"directed": directed}, settings
-    )
+    write_kind(store, GRAPHS, batch, {"directed": directed}, settings)
 
 
 def prepare_graph(batch: Mapping[str, Any], *, directed: bool = False) -> ObjectTable:
@@ -341,6 +342,18 @@ def prepare_graph(batch: Mapping[str, Any], *, directed: bool = False) -> Object
     links = graph_edges(batch["edges"], grouping, is_directed)
     root_extra = {"is_directed": is_directed, "is_tree": False}
     return object_table("graph", (vertices, grouping, links), batch, root_extra)
+
+
+GRAPHS = KindWriter(
+    writer="write_graph",
+    kinds=("graph",),
+    data=("positions", "edges"),
+    required=("positions", "edges"),
+    keywords=("vertex_objects", "edge_attributes"),
+    store_wide=("directed",),
+    prepare=prepare_graph,
+)
+"""What :func:`write_graph` takes, for the streaming, append and parallel writers."""
 
 
 # -- skeletons ------------------------------------------------------------------------------
@@ -557,7 +570,7 @@ def write_skeletons(
         "radius": radius,
         "swc_type": swc_type,
     }
-    write_kind(store, ("skeleton",), write_skeletons, prepare_skeletons, batch, {}, settings)
+    write_kind(store, SKELETONS, batch, {}, settings)
 
 
 def prepare_skeletons(batch: Mapping[str, Any]) -> ObjectTable:
@@ -579,3 +592,15 @@ def prepare_skeletons(batch: Mapping[str, Any]) -> ObjectTable:
     links = np.stack([np.arange(n, dtype=np.int64), parent], axis=1)
     root_extra = {"is_tree": True, "swc_compatible": swc_compatible(columns)}
     return object_table("skeleton", (vertices, grouping, links), batch, root_extra, columns)
+
+
+SKELETONS = KindWriter(
+    writer="write_skeletons",
+    kinds=("skeleton",),
+    data=("positions", "parents"),
+    required=("positions",),
+    keywords=("edges", "vertex_objects", "radius", "swc_type"),
+    store_wide=(),
+    prepare=prepare_skeletons,
+)
+"""What :func:`write_skeletons` takes, for the streaming, append and parallel writers."""

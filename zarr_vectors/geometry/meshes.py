@@ -19,13 +19,14 @@ from zarr_vectors.geometry.graphs import (
 )
 from zarr_vectors.store.io import StoreLike
 from zarr_vectors.write import (
+    KindWriter,
     ObjectTable,
     ObjectWriteArgs,
     inputs,
     write_kind,
 )
 
-__all__ = ["WINDING_ORDERS", "mesh_faces", "mesh_positions", "prepare_mesh", "write_mesh"]
+__all__ = ["MESHES", "WINDING_ORDERS", "mesh_faces", "mesh_positions", "prepare_mesh", "write_mesh"]
 
 WINDING_ORDERS = ("ccw", "cw")
 """Values of the root key ``winding_order`` (spec §3.4)."""
@@ -169,7 +170,7 @@ def write_mesh(
         "face_attributes": face_attributes,
     }
     store_wide = {"winding_order": winding_order, "closed_surface": closed_surface}
-    write_kind(store, ("mesh",), write_mesh, prepare_mesh, batch, store_wide, settings)
+    write_kind(store, MESHES, batch, store_wide, settings)
 
 
 def prepare_mesh(
@@ -193,3 +194,16 @@ def prepare_mesh(
     )
     root_extra = {"winding_order": winding, "closed_surface": closed}
     return object_table("mesh", (vertices, grouping, triangles), batch, root_extra)
+
+
+MESHES = KindWriter(
+    writer="write_mesh",
+    kinds=("mesh",),
+    data=("positions", "faces"),
+    required=("positions", "faces"),
+    keywords=("vertex_objects", "allow_degenerate", "face_attributes"),
+    store_wide=("winding_order", "closed_surface"),
+    prepare=prepare_mesh,
+    renamed={"vertices": "positions"},
+)
+"""What :func:`write_mesh` takes, for the streaming, append and parallel writers."""

@@ -12,6 +12,7 @@ from zarr_vectors.format.kinds import KINDS
 from zarr_vectors.geometry._docstrings import shared_docs
 from zarr_vectors.store.io import StoreLike
 from zarr_vectors.write import (
+    KindWriter,
     ObjectTable,
     ObjectWriteArgs,
     inputs,
@@ -19,7 +20,7 @@ from zarr_vectors.write import (
 )
 from zarr_vectors.write import object_inputs as objects
 
-__all__ = ["prepare_polylines", "split_polylines", "write_polylines"]
+__all__ = ["POLYLINES", "prepare_polylines", "split_polylines", "write_polylines"]
 
 _KINDS = tuple(k.name for k in KINDS.values() if k.ordered)
 
@@ -84,18 +85,8 @@ def write_polylines(
     """
     if kind not in _KINDS:
         raise InvalidInputError(f"kind must be one of {', '.join(map(repr, _KINDS))}, got {kind!r}")
-    batch = {
-        "polylines": polylines,
-    }
-    write_kind(
-        store,
-        _KINDS,
-        write_polylines,
-        prepare_polylines,
-        batch,
-        {"kind": kind, "metadata": metadata},
-        settings,
-    )
+    store_wide = {"kind": kind, "metadata": metadata}
+    write_kind(store, POLYLINES, {"polylines": polylines}, store_wide, settings)
 
 
 def prepare_polylines(
@@ -127,3 +118,15 @@ def prepare_polylines(
         groups=groups,
         root_extra=dict(metadata or {}),
     )
+
+
+POLYLINES = KindWriter(
+    writer="write_polylines",
+    kinds=_KINDS,
+    data=("polylines",),
+    required=("polylines",),
+    keywords=(),
+    store_wide=("kind", "metadata"),
+    prepare=prepare_polylines,
+)
+"""What :func:`write_polylines` takes, for the streaming, append and parallel writers."""

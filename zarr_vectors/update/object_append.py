@@ -10,7 +10,7 @@ the new ones gives. A store an earlier writer wrote with longer fragment-blob bl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Unpack
 
 import numpy as np
@@ -33,7 +33,7 @@ from zarr_vectors.store.io import StoreIO, StoreLike, scratch_store
 from zarr_vectors.store.writer_lock import writer_lock
 from zarr_vectors.update.object_merge import merge_stores
 from zarr_vectors.update.object_sources import Source, open_source, options_of
-from zarr_vectors.write import ObjectAppendArgs, inputs
+from zarr_vectors.write import KindWriter, ObjectAppendArgs, inputs, write_new
 
 __all__ = [
     "append_graph",
@@ -43,32 +43,29 @@ __all__ = [
     "append_objects",
     "continuing_ids",
     "fit_arguments",
+    "open_base",
+    "store_arguments",
+    "store_settings",
 ]
-
-ObjectWrite = Callable[..., None]
-"""A one-shot object writer (``write_graph``...), called with arguments by name."""
 
 
 def append_objects(
     store: StoreLike,
-    kinds: tuple[str, ...],
-    write: ObjectWrite,
+    writer: KindWriter,
     arguments: dict[str, Any],
     progress: ProgressOption,
 ) -> None:
-    """Add the objects ``arguments`` describe to ``store``, whose kind is one of ``kinds``.
+    """Add the objects ``arguments`` describe to ``store``, whose kind ``writer`` writes.
 
     Parameters
     ----------
     store
         An existing store.
-    kinds
-        The kinds ``write`` writes.
-    write
-        The kind's one-shot writer; the new objects are written alone with it, with the
-        store's settings, then merged into the store.
+    writer
+        The kind's writer; the new objects are written alone with it, with the store's
+        settings, then merged into the store.
     arguments
-        The new objects: ``write``'s arguments by name, but the store and its settings.
+        The new objects by name (see :meth:`~zarr_vectors.write.KindWriter.bind`).
     progress
         As for the ``append_*`` functions.
 
@@ -78,27 +75,43 @@ def append_objects(
         For another kind of store, or input that does not match the store.
     """
     with writer_lock(store):  # another append waits: its batch goes after this one
-        base = open_source(store)
-        if base.kind not in kinds:
-            raise InvalidInputError(
-                f"cannot append {' or '.join(kinds)} objects to a {base.kind} store"
-            )
+        base = open_base(store, writer)
         fitted = fit_arguments(base.kind, base, arguments, "the store")
         fitted["object_ids"] = continuing_ids(base.kind, base.n_objects, arguments)
-        settings = {
-            "chunk_shape": base.root.chunk_shape,
-            "bin_shape": base.root.base_bin_shape,
-            "options": options_of(base),
-            **_store_arguments(base),
-        }
         with progress_reporter(progress) as report:
             scratch = scratch_store()
-            write(scratch, **fitted, **settings, progress=report)
+            write_new(scratch, writer, fitted, store_arguments(base), store_settings(base, report))
             batch = open_source(StoreIO(scratch))
             merge_stores(store, [base, batch], has_base=True, progress=report)
 
 
-def _store_arguments(base: Source) -> dict[str, Any]:
+def open_base(store: StoreLike, writer: KindWriter) -> Source:
+    """The store new objects are added to, checked to be of a kind ``writer`` writes.
+
+    Raises
+    ------
+    InvalidInputError
+        For another kind of store.
+    """
+    base = open_source(store)
+    if base.kind not in writer.kinds:
+        raise InvalidInputError(
+            f"cannot append {' or '.join(writer.kinds)} objects to a {base.kind} store"
+        )
+    return base
+
+
+def store_settings(base: Source, progress: ProgressOption = None) -> dict[str, Any]:
+    """The settings new objects are written with alone before they join ``base``."""
+    return {
+        "chunk_shape": base.root.chunk_shape,
+        "bin_shape": base.root.base_bin_shape,
+        "options": options_of(base),
+        "progress": progress,
+    }
+
+
+def store_arguments(base: Source) -> dict[str, Any]:
     """The store-wide arguments of the kind's writer, as ``base`` was written with them."""
     row, extra = geometry_kind(base.kind), base.root.extra
     if row.ordered:

@@ -12,9 +12,8 @@ holds one batch while it is written, and one chunk of every batch while they are
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -22,33 +21,24 @@ from typing import Any
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.kinds import KINDS, geometry_kind
-from zarr_vectors.geometry import (
-    group_vertices,
-    mesh_positions,
-    split_polylines,
-    write_graph,
-    write_mesh,
-    write_polylines,
-    write_skeletons,
-)
+from zarr_vectors.format.kinds import geometry_kind
+from zarr_vectors.geometry import group_vertices, object_writer, split_polylines
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination
-from zarr_vectors.update.object_append import continuing_ids, fit_arguments
+from zarr_vectors.store.writer_lock import writer_lock
+from zarr_vectors.update.object_append import (
+    continuing_ids,
+    fit_arguments,
+    open_base,
+    store_arguments,
+    store_settings,
+)
 from zarr_vectors.update.object_merge import merge_stores
 from zarr_vectors.update.object_sources import Source, open_source
-from zarr_vectors.write import WriteMode, WriteOptions, inputs
+from zarr_vectors.write import KindWriter, WriteMode, WriteOptions, inputs, write_new
 
 __all__ = ["BatchSpec", "ObjectWriter", "write_objects_stream"]
-
-_WRITERS: dict[str, Callable[..., None]] = {
-    "polyline": write_polylines,
-    "streamline": write_polylines,
-    "graph": write_graph,
-    "skeleton": write_skeletons,
-    "mesh": write_mesh,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,16 +51,19 @@ class BatchSpec:
     ----------
     kind
         ``"polyline"``, ``"streamline"``, ``"graph"``, ``"skeleton"`` or ``"mesh"``.
-    fixed
-        The settings every batch is written with: ``chunk_shape``, ``bin_shape``,
-        ``options`` and the kind's store-wide arguments.
+    store_wide
+        The kind's store-wide arguments (``directed``...; see
+        :class:`~zarr_vectors.write.KindWriter`).
+    settings
+        ``chunk_shape``, ``bin_shape``, ``options`` and ``units`` of every batch.
     shard_chunks
         ``options.shard_chunks`` of the merged store: batches are written with one shard
         per chunk, and the merge packs chunks into shards (spec §9.0.1).
     """
 
     kind: str
-    fixed: dict[str, Any]
+    store_wide: dict[str, Any]
+    settings: dict[str, Any]
     shard_chunks: int | tuple[int, ...] | None = None
 
     @classmethod
@@ -89,31 +82,37 @@ class BatchSpec:
         InvalidInputError
             For an unknown kind, a missing ``chunk_shape`` or settings the kind lacks.
         """
-        if kind not in _WRITERS:
-            raise InvalidInputError(f"kind must be one of {sorted(_WRITERS)}, got {kind!r}")
+        writer = object_writer(kind)
         if chunk_shape is None:
             raise InvalidInputError("a streaming object write needs chunk_shape")
+        settings = dict(settings)
+        units = settings.pop("units", None)
         inputs.check_settings(
-            kind,
-            chunk_shape=chunk_shape,
-            bin_shape=bin_shape,
-            options=options,
-            units=settings.get("units"),
+            kind, chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
         )
+        unknown = set(settings) - set(writer.store_wide)
+        if unknown:
+            raise InvalidInputError(f"{sorted(unknown)} are not settings of a {kind} store")
+        if "kind" in writer.store_wide:
+            settings["kind"] = kind
         shards = None if options is None else options.shard_chunks
-        fixed: dict[str, Any] = {
+        fixed = {
             "chunk_shape": chunk_shape,
             "bin_shape": bin_shape,
             "options": None if options is None else dataclasses.replace(options, shard_chunks=None),
-            **settings,
+            "units": units,
         }
-        if geometry_kind(kind).ordered:
-            fixed["kind"] = kind
-        known = set(inspect.signature(_WRITERS[kind]).parameters) | inputs.WRITE_SETTINGS
-        unknown = set(fixed) - known
-        if unknown:
-            raise InvalidInputError(f"{sorted(unknown)} are not settings of a {kind} store")
-        return cls(kind, fixed, shards)
+        return cls(kind, settings, fixed, shards)
+
+    @classmethod
+    def for_store(cls, base: Source) -> BatchSpec:
+        """Batches that join the existing store ``base``: written with its settings."""
+        return cls(base.kind, store_arguments(base), store_settings(base))
+
+    @property
+    def writer(self) -> KindWriter:
+        """The kind's writer."""
+        return object_writer(self.kind)
 
     def arguments(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """A batch's arguments to the kind's ``write_*`` function, by name (store excluded).
@@ -121,31 +120,12 @@ class BatchSpec:
         Raises
         ------
         InvalidInputError
-            For arguments the function does not take, or settings fixed by the spec.
+            For arguments the function does not take, or settings fixed once per store.
         """
-        write = _WRITERS[self.kind]
-        try:
-            bound = inspect.signature(write).bind(None, *args, **kwargs)
-        except TypeError as exc:
-            raise InvalidInputError(f"bad batch for {write.__name__}: {exc}") from exc
-        arguments = dict(bound.arguments)
-        arguments.pop("store")
-        arguments.update(arguments.pop("settings", {}))
-        known = set(inspect.signature(write).parameters) | inputs.OBJECT_COLUMNS
-        unknown = sorted(set(arguments) - known - inputs.WRITE_SETTINGS)
-        if unknown:
-            raise InvalidInputError(
-                f"bad batch for {write.__name__}: unexpected keyword argument {unknown[0]!r}"
-            )
-        if "vertices" in arguments:  # the deprecated name of a mesh's positions
-            given = arguments.pop("vertices")
-            arguments["positions"] = mesh_positions(
-                arguments.get("positions"), given, arguments.get("faces")
-            )
-        clash = sorted(set(arguments) & set(self.fixed))
+        clash = sorted(set(kwargs) & (inputs.WRITE_SETTINGS | set(self.writer.store_wide)))
         if clash:
             raise InvalidInputError(f"{clash} are set once, on the ObjectWriter")
-        return arguments
+        return self.writer.bind(args, kwargs)
 
     def count(self, arguments: Mapping[str, Any]) -> int:
         """Objects in a batch.
@@ -164,10 +144,9 @@ class BatchSpec:
         self, path: StoreLike, arguments: Mapping[str, Any], first: int, *, overwrite: bool
     ) -> None:
         """Write a batch alone into ``path``; its default ids start at ``first``."""
-        ids = continuing_ids(self.kind, first, arguments)
-        write = _WRITERS[self.kind]
-        settings = {**self.fixed, "mode": "w" if overwrite else "w-", "progress": False}
-        write(path, **{**arguments, "object_ids": ids, **settings})
+        batch = {**arguments, "object_ids": continuing_ids(self.kind, first, arguments)}
+        settings = {**self.settings, "progress": False}
+        write_new(path, self.writer, batch, self.store_wide, settings, overwrite=overwrite)
 
 
 class ObjectWriter:
@@ -186,13 +165,16 @@ class ObjectWriter:
     kind
         ``"polyline"``, ``"streamline"``, ``"graph"``, ``"skeleton"`` or ``"mesh"``.
     chunk_shape
-        Chunk size per axis (one number for all axes). Required: the default chunk shape
-        depends on all the data.
+        Chunk size per axis (one number for all axes). Required unless ``mode="a"``: the
+        default chunk shape depends on all the data.
     bin_shape
         Bin size, as for the ``write_*`` functions.
     mode
         ``"w-"`` (default): refuse an existing store; ``"w"``: replace an existing Zarr
-        Vectors store (never anything else) when the writer closes.
+        Vectors store (never anything else) when the writer closes; ``"a"``: add the
+        batches to an existing store of the kind when the writer closes, as
+        ``write_*(..., mode="a")`` with all the batches at once would (the store keeps its
+        own chunk and bin shapes, options and store-wide settings, so those are not given).
     overwrite
         Deprecated: ``overwrite=True`` is ``mode="w"``.
     options
@@ -216,8 +198,12 @@ class ObjectWriter:
     StoreExistsError
         When the destination holds data and ``mode`` is ``"w-"``.
     InvalidInputError
-        For an unknown kind or a missing ``chunk_shape``; :meth:`append` raises it for an
-        invalid batch, which is then not added.
+        For an unknown kind, a missing ``chunk_shape``, or (``mode="a"``) a store of
+        another kind or settings given; :meth:`append` raises it for an invalid batch,
+        which is then not added.
+    ConcurrentWriteError
+        ``mode="a"``: when another writer changed the store since the writer opened it;
+        the store keeps that writer's change.
 
     Examples
     --------
@@ -238,7 +224,7 @@ class ObjectWriter:
         store: StoreLike,
         *,
         kind: str,
-        chunk_shape: float | Sequence[float] | None,
+        chunk_shape: float | Sequence[float] | None = None,
         bin_shape: float | Sequence[float] | None = None,
         mode: WriteMode = "w-",
         overwrite: bool | None = None,
@@ -248,18 +234,23 @@ class ObjectWriter:
         storage_options: Mapping[str, Any] | None = None,
         **settings: Any,
     ) -> None:
-        target = inputs.new_store_destination(
-            store, mode, overwrite, storage_options, "ObjectWriter"
-        )
-        store, overwrite = target.store, target.overwrite
-        self.spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
-        check_destination(store, overwrite=overwrite)
+        target = inputs.destination(store, mode, overwrite, storage_options)
+        self.store, self.kind, self.overwrite = target.store, kind, target.overwrite
+        self.base: Source | None = None  # mode "a": the store the batches join
+        if target.mode == "a":
+            inputs.check_append_settings(
+                chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, **settings
+            )
+            self.base = open_base(self.store, object_writer(kind))
+            self.spec = BatchSpec.for_store(self.base)
+        else:
+            self.spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
+            check_destination(self.store, overwrite=self.overwrite)
         self.progress = progress_reporter(progress)
-        self.store, self.kind, self.overwrite = store, kind, overwrite
-        self.scratch = scratch_directory(local_destination(store), spill_dir)
+        self.scratch = scratch_directory(local_destination(self.store), spill_dir)
         self.batches: list[Path] = []
-        self.first: Source | None = None  # the first batch: later ones are cast to it
-        self.n_objects = 0
+        self.first = self.base  # later batches are cast to it (else to the first batch)
+        self.n_objects = 0 if self.base is None else self.base.n_objects
         self.closed = False
 
     def append(self, *args: Any, **kwargs: Any) -> None:
@@ -294,7 +285,8 @@ class ObjectWriter:
             raise InvalidInputError("this ObjectWriter is closed")
         arguments = self.spec.arguments(args, kwargs)
         if self.first is not None:
-            arguments = fit_arguments(self.kind, self.first, arguments, "the first batch")
+            holder = "the first batch" if self.base is None else "the store"
+            arguments = fit_arguments(self.spec.kind, self.first, arguments, holder)
         path = self.scratch / f"batch-{len(self.batches)}"
         self.spec.write(path, arguments, self.n_objects, overwrite=False)
         source = open_source(path)
@@ -330,6 +322,12 @@ class ObjectWriter:
             if not self.batches:
                 raise InvalidInputError("nothing to write: append at least one batch")
             sources = [open_source(path) for path in self.batches]
+            if self.base is not None:
+                with writer_lock(self.store):
+                    merge_stores(
+                        self.store, [self.base, *sources], has_base=True, progress=self.progress
+                    )
+                return
             merge_stores(
                 self.store,
                 sources,
@@ -381,7 +379,7 @@ def write_objects_stream(
     batches: Iterable[Any],
     *,
     kind: str,
-    chunk_shape: float | Sequence[float] | None,
+    chunk_shape: float | Sequence[float] | None = None,
     **settings: Any,
 ) -> None:
     """Write an object store from an iterable of batches of whole objects.
@@ -402,8 +400,8 @@ def write_objects_stream(
     kind
         ``"polyline"``, ``"streamline"``, ``"graph"``, ``"skeleton"`` or ``"mesh"``.
     chunk_shape
-        Chunk size per axis (one number for all axes); required, as for
-        :class:`ObjectWriter`.
+        Chunk size per axis (one number for all axes); required unless ``mode="a"``, as
+        for :class:`ObjectWriter`.
     **settings
         Keyword arguments of :class:`ObjectWriter` (``bin_shape``, ``mode``, ``options``,
         ``spill_dir``, ``progress``, ``storage_options``, ``units`` and the kind's
@@ -415,6 +413,8 @@ def write_objects_stream(
         For an invalid batch or setting; nothing is written then.
     StoreExistsError
         When the destination holds data and ``mode`` is ``"w-"``.
+    ConcurrentWriteError
+        ``mode="a"``: when another writer changed the store meanwhile.
 
     Examples
     --------
@@ -430,12 +430,12 @@ def write_objects_stream(
     >>> store.object_count, store.vertex_count
     (2, 8)
     """
-    ordered = geometry_kind(kind).ordered if kind in KINDS else False
+    several = len(object_writer(kind).data) > 1  # else a tuple is one argument
     with ObjectWriter(store, kind=kind, chunk_shape=chunk_shape, **settings) as writer:
         for batch in batches:
             if isinstance(batch, Mapping):
                 writer.append(**batch)
-            elif isinstance(batch, tuple) and not ordered:
+            elif isinstance(batch, tuple) and several:
                 writer.append(*batch)
             else:
                 writer.append(batch)

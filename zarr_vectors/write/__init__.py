@@ -15,6 +15,8 @@ _shard_writes
 _inputs, _object_inputs
     Checks and normalisation of user input (positions, attributes, object tables); exported
     as the modules ``inputs`` and ``object_inputs``.
+_kind_writers
+    :class:`KindWriter`, what each kind's writer takes, and the one object write path.
 _objects, _object_runs
     Object tables: the object index, object attributes, object runs per chunk.
 _chunk_shapes
@@ -32,11 +34,11 @@ from zarr_vectors.write._inputs import (
     WriteMode,
     new_store_destination,
 )
+from zarr_vectors.write._kind_writers import KindWriter, write_kind, write_new
 from zarr_vectors.write._objects import (
     Groups,
     ObjectTable,
     write_global,
-    write_kind,
     write_object_columns,
     write_object_index,
     write_objects,
@@ -63,7 +65,9 @@ __all__ = [
     "ObjectWriteArgs",
     "ObjectAppendArgs",
     "new_store_destination",
+    "KindWriter",
     "write_kind",
+    "write_new",
     "DEFAULT_BLOSC",
     "LevelStats",
     "LevelWriter",

@@ -10,7 +10,6 @@ traversal order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +62,6 @@ __all__ = [
     "write_global",
     "write_object_columns",
     "write_object_index",
-    "write_kind",
     "write_objects",
 ]
 
@@ -437,74 +435,3 @@ def write_objects(
                 "object_count": table.n_objects,
             },
         )
-
-
-def write_kind(
-    store: StoreLike,
-    kinds: tuple[str, ...],
-    write: Callable[..., None],
-    prepare: Callable[..., ObjectTable],
-    batch: dict[str, Any],
-    store_wide: Mapping[str, Any],
-    arguments: Mapping[str, Any],
-) -> None:
-    """The body of every one-shot object writer (``write_graph``...): one write path.
-
-    Parameters
-    ----------
-    store
-        The destination.
-    kinds
-        The kinds ``write`` writes; the first unless ``store_wide`` names one.
-    write
-        The public writer itself (what ``mode="a"`` writes the new objects with).
-    prepare
-        Turns ``batch`` (and ``store_wide`` by keyword) into the :class:`ObjectTable`.
-    batch
-        The objects: the writer's data and own per-object arguments, by name.
-    store_wide
-        The writer's arguments a store keeps (``directed``, ``winding_order``...), which
-        an append takes from the store instead.
-    arguments
-        The writer's other keyword arguments: per-object columns
-        (:class:`~zarr_vectors.write._inputs.ObjectColumns`) and settings
-        (:class:`~zarr_vectors.write._inputs.WriteSettings`).
-
-    Raises
-    ------
-    InvalidInputError
-        For an unknown setting or malformed input, before anything is written.
-    StoreExistsError
-        When the destination holds data and ``mode`` is ``"w-"``.
-    """
-    columns, settings = inputs.split_object_arguments(arguments, write.__name__)
-    batch = {**batch, **columns}
-    target = inputs.destination(
-        store,
-        settings.get("mode", "w-"),
-        settings.get("overwrite"),
-        settings.get("storage_options"),
-        stacklevel=5,
-    )
-    chunk_shape, bin_shape = settings.get("chunk_shape"), settings.get("bin_shape")
-    options, units = settings.get("options"), settings.get("units")
-    if target.mode == "a":
-        inputs.check_append_settings(
-            chunk_shape=chunk_shape, bin_shape=bin_shape, units=units, options=options
-        )
-        append = inputs.append_function("objects")
-        append(target.store, kinds, write, batch, settings.get("progress"))
-        return
-    kind = str(store_wide.get("kind", kinds[0]))
-    options = inputs.check_settings(
-        kind, chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
-    )
-    write_objects(
-        target.store,
-        prepare(batch, **store_wide),
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=target.overwrite,
-        options=options,
-        progress=settings.get("progress"),
-    )
