@@ -91,9 +91,9 @@ def test_writers_of_whole_stores_refuse_mode_a(tmp_path: Path) -> None:
 
 def test_object_writer_appends_with_the_store_settings(tmp_path: Path) -> None:
     zv.write_graph(tmp_path / "g", SQUARE, RING, chunk_shape=4.0, progress=False)
-    with pytest.raises(InvalidInputError, match="keeps the store's own settings.*chunk_shape"):
+    with pytest.raises(InvalidInputError, match=r"keeps the store's own settings.*chunk_shape"):
         zv.ObjectWriter(tmp_path / "g", kind="graph", chunk_shape=4.0, mode="a")
-    with pytest.raises(InvalidInputError, match="keeps the store's own settings.*directed"):
+    with pytest.raises(InvalidInputError, match=r"keeps the store's own settings.*directed"):
         zv.ObjectWriter(tmp_path / "g", kind="graph", mode="a", directed=True)
     with pytest.raises(InvalidInputError, match="cannot append mesh objects to a graph store"):
         zv.ObjectWriter(tmp_path / "g", kind="mesh", mode="a")
