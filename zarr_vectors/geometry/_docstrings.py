@@ -1,12 +1,15 @@
 """Parameter documentation the writers share, written once and put into their docstrings.
 
 A writer's docstring names a shared block on a line of its own (``{write_settings}``); the
-decorator :func:`shared_docs` replaces it by the block, so ``help()`` and the API reference
-see the whole docstring.
+decorator :func:`shared_docs` replaces it by the block, indented as the line is (a method's
+docstring is indented further), so ``help()``, the API reference and the doctests see the
+whole docstring.
 """
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -75,6 +78,13 @@ SHARED_DOCS: dict[str, str] = {
     ConcurrentWriteError
         When another writer committed meanwhile without taking turns (spec §12.3); nothing
         changes then.""",
+    "example_setup": """\
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "example.zarr\"""",
     "write_raises": """\
     Raises
     ------
@@ -108,7 +118,17 @@ def shared_docs(func: F) -> F:
     doc, before = func.__doc__ or "", None
     while doc != before:  # a block may name other blocks
         before = doc
-        for name, text in SHARED_DOCS.items():
-            doc = doc.replace("    {" + name + "}\n", text + "\n")
+        doc = _BLOCK.sub(_block, doc)
     func.__doc__ = doc
     return func
+
+
+_BLOCK = re.compile(r"^( *)\{(\w+)\}$", re.M)
+"""A line naming a shared block: its indentation and the block's name."""
+
+
+def _block(match: re.Match[str]) -> str:
+    indent, name = match.groups()
+    if name not in SHARED_DOCS:
+        return match.group(0)
+    return textwrap.indent(textwrap.dedent(SHARED_DOCS[name]), indent)

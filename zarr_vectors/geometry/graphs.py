@@ -304,12 +304,7 @@ def write_graph(
     -----
     Root keys: ``is_directed`` and ``is_tree: false`` (trees are not detected).
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "network.zarr"
+    {example_setup}
     >>> positions = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0]], dtype=np.float32)
     >>> edges = np.array([[0, 1], [1, 2]])
     >>> zv.write_graph(path, positions, edges, chunk_shape=4.0, progress=False)
@@ -549,18 +544,11 @@ def write_skeletons(
     Root keys: ``is_tree: true``; ``swc_compatible`` is true iff both ``radius`` (finite,
     >= 0) and ``swc_type`` (0..7) are given.
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "neurons.zarr"
+    {example_setup}
     >>> positions = np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0], [1, 1, 0]], dtype=np.float32)
-    >>> parents = np.array([-1, 0, 1, 1])
-    >>> zv.write_skeletons(path, positions, parents, chunk_shape=4.0, progress=False)
-    >>> store = zv.open(path)
-    >>> store.kind, store.object_count, store.vertex_count
-    ('skeleton', 1, 4)
+    >>> zv.write_skeletons(path, positions, [-1, 0, 1, 1], chunk_shape=4.0, progress=False)
+    >>> zv.open(path).metadata["is_tree"]   # one tree: node 1 branches to nodes 2 and 3
+    True
     """
     batch = {
         "positions": positions,

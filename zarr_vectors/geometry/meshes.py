@@ -149,12 +149,7 @@ def write_mesh(
 
     {write_raises}
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "surface.zarr"
+    {example_setup}
     >>> positions = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=np.float32)
     >>> faces = np.array([[0, 1, 2], [0, 2, 3]])
     >>> zv.write_mesh(path, positions, faces, chunk_shape=4.0, progress=False)

@@ -102,12 +102,7 @@ def write_points(
     StoreExistsError
         When the destination holds data and ``mode`` is ``"w-"``.
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    {example_setup}
     >>> positions = np.array([[1, 2, 3], [4, 5, 6], [7, 8, 9]], dtype=np.float32)
     >>> zv.write_points(path, positions, chunk_shape=5.0, progress=False)
     >>> zv.write_points(path, positions + 10, mode="a", progress=False)

@@ -70,12 +70,7 @@ def write_polylines(
 
     {write_raises}
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tracts.zarr"
+    {example_setup}
     >>> lines = [np.array([[0, 0, 0], [1, 1, 1], [2, 2, 2]], dtype=np.float32),
     ...          np.array([[5, 5, 5], [6, 6, 6]], dtype=np.float32)]
     >>> zv.write_polylines(path, lines, kind="streamline", chunk_shape=4.0, progress=False)

@@ -288,12 +288,7 @@ def append_polylines(
     as it was; other stores are changed in place, and an interrupted append leaves them
     incomplete (spec §2.4), never wrong.
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tracts.zarr"
+    {example_setup}
     >>> line = np.array([[0, 0, 0], [1, 1, 1]], dtype=np.float32)
     >>> zv.write_polylines(path, [line], chunk_shape=4.0, progress=False)
     >>> zv.append_polylines(path, [line + 1, line + 2], progress=False)
@@ -332,12 +327,7 @@ def append_graph(
 
     {append_raises}
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "network.zarr"
+    {example_setup}
     >>> positions = np.array([[0, 0, 0], [1, 0, 0]], dtype=np.float32)
     >>> zv.write_graph(path, positions, [[0, 1]], chunk_shape=4.0, progress=False)
     >>> zv.append_graph(path, positions + 1, [[0, 1]], progress=False)
@@ -379,17 +369,12 @@ def append_skeletons(
 
     {append_raises}
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "neurons.zarr"
-    >>> positions = np.array([[0, 0, 0], [1, 0, 0]], dtype=np.float32)
-    >>> zv.write_skeletons(path, positions, [-1, 0], chunk_shape=4.0, progress=False)
-    >>> zv.append_skeletons(path, positions + 1, [-1, 0], progress=False)
-    >>> zv.open(path).object_count
-    2
+    {example_setup}
+    >>> chain = np.arange(9, dtype=np.float32).reshape(3, 3)   # three nodes, root first
+    >>> zv.write_skeletons(path, chain, [-1, 0, 1], chunk_shape=4.0, progress=False)
+    >>> zv.append_skeletons(path, chain[:2] + 10, [-1, 0], progress=False)
+    >>> zv.open(path).vertex_count
+    5
     """
     write_skeletons(
         store,
@@ -430,12 +415,7 @@ def append_mesh(
 
     {append_raises}
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "surface.zarr"
+    {example_setup}
     >>> positions = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0]], dtype=np.float32)
     >>> zv.write_mesh(path, positions, [[0, 1, 2]], chunk_shape=4.0, progress=False)
     >>> zv.append_mesh(path, positions + 1, [[0, 1, 2]], progress=False)

@@ -16,17 +16,17 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.kinds import geometry_kind
-from zarr_vectors.geometry import group_vertices, object_writer, split_polylines
+from zarr_vectors.geometry import group_vertices, object_writer, shared_docs, split_polylines
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination
 from zarr_vectors.store.writer_lock import writer_lock
+from zarr_vectors.update._closing import CloseOnExit
 from zarr_vectors.update.object_append import (
     continuing_ids,
     fit_arguments,
@@ -149,7 +149,8 @@ class BatchSpec:
         write_new(path, self.writer, batch, self.store_wide, settings, overwrite=overwrite)
 
 
-class ObjectWriter:
+@shared_docs
+class ObjectWriter(CloseOnExit):
     """Write an object store (polylines, streamlines, graphs, skeletons, meshes) from batches.
 
     Use it as a context manager; :meth:`append` takes a batch of whole objects with the
@@ -205,12 +206,7 @@ class ObjectWriter:
         ``mode="a"``: when another writer changed the store since the writer opened it;
         the store keeps that writer's change.
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tracts.zarr"
+    {example_setup}
     >>> line = np.array([[0, 0, 0], [1, 1, 1]], dtype=np.float32)
     >>> with zv.ObjectWriter(path, kind="polyline", chunk_shape=4.0, progress=False) as w:
     ...     w.append([line, line + 1])
@@ -253,6 +249,7 @@ class ObjectWriter:
         self.n_objects = 0 if self.base is None else self.base.n_objects
         self.closed = False
 
+    @shared_docs
     def append(self, *args: Any, **kwargs: Any) -> None:
         """Add a batch of whole objects (the ``write_*`` arguments after the store).
 
@@ -267,12 +264,7 @@ class ObjectWriter:
             For an invalid batch; it is not added and the writer stays usable.
 
 
-        Examples
-        --------
-        >>> import pathlib, tempfile
-        >>> import numpy as np
-        >>> import zarr_vectors as zv
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+        {example_setup}
         >>> line = np.array([[0, 0, 0], [5, 5, 5.0]])
         >>> writer = zv.ObjectWriter(path, kind="polyline", chunk_shape=10.0)
         >>> writer.append([line])
@@ -294,6 +286,7 @@ class ObjectWriter:
         self.n_objects += source.n_objects
         self.batches.append(path)
 
+    @shared_docs
     def close(self) -> None:
         """Merge the batches into the destination and remove the temporary stores.
 
@@ -303,12 +296,7 @@ class ObjectWriter:
             When nothing was appended.
 
 
-        Examples
-        --------
-        >>> import pathlib, tempfile
-        >>> import numpy as np
-        >>> import zarr_vectors as zv
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+        {example_setup}
         >>> line = np.array([[0, 0, 0], [5, 5, 5.0]])
         >>> writer = zv.ObjectWriter(path, kind="polyline", chunk_shape=10.0)
         >>> writer.append([line])
@@ -339,15 +327,11 @@ class ObjectWriter:
         finally:
             self.abort()
 
+    @shared_docs
     def abort(self) -> None:
         """Drop the batches and their temporary stores; the destination is untouched.
 
-        Examples
-        --------
-        >>> import pathlib, tempfile
-        >>> import numpy as np
-        >>> import zarr_vectors as zv
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+        {example_setup}
         >>> line = np.array([[0, 0, 0], [5, 5, 5.0]])
         >>> writer = zv.ObjectWriter(path, kind="polyline", chunk_shape=10.0)
         >>> writer.append([line])
@@ -359,21 +343,8 @@ class ObjectWriter:
         remove_scratch(self.scratch)
         self.progress.close()
 
-    def __enter__(self) -> ObjectWriter:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-
-
+@shared_docs
 def write_objects_stream(
     store: StoreLike,
     batches: Iterable[Any],
@@ -416,12 +387,7 @@ def write_objects_stream(
     ConcurrentWriteError
         ``mode="a"``: when another writer changed the store meanwhile.
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "graphs.zarr"
+    {example_setup}
     >>> square = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=np.float32)
     >>> ring = np.array([[0, 1], [1, 2], [2, 3], [3, 0]])
     >>> batches = [(square, ring), {"positions": square + 5, "edges": ring}]

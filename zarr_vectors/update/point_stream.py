@@ -19,7 +19,6 @@ import functools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,7 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
-from zarr_vectors.geometry import commit_points
+from zarr_vectors.geometry import commit_points, shared_docs
 from zarr_vectors.kernels import (
     bounds_and_nonfinite,
     destinations_of_positions,
@@ -41,6 +40,7 @@ from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import SpillColumns, remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination, write_target
 from zarr_vectors.store.writer_lock import writer_lock
+from zarr_vectors.update._closing import CloseOnExit
 from zarr_vectors.update._read_ahead import read_ahead
 from zarr_vectors.update.point_append import ExistingPoints, append_to_store, load_existing
 from zarr_vectors.write import (
@@ -107,7 +107,8 @@ class _SliceWork:
         return cls(keys, [np.empty((rows, *shape), dtype=dtype) for dtype, shape in columns])
 
 
-class PointWriter:
+@shared_docs
+class PointWriter(CloseOnExit):
     """Write a point cloud from batches, with memory bounded by ``memory_budget``.
 
     Use it as a context manager; :meth:`append` takes a batch, and leaving the ``with``
@@ -169,12 +170,7 @@ class PointWriter:
         ``mode="a"``, at :meth:`close`: another writer committed to the store after this
         writer read it; none of the batches were committed (append them again).
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    {example_setup}
     >>> with zv.PointWriter(path, chunk_shape=5.0, progress=False) as writer:
     ...     for k in range(3):
     ...         writer.append(np.full((2, 3), k, dtype=np.float32))
@@ -254,6 +250,7 @@ class PointWriter:
             self.lo, self.hi = (np.asarray(b, dtype=np.float64) for b in root.bounding_box)
 
     # -- input ---------------------------------------------------------------------------
+    @shared_docs
     def append(
         self,
         positions: Any,
@@ -275,12 +272,7 @@ class PointWriter:
             For an invalid batch or one that does not match the first; nothing of it is kept.
 
 
-        Examples
-        --------
-        >>> import pathlib, tempfile
-        >>> import numpy as np
-        >>> import zarr_vectors as zv
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        {example_setup}
         >>> writer = zv.PointWriter(path, chunk_shape=10.0)
         >>> writer.append(np.array([[1, 1, 1], [12, 3, 4]], dtype=np.float32))
         >>> writer.append(np.array([[25, 25, 25]], dtype=np.float32))
@@ -451,6 +443,7 @@ class PointWriter:
             self.pieces.setdefault(tuple(chunk), []).append(_Piece(a, count, r, run_count))
 
     # -- output --------------------------------------------------------------------------
+    @shared_docs
     def close(self) -> None:
         """Write the store from everything appended, then remove the temporary files.
 
@@ -460,12 +453,7 @@ class PointWriter:
             When nothing was appended (append a batch, even an empty one, first).
 
 
-        Examples
-        --------
-        >>> import pathlib, tempfile
-        >>> import numpy as np
-        >>> import zarr_vectors as zv
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        {example_setup}
         >>> writer = zv.PointWriter(path, chunk_shape=10.0)
         >>> writer.append(np.zeros((0, 2), dtype=np.float32))   # an empty batch is a batch
         >>> writer.close()
@@ -478,15 +466,11 @@ class PointWriter:
         finally:
             self._cleanup()
 
+    @shared_docs
     def abort(self) -> None:
         """Drop everything appended and remove the temporary files; the store is untouched.
 
-        Examples
-        --------
-        >>> import pathlib, tempfile
-        >>> import numpy as np
-        >>> import zarr_vectors as zv
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        {example_setup}
         >>> writer = zv.PointWriter(path, chunk_shape=10.0)
         >>> writer.append(np.ones((4, 3), dtype=np.float32))
         >>> writer.abort()
@@ -608,21 +592,8 @@ class PointWriter:
         remove_scratch(self.scratch)
         self.progress.close()
 
-    def __enter__(self) -> PointWriter:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-
-
+@shared_docs
 def write_points_stream(
     store: StoreLike,
     batches: Iterable[Any],
@@ -642,12 +613,7 @@ def write_points_stream(
         ``units``, ``overwrite``, ``options``, ``memory_budget``, ``spill_dir``,
         ``progress``).
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    {example_setup}
     >>> batches = (np.full((3, 3), k, dtype=np.float32) for k in range(4))
     >>> zv.write_points_stream(path, batches, chunk_shape=5.0, progress=False)
     >>> zv.open(path).vertex_count
@@ -701,6 +667,7 @@ def _bin_runs(bin_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return runs, run_offsets
 
 
+@shared_docs
 def append_points(
     store: StoreLike,
     positions: Any,
@@ -747,12 +714,7 @@ def append_points(
         When another writer committed meanwhile without the lock (another process on a
         memory or object store) or held the lock for over an hour; nothing was committed.
 
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    {example_setup}
     >>> positions = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.float32)
     >>> zv.write_points(path, positions, chunk_shape=5.0, progress=False)
     >>> zv.append_points(path, positions + 10, progress=False)
