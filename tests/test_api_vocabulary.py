@@ -315,6 +315,19 @@ def test_result_geometry_type_warns_naming_kind() -> None:
         assert result.geometry_type == result.kind == "mesh"
 
 
+def test_result_built_with_geometry_type_warns_naming_kind() -> None:
+    edges = np.array([[0, 1]])
+    with pytest.warns(DeprecationWarning, match=r"use QueryResult\(kind=\.\.\.\)"):
+        built = zv.QueryResult(positions=np.zeros((2, 3)), edges=edges, geometry_type="skeleton")
+    assert built.kind == "skeleton"
+    np.testing.assert_array_equal(built.edges, edges)
+    with (
+        pytest.warns(DeprecationWarning, match="geometry_type"),
+        pytest.raises(TypeError, match=r"give kind= only"),
+    ):
+        zv.QueryResult(positions=np.zeros((2, 3)), kind="graph", geometry_type="skeleton")
+
+
 def test_lazy_result_geometry_type_warns_naming_kind(
     cloud: tuple[zv.VectorStore, np.ndarray],
 ) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from zarr_vectors._deprecation import warn_renamed
+from zarr_vectors._deprecation import renamed_keywords, warn_renamed
 from zarr_vectors.format.metadata import DEFAULT_AXIS_NAMES
 from zarr_vectors.result.plotting import MAX_POINTS, plot_result
 from zarr_vectors.result.shapes import to_shapely as shapely_geometries
@@ -38,6 +38,7 @@ def _inferred_kind(result: QueryResult) -> str:
     return "point_cloud" if result.offsets is None else "polyline"
 
 
+@renamed_keywords(geometry_type="kind")
 @dataclass(frozen=True, slots=True, repr=False)
 class QueryResult:
     """What :meth:`VectorStore.read`, :meth:`~VectorStore.query` and
@@ -77,6 +78,7 @@ class QueryResult:
         kind for the results of a store; when not given, inferred from the fields that are
         set: ``"mesh"`` when there are faces, ``"graph"`` when there are edges,
         ``"polyline"`` when there are offsets, else ``"point_cloud"``.
+        (``geometry_type=`` is its deprecated name, and warns.)
 
     Examples
     --------
