@@ -310,7 +310,9 @@ def test_ctrl_c_is_one_line(
 @pytest.mark.parametrize(
     ("message", "expected"),
     [
-        ("x exists; pass overwrite=True to replace it", "x exists; pass --overwrite to replace it"),
+        ('x exists; pass mode="w" to replace it', "x exists; pass --overwrite to replace it"),
+        ("x exists; pass mode='w' to replace it", "x exists; pass --overwrite to replace it"),
+        ("mode='w-' (default) or 'w'", "mode='w-' (default) or 'w'"),
         ("the format of 'a'; give format=", "the format of 'a'; give --format"),
         ("pass allow_degenerate=True to keep", "pass -o allow_degenerate=true to keep"),
         ("choose them with columns=[...])", "choose them with -o columns=[...])"),
@@ -331,7 +333,7 @@ def test_messages_speak_in_flags(message: str, expected: str) -> None:
 def test_messages_keep_what_the_user_typed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert in_flags("no store at 'ids=3': pass overwrite=True", ["ids=3"]) == (
+    assert in_flags("no store at 'ids=3': pass mode=\"w\"", ["ids=3"]) == (
         "no store at 'ids=3': pass --overwrite"
     )
     assert in_flags("chunk_shape is required", ["", "x"]) == "--chunk-shape is required"
@@ -358,10 +360,8 @@ def test_every_keyword_a_conversion_error_names_is_a_flag_or_option() -> None:
     package = Path(zv.__file__).parent
     hints = _hints_in_raised_messages(package / "converters")
     hints |= _hints_in_raised_messages(package / "store")
-    assert {"overwrite", "format", "columns"} <= set(hints)
+    assert {"mode", "format", "columns"} <= set(hints)
     for name, where in hints.items():
-        if name == "mode" and "overwrite=True" in where:
-            continue  # a writer's mode="w", with what convert (--overwrite) takes beside it
         assert name in FLAGS or name in CONVERT_OPTIONS, where
 
 

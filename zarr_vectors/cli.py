@@ -39,6 +39,7 @@ from zarr_vectors.display import format_bytes
 from zarr_vectors.errors import StoreExistsError, ZarrVectorsError
 from zarr_vectors.kernels import CompileLog
 from zarr_vectors.store.target import interrupted_write_note
+from zarr_vectors.write import WriteMode
 
 __all__ = ["main"]
 
@@ -53,11 +54,12 @@ DEBUG_ENV = "ZARR_VECTORS_DEBUG"
 
 FLAGS = {
     "format": "--format",
+    "mode": "--overwrite",
     "overwrite": "--overwrite",
     "chunk_shape": "--chunk-shape",
     "bin_shape": "--bin-shape",
 }
-"""The library keywords that are flags of ``convert``."""
+"""The library keywords that are flags of ``convert`` (``mode="w"`` is ``--overwrite``)."""
 CONVERT_OPTIONS = frozenset(
     {
         "allow_degenerate", "attributes", "closed_surface", "columns", "compression",
@@ -69,6 +71,8 @@ CONVERT_OPTIONS = frozenset(
 """The format options ``convert`` takes as ``-o KEY=VALUE``."""
 _KEYWORD = re.compile(r"(?<![\w-])(?<!-o )([a-z_][a-z0-9_]*)=(True\b|False\b|(?![^\s,;)]))?")
 """``name=`` then ``True``, ``False`` or no value (a hint), or another value (kept for options)."""
+_MODE_W = re.compile(r"""(?<![\w-])mode=(["'])w\1""")
+"""``mode="w"``, what ``--overwrite`` asks for."""
 _BARE_FLAG = re.compile(r"(?<![\w-])(chunk_shape|bin_shape)(?![\w=])")
 """A flag's keyword named without ``=`` (``chunk_shape is required``)."""
 
@@ -263,7 +267,8 @@ def _convert(args: argparse.Namespace) -> int:
         options["bin_shape"] = args.bin_shape
     options["progress"] = wants_progress(sys.stderr)
     t0 = time.perf_counter()
-    out = zv.convert(args.src, args.dst, format=args.format, overwrite=args.overwrite, **options)
+    mode: WriteMode = "w" if args.overwrite else "w-"
+    out = zv.convert(args.src, args.dst, format=args.format, mode=mode, **options)
     elapsed = time.perf_counter() - t0
     if isinstance(out, zv.VectorStore):
         count = out.object_count if out.is_object_store else out.vertex_count
@@ -418,13 +423,14 @@ def _parser() -> argparse.ArgumentParser:
 def in_flags(message: str, typed: Sequence[str] = ()) -> str:
     """``message`` with the library's keywords as the command's flags.
 
-    ``overwrite=True`` becomes ``--overwrite``, ``format=`` ``--format``, ``chunk_shape``
+    ``mode="w"`` becomes ``--overwrite``, ``format=`` ``--format``, ``chunk_shape``
     ``--chunk-shape``, a format option ``columns=[...]`` ``-o columns=[...]`` (``=True`` and
     ``=False`` as JSON ``=true`` and ``=false``). A flag's keyword with a value
     (``chunk_shape=[1.0, 2.0]``, a value shown), other keywords (``start=3`` in a report of
     stored values) and the arguments the user ``typed`` (a file named ``ids=3``) are kept.
     """
     if not typed:
+        message = _MODE_W.sub(FLAGS["mode"], message)
         return _BARE_FLAG.sub(lambda m: FLAGS[m.group(1)], _KEYWORD.sub(_flag, message))
     pattern = "|".join(re.escape(t) for t in sorted(set(typed), key=len, reverse=True) if t)
     if not pattern:

@@ -193,7 +193,7 @@ def test_a_failed_export_leaves_no_partial_file_and_the_old_file(
 
     monkeypatch.setitem(meshes._WRITERS, "obj", broken)
     with _umask(0o022), pytest.raises(OSError, match="disk full"):
-        zv.convert(stores["mesh"], out, overwrite=True)
+        zv.convert(stores["mesh"], out, mode="w")
     assert out.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.obj"]
 
@@ -201,7 +201,7 @@ def test_a_failed_export_leaves_no_partial_file_and_the_old_file(
 def test_export_through_a_symlink_keeps_the_link(tmp_path: Path, stores: dict[str, Path]) -> None:
     (tmp_path / "real.csv").write_text("old")
     (tmp_path / "link.csv").symlink_to(tmp_path / "real.csv")
-    zv.convert(stores["point_cloud"], tmp_path / "link.csv", overwrite=True)
+    zv.convert(stores["point_cloud"], tmp_path / "link.csv", mode="w")
     assert (tmp_path / "link.csv").is_symlink()
     assert (tmp_path / "real.csv").read_text().startswith('"x","y","z"')
     assert sorted(p.name for p in tmp_path.iterdir()) == [
@@ -217,7 +217,7 @@ def test_export_onto_a_device_or_pipe_is_refused(tmp_path: Path, stores: dict[st
     (tmp_path / "dev.csv").symlink_to("/dev/null")
     for name in ("fifo.csv", "dev.csv"):
         with pytest.raises(zv.InvalidInputError, match="not a regular file"):
-            zv.convert(stores["point_cloud"], tmp_path / name, overwrite=True)
+            zv.convert(stores["point_cloud"], tmp_path / name, mode="w")
     assert stat.S_ISFIFO((tmp_path / "fifo.csv").stat().st_mode)
     assert (tmp_path / "dev.csv").is_symlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.csv", "fifo.csv"]
@@ -231,6 +231,6 @@ def test_an_overwritten_export_keeps_its_permissions(
     out.write_text("old")
     out.chmod(0o640)
     with _umask(0o022):
-        zv.convert(stores["mesh"], out, overwrite=True)
+        zv.convert(stores["mesh"], out, mode="w")
     assert out.read_bytes().startswith(b"ply\n")
     assert stat.S_IMODE(out.stat().st_mode) == 0o640

@@ -170,7 +170,7 @@ def test_export_refuses_what_las_cannot_hold(
     zv.write_points(tmp_path / "p.zv", [[0.0, 0, 0], [1e3, 1, 1]], attributes=attributes)
     (tmp_path / "p.las").write_bytes(b"old")
     with pytest.raises(zv.InvalidInputError, match=message):
-        zv.convert(tmp_path / "p.zv", tmp_path / "p.las", overwrite=True, **options)
+        zv.convert(tmp_path / "p.zv", tmp_path / "p.las", mode="w", **options)
     assert (tmp_path / "p.las").read_bytes() == b"old"
 
 

@@ -117,18 +117,30 @@ def test_export_needs_a_file_path(tmp_path: Path) -> None:
 def test_an_existing_destination_needs_overwrite(tmp_path: Path) -> None:
     _points(tmp_path / "p.zv")
     (tmp_path / "p.csv").write_text("keep me\n")
-    with pytest.raises(zv.StoreExistsError, match="overwrite"):
+    with pytest.raises(zv.StoreExistsError, match='mode="w"'):
         zv.convert(tmp_path / "p.zv", tmp_path / "p.csv")
     assert (tmp_path / "p.csv").read_text() == "keep me\n"
-    zv.convert(tmp_path / "p.zv", tmp_path / "p.csv", overwrite=True)
+    zv.convert(tmp_path / "p.zv", tmp_path / "p.csv", mode="w")
     assert (tmp_path / "p.csv").read_text().startswith('"x","y","z"')
     before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "p.zv").rglob("*"))
     with pytest.raises(zv.StoreExistsError):
         zv.convert(tmp_path / "p.csv", tmp_path / "p.zv")
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "p.zv").rglob("*")) == before
-    store = zv.convert(tmp_path / "p.csv", tmp_path / "p.zv", overwrite=True)
+    store = zv.convert(tmp_path / "p.csv", tmp_path / "p.zv", mode="w")
     assert isinstance(store, zv.VectorStore)
     assert store.attribute_names == ["a"]
+
+
+def test_convert_overwrite_is_the_deprecated_mode_w(tmp_path: Path) -> None:
+    _points(tmp_path / "p.zv")
+    (tmp_path / "p.csv").write_text("keep me\n")
+    with pytest.warns(DeprecationWarning, match='overwrite=True is deprecated; use mode="w"'):
+        zv.convert(tmp_path / "p.zv", tmp_path / "p.csv", overwrite=True)
+    assert (tmp_path / "p.csv").read_text().startswith('"x","y","z"')
+    with pytest.raises(zv.InvalidInputError, match="a conversion writes a new store"):
+        zv.convert(tmp_path / "p.csv", tmp_path / "q.zv", mode="a")
+    with pytest.raises(zv.InvalidInputError, match="mode must be 'w-'"):
+        zv.convert(tmp_path / "p.zv", tmp_path / "q.csv", mode="x")
 
 
 def _hide(monkeypatch: pytest.MonkeyPatch, module: str) -> None:

@@ -169,11 +169,11 @@ def test_csv_metadata_of_other_tools_types_what_it_can(tmp_path: Path) -> None:
 def test_csv_metadata_is_replaced_only_with_overwrite(tmp_path: Path) -> None:
     zv.write_points(tmp_path / "a.zv", np.zeros((2, 3), np.float32))
     metadata = _write(tmp_path / "a.csv-metadata.json", "mine\n")
-    with pytest.raises(zv.StoreExistsError, match=r"a\.csv-metadata\.json exists; pass overwrite"):
+    with pytest.raises(zv.StoreExistsError, match=r"a\.csv-metadata\.json exists; pass mode=\"w\""):
         zv.convert(tmp_path / "a.zv", tmp_path / "a.csv")
     assert metadata.read_text() == "mine\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv-metadata.json", "a.zv"]
-    zv.convert(tmp_path / "a.zv", tmp_path / "a.csv", overwrite=True)
+    zv.convert(tmp_path / "a.zv", tmp_path / "a.csv", mode="w")
     assert json.loads(metadata.read_text())["url"] == "a.csv"
 
 
@@ -308,7 +308,7 @@ def test_failed_export_leaves_the_old_file(tmp_path: Path) -> None:
     zv.write_points(tmp_path / "a.zv", np.zeros((2, 3)), attributes={"x": np.ones(2)})
     old = _write(tmp_path / "a.csv", "old\n")
     with pytest.raises(zv.InvalidInputError, match="name of another column"):
-        zv.convert(tmp_path / "a.zv", old, overwrite=True)
+        zv.convert(tmp_path / "a.zv", old, mode="w")
     assert old.read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "a.zv"]
 

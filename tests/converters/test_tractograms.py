@@ -493,7 +493,7 @@ def test_a_failed_export_leaves_the_existing_file(tmp_path: Path) -> None:
     )
     (tmp_path / "o.trk").write_bytes(b"keep me")
     with pytest.raises(InvalidInputError, match=rf"^{re.escape(str(tmp_path / 'o.trk'))}: "):
-        zv.convert(tmp_path / "s.zarrvectors", tmp_path / "o.trk", overwrite=True)
+        zv.convert(tmp_path / "s.zarrvectors", tmp_path / "o.trk", mode="w")
     assert (tmp_path / "o.trk").read_bytes() == b"keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.trk", "s.zarrvectors"]
 

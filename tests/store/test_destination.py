@@ -61,7 +61,7 @@ def csv_source(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 def _convert(dest: Path | str) -> None:
-    zv.convert(_SOURCES[0], dest, overwrite=True)
+    zv.convert(_SOURCES[0], dest, mode="w")
 
 
 WRITERS: dict[str, Writer] = {
@@ -270,13 +270,11 @@ def test_overwrite_no_is_refused(tmp_path: Path, value: Any) -> None:
         lambda: zv.write_points(tmp_path / "s", POINTS[:3], chunk_shape=5.0, overwrite=value),
         lambda: zv.write_points_stream(tmp_path / "s", [POINTS[:3]], overwrite=value),
         lambda: zv.write_polylines(tmp_path / "s", LINES, chunk_shape=5.0, overwrite=value),
-    ]
-    if value is None:  # the writers' default (overwrite= is their deprecated mode="w")
-        writers = []
-    for write in (
-        *writers,
         lambda: zv.convert(tmp_path / "s", tmp_path / "out.csv", overwrite=value),
-    ):
+    ]
+    if value is None:  # the default (overwrite= is the deprecated mode="w")
+        writers = []
+    for write in writers:
         with pytest.raises(zv.InvalidInputError, match="overwrite must be a bool"):
             write()
     assert _snapshot(tmp_path) == before

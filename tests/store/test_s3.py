@@ -100,9 +100,9 @@ def test_explicit_storage_options_need_no_environment(
 def test_an_occupied_url_needs_overwrite(s3: LoopbackS3) -> None:
     url = f"s3://{s3.fresh_prefix()}/occupied"
     zv.write_points(url, POINTS, chunk_shape=20.0)
-    with pytest.raises(StoreExistsError, match="overwrite=True"):
+    with pytest.raises(StoreExistsError, match='mode="w"'):
         zv.PointWriter(url, chunk_shape=20.0)  # refused before any batch is taken
-    with pytest.raises(StoreExistsError, match="overwrite=True"):
+    with pytest.raises(StoreExistsError, match='mode="w"'):
         zv.write_points(url, POINTS[:10], chunk_shape=20.0)
     assert zv.open(url).vertex_count == len(POINTS)
 

@@ -45,9 +45,9 @@ def test_an_existing_zip_needs_overwrite(tmp_path: Path) -> None:
     path = tmp_path / "cloud.zip"
     zv.write_points(path, POINTS, chunk_shape=20.0)
     before = path.read_bytes()
-    with pytest.raises(StoreExistsError, match="overwrite=True"):
+    with pytest.raises(StoreExistsError, match='mode="w"'):
         zv.write_points(path, MORE, chunk_shape=20.0)
-    with pytest.raises(StoreExistsError, match="overwrite=True"):
+    with pytest.raises(StoreExistsError, match='mode="w"'):
         zv.write_points(ZipStore(path, mode="w"), MORE, chunk_shape=20.0)
     assert path.read_bytes() == before
     zv.write_points(ZipStore(path, mode="w"), MORE, chunk_shape=20.0, mode="w")

@@ -48,9 +48,9 @@ from zarr_vectors.converters.registry import (
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.dataset import open as open_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
-from zarr_vectors.store.destination import check_overwrite
 from zarr_vectors.store.io import StoreLike
 from zarr_vectors.store.target import check_destination
+from zarr_vectors.write import WriteMode, inputs
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -97,7 +97,8 @@ def import_file(
     dst: StoreLike,
     *,
     format: str | None = None,
-    overwrite: bool = False,
+    mode: WriteMode = "w-",
+    overwrite: bool | None = None,
     chunk_shape: Any = None,
     bin_shape: Any = None,
     progress: ProgressOption = None,
@@ -113,8 +114,11 @@ def import_file(
         The store to write (a path or a zarr store).
     format
         Format name (see :func:`converters`); default from the suffix of ``src``.
+    mode
+        ``"w-"`` (default): refuse an existing store at ``dst``; ``"w"``: replace an
+        existing Zarr Vectors store (never anything else).
     overwrite
-        Replace an existing store at ``dst``.
+        Deprecated: ``overwrite=True`` is ``mode="w"`` (and warns).
     chunk_shape, bin_shape
         As for the ``write_*`` functions (default: chosen from the data).
     progress
@@ -148,6 +152,7 @@ def import_file(
     if not path.is_file():
         raise InvalidInputError(f"{path} is not a file; give the file to import")
     _check_not_a_file_format(path, dst)
+    overwrite = _replaces(dst, mode, overwrite, "store")
     check_destination(dst, overwrite=overwrite)  # before the file is read
     with progress_reporter(progress) as report, enclosing(report):
         report("read file", 0, 1)
@@ -167,7 +172,8 @@ def export_store(
     dst: str | os.PathLike[str],
     *,
     format: str | None = None,
-    overwrite: bool = False,
+    mode: WriteMode = "w-",
+    overwrite: bool | None = None,
     progress: ProgressOption = None,
     **options: Any,
 ) -> Path:
@@ -181,8 +187,10 @@ def export_store(
         The file to write.
     format
         Format name; default from the suffix of ``dst``.
+    mode
+        ``"w-"`` (default): refuse an existing file at ``dst``; ``"w"``: replace it.
     overwrite
-        Replace an existing file at ``dst``.
+        Deprecated: ``overwrite=True`` is ``mode="w"`` (and warns).
     progress
         Progress bars of the conversion: the chunks read from the store (point clouds;
         object stores one step), then writing the file (one step). None (default) on a
@@ -216,10 +224,10 @@ def export_store(
             f"a {store.kind} store cannot be written as {fmt.name} "
             f"(it holds {', '.join(fmt.kinds)})"
         )
-    overwrite = check_overwrite(overwrite)
+    overwrite = _replaces(dst, mode, overwrite, "file")
     path = Path(os.fspath(dst))
     if path.exists() and not overwrite:
-        raise StoreExistsError(f"{path} exists; pass overwrite=True to replace it")
+        raise StoreExistsError(f'{path} exists; pass mode="w" to replace it')
     with progress_reporter(progress) as report, enclosing(report):
         fmt.export_store(store, path, overwrite=overwrite, **options)
         report("write file", 1, 1)
@@ -231,6 +239,7 @@ def convert(
     dst: StoreLike,
     *,
     format: str | None = None,
+    mode: WriteMode = "w-",
     **options: Any,
 ) -> VectorStore | Path:
     """Convert a file of a known format into a store, or a store into a file.
@@ -247,9 +256,12 @@ def convert(
         The file and the store, or the store and the file.
     format
         Format name (see :func:`converters`); default from the file's suffix.
+    mode
+        ``"w-"`` (default): refuse an existing destination; ``"w"``: replace it (a Zarr
+        Vectors store, or a file). ``overwrite=True`` is its deprecated spelling (warns).
     **options
-        As for :func:`import_file` or :func:`export_store`: ``overwrite``, ``progress``,
-        ``chunk_shape`` and ``bin_shape`` (import), and the format's own options.
+        As for :func:`import_file` or :func:`export_store`: ``progress``, ``chunk_shape``
+        and ``bin_shape`` (import), and the format's own options.
 
     Returns
     -------
@@ -269,10 +281,27 @@ def convert(
     """
     file = _file_to_import(src, format)
     if file is not None:
-        return import_file(file, dst, format=format, **options)
+        return import_file(file, dst, format=format, mode=mode, **options)
     if not isinstance(dst, str | os.PathLike):
         raise InvalidInputError("exporting needs a file path as the destination")
-    return export_store(src, dst, format=format, **options)
+    return export_store(src, dst, format=format, mode=mode, **options)
+
+
+def _replaces(dst: StoreLike, mode: Any, overwrite: Any, what: str) -> bool:
+    """Whether a conversion replaces what is at ``dst``: ``mode="w"`` (or the deprecated
+    ``overwrite=True``, which warns).
+
+    Raises
+    ------
+    InvalidInputError
+        For another mode than ``"w-"`` or ``"w"``, or an ``overwrite`` that is not a bool.
+    """
+    target = inputs.destination(dst, mode, overwrite, None, stacklevel=5)
+    if target.mode == "a":
+        raise InvalidInputError(
+            f"a conversion writes a new {what}: mode is 'w-' (default) or 'w' (replace)"
+        )
+    return target.overwrite
 
 
 def _check_not_a_file_format(src: Path, dst: StoreLike) -> None:

@@ -285,7 +285,7 @@ def _check_metadata_free(dst: Path, overwrite: bool) -> None:
     """Refuse to replace the CSVW metadata file of ``dst`` without ``overwrite``."""
     metadata = csvw.metadata_path(dst)
     if metadata.exists() and not overwrite:
-        raise StoreExistsError(f"{metadata} exists; pass overwrite=True to replace it")
+        raise StoreExistsError(f'{metadata} exists; pass mode="w" to replace it')
 
 
 def _write_csv(columns: dict[str, np.ndarray], dst: Path) -> None:

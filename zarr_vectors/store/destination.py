@@ -69,7 +69,7 @@ def check_overwrite(overwrite: object) -> bool:
     if not isinstance(overwrite, bool):
         raise InvalidInputError(
             f"overwrite must be a bool, got {overwrite!r} ({type(overwrite).__name__}): pass "
-            "overwrite=True to replace an existing store, or leave it False"
+            'mode="w" to replace an existing store, or leave it out'
         )
     return overwrite
 
@@ -179,13 +179,13 @@ def check_replaceable(found: Found, where: str, *, overwrite: bool) -> None:
     if found.what == _WORKING_DIRECTORY:
         raise StoreExistsError(
             f"{where} is {_WORKING_DIRECTORY}, which a write never replaces (with or without "
-            "overwrite=True), and nothing was written: write to a new directory inside it, "
+            'mode="w"), and nothing was written: write to a new directory inside it, '
             "such as ./mydata"
         )
     if found.occupant is Occupant.OTHER:
         raise StoreExistsError(
             f"{where} is {found.what}, not a Zarr Vectors store, so it is not replaced (with or "
-            "without overwrite=True) and nothing was written: write to a new path or an "
+            'without mode="w") and nothing was written: write to a new path or an '
             "empty directory, or remove it yourself if it should go"
         )
     if not overwrite:
@@ -194,5 +194,5 @@ def check_replaceable(found: Found, where: str, *, overwrite: bool) -> None:
             if found.occupant is Occupant.STORE
             else ("an incomplete Zarr Vectors store (an interrupted write)")
         )
-        how = 'pass mode="w" to replace it (zv.convert: overwrite=True)'
+        how = 'pass mode="w" to replace it'
         raise StoreExistsError(f"{where} already holds {kind}; {how}")

@@ -221,7 +221,7 @@ def _missing(path: Path, text: str) -> None:
         raise StoreNotFoundError(f"no store at {text!r}: the path does not exist")
     raise StoreNotFoundError(
         f"no store at {text!r}: the path does not exist, but {left}; or write it again "
-        'with mode="w" (zv.convert: overwrite=True)'
+        'with mode="w"'
     )
 
 
