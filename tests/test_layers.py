@@ -16,6 +16,7 @@ RANKS = {
     "_progress": 0,
     "_optional": 0,
     "_deprecation": 0,
+    "_closing": 0,
     "display": 0,
     "kernels": 1,
     "format": 2,

@@ -26,9 +26,9 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from types import TracebackType
 from typing import Any, TextIO
 
+from zarr_vectors._closing import CloseOnExit
 from zarr_vectors.errors import InvalidInputError
 
 __all__ = [
@@ -148,7 +148,7 @@ def bar_class() -> Any:
     return importlib.import_module("tqdm.notebook" if notebook else "tqdm.std").tqdm
 
 
-class Reporter:
+class Reporter(CloseOnExit):
     """The ``progress(stage, done, total)`` callback of one operation; a context manager.
 
     Build it with :func:`progress_reporter`. It forwards to the caller's callback, draws
@@ -211,15 +211,8 @@ class Reporter:
             self._bar = None
             self._stage = None
 
-    def __enter__(self) -> Reporter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def abort(self) -> None:
+        """Close the open bar: an error ends the bars as success does."""
         self.close()
 
 

@@ -30,23 +30,6 @@ def _stream(store: Any, case: dict[str, Any], **extra: Any) -> None:
                 writer.append(**object_cases.arguments(case, a, b))
 
 
-@pytest.mark.parametrize("examples", sample_sizes(4, 12))
-@pytest.mark.parametrize("kind", KINDS)
-def test_streaming_gives_the_one_shot_store(
-    tmp_path_factory: Any, kind: str, examples: int
-) -> None:
-    @settings(HYPOTHESIS, max_examples=examples)
-    @given(case=object_cases.cases(kind))
-    def check(case: dict[str, Any]) -> None:
-        tmp = tmp_path_factory.mktemp("s")
-        object_cases.write(tmp / "one", case, 0, len(case["objects"]))
-        _stream(tmp / "streamed", case)
-        assert object_cases.files(tmp / "streamed") == object_cases.files(tmp / "one")
-        assert sorted(p.name for p in tmp.iterdir()) == ["one", "streamed"]
-
-    check()
-
-
 def test_streaming_into_a_memory_store(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     lines = [np.cumsum(rng.normal(0, 2, (20, 3)), axis=0) for _ in range(30)]
@@ -154,31 +137,44 @@ def _check_appending_stream(one: Any, streamed: Any, case: dict[str, Any]) -> No
     _stream_onto(streamed, case, later)
 
 
-@pytest.mark.parametrize("examples", sample_sizes(3, 12))
+def _stream_new(one: Any, streamed: Any, case: dict[str, Any]) -> None:
+    """All objects in one write into ``one``, batch by batch through ``ObjectWriter``
+    into ``streamed``."""
+    object_cases.write(one, case, 0, len(case["objects"]))
+    _stream(streamed, case)
+
+
+WAYS = {"new": _stream_new, "onto": _check_appending_stream}
+"""Streaming writes, and what they must give byte for byte: a new store, or one onto a store."""
+
+
+def _pair(tmp_path_factory: Any, where: str) -> tuple[Any, Any]:
+    if where == "memory":
+        return MemoryStore(), MemoryStore()
+    tmp = tmp_path_factory.mktemp("s")
+    return tmp / "one", tmp / "streamed"
+
+
+def _contents(store: Any) -> dict[str, bytes | None]:
+    if isinstance(store, MemoryStore):
+        return object_cases.keys(store)
+    assert sorted(p.name for p in store.parent.iterdir()) == ["one", "streamed"]
+    return dict(object_cases.files(store))
+
+
+@pytest.mark.parametrize("examples", sample_sizes(4, 12))
+@pytest.mark.parametrize("where", ["disk", "memory"])
+@pytest.mark.parametrize("way", sorted(WAYS))
 @pytest.mark.parametrize("kind", KINDS)
-def test_streaming_onto_a_store_gives_one_append(
-    tmp_path_factory: Any, kind: str, examples: int
+def test_streaming_gives_the_one_shot_store(
+    tmp_path_factory: Any, kind: str, way: str, where: str, examples: int
 ) -> None:
     @settings(HYPOTHESIS, max_examples=examples)
-    @given(case=object_cases.cases(kind, sharded=True))
+    @given(case=object_cases.cases(kind, sharded=way == "onto"))
     def check(case: dict[str, Any]) -> None:
-        tmp = tmp_path_factory.mktemp("sa")
-        _check_appending_stream(tmp / "one", tmp / "streamed", case)
-        assert object_cases.files(tmp / "streamed") == object_cases.files(tmp / "one")
-        assert sorted(p.name for p in tmp.iterdir()) == ["one", "streamed"]
-
-    check()
-
-
-@pytest.mark.parametrize("examples", sample_sizes(6, 15))
-@pytest.mark.parametrize("kind", KINDS)
-def test_streaming_onto_a_memory_store_gives_one_append(kind: str, examples: int) -> None:
-    @settings(HYPOTHESIS, max_examples=examples)
-    @given(case=object_cases.cases(kind, sharded=True))
-    def check(case: dict[str, Any]) -> None:
-        one, streamed = MemoryStore(), MemoryStore()
-        _check_appending_stream(one, streamed, case)
-        assert object_cases.keys(streamed) == object_cases.keys(one)
+        one, streamed = _pair(tmp_path_factory, where)
+        WAYS[way](one, streamed, case)
+        assert _contents(streamed) == _contents(one)
 
     check()
 

@@ -33,7 +33,7 @@ from zarr_vectors.store.io import StoreIO, StoreLike, scratch_store
 from zarr_vectors.store.writer_lock import writer_lock
 from zarr_vectors.update.object_merge import merge_stores
 from zarr_vectors.update.object_sources import Source, open_source, options_of
-from zarr_vectors.write import KindWriter, ObjectAppendArgs, inputs, write_new
+from zarr_vectors.write import KindWriter, ObjectAppendArgs, inputs, write_kind
 
 __all__ = [
     "append_graph",
@@ -80,7 +80,8 @@ def append_objects(
         fitted["object_ids"] = continuing_ids(base.kind, base.n_objects, arguments)
         with progress_reporter(progress) as report:
             scratch = scratch_store()
-            write_new(scratch, writer, fitted, store_arguments(base), store_settings(base, report))
+            settings = store_settings(base, report)
+            write_kind(scratch, writer, fitted, store_arguments(base), settings)
             batch = open_source(StoreIO(scratch))
             merge_stores(store, [base, batch], has_base=True, progress=report)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zarr_vectors._closing import CloseOnExit
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.kinds import geometry_kind
@@ -26,7 +27,6 @@ from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination
 from zarr_vectors.store.writer_lock import writer_lock
-from zarr_vectors.update._closing import CloseOnExit
 from zarr_vectors.update.object_append import (
     continuing_ids,
     fit_arguments,
@@ -36,7 +36,7 @@ from zarr_vectors.update.object_append import (
 )
 from zarr_vectors.update.object_merge import merge_stores
 from zarr_vectors.update.object_sources import Source, open_source
-from zarr_vectors.write import KindWriter, WriteMode, WriteOptions, inputs, write_new
+from zarr_vectors.write import KindWriter, WriteMode, WriteOptions, inputs, write_kind
 
 __all__ = ["BatchSpec", "ObjectWriter", "write_objects_stream"]
 
@@ -145,8 +145,8 @@ class BatchSpec:
     ) -> None:
         """Write a batch alone into ``path``; its default ids start at ``first``."""
         batch = {**arguments, "object_ids": continuing_ids(self.kind, first, arguments)}
-        settings = {**self.settings, "progress": False}
-        write_new(path, self.writer, batch, self.store_wide, settings, overwrite=overwrite)
+        settings = {**self.settings, "mode": "w" if overwrite else "w-", "progress": False}
+        write_kind(path, self.writer, batch, self.store_wide, settings)
 
 
 @shared_docs

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._closing import CloseOnExit
 from zarr_vectors._progress import Progress, ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
@@ -40,7 +41,6 @@ from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.spill import SpillColumns, remove_scratch, scratch_directory
 from zarr_vectors.store.target import check_destination, write_target
 from zarr_vectors.store.writer_lock import writer_lock
-from zarr_vectors.update._closing import CloseOnExit
 from zarr_vectors.update._read_ahead import read_ahead
 from zarr_vectors.update.point_append import ExistingPoints, append_to_store, load_existing
 from zarr_vectors.write import (

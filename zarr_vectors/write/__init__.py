@@ -34,7 +34,7 @@ from zarr_vectors.write._inputs import (
     WriteMode,
     new_store_destination,
 )
-from zarr_vectors.write._kind_writers import KindWriter, write_kind, write_new
+from zarr_vectors.write._kind_writers import KindWriter, write_kind
 from zarr_vectors.write._objects import (
     Groups,
     ObjectTable,
@@ -67,7 +67,6 @@ __all__ = [
     "new_store_destination",
     "KindWriter",
     "write_kind",
-    "write_new",
     "DEFAULT_BLOSC",
     "LevelStats",
     "LevelWriter",

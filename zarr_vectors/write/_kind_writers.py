@@ -5,7 +5,7 @@ function, one :class:`KindWriter`: the names of its data arguments in positional
 its own per-object keywords, its store-wide settings and its ``prepare_*`` function. The
 one-shot writers, ``mode="a"`` and the ``append_*`` functions, :class:`ObjectWriter` and
 the parallel object writer all bind their input by these names and write it with
-:func:`write_kind` or :func:`write_new`.
+:func:`write_kind`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from zarr_vectors.store.io import StoreLike
 from zarr_vectors.write import _inputs as inputs
 from zarr_vectors.write._objects import ObjectTable, write_objects
 
-__all__ = ["KindWriter", "write_kind", "write_new"]
+__all__ = ["KindWriter", "write_kind"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,60 +103,6 @@ class KindWriter:
         return new
 
 
-def write_new(
-    store: StoreLike,
-    writer: KindWriter,
-    batch: Mapping[str, Any],
-    store_wide: Mapping[str, Any],
-    settings: Mapping[str, Any],
-    *,
-    overwrite: bool = False,
-) -> None:
-    """Write a new store of the objects ``batch`` gives by name.
-
-    Parameters
-    ----------
-    store
-        The destination (resolved: no ``storage_options`` any more).
-    writer
-        The kind's writer.
-    batch
-        The objects: data, own keywords and per-object columns by name.
-    store_wide
-        The kind's store-wide arguments (``directed``...).
-    settings
-        ``chunk_shape``, ``bin_shape``, ``options``, ``units`` and ``progress`` (each
-        optional).
-    overwrite
-        Replace an existing Zarr Vectors store.
-
-    Raises
-    ------
-    InvalidInputError
-        For bad settings or malformed input, before anything is written.
-    StoreExistsError
-        When the destination holds data and ``overwrite`` is false.
-    """
-    kind = str(store_wide.get("kind", writer.kinds[0]))
-    chunk_shape, bin_shape = settings.get("chunk_shape"), settings.get("bin_shape")
-    options = inputs.check_settings(
-        kind,
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        options=settings.get("options"),
-        units=settings.get("units"),
-    )
-    write_objects(
-        store,
-        writer.prepare(batch, **store_wide),
-        chunk_shape=chunk_shape,
-        bin_shape=bin_shape,
-        overwrite=overwrite,
-        options=options,
-        progress=settings.get("progress"),
-    )
-
-
 def write_kind(
     store: StoreLike,
     writer: KindWriter,
@@ -164,7 +110,8 @@ def write_kind(
     store_wide: Mapping[str, Any],
     arguments: Mapping[str, Any],
 ) -> None:
-    """The body of every one-shot object writer (``write_graph``...): one write path.
+    """The one object write path: the body of every one-shot object writer
+    (``write_graph``...), and what the appends and streaming writers write a batch with.
 
     Parameters
     ----------
@@ -208,4 +155,21 @@ def write_kind(
         append = inputs.append_function("objects")
         append(target.store, writer, batch, settings.get("progress"))
         return
-    write_new(target.store, writer, batch, store_wide, settings, overwrite=target.overwrite)
+    kind = str(store_wide.get("kind", writer.kinds[0]))
+    chunk_shape, bin_shape = settings.get("chunk_shape"), settings.get("bin_shape")
+    options = inputs.check_settings(
+        kind,
+        chunk_shape=chunk_shape,
+        bin_shape=bin_shape,
+        options=settings.get("options"),
+        units=settings.get("units"),
+    )
+    write_objects(
+        target.store,
+        writer.prepare(batch, **store_wide),
+        chunk_shape=chunk_shape,
+        bin_shape=bin_shape,
+        overwrite=target.overwrite,
+        options=options,
+        progress=settings.get("progress"),
+    )

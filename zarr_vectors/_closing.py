@@ -1,4 +1,5 @@
-"""The context-manager protocol the streaming writers share: close on success, else abort."""
+"""The context-manager protocol of the writers and progress reporters: close on success,
+else abort."""
 
 from __future__ import annotations
 
