@@ -371,7 +371,7 @@ def test_every_converter_option_is_known_to_the_cli() -> None:
         assert isinstance(converter, converters.FileConverter)
         names |= {*converter.import_options, *converter.export_options}
     assert {"group_by", "ids", "group", "reference", "dtype", "columns"} <= names
-    assert names <= CONVERT_OPTIONS
+    assert names == CONVERT_OPTIONS
 
 
 def test_convert_help_lists_the_registered_formats(capsys: pytest.CaptureFixture[str]) -> None:

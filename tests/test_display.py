@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.geometry.result_cases import html_rows
+from tests.result.result_cases import html_rows
 from zarr_vectors.display import (
     Section,
     column_spec,

@@ -13,7 +13,7 @@ import pytest
 from zarr.storage import MemoryStore, ZipStore
 
 import zarr_vectors as zv
-from tests.geometry import result_cases as cases
+from tests.result import result_cases as cases
 from zarr_vectors.display import format_bytes, format_count
 from zarr_vectors.store.io import StoreIO
 

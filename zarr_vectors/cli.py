@@ -61,14 +61,13 @@ FLAGS = {
 }
 """The library keywords that are flags of ``convert`` (``mode="w"`` is ``--overwrite``)."""
 CONVERT_OPTIONS = frozenset(
-    {
-        "allow_degenerate", "attributes", "closed_surface", "columns", "compression",
-        "delimiter", "dtype", "dtypes", "encoding", "group", "group_by", "ids", "keep_ids",
-        "merge_vertices", "object_id", "object_property", "offset", "point_format",
-        "reference", "scale", "split_objects", "version", "winding_order",
-    }
-)  # fmt: skip
-"""The format options ``convert`` takes as ``-o KEY=VALUE``."""
+    name
+    for converter in converters.registry.BUILT_IN
+    if isinstance(converter, converters.FileConverter)
+    for name in (*converter.import_options, *converter.export_options)
+)
+"""The format options ``convert`` takes as ``-o KEY=VALUE``: those the built-in converters
+declare."""
 _KEYWORD = re.compile(r"(?<![\w-])(?<!-o )([a-z_][a-z0-9_]*)=(True\b|False\b|(?![^\s,;)]))?")
 """``name=`` then ``True``, ``False`` or no value (a hint), or another value (kept for options)."""
 _MODE_W = re.compile(r"""(?<![\w-])mode=(["'])w\1""")

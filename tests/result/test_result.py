@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarr_vectors as zv
-from tests.geometry import result_cases as cases
+from tests.result import result_cases as cases
 from zarr_vectors.display import format_vector
 from zarr_vectors.errors import InvalidInputError, MissingDependencyError
 

@@ -18,7 +18,7 @@ from matplotlib.collections import LineCollection, PathCollection, PolyCollectio
 from mpl_toolkits.mplot3d.art3d import Line3DCollection, Poly3DCollection
 
 import zarr_vectors as zv
-from tests.geometry import result_cases as cases
+from tests.result import result_cases as cases
 from zarr_vectors.errors import InvalidInputError, MissingDependencyError
 
 
