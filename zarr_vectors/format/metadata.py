@@ -8,6 +8,7 @@ rules a reader depends on raises :class:`~zarr_vectors.errors.MetadataError`; th
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -234,7 +235,7 @@ def _coarse_levels(doc: dict[str, Any], ndim: int) -> tuple[LevelEntry, ...]:
         return ()
     entries = tuple(LevelEntry.from_json(entry, ndim) for entry in datasets[1:])
     numbers = [0, *(entry.level for entry in entries)]
-    if any(b <= a for a, b in zip(numbers, numbers[1:], strict=False)):
+    if any(b <= a for a, b in itertools.pairwise(numbers)):
         raise MetadataError(f"multiscales datasets levels must ascend from 0, got {numbers}")
     return entries
 
