@@ -61,7 +61,7 @@ from zarr_vectors.update import (
 )
 from zarr_vectors.validate import validate
 from zarr_vectors.validate.report import Problem, ValidationReport
-from zarr_vectors.write import WriteOptions
+from zarr_vectors.write import Levels, WriteOptions
 
 __all__ = [
     "__version__",
@@ -90,6 +90,7 @@ __all__ = [
     "ball",
     "polygon",
     "WriteOptions",
+    "Levels",
     "validate",
     "ValidationReport",
     "warmup",

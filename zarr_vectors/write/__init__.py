@@ -19,6 +19,8 @@ _objects, _object_runs
     Object tables: the object index, object attributes, object runs per chunk.
 _chunk_shapes
     The default chunk shape of a store; exported as the module ``chunk_shapes``.
+_point_levels
+    Levels of detail of point clouds (:class:`Levels`, spec §4.3.2).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from zarr_vectors.write._objects import (
 from zarr_vectors.write._pipeline import (
     LevelStats,
     LevelWriter,
+    SortedPoints,
     bin_sorted_chunk,
     blob_layout,
     column_shapes,
@@ -52,8 +55,11 @@ from zarr_vectors.write._pipeline import (
     grid_indices,
     point_blob_layout,
     round_up,
+    sort_points,
     write_point_level,
+    write_sorted_points,
 )
+from zarr_vectors.write._point_levels import Levels, level_settings, write_point_levels
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
 from zarr_vectors.write.options import DEFAULT_BLOSC, WriteOptions
 
@@ -76,6 +82,12 @@ __all__ = [
     "point_blob_layout",
     "round_up",
     "write_point_level",
+    "write_sorted_points",
+    "SortedPoints",
+    "sort_points",
+    "Levels",
+    "level_settings",
+    "write_point_levels",
     "Groups",
     "ObjectTable",
     "write_global",

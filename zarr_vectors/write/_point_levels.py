@@ -1,0 +1,388 @@
+"""Levels of detail of a point cloud, computed from level 0 in storage order (spec §4.3).
+
+Every coarse level is a function of level 0's stored rows and the recorded parameters
+(spec §4.3.1 rule 6): the rows are put in (chunk, coarse bin, finer row order) by the same
+stable sort that orders level 0 (:func:`~zarr_vectors.write._pipeline.sort_points`), so that
+each coarse bin of a chunk is a contiguous segment, and the kernels of
+:mod:`zarr_vectors.kernels.point_levels` select (``sample``) or reduce (``aggregate``) each
+segment. :class:`Levels` is what a caller asks for; :func:`write_point_levels` plans the
+schedule, writes each level and returns their metadata for the root commit.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.levels import (
+    AGGREGATE,
+    COUNT_ATTRIBUTE,
+    DEFAULT_PER_BIN,
+    DEFAULT_TARGET,
+    POINT_METHODS,
+    SAMPLE,
+    aggregate_coarsening,
+    sample_coarsening,
+)
+from zarr_vectors.format.metadata import LevelMetadata
+from zarr_vectors.kernels.point_levels import (
+    sample_keys,
+    sample_segments,
+    segment_extremes,
+    segment_modes,
+    segment_sums,
+)
+from zarr_vectors.store.io import StoreIO
+from zarr_vectors.write._pipeline import (
+    SortedPoints,
+    sort_points,
+    write_level_metadata,
+    write_sorted_points,
+)
+from zarr_vectors.write.options import WriteOptions
+
+__all__ = ["Levels", "coarse_grid", "level_settings", "next_ratio", "write_point_levels"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Levels:
+    """Levels of detail to build with a point cloud (spec §4.3.2).
+
+    Attributes
+    ----------
+    count
+        ``"auto"`` (default): add levels until one holds at most ``target`` vertices; an
+        int: that many levels above 0 (fewer, with a warning, when no level can reduce
+        further).
+    method
+        ``"sample"`` (default): each level a nested subset of the level below, at most
+        ``per_bin`` vertices per coarse bin, attributes carried exactly; ``"aggregate"``:
+        one vertex per occupied coarse bin at the centroid of its level-0 vertices, each
+        attribute reduced, plus a ``count`` attribute.
+    target
+        Vertex count at which ``count="auto"`` stops (default 100,000).
+    per_bin
+        ``sample``: vertices per coarse bin while coarse bins grow (default 256); then the
+        cap halves per level, down to 1.
+    reductions
+        ``aggregate``: attribute name → ``"mean"``, ``"sum"`` (floating attributes),
+        ``"min"``, ``"max"`` or ``"mode"`` (integer and bool attributes). Default ``"mean"``
+        for floating, ``"mode"`` for integer and bool attributes.
+    count_name
+        ``aggregate``: name of the count attribute (default ``"count"``).
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv
+    >>> zv.Levels(method="aggregate", reductions={"size": "max"}).method
+    'aggregate'
+    """
+
+    count: int | Literal["auto"] = "auto"
+    method: str = SAMPLE
+    target: int = DEFAULT_TARGET
+    per_bin: int = DEFAULT_PER_BIN
+    reductions: Mapping[str, str] | None = field(default=None)
+    count_name: str = COUNT_ATTRIBUTE
+
+    def __post_init__(self) -> None:
+        if self.method not in POINT_METHODS:
+            raise InvalidInputError(
+                f"levels method must be one of {', '.join(POINT_METHODS)}, got {self.method!r}"
+            )
+        if self.count != "auto" and not _non_negative_int(self.count):
+            raise InvalidInputError(
+                f"levels count must be 'auto' or an int >= 0, got {self.count!r}"
+            )
+        for name in ("target", "per_bin"):
+            if not _non_negative_int(getattr(self, name)) or getattr(self, name) < 1:
+                raise InvalidInputError(
+                    f"levels {name} must be an int >= 1, got {getattr(self, name)!r}"
+                )
+
+
+def _non_negative_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool) and bool(value >= 0)
+
+
+def level_settings(levels: Any) -> Levels | None:
+    """The :class:`Levels` a writer's ``levels=`` argument asks for, or None for no levels.
+
+    Parameters
+    ----------
+    levels
+        None or 0 (no levels), ``"auto"``, an int count, or a :class:`Levels`.
+
+    Raises
+    ------
+    InvalidInputError
+        For any other value.
+
+    Examples
+    --------
+    >>> level_settings(3).count, level_settings(None)
+    (3, None)
+    """
+    if isinstance(levels, Levels):
+        return None if levels.count == 0 else levels
+    if levels is None or (_non_negative_int(levels) and levels == 0):
+        return None
+    if levels == "auto" or _non_negative_int(levels):
+        return Levels(count=levels)
+    raise InvalidInputError(
+        f"levels must be None, 'auto', an int >= 0 or a zarr_vectors.Levels, got {levels!r}"
+    )
+
+
+def next_ratio(ratio: np.ndarray, bins: np.ndarray) -> np.ndarray:
+    """The next coarser ``bin_ratio``: per axis the smallest multiple of ``ratio`` that is at
+    least twice it and divides the bins per chunk, or ``ratio`` where it equals them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> next_ratio(np.array([1, 2, 3]), np.array([4, 6, 3])).tolist()
+    [2, 6, 3]
+    """
+    out = ratio.copy()
+    for d in range(ratio.shape[0]):
+        if ratio[d] < bins[d]:
+            step = 2 * ratio[d]
+            while bins[d] % step:
+                step += ratio[d]
+            out[d] = step
+    return out
+
+
+def coarse_grid(grid: ChunkGrid, ratio: np.ndarray) -> ChunkGrid:
+    """The grid of a level with ``bin_ratio`` ``ratio``: bins ``base_bin_shape * ratio``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zarr_vectors.format.grid import ChunkGrid
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([2.0]), np.array([4]), 0 * one, one)
+    >>> coarse_grid(grid, np.array([2])).bin_shape.tolist()
+    [4.0]
+    """
+    return ChunkGrid(
+        grid.chunk_shape, grid.bin_shape * ratio, grid.bins // ratio, grid.origin, grid.shape
+    )
+
+
+def _candidates(settings: Levels, bins: np.ndarray) -> Iterator[tuple[np.ndarray, int]]:
+    """``(bin_ratio, cap)`` of each candidate level, finest first (spec §4.3.2 schedule)."""
+    ratio, cap = np.ones_like(bins), settings.per_bin
+    while True:
+        if (ratio < bins).any():
+            ratio = next_ratio(ratio, bins)
+        elif settings.method == SAMPLE and cap > 1:
+            cap //= 2
+        else:
+            return
+        yield ratio, cap
+
+
+def _segments(points: SortedPoints) -> np.ndarray:
+    """Boundaries of every (chunk, bin) segment of sorted rows, empty bins included."""
+    starts = points.chunk_offsets[:-1, None] + points.bin_offsets[:, :-1]
+    return np.append(starts.ravel(), points.chunk_offsets[-1]).astype(np.int64)
+
+
+def _kept(points: SortedPoints, keep: np.ndarray) -> SortedPoints:
+    """The rows of ``points`` where ``keep`` is True, with their chunk and bin offsets."""
+    before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    offsets = before[points.chunk_offsets]
+    bins = before[points.chunk_offsets[:-1, None] + points.bin_offsets] - offsets[:-1, None]
+    columns = [c[keep] for c in points.columns]
+    return SortedPoints(columns, points.chunks, offsets, bins)
+
+
+def _sample(
+    points: SortedPoints, bounds: tuple[np.ndarray, np.ndarray], grid: ChunkGrid, cap: int
+) -> SortedPoints:
+    """Level N of ``sample`` from level N - 1 (its last column: the rows' keys)."""
+    ordered = sort_points(points.columns, bounds, grid)
+    return _kept(ordered, sample_segments(ordered.columns[-1], _segments(ordered), cap))
+
+
+def _reduce(values: np.ndarray, offsets: np.ndarray, how: str) -> np.ndarray:
+    """One row per segment of ``values`` by reduction ``how`` (spec §4.3.2)."""
+    shape = (offsets.shape[0] - 1, *values.shape[1:])
+    if how in ("min", "max"):
+        return segment_extremes(values, offsets, how == "max").reshape(shape)
+    if how == "mode":
+        return segment_modes(values, offsets).reshape(shape)
+    sums = segment_sums(values, offsets)
+    if how == "mean":
+        sums = sums / np.diff(offsets)[:, None].astype(np.float64)
+    return sums.astype(values.dtype).reshape(shape)
+
+
+def _aggregate(
+    level0: SortedPoints,
+    bounds: tuple[np.ndarray, np.ndarray],
+    grid: ChunkGrid,
+    reductions: dict[str, str],
+) -> SortedPoints:
+    """Level N of ``aggregate``: one vertex per occupied coarse bin of every chunk."""
+    ordered = sort_points(level0.columns, bounds, grid)
+    counts = np.diff(_segments(ordered))
+    occupied = counts > 0
+    offsets = np.concatenate([[0], np.cumsum(counts[occupied])]).astype(np.int64)
+    positions = ordered.columns[0]
+    low = segment_extremes(positions, offsets, largest=False)
+    high = segment_extremes(positions, offsets, largest=True)
+    centre = np.clip(_reduce(positions, offsets, "mean"), low, high)
+    attributes = [
+        _reduce(values, offsets, how)
+        for values, how in zip(ordered.columns[1:], reductions.values(), strict=True)
+    ]
+    per_chunk = occupied.reshape(ordered.bin_offsets.shape[0], -1)
+    bins = np.concatenate(
+        [np.zeros((per_chunk.shape[0], 1), np.int64), np.cumsum(per_chunk, axis=1)], axis=1
+    )
+    chunk_offsets = np.concatenate([[0], np.cumsum(bins[:, -1])]).astype(np.int64)
+    columns = [centre, *attributes, counts[occupied].astype(np.int64)]
+    return SortedPoints(columns, ordered.chunks, chunk_offsets, bins)
+
+
+@dataclass(frozen=True, slots=True)
+class _Base:
+    """Level 0 of a point cloud in storage order, and what its levels are written with."""
+
+    io: StoreIO
+    points: SortedPoints
+    names: list[str]
+    grid: ChunkGrid
+    bounds: tuple[np.ndarray, np.ndarray]
+    options: WriteOptions
+
+
+def write_point_levels(
+    io: StoreIO,
+    points: SortedPoints,
+    names: list[str],
+    grid: ChunkGrid,
+    bounds: tuple[np.ndarray, np.ndarray],
+    options: WriteOptions,
+    settings: Levels,
+) -> tuple[LevelMetadata, ...]:
+    """Build and write the levels ``settings`` asks for above level 0 (spec §4.3.2).
+
+    Parameters
+    ----------
+    io
+        The destination, level 0 written (or being written) in it.
+    points
+        Level 0 in storage order (:func:`~zarr_vectors.write._pipeline.sort_points`).
+    names
+        Attribute names of ``points.columns[1:]``.
+    grid, bounds, options
+        The store's chunk grid, level-0 bounds and write settings.
+    settings
+        What to build.
+
+    Returns
+    -------
+    tuple of LevelMetadata
+        The metadata of levels 1, 2, ..., already written to their groups; the root lists
+        them (:meth:`~zarr_vectors.format.metadata.RootMetadata.with_levels`).
+
+    Raises
+    ------
+    InvalidInputError
+        For ``aggregate`` reductions the attributes do not allow, or a taken count name.
+    """
+    if settings.method == AGGREGATE:
+        dtypes = {n: c.dtype for n, c in zip(names, points.columns[1:], strict=True)}
+        record = aggregate_coarsening(dtypes, settings.reductions, settings.count_name)
+
+        def aggregate(_finer: SortedPoints, coarse: ChunkGrid, _cap: int) -> SortedPoints:
+            return _aggregate(points, bounds, coarse, record["reductions"])
+
+        base = _Base(io, points, names, grid, bounds, options)
+        return _write_levels(base, settings, aggregate, lambda _cap: record)
+
+    def sample(finer: SortedPoints, coarse: ChunkGrid, cap: int) -> SortedPoints:
+        return _sample(finer, bounds, coarse, cap)
+
+    keys = sample_keys(points.columns[0])
+    keyed = SortedPoints(
+        [*points.columns, keys], points.chunks, points.chunk_offsets, points.bin_offsets
+    )
+    base = _Base(io, keyed, names, grid, bounds, options)
+    return _write_levels(base, settings, sample, sample_coarsening)
+
+
+_Compute = Callable[[SortedPoints, ChunkGrid, int], SortedPoints]
+"""Computes a candidate level from the finer level, the coarse grid and the cap."""
+
+
+def _write_levels(
+    base: _Base,
+    settings: Levels,
+    compute: _Compute,
+    coarsening: Callable[[int], dict[str, Any]],
+) -> tuple[LevelMetadata, ...]:
+    """Walk the candidates, write each one that holds fewer vertices than the level below."""
+    written: list[LevelMetadata] = []
+    previous = base.points
+    count = int(previous.chunk_offsets[-1])
+    for ratio, cap in _candidates(settings, base.grid.bins):
+        if _done(settings, len(written), count):
+            break
+        grid = coarse_grid(base.grid, ratio)
+        level = compute(previous, grid, cap)
+        if int(level.chunk_offsets[-1]) >= count:
+            continue
+        written.append(_write_level(base, len(written) + 1, level, grid, ratio, coarsening(cap)))
+        previous, count = level, int(level.chunk_offsets[-1])
+    if settings.count != "auto" and len(written) < settings.count:
+        warnings.warn(
+            f"built {len(written)} levels of detail, not {settings.count}: no coarser level "
+            f"holds fewer vertices (the last holds {count})",
+            stacklevel=4,
+        )
+    return tuple(written)
+
+
+def _done(settings: Levels, built: int, count: int) -> bool:
+    if settings.count == "auto":
+        return count <= settings.target
+    return built >= settings.count
+
+
+def _write_level(
+    base: _Base,
+    number: int,
+    level: SortedPoints,
+    grid: ChunkGrid,
+    ratio: np.ndarray,
+    coarsening: dict[str, Any],
+) -> LevelMetadata:
+    """Write one coarse level's arrays and group metadata (spec §4)."""
+    names = list(base.names)
+    columns = level.columns[: 1 + len(names)]
+    if coarsening["method"] == AGGREGATE:
+        names.append(coarsening["count"])
+        columns = level.columns
+    rows = SortedPoints(columns, level.chunks, level.chunk_offsets, level.bin_offsets)
+    stats = write_sorted_points(base.io, number, rows, names, grid, base.options)
+    meta = LevelMetadata(
+        level=number,
+        bin_ratio=tuple(int(r) for r in ratio),
+        bin_shape=tuple(float(b) for b in grid.bin_shape),
+        vertex_count=stats.vertex_count,
+        chunk_count=stats.chunk_count,
+        coarsening=coarsening,
+    )
+    write_level_metadata(base.io, meta)
+    return meta
