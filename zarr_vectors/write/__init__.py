@@ -19,8 +19,9 @@ _objects, _object_runs
     Object tables: the object index, object attributes, object runs per chunk.
 _chunk_shapes
     The default chunk shape of a store; exported as the module ``chunk_shapes``.
-_point_levels
-    Levels of detail of point clouds (:class:`Levels`, spec §4.3.2).
+levels, _point_levels
+    Levels of detail of point clouds: :class:`Levels`, what a writer asks for, and their
+    computation (spec §4.3.2).
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ from zarr_vectors.write._pipeline import (
     write_point_level,
     write_sorted_points,
 )
-from zarr_vectors.write._point_levels import Levels, level_settings, write_point_levels
+from zarr_vectors.write._point_levels import coarse_grid, coarse_rows, write_point_levels
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
+from zarr_vectors.write.levels import Levels, level_settings
 from zarr_vectors.write.options import DEFAULT_BLOSC, WriteOptions
 
 __all__ = [
@@ -87,6 +89,8 @@ __all__ = [
     "sort_points",
     "Levels",
     "level_settings",
+    "coarse_grid",
+    "coarse_rows",
     "write_point_levels",
     "Groups",
     "ObjectTable",

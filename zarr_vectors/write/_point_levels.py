@@ -12,20 +12,15 @@ schedule, writes each level and returns their metadata for the root commit.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.levels import (
     AGGREGATE,
-    COUNT_ATTRIBUTE,
-    DEFAULT_PER_BIN,
-    DEFAULT_TARGET,
-    POINT_METHODS,
     SAMPLE,
     aggregate_coarsening,
     sample_coarsening,
@@ -45,99 +40,15 @@ from zarr_vectors.write._pipeline import (
     write_level_metadata,
     write_sorted_points,
 )
+from zarr_vectors.write.levels import Levels
 from zarr_vectors.write.options import WriteOptions
 
-__all__ = ["Levels", "coarse_grid", "level_settings", "next_ratio", "write_point_levels"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Levels:
-    """Levels of detail to build with a point cloud (spec §4.3.2).
-
-    Attributes
-    ----------
-    count
-        ``"auto"`` (default): add levels until one holds at most ``target`` vertices; an
-        int: that many levels above 0 (fewer, with a warning, when no level can reduce
-        further).
-    method
-        ``"sample"`` (default): each level a nested subset of the level below, at most
-        ``per_bin`` vertices per coarse bin, attributes carried exactly; ``"aggregate"``:
-        one vertex per occupied coarse bin at the centroid of its level-0 vertices, each
-        attribute reduced, plus a ``count`` attribute.
-    target
-        Vertex count at which ``count="auto"`` stops (default 100,000).
-    per_bin
-        ``sample``: vertices per coarse bin while coarse bins grow (default 256); then the
-        cap halves per level, down to 1.
-    reductions
-        ``aggregate``: attribute name → ``"mean"``, ``"sum"`` (floating attributes),
-        ``"min"``, ``"max"`` or ``"mode"`` (integer and bool attributes). Default ``"mean"``
-        for floating, ``"mode"`` for integer and bool attributes.
-    count_name
-        ``aggregate``: name of the count attribute (default ``"count"``).
-
-    Examples
-    --------
-    >>> import zarr_vectors as zv
-    >>> zv.Levels(method="aggregate", reductions={"size": "max"}).method
-    'aggregate'
-    """
-
-    count: int | Literal["auto"] = "auto"
-    method: str = SAMPLE
-    target: int = DEFAULT_TARGET
-    per_bin: int = DEFAULT_PER_BIN
-    reductions: Mapping[str, str] | None = field(default=None)
-    count_name: str = COUNT_ATTRIBUTE
-
-    def __post_init__(self) -> None:
-        if self.method not in POINT_METHODS:
-            raise InvalidInputError(
-                f"levels method must be one of {', '.join(POINT_METHODS)}, got {self.method!r}"
-            )
-        if self.count != "auto" and not _non_negative_int(self.count):
-            raise InvalidInputError(
-                f"levels count must be 'auto' or an int >= 0, got {self.count!r}"
-            )
-        for name in ("target", "per_bin"):
-            if not _non_negative_int(getattr(self, name)) or getattr(self, name) < 1:
-                raise InvalidInputError(
-                    f"levels {name} must be an int >= 1, got {getattr(self, name)!r}"
-                )
-
-
-def _non_negative_int(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool) and bool(value >= 0)
-
-
-def level_settings(levels: Any) -> Levels | None:
-    """The :class:`Levels` a writer's ``levels=`` argument asks for, or None for no levels.
-
-    Parameters
-    ----------
-    levels
-        None or 0 (no levels), ``"auto"``, an int count, or a :class:`Levels`.
-
-    Raises
-    ------
-    InvalidInputError
-        For any other value.
-
-    Examples
-    --------
-    >>> level_settings(3).count, level_settings(None)
-    (3, None)
-    """
-    if isinstance(levels, Levels):
-        return None if levels.count == 0 else levels
-    if levels is None or (_non_negative_int(levels) and levels == 0):
-        return None
-    if levels == "auto" or _non_negative_int(levels):
-        return Levels(count=levels)
-    raise InvalidInputError(
-        f"levels must be None, 'auto', an int >= 0 or a zarr_vectors.Levels, got {levels!r}"
-    )
+__all__ = [
+    "coarse_grid",
+    "coarse_rows",
+    "next_ratio",
+    "write_point_levels",
+]
 
 
 def next_ratio(ratio: np.ndarray, bins: np.ndarray) -> np.ndarray:
@@ -206,11 +117,56 @@ def _kept(points: SortedPoints, keep: np.ndarray) -> SortedPoints:
 
 
 def _sample(
-    points: SortedPoints, bounds: tuple[np.ndarray, np.ndarray], grid: ChunkGrid, cap: int
+    columns: list[np.ndarray], bounds: tuple[np.ndarray, np.ndarray], grid: ChunkGrid, cap: int
 ) -> SortedPoints:
-    """Level N of ``sample`` from level N - 1 (its last column: the rows' keys)."""
-    ordered = sort_points(points.columns, bounds, grid)
+    """Level N of ``sample`` from the columns of level N - 1 (the last: the rows' keys)."""
+    ordered = sort_points(columns, bounds, grid)
     return _kept(ordered, sample_segments(ordered.columns[-1], _segments(ordered), cap))
+
+
+def coarse_rows(
+    columns: list[np.ndarray],
+    names: list[str],
+    bounds: tuple[np.ndarray, np.ndarray],
+    grid: ChunkGrid,
+    coarsening: dict[str, Any],
+) -> list[np.ndarray]:
+    """The rows of a coarse point level computed from the rows below it (spec §4.3.2).
+
+    Parameters
+    ----------
+    columns
+        Positions then every attribute of the source rows in storage order: level N - 1
+        for ``sample``, level 0 for ``aggregate`` (one chunk or several).
+    names
+        The attribute names of ``columns[1:]``.
+    bounds
+        The level-0 bounding box (float64 minimum and maximum).
+    grid
+        The coarse level's grid (:func:`coarse_grid`).
+    coarsening
+        The coarse level's ``coarsening`` object.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        Positions then every attribute (``aggregate``: then the count) in storage order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([8.0]), one, 0 * one, one)
+    >>> rows = [np.array([[1.0], [3.0]], np.float32)]
+    >>> mean = {"method": "aggregate", "count": "n", "reductions": {}}
+    >>> [c.tolist() for c in coarse_rows(rows, [], (rows[0][0], rows[0][1]), grid, mean)]
+    [[[2.0]], [2]]
+    """
+    if coarsening["method"] == AGGREGATE:
+        how = [coarsening["reductions"][name] for name in names]
+        return _aggregate(columns, how, bounds, grid).columns
+    keyed = [*columns, sample_keys(columns[0])]
+    return _sample(keyed, bounds, grid, coarsening["per_bin"]).columns[:-1]
 
 
 def _reduce(values: np.ndarray, offsets: np.ndarray, how: str) -> np.ndarray:
@@ -227,13 +183,14 @@ def _reduce(values: np.ndarray, offsets: np.ndarray, how: str) -> np.ndarray:
 
 
 def _aggregate(
-    level0: SortedPoints,
+    columns: list[np.ndarray],
+    reductions: list[str],
     bounds: tuple[np.ndarray, np.ndarray],
     grid: ChunkGrid,
-    reductions: dict[str, str],
 ) -> SortedPoints:
-    """Level N of ``aggregate``: one vertex per occupied coarse bin of every chunk."""
-    ordered = sort_points(level0.columns, bounds, grid)
+    """Level N of ``aggregate`` from the level-0 columns: one vertex per occupied coarse bin
+    of every chunk (the count last)."""
+    ordered = sort_points(columns, bounds, grid)
     counts = np.diff(_segments(ordered))
     occupied = counts > 0
     offsets = np.concatenate([[0], np.cumsum(counts[occupied])]).astype(np.int64)
@@ -243,7 +200,7 @@ def _aggregate(
     centre = np.clip(_reduce(positions, offsets, "mean"), low, high)
     attributes = [
         _reduce(values, offsets, how)
-        for values, how in zip(ordered.columns[1:], reductions.values(), strict=True)
+        for values, how in zip(ordered.columns[1:], reductions, strict=True)
     ]
     per_chunk = occupied.reshape(ordered.bin_offsets.shape[0], -1)
     bins = np.concatenate(
@@ -304,15 +261,16 @@ def write_point_levels(
     if settings.method == AGGREGATE:
         dtypes = {n: c.dtype for n, c in zip(names, points.columns[1:], strict=True)}
         record = aggregate_coarsening(dtypes, settings.reductions, settings.count_name)
+        how = [record["reductions"][name] for name in names]
 
         def aggregate(_finer: SortedPoints, coarse: ChunkGrid, _cap: int) -> SortedPoints:
-            return _aggregate(points, bounds, coarse, record["reductions"])
+            return _aggregate(points.columns, how, bounds, coarse)
 
         base = _Base(io, points, names, grid, bounds, options)
         return _write_levels(base, settings, aggregate, lambda _cap: record)
 
     def sample(finer: SortedPoints, coarse: ChunkGrid, cap: int) -> SortedPoints:
-        return _sample(finer, bounds, coarse, cap)
+        return _sample(finer.columns, bounds, coarse, cap)
 
     keys = sample_keys(points.columns[0])
     keyed = SortedPoints(
