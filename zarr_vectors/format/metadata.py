@@ -329,7 +329,7 @@ class LevelMetadata:
             raise MetadataError(f"level must be a non-negative integer, got {level!r}")
         object_count = doc.get("object_count")
         coarsening = doc.get("coarsening")
-        if coarsening is not None or level > 0:
+        if coarsening is not None:
             if level == 0:
                 raise MetadataError("level 0 must not hold coarsening (spec §4.1)")
             coarsening = check_coarsening(coarsening)

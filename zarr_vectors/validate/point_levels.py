@@ -101,9 +101,10 @@ def _read_chunk(
             np.empty((0, *reader.column_spec(c)[1]), reader.column_spec(c)[0]) for c in columns
         ]
         return _Chunk(level, index, empty, np.zeros(reader.grid.bins_per_chunk_total, np.int64))
-    _, sizes = reader.fragment_ranges(index[None], np.asarray([count]))[0]
     wanted = [ChunkRows(tuple(int(i) for i in index), np.asarray([[0, count]], np.int64))]
-    return _Chunk(level, index, reader.read_columns(columns, wanted), sizes)
+    rows = reader.read_columns(columns, wanted)  # before the ranges: no bin check on read
+    _, sizes = reader.fragment_ranges(index[None], np.asarray([count]))[0]
+    return _Chunk(level, index, rows, sizes)
 
 
 def _in_bins(ctx: Context, reader: LevelReader, chunk: _Chunk) -> None:
