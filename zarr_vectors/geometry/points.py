@@ -128,9 +128,10 @@ def write_points(
     >>> zv.write_points(path, positions + 10, mode="a", progress=False)
     >>> zv.open(path).vertex_count
     6
-    >>> grid = np.stack(np.meshgrid(np.arange(40), np.arange(40)), -1).reshape(-1, 2)
+    >>> grid = np.stack(np.meshgrid(np.arange(40), np.arange(40)), -1).reshape(-1, 2) * 1.0
     >>> lod = pathlib.Path(tempfile.mkdtemp()) / "lod.zarr"
-    >>> zv.write_points(lod, grid.astype(np.float32), chunk_shape=20.0, levels=2, progress=False)
+    >>> levels = zv.Levels(count=2, per_bin=16)
+    >>> zv.write_points(lod, grid, chunk_shape=20.0, levels=levels, progress=False)
     >>> [zv.open(lod).metadata["multiscales"][0]["datasets"][i]["bin_ratio"] for i in range(3)]
     [[1, 1], [2, 2], [4, 4]]
     """
