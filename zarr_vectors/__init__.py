@@ -56,6 +56,7 @@ from zarr_vectors.update import (
     append_points,
     append_polylines,
     append_skeletons,
+    build_levels,
     write_objects_stream,
     write_points_stream,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "write_points_stream",
     "write_points_parallel",
     "append_points",
+    "build_levels",
     "PointWriter",
     "write_polylines",
     "write_graph",

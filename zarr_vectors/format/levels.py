@@ -127,7 +127,7 @@ def aggregate_coarsening(
             "attribute: pass count_name= another name"
         )
     out = {}
-    for name, dtype in dtypes.items():
+    for name, dtype in sorted(dtypes.items()):
         reduction = chosen.get(name, default_reduction(dtype))
         if reduction not in allowed_reductions(dtype):
             raise InvalidInputError(

@@ -60,7 +60,14 @@ from zarr_vectors.write._pipeline import (
     write_point_level,
     write_sorted_points,
 )
-from zarr_vectors.write._point_levels import coarse_grid, coarse_rows, write_point_levels
+from zarr_vectors.write._point_levels import (
+    ChunkColumns,
+    StoredLevel0,
+    build_point_levels,
+    coarse_grid,
+    coarse_rows,
+    write_point_levels,
+)
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
 from zarr_vectors.write.levels import Levels, level_settings
 from zarr_vectors.write.options import DEFAULT_BLOSC, WriteOptions
@@ -91,6 +98,9 @@ __all__ = [
     "level_settings",
     "coarse_grid",
     "coarse_rows",
+    "ChunkColumns",
+    "StoredLevel0",
+    "build_point_levels",
     "write_point_levels",
     "Groups",
     "ObjectTable",

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.levels import (
     AGGREGATE,
@@ -35,15 +36,22 @@ from zarr_vectors.kernels.point_levels import (
 )
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.write._pipeline import (
+    LevelWriter,
     SortedPoints,
+    point_blob_layout,
+    round_up,
     sort_points,
     write_level_metadata,
     write_sorted_points,
 )
+from zarr_vectors.write._shard_writes import shard_major_order
 from zarr_vectors.write.levels import Levels
 from zarr_vectors.write.options import WriteOptions
 
 __all__ = [
+    "ChunkColumns",
+    "StoredLevel0",
+    "build_point_levels",
     "coarse_grid",
     "coarse_rows",
     "next_ratio",
@@ -303,13 +311,18 @@ def _write_levels(
             continue
         written.append(_write_level(base, len(written) + 1, level, grid, ratio, coarsening(cap)))
         previous, count = level, int(level.chunk_offsets[-1])
-    if settings.count != "auto" and len(written) < settings.count:
-        warnings.warn(
-            f"built {len(written)} levels of detail, not {settings.count}: no coarser level "
-            f"holds fewer vertices (the last holds {count})",
-            stacklevel=4,
-        )
+    _warn_short(settings, len(written), count)
     return tuple(written)
+
+
+def _warn_short(settings: Levels, built: int, count: int) -> None:
+    """Warn when fewer levels were built than asked for."""
+    if settings.count != "auto" and built < settings.count:
+        warnings.warn(
+            f"built {built} levels of detail, not {settings.count}: no coarser level holds "
+            f"fewer vertices (the last holds {count})",
+            stacklevel=5,
+        )
 
 
 def _done(settings: Levels, built: int, count: int) -> bool:
@@ -338,6 +351,143 @@ def _write_level(
         level=number,
         bin_ratio=tuple(int(r) for r in ratio),
         bin_shape=tuple(float(b) for b in grid.bin_shape),
+        vertex_count=stats.vertex_count,
+        chunk_count=stats.chunk_count,
+        coarsening=coarsening,
+    )
+    write_level_metadata(base.io, meta)
+    return meta
+
+
+ChunkColumns = Callable[[int, np.ndarray, int], list[np.ndarray]]
+"""``read(level, chunk, rows)``: positions then every attribute (level 0's, in ``names``
+order) of the ``rows`` rows of a stored chunk (grid index) at ``level``, in storage order."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLevel0:
+    """Level 0 of a stored point cloud, to build its levels one chunk at a time.
+
+    Attributes
+    ----------
+    io
+        Where the levels are written.
+    read
+        Reads a chunk of a level (level 0 from the store, coarser levels from ``io``).
+    chunks, counts
+        ``(m, D)`` grid indices of the occupied level-0 chunks in C order, and their rows.
+    names
+        Attribute names, in the order ``read`` returns them.
+    shapes
+        ``(dtype, row shape)`` of the positions and of each attribute.
+    grid, bounds, options
+        The store's chunk grid, level-0 bounds and write settings (its row layouts).
+    """
+
+    io: StoreIO
+    read: ChunkColumns
+    chunks: np.ndarray
+    counts: np.ndarray
+    names: list[str]
+    shapes: tuple[
+        tuple[np.dtype[Any], tuple[int, ...]], dict[str, tuple[np.dtype[Any], tuple[int, ...]]]
+    ]
+    grid: ChunkGrid
+    bounds: tuple[np.ndarray, np.ndarray]
+    options: WriteOptions
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A candidate level computed chunk by chunk from its source level."""
+
+    base: StoredLevel0
+    source: int
+    chunks: np.ndarray
+    counts: np.ndarray
+    grid: ChunkGrid
+    cap: int
+    how: list[str] | None  # aggregate reductions, in ``names`` order
+
+    def chunk(self, j: int) -> SortedPoints:
+        columns = self.base.read(self.source, self.chunks[j], int(self.counts[j]))
+        if self.how is not None:
+            return _aggregate(columns, self.how, self.base.bounds, self.grid)
+        keyed = [*columns, sample_keys(columns[0])]
+        return _sample(keyed, self.base.bounds, self.grid, self.cap)
+
+
+def build_point_levels(base: StoredLevel0, settings: Levels) -> tuple[LevelMetadata, ...]:
+    """Build and write the levels ``settings`` asks for from a stored level 0, one chunk at a
+    time: the same levels, byte for byte, as :func:`write_point_levels` (spec §4.3.1 rule 6).
+
+    Each candidate level is computed twice per chunk: once to count its rows (``N_max``
+    and whether it reduces), once to write them; one chunk of two levels is in memory.
+
+    Returns
+    -------
+    tuple of LevelMetadata
+        The metadata of levels 1, 2, ..., already written to their groups.
+    """
+    record, how = None, None
+    if settings.method == AGGREGATE:
+        dtypes = {name: base.shapes[1][name][0] for name in base.names}
+        record = aggregate_coarsening(dtypes, settings.reductions, settings.count_name)
+        how = [record["reductions"][name] for name in base.names]
+    written: list[LevelMetadata] = []
+    finer = (0, base.chunks, base.counts)
+    total = int(base.counts.sum())
+    for ratio, cap in _candidates(settings, base.grid.bins):
+        if _done(settings, len(written), total):
+            break
+        source = (0, base.chunks, base.counts) if how is not None else finer
+        candidate = _Candidate(base, *source, coarse_grid(base.grid, ratio), cap, how)
+        counts = np.asarray(
+            [int(candidate.chunk(j).chunk_offsets[-1]) for j in range(source[1].shape[0])],
+            dtype=np.int64,
+        )
+        if int(counts.sum()) >= total:
+            continue
+        number = len(written) + 1
+        coarsening = record if record is not None else sample_coarsening(cap)
+        written.append(_write_stored_level(candidate, number, ratio, counts, coarsening))
+        finer, total = (number, source[1][counts > 0], counts[counts > 0]), int(counts.sum())
+    _warn_short(settings, len(written), total)
+    return tuple(written)
+
+
+def _write_stored_level(
+    candidate: _Candidate,
+    number: int,
+    ratio: np.ndarray,
+    counts: np.ndarray,
+    coarsening: dict[str, Any],
+) -> LevelMetadata:
+    """Write one level chunk by chunk, in the order the one-shot writer adds chunks."""
+    base = candidate.base
+    attributes = dict(base.shapes[1])
+    if coarsening["method"] == AGGREGATE:
+        attributes[coarsening["count"]] = (np.dtype(np.int64), ())
+    n_max = round_up(int(counts.max(initial=0)), base.options.block_rows)
+    writer = LevelWriter(
+        base.io,
+        number,
+        candidate.grid,
+        (base.shapes[0], attributes),
+        n_max,
+        base.options,
+        blobs=point_blob_layout(candidate.grid),
+    )
+    for j in shard_major_order(candidate.chunks, writer.shard_chunks).tolist():
+        level = candidate.chunk(j)
+        bins = level.bin_offsets
+        blob = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))[0]
+        writer.add_chunk(candidate.chunks[j], level.columns[: 1 + len(attributes)], blob)
+    stats = writer.finish()
+    meta = LevelMetadata(
+        level=number,
+        bin_ratio=tuple(int(r) for r in ratio),
+        bin_shape=tuple(float(b) for b in candidate.grid.bin_shape),
         vertex_count=stats.vertex_count,
         chunk_count=stats.chunk_count,
         coarsening=coarsening,
