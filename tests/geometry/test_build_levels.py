@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
+from zarr_vectors.cli import main
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.update import point_levels as build_module
 
@@ -121,3 +122,17 @@ def test_a_failed_build_leaves_the_store_as_it_was(
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".zv-lock")) == [
         "p.zarr"
     ]
+
+
+def test_the_command_line_builds_levels(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "p.zarr"
+    _write(path, None)
+    args = ["build-levels", str(path), "--levels", "2", "--per-bin", "16"]
+    assert main(args) == 0
+    assert "2 levels of detail built" in capsys.readouterr().out
+    datasets = zv.open(path).metadata["multiscales"][0]["datasets"]
+    assert [d["level"] for d in datasets] == [0, 1, 2]
+    assert main(["build-levels", str(path)]) == 2  # it has levels now
+    assert "levels of detail" in capsys.readouterr().err
