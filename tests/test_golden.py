@@ -1,6 +1,7 @@
-"""Golden stores of formats 1.0, 1.1 and 1.2 are read forever; the writer rewrites the 1.2
-stores byte for byte (spec §13); those an earlier writer wrote differently (``earlier/``) are
-read forever too.
+"""Golden stores of formats 1.0, 1.1, 1.2 and 1.3 are read forever; the writer rewrites the
+1.2 and 1.3 stores byte for byte (spec §13); those an earlier writer wrote differently
+(``earlier/``) are read forever too. The 1.3 stores are point clouds with levels of detail
+(spec §4.3), one per point method.
 
 There is a 1.0 store for point clouds and for every object kind (streamlines, graph,
 skeletons, meshes), and 1.1 stores (several chunks per shard, §9.0.1) of points and
@@ -29,6 +30,8 @@ GOLDEN_1_1 = Path(__file__).parent / "data" / "golden" / "1.1"
 SHARDED_NAMES = sorted(make_golden.sharded_inputs())
 GOLDEN_1_2 = Path(__file__).parent / "data" / "golden" / "1.2"
 NAMES_1_2 = sorted(make_golden.inputs() | make_golden.sharded_inputs())
+GOLDEN_1_3 = Path(__file__).parent / "data" / "golden" / "1.3"
+NAMES_1_3 = sorted(make_golden.level_inputs())
 EARLIER = Path(__file__).parent / "data" / "golden" / "earlier"
 EARLIER_NAMES = sorted(p.name.removesuffix(".zarrvectors") for p in EARLIER.glob("*.zarrvectors"))
 
@@ -323,3 +326,32 @@ def test_plain_zarr_reads_the_sharded_golden_rows(name: str) -> None:
             stop = n if path == "0/vertices" else None
             got = sharded[path][(*g.tolist(), slice(0, stop))]
             np.testing.assert_array_equal(got, plain[path][(*g.tolist(), slice(0, stop))])
+
+
+@pytest.mark.parametrize("name", NAMES_1_3)
+def test_writer_reproduces_golden_1_3_bytes(name: str, tmp_path: Path) -> None:
+    """Levels of detail are a function of level 0 and their parameters (spec §4.3.1): the
+    writer writes the 1.3 golden stores byte for byte."""
+    path = tmp_path / f"{name}.zarrvectors"
+    make_golden.write(path, make_golden.level_inputs()[name])
+    _assert_same_files(_files(path), _files(GOLDEN_1_3 / f"{name}.zarrvectors"))
+
+
+@pytest.mark.parametrize("name", NAMES_1_3)
+def test_golden_1_3_store_reads_back_every_level(name: str) -> None:
+    path = GOLDEN_1_3 / f"{name}.zarrvectors"
+    store = _check_golden(GOLDEN_1_3, name)
+    assert store.metadata["zarr_vectors_version"] == "1.3"
+    datasets = store.metadata["multiscales"][0]["datasets"]
+    assert [d["level"] for d in datasets] == list(range(len(datasets)))
+    assert len(datasets) == 1 + make_golden.level_inputs()[name]["levels"].count
+    with np.load(GOLDEN_1_3 / f"{name}.expected.npz") as expected:
+        committed = {k: expected[k] for k in expected.files if k.startswith("level")}
+    got = make_golden.level_arrays(path)
+    assert sorted(got) == sorted(committed)
+    for key, values in committed.items():
+        assert got[key].dtype == values.dtype, key
+        assert got[key].tobytes() == values.tobytes(), key
+    report = zv.validate(path, level=5)
+    assert report.ok, report
+    assert any(c.endswith("_rule") for c in report.checks_run)

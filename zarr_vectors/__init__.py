@@ -56,12 +56,13 @@ from zarr_vectors.update import (
     append_points,
     append_polylines,
     append_skeletons,
+    build_levels,
     write_objects_stream,
     write_points_stream,
 )
 from zarr_vectors.validate import validate
 from zarr_vectors.validate.report import Problem, ValidationReport
-from zarr_vectors.write import WriteOptions
+from zarr_vectors.write import Levels, WriteOptions
 
 __all__ = [
     "__version__",
@@ -70,6 +71,7 @@ __all__ = [
     "write_points_stream",
     "write_points_parallel",
     "append_points",
+    "build_levels",
     "PointWriter",
     "write_polylines",
     "write_graph",
@@ -90,6 +92,7 @@ __all__ = [
     "ball",
     "polygon",
     "WriteOptions",
+    "Levels",
     "validate",
     "ValidationReport",
     "warmup",

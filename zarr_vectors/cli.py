@@ -416,7 +416,50 @@ def _parser() -> argparse.ArgumentParser:
     )
     _debug_flag(convert)
     convert.set_defaults(run=_convert)
+    _build_levels_parser(sub)
     return parser
+
+
+def _build_levels_parser(sub: Any) -> None:
+    """``zarr-vectors build-levels STORE``: levels of detail of a point cloud (spec §4.3)."""
+    build = sub.add_parser(
+        "build-levels",
+        help="add levels of detail to a point-cloud store (format 1.3)",
+        description="Add levels of detail (coarser copies for overviews, spec §4.3) to a "
+        "point-cloud store written without them, reading it one chunk at a time, and commit "
+        "them as a new version (a failed build leaves the store as it was). The levels are "
+        "those write_points(..., levels=...) writes. Exit code 0 done, 2 error.",
+    )
+    build.add_argument("store")
+    build.add_argument(
+        "--levels",
+        type=_level_count,
+        default="auto",
+        help="'auto' (default: until a level holds at most --target points) or a number",
+    )
+    build.add_argument("--method", choices=("sample", "aggregate"), default="sample")
+    build.add_argument(
+        "--target", type=_positive_int, default=100_000, help="points of the coarsest level"
+    )
+    build.add_argument(
+        "--per-bin", type=_positive_int, default=256, help="sample: points per coarse bin"
+    )
+    _debug_flag(build)
+    build.set_defaults(run=_build_levels)
+
+
+def _level_count(text: str) -> int | str:
+    """An argparse type: ``auto`` or an integer of at least 1."""
+    return "auto" if text == "auto" else _positive_int(text)
+
+
+def _build_levels(args: argparse.Namespace) -> int:
+    levels = zv.Levels(
+        count=args.levels, method=args.method, target=args.target, per_bin=args.per_bin
+    )
+    built = zv.build_levels(args.store, levels)
+    print(f"{args.store}: {built} level{'' if built == 1 else 's'} of detail built")
+    return EXIT_OK
 
 
 def in_flags(message: str, typed: Sequence[str] = ()) -> str:

@@ -18,6 +18,7 @@ from zarr.storage import MemoryStore
 
 from tests.validate import stores as s
 from tests.validate.test_l4 import COVERED as L4_COVERED
+from tests.validate.test_level_corruption import LEVEL_IDS
 from tests.validate.test_object_corruption import OBJECT_IDS
 from tests.validate.test_shard_corruption import SHARDED_IDS
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
@@ -325,7 +326,7 @@ CASES: list[Case] = [
         level=2,
     ),
     Case("L2.version_format", root("zarr_vectors_version", "1"), level=2),
-    Case("L2.version_supported", root("zarr_vectors_version", "1.3"), level=2),
+    Case("L2.version_supported", root("zarr_vectors_version", "1.4"), level=2),
     Case("L2.geometry_type_valid", root("geometry_type", "cloud"), level=2),
     Case("L2.spatial_dims_valid", root("spatial_dims", "3"), level=2),
     Case("L2.chunk_shape_length", root("spatial_dims", 2.0), level=2),
@@ -613,9 +614,8 @@ def test_damage_is_reported(case: Case) -> None:
 
 def test_corpus_covers_every_implemented_id() -> None:
     # L4 ids: their one-damage cases live in test_l4.py (CASES there).
-    assert {c.check_id for c in CASES} | DIRECT | L4_COVERED | OBJECT_IDS | SHARDED_IDS == set(
-        CHECKS
-    )
+    covered = {c.check_id for c in CASES} | DIRECT | L4_COVERED | OBJECT_IDS | SHARDED_IDS
+    assert covered | LEVEL_IDS == set(CHECKS)
 
 
 @pytest.mark.parametrize(

@@ -8,15 +8,17 @@ rules a reader depends on raises :class:`~zarr_vectors.errors.MetadataError`; th
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from zarr_vectors.errors import MetadataError
+from zarr_vectors.format.levels import check_coarsening
 from zarr_vectors.format.names import GEOMETRY_TYPES
-from zarr_vectors.format.version import BASE_VERSION, check_readable_version
+from zarr_vectors.format.version import BASE_VERSION, LEVELS_VERSION, check_readable_version
 
-__all__ = ["CORE_ROOT_KEYS", "DEFAULT_AXIS_NAMES", "LevelMetadata", "RootMetadata"]
+__all__ = ["CORE_ROOT_KEYS", "DEFAULT_AXIS_NAMES", "LevelEntry", "LevelMetadata", "RootMetadata"]
 
 DEFAULT_AXIS_NAMES = ("x", "y", "z", "w")
 CORE_ROOT_KEYS = frozenset(
@@ -70,11 +72,70 @@ def _count(doc: dict[str, Any], key: str) -> int:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LevelEntry:
+    """One entry of ``multiscales[0].datasets``: a level's bins and sparsity (spec §3.2).
+
+    Examples
+    --------
+    >>> entry = LevelEntry(level=1, bin_ratio=(2, 2), bin_shape=(10.0, 10.0))
+    >>> entry.to_json()["coordinateTransformations"][1]
+    {'type': 'translation', 'translation': [5.0, 5.0]}
+    """
+
+    level: int
+    bin_ratio: tuple[int, ...]
+    bin_shape: tuple[float, ...]
+    object_sparsity: float = 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form of the entry, with its descriptive transforms (spec §3.2)."""
+        return {
+            "path": str(self.level),
+            "level": self.level,
+            "bin_ratio": list(self.bin_ratio),
+            "bin_shape": list(self.bin_shape),
+            "object_sparsity": self.object_sparsity,
+            "coordinateTransformations": [
+                {"type": "scale", "scale": [float(r) for r in self.bin_ratio]},
+                {"type": "translation", "translation": [b / 2 for b in self.bin_shape]},
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any, ndim: int) -> LevelEntry:
+        """Parse an entry, raising :class:`MetadataError` when malformed (spec §3.2)."""
+        if not isinstance(doc, dict):
+            raise MetadataError(f"a multiscales datasets entry must be an object, got {doc!r}")
+        level = doc.get("level")
+        if not isinstance(level, int) or isinstance(level, bool) or level < 0:
+            raise MetadataError(f"datasets level must be a non-negative integer, got {level!r}")
+        if doc.get("path") != str(level):
+            raise MetadataError(f"datasets path must be {str(level)!r}, got {doc.get('path')!r}")
+        ratio = _ints(doc, "bin_ratio", ndim)
+        if min(ratio) < 1:
+            raise MetadataError(f"bin_ratio must hold integers >= 1, got {list(ratio)}")
+        return cls(
+            level=level,
+            bin_ratio=ratio,
+            bin_shape=_floats(doc, "bin_shape", ndim),
+            object_sparsity=_sparsity(doc),
+        )
+
+
+def _sparsity(doc: dict[str, Any]) -> float:
+    sparsity = doc.get("object_sparsity", 1.0)
+    if not isinstance(sparsity, int | float) or isinstance(sparsity, bool) or not 0 < sparsity <= 1:
+        raise MetadataError(f"object_sparsity must be in (0, 1], got {sparsity!r}")
+    return float(sparsity)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RootMetadata:
     """Root group attributes of a store (spec §3).
 
     ``bounding_box`` is the inclusive ``(min, max)`` of the level-0 vertices, or None for a
-    store without vertices.
+    store without vertices. ``levels`` are the ``datasets`` entries of the levels above 0
+    (spec §4.3); :meth:`with_levels` sets them with the version they need.
     """
 
     geometry_type: str
@@ -86,11 +147,17 @@ class RootMetadata:
     bounding_box: tuple[tuple[float, ...], tuple[float, ...]] | None
     version: str = BASE_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
+    levels: tuple[LevelEntry, ...] = ()
 
     @property
     def spatial_dims(self) -> int:
         """``D``, the number of spatial axes."""
         return len(self.chunk_shape)
+
+    def with_levels(self, levels: tuple[LevelEntry, ...]) -> RootMetadata:
+        """This root listing ``levels`` above 0; with any, format version 1.3 (spec §3.3)."""
+        version = LEVELS_VERSION if levels else self.version
+        return replace(self, levels=tuple(levels), version=version)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document of the root attributes (spec §3)."""
@@ -105,17 +172,8 @@ class RootMetadata:
             if unit != "unknown":
                 axis["unit"] = unit
             axes.append(axis)
-        level0 = {
-            "path": "0",
-            "level": 0,
-            "bin_ratio": [1] * ndim,
-            "bin_shape": list(self.base_bin_shape),
-            "object_sparsity": 1.0,
-            "coordinateTransformations": [
-                {"type": "scale", "scale": [1.0] * ndim},
-                {"type": "translation", "translation": [b / 2 for b in self.base_bin_shape]},
-            ],
-        }
+        level0 = LevelEntry(level=0, bin_ratio=(1,) * ndim, bin_shape=self.base_bin_shape)
+        datasets = [entry.to_json() for entry in (level0, *self.levels)]
         return {
             "zarr_vectors_version": self.version,
             "geometry_type": self.geometry_type,
@@ -131,7 +189,7 @@ class RootMetadata:
                     "name": "zarr_vectors",
                     "type": "zarr_vectors_multiscale",
                     "axes": axes,
-                    "datasets": [level0],
+                    "datasets": datasets,
                 }
             ],
             **self.extra,
@@ -164,7 +222,22 @@ class RootMetadata:
             axis_units=_axis_units(doc.get("axis_units", "unknown"), ndim),
             bounding_box=_bounding_box(doc.get("bounding_box"), ndim),
             extra={k: v for k, v in doc.items() if k not in CORE_ROOT_KEYS},
+            levels=_coarse_levels(doc, ndim),
         )
+
+
+def _coarse_levels(doc: dict[str, Any], ndim: int) -> tuple[LevelEntry, ...]:
+    """The ``datasets`` entries after the first, strictly ascending levels >= 1 (spec §3.2)."""
+    multiscales = doc.get("multiscales")
+    first = multiscales[0] if isinstance(multiscales, list) and multiscales else None
+    datasets = first.get("datasets") if isinstance(first, dict) else None
+    if not isinstance(datasets, list):
+        return ()
+    entries = tuple(LevelEntry.from_json(entry, ndim) for entry in datasets[1:])
+    numbers = [0, *(entry.level for entry in entries)]
+    if any(b <= a for a, b in itertools.pairwise(numbers)):
+        raise MetadataError(f"multiscales datasets levels must ascend from 0, got {numbers}")
+    return entries
 
 
 def _axis_names(doc: dict[str, Any], ndim: int) -> tuple[str, ...]:
@@ -219,6 +292,7 @@ class LevelMetadata:
     chunk_count: int
     object_sparsity: float = 1.0
     object_count: int | None = None
+    coarsening: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document of the level attributes (spec §4)."""
@@ -232,7 +306,18 @@ class LevelMetadata:
         }
         if self.object_count is not None:
             doc["object_count"] = self.object_count
+        if self.coarsening is not None:
+            doc["coarsening"] = self.coarsening
         return doc
+
+    def entry(self) -> LevelEntry:
+        """This level's ``multiscales`` datasets entry (spec §3.2)."""
+        return LevelEntry(
+            level=self.level,
+            bin_ratio=self.bin_ratio,
+            bin_shape=self.bin_shape,
+            object_sparsity=self.object_sparsity,
+        )
 
     @classmethod
     def from_json(cls, doc: Any, ndim: int) -> LevelMetadata:
@@ -242,16 +327,19 @@ class LevelMetadata:
         level = doc.get("level")
         if not isinstance(level, int) or isinstance(level, bool) or level < 0:
             raise MetadataError(f"level must be a non-negative integer, got {level!r}")
-        sparsity = doc.get("object_sparsity", 1.0)
-        if not isinstance(sparsity, int | float) or not 0 < sparsity <= 1:
-            raise MetadataError(f"object_sparsity must be in (0, 1], got {sparsity!r}")
         object_count = doc.get("object_count")
+        coarsening = doc.get("coarsening")
+        if coarsening is not None:
+            if level == 0:
+                raise MetadataError("level 0 must not hold coarsening (spec §4.1)")
+            coarsening = check_coarsening(coarsening)
         return cls(
             level=level,
             bin_ratio=_ints(doc, "bin_ratio", ndim),
             bin_shape=_floats(doc, "bin_shape", ndim),
             vertex_count=_count(doc, "vertex_count"),
             chunk_count=_count(doc, "chunk_count"),
-            object_sparsity=float(sparsity),
+            object_sparsity=_sparsity(doc),
             object_count=None if object_count is None else _count(doc, "object_count"),
+            coarsening=coarsening,
         )

@@ -10,6 +10,7 @@ __all__ = [
     "BASE_VERSION",
     "FOREIGN_ROOT_KEY",
     "FORMAT_VERSION",
+    "LEVELS_VERSION",
     "PLACED_VERSION",
     "SHARDED_VERSION",
     "check_readable_version",
@@ -18,8 +19,9 @@ __all__ = [
     "parse_version",
 ]
 
-FORMAT_VERSION = "1.2"
-"""The newest format version this library reads, and the one it writes."""
+FORMAT_VERSION = "1.3"
+"""The newest format version this library reads and writes: a store with levels of detail
+declares it, a store without them :data:`PLACED_VERSION` (spec §3.3)."""
 
 BASE_VERSION = "1.0"
 """What a store that uses no feature newer than 1.0 declares (spec §3.3)."""
@@ -28,7 +30,12 @@ SHARDED_VERSION = "1.1"
 """The first version with several spatial chunks per shard (spec §9.0.1)."""
 
 PLACED_VERSION = "1.2"
-"""The first version whose shards carry place records (spec §9.0.2)."""
+"""The first version whose shards carry place records (spec §9.0.2), and the version of every
+new store without levels of detail."""
+
+LEVELS_VERSION = "1.3"
+"""The first version with levels of detail above 0 (spec §4.3); a store that has them declares
+it."""
 
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")

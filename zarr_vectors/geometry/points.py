@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
+from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
@@ -17,13 +18,18 @@ from zarr_vectors.geometry._docstrings import shared_docs
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.target import write_target
 from zarr_vectors.write import (
+    Levels,
     LevelStats,
     WriteMode,
     WriteOptions,
     chunk_shapes,
     commit_root,
     inputs,
+    level_settings,
+    sort_points,
     write_point_level,
+    write_point_levels,
+    write_sorted_points,
 )
 
 __all__ = ["commit_points", "write_points"]
@@ -44,6 +50,7 @@ def write_points(
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
     storage_options: Mapping[str, Any] | None = None,
+    levels: int | str | Levels | None = None,
 ) -> None:
     """Write a point cloud store.
 
@@ -90,6 +97,14 @@ def write_points(
         terminal or in Jupyter; True: always; False: never; or a callable
         ``progress(stage, done, total)`` called instead (stage ``"write"``, counting chunks).
     {storage_options}
+    levels
+        Levels of detail for overviews (spec §4.3): None (default) writes level 0 alone
+        (a format 1.2 store); ``"auto"`` adds levels until one holds at most 100,000
+        points; an int asks for that many levels; a :class:`~zarr_vectors.Levels` chooses
+        the method (``"sample"``: nested subsets, at most ``per_bin`` points per coarse
+        bin; ``"aggregate"``: one point per coarse bin with reduced attributes and a
+        ``count``), the target and the reductions. A store with levels declares format
+        1.3. Not with ``mode="a"``.
 
     Raises
     ------
@@ -108,9 +123,20 @@ def write_points(
     >>> zv.write_points(path, positions + 10, mode="a", progress=False)
     >>> zv.open(path).vertex_count
     6
+    >>> grid = np.stack(np.meshgrid(np.arange(40), np.arange(40)), -1).reshape(-1, 2) * 1.0
+    >>> lod = pathlib.Path(tempfile.mkdtemp()) / "lod.zarr"
+    >>> levels = zv.Levels(count=2, per_bin=16)
+    >>> zv.write_points(lod, grid, chunk_shape=20.0, levels=levels, progress=False)
+    >>> [zv.open(lod).metadata["multiscales"][0]["datasets"][i]["bin_ratio"] for i in range(3)]
+    [[1, 1], [2, 2], [4, 4]]
     """
     target = inputs.destination(store, mode, overwrite, storage_options)
+    settings = level_settings(levels)
     if target.mode == "a":
+        if settings is not None:
+            raise InvalidInputError(
+                "levels= cannot be given with mode='a': an append keeps the store's settings"
+            )
         inputs.check_append_settings(
             chunk_shape=chunk_shape, bin_shape=bin_shape, units=units, options=options
         )
@@ -137,7 +163,14 @@ def write_points(
         progress_reporter(progress) as report,
         write_target(target.store, overwrite=target.overwrite) as io,
     ):
-        stats = write_point_level(io, 0, (pos, columns), grid, options, (lo, hi), report)
+        if settings is None:
+            stats = write_point_level(io, 0, (pos, columns), grid, options, (lo, hi), report)
+        else:
+            points = sort_points([pos, *columns.values()], (lo, hi), grid)
+            names = list(columns)
+            stats = write_sorted_points(io, 0, points, names, grid, options, report)
+            built = write_point_levels(io, points, names, grid, (lo, hi), options, settings)
+            root = root.with_levels(tuple(level.entry() for level in built))
         commit_points(io, root, grid, stats)
 
 

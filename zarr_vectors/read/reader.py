@@ -137,7 +137,8 @@ def existing_root(io: StoreIO, where: str) -> tuple[RootMetadata, StoreVersion]:
     Raises
     ------
     InvalidInputError
-        When the store is not a complete Zarr Vectors store.
+        When the store is not a complete Zarr Vectors store, or has levels of detail
+        (spec §4.3), which an append does not update yet.
     MetadataError
         When its root ``zarr.json`` is not a Zarr v3 group's (an edited ``zarr_format`` or
         ``node_type``), or its attributes are not readable.
@@ -152,7 +153,14 @@ def existing_root(io: StoreIO, where: str) -> tuple[RootMetadata, StoreVersion]:
             f"{where}: the root zarr.json {problem}: the store's metadata is damaged, so it "
             "is not appended to; run zarr-vectors validate, and restore or rewrite the store"
         )
-    return RootMetadata.from_json(attrs), version
+    root = RootMetadata.from_json(attrs)
+    if root.levels:
+        raise InvalidInputError(
+            f"{where} has levels of detail (format {root.version}); appending does not "
+            "update them yet, so it is refused: write the points again with "
+            "write_points(..., levels=...)"
+        )
+    return root, version
 
 
 class LevelReader:

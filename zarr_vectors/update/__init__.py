@@ -8,6 +8,8 @@ point_stream, object_stream
     :class:`PointWriter` and :class:`ObjectWriter`: batches in, one store out.
 point_append, object_append
     Appends to an existing store (``append_points``, ``append_graph``, ...).
+point_levels
+    Levels of detail added to a stored point cloud, out of core (``build_levels``).
 object_merge, merge_plan, merge_chunks, merge_globals, merge_links, object_sources
     Merges of stores of objects (the parallel object writer's last step).
 _read_ahead
@@ -36,6 +38,7 @@ from zarr_vectors.update.object_merge import (
 )
 from zarr_vectors.update.object_sources import open_source
 from zarr_vectors.update.object_stream import BatchSpec, ObjectWriter, write_objects_stream
+from zarr_vectors.update.point_levels import build_levels
 from zarr_vectors.update.point_stream import (
     PointWriter,
     append_points,
@@ -47,6 +50,7 @@ __all__ = [
     "PointWriter",
     "write_points_stream",
     "append_points",
+    "build_levels",
     "bin_dtype",
     "ObjectWriter",
     "write_objects_stream",

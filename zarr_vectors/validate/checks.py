@@ -85,6 +85,8 @@ _L2: dict[str, Severity] = {
     "L2.level_keys": _E,
     "L2.level_matches_dataset": _E,
     "L2.level_counts_plausible": _E,
+    "L2.level_coarsening": _E,
+    "L2.coarsening_method_unknown": _W,
     "L2.zv_array_tag": _E,
     "L2.sharding_layout": _E,
     "L2.shard_version": _E,
@@ -189,6 +191,12 @@ _L5: dict[str, Severity] = {
     "L5.object_sparsity_consistent": _W,
     "L5.attribute_names_match": _W,
     "L5.coarse_vertices_in_bbox": _E,
+    "L5.coarse_vertex_in_bin": _E,
+    "L5.sample_nested": _E,
+    "L5.sample_cap": _E,
+    "L5.sample_rule": _E,
+    "L5.aggregate_counts": _E,
+    "L5.aggregate_rule": _E,
 }
 
 CHECKS: Final[dict[str, Severity]] = {**_L1, **_L2, **_L3, **_L4, **_L5}

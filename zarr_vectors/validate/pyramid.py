@@ -1,14 +1,17 @@
 """Level 5 checks: relations between resolution levels (spec §11.6).
 
-They run only when the store has more than one level. The vertices of coarse levels are
-not read again: L3 records the per-chunk coordinate bounds of every level it reads.
+They run only when the store has more than one level. The relations of the counts and
+bounds read no vertex again: L3 records the per-chunk coordinate bounds of every level it
+reads. The checks of the point methods' promises (:mod:`zarr_vectors.validate.point_levels`)
+read the levels chunk by chunk.
 """
 
 from __future__ import annotations
 
 from zarr_vectors.format.jsonutil import as_int_list, is_int, is_number, pointer
+from zarr_vectors.validate import point_levels
 from zarr_vectors.validate.context import Context
-from zarr_vectors.validate.names import ATTRIBUTES, OBJECT_KINDS
+from zarr_vectors.validate.names import ATTRIBUTES, OBJECT_KINDS, POINT_CLOUD
 
 __all__ = ["run"]
 
@@ -30,6 +33,8 @@ def run(ctx: Context) -> None:
         _sparsity(ctx, levels)
     _attribute_names(ctx, levels)
     _coarse_in_bbox(ctx, levels)
+    if ctx.facts.kind == POINT_CLOUD:
+        point_levels.run(ctx)
 
 
 def _contiguous(ctx: Context, levels: list[int]) -> None:

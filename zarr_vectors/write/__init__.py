@@ -21,6 +21,9 @@ _objects, _object_runs
     Object tables: the object index, object attributes, object runs per chunk.
 _chunk_shapes
     The default chunk shape of a store; exported as the module ``chunk_shapes``.
+levels, _point_levels
+    Levels of detail of point clouds: :class:`Levels`, what a writer asks for, and their
+    computation (spec §4.3.2).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from zarr_vectors.write._objects import (
 from zarr_vectors.write._pipeline import (
     LevelStats,
     LevelWriter,
+    SortedPoints,
     bin_sorted_chunk,
     blob_layout,
     column_shapes,
@@ -54,9 +58,20 @@ from zarr_vectors.write._pipeline import (
     grid_indices,
     point_blob_layout,
     round_up,
+    sort_points,
     write_point_level,
+    write_sorted_points,
+)
+from zarr_vectors.write._point_levels import (
+    ChunkColumns,
+    StoredLevel0,
+    build_point_levels,
+    coarse_grid,
+    coarse_rows,
+    write_point_levels,
 )
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
+from zarr_vectors.write.levels import Levels, level_settings
 from zarr_vectors.write.options import DEFAULT_BLOSC, WriteOptions
 
 __all__ = [
@@ -79,6 +94,17 @@ __all__ = [
     "point_blob_layout",
     "round_up",
     "write_point_level",
+    "write_sorted_points",
+    "SortedPoints",
+    "sort_points",
+    "Levels",
+    "level_settings",
+    "coarse_grid",
+    "coarse_rows",
+    "ChunkColumns",
+    "StoredLevel0",
+    "build_point_levels",
+    "write_point_levels",
     "Groups",
     "ObjectTable",
     "write_global",

@@ -65,8 +65,10 @@ __all__ = [
     "sort_points",
     "vertex_column_specs",
     "write_chunk_array",
+    "write_level_metadata",
     "write_level_vertices",
     "write_point_level",
+    "write_sorted_points",
 ]
 
 
@@ -591,6 +593,24 @@ def write_point_level(
     """
     positions, attributes = columns
     points = sort_points([positions, *attributes.values()], bounds, grid)
+    return write_sorted_points(io, level, points, list(attributes), grid, options, progress)
+
+
+def write_sorted_points(
+    io: StoreIO,
+    level: int,
+    points: SortedPoints,
+    names: list[str],
+    grid: ChunkGrid,
+    options: WriteOptions,
+    progress: Progress | None = None,
+) -> LevelStats:
+    """Write point columns already in storage order (:func:`sort_points`) as ``level``.
+
+    ``names`` are the attribute names of ``points.columns[1:]``; ``grid`` gives the level's
+    bins (a coarse level's grid has its coarse bin shape, spec §4.3).
+    """
+    columns = (points.columns[0], dict(zip(names, points.columns[1:], strict=True)))
     offsets, bins = points.chunk_offsets, points.bin_offsets
     blobs = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))
     counts = np.diff(offsets)
@@ -600,6 +620,17 @@ def write_point_level(
         return [c[offsets[j] : offsets[j + 1]] for c in points.columns]
 
     return _write_chunks(writer, points.chunks, rows_of, list(blobs), progress)
+
+
+def write_level_metadata(io: StoreIO, level: LevelMetadata) -> None:
+    """Write a level group's ``zarr.json`` and ``.zattrs`` (spec §4)."""
+    level_doc = level.to_json()
+    io.set_many(
+        [
+            (f"{level.level}/.zattrs", json_bytes(level_doc)),
+            (f"{level.level}/zarr.json", group_metadata(level_doc)),
+        ]
+    )
 
 
 def commit_root(
@@ -612,13 +643,7 @@ def commit_root(
     a new ``commit`` (spec §3.1): the serial after the one in ``root.extra`` (an append's
     base), and a fresh id.
     """
-    level_doc = level.to_json()
-    io.set_many(
-        [
-            (f"{level.level}/.zattrs", json_bytes(level_doc)),
-            (f"{level.level}/zarr.json", group_metadata(level_doc)),
-        ]
-    )
+    write_level_metadata(io, level)
     root_doc = {**root.to_json(), COMMIT_KEY: next_commit(root.extra.get(COMMIT_KEY))}
     stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     io.set_many(

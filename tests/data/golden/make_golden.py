@@ -1,4 +1,4 @@
-"""Regenerate the golden stores of format 1.2 (run only when the format changes).
+"""Regenerate the golden stores of formats 1.2 and 1.3 (run only when the format changes).
 
 The golden stores are committed and read by ``tests/test_golden.py`` forever: if a change of
 the library alters a single byte of what it writes for these inputs, that test fails, so the
@@ -6,12 +6,16 @@ format cannot drift silently. The stores of formats 1.0 (``1.0/``) and 1.1 (``1.
 written from the same inputs by the writers of those formats; this library no longer writes
 them (every shard of a 1.2 store holds a place record, spec §9.0.2), so they are frozen: read
 forever, never regenerated. There is one store per geometry kind family: point clouds,
-streamlines, a graph, skeletons and meshes. Usage: ``python tests/data/golden/make_golden.py``.
+streamlines, a graph, skeletons and meshes. The stores of format 1.3 (``1.3/``) are point
+clouds with levels of detail (spec §4.3), one per point method. Usage:
+``python tests/data/golden/make_golden.py``.
 
 Beside each ``NAME.zarrvectors`` store, ``NAME.expected.npz`` holds what reading it must give:
 
 - point clouds: ``positions``, ``attr_<name>`` and (per vertex) ``object_ids``, a multiset of
-  rows;
+  rows; with levels, ``level<N>_positions`` and ``level<N>_attr_<name>`` hold every level
+  N >= 1 in storage order, as read when the store was made (the writer must rewrite the same
+  bytes, and L5 validation recomputes each level from the one below);
 - object kinds, objects in storage order: ``object_ids`` and ``offsets`` (object k owns rows
   ``offsets[k]:offsets[k+1]``), ``positions`` and ``attr_<name>`` in traversal order,
   ``object_attr_<name>``, ``links`` (edges or faces as rows of ``positions``, in the canonical
@@ -21,18 +25,25 @@ Beside each ``NAME.zarrvectors`` store, ``NAME.expected.npz`` holds what reading
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+from zarr.storage import LocalStore
 
 import zarr_vectors as zv
+from zarr_vectors.format.metadata import RootMetadata
+from zarr_vectors.query.point_queries import query_box
+from zarr_vectors.read import LevelReader
+from zarr_vectors.store.io import StoreIO
 
 HERE = Path(__file__).parent / "1.0"
 HERE_1_1 = Path(__file__).parent / "1.1"
 HERE_1_2 = Path(__file__).parent / "1.2"
+HERE_1_3 = Path(__file__).parent / "1.3"
 SEED = 20261121
 SHARDED = {
     "points_3d_sharded": ("points_3d_attributes", (2, 2, 2)),
@@ -67,6 +78,32 @@ def sharded_inputs() -> dict[str, dict[str, Any]]:
         kwargs["options"] = replace(kwargs["options"], shard_chunks=shard_chunks)
         out[name] = kwargs
     return out
+
+
+def level_inputs() -> dict[str, dict[str, Any]]:
+    """The inputs of the format 1.3 golden stores: the 3-D point cloud in chunks of 20 with
+    bins of 5 (four per chunk and axis) and levels of each point method (spec §4.3.2)."""
+    base = {**_point_inputs()["points_3d_attributes"], "chunk_shape": 20.0, "bin_shape": 5.0}
+    sample = zv.Levels(count=3, per_bin=4)
+    aggregate = zv.Levels(count=2, method="aggregate", reductions={"rgb": "max"})
+    return {
+        "points_3d_sample_levels": {**base, "levels": sample},
+        "points_3d_aggregate_levels": {**base, "levels": aggregate},
+    }
+
+
+def level_arrays(path: Path) -> dict[str, np.ndarray]:
+    """Every level above 0 of the point store at ``path``, in storage order, as read."""
+    root = RootMetadata.from_json(json.loads((path / "zarr.json").read_text())["attributes"])
+    io = StoreIO(LocalStore(path, read_only=True))
+    everywhere = np.full(root.spatial_dims, np.inf)
+    arrays = {}
+    for entry in root.levels:
+        got = query_box(LevelReader(io, root, entry.level), -everywhere, everywhere)
+        arrays[f"level{entry.level}_positions"] = got.positions
+        for name, values in got.attributes.items():
+            arrays[f"level{entry.level}_attr_{name}"] = values
+    return arrays
 
 
 def _point_inputs() -> dict[str, dict[str, Any]]:
@@ -400,8 +437,10 @@ def _expected_objects(kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
 
 def main() -> None:
     """Write every golden store of format 1.2 under ``1.2/``, replacing what is there: the
-    inputs of the 1.0 stores and of the 1.1 stores (several chunks per shard)."""
+    inputs of the 1.0 stores and of the 1.1 stores (several chunks per shard); and the
+    stores with levels of format 1.3 under ``1.3/``."""
     write_all(HERE_1_2, inputs() | sharded_inputs())
+    write_all(HERE_1_3, level_inputs())
 
 
 def write_all(here: Path, stores: dict[str, dict[str, Any]]) -> None:
@@ -411,7 +450,8 @@ def write_all(here: Path, stores: dict[str, dict[str, Any]]) -> None:
         path = here / f"{name}.zarrvectors"
         shutil.rmtree(path, ignore_errors=True)
         write(path, kwargs)
-        save_expected(here / f"{name}.expected.npz", expected(kwargs))
+        levels = level_arrays(path) if "levels" in kwargs else {}
+        save_expected(here / f"{name}.expected.npz", expected(kwargs) | levels)
         print(f"wrote {path}")
 
 

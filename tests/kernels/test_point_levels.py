@@ -1,0 +1,164 @@
+"""The point-level kernels equal their plain-numpy twins (spec §4.3.2)."""
+
+from __future__ import annotations
+
+import itertools
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.helpers import examples
+from zarr_vectors.kernels.point_levels import (
+    sample_keys,
+    sample_segments,
+    segment_extremes,
+    segment_modes,
+    segment_sums,
+)
+
+_SALT = (0x589965CC75374CC3, 0x1D8E4E27C47D124F, 0x2D358DCCAA6C78A5, 0x8BB84B93962EACC9)
+_WEIGHT = (0xD6E8FEB86659FD93, 0xA0761D6478BD642F, 0xE7037ED1A0B428DB, 0x8EBC6AF09C88C6E3)
+_M = 2**64
+
+
+def spec_key(row: np.ndarray) -> int:
+    """The sample key of spec §4.3.2, with Python integers, word by word."""
+    fmt = "<I" if row.dtype == np.float32 else "<Q"
+    h = 0x9E3779B97F4A7C15
+    for d, value in enumerate(row):
+        word = struct.unpack(fmt, value.tobytes())[0]
+        h = (h + (word ^ _SALT[d]) * _WEIGHT[d]) % _M
+    h ^= h >> 30
+    h = h * 0xBF58476D1CE4E5B9 % _M
+    h ^= h >> 27
+    h = h * 0x94D049BB133111EB % _M
+    return h ^ (h >> 31)
+
+
+def sample_twin(keys: np.ndarray, offsets: np.ndarray, cap: int) -> np.ndarray:
+    """Per segment, rank rows by (key, position) with lexsort; keep ranks below ``cap``."""
+    keep = np.zeros(keys.shape[0], dtype=bool)
+    for a, b in itertools.pairwise(offsets):
+        order = np.lexsort((np.arange(b - a), keys[a:b]))
+        keep[a + order[:cap]] = True
+    return keep
+
+
+def sums_twin(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    out = np.zeros((offsets.shape[0] - 1, values.shape[1]))
+    for s, (a, b) in enumerate(itertools.pairwise(offsets)):
+        for i in range(a, b):
+            out[s] = out[s] + values[i].astype(np.float64)
+    return out
+
+
+def extremes_twin(values: np.ndarray, offsets: np.ndarray, largest: bool) -> np.ndarray:
+    rows = []
+    for a, b in itertools.pairwise(offsets):
+        seg = values[a:b]
+        if seg.dtype == bool:
+            rows.append(seg.any(axis=0) if largest else seg.all(axis=0))
+            continue
+        pick = np.argmax(seg, axis=0) if largest else np.argmin(seg, axis=0)  # first NaN/extreme
+        rows.append(seg[pick, np.arange(seg.shape[1])])
+    return np.asarray(rows, dtype=values.dtype).reshape(-1, values.shape[1])
+
+
+def modes_twin(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    rows = []
+    for a, b in itertools.pairwise(offsets):
+        row = []
+        for k in range(values.shape[1]):
+            uniq, counts = np.unique(values[a:b, k], return_counts=True)
+            row.append(uniq[np.argmax(counts)])  # unique is sorted: ties to the smallest
+        rows.append(row)
+    return np.asarray(rows, dtype=values.dtype).reshape(-1, values.shape[1])
+
+
+@st.composite
+def segments(draw: st.DrawFn, empty: bool = True) -> np.ndarray:
+    lengths = draw(st.lists(st.integers(0 if empty else 1, 12), min_size=1, max_size=8))
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+
+SETTINGS = settings(max_examples=examples(60, 400), deadline=None)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_keys_follow_the_spec_word_by_word(dtype: type) -> None:
+    rng = np.random.default_rng(5)
+    rows = rng.normal(size=(50, 3)).astype(dtype)
+    rows[0] = -0.0
+    rows[1] = 0.0
+    keys = sample_keys(rows)
+    assert keys.tolist() == [spec_key(r) for r in rows]
+    assert keys[0] != keys[1]  # the bits count: -0.0 is not 0.0
+
+
+def test_spec_examples_of_the_key() -> None:
+    assert int(sample_keys(np.zeros((1, 3), np.float32))[0]) == 0x622EFBDD2CB8268A
+    one = np.array([[1.0, 2.0, 3.0]])
+    assert int(sample_keys(one)[0]) == 0x318F7D39408DA9FD
+
+
+@SETTINGS
+@given(segments(), st.integers(1, 5), st.integers(0, 2**32), st.booleans())
+def test_sample_equals_lexsort(offsets: np.ndarray, cap: int, seed: int, ties: bool) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(offsets[-1])
+    high = 3 if ties else 2**63
+    keys = rng.integers(0, high, size=n).astype(np.uint64)
+    keep = sample_segments(keys, offsets, cap)
+    assert np.array_equal(keep, sample_twin(keys, offsets, cap))
+    kept = [int(keep[a:b].sum()) for a, b in itertools.pairwise(offsets)]
+    assert kept == np.minimum(np.diff(offsets), cap).tolist()
+
+
+DTYPES = [np.float32, np.float64, np.float16, np.int8, np.int64, np.uint16, np.bool_]
+
+
+def _values(rng: np.random.Generator, n: int, k: int, dtype: type, nan: bool) -> np.ndarray:
+    if dtype is np.bool_:
+        return rng.integers(0, 2, size=(n, k)).astype(bool)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-3 if dtype in (np.int8, np.int64) else 0, 4, size=(n, k)).astype(dtype)
+    values = rng.normal(size=(n, k)).astype(dtype)
+    if nan and n:
+        values[rng.integers(0, n)] = np.nan
+    return values
+
+
+@SETTINGS
+@given(
+    segments(empty=False),
+    st.integers(1, 3),
+    st.sampled_from(DTYPES),
+    st.integers(0, 2**32),
+    st.booleans(),
+)
+def test_reductions_equal_their_twins(
+    offsets: np.ndarray, k: int, dtype: type, seed: int, nan: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    values = _values(rng, int(offsets[-1]), k, dtype, nan)
+    for largest in (False, True):
+        got = segment_extremes(values, offsets, largest)
+        assert got.dtype == values.dtype
+        want = extremes_twin(values, offsets, largest)
+        assert got.tobytes() == want.tobytes()
+    if np.issubdtype(values.dtype, np.floating):
+        assert np.array_equal(
+            segment_sums(values, offsets), sums_twin(values, offsets), equal_nan=True
+        )
+    else:
+        got = segment_modes(values, offsets)
+        assert got.tobytes() == modes_twin(values, offsets).tobytes()
+
+
+def test_sums_add_in_row_order() -> None:
+    values = np.array([[1e16], [1.0], [-1e16], [1.0]])
+    # left to right: (1e16 + 1) rounds to 1e16, then 0, then 1
+    assert segment_sums(values, np.array([0, 4]))[0, 0] == 1.0

@@ -1,0 +1,183 @@
+"""Levels of detail: the ``coarsening`` key of a level and the point methods' parameters
+(spec §4.3).
+
+A level N >= 1 records how it was computed in its ``coarsening`` object. This module names
+the point-cloud methods and reductions and parses their parameters strictly; it does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError, MetadataError
+from zarr_vectors.format.names import check_name
+
+__all__ = [
+    "AGGREGATE",
+    "COUNT_ATTRIBUTE",
+    "DEFAULT_PER_BIN",
+    "DEFAULT_TARGET",
+    "POINT_METHODS",
+    "REDUCTIONS",
+    "SAMPLE",
+    "SAMPLE_KEY",
+    "aggregate_coarsening",
+    "allowed_reductions",
+    "check_coarsening",
+    "default_reduction",
+    "sample_coarsening",
+]
+
+SAMPLE = "sample"
+"""Point method: nested subsets, ``per_bin`` vertices per coarse bin (spec §4.3.2)."""
+AGGREGATE = "aggregate"
+"""Point method: one vertex per occupied coarse bin, reduced from level 0 (spec §4.3.2)."""
+POINT_METHODS = (SAMPLE, AGGREGATE)
+SAMPLE_KEY = "splitmix64"
+"""The name of the sample key of spec §4.3.2, recorded as ``coarsening.key``."""
+REDUCTIONS = ("mean", "sum", "min", "max", "mode")
+"""Reductions of an attribute by ``aggregate``."""
+COUNT_ATTRIBUTE = "count"
+"""Default name of the attribute ``aggregate`` adds (level-0 vertices per coarse vertex)."""
+DEFAULT_PER_BIN = 256
+"""Default ``per_bin`` cap of the first ``sample`` levels."""
+DEFAULT_TARGET = 100_000
+"""Levels are added until one holds at most this many vertices (``levels="auto"``)."""
+
+
+def allowed_reductions(dtype: np.dtype[Any]) -> tuple[str, ...]:
+    """The reductions spec §4.3.2 allows for an attribute of ``dtype``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> allowed_reductions(np.dtype(np.int32))
+    ('min', 'max', 'mode')
+    """
+    if np.issubdtype(dtype, np.floating):
+        return ("mean", "sum", "min", "max")
+    return ("min", "max", "mode")
+
+
+def default_reduction(dtype: np.dtype[Any]) -> str:
+    """``"mean"`` for floating dtypes, ``"mode"`` for integer and bool dtypes (spec §4.3.2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> default_reduction(np.dtype(np.float32)), default_reduction(np.dtype(bool))
+    ('mean', 'mode')
+    """
+    return "mean" if np.issubdtype(dtype, np.floating) else "mode"
+
+
+def sample_coarsening(per_bin: int) -> dict[str, Any]:
+    """The ``coarsening`` object of a ``sample`` level with cap ``per_bin``.
+
+    Examples
+    --------
+    >>> sample_coarsening(64)
+    {'method': 'sample', 'key': 'splitmix64', 'per_bin': 64}
+    """
+    return {"method": SAMPLE, "key": SAMPLE_KEY, "per_bin": int(per_bin)}
+
+
+def aggregate_coarsening(
+    dtypes: Mapping[str, np.dtype[Any]],
+    reductions: Mapping[str, str] | None = None,
+    count_name: str = COUNT_ATTRIBUTE,
+) -> dict[str, Any]:
+    """The ``coarsening`` object of an ``aggregate`` level, checking the caller's choices.
+
+    Parameters
+    ----------
+    dtypes
+        Every level-0 attribute's dtype, by name.
+    reductions
+        Reductions chosen by name; the others take :func:`default_reduction`.
+    count_name
+        Name of the count attribute.
+
+    Raises
+    ------
+    InvalidInputError
+        For a reduction of an attribute that does not exist, a reduction the dtype does not
+        allow, or a count name that is not a valid name or is taken by an attribute.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> aggregate_coarsening({"size": np.dtype(np.float32)}, {"size": "max"})
+    {'method': 'aggregate', 'count': 'count', 'reductions': {'size': 'max'}}
+    """
+    chosen = dict(reductions or {})
+    unknown = sorted(set(chosen) - set(dtypes))
+    if unknown:
+        raise InvalidInputError(
+            f"reductions name attributes that do not exist: {', '.join(unknown)}; "
+            f"the attributes are {', '.join(sorted(dtypes)) or 'none'}"
+        )
+    check_name(count_name, "count attribute")
+    if count_name in dtypes:
+        raise InvalidInputError(
+            f"an attribute is already named {count_name!r}; aggregate levels add a count "
+            "attribute: pass count_name= another name"
+        )
+    out = {}
+    for name, dtype in sorted(dtypes.items()):
+        reduction = chosen.get(name, default_reduction(dtype))
+        if reduction not in allowed_reductions(dtype):
+            raise InvalidInputError(
+                f"reduction {reduction!r} of attribute {name!r} ({dtype}) is not allowed; "
+                f"use one of {', '.join(allowed_reductions(dtype))}"
+            )
+        out[name] = reduction
+    return {"method": AGGREGATE, "count": count_name, "reductions": out}
+
+
+def check_coarsening(value: Any) -> dict[str, Any]:
+    """Parse a level's ``coarsening`` object (spec §4.1, §4.3), strictly for point methods.
+
+    A method this library does not know is accepted with any parameters (object kinds,
+    §4.3.3); ``sample`` and ``aggregate`` must have exactly their parameters' types.
+
+    Raises
+    ------
+    MetadataError
+        When the value is not an object with a string ``method``, or a point method's
+        parameters are malformed.
+
+    Examples
+    --------
+    >>> check_coarsening({"method": "sample", "key": "splitmix64", "per_bin": 8})["per_bin"]
+    8
+    """
+    if not isinstance(value, dict) or not isinstance(value.get("method"), str):
+        raise MetadataError(f"coarsening must be an object with a string method, got {value!r}")
+    if value["method"] == SAMPLE:
+        per_bin = value.get("per_bin")
+        if value.get("key") != SAMPLE_KEY or not _positive_int(per_bin):
+            raise MetadataError(
+                f"sample coarsening needs key {SAMPLE_KEY!r} and an integer per_bin >= 1, "
+                f"got {value!r}"
+            )
+    elif value["method"] == AGGREGATE:
+        reductions, count = value.get("reductions"), value.get("count")
+        if (
+            not isinstance(count, str)
+            or not isinstance(reductions, dict)
+            or not all(r in REDUCTIONS for r in reductions.values())
+            or count in reductions
+        ):
+            raise MetadataError(
+                "aggregate coarsening needs a string count and reductions mapping attribute "
+                f"names to one of {', '.join(REDUCTIONS)}, got {value!r}"
+            )
+    return value
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1

@@ -1,0 +1,234 @@
+"""Point-cloud levels of detail: selection and reductions over segments of rows (spec §4.3.2).
+
+A coarse level is computed from rows already ordered by (chunk, coarse bin, finer row
+order), so that the rows of one coarse bin of one chunk are a contiguous *segment*
+``[offsets[s], offsets[s + 1])``. ``sample`` keeps, per segment, the ``cap`` rows of
+smallest (key, position); ``aggregate`` reduces each segment to one value per column.
+Each numba kernel has a plain-numpy twin in ``tests/kernels/test_point_levels.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels.sampling import row_hashes
+
+__all__ = [
+    "sample_keys",
+    "sample_segments",
+    "segment_extremes",
+    "segment_modes",
+    "segment_sums",
+]
+
+I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
+F64 = npt.NDArray[np.float64]
+
+
+def sample_keys(positions: npt.NDArray[np.floating[Any]]) -> U64:
+    """The ``sample`` key of every row: the SplitMix64 mix of its coordinate bits (§4.3.2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> hex(int(sample_keys(np.zeros((1, 3), np.float32))[0]))
+    '0x622efbdd2cb8268a'
+    """
+    return row_hashes(positions)
+
+
+def sample_segments(keys: U64, offsets: I64, cap: int) -> npt.NDArray[np.bool_]:
+    """Which rows ``sample`` keeps: per segment the ``cap`` of smallest (key, position).
+
+    Parameters
+    ----------
+    keys
+        ``(n,)`` uint64 key of each row.
+    offsets
+        ``(s + 1,)`` non-decreasing int64 segment boundaries, from 0 to ``n``.
+    cap
+        Rows kept per segment at most, >= 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n,)`` bool, True for a kept row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> keys = np.array([5, 1, 1, 9], dtype=np.uint64)
+    >>> sample_segments(keys, np.array([0, 3, 4]), 2).tolist()
+    [False, True, True, True]
+    """
+    keep = np.zeros(keys.shape[0], dtype=np.bool_)
+    _sample_segments(
+        np.ascontiguousarray(keys, dtype=np.uint64),
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        int(cap),
+        keep,
+    )
+    return keep
+
+
+@njit
+def _sample_segments(keys: U64, offsets: I64, cap: int, keep: npt.NDArray[np.bool_]) -> None:
+    for s in range(offsets.shape[0] - 1):
+        a, b = offsets[s], offsets[s + 1]
+        if b - a <= cap:
+            keep[a:b] = True
+            continue
+        order = np.argsort(keys[a:b], kind="mergesort")  # stable: ties by position
+        for t in range(cap):
+            keep[a + order[t]] = True
+
+
+def segment_sums(values: npt.NDArray[Any], offsets: I64) -> F64:
+    """Float64 sums of each segment's rows, added one by one in row order from ``+0.0``.
+
+    Parameters
+    ----------
+    values
+        ``(n, K)`` numbers (float16 is widened to float32 first, exactly).
+    offsets
+        ``(s + 1,)`` segment boundaries.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(s, K)`` float64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> segment_sums(np.array([[1.0], [2.0], [4.0]]), np.array([0, 2, 3])).ravel().tolist()
+    [3.0, 4.0]
+    """
+    data = _kernel_values(values)
+    out = np.zeros((offsets.shape[0] - 1, data.shape[1]), dtype=np.float64)
+    _segment_sums(data, np.ascontiguousarray(offsets, dtype=np.int64), out)
+    return out
+
+
+@njit
+def _segment_sums(values: npt.NDArray[Any], offsets: I64, out: F64) -> None:
+    for s in range(offsets.shape[0] - 1):
+        for k in range(values.shape[1]):
+            total = 0.0
+            for i in range(offsets[s], offsets[s + 1]):
+                total += np.float64(values[i, k])
+            out[s, k] = total
+
+
+def segment_extremes(values: npt.NDArray[Any], offsets: I64, largest: bool) -> npt.NDArray[Any]:
+    """Minimum (or maximum) of each non-empty segment, per column, as spec §4.3.2 defines.
+
+    The first NaN in row order if a value is NaN, else the first value in row order that no
+    other value is below (above); bool columns give *all* (*any*).
+
+    Parameters
+    ----------
+    values
+        ``(n, K)`` of any numeric or bool dtype.
+    offsets
+        ``(s + 1,)`` segment boundaries; every segment non-empty.
+    largest
+        False for the minimum, True for the maximum.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(s, K)`` of ``values.dtype``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = np.array([[3], [1], [2]], dtype=np.int16)
+    >>> segment_extremes(v, np.array([0, 2, 3]), largest=False).ravel().tolist()
+    [1, 2]
+    """
+    data = _kernel_values(values)
+    out = np.empty((offsets.shape[0] - 1, data.shape[1]), dtype=data.dtype)
+    _segment_extremes(data, np.ascontiguousarray(offsets, dtype=np.int64), largest, out)
+    return _result_values(out, values.dtype)
+
+
+@njit
+def _segment_extremes(
+    values: npt.NDArray[Any], offsets: I64, largest: bool, out: npt.NDArray[Any]
+) -> None:
+    for s in range(offsets.shape[0] - 1):
+        a, b = offsets[s], offsets[s + 1]
+        for k in range(values.shape[1]):
+            best = values[a, k]
+            for i in range(a + 1, b):
+                if best != best:
+                    break
+                v = values[i, k]
+                if v != v or (v > best if largest else v < best):
+                    best = v
+            out[s, k] = best
+
+
+def segment_modes(values: npt.NDArray[Any], offsets: I64) -> npt.NDArray[Any]:
+    """The most frequent value of each non-empty segment per column, ties to the smallest.
+
+    Parameters
+    ----------
+    values
+        ``(n, K)`` integer or bool.
+    offsets
+        ``(s + 1,)`` segment boundaries; every segment non-empty.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(s, K)`` of ``values.dtype``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = np.array([[7], [2], [7], [2], [5]], dtype=np.int64)
+    >>> segment_modes(v, np.array([0, 4, 5])).ravel().tolist()
+    [2, 5]
+    """
+    data = _kernel_values(values)
+    out = np.empty((offsets.shape[0] - 1, data.shape[1]), dtype=data.dtype)
+    _segment_modes(data, np.ascontiguousarray(offsets, dtype=np.int64), out)
+    return _result_values(out, values.dtype)
+
+
+@njit
+def _segment_modes(values: npt.NDArray[Any], offsets: I64, out: npt.NDArray[Any]) -> None:
+    for s in range(offsets.shape[0] - 1):
+        a, b = offsets[s], offsets[s + 1]
+        for k in range(values.shape[1]):
+            run = np.sort(values[a:b, k])
+            best, best_count, count = run[0], 1, 1
+            for i in range(1, run.shape[0]):
+                count = count + 1 if run[i] == run[i - 1] else 1
+                if count > best_count:
+                    best, best_count = run[i], count
+            out[s, k] = best
+
+
+def _kernel_values(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """A 2-D contiguous copy numba handles: bool as uint8, float16 widened to float32."""
+    data = np.asarray(values)
+    if data.dtype == np.bool_:
+        data = data.view(np.uint8)
+    elif data.dtype == np.float16:
+        data = data.astype(np.float32)
+    return np.ascontiguousarray(data.reshape(data.shape[0], -1))
+
+
+def _result_values(out: npt.NDArray[Any], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """Kernel results back in the column's dtype (exact: extremes and modes are values)."""
+    if dtype == np.bool_:
+        return out.view(np.bool_)
+    return out.astype(dtype, copy=False)

@@ -1,0 +1,496 @@
+"""Levels of detail of a point cloud, computed from level 0 in storage order (spec §4.3).
+
+Every coarse level is a function of level 0's stored rows and the recorded parameters
+(spec §4.3.1 rule 6): the rows are put in (chunk, coarse bin, finer row order) by the same
+stable sort that orders level 0 (:func:`~zarr_vectors.write._pipeline.sort_points`), so that
+each coarse bin of a chunk is a contiguous segment, and the kernels of
+:mod:`zarr_vectors.kernels.point_levels` select (``sample``) or reduce (``aggregate``) each
+segment. :class:`Levels` is what a caller asks for; :func:`write_point_levels` plans the
+schedule, writes each level and returns their metadata for the root commit.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.levels import (
+    AGGREGATE,
+    SAMPLE,
+    aggregate_coarsening,
+    sample_coarsening,
+)
+from zarr_vectors.format.metadata import LevelMetadata
+from zarr_vectors.kernels.point_levels import (
+    sample_keys,
+    sample_segments,
+    segment_extremes,
+    segment_modes,
+    segment_sums,
+)
+from zarr_vectors.store.io import StoreIO
+from zarr_vectors.write._pipeline import (
+    LevelWriter,
+    SortedPoints,
+    point_blob_layout,
+    round_up,
+    sort_points,
+    write_level_metadata,
+    write_sorted_points,
+)
+from zarr_vectors.write._shard_writes import shard_major_order
+from zarr_vectors.write.levels import Levels
+from zarr_vectors.write.options import WriteOptions
+
+__all__ = [
+    "ChunkColumns",
+    "StoredLevel0",
+    "build_point_levels",
+    "coarse_grid",
+    "coarse_rows",
+    "next_ratio",
+    "write_point_levels",
+]
+
+
+def next_ratio(ratio: np.ndarray, bins: np.ndarray) -> np.ndarray:
+    """The next coarser ``bin_ratio``: per axis the smallest multiple of ``ratio`` that is at
+    least twice it and divides the bins per chunk, or ``ratio`` where it equals them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> next_ratio(np.array([1, 2, 3]), np.array([4, 6, 3])).tolist()
+    [2, 6, 3]
+    """
+    out = ratio.copy()
+    for d in range(ratio.shape[0]):
+        if ratio[d] < bins[d]:
+            step = 2 * ratio[d]
+            while bins[d] % step:
+                step += ratio[d]
+            out[d] = step
+    return out
+
+
+def coarse_grid(grid: ChunkGrid, ratio: np.ndarray) -> ChunkGrid:
+    """The grid of a level with ``bin_ratio`` ``ratio``: bins ``base_bin_shape * ratio``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zarr_vectors.format.grid import ChunkGrid
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([2.0]), np.array([4]), 0 * one, one)
+    >>> coarse_grid(grid, np.array([2])).bin_shape.tolist()
+    [4.0]
+    """
+    return ChunkGrid(
+        grid.chunk_shape, grid.bin_shape * ratio, grid.bins // ratio, grid.origin, grid.shape
+    )
+
+
+def _candidates(settings: Levels, bins: np.ndarray) -> Iterator[tuple[np.ndarray, int]]:
+    """``(bin_ratio, cap)`` of each candidate level, finest first (spec §4.3.2 schedule)."""
+    ratio, cap = np.ones_like(bins), settings.per_bin
+    while True:
+        if (ratio < bins).any():
+            ratio = next_ratio(ratio, bins)
+        elif settings.method == SAMPLE and cap > 1:
+            cap //= 2
+        else:
+            return
+        yield ratio, cap
+
+
+def _segments(points: SortedPoints) -> np.ndarray:
+    """Boundaries of every (chunk, bin) segment of sorted rows, empty bins included."""
+    starts = points.chunk_offsets[:-1, None] + points.bin_offsets[:, :-1]
+    return np.append(starts.ravel(), points.chunk_offsets[-1]).astype(np.int64)
+
+
+def _kept(points: SortedPoints, keep: np.ndarray) -> SortedPoints:
+    """The rows of ``points`` where ``keep`` is True, with their chunk and bin offsets."""
+    before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    offsets = before[points.chunk_offsets]
+    bins = before[points.chunk_offsets[:-1, None] + points.bin_offsets] - offsets[:-1, None]
+    columns = [c[keep] for c in points.columns]
+    return SortedPoints(columns, points.chunks, offsets, bins)
+
+
+def _sample(
+    columns: list[np.ndarray], bounds: tuple[np.ndarray, np.ndarray], grid: ChunkGrid, cap: int
+) -> SortedPoints:
+    """Level N of ``sample`` from the columns of level N - 1 (the last: the rows' keys)."""
+    ordered = sort_points(columns, bounds, grid)
+    return _kept(ordered, sample_segments(ordered.columns[-1], _segments(ordered), cap))
+
+
+def coarse_rows(
+    columns: list[np.ndarray],
+    names: list[str],
+    bounds: tuple[np.ndarray, np.ndarray],
+    grid: ChunkGrid,
+    coarsening: dict[str, Any],
+) -> list[np.ndarray]:
+    """The rows of a coarse point level computed from the rows below it (spec §4.3.2).
+
+    Parameters
+    ----------
+    columns
+        Positions then every attribute of the source rows in storage order: level N - 1
+        for ``sample``, level 0 for ``aggregate`` (one chunk or several).
+    names
+        The attribute names of ``columns[1:]``.
+    bounds
+        The level-0 bounding box (float64 minimum and maximum).
+    grid
+        The coarse level's grid (:func:`coarse_grid`).
+    coarsening
+        The coarse level's ``coarsening`` object.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        Positions then every attribute (``aggregate``: then the count) in storage order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([8.0]), one, 0 * one, one)
+    >>> rows = [np.array([[1.0], [3.0]], np.float32)]
+    >>> mean = {"method": "aggregate", "count": "n", "reductions": {}}
+    >>> [c.tolist() for c in coarse_rows(rows, [], (rows[0][0], rows[0][1]), grid, mean)]
+    [[[2.0]], [2]]
+    """
+    if coarsening["method"] == AGGREGATE:
+        how = [coarsening["reductions"][name] for name in names]
+        return _aggregate(columns, how, bounds, grid).columns
+    keyed = [*columns, sample_keys(columns[0])]
+    return _sample(keyed, bounds, grid, coarsening["per_bin"]).columns[:-1]
+
+
+def _reduce(values: np.ndarray, offsets: np.ndarray, how: str) -> np.ndarray:
+    """One row per segment of ``values`` by reduction ``how`` (spec §4.3.2)."""
+    shape = (offsets.shape[0] - 1, *values.shape[1:])
+    if how in ("min", "max"):
+        return segment_extremes(values, offsets, how == "max").reshape(shape)
+    if how == "mode":
+        return segment_modes(values, offsets).reshape(shape)
+    sums = segment_sums(values, offsets)
+    if how == "mean":
+        sums = sums / np.diff(offsets)[:, None].astype(np.float64)
+    return sums.astype(values.dtype).reshape(shape)
+
+
+def _aggregate(
+    columns: list[np.ndarray],
+    reductions: list[str],
+    bounds: tuple[np.ndarray, np.ndarray],
+    grid: ChunkGrid,
+) -> SortedPoints:
+    """Level N of ``aggregate`` from the level-0 columns: one vertex per occupied coarse bin
+    of every chunk (the count last)."""
+    ordered = sort_points(columns, bounds, grid)
+    counts = np.diff(_segments(ordered))
+    occupied = counts > 0
+    offsets = np.concatenate([[0], np.cumsum(counts[occupied])]).astype(np.int64)
+    positions = ordered.columns[0]
+    low = segment_extremes(positions, offsets, largest=False)
+    high = segment_extremes(positions, offsets, largest=True)
+    centre = np.clip(_reduce(positions, offsets, "mean"), low, high)
+    attributes = [
+        _reduce(values, offsets, how)
+        for values, how in zip(ordered.columns[1:], reductions, strict=True)
+    ]
+    per_chunk = occupied.reshape(ordered.bin_offsets.shape[0], -1)
+    bins = np.concatenate(
+        [np.zeros((per_chunk.shape[0], 1), np.int64), np.cumsum(per_chunk, axis=1)], axis=1
+    )
+    chunk_offsets = np.concatenate([[0], np.cumsum(bins[:, -1])]).astype(np.int64)
+    columns = [centre, *attributes, counts[occupied].astype(np.int64)]
+    return SortedPoints(columns, ordered.chunks, chunk_offsets, bins)
+
+
+@dataclass(frozen=True, slots=True)
+class _Base:
+    """Level 0 of a point cloud in storage order, and what its levels are written with."""
+
+    io: StoreIO
+    points: SortedPoints
+    names: list[str]
+    grid: ChunkGrid
+    bounds: tuple[np.ndarray, np.ndarray]
+    options: WriteOptions
+
+
+def write_point_levels(
+    io: StoreIO,
+    points: SortedPoints,
+    names: list[str],
+    grid: ChunkGrid,
+    bounds: tuple[np.ndarray, np.ndarray],
+    options: WriteOptions,
+    settings: Levels,
+) -> tuple[LevelMetadata, ...]:
+    """Build and write the levels ``settings`` asks for above level 0 (spec §4.3.2).
+
+    Parameters
+    ----------
+    io
+        The destination, level 0 written (or being written) in it.
+    points
+        Level 0 in storage order (:func:`~zarr_vectors.write._pipeline.sort_points`).
+    names
+        Attribute names of ``points.columns[1:]``.
+    grid, bounds, options
+        The store's chunk grid, level-0 bounds and write settings.
+    settings
+        What to build.
+
+    Returns
+    -------
+    tuple of LevelMetadata
+        The metadata of levels 1, 2, ..., already written to their groups; the root lists
+        them (:meth:`~zarr_vectors.format.metadata.RootMetadata.with_levels`).
+
+    Raises
+    ------
+    InvalidInputError
+        For ``aggregate`` reductions the attributes do not allow, or a taken count name.
+    """
+    if settings.method == AGGREGATE:
+        dtypes = {n: c.dtype for n, c in zip(names, points.columns[1:], strict=True)}
+        record = aggregate_coarsening(dtypes, settings.reductions, settings.count_name)
+        how = [record["reductions"][name] for name in names]
+
+        def aggregate(_finer: SortedPoints, coarse: ChunkGrid, _cap: int) -> SortedPoints:
+            return _aggregate(points.columns, how, bounds, coarse)
+
+        base = _Base(io, points, names, grid, bounds, options)
+        return _write_levels(base, settings, aggregate, lambda _cap: record)
+
+    def sample(finer: SortedPoints, coarse: ChunkGrid, cap: int) -> SortedPoints:
+        return _sample(finer.columns, bounds, coarse, cap)
+
+    keys = sample_keys(points.columns[0])
+    keyed = SortedPoints(
+        [*points.columns, keys], points.chunks, points.chunk_offsets, points.bin_offsets
+    )
+    base = _Base(io, keyed, names, grid, bounds, options)
+    return _write_levels(base, settings, sample, sample_coarsening)
+
+
+_Compute = Callable[[SortedPoints, ChunkGrid, int], SortedPoints]
+"""Computes a candidate level from the finer level, the coarse grid and the cap."""
+
+
+def _write_levels(
+    base: _Base,
+    settings: Levels,
+    compute: _Compute,
+    coarsening: Callable[[int], dict[str, Any]],
+) -> tuple[LevelMetadata, ...]:
+    """Walk the candidates, write each one that holds fewer vertices than the level below."""
+    written: list[LevelMetadata] = []
+    previous = base.points
+    count = int(previous.chunk_offsets[-1])
+    for ratio, cap in _candidates(settings, base.grid.bins):
+        if _done(settings, len(written), count):
+            break
+        grid = coarse_grid(base.grid, ratio)
+        level = compute(previous, grid, cap)
+        if int(level.chunk_offsets[-1]) >= count:
+            continue
+        written.append(_write_level(base, len(written) + 1, level, grid, ratio, coarsening(cap)))
+        previous, count = level, int(level.chunk_offsets[-1])
+    _warn_short(settings, len(written), count)
+    return tuple(written)
+
+
+def _warn_short(settings: Levels, built: int, count: int) -> None:
+    """Warn when fewer levels were built than asked for."""
+    if settings.count != "auto" and built < settings.count:
+        warnings.warn(
+            f"built {built} levels of detail, not {settings.count}: no coarser level holds "
+            f"fewer vertices (the last holds {count})",
+            stacklevel=5,
+        )
+
+
+def _done(settings: Levels, built: int, count: int) -> bool:
+    if settings.count == "auto":
+        return count <= settings.target
+    return built >= settings.count
+
+
+def _write_level(
+    base: _Base,
+    number: int,
+    level: SortedPoints,
+    grid: ChunkGrid,
+    ratio: np.ndarray,
+    coarsening: dict[str, Any],
+) -> LevelMetadata:
+    """Write one coarse level's arrays and group metadata (spec §4)."""
+    names = list(base.names)
+    columns = level.columns[: 1 + len(names)]
+    if coarsening["method"] == AGGREGATE:
+        names.append(coarsening["count"])
+        columns = level.columns
+    rows = SortedPoints(columns, level.chunks, level.chunk_offsets, level.bin_offsets)
+    stats = write_sorted_points(base.io, number, rows, names, grid, base.options)
+    meta = LevelMetadata(
+        level=number,
+        bin_ratio=tuple(int(r) for r in ratio),
+        bin_shape=tuple(float(b) for b in grid.bin_shape),
+        vertex_count=stats.vertex_count,
+        chunk_count=stats.chunk_count,
+        coarsening=coarsening,
+    )
+    write_level_metadata(base.io, meta)
+    return meta
+
+
+ChunkColumns = Callable[[int, np.ndarray, int], list[np.ndarray]]
+"""``read(level, chunk, rows)``: positions then every attribute (level 0's, in ``names``
+order) of the ``rows`` rows of a stored chunk (grid index) at ``level``, in storage order."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLevel0:
+    """Level 0 of a stored point cloud, to build its levels one chunk at a time.
+
+    Attributes
+    ----------
+    io
+        Where the levels are written.
+    read
+        Reads a chunk of a level (level 0 from the store, coarser levels from ``io``).
+    chunks, counts
+        ``(m, D)`` grid indices of the occupied level-0 chunks in C order, and their rows.
+    names
+        Attribute names, in the order ``read`` returns them.
+    shapes
+        ``(dtype, row shape)`` of the positions and of each attribute.
+    grid, bounds, options
+        The store's chunk grid, level-0 bounds and write settings (its row layouts).
+    """
+
+    io: StoreIO
+    read: ChunkColumns
+    chunks: np.ndarray
+    counts: np.ndarray
+    names: list[str]
+    shapes: tuple[
+        tuple[np.dtype[Any], tuple[int, ...]], dict[str, tuple[np.dtype[Any], tuple[int, ...]]]
+    ]
+    grid: ChunkGrid
+    bounds: tuple[np.ndarray, np.ndarray]
+    options: WriteOptions
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A candidate level computed chunk by chunk from its source level."""
+
+    base: StoredLevel0
+    source: int
+    chunks: np.ndarray
+    counts: np.ndarray
+    grid: ChunkGrid
+    cap: int
+    how: list[str] | None  # aggregate reductions, in ``names`` order
+
+    def chunk(self, j: int) -> SortedPoints:
+        columns = self.base.read(self.source, self.chunks[j], int(self.counts[j]))
+        if self.how is not None:
+            return _aggregate(columns, self.how, self.base.bounds, self.grid)
+        keyed = [*columns, sample_keys(columns[0])]
+        return _sample(keyed, self.base.bounds, self.grid, self.cap)
+
+
+def build_point_levels(base: StoredLevel0, settings: Levels) -> tuple[LevelMetadata, ...]:
+    """Build and write the levels ``settings`` asks for from a stored level 0, one chunk at a
+    time: the same levels, byte for byte, as :func:`write_point_levels` (spec §4.3.1 rule 6).
+
+    Each candidate level is computed twice per chunk: once to count its rows (``N_max``
+    and whether it reduces), once to write them; one chunk of two levels is in memory.
+
+    Returns
+    -------
+    tuple of LevelMetadata
+        The metadata of levels 1, 2, ..., already written to their groups.
+    """
+    record, how = None, None
+    if settings.method == AGGREGATE:
+        dtypes = {name: base.shapes[1][name][0] for name in base.names}
+        record = aggregate_coarsening(dtypes, settings.reductions, settings.count_name)
+        how = [record["reductions"][name] for name in base.names]
+    written: list[LevelMetadata] = []
+    finer = (0, base.chunks, base.counts)
+    total = int(base.counts.sum())
+    for ratio, cap in _candidates(settings, base.grid.bins):
+        if _done(settings, len(written), total):
+            break
+        source = (0, base.chunks, base.counts) if how is not None else finer
+        candidate = _Candidate(base, *source, coarse_grid(base.grid, ratio), cap, how)
+        counts = np.asarray(
+            [int(candidate.chunk(j).chunk_offsets[-1]) for j in range(source[1].shape[0])],
+            dtype=np.int64,
+        )
+        if int(counts.sum()) >= total:
+            continue
+        number = len(written) + 1
+        coarsening = record if record is not None else sample_coarsening(cap)
+        written.append(_write_stored_level(candidate, number, ratio, counts, coarsening))
+        finer, total = (number, source[1][counts > 0], counts[counts > 0]), int(counts.sum())
+    _warn_short(settings, len(written), total)
+    return tuple(written)
+
+
+def _write_stored_level(
+    candidate: _Candidate,
+    number: int,
+    ratio: np.ndarray,
+    counts: np.ndarray,
+    coarsening: dict[str, Any],
+) -> LevelMetadata:
+    """Write one level chunk by chunk, in the order the one-shot writer adds chunks."""
+    base = candidate.base
+    attributes = dict(base.shapes[1])
+    if coarsening["method"] == AGGREGATE:
+        attributes[coarsening["count"]] = (np.dtype(np.int64), ())
+    n_max = round_up(int(counts.max(initial=0)), base.options.block_rows)
+    writer = LevelWriter(
+        base.io,
+        number,
+        candidate.grid,
+        (base.shapes[0], attributes),
+        n_max,
+        base.options,
+        blobs=point_blob_layout(candidate.grid),
+    )
+    for j in shard_major_order(candidate.chunks, writer.shard_chunks).tolist():
+        level = candidate.chunk(j)
+        bins = level.bin_offsets
+        blob = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))[0]
+        writer.add_chunk(candidate.chunks[j], level.columns[: 1 + len(attributes)], blob)
+    stats = writer.finish()
+    meta = LevelMetadata(
+        level=number,
+        bin_ratio=tuple(int(r) for r in ratio),
+        bin_shape=tuple(float(b) for b in candidate.grid.bin_shape),
+        vertex_count=stats.vertex_count,
+        chunk_count=stats.chunk_count,
+        coarsening=coarsening,
+    )
+    write_level_metadata(base.io, meta)
+    return meta

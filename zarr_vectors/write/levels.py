@@ -1,0 +1,113 @@
+"""What a writer's ``levels=`` asks for: :class:`Levels` (spec §4.3.2).
+
+The computation is in :mod:`zarr_vectors.write._point_levels`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.levels import (
+    COUNT_ATTRIBUTE,
+    DEFAULT_PER_BIN,
+    DEFAULT_TARGET,
+    POINT_METHODS,
+    SAMPLE,
+)
+
+__all__ = ["Levels", "level_settings"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Levels:
+    """Levels of detail to build with a point cloud (spec §4.3.2).
+
+    Attributes
+    ----------
+    count
+        ``"auto"`` (default): add levels until one holds at most ``target`` vertices; an
+        int: that many levels above 0 (fewer, with a warning, when no level can reduce
+        further).
+    method
+        ``"sample"`` (default): each level a nested subset of the level below, at most
+        ``per_bin`` vertices per coarse bin, attributes carried exactly; ``"aggregate"``:
+        one vertex per occupied coarse bin at the centroid of its level-0 vertices, each
+        attribute reduced, plus a ``count`` attribute.
+    target
+        Vertex count at which ``count="auto"`` stops (default 100,000).
+    per_bin
+        ``sample``: vertices per coarse bin while coarse bins grow (default 256); then the
+        cap halves per level, down to 1.
+    reductions
+        ``aggregate``: attribute name → ``"mean"``, ``"sum"`` (floating attributes),
+        ``"min"``, ``"max"`` or ``"mode"`` (integer and bool attributes). Default ``"mean"``
+        for floating, ``"mode"`` for integer and bool attributes.
+    count_name
+        ``aggregate``: name of the count attribute (default ``"count"``).
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv
+    >>> zv.Levels(method="aggregate", reductions={"size": "max"}).method
+    'aggregate'
+    """
+
+    count: int | Literal["auto"] = "auto"
+    method: str = SAMPLE
+    target: int = DEFAULT_TARGET
+    per_bin: int = DEFAULT_PER_BIN
+    reductions: Mapping[str, str] | None = field(default=None)
+    count_name: str = COUNT_ATTRIBUTE
+
+    def __post_init__(self) -> None:
+        if self.method not in POINT_METHODS:
+            raise InvalidInputError(
+                f"levels method must be one of {', '.join(POINT_METHODS)}, got {self.method!r}"
+            )
+        if self.count != "auto" and not _non_negative_int(self.count):
+            raise InvalidInputError(
+                f"levels count must be 'auto' or an int >= 0, got {self.count!r}"
+            )
+        for name in ("target", "per_bin"):
+            if not _non_negative_int(getattr(self, name)) or getattr(self, name) < 1:
+                raise InvalidInputError(
+                    f"levels {name} must be an int >= 1, got {getattr(self, name)!r}"
+                )
+
+
+def _non_negative_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool) and bool(value >= 0)
+
+
+def level_settings(levels: Any) -> Levels | None:
+    """The :class:`Levels` a writer's ``levels=`` argument asks for, or None for no levels.
+
+    Parameters
+    ----------
+    levels
+        None or 0 (no levels), ``"auto"``, an int count, or a :class:`Levels`.
+
+    Raises
+    ------
+    InvalidInputError
+        For any other value.
+
+    Examples
+    --------
+    >>> level_settings(3).count, level_settings(None)
+    (3, None)
+    """
+    if isinstance(levels, Levels):
+        return None if levels.count == 0 else levels
+    if levels is None or (_non_negative_int(levels) and levels == 0):
+        return None
+    if levels == "auto" or _non_negative_int(levels):
+        return Levels(count=levels)
+    raise InvalidInputError(
+        f"levels must be None, 'auto', an int >= 0 or a zarr_vectors.Levels, got {levels!r}"
+    )
