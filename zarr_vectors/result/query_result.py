@@ -77,6 +77,9 @@ class QueryResult:
         kind for the results of a store; when not given, inferred from the fields that are
         set: ``"mesh"`` when there are faces, ``"graph"`` when there are edges,
         ``"polyline"`` when there are offsets, else ``"point_cloud"``.
+    level
+        The resolution level the result was read from (0: the data as written; see
+        :attr:`VectorStore.levels <zarr_vectors.VectorStore.levels>`).
 
     Examples
     --------
@@ -113,6 +116,7 @@ class QueryResult:
     axis_names: tuple[str, ...] | None = None
     axis_units: tuple[str, ...] | None = None
     kind: str = ""
+    level: int = 0
 
     def __post_init__(self) -> None:
         if not self.kind:
