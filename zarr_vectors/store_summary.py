@@ -73,12 +73,13 @@ class LevelInfo:
     >>> import pathlib, tempfile
     >>> import zarr_vectors as zv
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
-    >>> zv.write_points(path, [[0.0, 0.0], [1.0, 2.0], [7.0, 3.0]], chunk_shape=5.0)
+    >>> zv.write_points(path, [[0.0, 0.0], [1.0, 2.0], [7.0, 3.0]], chunk_shape=5.0,
+    ...                 bin_shape=2.5)
     >>> (level0,) = zv.open(path).levels
     >>> level0.level, level0.vertex_count, level0.chunk_count, level0.method
     (0, 3, 2, None)
     >>> level0.bin_ratio, level0.bin_shape
-    ((1, 1), (5.0, 5.0))
+    ((1, 1), (2.5, 2.5))
     """
 
     level: int
