@@ -18,6 +18,7 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from benchmarks._latency import LatencyStore
+from tests.geometry.result_cases import html_rows
 from tests.helpers import examples, sorted_rows
 from tests.levels_fixtures import add_copy_level, add_point_levels
 
@@ -118,6 +119,10 @@ def test_results_record_their_level(points: Path, lines: Path) -> None:
     assert objects.read_objects([0, 3], level=1).level == 1
     assert objects.query(EVERYTHING, level=1).level == 1
     assert zv.QueryResult(positions=np.zeros((1, 2))).level == 0
+    coarse = store.read(level=2)
+    assert "from level 2" in repr(coarse)
+    assert "from level" not in repr(store.read())
+    assert ("level", "2") in html_rows(coarse._repr_html_())
 
 
 # -- a box query at any level is exact over that level's vertices -----------------------
