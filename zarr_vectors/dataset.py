@@ -64,6 +64,7 @@ from zarr_vectors.store_summary import (
     LevelInfo,
     StoreInfo,
     gather,
+    level_paths,
     read_levels,
     store_html,
     store_text,
@@ -314,13 +315,15 @@ class VectorStore:
         where: str,
         version: StoreVersion | None = None,
         *,
-        reopen: Callable[[], tuple[StoreIO, RootMetadata, StoreVersion]] | None = None,
+        reopen: Callable[[], _Loaded] | None = None,
+        paths: list[tuple[int, str]] | None = None,
     ) -> None:
         self._io = io
         self._root = root
         self._where = where
         self._version = version
         self._reopen = reopen
+        self._paths = paths  # the levels the root lists, read at open
         self._readers: dict[int, LevelReader] = {}
         self._object_readers: dict[int, ObjectReader] = {}
         self._records: tuple[LevelInfo, ...] | None = None
@@ -345,7 +348,7 @@ class VectorStore:
         pause = _REFRESH_PAUSE
         for attempt in range(_REFRESH_ATTEMPTS + 1):
             try:
-                self._io, self._root, self._version = self._reopen()
+                self._io, self._root, self._version, self._paths = self._reopen()
                 break
             except (NotAZarrVectorsStoreError, StoreNotFoundError) as exc:
                 if attempt == _REFRESH_ATTEMPTS:
@@ -389,7 +392,7 @@ class VectorStore:
     def _level_records(self) -> tuple[LevelInfo, ...]:
         """The levels the store lists (read once per handle: two request waves)."""
         if self._records is None:
-            self._records = tuple(read_levels(self._io, self._root))
+            self._records = tuple(read_levels(self._io, self._root, self._paths))
         return self._records
 
     def _checked_level(self, level: Any) -> int:
@@ -1214,15 +1217,18 @@ def open(
     if not isinstance(refresh, bool):
         raise InvalidInputError(f"refresh must be True or False, got {refresh!r}")
     where = os.fspath(store) if isinstance(store, str | Path) else str(store)
-    io, root, version = _load(store, where, storage_options)
+    io, root, version, paths = _load(store, where, storage_options)
     reopen = functools.partial(_load, store, where, storage_options) if refresh else None
-    return VectorStore(io, root, where, version, reopen=reopen)
+    return VectorStore(io, root, where, version, reopen=reopen, paths=paths)
 
 
-def _load(
-    store: StoreLike, where: str, storage_options: Mapping[str, Any] | None
-) -> tuple[StoreIO, RootMetadata, StoreVersion]:
-    """The I/O, root metadata and version of the store as it is now (see :func:`open`)."""
+_Loaded = tuple[StoreIO, RootMetadata, StoreVersion, list[tuple[int, str]]]
+"""What :func:`_load` reads of a store: its I/O, root metadata, version and listed levels."""
+
+
+def _load(store: StoreLike, where: str, storage_options: Mapping[str, Any] | None) -> _Loaded:
+    """The I/O, root metadata, version and listed levels of the store as it is now (see
+    :func:`open`)."""
     io = StoreIO(resolve_store(store, mode="r", storage_options=storage_options))
     doc, version = io.read_root()
     try:
@@ -1234,4 +1240,4 @@ def _load(
         root = RootMetadata.from_json(attrs)
     except MetadataError as exc:
         raise MetadataError(f"{where}: {exc}") from exc
-    return io, root, version
+    return io, root, version, level_paths(attrs)

@@ -37,7 +37,15 @@ from zarr_vectors.store.io import StoreIO
 if TYPE_CHECKING:
     from zarr_vectors.read import LevelReader
 
-__all__ = ["LevelInfo", "StoreInfo", "gather", "read_levels", "store_html", "store_text"]
+__all__ = [
+    "LevelInfo",
+    "StoreInfo",
+    "gather",
+    "level_paths",
+    "read_levels",
+    "store_html",
+    "store_text",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,18 +143,28 @@ def gather(
     return info
 
 
-def read_levels(io: StoreIO, root: RootMetadata) -> list[LevelInfo]:
+def level_paths(attrs: Any) -> list[tuple[int, str]]:
+    """``(level, path)`` of every level the root attributes ``attrs`` list in
+    ``multiscales[0].datasets``, by level number (``[(0, "0")]`` when unreadable)."""
+    try:
+        datasets = attrs["multiscales"][0]["datasets"]
+        return sorted((int(d["level"]), str(d["path"])) for d in datasets)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return [(0, "0")]
+
+
+def read_levels(
+    io: StoreIO, root: RootMetadata, paths: list[tuple[int, str]] | None = None
+) -> list[LevelInfo]:
     """The levels the root ``multiscales[0].datasets`` lists, with their counts when readable.
 
-    Two requests waves: the root ``zarr.json``, then every level group's ``zarr.json`` at
-    once. Sorted by level number (finest first).
+    ``paths`` are the listed levels when already known (:func:`level_paths`), else the root
+    ``zarr.json`` is read for them. Every level group's ``zarr.json`` is then read at once
+    (one request wave). Sorted by level number (finest first).
     """
-    doc = io.read_json("zarr.json")
-    try:
-        datasets = doc["attributes"]["multiscales"][0]["datasets"]
-        paths = sorted((int(d["level"]), str(d["path"])) for d in datasets)
-    except (KeyError, IndexError, TypeError, ValueError):
-        paths = [(0, "0")]
+    if paths is None:
+        doc = io.read_json("zarr.json")
+        paths = level_paths(doc.get("attributes") if isinstance(doc, dict) else None)
     docs, _ = io.read_metadata([f"{path}/zarr.json" for _, path in paths])
     return [
         _level(root, level, path, found) for (level, path), found in zip(paths, docs, strict=True)
