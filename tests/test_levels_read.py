@@ -81,6 +81,8 @@ def _rows(found: zv.QueryResult) -> np.ndarray:
 
 def _chunk_count_bound(xyz: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> int:
     """Vertices of ``xyz`` in the chunks the half-open box [lo, hi) meets (brute force)."""
+    if np.any(hi <= lo):
+        return 0  # an empty box meets no chunk
     cells = np.floor(xyz.astype(np.float64) / CHUNK)
     meets = np.all((cells * CHUNK < hi) & (lo < (cells + 1) * CHUNK), axis=1)
     return int(meets.sum())
@@ -183,6 +185,27 @@ def test_max_vertices_picks_the_finest_admissible_level_and_is_never_exceeded(
 
 
 @FIXTURE_SETTINGS
+@given(
+    center=st.lists(st.floats(-10, 110), min_size=3, max_size=3),
+    radius=st.floats(0, 80),
+    budget=st.integers(1, 3000),
+)
+def test_max_vertices_in_a_ball_is_never_exceeded(
+    points: Path, center: list[float], radius: float, budget: int
+) -> None:
+    store = zv.open(points)
+    ball = zv.ball(center, radius)
+    coarsest = len(store.query(ball, level=3))
+    try:
+        found = store.query(ball, max_vertices=budget)
+    except zv.InvalidInputError:
+        assert coarsest > 0  # the count of the chunks met is over the budget, so not empty
+        return
+    assert len(found) <= budget
+    np.testing.assert_array_equal(_rows(found), _rows(store.query(ball, level=found.level)))
+
+
+@FIXTURE_SETTINGS
 @given(box=boxes, budget=st.integers(1, 400))
 def test_max_vertices_over_objects_is_never_exceeded(
     lines: Path, box: tuple[np.ndarray, np.ndarray], budget: int
@@ -257,6 +280,22 @@ def test_read_objects_at_a_copy_level_equals_level_zero(lines: Path) -> None:
     np.testing.assert_array_equal(at0.positions, at1.positions)
     np.testing.assert_array_equal(at0.offsets, at1.offsets)
     assert (at0.level, at1.level) == (0, 1)
+    with pytest.raises(zv.ObjectNotFoundError, match="no object with id 999 at level 1"):
+        store.read_objects([999], level=1)
+    with pytest.raises(zv.ObjectNotFoundError, match="no object with id 999 in this store"):
+        store.read_objects([999])
+
+
+def test_plot_of_objects_reads_within_the_budget_or_samples_the_coarsest(lines: Path) -> None:
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    store = zv.open(lines)
+    total = store.levels[0].vertex_count
+    assert store.plot(max_points=total).get_title().find("random sample") < 0
+    assert "random sample" in store.plot(max_points=5).get_title()
+    plt.close("all")
 
 
 # -- the cold-open overview ---------------------------------------------------------------------
