@@ -361,3 +361,17 @@ def test_plot_reads_the_level_that_fits_its_budget(points: Path) -> None:
     with pytest.raises(zv.InvalidInputError, match="max_points must be a positive integer"):
         store.plot(max_points=0)
     plt.close("all")
+
+
+def test_whole_objects_over_the_budget_say_so_and_clip_fits(tmp_path: Path) -> None:
+    path = tmp_path / "long.zv"
+    line = np.column_stack([np.linspace(0.5, 99.5, 50), np.full(50, 5.0), np.full(50, 5.0)])
+    zv.write_polylines(path, [line], chunk_shape=CHUNK)
+    add_copy_level(path)
+    store = zv.open(path)
+    box = ((0, 0, 0), (3, 10, 10))  # two vertices (0.5, 2.52), in a chunk of 13
+    with pytest.raises(zv.InvalidInputError, match="whole objects reach outside the region"):
+        store.query(box, max_vertices=13)
+    clipped = store.query(box, max_vertices=13, clip=True)
+    assert len(clipped) == 2
+    assert clipped.level == 0

@@ -390,7 +390,7 @@ class VectorStore:
         return self._readers[level]
 
     def _level_records(self) -> tuple[LevelInfo, ...]:
-        """The levels the store lists (read once per handle: two request waves)."""
+        """The levels the store lists (read once per handle: one request wave)."""
         if self._records is None:
             self._records = tuple(read_levels(self._io, self._root, self._paths))
         return self._records
@@ -863,11 +863,19 @@ class VectorStore:
         if found is not None:
             return found
         coarsest = counter.levels[-1]
+        listed = [c.level for c in counter.levels]
+        count = counter.count(coarsest)
+        if count <= budget:  # whole objects reach outside the chunks the region meets
+            raise InvalidInputError(
+                f"the objects meeting the region hold more than max_vertices={budget:,} "
+                f"vertices even at the coarsest level ({coarsest.level}): whole objects reach "
+                "outside the region; query with clip=True, a smaller region or a larger "
+                f"max_vertices, or read one level with level= (store.levels lists {listed})"
+            )
         raise InvalidInputError(
-            f"max_vertices={budget:,} is less than the {counter.count(coarsest):,} vertices "
-            f"the coarsest level ({coarsest.level}) holds in the region; query a smaller "
-            "region, give a larger max_vertices, or read one level with level= "
-            f"(store.levels lists {[c.level for c in counter.levels]})"
+            f"max_vertices={budget:,} is less than the {count:,} vertices the coarsest level "
+            f"({coarsest.level}) holds in the region; query a smaller region, give a larger "
+            f"max_vertices, or read one level with level= (store.levels lists {listed})"
         )
 
     def _finest_within(
