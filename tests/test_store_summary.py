@@ -124,24 +124,35 @@ def test_nbytes_of_each_store_kind(tmp_path: Path) -> None:
 def test_levels_lists_every_level_of_the_multiscales_block(tmp_path: Path) -> None:
     root = tmp_path / "s.zv"
     cases.points(str(root))
-    assert zv.open(str(root)).levels == (0,)
+    assert [lv.level for lv in zv.open(str(root)).levels] == [0]
     # a second level: a copy of level 0 declared in multiscales (library support is planned)
     shutil.copytree(root / "0", root / "1")
     level = json.loads((root / "1" / "zarr.json").read_text())
-    level["attributes"] |= {"level": 1, "bin_ratio": [2, 2, 2], "bin_shape": [50.0] * 3}
+    level["attributes"] |= {
+        "level": 1,
+        "bin_ratio": [2, 2, 2],
+        "bin_shape": [50.0] * 3,
+        "coarsening": {"method": "sample", "per_bin": 4},
+    }
     (root / "1" / "zarr.json").write_text(json.dumps(level))
     doc = json.loads((root / "zarr.json").read_text())
     datasets = doc["attributes"]["multiscales"][0]["datasets"]
     datasets.append(dict(datasets[0], path="1", level=1, bin_ratio=[2, 2, 2]))
     (root / "zarr.json").write_text(json.dumps(doc))
     store = zv.open(str(root))
-    assert store.levels == (0, 1)
+    assert [lv.level for lv in store.levels] == [0, 1]
+    assert [lv.method for lv in store.levels] == [None, "sample"]
+    assert store.levels[1].bin_ratio == (2, 2, 2)
+    assert store.levels[1].coarsening == {"method": "sample", "per_bin": 4}
+    n, chunks = format_count(store.vertex_count), format_count(store.chunk_count)
     assert "levels 0, 1" in repr(store)
+    assert f"level 1: {n} vertices in {chunks} chunks, bin_shape [50, 50, 50], sample" in repr(
+        store
+    )
     rows = cases.html_rows(store._repr_html_())
-    n = format_count(store.vertex_count)
     assert ("levels",) in rows
-    assert ("0", "[25, 25, 25]", n, "-") in rows
-    assert ("1", "[50, 50, 50]", n, "-") in rows
+    assert ("0", "[25, 25, 25]", n, chunks, "-", "1", "-") in rows
+    assert ("1", "[50, 50, 50]", n, chunks, "-", "1", "sample") in rows
 
 
 def test_repr_of_a_damaged_store_says_what_is_missing(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -25,15 +25,20 @@ from zarr_vectors.errors import (
     UnsupportedVersionError,
 )
 from zarr_vectors.format.metadata import RootMetadata
-from zarr_vectors.format.names import VERTICES
+from zarr_vectors.format.names import POINT_CLOUD, VERTICES
 from zarr_vectors.format.nodes import node_problem
 from zarr_vectors.format.version import foreign_layout
 from zarr_vectors.query import (
     LazyResult,
+    LevelCount,
+    LevelCounter,
     ObjectReader,
     Region,
+    admissible_levels,
     as_region,
+    check_budget,
     clip_to_region,
+    everywhere,
     lazy_query,
     query_region,
     read_all,
@@ -46,6 +51,7 @@ from zarr_vectors.query import (
 )
 from zarr_vectors.read import LevelReader
 from zarr_vectors.result import QueryResult
+from zarr_vectors.result.plotting import MAX_POINTS
 from zarr_vectors.store.destination import Occupant, store_occupant
 from zarr_vectors.store.io import (
     StoreIO,
@@ -54,7 +60,18 @@ from zarr_vectors.store.io import (
     resolve_store,
 )
 from zarr_vectors.store.versions import StoreVersion, changed_error
-from zarr_vectors.store_summary import StoreInfo, gather, read_levels, store_html, store_text
+from zarr_vectors.store_summary import (
+    LevelInfo,
+    StoreInfo,
+    gather,
+    level_paths,
+    read_levels,
+    store_html,
+    store_text,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = ["VectorStore", "open"]
 
@@ -172,6 +189,11 @@ def _renamed_keyword(
         )
     warn_renamed(f"{method}({old_name}=...)", f"{method}({new_name}=...)", stacklevel=4)
     return old[old_name]
+
+
+def _at(result: QueryResult, level: int) -> QueryResult:
+    """``result`` stamped with the level it was read from."""
+    return result if result.level == level else dataclasses.replace(result, level=level)
 
 
 _P = ParamSpec("_P")
@@ -293,15 +315,18 @@ class VectorStore:
         where: str,
         version: StoreVersion | None = None,
         *,
-        reopen: Callable[[], tuple[StoreIO, RootMetadata, StoreVersion]] | None = None,
+        reopen: Callable[[], _Loaded] | None = None,
+        paths: list[tuple[int, str]] | None = None,
     ) -> None:
         self._io = io
         self._root = root
         self._where = where
         self._version = version
         self._reopen = reopen
-        self._level0: LevelReader | None = None
-        self._object_reader: ObjectReader | None = None
+        self._paths = paths  # the levels the root lists, read at open
+        self._readers: dict[int, LevelReader] = {}
+        self._object_readers: dict[int, ObjectReader] = {}
+        self._records: tuple[LevelInfo, ...] | None = None
 
     @property
     def _refresh(self) -> bool:
@@ -323,15 +348,16 @@ class VectorStore:
         pause = _REFRESH_PAUSE
         for attempt in range(_REFRESH_ATTEMPTS + 1):
             try:
-                self._io, self._root, self._version = self._reopen()
+                self._io, self._root, self._version, self._paths = self._reopen()
                 break
             except (NotAZarrVectorsStoreError, StoreNotFoundError) as exc:
                 if attempt == _REFRESH_ATTEMPTS:
                     raise changed_error(self._io.store, self._where, gone=True) from exc
                 time.sleep(pause)
                 pause = min(2 * pause, 1.0)
-        self._level0 = None
-        self._object_reader = None
+        self._readers = {}
+        self._object_readers = {}
+        self._records = None
         self.__dict__.pop("_usage", None)
 
     def _check_version(self) -> None:
@@ -355,9 +381,39 @@ class VectorStore:
 
     @property
     def _reader(self) -> LevelReader:
-        if self._level0 is None:
-            self._level0 = LevelReader(self._io, self._root, 0)
-        return self._level0
+        return self._level_reader(0)
+
+    def _level_reader(self, level: int) -> LevelReader:
+        """The reader of ``level`` (a level the store lists), opened once per handle."""
+        if level not in self._readers:
+            self._readers[level] = LevelReader(self._io, self._root, level)
+        return self._readers[level]
+
+    def _level_records(self) -> tuple[LevelInfo, ...]:
+        """The levels the store lists (read once per handle: one request wave)."""
+        if self._records is None:
+            self._records = tuple(read_levels(self._io, self._root, self._paths))
+        return self._records
+
+    def _checked_level(self, level: Any) -> int:
+        """``level`` (None: 0), checked to be a level the store lists.
+
+        Raises
+        ------
+        InvalidInputError
+            When ``level`` is not an integer, or not one of :attr:`levels`.
+        """
+        if level is None:
+            return 0
+        if isinstance(level, bool) or not isinstance(level, int | np.integer):
+            raise InvalidInputError(f"level must be an integer, got {level!r}")
+        listed = [record.level for record in self._level_records()]
+        if int(level) not in listed:
+            raise InvalidInputError(
+                f"level {int(level)} is not a level of this store: store.levels lists levels "
+                f"{listed}; pass one of them, or max_vertices= to choose by a vertex budget"
+            )
+        return int(level)
 
     @property
     def kind(self) -> str:
@@ -501,14 +557,18 @@ class VectorStore:
 
     @property
     def _objects(self) -> ObjectReader:
+        return self._objects_at(0)
+
+    def _objects_at(self, level: int) -> ObjectReader:
+        """Object access on ``level`` (a level the store lists), opened once per handle."""
         if not self.is_object_store:
             raise InvalidInputError(
                 f"a {self.kind} store has no objects, groups or object attributes; "
                 "read its points with read() or query()"
             )
-        if self._object_reader is None:
-            self._object_reader = ObjectReader(self._reader)
-        return self._object_reader
+        if level not in self._object_readers:
+            self._object_readers[level] = ObjectReader(self._level_reader(level))
+        return self._object_readers[level]
 
     @property
     @_data_read
@@ -566,11 +626,23 @@ class VectorStore:
         return self._objects.group_attributes()
 
     @_labelled
-    def read(self, *, progress: ProgressOption = None) -> QueryResult:
+    def read(
+        self,
+        *,
+        level: int | None = None,
+        max_vertices: int | None = None,
+        progress: ProgressOption = None,
+    ) -> QueryResult:
         """Read everything: every vertex (point clouds) or every object, whole.
 
         Parameters
         ----------
+        level
+            The resolution level to read (one of :attr:`levels`; default 0, the data as
+            written).
+        max_vertices
+            Instead of ``level``: read the finest level holding at most this many vertices
+            (see :meth:`query`).
         progress
             Point clouds: a progress bar over the chunks read (stage ``"read"``), None
             (default) on a terminal or in Jupyter, True always, False never, or a callable
@@ -590,17 +662,27 @@ class VectorStore:
         (3, dtype('float32'))
         >>> everything.positions.tolist()   # in storage order: chunk by chunk
         [[1.0, 2.0, 3.0], [12.0, 3.0, 4.0], [25.0, 5.0, 5.0]]
+        >>> zv.open(path).read(max_vertices=10).level   # the finest level within 10 vertices
+        0
         """
+        if max_vertices is not None:
+            self._check_one_level_choice(level)
+            return self._within_budget(None, None, False, max_vertices)
+        return self._read_level(self._checked_level(level), progress)
+
+    def _read_level(self, level: int, progress: ProgressOption = None) -> QueryResult:
+        """Every vertex or object of ``level``, whole, stamped with the level."""
         with progress_reporter(progress) as report:
             if not self.is_object_store:
-                return read_all(self._reader, report)
+                return _at(read_all(self._level_reader(level), report), level)
+            objects = self._objects_at(level)
             report("read objects", 0, 1)
-            found = self._objects.read(np.arange(self.object_count or 0, dtype=np.int64))
+            found = objects.read(np.arange(objects.n_objects, dtype=np.int64))
             report("read objects", 1, 1)
-            return found
+            return _at(found, level)
 
     @_labelled
-    def read_objects(self, ids: Any) -> QueryResult:
+    def read_objects(self, ids: Any, *, level: int | None = None) -> QueryResult:
         """Objects by id, each exactly as written, in the order of ``ids``.
 
         Reads only the chunks the objects' manifests name (spec §7.6).
@@ -610,13 +692,17 @@ class VectorStore:
         ids
             An int or a 1-d sequence or integer array of ids. Only integers are ids: floats
             are refused, whole ones (``3.0``) too (convert with ``ids.astype(np.int64)``).
+        level
+            The resolution level to read the objects from (one of :attr:`levels`; default 0).
+            A coarse level may keep only some objects (its ``object_sparsity``).
 
         Raises
         ------
         InvalidInputError
-            When ``ids`` are not integers, or the store is a point cloud.
+            When ``ids`` are not integers, the store is a point cloud, or ``level`` is not a
+            level of the store.
         ObjectNotFoundError
-            When an id is not an object of the store.
+            When an id is not an object of the store (of the level).
 
         Examples
         --------
@@ -633,11 +719,19 @@ class VectorStore:
         >>> found.positions[:3].tolist()
         [[20.0, 0.0, 0.0], [20.0, 9.0, 0.0], [25.0, 9.0, 0.0]]
         """
-        objects = self._objects
-        return objects.read(objects.dense_ids(ids))
+        checked = self._checked_level(level)
+        objects = self._objects_at(checked)
+        return _at(objects.read(objects.dense_ids(ids)), checked)
 
     def query(
-        self, region: Any = None, *, group: Any = None, clip: bool = False, **old: Any
+        self,
+        region: Any = None,
+        *,
+        group: Any = None,
+        clip: bool = False,
+        level: int | None = None,
+        max_vertices: int | None = None,
+        **old: Any,
     ) -> QueryResult:
         """Vertices (point clouds) or objects (object kinds) in a region, or a group's objects.
 
@@ -663,18 +757,29 @@ class VectorStore:
             whose vertices are all inside, instead of whole objects. A clipped polyline or
             streamline carries its kept links as ``edges`` (``[r, r + 1]``, consecutive
             input vertices both inside), so it is not joined where it left the region.
+        level
+            The resolution level to query (one of :attr:`levels`; default 0, the data as
+            written). The answer is exact over that level's vertices.
+        max_vertices
+            Instead of ``level``: query the finest level whose vertex count in the chunks the
+            region meets (from its ``vertex_counts``, without reading vertex data) is at most
+            ``max_vertices``. The result never holds more vertices (object kinds: whole
+            objects can reach outside those chunks; a coarser level is then read).
 
         Returns
         -------
         QueryResult
             Point clouds: exactly the vertices in the region. Object kinds: the objects with
             at least one vertex in the region, in ascending storage order, whole or clipped.
+            ``result.level`` is the level read.
 
         Raises
         ------
         InvalidInputError
             For a malformed region or one that does not fit the store's axes, ``group`` or
-            ``clip`` on a point cloud, or no region (nor group) at all.
+            ``clip`` on a point cloud, no region (nor group) at all, a ``level`` the store
+            does not list, ``level`` and ``max_vertices`` together, or a ``max_vertices``
+            that even the coarsest level exceeds in the region (the message gives its count).
 
         Examples
         --------
@@ -690,14 +795,30 @@ class VectorStore:
         [[1.0, 1.0]]
         >>> store.query(shapely.box(8, 8, 10, 10)).positions.tolist()
         [[9.0, 9.0]]
+        >>> store.query(([0, 0], [5, 5]), max_vertices=2).level
+        0
         """
         region = _renamed_keyword("query", "bbox", "region", region, old)
-        return self._query(region, group, clip)
+        if max_vertices is not None:
+            self._check_one_level_choice(level)
+            return self._query_within(region, group, clip, max_vertices)
+        return self._query(region, group, clip, level)
 
     @_labelled
-    def _query(self, region: Any, group: Any, clip: bool) -> QueryResult:
-        """:meth:`query`, once its arguments are renamed."""
+    def _query(self, region: Any, group: Any, clip: bool, level: Any = None) -> QueryResult:
+        """:meth:`query` of one level, once its arguments are renamed."""
         self._check_object_options(group, clip)
+        checked = self._checked_level(level)
+        return self._query_level(self._region_of(region, group), group, clip, checked)
+
+    def _region_of(self, region: Any, group: Any) -> Region | None:
+        """The checked region of a query (None: a query of a group's objects only).
+
+        Raises
+        ------
+        InvalidInputError
+            For a malformed region, or no region (nor group) at all.
+        """
         if not self.is_object_store and region is None:
             raise InvalidInputError(
                 "query needs a region, e.g. a box (lo, hi), of a point cloud; read() returns "
@@ -708,8 +829,102 @@ class VectorStore:
                 raise InvalidInputError(
                     "query needs a region, a group, or both; read() returns every object"
                 )
-            return self._objects.read(self._objects.group_members(group))
-        return self._query_region(as_region(region, self.ndim, self.axis_names), group, clip)
+            return None
+        return as_region(region, self.ndim, self.axis_names)
+
+    def _check_one_level_choice(self, level: Any) -> None:
+        """Refuse ``level=`` given together with ``max_vertices=``."""
+        if level is not None:
+            raise InvalidInputError(
+                "give level= or max_vertices=, not both: level= reads that level, "
+                "max_vertices= chooses the finest level within the vertex budget"
+            )
+
+    @_labelled
+    def _query_within(self, region: Any, group: Any, clip: bool, budget: Any) -> QueryResult:
+        """:meth:`query` with ``max_vertices=``: the finest level within the budget."""
+        self._check_object_options(group, clip)
+        return self._within_budget(self._region_of(region, group), group, clip, budget)
+
+    def _within_budget(
+        self, region: Region | None, group: Any, clip: bool, max_vertices: Any
+    ) -> QueryResult:
+        """The query (None: everything, or the group's objects) at the finest level whose
+        count in the region is at most ``max_vertices`` (see :meth:`query`).
+
+        Raises
+        ------
+        InvalidInputError
+            When even the coarsest level holds more vertices than ``max_vertices``.
+        """
+        budget = check_budget(max_vertices)
+        counter = self._counter(region)
+        found = self._finest_within(region, group, clip, (counter, budget))
+        if found is not None:
+            return found
+        coarsest = counter.levels[-1]
+        listed = [c.level for c in counter.levels]
+        count = counter.count(coarsest)
+        if count <= budget:  # whole objects reach outside the chunks the region meets
+            raise InvalidInputError(
+                f"the objects meeting the region hold more than max_vertices={budget:,} "
+                f"vertices even at the coarsest level ({coarsest.level}): whole objects reach "
+                "outside the region; query with clip=True, a smaller region or a larger "
+                f"max_vertices, or read one level with level= (store.levels lists {listed})"
+            )
+        raise InvalidInputError(
+            f"max_vertices={budget:,} is less than the {count:,} vertices the coarsest level "
+            f"({coarsest.level}) holds in the region; query a smaller region, give a larger "
+            f"max_vertices, or read one level with level= (store.levels lists {listed})"
+        )
+
+    def _finest_within(
+        self,
+        region: Region | None,
+        group: Any,
+        clip: bool,
+        budget: tuple[LevelCounter, int],
+    ) -> QueryResult | None:
+        """The query at the finest level within the budget ``(counts, max_vertices)``
+        (None when no level is).
+
+        Levels are tried finest first among those whose count in the region is within the
+        budget; a result over it (whole objects reaching outside the chunks counted) moves
+        on to the next.
+        """
+        counter, limit = budget
+        for level in admissible_levels(counter, limit):
+            found = self._query_level(region, group, clip, level)
+            if len(found) <= limit:
+                return found
+        return None
+
+    def _counter(self, region: Region | None) -> LevelCounter:
+        """Counts of the store's levels inside ``region`` (None: all of space)."""
+        levels = [
+            LevelCount(record.level, record.vertex_count)
+            for record in self._level_records()
+            if record.vertex_count is not None
+        ]
+        if not levels:
+            raise MetadataError(
+                "no level of the store has readable metadata (vertex_count); run "
+                "zarr-vectors validate, and restore or rewrite the store"
+            )
+        space = everywhere(self.ndim) if region is None else region
+        return LevelCounter(levels, space, self._root.bounding_box, self._level_reader)
+
+    def _query_level(
+        self, region: Region | None, group: Any, clip: bool, level: int
+    ) -> QueryResult:
+        """The query at ``level``: everything (no region nor group), a group's objects (no
+        region), or what the region meets (see :meth:`query`)."""
+        if region is None and group is None:
+            return self._read_level(level, progress=False)
+        if region is None:
+            objects = self._objects_at(level)
+            return _at(objects.read(objects.group_members(group)), level)
+        return _at(self._query_region(region, group, clip, level), level)
 
     def query_polygon(
         self,
@@ -767,12 +982,12 @@ class VectorStore:
                 "returns exactly the points in the region; leave clip out"
             )
 
-    def _query_region(self, region: Region, group: Any, clip: bool) -> QueryResult:
+    def _query_region(self, region: Region, group: Any, clip: bool, level: int = 0) -> QueryResult:
         """The vertices, or the objects with a vertex, in ``region`` (see :meth:`query`)."""
         self._check_object_options(group, clip)
         if not self.is_object_store:
-            return query_region(self._reader, region)
-        objects = self._objects
+            return query_region(self._level_reader(level), region)
+        objects = self._objects_at(level)
         dense = objects.owners_in_region(region)
         if group is not None:
             dense = np.intersect1d(dense, objects.group_members(group))
@@ -781,9 +996,25 @@ class VectorStore:
 
     @property
     @_rechecked
-    def levels(self) -> tuple[int, ...]:
-        """The resolution levels the store lists (``(0,)`` without a pyramid; spec §3.2)."""
-        return tuple(level.level for level in read_levels(self._io, self._root))
+    def levels(self) -> tuple[LevelInfo, ...]:
+        """The resolution levels the store lists, finest first (spec §3.2, §4).
+
+        One :class:`~zarr_vectors.store_summary.LevelInfo` per level: its number, bin ratio
+        and shape, vertex, chunk and object counts, object sparsity and coarsening method
+        (None at level 0), from the level metadata only. A store without a pyramid lists
+        level 0 alone. ``[lv.level for lv in store.levels]`` gives the level numbers.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[0.0, 0.0], [1.0, 2.0], [7.0, 3.0]], chunk_shape=5.0)
+        >>> store = zv.open(path)
+        >>> [lv.level for lv in store.levels], store.levels[0].vertex_count
+        ([0], 3)
+        """
+        return self._level_records()
 
     @functools.cached_property
     def _usage(self) -> tuple[int, int]:
@@ -797,7 +1028,14 @@ class VectorStore:
     def _summary(self) -> StoreInfo:
         return gather(self._io, self._root, lambda: self._reader, self._where, lambda: self._usage)
 
-    def to_dask(self, region: Any = None, *, chunks_per_block: int = 1, **old: Any) -> LazyResult:
+    def to_dask(
+        self,
+        region: Any = None,
+        *,
+        chunks_per_block: int = 1,
+        level: int | None = None,
+        **old: Any,
+    ) -> LazyResult:
         """The vertices of a point cloud in a region as dask arrays, for out-of-core work.
 
         One dask block per ``chunks_per_block`` occupied chunks the region meets (C order);
@@ -814,13 +1052,15 @@ class VectorStore:
             None (default) for every vertex. ``bbox=`` is a deprecated spelling.
         chunks_per_block
             Occupied chunks per dask block.
+        level
+            The resolution level to read (one of :attr:`levels`; default 0).
 
         Raises
         ------
         InvalidInputError
             For an object store (polylines, streamlines, graphs, skeletons, meshes: read
-            them with :meth:`read`, :meth:`read_objects` or :meth:`query`), or a malformed
-            region.
+            them with :meth:`read`, :meth:`read_objects` or :meth:`query`), a malformed
+            region, or a ``level`` the store does not list.
         MissingDependencyError
             When dask is not installed.
 
@@ -835,20 +1075,79 @@ class VectorStore:
         [[1.0, 1.0], [3.0, 4.0]]
         """
         region = _renamed_keyword("to_dask", "bbox", "region", region, old)
-        return self._to_dask(region, chunks_per_block)
+        return self._to_dask(region, chunks_per_block, level)
 
     @_data_read
-    def _to_dask(self, region: Any, chunks_per_block: int) -> LazyResult:
+    def _to_dask(self, region: Any, chunks_per_block: int, level: Any) -> LazyResult:
         """:meth:`to_dask`, once its arguments are renamed."""
+        checked = self._checked_level(level) if self.kind == POINT_CLOUD else 0
         return lazy_query(
             self._io,
             self._root,
-            self._reader,
+            self._level_reader(checked),
             region,
             chunks_per_block=chunks_per_block,
             version=self._version,
             where=self._where,
         )
+
+    def plot(self, region: Any = None, *, max_points: int = MAX_POINTS, **options: Any) -> Axes:
+        """Draw the store, or a region of it, from the finest level that fits the budget.
+
+        Reads ``query(region, max_vertices=max_points)`` (``read`` without a region): the
+        finest level with at most ``max_points`` vertices in the region, not a full read.
+        When even the coarsest level holds more, that level is read and a random sample of
+        it is drawn. Needs the ``plot`` extra; see :meth:`QueryResult.plot`.
+
+        Parameters
+        ----------
+        region
+            What :meth:`query` takes; None (default) for the whole store.
+        max_points
+            The vertex budget, and the most points, segments or triangles drawn.
+        **options
+            Passed on to :meth:`QueryResult.plot` (``axes=``, ``color_by=``, ``ax=``,
+            ``cmap=``, ``figsize=``, and style keywords such as ``s=``).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn into.
+
+        Raises
+        ------
+        InvalidInputError
+            For a malformed region, or ``max_points`` not a positive integer.
+        MissingDependencyError
+            When matplotlib is not installed.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")   # no window: draw into memory
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[0.0, 1.0], [3.0, 4.0], [5.0, 2.0]], chunk_shape=5.0)
+        >>> ax = zv.open(path).plot(max_points=1_000)
+        >>> ax.get_xlabel(), ax.get_ylabel()
+        ('x', 'y')
+        >>> import matplotlib.pyplot as plt
+        >>> plt.close("all")
+        """
+        return self._overview(region, max_points).plot(max_points=max_points, **options)
+
+    @_labelled
+    def _overview(self, region: Any, max_points: Any) -> QueryResult:
+        """What :meth:`plot` draws: the finest level within ``max_points`` in the region, or
+        the whole coarsest level when none is (plotting then samples it)."""
+        budget = check_budget(max_points, "max_points")
+        space = None if region is None else as_region(region, self.ndim, self.axis_names)
+        counter = self._counter(space)
+        found = self._finest_within(space, None, False, (counter, budget))
+        if found is not None:
+            return found
+        return self._query_level(space, None, False, counter.levels[-1].level)
 
     def __repr__(self) -> str:
         return store_text(self._summary())
@@ -926,15 +1225,18 @@ def open(
     if not isinstance(refresh, bool):
         raise InvalidInputError(f"refresh must be True or False, got {refresh!r}")
     where = os.fspath(store) if isinstance(store, str | Path) else str(store)
-    io, root, version = _load(store, where, storage_options)
+    io, root, version, paths = _load(store, where, storage_options)
     reopen = functools.partial(_load, store, where, storage_options) if refresh else None
-    return VectorStore(io, root, where, version, reopen=reopen)
+    return VectorStore(io, root, where, version, reopen=reopen, paths=paths)
 
 
-def _load(
-    store: StoreLike, where: str, storage_options: Mapping[str, Any] | None
-) -> tuple[StoreIO, RootMetadata, StoreVersion]:
-    """The I/O, root metadata and version of the store as it is now (see :func:`open`)."""
+_Loaded = tuple[StoreIO, RootMetadata, StoreVersion, list[tuple[int, str]]]
+"""What :func:`_load` reads of a store: its I/O, root metadata, version and listed levels."""
+
+
+def _load(store: StoreLike, where: str, storage_options: Mapping[str, Any] | None) -> _Loaded:
+    """The I/O, root metadata, version and listed levels of the store as it is now (see
+    :func:`open`)."""
     io = StoreIO(resolve_store(store, mode="r", storage_options=storage_options))
     doc, version = io.read_root()
     try:
@@ -946,4 +1248,4 @@ def _load(
         root = RootMetadata.from_json(attrs)
     except MetadataError as exc:
         raise MetadataError(f"{where}: {exc}") from exc
-    return io, root, version
+    return io, root, version, level_paths(attrs)

@@ -37,18 +37,69 @@ from zarr_vectors.store.io import StoreIO
 if TYPE_CHECKING:
     from zarr_vectors.read import LevelReader
 
-__all__ = ["LevelInfo", "StoreInfo", "gather", "read_levels", "store_html", "store_text"]
+__all__ = [
+    "LevelInfo",
+    "StoreInfo",
+    "gather",
+    "level_paths",
+    "read_levels",
+    "store_html",
+    "store_text",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class LevelInfo:
-    """One resolution level named by the root ``multiscales`` block (spec §3.2, §4)."""
+    """One resolution level named by the root ``multiscales`` block (spec §3.2, §4).
+
+    What :attr:`VectorStore.levels <zarr_vectors.VectorStore.levels>` lists, read from the
+    level group's metadata only (no vertex data). Fields the level's metadata does not give
+    (a damaged level) are None.
+
+    Attributes
+    ----------
+    level
+        The level number: 0 holds the data as written, higher levels are coarser.
+    path
+        The level group's path in the store (``"0"``, ``"1"``...).
+    bin_ratio, bin_shape
+        The level's bin size as a multiple of ``base_bin_shape`` per axis, and in space.
+    vertex_count, chunk_count
+        Vertices of the level, and its non-empty chunks.
+    object_count
+        Objects of the level (object kinds; None for point clouds).
+    object_sparsity
+        The fraction of objects the level keeps (1.0: all of them).
+    method
+        How the level was coarsened (its ``coarsening`` method: ``"sample"``,
+        ``"aggregate"``...); None at level 0.
+    coarsening
+        The level's whole ``coarsening`` record (method and parameters); None at level 0.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, [[0.0, 0.0], [1.0, 2.0], [7.0, 3.0]], chunk_shape=5.0,
+    ...                 bin_shape=2.5)
+    >>> (level0,) = zv.open(path).levels
+    >>> level0.level, level0.vertex_count, level0.chunk_count, level0.method
+    (0, 3, 2, None)
+    >>> level0.bin_ratio, level0.bin_shape
+    ((1, 1), (2.5, 2.5))
+    """
 
     level: int
     path: str
     bin_shape: tuple[float, ...] | None
     vertex_count: int | None
     object_count: int | None
+    bin_ratio: tuple[int, ...] | None = None
+    chunk_count: int | None = None
+    object_sparsity: float | None = None
+    method: str | None = None
+    coarsening: dict[str, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -92,25 +143,56 @@ def gather(
     return info
 
 
-def read_levels(io: StoreIO, root: RootMetadata) -> list[LevelInfo]:
-    """The levels the root ``multiscales[0].datasets`` lists, with their counts when readable."""
-    doc = io.read_json("zarr.json")
+def level_paths(attrs: Any) -> list[tuple[int, str]]:
+    """``(level, path)`` of every level the root attributes ``attrs`` list in
+    ``multiscales[0].datasets``, by level number (``[(0, "0")]`` when unreadable)."""
     try:
-        datasets = doc["attributes"]["multiscales"][0]["datasets"]
-        paths = [(int(d["level"]), str(d["path"])) for d in datasets]
+        datasets = attrs["multiscales"][0]["datasets"]
+        return sorted((int(d["level"]), str(d["path"])) for d in datasets)
     except (KeyError, IndexError, TypeError, ValueError):
-        paths = [(0, "0")]
-    return [_level(io, root, level, path) for level, path in paths]
+        return [(0, "0")]
 
 
-def _level(io: StoreIO, root: RootMetadata, level: int, path: str) -> LevelInfo:
-    doc = io.read_json(f"{path}/zarr.json")
+def read_levels(
+    io: StoreIO, root: RootMetadata, paths: list[tuple[int, str]] | None = None
+) -> list[LevelInfo]:
+    """The levels the root ``multiscales[0].datasets`` lists, with their counts when readable.
+
+    ``paths`` are the listed levels when already known (:func:`level_paths`), else the root
+    ``zarr.json`` is read for them. Every level group's ``zarr.json`` is then read at once
+    (one request wave). Sorted by level number (finest first).
+    """
+    if paths is None:
+        doc = io.read_json("zarr.json")
+        paths = level_paths(doc.get("attributes") if isinstance(doc, dict) else None)
+    docs, _ = io.read_metadata([f"{path}/zarr.json" for _, path in paths])
+    return [
+        _level(root, level, path, found) for (level, path), found in zip(paths, docs, strict=True)
+    ]
+
+
+def _level(root: RootMetadata, level: int, path: str, doc: Any) -> LevelInfo:
     attrs = doc.get("attributes") if isinstance(doc, dict) else None
     try:
         meta = LevelMetadata.from_json(attrs, root.spatial_dims)
     except MetadataError:
         return LevelInfo(level, path, None, None, None)
-    return LevelInfo(level, path, meta.bin_shape, meta.vertex_count, meta.object_count)
+    assert isinstance(attrs, dict)  # from_json refuses anything else
+    coarsening = attrs.get("coarsening")
+    coarsening = dict(coarsening) if isinstance(coarsening, dict) else None
+    method = None if coarsening is None else coarsening.get("method")
+    return LevelInfo(
+        level,
+        path,
+        meta.bin_shape,
+        meta.vertex_count,
+        meta.object_count,
+        bin_ratio=meta.bin_ratio,
+        chunk_count=meta.chunk_count,
+        object_sparsity=meta.object_sparsity,
+        method=method if isinstance(method, str) else None,
+        coarsening=coarsening,
+    )
 
 
 def _array_spec(io: StoreIO, path: str, leading: int) -> str:
@@ -192,6 +274,18 @@ def _levels_text(info: StoreInfo) -> str:
     return ", ".join(str(lv.level) for lv in info.levels) or "0"
 
 
+def _level_lines(info: StoreInfo) -> list[str]:
+    """One line per level above 0: its bin shape, counts and method."""
+    lines = []
+    for lv in info.levels[1:]:
+        bins = "-" if lv.bin_shape is None else format_vector(lv.bin_shape)
+        lines.append(
+            f"  level {lv.level}: {format_count(lv.vertex_count)} vertices in "
+            f"{format_count(lv.chunk_count)} chunks, bin_shape {bins}, {lv.method or '-'}"
+        )
+    return lines
+
+
 def store_text(info: StoreInfo) -> str:
     """A few lines of plain text: kind, counts, bounds, grid, attributes, groups, size."""
     root = info.root
@@ -204,6 +298,7 @@ def store_text(info: StoreInfo) -> str:
         f"{'-' if info.grid_shape is None else format_grid(info.grid_shape)}, "
         f"levels {_levels_text(info)}",
     ]
+    lines.extend(_level_lines(info))
     roles = dict.fromkeys(role for role, _, _ in info.columns)
     for role in roles:
         specs = [f"{name} {spec}" for r, name, spec in info.columns if r == role]
@@ -262,11 +357,21 @@ def _axes(info: StoreInfo) -> Section:
 
 
 def _levels(info: StoreInfo) -> Section:
-    section = Section("levels", header=("level", "bin shape", "vertices", "objects"))
+    header = ("level", "bin shape", "vertices", "chunks", "objects", "sparsity", "method")
+    section = Section("levels", header=header)
     for lv in info.levels:
         bins = "-" if lv.bin_shape is None else format_vector(lv.bin_shape)
+        sparsity = "-" if lv.object_sparsity is None else format_number(lv.object_sparsity)
         section.rows.append(
-            (str(lv.level), bins, format_count(lv.vertex_count), format_count(lv.object_count))
+            (
+                str(lv.level),
+                bins,
+                format_count(lv.vertex_count),
+                format_count(lv.chunk_count),
+                format_count(lv.object_count),
+                sparsity,
+                lv.method or "-",
+            )
         )
     return section
 

@@ -244,7 +244,7 @@ def test_index_is_fetched_once_per_shard() -> None:
     opened = zv.open(store)
     hits = opened.query(([0, 0, 0], [40, 40, 40]))
     assert len(hits) == 4000
-    reader = opened._level0
+    reader = opened._reader
     shards = reader.indexes.shards("0/vertices")
     assert shards == {(0, 0, 0)}
     assert math.prod(reader.layouts["vertices"].shard_chunks) == 64

@@ -12,11 +12,20 @@ object_queries
     :class:`ObjectReader`: objects by id, whole or clipped to a region.
 lazy
     Dask-backed lazy reads (the ``distributed`` extra).
+levels
+    Choosing a resolution level by a vertex budget (``max_vertices=``).
 """
 
 from __future__ import annotations
 
 from zarr_vectors.query.lazy import LazyResult, lazy_query
+from zarr_vectors.query.levels import (
+    LevelCount,
+    LevelCounter,
+    admissible_levels,
+    check_budget,
+    everywhere,
+)
 from zarr_vectors.query.object_queries import ObjectReader, clip_to_region
 from zarr_vectors.query.point_queries import query_region, read_all
 from zarr_vectors.query.regions import (
@@ -47,4 +56,9 @@ __all__ = [
     "clip_to_region",
     "LazyResult",
     "lazy_query",
+    "LevelCount",
+    "LevelCounter",
+    "admissible_levels",
+    "check_budget",
+    "everywhere",
 ]

@@ -134,6 +134,8 @@ class LazyResult:
         Per block, the ``(k, D)`` indices of the chunks it reads.
     axis_names, axis_units, kind
         The store's labels and geometry kind, stamped on the result of :meth:`compute`.
+    level
+        The resolution level read (stamped on the result of :meth:`compute`).
     """
 
     positions: Any
@@ -143,6 +145,7 @@ class LazyResult:
     axis_names: tuple[str, ...]
     axis_units: tuple[str, ...]
     kind: str
+    level: int = 0
 
     @property
     def geometry_type(self) -> str:
@@ -166,6 +169,7 @@ class LazyResult:
             axis_names=self.axis_names,
             axis_units=self.axis_units,
             kind=self.kind,
+            level=self.level,
         )
 
 
@@ -252,6 +256,7 @@ def lazy_query(
         axis_names=root.axis_names,
         axis_units=root.axis_units,
         kind=root.geometry_type,
+        level=source.level,
     )
 
 

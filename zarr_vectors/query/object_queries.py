@@ -274,8 +274,17 @@ class ObjectReader:
         hit = known.shape[0] > 0 and bool(np.all(known[order][pos] == wanted))
         if wanted.size and not hit:
             missing = wanted[:1] if not known.shape[0] else wanted[known[order][pos] != wanted][:1]
-            raise ObjectNotFoundError(f"no object with id {missing[0]} in this store")
+            raise ObjectNotFoundError(f"no object with id {missing[0]} {self._where()}")
         return np.asarray(order[pos], dtype=np.int64)
+
+    def _where(self) -> str:
+        """Where an object was looked for, for messages: the store, or a coarse level."""
+        if self.reader.base == "0":
+            return "in this store"
+        return (
+            f"at level {self.reader.base} (a coarse level may keep only some objects, its "
+            "object_sparsity); read it from level 0"
+        )
 
     def group_members(self, group: Any) -> np.ndarray:
         """Dense ids of the members of a group given by name or by group number.

@@ -79,6 +79,9 @@ class QueryResult:
         set: ``"mesh"`` when there are faces, ``"graph"`` when there are edges,
         ``"polyline"`` when there are offsets, else ``"point_cloud"``.
         (``geometry_type=`` is its deprecated name, and warns.)
+    level
+        The resolution level the result was read from (0: the data as written; see
+        :attr:`VectorStore.levels <zarr_vectors.VectorStore.levels>`).
 
     Examples
     --------
@@ -115,6 +118,7 @@ class QueryResult:
     axis_names: tuple[str, ...] | None = None
     axis_units: tuple[str, ...] | None = None
     kind: str = ""
+    level: int = 0
 
     def __post_init__(self) -> None:
         if not self.kind:

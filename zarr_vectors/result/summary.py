@@ -64,6 +64,8 @@ def _headline(result: QueryResult) -> str:
         parts.append(f"{format_count(links[1])} {links[0]}")
     if result.object_count is None and result.vertex_object_ids is not None:
         parts.append("with object ids")
+    if result.level:
+        parts.append(f"from level {result.level}")
     return f"{result.kind}, {result.ndim}-D ({axes}{unit}): " + ", ".join(parts)
 
 
@@ -110,6 +112,8 @@ def result_html(result: QueryResult) -> str:
         counts.rows.append((links[0], format_count(links[1])))
     if result.object_count is None and result.vertex_object_ids is not None:
         counts.rows.append(("object ids", f"per vertex ({result.vertex_object_ids.dtype})"))
+    if result.level:
+        counts.rows.append(("level", str(result.level)))
     counts.rows.append(("memory", format_bytes(_nbytes(result))))
     axes = Section("axes", header=("axis", "unit", "min", "max"))
     bounds = _bounds(result)
