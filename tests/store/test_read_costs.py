@@ -9,6 +9,7 @@ the handle read it, and by its bytes otherwise. The link rule itself is
 
 from __future__ import annotations
 
+import enum
 import os
 import shutil
 from pathlib import Path
@@ -254,6 +255,13 @@ def test_as_int_list_takes_integers_only() -> None:
     assert jsonutil.as_int_list([1, 2.0]) is None
     assert jsonutil.as_int_list((1, 2)) is None
     assert jsonutil.as_int_list([1, 2], length=3) is None
+    assert jsonutil.as_int_list([], length=0) == []
+    assert jsonutil.as_int_list([_Count.ONE, 2]) == [1, 2]  # an int subclass is an int
+    assert jsonutil.as_int_list([2, np.int64(3)]) is None  # as before: not a Python int
+
+
+class _Count(enum.IntEnum):
+    ONE = 1
 
 
 def test_stored_blocks_problem_names_the_first_block_too_many_in_either_form() -> None:
