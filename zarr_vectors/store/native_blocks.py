@@ -29,7 +29,7 @@ import numpy as np
 from numcodecs import Blosc, blosc
 
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
-from zarr_vectors.format.place import PLACE_NBYTES, data_type_name, place_problem
+from zarr_vectors.format.place import PLACE_NBYTES, place_problem
 from zarr_vectors.kernels.row_blocks import (
     BLOSC_MAX_OVERHEAD,
     decode_blocks,
@@ -390,7 +390,7 @@ def _placed_at(shard: bytes, layout: RowLayout, key: str) -> bool:
     """Whether the place record of ``shard`` (before its index) names ``key``."""
     at = len(shard) - layout.tail_nbytes
     record = shard[at : at + PLACE_NBYTES]
-    return at >= 0 and place_problem(record, key, data_type_name(layout.dtype)) is None
+    return at >= 0 and place_problem(record, key, layout.type_name) is None
 
 
 @functools.cache

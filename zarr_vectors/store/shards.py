@@ -90,6 +90,8 @@ class RowLayout:
     tail_nbytes : int
         Bytes at the end of every shard that are not row blocks: the place record (when
         ``placed``) and the shard index. Read these to decode the index.
+    type_name : str
+        The ``data_type`` of the array (``dtype.name``), which place records name.
     """
 
     dtype: np.dtype[Any]
@@ -106,6 +108,7 @@ class RowLayout:
     chunks_per_shard: int = field(init=False, repr=False, compare=False)
     index_nbytes: int = field(init=False, repr=False, compare=False)
     tail_nbytes: int = field(init=False, repr=False, compare=False)
+    type_name: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """The sizes derived from the parameters, computed once (a read asks for them per
@@ -118,11 +121,12 @@ class RowLayout:
         object.__setattr__(self, "chunks_per_shard", per_shard)
         object.__setattr__(self, "index_nbytes", index)
         object.__setattr__(self, "tail_nbytes", index + (PLACE_NBYTES if self.placed else 0))
+        object.__setattr__(self, "type_name", data_type_name(self.dtype))
 
     def _tail(self, index_bytes: bytes, key: str) -> bytes:
         """The bytes after the row blocks of the shard at ``key``: place record, index, CRC."""
         crc: bytes = google_crc32c.value(index_bytes).to_bytes(_CRC_BYTES, "little")
-        record = place_record(key, data_type_name(self.dtype)) if self.placed else b""
+        record = place_record(key, self.type_name) if self.placed else b""
         return b"".join([record, index_bytes, crc])
 
     def shard_of(self, chunk: np.ndarray | Sequence[int]) -> np.ndarray:
@@ -293,10 +297,10 @@ class RowLayout:
         if google_crc32c.value(body) != int.from_bytes(crc, "little"):
             raise CorruptChunkError(f"{where}: shard index checksum mismatch")
         if self.placed:
-            at = len(tail) - self.tail_nbytes
-            record = tail[at : at + PLACE_NBYTES]
-            if record != place_record(where, data_type_name(self.dtype)):
-                problem = place_problem(record, where, data_type_name(self.dtype))
+            at = len(tail) - self.tail_nbytes  # >= 0: the length was checked above
+            expected = place_record(where, self.type_name)
+            if not tail.startswith(expected, at):  # compared in place, without a copy
+                problem = place_problem(tail[at : at + PLACE_NBYTES], where, self.type_name)
                 raise MisplacedChunkError(f"{where}: the file {problem}")
         return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
 
