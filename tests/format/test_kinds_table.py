@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.kinds import KINDS, geometry_kind, link_width_of
+from zarr_vectors.format.kinds import (
+    KINDS,
+    expected_grid,
+    geometry_kind,
+    grid_problem,
+    link_width_of,
+)
 from zarr_vectors.format.names import (
     CROSS_CHUNK_LINKS,
     EDGE_KINDS,
@@ -63,3 +69,18 @@ def test_link_width_of_tolerates_a_damaged_claim() -> None:
 def test_an_unknown_kind_is_refused_with_the_kinds_to_use() -> None:
     with pytest.raises(InvalidInputError, match="not a geometry kind; use one of point_cloud"):
         geometry_kind("polygon")
+
+
+def test_the_expected_grid_is_computed_once_and_handed_out_as_fresh_lists() -> None:
+    """Each open of a store checks its grid against the one the root gives
+    (:func:`grid_problem`); the numpy steps run once per distinct root, and a caller that
+    changes the lists it got does not change what the next caller gets."""
+    box = ((-5.0, 0.0, 0.0), (99.0, 99.0, 20.0))
+    first = expected_grid([10.0, 10.0, 10.0], box)
+    assert first == ([-1, 0, 0], [11, 10, 3])
+    first[0].append(7)
+    first[1][0] = 0
+    assert expected_grid((10.0, 10.0, 10.0), box) == ([-1, 0, 0], [11, 10, 3])
+    assert grid_problem([10.0] * 3, [-1, 0, 0], box, [11, 10, 3]) is None
+    assert "chunk_grid_origin" in str(grid_problem([10.0] * 3, [0, 0, 0], box, [11, 10, 3]))
+    assert expected_grid([10.0] * 3, ((0.0, 0.0, float("inf")), (1.0, 1.0, 1.0))) is None

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from zarr_vectors.format.fragment_encoding import encode_dense_ranges
+from zarr_vectors.read.reader import LevelReader
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.write.options import DEFAULT_BLOSC
@@ -189,3 +191,42 @@ def test_a_library_failing_the_self_test_is_passed_over(monkeypatch: pytest.Monk
 def test_a_missing_function_has_no_address() -> None:
     assert native_blocks._blosc_function(native_blocks.blosc.__file__, "no_such_symbol") is None
     assert native_blocks._blosc_function("/no/such/library.so", "blosc_decompress_ctx") is None
+
+
+def _blob_shard(layout: RowLayout, counts: list[int], key: str) -> bytes:
+    """A fragment-blob shard of all-range fragments of ``counts`` rows, stored at ``key``."""
+    sizes = np.array(counts, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    blob = np.frombuffer(encode_dense_ranges(starts, sizes), dtype=np.uint8)
+    return layout.encode_shard(blob, key)
+
+
+@pytest.mark.parametrize("placed", [True, False])
+def test_dense_blob_shards_of_either_layout_decode_in_the_kernel(placed: bool) -> None:
+    """Whole shards go to the kernel (with a place record before the index when placed):
+    it decoded none of a placed layout's shards before, and every one went the slow way."""
+    if native_blocks.native_block_functions() is None:
+        pytest.skip("google-crc32c without its C extension: blobs decode through Python")
+    layout = RowLayout(np.dtype("u1"), (), 256, 512, None, placed=placed)
+    keys = ["0/vertex_fragments/c/0/0", "0/vertex_fragments/c/0/1", "0/vertex_fragments/c/1/0"]
+    counts = [[3, 0, 5, 1], [0, 0, 0, 7], [2, 2, 2, 2]]
+    shards = [_blob_shard(layout, c, k) for c, k in zip(counts, keys, strict=True)]
+    found = native_blocks.decode_dense_blob_shards(layout, shards, keys, 4)
+    for c, k, shard, got in zip(counts, keys, shards, found, strict=True):
+        assert got is not None
+        want = LevelReader._decode_blob(layout, k, layout.decode_index(shard, k), shard, 0)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[1], c)
+
+
+def test_a_dense_blob_shard_at_another_key_is_left_to_the_slow_path() -> None:
+    """A placed shard read from another key than its place record names is not decoded
+    by the kernel (the one-by-one decoding then raises MisplacedChunkError)."""
+    if native_blocks.native_block_functions() is None:
+        pytest.skip("google-crc32c without its C extension: blobs decode through Python")
+    layout = RowLayout(np.dtype("u1"), (), 256, 512, None, placed=True)
+    keys = ["0/vertex_fragments/c/0/0", "0/vertex_fragments/c/0/1"]
+    shards = [_blob_shard(layout, [1, 2, 3, 4], key) for key in keys]
+    found = native_blocks.decode_dense_blob_shards(layout, shards[::-1], keys, 4)
+    assert found == [None, None]

@@ -73,6 +73,24 @@ def test_a_shard_read_from_another_key_is_misplaced() -> None:
     assert old.decode_index(shard, "anything").shape == (4, 2)
 
 
+def test_the_place_record_compared_in_place_finds_every_wrong_record() -> None:
+    """The record is compared in place (``startswith`` at its offset): a record of another
+    key, another data type, or no record is refused; the right one is accepted."""
+    layout = RowLayout(np.dtype("<f4"), (3,), 8, 32, None)
+    key = "0/vertices/c/0/0/0/0/0"
+    shard = layout.encode_shard(np.zeros((10, 3), "<f4"), key)
+    at = len(shard) - layout.tail_nbytes
+    assert layout.type_name == "float32"
+    assert layout.decode_index(shard, key).shape == (4, 2)
+    with pytest.raises(MisplacedChunkError, match="another place"):
+        layout.decode_index(shard, "0/vertices/c/0/0/1/0/0")
+    with pytest.raises(MisplacedChunkError, match="another data type"):
+        replace(layout, dtype=np.dtype("<i4")).decode_index(shard, key)
+    blank = shard[:at] + bytes(PLACE_NBYTES) + shard[at + PLACE_NBYTES :]
+    with pytest.raises(MisplacedChunkError, match="no place record"):
+        layout.decode_index(blank, key)
+
+
 _KEYS = st.lists(st.integers(0, 40), min_size=1, max_size=5).map(
     lambda g: "0/vertices/c/" + "/".join(map(str, g))
 )

@@ -9,12 +9,15 @@ the handle read it, and by its bytes otherwise. The link rule itself is
 
 from __future__ import annotations
 
+import enum
 import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from zarr_vectors.format import jsonutil, place
@@ -254,6 +257,13 @@ def test_as_int_list_takes_integers_only() -> None:
     assert jsonutil.as_int_list([1, 2.0]) is None
     assert jsonutil.as_int_list((1, 2)) is None
     assert jsonutil.as_int_list([1, 2], length=3) is None
+    assert jsonutil.as_int_list([], length=0) == []
+    assert jsonutil.as_int_list([_Count.ONE, 2]) == [1, 2]  # an int subclass is an int
+    assert jsonutil.as_int_list([2, np.int64(3)]) is None  # as before: not a Python int
+
+
+class _Count(enum.IntEnum):
+    ONE = 1
 
 
 def test_stored_blocks_problem_names_the_first_block_too_many_in_either_form() -> None:
@@ -267,3 +277,25 @@ def test_stored_blocks_problem_names_the_first_block_too_many_in_either_form() -
         assert problem is not None
         assert problem.startswith("stores row block 2, but its 8 rows need only blocks 0 to 1")
     assert read_checks.stored_blocks_problem(index, 32, 4) is None  # every block needed
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_first_with_blocks_past_one_by_one_and_at_once_agree(data: st.DataObject) -> None:
+    """The loop (a few chunks) and the array form (many) find the same first chunk."""
+    n_chunks = data.draw(st.integers(1, 40))
+    n_blocks = data.draw(st.integers(1, 6))
+    missing = np.uint64(2**64 - 1)
+    entries, rows = [], []
+    for _ in range(n_chunks):
+        stored = data.draw(st.integers(0, n_blocks))
+        index = np.full((n_blocks, 2), missing, dtype=np.uint64)
+        index[:stored, 0] = 8 * np.arange(stored, dtype=np.uint64)
+        index[:stored, 1] = 8
+        entries.append(index)
+        rows.append(data.draw(st.integers(0, 4 * n_blocks)))
+    counts = np.array(rows, dtype=np.int64)
+    want = read_checks._first_with_blocks_past_at_once(entries, counts, 4)
+    assert read_checks.first_with_blocks_past(entries, counts, 4) == want
+    naive = [i for i in range(n_chunks) if (entries[i][-(-rows[i] // 4) :, 0] != missing).any()]
+    assert want == (naive[0] if naive else -1)

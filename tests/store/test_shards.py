@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import pickle
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +15,7 @@ import zarr
 from zarr.storage import MemoryStore
 
 from zarr_vectors.errors import CorruptChunkError, MetadataError, MisplacedChunkError
-from zarr_vectors.format.place import place_record
+from zarr_vectors.format.place import PLACE_NBYTES, place_record
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.arrays import row_array_metadata
 from zarr_vectors.store.io import StoreIO
@@ -343,3 +345,22 @@ def test_an_index_entry_pointing_into_another_fetched_range_is_refused() -> None
     out = np.empty((24, 3), np.float32)
     with pytest.raises(CorruptChunkError, match="s: row block 3: 0 bytes, too short"):
         layout.decode_block_groups_into(parts, index, out, "s")
+
+
+@pytest.mark.parametrize("placed", [True, False])
+@pytest.mark.parametrize("shard_chunks", [(), (2, 1, 3)])
+def test_layout_sizes_are_fields_that_follow_replace_and_pickle(
+    placed: bool, shard_chunks: tuple[int, ...]
+) -> None:
+    """The sizes are computed once, at construction: a replaced or unpickled layout has
+    the sizes of its own parameters (what the properties computed at every use before)."""
+    layout = RowLayout(np.dtype("<f4"), (3,), 64, 256, None, shard_chunks=shard_chunks)
+    layout = replace(layout, placed=placed, n_max=512, rows_per_block=128)
+    for got in (layout, pickle.loads(pickle.dumps(layout))):
+        per_shard = math.prod(shard_chunks) if shard_chunks else 1
+        assert got == layout
+        assert got.n_blocks == 4
+        assert got.row_nbytes == 12
+        assert got.chunks_per_shard == per_shard
+        assert got.index_nbytes == 16 * 4 * per_shard + 4
+        assert got.tail_nbytes == got.index_nbytes + (PLACE_NBYTES if placed else 0)

@@ -39,12 +39,11 @@ def is_finite_number(value: Any) -> TypeGuard[int | float]:
 
 def as_int_list(value: Any, length: int | None = None) -> list[int] | None:
     """``value`` as a list of integers (of ``length`` items if given), else None."""
-    if not isinstance(value, list):
+    if not isinstance(value, list) or (length is not None and len(value) != length):
         return None
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):  # is_int
-        return None
-    if length is not None and len(value) != length:
-        return None
+    for v in value:  # a loop, not all() of a generator: checked for every array at each open
+        if type(v) is not int and (not isinstance(v, int) or isinstance(v, bool)):  # is_int
+            return None
     return list(value)
 
 

@@ -13,6 +13,7 @@ refuses the same stores with these checks instead of answering from a wrong grid
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -253,16 +254,28 @@ def expected_grid(
     None when a corner of the box is too far from the origin for an exact chunk index
     (``|p / C| ≥ 2**52``) or is not finite.
     """
+    box = None if bounding_box is None else (tuple(bounding_box[0]), tuple(bounding_box[1]))
+    found = _expected_grid(tuple(chunk_shape), box)
+    return None if found is None else (list(found[0]), list(found[1]))
+
+
+@functools.lru_cache(maxsize=64)
+def _expected_grid(
+    chunk_shape: tuple[float, ...], bounding_box: tuple[tuple[float, ...], ...] | None
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """:func:`expected_grid` of hashable arguments, computed once per distinct root (every
+    open of a store checks its levels' grids with it; the numpy steps cost more than the
+    look-up)."""
     ndim = len(chunk_shape)
     if bounding_box is None:
-        return [0] * ndim, [1] * ndim
+        return (0,) * ndim, (1,) * ndim
     corners = np.asarray(bounding_box, dtype=np.float64).reshape(2, ndim)
     try:
         low, high = chunk_coords(corners, np.asarray(chunk_shape, dtype=np.float64)).tolist()
     except InvalidInputError:
         return None
-    origin = [min(0, int(c)) for c in low]
-    return origin, [int(h) - o + 1 for h, o in zip(high, origin, strict=True)]
+    origin = tuple(min(0, int(c)) for c in low)
+    return origin, tuple(int(h) - o + 1 for h, o in zip(high, origin, strict=True))
 
 
 def grid_problem(

@@ -43,6 +43,10 @@ _MISSING = np.uint64(2**64 - 1)
 _MISSING_INT = 2**64 - 1
 _ALL_MISSING = b"\xff" * 8 * 4096
 """The bytes of up to 4,096 missing block offsets (``2**64 - 1`` each)."""
+_ONE_BY_ONE_MAX = 24
+"""Chunks up to which :func:`first_with_blocks_past` checks one by one (measured with timeit
+on a busy machine, chunks of 16 blocks: 4 chunks 8 us one by one, 42 us at once; 16
+chunks 44 us and 74 us; 32 chunks 64 us and 60 us)."""
 
 
 class PlacementRuns:
@@ -174,9 +178,22 @@ def stored_blocks_problem(entries: ShardIndex, rows: int, rows_per_block: int) -
 
 def first_with_blocks_past(entries: list[ShardIndex], rows: np.ndarray, rows_per_block: int) -> int:
     """The first of several chunks' shard index entries (``n_blocks`` each) storing a row
-    block past those of its ``rows`` (see :func:`stored_blocks_problem`), or -1; all at once."""
-    if not entries:
-        return -1
+    block past those of its ``rows`` (see :func:`stored_blocks_problem`), or -1.
+
+    A few chunks (the usual box) are checked one by one, each by one bytes comparison;
+    more, all at once by array operations (:func:`_first_with_blocks_past_at_once`)."""
+    if len(entries) > _ONE_BY_ONE_MAX:
+        return _first_with_blocks_past_at_once(entries, rows, rows_per_block)
+    for i, (found, n) in enumerate(zip(entries, rows.tolist(), strict=True)):
+        if stored_blocks_problem(found, n, rows_per_block) is not None:
+            return i
+    return -1
+
+
+def _first_with_blocks_past_at_once(
+    entries: list[ShardIndex], rows: np.ndarray, rows_per_block: int
+) -> int:
+    """:func:`first_with_blocks_past` of many chunks, by array operations."""
     shape = np.shape(entries[0])
     if len(shape) == 2 and all(isinstance(e, np.ndarray) and e.shape == shape for e in entries):
         # the usual case: one concatenation, no array made per chunk

@@ -240,12 +240,13 @@ class LevelReader:
         arrays; the second the ``zarr.json`` of every array those listings name.
         """
         arrays = [VERTICES, VERTEX_FRAGMENTS, VERTEX_COUNTS]
-        dirs = [self.base, f"{self.base}/{ATTRIBUTES}"]
+        dirs = [f"{self.base}/{ATTRIBUTES}"]
         if self.kind != POINT_CLOUD:
             arrays.extend(_OBJECT_ARRAYS)
             dirs.extend(f"{self.base}/{d}" for d in _OBJECT_DIRS)
         self.prefetch(
-            [f"{self.base}/zarr.json", *(f"{self.base}/{a}/zarr.json" for a in arrays)], dirs
+            [f"{self.base}/zarr.json", *(f"{self.base}/{a}/zarr.json" for a in arrays)],
+            [self.base, *dirs],  # the level's own listing: its nodes are checked against its kind
         )
         self.prefetch([f"{d}/{name}/zarr.json" for d in dirs for name in self.children(d)])
 

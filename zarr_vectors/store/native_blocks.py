@@ -29,7 +29,7 @@ import numpy as np
 from numcodecs import Blosc, blosc
 
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
-from zarr_vectors.format.place import PLACE_NBYTES, data_type_name, place_problem
+from zarr_vectors.format.place import PLACE_NBYTES, place_problem
 from zarr_vectors.kernels.row_blocks import (
     BLOSC_MAX_OVERHEAD,
     decode_blocks,
@@ -373,14 +373,15 @@ def decode_dense_blob_shards(
     if layout.chunks_per_shard != 1 or not present:
         return out
     raws = [shards[i] or b"" for i in present]
-    record = PLACE_NBYTES if layout.placed else 0  # the kernel reads blocks and index only
-    lengths = np.array([len(raw) - record for raw in raws], dtype=np.int64)
+    # whole shards: the kernel finds the index at a shard's end (after the place record of
+    # a placed layout, which it does not read; it is checked here, below)
+    lengths = np.array([len(raw) for raw in raws], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     buffer = np.frombuffer(b"".join(raws), dtype=np.uint8)
     r, n_blocks = layout.rows_per_block, layout.n_blocks
     found = dense_blob_ranges(buffer, starts, lengths, n_blocks, r, *shape, n_fragments, native[0])
     for j, i in enumerate(present):
-        if found[2][j] and (not record or _placed_at(raws[j], layout, keys[i])):
+        if found[2][j] and (not layout.placed or _placed_at(raws[j], layout, keys[i])):
             out[i] = (found[0][j], found[1][j])
     return out
 
@@ -389,7 +390,7 @@ def _placed_at(shard: bytes, layout: RowLayout, key: str) -> bool:
     """Whether the place record of ``shard`` (before its index) names ``key``."""
     at = len(shard) - layout.tail_nbytes
     record = shard[at : at + PLACE_NBYTES]
-    return at >= 0 and place_problem(record, key, data_type_name(layout.dtype)) is None
+    return at >= 0 and place_problem(record, key, layout.type_name) is None
 
 
 @functools.cache

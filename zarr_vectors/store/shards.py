@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import google_crc32c
@@ -76,6 +76,22 @@ class RowLayout:
         Whether every shard holds a place record before its index (spec §9.0.2, format
         1.2; the default): written by the encoders, verified by :meth:`decode_index`.
         False for the arrays of a store of format 1.0 or 1.1.
+
+    Attributes
+    ----------
+    n_blocks : int
+        Row blocks per shard (``N_max / R``).
+    row_nbytes : int
+        Bytes of one decoded row.
+    chunks_per_shard : int
+        Spatial chunks one shard holds (1 unless ``shard_chunks`` is set).
+    index_nbytes : int
+        Bytes of the shard index at the end of every shard (with its CRC32C).
+    tail_nbytes : int
+        Bytes at the end of every shard that are not row blocks: the place record (when
+        ``placed``) and the shard index. Read these to decode the index.
+    type_name : str
+        The ``data_type`` of the array (``dtype.name``), which place records name.
     """
 
     dtype: np.dtype[Any]
@@ -87,36 +103,30 @@ class RowLayout:
     shard_chunks: tuple[int, ...] = ()
     placed: bool = True
 
-    @property
-    def n_blocks(self) -> int:
-        """Row blocks per shard (``N_max / R``)."""
-        return self.n_max // self.rows_per_block
+    n_blocks: int = field(init=False, repr=False, compare=False)
+    row_nbytes: int = field(init=False, repr=False, compare=False)
+    chunks_per_shard: int = field(init=False, repr=False, compare=False)
+    index_nbytes: int = field(init=False, repr=False, compare=False)
+    tail_nbytes: int = field(init=False, repr=False, compare=False)
+    type_name: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def row_nbytes(self) -> int:
-        """Bytes of one decoded row."""
-        return self.dtype.itemsize * math.prod(self.row_shape)
-
-    @property
-    def chunks_per_shard(self) -> int:
-        """Spatial chunks one shard holds (1 unless :attr:`shard_chunks` is set)."""
-        return math.prod(self.shard_chunks) if self.shard_chunks else 1
-
-    @property
-    def index_nbytes(self) -> int:
-        """Bytes of the shard index at the end of every shard (with its CRC32C)."""
-        return 16 * self.n_blocks * self.chunks_per_shard + _CRC_BYTES
-
-    @property
-    def tail_nbytes(self) -> int:
-        """Bytes at the end of every shard that are not row blocks: the place record (when
-        :attr:`placed`) and the shard index. Read these to decode the index."""
-        return self.index_nbytes + (PLACE_NBYTES if self.placed else 0)
+    def __post_init__(self) -> None:
+        """The sizes derived from the parameters, computed once (a read asks for them per
+        shard and per block: properties recomputed them at every use)."""
+        n_blocks = self.n_max // self.rows_per_block
+        per_shard = math.prod(self.shard_chunks) if self.shard_chunks else 1
+        index = 16 * n_blocks * per_shard + _CRC_BYTES
+        object.__setattr__(self, "n_blocks", n_blocks)
+        object.__setattr__(self, "row_nbytes", self.dtype.itemsize * math.prod(self.row_shape))
+        object.__setattr__(self, "chunks_per_shard", per_shard)
+        object.__setattr__(self, "index_nbytes", index)
+        object.__setattr__(self, "tail_nbytes", index + (PLACE_NBYTES if self.placed else 0))
+        object.__setattr__(self, "type_name", data_type_name(self.dtype))
 
     def _tail(self, index_bytes: bytes, key: str) -> bytes:
         """The bytes after the row blocks of the shard at ``key``: place record, index, CRC."""
         crc: bytes = google_crc32c.value(index_bytes).to_bytes(_CRC_BYTES, "little")
-        record = place_record(key, data_type_name(self.dtype)) if self.placed else b""
+        record = place_record(key, self.type_name) if self.placed else b""
         return b"".join([record, index_bytes, crc])
 
     def shard_of(self, chunk: np.ndarray | Sequence[int]) -> np.ndarray:
@@ -287,10 +297,10 @@ class RowLayout:
         if google_crc32c.value(body) != int.from_bytes(crc, "little"):
             raise CorruptChunkError(f"{where}: shard index checksum mismatch")
         if self.placed:
-            at = len(tail) - self.tail_nbytes
-            record = tail[at : at + PLACE_NBYTES]
-            if record != place_record(where, data_type_name(self.dtype)):
-                problem = place_problem(record, where, data_type_name(self.dtype))
+            at = len(tail) - self.tail_nbytes  # >= 0: the length was checked above
+            expected = place_record(where, self.type_name)
+            if not tail.startswith(expected, at):  # compared in place, without a copy
+                problem = place_problem(tail[at : at + PLACE_NBYTES], where, self.type_name)
                 raise MisplacedChunkError(f"{where}: the file {problem}")
         return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
 
