@@ -13,9 +13,12 @@ from tests.kernels.objects_strategies import Table, cells_of, graphs
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels.coarse_cells import CoarseGrid
 from zarr_vectors.kernels.coarsen_clusters import (
+    _bad_link,
+    cluster_vertices,
     coarsen_graphs,
     coarsen_meshes,
     component_labels,
+    first_unique_rows,
     representatives,
 )
 
@@ -183,3 +186,54 @@ def test_cluster_refuses_links_across_objects() -> None:
         coarsen_graphs(np.zeros((4, 1)), [[0, 3]], [0, 2, 4], grid)
     with pytest.raises(InvalidInputError, match="vertex indices"):
         coarsen_meshes(np.zeros((4, 1)), [[0, 1, 9]], [0, 4], grid)
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)), max_size=30),
+    st.sampled_from([1, 2**40]),
+)
+def test_first_unique_rows_match_the_twin(rows: list[tuple[int, int, int]], scale: int) -> None:
+    """Small rows take the one-key sort, scaled ones (beyond int64 as one key) the lexsort."""
+    keys = np.asarray(rows, np.int64).reshape(-1, 3) * scale
+    seen: set[tuple[int, ...]] = set()
+    expected = []
+    for i, row in enumerate(keys.tolist()):
+        if tuple(row) not in seen:
+            seen.add(tuple(row))
+            expected.append(i)
+    assert first_unique_rows(keys).tolist() == expected
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 3), st.booleans()), max_size=30),
+    st.sampled_from([1, 2**40]),
+)
+def test_cluster_vertices_match_the_twin(rows: list[tuple[int, int, bool]], scale: int) -> None:
+    label = np.asarray([r[0] for r in rows], np.int64) * scale
+    cell = np.asarray([r[1] for r in rows], np.int64) * scale
+    alive = np.asarray([r[2] for r in rows], bool)
+    cluster, count = cluster_vertices(label, cell, alive)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for v in np.flatnonzero(alive).tolist():
+        groups.setdefault((int(label[v]), int(cell[v])), []).append(v)
+    expected = np.full(len(rows), -1)
+    for i, members in enumerate(sorted(groups.values())):
+        expected[members] = i
+    assert count == len(groups)
+    np.testing.assert_array_equal(cluster, expected)
+
+
+@given(st.lists(st.tuples(st.integers(-1, 6), st.integers(-1, 6)), max_size=20))
+def test_link_check_matches_the_twin(rows: list[tuple[int, int]]) -> None:
+    owner = np.array([0, 0, 0, 1, 1, 2])
+    links = np.asarray(rows, np.int64).reshape(-1, 2)
+    outside = (links < 0) | (links >= owner.shape[0])
+    joined = ~outside.any(axis=1) & (
+        owner[np.clip(links[:, 0], 0, 5)] != owner[np.clip(links[:, 1], 0, 5)]
+    )
+    bad = outside.any(axis=1) | joined
+    if not bad.any():
+        assert _bad_link(links, owner) == (-1, False)
+    else:
+        row = int(np.argmax(bad))
+        assert _bad_link(links, owner) == (row, bool(outside[row].any()))

@@ -69,13 +69,30 @@ def _components(n: int, edges: I64, label: I64) -> None:
         label[v] = _find(label, v)
 
 
+@njit
+def _bad_link(links: I64, owner: I64) -> tuple[int, bool]:
+    """First row naming no vertex (``True``) or joining two objects (``False``), or -1."""
+    n = owner.shape[0]
+    for r in range(links.shape[0]):
+        for j in range(links.shape[1]):
+            if links[r, j] < 0 or links[r, j] >= n:
+                return r, True
+        for j in range(1, links.shape[1]):
+            if owner[links[r, j]] != owner[links[r, 0]]:
+                return r, False
+    return -1, False
+
+
 def _checked_links(links: npt.ArrayLike, width: int, owner: I64, what: str) -> I64:
     arr = np.ascontiguousarray(links, dtype=np.int64).reshape(-1, width)
-    n = owner.shape[0]
-    if arr.size and (arr.min() < 0 or arr.max() >= n):
-        raise InvalidInputError(f"{what} must hold vertex indices in [0, {n}): fix the {what}")
-    if arr.size and np.any(owner[arr] != owner[arr[:, :1]]):
-        raise InvalidInputError(f"every row of the {what} must join vertices of one object")
+    row, outside = _bad_link(arr, owner)
+    if row >= 0 and outside:
+        n = owner.shape[0]
+        raise InvalidInputError(f"{what} must hold vertex indices in [0, {n}): fix row {row}")
+    if row >= 0:
+        raise InvalidInputError(
+            f"every row of the {what} must join vertices of one object: row {row}"
+        )
     return arr
 
 
@@ -132,7 +149,7 @@ def cluster_vertices(
     lab = np.asarray(label, dtype=np.int64)
     cel = np.asarray(cell, dtype=np.int64)
     inside = np.flatnonzero(np.asarray(alive, dtype=np.bool_))
-    order = inside[np.lexsort((inside, cel[inside], lab[inside]))]
+    order = inside[_sorted_by_pairs(lab[inside], cel[inside])]
     new = np.ones(order.shape[0], np.bool_)
     new[1:] = (lab[order[1:]] != lab[order[:-1]]) | (cel[order[1:]] != cel[order[:-1]])
     group = np.cumsum(new) - 1
@@ -220,11 +237,39 @@ def first_unique_rows(keys: npt.ArrayLike) -> I64:
     arr = np.asarray(keys, dtype=np.int64)
     if arr.shape[0] == 0:
         return np.zeros(0, np.int64)
+    key = _one_key(arr)
+    if key is not None:
+        return np.sort(np.unique(key, return_index=True)[1]).astype(np.int64)
     index = np.arange(arr.shape[0], dtype=np.int64)
     order = np.lexsort((index, *arr.T[::-1]))
     new = np.ones(order.shape[0], np.bool_)
     new[1:] = np.any(arr[order[1:]] != arr[order[:-1]], axis=1)
     return np.sort(order[new])
+
+
+def _one_key(arr: I64) -> I64 | None:
+    """The rows of non-negative ``arr`` as one int64 each (same order), if they fit."""
+    if arr.min() < 0:
+        return None
+    base = int(arr.max()) + 1
+    if base ** arr.shape[1] >= 2**63:
+        return None
+    key = arr[:, 0].copy()
+    for j in range(1, arr.shape[1]):
+        key *= base
+        key += arr[:, j]
+    return key
+
+
+def _sorted_by_pairs(first: I64, second: I64) -> I64:
+    """Stable order of the rows by (first, second): one int64 sort when the pairs fit."""
+    if first.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    ranks = np.unique(second, return_inverse=True)[1].reshape(-1)
+    key = _one_key(np.stack([first, ranks], axis=1))
+    if key is None:
+        return np.lexsort((second, first))
+    return np.argsort(key, kind="stable")
 
 
 def _clustered(
