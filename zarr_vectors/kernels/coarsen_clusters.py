@@ -12,10 +12,12 @@ differences, ties go to the smallest level-0 vertex. Being a member, it lies in 
 cluster's coarse bin and inside the bounding box, and its attributes are carried exactly.
 
 Links are mapped to clusters. Graph edges: a self-loop is dropped; an undirected edge
-becomes ``(min, max)``, a directed one keeps its order; of equal edges the first in input
-order is kept. Mesh faces: each entry is mapped and the order kept (so the winding); a
+becomes ``(min, max)``, a directed one keeps its order; of equal edges the first in *link
+order* is kept. Mesh faces: each entry is mapped and the order kept (so the winding); a
 face with a repeated vertex is dropped; of faces with the same vertex set the first in
-input order is kept.
+link order is kept. Link order is the lexicographic order of the level-0 vertex indices
+of a link (an undirected edge as ``(min, max)``, a face as given), never the input order;
+coarse links come in the link order of the level-0 link each keeps (``link_source``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ __all__ = [
     "coarsen_meshes",
     "component_labels",
     "first_unique_rows",
+    "link_order",
     "representatives",
 ]
 
@@ -261,6 +264,33 @@ def _one_key(arr: I64) -> I64 | None:
     return key
 
 
+def link_order(links: npt.ArrayLike) -> I64:
+    """Stable order of links by their rows of level-0 vertex indices (spec §4.3.3).
+
+    Parameters
+    ----------
+    links
+        ``(l, w)`` non-negative integers.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(l,)`` int64 permutation sorting the rows lexicographically.
+
+    Examples
+    --------
+    >>> link_order([[2, 0], [0, 5], [0, 1]]).tolist()
+    [2, 1, 0]
+    """
+    arr = np.asarray(links, dtype=np.int64)
+    if arr.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    key = _one_key(arr)
+    if key is None:
+        return np.lexsort(arr.T[::-1]).astype(np.int64)
+    return np.argsort(key, kind="stable").astype(np.int64)
+
+
 def _sorted_by_pairs(first: I64, second: I64) -> I64:
     """Stable order of the rows by (first, second): one int64 sort when the pairs fit."""
     if first.shape[0] == 0:
@@ -347,9 +377,11 @@ def coarsen_graphs(
     arr = _checked_links(edges, 2, owner, "edges")
     alive = _alive(owner, keep, np.asarray(offsets).shape[0] - 1)
     parts = _clustered(pos, component_labels(pos.shape[0], arr), cell, alive, owner)
-    mapped = parts[0][arr]
-    rows = np.flatnonzero((mapped[:, 0] != mapped[:, 1]) & alive[arr[:, 0]])
-    mapped = mapped[rows]
+    cluster = parts[0]
+    rows = np.flatnonzero((cluster[arr[:, 0]] != cluster[arr[:, 1]]) & alive[arr[:, 0]])
+    fine = arr[rows] if directed else np.sort(arr[rows], axis=1)
+    rows = rows[link_order(fine)]
+    mapped = cluster[arr[rows]]
     if not directed:
         mapped = np.sort(mapped, axis=1)
     first = first_unique_rows(mapped)
@@ -418,6 +450,7 @@ def coarsen_meshes(
         & (mapped[:, 0] != mapped[:, 2])
     )
     rows = np.flatnonzero(distinct & alive[arr[:, 0]])
+    rows = rows[link_order(arr[rows])]
     mapped = mapped[rows]
     first = first_unique_rows(np.sort(mapped, axis=1))
     return _table(pos, offsets, parts, (mapped[first], rows[first]))
