@@ -114,3 +114,19 @@ def test_sparsity_refuses_bad_counts() -> None:
         keep_longest([np.nan], 1)
     with pytest.raises(InvalidInputError, match="per_cell"):
         keep_per_cell([0], [0], 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(tables(max_objects=12), st.integers(1, 3), st.integers(0, 2))
+def test_kept_objects_nest_across_levels(table: Table, per_cell: int, fewer: int) -> None:
+    """Coarser cells (bin 8 holds bins 4 and 2) and a cap that does not grow: kept ⊆ kept."""
+    fine_grid = table.grid._replace(bin_shape=(2.0,) * table.positions.shape[1])
+    coarse_grid = table.grid._replace(bin_shape=(8.0,) * table.positions.shape[1])
+    priority = id_hashes(np.arange(table.offsets.shape[0] - 1))
+    kept = []
+    for grid, cap in ((fine_grid, per_cell), (coarse_grid, max(1, per_cell - fewer))):
+        _, cell = coarse_cells(table.positions, grid)
+        kept.append(keep_per_cell(first_vertex_cells(cell, table.offsets), priority, cap))
+    assert not np.any(kept[1] & ~kept[0])
+    lengths = polyline_lengths(table.positions, table.offsets)
+    assert not np.any(keep_longest(lengths, 2) & ~keep_longest(lengths, 3))
