@@ -302,9 +302,24 @@ def _sorted_by_pairs(first: I64, second: I64) -> I64:
     return np.argsort(key, kind="stable")
 
 
+def _inputs(
+    positions: npt.ArrayLike,
+    links: tuple[npt.ArrayLike, int, str],
+    offsets: npt.ArrayLike,
+    keep: npt.ArrayLike | None,
+) -> tuple[np.ndarray, I64, I64, B1]:
+    """Positions, checked ``(links, width, name)``, the object of every vertex and whether
+    its object is coarsened."""
+    pos = np.asarray(positions)
+    owner = object_of_vertices(offsets, pos.shape[0])
+    arr = _checked_links(*links[:2], owner, links[2])
+    return pos, arr, owner, _alive(owner, keep, np.asarray(offsets).shape[0] - 1)
+
+
 def _clustered(
-    positions: np.ndarray, label: I64, cell: I64, alive: B1, owner: I64
+    positions: np.ndarray, label: I64, grid: CoarseGrid, alive: B1, owner: I64
 ) -> tuple[I64, I64, I64, I64, I64]:
+    _, cell = coarse_cells(positions, grid)
     cluster, count = cluster_vertices(label, cell, alive)
     member_offsets, members = group_members(cluster, count)
     source = representatives(positions, member_offsets, members)
@@ -371,12 +386,8 @@ def coarsen_graphs(
     >>> out.source.tolist(), out.links.tolist(), out.link_source.tolist()
     ([0, 2, 3], [[0, 1]], [1])
     """
-    pos = np.asarray(positions)
-    _, cell = coarse_cells(pos, grid)
-    owner = object_of_vertices(offsets, pos.shape[0])
-    arr = _checked_links(edges, 2, owner, "edges")
-    alive = _alive(owner, keep, np.asarray(offsets).shape[0] - 1)
-    parts = _clustered(pos, component_labels(pos.shape[0], arr), cell, alive, owner)
+    pos, arr, owner, alive = _inputs(positions, (edges, 2, "edges"), offsets, keep)
+    parts = _clustered(pos, component_labels(pos.shape[0], arr), grid, alive, owner)
     cluster = parts[0]
     rows = np.flatnonzero((cluster[arr[:, 0]] != cluster[arr[:, 1]]) & alive[arr[:, 0]])
     fine = arr[rows] if directed else np.sort(arr[rows], axis=1)
@@ -437,12 +448,8 @@ def coarsen_meshes(
     >>> out.source.tolist(), out.links.tolist(), out.link_source.tolist()
     ([0, 2, 3], [[0, 1, 2]], [1])
     """
-    pos = np.asarray(positions)
-    _, cell = coarse_cells(pos, grid)
-    owner = object_of_vertices(offsets, pos.shape[0])
-    arr = _checked_links(faces, 3, owner, "faces")
-    alive = _alive(owner, keep, np.asarray(offsets).shape[0] - 1)
-    parts = _clustered(pos, owner, cell, alive, owner)
+    pos, arr, owner, alive = _inputs(positions, (faces, 3, "faces"), offsets, keep)
+    parts = _clustered(pos, owner, grid, alive, owner)
     mapped = parts[0][arr]
     distinct = (
         (mapped[:, 0] != mapped[:, 1])

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.coarse_cells import object_of_vertices
+from zarr_vectors.kernels.sampling import _GOLDEN, _mix
 
 __all__ = ["first_vertex_cells", "id_hashes", "keep_longest", "keep_per_cell", "polyline_lengths"]
 
@@ -30,10 +31,6 @@ I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
 F64 = npt.NDArray[np.float64]
 B1 = npt.NDArray[np.bool_]
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 @njit
@@ -98,13 +95,7 @@ def id_hashes(ids: npt.ArrayLike) -> U64:
     >>> hex(int(id_hashes([0])[0]))
     '0xe220a8397b1dcdaf'
     """
-    z = np.asarray(ids, dtype=np.int64).astype(np.uint64) + _GOLDEN
-    z ^= z >> np.uint64(30)
-    z *= _MIX1
-    z ^= z >> np.uint64(27)
-    z *= _MIX2
-    z ^= z >> np.uint64(31)
-    return z
+    return _mix(np.asarray(ids, dtype=np.int64).astype(np.uint64) + _GOLDEN)
 
 
 def keep_longest(lengths: npt.ArrayLike, count: int) -> B1:
