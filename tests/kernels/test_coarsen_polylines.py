@@ -125,3 +125,10 @@ def test_runs_refuse_a_bin_that_does_not_divide_the_chunk() -> None:
 def test_runs_refuse_bad_offsets() -> None:
     with pytest.raises(InvalidInputError, match="offsets"):
         coarsen_polylines(np.zeros((2, 1)), np.array([0, 3]), CoarseGrid((8.0,), (8.0,), (0,)))
+
+
+def test_runs_refuse_a_keep_mask_of_the_wrong_length() -> None:
+    with pytest.raises(InvalidInputError, match="one boolean per object"):
+        coarsen_polylines(
+            np.zeros((2, 1)), np.array([0, 2]), CoarseGrid((8.0,), (8.0,), (0,)), [True, False]
+        )

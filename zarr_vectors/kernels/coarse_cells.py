@@ -19,9 +19,17 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels.binning import assign_chunks_and_bins, chunk_coords
 from zarr_vectors.kernels.sorting import counting_sort
 
-__all__ = ["CoarseGrid", "CoarseObjects", "coarse_cells", "group_members", "object_of_vertices"]
+__all__ = [
+    "CoarseGrid",
+    "CoarseObjects",
+    "coarse_cells",
+    "group_members",
+    "object_mask",
+    "object_of_vertices",
+]
 
 I64 = npt.NDArray[np.int64]
+B1 = npt.NDArray[np.bool_]
 
 
 class CoarseGrid(NamedTuple):
@@ -199,6 +207,41 @@ def object_of_vertices(offsets: npt.ArrayLike, n: int) -> I64:
             " per object plus the end"
         )
     return np.repeat(np.arange(off.shape[0] - 1, dtype=np.int64), np.diff(off))
+
+
+def object_mask(keep: npt.ArrayLike | None, m: int) -> B1:
+    """The objects to coarsen as an ``(m,)`` bool array (all when ``keep`` is None).
+
+    Parameters
+    ----------
+    keep
+        ``(m,)`` booleans (objects kept by object sparsity), or None.
+    m
+        Number of objects.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(m,)`` bool.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``keep`` does not hold one boolean per object.
+
+    Examples
+    --------
+    >>> object_mask(None, 2).tolist(), object_mask([0, 1], 2).tolist()
+    ([True, True], [False, True])
+    """
+    if keep is None:
+        return np.ones(m, np.bool_)
+    mask = np.ascontiguousarray(keep, dtype=np.bool_)
+    if mask.shape != (m,):
+        raise InvalidInputError(
+            f"keep must hold one boolean per object ({m}), got shape {mask.shape}"
+        )
+    return mask
 
 
 def group_members(group: I64, n_groups: int) -> tuple[I64, I64]:

@@ -32,6 +32,7 @@ from zarr_vectors.kernels.coarse_cells import (
     CoarseObjects,
     coarse_cells,
     group_members,
+    object_mask,
     object_of_vertices,
 )
 
@@ -400,10 +401,7 @@ def coarsen_graphs(
 
 
 def _alive(owner: I64, keep: npt.ArrayLike | None, m: int) -> B1:
-    if keep is None:
-        return np.ones(owner.shape[0], np.bool_)
-    mask = np.asarray(keep, dtype=np.bool_).reshape(m)
-    return mask[owner]
+    return object_mask(keep, m)[owner]
 
 
 def coarsen_meshes(

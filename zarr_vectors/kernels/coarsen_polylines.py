@@ -25,6 +25,7 @@ from zarr_vectors.kernels.coarse_cells import (
     CoarseGrid,
     CoarseObjects,
     coarse_cells,
+    object_mask,
     object_of_vertices,
 )
 from zarr_vectors.kernels.ranges import concat_ranges
@@ -105,7 +106,7 @@ def polyline_runs(
     off = np.ascontiguousarray(offsets, dtype=np.int64)
     object_of_vertices(off, cells.shape[0])  # checks the offsets
     m = off.shape[0] - 1
-    mask = np.ones(m, np.bool_) if keep is None else np.ascontiguousarray(keep, dtype=np.bool_)
+    mask = object_mask(keep, m)
     room = cells.shape[0] + m
     source, first = np.empty(room, np.int64), np.empty(room, np.int64)
     out_offsets = np.empty(m + 1, np.int64)

@@ -28,6 +28,7 @@ from zarr_vectors.kernels.coarse_cells import (
     CoarseObjects,
     coarse_cells,
     group_members,
+    object_mask,
     object_of_vertices,
 )
 
@@ -113,8 +114,7 @@ def _parents_and_alive(
             " vertex of the same object"
         )
     m = np.asarray(offsets).shape[0] - 1
-    mask = np.ones(m, np.bool_) if keep is None else np.asarray(keep, dtype=np.bool_)
-    return par, mask[owner]
+    return par, object_mask(keep, m)[owner]
 
 
 def thin_keep(
