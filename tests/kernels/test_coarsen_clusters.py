@@ -211,6 +211,7 @@ def test_cluster_refuses_links_across_objects() -> None:
         coarsen_meshes(np.zeros((4, 1)), [[0, 1, 9]], [0, 4], grid)
 
 
+@settings(deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)), max_size=30),
     st.sampled_from([1, 2**40]),
@@ -227,6 +228,7 @@ def test_first_unique_rows_match_the_twin(rows: list[tuple[int, int, int]], scal
     assert first_unique_rows(keys).tolist() == expected
 
 
+@settings(deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 3), st.booleans()), max_size=30),
     st.sampled_from([1, 2**40]),
@@ -246,6 +248,7 @@ def test_cluster_vertices_match_the_twin(rows: list[tuple[int, int, bool]], scal
     np.testing.assert_array_equal(cluster, expected)
 
 
+@settings(deadline=None)
 @given(st.lists(st.tuples(st.integers(-1, 6), st.integers(-1, 6)), max_size=20))
 def test_link_check_matches_the_twin(rows: list[tuple[int, int]]) -> None:
     owner = np.array([0, 0, 0, 1, 1, 2])

@@ -53,11 +53,13 @@ def test_lengths_match_the_twin(table: Table) -> None:
     assert got.tolist() == naive_lengths(table.positions, table.offsets)  # same order: exact
 
 
+@settings(deadline=None)
 @given(st.lists(st.integers(0, 2**62), max_size=50))
 def test_id_hashes_are_splitmix64(ids: list[int]) -> None:
     assert id_hashes(np.asarray(ids, np.int64)).tolist() == [naive_splitmix(i) for i in ids]
 
 
+@settings(deadline=None)
 @given(st.lists(st.integers(0, 5).map(float), max_size=30), st.integers(0, 35))
 def test_keep_longest_matches_the_twin(lengths: list[float], count: int) -> None:
     ranked = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))[:count]
@@ -66,6 +68,7 @@ def test_keep_longest_matches_the_twin(lengths: list[float], count: int) -> None
     np.testing.assert_array_equal(keep_longest(np.asarray(lengths), count), expected)
 
 
+@settings(deadline=None)
 @given(
     st.lists(st.tuples(st.integers(-1, 4), st.integers(0, 3)), max_size=40),
     st.integers(1, 4),

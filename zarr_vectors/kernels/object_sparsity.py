@@ -23,7 +23,6 @@ import numpy.typing as npt
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.coarse_cells import object_of_vertices
-from zarr_vectors.kernels.sampling import _GOLDEN, _mix
 
 __all__ = ["first_vertex_cells", "id_hashes", "keep_longest", "keep_per_cell", "polyline_lengths"]
 
@@ -31,6 +30,21 @@ I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
 F64 = npt.NDArray[np.float64]
 B1 = npt.NDArray[np.bool_]
+
+
+_STEPS = np.array(
+    [0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 30, 27, 31], dtype=np.uint64
+)
+"""SplitMix64: the increment, the two multipliers, the three shifts."""
+
+
+@njit
+def _splitmix(ids: I64, out: U64) -> None:
+    for i in range(ids.shape[0]):
+        z = np.uint64(ids[i]) + _STEPS[0]
+        z = (z ^ (z >> _STEPS[3])) * _STEPS[1]
+        z = (z ^ (z >> _STEPS[4])) * _STEPS[2]
+        out[i] = z ^ (z >> _STEPS[5])
 
 
 @njit
@@ -90,12 +104,22 @@ def id_hashes(ids: npt.ArrayLike) -> U64:
     numpy.ndarray
         ``(m,)`` uint64.
 
+    Raises
+    ------
+    InvalidInputError
+        If an id is negative.
+
     Examples
     --------
     >>> hex(int(id_hashes([0])[0]))
     '0xe220a8397b1dcdaf'
     """
-    return _mix(np.asarray(ids, dtype=np.int64).astype(np.uint64) + _GOLDEN)
+    arr = np.ascontiguousarray(ids, dtype=np.int64)
+    if np.any(arr < 0):
+        raise InvalidInputError("object ids must be non-negative")
+    out = np.empty(arr.shape[0], np.uint64)
+    _splitmix(arr, out)
+    return out
 
 
 def keep_longest(lengths: npt.ArrayLike, count: int) -> B1:
