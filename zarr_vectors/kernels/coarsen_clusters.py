@@ -318,26 +318,27 @@ def _inputs(
 
 
 def _clustered(
-    positions: np.ndarray, label: I64, grid: CoarseGrid, alive: B1, owner: I64
-) -> tuple[I64, I64, I64, I64, I64]:
+    positions: np.ndarray, label: I64, grid: CoarseGrid, alive: B1
+) -> tuple[I64, I64, I64, I64]:
+    """Cluster of every vertex, and source, member offsets and members of every cluster."""
     _, cell = coarse_cells(positions, grid)
     cluster, count = cluster_vertices(label, cell, alive)
     member_offsets, members = group_members(cluster, count)
     source = representatives(positions, member_offsets, members)
-    counts = np.bincount(owner[source], minlength=0)
-    return cluster, source, member_offsets, members, counts
+    return cluster, source, member_offsets, members
 
 
 def _table(
     pos: np.ndarray,
-    offsets: npt.ArrayLike,
-    parts: tuple[I64, I64, I64, I64, I64],
+    owners: tuple[I64, int],
+    parts: tuple[I64, I64, I64, I64],
     links: tuple[I64, I64],
 ) -> CoarseObjects:
-    _, source, member_offsets, members, counts = parts
-    m = np.asarray(offsets).shape[0] - 1
+    """The coarse table from the object of every vertex and the number of objects."""
+    _, source, member_offsets, members = parts
+    owner, m = owners
     coarse_offsets = np.zeros(m + 1, np.int64)
-    np.cumsum(np.pad(counts, (0, m - counts.shape[0])), out=coarse_offsets[1:])
+    np.cumsum(np.bincount(owner[source], minlength=m), out=coarse_offsets[1:])
     return CoarseObjects(
         pos[source], coarse_offsets, links[0], links[1], source, member_offsets, members
     )
@@ -388,7 +389,7 @@ def coarsen_graphs(
     ([0, 2, 3], [[0, 1]], [1])
     """
     pos, arr, owner, alive = _inputs(positions, (edges, 2, "edges"), offsets, keep)
-    parts = _clustered(pos, component_labels(pos.shape[0], arr), grid, alive, owner)
+    parts = _clustered(pos, component_labels(pos.shape[0], arr), grid, alive)
     cluster = parts[0]
     rows = np.flatnonzero((cluster[arr[:, 0]] != cluster[arr[:, 1]]) & alive[arr[:, 0]])
     fine = arr[rows] if directed else np.sort(arr[rows], axis=1)
@@ -397,7 +398,9 @@ def coarsen_graphs(
     if not directed:
         mapped = np.sort(mapped, axis=1)
     first = first_unique_rows(mapped)
-    return _table(pos, offsets, parts, (mapped[first], rows[first]))
+    return _table(
+        pos, (owner, np.asarray(offsets).shape[0] - 1), parts, (mapped[first], rows[first])
+    )
 
 
 def _alive(owner: I64, keep: npt.ArrayLike | None, m: int) -> B1:
@@ -447,7 +450,7 @@ def coarsen_meshes(
     ([0, 2, 3], [[0, 1, 2]], [1])
     """
     pos, arr, owner, alive = _inputs(positions, (faces, 3, "faces"), offsets, keep)
-    parts = _clustered(pos, owner, grid, alive, owner)
+    parts = _clustered(pos, owner, grid, alive)
     mapped = parts[0][arr]
     distinct = (
         (mapped[:, 0] != mapped[:, 1])
@@ -458,4 +461,6 @@ def coarsen_meshes(
     rows = rows[link_order(arr[rows])]
     mapped = mapped[rows]
     first = first_unique_rows(np.sort(mapped, axis=1))
-    return _table(pos, offsets, parts, (mapped[first], rows[first]))
+    return _table(
+        pos, (owner, np.asarray(offsets).shape[0] - 1), parts, (mapped[first], rows[first])
+    )
