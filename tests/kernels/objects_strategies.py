@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from hypothesis import strategies as st
 
-from zarr_vectors.kernels.coarse_cells import CoarseGrid
+from zarr_vectors.kernels.coarse_tables import CoarseGrid
 
 Array = np.ndarray[Any, Any]
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.kernels.objects_strategies import Table, forests, graphs, tables
-from zarr_vectors.kernels.coarse_cells import CoarseObjects
+from zarr_vectors.kernels.coarse_tables import CoarseObjects
 from zarr_vectors.kernels.coarsen_clusters import coarsen_graphs, coarsen_meshes
 from zarr_vectors.kernels.coarsen_polylines import coarsen_polylines
 from zarr_vectors.kernels.coarsen_skeletons import coarsen_skeletons

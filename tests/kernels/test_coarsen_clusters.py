@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.kernels.objects_strategies import Table, cells_of, graphs
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.kernels.coarse_cells import CoarseGrid
+from zarr_vectors.kernels.coarse_tables import CoarseGrid
 from zarr_vectors.kernels.coarsen_clusters import (
     _bad_link,
     cluster_vertices,

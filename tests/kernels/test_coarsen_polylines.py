@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.kernels.objects_strategies import Table, cells_of, tables
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.kernels.coarse_cells import CoarseGrid, coarse_cells
+from zarr_vectors.kernels.coarse_tables import CoarseGrid, coarse_cells
 from zarr_vectors.kernels.coarsen_polylines import coarsen_polylines, polyline_runs
 
 Array = np.ndarray[Any, Any]

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 
 from tests.kernels.objects_strategies import Table, cells_of, forests
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.kernels.coarse_cells import CoarseGrid, coarse_cells
+from zarr_vectors.kernels.coarse_tables import CoarseGrid, coarse_cells
 from zarr_vectors.kernels.coarsen_skeletons import (
     coarsen_skeletons,
     nearest_kept_ancestors,

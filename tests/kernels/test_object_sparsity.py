@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.kernels.objects_strategies import Table, tables
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.kernels.coarse_cells import coarse_cells
+from zarr_vectors.kernels.coarse_tables import coarse_cells
 from zarr_vectors.kernels.object_sparsity import (
     first_vertex_cells,
     id_hashes,

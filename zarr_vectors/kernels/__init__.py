@@ -13,7 +13,7 @@ from zarr_vectors.kernels.binning import (
     points_in_box,
 )
 from zarr_vectors.kernels.bounds import segment_bounds
-from zarr_vectors.kernels.coarse_cells import CoarseGrid, CoarseObjects, coarse_cells
+from zarr_vectors.kernels.coarse_tables import CoarseGrid, CoarseObjects, coarse_cells
 from zarr_vectors.kernels.coarsen_clusters import coarsen_graphs, coarsen_meshes
 from zarr_vectors.kernels.coarsen_polylines import coarsen_polylines
 from zarr_vectors.kernels.coarsen_skeletons import coarsen_skeletons

@@ -27,13 +27,14 @@ import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import njit
-from zarr_vectors.kernels.coarse_cells import (
+from zarr_vectors.kernels.coarse_tables import (
     CoarseGrid,
     CoarseObjects,
     coarse_cells,
     group_members,
     object_mask,
     object_of_vertices,
+    table_docs,
 )
 
 __all__ = [
@@ -344,6 +345,7 @@ def _table(
     )
 
 
+@table_docs
 def coarsen_graphs(
     positions: npt.ArrayLike,
     edges: npt.ArrayLike,
@@ -357,18 +359,14 @@ def coarsen_graphs(
 
     Parameters
     ----------
-    positions
-        ``(n, D)`` float32 or float64 level-0 vertices, objects back to back.
+    {positions}
     edges
         ``(l, 2)`` edges in global vertex indices, each inside one object.
-    offsets
-        ``(m + 1,)`` vertex offsets of the objects.
-    grid
-        Chunk grid and the level's bin shape.
+    {offsets}
+    {grid}
     directed
         Keep edge direction (``is_directed``).
-    keep
-        ``(m,)`` bool objects kept by object sparsity (all by default).
+    {keep}
 
     Returns
     -------
@@ -407,6 +405,7 @@ def _alive(owner: I64, keep: npt.ArrayLike | None, m: int) -> B1:
     return object_mask(keep, m)[owner]
 
 
+@table_docs
 def coarsen_meshes(
     positions: npt.ArrayLike,
     faces: npt.ArrayLike,
@@ -419,16 +418,12 @@ def coarsen_meshes(
 
     Parameters
     ----------
-    positions
-        ``(n, D)`` float32 or float64 level-0 vertices, objects back to back.
+    {positions}
     faces
         ``(f, 3)`` triangles in global vertex indices, each inside one object.
-    offsets
-        ``(m + 1,)`` vertex offsets of the objects.
-    grid
-        Chunk grid and the level's bin shape.
-    keep
-        ``(m,)`` bool objects kept by object sparsity (all by default).
+    {offsets}
+    {grid}
+    {keep}
 
     Returns
     -------

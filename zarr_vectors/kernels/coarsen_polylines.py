@@ -1,7 +1,7 @@
 """Polylines and streamlines at a coarse level: method ``"runs"`` (spec §4.3.3).
 
 Per object, a *run* is a maximal range of traversal-consecutive vertices in one coarse bin
-(cell, :func:`zarr_vectors.kernels.coarse_cells.coarse_cells`). Every run becomes one
+(cell, :func:`zarr_vectors.kernels.coarse_tables.coarse_cells`). Every run becomes one
 coarse vertex, in traversal order:
 
 * the first run's vertex is the object's first vertex, the last run's is its last vertex
@@ -21,12 +21,13 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
-from zarr_vectors.kernels.coarse_cells import (
+from zarr_vectors.kernels.coarse_tables import (
     CoarseGrid,
     CoarseObjects,
     coarse_cells,
     object_mask,
     object_of_vertices,
+    table_docs,
 )
 from zarr_vectors.kernels.ranges import concat_ranges
 
@@ -74,6 +75,7 @@ def _runs(cell: I64, offsets: I64, keep: B1, source: I64, first: I64, out_offset
     return j
 
 
+@table_docs
 def polyline_runs(
     cell: npt.ArrayLike, offsets: npt.ArrayLike, keep: npt.ArrayLike | None = None
 ) -> tuple[I64, I64, I64]:
@@ -83,11 +85,8 @@ def polyline_runs(
     ----------
     cell
         ``(n,)`` int64 coarse cell of every vertex, objects back to back.
-    offsets
-        ``(m + 1,)`` vertex offsets of the objects.
-    keep
-        ``(m,)`` bool: objects to coarsen (object sparsity); the others get no vertex.
-        All by default.
+    {offsets}
+    {keep}
 
     Returns
     -------
@@ -124,6 +123,7 @@ def _member_ends(first: I64, coarse_offsets: I64, offsets: I64) -> I64:
     return ends
 
 
+@table_docs
 def coarsen_polylines(
     positions: npt.ArrayLike,
     offsets: npt.ArrayLike,
@@ -134,15 +134,10 @@ def coarsen_polylines(
 
     Parameters
     ----------
-    positions
-        ``(n, D)`` float32 or float64 level-0 vertices, objects back to back in traversal
-        order.
-    offsets
-        ``(m + 1,)`` vertex offsets of the objects.
-    grid
-        Chunk grid and the level's bin shape.
-    keep
-        ``(m,)`` bool objects kept by object sparsity (all by default).
+    {positions}
+    {offsets}
+    {grid}
+    {keep}
 
     Returns
     -------

@@ -23,13 +23,14 @@ import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import njit
-from zarr_vectors.kernels.coarse_cells import (
+from zarr_vectors.kernels.coarse_tables import (
     CoarseGrid,
     CoarseObjects,
     coarse_cells,
     group_members,
     object_mask,
     object_of_vertices,
+    table_docs,
 )
 
 __all__ = ["coarsen_skeletons", "nearest_kept_ancestors", "thin_keep"]
@@ -117,6 +118,7 @@ def _parents_and_alive(
     return par, object_mask(keep, m)[owner]
 
 
+@table_docs
 def thin_keep(
     parents: npt.ArrayLike,
     chunk: npt.ArrayLike,
@@ -132,11 +134,9 @@ def thin_keep(
         ``(n,)`` parent vertex of every vertex, -1 for roots.
     chunk, cell
         ``(n,)`` int64 chunk and coarse-bin keys
-        (:func:`zarr_vectors.kernels.coarse_cells.coarse_cells`).
-    offsets
-        ``(m + 1,)`` vertex offsets of the objects.
-    keep
-        ``(m,)`` bool objects kept by object sparsity (all by default).
+        (:func:`zarr_vectors.kernels.coarse_tables.coarse_cells`).
+    {offsets}
+    {keep}
 
     Returns
     -------
@@ -199,6 +199,7 @@ def nearest_kept_ancestors(
     return anc
 
 
+@table_docs
 def coarsen_skeletons(
     positions: npt.ArrayLike,
     parents: npt.ArrayLike,
@@ -210,16 +211,12 @@ def coarsen_skeletons(
 
     Parameters
     ----------
-    positions
-        ``(n, D)`` float32 or float64 level-0 vertices, objects back to back.
+    {positions}
     parents
         ``(n,)`` parent vertex of every vertex (global index), -1 for the root.
-    offsets
-        ``(m + 1,)`` vertex offsets of the objects.
-    grid
-        Chunk grid and the level's bin shape.
-    keep
-        ``(m,)`` bool objects kept by object sparsity (all by default).
+    {offsets}
+    {grid}
+    {keep}
 
     Returns
     -------

@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import njit
-from zarr_vectors.kernels.coarse_cells import object_of_vertices
+from zarr_vectors.kernels.coarse_tables import object_of_vertices
 
 __all__ = ["first_vertex_cells", "id_hashes", "keep_longest", "keep_per_cell", "polyline_lengths"]
 
@@ -163,7 +163,7 @@ def first_vertex_cells(cell: npt.ArrayLike, offsets: npt.ArrayLike) -> I64:
     ----------
     cell
         ``(n,)`` int64 coarse cell of every vertex
-        (:func:`zarr_vectors.kernels.coarse_cells.coarse_cells`).
+        (:func:`zarr_vectors.kernels.coarse_tables.coarse_cells`).
     offsets
         ``(m + 1,)`` vertex offsets of the objects.
 

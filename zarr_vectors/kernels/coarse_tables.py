@@ -10,7 +10,8 @@ same coarse bin. Arrays in, arrays out; no I/O.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -20,16 +21,66 @@ from zarr_vectors.kernels.binning import assign_chunks_and_bins, chunk_coords
 from zarr_vectors.kernels.sorting import counting_sort
 
 __all__ = [
+    "TABLE_DOCS",
     "CoarseGrid",
     "CoarseObjects",
     "coarse_cells",
     "group_members",
     "object_mask",
     "object_of_vertices",
+    "table_docs",
 ]
 
 I64 = npt.NDArray[np.int64]
 B1 = npt.NDArray[np.bool_]
+F = TypeVar("F", bound=Callable[..., object])
+
+TABLE_DOCS: dict[str, str] = {
+    "positions": """\
+    positions
+        ``(n, D)`` float32 or float64 level-0 vertices, objects back to back in traversal
+        order.""",
+    "offsets": """\
+    offsets
+        ``(m + 1,)`` vertex offsets of the objects: object k owns ``offsets[k]:offsets[k+1]``.""",
+    "grid": """\
+    grid
+        Chunk grid and the level's bin shape.""",
+    "keep": """\
+    keep
+        ``(m,)`` bool objects kept by object sparsity; the others get no coarse vertex.
+        All by default.""",
+}
+"""Parameter documentation the coarsening functions share (:func:`table_docs`)."""
+
+
+def table_docs(func: F) -> F:
+    r"""Put the blocks of :data:`TABLE_DOCS` into ``func``'s docstring, where a line holds
+    just ``{name}``.
+
+    Parameters
+    ----------
+    func
+        A function whose docstring names shared blocks.
+
+    Returns
+    -------
+    callable
+        ``func``, its docstring completed.
+
+    Examples
+    --------
+    >>> def f(grid):
+    ...     pass
+    >>> f.__doc__ = "Parameters\n    ----------\n    {grid}\n"
+    >>> "bin shape" in table_docs(f).__doc__
+    True
+    """
+    doc = func.__doc__ or ""
+    for name, block in TABLE_DOCS.items():
+        doc = doc.replace(f"    {{{name}}}\n", block + "\n")
+    func.__doc__ = doc
+    return func
 
 
 class CoarseGrid(NamedTuple):
