@@ -1,5 +1,5 @@
 """Numba kernels: arrays in, arrays out, no I/O (chunk grid and bins spec §5, object
-manifests spec §7, bbox spec §8)."""
+manifests spec §7, bbox spec §8, coarse levels of object kinds spec §4.3.3)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,18 @@ from zarr_vectors.kernels.binning import (
     points_in_box,
 )
 from zarr_vectors.kernels.bounds import segment_bounds
+from zarr_vectors.kernels.coarse_tables import CoarseGrid, CoarseObjects, coarse_cells
+from zarr_vectors.kernels.coarsen_clusters import coarsen_graphs, coarsen_meshes
+from zarr_vectors.kernels.coarsen_polylines import coarsen_polylines
+from zarr_vectors.kernels.coarsen_skeletons import coarsen_skeletons
 from zarr_vectors.kernels.manifests import decode_manifests, encode_manifests
+from zarr_vectors.kernels.object_sparsity import (
+    first_vertex_cells,
+    id_hashes,
+    keep_longest,
+    keep_per_cell,
+    polyline_lengths,
+)
 from zarr_vectors.kernels.ranges import concat_ranges
 from zarr_vectors.kernels.sorting import (
     chunk_and_bin_destinations,
@@ -43,4 +54,16 @@ __all__ = [
     "points_in_box",
     "encode_manifests",
     "decode_manifests",
+    "CoarseGrid",
+    "CoarseObjects",
+    "coarse_cells",
+    "coarsen_polylines",
+    "coarsen_skeletons",
+    "coarsen_graphs",
+    "coarsen_meshes",
+    "polyline_lengths",
+    "keep_longest",
+    "first_vertex_cells",
+    "keep_per_cell",
+    "id_hashes",
 ]
