@@ -92,7 +92,7 @@ class StoreExistsError(ZarrVectorsError, FileExistsError):
     >>> zv.write_points(path, np.zeros((3, 3), dtype=np.float32), chunk_shape=10.0)
     Traceback (most recent call last):
         ...
-    zarr_vectors.errors.StoreExistsError: ... pass mode="w" to replace it ...
+    zarr_vectors.errors.StoreExistsError: ... pass mode="w" to replace it
     """
 
 
