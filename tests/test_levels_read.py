@@ -18,7 +18,7 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from benchmarks._latency import LatencyStore
-from tests.geometry.result_cases import html_rows
+from tests.result.result_cases import html_rows
 from tests.helpers import examples, sorted_rows
 from tests.levels_fixtures import add_copy_level, add_point_levels
 
