@@ -132,7 +132,7 @@ def test_levels_lists_every_level_of_the_multiscales_block(tmp_path: Path) -> No
         "level": 1,
         "bin_ratio": [2, 2, 2],
         "bin_shape": [50.0] * 3,
-        "coarsening": {"method": "sample", "per_bin": 4},
+        "coarsening": {"method": "sample", "key": "splitmix64", "per_bin": 4},
     }
     (root / "1" / "zarr.json").write_text(json.dumps(level))
     doc = json.loads((root / "zarr.json").read_text())
@@ -143,7 +143,7 @@ def test_levels_lists_every_level_of_the_multiscales_block(tmp_path: Path) -> No
     assert [lv.level for lv in store.levels] == [0, 1]
     assert [lv.method for lv in store.levels] == [None, "sample"]
     assert store.levels[1].bin_ratio == (2, 2, 2)
-    assert store.levels[1].coarsening == {"method": "sample", "per_bin": 4}
+    assert store.levels[1].coarsening == {"method": "sample", "key": "splitmix64", "per_bin": 4}
     n, chunks = format_count(store.vertex_count), format_count(store.chunk_count)
     assert "levels 0, 1" in repr(store)
     assert f"level 1: {n} vertices in {chunks} chunks, bin_shape [50, 50, 50], sample" in repr(

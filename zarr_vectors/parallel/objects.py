@@ -151,7 +151,7 @@ def write_objects_parallel(
     >>> import zarr_vectors as zv
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
     >>> lines = [np.array([[0, 0, 0], [5, 5, 5.0]]), np.array([[20, 0, 0], [20, 9, 0.0]])]
-    >>> with distributed.Client(processes=False, n_workers=1, dashboard_address=None) as client:
+    >>> with distributed.Client(processes=False, n_workers=1, dashboard_address=":0") as client:
     ...     zv.write_objects_parallel(path, "polyline", [{"polylines": lines[:1]},
     ...                               {"polylines": lines[1:]}], chunk_shape=10.0, client=client)
     >>> store = zv.open(path)

@@ -174,7 +174,7 @@ def write_points_parallel(
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
     >>> tiles = [np.array([[1, 1, 1], [12, 3, 4]], dtype=np.float32),
     ...          np.array([[25, 25, 25]], dtype=np.float32)]
-    >>> with distributed.Client(processes=False, n_workers=1, dashboard_address=None) as client:
+    >>> with distributed.Client(processes=False, n_workers=1, dashboard_address=":0") as client:
     ...     zv.write_points_parallel(path, tiles, chunk_shape=10.0, client=client)
     >>> zv.open(path).vertex_count
     3
