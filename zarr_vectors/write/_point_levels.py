@@ -131,9 +131,11 @@ def _sample(
 ) -> SortedPoints:
     """Level N of ``sample`` from the columns of level N - 1 (the last: the rows' keys).
 
-    The same rows as :func:`_kept` of :func:`sort_points` over the coarse grid, but only
-    the keys are put in coarse order: the kept rows are moved straight from the source to
-    their place, so the columns of the rows dropped are never copied.
+    The rows ``sample_segments`` keeps of the source put in coarse storage order
+    (:func:`sort_points` over ``grid``), but only the keys are moved to that order: the
+    kept rows go straight from the source to their place, and the rows dropped are never
+    copied. Within a coarse bin the sorted rows keep the source order, so the tie-break
+    by position is the same either way.
     """
     destination, frame = storage_order(columns[0], bounds, grid)
     if destination.shape[0] == 0:
