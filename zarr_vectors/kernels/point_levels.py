@@ -78,14 +78,25 @@ def sample_segments(keys: U64, offsets: I64, cap: int) -> npt.NDArray[np.bool_]:
 
 @njit
 def _sample_segments(keys: U64, offsets: I64, cap: int, keep: npt.NDArray[np.bool_]) -> None:
+    # The cap smallest (key, position) of a segment, in linear time: every row whose key is
+    # below the cap-th smallest key, then rows holding that key in row order until cap.
     for s in range(offsets.shape[0] - 1):
         a, b = offsets[s], offsets[s + 1]
         if b - a <= cap:
             keep[a:b] = True
             continue
-        order = np.argsort(keys[a:b], kind="mergesort")  # stable: ties by position
-        for t in range(cap):
-            keep[a + order[t]] = True
+        kth = np.partition(keys[a:b], cap - 1)[cap - 1]
+        below = 0
+        for i in range(a, b):
+            if keys[i] < kth:
+                keep[i] = True
+                below += 1
+        for i in range(a, b):
+            if below == cap:
+                break
+            if keys[i] == kth:
+                keep[i] = True
+                below += 1
 
 
 def segment_sums(values: npt.NDArray[Any], offsets: I64) -> F64:

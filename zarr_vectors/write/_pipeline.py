@@ -63,6 +63,7 @@ __all__ = [
     "point_blob_layout",
     "round_up",
     "sort_points",
+    "storage_order",
     "vertex_column_specs",
     "write_chunk_array",
     "write_level_metadata",
@@ -189,18 +190,31 @@ def sort_points(
     Each row is moved once to its place (:func:`~zarr_vectors.kernels.scatter_rows`),
     reading the input in order, rather than gathered chunk by chunk.
     """
-    positions = columns[0]
+    destination, frame = storage_order(columns[0], bounds, grid)
+    if destination.shape[0] == 0:
+        return SortedPoints(columns, frame.chunks, frame.chunk_offsets, frame.bin_offsets)
+    moved = [scatter_rows(values, destination) for values in columns]
+    return SortedPoints(moved, frame.chunks, frame.chunk_offsets, frame.bin_offsets)
+
+
+def storage_order(
+    positions: np.ndarray, bounds: tuple[np.ndarray, np.ndarray], grid: ChunkGrid
+) -> tuple[np.ndarray, SortedPoints]:
+    """Where each row goes in storage order, and the chunks and offsets of that order.
+
+    The first half of :func:`sort_points`: ``destination[i]`` is the sorted place of row
+    ``i``; the returned :class:`SortedPoints` has no columns.
+    """
     if positions.shape[0] == 0:
-        ndim = grid.ndim
-        none = np.empty((0, ndim), np.int64)
-        return SortedPoints(columns, none, np.zeros(1, np.int64), np.zeros((0, 1), np.int64))
+        none = np.empty((0, grid.ndim), np.int64)
+        empty = SortedPoints([], none, np.zeros(1, np.int64), np.zeros((0, 1), np.int64))
+        return np.empty(0, np.int64), empty
     lo, dense_shape = dense_bounds_span(bounds, grid)
     destination, occupied, chunk_offsets, bin_offsets = destinations_of_positions(
         positions, grid.chunk_shape, grid.bin_shape, grid.bins, lo, dense_shape
     )
-    moved = [scatter_rows(values, destination) for values in columns]
     chunks = grid_indices(occupied, lo, dense_shape, grid)
-    return SortedPoints(moved, chunks, chunk_offsets, bin_offsets)
+    return destination, SortedPoints([], chunks, chunk_offsets, bin_offsets)
 
 
 def round_up(value: int, multiple: int) -> int:

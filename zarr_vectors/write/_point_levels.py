@@ -27,6 +27,7 @@ from zarr_vectors.format.levels import (
     sample_coarsening,
 )
 from zarr_vectors.format.metadata import LevelMetadata
+from zarr_vectors.kernels import scatter_rows
 from zarr_vectors.kernels.point_levels import (
     sample_keys,
     sample_segments,
@@ -41,6 +42,7 @@ from zarr_vectors.write._pipeline import (
     point_blob_layout,
     round_up,
     sort_points,
+    storage_order,
     write_level_metadata,
     write_sorted_points,
 )
@@ -115,21 +117,42 @@ def _segments(points: SortedPoints) -> np.ndarray:
     return np.append(starts.ravel(), points.chunk_offsets[-1]).astype(np.int64)
 
 
-def _kept(points: SortedPoints, keep: np.ndarray) -> SortedPoints:
-    """The rows of ``points`` where ``keep`` is True, with their chunk and bin offsets."""
+def _kept(frame: SortedPoints, keep: np.ndarray, columns: list[np.ndarray]) -> SortedPoints:
+    """The kept rows' ``columns`` (already in order) with the chunk and bin offsets of the
+    rows of ``frame`` where ``keep`` is True."""
     before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
-    offsets = before[points.chunk_offsets]
-    bins = before[points.chunk_offsets[:-1, None] + points.bin_offsets] - offsets[:-1, None]
-    columns = [c[keep] for c in points.columns]
-    return SortedPoints(columns, points.chunks, offsets, bins)
+    offsets = before[frame.chunk_offsets]
+    bins = before[frame.chunk_offsets[:-1, None] + frame.bin_offsets] - offsets[:-1, None]
+    return SortedPoints(columns, frame.chunks, offsets, bins)
 
 
 def _sample(
     columns: list[np.ndarray], bounds: tuple[np.ndarray, np.ndarray], grid: ChunkGrid, cap: int
 ) -> SortedPoints:
-    """Level N of ``sample`` from the columns of level N - 1 (the last: the rows' keys)."""
-    ordered = sort_points(columns, bounds, grid)
-    return _kept(ordered, sample_segments(ordered.columns[-1], _segments(ordered), cap))
+    """Level N of ``sample`` from the columns of level N - 1 (the last: the rows' keys).
+
+    The rows ``sample_segments`` keeps of the source put in coarse storage order
+    (:func:`sort_points` over ``grid``), but only the keys are moved to that order: the
+    kept rows go straight from the source to their place, and the rows dropped are never
+    copied. Within a coarse bin the sorted rows keep the source order, so the tie-break
+    by position is the same either way.
+    """
+    destination, frame = storage_order(columns[0], bounds, grid)
+    if destination.shape[0] == 0:
+        return SortedPoints(columns, frame.chunks, frame.chunk_offsets, frame.bin_offsets)
+    keys = scatter_rows(columns[-1], destination)
+    keep = sample_segments(keys, _segments(frame), cap)
+    chosen = np.flatnonzero(keep[destination])
+    place = (np.cumsum(keep, dtype=np.int64) - 1)[destination[chosen]]
+    moved = [_placed(values[chosen], place) for values in columns]
+    return _kept(frame, keep, moved)
+
+
+def _placed(values: np.ndarray, place: np.ndarray) -> np.ndarray:
+    """``out[place[i]] = values[i]``: rows put at their places (a permutation)."""
+    out = np.empty_like(values)
+    out[place] = values
+    return out
 
 
 def coarse_rows(

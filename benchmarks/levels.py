@@ -1,0 +1,190 @@
+"""Levels of detail of a point cloud: their build cost, storage and overview latency (issue 37).
+
+Usage: ``python -m benchmarks.levels [--points N | --quick] [--repeat R] [--dir DIR]
+[--json PATH]``. The points of :func:`benchmarks._data.make_points` (one float32
+attribute) are written, in the same process and alternating, without levels, with
+``levels="auto"`` (``sample``) and with ``Levels(method="aggregate")``, each into a fresh
+directory; then ``build_levels`` adds ``sample`` levels to a store written without them.
+Each time is the median of ``--repeat`` runs, as wall-clock time and as the process's CPU
+time (every thread: steadier on a shared machine); ``ours/floor`` is the ratio to the
+write without levels, the ``floor`` of these rows. Storage: the ``sample`` store's bytes
+over those of the store without levels (level 0). Overview: a fresh ``zv.open`` plus
+``query(max_vertices=100_000)`` of everything, median of ``--repeat``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import zarr_vectors as zv
+from benchmarks._data import ATTRIBUTE, make_points, warm_up
+from benchmarks._measure import log, median, tree_size
+from benchmarks._table import Row, format_table
+
+BUDGET = 100_000
+"""The vertex budget of the overview query."""
+
+WRITE_TARGET = 1.3
+"""Issue 37: a write with levels takes at most 1.3x the same write without."""
+
+STORAGE_TARGET = 1.2
+"""Issue 37: a store with ``sample`` levels holds at most 1.2x the bytes of level 0."""
+
+OVERVIEW_TARGET = 0.1
+"""Issue 37: a fresh open plus the overview query in at most 100 ms."""
+
+EVERYTHING = (np.full(3, -np.inf), np.full(3, np.inf))
+"""The box of everything (unbounded on every axis)."""
+
+CASES: dict[str, Any] = {
+    "none": None,
+    "sample": "auto",
+    "aggregate": zv.Levels(method="aggregate"),
+}
+
+
+def _timed(func: Callable[[], Any]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    func()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _writes(root: Path, n: int, repeat: int, seed: int) -> dict[str, list[tuple[float, float]]]:
+    """Alternating writes of every case, each into a fresh directory, plus build_levels."""
+    positions, values = make_points(n, seed)
+    attributes = {ATTRIBUTE: values}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in [*CASES, "build"]}
+    for r in range(repeat):
+        for name, levels in CASES.items():
+            path = root / f"{name}.zarrvectors"
+            shutil.rmtree(path, ignore_errors=True)
+            times[name].append(
+                _timed(
+                    lambda p=path, lv=levels: zv.write_points(
+                        p, positions, attributes=attributes, levels=lv
+                    )
+                )
+            )
+        path = root / "build.zarrvectors"
+        shutil.rmtree(path, ignore_errors=True)
+        zv.write_points(path, positions, attributes=attributes)
+        times["build"].append(_timed(lambda p=path: zv.build_levels(p)))
+        log(f"levels: repeat {r + 1} of {repeat} done")
+    return times
+
+
+def _overview(path: Path, repeat: int) -> tuple[float, int, int]:
+    """Median seconds of a fresh open plus the overview query, its rows and its level."""
+    seconds, rows = [], 0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = zv.open(path).query(EVERYTHING, max_vertices=BUDGET)
+        seconds.append(time.perf_counter() - start)
+        rows = len(result)
+    store = zv.open(path)
+    level = min((info.level for info in store.levels if info.vertex_count <= BUDGET), default=-1)
+    return median(seconds), rows, level
+
+
+def _rows(root: Path, n: int, repeat: int, seed: int) -> list[Row]:
+    """Every row of the table for ``n`` points."""
+    times = _writes(root, n, repeat, seed)
+    wall = {name: median([t[0] for t in runs]) for name, runs in times.items()}
+    cpu = {name: median([t[1] for t in runs]) for name, runs in times.items()}
+    rows = [Row("write, no levels", n, wall["none"], None, "s", f"CPU {cpu['none']:.2f} s")]
+    for name, case in (
+        ("sample", "write, sample levels"),
+        ("aggregate", "write, aggregate levels"),
+        ("build", "build_levels after write"),
+    ):
+        ratio = cpu[name] / cpu["none"]
+        target = f"<= {WRITE_TARGET}x" if name == "sample" else ""
+        rows.append(
+            Row(
+                case,
+                n,
+                wall[name],
+                wall["none"],
+                "s",
+                f"CPU {cpu[name]:.2f} s = {ratio:.2f}x of no levels",
+                target=target,
+                passed=None if not target else wall[name] <= WRITE_TARGET * wall["none"],
+                extra={"cpu": cpu[name], "cpu_ratio": ratio, "runs": times[name]},
+            )
+        )
+    level0, files0 = tree_size(root / "none.zarrvectors")
+    levels, files = tree_size(root / "sample.zarrvectors")
+    rows.append(
+        Row(
+            "size, sample levels / level 0",
+            n,
+            float(levels),
+            float(level0),
+            "B",
+            f"{files} files, level 0 alone {files0}",
+            target=f"<= {STORAGE_TARGET}x",
+            passed=levels <= STORAGE_TARGET * level0,
+        )
+    )
+    seconds, count, level = _overview(root / "sample.zarrvectors", repeat)
+    rows.append(
+        Row(
+            f"open + query(max_vertices={BUDGET:,})",
+            n,
+            seconds,
+            None,
+            "s",
+            f"level {level}, {count:,} vertices",
+            target=f"<= {OVERVIEW_TARGET * 1000:.0f} ms",
+            passed=seconds <= OVERVIEW_TARGET,
+            ok=count <= BUDGET,
+        )
+    )
+    return rows
+
+
+def main() -> None:
+    """Run the cases and print the table (stdout) and progress (stderr)."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--points", type=float, default=1e7)
+    parser.add_argument("--quick", action="store_true", help="1e6 points, 3 repeats")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    n, repeat = int(args.points), args.repeat
+    if args.quick:
+        n, repeat = 1_000_000, 3
+    root = Path(tempfile.mkdtemp(prefix="zv-bench-levels-", dir=args.dir))
+    try:
+        warm_up(str(root))
+        warm = root / "warm.zarrvectors"
+        positions, values = make_points(2000, args.seed)
+        for levels in CASES.values():
+            shutil.rmtree(warm, ignore_errors=True)
+            zv.write_points(warm, positions, attributes={ATTRIBUTE: values}, levels=levels)
+        rows = _rows(root, n, repeat, args.seed)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(format_table(rows))
+    print(
+        "ours/floor: the time over the write without levels (wall clock); "
+        "detail: the same ratio of CPU times"
+    )
+    if args.json is not None:
+        args.json.write_text(json.dumps([row.to_json() for row in rows], default=str, indent=1))
+
+
+if __name__ == "__main__":
+    main()
