@@ -2,8 +2,9 @@
 levels (point clouds get theirs from ``zv.write_points(levels=...)``).
 
 :func:`add_copy_level` adds a byte copy of level 0 as a level with ``bin_ratio`` 1 (a valid
-trivial level of any kind), lists it in the root ``multiscales[0].datasets`` and writes its
-group metadata with a ``coarsening`` key.
+trivial level of any kind), lists it in the root ``multiscales[0].datasets``, writes its
+group metadata with a ``coarsening`` key and declares format 1.3 (spec §3.3: a store with
+levels). The result passes ``zv.validate(level=5)``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def _declare(io: StoreIO, level: int, attrs: dict[str, Any]) -> None:
     entry = dict(datasets[0], path=str(level), level=level, bin_ratio=attrs["bin_ratio"])
     entry["object_sparsity"] = attrs["object_sparsity"]
     datasets[:] = [d for d in datasets if d["level"] != level] + [entry]
+    root["attributes"]["zarr_vectors_version"] = "1.3"  # a store with levels (spec §3.3)
     _write_json(io, "zarr.json", root)
     _write_json(io, ".zattrs", root["attributes"])
 

@@ -75,6 +75,30 @@ def lines(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def aggregated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("levels") / "means.zv"
+    xyz, value = _cloud(3000, seed=1)
+    zv.write_points(
+        path,
+        xyz,
+        chunk_shape=CHUNK,
+        bin_shape=CHUNK / 4,
+        attributes={"v": value, "kind": (value * 4).astype(np.int32)},
+        levels=zv.Levels(count=2, method="aggregate"),  # bins 12.5, then 25
+    )
+    return path
+
+
+def _coarse_cells(xyz: np.ndarray, bin_shape: tuple[float, ...] | None) -> np.ndarray:
+    """Each vertex's (chunk, bin) cell for bins of ``bin_shape`` (spec §5), one row each."""
+    assert bin_shape is not None
+    p = xyz.astype(np.float64)
+    chunks = np.floor(p / CHUNK)
+    bins = np.floor((p - chunks * CHUNK) / np.asarray(bin_shape))
+    return np.concatenate([chunks, bins], axis=1)
+
+
 def _level_vertices(store: zv.VectorStore, level: int) -> zv.QueryResult:
     return store.read(level=level)
 
@@ -242,6 +266,45 @@ def test_read_with_max_vertices_reads_the_finest_level_that_fits(points: Path) -
         assert (found.level, len(found)) == (level, n)
     with pytest.raises(zv.InvalidInputError, match="coarsest level"):
         store.read(max_vertices=counts[-1] - 1)
+
+
+# -- real stores: valid, and a budgeted overview covers every occupied coarse cell --------
+@pytest.mark.parametrize("name", ["points", "aggregated", "lines"])
+def test_every_level_of_a_store_with_levels_is_valid(
+    name: str, request: pytest.FixtureRequest
+) -> None:
+    path = request.getfixturevalue(name)
+    report = zv.validate(path, level=5)
+    assert report.ok, [str(p) for p in report.errors]
+    assert zv.open(path).metadata["zarr_vectors_version"] == "1.3"
+    assert len(zv.open(path).levels) > 1
+
+
+@FIXTURE_SETTINGS
+@given(name=st.sampled_from(["points", "aggregated"]), budget=st.integers(1, 5000))
+def test_an_overview_within_budget_covers_every_occupied_coarse_cell(
+    name: str, budget: int, request: pytest.FixtureRequest
+) -> None:
+    path = request.getfixturevalue(name)
+    store = zv.open(path)
+    levels = store.levels
+    if budget < levels[-1].vertex_count:
+        with pytest.raises(zv.InvalidInputError, match="coarsest level"):
+            store.query(EVERYTHING, max_vertices=budget)
+        return
+    found = store.query(EVERYTHING, max_vertices=budget)
+    chosen = levels[found.level]
+    assert len(found) <= budget
+    assert found.level == min(lv.level for lv in levels if lv.vertex_count <= budget)
+    want = np.unique(_coarse_cells(store.read().positions, chosen.bin_shape), axis=0)
+    got, per_cell = np.unique(
+        _coarse_cells(found.positions, chosen.bin_shape), axis=0, return_counts=True
+    )
+    np.testing.assert_array_equal(got, want)  # every occupied coarse cell, and no other
+    if chosen.method == "sample":  # at most per_bin of each coarse cell; aggregate: one
+        assert per_cell.max() <= chosen.coarsening["per_bin"]  # type: ignore[index]
+    elif chosen.method == "aggregate":
+        assert per_cell.max() == 1
 
 
 # -- errors -----------------------------------------------------------------------------------
