@@ -1,8 +1,9 @@
 """Reading by resolution level: ``level=``, ``max_vertices=``, ``store.levels``, ``plot()``.
 
-The stores with levels come from the test-only builders of :mod:`tests.levels_fixtures`
-(points: nested per-coarse-bin subsets; object kinds: a copy of level 0 as level 1). Every
-answer is checked against brute force over the level's own vertices.
+Point stores get their levels from the library (``write_points(levels=zv.Levels(...))``:
+nested per-coarse-bin samples, or per-bin aggregates); object kinds from the test-only builder
+of :mod:`tests.levels_fixtures` (a copy of level 0 as level 1), since no object writer builds
+levels yet. Every answer is checked against brute force over the level's own vertices.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from benchmarks._latency import LatencyStore
-from tests.result.result_cases import html_rows
 from tests.helpers import examples, sorted_rows
-from tests.levels_fixtures import add_copy_level, add_point_levels
+from tests.levels_fixtures import add_copy_level
+from tests.result.result_cases import html_rows
 
 EXTENT = 100.0
 CHUNK = 25.0
-RATIOS, CAPS = (2, 4, 4), (4, 2, 1)  # bins 12.5 (base 6.25), then 25 = the chunk, cap 2 then 1
+PER_BIN = 2
+RATIOS, CAPS = (2, 4, 4), (2, 2, 1)  # bins 12.5 (base 6.25), then 25 = the chunk, cap 1
 EVERYTHING = ((-np.inf,) * 3, (np.inf,) * 3)
 FIXTURE_SETTINGS = settings(
     max_examples=examples(25, 200),
@@ -41,8 +43,14 @@ def _cloud(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def _point_store(store: object, n: int = 4000) -> None:
     xyz, value = _cloud(n)
-    zv.write_points(store, xyz, chunk_shape=CHUNK, bin_shape=CHUNK / 4, attributes={"v": value})
-    add_point_levels(store, RATIOS, CAPS)
+    zv.write_points(
+        store,
+        xyz,
+        chunk_shape=CHUNK,
+        bin_shape=CHUNK / 4,
+        attributes={"v": value},
+        levels=zv.Levels(count=len(RATIOS), per_bin=PER_BIN),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +73,30 @@ def lines(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     add_copy_level(path)
     return path
+
+
+@pytest.fixture(scope="module")
+def aggregated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("levels") / "means.zv"
+    xyz, value = _cloud(3000, seed=1)
+    zv.write_points(
+        path,
+        xyz,
+        chunk_shape=CHUNK,
+        bin_shape=CHUNK / 4,
+        attributes={"v": value, "kind": (value * 4).astype(np.int32)},
+        levels=zv.Levels(count=2, method="aggregate"),  # bins 12.5, then 25
+    )
+    return path
+
+
+def _coarse_cells(xyz: np.ndarray, bin_shape: tuple[float, ...] | None) -> np.ndarray:
+    """Each vertex's (chunk, bin) cell for bins of ``bin_shape`` (spec §5), one row each."""
+    assert bin_shape is not None
+    p = xyz.astype(np.float64)
+    chunks = np.floor(p / CHUNK)
+    bins = np.floor((p - chunks * CHUNK) / np.asarray(bin_shape))
+    return np.concatenate([chunks, bins], axis=1)
 
 
 def _level_vertices(store: zv.VectorStore, level: int) -> zv.QueryResult:
@@ -102,7 +134,7 @@ def test_levels_are_records_of_every_level(points: Path) -> None:
     assert [lv.method for lv in levels] == [None, "sample", "sample", "sample"]
     assert [lv.bin_ratio for lv in levels] == [(1, 1, 1), *((r,) * 3 for r in RATIOS)]
     assert levels[2].bin_shape == levels[3].bin_shape == (CHUNK,) * 3
-    assert levels[1].coarsening == {"method": "sample", "per_bin": CAPS[0]}
+    assert [lv.coarsening["per_bin"] for lv in levels[1:]] == list(CAPS)  # type: ignore[index]
     for lv in levels:
         assert lv.vertex_count == len(store.read(level=lv.level))
         assert lv.object_count is None
@@ -195,11 +227,15 @@ def test_max_vertices_in_a_ball_is_never_exceeded(
 ) -> None:
     store = zv.open(points)
     ball = zv.ball(center, radius)
-    coarsest = len(store.query(ball, level=3))
+    c = np.asarray(center)
+    cells = np.floor(store.read(level=3).positions.astype(np.float64) / CHUNK)
+    near = np.all((cells * CHUNK <= c + radius) & (c - radius <= (cells + 1) * CHUNK), axis=1)
     try:
         found = store.query(ball, max_vertices=budget)
     except zv.InvalidInputError:
-        assert coarsest > 0  # the count of the chunks met is over the budget, so not empty
+        # the coarsest level's count over the chunks met is over the budget (the chunks met
+        # lie in the ball's closed bounding box); the ball itself may hold none of them
+        assert int(near.sum()) > budget
         return
     assert len(found) <= budget
     np.testing.assert_array_equal(_rows(found), _rows(store.query(ball, level=found.level)))
@@ -230,6 +266,45 @@ def test_read_with_max_vertices_reads_the_finest_level_that_fits(points: Path) -
         assert (found.level, len(found)) == (level, n)
     with pytest.raises(zv.InvalidInputError, match="coarsest level"):
         store.read(max_vertices=counts[-1] - 1)
+
+
+# -- real stores: valid, and a budgeted overview covers every occupied coarse cell --------
+@pytest.mark.parametrize("name", ["points", "aggregated", "lines"])
+def test_every_level_of_a_store_with_levels_is_valid(
+    name: str, request: pytest.FixtureRequest
+) -> None:
+    path = request.getfixturevalue(name)
+    report = zv.validate(path, level=5)
+    assert report.ok, [str(p) for p in report.errors]
+    assert zv.open(path).metadata["zarr_vectors_version"] == "1.3"
+    assert len(zv.open(path).levels) > 1
+
+
+@FIXTURE_SETTINGS
+@given(name=st.sampled_from(["points", "aggregated"]), budget=st.integers(1, 5000))
+def test_an_overview_within_budget_covers_every_occupied_coarse_cell(
+    name: str, budget: int, request: pytest.FixtureRequest
+) -> None:
+    path = request.getfixturevalue(name)
+    store = zv.open(path)
+    levels = store.levels
+    if budget < levels[-1].vertex_count:
+        with pytest.raises(zv.InvalidInputError, match="coarsest level"):
+            store.query(EVERYTHING, max_vertices=budget)
+        return
+    found = store.query(EVERYTHING, max_vertices=budget)
+    chosen = levels[found.level]
+    assert len(found) <= budget
+    assert found.level == min(lv.level for lv in levels if lv.vertex_count <= budget)
+    want = np.unique(_coarse_cells(store.read().positions, chosen.bin_shape), axis=0)
+    got, per_cell = np.unique(
+        _coarse_cells(found.positions, chosen.bin_shape), axis=0, return_counts=True
+    )
+    np.testing.assert_array_equal(got, want)  # every occupied coarse cell, and no other
+    if chosen.method == "sample":  # at most per_bin of each coarse cell; aggregate: one
+        assert per_cell.max() <= chosen.coarsening["per_bin"]  # type: ignore[index]
+    elif chosen.method == "aggregate":
+        assert per_cell.max() == 1
 
 
 # -- errors -----------------------------------------------------------------------------------

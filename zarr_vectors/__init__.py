@@ -48,6 +48,7 @@ from zarr_vectors.geometry import (
 from zarr_vectors.parallel import write_objects_parallel, write_points_parallel
 from zarr_vectors.query import QueryRegion, ball, box, polygon
 from zarr_vectors.result import QueryResult
+from zarr_vectors.store_summary import LevelInfo
 from zarr_vectors.update import (
     ObjectWriter,
     PointWriter,
@@ -86,6 +87,7 @@ __all__ = [
     "append_mesh",
     "open",
     "VectorStore",
+    "LevelInfo",
     "QueryResult",
     "QueryRegion",
     "box",

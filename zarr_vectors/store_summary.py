@@ -88,6 +88,8 @@ class LevelInfo:
     (0, 3, 2, None)
     >>> level0.bin_ratio, level0.bin_shape
     ((1, 1), (2.5, 2.5))
+    >>> isinstance(level0, zv.LevelInfo)
+    True
     """
 
     level: int

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import examples
@@ -615,8 +615,23 @@ def test_public_destinations_reuse_the_chunk_array() -> None:
     np.testing.assert_array_equal(occupied, [2, 5, 9])
 
 
+_FORCED_CELLS = 2**20
+"""Largest grid (chunks x bins) the property forces the cell counts on: a table of that many
+cells per row slice stays small; a wider grid keeps the kernel's own bounded choice."""
+
+# hypothesis found it: float32 positions near -4.2e6 on 1e-3 chunks span ~500 chunks per
+# axis, so forcing the cell counts on the whole grid (~8e9 cells) asked for 28-60 GiB.
+_WIDE = Cloud(
+    np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.5]]),
+    np.array([1e-3] * 3),
+    np.array([2.5e-4] * 3),
+    np.array([4, 4, 4]),
+)
+
+
 @FEWER
 @given(clouds(max_n=150), st.booleans(), st.integers(0, 3))
+@example(_WIDE, True, 3)
 def test_destinations_of_positions_match_naive(cloud: Cloud, by_cells: bool, spare: int) -> None:
     """Cell counts (a small grid) or assignment then sort (a wide one): the naive twins'
     destinations and offsets, written into ``out[0]``."""
@@ -624,11 +639,14 @@ def test_destinations_of_positions_match_naive(cloud: Cloud, by_cells: bool, spa
     lo, shape = grid_of(chunk_coords(cloud.positions, cloud.chunk), dim)
     args = (cloud.positions, cloud.chunk, cloud.bin, cloud.bpc, lo, shape)
     n, n_bins = cloud.positions.shape[0], int(np.prod(cloud.bpc))
+    n_cells = float(np.prod(shape.astype(np.float64))) * n_bins
+    force = n_cells <= _FORCED_CELLS
     want = naive.chunk_and_bin_destinations(*naive.assign_chunks_and_bins(*args), n_bins)
     out = (np.full(n + spare, -7, np.int64), np.full(n + spare, -7, np.int64))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ks, "_CELL_SLACK", 10**12 if by_cells else 0)
-        patch.setattr(ks, "chunk_and_bin_destinations", _refused if by_cells else _allowed)
+        if force:  # by_cells: the cell counts, else the sort; a wide grid: the kernel's choice
+            patch.setattr(ks, "_CELL_SLACK", 10**12 if by_cells else 0)
+            patch.setattr(ks, "chunk_and_bin_destinations", _refused if by_cells else _allowed)
         got = destinations_of_positions(*args, out=out)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)

@@ -15,7 +15,7 @@ numpy executes with the same IEEE arithmetic and integer types and so returns th
 values (tests/test_first_use.py compares them byte for byte); any other call compiles (or
 loads) the machine code as before. The intrinsics (:func:`copy_bytes` and the C functions
 of :mod:`zarr_vectors.kernels.row_blocks`) have Python twins for that path
-(:func:`intrinsic`). A kernel that has spent :data:`INTERPRETED_BUDGET` seconds in Python
+(:func:`intrinsic`). A kernel that has spent :data:`INTERPRETED_BUDGET` CPU seconds in Python
 compiles at its next call. :func:`set_kernel_mode` turns the Python path off (the test
 suite does, so that it exercises the machine code) or on for every call.
 """
@@ -64,11 +64,12 @@ SMALL_NBYTES = 1 << 18
 compiled yet runs its Python source (256 KiB: a few thousand rows, some milliseconds)."""
 
 INTERPRETED_BUDGET = 0.3
-"""Seconds a kernel may spend running its Python source, in all, before its next call
-compiles it anyway: about what compiling a typical kernel costs (0.1-1 s, 0.3-0.5 s for
-most), so a process pays at most about twice the cheaper of the two (a process making many
-small calls, such as queries of small boxes, pays some 50 us more per Python call until
-then; a first use spends a few milliseconds per kernel)."""
+"""CPU seconds (of the calling thread: a loaded machine does not stretch them) a kernel may
+spend running its Python source, in all, before its next call compiles it anyway: about what
+compiling a typical kernel costs (0.1-1 s, 0.3-0.5 s for most), so a process pays at most
+about twice the cheaper of the two (a process making many small calls, such as queries of
+small boxes, pays some 50 us more per Python call until then; a first use spends a few
+milliseconds per kernel)."""
 
 KERNEL_MODES = ("auto", "compiled", "python")
 """``auto``: small calls of kernels not compiled yet run as Python (the default);
@@ -128,7 +129,8 @@ class Kernel:
         self.dispatcher = numba.njit(**_POLICY)(func)
         self.py_func = func
         self.interpreted_seconds = 0.0
-        """Seconds spent running the Python source so far (nested kernels included)."""
+        """CPU seconds of the calling threads spent running the Python source so far
+        (nested kernels included); wall time would grow with the machine's load."""
         self._machine = False
         self._on_disk: bool | None = None
         functools.update_wrapper(self, func)
@@ -165,16 +167,15 @@ class Kernel:
             return self.dispatcher(*args)
         depth = getattr(_nesting, "depth", 0)
         _nesting.depth = depth + 1
-        begin = time.perf_counter()
+        begin, cpu = time.perf_counter(), time.thread_time()
         try:
             with np.errstate(all="ignore"):  # machine code does not warn either
                 return self.py_func(*args)
         finally:
-            seconds = time.perf_counter() - begin
-            self.interpreted_seconds += seconds
+            self.interpreted_seconds += time.thread_time() - cpu
             _nesting.depth = depth
             if depth == 0:
-                _python_time["outermost"] += seconds
+                _python_time["outermost"] += time.perf_counter() - begin
 
 
 def interpreted_seconds() -> float:
