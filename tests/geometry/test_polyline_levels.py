@@ -8,6 +8,7 @@ returns every object with a vertex in the box, whole, at that level).
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -193,3 +194,20 @@ def test_box_query_at_a_level_is_brute_force(
         sorted_rows(found.positions, found.attributes["k"], found_owner),
         sorted_rows(everything.positions[kept], everything.attributes["k"][kept], owner[kept]),
     )
+
+
+def _set_method(path: Path, level: int, method: str) -> None:
+    node = path / str(level) / "zarr.json"
+    doc = json.loads(node.read_text())
+    doc["attributes"]["coarsening"]["method"] = method
+    node.write_text(json.dumps(doc))
+
+
+def test_the_validator_knows_runs_and_flags_another_method(tmp_path: Path) -> None:
+    path = tmp_path / "lines.zv"
+    _write(path, _walks(8, 4), zv.Levels(count=1))
+    ids = {p.check_id for p in zv.validate(path, level=5).problems}
+    assert "L2.coarsening_method_unknown" not in ids
+    _set_method(path, 1, "thin")
+    ids = {p.check_id for p in zv.validate(path, level=5).problems}
+    assert "L2.coarsening_method_unknown" in ids
