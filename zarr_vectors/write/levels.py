@@ -27,7 +27,7 @@ __all__ = ["Levels", "level_settings", "levels_done", "warn_short"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Levels:
-    """Levels of detail to build with a point cloud (spec §4.3.2).
+    """Levels of detail to build with a point cloud, polylines or streamlines (spec §4.3).
 
     Attributes
     ----------
