@@ -22,12 +22,14 @@ __all__ = [
     "DEFAULT_TARGET",
     "POINT_METHODS",
     "REDUCTIONS",
+    "RUNS",
     "SAMPLE",
     "SAMPLE_KEY",
     "aggregate_coarsening",
     "allowed_reductions",
     "check_coarsening",
     "default_reduction",
+    "runs_coarsening",
     "sample_coarsening",
 ]
 
@@ -36,6 +38,9 @@ SAMPLE = "sample"
 AGGREGATE = "aggregate"
 """Point method: one vertex per occupied coarse bin, reduced from level 0 (spec §4.3.2)."""
 POINT_METHODS = (SAMPLE, AGGREGATE)
+RUNS = "runs"
+"""Polyline and streamline method: each run of vertices in one coarse bin becomes one
+vertex, end points kept (spec §4.3.3)."""
 SAMPLE_KEY = "splitmix64"
 """The name of the sample key of spec §4.3.2, recorded as ``coarsening.key``."""
 REDUCTIONS = ("mean", "sum", "min", "max", "mode")
@@ -83,6 +88,17 @@ def sample_coarsening(per_bin: int) -> dict[str, Any]:
     {'method': 'sample', 'key': 'splitmix64', 'per_bin': 64}
     """
     return {"method": SAMPLE, "key": SAMPLE_KEY, "per_bin": int(per_bin)}
+
+
+def runs_coarsening() -> dict[str, Any]:
+    """The ``coarsening`` object of a ``runs`` level with every object kept (spec §4.3.3).
+
+    Examples
+    --------
+    >>> runs_coarsening()
+    {'method': 'runs', 'representative': 'ends_and_middle'}
+    """
+    return {"method": RUNS, "representative": "ends_and_middle"}
 
 
 def aggregate_coarsening(

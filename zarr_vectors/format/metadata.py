@@ -293,6 +293,7 @@ class LevelMetadata:
     object_sparsity: float = 1.0
     object_count: int | None = None
     coarsening: dict[str, Any] | None = None
+    kept_object_count: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document of the level attributes (spec §4)."""
@@ -308,6 +309,8 @@ class LevelMetadata:
             doc["object_count"] = self.object_count
         if self.coarsening is not None:
             doc["coarsening"] = self.coarsening
+        if self.kept_object_count is not None:
+            doc["kept_object_count"] = self.kept_object_count
         return doc
 
     def entry(self) -> LevelEntry:
@@ -328,6 +331,7 @@ class LevelMetadata:
         if not isinstance(level, int) or isinstance(level, bool) or level < 0:
             raise MetadataError(f"level must be a non-negative integer, got {level!r}")
         object_count = doc.get("object_count")
+        kept = doc.get("kept_object_count")
         coarsening = doc.get("coarsening")
         if coarsening is not None:
             if level == 0:
@@ -342,4 +346,5 @@ class LevelMetadata:
             object_sparsity=_sparsity(doc),
             object_count=None if object_count is None else _count(doc, "object_count"),
             coarsening=coarsening,
+            kept_object_count=None if kept is None else _count(doc, "kept_object_count"),
         )

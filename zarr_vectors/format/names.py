@@ -24,6 +24,7 @@ __all__ = [
     "OBJECT_ATTRIBUTES",
     "OBJECT_INDEX",
     "OBJECT_KINDS",
+    "OBJECT_VERTEX_COUNTS",
     "POINT_CLOUD",
     "OBJECT_ID_ATTRIBUTE",
     "RESERVED_ATTRIBUTE_NAMES",
@@ -51,6 +52,8 @@ FRAGMENT_ATTRIBUTES = "fragment_attributes"
 LINKS = "links"
 LINK_FRAGMENTS = "link_fragments"
 OBJECT_INDEX = "object_index"
+OBJECT_VERTEX_COUNTS = "object_vertex_counts"
+"""Per-object vertex counts of an object kind's level N >= 1 (spec §4.3.3)."""
 OBJECT_ATTRIBUTES = "object_attributes"
 GROUPINGS = "groupings"
 GROUPINGS_ATTRIBUTES = "groupings_attributes"

@@ -12,6 +12,7 @@ from typing import Any
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.levels import POINT_METHODS
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
 from zarr_vectors.geometry._docstrings import shared_docs
@@ -132,6 +133,10 @@ def write_points(
     """
     target = inputs.destination(store, mode, overwrite, storage_options)
     settings = level_settings(levels)
+    if settings is not None and settings.method not in POINT_METHODS:
+        raise InvalidInputError(
+            f"point clouds coarsen by {' or '.join(POINT_METHODS)}, not {settings.method!r}"
+        )
     if target.mode == "a":
         if settings is not None:
             raise InvalidInputError(

@@ -16,6 +16,7 @@ from zarr_vectors.write import (
     ObjectTable,
     ObjectWriteArgs,
     inputs,
+    polyline_level_builder,
     write_kind,
 )
 from zarr_vectors.write import object_inputs as objects
@@ -52,6 +53,7 @@ def write_polylines(
     *,
     kind: str = "polyline",
     metadata: Mapping[str, Any] | None = None,
+    levels: Any = None,
     **settings: Unpack[ObjectWriteArgs],
 ) -> None:
     """Write polylines or streamlines (spec §10.4).
@@ -66,6 +68,13 @@ def write_polylines(
         ``"polyline"`` or ``"streamline"`` (tractography; see ``metadata``).
     metadata
         Type-specific root keys (spec §3.4), e.g. ``{"step_size": 0.5}`` for streamlines.
+    levels
+        Levels of detail to write above level 0 (format 1.3, spec §4.3.3): None or 0 (none,
+        the default), ``"auto"`` (until a level holds at most 100,000 vertices), a count,
+        or a :class:`~zarr_vectors.Levels`. Each run of an object's vertices in one coarse
+        bin becomes one vertex (method ``"runs"``: end points and order kept); vertex
+        attributes are carried from each kept vertex, object attributes and groups are
+        level 0's. Not with ``mode="a"``.
     {object_settings}
 
     {write_raises}
@@ -77,11 +86,15 @@ def write_polylines(
     >>> store = zv.open(path)
     >>> store.kind, store.object_count, store.vertex_count
     ('streamline', 2, 5)
+    >>> lod = pathlib.Path(tempfile.mkdtemp()) / "lod.zarr"
+    >>> zv.write_polylines(lod, lines, chunk_shape=4.0, levels=1, progress=False)
+    >>> zv.open(lod).metadata["multiscales"][0]["datasets"][1]["bin_ratio"]
+    [2, 2, 2]
     """
     if kind not in _KINDS:
         raise InvalidInputError(f"kind must be one of {', '.join(map(repr, _KINDS))}, got {kind!r}")
     store_wide = {"kind": kind, "metadata": metadata}
-    write_kind(store, POLYLINES, {"polylines": polylines}, store_wide, settings)
+    write_kind(store, POLYLINES, {"polylines": polylines}, store_wide, settings, levels)
 
 
 def prepare_polylines(
@@ -123,5 +136,6 @@ POLYLINES = KindWriter(
     keywords=(),
     store_wide=("kind", "metadata"),
     prepare=prepare_polylines,
+    levels=polyline_level_builder,
 )
 """What :func:`write_polylines` takes, for the streaming, append and parallel writers."""

@@ -17,6 +17,7 @@ from zarr_vectors.format.jsonutil import as_int_list, pointer
 from zarr_vectors.format.levels import (
     AGGREGATE,
     POINT_METHODS,
+    RUNS,
     aggregate_coarsening,
     check_coarsening,
 )
@@ -26,7 +27,11 @@ from zarr_vectors.validate.names import ATTRIBUTES, POINT_CLOUD
 
 __all__ = ["KNOWN_METHODS", "run", "valid_methods"]
 
-KNOWN_METHODS: dict[str, tuple[str, ...]] = {POINT_CLOUD: POINT_METHODS}
+KNOWN_METHODS: dict[str, tuple[str, ...]] = {
+    POINT_CLOUD: POINT_METHODS,
+    "polyline": (RUNS,),
+    "streamline": (RUNS,),
+}
 """Coarsening methods of each kind whose promises the validator checks (spec §4.3)."""
 
 _FIRST = parse_version(LEVELS_VERSION)

@@ -21,6 +21,7 @@ from zarr_vectors.format.names import (
     OBJECT_INDEX,
     OBJECT_KINDS,
     OBJECT_ONLY_NODES,
+    OBJECT_VERTEX_COUNTS,
     POINT_CLOUD,
     VERTEX_COUNTS,
     VERTEX_FRAGMENTS,
@@ -63,7 +64,7 @@ ATTRIBUTE_FAMILIES: Final = (
 )
 LEVEL_CHILDREN: Final = frozenset(
     {"zarr.json", ".zattrs", VERTICES, VERTEX_FRAGMENTS, VERTEX_COUNTS, ATTRIBUTES}
-    | {FRAGMENT_ATTRIBUTES}
+    | {FRAGMENT_ATTRIBUTES, OBJECT_VERTEX_COUNTS}
     | set(OBJECT_ONLY_NODES)
 )
 """Every child a level group may have (spec §2.1)."""

@@ -18,7 +18,8 @@ from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.store.io import StoreLike
 from zarr_vectors.write import _inputs as inputs
-from zarr_vectors.write._objects import ObjectTable, write_objects
+from zarr_vectors.write._objects import LevelBuilder, ObjectTable, write_objects
+from zarr_vectors.write.levels import Levels, level_settings
 
 __all__ = ["KindWriter", "write_kind"]
 
@@ -47,6 +48,9 @@ class KindWriter:
         ``prepare(batch, **store_wide)``: the :class:`ObjectTable` of a batch given by name.
     renamed
         Deprecated names of data arguments, to the current ones (``{"vertices": "positions"}``).
+    levels
+        ``levels(settings)``: the builder of the kind's levels of detail (spec §4.3.3), or
+        None when the kind's writer does not build them.
     """
 
     writer: str
@@ -57,6 +61,7 @@ class KindWriter:
     store_wide: tuple[str, ...]
     prepare: Callable[..., ObjectTable]
     renamed: Mapping[str, str] = field(default_factory=dict)
+    levels: Callable[[Levels], LevelBuilder] | None = None
 
     @property
     def batch_names(self) -> frozenset[str]:
@@ -109,6 +114,7 @@ def write_kind(
     batch: dict[str, Any],
     store_wide: Mapping[str, Any],
     arguments: Mapping[str, Any],
+    levels: Any = None,
 ) -> None:
     """The one object write path: the body of every one-shot object writer
     (``write_graph``...), and what the appends and streaming writers write a batch with.
@@ -128,6 +134,9 @@ def write_kind(
         The writer's other keyword arguments: per-object columns
         (:class:`~zarr_vectors.write._inputs.ObjectColumns`) and settings
         (:class:`~zarr_vectors.write._inputs.WriteSettings`).
+    levels
+        Levels of detail to build (:func:`~zarr_vectors.write.levels.level_settings`), for
+        kinds whose writer declares a builder.
 
     Raises
     ------
@@ -145,7 +154,12 @@ def write_kind(
         settings.get("storage_options"),
         stacklevel=5,
     )
+    builder = _level_builder(writer, levels)
     if target.mode == "a":
+        if builder is not None:
+            raise InvalidInputError(
+                "levels= cannot be given with mode='a': an append keeps the store's settings"
+            )
         inputs.check_append_settings(
             chunk_shape=settings.get("chunk_shape"),
             bin_shape=settings.get("bin_shape"),
@@ -172,4 +186,17 @@ def write_kind(
         overwrite=target.overwrite,
         options=options,
         progress=settings.get("progress"),
+        levels=builder,
     )
+
+
+def _level_builder(writer: KindWriter, levels: Any) -> LevelBuilder | None:
+    """The builder of the levels ``levels`` asks for, refusing kinds that have none."""
+    settings = level_settings(levels)
+    if settings is None:
+        return None
+    if writer.levels is None:
+        raise InvalidInputError(
+            f"{writer.writer} does not build levels of detail yet; write without levels="
+        )
+    return writer.levels(settings)

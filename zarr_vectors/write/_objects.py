@@ -10,12 +10,13 @@ traversal order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from zarr_vectors._progress import ProgressOption, progress_reporter
+from zarr_vectors._progress import Progress, ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.kinds import geometry_kind
@@ -48,6 +49,7 @@ from zarr_vectors.write._object_runs import (
     level_links,
 )
 from zarr_vectors.write._pipeline import (
+    LevelStats,
     blob_layout,
     commit_root,
     round_up,
@@ -59,13 +61,21 @@ from zarr_vectors.write.options import WriteOptions
 __all__ = [
     "Groups",
     "ObjectTable",
+    "LevelBuilder",
+    "cut_level",
     "write_global",
     "write_object_columns",
     "write_object_index",
+    "write_object_level",
     "write_objects",
 ]
 
 _INT32 = np.iinfo(np.int32)
+
+LevelBuilder = Callable[
+    [StoreIO, "ObjectTable", ChunkGrid, WriteOptions], tuple[LevelMetadata, ...]
+]
+"""Writes the levels above 0 of an object store whose level 0 is written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,10 +381,13 @@ def write_objects(
     overwrite: bool,
     options: WriteOptions | None,
     progress: ProgressOption = None,
+    levels: LevelBuilder | None = None,
 ) -> None:
     """Write a store of objects (spec §10.3 to §10.8); input already validated.
 
     ``progress`` reports the chunks written (``"write"``, see :mod:`zarr_vectors._progress`).
+    ``levels``, when given, writes the levels above 0 once level 0 is written (spec §4.3.3)
+    and returns their metadata; the root then lists them.
 
     Raises
     ------
@@ -395,27 +408,9 @@ def write_objects(
     sample = chunk_shapes.sample_for_default(table.positions, chunk_shape)
     grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim, sample)
     root = inputs.root_metadata(table.kind, grid, options, bounds, table.root_extra)
-    runs = cut_object_runs(table, grid, (lo, hi)) if n else empty_runs(ndim)
-    n_max = round_up(int(runs.rows.counts.max(initial=0)), options.block_rows)
-    links = level_links(table, runs, grid, n_max)
-    base = "0"
+    cut = cut_level(table, grid, options, (lo, hi))
     with progress_reporter(progress) as report, write_target(store, overwrite=overwrite) as io:
-        blobs = runs.vertex_blobs()
-        stats = write_level_vertices(
-            io,
-            0,
-            grid,
-            runs.rows,
-            (table.positions, table.vertex_attributes),
-            blobs,
-            options,
-            report,
-        )
-        _write_links(io, base, grid, runs, links, geometry_kind(table.kind).link_width, options)
-        _write_link_attributes(io, base, grid, runs, links, table, options)
-        _write_fragment_columns(io, base, grid, runs, table, options)
-        _write_object_index(io, base, table, runs, ndim)
-        _write_object_columns(io, base, table, links.cross)
+        stats = write_object_level(io, 0, table, grid, cut, options, report)
         level = LevelMetadata(
             level=0,
             bin_ratio=(1,) * ndim,
@@ -424,6 +419,9 @@ def write_objects(
             chunk_count=stats.chunk_count,
             object_count=table.n_objects,
         )
+        if levels is not None and n:
+            built = levels(io, table, grid, options)
+            root = root.with_levels(tuple(entry.entry() for entry in built))
         commit_root(
             io,
             root,
@@ -435,3 +433,63 @@ def write_objects(
                 "object_count": table.n_objects,
             },
         )
+
+
+def cut_level(
+    table: ObjectTable,
+    grid: ChunkGrid,
+    options: WriteOptions,
+    bounds: tuple[np.ndarray, np.ndarray],
+) -> tuple[Runs, Links]:
+    """The fragments (runs) and links of one level of an object table, before writing.
+
+    Raises
+    ------
+    InvalidInputError
+        For shapes that cannot be written.
+    """
+    ndim = table.positions.shape[1]
+    runs = cut_object_runs(table, grid, bounds) if table.positions.shape[0] else empty_runs(ndim)
+    n_max = round_up(int(runs.rows.counts.max(initial=0)), options.block_rows)
+    return runs, level_links(table, runs, grid, n_max)
+
+
+def write_object_level(
+    io: StoreIO,
+    number: int,
+    table: ObjectTable,
+    grid: ChunkGrid,
+    cut: tuple[Runs, Links],
+    options: WriteOptions,
+    report: Progress | None = None,
+) -> LevelStats:
+    """Write the nodes of level ``number`` of an object store from its object table.
+
+    Level 0 and every coarse level (spec §4.3.3) go through this one path; ``grid`` holds
+    the level's own bin shape and ``cut`` comes from :func:`cut_level`. The level's
+    metadata is written by the caller.
+
+    Returns
+    -------
+    LevelStats
+        The level's vertex and chunk counts.
+    """
+    runs, links = cut
+    ndim = table.positions.shape[1]
+    base = str(number)
+    stats = write_level_vertices(
+        io,
+        number,
+        grid,
+        runs.rows,
+        (table.positions, table.vertex_attributes),
+        runs.vertex_blobs(),
+        options,
+        report,
+    )
+    _write_links(io, base, grid, runs, links, geometry_kind(table.kind).link_width, options)
+    _write_link_attributes(io, base, grid, runs, links, table, options)
+    _write_fragment_columns(io, base, grid, runs, table, options)
+    _write_object_index(io, base, table, runs, ndim)
+    _write_object_columns(io, base, table, links.cross)
+    return stats

@@ -11,7 +11,6 @@ schedule, writes each level and returns their metadata for the root commit.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +46,7 @@ from zarr_vectors.write._pipeline import (
     write_sorted_points,
 )
 from zarr_vectors.write._shard_writes import shard_major_order
-from zarr_vectors.write.levels import Levels
+from zarr_vectors.write.levels import Levels, levels_done, warn_short
 from zarr_vectors.write.options import WriteOptions
 
 __all__ = [
@@ -326,7 +325,7 @@ def _write_levels(
     previous = base.points
     count = int(previous.chunk_offsets[-1])
     for ratio, cap in _candidates(settings, base.grid.bins):
-        if _done(settings, len(written), count):
+        if levels_done(settings, len(written), count):
             break
         grid = coarse_grid(base.grid, ratio)
         level = compute(previous, grid, cap)
@@ -334,24 +333,8 @@ def _write_levels(
             continue
         written.append(_write_level(base, len(written) + 1, level, grid, ratio, coarsening(cap)))
         previous, count = level, int(level.chunk_offsets[-1])
-    _warn_short(settings, len(written), count)
+    warn_short(settings, len(written), count)
     return tuple(written)
-
-
-def _warn_short(settings: Levels, built: int, count: int) -> None:
-    """Warn when fewer levels were built than asked for."""
-    if settings.count != "auto" and built < settings.count:
-        warnings.warn(
-            f"built {built} levels of detail, not {settings.count}: no coarser level holds "
-            f"fewer vertices (the last holds {count})",
-            stacklevel=5,
-        )
-
-
-def _done(settings: Levels, built: int, count: int) -> bool:
-    if settings.count == "auto":
-        return count <= settings.target
-    return built >= settings.count
 
 
 def _write_level(
@@ -461,7 +444,7 @@ def build_point_levels(base: StoredLevel0, settings: Levels) -> tuple[LevelMetad
     finer = (0, base.chunks, base.counts)
     total = int(base.counts.sum())
     for ratio, cap in _candidates(settings, base.grid.bins):
-        if _done(settings, len(written), total):
+        if levels_done(settings, len(written), total):
             break
         source = (0, base.chunks, base.counts) if how is not None else finer
         candidate = _Candidate(base, *source, coarse_grid(base.grid, ratio), cap, how)
@@ -475,7 +458,7 @@ def build_point_levels(base: StoredLevel0, settings: Levels) -> tuple[LevelMetad
         coarsening = record if record is not None else sample_coarsening(cap)
         written.append(_write_stored_level(candidate, number, ratio, counts, coarsening))
         finer, total = (number, source[1][counts > 0], counts[counts > 0]), int(counts.sum())
-    _warn_short(settings, len(written), total)
+    warn_short(settings, len(written), total)
     return tuple(written)
 
 

@@ -5,6 +5,7 @@ The computation is in :mod:`zarr_vectors.write._point_levels`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -17,15 +18,16 @@ from zarr_vectors.format.levels import (
     DEFAULT_PER_BIN,
     DEFAULT_TARGET,
     POINT_METHODS,
+    RUNS,
     SAMPLE,
 )
 
-__all__ = ["Levels", "level_settings"]
+__all__ = ["Levels", "level_settings", "levels_done", "warn_short"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Levels:
-    """Levels of detail to build with a point cloud (spec §4.3.2).
+    """Levels of detail to build with a point cloud, polylines or streamlines (spec §4.3).
 
     Attributes
     ----------
@@ -37,7 +39,10 @@ class Levels:
         ``"sample"`` (default): each level a nested subset of the level below, at most
         ``per_bin`` vertices per coarse bin, attributes carried exactly; ``"aggregate"``:
         one vertex per occupied coarse bin at the centroid of its level-0 vertices, each
-        attribute reduced, plus a ``count`` attribute.
+        attribute reduced, plus a ``count`` attribute. Polylines and streamlines always
+        use ``"runs"`` (spec §4.3.3: each run of vertices in one coarse bin becomes one
+        vertex, end points kept); for them leave ``method`` at its default or pass
+        ``"runs"``.
     target
         Vertex count at which ``count="auto"`` stops (default 100,000).
     per_bin
@@ -65,9 +70,10 @@ class Levels:
     count_name: str = COUNT_ATTRIBUTE
 
     def __post_init__(self) -> None:
-        if self.method not in POINT_METHODS:
+        if self.method not in (*POINT_METHODS, RUNS):
             raise InvalidInputError(
-                f"levels method must be one of {', '.join(POINT_METHODS)}, got {self.method!r}"
+                f"levels method must be one of {', '.join((*POINT_METHODS, RUNS))}, "
+                f"got {self.method!r}"
             )
         if self.count != "auto" and not _non_negative_int(self.count):
             raise InvalidInputError(
@@ -111,3 +117,31 @@ def level_settings(levels: Any) -> Levels | None:
     raise InvalidInputError(
         f"levels must be None, 'auto', an int >= 0 or a zarr_vectors.Levels, got {levels!r}"
     )
+
+
+def levels_done(settings: Levels, built: int, count: int) -> bool:
+    """Whether the schedule stops: ``built`` levels made, the last holding ``count`` vertices.
+
+    Examples
+    --------
+    >>> levels_done(Levels(target=10), 1, 10), levels_done(Levels(count=2), 1, 5)
+    (True, False)
+    """
+    if settings.count == "auto":
+        return count <= settings.target
+    return built >= settings.count
+
+
+def warn_short(settings: Levels, built: int, count: int) -> None:
+    """Warn when fewer levels were built than asked for (the last holding ``count``).
+
+    Examples
+    --------
+    >>> warn_short(Levels(count=1), 1, 5)  # as many as asked: no warning
+    """
+    if settings.count != "auto" and built < settings.count:
+        warnings.warn(
+            f"built {built} levels of detail, not {settings.count}: no coarser level holds "
+            f"fewer vertices (the last holds {count})",
+            stacklevel=5,
+        )
