@@ -157,8 +157,8 @@ def existing_root(io: StoreIO, where: str) -> tuple[RootMetadata, StoreVersion]:
     if root.levels:
         raise InvalidInputError(
             f"{where} has levels of detail (format {root.version}); appending does not "
-            "update them yet, so it is refused: write the points again with "
-            "write_points(..., levels=...)"
+            "update them yet, so it is refused: write all the data again with the kind's "
+            "write_* function and levels=..."
         )
     return root, version
 
