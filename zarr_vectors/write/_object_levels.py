@@ -79,12 +79,14 @@ def _write_level(
     io: StoreIO,
     number: int,
     level: tuple[ObjectTable, ChunkGrid, np.ndarray],
-    base: ObjectTable,
+    base: tuple[ObjectTable, tuple[np.ndarray, np.ndarray]],
     options: WriteOptions,
 ) -> LevelMetadata:
-    """Write one coarse level's nodes, ``object_vertex_counts`` and metadata (spec §4.3.3)."""
+    """Write one coarse level's nodes, ``object_vertex_counts`` and metadata (spec §4.3.3);
+    ``base`` is level 0's table and the per-axis bounds of its positions, which hold every
+    coarse vertex (each is a level-0 vertex)."""
     table, grid, ratio = level
-    bounds = (base.positions.min(axis=0), base.positions.max(axis=0))
+    base_table, bounds = base
     cut = cut_level(table, grid, options, bounds)
     stats = write_object_level(io, number, table, grid, cut, options)
     counts = np.diff(table.offsets).astype(np.int64)
@@ -98,7 +100,7 @@ def _write_level(
         bin_shape=tuple(float(b) for b in grid.bin_shape),
         vertex_count=stats.vertex_count,
         chunk_count=stats.chunk_count,
-        object_sparsity=kept / base.n_objects if base.n_objects else 1.0,
+        object_sparsity=kept / base_table.n_objects if base_table.n_objects else 1.0,
         object_count=table.n_objects,
         coarsening=runs_coarsening(),
         kept_object_count=kept,
@@ -133,6 +135,7 @@ def polyline_level_builder(settings: Levels) -> LevelBuilder:
     ) -> tuple[LevelMetadata, ...]:
         written: list[LevelMetadata] = []
         ratio, total = np.ones_like(grid.bins), int(table.positions.shape[0])
+        base = (table, (table.positions.min(axis=0), table.positions.max(axis=0)))
         while (ratio < grid.bins).any() and not levels_done(settings, len(written), total):
             ratio = next_ratio(ratio, grid.bins)
             level_grid = coarse_grid(grid, ratio)
@@ -140,7 +143,7 @@ def polyline_level_builder(settings: Levels) -> LevelBuilder:
             if coarse.positions.shape[0] >= total:
                 continue
             number = len(written) + 1
-            written.append(_write_level(io, number, (coarse, level_grid, ratio), table, options))
+            written.append(_write_level(io, number, (coarse, level_grid, ratio), base, options))
             total = int(coarse.positions.shape[0])
         warn_short(settings, len(written), total)
         return tuple(written)
