@@ -9,7 +9,7 @@ read the levels chunk by chunk.
 from __future__ import annotations
 
 from zarr_vectors.format.jsonutil import as_int_list, is_int, is_number, pointer
-from zarr_vectors.validate import point_levels
+from zarr_vectors.validate import object_levels, point_levels
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.names import ATTRIBUTES, OBJECT_KINDS, POINT_CLOUD
 
@@ -35,6 +35,8 @@ def run(ctx: Context) -> None:
     _coarse_in_bbox(ctx, levels)
     if ctx.facts.kind == POINT_CLOUD:
         point_levels.run(ctx)
+    else:
+        object_levels.run(ctx)
 
 
 def _contiguous(ctx: Context, levels: list[int]) -> None:

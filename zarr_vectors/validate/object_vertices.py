@@ -1,0 +1,168 @@
+"""Per-object L5 checks of a coarse level against level 0 (spec §4.3.3, §11.6):
+``L5.coarse_vertices_of_level0`` for every method and ``L5.runs_ends_kept`` for ``runs``.
+
+Both take one batch of objects, read whole at level 0 and at level N in the same id order.
+Vertices are compared bit for bit: each row's object and coordinate bytes become one key.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zarr_vectors.kernels import CoarseGrid, coarse_cells
+from zarr_vectors.result import QueryResult
+from zarr_vectors.validate.context import Context
+from zarr_vectors.validate.object_checks import object_path
+from zarr_vectors.validate.object_rules import offsets_of
+
+__all__ = ["check_objects", "is_subsequence"]
+
+_MAX_REPORTED = 20
+_MAX_FALLBACK = 2000
+
+
+def check_objects(
+    ctx: Context,
+    level: int,
+    pair: tuple[QueryResult, QueryResult],
+    ids: np.ndarray,
+    grid: CoarseGrid | None,
+) -> None:
+    """Check one batch of objects of ``level``: ``pair`` is (level 0, level N) read for
+    ``ids``; ``grid`` (the level's coarse grid) only for ``runs`` levels."""
+    found, coarse = pair
+    if found.positions.dtype != coarse.positions.dtype:
+        ctx.fail(
+            "L5.coarse_vertices_of_level0",
+            object_path(str(level), int(ids[0])),
+            f"level {level} stores {coarse.positions.dtype} vertices, level 0 "
+            f"{found.positions.dtype}",
+        )
+        return
+    bad = _not_of_level0(found, coarse)
+    for k in bad[:_MAX_REPORTED].tolist():
+        ctx.fail(
+            "L5.coarse_vertices_of_level0",
+            object_path(str(level), int(ids[k])),
+            f"the vertices of object {int(ids[k])} at level {level} are not level-0 vertices "
+            "of the object in traversal order",
+        )
+    if grid is not None:
+        ctx.mark("L5.runs_ends_kept")
+        for k, why in _ends_problems(found, coarse, grid)[:_MAX_REPORTED]:
+            ctx.fail(
+                "L5.runs_ends_kept",
+                object_path(str(level), int(ids[k])),
+                f"object {int(ids[k])} at level {level}: {why}",
+            )
+
+
+def _owners(offsets: np.ndarray) -> np.ndarray:
+    return np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
+
+
+def _row_keys(found: QueryResult, coarse: QueryResult) -> np.ndarray:
+    """One int64 key per row of both levels (level 0 first): equal iff same object, same bits."""
+    rows = []
+    for result in (found, coarse):
+        owner = _owners(offsets_of(result))
+        pos = np.ascontiguousarray(result.positions)
+        n = pos.shape[0]
+        rows.append(
+            np.concatenate(
+                [owner.view(np.uint8).reshape(n, 8), pos.view(np.uint8).reshape(n, -1)], 1
+            )
+        )
+    table = np.ascontiguousarray(np.concatenate(rows))
+    void = table.view(np.dtype((np.void, table.shape[1]))).reshape(-1)
+    return np.unique(void, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def is_subsequence(coarse: list[int], fine: list[int]) -> bool:
+    """Whether ``coarse`` is ``fine`` with some items left out (the order kept).
+
+    Examples
+    --------
+    >>> is_subsequence([1, 3], [1, 2, 3]), is_subsequence([3, 1], [1, 2, 3])
+    (True, False)
+    """
+    it = iter(fine)
+    return all(any(v == w for w in it) for v in coarse)
+
+
+def _not_of_level0(found: QueryResult, coarse: QueryResult) -> np.ndarray:
+    """Batch positions of the objects whose coarse vertices are not a subsequence of their
+    level-0 vertices (compared bit for bit)."""
+    n0 = found.positions.shape[0]
+    off0, off1 = offsets_of(found), offsets_of(coarse)
+    keys = _row_keys(found, coarse)
+    fine, rough = keys[:n0], keys[n0:]
+    first = np.full(int(keys.max(initial=-1)) + 1, -1, np.int64)
+    seen, where = np.unique(fine, return_index=True)
+    first[seen] = where
+    t = first[rough]
+    owner = _owners(off1)
+    missing = np.unique(owner[t < 0])
+    same = owner[1:] == owner[:-1]
+    unsure = np.unique(owner[1:][same & (t[1:] <= t[:-1])])
+    unsure = np.setdiff1d(unsure, missing)[:_MAX_FALLBACK]
+    wrong = [
+        k
+        for k in unsure.tolist()
+        if not is_subsequence(
+            rough[off1[k] : off1[k + 1]].tolist(),
+            fine[off0[k] : off0[k + 1]].tolist(),
+        )
+    ]
+    return np.union1d(missing, np.asarray(wrong, np.int64))
+
+
+def _bits(rows: np.ndarray) -> np.ndarray:
+    """Rows as unsigned integers of the same width (bitwise comparison)."""
+    return np.ascontiguousarray(rows).view(f"u{rows.dtype.itemsize}")
+
+
+def _ends_problems(
+    found: QueryResult, coarse: QueryResult, grid: CoarseGrid
+) -> list[tuple[int, str]]:
+    """``runs``: ends kept, at least min(2, n) vertices, consecutive vertices in different
+    cells except the one-cell pair; for every object with vertices at level N."""
+    off0, off1 = offsets_of(found), offsets_of(coarse)
+    n0, n1 = np.diff(off0), np.diff(off1)
+    kept = np.flatnonzero(n1 > 0)
+    problems: list[tuple[int, str]] = []
+    if not kept.shape[0]:
+        return problems
+    firsts = (off0[kept], off1[kept])
+    lasts = (off0[kept + 1] - 1, off1[kept + 1] - 1)
+    for name, (a, b) in (("first", firsts), ("last", lasts)):
+        moved = ~np.all(_bits(found.positions[a]) == _bits(coarse.positions[b]), axis=1)
+        problems += [
+            (int(k), f"its {name} vertex is not its level-0 {name} vertex") for k in kept[moved]
+        ]
+    few = kept[n1[kept] < np.minimum(2, n0[kept])]
+    problems += [(int(k), "it has fewer than min(2, level-0 count) vertices") for k in few]
+    problems += [
+        (int(k), "two consecutive vertices share a coarse bin")
+        for k in _shared_cells(found, coarse, grid)
+    ]
+    return sorted(problems)
+
+
+def _shared_cells(found: QueryResult, coarse: QueryResult, grid: CoarseGrid) -> np.ndarray:
+    """Objects with traversal-consecutive coarse vertices in one cell, other than the pair
+    of an object whose level-0 vertices all lie in one cell."""
+    cells = coarse_cells(coarse.positions, grid)[1]
+    off1 = offsets_of(coarse)
+    owner = _owners(off1)
+    shared = np.unique(owner[1:][(owner[1:] == owner[:-1]) & (cells[1:] == cells[:-1])])
+    if not shared.shape[0]:
+        return shared
+    fine = coarse_cells(found.positions, grid)[1]
+    off = offsets_of(found)
+    one_cell = np.array(
+        [np.unique(fine[off[k] : off[k + 1]]).shape[0] == 1 for k in shared.tolist()], bool
+    )
+    pair = np.diff(off1)[shared] == 2
+    out: np.ndarray = shared[~(one_cell & pair)]
+    return out
