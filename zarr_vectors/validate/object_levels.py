@@ -80,14 +80,14 @@ def run(ctx: Context) -> None:
     if kind not in OBJECT_KINDS or not levels or ctx.failed("L2.level_coarsening"):
         return
     own = [n for n in levels if _method_checked(ctx, kind, n)]
+    if not own:
+        return
     try:
         root = RootMetadata.from_json(ctx.root_attrs())
         base = ObjectReader(LevelReader(ctx.io, root, 0))
         coarse = [_open_level(ctx, root, n, base.n_objects) for n in own]
     except FormatError as exc:
         ctx.report.note(f"L5 object-level checks skipped: {exc}")
-        return
-    if not coarse:
         return
     ctx.mark(
         "L5.object_ids_same",
