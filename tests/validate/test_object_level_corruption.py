@@ -20,8 +20,12 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.validate import stores as s
 from zarr_vectors.kernels import CoarseGrid, coarse_cells
+from zarr_vectors.store.io import StoreIO
 from zarr_vectors.validate import object_compare, object_levels, validate
+from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.object_rules import coarsening_problem, kept_objects
+from zarr_vectors.validate.object_vertices import check_objects
+from zarr_vectors.validate.report import ValidationReport
 from zarr_vectors.write import write_global
 
 OBJECT_LEVEL_IDS = {
@@ -335,3 +339,33 @@ def test_kept_objects_follow_the_rule(rule: dict[str, Any]) -> None:
     cells = coarse_cells(firsts, grid)[1]
     found = kept_objects(rule, sizes, firsts, lengths, grid)
     np.testing.assert_array_equal(found, _kept_by_hand(rule, sizes, cells, lengths))
+
+
+def _result(lines: list[list[list[float]]]) -> zv.QueryResult:
+    sizes = [len(line) for line in lines]
+    points = [p for line in lines for p in line]
+    return zv.QueryResult(
+        positions=np.asarray(points, np.float32).reshape(-1, 2),
+        offsets=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+    )
+
+
+@pytest.mark.parametrize(
+    ("coarse", "wrong"),
+    [
+        ([[[0, 0], [1, 1], [0, 0]], [[5, 5]]], []),  # a repeated vertex, in order
+        ([[[1, 1], [0, 0], [1, 1]], [[5, 5]]], [0]),  # out of traversal order
+        ([[[0, 0], [2, 2]], [[0, 0]]], [1]),  # a vertex of another object
+        ([[[0, 0], [0, 0.5]], []], [0]),  # no level-0 vertex
+        ([[[-0.0, 0], [2, 2]], [[5, 5]]], [0]),  # -0.0 is not 0.0, bit for bit
+    ],
+)
+def test_coarse_vertices_are_level0_vertices_in_order(
+    coarse: list[list[list[float]]], wrong: list[int]
+) -> None:
+    fine = _result([[[0, 0], [1, 1], [0, 0], [2, 2]], [[5, 5], [6, 6]]])
+    report = ValidationReport(store="rows", level=5)
+    ctx = Context(StoreIO(MemoryStore()), report, None)
+    check_objects(ctx, 1, (fine, _result(coarse)), np.arange(2), None)
+    found = [p.path for p in report.problems if p.check_id == "L5.coarse_vertices_of_level0"]
+    assert found == [f"1/object_index/data#object={k}" for k in wrong]

@@ -7,6 +7,8 @@ Vertices are compared bit for bit: each row's object and coordinate bytes become
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from zarr_vectors.kernels import CoarseGrid, coarse_cells
@@ -18,7 +20,6 @@ from zarr_vectors.validate.object_rules import offsets_of
 __all__ = ["check_objects", "is_subsequence"]
 
 _MAX_REPORTED = 20
-_MAX_FALLBACK = 2000
 
 
 def check_objects(
@@ -61,24 +62,37 @@ def _owners(offsets: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
 
 
-def _row_keys(found: QueryResult, coarse: QueryResult) -> np.ndarray:
-    """One int64 key per row of both levels (level 0 first): equal iff same object, same bits."""
-    rows = []
-    for result in (found, coarse):
-        owner = _owners(offsets_of(result))
-        pos = np.ascontiguousarray(result.positions)
-        n = pos.shape[0]
-        rows.append(
-            np.concatenate(
-                [owner.view(np.uint8).reshape(n, 8), pos.view(np.uint8).reshape(n, -1)], 1
-            )
-        )
-    table = np.ascontiguousarray(np.concatenate(rows))
-    void = table.view(np.dtype((np.void, table.shape[1]))).reshape(-1)
-    return np.unique(void, return_inverse=True)[1].reshape(-1).astype(np.int64)
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
 
 
-def is_subsequence(coarse: list[int], fine: list[int]) -> bool:
+def _row_hashes(result: QueryResult) -> np.ndarray:
+    """A uint64 hash of every row's object and coordinate bits (equal rows, equal hashes)."""
+    owner = _owners(offsets_of(result)).view(np.uint64)
+    bits = _bits(result.positions).astype(np.uint64)
+    h = owner * _MIX[0]
+    for d in range(bits.shape[1]):
+        h = (h ^ bits[:, d]) * _MIX[1]
+        h ^= h >> np.uint64(29)
+    return (h * _MIX[2]) ^ (h >> np.uint64(32))
+
+
+def _first_sources(found: QueryResult, coarse: QueryResult) -> np.ndarray:
+    """For every coarse row, the first level-0 row of the same object with the same bits
+    (-1 when the first row of the same hash differs: no such row, or a hash collision)."""
+    fine, rough = _row_hashes(found), _row_hashes(coarse)
+    order = np.argsort(fine, kind="stable")
+    ordered = fine[order]
+    at = np.minimum(np.searchsorted(ordered, rough), max(ordered.shape[0] - 1, 0))
+    if not ordered.shape[0]:
+        return np.full(rough.shape[0], -1, np.int64)
+    t = np.where(ordered[at] == rough, order[at], -1)
+    hit = t >= 0
+    same = np.all(_bits(found.positions[t[hit]]) == _bits(coarse.positions[hit]), axis=1)
+    t[np.flatnonzero(hit)[~same]] = -1
+    return t.astype(np.int64)
+
+
+def is_subsequence(coarse: Sequence[object], fine: Sequence[object]) -> bool:
     """Whether ``coarse`` is ``fine`` with some items left out (the order kept).
 
     Examples
@@ -92,29 +106,29 @@ def is_subsequence(coarse: list[int], fine: list[int]) -> bool:
 
 def _not_of_level0(found: QueryResult, coarse: QueryResult) -> np.ndarray:
     """Batch positions of the objects whose coarse vertices are not a subsequence of their
-    level-0 vertices (compared bit for bit)."""
-    n0 = found.positions.shape[0]
+    level-0 vertices (compared bit for bit).
+
+    Each coarse row is matched to the first level-0 row of its object with its bits; an
+    object whose matches ascend passes. The others (a coarse vertex without a match, or
+    matches out of order, as repeated coordinates may give) are decided row by row."""
     off0, off1 = offsets_of(found), offsets_of(coarse)
-    keys = _row_keys(found, coarse)
-    fine, rough = keys[:n0], keys[n0:]
-    first = np.full(int(keys.max(initial=-1)) + 1, -1, np.int64)
-    seen, where = np.unique(fine, return_index=True)
-    first[seen] = where
-    t = first[rough]
+    t = _first_sources(found, coarse)
     owner = _owners(off1)
-    missing = np.unique(owner[t < 0])
     same = owner[1:] == owner[:-1]
-    unsure = np.unique(owner[1:][same & (t[1:] <= t[:-1])])
-    unsure = np.setdiff1d(unsure, missing)[:_MAX_FALLBACK]
+    unsure = np.unique(np.concatenate([owner[t < 0], owner[1:][same & (t[1:] <= t[:-1])]]))
     wrong = [
         k
         for k in unsure.tolist()
         if not is_subsequence(
-            rough[off1[k] : off1[k + 1]].tolist(),
-            fine[off0[k] : off0[k + 1]].tolist(),
+            _row_bytes(coarse.positions[off1[k] : off1[k + 1]]),
+            _row_bytes(found.positions[off0[k] : off0[k + 1]]),
         )
     ]
-    return np.union1d(missing, np.asarray(wrong, np.int64))
+    return np.asarray(wrong, np.int64)
+
+
+def _row_bytes(rows: np.ndarray) -> list[bytes]:
+    return [row.tobytes() for row in _bits(rows)]
 
 
 def _bits(rows: np.ndarray) -> np.ndarray:
