@@ -24,7 +24,7 @@ from zarr_vectors.store.io import StoreIO
 from zarr_vectors.validate import object_compare, object_levels, validate
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.object_rules import coarsening_problem, kept_objects
-from zarr_vectors.validate.object_vertices import check_objects
+from zarr_vectors.validate.object_vertices import Level0Rows, check_objects
 from zarr_vectors.validate.report import ValidationReport
 from zarr_vectors.write import write_global
 
@@ -366,6 +366,6 @@ def test_coarse_vertices_are_level0_vertices_in_order(
     fine = _result([[[0, 0], [1, 1], [0, 0], [2, 2]], [[5, 5], [6, 6]]])
     report = ValidationReport(store="rows", level=5)
     ctx = Context(StoreIO(MemoryStore()), report, None)
-    check_objects(ctx, 1, (fine, _result(coarse)), np.arange(2), None)
+    check_objects(ctx, 1, (Level0Rows(fine), _result(coarse)), np.arange(2), None)
     found = [p.path for p in report.problems if p.check_id == "L5.coarse_vertices_of_level0"]
     assert found == [f"1/object_index/data#object={k}" for k in wrong]

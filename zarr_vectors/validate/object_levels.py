@@ -35,7 +35,7 @@ from zarr_vectors.validate.object_rules import (
     kept_objects,
     offsets_of,
 )
-from zarr_vectors.validate.object_vertices import check_objects
+from zarr_vectors.validate.object_vertices import Level0Rows, check_objects
 
 __all__ = ["REPRODUCE_LIMIT", "run"]
 
@@ -142,11 +142,12 @@ def _check_levels(ctx: Context, base: ObjectReader, levels: list[_Level], ndim: 
     for ids in _batches(m, vertices):
         found = base.read(ids)
         _gather(facts, ids, found)
+        rows = Level0Rows(found)
         for level in levels:
             coarse = level.reader.read(ids)
             level.sizes[ids] = np.diff(offsets_of(coarse))
             runs = level.coarsening.get("method") == RUNS
-            check_objects(ctx, level.number, (found, coarse), ids, level.grid if runs else None)
+            check_objects(ctx, level.number, (rows, coarse), ids, level.grid if runs else None)
             level.result = coarse if ids.shape[0] == m else None
         facts.result = found if ids.shape[0] == m else None
         facts.batches += 1

@@ -17,21 +17,53 @@ from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.object_checks import object_path
 from zarr_vectors.validate.object_rules import offsets_of
 
-__all__ = ["check_objects", "is_subsequence"]
+__all__ = ["Level0Rows", "check_objects", "is_subsequence"]
 
 _MAX_REPORTED = 20
+
+
+class Level0Rows:
+    """One batch of level-0 objects and the sorted hashes of its rows, computed once for all
+    the coarse levels compared with it.
+
+    Parameters
+    ----------
+    result
+        The objects of the batch, read whole at level 0.
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv
+    >>> line = zv.QueryResult(positions=np.zeros((3, 2), np.float32), offsets=np.array([0, 3]))
+    >>> order, hashes = Level0Rows(line).sorted_hashes()
+    >>> order.tolist(), bool((hashes == hashes[0]).all())
+    ([0, 1, 2], True)
+    """
+
+    def __init__(self, result: QueryResult) -> None:
+        self.result = result
+        self._sorted: tuple[np.ndarray, np.ndarray] | None = None
+
+    def sorted_hashes(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows in ascending hash order (stable) and their hashes in that order."""
+        if self._sorted is None:
+            hashes = _row_hashes(self.result)
+            order = np.argsort(hashes, kind="stable")
+            self._sorted = (order, hashes[order])
+        return self._sorted
 
 
 def check_objects(
     ctx: Context,
     level: int,
-    pair: tuple[QueryResult, QueryResult],
+    pair: tuple[Level0Rows, QueryResult],
     ids: np.ndarray,
     grid: CoarseGrid | None,
 ) -> None:
     """Check one batch of objects of ``level``: ``pair`` is (level 0, level N) read for
     ``ids``; ``grid`` (the level's coarse grid) only for ``runs`` levels."""
-    found, coarse = pair
+    base, coarse = pair
+    found = base.result
     if found.positions.dtype != coarse.positions.dtype:
         ctx.fail(
             "L5.coarse_vertices_of_level0",
@@ -40,7 +72,7 @@ def check_objects(
             f"{found.positions.dtype}",
         )
         return
-    bad = _not_of_level0(found, coarse)
+    bad = _not_of_level0(base, coarse)
     for k in bad[:_MAX_REPORTED].tolist():
         ctx.fail(
             "L5.coarse_vertices_of_level0",
@@ -76,12 +108,12 @@ def _row_hashes(result: QueryResult) -> np.ndarray:
     return (h * _MIX[2]) ^ (h >> np.uint64(32))
 
 
-def _first_sources(found: QueryResult, coarse: QueryResult) -> np.ndarray:
+def _first_sources(base: Level0Rows, coarse: QueryResult) -> np.ndarray:
     """For every coarse row, the first level-0 row of the same object with the same bits
     (-1 when the first row of the same hash differs: no such row, or a hash collision)."""
-    fine, rough = _row_hashes(found), _row_hashes(coarse)
-    order = np.argsort(fine, kind="stable")
-    ordered = fine[order]
+    found = base.result
+    rough = _row_hashes(coarse)
+    order, ordered = base.sorted_hashes()
     at = np.minimum(np.searchsorted(ordered, rough), max(ordered.shape[0] - 1, 0))
     if not ordered.shape[0]:
         return np.full(rough.shape[0], -1, np.int64)
@@ -104,15 +136,16 @@ def is_subsequence(coarse: Sequence[object], fine: Sequence[object]) -> bool:
     return all(any(v == w for w in it) for v in coarse)
 
 
-def _not_of_level0(found: QueryResult, coarse: QueryResult) -> np.ndarray:
+def _not_of_level0(base: Level0Rows, coarse: QueryResult) -> np.ndarray:
     """Batch positions of the objects whose coarse vertices are not a subsequence of their
     level-0 vertices (compared bit for bit).
 
     Each coarse row is matched to the first level-0 row of its object with its bits; an
     object whose matches ascend passes. The others (a coarse vertex without a match, or
     matches out of order, as repeated coordinates may give) are decided row by row."""
+    found = base.result
     off0, off1 = offsets_of(found), offsets_of(coarse)
-    t = _first_sources(found, coarse)
+    t = _first_sources(base, coarse)
     owner = _owners(off1)
     same = owner[1:] == owner[:-1]
     unsure = np.unique(np.concatenate([owner[t < 0], owner[1:][same & (t[1:] <= t[:-1])]]))
