@@ -369,3 +369,16 @@ def test_coarse_vertices_are_level0_vertices_in_order(
     check_objects(ctx, 1, (Level0Rows(fine), _result(coarse)), np.arange(2), None)
     found = [p.path for p in report.problems if p.check_id == "L5.coarse_vertices_of_level0"]
     assert found == [f"1/object_index/data#object={k}" for k in wrong]
+
+
+def test_an_object_without_vertices_stays_empty_at_every_level() -> None:
+    lines = _lines(8)[:4]
+    lines.insert(2, np.zeros((0, 3), np.float32))
+    store = MemoryStore()
+    zv.write_polylines(
+        store, lines, chunk_shape=CHUNK, bin_shape=BIN, levels=zv.Levels(count=2), progress=False
+    )
+    report = validate(store, level=5)
+    assert report.ok, report.summary()
+    assert not [p for p in report.problems if p.check_id.startswith("L5.")]
+    assert "L5.object_sparsity_rule" in report.checks_run

@@ -67,7 +67,7 @@ def check_objects(
     if found.positions.dtype != coarse.positions.dtype:
         ctx.fail(
             "L5.coarse_vertices_of_level0",
-            object_path(str(level), int(ids[0])),
+            object_path(str(level), int(ids[0]) if ids.size else 0),
             f"level {level} stores {coarse.positions.dtype} vertices, level 0 "
             f"{found.positions.dtype}",
         )
