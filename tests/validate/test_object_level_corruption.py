@@ -382,3 +382,79 @@ def test_an_object_without_vertices_stays_empty_at_every_level() -> None:
     assert report.ok, report.summary()
     assert not [p for p in report.problems if p.check_id.startswith("L5.")]
     assert "L5.object_sparsity_rule" in report.checks_run
+
+
+def _sparse_lines() -> list[np.ndarray]:
+    """Two long lines from corner to corner (they span the bounding box) and short ones
+    inside."""
+    rng = np.random.default_rng(9)
+    corners = [
+        np.linspace([0.5] * 3, [11.5] * 3, 40),
+        np.linspace([11.5, 0.5, 0.5], [0.5, 11.5, 11.5], 40),
+    ]
+    short = [np.cumsum(rng.normal(0, 0.3, (8, 3)), axis=0) + rng.uniform(3, 9, 3) for _ in range(6)]
+    return [line.astype(np.float32) for line in corners + short]
+
+
+def _polylines(store: MemoryStore, lines: list[np.ndarray]) -> None:
+    zv.write_polylines(
+        store,
+        lines,
+        kind="streamline",
+        chunk_shape=CHUNK,
+        bin_shape=BIN,
+        object_attributes={"score": np.arange(len(lines), dtype=np.float64)},
+        levels=zv.Levels(count=1),
+        progress=False,
+    )
+
+
+def sparse_store() -> MemoryStore:
+    """A streamline store whose level 1 keeps the 2 longest objects (rule "length"): level
+    1 of a store in which the others have no vertex, put in place of the full level 1."""
+    lines = _sparse_lines()
+    store, kept = MemoryStore(), MemoryStore()
+    _polylines(store, lines)
+    _polylines(kept, lines[:2] + [np.zeros((0, 3), np.float32)] * (len(lines) - 2))
+    assert s.read_json(kept, "1/zarr.json")["attributes"]["bin_ratio"] == [2, 2, 2]
+    for key in list(store._store_dict):
+        if key.startswith("1/"):
+            del store._store_dict[key]
+    for key, value in kept._store_dict.items():
+        if key.startswith("1/"):
+            store._store_dict[key] = value
+    share = 2 / len(lines)
+
+    def rule(attrs: dict[str, Any]) -> None:
+        attrs["coarsening"]["objects"] = {"rule": "length", "count": 2}
+        attrs.update(sparsity_strategy="length", kept_object_count=2, object_sparsity=share)
+
+    s.edit_level(store, rule, 1)
+    s.edit_root(store, lambda a: a["multiscales"][0]["datasets"][1].update(object_sparsity=share))
+    return store
+
+
+def test_a_level_kept_by_its_recorded_rule_passes() -> None:
+    report = validate(sparse_store(), level=5)
+    assert report.ok, report.summary()
+    assert {p.check_id for p in report.problems} <= {"L3.object_empty"}
+    assert {"L5.object_sparsity_rule", "L5.object_coarsening_reproduced"} <= set(report.checks_run)
+
+
+@pytest.mark.parametrize(
+    "objects",
+    [
+        {"rule": "length", "count": 3},
+        {"rule": "spatial_coverage", "per_cell": 1, "priority": "id_hash"},
+    ],
+)
+def test_another_recorded_rule_fires_on_the_sparse_level(objects: dict[str, Any]) -> None:
+    store = sparse_store()
+
+    def rule(attrs: dict[str, Any]) -> None:
+        attrs["coarsening"]["objects"] = objects
+        attrs["sparsity_strategy"] = objects["rule"]
+
+    s.edit_level(store, rule, 1)
+    report = validate(store, level=5)
+    assert "L5.object_sparsity_rule" in report.ids(), report.summary()
