@@ -20,11 +20,15 @@ from tests.validate import stores as s
 from tests.validate.test_l4 import COVERED as L4_COVERED
 from tests.validate.test_level_corruption import LEVEL_IDS
 from tests.validate.test_object_corruption import OBJECT_IDS
+from tests.validate.test_object_level_corruption import OBJECT_LEVEL_IDS
 from tests.validate.test_shard_corruption import SHARDED_IDS
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
 from zarr_vectors.format.fragments import FragmentIndex
+from zarr_vectors.store.io import StoreIO
 from zarr_vectors.validate import CHECKS, validate
+from zarr_vectors.validate.context import Context, LevelFacts
 from zarr_vectors.validate.pyramid import run as run_pyramid
+from zarr_vectors.validate.report import ValidationReport
 
 Store = MemoryStore
 Damage = Callable[[Store], Any]
@@ -583,17 +587,19 @@ CASES: list[Case] = [
     ),
     # ---- L5
     Case("L5.levels_contiguous", relabel_level, pyramid(2), 5),
-    Case("L5.bin_ratio_monotone", lambda st: None, pyramid(2, 1), 5),
     Case("L5.vertex_count_non_increasing", lambda st: None, doubled_level, 5),
     Case("L5.attribute_names_match", drop_level1_attribute, pyramid(2), 5),
     Case("L5.coarse_vertices_in_bbox", lambda st: None, outside_bbox_level, 5),
 ]
 
-# L5 checks of object kinds run on facts: the library writes no object pyramids yet.
+# L5 checks of object-count facts run on facts (the library writes every object level with
+# object_count equal to level 0's). L5.bin_ratio_monotone too: in a store with levels (format
+# 1.3) L2.level_coarsening reports a ratio that does not nest first, and stops the run at L2.
 # L1.interrupted_write looks beside a local directory, not in a store: its cases are in
 # tests/store/test_commit_kills.py. L1.symlink and L1.special_file concern files of a local
 # directory: their cases are in tests/store/test_symlinks.py.
 DIRECT = {
+    "L5.bin_ratio_monotone",
     "L5.object_count_non_increasing",
     "L5.object_sparsity_consistent",
     "L1.interrupted_write",
@@ -615,7 +621,7 @@ def test_damage_is_reported(case: Case) -> None:
 def test_corpus_covers_every_implemented_id() -> None:
     # L4 ids: their one-damage cases live in test_l4.py (CASES there).
     covered = {c.check_id for c in CASES} | DIRECT | L4_COVERED | OBJECT_IDS | SHARDED_IDS
-    assert covered | LEVEL_IDS == set(CHECKS)
+    assert covered | LEVEL_IDS | OBJECT_LEVEL_IDS == set(CHECKS)
 
 
 @pytest.mark.parametrize(
@@ -626,10 +632,6 @@ def test_corpus_covers_every_implemented_id() -> None:
     ],
 )
 def test_object_pyramid_checks(counts: tuple[int, int], sparsity: float, expected: str) -> None:
-    from zarr_vectors.store.io import StoreIO
-    from zarr_vectors.validate.context import Context, LevelFacts
-    from zarr_vectors.validate.report import ValidationReport
-
     report = ValidationReport(store="facts", level=5)
     ctx = Context(StoreIO(MemoryStore()), report, None)
     ctx.facts.kind, ctx.facts.ndim = "polyline", 3
@@ -640,3 +642,36 @@ def test_object_pyramid_checks(counts: tuple[int, int], sparsity: float, expecte
     }
     run_pyramid(ctx)
     assert expected in report.ids()
+
+
+def test_bin_ratio_monotone_on_facts() -> None:
+    report = ValidationReport(store="facts", level=5)
+    ctx = Context(StoreIO(MemoryStore()), report, None)
+    ctx.facts.kind, ctx.facts.ndim = "point_cloud", 3
+    ctx.facts.datasets = {0: (0, {"bin_ratio": [1, 1, 1]}), 1: (1, {"bin_ratio": [2, 2, 2]})}
+    ctx.facts.datasets[2] = (2, {"bin_ratio": [1, 1, 1]})
+    run_pyramid(ctx)
+    assert [p.path for p in report.problems if p.check_id == "L5.bin_ratio_monotone"] == [
+        "zarr.json#/attributes/multiscales/0/datasets/2/bin_ratio"
+    ]
+
+
+@pytest.mark.parametrize(("kept", "sparsity", "fires"), [(5, 0.5, False), (5, 0.2, True)])
+def test_object_sparsity_consistent_uses_kept_object_count(
+    kept: int, sparsity: float, fires: bool
+) -> None:
+    """A 1.3 object level keeps object_count equal to level 0's (ids are the same, spec
+    §4.3.3); its kept objects are kept_object_count, which object_sparsity describes."""
+    report = ValidationReport(store="facts", level=5)
+    ctx = Context(StoreIO(MemoryStore()), report, None)
+    ctx.facts.kind, ctx.facts.ndim = "streamline", 3
+    ctx.facts.datasets = {0: (0, {}), 1: (1, {})}
+    ctx.facts.level = {
+        0: LevelFacts(attrs={"object_count": 10, "object_sparsity": 1.0}),
+        1: LevelFacts(
+            attrs={"object_count": 10, "kept_object_count": kept, "object_sparsity": sparsity}
+        ),
+    }
+    run_pyramid(ctx)
+    found = [p.path for p in report.problems if p.check_id == "L5.object_sparsity_consistent"]
+    assert found == (["1/zarr.json#/attributes/kept_object_count"] if fires else [])

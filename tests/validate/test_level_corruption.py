@@ -23,6 +23,7 @@ LEVEL_IDS = {
     "L5.sample_rule",
     "L5.aggregate_counts",
     "L5.aggregate_rule",
+    "L2.levels_version",
 }
 """The ids this file covers (the corpus of test_corruption.py counts them)."""
 
@@ -92,6 +93,12 @@ CASES = [
         coarsening(lambda c: c.__setitem__("method", "thin")),
         2,
     ),
+    (
+        "L2.levels_version",
+        "sample",
+        lambda st: s.edit_root(st, lambda a: a.__setitem__("zarr_vectors_version", "1.2")),
+        2,
+    ),
     ("L5.coarse_vertex_in_bin", "sample", edit_level_rows("vertices", move_first_row), 5),
     ("L5.sample_nested", "sample", edit_level_rows("attributes/a", bump), 5),
     ("L5.sample_cap", "sample", coarsening(lambda c: c.__setitem__("per_bin", 1)), 5),
@@ -124,7 +131,37 @@ def test_the_cases_cover_the_level_ids() -> None:
     assert {case[0] for case in CASES} == LEVEL_IDS
 
 
-def test_a_1_2_store_with_hand_made_levels_is_not_held_to_1_3() -> None:
+def _declare_1_2(attrs: dict[str, Any]) -> None:
+    attrs["zarr_vectors_version"] = "1.2"
+
+
+def test_a_1_2_store_listing_levels_is_flagged() -> None:
     store = s.pyramid_store((2,))
+    s.edit_root(store, _declare_1_2)
     report = validate(store, level=5)
+    assert report.level == 2
+    assert not report.ok
+    found = [p for p in report.problems if p.check_id == "L2.levels_version"]
+    assert [p.path for p in found] == [
+        "zarr.json#/attributes/zarr_vectors_version",
+        "1/zarr.json#/attributes/coarsening",
+    ]
     assert "L2.level_coarsening" not in report.checks_run
+
+
+def test_a_1_2_store_with_an_unlisted_coarsened_level_group_is_flagged() -> None:
+    store = s.pyramid_store((2,))
+    s.edit_root(store, _declare_1_2)
+    s.edit_root(store, lambda a: a["multiscales"][0]["datasets"].pop())
+    report = validate(store, level=2)
+    assert [p.path for p in report.problems if p.check_id == "L2.levels_version"] == [
+        "1/zarr.json#/attributes/coarsening"
+    ]
+    assert "L1.unlisted_level_group" in report.ids()
+
+
+def test_a_1_2_store_without_levels_passes_the_version_check() -> None:
+    report = validate(s.point_store(), level=2)
+    assert "L2.levels_version" in report.checks_run
+    assert report.ok
+    assert not report.problems

@@ -80,7 +80,16 @@ def test_store_kinds_are_clean(store_factory: StoreFactory) -> None:
 
 def test_reference_store_and_pyramid_are_clean() -> None:
     _assert_clean(s.point_store())
-    _assert_clean(s.pyramid_store((2, 2)))
+    store = MemoryStore()
+    zv.write_points(store, s.points(), chunk_shape=s.CHUNK, levels=zv.Levels(count=2, per_bin=4))
+    _assert_clean(store)
+
+
+def test_a_hand_made_pyramid_only_warns_of_its_method() -> None:
+    report = validate(s.pyramid_store((2, 2)), level=5)
+    assert report.ok, report.summary()
+    assert report.level == 5
+    assert {p.check_id for p in report.problems} == {"L2.coarsening_method_unknown"}
 
 
 @pytest.mark.parametrize("kind", ["polyline", "streamline", "graph", "skeleton", "mesh"])

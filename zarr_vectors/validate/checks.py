@@ -87,6 +87,7 @@ _L2: dict[str, Severity] = {
     "L2.level_counts_plausible": _E,
     "L2.level_coarsening": _E,
     "L2.coarsening_method_unknown": _W,
+    "L2.levels_version": _E,
     "L2.zv_array_tag": _E,
     "L2.sharding_layout": _E,
     "L2.shard_version": _E,
@@ -197,6 +198,13 @@ _L5: dict[str, Severity] = {
     "L5.sample_rule": _E,
     "L5.aggregate_counts": _E,
     "L5.aggregate_rule": _E,
+    "L5.object_coarsening_method": _E,
+    "L5.object_ids_same": _E,
+    "L5.object_vertex_counts": _E,
+    "L5.object_sparsity_rule": _E,
+    "L5.coarse_vertices_of_level0": _E,
+    "L5.runs_ends_kept": _E,
+    "L5.object_coarsening_reproduced": _E,
 }
 
 CHECKS: Final[dict[str, Severity]] = {**_L1, **_L2, **_L3, **_L4, **_L5}

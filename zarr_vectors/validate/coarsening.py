@@ -43,7 +43,10 @@ def _path(level: int, *tokens: str | int) -> str:
 
 def run(ctx: Context) -> None:
     """Check ``coarsening`` at every level (after the level metadata has been read)."""
-    if ctx.facts.version is None or ctx.facts.version < _FIRST:
+    if ctx.facts.version is None:
+        return
+    if ctx.facts.version < _FIRST:
+        _older_version(ctx)
         return
     ctx.mark("L2.level_coarsening")
     methods = set()
@@ -64,6 +67,40 @@ def run(ctx: Context) -> None:
             f"levels use several methods ({', '.join(sorted(methods))}); all must use one",
         )
     _ratios_nest(ctx)
+
+
+def _older_version(ctx: Context) -> None:
+    """``L2.levels_version``: a store of format 1.2 or older lists level 0 alone and has no
+    level group that records a ``coarsening`` (levels above 0 are format 1.3, spec §3.3)."""
+    ctx.mark("L2.levels_version")
+    version = ".".join(str(v) for v in ctx.facts.version or ())
+    path = pointer("zarr.json", "attributes", "zarr_vectors_version")
+    listed = sorted(n for n in ctx.facts.datasets if n > 0)
+    if listed:
+        ctx.fail(
+            "L2.levels_version",
+            path,
+            f"a store of format {version} lists levels {listed} above 0 in multiscales; "
+            f"levels of detail are format {LEVELS_VERSION}: declare it, or remove the levels",
+        )
+    for level in _coarsened_groups(ctx):
+        ctx.fail(
+            "L2.levels_version",
+            _path(level),
+            f"level group {level} records a coarsening, which format {version} does not "
+            f"have; declare format {LEVELS_VERSION}, or remove the level",
+        )
+
+
+def _coarsened_groups(ctx: Context) -> list[int]:
+    """Decimal level groups of the root, listed or not, whose attributes hold coarsening."""
+    found = []
+    for name in ctx.children(""):
+        if name.isdecimal() and name == str(int(name)):
+            attrs = ctx.node(name).attributes()
+            if "coarsening" in attrs:
+                found.append(int(name))
+    return sorted(found)
 
 
 def _check(ctx: Context, level: int, value: Any) -> str | None:

@@ -9,7 +9,7 @@ read the levels chunk by chunk.
 from __future__ import annotations
 
 from zarr_vectors.format.jsonutil import as_int_list, is_int, is_number, pointer
-from zarr_vectors.validate import point_levels
+from zarr_vectors.validate import object_levels, point_levels
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.names import ATTRIBUTES, OBJECT_KINDS, POINT_CLOUD
 
@@ -35,6 +35,8 @@ def run(ctx: Context) -> None:
     _coarse_in_bbox(ctx, levels)
     if ctx.facts.kind == POINT_CLOUD:
         point_levels.run(ctx)
+    else:
+        object_levels.run(ctx)
 
 
 def _contiguous(ctx: Context, levels: list[int]) -> None:
@@ -83,6 +85,9 @@ def _non_increasing(ctx: Context, levels: list[int], key: str, check_id: str) ->
 
 
 def _sparsity(ctx: Context, levels: list[int]) -> None:
+    """``L5.object_sparsity_consistent``: a level's kept objects (``kept_object_count``, spec
+    §4.3.3; ``object_count`` for a level without it) are about ``object_sparsity`` of level
+    0's objects."""
     ctx.mark("L5.object_sparsity_consistent")
     base = ctx.facts.level.get(0)
     total = base.attrs.get("object_count") if base is not None else None
@@ -92,13 +97,13 @@ def _sparsity(ctx: Context, levels: list[int]) -> None:
         facts = ctx.facts.level.get(level)
         if facts is None:
             continue
-        count, sparsity = facts.attrs.get("object_count"), facts.attrs.get("object_sparsity")
+        key = "kept_object_count" if "kept_object_count" in facts.attrs else "object_count"
+        count, sparsity = facts.attrs.get(key), facts.attrs.get("object_sparsity")
         if is_int(count) and is_number(sparsity) and abs(count - total * sparsity) > 1:
             ctx.fail(
                 "L5.object_sparsity_consistent",
-                pointer(f"{level}/zarr.json", "attributes", "object_count"),
-                f"object_count {count} is not object_count[0] x object_sparsity = "
-                f"{total * sparsity:g}",
+                pointer(f"{level}/zarr.json", "attributes", key),
+                f"{key} {count} is not object_count[0] x object_sparsity = {total * sparsity:g}",
             )
 
 
