@@ -124,7 +124,7 @@ def sparse_level_table(table: ObjectTable, grid: ChunkGrid, settings: Levels) ->
     ...                     None, {})
     >>> level = sparse_level_table(table, grid, Levels(objects="coverage", objects_per_cell=1))
     >>> level.table.offsets.tolist(), level.strategy
-    ([0, 2, 2, 4], 'spatial_coverage')
+    ([0, 0, 1, 3], 'spatial_coverage')
     """
     if settings.objects is None:
         return SparseLevel(table, None, None)
