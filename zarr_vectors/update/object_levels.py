@@ -36,7 +36,14 @@ from zarr_vectors.store.target import modify_target
 from zarr_vectors.update.object_sources import Source, open_source, options_of, store_arguments
 from zarr_vectors.write import KindWriter, Levels, ObjectTable, commit_root, level_settings
 
-__all__ = ["build_object_levels", "rebuild_levels", "stored_levels", "stored_table"]
+__all__ = [
+    "build_object_levels",
+    "checked_levels",
+    "commit_levels",
+    "rebuild_levels",
+    "stored_levels",
+    "stored_table",
+]
 
 
 def _group_arguments(source: Source, ids: np.ndarray) -> dict[str, Any]:
@@ -66,6 +73,28 @@ def _kind_data(kind: str, found: QueryResult, sizes: np.ndarray) -> dict[str, An
     if kind == "mesh":
         return data | {"faces": links, "face_attributes": columns}
     return data | {"edges": links, "edge_attributes": columns}
+
+
+def checked_levels(kind: str, levels: Any) -> Levels | None:
+    """The levels a streamed or parallel write of ``kind`` asks for, or None.
+
+    Raises
+    ------
+    InvalidInputError
+        For bad ``levels``, or levels of a kind whose writer builds none.
+
+    Examples
+    --------
+    >>> checked_levels("streamline", 2).count
+    2
+    """
+    settings = level_settings(levels)
+    writer = object_writer(kind)
+    if settings is not None and writer.levels is None:
+        raise InvalidInputError(
+            f"{writer.writer} does not build levels of detail yet; write without levels="
+        )
+    return settings
 
 
 def stored_table(source: Source, writer: KindWriter, store_wide: dict[str, Any]) -> ObjectTable:
@@ -187,9 +216,8 @@ def rebuild_levels(io: StoreIO, source: Source, settings: Levels) -> RootMetadat
     """
     writer = object_writer(source.kind)
     if writer.levels is None:
-        raise InvalidInputError(
-            f"{writer.writer} does not build levels of detail yet; write without levels="
-        )
+        checked_levels(source.kind, settings)
+        return source.root.with_levels(())
     table = stored_table(source, writer, store_arguments(source))
     built_io = StoreIO(scratch_store())
     built: tuple[LevelMetadata, ...] = ()
@@ -197,6 +225,30 @@ def rebuild_levels(io: StoreIO, source: Source, settings: Levels) -> RootMetadat
         built = writer.levels(settings)(built_io, table, source.grid, options_of(source))
     _write_changed(built_io, io)
     return source.root.with_levels(tuple(level.entry() for level in built))
+
+
+def commit_levels(io: StoreIO, settings: Levels) -> int:
+    """Build the levels of the object store just merged into ``io`` (its root written, the
+    change not yet committed where ``io`` is a staging copy) and write its root again
+    listing them; the number of levels.
+
+    An append, a streamed or a parallel write calls it last, so its levels are those a
+    one-shot write of all the objects gives and the change commits as one version.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr.storage import MemoryStore
+    >>> memory = MemoryStore()
+    >>> zv.write_polylines(memory, [np.arange(40.0).reshape(20, 2)], chunk_shape=8.0)
+    >>> commit_levels(StoreIO(memory), Levels(count=1))
+    1
+    """
+    source = open_source(io)
+    root = rebuild_levels(io, source, settings)
+    commit_root(io, root, source.reader.meta, _summary(source, source.reader.meta))
+    return len(root.levels)
 
 
 def build_object_levels(
