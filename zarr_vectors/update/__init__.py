@@ -26,6 +26,7 @@ from zarr_vectors.update.object_append import (
     append_polylines,
     append_skeletons,
 )
+from zarr_vectors.update.object_levels import checked_levels, commit_levels
 from zarr_vectors.update.object_merge import (
     MergePlan,
     check_globals,
@@ -52,6 +53,8 @@ __all__ = [
     "write_points_stream",
     "append_points",
     "build_levels",
+    "checked_levels",
+    "commit_levels",
     "bin_dtype",
     "ObjectWriter",
     "write_objects_stream",

@@ -18,6 +18,8 @@ their bytes and, in a local store, their modification times.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import Any
 
 import numpy as np
@@ -31,7 +33,7 @@ from zarr_vectors.geometry import object_writer
 from zarr_vectors.query import ObjectReader
 from zarr_vectors.read import LevelReader
 from zarr_vectors.result import QueryResult
-from zarr_vectors.store.io import StoreIO, StoreLike, scratch_store
+from zarr_vectors.store.io import StoreIO, StoreLike, local_root, scratch_store
 from zarr_vectors.store.target import modify_target
 from zarr_vectors.update.object_sources import Source, open_source, options_of, store_arguments
 from zarr_vectors.write import KindWriter, Levels, ObjectTable, commit_root, level_settings
@@ -150,12 +152,24 @@ def _level_keys(io: StoreIO) -> list[str]:
     ]
 
 
+def _prune_empty(io: StoreIO, levels: set[str]) -> None:
+    """Remove the directories of a local store's ``levels`` left empty by deleted files."""
+    root = local_root(io.store)
+    if root is None:
+        return
+    for name in levels:
+        for folder, _, _ in sorted(os.walk(root / name), key=lambda w: -len(w[0])):
+            with contextlib.suppress(OSError):  # not empty: a file of a kept level
+                os.rmdir(folder)
+
+
 def _write_changed(built: StoreIO, io: StoreIO) -> int:
     """Copy the level files of ``built`` into ``io`` where their bytes differ, delete the
     level files ``built`` does not have; the number of files written."""
     fresh = _level_keys(built)
     stale = sorted(set(_level_keys(io)) - set(fresh))
     io.delete_many(stale)
+    _prune_empty(io, {key.split("/", 1)[0] for key in stale})
     changed = []
     for key in fresh:
         value = built.get(key)
