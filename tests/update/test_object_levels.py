@@ -108,7 +108,7 @@ def walks() -> list[np.ndarray]:
         (np.cumsum(rng.normal(0, 1.5, (int(rng.integers(2, 30)), 3)), axis=0) + 30).astype(
             np.float32
         )
-        for _ in range(150)
+        for _ in range(80)
     ]
 
 
