@@ -230,3 +230,19 @@ def test_levels_are_refused_with_mode_a_and_for_kinds_without_a_builder(tmp_path
     with pytest.raises(zv.InvalidInputError, match="objects"):
         zv.Levels(objects="random")
     del line
+
+
+def test_a_failed_build_leaves_the_store_as_it_was(
+    tmp_path: Path, walks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "f.zv"
+    zv.write_polylines(path, walks, chunk_shape=16.0, levels=1, progress=False)
+    before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
+
+    def fail(*args: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr("zarr_vectors.update.object_levels.commit_root", fail)
+    with pytest.raises(OSError, match="disk full"):
+        zv.build_levels(path, 2, progress=False)
+    assert {p: p.read_bytes() for p in path.rglob("*") if p.is_file()} == before
