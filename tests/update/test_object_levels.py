@@ -195,6 +195,12 @@ def test_an_append_rewrites_only_the_coarse_files_that_change(tmp_path: Path, wa
         if p.name != "zarr.json":
             assert (p.stat().st_ino, p.stat().st_mtime_ns) == before[p][:2], p
     assert zv.validate(path, level=5).ok
+    streamed = tmp_path / "streamed.zv"
+    zv.write_polylines(streamed, walks[:-3], chunk_shape=16.0, levels=levels, progress=False)
+    with zv.ObjectWriter(streamed, kind="polyline", mode="a", progress=False) as writer:
+        writer.append(walks[-3:-1])
+        writer.append(walks[-1:])
+    assert files(streamed) == files(one)
 
 
 def test_build_levels_rebuilds_and_removes_levels(tmp_path: Path, walks: list) -> None:
