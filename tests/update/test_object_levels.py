@@ -18,6 +18,7 @@ import pytest
 import zarr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from tests.geometry import object_cases
@@ -254,3 +255,14 @@ def test_a_failed_build_leaves_the_store_as_it_was(
     with pytest.raises(OSError, match="disk full"):
         zv.build_levels(path, 2, progress=False)
     assert {p: p.read_bytes() for p in path.rglob("*") if p.is_file()} == before
+
+
+def test_an_append_in_place_keeps_the_levels(walks: list) -> None:
+    levels = zv.Levels(count=2, objects="coverage", objects_per_cell=2)
+    one, appended = MemoryStore(), MemoryStore()
+    zv.write_polylines(one, walks, chunk_shape=16.0, levels=levels, progress=False)
+    zv.write_polylines(appended, walks[:-5], chunk_shape=16.0, levels=levels, progress=False)
+    zv.write_polylines(appended, walks[-5:], mode="a", progress=False)
+    assert object_cases.keys(appended) == object_cases.keys(one)
+    assert zv.build_levels(appended, 1, progress=False) == 1
+    assert not [k for k in object_cases.keys(appended) if k.startswith("2/")]
