@@ -421,14 +421,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build_levels_parser(sub: Any) -> None:
-    """``zarr-vectors build-levels STORE``: levels of detail of a point cloud (spec §4.3)."""
+    """``zarr-vectors build-levels STORE``: levels of detail of a store (spec §4.3)."""
     build = sub.add_parser(
         "build-levels",
-        help="add levels of detail to a point-cloud store (format 1.3)",
+        help="add levels of detail to a store (format 1.3)",
         description="Add levels of detail (coarser copies for overviews, spec §4.3) to a "
-        "point-cloud store written without them, reading it one chunk at a time, and commit "
-        "them as a new version (a failed build leaves the store as it was). The levels are "
-        "those write_points(..., levels=...) writes. Exit code 0 done, 2 error.",
+        "point-cloud store written without them (read one chunk at a time) or to a "
+        "polyline or streamline store (built again when it has some), and commit them as "
+        "a new version (a failed build leaves the store as it was). The levels are those "
+        "the kind's write_*(..., levels=...) writes. Exit code 0 done, 2 error.",
     )
     build.add_argument("store")
     build.add_argument(
@@ -444,6 +445,18 @@ def _build_levels_parser(sub: Any) -> None:
     build.add_argument(
         "--per-bin", type=_positive_int, default=256, help="sample: points per coarse bin"
     )
+    build.add_argument(
+        "--objects",
+        choices=("coverage", "length"),
+        default=None,
+        help="object stores: keep a subset of the objects at coarse levels (default: all)",
+    )
+    build.add_argument(
+        "--objects-per-cell", type=_positive_int, default=4, help="coverage: per coarse bin"
+    )
+    build.add_argument(
+        "--objects-kept", type=_positive_int, default=1000, help="length: objects kept"
+    )
     _debug_flag(build)
     build.set_defaults(run=_build_levels)
 
@@ -455,7 +468,13 @@ def _level_count(text: str) -> int | str:
 
 def _build_levels(args: argparse.Namespace) -> int:
     levels = zv.Levels(
-        count=args.levels, method=args.method, target=args.target, per_bin=args.per_bin
+        count=args.levels,
+        method=args.method,
+        target=args.target,
+        per_bin=args.per_bin,
+        objects=args.objects,
+        objects_per_cell=args.objects_per_cell,
+        objects_kept=args.objects_kept,
     )
     built = zv.build_levels(args.store, levels)
     print(f"{args.store}: {built} level{'' if built == 1 else 's'} of detail built")

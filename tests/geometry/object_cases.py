@@ -147,8 +147,9 @@ def arguments(case: dict[str, Any], a: int, b: int) -> dict[str, Any]:
     }
 
 
-def write(store: Any, case: dict[str, Any], a: int, b: int) -> None:
-    args = arguments(case, a, b) | {"chunk_shape": 10.0, "options": case["options"]}
+def write(store: Any, case: dict[str, Any], a: int, b: int, **extra: Any) -> None:
+    """Write objects ``a:b`` in one call (``extra``: more keywords, e.g. ``levels=``)."""
+    args = arguments(case, a, b) | {"chunk_shape": 10.0, "options": case["options"], **extra}
     kind = case["kind"]
     if kind == "polyline":
         zv.write_polylines(store, args.pop("polylines"), **args)
@@ -160,3 +161,17 @@ def write(store: Any, case: dict[str, Any], a: int, b: int) -> None:
         zv.write_skeletons(store, args.pop("positions"), **args)
     else:
         zv.write_mesh(store, args.pop("positions"), args.pop("faces"), **args)
+
+
+def append(store: Any, case: dict[str, Any], a: int, b: int) -> None:
+    """Append objects ``a:b`` with the kind's ``append_*`` function."""
+    args = arguments(case, a, b)
+    kind = case["kind"]
+    if kind == "polyline":
+        zv.append_polylines(store, args.pop("polylines"), **args)
+    elif kind == "graph":
+        zv.append_graph(store, args.pop("positions"), args.pop("edges"), **args)
+    elif kind == "skeleton":
+        zv.append_skeletons(store, args.pop("positions"), **args)
+    else:
+        zv.append_mesh(store, args.pop("positions"), args.pop("faces"), **args)

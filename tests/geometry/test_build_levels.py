@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
+from tests.geometry import object_cases
 from zarr_vectors.cli import main
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.update import point_levels as build_module
@@ -96,11 +97,13 @@ def test_a_store_with_levels_is_refused(tmp_path: pathlib.Path) -> None:
         zv.build_levels(path)
 
 
-def test_object_stores_are_refused(tmp_path: pathlib.Path) -> None:
-    path = tmp_path / "lines.zarr"
-    zv.write_polylines(path, [np.zeros((2, 3)), np.ones((3, 3))], chunk_shape=5.0, progress=False)
-    with pytest.raises(InvalidInputError, match="point_cloud"):
-        zv.build_levels(path)
+def test_object_stores_get_the_levels_of_their_writer(tmp_path: pathlib.Path) -> None:
+    lines = [np.cumsum(np.ones((40, 3)), axis=0) + k for k in range(3)]
+    path, one = tmp_path / "lines.zarr", tmp_path / "one.zarr"
+    zv.write_polylines(path, lines, chunk_shape=16.0, progress=False)
+    zv.write_polylines(one, lines, chunk_shape=16.0, levels=2, progress=False)
+    assert zv.build_levels(path, 2, progress=False) == 2
+    assert object_cases.files(path) == object_cases.files(one)
 
 
 def test_a_failed_build_leaves_the_store_as_it_was(

@@ -117,3 +117,16 @@ def test_bad_partitions_are_refused_and_nothing_is_left(client: Any, tmp_path: P
     with pytest.raises(zv.InvalidInputError, match="in-memory"):
         zv.write_objects_parallel(MemoryStore(), "polyline", [[line]], scratch=tmp_path, **run)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_parallel_levels_are_the_one_shot_levels(client: Any, tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    walks = [np.cumsum(rng.normal(0, 2, (int(rng.integers(2, 30)), 3)), axis=0) for _ in range(20)]
+    levels = zv.Levels(count=2, objects="coverage", objects_per_cell=2)
+    zv.write_polylines(tmp_path / "one", walks, chunk_shape=8.0, levels=levels, progress=False)
+    parts = [{"polylines": walks[:8]}, {"polylines": walks[8:]}]
+    zv.write_objects_parallel(
+        tmp_path / "par", "polyline", parts, chunk_shape=8.0, client=client, levels=levels
+    )
+    assert files(tmp_path / "par") == files(tmp_path / "one")
+    assert len(zv.open(tmp_path / "par").levels) == 3

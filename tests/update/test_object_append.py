@@ -25,25 +25,12 @@ HYPOTHESIS = settings(
 )
 
 
-def _append(store: Any, case: dict[str, Any], a: int, b: int) -> None:
-    args = object_cases.arguments(case, a, b)
-    kind = case["kind"]
-    if kind == "polyline":
-        zv.append_polylines(store, args.pop("polylines"), **args)
-    elif kind == "graph":
-        zv.append_graph(store, args.pop("positions"), args.pop("edges"), **args)
-    elif kind == "skeleton":
-        zv.append_skeletons(store, args.pop("positions"), **args)
-    else:
-        zv.append_mesh(store, args.pop("positions"), args.pop("faces"), **args)
-
-
 def _run(store: Any, case: dict[str, Any]) -> None:
     batches = object_cases.batches(case)
     object_cases.write(store, case, *batches[0])
     for a, b in batches[1:]:
         if case["kind"] == "polyline" or b > a:
-            _append(store, case, a, b)
+            object_cases.append(store, case, a, b)
 
 
 @pytest.mark.parametrize("examples", sample_sizes(4, 15))

@@ -18,7 +18,10 @@ from zarr_vectors.format.names import check_name
 __all__ = [
     "AGGREGATE",
     "COUNT_ATTRIBUTE",
+    "DEFAULT_OBJECTS_KEPT",
+    "DEFAULT_OBJECTS_PER_CELL",
     "DEFAULT_PER_BIN",
+    "OBJECT_SPARSITY",
     "DEFAULT_TARGET",
     "POINT_METHODS",
     "REDUCTIONS",
@@ -28,6 +31,7 @@ __all__ = [
     "aggregate_coarsening",
     "allowed_reductions",
     "check_coarsening",
+    "object_sparsity_rule",
     "default_reduction",
     "runs_coarsening",
     "sample_coarsening",
@@ -51,6 +55,13 @@ DEFAULT_PER_BIN = 256
 """Default ``per_bin`` cap of the first ``sample`` levels."""
 DEFAULT_TARGET = 100_000
 """Levels are added until one holds at most this many vertices (``levels="auto"``)."""
+OBJECT_SPARSITY = ("coverage", "length")
+"""What ``Levels.objects`` may ask for: rules ``"spatial_coverage"`` and ``"length"``
+(spec §4.3.3)."""
+DEFAULT_OBJECTS_PER_CELL = 4
+"""Default objects kept per coarse bin by ``objects="coverage"``."""
+DEFAULT_OBJECTS_KEPT = 1000
+"""Default objects kept by ``objects="length"``."""
 
 
 def allowed_reductions(dtype: np.dtype[Any]) -> tuple[str, ...]:
@@ -99,6 +110,28 @@ def runs_coarsening() -> dict[str, Any]:
     {'method': 'runs', 'representative': 'ends_and_middle'}
     """
     return {"method": RUNS, "representative": "ends_and_middle"}
+
+
+def object_sparsity_rule(objects: str, per_cell: int, kept: int) -> dict[str, Any]:
+    """The ``coarsening.objects`` record of object sparsity (spec §4.3.3).
+
+    Parameters
+    ----------
+    objects
+        ``"coverage"`` (rule ``"spatial_coverage"``, priority ``"id_hash"``) or ``"length"``.
+    per_cell, kept
+        Objects kept per coarse bin (coverage), or in all (length).
+
+    Examples
+    --------
+    >>> object_sparsity_rule("coverage", 4, 1000)
+    {'rule': 'spatial_coverage', 'per_cell': 4, 'priority': 'id_hash'}
+    >>> object_sparsity_rule("length", 4, 10)
+    {'rule': 'length', 'count': 10}
+    """
+    if objects == "length":
+        return {"rule": "length", "count": int(kept)}
+    return {"rule": "spatial_coverage", "per_cell": int(per_cell), "priority": "id_hash"}
 
 
 def aggregate_coarsening(

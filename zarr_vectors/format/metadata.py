@@ -129,6 +129,12 @@ def _sparsity(doc: dict[str, Any]) -> float:
     return float(sparsity)
 
 
+def _strategy(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise MetadataError(f"sparsity_strategy must be a string, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RootMetadata:
     """Root group attributes of a store (spec §3).
@@ -294,6 +300,7 @@ class LevelMetadata:
     object_count: int | None = None
     coarsening: dict[str, Any] | None = None
     kept_object_count: int | None = None
+    sparsity_strategy: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document of the level attributes (spec §4)."""
@@ -311,6 +318,8 @@ class LevelMetadata:
             doc["coarsening"] = self.coarsening
         if self.kept_object_count is not None:
             doc["kept_object_count"] = self.kept_object_count
+        if self.sparsity_strategy is not None:
+            doc["sparsity_strategy"] = self.sparsity_strategy
         return doc
 
     def entry(self) -> LevelEntry:
@@ -347,4 +356,5 @@ class LevelMetadata:
             object_count=None if object_count is None else _count(doc, "object_count"),
             coarsening=coarsening,
             kept_object_count=None if kept is None else _count(doc, "kept_object_count"),
+            sparsity_strategy=_strategy(doc.get("sparsity_strategy")),
         )

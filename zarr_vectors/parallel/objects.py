@@ -48,6 +48,8 @@ from zarr_vectors.update import (
     BatchSpec,
     MergePlan,
     check_globals,
+    checked_levels,
+    commit_levels,
     commit_merge,
     for_chunk_writers,
     links_may_be_wide,
@@ -57,7 +59,13 @@ from zarr_vectors.update import (
     set_link_dtype,
     wide_links,
 )
-from zarr_vectors.write import WriteMode, WriteOptions, new_store_destination, shard_major_order
+from zarr_vectors.write import (
+    Levels,
+    WriteMode,
+    WriteOptions,
+    new_store_destination,
+    shard_major_order,
+)
 
 __all__ = ["write_objects_parallel"]
 
@@ -80,6 +88,7 @@ def write_objects_parallel(
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
     storage_options: Mapping[str, Any] | None = None,
+    levels: Any = None,
     **settings: Any,
 ) -> None:
     """Write an object store from partitions of whole objects, on dask.distributed workers.
@@ -125,6 +134,10 @@ def write_objects_parallel(
     progress
         A progress bar per stage over its tasks: None (default) on a terminal or in
         Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
+    levels
+        Levels of detail (spec §4.3.3), as for the kind's ``write_*`` function: built on
+        the client from the merged level 0 before the store is committed, the same bytes
+        as a one-shot write (the whole objects are then held in the client's memory once).
     **settings
         Store-wide arguments of the kind's ``write_*`` function: ``units`` (of the
         coordinates, as for :func:`~zarr_vectors.write_points`), ``directed`` (graph),
@@ -163,6 +176,7 @@ def write_objects_parallel(
     )
     store, overwrite = target.store, target.overwrite
     spec = BatchSpec.create(kind, chunk_shape, bin_shape, options, settings)
+    wanted = checked_levels(kind, levels)
     batches = [_arguments(spec, part) for part in partitions]
     if not batches:
         raise InvalidInputError("nothing to write: give at least one partition")
@@ -179,15 +193,21 @@ def write_objects_parallel(
             write_tasks(dask_client, report if report.active else None) as tasks,
         ):
             paths = _write_partitions(tasks, spec, batches, space)
-            _merge(tasks, spec, paths, store, overwrite)
+            _merge(tasks, spec, paths, (store, overwrite), wanted)
     finally:
         remove_scratch(space)
 
 
 def _merge(
-    tasks: Tasks, spec: BatchSpec, paths: list[str], store: StoreLike, overwrite: bool
+    tasks: Tasks,
+    spec: BatchSpec,
+    paths: list[str],
+    destination: tuple[StoreLike, bool],
+    levels: Levels | None,
 ) -> None:
-    """Plan the merge of the partitions' stores, write its chunks in buckets, commit it."""
+    """Plan the merge of the partitions' stores, write its chunks in buckets, build the
+    ``levels`` (on the client), commit it; ``destination`` is the store and ``overwrite``."""
+    store, overwrite = destination
     plan = plan_merge(
         [open_source(p) for p in paths],
         has_base=False,
@@ -201,6 +221,8 @@ def _merge(
     with write_target(store, overwrite=overwrite) as io:
         _run_buckets(tasks, plan, buckets, shared_location(io))
         commit_merge(io, plan, ids, groups)
+        if levels is not None:
+            commit_levels(io, levels)
 
 
 def _arguments(spec: BatchSpec, partition: Any) -> dict[str, Any]:

@@ -8,8 +8,9 @@ point_stream, object_stream
     :class:`PointWriter` and :class:`ObjectWriter`: batches in, one store out.
 point_append, object_append
     Appends to an existing store (``append_points``, ``append_graph``, ...).
-point_levels
-    Levels of detail added to a stored point cloud, out of core (``build_levels``).
+levels, point_levels, object_levels
+    Levels of detail added to a stored store (``build_levels``): point clouds out of core,
+    object stores from their objects; object levels rebuilt after appends and streams.
 object_merge, merge_plan, merge_chunks, merge_globals, merge_links, object_sources
     Merges of stores of objects (the parallel object writer's last step).
 _read_ahead
@@ -18,12 +19,14 @@ _read_ahead
 
 from __future__ import annotations
 
+from zarr_vectors.update.levels import build_levels
 from zarr_vectors.update.object_append import (
     append_graph,
     append_mesh,
     append_polylines,
     append_skeletons,
 )
+from zarr_vectors.update.object_levels import checked_levels, commit_levels
 from zarr_vectors.update.object_merge import (
     MergePlan,
     check_globals,
@@ -38,7 +41,6 @@ from zarr_vectors.update.object_merge import (
 )
 from zarr_vectors.update.object_sources import open_source
 from zarr_vectors.update.object_stream import BatchSpec, ObjectWriter, write_objects_stream
-from zarr_vectors.update.point_levels import build_levels
 from zarr_vectors.update.point_stream import (
     PointWriter,
     append_points,
@@ -51,6 +53,8 @@ __all__ = [
     "write_points_stream",
     "append_points",
     "build_levels",
+    "checked_levels",
+    "commit_levels",
     "bin_dtype",
     "ObjectWriter",
     "write_objects_stream",

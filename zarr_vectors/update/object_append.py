@@ -17,7 +17,6 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.commits import COMMIT_KEY
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.names import ATTRIBUTES, LINK_ATTRIBUTES, VERTICES
 from zarr_vectors.geometry import (
@@ -32,7 +31,7 @@ from zarr_vectors.geometry import (
 from zarr_vectors.store.io import StoreIO, StoreLike, scratch_store
 from zarr_vectors.store.writer_lock import writer_lock
 from zarr_vectors.update.object_merge import merge_stores
-from zarr_vectors.update.object_sources import Source, open_source, options_of
+from zarr_vectors.update.object_sources import Source, open_source, options_of, store_arguments
 from zarr_vectors.write import KindWriter, ObjectAppendArgs, inputs, write_kind
 
 __all__ = [
@@ -110,21 +109,6 @@ def store_settings(base: Source, progress: ProgressOption = None) -> dict[str, A
         "options": options_of(base),
         "progress": progress,
     }
-
-
-def store_arguments(base: Source) -> dict[str, Any]:
-    """The store-wide arguments of the kind's writer, as ``base`` was written with them."""
-    row, extra = geometry_kind(base.kind), base.root.extra
-    if row.ordered:
-        return {"kind": base.kind, "metadata": _user_extra(base.root)}
-    if row.directed == "allowed":
-        return {"directed": bool(extra.get("is_directed", False))}
-    if row.faces:
-        return {
-            "winding_order": str(extra.get("winding_order", "ccw")),
-            "closed_surface": bool(extra.get("closed_surface", False)),
-        }
-    return {}
 
 
 def _ids(first: int, object_ids: Any, labels: np.ndarray | None, m: int) -> Any:
@@ -244,10 +228,6 @@ def fit_arguments(
         if out.get(key) is not None and key in vertex:
             out[key] = inputs.cast_to(inputs.array(out[key], key), vertex[key], key, holder)
     return out
-
-
-def _user_extra(root: Any) -> dict[str, Any]:
-    return {k: v for k, v in root.extra.items() if k not in ("software", COMMIT_KEY)}
 
 
 @shared_docs

@@ -43,7 +43,9 @@ from zarr_vectors.update.merge_plan import (
     plan_merge,
     set_link_dtype,
 )
+from zarr_vectors.update.object_levels import commit_levels, stored_levels
 from zarr_vectors.update.object_sources import Source
+from zarr_vectors.write import Levels
 
 __all__ = [
     "MergePlan",
@@ -79,6 +81,7 @@ def merge_stores(
     overwrite: bool = False,
     progress: Progress | None = None,
     shard_chunks: int | tuple[int, ...] | None = None,
+    levels: Levels | None = None,
 ) -> None:
     """Merge ``sources`` (objects in this order) into ``store`` and commit it.
 
@@ -98,12 +101,19 @@ def merge_stores(
     shard_chunks
         Spatial chunks per shard of the new store (see :func:`plan_merge`); not with a base
         (the base's own shard shape is kept).
+    levels
+        The levels of detail the merged store gets, built from its merged level 0 before
+        the commit (:func:`~zarr_vectors.update.object_levels.commit_levels`); None: a
+        base's levels as it has them (:func:`~zarr_vectors.update.object_levels.
+        stored_levels`), else none.
 
     Raises
     ------
     InvalidInputError
         When the sources do not fit together; nothing has changed then.
     """
+    if levels is None and has_base:
+        levels = stored_levels(sources[0])  # an append keeps the store's levels
     plan = plan_merge(sources, has_base=has_base, shard_chunks=shard_chunks)
     ids, groups = check_globals(plan)
     base_chunks = sorted(plan.index[0], reverse=True) if has_base else []
@@ -111,3 +121,5 @@ def merge_stores(
     with _target(store, sources[0].base, has_base, overwrite) as io:
         merge_chunks(io, plan, [*base_chunks, *others], progress)
         commit_merge(io, plan, ids, groups)
+        if levels is not None:
+            commit_levels(io, levels)

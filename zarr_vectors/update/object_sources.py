@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError, MetadataError
+from zarr_vectors.format.commits import COMMIT_KEY
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.manifest import decode_object_index_bulk
@@ -51,6 +52,7 @@ __all__ = [
     "check_fit",
     "open_source",
     "options_of",
+    "store_arguments",
 ]
 
 _INT32 = np.iinfo(np.int32)
@@ -193,7 +195,7 @@ def open_source(store: StoreLike | StoreIO) -> Source:
         does not write.
     """
     io = store if isinstance(store, StoreIO) else StoreIO(resolve_store(store, mode="r"))
-    root, version = existing_root(io, str(store))
+    root, version = existing_root(io, str(store), with_levels=True)
     if root.geometry_type not in OBJECT_KINDS:
         raise InvalidInputError(
             f"appending objects needs an object store, not {root.geometry_type}"
@@ -244,6 +246,25 @@ def open_source(store: StoreLike | StoreIO) -> Source:
         refs=(obj, chunk + reader.grid.origin, fragment),
         base=version.root,
     )
+
+
+def store_arguments(base: Source) -> dict[str, Any]:
+    """The store-wide arguments of the kind's writer, as ``base`` was written with them."""
+    row, extra = geometry_kind(base.kind), base.root.extra
+    if row.ordered:
+        return {"kind": base.kind, "metadata": _user_extra(base.root)}
+    if row.directed == "allowed":
+        return {"directed": bool(extra.get("is_directed", False))}
+    if row.faces:
+        return {
+            "winding_order": str(extra.get("winding_order", "ccw")),
+            "closed_surface": bool(extra.get("closed_surface", False)),
+        }
+    return {}
+
+
+def _user_extra(root: Any) -> dict[str, Any]:
+    return {k: v for k, v in root.extra.items() if k not in ("software", COMMIT_KEY)}
 
 
 def options_of(source: Source) -> WriteOptions:

@@ -34,6 +34,7 @@ from zarr_vectors.update.object_append import (
     store_arguments,
     store_settings,
 )
+from zarr_vectors.update.object_levels import checked_levels
 from zarr_vectors.update.object_merge import merge_stores
 from zarr_vectors.update.object_sources import Source, open_source
 from zarr_vectors.write import KindWriter, WriteMode, WriteOptions, inputs, write_kind
@@ -189,6 +190,13 @@ class ObjectWriter(CloseOnExit):
         ``progress(stage, done, total)`` (stage ``"merge"``).
     storage_options
         URLs only: options of the fsspec filesystem, as for :func:`zarr_vectors.open`.
+    levels
+        Levels of detail (spec §4.3.3), as for the kind's ``write_*`` function: built when
+        the writer closes from the merged level 0, the same bytes as a one-shot write of
+        all the objects (the whole objects are then held in memory once). Not with
+        ``mode="a"``: an append keeps the store's levels (its number of levels and object
+        sparsity), built again over all its objects; only the files that change are
+        written.
     **settings
         Store-wide arguments of the kind's ``write_*`` function: ``units`` (of the
         coordinates, as for :func:`~zarr_vectors.write_points`), ``directed`` (graph),
@@ -228,12 +236,18 @@ class ObjectWriter(CloseOnExit):
         spill_dir: str | os.PathLike[str] | None = None,
         progress: ProgressOption = None,
         storage_options: Mapping[str, Any] | None = None,
+        levels: Any = None,
         **settings: Any,
     ) -> None:
         target = inputs.destination(store, mode, overwrite, storage_options)
+        self.levels = checked_levels(kind, levels)
         self.store, self.kind, self.overwrite = target.store, kind, target.overwrite
         self.base: Source | None = None  # mode "a": the store the batches join
         if target.mode == "a":
+            if self.levels is not None:
+                raise InvalidInputError(
+                    "levels= cannot be given with mode='a': an append keeps the store's levels"
+                )
             inputs.check_append_settings(
                 chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, **settings
             )
@@ -323,6 +337,7 @@ class ObjectWriter(CloseOnExit):
                 overwrite=self.overwrite,
                 progress=self.progress,
                 shard_chunks=self.spec.shard_chunks,
+                levels=self.levels,
             )
         finally:
             self.abort()
@@ -374,8 +389,8 @@ def write_objects_stream(
         Chunk size per axis (one number for all axes); required unless ``mode="a"``, as
         for :class:`ObjectWriter`.
     **settings
-        Keyword arguments of :class:`ObjectWriter` (``bin_shape``, ``mode``, ``options``,
-        ``spill_dir``, ``progress``, ``storage_options``, ``units`` and the kind's
+        Keyword arguments of :class:`ObjectWriter` (``bin_shape``, ``mode``, ``levels``,
+        ``options``, ``spill_dir``, ``progress``, ``storage_options``, ``units`` and the kind's
         store-wide settings such as ``directed``).
 
     Raises
@@ -395,6 +410,12 @@ def write_objects_stream(
     >>> store = zv.open(path)
     >>> store.object_count, store.vertex_count
     (2, 8)
+    >>> lod = pathlib.Path(tempfile.mkdtemp()) / "lod.zarr"
+    >>> walk = np.cumsum(np.ones((64, 3), np.float32), axis=0)
+    >>> zv.write_objects_stream(lod, [[walk], [walk + 1]], kind="streamline", chunk_shape=32.0,
+    ...                         levels=1, progress=False)
+    >>> [level.vertex_count for level in zv.open(lod).levels]
+    [128, 10]
     """
     several = len(object_writer(kind).data) > 1  # else a tuple is one argument
     with ObjectWriter(store, kind=kind, chunk_shape=chunk_shape, **settings) as writer:

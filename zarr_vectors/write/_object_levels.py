@@ -22,6 +22,7 @@ from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.format.names import OBJECT_VERTEX_COUNTS
 from zarr_vectors.kernels import CoarseGrid, CoarseObjects, coarsen_polylines
 from zarr_vectors.store.io import StoreIO
+from zarr_vectors.write._object_sparsity import SparseLevel, sparse_level_table
 from zarr_vectors.write._objects import (
     LevelBuilder,
     ObjectTable,
@@ -78,14 +79,15 @@ def _coarse_table(table: ObjectTable, coarse: CoarseObjects) -> ObjectTable:
 def _write_level(
     io: StoreIO,
     number: int,
-    level: tuple[ObjectTable, ChunkGrid, np.ndarray],
+    level: tuple[ObjectTable, ChunkGrid, np.ndarray, SparseLevel],
     base: tuple[ObjectTable, tuple[np.ndarray, np.ndarray]],
     options: WriteOptions,
 ) -> LevelMetadata:
     """Write one coarse level's nodes, ``object_vertex_counts`` and metadata (spec §4.3.3);
     ``base`` is level 0's table and the per-axis bounds of its positions, which hold every
-    coarse vertex (each is a level-0 vertex)."""
-    table, grid, ratio = level
+    coarse vertex (each is a level-0 vertex); ``level`` ends with the level's object
+    sparsity."""
+    table, grid, ratio, sparse = level
     base_table, bounds = base
     cut = cut_level(table, grid, options, bounds)
     stats = write_object_level(io, number, table, grid, cut, options)
@@ -102,8 +104,9 @@ def _write_level(
         chunk_count=stats.chunk_count,
         object_sparsity=kept / base_table.n_objects if base_table.n_objects else 1.0,
         object_count=table.n_objects,
-        coarsening=runs_coarsening(),
+        coarsening=sparse.coarsening(runs_coarsening()),
         kept_object_count=kept,
+        sparsity_strategy=sparse.strategy,
     )
     write_level_metadata(io, meta)
     return meta
@@ -139,11 +142,13 @@ def polyline_level_builder(settings: Levels) -> LevelBuilder:
         while (ratio < grid.bins).any() and not levels_done(settings, len(written), total):
             ratio = next_ratio(ratio, grid.bins)
             level_grid = coarse_grid(grid, ratio)
-            coarse = _coarse_table(table, coarse_polylines(table, level_grid))
+            sparse = sparse_level_table(table, level_grid, settings)
+            coarse = _coarse_table(sparse.table, coarse_polylines(sparse.table, level_grid))
             if coarse.positions.shape[0] >= total:
                 continue
             number = len(written) + 1
-            written.append(_write_level(io, number, (coarse, level_grid, ratio), base, options))
+            level = (coarse, level_grid, ratio, sparse)
+            written.append(_write_level(io, number, level, base, options))
             total = int(coarse.positions.shape[0])
         warn_short(settings, len(written), total)
         return tuple(written)

@@ -15,8 +15,11 @@ import numpy as np
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.levels import (
     COUNT_ATTRIBUTE,
+    DEFAULT_OBJECTS_KEPT,
+    DEFAULT_OBJECTS_PER_CELL,
     DEFAULT_PER_BIN,
     DEFAULT_TARGET,
+    OBJECT_SPARSITY,
     POINT_METHODS,
     RUNS,
     SAMPLE,
@@ -54,12 +57,26 @@ class Levels:
         for floating, ``"mode"`` for integer and bool attributes.
     count_name
         ``aggregate``: name of the count attribute (default ``"count"``).
+    objects
+        Object sparsity of object kinds (spec §4.3.3): None (default, every object at every
+        level), ``"coverage"`` (in every coarse bin the ``objects_per_cell`` objects whose
+        first vertex lies in it with the smallest id hash: the coarsest level then holds at
+        most ``objects_per_cell`` objects per occupied coarse bin) or ``"length"`` (the
+        ``objects_kept`` longest objects, polylines and streamlines). Recorded in each
+        level's ``coarsening.objects``, ``sparsity_strategy``, ``kept_object_count`` and
+        ``object_sparsity``.
+    objects_per_cell
+        ``objects="coverage"``: objects kept per coarse bin at every level (default 4).
+    objects_kept
+        ``objects="length"``: objects kept at every level (default 1000).
 
     Examples
     --------
     >>> import zarr_vectors as zv
     >>> zv.Levels(method="aggregate", reductions={"size": "max"}).method
     'aggregate'
+    >>> zv.Levels(count=2, objects="coverage", objects_per_cell=2).objects_per_cell
+    2
     """
 
     count: int | Literal["auto"] = "auto"
@@ -68,6 +85,9 @@ class Levels:
     per_bin: int = DEFAULT_PER_BIN
     reductions: Mapping[str, str] | None = field(default=None)
     count_name: str = COUNT_ATTRIBUTE
+    objects: Literal["coverage", "length"] | None = None
+    objects_per_cell: int = DEFAULT_OBJECTS_PER_CELL
+    objects_kept: int = DEFAULT_OBJECTS_KEPT
 
     def __post_init__(self) -> None:
         if self.method not in (*POINT_METHODS, RUNS):
@@ -79,7 +99,12 @@ class Levels:
             raise InvalidInputError(
                 f"levels count must be 'auto' or an int >= 0, got {self.count!r}"
             )
-        for name in ("target", "per_bin"):
+        if self.objects not in (None, *OBJECT_SPARSITY):
+            raise InvalidInputError(
+                f"levels objects must be None or one of {', '.join(OBJECT_SPARSITY)}, "
+                f"got {self.objects!r}"
+            )
+        for name in ("target", "per_bin", "objects_per_cell", "objects_kept"):
             if not _non_negative_int(getattr(self, name)) or getattr(self, name) < 1:
                 raise InvalidInputError(
                     f"levels {name} must be an int >= 1, got {getattr(self, name)!r}"

@@ -1,0 +1,100 @@
+"""``build_levels``: add levels of detail to a stored point cloud or object store (spec §4.3).
+
+Point clouds go to :func:`~zarr_vectors.update.point_levels.build_levels` (level 0 read one
+chunk at a time), object kinds to
+:func:`~zarr_vectors.update.object_levels.build_object_levels` (whole objects).
+"""
+
+from __future__ import annotations
+
+from zarr_vectors._progress import ProgressOption, progress_reporter
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.names import OBJECT_KINDS
+from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
+from zarr_vectors.update import point_levels
+from zarr_vectors.update.object_levels import build_object_levels
+from zarr_vectors.write import Levels
+
+__all__ = ["build_levels"]
+
+
+def _kind(store: StoreLike) -> str:
+    """The geometry type a store's root declares.
+
+    Raises
+    ------
+    InvalidInputError
+        When the store is not a complete Zarr Vectors store.
+    """
+    doc, _ = StoreIO(resolve_store(store, mode="r")).read_root()
+    attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    if not isinstance(attrs, dict) or not isinstance(attrs.get("geometry_type"), str):
+        raise InvalidInputError(f"{store} is not a complete Zarr Vectors store")
+    return str(attrs["geometry_type"])
+
+
+def build_levels(
+    store: StoreLike, levels: int | str | Levels = "auto", *, progress: ProgressOption = None
+) -> int:
+    """Add levels of detail to a stored point cloud or object store (spec §4.3).
+
+    The levels are the same, byte for byte, as those the kind's ``write_*(...,
+    levels=levels)`` writes for the same data; the store becomes a format 1.3 store,
+    committed as a new version (a failed build leaves it as it was).
+
+    A point cloud is read one chunk at a time (memory bounded by a few chunks) and must not
+    have levels yet. An object store (polylines, streamlines and the other kinds whose
+    writer builds levels) needs whole objects: level 0's objects and one coarse level are
+    held in memory, about three times level 0's uncompressed size; its levels are built
+    again if it has some (only the files that change are written), and ``levels=0``
+    removes them.
+
+    Parameters
+    ----------
+    store
+        A local path or zarr store.
+    levels
+        ``"auto"`` (default), a number of levels, or a :class:`~zarr_vectors.Levels`
+        (object sparsity: ``Levels(objects=...)``).
+    progress
+        None (a bar on a terminal), True, False or a callable ``progress(stage, done,
+        total)``, as for the writers.
+
+    Returns
+    -------
+    int
+        Point clouds: the number of levels built (0 when level 0 already holds at most the
+        target; the store is then unchanged). Object stores: the number of levels the
+        store has.
+
+    Raises
+    ------
+    InvalidInputError
+        For a store that is not a Zarr Vectors store, a point cloud that already has
+        levels, a kind whose writer builds no levels, or bad ``levels``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> points = np.random.default_rng(0).random((5000, 2)) * 100
+    >>> zv.write_points(folder / "cells.zarr", points, chunk_shape=50.0, progress=False)
+    >>> zv.build_levels(folder / "cells.zarr", zv.Levels(count=2, per_bin=8), progress=False)
+    2
+    >>> walks = [np.cumsum(np.ones((300, 3)), axis=0) + k for k in range(20)]
+    >>> zv.write_polylines(folder / "lines.zarr", walks, chunk_shape=64.0, progress=False)
+    >>> zv.build_levels(folder / "lines.zarr", zv.Levels(count=2, objects="coverage"),
+    ...                 progress=False)
+    2
+    >>> zv.open(folder / "lines.zarr").levels[2].vertex_count < 300
+    True
+    """
+    if _kind(store) in OBJECT_KINDS:
+        return build_object_levels(store, levels, progress)
+    with progress_reporter(progress) as report:
+        report("levels", 0, 1)
+        built = point_levels.build_levels(store, levels)
+        report("levels", 1, 1)
+    return built

@@ -1,0 +1,337 @@
+"""Levels of detail of a stored object store, built again from its level 0 (spec §4.3.3).
+
+Every write path that is not the one-shot writer builds object levels here: after the fact
+(:func:`build_object_levels`, ``zv.build_levels``), at the end of an append or a streamed
+or parallel write (:func:`rebuild_levels`, called before the root is committed). Level 0
+is read back as the kind's writer's object table — objects in storage order, vertices in
+traversal order, the stored dtype — and given to the kind's level builder
+(:attr:`~zarr_vectors.write.KindWriter.levels`), the function ``write_*(levels=...)``
+calls; so the levels are those a one-shot write of the same objects gives, byte for byte.
+
+Object kinds need whole objects: the builder holds level 0's object table (every vertex,
+link and attribute) and one coarse level at a time in memory, about three times level 0's
+uncompressed size. The levels are written into a scratch store first and only the files
+whose bytes differ are written to the store (stale files of a former level are deleted),
+so an append that changes a few coarse chunks rewrites only those; untouched files keep
+their bytes and, in a local store, their modification times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors._progress import ProgressOption, progress_reporter
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.kinds import geometry_kind
+from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
+from zarr_vectors.format.names import OBJECT_ATTRIBUTES, OBJECT_ID_ATTRIBUTE
+from zarr_vectors.format.version import LEVELS_VERSION, PLACED_VERSION
+from zarr_vectors.geometry import object_writer
+from zarr_vectors.query import ObjectReader
+from zarr_vectors.read import LevelReader
+from zarr_vectors.result import QueryResult
+from zarr_vectors.store.io import StoreIO, StoreLike, local_root, scratch_store
+from zarr_vectors.store.target import modify_target
+from zarr_vectors.update.object_sources import Source, open_source, options_of, store_arguments
+from zarr_vectors.write import KindWriter, Levels, ObjectTable, commit_root, level_settings
+
+__all__ = [
+    "build_object_levels",
+    "checked_levels",
+    "commit_levels",
+    "rebuild_levels",
+    "stored_levels",
+    "stored_table",
+]
+
+
+def _group_arguments(source: Source, ids: np.ndarray) -> dict[str, Any]:
+    """The ``groups=`` and ``group_attributes=`` that give ``source``'s groups again."""
+    if source.groups is None:
+        return {}
+    members = {
+        name: ids[members].tolist()
+        for name, members in zip(source.groups.names, source.groups.members, strict=True)
+    }
+    return {"groups": members, "group_attributes": dict(source.groups.attributes) or None}
+
+
+def _kind_data(kind: str, found: QueryResult, sizes: np.ndarray) -> dict[str, Any]:
+    """The kind's data arguments, rebuilt from its objects as read."""
+    if geometry_kind(kind).ordered:
+        return {"polylines": (found.positions, found.offsets)}
+    labels = np.repeat(np.arange(sizes.shape[0]), sizes)
+    data: dict[str, Any] = {"positions": found.positions, "vertex_objects": labels}
+    links = found.faces if found.faces is not None else found.edges
+    links = np.empty((0, 2), np.int64) if links is None else links
+    if kind == "skeleton":
+        parents = np.full(found.positions.shape[0], -1, np.int64)
+        parents[links[:, 0]] = links[:, 1]
+        return data | {"parents": parents}
+    columns = dict(found.link_attributes) or None
+    if kind == "mesh":
+        return data | {"faces": links, "face_attributes": columns}
+    return data | {"edges": links, "edge_attributes": columns}
+
+
+def checked_levels(kind: str, levels: Any) -> Levels | None:
+    """The levels a streamed or parallel write of ``kind`` asks for, or None.
+
+    Raises
+    ------
+    InvalidInputError
+        For bad ``levels``, or levels of a kind whose writer builds none.
+
+    Examples
+    --------
+    >>> checked_levels("streamline", 2).count
+    2
+    """
+    settings = level_settings(levels)
+    writer = object_writer(kind)
+    if settings is not None and writer.levels is None:
+        raise InvalidInputError(
+            f"{writer.writer} does not build levels of detail yet; write without levels="
+        )
+    return settings
+
+
+def stored_table(source: Source, writer: KindWriter, store_wide: dict[str, Any]) -> ObjectTable:
+    """Level 0 of ``source`` as the object table its kind's writer would prepare.
+
+    Parameters
+    ----------
+    source
+        An open object store (:func:`~zarr_vectors.update.object_sources.open_source`).
+    writer
+        Its kind's writer.
+    store_wide
+        The writer's store-wide arguments, as the store was written with them.
+
+    Returns
+    -------
+    ObjectTable
+        Objects in storage order, vertices in traversal order, the stored dtypes.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.geometry import object_writer
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> zv.write_polylines(path, [np.zeros((2, 2)), np.ones((3, 2))], chunk_shape=4.0)
+    >>> stored_table(open_source(path), object_writer("polyline"), {}).offsets.tolist()
+    [0, 2, 5]
+    """
+    found = ObjectReader(LevelReader(source.io, source.root, 0)).read(
+        np.arange(source.n_objects, dtype=np.int64)
+    )
+    offsets = np.zeros(1, np.int64) if found.offsets is None else found.offsets
+    has_ids = source.io.get(f"0/{OBJECT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}/zarr.json") is not None
+    batch = {
+        **_kind_data(source.kind, found, np.diff(offsets)),
+        "attributes": dict(found.attributes) or None,
+        "object_attributes": dict(source.object_columns) or None,
+        "object_ids": source.ids if has_ids else None,
+        **_group_arguments(source, source.ids),
+    }
+    return writer.prepare(batch, **store_wide)
+
+
+def _level_keys(io: StoreIO) -> list[str]:
+    """Every key of the levels above 0 in ``io``."""
+    return [
+        key
+        for name in io.list_dir("")
+        if name.rstrip("/").isdigit() and int(name.rstrip("/")) >= 1
+        for key in io.list_prefix(f"{name.rstrip('/')}/")
+    ]
+
+
+def _prune_empty(io: StoreIO, levels: set[str]) -> None:
+    """Remove the directories of a local store's ``levels`` left empty by deleted files."""
+    root = local_root(io.store)
+    if root is None:
+        return
+    for name in levels:
+        for folder, _, _ in sorted(os.walk(root / name), key=lambda w: -len(w[0])):
+            with contextlib.suppress(OSError):  # not empty: a file of a kept level
+                os.rmdir(folder)
+
+
+def _write_changed(built: StoreIO, io: StoreIO) -> int:
+    """Copy the level files of ``built`` into ``io`` where their bytes differ, delete the
+    level files ``built`` does not have; the number of files written."""
+    fresh = _level_keys(built)
+    stale = sorted(set(_level_keys(io)) - set(fresh))
+    io.delete_many(stale)
+    _prune_empty(io, {key.split("/", 1)[0] for key in stale})
+    changed = []
+    for key in fresh:
+        value = built.get(key)
+        if value is not None and io.get(key) != value:
+            changed.append((key, value))
+    io.set_many(changed)
+    return len(changed)
+
+
+def stored_levels(store: Source | StoreLike) -> Levels | None:
+    """The :class:`~zarr_vectors.Levels` an object store's levels were built with, or None
+    when it has none: as many levels as it holds, with its object sparsity.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> zv.write_polylines(path, [np.zeros((2, 2)), np.ones((3, 2))], chunk_shape=4.0)
+    >>> stored_levels(path) is None
+    True
+    """
+    source = store if isinstance(store, Source) else open_source(store)
+    if not source.root.levels:
+        return None
+    top = len(source.root.levels)
+    doc = source.io.read_json(f"{top}/zarr.json") or {}
+    objects = (doc.get("attributes", {}).get("coarsening") or {}).get("objects")
+    if not isinstance(objects, dict):
+        return Levels(count=top)
+    if objects.get("rule") == "length":
+        return Levels(count=top, objects="length", objects_kept=int(objects["count"]))
+    return Levels(count=top, objects="coverage", objects_per_cell=int(objects["per_cell"]))
+
+
+def rebuild_levels(io: StoreIO, source: Source, settings: Levels) -> RootMetadata:
+    """Build the levels ``settings`` asks for from level 0 of ``source`` (read from
+    ``io``) and write into ``io`` only the level files that change; the root to commit.
+
+    The store's former levels above those built are deleted.
+
+    Raises
+    ------
+    InvalidInputError
+        When the kind's writer builds no levels.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> zv.write_polylines(path, [np.arange(40.0).reshape(20, 2)], chunk_shape=8.0)
+    >>> source = open_source(path)
+    >>> len(rebuild_levels(source.io, source, Levels(count=1)).levels)
+    1
+    """
+    writer = object_writer(source.kind)
+    if writer.levels is None:
+        checked_levels(source.kind, settings)
+        return source.root.with_levels(())
+    table = stored_table(source, writer, store_arguments(source))
+    built_io = StoreIO(scratch_store())
+    built: tuple[LevelMetadata, ...] = ()
+    if table.positions.shape[0]:
+        built = writer.levels(settings)(built_io, table, source.grid, options_of(source))
+    _write_changed(built_io, io)
+    root = source.root.with_levels(tuple(level.entry() for level in built))
+    if not built and root.version == LEVELS_VERSION:  # as a write without levels declares
+        root = dataclasses.replace(root, version=PLACED_VERSION)
+    return root
+
+
+def commit_levels(io: StoreIO, settings: Levels) -> int:
+    """Build the levels of the object store just merged into ``io`` (its root written, the
+    change not yet committed where ``io`` is a staging copy) and write its root again
+    listing them; the number of levels.
+
+    An append, a streamed or a parallel write calls it last, so its levels are those a
+    one-shot write of all the objects gives and the change commits as one version.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr.storage import MemoryStore
+    >>> memory = MemoryStore()
+    >>> zv.write_polylines(memory, [np.arange(40.0).reshape(20, 2)], chunk_shape=8.0)
+    >>> commit_levels(StoreIO(memory), Levels(count=1))
+    1
+    """
+    source = open_source(io)
+    root = rebuild_levels(io, source, settings)
+    commit_root(io, root, source.reader.meta, _summary(source, source.reader.meta))
+    return len(root.levels)
+
+
+def build_object_levels(
+    store: StoreLike, levels: Any = "auto", progress: ProgressOption = None
+) -> int:
+    """Add or rebuild the levels of detail of an object store (spec §4.3.3).
+
+    The levels are those the kind's ``write_*(..., levels=levels)`` writes for the same
+    objects, byte for byte; the store is committed as a new version (a failed build leaves
+    it as it was). ``levels=0`` removes the levels.
+
+    Parameters
+    ----------
+    store
+        A local path or zarr store of polylines, streamlines or another kind whose writer
+        builds levels.
+    levels
+        ``"auto"`` (default), a number of levels, or a :class:`~zarr_vectors.Levels`.
+    progress
+        As for the writers: one step per stage (``"read objects"``, ``"levels"``).
+
+    Returns
+    -------
+    int
+        The number of levels the store now has.
+
+    Raises
+    ------
+    InvalidInputError
+        For a store that is not an object store, a kind whose writer builds no levels, or
+        bad ``levels``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> walk = np.cumsum(np.random.default_rng(0).normal(0, 1, (500, 3)), axis=0)
+    >>> zv.write_polylines(path, [walk], chunk_shape=16.0, progress=False)
+    >>> build_object_levels(path, zv.Levels(count=2), progress=False)
+    2
+    >>> zv.open(path).metadata["zarr_vectors_version"]
+    '1.3'
+    """
+    settings = level_settings(levels) or Levels(count=0)
+    source = open_source(store)
+    with (
+        progress_reporter(progress) as report,
+        modify_target(store, rewritten=".zattrs", base=source.base) as (_, target),
+    ):
+        report("levels", 0, 1)
+        root = rebuild_levels(target, source, settings)
+        meta = source.reader.meta
+        commit_root(target, root, meta, _summary(source, meta))
+        report("levels", 1, 1)
+    return len(root.levels)
+
+
+def _summary(source: Source, meta: LevelMetadata) -> dict[str, Any]:
+    """The ``metadata.json`` summary of level 0."""
+    return {
+        "geometry_type": source.kind,
+        "vertex_count": meta.vertex_count,
+        "chunk_count": meta.chunk_count,
+        "object_count": source.n_objects,
+    }

@@ -1,0 +1,146 @@
+"""Object sparsity of a coarse level: which objects it keeps (spec §4.3.3).
+
+A level builder of an object kind calls :func:`sparse_level_table` with level 0's table
+and the level's grid before coarsening: the objects the rule drops lose their vertices
+(and the links between them), the others are untouched, so every kept object's coarse
+vertices are those it would have without sparsity. The rule is a function of level 0's
+stored vertices and the objects' storage order only (``"coverage"``: the id hash of the
+object's storage index; ``"length"``: its length, ties to the smaller index).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.levels import object_sparsity_rule
+from zarr_vectors.kernels import CoarseGrid, coarse_cells
+from zarr_vectors.kernels.object_sparsity import (
+    first_vertex_cells,
+    id_hashes,
+    keep_longest,
+    keep_per_cell,
+    polyline_lengths,
+)
+from zarr_vectors.write._objects import ObjectTable
+from zarr_vectors.write.levels import Levels
+
+__all__ = ["LENGTH_KINDS", "SparseLevel", "sparse_level_table"]
+
+LENGTH_KINDS = ("polyline", "streamline")
+"""The kinds whose objects have a length (rule ``"length"``)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SparseLevel:
+    """Level 0's table with the objects a level drops emptied, and what the level records.
+
+    Attributes
+    ----------
+    table
+        The objects the level keeps, with their level-0 vertices; dropped ones are empty.
+    objects
+        The ``coarsening.objects`` record, or None when every object is kept (no rule).
+    strategy
+        The level's ``sparsity_strategy``, or None without a rule.
+    """
+
+    table: ObjectTable
+    objects: dict[str, Any] | None
+    strategy: str | None
+
+    def coarsening(self, base: dict[str, Any]) -> dict[str, Any]:
+        """``base`` (the method's record) with ``objects`` when a rule applies.
+
+        Examples
+        --------
+        >>> SparseLevel(None, {"rule": "length", "count": 2}, "length").coarsening(
+        ...     {"method": "runs"})
+        {'method': 'runs', 'objects': {'rule': 'length', 'count': 2}}
+        """
+        return base if self.objects is None else {**base, "objects": self.objects}
+
+
+def _kept(table: ObjectTable, grid: ChunkGrid, settings: Levels) -> np.ndarray:
+    """Which objects the rule of ``settings`` keeps on the level of ``grid``."""
+    if settings.objects == "length":
+        if table.kind not in LENGTH_KINDS:
+            raise InvalidInputError(
+                f"objects='length' is for polylines and streamlines, not {table.kind}; "
+                "use objects='coverage'"
+            )
+        return keep_longest(polyline_lengths(table.positions, table.offsets), settings.objects_kept)
+    cells = CoarseGrid(grid.chunk_shape, grid.bin_shape, grid.origin)
+    _, cell = coarse_cells(table.positions, cells)
+    first = first_vertex_cells(cell, table.offsets)
+    priority = id_hashes(np.arange(table.n_objects, dtype=np.int64))
+    return keep_per_cell(first, priority, settings.objects_per_cell)
+
+
+def _links_kept(table: ObjectTable, vertex_kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The links between kept vertices, renumbered, and which links they are."""
+    links = table.links
+    if links.shape[0] == 0:
+        return links, np.zeros(0, np.bool_)
+    new_index = np.cumsum(vertex_kept) - 1
+    valid = links >= 0
+    entries = np.where(valid, links, 0)
+    keep = np.all(vertex_kept[entries] | ~valid, axis=1)
+    return np.where(valid, new_index[entries], links)[keep], keep
+
+
+def sparse_level_table(table: ObjectTable, grid: ChunkGrid, settings: Levels) -> SparseLevel:
+    """The objects a coarse level keeps by ``settings.objects`` (spec §4.3.3).
+
+    Parameters
+    ----------
+    table
+        Level 0: objects in storage order, vertices in traversal order, stored dtype.
+    grid
+        The level's grid (the store's chunks, the level's ``bin_shape``).
+    settings
+        The levels asked for; ``objects=None`` keeps every object.
+
+    Returns
+    -------
+    SparseLevel
+        The table of kept objects (dropped objects empty) and the level's records.
+
+    Raises
+    ------
+    InvalidInputError
+        For ``objects="length"`` on a kind without lengths.
+
+    Examples
+    --------
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([8.0]), one, 0 * one, 2 * one)
+    >>> lines = np.array([[0.5], [0.7], [1.0], [9.0], [9.5]], np.float32)
+    >>> table = ObjectTable("polyline", lines, np.array([0, 2, 3, 5]), None, {}, {}, None,
+    ...                     None, {})
+    >>> level = sparse_level_table(table, grid, Levels(objects="coverage", objects_per_cell=1))
+    >>> level.table.offsets.tolist(), level.strategy
+    ([0, 0, 1, 3], 'spatial_coverage')
+    """
+    if settings.objects is None:
+        return SparseLevel(table, None, None)
+    kept = _kept(table, grid, settings)
+    sizes = np.diff(table.offsets)
+    vertex_kept = np.repeat(kept, sizes)
+    links, link_kept = _links_kept(table, vertex_kept) if table.links is not None else (None, None)
+    sparse = dataclasses.replace(
+        table,
+        positions=table.positions[vertex_kept],
+        offsets=np.concatenate([[0], np.cumsum(np.where(kept, sizes, 0))]).astype(np.int64),
+        vertex_attributes={k: v[vertex_kept] for k, v in table.vertex_attributes.items()},
+        links=links,
+        link_attributes={
+            k: v[link_kept] for k, v in table.link_attributes.items() if link_kept is not None
+        },
+    )
+    rule = object_sparsity_rule(settings.objects, settings.objects_per_cell, settings.objects_kept)
+    return SparseLevel(sparse, rule, str(rule["rule"]))
