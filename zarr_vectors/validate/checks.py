@@ -197,6 +197,9 @@ _L5: dict[str, Severity] = {
     "L5.sample_rule": _E,
     "L5.aggregate_counts": _E,
     "L5.aggregate_rule": _E,
+    "L5.thin_still_tree": _E,
+    "L5.cluster_graph_links": _E,
+    "L5.cluster_mesh_faces": _E,
 }
 
 CHECKS: Final[dict[str, Severity]] = {**_L1, **_L2, **_L3, **_L4, **_L5}
