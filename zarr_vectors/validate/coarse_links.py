@@ -4,9 +4,10 @@
 ``L5.thin_still_tree``, ``L5.cluster_graph_links`` and ``L5.cluster_mesh_faces`` read every
 level above 0 with the library's object reader, a batch of objects at a time, beside the
 same objects of level 0. A coarse vertex is a level-0 vertex of its object: its *source* is
-found by its stored coordinates (:func:`source_rows`). The *cell* of a vertex (chunk and coarse bin of the level) comes
-from its coordinates (:func:`~zarr_vectors.kernels.coarse_cells`), so a level-0 vertex's
-cluster is the coarse vertex with its cell (and, in a graph, its level-0 component).
+found by its stored coordinates (:func:`source_rows`). The *cell* of a vertex (chunk and
+coarse bin of the level) comes from its coordinates
+(:func:`~zarr_vectors.kernels.coarse_cells`), so a level-0 vertex's cluster is the coarse
+vertex with its cell (and, in a graph, its level-0 component).
 Findings name the object (dense number, and the caller's id when it differs).
 """
 
