@@ -11,6 +11,7 @@ force over that level's vertices.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -198,7 +199,7 @@ def test_levels_are_listed_with_their_method_and_version_1_3(stored: Path) -> No
     assert store.metadata["zarr_vectors_version"] == "1.3"
     counts = [info.vertex_count for info in store.levels]
     assert len(counts) >= 3
-    assert all(a > b for a, b in zip(counts, counts[1:], strict=False))
+    assert all(a > b for a, b in itertools.pairwise(counts))
     method = {"skeleton": "thin"}.get(store.kind, "cluster")
     for info in store.levels[1:]:
         assert info.coarsening["method"] == method
@@ -244,7 +245,8 @@ def _tree_parts(pos: np.ndarray, edges: np.ndarray) -> tuple[bytes, set[bytes], 
     """Root position, leaf positions, branch point positions of one tree."""
     children = np.bincount(edges[:, 1], minlength=pos.shape[0])
     root = np.setdiff1d(np.arange(pos.shape[0]), edges[:, 0])
-    assert root.shape[0] == 1 and edges.shape[0] == pos.shape[0] - 1
+    assert root.shape[0] == 1
+    assert edges.shape[0] == pos.shape[0] - 1
     return pos[root[0]].tobytes(), _row_set(pos[children == 0]), _row_set(pos[children >= 2])
 
 
