@@ -143,7 +143,7 @@ def source_rows(
     >>> owner = np.array([0, 0, 0, 1])
     >>> pos = np.array([[0.0], [1.0], [0.0], [0.0]])
     >>> source_rows((owner, pos), (np.array([0, 0, 1]), pos[[1, 2, 3]])).tolist()
-    [1, 2, 3]
+    [1, 0, 3]
     """
     rows = np.concatenate([fine[1], coarse[1]]).reshape(len(fine[1]) + len(coarse[1]), -1)
     codes = np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
