@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from zarr.storage import MemoryStore
 
+import zarr_vectors as zv
 from tests.geometry.test_object_levels import write
 from tests.validate import stores as s
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
@@ -114,3 +115,38 @@ def test_sources_of_repeated_coordinates_are_distinct_rows() -> None:
     np.testing.assert_array_equal(owner[found], coarse_owner)
     missing = source_rows((owner, pos), (np.array([1]), np.array([[2.0]])))
     assert missing.tolist() == [-1]
+
+
+def test_sources_ascend_when_asked() -> None:
+    owner = np.zeros(5, np.int64)
+    pos = np.array([[0.0], [1.0], [0.0], [2.0], [0.0]])
+    coarse = (np.zeros(3, np.int64), pos[[0, 3, 4]])
+    assert source_rows((owner, pos), coarse, ascending=True).tolist() == [0, 3, 4]
+    assert source_rows((owner, pos), coarse).tolist() == [0, 3, 2]
+
+
+def test_a_skeleton_revisiting_coordinates_validates_clean() -> None:
+    """An out-and-back path and a branch back to the root's coordinates: level-0 vertices
+    share coordinates and attributes, which the sources must not confuse."""
+    out = np.arange(12, dtype=np.float32)
+    path = np.concatenate([out, out[::-1][1:]])  # 0 .. 11 .. 0
+    positions = np.stack([path, np.zeros_like(path), np.zeros_like(path)], axis=1)
+    parents = np.arange(len(path)) - 1
+    branch = positions[[3, 2, 1, 0]]
+    positions = np.concatenate([positions, branch])
+    parents = np.concatenate([parents, [5, len(path), len(path) + 1, len(path) + 2]])
+    store = MemoryStore()
+    zv.write_skeletons(
+        store,
+        positions,
+        parents,
+        radius=np.ones(len(positions)),
+        chunk_shape=8.0,
+        bin_shape=1.0,
+        levels=zv.Levels(count=3),
+        progress=False,
+    )
+    assert len(zv.open(store).levels) == 4
+    report = validate(store, level=5)
+    assert report.ok, report.summary()
+    assert "L5.thin_still_tree" in report.checks_run

@@ -4,8 +4,8 @@
 ``L5.thin_still_tree``, ``L5.cluster_graph_links`` and ``L5.cluster_mesh_faces`` read every
 level above 0 with the library's object reader, a batch of objects at a time, beside the
 same objects of level 0. A coarse vertex is a level-0 vertex of its object: its *source* is
-found by its stored coordinates (:func:`source_rows`). The *cell* of a vertex (chunk and
-coarse bin of the level) comes from its coordinates
+found by its stored coordinates and attribute values (:func:`source_rows`). The *cell* of a
+vertex (chunk and coarse bin of the level) comes from its coordinates
 (:func:`~zarr_vectors.kernels.coarse_cells`), so a level-0 vertex's cluster is the coarse
 vertex with its cell (and, in a graph, its level-0 component).
 Findings name the object (dense number, and the caller's id when it differs).
@@ -49,7 +49,9 @@ _READ_ERRORS = (ZarrVectorsError, OSError)
 
 @dataclass(frozen=True, slots=True)
 class _Pair:
-    """The same objects at level 0 (``fine``) and at the coarse level ``level``."""
+    """The same objects at level 0 (``fine``) and at the coarse level ``level``: the cell
+    and chunk of every vertex, the source of every coarse vertex and a code per vertex of
+    both levels (equal iff the coordinates and attribute values are)."""
 
     level: int
     fine: Batch
@@ -59,6 +61,7 @@ class _Pair:
     fine_chunk: np.ndarray
     coarse_chunk: np.ndarray
     source: np.ndarray
+    codes: tuple[np.ndarray, np.ndarray]
 
     @property
     def kept(self) -> np.ndarray:
@@ -115,28 +118,52 @@ def _pairs(fine: ObjectReader, coarse: ObjectReader, level: int) -> Iterator[_Pa
         low = Batch(first, fine.read(dense), width)
         high = Batch(first, coarse.read(dense), width)
         chunk, cell = coarse_cells(np.concatenate([low.positions, high.positions]), cells)
-        source = source_rows((low.owner, low.positions), (high.owner, high.positions))
+        codes = _codes(*_vertex_rows(low, high))
+        ascending = fine.kind == "skeleton"
+        source = _matched((low.owner, codes[0]), (high.owner, codes[1]), ascending)
         n = low.n
-        yield _Pair(level, low, high, cell[:n], cell[n:], chunk[:n], chunk[n:], source)
+        places = (cell[:n], cell[n:], chunk[:n], chunk[n:])
+        yield _Pair(level, low, high, *places, source, codes)
+
+
+def _vertex_rows(low: Batch, high: Batch) -> tuple[np.ndarray, np.ndarray]:
+    """Each vertex of both levels as one row of bytes: its coordinates and the values of the
+    attributes both levels hold (so vertices that only share coordinates differ)."""
+    names = sorted(set(low.attributes) & set(high.attributes))
+    out = []
+    for batch in (low, high):
+        columns = [batch.positions] + [batch.attributes[name] for name in names]
+        parts = [
+            np.ascontiguousarray(c).reshape(batch.n, -1).view(np.uint8).reshape(batch.n, -1)
+            for c in columns
+        ]
+        out.append(np.concatenate(parts, axis=1))
+    return out[0], out[1]
 
 
 def source_rows(
-    fine: tuple[np.ndarray, np.ndarray], coarse: tuple[np.ndarray, np.ndarray]
+    fine: tuple[np.ndarray, np.ndarray],
+    coarse: tuple[np.ndarray, np.ndarray],
+    ascending: bool = False,
 ) -> np.ndarray:
-    """The level-0 row of every coarse row: a vertex of the same object with the same stored
-    coordinates; when coordinates repeat in an object, the first one an earlier coarse row
-    of the object did not take (-1: none).
+    """The level-0 row of every coarse row: a row of the same object with the same values.
+
+    When values repeat in an object, each coarse row takes the first level-0 row with its
+    values that is free: after the previous coarse row's source when ``ascending`` (the
+    sources of ``runs`` and ``thin`` ascend), else not taken by an earlier coarse row.
 
     Parameters
     ----------
     fine, coarse
-        ``(owner, positions)`` of each level's rows: the object of every row (ascending)
-        and its coordinates.
+        ``(owner, rows)`` of each level: the object of every row (ascending) and its
+        values (coordinates, and attributes when given), one row each.
+    ascending
+        Whether the sources ascend in traversal order.
 
     Returns
     -------
     numpy.ndarray
-        ``(n_coarse,)`` int64 rows of ``fine``.
+        ``(n_coarse,)`` int64 rows of ``fine`` (-1: no row with those values).
 
     Examples
     --------
@@ -144,35 +171,60 @@ def source_rows(
     >>> pos = np.array([[0.0], [1.0], [0.0], [0.0]])
     >>> source_rows((owner, pos), (np.array([0, 0, 1]), pos[[1, 2, 3]])).tolist()
     [1, 0, 3]
+    >>> source_rows((owner, pos), (np.array([0, 0, 1]), pos[[1, 2, 3]]), True).tolist()
+    [1, 2, 3]
     """
-    rows = np.concatenate([fine[1], coarse[1]]).reshape(len(fine[1]) + len(coarse[1]), -1)
+    fine_code, coarse_code = _codes(fine[1], coarse[1])
+    return _matched((fine[0], fine_code), (coarse[0], coarse_code), ascending)
+
+
+def _codes(fine: np.ndarray, coarse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An int64 per row of both tables: equal iff the rows are equal."""
+    n = fine.shape[0]
+    rows = np.concatenate([fine, coarse]).reshape(n + coarse.shape[0], -1)
     codes = np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
-    width = int(codes.max(initial=0)) + 1
+    return codes[:n], codes[n:]
+
+
+def _matched(
+    fine: tuple[np.ndarray, np.ndarray], coarse: tuple[np.ndarray, np.ndarray], ascending: bool
+) -> np.ndarray:
+    """:func:`source_rows` from ``(owner, code)`` of each level's rows."""
     n = fine[0].shape[0]
-    low, high = fine[0] * width + codes[:n], coarse[0] * width + codes[n:]
+    width = int(max(fine[1].max(initial=0), coarse[1].max(initial=0))) + 1
+    low, high = fine[0] * width + fine[1], coarse[0] * width + coarse[1]
+    out = np.full(high.shape[0], -1, np.int64)
+    if not n:
+        return out
     order = np.argsort(low, kind="stable")
     ranked = low[order]
-    at = np.minimum(np.searchsorted(ranked, high), max(n - 1, 0))
-    found = (n > 0) & (ranked[at] == high) if n else np.zeros(high.shape[0], bool)
-    out = np.where(found, order[at] if n else 0, -1).astype(np.int64)
+    at = np.minimum(np.searchsorted(ranked, high), n - 1)
+    found = ranked[at] == high
+    out[found] = order[at[found]]
     repeated = np.unique(fine[0][order[1:][ranked[1:] == ranked[:-1]]])
     for k in repeated.tolist():
-        _greedy(k, (fine[0], low), (coarse[0], high), out)
+        _greedy(k, (fine[0], low), (coarse[0], high), out, ascending)
     return out
 
 
 def _greedy(
-    k: int, fine: tuple[np.ndarray, np.ndarray], coarse: tuple[np.ndarray, np.ndarray], out: Any
+    k: int,
+    fine: tuple[np.ndarray, np.ndarray],
+    coarse: tuple[np.ndarray, np.ndarray],
+    out: np.ndarray,
+    ascending: bool,
 ) -> None:
-    """Sources of object ``k``'s coarse rows when its level-0 coordinates repeat: each the
-    first level-0 row with its coordinates that no earlier coarse row took."""
+    """Sources of object ``k``'s coarse rows when its level-0 values repeat
+    (:func:`source_rows`)."""
     rows = np.flatnonzero(fine[0] == k)
-    taken = np.zeros(rows.shape[0], bool)
+    free = np.ones(rows.shape[0], bool)
     for r in np.flatnonzero(coarse[0] == k).tolist():
-        free = np.flatnonzero((fine[1][rows] == coarse[1][r]) & ~taken)
-        out[r] = rows[free[0]] if free.shape[0] else -1
-        if free.shape[0]:
-            taken[free[0]] = True
+        hits = np.flatnonzero((fine[1][rows] == coarse[1][r]) & free)
+        out[r] = rows[hits[0]] if hits.shape[0] else -1
+        if hits.shape[0] and ascending:
+            free[: hits[0] + 1] = False
+        elif hits.shape[0]:
+            free[hits[0]] = False
 
 
 def _per_object(owner: np.ndarray, mask: np.ndarray, m: int) -> np.ndarray:
@@ -212,18 +264,13 @@ def _thin(ctx: Context, pair: _Pair, attrs: dict[str, Any]) -> None:
         pair.report(ctx, THIN_TREE, path, lost, "holds a vertex that is no level-0 vertex")
         return
     source, up0 = pair.source, _parents(low)
-    roots = _first(coarse.owner, high.root, m) >= 0
-    wrong_root = kept & roots & ~low.root[source[np.maximum(_first(coarse.owner, high.root, m), 0)]]
-    pair.report(ctx, THIN_TREE, path, wrong_root, "its root is not its level-0 root")
-    for name, test in (("leaves", _leaves), ("branch points", _branches)):
-        fine_rows = np.flatnonzero(test(low) & kept[fine.owner])
-        coarse_rows = source[np.flatnonzero(test(high))]
+    for name, test in (("root", _roots), ("leaves", _leaves), ("branch points", _branches)):
         differ = _multisets_differ(
-            np.stack([fine.owner[fine_rows], fine_rows], 1),
-            np.stack([fine.owner[coarse_rows], coarse_rows], 1),
+            _coded(fine.owner, pair.codes[0], test(low) & kept[fine.owner]),
+            _coded(coarse.owner, pair.codes[1], test(high)),
             m,
         )
-        pair.report(ctx, THIN_TREE, path, differ & kept, f"its {name} are not the level-0 ones")
+        pair.report(ctx, THIN_TREE, path, differ & kept, f"its {name} are not level 0's")
     pair.report(
         ctx, THIN_TREE, path, _not_ancestors(high, source, up0), "a parent is no level-0 ancestor"
     )
@@ -231,13 +278,13 @@ def _thin(ctx: Context, pair: _Pair, attrs: dict[str, Any]) -> None:
     pair.report(ctx, THIN_TREE, path, crossing, "its parent links across chunks are not level 0's")
 
 
-def _first(owner: np.ndarray, mask: np.ndarray, m: int) -> np.ndarray:
-    """``(m,)`` the first row of each object with ``mask``, else -1."""
-    hits = np.flatnonzero(mask)
-    first = np.full(m, -1, dtype=np.int64)
-    objects, where = np.unique(owner[hits], return_index=True)
-    first[objects] = hits[where]
-    return first
+def _coded(owner: np.ndarray, code: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``(object, code)`` rows of the vertices with ``mask``."""
+    return np.stack([owner[mask], code[mask]], 1)
+
+
+def _roots(trees: SkeletonTrees) -> np.ndarray:
+    return np.asarray(trees.root)
 
 
 def _children(trees: SkeletonTrees) -> np.ndarray:
@@ -269,15 +316,15 @@ def _not_ancestors(high: SkeletonTrees, source: np.ndarray, up0: np.ndarray) -> 
 def _crossings(pair: _Pair, low: SkeletonTrees, high: SkeletonTrees) -> np.ndarray:
     """``(m,)`` objects whose parent links across chunks differ from level 0's."""
     rows = []
-    for trees, chunk, to_fine in (
-        (low, pair.fine_chunk, np.arange(pair.fine.n)),
-        (high, pair.coarse_chunk, pair.source),
+    for trees, chunk, code in (
+        (low, pair.fine_chunk, pair.codes[0]),
+        (high, pair.coarse_chunk, pair.codes[1]),
     ):
         child = np.flatnonzero(~trees.root)
         child = child[chunk[child] != chunk[trees.parent[child]]]
-        a, b = to_fine[child], to_fine[trees.parent[child]]
-        keep = pair.kept[pair.fine.owner[a]]
-        rows.append(np.stack([pair.fine.owner[a], a, b], 1)[keep])
+        owner = trees.batch.owner[child]
+        links = np.stack([owner, code[child], code[trees.parent[child]]], 1)
+        rows.append(links[pair.kept[owner]])
     return _multisets_differ(rows[0], rows[1], pair.fine.m)
 
 
