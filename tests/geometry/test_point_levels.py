@@ -288,7 +288,7 @@ def test_bad_levels_are_refused(tmp_path: pathlib.Path, levels: Any, match: str)
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"method": "thin"}, "method must be one of"),
+        ({"method": "spline"}, "method must be one of"),
         ({"per_bin": 0}, "per_bin must be"),
         ({"count": 1.5}, "count must be"),
     ],

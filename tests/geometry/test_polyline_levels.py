@@ -149,9 +149,11 @@ def test_runs_is_refused_for_points(tmp_path: Path) -> None:
         zv.write_points(tmp_path / "p.zv", np.zeros((3, 3)), levels=zv.Levels(method="runs"))
 
 
-def test_other_object_kinds_refuse_levels(tmp_path: Path) -> None:
-    with pytest.raises(zv.InvalidInputError, match="levels"):
-        zv.write_graph(tmp_path / "g.zv", np.zeros((2, 3)), np.array([[0, 1]]), levels=1)
+def test_other_object_kinds_refuse_the_runs_method(tmp_path: Path) -> None:
+    with pytest.raises(zv.InvalidInputError, match="cluster"):
+        zv.write_graph(
+            tmp_path / "g.zv", np.zeros((2, 3)), np.array([[0, 1]]), levels=zv.Levels(method="runs")
+        )
 
 
 @settings(

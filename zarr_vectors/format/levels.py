@@ -17,24 +17,29 @@ from zarr_vectors.format.names import check_name
 
 __all__ = [
     "AGGREGATE",
+    "CLUSTER",
     "COUNT_ATTRIBUTE",
     "DEFAULT_OBJECTS_KEPT",
     "DEFAULT_OBJECTS_PER_CELL",
     "DEFAULT_PER_BIN",
     "OBJECT_SPARSITY",
     "DEFAULT_TARGET",
+    "OBJECT_METHODS",
     "POINT_METHODS",
     "REDUCTIONS",
     "RUNS",
     "SAMPLE",
     "SAMPLE_KEY",
+    "THIN",
     "aggregate_coarsening",
     "allowed_reductions",
     "check_coarsening",
     "object_sparsity_rule",
+    "cluster_coarsening",
     "default_reduction",
     "runs_coarsening",
     "sample_coarsening",
+    "thin_coarsening",
 ]
 
 SAMPLE = "sample"
@@ -45,6 +50,14 @@ POINT_METHODS = (SAMPLE, AGGREGATE)
 RUNS = "runs"
 """Polyline and streamline method: each run of vertices in one coarse bin becomes one
 vertex, end points kept (spec §4.3.3)."""
+THIN = "thin"
+"""Skeleton method: roots, leaves, branch points and chunk crossings kept, the rest thinned
+per coarse bin; still trees (spec §4.3.3)."""
+CLUSTER = "cluster"
+"""Graph and mesh method: vertices merged per coarse bin (within a connected component for
+graphs, an object for meshes), links remapped (spec §4.3.3)."""
+OBJECT_METHODS = (RUNS, THIN, CLUSTER)
+"""The object kinds' methods (spec §4.3.3)."""
 SAMPLE_KEY = "splitmix64"
 """The name of the sample key of spec §4.3.2, recorded as ``coarsening.key``."""
 REDUCTIONS = ("mean", "sum", "min", "max", "mode")
@@ -132,6 +145,33 @@ def object_sparsity_rule(objects: str, per_cell: int, kept: int) -> dict[str, An
     if objects == "length":
         return {"rule": "length", "count": int(kept)}
     return {"rule": "spatial_coverage", "per_cell": int(per_cell), "priority": "id_hash"}
+
+
+def thin_coarsening() -> dict[str, Any]:
+    """The ``coarsening`` object of a skeleton ``thin`` level, every object kept (spec §4.3.3).
+
+    Examples
+    --------
+    >>> thin_coarsening()
+    {'method': 'thin'}
+    """
+    return {"method": THIN}
+
+
+def cluster_coarsening(within: str) -> dict[str, Any]:
+    """The ``coarsening`` object of a ``cluster`` level, every object kept (spec §4.3.3).
+
+    Parameters
+    ----------
+    within
+        ``"component"`` (graphs) or ``"object"`` (meshes): what a cluster stays inside.
+
+    Examples
+    --------
+    >>> cluster_coarsening("object")
+    {'method': 'cluster', 'within': 'object', 'representative': 'closest_to_mean'}
+    """
+    return {"method": CLUSTER, "within": within, "representative": "closest_to_mean"}
 
 
 def aggregate_coarsening(

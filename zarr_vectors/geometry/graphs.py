@@ -24,7 +24,9 @@ from zarr_vectors.write import (
     KindWriter,
     ObjectTable,
     ObjectWriteArgs,
+    graph_level_builder,
     inputs,
+    skeleton_level_builder,
     write_kind,
 )
 from zarr_vectors.write import object_inputs as objects
@@ -275,6 +277,7 @@ def write_graph(
     directed: bool = False,
     vertex_objects: Any = None,
     edge_attributes: Mapping[str, Any] | None = None,
+    levels: Any = None,
     **settings: Unpack[ObjectWriteArgs],
 ) -> None:
     """Write a graph store (spec §10.5): vertices, edges, and objects (components).
@@ -296,6 +299,14 @@ def write_graph(
         objects in ascending label order; reads return them in that order.
     edge_attributes
         Per-edge (one row per row of ``edges``, in input order; spec §9.12, §9.13).
+    levels
+        Levels of detail to write above level 0 (format 1.3, spec §4.3.3): None or 0 (none,
+        the default), ``"auto"`` (until a level holds at most 100,000 vertices), a count,
+        or a :class:`~zarr_vectors.Levels`. Method ``"cluster"``: the vertices of one
+        connected component in one coarse bin become one (the one closest to their mean),
+        edges are remapped, self-loops and repeated edges dropped, so connectivity is kept.
+        Vertex and edge attributes are carried from the vertex or edge kept; object
+        attributes and groups are level 0's. Not with ``mode="a"``.
     {object_settings}
 
     {write_raises}
@@ -311,6 +322,11 @@ def write_graph(
     >>> store = zv.open(path)
     >>> store.kind, store.object_count, store.vertex_count
     ('graph', 1, 3)
+    >>> lod = pathlib.Path(tempfile.mkdtemp()) / "lod.zarr"
+    >>> zv.write_graph(lod, positions, edges, chunk_shape=4.0, bin_shape=1.0, levels=1,
+    ...                progress=False)
+    >>> zv.open(lod).levels[1].coarsening["method"]
+    'cluster'
     """
     batch = {
         "positions": positions,
@@ -318,7 +334,7 @@ def write_graph(
         "vertex_objects": vertex_objects,
         "edge_attributes": edge_attributes,
     }
-    write_kind(store, GRAPHS, batch, {"directed": directed}, settings)
+    write_kind(store, GRAPHS, batch, {"directed": directed}, settings, levels)
 
 
 def prepare_graph(batch: Mapping[str, Any], *, directed: bool = False) -> ObjectTable:
@@ -347,6 +363,7 @@ GRAPHS = KindWriter(
     keywords=("vertex_objects", "edge_attributes"),
     store_wide=("directed",),
     prepare=prepare_graph,
+    levels=graph_level_builder,
 )
 """What :func:`write_graph` takes, for the streaming, append and parallel writers."""
 
@@ -507,6 +524,7 @@ def write_skeletons(
     vertex_objects: Any = None,
     radius: Any = None,
     swc_type: Any = None,
+    levels: Any = None,
     **settings: Unpack[ObjectWriteArgs],
 ) -> None:
     """Write a skeleton store (spec §10.6): rooted trees, one per object.
@@ -531,6 +549,15 @@ def write_skeletons(
         ``(n,)`` node radii (floats): the reserved attribute ``radius``.
     swc_type
         ``(n,)`` integer SWC structure types: the reserved attribute ``swc_type``.
+    levels
+        Levels of detail to write above level 0 (format 1.3, spec §4.3.3): None or 0 (none,
+        the default), ``"auto"`` (until a level holds at most 100,000 vertices), a count,
+        or a :class:`~zarr_vectors.Levels`. Method ``"thin"``: roots, leaves, branch
+        points and the ends of parent links that cross chunks are kept, an unbranched
+        path keeps one vertex per coarse bin it enters, and each kept vertex's parent is
+        its nearest kept ancestor, so every object stays a tree with the same root,
+        leaves and branch points. Vertex attributes are carried from the kept vertices;
+        object attributes and groups are level 0's. Not with ``mode="a"``.
     {object_settings}
 
     Raises
@@ -549,6 +576,12 @@ def write_skeletons(
     >>> zv.write_skeletons(path, positions, [-1, 0, 1, 1], chunk_shape=4.0, progress=False)
     >>> zv.open(path).metadata["is_tree"]   # one tree: node 1 branches to nodes 2 and 3
     True
+    >>> lod = pathlib.Path(tempfile.mkdtemp()) / "lod.zarr"
+    >>> line = np.stack([np.arange(8), np.zeros(8), np.zeros(8)], axis=1).astype(np.float32)
+    >>> zv.write_skeletons(lod, line, np.arange(8) - 1, chunk_shape=8.0, bin_shape=1.0,
+    ...                    levels=1, progress=False)
+    >>> zv.open(lod).levels[1].vertex_count   # the root, the leaf, one vertex per 2 bins
+    5
     """
     batch = {
         "positions": positions,
@@ -558,7 +591,7 @@ def write_skeletons(
         "radius": radius,
         "swc_type": swc_type,
     }
-    write_kind(store, SKELETONS, batch, {}, settings)
+    write_kind(store, SKELETONS, batch, {}, settings, levels)
 
 
 def prepare_skeletons(batch: Mapping[str, Any]) -> ObjectTable:
@@ -590,5 +623,6 @@ SKELETONS = KindWriter(
     keywords=("edges", "vertex_objects", "radius", "swc_type"),
     store_wide=(),
     prepare=prepare_skeletons,
+    levels=skeleton_level_builder,
 )
 """What :func:`write_skeletons` takes, for the streaming, append and parallel writers."""

@@ -23,6 +23,7 @@ from zarr_vectors.write import (
     ObjectTable,
     ObjectWriteArgs,
     inputs,
+    mesh_level_builder,
     write_kind,
 )
 
@@ -116,6 +117,7 @@ def write_mesh(
     allow_degenerate: bool = False,
     face_attributes: Mapping[str, Any] | None = None,
     vertices: Any = None,
+    levels: Any = None,
     **settings: Unpack[ObjectWriteArgs],
 ) -> None:
     """Write a store of triangle meshes (spec §10.7).
@@ -145,6 +147,15 @@ def write_mesh(
         Per-face (one row per row of ``faces``, in input order; spec §9.12).
     vertices
         Deprecated spelling of ``positions`` (warns).
+    levels
+        Levels of detail to write above level 0 (format 1.3, spec §4.3.3): None or 0 (none,
+        the default), ``"auto"`` (until a level holds at most 100,000 vertices), a count,
+        or a :class:`~zarr_vectors.Levels`. Method ``"cluster"``: the vertices of one mesh
+        in one coarse bin become one (the one closest to their mean); each face is
+        remapped in place, so its winding is kept, and degenerate and repeated faces are
+        dropped. Vertex and face attributes are carried from the vertex or face kept;
+        object attributes and groups are level 0's. A coarse level need not be closed
+        even when ``closed_surface`` is. Not with ``mode="a"``.
     {object_settings}
 
     {write_raises}
@@ -156,6 +167,11 @@ def write_mesh(
     >>> store = zv.open(path)
     >>> store.kind, store.object_count, store.vertex_count
     ('mesh', 1, 4)
+    >>> lod = pathlib.Path(tempfile.mkdtemp()) / "lod.zarr"
+    >>> zv.write_mesh(lod, positions * 3, faces, chunk_shape=4.0, bin_shape=1.0, levels=1,
+    ...               progress=False)
+    >>> zv.open(lod).levels[1].coarsening["within"]
+    'object'
     """
     batch = {
         "positions": mesh_positions(positions, vertices, faces),
@@ -165,7 +181,7 @@ def write_mesh(
         "face_attributes": face_attributes,
     }
     store_wide = {"winding_order": winding_order, "closed_surface": closed_surface}
-    write_kind(store, MESHES, batch, store_wide, settings)
+    write_kind(store, MESHES, batch, store_wide, settings, levels)
 
 
 def prepare_mesh(
@@ -200,5 +216,6 @@ MESHES = KindWriter(
     store_wide=("winding_order", "closed_surface"),
     prepare=prepare_mesh,
     renamed={"vertices": "positions"},
+    levels=mesh_level_builder,
 )
 """What :func:`write_mesh` takes, for the streaming, append and parallel writers."""

@@ -205,6 +205,9 @@ _L5: dict[str, Severity] = {
     "L5.coarse_vertices_of_level0": _E,
     "L5.runs_ends_kept": _E,
     "L5.object_coarsening_reproduced": _E,
+    "L5.thin_still_tree": _E,
+    "L5.cluster_graph_links": _E,
+    "L5.cluster_mesh_faces": _E,
 }
 
 CHECKS: Final[dict[str, Severity]] = {**_L1, **_L2, **_L3, **_L4, **_L5}

@@ -16,8 +16,10 @@ from zarr_vectors.errors import InvalidInputError, MetadataError
 from zarr_vectors.format.jsonutil import as_int_list, pointer
 from zarr_vectors.format.levels import (
     AGGREGATE,
+    CLUSTER,
     POINT_METHODS,
     RUNS,
+    THIN,
     aggregate_coarsening,
     check_coarsening,
 )
@@ -31,6 +33,9 @@ KNOWN_METHODS: dict[str, tuple[str, ...]] = {
     POINT_CLOUD: POINT_METHODS,
     "polyline": (RUNS,),
     "streamline": (RUNS,),
+    "skeleton": (THIN,),
+    "graph": (CLUSTER,),
+    "mesh": (CLUSTER,),
 }
 """Coarsening methods of each kind whose promises the validator checks (spec §4.3)."""
 

@@ -3,13 +3,14 @@
 They run only when the store has more than one level. The relations of the counts and
 bounds read no vertex again: L3 records the per-chunk coordinate bounds of every level it
 reads. The checks of the point methods' promises (:mod:`zarr_vectors.validate.point_levels`)
-read the levels chunk by chunk.
+read the levels chunk by chunk; those of the skeleton, graph and mesh links
+(:mod:`zarr_vectors.validate.coarse_links`) a batch of objects at a time.
 """
 
 from __future__ import annotations
 
 from zarr_vectors.format.jsonutil import as_int_list, is_int, is_number, pointer
-from zarr_vectors.validate import object_levels, point_levels
+from zarr_vectors.validate import coarse_links, object_levels, point_levels
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.names import ATTRIBUTES, OBJECT_KINDS, POINT_CLOUD
 
@@ -37,6 +38,7 @@ def run(ctx: Context) -> None:
         point_levels.run(ctx)
     else:
         object_levels.run(ctx)
+        coarse_links.run(ctx)
 
 
 def _contiguous(ctx: Context, levels: list[int]) -> None:

@@ -21,9 +21,9 @@ _objects, _object_runs
     Object tables: the object index, object attributes, object runs per chunk.
 _chunk_shapes
     The default chunk shape of a store; exported as the module ``chunk_shapes``.
-levels, _point_levels, _object_levels
+levels, _point_levels, _object_levels, _object_coarsening
     Levels of detail: :class:`Levels`, what a writer asks for, and their computation for
-    point clouds (spec §4.3.2) and polylines and streamlines (spec §4.3.3).
+    point clouds (spec §4.3.2) and the object kinds (spec §4.3.3).
 """
 
 from __future__ import annotations
@@ -38,7 +38,14 @@ from zarr_vectors.write._inputs import (
     new_store_destination,
 )
 from zarr_vectors.write._kind_writers import KindWriter, write_kind
-from zarr_vectors.write._object_levels import polyline_level_builder
+from zarr_vectors.write._object_coarsening import coarse_table, object_method
+from zarr_vectors.write._object_levels import (
+    graph_level_builder,
+    mesh_level_builder,
+    object_level_builder,
+    polyline_level_builder,
+    skeleton_level_builder,
+)
 from zarr_vectors.write._objects import (
     Groups,
     ObjectTable,
@@ -113,6 +120,12 @@ __all__ = [
     "write_object_index",
     "write_objects",
     "polyline_level_builder",
+    "skeleton_level_builder",
+    "graph_level_builder",
+    "mesh_level_builder",
+    "object_level_builder",
+    "object_method",
+    "coarse_table",
     "Batcher",
     "ShardAssembler",
     "shard_major_order",

@@ -1,28 +1,28 @@
-"""Levels of detail of polylines and streamlines, method ``"runs"`` (spec §4.3.3).
+"""Levels of detail of the object kinds (spec §4.3.3).
 
 Every coarse level is computed from level 0 as stored — objects in id order, each object's
-vertices in traversal order — by :func:`~zarr_vectors.kernels.coarsen_polylines`, and
-written by the same object write path as level 0
-(:func:`~zarr_vectors.write._objects.write_object_level`) with the level's coarse bin
-shape. Vertex attributes are carried from each coarse vertex's source; object attributes,
-ids and groups are level 0's. The schedule is the points' (spec §4.3.2): ``bin_ratio``
-grows until the coarse bin equals the chunk, a candidate that does not reduce is skipped.
+vertices in traversal order — by the kind's method
+(:mod:`~zarr_vectors.write._object_coarsening`: ``"runs"`` for polylines and streamlines,
+``"thin"`` for skeletons, ``"cluster"`` for graphs and meshes), and written by the same
+object write path as level 0 (:func:`~zarr_vectors.write._objects.write_object_level`) with
+the level's coarse bin shape. Vertex attributes are carried from each coarse vertex's
+source, link attributes from each coarse link's level-0 link; object attributes, ids and
+groups are level 0's. The schedule is the points' (spec §4.3.2): ``bin_ratio`` grows until
+the coarse bin equals the chunk, a candidate that does not reduce is skipped.
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
-from zarr_vectors.format.levels import AGGREGATE, RUNS, runs_coarsening
+from zarr_vectors.format.levels import SAMPLE
 from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.format.names import OBJECT_VERTEX_COUNTS
-from zarr_vectors.kernels import CoarseGrid, CoarseObjects, coarsen_polylines
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.write._object_sparsity import SparseLevel, sparse_level_table
+from zarr_vectors.write._object_coarsening import ObjectMethod, coarse_table, object_method
 from zarr_vectors.write._objects import (
     LevelBuilder,
     ObjectTable,
@@ -35,45 +35,13 @@ from zarr_vectors.write._point_levels import coarse_grid, next_ratio
 from zarr_vectors.write.levels import Levels, levels_done, warn_short
 from zarr_vectors.write.options import WriteOptions
 
-__all__ = ["coarse_polylines", "polyline_level_builder"]
-
-
-def coarse_polylines(table: ObjectTable, grid: ChunkGrid) -> CoarseObjects:
-    """The ``runs`` coarsening of a polyline table on a level's grid (spec §4.3.3).
-
-    Parameters
-    ----------
-    table
-        Level 0: objects in id order, vertices in traversal order, stored dtype.
-    grid
-        The coarse level's grid (the store's chunks, the level's ``bin_shape``).
-
-    Returns
-    -------
-    CoarseObjects
-        The coarse vertices, their per-object offsets and sources.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from zarr_vectors.write._objects import ObjectTable
-    >>> one = np.ones(1, int)
-    >>> grid = ChunkGrid(np.array([8.0]), np.array([2.0]), np.array([4]), 0 * one, one)
-    >>> line = np.array([[0.5], [0.7], [2.5], [2.6], [4.1], [7.0]], np.float32)
-    >>> table = ObjectTable("polyline", line, np.array([0, 6]), None, {}, {}, None, None, {})
-    >>> coarse_polylines(table, grid).source.tolist()
-    [0, 2, 4, 5]
-    """
-    cells = CoarseGrid(grid.chunk_shape, grid.bin_shape, grid.origin)
-    return coarsen_polylines(table.positions, table.offsets, cells)
-
-
-def _coarse_table(table: ObjectTable, coarse: CoarseObjects) -> ObjectTable:
-    """Level N's object table: coarse vertices, their sources' attributes, level-0 objects."""
-    carried = {name: values[coarse.source] for name, values in table.vertex_attributes.items()}
-    return dataclasses.replace(
-        table, positions=coarse.positions, offsets=coarse.offsets, vertex_attributes=carried
-    )
+__all__ = [
+    "graph_level_builder",
+    "mesh_level_builder",
+    "object_level_builder",
+    "polyline_level_builder",
+    "skeleton_level_builder",
+]
 
 
 def _write_level(
@@ -82,6 +50,7 @@ def _write_level(
     level: tuple[ObjectTable, ChunkGrid, np.ndarray, SparseLevel],
     base: tuple[ObjectTable, tuple[np.ndarray, np.ndarray]],
     options: WriteOptions,
+    method: ObjectMethod,
 ) -> LevelMetadata:
     """Write one coarse level's nodes, ``object_vertex_counts`` and metadata (spec §4.3.3);
     ``base`` is level 0's table and the per-axis bounds of its positions, which hold every
@@ -104,7 +73,7 @@ def _write_level(
         chunk_count=stats.chunk_count,
         object_sparsity=kept / base_table.n_objects if base_table.n_objects else 1.0,
         object_count=table.n_objects,
-        coarsening=sparse.coarsening(runs_coarsening()),
+        coarsening=sparse.coarsening(dict(method.coarsening)),
         kept_object_count=kept,
         sparsity_strategy=sparse.strategy,
     )
@@ -112,25 +81,38 @@ def _write_level(
     return meta
 
 
-def polyline_level_builder(settings: Levels) -> LevelBuilder:
-    """The level builder :func:`~zarr_vectors.write._objects.write_objects` calls for
-    polylines and streamlines with ``levels=settings``: it writes levels 1, 2, ... and
-    returns their metadata.
+def object_level_builder(settings: Levels, kind: str) -> LevelBuilder:
+    """The level builder :func:`~zarr_vectors.write._objects.write_objects` calls for objects
+    of ``kind`` with ``levels=settings``: it writes levels 1, 2, ... by the kind's method
+    (spec §4.3.3) and returns their metadata.
 
-    Examples
-    --------
-    >>> callable(polyline_level_builder(Levels(count=1)))
-    True
+    Parameters
+    ----------
+    settings
+        What ``levels=`` asks for.
+    kind
+        ``"polyline"``, ``"streamline"``, ``"skeleton"``, ``"graph"`` or ``"mesh"``.
+
+    Returns
+    -------
+    LevelBuilder
+        ``build(io, table, grid, options)``.
 
     Raises
     ------
     InvalidInputError
-        For a point method other than the default (polylines coarsen by ``"runs"``).
+        For a method other than the default or the kind's own.
+
+    Examples
+    --------
+    >>> callable(object_level_builder(Levels(count=1, method="thin"), "skeleton"))
+    True
     """
-    if settings.method == AGGREGATE:
+    method = object_method(kind)
+    if settings.method not in (SAMPLE, method.name):
         raise InvalidInputError(
-            f"polylines and streamlines coarsen by {RUNS!r}, not {settings.method!r}; "
-            f"leave Levels.method at its default or pass method={RUNS!r}"
+            f"{method.kinds} coarsen by {method.name!r}, not {settings.method!r}; "
+            f"leave Levels.method at its default or pass method={method.name!r}"
         )
 
     def build(
@@ -143,14 +125,59 @@ def polyline_level_builder(settings: Levels) -> LevelBuilder:
             ratio = next_ratio(ratio, grid.bins)
             level_grid = coarse_grid(grid, ratio)
             sparse = sparse_level_table(table, level_grid, settings)
-            coarse = _coarse_table(sparse.table, coarse_polylines(sparse.table, level_grid))
+            coarse = coarse_table(sparse.table, method.coarsen(sparse.table, level_grid))
             if coarse.positions.shape[0] >= total:
                 continue
             number = len(written) + 1
             level = (coarse, level_grid, ratio, sparse)
-            written.append(_write_level(io, number, level, base, options))
+            written.append(_write_level(io, number, level, base, options, method))
             total = int(coarse.positions.shape[0])
         warn_short(settings, len(written), total)
         return tuple(written)
 
     return build
+
+
+def polyline_level_builder(settings: Levels) -> LevelBuilder:
+    """The level builder of polylines and streamlines, method ``"runs"``
+    (:func:`object_level_builder`).
+
+    Examples
+    --------
+    >>> callable(polyline_level_builder(Levels(count=1)))
+    True
+    """
+    return object_level_builder(settings, "polyline")
+
+
+def skeleton_level_builder(settings: Levels) -> LevelBuilder:
+    """The level builder of skeletons, method ``"thin"`` (:func:`object_level_builder`).
+
+    Examples
+    --------
+    >>> callable(skeleton_level_builder(Levels(count=1)))
+    True
+    """
+    return object_level_builder(settings, "skeleton")
+
+
+def graph_level_builder(settings: Levels) -> LevelBuilder:
+    """The level builder of graphs, method ``"cluster"`` (:func:`object_level_builder`).
+
+    Examples
+    --------
+    >>> callable(graph_level_builder(Levels(count=1)))
+    True
+    """
+    return object_level_builder(settings, "graph")
+
+
+def mesh_level_builder(settings: Levels) -> LevelBuilder:
+    """The level builder of meshes, method ``"cluster"`` (:func:`object_level_builder`).
+
+    Examples
+    --------
+    >>> callable(mesh_level_builder(Levels(count=1)))
+    True
+    """
+    return object_level_builder(settings, "mesh")

@@ -20,8 +20,8 @@ from zarr_vectors.format.levels import (
     DEFAULT_PER_BIN,
     DEFAULT_TARGET,
     OBJECT_SPARSITY,
+    OBJECT_METHODS,
     POINT_METHODS,
-    RUNS,
     SAMPLE,
 )
 
@@ -30,7 +30,7 @@ __all__ = ["Levels", "level_settings", "levels_done", "warn_short"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Levels:
-    """Levels of detail to build with a point cloud, polylines or streamlines (spec §4.3).
+    """Levels of detail to build with a point cloud or objects of any kind (spec §4.3).
 
     Attributes
     ----------
@@ -42,10 +42,11 @@ class Levels:
         ``"sample"`` (default): each level a nested subset of the level below, at most
         ``per_bin`` vertices per coarse bin, attributes carried exactly; ``"aggregate"``:
         one vertex per occupied coarse bin at the centroid of its level-0 vertices, each
-        attribute reduced, plus a ``count`` attribute. Polylines and streamlines always
-        use ``"runs"`` (spec §4.3.3: each run of vertices in one coarse bin becomes one
-        vertex, end points kept); for them leave ``method`` at its default or pass
-        ``"runs"``.
+        attribute reduced, plus a ``count`` attribute. Object kinds each have one
+        method (spec §4.3.3): polylines and streamlines ``"runs"`` (each run of vertices
+        in one coarse bin becomes one vertex, end points kept), skeletons ``"thin"``
+        (still trees), graphs and meshes ``"cluster"`` (vertices merged per coarse bin,
+        links remapped); for them leave ``method`` at its default or pass their method.
     target
         Vertex count at which ``count="auto"`` stops (default 100,000).
     per_bin
@@ -90,9 +91,9 @@ class Levels:
     objects_kept: int = DEFAULT_OBJECTS_KEPT
 
     def __post_init__(self) -> None:
-        if self.method not in (*POINT_METHODS, RUNS):
+        if self.method not in (*POINT_METHODS, *OBJECT_METHODS):
             raise InvalidInputError(
-                f"levels method must be one of {', '.join((*POINT_METHODS, RUNS))}, "
+                f"levels method must be one of {', '.join((*POINT_METHODS, *OBJECT_METHODS))}, "
                 f"got {self.method!r}"
             )
         if self.count != "auto" and not _non_negative_int(self.count):

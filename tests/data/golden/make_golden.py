@@ -7,7 +7,8 @@ written from the same inputs by the writers of those formats; this library no lo
 them (every shard of a 1.2 store holds a place record, spec §9.0.2), so they are frozen: read
 forever, never regenerated. There is one store per geometry kind family: point clouds,
 streamlines, a graph, skeletons and meshes. The stores of format 1.3 (``1.3/``) are point
-clouds with levels of detail (spec §4.3), one per point method. Usage:
+clouds with levels of detail (spec §4.3), one per point method, and skeletons with ``thin``
+levels (spec §4.3.3). Usage:
 ``python tests/data/golden/make_golden.py``.
 
 Beside each ``NAME.zarrvectors`` store, ``NAME.expected.npz`` holds what reading it must give:
@@ -15,7 +16,8 @@ Beside each ``NAME.zarrvectors`` store, ``NAME.expected.npz`` holds what reading
 - point clouds: ``positions``, ``attr_<name>`` and (per vertex) ``object_ids``, a multiset of
   rows; with levels, ``level<N>_positions`` and ``level<N>_attr_<name>`` hold every level
   N >= 1 in storage order, as read when the store was made (the writer must rewrite the same
-  bytes, and L5 validation recomputes each level from the one below);
+  bytes, and L5 validation recomputes each level from the one below); an object store's
+  levels add ``level<N>_offsets`` and ``level<N>_links`` (:func:`object_level_arrays`);
 - object kinds, objects in storage order: ``object_ids`` and ``offsets`` (object k owns rows
   ``offsets[k]:offsets[k+1]``), ``positions`` and ``attr_<name>`` in traversal order,
   ``object_attr_<name>``, ``links`` (edges or faces as rows of ``positions``, in the canonical
@@ -82,19 +84,25 @@ def sharded_inputs() -> dict[str, dict[str, Any]]:
 
 def level_inputs() -> dict[str, dict[str, Any]]:
     """The inputs of the format 1.3 golden stores: the 3-D point cloud in chunks of 20 with
-    bins of 5 (four per chunk and axis) and levels of each point method (spec §4.3.2)."""
+    bins of 5 (four per chunk and axis) and levels of each point method (spec §4.3.2); and
+    the skeletons of format 1.2 in bins of 2.5 with two ``thin`` levels (spec §4.3.3)."""
     base = {**_point_inputs()["points_3d_attributes"], "chunk_shape": 20.0, "bin_shape": 5.0}
     sample = zv.Levels(count=3, per_bin=4)
     aggregate = zv.Levels(count=2, method="aggregate", reductions={"rgb": "max"})
+    skeletons = {**_skeletons(), "bin_shape": 2.5, "levels": zv.Levels(count=2, method="thin")}
     return {
         "points_3d_sample_levels": {**base, "levels": sample},
         "points_3d_aggregate_levels": {**base, "levels": aggregate},
+        "skeletons_3d_thin_levels": skeletons,
     }
 
 
 def level_arrays(path: Path) -> dict[str, np.ndarray]:
-    """Every level above 0 of the point store at ``path``, in storage order, as read."""
+    """Every level above 0 of the store at ``path`` as read: a point cloud's vertices in
+    storage order, an object store's objects (:func:`object_level_arrays`)."""
     root = RootMetadata.from_json(json.loads((path / "zarr.json").read_text())["attributes"])
+    if root.geometry_type != "point_cloud":
+        return object_level_arrays(path)
     io = StoreIO(LocalStore(path, read_only=True))
     everywhere = np.full(root.spatial_dims, np.inf)
     arrays = {}
@@ -103,6 +111,25 @@ def level_arrays(path: Path) -> dict[str, np.ndarray]:
         arrays[f"level{entry.level}_positions"] = got.positions
         for name, values in got.attributes.items():
             arrays[f"level{entry.level}_attr_{name}"] = values
+    return arrays
+
+
+def object_level_arrays(path: Path) -> dict[str, np.ndarray]:
+    """Every level above 0 of the object store at ``path``: ``level<N>_offsets``,
+    ``level<N>_positions``, ``level<N>_attr_<name>`` (objects in storage order, vertices in
+    traversal order) and ``level<N>_links`` (rows of the level's positions, canonical order)."""
+    store = zv.open(path)
+    arrays = {}
+    for info in store.levels[1:]:
+        got = store.read_objects(np.asarray(store.object_ids), level=info.level)
+        arrays[f"level{info.level}_offsets"] = np.asarray(got.offsets, np.int64)
+        arrays[f"level{info.level}_positions"] = got.positions
+        for name, values in got.attributes.items():
+            arrays[f"level{info.level}_attr_{name}"] = values
+        links = got.faces if got.faces is not None else got.edges
+        if links is not None:
+            ordered = store.kind != "graph" or bool(store.metadata.get("is_directed"))
+            arrays[f"level{info.level}_links"] = canonical_links(links, {}, ordered)[0]
     return arrays
 
 
