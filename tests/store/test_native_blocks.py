@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from zarr_vectors.errors import MisplacedChunkError
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
 from zarr_vectors.read.reader import LevelReader
 from zarr_vectors.store import native_blocks
@@ -230,3 +231,24 @@ def test_a_dense_blob_shard_at_another_key_is_left_to_the_slow_path() -> None:
     shards = [_blob_shard(layout, [1, 2, 3, 4], key) for key in keys]
     found = native_blocks.decode_dense_blob_shards(layout, shards[::-1], keys, 4)
     assert found == [None, None]
+
+
+@pytest.mark.parametrize("damage", ["magic", "key crc", "record crc", "data type"])
+def test_a_dense_blob_shard_with_a_wrong_record_is_left_to_the_slow_path(damage: str) -> None:
+    """The kernel path takes a placed shard only when its record is exactly its key's and
+    data type's (compared in place with the cached record); any other record, damaged or
+    written for another data type, goes the one-by-one way, which reports it."""
+    if native_blocks.native_block_functions() is None:
+        pytest.skip("google-crc32c without its C extension: blobs decode through Python")
+    layout = RowLayout(np.dtype("u1"), (), 256, 512, None, placed=True)
+    key = "0/vertex_fragments/c/0/0"
+    shard = bytearray(_blob_shard(layout, [1, 2, 3, 4], key))
+    at = len(shard) - layout.tail_nbytes
+    if damage == "data type":
+        other = RowLayout(np.dtype("i1"), (), 256, 512, None, placed=True)
+        shard = bytearray(_blob_shard(other, [1, 2, 3, 4], key))
+    else:
+        shard[at + {"magic": 0, "key crc": 5, "record crc": 10}[damage]] ^= 0x01
+    assert native_blocks.decode_dense_blob_shards(layout, [bytes(shard)], [key], 4) == [None]
+    with pytest.raises(MisplacedChunkError):
+        layout.decode_index(bytes(shard), key)

@@ -299,3 +299,29 @@ def test_first_with_blocks_past_one_by_one_and_at_once_agree(data: st.DataObject
     assert read_checks.first_with_blocks_past(entries, counts, 4) == want
     naive = [i for i in range(n_chunks) if (entries[i][-(-rows[i] // 4) :, 0] != missing).any()]
     assert want == (naive[0] if naive else -1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_stored_blocks_problem_array_and_list_forms_agree_with_a_plain_loop(
+    data: st.DataObject,
+) -> None:
+    """The array form (one bytes comparison) and the list form (no Python frame per
+    entry) say a problem exactly when a plain loop finds an offset stored past the blocks
+    the rows need, in any pattern of stored and missing blocks."""
+    missing = 2**64 - 1
+    n_blocks = data.draw(st.integers(1, 8))
+    stored = data.draw(st.lists(st.booleans(), min_size=n_blocks, max_size=n_blocks))
+    index = np.full((n_blocks, 2), missing, dtype=np.uint64)
+    for b, here in enumerate(stored):
+        if here:
+            index[b] = [8 * b, 8]
+    rows = data.draw(st.integers(0, 4 * n_blocks + 4))
+    needed = -(-rows // 4)
+    loop = [b for b in range(needed, n_blocks) if int(index[b, 0]) != missing]
+    for entries in (index, index.tolist(), [tuple(e) for e in index]):
+        problem = read_checks.stored_blocks_problem(entries, rows, 4)
+        assert (problem is None) == (not loop)
+        if loop:
+            assert problem is not None
+            assert problem.startswith(f"stores row block {loop[0]},")

@@ -15,6 +15,8 @@ they are. These checks catch the rest at a small cost, so a damaged store gives 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
+from operator import eq, itemgetter
 
 import numpy as np
 
@@ -41,6 +43,7 @@ RESTORE = (
 
 _MISSING = np.uint64(2**64 - 1)
 _MISSING_INT = 2**64 - 1
+_FIRST = itemgetter(0)
 _ALL_MISSING = b"\xff" * 8 * 4096
 """The bytes of up to 4,096 missing block offsets (``2**64 - 1`` each)."""
 _ONE_BY_ONE_MAX = 24
@@ -164,8 +167,8 @@ def stored_blocks_problem(entries: ShardIndex, rows: int, rows_per_block: int) -
             past = entries[wanted:, 0].tobytes()
             if past == _ALL_MISSING[: len(past)]:  # the usual case, by one comparison
                 return None
-    elif all(entry[0] == _MISSING_INT for entry in entries[wanted:]):  # its tolist()
-        return None
+    elif all(map(eq, map(_FIRST, entries[wanted:]), repeat(_MISSING_INT))):  # its tolist()
+        return None  # (map and itemgetter: no Python frame per entry, a whole read has many)
     index = np.asarray(entries, dtype=np.uint64).reshape(-1, 2)
     beyond = np.flatnonzero(index[wanted:, 0] != _MISSING)
     if not beyond.shape[0]:

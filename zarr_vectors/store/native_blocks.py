@@ -29,7 +29,7 @@ import numpy as np
 from numcodecs import Blosc, blosc
 
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
-from zarr_vectors.format.place import PLACE_NBYTES, place_problem
+from zarr_vectors.format.place import place_record
 from zarr_vectors.kernels.row_blocks import (
     BLOSC_MAX_OVERHEAD,
     decode_blocks,
@@ -387,10 +387,11 @@ def decode_dense_blob_shards(
 
 
 def _placed_at(shard: bytes, layout: RowLayout, key: str) -> bool:
-    """Whether the place record of ``shard`` (before its index) names ``key``."""
+    """Whether the place record of ``shard`` (before its index) names ``key``: compared in
+    place with the key's (cached) record, as :meth:`RowLayout.decode_index` does; a shard
+    that fails goes the one-by-one way, which works out and reports what is wrong."""
     at = len(shard) - layout.tail_nbytes
-    record = shard[at : at + PLACE_NBYTES]
-    return at >= 0 and place_problem(record, key, layout.type_name) is None
+    return at >= 0 and shard.startswith(place_record(key, layout.type_name), at)
 
 
 @functools.cache
