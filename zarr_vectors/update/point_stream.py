@@ -29,7 +29,7 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
-from zarr_vectors.geometry import commit_points, shared_docs
+from zarr_vectors.geometry import commit_points, level0_metadata, shared_docs
 from zarr_vectors.kernels import (
     bounds_and_nonfinite,
     destinations_of_positions,
@@ -43,7 +43,9 @@ from zarr_vectors.store.target import check_destination, write_target
 from zarr_vectors.store.writer_lock import writer_lock
 from zarr_vectors.update._read_ahead import read_ahead
 from zarr_vectors.update.point_append import ExistingPoints, append_to_store, load_existing
+from zarr_vectors.update.point_levels import Level0, build_written_levels, point_level_settings
 from zarr_vectors.write import (
+    Levels,
     LevelWriter,
     WriteMode,
     WriteOptions,
@@ -158,6 +160,13 @@ class PointWriter(CloseOnExit):
     storage_options
         URLs only: options of the fsspec filesystem (for S3: ``endpoint_url``, ``key``,
         ``secret``, ``anon``...), as for :func:`zarr_vectors.open`.
+    levels
+        Levels of detail, as for :func:`~zarr_vectors.write_points` (None: none). They
+        are built when the writer closes, after level 0 is written, in a second pass over
+        its written chunks (the ``"auto"`` level count depends on every chunk), one chunk
+        at a time, so memory stays bounded; they are the levels ``write_points`` writes
+        for the same points, byte for byte. Not with ``mode="a"``: an append keeps the
+        store's levels.
 
     Raises
     ------
@@ -192,6 +201,7 @@ class PointWriter(CloseOnExit):
         mode: WriteMode = "w-",
         units: str | Sequence[str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        levels: int | str | Levels | None = None,
     ) -> None:
         if inputs.number(memory_budget, "memory_budget") < _MIN_BUDGET:
             raise InvalidInputError(
@@ -209,7 +219,12 @@ class PointWriter(CloseOnExit):
         self.hi: np.ndarray | None = None
         self.existing: ExistingPoints | None = None
         self.sample: PointSample | None = None  # for the default chunk shape
+        self.levels = point_level_settings(levels)
         if target.mode == "a":
+            if self.levels is not None:
+                raise InvalidInputError(
+                    "levels= cannot be given with mode='a': an append keeps the store's levels"
+                )
             inputs.check_append_settings(
                 chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
             )
@@ -512,7 +527,18 @@ class PointWriter(CloseOnExit):
                 blobs=point_blob_layout(grid),
             )
             self._write_chunks(writer, grid, chunks, counts)
-            commit_points(io, root, grid, writer.finish())
+            stats = writer.finish()
+            if self.levels is not None:
+                level0 = Level0(
+                    level0_metadata(grid, stats),
+                    grid,
+                    np.asarray(chunks, dtype=np.int64).reshape(-1, ndim) - grid.origin,
+                    np.asarray(counts, dtype=np.int64),
+                    (types[0], dict(zip(names, types[1:], strict=True))),
+                    self.options,
+                )
+                root = build_written_levels(io, root, level0, self.levels)
+            commit_points(io, root, grid, stats)
 
     def _write_chunks(
         self, writer: LevelWriter, grid: ChunkGrid, chunks: list[tuple[int, ...]], counts: list[int]
@@ -611,7 +637,7 @@ def write_points_stream(
     **settings
         Keyword arguments of :class:`PointWriter` (``chunk_shape``, ``bin_shape``,
         ``units``, ``overwrite``, ``options``, ``memory_budget``, ``spill_dir``,
-        ``progress``).
+        ``progress``, ``levels``).
 
     {example_setup}
     >>> batches = (np.full((3, 3), k, dtype=np.float32) for k in range(4))

@@ -60,6 +60,7 @@ from zarr_vectors.write._pipeline import (
     point_blob_layout,
     round_up,
     sort_points,
+    write_level_metadata,
     write_point_level,
     write_sorted_points,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "grid_indices",
     "point_blob_layout",
     "round_up",
+    "write_level_metadata",
     "write_point_level",
     "write_sorted_points",
     "SortedPoints",
