@@ -130,15 +130,20 @@ def _stored_bins_per_chunk(chunk_shape: np.ndarray, bin_shape: np.ndarray, base:
         raise MetadataError(f"level {base} does not match the root metadata: {exc}") from exc
 
 
-def existing_root(io: StoreIO, where: str) -> tuple[RootMetadata, StoreVersion]:
+def existing_root(
+    io: StoreIO, where: str, *, with_levels: bool = False
+) -> tuple[RootMetadata, StoreVersion]:
     """The root metadata of a store a writer is about to extend (an append), and the
     version of the store it describes (the base the append commits onto).
+
+    ``with_levels``: the writer keeps levels of detail up to date (point-cloud appends);
+    otherwise a store with levels is refused.
 
     Raises
     ------
     InvalidInputError
         When the store is not a complete Zarr Vectors store, or has levels of detail
-        (spec §4.3), which an append does not update yet.
+        (spec §4.3) and ``with_levels`` is False.
     MetadataError
         When its root ``zarr.json`` is not a Zarr v3 group's (an edited ``zarr_format`` or
         ``node_type``), or its attributes are not readable.
@@ -154,7 +159,7 @@ def existing_root(io: StoreIO, where: str) -> tuple[RootMetadata, StoreVersion]:
             "is not appended to; run zarr-vectors validate, and restore or rewrite the store"
         )
     root = RootMetadata.from_json(attrs)
-    if root.levels:
+    if root.levels and not with_levels:
         raise InvalidInputError(
             f"{where} has levels of detail (format {root.version}); appending does not "
             "update them yet, so it is refused: write all the data again with the kind's "

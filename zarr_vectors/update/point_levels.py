@@ -36,7 +36,13 @@ from zarr_vectors.write import (
     write_level_metadata,
 )
 
-__all__ = ["Level0", "build_levels", "build_written_levels", "point_level_settings"]
+__all__ = [
+    "Level0",
+    "build_levels",
+    "build_written_levels",
+    "point_level_settings",
+    "stored_level0",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +119,7 @@ def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
         return 0
     bounds = (np.asarray(bbox[0]), np.asarray(bbox[1]))
     with modify_target(store, rewritten="1/", base=existing.base) as (source, target):
-        base = _stored_level0(existing, bounds, source, target)
+        base = stored_level0(existing, bounds, source, target)
         built = build_point_levels(base, settings)
         root = existing.root.with_levels(tuple(level.entry() for level in built))
         stats = LevelStats(existing.vertex_count, int(existing.counts.shape[0]), 0)
@@ -148,13 +154,14 @@ def _enough(settings: Levels, vertex_count: int) -> bool:
     return settings.count == "auto" and vertex_count <= settings.target
 
 
-def _stored_level0(
+def stored_level0(
     existing: ExistingPoints,
     bounds: tuple[np.ndarray, np.ndarray],
     source: StoreIO,
     target: StoreIO,
 ) -> StoredLevel0:
-    """Level 0 of ``existing`` as the chunked level builder reads it."""
+    """Level 0 of ``existing`` as the chunked level builder reads it: from ``source``,
+    its coarser levels (as they are written) from ``target``."""
     names = [name for name in existing.columns if name != VERTICES]
     return StoredLevel0(
         io=target,

@@ -43,6 +43,7 @@ from zarr_vectors.store.target import check_destination, write_target
 from zarr_vectors.store.writer_lock import writer_lock
 from zarr_vectors.update._read_ahead import read_ahead
 from zarr_vectors.update.point_append import ExistingPoints, append_to_store, load_existing
+from zarr_vectors.update.point_level_append import StoredLevel, load_levels, update_levels
 from zarr_vectors.update.point_levels import Level0, build_written_levels, point_level_settings
 from zarr_vectors.write import (
     Levels,
@@ -218,6 +219,7 @@ class PointWriter(CloseOnExit):
         self.lo: np.ndarray | None = None
         self.hi: np.ndarray | None = None
         self.existing: ExistingPoints | None = None
+        self.stored_levels: list[StoredLevel] = []  # of the store appended to
         self.sample: PointSample | None = None  # for the default chunk shape
         self.levels = point_level_settings(levels)
         if target.mode == "a":
@@ -253,9 +255,10 @@ class PointWriter(CloseOnExit):
 
     def _open_existing(self, store: StoreLike) -> None:
         """Take the grid, columns and bounds of the point cloud being appended to."""
-        existing = load_existing(store)
+        existing = load_existing(store, with_levels=True)
         root = existing.root
         self.existing = existing
+        self.stored_levels = load_levels(store, root) if root.levels else []
         self.chunk_shape, self.bin_shape = root.chunk_shape, root.base_bin_shape
         columns = dict(existing.columns)
         dtype, (ndim,) = columns.pop(VERTICES)
@@ -501,7 +504,10 @@ class PointWriter(CloseOnExit):
         bounds = None if self.lo is None or self.hi is None else (self.lo, self.hi)
         if self.existing is not None:
             added = {c: sum(p.count for p in pieces) for c, pieces in self.pieces.items()}
-            append_to_store(self.store, self.existing, added, self._new_rows, bounds, self.progress)
+            levels = functools.partial(update_levels, self.stored_levels)
+            append_to_store(
+                self.store, self.existing, added, self._new_rows, bounds, self.progress, levels
+            )
             return
         if self.schema is None:
             raise InvalidInputError("nothing to write: append at least one batch (even empty)")

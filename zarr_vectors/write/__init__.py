@@ -68,8 +68,11 @@ from zarr_vectors.write._point_levels import (
     ChunkColumns,
     StoredLevel0,
     build_point_levels,
+    chunk_level,
     coarse_grid,
     coarse_rows,
+    level_steps,
+    recorded_settings,
     write_point_levels,
 )
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
@@ -107,6 +110,9 @@ __all__ = [
     "ChunkColumns",
     "StoredLevel0",
     "build_point_levels",
+    "chunk_level",
+    "level_steps",
+    "recorded_settings",
     "write_point_levels",
     "Groups",
     "ObjectTable",

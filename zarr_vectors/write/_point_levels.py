@@ -21,6 +21,7 @@ from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.levels import (
     AGGREGATE,
+    DEFAULT_PER_BIN,
     SAMPLE,
     aggregate_coarsening,
     sample_coarsening,
@@ -53,9 +54,12 @@ __all__ = [
     "ChunkColumns",
     "StoredLevel0",
     "build_point_levels",
+    "chunk_level",
     "coarse_grid",
     "coarse_rows",
+    "level_steps",
     "next_ratio",
+    "recorded_settings",
     "write_point_levels",
 ]
 
@@ -417,10 +421,120 @@ class _Candidate:
 
     def chunk(self, j: int) -> SortedPoints:
         columns = self.base.read(self.source, self.chunks[j], int(self.counts[j]))
-        if self.how is not None:
-            return _aggregate(columns, self.how, self.base.bounds, self.grid)
-        keyed = [*columns, sample_keys(columns[0])]
-        return _sample(keyed, self.base.bounds, self.grid, self.cap)
+        return chunk_level(columns, self.base.bounds, self.grid, self.cap, self.how)
+
+
+def chunk_level(
+    columns: list[np.ndarray],
+    bounds: tuple[np.ndarray, np.ndarray],
+    grid: ChunkGrid,
+    cap: int,
+    how: list[str] | None,
+) -> SortedPoints:
+    """One chunk of a coarse level from the chunk's rows of its source level (spec §4.3.2).
+
+    Parameters
+    ----------
+    columns
+        Positions then every level-0 attribute of the chunk's rows in storage order: of
+        level N - 1 for ``sample``, of level 0 for ``aggregate``.
+    bounds
+        The level-0 bounding box.
+    grid
+        The coarse level's grid (:func:`coarse_grid`).
+    cap
+        ``sample``: the level's ``per_bin``.
+    how
+        ``aggregate``: the reduction of each attribute; None for ``sample``.
+
+    Returns
+    -------
+    SortedPoints
+        The level's rows of the chunk: positions, every attribute (``aggregate``: then
+        the count), with the bin offsets.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([8.0]), one, 0 * one, one)
+    >>> rows = [np.array([[1.0], [3.0], [5.0]], np.float32)]
+    >>> chunk_level(rows, (rows[0][0], rows[0][2]), grid, 2, None).columns[0].shape
+    (2, 1)
+    """
+    if how is not None:
+        return _aggregate(columns, how, bounds, grid)
+    keyed = _sample([*columns, sample_keys(columns[0])], bounds, grid, cap)
+    return SortedPoints(keyed.columns[:-1], keyed.chunks, keyed.chunk_offsets, keyed.bin_offsets)
+
+
+def recorded_settings(levels: list[LevelMetadata], bins: np.ndarray) -> list[Levels]:
+    """The :class:`Levels` that may have given a point cloud's recorded levels (``count``
+    their number), most likely first.
+
+    ``sample`` records each level's cap, not the ``per_bin`` the schedule started from.
+    When the first level's coarse bins are smaller than the chunk, its cap is that
+    ``per_bin``; otherwise the schedule may have halved a larger one (candidates that
+    reduced nothing are skipped): the default ``per_bin`` is tried first when halving it
+    reaches the first level's cap, then that cap.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> meta = LevelMetadata(level=1, bin_ratio=(4,), bin_shape=(4.0,), vertex_count=3,
+    ...     chunk_count=1, coarsening={"method": "sample", "key": "splitmix64", "per_bin": 64})
+    >>> [s.per_bin for s in recorded_settings([meta], np.array([4]))]
+    [256, 64]
+    """
+    first = levels[0].coarsening or {}
+    if first.get("method") == AGGREGATE:
+        reductions = dict(first["reductions"])
+        return [
+            Levels(
+                count=len(levels),
+                method=AGGREGATE,
+                reductions=reductions,
+                count_name=first["count"],
+            )
+        ]
+    cap = int(first["per_bin"])
+    start = DEFAULT_PER_BIN
+    while start > cap:
+        start //= 2
+    caps = [cap]
+    if start == cap < DEFAULT_PER_BIN and (np.asarray(levels[0].bin_ratio) >= bins).all():
+        caps.insert(0, DEFAULT_PER_BIN)
+    return [Levels(count=len(levels), per_bin=c) for c in caps]
+
+
+def level_steps(
+    settings: Levels, levels: list[LevelMetadata], bins: np.ndarray
+) -> list[tuple[np.ndarray, int, int]] | None:
+    """The schedule's candidates up to the last of the recorded ``levels``, each as
+    ``(bin_ratio, cap, k)``: ``k`` the index of the recorded level it is, -1 for a
+    candidate that was skipped (it reduced nothing). None when the recorded levels are
+    not candidates of ``settings`` in order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> meta = LevelMetadata(level=1, bin_ratio=(4,), bin_shape=(4.0,), vertex_count=3,
+    ...     chunk_count=1, coarsening={"method": "sample", "key": "splitmix64", "per_bin": 8})
+    >>> [(r.tolist(), c, k) for r, c, k in level_steps(Levels(per_bin=8), [meta], np.array([4]))]
+    [([2], 8, -1), ([4], 8, 0)]
+    """
+    steps: list[tuple[np.ndarray, int, int]] = []
+    k = 0
+    for ratio, cap in _candidates(settings, bins):
+        if k == len(levels):
+            break
+        meta = levels[k]
+        same = tuple(int(r) for r in ratio) == tuple(meta.bin_ratio) and (
+            settings.method == AGGREGATE or cap == (meta.coarsening or {}).get("per_bin")
+        )
+        steps.append((ratio, cap, k if same else -1))
+        k += int(same)
+    return steps if k == len(levels) else None
 
 
 def build_point_levels(base: StoredLevel0, settings: Levels) -> tuple[LevelMetadata, ...]:
