@@ -38,7 +38,12 @@ from zarr_vectors.update.object_merge import (
 )
 from zarr_vectors.update.object_sources import open_source
 from zarr_vectors.update.object_stream import BatchSpec, ObjectWriter, write_objects_stream
-from zarr_vectors.update.point_levels import build_levels
+from zarr_vectors.update.point_levels import (
+    Level0,
+    build_levels,
+    build_written_levels,
+    point_level_settings,
+)
 from zarr_vectors.update.point_stream import (
     PointWriter,
     append_points,
@@ -51,6 +56,9 @@ __all__ = [
     "write_points_stream",
     "append_points",
     "build_levels",
+    "Level0",
+    "build_written_levels",
+    "point_level_settings",
     "bin_dtype",
     "ObjectWriter",
     "write_objects_stream",
