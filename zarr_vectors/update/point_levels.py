@@ -27,6 +27,7 @@ from zarr_vectors.store.target import modify_target
 from zarr_vectors.update.point_append import ExistingPoints, load_existing
 from zarr_vectors.write import (
     ChunkColumns,
+    FirstLevels,
     Levels,
     LevelStats,
     StoredLevel0,
@@ -197,6 +198,7 @@ def build_written_levels(
     root: RootMetadata,
     level0: Level0,
     settings: Levels,
+    cached: FirstLevels | None = None,
 ) -> RootMetadata:
     """Build the levels ``settings`` asks for over a level 0 just written into ``io`` (its
     arrays, not yet its metadata), chunk by chunk; return the root that lists them.
@@ -217,6 +219,9 @@ def build_written_levels(
         the column types and the write options.
     settings
         The levels to build.
+    cached
+        The candidate levels the writer computed from level 0 as it wrote each chunk
+        (:class:`~zarr_vectors.write.FirstLevels`): level 0 is then not read back for them.
 
     Returns
     -------
@@ -238,5 +243,5 @@ def build_written_levels(
         bounds=(np.asarray(root.bounding_box[0]), np.asarray(root.bounding_box[1])),
         options=level0.options,
     )
-    built = build_point_levels(base, settings)
+    built = build_point_levels(base, settings, cached)
     return root.with_levels(tuple(level.entry() for level in built))

@@ -28,6 +28,7 @@ from zarr_vectors._progress import Progress, ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
 from zarr_vectors.geometry import commit_points, level0_metadata, shared_docs
 from zarr_vectors.kernels import (
@@ -46,6 +47,7 @@ from zarr_vectors.update.point_append import ExistingPoints, append_to_store, lo
 from zarr_vectors.update.point_level_append import StoredLevel, load_levels, update_levels
 from zarr_vectors.update.point_levels import Level0, build_written_levels, point_level_settings
 from zarr_vectors.write import (
+    FirstLevels,
     Levels,
     LevelWriter,
     WriteMode,
@@ -77,6 +79,9 @@ _WORK_BYTES_PER_ROW = 24
 """Scratch bytes per row of a slice besides its columns: chunk/bin keys, sort order, copies."""
 _READ_AHEAD_SHARE = 4
 """Closing reads chunks back ahead of their writing within this fraction of the budget."""
+_LEVELS_SHARE = 2
+"""The first coarse levels, computed as level 0 is written, are kept within this fraction
+of the budget (else level 0 is read back to build them)."""
 
 
 Schema = tuple[np.dtype[Any], int, dict[str, tuple[np.dtype[Any], tuple[int, ...]]]]
@@ -532,7 +537,8 @@ class PointWriter(CloseOnExit):
                 self.options,
                 blobs=point_blob_layout(grid),
             )
-            self._write_chunks(writer, grid, chunks, counts)
+            first = self._first_levels(root, grid)
+            self._write_chunks(writer, grid, chunks, counts, first)
             stats = writer.finish()
             if self.levels is not None:
                 level0 = Level0(
@@ -543,15 +549,29 @@ class PointWriter(CloseOnExit):
                     (types[0], dict(zip(names, types[1:], strict=True))),
                     self.options,
                 )
-                root = build_written_levels(io, root, level0, self.levels)
+                root = build_written_levels(io, root, level0, self.levels, first)
             commit_points(io, root, grid, stats)
 
+    def _first_levels(self, root: RootMetadata, grid: ChunkGrid) -> FirstLevels | None:
+        """What computes the first candidate levels from each chunk as it is written, within
+        a share of the memory budget (None without levels, or without points)."""
+        if self.levels is None or root.bounding_box is None or self.schema is None:
+            return None
+        bounds = (np.asarray(root.bounding_box[0]), np.asarray(root.bounding_box[1]))
+        dtypes = {name: dtype for name, (dtype, _) in self.schema[2].items()}
+        return FirstLevels(self.levels, grid, bounds, dtypes, self.budget // _LEVELS_SHARE)
+
     def _write_chunks(
-        self, writer: LevelWriter, grid: ChunkGrid, chunks: list[tuple[int, ...]], counts: list[int]
+        self,
+        writer: LevelWriter,
+        grid: ChunkGrid,
+        chunks: list[tuple[int, ...]],
+        counts: list[int],
+        first: FirstLevels | None = None,
     ) -> None:
         """Give every chunk's rows, read back from the spill files, to ``writer``, shard by
-        shard. The next chunks are read back in a background thread while the current one
-        is encoded and written, within a share of the memory budget."""
+        shard (and to ``first``). The next chunks are read back in a background thread while
+        the current one is encoded and written, within a share of the memory budget."""
         grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, grid.ndim) - grid.origin
         order = shard_major_order(grid_chunks, writer.shard_chunks).tolist()
         visit = [chunks[j] for j in order]
@@ -561,7 +581,10 @@ class PointWriter(CloseOnExit):
         ahead = read_ahead(read, visit, sizes, self.budget // _READ_AHEAD_SHARE)
         with contextlib.closing(ahead) as found:  # no read outlives the loop
             for done, (chunk, (rows, blob)) in enumerate(zip(visit, found, strict=True)):
-                writer.add_chunk(np.asarray(chunk, dtype=np.int64) - grid.origin, rows, blob)
+                g = np.asarray(chunk, dtype=np.int64) - grid.origin
+                writer.add_chunk(g, rows, blob)
+                if first is not None:
+                    first.add(g, rows)
                 self.progress("write", done + 1, len(chunks))
 
     def _second_pass(self, grid: ChunkGrid) -> None:

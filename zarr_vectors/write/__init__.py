@@ -66,6 +66,7 @@ from zarr_vectors.write._pipeline import (
 )
 from zarr_vectors.write._point_levels import (
     ChunkColumns,
+    FirstLevels,
     StoredLevel0,
     build_point_levels,
     chunk_level,
@@ -108,6 +109,7 @@ __all__ = [
     "coarse_grid",
     "coarse_rows",
     "ChunkColumns",
+    "FirstLevels",
     "StoredLevel0",
     "build_point_levels",
     "chunk_level",

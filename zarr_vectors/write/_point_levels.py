@@ -52,6 +52,7 @@ from zarr_vectors.write.options import WriteOptions
 
 __all__ = [
     "ChunkColumns",
+    "FirstLevels",
     "StoredLevel0",
     "build_point_levels",
     "chunk_level",
@@ -418,8 +419,11 @@ class _Candidate:
     grid: ChunkGrid
     cap: int
     how: list[str] | None  # aggregate reductions, in ``names`` order
+    rows: list[SortedPoints] | None = None  # every chunk's, when computed already
 
     def chunk(self, j: int) -> SortedPoints:
+        if self.rows is not None:
+            return self.rows[j]
         columns = self.base.read(self.source, self.chunks[j], int(self.counts[j]))
         return chunk_level(columns, self.base.bounds, self.grid, self.cap, self.how)
 
@@ -537,12 +541,88 @@ def level_steps(
     return steps if k == len(levels) else None
 
 
-def build_point_levels(base: StoredLevel0, settings: Levels) -> tuple[LevelMetadata, ...]:
+class FirstLevels:
+    """The candidate levels computed from level 0 (``sample``: the first; ``aggregate``:
+    every one), chunk by chunk while a writer holds each chunk's level-0 rows, kept while
+    they fit ``budget`` bytes (then dropped: the builder reads level 0 back instead).
+
+    Parameters
+    ----------
+    settings
+        The levels to build.
+    grid, bounds
+        The store's chunk grid and level-0 bounding box (as the root records it).
+    dtypes
+        Every attribute's dtype, by name, in column order.
+    budget
+        Bytes the kept rows may take.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([2.0]), 4 * one, 0 * one, one)
+    >>> rows = [np.array([[1.0], [1.5], [5.0]], np.float32)]
+    >>> first = FirstLevels(Levels(per_bin=1), grid, (rows[0][0], rows[0][2]), {}, 2**20)
+    >>> first.add(np.zeros(1, np.int64), rows)
+    >>> first.rows_of(np.zeros((1, 1), np.int64))[0][0].columns[0].ravel().tolist()
+    [1.0, 5.0]
+    """
+
+    def __init__(
+        self,
+        settings: Levels,
+        grid: ChunkGrid,
+        bounds: tuple[np.ndarray, np.ndarray],
+        dtypes: dict[str, np.dtype[Any]],
+        budget: int,
+    ) -> None:
+        self.how: list[str] | None = None
+        if settings.method == AGGREGATE:
+            record = aggregate_coarsening(dtypes, settings.reductions, settings.count_name)
+            self.how = [record["reductions"][name] for name in dtypes]
+        candidates = list(_candidates(settings, grid.bins))
+        self.steps = candidates if self.how is not None else candidates[:1]
+        self.grids = [coarse_grid(grid, ratio) for ratio, _ in self.steps]
+        self.bounds, self.budget = bounds, budget
+        self.rows: dict[tuple[int, ...], list[SortedPoints]] | None = {}
+        self.nbytes = 0
+
+    def add(self, chunk: np.ndarray, columns: list[np.ndarray]) -> None:
+        """Compute the candidates of a chunk (grid index) from its level-0 ``columns``."""
+        if self.rows is None:
+            return
+        levels = [
+            chunk_level(columns, self.bounds, grid, cap, self.how)
+            for grid, (_, cap) in zip(self.grids, self.steps, strict=True)
+        ]
+        self.nbytes += sum(c.nbytes for level in levels for c in level.columns)
+        self.rows[tuple(int(c) for c in chunk)] = levels
+        if self.nbytes > self.budget:
+            self.rows = None
+
+    def rows_of(self, chunks: np.ndarray) -> dict[int, list[SortedPoints]]:
+        """Candidate index → the rows of each of ``chunks`` (grid indices, the builder's
+        order); empty when they were dropped or a chunk is missing."""
+        rows = self.rows
+        if rows is None or any(tuple(int(c) for c in chunk) not in rows for chunk in chunks):
+            return {}
+        return {
+            k: [rows[tuple(int(c) for c in chunk)][k] for chunk in chunks]
+            for k in range(len(self.steps))
+        }
+
+
+def build_point_levels(
+    base: StoredLevel0, settings: Levels, cached: FirstLevels | None = None
+) -> tuple[LevelMetadata, ...]:
     """Build and write the levels ``settings`` asks for from a stored level 0, one chunk at a
     time: the same levels, byte for byte, as :func:`write_point_levels` (spec §4.3.1 rule 6).
 
     Each candidate level is computed twice per chunk: once to count its rows (``N_max``
     and whether it reduces), once to write them; one chunk of two levels is in memory.
+    ``cached``: the candidates computed from level 0 while it was written (a streaming
+    writer's), used instead of reading level 0 back.
 
     Returns
     -------
@@ -557,11 +637,14 @@ def build_point_levels(base: StoredLevel0, settings: Levels) -> tuple[LevelMetad
     written: list[LevelMetadata] = []
     finer = (0, base.chunks, base.counts)
     total = int(base.counts.sum())
-    for ratio, cap in _candidates(settings, base.grid.bins):
+    first = {} if cached is None else cached.rows_of(base.chunks)
+    for index, (ratio, cap) in enumerate(_candidates(settings, base.grid.bins)):
         if levels_done(settings, len(written), total):
             break
         source = (0, base.chunks, base.counts) if how is not None else finer
-        candidate = _Candidate(base, *source, coarse_grid(base.grid, ratio), cap, how)
+        rows = first.get(index) if source[0] == 0 else None
+        grid = coarse_grid(base.grid, ratio)
+        candidate = _Candidate(base, *source, grid, cap, how, rows)
         counts = np.asarray(
             [int(candidate.chunk(j).chunk_offsets[-1]) for j in range(source[1].shape[0])],
             dtype=np.int64,
