@@ -566,7 +566,7 @@ class FirstLevels:
     >>> first = FirstLevels(Levels(per_bin=1), grid, (rows[0][0], rows[0][2]), {}, 2**20)
     >>> first.add(np.zeros(1, np.int64), rows)
     >>> first.rows_of(np.zeros((1, 1), np.int64))[0][0].columns[0].ravel().tolist()
-    [1.0, 5.0]
+    [1.5, 5.0]
     """
 
     def __init__(
