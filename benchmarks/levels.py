@@ -1,15 +1,25 @@
 """Levels of detail of a point cloud: their build cost, storage and overview latency (issue 37).
 
 Usage: ``python -m benchmarks.levels [--points N | --quick] [--repeat R] [--dir DIR]
-[--json PATH]``. The points of :func:`benchmarks._data.make_points` (one float32
-attribute) are written, in the same process and alternating, without levels, with
-``levels="auto"`` (``sample``) and with ``Levels(method="aggregate")``, each into a fresh
-directory; then ``build_levels`` adds ``sample`` levels to a store written without them.
-Each time is the median of ``--repeat`` runs, as wall-clock time and as the process's CPU
-time (every thread: steadier on a shared machine); ``ours/floor`` is the ratio to the
-write without levels, the ``floor`` of these rows. Storage: the ``sample`` store's bytes
-over those of the store without levels (level 0). Overview: a fresh ``zv.open`` plus
+[--json PATH] [--stream N] [--stream-only]``. The points of
+:func:`benchmarks._data.make_points` (one float32 attribute) are written, in the same
+process and alternating, without levels, with ``levels="auto"`` (``sample``) and with
+``Levels(method="aggregate")``, each into a fresh directory; then ``build_levels`` adds
+``sample`` levels to a store written without them. Each time is the median of
+``--repeat`` runs, as wall-clock time and as the process's CPU time (every thread:
+steadier on a shared machine); ``ours/floor`` is the ratio to the write without levels,
+the ``floor`` of these rows. Storage: the ``sample`` store's bytes over those of the
+store without levels (level 0). Overview: a fresh ``zv.open`` plus
 ``query(max_vertices=100_000)`` of everything, median of ``--repeat``.
+
+Streaming (``--stream N``, ``--stream-only`` for these rows alone):
+``write_points_stream`` of N points in batches of 10^6 (:func:`make_points` per batch,
+so the input never exists whole; ``chunk_shape`` the cube of about 50,000 points, the
+default memory budget), without and with ``levels="auto"``, alternating, each in a fresh
+process (``--stream-child``): wall and CPU time (the child's user + system), peak
+resident set size over the child's baseline after warm-up (``VmHWM`` reset), and the
+store's bytes over those of the store without levels. Issue 37's target: at 10^8 points,
+peak under 2 GiB, wall at most 1.3x, storage at most 1.2x.
 """
 
 from __future__ import annotations
@@ -26,8 +36,15 @@ from typing import Any
 import numpy as np
 
 import zarr_vectors as zv
-from benchmarks._data import ATTRIBUTE, make_points, warm_up
-from benchmarks._measure import log, median, tree_size
+from benchmarks._data import ATTRIBUTE, CUBE, make_points, warm_up
+from benchmarks._measure import (
+    log,
+    median,
+    proc_status_kb,
+    reset_peak_rss,
+    run_child,
+    tree_size,
+)
 from benchmarks._table import Row, format_table
 
 BUDGET = 100_000
@@ -153,6 +170,104 @@ def _rows(root: Path, n: int, repeat: int, seed: int) -> list[Row]:
     return rows
 
 
+STREAM_BATCH = 1_000_000
+"""Points per batch of the streaming rows."""
+
+STREAM_CHUNK_POINTS = 50_000
+"""Points per chunk of the streaming rows: ``chunk_shape`` is the cube side that holds about
+this many (given, so the stream makes one pass over the data)."""
+
+MEMORY_TARGET_BYTES = 2 * 2**30
+"""Issue 37: a 10^8-point streaming write with levels peaks under 2 GiB."""
+
+
+def _stream_child(n: int, seed: int, levels: str, root: Path) -> dict[str, Any]:
+    """One streaming write in this (fresh) process: its times, peak memory and size."""
+    warm_up(str(root))
+
+    def batches() -> Any:
+        for k, start in enumerate(range(0, n, STREAM_BATCH)):
+            positions, values = make_points(min(STREAM_BATCH, n - start), seed + k)
+            yield {"positions": positions, "attributes": {ATTRIBUTE: values}}
+
+    path = root / f"stream-{levels}.zarrvectors"
+    reset = reset_peak_rss()
+    before = proc_status_kb("VmRSS") or 0
+    wall, cpu = _timed(
+        lambda: zv.write_points_stream(
+            path,
+            batches(),
+            chunk_shape=CUBE * (STREAM_CHUNK_POINTS / max(n, 1)) ** (1 / 3),
+            levels=None if levels == "none" else levels,
+            progress=False,
+        )
+    )
+    peak = proc_status_kb("VmHWM") or 0
+    size, files = tree_size(path)
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "peak_bytes": (peak - before) * 1024,
+        "peak_reset": reset,
+        "bytes": size,
+        "files": files,
+    }
+
+
+def _stream_rows(n: int, repeat: int, seed: int, directory: Path | None) -> list[Row]:
+    """The streaming rows: ``n`` points without and with levels, each in a child."""
+    runs: dict[str, list[dict[str, Any]]] = {"none": [], "auto": []}
+    for r in range(repeat):
+        for levels in runs:
+            root = Path(tempfile.mkdtemp(prefix="zv-bench-stream-", dir=directory))
+            try:
+                args = [str(n), str(seed), levels, str(root)]
+                runs[levels].append(run_child("benchmarks.levels", "--stream-child", *args))
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+        log(f"levels: streaming repeat {r + 1} of {repeat} done")
+    m = {
+        name: {key: median([run[key] for run in got]) for key in ("wall", "cpu", "peak_bytes")}
+        for name, got in runs.items()
+    }
+    size = {name: got[0]["bytes"] for name, got in runs.items()}
+    peak = m["auto"]["peak_bytes"]
+    return [
+        Row("stream, no levels", n, m["none"]["wall"], None, "s", f"CPU {m['none']['cpu']:.2f} s"),
+        Row(
+            "stream, sample levels",
+            n,
+            m["auto"]["wall"],
+            m["none"]["wall"],
+            "s",
+            f"CPU {m['auto']['cpu']:.2f} s = {m['auto']['cpu'] / m['none']['cpu']:.2f}x",
+            target=f"<= {WRITE_TARGET}x",
+            passed=m["auto"]["wall"] <= WRITE_TARGET * m["none"]["wall"],
+            extra={"runs": runs},
+        ),
+        Row(
+            "stream peak RSS, sample levels",
+            n,
+            float(peak),
+            float(m["none"]["peak_bytes"]),
+            "B",
+            f"over the child's baseline; no levels {m['none']['peak_bytes'] / 2**20:.0f} MiB",
+            target="< 2 GiB",
+            passed=peak < MEMORY_TARGET_BYTES,
+        ),
+        Row(
+            "stream size, sample levels / none",
+            n,
+            float(size["auto"]),
+            float(size["none"]),
+            "B",
+            f"{runs['auto'][0]['files']} files, level 0 alone {runs['none'][0]['files']}",
+            target=f"<= {STORAGE_TARGET}x",
+            passed=size["auto"] <= STORAGE_TARGET * size["none"],
+        ),
+    ]
+
+
 def main() -> None:
     """Run the cases and print the table (stdout) and progress (stderr)."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -162,21 +277,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--stream", type=float, default=0, help="streaming rows: points")
+    parser.add_argument("--stream-only", action="store_true", help="only the streaming rows")
+    parser.add_argument("--stream-child", nargs=4, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.stream_child is not None:
+        n, seed, levels, root = args.stream_child
+        print(json.dumps(_stream_child(int(n), int(seed), levels, Path(root))))
+        return
     n, repeat = int(args.points), args.repeat
     if args.quick:
         n, repeat = 1_000_000, 3
-    root = Path(tempfile.mkdtemp(prefix="zv-bench-levels-", dir=args.dir))
-    try:
-        warm_up(str(root))
-        warm = root / "warm.zarrvectors"
-        positions, values = make_points(2000, args.seed)
-        for levels in CASES.values():
-            shutil.rmtree(warm, ignore_errors=True)
-            zv.write_points(warm, positions, attributes={ATTRIBUTE: values}, levels=levels)
-        rows = _rows(root, n, repeat, args.seed)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    rows = []
+    if args.stream:
+        rows = _stream_rows(int(args.stream), repeat, args.seed, args.dir)
+    if not args.stream_only:
+        rows = _point_rows(n, repeat, args.seed, args.dir) + rows
     print(format_table(rows))
     print(
         "ours/floor: the time over the write without levels (wall clock); "
@@ -184,6 +300,21 @@ def main() -> None:
     )
     if args.json is not None:
         args.json.write_text(json.dumps([row.to_json() for row in rows], default=str, indent=1))
+
+
+def _point_rows(n: int, repeat: int, seed: int, directory: Path | None) -> list[Row]:
+    """The rows of in-memory writes, build_levels and the overview query."""
+    root = Path(tempfile.mkdtemp(prefix="zv-bench-levels-", dir=directory))
+    try:
+        warm_up(str(root))
+        warm = root / "warm.zarrvectors"
+        positions, values = make_points(2000, seed)
+        for levels in CASES.values():
+            shutil.rmtree(warm, ignore_errors=True)
+            zv.write_points(warm, positions, attributes={ATTRIBUTE: values}, levels=levels)
+        return _rows(root, n, repeat, seed)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -316,12 +316,3 @@ def test_levels_are_not_taken_with_append(tmp_path: pathlib.Path) -> None:
     positions, _ = _points(2, 10)
     with pytest.raises(InvalidInputError, match="mode='a'"):
         zv.write_points(path, positions, mode="a", levels=1, progress=False)
-
-
-def test_appending_to_a_store_with_levels_is_refused(tmp_path: pathlib.Path) -> None:
-    path = _write(tmp_path / "a.zarr", 1, 2000, 1)
-    positions, attributes = _points(2, 10)
-    before = sorted((p, p.stat().st_size) for p in path.rglob("*") if p.is_file())
-    with pytest.raises(InvalidInputError, match="levels of detail"):
-        zv.append_points(path, positions, attributes=attributes, progress=False)
-    assert sorted((p, p.stat().st_size) for p in path.rglob("*") if p.is_file()) == before

@@ -298,3 +298,19 @@ def test_parallel_writers_take_units(client: Any, tmp_path: Path) -> None:
         tmp_path / "o", "polyline", parts, chunk_shape=10.0, units=units, client=client
     )
     assert zv.open(tmp_path / "o").axis_units == units
+
+
+@pytest.mark.parametrize(
+    "levels",
+    [zv.Levels(count=2, per_bin=4), zv.Levels(count=1, method="aggregate")],
+    ids=["sample", "aggregate"],
+)
+def test_parallel_levels_are_those_of_the_serial_write(
+    client: Any, tmp_path: Path, levels: zv.Levels
+) -> None:
+    cloud = _cloud(6, 800, 3, np.float32)
+    settings: dict[str, Any] = {"chunk_shape": 5.0, "levels": levels}
+    _serial(tmp_path / "one", cloud, progress=False, **settings)
+    zv.write_points_parallel(tmp_path / "par", _partitions(cloud, [300]), client=client, **settings)
+    assert files(tmp_path / "par") == files(tmp_path / "one")
+    assert len(zv.open(tmp_path / "par").metadata["multiscales"][0]["datasets"]) > 1

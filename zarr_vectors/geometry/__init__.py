@@ -10,12 +10,13 @@ from zarr_vectors.geometry._docstrings import shared_docs
 from zarr_vectors.geometry.graphs import group_vertices, write_graph, write_skeletons
 from zarr_vectors.geometry.kind_writers import OBJECT_WRITERS, object_writer
 from zarr_vectors.geometry.meshes import mesh_positions, write_mesh
-from zarr_vectors.geometry.points import commit_points, write_points
+from zarr_vectors.geometry.points import commit_points, level0_metadata, write_points
 from zarr_vectors.geometry.polylines import split_polylines, write_polylines
 
 __all__ = [
     "write_points",
     "commit_points",
+    "level0_metadata",
     "write_polylines",
     "split_polylines",
     "write_graph",

@@ -33,7 +33,7 @@ from zarr_vectors.write import (
     write_sorted_points,
 )
 
-__all__ = ["commit_points", "write_points"]
+__all__ = ["commit_points", "level0_metadata", "write_points"]
 
 
 @shared_docs
@@ -193,16 +193,32 @@ def commit_points(io: StoreIO, root: RootMetadata, grid: ChunkGrid, stats: Level
     stats
         What the level write produced.
     """
-    level = LevelMetadata(
-        level=0,
-        bin_ratio=(1,) * grid.ndim,
-        bin_shape=tuple(float(b) for b in grid.bin_shape),
-        vertex_count=stats.vertex_count,
-        chunk_count=stats.chunk_count,
-    )
+    level = level0_metadata(grid, stats)
     summary = {
         "geometry_type": POINT_CLOUD,
         "vertex_count": stats.vertex_count,
         "chunk_count": stats.chunk_count,
     }
     commit_root(io, root, level, summary)
+
+
+def level0_metadata(grid: ChunkGrid, stats: LevelStats) -> LevelMetadata:
+    """The level metadata of a point cloud's level 0 as written (spec §4).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zarr_vectors.format.grid import ChunkGrid
+    >>> from zarr_vectors.write import LevelStats
+    >>> one = np.ones(2, int)
+    >>> grid = ChunkGrid(np.array([8.0, 8.0]), np.array([4.0, 4.0]), 2 * one, 0 * one, one)
+    >>> level0_metadata(grid, LevelStats(5, 1, 0)).bin_shape
+    (4.0, 4.0)
+    """
+    return LevelMetadata(
+        level=0,
+        bin_ratio=(1,) * grid.ndim,
+        bin_shape=tuple(float(b) for b in grid.bin_shape),
+        vertex_count=stats.vertex_count,
+        chunk_count=stats.chunk_count,
+    )

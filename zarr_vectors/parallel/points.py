@@ -36,7 +36,7 @@ from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError, ParallelWriteError
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import POINT_CLOUD
-from zarr_vectors.geometry import commit_points
+from zarr_vectors.geometry import commit_points, level0_metadata
 from zarr_vectors.kernels.sampling import PointSample, merge_samples, sample_rows
 from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
 from zarr_vectors.parallel._partitions import ColumnTypes, Loaded, Schema, submit_loads
@@ -51,7 +51,9 @@ from zarr_vectors.parallel._point_tasks import (
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shared import SharedLocation, check_shareable, shared_location
 from zarr_vectors.store.target import check_destination, write_target
+from zarr_vectors.update import Level0, build_written_levels, point_level_settings
 from zarr_vectors.write import (
+    Levels,
     LevelWriter,
     WriteOptions,
     dense_bounds_span,
@@ -87,6 +89,7 @@ def write_points_parallel(
     progress: ProgressOption = None,
     storage_options: Mapping[str, Any] | None = None,
     attributes: Sequence[str] | None = None,
+    levels: int | str | Levels | None = None,
 ) -> None:
     """Write a point cloud from partitions, binned and written by dask.distributed workers.
 
@@ -142,6 +145,12 @@ def write_points_parallel(
     progress
         A progress bar per stage over its tasks: None (default) on a terminal or in
         Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
+    levels
+        Levels of detail, as for :func:`~zarr_vectors.write_points` (None: none). The
+        coordinator builds them once the workers have written level 0, chunk by chunk
+        from the written chunks (as :func:`~zarr_vectors.build_levels` does, with memory
+        bounded by a few chunks), before it commits the store: the levels
+        ``write_points`` writes for the same points, byte for byte.
 
     Raises
     ------
@@ -187,6 +196,7 @@ def write_points_parallel(
         POINT_CLOUD, chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
     )
     names = _attribute_names(attributes, attribute_names)
+    settings = point_level_settings(levels)
     check_shareable(store)
     check_destination(store, overwrite=overwrite)
     with (
@@ -211,7 +221,8 @@ def write_points_parallel(
                 commit_points(io, root, grid, level)
             return
         binning = Binning(grid, *dense_bounds_span(bounds, grid))
-        _write_binned(tasks, (store, overwrite), loaded, schema, binning, root, options)
+        written = (root, options, settings)
+        _write_binned(tasks, (store, overwrite), loaded, schema, binning, written)
 
 
 def _write_binned(
@@ -220,10 +231,11 @@ def _write_binned(
     loaded: list[Any],
     schema: Schema,
     binning: Binning,
-    root: RootMetadata,
-    options: WriteOptions,
+    written: tuple[RootMetadata, WriteOptions, Levels | None],
 ) -> None:
-    """Bin the loaded partitions, write their chunks in buckets, then commit the store."""
+    """Bin the loaded partitions, write their chunks in buckets, then commit the store
+    with its root, write options and levels of detail (built over the written chunks)."""
+    root, options, levels = written
     binned = [tasks.submit(f"bin-{k}", bin_partition, f, binning) for k, f in enumerate(loaded)]
     counting = [tasks.submit(f"counts-{k}", chunk_counts, b) for k, b in enumerate(binned)]
     counts = tasks.run(counting, "binning partitions")
@@ -231,12 +243,12 @@ def _write_binned(
     plan = _plan_writers(tasks.workers, schema, binning, counts, options)
     store, overwrite = destination
     with write_target(store, overwrite=overwrite) as io:
-        written = tasks.run(
+        rows = tasks.run(
             _submit_writers(tasks, shared_location(io), plan, binned, counts),
             "writing chunks",
         )
         tasks.release()  # from here on, no writer runs again
-        _commit(io, root, plan, written)
+        _commit(io, (root, levels), plan, rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,8 +292,15 @@ def _shard_cuts(chunks: np.ndarray, binning: Binning, shard_chunks: tuple[int, .
     return np.flatnonzero(row[1:] != row[:-1]) + 1
 
 
-def _commit(io: StoreIO, root: RootMetadata, plan: _WriterPlan, written: list[int]) -> None:
-    """Check what the writers wrote, then write every shared document, the root last."""
+def _commit(
+    io: StoreIO,
+    committed: tuple[RootMetadata, Levels | None],
+    plan: _WriterPlan,
+    written: list[int],
+) -> None:
+    """Check what the writers wrote, then write every shared document and the levels of
+    detail asked for, the root last."""
+    root, levels = committed
     for (a, z), rows in zip(plan.buckets, written, strict=True):
         if rows != int(plan.totals[a:z].sum()):
             raise ParallelWriteError(
@@ -292,13 +311,21 @@ def _commit(io: StoreIO, root: RootMetadata, plan: _WriterPlan, written: list[in
         io, 0, grid, spec.columns, spec.n_max, spec.options, blobs=point_blob_layout(grid)
     )
     span = spec.binning
-    for g, count in zip(
-        grid_indices(plan.chunks, span.span_lo, span.span_shape, grid),
-        plan.totals.tolist(),
-        strict=True,
-    ):
+    chunks = grid_indices(plan.chunks, span.span_lo, span.span_shape, grid)
+    for g, count in zip(chunks, plan.totals.tolist(), strict=True):
         writer.keep_chunk(g, count)
-    commit_points(io, root, grid, writer.finish())
+    stats = writer.finish()
+    if levels is not None:
+        level0 = Level0(
+            level0_metadata(grid, stats),
+            grid,
+            chunks,
+            plan.totals,
+            (spec.columns[0], dict(spec.columns[1])),
+            spec.options,
+        )
+        root = build_written_levels(io, root, level0, levels)
+    commit_points(io, root, grid, stats)
 
 
 def _submit_writers(

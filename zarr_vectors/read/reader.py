@@ -136,14 +136,14 @@ def existing_root(
     """The root metadata of a store a writer is about to extend (an append), and the
     version of the store it describes (the base the append commits onto).
 
-    ``with_levels``: the caller rebuilds the store's levels of detail (object appends),
-    so a store with levels is accepted.
+    ``with_levels``: the writer keeps the store's levels of detail up to date (point
+    and object appends); otherwise a store with levels is refused.
 
     Raises
     ------
     InvalidInputError
         When the store is not a complete Zarr Vectors store, or has levels of detail
-        (spec §4.3) and ``with_levels`` is false.
+        (spec §4.3) and ``with_levels`` is False.
     MetadataError
         When its root ``zarr.json`` is not a Zarr v3 group's (an edited ``zarr_format`` or
         ``node_type``), or its attributes are not readable.

@@ -229,7 +229,7 @@ def _in_place_target(store: StoreLike, *, overwrite: bool) -> Iterator[StoreIO]:
 
 @contextmanager
 def modify_target(
-    store: StoreLike, *, rewritten: str, base: bytes | None = None
+    store: StoreLike, *, rewritten: str | tuple[str, ...], base: bytes | None = None
 ) -> Iterator[tuple[StoreIO, StoreIO]]:
     """Yield ``(source, destination)`` to change an existing store, committing on success.
 
@@ -247,7 +247,8 @@ def modify_target(
     store
         An existing store (path or zarr Store).
     rewritten
-        Key prefix the caller deletes and rewrites (e.g. ``"0/vertex_counts/c/"``).
+        Key prefix the caller deletes and rewrites (e.g. ``"0/vertex_counts/c/"``), or a
+        tuple of them.
     base
         The root ``zarr.json`` bytes of the version the change was prepared from: the
         change is committed only onto that version (checked under the writer lock, see
@@ -279,13 +280,14 @@ def modify_target(
     io = StoreIO(resolve_store(store, mode="w"))
     with writer_lock(io.store, where=_named(store)):
         begin_in_place_change(io, base, _named(store))
-        io.delete_many(io.list_prefix(rewritten))
+        for prefix in (rewritten,) if isinstance(rewritten, str) else rewritten:
+            io.delete_many(io.list_prefix(prefix))
         yield io, io
 
 
 @contextmanager
 def _local_modification(
-    path: Path, rewritten: str, base: bytes | None, where: str
+    path: Path, rewritten: str | tuple[str, ...], base: bytes | None, where: str
 ) -> Iterator[tuple[StoreIO, StoreIO]]:
     found = local_occupant(path)
     if found.occupant not in _REPLACED:
@@ -309,7 +311,7 @@ def _local_modification(
         shutil.rmtree(staging, ignore_errors=True)  # a failed change's, or the old store
 
 
-def _link_tree(source: Path, target: Path, skipped: str) -> None:
+def _link_tree(source: Path, target: Path, skipped: str | tuple[str, ...]) -> None:
     """Mirror ``source`` into ``target`` with hard links, leaving out keys under ``skipped``.
 
     Links inside the store are followed: what they lead to is mirrored whole under the

@@ -41,6 +41,11 @@ from zarr_vectors.update.object_merge import (
 )
 from zarr_vectors.update.object_sources import open_source
 from zarr_vectors.update.object_stream import BatchSpec, ObjectWriter, write_objects_stream
+from zarr_vectors.update.point_levels import (
+    Level0,
+    build_written_levels,
+    point_level_settings,
+)
 from zarr_vectors.update.point_stream import (
     PointWriter,
     append_points,
@@ -55,6 +60,9 @@ __all__ = [
     "build_levels",
     "checked_levels",
     "commit_levels",
+    "Level0",
+    "build_written_levels",
+    "point_level_settings",
     "bin_dtype",
     "ObjectWriter",
     "write_objects_stream",

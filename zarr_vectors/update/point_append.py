@@ -35,6 +35,7 @@ from zarr_vectors.store.shards import RowLayout, shard_key
 from zarr_vectors.store.target import modify_target
 from zarr_vectors.write import (
     DEFAULT_BLOSC,
+    LevelStats,
     LevelWriter,
     WriteOptions,
     bin_sorted_chunk,
@@ -45,7 +46,15 @@ from zarr_vectors.write import (
     shards_of,
 )
 
-__all__ = ["ExistingPoints", "append_to_store", "load_existing"]
+__all__ = [
+    "Appended",
+    "ExistingPoints",
+    "LevelsUpdate",
+    "append_to_store",
+    "existing_level",
+    "load_existing",
+    "replace_level_chunks",
+]
 
 NewRows = Callable[[tuple[int, ...]], tuple[list[np.ndarray], np.ndarray]]
 """``new_rows(absolute chunk)``: the appended rows of every column and their bin indices,
@@ -72,22 +81,38 @@ class ExistingPoints:
         return int(self.counts.sum())
 
 
-def load_existing(store: StoreLike) -> ExistingPoints:
+def load_existing(store: StoreLike, *, with_levels: bool = False) -> ExistingPoints:
     """Read the metadata, grid, chunk counts and column layouts of a point-cloud store.
+
+    ``with_levels``: accept a store with levels of detail (the caller keeps them).
 
     Raises
     ------
     InvalidInputError
-        When the store is not a point cloud, or was written with row layouts this library
-        does not write (another ``R`` per array, other codecs).
+        When the store is not a point cloud, has levels and ``with_levels`` is False, or
+        was written with row layouts this library does not write (another ``R`` per
+        array, other codecs).
     """
     io = StoreIO(resolve_store(store, mode="r"))
-    root, version = existing_root(io, str(store))
+    root, version = existing_root(io, str(store), with_levels=with_levels)
     if root.geometry_type != POINT_CLOUD:
         raise InvalidInputError(
             f"appending points needs a point_cloud store, not {root.geometry_type}"
         )
-    reader = LevelReader(io, root, 0)
+    return existing_level(io, root, 0, version.root)
+
+
+def existing_level(
+    io: StoreIO, root: RootMetadata, level: int, base: bytes | None
+) -> ExistingPoints:
+    """What :func:`load_existing` reads, of level ``level`` of a point-cloud store.
+
+    Raises
+    ------
+    InvalidInputError
+        For row layouts this library does not write.
+    """
+    reader = LevelReader(io, root, level)
     stop = reader.grid.shape
     chunks, counts = reader.occupied_chunks(np.zeros_like(stop), stop)
     layouts: dict[str, RowLayout] = {}
@@ -99,7 +124,7 @@ def load_existing(store: StoreLike) -> ExistingPoints:
             )
         layouts[name] = layout
     options = _options_of(root, layouts)
-    path = f"0/{VERTEX_FRAGMENTS}"
+    path = f"{level}/{VERTEX_FRAGMENTS}"
     blobs = RowLayout.from_array_metadata(
         reader.array_metadata(path), reader.grid.ndim, path, placed=reader.placed
     )
@@ -114,7 +139,7 @@ def load_existing(store: StoreLike) -> ExistingPoints:
         layouts=layouts,
         blob_layout=blobs,
         options=options,
-        base=version.root,
+        base=base,
     )
 
 
@@ -140,6 +165,25 @@ def _options_of(root: RootMetadata, layouts: dict[str, RowLayout]) -> WriteOptio
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """A point-cloud append whose level 0 is written, not yet committed: what a
+    :data:`LevelsUpdate` needs to bring the store's levels of detail up to date."""
+
+    existing: ExistingPoints  # level 0 before the append
+    root: RootMetadata  # the new root (origin and bounds), still listing the old levels
+    grid: ChunkGrid  # the new level-0 grid
+    stats: LevelStats  # of the new level 0
+    source: StoreIO  # the store before the append
+    target: StoreIO  # the store being written
+    added: dict[tuple[int, ...], int]  # rows appended per absolute chunk
+    progress: Callable[[str, int, int], None]
+
+
+LevelsUpdate = Callable[[Appended], RootMetadata]
+"""Updates the levels of detail of an appended store; returns the root listing them."""
+
+
 def append_to_store(
     store: StoreLike,
     existing: ExistingPoints,
@@ -147,6 +191,7 @@ def append_to_store(
     new_rows: NewRows,
     bounds: tuple[np.ndarray, np.ndarray] | None,
     progress: Callable[[str, int, int], None],
+    levels: LevelsUpdate | None = None,
 ) -> None:
     """Write the appended rows into the store and commit it.
 
@@ -165,6 +210,9 @@ def append_to_store(
         Bounds of old and new vertices together.
     progress
         Called with ``("write", chunks done, chunks to write)``.
+    levels
+        Brings the levels of detail up to date once level 0 is written (required when
+        the store has levels).
     """
     ndim = existing.grid.ndim
     grid = inputs.plan_grid(
@@ -178,34 +226,122 @@ def append_to_store(
         else (tuple(float(v) for v in bounds[0]), tuple(float(v) for v in bounds[1])),
         extra={**existing.root.extra, "software": f"zarr_vectors {__version__}"},
     )
-    old = {tuple(c): int(n) for c, n in zip(existing.chunks.tolist(), existing.counts, strict=True)}
+    old = _stored_rows(existing)
     totals = old | {c: old.get(c, 0) + n for c, n in added.items()}
-    n_max = round_up(max(totals.values(), default=0), existing.options.block_rows)
-    names = list(existing.columns)
-    shapes = (existing.columns[VERTICES], {k: existing.columns[k] for k in names[1:]})
-    sharded = existing.layouts[VERTICES].chunks_per_shard != 1
-    blobs = point_blob_layout(grid)  # as the one-shot writer's (§9.2: one block per chunk)
-    with modify_target(store, rewritten=f"0/{VERTEX_COUNTS}/c/", base=existing.base) as (
-        source,
-        target,
-    ):
-        reader = LevelReader(source, existing.root, 0)
+    rewritten = tuple(f"{n}/{VERTEX_COUNTS}/c/" for n in range(len(root.levels) + 1))
+    with modify_target(store, rewritten=rewritten, base=existing.base) as (source, target):
+        level = _LevelChange(existing, grid, 0, source, target, new_rows)
+        stats = level.write(added, totals, merge=True, progress=progress)
+        if root.levels:
+            if levels is None:
+                raise InvalidInputError(
+                    "this store has levels of detail: append with append_points"
+                )
+            change = Appended(existing, root, grid, stats, source, target, added, progress)
+            root = levels(change)
+        commit_points(target, root, grid, stats)
+
+
+def _stored_rows(existing: ExistingPoints) -> dict[tuple[int, ...], int]:
+    """Rows stored per absolute chunk."""
+    return {
+        tuple(c): int(n) for c, n in zip(existing.chunks.tolist(), existing.counts, strict=True)
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _LevelChange:
+    """One level of an appended store to write: its old state, the new grid, the stores."""
+
+    existing: ExistingPoints
+    grid: ChunkGrid
+    level: int
+    source: StoreIO
+    target: StoreIO
+    new_rows: NewRows
+
+    def write(
+        self,
+        added: dict[tuple[int, ...], int],
+        totals: dict[tuple[int, ...], int],
+        *,
+        merge: bool,
+        progress: Callable[[str, int, int], None],
+    ) -> LevelStats:
+        """Rewrite the chunks in ``added`` (merging their stored rows, or replacing them),
+        keep or move the others; ``totals``: the rows of every chunk afterwards."""
+        existing = self.existing
+        n_max = round_up(max(totals.values(), default=0), existing.options.block_rows)
+        names = list(existing.columns)
+        shapes = (existing.columns[VERTICES], {k: existing.columns[k] for k in names[1:]})
+        reader = LevelReader(self.source, existing.root, self.level)  # before the writer
+        # changes the arrays' metadata (a store changed in place)
         writer = LevelWriter(
-            target,
-            0,
-            grid,
+            self.target,
+            self.level,
+            self.grid,
             shapes,
             n_max,
             existing.options,
-            blobs=blobs,
+            blobs=point_blob_layout(self.grid),  # as the one-shot writer's (§9.2)
             placed=existing.layouts[VERTICES].placed,  # a 1.0 or 1.1 store stays so (§9.0.2)
         )
-        plan = _Plan(existing, grid, writer, reader, source, target, old, added, new_rows)
-        if sharded:
+        plan = _Plan(
+            existing,
+            self.grid,
+            writer,
+            reader,
+            self.source,
+            self.target,
+            _stored_rows(existing),
+            added,
+            self.new_rows,
+            self.level,
+            merge,
+        )
+        if existing.layouts[VERTICES].chunks_per_shard != 1:
             plan.visit_shards(progress)
         else:
             plan.visit_chunks(progress)
-        commit_points(target, root, grid, writer.finish())
+        return writer.finish()
+
+
+def replace_level_chunks(
+    existing: ExistingPoints,
+    grid: ChunkGrid,
+    level: int,
+    stores: tuple[StoreIO, StoreIO],
+    changed: tuple[dict[tuple[int, ...], int], NewRows],
+    progress: Callable[[str, int, int], None],
+) -> LevelStats:
+    """Write level ``level`` of an appended store: the ``changed`` chunks' rows replaced by
+    new ones, every other chunk kept (or moved or re-indexed, as level 0's are).
+
+    Parameters
+    ----------
+    existing
+        The level before the append (:func:`existing_level`).
+    grid
+        The level's grid with the new origin.
+    level
+        The level number.
+    stores
+        ``(source, target)``: the store before the append and the one being written.
+    changed
+        The new rows per absolute chunk rewritten, and the function giving them with
+        their bin indices.
+    progress
+        Called with ``("write", chunks done, chunks to write)``.
+
+    Returns
+    -------
+    LevelStats
+        What the level write produced.
+    """
+    counts, rows = changed
+    totals = _stored_rows(existing) | counts
+    change = _LevelChange(existing, grid, level, *stores, rows)
+    return change.write(counts, totals, merge=False, progress=progress)
 
 
 @dataclass(slots=True)
@@ -222,6 +358,12 @@ class _Plan:
     old: dict[tuple[int, ...], int]  # rows stored per absolute chunk
     added: dict[tuple[int, ...], int]  # rows appended per absolute chunk
     new_rows: NewRows
+    level: int = 0
+    merge: bool = True  # False: a rewritten chunk's new rows replace its stored rows
+
+    def _stored(self, chunk: tuple[int, ...]) -> int:
+        """Rows of ``chunk`` the rewrite merges with its new rows."""
+        return self.old.get(chunk, 0) if self.merge else 0
 
     def visit_chunks(self, progress: Callable[[str, int, int], None]) -> None:
         """Rewrite or keep every chunk, one shard per chunk."""
@@ -229,7 +371,7 @@ class _Plan:
         visited = sorted(old, reverse=True) + sorted(set(added) - set(old))
         for done, chunk in enumerate(visited):
             if chunk in added:
-                self.rewrite(chunk, old.get(chunk, 0), self.new_rows(chunk))
+                self.rewrite(chunk, self._stored(chunk), self.new_rows(chunk))
             else:
                 self.keep(chunk, old[chunk])
             if chunk in old:
@@ -261,7 +403,7 @@ class _Plan:
                 old_shards: dict[str, bytes] = {}
                 for chunk in members:
                     if chunk in added:
-                        self.rewrite(chunk, old.get(chunk, 0), self.new_rows(chunk))
+                        self.rewrite(chunk, self._stored(chunk), self.new_rows(chunk))
                     else:
                         self.copy_blocks(chunk, old[chunk], old_shards)
             done += len(members)
@@ -284,7 +426,7 @@ class _Plan:
         return self.existing.layouts[name]
 
     def _paths(self) -> dict[str, str]:
-        return {**self.reader.paths, VERTEX_FRAGMENTS: f"0/{VERTEX_FRAGMENTS}"}
+        return {**self.reader.paths, VERTEX_FRAGMENTS: f"{self.level}/{VERTEX_FRAGMENTS}"}
 
     def _keys(self, chunk: tuple[int, ...], origin: np.ndarray) -> dict[str, str]:
         g = np.asarray(chunk, dtype=np.int64) - origin

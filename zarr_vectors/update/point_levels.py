@@ -10,8 +10,15 @@ writes for the same level 0, byte for byte.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.levels import POINT_METHODS
+from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import VERTICES
 from zarr_vectors.geometry import commit_points
 from zarr_vectors.read import ChunkRows, LevelReader
@@ -19,14 +26,52 @@ from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.target import modify_target
 from zarr_vectors.update.point_append import ExistingPoints, load_existing
 from zarr_vectors.write import (
+    ChunkColumns,
+    FirstLevels,
     Levels,
     LevelStats,
     StoredLevel0,
+    WriteOptions,
     build_point_levels,
     level_settings,
+    write_level_metadata,
 )
 
-__all__ = ["build_levels"]
+__all__ = [
+    "Level0",
+    "build_levels",
+    "build_written_levels",
+    "point_level_settings",
+    "stored_level0",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Level0:
+    """What a writer wrote as level 0, for :func:`build_written_levels`.
+
+    Attributes
+    ----------
+    metadata
+        Its level metadata.
+    grid
+        The chunk grid.
+    chunks, counts
+        ``(m, D)`` grid indices of the occupied chunks in C order, and their rows.
+    columns
+        ``(dtype, row shape)`` of the positions, and of every attribute by name.
+    options
+        The write settings.
+    """
+
+    metadata: LevelMetadata
+    grid: ChunkGrid
+    chunks: np.ndarray
+    counts: np.ndarray
+    columns: tuple[
+        tuple[np.dtype[Any], tuple[int, ...]], dict[str, tuple[np.dtype[Any], tuple[int, ...]]]
+    ]
+    options: WriteOptions
 
 
 def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
@@ -68,14 +113,20 @@ def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
     >>> zv.open(path).metadata["zarr_vectors_version"]
     '1.3'
     """
-    settings = level_settings(levels)
-    existing = load_existing(store)
+    settings = point_level_settings(levels)
+    existing = load_existing(store, with_levels=True)
+    if existing.root.levels:
+        raise InvalidInputError(
+            f"{store} already has levels of detail; build_levels adds levels to a point "
+            "cloud without them: write the points again with write_points(..., levels=...) "
+            "to change them"
+        )
     bbox = existing.root.bounding_box
     if settings is None or bbox is None or _enough(settings, existing.vertex_count):
         return 0
     bounds = (np.asarray(bbox[0]), np.asarray(bbox[1]))
     with modify_target(store, rewritten="1/", base=existing.base) as (source, target):
-        base = _stored_level0(existing, bounds, source, target)
+        base = stored_level0(existing, bounds, source, target)
         built = build_point_levels(base, settings)
         root = existing.root.with_levels(tuple(level.entry() for level in built))
         stats = LevelStats(existing.vertex_count, int(existing.counts.shape[0]), 0)
@@ -83,36 +134,120 @@ def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
     return len(built)
 
 
+def point_level_settings(levels: Any) -> Levels | None:
+    """The :class:`~zarr_vectors.Levels` a point writer's ``levels=`` asks for, or None.
+
+    Raises
+    ------
+    InvalidInputError
+        For a value :func:`~zarr_vectors.write.level_settings` refuses, or a method that
+        is not a point method.
+
+    Examples
+    --------
+    >>> point_level_settings("auto").method, point_level_settings(0)
+    ('sample', None)
+    """
+    settings = level_settings(levels)
+    if settings is not None and settings.method not in POINT_METHODS:
+        raise InvalidInputError(
+            f"point clouds coarsen by {' or '.join(POINT_METHODS)}, not {settings.method!r}"
+        )
+    return settings
+
+
 def _enough(settings: Levels, vertex_count: int) -> bool:
     """Whether level 0 already holds at most the target (``count="auto"``)."""
     return settings.count == "auto" and vertex_count <= settings.target
 
 
-def _stored_level0(
+def stored_level0(
     existing: ExistingPoints,
     bounds: tuple[np.ndarray, np.ndarray],
     source: StoreIO,
     target: StoreIO,
 ) -> StoredLevel0:
-    """Level 0 of ``existing`` as the chunked level builder reads it."""
+    """Level 0 of ``existing`` as the chunked level builder reads it: from ``source``,
+    its coarser levels (as they are written) from ``target``."""
     names = [name for name in existing.columns if name != VERTICES]
-    readers: dict[int, LevelReader] = {}
-
-    def read(level: int, chunk: np.ndarray, rows: int) -> list[np.ndarray]:
-        if level not in readers:
-            readers[level] = LevelReader(source if level == 0 else target, existing.root, level)
-        wanted = [ChunkRows(tuple(int(c) for c in chunk), np.asarray([[0, rows]], np.int64))]
-        return readers[level].read_columns([VERTICES, *names], wanted)
-
-    shapes = {name: existing.columns[name] for name in names}
     return StoredLevel0(
         io=target,
-        read=read,
+        read=_chunk_reader(existing.root, [VERTICES, *names], source, target),
         chunks=existing.chunks - existing.grid.origin,
         counts=existing.counts,
         names=names,
-        shapes=(existing.columns[VERTICES], shapes),
+        shapes=(existing.columns[VERTICES], {name: existing.columns[name] for name in names}),
         grid=existing.grid,
         bounds=bounds,
         options=existing.options,
     )
+
+
+def _chunk_reader(
+    root: RootMetadata, columns: list[str], source: StoreIO, target: StoreIO
+) -> ChunkColumns:
+    """Reads ``columns`` of a chunk of level 0 from ``source``, of a coarser level from
+    ``target`` (where the builder writes them)."""
+    readers: dict[int, LevelReader] = {}
+
+    def read(level: int, chunk: np.ndarray, rows: int) -> list[np.ndarray]:
+        if level not in readers:
+            readers[level] = LevelReader(source if level == 0 else target, root, level)
+        wanted = [ChunkRows(tuple(int(c) for c in chunk), np.asarray([[0, rows]], np.int64))]
+        return readers[level].read_columns(columns, wanted)
+
+    return read
+
+
+def build_written_levels(
+    io: StoreIO,
+    root: RootMetadata,
+    level0: Level0,
+    settings: Levels,
+    cached: FirstLevels | None = None,
+) -> RootMetadata:
+    """Build the levels ``settings`` asks for over a level 0 just written into ``io`` (its
+    arrays, not yet its metadata), chunk by chunk; return the root that lists them.
+
+    The streaming and parallel writers call it once level 0 is written: the level count
+    of ``"auto"`` depends on every chunk's level-0 rows, so the levels are built in a
+    second pass over the written chunks, with memory bounded by a few chunks. The level
+    0 group metadata is written first (the reader needs it); the caller commits the root.
+
+    Parameters
+    ----------
+    io
+        The destination being written.
+    root
+        Its root metadata, without levels; its bounding box is level 0's.
+    level0
+        What was written: the grid indices of the occupied chunks in C order, their rows,
+        the column types and the write options.
+    settings
+        The levels to build.
+    cached
+        The candidate levels the writer computed from level 0 as it wrote each chunk
+        (:class:`~zarr_vectors.write.FirstLevels`): level 0 is then not read back for them.
+
+    Returns
+    -------
+    RootMetadata
+        ``root`` listing the levels built (format 1.3 when there are any).
+    """
+    if root.bounding_box is None:
+        return root
+    write_level_metadata(io, level0.metadata)
+    names = list(level0.columns[1])
+    base = StoredLevel0(
+        io=io,
+        read=_chunk_reader(root, [VERTICES, *names], io, io),
+        chunks=level0.chunks,
+        counts=level0.counts,
+        names=names,
+        shapes=level0.columns,
+        grid=level0.grid,
+        bounds=(np.asarray(root.bounding_box[0]), np.asarray(root.bounding_box[1])),
+        options=level0.options,
+    )
+    built = build_point_levels(base, settings, cached)
+    return root.with_levels(tuple(level.entry() for level in built))

@@ -28,8 +28,9 @@ from zarr_vectors._progress import Progress, ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
-from zarr_vectors.geometry import commit_points, shared_docs
+from zarr_vectors.geometry import commit_points, level0_metadata, shared_docs
 from zarr_vectors.kernels import (
     bounds_and_nonfinite,
     destinations_of_positions,
@@ -43,7 +44,11 @@ from zarr_vectors.store.target import check_destination, write_target
 from zarr_vectors.store.writer_lock import writer_lock
 from zarr_vectors.update._read_ahead import read_ahead
 from zarr_vectors.update.point_append import ExistingPoints, append_to_store, load_existing
+from zarr_vectors.update.point_level_append import StoredLevel, load_levels, update_levels
+from zarr_vectors.update.point_levels import Level0, build_written_levels, point_level_settings
 from zarr_vectors.write import (
+    FirstLevels,
+    Levels,
     LevelWriter,
     WriteMode,
     WriteOptions,
@@ -74,6 +79,9 @@ _WORK_BYTES_PER_ROW = 24
 """Scratch bytes per row of a slice besides its columns: chunk/bin keys, sort order, copies."""
 _READ_AHEAD_SHARE = 4
 """Closing reads chunks back ahead of their writing within this fraction of the budget."""
+_LEVELS_SHARE = 2
+"""The first coarse levels, computed as level 0 is written, are kept within this fraction
+of the budget (else level 0 is read back to build them)."""
 
 
 Schema = tuple[np.dtype[Any], int, dict[str, tuple[np.dtype[Any], tuple[int, ...]]]]
@@ -158,6 +166,13 @@ class PointWriter(CloseOnExit):
     storage_options
         URLs only: options of the fsspec filesystem (for S3: ``endpoint_url``, ``key``,
         ``secret``, ``anon``...), as for :func:`zarr_vectors.open`.
+    levels
+        Levels of detail, as for :func:`~zarr_vectors.write_points` (None: none). They
+        are built when the writer closes, after level 0 is written, in a second pass over
+        its written chunks (the ``"auto"`` level count depends on every chunk), one chunk
+        at a time, so memory stays bounded; they are the levels ``write_points`` writes
+        for the same points, byte for byte. Not with ``mode="a"``: an append keeps the
+        store's levels.
 
     Raises
     ------
@@ -192,6 +207,7 @@ class PointWriter(CloseOnExit):
         mode: WriteMode = "w-",
         units: str | Sequence[str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        levels: int | str | Levels | None = None,
     ) -> None:
         if inputs.number(memory_budget, "memory_budget") < _MIN_BUDGET:
             raise InvalidInputError(
@@ -208,8 +224,14 @@ class PointWriter(CloseOnExit):
         self.lo: np.ndarray | None = None
         self.hi: np.ndarray | None = None
         self.existing: ExistingPoints | None = None
+        self.stored_levels: list[StoredLevel] = []  # of the store appended to
         self.sample: PointSample | None = None  # for the default chunk shape
+        self.levels = point_level_settings(levels)
         if target.mode == "a":
+            if self.levels is not None:
+                raise InvalidInputError(
+                    "levels= cannot be given with mode='a': an append keeps the store's levels"
+                )
             inputs.check_append_settings(
                 chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
             )
@@ -238,9 +260,10 @@ class PointWriter(CloseOnExit):
 
     def _open_existing(self, store: StoreLike) -> None:
         """Take the grid, columns and bounds of the point cloud being appended to."""
-        existing = load_existing(store)
+        existing = load_existing(store, with_levels=True)
         root = existing.root
         self.existing = existing
+        self.stored_levels = load_levels(store, root) if root.levels else []
         self.chunk_shape, self.bin_shape = root.chunk_shape, root.base_bin_shape
         columns = dict(existing.columns)
         dtype, (ndim,) = columns.pop(VERTICES)
@@ -486,7 +509,10 @@ class PointWriter(CloseOnExit):
         bounds = None if self.lo is None or self.hi is None else (self.lo, self.hi)
         if self.existing is not None:
             added = {c: sum(p.count for p in pieces) for c, pieces in self.pieces.items()}
-            append_to_store(self.store, self.existing, added, self._new_rows, bounds, self.progress)
+            levels = functools.partial(update_levels, self.stored_levels)
+            append_to_store(
+                self.store, self.existing, added, self._new_rows, bounds, self.progress, levels
+            )
             return
         if self.schema is None:
             raise InvalidInputError("nothing to write: append at least one batch (even empty)")
@@ -511,15 +537,41 @@ class PointWriter(CloseOnExit):
                 self.options,
                 blobs=point_blob_layout(grid),
             )
-            self._write_chunks(writer, grid, chunks, counts)
-            commit_points(io, root, grid, writer.finish())
+            first = self._first_levels(root, grid)
+            self._write_chunks(writer, grid, chunks, counts, first)
+            stats = writer.finish()
+            if self.levels is not None:
+                level0 = Level0(
+                    level0_metadata(grid, stats),
+                    grid,
+                    np.asarray(chunks, dtype=np.int64).reshape(-1, ndim) - grid.origin,
+                    np.asarray(counts, dtype=np.int64),
+                    (types[0], dict(zip(names, types[1:], strict=True))),
+                    self.options,
+                )
+                root = build_written_levels(io, root, level0, self.levels, first)
+            commit_points(io, root, grid, stats)
+
+    def _first_levels(self, root: RootMetadata, grid: ChunkGrid) -> FirstLevels | None:
+        """What computes the first candidate levels from each chunk as it is written, within
+        a share of the memory budget (None without levels, or without points)."""
+        if self.levels is None or root.bounding_box is None or self.schema is None:
+            return None
+        bounds = (np.asarray(root.bounding_box[0]), np.asarray(root.bounding_box[1]))
+        dtypes = {name: dtype for name, (dtype, _) in self.schema[2].items()}
+        return FirstLevels(self.levels, grid, bounds, dtypes, self.budget // _LEVELS_SHARE)
 
     def _write_chunks(
-        self, writer: LevelWriter, grid: ChunkGrid, chunks: list[tuple[int, ...]], counts: list[int]
+        self,
+        writer: LevelWriter,
+        grid: ChunkGrid,
+        chunks: list[tuple[int, ...]],
+        counts: list[int],
+        first: FirstLevels | None = None,
     ) -> None:
         """Give every chunk's rows, read back from the spill files, to ``writer``, shard by
-        shard. The next chunks are read back in a background thread while the current one
-        is encoded and written, within a share of the memory budget."""
+        shard (and to ``first``). The next chunks are read back in a background thread while
+        the current one is encoded and written, within a share of the memory budget."""
         grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, grid.ndim) - grid.origin
         order = shard_major_order(grid_chunks, writer.shard_chunks).tolist()
         visit = [chunks[j] for j in order]
@@ -529,7 +581,10 @@ class PointWriter(CloseOnExit):
         ahead = read_ahead(read, visit, sizes, self.budget // _READ_AHEAD_SHARE)
         with contextlib.closing(ahead) as found:  # no read outlives the loop
             for done, (chunk, (rows, blob)) in enumerate(zip(visit, found, strict=True)):
-                writer.add_chunk(np.asarray(chunk, dtype=np.int64) - grid.origin, rows, blob)
+                g = np.asarray(chunk, dtype=np.int64) - grid.origin
+                writer.add_chunk(g, rows, blob)
+                if first is not None:
+                    first.add(g, rows)
                 self.progress("write", done + 1, len(chunks))
 
     def _second_pass(self, grid: ChunkGrid) -> None:
@@ -611,7 +666,7 @@ def write_points_stream(
     **settings
         Keyword arguments of :class:`PointWriter` (``chunk_shape``, ``bin_shape``,
         ``units``, ``overwrite``, ``options``, ``memory_budget``, ``spill_dir``,
-        ``progress``).
+        ``progress``, ``levels``).
 
     {example_setup}
     >>> batches = (np.full((3, 3), k, dtype=np.float32) for k in range(4))
@@ -688,6 +743,11 @@ def append_points(
     moves or ``N_max`` grows. A local store is changed in a sibling directory swapped in at
     the end, so a failed append leaves it as it was; other stores are changed in place and
     an interrupted append leaves them incomplete (spec §2.4), never wrong.
+
+    A store with levels of detail keeps them: the coarse chunks whose level-0 rows change
+    are rebuilt, the others' files kept, and the level count stays as recorded (also for a
+    store written with ``levels="auto"``), so the store is the one ``write_points`` writes
+    for all the points with that many levels and the recorded method and parameters.
 
     Concurrent appends (threads, or processes on one machine's local store) take turns:
     each takes the store's writer lock before it reads the store, so every batch is

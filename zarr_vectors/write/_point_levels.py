@@ -21,6 +21,7 @@ from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.levels import (
     AGGREGATE,
+    DEFAULT_PER_BIN,
     SAMPLE,
     aggregate_coarsening,
     sample_coarsening,
@@ -51,11 +52,15 @@ from zarr_vectors.write.options import WriteOptions
 
 __all__ = [
     "ChunkColumns",
+    "FirstLevels",
     "StoredLevel0",
     "build_point_levels",
+    "chunk_level",
     "coarse_grid",
     "coarse_rows",
+    "level_steps",
     "next_ratio",
+    "recorded_settings",
     "write_point_levels",
 ]
 
@@ -414,21 +419,210 @@ class _Candidate:
     grid: ChunkGrid
     cap: int
     how: list[str] | None  # aggregate reductions, in ``names`` order
+    rows: list[SortedPoints] | None = None  # every chunk's, when computed already
 
     def chunk(self, j: int) -> SortedPoints:
+        if self.rows is not None:
+            return self.rows[j]
         columns = self.base.read(self.source, self.chunks[j], int(self.counts[j]))
-        if self.how is not None:
-            return _aggregate(columns, self.how, self.base.bounds, self.grid)
-        keyed = [*columns, sample_keys(columns[0])]
-        return _sample(keyed, self.base.bounds, self.grid, self.cap)
+        return chunk_level(columns, self.base.bounds, self.grid, self.cap, self.how)
 
 
-def build_point_levels(base: StoredLevel0, settings: Levels) -> tuple[LevelMetadata, ...]:
+def chunk_level(
+    columns: list[np.ndarray],
+    bounds: tuple[np.ndarray, np.ndarray],
+    grid: ChunkGrid,
+    cap: int,
+    how: list[str] | None,
+) -> SortedPoints:
+    """One chunk of a coarse level from the chunk's rows of its source level (spec §4.3.2).
+
+    Parameters
+    ----------
+    columns
+        Positions then every level-0 attribute of the chunk's rows in storage order: of
+        level N - 1 for ``sample``, of level 0 for ``aggregate``.
+    bounds
+        The level-0 bounding box.
+    grid
+        The coarse level's grid (:func:`coarse_grid`).
+    cap
+        ``sample``: the level's ``per_bin``.
+    how
+        ``aggregate``: the reduction of each attribute; None for ``sample``.
+
+    Returns
+    -------
+    SortedPoints
+        The level's rows of the chunk: positions, every attribute (``aggregate``: then
+        the count), with the bin offsets.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([8.0]), one, 0 * one, one)
+    >>> rows = [np.array([[1.0], [3.0], [5.0]], np.float32)]
+    >>> chunk_level(rows, (rows[0][0], rows[0][2]), grid, 2, None).columns[0].shape
+    (2, 1)
+    """
+    if how is not None:
+        return _aggregate(columns, how, bounds, grid)
+    keyed = _sample([*columns, sample_keys(columns[0])], bounds, grid, cap)
+    return SortedPoints(keyed.columns[:-1], keyed.chunks, keyed.chunk_offsets, keyed.bin_offsets)
+
+
+def recorded_settings(levels: list[LevelMetadata], bins: np.ndarray) -> list[Levels]:
+    """The :class:`Levels` that may have given a point cloud's recorded levels (``count``
+    their number), most likely first.
+
+    ``sample`` records each level's cap, not the ``per_bin`` the schedule started from.
+    When the first level's coarse bins are smaller than the chunk, its cap is that
+    ``per_bin``; otherwise the schedule may have halved a larger one (candidates that
+    reduced nothing are skipped): the default ``per_bin`` is tried first when halving it
+    reaches the first level's cap, then that cap.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> meta = LevelMetadata(level=1, bin_ratio=(4,), bin_shape=(4.0,), vertex_count=3,
+    ...     chunk_count=1, coarsening={"method": "sample", "key": "splitmix64", "per_bin": 64})
+    >>> [s.per_bin for s in recorded_settings([meta], np.array([4]))]
+    [256, 64]
+    """
+    first = levels[0].coarsening or {}
+    if first.get("method") == AGGREGATE:
+        reductions = dict(first["reductions"])
+        return [
+            Levels(
+                count=len(levels),
+                method=AGGREGATE,
+                reductions=reductions,
+                count_name=first["count"],
+            )
+        ]
+    cap = int(first["per_bin"])
+    start = DEFAULT_PER_BIN
+    while start > cap:
+        start //= 2
+    caps = [cap]
+    if start == cap < DEFAULT_PER_BIN and (np.asarray(levels[0].bin_ratio) >= bins).all():
+        caps.insert(0, DEFAULT_PER_BIN)
+    return [Levels(count=len(levels), per_bin=c) for c in caps]
+
+
+def level_steps(
+    settings: Levels, levels: list[LevelMetadata], bins: np.ndarray
+) -> list[tuple[np.ndarray, int, int]] | None:
+    """The schedule's candidates up to the last of the recorded ``levels``, each as
+    ``(bin_ratio, cap, k)``: ``k`` the index of the recorded level it is, -1 for a
+    candidate that was skipped (it reduced nothing). None when the recorded levels are
+    not candidates of ``settings`` in order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> meta = LevelMetadata(level=1, bin_ratio=(4,), bin_shape=(4.0,), vertex_count=3,
+    ...     chunk_count=1, coarsening={"method": "sample", "key": "splitmix64", "per_bin": 8})
+    >>> [(r.tolist(), c, k) for r, c, k in level_steps(Levels(per_bin=8), [meta], np.array([4]))]
+    [([2], 8, -1), ([4], 8, 0)]
+    """
+    steps: list[tuple[np.ndarray, int, int]] = []
+    k = 0
+    for ratio, cap in _candidates(settings, bins):
+        if k == len(levels):
+            break
+        meta = levels[k]
+        same = tuple(int(r) for r in ratio) == tuple(meta.bin_ratio) and (
+            settings.method == AGGREGATE or cap == (meta.coarsening or {}).get("per_bin")
+        )
+        steps.append((ratio, cap, k if same else -1))
+        k += int(same)
+    return steps if k == len(levels) else None
+
+
+class FirstLevels:
+    """The candidate levels computed from level 0 (``sample``: the first; ``aggregate``:
+    every one), chunk by chunk while a writer holds each chunk's level-0 rows, kept while
+    they fit ``budget`` bytes (then dropped: the builder reads level 0 back instead).
+
+    Parameters
+    ----------
+    settings
+        The levels to build.
+    grid, bounds
+        The store's chunk grid and level-0 bounding box (as the root records it).
+    dtypes
+        Every attribute's dtype, by name, in column order.
+    budget
+        Bytes the kept rows may take.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([2.0]), 4 * one, 0 * one, one)
+    >>> rows = [np.array([[1.0], [1.5], [5.0]], np.float32)]
+    >>> first = FirstLevels(Levels(per_bin=1), grid, (rows[0][0], rows[0][2]), {}, 2**20)
+    >>> first.add(np.zeros(1, np.int64), rows)
+    >>> first.rows_of(np.zeros((1, 1), np.int64))[0][0].columns[0].ravel().tolist()
+    [1.5, 5.0]
+    """
+
+    def __init__(
+        self,
+        settings: Levels,
+        grid: ChunkGrid,
+        bounds: tuple[np.ndarray, np.ndarray],
+        dtypes: dict[str, np.dtype[Any]],
+        budget: int,
+    ) -> None:
+        self.how: list[str] | None = None
+        if settings.method == AGGREGATE:
+            record = aggregate_coarsening(dtypes, settings.reductions, settings.count_name)
+            self.how = [record["reductions"][name] for name in dtypes]
+        candidates = list(_candidates(settings, grid.bins))
+        self.steps = candidates if self.how is not None else candidates[:1]
+        self.grids = [coarse_grid(grid, ratio) for ratio, _ in self.steps]
+        self.bounds, self.budget = bounds, budget
+        self.rows: dict[tuple[int, ...], list[SortedPoints]] | None = {}
+        self.nbytes = 0
+
+    def add(self, chunk: np.ndarray, columns: list[np.ndarray]) -> None:
+        """Compute the candidates of a chunk (grid index) from its level-0 ``columns``."""
+        if self.rows is None:
+            return
+        levels = [
+            chunk_level(columns, self.bounds, grid, cap, self.how)
+            for grid, (_, cap) in zip(self.grids, self.steps, strict=True)
+        ]
+        self.nbytes += sum(c.nbytes for level in levels for c in level.columns)
+        self.rows[tuple(int(c) for c in chunk)] = levels
+        if self.nbytes > self.budget:
+            self.rows = None
+
+    def rows_of(self, chunks: np.ndarray) -> dict[int, list[SortedPoints]]:
+        """Candidate index → the rows of each of ``chunks`` (grid indices, the builder's
+        order); empty when they were dropped or a chunk is missing."""
+        rows = self.rows
+        if rows is None or any(tuple(int(c) for c in chunk) not in rows for chunk in chunks):
+            return {}
+        return {
+            k: [rows[tuple(int(c) for c in chunk)][k] for chunk in chunks]
+            for k in range(len(self.steps))
+        }
+
+
+def build_point_levels(
+    base: StoredLevel0, settings: Levels, cached: FirstLevels | None = None
+) -> tuple[LevelMetadata, ...]:
     """Build and write the levels ``settings`` asks for from a stored level 0, one chunk at a
     time: the same levels, byte for byte, as :func:`write_point_levels` (spec §4.3.1 rule 6).
 
     Each candidate level is computed twice per chunk: once to count its rows (``N_max``
     and whether it reduces), once to write them; one chunk of two levels is in memory.
+    ``cached``: the candidates computed from level 0 while it was written (a streaming
+    writer's), used instead of reading level 0 back.
 
     Returns
     -------
@@ -443,11 +637,14 @@ def build_point_levels(base: StoredLevel0, settings: Levels) -> tuple[LevelMetad
     written: list[LevelMetadata] = []
     finer = (0, base.chunks, base.counts)
     total = int(base.counts.sum())
-    for ratio, cap in _candidates(settings, base.grid.bins):
+    first = {} if cached is None else cached.rows_of(base.chunks)
+    for index, (ratio, cap) in enumerate(_candidates(settings, base.grid.bins)):
         if levels_done(settings, len(written), total):
             break
         source = (0, base.chunks, base.counts) if how is not None else finer
-        candidate = _Candidate(base, *source, coarse_grid(base.grid, ratio), cap, how)
+        rows = first.get(index) if source[0] == 0 else None
+        grid = coarse_grid(base.grid, ratio)
+        candidate = _Candidate(base, *source, grid, cap, how, rows)
         counts = np.asarray(
             [int(candidate.chunk(j).chunk_offsets[-1]) for j in range(source[1].shape[0])],
             dtype=np.int64,

@@ -1,0 +1,254 @@
+"""Levels of detail kept up to date by point-cloud appends (spec §4.3, §5.5).
+
+Every coarse level is a function of level 0's stored rows, and coarsening is chunk-local
+(a coarse bin never crosses a chunk), so an append changes the coarse levels only in the
+chunks whose level-0 rows changed. :func:`update_levels` rebuilds those chunks of every
+level, from the new level 0 (``aggregate``) or the new level below (``sample``), and
+keeps the other chunks' files as they are (moved or re-indexed only when level 0's are:
+the grid origin moved or a level's ``N_max`` grew). The level count stays as recorded,
+also for a store written with ``"auto"``: the result is, byte for byte, what
+``write_points`` writes for all the points with ``levels=Levels(count=<recorded count>,
+...)`` and the recorded method and parameters.
+
+When the new points make a candidate level the schedule skipped reduce the point count
+(spec §4.3.2: a one-shot write would now write it), the recorded levels are no longer the
+schedule's, and every level is built again from the new level 0, chunk by chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.levels import AGGREGATE
+from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
+from zarr_vectors.format.names import VERTICES
+from zarr_vectors.geometry import level0_metadata
+from zarr_vectors.read import ChunkRows, LevelReader
+from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
+from zarr_vectors.update.point_append import (
+    Appended,
+    ExistingPoints,
+    existing_level,
+    replace_level_chunks,
+)
+from zarr_vectors.update.point_levels import stored_level0
+from zarr_vectors.write import (
+    Levels,
+    SortedPoints,
+    build_point_levels,
+    chunk_level,
+    coarse_grid,
+    level_steps,
+    recorded_settings,
+    write_level_metadata,
+)
+
+__all__ = ["StoredLevel", "load_levels", "update_levels"]
+
+Chunk = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLevel:
+    """A coarse level of a store before an append: its metadata and its chunks."""
+
+    meta: LevelMetadata
+    points: ExistingPoints
+
+
+def load_levels(store: StoreLike, root: RootMetadata) -> list[StoredLevel]:
+    """Read the coarse levels of a point-cloud store about to be appended to (before the
+    append changes anything: a store changed in place loses its counts first).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.point_append import load_existing
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> points = np.random.default_rng(0).random((400, 2)) * 10
+    >>> zv.write_points(path, points, chunk_shape=5.0, levels=1, progress=False)
+    >>> root = load_existing(path, with_levels=True).root
+    >>> [level.meta.level for level in load_levels(path, root)]
+    [1]
+    """
+    io = StoreIO(resolve_store(store, mode="r"))
+    return [
+        StoredLevel(
+            LevelReader(io, root, entry.level).meta, existing_level(io, root, entry.level, None)
+        )
+        for entry in root.levels
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Levels:
+    """The recorded levels of an appended store and how to compute a chunk of each."""
+
+    change: Appended
+    stored: list[StoredLevel]
+    settings: Levels
+    names: list[str]
+    how: list[str] | None  # aggregate reductions in ``names`` order
+
+    @property
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        box = self.change.root.bounding_box
+        assert box is not None
+        return np.asarray(box[0]), np.asarray(box[1])
+
+    @property
+    def metas(self) -> list[LevelMetadata]:
+        return [level.meta for level in self.stored]
+
+    def grid(self, ratio: np.ndarray | tuple[int, ...]) -> ChunkGrid:
+        return coarse_grid(self.change.grid, np.asarray(ratio, dtype=np.int64))
+
+    def compute(self, columns: list[np.ndarray], ratio: np.ndarray, cap: int) -> SortedPoints:
+        return chunk_level(columns, self.bounds, self.grid(ratio), cap, self.how)
+
+
+def update_levels(stored: list[StoredLevel], change: Appended) -> RootMetadata:
+    """Bring the levels of detail of an appended point cloud up to date.
+
+    Parameters
+    ----------
+    stored
+        Its coarse levels before the append (:func:`load_levels`).
+    change
+        The append, level 0 written (:class:`~zarr_vectors.update.point_append.Appended`).
+
+    Returns
+    -------
+    RootMetadata
+        The root listing the levels (the recorded ones, or those built again).
+    """
+    metas = [level.meta for level in stored]
+    names = [name for name in change.existing.columns if name != VERTICES]
+    how = None
+    if (metas[0].coarsening or {}).get("method") == AGGREGATE:
+        how = [(metas[0].coarsening or {})["reductions"][name] for name in names]
+    write_level_metadata(change.target, level0_metadata(change.grid, change.stats))
+    schedules = recorded_settings(metas, change.grid.bins)
+    for settings in schedules:
+        levels = _Levels(change, stored, settings, names, how)
+        steps = level_steps(settings, metas, change.grid.bins)
+        counts = None if steps is None else _changed_counts(levels, steps)
+        if counts is not None:
+            for k in range(len(stored)):
+                _rewrite_level(levels, k, counts)
+            return change.root
+    return _rebuild(_Levels(change, stored, schedules[0], names, how))
+
+
+def _reader(levels: _Levels, level: int) -> Callable[[Chunk, int], list[np.ndarray]]:
+    """Reads the rows of an absolute chunk of a level of the store being written."""
+    change = levels.change
+    reader = LevelReader(change.target, change.root, level)
+    columns = [VERTICES, *levels.names]
+
+    def read(chunk: Chunk, rows: int) -> list[np.ndarray]:
+        g = tuple(int(c) for c in np.asarray(chunk) - change.grid.origin)
+        return reader.read_columns(columns, [ChunkRows(g, np.asarray([[0, rows]], np.int64))])
+
+    return read
+
+
+def _changed_counts(
+    levels: _Levels, steps: list[tuple[np.ndarray, int, int]]
+) -> list[dict[Chunk, int]] | None:
+    """Rows of each recorded level in every chunk whose level-0 rows changed, or None when
+    the recorded levels are no longer the schedule's (a skipped candidate now reduces, or
+    a level no longer does)."""
+    change = levels.change
+    read = _reader(levels, 0)
+    counts: list[dict[Chunk, int]] = [{} for _ in levels.stored]
+    for chunk, rows in sorted(_level0_rows(change).items()):
+        base = read(chunk, rows)
+        finer, finer_rows = base, rows
+        for ratio, cap, k in steps:
+            level = levels.compute(base if levels.how is not None else finer, ratio, cap)
+            n = int(level.chunk_offsets[-1])
+            if k < 0:
+                if n < finer_rows:
+                    return None
+                continue
+            counts[k][chunk] = n
+            finer, finer_rows = list(level.columns[: 1 + len(levels.names)]), n
+    return counts if _still_reduce(levels, counts) else None
+
+
+def _still_reduce(levels: _Levels, counts: list[dict[Chunk, int]]) -> bool:
+    """Whether every recorded level still holds fewer vertices than the one below."""
+    change = levels.change
+    below = change.stats.vertex_count
+    for level, changed in zip(levels.stored, counts, strict=True):
+        total = sum((_rows(level.points) | changed).values())
+        if total >= below:
+            return False
+        below = total
+    return True
+
+
+def _rewrite_level(levels: _Levels, k: int, counts: list[dict[Chunk, int]]) -> None:
+    """Rewrite the changed chunks of recorded level ``k`` and write its metadata."""
+    change, meta = levels.change, levels.stored[k].meta
+    source = 0 if levels.how is not None or k == 0 else levels.metas[k - 1].level
+    below = counts[k - 1] if source else _level0_rows(change)
+    read = _reader(levels, source)
+    grid = levels.grid(meta.bin_ratio)
+    cap = int((meta.coarsening or {}).get("per_bin", 1))
+
+    def rows(chunk: Chunk) -> tuple[list[np.ndarray], np.ndarray]:
+        level = levels.compute(read(chunk, below[chunk]), np.asarray(meta.bin_ratio), cap)
+        offsets = level.bin_offsets[0]
+        bins = np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
+        return list(level.columns), bins
+
+    stats = replace_level_chunks(
+        levels.stored[k].points,
+        grid,
+        meta.level,
+        (change.source, change.target),
+        (counts[k], rows),
+        change.progress,
+    )
+    write_level_metadata(
+        change.target,
+        LevelMetadata(
+            level=meta.level,
+            bin_ratio=meta.bin_ratio,
+            bin_shape=meta.bin_shape,
+            vertex_count=stats.vertex_count,
+            chunk_count=stats.chunk_count,
+            coarsening=meta.coarsening,
+        ),
+    )
+
+
+def _level0_rows(change: Appended) -> dict[Chunk, int]:
+    """Rows of level 0 after the append in each chunk that changed."""
+    old = _rows(change.existing)
+    return {c: old.get(c, 0) + n for c, n in change.added.items()}
+
+
+def _rows(points: ExistingPoints) -> dict[Chunk, int]:
+    """Rows stored per absolute chunk of a level."""
+    return {tuple(c): int(n) for c, n in zip(points.chunks.tolist(), points.counts, strict=True)}
+
+
+def _rebuild(levels: _Levels) -> RootMetadata:
+    """Build every level again from the new level 0, chunk by chunk."""
+    change = levels.change
+    target = change.target
+    for meta in levels.metas:
+        target.delete_many(target.list_prefix(f"{meta.level}/"))
+    existing = existing_level(target, change.root, 0, None)
+    base = stored_level0(existing, levels.bounds, target, target)
+    built = build_point_levels(base, levels.settings)
+    return change.root.with_levels(tuple(level.entry() for level in built))
