@@ -6,8 +6,7 @@ alone, in one process: the same reads with the read-time checks on and with each
 replaced by a no-op that passes, alternated block by block (same caches, same kernels, the
 same load on the machine), for the cases of :mod:`benchmarks.read_checks`.
 
-Checks switched off: the placement of every vertex read (``check_placement``; in a box
-query ``select_placed``, which checks and selects in one pass, by ``select_rows``), the stored
+Checks switched off: the placement of every vertex read (``check_placement``), the stored
 row blocks against the row count (``first_with_blocks_past``, ``stored_blocks_problem``),
 the tiling of a point cloud's bin ranges (``bins_tiling_problem``), hostile sizes against
 the chunks stored (``check_stored_chunks``), the chunk tables of global arrays
@@ -39,14 +38,12 @@ import numpy as np
 
 import zarr_vectors as zv
 import zarr_vectors.query.point_queries as point_queries
-import zarr_vectors.read as reader_package
 import zarr_vectors.read.global_shapes as global_shapes
 import zarr_vectors.read.point_reads as point_reads
 import zarr_vectors.read.reader as reader
 import zarr_vectors.store.shards as shards
 from benchmarks import read_checks
 from zarr_vectors.kernels._jit import set_kernel_mode
-from zarr_vectors.kernels.box_rows import select_rows
 
 __all__ = ["main"]
 
@@ -63,21 +60,8 @@ def _no_chunk(*args: Any) -> int:
     return -1
 
 
-def _select_unchecked(
-    positions: np.ndarray,
-    runs: reader_package.PlacementRuns,
-    grid: Any,
-    bins: Any,
-    box: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    out: np.ndarray,
-    path: str,
-) -> np.ndarray:
-    """``select_placed`` without its placement check: the box's rows alone."""
-    return select_rows(positions, runs.row, runs.length, *box, out)
-
-
 _NO_OPS: dict[tuple[ModuleType, str], Callable[..., Any]] = {
-    (point_queries, "select_placed"): _select_unchecked,
+    (point_queries, "check_placement"): _nothing,
     (reader, "check_placement"): _nothing,
     (point_reads, "first_with_blocks_past"): _no_chunk,
     (reader, "stored_blocks_problem"): _nothing,

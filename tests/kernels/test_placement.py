@@ -8,9 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.kernels import naive
-from tests.kernels.test_box_rows import naive_select
 from zarr_vectors.kernels.binning import assign_chunks_and_bins
-from zarr_vectors.kernels.placement import misplaced_row, select_placed_rows
+from zarr_vectors.kernels.placement import misplaced_row
 
 STEP = 0.5  # coordinates on a grid that chunk and bin edges fall on
 
@@ -147,70 +146,3 @@ def test_misplaced_row_at_edges_float32_cannot_hold_matches_its_twin(
     sizes[0, flat] = 1
     starts = np.cumsum(sizes, axis=1) - sizes
     _check(positions, cells, (chunk_shape, bin_shape, bins), (np.array([0]), starts, sizes), runs)
-
-
-def _fused(
-    positions: np.ndarray, cells: np.ndarray, grid: tuple, table: tuple, runs: tuple, box: tuple
-) -> None:
-    """:func:`select_placed_rows` gives its twins' answers: the placement twin's row and,
-    when every row is placed, the selection twin's rows."""
-    total = int(runs[1].sum())
-    kept, bad = select_placed_rows(
-        positions, runs, cells, grid, table, box, np.empty(total, np.int64)
-    )
-    assert bad == naive.misplaced_row(positions, runs, cells, grid, table)
-    expected = naive_select(positions, runs[0], runs[1], *box) if bad < 0 else np.empty(0)
-    np.testing.assert_array_equal(kept, expected)
-
-
-@settings(max_examples=60, deadline=None)
-@given(_placed_chunk(), st.data())
-def test_select_placed_rows_matches_its_twins(
-    chunk: tuple[np.ndarray, ...], data: st.DataObject
-) -> None:
-    points, chunk_shape, bin_shape, bins = chunk
-    rows, cell, starts, sizes = _chunk_of_points(points, chunk_shape, bin_shape, bins)
-    n, ndim = rows.shape
-    cuts = sorted(set(data.draw(st.lists(st.integers(0, n), max_size=3))) | {0, n})
-    runs = tuple(
-        np.array(v, np.int64) for v in (cuts[:-1], np.diff(cuts), cuts[:-1], [0] * (len(cuts) - 1))
-    )
-    masks = st.integers(0, 2**ndim - 1)
-    m = len(cuts) - 1
-    faces = [np.array(data.draw(st.lists(masks, min_size=m, max_size=m)), np.int64) for _ in "ab"]
-    lo = cell * chunk_shape + data.draw(st.sampled_from([0.0, STEP, 1.0]))
-    box = (faces[0], faces[1], lo, lo + chunk_shape / 2)
-    use_bins = data.draw(st.booleans())
-    table = (np.array([0 if use_bins else -1]), starts[None], sizes[None])
-    grid = (chunk_shape, bin_shape, bins)
-    _fused(rows, cell[None], grid, table, runs, box)
-    moved = rows.copy()
-    r = data.draw(st.integers(0, n - 1))
-    d = data.draw(st.integers(0, ndim - 1))
-    moved[r, d] += data.draw(st.sampled_from([-1.0, 1.0])) * float(bin_shape[d])
-    _fused(moved, cell[None], grid, table, runs, box)
-
-
-def test_select_placed_rows_across_pieces_of_a_long_run() -> None:
-    """Runs longer than a piece (2,048 rows) are checked and selected piece by piece, bins
-    crossing the pieces' edges; a misplaced row in a later piece is found."""
-    rng = np.random.default_rng(5)
-    bins = np.array([4, 4, 4], np.int64)
-    chunk_shape = np.full(3, 8.0)
-    points = rng.integers(0, 16, (6000, 3)) * STEP + chunk_shape  # chunk (1, 1, 1)
-    rows, cell, starts, sizes = _chunk_of_points(points, chunk_shape, chunk_shape / bins, bins)
-    one = np.array([0], np.int64)
-    runs = (one + 100, one + 5800, one + 100, one)
-    box = (one + 7, one + 5, cell * chunk_shape + 1.0, cell * chunk_shape + 5.0)
-    grid = (chunk_shape, chunk_shape / bins, bins)
-    for row in (-1, 0):
-        table = (np.array([row]), starts[None], sizes[None])
-        _fused(rows, cell[None], grid, table, runs, box)
-        moved = rows.copy()
-        moved[4500, 0] = 20.0  # in chunk 2 on axis 0
-        _fused(moved, cell[None], grid, table, runs, box)
-        kept, bad = select_placed_rows(
-            moved, runs, cell[None], grid, table, box, np.empty(5800, np.int64)
-        )
-        assert bad == 4500
-        assert kept.shape == (0,)

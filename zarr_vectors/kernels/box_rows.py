@@ -36,9 +36,7 @@ __all__ = [
     "block_slots",
     "box_chunks",
     "box_runs",
-    "TILE",
     "select_rows",
-    "select_run",
     "slot_spans",
     "slots_holding",
     "take_rows",
@@ -364,9 +362,8 @@ def select_rows(
     return out[:n]
 
 
-TILE = 2048
-"""Rows tested per vectorised step of :func:`_select_run_3d`; the pieces
-:func:`~zarr_vectors.kernels.placement.select_placed_rows` checks and selects at once."""
+_TILE = 2048
+"""Rows tested per vectorised step of :func:`_select_run_3d`."""
 
 
 @njit
@@ -390,69 +387,43 @@ def _select_rows(
     axes = np.empty(2 * ndim, np.int64)
     bounds = np.empty(2 * ndim, np.float64)
     lower = np.empty(2 * ndim, np.bool_)
-    scratch = (axes, bounds, lower)
-    mask = np.empty(TILE if ndim == 3 else 0, np.bool_)
+    mask = np.empty(_TILE if ndim == 3 else 0, np.bool_)
     n: int = np.int64(0)  # type: ignore[assignment]  # a literal 0 compiled _select_run_3d twice
     for q in range(run_row.shape[0]):
         first, stop = run_row[q], run_row[q] + run_len[q]
-        n = select_run(
-            positions, flat, first, stop, faces_lo[q], faces_hi[q], lo, hi, scratch, mask, out, n
-        )
-    return n
-
-
-@njit
-def select_run(
-    positions: npt.NDArray[Any],
-    flat: npt.NDArray[Any],
-    first: int,
-    stop: int,
-    faces_lo: int,
-    faces_hi: int,
-    lo: F64,
-    hi: F64,
-    scratch: tuple[I64, F64, Bool],
-    mask: Bool,
-    out: I64,
-    n: int,
-) -> int:
-    """:func:`select_rows` of rows ``[first, stop)`` of one run: the kept rows written to
-    ``out`` from ``n`` on; the new ``n``. ``scratch``: ``(axes, bounds, lower)`` of ``2 D``
-    entries each; ``mask``: :data:`TILE` booleans for 3-D rows."""
-    ndim = positions.shape[1]
-    if ndim == 3 and (faces_lo or faces_hi):
-        return _select_run_3d(flat, first, stop, faces_lo, faces_hi, lo, hi, mask, out, n)
-    axes, bounds, lower = scratch
-    checks = 0
-    for d in range(ndim):
-        if faces_lo >> d & 1:
-            axes[checks], bounds[checks], lower[checks] = d, lo[d], True
-            checks += 1
-        if faces_hi >> d & 1:
-            axes[checks], bounds[checks], lower[checks] = d, hi[d], False
-            checks += 1
-    if checks == 0:
-        for i in range(first, stop):
-            out[n] = i
-            n += 1
-    elif checks == 1:
-        d, bound = axes[0], bounds[0]
-        if lower[0]:
+        if ndim == 3 and (faces_lo[q] or faces_hi[q]):
+            n = _select_run_3d(flat, first, stop, faces_lo[q], faces_hi[q], lo, hi, mask, out, n)
+            continue
+        checks = 0
+        for d in range(ndim):
+            if faces_lo[q] >> d & 1:
+                axes[checks], bounds[checks], lower[checks] = d, lo[d], True
+                checks += 1
+            if faces_hi[q] >> d & 1:
+                axes[checks], bounds[checks], lower[checks] = d, hi[d], False
+                checks += 1
+        if checks == 0:
             for i in range(first, stop):
                 out[n] = i
-                n += bound <= np.float64(positions[i, d])
+                n += 1
+        elif checks == 1:
+            d, bound = axes[0], bounds[0]
+            if lower[0]:
+                for i in range(first, stop):
+                    out[n] = i
+                    n += bound <= np.float64(positions[i, d])
+            else:
+                for i in range(first, stop):
+                    out[n] = i
+                    n += np.float64(positions[i, d]) < bound
         else:
             for i in range(first, stop):
+                inside = True
+                for c in range(checks):
+                    p = np.float64(positions[i, axes[c]])
+                    inside &= (bounds[c] <= p) if lower[c] else (p < bounds[c])
                 out[n] = i
-                n += np.float64(positions[i, d]) < bound
-    else:
-        for i in range(first, stop):
-            inside = True
-            for c in range(checks):
-                p = np.float64(positions[i, axes[c]])
-                inside &= (bounds[c] <= p) if lower[c] else (p < bounds[c])
-            out[n] = i
-            n += inside
+                n += inside
     return n
 
 
@@ -476,8 +447,8 @@ def _select_run_3d(
     b0, b1, b2 = hi[0], hi[1], hi[2]
     u0, u1, u2 = (faces_lo & 1) == 0, (faces_lo & 2) == 0, (faces_lo & 4) == 0
     v0, v1, v2 = (faces_hi & 1) == 0, (faces_hi & 2) == 0, (faces_hi & 4) == 0
-    for t0 in range(first, stop, TILE):
-        t1 = min(t0 + TILE, stop)
+    for t0 in range(first, stop, _TILE):
+        t1 = min(t0 + _TILE, stop)
         tile = flat[3 * t0 : 3 * t1]  # indexed from 0 with a constant stride: vectorised
         for j in range(t1 - t0):
             x = np.float64(tile[3 * j])

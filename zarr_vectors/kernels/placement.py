@@ -16,12 +16,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.binning import bin_edges
-from zarr_vectors.kernels.box_rows import TILE, select_run
 
-__all__ = ["misplaced_row", "select_placed_rows"]
+__all__ = ["misplaced_row"]
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -83,121 +81,6 @@ def misplaced_row(
             sizes,
         )
     )
-
-
-def select_placed_rows(
-    positions: npt.NDArray[Any],
-    runs: tuple[I64, I64, I64, I64],
-    cells: F64,
-    grid: tuple[F64, F64, I64],
-    bin_table: tuple[I64, I64, I64],
-    box: tuple[I64, I64, F64, F64],
-    out: I64,
-) -> tuple[I64, int]:
-    """:func:`misplaced_row` and :func:`~zarr_vectors.kernels.box_rows.select_rows` in one
-    pass: each piece of at most 2,048 rows of a run is checked, then selected, while it is
-    in cache.
-
-    Parameters
-    ----------
-    positions, runs, cells, grid, bin_table
-        As for :func:`misplaced_row` (every row of the runs is checked).
-    box
-        ``(faces_lo, faces_hi, lo, hi)`` of :func:`~zarr_vectors.kernels.box_rows.select_rows`,
-        per run of ``runs``.
-    out
-        Where to write the kept rows (at least ``run_len.sum()`` int64 entries).
-
-    Returns
-    -------
-    rows, bad
-        The rows of ``positions`` the box keeps (the start of ``out``), and
-        :func:`misplaced_row`'s answer: when it is not -1, ``rows`` is empty.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> rows = np.array([[0.5, 0.5], [1.5, 0.5], [1.5, 1.5]])
-    >>> one = np.array([0], np.int64)
-    >>> runs = (one * 0, one * 0 + 3, one * 0, one * 0)
-    >>> grid = (np.array([2.0, 2.0]), np.array([2.0, 2.0]), np.array([1, 1], np.int64))
-    >>> table = (one - 1, np.zeros((0, 1), np.int64), np.zeros((0, 1), np.int64))
-    >>> box = (one * 0 + 1, one * 0, np.array([1.0, 0.0]), np.array([2.0, 2.0]))
-    >>> kept, bad = select_placed_rows(rows, runs, np.zeros((1, 2)), grid, table, box,
-    ...                                np.empty(3, np.int64))
-    >>> kept.tolist(), bad
-    ([1, 2], -1)
-    """
-    run_row, run_len, run_start, run_chunk = runs
-    table_row, starts, sizes = bin_table
-    faces_lo, faces_hi, lo, hi = box
-    if int(run_len.sum()) > out.shape[0]:
-        raise InvalidInputError("select_placed_rows: out is shorter than the runs")
-    positions = np.ascontiguousarray(positions)
-    n, bad = _select_placed_rows(
-        positions,
-        positions.reshape(-1),
-        (run_row, run_len, run_start, run_chunk),
-        cells,
-        grid,
-        (table_row, starts, sizes),
-        (faces_lo, faces_hi, lo, hi),
-        out,
-    )
-    return out[:n], int(bad)
-
-
-@njit
-def _select_placed_rows(
-    positions: npt.NDArray[Any],
-    flat: npt.NDArray[Any],
-    runs: tuple[I64, I64, I64, I64],
-    cells: F64,
-    grid: tuple[F64, F64, I64],
-    bin_table: tuple[I64, I64, I64],
-    box: tuple[I64, I64, F64, F64],
-    out: I64,
-) -> tuple[int, int]:
-    run_row, run_len, run_start, run_chunk = runs
-    table_row, starts, sizes = bin_table
-    faces_lo, faces_hi, lo, hi = box
-    ndim = positions.shape[1]
-    edges = np.empty(7, flat.dtype)
-    edges[6] = np.inf
-    scratch = (np.empty(ndim, np.float64), np.empty(ndim, np.float64), edges)
-    picks = (
-        np.empty(2 * ndim, np.int64),
-        np.empty(2 * ndim, np.float64),
-        np.empty(2 * ndim, np.bool_),
-    )
-    mask = np.empty(TILE if ndim == 3 else 0, np.bool_)
-    n: int = np.int64(0)  # type: ignore[assignment]  # as in _select_rows
-    for q in range(run_row.shape[0]):
-        i = run_chunk[q]
-        table = (table_row[i], starts, sizes)
-        shift = run_row[q] - run_start[q]
-        for x in range(run_start[q], run_start[q] + run_len[q], TILE):
-            end = min(x + TILE, run_start[q] + run_len[q])
-            bad = _misplaced_in_run(
-                positions, flat, (x, end, shift), cells[i], grid, table, scratch
-            )
-            if bad >= 0:
-                return 0, bad
-            n = select_run(
-                positions,
-                flat,
-                x + shift,
-                end + shift,
-                faces_lo[q],
-                faces_hi[q],
-                lo,
-                hi,
-                picks,
-                mask,
-                out,
-                n,
-            )
-    return n, -1
 
 
 @njit
@@ -267,49 +150,6 @@ def _first_bin_ending_after(starts: I64, sizes: I64, row: int, local: int) -> in
 
 
 @njit
-def _misplaced_in_run(
-    positions: npt.NDArray[Any],
-    flat: npt.NDArray[Any],
-    chunk_rows: tuple[int, int, int],
-    cells_i: F64,
-    grid: tuple[F64, F64, I64],
-    bin_table: tuple[int, I64, I64],
-    scratch: tuple[F64, F64, npt.NDArray[Any]],
-) -> int:
-    """The first of chunk rows ``[x, end)`` (positions rows ``x + shift`` on; ``chunk_rows``
-    is ``(x, end, shift)``) outside the box of chunk ``cells_i`` or of its bin (table row
-    ``bin_table[0]``, -1: the chunk's box), or -1. ``scratch``: ``(lower, upper, edges)``
-    of :func:`_misplaced_row`."""
-    x, end, shift = chunk_rows
-    chunk_shape, bin_shape, bins = grid
-    row, starts, sizes = bin_table
-    lower, upper, edges = scratch
-    ndim = cells_i.shape[0]
-    if row < 0:
-        for d in range(ndim):
-            lower[d] = cells_i[d] * chunk_shape[d]
-            upper[d] = (cells_i[d] + 1.0) * chunk_shape[d]
-        return _first_outside(positions, flat, x + shift, end + shift, lower, upper, edges)
-    n_bins = sizes.shape[1]
-    f = _first_bin_ending_after(starts, sizes, row, x)
-    while x < end:
-        if f >= n_bins or starts[row, f] > x:
-            return int(x + shift)  # a row of no bin
-        stop = min(starts[row, f] + sizes[row, f], end)
-        rest = f
-        for d in range(ndim - 1, -1, -1):
-            b = rest % bins[d]
-            rest //= bins[d]
-            lower[d], upper[d] = bin_edges(cells_i[d], chunk_shape[d], bin_shape[d], b, bins[d])
-        bad = _first_outside(positions, flat, x + shift, stop + shift, lower, upper, edges)
-        if bad >= 0:
-            return bad
-        x = max(x, stop)
-        f += 1
-    return -1
-
-
-@njit
 def _misplaced_row(
     positions: npt.NDArray[Any],
     flat: npt.NDArray[Any],
@@ -326,17 +166,39 @@ def _misplaced_row(
     sizes: I64,
 ) -> int:
     ndim = cells.shape[1]
+    n_bins = sizes.shape[1]
+    lower = np.empty(ndim, np.float64)
+    upper = np.empty(ndim, np.float64)
     edges = np.empty(7, flat.dtype)
     edges[6] = np.inf
-    scratch = (np.empty(ndim, np.float64), np.empty(ndim, np.float64), edges)
-    grid = (chunk_shape, bin_shape, bins)
     for q in range(run_row.shape[0]):
         i = run_chunk[q]
-        x = run_start[q]
-        chunk_rows = (x, x + run_len[q], run_row[q] - x)
-        bad = _misplaced_in_run(
-            positions, flat, chunk_rows, cells[i], grid, (table_row[i], starts, sizes), scratch
-        )
-        if bad >= 0:
-            return bad
+        row = table_row[i]
+        shift = run_row[q] - run_start[q]  # positions row of chunk row x: x + shift
+        x, end = run_start[q], run_start[q] + run_len[q]
+        if row < 0:
+            for d in range(ndim):
+                lower[d] = cells[i, d] * chunk_shape[d]
+                upper[d] = (cells[i, d] + 1.0) * chunk_shape[d]
+            bad = _first_outside(positions, flat, x + shift, end + shift, lower, upper, edges)
+            if bad >= 0:
+                return bad
+            continue
+        f = _first_bin_ending_after(starts, sizes, row, x)
+        while x < end:
+            if f >= n_bins or starts[row, f] > x:
+                return int(x + shift)  # a row of no bin
+            stop = min(starts[row, f] + sizes[row, f], end)
+            rest = f
+            for d in range(ndim - 1, -1, -1):
+                b = rest % bins[d]
+                rest //= bins[d]
+                lower[d], upper[d] = bin_edges(
+                    cells[i, d], chunk_shape[d], bin_shape[d], b, bins[d]
+                )
+            bad = _first_outside(positions, flat, x + shift, stop + shift, lower, upper, edges)
+            if bad >= 0:
+                return bad
+            x = max(x, stop)
+            f += 1
     return -1

@@ -23,9 +23,9 @@ import numpy as np
 from zarr_vectors._progress import Reporter
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
-from zarr_vectors.kernels.box_rows import box_chunks, box_runs
+from zarr_vectors.kernels.box_rows import box_chunks, box_runs, select_rows
 from zarr_vectors.query.regions import BoxRegion, Region, parse_bbox
-from zarr_vectors.read import ChunkRows, LevelReader, PlacementRuns, RowRuns, select_placed
+from zarr_vectors.read import ChunkRows, LevelReader, PlacementRuns, RowRuns, check_placement
 from zarr_vectors.result import QueryResult
 
 __all__ = ["chunks_meeting", "parse_bbox", "query_box", "query_region", "read_all"]
@@ -220,9 +220,10 @@ def _query_box_points(reader: LevelReader, box: BoxRegion) -> QueryResult | None
 
     def select(rows: np.ndarray, run_row: np.ndarray, out: np.ndarray) -> np.ndarray:
         placed = PlacementRuns(chunks, runs.chunk, runs.start, lengths, run_row, table_row)
-        faces = (faces_lo, faces_hi, box.lo, box.hi)
-        bins = (bin_ranges[0], bin_ranges[1])
-        return select_placed(rows, placed, reader.grid, bins, faces, out, reader.paths[VERTICES])
+        check_placement(
+            rows, placed, reader.grid, (bin_ranges[0], bin_ranges[1]), reader.paths[VERTICES]
+        )
+        return select_rows(rows, run_row, lengths, faces_lo, faces_hi, box.lo, box.hi, out)
 
     read = dict(zip(names, reader.points.read_selected(names, runs, select), strict=True))
     return QueryResult(

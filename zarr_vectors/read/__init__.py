@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from zarr_vectors.read.global_shapes import check_global_shapes
 from zarr_vectors.read.point_reads import RowRuns
-from zarr_vectors.read.read_checks import PlacementRuns, check_placement, select_placed
+from zarr_vectors.read.read_checks import PlacementRuns, check_placement
 from zarr_vectors.read.reader import ChunkRows, LevelReader, existing_root
 
 __all__ = [
@@ -28,6 +28,5 @@ __all__ = [
     "RowRuns",
     "PlacementRuns",
     "check_placement",
-    "select_placed",
     "check_global_shapes",
 ]

@@ -22,7 +22,7 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.grid import ChunkGrid
-from zarr_vectors.kernels.placement import misplaced_row, select_placed_rows
+from zarr_vectors.kernels.placement import misplaced_row
 from zarr_vectors.store.shards import ShardIndex
 
 __all__ = [
@@ -31,7 +31,6 @@ __all__ = [
     "bins_tiling_problem",
     "check_placement",
     "first_with_blocks_past",
-    "select_placed",
     "stored_blocks_problem",
 ]
 
@@ -134,54 +133,6 @@ def check_placement(
     )
     if bad >= 0:
         raise _misplaced(positions, runs, grid, bad, path)
-
-
-def select_placed(
-    positions: np.ndarray,
-    runs: PlacementRuns,
-    grid: ChunkGrid,
-    bins: tuple[np.ndarray, np.ndarray],
-    box: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    out: np.ndarray,
-    path: str,
-) -> np.ndarray:
-    """The rows a box keeps (as :func:`~zarr_vectors.kernels.box_rows.select_rows`), after
-    :func:`check_placement` of each piece of rows, in the same pass (the rows in cache).
-
-    Parameters
-    ----------
-    positions, runs, grid, bins, path
-        As for :func:`check_placement`.
-    box
-        ``(faces_lo, faces_hi, lo, hi)``: per run the faces of the box to test, and its
-        bounds.
-    out
-        Where to write the kept rows.
-
-    Returns
-    -------
-    numpy.ndarray
-        The kept rows, the start of ``out``.
-
-    Raises
-    ------
-    CorruptChunkError
-        As :func:`check_placement`.
-    """
-    starts, sizes = bins
-    cells = (runs.chunks + grid.origin).astype(np.float64)
-    kept, bad = select_placed_rows(
-        positions,
-        (runs.row, runs.length, runs.start, runs.chunk),
-        cells,
-        (grid.chunk_shape, grid.bin_shape, grid.bins),
-        (runs.table_row, starts, sizes),
-        box,
-        out,
-    )
-    if bad >= 0:
-        raise _misplaced(positions, runs, grid, bad, path)
-    return kept
 
 
 def _misplaced(
