@@ -8,7 +8,8 @@ same load on the machine), for the cases of :mod:`benchmarks.read_checks`.
 
 Checks switched off: the placement of every vertex read (``check_placement``), the stored
 row blocks against the row count (``first_with_blocks_past``, ``stored_blocks_problem``),
-the tiling of a point cloud's bin ranges (``bins_tiling_problem``), hostile sizes against
+the tiling of a point cloud's bin ranges (``bins_tiling_problem``; ``first_untiled``, with
+their extent and sum, when a box plans from them), hostile sizes against
 the chunks stored (``check_stored_chunks``), the chunk tables of global arrays
 (``chunk_table_problem``) and the sharding layout of each array opened
 (``_check_sharding``). Not switched off (they cannot be without changing how bytes are
@@ -65,7 +66,7 @@ _NO_OPS: dict[tuple[ModuleType, str], Callable[..., Any]] = {
     (reader, "check_placement"): _nothing,
     (point_reads, "first_with_blocks_past"): _no_chunk,
     (reader, "stored_blocks_problem"): _nothing,
-    (point_reads, "bins_tiling_problem"): _no_tiling_problem,
+    (point_reads, "first_untiled"): _no_chunk,
     (reader, "bins_tiling_problem"): _no_tiling_problem,
     (reader, "check_stored_chunks"): _nothing,
     (global_shapes, "check_stored_chunks"): _nothing,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["concat_ranges"]
+from zarr_vectors.kernels._jit import njit
+
+__all__ = ["concat_ranges", "first_untiled"]
 
 
 def concat_ranges(starts: npt.ArrayLike, sizes: npt.ArrayLike) -> npt.NDArray[np.int64]:
@@ -26,3 +28,52 @@ def concat_ranges(starts: npt.ArrayLike, sizes: npt.ArrayLike) -> npt.NDArray[np
     begins = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     total = int(sizes.sum())
     return np.repeat(starts - begins, sizes) + np.arange(total, dtype=np.int64)
+
+
+def first_untiled(starts: npt.ArrayLike, sizes: npt.ArrayLike, counts: npt.ArrayLike) -> int:
+    """The first row of per-bin ranges that does not tile its chunk's rows, or -1.
+
+    Row ``k`` of ``(k, bins)`` first rows ``starts`` and row counts ``sizes`` tiles a chunk
+    of ``counts[k]`` rows in bin order (spec §6.5) when ``starts[k, 0] = 0``,
+    ``starts[k, f + 1] = starts[k, f] + sizes[k, f]``, every size is at least 0 and the
+    sizes add up to ``counts[k]`` (so the ranges end at ``counts[k]``): one pass over
+    each row.
+
+    Parameters
+    ----------
+    starts, sizes
+        ``(k, bins)`` integers.
+    counts
+        ``(k,)`` integers.
+
+    Returns
+    -------
+    int
+        The first row that fails, or -1.
+
+    Examples
+    --------
+    >>> first_untiled([[0, 2, 2], [0, 1, 3]], [[2, 0, 3], [1, 1, 0]], [5, 2])
+    1
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    if starts.ndim != 2 or sizes.shape != starts.shape or counts.shape != starts.shape[:1]:
+        return 0  # not per-bin ranges of these chunks
+    return int(_first_untiled(starts, sizes, counts))
+
+
+@njit
+def _first_untiled(
+    starts: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]
+) -> int:
+    for k in range(starts.shape[0]):
+        end = 0
+        for f in range(starts.shape[1]):
+            if starts[k, f] != end or sizes[k, f] < 0:
+                return k
+            end += sizes[k, f]
+        if end != counts[k]:
+            return k
+    return -1

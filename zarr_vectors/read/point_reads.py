@@ -26,8 +26,9 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import VERTEX_FRAGMENTS
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
+from zarr_vectors.kernels.ranges import first_untiled
 from zarr_vectors.read import _read_plans as read_plans
-from zarr_vectors.read.read_checks import bins_tiling_problem, first_with_blocks_past
+from zarr_vectors.read.read_checks import first_with_blocks_past
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.native_blocks import in_turns
 from zarr_vectors.store.shards import RowLayout
@@ -263,9 +264,7 @@ class PointReads:
             self.reader.fragment_ranges(chunks, counts)  # raises for the first wrong chunk
         starts = np.stack([f[0] for f in found])
         sizes = np.stack([f[1] for f in found])
-        extent = (starts + sizes).max(axis=1, initial=0)
-        wrong = (extent != counts) | (sizes.sum(axis=1) != counts)
-        if np.any(wrong | bins_tiling_problem(starts, sizes)):
+        if first_untiled(starts, sizes, counts) >= 0:  # extent, sum and tiling in one pass
             self.reader.fragment_ranges(chunks, counts)  # raises for the first wrong chunk
 
     def can_select(self, names: Sequence[str]) -> bool:
