@@ -21,8 +21,8 @@ from zarr_vectors.format.levels import SAMPLE
 from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.format.names import OBJECT_VERTEX_COUNTS
 from zarr_vectors.store.io import StoreIO
-from zarr_vectors.write._object_sparsity import SparseLevel, sparse_level_table
 from zarr_vectors.write._object_coarsening import ObjectMethod, coarse_table, object_method
+from zarr_vectors.write._object_sparsity import SparseLevel, sparse_level_table
 from zarr_vectors.write._objects import (
     LevelBuilder,
     ObjectTable,

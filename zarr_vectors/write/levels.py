@@ -19,8 +19,8 @@ from zarr_vectors.format.levels import (
     DEFAULT_OBJECTS_PER_CELL,
     DEFAULT_PER_BIN,
     DEFAULT_TARGET,
-    OBJECT_SPARSITY,
     OBJECT_METHODS,
+    OBJECT_SPARSITY,
     POINT_METHODS,
     SAMPLE,
 )
