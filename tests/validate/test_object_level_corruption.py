@@ -366,7 +366,7 @@ def test_coarse_vertices_are_level0_vertices_in_order(
     fine = _result([[[0, 0], [1, 1], [0, 0], [2, 2]], [[5, 5], [6, 6]]])
     report = ValidationReport(store="rows", level=5)
     ctx = Context(StoreIO(MemoryStore()), report, None)
-    check_objects(ctx, 1, (Level0Rows(fine), _result(coarse)), np.arange(2), None)
+    check_objects(ctx, 1, (Level0Rows(fine), _result(coarse)), np.arange(2), (None, {}))
     found = [p.path for p in report.problems if p.check_id == "L5.coarse_vertices_of_level0"]
     assert found == [f"1/object_index/data#object={k}" for k in wrong]
 

@@ -14,7 +14,12 @@ from zarr_vectors.kernels.binning import (
 )
 from zarr_vectors.kernels.bounds import segment_bounds
 from zarr_vectors.kernels.coarse_tables import CoarseGrid, CoarseObjects, coarse_cells
-from zarr_vectors.kernels.coarsen_clusters import coarsen_graphs, coarsen_meshes
+from zarr_vectors.kernels.coarsen_clusters import (
+    cluster_vertices,
+    coarsen_graphs,
+    coarsen_meshes,
+    component_labels,
+)
 from zarr_vectors.kernels.coarsen_polylines import coarsen_polylines
 from zarr_vectors.kernels.coarsen_skeletons import coarsen_skeletons
 from zarr_vectors.kernels.manifests import decode_manifests, encode_manifests
@@ -61,6 +66,8 @@ __all__ = [
     "coarsen_skeletons",
     "coarsen_graphs",
     "coarsen_meshes",
+    "cluster_vertices",
+    "component_labels",
     "polyline_lengths",
     "keep_longest",
     "first_vertex_cells",

@@ -133,10 +133,7 @@ def _vertex_rows(low: Batch, high: Batch) -> tuple[np.ndarray, np.ndarray]:
     out = []
     for batch in (low, high):
         columns = [batch.positions] + [batch.attributes[name] for name in names]
-        parts = [
-            np.ascontiguousarray(c).reshape(batch.n, -1).view(np.uint8).reshape(batch.n, -1)
-            for c in columns
-        ]
+        parts = [_flat(_flat(np.ascontiguousarray(c)).view(np.uint8)) for c in columns]
         out.append(np.concatenate(parts, axis=1))
     return out[0], out[1]
 
@@ -181,7 +178,7 @@ def source_rows(
 def _codes(fine: np.ndarray, coarse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """An int64 per row of both tables: equal iff the rows are equal."""
     n = fine.shape[0]
-    rows = np.concatenate([fine, coarse]).reshape(n + coarse.shape[0], -1)
+    rows = _flat(np.concatenate([fine, coarse]))
     codes = np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
     return codes[:n], codes[n:]
 
@@ -227,6 +224,11 @@ def _greedy(
             free[hits[0]] = False
 
 
+def _flat(rows: np.ndarray) -> np.ndarray:
+    """``rows`` as a 2-d table, one row per entry of axis 0 (also when there is none)."""
+    return rows.reshape(rows.shape[0], int(np.prod(rows.shape[1:], dtype=np.int64)))
+
+
 def _per_object(owner: np.ndarray, mask: np.ndarray, m: int) -> np.ndarray:
     """``(m,)`` whether some row of each object has ``mask``."""
     return np.bincount(owner[mask], minlength=m) > 0
@@ -237,7 +239,7 @@ def _multisets_differ(a: np.ndarray, b: np.ndarray, m: int) -> np.ndarray:
     multisets."""
     tagged = []
     for rows in (a, b):
-        unique, counts = np.unique(rows.reshape(rows.shape[0], -1), axis=0, return_counts=True)
+        unique, counts = np.unique(_flat(rows), axis=0, return_counts=True)
         tagged.append(np.concatenate([unique, counts[:, None]], axis=1))
     both = np.concatenate(tagged)
     unique, counts = np.unique(both, axis=0, return_counts=True)
@@ -380,7 +382,7 @@ def _graph(ctx: Context, pair: _Pair, attrs: dict[str, Any]) -> None:
 
 def _repeats(links: np.ndarray, owner: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of ``links``, and ``(m,)`` objects where a row repeats."""
-    unique, counts = np.unique(links.reshape(links.shape[0], -1), axis=0, return_counts=True)
+    unique, counts = np.unique(_flat(links), axis=0, return_counts=True)
     twice = unique[counts > 1, 0]
     return unique, np.bincount(owner[twice], minlength=m) > 0
 

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from zarr_vectors.format.nodes import node_problem
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.validate.checks import severity_of
@@ -127,6 +129,8 @@ class LevelFacts:
     n_max: int | None = None
     vertex_count: int | None = None
     chunk_count: int | None = None
+    empty_objects: np.ndarray | None = None
+    """Objects with the empty manifest, once L3 decoded the level's object index."""
 
 
 @dataclass(slots=True)

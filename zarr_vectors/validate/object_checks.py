@@ -19,6 +19,7 @@ from zarr_vectors.format.manifest import (
     decode_object_index_bulk,
     encode_object_index_bulk,
 )
+from zarr_vectors.format.names import OBJECT_VERTEX_COUNTS
 from zarr_vectors.store.arrays import (
     ALWAYS_STORED,
     check_stored_chunks,
@@ -168,12 +169,47 @@ class _Checks:
         except ManifestError:
             refs, failed = self._decode_each(data, offsets, ndim)
         empty = np.setdiff1d(np.setdiff1d(np.arange(n), refs.obj), failed)
-        for k in empty[:_MAX_REPORTED].tolist():
+        facts = ctx.facts.level.get(self.data.level)
+        if facts is not None and not failed.size:
+            facts.empty_objects = empty
+        for k in self._unexpected_empty(empty)[:_MAX_REPORTED].tolist():
             ctx.fail("L3.object_empty", self._obj_path(k), "the object's manifest names no vertex")
         refs = self._in_context(refs)
         if self.data.level == 0 and not failed.size:
             self._canonical(refs, data, offsets)
         return refs
+
+    def _unexpected_empty(self, empty: np.ndarray) -> np.ndarray:
+        """The objects of ``empty`` L3.object_empty reports: at a level N >= 1 (spec §4.3.3)
+        not those empty at level 0 (never kept) nor, at a level that records an ``objects``
+        rule, those whose ``object_vertex_counts`` entry is 0 (dropped by the rule, which
+        L5.object_sparsity_rule checks against level 0)."""
+        if self.data.level == 0 or not empty.size:
+            return empty
+        base = self.ctx.facts.level.get(0)
+        if base is not None and base.empty_objects is not None:
+            empty = np.setdiff1d(empty, base.empty_objects)
+        facts = self.ctx.facts.level.get(self.data.level)
+        coarsening = facts.attrs.get("coarsening") if facts is not None else None
+        if not empty.size or not isinstance(coarsening, dict):
+            return empty
+        if not isinstance(coarsening.get("objects"), dict):
+            return empty
+        counts = self._vertex_counts()
+        if counts is None:
+            return empty
+        inside = empty[empty < counts.shape[0]]
+        return np.setdiff1d(empty, inside[counts[inside] == 0])
+
+    def _vertex_counts(self) -> np.ndarray | None:
+        """The level's ``object_vertex_counts`` (None: absent or unreadable, which L5 reports)."""
+        if not self._exists(OBJECT_VERTEX_COUNTS):
+            return None
+        try:
+            values = read_whole(self.ctx.io.store, f"{self.base}/{OBJECT_VERTEX_COUNTS}")
+        except STORE_ERRORS:
+            return None
+        return np.asarray(values).reshape(-1)
 
     def _decode_each(
         self, data: np.ndarray, offsets: np.ndarray, ndim: int

@@ -5,7 +5,8 @@ level for the same batch of object ids, so memory holds one batch of every level
 at most :data:`REPRODUCE_LIMIT` level-0 vertices is one batch, and only then is
 ``L5.object_coarsening_reproduced`` run (it recomputes each level from the whole of level 0 by
 :data:`~zarr_vectors.validate.object_rules.REPRODUCERS`); above, it is skipped with a note.
-The kind-specific checks of ``thin`` and ``cluster`` levels are not here.
+The link checks of ``thin`` and ``cluster`` levels are in
+:mod:`~zarr_vectors.validate.coarse_links`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from zarr_vectors.errors import FormatError
+from zarr_vectors.errors import FormatError, InvalidInputError
 from zarr_vectors.format.jsonutil import pointer
 from zarr_vectors.format.levels import RUNS
 from zarr_vectors.format.metadata import RootMetadata
@@ -31,6 +32,7 @@ from zarr_vectors.validate.object_compare import compare_globals, reproduce
 from zarr_vectors.validate.object_rules import (
     ALL_METHODS,
     KIND_METHODS,
+    Recipe,
     coarsening_problem,
     kept_objects,
     offsets_of,
@@ -146,8 +148,7 @@ def _check_levels(ctx: Context, base: ObjectReader, levels: list[_Level], ndim: 
         for level in levels:
             coarse = level.reader.read(ids)
             level.sizes[ids] = np.diff(offsets_of(coarse))
-            runs = level.coarsening.get("method") == RUNS
-            check_objects(ctx, level.number, (rows, coarse), ids, level.grid if runs else None)
+            check_objects(ctx, level.number, (rows, coarse), ids, (level.grid, level.coarsening))
             level.result = coarse if ids.shape[0] == m else None
         facts.result = found if ids.shape[0] == m else None
     for level in levels:
@@ -237,7 +238,17 @@ def _reproduce(ctx: Context, facts: _Base, level: _Level, keep: np.ndarray) -> N
         )
         return
     method = str(level.coarsening.get("method"))
-    problem = reproduce(method, facts.result, level.result, level.grid, keep)
+    within = level.coarsening.get("within")
+    directed = ctx.root_attrs().get("is_directed") is True
+    recipe = Recipe(level.grid, keep, within if isinstance(within, str) else None, directed)
+    try:
+        problem = reproduce(method, facts.result, level.result, recipe)
+    except InvalidInputError as exc:
+        ctx.report.note(
+            f"L5.object_coarsening_reproduced skipped at level {level.number}: level 0 cannot "
+            f"be coarsened ({exc})"
+        )
+        return
     if problem is None:
         ctx.report.note(
             f"L5.object_coarsening_reproduced skipped at level {level.number}: this validator "

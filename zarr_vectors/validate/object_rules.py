@@ -15,11 +15,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from zarr_vectors.errors import FormatError
-from zarr_vectors.format.levels import RUNS
+from zarr_vectors.format.levels import CLUSTER, RUNS, THIN
 from zarr_vectors.kernels import (
     CoarseGrid,
     coarse_cells,
+    coarsen_graphs,
+    coarsen_meshes,
     coarsen_polylines,
+    coarsen_skeletons,
     id_hashes,
     keep_longest,
     keep_per_cell,
@@ -31,6 +34,7 @@ __all__ = [
     "KIND_METHODS",
     "REPRODUCERS",
     "Coarsened",
+    "Recipe",
     "coarsening_problem",
     "kept_objects",
     "offsets_of",
@@ -39,16 +43,16 @@ __all__ = [
 KIND_METHODS: dict[str, str] = {
     "polyline": RUNS,
     "streamline": RUNS,
-    "skeleton": "thin",
-    "graph": "cluster",
-    "mesh": "cluster",
+    "skeleton": THIN,
+    "graph": CLUSTER,
+    "mesh": CLUSTER,
 }
 """The method of §4.3.3 for each object kind."""
 
-ALL_METHODS = frozenset({"sample", "aggregate", RUNS, "thin", "cluster"})
+ALL_METHODS = frozenset({"sample", "aggregate", RUNS, THIN, CLUSTER})
 """Every method §4.3 names; another name is only warned about (``L2.coarsening_method_unknown``)."""
 
-_REPRESENTATIVE = {RUNS: "ends_and_middle", "cluster": "closest_to_mean"}
+_REPRESENTATIVE = {RUNS: "ends_and_middle", CLUSTER: "closest_to_mean"}
 _WITHIN = {"graph": "component", "mesh": "object"}
 _LENGTH_KINDS = ("polyline", "streamline")
 
@@ -113,7 +117,7 @@ def coarsening_problem(kind: str, coarsening: dict[str, Any], strategy: Any) -> 
     expected: dict[str, Any] = {"method": method}
     if method in _REPRESENTATIVE:
         expected["representative"] = _REPRESENTATIVE[method]
-    if method == "cluster":
+    if method == CLUSTER:
         expected["within"] = _WITHIN[kind]
     given = {k: v for k, v in coarsening.items() if k != "objects"}
     if given != expected:
@@ -192,14 +196,47 @@ class Coarsened(NamedTuple):
     source
         ``(n_c,)`` level-0 row of every coarse vertex (its attributes are carried from it).
     links
-        ``(E, L)`` links as rows of ``positions``, or None when they follow from the offsets
-        (polyline chains).
+        ``(E, L)`` links as rows of ``positions`` as a read returns them (skeletons:
+        ``(child, parent)`` rows without the roots), or None when they follow from the
+        offsets (polyline chains).
+    link_source
+        ``(E,)`` the level-0 link (a row of the read's links) each link comes from (its link
+        attributes are carried from it), or None with ``links``.
     """
 
     positions: np.ndarray
     offsets: np.ndarray
     source: np.ndarray
     links: np.ndarray | None
+    link_source: np.ndarray | None = None
+
+
+class Recipe(NamedTuple):
+    """What a recomputation takes beside level 0.
+
+    Attributes
+    ----------
+    grid
+        The store's chunk grid with the level's bin shape.
+    keep
+        ``(m,)`` bool: the objects the recorded sparsity rule keeps.
+    within
+        ``coarsening.within`` of a ``cluster`` level (``"component"``: graphs, ``"object"``:
+        meshes), else None.
+    directed
+        Whether graph edges keep their direction (the root's ``is_directed``).
+
+    Examples
+    --------
+    >>> recipe = Recipe(CoarseGrid((8.0,), (4.0,), (0,)), np.ones(2, bool), "component")
+    >>> recipe.within, recipe.directed
+    ('component', False)
+    """
+
+    grid: CoarseGrid
+    keep: np.ndarray
+    within: str | None = None
+    directed: bool = False
 
 
 def offsets_of(result: QueryResult) -> np.ndarray:
@@ -215,14 +252,58 @@ def offsets_of(result: QueryResult) -> np.ndarray:
     return result.offsets
 
 
-Reproducer = Callable[[QueryResult, CoarseGrid, np.ndarray], Coarsened]
+def _links_of(result: QueryResult, width: int) -> np.ndarray:
+    """The links of a read as int64 rows (none: an empty table)."""
+    links = result.faces if width == 3 else result.edges
+    if links is None:
+        return np.zeros((0, width), np.int64)
+    return np.asarray(links, np.int64).reshape(-1, width)
 
 
-def _runs(base: QueryResult, grid: CoarseGrid, keep: np.ndarray) -> Coarsened:
+Reproducer = Callable[[QueryResult, Recipe], Coarsened]
+
+
+def _runs(base: QueryResult, recipe: Recipe) -> Coarsened:
     """``runs`` (polylines, streamlines): the chains follow from the offsets."""
-    out = coarsen_polylines(base.positions, offsets_of(base), grid, keep)
+    out = coarsen_polylines(base.positions, offsets_of(base), recipe.grid, recipe.keep)
     return Coarsened(out.positions, out.offsets, out.source, None)
 
 
-REPRODUCERS: dict[str, Reproducer] = {RUNS: _runs}
-"""Recomputation of a level from level 0 by method: ``(level 0, grid, kept) -> Coarsened``."""
+def _thin(base: QueryResult, recipe: Recipe) -> Coarsened:
+    """``thin`` (skeletons): the read's ``(child, parent)`` rows give every parent; a coarse
+    parent record comes from its child's source's level-0 record."""
+    edges = _links_of(base, 2)
+    n = base.positions.shape[0]
+    parents = np.full(n, -1, np.int64)
+    parents[edges[:, 0]] = edges[:, 1]
+    record = np.full(n, -1, np.int64)
+    record[edges[:, 0]] = np.arange(edges.shape[0])
+    out = coarsen_skeletons(base.positions, parents, offsets_of(base), recipe.grid, recipe.keep)
+    child = np.flatnonzero(out.links >= 0)
+    links = np.stack([child, out.links[child]], axis=1)
+    return Coarsened(out.positions, out.offsets, out.source, links, record[out.source[child]])
+
+
+def _cluster(base: QueryResult, recipe: Recipe) -> Coarsened:
+    """``cluster``: graphs within components, meshes within objects."""
+    offsets = offsets_of(base)
+    if recipe.within == "component":
+        edges = _links_of(base, 2)
+        out = coarsen_graphs(
+            base.positions,
+            edges,
+            offsets,
+            recipe.grid,
+            directed=recipe.directed,
+            keep=recipe.keep,
+        )
+    else:
+        faces = _links_of(base, 3)
+        out = coarsen_meshes(base.positions, faces, offsets, recipe.grid, keep=recipe.keep)
+    width = 3 if recipe.within != "component" else 2
+    links = out.links.reshape(-1, width)
+    return Coarsened(out.positions, out.offsets, out.source, links, out.link_source)
+
+
+REPRODUCERS: dict[str, Reproducer] = {RUNS: _runs, THIN: _thin, CLUSTER: _cluster}
+"""Recomputation of a level from level 0 by method: ``(level 0, recipe) -> Coarsened``."""

@@ -3,15 +3,22 @@
 
 Both take one batch of objects, read whole at level 0 and at level N in the same id order.
 Vertices are compared bit for bit: each row's object and coordinate bytes become one key.
+The order a coarse object keeps depends on the method: ``runs`` and ``thin`` keep a
+subsequence of the object's level-0 vertices; a ``cluster`` object's vertices are one per
+cluster (the object's level-0 vertices of one cell, and of one component in a graph), in
+the order of the clusters' smallest members, which the stored rows give (the source, the
+member closest to the mean, is recomputed by ``L5.object_coarsening_reproduced``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from zarr_vectors.kernels import CoarseGrid, coarse_cells
+from zarr_vectors.format.levels import CLUSTER, RUNS
+from zarr_vectors.kernels import CoarseGrid, cluster_vertices, coarse_cells, component_labels
 from zarr_vectors.result import QueryResult
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.object_checks import object_path
@@ -43,6 +50,7 @@ class Level0Rows:
     def __init__(self, result: QueryResult) -> None:
         self.result = result
         self._sorted: tuple[np.ndarray, np.ndarray] | None = None
+        self._components: np.ndarray | None = None
 
     def sorted_hashes(self) -> tuple[np.ndarray, np.ndarray]:
         """The rows in ascending hash order (stable) and their hashes in that order."""
@@ -52,17 +60,51 @@ class Level0Rows:
             self._sorted = (order, hashes[order])
         return self._sorted
 
+    def clusters(self, grid: CoarseGrid, within: str | None) -> np.ndarray:
+        """``(n,)`` the cluster of every row on the level of ``grid`` (spec §4.3.3): the
+        rows of one object in one cell, and of one component of the object's edges when
+        ``within`` is ``"component"``; clusters are numbered by their smallest row.
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> pos = np.array([[0.5], [4.5], [1.0], [9.0]], np.float32)
+        >>> graph = zv.QueryResult(positions=pos, offsets=np.array([0, 3, 4]),
+        ...                        edges=np.array([[0, 1]]))
+        >>> grid = CoarseGrid((8.0,), (4.0,), (0,))
+        >>> rows = Level0Rows(graph)
+        >>> rows.clusters(grid, "object").tolist(), rows.clusters(grid, "component").tolist()
+        ([0, 1, 0, 2], [0, 1, 2, 3])
+        """
+        cell = coarse_cells(self.result.positions, grid)[1]
+        alive = np.ones(cell.shape[0], np.bool_)
+        return cluster_vertices(self._labels(within), cell, alive)[0]
+
+    def _labels(self, within: str | None) -> np.ndarray:
+        """The object of every row, or its component (named by its smallest row, which
+        lies in the same object) for ``"component"``."""
+        offsets = offsets_of(self.result)
+        if within != "component":
+            return _owners(offsets)
+        if self._components is None:
+            edges = self.result.edges
+            links = np.zeros((0, 2), np.int64) if edges is None else edges
+            self._components = component_labels(self.result.positions.shape[0], links)
+        return self._components
+
 
 def check_objects(
     ctx: Context,
     level: int,
     pair: tuple[Level0Rows, QueryResult],
     ids: np.ndarray,
-    grid: CoarseGrid | None,
+    rule: tuple[CoarseGrid | None, Mapping[str, Any]],
 ) -> None:
     """Check one batch of objects of ``level``: ``pair`` is (level 0, level N) read for
-    ``ids``; ``grid`` (the level's coarse grid) only for ``runs`` levels."""
+    ``ids``; ``rule`` is the level's coarse grid and ``coarsening`` record. Without a grid
+    the checks that need cells (``runs`` ends, ``cluster`` order) are left out."""
     base, coarse = pair
+    grid, coarsening = rule
     found = base.result
     if found.positions.dtype != coarse.positions.dtype:
         ctx.fail(
@@ -72,15 +114,20 @@ def check_objects(
             f"{found.positions.dtype}",
         )
         return
-    bad = _not_of_level0(base, coarse)
+    method = coarsening.get("method")
+    if method == CLUSTER:
+        bad = _clusters_out_of_order(base, coarse, grid, coarsening.get("within"))
+        why = "one per cluster, in the order of the clusters' smallest members"
+    else:
+        bad, why = _not_of_level0(base, coarse), "in traversal order"
     for k in bad[:_MAX_REPORTED].tolist():
         ctx.fail(
             "L5.coarse_vertices_of_level0",
             object_path(str(level), int(ids[k])),
             f"the vertices of object {int(ids[k])} at level {level} are not level-0 vertices "
-            "of the object in traversal order",
+            f"of the object {why}",
         )
-    if grid is not None:
+    if grid is not None and method == RUNS:
         ctx.mark("L5.runs_ends_kept")
         for k, why in _ends_problems(found, coarse, grid)[:_MAX_REPORTED]:
             ctx.fail(
@@ -158,6 +205,53 @@ def _not_of_level0(base: Level0Rows, coarse: QueryResult) -> np.ndarray:
         )
     ]
     return np.asarray(wrong, np.int64)
+
+
+def _clusters_out_of_order(
+    base: Level0Rows, coarse: QueryResult, grid: CoarseGrid | None, within: Any
+) -> np.ndarray:
+    """Batch positions of the objects whose coarse vertices are not level-0 vertices of the
+    object (bit for bit) whose clusters ascend strictly (so one vertex per cluster).
+
+    Each coarse row takes the cluster of the first level-0 row of its object with its bits;
+    an object whose clusters ascend passes. The others (a vertex without a match, or a
+    graph whose repeated coordinates lie in two components) are decided row by row. Without
+    a grid only the bits are checked."""
+    t = _first_sources(base, coarse)
+    owner = _owners(offsets_of(coarse))
+    missing = owner[t < 0]
+    if grid is None:
+        return np.unique(missing)
+    cluster = base.clusters(grid, within if isinstance(within, str) else None)
+    mine = np.where(t >= 0, cluster[np.maximum(t, 0)], -1)
+    same = owner[1:] == owner[:-1]
+    unsure = np.unique(np.concatenate([missing, owner[1:][same & (mine[1:] <= mine[:-1])]]))
+    off0, off1 = offsets_of(base.result), offsets_of(coarse)
+    wrong = [
+        k
+        for k in unsure.tolist()
+        if not _clusters_ascend(
+            _row_bytes(coarse.positions[off1[k] : off1[k + 1]]),
+            _row_bytes(base.result.positions[off0[k] : off0[k + 1]]),
+            cluster[off0[k] : off0[k + 1]],
+        )
+    ]
+    return np.asarray(wrong, np.int64)
+
+
+def _clusters_ascend(coarse: list[bytes], fine: list[bytes], cluster: np.ndarray) -> bool:
+    """Whether every coarse row can be given a fine row with its bytes so that the clusters
+    of those rows ascend strictly (each row takes the smallest cluster above the last)."""
+    choices: dict[bytes, list[int]] = {}
+    for row, c in zip(fine, cluster.tolist(), strict=True):
+        choices.setdefault(row, []).append(c)
+    last = -1
+    for row in coarse:
+        above = [c for c in choices.get(row, []) if c > last]
+        if not above:
+            return False
+        last = min(above)
+    return True
 
 
 def _row_bytes(rows: np.ndarray) -> list[bytes]:
