@@ -214,15 +214,12 @@ def _query_box_points(reader: LevelReader, box: BoxRegion) -> QueryResult | None
     names = _vertex_column_names(reader)
     if not reader.points.can_select(names):
         return None
-    runs, faces_lo, faces_hi, (table_row, *bin_ranges) = _box_row_runs(reader, box)
+    runs, faces_lo, faces_hi, (table_row, starts, sizes, chunks, cells) = _box_row_runs(reader, box)
     lengths = runs.stop - runs.start
-    chunks = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, reader.grid.ndim)
 
     def select(rows: np.ndarray, run_row: np.ndarray, out: np.ndarray) -> np.ndarray:
-        placed = PlacementRuns(chunks, runs.chunk, runs.start, lengths, run_row, table_row)
-        check_placement(
-            rows, placed, reader.grid, (bin_ranges[0], bin_ranges[1]), reader.paths[VERTICES]
-        )
+        placed = PlacementRuns(chunks, runs.chunk, runs.start, lengths, run_row, table_row, cells)
+        check_placement(rows, placed, reader.grid, (starts, sizes), reader.paths[VERTICES])
         return select_rows(rows, run_row, lengths, faces_lo, faces_hi, box.lo, box.hi, out)
 
     read = dict(zip(names, reader.points.read_selected(names, runs, select), strict=True))
@@ -249,16 +246,23 @@ def _box_chunks(
 
 def _box_row_runs(
     reader: LevelReader, box: BoxRegion
-) -> tuple[RowRuns, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+) -> tuple[
+    RowRuns,
+    np.ndarray,
+    np.ndarray,
+    tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+]:
     """The row runs of the bins the box meets, the faces cutting each (see
-    :func:`~zarr_vectors.kernels.box_rows.box_runs`), and the per-bin ranges they were
-    planned from: per chunk its row of the tables (-1: not read), and the ``starts`` and
-    ``sizes`` tables (the reader's: later reads may grow them into new arrays)."""
+    :func:`~zarr_vectors.kernels.box_rows.box_runs`), and what they were planned from: per
+    chunk its row of the per-bin tables (-1: not read), the ``starts`` and ``sizes``
+    tables (the reader's: later reads may grow them into new arrays), and the chunks'
+    zarr indices (int64) and absolute indices (float64), ``(k, D)`` each."""
     chunks, counts, covered, where = _box_chunks(reader, box)
     bins = reader.points.bin_table(where[~covered], where)
     grid = reader.grid
+    cells = (chunks + grid.origin).astype(np.float64)
     chunk, start, stop, faces_lo, faces_hi = box_runs(
-        (chunks + grid.origin).astype(np.float64),
+        cells,
         grid.chunk_shape,
         grid.bin_shape,
         grid.bins,
@@ -271,7 +275,7 @@ def _box_row_runs(
         bins.sizes,
     )
     keys = [tuple(c) for c in chunks.tolist()]
-    tables = (bins.row[where], bins.starts, bins.sizes)
+    tables = (bins.row[where], bins.starts, bins.sizes, chunks, cells)
     return RowRuns(keys, chunk, start, stop, where), faces_lo, faces_hi, tables
 
 

@@ -58,10 +58,12 @@ class PlacementRuns:
     Run ``q`` is rows ``[row[q], row[q] + length[q])`` of the decoded positions, chunk rows
     ``start[q]`` on of chunk ``chunks[chunk[q]]`` (zarr chunk index, ``(k, D)``);
     ``table_row[i]`` is the row of chunk ``i``'s per-bin ranges in the bin tables, or -1
-    to check its rows against the chunk's box only.
+    to check its rows against the chunk's box only. ``cells``: the chunks' absolute indices
+    (``chunks`` plus the grid's origin, float64) when the caller has them (a box query's
+    planner does), else None (made by :func:`check_placement`).
     """
 
-    __slots__ = ("chunk", "chunks", "length", "row", "start", "table_row")
+    __slots__ = ("cells", "chunk", "chunks", "length", "row", "start", "table_row")
 
     def __init__(
         self,
@@ -71,6 +73,7 @@ class PlacementRuns:
         length: np.ndarray,
         row: np.ndarray | None = None,
         table_row: np.ndarray | None = None,
+        cells: np.ndarray | None = None,
     ) -> None:
         self.chunks = chunks
         self.chunk = chunk
@@ -78,6 +81,7 @@ class PlacementRuns:
         self.length = length
         self.row = (np.cumsum(length) - length) if row is None else row
         self.table_row = np.full(chunks.shape[0], -1, np.int64) if table_row is None else table_row
+        self.cells = cells
 
     @classmethod
     def of_requests(
@@ -121,9 +125,13 @@ def check_placement(
     """
     if not runs.chunk.shape[0]:
         return
-    empty = np.zeros((0, grid.bins_per_chunk_total), np.int64)
-    starts, sizes = (empty, empty) if bins is None else bins
-    cells = (runs.chunks + grid.origin).astype(np.float64)
+    if bins is None:
+        starts = sizes = np.zeros((0, grid.bins_per_chunk_total), np.int64)
+    else:
+        starts, sizes = bins
+    cells = runs.cells
+    if cells is None:
+        cells = (runs.chunks + grid.origin).astype(np.float64)
     bad = misplaced_row(
         positions,
         (runs.row, runs.length, runs.start, runs.chunk),
