@@ -3,7 +3,7 @@
 :mod:`benchmarks.read_checks` compares two source trees in separate processes; on a shared
 machine their times swing by more than the few percent measured. This measures the checks
 alone, in one process: the same reads with the read-time checks on and with each of them
-replaced by a no-op that passes, alternated block by block (same caches, same kernels, the
+replaced by a no-op that passes, alternated call by call (same caches, same kernels, the
 same load on the machine), for the cases of :mod:`benchmarks.read_checks`.
 
 Checks switched off: the placement of every vertex read (``check_placement``), the stored
@@ -16,12 +16,15 @@ the chunks stored (``check_stored_chunks``), the chunk tables of global arrays
 decoded): a shard's place record (one cached 12-byte comparison per shard index decoded)
 and the CRC32C of manifests and of the object index.
 
+Every call is made with the checks on and off back to back (which first alternates).
 Columns: ``least`` is, per box or id set, the least CPU time (``time.process_time``) of any
 call with the checks on and off; the median over boxes; the change with a 95% bootstrap
-interval (rounds resampled). ``paired blocks``: per round, the CPU time of a block of calls
-with the checks on over the block with them off, then the median over rounds with its
-bootstrap interval. Kernels run as machine code (kernel mode ``compiled``; a first pass
-of each case loads or compiles them before timing).
+interval (rounds resampled). ``paired blocks``: per round, the CPU time of all calls
+with the checks on over that with them off, then the median over rounds with its
+bootstrap interval. ``paired calls``: the median over every pair of the time with the
+checks on over the time with them off (the two calls of a pair meet the same load), with
+its bootstrap interval (rounds resampled). Kernels run as machine code (kernel mode
+``compiled``; a first pass of each case loads or compiles them before timing).
 """
 
 from __future__ import annotations
@@ -115,17 +118,21 @@ def _cases(where: str, n_points: int, seed: int) -> dict[str, list[Callable[[], 
 
 
 def _alternate(calls: list[Callable[[], Any]], rounds: int, reps: int) -> dict[bool, np.ndarray]:
-    """``(calls, rounds, reps)`` CPU seconds of every call, with the checks on and off."""
+    """``(calls, rounds, reps)`` CPU seconds of every call, with the checks on and off.
+
+    Each call is timed with the checks on and off back to back (in turn, which first), so
+    the two times of a pair meet the same load on the machine (other processes, the other
+    hardware thread of the core), which changes from one millisecond to the next."""
     for on in (True, False):  # kernels loaded, caches filled, both ways
         _checks(on)
         for call in calls:
             call()
     times = {on: np.zeros((len(calls), rounds, reps)) for on in (True, False)}
     for r in range(rounds):
-        for on in (True, False) if r % 2 == 0 else (False, True):
-            _checks(on)
-            for k in range(reps):
-                for j, call in enumerate(calls):
+        for k in range(reps):
+            for j, call in enumerate(calls):
+                for on in (True, False) if (r + k + j) % 2 == 0 else (False, True):
+                    _checks(on)
                     cpu = time.process_time()
                     call()
                     times[on][j, r, k] = time.process_time() - cpu
@@ -152,6 +159,9 @@ def _row(case: str, times: dict[bool, np.ndarray], rng: np.random.Generator) -> 
     blocks = times[True].sum(axis=(0, 2)) / times[False].sum(axis=(0, 2))
     boot = np.median(blocks[picks], axis=1)
     b_low, b_high = _interval(boot - 1)
+    pairs = (times[True] / times[False]).transpose(1, 0, 2).reshape(rounds, -1)  # per round
+    p_boot = np.array([np.median(pairs[p]) for p in picks[:500]])
+    p_low, p_high = _interval(p_boot - 1)
     off, on = (np.median(least[x].min(axis=1)) * 1e3 for x in (False, True))
     return (
         case,
@@ -159,6 +169,7 @@ def _row(case: str, times: dict[bool, np.ndarray], rng: np.random.Generator) -> 
         f"{on:.3f} ms",
         f"{change(np.arange(rounds)) * 100:+.1f}% [{low * 100:+.1f}, {high * 100:+.1f}]",
         f"{(np.median(blocks) - 1) * 100:+.1f}% [{b_low * 100:+.1f}, {b_high * 100:+.1f}]",
+        f"{(np.median(pairs) - 1) * 100:+.1f}% [{p_low * 100:+.1f}, {p_high * 100:+.1f}]",
     )
 
 
@@ -175,7 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     set_kernel_mode("compiled")
     rng = np.random.default_rng(12345)
     rows: list[tuple[str, ...]] = [
-        ("case", "checks off, least", "on, least", "change [95%]", "paired blocks [95%]")
+        (
+            "case",
+            "checks off, least",
+            "on, least",
+            "change [95%]",
+            "paired blocks [95%]",
+            "paired calls [95%]",
+        )
     ]
     with tempfile.TemporaryDirectory(prefix="zv-bench-check-costs-") as tmp:
         for case, calls in _cases(tmp, int(args.points), args.seed).items():
