@@ -162,3 +162,27 @@ def test_sums_add_in_row_order() -> None:
     values = np.array([[1e16], [1.0], [-1e16], [1.0]])
     # left to right: (1e16 + 1) rounds to 1e16, then 0, then 1
     assert segment_sums(values, np.array([0, 4]))[0, 0] == 1.0
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(st.integers(0, 3000), min_size=1, max_size=4),
+    st.integers(1, 300),
+    st.integers(0, 2**32),
+    st.sampled_from(["uniform", "high", "ties"]),
+)
+def test_sample_of_long_segments_equals_lexsort(
+    lengths: list[int], cap: int, seed: int, spread: str
+) -> None:
+    """Long segments: hash-like keys take the prefiltered path to the cap-th key, keys all
+    in the top of the range (or few distinct ones) the full partition; both exact."""
+    rng = np.random.default_rng(seed)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n = int(offsets[-1])
+    keys = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
+    if spread == "high":
+        keys |= np.uint64(1 << 63)
+    elif spread == "ties":
+        keys = rng.integers(0, 3, size=n).astype(np.uint64)
+    keep = sample_segments(keys, offsets, cap)
+    assert np.array_equal(keep, sample_twin(keys, offsets, cap))

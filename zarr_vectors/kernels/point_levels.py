@@ -85,7 +85,7 @@ def _sample_segments(keys: U64, offsets: I64, cap: int, keep: npt.NDArray[np.boo
         if b - a <= cap:
             keep[a:b] = True
             continue
-        kth = np.partition(keys[a:b], cap - 1)[cap - 1]
+        kth = _kth_smallest(keys[a:b], cap)
         below = 0
         for i in range(a, b):
             if keys[i] < kth:
@@ -97,6 +97,30 @@ def _sample_segments(keys: U64, offsets: I64, cap: int, keep: npt.NDArray[np.boo
             if keys[i] == kth:
                 keep[i] = True
                 below += 1
+
+
+@njit
+def _kth_smallest(keys: U64, k: int) -> Any:
+    # The k-th smallest key (k >= 1). Keys are hashes, about uniform: the k smallest of n
+    # lie (all but surely) below about 2 k / n of the range, so only the keys below that
+    # limit are partitioned when there are at least k of them (exact: the k smallest are
+    # then all below it), else all keys.
+    n = keys.shape[0]
+    share = (2.0 * k + 64.0) / n
+    if share < 1.0:
+        limit = np.uint64(share * 18446744073709551616.0)
+        count = 0
+        for i in range(n):
+            count += keys[i] < limit
+        if count >= k:
+            below = np.empty(count, dtype=np.uint64)
+            j = 0
+            for i in range(n):
+                if keys[i] < limit:
+                    below[j] = keys[i]
+                    j += 1
+            return np.partition(below, k - 1)[k - 1]
+    return np.partition(keys, k - 1)[k - 1]
 
 
 def segment_sums(values: npt.NDArray[Any], offsets: I64) -> F64:

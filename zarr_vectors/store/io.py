@@ -651,10 +651,16 @@ class StoreIO:
             for key, value in items:
                 self._set_local(root, key, value)
             return
-        # File system calls release the GIL: a few threads overlap them. All are done
-        # when this returns, so no write outlives the call.
+        # File system calls release the GIL: a few threads overlap them, each writing every
+        # _WRITE_THREADS-th file (a task per file cost more than a small file's write).
+        # All are done when this returns, so no write outlives the call.
         pool = shared_pool("zv-write", _WRITE_THREADS)
-        results_of([pool.submit(self._set_local, root, k, v) for k, v in items])
+        share = [items[k::_WRITE_THREADS] for k in range(_WRITE_THREADS)]
+        results_of([pool.submit(self._set_local_many, root, part) for part in share if part])
+
+    def _set_local_many(self, root: Path, items: Sequence[tuple[str, bytes]]) -> None:
+        for key, value in items:
+            self._set_local(root, key, value)
 
     def _set_local(self, root: Path, key: str, value: bytes) -> None:
         path = root / key

@@ -842,8 +842,9 @@ def _stored_dtype(name: str) -> np.dtype[Any]:
 
 
 def _pad_rows(block: np.ndarray, rows: int, fill: int) -> np.ndarray:
-    padded = np.full((rows, *block.shape[1:]), fill, dtype=block.dtype)
+    padded = np.empty((rows, *block.shape[1:]), dtype=block.dtype)
     padded[: block.shape[0]] = block
+    padded[block.shape[0] :] = fill
     return padded
 
 

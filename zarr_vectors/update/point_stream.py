@@ -580,11 +580,11 @@ class PointWriter(CloseOnExit):
         read = functools.partial(self._chunk_rows, grid=grid)
         ahead = read_ahead(read, visit, sizes, self.budget // _READ_AHEAD_SHARE)
         with contextlib.closing(ahead) as found:  # no read outlives the loop
-            for done, (chunk, (rows, blob)) in enumerate(zip(visit, found, strict=True)):
+            for done, (chunk, (rows, blob, bins)) in enumerate(zip(visit, found, strict=True)):
                 g = np.asarray(chunk, dtype=np.int64) - grid.origin
                 writer.add_chunk(g, rows, blob)
                 if first is not None:
-                    first.add(g, rows)
+                    first.add(g, rows, bins)
                 self.progress("write", done + 1, len(chunks))
 
     def _second_pass(self, grid: ChunkGrid) -> None:
@@ -628,11 +628,12 @@ class PointWriter(CloseOnExit):
 
     def _chunk_rows(
         self, chunk: tuple[int, ...], grid: ChunkGrid
-    ) -> tuple[list[np.ndarray], np.ndarray]:
-        """A chunk's rows of every column in storage order, and its dense fragment blob."""
+    ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        """A chunk's rows of every column in storage order, its dense fragment blob and
+        its ``(P + 1,)`` bin offsets."""
         values, offsets = self._binned_rows(chunk, grid.bins_per_chunk_total)
         blob = encode_dense_ranges_batch(offsets[None, :-1], np.diff(offsets)[None])[0]
-        return values, blob
+        return values, blob, offsets
 
     def _check_open(self) -> None:
         if self.closed:

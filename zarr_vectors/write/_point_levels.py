@@ -36,6 +36,7 @@ from zarr_vectors.kernels.point_levels import (
     segment_sums,
 )
 from zarr_vectors.store.io import StoreIO
+from zarr_vectors.write._bin_merge import BinMerge
 from zarr_vectors.write._pipeline import (
     LevelWriter,
     SortedPoints,
@@ -584,17 +585,25 @@ class FirstLevels:
         candidates = list(_candidates(settings, grid.bins))
         self.steps = candidates if self.how is not None else candidates[:1]
         self.grids = [coarse_grid(grid, ratio) for ratio, _ in self.steps]
+        self.merges = [
+            None if self.how is not None else BinMerge.plan(grid.bins, coarse.bins)
+            for coarse in self.grids
+        ]
         self.bounds, self.budget = bounds, budget
         self.rows: dict[tuple[int, ...], list[SortedPoints]] | None = {}
         self.nbytes = 0
 
-    def add(self, chunk: np.ndarray, columns: list[np.ndarray]) -> None:
-        """Compute the candidates of a chunk (grid index) from its level-0 ``columns``."""
+    def add(
+        self, chunk: np.ndarray, columns: list[np.ndarray], bin_offsets: np.ndarray | None = None
+    ) -> None:
+        """Compute the candidates of a chunk (grid index) from its level-0 ``columns``
+        (and their ``(P + 1,)`` bin offsets, if known: ``sample`` then groups the bins
+        instead of binning the positions again, where that is exact)."""
         if self.rows is None:
             return
         levels = [
-            chunk_level(columns, self.bounds, grid, cap, self.how)
-            for grid, (_, cap) in zip(self.grids, self.steps, strict=True)
+            _chunk_candidate(columns, bin_offsets, merge, chunk, (self.bounds, grid, cap, self.how))
+            for grid, (_, cap), merge in zip(self.grids, self.steps, self.merges, strict=True)
         ]
         self.nbytes += sum(c.nbytes for level in levels for c in level.columns)
         self.rows[tuple(int(c) for c in chunk)] = levels
@@ -636,14 +645,15 @@ def build_point_levels(
         how = [record["reductions"][name] for name in base.names]
     written: list[LevelMetadata] = []
     finer = (0, base.chunks, base.counts)
+    finer_rows: tuple[list[SortedPoints], np.ndarray] | None = None  # in memory, and bins
     total = int(base.counts.sum())
     first = {} if cached is None else cached.rows_of(base.chunks)
     for index, (ratio, cap) in enumerate(_candidates(settings, base.grid.bins)):
         if levels_done(settings, len(written), total):
             break
         source = (0, base.chunks, base.counts) if how is not None else finer
-        rows = first.get(index) if source[0] == 0 else None
         grid = coarse_grid(base.grid, ratio)
+        rows = first.get(index) if source[0] == 0 else _from_rows(finer_rows, base, grid, cap)
         candidate = _Candidate(base, *source, grid, cap, how, rows)
         counts = np.asarray(
             [int(candidate.chunk(j).chunk_offsets[-1]) for j in range(source[1].shape[0])],
@@ -655,8 +665,47 @@ def build_point_levels(
         coarsening = record if record is not None else sample_coarsening(cap)
         written.append(_write_stored_level(candidate, number, ratio, counts, coarsening))
         finer, total = (number, source[1][counts > 0], counts[counts > 0]), int(counts.sum())
+        if rows is not None:
+            finer_rows = ([r for r, c in zip(rows, counts, strict=True) if c > 0], grid.bins)
+        else:
+            finer_rows = None
     warn_short(settings, len(written), total)
     return tuple(written)
+
+
+def _from_rows(
+    finer: tuple[list[SortedPoints], np.ndarray] | None,
+    base: StoredLevel0,
+    grid: ChunkGrid,
+    cap: int,
+) -> list[SortedPoints] | None:
+    """A ``sample`` candidate's rows of every chunk from the finer level's rows in memory
+    (with that level's bins per chunk), each chunk computed once; None without them."""
+    if finer is None:
+        return None
+    rows, bins = finer
+    merge = BinMerge.plan(bins, grid.bins)
+    setting = (base.bounds, grid, cap, None)
+    return [
+        _chunk_candidate(level.columns, level.bin_offsets[0], merge, level.chunks[0], setting)
+        for level in rows
+    ]
+
+
+def _chunk_candidate(
+    columns: list[np.ndarray],
+    bin_offsets: np.ndarray | None,
+    merge: BinMerge | None,
+    chunk: np.ndarray,
+    setting: tuple[tuple[np.ndarray, np.ndarray], ChunkGrid, int, list[str] | None],
+) -> SortedPoints:
+    """One chunk of a candidate level: ``sample`` by grouping the finer bins where
+    ``merge`` allows it (the same rows, :mod:`~zarr_vectors.write._bin_merge`), else
+    :func:`chunk_level` (``setting``: its bounds, grid, cap and reductions)."""
+    bounds, grid, cap, how = setting
+    if how is None and merge is not None and bin_offsets is not None:
+        return merge.sample(columns, bin_offsets, cap, chunk)
+    return chunk_level(columns, bounds, grid, cap, how)
 
 
 def _write_stored_level(
