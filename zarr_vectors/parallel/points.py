@@ -34,11 +34,21 @@ import numpy as np
 from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError, ParallelWriteError
-from zarr_vectors.format.metadata import RootMetadata
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.levels import AGGREGATE
+from zarr_vectors.format.metadata import LevelEntry, LevelMetadata, RootMetadata
 from zarr_vectors.format.names import POINT_CLOUD
 from zarr_vectors.geometry import commit_points, level0_metadata
 from zarr_vectors.kernels.sampling import PointSample, merge_samples, sample_rows
 from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
+from zarr_vectors.parallel._level_tasks import (
+    Candidates,
+    ChosenLevel,
+    Columns,
+    LevelRecipe,
+    level_recipe,
+    write_level_chunks,
+)
 from zarr_vectors.parallel._partitions import ColumnTypes, Loaded, Schema, submit_loads
 from zarr_vectors.parallel._point_tasks import (
     Binning,
@@ -54,13 +64,16 @@ from zarr_vectors.store.target import check_destination, write_target
 from zarr_vectors.update import Level0, build_written_levels, point_level_settings
 from zarr_vectors.write import (
     Levels,
+    LevelStats,
     LevelWriter,
     WriteOptions,
+    choose_candidates,
     dense_bounds_span,
     grid_indices,
     inputs,
     point_blob_layout,
     round_up,
+    write_level_metadata,
     write_point_level,
 )
 
@@ -68,6 +81,10 @@ __all__ = ["write_points_parallel"]
 
 _BUCKET_BYTES = 256 * 2**20
 """Rows a writer task holds at most, in bytes of columns (more buckets than workers else)."""
+
+_CANDIDATE_BYTES = _BUCKET_BYTES
+"""Bytes of candidate levels a writer task keeps for the level writers; when one holds more,
+the coordinator builds the levels from the written chunks instead."""
 
 Stats = tuple[Schema, int, np.ndarray, np.ndarray, PointSample | None]
 
@@ -233,22 +250,99 @@ def _write_binned(
     binning: Binning,
     written: tuple[RootMetadata, WriteOptions, Levels | None],
 ) -> None:
-    """Bin the loaded partitions, write their chunks in buckets, then commit the store
-    with its root, write options and levels of detail (built over the written chunks)."""
+    """Bin the loaded partitions, write their chunks (and candidate levels of detail) in
+    buckets, write the chosen levels, then commit the store with its root and options."""
     root, options, levels = written
     binned = [tasks.submit(f"bin-{k}", bin_partition, f, binning) for k, f in enumerate(loaded)]
     counting = [tasks.submit(f"counts-{k}", chunk_counts, b) for k, b in enumerate(binned)]
     counts = tasks.run(counting, "binning partitions")
     tasks.release([*loaded, *counting])  # the binned copies are what the writers read
     plan = _plan_writers(tasks.workers, schema, binning, counts, options)
+    recipe = None if levels is None else _recipe(levels, root, plan.spec)
     store, overwrite = destination
     with write_target(store, overwrite=overwrite) as io:
-        rows = tasks.run(
-            _submit_writers(tasks, shared_location(io), plan, binned, counts),
+        location = shared_location(io)
+        writes = _submit_writers(tasks, location, plan, binned, counts, recipe)
+        summaries = tasks.run(
+            [tasks.submit(f"written-{b}", _summary, w) for b, w in enumerate(writes)],
             "writing chunks",
         )
+        chosen = None
+        if levels is not None and recipe is not None and all(s[2] for s in summaries):
+            chosen = _write_levels(tasks, location, (plan, recipe, levels), summaries, writes)
         tasks.release()  # from here on, no writer runs again
-        _commit(io, (root, levels), plan, rows)
+        _commit(io, (root, levels), plan, [s[0] for s in summaries], chosen)
+
+
+def _recipe(levels: Levels, root: RootMetadata, spec: LevelSpec) -> LevelRecipe | None:
+    """What the writers compute of the levels of detail (None for an empty store)."""
+    if root.bounding_box is None:
+        return None
+    bounds = (np.asarray(root.bounding_box[0]), np.asarray(root.bounding_box[1]))
+    dtypes = {name: dtype for name, (dtype, _) in spec.columns[1].items()}
+    return level_recipe(levels, spec.binning.grid, bounds, dtypes, _CANDIDATE_BYTES)
+
+
+def _summary(written: tuple[int, Candidates | None]) -> tuple[int, np.ndarray | None, bool]:
+    """What the coordinator needs of a writer (a task): its rows, its chunks' candidate
+    counts, and whether it kept the candidates' rows."""
+    rows, candidates = written
+    if candidates is None:
+        return rows, None, False
+    return rows, candidates.counts, candidates.rows is not None
+
+
+_Chosen = tuple[tuple[ChosenLevel, ...], LevelRecipe]
+
+
+def _write_levels(
+    tasks: Tasks,
+    location: SharedLocation,
+    planned: tuple[_WriterPlan, LevelRecipe, Levels],
+    summaries: list[tuple[int, np.ndarray | None, bool]],
+    writes: list[Any],
+) -> _Chosen:
+    """Choose the levels from the writers' candidate counts and have each writer's chunks
+    of them written where the candidates are held (no level-0 chunk is read back)."""
+    plan, recipe, levels = planned
+    counts = np.concatenate([s[1] for s in summaries if s[1] is not None])
+    picked, _ = choose_candidates(levels, counts.sum(axis=0).tolist(), int(plan.totals.sum()))
+    spec = plan.spec
+    chosen = tuple(
+        ChosenLevel(
+            number,
+            k,
+            _level_columns(spec, recipe.coarsening[k]),
+            round_up(int(counts[:, k].max()), spec.options.block_rows),
+            counts[:, k],
+        )
+        for number, k in enumerate(picked, start=1)
+    )
+    if chosen:
+        binning = spec.binning
+        grids = grid_indices(plan.chunks, binning.span_lo, binning.span_shape, binning.grid)
+        futures = [
+            tasks.submit(
+                f"levels-{b}",
+                write_level_chunks,
+                location,
+                recipe,
+                spec.options,
+                (grids[a:z], np.arange(a, z), list(chosen)),
+                writes[b],
+            )
+            for b, (a, z) in enumerate(plan.buckets)
+        ]
+        tasks.run(futures, "writing levels")
+    return chosen, recipe
+
+
+def _level_columns(spec: LevelSpec, coarsening: dict[str, Any]) -> Columns:
+    """The column types of a coarse level: level 0's, then ``aggregate``'s count."""
+    attributes = dict(spec.columns[1])
+    if coarsening["method"] == AGGREGATE:
+        attributes[coarsening["count"]] = (np.dtype(np.int64), ())
+    return spec.columns[0], attributes
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,9 +391,10 @@ def _commit(
     committed: tuple[RootMetadata, Levels | None],
     plan: _WriterPlan,
     written: list[int],
+    chosen: _Chosen | None = None,
 ) -> None:
     """Check what the writers wrote, then write every shared document and the levels of
-    detail asked for, the root last."""
+    detail (written by the workers, ``chosen``; else built here), the root last."""
     root, levels = committed
     for (a, z), rows in zip(plan.buckets, written, strict=True):
         if rows != int(plan.totals[a:z].sum()):
@@ -307,15 +402,12 @@ def _commit(
                 f"a writer wrote {rows} rows where {int(plan.totals[a:z].sum())} were planned"
             )
     spec, grid = plan.spec, plan.spec.binning.grid
-    writer = LevelWriter(
-        io, 0, grid, spec.columns, spec.n_max, spec.options, blobs=point_blob_layout(grid)
-    )
-    span = spec.binning
-    chunks = grid_indices(plan.chunks, span.span_lo, span.span_shape, grid)
-    for g, count in zip(chunks, plan.totals.tolist(), strict=True):
-        writer.keep_chunk(g, count)
-    stats = writer.finish()
-    if levels is not None:
+    chunks = grid_indices(plan.chunks, spec.binning.span_lo, spec.binning.span_shape, grid)
+    stats = _keep_level(io, (0, grid, spec.columns, spec.n_max, spec.options), chunks, plan.totals)
+    if chosen is not None:
+        entries = [_commit_level(io, level, chosen[1], spec.options, chunks) for level in chosen[0]]
+        root = root.with_levels(tuple(entries))
+    elif levels is not None:
         level0 = Level0(
             level0_metadata(grid, stats),
             grid,
@@ -328,12 +420,50 @@ def _commit(
     commit_points(io, root, grid, stats)
 
 
+def _keep_level(
+    io: StoreIO,
+    layout: tuple[int, ChunkGrid, Columns, int, WriteOptions],
+    chunks: np.ndarray,
+    counts: np.ndarray,
+) -> LevelStats:
+    """Write the shared documents of a level whose chunks the workers wrote."""
+    number, grid, columns, n_max, options = layout
+    writer = LevelWriter(io, number, grid, columns, n_max, options, blobs=point_blob_layout(grid))
+    for g, count in zip(chunks, counts.tolist(), strict=True):
+        writer.keep_chunk(g, count)
+    return writer.finish()
+
+
+def _commit_level(
+    io: StoreIO,
+    level: ChosenLevel,
+    recipe: LevelRecipe,
+    options: WriteOptions,
+    chunks: np.ndarray,
+) -> LevelEntry:
+    """Write a coarse level's shared documents and group metadata; its root entry."""
+    grid = recipe.grids[level.candidate]
+    layout = (level.number, grid, level.columns, level.n_max, options)
+    stats = _keep_level(io, layout, chunks, level.counts)
+    meta = LevelMetadata(
+        level=level.number,
+        bin_ratio=recipe.ratios[level.candidate],
+        bin_shape=tuple(float(b) for b in grid.bin_shape),
+        vertex_count=stats.vertex_count,
+        chunk_count=stats.chunk_count,
+        coarsening=recipe.coarsening[level.candidate],
+    )
+    write_level_metadata(io, meta)
+    return meta.entry()
+
+
 def _submit_writers(
     tasks: Tasks,
     location: SharedLocation,
     plan: _WriterPlan,
     binned: list[Any],
     counts: list[tuple[np.ndarray, np.ndarray]],
+    recipe: LevelRecipe | None,
 ) -> list[Any]:
     """One writer task per bucket, fed by the pieces of the partitions that reach it."""
     writes = []
@@ -345,7 +475,9 @@ def _submit_writers(
             if _overlaps(occupied, first, last)
         ]
         writes.append(
-            tasks.submit(f"write-{b}", write_chunks, location, plan.spec, plan.chunks[a:z], pieces)
+            tasks.submit(
+                f"write-{b}", write_chunks, location, plan.spec, plan.chunks[a:z], pieces, recipe
+            )
         )
     return writes
 
