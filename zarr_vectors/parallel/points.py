@@ -12,6 +12,10 @@ The write runs in stages, each waited for as a whole (:meth:`~._cluster.Tasks.ru
 3. per partition and bucket a task cuts out the partition's rows of the bucket (the shuffle:
    dask moves these pieces to the writers), and one task per bucket writes its chunks'
    shards straight into the destination — disjoint keys, no shared document;
+   With ``levels``, each writer also computes its chunks' candidate levels of detail
+   (:mod:`~._level_tasks`) and returns their rows per chunk; the coordinator adds them up,
+   chooses the levels (as the serial writer does) and one task per writer, where its
+   candidates are held, writes the chosen levels' chunks;
 4. the coordinator writes the array metadata, ``vertex_counts``, the level metadata and the
    root metadata, last.
 
@@ -163,11 +167,13 @@ def write_points_parallel(
         A progress bar per stage over its tasks: None (default) on a terminal or in
         Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
     levels
-        Levels of detail, as for :func:`~zarr_vectors.write_points` (None: none). The
-        coordinator builds them once the workers have written level 0, chunk by chunk
-        from the written chunks (as :func:`~zarr_vectors.build_levels` does, with memory
-        bounded by a few chunks), before it commits the store: the levels
-        ``write_points`` writes for the same points, byte for byte.
+        Levels of detail, as for :func:`~zarr_vectors.write_points` (None: none): the
+        levels ``write_points`` writes for the same points, byte for byte. Point
+        coarsening is chunk-local, so the worker writing a chunk's level 0 also computes
+        the chunk's candidate levels; the coordinator chooses the levels from their
+        summed counts and the same workers write them (level 0 is not read back). A
+        writer whose candidates take more than 256 MiB keeps only their counts; the
+        coordinator then builds the levels from the written chunks, one at a time.
 
     Raises
     ------
