@@ -295,7 +295,7 @@ def write_level_chunks(
         raise CorruptChunkError("a writer dropped its candidate levels; they cannot be written")
     picked = [c.candidate for c in chosen]
     exact = [exact_levels(rows, picked, recipe) for rows in candidates.rows]
-    written = 0
+    total = 0
     for j, level in enumerate(chosen):
         grid = recipe.grids[level.candidate]
         writer = LevelWriter(
@@ -319,6 +319,6 @@ def write_level_chunks(
             bins = rows.bin_offsets
             blob = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))[0]
             writer.add_chunk(chunks[i], rows.columns[:width], blob)
-            written += int(rows.chunk_offsets[-1])
+            total += int(rows.chunk_offsets[-1])
         writer.flush()
-    return written
+    return total
