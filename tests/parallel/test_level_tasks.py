@@ -81,13 +81,15 @@ def _check(columns: list[np.ndarray], grid: ChunkGrid, levels: zv.Levels) -> lis
     dim = grid.ndim
     dtypes = {"a": np.dtype(np.float32), "b": np.dtype(np.int16)}
     bounds = (np.zeros(dim), np.full(dim, 16.0))
-    recipe = level_recipe(levels, grid, bounds, dtypes, 2**30)
+    rows = np.array([columns[0].shape[0]])
+    recipe = level_recipe(levels, grid, bounds, dtypes, 2**30, rows)
     candidates = chunk_candidates(columns, recipe)
     totals = [int(c.chunk_offsets[-1]) for c in candidates]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         picked, _ = choose_candidates(levels, totals, columns[0].shape[0])
-    want_picked, want = _serial(columns, recipe, levels)
+    every = level_recipe(levels, grid, bounds, dtypes, 2**30)  # no candidate left out
+    want_picked, want = _serial(columns, every, levels)
     assert picked == want_picked
     got = exact_levels(candidates, picked, recipe)
     for mine, theirs in zip(got, want, strict=True):

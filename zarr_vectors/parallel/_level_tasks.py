@@ -27,6 +27,7 @@ from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.levels import AGGREGATE, aggregate_coarsening, sample_coarsening
+from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.shared import SharedLocation, open_shared
 from zarr_vectors.write import (
     Levels,
@@ -92,8 +93,12 @@ def level_recipe(
     bounds: tuple[np.ndarray, np.ndarray],
     dtypes: dict[str, np.dtype[Any]],
     budget: int,
+    rows: np.ndarray | None = None,
 ) -> LevelRecipe:
     """The :class:`LevelRecipe` of ``settings`` for a store's grid, bounds and attributes.
+
+    With ``rows`` (level 0's rows per chunk), the candidates after the first that the
+    schedule surely never passes are left out (:func:`_needed`).
 
     Raises
     ------
@@ -109,7 +114,7 @@ def level_recipe(
     >>> recipe.caps, [g.bin_shape.tolist() for g in recipe.grids]
     ([2, 2, 1], [[4.0], [8.0], [8.0]])
     """
-    steps = candidate_steps(settings, grid.bins)
+    steps = _needed(settings, candidate_steps(settings, grid.bins), grid, rows)
     how: list[str] | None = None
     if settings.method == AGGREGATE:
         record = aggregate_coarsening(dtypes, settings.reductions, settings.count_name)
@@ -127,6 +132,26 @@ def level_recipe(
         coarsening,
         budget,
     )
+
+
+def _needed(
+    settings: Levels, steps: list[tuple[np.ndarray, int]], grid: ChunkGrid, rows: np.ndarray | None
+) -> list[tuple[np.ndarray, int]]:
+    """The candidates up to the first whose vertex count is at most the target whatever
+    the rows (``"auto"`` only): the schedule stops there or before.
+
+    A candidate holds at most ``min(rows, cap * coarse bins)`` vertices in a chunk
+    (``aggregate``: cap 1). Once that bound, summed over the chunks, is at most the
+    target, the candidate is written (and is the last) or holds as many vertices as the
+    last level written, which then already met the target.
+    """
+    if settings.count != "auto" or rows is None:
+        return steps
+    for k, (ratio, cap) in enumerate(steps):
+        per_chunk = int(np.prod(grid.bins // ratio)) * (1 if settings.method == AGGREGATE else cap)
+        if int(np.minimum(rows, per_chunk).sum()) <= settings.target:
+            return steps[: k + 1]
+    return steps
 
 
 @dataclass(slots=True)
@@ -293,32 +318,48 @@ def write_level_chunks(
     candidates = written[1]
     if candidates is None or candidates.rows is None:
         raise CorruptChunkError("a writer dropped its candidate levels; they cannot be written")
+    if not chosen:
+        return 0
     picked = [c.candidate for c in chosen]
-    exact = [exact_levels(rows, picked, recipe) for rows in candidates.rows]
+    io = open_shared(location)
+    writers = [_level_writer(io, level, recipe, options) for level in chosen]
     total = 0
-    for j, level in enumerate(chosen):
-        grid = recipe.grids[level.candidate]
-        writer = LevelWriter(
-            open_shared(location),
-            level.number,
-            grid,
-            level.columns,
-            level.n_max,
-            options,
-            blobs=point_blob_layout(grid),
-            documents=False,
-        )
-        width = 1 + len(level.columns[1])
-        for i in shard_major_order(chunks, writer.shard_chunks).tolist():
-            rows = exact[i][j]
-            if int(rows.chunk_offsets[-1]) != int(level.counts[where[i]]):
-                raise CorruptChunkError(
-                    f"chunk {chunks[i].tolist()} of level {level.number} holds "
-                    f"{int(rows.chunk_offsets[-1])} rows, {int(level.counts[where[i]])} planned"
-                )
-            bins = rows.bin_offsets
-            blob = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))[0]
-            writer.add_chunk(chunks[i], rows.columns[:width], blob)
+    for i in shard_major_order(chunks, writers[0].shard_chunks).tolist():
+        exact = exact_levels(candidates.rows[i], picked, recipe)
+        for writer, level, rows in zip(writers, chosen, exact, strict=True):
+            _add_chunk(writer, level, chunks[i], rows, int(level.counts[where[i]]))
             total += int(rows.chunk_offsets[-1])
+    for writer in writers:
         writer.flush()
     return total
+
+
+def _level_writer(
+    io: StoreIO, level: ChosenLevel, recipe: LevelRecipe, options: WriteOptions
+) -> LevelWriter:
+    """A chunk writer of a chosen level (its shared documents are the coordinator's)."""
+    grid = recipe.grids[level.candidate]
+    return LevelWriter(
+        io,
+        level.number,
+        grid,
+        level.columns,
+        level.n_max,
+        options,
+        blobs=point_blob_layout(grid),
+        documents=False,
+    )
+
+
+def _add_chunk(
+    writer: LevelWriter, level: ChosenLevel, chunk: np.ndarray, rows: SortedPoints, planned: int
+) -> None:
+    """Encode one chunk of a level, checking it holds the rows the coordinator planned."""
+    if int(rows.chunk_offsets[-1]) != planned:
+        raise CorruptChunkError(
+            f"chunk {chunk.tolist()} of level {level.number} holds "
+            f"{int(rows.chunk_offsets[-1])} rows, {planned} planned"
+        )
+    bins = rows.bin_offsets
+    blob = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))[0]
+    writer.add_chunk(chunk, rows.columns[: 1 + len(level.columns[1])], blob)

@@ -264,7 +264,7 @@ def _write_binned(
     counts = tasks.run(counting, "binning partitions")
     tasks.release([*loaded, *counting])  # the binned copies are what the writers read
     plan = _plan_writers(tasks.workers, schema, binning, counts, options)
-    recipe = None if levels is None else _recipe(levels, root, plan.spec)
+    recipe = None if levels is None else _recipe(levels, root, plan)
     store, overwrite = destination
     with write_target(store, overwrite=overwrite) as io:
         location = shared_location(io)
@@ -280,13 +280,15 @@ def _write_binned(
         _commit(io, (root, levels), plan, [s[0] for s in summaries], chosen)
 
 
-def _recipe(levels: Levels, root: RootMetadata, spec: LevelSpec) -> LevelRecipe | None:
+def _recipe(levels: Levels, root: RootMetadata, plan: _WriterPlan) -> LevelRecipe | None:
     """What the writers compute of the levels of detail (None for an empty store)."""
     if root.bounding_box is None:
         return None
     bounds = (np.asarray(root.bounding_box[0]), np.asarray(root.bounding_box[1]))
+    spec = plan.spec
     dtypes = {name: dtype for name, (dtype, _) in spec.columns[1].items()}
-    return level_recipe(levels, spec.binning.grid, bounds, dtypes, _CANDIDATE_BYTES)
+    grid = spec.binning.grid
+    return level_recipe(levels, grid, bounds, dtypes, _CANDIDATE_BYTES, plan.totals)
 
 
 def _summary(written: tuple[int, Candidates | None]) -> tuple[int, np.ndarray | None, bool]:
