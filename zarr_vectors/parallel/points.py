@@ -38,17 +38,19 @@ import numpy as np
 from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError, ParallelWriteError
-from zarr_vectors.format.grid import ChunkGrid
-from zarr_vectors.format.levels import AGGREGATE
-from zarr_vectors.format.metadata import LevelEntry, LevelMetadata, RootMetadata
+from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import POINT_CLOUD
 from zarr_vectors.geometry import commit_points, level0_metadata
 from zarr_vectors.kernels.sampling import PointSample, merge_samples, sample_rows
 from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
+from zarr_vectors.parallel._level_commit import (
+    chosen_levels,
+    commit_level,
+    keep_level,
+    written_summary,
+)
 from zarr_vectors.parallel._level_tasks import (
-    Candidates,
     ChosenLevel,
-    Columns,
     LevelRecipe,
     level_recipe,
     write_level_chunks,
@@ -68,16 +70,11 @@ from zarr_vectors.store.target import check_destination, write_target
 from zarr_vectors.update import Level0, build_written_levels, point_level_settings
 from zarr_vectors.write import (
     Levels,
-    LevelStats,
-    LevelWriter,
     WriteOptions,
-    choose_candidates,
     dense_bounds_span,
     grid_indices,
     inputs,
-    point_blob_layout,
     round_up,
-    write_level_metadata,
     write_point_level,
 )
 
@@ -270,7 +267,7 @@ def _write_binned(
         location = shared_location(io)
         writes = _submit_writers(tasks, location, plan, binned, counts, recipe)
         summaries = tasks.run(
-            [tasks.submit(f"written-{b}", _summary, w) for b, w in enumerate(writes)],
+            [tasks.submit(f"written-{b}", written_summary, w) for b, w in enumerate(writes)],
             "writing chunks",
         )
         chosen = None
@@ -291,15 +288,6 @@ def _recipe(levels: Levels, root: RootMetadata, plan: _WriterPlan) -> LevelRecip
     return level_recipe(levels, grid, bounds, dtypes, _CANDIDATE_BYTES, plan.totals)
 
 
-def _summary(written: tuple[int, Candidates | None]) -> tuple[int, np.ndarray | None, bool]:
-    """What the coordinator needs of a writer (a task): its rows, its chunks' candidate
-    counts, and whether it kept the candidates' rows."""
-    rows, candidates = written
-    if candidates is None:
-        return rows, None, False
-    return rows, candidates.counts, candidates.rows is not None
-
-
 _Chosen = tuple[tuple[ChosenLevel, ...], LevelRecipe]
 
 
@@ -313,19 +301,10 @@ def _write_levels(
     """Choose the levels from the writers' candidate counts and have each writer's chunks
     of them written where the candidates are held (no level-0 chunk is read back)."""
     plan, recipe, levels = planned
-    counts = np.concatenate([s[1] for s in summaries if s[1] is not None])
-    picked, _ = choose_candidates(levels, counts.sum(axis=0).tolist(), int(plan.totals.sum()))
     spec = plan.spec
-    chosen = tuple(
-        ChosenLevel(
-            number,
-            k,
-            _level_columns(spec, recipe.coarsening[k]),
-            round_up(int(counts[:, k].max()), spec.options.block_rows),
-            counts[:, k],
-        )
-        for number, k in enumerate(picked, start=1)
-    )
+    counts = np.concatenate([s[1] for s in summaries if s[1] is not None])
+    rows = int(plan.totals.sum())
+    chosen = chosen_levels(levels, recipe, (spec.columns, spec.options), counts, rows)
     if chosen:
         binning = spec.binning
         grids = grid_indices(plan.chunks, binning.span_lo, binning.span_shape, binning.grid)
@@ -343,14 +322,6 @@ def _write_levels(
         ]
         tasks.run(futures, "writing levels")
     return chosen, recipe
-
-
-def _level_columns(spec: LevelSpec, coarsening: dict[str, Any]) -> Columns:
-    """The column types of a coarse level: level 0's, then ``aggregate``'s count."""
-    attributes = dict(spec.columns[1])
-    if coarsening["method"] == AGGREGATE:
-        attributes[coarsening["count"]] = (np.dtype(np.int64), ())
-    return spec.columns[0], attributes
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,9 +382,9 @@ def _commit(
             )
     spec, grid = plan.spec, plan.spec.binning.grid
     chunks = grid_indices(plan.chunks, spec.binning.span_lo, spec.binning.span_shape, grid)
-    stats = _keep_level(io, (0, grid, spec.columns, spec.n_max, spec.options), chunks, plan.totals)
+    stats = keep_level(io, (0, grid, spec.columns, spec.n_max, spec.options), chunks, plan.totals)
     if chosen is not None:
-        entries = [_commit_level(io, level, chosen[1], spec.options, chunks) for level in chosen[0]]
+        entries = [commit_level(io, level, chosen[1], spec.options, chunks) for level in chosen[0]]
         root = root.with_levels(tuple(entries))
     elif levels is not None:
         level0 = Level0(
@@ -426,43 +397,6 @@ def _commit(
         )
         root = build_written_levels(io, root, level0, levels)
     commit_points(io, root, grid, stats)
-
-
-def _keep_level(
-    io: StoreIO,
-    layout: tuple[int, ChunkGrid, Columns, int, WriteOptions],
-    chunks: np.ndarray,
-    counts: np.ndarray,
-) -> LevelStats:
-    """Write the shared documents of a level whose chunks the workers wrote."""
-    number, grid, columns, n_max, options = layout
-    writer = LevelWriter(io, number, grid, columns, n_max, options, blobs=point_blob_layout(grid))
-    for g, count in zip(chunks, counts.tolist(), strict=True):
-        writer.keep_chunk(g, count)
-    return writer.finish()
-
-
-def _commit_level(
-    io: StoreIO,
-    level: ChosenLevel,
-    recipe: LevelRecipe,
-    options: WriteOptions,
-    chunks: np.ndarray,
-) -> LevelEntry:
-    """Write a coarse level's shared documents and group metadata; its root entry."""
-    grid = recipe.grids[level.candidate]
-    layout = (level.number, grid, level.columns, level.n_max, options)
-    stats = _keep_level(io, layout, chunks, level.counts)
-    meta = LevelMetadata(
-        level=level.number,
-        bin_ratio=recipe.ratios[level.candidate],
-        bin_shape=tuple(float(b) for b in grid.bin_shape),
-        vertex_count=stats.vertex_count,
-        chunk_count=stats.chunk_count,
-        coarsening=recipe.coarsening[level.candidate],
-    )
-    write_level_metadata(io, meta)
-    return meta.entry()
 
 
 def _submit_writers(
