@@ -358,3 +358,13 @@ def test_levels_over_the_candidate_budget_are_built_by_the_coordinator(
 def test_the_workers_write_aggregate_levels_a_target_chooses(client: Any, tmp_path: Path) -> None:
     levels = zv.Levels(target=40, method="aggregate", reductions={"a": "max"})
     assert "writing levels" in _levels_case(client, tmp_path, levels)
+
+
+@pytest.mark.slow
+def test_auto_levels_of_a_cloud_under_the_target_are_none(client: Any, tmp_path: Path) -> None:
+    cloud = _cloud(8, 500, 3, np.float32)
+    _serial(tmp_path / "one", cloud, chunk_shape=5.0, levels="auto", progress=False)
+    parts = _partitions(cloud, [200])
+    zv.write_points_parallel(tmp_path / "par", parts, chunk_shape=5.0, levels="auto", client=client)
+    assert files(tmp_path / "par") == files(tmp_path / "one")
+    assert zv.open(tmp_path / "par").metadata["zarr_vectors_version"] == "1.2"

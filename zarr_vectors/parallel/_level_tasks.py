@@ -147,6 +147,8 @@ def _needed(
     """
     if settings.count != "auto" or rows is None:
         return steps
+    if int(rows.sum()) <= settings.target:
+        return []  # level 0 meets the target: no level
     for k, (ratio, cap) in enumerate(steps):
         per_chunk = int(np.prod(grid.bins // ratio)) * (1 if settings.method == AGGREGATE else cap)
         if int(np.minimum(rows, per_chunk).sum()) <= settings.target:
