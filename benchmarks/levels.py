@@ -1,7 +1,7 @@
 """Levels of detail of a point cloud: their build cost, storage and overview latency (issue 37).
 
 Usage: ``python -m benchmarks.levels [--points N | --quick] [--repeat R] [--dir DIR]
-[--json PATH] [--stream N] [--stream-only]``. The points of
+[--json PATH] [--stream N] [--stream-only] [--parallel N [--baseline DIR]]``. The points of
 :func:`benchmarks._data.make_points` (one float32 attribute) are written, in the same
 process and alternating, without levels, with ``levels="auto"`` (``sample``) and with
 ``Levels(method="aggregate")``, each into a fresh directory; then ``build_levels`` adds
@@ -24,6 +24,10 @@ peak under 2 GiB, wall at most 1.3x, storage at most 1.2x. Then, in another fres
 ``posix_fadvise``), a fresh open plus ``query(max_vertices=100_000)`` of everything, cold
 (the first) and warm (median of three more), and whether the result holds a vertex in every
 cell of its level's bins that level 0 occupies (level 0 read in slabs).
+
+Parallel (``--parallel N``, only these rows with ``--stream-only``): ``write_points_parallel``
+on 2 local workers without and with levels, and with ``--baseline DIR`` the same write by
+another ``zarr_vectors`` package (:mod:`benchmarks._parallel_levels`).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from benchmarks._measure import (
     run_child,
     tree_size,
 )
+from benchmarks._parallel_levels import parallel_rows
 from benchmarks._table import Row, format_table
 from zarr_vectors.kernels import assign_chunks_and_bins
 
@@ -367,6 +372,8 @@ def main() -> None:
     parser.add_argument("--stream-only", action="store_true", help="only the streaming rows")
     parser.add_argument("--stream-child", nargs=4, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--overview-child", nargs=2, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--parallel", type=float, default=0, help="parallel rows: points")
+    parser.add_argument("--baseline", type=Path, default=None, help="a zarr_vectors to compare")
     args = parser.parse_args()
     if args.overview_child is not None:
         print(json.dumps(_overview_child(*(Path(a) for a in args.overview_child))))
@@ -381,6 +388,8 @@ def main() -> None:
     rows = []
     if args.stream:
         rows = _stream_rows(int(args.stream), repeat, args.seed, args.dir)
+    if args.parallel:
+        rows += parallel_rows(int(args.parallel), repeat, args.seed, args.dir, args.baseline)
     if not args.stream_only:
         rows = _point_rows(n, repeat, args.seed, args.dir) + rows
     print(format_table(rows))

@@ -314,3 +314,57 @@ def test_parallel_levels_are_those_of_the_serial_write(
     zv.write_points_parallel(tmp_path / "par", _partitions(cloud, [300]), client=client, **settings)
     assert files(tmp_path / "par") == files(tmp_path / "one")
     assert len(zv.open(tmp_path / "par").metadata["multiscales"][0]["datasets"]) > 1
+
+
+def _levels_case(client: Any, tmp_path: Path, levels: zv.Levels) -> set[str]:
+    """Write a 2-D cloud with ``levels`` serially and in parallel, assert the same files;
+    the stages the parallel write reported."""
+    cloud = _cloud(7, 1500, 2, np.float32)
+    settings: dict[str, Any] = {"chunk_shape": 5.0, "bin_shape": 0.625, "levels": levels}
+    _serial(tmp_path / "one", cloud, progress=False, **settings)
+    stages: set[str] = set()
+    zv.write_points_parallel(
+        tmp_path / "par",
+        _partitions(cloud, [400, 1100]),
+        client=client,
+        progress=lambda stage, done, total: stages.add(stage),
+        **settings,
+    )
+    assert files(tmp_path / "par") == files(tmp_path / "one")
+    assert len(zv.open(tmp_path / "par").metadata["multiscales"][0]["datasets"]) > 2
+    return stages
+
+
+def test_the_workers_write_the_levels_a_target_chooses(client: Any, tmp_path: Path) -> None:
+    """``"auto"`` with a target: the coordinator chooses from the workers' candidate
+    counts (the first two candidates reduce nothing and are skipped: level 1 is computed
+    from level 0 again) and the workers write the levels; the store is the serial one."""
+    stages = _levels_case(client, tmp_path, zv.Levels(target=40, per_bin=64))
+    assert "writing levels" in stages
+
+
+@pytest.mark.slow
+def test_levels_over_the_candidate_budget_are_built_by_the_coordinator(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer whose candidates pass the budget keeps only their counts; the coordinator
+    then builds the levels from the written chunks: the same store."""
+    monkeypatch.setattr("zarr_vectors.parallel.points._CANDIDATE_BYTES", 0)
+    stages = _levels_case(client, tmp_path, zv.Levels(target=40, per_bin=64))
+    assert "writing levels" not in stages
+
+
+@pytest.mark.slow
+def test_the_workers_write_aggregate_levels_a_target_chooses(client: Any, tmp_path: Path) -> None:
+    levels = zv.Levels(target=40, method="aggregate", reductions={"a": "max"})
+    assert "writing levels" in _levels_case(client, tmp_path, levels)
+
+
+@pytest.mark.slow
+def test_auto_levels_of_a_cloud_under_the_target_are_none(client: Any, tmp_path: Path) -> None:
+    cloud = _cloud(8, 500, 3, np.float32)
+    _serial(tmp_path / "one", cloud, chunk_shape=5.0, levels="auto", progress=False)
+    parts = _partitions(cloud, [200])
+    zv.write_points_parallel(tmp_path / "par", parts, chunk_shape=5.0, levels="auto", client=client)
+    assert files(tmp_path / "par") == files(tmp_path / "one")
+    assert zv.open(tmp_path / "par").metadata["zarr_vectors_version"] == "1.2"

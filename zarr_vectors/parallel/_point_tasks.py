@@ -20,6 +20,7 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.kernels import assign_chunks_and_bins, sort_by_chunk_and_bin
+from zarr_vectors.parallel._level_tasks import Candidates, LevelRecipe, chunk_candidates
 from zarr_vectors.parallel._partitions import ColumnTypes, Loaded
 from zarr_vectors.store.shared import SharedLocation, open_shared
 from zarr_vectors.update import bin_dtype
@@ -130,9 +131,14 @@ class LevelSpec:
 
 
 def write_chunks(
-    location: SharedLocation, spec: LevelSpec, chunks: np.ndarray, pieces: list[Binned]
-) -> int:
-    """Write the shards of the given chunks from their pieces (in partition order).
+    location: SharedLocation,
+    spec: LevelSpec,
+    chunks: np.ndarray,
+    pieces: list[Binned],
+    recipe: LevelRecipe | None = None,
+) -> tuple[int, Candidates | None]:
+    """Write the shards of the given chunks from their pieces (in partition order); with
+    ``recipe``, compute their candidate levels of detail too.
 
     Parameters
     ----------
@@ -144,11 +150,13 @@ def write_chunks(
         Sorted flat indices of the chunks to write; every piece holds only these.
     pieces
         Each partition's rows of these chunks, in partition order.
+    recipe
+        The candidate levels to compute from each chunk's level-0 rows, or None.
 
     Returns
     -------
-    int
-        Rows written.
+    rows, candidates
+        Rows written, and the chunks' candidate levels (None without ``recipe``).
 
     Raises
     ------
@@ -178,6 +186,10 @@ def write_chunks(
                 cursors[k] = j + 1
         located.append(parts)
     written = 0
+    candidates = None
+    if recipe is not None:
+        counts = np.zeros((chunks.shape[0], len(recipe.grids)), np.int64)
+        candidates = Candidates(counts, [[] for _ in range(chunks.shape[0])])
     for i in shard_major_order(absolute, writer.shard_chunks).tolist():
         g, parts = absolute[i], located[i]
         values = [
@@ -188,7 +200,9 @@ def write_chunks(
         rows, blob = bin_sorted_chunk(values, bins, grid.bins_per_chunk_total)
         writer.add_chunk(g, rows, blob)
         written += int(bins.shape[0])
+        if candidates is not None and recipe is not None:
+            candidates.add(i, chunk_candidates(rows, recipe), recipe.budget)
     if any(c != p.occupied.shape[0] for c, p in zip(cursors, pieces, strict=True)):
         raise CorruptChunkError("a piece holds rows of a chunk its writer was not given")
     writer.flush()
-    return written
+    return written, candidates

@@ -12,6 +12,10 @@ The write runs in stages, each waited for as a whole (:meth:`~._cluster.Tasks.ru
 3. per partition and bucket a task cuts out the partition's rows of the bucket (the shuffle:
    dask moves these pieces to the writers), and one task per bucket writes its chunks'
    shards straight into the destination — disjoint keys, no shared document;
+   With ``levels``, each writer also computes its chunks' candidate levels of detail
+   (:mod:`~._level_tasks`) and returns their rows per chunk; the coordinator adds them up,
+   chooses the levels (as the serial writer does) and one task per writer, where its
+   candidates are held, writes the chosen levels' chunks;
 4. the coordinator writes the array metadata, ``vertex_counts``, the level metadata and the
    root metadata, last.
 
@@ -39,6 +43,18 @@ from zarr_vectors.format.names import POINT_CLOUD
 from zarr_vectors.geometry import commit_points, level0_metadata
 from zarr_vectors.kernels.sampling import PointSample, merge_samples, sample_rows
 from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
+from zarr_vectors.parallel._level_commit import (
+    chosen_levels,
+    commit_level,
+    keep_level,
+    written_summary,
+)
+from zarr_vectors.parallel._level_tasks import (
+    ChosenLevel,
+    LevelRecipe,
+    level_recipe,
+    write_level_chunks,
+)
 from zarr_vectors.parallel._partitions import ColumnTypes, Loaded, Schema, submit_loads
 from zarr_vectors.parallel._point_tasks import (
     Binning,
@@ -54,12 +70,10 @@ from zarr_vectors.store.target import check_destination, write_target
 from zarr_vectors.update import Level0, build_written_levels, point_level_settings
 from zarr_vectors.write import (
     Levels,
-    LevelWriter,
     WriteOptions,
     dense_bounds_span,
     grid_indices,
     inputs,
-    point_blob_layout,
     round_up,
     write_point_level,
 )
@@ -68,6 +82,10 @@ __all__ = ["write_points_parallel"]
 
 _BUCKET_BYTES = 256 * 2**20
 """Rows a writer task holds at most, in bytes of columns (more buckets than workers else)."""
+
+_CANDIDATE_BYTES = _BUCKET_BYTES
+"""Bytes of candidate levels a writer task keeps for the level writers; when one holds more,
+the coordinator builds the levels from the written chunks instead."""
 
 Stats = tuple[Schema, int, np.ndarray, np.ndarray, PointSample | None]
 
@@ -146,11 +164,13 @@ def write_points_parallel(
         A progress bar per stage over its tasks: None (default) on a terminal or in
         Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
     levels
-        Levels of detail, as for :func:`~zarr_vectors.write_points` (None: none). The
-        coordinator builds them once the workers have written level 0, chunk by chunk
-        from the written chunks (as :func:`~zarr_vectors.build_levels` does, with memory
-        bounded by a few chunks), before it commits the store: the levels
-        ``write_points`` writes for the same points, byte for byte.
+        Levels of detail, as for :func:`~zarr_vectors.write_points` (None: none): the
+        levels ``write_points`` writes for the same points, byte for byte. Point
+        coarsening is chunk-local, so the worker writing a chunk's level 0 also computes
+        the chunk's candidate levels; the coordinator chooses the levels from their
+        summed counts and the same workers write them (level 0 is not read back). A
+        writer whose candidates take more than 256 MiB keeps only their counts; the
+        coordinator then builds the levels from the written chunks, one at a time.
 
     Raises
     ------
@@ -233,22 +253,75 @@ def _write_binned(
     binning: Binning,
     written: tuple[RootMetadata, WriteOptions, Levels | None],
 ) -> None:
-    """Bin the loaded partitions, write their chunks in buckets, then commit the store
-    with its root, write options and levels of detail (built over the written chunks)."""
+    """Bin the loaded partitions, write their chunks (and candidate levels of detail) in
+    buckets, write the chosen levels, then commit the store with its root and options."""
     root, options, levels = written
     binned = [tasks.submit(f"bin-{k}", bin_partition, f, binning) for k, f in enumerate(loaded)]
     counting = [tasks.submit(f"counts-{k}", chunk_counts, b) for k, b in enumerate(binned)]
     counts = tasks.run(counting, "binning partitions")
     tasks.release([*loaded, *counting])  # the binned copies are what the writers read
     plan = _plan_writers(tasks.workers, schema, binning, counts, options)
+    recipe = None if levels is None else _recipe(levels, root, plan)
     store, overwrite = destination
     with write_target(store, overwrite=overwrite) as io:
-        rows = tasks.run(
-            _submit_writers(tasks, shared_location(io), plan, binned, counts),
+        location = shared_location(io)
+        writes = _submit_writers(tasks, location, plan, binned, counts, recipe)
+        summaries = tasks.run(
+            [tasks.submit(f"written-{b}", written_summary, w) for b, w in enumerate(writes)],
             "writing chunks",
         )
+        chosen = None
+        if levels is not None and recipe is not None and all(s[2] for s in summaries):
+            chosen = _write_levels(tasks, location, (plan, recipe, levels), summaries, writes)
         tasks.release()  # from here on, no writer runs again
-        _commit(io, (root, levels), plan, rows)
+        _commit(io, (root, levels), plan, [s[0] for s in summaries], chosen)
+
+
+def _recipe(levels: Levels, root: RootMetadata, plan: _WriterPlan) -> LevelRecipe | None:
+    """What the writers compute of the levels of detail (None for an empty store)."""
+    if root.bounding_box is None:
+        return None
+    bounds = (np.asarray(root.bounding_box[0]), np.asarray(root.bounding_box[1]))
+    spec = plan.spec
+    dtypes = {name: dtype for name, (dtype, _) in spec.columns[1].items()}
+    grid = spec.binning.grid
+    return level_recipe(levels, grid, bounds, dtypes, _CANDIDATE_BYTES, plan.totals)
+
+
+_Chosen = tuple[tuple[ChosenLevel, ...], LevelRecipe]
+
+
+def _write_levels(
+    tasks: Tasks,
+    location: SharedLocation,
+    planned: tuple[_WriterPlan, LevelRecipe, Levels],
+    summaries: list[tuple[int, np.ndarray | None, bool]],
+    writes: list[Any],
+) -> _Chosen:
+    """Choose the levels from the writers' candidate counts and have each writer's chunks
+    of them written where the candidates are held (no level-0 chunk is read back)."""
+    plan, recipe, levels = planned
+    spec = plan.spec
+    counts = np.concatenate([s[1] for s in summaries if s[1] is not None])
+    rows = int(plan.totals.sum())
+    chosen = chosen_levels(levels, recipe, (spec.columns, spec.options), counts, rows)
+    if chosen:
+        binning = spec.binning
+        grids = grid_indices(plan.chunks, binning.span_lo, binning.span_shape, binning.grid)
+        futures = [
+            tasks.submit(
+                f"levels-{b}",
+                write_level_chunks,
+                location,
+                recipe,
+                spec.options,
+                (grids[a:z], np.arange(a, z), list(chosen)),
+                writes[b],
+            )
+            for b, (a, z) in enumerate(plan.buckets)
+        ]
+        tasks.run(futures, "writing levels")
+    return chosen, recipe
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,9 +370,10 @@ def _commit(
     committed: tuple[RootMetadata, Levels | None],
     plan: _WriterPlan,
     written: list[int],
+    chosen: _Chosen | None = None,
 ) -> None:
     """Check what the writers wrote, then write every shared document and the levels of
-    detail asked for, the root last."""
+    detail (written by the workers, ``chosen``; else built here), the root last."""
     root, levels = committed
     for (a, z), rows in zip(plan.buckets, written, strict=True):
         if rows != int(plan.totals[a:z].sum()):
@@ -307,15 +381,12 @@ def _commit(
                 f"a writer wrote {rows} rows where {int(plan.totals[a:z].sum())} were planned"
             )
     spec, grid = plan.spec, plan.spec.binning.grid
-    writer = LevelWriter(
-        io, 0, grid, spec.columns, spec.n_max, spec.options, blobs=point_blob_layout(grid)
-    )
-    span = spec.binning
-    chunks = grid_indices(plan.chunks, span.span_lo, span.span_shape, grid)
-    for g, count in zip(chunks, plan.totals.tolist(), strict=True):
-        writer.keep_chunk(g, count)
-    stats = writer.finish()
-    if levels is not None:
+    chunks = grid_indices(plan.chunks, spec.binning.span_lo, spec.binning.span_shape, grid)
+    stats = keep_level(io, (0, grid, spec.columns, spec.n_max, spec.options), chunks, plan.totals)
+    if chosen is not None:
+        entries = [commit_level(io, level, chosen[1], spec.options, chunks) for level in chosen[0]]
+        root = root.with_levels(tuple(entries))
+    elif levels is not None:
         level0 = Level0(
             level0_metadata(grid, stats),
             grid,
@@ -334,6 +405,7 @@ def _submit_writers(
     plan: _WriterPlan,
     binned: list[Any],
     counts: list[tuple[np.ndarray, np.ndarray]],
+    recipe: LevelRecipe | None,
 ) -> list[Any]:
     """One writer task per bucket, fed by the pieces of the partitions that reach it."""
     writes = []
@@ -345,7 +417,9 @@ def _submit_writers(
             if _overlaps(occupied, first, last)
         ]
         writes.append(
-            tasks.submit(f"write-{b}", write_chunks, location, plan.spec, plan.chunks[a:z], pieces)
+            tasks.submit(
+                f"write-{b}", write_chunks, location, plan.spec, plan.chunks[a:z], pieces, recipe
+            )
         )
     return writes
 

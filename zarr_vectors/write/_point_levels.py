@@ -56,6 +56,8 @@ __all__ = [
     "FirstLevels",
     "StoredLevel0",
     "build_point_levels",
+    "candidate_steps",
+    "choose_candidates",
     "chunk_level",
     "coarse_grid",
     "coarse_rows",
@@ -114,6 +116,48 @@ def _candidates(settings: Levels, bins: np.ndarray) -> Iterator[tuple[np.ndarray
         else:
             return
         yield ratio, cap
+
+
+def candidate_steps(settings: Levels, bins: np.ndarray) -> list[tuple[np.ndarray, int]]:
+    """``(bin_ratio, cap)`` of every candidate level of ``settings``, finest first (spec
+    §4.3.2 schedule): the levels actually written are those :func:`choose_candidates`
+    keeps.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [(r.tolist(), c) for r, c in candidate_steps(Levels(per_bin=2), np.array([2]))]
+    [([2], 2), ([2], 1)]
+    """
+    return list(_candidates(settings, bins))
+
+
+def choose_candidates(settings: Levels, totals: list[int], level0: int) -> tuple[list[int], int]:
+    """The candidates written as levels 1, 2, ... (their indices), and the vertices of the
+    last, from every candidate's vertex count (each computed from the candidate before it).
+
+    The rule of :func:`build_point_levels`: a candidate is written when it holds fewer
+    vertices than the last level written, until :func:`levels_done`. A ``sample``
+    candidate's count per coarse bin is the smaller of its cap and the count of the bin
+    in its source, a function of the source's per-bin counts only; a skipped candidate
+    keeps every row of its source, so the counts do not depend on which candidate each
+    one was computed from.
+
+    Examples
+    --------
+    >>> choose_candidates(Levels(count=2), [10, 6, 6, 3], 10)
+    ([1, 3], 3)
+    """
+    chosen: list[int] = []
+    total = level0
+    for index, count in enumerate(totals):
+        if levels_done(settings, len(chosen), total):
+            break
+        if count < total:
+            chosen.append(index)
+            total = count
+    warn_short(settings, len(chosen), total)
+    return chosen, total
 
 
 def _segments(points: SortedPoints) -> np.ndarray:
