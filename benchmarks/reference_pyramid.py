@@ -24,6 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# ``python -I`` leaves the script's folder off sys.path; it holds no zarr_vectors package.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reference_worker import ReferenceLibrary, timed_write
 
 
@@ -44,7 +46,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         shutil.rmtree(store, ignore_errors=True)
         writes.append(timed_write(lambda: library.write(store))[0])
         before = tree_size(store)
-        ds = library.open(store)
+        ds = library.zv.open(store, mode="r+")
         seconds, summary = timed_write(lambda d=ds: d.build_pyramid(factors=factors))
         pyramids.append(seconds)
         after = tree_size(store)
