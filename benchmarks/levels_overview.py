@@ -378,7 +378,7 @@ POINT_LAYOUT = (100.0, 25.0)
 """Chunk and bin side of the points both libraries write for the pyramid rows."""
 
 
-def _ratio_steps(path: Path) -> list[int]:
+def ratio_steps(path: Path) -> list[int]:
     """The per-level growth of our levels' bin ratio (levels that only thin are left out:
     the reference's factor 1 builds nothing)."""
     ratios = [int(level.bin_ratio[0]) for level in zv.open(path).levels]
@@ -434,7 +434,7 @@ def _ours_beside(
     ours["bytes0"] = tree_size(root / f"{kind}-ours-none.zarrvectors")[0]
     ours["bytes"], ours["files"] = tree_size(auto)
     ours["levels"] = [(lv.level, lv.vertex_count, lv.object_count) for lv in zv.open(auto).levels]
-    return ours, arrays, _ratio_steps(auto)
+    return ours, arrays, ratio_steps(auto)
 
 
 def pyramid_rows(
@@ -509,7 +509,7 @@ def pyramid_rows(
 
 
 # -- main ------------------------------------------------------------------------------------
-def _reference_python(wanted: bool) -> Path | None:
+def reference_python(wanted: bool) -> Path | None:
     """The reference interpreter, or None when not wanted or it cannot be made (logged)."""
     if not wanted:
         return None
@@ -540,7 +540,7 @@ def run(args: argparse.Namespace) -> list[Row]:
             got = _overview(path, args.repeat)
             rows += _overview_rows(f"points, chunk {args.point_chunk:g}", int(args.points), got)
             shutil.rmtree(path, ignore_errors=True)
-        python = _reference_python(args.reference)
+        python = reference_python(args.reference)
         rows += pyramid_rows(
             "points", int(args.reference_points), root, args.repeat, args.seed, python
         )
