@@ -164,7 +164,7 @@ def overview_child(path: str, repeat: int, warm: bool) -> dict[str, Any]:
     store = zv.open(path)
     info = {level.level: level for level in store.levels}[result.level]
     level0 = store.read(level=0).positions
-    occupied, touched = coverage(level0, result.positions, info.bin_shape)
+    occupied, touched = coverage(level0, result.positions, info.bin_shape or ())
     return {
         "first": first,
         "warm": warm_times,
@@ -381,7 +381,7 @@ POINT_LAYOUT = (100.0, 25.0)
 def ratio_steps(path: Path) -> list[int]:
     """The per-level growth of our levels' bin ratio (levels that only thin are left out:
     the reference's factor 1 builds nothing)."""
-    ratios = [int(level.bin_ratio[0]) for level in zv.open(path).levels]
+    ratios = [int((level.bin_ratio or (1,))[0]) for level in zv.open(path).levels]
     return [b // a for a, b in itertools.pairwise(ratios) if b > a]
 
 
@@ -430,7 +430,7 @@ def _ours_beside(
         write(path, None)
         times["build"].append(_timed(lambda p=path: zv.build_levels(p, progress=False)))
     auto = root / f"{kind}-ours-auto.zarrvectors"
-    ours = {name: median(runs) for name, runs in times.items()}
+    ours: dict[str, Any] = {name: median(runs) for name, runs in times.items()}
     ours["bytes0"] = tree_size(root / f"{kind}-ours-none.zarrvectors")[0]
     ours["bytes"], ours["files"] = tree_size(auto)
     ours["levels"] = [(lv.level, lv.vertex_count, lv.object_count) for lv in zv.open(auto).levels]

@@ -26,7 +26,7 @@ from typing import Any
 
 # ``python -I`` leaves the script's folder off sys.path; it holds no zarr_vectors package.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_worker import ReferenceLibrary, timed_write
+from reference_worker import ReferenceLibrary, timed_write  # type: ignore[import-not-found]
 
 
 def tree_size(path: str) -> tuple[int, int]:
