@@ -79,13 +79,47 @@ def rewrites_kept_links(plan: MergePlan) -> bool:
 
 
 def links_may_be_wide(plan: MergePlan) -> bool:
-    """Whether some merged ``links/0`` value may need int64 (else int32 holds them all)."""
+    """Whether some merged ``links/0`` value may need int64 (else int32 holds them all).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.object_sources import open_source
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0)
+    >>> from zarr_vectors.update import plan_merge
+    >>> plan = plan_merge([open_source(folder / n) for n in ("a.zarr", "b.zarr")],
+    ...                   has_base=False)
+    >>> links_may_be_wide(plan)
+    False
+    """
     mesh = geometry_kind(plan.sources[0].kind).faces
     return mesh or max(plan.totals.values(), default=0) > _INT32.max
 
 
 def link_dtype(plan: MergePlan) -> np.dtype[Any]:
-    """int32 unless some merged ``links/0`` value needs int64 (as the one-shot writer)."""
+    """int32 unless some merged ``links/0`` value needs int64 (as the one-shot writer).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.object_sources import open_source
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0)
+    >>> from zarr_vectors.update import plan_merge
+    >>> plan = plan_merge([open_source(folder / n) for n in ("a.zarr", "b.zarr")],
+    ...                   has_base=False)
+    >>> link_dtype(plan)
+    dtype('int32')
+    """
     if not links_may_be_wide(plan):
         return np.dtype(np.int32)
     kept = rewrites_kept_links(plan)

@@ -321,6 +321,21 @@ def plan_merge(
     InvalidInputError
         When the sources do not fit together, the merged grid is too large,
         ``shard_chunks`` does not fit the axes, or it is asked of a merge into a base.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.object_sources import open_source
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0)
+    >>> plan = plan_merge([open_source(folder / n) for n in ("a.zarr", "b.zarr")],
+    ...                   has_base=False)
+    >>> sorted(plan.holders), plan.grid.shape.tolist()
+    ([(0, 0, 0), (1, 1, 1)], [2, 2, 2])
     """
     for other in sources[1:]:
         check_fit(sources[0], other)

@@ -193,6 +193,20 @@ def open_source(store: StoreLike | StoreIO) -> Source:
     InvalidInputError
         When the store is not a complete object store, or uses layouts this library
         does not write.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.object_sources import open_source
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0)
+    >>> source = open_source(folder / "a.zarr")
+    >>> source.kind, source.chunks.tolist()
+    ('polyline', [[0, 0, 0], [1, 1, 1]])
     """
     io = store if isinstance(store, StoreIO) else StoreIO(resolve_store(store, mode="r"))
     root, version = existing_root(io, str(store), with_levels=True)
