@@ -128,7 +128,23 @@ def link_dtype(plan: MergePlan) -> np.dtype[Any]:
 
 
 def wide_links(plan: MergePlan, chunks: list[tuple[int, ...]]) -> bool:
-    """Whether some ``links/0`` value of these chunks, renumbered, needs int64."""
+    """Whether some ``links/0`` value of these chunks, renumbered, needs int64.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> plan = plan_merge(sources, has_base=False)
+    >>> wide_links(plan, sorted(plan.holders))
+    False
+    """
     for chunk in chunks:
         for s in plan.holders[chunk]:
             n = link_count(plan, s, chunk)

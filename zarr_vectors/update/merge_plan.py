@@ -412,7 +412,24 @@ def _rebuilt_chunks(plan: MergePlan) -> frozenset[tuple[int, ...]]:
 
 
 def set_link_dtype(plan: MergePlan, dtype: np.dtype[Any]) -> None:
-    """Set the dtype of the merged ``links/0`` rows."""
+    """Set the dtype of the merged ``links/0`` rows.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> plan = plan_merge(sources, has_base=False, check_links=False)
+    >>> set_link_dtype(plan, np.dtype(np.int64))
+    >>> plan.arrays["links/0"].layout.dtype
+    dtype('int64')
+    """
     plan.arrays[LINKS0] = dataclasses.replace(
         plan.arrays[LINKS0],
         layout=dataclasses.replace(plan.arrays[LINKS0].layout, dtype=np.dtype(dtype)),
@@ -433,6 +450,24 @@ def for_chunk_writers(plan: MergePlan) -> MergePlan:
 
     The sources keep their readers, chunks and layouts but drop their object index, object
     and group attributes and cross-chunk links.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> plan = plan_merge(sources, has_base=False)
+    >>> light = for_chunk_writers(plan)
+    >>> [len(s.ids) for s in plan.sources], [len(s.ids) for s in light.sources]
+    ([2, 2], [0, 0])
+    >>> sorted(light.holders) == sorted(plan.holders)
+    True
     """
     ndim = plan.grid.ndim
     light = [
