@@ -263,7 +263,22 @@ def open_source(store: StoreLike | StoreIO) -> Source:
 
 
 def store_arguments(base: Source) -> dict[str, Any]:
-    """The store-wide arguments of the kind's writer, as ``base`` was written with them."""
+    """The store-wide arguments of the kind's writer, as ``base`` was written with them.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> store_arguments(sources[0])
+    {'kind': 'polyline', 'metadata': {}}
+    """
     row, extra = geometry_kind(base.kind), base.root.extra
     if row.ordered:
         return {"kind": base.kind, "metadata": _user_extra(base.root)}
@@ -283,6 +298,21 @@ def _user_extra(root: Any) -> dict[str, Any]:
 
 def options_of(source: Source) -> WriteOptions:
     """The write options that reproduce a store's layouts (for writing a batch alone).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> options = options_of(sources[0])
+    >>> options.rows_per_block, options.compression
+    (1024, 'blosc-lz4')
 
     Raises
     ------
@@ -326,6 +356,32 @@ def _same_columns(what: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray])
 
 
 def check_fit(first: Source, other: Source) -> None:
+    """Refuse to merge ``other`` into ``first`` unless kind, axes and layouts agree.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming what differs.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> check_fit(sources[0], sources[1])
+    >>> zv.write_mesh(folder / "m.zarr", [[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 2]],
+    ...               chunk_shape=8.0)
+    >>> check_fit(sources[0], open_source(folder / "m.zarr"))
+    Traceback (most recent call last):
+    ...
+    zarr_vectors.errors.InvalidInputError: cannot merge a 3-D mesh store into a 3-D polyline store
+    """
     if other.kind != first.kind or other.grid.ndim != first.grid.ndim:
         raise InvalidInputError(
             f"cannot merge a {other.grid.ndim}-D {other.kind} store into a "
