@@ -72,7 +72,20 @@ FAMILIES = ("vertex", "fragment", "link")
 
 @dataclass(frozen=True, slots=True)
 class SourceArray:
-    """One per-chunk row array of a level: path (below the level), family, layout, tag."""
+    """One per-chunk row array of a level: path (below the level), family, layout, tag.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.zarr"
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(2)]
+    >>> zv.write_polylines(path, lines, chunk_shape=8.0)
+    >>> array = open_source(path).arrays["links/0"]
+    >>> array.path, array.family, array.layout.row_shape
+    ('links/0', 'link', (2,))
+    """
 
     path: str
     family: str  # rows per vertex, per fragment or per link of a chunk
@@ -99,6 +112,18 @@ class Source:
     object_columns, groups, cross, cross_columns, refs
         Object attributes, groups, ``cross_chunk_links`` with its attributes, and the
         object index as ``(object, chunk grid index, fragment)`` references.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.zarr"
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(2)]
+    >>> zv.write_polylines(path, lines, chunk_shape=8.0)
+    >>> source = open_source(path)
+    >>> source.kind, source.n_objects, source.ids.tolist(), sorted(source.arrays)
+    ('polyline', 2, [0, 1], ['fragment_attributes/object_id', 'links/0', 'vertices'])
     """
 
     io: StoreIO
