@@ -94,6 +94,15 @@ class BatchSpec:
         ------
         InvalidInputError
             For an unknown kind, a missing ``chunk_shape`` or settings the kind lacks.
+
+        Examples
+        --------
+        >>> BatchSpec.create("graph", 8.0, None, None, {"directed": True}).store_wide
+        {'directed': True}
+        >>> BatchSpec.create("graph", None, None, None, {})
+        Traceback (most recent call last):
+        ...
+        zarr_vectors.errors.InvalidInputError: a streaming object write needs chunk_shape
         """
         writer = object_writer(kind)
         if chunk_shape is None:
@@ -119,7 +128,20 @@ class BatchSpec:
 
     @classmethod
     def for_store(cls, base: Source) -> BatchSpec:
-        """Batches that join the existing store ``base``: written with its settings."""
+        """Batches that join the existing store ``base``: written with its settings.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> from zarr_vectors.update import open_source
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.zarr"
+        >>> zv.write_polylines(path, [np.ones((3, 3)) * [1, 2, 3]], chunk_shape=8.0)
+        >>> spec = BatchSpec.for_store(open_source(path))
+        >>> spec.kind, spec.settings["chunk_shape"]
+        ('polyline', (8.0, 8.0, 8.0))
+        """
         return cls(base.kind, store_arguments(base), store_settings(base))
 
     @property
