@@ -76,7 +76,7 @@ def test_overview_child_reports_a_store_over_the_budget(
     assert (got["occupied"], got["touched"]) == (len(occupied), len(occupied & touched))
 
 
-def testratio_steps_leave_out_levels_that_only_thin(tmp_path: Path) -> None:
+def test_ratio_steps_leave_out_levels_that_only_thin(tmp_path: Path) -> None:
     points = np.random.default_rng(2).random((4000, 2)) * 100
     zv.write_points(
         tmp_path / "p.zv", points, chunk_shape=50.0, levels=zv.Levels(count=4, per_bin=8)
