@@ -40,6 +40,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -97,17 +98,12 @@ def _writes(root: Path, n: int, repeat: int, seed: int) -> dict[str, list[tuple[
         for name, levels in CASES.items():
             path = root / f"{name}.zarrvectors"
             shutil.rmtree(path, ignore_errors=True)
-            times[name].append(
-                _timed(
-                    lambda p=path, lv=levels: zv.write_points(
-                        p, positions, attributes=attributes, levels=lv
-                    )
-                )
-            )
+            write = partial(zv.write_points, path, positions, attributes=attributes, levels=levels)
+            times[name].append(_timed(write))
         path = root / "build.zarrvectors"
         shutil.rmtree(path, ignore_errors=True)
         zv.write_points(path, positions, attributes=attributes)
-        times["build"].append(_timed(lambda p=path: zv.build_levels(p)))
+        times["build"].append(_timed(partial(zv.build_levels, path)))
         log(f"levels: repeat {r + 1} of {repeat} done")
     return times
 
@@ -121,7 +117,8 @@ def _overview(path: Path, repeat: int) -> tuple[float, int, int]:
         seconds.append(time.perf_counter() - start)
         rows = len(result)
     store = zv.open(path)
-    level = min((info.level for info in store.levels if info.vertex_count <= BUDGET), default=-1)
+    within = (info.level for info in store.levels if (info.vertex_count or 0) <= BUDGET)
+    level = min(within, default=-1)
     return median(seconds), rows, level
 
 

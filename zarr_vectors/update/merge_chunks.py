@@ -211,6 +211,27 @@ def merge_chunks(
     With several chunks per shard (``plan.shard_chunks``) a shard is written whole, once:
     ``chunks`` must then hold every occupied chunk of the shards they touch (they are
     visited shard by shard, whatever their order).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> from zarr_vectors.store.target import write_target
+    >>> from zarr_vectors.update import check_globals, commit_merge, merge_chunks
+    >>> plan = plan_merge(sources, has_base=False)
+    >>> ids, groups = check_globals(plan)
+    >>> with write_target(folder / "c.zarr", overwrite=False) as io:
+    ...     merge_chunks(io, plan, sorted(plan.holders))
+    ...     commit_merge(io, plan, ids, groups)
+    >>> zv.open(folder / "c.zarr").read().object_ids.tolist()
+    [0, 1, 2, 3]
     """
     if plan.shard_chunks:
         grid = np.asarray([plan.grid_index(c) for c in chunks], dtype=np.int64)

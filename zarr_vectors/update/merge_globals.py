@@ -111,7 +111,32 @@ def _merged_groups(plan: MergePlan) -> Groups | None:
 
 
 def check_globals(plan: MergePlan) -> tuple[np.ndarray | None, Groups | None]:
-    """The merged object ids and groups, or the error that makes the merge impossible."""
+    """The merged object ids and groups, or the error that makes the merge impossible.
+
+    Raises
+    ------
+    InvalidInputError
+        When object ids repeat across the sources, or their groups do not fit together.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> check_globals(plan_merge(sources, has_base=False))  # dense ids 0..3, no groups
+    (None, None)
+    >>> again = [open_source(folder / "a.zarr"), open_source(folder / "a.zarr")]
+    >>> check_globals(plan_merge(again, has_base=False))
+    Traceback (most recent call last):
+    ...
+    zarr_vectors.errors.InvalidInputError: the new objects' ids repeat ids of the store ...
+    """
     return _object_ids(plan), _merged_groups(plan)
 
 
@@ -179,6 +204,29 @@ def commit_merge(
     Array metadata, ``vertex_counts``, the object index, object and group attributes,
     cross-chunk links, level and root metadata (``ids`` and ``groups`` from
     :func:`check_globals`).
+
+    Examples
+    --------
+    A merge by hand, as :func:`~zarr_vectors.update.merge_stores` makes it:
+
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> from zarr_vectors.store.target import write_target
+    >>> from zarr_vectors.update import check_globals, commit_merge, merge_chunks
+    >>> plan = plan_merge(sources, has_base=False)
+    >>> ids, groups = check_globals(plan)
+    >>> with write_target(folder / "c.zarr", overwrite=False) as io:
+    ...     merge_chunks(io, plan, sorted(plan.holders))
+    ...     commit_merge(io, plan, ids, groups)
+    >>> zv.open(folder / "c.zarr").read().object_ids.tolist()
+    [0, 1, 2, 3]
     """
     _write_metadata(io, plan)  # after the chunks: a base's reader reads its own metadata
     chunks = np.asarray(list(plan.totals), dtype=np.int64).reshape(-1, plan.grid.ndim)

@@ -34,7 +34,24 @@ _INT32 = np.iinfo(np.int32)
 
 
 def link_rows(plan: MergePlan, s: int, chunk: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
-    """Source ``s``'s ``links/0`` rows of a chunk in the merged store's numbering."""
+    """Source ``s``'s ``links/0`` rows of a chunk in the merged store's numbering.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> plan = plan_merge(sources, has_base=False)
+    >>> (rows,) = read_family(plan, 1, (0, 0, 0), ["links/0"], link_count(plan, 1, (0, 0, 0)))
+    >>> rows[:2].tolist(), link_rows(plan, 1, (0, 0, 0), rows)[:2].tolist()
+    ([[0, 1], [1, 2]], [[13, 14], [14, 15]])
+    """
     rows = rows.astype(np.int64)
     shift = int(plan.places[s].row_shift[plan.index[s][chunk]])
     if geometry_kind(plan.sources[0].kind).faces:
@@ -47,6 +64,23 @@ def link_rows(plan: MergePlan, s: int, chunk: tuple[int, ...], rows: np.ndarray)
 
 
 def link_count(plan: MergePlan, s: int, chunk: tuple[int, ...]) -> int:
+    """Rows of ``links/0`` source ``s`` holds in a chunk.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> plan = plan_merge(sources, has_base=False)
+    >>> link_count(plan, 1, (0, 0, 0))
+    7
+    """
     if (chunk, s) in plan.ranges:
         return int(plan.ranges[(chunk, s)][2].sum())
     source = plan.sources[s]
@@ -57,6 +91,25 @@ def link_count(plan: MergePlan, s: int, chunk: tuple[int, ...]) -> int:
 def read_family(
     plan: MergePlan, s: int, chunk: tuple[int, ...], paths: list[str], n: int
 ) -> list[np.ndarray]:
+    """The ``n`` rows of a chunk of source ``s`` of each array in ``paths`` (one family:
+    the same rows each).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> plan = plan_merge(sources, has_base=False)
+    >>> (rows,) = read_family(plan, 1, (0, 0, 0), ["links/0"], 7)
+    >>> rows.shape
+    (7, 2)
+    """
     source = plan.sources[s]
     if n == 0:
         return [
@@ -69,7 +122,22 @@ def read_family(
 
 
 def rewrites_kept_links(plan: MergePlan) -> bool:
-    """Whether the base's kept chunks need their ``links/0`` rows read and rewritten."""
+    """Whether the base's kept chunks need their ``links/0`` rows read and rewritten.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> rewrites_kept_links(plan_merge(sources, has_base=True))
+    False
+    """
     if not plan.has_base:
         return False
     mesh = geometry_kind(plan.sources[0].kind).faces
@@ -79,13 +147,47 @@ def rewrites_kept_links(plan: MergePlan) -> bool:
 
 
 def links_may_be_wide(plan: MergePlan) -> bool:
-    """Whether some merged ``links/0`` value may need int64 (else int32 holds them all)."""
+    """Whether some merged ``links/0`` value may need int64 (else int32 holds them all).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.object_sources import open_source
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0)
+    >>> from zarr_vectors.update import plan_merge
+    >>> plan = plan_merge([open_source(folder / n) for n in ("a.zarr", "b.zarr")],
+    ...                   has_base=False)
+    >>> links_may_be_wide(plan)
+    False
+    """
     mesh = geometry_kind(plan.sources[0].kind).faces
     return mesh or max(plan.totals.values(), default=0) > _INT32.max
 
 
 def link_dtype(plan: MergePlan) -> np.dtype[Any]:
-    """int32 unless some merged ``links/0`` value needs int64 (as the one-shot writer)."""
+    """int32 unless some merged ``links/0`` value needs int64 (as the one-shot writer).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.object_sources import open_source
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0)
+    >>> from zarr_vectors.update import plan_merge
+    >>> plan = plan_merge([open_source(folder / n) for n in ("a.zarr", "b.zarr")],
+    ...                   has_base=False)
+    >>> link_dtype(plan)
+    dtype('int32')
+    """
     if not links_may_be_wide(plan):
         return np.dtype(np.int32)
     kept = rewrites_kept_links(plan)
@@ -94,7 +196,23 @@ def link_dtype(plan: MergePlan) -> np.dtype[Any]:
 
 
 def wide_links(plan: MergePlan, chunks: list[tuple[int, ...]]) -> bool:
-    """Whether some ``links/0`` value of these chunks, renumbered, needs int64."""
+    """Whether some ``links/0`` value of these chunks, renumbered, needs int64.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> plan = plan_merge(sources, has_base=False)
+    >>> wide_links(plan, sorted(plan.holders))
+    False
+    """
     for chunk in chunks:
         for s in plan.holders[chunk]:
             n = link_count(plan, s, chunk)

@@ -61,6 +61,21 @@ class MergePlan:
     Computed once (:func:`plan_merge`); it is all a chunk writer needs
     (:func:`~zarr_vectors.update.merge_chunks.merge_chunks`), in this process or
     another (it pickles; see :func:`for_chunk_writers`).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> plan = plan_merge(sources, has_base=False)
+    >>> sorted(plan.holders), [len(s.ids) for s in plan.sources]
+    ([(0, 0, 0), (1, 1, 1)], [2, 2])
     """
 
     sources: list[Source]
@@ -86,16 +101,62 @@ class MergePlan:
 
         Chunks only the base holds are kept, but for those in :attr:`rebuilt`: with several
         chunks per shard, a shard is written whole once one of its chunks changes.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> from zarr_vectors.update import open_source, plan_merge
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> zv.write_polylines(folder / "a.zarr", [[[1, 1, 1], [2, 2, 2]]], chunk_shape=8.0)
+        >>> zv.write_polylines(folder / "b.zarr", [[[9, 9, 9], [10, 10, 10]]], chunk_shape=8.0,
+        ...                    object_ids=[1])
+        >>> plan = plan_merge([open_source(folder / "a.zarr"), open_source(folder / "b.zarr")],
+        ...                   has_base=True)
+        >>> plan.merged((0, 0, 0)), plan.merged((1, 1, 1))  # the base's own chunk is kept
+        (False, True)
         """
         return chunk in self.rebuilt or not (self.has_base and self.holders[chunk] == [0])
 
     def grid_index(self, chunk: tuple[int, ...], grid: ChunkGrid | None = None) -> np.ndarray:
-        """Grid index of an absolute chunk in the final grid (or in ``grid``)."""
+        """Grid index of an absolute chunk in the final grid (or in ``grid``).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> from zarr_vectors.update import open_source, plan_merge
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+        >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+        >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+        >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+        >>> plan = plan_merge(sources, has_base=False)
+        >>> plan.grid_index((1, 1, 1)).tolist(), plan.merged((1, 1, 1))
+        ([1, 1, 1], True)
+        """
         origin = (grid or self.grid).origin
         return np.asarray(np.asarray(chunk, dtype=np.int64) - origin, dtype=np.int64)
 
     def rows_of(self, s: int, flat: np.ndarray) -> np.ndarray:
-        """Rows of ``sources[s].chunks`` of chunks given by flat index in that source's grid."""
+        """Rows of ``sources[s].chunks`` of chunks given by flat index in that source's grid.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> from zarr_vectors.update import open_source, plan_merge
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+        >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+        >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+        >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+        >>> plan = plan_merge(sources, has_base=False)
+        >>> sources[1].chunks.tolist(), plan.rows_of(1, np.array([7])).tolist()
+        ([[0, 0, 0], [1, 1, 1]], [1])
+        """
         place = self.places[s]
         at = np.minimum(np.searchsorted(place.source_flat, flat), max(len(place.order) - 1, 0))
         if flat.size and (not len(place.order) or np.any(place.source_flat[at] != flat)):
@@ -103,7 +164,23 @@ class MergePlan:
         return place.order[at] if flat.size else np.empty(0, np.int64)
 
     def remap(self, s: int, gids: np.ndarray) -> np.ndarray:
-        """Global vertex ids of source ``s`` in the merged store (spec §9.11)."""
+        """Global vertex ids of source ``s`` in the merged store (spec §9.11).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> from zarr_vectors.update import open_source, plan_merge
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+        >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+        >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+        >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+        >>> plan = plan_merge(sources, has_base=False)
+        >>> plan.remap(1, np.array([0, 1])).tolist()  # after source 0's rows of chunk 0
+        [13, 14]
+        """
         chunk, row = np.divmod(gids, self.sources[s].n_max)
         j = self.rows_of(s, chunk)
         place = self.places[s]
@@ -112,13 +189,46 @@ class MergePlan:
         )
 
     def chunk_ranges(self, chunk: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Merged fragment starts, fragment rows and link counts of a merged chunk."""
+        """Merged fragment starts, fragment rows and link counts of a merged chunk.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> from zarr_vectors.update import open_source, plan_merge
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+        >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+        >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+        >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+        >>> plan = plan_merge(sources, has_base=False)
+        >>> starts, rows, links = plan.chunk_ranges((0, 0, 0))
+        >>> len(starts), int(rows.sum()), int(links.sum())
+        (12, 22, 18)
+        """
         holding = self.holders[chunk]
         shifts = [int(self.places[s].row_shift[self.index[s][chunk]]) for s in holding]
         return _merged_ranges([self.ranges[(chunk, s)] for s in holding], shifts)
 
     def identity(self, s: int) -> bool:
-        """Whether source ``s``'s global ids stay as they are."""
+        """Whether source ``s``'s global ids stay as they are.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> from zarr_vectors.update import open_source, plan_merge
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+        >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+        >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+        >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+        >>> plan = plan_merge(sources, has_base=False)
+        >>> plan.identity(0)
+        True
+        """
         source = self.sources[s]
         return (
             source.n_max == self.n_max
@@ -187,7 +297,17 @@ def _read_ranges(
 
 
 def flat(grid_chunks: np.ndarray, grid: ChunkGrid) -> np.ndarray:
-    """C-order flat indices of grid indices ``(m, D)`` (spec §9.11)."""
+    """C-order flat indices of grid indices ``(m, D)`` (spec §9.11).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zarr_vectors.format.grid import ChunkGrid
+    >>> one = np.ones(2, np.int64)
+    >>> grid = ChunkGrid(np.array([8.0, 8.0]), np.array([4.0, 4.0]), 2 * one, 0 * one, [3, 4] * one)
+    >>> flat(np.array([[0, 0], [1, 2], [2, 3]]), grid).tolist()
+    [0, 6, 11]
+    """
     if not len(grid_chunks):
         return np.empty(0, np.int64)
     shape = tuple(int(g) for g in grid.shape)
@@ -288,10 +408,28 @@ def _merged_ranges(
 
 
 def vertex_blob(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The encoded fragment index (spec §9.4) of fragments at ``starts`` with ``counts`` rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> blob = vertex_blob(np.array([0, 3]), np.array([3, 2]))
+    >>> blob.dtype, bytes(blob[:4])
+    (dtype('uint8'), b'GFVZ')
+    """
     return np.frombuffer(FragmentIndex.from_ranges(starts, counts).encode(), dtype=np.uint8)
 
 
 def link_blob(counts: np.ndarray) -> np.ndarray:
+    """The encoded fragment index of consecutive link fragments of ``counts`` rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> blob = link_blob(np.array([2, 1]))
+    >>> np.array_equal(blob, vertex_blob(np.array([0, 2]), np.array([2, 1])))
+    True
+    """
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     return vertex_blob(starts, counts)
 
@@ -321,6 +459,21 @@ def plan_merge(
     InvalidInputError
         When the sources do not fit together, the merged grid is too large,
         ``shard_chunks`` does not fit the axes, or it is asked of a merge into a base.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.object_sources import open_source
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0)
+    >>> plan = plan_merge([open_source(folder / n) for n in ("a.zarr", "b.zarr")],
+    ...                   has_base=False)
+    >>> sorted(plan.holders), plan.grid.shape.tolist()
+    ([(0, 0, 0), (1, 1, 1)], [2, 2, 2])
     """
     for other in sources[1:]:
         check_fit(sources[0], other)
@@ -397,7 +550,24 @@ def _rebuilt_chunks(plan: MergePlan) -> frozenset[tuple[int, ...]]:
 
 
 def set_link_dtype(plan: MergePlan, dtype: np.dtype[Any]) -> None:
-    """Set the dtype of the merged ``links/0`` rows."""
+    """Set the dtype of the merged ``links/0`` rows.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> plan = plan_merge(sources, has_base=False, check_links=False)
+    >>> set_link_dtype(plan, np.dtype(np.int64))
+    >>> plan.arrays["links/0"].layout.dtype
+    dtype('int64')
+    """
     plan.arrays[LINKS0] = dataclasses.replace(
         plan.arrays[LINKS0],
         layout=dataclasses.replace(plan.arrays[LINKS0].layout, dtype=np.dtype(dtype)),
@@ -418,6 +588,24 @@ def for_chunk_writers(plan: MergePlan) -> MergePlan:
 
     The sources keep their readers, chunks and layouts but drop their object index, object
     and group attributes and cross-chunk links.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> plan = plan_merge(sources, has_base=False)
+    >>> light = for_chunk_writers(plan)
+    >>> [len(s.ids) for s in plan.sources], [len(s.ids) for s in light.sources]
+    ([2, 2], [0, 0])
+    >>> sorted(light.holders) == sorted(plan.holders)
+    True
     """
     ndim = plan.grid.ndim
     light = [

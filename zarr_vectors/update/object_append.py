@@ -39,7 +39,6 @@ __all__ = [
     "append_mesh",
     "append_polylines",
     "append_skeletons",
-    "append_objects",
     "continuing_ids",
     "fit_arguments",
     "open_base",
@@ -48,7 +47,7 @@ __all__ = [
 ]
 
 
-def append_objects(
+def _append_objects(
     store: StoreLike,
     writer: KindWriter,
     arguments: dict[str, Any],
@@ -92,6 +91,22 @@ def open_base(store: StoreLike, writer: KindWriter) -> Source:
     ------
     InvalidInputError
         For another kind of store.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(2)]
+    >>> zv.write_polylines(path, lines, chunk_shape=8.0)
+    >>> from zarr_vectors.geometry import object_writer
+    >>> open_base(path, object_writer("polyline")).kind
+    'polyline'
+    >>> open_base(path, object_writer("mesh"))
+    Traceback (most recent call last):
+    ...
+    zarr_vectors.errors.InvalidInputError: cannot append mesh objects to a polyline store
     """
     base = open_source(store)
     if base.kind not in writer.kinds:
@@ -102,7 +117,21 @@ def open_base(store: StoreLike, writer: KindWriter) -> Source:
 
 
 def store_settings(base: Source, progress: ProgressOption = None) -> dict[str, Any]:
-    """The settings new objects are written with alone before they join ``base``."""
+    """The settings new objects are written with alone before they join ``base``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(2)]
+    >>> zv.write_polylines(path, lines, chunk_shape=8.0)
+    >>> from zarr_vectors.update import open_source
+    >>> settings = store_settings(open_source(path))
+    >>> settings["chunk_shape"], settings["bin_shape"]
+    ((8.0, 8.0, 8.0), (2.0, 2.0, 2.0))
+    """
     return {
         "chunk_shape": base.root.chunk_shape,
         "bin_shape": base.root.base_bin_shape,
@@ -146,6 +175,15 @@ def continuing_ids(kind: str, first: int, arguments: Mapping[str, Any]) -> Any:
     Any
         ``object_ids`` to write the batch with: the given ids, None for the labels of
         ``vertex_objects``, or ``first, first + 1, …``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lines = [np.zeros((3, 3)), np.ones((2, 3))]
+    >>> continuing_ids("polyline", 5, {"polylines": lines}).tolist()
+    [5, 6]
+    >>> continuing_ids("polyline", 5, {"polylines": lines, "object_ids": [9, 4]})
+    [9, 4]
     """
     ids = arguments.get("object_ids")
     if geometry_kind(kind).ordered:
@@ -202,6 +240,20 @@ def fit_arguments(
     InvalidInputError
         For a cast that can lose values, naming the argument and the ``.astype(...)``
         that does it on purpose.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> lines = [np.cumsum(np.ones((10, 3), np.float32), axis=0) for _ in range(2)]
+    >>> zv.write_polylines(path, lines, chunk_shape=8.0)
+    >>> new = [np.zeros((4, 3), np.float16)]
+    >>> fitted = fit_arguments("polyline", open_source(path), {"polylines": new}, "the store")
+    >>> fitted["polylines"][0].dtype
+    dtype('float32')
     """
     out = dict(arguments)
     dtype = base.arrays[VERTICES].layout.dtype
@@ -417,4 +469,4 @@ def append_mesh(
 
 
 # A registry (as numcodecs registers codecs): mode="a" of an object writer runs this.
-inputs.register_append(("objects",), append_objects)
+inputs.register_append(("objects",), _append_objects)

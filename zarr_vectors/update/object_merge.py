@@ -111,6 +111,21 @@ def merge_stores(
     ------
     InvalidInputError
         When the sources do not fit together; nothing has changed then.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> merge_stores(folder / "c.zarr", sources, has_base=False)
+    >>> zv.open(folder / "c.zarr").read().object_ids.tolist()
+    [0, 1, 2, 3]
     """
     if levels is None and has_base:
         levels = stored_levels(sources[0])  # an append keeps the store's levels

@@ -72,7 +72,20 @@ FAMILIES = ("vertex", "fragment", "link")
 
 @dataclass(frozen=True, slots=True)
 class SourceArray:
-    """One per-chunk row array of a level: path (below the level), family, layout, tag."""
+    """One per-chunk row array of a level: path (below the level), family, layout, tag.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.zarr"
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(2)]
+    >>> zv.write_polylines(path, lines, chunk_shape=8.0)
+    >>> array = open_source(path).arrays["links/0"]
+    >>> array.path, array.family, array.layout.row_shape
+    ('links/0', 'link', (2,))
+    """
 
     path: str
     family: str  # rows per vertex, per fragment or per link of a chunk
@@ -99,6 +112,18 @@ class Source:
     object_columns, groups, cross, cross_columns, refs
         Object attributes, groups, ``cross_chunk_links`` with its attributes, and the
         object index as ``(object, chunk grid index, fragment)`` references.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.zarr"
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(2)]
+    >>> zv.write_polylines(path, lines, chunk_shape=8.0)
+    >>> source = open_source(path)
+    >>> source.kind, source.n_objects, source.ids.tolist(), sorted(source.arrays)
+    ('polyline', 2, [0, 1], ['fragment_attributes/object_id', 'links/0', 'vertices'])
     """
 
     io: StoreIO
@@ -193,6 +218,20 @@ def open_source(store: StoreLike | StoreIO) -> Source:
     InvalidInputError
         When the store is not a complete object store, or uses layouts this library
         does not write.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.object_sources import open_source
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0)
+    >>> source = open_source(folder / "a.zarr")
+    >>> source.kind, source.chunks.tolist()
+    ('polyline', [[0, 0, 0], [1, 1, 1]])
     """
     io = store if isinstance(store, StoreIO) else StoreIO(resolve_store(store, mode="r"))
     root, version = existing_root(io, str(store), with_levels=True)
@@ -249,7 +288,22 @@ def open_source(store: StoreLike | StoreIO) -> Source:
 
 
 def store_arguments(base: Source) -> dict[str, Any]:
-    """The store-wide arguments of the kind's writer, as ``base`` was written with them."""
+    """The store-wide arguments of the kind's writer, as ``base`` was written with them.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> store_arguments(sources[0])
+    {'kind': 'polyline', 'metadata': {}}
+    """
     row, extra = geometry_kind(base.kind), base.root.extra
     if row.ordered:
         return {"kind": base.kind, "metadata": _user_extra(base.root)}
@@ -269,6 +323,21 @@ def _user_extra(root: Any) -> dict[str, Any]:
 
 def options_of(source: Source) -> WriteOptions:
     """The write options that reproduce a store's layouts (for writing a batch alone).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> options = options_of(sources[0])
+    >>> options.rows_per_block, options.compression
+    (1024, 'blosc-lz4')
 
     Raises
     ------
@@ -312,6 +381,32 @@ def _same_columns(what: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray])
 
 
 def check_fit(first: Source, other: Source) -> None:
+    """Refuse to merge ``other`` into ``first`` unless kind, axes and layouts agree.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming what differs.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update import open_source, plan_merge
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(4)]
+    >>> zv.write_polylines(folder / "a.zarr", lines[:2], chunk_shape=8.0)
+    >>> zv.write_polylines(folder / "b.zarr", lines[2:], chunk_shape=8.0, object_ids=[2, 3])
+    >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
+    >>> check_fit(sources[0], sources[1])
+    >>> zv.write_mesh(folder / "m.zarr", [[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 2]],
+    ...               chunk_shape=8.0)
+    >>> check_fit(sources[0], open_source(folder / "m.zarr"))
+    Traceback (most recent call last):
+    ...
+    zarr_vectors.errors.InvalidInputError: cannot merge a 3-D mesh store into a 3-D polyline store
+    """
     if other.kind != first.kind or other.grid.ndim != first.grid.ndim:
         raise InvalidInputError(
             f"cannot merge a {other.grid.ndim}-D {other.kind} store into a "

@@ -60,6 +60,18 @@ class BatchSpec:
     shard_chunks
         ``options.shard_chunks`` of the merged store: batches are written with one shard
         per chunk, and the merge packs chunks into shards (spec §9.0.1).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> spec = BatchSpec.create("polyline", 8.0, None, None, {})
+    >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(2)]
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "batch.zarr"
+    >>> spec.write(path, spec.arguments((lines,), {}), 5, overwrite=False)
+    >>> zv.open(path).read().object_ids.tolist()
+    [5, 6]
     """
 
     kind: str
@@ -82,6 +94,15 @@ class BatchSpec:
         ------
         InvalidInputError
             For an unknown kind, a missing ``chunk_shape`` or settings the kind lacks.
+
+        Examples
+        --------
+        >>> BatchSpec.create("graph", 8.0, None, None, {"directed": True}).store_wide
+        {'directed': True}
+        >>> BatchSpec.create("graph", None, None, None, {})
+        Traceback (most recent call last):
+        ...
+        zarr_vectors.errors.InvalidInputError: a streaming object write needs chunk_shape
         """
         writer = object_writer(kind)
         if chunk_shape is None:
@@ -107,7 +128,20 @@ class BatchSpec:
 
     @classmethod
     def for_store(cls, base: Source) -> BatchSpec:
-        """Batches that join the existing store ``base``: written with its settings."""
+        """Batches that join the existing store ``base``: written with its settings.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> import zarr_vectors as zv
+        >>> from zarr_vectors.update import open_source
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.zarr"
+        >>> zv.write_polylines(path, [np.ones((3, 3)) * [1, 2, 3]], chunk_shape=8.0)
+        >>> spec = BatchSpec.for_store(open_source(path))
+        >>> spec.kind, spec.settings["chunk_shape"]
+        ('polyline', (8.0, 8.0, 8.0))
+        """
         return cls(base.kind, store_arguments(base), store_settings(base))
 
     @property
@@ -122,6 +156,14 @@ class BatchSpec:
         ------
         InvalidInputError
             For arguments the function does not take, or settings fixed once per store.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> spec = BatchSpec.create("polyline", 8.0, None, None, {})
+        >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(2)]
+        >>> sorted(spec.arguments((lines,), {}))
+        ['polylines']
         """
         clash = sorted(set(kwargs) & (inputs.WRITE_SETTINGS | set(self.writer.store_wide)))
         if clash:
@@ -135,6 +177,14 @@ class BatchSpec:
         ------
         InvalidInputError
             For positions or object labels that are not valid.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> spec = BatchSpec.create("polyline", 8.0, None, None, {})
+        >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(2)]
+        >>> spec.count(spec.arguments((lines,), {}))
+        2
         """
         if geometry_kind(self.kind).ordered:
             return int(split_polylines(arguments["polylines"])[1].shape[0]) - 1
@@ -144,7 +194,20 @@ class BatchSpec:
     def write(
         self, path: StoreLike, arguments: Mapping[str, Any], first: int, *, overwrite: bool
     ) -> None:
-        """Write a batch alone into ``path``; its default ids start at ``first``."""
+        """Write a batch alone into ``path``; its default ids start at ``first``.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> import numpy as np
+        >>> spec = BatchSpec.create("polyline", 8.0, None, None, {})
+        >>> lines = [np.cumsum(np.ones((10, 3)), axis=0) + k for k in range(2)]
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "batch.zarr"
+        >>> spec.write(path, spec.arguments((lines,), {}), 2, overwrite=False)
+        >>> zv.open(path).read().object_ids.tolist()
+        [2, 3]
+        """
         batch = {**arguments, "object_ids": continuing_ids(self.kind, first, arguments)}
         settings = {**self.settings, "mode": "w" if overwrite else "w-", "progress": False}
         write_kind(path, self.writer, batch, self.store_wide, settings)

@@ -63,7 +63,19 @@ in input order or in (bin, input order): :meth:`_Plan.rewrite` sorts them stably
 
 @dataclass(frozen=True, slots=True)
 class ExistingPoints:
-    """What an append needs to know of the store it extends."""
+    """What an append needs to know of the store it extends.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> zv.write_points(path, [[1.0, 1.0], [2.0, 2.0], [7.0, 7.0]], chunk_shape=5.0)
+    >>> existing = load_existing(path)
+    >>> existing.vertex_count, existing.chunks.tolist(), list(existing.columns)
+    (3, [[0, 0], [1, 1]], ['vertices'])
+    """
 
     root: RootMetadata
     grid: ChunkGrid
@@ -92,6 +104,15 @@ def load_existing(store: StoreLike, *, with_levels: bool = False) -> ExistingPoi
         When the store is not a point cloud, has levels and ``with_levels`` is False, or
         was written with row layouts this library does not write (another ``R`` per
         array, other codecs).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> zv.write_points(path, [[1.0, 1.0], [2.0, 2.0], [7.0, 7.0]], chunk_shape=5.0)
+    >>> load_existing(path).counts.tolist()
+    [2, 1]
     """
     io = StoreIO(resolve_store(store, mode="r"))
     root, version = existing_root(io, str(store), with_levels=with_levels)
@@ -107,10 +128,41 @@ def existing_level(
 ) -> ExistingPoints:
     """What :func:`load_existing` reads, of level ``level`` of a point-cloud store.
 
+    Parameters
+    ----------
+    io
+        The store.
+    root
+        Its root metadata.
+    level
+        The level read.
+    base
+        The root ``zarr.json`` read, kept as :attr:`ExistingPoints.base` (None: not kept).
+
+    Returns
+    -------
+    ExistingPoints
+        The level's occupied chunks, their rows, its column types and layouts.
+
     Raises
     ------
     InvalidInputError
         For row layouts this library does not write.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.store.io import StoreIO, resolve_store
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> points = np.random.default_rng(0).random((400, 2)) * 10
+    >>> zv.write_points(path, points, chunk_shape=5.0, levels=zv.Levels(count=1, per_bin=8),
+    ...                 progress=False)
+    >>> root = load_existing(path, with_levels=True).root
+    >>> level1 = existing_level(StoreIO(resolve_store(path, mode="r")), root, 1, None)
+    >>> level1.vertex_count, level1.counts.tolist()
+    (128, [32, 32, 32, 32])
     """
     reader = LevelReader(io, root, level)
     stop = reader.grid.shape
@@ -168,7 +220,33 @@ def _options_of(root: RootMetadata, layouts: dict[str, RowLayout]) -> WriteOptio
 @dataclass(frozen=True, slots=True)
 class Appended:
     """A point-cloud append whose level 0 is written, not yet committed: what a
-    :data:`LevelsUpdate` needs to bring the store's levels of detail up to date."""
+    :data:`LevelsUpdate` needs to bring the store's levels of detail up to date.
+
+    Examples
+    --------
+    :func:`append_to_store` hands one to its ``levels`` callable:
+
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.point_level_append import load_levels, update_levels
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> points = np.random.default_rng(0).random((400, 2)) * 10
+    >>> zv.write_points(path, points, chunk_shape=5.0, bin_shape=5.0,
+    ...                 levels=zv.Levels(count=1, per_bin=8), progress=False)
+    >>> existing = load_existing(path, with_levels=True)
+    >>> stored = load_levels(path, existing.root)
+    >>> seen = []
+    >>> def levels(change):
+    ...     seen.append((change.added, change.stats.vertex_count))
+    ...     return update_levels(stored, change)
+    >>> append_to_store(path, existing, {(0, 0): 1},
+    ...                 lambda chunk: ([np.array([[2.0, 2.0]])], np.zeros(1, np.int64)),
+    ...                 (points.min(0), points.max(0)),
+    ...                 lambda stage, done, total: None, levels)
+    >>> seen
+    [({(0, 0): 1}, 401)]
+    """
 
     existing: ExistingPoints  # level 0 before the append
     root: RootMetadata  # the new root (origin and bounds), still listing the old levels
@@ -213,6 +291,22 @@ def append_to_store(
     levels
         Brings the levels of detail up to date once level 0 is written (required when
         the store has levels).
+
+    Examples
+    --------
+    One point appended to chunk ``(0, 0)`` (one bin per chunk: its bin index is 0):
+
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> zv.write_points(path, [[1.0, 1.0], [7.0, 7.0]], chunk_shape=5.0, bin_shape=5.0)
+    >>> append_to_store(path, load_existing(path), {(0, 0): 1},
+    ...                 lambda chunk: ([np.array([[2.0, 2.0]])], np.zeros(1, np.int64)),
+    ...                 (np.array([1.0, 1.0]), np.array([7.0, 7.0])),
+    ...                 lambda stage, done, total: None)
+    >>> zv.open(path).read().positions.tolist()
+    [[1.0, 1.0], [2.0, 2.0], [7.0, 7.0]]
     """
     ndim = existing.grid.ndim
     grid = inputs.plan_grid(
@@ -337,6 +431,33 @@ def replace_level_chunks(
     -------
     LevelStats
         What the level write produced.
+
+    Examples
+    --------
+    The rows of chunk ``(0, 0)`` of level 0 replaced by none, in place:
+
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.store.io import StoreIO, resolve_store
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> points = np.random.default_rng(0).random((400, 2)) * 10
+    >>> zv.write_points(path, points, chunk_shape=5.0, progress=False)
+    >>> existing = load_existing(path)
+    >>> existing.counts.tolist()
+    [82, 93, 126, 99]
+    >>> io = StoreIO(resolve_store(path, mode="r+"))
+    >>> dtype = existing.columns["vertices"][0]
+    >>> stats = replace_level_chunks(
+    ...     existing,
+    ...     existing.grid,
+    ...     0,
+    ...     (io, io),
+    ...     ({(0, 0): 0}, lambda chunk: ([np.empty((0, 2), dtype)], np.empty(0, np.int64))),
+    ...     lambda stage, done, total: None,
+    ... )
+    >>> stats.vertex_count
+    318
     """
     counts, rows = changed
     totals = _stored_rows(existing) | counts

@@ -54,7 +54,22 @@ Chunk = tuple[int, ...]
 
 @dataclass(frozen=True, slots=True)
 class StoredLevel:
-    """A coarse level of a store before an append: its metadata and its chunks."""
+    """A coarse level of a store before an append: its metadata and its chunks.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.point_append import load_existing
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> points = np.random.default_rng(0).random((400, 2)) * 10
+    >>> zv.write_points(path, points, chunk_shape=5.0, levels=zv.Levels(count=1, per_bin=8),
+    ...                 progress=False)
+    >>> level = load_levels(path, load_existing(path, with_levels=True).root)[0]
+    >>> level.meta.level, level.meta.bin_ratio, level.points.vertex_count
+    (1, (2, 2), 128)
+    """
 
     meta: LevelMetadata
     points: ExistingPoints
@@ -127,6 +142,41 @@ def update_levels(stored: list[StoredLevel], change: Appended) -> RootMetadata:
     -------
     RootMetadata
         The root listing the levels (the recorded ones, or those built again).
+
+    Examples
+    --------
+    :func:`~zarr_vectors.update.point_append.append_to_store` calls it once the new
+    rows of level 0 are written (here one point, in bin 0 of chunk ``(0, 0)``); the
+    levels are those a one-shot write of all the points has:
+
+    >>> import functools, pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.point_append import append_to_store, load_existing
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> points = np.random.default_rng(0).random((400, 2)) * 10
+    >>> levels = zv.Levels(count=1, per_bin=8)
+    >>> zv.write_points(folder / "p.zarr", points, chunk_shape=5.0, bin_shape=2.5,
+    ...                 levels=levels, progress=False)
+    >>> existing = load_existing(folder / "p.zarr", with_levels=True)
+    >>> stored = load_levels(folder / "p.zarr", existing.root)
+    >>> new = np.array([[1.0, 1.0]])
+    >>> append_to_store(
+    ...     folder / "p.zarr",
+    ...     existing,
+    ...     {(0, 0): 1},
+    ...     lambda chunk: ([new], np.zeros(1, np.int64)),
+    ...     (points.min(0), points.max(0)),
+    ...     lambda stage, done, total: None,
+    ...     functools.partial(update_levels, stored),
+    ... )
+    >>> zv.write_points(folder / "q.zarr", np.concatenate([points, new]), chunk_shape=5.0,
+    ...                 bin_shape=2.5, levels=levels, progress=False)
+    >>> appended, rewritten = zv.open(folder / "p.zarr"), zv.open(folder / "q.zarr")
+    >>> appended.levels[1].vertex_count == rewritten.levels[1].vertex_count
+    True
+    >>> np.array_equal(appended.read(level=1).positions, rewritten.read(level=1).positions)
+    True
     """
     metas = [level.meta for level in stored]
     names = [name for name in change.existing.columns if name != VERTICES]

@@ -62,6 +62,29 @@ class Level0:
         ``(dtype, row shape)`` of the positions, and of every attribute by name.
     options
         The write settings.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.read import LevelReader
+    >>> from zarr_vectors.store.io import StoreIO, resolve_store
+    >>> from zarr_vectors.update.point_append import load_existing
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> points = np.random.default_rng(0).random((4000, 2)) * 100
+    >>> zv.write_points(path, points, chunk_shape=50.0, progress=False)
+    >>> existing = load_existing(path)
+    >>> level0 = Level0(
+    ...     metadata=LevelReader(StoreIO(resolve_store(path, mode="r")), existing.root, 0).meta,
+    ...     grid=existing.grid,
+    ...     chunks=existing.chunks - existing.grid.origin,
+    ...     counts=existing.counts,
+    ...     columns=(existing.columns["vertices"], {}),
+    ...     options=existing.options,
+    ... )
+    >>> level0.chunks.tolist(), level0.counts.tolist()
+    ([[0, 0], [0, 1], [1, 0], [1, 1]], [974, 1019, 1042, 965])
     """
 
     metadata: LevelMetadata
@@ -168,7 +191,39 @@ def stored_level0(
     target: StoreIO,
 ) -> StoredLevel0:
     """Level 0 of ``existing`` as the chunked level builder reads it: from ``source``,
-    its coarser levels (as they are written) from ``target``."""
+    its coarser levels (as they are written) from ``target``.
+
+    Parameters
+    ----------
+    existing
+        The point cloud's level 0 (:func:`~zarr_vectors.update.point_append.load_existing`).
+    bounds
+        Its inclusive bounding box ``(lo, hi)``.
+    source, target
+        The store read, and the store the coarse levels are written to (the same store
+        when they are built in place).
+
+    Returns
+    -------
+    StoredLevel0
+        What :func:`~zarr_vectors.write.build_point_levels` takes.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.store.io import StoreIO, resolve_store
+    >>> from zarr_vectors.update.point_append import load_existing
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> points = np.random.default_rng(0).random((4000, 2)) * 100
+    >>> zv.write_points(path, points, attributes={"size": points[:, 0]}, chunk_shape=50.0,
+    ...                 progress=False)
+    >>> io = StoreIO(resolve_store(path, mode="r"))
+    >>> base = stored_level0(load_existing(path), (points.min(0), points.max(0)), io, io)
+    >>> base.names, int(base.counts.sum()), base.chunks.tolist()
+    (['size'], 4000, [[0, 0], [0, 1], [1, 0], [1, 1]])
+    """
     names = [name for name in existing.columns if name != VERTICES]
     return StoredLevel0(
         io=target,
@@ -233,6 +288,39 @@ def build_written_levels(
     -------
     RootMetadata
         ``root`` listing the levels built (format 1.3 when there are any).
+
+    Examples
+    --------
+    Levels over a level 0 written without them (here by ``write_points``; the writers
+    call it before they commit), then the commit:
+
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.geometry import commit_points
+    >>> from zarr_vectors.read import LevelReader
+    >>> from zarr_vectors.store.io import StoreIO, resolve_store
+    >>> from zarr_vectors.update.point_append import load_existing
+    >>> from zarr_vectors.write import LevelStats
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> points = np.random.default_rng(0).random((4000, 2)) * 100
+    >>> zv.write_points(path, points, chunk_shape=50.0, progress=False)
+    >>> existing = load_existing(path)
+    >>> io = StoreIO(resolve_store(path, mode="r+"))
+    >>> level0 = Level0(
+    ...     metadata=LevelReader(io, existing.root, 0).meta,
+    ...     grid=existing.grid,
+    ...     chunks=existing.chunks - existing.grid.origin,
+    ...     counts=existing.counts,
+    ...     columns=(existing.columns["vertices"], {}),
+    ...     options=existing.options,
+    ... )
+    >>> root = build_written_levels(io, existing.root, level0, zv.Levels(count=2, per_bin=8))
+    >>> [entry.level for entry in root.levels], root.version
+    ([1, 2], '1.3')
+    >>> commit_points(io, root, existing.grid, LevelStats(existing.vertex_count, 4, 0))
+    >>> [(level.level, level.vertex_count) for level in zv.open(path).levels]
+    [(0, 4000), (1, 128), (2, 32)]
     """
     if root.bounding_box is None:
         return root

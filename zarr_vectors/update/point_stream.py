@@ -701,7 +701,19 @@ def _union(
 
 
 def bin_dtype(grid: ChunkGrid) -> np.dtype[Any]:
-    """The smallest unsigned type holding a bin flat index of ``grid``."""
+    """The smallest unsigned type holding a bin flat index of ``grid``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.update.point_append import load_existing
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> zv.write_points(path, [[1.0, 1.0], [7.0, 7.0]], chunk_shape=8.0, bin_shape=1.0)
+    >>> grid = load_existing(path).grid
+    >>> grid.bins_per_chunk_total, bin_dtype(grid)
+    (64, dtype('uint16'))
+    """
     bins = grid.bins_per_chunk_total
     return np.dtype(np.uint16 if bins <= 2**16 else np.uint32 if bins <= 2**32 else np.uint64)
 
