@@ -43,6 +43,7 @@ from zarr_vectors.write import (
     chunk_level,
     coarse_grid,
     level_steps,
+    levels_done,
     recorded_settings,
     write_level_metadata,
 )
@@ -134,7 +135,12 @@ def update_levels(stored: list[StoredLevel], change: Appended) -> RootMetadata:
     if (metas[0].coarsening or {}).get("method") == AGGREGATE:
         how = [(metas[0].coarsening or {})["reductions"][name] for name in names]
     write_level_metadata(change.target, level0_metadata(change.grid, change.stats))
-    schedules = recorded_settings(metas, change.grid.bins)
+    asked = change.root.schedule
+    schedules = (
+        recorded_settings(metas, change.grid.bins)
+        if asked is None
+        else [Levels.from_schedule(asked)]
+    )
     for settings in schedules:
         levels = _Levels(change, stored, settings, names, how)
         steps = level_steps(settings, metas, change.grid.bins)
@@ -180,19 +186,21 @@ def _changed_counts(
                 continue
             counts[k][chunk] = n
             finer, finer_rows = list(level.columns[: 1 + len(levels.names)]), n
-    return counts if _still_reduce(levels, counts) else None
+    return counts if _same_levels(levels, counts) else None
 
 
-def _still_reduce(levels: _Levels, counts: list[dict[Chunk, int]]) -> bool:
-    """Whether every recorded level still holds fewer vertices than the one below."""
+def _same_levels(levels: _Levels, counts: list[dict[Chunk, int]]) -> bool:
+    """Whether every recorded level still holds fewer vertices than the one below and the
+    schedule stops after the last one, as it did (``"auto"``: the target is reached there
+    and not before; a count: as many levels as asked)."""
     change = levels.change
     below = change.stats.vertex_count
-    for level, changed in zip(levels.stored, counts, strict=True):
+    for k, (level, changed) in enumerate(zip(levels.stored, counts, strict=True)):
         total = sum((_rows(level.points) | changed).values())
-        if total >= below:
+        if total >= below or levels_done(levels.settings, k, below):
             return False
         below = total
-    return True
+    return levels_done(levels.settings, len(levels.stored), below)
 
 
 def _rewrite_level(levels: _Levels, k: int, counts: list[dict[Chunk, int]]) -> None:

@@ -84,7 +84,7 @@ from zarr_vectors.write._point_levels import (
     write_point_levels,
 )
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
-from zarr_vectors.write.levels import Levels, level_settings
+from zarr_vectors.write.levels import Levels, level_settings, levels_done
 from zarr_vectors.write.options import DEFAULT_BLOSC, WriteOptions
 
 __all__ = [
@@ -113,6 +113,7 @@ __all__ = [
     "sort_points",
     "Levels",
     "level_settings",
+    "levels_done",
     "coarse_grid",
     "coarse_rows",
     "ChunkColumns",
