@@ -6,6 +6,7 @@ killed in the level step leaves the store as it was."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import os
@@ -17,6 +18,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from tests.geometry.object_cases import files
@@ -64,6 +67,47 @@ def test_a_point_append_reruns_the_asked_schedule(tmp_path: Path, asked: str) ->
     assert _coarse(tmp_path / "once") == 2
     assert files(tmp_path / "a") == files(tmp_path / "once")
     assert zv.validate(tmp_path / "a", level=5).ok
+
+
+REQUESTS = st.builds(
+    zv.Levels,
+    count=st.sampled_from([1, 2, 3, "auto"]),
+    method=st.sampled_from(["sample", "aggregate"]),
+    target=st.integers(1, 30),
+    per_bin=st.integers(1, 4),
+)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(4, 80),
+    cuts=st.lists(st.floats(0.05, 0.95), min_size=1, max_size=3),
+    levels=REQUESTS,
+)
+def test_appends_of_points_give_one_write_of_the_request(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, n: int, cuts: list[float], levels: Any
+) -> None:
+    """Whatever the first batch allowed, appends end as one write of all the points with
+    the same ``levels=`` (a first batch without levels is a format 1.2 store, which records
+    nothing: left out)."""
+    rng = np.random.default_rng(seed)
+    points = (rng.random((n, 2)) * 30).astype(np.float32)
+    points[: n // 4] = points[n // 4 : 2 * (n // 4)]  # repeated coordinates
+    kw: dict[str, Any] = {"chunk_shape": CHUNK, "bin_shape": 2.5, "progress": False}
+    tmp = tmp_path_factory.mktemp("sched")
+    ends = [*sorted({max(1, min(n - 1, int(c * n))) for c in cuts}), n]
+    _quiet(zv.write_points, tmp / "a", points[: ends[0]], levels=levels, **kw)
+    assume(_coarse(tmp / "a") > 0)
+    for a, b in itertools.pairwise(ends):
+        _quiet(zv.append_points, tmp / "a", points[a:b], progress=False)
+    _quiet(zv.write_points, tmp / "once", points, levels=levels, **kw)
+    assert files(tmp / "a") == files(tmp / "once")
 
 
 def _walks() -> tuple[list[np.ndarray], list[np.ndarray]]:
