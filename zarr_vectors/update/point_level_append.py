@@ -1,18 +1,19 @@
-"""Levels of detail kept up to date by point-cloud appends (spec §4.3, §5.5).
+"""Levels of detail kept up to date by point-cloud appends (spec §4.3, §5.5, §12.5).
+
+An append reruns the schedule the root records (``level_schedule``, spec §4.3.1 rule 9:
+what ``levels=`` asked for; a store without it: the levels as recorded, their count,
+method and parameters) over the new level 0, so the result is, byte for byte, what
+``write_points`` writes for all the points with the same request.
 
 Every coarse level is a function of level 0's stored rows, and coarsening is chunk-local
-(a coarse bin never crosses a chunk), so an append changes the coarse levels only in the
-chunks whose level-0 rows changed. :func:`update_levels` rebuilds those chunks of every
-level, from the new level 0 (``aggregate``) or the new level below (``sample``), and
-keeps the other chunks' files as they are (moved or re-indexed only when level 0's are:
-the grid origin moved or a level's ``N_max`` grew). The level count stays as recorded,
-also for a store written with ``"auto"``: the result is, byte for byte, what
-``write_points`` writes for all the points with ``levels=Levels(count=<recorded count>,
-...)`` and the recorded method and parameters.
-
-When the new points make a candidate level the schedule skipped reduce the point count
-(spec §4.3.2: a one-shot write would now write it), the recorded levels are no longer the
-schedule's, and every level is built again from the new level 0, chunk by chunk.
+(a coarse bin never crosses a chunk). While the schedule gives the recorded levels again
+(the same candidates, each still reducing, the schedule stopping after the last one),
+:func:`update_levels` rebuilds only the chunks whose level-0 rows changed, from the new
+level 0 (``aggregate``) or the new level below (``sample``), and keeps the other chunks'
+files as they are (moved or re-indexed only when level 0's are: the grid origin moved or a
+level's ``N_max`` grew). Otherwise — a level the data did not allow before, a skipped
+candidate now reducing, ``"auto"`` reaching its target at another level — every level is
+built again from the new level 0, chunk by chunk.
 """
 
 from __future__ import annotations
