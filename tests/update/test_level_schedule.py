@@ -252,7 +252,7 @@ def _child(case: str, path: str) -> None:
 @pytest.fixture(scope="module")
 def spawner() -> Any:
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tests.store.warm_writer", "tests.update.test_level_schedule"])
+    context.set_forkserver_preload(["tests.update.test_level_schedule"])
     return context
 
 
