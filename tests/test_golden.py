@@ -34,6 +34,7 @@ NAMES_1_2 = sorted(make_golden.inputs() | make_golden.sharded_inputs())
 GOLDEN_1_3 = Path(__file__).parent / "data" / "golden" / "1.3"
 NAMES_1_3 = sorted(make_golden.level_inputs())
 EARLIER = Path(__file__).parent / "data" / "golden" / "earlier"
+NO_SCHEDULE = EARLIER / "1.3_no_schedule"
 EARLIER_NAMES = sorted(p.name.removesuffix(".zarrvectors") for p in EARLIER.glob("*.zarrvectors"))
 
 
@@ -340,13 +341,29 @@ def test_writer_reproduces_golden_1_3_bytes(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", NAMES_1_3)
 def test_golden_1_3_store_reads_back_every_level(name: str) -> None:
-    path = GOLDEN_1_3 / f"{name}.zarrvectors"
-    store = _check_golden(GOLDEN_1_3, name)
+    _check_levels(GOLDEN_1_3, name)
+    asked = make_golden.level_inputs()[name]["levels"]
+    assert zv.open(GOLDEN_1_3 / f"{name}.zarrvectors").metadata["level_schedule"] == (
+        asked.to_schedule()
+    )
+
+
+@pytest.mark.parametrize("name", NAMES_1_3)
+def test_golden_1_3_store_without_level_schedule_reads_back_every_level(name: str) -> None:
+    """The 1.3 stores as written before the root recorded ``level_schedule``
+    (``earlier/README.md``): read and validated forever."""
+    _check_levels(NO_SCHEDULE, name)
+    assert "level_schedule" not in zv.open(NO_SCHEDULE / f"{name}.zarrvectors").metadata
+
+
+def _check_levels(directory: Path, name: str) -> None:
+    path = directory / f"{name}.zarrvectors"
+    store = _check_golden(directory, name)
     assert store.metadata["zarr_vectors_version"] == "1.3"
     datasets = store.metadata["multiscales"][0]["datasets"]
     assert [d["level"] for d in datasets] == list(range(len(datasets)))
     assert len(datasets) == 1 + make_golden.level_inputs()[name]["levels"].count
-    with np.load(GOLDEN_1_3 / f"{name}.expected.npz") as expected:
+    with np.load(directory / f"{name}.expected.npz") as expected:
         committed = {k: expected[k] for k in expected.files if k.startswith("level")}
     got = make_golden.level_arrays(path)
     assert sorted(got) == sorted(committed)

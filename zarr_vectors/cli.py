@@ -426,17 +426,18 @@ def _build_levels_parser(sub: Any) -> None:
         "build-levels",
         help="add levels of detail to a store (format 1.3)",
         description="Add levels of detail (coarser copies for overviews, spec §4.3) to a "
-        "point-cloud store written without them (read one chunk at a time) or to a "
-        "polyline or streamline store (built again when it has some), and commit them as "
-        "a new version (a failed build leaves the store as it was). The levels are those "
-        "the kind's write_*(..., levels=...) writes. Exit code 0 done, 2 error.",
+        "point-cloud store (read one chunk at a time) or an object store, built again when "
+        "it has some (--levels 0 removes them), and commit them as a new version (a failed "
+        "build leaves the store as it was). The levels are those the kind's "
+        "write_*(..., levels=...) writes. Exit code 0 done, 2 error.",
     )
     build.add_argument("store")
     build.add_argument(
         "--levels",
         type=_level_count,
         default="auto",
-        help="'auto' (default: until a level holds at most --target points) or a number",
+        help="'auto' (default: until a level holds at most --target points), a number, "
+        "or 0 to remove the levels",
     )
     build.add_argument("--method", choices=("sample", "aggregate"), default="sample")
     build.add_argument(
@@ -462,8 +463,8 @@ def _build_levels_parser(sub: Any) -> None:
 
 
 def _level_count(text: str) -> int | str:
-    """An argparse type: ``auto`` or an integer of at least 1."""
-    return "auto" if text == "auto" else _positive_int(text)
+    """An argparse type: ``auto``, 0 or an integer of at least 1."""
+    return "auto" if text == "auto" else 0 if text.strip() == "0" else _positive_int(text)
 
 
 def _build_levels(args: argparse.Namespace) -> int:

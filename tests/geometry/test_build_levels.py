@@ -13,7 +13,6 @@ import pytest
 import zarr_vectors as zv
 from tests.geometry import object_cases
 from zarr_vectors.cli import main
-from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.update import point_levels as build_module
 
 
@@ -90,11 +89,13 @@ def test_nothing_to_build_leaves_the_store(tmp_path: pathlib.Path) -> None:
     assert zv.open(path).metadata["zarr_vectors_version"] == "1.2"
 
 
-def test_a_store_with_levels_is_refused(tmp_path: pathlib.Path) -> None:
-    path = tmp_path / "p.zarr"
+def test_a_store_with_levels_gets_them_built_again(tmp_path: pathlib.Path) -> None:
+    path, one = tmp_path / "p.zarr", tmp_path / "one.zarr"
     _write(path, 1)
-    with pytest.raises(InvalidInputError, match="levels of detail"):
-        zv.build_levels(path)
+    asked = zv.Levels(count=2, per_bin=16)
+    assert zv.build_levels(path, asked) == 2
+    _write(one, asked)
+    assert object_cases.files(path) == object_cases.files(one)
 
 
 def test_object_stores_get_the_levels_of_their_writer(tmp_path: pathlib.Path) -> None:
@@ -137,5 +138,6 @@ def test_the_command_line_builds_levels(
     assert "2 levels of detail built" in capsys.readouterr().out
     datasets = zv.open(path).metadata["multiscales"][0]["datasets"]
     assert [d["level"] for d in datasets] == [0, 1, 2]
-    assert main(["build-levels", str(path)]) == 2  # it has levels now
-    assert "levels of detail" in capsys.readouterr().err
+    assert main(["build-levels", str(path), "--levels", "0"]) == 0  # removes them
+    assert "0 levels of detail built" in capsys.readouterr().out
+    assert len(zv.open(path).levels) == 1

@@ -24,6 +24,7 @@ LEVEL_IDS = {
     "L5.aggregate_counts",
     "L5.aggregate_rule",
     "L2.levels_version",
+    "L2.level_schedule",
 }
 """The ids this file covers (the corpus of test_corruption.py counts them)."""
 
@@ -97,6 +98,12 @@ CASES = [
         "L2.levels_version",
         "sample",
         lambda st: s.edit_root(st, lambda a: a.__setitem__("zarr_vectors_version", "1.2")),
+        2,
+    ),
+    (
+        "L2.level_schedule",
+        "sample",
+        lambda st: s.edit_root(st, lambda a: a["level_schedule"].__setitem__("per_bin", 0)),
         2,
     ),
     ("L5.coarse_vertex_in_bin", "sample", edit_level_rows("vertices", move_first_row), 5),

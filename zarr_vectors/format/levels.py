@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_PER_BIN",
     "OBJECT_SPARSITY",
     "DEFAULT_TARGET",
+    "LEVEL_SCHEDULE",
     "OBJECT_METHODS",
     "POINT_METHODS",
     "REDUCTIONS",
@@ -34,6 +35,7 @@ __all__ = [
     "aggregate_coarsening",
     "allowed_reductions",
     "check_coarsening",
+    "check_schedule",
     "object_sparsity_rule",
     "cluster_coarsening",
     "default_reduction",
@@ -75,6 +77,10 @@ DEFAULT_OBJECTS_PER_CELL = 4
 """Default objects kept per coarse bin by ``objects="coverage"``."""
 DEFAULT_OBJECTS_KEPT = 1000
 """Default objects kept by ``objects="length"``."""
+LEVEL_SCHEDULE = "level_schedule"
+"""The root key recording the level schedule a writer was asked for (spec §3.1, §4.3.1)."""
+_SCHEDULE_COUNTS = ("target", "per_bin", "objects_per_cell", "objects_kept")
+_SCHEDULE_KEYS = ("count", "method", *_SCHEDULE_COUNTS, "reductions", "count_name", "objects")
 
 
 def allowed_reductions(dtype: np.dtype[Any]) -> tuple[str, ...]:
@@ -270,3 +276,49 @@ def check_coarsening(value: Any) -> dict[str, Any]:
 
 def _positive_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def check_schedule(value: Any) -> dict[str, Any]:
+    """Parse a root's ``level_schedule`` object (spec §3.1, §4.3.1), strictly.
+
+    Raises
+    ------
+    MetadataError
+        When the value is not an object with exactly the schedule's members, each of its
+        type: ``count`` ``"auto"`` or an integer >= 1, ``method`` a string, ``target``,
+        ``per_bin``, ``objects_per_cell`` and ``objects_kept`` integers >= 1,
+        ``reductions`` null or an object of reductions, ``count_name`` a string,
+        ``objects`` null, ``"coverage"`` or ``"length"``.
+
+    Examples
+    --------
+    >>> record = {"count": 2, "method": "sample", "target": 100000, "per_bin": 8,
+    ...     "objects_per_cell": 4, "objects_kept": 1000, "reductions": None,
+    ...     "count_name": "count", "objects": None}
+    >>> check_schedule(record)["per_bin"]
+    8
+    """
+    problem = _schedule_problem(value)
+    if problem:
+        raise MetadataError(f"level_schedule {problem}, got {value!r}")
+    return dict(value)
+
+
+def _schedule_problem(value: Any) -> str:
+    """What is wrong with a ``level_schedule`` value, or ``""``."""
+    if not isinstance(value, dict) or sorted(value) != sorted(_SCHEDULE_KEYS):
+        return f"must be an object with exactly the members {', '.join(_SCHEDULE_KEYS)}"
+    if value["count"] != "auto" and not _positive_int(value["count"]):
+        return "count must be 'auto' or an integer >= 1"
+    if not all(_positive_int(value[name]) for name in _SCHEDULE_COUNTS):
+        return f"{', '.join(_SCHEDULE_COUNTS)} must be integers >= 1"
+    if not isinstance(value["method"], str) or not isinstance(value["count_name"], str):
+        return "method and count_name must be strings"
+    reductions = value["reductions"]
+    if reductions is not None and (
+        not isinstance(reductions, dict) or not all(r in REDUCTIONS for r in reductions.values())
+    ):
+        return f"reductions must be null or map attribute names to one of {', '.join(REDUCTIONS)}"
+    if value["objects"] not in (None, *OBJECT_SPARSITY):
+        return f"objects must be null or one of {', '.join(OBJECT_SPARSITY)}"
+    return ""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from zarr_vectors.errors import MetadataError
-from zarr_vectors.format.levels import check_coarsening
+from zarr_vectors.format.levels import LEVEL_SCHEDULE, check_coarsening
 from zarr_vectors.format.names import GEOMETRY_TYPES
 from zarr_vectors.format.version import BASE_VERSION, LEVELS_VERSION, check_readable_version
 
@@ -32,6 +32,7 @@ CORE_ROOT_KEYS = frozenset(
         "axis_units",
         "bounding_box",
         "multiscales",
+        LEVEL_SCHEDULE,
     }
 )
 """Root keys modelled by :class:`RootMetadata` fields; the others go to ``extra`` (spec §3.1)."""
@@ -141,7 +142,10 @@ class RootMetadata:
 
     ``bounding_box`` is the inclusive ``(min, max)`` of the level-0 vertices, or None for a
     store without vertices. ``levels`` are the ``datasets`` entries of the levels above 0
-    (spec §4.3); :meth:`with_levels` sets them with the version they need.
+    (spec §4.3); :meth:`with_levels` sets them with the version they need. ``schedule`` is
+    the ``level_schedule`` the levels were built with (spec §3.1, §4.3.1), as stored: None
+    when the store has no levels or does not record it; its users parse it
+    (:func:`~zarr_vectors.format.levels.check_schedule`).
     """
 
     geometry_type: str
@@ -154,16 +158,22 @@ class RootMetadata:
     version: str = BASE_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
     levels: tuple[LevelEntry, ...] = ()
+    schedule: Any = None
 
     @property
     def spatial_dims(self) -> int:
         """``D``, the number of spatial axes."""
         return len(self.chunk_shape)
 
-    def with_levels(self, levels: tuple[LevelEntry, ...]) -> RootMetadata:
-        """This root listing ``levels`` above 0; with any, format version 1.3 (spec §3.3)."""
+    def with_levels(
+        self, levels: tuple[LevelEntry, ...], schedule: dict[str, Any] | None = None
+    ) -> RootMetadata:
+        """This root listing ``levels`` above 0; with any, format version 1.3 (spec §3.3)
+        and the ``schedule`` they were built with (None: the one it records); without any,
+        no schedule."""
         version = LEVELS_VERSION if levels else self.version
-        return replace(self, levels=tuple(levels), version=version)
+        kept = (self.schedule if schedule is None else schedule) if levels else None
+        return replace(self, levels=tuple(levels), version=version, schedule=kept)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document of the root attributes (spec §3)."""
@@ -198,6 +208,7 @@ class RootMetadata:
                     "datasets": datasets,
                 }
             ],
+            **({} if self.schedule is None else {LEVEL_SCHEDULE: self.schedule}),
             **self.extra,
         }
 
@@ -229,6 +240,7 @@ class RootMetadata:
             bounding_box=_bounding_box(doc.get("bounding_box"), ndim),
             extra={k: v for k, v in doc.items() if k not in CORE_ROOT_KEYS},
             levels=_coarse_levels(doc, ndim),
+            schedule=doc.get(LEVEL_SCHEDULE),
         )
 
 

@@ -175,7 +175,8 @@ def write_points(
             names = list(columns)
             stats = write_sorted_points(io, 0, points, names, grid, options, report)
             built = write_point_levels(io, points, names, grid, (lo, hi), options, settings)
-            root = root.with_levels(tuple(level.entry() for level in built))
+            entries = tuple(level.entry() for level in built)
+            root = root.with_levels(entries, settings.to_schedule())
         commit_points(io, root, grid, stats)
 
 

@@ -42,12 +42,12 @@ def build_levels(
     levels=levels)`` writes for the same data; the store becomes a format 1.3 store,
     committed as a new version (a failed build leaves it as it was).
 
-    A point cloud is read one chunk at a time (memory bounded by a few chunks) and must not
-    have levels yet. An object store (polylines, streamlines and the other kinds whose
-    writer builds levels) needs whole objects: level 0's objects and one coarse level are
-    held in memory, about three times level 0's uncompressed size; its levels are built
-    again if it has some (only the files that change are written), and ``levels=0``
-    removes them.
+    A point cloud is read one chunk at a time (memory bounded by a few chunks). An object
+    store (polylines, streamlines and the other kinds whose writer builds levels) needs
+    whole objects: level 0's objects and one coarse level are held in memory, about three
+    times level 0's uncompressed size (only the files that change are written). A store
+    that has levels gets them built again; ``levels=0`` removes them. The root records what
+    was asked (``level_schedule``, spec §3.1), which later appends rerun.
 
     Parameters
     ----------
@@ -63,15 +63,14 @@ def build_levels(
     Returns
     -------
     int
-        Point clouds: the number of levels built (0 when level 0 already holds at most the
-        target; the store is then unchanged). Object stores: the number of levels the
-        store has.
+        The number of levels the store now has (a point cloud without levels whose level
+        0 already holds at most the target is left unchanged).
 
     Raises
     ------
     InvalidInputError
-        For a store that is not a Zarr Vectors store, a point cloud that already has
-        levels, a kind whose writer builds no levels, or bad ``levels``.
+        For a store that is not a Zarr Vectors store, a kind whose writer builds no
+        levels, or bad ``levels``.
 
     Examples
     --------

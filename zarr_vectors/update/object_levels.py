@@ -183,7 +183,8 @@ def _write_changed(built: StoreIO, io: StoreIO) -> int:
 
 def stored_levels(store: Source | StoreLike) -> Levels | None:
     """The :class:`~zarr_vectors.Levels` an object store's levels were built with, or None
-    when it has none: as many levels as it holds, with its object sparsity.
+    when it has none: the request its root records (``level_schedule``, spec §3.1), else
+    (a store that does not record it) as many levels as it holds, with its object sparsity.
 
     Examples
     --------
@@ -198,6 +199,8 @@ def stored_levels(store: Source | StoreLike) -> Levels | None:
     source = store if isinstance(store, Source) else open_source(store)
     if not source.root.levels:
         return None
+    if source.root.schedule is not None:
+        return Levels.from_schedule(source.root.schedule)
     top = len(source.root.levels)
     doc = source.io.read_json(f"{top}/zarr.json") or {}
     objects = (doc.get("attributes", {}).get("coarsening") or {}).get("objects")
@@ -240,7 +243,7 @@ def rebuild_levels(io: StoreIO, source: Source, settings: Levels) -> RootMetadat
     if table.positions.shape[0]:
         built = writer.levels(settings)(built_io, table, source.grid, options_of(source))
     _write_changed(built_io, io)
-    root = source.root.with_levels(tuple(level.entry() for level in built))
+    root = source.root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())
     if not built and root.version == LEVELS_VERSION:  # as a write without levels declares
         root = dataclasses.replace(root, version=PLACED_VERSION)
     return root

@@ -1,18 +1,19 @@
-"""Levels of detail kept up to date by point-cloud appends (spec §4.3, §5.5).
+"""Levels of detail kept up to date by point-cloud appends (spec §4.3, §5.5, §12.5).
+
+An append reruns the schedule the root records (``level_schedule``, spec §4.3.1 rule 9:
+what ``levels=`` asked for; a store without it: the levels as recorded, their count,
+method and parameters) over the new level 0, so the result is, byte for byte, what
+``write_points`` writes for all the points with the same request.
 
 Every coarse level is a function of level 0's stored rows, and coarsening is chunk-local
-(a coarse bin never crosses a chunk), so an append changes the coarse levels only in the
-chunks whose level-0 rows changed. :func:`update_levels` rebuilds those chunks of every
-level, from the new level 0 (``aggregate``) or the new level below (``sample``), and
-keeps the other chunks' files as they are (moved or re-indexed only when level 0's are:
-the grid origin moved or a level's ``N_max`` grew). The level count stays as recorded,
-also for a store written with ``"auto"``: the result is, byte for byte, what
-``write_points`` writes for all the points with ``levels=Levels(count=<recorded count>,
-...)`` and the recorded method and parameters.
-
-When the new points make a candidate level the schedule skipped reduce the point count
-(spec §4.3.2: a one-shot write would now write it), the recorded levels are no longer the
-schedule's, and every level is built again from the new level 0, chunk by chunk.
+(a coarse bin never crosses a chunk). While the schedule gives the recorded levels again
+(the same candidates, each still reducing, the schedule stopping after the last one),
+:func:`update_levels` rebuilds only the chunks whose level-0 rows changed, from the new
+level 0 (``aggregate``) or the new level below (``sample``), and keeps the other chunks'
+files as they are (moved or re-indexed only when level 0's are: the grid origin moved or a
+level's ``N_max`` grew). Otherwise — a level the data did not allow before, a skipped
+candidate now reducing, ``"auto"`` reaching its target at another level — every level is
+built again from the new level 0, chunk by chunk.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from zarr_vectors.write import (
     chunk_level,
     coarse_grid,
     level_steps,
+    levels_done,
     recorded_settings,
     write_level_metadata,
 )
@@ -184,7 +186,12 @@ def update_levels(stored: list[StoredLevel], change: Appended) -> RootMetadata:
     if (metas[0].coarsening or {}).get("method") == AGGREGATE:
         how = [(metas[0].coarsening or {})["reductions"][name] for name in names]
     write_level_metadata(change.target, level0_metadata(change.grid, change.stats))
-    schedules = recorded_settings(metas, change.grid.bins)
+    asked = change.root.schedule
+    schedules = (
+        recorded_settings(metas, change.grid.bins)
+        if asked is None
+        else [Levels.from_schedule(asked)]
+    )
     for settings in schedules:
         levels = _Levels(change, stored, settings, names, how)
         steps = level_steps(settings, metas, change.grid.bins)
@@ -230,19 +237,21 @@ def _changed_counts(
                 continue
             counts[k][chunk] = n
             finer, finer_rows = list(level.columns[: 1 + len(levels.names)]), n
-    return counts if _still_reduce(levels, counts) else None
+    return counts if _same_levels(levels, counts) else None
 
 
-def _still_reduce(levels: _Levels, counts: list[dict[Chunk, int]]) -> bool:
-    """Whether every recorded level still holds fewer vertices than the one below."""
+def _same_levels(levels: _Levels, counts: list[dict[Chunk, int]]) -> bool:
+    """Whether every recorded level still holds fewer vertices than the one below and the
+    schedule stops after the last one, as it did (``"auto"``: the target is reached there
+    and not before; a count: as many levels as asked)."""
     change = levels.change
     below = change.stats.vertex_count
-    for level, changed in zip(levels.stored, counts, strict=True):
+    for k, (level, changed) in enumerate(zip(levels.stored, counts, strict=True)):
         total = sum((_rows(level.points) | changed).values())
-        if total >= below:
+        if total >= below or levels_done(levels.settings, k, below):
             return False
         below = total
-    return True
+    return levels_done(levels.settings, len(levels.stored), below)
 
 
 def _rewrite_level(levels: _Levels, k: int, counts: list[dict[Chunk, int]]) -> None:

@@ -10,6 +10,7 @@ writes for the same level 0, byte for byte.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.levels import POINT_METHODS
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import VERTICES
+from zarr_vectors.format.version import LEVELS_VERSION, PLACED_VERSION
 from zarr_vectors.geometry import commit_points
 from zarr_vectors.read import ChunkRows, LevelReader
 from zarr_vectors.store.io import StoreIO, StoreLike
@@ -98,30 +100,32 @@ class Level0:
 
 
 def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
-    """Add levels of detail to a point-cloud store written without them (spec §4.3).
+    """Add or rebuild the levels of detail of a point-cloud store (spec §4.3).
 
     Level 0 is read one chunk at a time, so memory stays bounded by a few chunks; the levels
-    are the same, byte for byte, as those ``write_points(..., levels=levels)`` writes. The
-    store becomes a format 1.3 store, committed as a new version: a failed build leaves it
-    as it was.
+    are the same, byte for byte, as those ``write_points(..., levels=levels)`` writes, and
+    the root records what was asked (``level_schedule``). A store that has levels gets them
+    built again (``levels=0`` removes them: the store is then the format 1.2 store a write
+    without levels gives). The store is committed as a new version: a failed build leaves
+    it as it was.
 
     Parameters
     ----------
     store
-        A local path or zarr store of a point cloud without levels.
+        A local path or zarr store of a point cloud.
     levels
         ``"auto"`` (default), a number of levels, or a :class:`~zarr_vectors.Levels`.
 
     Returns
     -------
     int
-        The number of levels built; 0 when level 0 already holds at most the target (the
-        store is then unchanged).
+        The number of levels the store now has; 0 when level 0 already holds at most the
+        target (a store without levels is then unchanged).
 
     Raises
     ------
     InvalidInputError
-        For another kind of store, a store that already has levels, or bad ``levels``.
+        For another kind of store, or bad ``levels``.
 
     Examples
     --------
@@ -135,26 +139,42 @@ def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
     2
     >>> zv.open(path).metadata["zarr_vectors_version"]
     '1.3'
+    >>> zv.build_levels(path, 0), zv.open(path).metadata["zarr_vectors_version"]
+    (0, '1.2')
     """
     settings = point_level_settings(levels)
     existing = load_existing(store, with_levels=True)
-    if existing.root.levels:
-        raise InvalidInputError(
-            f"{store} already has levels of detail; build_levels adds levels to a point "
-            "cloud without them: write the points again with write_points(..., levels=...) "
-            "to change them"
-        )
     bbox = existing.root.bounding_box
-    if settings is None or bbox is None or _enough(settings, existing.vertex_count):
+    if settings is not None and (bbox is None or _enough(settings, existing.vertex_count)):
+        settings = None
+    if settings is None and not existing.root.levels:
         return 0
-    bounds = (np.asarray(bbox[0]), np.asarray(bbox[1]))
-    with modify_target(store, rewritten="1/", base=existing.base) as (source, target):
-        base = stored_level0(existing, bounds, source, target)
-        built = build_point_levels(base, settings)
-        root = existing.root.with_levels(tuple(level.entry() for level in built))
+    rewritten = tuple(f"{entry.level}/" for entry in existing.root.levels) or ("1/",)
+    with modify_target(store, rewritten=rewritten, base=existing.base) as (source, target):
+        for prefix in rewritten:  # a store changed in place keeps what it does not delete
+            target.delete_many(target.list_prefix(prefix))
+        root = _built_root(existing, settings, source, target)
         stats = LevelStats(existing.vertex_count, int(existing.counts.shape[0]), 0)
         commit_points(target, root, existing.grid, stats)
-    return len(built)
+    return len(root.levels)
+
+
+def _built_root(
+    existing: ExistingPoints, settings: Levels | None, source: StoreIO, target: StoreIO
+) -> RootMetadata:
+    """Build the levels ``settings`` asks for (none for None) into ``target``; the root
+    listing them, format 1.2 without any."""
+    built: tuple[LevelMetadata, ...] = ()
+    schedule = None
+    if settings is not None and existing.root.bounding_box is not None:
+        box = existing.root.bounding_box
+        bounds = (np.asarray(box[0]), np.asarray(box[1]))
+        built = build_point_levels(stored_level0(existing, bounds, source, target), settings)
+        schedule = settings.to_schedule()
+    root = existing.root.with_levels(tuple(level.entry() for level in built), schedule)
+    if not built and root.version == LEVELS_VERSION:  # as a write without levels declares
+        root = dataclasses.replace(root, version=PLACED_VERSION)
+    return root
 
 
 def point_level_settings(levels: Any) -> Levels | None:
@@ -338,4 +358,4 @@ def build_written_levels(
         options=level0.options,
     )
     built = build_point_levels(base, settings, cached)
-    return root.with_levels(tuple(level.entry() for level in built))
+    return root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())

@@ -757,10 +757,12 @@ def append_points(
     the end, so a failed append leaves it as it was; other stores are changed in place and
     an interrupted append leaves them incomplete (spec §2.4), never wrong.
 
-    A store with levels of detail keeps them: the coarse chunks whose level-0 rows change
-    are rebuilt, the others' files kept, and the level count stays as recorded (also for a
-    store written with ``levels="auto"``), so the store is the one ``write_points`` writes
-    for all the points with that many levels and the recorded method and parameters.
+    A store with levels of detail keeps them: the schedule its root records
+    (``level_schedule``: what ``levels=`` asked for; for a store without it, the levels as
+    recorded) is run again over the new level 0, so the store is the one ``write_points``
+    writes for all the points with the same ``levels=`` (levels may be added). While the
+    levels stay the same, only the coarse chunks whose level-0 rows change are rebuilt and
+    the others' files kept; when their count changes, every level is built again.
 
     Concurrent appends (threads, or processes on one machine's local store) take turns:
     each takes the store's writer lock before it reads the store, so every batch is

@@ -86,6 +86,7 @@ _L2: dict[str, Severity] = {
     "L2.level_matches_dataset": _E,
     "L2.level_counts_plausible": _E,
     "L2.level_coarsening": _E,
+    "L2.level_schedule": _E,
     "L2.coarsening_method_unknown": _W,
     "L2.levels_version": _E,
     "L2.zv_array_tag": _E,

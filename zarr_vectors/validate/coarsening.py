@@ -3,7 +3,8 @@
 ``L2.level_coarsening``: a 1.3 store's levels above 0 say how they were computed and level 0
 does not; the point methods' parameters are well formed and fit the level-0 attributes; all
 levels use one method; bin ratios nest. ``L2.coarsening_method_unknown``: a method this
-validator does not know for the kind (its L5 checks are skipped).
+validator does not know for the kind (its L5 checks are skipped). ``L2.level_schedule``: the
+root's optional ``level_schedule`` is well formed and only in a store with levels above 0.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from zarr_vectors.format.jsonutil import as_int_list, pointer
 from zarr_vectors.format.levels import (
     AGGREGATE,
     CLUSTER,
+    LEVEL_SCHEDULE,
     POINT_METHODS,
     RUNS,
     THIN,
     aggregate_coarsening,
     check_coarsening,
+    check_schedule,
 )
 from zarr_vectors.format.version import LEVELS_VERSION, parse_version
 from zarr_vectors.validate.context import Context
@@ -50,6 +53,7 @@ def run(ctx: Context) -> None:
     """Check ``coarsening`` at every level (after the level metadata has been read)."""
     if ctx.facts.version is None:
         return
+    _schedule(ctx)
     if ctx.facts.version < _FIRST:
         _older_version(ctx)
         return
@@ -72,6 +76,27 @@ def run(ctx: Context) -> None:
             f"levels use several methods ({', '.join(sorted(methods))}); all must use one",
         )
     _ratios_nest(ctx)
+
+
+def _schedule(ctx: Context) -> None:
+    """``L2.level_schedule``: the root's ``level_schedule`` (OPTIONAL, spec §3.1) has the
+    members and types of §4.3.1 and is present only when levels above 0 are listed."""
+    attrs = ctx.root_attrs()
+    if LEVEL_SCHEDULE not in attrs:
+        return
+    ctx.mark("L2.level_schedule")
+    path = pointer("zarr.json", "attributes", LEVEL_SCHEDULE)
+    try:
+        check_schedule(attrs[LEVEL_SCHEDULE])
+    except MetadataError as exc:
+        ctx.fail("L2.level_schedule", path, str(exc))
+    if not any(n > 0 for n in ctx.facts.datasets):
+        ctx.fail(
+            "L2.level_schedule",
+            path,
+            "level_schedule is recorded but no level above 0 is listed; remove it, or "
+            "build the levels (zv.build_levels)",
+        )
 
 
 def _older_version(ctx: Context) -> None:

@@ -86,7 +86,7 @@ from zarr_vectors.write._point_levels import (
     write_point_levels,
 )
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
-from zarr_vectors.write.levels import Levels, level_settings
+from zarr_vectors.write.levels import Levels, level_settings, levels_done
 from zarr_vectors.write.options import DEFAULT_BLOSC, WriteOptions
 
 __all__ = [
@@ -115,6 +115,7 @@ __all__ = [
     "sort_points",
     "Levels",
     "level_settings",
+    "levels_done",
     "coarse_grid",
     "coarse_rows",
     "ChunkColumns",

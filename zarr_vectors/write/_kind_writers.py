@@ -187,7 +187,14 @@ def write_kind(
         options=options,
         progress=settings.get("progress"),
         levels=builder,
+        schedule=_schedule(levels),
     )
+
+
+def _schedule(levels: Any) -> dict[str, Any] | None:
+    """The ``level_schedule`` record of what ``levels`` asks for (spec §3.1), or None."""
+    settings = level_settings(levels)
+    return None if settings is None else settings.to_schedule()
 
 
 def _level_builder(writer: KindWriter, levels: Any) -> LevelBuilder | None:

@@ -382,12 +382,14 @@ def write_objects(
     options: WriteOptions | None,
     progress: ProgressOption = None,
     levels: LevelBuilder | None = None,
+    schedule: dict[str, Any] | None = None,
 ) -> None:
     """Write a store of objects (spec §10.3 to §10.8); input already validated.
 
     ``progress`` reports the chunks written (``"write"``, see :mod:`zarr_vectors._progress`).
     ``levels``, when given, writes the levels above 0 once level 0 is written (spec §4.3.3)
-    and returns their metadata; the root then lists them.
+    and returns their metadata; the root then lists them, with ``schedule``, the
+    ``level_schedule`` record of the request (spec §3.1).
 
     Raises
     ------
@@ -421,7 +423,7 @@ def write_objects(
         )
         if levels is not None and n:
             built = levels(io, table, grid, options)
-            root = root.with_levels(tuple(entry.entry() for entry in built))
+            root = root.with_levels(tuple(entry.entry() for entry in built), schedule)
         commit_root(
             io,
             root,

@@ -23,6 +23,7 @@ from zarr_vectors.format.levels import (
     OBJECT_SPARSITY,
     POINT_METHODS,
     SAMPLE,
+    check_schedule,
 )
 
 __all__ = ["Levels", "level_settings", "levels_done", "warn_short"]
@@ -110,6 +111,48 @@ class Levels:
                 raise InvalidInputError(
                     f"levels {name} must be an int >= 1, got {getattr(self, name)!r}"
                 )
+
+    def to_schedule(self) -> dict[str, Any]:
+        """The root's ``level_schedule`` record of this request (spec §3.1, §4.3.1): every
+        field, so that an append or a rebuild reruns the same schedule.
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> record = zv.Levels(count=2, per_bin=8).to_schedule()
+        >>> record["count"], record["per_bin"], record["objects"]
+        (2, 8, None)
+        """
+        reductions = dict(sorted(self.reductions.items())) if self.reductions else None
+        return {
+            "count": self.count if self.count == "auto" else int(self.count),
+            "method": self.method,
+            "target": int(self.target),
+            "per_bin": int(self.per_bin),
+            "objects_per_cell": int(self.objects_per_cell),
+            "objects_kept": int(self.objects_kept),
+            "reductions": reductions,
+            "count_name": self.count_name,
+            "objects": self.objects,
+        }
+
+    @classmethod
+    def from_schedule(cls, record: Any) -> Levels:
+        """The request a root's ``level_schedule`` records (:meth:`to_schedule`).
+
+        Raises
+        ------
+        MetadataError
+            When ``record`` is malformed (spec §3.1).
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> asked = zv.Levels(count="auto", target=500, objects="coverage")
+        >>> zv.Levels.from_schedule(asked.to_schedule()) == asked
+        True
+        """
+        return cls(**check_schedule(record))
 
 
 def _non_negative_int(value: Any) -> bool:
