@@ -383,9 +383,9 @@ def _commit(
     spec, grid = plan.spec, plan.spec.binning.grid
     chunks = grid_indices(plan.chunks, spec.binning.span_lo, spec.binning.span_shape, grid)
     stats = keep_level(io, (0, grid, spec.columns, spec.n_max, spec.options), chunks, plan.totals)
-    if chosen is not None:
+    if chosen is not None and levels is not None:
         entries = [commit_level(io, level, chosen[1], spec.options, chunks) for level in chosen[0]]
-        root = root.with_levels(tuple(entries))
+        root = root.with_levels(tuple(entries), levels.to_schedule())
     elif levels is not None:
         level0 = Level0(
             level0_metadata(grid, stats),
