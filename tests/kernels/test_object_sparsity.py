@@ -14,6 +14,7 @@ from tests.kernels.objects_strategies import Table, tables
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels.coarse_tables import coarse_cells
 from zarr_vectors.kernels.object_sparsity import (
+    cell_ranks,
     first_vertex_cells,
     id_hashes,
     keep_longest,
@@ -85,6 +86,19 @@ def test_keep_per_cell_matches_the_twin(rows: list[tuple[int, int]], per_cell: i
     counts = np.bincount(cells[kept] + 1, minlength=6)
     assert counts.max(initial=0) <= per_cell
     assert counts[0] == 0
+
+
+@settings(deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 4), st.integers(0, 3)), max_size=40))
+def test_cell_ranks_match_the_twin(rows: list[tuple[int, int]]) -> None:
+    cells = np.asarray([c for c, _ in rows], np.int64)
+    priority = np.asarray([p for _, p in rows], np.uint64)
+    expected = np.full(len(rows), -1, np.int64)
+    for cell in set(cells.tolist()) - {-1}:
+        members = sorted((p, i) for i, (c, p) in enumerate(rows) if c == cell)
+        for rank, (_, i) in enumerate(members):
+            expected[i] = rank
+    np.testing.assert_array_equal(cell_ranks(cells, priority), expected)
 
 
 @settings(max_examples=100, deadline=None)

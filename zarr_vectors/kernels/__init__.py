@@ -24,6 +24,7 @@ from zarr_vectors.kernels.coarsen_polylines import coarsen_polylines
 from zarr_vectors.kernels.coarsen_skeletons import coarsen_skeletons
 from zarr_vectors.kernels.manifests import decode_manifests, encode_manifests
 from zarr_vectors.kernels.object_sparsity import (
+    cell_ranks,
     first_vertex_cells,
     id_hashes,
     keep_longest,
@@ -70,6 +71,7 @@ __all__ = [
     "component_labels",
     "polyline_lengths",
     "keep_longest",
+    "cell_ranks",
     "first_vertex_cells",
     "keep_per_cell",
     "id_hashes",

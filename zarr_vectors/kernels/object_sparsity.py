@@ -24,7 +24,14 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.coarse_tables import object_of_vertices
 
-__all__ = ["first_vertex_cells", "id_hashes", "keep_longest", "keep_per_cell", "polyline_lengths"]
+__all__ = [
+    "cell_ranks",
+    "first_vertex_cells",
+    "id_hashes",
+    "keep_longest",
+    "keep_per_cell",
+    "polyline_lengths",
+]
 
 I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
@@ -216,6 +223,32 @@ def keep_per_cell(object_cells: npt.ArrayLike, priority: npt.ArrayLike, per_cell
     """
     if per_cell < 1:
         raise InvalidInputError(f"per_cell must be >= 1, got {per_cell}")
+    rank = cell_ranks(object_cells, priority)
+    return (rank >= 0) & (rank < per_cell)
+
+
+def cell_ranks(object_cells: npt.ArrayLike, priority: npt.ArrayLike) -> I64:
+    """Every object's rank in its cell by (priority, id): 0 for the object
+    :func:`keep_per_cell` keeps first, ...; -1 for objects of cell -1 (never kept). The
+    objects of ``per_cell=k`` are those of rank ``0 <= rank < k``.
+
+    Parameters
+    ----------
+    object_cells
+        ``(m,)`` int64 cell of every object (:func:`first_vertex_cells`).
+    priority
+        ``(m,)`` uint64 or float64 keys, as for :func:`keep_per_cell`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(m,)`` int64.
+
+    Examples
+    --------
+    >>> cell_ranks([7, 7, 7, -1, 2], [5, 1, 3, 0, 9]).tolist()
+    [2, 0, 1, -1, 0]
+    """
     cells = np.asarray(object_cells, dtype=np.int64)
     key = np.asarray(priority)
     ids = np.arange(cells.shape[0], dtype=np.int64)
@@ -224,7 +257,7 @@ def keep_per_cell(object_cells: npt.ArrayLike, priority: npt.ArrayLike, per_cell
     new = np.ones(order.shape[0], np.bool_)
     new[1:] = sorted_cells[1:] != sorted_cells[:-1]
     starts = np.flatnonzero(new)
-    rank = ids - np.repeat(starts, np.diff(np.append(starts, order.shape[0])))
-    kept = np.zeros(cells.shape[0], np.bool_)
-    kept[order[(rank < per_cell) & (sorted_cells >= 0)]] = True
-    return kept
+    rank = np.empty(cells.shape[0], np.int64)
+    rank[order] = ids - np.repeat(starts, np.diff(np.append(starts, order.shape[0])))
+    rank[cells < 0] = -1
+    return rank

@@ -13,6 +13,8 @@ the coarse bin equals the chunk, a candidate that does not reduce is skipped.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
@@ -22,7 +24,12 @@ from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.format.names import OBJECT_VERTEX_COUNTS
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.write._object_coarsening import ObjectMethod, coarse_table, object_method
-from zarr_vectors.write._object_sparsity import SparseLevel, sparse_level_table
+from zarr_vectors.write._object_sparsity import (
+    SparseLevel,
+    auto_per_cell,
+    coverage_ranks,
+    sparse_level_table,
+)
 from zarr_vectors.write._objects import (
     LevelBuilder,
     ObjectTable,
@@ -81,6 +88,35 @@ def _write_level(
     return meta
 
 
+def _bounds_by_sparsity(settings: Levels) -> bool:
+    """Whether ``levels="auto"`` may add a level bounded by object sparsity (spec §4.3.3):
+    only when the request names no ``objects`` rule (an explicit rule always wins)."""
+    return settings.count == "auto" and settings.objects is None
+
+
+def _bounding_level(
+    table: ObjectTable,
+    grid: ChunkGrid,
+    chunk_coarse: ObjectTable | None,
+    settings: Levels,
+    method: ObjectMethod,
+) -> tuple[ObjectTable, ChunkGrid, np.ndarray, SparseLevel]:
+    """The level ``levels="auto"`` adds when the kind's coarsening stalls above the target
+    (spec §4.3.3): coarse bin = chunk, rule ``"spatial_coverage"`` (``"id_hash"``) with the
+    largest ``per_cell`` whose kept objects hold at most ``target`` vertices (at least 1).
+    ``chunk_coarse`` is level 0 coarsened at that bin without sparsity, when computed."""
+    ratio = grid.bins.copy()
+    level_grid = coarse_grid(grid, ratio)
+    if chunk_coarse is None:
+        chunk_coarse = coarse_table(table, method.coarsen(table, level_grid))
+    counts = np.diff(chunk_coarse.offsets)
+    per_cell = auto_per_cell(coverage_ranks(table, level_grid), counts, settings.target)
+    rule = dataclasses.replace(settings, objects="coverage", objects_per_cell=per_cell)
+    sparse = sparse_level_table(table, level_grid, rule)
+    coarse = coarse_table(sparse.table, method.coarsen(sparse.table, level_grid))
+    return coarse, level_grid, ratio, sparse
+
+
 def object_level_builder(settings: Levels, kind: str) -> LevelBuilder:
     """The level builder :func:`~zarr_vectors.write._objects.write_objects` calls for objects
     of ``kind`` with ``levels=settings``: it writes levels 1, 2, ... by the kind's method
@@ -121,6 +157,7 @@ def object_level_builder(settings: Levels, kind: str) -> LevelBuilder:
         written: list[LevelMetadata] = []
         ratio, total = np.ones_like(grid.bins), int(table.positions.shape[0])
         base = (table, (table.positions.min(axis=0), table.positions.max(axis=0)))
+        coarse = None
         while (ratio < grid.bins).any() and not levels_done(settings, len(written), total):
             ratio = next_ratio(ratio, grid.bins)
             level_grid = coarse_grid(grid, ratio)
@@ -132,6 +169,12 @@ def object_level_builder(settings: Levels, kind: str) -> LevelBuilder:
             level = (coarse, level_grid, ratio, sparse)
             written.append(_write_level(io, number, level, base, options, method))
             total = int(coarse.positions.shape[0])
+        if _bounds_by_sparsity(settings) and not levels_done(settings, len(written), total):
+            bounded = _bounding_level(table, grid, coarse, settings, method)
+            if bounded[0].positions.shape[0] < total:
+                number = len(written) + 1
+                written.append(_write_level(io, number, bounded, base, options, method))
+                total = int(bounded[0].positions.shape[0])
         warn_short(settings, len(written), total)
         return tuple(written)
 

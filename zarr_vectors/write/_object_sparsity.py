@@ -20,16 +20,22 @@ from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.levels import object_sparsity_rule
 from zarr_vectors.kernels import CoarseGrid, coarse_cells
 from zarr_vectors.kernels.object_sparsity import (
+    cell_ranks,
     first_vertex_cells,
     id_hashes,
     keep_longest,
-    keep_per_cell,
     polyline_lengths,
 )
 from zarr_vectors.write._objects import ObjectTable
 from zarr_vectors.write.levels import Levels
 
-__all__ = ["LENGTH_KINDS", "SparseLevel", "sparse_level_table"]
+__all__ = [
+    "LENGTH_KINDS",
+    "SparseLevel",
+    "auto_per_cell",
+    "coverage_ranks",
+    "sparse_level_table",
+]
 
 LENGTH_KINDS = ("polyline", "streamline")
 """The kinds whose objects have a length (rule ``"length"``)."""
@@ -74,11 +80,48 @@ def _kept(table: ObjectTable, grid: ChunkGrid, settings: Levels) -> np.ndarray:
                 "use objects='coverage'"
             )
         return keep_longest(polyline_lengths(table.positions, table.offsets), settings.objects_kept)
+    rank = coverage_ranks(table, grid)
+    return (rank >= 0) & (rank < settings.objects_per_cell)
+
+
+def coverage_ranks(table: ObjectTable, grid: ChunkGrid) -> np.ndarray:
+    """Every object's rank in its cell by rule ``"spatial_coverage"`` with priority
+    ``"id_hash"`` on the level of ``grid`` (-1 for an object without vertices): the
+    objects kept with ``per_cell=k`` are those of rank below k (spec §4.3.3).
+
+    Examples
+    --------
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([8.0]), one, 0 * one, 2 * one)
+    >>> lines = np.array([[0.5], [0.7], [1.0], [9.0], [9.5]], np.float32)
+    >>> table = ObjectTable("polyline", lines, np.array([0, 2, 3, 5]), None, {}, {}, None,
+    ...                     None, {})
+    >>> coverage_ranks(table, grid).tolist()
+    [1, 0, 0]
+    """
     cells = CoarseGrid(grid.chunk_shape, grid.bin_shape, grid.origin)
     _, cell = coarse_cells(table.positions, cells)
     first = first_vertex_cells(cell, table.offsets)
-    priority = id_hashes(np.arange(table.n_objects, dtype=np.int64))
-    return keep_per_cell(first, priority, settings.objects_per_cell)
+    return cell_ranks(first, id_hashes(np.arange(table.n_objects, dtype=np.int64)))
+
+
+def auto_per_cell(ranks: np.ndarray, counts: np.ndarray, target: int) -> int:
+    """The ``per_cell`` of the level ``levels="auto"`` bounds by object sparsity (spec
+    §4.3.3): the largest k whose kept objects (rank below k) hold at most ``target``
+    vertices by ``counts`` (each object's vertex count at that level without sparsity), or
+    1 when even one object per cell holds more.
+
+    Examples
+    --------
+    >>> auto_per_cell(np.array([0, 1, 2, 0, -1]), np.array([5, 5, 5, 5, 0]), 15)
+    2
+    >>> auto_per_cell(np.array([0, 0]), np.array([9, 9]), 10)
+    1
+    """
+    valid = ranks >= 0
+    per_rank = np.zeros(int(ranks.max(initial=-1)) + 1, np.int64)
+    np.add.at(per_rank, ranks[valid], counts[valid].astype(np.int64))
+    return max(1, int(np.searchsorted(np.cumsum(per_rank), target, side="right")))
 
 
 def _links_kept(table: ObjectTable, vertex_kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
