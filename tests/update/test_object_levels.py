@@ -40,11 +40,14 @@ def _levels(kind: str) -> st.SearchStrategy[zv.Levels]:
     rules: list[dict[str, Any]] = [{}, {"objects": "coverage", "objects_per_cell": 1}]
     if kind == "polyline":
         rules.append({"objects": "length", "objects_kept": 5})
-    return st.builds(
+    counted = st.builds(
         lambda count, rule: zv.Levels(count=count, **rule),
         st.integers(1, 3),
         st.sampled_from(rules),
     )
+    # "auto" with a small target: the coarsest level bounded by coverage when runs stall
+    auto = st.builds(lambda target: zv.Levels(target=target), st.integers(1, 40))
+    return st.one_of(counted, auto)
 
 
 def _quiet(run: Any, *args: Any, **kwargs: Any) -> Any:
@@ -274,3 +277,77 @@ def test_an_append_in_place_keeps_the_levels(walks: list) -> None:
     assert object_cases.keys(appended) == object_cases.keys(one)
     assert zv.build_levels(appended, 1, progress=False) == 1
     assert not [k for k in object_cases.keys(appended) if k.startswith("2/")]
+
+
+def _stalled_counts(path: Path, walks: list) -> tuple[int, np.ndarray]:
+    """The last level without sparsity (coarse bin = chunk here) and its per-object counts."""
+    store = zv.open(path)
+    last = max(i.level for i in store.levels[1:] if "objects" not in _coarsening(path, i.level))
+    counts = np.asarray(zarr.open_array(path / str(last) / "object_vertex_counts")[:])
+    return last, counts
+
+
+def _coarsening(path: Path, level: int) -> dict[str, Any]:
+    return dict(_level_attributes(path, level)["coarsening"])
+
+
+@pytest.mark.parametrize("target", [60, 200])
+def test_auto_bounds_a_crowded_store_by_coverage(tmp_path: Path, walks: list, target: int) -> None:
+    path = tmp_path / "auto.zv"
+    zv.write_polylines(
+        path,
+        walks,
+        chunk_shape=16.0,
+        bin_shape=2.0,
+        levels=zv.Levels(target=target),
+        progress=False,
+    )
+    store = zv.open(path)
+    stalled, counts = _stalled_counts(path, walks)
+    assert store.levels[stalled].vertex_count > target  # runs alone stop above the target
+    top = store.levels[-1]
+    assert top.level == stalled + 1
+    assert top.vertex_count <= target
+    assert top.bin_shape == store.levels[stalled].bin_shape == (16.0, 16.0, 16.0)
+
+    def vertices(per_cell: int) -> int:
+        return int(counts[_coverage_by_numpy(walks, np.asarray(top.bin_shape), per_cell)].sum())
+
+    per_cell = _coarsening(path, top.level)["objects"]["per_cell"]
+    assert vertices(per_cell) == top.vertex_count  # kept objects keep their coarse vertices
+    assert vertices(per_cell + 1) > target  # the finest per_cell the target allows
+    np.testing.assert_array_equal(
+        _kept(path, top.level), _coverage_by_numpy(walks, np.asarray(top.bin_shape), per_cell)
+    )
+    assert _level_attributes(path, top.level)["sparsity_strategy"] == "spatial_coverage"
+    assert zv.validate(path, level=5).ok
+
+
+def test_auto_bounded_levels_are_the_same_from_every_path(tmp_path: Path, walks: list) -> None:
+    levels = zv.Levels(target=60)
+    one, after, appended = tmp_path / "one.zv", tmp_path / "after.zv", tmp_path / "app.zv"
+    zv.write_polylines(one, walks, chunk_shape=16.0, levels=levels, progress=False)
+    assert "objects" in _coarsening(one, len(zv.open(one).levels) - 1)
+    zv.write_polylines(after, walks, chunk_shape=16.0, progress=False)
+    zv.build_levels(after, levels, progress=False)
+    zv.write_polylines(appended, walks[:-7], chunk_shape=16.0, levels=levels, progress=False)
+    zv.write_polylines(appended, walks[-7:], mode="a", progress=False)
+    streamed = tmp_path / "streamed.zv"
+    with zv.ObjectWriter(
+        streamed, kind="polyline", chunk_shape=16.0, levels=levels, progress=False
+    ) as writer:
+        writer.append(walks[:30])
+        writer.append(walks[30:])
+    want = files(one)
+    for path in (after, appended, streamed):
+        assert files(path) == want, path.name
+
+
+def test_an_explicit_rule_or_count_is_not_bounded(tmp_path: Path, walks: list) -> None:
+    rule, counted = tmp_path / "rule.zv", tmp_path / "counted.zv"
+    asked = zv.Levels(target=60, objects="coverage", objects_per_cell=3)
+    zv.write_polylines(rule, walks, chunk_shape=16.0, levels=asked, progress=False)
+    for info in zv.open(rule).levels[1:]:
+        assert _coarsening(rule, info.level)["objects"]["per_cell"] == 3
+    zv.write_polylines(counted, walks, chunk_shape=16.0, levels=2, progress=False)
+    assert all("objects" not in _coarsening(counted, i.level) for i in zv.open(counted).levels[1:])
