@@ -8,7 +8,10 @@ object write path as level 0 (:func:`~zarr_vectors.write._objects.write_object_l
 the level's coarse bin shape. Vertex attributes are carried from each coarse vertex's
 source, link attributes from each coarse link's level-0 link; object attributes, ids and
 groups are level 0's. The schedule is the points' (spec §4.3.2): ``bin_ratio`` grows until
-the coarse bin equals the chunk, a candidate that does not reduce is skipped.
+the coarse bin equals the chunk, a candidate that does not reduce is skipped. With
+``levels="auto"`` and no ``objects`` rule, a schedule that ends above the target gets a
+bounding level: coarse bin = chunk, ``"spatial_coverage"`` with the largest ``per_cell``
+that fits the target (:func:`~zarr_vectors.write._object_sparsity.auto_per_cell`).
 """
 
 from __future__ import annotations
