@@ -63,10 +63,11 @@ class Levels:
         Object sparsity of object kinds (spec §4.3.3): None (default: every object at every
         level, except that ``count="auto"`` adds a *bounding level* when the kind's method
         stalls above ``target``: coarse bin = chunk, rule ``"coverage"`` with the largest
-        ``objects_per_cell`` that fits the target, at least 1), ``"coverage"`` (in every coarse bin the ``objects_per_cell`` objects whose
-        first vertex lies in it with the smallest id hash: the coarsest level then holds at
-        most ``objects_per_cell`` objects per occupied coarse bin) or ``"length"`` (the
-        ``objects_kept`` longest objects, polylines and streamlines). Recorded in each
+        ``objects_per_cell`` that fits the target, at least 1), ``"coverage"`` (in every
+        coarse bin the ``objects_per_cell`` objects whose first vertex lies in it with the
+        smallest id hash: the coarsest level then holds at most ``objects_per_cell`` objects
+        per occupied coarse bin) or ``"length"`` (the ``objects_kept`` longest objects,
+        polylines and streamlines). Recorded in each
         level's ``coarsening.objects``, ``sparsity_strategy``, ``kept_object_count`` and
         ``object_sparsity``.
     objects_per_cell
