@@ -21,7 +21,6 @@ from zarr_vectors.format.levels import object_sparsity_rule
 from zarr_vectors.kernels import CoarseGrid, coarse_cells
 from zarr_vectors.kernels.object_sparsity import (
     cell_ranks,
-    first_vertex_cells,
     id_hashes,
     keep_longest,
     polyline_lengths,
@@ -99,9 +98,12 @@ def coverage_ranks(table: ObjectTable, grid: ChunkGrid) -> np.ndarray:
     >>> coverage_ranks(table, grid).tolist()
     [1, 0, 0]
     """
+    starts = np.asarray(table.offsets[:-1], np.int64)
+    filled = np.asarray(table.offsets[1:], np.int64) > starts
     cells = CoarseGrid(grid.chunk_shape, grid.bin_shape, grid.origin)
-    _, cell = coarse_cells(table.positions, cells)
-    first = first_vertex_cells(cell, table.offsets)
+    _, cell = coarse_cells(table.positions[starts[filled]], cells)  # first vertices only
+    first = np.full(starts.shape[0], -1, np.int64)
+    first[filled] = cell
     return cell_ranks(first, id_hashes(np.arange(table.n_objects, dtype=np.int64)))
 
 
