@@ -36,6 +36,8 @@ __all__ = [
     "allowed_reductions",
     "check_coarsening",
     "check_schedule",
+    "LEVEL_MIN_ROWS_PER_BLOCK",
+    "level_rows_per_block",
     "object_sparsity_rule",
     "cluster_coarsening",
     "default_reduction",
@@ -77,6 +79,8 @@ DEFAULT_OBJECTS_PER_CELL = 4
 """Default objects kept per coarse bin by ``objects="coverage"``."""
 DEFAULT_OBJECTS_KEPT = 1000
 """Default objects kept by ``objects="length"``."""
+LEVEL_MIN_ROWS_PER_BLOCK = 16
+"""The smallest row block ``R`` :func:`level_rows_per_block` gives a coarse point level."""
 LEVEL_SCHEDULE = "level_schedule"
 """The root key recording the level schedule a writer was asked for (spec §3.1, §4.3.1)."""
 _SCHEDULE_COUNTS = ("target", "per_bin", "objects_per_cell", "objects_kept")
@@ -118,6 +122,51 @@ def sample_coarsening(per_bin: int) -> dict[str, Any]:
     {'method': 'sample', 'key': 'splitmix64', 'per_bin': 64}
     """
     return {"method": SAMPLE, "key": SAMPLE_KEY, "per_bin": int(per_bin)}
+
+
+def level_rows_per_block(
+    rows_per_block: int, bins_per_chunk: int, coarsening: Mapping[str, Any]
+) -> int:
+    """The row block ``R`` of a coarse point level's per-vertex arrays (spec §9.0, library
+    default): the smallest power of two, at least :data:`LEVEL_MIN_ROWS_PER_BLOCK`, that
+    holds the most rows a chunk of the level can hold, and at most level 0's ``R``.
+
+    A chunk of a ``sample`` level holds at most ``per_bin`` rows per coarse bin, one of an
+    ``aggregate`` level one per coarse bin, so ``R`` follows from the recorded parameters
+    alone and every write path gives the same bytes.
+
+    Parameters
+    ----------
+    rows_per_block
+        Level 0's ``R``.
+    bins_per_chunk
+        The level's coarse bins per chunk (the product over the axes).
+    coarsening
+        The level's ``coarsening`` object (``sample`` or ``aggregate``).
+
+    Returns
+    -------
+    int
+        The level's ``R``.
+
+    Examples
+    --------
+    >>> level_rows_per_block(4096, 1, sample_coarsening(64))
+    64
+    >>> level_rows_per_block(4096, 8, sample_coarsening(256))
+    2048
+    >>> level_rows_per_block(4096, 1, {"method": "aggregate"})
+    16
+    >>> level_rows_per_block(8, 1, sample_coarsening(64))
+    8
+    """
+    most = int(bins_per_chunk)
+    if coarsening["method"] == SAMPLE:
+        most *= int(coarsening["per_bin"])
+    size = LEVEL_MIN_ROWS_PER_BLOCK
+    while size < most and size < rows_per_block:
+        size *= 2
+    return min(int(rows_per_block), size)
 
 
 def runs_coarsening() -> dict[str, Any]:

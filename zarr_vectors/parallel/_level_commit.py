@@ -24,6 +24,7 @@ from zarr_vectors.write import (
     LevelWriter,
     WriteOptions,
     choose_candidates,
+    level_options,
     point_blob_layout,
     round_up,
     write_level_metadata,
@@ -85,11 +86,16 @@ def chosen_levels(
             number,
             k,
             _level_columns(level0, recipe.coarsening[k]),
-            round_up(int(counts[:, k].max()), options.block_rows),
+            round_up(int(counts[:, k].max()), _options(options, recipe, k).block_rows),
             counts[:, k],
         )
         for number, k in enumerate(picked, start=1)
     )
+
+
+def _options(options: WriteOptions, recipe: LevelRecipe, k: int) -> WriteOptions:
+    """The write settings of candidate ``k`` (its row block, spec §9.0)."""
+    return level_options(options, recipe.grids[k], recipe.coarsening[k])
 
 
 def _level_columns(level0: Columns, coarsening: dict[str, Any]) -> Columns:
@@ -123,7 +129,13 @@ def commit_level(
 ) -> LevelEntry:
     """Write a coarse level's shared documents and group metadata; its root entry."""
     grid = recipe.grids[level.candidate]
-    layout = (level.number, grid, level.columns, level.n_max, options)
+    layout = (
+        level.number,
+        grid,
+        level.columns,
+        level.n_max,
+        _options(options, recipe, level.candidate),
+    )
     stats = keep_level(io, layout, chunks, level.counts)
     meta = LevelMetadata(
         level=level.number,

@@ -37,6 +37,7 @@ from zarr_vectors.write import (
     candidate_steps,
     chunk_level,
     coarse_grid,
+    level_options,
     point_blob_layout,
     shard_major_order,
 )
@@ -347,7 +348,7 @@ def _level_writer(
         grid,
         level.columns,
         level.n_max,
-        options,
+        level_options(options, grid, recipe.coarsening[level.candidate]),
         blobs=point_blob_layout(grid),
         documents=False,
     )

@@ -262,12 +262,13 @@ def _rewrite_level(levels: _Levels, k: int, counts: list[dict[Chunk, int]]) -> N
     read = _reader(levels, source)
     grid = levels.grid(meta.bin_ratio)
     cap = int((meta.coarsening or {}).get("per_bin", 1))
+    order = _column_order(levels, k)
 
     def rows(chunk: Chunk) -> tuple[list[np.ndarray], np.ndarray]:
         level = levels.compute(read(chunk, below[chunk]), np.asarray(meta.bin_ratio), cap)
         offsets = level.bin_offsets[0]
         bins = np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
-        return list(level.columns), bins
+        return [level.columns[i] for i in order], bins
 
     stats = replace_level_chunks(
         levels.stored[k].points,
@@ -288,6 +289,15 @@ def _rewrite_level(levels: _Levels, k: int, counts: list[dict[Chunk, int]]) -> N
             coarsening=meta.coarsening,
         ),
     )
+
+
+def _column_order(levels: _Levels, k: int) -> list[int]:
+    """Where each column of recorded level ``k``, in the order its arrays are stored, is
+    among the computed columns (positions, level 0's attributes, ``aggregate``'s count)."""
+    computed = [VERTICES, *levels.names]
+    if levels.how is not None:
+        computed.append((levels.stored[k].meta.coarsening or {})["count"])
+    return [computed.index(name) for name in levels.stored[k].points.columns]
 
 
 def _level0_rows(change: Appended) -> dict[Chunk, int]:

@@ -12,7 +12,7 @@ schedule, writes each level and returns their metadata for the root commit.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from zarr_vectors.format.levels import (
     DEFAULT_PER_BIN,
     SAMPLE,
     aggregate_coarsening,
+    level_rows_per_block,
     sample_coarsening,
 )
 from zarr_vectors.format.metadata import LevelMetadata
@@ -61,6 +62,7 @@ __all__ = [
     "chunk_level",
     "coarse_grid",
     "coarse_rows",
+    "level_options",
     "level_steps",
     "next_ratio",
     "recorded_settings",
@@ -103,6 +105,28 @@ def coarse_grid(grid: ChunkGrid, ratio: np.ndarray) -> ChunkGrid:
     return ChunkGrid(
         grid.chunk_shape, grid.bin_shape * ratio, grid.bins // ratio, grid.origin, grid.shape
     )
+
+
+def level_options(
+    options: WriteOptions, grid: ChunkGrid, coarsening: dict[str, Any]
+) -> WriteOptions:
+    """The write settings of a coarse point level: level 0's ``options`` with the row block
+    :func:`~zarr_vectors.format.levels.level_rows_per_block` gives the level (spec §9.0),
+    from its grid (:func:`coarse_grid`) and ``coarsening`` only; every write path of a
+    coarse point level uses them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([8.0]), one, 0 * one, one)
+    >>> options = WriteOptions().with_kind_defaults("point_cloud")
+    >>> level_options(options, grid, sample_coarsening(64)).rows_per_block
+    64
+    """
+    bins = int(np.prod(grid.bins))
+    rows = level_rows_per_block(options.block_rows, bins, coarsening)
+    return replace(options, rows_per_block=rows)
 
 
 def _candidates(settings: Levels, bins: np.ndarray) -> Iterator[tuple[np.ndarray, int]]:
@@ -402,7 +426,8 @@ def _write_level(
         names.append(coarsening["count"])
         columns = level.columns
     rows = SortedPoints(columns, level.chunks, level.chunk_offsets, level.bin_offsets)
-    stats = write_sorted_points(base.io, number, rows, names, grid, base.options)
+    options = level_options(base.options, grid, coarsening)
+    stats = write_sorted_points(base.io, number, rows, names, grid, options)
     meta = LevelMetadata(
         level=number,
         bin_ratio=tuple(int(r) for r in ratio),
@@ -764,14 +789,15 @@ def _write_stored_level(
     attributes = dict(base.shapes[1])
     if coarsening["method"] == AGGREGATE:
         attributes[coarsening["count"]] = (np.dtype(np.int64), ())
-    n_max = round_up(int(counts.max(initial=0)), base.options.block_rows)
+    options = level_options(base.options, candidate.grid, coarsening)
+    n_max = round_up(int(counts.max(initial=0)), options.block_rows)
     writer = LevelWriter(
         base.io,
         number,
         candidate.grid,
         (base.shapes[0], attributes),
         n_max,
-        base.options,
+        options,
         blobs=point_blob_layout(candidate.grid),
     )
     for j in shard_major_order(candidate.chunks, writer.shard_chunks).tolist():
