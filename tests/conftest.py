@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,11 @@ def client() -> Iterator[Any]:
 def rng() -> np.random.Generator:
     """A seeded random generator."""
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``tempfile.mkdtemp()`` in the examples makes directories under the test's tmp_path."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

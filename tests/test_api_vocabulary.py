@@ -10,6 +10,7 @@ import inspect
 import json
 import pickle
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -392,7 +393,7 @@ def test_a_deprecation_warning_points_at_the_callers_line() -> None:
     [dataset, regions, result, importlib.import_module("zarr_vectors.validate"), _deprecation],
     ids=lambda m: m.__name__,
 )
-def test_the_read_side_examples_run(module: ModuleType) -> None:
+def test_the_read_side_examples_run(module: ModuleType, private_tempdir: Path) -> None:
     outcome = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert outcome.failed == 0
     assert outcome.attempted > 0

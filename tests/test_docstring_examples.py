@@ -7,7 +7,6 @@ import importlib
 import inspect
 import pkgutil
 import re
-import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -33,14 +32,6 @@ def _module_names() -> list[str]:
 def _doctests(module: ModuleType) -> list[doctest.DocTest]:
     tests = doctest.DocTestFinder(exclude_empty=True).find(module, module.__name__)
     return [test for test in tests if test.examples]
-
-
-@pytest.fixture
-def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``tempfile.mkdtemp()`` in the examples makes directories under the test's tmp_path."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def _run_examples(module: ModuleType) -> doctest.TestResults:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import re
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -16,7 +17,7 @@ MODULES = [kinds, points, point_stream, polylines, graphs, meshes, object_append
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
-def test_examples_run(module: ModuleType) -> None:
+def test_examples_run(module: ModuleType, private_tempdir: Path) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
     assert result.attempted > 0
     assert result.failed == 0
