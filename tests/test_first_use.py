@@ -5,6 +5,8 @@ bad ``--points`` cleanly)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import pickle
@@ -14,6 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -92,9 +95,14 @@ WARMUP_THEN_USE = FIRST_USE.replace(
 )
 
 
+@pytest.mark.slow
 def test_warmup_compiles_what_the_first_use_needs(tmp_path: Path) -> None:
     """On an empty cache warmup compiles kernels; after it, neither the first use nor the
-    demo's timed steps compile any (with machine code for every call)."""
+    demo's timed steps compile any (with machine code for every call).
+
+    It compiles every kernel of the warm-up (36 s on a loaded machine): ``-m slow``; the
+    default run checks the same list of calls without compiling, in
+    :func:`test_warmup_calls_every_kernel_signature_the_first_use_calls`."""
     result = _child(WARMUP_THEN_USE, cache=tmp_path / "empty")
     assert result["warmup"] > 0
     assert result["compiled"] == 0
@@ -102,6 +110,53 @@ def test_warmup_compiles_what_the_first_use_needs(tmp_path: Path) -> None:
     assert "kernels loaded from numba's cache" in result["demo"]
     assert "brute force agrees: True" in result["demo"]
     assert "compiling kernels" not in result["demo"]
+
+
+def _record_kernel_calls(monkeypatch: pytest.MonkeyPatch) -> set[tuple[str, tuple[str, ...]]]:
+    """Record each kernel call from Python (name, numba types of the arguments): the
+    machine code numba needs for it (calls inside kernels compile with their caller)."""
+    calls: set[tuple[str, tuple[str, ...]]] = set()
+    call = _jit.Kernel.__call__
+
+    def recording(kernel: _jit.Kernel, *args: object) -> object:
+        types = tuple(str(numba.typeof(a)) for a in args)
+        calls.add((f"{kernel.py_func.__module__}.{kernel.py_func.__qualname__}", types))
+        return call(kernel, *args)
+
+    monkeypatch.setattr(_jit.Kernel, "__call__", recording)
+    return calls
+
+
+def _first_use(directory: Path) -> None:
+    """The first use of :data:`FIRST_USE` and the demo of :data:`WARMUP_THEN_USE`."""
+    rng = np.random.default_rng(0)
+    points = rng.random((1000, 3), dtype=np.float32) * 1000
+    value = rng.random(1000, dtype=np.float32)
+    walk = rng.normal(0, 1, (20, 100, 3)).cumsum(axis=1) + rng.uniform(50, 150, (20, 1, 3))
+    vertices = walk.reshape(-1, 3).astype(np.float32)
+    offsets = np.arange(21) * 100
+    zv.write_points(directory / "p", points, attributes={"value": value})
+    zv.open(directory / "p").query(([400] * 3, [615] * 3))
+    zv.write_polylines(directory / "s", (vertices, offsets), kind="streamline")
+    zv.open(directory / "s").query(([80] * 3, [120] * 3))
+    with contextlib.redirect_stdout(io.StringIO()):
+        main(["demo", "--dir", str(directory), "--points", "5000"])
+
+
+def test_warmup_calls_every_kernel_signature_the_first_use_calls(
+    kernel_mode: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What :func:`test_warmup_compiles_what_the_first_use_needs` (``-m slow``) proves by
+    compiling on an empty cache, checked on the list of calls: every kernel and argument
+    types the first use and the demo call from Python, the warm-up calls too."""
+    calls = _record_kernel_calls(monkeypatch)
+    zv.warmup()
+    warm = set(calls)
+    calls.clear()
+    monkeypatch.setattr(zv, "warmup", lambda: zv.WarmupReport(0.1, 0, 0.0))  # the demo's
+    _first_use(tmp_path)
+    assert calls, "the recording saw no kernel call"
+    assert sorted(calls - warm) == []
 
 
 def test_warmup_report_and_cli(capsys: pytest.CaptureFixture[str]) -> None:
