@@ -162,10 +162,44 @@ def _contents(store: Any) -> dict[str, bytes | None]:
     return dict(object_cases.files(store))
 
 
-@pytest.mark.parametrize("examples", sample_sizes(4, 12))
-@pytest.mark.parametrize("where", ["disk", "memory"])
-@pytest.mark.parametrize("way", sorted(WAYS))
-@pytest.mark.parametrize("kind", KINDS)
+DEFAULT_WHERE = {
+    ("polyline", "new"): "disk",
+    ("polyline", "onto"): "memory",
+    ("graph", "new"): "memory",
+    ("graph", "onto"): "disk",
+    ("skeleton", "new"): "disk",
+    ("skeleton", "onto"): "memory",
+    ("mesh", "new"): "memory",
+    ("mesh", "onto"): "disk",
+}
+"""The store kind of each (kind, way) in the default run: each kind and each way on disk
+and in memory; the other combinations run with ``-m slow`` (their full samples too)."""
+
+
+def _stream_params() -> list[Any]:
+    """(kind, way, where, examples): the ``few`` sample of :data:`DEFAULT_WHERE` by
+    default, everything else ``slow``; the ids as ``pytest.mark.parametrize`` made them."""
+    params = []
+    for kind in KINDS:
+        for way in sorted(WAYS):
+            for where in ("disk", "memory"):
+                for size in sample_sizes(4, 12):
+                    (examples,) = size.values
+                    slow = bool(size.marks) or DEFAULT_WHERE[kind, way] != where
+                    params.append(
+                        pytest.param(
+                            kind,
+                            way,
+                            where,
+                            examples,
+                            id=f"{kind}-{way}-{where}-{size.id}",
+                            marks=pytest.mark.slow if slow else (),
+                        )
+                    )
+    return params
+
+
+@pytest.mark.parametrize(("kind", "way", "where", "examples"), _stream_params())
 def test_streaming_gives_the_one_shot_store(
     tmp_path_factory: Any, kind: str, way: str, where: str, examples: int
 ) -> None:
