@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarr_vectors as zv
+from tests.helpers import examples
 from zarr_vectors.cli import DEBUG_ENV, main
 
 PATHS = [
@@ -176,7 +177,7 @@ def _run(folder: Path, argv: list[str]) -> tuple[int | str | None, str, str]:
 
 
 @settings(
-    max_examples=300,
+    max_examples=examples(75, 300),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from tests.helpers import examples
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels.box_rows import (
     block_slots,
@@ -160,7 +161,7 @@ def chunk_tables(draw: st.DrawFn) -> dict[str, Any]:
 # -- properties ----------------------------------------------------------------------------
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(37, 150), deadline=None)
 @given(chunk_tables())
 def test_box_runs_match_the_twin(case: dict[str, Any]) -> None:
     got = box_runs(**case)
@@ -230,7 +231,7 @@ def selections(draw: st.DrawFn) -> tuple[Any, ...]:
     return positions, run_row, run_len, faces_lo, faces_hi, lo, hi
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(50, 200), deadline=None)
 @given(selections())
 def test_select_rows_matches_the_twin(case: tuple[Any, ...]) -> None:
     np.testing.assert_array_equal(select_rows(*case), naive_select(*case))
@@ -245,7 +246,7 @@ def test_select_rows_of_a_run_with_every_face() -> None:
     np.testing.assert_array_equal(got, [1])  # 2.0 is on the open face, NaN is outside
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(37, 150), deadline=None)
 @given(
     st.integers(1, 4).flatmap(
         lambda ndim: st.tuples(
@@ -327,7 +328,7 @@ def slot_tables(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
     return slot_chunk, slot_block, wanted, first, entries
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(50, 200), deadline=None)
 @given(slot_tables())
 def test_slot_spans_match_the_twin(case: tuple[np.ndarray, ...]) -> None:
     starts, lengths, chunk, start, stop, bad = slot_spans(*case)
@@ -375,7 +376,7 @@ def stored_slots(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
     return np.array(chunk, dtype=np.int64), np.array(block, dtype=np.int64), every, first, entries
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(50, 200), deadline=None)
 @given(stored_slots(), st.integers(1, 5))
 def test_turn_spans_match_the_twin(case: tuple[np.ndarray, ...], per_turn: int) -> None:
     starts, lengths, chunk, start, stop, bad = slot_spans(*case)
@@ -448,7 +449,7 @@ def test_slots_holding_match_the_twin(case: tuple[int, tuple[int, set[int]]]) ->
     np.testing.assert_array_equal(slots_holding(rows, n_slots, r), np.unique(rows // r))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(25, 100), deadline=None)
 @given(selections())
 def test_select_rows_into_a_given_buffer(case: tuple[Any, ...]) -> None:
     total = int(case[2].sum())
@@ -462,7 +463,7 @@ def test_select_rows_into_a_given_buffer(case: tuple[Any, ...]) -> None:
             select_rows(*case, out=np.empty(total - 1, dtype=np.int64))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(25, 100), deadline=None)
 @given(
     st.sampled_from([np.float32, np.float64, np.int32]),
     st.sampled_from([(3,), (1,), (2,), ()]),

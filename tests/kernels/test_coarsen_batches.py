@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import examples
 from tests.kernels.objects_strategies import Table, forests, graphs, tables
 from zarr_vectors.kernels.coarse_tables import CoarseObjects
 from zarr_vectors.kernels.coarsen_clusters import coarsen_graphs, coarsen_meshes
@@ -67,7 +68,7 @@ def test_polylines_by_batches(table: Table, data: st.DataObject) -> None:
     )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(25, 100), deadline=None)
 @given(forests(), st.data())
 def test_skeletons_by_batches(case: tuple[Table, Array], data: st.DataObject) -> None:
     table, parents = case
@@ -81,7 +82,7 @@ def test_skeletons_by_batches(case: tuple[Table, Array], data: st.DataObject) ->
     )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(25, 100), deadline=None)
 @given(graphs(2), st.data())
 def test_graphs_by_batches(case: tuple[Table, Array], data: st.DataObject) -> None:
     table, edges = case
@@ -95,7 +96,7 @@ def test_graphs_by_batches(case: tuple[Table, Array], data: st.DataObject) -> No
     )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(25, 100), deadline=None)
 @given(graphs(3), st.data())
 def test_meshes_by_batches(case: tuple[Table, Array], data: st.DataObject) -> None:
     table, faces = case

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import examples
 from tests.kernels.objects_strategies import Table, cells_of, graphs
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels.coarse_tables import CoarseGrid
@@ -71,7 +72,7 @@ def check_clusters(out: Any, table: Table, clusters: list[list[int]]) -> Array:
     return mapping
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(50, 200), deadline=None)
 @given(graphs(2), st.booleans())
 def test_graph_clusters_match_the_twin(case: tuple[Table, Array], directed: bool) -> None:
     table, edges = case
@@ -94,7 +95,7 @@ def test_graph_clusters_match_the_twin(case: tuple[Table, Array], directed: bool
     assert out.link_source.tolist() == sources
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(50, 200), deadline=None)
 @given(graphs(2))
 def test_graph_clusters_keep_connectivity(case: tuple[Table, Array]) -> None:
     table, edges = case
@@ -117,7 +118,7 @@ def faces_without_repeats(faces: Array) -> Array:
     return kept
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(50, 200), deadline=None)
 @given(graphs(3))
 def test_mesh_clusters_match_the_twin(case: tuple[Table, Array]) -> None:
     table, faces = case
@@ -136,7 +137,7 @@ def test_mesh_clusters_match_the_twin(case: tuple[Table, Array]) -> None:
     assert [tuple(f) for f in out.links.tolist()] == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(50, 200), deadline=None)
 @given(graphs(3))
 def test_mesh_faces_are_images_of_fine_faces(case: tuple[Table, Array]) -> None:
     table, faces = case
@@ -156,7 +157,7 @@ def test_mesh_faces_are_images_of_fine_faces(case: tuple[Table, Array]) -> None:
     np.testing.assert_array_equal(cluster[faces[out.link_source]], links)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(25, 100), deadline=None)
 @given(graphs(3))
 def test_mesh_objects_left_out_have_nothing(case: tuple[Table, Array]) -> None:
     table, faces = case

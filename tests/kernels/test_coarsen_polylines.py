@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import examples
 from tests.kernels.objects_strategies import Table, cells_of, tables
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels.coarse_tables import CoarseGrid, coarse_cells
@@ -73,7 +74,7 @@ def test_runs_match_the_twin(case: tuple[Table, Array]) -> None:
     assert out.positions.dtype == table.positions.dtype
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(50, 200), deadline=None)
 @given(tables())
 def test_runs_keep_ends_order_and_bins(table: Table) -> None:
     out = coarsen_polylines(table.positions, table.offsets, table.grid)

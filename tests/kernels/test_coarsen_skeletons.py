@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
+from tests.helpers import examples
 from tests.kernels.objects_strategies import Table, cells_of, forests
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels.coarse_tables import CoarseGrid, coarse_cells
@@ -52,7 +53,7 @@ def fine_ancestors(parents: Array, v: int) -> list[int]:
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(50, 200), deadline=None)
 @given(forests())
 def test_thin_matches_the_twin(case: tuple[Table, Array]) -> None:
     table, parents = case
@@ -68,7 +69,7 @@ def test_thin_matches_the_twin(case: tuple[Table, Array]) -> None:
     np.testing.assert_array_equal(out.positions, table.positions[kept])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(50, 200), deadline=None)
 @given(forests())
 def test_thin_keeps_trees(case: tuple[Table, Array]) -> None:
     table, parents = case

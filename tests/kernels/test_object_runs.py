@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import examples
 from tests.kernels import naive
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels import _threads
@@ -166,7 +167,7 @@ def test_vertex_places_match_repeat(case: tuple[Array, Array, Array]) -> None:
         np.testing.assert_array_equal(g, w)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(50, 200), deadline=None)
 @given(objects(), st.sampled_from([np.int32, np.int64]), st.integers(1, 3), st.booleans())
 def test_chain_links_match_explicit_edges(
     case: tuple[Array, Array, Array], dtype: type, scale: int, sliced: bool
