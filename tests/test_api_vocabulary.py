@@ -10,7 +10,6 @@ import inspect
 import json
 import pickle
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -393,7 +392,7 @@ def test_a_deprecation_warning_points_at_the_callers_line() -> None:
     [dataset, regions, result, importlib.import_module("zarr_vectors.validate"), _deprecation],
     ids=lambda m: m.__name__,
 )
-def test_the_read_side_examples_run(module: ModuleType, private_tempdir: Path) -> None:
-    outcome = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert outcome.failed == 0
-    assert outcome.attempted > 0
+def test_the_read_side_examples_exist(module: ModuleType) -> None:
+    """Each read-side module has examples; tests/test_docstring_examples.py runs them."""
+    found = doctest.DocTestFinder(exclude_empty=True).find(module, module.__name__)
+    assert sum(len(test.examples) for test in found) > 0

@@ -1,10 +1,10 @@
-"""The numpydoc "Examples" of every writer entry point run, as doctests."""
+"""Every writer entry point has numpydoc "Examples" (tests/test_docstring_examples.py runs
+them, with every other module's)."""
 
 from __future__ import annotations
 
 import doctest
 import re
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -17,10 +17,10 @@ MODULES = [kinds, points, point_stream, polylines, graphs, meshes, object_append
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
-def test_examples_run(module: ModuleType, private_tempdir: Path) -> None:
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
-    assert result.attempted > 0
-    assert result.failed == 0
+def test_examples_exist(module: ModuleType) -> None:
+    """Each writer module has examples; running them is tests/test_docstring_examples.py's."""
+    found = doctest.DocTestFinder(exclude_empty=True).find(module, module.__name__)
+    assert sum(len(test.examples) for test in found) > 0
 
 
 WRITERS = [
