@@ -35,7 +35,8 @@ def test_parallel_points_give_the_serial_sharded_store(
     xyz = rng.uniform(-50, 50, (6000, 3))
     attrs = {"a": rng.random(6000).astype(np.float32)}
     options = zv.WriteOptions(rows_per_block=16, shard_chunks=shard)
-    common = {"chunk_shape": 10.0, "options": options}
+    # chunks of 20: 125 chunks in 3-3-3 or 2-5-3 shards (chunks of 10 made 1000, 10 s more)
+    common = {"chunk_shape": 20.0, "options": options}
     zv.write_points(tmp_path / "one", xyz, attributes=attrs, **common)
     parts = [
         {"positions": p, "attributes": {"a": a}}
