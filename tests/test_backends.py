@@ -18,7 +18,7 @@ import pytest
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from tests.conftest import StoreFactory
+from tests.conftest import STORE_KINDS, StoreFactory
 from tests.geometry import object_cases
 from tests.helpers import sorted_rows, without_commit
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
@@ -207,7 +207,30 @@ def _check_objects(case: dict[str, Any], got: zv.QueryResult, order: list[int]) 
         _check_object(case, got, m, j, slice(int(got.offsets[m]), int(got.offsets[m + 1])))
 
 
-@pytest.mark.parametrize("kind", OBJECT_KINDS)
+S3_DEFAULT_KINDS = {"s3": ("streamline", "mesh"), "s3-url": ("graph", "skeleton")}
+"""The object kinds each S3 spelling round-trips in the default run (every kind on S3 once;
+each request to the loopback server costs milliseconds); all of them with ``-m slow``."""
+
+
+def _object_backends() -> list[Any]:
+    """(backend, kind): every object kind on every backend, the S3 ones outside
+    :data:`S3_DEFAULT_KINDS` marked ``slow``."""
+    return [
+        pytest.param(
+            backend,
+            kind,
+            marks=pytest.mark.slow
+            if kind not in S3_DEFAULT_KINDS.get(backend, OBJECT_KINDS)
+            else (),
+        )
+        for backend in STORE_KINDS
+        for kind in OBJECT_KINDS
+    ]
+
+
+@pytest.mark.parametrize(
+    ("backend_factory", "kind"), _object_backends(), indirect=["backend_factory"]
+)
 def test_objects_round_trip_queries_and_validation(
     backend_factory: StoreFactory, kind: str
 ) -> None:
