@@ -146,12 +146,15 @@ def s3(
     return s3_server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def client() -> Iterator[Any]:
-    """A ``distributed.Client`` of a 2-worker ``LocalCluster`` (processes), one per module.
+    """A ``distributed.Client`` of a 2-worker ``LocalCluster`` (processes), one per test
+    process (each xdist worker), shared by the modules that run there.
 
-    Starting a cluster costs seconds; a test whose subject is not the cluster's own start
-    passes ``client.scheduler.address`` as ``scheduler_address=`` instead.
+    Starting a cluster costs seconds, and its workers' first tasks load the kernels again;
+    a test whose subject is not the cluster's own start passes ``client.scheduler.address``
+    as ``scheduler_address=`` instead. (tests/parallel/test_failures.py kills workers: it
+    has a cluster of its own.)
     """
     distributed = pytest.importorskip("distributed")
     with (
