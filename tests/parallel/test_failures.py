@@ -19,7 +19,7 @@ cloudpickle = pytest.importorskip("cloudpickle")
 cloudpickle.register_pickle_by_value(faults)  # workers need not import the tests
 
 XYZ = np.random.default_rng(0).normal(0, 10, (3000, 3)).astype(np.float32)
-SETTINGS = {"chunk_shape": 4.0}
+SETTINGS = {"chunk_shape": 8.0}  # 280 chunks (chunks of 4 made 1091: seconds per write)
 
 
 @pytest.fixture(scope="module")

@@ -110,9 +110,10 @@ def test_more_chunks_than_writers_and_small_row_blocks(client: Any, tmp_path: Pa
     rng = np.random.default_rng(5)
     xyz = rng.uniform(-50, 50, (6000, 3))
     options = zv.WriteOptions(rows_per_block=16, compression=None)
-    zv.write_points(tmp_path / "one", xyz, chunk_shape=10.0, options=options)
+    # chunks of 18: 216 chunks of ~28 rows (chunks of 10 made 1000, seconds more)
+    zv.write_points(tmp_path / "one", xyz, chunk_shape=18.0, options=options)
     zv.write_points_parallel(
-        tmp_path / "par", np.array_split(xyz, 7), chunk_shape=10.0, options=options, client=client
+        tmp_path / "par", np.array_split(xyz, 7), chunk_shape=18.0, options=options, client=client
     )
     assert files(tmp_path / "par") == files(tmp_path / "one")
     assert zv.open(tmp_path / "par").chunk_count > 100
@@ -121,9 +122,9 @@ def test_more_chunks_than_writers_and_small_row_blocks(client: Any, tmp_path: Pa
 def test_a_dask_array_is_cut_into_its_blocks(client: Any, tmp_path: Path) -> None:
     da = pytest.importorskip("dask.array")
     xyz = np.random.default_rng(6).normal(0, 20, (2500, 3)).astype(np.float32)
-    zv.write_points(tmp_path / "one", xyz, chunk_shape=8.0)
+    zv.write_points(tmp_path / "one", xyz, chunk_shape=16.0)
     blocks = da.from_array(xyz, chunks=(600, 2))  # cut along axis 1 too: rechunked whole
-    zv.write_points_parallel(tmp_path / "par", blocks, chunk_shape=8.0, client=client)
+    zv.write_points_parallel(tmp_path / "par", blocks, chunk_shape=16.0, client=client)
     assert files(tmp_path / "par") == files(tmp_path / "one")
 
 
