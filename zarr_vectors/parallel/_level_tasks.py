@@ -357,7 +357,7 @@ def level_shard_rows(
     >>> recipe = level_recipe(Levels(per_bin=2), grid, (one * 0.0, one * 40.0), {}, 2**20)
     >>> columns = ((np.dtype(np.float32), (1,)), {})
     >>> level = ChosenLevel(1, 0, columns, 16, np.ones(5, np.int64))
-    >>> level_shard_rows(recipe, WriteOptions(), (level,))
+    >>> level_shard_rows(recipe, WriteOptions(rows_per_block=64), (level,))
     8
     """
     tallest = 1

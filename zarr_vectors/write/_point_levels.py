@@ -42,8 +42,8 @@ from zarr_vectors.store.io import StoreIO
 from zarr_vectors.write._bin_merge import BinMerge
 from zarr_vectors.write._pipeline import (
     LevelWriter,
-    column_shapes,
     SortedPoints,
+    column_shapes,
     point_blob_layout,
     round_up,
     sort_points,
@@ -445,7 +445,8 @@ def _write_level(
         names.append(coarsening["count"])
         columns = level.columns
     rows = SortedPoints(columns, level.chunks, level.chunk_offsets, level.bin_offsets)
-    types = (column_shapes(columns[0]), {n: column_shapes(c) for n, c in zip(names, columns[1:])})
+    shapes = [column_shapes(c) for c in columns]
+    types = (shapes[0], dict(zip(names, shapes[1:], strict=True)))
     options = level_options(base.options, grid, coarsening, types)
     stats = write_sorted_points(base.io, number, rows, names, grid, options)
     meta = LevelMetadata(
