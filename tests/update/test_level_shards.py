@@ -100,8 +100,8 @@ def test_coarse_point_levels_have_the_rule_and_level_0_the_callers_shards(tmp_pa
 
 def test_coarse_object_levels_pack_their_chunks_and_every_array_agrees(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
-    starts = rng.random((300, 1, 3)) * 100
-    lines = list((starts + np.cumsum(rng.normal(0, 2, (300, 40, 3)), axis=1)).astype(np.float32))
+    starts = rng.random((120, 1, 3)) * 100
+    lines = list((starts + np.cumsum(rng.normal(0, 2, (120, 30, 3)), axis=1)).astype(np.float32))
     path = tmp_path / "s.zarr"
     zv.write_polylines(
         path, lines, kind="streamline", chunk_shape=25.0, levels=zv.Levels(count=2), progress=False

@@ -331,7 +331,16 @@ def _shard_groups(
 ) -> list[tuple[list[int], int, int]]:
     """The writer buckets joined into runs that hold whole coarse shards: a run ends where
     the shard row (``g_1 // rows``) changes between one bucket and the next. Each run as
-    ``(buckets, first chunk, end chunk)``."""
+    ``(buckets, first chunk, end chunk)``.
+
+    Examples
+    --------
+    >>> grids = np.array([[0, 0], [0, 1], [1, 0], [1, 1], [2, 0], [2, 1]])
+    >>> _shard_groups([(0, 2), (2, 4), (4, 6)], grids, 2)
+    [([0, 1], 0, 4), ([2], 4, 6)]
+    >>> _shard_groups([(0, 2), (2, 4), (4, 6)], grids, 1)
+    [([0], 0, 2), ([1], 2, 4), ([2], 4, 6)]
+    """
     groups: list[tuple[list[int], int, int]] = []
     for b, (a, z) in enumerate(buckets):
         if groups and grids[a - 1, 0] // rows == grids[a, 0] // rows:
