@@ -5,6 +5,7 @@ every level is a function of level 0's stored rows)."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+import zarr_vectors.format.levels as zv_levels
 from tests.geometry.object_cases import files, keys
 
 N = 900
@@ -155,7 +157,11 @@ def test_build_levels_after_the_write_gives_the_same_bytes(tmp_path: Path) -> No
     assert files(tmp_path / "after") == files(tmp_path / "once")
 
 
-def test_an_append_rewrites_only_the_coarse_chunks_that_change(tmp_path: Path) -> None:
+def test_an_append_rewrites_only_the_coarse_shards_that_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # coarse shards of a few chunks (1 KiB at full occupancy), not one shard for the grid
+    monkeypatch.setattr(zv_levels, "LEVEL_SHARD_NBYTES", 1024)
     cloud = _cloud(5)
     near = np.full((40, 3), 3.0, np.float32) + np.linspace(0, 4, 40, dtype=np.float32)[:, None]
     extra = {"b": np.arange(40, dtype=np.int16) % 4, "a": np.ones((40, 2))}
@@ -177,8 +183,13 @@ def test_an_append_rewrites_only_the_coarse_chunks_that_change(tmp_path: Path) -
     kept, rewritten = coarse_chunk_files(False), coarse_chunk_files(True)
     assert kept
     assert rewritten
-    changed = {p.relative_to(path).parts[3:6] for p in rewritten if "vertices" in p.parts}
-    assert len(changed) == 1  # the new points fall into one chunk
+    changed = {
+        p.relative_to(path).parts[0:1] + p.relative_to(path).parts[3:6]
+        for p in rewritten
+        if "vertices" in p.parts
+    }
+    assert len(changed) == 3  # the new points fall into one chunk: one shard per level
+    assert any(_chunks_per_shard(path, level) > 1 for level in ("1", "2", "3"))
     positions, attributes = cloud
     whole = (
         np.concatenate([positions, near]),
@@ -186,6 +197,11 @@ def test_an_append_rewrites_only_the_coarse_chunks_that_change(tmp_path: Path) -
     )
     _one_shot(tmp_path / "once", whole, LEVELS["sample"], None, N + 40)
     assert files(path) == files(tmp_path / "once")
+
+
+def _chunks_per_shard(path: Path, level: str) -> int:
+    doc = json.loads((path / level / "vertices" / "zarr.json").read_text())
+    return int(np.prod(doc["chunk_grid"]["configuration"]["chunk_shape"][:3]))
 
 
 def test_an_append_in_place_keeps_the_levels(tmp_path: Path) -> None:

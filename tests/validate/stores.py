@@ -176,26 +176,43 @@ def layout(store: MemoryStore, path: str) -> RowLayout:
 
 
 def shard_key(store: MemoryStore, path: str, g: tuple[int, ...]) -> str:
-    """Key of the shard of chunk ``g``."""
-    row_ndim = len(layout(store, path).row_shape)
-    return f"{path}/c/" + "/".join([str(c) for c in g] + ["0"] * (1 + row_ndim))
+    """Key of the shard of chunk ``g`` (a coarse level packs several chunks per shard)."""
+    lay = layout(store, path)
+    shard = [int(c) for c in lay.shard_of(g)]
+    return f"{path}/c/" + "/".join([str(c) for c in shard] + ["0"] * (1 + len(lay.row_shape)))
 
 
 def get_rows(store: MemoryStore, path: str, g: tuple[int, ...], n: int) -> np.ndarray:
-    """Rows ``[0, n)`` of the shard of chunk ``g``."""
+    """Rows ``[0, n)`` of chunk ``g`` from its shard."""
     lay = layout(store, path)
     key = shard_key(store, path, g)
     shard = get(store, key)
-    index = lay.decode_index(shard, key)
+    index = lay.chunk_entries(lay.decode_index(shard, key), g)
     out = np.empty((n, *lay.row_shape), dtype=lay.dtype)
     lay.decode_rows_into(shard, index, 0, (0, n), out, key)
     return out
 
 
 def put_rows(store: MemoryStore, path: str, g: tuple[int, ...], rows: np.ndarray) -> None:
-    """Re-encode the shard of chunk ``g`` with ``rows``."""
+    """Re-encode the shard of chunk ``g`` with ``rows`` as the chunk's rows (the other
+    chunks of a shard of several keep their row blocks)."""
+    lay = layout(store, path)
     key = shard_key(store, path, g)
-    put(store, key, layout(store, path).encode_shard(rows, key))
+    if lay.chunks_per_shard == 1:
+        put(store, key, lay.encode_shard(rows, key))
+        return
+    shard = get(store, key)
+    index = lay.decode_index(shard, key).reshape(lay.chunks_per_shard, lay.n_blocks, 2)
+    mine = lay.local_chunk(g)
+    chunks = []
+    for local in range(lay.chunks_per_shard):
+        if local == mine:
+            chunks.append((local, lay.encode_blocks(rows)))
+            continue
+        kept = [(int(o), int(n)) for o, n in index[local] if int(o) != _MISSING]
+        if kept:
+            chunks.append((local, [bytes(shard[o : o + n]) for o, n in kept]))
+    put(store, key, lay.assemble_shard(chunks, key))
 
 
 def edit_rows(
@@ -214,7 +231,7 @@ def get_blob_bytes(store: MemoryStore, path: str, g: tuple[int, ...]) -> np.ndar
     lay = layout(store, path)
     key = shard_key(store, path, g)
     shard = get(store, key)
-    index = lay.decode_index(shard, key)
+    index = lay.chunk_entries(lay.decode_index(shard, key), g)
     stored = int(np.argmin(np.append(index[:, 0] != np.iinfo(np.uint64).max, False)))
     out = np.empty(stored * lay.rows_per_block, dtype=np.uint8)
     lay.decode_rows_into(shard, index, 0, (0, out.shape[0]), out, key)

@@ -37,7 +37,10 @@ __all__ = [
     "check_coarsening",
     "check_schedule",
     "LEVEL_MIN_ROWS_PER_BLOCK",
+    "LEVEL_SHARD_NBYTES",
+    "level_most_rows",
     "level_rows_per_block",
+    "level_shard_chunks",
     "object_sparsity_rule",
     "cluster_coarsening",
     "default_reduction",
@@ -81,6 +84,9 @@ DEFAULT_OBJECTS_KEPT = 1000
 """Default objects kept by ``objects="length"``."""
 LEVEL_MIN_ROWS_PER_BLOCK = 16
 """The smallest row block ``R`` :func:`level_rows_per_block` gives a coarse point level."""
+LEVEL_SHARD_NBYTES = 1 << 20
+"""Bytes a coarse level's shard holds at most, uncompressed, at full occupancy, in its
+widest per-vertex array (:func:`level_shard_chunks`)."""
 LEVEL_SCHEDULE = "level_schedule"
 """The root key recording the level schedule a writer was asked for (spec §3.1, §4.3.1)."""
 _SCHEDULE_COUNTS = ("target", "per_bin", "objects_per_cell", "objects_kept")
@@ -160,13 +166,78 @@ def level_rows_per_block(
     >>> level_rows_per_block(8, 1, sample_coarsening(64))
     8
     """
-    most = int(bins_per_chunk)
-    if coarsening["method"] == SAMPLE:
-        most *= int(coarsening["per_bin"])
+    most = level_most_rows(bins_per_chunk, coarsening)
     size = LEVEL_MIN_ROWS_PER_BLOCK
     while size < most and size < rows_per_block:
         size *= 2
     return min(int(rows_per_block), size)
+
+
+def level_most_rows(bins_per_chunk: int, coarsening: Mapping[str, Any]) -> int:
+    """The most rows a chunk of a coarse point level can hold: ``per_bin`` times its coarse
+    bins per chunk for ``sample``, its coarse bins per chunk for ``aggregate``.
+
+    Examples
+    --------
+    >>> level_most_rows(8, sample_coarsening(64)), level_most_rows(8, {"method": "aggregate"})
+    (512, 8)
+    """
+    most = int(bins_per_chunk)
+    if coarsening["method"] == SAMPLE:
+        most *= int(coarsening["per_bin"])
+    return most
+
+
+def level_shard_chunks(
+    grid_shape: tuple[int, ...] | Any, chunk_nbytes: int, target: int | None = None
+) -> tuple[int, ...]:
+    """``S_N``, the spatial chunks per shard of a coarse level (spec §9.0.1, library default).
+
+    Starting from one chunk per shard, ``S`` doubles along the axes in turn (the first axis
+    first) while the shard still holds at most ``target`` bytes when every chunk is full
+    (``prod(S) * chunk_nbytes <= target``) and the doubled axis does not yet cover the grid
+    (``S_d < G_d``). ``S`` follows from the grid shape and the level's recorded parameters
+    alone, so every write path of the level gives the same ``S``.
+
+    Parameters
+    ----------
+    grid_shape
+        ``G``, the store's chunks along each axis.
+    chunk_nbytes
+        Bytes of one full chunk of the level's widest per-vertex array (its most rows per
+        chunk times its bytes per row).
+    target
+        Bytes a shard may hold at full occupancy (default :data:`LEVEL_SHARD_NBYTES`).
+
+    Returns
+    -------
+    tuple of int
+        ``S`` per axis, or ``()`` for one chunk per shard (as
+        :meth:`~zarr_vectors.WriteOptions.shard_shape` gives it).
+
+    Examples
+    --------
+    >>> level_shard_chunks((13, 13, 13), 64 * 12)   # 1365 chunks fit: S = 1024 chunks
+    (16, 8, 8)
+    >>> level_shard_chunks((3, 2), 16)               # the grid is covered
+    (4, 2)
+    >>> level_shard_chunks((13, 13, 13), 4096 * 12)  # 21 chunks fit
+    (4, 2, 2)
+    >>> level_shard_chunks((4, 4), 2**20)            # a full chunk fills a shard
+    ()
+    """
+    shape = [int(g) for g in grid_shape]
+    per = [1] * len(shape)
+    target = LEVEL_SHARD_NBYTES if target is None else target
+    room = max(1, int(target) // max(1, int(chunk_nbytes)))
+    grew = True
+    while grew:
+        grew = False
+        for d, g in enumerate(shape):
+            if per[d] < g and 2 * int(np.prod(per)) <= room:
+                per[d] *= 2
+                grew = True
+    return tuple(per) if any(p != 1 for p in per) else ()
 
 
 def runs_coarsening() -> dict[str, Any]:

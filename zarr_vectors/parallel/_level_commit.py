@@ -86,16 +86,22 @@ def chosen_levels(
             number,
             k,
             _level_columns(level0, recipe.coarsening[k]),
-            round_up(int(counts[:, k].max()), _options(options, recipe, k).block_rows),
+            round_up(
+                int(counts[:, k].max()),
+                _options(
+                    options, recipe, k, _level_columns(level0, recipe.coarsening[k])
+                ).block_rows,
+            ),
             counts[:, k],
         )
         for number, k in enumerate(picked, start=1)
     )
 
 
-def _options(options: WriteOptions, recipe: LevelRecipe, k: int) -> WriteOptions:
-    """The write settings of candidate ``k`` (its row block, spec §9.0)."""
-    return level_options(options, recipe.grids[k], recipe.coarsening[k])
+def _options(options: WriteOptions, recipe: LevelRecipe, k: int, columns: Columns) -> WriteOptions:
+    """The write settings of candidate ``k`` with its ``columns`` (its row block and
+    chunks per shard, spec §9.0, §9.0.1)."""
+    return level_options(options, recipe.grids[k], recipe.coarsening[k], columns)
 
 
 def _level_columns(level0: Columns, coarsening: dict[str, Any]) -> Columns:
@@ -134,7 +140,7 @@ def commit_level(
         grid,
         level.columns,
         level.n_max,
-        _options(options, recipe, level.candidate),
+        _options(options, recipe, level.candidate, level.columns),
     )
     stats = keep_level(io, layout, chunks, level.counts)
     meta = LevelMetadata(

@@ -50,6 +50,7 @@ __all__ = [
     "chunk_candidates",
     "exact_levels",
     "level_recipe",
+    "level_shard_rows",
     "write_level_chunks",
 ]
 
@@ -288,9 +289,12 @@ def write_level_chunks(
     recipe: LevelRecipe,
     options: WriteOptions,
     work: tuple[np.ndarray, np.ndarray, list[ChosenLevel]],
-    written: tuple[int, Candidates | None],
+    written: list[tuple[int, Candidates | None]],
 ) -> int:
-    """Write the chosen levels' shards of one writer's chunks from their candidates.
+    """Write the chosen levels' shards of some writers' chunks from their candidates.
+
+    A coarse level packs several chunks per shard (spec §9.0.1), so the writers given
+    together hold every chunk of each coarse shard they touch (:func:`shard_groups`).
 
     Parameters
     ----------
@@ -301,11 +305,11 @@ def write_level_chunks(
     options
         The write settings.
     work
-        The writer's chunks (grid indices, C order), their positions among the store's
+        The writers' chunks (grid indices, C order), their positions among the store's
         occupied chunks, and the chosen levels.
     written
-        What the level-0 writer of the chunks returned: its rows, and what it kept of
-        the chunks' candidates.
+        What the level-0 writers of the chunks returned, in order: their rows, and what
+        they kept of the chunks' candidates.
 
     Returns
     -------
@@ -318,23 +322,51 @@ def write_level_chunks(
         When the rows kept were dropped, or a chunk's rows are not those planned.
     """
     chunks, where, chosen = work
-    candidates = written[1]
-    if candidates is None or candidates.rows is None:
-        raise CorruptChunkError("a writer dropped its candidate levels; they cannot be written")
+    held: list[list[SortedPoints]] = []
+    for _, candidates in written:
+        if candidates is None or candidates.rows is None:
+            raise CorruptChunkError("a writer dropped its candidate levels; they cannot be written")
+        held.extend(candidates.rows)
     if not chosen:
         return 0
     picked = [c.candidate for c in chosen]
     io = open_shared(location)
-    writers = [_level_writer(io, level, recipe, options) for level in chosen]
+    exact = [exact_levels(rows, picked, recipe) for rows in held]
     total = 0
-    for i in shard_major_order(chunks, writers[0].shard_chunks).tolist():
-        exact = exact_levels(candidates.rows[i], picked, recipe)
-        for writer, level, rows in zip(writers, chosen, exact, strict=True):
-            _add_chunk(writer, level, chunks[i], rows, int(level.counts[where[i]]))
-            total += int(rows.chunk_offsets[-1])
-    for writer in writers:
+    for k, level in enumerate(chosen):
+        writer = _level_writer(io, level, recipe, options)
+        for i in shard_major_order(chunks, writer.shard_chunks).tolist():
+            _add_chunk(writer, level, chunks[i], exact[i][k], int(level.counts[where[i]]))
+            total += int(exact[i][k].chunk_offsets[-1])
         writer.flush()
     return total
+
+
+def level_shard_rows(
+    recipe: LevelRecipe, options: WriteOptions, chosen: tuple[ChosenLevel, ...]
+) -> int:
+    """Chunks along the first axis of the tallest shard of the chosen levels (1 without
+    levels): writers whose chunks are cut where ``g_1 // rows`` changes hold whole coarse
+    shards (chunks per shard are powers of two, so every level's shards nest in these).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([2.0]), 4 * one, 0 * one, 5 * one)
+    >>> recipe = level_recipe(Levels(per_bin=2), grid, (one * 0.0, one * 40.0), {}, 2**20)
+    >>> columns = ((np.dtype(np.float32), (1,)), {})
+    >>> level = ChosenLevel(1, 0, columns, 16, np.ones(5, np.int64))
+    >>> level_shard_rows(recipe, WriteOptions(rows_per_block=64), (level,))
+    8
+    """
+    tallest = 1
+    for level in chosen:
+        grid = recipe.grids[level.candidate]
+        settings = level_options(options, grid, recipe.coarsening[level.candidate], level.columns)
+        per = settings.shard_shape(grid.ndim)
+        tallest = max(tallest, per[0] if per else 1)
+    return tallest
 
 
 def _level_writer(
@@ -348,7 +380,7 @@ def _level_writer(
         grid,
         level.columns,
         level.n_max,
-        level_options(options, grid, recipe.coarsening[level.candidate]),
+        level_options(options, grid, recipe.coarsening[level.candidate], level.columns),
         blobs=point_blob_layout(grid),
         documents=False,
     )

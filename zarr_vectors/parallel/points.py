@@ -53,6 +53,7 @@ from zarr_vectors.parallel._level_tasks import (
     ChosenLevel,
     LevelRecipe,
     level_recipe,
+    level_shard_rows,
     write_level_chunks,
 )
 from zarr_vectors.parallel._partitions import ColumnTypes, Loaded, Schema, submit_loads
@@ -308,20 +309,46 @@ def _write_levels(
     if chosen:
         binning = spec.binning
         grids = grid_indices(plan.chunks, binning.span_lo, binning.span_shape, binning.grid)
+        rows_per_shard = level_shard_rows(recipe, spec.options, chosen)
         futures = [
             tasks.submit(
-                f"levels-{b}",
+                f"levels-{n}",
                 write_level_chunks,
                 location,
                 recipe,
                 spec.options,
                 (grids[a:z], np.arange(a, z), list(chosen)),
-                writes[b],
+                [writes[b] for b in group],
             )
-            for b, (a, z) in enumerate(plan.buckets)
+            for n, (group, a, z) in enumerate(_shard_groups(plan.buckets, grids, rows_per_shard))
         ]
         tasks.run(futures, "writing levels")
     return chosen, recipe
+
+
+def _shard_groups(
+    buckets: list[tuple[int, int]], grids: np.ndarray, rows: int
+) -> list[tuple[list[int], int, int]]:
+    """The writer buckets joined into runs that hold whole coarse shards: a run ends where
+    the shard row (``g_1 // rows``) changes between one bucket and the next. Each run as
+    ``(buckets, first chunk, end chunk)``.
+
+    Examples
+    --------
+    >>> grids = np.array([[0, 0], [0, 1], [1, 0], [1, 1], [2, 0], [2, 1]])
+    >>> _shard_groups([(0, 2), (2, 4), (4, 6)], grids, 2)
+    [([0, 1], 0, 4), ([2], 4, 6)]
+    >>> _shard_groups([(0, 2), (2, 4), (4, 6)], grids, 1)
+    [([0], 0, 2), ([1], 2, 4), ([2], 4, 6)]
+    """
+    groups: list[tuple[list[int], int, int]] = []
+    for b, (a, z) in enumerate(buckets):
+        if groups and grids[a - 1, 0] // rows == grids[a, 0] // rows:
+            joined, first, _ = groups[-1]
+            groups[-1] = ([*joined, b], first, z)
+        else:
+            groups.append(([b], a, z))
+    return groups
 
 
 @dataclass(frozen=True, slots=True)

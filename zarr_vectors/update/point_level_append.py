@@ -43,6 +43,7 @@ from zarr_vectors.write import (
     build_point_levels,
     chunk_level,
     coarse_grid,
+    level_options,
     level_steps,
     levels_done,
     recorded_settings,
@@ -195,12 +196,30 @@ def update_levels(stored: list[StoredLevel], change: Appended) -> RootMetadata:
     for settings in schedules:
         levels = _Levels(change, stored, settings, names, how)
         steps = level_steps(settings, metas, change.grid.bins)
-        counts = None if steps is None else _changed_counts(levels, steps)
+        counts = None
+        if steps is not None and _same_shards(levels):
+            counts = _changed_counts(levels, steps)
         if counts is not None:
             for k in range(len(stored)):
                 _rewrite_level(levels, k, counts)
             return change.root
     return _rebuild(_Levels(change, stored, schedules[0], names, how))
+
+
+def _same_shards(levels: _Levels) -> bool:
+    """Whether every recorded level has the chunks per shard (spec §9.0.1) that
+    :func:`~zarr_vectors.write.level_options` gives it over the grid after the append (a
+    grid that grew may give larger shards; every level is then built again)."""
+    change = levels.change
+    for level in levels.stored:
+        columns = level.points.columns
+        types = (columns[VERTICES], {n: t for n, t in columns.items() if n != VERTICES})
+        grid = levels.grid(level.meta.bin_ratio)
+        coarsening = level.meta.coarsening or {}
+        settings = level_options(change.existing.options, grid, coarsening, types)
+        if level.points.layouts[VERTICES].shard_chunks != settings.shard_shape(grid.ndim):
+            return False
+    return True
 
 
 def _reader(levels: _Levels, level: int) -> Callable[[Chunk, int], list[np.ndarray]]:

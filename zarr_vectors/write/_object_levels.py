@@ -22,7 +22,7 @@ import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
-from zarr_vectors.format.levels import SAMPLE
+from zarr_vectors.format.levels import SAMPLE, level_shard_chunks
 from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.format.names import OBJECT_VERTEX_COUNTS
 from zarr_vectors.store.io import StoreIO
@@ -49,6 +49,7 @@ __all__ = [
     "graph_level_builder",
     "mesh_level_builder",
     "object_level_builder",
+    "object_level_options",
     "polyline_level_builder",
     "skeleton_level_builder",
 ]
@@ -69,6 +70,8 @@ def _write_level(
     table, grid, ratio, sparse = level
     base_table, bounds = base
     cut = cut_level(table, grid, options, bounds)
+    columns = [table.positions, *table.vertex_attributes.values()]
+    options = object_level_options(options, grid, columns, cut[0].rows.counts)
     stats = write_object_level(io, number, table, grid, cut, options)
     counts = np.diff(table.offsets).astype(np.int64)
     write_global(
@@ -89,6 +92,33 @@ def _write_level(
     )
     write_level_metadata(io, meta)
     return meta
+
+
+def object_level_options(
+    options: WriteOptions, grid: ChunkGrid, columns: list[np.ndarray], counts: np.ndarray
+) -> WriteOptions:
+    """The write settings of a coarse object level: ``options`` with the spatial chunks
+    per shard :func:`~zarr_vectors.format.levels.level_shard_chunks` gives the level
+    (spec §9.0.1) from the grid, its most vertices in a chunk (``counts``: vertices per
+    occupied chunk) and its widest per-vertex row (``columns``: its positions and vertex
+    attributes). A coarse level is a function of level
+    0 (every write path builds it from the same object table), so every path gives the
+    same ``S``; level 0's ``shard_chunks`` (the caller's) does not apply to it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones(2, int)
+    >>> grid = ChunkGrid(np.array([8.0, 8.0]), np.array([8.0, 8.0]), one, 0 * one, 3 * one)
+    >>> columns = [np.zeros((2, 2), np.float32)]
+    >>> options = WriteOptions(shard_chunks=1)
+    >>> object_level_options(options, grid, columns, np.array([2])).shard_shape(2)
+    (4, 4)
+    """
+    widest = max(c.dtype.itemsize * int(np.prod(c.shape[1:])) for c in columns)
+    most = int(np.max(counts, initial=1))
+    per_shard = level_shard_chunks(tuple(int(g) for g in grid.shape), most * widest)
+    return dataclasses.replace(options, shard_chunks=per_shard or None)
 
 
 def _bounds_by_sparsity(settings: Levels) -> bool:

@@ -24,7 +24,9 @@ from zarr_vectors.format.levels import (
     DEFAULT_PER_BIN,
     SAMPLE,
     aggregate_coarsening,
+    level_most_rows,
     level_rows_per_block,
+    level_shard_chunks,
     sample_coarsening,
 )
 from zarr_vectors.format.metadata import LevelMetadata
@@ -41,6 +43,7 @@ from zarr_vectors.write._bin_merge import BinMerge
 from zarr_vectors.write._pipeline import (
     LevelWriter,
     SortedPoints,
+    column_shapes,
     point_blob_layout,
     round_up,
     sort_points,
@@ -55,6 +58,7 @@ from zarr_vectors.write.options import WriteOptions
 __all__ = [
     "ChunkColumns",
     "FirstLevels",
+    "LevelColumns",
     "StoredLevel0",
     "build_point_levels",
     "candidate_steps",
@@ -107,26 +111,41 @@ def coarse_grid(grid: ChunkGrid, ratio: np.ndarray) -> ChunkGrid:
     )
 
 
+LevelColumns = tuple[
+    tuple[np.dtype[Any], tuple[int, ...]], dict[str, tuple[np.dtype[Any], tuple[int, ...]]]
+]
+"""``(dtype, row shape)`` of a level's positions and of each of its attributes."""
+
+
 def level_options(
-    options: WriteOptions, grid: ChunkGrid, coarsening: dict[str, Any]
+    options: WriteOptions, grid: ChunkGrid, coarsening: dict[str, Any], columns: LevelColumns
 ) -> WriteOptions:
     """The write settings of a coarse point level: level 0's ``options`` with the row block
-    :func:`~zarr_vectors.format.levels.level_rows_per_block` gives the level (spec §9.0),
-    from its grid (:func:`coarse_grid`) and ``coarsening`` only; every write path of a
-    coarse point level uses them.
+    :func:`~zarr_vectors.format.levels.level_rows_per_block` gives the level (spec §9.0)
+    and the spatial chunks per shard :func:`~zarr_vectors.format.levels.level_shard_chunks`
+    gives it (§9.0.1), from its grid (:func:`coarse_grid`), ``coarsening`` and column types
+    only; every write path of a coarse point level uses them. Level 0's ``shard_chunks``
+    (the caller's) does not apply to coarse levels.
 
     Examples
     --------
     >>> import numpy as np
     >>> one = np.ones(1, int)
-    >>> grid = ChunkGrid(np.array([8.0]), np.array([8.0]), one, 0 * one, one)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([8.0]), one, 0 * one, 4 * one)
     >>> options = WriteOptions().with_kind_defaults("point_cloud")
-    >>> level_options(options, grid, sample_coarsening(64)).rows_per_block
-    64
+    >>> columns = ((np.dtype(np.float32), (1,)), {})
+    >>> settings = level_options(options, grid, sample_coarsening(64), columns)
+    >>> settings.rows_per_block, settings.shard_shape(1)
+    (64, (4,))
     """
     bins = int(np.prod(grid.bins))
     rows = level_rows_per_block(options.block_rows, bins, coarsening)
-    return replace(options, rows_per_block=rows)
+    widest = max(
+        dtype.itemsize * int(np.prod(shape)) for dtype, shape in (columns[0], *columns[1].values())
+    )
+    most = max(rows, level_most_rows(bins, coarsening))
+    per_shard = level_shard_chunks(tuple(int(g) for g in grid.shape), most * widest)
+    return replace(options, rows_per_block=rows, shard_chunks=per_shard or None)
 
 
 def _candidates(settings: Levels, bins: np.ndarray) -> Iterator[tuple[np.ndarray, int]]:
@@ -426,7 +445,9 @@ def _write_level(
         names.append(coarsening["count"])
         columns = level.columns
     rows = SortedPoints(columns, level.chunks, level.chunk_offsets, level.bin_offsets)
-    options = level_options(base.options, grid, coarsening)
+    shapes = [column_shapes(c) for c in columns]
+    types = (shapes[0], dict(zip(names, shapes[1:], strict=True)))
+    options = level_options(base.options, grid, coarsening, types)
     stats = write_sorted_points(base.io, number, rows, names, grid, options)
     meta = LevelMetadata(
         level=number,
@@ -789,7 +810,7 @@ def _write_stored_level(
     attributes = dict(base.shapes[1])
     if coarsening["method"] == AGGREGATE:
         attributes[coarsening["count"]] = (np.dtype(np.int64), ())
-    options = level_options(base.options, candidate.grid, coarsening)
+    options = level_options(base.options, candidate.grid, coarsening, (base.shapes[0], attributes))
     n_max = round_up(int(counts.max(initial=0)), options.block_rows)
     writer = LevelWriter(
         base.io,

@@ -52,7 +52,8 @@ class WriteOptions:
         Spatial chunks per shard (spec §9.0.1, format 1.1): one positive int for every
         axis or one per axis. Fewer, larger storage objects and fewer requests, but a
         shard is written whole (one writer per shard). None (default) or all ones: one
-        shard per spatial chunk, a format 1.0 store.
+        shard per spatial chunk, a format 1.0 store. It applies to level 0: coarse levels
+        of detail always pack their chunks into shards of about 1 MiB (spec §9.0).
 
     Examples
     --------
