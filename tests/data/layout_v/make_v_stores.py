@@ -95,8 +95,8 @@ def graph_case(rng: np.random.Generator, tree: bool) -> dict[str, Any]:
         positions.append(_walk(rng, m))
         parents = [int(rng.integers(0, i)) for i in range(1, m)]
         edges += [(start + i, start + p) for i, p in zip(range(1, m), parents, strict=True)]
-        if not tree:
-            edges.append((start, start + m - 1))  # one cycle per object
+        if not tree and parents[-1] != 0:
+            edges.append((start, start + m - 1))  # one cycle per object, no repeated edge
         owner += [obj] * m
         start += m
     n_edges = len(edges)
