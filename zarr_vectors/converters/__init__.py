@@ -49,6 +49,7 @@ from zarr_vectors.converters.registry import (
     register,
     registered,
 )
+from zarr_vectors.converters.zarr_vectors_v import ZARR_VECTORS_V
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.dataset import open as open_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
@@ -298,8 +299,9 @@ def convert(
     return export_store(src, dst, format=format, mode=mode, **options)
 
 
-V_FORMAT = "zarr-vectors-0.9"
-"""The format name of stores of zarr-vectors 0.9.x (layout V)."""
+V_FORMAT = ZARR_VECTORS_V.name
+"""The format name of stores of zarr-vectors 0.9.x (layout V); not in the registry of file
+formats (a layout-V store is a directory, found by its root attributes)."""
 
 
 def _layout_v_store(src: StoreLike | VectorStore, format: str | None) -> Path | None:
@@ -328,7 +330,7 @@ def _import_store(
     check_destination(dst, overwrite=overwrite)
     with progress_reporter(progress) as report, enclosing(report):
         report("read store", 0, 1)
-        registered(V_FORMAT).import_file(
+        ZARR_VECTORS_V.import_file(
             src, dst, overwrite=overwrite, chunk_shape=chunk_shape, bin_shape=bin_shape, **options
         )
         report("read store", 1, 1)

@@ -32,7 +32,6 @@ from zarr_vectors.converters.swc import SWC
 from zarr_vectors.converters.tck import TCK
 from zarr_vectors.converters.trk import TRK
 from zarr_vectors.converters.trx import TRX
-from zarr_vectors.converters.zarr_vectors_v import ZARR_VECTORS_V
 from zarr_vectors.errors import InvalidInputError
 
 __all__ = [
@@ -48,19 +47,7 @@ __all__ = [
 ENTRY_POINT_GROUP = "zarr_vectors.converters"
 """The entry-point group other distributions declare their converters in."""
 
-BUILT_IN: tuple[Converter, ...] = (
-    PLY,
-    OBJ,
-    STL,
-    SWC,
-    TRK,
-    TCK,
-    TRX,
-    LAS,
-    CSV,
-    PARQUET,
-    ZARR_VECTORS_V,
-)
+BUILT_IN: tuple[Converter, ...] = (PLY, OBJ, STL, SWC, TRK, TCK, TRX, LAS, CSV, PARQUET)
 """The converters zarr_vectors ships, in the order they are listed."""
 
 
