@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
+from zarr_vectors.cli import main
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "layout_v"
 CASES = {
@@ -226,3 +227,12 @@ def test_the_format_can_be_named_and_the_store_moved(tmp_path: Path) -> None:
     store = zv.convert(moved, tmp_path / "out.zarr", format="zarr-vectors-0.9")
     assert isinstance(store, zv.VectorStore)
     assert (store.kind, store.object_count) == ("mesh", 3)
+
+
+def test_the_command_line_imports_with_the_lossy_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "tracts.zarr"
+    assert main(["convert", str(DATA / "streamlines.zv"), str(out), "-o", "lossy=true"]) == 0
+    assert "streamline, 5 objects" in capsys.readouterr().out
+    assert zv.open(out).object_count == 5
