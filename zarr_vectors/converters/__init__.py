@@ -291,6 +291,8 @@ def convert(
     v_store = _layout_v_store(src, format)
     if v_store is not None:
         return _import_store(v_store, dst, mode=mode, **options)
+    if format is not None and format.lower() == V_FORMAT:
+        return _export_store_v(src, dst, mode=mode, **options)
     file = _file_to_import(src, format)
     if file is not None:
         return import_file(file, dst, format=format, mode=mode, **options)
@@ -305,13 +307,13 @@ formats (a layout-V store is a directory, found by its root attributes)."""
 
 
 def _layout_v_store(src: StoreLike | VectorStore, format: str | None) -> Path | None:
-    """``src`` when it is a local layout-V store (by its root attributes, or ``format``)."""
+    """``src`` when it is a local layout-V store (by its root attributes) to import."""
     path = _local_path(src)
     if path is None or not path.is_dir():
         return None
-    if format is not None and format.lower() == V_FORMAT:
-        return path
-    return path if format is None and is_layout_v(read_root_attributes(path)) else None
+    if format is not None and format.lower() != V_FORMAT:
+        return None
+    return path if is_layout_v(read_root_attributes(path)) else None
 
 
 def _import_store(
@@ -335,6 +337,19 @@ def _import_store(
         )
         report("read store", 1, 1)
     return open_store(dst)
+
+
+def _export_store_v(
+    src: StoreLike | VectorStore, dst: StoreLike, *, mode: WriteMode = "w-", **options: Any
+) -> Path:
+    """Write the store ``src`` as a layout-V store at the local path ``dst``."""
+    path = _local_path(dst)
+    if path is None:
+        raise InvalidInputError("writing a zarr-vectors 0.9 store needs a local directory path")
+    store = src if isinstance(src, VectorStore) else open_store(src)
+    overwrite = _replaces(dst, mode, None, "store")
+    ZARR_VECTORS_V.export_store(store, path, overwrite=overwrite, **options)
+    return path
 
 
 def _replaces(dst: StoreLike, mode: Any, overwrite: Any, what: str) -> bool:

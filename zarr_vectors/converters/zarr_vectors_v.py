@@ -18,19 +18,26 @@ with ``zv.build_levels``).
 Options
 -------
 Import: ``lossy`` (bool, default False).
+
+Export (``zv.convert(store, "out.zv", format="zarr-vectors-0.9")``): level 0 of a point
+cloud, polyline or streamline store, written as 0.9.2 writes it, so that 0.9.2 opens it
+and reads the same vertices, objects and attributes.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from zarr_vectors.converters._common import flag_option
+from zarr_vectors.converters._v_export import export_v
 from zarr_vectors.converters._v_level import VLevel, read_v_level
 from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.errors import InvalidInputError, StoreExistsError
+from zarr_vectors.format.version import is_layout_v
 from zarr_vectors.geometry import (
     write_graph,
     write_mesh,
@@ -38,7 +45,7 @@ from zarr_vectors.geometry import (
     write_polylines,
     write_skeletons,
 )
-from zarr_vectors.store.layout_v import LayoutVStore
+from zarr_vectors.store.layout_v import LayoutVStore, read_root_attributes
 
 __all__ = ["IMPORT_OPTIONS", "ZARR_VECTORS_V"]
 
@@ -142,20 +149,17 @@ def _import_v(name: str, path: Path, target: ImportTarget, options: Mapping[str,
 def _export_v(
     name: str, store: VectorStore, path: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
-    """Exporting to layout V is not built yet: say so, and what to do instead.
-
-    Raises
-    ------
-    InvalidInputError
-        Always.
-    """
-    raise InvalidInputError(
-        f"writing {name} stores (layout V) is not supported yet; read {store.kind} data with "
-        "this library, or convert it to a file format zarr-vectors 0.9 imports (such as trk)"
-    )
+    """Write level 0 of ``store`` as a layout-V store at ``path`` (point clouds, polylines
+    and streamlines; see :mod:`zarr_vectors.converters._v_export`)."""
+    if overwrite and path.is_dir() and is_layout_v(read_root_attributes(path)):
+        shutil.rmtree(path)
+    if path.exists():
+        raise StoreExistsError(f'{path} exists; pass mode="w" to replace a layout-V store there')
+    export_v(store, path)
 
 
 ZARR_VECTORS_V = FileConverter(
     "zarr-vectors-0.9", (), None, KINDS, _import_v, _export_v, IMPORT_OPTIONS
 )
-"""Stores of zarr-vectors 0.9.x (layout V, spec §14): import."""
+"""Stores of zarr-vectors 0.9.x (layout V, spec §14): import every kind, export
+:data:`EXPORT_KINDS`."""

@@ -7,6 +7,9 @@ script runs with THAT library, in its own virtualenv, never with ours::
     python benchmarks/reference_env.py        # prints .../benchmarks/_reference_venv/bin/python
     benchmarks/_reference_venv/bin/python -I tests/data/layout_v/make_v_stores.py
 
+(``... make_v_stores.py read STORE OUT.npz`` records 0.9.2's answers for another store: the
+test of our export runs it.)
+
 It rewrites ``tests/data/layout_v/<name>.zv/`` (the store as 0.9.2 wrote it),
 ``<name>.inputs.npz`` (exactly what 0.9.2 was given) and ``<name>.answers.npz`` (what 0.9.2
 itself reads back: the whole store, a box query and a read by id at every level), so the
@@ -241,5 +244,22 @@ def main() -> None:
         print(name, kind, json.dumps([int(v) for v in zv.open(str(path)).levels]))
 
 
+def read_back(pairs: list[str]) -> None:
+    """``make_v_stores.py read STORE OUT.npz [STORE OUT.npz ...]``: 0.9.2's answers for other
+    stores (exported by our ``zv.convert(..., format="zarr-vectors-0.9")``), as for the
+    golden ones, with the errors of 0.9.2's own validation at level 5 (``validate_errors``)."""
+    import zarr_vectors as zv
+    from zarr_vectors.validate import validate
+
+    for store, out in zip(pairs[::2], pairs[1::2], strict=True):
+        ds = zv.open(store)
+        found = answers(zv, Path(store), kind_of(ds) != "point_cloud")
+        errors = validate(store, level=5).errors
+        np.savez(out, **found, validate_errors=np.asarray(errors, dtype=str))
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["read"]:
+        read_back(sys.argv[2:])
+    else:
+        main()
