@@ -12,30 +12,17 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
+from tests.converters.conftest import LAYOUT_V, LAYOUT_V_CASES
 from zarr_vectors.cli import main
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "layout_v"
-CASES = {
-    "points": False,
-    "points_objects": True,  # object attributes and groups of a point cloud
-    "polylines": False,
-    "streamlines": True,  # 0.9.2's coarse level 1
-    "graph": False,
-    "skeleton": True,  # coarse level 1; 0.9.2 keeps edge weights of stored edges only
-    "mesh": False,
-}
-"""Golden V store -> whether its import needs ``lossy=True``."""
+DATA = LAYOUT_V
+CASES = LAYOUT_V_CASES
 IDS = [1, 3]
 
 
-@pytest.fixture(scope="module")
-def converted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("from-v")
-    out = {}
-    for name, lossy in CASES.items():
-        out[name] = folder / f"{name}.zarr"
-        zv.convert(DATA / f"{name}.zv", out[name], lossy=lossy)
-    return out
+@pytest.fixture
+def converted(imported_v_stores: dict[str, Path]) -> dict[str, Path]:
+    return imported_v_stores
 
 
 def _inputs(name: str) -> dict[str, np.ndarray]:

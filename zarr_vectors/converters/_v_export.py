@@ -41,7 +41,8 @@ class _Grid:
         self.shape = np.floor(hi / chunk).astype(np.int64) - self.origin + 1
 
     def of(self, positions: np.ndarray) -> np.ndarray:
-        return np.floor(positions / self.chunk).astype(np.int64)
+        chunks: np.ndarray = np.floor(positions / self.chunk).astype(np.int64)
+        return chunks
 
     def origin_attrs(self) -> dict[str, Any]:
         return {"chunk_grid_origin": self.origin.tolist()} if self.origin.any() else {}
@@ -270,17 +271,18 @@ def export_v(store: VectorStore, path: Path) -> None:
     Raises
     ------
     InvalidInputError
-        For a kind not in :data:`EXPORT_KINDS`, or object ids that are not ``0..n-1``
-        (0.9.2's object index numbers objects densely).
+        For a kind not in :data:`EXPORT_KINDS`, an empty store, or object ids that are not
+        ``0..n-1`` (0.9.2's object index numbers objects densely).
     """
     if store.kind not in EXPORT_KINDS:
         raise InvalidInputError(
             f"a {store.kind} store cannot be written as layout V yet (only "
             f"{', '.join(EXPORT_KINDS)}); import it into 0.9 from a file format instead"
         )
-    if store.is_object_store and sorted(store.object_ids.tolist()) != list(
-        range(store.object_count)
-    ):
+    if store.bounds is None:
+        raise InvalidInputError("an empty store has nothing to write as layout V")
+    ids = sorted(store.object_ids.tolist()) if store.is_object_store else []
+    if ids != list(range(len(ids))):
         raise InvalidInputError("layout V numbers objects 0..n-1; renumber the objects first")
     lo, hi = (np.asarray(b, dtype=np.float64) for b in store.bounds)
     grid = _Grid(np.asarray(store.chunk_shape, dtype=np.float64), lo, hi)
