@@ -10,6 +10,7 @@ then ``pytest -m reference``.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -117,3 +118,14 @@ def test_092_reads_our_export_as_it_read_its_own_store(
             assert sorted(k for k in got if k.startswith("0_")) == sorted(level0)
             for key in level0:
                 np.testing.assert_array_equal(got[key], want[key], err_msg=f"{name}: {key}")
+
+
+def test_a_grid_that_starts_below_zero_round_trips(tmp_path: Path) -> None:
+    rng = np.random.default_rng(38)
+    lines = [rng.uniform(-30, 20, (n, 3)).astype(np.float32) for n in (4, 9, 2)]
+    zv.write_polylines(tmp_path / "a.zarr", lines, chunk_shape=10.0, object_ids=[0, 1, 2])
+    zv.convert(tmp_path / "a.zarr", tmp_path / "a.zv", format=V)
+    origin = json.loads((tmp_path / "a.zv" / "0" / "vertices" / "zarr.json").read_text())
+    assert min(origin["attributes"]["chunk_grid_origin"]) < 0
+    again = zv.convert(tmp_path / "a.zv", tmp_path / "b.zarr").read_objects([0, 1, 2])
+    np.testing.assert_array_equal(again.positions, np.concatenate(lines))

@@ -65,6 +65,7 @@ __all__ = [
     "FileConverter",
     "ImportTarget",
     "PluginWarning",
+    "ZARR_VECTORS_V",
     "convert",
     "converter_for_path",
     "converters",
