@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zarr_vectors as zv
 
@@ -129,3 +133,24 @@ def test_a_grid_that_starts_below_zero_round_trips(tmp_path: Path) -> None:
     assert min(origin["attributes"]["chunk_grid_origin"]) < 0
     again = zv.convert(tmp_path / "a.zv", tmp_path / "b.zarr").read_objects([0, 1, 2])
     np.testing.assert_array_equal(again.positions, np.concatenate(lines))
+
+
+_LINE = st.integers(1, 12).flatmap(
+    lambda n: st.lists(st.tuples(*[st.floats(-40, 40, width=32)] * 3), min_size=n, max_size=n)
+)
+
+
+@pytest.mark.slow  # the golden round trips and the grid below zero cover it by default
+@settings(max_examples=5, deadline=None)
+@given(st.lists(_LINE, min_size=1, max_size=4))
+def test_any_polylines_come_back_from_layout_v_in_order(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[list[Any]]
+) -> None:
+    arrays = [np.asarray(line, dtype=np.float32) for line in lines]
+    where = Path(tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp()))
+    zv.write_polylines(where / "a.zarr", arrays, chunk_shape=16.0, progress=False)
+    zv.convert(where / "a.zarr", where / "a.zv", format=V)
+    back = zv.convert(where / "a.zv", where / "b.zarr")
+    got = back.read_objects(list(range(len(arrays))))
+    np.testing.assert_array_equal(got.positions, np.concatenate(arrays))
+    np.testing.assert_array_equal(np.diff(got.offsets), [len(a) for a in arrays])
