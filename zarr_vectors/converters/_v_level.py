@@ -111,40 +111,52 @@ def _vertex_attributes(store: LayoutVStore, level: str, where: _Rows) -> dict[st
     return out
 
 
+def _cell_links(
+    blob: bytes, cell: Chunk, offsets: np.ndarray, has_perm: bool, where: _Rows
+) -> np.ndarray:
+    """One link cell's rows as global vertex numbers in input endpoint order (-1 where a
+    skeleton root's row ``[root, -1]`` names no parent)."""
+    width = offsets.shape[0]
+    rows = decode_link_cell(blob, width + has_perm, framed=bool(offsets.any()))
+    ends = rows[:, 1:] if has_perm else rows
+    glob = np.full_like(ends, -1)
+    for k in range(width):
+        chunk = tuple(int(c) for c in np.asarray(cell) + offsets[k])
+        known = ends[:, k] >= 0
+        glob[known, k] = where.lookup[chunk][ends[known, k]]
+    return restore_input_order(glob, rows[:, 0]) if has_perm else glob
+
+
 def _link_arrays(store: LayoutVStore, level: str, ndim: int, where: _Rows) -> tuple[Any, Any]:
     """Links of delta 0 as global vertex numbers, and their attributes, array by array."""
     family = f"{level}/links/0"
     links: list[np.ndarray] = []
     attrs: dict[str, list[np.ndarray]] = {}
+    names = store.members(f"{level}/link_attributes")
     for segment in store.members(family):
-        meta = store.attributes(f"{family}/{segment}")
-        width = int(meta["link_width"])
-        has_perm = bool(meta.get("has_perm", False))
+        has_perm = bool(store.attributes(f"{family}/{segment}").get("has_perm", False))
         offsets = np.vstack([np.zeros((1, ndim), np.int64), parse_offsets(segment, ndim)])
-        framed = bool(offsets.any())
         cells = store.cells(f"{family}/{segment}")
+        values = {
+            n: _link_attribute_cells(store, f"{level}/link_attributes/{n}/0/{segment}")
+            for n in names
+        }
         for cell in sorted(cells):
-            rows = decode_link_cell(cells[cell], width + has_perm, framed=framed)
-            ends = rows[:, 1:] if has_perm else rows
-            glob = np.full_like(ends, -1)
-            for k in range(width):
-                chunk = tuple(int(c) for c in np.asarray(cell) + offsets[k])
-                known = ends[:, k] >= 0  # a skeleton root's row is [root, -1]
-                glob[known, k] = where.lookup[chunk][ends[known, k]]
-            links.append(restore_input_order(glob, rows[:, 0]) if has_perm else glob)
-            for name in store.members(f"{level}/link_attributes"):
-                attrs.setdefault(name, []).append(
-                    _link_attribute_cell(store, f"{level}/link_attributes/{name}/0/{segment}", cell)
-                )
+            links.append(_cell_links(cells[cell], cell, offsets, has_perm, where))
+            for name in names:
+                attrs.setdefault(name, []).append(values[name][cell])
     return links, {k: np.concatenate(v) for k, v in attrs.items()}
 
 
-def _link_attribute_cell(store: LayoutVStore, node: str, cell: Chunk) -> np.ndarray:
+def _link_attribute_cells(store: LayoutVStore, node: str) -> dict[Chunk, np.ndarray]:
+    """The rows of every cell of one link attribute array (aligned with the link rows)."""
     meta = store.attributes(node)
     dtype = np.dtype(meta.get("dtype", "float32")).newbyteorder("<")
     shape = tuple(meta.get("row_shape") or ())
-    blob = store.cells(node).get(cell, b"")
-    return np.frombuffer(blob, dtype=dtype).reshape(-1, *shape).astype(dtype.newbyteorder("="))
+    return {
+        cell: np.frombuffer(blob, dtype=dtype).reshape(-1, *shape).astype(dtype.newbyteorder("="))
+        for cell, blob in store.cells(node).items()
+    }
 
 
 def _implicit_links(where: _Rows, stored: np.ndarray) -> np.ndarray:
