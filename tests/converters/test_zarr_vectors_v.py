@@ -4,6 +4,7 @@ what 0.9.2 was given and with what 0.9.2 itself read back (recorded beside each 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -223,3 +224,14 @@ def test_the_command_line_imports_with_the_lossy_option(
     assert main(["convert", str(DATA / "streamlines.zv"), str(out), "-o", "lossy=true"]) == 0
     assert "streamline, 5 objects" in capsys.readouterr().out
     assert zv.open(out).object_count == 5
+
+
+def test_draco_encoded_vertices_are_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "mesh.zv"
+    shutil.copytree(DATA / "mesh.zv", copy)
+    meta_path = copy / "0" / "vertices" / "zarr.json"
+    meta = json.loads(meta_path.read_text())
+    meta["attributes"]["encoding"] = "draco"
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(zv.MetadataError, match="without Draco"):
+        zv.convert(copy, tmp_path / "out.zarr")

@@ -51,7 +51,20 @@ class _Rows:
 
 
 def _vertex_cells(store: LayoutVStore, level: str, ndim: int) -> dict[Chunk, np.ndarray]:
-    dtype = np.dtype(store.attributes(f"{level}/vertices").get("dtype", "float32"))
+    """The raw vertex rows of every chunk.
+
+    Raises
+    ------
+    MetadataError
+        For vertices that are not raw rows (0.9's Draco-encoded meshes).
+    """
+    meta = store.attributes(f"{level}/vertices")
+    if meta.get("encoding", "raw") != "raw":
+        raise MetadataError(
+            f"{store.path}: vertices encoded as {meta['encoding']!r} cannot be imported (only "
+            "raw rows); write the mesh with zarr-vectors 0.9 without Draco first"
+        )
+    dtype = np.dtype(meta.get("dtype", "float32"))
     cells = store.cells(f"{level}/vertices")
     return {
         c: np.frombuffer(b, dtype=dtype.newbyteorder("<")).reshape(-1, ndim)
