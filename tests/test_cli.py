@@ -367,10 +367,10 @@ def test_every_keyword_a_conversion_error_names_is_a_flag_or_option() -> None:
 
 def test_every_converter_option_is_known_to_the_cli() -> None:
     names: set[str] = set()
-    for converter in converters.registry.BUILT_IN:
+    for converter in (*converters.registry.BUILT_IN, converters.ZARR_VECTORS_V):
         assert isinstance(converter, converters.FileConverter)
         names |= {*converter.import_options, *converter.export_options}
-    assert {"group_by", "ids", "group", "reference", "dtype", "columns"} <= names
+    assert {"group_by", "ids", "group", "reference", "dtype", "columns", "lossy"} <= names
     assert names == CONVERT_OPTIONS
 
 

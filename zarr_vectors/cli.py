@@ -62,12 +62,12 @@ FLAGS = {
 """The library keywords that are flags of ``convert`` (``mode="w"`` is ``--overwrite``)."""
 CONVERT_OPTIONS = frozenset(
     name
-    for converter in converters.registry.BUILT_IN
+    for converter in (*converters.registry.BUILT_IN, converters.ZARR_VECTORS_V)
     if isinstance(converter, converters.FileConverter)
     for name in (*converter.import_options, *converter.export_options)
 )
 """The format options ``convert`` takes as ``-o KEY=VALUE``: those the built-in converters
-declare."""
+(and the import of zarr-vectors 0.9 stores) declare."""
 _KEYWORD = re.compile(r"(?<![\w-])(?<!-o )([a-z_][a-z0-9_]*)=(True\b|False\b|(?![^\s,;)]))?")
 """``name=`` then ``True``, ``False`` or no value (a hint), or another value (kept for options)."""
 _MODE_W = re.compile(r"""(?<![\w-])mode=(["'])w\1""")

@@ -28,7 +28,8 @@ def test_a_zarr_vectors_0x_root_is_named_with_its_layout(attrs: Any, expected: s
     reason = foreign_layout(attrs)
     assert reason is not None
     assert expected in reason
-    assert "cannot read it yet" in reason
+    what_to_do = "zv.convert(src, dst)" if "(layout V)" in reason else "cannot read it yet"
+    assert what_to_do in reason
 
 
 @pytest.mark.parametrize(

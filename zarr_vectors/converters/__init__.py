@@ -19,6 +19,10 @@ csv        .csv                ``tables``    point_cloud (export: every kind's v
 parquet    .parquet, .pq       ``tables``    point_cloud (export: every kind's vertices)
 =========  ==================  ============  ======================================
 
+Stores of zarr-vectors 0.9.x (the format's other implementation, "layout V", spec §14) are
+imported too: ``convert(v_store, new_store)`` recognises one by its root attributes
+(format name ``zarr-vectors-0.9``; see :mod:`zarr_vectors.converters.zarr_vectors_v`).
+
 Each format is a :class:`Converter` (name, suffixes, extra, kinds, ``import_file`` and
 ``export_store``) defined in a module of its name (``zarr_vectors.converters.ply`` defines
 ``PLY``), found in the registry (:func:`registered`, :func:`converter_for_path`,
@@ -45,10 +49,13 @@ from zarr_vectors.converters.registry import (
     register,
     registered,
 )
+from zarr_vectors.converters.zarr_vectors_v import ZARR_VECTORS_V
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.dataset import open as open_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
+from zarr_vectors.format.version import is_layout_v
 from zarr_vectors.store.io import StoreLike
+from zarr_vectors.store.layout_v import read_root_attributes
 from zarr_vectors.store.target import check_destination
 from zarr_vectors.write import WriteMode, inputs
 
@@ -58,6 +65,7 @@ __all__ = [
     "FileConverter",
     "ImportTarget",
     "PluginWarning",
+    "ZARR_VECTORS_V",
     "convert",
     "converter_for_path",
     "converters",
@@ -246,7 +254,9 @@ def convert(
 
     The direction follows the suffixes: when ``src`` is a file of a known format (or
     ``format=`` is given and ``src`` is a file), it is imported into the store ``dst``;
-    otherwise ``src`` is a store and is exported to the file ``dst``. A missing ``src``
+    a store of zarr-vectors 0.9.x ("layout V", found by its root attributes) is imported
+    too (:mod:`zarr_vectors.converters.zarr_vectors_v`, option ``lossy``); otherwise
+    ``src`` is a store and is exported to the file ``dst``. A missing ``src``
     with the suffix of a format is reported as a missing file, a missing ``src`` of
     another name as a missing store: errors name the source before the destination.
 
@@ -279,12 +289,68 @@ def convert(
     >>> zv.convert(path.with_name("cells.swc"), path.with_name("again.zarr")).vertex_count
     2
     """
+    v_store = _layout_v_store(src, format)
+    if v_store is not None:
+        return _import_store(v_store, dst, mode=mode, **options)
+    if format is not None and format.lower() == V_FORMAT:
+        return _export_store_v(src, dst, mode=mode, **options)
     file = _file_to_import(src, format)
     if file is not None:
         return import_file(file, dst, format=format, mode=mode, **options)
     if not isinstance(dst, str | os.PathLike):
         raise InvalidInputError("exporting needs a file path as the destination")
     return export_store(src, dst, format=format, mode=mode, **options)
+
+
+V_FORMAT = ZARR_VECTORS_V.name
+"""The format name of stores of zarr-vectors 0.9.x (layout V); not in the registry of file
+formats (a layout-V store is a directory, found by its root attributes)."""
+
+
+def _layout_v_store(src: StoreLike | VectorStore, format: str | None) -> Path | None:
+    """``src`` when it is a local layout-V store (by its root attributes) to import."""
+    path = _local_path(src)
+    if path is None or not path.is_dir():
+        return None
+    if format is not None and format.lower() != V_FORMAT:
+        return None
+    return path if is_layout_v(read_root_attributes(path)) else None
+
+
+def _import_store(
+    src: Path,
+    dst: StoreLike,
+    *,
+    mode: WriteMode = "w-",
+    overwrite: bool | None = None,
+    chunk_shape: Any = None,
+    bin_shape: Any = None,
+    progress: ProgressOption = None,
+    **options: Any,
+) -> VectorStore:
+    """Write the layout-V store ``src`` into a new store at ``dst`` (see :func:`convert`)."""
+    overwrite = _replaces(dst, mode, overwrite, "store")
+    check_destination(dst, overwrite=overwrite)
+    with progress_reporter(progress) as report, enclosing(report):
+        report("read store", 0, 1)
+        ZARR_VECTORS_V.import_file(
+            src, dst, overwrite=overwrite, chunk_shape=chunk_shape, bin_shape=bin_shape, **options
+        )
+        report("read store", 1, 1)
+    return open_store(dst)
+
+
+def _export_store_v(
+    src: StoreLike | VectorStore, dst: StoreLike, *, mode: WriteMode = "w-", **options: Any
+) -> Path:
+    """Write the store ``src`` as a layout-V store at the local path ``dst``."""
+    path = _local_path(dst)
+    if path is None:
+        raise InvalidInputError("writing a zarr-vectors 0.9 store needs a local directory path")
+    store = src if isinstance(src, VectorStore) else open_store(src)
+    overwrite = _replaces(dst, mode, None, "store")
+    ZARR_VECTORS_V.export_store(store, path, overwrite=overwrite, **options)
+    return path
 
 
 def _replaces(dst: StoreLike, mode: Any, overwrite: Any, what: str) -> bool:

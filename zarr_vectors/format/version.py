@@ -16,6 +16,7 @@ __all__ = [
     "check_readable_version",
     "foreign_layout",
     "has_place_records",
+    "is_layout_v",
     "parse_version",
 ]
 
@@ -105,16 +106,38 @@ def _foreign_version(attrs: object) -> str | None:
     return version if isinstance(version, str) else ""
 
 
+def _minor(version: str) -> int | None:
+    """The minor number of a zarr-vectors ``0.x.y`` version, or None."""
+    match = re.match(r"0\.([0-9]+)\.", version)
+    return None if match is None else int(match.group(1))
+
+
 def _layout_name(version: str) -> str:
     """The physical layout of a zarr-vectors 0.x format version: V from 0.9, else G."""
-    match = re.match(r"0\.([0-9]+)\.", version)
-    if match is None:
+    minor = _minor(version)
+    if minor is None:
         return "a different layout"
-    return (
-        "a different layout (layout V)"
-        if int(match.group(1)) >= 9
-        else "a different layout (layout G)"
-    )
+    return "a different layout (layout V)" if minor >= 9 else "a different layout (layout G)"
+
+
+def is_layout_v(attrs: object) -> bool:
+    """Whether root attributes ``attrs`` are those of a layout-V store (zarr-vectors 0.9.x).
+
+    Layout V (spec §14) is what zarr-vectors 0.9.0 and later write: a ``zarr_vectors`` root
+    attribute whose ``zv_version`` is ``0.9.0`` or later. :func:`zarr_vectors.convert`
+    imports such a store.
+
+    Examples
+    --------
+    >>> from zarr_vectors.format.version import is_layout_v
+    >>> is_layout_v({"zarr_vectors": {"zv_version": "0.9.2"}})
+    True
+    >>> is_layout_v({"zarr_vectors": {"zv_version": "0.7.0"}}), is_layout_v({})
+    (False, False)
+    """
+    version = _foreign_version(attrs)
+    minor = None if not version else _minor(version)
+    return minor is not None and minor >= 9
 
 
 def foreign_layout(attrs: object) -> str | None:
@@ -137,6 +160,12 @@ def foreign_layout(attrs: object) -> str | None:
     match = re.match(r"([0-9]+\.[0-9]+)\.", version)
     series = f"{match.group(1)}.x" if match else "0.x"
     named = f"zarr-vectors {series} (zv_version {version!r})" if version else "zarr-vectors 0.x"
+    if is_layout_v(attrs):
+        return (
+            f"written by {named}, {_layout_name(version)}, which this library does not open "
+            "directly: convert it into a store of this format with zv.convert(src, dst) (or "
+            "`zarr-vectors convert SRC DST`), then open that"
+        )
     return (
         f"written by {named}, {_layout_name(version)}; this library cannot read it yet. "
         f"Read it with zarr-vectors {series} in a separate environment (it has the same "

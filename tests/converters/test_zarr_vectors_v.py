@@ -1,0 +1,237 @@
+"""Importing stores written by zarr-vectors 0.9.2 (layout V): the golden stores of
+``tests/data/layout_v`` (written by ``make_v_stores.py`` with the real 0.9.2), compared with
+what 0.9.2 was given and with what 0.9.2 itself read back (recorded beside each store)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import zarr_vectors as zv
+from tests.converters.conftest import LAYOUT_V, LAYOUT_V_CASES
+from zarr_vectors.cli import main
+
+DATA = LAYOUT_V
+CASES = LAYOUT_V_CASES
+IDS = [1, 3]
+
+
+@pytest.fixture
+def converted(imported_v_stores: dict[str, Path]) -> dict[str, Path]:
+    return imported_v_stores
+
+
+def _inputs(name: str) -> dict[str, np.ndarray]:
+    with np.load(DATA / f"{name}.inputs.npz") as data:
+        return dict(data)
+
+
+def _answers(name: str) -> dict[str, np.ndarray]:
+    with np.load(DATA / f"{name}.answers.npz") as data:
+        return dict(data)
+
+
+def _records(positions: np.ndarray, *columns: np.ndarray) -> list[tuple[float, ...]]:
+    """Each vertex as one tuple (position, then the columns), sorted: a multiset."""
+    parts = [np.asarray(positions, dtype=np.float64).reshape(len(positions), -1)]
+    parts += [np.asarray(c, dtype=np.float64).reshape(len(positions), -1) for c in columns]
+    return sorted(map(tuple, np.hstack(parts).tolist()))
+
+
+def _objects_of(inputs: dict[str, np.ndarray]) -> dict[int, np.ndarray]:
+    """Input object id -> its vertex numbers, in input order."""
+    if "offsets" in inputs:
+        off = inputs["offsets"]
+        return {k: np.arange(off[k], off[k + 1]) for k in range(off.size - 1)}
+    ids = inputs["object_ids"]
+    return {int(k): np.flatnonzero(ids == k) for k in np.unique(ids)}
+
+
+def _vertex_attributes(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {k[2:]: v for k, v in inputs.items() if k.startswith("v_")}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_an_imported_v_store_validates_at_level_5(name: str, converted: dict[str, Path]) -> None:
+    report = zv.validate(converted[name], level=5)
+    assert report.ok, report
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_every_vertex_and_its_attributes_are_imported(
+    name: str, converted: dict[str, Path]
+) -> None:
+    inputs, store = _inputs(name), zv.open(converted[name])
+    result = store.read()
+    names = sorted(_vertex_attributes(inputs))
+    assert sorted(result.attributes) == names
+    got = _records(result.positions, *(result.attributes[n] for n in names))
+    want = _records(inputs["positions"], *(inputs[f"v_{n}"] for n in names))
+    assert got == want
+
+
+OBJECT_STORES = [n for n in CASES if not n.startswith("points")]
+
+
+@pytest.mark.parametrize("name", OBJECT_STORES)
+def test_objects_keep_their_ids_vertices_in_order_and_attributes(
+    name: str, converted: dict[str, Path]
+) -> None:
+    inputs, store = _inputs(name), zv.open(converted[name])
+    objects = _objects_of(inputs)
+    assert sorted(store.object_ids.tolist()) == sorted(objects)
+    for oid, rows in objects.items():
+        got = store.read_objects([oid])
+        if name in ("polylines", "streamlines"):  # traversal order is the data
+            np.testing.assert_array_equal(got.positions, inputs["positions"][rows])
+            np.testing.assert_array_equal(got.attributes["fa"], inputs["v_fa"][rows])
+        else:
+            assert _records(got.positions) == _records(inputs["positions"][rows])
+        for key in (k for k in inputs if k.startswith("o_")):
+            assert got.object_attributes[key[2:]].tolist() == [inputs[key][oid]]
+
+
+def _edge_set(positions: np.ndarray, edges: np.ndarray, directed: bool) -> set[Any]:
+    ends = [tuple(map(tuple, positions[e].astype(np.float64).tolist())) for e in edges]
+    return {e if directed else frozenset(e) for e in ends}
+
+
+@pytest.mark.parametrize(("name", "directed"), [("graph", False), ("skeleton", True)])
+def test_links_keep_their_endpoints_and_direction(
+    name: str, directed: bool, converted: dict[str, Path]
+) -> None:
+    inputs, result = _inputs(name), zv.open(converted[name]).read()
+    got = _edge_set(result.positions, result.edges, directed)
+    assert got == _edge_set(inputs["positions"], inputs["edges"], directed)
+    assert len(result.edges) == len(inputs["edges"])
+
+
+def test_graph_edge_attributes_stay_with_their_edges(converted: dict[str, Path]) -> None:
+    inputs, result = _inputs("graph"), zv.open(converted["graph"]).read()
+
+    def keyed(positions: np.ndarray, edges: np.ndarray, weight: np.ndarray) -> set[Any]:
+        return {
+            (frozenset(map(tuple, positions[e].astype(np.float64).tolist())), float(w))
+            for e, w in zip(edges, weight, strict=True)
+        }
+
+    got = keyed(result.positions, result.edges, result.link_attributes["weight"])
+    assert got == keyed(inputs["positions"], inputs["edges"], inputs["l_weight"])
+
+
+def _canonical_face(face: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A face as the rotation starting at its smallest corner (winding kept)."""
+    k = face.index(min(face))
+    return face[k:] + face[:k]
+
+
+def test_mesh_faces_keep_their_corners_and_winding(converted: dict[str, Path]) -> None:
+    inputs, result = _inputs("mesh"), zv.open(converted["mesh"]).read()
+
+    def faces(positions: np.ndarray, faces: np.ndarray) -> list[Any]:
+        corners = [tuple(map(tuple, positions[f].astype(np.float64).tolist())) for f in faces]
+        return sorted(_canonical_face(c) for c in corners)
+
+    assert faces(result.positions, result.faces) == faces(inputs["positions"], inputs["faces"])
+
+
+@pytest.mark.parametrize("name", ["polylines", "streamlines"])
+def test_groups_and_group_attributes_are_imported(name: str, converted: dict[str, Path]) -> None:
+    inputs, store = _inputs(name), zv.open(converted[name])
+    off, members = inputs["group_offsets"], inputs["group_members"]
+    want = [members[off[g] : off[g + 1]].tolist() for g in range(off.size - 1)]
+    assert [store.groups[str(g)].tolist() for g in range(len(want))] == want
+    np.testing.assert_array_equal(store.group_attributes["weight"], inputs["g_weight"])
+
+
+def test_point_object_ids_are_kept_per_vertex(converted: dict[str, Path]) -> None:
+    inputs, result = _inputs("points_objects"), zv.open(converted["points_objects"]).read()
+    got = _records(result.positions, result.vertex_object_ids)
+    assert got == _records(inputs["positions"], inputs["object_ids"])
+
+
+def _inside(positions: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return positions[np.all((positions >= lo) & (positions <= hi), axis=1)]
+
+
+def _is_sub_multiset(small: list[Any], big: list[Any]) -> bool:
+    rest = list(big)
+    for item in small:
+        if item not in rest:
+            return False
+        rest.remove(item)
+    return True
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_reads_equal_what_092_read_from_its_own_store(
+    name: str, converted: dict[str, Path]
+) -> None:
+    answers, store, inputs = _answers(name), zv.open(converted[name]), _inputs(name)
+    assert _records(store.read().positions) == _records(answers["0_all_positions"])
+    lo, hi = inputs["box"]
+    ours = _records(_inside(store.query(zv.box(lo, hi)).positions, lo, hi))
+    assert ours == _records(_inside(inputs["positions"], lo, hi))
+    theirs = _records(_inside(answers["0_box_positions"], lo, hi))
+    if name == "points_objects":
+        # 0.9.2's box read of a point cloud with object ids misses 2 of the 14 points in
+        # the box (its whole read has them all): ours answers with all 14.
+        assert _is_sub_multiset(theirs, ours)
+        assert len(ours) - len(theirs) == 2
+    else:
+        assert ours == theirs
+
+
+@pytest.mark.parametrize("name", ["polylines", "streamlines"])
+def test_reads_by_id_equal_those_of_092(name: str, converted: dict[str, Path]) -> None:
+    answers, store = _answers(name), zv.open(converted[name])
+    got = store.read_objects(IDS)
+    assert got.object_ids.tolist() == answers["0_ids_part_objects"].tolist()
+    np.testing.assert_array_equal(got.positions, answers["0_ids_positions"])
+    np.testing.assert_array_equal(np.diff(got.offsets), answers["0_ids_part_lengths"])
+
+
+@pytest.mark.parametrize("name", ["points_objects", "streamlines", "skeleton"])
+def test_what_this_format_cannot_hold_is_refused_unless_lossy(name: str, tmp_path: Path) -> None:
+    with pytest.raises(zv.InvalidInputError, match=r"lossy=True"):
+        zv.convert(DATA / f"{name}.zv", tmp_path / "out.zarr")
+    assert not (tmp_path / "out.zarr" / "zarr.json").exists()
+
+
+def test_opening_a_v_store_names_the_conversion() -> None:
+    with pytest.raises(zv.UnsupportedVersionError, match=r"zv\.convert\(src, dst\)") as info:
+        zv.open(DATA / "points.zv")
+    assert "interrupted" not in str(info.value)
+
+
+def test_the_format_can_be_named_and_the_store_moved(tmp_path: Path) -> None:
+    moved = tmp_path / "copy-without-a-suffix"
+    shutil.copytree(DATA / "mesh.zv", moved)
+    store = zv.convert(moved, tmp_path / "out.zarr", format="zarr-vectors-0.9")
+    assert isinstance(store, zv.VectorStore)
+    assert (store.kind, store.object_count) == ("mesh", 3)
+
+
+def test_the_command_line_imports_with_the_lossy_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "tracts.zarr"
+    assert main(["convert", str(DATA / "streamlines.zv"), str(out), "-o", "lossy=true"]) == 0
+    assert "streamline, 5 objects" in capsys.readouterr().out
+    assert zv.open(out).object_count == 5
+
+
+def test_draco_encoded_vertices_are_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "mesh.zv"
+    shutil.copytree(DATA / "mesh.zv", copy)
+    meta_path = copy / "0" / "vertices" / "zarr.json"
+    meta = json.loads(meta_path.read_text())
+    meta["attributes"]["encoding"] = "draco"
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(zv.MetadataError, match="without Draco"):
+        zv.convert(copy, tmp_path / "out.zarr")
