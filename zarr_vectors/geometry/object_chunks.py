@@ -12,14 +12,19 @@ from __future__ import annotations
 import numpy as np
 
 from zarr_vectors.format.metadata import RootMetadata
-from zarr_vectors.format.names import OBJECT_CHUNKS, OBJECT_ID_ATTRIBUTE
+from zarr_vectors.format.names import ATTRIBUTES, OBJECT_CHUNKS, OBJECT_ID_ATTRIBUTE
 from zarr_vectors.kernels.object_chunks import ObjectChunkIndex, index_object_chunks
 from zarr_vectors.read import ChunkRows, LevelReader
 from zarr_vectors.store.arrays import group_metadata
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.write import write_global
 
-__all__ = ["has_object_chunks", "stored_object_chunks", "write_object_chunks"]
+__all__ = [
+    "has_object_chunks",
+    "has_object_ids",
+    "stored_object_chunks",
+    "write_object_chunks",
+]
 
 
 def has_object_chunks(io: StoreIO) -> bool:
@@ -36,6 +41,22 @@ def has_object_chunks(io: StoreIO) -> bool:
     True
     """
     return io.get(f"0/{OBJECT_CHUNKS}/zarr.json") is not None
+
+
+def has_object_ids(io: StoreIO) -> bool:
+    """Whether the points of level 0 of the store at ``io`` carry object ids.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.store.io import StoreIO, resolve_store
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> zv.write_points(path, [[1.0, 2.0], [3.0, 4.0]], chunk_shape=4.0)
+    >>> has_object_ids(StoreIO(resolve_store(path, mode="r")))
+    False
+    """
+    return io.get(f"0/{ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}/zarr.json") is not None
 
 
 def stored_object_chunks(reader: LevelReader) -> ObjectChunkIndex | None:

@@ -18,7 +18,7 @@ from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
 from zarr_vectors.format.version import OBJECT_CHUNKS_VERSION
 from zarr_vectors.geometry._docstrings import shared_docs
-from zarr_vectors.geometry.object_chunks import write_object_chunks
+from zarr_vectors.geometry.object_chunks import has_object_ids, write_object_chunks
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.target import write_target
 from zarr_vectors.write import (
@@ -211,16 +211,17 @@ def commit_points(
         Write the object-to-chunks index when level 0 has object ids.
     """
     level = level0_metadata(grid, stats)
-    if object_chunks:
+    indexed = object_chunks and has_object_ids(io)
+    if indexed:
         write_level_metadata(io, level)  # the index is read from the level as stored
-        if write_object_chunks(io, root):
-            root = dataclasses.replace(root, version=OBJECT_CHUNKS_VERSION)
+        write_object_chunks(io, root)
+        root = dataclasses.replace(root, version=OBJECT_CHUNKS_VERSION)
     summary = {
         "geometry_type": POINT_CLOUD,
         "vertex_count": stats.vertex_count,
         "chunk_count": stats.chunk_count,
     }
-    commit_root(io, root, level, summary)
+    commit_root(io, root, level, summary, level_written=indexed)
 
 
 def level0_metadata(grid: ChunkGrid, stats: LevelStats) -> LevelMetadata:
