@@ -197,8 +197,9 @@ def test_appends_keep_the_index_or_its_absence(tmp_path: Path) -> None:
     for indexed in (True, False):
         path = tmp_path / f"s{indexed}"
         options = zv.WriteOptions(object_chunk_index=indexed)
-        zv.write_points(path, positions[:200], object_ids=ids[:200], chunk_shape=10.0,
-                        options=options)
+        zv.write_points(
+            path, positions[:200], object_ids=ids[:200], chunk_shape=10.0, options=options
+        )
         zv.append_points(path, positions[200:], object_ids=ids[200:])
         once = tmp_path / f"once{indexed}"
         zv.write_points(once, positions, object_ids=ids, chunk_shape=10.0, options=options)

@@ -31,9 +31,9 @@ from zarr_vectors.write import (
     inputs,
     level_settings,
     sort_points,
+    write_level_metadata,
     write_point_level,
     write_point_levels,
-    write_level_metadata,
     write_sorted_points,
 )
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError, ObjectNotFoundError
-from zarr_vectors.format.names import OBJECT_CHUNKS, OBJECT_CHUNKS_ARRAYS, OBJECT_ID_ATTRIBUTE
+from zarr_vectors.format.names import OBJECT_CHUNKS, OBJECT_CHUNKS_ARRAYS
 from zarr_vectors.kernels.object_chunks import ObjectChunkIndex, object_row_runs
 from zarr_vectors.kernels.ranges import concat_ranges
 from zarr_vectors.query.object_queries import requested_ids
@@ -98,7 +98,9 @@ class PointObjects:
             When its arrays do not fit together (shapes, offsets).
         """
         if self._index is None:
-            arrays = self.reader.read_globals([f"{OBJECT_CHUNKS}/{a}" for a in OBJECT_CHUNKS_ARRAYS])
+            arrays = self.reader.read_globals(
+                [f"{OBJECT_CHUNKS}/{a}" for a in OBJECT_CHUNKS_ARRAYS]
+            )
             self._index = _checked(ObjectChunkIndex(*arrays), self.reader.base)
         return self._index
 

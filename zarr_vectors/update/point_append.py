@@ -335,9 +335,7 @@ def append_to_store(
                 )
             change = Appended(existing, root, grid, stats, source, target, added, progress)
             root = levels(change)
-        commit_points(
-            target, root, grid, stats, object_chunks=existing.options.object_chunk_index
-        )
+        commit_points(target, root, grid, stats, object_chunks=existing.options.object_chunk_index)
 
 
 def _stored_rows(existing: ExistingPoints) -> dict[tuple[int, ...], int]:
