@@ -28,7 +28,6 @@ from zarr_vectors.format.names import (
     LINK_ATTRIBUTES,
     LINK_FRAGMENTS,
     LINKS,
-    OBJECT_CHUNKS,
     OBJECT_INDEX,
     OBJECT_ONLY_NODES,
     POINT_CLOUD,
@@ -141,8 +140,6 @@ def _row(
     root_keys: Collection[str] = (),
     forbidden: tuple[str, ...] = (),
 ) -> GeometryKind:
-    if link_width:  # the object-to-chunks index is a point cloud's (spec §9.14)
-        forbidden = (*forbidden, OBJECT_CHUNKS)
     return GeometryKind(
         name, link_width, link_name, ordered, tree, directed, frozenset(root_keys), forbidden
     )

@@ -32,8 +32,6 @@ _TAGS = {
 
 
 def _levels_with_index(ctx: Context) -> list[int]:
-    if ctx.facts.kind != POINT_CLOUD:  # object kinds: L1.forbidden_nodes
-        return []
     return [level for level in ctx.facts.levels if OBJECT_CHUNKS in ctx.children(str(level))]
 
 
@@ -44,6 +42,9 @@ def check_structure(ctx: Context) -> None:
     ctx.mark("L1.object_chunks_nodes")
     for level in _levels_with_index(ctx):
         path = f"{level}/{OBJECT_CHUNKS}"
+        if ctx.facts.kind != POINT_CLOUD:
+            ctx.fail("L1.object_chunks_nodes", path, f"{path}: only point clouds have the index")
+            continue
         if level != 0:
             ctx.fail("L1.object_chunks_nodes", path, f"{path}: only level 0 has the index")
             continue
