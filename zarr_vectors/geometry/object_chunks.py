@@ -75,7 +75,7 @@ def stored_object_chunks(reader: LevelReader) -> ObjectChunkIndex | None:
     >>> root = RootMetadata.from_json(json.loads(io.get("zarr.json"))["attributes"])
     >>> index = stored_object_chunks(LevelReader(io, root, 0))
     >>> index.ids.tolist(), index.offsets.tolist(), index.entries.tolist()
-    ([5, 6], [0, 1, 2], [[0, 0, 3], [0, 1, 2]])
+    ([5, 6], [0, 1, 2], [[0, 0, 2], [1, 0, 1]])
     """
     if not reader.has_object_ids:
         return None

@@ -18,7 +18,14 @@ __all__ = ["ObjectChunkIndex", "index_object_chunks", "object_row_runs"]
 
 
 class ObjectChunkIndex(NamedTuple):
-    """The three arrays of an object-to-chunks index (spec §9.14)."""
+    """The three arrays of an object-to-chunks index (spec §9.14).
+
+    Examples
+    --------
+    >>> index = index_object_chunks(np.array([2, 2]), np.array([0, 2]), np.array([5]))
+    >>> index.ids.tolist(), index.offsets.tolist(), index.entries.tolist()
+    ([2], [0, 1], [[5, 0, 2]])
+    """
 
     ids: np.ndarray
     offsets: np.ndarray

@@ -77,6 +77,15 @@ class PointObjects:
             When an id is not the object id of any point of the level.
         CorruptChunkError
             When the index names a chunk or rows the level does not hold.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[1.0, 1.0], [9.0, 9.0]], object_ids=[4, 7], chunk_shape=5.0)
+        >>> PointObjects(zv.open(path)._reader).read([7, 7]).positions.tolist()
+        [[9.0, 9.0]]
         """
         wanted = np.unique(requested_ids(ids))
         if not self.indexed:
@@ -96,6 +105,15 @@ class PointObjects:
         ------
         CorruptChunkError
             When its arrays do not fit together (shapes, offsets).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[1.0, 1.0], [9.0, 9.0]], object_ids=[4, 7], chunk_shape=5.0)
+        >>> PointObjects(zv.open(path)._reader).index().entries.tolist()
+        [[0, 0, 1], [3, 0, 1]]
         """
         if self._index is None:
             arrays = self.reader.read_globals(

@@ -38,7 +38,17 @@ def _levels_with_index(ctx: Context) -> list[int]:
 def check_structure(ctx: Context) -> None:
     """L1.object_chunks_nodes: the index only at level 0 of a point cloud whose points
     carry ``attributes/object_id``, a group holding the arrays ``ids``, ``offsets`` and
-    ``entries``."""
+    ``entries``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, [[1.0, 1.0], [9.0, 9.0]], object_ids=[4, 7], chunk_shape=5.0)
+    >>> "L1.object_chunks_nodes" in zv.validate(path, level=3).checks_run
+    True
+    """
     ctx.mark("L1.object_chunks_nodes")
     for level in _levels_with_index(ctx):
         path = f"{level}/{OBJECT_CHUNKS}"
@@ -63,7 +73,17 @@ def check_structure(ctx: Context) -> None:
 
 def check_metadata(ctx: Context) -> None:
     """L2.object_chunks_meta: the group's attributes, the arrays' dtypes, shapes and tags,
-    and a store version of at least 1.3."""
+    and a store version of at least 1.3.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, [[1.0, 1.0], [9.0, 9.0]], object_ids=[4, 7], chunk_shape=5.0)
+    >>> "L2.object_chunks_meta" in zv.validate(path, level=3).checks_run
+    True
+    """
     ctx.mark("L2.object_chunks_meta")
     if 0 not in _levels_with_index(ctx) or ctx.failed("L1.object_chunks_nodes"):
         return
@@ -118,7 +138,17 @@ def _rows(shape: Any) -> bool:
 
 def check_consistency(ctx: Context) -> None:
     """L3.object_chunks_exact: the index is exactly the one the stored object ids of level 0
-    imply (spec §9.14): its ids, offsets and entries, value for value."""
+    imply (spec §9.14): its ids, offsets and entries, value for value.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, [[1.0, 1.0], [9.0, 9.0]], object_ids=[4, 7], chunk_shape=5.0)
+    >>> "L3.object_chunks_exact" in zv.validate(path, level=3).checks_run
+    True
+    """
     ctx.mark("L3.object_chunks_exact")
     if 0 not in _levels_with_index(ctx) or ctx.failed("L2.object_chunks_meta"):
         return
