@@ -165,7 +165,7 @@ def main() -> None:
         for layout in args.layouts.split(","):
             if "writes" not in args.skip:
                 bench_writes(n, layout, directory, args.repeat)
-            if "reads" not in args.skip and n >= 10**7 or args.skip == "writes":
+            if ("reads" not in args.skip and n >= 10**7) or args.skip == "writes":
                 bench_reads(n, layout, directory, 2 * args.repeat + 1)
 
 
