@@ -69,9 +69,11 @@ def index_object_chunks(
     offsets = np.asarray(chunk_offsets, dtype=np.int64)
     slot = np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
     rank, values = _ranks(ids)
-    key = np.sort(rank * n + np.arange(n, dtype=np.int64))  # by (object, stored row)
-    order = key % n
-    obj = key // n
+    key = rank * n
+    key += np.arange(n, dtype=np.int64)
+    key.sort()  # by (object, stored row)
+    obj, order = np.divmod(key, n)
+    del key
     sslot = slot[order]
     new = np.empty(n, dtype=bool)
     new[0] = True
@@ -101,6 +103,8 @@ def _ranks(ids: np.ndarray) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarr
     n = int(ids.shape[0])
     lo, hi = int(ids.min()), int(ids.max())
     if (hi - lo + 1) * n < 2**62:  # offsets from the smallest id: no sort needed
+        if lo == 0 and ids.dtype == np.int64:
+            return ids, lambda r: r
         start = ids.dtype.type(lo)
         return (ids - start).astype(np.int64), lambda r: (r + lo).astype(ids.dtype)
     distinct, inverse = np.unique(ids, return_inverse=True)
