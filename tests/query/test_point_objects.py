@@ -61,10 +61,17 @@ def test_the_index_kernel_matches_a_loop_over_rows(
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20), st.integers(1, 6)), max_size=12))
-def test_row_runs_cover_exactly_the_rows_of_the_entries(spans: list[tuple[int, int, int]]) -> None:
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20), st.integers(1, 6)), max_size=12),
+    st.integers(0, 4),
+)
+def test_row_runs_cover_the_rows_of_the_entries(
+    spans: list[tuple[int, int, int]], gap: int
+) -> None:
+    """Every row of an entry, and (with ``gap`` 0) no other; runs of a chunk ascend and
+    leave more than ``gap`` rows between them."""
     entries = np.array([(c, a, a + n) for c, a, n in spans], dtype=np.int64).reshape(-1, 3)
-    chunks, bounds, runs = object_row_runs(entries)
+    chunks, bounds, runs = object_row_runs(entries, gap)
     want = {(c, r) for c, a, n in spans for r in range(a, a + n)}
     got = {
         (int(c), r)
@@ -72,10 +79,14 @@ def test_row_runs_cover_exactly_the_rows_of_the_entries(spans: list[tuple[int, i
         for a, b in runs[bounds[j] : bounds[j + 1]].tolist()
         for r in range(a, b)
     }
-    assert got == want
-    for j in range(chunks.shape[0]):  # ascending, disjoint and not touching
+    assert got >= want
+    if gap == 0:
+        assert got == want
+    for j in range(chunks.shape[0]):  # ascending, disjoint, more than gap rows apart
         mine = runs[bounds[j] : bounds[j + 1]]
-        assert np.all(mine[1:, 0] > mine[:-1, 1])
+        assert np.all(mine[1:, 0] > mine[:-1, 1] + gap)
+        assert {(int(chunks[j]), int(a)) for a in mine[:, 0]} <= want  # runs start at rows
+        assert {(int(chunks[j]), int(b) - 1) for b in mine[:, 1]} <= want  # and end at rows
     assert np.all(np.diff(chunks) > 0)
 
 

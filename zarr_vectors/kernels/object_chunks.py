@@ -111,9 +111,13 @@ def _ranks(ids: np.ndarray) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarr
     return inverse.astype(np.int64).reshape(-1), lambda r: distinct[r]
 
 
-def object_row_runs(entries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def object_row_runs(
+    entries: np.ndarray, gap: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row runs covering ``entries`` (rows ``(chunk, first, end)``, any order): per chunk,
-    ascending, overlapping or touching ranges merged.
+    ascending, ranges merged when they overlap, touch or leave at most ``gap`` rows between
+    them (a reader passes its row block size: rows of one block are decoded together, so
+    one run costs less than many small ones).
 
     Returns
     -------
@@ -127,6 +131,8 @@ def object_row_runs(entries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     >>> chunks, bounds, runs = object_row_runs(np.array([[4, 5, 9], [1, 0, 2], [4, 0, 6]]))
     >>> chunks.tolist(), bounds.tolist(), runs.tolist()
     ([1, 4], [0, 1, 2], [[0, 2], [0, 9]])
+    >>> object_row_runs(np.array([[0, 0, 2], [0, 5, 6], [0, 20, 21]]), gap=3)[2].tolist()
+    [[0, 6], [20, 21]]
     """
     entries = np.asarray(entries, dtype=np.int64).reshape(-1, 3)
     if not entries.shape[0]:
@@ -137,7 +143,7 @@ def object_row_runs(entries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     reach = np.maximum.accumulate(chunk * big + hi) - chunk * big  # furthest end so far
     head = np.empty(chunk.shape[0], dtype=bool)
     head[0] = True
-    head[1:] = (chunk[1:] != chunk[:-1]) | (lo[1:] > reach[:-1])
+    head[1:] = (chunk[1:] != chunk[:-1]) | (lo[1:] > reach[:-1] + gap)
     starts = np.flatnonzero(head)
     ends = reach[np.append(starts[1:], chunk.shape[0]) - 1]
     runs = np.stack([lo[starts], ends], axis=1)

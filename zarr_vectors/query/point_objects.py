@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError, ObjectNotFoundError
-from zarr_vectors.format.names import OBJECT_CHUNKS, OBJECT_CHUNKS_ARRAYS
+from zarr_vectors.format.names import OBJECT_CHUNKS, OBJECT_CHUNKS_ARRAYS, VERTICES
 from zarr_vectors.kernels.object_chunks import ObjectChunkIndex, object_row_runs
 from zarr_vectors.kernels.ranges import concat_ranges
 from zarr_vectors.query.object_queries import requested_ids
@@ -136,7 +136,8 @@ class PointObjects:
 
     def _requests(self, entries: np.ndarray) -> list[ChunkRows]:
         """The row runs of every chunk ``entries`` name, checked against the level."""
-        chunks, bounds, runs = object_row_runs(entries)
+        gap = self.reader.layouts[VERTICES].rows_per_block  # one run per row block at most
+        chunks, bounds, runs = object_row_runs(entries, gap)
         grid = self.reader.grid
         shape = tuple(int(s) for s in grid.shape)
         if chunks.size and (chunks[0] < 0 or chunks[-1] >= int(np.prod(shape))):
