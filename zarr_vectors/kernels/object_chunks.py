@@ -111,9 +111,7 @@ def _ranks(ids: np.ndarray) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarr
     return inverse.astype(np.int64).reshape(-1), lambda r: distinct[r]
 
 
-def object_row_runs(
-    entries: np.ndarray, gap: int = 0
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def object_row_runs(entries: np.ndarray, gap: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row runs covering ``entries`` (rows ``(chunk, first, end)``, any order): per chunk,
     ascending, ranges merged when they overlap, touch or leave at most ``gap`` rows between
     them (a reader passes its row block size: rows of one block are decoded together, so
