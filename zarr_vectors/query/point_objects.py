@@ -136,7 +136,8 @@ class PointObjects:
 
     def _requests(self, entries: np.ndarray) -> list[ChunkRows]:
         """The row runs of every chunk ``entries`` name, checked against the level."""
-        gap = self.reader.layouts[VERTICES].rows_per_block  # one run per row block at most
+        layout = self.reader.layouts[VERTICES]
+        gap = 0 if layout is None else layout.rows_per_block  # one run per row block at most
         chunks, bounds, runs = object_row_runs(entries, gap)
         grid = self.reader.grid
         shape = tuple(int(s) for s in grid.shape)
