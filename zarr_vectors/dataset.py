@@ -33,6 +33,7 @@ from zarr_vectors.query import (
     LevelCount,
     LevelCounter,
     ObjectReader,
+    PointObjects,
     Region,
     admissible_levels,
     as_region,
@@ -326,6 +327,7 @@ class VectorStore:
         self._paths = paths  # the levels the root lists, read at open
         self._readers: dict[int, LevelReader] = {}
         self._object_readers: dict[int, ObjectReader] = {}
+        self._point_objects: dict[int, PointObjects] = {}
         self._records: tuple[LevelInfo, ...] | None = None
 
     @property
@@ -357,6 +359,7 @@ class VectorStore:
                 pause = min(2 * pause, 1.0)
         self._readers = {}
         self._object_readers = {}
+        self._point_objects = {}
         self._records = None
         self.__dict__.pop("_usage", None)
 
@@ -570,6 +573,12 @@ class VectorStore:
             self._object_readers[level] = ObjectReader(self._level_reader(level))
         return self._object_readers[level]
 
+    def _point_objects_at(self, level: int) -> PointObjects:
+        """Reads by object id of a point cloud's ``level``, opened once per handle."""
+        if level not in self._point_objects:
+            self._point_objects[level] = PointObjects(self._level_reader(level))
+        return self._point_objects[level]
+
     @property
     @_data_read
     def object_ids(self) -> np.ndarray:
@@ -685,7 +694,11 @@ class VectorStore:
     def read_objects(self, ids: Any, *, level: int | None = None) -> QueryResult:
         """Objects by id, each exactly as written, in the order of ``ids``.
 
-        Reads only the chunks the objects' manifests name (spec §7.6).
+        Reads only the chunks the objects' manifests name (spec §7.6). A point cloud whose
+        points carry object ids (``write_points(..., object_ids=...)``) returns the points of
+        those objects (any order, repeats allowed) in storage order, as :meth:`read` filtered
+        by id would; with its object-to-chunks index (spec §9.14, written by default) only the
+        row runs of the chunks holding them are read, otherwise every chunk.
 
         Parameters
         ----------
@@ -699,8 +712,8 @@ class VectorStore:
         Raises
         ------
         InvalidInputError
-            When ``ids`` are not integers, the store is a point cloud, or ``level`` is not a
-            level of the store.
+            When ``ids`` are not integers, the store is a point cloud whose points carry no
+            object ids, or ``level`` is not a level of the store.
         ObjectNotFoundError
             When an id is not an object of the store (of the level).
 
@@ -718,8 +731,15 @@ class VectorStore:
         (array([1, 0]), array([0, 3, 5]))
         >>> found.positions[:3].tolist()
         [[20.0, 0.0, 0.0], [20.0, 9.0, 0.0], [25.0, 9.0, 0.0]]
+        >>> cells = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(cells, [[1, 1.0], [9, 9.0], [2, 1.0]], object_ids=[4, 7, 4],
+        ...                 chunk_shape=5.0)
+        >>> zv.open(cells).read_objects(4).positions.tolist()
+        [[1.0, 1.0], [2.0, 1.0]]
         """
         checked = self._checked_level(level)
+        if not self.is_object_store:
+            return _at(self._point_objects_at(checked).read(ids), checked)
         objects = self._objects_at(checked)
         return _at(objects.read(objects.dense_ids(ids)), checked)
 

@@ -20,6 +20,7 @@ from tests.validate import stores as s
 from tests.validate.test_coarse_link_corruption import COARSE_LINK_IDS
 from tests.validate.test_l4 import COVERED as L4_COVERED
 from tests.validate.test_level_corruption import LEVEL_IDS
+from tests.validate.test_object_chunks_corruption import OBJECT_CHUNKS_IDS
 from tests.validate.test_object_corruption import OBJECT_IDS
 from tests.validate.test_object_level_corruption import OBJECT_LEVEL_IDS
 from tests.validate.test_shard_corruption import SHARDED_IDS
@@ -622,6 +623,7 @@ def test_damage_is_reported(case: Case) -> None:
 def test_corpus_covers_every_implemented_id() -> None:
     # L4 ids: their one-damage cases live in test_l4.py (CASES there).
     covered = {c.check_id for c in CASES} | DIRECT | L4_COVERED | OBJECT_IDS | SHARDED_IDS
+    covered |= OBJECT_CHUNKS_IDS
     assert covered | LEVEL_IDS | OBJECT_LEVEL_IDS | COARSE_LINK_IDS == set(CHECKS)
 
 

@@ -23,6 +23,8 @@ __all__ = [
     "LINK_FRAGMENTS",
     "OBJECT_ATTRIBUTES",
     "OBJECT_INDEX",
+    "OBJECT_CHUNKS",
+    "OBJECT_CHUNKS_ARRAYS",
     "OBJECT_KINDS",
     "OBJECT_VERTEX_COUNTS",
     "POINT_CLOUD",
@@ -52,6 +54,10 @@ FRAGMENT_ATTRIBUTES = "fragment_attributes"
 LINKS = "links"
 LINK_FRAGMENTS = "link_fragments"
 OBJECT_INDEX = "object_index"
+OBJECT_CHUNKS = "object_chunks"
+"""Object-to-chunks index of a point cloud with object ids (spec §9.14, format 1.3)."""
+OBJECT_CHUNKS_ARRAYS = ("ids", "offsets", "entries")
+"""The arrays of ``object_chunks``: distinct ids, entry offsets, (chunk, first, end) rows."""
 OBJECT_VERTEX_COUNTS = "object_vertex_counts"
 """Per-object vertex counts of an object kind's level N >= 1 (spec §4.3.3)."""
 OBJECT_ATTRIBUTES = "object_attributes"

@@ -11,6 +11,7 @@ __all__ = [
     "FOREIGN_ROOT_KEY",
     "FORMAT_VERSION",
     "LEVELS_VERSION",
+    "OBJECT_CHUNKS_VERSION",
     "PLACED_VERSION",
     "SHARDED_VERSION",
     "check_readable_version",
@@ -37,6 +38,10 @@ new store without levels of detail."""
 LEVELS_VERSION = "1.3"
 """The first version with levels of detail above 0 (spec §4.3); a store that has them declares
 it."""
+
+OBJECT_CHUNKS_VERSION = "1.3"
+"""The first version with the object-to-chunks index of point clouds with object ids (spec
+§9.14); a store that has one declares it."""
 
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")

@@ -6,6 +6,7 @@ existing store.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,7 +16,9 @@ from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.levels import POINT_METHODS
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
+from zarr_vectors.format.version import OBJECT_CHUNKS_VERSION
 from zarr_vectors.geometry._docstrings import shared_docs
+from zarr_vectors.geometry.object_chunks import has_object_ids, write_object_chunks
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.target import write_target
 from zarr_vectors.write import (
@@ -28,6 +31,7 @@ from zarr_vectors.write import (
     inputs,
     level_settings,
     sort_points,
+    write_level_metadata,
     write_point_level,
     write_point_levels,
     write_sorted_points,
@@ -177,11 +181,21 @@ def write_points(
             built = write_point_levels(io, points, names, grid, (lo, hi), options, settings)
             entries = tuple(level.entry() for level in built)
             root = root.with_levels(entries, settings.to_schedule())
-        commit_points(io, root, grid, stats)
+        commit_points(io, root, grid, stats, object_chunks=options.object_chunk_index)
 
 
-def commit_points(io: StoreIO, root: RootMetadata, grid: ChunkGrid, stats: LevelStats) -> None:
+def commit_points(
+    io: StoreIO,
+    root: RootMetadata,
+    grid: ChunkGrid,
+    stats: LevelStats,
+    *,
+    object_chunks: bool = False,
+) -> None:
     """Write the level and root metadata of a point cloud whose level 0 is written, last.
+
+    With ``object_chunks``, a level 0 with object ids also gets its object-to-chunks index
+    (spec §9.14), computed from the stored ids, and the store declares format 1.3.
 
     Parameters
     ----------
@@ -193,14 +207,21 @@ def commit_points(io: StoreIO, root: RootMetadata, grid: ChunkGrid, stats: Level
         Its chunk grid.
     stats
         What the level write produced.
+    object_chunks
+        Write the object-to-chunks index when level 0 has object ids.
     """
     level = level0_metadata(grid, stats)
+    indexed = object_chunks and has_object_ids(io)
+    if indexed:
+        write_level_metadata(io, level)  # the index is read from the level as stored
+        write_object_chunks(io, root)
+        root = dataclasses.replace(root, version=OBJECT_CHUNKS_VERSION)
     summary = {
         "geometry_type": POINT_CLOUD,
         "vertex_count": stats.vertex_count,
         "chunk_count": stats.chunk_count,
     }
-    commit_root(io, root, level, summary)
+    commit_root(io, root, level, summary, level_written=indexed)
 
 
 def level0_metadata(grid: ChunkGrid, stats: LevelStats) -> LevelMetadata:

@@ -239,7 +239,7 @@ def write_points_parallel(
             with write_target(store, overwrite=overwrite) as io:
                 columns = _empty_columns(schema)
                 level = write_point_level(io, 0, columns, grid, options, _no_bounds(schema))
-                commit_points(io, root, grid, level)
+                commit_points(io, root, grid, level, object_chunks=options.object_chunk_index)
             return
         binning = Binning(grid, *dense_bounds_span(bounds, grid))
         written = (root, options, settings)
@@ -423,7 +423,7 @@ def _commit(
             spec.options,
         )
         root = build_written_levels(io, root, level0, levels)
-    commit_points(io, root, grid, stats)
+    commit_points(io, root, grid, stats, object_chunks=spec.options.object_chunk_index)
 
 
 def _submit_writers(

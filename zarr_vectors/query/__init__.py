@@ -10,6 +10,8 @@ point_queries
     Region queries over every kind's vertices.
 object_queries
     :class:`ObjectReader`: objects by id, whole or clipped to a region.
+point_objects
+    :class:`PointObjects`: the points of objects by id, in point clouds with object ids.
 lazy
     Dask-backed lazy reads (the ``distributed`` extra).
 levels
@@ -27,6 +29,7 @@ from zarr_vectors.query.levels import (
     everywhere,
 )
 from zarr_vectors.query.object_queries import ObjectReader, clip_to_region
+from zarr_vectors.query.point_objects import PointObjects
 from zarr_vectors.query.point_queries import query_region, read_all
 from zarr_vectors.query.regions import (
     QueryRegion,
@@ -53,6 +56,7 @@ __all__ = [
     "query_region",
     "read_all",
     "ObjectReader",
+    "PointObjects",
     "clip_to_region",
     "LazyResult",
     "lazy_query",

@@ -18,6 +18,8 @@ read by bins, in its bin (:mod:`zarr_vectors.read.read_checks`): a damaged store
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from zarr_vectors._progress import Reporter
@@ -28,7 +30,15 @@ from zarr_vectors.query.regions import BoxRegion, Region, parse_bbox
 from zarr_vectors.read import ChunkRows, LevelReader, PlacementRuns, RowRuns, check_placement
 from zarr_vectors.result import QueryResult
 
-__all__ = ["chunks_meeting", "parse_bbox", "query_box", "query_region", "read_all"]
+__all__ = [
+    "chunks_meeting",
+    "every_chunk",
+    "parse_bbox",
+    "query_box",
+    "query_region",
+    "read_all",
+    "read_members",
+]
 
 _PROGRESS_STEPS = 32
 """Batches of a whole-level read whose progress is shown (a few more round trips than one)."""
@@ -64,6 +74,47 @@ def _result(
     )
 
 
+def every_chunk(reader: LevelReader) -> list[ChunkRows]:
+    """Every row of every occupied chunk of the level, chunks in C order.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> zv.write_points(path, [[1.0, 1.0], [9.0, 9.0], [2.0, 1.0]], chunk_shape=5.0)
+    >>> [(w.chunk, w.runs.tolist()) for w in every_chunk(zv.open(path)._reader)]
+    [((0, 0), [[0, 2]]), ((1, 1), [[0, 1]])]
+    """
+    grid = reader.grid
+    chunks, counts = reader.occupied_chunks(np.zeros(grid.ndim, np.int64), grid.shape)
+    return [
+        ChunkRows(tuple(int(c) for c in chunk), np.array([[0, n]], dtype=np.int64))
+        for chunk, n in zip(chunks, counts, strict=True)
+    ]
+
+
+def read_members(
+    reader: LevelReader, wanted: list[ChunkRows], member: Callable[[np.ndarray], np.ndarray]
+) -> QueryResult:
+    """The rows of ``wanted`` whose object id ``member`` flags (it takes the ``object_id``
+    rows read and returns a bool mask), every column, in request order.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> zv.write_points(path, [[1.0, 1.0], [9.0, 9.0], [2.0, 1.0]], object_ids=[3, 4, 5],
+    ...                 chunk_shape=5.0)
+    >>> reader = zv.open(path)._reader
+    >>> read_members(reader, every_chunk(reader), lambda ids: ids != 4).positions.tolist()
+    [[1.0, 1.0], [2.0, 1.0]]
+    """
+    read = _read_columns(reader, wanted)
+    return _result(reader, wanted, member(read[OBJECT_ID_ATTRIBUTE]), read)
+
+
 def read_all(reader: LevelReader, progress: Reporter | None = None) -> QueryResult:
     """Every vertex of the level with its attributes, in chunk (C order) then row order.
 
@@ -71,12 +122,7 @@ def read_all(reader: LevelReader, progress: Reporter | None = None) -> QueryResu
     read in :data:`_PROGRESS_STEPS` batches, each reported as ``("read", done, chunks)``;
     otherwise in one batch.
     """
-    grid = reader.grid
-    chunks, counts = reader.occupied_chunks(np.zeros(grid.ndim, np.int64), grid.shape)
-    wanted = [
-        ChunkRows(tuple(int(c) for c in chunk), np.array([[0, n]], dtype=np.int64))
-        for chunk, n in zip(chunks, counts, strict=True)
-    ]
+    wanted = every_chunk(reader)
     if progress is None or not progress.active or len(wanted) < 2:
         return _result(reader, wanted, None)
     step = -(-len(wanted) // _PROGRESS_STEPS)

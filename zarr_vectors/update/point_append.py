@@ -27,7 +27,7 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import POINT_CLOUD, VERTEX_COUNTS, VERTEX_FRAGMENTS, VERTICES
-from zarr_vectors.geometry import commit_points
+from zarr_vectors.geometry import commit_points, has_object_chunks
 from zarr_vectors.kernels import assign_chunks_and_bins
 from zarr_vectors.read import ChunkRows, LevelReader, existing_root
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
@@ -175,7 +175,9 @@ def existing_level(
                 f"{reader.paths[name]} uses codecs that appending cannot extend"
             )
         layouts[name] = layout
-    options = _options_of(root, layouts)
+    options = dataclasses.replace(
+        _options_of(root, layouts), object_chunk_index=level == 0 and has_object_chunks(io)
+    )
     path = f"{level}/{VERTEX_FRAGMENTS}"
     blobs = RowLayout.from_array_metadata(
         reader.array_metadata(path), reader.grid.ndim, path, placed=reader.placed
@@ -333,7 +335,7 @@ def append_to_store(
                 )
             change = Appended(existing, root, grid, stats, source, target, added, progress)
             root = levels(change)
-        commit_points(target, root, grid, stats)
+        commit_points(target, root, grid, stats, object_chunks=existing.options.object_chunk_index)
 
 
 def _stored_rows(existing: ExistingPoints) -> dict[tuple[int, ...], int]:

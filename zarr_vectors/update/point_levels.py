@@ -155,7 +155,9 @@ def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
             target.delete_many(target.list_prefix(prefix))
         root = _built_root(existing, settings, source, target)
         stats = LevelStats(existing.vertex_count, int(existing.counts.shape[0]), 0)
-        commit_points(target, root, existing.grid, stats)
+        commit_points(
+            target, root, existing.grid, stats, object_chunks=existing.options.object_chunk_index
+        )
     return len(root.levels)
 
 

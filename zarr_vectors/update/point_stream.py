@@ -550,7 +550,7 @@ class PointWriter(CloseOnExit):
                     self.options,
                 )
                 root = build_written_levels(io, root, level0, self.levels, first)
-            commit_points(io, root, grid, stats)
+            commit_points(io, root, grid, stats, object_chunks=self.options.object_chunk_index)
 
     def _first_levels(self, root: RootMetadata, grid: ChunkGrid) -> FirstLevels | None:
         """What computes the first candidate levels from each chunk as it is written, within

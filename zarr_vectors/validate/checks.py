@@ -45,6 +45,7 @@ _L1: dict[str, Severity] = {
     "L1.object_attributes_group": _E,
     "L1.groupings_nodes": _E,
     "L1.level_unknown_node": _W,
+    "L1.object_chunks_nodes": _E,
 }
 
 _L2: dict[str, Severity] = {
@@ -104,6 +105,7 @@ _L2: dict[str, Severity] = {
     "L2.fragment_attribute_meta": _E,
     "L2.links_meta": _E,
     "L2.object_index_meta": _E,
+    "L2.object_chunks_meta": _E,
     "L2.object_attribute_meta": _E,
     "L2.groupings_meta": _E,
     "L2.groupings_attribute_meta": _E,
@@ -148,6 +150,7 @@ _L3: dict[str, Severity] = {
     "L3.frag_object_order": _E,
     "L3.frag_maximal_runs": _E,
     "L3.object_index_offsets": _E,
+    "L3.object_chunks_exact": _E,
     "L3.manifest_decodes": _E,
     "L3.manifest_chunks": _E,
     "L3.manifest_fragments": _E,

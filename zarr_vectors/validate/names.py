@@ -18,6 +18,7 @@ from zarr_vectors.format.names import (
     LINK_FRAGMENTS,
     LINKS,
     OBJECT_ATTRIBUTES,
+    OBJECT_CHUNKS,
     OBJECT_INDEX,
     OBJECT_KINDS,
     OBJECT_ONLY_NODES,
@@ -46,6 +47,7 @@ __all__ = [
     "LINK_ATTRIBUTES",
     "LINK_FRAGMENTS",
     "OBJECT_ATTRIBUTES",
+    "OBJECT_CHUNKS",
     "OBJECT_INDEX",
     "OBJECT_KINDS",
     "OBJECT_ONLY_NODES",
@@ -64,7 +66,7 @@ ATTRIBUTE_FAMILIES: Final = (
 )
 LEVEL_CHILDREN: Final = frozenset(
     {"zarr.json", ".zattrs", VERTICES, VERTEX_FRAGMENTS, VERTEX_COUNTS, ATTRIBUTES}
-    | {FRAGMENT_ATTRIBUTES, OBJECT_VERTEX_COUNTS}
+    | {FRAGMENT_ATTRIBUTES, OBJECT_VERTEX_COUNTS, OBJECT_CHUNKS}
     | set(OBJECT_ONLY_NODES)
 )
 """Every child a level group may have (spec §2.1)."""

@@ -648,16 +648,23 @@ def write_level_metadata(io: StoreIO, level: LevelMetadata) -> None:
 
 
 def commit_root(
-    io: StoreIO, root: RootMetadata, level: LevelMetadata, summary: dict[str, Any]
+    io: StoreIO,
+    root: RootMetadata,
+    level: LevelMetadata,
+    summary: dict[str, Any],
+    *,
+    level_written: bool = False,
 ) -> None:
     """Write level metadata, ``metadata.json``, root ``.zattrs`` and root ``zarr.json`` last.
 
     The root ``zarr.json`` carries ``zarr_vectors_version``; until it is written the store
     does not open as a Zarr Vectors store (spec §2, commit order). The root metadata records
     a new ``commit`` (spec §3.1): the serial after the one in ``root.extra`` (an append's
-    base), and a fresh id.
+    base), and a fresh id. ``level_written``: the level metadata is already written (a
+    zip store takes each key once).
     """
-    write_level_metadata(io, level)
+    if not level_written:
+        write_level_metadata(io, level)
     root_doc = {**root.to_json(), COMMIT_KEY: next_commit(root.extra.get(COMMIT_KEY))}
     stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     io.set_many(

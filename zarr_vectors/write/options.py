@@ -54,6 +54,11 @@ class WriteOptions:
         shard is written whole (one writer per shard). None (default) or all ones: one
         shard per spatial chunk, a format 1.0 store. It applies to level 0: coarse levels
         of detail always pack their chunks into shards of about 1 MiB (spec §9.0).
+    object_chunk_index
+        Point clouds with ``object_ids``: write the object-to-chunks index (spec §9.14,
+        format 1.3), so :meth:`~zarr_vectors.VectorStore.read_objects` reads only the chunks
+        and rows holding the objects asked for. False writes a format 1.2 store (readers of
+        1.2 read it), whose reads by id read every chunk. Default True.
 
     Examples
     --------
@@ -75,6 +80,7 @@ class WriteOptions:
     fragment_attributes: tuple[str, ...] = ()
     custom_metadata: dict[str, Any] | None = None
     shard_chunks: int | tuple[int, ...] | None = None
+    object_chunk_index: bool = True
 
     def __post_init__(self) -> None:
         values = (self.shard_chunks,) if isinstance(self.shard_chunks, int) else self.shard_chunks

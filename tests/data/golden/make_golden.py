@@ -97,6 +97,19 @@ def level_inputs() -> dict[str, dict[str, Any]]:
     }
 
 
+def index_inputs() -> dict[str, dict[str, Any]]:
+    """The inputs of the format 1.3 golden point cloud with object ids and its
+    object-to-chunks index (spec §9.14): the 1.2 store ``points_2d_negative_ids`` as the
+    writer writes it by default."""
+    kwargs = _point_inputs()["points_2d_negative_ids"]
+    return {
+        "points_2d_object_chunks": {
+            **kwargs,
+            "options": replace(kwargs["options"], object_chunk_index=True),
+        }
+    }
+
+
 def level_arrays(path: Path) -> dict[str, np.ndarray]:
     """Every level above 0 of the store at ``path`` as read: a point cloud's vertices in
     storage order, an object store's objects (:func:`object_level_arrays`)."""
@@ -171,7 +184,8 @@ def _point_inputs() -> dict[str, dict[str, Any]]:
             "chunk_shape": [8.0, 4.0],
             "bin_shape": [2.0, 4.0],
             "object_ids": rng.integers(0, 2**40, 120).astype(np.uint64),
-            "options": options,
+            # A 1.2 store: no object-to-chunks index (format 1.3, index_inputs)
+            "options": replace(options, object_chunk_index=False),
         },
     }
 
@@ -465,9 +479,10 @@ def _expected_objects(kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
 def main() -> None:
     """Write every golden store of format 1.2 under ``1.2/``, replacing what is there: the
     inputs of the 1.0 stores and of the 1.1 stores (several chunks per shard); and the
-    stores with levels of format 1.3 under ``1.3/``."""
+    stores with levels and the point cloud with an object-to-chunks index, of format 1.3,
+    under ``1.3/``."""
     write_all(HERE_1_2, inputs() | sharded_inputs())
-    write_all(HERE_1_3, level_inputs())
+    write_all(HERE_1_3, level_inputs() | index_inputs())
 
 
 def write_all(here: Path, stores: dict[str, dict[str, Any]]) -> None:

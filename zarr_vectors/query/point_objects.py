@@ -1,0 +1,222 @@
+"""Reads by object id of a point cloud whose points carry object ids (spec §9.14, §12.4).
+
+With the level's object-to-chunks index (``object_chunks``, format 1.3) a read of some
+objects looks their ids up in the index and reads only the row runs of the chunks it names,
+then keeps the rows whose ``object_id`` is asked for. The request waves are constant: the
+index (read once per handle), then the shard indexes and row blocks of every chunk in one
+batch each. Without the index (stores written before 1.3, coarse levels, or written with
+``WriteOptions(object_chunk_index=False)``) every chunk's rows are read and filtered.
+
+Either way the answer is the level's points whose object id is asked for, in storage order
+(chunk by chunk in C order, rows in their stored order): a whole-level read filtered by id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import CorruptChunkError, InvalidInputError, ObjectNotFoundError
+from zarr_vectors.format.names import OBJECT_CHUNKS, OBJECT_CHUNKS_ARRAYS, VERTICES
+from zarr_vectors.kernels.object_chunks import ObjectChunkIndex, object_row_runs
+from zarr_vectors.kernels.ranges import concat_ranges
+from zarr_vectors.query.object_queries import requested_ids
+from zarr_vectors.query.point_queries import every_chunk, read_members
+from zarr_vectors.read import ChunkRows, LevelReader
+from zarr_vectors.result import QueryResult
+
+__all__ = ["PointObjects"]
+
+
+class PointObjects:
+    """Reads by object id of one level of a point cloud with object ids.
+
+    Parameters
+    ----------
+    reader
+        The level (its points must carry the ``object_id`` attribute).
+
+    Raises
+    ------
+    InvalidInputError
+        When the level's points carry no object ids.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, [[1.0, 1.0], [9.0, 9.0], [2.0, 1.0]], object_ids=[4, 7, 4],
+    ...                 chunk_shape=5.0)
+    >>> store = zv.open(path)
+    >>> found = PointObjects(store._reader).read([4])
+    >>> found.positions.tolist(), found.vertex_object_ids.tolist()
+    ([[1.0, 1.0], [2.0, 1.0]], [4, 4])
+    """
+
+    def __init__(self, reader: LevelReader) -> None:
+        if not reader.has_object_ids:
+            raise InvalidInputError(
+                "this point cloud's points carry no object ids, so it has no objects; read "
+                "its points with read() or query(), or write it with object_ids="
+            )
+        self.reader = reader
+        self._index: ObjectChunkIndex | None = None
+        self.indexed = OBJECT_CHUNKS in reader.children(reader.base)
+
+    def read(self, ids: Any) -> QueryResult:
+        """The points of the objects ``ids`` (any order, repeats allowed), in storage order.
+
+        Raises
+        ------
+        InvalidInputError
+            When ``ids`` are not integers.
+        ObjectNotFoundError
+            When an id is not the object id of any point of the level.
+        CorruptChunkError
+            When the index names a chunk or rows the level does not hold.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[1.0, 1.0], [9.0, 9.0]], object_ids=[4, 7], chunk_shape=5.0)
+        >>> PointObjects(zv.open(path)._reader).read([7, 7]).positions.tolist()
+        [[9.0, 9.0]]
+        """
+        wanted = np.unique(requested_ids(ids))
+        if not self.indexed:
+            return self._filtered(wanted)
+        index = self.index()
+        hit, pos = _find(index.ids, wanted)
+        if not np.all(hit):
+            raise ObjectNotFoundError(f"no point has object id {wanted[~hit][0]} {self._where()}")
+        starts = index.offsets[pos]
+        entries = index.entries[concat_ranges(starts, index.offsets[pos + 1] - starts)]
+        return read_members(self.reader, self._requests(entries), _membership(wanted))
+
+    def index(self) -> ObjectChunkIndex:
+        """The level's object-to-chunks index, read and checked once.
+
+        Raises
+        ------
+        CorruptChunkError
+            When its arrays do not fit together (shapes, offsets).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[1.0, 1.0], [9.0, 9.0]], object_ids=[4, 7], chunk_shape=5.0)
+        >>> PointObjects(zv.open(path)._reader).index().entries.tolist()
+        [[0, 0, 1], [3, 0, 1]]
+        """
+        if self._index is None:
+            arrays = self.reader.read_globals(
+                [f"{OBJECT_CHUNKS}/{a}" for a in OBJECT_CHUNKS_ARRAYS]
+            )
+            self._index = _checked(ObjectChunkIndex(*arrays), self.reader.base)
+        return self._index
+
+    def _filtered(self, wanted: np.ndarray) -> QueryResult:
+        """Every point of the level, filtered by id (a level without the index)."""
+        found = read_members(self.reader, every_chunk(self.reader), _membership(wanted))
+        ids = found.vertex_object_ids
+        assert ids is not None  # the level has object ids (checked at construction)
+        present, _ = _find(np.unique(ids), wanted)
+        if not np.all(present):
+            raise ObjectNotFoundError(
+                f"no point has object id {wanted[~present][0]} {self._where()}"
+            )
+        return found
+
+    def _requests(self, entries: np.ndarray) -> list[ChunkRows]:
+        """The row runs of every chunk ``entries`` name, checked against the level."""
+        layout = self.reader.layouts[VERTICES]
+        gap = 0 if layout is None else layout.rows_per_block  # one run per row block at most
+        chunks, bounds, runs = object_row_runs(entries, gap)
+        grid = self.reader.grid
+        shape = tuple(int(s) for s in grid.shape)
+        if chunks.size and (chunks[0] < 0 or chunks[-1] >= int(np.prod(shape))):
+            raise CorruptChunkError(self._damaged("names a chunk outside the grid"))
+        coords = np.stack(np.unravel_index(chunks, shape), axis=1) if chunks.size else chunks
+        occupied, counts = self.reader.occupied_chunks(None, None)
+        rows = dict(zip(map(tuple, occupied.tolist()), counts.tolist(), strict=True))
+        requests = []
+        for j, chunk in enumerate(map(tuple, coords.tolist())):
+            mine = runs[bounds[j] : bounds[j + 1]]
+            n = rows.get(chunk, 0)
+            if mine[0, 0] < 0 or mine[-1, 1] > n:
+                raise CorruptChunkError(self._damaged(f"names rows chunk {chunk} does not hold"))
+            if 2 * int((mine[:, 1] - mine[:, 0]).sum()) >= n:  # most of it: read it whole
+                mine = np.array([[0, n]], dtype=np.int64)
+            requests.append(ChunkRows(chunk, mine))
+        return requests
+
+    def _damaged(self, what: str) -> str:
+        return (
+            f"{self.reader.base}/{OBJECT_CHUNKS} {what}: the index is damaged; run "
+            "zarr-vectors validate, and rewrite the store (or read() and filter by id)"
+        )
+
+    def _where(self) -> str:
+        """Where the id was looked for, for messages."""
+        if self.reader.base == "0":
+            return "in this store"
+        return f"at level {self.reader.base} (a coarse level keeps only some points)"
+
+
+def _find(known: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each int64 ``wanted`` id is in the ascending ``known`` (any integer dtype),
+    and its position there."""
+    info = np.iinfo(known.dtype)
+    fits = (wanted >= max(info.min, -(2**63))) & (wanted <= min(info.max, 2**63 - 1))
+    cast = np.where(fits, wanted, 0).astype(known.dtype)
+    pos = np.minimum(np.searchsorted(known, cast), max(known.shape[0] - 1, 0))
+    hit = fits & (known.shape[0] > 0)
+    if known.shape[0]:
+        hit &= known[pos] == cast
+    return hit, pos.astype(np.int64)
+
+
+def _membership(wanted: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """A test of stored object ids (any integer dtype) for being one of the int64 ``wanted``
+    (ascending, distinct), exact for every id (no float comparison)."""
+
+    def member(ids: np.ndarray) -> np.ndarray:
+        info = np.iinfo(ids.dtype)
+        fits = (wanted >= max(info.min, -(2**63))) & (wanted <= min(info.max, 2**63 - 1))
+        known = wanted[fits].astype(ids.dtype)
+        if not known.shape[0]:
+            return np.zeros(ids.shape[0], dtype=bool)
+        pos = np.minimum(np.searchsorted(known, ids), known.shape[0] - 1)
+        return np.asarray(known[pos] == ids)
+
+    return member
+
+
+def _checked(index: ObjectChunkIndex, base: str) -> ObjectChunkIndex:
+    """``index`` once its arrays fit together, else CorruptChunkError."""
+    ids, offsets, entries = index
+    n = ids.shape[0] if ids.ndim == 1 else -1
+    problem = None
+    if n < 0 or ids.dtype.kind not in "iu":
+        problem = "ids is not a 1-d integer array"
+    elif offsets.shape != (n + 1,) or entries.ndim != 2 or entries.shape[1:] != (3,):
+        problem = f"offsets is not of shape ({n + 1},) or entries not of shape (E, 3)"
+    elif offsets[0] != 0 or offsets[-1] != entries.shape[0] or np.any(np.diff(offsets) < 1):
+        problem = "offsets do not ascend from 0 to the number of entries"
+    elif n > 1 and np.any(ids[1:] <= ids[:-1]):
+        problem = "ids do not ascend strictly"
+    elif entries.shape[0] and np.any(entries[:, 2] <= entries[:, 1]):
+        problem = "an entry's rows are empty"
+    if problem is not None:
+        raise CorruptChunkError(
+            f"{base}/{OBJECT_CHUNKS}: {problem}; the index is damaged: run zarr-vectors "
+            "validate, and rewrite the store (or read() and filter by id)"
+        )
+    return index
