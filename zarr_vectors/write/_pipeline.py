@@ -21,6 +21,7 @@ from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.fragments import fragment_index_nbytes
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
+from zarr_vectors.format.version import is_plain_zarr
 from zarr_vectors.format.names import (
     ATTRIBUTES,
     VERTEX_COUNTS,
@@ -41,6 +42,7 @@ from zarr_vectors.store.arrays import (
     row_array_metadata,
     write_counts,
 )
+from zarr_vectors.store.dimensions import make_plain_zarr
 from zarr_vectors.store.io import StoreIO, json_bytes
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order
@@ -637,33 +639,36 @@ def write_sorted_points(
 
 
 def write_level_metadata(io: StoreIO, level: LevelMetadata) -> None:
-    """Write a level group's ``zarr.json`` and ``.zattrs`` (spec §4)."""
-    level_doc = level.to_json()
-    io.set_many(
-        [
-            (f"{level.level}/.zattrs", json_bytes(level_doc)),
-            (f"{level.level}/zarr.json", group_metadata(level_doc)),
-        ]
-    )
+    """Write a level group's ``zarr.json`` (spec §4); a store of format 1.2 or older gets
+    its ``.zattrs`` mirror at the commit (:func:`commit_root`)."""
+    io.set(f"{level.level}/zarr.json", group_metadata(level.to_json()))
 
 
 def commit_root(
     io: StoreIO, root: RootMetadata, level: LevelMetadata, summary: dict[str, Any]
 ) -> None:
-    """Write level metadata, ``metadata.json``, root ``.zattrs`` and root ``zarr.json`` last.
+    """Write level-0 metadata, then the root ``zarr.json`` last.
 
     The root ``zarr.json`` carries ``zarr_vectors_version``; until it is written the store
     does not open as a Zarr Vectors store (spec §2, commit order). The root metadata records
     a new ``commit`` (spec §3.1): the serial after the one in ``root.extra`` (an append's
-    base), and a fresh id.
+    base), and a fresh id. A store of format 1.3 is made plain Zarr v3 first (every array
+    named, no mirror documents, spec §2.3); one of an older format (an append keeps it)
+    gets the ``.zattrs`` mirrors of level 0 and the root, and ``metadata.json`` (``summary``
+    and a timestamp, spec §2.5).
     """
     write_level_metadata(io, level)
     root_doc = {**root.to_json(), COMMIT_KEY: next_commit(root.extra.get(COMMIT_KEY))}
-    stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    io.set_many(
-        [
-            ("metadata.json", json_bytes({**summary, "creation_timestamp": stamp})),
-            (".zattrs", json_bytes(root_doc)),
-        ]
-    )
+    if is_plain_zarr(root.version):
+        levels = [0, *(entry.level for entry in root.levels)]
+        make_plain_zarr(io, levels, root.axis_names)
+    else:
+        stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        io.set_many(
+            [
+                (f"{level.level}/.zattrs", json_bytes(level.to_json())),
+                ("metadata.json", json_bytes({**summary, "creation_timestamp": stamp})),
+                (".zattrs", json_bytes(root_doc)),
+            ]
+        )
     io.set("zarr.json", group_metadata(root_doc))
