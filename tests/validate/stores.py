@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,18 @@ def point_store(*, object_ids: bool = True) -> MemoryStore:
     return store
 
 
+def legacy_point_store() -> MemoryStore:
+    """The 1.2 golden point cloud (with ``.zattrs`` mirrors, spec §2.3) in memory."""
+    store = MemoryStore()
+    io(store).set_many(
+        [(str(p.relative_to(LEGACY)), p.read_bytes()) for p in LEGACY.rglob("*") if p.is_file()]
+    )
+    return store
+
+
+LEGACY = Path(__file__).parents[1] / "data" / "golden" / "1.2" / "points_3d_attributes.zarrvectors"
+
+
 # -- raw access ---------------------------------------------------------------------------
 
 
@@ -113,10 +126,12 @@ def edit(store: MemoryStore, key: str, change: Callable[[Any], Any]) -> None:
 
 
 def edit_attrs(store: MemoryStore, group: str, change: Callable[[Doc], Any]) -> None:
-    """Change a group's attributes in both ``zarr.json`` and ``.zattrs`` (``""`` = root)."""
+    """Change a group's attributes in ``zarr.json`` and, in a store of format 1.2 or older,
+    in its ``.zattrs`` mirror (``""`` = root)."""
     prefix = f"{group}/" if group else ""
     edit(store, f"{prefix}zarr.json", lambda d: change(d["attributes"]))
-    edit(store, f"{prefix}.zattrs", change)
+    if io(store).get(f"{prefix}.zattrs") is not None:
+        edit(store, f"{prefix}.zattrs", change)
 
 
 def edit_root(store: MemoryStore, change: Callable[[Doc], Any]) -> None:

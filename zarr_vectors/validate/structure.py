@@ -191,7 +191,7 @@ def _root_documents(ctx: Context) -> dict[str, Any] | None:
     ctx.prefetch(["zarr.json", ".zattrs", "metadata.json"])
     attrs = _root_attributes(ctx)
     ctx.facts.plain = _plain(attrs)
-    if not ctx.facts.plain:  # formats 1.0-1.2 mirror their metadata (spec §2.3)
+    if ctx.facts.plain is False:  # formats 1.0-1.2 mirror their metadata (spec §2.3)
         _mirror_documents(ctx)
     return attrs
 
@@ -304,7 +304,7 @@ def _level(ctx: Context, base: str) -> None:
         ctx.fail("L1.level_group", f"{base}/zarr.json", f"level group {base}: {group.why}")
         if not group.exists:
             return
-    if not ctx.facts.plain:
+    if ctx.facts.plain is False:
         ctx.mark("L1.level_zattrs")
         zattrs = ctx.doc(f"{base}/.zattrs")
         if zattrs.obj() is None:
