@@ -50,7 +50,7 @@ def array_dimension_names(
         The store's axis names (``multiscales[0].axes``), D of them.
     per_chunk
         Whether its leading D dimensions are the chunk grid (a per-chunk array of §9.0, or
-        ``vertex_counts``); global arrays (§9.8–§9.11) are not.
+        ``vertex_counts``); global arrays (§9.8 to §9.11) are not.
 
     Returns
     -------

@@ -241,8 +241,7 @@ def rebuild_levels(io: StoreIO, source: Source, settings: Levels) -> RootMetadat
     if table.positions.shape[0]:
         built = writer.levels(settings)(built_io, table, source.grid, options_of(source))
     _write_changed(built_io, io)
-    root = source.root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())
-    return root
+    return source.root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())
 
 
 def commit_levels(io: StoreIO, settings: Levels) -> int:

@@ -104,8 +104,8 @@ def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
     are the same, byte for byte, as those ``write_points(..., levels=levels)`` writes, and
     the root records what was asked (``level_schedule``). A store that has levels gets them
     built again (``levels=0`` removes them: the store is then the store a write without
-    levels gives, still of its format). The store is committed as a new version: a failed build leaves
-    it as it was.
+    levels gives, still of its format). The store is committed as a new version: a failed
+    build leaves it as it was.
 
     Parameters
     ----------

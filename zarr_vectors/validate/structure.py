@@ -7,9 +7,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from zarr_vectors.errors import MetadataError
 from zarr_vectors.format.jsonutil import is_int, is_number, pointer
 from zarr_vectors.format.kinds import KINDS, GeometryKind, geometry_kind
-from zarr_vectors.errors import MetadataError
 from zarr_vectors.format.version import FOREIGN_ROOT_KEY, foreign_layout, is_plain_zarr
 from zarr_vectors.store.commit import leftovers
 from zarr_vectors.store.destination import normalized_destination

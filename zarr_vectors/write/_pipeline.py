@@ -21,13 +21,13 @@ from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.fragments import fragment_index_nbytes
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
-from zarr_vectors.format.version import is_plain_zarr
 from zarr_vectors.format.names import (
     ATTRIBUTES,
     VERTEX_COUNTS,
     VERTEX_FRAGMENTS,
     VERTICES,
 )
+from zarr_vectors.format.version import is_plain_zarr
 from zarr_vectors.kernels import (
     assign_chunks_and_bins,
     chunk_coords,

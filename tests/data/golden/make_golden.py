@@ -1,14 +1,17 @@
-"""Regenerate the golden stores of formats 1.2 and 1.3 (run only when the format changes).
+"""Regenerate the golden stores of format 1.3 (run only when the format changes).
 
 The golden stores are committed and read by ``tests/test_golden.py`` forever: if a change of
 the library alters a single byte of what it writes for these inputs, that test fails, so the
 format cannot drift silently. The stores of formats 1.0 (``1.0/``) and 1.1 (``1.1/``) were
 written from the same inputs by the writers of those formats; this library no longer writes
 them (every shard of a 1.2 store holds a place record, spec §9.0.2), so they are frozen: read
-forever, never regenerated. There is one store per geometry kind family: point clouds,
-streamlines, a graph, skeletons and meshes. The stores of format 1.3 (``1.3/``) are point
-clouds with levels of detail (spec §4.3), one per point method, and skeletons with ``thin``
-levels (spec §4.3.3). Usage:
+forever, never regenerated. So are the stores of format 1.2 (``1.2/``, the same inputs as
+this library wrote them until every new store became a 1.3 store, spec §3.3). There is one
+store per geometry kind family: point clouds, streamlines, a graph, skeletons and meshes.
+The stores of format 1.3 (``1.3/``) are the same inputs as this library writes them now
+(plain Zarr v3: named dimensions, no ``.zattrs``, spec §2.3, §9.0.3), and point clouds with
+levels of detail (spec §4.3), one per point method, and skeletons with ``thin`` levels
+(spec §4.3.3). Usage:
 ``python tests/data/golden/make_golden.py``.
 
 Beside each ``NAME.zarrvectors`` store, ``NAME.expected.npz`` holds what reading it must give:
@@ -463,11 +466,10 @@ def _expected_objects(kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    """Write every golden store of format 1.2 under ``1.2/``, replacing what is there: the
-    inputs of the 1.0 stores and of the 1.1 stores (several chunks per shard); and the
-    stores with levels of format 1.3 under ``1.3/``."""
-    write_all(HERE_1_2, inputs() | sharded_inputs())
-    write_all(HERE_1_3, level_inputs())
+    """Write every golden store of format 1.3 under ``1.3/``, replacing what is there: the
+    inputs of the 1.0 stores and of the 1.1 stores (several chunks per shard), and the
+    stores with levels."""
+    write_all(HERE_1_3, inputs() | sharded_inputs() | level_inputs())
 
 
 def write_all(here: Path, stores: dict[str, dict[str, Any]]) -> None:
@@ -499,7 +501,7 @@ def write(path: Path, kwargs: dict[str, Any]) -> None:
     """Write one golden store exactly as the committed one was written."""
     args = dict(kwargs)
     getattr(zv, args.pop("writer"))(path, **args)
-    (path / "metadata.json").unlink()  # carries a timestamp; optional by spec §2.5
+    (path / "metadata.json").unlink(missing_ok=True)  # 1.2 and older: a timestamp (§2.5)
 
 
 if __name__ == "__main__":
