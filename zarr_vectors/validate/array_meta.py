@@ -6,6 +6,8 @@ dtype rules of each role in :mod:`zarr_vectors.validate.array_roles`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from zarr_vectors.format import layout
 from zarr_vectors.format.jsonutil import is_number, pointer
 from zarr_vectors.format.names import RESERVED_DTYPE_KINDS
@@ -177,7 +179,7 @@ def _names(ctx: Context, level: int) -> None:
 
 def _axis_names(ctx: Context, ndim: int) -> list[str]:
     """The store's axis names (``multiscales[0].axes``), or the defaults when unreadable."""
-    attrs = (ctx.doc("zarr.json").obj() or {}).get("attributes")
+    attrs: Any = (ctx.doc("zarr.json").obj() or {}).get("attributes")
     try:
         names = [str(axis["name"]) for axis in attrs["multiscales"][0]["axes"]]
     except (KeyError, IndexError, TypeError):
