@@ -17,11 +17,19 @@ ever named like an array of the same group (which xarray would take as its coord
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
+from zarr_vectors.format.layout import is_sharded
 from zarr_vectors.format.names import LEVEL_NAME, VERTEX_COUNTS
 
-__all__ = ["array_dimension_names", "chunk_dimension_names"]
+__all__ = [
+    "array_dimension_names",
+    "chunk_dimension_names",
+    "named_array_document",
+    "named_array_json",
+]
 
 
 def chunk_dimension_names(axes: Sequence[str]) -> tuple[str, ...]:
@@ -78,3 +86,43 @@ def array_dimension_names(
     rest = ndim - len(lead) - 1
     components = [f"component.{name}"] + [f"component.{name}.{i}" for i in range(1, rest)]
     return (*lead, f"row.{name}", *components[: max(rest, 0)])
+
+
+def named_array_document(path: str, doc: dict[str, Any], axes: Sequence[str]) -> dict[str, Any]:
+    """``doc``, the ``zarr.json`` of the array at ``path``, with its 1.3 ``dimension_names``.
+
+    Per-chunk arrays are the sharded ones (spec §9.0) and ``vertex_counts``.
+
+    Examples
+    --------
+    >>> doc = {"shape": [2, 2, 16, 3], "codecs": [{"name": "sharding_indexed"}]}
+    >>> named_array_document("0/vertices", doc, "xy")["dimension_names"]
+    ['chunk.x', 'chunk.y', 'row.vertices', 'component.vertices']
+    """
+    per_chunk = is_sharded(doc) or path.rsplit("/", 1)[-1] == VERTEX_COUNTS
+    names = array_dimension_names(path, len(doc["shape"]), axes, per_chunk=per_chunk)
+    return {**doc, "dimension_names": list(names)}
+
+
+def named_array_json(key: str, raw: bytes, axes: Sequence[str]) -> bytes:
+    """The ``zarr.json`` document ``raw`` stored at ``key``, with the 1.3 dimension names
+    when it is an array's that lacks them (serialised as zarr-python serialises it: two
+    spaces of indent); any other document as it is.
+
+    Examples
+    --------
+    >>> raw = b'{"node_type": "array", "shape": [4], "codecs": []}'
+    >>> json.loads(named_array_json("0/object_index/data/zarr.json", raw, "xyz"))
+    {'node_type': 'array', 'shape': [4], 'codecs': [], 'dimension_names': ['row.data']}
+    >>> named_array_json("0/zarr.json", b'{"node_type": "group"}', "xyz")
+    b'{"node_type": "group"}'
+    """
+    if not key.endswith("zarr.json") or b'"array"' not in raw:
+        return raw
+    doc = json.loads(raw)
+    if doc.get("node_type") != "array" or not isinstance(doc.get("shape"), list):
+        return raw
+    named = named_array_document(key.removesuffix("zarr.json").rstrip("/"), doc, axes)
+    if named == doc:
+        return raw
+    return json.dumps(named, allow_nan=True, indent=2).encode()

@@ -14,14 +14,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import zarr
-
-from zarr_vectors.format.dimensions import array_dimension_names
-from zarr_vectors.format.layout import is_sharded
-from zarr_vectors.format.names import VERTEX_COUNTS
+from zarr_vectors.format.dimensions import named_array_document, named_array_json
 from zarr_vectors.store.io import StoreIO
 
-__all__ = ["MIRROR_DOCUMENTS", "array_nodes", "make_plain_zarr", "named_array_document"]
+__all__ = ["MIRROR_DOCUMENTS", "array_nodes", "make_plain_zarr"]
 
 MIRROR_DOCUMENTS = (".zattrs", "metadata.json")
 """Root documents of stores of format 1.0 to 1.2 that are not Zarr v3 nodes (spec §2.3);
@@ -63,20 +59,6 @@ def array_nodes(io: StoreIO, groups: Sequence[str]) -> list[tuple[str, dict[str,
     return found
 
 
-def named_array_document(path: str, doc: dict[str, Any], axes: Sequence[str]) -> dict[str, Any]:
-    """``doc``, the ``zarr.json`` of the array at ``path``, with its 1.3 ``dimension_names``.
-
-    Examples
-    --------
-    >>> doc = {"shape": [2, 2, 16, 3], "codecs": [{"name": "sharding_indexed"}]}
-    >>> named_array_document("0/vertices", doc, "xy")["dimension_names"]
-    ['chunk.x', 'chunk.y', 'row.vertices', 'component.vertices']
-    """
-    per_chunk = is_sharded(doc) or path.rsplit("/", 1)[-1] == VERTEX_COUNTS
-    names = array_dimension_names(path, len(doc["shape"]), axes, per_chunk=per_chunk)
-    return {**doc, "dimension_names": list(names)}
-
-
 def make_plain_zarr(io: StoreIO, levels: Sequence[int], axes: Sequence[str]) -> None:
     """Name the dimensions of every array of ``levels`` and delete the mirror documents.
 
@@ -101,12 +83,7 @@ def make_plain_zarr(io: StoreIO, levels: Sequence[int], axes: Sequence[str]) -> 
     io.delete_many(mirrors)
     changed = []
     for path, doc in array_nodes(io, groups):
-        named = named_array_document(path, doc, axes)
-        if named != doc:
-            changed.append((f"{path}/zarr.json", _array_json(named)))
+        if named_array_document(path, doc, axes) != doc:
+            key = f"{path}/zarr.json"
+            changed.append((key, named_array_json(key, json.dumps(doc).encode(), axes)))
     io.set_many(changed)
-
-
-def _array_json(doc: dict[str, Any]) -> bytes:
-    """An array ``zarr.json`` serialised as zarr-python serialises it."""
-    return json.dumps(doc, allow_nan=True, indent=zarr.config.get("json_indent")).encode()

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from zarr_vectors.format import layout
+from zarr_vectors.format.dimensions import named_array_document
 from zarr_vectors.format.jsonutil import is_number, pointer
 from zarr_vectors.format.names import RESERVED_DTYPE_KINDS
-from zarr_vectors.store.dimensions import named_array_document
 from zarr_vectors.validate import array_roles
 from zarr_vectors.validate.arrays import (
     BLOB_ROLES,

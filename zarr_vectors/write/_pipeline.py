@@ -61,6 +61,7 @@ __all__ = [
     "blob_layout",
     "column_shapes",
     "commit_root",
+    "name_new_arrays",
     "grid_indices",
     "point_blob_layout",
     "round_up",
@@ -642,6 +643,25 @@ def write_level_metadata(io: StoreIO, level: LevelMetadata) -> None:
     """Write a level group's ``zarr.json`` (spec §4); a store of format 1.2 or older gets
     its ``.zattrs`` mirror at the commit (:func:`commit_root`)."""
     io.set(f"{level.level}/zarr.json", group_metadata(level.to_json()))
+
+
+def name_new_arrays(io: StoreIO, root: RootMetadata) -> None:
+    """Have ``io`` name the dimensions of every array it writes from now on when ``root``
+    is of format 1.3 (spec §9.0.3), so a new store writes each ``zarr.json`` once.
+
+    Examples
+    --------
+    >>> from zarr_vectors.store.io import scratch_store
+    >>> from zarr_vectors.format.metadata import RootMetadata
+    >>> root = RootMetadata("point_cloud", (1.0,), (1.0,), (0,), ("x",), ("unknown",), None)
+    >>> io = StoreIO(scratch_store())
+    >>> name_new_arrays(io, replace(root, version="1.3"))
+    >>> io.set("0/vertex_counts/zarr.json", b'{"node_type": "array", "shape": [2]}')
+    >>> io.read_json("0/vertex_counts/zarr.json")["dimension_names"]
+    ['chunk.x']
+    """
+    if is_plain_zarr(root.version):
+        io.name_dimensions(root.axis_names)
 
 
 def commit_root(
