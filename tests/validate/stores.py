@@ -65,6 +65,20 @@ def point_store(*, object_ids: bool = True) -> MemoryStore:
     return store
 
 
+def declare_older_version(store: MemoryStore, version: str) -> None:
+    """Make a store declare format ``version`` (1.0 to 1.2), with the ``.zattrs`` mirrors of
+    its root and level groups that those formats have (spec §2.3)."""
+    edit_root(store, lambda a: a.__setitem__("zarr_vectors_version", version))
+    root = read_json(store, "zarr.json")["attributes"]
+    write_json(store, ".zattrs", root)
+    for entry in root["multiscales"][0]["datasets"]:
+        write_json(
+            store,
+            f"{entry['path']}/.zattrs",
+            read_json(store, f"{entry['path']}/zarr.json")["attributes"],
+        )
+
+
 def legacy_point_store() -> MemoryStore:
     """The 1.2 golden point cloud (with ``.zattrs`` mirrors, spec §2.3) in memory."""
     store = MemoryStore()
