@@ -652,10 +652,18 @@ def name_new_arrays(io: StoreIO, root: RootMetadata) -> None:
     Examples
     --------
     >>> from zarr_vectors.store.io import scratch_store
-    >>> from zarr_vectors.format.metadata import RootMetadata
-    >>> root = RootMetadata("point_cloud", (1.0,), (1.0,), (0,), ("x",), ("unknown",), None)
+    >>> root = RootMetadata(
+    ...     geometry_type="point_cloud",
+    ...     chunk_shape=(1.0,),
+    ...     base_bin_shape=(1.0,),
+    ...     chunk_grid_origin=(0,),
+    ...     axis_names=("x",),
+    ...     axis_units=("unknown",),
+    ...     bounding_box=None,
+    ...     version="1.3",
+    ... )
     >>> io = StoreIO(scratch_store())
-    >>> name_new_arrays(io, replace(root, version="1.3"))
+    >>> name_new_arrays(io, root)
     >>> io.set("0/vertex_counts/zarr.json", b'{"node_type": "array", "shape": [2]}')
     >>> io.read_json("0/vertex_counts/zarr.json")["dimension_names"]
     ['chunk.x']
