@@ -18,6 +18,7 @@ from zarr.core.sync import sync
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from zarr_vectors.format.dimensions import named_array_document
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.place import CHUNK_TABLE_KEY, place_record
 from zarr_vectors.format.version import has_place_records
@@ -339,6 +340,8 @@ def object_store(kind: str) -> MemoryStore:
             (0, 2), "int64", -1, {"zv_array": "cross_chunk_links", "num_links": 0, "level_delta": 0}
         )
     for key, doc in docs.items():
+        if doc.get("node_type") == "array":  # format 1.3 names every dimension (§9.0.3)
+            doc = named_array_document(key.removesuffix("/zarr.json"), doc, "xyz")
         write_json(store, key, doc)
     return store
 
