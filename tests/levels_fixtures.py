@@ -29,7 +29,9 @@ def _declare(io: StoreIO, level: int, attrs: dict[str, Any]) -> None:
     _write_json(
         io, f"{level}/zarr.json", {"zarr_format": 3, "node_type": "group", "attributes": attrs}
     )
-    _write_json(io, f"{level}/.zattrs", attrs)
+    mirrored = io.get(".zattrs") is not None  # formats 1.0 to 1.2 (spec §2.3)
+    if mirrored:
+        _write_json(io, f"{level}/.zattrs", attrs)
     root = io.read_json("zarr.json")
     datasets = root["attributes"]["multiscales"][0]["datasets"]
     entry = dict(datasets[0], path=str(level), level=level, bin_ratio=attrs["bin_ratio"])
@@ -37,7 +39,8 @@ def _declare(io: StoreIO, level: int, attrs: dict[str, Any]) -> None:
     datasets[:] = [d for d in datasets if d["level"] != level] + [entry]
     root["attributes"]["zarr_vectors_version"] = "1.3"  # a store with levels (spec §3.3)
     _write_json(io, "zarr.json", root)
-    _write_json(io, ".zattrs", root["attributes"])
+    if mirrored:
+        _write_json(io, ".zattrs", root["attributes"])
 
 
 def _moved(io: StoreIO, key: str, new_key: str, value: bytes) -> bytes:

@@ -1,13 +1,14 @@
 """Golden stores of formats 1.0, 1.1, 1.2 and 1.3 are read forever; the writer rewrites the
-1.2 and 1.3 stores byte for byte (spec §13); those an earlier writer wrote differently
-(``earlier/``) are read forever too. The 1.3 stores are point clouds (and skeletons) with
-levels of detail
-(spec §4.3), one per point method.
+1.3 stores byte for byte (spec §13); those an earlier writer wrote differently
+(``earlier/``) are read forever too.
 
 There is a 1.0 store for point clouds and for every object kind (streamlines, graph,
 skeletons, meshes), and 1.1 stores (several chunks per shard, §9.0.1) of points and
-streamlines; ``1.2/`` holds the stores of the same inputs as this library writes them (place
-records, §9.0.2). ``tests/data/golden/make_golden.py`` describes the expected answers.
+streamlines; ``1.2/`` holds the stores of the same inputs with place records (§9.0.2), as
+this library wrote them until every new store became a 1.3 store; ``1.3/`` holds them as it
+writes them now (plain Zarr v3, §2.3, §9.0.3), and point clouds (and skeletons) with levels
+of detail (spec §4.3), one per point method. ``tests/data/golden/make_golden.py`` describes
+the expected answers.
 """
 
 from __future__ import annotations
@@ -188,11 +189,44 @@ def _assert_same_files(written: dict[str, bytes], golden: dict[str, bytes]) -> N
 
 @pytest.mark.parametrize("name", NAMES_1_2)
 def test_writer_reproduces_golden_bytes(name: str, tmp_path: Path) -> None:
-    """The writer writes the 1.2 golden stores byte for byte (their inputs: those of the
-    1.0 and 1.1 stores)."""
+    """The writer writes the 1.3 golden stores of the inputs of the 1.0 and 1.1 stores
+    byte for byte."""
     path = tmp_path / f"{name}.zarrvectors"
     make_golden.write(path, (make_golden.inputs() | make_golden.sharded_inputs())[name])
-    _assert_same_files(_files(path), _files(GOLDEN_1_2 / f"{name}.zarrvectors"))
+    _assert_same_files(_files(path), _files(GOLDEN_1_3 / f"{name}.zarrvectors"))
+
+
+@pytest.mark.parametrize("name", NAMES_1_2)
+def test_golden_1_3_store_of_the_same_inputs_reads_back_its_input(name: str) -> None:
+    store = _check_golden(GOLDEN_1_3, name)
+    assert store.metadata["zarr_vectors_version"] == "1.3"
+
+
+@pytest.mark.parametrize("name", NAMES_1_2)
+def test_golden_1_3_differs_from_1_2_by_plain_zarr_only(name: str) -> None:
+    """Every file of a 1.3 store is its 1.2 twin's but the root's version and commit, the
+    ``dimension_names`` of every array ``zarr.json`` (§9.0.3) and the ``.zattrs`` mirrors,
+    which it does not have (§2.3)."""
+    new, old = (
+        _files(GOLDEN_1_3 / f"{name}.zarrvectors"),
+        _files(GOLDEN_1_2 / f"{name}.zarrvectors"),
+    )
+    assert sorted(new) == sorted(k for k in old if not k.endswith(".zattrs"))
+    named = 0
+    for key, raw in new.items():
+        if key == "zarr.json":
+            got, want = _without_software(raw), _without_software(old[key])
+            assert got["attributes"].pop("zarr_vectors_version") == "1.3"  # type: ignore[index]
+            want["attributes"].pop("zarr_vectors_version")  # type: ignore[index]
+            assert got == want
+        elif raw != old[key]:
+            doc = json.loads(raw)
+            assert key.endswith("zarr.json"), key
+            assert doc["node_type"] == "array", key
+            assert len(doc.pop("dimension_names")) == len(doc["shape"]), key
+            assert doc == json.loads(old[key]), key
+            named += 1
+    assert named == sum(1 for k, v in old.items() if k.endswith("zarr.json") and b'"array"' in v)
 
 
 @pytest.mark.parametrize("name", NAMES_1_2)

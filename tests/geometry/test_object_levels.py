@@ -314,7 +314,7 @@ def test_levels_none_and_zero_write_the_same_bytes_as_before(tmp_path: Path, kin
     for rel in files:
         if rel.name not in ("zarr.json", ".zattrs", "metadata.json"):
             assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
-    assert zv.open(a).metadata["zarr_vectors_version"] == "1.2"
+    assert zv.open(a).metadata["zarr_vectors_version"] == "1.3"
 
 
 @pytest.mark.parametrize(

@@ -460,12 +460,10 @@ def test_a_level_bin_shape_that_does_not_tile_the_chunks_is_a_metadata_error(
     """The store's inconsistency, not the caller's input: MetadataError, not InvalidInputError."""
     path = tmp_path / "cloud.zv"
     _write_cloud(path, 0)
-    for name in ("zarr.json", ".zattrs"):
-        doc_path = path / "0" / name
-        doc = json.loads(doc_path.read_text())
-        attrs = doc["attributes"] if name == "zarr.json" else doc
-        attrs["bin_shape"] = [10.0, 10.0, 10.0]  # chunks are 25 wide
-        doc_path.write_text(json.dumps(doc))
+    doc_path = path / "0" / "zarr.json"
+    doc = json.loads(doc_path.read_text())
+    doc["attributes"]["bin_shape"] = [10.0, 10.0, 10.0]  # chunks are 25 wide
+    doc_path.write_text(json.dumps(doc))
     with pytest.raises(zv.MetadataError, match="does not match the root metadata") as info:
         zv.open(path).read(progress=False)
     assert not isinstance(info.value, zv.InvalidInputError)

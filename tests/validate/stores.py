@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from zarr.core.sync import sync
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from zarr_vectors.format.dimensions import named_array_document
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.place import CHUNK_TABLE_KEY, place_record
 from zarr_vectors.format.version import has_place_records
@@ -63,6 +65,32 @@ def point_store(*, object_ids: bool = True) -> MemoryStore:
     store = MemoryStore()
     write(store, points(), object_ids=object_ids)
     return store
+
+
+def declare_older_version(store: MemoryStore, version: str) -> None:
+    """Make a store declare format ``version`` (1.0 to 1.2), with the ``.zattrs`` mirrors of
+    its root and level groups that those formats have (spec §2.3)."""
+    edit_root(store, lambda a: a.__setitem__("zarr_vectors_version", version))
+    root = read_json(store, "zarr.json")["attributes"]
+    write_json(store, ".zattrs", root)
+    for entry in root["multiscales"][0]["datasets"]:
+        write_json(
+            store,
+            f"{entry['path']}/.zattrs",
+            read_json(store, f"{entry['path']}/zarr.json")["attributes"],
+        )
+
+
+def legacy_point_store() -> MemoryStore:
+    """The 1.2 golden point cloud (with ``.zattrs`` mirrors, spec §2.3) in memory."""
+    store = MemoryStore()
+    io(store).set_many(
+        [(str(p.relative_to(LEGACY)), p.read_bytes()) for p in LEGACY.rglob("*") if p.is_file()]
+    )
+    return store
+
+
+LEGACY = Path(__file__).parents[1] / "data" / "golden" / "1.2" / "points_3d_attributes.zarrvectors"
 
 
 # -- raw access ---------------------------------------------------------------------------
@@ -114,10 +142,12 @@ def edit(store: MemoryStore, key: str, change: Callable[[Any], Any]) -> None:
 
 
 def edit_attrs(store: MemoryStore, group: str, change: Callable[[Doc], Any]) -> None:
-    """Change a group's attributes in both ``zarr.json`` and ``.zattrs`` (``""`` = root)."""
+    """Change a group's attributes in ``zarr.json`` and, in a store of format 1.2 or older,
+    in its ``.zattrs`` mirror (``""`` = root)."""
     prefix = f"{group}/" if group else ""
     edit(store, f"{prefix}zarr.json", lambda d: change(d["attributes"]))
-    edit(store, f"{prefix}.zattrs", change)
+    if io(store).get(f"{prefix}.zattrs") is not None:
+        edit(store, f"{prefix}.zattrs", change)
 
 
 def edit_root(store: MemoryStore, change: Callable[[Doc], Any]) -> None:
@@ -328,6 +358,8 @@ def object_store(kind: str) -> MemoryStore:
             (0, 2), "int64", -1, {"zv_array": "cross_chunk_links", "num_links": 0, "level_delta": 0}
         )
     for key, doc in docs.items():
+        if doc.get("node_type") == "array":  # format 1.3 names every dimension (§9.0.3)
+            doc = named_array_document(key.removesuffix("/zarr.json"), doc, "xyz")
         write_json(store, key, doc)
     return store
 

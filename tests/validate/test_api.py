@@ -51,13 +51,13 @@ def test_interrupted_write_is_incomplete() -> None:
 
 
 def test_errors_stop_after_their_level_warnings_do_not() -> None:
-    broken = s.point_store()
+    broken = s.legacy_point_store()  # format 1.2: level groups mirror their metadata
     s.delete(broken, "0/.zattrs")
     report = validate(broken, level=5)
     assert report.level == 1
     assert all(c.startswith("L1.") for c in report.checks_run)
 
-    warned = s.point_store()
+    warned = s.legacy_point_store()
     s.write_json(warned, "metadata.json", "not an object")
     report = validate(warned, level=3)
     assert report.ok
@@ -124,7 +124,7 @@ def test_sampled_bounding_box_is_checked_for_containment() -> None:
 
 def test_arrays_written_by_zarr_python_with_other_codecs_validate() -> None:
     """A spec-valid shard layout written by zarr-python itself (zstd inner chunks)."""
-    store = s.point_store()
+    store = s.legacy_point_store()  # format 1.2, which an edit can declare 1.1
     shape = tuple(s.read_json(store, "0/vertices/zarr.json")["shape"])
     chunks = s.occupied(store)
     rows = {g: s.get_rows(store, "0/vertices", g, n) for g, n in chunks}

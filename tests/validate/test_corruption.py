@@ -285,17 +285,18 @@ CASES: list[Case] = [
         ),
         level=1,
     ),
-    Case("L1.root_zattrs", remove(".zattrs"), level=1),
-    Case("L1.metadata_json", write("metadata.json", [1, 2]), level=1),
+    Case("L1.root_zattrs", remove(".zattrs"), s.legacy_point_store, 1),
+    Case("L1.metadata_json", write("metadata.json", [1, 2]), s.legacy_point_store, 1),
     Case(
         "L1.root_required_keys", lambda st: s.edit_root(st, lambda a: a.pop("multiscales")), level=1
     ),
     Case("L1.chunk_shape", root("chunk_shape", [1.0, -2.0, 3.0]), level=1),
     Case("L1.base_bin_shape", root("base_bin_shape", "5"), level=1),
     Case("L1.level_group", remove("0/zarr.json"), level=1),
-    Case("L1.level_zattrs", remove("0/.zattrs"), level=1),
+    Case("L1.level_zattrs", remove("0/.zattrs"), s.legacy_point_store, 1),
     Case("L1.unlisted_level_group", write("7/zarr.json", s.group_doc()), level=1),
     Case("L1.root_unknown_node", write("extra/zarr.json", s.group_doc()), level=1),
+    Case("L1.root_unknown_node", write(".zattrs", {}), level=1),  # format 1.3 mirrors nothing
     Case(
         "L1.vertices_array",
         array("0/vertices", lambda d: d.__setitem__("node_type", "group")),
@@ -329,7 +330,8 @@ CASES: list[Case] = [
     Case(
         "L2.root_zattrs_equal",
         lambda st: s.edit(st, ".zattrs", lambda a: a.__setitem__("software", "x")),
-        level=2,
+        s.legacy_point_store,
+        2,
     ),
     Case("L2.version_format", root("zarr_vectors_version", "1"), level=2),
     Case("L2.version_supported", root("zarr_vectors_version", "1.4"), level=2),
@@ -383,8 +385,10 @@ CASES: list[Case] = [
     Case(
         "L2.level_zattrs_equal",
         lambda st: s.edit(st, "0/.zattrs", lambda a: a.__setitem__("chunk_count", 1)),
-        level=2,
+        s.legacy_point_store,
+        2,
     ),
+    Case("L2.dimension_names", array("0/vertices", lambda d: d.pop("dimension_names")), level=2),
     Case("L2.level_keys", level0("vertex_count", "many"), level=2),
     Case("L2.level_matches_dataset", level0("bin_shape", [2.5, 5.0, 5.0]), level=2),
     Case("L2.level_counts_plausible", level0("chunk_count", 1000), level=2),

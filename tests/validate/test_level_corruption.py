@@ -97,7 +97,7 @@ CASES = [
     (
         "L2.levels_version",
         "sample",
-        lambda st: s.edit_root(st, lambda a: a.__setitem__("zarr_vectors_version", "1.2")),
+        lambda st: s.declare_older_version(st, "1.2"),
         2,
     ),
     (
@@ -138,13 +138,9 @@ def test_the_cases_cover_the_level_ids() -> None:
     assert {case[0] for case in CASES} == LEVEL_IDS
 
 
-def _declare_1_2(attrs: dict[str, Any]) -> None:
-    attrs["zarr_vectors_version"] = "1.2"
-
-
 def test_a_1_2_store_listing_levels_is_flagged() -> None:
     store = s.pyramid_store((2,))
-    s.edit_root(store, _declare_1_2)
+    s.declare_older_version(store, "1.2")
     report = validate(store, level=5)
     assert report.level == 2
     assert not report.ok
@@ -158,7 +154,7 @@ def test_a_1_2_store_listing_levels_is_flagged() -> None:
 
 def test_a_1_2_store_with_an_unlisted_coarsened_level_group_is_flagged() -> None:
     store = s.pyramid_store((2,))
-    s.edit_root(store, _declare_1_2)
+    s.declare_older_version(store, "1.2")
     s.edit_root(store, lambda a: a["multiscales"][0]["datasets"].pop())
     report = validate(store, level=2)
     assert [p.path for p in report.problems if p.check_id == "L2.levels_version"] == [
@@ -168,7 +164,7 @@ def test_a_1_2_store_with_an_unlisted_coarsened_level_group_is_flagged() -> None
 
 
 def test_a_1_2_store_without_levels_passes_the_version_check() -> None:
-    report = validate(s.point_store(), level=2)
+    report = validate(s.legacy_point_store(), level=2)
     assert "L2.levels_version" in report.checks_run
     assert report.ok
     assert not report.problems

@@ -59,7 +59,7 @@ def _empty_in_occupied_shard(store: MemoryStore) -> tuple[int, ...]:
 
 
 def declare_1_0(store: MemoryStore) -> None:
-    s.edit_root(store, lambda a: a.update(zarr_vectors_version="1.0"))
+    s.declare_older_version(store, "1.0")
 
 
 def mixed_shard_chunks(store: MemoryStore) -> None:

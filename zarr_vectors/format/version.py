@@ -13,17 +13,19 @@ __all__ = [
     "LEVELS_VERSION",
     "OBJECT_CHUNKS_VERSION",
     "PLACED_VERSION",
+    "PLAIN_ZARR_VERSION",
     "SHARDED_VERSION",
     "check_readable_version",
     "foreign_layout",
     "has_place_records",
     "is_layout_v",
+    "is_plain_zarr",
     "parse_version",
 ]
 
 FORMAT_VERSION = "1.3"
-"""The newest format version this library reads and writes: a store with levels of detail
-declares it, a store without them :data:`PLACED_VERSION` (spec §3.3)."""
+"""The newest format version this library reads and writes, and the version of every new
+store (spec §3.3)."""
 
 BASE_VERSION = "1.0"
 """What a store that uses no feature newer than 1.0 declares (spec §3.3)."""
@@ -32,8 +34,7 @@ SHARDED_VERSION = "1.1"
 """The first version with several spatial chunks per shard (spec §9.0.1)."""
 
 PLACED_VERSION = "1.2"
-"""The first version whose shards carry place records (spec §9.0.2), and the version of every
-new store without levels of detail."""
+"""The first version whose shards carry place records (spec §9.0.2)."""
 
 LEVELS_VERSION = "1.3"
 """The first version with levels of detail above 0 (spec §4.3); a store that has them declares
@@ -42,6 +43,9 @@ it."""
 OBJECT_CHUNKS_VERSION = "1.3"
 """The first version with the object-to-chunks index of point clouds with object ids (spec
 §9.14); a store that has one declares it."""
+PLAIN_ZARR_VERSION = "1.3"
+"""The first version whose arrays all name their dimensions and whose store holds no
+``.zattrs`` or ``metadata.json`` document (spec §2.3, §9.0.3)."""
 
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
@@ -93,6 +97,23 @@ def has_place_records(version: str) -> bool:
         When the value is not a version string.
     """
     return parse_version(version) >= parse_version(PLACED_VERSION)
+
+
+def is_plain_zarr(version: str) -> bool:
+    """Whether a store of format ``version`` is plain Zarr v3 (spec §2.3, §9.0.3): every
+    array has ``dimension_names`` and no ``.zattrs`` or ``metadata.json`` mirrors a node.
+
+    Raises
+    ------
+    MetadataError
+        When the value is not a version string.
+
+    Examples
+    --------
+    >>> is_plain_zarr("1.2"), is_plain_zarr("1.3")
+    (False, True)
+    """
+    return parse_version(version) >= parse_version(PLAIN_ZARR_VERSION)
 
 
 FOREIGN_ROOT_KEY = "zarr_vectors"

@@ -30,6 +30,7 @@ from zarr_vectors.write import (
     commit_root,
     inputs,
     level_settings,
+    name_new_arrays,
     sort_points,
     write_level_metadata,
     write_point_level,
@@ -172,6 +173,7 @@ def write_points(
         progress_reporter(progress) as report,
         write_target(target.store, overwrite=target.overwrite) as io,
     ):
+        name_new_arrays(io, root)
         if settings is None:
             stats = write_point_level(io, 0, (pos, columns), grid, options, (lo, hi), report)
         else:

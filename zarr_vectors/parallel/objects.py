@@ -63,6 +63,7 @@ from zarr_vectors.write import (
     Levels,
     WriteMode,
     WriteOptions,
+    name_new_arrays,
     new_store_destination,
     shard_major_order,
 )
@@ -219,6 +220,7 @@ def _merge(
     if links_may_be_wide(plan) and any(_run_buckets(tasks, plan, buckets, None)):
         set_link_dtype(plan, np.dtype(np.int64))
     with write_target(store, overwrite=overwrite) as io:
+        name_new_arrays(io, plan.root)
         _run_buckets(tasks, plan, buckets, shared_location(io))
         commit_merge(io, plan, ids, groups)
         if levels is not None:

@@ -75,6 +75,7 @@ from zarr_vectors.write import (
     dense_bounds_span,
     grid_indices,
     inputs,
+    name_new_arrays,
     round_up,
     write_point_level,
 )
@@ -237,6 +238,7 @@ def write_points_parallel(
         root = inputs.root_metadata(POINT_CLOUD, grid, options, bounds)
         if bounds is None:
             with write_target(store, overwrite=overwrite) as io:
+                name_new_arrays(io, root)
                 columns = _empty_columns(schema)
                 level = write_point_level(io, 0, columns, grid, options, _no_bounds(schema))
                 commit_points(io, root, grid, level, object_chunks=options.object_chunk_index)
@@ -265,6 +267,7 @@ def _write_binned(
     recipe = None if levels is None else _recipe(levels, root, plan)
     store, overwrite = destination
     with write_target(store, overwrite=overwrite) as io:
+        name_new_arrays(io, root)
         location = shared_location(io)
         writes = _submit_writers(tasks, location, plan, binned, counts, recipe)
         summaries = tasks.run(

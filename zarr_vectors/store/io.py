@@ -35,6 +35,7 @@ from zarr_vectors.errors import (
     StoreAccessError,
     StoreNotFoundError,
 )
+from zarr_vectors.format.dimensions import named_array_json
 from zarr_vectors.kernels import results_of, shared_pool
 from zarr_vectors.store.commit import describe_leftovers, recover
 from zarr_vectors.store.links import LocalTree, link_refusal, scan
@@ -486,6 +487,24 @@ class StoreIO:
         self._made: set[Path] = set()
         self._new_files = new_files
         self._local: LocalTree | None = None
+        self._axes: tuple[str, ...] | None = None
+
+    def name_dimensions(self, axes: Sequence[str]) -> None:
+        """Give every array ``zarr.json`` written through this handle from now on the
+        ``dimension_names`` of format 1.3 (spec §9.0.3), for a store with axes ``axes``.
+
+        A new store's writer calls it, so each document is written once, named (a zip file
+        cannot replace a member); the commit names any array still without them.
+
+        Examples
+        --------
+        >>> io = StoreIO(scratch_store())
+        >>> io.name_dimensions(["x", "y"])
+        >>> io.set("0/vertex_counts/zarr.json", b'{"node_type": "array", "shape": [2, 3]}')
+        >>> io.read_json("0/vertex_counts/zarr.json")["dimension_names"]
+        ['chunk.x', 'chunk.y']
+        """
+        self._axes = tuple(axes)
 
     def _tree(self) -> LocalTree | None:
         """The opener of a local store's files (spec §12.4 link rule), None for other stores."""
@@ -643,6 +662,9 @@ class StoreIO:
         """
         if not items:
             return
+        if self._axes is not None:
+            axes = self._axes
+            items = [(key, named_array_json(key, value, axes)) for key, value in items]
         root = local_root(self.store)
         if root is None:
             self._run(self._gather([self._set(k, v) for k, v in items]))

@@ -19,7 +19,6 @@ their bytes and, in a local store, their modification times.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from typing import Any
 
@@ -30,7 +29,6 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ATTRIBUTES, OBJECT_ID_ATTRIBUTE
-from zarr_vectors.format.version import LEVELS_VERSION, PLACED_VERSION
 from zarr_vectors.geometry import object_writer
 from zarr_vectors.query import ObjectReader
 from zarr_vectors.read import LevelReader
@@ -243,10 +241,7 @@ def rebuild_levels(io: StoreIO, source: Source, settings: Levels) -> RootMetadat
     if table.positions.shape[0]:
         built = writer.levels(settings)(built_io, table, source.grid, options_of(source))
     _write_changed(built_io, io)
-    root = source.root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())
-    if not built and root.version == LEVELS_VERSION:  # as a write without levels declares
-        root = dataclasses.replace(root, version=PLACED_VERSION)
-    return root
+    return source.root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())
 
 
 def commit_levels(io: StoreIO, settings: Levels) -> int:

@@ -45,7 +45,7 @@ from zarr_vectors.update.merge_plan import (
 )
 from zarr_vectors.update.object_levels import commit_levels, stored_levels
 from zarr_vectors.update.object_sources import Source
-from zarr_vectors.write import Levels
+from zarr_vectors.write import Levels, name_new_arrays
 
 __all__ = [
     "MergePlan",
@@ -134,6 +134,8 @@ def merge_stores(
     base_chunks = sorted(plan.index[0], reverse=True) if has_base else []
     others = sorted(c for c in plan.holders if not (has_base and c in plan.index[0]))
     with _target(store, sources[0].base, has_base, overwrite) as io:
+        if not has_base:  # a new store (a changed one keeps its version, spec §3.3)
+            name_new_arrays(io, plan.root)
         merge_chunks(io, plan, [*base_chunks, *others], progress)
         commit_merge(io, plan, ids, groups)
         if levels is not None:

@@ -10,7 +10,6 @@ writes for the same level 0, byte for byte.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +20,6 @@ from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.levels import POINT_METHODS
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import VERTICES
-from zarr_vectors.format.version import LEVELS_VERSION, PLACED_VERSION
 from zarr_vectors.geometry import commit_points
 from zarr_vectors.read import ChunkRows, LevelReader
 from zarr_vectors.store.io import StoreIO, StoreLike
@@ -105,9 +103,9 @@ def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
     Level 0 is read one chunk at a time, so memory stays bounded by a few chunks; the levels
     are the same, byte for byte, as those ``write_points(..., levels=levels)`` writes, and
     the root records what was asked (``level_schedule``). A store that has levels gets them
-    built again (``levels=0`` removes them: the store is then the format 1.2 store a write
-    without levels gives). The store is committed as a new version: a failed build leaves
-    it as it was.
+    built again (``levels=0`` removes them: the store is then the store a write without
+    levels gives, still of its format). The store is committed as a new version: a failed
+    build leaves it as it was.
 
     Parameters
     ----------
@@ -140,7 +138,7 @@ def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
     >>> zv.open(path).metadata["zarr_vectors_version"]
     '1.3'
     >>> zv.build_levels(path, 0), zv.open(path).metadata["zarr_vectors_version"]
-    (0, '1.2')
+    (0, '1.3')
     """
     settings = point_level_settings(levels)
     existing = load_existing(store, with_levels=True)
@@ -165,7 +163,7 @@ def _built_root(
     existing: ExistingPoints, settings: Levels | None, source: StoreIO, target: StoreIO
 ) -> RootMetadata:
     """Build the levels ``settings`` asks for (none for None) into ``target``; the root
-    listing them, format 1.2 without any."""
+    listing them (format 1.3 with any, spec §3.3)."""
     built: tuple[LevelMetadata, ...] = ()
     schedule = None
     if settings is not None and existing.root.bounding_box is not None:
@@ -173,10 +171,7 @@ def _built_root(
         bounds = (np.asarray(box[0]), np.asarray(box[1]))
         built = build_point_levels(stored_level0(existing, bounds, source, target), settings)
         schedule = settings.to_schedule()
-    root = existing.root.with_levels(tuple(level.entry() for level in built), schedule)
-    if not built and root.version == LEVELS_VERSION:  # as a write without levels declares
-        root = dataclasses.replace(root, version=PLACED_VERSION)
-    return root
+    return existing.root.with_levels(tuple(level.entry() for level in built), schedule)
 
 
 def point_level_settings(levels: Any) -> Levels | None:

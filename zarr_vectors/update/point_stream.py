@@ -56,6 +56,7 @@ from zarr_vectors.write import (
     column_shapes,
     dense_bounds_span,
     inputs,
+    name_new_arrays,
     point_blob_layout,
     round_up,
     shard_major_order,
@@ -528,6 +529,7 @@ class PointWriter(CloseOnExit):
         types = self._column_types()
         names = list(self.schema[2])
         with write_target(self.store, overwrite=self.overwrite) as io:
+            name_new_arrays(io, root)
             writer = LevelWriter(
                 io,
                 0,

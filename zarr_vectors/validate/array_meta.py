@@ -6,7 +6,10 @@ dtype rules of each role in :mod:`zarr_vectors.validate.array_roles`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from zarr_vectors.format import layout
+from zarr_vectors.format.dimensions import named_array_document
 from zarr_vectors.format.jsonutil import is_number, pointer
 from zarr_vectors.format.names import RESERVED_DTYPE_KINDS
 from zarr_vectors.validate import array_roles
@@ -58,6 +61,8 @@ def _level(ctx: Context, level: int, arrays: list[ArrayDoc]) -> None:
     _grid_shape(ctx, arrays, ndim)
     _shard_chunks(ctx, [a for a in arrays if a.role in PER_CHUNK_ROLES], ndim)
     _names(ctx, level)
+    if ctx.facts.plain:
+        _dimension_names(ctx, arrays, _axis_names(ctx, ndim))
     _reserved(ctx, arrays)
     array_roles.object_index(ctx, level, ndim)
     array_roles.gid_capacity(ctx, level, vertices)
@@ -170,6 +175,33 @@ def _names(ctx: Context, level: int) -> None:
                     f"{level}/{family}/{name}",
                     f"{name!r} breaks the name rule of spec §9.4",
                 )
+
+
+def _axis_names(ctx: Context, ndim: int) -> list[str]:
+    """The store's axis names (``multiscales[0].axes``), or the defaults when unreadable."""
+    attrs: Any = (ctx.doc("zarr.json").obj() or {}).get("attributes")
+    try:
+        names = [str(axis["name"]) for axis in attrs["multiscales"][0]["axes"]]
+    except (KeyError, IndexError, TypeError):
+        names = []
+    return names if len(names) == ndim else list("xyzw"[:ndim])
+
+
+def _dimension_names(ctx: Context, arrays: list[ArrayDoc], axes: list[str]) -> None:
+    """Every array of a 1.3 store names its dimensions as spec §9.0.3 says."""
+    ctx.mark("L2.dimension_names")
+    for array in arrays:
+        if array.shape is None:
+            continue
+        want = named_array_document(array.path, array.doc, axes)["dimension_names"]
+        got = array.doc.get("dimension_names")
+        if got != want:
+            ctx.fail(
+                "L2.dimension_names",
+                pointer(array.meta_path, "dimension_names"),
+                f"dimension_names {got!r} should be {want!r} (format 1.3): xarray and other "
+                "tools that need names cannot open the group; write the store again",
+            )
 
 
 def _reserved(ctx: Context, arrays: list[ArrayDoc]) -> None:

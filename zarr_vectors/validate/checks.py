@@ -83,6 +83,7 @@ _L2: dict[str, Severity] = {
     "L2.dataset_sparsity": _E,
     "L2.coordinate_transformations": _E,
     "L2.level_zattrs_equal": _E,
+    "L2.dimension_names": _W,
     "L2.level_keys": _E,
     "L2.level_matches_dataset": _E,
     "L2.level_counts_plausible": _E,

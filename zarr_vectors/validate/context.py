@@ -143,6 +143,8 @@ class Facts:
 
     kind: str | None = None
     version: tuple[int, int] | None = None
+    plain: bool | None = None
+    """Format 1.3 or later: no ``.zattrs`` mirrors, named dimensions (spec §2.3, §9.0.3)."""
     ndim: int | None = None
     chunk_shape: tuple[float, ...] | None = None
     base_bin_shape: tuple[float, ...] | None = None

@@ -71,6 +71,8 @@ def run(ctx: Context) -> None:
 
 
 def _zattrs_equal(ctx: Context, attrs: dict[str, Any]) -> None:
+    if ctx.facts.plain:  # format 1.3 mirrors nothing (spec §2.3)
+        return
     ctx.mark("L2.root_zattrs_equal")
     zattrs = ctx.doc(".zattrs").obj()
     if zattrs is not None and not json_equal(zattrs, attrs):

@@ -253,14 +253,8 @@ def _level(ctx: Context, level: int) -> None:
     attrs = group.attributes()
     facts = LevelFacts(attrs=attrs)
     ctx.facts.level[level] = facts
-    ctx.mark("L2.level_zattrs_equal", "L2.level_keys")
-    zattrs = ctx.doc(f"{level}/.zattrs").obj()
-    if zattrs is not None and not json_equal(zattrs, attrs):
-        ctx.fail(
-            "L2.level_zattrs_equal",
-            f"{level}/.zattrs",
-            f"{level}/.zattrs differs from the attributes of {level}/zarr.json",
-        )
+    ctx.mark("L2.level_keys")
+    _level_zattrs_equal(ctx, level, attrs)
     for key, problem in _level_key_problems(ctx, level, attrs):
         ctx.fail("L2.level_keys", _level_path(level, key), problem)
     ndim = ctx.facts.ndim
@@ -272,6 +266,20 @@ def _level(ctx: Context, level: int) -> None:
         if is_int(value) and value >= 0:
             setattr(facts, key, value)
     _matches_dataset(ctx, level, attrs)
+
+
+def _level_zattrs_equal(ctx: Context, level: int, attrs: dict[str, Any]) -> None:
+    """``N/.zattrs`` mirrors the level attributes (formats 1.0 to 1.2, spec §2.3)."""
+    if ctx.facts.plain:
+        return
+    ctx.mark("L2.level_zattrs_equal")
+    zattrs = ctx.doc(f"{level}/.zattrs").obj()
+    if zattrs is not None and not json_equal(zattrs, attrs):
+        ctx.fail(
+            "L2.level_zattrs_equal",
+            f"{level}/.zattrs",
+            f"{level}/.zattrs differs from the attributes of {level}/zarr.json",
+        )
 
 
 def _level_key_problems(ctx: Context, level: int, attrs: dict[str, Any]) -> list[tuple[str, str]]:

@@ -7,9 +7,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from zarr_vectors.errors import MetadataError
 from zarr_vectors.format.jsonutil import is_int, is_number, pointer
 from zarr_vectors.format.kinds import KINDS, GeometryKind, geometry_kind
-from zarr_vectors.format.version import FOREIGN_ROOT_KEY, foreign_layout
+from zarr_vectors.format.version import FOREIGN_ROOT_KEY, foreign_layout, is_plain_zarr
 from zarr_vectors.store.commit import leftovers
 from zarr_vectors.store.destination import normalized_destination
 from zarr_vectors.store.io import StoreLike, local_destination, local_root
@@ -188,14 +189,37 @@ def _foreign_layout(ctx: Context) -> bool:
 
 def _root_documents(ctx: Context) -> dict[str, Any] | None:
     """Check the root documents; return the root attributes when they can be read."""
-    ctx.mark("L1.root_zarr_json", "L1.root_zattrs", "L1.metadata_json")
+    ctx.mark("L1.root_zarr_json")
     ctx.prefetch(["zarr.json", ".zattrs", "metadata.json"])
+    attrs = _root_attributes(ctx)
+    ctx.facts.plain = _plain(attrs)
+    if ctx.facts.plain is False:  # formats 1.0-1.2 mirror their metadata (spec §2.3)
+        _mirror_documents(ctx)
+    return attrs
+
+
+def _plain(attrs: dict[str, Any] | None) -> bool | None:
+    """Whether the root declares format 1.3 or later (spec §2.3); None when unreadable."""
+    version = (attrs or {}).get("zarr_vectors_version")
+    try:
+        return is_plain_zarr(version) if isinstance(version, str) else None
+    except MetadataError:
+        return None
+
+
+def _mirror_documents(ctx: Context) -> None:
+    """``.zattrs`` and ``metadata.json`` of a store of format 1.0 to 1.2 (spec §2.3, §2.5)."""
+    ctx.mark("L1.root_zattrs", "L1.metadata_json")
     zattrs = ctx.doc(".zattrs")
     if zattrs.obj() is None:
         ctx.fail("L1.root_zattrs", ".zattrs", f".zattrs {zattrs.describe()}")
     summary = ctx.doc("metadata.json")
     if summary.present and summary.obj() is None:
         ctx.fail("L1.metadata_json", "metadata.json", f"metadata.json {summary.describe()}")
+
+
+def _root_attributes(ctx: Context) -> dict[str, Any] | None:
+    """The attributes of the root ``zarr.json`` when it is a group (L1.root_zarr_json)."""
     doc = ctx.doc("zarr.json")
     body = doc.obj()
     if body is None:
@@ -276,15 +300,17 @@ def _read_levels(ctx: Context, attrs: dict[str, Any]) -> None:
 
 
 def _level(ctx: Context, base: str) -> None:
-    ctx.mark("L1.level_group", "L1.level_zattrs")
+    ctx.mark("L1.level_group")
     group = ctx.node(base)
     if not group.is_group:
         ctx.fail("L1.level_group", f"{base}/zarr.json", f"level group {base}: {group.why}")
         if not group.exists:
             return
-    zattrs = ctx.doc(f"{base}/.zattrs")
-    if zattrs.obj() is None:
-        ctx.fail("L1.level_zattrs", f"{base}/.zattrs", f"{base}/.zattrs {zattrs.describe()}")
+    if ctx.facts.plain is False:
+        ctx.mark("L1.level_zattrs")
+        zattrs = ctx.doc(f"{base}/.zattrs")
+        if zattrs.obj() is None:
+            ctx.fail("L1.level_zattrs", f"{base}/.zattrs", f"{base}/.zattrs {zattrs.describe()}")
     for name, check_id in _REQUIRED_ARRAYS:
         _require_array(ctx, f"{base}/{name}", check_id)
     _family(ctx, f"{base}/{ATTRIBUTES}", "L1.attributes_group")
@@ -384,8 +410,9 @@ def _forbidden(ctx: Context, base: str, row: GeometryKind) -> None:
 
 def _unknown_children(ctx: Context, base: str) -> None:
     ctx.mark("L1.level_unknown_node")
+    known = LEVEL_CHILDREN - {".zattrs"} if ctx.facts.plain else LEVEL_CHILDREN
     for name in ctx.children(base):
-        if name not in LEVEL_CHILDREN:
+        if name not in known:
             ctx.fail(
                 "L1.level_unknown_node",
                 f"{base}/{name}",
@@ -398,8 +425,9 @@ def _root_children(ctx: Context) -> None:
     if ctx.facts.datasets_read:
         ctx.mark("L1.unlisted_level_group")
     listed = set(ctx.facts.levels)
+    files = {"zarr.json"} if ctx.facts.plain else _ROOT_FILES
     for name in ctx.children(""):
-        if name in _ROOT_FILES:
+        if name in files:
             continue
         if not LEVEL_NAME.fullmatch(name):
             ctx.fail("L1.root_unknown_node", name, f"{name!r} is not a node of spec §2.1")

@@ -20,7 +20,7 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid, bins_per_chunk
 from zarr_vectors.format.metadata import DEFAULT_AXIS_NAMES, RootMetadata
 from zarr_vectors.format.names import RESERVED_ATTRIBUTE_NAMES, check_name
-from zarr_vectors.format.version import PLACED_VERSION
+from zarr_vectors.format.version import FORMAT_VERSION
 from zarr_vectors.kernels import bounds_and_nonfinite, chunk_coords
 from zarr_vectors.store.destination import check_overwrite
 from zarr_vectors.store.io import StoreLike, resolve_store
@@ -665,7 +665,7 @@ def root_metadata(
         extra = {**(extra or {}), "custom_metadata": options.custom_metadata}
     options.shard_shape(ndim)  # refuses a shard shape of another dimension
     return RootMetadata(
-        version=PLACED_VERSION,  # place records (§9.0.2); levels of detail raise it to 1.3
+        version=FORMAT_VERSION,  # every new store (§3.3); appends keep their base's
         geometry_type=kind,
         chunk_shape=tuple(float(c) for c in grid.chunk_shape),
         base_bin_shape=tuple(float(b) for b in grid.bin_shape),

@@ -52,6 +52,7 @@ from zarr_vectors.write._pipeline import (
     LevelStats,
     blob_layout,
     commit_root,
+    name_new_arrays,
     round_up,
     write_chunk_array,
     write_level_vertices,
@@ -412,6 +413,7 @@ def write_objects(
     root = inputs.root_metadata(table.kind, grid, options, bounds, table.root_extra)
     cut = cut_level(table, grid, options, (lo, hi))
     with progress_reporter(progress) as report, write_target(store, overwrite=overwrite) as io:
+        name_new_arrays(io, root)
         stats = write_object_level(io, 0, table, grid, cut, options, report)
         level = LevelMetadata(
             level=0,

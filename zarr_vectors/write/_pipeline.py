@@ -27,6 +27,7 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
+from zarr_vectors.format.version import is_plain_zarr
 from zarr_vectors.kernels import (
     assign_chunks_and_bins,
     chunk_coords,
@@ -41,6 +42,7 @@ from zarr_vectors.store.arrays import (
     row_array_metadata,
     write_counts,
 )
+from zarr_vectors.store.dimensions import make_plain_zarr
 from zarr_vectors.store.io import StoreIO, json_bytes
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order
@@ -59,6 +61,7 @@ __all__ = [
     "blob_layout",
     "column_shapes",
     "commit_root",
+    "name_new_arrays",
     "grid_indices",
     "point_blob_layout",
     "round_up",
@@ -637,14 +640,36 @@ def write_sorted_points(
 
 
 def write_level_metadata(io: StoreIO, level: LevelMetadata) -> None:
-    """Write a level group's ``zarr.json`` and ``.zattrs`` (spec §4)."""
-    level_doc = level.to_json()
-    io.set_many(
-        [
-            (f"{level.level}/.zattrs", json_bytes(level_doc)),
-            (f"{level.level}/zarr.json", group_metadata(level_doc)),
-        ]
-    )
+    """Write a level group's ``zarr.json`` (spec §4); a store of format 1.2 or older gets
+    its ``.zattrs`` mirror at the commit (:func:`commit_root`)."""
+    io.set(f"{level.level}/zarr.json", group_metadata(level.to_json()))
+
+
+def name_new_arrays(io: StoreIO, root: RootMetadata) -> None:
+    """Have ``io`` name the dimensions of every array it writes from now on when ``root``
+    is of format 1.3 (spec §9.0.3), so a new store writes each ``zarr.json`` once.
+
+    Examples
+    --------
+    >>> from zarr_vectors.store.io import scratch_store
+    >>> root = RootMetadata(
+    ...     geometry_type="point_cloud",
+    ...     chunk_shape=(1.0,),
+    ...     base_bin_shape=(1.0,),
+    ...     chunk_grid_origin=(0,),
+    ...     axis_names=("x",),
+    ...     axis_units=("unknown",),
+    ...     bounding_box=None,
+    ...     version="1.3",
+    ... )
+    >>> io = StoreIO(scratch_store())
+    >>> name_new_arrays(io, root)
+    >>> io.set("0/vertex_counts/zarr.json", b'{"node_type": "array", "shape": [2]}')
+    >>> io.read_json("0/vertex_counts/zarr.json")["dimension_names"]
+    ['chunk.x']
+    """
+    if is_plain_zarr(root.version):
+        io.name_dimensions(root.axis_names)
 
 
 def commit_root(
@@ -655,22 +680,30 @@ def commit_root(
     *,
     level_written: bool = False,
 ) -> None:
-    """Write level metadata, ``metadata.json``, root ``.zattrs`` and root ``zarr.json`` last.
+    """Write level-0 metadata, then the root ``zarr.json`` last.
 
     The root ``zarr.json`` carries ``zarr_vectors_version``; until it is written the store
     does not open as a Zarr Vectors store (spec §2, commit order). The root metadata records
     a new ``commit`` (spec §3.1): the serial after the one in ``root.extra`` (an append's
     base), and a fresh id. ``level_written``: the level metadata is already written (a
-    zip store takes each key once).
+    zip store takes each key once). A store of format 1.3 is made plain Zarr v3 first
+    (every array named, no mirror documents, spec §2.3); one of an older format (an append
+    keeps it) gets the ``.zattrs`` mirrors of level 0 and the root, and ``metadata.json``
+    (``summary`` and a timestamp, spec §2.5).
     """
     if not level_written:
         write_level_metadata(io, level)
     root_doc = {**root.to_json(), COMMIT_KEY: next_commit(root.extra.get(COMMIT_KEY))}
-    stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    io.set_many(
-        [
-            ("metadata.json", json_bytes({**summary, "creation_timestamp": stamp})),
-            (".zattrs", json_bytes(root_doc)),
-        ]
-    )
+    if is_plain_zarr(root.version):
+        levels = [0, *(entry.level for entry in root.levels)]
+        make_plain_zarr(io, levels, root.axis_names)
+    else:
+        stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        io.set_many(
+            [
+                (f"{level.level}/.zattrs", json_bytes(level.to_json())),
+                ("metadata.json", json_bytes({**summary, "creation_timestamp": stamp})),
+                (".zattrs", json_bytes(root_doc)),
+            ]
+        )
     io.set("zarr.json", group_metadata(root_doc))

@@ -57,8 +57,8 @@ class WriteOptions:
     object_chunk_index
         Point clouds with ``object_ids``: write the object-to-chunks index (spec §9.14,
         format 1.3), so :meth:`~zarr_vectors.VectorStore.read_objects` reads only the chunks
-        and rows holding the objects asked for. False writes a format 1.2 store (readers of
-        1.2 read it), whose reads by id read every chunk. Default True.
+        and rows holding the objects asked for. False writes no index: reads by id then
+        read every chunk. Default True.
 
     Examples
     --------

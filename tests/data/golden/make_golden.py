@@ -1,14 +1,17 @@
-"""Regenerate the golden stores of formats 1.2 and 1.3 (run only when the format changes).
+"""Regenerate the golden stores of format 1.3 (run only when the format changes).
 
 The golden stores are committed and read by ``tests/test_golden.py`` forever: if a change of
 the library alters a single byte of what it writes for these inputs, that test fails, so the
 format cannot drift silently. The stores of formats 1.0 (``1.0/``) and 1.1 (``1.1/``) were
 written from the same inputs by the writers of those formats; this library no longer writes
 them (every shard of a 1.2 store holds a place record, spec §9.0.2), so they are frozen: read
-forever, never regenerated. There is one store per geometry kind family: point clouds,
-streamlines, a graph, skeletons and meshes. The stores of format 1.3 (``1.3/``) are point
-clouds with levels of detail (spec §4.3), one per point method, and skeletons with ``thin``
-levels (spec §4.3.3). Usage:
+forever, never regenerated. So are the stores of format 1.2 (``1.2/``, the same inputs as
+this library wrote them until every new store became a 1.3 store, spec §3.3). There is one
+store per geometry kind family: point clouds, streamlines, a graph, skeletons and meshes.
+The stores of format 1.3 (``1.3/``) are the same inputs as this library writes them now
+(plain Zarr v3: named dimensions, no ``.zattrs``, spec §2.3, §9.0.3), and point clouds with
+levels of detail (spec §4.3), one per point method, and skeletons with ``thin`` levels
+(spec §4.3.3). Usage:
 ``python tests/data/golden/make_golden.py``.
 
 Beside each ``NAME.zarrvectors`` store, ``NAME.expected.npz`` holds what reading it must give:
@@ -44,7 +47,6 @@ from zarr_vectors.store.io import StoreIO
 
 HERE = Path(__file__).parent / "1.0"
 HERE_1_1 = Path(__file__).parent / "1.1"
-HERE_1_2 = Path(__file__).parent / "1.2"
 HERE_1_3 = Path(__file__).parent / "1.3"
 SEED = 20261121
 SHARDED = {
@@ -98,9 +100,8 @@ def level_inputs() -> dict[str, dict[str, Any]]:
 
 
 def index_inputs() -> dict[str, dict[str, Any]]:
-    """The inputs of the format 1.3 golden point cloud with object ids and its
-    object-to-chunks index (spec §9.14): the 1.2 store ``points_2d_negative_ids`` as the
-    writer writes it by default."""
+    """The inputs of the golden point cloud with object ids and its object-to-chunks index
+    (spec §9.14): ``points_2d_negative_ids`` as the writer writes it by default."""
     kwargs = _point_inputs()["points_2d_negative_ids"]
     return {
         "points_2d_object_chunks": {
@@ -184,7 +185,7 @@ def _point_inputs() -> dict[str, dict[str, Any]]:
             "chunk_shape": [8.0, 4.0],
             "bin_shape": [2.0, 4.0],
             "object_ids": rng.integers(0, 2**40, 120).astype(np.uint64),
-            # A 1.2 store: no object-to-chunks index (format 1.3, index_inputs)
+            # without the object-to-chunks index (index_inputs writes it)
             "options": replace(options, object_chunk_index=False),
         },
     }
@@ -477,12 +478,10 @@ def _expected_objects(kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    """Write every golden store of format 1.2 under ``1.2/``, replacing what is there: the
-    inputs of the 1.0 stores and of the 1.1 stores (several chunks per shard); and the
-    stores with levels and the point cloud with an object-to-chunks index, of format 1.3,
-    under ``1.3/``."""
-    write_all(HERE_1_2, inputs() | sharded_inputs())
-    write_all(HERE_1_3, level_inputs() | index_inputs())
+    """Write every golden store of format 1.3 under ``1.3/``, replacing what is there: the
+    inputs of the 1.0 stores and of the 1.1 stores (several chunks per shard), the stores
+    with levels, and the point cloud with an object-to-chunks index."""
+    write_all(HERE_1_3, inputs() | sharded_inputs() | level_inputs() | index_inputs())
 
 
 def write_all(here: Path, stores: dict[str, dict[str, Any]]) -> None:
@@ -514,7 +513,7 @@ def write(path: Path, kwargs: dict[str, Any]) -> None:
     """Write one golden store exactly as the committed one was written."""
     args = dict(kwargs)
     getattr(zv, args.pop("writer"))(path, **args)
-    (path / "metadata.json").unlink()  # carries a timestamp; optional by spec §2.5
+    (path / "metadata.json").unlink(missing_ok=True)  # 1.2 and older: a timestamp (§2.5)
 
 
 if __name__ == "__main__":
