@@ -203,18 +203,18 @@ def stored_batches(
     m = source.n_objects
     step = min(max(1, m), _objects_per_batch(source, memory_budget))
 
-    def batch(first: int) -> ObjectTable:
-        found = reader.read(np.arange(first, min(m, first + step), dtype=np.int64))
+    def batch(first: int, stop: int) -> ObjectTable:
+        found = reader.read(np.arange(first, min(m, stop), dtype=np.int64))
         return writer.prepare(_batch_data(source, found), **store_wide)
 
     def read() -> Iterator[ObjectTable]:
         starts = range(0, m, step)
         for done, first in enumerate(starts, start=1):
-            yield batch(first)
+            yield batch(first, first + step)
             if progress is not None:
                 progress("levels", done, len(starts))
 
-    objects = _object_fields(source, batch(0))
+    objects = _object_fields(source, batch(0, 1))  # the store-wide root keys of one object
     return ObjectBatches(source.kind, m, objects, read)
 
 
