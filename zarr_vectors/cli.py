@@ -458,6 +458,12 @@ def _build_levels_parser(sub: Any) -> None:
     build.add_argument(
         "--objects-kept", type=_positive_int, default=1000, help="length: objects kept"
     )
+    build.add_argument(
+        "--memory-budget",
+        type=_positive_int,
+        default=256 * 2**20,
+        help="object stores: bytes of working memory for a batch of objects read back",
+    )
     _debug_flag(build)
     build.set_defaults(run=_build_levels)
 
@@ -477,7 +483,7 @@ def _build_levels(args: argparse.Namespace) -> int:
         objects_per_cell=args.objects_per_cell,
         objects_kept=args.objects_kept,
     )
-    built = zv.build_levels(args.store, levels)
+    built = zv.build_levels(args.store, levels, memory_budget=args.memory_budget)
     print(f"{args.store}: {built} level{'' if built == 1 else 's'} of detail built")
     return EXIT_OK
 

@@ -138,7 +138,8 @@ def write_objects_parallel(
     levels
         Levels of detail (spec §4.3.3), as for the kind's ``write_*`` function: built on
         the client from the merged level 0 before the store is committed, the same bytes
-        as a one-shot write (the whole objects are then held in the client's memory once).
+        as a one-shot write (the client reads level 0 back in batches of objects, as
+        :func:`~zarr_vectors.build_levels` does, and holds one coarse level at a time).
     **settings
         Store-wide arguments of the kind's ``write_*`` function: ``units`` (of the
         coordinates, as for :func:`~zarr_vectors.write_points`), ``directed`` (graph),

@@ -13,6 +13,7 @@ from zarr_vectors.format.names import OBJECT_KINDS
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
 from zarr_vectors.update import point_levels
 from zarr_vectors.update.object_levels import build_object_levels
+from zarr_vectors.update.point_stream import DEFAULT_MEMORY_BUDGET
 from zarr_vectors.write import Levels
 
 __all__ = ["build_levels"]
@@ -34,7 +35,11 @@ def _kind(store: StoreLike) -> str:
 
 
 def build_levels(
-    store: StoreLike, levels: int | str | Levels = "auto", *, progress: ProgressOption = None
+    store: StoreLike,
+    levels: int | str | Levels = "auto",
+    *,
+    progress: ProgressOption = None,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
 ) -> int:
     """Add levels of detail to a stored point cloud or object store (spec §4.3).
 
@@ -43,9 +48,11 @@ def build_levels(
     committed as a new version (a failed build leaves it as it was).
 
     A point cloud is read one chunk at a time (memory bounded by a few chunks). An object
-    store (polylines, streamlines and the other kinds whose writer builds levels) needs
-    whole objects: level 0's objects and one coarse level are held in memory, about three
-    times level 0's uncompressed size (only the files that change are written). A store
+    store (polylines, streamlines and the other kinds whose writer builds levels) is read
+    in batches of whole objects within ``memory_budget``: once for a summary of the objects
+    (what object sparsity needs), once per candidate level; memory holds a batch, the
+    summary and the one coarse level being written (only the files that change are
+    written). A store
     that has levels gets them built again; ``levels=0`` removes them. The root records what
     was asked (``level_schedule``, spec §3.1), which later appends rerun.
 
@@ -59,6 +66,9 @@ def build_levels(
     progress
         None (a bar on a terminal), True, False or a callable ``progress(stage, done,
         total)``, as for the writers.
+    memory_budget
+        Object stores: bytes of working memory for a batch of objects (default 256 MiB,
+        as the streaming writers); the batches do not change the levels.
 
     Returns
     -------
@@ -91,7 +101,7 @@ def build_levels(
     True
     """
     if _kind(store) in OBJECT_KINDS:
-        return build_object_levels(store, levels, progress)
+        return build_object_levels(store, levels, progress, memory_budget)
     with progress_reporter(progress) as report:
         report("levels", 0, 1)
         built = point_levels.build_levels(store, levels)

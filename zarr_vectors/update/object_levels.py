@@ -8,23 +8,26 @@ traversal order, the stored dtype — and given to the kind's level builder
 (:attr:`~zarr_vectors.write.KindWriter.levels`), the function ``write_*(levels=...)``
 calls; so the levels are those a one-shot write of the same objects gives, byte for byte.
 
-Object kinds need whole objects: the builder holds level 0's object table (every vertex,
-link and attribute) and one coarse level at a time in memory, about three times level 0's
-uncompressed size. The levels are written into a scratch store first and only the files
-whose bytes differ are written to the store (stale files of a former level are deleted),
-so an append that changes a few coarse chunks rewrites only those; untouched files keep
-their bytes and, in a local store, their modification times.
+Object kinds need whole objects, but each object is coarsened alone: level 0 is read back
+in batches of whole objects within a memory budget (:func:`stored_batches`), once for a
+summary of every object (what object sparsity needs) and once per candidate level, and
+memory holds a batch, the summary and the one coarse level being written. The levels are
+written into a scratch store first and only the files whose bytes differ are written to
+the store (stale files of a former level are deleted), so an append that changes a few
+coarse chunks rewrites only those; untouched files keep their bytes and, in a local
+store, their modification times.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from zarr_vectors._progress import ProgressOption, progress_reporter
+from zarr_vectors._progress import Progress, ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
@@ -36,13 +39,25 @@ from zarr_vectors.result import QueryResult
 from zarr_vectors.store.io import StoreIO, StoreLike, local_root, scratch_store
 from zarr_vectors.store.target import modify_target
 from zarr_vectors.update.object_sources import Source, open_source, options_of, store_arguments
-from zarr_vectors.write import KindWriter, Levels, ObjectTable, commit_root, level_settings
+from zarr_vectors.update.point_stream import DEFAULT_MEMORY_BUDGET
+from zarr_vectors.write import (
+    KindWriter,
+    Levels,
+    ObjectBatches,
+    ObjectTable,
+    commit_root,
+    inputs,
+    level_settings,
+    object_inputs,
+    write_object_levels,
+)
 
 __all__ = [
     "build_object_levels",
     "checked_levels",
     "commit_levels",
     "rebuild_levels",
+    "stored_batches",
     "stored_levels",
     "stored_table",
 ]
@@ -99,6 +114,108 @@ def checked_levels(kind: str, levels: Any) -> Levels | None:
     return settings
 
 
+def _batch_data(source: Source, found: QueryResult) -> dict[str, Any]:
+    """A batch of objects as read, as the kind's writer takes it (vertex data only)."""
+    offsets = np.zeros(1, np.int64) if found.offsets is None else found.offsets
+    return {
+        **_kind_data(source.kind, found, np.diff(offsets)),
+        "attributes": dict(found.attributes) or None,
+    }
+
+
+def _object_fields(source: Source, table: ObjectTable) -> ObjectTable:
+    """``table`` with the per-object fields of ``source`` as its kind's writer validates
+    them from the stored columns (object attributes, ids, groups)."""
+    m = source.n_objects
+    has_ids = source.io.get(f"0/{OBJECT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}/zarr.json") is not None
+    ids = object_inputs.object_ids(source.ids if has_ids else None, m)
+    groups = _group_arguments(source, source.ids)
+    return dataclasses.replace(
+        table,
+        object_attributes=object_inputs.object_attributes(dict(source.object_columns) or None, m),
+        object_ids=ids,
+        groups=object_inputs.parse_groups(
+            groups.get("groups"), groups.get("group_attributes"), ids, m
+        ),
+    )
+
+
+def _objects_per_batch(source: Source, budget: int) -> int:
+    """Objects per batch so that one batch, read and coarsened, stays within ``budget``."""
+    row_bytes = sum(
+        a.layout.dtype.itemsize * int(np.prod(a.layout.row_shape)) for a in source.arrays.values()
+    )
+    vertices = int(source.reader.meta.vertex_count or 0)
+    per_object = _WORKING_COPIES * row_bytes * max(1.0, vertices / max(1, source.n_objects))
+    return max(1, int(budget // per_object))
+
+
+_WORKING_COPIES = 12
+"""Copies of a batch's rows a level pass may hold at once: the shards read, the result,
+the table prepared from it, the kept objects, their coarsening and its temporaries."""
+
+
+def stored_batches(
+    source: Source,
+    writer: KindWriter,
+    store_wide: dict[str, Any],
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    progress: Progress | None = None,
+) -> ObjectBatches:
+    """Level 0 of ``source`` as batches of whole objects, read back within a budget.
+
+    Each batch is the object table the kind's writer prepares from the objects as read,
+    so the batches together are :func:`stored_table`.
+
+    Parameters
+    ----------
+    source
+        An open object store (:func:`~zarr_vectors.update.object_sources.open_source`).
+    writer
+        Its kind's writer.
+    store_wide
+        The writer's store-wide arguments, as the store was written with them.
+    memory_budget
+        Bytes of working memory a batch may take (estimated from level 0's row sizes).
+    progress
+        Called as ``progress("levels", batches read, batches)`` in every pass.
+
+    Returns
+    -------
+    ObjectBatches
+        Level 0, read again at every pass over it.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.geometry import object_writer
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> zv.write_polylines(path, [np.zeros((2, 2)), np.ones((3, 2))], chunk_shape=4.0)
+    >>> batches = stored_batches(open_source(path), object_writer("polyline"), {}, 1)
+    >>> [batch.offsets.tolist() for batch in batches.read()]  # one object per batch
+    [[0, 2], [0, 3]]
+    """
+    reader = ObjectReader(LevelReader(source.io, source.root, 0))
+    m = source.n_objects
+    step = min(max(1, m), _objects_per_batch(source, memory_budget))
+
+    def batch(first: int, stop: int) -> ObjectTable:
+        found = reader.read(np.arange(first, min(m, stop), dtype=np.int64))
+        return writer.prepare(_batch_data(source, found), **store_wide)
+
+    def read() -> Iterator[ObjectTable]:
+        starts = range(0, m, step)
+        for done, first in enumerate(starts, start=1):
+            yield batch(first, first + step)
+            if progress is not None:
+                progress("levels", done, len(starts))
+
+    objects = _object_fields(source, batch(0, 1))  # the store-wide root keys of one object
+    return ObjectBatches(source.kind, m, objects, read)
+
+
 def stored_table(source: Source, writer: KindWriter, store_wide: dict[str, Any]) -> ObjectTable:
     """Level 0 of ``source`` as the object table its kind's writer would prepare.
 
@@ -130,16 +247,7 @@ def stored_table(source: Source, writer: KindWriter, store_wide: dict[str, Any])
     found = ObjectReader(LevelReader(source.io, source.root, 0)).read(
         np.arange(source.n_objects, dtype=np.int64)
     )
-    offsets = np.zeros(1, np.int64) if found.offsets is None else found.offsets
-    has_ids = source.io.get(f"0/{OBJECT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}/zarr.json") is not None
-    batch = {
-        **_kind_data(source.kind, found, np.diff(offsets)),
-        "attributes": dict(found.attributes) or None,
-        "object_attributes": dict(source.object_columns) or None,
-        "object_ids": source.ids if has_ids else None,
-        **_group_arguments(source, source.ids),
-    }
-    return writer.prepare(batch, **store_wide)
+    return _object_fields(source, writer.prepare(_batch_data(source, found), **store_wide))
 
 
 def _level_keys(io: StoreIO) -> list[str]:
@@ -209,11 +317,19 @@ def stored_levels(store: Source | StoreLike) -> Levels | None:
     return Levels(count=top, objects="coverage", objects_per_cell=int(objects["per_cell"]))
 
 
-def rebuild_levels(io: StoreIO, source: Source, settings: Levels) -> RootMetadata:
+def rebuild_levels(
+    io: StoreIO,
+    source: Source,
+    settings: Levels,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    progress: Progress | None = None,
+) -> RootMetadata:
     """Build the levels ``settings`` asks for from level 0 of ``source`` (read from
-    ``io``) and write into ``io`` only the level files that change; the root to commit.
+    ``io`` in batches of objects within ``memory_budget``) and write into ``io`` only the
+    level files that change; the root to commit.
 
-    The store's former levels above those built are deleted.
+    The store's former levels above those built are deleted. ``progress`` is called as
+    ``progress("levels", batches read, batches)`` per pass over level 0.
 
     Raises
     ------
@@ -235,16 +351,16 @@ def rebuild_levels(io: StoreIO, source: Source, settings: Levels) -> RootMetadat
     if writer.levels is None:
         checked_levels(source.kind, settings)
         return source.root.with_levels(())
-    table = stored_table(source, writer, store_arguments(source))
     built_io = StoreIO(scratch_store())
     built: tuple[LevelMetadata, ...] = ()
-    if table.positions.shape[0]:
-        built = writer.levels(settings)(built_io, table, source.grid, options_of(source))
+    if int(source.reader.meta.vertex_count or 0):
+        batches = stored_batches(source, writer, store_arguments(source), memory_budget, progress)
+        built = write_object_levels(built_io, batches, source.grid, options_of(source), settings)
     _write_changed(built_io, io)
     return source.root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())
 
 
-def commit_levels(io: StoreIO, settings: Levels) -> int:
+def commit_levels(io: StoreIO, settings: Levels, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> int:
     """Build the levels of the object store just merged into ``io`` (its root written, the
     change not yet committed where ``io`` is a staging copy) and write its root again
     listing them; the number of levels.
@@ -263,13 +379,16 @@ def commit_levels(io: StoreIO, settings: Levels) -> int:
     1
     """
     source = open_source(io)
-    root = rebuild_levels(io, source, settings)
+    root = rebuild_levels(io, source, settings, memory_budget)
     commit_root(io, root, source.reader.meta, _summary(source, source.reader.meta))
     return len(root.levels)
 
 
 def build_object_levels(
-    store: StoreLike, levels: Any = "auto", progress: ProgressOption = None
+    store: StoreLike,
+    levels: Any = "auto",
+    progress: ProgressOption = None,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
 ) -> int:
     """Add or rebuild the levels of detail of an object store (spec §4.3.3).
 
@@ -285,7 +404,13 @@ def build_object_levels(
     levels
         ``"auto"`` (default), a number of levels, or a :class:`~zarr_vectors.Levels`.
     progress
-        As for the writers: one step per stage (``"read objects"``, ``"levels"``).
+        As for the writers: stage ``"levels"``, the batches of objects read in each pass
+        over level 0.
+    memory_budget
+        Bytes of working memory, as for the streaming writers (default 256 MiB): level 0
+        is read in batches of objects that fit (estimated from its row sizes), once for a
+        summary of the objects and once per candidate level; memory holds a batch, the
+        summary (a few numbers per object) and the coarse level being written.
 
     Returns
     -------
@@ -295,8 +420,8 @@ def build_object_levels(
     Raises
     ------
     InvalidInputError
-        For a store that is not an object store, a kind whose writer builds no levels, or
-        bad ``levels``.
+        For a store that is not an object store, a kind whose writer builds no levels,
+        bad ``levels`` or a ``memory_budget`` below one byte.
 
     Examples
     --------
@@ -311,17 +436,19 @@ def build_object_levels(
     >>> zv.open(path).metadata["zarr_vectors_version"]
     '1.3'
     """
+    if inputs.number(memory_budget, "memory_budget") < 1:
+        raise InvalidInputError(
+            f"memory_budget must be a positive number of bytes, got {memory_budget}"
+        )
     settings = level_settings(levels) or Levels(count=0)
     source = open_source(store)
     with (
         progress_reporter(progress) as report,
         modify_target(store, rewritten=".zattrs", base=source.base) as (_, target),
     ):
-        report("levels", 0, 1)
-        root = rebuild_levels(target, source, settings)
+        root = rebuild_levels(target, source, settings, memory_budget, report)
         meta = source.reader.meta
         commit_root(target, root, meta, _summary(source, meta))
-        report("levels", 1, 1)
     return len(root.levels)
 
 

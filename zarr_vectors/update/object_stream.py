@@ -256,7 +256,8 @@ class ObjectWriter(CloseOnExit):
     levels
         Levels of detail (spec §4.3.3), as for the kind's ``write_*`` function: built when
         the writer closes from the merged level 0, the same bytes as a one-shot write of
-        all the objects (the whole objects are then held in memory once). Not with
+        all the objects (level 0 is read back in batches of objects, as by
+        :func:`~zarr_vectors.build_levels`; one coarse level is held at a time). Not with
         ``mode="a"``: an append keeps the store's levels (its number of levels and object
         sparsity), built again over all its objects; only the files that change are
         written.

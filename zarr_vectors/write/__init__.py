@@ -21,7 +21,7 @@ _objects, _object_runs
     Object tables: the object index, object attributes, object runs per chunk.
 _chunk_shapes
     The default chunk shape of a store; exported as the module ``chunk_shapes``.
-levels, _point_levels, _object_levels, _object_coarsening
+levels, _point_levels, _object_levels, _object_coarsening, _object_batches
     Levels of detail: :class:`Levels`, what a writer asks for, and their computation for
     point clouds (spec §4.3.2) and the object kinds (spec §4.3.3).
 """
@@ -38,6 +38,7 @@ from zarr_vectors.write._inputs import (
     new_store_destination,
 )
 from zarr_vectors.write._kind_writers import KindWriter, write_kind
+from zarr_vectors.write._object_batches import ObjectBatches
 from zarr_vectors.write._object_coarsening import coarse_table, object_method
 from zarr_vectors.write._object_levels import (
     graph_level_builder,
@@ -45,6 +46,7 @@ from zarr_vectors.write._object_levels import (
     object_level_builder,
     polyline_level_builder,
     skeleton_level_builder,
+    write_object_levels,
 )
 from zarr_vectors.write._objects import (
     Groups,
@@ -133,11 +135,13 @@ __all__ = [
     "recorded_settings",
     "write_point_levels",
     "Groups",
+    "ObjectBatches",
     "ObjectTable",
     "write_global",
     "write_object_columns",
     "write_object_index",
     "write_objects",
+    "write_object_levels",
     "polyline_level_builder",
     "skeleton_level_builder",
     "graph_level_builder",

@@ -1,0 +1,139 @@
+"""Cost and peak memory of ``zv.build_levels`` on a streamline store, code before and after.
+
+Usage: ``python -m benchmarks.object_level_build [--streamlines N] [--length L]
+[--budget BYTES] [--before DIR] [--dir D]``.
+
+The parent writes N streamlines of L vertices (:func:`benchmarks.objects.make_streamlines`,
+chunks 50 mm, bins 12.5 mm, one vertex and one object attribute) without levels, then for
+each code tree (this one; ``--before``: another checkout, e.g. a ``git archive`` of the
+commit before) copies the store and runs ``build_levels(copy, "auto")`` in a fresh child
+process: the child compiles the kernels on a tiny store first, resets its peak resident
+set size (``VmHWM``), builds, and reports wall and CPU time and the peak above the resident
+size before the build. The copies' level files are compared byte for byte. Level 0's
+uncompressed size (positions and attributes) is printed beside, with the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks._measure import log, proc_status_kb, reset_peak_rss, run_child
+
+__all__ = ["main"]
+
+
+def _child(code: str, path: str, budget: int) -> dict[str, Any]:
+    """Build the levels of ``path`` with the zarr_vectors of ``code`` (this tree if empty)."""
+    if code:
+        sys.path.insert(0, code)
+    zv = importlib.import_module("zarr_vectors")
+    np = importlib.import_module("numpy")
+    with tempfile.TemporaryDirectory(prefix="zv-bench-olb-") as tmp:
+        warm = Path(tmp) / "warm.zv"
+        walk = np.cumsum(np.ones((40, 3), np.float32), axis=0)
+        zv.write_polylines(warm, [walk, walk + 3], chunk_shape=16.0, progress=False)
+        zv.build_levels(warm, 2, progress=False)
+    extra = {"memory_budget": budget} if "memory_budget" in _parameters(zv.build_levels) else {}
+    reset = reset_peak_rss()
+    before = proc_status_kb("VmRSS") or 0
+    wall, cpu = time.perf_counter(), time.process_time()
+    built = zv.build_levels(path, "auto", progress=False, **extra)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {
+        "levels": built,
+        "counts": [level.vertex_count for level in zv.open(path).levels],
+        "wall": wall,
+        "cpu": cpu,
+        "peak_kb": (proc_status_kb("VmHWM") or 0) - before,
+        "reset": reset,
+        "budget": bool(extra),
+        "file": zv.__file__,
+    }
+
+
+def _parameters(func: Any) -> list[str]:
+    return list(importlib.import_module("inspect").signature(func).parameters)
+
+
+def _level_files(root: Path) -> dict[str, bytes]:
+    """The files of the levels above 0."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and p.relative_to(root).parts[0][0].isdigit()
+        and p.relative_to(root).parts[0] != "0"
+    }
+
+
+def main() -> None:
+    """Parse the arguments and print one JSON line per code tree."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--streamlines", type=float, default=1e5)
+    parser.add_argument("--length", type=int, default=100)
+    parser.add_argument("--budget", type=int, default=256 * 2**20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=2, help="builds per tree; the last kept")
+    parser.add_argument("--before", type=Path, default=None)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--child", nargs=3, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is not None:
+        print(json.dumps(_child(args.child[0], args.child[1], int(args.child[2]))))
+        return
+    zv = importlib.import_module("zarr_vectors")
+    objects = importlib.import_module("benchmarks.objects")  # imports zarr_vectors: not in a child
+    root = Path(tempfile.mkdtemp(prefix="zv-bench-olb-", dir=args.dir))
+    try:
+        data = objects.make_streamlines(int(args.streamlines), args.length, args.seed)
+        frame = data.frame
+        store = root / "lines.zv"
+        zv.write_polylines(
+            store,
+            (frame.positions, frame.offsets),
+            kind="streamline",
+            chunk_shape=objects.STREAMLINE_CHUNK,
+            bin_shape=objects.STREAMLINE_BIN,
+            attributes=frame.attributes,
+            object_attributes=frame.object_attributes,
+            progress=False,
+        )
+        level0 = frame.positions.nbytes + sum(a.nbytes for a in frame.attributes.values())
+        built: dict[str, dict[str, bytes]] = {}
+        trees = [("after", "")] + ([("before", str(args.before))] if args.before else [])
+        for name, code in trees:
+            copy = root / f"{name}.zv"
+            for r in range(args.repeat):  # the first also fills the tree's numba cache
+                shutil.copytree(store, copy)
+                load = os.getloadavg()[0]
+                log(f"object_level_build: {name} {r + 1} of {args.repeat} ...")
+                got = run_child(
+                    "benchmarks.object_level_build", "--child", code, str(copy), str(args.budget)
+                )
+                got |= {"tree": name, "run": r + 1, "load": load, "load_after": os.getloadavg()[0]}
+                got["level0_bytes"] = level0
+                print(json.dumps(got), flush=True)
+                built[name] = _level_files(copy)
+                shutil.rmtree(copy)
+        if len(built) == 2:
+            differ = sorted(
+                k
+                for k in built["after"].keys() | built["before"].keys()
+                if built["after"].get(k) != built["before"].get(k)
+            )
+            print(json.dumps({"same_level_files": not differ, "differ": differ[:5]}))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
