@@ -21,6 +21,7 @@ store, their modification times.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Iterator
 from typing import Any
