@@ -484,7 +484,10 @@ def _build_levels(args: argparse.Namespace) -> int:
         objects_kept=args.objects_kept,
     )
     built = zv.build_levels(args.store, levels, memory_budget=args.memory_budget)
-    print(f"{args.store}: {built} level{'' if built == 1 else 's'} of detail built")
+    if built == 0:
+        print(f"{args.store}: no levels of detail (level 0 only)")
+    else:
+        print(f"{args.store}: {built} level{'' if built == 1 else 's'} of detail built")
     return EXIT_OK
 
 

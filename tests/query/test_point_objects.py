@@ -126,7 +126,7 @@ def test_read_objects_is_the_whole_read_filtered_by_id(
         progress=False,
     )
     store = zv.open(memory)
-    assert store.metadata["zarr_vectors_version"] == ("1.3" if indexed else "1.2")
+    assert store.metadata["zarr_vectors_version"] == "1.3"
     wanted = np.random.default_rng(seed).choice(np.unique(ids), count).tolist()
     got = store.read_objects(wanted)
     everything, keep = _filtered(store, wanted)

@@ -50,7 +50,12 @@ def _wrong_count(store: MemoryStore) -> None:
 
 
 def _old_version(store: MemoryStore) -> None:
+    """Declare 1.2, with the ``.zattrs`` mirrors a 1.2 store has (so L1 passes)."""
     s.edit_root(store, lambda a: a.__setitem__("zarr_vectors_version", "1.2"))
+    io = StoreIO(store)
+    for group in ("", "0/"):
+        attributes = json.loads(io.get(f"{group}zarr.json") or b"")["attributes"]
+        io.set(f"{group}.zattrs", json.dumps(attributes).encode())
 
 
 def _index_on_a_store_without_ids(store: MemoryStore) -> None:
