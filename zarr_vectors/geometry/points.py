@@ -104,13 +104,12 @@ def write_points(
         ``progress(stage, done, total)`` called instead (stage ``"write"``, counting chunks).
     {storage_options}
     levels
-        Levels of detail for overviews (spec §4.3): None (default) writes level 0 alone
-        (a format 1.2 store); ``"auto"`` adds levels until one holds at most 100,000
-        points; an int asks for that many levels; a :class:`~zarr_vectors.Levels` chooses
-        the method (``"sample"``: nested subsets, at most ``per_bin`` points per coarse
-        bin; ``"aggregate"``: one point per coarse bin with reduced attributes and a
-        ``count``), the target and the reductions. A store with levels declares format
-        1.3. Not with ``mode="a"``.
+        Levels of detail for overviews (spec §4.3): None (default) writes level 0
+        alone; ``"auto"`` adds levels until one holds at most 100,000 points; an int
+        asks for that many levels; a :class:`~zarr_vectors.Levels` chooses the method
+        (``"sample"``: nested subsets, at most ``per_bin`` points per coarse bin;
+        ``"aggregate"``: one point per coarse bin with reduced attributes and a
+        ``count``), the target and the reductions. Not with ``mode="a"``.
 
     Raises
     ------
