@@ -97,6 +97,24 @@ def test_an_existing_destination_is_replaced_only_when_asked(
     assert zv.convert(tmp_path / "p.zv", tmp_path / "p.zarr").vertex_count == 80
 
 
+def test_a_failed_export_leaves_the_destination_as_it_was(
+    tmp_path: Path, round_trip: dict[str, tuple[Path, Path, Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours, _, _ = round_trip["points"]
+    old = zv.convert(ours, tmp_path / "p.zv", format=V)
+    before = sorted(p.relative_to(old) for p in old.rglob("*"))
+
+    def fail(*args: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr("zarr_vectors.converters._v_export._level_attrs", fail)
+    for mode, target in (("w", old), ("w-", tmp_path / "fresh.zv")):
+        with pytest.raises(OSError, match="disk full"):
+            zv.convert(ours, target, format=V, mode=mode)
+    assert sorted(p.relative_to(old) for p in old.rglob("*")) == before  # the old store
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.zv"]  # nothing else left
+
+
 @pytest.mark.reference
 @reference
 def test_092_reads_our_export_as_it_read_its_own_store(

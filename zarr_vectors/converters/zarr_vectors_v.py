@@ -38,6 +38,7 @@ from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.format.version import is_layout_v
+from zarr_vectors.store import commit
 from zarr_vectors.geometry import (
     write_graph,
     write_mesh,
@@ -150,12 +151,21 @@ def _export_v(
     name: str, store: VectorStore, path: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
     """Write level 0 of ``store`` as a layout-V store at ``path`` (point clouds, polylines
-    and streamlines; see :mod:`zarr_vectors.converters._v_export`)."""
-    if overwrite and path.is_dir() and is_layout_v(read_root_attributes(path)):
-        shutil.rmtree(path)
-    if path.exists():
+    and streamlines; see :mod:`zarr_vectors.converters._v_export`).
+
+    The store is written in a hidden sibling and moved in (or swapped with the layout-V
+    store it replaces) at the end, as every write of this library: a failed export leaves
+    ``path`` as it was."""
+    replaced = overwrite and path.is_dir() and is_layout_v(read_root_attributes(path))
+    if path.exists() and not replaced:
         raise StoreExistsError(f'{path} exists; pass mode="w" to replace a layout-V store there')
-    export_v(store, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = commit.sibling(path, "writing")
+    try:
+        export_v(store, staging)
+        (commit.commit_replacement if replaced else commit.commit_fresh)(staging, path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # a failed export's, or the old store
 
 
 ZARR_VECTORS_V = FileConverter(
