@@ -38,7 +38,6 @@ from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.format.version import is_layout_v
-from zarr_vectors.store import commit
 from zarr_vectors.geometry import (
     write_graph,
     write_mesh,
@@ -46,6 +45,7 @@ from zarr_vectors.geometry import (
     write_polylines,
     write_skeletons,
 )
+from zarr_vectors.store import commit
 from zarr_vectors.store.layout_v import LayoutVStore, read_root_attributes
 
 __all__ = ["IMPORT_OPTIONS", "ZARR_VECTORS_V"]
