@@ -32,6 +32,7 @@ RANKS = {
     "store_summary": 7,
     "converters": 7,
     "parallel": 7,
+    "precomputed": 7,
     "_warmup": 7,
     "__init__": 8,
     "cli": 9,
