@@ -6,6 +6,35 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from zarr_vectors.precomputed.skeletons import SkeletonSource, skeleton_sources
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError, PrecomputedSource
 
-__all__ = ["PrecomputedFileNotFoundError", "PrecomputedSource"]
+if TYPE_CHECKING:
+    from zarr_vectors.dataset import VectorStore
+
+__all__ = [
+    "PrecomputedFileNotFoundError",
+    "PrecomputedSource",
+    "SkeletonSource",
+    "skeleton_sources",
+    "sources",
+]
+
+
+def sources(store: VectorStore) -> list[PrecomputedSource]:
+    """Every precomputed source ``store`` is shown as (skeletons of a line store...).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.precomputed import sources
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> zv.write_polylines(path, [np.array([[0, 0], [5, 5.0]])], chunk_shape=10.0)
+    >>> [source.name for source in sources(zv.open(path))]
+    ['skeletons']
+    """
+    return [*skeleton_sources(store)]
