@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from zarr_vectors.precomputed.meshes import MeshSource, mesh_sources
 from zarr_vectors.precomputed.skeletons import SkeletonSource, skeleton_sources
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError, PrecomputedSource
 
@@ -15,16 +16,18 @@ if TYPE_CHECKING:
     from zarr_vectors.dataset import VectorStore
 
 __all__ = [
+    "MeshSource",
     "PrecomputedFileNotFoundError",
     "PrecomputedSource",
     "SkeletonSource",
+    "mesh_sources",
     "skeleton_sources",
     "sources",
 ]
 
 
 def sources(store: VectorStore) -> list[PrecomputedSource]:
-    """Every precomputed source ``store`` is shown as (skeletons of a line store...).
+    """Every precomputed source ``store`` is shown as: skeletons of a line store, meshes.
 
     Examples
     --------
@@ -37,4 +40,4 @@ def sources(store: VectorStore) -> list[PrecomputedSource]:
     >>> [source.name for source in sources(zv.open(path))]
     ['skeletons']
     """
-    return [*skeleton_sources(store)]
+    return [*skeleton_sources(store), *mesh_sources(store)]
