@@ -94,7 +94,8 @@ def test_files_are_by_id_reads_and_unknown_paths_are_not_found(
     assert source.name == "meshes"
     paths = list(source.paths())
     assert paths[0] == "info"
-    assert len(paths) == 5
+    assert paths[1] == "segment_properties/info"
+    assert len(paths) == 6
     assert json.loads(source.read("info"))["@type"].startswith("neuroglancer_")
 
     def refused(self: VectorStore, *args: Any, **options: Any) -> Any:

@@ -128,7 +128,7 @@ def test_a_path_it_does_not_have_is_not_found(tmp_path: Path, path: str) -> None
 def test_paths_are_info_then_every_id_and_the_shape_is_a_source(tmp_path: Path) -> None:
     source = SkeletonSource(_neurons(tmp_path / "neurons.zarr"))
     assert isinstance(source, PrecomputedSource)
-    assert list(source.paths()) == ["info", "3", "8", "9"]
+    assert list(source.paths()) == ["info", "segment_properties/info", "3", "8", "9"]
     assert source.name == "skeletons"
 
 
@@ -158,3 +158,38 @@ def test_encoding_reads_back_in_cloud_volume_decoder(n: int, seed: int, dtype: s
     np.testing.assert_array_equal(decoded.edges, edges)
     if n:
         np.testing.assert_array_equal(decoded.a, values)
+
+
+def test_segment_properties_list_ids_object_attributes_and_groups(tmp_path: Path) -> None:
+    lines = [np.array([[0, 0], [5, 5.0]]), np.array([[9, 9], [1, 1.0]]), np.array([[2, 2.0]])]
+    path = tmp_path / "tracts.zarr"
+    zv.write_polylines(
+        path,
+        lines,
+        chunk_shape=10.0,
+        object_ids=[12, 3, 5],
+        object_attributes={"length": [7.0, 11.5, 0.25], "fa": [[1, 2], [3, 4], [5, 6]]},
+        groups={"arcuate fasciculus": [12, 5], "cst": [5]},
+    )
+    source = SkeletonSource(zv.open(path))
+    assert json.loads(source.read("info"))["segment_properties"] == "segment_properties"
+    info = json.loads(source.read("segment_properties/info"))
+    assert info["@type"] == "neuroglancer_segment_properties"
+    assert info["inline"]["ids"] == ["3", "5", "12"]
+    length, tags = info["inline"]["properties"]  # "fa" has two values per object: not shown
+    assert length == {
+        "id": "length",
+        "type": "number",
+        "data_type": "float32",
+        "values": [11.5, 0.25, 7.0],
+    }
+    assert tags == {
+        "id": "tags",
+        "type": "tags",
+        "tags": ["arcuate_fasciculus", "cst"],
+        "values": [[], [0, 1], [0]],
+    }
+    plain = tmp_path / "plain.zarr"
+    zv.write_polylines(plain, lines[:2], chunk_shape=10.0, object_ids=[12, 3])
+    bare = json.loads(SkeletonSource(zv.open(plain)).read("segment_properties/info"))
+    assert bare["inline"]["properties"] == [{"id": "label", "type": "label", "values": ["3", "12"]}]

@@ -22,6 +22,7 @@ __all__ = [
     "nanometres_per_unit",
     "scale_of",
     "segment_id",
+    "shown_dtype",
     "stored_positions",
     "transform_of",
 ]
@@ -75,6 +76,22 @@ def stored_positions(positions: np.ndarray) -> np.ndarray:
     width = min(positions.shape[1], 3)
     out[:, :width] = positions[:, :width]
     return out
+
+
+def shown_dtype(dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+    """The type Neuroglancer shows values of ``dtype`` as, None if it cannot show them.
+
+    Its skeleton vertex attributes and number segment properties are ``float32`` or
+    integers of at most 32 bits: floats become ``float32``, booleans ``uint8``, 64-bit
+    integers ``float32`` (exact to 2**24, never wrapped); text and other types are not shown.
+    """
+    if dtype.kind == "b":
+        return np.dtype("<u1")
+    if dtype.kind == "f" or (dtype.kind in "iu" and dtype.itemsize > 4):
+        return np.dtype("<f4")
+    if dtype.kind in "iu":
+        return dtype.newbyteorder("<")
+    return None
 
 
 def segment_id(path: str) -> int | None:

@@ -37,6 +37,11 @@ from zarr_vectors.precomputed._model_space import (
     stored_positions,
     transform_of,
 )
+from zarr_vectors.precomputed._segment_properties import (
+    PROPERTIES_FOLDER,
+    PROPERTIES_INFO,
+    Segments,
+)
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
 
 if TYPE_CHECKING:
@@ -184,7 +189,7 @@ class MeshSource:
     >>> zv.write_mesh(path, xyz, faces, chunk_shape=4.0, progress=False)
     >>> source = MeshSource(zv.open(path))
     >>> list(source.paths())
-    ['info', '0:0', '0:0:1']
+    ['info', 'segment_properties/info', '0:0', '0:0:1']
     >>> json.loads(source.read("0:0"))
     {'fragments': ['0:0:1']}
     >>> len(source.read("0:0:1"))   # 4 + 4 * 12 + 4 * 12
@@ -201,7 +206,7 @@ class MeshSource:
         self._store = store
         self._levels = [info.level for info in store.levels]
         self._scales = [float(max(info.bin_shape or store.bin_shape)) for info in store.levels]
-        self._ids: np.ndarray | None = None
+        self._segments = Segments(store)
         self._recent: OrderedDict[int, tuple[bytes, bytes]] = OrderedDict()
 
     @property
@@ -233,29 +238,17 @@ class MeshSource:
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "tri.zarr"
         >>> zv.write_mesh(path, np.eye(3), [[0, 1, 2]], chunk_shape=4.0, progress=False)
         >>> MeshSource(zv.open(path)).info()
-        {'@type': 'neuroglancer_legacy_mesh'}
+        {'@type': 'neuroglancer_legacy_mesh', 'segment_properties': 'segment_properties'}
         """
         if not self.multiresolution:
-            return {"@type": "neuroglancer_legacy_mesh"}
+            return {"@type": "neuroglancer_legacy_mesh", "segment_properties": PROPERTIES_FOLDER}
         return {
             "@type": "neuroglancer_multilod_draco",
             "vertex_quantization_bits": QUANTIZATION_BITS,
             "transform": transform_of(self._store.axis_units),
             "lod_scale_multiplier": 1.0,
+            "segment_properties": PROPERTIES_FOLDER,
         }
-
-    def _object_ids(self) -> np.ndarray:
-        """The store's object ids that are Neuroglancer segment ids (not negative), sorted."""
-        if self._ids is None:
-            ids = np.asarray(self._store.object_ids, dtype=np.int64)
-            self._ids = np.sort(ids[ids >= 0])
-        return self._ids
-
-    def _has(self, object_id: int) -> bool:
-        """Whether ``object_id`` is one of the source's segment ids."""
-        ids = self._object_ids()
-        where = int(np.searchsorted(ids, object_id)) if object_id < 2**63 else len(ids)
-        return where < len(ids) and int(ids[where]) == object_id
 
     def _files_of(self, object_id: int) -> tuple[str, str]:
         """The manifest's and the data file's names of one object."""
@@ -264,7 +257,7 @@ class MeshSource:
         return f"{object_id}:0", f"{object_id}:0:1"
 
     def paths(self) -> Iterator[str]:
-        """``"info"``, then each object's manifest and data file, ids ascending.
+        """``"info"``, the segment properties, then each object's manifest and data file.
 
         Examples
         --------
@@ -276,14 +269,15 @@ class MeshSource:
         >>> zv.write_mesh(path, np.eye(3), [[0, 1, 2]], chunk_shape=4.0, progress=False,
         ...               levels=1)
         >>> list(MeshSource(zv.open(path)).paths())
-        ['info', '0.index', '0']
+        ['info', 'segment_properties/info', '0.index', '0']
         """
         yield "info"
-        for object_id in self._object_ids():
+        yield PROPERTIES_INFO
+        for object_id in self._segments.ids():
             yield from self._files_of(int(object_id))
 
     def read(self, path: str) -> bytes:
-        """The bytes of ``info``, of a manifest or of a data file.
+        """The bytes of ``info``, of the segment properties, of a manifest or of a data file.
 
         Raises
         ------
@@ -307,6 +301,8 @@ class MeshSource:
         """
         if path == "info":
             return json_bytes(self.info())
+        if path == PROPERTIES_INFO:
+            return json_bytes(self._segments.info())
         object_id, manifest = self._parsed(path)
         if self.multiresolution:
             files = self._multilod(object_id)
@@ -320,15 +316,15 @@ class MeshSource:
         stem = path.removesuffix(".index") if self.multiresolution else path.split(":")[0]
         object_id = segment_id(stem)
         if object_id is not None and path in self._files_of(object_id):
-            if not self._has(object_id):
+            if not self._segments.has(object_id):
                 raise PrecomputedFileNotFoundError(
                     f"no mesh {object_id}: the store has no object with this id"
                 )
             return object_id, path == self._files_of(object_id)[0]
         layout = "'<id>.index' and '<id>'" if self.multiresolution else "'<id>:0' and '<id>:0:1'"
         raise PrecomputedFileNotFoundError(
-            f"no file {path!r} in the meshes source: its files are 'info' and {layout} "
-            "for the decimal id of each object"
+            f"no file {path!r} in the meshes source: its files are 'info', "
+            f"{PROPERTIES_INFO!r} and {layout} for the decimal id of each object"
         )
 
     def _read_object(self, object_id: int, level: int) -> Any:

@@ -24,8 +24,14 @@ from zarr_vectors.errors import InvalidInputError, ObjectNotFoundError
 from zarr_vectors.precomputed._model_space import (
     json_bytes,
     segment_id,
+    shown_dtype,
     stored_positions,
     transform_of,
+)
+from zarr_vectors.precomputed._segment_properties import (
+    PROPERTIES_FOLDER,
+    PROPERTIES_INFO,
+    Segments,
 )
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
 
@@ -37,22 +43,6 @@ __all__ = ["SKELETON_KINDS", "SkeletonSource", "encode_skeleton", "skeleton_sour
 
 SKELETON_KINDS = ("skeleton", "graph", "polyline", "streamline")
 """The kinds shown as skeletons: every kind whose objects are vertices joined by edges."""
-
-
-def _shown_dtype(dtype: np.dtype[Any]) -> np.dtype[Any] | None:
-    """The type Neuroglancer shows a vertex attribute of ``dtype`` as, None if it cannot.
-
-    Its skeleton attributes are ``float32`` or integers of at most 32 bits: floats become
-    ``float32``, booleans ``uint8``, 64-bit integers ``float32`` (exact to 2**24, never
-    wrapped); text and other types are not shown.
-    """
-    if dtype.kind == "b":
-        return np.dtype("<u1")
-    if dtype.kind == "f" or (dtype.kind in "iu" and dtype.itemsize > 4):
-        return np.dtype("<f4")
-    if dtype.kind in "iu":
-        return dtype.newbyteorder("<")
-    return None
 
 
 def _components(shape: tuple[int, ...]) -> int:
@@ -126,7 +116,7 @@ class SkeletonSource:
     ...                    chunk_shape=4.0, units="micrometer", progress=False)
     >>> source = SkeletonSource(zv.open(path))
     >>> list(source.paths())
-    ['info', '0']
+    ['info', 'segment_properties/info', '0']
     >>> info = json.loads(source.read("info"))
     >>> info["transform"][:4], info["vertex_attributes"]
     ([1000.0, 0.0, 0.0, 0.0], [{'id': 'radius', 'data_type': 'float32', 'num_components': 1}])
@@ -143,7 +133,7 @@ class SkeletonSource:
                 f"{', '.join(SKELETON_KINDS)} stores"
             )
         self._store = store
-        self._ids: np.ndarray | None = None
+        self._segments = Segments(store)
         empty = store.read_objects(np.empty(0, dtype=np.int64))
         self._attributes = self._shown_attributes(empty)
         self._extra_axes = self._extra_axis_names(store)
@@ -153,7 +143,7 @@ class SkeletonSource:
         """The vertex attributes Neuroglancer can show: name → (type shown, components)."""
         shown: dict[str, tuple[np.dtype[Any], int]] = {}
         for name, values in empty.attributes.items():
-            dtype = _shown_dtype(values.dtype)
+            dtype = shown_dtype(values.dtype)
             if dtype is not None:
                 shown[name] = (dtype, _components(values.shape[1:]))
         return shown
@@ -187,17 +177,11 @@ class SkeletonSource:
             "@type": "neuroglancer_skeletons",
             "transform": transform_of(self._store.axis_units),
             "vertex_attributes": attributes,
+            "segment_properties": PROPERTIES_FOLDER,
         }
 
-    def _object_ids(self) -> np.ndarray:
-        """The store's object ids that are Neuroglancer segment ids (not negative), sorted."""
-        if self._ids is None:
-            ids = np.asarray(self._store.object_ids, dtype=np.int64)
-            self._ids = np.sort(ids[ids >= 0])
-        return self._ids
-
     def paths(self) -> Iterator[str]:
-        """``"info"``, then the decimal id of every object in ascending order.
+        """``"info"``, the segment properties, then the decimal id of every object, ascending.
 
         Examples
         --------
@@ -209,14 +193,15 @@ class SkeletonSource:
         >>> lines = [np.array([[0, 0], [5, 5.0]]), np.array([[9, 9], [1, 1.0]])]
         >>> zv.write_polylines(path, lines, chunk_shape=10.0, object_ids=[12, 3])
         >>> list(SkeletonSource(zv.open(path)).paths())
-        ['info', '3', '12']
+        ['info', 'segment_properties/info', '3', '12']
         """
         yield "info"
-        for object_id in self._object_ids():
+        yield PROPERTIES_INFO
+        for object_id in self._segments.ids():
             yield str(int(object_id))
 
     def read(self, path: str) -> bytes:
-        """The bytes of ``info`` or of one object's skeleton file.
+        """The bytes of ``info``, of the segment properties or of one object's skeleton file.
 
         Raises
         ------
@@ -241,11 +226,13 @@ class SkeletonSource:
         """
         if path == "info":
             return json_bytes(self.info())
+        if path == PROPERTIES_INFO:
+            return json_bytes(self._segments.info())
         object_id = segment_id(path)
         if object_id is None or object_id >= 2**63:
             raise PrecomputedFileNotFoundError(
-                f"no file {path!r} in the skeletons source: its files are 'info' and the "
-                "decimal id of each object"
+                f"no file {path!r} in the skeletons source: its files are 'info', "
+                f"{PROPERTIES_INFO!r} and the decimal id of each object"
             )
         try:
             found = self._store.read_objects(object_id)
