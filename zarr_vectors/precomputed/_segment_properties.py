@@ -1,11 +1,11 @@
 """The ``segment_properties`` of a skeleton or mesh source: ids, object attributes, groups.
 
 Neuroglancer lists a source's segments from its ``segment_properties/info``
-(``neuroglancer_segment_properties``, inline): every id (as decimal text), each per-object
-attribute it can show as a ``number`` property (scalar, finite, of a type from
-:func:`shown_dtype`), and the store's groups as ``tags`` (an object is tagged with the
-names of the groups it belongs to). A store with neither gets a ``label`` of each id, so
-the list always has a property to show.
+(``neuroglancer_segment_properties``, inline): every id (as decimal text), each scalar
+per-object attribute as a ``number`` property (finite, of a type from :func:`shown_dtype`),
+and the store's groups as ``tags`` (an object is tagged with the names of the groups it
+belongs to; spaces become ``_``). A store with neither gets a ``label`` of each id, so the
+list always has a property to show.
 """
 
 from __future__ import annotations
@@ -31,20 +31,26 @@ PROPERTIES_INFO = f"{PROPERTIES_FOLDER}/info"
 _SPACES = re.compile(r"\s+")
 
 
-def _number_properties(store: VectorStore, order: np.ndarray) -> list[dict[str, Any]]:
-    """Each scalar, finite per-object attribute Neuroglancer can show, rows in ``order``."""
+def _property(name: str, values: np.ndarray) -> dict[str, Any] | None:
+    """One per-object attribute as a ``number`` property, None if it cannot be shown."""
+    if values.ndim != 1:
+        return None
+    dtype = shown_dtype(values.dtype)
+    if dtype is None:
+        return None
+    shown = values.astype(dtype)
+    if dtype.kind == "f" and not np.all(np.isfinite(shown)):
+        return None
+    return {"id": name, "type": "number", "data_type": dtype.name, "values": shown.tolist()}
+
+
+def _object_properties(store: VectorStore, order: np.ndarray) -> list[dict[str, Any]]:
+    """Each per-object attribute Neuroglancer can show, rows in ``order``."""
     found = []
     for name in store.object_attribute_names:
-        values = np.asarray(store.object_attribute(name))
-        dtype = shown_dtype(values.dtype)
-        if dtype is None or values.ndim != 1:
-            continue
-        shown = values[order].astype(dtype)
-        if dtype.kind == "f" and not np.all(np.isfinite(shown)):
-            continue
-        found.append(
-            {"id": name, "type": "number", "data_type": dtype.name, "values": shown.tolist()}
-        )
+        shown = _property(name, np.asarray(store.object_attribute(name))[order])
+        if shown is not None:
+            found.append(shown)
     return found
 
 
@@ -53,7 +59,7 @@ def _tags(store: VectorStore, ids: np.ndarray) -> dict[str, Any] | None:
     groups = store.groups
     if not groups:
         return None
-    names = [_SPACES.sub("_", str(name)) for name in groups]
+    names = [_SPACES.sub("_", str(name)).lstrip("#") for name in groups]
     tagged: list[list[int]] = [[] for _ in ids]
     for tag, members in enumerate(groups.values()):
         rows = np.searchsorted(ids, members)
@@ -84,7 +90,7 @@ def segment_properties(store: VectorStore) -> tuple[np.ndarray, dict[str, Any]]:
     kept = np.flatnonzero(all_ids >= 0)
     order = kept[np.argsort(all_ids[kept], kind="stable")]
     ids = all_ids[order]
-    properties = _number_properties(store, order)
+    properties = _object_properties(store, order)
     tags = _tags(store, ids)
     if tags is not None:
         properties.append(tags)

@@ -105,18 +105,19 @@ class _Lod:
 def _quantized(positions: np.ndarray, origin: np.ndarray, cell: np.ndarray) -> np.ndarray:
     """Positions as integers in ``[0, 2**bits - 1]`` of the cell ``[origin, origin + cell]``."""
     top = 2**QUANTIZATION_BITS - 1
-    steps = np.rint((positions - origin) / cell * top)
-    clipped: np.ndarray = np.clip(steps, 0, top)
-    return clipped
+    steps: np.ndarray = np.clip(np.rint((positions - origin) / cell * top), 0, top)
+    return steps.astype(np.uint32)
 
 
 def _multilod_files(lods: list[_Lod]) -> tuple[bytes, bytes]:
     """The manifest and the data file of one object's levels of detail (finest first).
 
     Each LOD is one Draco fragment at grid position 0; the grid cell is the bounding box of
-    every LOD (an axis of zero extent gets 1), so LOD N's cell, 2**N as large, holds it too.
-    Draco stores the quantized integers exactly (its own quantization range is set to
-    ``2**bits - 1`` from 0), so its decoder and Neuroglancer's read the same numbers.
+    every LOD (an axis of zero extent gets 1), so LOD N's cell, 2**N as large, holds it too
+    and no triangle of LOD N > 0 crosses the 2x2x2 split of its cell (all lie in the first
+    octant), as the format requires. The positions are the quantized integers, given to
+    Draco as ``uint32`` so that it stores an integer attribute without quantizing it again
+    (the format does not support Draco's quantization); vertex and face order are kept.
     """
     draco = require("DracoPy", extra="neuroglancer", purpose="multi-resolution meshes")
     everything = np.concatenate([lod.positions for lod in lods])
@@ -130,17 +131,8 @@ def _multilod_files(lods: list[_Lod]) -> tuple[bytes, bytes]:
             fragments.append(b"")
             continue
         steps = _quantized(lod.positions, origin, cell * 2**level)
-        top = 2**QUANTIZATION_BITS - 1
-        fragments.append(
-            draco.encode(
-                steps,
-                np.asarray(lod.faces, dtype=np.uint32),
-                quantization_bits=QUANTIZATION_BITS,
-                quantization_range=float(top),
-                quantization_origin=np.zeros(3),
-                preserve_order=True,
-            )
-        )
+        faces = np.asarray(lod.faces, dtype=np.uint32)
+        fragments.append(draco.encode(steps, faces, preserve_order=True))
     return _manifest(lods, origin, cell, fragments), b"".join(fragments)
 
 
