@@ -156,7 +156,7 @@ def test_by_id_and_relationships(leveled: zv.VectorStore) -> None:
         for data in cells.values():
             spatial.update(_decode_list(data, info))
     per_object: dict[int, set[int]] = {}
-    for annotation, row in spatial.items():
+    for annotation, row in sorted(spatial.items()):  # id order: chunk by chunk
         found, related = _decode_by_id(source.read(f"by_id/{annotation}"), info)
         assert found == row
         assert related[0][0] in owner[row]
