@@ -104,16 +104,15 @@ def leveled(tmp_path_factory: pytest.TempPathFactory) -> zv.VectorStore:
 def _all_cells(source: PrecomputedSource, info: dict[str, Any]) -> dict[int, dict[str, bytes]]:
     out: dict[int, dict[str, bytes]] = {}
     for k, _ in enumerate(info["spatial"]):
-        out[k] = {
-            p: source.read(p) for p in source.paths() if p.startswith(f"spatial{k}/")
-        }
+        out[k] = {p: source.read(p) for p in source.paths() if p.startswith(f"spatial{k}/")}
     return out
 
 
 def test_every_vertex_once_bounded_cells_and_in_their_cell(leveled: zv.VectorStore) -> None:
     source = sources(leveled)["annotations"]
     info = json.loads(source.read("info"))
-    assert info["@type"] == "neuroglancer_annotations_v1" and info["annotation_type"] == "point"
+    assert info["@type"] == "neuroglancer_annotations_v1"
+    assert info["annotation_type"] == "point"
     assert [p["id"] for p in info["properties"]] == ["weight", "depth", "label"]  # big: int64
     assert len(info["spatial"]) == len(leveled.levels) == 4
     seen: Counter[tuple[Any, ...]] = Counter()
@@ -132,7 +131,8 @@ def test_every_vertex_once_bounded_cells_and_in_their_cell(leveled: zv.VectorSto
             assert 0 < len(rows) <= spec["limit"]  # bounded work per request
             cell = np.array([int(c) for c in path.split("/")[1].split("_")])
             pos = np.array([r[:3] for _, r in rows])
-            assert np.all(pos >= lo + cell * size - 1e-4) and np.all(pos < lo + (cell + 1) * size)
+            assert np.all(pos >= lo + cell * size - 1e-4)
+            assert np.all(pos < lo + (cell + 1) * size)
             assert not Counter(r for _, r in rows) - level_set  # rows of that store level
             seen.update(r for _, r in rows)
             ids.extend(i for i, _ in rows)

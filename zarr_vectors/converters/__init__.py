@@ -41,6 +41,7 @@ from typing import Any
 
 from zarr_vectors._progress import ProgressOption, enclosing, progress_reporter
 from zarr_vectors.converters.converter import Converter, FileConverter, ImportTarget
+from zarr_vectors.converters.precomputed import export_to_precomputed, is_precomputed
 from zarr_vectors.converters.registry import (
     ENTRY_POINT_GROUP,
     PluginWarning,
@@ -49,7 +50,6 @@ from zarr_vectors.converters.registry import (
     register,
     registered,
 )
-from zarr_vectors.converters.precomputed import export_to_precomputed, is_precomputed
 from zarr_vectors.converters.zarr_vectors_v import ZARR_VECTORS_V
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.dataset import open as open_store

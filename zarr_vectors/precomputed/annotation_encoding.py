@@ -77,7 +77,11 @@ class AnnotationProperty:
 
     def info(self) -> dict[str, str]:
         """The property's entry in the ``properties`` list of the ``info`` file."""
-        return {"id": self.id, "type": self.type, "description": f"vertex attribute {self.attribute}"}
+        return {
+            "id": self.id,
+            "type": self.type,
+            "description": f"vertex attribute {self.attribute}",
+        }
 
     @property
     def dtype(self) -> np.dtype[np.generic]:

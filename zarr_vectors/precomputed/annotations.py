@@ -300,7 +300,7 @@ class PointAnnotations:
         where = self.plan.locate(annotation)
         if where is None:
             raise PrecomputedFileNotFoundError(f"{path!r}: no annotation has id {annotation}")
-        k, flat, rank = where
+        k, flat, _ = where
         chunk = self.plan.chunk(flat)
         found = self._rows(k, chunk, chunk + 1)
         row = int(np.flatnonzero(found.ids == annotation)[0])
