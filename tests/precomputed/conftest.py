@@ -1,15 +1,14 @@
-"""Fixtures of the precomputed tests: cloud-volume (imported once) and a file export."""
+"""Fixtures of the precomputed tests: cloud-volume (imported once) reading a static export."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from zarr_vectors.precomputed import PrecomputedSource
+import zarr_vectors as zv
 
 VOLUME_INFO = {
     "type": "segmentation",
@@ -28,20 +27,8 @@ VOLUME_INFO = {
     "skeletons": "skeletons",
     "mesh": "meshes",
 }
-"""A one-voxel segmentation ``info``: cloud-volume opens a skeleton or mesh source only
-through a volume whose ``info`` names it."""
-
-
-def export(sources: Iterable[PrecomputedSource], root: Path) -> Path:
-    """Every file of ``sources`` under ``root/<name>/``, plus the volume ``info`` at ``root``."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "info").write_text(json.dumps(VOLUME_INFO))
-    for source in sources:
-        for path in source.paths():
-            target = root / source.name / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(source.read(path))
-    return root
+"""A one-voxel segmentation ``info`` given to cloud-volume, which opens a skeleton or mesh
+source only through a volume whose ``info`` names it (the export has no volume)."""
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +40,12 @@ def cloudvolume() -> ModuleType:
 
 
 @pytest.fixture
-def open_exported(
-    cloudvolume: ModuleType, tmp_path: Path
-) -> Callable[[Iterable[PrecomputedSource]], object]:
-    """Export sources to a temporary folder and open it with ``cloudvolume.CloudVolume``."""
+def open_exported(cloudvolume: ModuleType, tmp_path: Path) -> Callable[[zv.VectorStore], object]:
+    """Export a store with ``zv.convert(store, "out.precomputed")``; open it in cloud-volume."""
 
-    def opened(sources: Iterable[PrecomputedSource]) -> object:
-        root = export(sources, tmp_path / "out.precomputed")
-        return cloudvolume.CloudVolume(f"precomputed://file://{root}", progress=False)
+    def opened(store: zv.VectorStore) -> object:
+        root = zv.convert(store, tmp_path / "out.precomputed")
+        url = f"precomputed://file://{root}"
+        return cloudvolume.CloudVolume(url, info=VOLUME_INFO, progress=False)
 
     return opened

@@ -51,13 +51,13 @@ def _sheets(path: Path, levels: int | None) -> VectorStore:
 
 
 def test_cloud_volume_reads_every_level_of_detail(
-    tmp_path: Path, open_exported: Callable[[list[Any]], Any]
+    tmp_path: Path, open_exported: Callable[[VectorStore], Any]
 ) -> None:
     store = _sheets(tmp_path / "sheets.zarr", levels=2)
     source = MeshSource(store)
     assert source.multiresolution
     assert len(store.levels) == 3
-    volume = open_exported([source])
+    volume = open_exported(store)
     for object_id in (4, 21):
         found = [store.read_objects(object_id, level=level) for level in range(3)]
         extent = np.ptp(np.concatenate([f.positions for f in found]), axis=0) * 1000.0
@@ -71,12 +71,12 @@ def test_cloud_volume_reads_every_level_of_detail(
 
 
 def test_cloud_volume_reads_a_store_without_levels_exactly(
-    tmp_path: Path, open_exported: Callable[[list[Any]], Any]
+    tmp_path: Path, open_exported: Callable[[VectorStore], Any]
 ) -> None:
     store = _sheets(tmp_path / "sheets.zarr", levels=None)
     source = MeshSource(store)
     assert not source.multiresolution
-    volume = open_exported([source])
+    volume = open_exported(store)
     for object_id in (4, 21):
         expected = store.read_objects(object_id)
         mesh = volume.mesh.get(object_id, fuse=False)[object_id]  # as stored: no merging

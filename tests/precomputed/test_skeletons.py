@@ -46,10 +46,10 @@ def _decoded(data: bytes) -> tuple[np.ndarray, np.ndarray, bytes]:
 
 
 def test_cloud_volume_reads_every_skeleton_as_stored(
-    tmp_path: Path, open_exported: Callable[[list[Any]], Any]
+    tmp_path: Path, open_exported: Callable[[VectorStore], Any]
 ) -> None:
     store = _neurons(tmp_path / "neurons.zarr")
-    volume = open_exported(skeleton_sources(store))
+    volume = open_exported(store)
     for object_id in store.object_ids:
         expected = store.read_objects(int(object_id))
         skeleton = volume.skeleton.get(int(object_id))
@@ -61,7 +61,7 @@ def test_cloud_volume_reads_every_skeleton_as_stored(
 
 
 def test_cloud_volume_reads_polylines_as_chains_and_2d_in_the_plane(
-    tmp_path: Path, open_exported: Callable[[list[Any]], Any]
+    tmp_path: Path, open_exported: Callable[[VectorStore], Any]
 ) -> None:
     lines = [np.array([[0, 0], [5, 5], [9, 1.0]]), np.array([[20, 3], [25, 7.0]])]
     path = tmp_path / "lines.zarr"
@@ -69,7 +69,7 @@ def test_cloud_volume_reads_polylines_as_chains_and_2d_in_the_plane(
         path, lines, chunk_shape=10.0, object_ids=[40, 2], attributes={"w": [1, 2, 3, 4, 5]}
     )
     store = zv.open(path)
-    volume = open_exported(skeleton_sources(store))
+    volume = open_exported(store)
     for object_id in (40, 2):
         expected = store.read_objects(object_id)
         skeleton = volume.skeleton.get(object_id)

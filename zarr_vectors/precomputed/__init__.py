@@ -1,22 +1,21 @@
 """Neuroglancer precomputed sources computed from a store: served live or exported as files.
 
 :class:`PrecomputedSource` is the shape every source has (``name``, ``paths()``,
-``read(path)``); the server and the static export use nothing else.
+``read(path)``); the server and the static export use nothing else. :func:`sources` gives
+the sources a store has.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from zarr_vectors.dataset import VectorStore
+from zarr_vectors.precomputed.annotations import PointAnnotations
 from zarr_vectors.precomputed.meshes import MeshSource, mesh_sources
 from zarr_vectors.precomputed.skeletons import SkeletonSource, skeleton_sources
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError, PrecomputedSource
 
-if TYPE_CHECKING:
-    from zarr_vectors.dataset import VectorStore
-
 __all__ = [
     "MeshSource",
+    "PointAnnotations",
     "PrecomputedFileNotFoundError",
     "PrecomputedSource",
     "SkeletonSource",
@@ -26,8 +25,12 @@ __all__ = [
 ]
 
 
-def sources(store: VectorStore) -> list[PrecomputedSource]:
-    """Every precomputed source ``store`` is shown as: skeletons of a line store, meshes.
+def sources(store: VectorStore) -> dict[str, PrecomputedSource]:
+    """The precomputed sources of a store, by name (their folder under the root).
+
+    A point cloud with vertices has ``annotations`` (points); skeleton, graph, polyline and
+    streamline stores have ``skeletons`` (one per object id); mesh stores have ``meshes``
+    (multi-resolution from their levels of detail); an empty store has none.
 
     Examples
     --------
@@ -35,9 +38,19 @@ def sources(store: VectorStore) -> list[PrecomputedSource]:
     >>> import numpy as np
     >>> import zarr_vectors as zv
     >>> from zarr_vectors.precomputed import sources
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
-    >>> zv.write_polylines(path, [np.array([[0, 0], [5, 5.0]])], chunk_shape=10.0)
-    >>> [source.name for source in sources(zv.open(path))]
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, [[1.0, 1, 1], [7, 7, 7]], chunk_shape=5.0)
+    >>> list(sources(zv.open(path)))
+    ['annotations']
+    >>> lines = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> zv.write_polylines(lines, [np.array([[0, 0], [5, 5.0]])], chunk_shape=10.0)
+    >>> list(sources(zv.open(lines)))
     ['skeletons']
     """
-    return [*skeleton_sources(store), *mesh_sources(store)]
+    found: dict[str, PrecomputedSource] = {}
+    if store.kind == "point_cloud" and store.vertex_count > 0:
+        found["annotations"] = PointAnnotations(store)
+    lines: list[PrecomputedSource] = [*skeleton_sources(store), *mesh_sources(store)]
+    for source in lines:
+        found[source.name] = source
+    return found

@@ -362,7 +362,7 @@ class MeshSource:
 
 
 def mesh_sources(store: VectorStore) -> list[MeshSource]:
-    """The mesh sources of ``store``: one for a mesh store, none for other kinds.
+    """The mesh sources of ``store``: one for a mesh store with objects, else none.
 
     Examples
     --------
@@ -374,4 +374,4 @@ def mesh_sources(store: VectorStore) -> list[MeshSource]:
     >>> mesh_sources(zv.open(path))
     []
     """
-    return [MeshSource(store)] if store.kind == "mesh" else []
+    return [MeshSource(store)] if store.kind == "mesh" and store.object_count else []

@@ -260,7 +260,7 @@ class SkeletonSource:
 
 
 def skeleton_sources(store: VectorStore) -> list[SkeletonSource]:
-    """The skeleton sources of ``store``: one for a line store, none for other kinds.
+    """The skeleton sources of ``store``: one for a line store with objects, else none.
 
     Examples
     --------
@@ -272,4 +272,6 @@ def skeleton_sources(store: VectorStore) -> list[SkeletonSource]:
     >>> skeleton_sources(zv.open(path))
     []
     """
-    return [SkeletonSource(store)] if store.kind in SKELETON_KINDS else []
+    if store.kind not in SKELETON_KINDS or not store.object_count:
+        return []
+    return [SkeletonSource(store)]
