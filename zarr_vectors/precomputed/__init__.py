@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.precomputed.annotations import PointAnnotations
+from zarr_vectors.precomputed.line_annotations import LINE_KINDS, LineAnnotations
 from zarr_vectors.precomputed.meshes import MeshSource, mesh_sources
 from zarr_vectors.precomputed.skeletons import SkeletonSource, skeleton_sources
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError, PrecomputedSource
 
 __all__ = [
+    "LineAnnotations",
     "MeshSource",
     "PointAnnotations",
     "PrecomputedFileNotFoundError",
@@ -28,9 +30,10 @@ __all__ = [
 def sources(store: VectorStore) -> dict[str, PrecomputedSource]:
     """The precomputed sources of a store, by name (their folder under the root).
 
-    A point cloud with vertices has ``annotations`` (points); skeleton, graph, polyline and
-    streamline stores have ``skeletons`` (one per object id); mesh stores have ``meshes``
-    (multi-resolution from their levels of detail); an empty store has none.
+    A point cloud has ``annotations`` (points), a polyline, streamline or graph store has
+    ``annotations`` (lines: segments, edges); skeleton, graph, polyline and streamline
+    stores have ``skeletons`` (one per object id), mesh stores ``meshes`` (multi-resolution
+    from their levels of detail); an empty store has none.
 
     Examples
     --------
@@ -45,12 +48,14 @@ def sources(store: VectorStore) -> dict[str, PrecomputedSource]:
     >>> lines = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
     >>> zv.write_polylines(lines, [np.array([[0, 0], [5, 5.0]])], chunk_shape=10.0)
     >>> list(sources(zv.open(lines)))
-    ['skeletons']
+    ['annotations', 'skeletons']
     """
     found: dict[str, PrecomputedSource] = {}
     if store.kind == "point_cloud" and store.vertex_count > 0:
         found["annotations"] = PointAnnotations(store)
-    lines: list[PrecomputedSource] = [*skeleton_sources(store), *mesh_sources(store)]
-    for source in lines:
+    if store.kind in LINE_KINDS and store.vertex_count > 0:
+        found["annotations"] = LineAnnotations(store)
+    by_id: list[PrecomputedSource] = [*skeleton_sources(store), *mesh_sources(store)]
+    for source in by_id:
         found[source.name] = source
     return found
