@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from zarr_vectors.dataset import VectorStore
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.errors import InvalidInputError, MissingDependencyError
 from zarr_vectors.precomputed import PrecomputedFileNotFoundError, PrecomputedSource
-from zarr_vectors.precomputed.meshes import QUANTIZATION_BITS, MeshSource, mesh_sources
+from zarr_vectors.precomputed.meshes import (
+    QUANTIZATION_BITS,
+    MeshSource,
+    _Lod,
+    _multilod_files,
+    mesh_sources,
+)
 
 
 def _sheet(n: int, shift: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -116,3 +125,59 @@ def test_other_kinds_have_no_meshes(tmp_path: Path) -> None:
     assert mesh_sources(zv.open(tmp_path / "l.zarr")) == []
     with pytest.raises(InvalidInputError, match="no meshes"):
         MeshSource(zv.open(tmp_path / "l.zarr"))
+
+
+def test_multiresolution_without_dracopy_says_which_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = MeshSource(_sheets(tmp_path / "sheets.zarr", levels=1))
+    monkeypatch.setitem(sys.modules, "DracoPy", None)
+    with pytest.raises(MissingDependencyError, match=r"zarr-vectors\[neuroglancer\]"):
+        source.read("4.index")
+
+
+def _decoded_lods(manifest: bytes, data: bytes) -> list[np.ndarray]:
+    """Plain-numpy reading of a manifest (one fragment per LOD) and its Draco fragments,
+    positions back in stored model units by the format's formula."""
+    draco = pytest.importorskip("DracoPy")
+    cell = np.frombuffer(manifest, "<f4", count=3).astype(np.float64)
+    origin = np.frombuffer(manifest, "<f4", count=3, offset=12).astype(np.float64)
+    count = int(np.frombuffer(manifest, "<u4", count=1, offset=24)[0])
+    offset = 28 + 4 * count  # past lod_scales
+    shifts = np.frombuffer(manifest, "<f4", count=3 * count, offset=offset).reshape(count, 3)
+    offset += 12 * count
+    assert np.frombuffer(manifest, "<u4", count=count, offset=offset).tolist() == [1] * count
+    offset += 4 * count
+    lods, start = [], 0
+    for level in range(count):
+        position = np.frombuffer(manifest, "<u4", count=3, offset=offset)
+        size = int(np.frombuffer(manifest, "<u4", count=1, offset=offset + 12)[0])
+        offset += 16
+        steps = np.asarray(draco.decode(data[start : start + size]).points, dtype=np.float64)
+        start += size
+        fraction = position + steps / (2**QUANTIZATION_BITS - 1)
+        lods.append(origin + shifts[level] + cell * 2**level * fraction)
+    assert offset == len(manifest)
+    assert start == len(data)
+    return lods
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**16), count=st.integers(1, 3), span=st.floats(1e-3, 1e5))
+def test_multiresolution_files_decode_to_the_levels_within_half_a_step(
+    seed: int, count: int, span: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    lods = []
+    for level in range(count):
+        n = int(rng.integers(3, 30))
+        positions = (rng.uniform(-1, 1, (n, 3)) * span).astype(np.float32)
+        faces = rng.integers(0, n, (max(n - 2, 1), 3))
+        lods.append(_Lod(positions, faces, float(2**level)))
+    manifest, data = _multilod_files(lods)
+    everything = np.concatenate([lod.positions for lod in lods]).astype(np.float64)
+    extent = np.ptp(everything, axis=0)
+    for level, decoded in enumerate(_decoded_lods(manifest, data)):
+        step = np.maximum(extent, 1.0) * 2**level / (2**QUANTIZATION_BITS - 1)
+        error = np.abs(decoded - lods[level].positions)
+        assert np.all(error <= 0.51 * step + 1e-6 * np.abs(everything).max())
