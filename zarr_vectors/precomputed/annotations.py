@@ -177,8 +177,7 @@ class PointAnnotations:
         sample = self._query(used[0], first, first + 1)  # one chunk: the columns' types
         columns = {n: (v.dtype, v.shape[1:]) for n, v in sample.attributes.items()}
         self.properties, self.left_out = annotation_properties(columns)
-        self.has_objects = sample.vertex_object_ids is not None
-        """Whether the points carry object ids (the ``object`` relationship)."""
+        self.has_objects = sample.vertex_object_ids is not None  # the ``object`` relationship
         self._cache: OrderedDict[tuple[Any, ...], _Rows] = OrderedDict()
 
     def _used_levels(self) -> list[int]:
