@@ -48,7 +48,7 @@ def _points_store(tmp_path: Path, n: int, levels: Any, seed: int = 0) -> zv.Vect
 
 @pytest.fixture(scope="module")
 def leveled(tmp_path_factory: pytest.TempPathFactory) -> zv.VectorStore:
-    return _points_store(tmp_path_factory.mktemp("ann"), 3000, zv.Levels(count=3, per_bin=16))
+    return _points_store(tmp_path_factory.mktemp("ann"), 1500, zv.Levels(count=3, per_bin=8))
 
 
 def _all_cells(source: PrecomputedSource, info: dict[str, Any]) -> dict[int, dict[str, bytes]]:
