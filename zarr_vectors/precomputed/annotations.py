@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -179,6 +180,7 @@ class PointAnnotations:
         self.properties, self.left_out = annotation_properties(columns)
         self.has_objects = sample.vertex_object_ids is not None  # the ``object`` relationship
         self._cache: OrderedDict[tuple[Any, ...], _Rows] = OrderedDict()
+        self._lock = threading.Lock()
 
     def _used_levels(self) -> list[int]:
         """The store levels, coarse first: all of them when they nest, else level 0."""
@@ -259,13 +261,16 @@ class PointAnnotations:
     def _rows(self, k: int, first: np.ndarray, stop: np.ndarray) -> _Rows:
         """The annotations of spatial level ``k`` in the chunks ``[first, stop)``."""
         key = (k, tuple(first.tolist()), tuple(stop.tolist()))
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            return self._cache[key]
+        with self._lock:  # a server may read files from several threads
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
         found = self._compute_rows(k, first, stop)
-        self._cache[key] = found
-        if len(self._cache) > 8:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[key] = found
+            while len(self._cache) > 8:
+                self._cache.popitem(last=False)
         return found
 
     def _compute_rows(self, k: int, first: np.ndarray, stop: np.ndarray) -> _Rows:

@@ -234,10 +234,11 @@ class LineAnnotations:
 
     def _all_of(self, obj: int, path: str) -> tuple[Any, np.ndarray]:
         """An object read whole (the last one is kept: ids in order come object by object)."""
-        if self._last is None or self._last[0] != obj:
-            result = self._object(obj, path)
-            self._last = (obj, result)
-        result = self._last[1]
+        last = self._last  # one read of the attribute: safe with several threads
+        if last is None or last[0] != obj:
+            last = (obj, self._object(obj, path))
+            self._last = last
+        result = last[1]
         return result, np.ones(_lines(result)[0].shape[0], dtype=bool)
 
     def _by_object(self, obj: int, path: str) -> bytes:
