@@ -48,7 +48,7 @@ def _points_store(tmp_path: Path, n: int, levels: Any, seed: int = 0) -> zv.Vect
 
 @pytest.fixture(scope="module")
 def leveled(tmp_path_factory: pytest.TempPathFactory) -> zv.VectorStore:
-    return _points_store(tmp_path_factory.mktemp("ann"), 3000, zv.Levels(count=3, per_bin=16))
+    return _points_store(tmp_path_factory.mktemp("ann"), 1500, zv.Levels(count=3, per_bin=8))
 
 
 def _all_cells(source: PrecomputedSource, info: dict[str, Any]) -> dict[int, dict[str, bytes]]:
@@ -152,3 +152,29 @@ def test_limit_splits_cells(leveled: zv.VectorStore) -> None:
                       if p.startswith(f"spatial{k}/"))  # fmt: skip
         assert biggest == spec["limit"]
         assert spec["limit"] <= max(40, int(chunk_counts.max()))
+
+
+@pytest.mark.slow
+def test_million_points_every_cell_bounded_and_every_point_once(tmp_path: Path) -> None:
+    n = 1_000_000
+    rng = np.random.default_rng(11)
+    path = tmp_path / "million.zarr"
+    xyz = rng.uniform(0, 1000, (n, 3)).astype(np.float32)
+    attrs = {"w": rng.normal(size=n).astype(np.float32)}
+    zv.write_points(path, xyz, chunk_shape=125.0, attributes=attrs, levels="auto")
+    store = zv.open(path)
+    assert len(store.levels) > 2
+    source = PointAnnotations(store)
+    info = json.loads(source.read("info"))
+    assert len(info["spatial"]) == len(store.levels)
+    assert np.prod(info["spatial"][0]["grid_shape"]) <= 8  # the coarsest level in few cells
+    ids = []
+    for k, spec in enumerate(info["spatial"]):
+        assert spec["limit"] <= 10_000
+        level = source.plan.levels[k]
+        for cell in level.cells:
+            data = source.read(f"spatial{k}/{level.cell_name(cell)}")
+            (count,) = np.frombuffer(data[:8], "<u8")
+            assert count <= spec["limit"]
+            ids.append(np.frombuffer(data[len(data) - 8 * int(count) :], "<u8"))
+    assert np.array_equal(np.sort(np.concatenate(ids)), np.arange(n))

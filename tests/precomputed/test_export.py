@@ -5,12 +5,14 @@ nothing."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import zarr_vectors as zv
+from zarr_vectors.cli import main
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.precomputed import PrecomputedSource, sources
 from zarr_vectors.precomputed.export import export_precomputed
@@ -103,3 +105,18 @@ def test_nothing_to_export_and_bad_options(tmp_path: Path) -> None:
         assert not (tmp_path / "mesh.precomputed").exists()
     with pytest.raises(InvalidInputError, match="unknown option"):
         zv.convert(_store(tmp_path), tmp_path / "c.precomputed", colour="red")
+
+
+def test_command_line_convert_and_threads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _store(tmp_path)
+    assert main(["convert", str(tmp_path / "cells.zarr"), str(tmp_path / "c.precomputed")]) == 0
+    assert "c.precomputed" in capsys.readouterr().out
+    source = sources(store)["annotations"]
+    paths = [p for p in source.paths() if not p.startswith("by_object/")]
+    with ThreadPoolExecutor(4) as pool:  # as a server answers requests
+        found = dict(zip(paths, pool.map(source.read, paths), strict=True))
+    assert found == {
+        p: (tmp_path / "c.precomputed" / "annotations" / p).read_bytes() for p in paths
+    }
