@@ -34,6 +34,7 @@ from typing import Any
 from zarr_vectors.converters._common import flag_option
 from zarr_vectors.converters._v_export import export_v
 from zarr_vectors.converters._v_level import VLevel, read_v_level
+from zarr_vectors.converters._v_levels import aggregate_levels, point_levels
 from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
@@ -56,7 +57,7 @@ IMPORT_OPTIONS = ("lossy",)
 KINDS = ("point_cloud", "polyline", "streamline", "graph", "skeleton", "mesh")
 
 
-def _unsupported(source: LayoutVStore, level: VLevel) -> list[str]:
+def _unsupported(level: VLevel) -> list[str]:
     """What of the layout-V store this format cannot hold."""
     found = []
     if level.kind == "point_cloud" and level.object_attributes:
@@ -65,9 +66,6 @@ def _unsupported(source: LayoutVStore, level: VLevel) -> list[str]:
         found.append(f"{len(level.groups)} groups of a point cloud")
     if level.kind != "graph" and level.link_attributes:
         found.append(f"edge attributes {sorted(level.link_attributes)} of a {level.kind}")
-    coarse = [m.get("path") for m in (source.multiscales[:1] or [{}])[0].get("datasets", [])]
-    if len(coarse) > 1:
-        found.append(f"coarse levels {coarse[1:]} (rebuild them with zv.build_levels)")
     return found
 
 
@@ -88,13 +86,15 @@ def _object_columns(level: VLevel) -> dict[str, Any]:
     return {**out, **_groups(level)}
 
 
-def _write(level: VLevel, target: ImportTarget, shapes: dict[str, Any]) -> None:
-    """Write ``level`` with the writer of its kind."""
+def _write(level: VLevel, target: ImportTarget, shapes: dict[str, Any], levels: int) -> None:
+    """Write ``level`` with the writer of its kind (a point cloud with ``levels`` levels of
+    ``"aggregate"``)."""
     keywords = {**target.write_keywords(), **shapes, "progress": False}
     if level.kind == "point_cloud":
         write_points(
             target.store, level.positions, attributes=level.attributes or None,
             object_ids=level.vertex_objects, **keywords,
+            levels=aggregate_levels(levels, level) if levels else None,
         )  # fmt: skip
     elif level.kind in ("polyline", "streamline"):
         lines = (level.positions, level.object_offsets)
@@ -134,7 +134,9 @@ def _import_v(name: str, path: Path, target: ImportTarget, options: Mapping[str,
     lossy = flag_option(options, "lossy", False)
     source = LayoutVStore(path)
     level = read_v_level(source, 0)
-    dropped = _unsupported(source, level)
+    shapes = _shapes(source, target)
+    levels, refused = point_levels(source, level, shapes)
+    dropped = _unsupported(level) + refused
     if dropped and not lossy:
         raise InvalidInputError(
             f"{path} holds {'; '.join(dropped)}, which a store of this format cannot hold; "
@@ -144,7 +146,7 @@ def _import_v(name: str, path: Path, target: ImportTarget, options: Mapping[str,
         level.object_attributes, level.groups = {}, None
     if level.kind != "graph":
         level.link_attributes = {}
-    _write(level, target, _shapes(source, target))
+    _write(level, target, shapes, levels)
 
 
 def _export_v(
