@@ -22,12 +22,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarr_vectors as zv
+from tests.converters.conftest import LAYOUT_V_CASES
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "layout_v"
 REFERENCE_PYTHON = ROOT / "benchmarks" / "_reference_venv" / "bin" / "python"
-EXPORTED = ["points", "polylines", "streamlines"]
+EXPORTED = list(LAYOUT_V_CASES)
 """The golden V stores exported back (after their import)."""
+DIFFERENCES = {
+    "points_objects": ["0/attributes/object_id/", "0/object_chunks/"],
+    "points_pyramid": ["1/"],
+}
+"""Golden store -> the nodes of ours that ours -> V -> ours does not give back (spec §14.3):
+a point cloud's object ids (written as a vertex attribute ``object_id``, read back as one)
+and the coarse levels (not exported). Everything else comes back byte for byte, but the
+root's random commit id."""
 V = "zarr-vectors-0.9"
 
 reference = pytest.mark.skipif(
@@ -46,12 +55,36 @@ def round_trip(
     for name in EXPORTED:
         ours, v, again = imported_v_stores[name], folder / f"{name}.zv", folder / f"{name}-2.zarr"
         assert zv.convert(ours, v, format=V) == v
-        zv.convert(v, again)
+        zv.convert(v, again, lossy=LAYOUT_V_CASES[name])
         out[name] = (ours, v, again)
     return out
 
 
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file of a store by its path, the root document without its commit id."""
+    out = {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    doc = json.loads(out["zarr.json"])
+    doc["attributes"].pop("commit")
+    out["zarr.json"] = json.dumps(doc, sort_keys=True).encode()
+    return out
+
+
 @pytest.mark.parametrize("name", EXPORTED)
+def test_ours_to_v_to_ours_is_byte_identical_but_for_the_listed_differences(
+    name: str, round_trip: dict[str, tuple[Path, Path, Path]]
+) -> None:
+    first, second = _files(round_trip[name][0]), _files(round_trip[name][2])
+    differ = {k for k in first.keys() | second.keys() if first.get(k) != second.get(k)}
+    listed = DIFFERENCES.get(name, [])
+    assert {k for k in differ if not k.startswith(tuple(listed))} <= {"zarr.json"}
+    if not listed:
+        assert differ == set()
+    for prefix in listed:  # each listed difference is real, and only in the first store
+        assert any(k.startswith(prefix) for k in differ)
+        assert not any(k.startswith(prefix) for k in second)
+
+
+@pytest.mark.parametrize("name", ["points", "polylines", "streamlines"])
 def test_ours_to_v_to_ours_keeps_everything(
     name: str, round_trip: dict[str, tuple[Path, Path, Path]]
 ) -> None:
@@ -79,11 +112,12 @@ def test_ours_to_v_to_ours_keeps_everything(
         np.testing.assert_array_equal(second.attributes[name_], values)
 
 
-def test_a_kind_not_exported_yet_is_refused(tmp_path: Path) -> None:
-    mesh = zv.convert(DATA / "mesh.zv", tmp_path / "mesh.zarr")
-    with pytest.raises(zv.InvalidInputError, match="cannot be written as layout V yet"):
-        zv.convert(mesh, tmp_path / "mesh.zv", format=V)
-    assert not (tmp_path / "mesh.zv").exists()
+def test_object_ids_other_than_0_to_n_are_refused(tmp_path: Path) -> None:
+    lines = [np.zeros((2, 3), np.float32), np.ones((2, 3), np.float32)]
+    zv.write_polylines(tmp_path / "a.zarr", lines, object_ids=[4, 9], progress=False)
+    with pytest.raises(zv.InvalidInputError, match="renumber"):
+        zv.convert(tmp_path / "a.zarr", tmp_path / "a.zv", format=V)
+    assert not (tmp_path / "a.zv").exists()
 
 
 def test_an_existing_destination_is_replaced_only_when_asked(
@@ -115,14 +149,32 @@ def test_a_failed_export_leaves_the_destination_as_it_was(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.zv"]  # nothing else left
 
 
+def _canonical(key: str, rows: np.ndarray, kind: str) -> Any:
+    """Links as 0.9.2 reads them, in an order the layout does not fix: the rows sorted; a
+    graph edge as its two ends sorted (undirected), a face as the rotation that starts at
+    its smallest corner (winding kept); other answers as they are."""
+    if key.endswith("_edges") and kind == "graph":
+        rows = np.sort(rows, axis=1)
+    elif key.endswith("_faces"):
+        rows = np.array([np.roll(f, -int(np.argmin(f))) for f in rows]).reshape(rows.shape)
+    elif not key.endswith("_edges"):
+        return rows
+    return sorted(map(tuple, rows.tolist()))
+
+
+REFERENCE_CASES = [n for n in EXPORTED if n != "points_objects"]
+"""Exports 0.9.2 reads as it read its own store (a point cloud's object ids are written
+as a vertex attribute: the objects of ``points_objects`` do not come back)."""
+
+
 @pytest.mark.reference
 @reference
 def test_092_reads_our_export_as_it_read_its_own_store(
     tmp_path: Path, round_trip: dict[str, tuple[Path, Path, Path]]
 ) -> None:
     pairs = []
-    for name, (_, v, _) in round_trip.items():
-        pairs += [str(v), str(tmp_path / f"{name}.npz")]
+    for name in REFERENCE_CASES:
+        pairs += [str(round_trip[name][1]), str(tmp_path / f"{name}.npz")]
     subprocess.run(
         [str(REFERENCE_PYTHON), "-I", str(DATA / "make_v_stores.py"), "read", *pairs],
         check=True,
@@ -130,7 +182,8 @@ def test_092_reads_our_export_as_it_read_its_own_store(
         env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"},
         timeout=300,
     )
-    for name in round_trip:
+    for name in REFERENCE_CASES:
+        kind = zv.open(round_trip[name][0]).kind
         with (
             np.load(tmp_path / f"{name}.npz") as got,
             np.load(DATA / f"{name}.answers.npz") as want,
@@ -139,7 +192,11 @@ def test_092_reads_our_export_as_it_read_its_own_store(
             level0 = [k for k in want if k.startswith("0_")]
             assert sorted(k for k in got if k.startswith("0_")) == sorted(level0)
             for key in level0:
-                np.testing.assert_array_equal(got[key], want[key], err_msg=f"{name}: {key}")
+                np.testing.assert_array_equal(
+                    _canonical(key, got[key], kind),
+                    _canonical(key, want[key], kind),
+                    err_msg=f"{name}: {key}",
+                )
 
 
 def test_a_grid_that_starts_below_zero_round_trips(tmp_path: Path) -> None:

@@ -96,6 +96,16 @@ def _reason(path: str, bins: Any, chunk: np.ndarray, ours: Any, index: int) -> s
     )
 
 
+def _same(ours: Any, index: int, bins: np.ndarray | None, theirs: np.ndarray) -> bool:
+    """Whether our level ``index`` has the bin ``bins`` and exactly the vertices ``theirs``."""
+    if bins is None or index >= len(ours.levels):
+        return False
+    if not np.allclose(ours.levels[index].bin_shape, bins):
+        return False
+    mine = ours.read(level=index).positions
+    return bool(np.array_equal(_sorted_rows(mine), _sorted_rows(theirs)))
+
+
 def point_levels(
     source: LayoutVStore, level: VLevel, shapes: dict[str, Any]
 ) -> tuple[int, list[str]]:
@@ -111,11 +121,6 @@ def point_levels(
     with tempfile.TemporaryDirectory(prefix="zv-v-levels-") as scratch:
         ours = _ours(level, len(coarse), shapes, Path(scratch))
         for index, (path, bins) in enumerate(coarse, start=1):
-            same = index < len(ours.levels) and bins is not None
-            same = same and np.allclose(ours.levels[index].bin_shape, bins)
-            theirs = _v_positions(source, path, ndim)
-            if not same or not np.array_equal(
-                _sorted_rows(ours.read(level=index).positions), _sorted_rows(theirs)
-            ):
+            if not _same(ours, index, bins, _v_positions(source, path, ndim)):
                 return index - 1, [_reason(path, bins, chunk, ours, index)]
     return len(coarse), []
