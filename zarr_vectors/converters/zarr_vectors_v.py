@@ -12,16 +12,17 @@ directory; ``format="zarr-vectors-0.9"`` names it).
 What this format cannot hold is refused unless ``lossy=True`` drops it (and says so in the
 error): object attributes and groups of a point cloud (this format's point clouds carry
 only a per-vertex ``object_id``), edge attributes of a skeleton (0.9.2 itself keeps them
-only for the edges it stores explicitly), and coarse levels (``1``, ``2``, ...; rebuild them
-with ``zv.build_levels``).
+only for the edges it stores explicitly), and coarse levels (``1``, ``2``, ...) other than
+those of a point cloud that are this format's ``"aggregate"`` levels exactly
+(:mod:`zarr_vectors.converters._v_levels`; rebuild the others with ``zv.build_levels``).
 
 Options
 -------
 Import: ``lossy`` (bool, default False).
 
-Export (``zv.convert(store, "out.zv", format="zarr-vectors-0.9")``): level 0 of a point
-cloud, polyline or streamline store, written as 0.9.2 writes it, so that 0.9.2 opens it
-and reads the same vertices, objects and attributes.
+Export (``zv.convert(store, "out.zv", format="zarr-vectors-0.9")``): level 0 of a store of
+any kind, written as 0.9.2 writes it, so that 0.9.2 opens it and reads the same vertices,
+objects, links and attributes (spec §14.4).
 """
 
 from __future__ import annotations
@@ -152,8 +153,8 @@ def _import_v(name: str, path: Path, target: ImportTarget, options: Mapping[str,
 def _export_v(
     name: str, store: VectorStore, path: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
-    """Write level 0 of ``store`` as a layout-V store at ``path`` (point clouds, polylines
-    and streamlines; see :mod:`zarr_vectors.converters._v_export`).
+    """Write level 0 of ``store`` as a layout-V store at ``path`` (every kind; see
+    :mod:`zarr_vectors.converters._v_export`).
 
     The store is written in a hidden sibling and moved in (or swapped with the layout-V
     store it replaces) at the end, as every write of this library: a failed export leaves
