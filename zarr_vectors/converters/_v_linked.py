@@ -60,29 +60,33 @@ class _Layout:
 
 
 def _layout(chunks: np.ndarray, owner: np.ndarray, n_objects: int, split: np.ndarray) -> _Layout:
-    """Chunks in sorted order, each holding its vertices in traversal order; a fragment
-    starts where the chunk or the object changes, or at a vertex of ``split``."""
+    """Chunks in sorted order, each holding its vertices in traversal order. A fragment is a
+    run of an object's traversal in one chunk (cut also before a vertex of ``split``), and
+    an object's manifest names its runs in traversal order."""
     keys, slot = np.unique(chunks, axis=0, return_inverse=True)
     slot = slot.ravel()
+    run = np.r_[True, (slot[1:] != slot[:-1]) | (owner[1:] != owner[:-1])] | split
     order = np.argsort(slot, kind="stable")
     read_row = np.empty_like(order)
     read_row[order] = np.arange(order.size)
-    first = np.r_[True, (slot[order][1:] != slot[order][:-1])]
-    starts = first | np.r_[True, owner[order][1:] != owner[order][:-1]] | split[order]
     bounds = np.searchsorted(slot[order], np.arange(keys.shape[0] + 1))
     local = read_row - bounds[slot]
+    in_chunk = np.cumsum(run[order]) - 1  # fragment numbers, in read order
+    in_chunk -= in_chunk[bounds[:-1]][slot[order]]
     rows, frags = {}, {}
-    blocks: list[list[ManifestBlock]] = [[] for _ in range(n_objects)]
     for k, key in enumerate(keys.tolist()):
-        chunk = tuple(int(c) for c in key)
-        rows[chunk] = order[bounds[k] : bounds[k + 1]]
-        cut = np.flatnonzero(starts[bounds[k] : bounds[k + 1]])
-        counts = np.diff(np.r_[cut, bounds[k + 1] - bounds[k]])
-        frags[chunk] = FragmentIndex.from_ranges(cut, counts)
-        for f, at in enumerate(cut.tolist()):
-            blocks[int(owner[order[bounds[k] + at]])].append(ManifestBlock(chunk, np.array([f])))
+        mine = order[bounds[k] : bounds[k + 1]]
+        cut = np.flatnonzero(run[mine])
+        rows[tuple(int(c) for c in key)] = mine
+        frags[tuple(int(c) for c in key)] = FragmentIndex.from_ranges(
+            cut, np.diff(np.r_[cut, mine.size])
+        )
+    blocks: list[list[ManifestBlock]] = [[] for _ in range(n_objects)]
+    for v in np.flatnonzero(run).tolist():
+        chunk = tuple(int(c) for c in keys[slot[v]])
+        blocks[int(owner[v])].append(ManifestBlock(chunk, np.array([in_chunk[read_row[v]]])))
     manifests = [encode_manifest(b, chunks.shape[1]) for b in blocks]
-    return _Layout(chunks, local, read_row, starts[read_row], rows, frags, manifests)
+    return _Layout(chunks, local, read_row, run, rows, frags, manifests)
 
 
 def _placement(ends: np.ndarray, lay: _Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
