@@ -6,8 +6,9 @@ chunk, a mode-0 manifest block per fragment; every link (graph edge, skeleton
 ``[child, parent]`` record, mesh face) in ``links/0/<offsets>/`` of its source chunk, an
 intra-chunk link as a flat row in input endpoint order beside a ``link_fragments`` index, a
 chunk-crossing one in canonical placement (endpoints sorted by chunk and row) behind its
-``perm`` column; graph edge attributes in ``link_attributes/<name>/0/<offsets>/``, row for
-row. A skeleton stores only the records that 0.9's implicit rule (each row's parent is the
+``perm`` column (a directed graph's in input endpoint order, without ``perm``: family
+``directed``); graph edge and mesh face attributes in ``link_attributes/<name>/0/<offsets>/``,
+row for row. A skeleton stores only the records that 0.9's implicit rule (each row's parent is the
 row before it, except at a fragment start) does not give, and a root that does not start
 its object's fragment in a chunk starts a fragment of its own (0.9.2 reads no
 ``[root, -1]`` record).
@@ -89,9 +90,12 @@ def _layout(chunks: np.ndarray, owner: np.ndarray, n_objects: int, split: np.nda
     return _Layout(chunks, local, read_row, run, rows, frags, manifests)
 
 
-def _placement(ends: np.ndarray, lay: _Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per link: stored endpoint order ``sigma`` (input order inside one chunk, else
-    sorted by chunk and row), the source chunk and the offsets of the other endpoints."""
+def _placement(
+    ends: np.ndarray, lay: _Layout, directed: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per link: stored endpoint order ``sigma`` (input order inside one chunk or when
+    ``directed``, else sorted by chunk and row), the source chunk and the offsets of the
+    other endpoints."""
     chunks, local = lay.chunk[ends], lay.local[ends]
     n, width = ends.shape
     intra = (chunks == chunks[:, :1]).all(axis=(1, 2))
@@ -99,14 +103,14 @@ def _placement(ends: np.ndarray, lay: _Layout) -> tuple[np.ndarray, np.ndarray, 
     flat = chunks.reshape(n * width, -1)
     keys = [local.ravel(), *(flat[:, d] for d in range(flat.shape[1] - 1, -1, -1)), link]
     sigma = np.lexsort(keys).reshape(n, width) - (np.arange(n) * width)[:, None]
-    sigma[intra] = np.arange(width)
+    sigma[intra | directed] = np.arange(width)
     placed = np.take_along_axis(chunks, sigma[:, :, None], axis=1)
     return sigma, placed[:, 0], placed[:, 1:] - placed[:, :1]
 
 
-def _cells(ends: np.ndarray, lay: _Layout) -> tuple[Cells, np.ndarray, np.ndarray]:
+def _cells(ends: np.ndarray, lay: _Layout, directed: bool) -> tuple[Cells, np.ndarray, np.ndarray]:
     """The links grouped by segment and source chunk; their placement and perm codes."""
-    sigma, source, offsets = _placement(ends, lay)
+    sigma, source, offsets = _placement(ends, lay, directed)
     cells: Cells = defaultdict(lambda: defaultdict(list))
     for i in range(ends.shape[0]):
         segment = "_".join(signed(o) for o in offsets[i])
@@ -118,35 +122,40 @@ def _one_range(rows: int) -> FragmentIndex:
     return FragmentIndex.from_ranges(np.array([0]), np.array([rows]))
 
 
-def _family(grid: Grid, width: int, total: int) -> dict[str, Any]:
+def _family(grid: Grid, width: int, total: int, directed: bool) -> dict[str, Any]:
     family = {"zv_array": "links_family", "level_delta": 0, "link_width": width}
-    family |= {"directed": False, "store": "canonical", "sid_ndim": len(grid.shape)}
+    family |= {"directed": directed, "store": "canonical", "sid_ndim": len(grid.shape)}
     return {**family, "num_links": total, "num_physical_records": total}
 
 
 def _write_links(
-    out: LayoutVWriter, grid: Grid, ends: np.ndarray, lay: _Layout, values: dict[str, np.ndarray]
+    out: LayoutVWriter,
+    grid: Grid,
+    ends: np.ndarray,
+    lay: _Layout,
+    values: dict[str, np.ndarray],
+    directed: bool,
 ) -> None:
     """``links/0/<offsets>/``, ``link_fragments`` and ``link_attributes/<name>/0/<offsets>/``."""
     width, ndim = ends.shape[1], len(grid.shape)
-    cells, sigma, perm = _cells(ends, lay)
+    cells, sigma, perm = _cells(ends, lay, directed)
     intra = "_".join(["0" + ".0" * (ndim - 1)] * (width - 1))
     out.group("0/links", {})
-    out.group("0/links/0", _family(grid, width, ends.shape[0]))
+    out.group("0/links/0", _family(grid, width, ends.shape[0], directed))
     stored = np.take_along_axis(lay.local[ends], sigma, axis=1)
     fragments = {}
     for segment in sorted({*cells, intra}):
         mine = cells.get(segment, {})
         framed = segment != intra
-        blobs = {
-            c: encode_link_cell(np.c_[perm[i], stored[i]] if framed else stored[i], framed=framed)
-            for c, i in mine.items()
-        }
+        perm_column = framed and not directed
+        rows = {c: np.c_[perm[i], stored[i]] if perm_column else stored[i] for c, i in mine.items()}
+        blobs = {c: encode_link_cell(r, framed=framed) for c, r in rows.items()}
         if not framed:
             fragments = {c: _one_range(len(i)) for c, i in mine.items()}
         meta = cell_attrs(grid, blobs, zv_array="links", dtype="int64")
         offsets = [[int(x) for x in part.split(".")] for part in segment.split("_")]
-        meta |= {"offsets": offsets, "has_perm": framed, "link_width": width, "level_delta": 0}
+        meta |= {"offsets": offsets, "has_perm": perm_column, "link_width": width}
+        meta["level_delta"] = 0
         out.cells(f"0/links/0/{segment}", blobs, grid.origin, grid.shape, meta)
         _write_link_attributes(out, grid, segment, offsets, mine, values)
     meta = cell_attrs(grid, fragments, zv_array="link_fragments", encoding="fragment_index_v1")
@@ -202,11 +211,12 @@ def write_linked(out: LayoutVWriter, store: VectorStore, grid: Grid) -> list[str
     write_vertex_arrays(out, grid, lay.rows, result)
     write_fragments(out, grid, lay.frags)
     values = {}
-    if store.kind == "graph":
+    if store.kind in ("graph", "mesh"):  # edge and face attributes
         values = {k: np.asarray(v) for k, v in (result.link_attributes or {}).items()}
-    elif store.kind == "skeleton":
+    else:
         ends = _skeleton_records(ends, lay)
-    _write_links(out, grid, ends, lay, values)
+    directed = store.kind == "graph" and bool(store.metadata.get("is_directed", False))
+    _write_links(out, grid, ends, lay, values, directed)
     write_object_arrays(out, store, result, lay.manifests)
     write_groups(out, store)
     return ["vertices", "links", "object_index"]

@@ -56,6 +56,8 @@ IMPORT_OPTIONS = ("lossy",)
 """The options of the import: ``lossy`` (drop what this format cannot hold)."""
 
 KINDS = ("point_cloud", "polyline", "streamline", "graph", "skeleton", "mesh")
+LINK_ATTRIBUTES = ("graph", "mesh")
+"""The kinds whose links carry attributes here (graph edges, mesh faces)."""
 
 
 def _unsupported(level: VLevel) -> list[str]:
@@ -65,7 +67,7 @@ def _unsupported(level: VLevel) -> list[str]:
         found.append(f"object attributes {sorted(level.object_attributes)} of a point cloud")
     if level.kind == "point_cloud" and level.groups:
         found.append(f"{len(level.groups)} groups of a point cloud")
-    if level.kind != "graph" and level.link_attributes:
+    if level.kind not in LINK_ATTRIBUTES and level.link_attributes:
         found.append(f"edge attributes {sorted(level.link_attributes)} of a {level.kind}")
     return found
 
@@ -103,7 +105,8 @@ def _write(level: VLevel, target: ImportTarget, shapes: dict[str, Any], levels: 
     elif level.kind == "graph":
         write_graph(
             target.store, level.positions, level.links, vertex_objects=level.vertex_objects,
-            edge_attributes=level.link_attributes or None, **_object_columns(level), **keywords,
+            edge_attributes=level.link_attributes or None, directed=level.directed,
+            **_object_columns(level), **keywords,
         )  # fmt: skip
     elif level.kind == "skeleton":
         write_skeletons(
@@ -113,7 +116,7 @@ def _write(level: VLevel, target: ImportTarget, shapes: dict[str, Any], levels: 
     else:
         write_mesh(
             target.store, level.positions, level.links, vertex_objects=level.vertex_objects,
-            **_object_columns(level), **keywords,
+            face_attributes=level.link_attributes or None, **_object_columns(level), **keywords,
         )  # fmt: skip
 
 
@@ -145,7 +148,7 @@ def _import_v(name: str, path: Path, target: ImportTarget, options: Mapping[str,
         )
     if level.kind == "point_cloud":
         level.object_attributes, level.groups = {}, None
-    if level.kind != "graph":
+    if level.kind not in LINK_ATTRIBUTES:
         level.link_attributes = {}
     _write(level, target, shapes, levels)
 
