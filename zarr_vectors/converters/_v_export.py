@@ -29,6 +29,7 @@ from zarr_vectors.converters._v_cells import (
     write_object_arrays,
     write_vertex_arrays,
 )
+from zarr_vectors.converters._v_export_levels import write_point_levels
 from zarr_vectors.converters._v_linked import LINKED_KINDS, write_linked
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
@@ -192,7 +193,8 @@ def _polylines(out: LayoutVWriter, store: VectorStore, grid: Grid) -> list[str]:
 
 
 def export_v(store: VectorStore, path: Path) -> None:
-    """Write level 0 of ``store`` as a layout-V store at ``path`` (a new directory).
+    """Write level 0 of ``store`` (and a point cloud's ``"aggregate"`` levels) as a layout-V
+    store at ``path`` (a new directory).
 
     Raises
     ------
@@ -213,8 +215,14 @@ def export_v(store: VectorStore, path: Path) -> None:
     lo, hi = (np.asarray(b, dtype=np.float64) for b in store.bounds)
     grid = Grid(np.asarray(store.chunk_shape, dtype=np.float64), lo, hi)
     out = LayoutVWriter(path)
-    out.group("", _root(store, store.kind, lo, hi))
+    root = _root(store, store.kind, lo, hi)
+    out.group("", root)
     writers = {"point_cloud": _points, "polyline": _polylines, "streamline": _polylines}
     present = writers.get(store.kind, write_linked)(out, store, grid)
     count = store.vertex_count
     out.group("0", _level_attrs(count, present))
+    coarse = write_point_levels(out, store, grid)
+    if coarse:
+        root["multiscales"][0]["datasets"] += coarse
+        root["zarr_vectors"]["format_capabilities"] = ["shared_fragments"]
+        out.group("", root)
