@@ -5,9 +5,10 @@ implementation of the format (``zarr-vectors`` 0.9.x on PyPI) and writes it with
 library's writers, with the same chunk shape and bin shape: every object keeps its id, its
 vertices in their order (a polyline's in traversal order), its vertex and object
 attributes; links keep their endpoint order (a skeleton edge is ``[child, parent]``, a
-face keeps its winding) and a graph its edge attributes; groups and group attributes are
-kept. The converter is found by its root attributes, not by a suffix (a layout-V store is a
-directory; ``format="zarr-vectors-0.9"`` names it).
+face keeps its winding), a graph its edge attributes and direction, a mesh its face
+attributes; groups and group attributes are kept. The converter is found by its root
+attributes, not by a suffix (a layout-V store is a directory; ``format="zarr-vectors-0.9"``
+names it).
 
 What this format cannot hold is refused unless ``lossy=True`` drops it (and says so in the
 error): object attributes and groups of a point cloud (this format's point clouds carry
@@ -21,8 +22,8 @@ Options
 Import: ``lossy`` (bool, default False).
 
 Export (``zv.convert(store, "out.zv", format="zarr-vectors-0.9")``): level 0 of a store of
-any kind, written as 0.9.2 writes it, so that 0.9.2 opens it and reads the same vertices,
-objects, links and attributes (spec §14.4).
+any kind (and a point cloud's ``"aggregate"`` levels), written as 0.9.2 writes it, so that
+0.9.2 opens it and reads the same vertices, objects, links and attributes (spec §14.4).
 """
 
 from __future__ import annotations
