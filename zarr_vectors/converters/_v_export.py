@@ -30,7 +30,7 @@ from zarr_vectors.converters._v_cells import (
     write_vertex_arrays,
 )
 from zarr_vectors.converters._v_export_levels import write_point_levels
-from zarr_vectors.converters._v_linked import LINKED_KINDS, write_linked
+from zarr_vectors.converters._v_linked import LINKED_KINDS, write_linked, write_point_objects
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragments import FragmentIndex
@@ -92,8 +92,11 @@ def _level_attrs(count: int, present: list[str]) -> dict[str, Any]:
 
 
 def _points(out: LayoutVWriter, store: VectorStore, grid: Grid) -> list[str]:
-    """A point cloud: per chunk, its rows by bin (C order), one range fragment per bin."""
+    """A point cloud: per chunk, its rows by bin (C order), one range fragment per bin (with
+    object ids: :func:`~zarr_vectors.converters._v_linked.write_point_objects`)."""
     result = store.read()
+    if result.vertex_object_ids is not None:
+        return write_point_objects(out, store, grid, result)
     positions = np.asarray(result.positions, dtype=np.float64)
     chunks = grid.of(positions)
     per = np.round(grid.chunk / np.asarray(store.bin_shape)).astype(np.int64)

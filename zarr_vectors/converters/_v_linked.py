@@ -33,18 +33,27 @@ from zarr_vectors.converters._v_cells import (
     write_vertex_arrays,
 )
 from zarr_vectors.dataset import VectorStore
+from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragments import FragmentIndex
 from zarr_vectors.format.layout_v import encode_link_cell, lehmer_codes
 from zarr_vectors.format.manifest import ManifestBlock, encode_manifest
 from zarr_vectors.store.layout_v import LayoutVWriter
 
-__all__ = ["LINKED_KINDS", "write_linked"]
+__all__ = ["LINKED_KINDS", "write_linked", "write_point_objects"]
 
 LINKED_KINDS = {"graph": 2, "skeleton": 2, "mesh": 3}
 """The kinds with explicit links, and the endpoints of one link."""
 
 Cells = dict[str, dict[Chunk, list[int]]]
 """Links by offsets segment and source chunk: the input link numbers, in input order."""
+
+
+@dataclass
+class _Objects:
+    """The object ids (and no object attributes) of a point cloud's object index."""
+
+    object_ids: np.ndarray
+    object_attributes: dict[str, np.ndarray] | None = None
 
 
 @dataclass
@@ -220,3 +229,28 @@ def write_linked(out: LayoutVWriter, store: VectorStore, grid: Grid) -> list[str
     write_object_arrays(out, store, result, lay.manifests)
     write_groups(out, store)
     return ["vertices", "links", "object_index"]
+
+
+def write_point_objects(
+    out: LayoutVWriter, store: VectorStore, grid: Grid, result: Any
+) -> list[str]:
+    """Level 0 of a point cloud with object ids, as 0.9.2's ``write_points(object_ids=...)``
+    writes it: each chunk's points grouped by object (in read order inside an object), one
+    fragment per object in the chunk, and the object index; the names of the arrays written.
+
+    Raises
+    ------
+    InvalidInputError
+        When the object ids are not ``0..n-1``.
+    """
+    oids = np.asarray(result.vertex_object_ids, dtype=np.int64)
+    count = int(oids.max()) + 1 if oids.size else 0
+    if not np.array_equal(np.unique(oids), np.arange(count)):
+        raise InvalidInputError("layout V numbers objects 0..n-1; renumber the objects first")
+    order = np.argsort(oids, kind="stable")
+    positions = np.asarray(result.positions, dtype=np.float64)[order]
+    lay = _layout(grid.of(positions), oids[order], count, np.zeros(order.size, dtype=bool))
+    present = write_vertex_arrays(out, grid, {c: order[r] for c, r in lay.rows.items()}, result)
+    write_fragments(out, grid, lay.frags)
+    write_object_arrays(out, store, _Objects(np.arange(count)), lay.manifests)
+    return [*present, "object_index"]

@@ -283,7 +283,8 @@ def read_back(pairs: list[str]) -> None:
 
     for store, out in zip(pairs[::2], pairs[1::2], strict=True):
         ds = zv.open(store)
-        found = answers(zv, Path(store), kind_of(ds) != "point_cloud")
+        objects = kind_of(ds) != "point_cloud" or (Path(store) / "0" / "object_index").is_dir()
+        found = answers(zv, Path(store), objects)
         errors = validate(store, level=5).errors
         np.savez(out, **found, validate_errors=np.asarray(errors, dtype=str))
 
