@@ -6,8 +6,9 @@ so at level 1). Each is written as 0.9.2 writes a coarse level of a point cloud:
 vertices (no attributes: 0.9.x keeps none at coarse levels) chunk by chunk, in each chunk
 ordered as 0.9.2 orders its metavertices (by the bytes of their int64 bin coordinates), one
 fragment per vertex, and an NGFF dataset of scale ``bin_ratio`` and translation
-``bin_shape / 2``. Levels of another method (``"sample"``) are not written: 0.9.x has no
-such level. The import (:mod:`zarr_vectors.converters._v_levels`) maps them back.
+``bin_shape / 2``. Levels of another method (``"sample"``), and those of a point cloud with
+object ids (0.9.x shares its coarse vertices between objects), are not written. The import
+(:mod:`zarr_vectors.converters._v_levels`) maps them back.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ def _metavertex_order(positions: np.ndarray, bins: np.ndarray) -> np.ndarray:
     return order
 
 
-def _level(out: LayoutVWriter, store: VectorStore, grid: Grid, info: Any) -> None:
-    positions = np.asarray(store.read(level=info.level, progress=False).positions)
+def _level(out: LayoutVWriter, grid: Grid, info: Any, result: Any) -> None:
+    positions = np.asarray(result.positions)
     bins = np.asarray(info.bin_shape, dtype=np.float64)
     chunks = grid.of(positions.astype(np.float64))
     dtype = positions.dtype.newbyteorder("<")
@@ -58,13 +59,16 @@ def _level(out: LayoutVWriter, store: VectorStore, grid: Grid, info: Any) -> Non
 
 
 def write_point_levels(out: LayoutVWriter, store: VectorStore, grid: Grid) -> list[dict[str, Any]]:
-    """Write the ``"aggregate"`` levels of a point cloud (levels 1, 2, ... while their method
-    is ``"aggregate"``); their NGFF datasets."""
+    """Write the ``"aggregate"`` levels of a point cloud without object ids (levels 1, 2, ...
+    while their method is ``"aggregate"``); their NGFF datasets."""
     datasets = []
     for info in store.levels[1:]:
         if store.kind != "point_cloud" or info.method != "aggregate":
             break
-        _level(out, store, grid, info)
+        result = store.read(level=info.level, progress=False)
+        if result.vertex_object_ids is not None:  # 0.9.x shares them between objects
+            break
+        _level(out, grid, info, result)
         bins = np.asarray(info.bin_shape, dtype=np.float64)
         datasets.append({
             "path": str(info.level),
