@@ -5,16 +5,20 @@ what 0.9.2 was given and with what 0.9.2 itself read back (recorded beside each 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from tests.converters.conftest import LAYOUT_V, LAYOUT_V_CASES
 from zarr_vectors.cli import main
+from zarr_vectors.format.layout_v import lehmer_codes, lehmer_permutation, restore_input_order
 
 DATA = LAYOUT_V
 CASES = LAYOUT_V_CASES
@@ -253,3 +257,14 @@ def test_draco_encoded_vertices_are_refused(tmp_path: Path) -> None:
     meta_path.write_text(json.dumps(meta))
     with pytest.raises(zv.MetadataError, match="without Draco"):
         zv.convert(copy, tmp_path / "out.zarr")
+
+
+@given(st.integers(2, 5).flatmap(lambda n: st.permutations(list(range(n)))))
+@settings(max_examples=40, deadline=None)
+def test_lehmer_codes_invert_the_permutations_they_encode(sigma: list[int]) -> None:
+    code = int(lehmer_codes(np.array([sigma]))[0])
+    assert 0 <= code < math.factorial(len(sigma))
+    assert lehmer_permutation(code, len(sigma)) == tuple(sigma)
+    stored = np.arange(len(sigma))[None, :] + 10
+    restored = restore_input_order(stored, np.array([code]))
+    assert restored[0, sigma].tolist() == stored[0].tolist()

@@ -119,6 +119,8 @@ def _placement(
 
 def _cells(ends: np.ndarray, lay: _Layout, directed: bool) -> tuple[Cells, np.ndarray, np.ndarray]:
     """The links grouped by segment and source chunk; their placement and perm codes."""
+    if not ends.size:
+        return {}, np.zeros(ends.shape, dtype=np.int64), np.zeros(0, dtype=np.int64)
     sigma, source, offsets = _placement(ends, lay, directed)
     cells: Cells = defaultdict(lambda: defaultdict(list))
     for i in range(ends.shape[0]):
@@ -212,7 +214,8 @@ def write_linked(out: LayoutVWriter, store: VectorStore, grid: Grid) -> list[str
     positions = np.asarray(result.positions, dtype=np.float64)
     counts = np.diff(np.asarray(result.offsets))
     owner = np.repeat(np.arange(counts.size), counts)
-    ends = np.asarray(result.faces if store.kind == "mesh" else result.edges, dtype=np.int64)
+    links = result.faces if store.kind == "mesh" else result.edges
+    ends = np.asarray(links, dtype=np.int64).reshape(-1, LINKED_KINDS[store.kind])
     split = np.zeros(positions.shape[0], dtype=bool)
     if store.kind == "skeleton":
         split[np.setdiff1d(np.arange(split.size), ends[:, 0])] = True  # the roots
