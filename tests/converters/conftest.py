@@ -17,6 +17,7 @@ LAYOUT_V_CASES = {
     "graph": False,
     "skeleton": True,  # coarse level 1; 0.9.2 keeps edge weights of stored edges only
     "mesh": False,
+    "points_pyramid": True,  # 0.9.2's level 2: its coarse bin is larger than the chunk
 }
 """Golden layout-V store (``tests/data/layout_v``) -> whether its import needs ``lossy``."""
 

@@ -5,16 +5,20 @@ what 0.9.2 was given and with what 0.9.2 itself read back (recorded beside each 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from tests.converters.conftest import LAYOUT_V, LAYOUT_V_CASES
 from zarr_vectors.cli import main
+from zarr_vectors.format.layout_v import lehmer_codes, lehmer_permutation, restore_input_order
 
 DATA = LAYOUT_V
 CASES = LAYOUT_V_CASES
@@ -196,7 +200,25 @@ def test_reads_by_id_equal_those_of_092(name: str, converted: dict[str, Path]) -
     np.testing.assert_array_equal(np.diff(got.offsets), answers["0_ids_part_lengths"])
 
 
-@pytest.mark.parametrize("name", ["points_objects", "streamlines", "skeleton"])
+def test_092_coarse_point_levels_are_imported_where_the_spec_holds_them(
+    converted: dict[str, Path],
+) -> None:
+    store, answers = zv.open(converted["points_pyramid"]), _answers("points_pyramid")
+    assert answers["levels"].tolist() == [0, 1, 2]
+    assert [(lv.level, lv.method) for lv in store.levels] == [(0, None), (1, "aggregate")]
+    assert store.levels[1].bin_shape == (50.0, 50.0, 50.0)
+    got = _records(store.read(level=1).positions)
+    assert got == _records(answers["1_all_positions"])  # bit for bit, as 0.9.2 reads them
+
+
+def test_a_refused_coarse_level_is_named_with_its_reason(tmp_path: Path) -> None:
+    with pytest.raises(zv.InvalidInputError, match=r"coarse level 2 \(its bin .* larger"):
+        zv.convert(DATA / "points_pyramid.zv", tmp_path / "out.zarr")
+    with pytest.raises(zv.InvalidInputError, match=r"shared between objects"):
+        zv.convert(DATA / "streamlines.zv", tmp_path / "out.zarr")
+
+
+@pytest.mark.parametrize("name", ["points_objects", "streamlines", "skeleton", "points_pyramid"])
 def test_what_this_format_cannot_hold_is_refused_unless_lossy(name: str, tmp_path: Path) -> None:
     with pytest.raises(zv.InvalidInputError, match=r"lossy=True"):
         zv.convert(DATA / f"{name}.zv", tmp_path / "out.zarr")
@@ -235,3 +257,14 @@ def test_draco_encoded_vertices_are_refused(tmp_path: Path) -> None:
     meta_path.write_text(json.dumps(meta))
     with pytest.raises(zv.MetadataError, match="without Draco"):
         zv.convert(copy, tmp_path / "out.zarr")
+
+
+@given(st.integers(2, 5).flatmap(lambda n: st.permutations(list(range(n)))))
+@settings(max_examples=40, deadline=None)
+def test_lehmer_codes_invert_the_permutations_they_encode(sigma: list[int]) -> None:
+    code = int(lehmer_codes(np.array([sigma]))[0])
+    assert 0 <= code < math.factorial(len(sigma))
+    assert lehmer_permutation(code, len(sigma)) == tuple(sigma)
+    stored = np.arange(len(sigma))[None, :] + 10
+    restored = restore_input_order(stored, np.array([code]))
+    assert restored[0, sigma].tolist() == stored[0].tolist()

@@ -5,7 +5,8 @@ attributes) and polylines/streamlines (object ids, vertices in traversal order, 
 object and group attributes, groups) are written as zarr-vectors 0.9.2 writes them: one
 fragment per bin of a chunk for points, one fragment per run of a polyline in a chunk, a
 mode-0 manifest block per run, and the chunk-crossing steps of a polyline as bridge links
-``links/0/<offsets>/`` (canonical placement, ``perm`` column).
+``links/0/<offsets>/`` (canonical placement, ``perm`` column). Graphs, skeletons and meshes:
+:mod:`zarr_vectors.converters._v_linked`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,19 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors.converters._v_cells import (
+    V_VERSION,
+    Chunk,
+    Grid,
+    cell_attrs,
+    signed,
+    write_fragments,
+    write_groups,
+    write_object_arrays,
+    write_vertex_arrays,
+)
+from zarr_vectors.converters._v_export_levels import write_point_levels
+from zarr_vectors.converters._v_linked import LINKED_KINDS, write_linked, write_point_objects
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragments import FragmentIndex
@@ -25,35 +39,15 @@ from zarr_vectors.store.layout_v import LayoutVWriter
 
 __all__ = ["EXPORT_KINDS", "export_v"]
 
-EXPORT_KINDS = ("point_cloud", "polyline", "streamline")
-"""The kinds written as layout V so far."""
+EXPORT_KINDS = ("point_cloud", "polyline", "streamline", *LINKED_KINDS)
+"""The kinds written as layout V."""
 
-V_VERSION = "0.9.2"
-Chunk = tuple[int, ...]
-
-
-class _Grid:
-    """The chunk grid of the export: chunks of ``chunk`` from the chunk of ``lo``."""
-
-    def __init__(self, chunk: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
-        self.chunk = chunk
-        self.origin = np.floor(lo / chunk).astype(np.int64)
-        self.shape = np.floor(hi / chunk).astype(np.int64) - self.origin + 1
-
-    def of(self, positions: np.ndarray) -> np.ndarray:
-        chunks: np.ndarray = np.floor(positions / self.chunk).astype(np.int64)
-        return chunks
-
-    def origin_attrs(self) -> dict[str, Any]:
-        return {"chunk_grid_origin": self.origin.tolist()} if self.origin.any() else {}
-
-
-def _dotted(chunk: Chunk) -> str:
-    return ".".join(str(c) for c in chunk)
-
-
-def _signed(offset: np.ndarray) -> str:
-    return ".".join(f"+{c}" if c > 0 else str(c) for c in offset.tolist())
+CONVENTIONS = {
+    "graph": "explicit",
+    "mesh": "explicit",
+    "skeleton": "implicit_sequential_with_branches",
+}
+"""``links_convention`` of a kind (``implicit_sequential`` unless named here)."""
 
 
 def _root(store: VectorStore, kind: str, lo: np.ndarray, hi: np.ndarray) -> dict[str, Any]:
@@ -66,7 +60,7 @@ def _root(store: VectorStore, kind: str, lo: np.ndarray, hi: np.ndarray) -> dict
         "bounds": [lo.tolist(), hi.tolist()],
         "geometry_types": [kind],
         "base_bin_shape": bins.tolist(),
-        "links_convention": "implicit_sequential",
+        "links_convention": CONVENTIONS.get(kind, "implicit_sequential"),
         "object_index_convention": "standard",
         "cross_chunk_strategy": "explicit_links",
     }
@@ -84,40 +78,6 @@ def _root(store: VectorStore, kind: str, lo: np.ndarray, hi: np.ndarray) -> dict
     }
 
 
-def _cell_attrs(grid: _Grid, cells: dict[Chunk, Any], **more: Any) -> dict[str, Any]:
-    return {"nonempty_chunks": sorted(_dotted(c) for c in cells), **grid.origin_attrs(), **more}
-
-
-def _write_vertex_arrays(
-    out: LayoutVWriter, grid: _Grid, rows: dict[Chunk, np.ndarray], result: Any
-) -> list[str]:
-    """``vertices`` and ``vertex_attributes/<name>`` from the rows (global vertex numbers)
-    each chunk holds, in order; the names of the arrays written."""
-    positions = np.asarray(result.positions)
-    dtype = positions.dtype.newbyteorder("<")
-    cells = {c: positions[r].astype(dtype).tobytes() for c, r in rows.items()}
-    meta = _cell_attrs(grid, cells, zv_array="vertices", dtype=dtype.name, encoding="raw")
-    out.cells("0/vertices", cells, grid.origin, grid.shape, meta)
-    present = ["vertices"]
-    if result.attributes:
-        out.group("0/vertex_attributes", {})
-        present.append("vertex_attributes")
-    for name, values in result.attributes.items():
-        values = np.asarray(values)
-        vtype = values.dtype.newbyteorder("<")
-        blobs = {c: values[r].astype(vtype).tobytes() for c, r in rows.items()}
-        meta = _cell_attrs(grid, blobs, zv_array="attribute", name=name, dtype=vtype.name)
-        meta["row_shape"] = list(values.shape[1:])
-        out.cells(f"0/vertex_attributes/{name}", blobs, grid.origin, grid.shape, meta)
-    return present
-
-
-def _write_fragments(out: LayoutVWriter, grid: _Grid, frags: dict[Chunk, FragmentIndex]) -> None:
-    cells = {c: f.encode() for c, f in frags.items()}
-    meta = _cell_attrs(grid, cells, zv_array="vertex_fragments", encoding="fragment_index_v1")
-    out.cells("0/vertex_fragments", cells, grid.origin, grid.shape, meta)
-
-
 def _level_attrs(count: int, present: list[str]) -> dict[str, Any]:
     level = {
         "level": 0,
@@ -131,9 +91,12 @@ def _level_attrs(count: int, present: list[str]) -> dict[str, Any]:
     return {"zarr_vectors_level": level}
 
 
-def _points(out: LayoutVWriter, store: VectorStore, grid: _Grid) -> list[str]:
-    """A point cloud: per chunk, its rows by bin (C order), one range fragment per bin."""
+def _points(out: LayoutVWriter, store: VectorStore, grid: Grid) -> list[str]:
+    """A point cloud: per chunk, its rows by bin (C order), one range fragment per bin (with
+    object ids: :func:`~zarr_vectors.converters._v_linked.write_point_objects`)."""
     result = store.read()
+    if result.vertex_object_ids is not None:
+        return write_point_objects(out, store, grid, result)
     positions = np.asarray(result.positions, dtype=np.float64)
     chunks = grid.of(positions)
     per = np.round(grid.chunk / np.asarray(store.bin_shape)).astype(np.int64)
@@ -147,8 +110,8 @@ def _points(out: LayoutVWriter, store: VectorStore, grid: _Grid) -> list[str]:
         counts = np.bincount(bin_id[mine], minlength=int(per.prod()))
         rows[chunk] = mine
         frags[chunk] = FragmentIndex.from_ranges(np.cumsum(counts) - counts, counts)
-    present = _write_vertex_arrays(out, grid, rows, result)
-    _write_fragments(out, grid, frags)
+    present = write_vertex_arrays(out, grid, rows, result)
+    write_fragments(out, grid, frags)
     return present
 
 
@@ -188,7 +151,7 @@ class _Polylines:
         ends = [self.local[tail], self.local[head]]
         order = sorted(range(2), key=lambda k: ends[k])
         (src, vi0), (dst, vi1) = ends[order[0]], ends[order[1]]
-        offset = _signed(np.asarray(dst) - np.asarray(src))
+        offset = signed(np.asarray(dst) - np.asarray(src))
         self.bridges[offset][src].append([int(order != [0, 1]), vi0, vi1])
 
     def fragments(self) -> dict[Chunk, FragmentIndex]:
@@ -199,7 +162,7 @@ class _Polylines:
         return out
 
 
-def _write_bridges(out: LayoutVWriter, grid: _Grid, lines: _Polylines) -> None:
+def _write_bridges(out: LayoutVWriter, grid: Grid, lines: _Polylines) -> None:
     total = sum(len(r) for cells in lines.bridges.values() for r in cells.values())
     out.group("0/links", {})
     family = {"zv_array": "links_family", "level_delta": 0, "link_width": 2, "directed": False}
@@ -210,46 +173,13 @@ def _write_bridges(out: LayoutVWriter, grid: _Grid, lines: _Polylines) -> None:
             c: np.concatenate([[1, 0], np.ravel(rows)]).astype("<i8").tobytes()
             for c, rows in cells.items()
         }
-        meta = _cell_attrs(grid, blobs, zv_array="links", dtype="int64")
+        meta = cell_attrs(grid, blobs, zv_array="links", dtype="int64")
         offsets = [[int(c) for c in offset.split(".")]]
         meta |= {"offsets": offsets, "has_perm": True, "link_width": 2, "level_delta": 0}
         out.cells(f"0/links/0/{offset}", blobs, grid.origin, grid.shape, meta)
 
 
-def _object_arrays(
-    out: LayoutVWriter, store: VectorStore, result: Any, manifests: list[bytes]
-) -> None:
-    ids = np.asarray(result.object_ids, dtype=np.int64)
-    out.group("0/object_index", {
-        "zv_array": "object_index", "num_objects": int(ids.size), "num_present": int(ids.size),
-        "sid_ndim": store.ndim, "layout": "vlen_manifests_v2", "object_ids_sorted": True,
-    })  # fmt: skip
-    out.blobs("0/object_index/manifests", manifests, {})
-    out.plain("0/object_index/object_ids", ids, 16384, {})
-    out.group("0/object_attributes", {})
-    for name, values in (result.object_attributes or {}).items():
-        values = np.asarray(values)
-        meta = {"zv_array": "object_attribute", "name": name, "dtype": values.dtype.name}
-        meta |= {"shape": list(values.shape), "fill_sentinel_meaning": "absent"}
-        out.plain(f"0/object_attributes/{name}", values, 65536, meta)
-
-
-def _groups(out: LayoutVWriter, store: VectorStore) -> None:
-    groups = store.groups
-    if not groups:
-        return
-    members = [np.asarray(m, dtype="<i8").tobytes() for m in groups.values()]
-    out.blobs("0/groups", members, {"zv_array": "groups", "num_groups": len(members)})
-    out.group("0/group_attributes", {})
-    for name, values in store.group_attributes.items():
-        values = np.asarray(values)
-        meta = {"zv_array": "groupings_attribute", "name": name, "dtype": values.dtype.name}
-        out.plain(
-            f"0/group_attributes/{name}", values, 65536, {**meta, "shape": list(values.shape)}
-        )
-
-
-def _polylines(out: LayoutVWriter, store: VectorStore, grid: _Grid) -> list[str]:
+def _polylines(out: LayoutVWriter, store: VectorStore, grid: Grid) -> list[str]:
     result = store.read_objects(sorted(store.object_ids.tolist()))
     chunks = grid.of(np.asarray(result.positions, dtype=np.float64))
     lines = _Polylines()
@@ -257,16 +187,17 @@ def _polylines(out: LayoutVWriter, store: VectorStore, grid: _Grid) -> list[str]
     for k in range(offsets.size - 1):
         lines.add(chunks, int(offsets[k]), int(offsets[k + 1]))
     rows = {c: np.concatenate(r) for c, r in lines.rows.items()}
-    present = _write_vertex_arrays(out, grid, rows, result)
-    _write_fragments(out, grid, lines.fragments())
+    present = write_vertex_arrays(out, grid, rows, result)
+    write_fragments(out, grid, lines.fragments())
     _write_bridges(out, grid, lines)
-    _object_arrays(out, store, result, lines.manifests)
-    _groups(out, store)
+    write_object_arrays(out, store, result, lines.manifests)
+    write_groups(out, store)
     return [*present, "object_index"]
 
 
 def export_v(store: VectorStore, path: Path) -> None:
-    """Write level 0 of ``store`` as a layout-V store at ``path`` (a new directory).
+    """Write level 0 of ``store`` (and a point cloud's ``"aggregate"`` levels) as a layout-V
+    store at ``path`` (a new directory).
 
     Raises
     ------
@@ -285,11 +216,16 @@ def export_v(store: VectorStore, path: Path) -> None:
     if ids != list(range(len(ids))):
         raise InvalidInputError("layout V numbers objects 0..n-1; renumber the objects first")
     lo, hi = (np.asarray(b, dtype=np.float64) for b in store.bounds)
-    grid = _Grid(np.asarray(store.chunk_shape, dtype=np.float64), lo, hi)
+    grid = Grid(np.asarray(store.chunk_shape, dtype=np.float64), lo, hi)
     out = LayoutVWriter(path)
-    out.group("", _root(store, store.kind, lo, hi))
-    present = (
-        _points(out, store, grid) if store.kind == "point_cloud" else _polylines(out, store, grid)
-    )
+    root = _root(store, store.kind, lo, hi)
+    out.group("", root)
+    writers = {"point_cloud": _points, "polyline": _polylines, "streamline": _polylines}
+    present = writers.get(store.kind, write_linked)(out, store, grid)
     count = store.vertex_count
     out.group("0", _level_attrs(count, present))
+    coarse = write_point_levels(out, store, grid)
+    if coarse:
+        root["multiscales"][0]["datasets"] += coarse
+        root["zarr_vectors"]["format_capabilities"] = ["shared_fragments"]
+        out.group("", root)

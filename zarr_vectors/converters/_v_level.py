@@ -39,6 +39,7 @@ class VLevel:
     link_attributes: dict[str, np.ndarray] = field(default_factory=dict)
     groups: list[np.ndarray] | None = None
     group_attributes: dict[str, np.ndarray] = field(default_factory=dict)
+    directed: bool = False
 
 
 @dataclass
@@ -250,4 +251,5 @@ def read_v_level(store: LayoutVStore, level: int = 0) -> VLevel:
     if kind in ("graph", "skeleton", "mesh"):
         out.links = stored[(stored >= 0).all(axis=1)]
     out.groups, out.group_attributes = _groups(store, lv)
+    out.directed = bool(store.attributes(f"{lv}/links/0").get("directed", False))
     return out

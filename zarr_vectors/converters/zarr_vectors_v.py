@@ -5,23 +5,25 @@ implementation of the format (``zarr-vectors`` 0.9.x on PyPI) and writes it with
 library's writers, with the same chunk shape and bin shape: every object keeps its id, its
 vertices in their order (a polyline's in traversal order), its vertex and object
 attributes; links keep their endpoint order (a skeleton edge is ``[child, parent]``, a
-face keeps its winding) and a graph its edge attributes; groups and group attributes are
-kept. The converter is found by its root attributes, not by a suffix (a layout-V store is a
-directory; ``format="zarr-vectors-0.9"`` names it).
+face keeps its winding), a graph its edge attributes and direction, a mesh its face
+attributes; groups and group attributes are kept. The converter is found by its root
+attributes, not by a suffix (a layout-V store is a directory; ``format="zarr-vectors-0.9"``
+names it).
 
 What this format cannot hold is refused unless ``lossy=True`` drops it (and says so in the
 error): object attributes and groups of a point cloud (this format's point clouds carry
 only a per-vertex ``object_id``), edge attributes of a skeleton (0.9.2 itself keeps them
-only for the edges it stores explicitly), and coarse levels (``1``, ``2``, ...; rebuild them
-with ``zv.build_levels``).
+only for the edges it stores explicitly), and coarse levels (``1``, ``2``, ...) other than
+those of a point cloud that are this format's ``"aggregate"`` levels exactly
+(:mod:`zarr_vectors.converters._v_levels`; rebuild the others with ``zv.build_levels``).
 
 Options
 -------
 Import: ``lossy`` (bool, default False).
 
-Export (``zv.convert(store, "out.zv", format="zarr-vectors-0.9")``): level 0 of a point
-cloud, polyline or streamline store, written as 0.9.2 writes it, so that 0.9.2 opens it
-and reads the same vertices, objects and attributes.
+Export (``zv.convert(store, "out.zv", format="zarr-vectors-0.9")``): level 0 of a store of
+any kind (and a point cloud's ``"aggregate"`` levels), written as 0.9.2 writes it, so that
+0.9.2 opens it and reads the same vertices, objects, links and attributes (spec §14.4).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 from zarr_vectors.converters._common import flag_option
 from zarr_vectors.converters._v_export import export_v
 from zarr_vectors.converters._v_level import VLevel, read_v_level
+from zarr_vectors.converters._v_levels import aggregate_levels, point_levels
 from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
@@ -54,20 +57,19 @@ IMPORT_OPTIONS = ("lossy",)
 """The options of the import: ``lossy`` (drop what this format cannot hold)."""
 
 KINDS = ("point_cloud", "polyline", "streamline", "graph", "skeleton", "mesh")
+LINK_ATTRIBUTES = ("graph", "mesh")
+"""The kinds whose links carry attributes here (graph edges, mesh faces)."""
 
 
-def _unsupported(source: LayoutVStore, level: VLevel) -> list[str]:
+def _unsupported(level: VLevel) -> list[str]:
     """What of the layout-V store this format cannot hold."""
     found = []
     if level.kind == "point_cloud" and level.object_attributes:
         found.append(f"object attributes {sorted(level.object_attributes)} of a point cloud")
     if level.kind == "point_cloud" and level.groups:
         found.append(f"{len(level.groups)} groups of a point cloud")
-    if level.kind != "graph" and level.link_attributes:
+    if level.kind not in LINK_ATTRIBUTES and level.link_attributes:
         found.append(f"edge attributes {sorted(level.link_attributes)} of a {level.kind}")
-    coarse = [m.get("path") for m in (source.multiscales[:1] or [{}])[0].get("datasets", [])]
-    if len(coarse) > 1:
-        found.append(f"coarse levels {coarse[1:]} (rebuild them with zv.build_levels)")
     return found
 
 
@@ -88,13 +90,15 @@ def _object_columns(level: VLevel) -> dict[str, Any]:
     return {**out, **_groups(level)}
 
 
-def _write(level: VLevel, target: ImportTarget, shapes: dict[str, Any]) -> None:
-    """Write ``level`` with the writer of its kind."""
+def _write(level: VLevel, target: ImportTarget, shapes: dict[str, Any], levels: int) -> None:
+    """Write ``level`` with the writer of its kind (a point cloud with ``levels`` levels of
+    ``"aggregate"``)."""
     keywords = {**target.write_keywords(), **shapes, "progress": False}
     if level.kind == "point_cloud":
         write_points(
             target.store, level.positions, attributes=level.attributes or None,
             object_ids=level.vertex_objects, **keywords,
+            levels=aggregate_levels(levels, level) if levels else None,
         )  # fmt: skip
     elif level.kind in ("polyline", "streamline"):
         lines = (level.positions, level.object_offsets)
@@ -102,7 +106,8 @@ def _write(level: VLevel, target: ImportTarget, shapes: dict[str, Any]) -> None:
     elif level.kind == "graph":
         write_graph(
             target.store, level.positions, level.links, vertex_objects=level.vertex_objects,
-            edge_attributes=level.link_attributes or None, **_object_columns(level), **keywords,
+            edge_attributes=level.link_attributes or None, directed=level.directed,
+            **_object_columns(level), **keywords,
         )  # fmt: skip
     elif level.kind == "skeleton":
         write_skeletons(
@@ -112,7 +117,7 @@ def _write(level: VLevel, target: ImportTarget, shapes: dict[str, Any]) -> None:
     else:
         write_mesh(
             target.store, level.positions, level.links, vertex_objects=level.vertex_objects,
-            **_object_columns(level), **keywords,
+            face_attributes=level.link_attributes or None, **_object_columns(level), **keywords,
         )  # fmt: skip
 
 
@@ -134,7 +139,9 @@ def _import_v(name: str, path: Path, target: ImportTarget, options: Mapping[str,
     lossy = flag_option(options, "lossy", False)
     source = LayoutVStore(path)
     level = read_v_level(source, 0)
-    dropped = _unsupported(source, level)
+    shapes = _shapes(source, target)
+    levels, refused = point_levels(source, level, shapes)
+    dropped = _unsupported(level) + refused
     if dropped and not lossy:
         raise InvalidInputError(
             f"{path} holds {'; '.join(dropped)}, which a store of this format cannot hold; "
@@ -142,16 +149,16 @@ def _import_v(name: str, path: Path, target: ImportTarget, options: Mapping[str,
         )
     if level.kind == "point_cloud":
         level.object_attributes, level.groups = {}, None
-    if level.kind != "graph":
+    if level.kind not in LINK_ATTRIBUTES:
         level.link_attributes = {}
-    _write(level, target, _shapes(source, target))
+    _write(level, target, shapes, levels)
 
 
 def _export_v(
     name: str, store: VectorStore, path: Path, overwrite: bool, options: Mapping[str, Any]
 ) -> None:
-    """Write level 0 of ``store`` as a layout-V store at ``path`` (point clouds, polylines
-    and streamlines; see :mod:`zarr_vectors.converters._v_export`).
+    """Write level 0 of ``store`` as a layout-V store at ``path`` (every kind; see
+    :mod:`zarr_vectors.converters._v_export`).
 
     The store is written in a hidden sibling and moved in (or swapped with the layout-V
     store it replaces) at the end, as every write of this library: a failed export leaves

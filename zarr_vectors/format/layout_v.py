@@ -18,7 +18,14 @@ import numpy as np
 
 from zarr_vectors.errors import MetadataError
 
-__all__ = ["decode_link_cell", "lehmer_permutation", "parse_offsets", "restore_input_order"]
+__all__ = [
+    "decode_link_cell",
+    "encode_link_cell",
+    "lehmer_codes",
+    "lehmer_permutation",
+    "parse_offsets",
+    "restore_input_order",
+]
 
 
 def parse_offsets(segment: str, ndim: int) -> np.ndarray:
@@ -126,3 +133,46 @@ def restore_input_order(stored: np.ndarray, codes: np.ndarray) -> np.ndarray:
     for i, code in enumerate(np.asarray(codes).tolist()):
         out[i, list(lehmer_permutation(int(code), length))] = stored[i]
     return out
+
+
+def lehmer_codes(sigma: np.ndarray) -> np.ndarray:
+    """The Lehmer code of each row of ``sigma``, ``(n, L)`` permutations of ``0..L-1``.
+
+    The inverse of :func:`lehmer_permutation`, row by row: the ``perm`` column of a link
+    whose stored endpoint ``k`` is input endpoint ``sigma[k]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zarr_vectors.format.layout_v import lehmer_codes
+    >>> lehmer_codes(np.array([[0, 1], [1, 0]])).tolist()
+    [0, 1]
+    >>> lehmer_codes(np.array([[0, 2, 1], [2, 1, 0]])).tolist()
+    [1, 5]
+    """
+    sigma = np.asarray(sigma, dtype=np.int64)
+    length = sigma.shape[1]
+    radix = length ** np.arange(length - 1, -1, -1, dtype=np.int64)
+    table = np.zeros(length**length, dtype=np.int64)
+    for code in range(math.factorial(length)):
+        table[np.dot(lehmer_permutation(code, length), radix)] = code
+    out: np.ndarray = table[sigma @ radix]
+    return out
+
+
+def encode_link_cell(rows: np.ndarray, *, framed: bool) -> bytes:
+    """The bytes of one link cell holding ``rows`` (``(n, width)`` integers): flat int64
+    rows, or framed as one group (``K = 1``, ``byte_offset[0] = 0``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zarr_vectors.format.layout_v import decode_link_cell, encode_link_cell
+    >>> blob = encode_link_cell(np.array([[0, 2, 0]]), framed=True)
+    >>> len(blob), decode_link_cell(blob, 3, framed=True).tolist()
+    (40, [[0, 2, 0]])
+    """
+    words = np.asarray(rows, dtype="<i8").ravel()
+    if framed:
+        words = np.concatenate([np.array([1, 0], dtype="<i8"), words])
+    return words.tobytes()

@@ -40,6 +40,8 @@ BIN = [25.0, 25.0, 25.0]
 BOUNDS = ([0.0, 0.0, 0.0], [100.0, 100.0, 100.0])
 BOX = (np.array([10.0, 10.0, 10.0]), np.array([60.0, 70.0, 80.0]))
 IDS = [1, 3]
+LINKED_IDS = [0, 2]
+"""Graphs, skeletons and meshes hold objects 0, 1, 2."""
 
 
 def _groups(n_objects: int) -> dict[int, list[int]]:
@@ -199,6 +201,22 @@ def kind_of(ds: Any) -> str:
     return str(ds.kinds[0])
 
 
+def _by_manifest(ds: Any, level: int, ids: list[int]) -> dict[str, np.ndarray]:
+    """Objects ``ids`` read by 0.9.2 through their manifests (its ``read_object_vertices``):
+    its ``objects[...]`` and ``select(objects=)`` refuse graphs, skeletons and meshes."""
+    from zarr_vectors.core.arrays import read_object_vertices
+    from zarr_vectors.core.store import get_resolution_level
+
+    group = get_resolution_level(ds.store, level)
+    parts = [np.concatenate(read_object_vertices(group, i)) for i in ids]
+    prefix = f"{level}_ids"
+    return {
+        f"{prefix}_positions": np.concatenate(parts),
+        f"{prefix}_part_lengths": np.asarray([len(p) for p in parts], dtype=np.int64),
+        f"{prefix}_part_objects": np.asarray(ids, dtype=np.int64),
+    }
+
+
 def answers(zv: Any, path: Path, has_objects: bool) -> dict[str, np.ndarray]:
     """What 0.9.2 reads from the store it wrote: every level, whole, in a box, by id."""
     ds = zv.open(str(path))
@@ -207,21 +225,33 @@ def answers(zv: Any, path: Path, has_objects: bool) -> dict[str, np.ndarray]:
         out.update(_answer(ds.read(level=level), f"{level}_all"))
         out.update(_answer(ds.read(level=level, bbox=BOX), f"{level}_box"))
         if has_objects and kind_of(ds) not in ("graph", "skeleton", "mesh"):
-            # 0.9.2 reads by id only points, polylines and lines ("not supported for graph").
             out.update(_answer(ds.level(level).objects[IDS], f"{level}_ids"))
+        elif has_objects:
+            out.update(_by_manifest(ds, level, LINKED_IDS))
     return out
 
 
-CASES: dict[str, tuple[str, Any, bool]] = {
-    "points": ("point_cloud", lambda rng: points_case(rng, False), False),
-    "points_objects": ("point_cloud", lambda rng: points_case(rng, True), False),
-    "polylines": ("polyline", polyline_case, False),
-    "streamlines": ("streamline", polyline_case, True),
-    "graph": ("graph", lambda rng: graph_case(rng, False), False),
-    "skeleton": ("skeleton", lambda rng: graph_case(rng, True), True),
-    "mesh": ("mesh", mesh_case, False),
+def pyramid_case(rng: np.random.Generator) -> dict[str, Any]:
+    n = 240
+    return {
+        "positions": rng.uniform(1, 99, (n, 3)).astype(np.float32),
+        "v_intensity": rng.uniform(0, 1, n).astype(np.float32),
+    }
+
+
+ONE_LEVEL = [(2.0, 1.0)]
+CASES: dict[str, tuple[str, Any, list[tuple[float, float]]]] = {
+    "points": ("point_cloud", lambda rng: points_case(rng, False), []),
+    "points_objects": ("point_cloud", lambda rng: points_case(rng, True), []),
+    "polylines": ("polyline", polyline_case, []),
+    "streamlines": ("streamline", polyline_case, ONE_LEVEL),
+    "graph": ("graph", lambda rng: graph_case(rng, False), []),
+    "skeleton": ("skeleton", lambda rng: graph_case(rng, True), ONE_LEVEL),
+    "mesh": ("mesh", mesh_case, []),
+    "points_pyramid": ("point_cloud", pyramid_case, [(2.0, 1.0), (2.0, 1.0)]),
 }
-"""Store name -> (kind, input maker, whether 0.9.2's ``build_pyramid`` adds a coarse level)."""
+"""Store name -> (kind, input maker, the ``factors`` of 0.9.2's ``build_pyramid`` (coarse
+levels), if any)."""
 
 
 def main() -> None:
@@ -236,7 +266,7 @@ def main() -> None:
         shutil.rmtree(path, ignore_errors=True)
         write(zv, path, kind, data)
         if pyramid:
-            zv.open(str(path), mode="r+").build_pyramid(factors=[(2.0, 1.0)])
+            zv.open(str(path), mode="r+").build_pyramid(factors=pyramid)
         meta = {"chunk_shape": CHUNK, "bin_shape": BIN, "bounds": BOUNDS, "box": BOX}
         np.savez(HERE / f"{name}.inputs.npz", **data, **{k: np.asarray(v) for k, v in meta.items()})
         has_objects = kind != "point_cloud" or "object_ids" in data
@@ -253,7 +283,8 @@ def read_back(pairs: list[str]) -> None:
 
     for store, out in zip(pairs[::2], pairs[1::2], strict=True):
         ds = zv.open(store)
-        found = answers(zv, Path(store), kind_of(ds) != "point_cloud")
+        objects = kind_of(ds) != "point_cloud" or (Path(store) / "0" / "object_index").is_dir()
+        found = answers(zv, Path(store), objects)
         errors = validate(store, level=5).errors
         np.savez(out, **found, validate_errors=np.asarray(errors, dtype=str))
 
