@@ -143,6 +143,26 @@ def test_no_levels_and_aggregate_give_one_level_of_level_0(tmp_path: Path) -> No
         assert sorted(i for i, _ in rows) == list(range(400))
 
 
+def test_identical_points_each_once(tmp_path: Path) -> None:
+    rows = np.array([[1.0, 1, 1], [1, 1, 1], [30, 30, 30], [2, 2, 2]], dtype=np.float32)
+    xyz = np.repeat(rows, 50, axis=0)
+    path = tmp_path / "same.zarr"
+    zv.write_points(path, xyz, chunk_shape=20.0, levels=zv.Levels(count=2, per_bin=3))
+    store = zv.open(path)
+    assert len(store.levels) == 3
+    source = PointAnnotations(store)
+    info = json.loads(source.read("info"))
+    found = [
+        r
+        for p in source.paths() if p.startswith("spatial")
+        for r in decode_list(source.read(p), info)
+    ]  # fmt: skip
+    assert sorted(i for i, _ in found) == list(range(200))
+    assert Counter(r for _, r in found) == Counter(tuple(map(float, x)) for x in xyz)
+    for annotation, row in found:
+        assert decode_by_id(source.read(f"by_id/{annotation}"), info) == (row, [])
+
+
 def test_limit_splits_cells(leveled: zv.VectorStore) -> None:
     small = PointAnnotations(leveled, limit=40)
     info = json.loads(small.read("info"))
