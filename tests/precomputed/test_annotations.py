@@ -67,6 +67,7 @@ def test_every_vertex_once_bounded_cells_and_in_their_cell(leveled: zv.VectorSto
     assert len(info["spatial"]) == len(leveled.levels) == 4
     seen: Counter[tuple[Any, ...]] = Counter()
     ids: list[int] = []
+    shuffled = False  # cells list their annotations in random order, as the format asks
     lo = np.array(info["lower_bound"])
     for k, cells in _all_cells(source, info).items():
         spec = info["spatial"][k]
@@ -86,9 +87,11 @@ def test_every_vertex_once_bounded_cells_and_in_their_cell(leveled: zv.VectorSto
             assert not Counter(r for _, r in rows) - level_set  # rows of that store level
             seen.update(r for _, r in rows)
             ids.extend(i for i, _ in rows)
+            shuffled |= [i for i, _ in rows] != sorted(i for i, _ in rows)
     everything = leveled.read()
     assert seen == Counter(_expected_row(everything, i, info) for i in range(len(everything)))
     assert sorted(ids) == list(range(len(everything)))
+    assert shuffled
 
 
 def test_by_id_and_relationships(leveled: zv.VectorStore) -> None:
