@@ -67,6 +67,7 @@ def test_every_vertex_once_bounded_cells_and_in_their_cell(leveled: zv.VectorSto
     assert len(info["spatial"]) == len(leveled.levels) == 4
     seen: Counter[tuple[Any, ...]] = Counter()
     ids: list[int] = []
+    shuffled = False  # cells list their annotations in random order, as the format asks
     lo = np.array(info["lower_bound"])
     for k, cells in _all_cells(source, info).items():
         spec = info["spatial"][k]
@@ -86,9 +87,11 @@ def test_every_vertex_once_bounded_cells_and_in_their_cell(leveled: zv.VectorSto
             assert not Counter(r for _, r in rows) - level_set  # rows of that store level
             seen.update(r for _, r in rows)
             ids.extend(i for i, _ in rows)
+            shuffled |= [i for i, _ in rows] != sorted(i for i, _ in rows)
     everything = leveled.read()
     assert seen == Counter(_expected_row(everything, i, info) for i in range(len(everything)))
     assert sorted(ids) == list(range(len(everything)))
+    assert shuffled
 
 
 def test_by_id_and_relationships(leveled: zv.VectorStore) -> None:
@@ -141,6 +144,26 @@ def test_no_levels_and_aggregate_give_one_level_of_level_0(tmp_path: Path) -> No
             for r in decode_list(source.read(p), info)
         ]  # fmt: skip
         assert sorted(i for i, _ in rows) == list(range(400))
+
+
+def test_identical_points_each_once(tmp_path: Path) -> None:
+    rows = np.array([[1.0, 1, 1], [1, 1, 1], [30, 30, 30], [2, 2, 2]], dtype=np.float32)
+    xyz = np.repeat(rows, 50, axis=0)
+    path = tmp_path / "same.zarr"
+    zv.write_points(path, xyz, chunk_shape=20.0, levels=zv.Levels(count=2, per_bin=3))
+    store = zv.open(path)
+    assert len(store.levels) == 3
+    source = PointAnnotations(store)
+    info = json.loads(source.read("info"))
+    found = [
+        r
+        for p in source.paths() if p.startswith("spatial")
+        for r in decode_list(source.read(p), info)
+    ]  # fmt: skip
+    assert sorted(i for i, _ in found) == list(range(200))
+    assert Counter(r for _, r in found) == Counter(tuple(map(float, x)) for x in xyz)
+    for annotation, row in found:
+        assert decode_by_id(source.read(f"by_id/{annotation}"), info) == (row, [])
 
 
 def test_limit_splits_cells(leveled: zv.VectorStore) -> None:

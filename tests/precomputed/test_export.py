@@ -120,3 +120,22 @@ def test_command_line_convert_and_threads(
     assert found == {
         p: (tmp_path / "c.precomputed" / "annotations" / p).read_bytes() for p in paths
     }
+
+
+def test_neuroglancers_own_reader_reads_the_export(tmp_path: Path) -> None:
+    pytest.importorskip("tensorstore", reason="Neuroglancer's annotation reader needs tensorstore")
+    reader_module = pytest.importorskip("neuroglancer.read_precomputed_annotations")
+    store = _store(tmp_path)
+    out = zv.convert(store, tmp_path / "cells.precomputed")
+    reader = reader_module.AnnotationReader(f"file://{out}/annotations/")
+    found = list(reader.get_within_spatial_bounds())
+    everything = store.read()
+    assert sorted(int(a.id) for a in found) == list(range(len(everything)))
+    got = sorted((*np.float32(a.point).tolist(), float(np.float32(a.props[0]))) for a in found)
+    rows = np.column_stack([everything.positions, everything.attributes["w"]]).astype(np.float32)
+    assert got == sorted(map(tuple, rows.tolist()))
+    for obj in np.unique(everything.vertex_object_ids).tolist():
+        related = reader.relationships["object"][obj]
+        assert len(related) == int((everything.vertex_object_ids == obj).sum())
+    first = reader.by_id[int(found[0].id)]
+    assert np.array_equal(first.point, found[0].point)

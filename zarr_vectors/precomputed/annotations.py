@@ -37,6 +37,7 @@ from zarr_vectors.precomputed.annotation_encoding import (
     encode_annotations,
     encode_by_id,
     encode_list,
+    shuffled,
 )
 from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles
 from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
@@ -197,7 +198,8 @@ class PointAnnotations(AnnotationFiles):
 
     def _cell_bytes(self, k: int, first: np.ndarray, stop: np.ndarray) -> bytes:
         found = self._rows(k, first, stop)
-        return encode_list(found.records, found.ids)
+        order = shuffled(found.ids)
+        return encode_list(found.records[order], found.ids[order])
 
     def _by_id(self, annotation: int, path: str) -> bytes:
         where = self.plan.locate(annotation)

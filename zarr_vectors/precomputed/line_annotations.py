@@ -33,6 +33,7 @@ from zarr_vectors.precomputed.annotation_encoding import (
     encode_annotations,
     encode_by_id,
     encode_list,
+    shuffled,
 )
 from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles
 from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
@@ -126,7 +127,8 @@ class LineAnnotations(AnnotationFiles):
     def _cell_bytes(self, k: int, first: np.ndarray, stop: np.ndarray) -> bytes:
         box = (first * self.chunk_shape).tolist(), (stop * self.chunk_shape).tolist()
         records, ids, _ = self._select(self.store.query(box), first, stop)
-        return encode_list(records, ids)
+        order = shuffled(ids)
+        return encode_list(records[order], ids[order])
 
     def _select(self, result: Any, first: np.ndarray, stop: np.ndarray) -> tuple[Any, ...]:
         """The lines of ``result`` whose first end point lies in the chunks [first, stop)."""
