@@ -62,7 +62,7 @@ class Shot:
 def drawn_fraction(pixels: np.ndarray) -> float:
     """The fraction of pixels that differ from the most common colour (the background)."""
     flat = pixels.reshape(-1, pixels.shape[-1])
-    colours, counts = np.unique(flat, axis=0, return_counts=True)
+    _, counts = np.unique(flat, axis=0, return_counts=True)
     return float(1 - counts.max() / len(flat))
 
 

@@ -32,6 +32,8 @@ from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError, Precom
 __all__ = ["PrecomputedServer", "ServedRequest"]
 
 LOOPBACK = "127.0.0.1"
+SHUTDOWN_POLL = 0.05
+"""Seconds between the serving loop's checks for :meth:`PrecomputedServer.close`."""
 GZIP_MIN_BYTES = 256
 """Smaller answers are sent as they are: compressing them saves nothing."""
 CORS_HEADERS = {
@@ -100,9 +102,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if encoding:
             self.send_header("Content-Encoding", encoding)
         self.end_headers()
+        # logged before the body goes out: a client that has it finds its request logged
+        self.server.record(self.command, self.path, status, size if body else 0, started)
         if body and data:
             self.wfile.write(data)
-        self.server.record(self.command, self.path, status, size if body else 0, started)
 
     def log_message(self, format: str, *args: Any) -> None:
         """The server keeps its own log (:attr:`PrecomputedServer.requests`)."""
@@ -207,7 +210,10 @@ class PrecomputedServer:
         _check_names(sources)
         self._httpd = _HTTPServer(port, sources, log)
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="zarr-vectors-serve", daemon=True
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": SHUTDOWN_POLL},
+            name="zarr-vectors-serve",
+            daemon=True,
         )
         self._thread.start()
         self._closed = threading.Event()
