@@ -1036,6 +1036,41 @@ class VectorStore:
         """
         return self._level_records()
 
+    @_rechecked
+    def chunk_counts(self, level: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The occupied chunks of a level and the vertices each holds, without vertex data.
+
+        Read from the level's ``vertex_counts`` (spec §9.3). Chunk ``c`` holds the vertices
+        ``p`` with ``c * chunk_shape <= p < (c + 1) * chunk_shape`` on every axis (spec
+        §5.1), so ``query((c * C, (c + 1) * C), level=level)`` returns exactly its vertices.
+
+        Parameters
+        ----------
+        level
+            One of :attr:`levels` (default 0).
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(chunks, counts)``: absolute chunk indices ``(k, D)`` int64, in C order, and
+            the vertices of each ``(k,)`` int64.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[1.0, 1.0], [3.0, 4.0], [-9.0, 9.0]], chunk_shape=5.0)
+        >>> chunks, counts = zv.open(path).chunk_counts()
+        >>> chunks.tolist(), counts.tolist()
+        ([[-2, 1], [0, 0]], [1, 2])
+        """
+        reader = self._level_reader(self._checked_level(level))
+        coords, counts = reader.occupied_chunks(None, None)
+        chunks = np.asarray(coords, dtype=np.int64) + reader.grid.origin
+        order = np.lexsort(chunks.T[::-1])
+        return chunks[order], np.asarray(counts, dtype=np.int64)[order]
+
     @functools.cached_property
     def _usage(self) -> tuple[int, int]:
         return self._io.usage()

@@ -1,0 +1,323 @@
+"""The ``annotations`` source: a point cloud as Neuroglancer precomputed point annotations.
+
+Files (``neuroglancer_annotations_v1``, unsharded):
+
+``info``
+    Dimensions from the store's axis names and units, bounds (the spatial grid's), type
+    ``point``, typed properties from the vertex attributes
+    (:mod:`~zarr_vectors.precomputed.annotation_encoding` says which), the relationship
+    ``object`` when the points carry object ids, ``by_id`` and the spatial levels.
+``spatial<k>/<i>_<j>_<l>``
+    The annotations of spatial level k in one cell (multiple-annotation encoding).
+``by_id/<id>``
+    One annotation and its object id.
+``by_object/<object id>``
+    Every annotation of one object (points with object ids).
+
+The spatial levels come from the store's levels of detail when they nest (point
+``"sample"``; see :mod:`~zarr_vectors.precomputed.annotation_index`); a store without levels,
+or with ``"aggregate"`` levels (centroids, not vertices of level 0), gives one spatial level
+of level 0. Every file is computed on demand from box queries of the chunks it covers; a cell
+reads its level and the next coarser one in those chunks only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.dataset import VectorStore
+from zarr_vectors.errors import ObjectNotFoundError
+from zarr_vectors.precomputed.annotation_encoding import (
+    annotation_properties,
+    encode_annotations,
+    encode_by_id,
+    encode_list,
+)
+from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
+from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
+
+__all__ = ["DEFAULT_LIMIT", "PointAnnotations", "neuroglancer_dimensions"]
+
+DEFAULT_LIMIT = 10_000
+"""The most annotations a spatial cell holds, unless a single chunk of a level holds more."""
+
+_UNITS = {
+    "angstrom": (1e-10, "m"),
+    "nanometer": (1e-9, "m"),
+    "micrometer": (1e-6, "m"),
+    "millimeter": (1e-3, "m"),
+    "centimeter": (1e-2, "m"),
+    "meter": (1.0, "m"),
+    "kilometer": (1e3, "m"),
+    "nm": (1e-9, "m"),
+    "um": (1e-6, "m"),
+    "µm": (1e-6, "m"),
+    "mm": (1e-3, "m"),
+    "m": (1.0, "m"),
+    "second": (1.0, "s"),
+    "millisecond": (1e-3, "s"),
+    "s": (1.0, "s"),
+    "ms": (1e-3, "s"),
+}
+_CELL = re.compile(r"^spatial(\d+)/(-?\d+(?:_-?\d+)*)$")
+_NUMBER = re.compile(r"^\d+$")
+
+
+def neuroglancer_dimensions(names: tuple[str, ...], units: tuple[str, ...]) -> dict[str, Any]:
+    """Neuroglancer's ``dimensions`` (name → ``[scale, unit]``) from axis names and units.
+
+    Lengths and times become metres and seconds; an unknown unit is dimensionless
+    (``[1, ""]``).
+
+    Examples
+    --------
+    >>> from zarr_vectors.precomputed.annotations import neuroglancer_dimensions
+    >>> neuroglancer_dimensions(("x", "y"), ("micrometer", "unknown"))
+    {'x': [1e-06, 'm'], 'y': [1.0, '']}
+    """
+    return {n: list(_UNITS.get(u.lower(), (1.0, ""))) for n, u in zip(names, units, strict=True)}
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """Annotations read from some chunks of one spatial level: records, ids, objects."""
+
+    records: np.ndarray
+    ids: np.ndarray
+    objects: np.ndarray | None
+
+    def take(self, keep: np.ndarray) -> _Rows:
+        objects = None if self.objects is None else self.objects[keep]
+        return _Rows(self.records[keep], self.ids[keep], objects)
+
+
+def _row_keys(result: Any) -> np.ndarray:
+    """One opaque key per vertex: the bytes of its position, attributes and object id."""
+    n = len(result)
+    columns = [np.ascontiguousarray(result.positions)]
+    columns += [np.ascontiguousarray(result.attributes[k]) for k in sorted(result.attributes)]
+    if result.vertex_object_ids is not None:
+        columns.append(np.ascontiguousarray(result.vertex_object_ids))
+    raw = np.concatenate([c.view(np.uint8).reshape(n, -1) for c in columns], axis=1)
+    return np.ascontiguousarray(raw).view(np.dtype((np.void, raw.shape[1]))).ravel()
+
+
+def _occurrence(inverse: np.ndarray) -> np.ndarray:
+    """For each row, how many earlier rows have the same key."""
+    order = np.argsort(inverse, kind="stable")
+    sorted_keys = inverse[order]
+    first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    starts = np.repeat(first, np.diff(np.r_[first, sorted_keys.size]))
+    out = np.empty_like(order)
+    out[order] = np.arange(order.size) - starts
+    return out
+
+
+def _not_coarser(rows: Any, coarser: Any) -> np.ndarray:
+    """Which rows of a level are not rows of the next coarser (nested) level: of equal rows,
+    the first ones (in row order) are those the coarser level holds."""
+    if coarser is None or len(coarser) == 0:
+        return np.ones(len(rows), dtype=bool)
+    if len(rows) == 0:
+        return np.zeros(0, dtype=bool)
+    keys = np.concatenate([_row_keys(rows), _row_keys(coarser)])
+    _, inverse = np.unique(keys, return_inverse=True)
+    inverse = inverse.ravel()
+    mine, theirs = inverse[: len(rows)], inverse[len(rows) :]
+    held = np.bincount(theirs, minlength=int(inverse.max()) + 1)
+    return _occurrence(mine) >= held[mine]
+
+
+class PointAnnotations:
+    """Point annotations of a point cloud, computed from its chunks on demand.
+
+    Parameters
+    ----------
+    store
+        An open point-cloud store.
+    limit
+        The most annotations a spatial cell should hold (default :data:`DEFAULT_LIMIT`;
+        a single chunk of a level holding more raises its level's ``limit``).
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.precomputed.annotations import PointAnnotations
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+    >>> zv.write_points(path, [[1.0, 1, 1], [7, 7, 7]], chunk_shape=5.0,
+    ...                 attributes={"volume": np.array([2.5, 4.0])})
+    >>> source = PointAnnotations(zv.open(path))
+    >>> list(source.paths())
+    ['info', 'spatial0/0_0_0', 'by_id/0', 'by_id/1']
+    >>> json.loads(source.read("info"))["properties"][0]["id"]
+    'volume'
+    >>> len(source.read("spatial0/0_0_0"))   # count, 2 x (12 + 4) bytes, 2 ids
+    56
+    """
+
+    name = "annotations"
+
+    def __init__(self, store: VectorStore, *, limit: int = DEFAULT_LIMIT) -> None:
+        self.store = store
+        self.chunk_shape = np.asarray(store.chunk_shape, dtype=np.float64)
+        used = self._used_levels()
+        counts = {s: store.chunk_counts(s) for s in used}
+        self.plan: AnnotationPlan = plan_annotations(counts, used, limit)
+        self.levels = used
+        first = self.plan.chunk(int(self.plan.keys[0][0]))
+        sample = self._query(used[0], first, first + 1)  # one chunk: the columns' types
+        columns = {n: (v.dtype, v.shape[1:]) for n, v in sample.attributes.items()}
+        self.properties, self.left_out = annotation_properties(columns)
+        self.has_objects = sample.vertex_object_ids is not None
+        """Whether the points carry object ids (the ``object`` relationship)."""
+        self._cache: OrderedDict[tuple[Any, ...], _Rows] = OrderedDict()
+
+    def _used_levels(self) -> list[int]:
+        """The store levels, coarse first: all of them when they nest, else level 0."""
+        levels = self.store.levels
+        if len(levels) > 1 and all(lv.method == "sample" for lv in levels[1:]):
+            return [lv.level for lv in reversed(levels)]
+        return [0]
+
+    def _everywhere(self) -> tuple[list[float], list[float]]:
+        lo = self.plan.origin * self.chunk_shape
+        return lo.tolist(), (lo + self.plan.span * self.chunk_shape).tolist()
+
+    def info(self) -> dict[str, Any]:
+        """The ``info`` document."""
+        lo, hi = self._everywhere()
+        spatial = [
+            {
+                "key": f"spatial{k}",
+                "grid_shape": lv.grid_shape.tolist(),
+                "chunk_size": ((1 << lv.shift) * self.chunk_shape).tolist(),
+                "limit": lv.limit,
+            }
+            for k, lv in enumerate(self.plan.levels)
+        ]
+        relationships = [{"id": "object", "key": "by_object"}] if self.has_objects else []
+        return {
+            "@type": "neuroglancer_annotations_v1",
+            "dimensions": neuroglancer_dimensions(self.store.axis_names, self.store.axis_units),
+            "lower_bound": lo,
+            "upper_bound": hi,
+            "annotation_type": "point",
+            "properties": [p.info() for p in self.properties],
+            "relationships": relationships,
+            "by_id": {"key": "by_id"},
+            "spatial": spatial,
+        }
+
+    def paths(self) -> Iterator[str]:
+        """Every file: ``info``, the occupied spatial cells, every id, every object."""
+        yield "info"
+        for k, lv in enumerate(self.plan.levels):
+            for cell in lv.cells:
+                yield f"spatial{k}/{lv.cell_name(cell)}"
+        for annotation in range(self.plan.total):
+            yield f"by_id/{annotation}"
+        if self.has_objects:
+            ids = self.store.read(level=self.levels[-1]).vertex_object_ids
+            for obj in np.unique(np.asarray(ids)).tolist():
+                yield f"by_object/{obj}"
+
+    def read(self, path: str) -> bytes:
+        """The bytes of one file (see the module).
+
+        Raises
+        ------
+        PrecomputedFileNotFoundError
+            For a path that names no file of the source.
+        """
+        if path == "info":
+            return json.dumps(self.info(), indent=1).encode()
+        cell = _CELL.match(path)
+        if cell is not None:
+            return self._cell(int(cell.group(1)), cell.group(2), path)
+        folder, _, name = path.partition("/")
+        if folder == "by_id" and _NUMBER.match(name):
+            return self._by_id(int(name), path)
+        if folder == "by_object" and _NUMBER.match(name) and self.has_objects:
+            return self._by_object(int(name), path)
+        raise PrecomputedFileNotFoundError(f"{path!r} is not a file of the annotation source")
+
+    # -- reading --------------------------------------------------------------------------
+
+    def _query(self, level: int, first: np.ndarray, stop: np.ndarray) -> Any:
+        """The vertices of ``level`` in the chunks ``[first, stop)``."""
+        box = (first * self.chunk_shape).tolist(), (stop * self.chunk_shape).tolist()
+        return self.store.query(box, level=level)
+
+    def _rows(self, k: int, first: np.ndarray, stop: np.ndarray) -> _Rows:
+        """The annotations of spatial level ``k`` in the chunks ``[first, stop)``."""
+        key = (k, tuple(first.tolist()), tuple(stop.tolist()))
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        found = self._compute_rows(k, first, stop)
+        self._cache[key] = found
+        if len(self._cache) > 8:
+            self._cache.popitem(last=False)
+        return found
+
+    def _compute_rows(self, k: int, first: np.ndarray, stop: np.ndarray) -> _Rows:
+        rows = self._query(self.levels[k], first, stop)
+        coarser = self._query(self.levels[k - 1], first, stop) if k > 0 else None
+        keep = np.flatnonzero(_not_coarser(rows, coarser))
+        flat = self.plan.flat(chunk_of(np.asarray(rows.positions)[keep], self.chunk_shape))
+        order = np.argsort(flat, kind="stable")
+        keep, flat = keep[order], flat[order]
+        new_chunk = np.r_[True, flat[1:] != flat[:-1]] if flat.size else np.zeros(0, bool)
+        starts = np.flatnonzero(new_chunk)
+        rank = np.arange(flat.size) - np.repeat(starts, np.diff(np.r_[starts, flat.size]))
+        ids = self.plan.first_id(k, flat) + rank
+        positions = np.asarray(rows.positions)[keep]
+        values = [np.asarray(rows.attributes[p.attribute])[keep] for p in self.properties]
+        records = encode_annotations(positions, values, self.properties)
+        objects = rows.vertex_object_ids
+        return _Rows(records, ids, None if objects is None else np.asarray(objects)[keep])
+
+    def _cell(self, k: int, name: str, path: str) -> bytes:
+        if k >= len(self.plan.levels):
+            raise PrecomputedFileNotFoundError(f"{path!r}: the source has no spatial level {k}")
+        cell = np.array([int(c) for c in name.split("_")], dtype=np.int64)
+        lv = self.plan.levels[k]
+        if cell.size != lv.grid_shape.size or np.any(cell < 0) or np.any(cell >= lv.grid_shape):
+            raise PrecomputedFileNotFoundError(f"{path!r} is outside the grid of level {k}")
+        found = self._rows(k, *self.plan.cell_chunks(k, cell))
+        return encode_list(found.records, found.ids)
+
+    def _by_id(self, annotation: int, path: str) -> bytes:
+        where = self.plan.locate(annotation)
+        if where is None:
+            raise PrecomputedFileNotFoundError(f"{path!r}: no annotation has id {annotation}")
+        k, flat, rank = where
+        chunk = self.plan.chunk(flat)
+        found = self._rows(k, chunk, chunk + 1)
+        row = int(np.flatnonzero(found.ids == annotation)[0])
+        related = [] if found.objects is None else [[int(found.objects[row])]]
+        return encode_by_id(found.records[row], related)
+
+    def _by_object(self, obj: int, path: str) -> bytes:
+        try:
+            touched = self.store.read_objects(obj, level=self.levels[-1])
+        except ObjectNotFoundError as exc:
+            raise PrecomputedFileNotFoundError(f"{path!r}: no point has object id {obj}") from exc
+        chunks = np.unique(chunk_of(np.asarray(touched.positions), self.chunk_shape), axis=0)
+        parts = []
+        for k in range(len(self.levels)):
+            for chunk in chunks:
+                found = self._rows(k, chunk, chunk + 1)
+                if found.objects is not None:
+                    parts.append(found.take(found.objects == obj))
+        records = np.concatenate([p.records for p in parts])
+        return encode_list(records, np.concatenate([p.ids for p in parts]))
