@@ -104,9 +104,7 @@ def leveled(tmp_path_factory: pytest.TempPathFactory) -> zv.VectorStore:
 def _all_cells(source: PrecomputedSource, info: dict[str, Any]) -> dict[int, dict[str, bytes]]:
     out: dict[int, dict[str, bytes]] = {}
     for k, _ in enumerate(info["spatial"]):
-        out[k] = {
-            p: source.read(p) for p in source.paths() if p.startswith(f"spatial{k}/")
-        }
+        out[k] = {p: source.read(p) for p in source.paths() if p.startswith(f"spatial{k}/")}
     return out
 
 

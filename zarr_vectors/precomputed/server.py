@@ -11,6 +11,7 @@ when the client accepts it, and 404 for a path no source has. Each request is re
 
 from __future__ import annotations
 
+import errno
 import gzip
 import http.server
 import threading
@@ -29,7 +30,7 @@ from zarr_vectors.precomputed.links import (
 )
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError, PrecomputedSource
 
-__all__ = ["PrecomputedServer", "ServedRequest"]
+__all__ = ["PortInUseError", "PrecomputedServer", "ServedRequest"]
 
 LOOPBACK = "127.0.0.1"
 SHUTDOWN_POLL = 0.05
@@ -44,6 +45,17 @@ CORS_HEADERS = {
     "Access-Control-Max-Age": "86400",
 }
 """A Neuroglancer client is served from another origin: it may read every answer."""
+
+
+class PortInUseError(ZarrVectorsError, OSError):
+    """The port asked for is taken on 127.0.0.1 (another server, or this one still running).
+
+    Examples
+    --------
+    >>> from zarr_vectors.precomputed.server import PortInUseError
+    >>> issubclass(PortInUseError, OSError)
+    True
+    """
 
 
 @dataclass(frozen=True)
@@ -119,8 +131,18 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
     def __init__(
         self, port: int, sources: Mapping[str, PrecomputedSource], log: TextIO | None
     ) -> None:
-        super().__init__((LOOPBACK, port), _Handler)
+        try:
+            super().__init__((LOOPBACK, port), _Handler)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise PortInUseError(
+                f"port {port} on {LOOPBACK} is in use: pass another port, or 0 for a free one"
+            ) from exc
         self.sources = dict(sources)
+        # a source's read() runs under its own lock: the sources cache what they computed
+        # and share one opened store; their answers are compressed and sent outside it
+        self.read_locks = {name: threading.Lock() for name in self.sources}
         self.requests: list[ServedRequest] = []
         self.log = log
         self.lock = threading.Lock()
@@ -137,7 +159,8 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
                 "text/plain",
             )
         try:
-            data = source.read(file_path)
+            with self.read_locks[name]:
+                data = source.read(file_path)
         except PrecomputedFileNotFoundError as exc:
             return 404, str(exc).encode(), "text/plain"
         except (ZarrVectorsError, OSError, ValueError) as exc:
@@ -179,7 +202,7 @@ class PrecomputedServer:
     ------
     InvalidInputError
         When ``sources`` is empty or a name is not one path segment.
-    OSError
+    PortInUseError
         When the port is taken.
 
     Examples
