@@ -5,7 +5,6 @@ store's vertices."""
 from __future__ import annotations
 
 import json
-import struct
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,64 +13,15 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
+from tests.precomputed.ng_decoder import SIZES, decode_by_id, decode_list
 from zarr_vectors.precomputed import PrecomputedFileNotFoundError, PrecomputedSource, sources
 from zarr_vectors.precomputed.annotations import PointAnnotations
-
-_SIZES = {"float32": ("<f", 4), "uint32": ("<I", 4), "int32": ("<i", 4), "uint16": ("<H", 2)}
-_SIZES |= {"int16": ("<h", 2), "uint8": ("<B", 1), "int8": ("<b", 1)}
-
-
-def _decode_one(data: bytes, at: int, info: dict[str, Any]) -> tuple[tuple[Any, ...], int]:
-    """One annotation (geometry, then the properties in the order 4-, 2-, 1-byte, then
-    padding to 4 bytes) from ``data`` at ``at``; the values and the next offset."""
-    rank = len(info["dimensions"])
-    n = rank * (2 if info["annotation_type"] == "line" else 1)
-    values: list[Any] = list(struct.unpack_from(f"<{n}f", data, at))
-    at += 4 * n
-    props = info["properties"]
-    for width in (4, 2, 1):
-        for prop in props:
-            kind = prop["type"]
-            if kind in ("rgb", "rgba"):
-                size = 3 if kind == "rgb" else 4
-                if width == 1:
-                    values.append(tuple(data[at : at + size]))
-                    at += size
-                continue
-            fmt, size = _SIZES[kind]
-            if size == width:
-                values.append(struct.unpack_from(fmt, data, at)[0])
-                at += size
-    at += -at % 4
-    return tuple(values), at
-
-
-def _decode_list(data: bytes, info: dict[str, Any]) -> list[tuple[int, tuple[Any, ...]]]:
-    (count,) = struct.unpack_from("<Q", data, 0)
-    at, rows = 8, []
-    for _ in range(count):
-        row, at = _decode_one(data, at, info)
-        rows.append(row)
-    ids = struct.unpack_from(f"<{count}Q", data, at)
-    assert at + 8 * count == len(data)
-    return list(zip(ids, rows, strict=True))
-
-
-def _decode_by_id(data: bytes, info: dict[str, Any]) -> tuple[tuple[Any, ...], list[list[int]]]:
-    row, at = _decode_one(data, 0, info)
-    related = []
-    for _ in info["relationships"]:
-        (n,) = struct.unpack_from("<I", data, at)
-        related.append(list(struct.unpack_from(f"<{n}Q", data, at + 4)))
-        at += 4 + 8 * n
-    assert at == len(data)
-    return row, related
 
 
 def _expected_row(result: Any, i: int, info: dict[str, Any]) -> tuple[Any, ...]:
     """Brute force: vertex ``i`` as the decoder gives it (float32 positions, properties)."""
     values: list[Any] = [float(np.float32(v)) for v in np.asarray(result.positions)[i]]
-    props = sorted(info["properties"], key=lambda p: -_SIZES.get(p["type"], ("", 1))[1])
+    props = sorted(info["properties"], key=lambda p: -SIZES.get(p["type"], ("", 1))[1])
     for prop in props:
         value = np.asarray(result.attributes[prop["id"]])[i]
         values.append(float(np.float32(value)) if prop["type"] == "float32" else int(value))
@@ -111,7 +61,8 @@ def _all_cells(source: PrecomputedSource, info: dict[str, Any]) -> dict[int, dic
 def test_every_vertex_once_bounded_cells_and_in_their_cell(leveled: zv.VectorStore) -> None:
     source = sources(leveled)["annotations"]
     info = json.loads(source.read("info"))
-    assert info["@type"] == "neuroglancer_annotations_v1" and info["annotation_type"] == "point"
+    assert info["@type"] == "neuroglancer_annotations_v1"
+    assert info["annotation_type"] == "point"
     assert [p["id"] for p in info["properties"]] == ["weight", "depth", "label"]  # big: int64
     assert len(info["spatial"]) == len(leveled.levels) == 4
     seen: Counter[tuple[Any, ...]] = Counter()
@@ -126,11 +77,12 @@ def test_every_vertex_once_bounded_cells_and_in_their_cell(leveled: zv.VectorSto
         level_rows = leveled.read(level=len(leveled.levels) - 1 - k)
         level_set = Counter(_expected_row(level_rows, i, info) for i in range(len(level_rows)))
         for path, data in cells.items():
-            rows = _decode_list(data, info)
+            rows = decode_list(data, info)
             assert 0 < len(rows) <= spec["limit"]  # bounded work per request
             cell = np.array([int(c) for c in path.split("/")[1].split("_")])
             pos = np.array([r[:3] for _, r in rows])
-            assert np.all(pos >= lo + cell * size - 1e-4) and np.all(pos < lo + (cell + 1) * size)
+            assert np.all(pos >= lo + cell * size - 1e-4)
+            assert np.all(pos < lo + (cell + 1) * size)
             assert not Counter(r for _, r in rows) - level_set  # rows of that store level
             seen.update(r for _, r in rows)
             ids.extend(i for i, _ in rows)
@@ -152,10 +104,10 @@ def test_by_id_and_relationships(leveled: zv.VectorStore) -> None:
     spatial: dict[int, tuple[Any, ...]] = {}
     for cells in _all_cells(source, info).values():
         for data in cells.values():
-            spatial.update(_decode_list(data, info))
+            spatial.update(decode_list(data, info))
     per_object: dict[int, set[int]] = {}
-    for annotation, row in spatial.items():
-        found, related = _decode_by_id(source.read(f"by_id/{annotation}"), info)
+    for annotation, row in sorted(spatial.items()):  # id order: chunk by chunk
+        found, related = decode_by_id(source.read(f"by_id/{annotation}"), info)
         assert found == row
         assert related[0][0] in owner[row]
         per_object.setdefault(related[0][0], set()).add(annotation)
@@ -163,7 +115,7 @@ def test_by_id_and_relationships(leveled: zv.VectorStore) -> None:
     assert sorted(int(p.split("/")[1]) for p in objects) == sorted(per_object)
     for path in objects:
         obj = int(path.split("/")[1])
-        listed = _decode_list(source.read(path), info)
+        listed = decode_list(source.read(path), info)
         assert {i for i, _ in listed} == per_object[obj]
         assert all(spatial[i] == row for i, row in listed)
         assert len(listed) == len(leveled.read_objects(obj))
@@ -186,7 +138,7 @@ def test_no_levels_and_aggregate_give_one_level_of_level_0(tmp_path: Path) -> No
         rows = [
             r
             for p in source.paths() if p.startswith("spatial0/")
-            for r in _decode_list(source.read(p), info)
+            for r in decode_list(source.read(p), info)
         ]  # fmt: skip
         assert sorted(i for i, _ in rows) == list(range(400))
 
@@ -196,7 +148,7 @@ def test_limit_splits_cells(leveled: zv.VectorStore) -> None:
     info = json.loads(small.read("info"))
     chunk_counts = leveled.chunk_counts()[1]
     for k, spec in enumerate(info["spatial"]):
-        biggest = max(len(_decode_list(small.read(p), info)) for p in small.paths()
+        biggest = max(len(decode_list(small.read(p), info)) for p in small.paths()
                       if p.startswith(f"spatial{k}/"))  # fmt: skip
         assert biggest == spec["limit"]
         assert spec["limit"] <= max(40, int(chunk_counts.max()))

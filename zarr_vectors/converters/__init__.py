@@ -41,6 +41,7 @@ from typing import Any
 
 from zarr_vectors._progress import ProgressOption, enclosing, progress_reporter
 from zarr_vectors.converters.converter import Converter, FileConverter, ImportTarget
+from zarr_vectors.converters.precomputed import export_to_precomputed, is_precomputed
 from zarr_vectors.converters.registry import (
     ENTRY_POINT_GROUP,
     PluginWarning,
@@ -255,7 +256,9 @@ def convert(
     The direction follows the suffixes: when ``src`` is a file of a known format (or
     ``format=`` is given and ``src`` is a file), it is imported into the store ``dst``;
     a store of zarr-vectors 0.9.x ("layout V", found by its root attributes) is imported
-    too (:mod:`zarr_vectors.converters.zarr_vectors_v`, option ``lossy``); otherwise
+    too (:mod:`zarr_vectors.converters.zarr_vectors_v`, option ``lossy``); a destination
+    named ``*.precomputed`` (or ``format="precomputed"``) is a folder of Neuroglancer
+    precomputed files (:mod:`zarr_vectors.converters.precomputed`); otherwise
     ``src`` is a store and is exported to the file ``dst``. A missing ``src``
     with the suffix of a format is reported as a missing file, a missing ``src`` of
     another name as a missing store: errors name the source before the destination.
@@ -294,6 +297,8 @@ def convert(
         return _import_store(v_store, dst, mode=mode, **options)
     if format is not None and format.lower() == V_FORMAT:
         return _export_store_v(src, dst, mode=mode, **options)
+    if is_precomputed(dst, format):
+        return _export_precomputed(src, dst, mode=mode, **options)
     file = _file_to_import(src, format)
     if file is not None:
         return import_file(file, dst, format=format, mode=mode, **options)
@@ -351,6 +356,24 @@ def _export_store_v(
     overwrite = _replaces(dst, mode, None, "store")
     ZARR_VECTORS_V.export_store(store, path, overwrite=overwrite, **options)
     return path
+
+
+def _export_precomputed(
+    src: StoreLike | VectorStore,
+    dst: StoreLike,
+    *,
+    mode: WriteMode = "w-",
+    progress: ProgressOption = None,
+    **options: Any,
+) -> Path:
+    """Write the store ``src`` as Neuroglancer precomputed files in the folder ``dst``."""
+    if options:
+        raise InvalidInputError(
+            f"unknown option(s) {', '.join(sorted(options))} for precomputed; its options: none"
+        )
+    store = src if isinstance(src, VectorStore) else open_store(src)
+    overwrite = _replaces(dst, mode, None, "folder")
+    return export_to_precomputed(store, dst, overwrite=overwrite, progress=progress)
 
 
 def _replaces(dst: StoreLike, mode: Any, overwrite: Any, what: str) -> bool:

@@ -13,12 +13,14 @@ from zarr_vectors.dataset import VectorStore
 from zarr_vectors.dataset import open as open_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.precomputed.annotations import PointAnnotations
+from zarr_vectors.precomputed.line_annotations import LINE_KINDS, LineAnnotations
 from zarr_vectors.precomputed.links import NEUROGLANCER_CLIENT
 from zarr_vectors.precomputed.server import PortInUseError, PrecomputedServer, ServedRequest
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError, PrecomputedSource
 from zarr_vectors.store.io import StoreLike
 
 __all__ = [
+    "LineAnnotations",
     "PointAnnotations",
     "PrecomputedFileNotFoundError",
     "PrecomputedSource",
@@ -34,7 +36,8 @@ __all__ = [
 def sources(store: VectorStore) -> dict[str, PrecomputedSource]:
     """The precomputed sources of a store, by name (their folder under the root).
 
-    A point cloud with vertices has ``annotations`` (points); an empty store has none.
+    A point cloud has ``annotations`` (points), a polyline, streamline or graph store has
+    ``annotations`` (lines: segments, edges); an empty store has none.
 
     Examples
     --------
@@ -49,6 +52,8 @@ def sources(store: VectorStore) -> dict[str, PrecomputedSource]:
     found: dict[str, PrecomputedSource] = {}
     if store.kind == "point_cloud" and store.vertex_count > 0:
         found["annotations"] = PointAnnotations(store)
+    if store.kind in LINE_KINDS and store.vertex_count > 0:
+        found["annotations"] = LineAnnotations(store)
     return found
 
 

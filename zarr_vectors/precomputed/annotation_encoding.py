@@ -77,7 +77,11 @@ class AnnotationProperty:
 
     def info(self) -> dict[str, str]:
         """The property's entry in the ``properties`` list of the ``info`` file."""
-        return {"id": self.id, "type": self.type, "description": f"vertex attribute {self.attribute}"}
+        return {
+            "id": self.id,
+            "type": self.type,
+            "description": f"vertex attribute {self.attribute}",
+        }
 
     @property
     def dtype(self) -> np.dtype[np.generic]:
@@ -167,10 +171,10 @@ def encode_annotations(
     ((1, 12), [7, 0, 0, 0])
     """
     n = geometry.shape[0]
-    coords = np.ascontiguousarray(geometry, dtype="<f4").reshape(n, -1)
+    coords = np.ascontiguousarray(geometry, dtype="<f4")
     parts = [coords.view(np.uint8).reshape(n, 4 * coords.shape[1])]
     for prop, column in zip(properties, values, strict=True):
-        typed = np.ascontiguousarray(np.asarray(column).reshape(n, -1), dtype=prop.dtype)
+        typed = np.ascontiguousarray(column, dtype=prop.dtype)
         parts.append(typed.view(np.uint8).reshape(n, _WIDTH[prop.type]))
     width = sum(p.shape[1] for p in parts)
     parts.append(np.zeros((n, -width % 4), dtype=np.uint8))

@@ -4,12 +4,12 @@ Everything here is computed from the per-chunk vertex counts of the store's leve
 ``vertex_counts``), never from vertex data.
 
 *Sets.* The levels used are listed coarse to fine, ``s_0 > s_1 > … > s_K``. With nested
-levels (point ``"sample"``: a vertex of level N is a vertex of level N − 1), the annotations
+levels (point ``"sample"``: a vertex of level N is a vertex of level N - 1), the annotations
 of spatial level k are ``D_k``, the vertices of store level ``s_k`` that are not in
-``s_{k−1}`` (all of ``s_0`` for k = 0): together the spatial levels hold every vertex of
+``s_{k-1}`` (all of ``s_0`` for k = 0): together the spatial levels hold every vertex of
 level 0 exactly once, as Neuroglancer's spatial index asks (each level a subset of the
 annotations no coarser level emitted). In chunk ``g`` the set ``D_k`` holds
-``count_{s_k}(g) − count_{s_{k−1}}(g)`` vertices.
+``count_{s_k}(g) - count_{s_{k-1}}(g)`` vertices.
 
 *Ids.* Annotations are numbered spatial level by spatial level (coarse first), chunk by chunk
 (C order of the chunk grid), and in each chunk in the order of the level's rows: an id names
@@ -47,7 +47,8 @@ def chunk_of(positions: np.ndarray, chunk_shape: np.ndarray) -> np.ndarray:
     c = np.floor(p / chunk_shape)
     c = np.where(c * chunk_shape > p, c - 1, c)
     c = np.where((c + 1) * chunk_shape <= p, c + 1, c)
-    return c.astype(np.int64)
+    out: np.ndarray = c.astype(np.int64)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,17 +126,20 @@ class AnnotationPlan:
 
     @property
     def total(self) -> int:
-        """How many annotations there are (ids ``0 … total − 1``)."""
+        """How many annotations there are (ids ``0 … total - 1``)."""
         return int(sum(int(c.sum()) for c in self.counts))
 
     def flat(self, chunks: np.ndarray) -> np.ndarray:
         """Flat chunk numbers of absolute chunk indices ``(k, D)``."""
         rel = np.asarray(chunks, dtype=np.int64) - self.origin
-        return np.ravel_multi_index(tuple(rel.T), tuple(self.extent)).astype(np.int64)
+        out: np.ndarray = np.ravel_multi_index(tuple(rel.T), tuple(self.extent)).astype(np.int64)
+        return out
 
     def chunk(self, flat: int) -> np.ndarray:
         """The absolute chunk index of a flat chunk number."""
-        return np.asarray(np.unravel_index(flat, tuple(self.extent)), dtype=np.int64) + self.origin
+        rel = np.asarray(np.unravel_index(flat, tuple(self.extent)), dtype=np.int64)
+        out: np.ndarray = rel + self.origin
+        return out
 
     def locate(self, annotation: int) -> tuple[int, int, int] | None:
         """``(spatial level, flat chunk, rank in the chunk)`` of an id, or None."""
@@ -152,7 +156,8 @@ class AnnotationPlan:
     def first_id(self, k: int, flat: np.ndarray) -> np.ndarray:
         """The id of the first annotation of spatial level ``k`` in each flat chunk."""
         at = np.searchsorted(self.keys[k], flat)
-        return self.starts[k][np.minimum(at, self.keys[k].size - 1)]
+        out: np.ndarray = self.starts[k][np.minimum(at, self.keys[k].size - 1)]
+        return out
 
     def cell_chunks(self, k: int, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The absolute chunk range ``[first, stop)`` a cell of spatial level ``k`` covers."""
@@ -226,7 +231,8 @@ def plan_annotations(
 
     def flat_of(chunks: np.ndarray) -> np.ndarray:
         rel = np.asarray(chunks, dtype=np.int64) - origin
-        return np.ravel_multi_index(tuple(rel.T), tuple(extent)).astype(np.int64)
+        out: np.ndarray = np.ravel_multi_index(tuple(rel.T), tuple(extent)).astype(np.int64)
+        return out
 
     sets = _differences(counts, used, flat_of)
     levels, starts = [], []

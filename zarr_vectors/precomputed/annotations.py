@@ -300,7 +300,7 @@ class PointAnnotations:
         where = self.plan.locate(annotation)
         if where is None:
             raise PrecomputedFileNotFoundError(f"{path!r}: no annotation has id {annotation}")
-        k, flat, rank = where
+        k, flat, _ = where
         chunk = self.plan.chunk(flat)
         found = self._rows(k, chunk, chunk + 1)
         row = int(np.flatnonzero(found.ids == annotation)[0])
@@ -312,12 +312,12 @@ class PointAnnotations:
             touched = self.store.read_objects(obj, level=self.levels[-1])
         except ObjectNotFoundError as exc:
             raise PrecomputedFileNotFoundError(f"{path!r}: no point has object id {obj}") from exc
-        chunks = np.unique(chunk_of(np.asarray(touched.positions), self.chunk_shape), axis=0)
+        chunks = chunk_of(np.asarray(touched.positions), self.chunk_shape)
+        first, stop = chunks.min(axis=0), chunks.max(axis=0) + 1  # nested: coarse ones too
         parts = []
         for k in range(len(self.levels)):
-            for chunk in chunks:
-                found = self._rows(k, chunk, chunk + 1)
-                if found.objects is not None:
-                    parts.append(found.take(found.objects == obj))
+            found = self._rows(k, first, stop)
+            if found.objects is not None:
+                parts.append(found.take(found.objects == obj))
         records = np.concatenate([p.records for p in parts])
         return encode_list(records, np.concatenate([p.ids for p in parts]))

@@ -1,0 +1,58 @@
+"""A small decoder of Neuroglancer's precomputed annotation files, written from the format's
+documentation (``neuroglancer_annotations_v1``: single and multiple annotation encodings),
+independent of the library's encoder."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+SIZES = {"float32": ("<f", 4), "uint32": ("<I", 4), "int32": ("<i", 4), "uint16": ("<H", 2)}
+SIZES |= {"int16": ("<h", 2), "uint8": ("<B", 1), "int8": ("<b", 1)}
+
+
+def decode_one(data: bytes, at: int, info: dict[str, Any]) -> tuple[tuple[Any, ...], int]:
+    """One annotation (geometry, then the properties in the order 4-, 2-, 1-byte, then
+    padding to 4 bytes) from ``data`` at ``at``; the values and the next offset."""
+    rank = len(info["dimensions"])
+    n = rank * (2 if info["annotation_type"] == "line" else 1)
+    values: list[Any] = list(struct.unpack_from(f"<{n}f", data, at))
+    at += 4 * n
+    props = info["properties"]
+    for width in (4, 2, 1):
+        for prop in props:
+            kind = prop["type"]
+            if kind in ("rgb", "rgba"):
+                size = 3 if kind == "rgb" else 4
+                if width == 1:
+                    values.append(tuple(data[at : at + size]))
+                    at += size
+                continue
+            fmt, size = SIZES[kind]
+            if size == width:
+                values.append(struct.unpack_from(fmt, data, at)[0])
+                at += size
+    at += -at % 4
+    return tuple(values), at
+
+
+def decode_list(data: bytes, info: dict[str, Any]) -> list[tuple[int, tuple[Any, ...]]]:
+    (count,) = struct.unpack_from("<Q", data, 0)
+    at, rows = 8, []
+    for _ in range(count):
+        row, at = decode_one(data, at, info)
+        rows.append(row)
+    ids = struct.unpack_from(f"<{count}Q", data, at)
+    assert at + 8 * count == len(data)
+    return list(zip(ids, rows, strict=True))
+
+
+def decode_by_id(data: bytes, info: dict[str, Any]) -> tuple[tuple[Any, ...], list[list[int]]]:
+    row, at = decode_one(data, 0, info)
+    related = []
+    for _ in info["relationships"]:
+        (n,) = struct.unpack_from("<I", data, at)
+        related.append(list(struct.unpack_from(f"<{n}Q", data, at + 4)))
+        at += 4 + 8 * n
+    assert at == len(data)
+    return row, related

@@ -1,0 +1,245 @@
+"""The ``annotations`` source of polylines, streamlines and graphs: one line per segment or edge.
+
+A polyline or streamline of ``n`` vertices gives the ``n - 1`` lines between consecutive
+vertices; a graph gives one line per edge. Annotation ids name the line without reading
+anything: ``(n << 32) | j`` for line ``j`` of the object stored ``n``-th (the order of
+``store.object_ids``; a polyline's line ``j`` joins its vertices ``j`` and ``j + 1``, a
+graph's is its ``j``-th edge as the store returns the object's edges).
+
+Properties: the vertex attributes at the line's first end point (under their own names),
+the object attributes (``object_<name>``) and a graph's edge attributes (``edge_<name>``),
+of the types :mod:`~zarr_vectors.precomputed.annotation_encoding` lists. Relationship
+``object``: each line's object id.
+
+Spatial index: one level, read from level 0 (the coarse levels of object kinds are
+simplified geometry, not a subset of level 0's lines, so they cannot make the nested
+levels Neuroglancer's index asks for). A line belongs to the cell that holds its first end
+point, so every line is in exactly one cell; cells are blocks of chunks sized so that the
+vertices of the chunks of a cell (an upper bound of its lines) are at most the limit,
+unless single chunks hold more. A cell is computed from one box query of its chunks (whole
+objects meeting the box).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.dataset import VectorStore
+from zarr_vectors.errors import ObjectNotFoundError
+from zarr_vectors.precomputed.annotation_encoding import (
+    annotation_properties,
+    encode_annotations,
+    encode_by_id,
+    encode_list,
+)
+from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
+from zarr_vectors.precomputed.annotations import DEFAULT_LIMIT, neuroglancer_dimensions
+from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
+
+__all__ = ["LINE_KINDS", "LineAnnotations"]
+
+LINE_KINDS = ("polyline", "streamline", "graph")
+"""The kinds shown as line annotations."""
+
+_CELL = re.compile(r"^spatial0/(\d+(?:_\d+)*)$")
+_NUMBER = re.compile(r"^\d+$")
+_SHIFT = 32
+
+
+def _lines(result: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every line of a whole-object result: end rows ``(L, 2)``, object row, rank in object."""
+    offsets = np.asarray(result.offsets, dtype=np.int64)
+    if result.edges is None:  # polylines: vertex r to r + 1 within an object
+        last = np.zeros(int(offsets[-1]), dtype=bool)
+        last[offsets[1:][np.diff(offsets) > 0] - 1] = True
+        first = np.flatnonzero(~last)
+        owner = np.searchsorted(offsets, first, side="right") - 1
+        return np.stack([first, first + 1], axis=1), owner, first - offsets[owner]
+    ends = np.asarray(result.edges, dtype=np.int64).reshape(-1, 2)
+    owner = np.searchsorted(offsets, ends[:, 0], side="right") - 1
+    order = np.argsort(owner, kind="stable")
+    sorted_owner = owner[order]
+    group = np.flatnonzero(np.r_[True, sorted_owner[1:] != sorted_owner[:-1]])
+    rank = np.empty(owner.size, dtype=np.int64)
+    rank[order] = np.arange(owner.size) - np.repeat(group, np.diff(np.r_[group, owner.size]))
+    return ends, owner, rank
+
+
+class LineAnnotations:
+    """Line annotations of a polyline, streamline or graph store, computed on demand.
+
+    Parameters
+    ----------
+    store
+        An open store of a kind in :data:`LINE_KINDS`.
+    limit
+        The most vertices the chunks of a spatial cell should hold.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.precomputed.line_annotations import LineAnnotations
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> zv.write_polylines(path, [np.array([[0, 0, 0], [5, 5, 5.0], [6, 6, 6]])],
+    ...                    chunk_shape=10.0)
+    >>> source = LineAnnotations(zv.open(path))
+    >>> list(source.paths())
+    ['info', 'spatial0/0_0_0', 'by_id/0', 'by_id/1', 'by_object/0']
+    >>> json.loads(source.read("info"))["annotation_type"]
+    'line'
+    """
+
+    name = "annotations"
+
+    def __init__(self, store: VectorStore, *, limit: int = DEFAULT_LIMIT) -> None:
+        self.store = store
+        self.chunk_shape = np.asarray(store.chunk_shape, dtype=np.float64)
+        self.plan: AnnotationPlan = plan_annotations({0: store.chunk_counts(0)}, [0], limit)
+        self.object_ids = np.asarray(store.object_ids, dtype=np.int64)
+        self._row = {int(i): n for n, i in enumerate(self.object_ids.tolist())}
+        self._last: tuple[int, Any] | None = None
+        sample = store.read_objects(int(self.object_ids[0]))
+        self.properties, self.left_out = annotation_properties(
+            {k: (v.dtype, v.shape[1:]) for k, v in self._columns(sample).items()}
+        )
+
+    @staticmethod
+    def _columns(result: Any) -> dict[str, np.ndarray]:
+        """Property columns by name: per vertex, per object, per edge."""
+        out = {k: np.asarray(v) for k, v in result.attributes.items()}
+        out |= {f"object_{k}": np.asarray(v) for k, v in result.object_attributes.items()}
+        if result.edges is not None:
+            out |= {f"edge_{k}": np.asarray(v) for k, v in result.link_attributes.items()}
+        return out
+
+    def info(self) -> dict[str, Any]:
+        """The ``info`` document."""
+        lo = self.plan.origin * self.chunk_shape
+        lv = self.plan.levels[0]
+        return {
+            "@type": "neuroglancer_annotations_v1",
+            "dimensions": neuroglancer_dimensions(self.store.axis_names, self.store.axis_units),
+            "lower_bound": lo.tolist(),
+            "upper_bound": (lo + self.plan.span * self.chunk_shape).tolist(),
+            "annotation_type": "line",
+            "properties": [p.info() for p in self.properties],
+            "relationships": [{"id": "object", "key": "by_object"}],
+            "by_id": {"key": "by_id"},
+            "spatial": [
+                {
+                    "key": "spatial0",
+                    "grid_shape": lv.grid_shape.tolist(),
+                    "chunk_size": ((1 << lv.shift) * self.chunk_shape).tolist(),
+                    "limit": lv.limit,
+                }
+            ],
+        }
+
+    def paths(self) -> Iterator[str]:
+        """Every file: ``info``, the occupied cells, every line's id, every object."""
+        yield "info"
+        lv = self.plan.levels[0]
+        for cell in lv.cells:
+            yield f"spatial0/{lv.cell_name(cell)}"
+        everything = self.store.read()
+        _, owner, rank = _lines(everything)
+        rows = np.asarray([self._row[int(i)] for i in np.asarray(everything.object_ids)])
+        for annotation in sorted(((rows[owner] << _SHIFT) | rank).tolist()):
+            yield f"by_id/{annotation}"
+        for obj in self.object_ids.tolist():
+            yield f"by_object/{obj}"
+
+    def read(self, path: str) -> bytes:
+        """The bytes of one file (see the module).
+
+        Raises
+        ------
+        PrecomputedFileNotFoundError
+            For a path that names no file of the source.
+        """
+        if path == "info":
+            return json.dumps(self.info(), indent=1).encode()
+        cell = _CELL.match(path)
+        if cell is not None:
+            return self._cell(cell.group(1), path)
+        folder, _, name = path.partition("/")
+        if folder == "by_id" and _NUMBER.match(name):
+            return self._by_id(int(name), path)
+        if folder == "by_object" and re.match(r"^-?\d+$", name):
+            return self._by_object(int(name), path)
+        raise PrecomputedFileNotFoundError(f"{path!r} is not a file of the annotation source")
+
+    def _cell(self, name: str, path: str) -> bytes:
+        cell = np.array([int(c) for c in name.split("_")], dtype=np.int64)
+        lv = self.plan.levels[0]
+        if cell.size != lv.grid_shape.size or np.any(cell >= lv.grid_shape):
+            raise PrecomputedFileNotFoundError(f"{path!r} is outside the grid of the index")
+        first, stop = self.plan.cell_chunks(0, cell)
+        box = (first * self.chunk_shape).tolist(), (stop * self.chunk_shape).tolist()
+        result = self.store.query(box)
+        records, ids, _ = self._select(result, first, stop)
+        return encode_list(records, ids)
+
+    def _select(self, result: Any, first: np.ndarray, stop: np.ndarray) -> tuple[Any, ...]:
+        """The lines of ``result`` whose first end point lies in the chunks [first, stop)."""
+        ends = _lines(result)[0]
+        chunks = chunk_of(np.asarray(result.positions)[ends[:, 0]], self.chunk_shape)
+        inside = np.all((chunks >= first) & (chunks < stop), axis=1)
+        return self._take(result, inside)
+
+    def _take(self, result: Any, inside: np.ndarray) -> tuple[Any, ...]:
+        ends, owner, rank = _lines(result)
+        positions = np.asarray(result.positions)
+        ends, owner, rank = ends[inside], owner[inside], rank[inside]
+        geometry = np.concatenate([positions[ends[:, 0]], positions[ends[:, 1]]], axis=1)
+        columns = self._columns(result)
+        edge_rows = np.flatnonzero(inside)  # graphs: the lines are the edges, in order
+        values = []
+        for prop in self.properties:
+            column = columns[prop.attribute]
+            if prop.attribute in result.attributes:
+                values.append(column[ends[:, 0]])
+            elif prop.attribute.startswith("object_"):
+                values.append(column[owner])
+            else:
+                values.append(column[edge_rows])
+        objects = np.asarray(result.object_ids, dtype=np.int64)[owner]
+        rows = np.asarray([self._row[int(i)] for i in objects], dtype=np.int64).reshape(-1)
+        ids = (rows << _SHIFT) | rank
+        return encode_annotations(geometry, values, self.properties), ids, objects
+
+    def _object(self, obj: int, path: str) -> Any:
+        try:
+            return self.store.read_objects(obj)
+        except ObjectNotFoundError as exc:
+            raise PrecomputedFileNotFoundError(f"{path!r}: no object has id {obj}") from exc
+
+    def _by_id(self, annotation: int, path: str) -> bytes:
+        row, j = annotation >> _SHIFT, annotation & ((1 << _SHIFT) - 1)
+        if row >= self.object_ids.size:
+            raise PrecomputedFileNotFoundError(f"{path!r}: no annotation has id {annotation}")
+        obj = int(self.object_ids[row])
+        records, ids, _ = self._take(*self._all_of(obj, path))
+        found = np.flatnonzero(ids == annotation)
+        if found.size == 0:
+            raise PrecomputedFileNotFoundError(f"{path!r}: object {obj} has no line {j}")
+        return encode_by_id(records[found[0]], [[obj]])
+
+    def _all_of(self, obj: int, path: str) -> tuple[Any, np.ndarray]:
+        """An object read whole (the last one is kept: ids in order come object by object)."""
+        if self._last is None or self._last[0] != obj:
+            result = self._object(obj, path)
+            self._last = (obj, result)
+        result = self._last[1]
+        return result, np.ones(_lines(result)[0].shape[0], dtype=bool)
+
+    def _by_object(self, obj: int, path: str) -> bytes:
+        records, ids, _ = self._take(*self._all_of(obj, path))
+        return encode_list(records, ids)
