@@ -127,10 +127,17 @@ class Neuroglancer:
             result.append(reply)
             done.set()
 
-        self.viewer.async_screenshot(handler)
-        if not done.wait(max(timeout, 1.0)):
-            raise TimeoutError("Neuroglancer took no screenshot in time")
-        return bytes(result[0].screenshot.image)
+        deadline = time.monotonic() + max(timeout, 1.0)
+        for _ in range(5):  # the canvas takes the size asked for within a frame or two
+            done.clear()
+            result.clear()
+            self.viewer.async_screenshot(handler)
+            if not done.wait(max(deadline - time.monotonic(), 0.1)):
+                raise TimeoutError("Neuroglancer took no screenshot in time")
+            shot = result[0].screenshot
+            if (shot.width, shot.height) == tuple(size):
+                break
+        return bytes(shot.image)
 
     def close(self) -> None:
         self.driver.quit()

@@ -1,23 +1,29 @@
-"""Neuroglancer, in headless Chromium, shows what the precomputed server serves.
+"""Neuroglancer, in headless Chromium, shows what ``zv.serve`` serves.
 
-Each test opens a viewer state pointing at a :class:`PrecomputedServer`, waits for the
-client to ask for the data, and checks the screenshot (not blank), the browser's console (no
-error) and the server's log (every request answered 200). Skipped, saying why, when Chromium,
-its driver or the Python packages are absent. With ``ZARR_VECTORS_SCREENSHOTS=DIR`` the
-screenshots are also written to DIR (the README's come from ``docs/images``).
+Each test serves a store, opens a viewer state pointing at the server (the bundled client of
+the ``neuroglancer`` package), waits for the client to ask for annotations, and checks the
+screenshot (not blank), the browser's console (no error) and the server's log (every request
+answered 200, no spatial cell above its level's annotation limit). Skipped, saying why, when
+Chromium, its driver or the Python packages are absent. With ``ZARR_VECTORS_SCREENSHOTS=DIR``
+the screenshots are also written to DIR (the README's are in ``docs/images``).
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+import re
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import zarr_vectors as zv
 from tests.precomputed import browser
-from tests.precomputed.fake_sources import random_points, random_segments
-from zarr_vectors.precomputed.server import PrecomputedServer
+from tests.precomputed.browser_stores import clustered_points, fibre_bundle
+from zarr_vectors.precomputed import PrecomputedServer
 
 pytestmark = [
     pytest.mark.browser,
@@ -28,6 +34,19 @@ SIZE = (480, 360)
 DRAWN_AT_LEAST = 0.02
 """A shown layer covers more than 2 % of the view; the empty view (axes only) far less."""
 SCREENSHOTS_ENV = "ZARR_VECTORS_SCREENSHOTS"
+SHADER = """
+void main() {
+  setColor(vec4(1.0, 0.85, 0.2, 0.8));
+  setPointMarkerSize(2.0);
+  setPointMarkerBorderWidth(0.0);
+  setEndpointMarkerSize(0.0);
+  setLineWidth(1.5);
+}
+"""
+"""Small markers, lines without end points: the structure shows, not the markers."""
+ANNOTATION_SPACING = 3.0
+"""Pixels between annotations drawn in 3-D (Neuroglancer's default 10 draws few points)."""
+_SPATIAL = re.compile(r"^/annotations/spatial(\d+)/")
 
 
 @pytest.fixture(scope="module")
@@ -36,17 +55,41 @@ def neuroglancer() -> Iterator[browser.Neuroglancer]:
         yield running
 
 
-def asked_for_data(server: PrecomputedServer) -> bool:
-    """The client asked for more than ``info`` files (it resolved every source)."""
-    return any(not r.path.endswith("/info") for r in server.requests)
+def _annotation_requests(server: PrecomputedServer) -> list[str]:
+    return [r.path for r in server.requests if _SPATIAL.match(r.path)]
+
+
+def settled(server: PrecomputedServer, quiet: float = 1.0) -> Callable[[], bool]:
+    """True once the client asked for annotations and then asked for nothing for ``quiet`` s
+    (Neuroglancer's screenshot waits for chunks, not for every spatial-index cell)."""
+    seen = {"count": -1, "since": time.monotonic()}
+
+    def done() -> bool:
+        count = len(server.requests)
+        if count != seen["count"]:
+            seen["count"], seen["since"] = count, time.monotonic()
+        return bool(_annotation_requests(server)) and time.monotonic() - seen["since"] > quiet
+
+    return done
 
 
 def show(neuroglancer: browser.Neuroglancer, server: PrecomputedServer) -> browser.Shot:
-    shot = neuroglancer.show(
-        server.neuroglancer_state(), SIZE, loaded=lambda: asked_for_data(server)
-    )
+    """The server's layers in the browser, checked: no console error, every request 200,
+    every spatial cell within its level's limit."""
+    state = server.neuroglancer_state()
+    for layer in state["layers"]:
+        if layer["type"] == "annotation":
+            layer["shader"] = SHADER
+            layer["projectionAnnotationSpacing"] = ANNOTATION_SPACING
+    state["showAxisLines"] = False
+    shot = neuroglancer.show(state, SIZE, loaded=settled(server))
     assert shot.errors() == []
     assert [r for r in server.requests if r.status != 200] == []
+    source = server.sources["annotations"]
+    limits = [level["limit"] for level in json.loads(source.read("info"))["spatial"]]
+    for path in _annotation_requests(server):
+        count = int(np.frombuffer(source.read(path.split("/", 2)[2])[:8], "<u8")[0])
+        assert count <= limits[int(_SPATIAL.match(path).group(1))]  # type: ignore[union-attr]
     return shot
 
 
@@ -63,14 +106,29 @@ def test_an_empty_view_counts_as_blank(neuroglancer: browser.Neuroglancer) -> No
     assert browser.drawn_fraction(shot.pixels()) < DRAWN_AT_LEAST / 4
 
 
-def test_points_are_shown(neuroglancer: browser.Neuroglancer) -> None:
-    with PrecomputedServer({"points": random_points("points", 2000)}) as server:
+def _shown(neuroglancer: browser.Neuroglancer, store: Path, name: str) -> float:
+    with zv.serve(store) as server:
         shot = show(neuroglancer, server)
+    save(shot, name)
     assert shot.pixels().shape == (SIZE[1], SIZE[0], 3)
-    assert browser.drawn_fraction(shot.pixels()) > DRAWN_AT_LEAST
+    return browser.drawn_fraction(shot.pixels())
 
 
-def test_line_segments_are_shown(neuroglancer: browser.Neuroglancer) -> None:
-    with PrecomputedServer({"lines": random_segments("lines", 1000)}) as server:
-        shot = show(neuroglancer, server)
-    assert browser.drawn_fraction(shot.pixels()) > DRAWN_AT_LEAST
+def test_a_point_cloud_with_levels_is_shown(
+    neuroglancer: browser.Neuroglancer, tmp_path: Path
+) -> None:
+    store = clustered_points(tmp_path / "points.zarr", 20_000)
+    assert len(zv.open(store).levels) > 1
+    assert _shown(neuroglancer, store, "points") > DRAWN_AT_LEAST
+
+
+def test_streamlines_are_shown(neuroglancer: browser.Neuroglancer, tmp_path: Path) -> None:
+    store = fibre_bundle(tmp_path / "streamlines.zarr", 150)
+    assert _shown(neuroglancer, store, "streamlines") > DRAWN_AT_LEAST
+
+
+@pytest.mark.slow
+def test_a_million_points_are_shown(neuroglancer: browser.Neuroglancer, tmp_path: Path) -> None:
+    store = clustered_points(tmp_path / "million.zarr", 1_000_000)
+    assert len(zv.open(store).levels) > 2
+    assert _shown(neuroglancer, store, "million-points") > DRAWN_AT_LEAST
