@@ -106,6 +106,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         encoding = None
         if size >= GZIP_MIN_BYTES and "gzip" in self.headers.get("Accept-Encoding", ""):
             data, encoding = gzip.compress(data, compresslevel=5), "gzip"
+        # logged before anything goes out: a client that has its answer finds it logged
+        self.server.record(self.command, self.path, status, size if body else 0, started)
         self.send_response(status)
         for name, value in CORS_HEADERS.items():
             self.send_header(name, value)
@@ -114,8 +116,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if encoding:
             self.send_header("Content-Encoding", encoding)
         self.end_headers()
-        # logged before the body goes out: a client that has it finds its request logged
-        self.server.record(self.command, self.path, status, size if body else 0, started)
         if body and data:
             self.wfile.write(data)
 
