@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.precomputed.fake_sources import SPATIAL_CHUNK, random_points, random_segments
@@ -233,3 +233,60 @@ def test_a_link_gives_its_state_back(state: dict[str, object]) -> None:
     fragment = link.split("#!", 1)[1]
     assert not set(fragment) & set("# {}")
     assert json.loads(urllib.parse.unquote(fragment)) == state
+
+
+def _range_header(start: int | None, last: int | None) -> str:
+    return f"bytes={'' if start is None else start}-{'' if last is None else last}"
+
+
+def _python_slice(blob: bytes, start: int | None, last: int | None) -> bytes | None:
+    """What RFC 9110 says the range selects, by Python slicing; None when unsatisfiable."""
+    if start is None:
+        assert last is not None
+        return blob[len(blob) - last :] if last > 0 and blob else None
+    if start >= len(blob):
+        return None
+    return blob[start:] if last is None else blob[start : last + 1]
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    blob=st.binary(max_size=600),
+    start=st.none() | st.integers(0, 700),
+    last=st.none() | st.integers(0, 700),
+)
+def test_a_range_gets_its_bytes(
+    server: PrecomputedServer, blob: bytes, start: int | None, last: int | None
+) -> None:
+    """Neuroglancer reads mesh fragments by ``Range``: 206 with the bytes, 416 past the end."""
+    assume(not (start is None and last is None))
+    assume(start is None or last is None or last >= start)
+    source = server.sources["bytes"]
+    assert isinstance(source, Bytes)
+    source.blob = blob
+    answer = _get(server, "/bytes/blob", Range=_range_header(start, last))
+    expected = _python_slice(blob, start, last)
+    if expected is None:
+        assert answer.status == 416
+        assert answer.getheader("Content-Range") == f"bytes */{len(blob)}"
+    else:
+        first = len(blob) - len(expected) if start is None else start
+        assert answer.status == 206
+        assert answer.body == expected
+        assert answer.getheader("Content-Range") == (
+            f"bytes {first}-{first + len(expected) - 1}/{len(blob)}"
+        )
+
+
+@pytest.mark.parametrize("header", ["bytes=0-1,3-4", "bytes=5-2", "lines=0-4", "bytes=-"])
+def test_a_range_it_does_not_take_gets_the_whole_file(
+    server: PrecomputedServer, header: str
+) -> None:
+    source = server.sources["bytes"]
+    assert isinstance(source, Bytes)
+    source.blob = b"0123456789"
+    answer = _get(server, "/bytes/blob", Range=header)
+    assert (answer.status, answer.body) == (200, b"0123456789")
+    assert answer.getheader("Accept-Ranges") == "bytes"

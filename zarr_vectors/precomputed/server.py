@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import gzip
 import http.server
+import re
 import threading
 import time
 import urllib.parse
@@ -30,7 +31,7 @@ from zarr_vectors.precomputed.links import (
 )
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError, PrecomputedSource
 
-__all__ = ["PortInUseError", "PrecomputedServer", "ServedRequest"]
+__all__ = ["PortInUseError", "PrecomputedServer", "ServedRequest", "byte_range"]
 
 LOOPBACK = "127.0.0.1"
 SHUTDOWN_POLL = 0.05
@@ -41,10 +42,44 @@ CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Allow-Methods": "GET, HEAD, OPTIONS",
     "Access-Control-Allow-Headers": "*",
-    "Access-Control-Expose-Headers": "Content-Length, Content-Encoding",
+    "Access-Control-Expose-Headers": "Content-Length, Content-Encoding, Content-Range",
     "Access-Control-Max-Age": "86400",
 }
 """A Neuroglancer client is served from another origin: it may read every answer."""
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+def byte_range(header: str, total: int) -> tuple[int, int] | None:
+    """The bytes ``[start, stop)`` of ``total`` that a ``Range`` header asks for.
+
+    Neuroglancer reads parts of a file with one range (multi-resolution mesh fragments).
+    ``None`` means "send the whole file" (no range, several ranges or a malformed one:
+    RFC 9110 lets a server ignore them); ``start >= stop`` means the range is not
+    satisfiable (416).
+
+    Examples
+    --------
+    >>> from zarr_vectors.precomputed.server import byte_range
+    >>> byte_range("bytes=2-5", 10), byte_range("bytes=7-", 10), byte_range("bytes=-3", 10)
+    ((2, 6), (7, 10), (7, 10))
+    >>> byte_range("bytes=4-99", 10), byte_range("bytes=0-1,4-5", 10)
+    ((4, 10), None)
+    >>> start, stop = byte_range("bytes=10-", 10)
+    >>> start >= stop
+    True
+    """
+    match = _RANGE.match(header.strip())
+    if match is None or match.group(1) == match.group(2) == "":
+        return None
+    first, last = match.group(1), match.group(2)
+    if first == "":  # a suffix: the last n bytes
+        suffix = int(last)
+        return (max(total - suffix, 0), total) if suffix > 0 else (total, total)
+    start = int(first)
+    stop = total if last == "" else min(int(last) + 1, total)
+    if last != "" and int(last) < start:
+        return None
+    return (start, stop) if start < total else (total, total)
 
 
 class PortInUseError(ZarrVectorsError, OSError):
@@ -97,20 +132,38 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _get(self, *, body: bool) -> None:
         started = time.perf_counter()
         status, data, content_type = self.server.lookup(self.path)
-        self._answer(status, data, content_type, started=started, body=body)
+        asked = self.headers.get("Range")
+        span = byte_range(asked, len(data)) if status == 200 and asked else None
+        if span is None:
+            self._answer(status, data, content_type, started=started, body=body)
+        elif span[0] >= span[1]:
+            extra = {"Content-Range": f"bytes */{len(data)}"}
+            self._answer(416, b"", "text/plain", started=started, body=body, headers=extra)
+        else:
+            extra = {"Content-Range": f"bytes {span[0]}-{span[1] - 1}/{len(data)}"}
+            part = data[span[0] : span[1]]
+            self._answer(206, part, content_type, started=started, body=body, headers=extra)
 
     def _answer(
-        self, status: int, data: bytes, content_type: str, *, started: float, body: bool = True
+        self,
+        status: int,
+        data: bytes,
+        content_type: str,
+        *,
+        started: float,
+        body: bool = True,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         size = len(data)
         encoding = None
-        if size >= GZIP_MIN_BYTES and "gzip" in self.headers.get("Accept-Encoding", ""):
+        if status == 200 and size >= GZIP_MIN_BYTES and "gzip" in self._accepted():
             data, encoding = gzip.compress(data, compresslevel=5), "gzip"
         # logged before anything goes out: a client that has its answer finds it logged
         self.server.record(self.command, self.path, status, size if body else 0, started)
         self.send_response(status)
-        for name, value in CORS_HEADERS.items():
+        for name, value in {**CORS_HEADERS, **(headers or {})}.items():
             self.send_header(name, value)
+        self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         if encoding:
@@ -118,6 +171,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if body and data:
             self.wfile.write(data)
+
+    def _accepted(self) -> str:
+        return str(self.headers.get("Accept-Encoding", ""))
 
     def log_message(self, format: str, *args: Any) -> None:
         """The server keeps its own log (:attr:`PrecomputedServer.requests`)."""
