@@ -243,7 +243,7 @@ def _python_slice(blob: bytes, start: int | None, last: int | None) -> bytes | N
     """What RFC 9110 says the range selects, by Python slicing; None when unsatisfiable."""
     if start is None:
         assert last is not None
-        return blob[len(blob) - last :] if last > 0 and blob else None
+        return blob[max(len(blob) - last, 0) :] if last > 0 and blob else None
     if start >= len(blob):
         return None
     return blob[start:] if last is None else blob[start : last + 1]
