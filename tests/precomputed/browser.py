@@ -106,6 +106,8 @@ class Neuroglancer:
         import neuroglancer
 
         first = len(self.console)
+        # a fresh page for each state: the client keeps no camera or chunk of the last one
+        self.driver.refresh()
         self.viewer.set_state(neuroglancer.ViewerState(state))
         deadline = time.monotonic() + timeout
         while not loaded():

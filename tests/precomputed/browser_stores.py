@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import trimesh
 
 import zarr_vectors as zv
 
@@ -37,4 +38,18 @@ def fibre_bundle(path: Path, count: int, seed: int = 0) -> Path:
         arch = np.stack([np.cos(t) * radius, np.sin(t) * radius, np.zeros_like(t)], axis=1)
         lines.append(arch + EXTENT / 2 + offset + wobble)
     zv.write_polylines(path, lines, kind="streamline", chunk_shape=EXTENT / 8)
+    return path
+
+
+def two_meshes(path: Path) -> Path:
+    """A sphere (object 1) beside a torus (object 2), with a level of detail."""
+    sphere = trimesh.creation.icosphere(subdivisions=3, radius=0.1 * EXTENT)
+    torus = trimesh.creation.torus(major_radius=0.15 * EXTENT, minor_radius=0.04 * EXTENT)
+    vertices = np.concatenate([sphere.vertices + 0.35 * EXTENT, torus.vertices + 0.65 * EXTENT])
+    faces = np.concatenate([sphere.faces, torus.faces + len(sphere.vertices)])
+    objects = np.repeat([1, 2], [len(sphere.vertices), len(torus.vertices)])
+    zv.write_mesh(
+        path, vertices, faces, vertex_objects=objects, chunk_shape=EXTENT / 4, levels=1,
+        progress=False,
+    )  # fmt: skip
     return path

@@ -22,7 +22,7 @@ import pytest
 
 import zarr_vectors as zv
 from tests.precomputed import browser
-from tests.precomputed.browser_stores import clustered_points, fibre_bundle
+from tests.precomputed.browser_stores import clustered_points, fibre_bundle, two_meshes
 from zarr_vectors.precomputed import PrecomputedServer
 
 pytestmark = [
@@ -47,6 +47,7 @@ void main() {
 ANNOTATION_SPACING = 3.0
 """Pixels between annotations drawn in 3-D (Neuroglancer's default 10 draws few points)."""
 _SPATIAL = re.compile(r"^/annotations/spatial(\d+)/")
+_FRAGMENT = re.compile(r"^/meshes/\d+$")
 
 
 @pytest.fixture(scope="module")
@@ -59,16 +60,21 @@ def _annotation_requests(server: PrecomputedServer) -> list[str]:
     return [r.path for r in server.requests if _SPATIAL.match(r.path)]
 
 
-def settled(server: PrecomputedServer, quiet: float = 1.0) -> Callable[[], bool]:
-    """True once the client asked for annotations and then asked for nothing for ``quiet`` s
-    (Neuroglancer's screenshot waits for chunks, not for every spatial-index cell)."""
+def settled(
+    server: PrecomputedServer, quiet: float = 1.0, pattern: re.Pattern[str] | None = None
+) -> Callable[[], bool]:
+    """True once the client asked for data (annotation cells, or paths ``pattern`` matches)
+    then for nothing for ``quiet`` s (Neuroglancer's screenshot waits for chunks, not for
+    every spatial-index cell)."""
+    wanted = pattern or _SPATIAL
     seen = {"count": -1, "since": time.monotonic()}
 
     def done() -> bool:
         count = len(server.requests)
         if count != seen["count"]:
             seen["count"], seen["since"] = count, time.monotonic()
-        return bool(_annotation_requests(server)) and time.monotonic() - seen["since"] > quiet
+        asked = any(wanted.match(r.path) for r in server.requests)
+        return asked and time.monotonic() - seen["since"] > quiet
 
     return done
 
@@ -101,6 +107,7 @@ def save(shot: browser.Shot, name: str) -> None:
         (Path(folder) / f"{name}.png").write_bytes(shot.png)
 
 
+@pytest.mark.slow  # checks the measure, not the library: kept out of the default run
 def test_an_empty_view_counts_as_blank(neuroglancer: browser.Neuroglancer) -> None:
     shot = neuroglancer.show({"layout": "3d", "layers": []}, SIZE, loaded=lambda: True)
     assert browser.drawn_fraction(shot.pixels()) < DRAWN_AT_LEAST / 4
@@ -125,6 +132,25 @@ def test_a_point_cloud_with_levels_is_shown(
 def test_streamlines_are_shown(neuroglancer: browser.Neuroglancer, tmp_path: Path) -> None:
     store = fibre_bundle(tmp_path / "streamlines.zarr", 150)
     assert _shown(neuroglancer, store, "streamlines") > DRAWN_AT_LEAST
+
+
+def test_meshes_are_shown(neuroglancer: browser.Neuroglancer, tmp_path: Path) -> None:
+    """Multi-resolution meshes: Neuroglancer reads their fragments by byte range (206)."""
+    with zv.serve(two_meshes(tmp_path / "meshes.zarr")) as server:
+        state = server.neuroglancer_state()
+        ids = [
+            p.removesuffix(".index")
+            for p in server.sources["meshes"].paths()
+            if p.endswith(".index")
+        ]
+        state["layers"][0]["segments"] = ids
+        state["showAxisLines"] = False
+        shot = neuroglancer.show(state, SIZE, loaded=settled(server, pattern=_FRAGMENT))
+    save(shot, "meshes")
+    assert ids == ["1", "2"]
+    assert shot.errors() == []
+    assert {r.status for r in server.requests} == {200, 206}
+    assert browser.drawn_fraction(shot.pixels()) > DRAWN_AT_LEAST / 2
 
 
 @pytest.mark.slow
