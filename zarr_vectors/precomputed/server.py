@@ -5,7 +5,8 @@ source, from a thread pool (one thread per connection, stdlib
 :class:`http.server.ThreadingHTTPServer`) bound to the loopback address: the sources, and the
 one opened store behind them, are shared by every request. It sends the CORS headers a
 Neuroglancer client on another origin needs, ``application/json`` for ``info`` files, gzip
-when the client accepts it, and 404 for a path no source has. Each request is recorded in
+when the client accepts it, one byte range when asked (206: Neuroglancer reads mesh fragments
+so), and 404 for a path no source has. Each request is recorded in
 :attr:`PrecomputedServer.requests`.
 """
 
