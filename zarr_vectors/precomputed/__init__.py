@@ -60,7 +60,7 @@ def sources(store: VectorStore) -> dict[str, PrecomputedSource]:
     >>> lines = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
     >>> zv.write_polylines(lines, [np.array([[0, 0], [5, 5.0]])], chunk_shape=10.0)
     >>> list(sources(zv.open(lines)))
-    ['skeletons']
+    ['annotations', 'skeletons']
     """
     found: dict[str, PrecomputedSource] = {}
     if store.kind == "point_cloud" and store.vertex_count > 0:
