@@ -48,7 +48,7 @@ def _points_store(tmp_path: Path, n: int, levels: Any, seed: int = 0) -> zv.Vect
 
 @pytest.fixture(scope="module")
 def leveled(tmp_path_factory: pytest.TempPathFactory) -> zv.VectorStore:
-    return _points_store(tmp_path_factory.mktemp("ann"), 3000, zv.Levels(count=3, per_bin=16))
+    return _points_store(tmp_path_factory.mktemp("ann"), 1500, zv.Levels(count=3, per_bin=8))
 
 
 def _all_cells(source: PrecomputedSource, info: dict[str, Any]) -> dict[int, dict[str, bytes]]:
@@ -67,6 +67,7 @@ def test_every_vertex_once_bounded_cells_and_in_their_cell(leveled: zv.VectorSto
     assert len(info["spatial"]) == len(leveled.levels) == 4
     seen: Counter[tuple[Any, ...]] = Counter()
     ids: list[int] = []
+    shuffled = False  # cells list their annotations in random order, as the format asks
     lo = np.array(info["lower_bound"])
     for k, cells in _all_cells(source, info).items():
         spec = info["spatial"][k]
@@ -86,9 +87,11 @@ def test_every_vertex_once_bounded_cells_and_in_their_cell(leveled: zv.VectorSto
             assert not Counter(r for _, r in rows) - level_set  # rows of that store level
             seen.update(r for _, r in rows)
             ids.extend(i for i, _ in rows)
+            shuffled |= [i for i, _ in rows] != sorted(i for i, _ in rows)
     everything = leveled.read()
     assert seen == Counter(_expected_row(everything, i, info) for i in range(len(everything)))
     assert sorted(ids) == list(range(len(everything)))
+    assert shuffled
 
 
 def test_by_id_and_relationships(leveled: zv.VectorStore) -> None:
@@ -143,6 +146,26 @@ def test_no_levels_and_aggregate_give_one_level_of_level_0(tmp_path: Path) -> No
         assert sorted(i for i, _ in rows) == list(range(400))
 
 
+def test_identical_points_each_once(tmp_path: Path) -> None:
+    rows = np.array([[1.0, 1, 1], [1, 1, 1], [30, 30, 30], [2, 2, 2]], dtype=np.float32)
+    xyz = np.repeat(rows, 50, axis=0)
+    path = tmp_path / "same.zarr"
+    zv.write_points(path, xyz, chunk_shape=20.0, levels=zv.Levels(count=2, per_bin=3))
+    store = zv.open(path)
+    assert len(store.levels) == 3
+    source = PointAnnotations(store)
+    info = json.loads(source.read("info"))
+    found = [
+        r
+        for p in source.paths() if p.startswith("spatial")
+        for r in decode_list(source.read(p), info)
+    ]  # fmt: skip
+    assert sorted(i for i, _ in found) == list(range(200))
+    assert Counter(r for _, r in found) == Counter(tuple(map(float, x)) for x in xyz)
+    for annotation, row in found:
+        assert decode_by_id(source.read(f"by_id/{annotation}"), info) == (row, [])
+
+
 def test_limit_splits_cells(leveled: zv.VectorStore) -> None:
     small = PointAnnotations(leveled, limit=40)
     info = json.loads(small.read("info"))
@@ -152,3 +175,29 @@ def test_limit_splits_cells(leveled: zv.VectorStore) -> None:
                       if p.startswith(f"spatial{k}/"))  # fmt: skip
         assert biggest == spec["limit"]
         assert spec["limit"] <= max(40, int(chunk_counts.max()))
+
+
+@pytest.mark.slow
+def test_million_points_every_cell_bounded_and_every_point_once(tmp_path: Path) -> None:
+    n = 1_000_000
+    rng = np.random.default_rng(11)
+    path = tmp_path / "million.zarr"
+    xyz = rng.uniform(0, 1000, (n, 3)).astype(np.float32)
+    attrs = {"w": rng.normal(size=n).astype(np.float32)}
+    zv.write_points(path, xyz, chunk_shape=125.0, attributes=attrs, levels="auto")
+    store = zv.open(path)
+    assert len(store.levels) > 2
+    source = PointAnnotations(store)
+    info = json.loads(source.read("info"))
+    assert len(info["spatial"]) == len(store.levels)
+    assert np.prod(info["spatial"][0]["grid_shape"]) <= 8  # the coarsest level in few cells
+    ids = []
+    for k, spec in enumerate(info["spatial"]):
+        assert spec["limit"] <= 10_000
+        level = source.plan.levels[k]
+        for cell in level.cells:
+            data = source.read(f"spatial{k}/{level.cell_name(cell)}")
+            (count,) = np.frombuffer(data[:8], "<u8")
+            assert count <= spec["limit"]
+            ids.append(np.frombuffer(data[len(data) - 8 * int(count) :], "<u8"))
+    assert np.array_equal(np.sort(np.concatenate(ids)), np.arange(n))

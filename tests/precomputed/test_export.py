@@ -5,12 +5,14 @@ nothing."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import zarr_vectors as zv
+from zarr_vectors.cli import main
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.precomputed import PrecomputedSource, sources
 from zarr_vectors.precomputed.export import export_precomputed
@@ -103,3 +105,37 @@ def test_nothing_to_export_and_bad_options(tmp_path: Path) -> None:
         assert not (tmp_path / "mesh.precomputed").exists()
     with pytest.raises(InvalidInputError, match="unknown option"):
         zv.convert(_store(tmp_path), tmp_path / "c.precomputed", colour="red")
+
+
+def test_command_line_convert_and_threads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _store(tmp_path)
+    assert main(["convert", str(tmp_path / "cells.zarr"), str(tmp_path / "c.precomputed")]) == 0
+    assert "c.precomputed" in capsys.readouterr().out
+    source = sources(store)["annotations"]
+    paths = [p for p in source.paths() if not p.startswith("by_object/")]
+    with ThreadPoolExecutor(4) as pool:  # as a server answers requests
+        found = dict(zip(paths, pool.map(source.read, paths), strict=True))
+    assert found == {
+        p: (tmp_path / "c.precomputed" / "annotations" / p).read_bytes() for p in paths
+    }
+
+
+def test_neuroglancers_own_reader_reads_the_export(tmp_path: Path) -> None:
+    pytest.importorskip("tensorstore", reason="Neuroglancer's annotation reader needs tensorstore")
+    reader_module = pytest.importorskip("neuroglancer.read_precomputed_annotations")
+    store = _store(tmp_path)
+    out = zv.convert(store, tmp_path / "cells.precomputed")
+    reader = reader_module.AnnotationReader(f"file://{out}/annotations/")
+    found = list(reader.get_within_spatial_bounds())
+    everything = store.read()
+    assert sorted(int(a.id) for a in found) == list(range(len(everything)))
+    got = sorted((*np.float32(a.point).tolist(), float(np.float32(a.props[0]))) for a in found)
+    rows = np.column_stack([everything.positions, everything.attributes["w"]]).astype(np.float32)
+    assert got == sorted(map(tuple, rows.tolist()))
+    for obj in np.unique(everything.vertex_object_ids).tolist():
+        related = reader.relationships["object"][obj]
+        assert len(related) == int((everything.vertex_object_ids == obj).sum())
+    first = reader.by_id[int(found[0].id)]
+    assert np.array_equal(first.point, found[0].point)

@@ -30,6 +30,7 @@ __all__ = [
     "encode_annotations",
     "encode_by_id",
     "encode_list",
+    "shuffled",
 ]
 
 _SCALAR_TYPES = {
@@ -179,6 +180,26 @@ def encode_annotations(
     width = sum(p.shape[1] for p in parts)
     parts.append(np.zeros((n, -width % 4), dtype=np.uint8))
     return np.concatenate(parts, axis=1)
+
+
+def shuffled(ids: np.ndarray) -> np.ndarray:
+    """A pseudo-random order of annotations, a function of their ids alone (SplitMix64 of
+    each id): the format asks spatial cells to list annotations in random order, because
+    Neuroglancer draws a prefix of a cell's list when it shows fewer than all.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zarr_vectors.precomputed.annotation_encoding import shuffled
+    >>> order = shuffled(np.arange(6))
+    >>> sorted(order.tolist()), bool((order == shuffled(np.arange(6))).all())
+    ([0, 1, 2, 3, 4, 5], True)
+    """
+    h = np.asarray(ids, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    out: np.ndarray = np.argsort(h ^ (h >> np.uint64(31)), kind="stable")
+    return out
 
 
 def encode_list(records: np.ndarray, ids: np.ndarray) -> bytes:

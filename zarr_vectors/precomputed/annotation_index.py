@@ -40,8 +40,8 @@ def chunk_of(positions: np.ndarray, chunk_shape: np.ndarray) -> np.ndarray:
     --------
     >>> import numpy as np
     >>> from zarr_vectors.precomputed.annotation_index import chunk_of
-    >>> chunk_of(np.array([[0.3, -0.1]]), np.array([0.1, 0.1])).tolist()
-    [[3, -1]]
+    >>> chunk_of(np.array([[0.3, -0.1]]), np.array([0.1, 0.1])).tolist()  # 3 * 0.1 > 0.3
+    [[2, -1]]
     """
     p = np.asarray(positions, dtype=np.float64)
     c = np.floor(p / chunk_shape)

@@ -23,10 +23,8 @@ reads its level and the next coarser one in those chunks only.
 
 from __future__ import annotations
 
-import json
-import re
+import threading
 from collections import OrderedDict
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,50 +37,13 @@ from zarr_vectors.precomputed.annotation_encoding import (
     encode_annotations,
     encode_by_id,
     encode_list,
+    shuffled,
 )
+from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles
 from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
 
-__all__ = ["DEFAULT_LIMIT", "PointAnnotations", "neuroglancer_dimensions"]
-
-DEFAULT_LIMIT = 10_000
-"""The most annotations a spatial cell holds, unless a single chunk of a level holds more."""
-
-_UNITS = {
-    "angstrom": (1e-10, "m"),
-    "nanometer": (1e-9, "m"),
-    "micrometer": (1e-6, "m"),
-    "millimeter": (1e-3, "m"),
-    "centimeter": (1e-2, "m"),
-    "meter": (1.0, "m"),
-    "kilometer": (1e3, "m"),
-    "nm": (1e-9, "m"),
-    "um": (1e-6, "m"),
-    "µm": (1e-6, "m"),
-    "mm": (1e-3, "m"),
-    "m": (1.0, "m"),
-    "second": (1.0, "s"),
-    "millisecond": (1e-3, "s"),
-    "s": (1.0, "s"),
-    "ms": (1e-3, "s"),
-}
-_CELL = re.compile(r"^spatial(\d+)/(-?\d+(?:_-?\d+)*)$")
-_NUMBER = re.compile(r"^\d+$")
-
-
-def neuroglancer_dimensions(names: tuple[str, ...], units: tuple[str, ...]) -> dict[str, Any]:
-    """Neuroglancer's ``dimensions`` (name → ``[scale, unit]``) from axis names and units.
-
-    Lengths and times become metres and seconds; an unknown unit is dimensionless
-    (``[1, ""]``).
-
-    Examples
-    --------
-    >>> from zarr_vectors.precomputed.annotations import neuroglancer_dimensions
-    >>> neuroglancer_dimensions(("x", "y"), ("micrometer", "unknown"))
-    {'x': [1e-06, 'm'], 'y': [1.0, '']}
-    """
-    return {n: list(_UNITS.get(u.lower(), (1.0, ""))) for n, u in zip(names, units, strict=True)}
+__all__ = ["PointAnnotations"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +96,7 @@ def _not_coarser(rows: Any, coarser: Any) -> np.ndarray:
     return _occurrence(mine) >= held[mine]
 
 
-class PointAnnotations:
+class PointAnnotations(AnnotationFiles):
     """Point annotations of a point cloud, computed from its chunks on demand.
 
     Parameters
@@ -164,7 +125,7 @@ class PointAnnotations:
     56
     """
 
-    name = "annotations"
+    annotation_type = "point"
 
     def __init__(self, store: VectorStore, *, limit: int = DEFAULT_LIMIT) -> None:
         self.store = store
@@ -177,9 +138,9 @@ class PointAnnotations:
         sample = self._query(used[0], first, first + 1)  # one chunk: the columns' types
         columns = {n: (v.dtype, v.shape[1:]) for n, v in sample.attributes.items()}
         self.properties, self.left_out = annotation_properties(columns)
-        self.has_objects = sample.vertex_object_ids is not None
-        """Whether the points carry object ids (the ``object`` relationship)."""
+        self.has_objects = sample.vertex_object_ids is not None  # the ``object`` relationship
         self._cache: OrderedDict[tuple[Any, ...], _Rows] = OrderedDict()
+        self._lock = threading.Lock()
 
     def _used_levels(self) -> list[int]:
         """The store levels, coarse first: all of them when they nest, else level 0."""
@@ -188,67 +149,13 @@ class PointAnnotations:
             return [lv.level for lv in reversed(levels)]
         return [0]
 
-    def _everywhere(self) -> tuple[list[float], list[float]]:
-        lo = self.plan.origin * self.chunk_shape
-        return lo.tolist(), (lo + self.plan.span * self.chunk_shape).tolist()
-
-    def info(self) -> dict[str, Any]:
-        """The ``info`` document."""
-        lo, hi = self._everywhere()
-        spatial = [
-            {
-                "key": f"spatial{k}",
-                "grid_shape": lv.grid_shape.tolist(),
-                "chunk_size": ((1 << lv.shift) * self.chunk_shape).tolist(),
-                "limit": lv.limit,
-            }
-            for k, lv in enumerate(self.plan.levels)
-        ]
-        relationships = [{"id": "object", "key": "by_object"}] if self.has_objects else []
-        return {
-            "@type": "neuroglancer_annotations_v1",
-            "dimensions": neuroglancer_dimensions(self.store.axis_names, self.store.axis_units),
-            "lower_bound": lo,
-            "upper_bound": hi,
-            "annotation_type": "point",
-            "properties": [p.info() for p in self.properties],
-            "relationships": relationships,
-            "by_id": {"key": "by_id"},
-            "spatial": spatial,
-        }
-
-    def paths(self) -> Iterator[str]:
-        """Every file: ``info``, the occupied spatial cells, every id, every object."""
-        yield "info"
-        for k, lv in enumerate(self.plan.levels):
-            for cell in lv.cells:
-                yield f"spatial{k}/{lv.cell_name(cell)}"
-        for annotation in range(self.plan.total):
-            yield f"by_id/{annotation}"
+    def _ids_and_objects(self) -> tuple[list[int], list[int]]:
+        """Ids ``0 … total - 1``; object ids from one read of level 0 (listing only)."""
+        objects: list[int] = []
         if self.has_objects:
             ids = self.store.read(level=self.levels[-1]).vertex_object_ids
-            for obj in np.unique(np.asarray(ids)).tolist():
-                yield f"by_object/{obj}"
-
-    def read(self, path: str) -> bytes:
-        """The bytes of one file (see the module).
-
-        Raises
-        ------
-        PrecomputedFileNotFoundError
-            For a path that names no file of the source.
-        """
-        if path == "info":
-            return json.dumps(self.info(), indent=1).encode()
-        cell = _CELL.match(path)
-        if cell is not None:
-            return self._cell(int(cell.group(1)), cell.group(2), path)
-        folder, _, name = path.partition("/")
-        if folder == "by_id" and _NUMBER.match(name):
-            return self._by_id(int(name), path)
-        if folder == "by_object" and _NUMBER.match(name) and self.has_objects:
-            return self._by_object(int(name), path)
-        raise PrecomputedFileNotFoundError(f"{path!r} is not a file of the annotation source")
+            objects = np.unique(np.asarray(ids)).tolist()
+        return list(range(self.plan.total)), objects
 
     # -- reading --------------------------------------------------------------------------
 
@@ -260,13 +167,16 @@ class PointAnnotations:
     def _rows(self, k: int, first: np.ndarray, stop: np.ndarray) -> _Rows:
         """The annotations of spatial level ``k`` in the chunks ``[first, stop)``."""
         key = (k, tuple(first.tolist()), tuple(stop.tolist()))
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            return self._cache[key]
+        with self._lock:  # a server may read files from several threads
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
         found = self._compute_rows(k, first, stop)
-        self._cache[key] = found
-        if len(self._cache) > 8:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[key] = found
+            while len(self._cache) > 8:
+                self._cache.popitem(last=False)
         return found
 
     def _compute_rows(self, k: int, first: np.ndarray, stop: np.ndarray) -> _Rows:
@@ -286,15 +196,10 @@ class PointAnnotations:
         objects = rows.vertex_object_ids
         return _Rows(records, ids, None if objects is None else np.asarray(objects)[keep])
 
-    def _cell(self, k: int, name: str, path: str) -> bytes:
-        if k >= len(self.plan.levels):
-            raise PrecomputedFileNotFoundError(f"{path!r}: the source has no spatial level {k}")
-        cell = np.array([int(c) for c in name.split("_")], dtype=np.int64)
-        lv = self.plan.levels[k]
-        if cell.size != lv.grid_shape.size or np.any(cell < 0) or np.any(cell >= lv.grid_shape):
-            raise PrecomputedFileNotFoundError(f"{path!r} is outside the grid of level {k}")
-        found = self._rows(k, *self.plan.cell_chunks(k, cell))
-        return encode_list(found.records, found.ids)
+    def _cell_bytes(self, k: int, first: np.ndarray, stop: np.ndarray) -> bytes:
+        found = self._rows(k, first, stop)
+        order = shuffled(found.ids)
+        return encode_list(found.records[order], found.ids[order])
 
     def _by_id(self, annotation: int, path: str) -> bytes:
         where = self.plan.locate(annotation)

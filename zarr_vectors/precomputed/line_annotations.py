@@ -22,9 +22,6 @@ objects meeting the box).
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -36,9 +33,10 @@ from zarr_vectors.precomputed.annotation_encoding import (
     encode_annotations,
     encode_by_id,
     encode_list,
+    shuffled,
 )
+from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles
 from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
-from zarr_vectors.precomputed.annotations import DEFAULT_LIMIT, neuroglancer_dimensions
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
 
 __all__ = ["LINE_KINDS", "LineAnnotations"]
@@ -46,8 +44,6 @@ __all__ = ["LINE_KINDS", "LineAnnotations"]
 LINE_KINDS = ("polyline", "streamline", "graph")
 """The kinds shown as line annotations."""
 
-_CELL = re.compile(r"^spatial0/(\d+(?:_\d+)*)$")
-_NUMBER = re.compile(r"^\d+$")
 _SHIFT = 32
 
 
@@ -70,7 +66,7 @@ def _lines(result: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return ends, owner, rank
 
 
-class LineAnnotations:
+class LineAnnotations(AnnotationFiles):
     """Line annotations of a polyline, streamline or graph store, computed on demand.
 
     Parameters
@@ -96,7 +92,8 @@ class LineAnnotations:
     'line'
     """
 
-    name = "annotations"
+    annotation_type = "line"
+    has_objects = True
 
     def __init__(self, store: VectorStore, *, limit: int = DEFAULT_LIMIT) -> None:
         self.store = store
@@ -119,73 +116,19 @@ class LineAnnotations:
             out |= {f"edge_{k}": np.asarray(v) for k, v in result.link_attributes.items()}
         return out
 
-    def info(self) -> dict[str, Any]:
-        """The ``info`` document."""
-        lo = self.plan.origin * self.chunk_shape
-        lv = self.plan.levels[0]
-        return {
-            "@type": "neuroglancer_annotations_v1",
-            "dimensions": neuroglancer_dimensions(self.store.axis_names, self.store.axis_units),
-            "lower_bound": lo.tolist(),
-            "upper_bound": (lo + self.plan.span * self.chunk_shape).tolist(),
-            "annotation_type": "line",
-            "properties": [p.info() for p in self.properties],
-            "relationships": [{"id": "object", "key": "by_object"}],
-            "by_id": {"key": "by_id"},
-            "spatial": [
-                {
-                    "key": "spatial0",
-                    "grid_shape": lv.grid_shape.tolist(),
-                    "chunk_size": ((1 << lv.shift) * self.chunk_shape).tolist(),
-                    "limit": lv.limit,
-                }
-            ],
-        }
-
-    def paths(self) -> Iterator[str]:
-        """Every file: ``info``, the occupied cells, every line's id, every object."""
-        yield "info"
-        lv = self.plan.levels[0]
-        for cell in lv.cells:
-            yield f"spatial0/{lv.cell_name(cell)}"
+    def _ids_and_objects(self) -> tuple[list[int], list[int]]:
+        """Every line's id and every object id, from one read of the store (listing only)."""
         everything = self.store.read()
         _, owner, rank = _lines(everything)
         rows = np.asarray([self._row[int(i)] for i in np.asarray(everything.object_ids)])
-        for annotation in sorted(((rows[owner] << _SHIFT) | rank).tolist()):
-            yield f"by_id/{annotation}"
-        for obj in self.object_ids.tolist():
-            yield f"by_object/{obj}"
+        ids = sorted(((rows[owner] << _SHIFT) | rank).tolist()) if owner.size else []
+        return ids, self.object_ids.tolist()
 
-    def read(self, path: str) -> bytes:
-        """The bytes of one file (see the module).
-
-        Raises
-        ------
-        PrecomputedFileNotFoundError
-            For a path that names no file of the source.
-        """
-        if path == "info":
-            return json.dumps(self.info(), indent=1).encode()
-        cell = _CELL.match(path)
-        if cell is not None:
-            return self._cell(cell.group(1), path)
-        folder, _, name = path.partition("/")
-        if folder == "by_id" and _NUMBER.match(name):
-            return self._by_id(int(name), path)
-        if folder == "by_object" and re.match(r"^-?\d+$", name):
-            return self._by_object(int(name), path)
-        raise PrecomputedFileNotFoundError(f"{path!r} is not a file of the annotation source")
-
-    def _cell(self, name: str, path: str) -> bytes:
-        cell = np.array([int(c) for c in name.split("_")], dtype=np.int64)
-        lv = self.plan.levels[0]
-        if cell.size != lv.grid_shape.size or np.any(cell >= lv.grid_shape):
-            raise PrecomputedFileNotFoundError(f"{path!r} is outside the grid of the index")
-        first, stop = self.plan.cell_chunks(0, cell)
+    def _cell_bytes(self, k: int, first: np.ndarray, stop: np.ndarray) -> bytes:
         box = (first * self.chunk_shape).tolist(), (stop * self.chunk_shape).tolist()
-        result = self.store.query(box)
-        records, ids, _ = self._select(result, first, stop)
-        return encode_list(records, ids)
+        records, ids, _ = self._select(self.store.query(box), first, stop)
+        order = shuffled(ids)
+        return encode_list(records[order], ids[order])
 
     def _select(self, result: Any, first: np.ndarray, stop: np.ndarray) -> tuple[Any, ...]:
         """The lines of ``result`` whose first end point lies in the chunks [first, stop)."""
@@ -234,10 +177,11 @@ class LineAnnotations:
 
     def _all_of(self, obj: int, path: str) -> tuple[Any, np.ndarray]:
         """An object read whole (the last one is kept: ids in order come object by object)."""
-        if self._last is None or self._last[0] != obj:
-            result = self._object(obj, path)
-            self._last = (obj, result)
-        result = self._last[1]
+        last = self._last  # one read of the attribute: safe with several threads
+        if last is None or last[0] != obj:
+            last = (obj, self._object(obj, path))
+            self._last = last
+        result = last[1]
         return result, np.ones(_lines(result)[0].shape[0], dtype=bool)
 
     def _by_object(self, obj: int, path: str) -> bytes:
