@@ -42,9 +42,9 @@ __all__ = [
 def sources(store: VectorStore) -> dict[str, PrecomputedSource]:
     """The precomputed sources of a store, by name (their folder under the root).
 
-    A point cloud has ``annotations`` (points); a polyline, streamline or graph store has
-    ``annotations`` (lines: segments, edges); skeleton, graph, polyline and streamline stores
-    have ``skeletons`` (one per object id); mesh stores have ``meshes`` (multi-resolution
+    A point cloud has ``annotations`` (points), a polyline, streamline or graph store has
+    ``annotations`` (lines: segments, edges); skeleton, graph, polyline and streamline
+    stores have ``skeletons`` (one per object id), mesh stores ``meshes`` (multi-resolution
     from their levels of detail); an empty store has none.
 
     Examples
@@ -67,8 +67,8 @@ def sources(store: VectorStore) -> dict[str, PrecomputedSource]:
         found["annotations"] = PointAnnotations(store)
     if store.kind in LINE_KINDS and store.vertex_count > 0:
         found["annotations"] = LineAnnotations(store)
-    objects: list[PrecomputedSource] = [*skeleton_sources(store), *mesh_sources(store)]
-    for source in objects:
+    by_id: list[PrecomputedSource] = [*skeleton_sources(store), *mesh_sources(store)]
+    for source in by_id:
         found[source.name] = source
     return found
 

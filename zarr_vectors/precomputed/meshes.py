@@ -21,6 +21,7 @@ manifests name). Vertex and face attributes are not shown: neither format carrie
 from __future__ import annotations
 
 import struct
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -200,6 +201,7 @@ class MeshSource:
         self._scales = [float(max(info.bin_shape or store.bin_shape)) for info in store.levels]
         self._segments = Segments(store)
         self._recent: OrderedDict[int, tuple[bytes, bytes]] = OrderedDict()
+        self._recent_lock = threading.Lock()  # a server answers requests in threads
 
     @property
     def multiresolution(self) -> bool:
@@ -338,13 +340,16 @@ class MeshSource:
 
     def _multilod(self, object_id: int) -> tuple[bytes, bytes]:
         """The manifest and data file of one object, encoded once for its next requests."""
-        if object_id in self._recent:
-            self._recent.move_to_end(object_id)
-            return self._recent[object_id]
+        with self._recent_lock:
+            known = self._recent.get(object_id)
+            if known is not None:
+                self._recent.move_to_end(object_id)
+                return known
         files = _multilod_files(self._lods(object_id))
-        self._recent[object_id] = files
-        if len(self._recent) > _RECENT:
-            self._recent.popitem(last=False)
+        with self._recent_lock:
+            self._recent[object_id] = files
+            while len(self._recent) > _RECENT:
+                self._recent.popitem(last=False)
         return files
 
     def _lods(self, object_id: int) -> list[_Lod]:
