@@ -46,6 +46,7 @@ from zarr_vectors.geometry import (
     write_skeletons,
 )
 from zarr_vectors.parallel import write_objects_parallel, write_points_parallel
+from zarr_vectors.precomputed import serve
 from zarr_vectors.query import QueryRegion, ball, box, polygon
 from zarr_vectors.result import QueryResult
 from zarr_vectors.store_summary import LevelInfo
@@ -121,4 +122,5 @@ __all__ = [
     "MissingDependencyError",
     "ParallelWriteError",
     "convert",
+    "serve",
 ]

@@ -1,4 +1,5 @@
-"""The ``zarr-vectors`` command: ``demo``, ``warmup``, ``info``, ``validate`` and ``convert``.
+"""The ``zarr-vectors`` command: ``demo``, ``warmup``, ``info``, ``validate``, ``convert``,
+``build-levels`` and ``serve``.
 
 This is the only boundary where any failure is caught and turned into a message and an
 exit code (0 success or valid, 1 invalid store, 2 unreadable store or bad usage, 3 an
@@ -38,6 +39,7 @@ from zarr_vectors._progress import wants_progress
 from zarr_vectors.display import format_bytes
 from zarr_vectors.errors import StoreExistsError, ZarrVectorsError
 from zarr_vectors.kernels import CompileLog
+from zarr_vectors.precomputed import NEUROGLANCER_CLIENT
 from zarr_vectors.store.target import interrupted_write_note
 from zarr_vectors.write import WriteMode
 
@@ -417,7 +419,55 @@ def _parser() -> argparse.ArgumentParser:
     _debug_flag(convert)
     convert.set_defaults(run=_convert)
     _build_levels_parser(sub)
+    _serve_parser(sub)
     return parser
+
+
+def _serve_parser(sub: Any) -> None:
+    """``zarr-vectors serve STORE``: the store to Neuroglancer, until Ctrl-C."""
+    serve = sub.add_parser(
+        "serve",
+        help="serve a store to Neuroglancer (precomputed sources) until Ctrl-C",
+        description="Serve STORE on 127.0.0.1 as Neuroglancer precomputed sources computed "
+        "on the fly (point clouds as point annotations), print a Neuroglancer link with one "
+        "layer per source (the link is only printed), log one line per request on stderr, "
+        "and run until Ctrl-C (exit code 130). Exit code 2 when the store cannot be opened "
+        "or served, or the port is taken.",
+    )
+    serve.add_argument("store")
+    serve.add_argument(
+        "--port", type=_port, default=0, help="TCP port on 127.0.0.1 (default: a free one)"
+    )
+    serve.add_argument(
+        "--client",
+        default=NEUROGLANCER_CLIENT,
+        metavar="URL",
+        help=f"the Neuroglancer client the link opens (default: {NEUROGLANCER_CLIENT})",
+    )
+    serve.add_argument("--quiet", action="store_true", help="no line per request on stderr")
+    _debug_flag(serve)
+    serve.set_defaults(run=_serve)
+
+
+def _port(text: str) -> int:
+    """An argparse type: a TCP port, 0 to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
+    return port
+
+
+def _serve(args: argparse.Namespace) -> int:
+    log = None if args.quiet else sys.stderr
+    with zv.serve(args.store, port=args.port, log=log) as server:
+        names = ", ".join(server.sources)
+        print(f"serving {args.store} at {server.url}/ ({names}); Ctrl-C stops")
+        print(f"Neuroglancer: {server.neuroglancer_link(args.client)}", flush=True)
+        server.wait()
+    return EXIT_OK
 
 
 def _build_levels_parser(sub: Any) -> None:

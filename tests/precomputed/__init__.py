@@ -1,0 +1,1 @@
+"""Tests of the Neuroglancer precomputed sources, their server and a headless browser."""

@@ -1,0 +1,160 @@
+"""Neuroglancer, in headless Chromium, shows what ``zv.serve`` serves.
+
+Each test serves a store, opens a viewer state pointing at the server (the bundled client of
+the ``neuroglancer`` package), waits for the client to ask for annotations, and checks the
+screenshot (not blank), the browser's console (no error) and the server's log (every request
+answered 200, no spatial cell above its level's annotation limit). Skipped, saying why, when
+Chromium, its driver or the Python packages are absent. With ``ZARR_VECTORS_SCREENSHOTS=DIR``
+the screenshots are also written to DIR (the README's are in ``docs/images``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zarr_vectors as zv
+from tests.precomputed import browser
+from tests.precomputed.browser_stores import clustered_points, fibre_bundle, two_meshes
+from zarr_vectors.precomputed import PrecomputedServer
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing())),
+]
+
+SIZE = (480, 360)
+DRAWN_AT_LEAST = 0.02
+"""A shown layer covers more than 2 % of the view; the empty view (axes only) far less."""
+SCREENSHOTS_ENV = "ZARR_VECTORS_SCREENSHOTS"
+SHADER = """
+void main() {
+  setColor(vec4(1.0, 0.85, 0.2, 0.8));
+  setPointMarkerSize(2.0);
+  setPointMarkerBorderWidth(0.0);
+  setEndpointMarkerSize(0.0);
+  setLineWidth(1.5);
+}
+"""
+"""Small markers, lines without end points: the structure shows, not the markers."""
+ANNOTATION_SPACING = 3.0
+"""Pixels between annotations drawn in 3-D (Neuroglancer's default 10 draws few points)."""
+_SPATIAL = re.compile(r"^/annotations/spatial(\d+)/")
+_FRAGMENT = re.compile(r"^/meshes/\d+$")
+
+
+@pytest.fixture(scope="module")
+def neuroglancer() -> Iterator[browser.Neuroglancer]:
+    with browser.neuroglancer_browser() as running:
+        yield running
+
+
+def _annotation_requests(server: PrecomputedServer) -> list[str]:
+    return [r.path for r in server.requests if _SPATIAL.match(r.path)]
+
+
+def settled(
+    server: PrecomputedServer, quiet: float = 1.0, pattern: re.Pattern[str] | None = None
+) -> Callable[[], bool]:
+    """True once the client asked for data (annotation cells, or paths ``pattern`` matches)
+    then for nothing for ``quiet`` s (Neuroglancer's screenshot waits for chunks, not for
+    every spatial-index cell)."""
+    wanted = pattern or _SPATIAL
+    seen = {"count": -1, "since": time.monotonic()}
+
+    def done() -> bool:
+        count = len(server.requests)
+        if count != seen["count"]:
+            seen["count"], seen["since"] = count, time.monotonic()
+        asked = any(wanted.match(r.path) for r in server.requests)
+        return asked and time.monotonic() - seen["since"] > quiet
+
+    return done
+
+
+def show(neuroglancer: browser.Neuroglancer, server: PrecomputedServer) -> browser.Shot:
+    """The server's layers in the browser, checked: no console error, every request 200,
+    every spatial cell within its level's limit."""
+    state = server.neuroglancer_state()
+    for layer in state["layers"]:
+        if layer["type"] == "annotation":
+            layer["shader"] = SHADER
+            layer["projectionAnnotationSpacing"] = ANNOTATION_SPACING
+    state["showAxisLines"] = False
+    shot = neuroglancer.show(state, SIZE, loaded=settled(server))
+    assert shot.errors() == []
+    assert [r for r in server.requests if r.status != 200] == []
+    source = server.sources["annotations"]
+    limits = [level["limit"] for level in json.loads(source.read("info"))["spatial"]]
+    for path in _annotation_requests(server):
+        count = int(np.frombuffer(source.read(path.split("/", 2)[2])[:8], "<u8")[0])
+        assert count <= limits[int(_SPATIAL.match(path).group(1))]  # type: ignore[union-attr]
+    return shot
+
+
+def save(shot: browser.Shot, name: str) -> None:
+    """Write the screenshot to $ZARR_VECTORS_SCREENSHOTS/<name>.png when that is set."""
+    folder = os.environ.get(SCREENSHOTS_ENV)
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / f"{name}.png").write_bytes(shot.png)
+
+
+@pytest.mark.slow  # checks the measure, not the library: kept out of the default run
+def test_an_empty_view_counts_as_blank(neuroglancer: browser.Neuroglancer) -> None:
+    shot = neuroglancer.show({"layout": "3d", "layers": []}, SIZE, loaded=lambda: True)
+    assert browser.drawn_fraction(shot.pixels()) < DRAWN_AT_LEAST / 4
+
+
+def _shown(neuroglancer: browser.Neuroglancer, store: Path, name: str) -> float:
+    with zv.serve(store) as server:
+        shot = show(neuroglancer, server)
+    save(shot, name)
+    assert shot.pixels().shape == (SIZE[1], SIZE[0], 3)
+    return browser.drawn_fraction(shot.pixels())
+
+
+def test_a_point_cloud_with_levels_is_shown(
+    neuroglancer: browser.Neuroglancer, tmp_path: Path
+) -> None:
+    store = clustered_points(tmp_path / "points.zarr", 20_000)
+    assert len(zv.open(store).levels) > 1
+    assert _shown(neuroglancer, store, "points") > DRAWN_AT_LEAST
+
+
+def test_streamlines_are_shown(neuroglancer: browser.Neuroglancer, tmp_path: Path) -> None:
+    store = fibre_bundle(tmp_path / "streamlines.zarr", 150)
+    assert _shown(neuroglancer, store, "streamlines") > DRAWN_AT_LEAST
+
+
+def test_meshes_are_shown(neuroglancer: browser.Neuroglancer, tmp_path: Path) -> None:
+    """Multi-resolution meshes: Neuroglancer reads their fragments by byte range (206)."""
+    with zv.serve(two_meshes(tmp_path / "meshes.zarr")) as server:
+        state = server.neuroglancer_state()
+        ids = [
+            p.removesuffix(".index")
+            for p in server.sources["meshes"].paths()
+            if p.endswith(".index")
+        ]
+        state["layers"][0]["segments"] = ids
+        state["showAxisLines"] = False
+        shot = neuroglancer.show(state, SIZE, loaded=settled(server, pattern=_FRAGMENT))
+    save(shot, "meshes")
+    assert ids == ["1", "2"]
+    assert shot.errors() == []
+    assert {r.status for r in server.requests} == {200, 206}
+    assert browser.drawn_fraction(shot.pixels()) > DRAWN_AT_LEAST / 2
+
+
+@pytest.mark.slow
+def test_a_million_points_are_shown(neuroglancer: browser.Neuroglancer, tmp_path: Path) -> None:
+    store = clustered_points(tmp_path / "million.zarr", 1_000_000)
+    assert len(zv.open(store).levels) > 2
+    assert _shown(neuroglancer, store, "million-points") > DRAWN_AT_LEAST
