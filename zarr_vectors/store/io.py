@@ -367,6 +367,9 @@ def _read_local_spans(
     (:func:`_joined_spans`), and files stay open while they are read (up to
     :data:`_OPEN_SPAN_FILES` at once), also when several owners name one key (the chunks
     of a shard of several chunks, spec §9.0.1)."""
+    owners: list[int]
+    starts: list[int]
+    stops: list[int]
     owners, starts, stops = (a.tolist() for a in _joined_spans(keys, *spans))
     files: dict[str, int] = {}
     pos = 0
@@ -648,8 +651,8 @@ class StoreIO:
         """
         tree = self._tree()
         if tree is not None:
-            spans = (span_key, span_start, span_stop)
-            return _read_local_spans(tree, keys, spans, buffer.data)
+            joined = (span_key, span_start, span_stop)
+            return _read_local_spans(tree, keys, joined, buffer.data)
         owners, starts, stops = span_key.tolist(), span_start.tolist(), span_stop.tolist()
         groups: list[tuple[int, list[ByteRange]]] = []  # consecutive spans of one key
         for owner, start, stop in zip(owners, starts, stops, strict=True):
