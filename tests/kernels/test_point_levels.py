@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import examples
 from zarr_vectors.kernels.point_levels import (
+    merged_sample,
     sample_keys,
     sample_segments,
     segment_extremes,
@@ -186,3 +187,43 @@ def test_sample_of_long_segments_equals_lexsort(
         keys = rng.integers(0, 3, size=n).astype(np.uint64)
     keep = sample_segments(keys, offsets, cap)
     assert np.array_equal(keep, sample_twin(keys, offsets, cap))
+
+
+def merged_sample_twin(
+    bin_offsets: np.ndarray, coarse: np.ndarray, keys: np.ndarray, cap: int, count: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per coarse bin, its finer bins' rows in finer bin order, ranked by (key, position)
+    with lexsort; the ``cap`` first kept in position order."""
+    chosen, offsets = [], [0]
+    for c in range(count):
+        rows = np.concatenate(
+            [np.arange(bin_offsets[f], bin_offsets[f + 1]) for f in np.flatnonzero(coarse == c)]
+            or [np.zeros(0, np.int64)]
+        ).astype(np.int64)
+        ranked = np.lexsort((np.arange(rows.shape[0]), keys[rows]))[:cap]
+        chosen.append(rows[np.sort(ranked)])
+        offsets.append(offsets[-1] + min(cap, rows.shape[0]))
+    return np.concatenate(chosen).astype(np.int64), np.asarray(offsets, dtype=np.int64)
+
+
+@settings(max_examples=examples(25, 400), deadline=None)
+@given(
+    st.lists(st.integers(0, 9), min_size=1, max_size=12),
+    st.integers(1, 4),
+    st.integers(1, 6),
+    st.integers(0, 2**32),
+    st.booleans(),
+)
+def test_merged_sample_equals_its_twin(
+    sizes: list[int], count: int, cap: int, seed: int, ties: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    bin_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    coarse = rng.integers(0, count, size=len(sizes)).astype(np.int64)
+    n = int(bin_offsets[-1])
+    keys = rng.integers(0, 3 if ties else 2**63, size=n).astype(np.uint64)
+    order = np.argsort(coarse, kind="stable")
+    chosen, offsets = merged_sample(bin_offsets, order, coarse, keys, cap, count)
+    want_chosen, want_offsets = merged_sample_twin(bin_offsets, coarse, keys, cap, count)
+    assert chosen.tolist() == want_chosen.tolist()
+    assert offsets.tolist() == want_offsets.tolist()

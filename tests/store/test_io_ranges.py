@@ -53,3 +53,27 @@ def test_a_missing_key_or_short_span_is_reported(
     stop = np.array([2, span[1]], dtype=np.int64)
     buffer = np.zeros(2 + span[1] - span[0], dtype=np.uint8)
     assert io.read_spans_into(keys, owner, start, stop, buffer) == failed
+
+
+@pytest.mark.parametrize("kind", ["local", "memory"])
+def test_spans_of_many_keys_and_owners_sharing_keys_land_back_to_back(
+    kind: str, tmp_path: Path
+) -> None:
+    """Owners naming one key (the chunks of a shard of several chunks), spans continuing
+    each other (read as one) and more keys than files kept open (revisited) read as the
+    spans one by one."""
+    io = _store(kind, tmp_path)
+    data = {f"k/c/{i}": bytes((i + j) % 256 for j in range(64)) for i in range(80)}
+    io.set_many(list(data.items()))
+    rng = np.random.default_rng(2)
+    keys = [f"k/c/{i}" for i in rng.integers(0, 80, 300)]
+    owner = np.sort(rng.integers(0, 300, 500))
+    owner[200:] = rng.integers(0, 300, 300)  # keys revisited after others
+    start = rng.integers(0, 60, 500)
+    start[1:100:2] = start[:99:2] + 2  # ...some continuing the span before
+    owner[1:100:2] = owner[:99:2]
+    stop = start + rng.integers(0, 4, 500)
+    buffer = np.zeros(int((stop - start).sum()), dtype=np.uint8)
+    assert io.read_spans_into(keys, owner, start, stop, buffer) == -1
+    want = b"".join(data[keys[k]][a:b] for k, a, b in zip(owner, start, stop, strict=True))
+    assert buffer.tobytes() == want

@@ -18,6 +18,7 @@ from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.sampling import row_hashes
 
 __all__ = [
+    "merged_sample",
     "sample_keys",
     "sample_segments",
     "segment_extremes",
@@ -97,6 +98,102 @@ def _sample_segments(keys: U64, offsets: I64, cap: int, keep: npt.NDArray[np.boo
             if keys[i] == kth:
                 keep[i] = True
                 below += 1
+
+
+def merged_sample(
+    bin_offsets: I64, order: I64, coarse: I64, keys: U64, cap: int, coarse_count: int
+) -> tuple[I64, I64]:
+    """``sample`` of one chunk whose finer rows are stored by finer bin, grouped into
+    coarse bins: per coarse bin the ``cap`` rows of smallest (key, position), the position
+    being the row's among the coarse bin's rows taken finer bin by finer bin in ``order``.
+
+    Parameters
+    ----------
+    bin_offsets
+        ``(P + 1,)`` the finer rows' bin offsets.
+    order
+        ``(P,)`` the finer bins sorted by coarse bin (stable).
+    coarse
+        ``(P,)`` the coarse bin of each finer bin, in ``[0, coarse_count)``.
+    keys
+        ``(n,)`` uint64 key of each finer row.
+    cap
+        Rows kept per coarse bin at most, >= 1.
+    coarse_count
+        Coarse bins per chunk.
+
+    Returns
+    -------
+    chosen, offsets
+        The kept finer rows in (coarse bin, position) order, and the ``(coarse_count + 1,)``
+        offsets of each coarse bin's among them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> keys = np.array([5, 1, 7, 2], dtype=np.uint64)
+    >>> one = np.zeros(2, np.int64)
+    >>> chosen, offsets = merged_sample(np.array([0, 2, 4]), np.arange(2), one, keys, 2, 1)
+    >>> chosen.tolist(), offsets.tolist()
+    ([1, 3], [0, 2])
+    """
+    chosen = np.empty(keys.shape[0], dtype=np.int64)
+    offsets = np.zeros(int(coarse_count) + 1, dtype=np.int64)
+    count = _merged_sample(
+        np.ascontiguousarray(bin_offsets, dtype=np.int64),
+        np.ascontiguousarray(order, dtype=np.int64),
+        np.ascontiguousarray(coarse, dtype=np.int64),
+        np.ascontiguousarray(keys, dtype=np.uint64),
+        int(cap),
+        chosen,
+        offsets,
+    )
+    return chosen[:count], offsets
+
+
+@njit
+def _merged_sample(
+    bin_offsets: I64, order: I64, coarse: I64, keys: U64, cap: int, chosen: I64, offsets: I64
+) -> int:
+    # Gather each coarse bin's rows (finer bin by finer bin) and their keys, then keep as
+    # _sample_segments does: keys below the cap-th smallest, then that key in order.
+    n = keys.shape[0]
+    rows = np.empty(n, dtype=np.int64)
+    gathered = np.empty(n, dtype=np.uint64)
+    keep = np.zeros(n, dtype=np.bool_)
+    j, out = 0, 0
+    for c in range(offsets.shape[0] - 1):
+        offsets[c] = out
+        m = 0
+        while j < order.shape[0] and coarse[order[j]] == c:
+            f = order[j]
+            for r in range(bin_offsets[f], bin_offsets[f + 1]):
+                rows[m] = r
+                gathered[m] = keys[r]
+                m += 1
+            j += 1
+        if m <= cap:
+            for t in range(m):
+                chosen[out] = rows[t]
+                out += 1
+            continue
+        kth = _kth_smallest(gathered[:m], cap)
+        below = 0
+        for t in range(m):
+            keep[t] = gathered[t] < kth
+            below += keep[t]
+        for t in range(m):
+            if below == cap:
+                break
+            if not keep[t] and gathered[t] == kth:
+                keep[t] = True
+                below += 1
+        for t in range(m):
+            if keep[t]:
+                chosen[out] = rows[t]
+                out += 1
+    offsets[offsets.shape[0] - 1] = out
+    return out
 
 
 @njit

@@ -134,6 +134,20 @@ class BlockTable:
             self.entries[k][a : a + n] = found.astype(np.int64)  # 2**64 - 1 (missing): -1
         self.keys[k][p] = key
 
+    def set_many(self, k: int, where: np.ndarray, keys: list[str], entries: np.ndarray) -> None:
+        """:meth:`set_entries` of the chunks at positions ``where``, from their shards'
+        ``keys`` and their ``(m, n_blocks, 2)`` uint64 ``entries`` stacked."""
+        a = self.first[where]
+        n = np.minimum(self.first[where + 1] - a, entries.shape[1])
+        starts = np.cumsum(n) - n
+        owner = np.repeat(np.arange(where.shape[0]), n)
+        within = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(starts, n)
+        found = entries[owner, within].astype(np.int64)  # 2**64 - 1 (missing): -1
+        self.entries[k][np.repeat(a, n) + within] = found
+        column = self.keys[k]
+        for p, key in zip(where.tolist(), keys, strict=True):
+            column[p] = key
+
 
 @dataclass(slots=True)
 class BinTable:

@@ -28,7 +28,7 @@ from zarr_vectors.format.names import VERTEX_FRAGMENTS
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
 from zarr_vectors.kernels.ranges import first_untiled
 from zarr_vectors.read import _read_plans as read_plans
-from zarr_vectors.read.read_checks import first_with_blocks_past
+from zarr_vectors.read.read_checks import first_with_blocks_past, first_with_blocks_past_array
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.native_blocks import in_turns
 from zarr_vectors.store.shards import RowLayout
@@ -444,12 +444,22 @@ class PointReads:
         chunks = read_plans.chunk_keys(coords[where])
         unknown = [chunk for chunk in chunks if (chunk, *names) not in self.indexed]
         if unknown:
-            self.reader.fetch_indexes([(name, chunk) for name in names for chunk in unknown])
+            wanted = [
+                (name, chunk) for name in names for chunk in self._one_per_shard(name, unknown)
+            ]
+            self.reader.fetch_indexes(wanted)
             self.indexed.update((chunk, *names) for chunk in unknown)
         counts = self.reader.occupied_chunks(None, None)[1][where]
         for k, name in enumerate(names):
             path, layout = self.reader.paths[name], self.reader.layouts[name]
             assert layout is not None
+            if layout.chunks_per_shard > 1 and len(chunks) > 1:  # at once, no list per chunk
+                keys, joined = self.reader.indexes.entry_arrays(path, layout, coords[where])
+                bad = first_with_blocks_past_array(joined, counts, layout.rows_per_block)
+                if bad >= 0:
+                    self.reader.check_stored_blocks(name, chunks[bad], joined[bad])  # raises
+                table.set_many(k, where, keys, joined)
+                continue
             found = [self.reader.indexes.entry_array(path, layout, chunk) for chunk in chunks]
             bad = first_with_blocks_past([f[1] for f in found], counts, layout.rows_per_block)
             if bad >= 0:  # covered chunks are read by their row count
@@ -457,6 +467,17 @@ class PointReads:
             for p, (key, entries) in zip(where.tolist(), found, strict=True):
                 table.set_entries(k, p, key, entries)
         table.known[where] = True
+
+    def _one_per_shard(self, name: str, chunks: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+        """One of ``chunks`` per shard of column ``name`` (all, with one chunk per shard):
+        the shard indexes to fetch."""
+        layout = self.reader.layouts.get(name)
+        if layout is None or layout.chunks_per_shard == 1 or len(chunks) < 2:
+            return chunks
+        shards = np.asarray(chunks, dtype=np.int64) // np.asarray(layout.shard_chunks)
+        flat = np.ravel_multi_index(tuple(shards.T), tuple(shards.max(axis=0) + 1))
+        _, first = np.unique(flat, return_index=True)
+        return [chunks[i] for i in np.sort(first).tolist()]
 
     def _fetch_plans(
         self, table: read_plans.BlockTable, plans: list[read_plans.SlotPlan]

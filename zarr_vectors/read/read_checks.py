@@ -211,6 +211,21 @@ def _first_with_blocks_past_at_once(
         joined = np.concatenate(entries).reshape(len(entries), *shape)
     else:  # lists, or shards of several chunks with other block counts
         joined = np.stack([np.asarray(e, dtype=np.uint64).reshape(-1, 2) for e in entries])
+    return first_with_blocks_past_array(joined, rows, rows_per_block)
+
+
+def first_with_blocks_past_array(joined: np.ndarray, rows: np.ndarray, rows_per_block: int) -> int:
+    """:func:`first_with_blocks_past` of chunks whose entries are stacked in one
+    ``(m, n_blocks, 2)`` array (uint64, 2**64-1 for a block not stored).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> missing = np.iinfo(np.uint64).max
+    >>> joined = np.array([[[0, 8], [missing, missing]], [[0, 8], [8, 8]]], np.uint64)
+    >>> first_with_blocks_past_array(joined, np.array([4, 4]), 4)   # the second stores block 1
+    1
+    """
     offsets = joined[:, :, 0].astype(np.uint64, copy=False)
     wanted = -(-rows // rows_per_block)
     past = (offsets != _MISSING) & (np.arange(offsets.shape[1]) >= wanted[:, None])

@@ -114,6 +114,48 @@ class ShardIndexes:
             return self.entries(path, layout, chunk)  # raises: the shard is missing
         return found[0], layout.chunk_entries(self._arrays[cache_key], chunk)
 
+    def entry_arrays(
+        self, path: str, layout: RowLayout, chunks: np.ndarray
+    ) -> tuple[list[str], np.ndarray]:
+        """:meth:`entry_array` of many chunks at once, for a layout of several chunks per
+        shard (spec §9.0.1): the shard key of each chunk, and their entries stacked.
+
+        Parameters
+        ----------
+        path, layout
+            The array and its row layout (``chunks_per_shard > 1``).
+        chunks
+            ``(m, D)`` grid indices whose shards' indexes are cached.
+
+        Returns
+        -------
+        keys, entries
+            ``m`` shard keys, and the ``(m, n_blocks, 2)`` uint64 entries of each chunk.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a chunk's shard was not found (its index is not cached).
+        """
+        chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, len(layout.shard_chunks))
+        per = np.asarray(layout.shard_chunks, dtype=np.int64)
+        of_chunk = chunks // per
+        flat = np.ravel_multi_index(tuple(of_chunk.T), tuple(of_chunk.max(axis=0) + 1))
+        _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+        shards, inverse = of_chunk[first], inverse.reshape(-1)
+        keys, arrays = [], []
+        for s, shard in enumerate(shards.tolist()):
+            found = self._lists.get((path, tuple(shard)))
+            if found is None:  # raises: the shard is missing
+                self.entries(path, layout, tuple(chunks[int(np.argmax(inverse == s))].tolist()))
+            assert found is not None
+            keys.append(found[0])
+            arrays.append(self._arrays[(path, tuple(shard))])
+        local = np.ravel_multi_index(tuple((chunks % per).T), layout.shard_chunks)
+        rows = local[:, None] * layout.n_blocks + np.arange(layout.n_blocks)
+        entries = np.stack(arrays)[inverse[:, None], rows]
+        return [keys[s] for s in inverse.tolist()], entries
+
     def shards(self, path: str) -> set[tuple[int, ...]]:
         """The shards of the array at ``path`` whose indexes are cached."""
         return {shard for p, shard in self._lists if p == path}

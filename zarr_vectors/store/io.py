@@ -358,32 +358,58 @@ def _read_local_ranges(
 def _read_local_spans(
     tree: LocalTree,
     keys: Sequence[str],
-    owners: list[int],
-    starts: list[int],
-    stops: list[int],
+    spans: tuple[np.ndarray, np.ndarray, np.ndarray],
     into: memoryview,
 ) -> int:
-    """:meth:`StoreIO.read_spans_into` on a local directory: -1, or the failing key."""
-    fd, current, pos = -1, -1, 0
+    """:meth:`StoreIO.read_spans_into` on a local directory: -1, or the failing key.
+
+    Consecutive spans that continue each other in one file are read by one ``preadv``
+    (:func:`_joined_spans`), and files stay open while they are read (up to
+    :data:`_OPEN_SPAN_FILES` at once), also when several owners name one key (the chunks
+    of a shard of several chunks, spec §9.0.1)."""
+    owners: list[int]
+    starts: list[int]
+    stops: list[int]
+    owners, starts, stops = (a.tolist() for a in _joined_spans(keys, *spans))
+    files: dict[str, int] = {}
+    pos = 0
     try:
         for owner, start, stop in zip(owners, starts, stops, strict=True):
-            if owner != current:
-                if fd >= 0:
-                    os.close(fd)
-                    fd = -1
-                current = owner
+            fd = files.get(keys[owner], -1)
+            if fd < 0:
+                if len(files) >= _OPEN_SPAN_FILES:
+                    os.close(files.pop(next(iter(files))))
                 opened = tree.open(keys[owner])
                 if opened is None:
                     return owner
-                fd = opened[0]
+                fd = files[keys[owner]] = opened[0]
             end = pos + stop - start
             if os.preadv(fd, [into[pos:end]], start) != stop - start:
                 return owner
             pos = end
         return -1
     finally:
-        if fd >= 0:
+        for fd in files.values():
             os.close(fd)
+
+
+_OPEN_SPAN_FILES = 64
+"""Files :func:`_read_local_spans` keeps open at once, at most."""
+
+
+def _joined_spans(
+    keys: Sequence[str], owner: np.ndarray, start: np.ndarray, stop: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The spans ``(owner, start, stop)`` with every run of spans that continue each other
+    in one key (``keys[owner]``) joined into one (its first owner)."""
+    if owner.shape[0] < 2:
+        return owner, start, stop
+    ids: dict[str, int] = {}
+    key_id = np.array([ids.setdefault(key, len(ids)) for key in keys], dtype=np.int64)[owner]
+    joins = (key_id[1:] == key_id[:-1]) & (start[1:] == stop[:-1])
+    first = np.flatnonzero(np.concatenate([[True], ~joins]))
+    last = np.append(first[1:] - 1, owner.shape[0] - 1)
+    return owner[first], start[first], stop[last]
 
 
 def _read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
@@ -612,9 +638,10 @@ class StoreIO:
         """Read byte spans of keys back to back into ``buffer``.
 
         Span ``i`` is bytes ``[span_start[i], span_stop[i])`` of key ``keys[span_key[i]]``.
-        A local file is opened once for its consecutive spans and read straight into the
-        buffer (one ``preadv`` per span); other stores fetch every span in one concurrent
-        batch (as :meth:`get_ranges`).
+        A local file is opened once for its consecutive spans (of one key, whichever
+        ``span_key`` names it) and read straight into the buffer (one ``preadv`` per span);
+        other stores fetch every span in one concurrent batch (as :meth:`get_ranges`), one
+        request per run of consecutive spans of one key.
 
         Returns
         -------
@@ -622,13 +649,14 @@ class StoreIO:
             -1 when every span was read whole, else ``span_key`` of the first span whose
             key is missing or too short.
         """
-        owners, starts, stops = span_key.tolist(), span_start.tolist(), span_stop.tolist()
         tree = self._tree()
         if tree is not None:
-            return _read_local_spans(tree, keys, owners, starts, stops, buffer.data)
+            joined = (span_key, span_start, span_stop)
+            return _read_local_spans(tree, keys, joined, buffer.data)
+        owners, starts, stops = span_key.tolist(), span_start.tolist(), span_stop.tolist()
         groups: list[tuple[int, list[ByteRange]]] = []  # consecutive spans of one key
         for owner, start, stop in zip(owners, starts, stops, strict=True):
-            if not groups or groups[-1][0] != owner:
+            if not groups or keys[groups[-1][0]] != keys[owner]:
                 groups.append((owner, []))
             groups[-1][1].append((start, stop))
         fetched = self.get_ranges([(keys[owner], spans) for owner, spans in groups])

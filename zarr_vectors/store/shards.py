@@ -11,6 +11,7 @@ is; the bytes are exactly what zarr-python reads and writes for the same metadat
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -210,6 +211,45 @@ class RowLayout:
             blocks.append(encoded + google_crc32c.value(encoded).to_bytes(_CRC_BYTES, "little"))
         return blocks
 
+    def encode_chunks_blocks(self, chunks: Sequence[np.ndarray]) -> list[list[bytes]]:
+        """:meth:`encode_blocks` of several spatial chunks' rows (the same bytes), by one
+        native kernel call over their blocks when there are several chunks.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> layout = RowLayout(np.dtype("<f4"), (3,), 8, 4, {"cname": "lz4", "clevel": 5,
+        ...     "shuffle": "shuffle"})
+        >>> chunks = [np.ones((5, 3), "<f4"), np.zeros((2, 3), "<f4")]
+        >>> layout.encode_chunks_blocks(chunks) == [layout.encode_blocks(c) for c in chunks]
+        True
+        """
+        native = native_blocks.native_encode_functions()
+        if native is None or len(chunks) < 2:
+            return [self.encode_blocks(rows) for rows in chunks]
+        r = self.rows_per_block
+        counts = [-(-rows.shape[0] // r) for rows in chunks]
+        data = np.full((sum(counts) * r, *self.row_shape), self.fill, self.dtype.newbyteorder("<"))
+        at = 0
+        for rows, k in zip(chunks, counts, strict=True):
+            data[at : at + rows.shape[0]] = rows
+            at += k * r
+        packed = native_blocks.encode_natively(data, r, data[:0], self._codec(), native)
+        if packed is None:
+            return [self.encode_blocks(rows) for rows in chunks]
+        body, lengths = packed
+        ends = np.cumsum(lengths).tolist()
+        blocks = [body[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+        firsts = np.cumsum([0, *counts]).tolist()
+        return [blocks[a:b] for a, b in itertools.pairwise(firsts)]
+
+    def _codec(self) -> tuple[int, int, str] | None:
+        """``(clevel, shuffle code, compressor name)`` for the native kernel, None for raw."""
+        settings = self.blosc
+        if settings is None:
+            return None
+        return settings["clevel"], _BLOSC_SHUFFLE[settings["shuffle"]], settings["cname"]
+
     def _encode_natively(self, rows: np.ndarray) -> tuple[bytes, np.ndarray] | None:
         """The stored row blocks of rows ``[0, n)`` back to back and their lengths, by one
         native kernel call (:func:`~zarr_vectors.store.native_blocks.encode_natively`);
@@ -223,13 +263,7 @@ class RowLayout:
         tail = data[whole:]
         if tail.shape[0]:
             tail = _pad_rows(tail, r, self.fill)
-        settings = self.blosc
-        codec = (
-            None
-            if settings is None
-            else (settings["clevel"], _BLOSC_SHUFFLE[settings["shuffle"]], settings["cname"])
-        )
-        return native_blocks.encode_natively(data, r, tail, codec, native)
+        return native_blocks.encode_natively(data, r, tail, self._codec(), native)
 
     def assemble_shard(self, chunks: Sequence[tuple[int, list[bytes]]], key: str) -> bytes:
         """Shard bytes from the encoded row blocks of the spatial chunks it holds.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zarr_vectors.kernels.point_levels import sample_keys, sample_segments
+from zarr_vectors.kernels.point_levels import merged_sample, sample_keys
 from zarr_vectors.write._pipeline import SortedPoints
 
 __all__ = ["BinMerge"]
@@ -103,18 +103,10 @@ class BinMerge:
         >>> level.bin_offsets.tolist()
         [[0, 2]]
         """
-        sizes = np.diff(bin_offsets)
-        lengths = sizes[self.order]
-        shift = bin_offsets[:-1][self.order] - (np.cumsum(lengths) - lengths)
-        rows = np.repeat(shift, lengths) + np.arange(int(bin_offsets[-1]), dtype=np.int64)
-        per_coarse = np.bincount(self.coarse, weights=sizes, minlength=self.coarse_count)
-        segments = np.zeros(self.coarse_count + 1, dtype=np.int64)
-        np.cumsum(per_coarse.astype(np.int64), out=segments[1:])
-        keep = sample_segments(sample_keys(columns[0])[rows], segments, cap)
-        chosen = rows[keep]
-        before = np.zeros(keep.shape[0] + 1, dtype=np.int64)
-        np.cumsum(keep, out=before[1:])
-        bins = before[segments]
+        keys = sample_keys(columns[0])
+        chosen, bins = merged_sample(
+            bin_offsets, self.order, self.coarse, keys, cap, self.coarse_count
+        )
         return SortedPoints(
             [values[chosen] for values in columns],
             np.asarray(chunk, dtype=np.int64).reshape(1, -1),

@@ -130,16 +130,20 @@ class ShardAssembler:
     """Encodes the chunks of one per-chunk array and hands whole shards to a batcher.
 
     With one chunk per shard every chunk is a shard of its own. With several (spec §9.0.1)
-    the encoded row blocks of a shard's chunks are held until a chunk of another shard
-    arrives, so the chunks must come shard by shard (:func:`shard_major_order`); at most one
-    shard per array is held at a time.
+    a copy of the rows of a shard's chunks (or their row blocks, already encoded) is held
+    until a chunk of another shard arrives, so the chunks must come shard by shard
+    (:func:`shard_major_order`); at most one shard per array is held at a time. The
+    held rows are then encoded together (one kernel call for the shard's blocks, in a
+    worker thread when they are large: :meth:`Batcher.add_encoded`).
     """
 
     def __init__(self, batcher: Batcher, path: str, layout: RowLayout) -> None:
         self.batcher, self.path, self.layout = batcher, path, layout
         self.shard: tuple[int, ...] | None = None
-        self.parts: list[tuple[int, list[bytes]]] = []
+        self.parts: list[tuple[int, list[bytes] | np.ndarray]] = []
+        self.nbytes = 0
         self.written: set[tuple[int, ...]] = set()
+        self.shape = np.asarray(layout.shard_chunks or (1,), dtype=np.int64)
 
     def add(self, chunk: np.ndarray, rows: np.ndarray) -> None:
         """Encode the ``n > 0`` rows of spatial chunk ``chunk`` (grid index)."""
@@ -148,22 +152,25 @@ class ShardAssembler:
             key = shard_key(self.path, chunk, len(layout.row_shape))
             self.batcher.add_encoded(key, partial(layout.encode_shard, rows, key), rows.nbytes)
             return
-        self._hold(chunk, layout.encode_blocks(rows))
+        self._hold(chunk, np.array(rows, copy=True))  # the caller may reuse its rows
+        self.nbytes += rows.nbytes
 
     def add_blocks(self, chunk: np.ndarray, blocks: list[bytes]) -> None:
         """Store spatial chunk ``chunk`` from its row blocks, already encoded (an append
         moves a chunk it does not change this way, see :meth:`RowLayout.chunk_blocks`)."""
         self._hold(chunk, blocks)
 
-    def _hold(self, chunk: np.ndarray, blocks: list[bytes]) -> None:
-        """Keep a chunk's encoded blocks until its shard is complete."""
-        shard = tuple(int(s) for s in self.layout.shard_of(chunk))
+    def _hold(self, chunk: np.ndarray, part: list[bytes] | np.ndarray) -> None:
+        """Keep a chunk's rows or encoded blocks until its shard is complete."""
+        g = np.asarray(chunk, dtype=np.int64)
+        shard = tuple((g // self.shape).tolist())
         if shard != self.shard:
             self.flush()
             if shard in self.written:
                 raise ValueError(f"{self.path}: chunks of shard {shard} did not come together")
             self.shard = shard
-        self.parts.append((self.layout.local_chunk(chunk), blocks))
+        local = int(np.ravel_multi_index(tuple(g % self.shape), self.layout.shard_chunks))
+        self.parts.append((local, part))
 
     def flush(self) -> None:
         """Hand the shard being assembled to the batcher."""
@@ -171,6 +178,18 @@ class ShardAssembler:
             return
         parts = sorted(self.parts, key=lambda part: part[0])
         key = shard_key(self.path, np.asarray(self.shard), len(self.layout.row_shape))
-        self.batcher.add(key, self.layout.assemble_shard(parts, key))
+        self.batcher.add_encoded(key, partial(_assemble, self.layout, parts, key), self.nbytes)
         self.written.add(self.shard)
-        self.shard, self.parts = None, []
+        self.shard, self.parts, self.nbytes = None, [], 0
+
+
+def _assemble(
+    layout: RowLayout, parts: list[tuple[int, list[bytes] | np.ndarray]], key: str
+) -> bytes:
+    """The bytes of the shard at ``key`` from its chunks' rows or encoded blocks."""
+    rows = [(local, part) for local, part in parts if isinstance(part, np.ndarray)]
+    blocks = [(local, part) for local, part in parts if not isinstance(part, np.ndarray)]
+    encoded = layout.encode_chunks_blocks([part for _, part in rows])
+    blocks += [(local, found) for (local, _), found in zip(rows, encoded, strict=True)]
+    blocks.sort(key=lambda part: part[0])
+    return layout.assemble_shard(blocks, key)
