@@ -369,15 +369,29 @@ class ObjectReader:
         Decodes every manifest once; the references are kept for the read of exactly
         these objects that usually follows (:meth:`_handed_over`).
         """
-        ref_object, ref_chunk, ref_fragment = self._references(
-            np.arange(self.n_objects, dtype=np.int64)
-        )
-        has = np.zeros(self.n_objects, dtype=bool)
-        has[ref_object] = True
+        candidates = self._not_empty()
+        ref_pos, ref_chunk, ref_fragment = self._references(candidates)
+        has = np.zeros(candidates.shape[0], dtype=bool)
+        has[ref_pos] = True
         rank = np.cumsum(has, dtype=np.int64) - 1
-        filled = np.flatnonzero(has)
-        self._handoff = (filled, (rank[ref_object], ref_chunk, ref_fragment))
+        filled = candidates[has]
+        self._handoff = (filled, (rank[ref_pos], ref_chunk, ref_fragment))
         return filled
+
+    def _not_empty(self) -> np.ndarray:
+        """Dense ids of every object but those whose manifest is the empty one: 4 bytes,
+        ``nblocks = 0`` (spec §7.1; at a coarse level most objects may be dropped). Any other
+        manifest is decoded, so a damaged one is refused as before."""
+        offsets = self._global(f"{OBJECT_INDEX}/offsets").astype(np.int64, copy=False)
+        data = self._global(f"{OBJECT_INDEX}/data")
+        if not offsets.shape[0]:
+            return np.empty(0, np.int64)
+        ends = np.append(offsets[1:], data.shape[0])
+        short = np.flatnonzero((ends - offsets == 4) & (offsets >= 0) & (ends <= data.shape[0]))
+        header = data[offsets[short, None] + np.arange(4)]
+        empty = np.zeros(offsets.shape[0], dtype=bool)
+        empty[short[~header.any(axis=1)]] = True
+        return np.flatnonzero(~empty)
 
     def _handed_over(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The references :meth:`_filled` decoded, when ``dense`` is what it returned
