@@ -17,13 +17,18 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.kernels.binning import assign_chunks_and_bins, chunk_coords
+from zarr_vectors.kernels.binning import (
+    assign_chunks_and_bins,
+    bounds_and_nonfinite,
+    chunk_coords,
+)
 from zarr_vectors.kernels.sorting import counting_sort
 
 __all__ = [
     "TABLE_DOCS",
     "CoarseGrid",
     "CoarseObjects",
+    "check_offsets",
     "coarse_cells",
     "group_members",
     "object_mask",
@@ -178,6 +183,22 @@ def _bins_per_chunk(
     return rounded.astype(np.int64)
 
 
+def _top_chunk(pos: npt.NDArray[np.floating], sizes: npt.NDArray[np.float64]) -> I64:
+    """``chunk_coords(pos, sizes).max(axis=0)``: the chunk of the per-axis maximum (a
+    chunk index does not decrease as its coordinate grows), from one pass of the bounds
+    kernel instead of an ``(n, D)`` array of chunk indices and a reduction over it. Input
+    with a non-finite or too large value takes the full path, which raises the error
+    naming its row.
+    """
+    lo, hi, nonfinite = bounds_and_nonfinite(pos)
+    if not nonfinite:
+        try:
+            return np.asarray(chunk_coords(np.stack([lo, hi]), sizes)[1], np.int64)
+        except InvalidInputError:
+            pass  # a bound too large for its chunk: the full path names its row
+    return np.asarray(chunk_coords(pos, sizes).max(axis=0), np.int64)
+
+
 def coarse_cells(positions: npt.ArrayLike, grid: CoarseGrid) -> tuple[I64, I64]:
     """Chunk key and coarse-bin key (*cell*) of every vertex (spec §5.1, §5.3).
 
@@ -218,12 +239,46 @@ def coarse_cells(positions: npt.ArrayLike, grid: CoarseGrid) -> tuple[I64, I64]:
     bpc = _bins_per_chunk(sizes, bins)
     if pos.shape[0] == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    top = chunk_coords(pos, sizes).max(axis=0)
+    top = _top_chunk(pos, sizes)
     shape = np.maximum(top - origin + 1, 1)
     if float(np.prod(shape.astype(np.float64))) * float(np.prod(bpc)) >= 2.0**62:
         raise InvalidInputError("too many coarse bins for int64 keys: choose a larger bin shape")
     chunk, local = assign_chunks_and_bins(pos, sizes, bins, bpc, origin, shape)
     return chunk, chunk * int(np.prod(bpc)) + local
+
+
+def check_offsets(offsets: npt.ArrayLike, n: int) -> I64:
+    """The objects' vertex offsets as int64, checked to be non-decreasing from 0 to ``n``.
+
+    Parameters
+    ----------
+    offsets
+        ``(m + 1,)`` vertex offsets of the objects.
+    n
+        Number of vertices.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(m + 1,)`` int64 offsets.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``offsets`` is not non-decreasing from 0 to ``n``.
+
+    Examples
+    --------
+    >>> check_offsets([0, 2, 2, 3], 3).tolist()
+    [0, 2, 2, 3]
+    """
+    off = np.asarray(offsets, dtype=np.int64)
+    if off.ndim != 1 or off.shape[0] < 1 or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 0):
+        raise InvalidInputError(
+            f"offsets must be non-decreasing from 0 to the vertex count {n}: pass one offset"
+            " per object plus the end"
+        )
+    return off
 
 
 def object_of_vertices(offsets: npt.ArrayLike, n: int) -> I64:
@@ -251,12 +306,7 @@ def object_of_vertices(offsets: npt.ArrayLike, n: int) -> I64:
     >>> object_of_vertices([0, 2, 2, 3], 3).tolist()
     [0, 0, 2]
     """
-    off = np.asarray(offsets, dtype=np.int64)
-    if off.ndim != 1 or off.shape[0] < 1 or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 0):
-        raise InvalidInputError(
-            f"offsets must be non-decreasing from 0 to the vertex count {n}: pass one offset"
-            " per object plus the end"
-        )
+    off = check_offsets(offsets, n)
     return np.repeat(np.arange(off.shape[0] - 1, dtype=np.int64), np.diff(off))
 
 

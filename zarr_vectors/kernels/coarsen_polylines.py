@@ -24,9 +24,9 @@ from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.coarse_tables import (
     CoarseGrid,
     CoarseObjects,
+    check_offsets,
     coarse_cells,
     object_mask,
-    object_of_vertices,
     table_docs,
 )
 from zarr_vectors.kernels.ranges import concat_ranges
@@ -103,7 +103,7 @@ def polyline_runs(
     """
     cells = np.ascontiguousarray(cell, dtype=np.int64)
     off = np.ascontiguousarray(offsets, dtype=np.int64)
-    object_of_vertices(off, cells.shape[0])  # checks the offsets
+    check_offsets(off, cells.shape[0])
     m = off.shape[0] - 1
     mask = object_mask(keep, m)
     room = cells.shape[0] + m
@@ -166,5 +166,15 @@ def coarsen_polylines(
         link_source=np.zeros(0, np.int64),
         source=source,
         member_offsets=member_offsets,
-        members=concat_ranges(first, sizes),
+        members=_kept_vertices(off, keep),
     )
+
+
+def _kept_vertices(offsets: I64, keep: npt.ArrayLike | None) -> I64:
+    """Every vertex of the kept objects, in order: the members of the coarse vertices
+    (an object's runs tile its vertices; the one-cell case splits them into all but
+    the last and the last)."""
+    if keep is None:
+        return np.arange(offsets[-1], dtype=np.int64)
+    mask = object_mask(keep, offsets.shape[0] - 1)
+    return concat_ranges(offsets[:-1][mask], np.diff(offsets)[mask])

@@ -35,6 +35,7 @@ from zarr_vectors.format.names import (
 )
 from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.kernels.link_entries import result_rows_of_entries
+from zarr_vectors.query._fragment_refs import FragmentTable, chunk_slots, slot_order
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
 from zarr_vectors.read import ChunkRows, LevelReader, check_global_shapes
@@ -172,6 +173,7 @@ class ObjectReader:
         for name in self.link_attribute_names:
             reader.add_column(_link_column(name), f"{base}/{LINK_ATTRIBUTES}/{name}")
         self._cache: dict[str, np.ndarray] = {}
+        self._handoff: tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
 
     # -- global arrays (read once) --------------------------------------------------------
     def _global(self, path: str) -> np.ndarray:
@@ -336,6 +338,8 @@ class ObjectReader:
         single-id reads concatenated in the given order, links re-based onto each copy's
         rows (:func:`repeated_objects`).
         """
+        if dense.shape[0] < 2 or bool(np.all(dense[1:] > dense[:-1])):
+            return self._read_distinct(dense)
         unique, take = np.unique(dense, return_inverse=True)
         if unique.shape[0] == dense.shape[0]:
             return self._read_distinct(dense)
@@ -343,14 +347,59 @@ class ObjectReader:
 
     def _read_distinct(self, dense: np.ndarray) -> QueryResult:
         """The objects ``dense`` (distinct dense ids), whole, in the given order."""
-        refs = decode_object_index_bulk(
+        refs = self._handed_over(dense)
+        if refs is None:
+            refs = self._references(dense)
+        plan = _Plan(self, dense, refs)
+        return plan.result()
+
+    def _references(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The fragment references of the objects ``dense``, in manifest order (§7.6)."""
+        return decode_object_index_bulk(
             self._global(f"{OBJECT_INDEX}/data"),
             self._global(f"{OBJECT_INDEX}/offsets"),
             dense,
             self.reader.grid.ndim,
         )
-        plan = _Plan(self, dense, refs)
-        return plan.result()
+
+    def _filled(self) -> np.ndarray:
+        """Dense ids, ascending, of the objects whose manifests name a fragment: the owners
+        of every fragment of the level (spec §7.2: each fragment is in its owner's manifest).
+
+        Decodes every manifest once; the references are kept for the read of exactly
+        these objects that usually follows (:meth:`_handed_over`).
+        """
+        candidates = self._not_empty()
+        ref_pos, ref_chunk, ref_fragment = self._references(candidates)
+        has = np.zeros(candidates.shape[0], dtype=bool)
+        has[ref_pos] = True
+        rank = np.cumsum(has, dtype=np.int64) - 1
+        filled = candidates[has]
+        self._handoff = (filled, (rank[ref_pos], ref_chunk, ref_fragment))
+        return filled
+
+    def _not_empty(self) -> np.ndarray:
+        """Dense ids of every object but those whose manifest is the empty one: 4 bytes,
+        ``nblocks = 0`` (spec §7.1; at a coarse level most objects may be dropped). Any other
+        manifest is decoded, so a damaged one is refused as before."""
+        offsets = self._global(f"{OBJECT_INDEX}/offsets").astype(np.int64, copy=False)
+        data = self._global(f"{OBJECT_INDEX}/data")
+        if not offsets.shape[0]:
+            return np.empty(0, np.int64)
+        ends = np.append(offsets[1:], data.shape[0])
+        short = np.flatnonzero((ends - offsets == 4) & (offsets >= 0) & (ends <= data.shape[0]))
+        header = data[offsets[short, None] + np.arange(4)]
+        empty = np.zeros(offsets.shape[0], dtype=bool)
+        empty[short[~header.any(axis=1)]] = True
+        return np.flatnonzero(~empty)
+
+    def _handed_over(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The references :meth:`_filled` decoded, when ``dense`` is what it returned
+        (dropped either way: held from one owners lookup to the read that follows)."""
+        handoff, self._handoff = self._handoff, None
+        if handoff is None or not np.array_equal(handoff[0], dense):
+            return None
+        return handoff[1]
 
     def owners_in_box(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Dense ids, ascending, of the objects with at least one vertex in ``[lo, hi)``."""
@@ -366,6 +415,8 @@ class ObjectReader:
         chunks, counts, inside = chunks_meeting(reader, region)
         if not chunks.shape[0]:
             return np.empty(0, np.int64)
+        if inside.all() and chunks.shape[0] == reader.occupied_chunks(None, None)[0].shape[0]:
+            return self._filled()
         ranges = reader.fragment_ranges(chunks, counts, index_columns=())
         wanted = [
             ChunkRows(tuple(int(c) for c in chunk), np.array([[0, n]], dtype=np.int64))
@@ -431,8 +482,7 @@ class _Plan:
             if ref_chunk.shape[0]
             else np.empty(0, np.int64)
         )
-        self.chunk_flat, self.ref_slot = np.unique(flat, return_inverse=True)
-        self.ref_slot = self.ref_slot.reshape(-1).astype(np.int64)
+        self.chunk_flat, self.ref_slot = chunk_slots(flat, math.prod(grid_shape))
         self.chunks = (
             np.stack(np.unravel_index(self.chunk_flat, grid_shape), axis=1)
             .reshape(-1, len(grid_shape))
@@ -441,36 +491,19 @@ class _Plan:
         self.order = np.empty(0, np.int64)
         self.bounds = np.zeros(1, np.int64)
 
-    def _sort(self, starts: np.ndarray) -> None:
-        self.order = np.lexsort((starts, self.ref_slot))
+    def _sort(self, starts: np.ndarray, rows: np.ndarray) -> None:
+        """Order the references by (chunk slot, first row); ``rows``: each slot's rows."""
+        self.order = slot_order(self.ref_slot, starts, rows)
         self.bounds = np.searchsorted(
             self.ref_slot[self.order], np.arange(self.chunks.shape[0] + 1)
         )
 
-    def _fragment_rows(
-        self, ranges: list[tuple[np.ndarray, np.ndarray]]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """First row and row count of every referenced fragment (spec §6)."""
-        by_slot = np.argsort(self.ref_slot, kind="stable")
-        bounds = np.searchsorted(self.ref_slot[by_slot], np.arange(self.chunks.shape[0] + 1))
-        starts = np.empty(self.ref_fragment.shape[0], np.int64)
-        sizes = np.empty_like(starts)
-        for slot, (s, c) in enumerate(ranges):
-            sel = by_slot[bounds[slot] : bounds[slot + 1]]
-            frags = self.ref_fragment[sel]
-            if frags.size and int(frags.max()) >= s.shape[0]:
-                raise CorruptChunkError(
-                    f"chunk {tuple(self.chunks[slot])}: a manifest names fragment "
-                    f"{int(frags.max())} of {s.shape[0]}"
-                )
-            starts[sel], sizes[sel] = s[frags], c[frags]
-        return starts, sizes
-
     def result(self) -> QueryResult:
         reader = self.reader
-        ranges = reader.fragment_ranges(self.chunks, self._chunk_counts())
-        starts, sizes = self._fragment_rows(ranges)
-        self._sort(starts)
+        rows = self._chunk_counts()
+        table = FragmentTable.of(reader.fragment_ranges(self.chunks, rows), rows)
+        starts, sizes = table.rows_of(self.ref_slot, self.ref_fragment, self.chunks)
+        self._sort(starts, rows)
         wanted, gather = self._row_plan(starts, sizes)
         vertex_rows = [
             rows[gather]

@@ -645,11 +645,15 @@ class LevelReader:
             requests.append((key, span))
         raws = self.io.get_many([r for r, f in zip(requests, found, strict=True) if f[2][1]])
         fetched = iter(raws)
-        for chunk, (key, entries, span) in zip(chunks, found, strict=True):
+        payloads = []
+        for key, _entries, span in found:
             raw = next(fetched) if span[1] else b""
             if raw is None:
                 raise CorruptChunkError(f"{key}: shard disappeared while reading")
-            self._ranges[(name, chunk)] = self._decode_blob(layout, key, entries, raw, span[0])
+            payloads.append(raw)
+        blobs = _decode_blobs(layout, found, payloads)
+        for chunk, (key, _entries, _span), blob in zip(chunks, found, blobs, strict=True):
+            self._ranges[(name, chunk)] = _blob_ranges(blob, key)
 
     def _decode_ranges(
         self, path: str, chunk: tuple[int, ...], raw: bytes | None
@@ -675,10 +679,7 @@ class LevelReader:
         for b, (offset, nbytes) in enumerate(index[:stored].tolist()):
             raw = payload[offset - base : offset - base + nbytes]
             layout.decode_block_into(raw, b, where, blob[b * r : (b + 1) * r])
-        try:
-            return decode_dense_ranges(blob)
-        except FragmentIndexError as exc:
-            raise CorruptChunkError(f"{where}: {exc}") from exc
+        return _blob_ranges(blob, where)
 
     def _blob_layout(self, path: str) -> RowLayout:
         if path not in self._blob_layouts:
@@ -809,3 +810,68 @@ class LevelReader:
             links = self._ranges.get((LINK_FRAGMENTS, chunk))
             return None if links is None else int(links[1].sum())
         return None
+
+
+def _blob_ranges(blob: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """The fragment ranges of a chunk's decoded blob (spec §6).
+
+    Raises
+    ------
+    CorruptChunkError
+        When the blob is not a fragment index (``where``: its shard key).
+    """
+    try:
+        return decode_dense_ranges(blob)
+    except FragmentIndexError as exc:
+        raise CorruptChunkError(f"{where}: {exc}") from exc
+
+
+def _decode_blobs(
+    layout: RowLayout,
+    found: list[tuple[str, list[list[int]], tuple[int, int]]],
+    payloads: list[bytes],
+) -> list[np.ndarray]:
+    """The blobs of several chunks in shared shards, decoded by one call of
+    :meth:`~zarr_vectors.store.shards.RowLayout.decode_blocks_at` (one native kernel call
+    where possible) instead of one call per row block.
+
+    ``found`` holds each chunk's shard key, shard index entries and fetched byte span,
+    ``payloads`` the bytes of each span. A chunk stores its first ``stored`` blocks.
+
+    Raises
+    ------
+    CorruptChunkError
+        When a block is missing, lies outside its chunk's bytes or fails a check.
+    """
+    total = sum(len(payload) for payload in payloads)
+    numbers: list[int] = []
+    keys: list[str] = []
+    starts: list[int] = []
+    lengths: list[int] = []
+    counts: list[int] = []
+    at = 0
+    for (key, entries, span), payload in zip(found, payloads, strict=True):
+        stored = sum(1 for e in entries if e[0] != _MISSING)
+        blocks = range(stored)
+        for b, (start, nbytes) in zip(
+            blocks, layout.locate_blocks(len(payload), span[0], entries, blocks, key), strict=True
+        ):
+            numbers.append(b)
+            keys.append(key)
+            starts.append(at + start if start >= 0 else total)  # outside: the kernel refuses
+            lengths.append(nbytes)
+        counts.append(stored)
+        at += len(payload)
+    r = layout.rows_per_block
+    out = np.zeros(len(numbers) * r, dtype=np.uint8)
+    if numbers:
+        layout.decode_blocks_at(
+            np.frombuffer(b"".join(payloads), dtype=np.uint8),
+            np.array(starts, dtype=np.int64),
+            np.array(lengths, dtype=np.int64),
+            np.arange(len(numbers), dtype=np.int64),
+            out,
+            lambda i: (numbers[i], keys[i]),
+        )
+    bounds = np.cumsum([0, *counts]) * r
+    return [out[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]

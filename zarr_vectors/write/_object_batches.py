@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors.kernels import bounds_and_nonfinite
 from zarr_vectors.write._objects import ObjectTable
 
 __all__ = ["ObjectBatches", "ObjectSummary", "joined_tables"]
@@ -124,8 +125,9 @@ class ObjectSummary:
         for batch in batches.read():
             n += int(batch.positions.shape[0])
             if batch.positions.shape[0]:
-                low.append(batch.positions.min(axis=0))
-                high.append(batch.positions.max(axis=0))
+                lo, hi = _bounds(batch.positions)
+                low.append(lo)
+                high.append(hi)
             starts = np.asarray(batch.offsets[:-1], np.int64)
             has = np.asarray(batch.offsets[1:], np.int64) > starts
             first = np.zeros((starts.shape[0], batch.positions.shape[1]), batch.positions.dtype)
@@ -142,6 +144,16 @@ class ObjectSummary:
             n,
             (np.min(low, axis=0), np.max(high, axis=0)),
         )
+
+
+def _bounds(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``positions.min(axis=0)`` and ``.max(axis=0)`` by one pass of the bounds kernel
+    (a strided numpy reduction of 10^7 rows costs ~0.2 s each); the plain reductions when
+    a value is not finite (they give what they always gave)."""
+    lo, hi, nonfinite = bounds_and_nonfinite(positions)
+    if nonfinite:
+        return positions.min(axis=0), positions.max(axis=0)
+    return lo.astype(positions.dtype), hi.astype(positions.dtype)
 
 
 def _shifted(links: np.ndarray, by: int) -> np.ndarray:

@@ -23,7 +23,7 @@ import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
-from zarr_vectors.format.levels import SAMPLE, level_shard_chunks
+from zarr_vectors.format.levels import RUNS, SAMPLE, level_shard_chunks
 from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.format.names import OBJECT_VERTEX_COUNTS
 from zarr_vectors.kernels.object_sparsity import polyline_lengths
@@ -158,23 +158,26 @@ def _coarse_counts(batches: ObjectBatches, grid: ChunkGrid, method: ObjectMethod
 def _bounding_level(
     batches: ObjectBatches,
     grid: ChunkGrid,
-    found: tuple[ObjectSummary, np.ndarray | None],
+    found: tuple[ObjectSummary, ObjectTable | None],
     settings: Levels,
     method: ObjectMethod,
 ) -> tuple[ObjectTable, ChunkGrid, np.ndarray, SparseLevel]:
     """The level ``levels="auto"`` adds when the kind's coarsening stalls above the target
     (spec §4.3.3): coarse bin = chunk, rule ``"spatial_coverage"`` (``"id_hash"``) with the
     largest ``per_cell`` whose kept objects hold at most ``target`` vertices (at least 1).
-    ``found`` is level 0's summary and every object's vertex count at that bin without
-    sparsity, when computed."""
-    summary, counts = found
+    ``found`` is level 0's summary and the level at that bin without sparsity, when
+    computed: for ``"runs"`` (each coarse vertex is a level-0 vertex of its own object,
+    and there are no links) the bounding level is that table with the objects it drops
+    emptied, the same table as coarsening level 0 again with them emptied."""
+    summary, last = found
     ratio = grid.bins.copy()
     level_grid = coarse_grid(grid, ratio)
-    if counts is None:
-        counts = _coarse_counts(batches, level_grid, method)
+    counts = _coarse_counts(batches, level_grid, method) if last is None else np.diff(last.offsets)
     per_cell = auto_per_cell(first_vertex_ranks(summary, level_grid), counts, settings.target)
     rule = dataclasses.replace(settings, objects="coverage", objects_per_cell=per_cell)
     sparse = sparse_level(summary, level_grid, rule)
+    if last is not None and method.name == RUNS:
+        return sparse.batch(last, 0), level_grid, ratio, sparse
     return _coarse_level(batches, level_grid, sparse, method), level_grid, ratio, sparse
 
 
@@ -236,21 +239,22 @@ def write_object_levels(
     summary = ObjectSummary.of(batches, lengths)
     written: list[LevelMetadata] = []
     ratio, total = np.ones_like(grid.bins), summary.n_vertices
-    counts = None  # every object's vertex count on the last level computed
+    coarse = None  # the last level computed (at most one coarse level in memory)
     while (ratio < grid.bins).any() and not levels_done(settings, len(written), total):
         ratio = next_ratio(ratio, grid.bins)
         level_grid = coarse_grid(grid, ratio)
         sparse = sparse_level(summary, level_grid, settings)
+        coarse = None
         coarse = _coarse_level(batches, level_grid, sparse, method)
-        counts = np.diff(coarse.offsets)
         if coarse.positions.shape[0] >= total:
             continue
         level = (coarse, level_grid, ratio, sparse)
         written.append(_write_level(io, len(written) + 1, level, summary, options, method))
         total = int(coarse.positions.shape[0])
-        del coarse, level  # only one coarse level in memory
+        del level
     if _bounds_by_sparsity(settings) and not levels_done(settings, len(written), total):
-        bounded = _bounding_level(batches, grid, (summary, counts), settings, method)
+        bounded = _bounding_level(batches, grid, (summary, coarse), settings, method)
+        coarse = None
         if bounded[0].positions.shape[0] < total:
             number = len(written) + 1
             written.append(_write_level(io, number, bounded, summary, options, method))

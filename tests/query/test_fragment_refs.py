@@ -1,0 +1,66 @@
+"""The one-pass steps of an object read equal the sorts they replace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.query._fragment_refs import FragmentTable, chunk_slots, slot_order
+
+Array = np.ndarray[Any, Any]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cells=st.integers(1, 200_000),
+    picks=st.lists(st.integers(0, 10**9), min_size=0, max_size=60),
+)
+def test_chunk_slots_equal_unique_with_inverse(cells: int, picks: list[int]) -> None:
+    flat = np.asarray([p % cells for p in picks], dtype=np.int64)
+    chunks, slot = chunk_slots(flat, cells)
+    want_chunks, want_slot = np.unique(flat, return_inverse=True)
+    np.testing.assert_array_equal(chunks, want_chunks)
+    np.testing.assert_array_equal(slot, want_slot.reshape(-1))
+
+
+@st.composite
+def references(draw: st.DrawFn) -> tuple[Array, Array, Array]:
+    """Slots, starts in ``[0, rows]`` (ties and empty last fragments included), rows."""
+    k = draw(st.integers(1, 6))
+    rows = np.asarray(draw(st.lists(st.integers(0, 9), min_size=k, max_size=k)), np.int64)
+    n = draw(st.integers(0, 30))
+    slot = np.asarray(draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n)), np.int64)
+    starts = np.asarray(
+        [draw(st.integers(0, int(rows[s]))) for s in slot.tolist()], dtype=np.int64
+    ).reshape(-1)
+    return slot, starts, rows
+
+
+@settings(max_examples=80, deadline=None)
+@given(references(), st.booleans())
+def test_slot_order_equals_lexsort(case: tuple[Array, Array, Array], sparse: bool) -> None:
+    slot, starts, rows = case
+    if sparse:  # a key range too wide for a table: the one-key stable sort
+        rows = rows + 10**9
+    np.testing.assert_array_equal(slot_order(slot, starts, rows), np.lexsort((starts, slot)))
+
+
+def test_slot_order_of_starts_outside_their_slot_is_lexsort() -> None:
+    slot, starts, rows = np.array([0, 0, 1]), np.array([5, -1, 0]), np.array([2, 2])
+    np.testing.assert_array_equal(slot_order(slot, starts, rows), np.lexsort((starts, slot)))
+
+
+def test_rows_of_gathers_each_reference_and_refuses_a_missing_fragment() -> None:
+    ranges = [(np.array([0, 2, 2]), np.array([2, 0, 3])), (np.array([0]), np.array([4]))]
+    table = FragmentTable.of(ranges, np.array([5, 4]))
+    chunks = np.array([[0, 1], [3, 0]])
+    starts, sizes = table.rows_of(np.array([1, 0, 0]), np.array([0, 2, 1]), chunks)
+    assert starts.tolist() == [0, 2, 2]
+    assert sizes.tolist() == [4, 3, 0]
+    with pytest.raises(CorruptChunkError, match=r"names fragment 3 of 3"):
+        table.rows_of(np.array([1, 0]), np.array([0, 3]), chunks)
