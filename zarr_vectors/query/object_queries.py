@@ -623,9 +623,16 @@ class _Plan:
         return pairs // width, pairs % width
 
     def _gid_table(self, returned: _Returned) -> tuple[np.ndarray, np.ndarray]:
-        """Sorted global ids of the returned vertices and their result rows (spec §9.11)."""
+        """Sorted global ids of the returned vertices and their result rows (spec §9.11).
+
+        :meth:`_returned` lists the vertices by (chunk slot, row) and the slots' chunks
+        ascend, so the ids come sorted unless fragments overlap: checked in one pass, and
+        sorted only then.
+        """
         n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
         gid = self.chunk_flat[returned.slot].astype(np.int64) * n_max + returned.local
+        if not np.any(gid[1:] < gid[:-1]):
+            return gid, returned.result
         order = np.argsort(gid)
         return gid[order], returned.result[order]
 
