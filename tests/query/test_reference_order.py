@@ -1,4 +1,5 @@
-"""Placing read rows in reference order by runs equals the per-row gather it replaces."""
+"""Reference-order placement and distinct ids by presence tables equal the numpy steps they
+replace (a per-row gather, np.unique)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.query._fragment_refs import distinct_ascending
 from zarr_vectors.query.object_queries import _in_reference_order
 
 Array = np.ndarray[Any, Any]
@@ -41,3 +43,16 @@ def test_rows_already_in_order_are_returned_as_read() -> None:
     rows = np.arange(10, dtype=np.int64)
     sizes = np.array([3, 0, 7], dtype=np.int64)
     assert _in_reference_order(rows, np.array([0, 3, 3]), sizes) is rows
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.integers(-3, 10**6), max_size=40),
+    dtype=st.sampled_from([np.int32, np.int64, np.uint32]),
+)
+def test_distinct_ascending_equals_unique(values: list[int], dtype: Any) -> None:
+    array = np.asarray([v for v in values if v >= 0 or dtype != np.uint32], dtype=dtype)
+    got = distinct_ascending(array)
+    want = np.unique(array)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

@@ -36,7 +36,12 @@ from zarr_vectors.format.names import (
 from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.link_entries import result_rows_of_entries
-from zarr_vectors.query._fragment_refs import FragmentTable, chunk_slots, slot_order
+from zarr_vectors.query._fragment_refs import (
+    FragmentTable,
+    chunk_slots,
+    distinct_ascending,
+    slot_order,
+)
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
 from zarr_vectors.read import ChunkRows, LevelReader, check_global_shapes
@@ -439,7 +444,7 @@ def _owners(
         rows = np.flatnonzero(region.contains_points(positions[row_pos : row_pos + n]))
         row_pos += int(n)
         found.append(chunk_owners[np.searchsorted(starts, rows, side="right") - 1])
-    return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
+    return distinct_ascending(np.concatenate(found)) if found else np.empty(0, np.int64)
 
 
 def _in_reference_order(rows: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -619,7 +624,7 @@ class _Plan:
         width = int(self.ref_fragment.max(initial=-1)) + 1
         if width == 0:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        pairs = np.unique(self.ref_slot * width + self.ref_fragment.astype(np.int64))
+        pairs = distinct_ascending(self.ref_slot * width + self.ref_fragment.astype(np.int64))
         return pairs // width, pairs % width
 
     def _gid_table(self, returned: _Returned) -> tuple[np.ndarray, np.ndarray]:
