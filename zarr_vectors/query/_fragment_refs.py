@@ -15,7 +15,7 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.kernels import counting_sort
 
-__all__ = ["FragmentTable", "chunk_slots", "dense_enough", "slot_order"]
+__all__ = ["FragmentTable", "chunk_slots", "dense_enough", "distinct_ascending", "slot_order"]
 
 _DENSE = (8, 65_536)
 """A table of ``k`` dense keys is used for ``n`` items when ``k <= a * n + b``."""
@@ -64,6 +64,37 @@ def chunk_slots(flat: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray]
     present[flat] = True
     rank = np.cumsum(present, dtype=np.int64) - 1
     return np.flatnonzero(present), rank[flat]
+
+
+def distinct_ascending(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending, in their dtype: ``np.unique(values)``.
+
+    A presence table when the values are non-negative and their range is small enough for
+    their count (:func:`dense_enough`: no sort), else :func:`numpy.unique`.
+
+    Parameters
+    ----------
+    values
+        ``(n,)`` integers.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(k,)`` distinct values, ascending.
+
+    Examples
+    --------
+    >>> distinct_ascending(np.array([7, 2, 7, 0], dtype=np.int32)).tolist()
+    [0, 2, 7]
+    """
+    if not values.size or int(values.min()) < 0:
+        return np.unique(values)
+    top = int(values.max()) + 1
+    if not dense_enough(top, values.shape[0]):
+        return np.unique(values)
+    present = np.zeros(top, dtype=bool)
+    present[values] = True
+    return np.flatnonzero(present).astype(values.dtype, copy=False)
 
 
 class FragmentTable(NamedTuple):

@@ -34,8 +34,14 @@ from zarr_vectors.format.names import (
     VERTICES,
 )
 from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.link_entries import result_rows_of_entries
-from zarr_vectors.query._fragment_refs import FragmentTable, chunk_slots, slot_order
+from zarr_vectors.query._fragment_refs import (
+    FragmentTable,
+    chunk_slots,
+    distinct_ascending,
+    slot_order,
+)
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
 from zarr_vectors.read import ChunkRows, LevelReader, check_global_shapes
@@ -452,7 +458,19 @@ def _owners(
         rows = np.flatnonzero(region.contains_points(positions[row_pos : row_pos + n]))
         row_pos += int(n)
         found.append(chunk_owners[np.searchsorted(starts, rows, side="right") - 1])
-    return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
+    return distinct_ascending(np.concatenate(found)) if found else np.empty(0, np.int64)
+
+
+def _in_reference_order(rows: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The read ``rows`` with reference ``r``'s ``sizes[r]`` rows from ``starts[r]`` placed
+    one reference after another: the read rows themselves when they are in that order
+    already, else one copy of runs (not a per-row gather)."""
+    dest = np.cumsum(sizes) - sizes
+    if rows.shape[0] == int(sizes.sum()) and np.array_equal(starts, dest):
+        return rows
+    out = np.empty((int(sizes.sum()), *rows.shape[1:]), dtype=rows.dtype)
+    copy_row_runs(rows, starts, out, dest, sizes)
+    return out
 
 
 class _Plan:
@@ -504,9 +522,9 @@ class _Plan:
         table = FragmentTable.of(reader.fragment_ranges(self.chunks, rows), rows)
         starts, sizes = table.rows_of(self.ref_slot, self.ref_fragment, self.chunks)
         self._sort(starts, rows)
-        wanted, gather = self._row_plan(starts, sizes)
+        wanted, buffer_start = self._row_plan(starts, sizes)
         vertex_rows = [
-            rows[gather]
+            _in_reference_order(rows, buffer_start, sizes)
             for rows in reader.read_columns([VERTICES, *reader.attribute_names], wanted)
         ]
         per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
@@ -548,7 +566,7 @@ class _Plan:
     def _row_plan(
         self, starts: np.ndarray, sizes: np.ndarray
     ) -> tuple[list[ChunkRows], np.ndarray]:
-        """Row runs per chunk, and the gather that puts the read rows in manifest order."""
+        """Row runs per chunk, and where each reference's rows start among the read rows."""
         runs, run_bounds = _coalesced_runs(
             self.ref_slot[self.order], starts[self.order], sizes[self.order], self.bounds
         )
@@ -559,8 +577,7 @@ class _Plan:
         ]
         buffer_start = np.empty(starts.shape[0], np.int64)
         buffer_start[self.order] = np.concatenate([[0], np.cumsum(sizes[self.order])[:-1]])
-        gather = concat_ranges(buffer_start, sizes)
-        return wanted, gather
+        return wanted, buffer_start
 
     def _returned(self, starts: np.ndarray, sizes: np.ndarray) -> _Returned:
         """Every returned vertex: its chunk slot, its row in the chunk and in the result."""
@@ -621,13 +638,20 @@ class _Plan:
         width = int(self.ref_fragment.max(initial=-1)) + 1
         if width == 0:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        pairs = np.unique(self.ref_slot * width + self.ref_fragment.astype(np.int64))
+        pairs = distinct_ascending(self.ref_slot * width + self.ref_fragment.astype(np.int64))
         return pairs // width, pairs % width
 
     def _gid_table(self, returned: _Returned) -> tuple[np.ndarray, np.ndarray]:
-        """Sorted global ids of the returned vertices and their result rows (spec §9.11)."""
+        """Sorted global ids of the returned vertices and their result rows (spec §9.11).
+
+        :meth:`_returned` lists the vertices by (chunk slot, row) and the slots' chunks
+        ascend, so the ids come sorted unless fragments overlap: checked in one pass, and
+        sorted only then.
+        """
         n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
         gid = self.chunk_flat[returned.slot].astype(np.int64) * n_max + returned.local
+        if not np.any(gid[1:] < gid[:-1]):
+            return gid, returned.result
         order = np.argsort(gid)
         return gid[order], returned.result[order]
 

@@ -1,0 +1,58 @@
+"""Reference-order placement and distinct ids by presence tables equal the numpy steps they
+replace (a per-row gather, np.unique)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.query._fragment_refs import distinct_ascending
+from zarr_vectors.query.object_queries import _in_reference_order
+
+Array = np.ndarray[Any, Any]
+
+
+@st.composite
+def read_rows(draw: st.DrawFn) -> tuple[Array, Array, Array]:
+    """Read rows, and per reference its rows' start among them and its size (any order,
+    empty references included), as a read plan leaves them."""
+    sizes = np.asarray(draw(st.lists(st.integers(0, 5), max_size=12)), np.int64)
+    order = np.asarray(draw(st.permutations(range(sizes.shape[0]))), np.int64)
+    starts = np.empty(sizes.shape[0], np.int64)
+    starts[order] = np.cumsum(sizes[order]) - sizes[order]
+    width = draw(st.sampled_from([(), (3,), (2, 2)]))
+    rows = np.arange(int(sizes.sum()) * int(np.prod(width)), dtype=np.float32)
+    return rows.reshape(-1, *width), starts, sizes
+
+
+@settings(max_examples=60, deadline=None)
+@given(read_rows())
+def test_in_reference_order_equals_the_gather(case: tuple[Array, Array, Array]) -> None:
+    rows, starts, sizes = case
+    got = _in_reference_order(rows, starts, sizes)
+    want = rows[concat_ranges(starts, sizes)]
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_rows_already_in_order_are_returned_as_read() -> None:
+    rows = np.arange(10, dtype=np.int64)
+    sizes = np.array([3, 0, 7], dtype=np.int64)
+    assert _in_reference_order(rows, np.array([0, 3, 3]), sizes) is rows
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.integers(-3, 10**6), max_size=40),
+    dtype=st.sampled_from([np.int32, np.int64, np.uint32]),
+)
+def test_distinct_ascending_equals_unique(values: list[int], dtype: Any) -> None:
+    array = np.asarray([v for v in values if v >= 0 or dtype != np.uint32], dtype=dtype)
+    got = distinct_ascending(array)
+    want = np.unique(array)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
