@@ -69,6 +69,9 @@ def _array_of(relative: str) -> str:
 def array_sizes(store: str) -> dict[str, tuple[int, int, int]]:
     """``(files, bytes, allocated bytes)`` of every array of ``store`` (and ``zarr.json``).
 
+    The entry ``"(directories)"`` counts the directories and the blocks ``du`` gives them;
+    their bytes (sum of sizes) are 0.
+
     Parameters
     ----------
     store
@@ -78,11 +81,26 @@ def array_sizes(store: str) -> dict[str, tuple[int, int, int]]:
     -------
     dict
         Array path (relative to the store) -> files, sum of file sizes, ``st_blocks * 512``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> os.makedirs(os.path.join(root, "0", "vertices", "c", "0"))
+    >>> with open(os.path.join(root, "0", "vertices", "c", "0", "0"), "wb") as f:
+    ...     _ = f.write(b"12345")
+    >>> array_sizes(root)["0/vertices"][:2]
+    (1, 5)
     """
     files: Counter[str] = Counter()
     sizes: Counter[str] = Counter()
     blocks: Counter[str] = Counter()
-    for where, _, names in os.walk(store):
+    for where, dirs, names in os.walk(store):
+        for name in dirs:  # what ``du`` adds for the directories themselves
+            stat = os.stat(os.path.join(where, name))
+            files["(directories)"] += 1
+            blocks["(directories)"] += stat.st_blocks * 512
+            sizes["(directories)"] += 0
         for name in names:
             path = os.path.join(where, name)
             key = _array_of(os.path.relpath(path, store))
@@ -179,14 +197,15 @@ def _rows(kind: str, ours: str, ref: str | None) -> list[tuple[str, ...]]:
         detail = ""
         if name.endswith("_fragments"):
             blob, padding, other = blob_split(os.path.join(ours, name))
-            detail = f"ZVFG {_mb(blob)}, padding {_mb(padding)}, index+crc {_mb(other)}"
+            detail = f"ZVFG {_mb(blob)}, zero padding {_mb(padding)}, index/CRC/place {_mb(other)}"
         rows.append((kind, "ours", name, str(files), _mb(size), _mb(alloc), detail))
-    for name, (files, size, alloc) in sorted(theirs.items(), key=lambda kv: -kv[1][1])[:8]:
+    for name, (files, size, alloc) in sorted(theirs.items(), key=lambda kv: -kv[1][1])[:10]:
         rows.append((kind, "0.9.2", name, str(files), _mb(size), _mb(alloc), ""))
     for side, table in (("ours", mine), ("0.9.2", theirs)):
         if table:
-            total = [sum(v[i] for v in table.values()) for i in range(3)]
-            rows.append((kind, side, "TOTAL", str(total[0]), _mb(total[1]), _mb(total[2]), ""))
+            files = sum(v[0] for k, v in table.items() if k != "(directories)")
+            size, alloc = (sum(v[i] for v in table.values()) for i in (1, 2))
+            rows.append((kind, side, "TOTAL (files)", str(files), _mb(size), _mb(alloc), ""))
     return rows
 
 
