@@ -4,6 +4,7 @@ for byte as zarr-python writes them."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
+import zarr_vectors as zv
 from zarr_vectors.format.place import CHUNK_TABLE_KEY
-from zarr_vectors.store.arrays import global_array_metadata, write_array
+from zarr_vectors.store.arrays import MANIFEST_BLOSC, global_array_metadata, write_array
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.write._objects import _write_global
 
@@ -91,3 +93,34 @@ def test_random_arrays_equal_zarrs(
     data = np.repeat(np.asarray(values, dtype=dtype)[:, None], width, axis=1)
     data = data if width > 1 else data[:, 0]
     assert _by_us(data, fill, compressed, rows) == _by_zarr(data, fill, compressed, rows)
+
+
+def _by_zarr_with(data: np.ndarray, blosc: dict[str, Any]) -> dict[str, bytes | None]:
+    io = StoreIO(MemoryStore())
+    chunks = (max(1, min(4, data.shape[0])),)
+    io.set("z/zarr.json", global_array_metadata(data.shape, data.dtype, chunks, 0, {}, blosc=blosc))
+    write_array(io.store, "z", data)
+    return _stored(io, "z/")
+
+
+@pytest.mark.parametrize("data", [np.arange(11, dtype=np.uint8), np.arange(6, dtype=np.int64)])
+def test_manifest_codec_chunks_equal_zarrs(data: np.ndarray) -> None:
+    """The object index's Blosc zstd chunks (spec §9.8) are zarr-python's, byte for byte."""
+    io = StoreIO(MemoryStore())
+    _write_global(io, "z", data, 0, {}, rows=4, blosc=MANIFEST_BLOSC)
+    assert _stored(io, "z/") == _by_zarr_with(data, MANIFEST_BLOSC)
+
+
+def test_object_index_is_compressed_and_reads_back(tmp_path: Path) -> None:
+    """A new object store's manifests are Blosc zstd (spec §9.8) and read as before."""
+    lines = [np.array([[0.5, 0.5, 0.5], [3.5, 0.5, 0.5], [3.5, 3.5, 0.5]], np.float32)] * 3
+    path = str(tmp_path / "s.zv")
+    zv.write_polylines(path, lines, chunk_shape=2.0)
+    for part in ("data", "offsets"):
+        doc = json.loads(
+            (tmp_path / "s.zv" / "0" / "object_index" / part / "zarr.json").read_text()
+        )
+        blosc = [c for c in doc["codecs"] if c["name"] == "blosc"]
+        assert [b["configuration"]["cname"] for b in blosc] == [MANIFEST_BLOSC["cname"]]
+    found = zv.open(path).read_objects([2, 0])
+    assert np.array_equal(found.positions, np.concatenate([lines[2], lines[0]]))

@@ -35,7 +35,7 @@ from zarr_vectors.format.names import (
     OBJECT_ID_ATTRIBUTE,
     OBJECT_INDEX,
 )
-from zarr_vectors.store.arrays import group_metadata, write_global_array
+from zarr_vectors.store.arrays import MANIFEST_BLOSC, group_metadata, write_global_array
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.store.target import write_target
@@ -263,9 +263,10 @@ def _write_global(
     *,
     compressed: bool = True,
     rows: int = 65536,
+    blosc: dict[str, Any] | None = None,
 ) -> None:
     chunks = (max(1, min(rows, data.shape[0])), *data.shape[1:])
-    write_global_array(io, path, data, chunks, fill, tag, compressed=compressed)
+    write_global_array(io, path, data, chunks, fill, tag, compressed=compressed, blosc=blosc)
 
 
 def write_global(io: StoreIO, path: str, data: np.ndarray, fill: int, tag: dict[str, Any]) -> None:
@@ -307,11 +308,16 @@ def write_object_index(
         data,
         0,
         {"zv_array": "object_index_data"},
-        compressed=False,
         rows=1 << 20,
+        blosc=MANIFEST_BLOSC,
     )
     _write_global(
-        io, f"{path}/offsets", offsets, 0, {"zv_array": "object_index_offsets"}, compressed=False
+        io,
+        f"{path}/offsets",
+        offsets,
+        0,
+        {"zv_array": "object_index_offsets"},
+        blosc=MANIFEST_BLOSC,
     )
 
 

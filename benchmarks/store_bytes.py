@@ -1,0 +1,250 @@
+"""``python -m benchmarks.store_bytes``: where the bytes of object stores go, beside 0.9.2.
+
+Writes the issue's object data sets (10,000 streamlines x 100 vertices, a 1M-triangle mesh of
+100 spheres, 100 skeletons x 1,000 nodes) on 512 chunks (8^3 chunks over the 200 mm cube,
+bins a quarter of a chunk) with this library and, when its virtualenv is there or can be made
+(:mod:`benchmarks.reference_env`), with ``zarr-vectors==0.9.2`` given the same chunks, bins
+and our codec (as :mod:`benchmarks.side_by_side` does). For every store it lists each
+array's files, the sum of their sizes (the bytes stored) and the space they take on the file
+system (``du``: allocated blocks); for the fragment-index arrays of ours it also splits the
+bytes into ZVFG blobs, zero padding after them and shard index plus CRC32C. The sum of file
+sizes is what "size" means in the table; allocated blocks depend on the file system and on
+how many files a store has. See ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import subprocess
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import objects
+from benchmarks._measure import log
+from benchmarks._table import align_table
+from benchmarks.reference_env import clean_env, ensure_venv
+from benchmarks.side_by_side import OUR_CODEC
+
+__all__ = ["GRID", "array_sizes", "blob_split", "main"]
+
+GRID = 8
+"""Chunks per axis over the data cube (512 chunks); bins are a quarter of a chunk."""
+
+WORKER = Path(__file__).resolve().parent / "reference_worker.py"
+
+_REFERENCE_WRITE = (
+    "import json, sys; sys.path.insert(0, sys.argv[1]); import reference_worker as w; "
+    "spec = json.load(open(sys.argv[2])); w.ReferenceLibrary(spec).write(sys.argv[3])"
+)
+
+
+def _data_sets(quick: bool) -> dict[str, Callable[[], objects.ObjectSet]]:
+    side = objects.SIDE / GRID
+    layout = (side, side / 4)
+    objects.MESH_CHUNK = objects.SKELETON_CHUNK = layout[0]
+    objects.MESH_BIN = objects.SKELETON_BIN = layout[1]
+    scale = 10 if quick else 1
+    return {
+        "streamlines": lambda: objects.make_streamlines(10_000 // scale, 100, 0, layout=layout),
+        "mesh": lambda: objects.make_mesh(100 // scale, 10_000, 0),
+        "skeletons": lambda: objects.make_skeletons(100 // scale, 1_000, 0),
+    }
+
+
+def _array_of(relative: str) -> str:
+    """The array (or ``zarr.json``) a file of a store belongs to."""
+    parts = relative.split(os.sep)
+    if parts[-1] == "zarr.json":
+        return "zarr.json"
+    return "/".join(parts[: parts.index("c")]) if "c" in parts else "/".join(parts[:-1])
+
+
+def array_sizes(store: str) -> dict[str, tuple[int, int, int]]:
+    """``(files, bytes, allocated bytes)`` of every array of ``store`` (and ``zarr.json``).
+
+    The entry ``"(directories)"`` counts the directories and the blocks ``du`` gives them;
+    their bytes (sum of sizes) are 0.
+
+    Parameters
+    ----------
+    store
+        A local store directory.
+
+    Returns
+    -------
+    dict
+        Array path (relative to the store) -> files, sum of file sizes, ``st_blocks * 512``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> os.makedirs(os.path.join(root, "0", "vertices", "c", "0"))
+    >>> with open(os.path.join(root, "0", "vertices", "c", "0", "0"), "wb") as f:
+    ...     _ = f.write(b"12345")
+    >>> array_sizes(root)["0/vertices"][:2]
+    (1, 5)
+    """
+    files: Counter[str] = Counter()
+    sizes: Counter[str] = Counter()
+    blocks: Counter[str] = Counter()
+    for where, dirs, names in os.walk(store):
+        for name in dirs:  # what ``du`` adds for the directories themselves
+            stat = os.stat(os.path.join(where, name))
+            files["(directories)"] += 1
+            blocks["(directories)"] += stat.st_blocks * 512
+            sizes["(directories)"] += 0
+        for name in names:
+            path = os.path.join(where, name)
+            key = _array_of(os.path.relpath(path, store))
+            stat = os.stat(path)
+            files[key] += 1
+            sizes[key] += stat.st_size
+            blocks[key] += stat.st_blocks * 512
+    return {k: (files[k], sizes[k], blocks[k]) for k in sizes}
+
+
+def blob_split(array: str) -> tuple[int, int, int]:
+    """ZVFG bytes, zero padding and shard index + CRC32C bytes of a fragment-blob array.
+
+    Parameters
+    ----------
+    array
+        The directory of a ``vertex_fragments`` or ``link_fragments`` array of ours.
+
+    Returns
+    -------
+    tuple of int
+        The blobs' lengths S (spec §6.2), the stored block bytes after them, the rest.
+    """
+    meta = json.loads(Path(array, "zarr.json").read_text())
+    b = meta["codecs"][0]["configuration"]["chunk_shape"][-1]
+    blocks = meta["chunk_grid"]["configuration"]["chunk_shape"][-1] // b
+    blob = padding = other = 0
+    for where, _, names in os.walk(os.path.join(array, "c")):
+        for name in names:
+            raw = Path(where, name).read_bytes()
+            index = np.frombuffer(raw[-(16 * blocks + 4) : -4], dtype="<u8").reshape(-1, 2)
+            present = index[index[:, 0] != np.uint64(2**64 - 1)].tolist()
+            payload = b"".join(raw[a : a + n - 4] for a, n in present)  # blocks without CRC
+            size = _zvfg_size(payload)
+            blob += size
+            padding += len(payload) - size
+            other += len(raw) - len(payload)
+    return blob, padding, other
+
+
+def _zvfg_size(blob: bytes) -> int:
+    """S of a ZVFG blob (spec §6.2) from its header, bitmap and last CSR offset."""
+    n_fragments, n_ranges = struct.unpack_from("<II", blob, 8)
+    if not n_fragments:
+        return 16
+    bitmap = 8 * ((n_fragments + 63) // 64)  # M = 8 * ceil(ceil(F / 8) / 8)
+    explicit = n_fragments - n_ranges
+    head = 16 + bitmap + 16 * n_ranges + 4 * (explicit + 1)
+    (total,) = struct.unpack_from("<I", blob, head - 4)
+    return int(head + 8 * total)
+
+
+def _write_ours(data: objects.ObjectSet, path: str) -> None:
+    data.write(path)
+
+
+def _write_reference(data: objects.ObjectSet, kind: str, where: str, python: Path) -> str:
+    """The reference's store of ``data`` (same chunks, bins and codec), in its venv."""
+    data_dir = os.path.join(where, f"data-{kind}")
+    os.makedirs(data_dir, exist_ok=True)
+    data.frame.save(data_dir)
+    side = objects.SIDE / GRID
+    spec = {
+        "kind": kind,
+        "attribute": next(iter(data.frame.attributes)),
+        "data_dir": data_dir,
+        "layout": {
+            "chunk": [side] * 3,
+            "bin": [side / 4] * 3,
+            "bounds": [[0.0] * 3, [objects.SIDE] * 3],
+            "compression": OUR_CODEC,
+        },
+    }
+    spec_path = os.path.join(where, f"spec-{kind}.json")
+    Path(spec_path).write_text(json.dumps(spec))
+    store = os.path.join(where, f"ref-{kind}.zv")
+    subprocess.run(
+        [str(python), "-I", "-c", _REFERENCE_WRITE, str(WORKER.parent), spec_path, store],
+        env=clean_env(),
+        check=True,
+    )
+    return store
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.3f}"
+
+
+def _rows(kind: str, ours: str, ref: str | None) -> list[tuple[str, ...]]:
+    mine = array_sizes(ours)
+    theirs = array_sizes(ref) if ref else {}
+    rows: list[tuple[str, ...]] = []
+    for name, (files, size, alloc) in sorted(mine.items(), key=lambda kv: -kv[1][1]):
+        detail = ""
+        if name.endswith("_fragments"):
+            blob, padding, other = blob_split(os.path.join(ours, name))
+            detail = f"ZVFG {_mb(blob)}, zero padding {_mb(padding)}, index/CRC/place {_mb(other)}"
+        rows.append((kind, "ours", name, str(files), _mb(size), _mb(alloc), detail))
+    for name, (files, size, alloc) in sorted(theirs.items(), key=lambda kv: -kv[1][1])[:10]:
+        rows.append((kind, "0.9.2", name, str(files), _mb(size), _mb(alloc), ""))
+    for side, table in (("ours", mine), ("0.9.2", theirs)):
+        if table:
+            files = sum(v[0] for k, v in table.items() if k != "(directories)")
+            size, alloc = (sum(v[i] for v in table.values()) for i in (1, 2))
+            rows.append((kind, side, "TOTAL (files)", str(files), _mb(size), _mb(alloc), ""))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the stores, print the table (and write it to ``--out``).
+
+    Parameters
+    ----------
+    argv
+        Command-line arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a tenth of the objects")
+    parser.add_argument("--no-reference", action="store_true", help="ours only")
+    parser.add_argument("--out", help="also write the table (markdown) to this file")
+    parser.add_argument("--dir", default="/tmp", help="scratch directory (default /tmp)")
+    args = parser.parse_args(argv)
+    python = None if args.no_reference else ensure_venv()
+    rows: list[tuple[str, ...]] = []
+    with tempfile.TemporaryDirectory(prefix="zv-bytes-", dir=args.dir) as where:
+        for kind, make in _data_sets(args.quick).items():
+            log(f"{kind}: generate and write")
+            data = make()
+            ours = os.path.join(where, f"{kind}.zv")
+            _write_ours(data, ours)
+            ref = _write_reference(data, kind, where, python) if python else None
+            rows.extend(_rows(kind, ours, ref))
+    header = ("kind", "library", "array", "files", "MB (sum of sizes)", "MB (du)", "detail")
+    table = align_table(header, rows)
+    print(table)
+    if args.out:
+        Path(args.out).write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
