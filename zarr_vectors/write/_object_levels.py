@@ -223,8 +223,11 @@ def write_object_levels(
     (spec §4.3.3), and return their metadata.
 
     A pass over the batches summarises the objects; each candidate level is then one pass
-    that coarsens every batch's kept objects; memory holds one batch, the summary and the
-    one coarse level being written. The bytes do not depend on the batches.
+    that coarsens every batch's kept objects. Level 0 held as one table (the one-shot
+    writer) gets each coarse level held whole; batches read back from a store get it
+    spilled to disk batch by batch and written chunk by chunk (:class:`LevelSpill`), so
+    memory holds one batch, the summary and one chunk. The bytes do not depend on the
+    batches.
 
     Parameters
     ----------
