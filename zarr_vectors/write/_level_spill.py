@@ -19,6 +19,7 @@ reference (the encoded object index).
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,7 @@ class _File:
         self.path, self.dtype, self.row_shape = path, np.dtype(dtype), row_shape
         self.width = int(np.prod(row_shape, dtype=np.int64))
         self.rows = 0
+        self.fd: int | None = None
         path.touch()
 
     def append(self, values: np.ndarray) -> None:
@@ -80,10 +82,17 @@ class _File:
         self.rows += int(values.shape[0])
 
     def read(self, start: int, stop: int) -> np.ndarray:
-        count = (stop - start) * self.width
-        offset = start * self.width * self.dtype.itemsize
-        values = np.fromfile(self.path, self.dtype, count=count, offset=offset)
-        return values.reshape(stop - start, *self.row_shape)
+        """Rows ``[start, stop)`` (read-only); the file stays open until :meth:`close`."""
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_RDONLY)
+        row = self.width * self.dtype.itemsize
+        raw = os.pread(self.fd, (stop - start) * row, start * row)
+        return np.frombuffer(raw, self.dtype).reshape(stop - start, *self.row_shape)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -405,6 +414,8 @@ class LevelSpill:
         )
         self._write_fragment_columns(io, base, (flats, chunks), objects, options)
         self._write_globals(io, base, objects, n_max)
+        for file in self.files.values():
+            file.close()
         return stats
 
     def _write_vertices(
