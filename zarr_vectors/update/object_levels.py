@@ -201,11 +201,11 @@ def stored_batches(
     >>> [batch.offsets.tolist() for batch in batches.read()]  # one object per batch
     [[0, 2], [0, 3]]
     """
+    reader = ObjectReader(LevelReader(source.io, source.root, 0))
     m = source.n_objects
     step = min(max(1, m), _objects_per_batch(source, memory_budget))
 
     def batch(first: int, stop: int) -> ObjectTable:
-        reader = ObjectReader(LevelReader(source.io, source.root, 0))  # caches: one batch's
         found = reader.read(np.arange(first, min(m, stop), dtype=np.int64))
         return writer.prepare(_batch_data(source, found), **store_wide)
 
