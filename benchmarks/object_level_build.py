@@ -1,6 +1,6 @@
 """Cost and peak memory of ``zv.build_levels`` on a streamline store, code before and after.
 
-Usage: ``python -m benchmarks.object_level_build [--streamlines N] [--length L]
+Usage: ``python -m benchmarks.object_level_build [--streamlines N [N ...]] [--length L]
 [--budget BYTES] [--before DIR] [--dir D]``.
 
 The parent writes N streamlines of L vertices (:func:`benchmarks.objects.make_streamlines`,
@@ -10,7 +10,10 @@ commit before) copies the store and runs ``build_levels(copy, "auto")`` in a fre
 process: the child compiles the kernels on a tiny store first, resets its peak resident
 set size (``VmHWM``), builds, and reports wall and CPU time and the peak above the resident
 size before the build. The copies' level files are compared byte for byte. Level 0's
-uncompressed size (positions and attributes) is printed beside, with the load average.
+uncompressed size (positions and attributes) is printed beside, with the load average,
+and the peak over it (``peak_over_level0``). Several ``--streamlines`` sizes run one after
+the other with the same budget: with levels built out of core the peak stays near the
+budget whatever the size, so ``peak_over_level0`` falls as the store grows.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def _level_files(root: Path) -> dict[str, bytes]:
 def main() -> None:
     """Parse the arguments and print one JSON line per code tree."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--streamlines", type=float, default=1e5)
+    parser.add_argument("--streamlines", type=float, nargs="+", default=[1e5])
     parser.add_argument("--length", type=int, default=100)
     parser.add_argument("--budget", type=int, default=256 * 2**20)
     parser.add_argument("--seed", type=int, default=0)
@@ -90,11 +93,17 @@ def main() -> None:
     if args.child is not None:
         print(json.dumps(_child(args.child[0], args.child[1], int(args.child[2]))))
         return
+    for size in args.streamlines:
+        _one_size(args, int(size))
+
+
+def _one_size(args: argparse.Namespace, size: int) -> None:
+    """Write ``size`` streamlines, build their levels with every tree, print the rows."""
     zv = importlib.import_module("zarr_vectors")
     objects = importlib.import_module("benchmarks.objects")  # imports zarr_vectors: not in a child
     root = Path(tempfile.mkdtemp(prefix="zv-bench-olb-", dir=args.dir))
     try:
-        data = objects.make_streamlines(int(args.streamlines), args.length, args.seed)
+        data = objects.make_streamlines(size, args.length, args.seed)
         frame = data.frame
         store = root / "lines.zv"
         zv.write_polylines(
@@ -121,6 +130,7 @@ def main() -> None:
                 )
                 got |= {"tree": name, "run": r + 1, "load": load, "load_after": os.getloadavg()[0]}
                 got["level0_bytes"] = level0
+                got["peak_over_level0"] = round(got["peak_kb"] * 1024 / level0, 3)
                 print(json.dumps(got), flush=True)
                 built[name] = _level_files(copy)
                 shutil.rmtree(copy)

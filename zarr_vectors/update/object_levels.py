@@ -10,12 +10,14 @@ calls; so the levels are those a one-shot write of the same objects gives, byte 
 
 Object kinds need whole objects, but each object is coarsened alone: level 0 is read back
 in batches of whole objects within a memory budget (:func:`stored_batches`), once for a
-summary of every object (what object sparsity needs) and once per candidate level, and
-memory holds a batch, the summary and the one coarse level being written. The levels are
-written into a scratch store first and only the files whose bytes differ are written to
-the store (stale files of a former level are deleted), so an append that changes a few
-coarse chunks rewrites only those; untouched files keep their bytes and, in a local
-store, their modification times.
+summary of every object (what object sparsity needs) and once per candidate level. Each
+coarse batch goes to spill files at once and the level is written from them chunk by
+chunk (:class:`~zarr_vectors.write._level_spill.LevelSpill`), so memory holds a batch,
+the summary and one chunk, not the coarse level. The levels are written into a scratch
+store on disk first and only the files whose bytes differ are written to the store (stale
+files of a former level are deleted), so an append that changes a few coarse chunks
+rewrites only those; untouched files keep their bytes and, in a local store, their
+modification times.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from zarr_vectors.geometry import object_writer
 from zarr_vectors.query import ObjectReader
 from zarr_vectors.read import LevelReader
 from zarr_vectors.result import QueryResult
-from zarr_vectors.store.io import StoreIO, StoreLike, local_root, scratch_store
+from zarr_vectors.store.io import StoreIO, StoreLike, local_root, resolve_store
+from zarr_vectors.store.spill import remove_scratch, scratch_directory
 from zarr_vectors.store.target import modify_target
 from zarr_vectors.update.object_sources import Source, open_source, options_of, store_arguments
 from zarr_vectors.update.point_stream import DEFAULT_MEMORY_BUDGET
@@ -303,7 +306,7 @@ def stored_levels(store: Source | StoreLike) -> Levels | None:
     >>> stored_levels(path) is None
     True
     """
-    source = store if isinstance(store, Source) else open_source(store)
+    source = store if isinstance(store, Source) else open_source(store, links=False)
     if not source.root.levels:
         return None
     if source.root.schedule is not None:
@@ -352,12 +355,18 @@ def rebuild_levels(
     if writer.levels is None:
         checked_levels(source.kind, settings)
         return source.root.with_levels(())
-    built_io = StoreIO(scratch_store())
-    built: tuple[LevelMetadata, ...] = ()
-    if int(source.reader.meta.vertex_count or 0):
-        batches = stored_batches(source, writer, store_arguments(source), memory_budget, progress)
-        built = write_object_levels(built_io, batches, source.grid, options_of(source), settings)
-    _write_changed(built_io, io)
+    folder = scratch_directory(local_root(io.store), None)
+    try:
+        built_io = StoreIO(resolve_store(str(folder / "levels"), mode="w"))
+        built: tuple[LevelMetadata, ...] = ()
+        if int(source.reader.meta.vertex_count or 0):
+            arguments = store_arguments(source)
+            batches = stored_batches(source, writer, arguments, memory_budget, progress)
+            options = options_of(source)
+            built = write_object_levels(built_io, batches, source.grid, options, settings)
+        _write_changed(built_io, io)
+    finally:
+        remove_scratch(folder)
     return source.root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())
 
 
@@ -379,7 +388,7 @@ def commit_levels(io: StoreIO, settings: Levels, memory_budget: int = DEFAULT_ME
     >>> commit_levels(StoreIO(memory), Levels(count=1))
     1
     """
-    source = open_source(io)
+    source = open_source(io, links=False)
     root = rebuild_levels(io, source, settings, memory_budget)
     commit_root(io, root, source.reader.meta, _summary(source, source.reader.meta))
     return len(root.levels)
@@ -410,8 +419,10 @@ def build_object_levels(
     memory_budget
         Bytes of working memory, as for the streaming writers (default 256 MiB): level 0
         is read in batches of objects that fit (estimated from its row sizes), once for a
-        summary of the objects and once per candidate level; memory holds a batch, the
-        summary (a few numbers per object) and the coarse level being written.
+        summary of the objects and once per candidate level; each coarse level goes to
+        spill files beside the store batch by batch and is written from them chunk by
+        chunk, so memory holds a batch, the summary (a few numbers per object) and one
+        chunk, whatever the size of the store.
 
     Returns
     -------
@@ -442,7 +453,7 @@ def build_object_levels(
             f"memory_budget must be a positive number of bytes, got {memory_budget}"
         )
     settings = level_settings(levels) or Levels(count=0)
-    source = open_source(store)
+    source = open_source(store, links=False)
     with (
         progress_reporter(progress) as report,
         modify_target(store, rewritten=".zattrs", base=source.base) as (_, target),

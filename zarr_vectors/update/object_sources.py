@@ -205,13 +205,17 @@ def _groups(io: StoreIO, reader: LevelReader) -> Groups | None:
     return Groups(names, members, dict(zip(column_names, found, strict=True)))
 
 
-def open_source(store: StoreLike | StoreIO) -> Source:
+def open_source(store: StoreLike | StoreIO, *, links: bool = True) -> Source:
     """Open an object store for merging (everything but the per-chunk rows is read).
 
     Parameters
     ----------
     store
         A complete object store.
+    links
+        Read the object index and the cross-chunk links (a merge needs them). False for a
+        build of levels, which reads objects through the reader: ``refs``, ``cross`` and
+        ``cross_columns`` are then left empty (they grow with the store).
 
     Raises
     ------
@@ -254,12 +258,9 @@ def open_source(store: StoreLike | StoreIO) -> Source:
     ids = columns.pop(OBJECT_ID_ATTRIBUTE, None)
     if ids is None:
         ids = np.arange(n_objects, dtype=np.int64)
-    kind = root.geometry_type
-    cross_names = _names(io, f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}")
-    data, offsets = reader.read_globals([f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets"])
-    obj, chunk, fragment = decode_object_index_bulk(
-        data, offsets, np.arange(n_objects), ndim, max_refs=max(2**27, 8 * int(data.size))
-    )
+    cross_names = _names(io, f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}") if links else []
+    obj, chunk, fragment = _references(reader, n_objects) if links else _no_references(ndim)
+    crossing = links and geometry_kind(root.geometry_type).cross_chunk_links
     return Source(
         io=io,
         root=root,
@@ -273,7 +274,7 @@ def open_source(store: StoreLike | StoreIO) -> Source:
         object_columns=columns,
         groups=_groups(io, reader),
         cross=np.empty((0, 2), np.int64)
-        if not geometry_kind(kind).cross_chunk_links
+        if not crossing
         else reader.read_globals([CROSS_CHUNK_LINKS])[0].astype(np.int64).reshape(-1, 2),
         cross_columns=dict(
             zip(
@@ -285,6 +286,22 @@ def open_source(store: StoreLike | StoreIO) -> Source:
         refs=(obj, chunk + reader.grid.origin, fragment),
         base=version.root,
     )
+
+
+def _references(reader: LevelReader, n_objects: int) -> tuple[np.ndarray, ...]:
+    """The object index as ``(object, chunk grid index, fragment)`` references."""
+    data, offsets = reader.read_globals([f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets"])
+    ndim = reader.grid.ndim
+    return tuple(
+        decode_object_index_bulk(
+            data, offsets, np.arange(n_objects), ndim, max_refs=max(2**27, 8 * int(data.size))
+        )
+    )
+
+
+def _no_references(ndim: int) -> tuple[np.ndarray, ...]:
+    empty = np.empty(0, np.int64)
+    return empty, np.empty((0, ndim), np.int64), empty
 
 
 def store_arguments(base: Source) -> dict[str, Any]:

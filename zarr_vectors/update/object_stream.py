@@ -257,7 +257,8 @@ class ObjectWriter(CloseOnExit):
         Levels of detail (spec §4.3.3), as for the kind's ``write_*`` function: built when
         the writer closes from the merged level 0, the same bytes as a one-shot write of
         all the objects (level 0 is read back in batches of objects, as by
-        :func:`~zarr_vectors.build_levels`; one coarse level is held at a time). Not with
+        :func:`~zarr_vectors.build_levels`; each coarse level is spilled to disk and written
+        chunk by chunk). Not with
         ``mode="a"``: an append keeps the store's levels (its number of levels and object
         sparsity), built again over all its objects; only the files that change are
         written.

@@ -43,6 +43,10 @@ class ObjectBatches:
         ``read()`` iterates over the batches: tables of consecutive objects (vertex
         data, links and link attributes in batch-local vertex indices), together all
         the objects in order. It may be called several times (once per pass).
+    held
+        Whether level 0 is one table held in memory (:meth:`of_table`): its coarse levels
+        are then held whole too; else each is gathered on disk batch by batch
+        (:class:`~zarr_vectors.write._level_spill.LevelSpill`).
 
     Examples
     --------
@@ -58,6 +62,7 @@ class ObjectBatches:
     n_objects: int
     objects: ObjectTable
     read: Callable[[], Iterable[ObjectTable]]
+    held: bool = False
 
     @classmethod
     def of_table(cls, table: ObjectTable) -> ObjectBatches:
@@ -70,7 +75,7 @@ class ObjectBatches:
         >>> ObjectBatches.of_table(table).n_objects
         1
         """
-        return cls(table.kind, table.n_objects, table, lambda: (table,))
+        return cls(table.kind, table.n_objects, table, lambda: (table,), held=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 
@@ -27,7 +28,9 @@ from zarr_vectors.format.levels import RUNS, SAMPLE, level_shard_chunks
 from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.format.names import OBJECT_VERTEX_COUNTS
 from zarr_vectors.kernels.object_sparsity import polyline_lengths
-from zarr_vectors.store.io import StoreIO
+from zarr_vectors.store.io import StoreIO, local_root
+from zarr_vectors.store.spill import remove_scratch, scratch_directory
+from zarr_vectors.write._level_spill import LevelSpill
 from zarr_vectors.write._object_batches import ObjectBatches, ObjectSummary, joined_tables
 from zarr_vectors.write._object_coarsening import ObjectMethod, coarse_table, object_method
 from zarr_vectors.write._object_sparsity import (
@@ -63,20 +66,27 @@ __all__ = [
 def _write_level(
     io: StoreIO,
     number: int,
-    level: tuple[ObjectTable, ChunkGrid, np.ndarray, SparseLevel],
-    summary: ObjectSummary,
+    level: tuple[ObjectTable | LevelSpill, ChunkGrid, np.ndarray, SparseLevel],
+    summary: tuple[ObjectSummary, ObjectTable],
     options: WriteOptions,
     method: ObjectMethod,
 ) -> LevelMetadata:
     """Write one coarse level's nodes, ``object_vertex_counts`` and metadata (spec §4.3.3);
-    ``summary`` gives level 0's bounds, which hold every coarse vertex (each is a level-0
-    vertex); ``level`` ends with the level's object sparsity."""
-    table, grid, ratio, sparse = level
-    cut = cut_level(table, grid, options, summary.bounds)
-    columns = [table.positions, *table.vertex_attributes.values()]
-    options = object_level_options(options, grid, columns, cut[0].rows.counts)
-    stats = write_object_level(io, number, table, grid, cut, options)
-    counts = np.diff(table.offsets).astype(np.int64)
+    ``level`` is the level's whole table or its spill, its grid, bin ratio and object
+    sparsity; ``summary`` gives level 0's bounds, which hold every coarse vertex (each is
+    a level-0 vertex), and its per-object fields."""
+    coarse, grid, ratio, sparse = level
+    if isinstance(coarse, LevelSpill):
+        options = object_level_options(options, grid, coarse.columns(), coarse.chunk_counts())
+        stats = coarse.write(io, number, summary[1], options)
+        counts = coarse.object_counts()
+    else:
+        cut = cut_level(coarse, grid, options, summary[0].bounds)
+        columns = [coarse.positions, *coarse.vertex_attributes.values()]
+        options = object_level_options(options, grid, columns, cut[0].rows.counts)
+        stats = write_object_level(io, number, coarse, grid, cut, options)
+        counts = np.diff(coarse.offsets).astype(np.int64)
+    n_objects = int(counts.shape[0])
     write_global(
         io, f"{number}/{OBJECT_VERTEX_COUNTS}", counts, 0, {"zv_array": OBJECT_VERTEX_COUNTS}
     )
@@ -87,8 +97,8 @@ def _write_level(
         bin_shape=tuple(float(b) for b in grid.bin_shape),
         vertex_count=stats.vertex_count,
         chunk_count=stats.chunk_count,
-        object_sparsity=kept / table.n_objects if table.n_objects else 1.0,
-        object_count=table.n_objects,
+        object_sparsity=kept / n_objects if n_objects else 1.0,
+        object_count=n_objects,
         coarsening=sparse.coarsening(dict(method.coarsening)),
         kept_object_count=kept,
         sparsity_strategy=sparse.strategy,
@@ -142,11 +152,34 @@ def _coarse_batches(
 
 
 def _coarse_level(
-    batches: ObjectBatches, grid: ChunkGrid, sparse: SparseLevel, method: ObjectMethod
-) -> ObjectTable:
-    """One coarse level's whole table, coarsened batch by batch (objects are coarsened
-    alone, so the batches do not change it)."""
-    return joined_tables(list(_coarse_batches(batches, grid, sparse, method)), batches.objects)
+    batches: ObjectBatches,
+    grid: ChunkGrid,
+    sparse: SparseLevel,
+    method: ObjectMethod,
+    spill: tuple[Path, WriteOptions, ObjectSummary] | None,
+) -> ObjectTable | LevelSpill:
+    """One coarse level, coarsened batch by batch (objects are coarsened alone, so the
+    batches do not change it): its whole table, or with ``spill`` (a folder, the store's
+    options and level 0's summary) the level gathered on disk batch by batch."""
+    if spill is None:
+        parts = list(_coarse_batches(batches, grid, sparse, method))
+        return joined_tables(parts, batches.objects)
+    folder, options, summary = spill
+    for old in folder.iterdir():  # the files of the last level computed
+        old.unlink()
+    gathered = LevelSpill(folder, grid, options, summary.bounds, summary.n_vertices)
+    first = 0
+    for part in _coarse_batches(batches, grid, sparse, method):
+        gathered.add(part, first)
+        first += part.n_objects
+    return gathered
+
+
+def _size(level: ObjectTable | LevelSpill) -> tuple[int, np.ndarray]:
+    """Vertices of a coarse level and every object's vertex count."""
+    if isinstance(level, LevelSpill):
+        return level.n_vertices, level.object_counts()
+    return int(level.positions.shape[0]), np.diff(level.offsets)
 
 
 def _coarse_counts(batches: ObjectBatches, grid: ChunkGrid, method: ObjectMethod) -> np.ndarray:
@@ -158,27 +191,29 @@ def _coarse_counts(batches: ObjectBatches, grid: ChunkGrid, method: ObjectMethod
 def _bounding_level(
     batches: ObjectBatches,
     grid: ChunkGrid,
-    found: tuple[ObjectSummary, ObjectTable | None],
+    found: tuple[ObjectSummary, np.ndarray | None, ObjectTable | LevelSpill | None],
     settings: Levels,
     method: ObjectMethod,
-) -> tuple[ObjectTable, ChunkGrid, np.ndarray, SparseLevel]:
+    spill: tuple[Path, WriteOptions, ObjectSummary] | None,
+) -> tuple[ObjectTable | LevelSpill, ChunkGrid, np.ndarray, SparseLevel]:
     """The level ``levels="auto"`` adds when the kind's coarsening stalls above the target
     (spec §4.3.3): coarse bin = chunk, rule ``"spatial_coverage"`` (``"id_hash"``) with the
     largest ``per_cell`` whose kept objects hold at most ``target`` vertices (at least 1).
-    ``found`` is level 0's summary and the level at that bin without sparsity, when
-    computed: for ``"runs"`` (each coarse vertex is a level-0 vertex of its own object,
-    and there are no links) the bounding level is that table with the objects it drops
-    emptied, the same table as coarsening level 0 again with them emptied."""
-    summary, last = found
+    ``found`` is level 0's summary, every object's vertex count at that bin without
+    sparsity and that level, when computed. For ``"runs"`` (each coarse vertex is a level-0
+    vertex of its own object, and there are no links) a level held in memory is reused:
+    with the objects the rule drops emptied it is the table coarsening level 0 again gives."""
+    summary, counts, last = found
     ratio = grid.bins.copy()
     level_grid = coarse_grid(grid, ratio)
-    counts = _coarse_counts(batches, level_grid, method) if last is None else np.diff(last.offsets)
+    if counts is None:
+        counts = _coarse_counts(batches, level_grid, method)
     per_cell = auto_per_cell(first_vertex_ranks(summary, level_grid), counts, settings.target)
     rule = dataclasses.replace(settings, objects="coverage", objects_per_cell=per_cell)
     sparse = sparse_level(summary, level_grid, rule)
-    if last is not None and method.name == RUNS:
+    if isinstance(last, ObjectTable) and method.name == RUNS:
         return sparse.batch(last, 0), level_grid, ratio, sparse
-    return _coarse_level(batches, level_grid, sparse, method), level_grid, ratio, sparse
+    return _coarse_level(batches, level_grid, sparse, method, spill), level_grid, ratio, sparse
 
 
 def write_object_levels(
@@ -192,8 +227,11 @@ def write_object_levels(
     (spec §4.3.3), and return their metadata.
 
     A pass over the batches summarises the objects; each candidate level is then one pass
-    that coarsens every batch's kept objects; memory holds one batch, the summary and the
-    one coarse level being written. The bytes do not depend on the batches.
+    that coarsens every batch's kept objects. Level 0 held as one table (the one-shot
+    writer) gets each coarse level held whole; batches read back from a store get it
+    spilled to disk batch by batch and written chunk by chunk (:class:`LevelSpill`), so
+    memory holds one batch, the summary and one chunk. The bytes do not depend on the
+    batches.
 
     Parameters
     ----------
@@ -237,28 +275,54 @@ def write_object_levels(
     method = _checked_method(settings, batches.kind)
     lengths = polyline_lengths if needs_lengths(batches.kind, settings) else None
     summary = ObjectSummary.of(batches, lengths)
+    if batches.held:
+        return _write_levels(io, (batches, summary, None), grid, options, (settings, method))
+    folder = scratch_directory(local_root(io.store), None)
+    try:
+        spill = (folder, options, summary)
+        return _write_levels(io, (batches, summary, spill), grid, options, (settings, method))
+    finally:
+        remove_scratch(folder)
+
+
+def _write_levels(
+    io: StoreIO,
+    level0: tuple[ObjectBatches, ObjectSummary, tuple[Path, WriteOptions, ObjectSummary] | None],
+    grid: ChunkGrid,
+    options: WriteOptions,
+    asked: tuple[Levels, ObjectMethod],
+) -> tuple[LevelMetadata, ...]:
+    """:func:`write_object_levels` once level 0 is summarised; ``level0`` ends with the
+    spill settings (None: each coarse level is held whole in memory)."""
+    batches, summary, spill = level0
+    settings, method = asked
+    objects = (summary, batches.objects)
     written: list[LevelMetadata] = []
     ratio, total = np.ones_like(grid.bins), summary.n_vertices
-    coarse = None  # the last level computed (at most one coarse level in memory)
+    coarse: ObjectTable | LevelSpill | None = None  # the last level computed (only one held)
+    counts = None  # every object's vertex count on it
     while (ratio < grid.bins).any() and not levels_done(settings, len(written), total):
         ratio = next_ratio(ratio, grid.bins)
         level_grid = coarse_grid(grid, ratio)
         sparse = sparse_level(summary, level_grid, settings)
         coarse = None
-        coarse = _coarse_level(batches, level_grid, sparse, method)
-        if coarse.positions.shape[0] >= total:
+        coarse = _coarse_level(batches, level_grid, sparse, method, spill)
+        size, counts = _size(coarse)
+        if size >= total:
             continue
         level = (coarse, level_grid, ratio, sparse)
-        written.append(_write_level(io, len(written) + 1, level, summary, options, method))
-        total = int(coarse.positions.shape[0])
-        del level
+        written.append(_write_level(io, len(written) + 1, level, objects, options, method))
+        total = size
+        del level  # one coarse level at a time: the last (for the bounding level)
     if _bounds_by_sparsity(settings) and not levels_done(settings, len(written), total):
-        bounded = _bounding_level(batches, grid, (summary, coarse), settings, method)
+        found = (summary, counts, coarse)
+        bounded = _bounding_level(batches, grid, found, settings, method, spill)
         coarse = None
-        if bounded[0].positions.shape[0] < total:
+        size = _size(bounded[0])[0]
+        if size < total:
             number = len(written) + 1
-            written.append(_write_level(io, number, bounded, summary, options, method))
-            total = int(bounded[0].positions.shape[0])
+            written.append(_write_level(io, number, bounded, objects, options, method))
+            total = size
     warn_short(settings, len(written), total)
     return tuple(written)
 

@@ -64,6 +64,7 @@ __all__ = [
     "ObjectTable",
     "LevelBuilder",
     "cut_level",
+    "write_encoded_object_index",
     "write_global",
     "write_object_columns",
     "write_object_index",
@@ -296,7 +297,20 @@ def write_object_index(
     References are sorted by object, in traversal order (see
     :func:`~zarr_vectors.format.manifest.encode_object_index_bulk`).
     """
-    data, offsets = encode_object_index_bulk(refs[0], refs[1], refs[2], n_objects)
+    encoded = encode_object_index_bulk(refs[0], refs[1], refs[2], n_objects)
+    write_encoded_object_index(io, base, encoded, n_objects, ndim)
+
+
+def write_encoded_object_index(
+    io: StoreIO,
+    base: str,
+    encoded: tuple[np.ndarray, np.ndarray],
+    n_objects: int,
+    ndim: int,
+) -> None:
+    """Write ``object_index`` from its encoded ``(data, offsets)`` (spec §7.4), as
+    :func:`write_object_index` does."""
+    data, offsets = encoded
     path = f"{base}/{OBJECT_INDEX}"
     io.set(
         f"{path}/zarr.json",

@@ -9,7 +9,7 @@ and the metadata, committed last (spec §2).
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -467,7 +467,7 @@ def write_chunk_array(
     path: str,
     grid: ChunkGrid,
     chunks: np.ndarray,
-    per_chunk: list[np.ndarray],
+    per_chunk: Sequence[np.ndarray],
     layout: RowLayout,
     tag: dict[str, Any],
     *,

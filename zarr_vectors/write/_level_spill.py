@@ -1,0 +1,570 @@
+"""One coarse object level written out of core: spilled batch by batch, written shard by
+shard (spec §4.3.3, §10.3).
+
+A coarse level of an object kind is the object write path (:func:`~zarr_vectors.write.
+_objects.write_object_level`) applied to the coarse table of every object. The table comes
+batch by batch (consecutive objects), and a level's chunk holds its rows ordered by
+(object, run order): the rows batch ``k`` puts in a chunk come after those of the batches
+before it. So each batch is cut into runs alone (:func:`~zarr_vectors.write._objects.
+cut_level`) and its per-chunk rows go to spill files at once, their chunk-local row and
+fragment numbers moved by what the earlier batches put in the same chunk, and the global
+vertex ids it names (``cross_chunk_links``, mesh sentinels) kept as (chunk, row) until the
+level's ``N_max`` is known. :meth:`LevelSpill.write` then writes every per-chunk array
+chunk by chunk in shard-major order, each chunk read back from the files of the batches
+that hold it — the bytes the one-shot path writes for the whole table, while memory holds
+a batch, one chunk and a few numbers per chunk, object, cross-chunk link and fragment
+reference (the encoded object index).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
+from zarr_vectors.format.grid import ChunkGrid
+from zarr_vectors.format.kinds import geometry_kind
+from zarr_vectors.format.manifest import encode_object_index_bulk
+from zarr_vectors.format.names import (
+    CROSS_CHUNK_LINK_ATTRIBUTES,
+    FRAGMENT_ATTRIBUTES,
+    LINK_ATTRIBUTES,
+    LINK_FRAGMENTS,
+    LINKS,
+    OBJECT_ID_ATTRIBUTE,
+)
+from zarr_vectors.store.arrays import group_metadata
+from zarr_vectors.store.io import StoreIO
+from zarr_vectors.store.shards import RowLayout
+from zarr_vectors.write._object_runs import chunk_ids
+from zarr_vectors.write._objects import (
+    ObjectTable,
+    cut_level,
+    write_encoded_object_index,
+    write_global,
+    write_object_columns,
+)
+from zarr_vectors.write._pipeline import (
+    LevelStats,
+    LevelWriter,
+    blob_layout,
+    column_shapes,
+    round_up,
+    write_chunk_array,
+)
+from zarr_vectors.write._shard_writes import shard_major_order
+from zarr_vectors.write.options import WriteOptions
+
+__all__ = ["LevelSpill"]
+
+_INT32 = np.iinfo(np.int32)
+
+
+class _File:
+    """An append-only file of rows of one dtype and row shape."""
+
+    def __init__(self, path: Path, dtype: np.dtype[Any], row_shape: tuple[int, ...]) -> None:
+        self.path, self.dtype, self.row_shape = path, np.dtype(dtype), row_shape
+        self.width = int(np.prod(row_shape, dtype=np.int64))
+        self.rows = 0
+        self.fd: int | None = None
+        path.touch()
+
+    def append(self, values: np.ndarray) -> None:
+        with self.path.open("ab") as handle:
+            np.ascontiguousarray(values, dtype=self.dtype).tofile(handle)
+        self.rows += int(values.shape[0])
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``[start, stop)`` (read-only); the file stays open until :meth:`close`."""
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_RDONLY)
+        row = self.width * self.dtype.itemsize
+        raw = os.pread(self.fd, (stop - start) * row, start * row)
+        return np.frombuffer(raw, self.dtype).reshape(stop - start, *self.row_shape)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+@dataclasses.dataclass(slots=True)
+class _Piece:
+    """Where one batch's part of its chunks is in the spill files (absolute rows)."""
+
+    vertices: np.ndarray  # (k + 1,)
+    fragments: np.ndarray  # (k + 1,)
+    links: np.ndarray  # (k + 1,)
+
+
+class _Lazy(Sequence[np.ndarray]):
+    """``per_chunk[j]`` computed when asked (one chunk in memory at a time)."""
+
+    def __init__(self, n: int, get: Callable[[int], np.ndarray]) -> None:
+        self.n, self.get = n, get
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, j: Any) -> Any:
+        return self.get(int(j))
+
+
+class LevelSpill:
+    """A coarse object level gathered batch by batch on disk, then written (spec §4.3.3).
+
+    Parameters
+    ----------
+    folder
+        An empty directory for the spill files (the caller removes it).
+    grid
+        The level's grid (the store's chunks, the level's bin shape).
+    options
+        The store's write options.
+    bounds
+        Level 0's per-axis minimum and maximum (every coarse vertex lies inside).
+    most
+        An upper bound on the vertices of the level (level 0's count).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from zarr.storage import MemoryStore
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([4.0]), np.array([2.0]), np.array([2]), 0 * one, 2 * one)
+    >>> line = np.arange(8.0).reshape(8, 1)
+    >>> table = ObjectTable("polyline", line, np.array([0, 4, 8]), None, {}, {}, None,
+    ...                     None, {})
+    >>> options = WriteOptions().with_kind_defaults("polyline")
+    >>> spill = LevelSpill(Path(tempfile.mkdtemp()), grid, options, (line[0], line[-1]), 8)
+    >>> spill.add(table, 0)
+    >>> spill.n_vertices, spill.object_counts().tolist()
+    (8, [4, 4])
+    >>> spill.write(StoreIO(MemoryStore()), 1, table, options).vertex_count
+    8
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        grid: ChunkGrid,
+        options: WriteOptions,
+        bounds: tuple[np.ndarray, np.ndarray],
+        most: int,
+    ) -> None:
+        self.folder, self.grid, self.options, self.bounds = folder, grid, options, bounds
+        self.cells = int(np.prod(np.asarray(grid.shape, dtype=np.float64)))
+        self.scale = max(1, int(most))  # rows of a chunk are below it: (chunk, row) codes
+        if float(self.cells) * self.scale >= 2.0**63:
+            raise InvalidInputError(
+                f"the chunk grid {tuple(int(g) for g in grid.shape)} is too large for a "
+                "level of this many vertices (spec §9.11); use a larger chunk_shape"
+            )
+        self.files: dict[str, _File] = {}
+        self.pieces: list[_Piece] = []
+        self.holders: dict[int, list[tuple[int, int]]] = {}  # chunk -> (batch, rank)
+        self.totals: dict[int, list[int]] = {}  # chunk -> [rows, fragments, links]
+        self.counts: list[np.ndarray] = []
+        self.index: list[tuple[np.ndarray, np.ndarray]] = []
+        self.cross: list[np.ndarray] = []  # (x, 4) chunk, row, chunk, row
+        self.cross_columns: dict[str, list[np.ndarray]] = {}
+        self.kind = ""
+        self.n_vertices = 0
+
+    def _file(self, name: str, values: np.ndarray) -> _File:
+        if name not in self.files:
+            path = self.folder / f"{len(self.files)}.bin"
+            self.files[name] = _File(path, values.dtype, tuple(values.shape[1:]))
+        return self.files[name]
+
+    def _append(self, name: str, values: np.ndarray) -> int:
+        """Append rows to a column's file; the row where they start."""
+        file = self._file(name, values)
+        start = file.rows
+        file.append(values)
+        return start
+
+    def object_counts(self) -> np.ndarray:
+        """``(m,)`` every object's vertex count on the level so far.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> one = np.ones(1, int)
+        >>> grid = ChunkGrid(np.array([4.0]), np.array([2.0]), np.array([2]), 0 * one, one)
+        >>> bounds = (np.zeros(1), np.ones(1))
+        >>> LevelSpill(Path(tempfile.mkdtemp()), grid, WriteOptions(), bounds, 1).object_counts()
+        array([], dtype=int64)
+        """
+        return np.concatenate([np.empty(0, np.int64), *self.counts]).astype(np.int64)
+
+    def add(self, table: ObjectTable, first: int) -> None:
+        """Spill the coarse table of the next batch (objects ``first``, ``first + 1``, ...).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> one = np.ones(1, int)
+        >>> grid = ChunkGrid(np.array([4.0]), np.array([2.0]), np.array([2]), 0 * one, one)
+        >>> table = ObjectTable("polyline", np.array([[0.5], [2.5]]), np.array([0, 2]), None,
+        ...                     {}, {}, None, None, {})
+        >>> options = WriteOptions().with_kind_defaults("polyline")
+        >>> bounds = (np.zeros(1), np.ones(1) * 3)
+        >>> spill = LevelSpill(Path(tempfile.mkdtemp()), grid, options, bounds, 2)
+        >>> spill.add(table, 0)
+        >>> spill.n_vertices
+        2
+        """
+        self.kind = table.kind
+        self.counts.append(np.diff(table.offsets).astype(np.int64))
+        if not table.positions.shape[0]:
+            empty = np.empty(0, np.int64)
+            ndim = table.positions.shape[1]
+            refs = (empty, np.empty((0, ndim), np.int64), empty)
+            self.index.append(encode_object_index_bulk(*refs, table.n_objects))
+            return
+        runs, links = cut_level(table, self.grid, self.options, self.bounds)
+        n_max = round_up(int(runs.rows.counts.max(initial=0)), self.options.block_rows)
+        flats = chunk_ids(runs, self.grid, n_max)
+        shift = np.asarray([self.totals.get(f, [0, 0, 0])[:2] for f in flats.tolist()], np.int64)
+        shift = shift.reshape(-1, 2)
+        place = runs.place
+        per_chunk = np.stack(
+            [runs.rows.counts, np.diff(place.run_offsets), np.diff(links.chunk_offsets)], axis=1
+        )
+        columns = [table.positions, *table.vertex_attributes.values()]
+        names = ["v:", *(f"va:{name}" for name in table.vertex_attributes)]
+        starts = [self._append(n, runs.rows.stored(c)) for n, c in zip(names, columns, strict=True)]
+        fragment_rows = place.fragment_row + np.repeat(shift[:, 0], per_chunk[:, 1])
+        frag_start = self._append("frow", fragment_rows)
+        self._append("flen", place.fragment_length)
+        self._append("fobj", place.fragment_object + first)
+        self._append("lcount", links.fragment_counts)
+        rows = self._shifted_links(
+            links.rows, np.repeat(shift[:, 0], per_chunk[:, 2]), flats, n_max
+        )
+        link_row_start = self._append("links", rows)
+        if links.source is not None:
+            for name, values in table.link_attributes.items():
+                self._append(f"la:{name}", values[links.source])
+        self._cross(links, table, flats, shift[:, 0], n_max)
+        self._object_index(runs, table.n_objects, shift[:, 1])
+        self._record(flats, per_chunk, (starts[0], frag_start, link_row_start))
+        self.n_vertices += runs.n_vertices
+
+    def _codes(
+        self, gids: np.ndarray, flats: np.ndarray, rows_before: np.ndarray, n_max: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk, final row) of the batch's global ids ``gids`` (batch ``n_max``)."""
+        chunk, row = np.divmod(gids, n_max)
+        at = np.searchsorted(flats, chunk)
+        return chunk, row + rows_before[at]
+
+    def _shifted_links(
+        self, rows: np.ndarray, shift: np.ndarray, flats: np.ndarray, n_max: int
+    ) -> np.ndarray:
+        """Link rows with chunk-local rows moved by ``shift`` (per link row); a mesh's
+        sentinels ``-(gid + 1)`` are kept as ``-(chunk * scale + row + 1)``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.where(rows >= 0, rows + shift[:, None], rows)
+        if geometry_kind(self.kind).faces and rows.size:
+            outside = rows < 0
+            gids = -rows[outside] - 1
+            rows_before = self._rows_before(flats)
+            chunk, row = self._codes(gids, flats, rows_before, n_max)
+            out[outside] = -(chunk * self.scale + row + 1)
+        return out
+
+    def _rows_before(self, flats: np.ndarray) -> np.ndarray:
+        return np.asarray([self.totals.get(f, [0])[0] for f in flats.tolist()], np.int64)
+
+    def _cross(
+        self, links: Any, table: ObjectTable, flats: np.ndarray, rows_before: np.ndarray, n_max: int
+    ) -> None:
+        if not geometry_kind(table.kind).cross_chunk_links or not links.cross.shape[0]:
+            return
+        a = self._codes(links.cross[:, 0], flats, rows_before, n_max)
+        b = self._codes(links.cross[:, 1], flats, rows_before, n_max)
+        self.cross.append(np.stack([a[0], a[1], b[0], b[1]], axis=1))
+        if links.cross_source is not None:
+            for name, values in table.link_attributes.items():
+                self.cross_columns.setdefault(name, []).append(values[links.cross_source])
+
+    def _object_index(self, runs: Any, n_objects: int, fragments_before: np.ndarray) -> None:
+        fragment = runs.run_fragment + fragments_before[runs.run_chunk]
+        refs = (runs.run_object, runs.chunk_grid[runs.run_chunk], fragment)
+        self.index.append(encode_object_index_bulk(*refs, n_objects))
+
+    def _record(self, flats: np.ndarray, per_chunk: np.ndarray, starts: tuple[int, ...]) -> None:
+        batch = len(self.pieces)
+        offsets = [
+            np.concatenate([[0], np.cumsum(per_chunk[:, i])]).astype(np.int64) + start
+            for i, start in enumerate(starts)
+        ]
+        self.pieces.append(_Piece(*offsets))
+        for rank, (flat, sizes) in enumerate(zip(flats.tolist(), per_chunk.tolist(), strict=True)):
+            self.holders.setdefault(flat, []).append((batch, rank))
+            total = self.totals.setdefault(flat, [0, 0, 0])
+            for i in range(3):
+                total[i] += int(sizes[i])
+
+    # -- writing -------------------------------------------------------------------------
+
+    def columns(self) -> list[np.ndarray]:
+        """The level's positions and vertex attributes without rows (dtypes and row shapes).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> one = np.ones(1, int)
+        >>> grid = ChunkGrid(np.array([4.0]), np.array([2.0]), np.array([2]), 0 * one, one)
+        >>> table = ObjectTable("polyline", np.array([[0.5], [2.5]]), np.array([0, 2]), None,
+        ...                     {}, {}, None, None, {})
+        >>> options = WriteOptions().with_kind_defaults("polyline")
+        >>> bounds = (np.zeros(1), np.ones(1) * 3)
+        >>> spill = LevelSpill(Path(tempfile.mkdtemp()), grid, options, bounds, 2)
+        >>> spill.add(table, 0)
+        >>> [column.shape for column in spill.columns()]
+        [(0, 1)]
+        """
+        files = [f for n, f in self.files.items() if n == "v:" or n.startswith("va:")]
+        return [np.empty((0, *f.row_shape), f.dtype) for f in files]
+
+    def chunk_counts(self) -> np.ndarray:
+        """``(k,)`` vertices of every occupied chunk of the level.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> one = np.ones(1, int)
+        >>> grid = ChunkGrid(np.array([4.0]), np.array([2.0]), np.array([2]), 0 * one, one)
+        >>> bounds = (np.zeros(1), np.ones(1))
+        >>> LevelSpill(Path(tempfile.mkdtemp()), grid, WriteOptions(), bounds, 1).chunk_counts()
+        array([], dtype=int64)
+        """
+        return np.asarray([self.totals[f][0] for f in sorted(self.totals)], np.int64)
+
+    def _gather(self, name: str, flat: int, family: int) -> np.ndarray:
+        """A column's rows of one chunk, batch after batch; ``family`` 0 vertices,
+        1 fragments, 2 links."""
+        file = self.files[name]
+        parts = []
+        for batch, rank in self.holders[flat]:
+            offsets = dataclasses.astuple(self.pieces[batch])[family]
+            parts.append(file.read(int(offsets[rank]), int(offsets[rank + 1])))
+        return np.concatenate(parts)
+
+    def _fragment_blob(self, flat: int) -> np.ndarray:
+        starts, counts = self._gather("frow", flat, 1), self._gather("flen", flat, 1)
+        return encode_ranges_ragged(starts, counts, [0, starts.shape[0]])[0]
+
+    def _link_blob(self, flat: int) -> np.ndarray:
+        counts = self._gather("lcount", flat, 1)
+        return encode_ranges_ragged(np.cumsum(counts) - counts, counts, [0, counts.shape[0]])[0]
+
+    def _links(self, flat: int, n_max: int) -> np.ndarray:
+        rows = self._gather("links", flat, 2)
+        if geometry_kind(self.kind).faces:
+            outside = rows < 0
+            chunk, row = np.divmod(-rows[outside] - 1, self.scale)
+            rows[outside] = -(chunk * n_max + row + 1)
+        return rows
+
+    def write(
+        self, io: StoreIO, number: int, objects: ObjectTable, options: WriteOptions
+    ) -> LevelStats:
+        """Write the level's nodes as :func:`~zarr_vectors.write._objects.write_object_level`
+        writes them for the whole coarse table (level metadata and ``object_vertex_counts``
+        are the caller's); ``objects`` gives level 0's per-object fields, ``options`` the
+        level's settings (its ``shard_chunks``).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from zarr.storage import MemoryStore
+        >>> one = np.ones(1, int)
+        >>> grid = ChunkGrid(np.array([4.0]), np.array([2.0]), np.array([2]), 0 * one, one)
+        >>> table = ObjectTable("polyline", np.array([[0.5], [2.5]]), np.array([0, 2]), None,
+        ...                     {}, {}, None, None, {})
+        >>> options = WriteOptions().with_kind_defaults("polyline")
+        >>> spill = LevelSpill(Path(tempfile.mkdtemp()), grid, options,
+        ...                    (np.zeros(1), np.ones(1) * 3), 2)
+        >>> spill.add(table, 0)
+        >>> spill.write(StoreIO(MemoryStore()), 1, table, options).chunk_count
+        1
+        """
+        flats = sorted(self.totals)
+        shape = tuple(int(g) for g in self.grid.shape)
+        chunks = np.stack(np.unravel_index(np.asarray(flats, np.int64), shape), axis=1)
+        chunks = chunks.astype(np.int64).reshape(-1, self.grid.ndim)
+        totals = np.asarray([self.totals[f] for f in flats], np.int64).reshape(-1, 3)
+        r = options.block_rows
+        n_max = round_up(int(totals[:, 0].max(initial=0)), r)
+        stats = self._write_vertices(io, number, (flats, chunks), n_max, options)
+        base = str(number)
+        self._write_links(
+            io, base, (flats, chunks), (n_max, int(totals[:, 2].max(initial=0))), options
+        )
+        self._write_fragment_columns(io, base, (flats, chunks), objects, options)
+        self._write_globals(io, base, objects, n_max)
+        for file in self.files.values():
+            file.close()
+        return stats
+
+    def _write_vertices(
+        self,
+        io: StoreIO,
+        number: int,
+        chunks: tuple[list[int], np.ndarray],
+        n_max: int,
+        options: WriteOptions,
+    ) -> LevelStats:
+        flats, grid_chunks = chunks
+        names = [n for n in self.files if n == "v:" or n.startswith("va:")]
+        sample = {n: self.files[n] for n in names}
+        positions = np.empty((0, *sample["v:"].row_shape), sample["v:"].dtype)
+        attributes = {
+            n[3:]: np.empty((0, *f.row_shape), f.dtype) for n, f in sample.items() if n != "v:"
+        }
+        shapes = (column_shapes(positions), {k: column_shapes(v) for k, v in attributes.items()})
+        longest = max((len(self._fragment_blob(f)) for f in flats), default=16)
+        layout = dataclasses.replace(blob_layout(longest))
+        writer = LevelWriter(io, number, self.grid, shapes, n_max, options, blobs=layout)
+        for j in shard_major_order(grid_chunks, writer.shard_chunks).tolist():
+            rows = [self._gather(n, flats[j], 0) for n in names]
+            writer.add_chunk(grid_chunks[j], rows, self._fragment_blob(flats[j]))
+        return writer.finish()
+
+    def _write_links(
+        self,
+        io: StoreIO,
+        base: str,
+        chunks: tuple[list[int], np.ndarray],
+        sizes: tuple[int, int],
+        options: WriteOptions,
+    ) -> None:
+        flats, grid_chunks = chunks
+        n_max, longest = sizes
+        r, shards = options.block_rows, options.shard_shape(self.grid.ndim)
+        kind = geometry_kind(self.kind)
+        low, high, blob = 0, 0, 16
+        for f in flats:
+            rows = self._links(f, n_max)
+            if rows.size:
+                low, high = min(low, int(rows.min())), max(high, int(rows.max()))
+            blob = max(blob, len(self._link_blob(f)))
+        wide = low < _INT32.min or high > _INT32.max
+        dtype = np.dtype(np.int64 if wide else np.int32)
+        layout = RowLayout(
+            dtype, (kind.link_width,), r, round_up(longest, r), options.blosc(), fill=-1
+        )
+        io.set(f"{base}/{LINKS}/zarr.json", group_metadata({}))
+        n = len(flats)
+        write_chunk_array(
+            io,
+            f"{base}/{LINKS}/0",
+            self.grid,
+            grid_chunks,
+            _Lazy(n, lambda j: self._links(flats[j], n_max).astype(dtype, copy=False)),
+            layout,
+            {"zv_array": "links", "link_width": kind.link_width, "level_delta": 0},
+            shard_chunks=shards,
+        )
+        write_chunk_array(
+            io,
+            f"{base}/{LINK_FRAGMENTS}",
+            self.grid,
+            grid_chunks,
+            _Lazy(n, lambda j: self._link_blob(flats[j])),
+            blob_layout(blob),
+            {"zv_array": LINK_FRAGMENTS, "encoding": "fragment_index_v1"},
+            shard_chunks=shards,
+        )
+        names = [name[3:] for name in self.files if name.startswith("la:")]
+        if not names:
+            return
+        io.set(f"{base}/{LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
+        if kind.cross_chunk_links:
+            io.set(f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
+        for name in names:
+            file = self.files[f"la:{name}"]
+            column = RowLayout(file.dtype, file.row_shape, r, round_up(longest, r), options.blosc())
+            write_chunk_array(
+                io,
+                f"{base}/{LINK_ATTRIBUTES}/{name}",
+                self.grid,
+                grid_chunks,
+                _Lazy(n, self._column_of(f"la:{name}", flats, 2)),
+                column,
+                {"zv_array": "link_attribute", "name": name},
+                shard_chunks=shards,
+            )
+
+    def _column_of(self, name: str, flats: list[int], family: int) -> Callable[[int], np.ndarray]:
+        """The rows of column ``name`` of the ``j``-th chunk of ``flats``."""
+        return lambda j: self._gather(name, flats[j], family)
+
+    def _write_fragment_columns(
+        self,
+        io: StoreIO,
+        base: str,
+        chunks: tuple[list[int], np.ndarray],
+        objects: ObjectTable,
+        options: WriteOptions,
+    ) -> None:
+        flats, grid_chunks = chunks
+        longest = max((self.totals[f][1] for f in flats), default=0)
+        r, n = options.block_rows, len(flats)
+        owners = self.files["fobj"]
+        names = [OBJECT_ID_ATTRIBUTE, *options.fragment_attributes]
+        io.set(f"{base}/{FRAGMENT_ATTRIBUTES}/zarr.json", group_metadata({}))
+        for name in names:
+
+            def rows(j: int, name: str = name) -> np.ndarray:
+                own = self._gather("fobj", flats[j], 1)
+                return own if name == OBJECT_ID_ATTRIBUTE else objects.object_attributes[name][own]
+
+            values = rows(0) if n else np.empty(0, owners.dtype)
+            layout = RowLayout(
+                values.dtype, values.shape[1:], r, round_up(longest, r), options.blosc()
+            )
+            write_chunk_array(
+                io,
+                f"{base}/{FRAGMENT_ATTRIBUTES}/{name}",
+                self.grid,
+                grid_chunks,
+                _Lazy(n, rows),
+                layout,
+                {"zv_array": "fragment_attribute", "name": name},
+                shard_chunks=options.shard_shape(self.grid.ndim),
+            )
+
+    def _write_globals(self, io: StoreIO, base: str, objects: ObjectTable, n_max: int) -> None:
+        """The object index, object columns, groups and cross-chunk links (with columns)."""
+        data = np.concatenate([np.empty(0, np.uint8), *(d for d, _ in self.index)])
+        shifts = np.cumsum([0, *(d.shape[0] for d, _ in self.index)])[:-1].tolist()
+        offsets = np.concatenate(
+            [np.empty(0, np.int64), *(o + s for (_, o), s in zip(self.index, shifts, strict=True))]
+        ).astype(np.int64)
+        ndim = self.grid.ndim
+        n_objects = sum(int(counts.shape[0]) for counts in self.counts)
+        write_encoded_object_index(io, base, (data, offsets), n_objects, ndim)
+        del data, offsets
+        codes = np.concatenate([np.empty((0, 4), np.int64), *self.cross])
+        pairs = np.stack([codes[:, 0] * n_max + codes[:, 1], codes[:, 2] * n_max + codes[:, 3]], 1)
+        order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+        write_object_columns(io, base, objects, pairs[order].reshape(-1, 2))
+        if not geometry_kind(self.kind).cross_chunk_links or not objects.link_attributes:
+            return
+        for name, values in objects.link_attributes.items():
+            parts = self.cross_columns.get(name, [])
+            column = np.concatenate([values[:0], *parts])[order]
+            tag = {"zv_array": "cross_chunk_link_attribute", "name": name}
+            write_global(io, f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}", column, 0, tag)
