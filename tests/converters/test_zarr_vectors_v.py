@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from tests.converters.conftest import LAYOUT_V, LAYOUT_V_CASES
+from tests.helpers import examples
 from zarr_vectors.cli import main
 from zarr_vectors.format.layout_v import lehmer_codes, lehmer_permutation, restore_input_order
 
@@ -260,7 +261,7 @@ def test_draco_encoded_vertices_are_refused(tmp_path: Path) -> None:
 
 
 @given(st.integers(2, 5).flatmap(lambda n: st.permutations(list(range(n)))))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(15, 40), deadline=None)
 def test_lehmer_codes_invert_the_permutations_they_encode(sigma: list[int]) -> None:
     code = int(lehmer_codes(np.array([sigma]))[0])
     assert 0 <= code < math.factorial(len(sigma))

@@ -82,8 +82,8 @@ def _meshes(path: Path, rng: np.random.Generator) -> None:
 
 def _pyramid(path: Path, rng: np.random.Generator) -> None:
     zv.write_points(
-        path, rng.uniform(0, 30, (300, 3)).astype(np.float32), chunk_shape=10.0, bin_shape=2.5,
-        attributes={"a": rng.uniform(0, 1, 300).astype(np.float32)}, progress=False,
+        path, rng.uniform(0, 30, (120, 3)).astype(np.float32), chunk_shape=10.0, bin_shape=2.5,
+        attributes={"a": rng.uniform(0, 1, 120).astype(np.float32)}, progress=False,
         levels=zv.Levels(count=2, method="aggregate"),
     )  # fmt: skip
 

@@ -7,6 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import examples
 from zarr_vectors.precomputed.annotation_index import chunk_of, plan_annotations
 
 
@@ -26,7 +27,7 @@ def _nested_counts(draw: st.DrawFn) -> tuple[dict[int, tuple[np.ndarray, np.ndar
     return {s: (chunks, c) for s, c in counts.items()}, draw(st.integers(1, 200))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(15, 40), deadline=None)
 @given(_nested_counts())
 def test_plan_counts_every_annotation_once_within_limits(case: tuple[dict, int]) -> None:
     counts, limit = case

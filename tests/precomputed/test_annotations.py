@@ -28,7 +28,9 @@ def _expected_row(result: Any, i: int, info: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def _points_store(tmp_path: Path, n: int, levels: Any, seed: int = 0) -> zv.VectorStore:
+def _points_store(
+    tmp_path: Path, n: int, levels: Any, seed: int = 0, chunk: float = 20.0
+) -> zv.VectorStore:
     rng = np.random.default_rng(seed)
     xyz = rng.uniform(-30, 70, (n, 3)).astype(np.float32)
     xyz[: n // 10] = xyz[0]  # repeated points: each must still appear once
@@ -40,7 +42,7 @@ def _points_store(tmp_path: Path, n: int, levels: Any, seed: int = 0) -> zv.Vect
     }
     path = tmp_path / f"points{seed}.zarr"
     zv.write_points(
-        path, xyz, chunk_shape=20.0, attributes=attrs,
+        path, xyz, chunk_shape=chunk, attributes=attrs,
         object_ids=rng.integers(0, 12, n), levels=levels,
     )  # fmt: skip
     return zv.open(path)
@@ -48,7 +50,10 @@ def _points_store(tmp_path: Path, n: int, levels: Any, seed: int = 0) -> zv.Vect
 
 @pytest.fixture(scope="module")
 def leveled(tmp_path_factory: pytest.TempPathFactory) -> zv.VectorStore:
-    return _points_store(tmp_path_factory.mktemp("ann"), 1500, zv.Levels(count=3, per_bin=8))
+    """600 points in 4 x 4 x 4 chunks, 4 levels: every cell list, limit and level exercised
+    (1500 points in 5 x 5 x 5 chunks checked the same and cost a default run 40 s more)."""
+    levels = zv.Levels(count=3, per_bin=8)
+    return _points_store(tmp_path_factory.mktemp("ann"), 600, levels, chunk=25.0)
 
 
 def _all_cells(source: PrecomputedSource, info: dict[str, Any]) -> dict[int, dict[str, bytes]]:
@@ -134,8 +139,8 @@ def test_missing_paths_raise(leveled: zv.VectorStore) -> None:
 
 def test_no_levels_and_aggregate_give_one_level_of_level_0(tmp_path: Path) -> None:
     for levels in (None, zv.Levels(count=1, method="aggregate")):
-        store = _points_store(tmp_path, 400, levels, seed=1 if levels is None else 2)
-        source = PointAnnotations(store, limit=50)
+        store = _points_store(tmp_path, 200, levels, seed=1 if levels is None else 2, chunk=50.0)
+        source = PointAnnotations(store, limit=10)
         info = json.loads(source.read("info"))
         assert len(info["spatial"]) == 1
         rows = [
@@ -143,7 +148,7 @@ def test_no_levels_and_aggregate_give_one_level_of_level_0(tmp_path: Path) -> No
             for p in source.paths() if p.startswith("spatial0/")
             for r in decode_list(source.read(p), info)
         ]  # fmt: skip
-        assert sorted(i for i, _ in rows) == list(range(400))
+        assert sorted(i for i, _ in rows) == list(range(200))
 
 
 def test_identical_points_each_once(tmp_path: Path) -> None:

@@ -6,6 +6,9 @@ screenshot (not blank), the browser's console (no error) and the server's log (e
 answered 200, no spatial cell above its level's annotation limit). Skipped, saying why, when
 Chromium, its driver or the Python packages are absent. With ``ZARR_VECTORS_SCREENSHOTS=DIR``
 the screenshots are also written to DIR (the README's are in ``docs/images``).
+
+Out of the default run (marker ``browser``, pyproject's addopts): ``pytest -m browser -n 0
+tests/precomputed`` runs them; .ci/run does, after the default run, without the slow case.
 """
 
 from __future__ import annotations

@@ -18,15 +18,19 @@ from zarr_vectors.precomputed import PrecomputedSource, sources
 from zarr_vectors.precomputed.export import export_precomputed
 
 
-def _store(tmp_path: Path, n: int = 300) -> zv.VectorStore:
+@pytest.fixture(scope="module")
+def cells(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A points store (2 levels, 4 x 4 x 4 chunks, 5 objects) that every test exports; read
+    only, written once per module."""
+    n = 300
     rng = np.random.default_rng(3)
-    path = tmp_path / "cells.zarr"
+    path = tmp_path_factory.mktemp("export") / "cells.zarr"
     zv.write_points(
         path, rng.uniform(0, 40, (n, 3)), chunk_shape=10.0,
         attributes={"w": rng.normal(size=n).astype(np.float32)},
         object_ids=rng.integers(0, 5, n), levels=zv.Levels(count=1, per_bin=4),
     )  # fmt: skip
-    return zv.open(path)
+    return path
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -35,8 +39,8 @@ def _tree(folder: Path) -> dict[str, bytes]:
     }
 
 
-def test_export_writes_every_file_as_read_gives_it(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_export_writes_every_file_as_read_gives_it(tmp_path: Path, cells: Path) -> None:
+    store = zv.open(cells)
     out = zv.convert(store, tmp_path / "cells.precomputed")
     assert isinstance(out, Path)
     expected = {
@@ -46,13 +50,13 @@ def test_export_writes_every_file_as_read_gives_it(tmp_path: Path) -> None:
     }
     assert _tree(out) == expected
     assert any(p.startswith("annotations/by_object/") for p in expected)
-    again = zv.convert(tmp_path / "cells.zarr", tmp_path / "web", format="precomputed")
+    again = zv.convert(cells, tmp_path / "web", format="precomputed")
     assert _tree(Path(again)) == expected
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no sibling left
 
 
-def test_existing_destination_refused_or_replaced(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_existing_destination_refused_or_replaced(tmp_path: Path, cells: Path) -> None:
+    store = zv.open(cells)
     out = tmp_path / "cells.precomputed"
     zv.convert(store, out)
     before = _tree(out)
@@ -84,10 +88,12 @@ class _Failing:
 
 
 @pytest.mark.parametrize("existing", [False, True])
-def test_failed_export_leaves_destination_as_it_was(tmp_path: Path, existing: bool) -> None:
+def test_failed_export_leaves_destination_as_it_was(
+    tmp_path: Path, cells: Path, existing: bool
+) -> None:
     out = tmp_path / "x.precomputed"
     if existing:
-        zv.convert(_store(tmp_path), out)
+        zv.convert(zv.open(cells), out)
     before = _tree(out) if existing else None
     failing: dict[str, PrecomputedSource] = {"annotations": _Failing()}
     with pytest.raises(OSError, match="disk gone"):
@@ -96,7 +102,7 @@ def test_failed_export_leaves_destination_as_it_was(tmp_path: Path, existing: bo
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
-def test_nothing_to_export_and_bad_options(tmp_path: Path) -> None:
+def test_nothing_to_export_and_bad_options(tmp_path: Path, cells: Path) -> None:
     lines = tmp_path / "lines.zarr"
     zv.write_mesh(lines, [[0, 0, 0], [1, 0, 0], [0, 1, 0.0]], [[0, 1, 2]])
     if not sources(zv.open(lines)):
@@ -104,14 +110,14 @@ def test_nothing_to_export_and_bad_options(tmp_path: Path) -> None:
             zv.convert(lines, tmp_path / "mesh.precomputed")
         assert not (tmp_path / "mesh.precomputed").exists()
     with pytest.raises(InvalidInputError, match="unknown option"):
-        zv.convert(_store(tmp_path), tmp_path / "c.precomputed", colour="red")
+        zv.convert(zv.open(cells), tmp_path / "c.precomputed", colour="red")
 
 
 def test_command_line_convert_and_threads(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, cells: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    store = _store(tmp_path)
-    assert main(["convert", str(tmp_path / "cells.zarr"), str(tmp_path / "c.precomputed")]) == 0
+    store = zv.open(cells)
+    assert main(["convert", str(cells), str(tmp_path / "c.precomputed")]) == 0
     assert "c.precomputed" in capsys.readouterr().out
     source = sources(store)["annotations"]
     paths = [p for p in source.paths() if not p.startswith("by_object/")]
@@ -122,10 +128,10 @@ def test_command_line_convert_and_threads(
     }
 
 
-def test_neuroglancers_own_reader_reads_the_export(tmp_path: Path) -> None:
+def test_neuroglancers_own_reader_reads_the_export(tmp_path: Path, cells: Path) -> None:
     pytest.importorskip("tensorstore", reason="Neuroglancer's annotation reader needs tensorstore")
     reader_module = pytest.importorskip("neuroglancer.read_precomputed_annotations")
-    store = _store(tmp_path)
+    store = zv.open(cells)
     out = zv.convert(store, tmp_path / "cells.precomputed")
     reader = reader_module.AnnotationReader(f"file://{out}/annotations/")
     found = list(reader.get_within_spatial_bounds())

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import examples
 from tests.precomputed.fake_sources import SPATIAL_CHUNK, random_points, random_segments
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError
 from zarr_vectors.precomputed import PrecomputedFileNotFoundError
@@ -226,7 +227,9 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=25, deadline=None)
+# The first test here to draw text: Hypothesis builds its unicode table
+# (.hypothesis/unicode_data) once per checkout, some seconds; later runs read it.
+@settings(max_examples=examples(10, 25), deadline=None)
 @given(state=st.dictionaries(st.text(), json_values, max_size=4))
 def test_a_link_gives_its_state_back(state: dict[str, object]) -> None:
     link = neuroglancer_link(state, "https://client.example/")
