@@ -37,7 +37,8 @@ def test_the_rule_fills_the_target_and_has_no_room_to_double(ndim: int, log_rows
     shape = per or (1,) * ndim
     chunk = estimated_chunk_nbytes(ndim, rows)
     total = int(np.prod(shape))
-    assert len(shape) == ndim and all(s & (s - 1) == 0 for s in shape)
+    assert len(shape) == ndim
+    assert all(s & (s - 1) == 0 for s in shape)
     assert total == 1 or total * chunk <= DEFAULT_SHARD_NBYTES
     assert 2 * total * chunk > DEFAULT_SHARD_NBYTES  # maximal: doubling any axis passes it
     assert max(shape) <= 2 * min(shape)  # the axes take turns
