@@ -108,7 +108,9 @@ class MergePlan:
         >>> import zarr_vectors as zv
         >>> from zarr_vectors.update import open_source, plan_merge
         >>> folder = pathlib.Path(tempfile.mkdtemp())
-        >>> zv.write_polylines(folder / "a.zarr", [[[1, 1, 1], [2, 2, 2]]], chunk_shape=8.0)
+        >>> one = zv.WriteOptions(shard_chunks=1)  # a shard per chunk
+        >>> zv.write_polylines(folder / "a.zarr", [[[1, 1, 1], [2, 2, 2]]], chunk_shape=8.0,
+        ...                    options=one)
         >>> zv.write_polylines(folder / "b.zarr", [[[9, 9, 9], [10, 10, 10]]], chunk_shape=8.0,
         ...                    object_ids=[1])
         >>> plan = plan_merge([open_source(folder / "a.zarr"), open_source(folder / "b.zarr")],
