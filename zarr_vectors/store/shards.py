@@ -136,6 +136,8 @@ class RowLayout:
 
     def local_chunk(self, chunk: np.ndarray | Sequence[int]) -> int:
         """Position (C order) of spatial chunk ``chunk`` among the chunks of its shard."""
+        if not self.shard_chunks:
+            return 0
         position = 0
         for c, s in zip(chunk, self.shard_chunks, strict=True):  # no numpy: called per chunk
             position = position * s + int(c) % s
