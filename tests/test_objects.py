@@ -38,7 +38,7 @@ def _store(kind: str, ndim: int) -> tuple[MemoryStore, Model]:
     positions, labels = scatter(rng, 40, ndim=ndim)
     positions -= 2 * CHUNK  # around the origin, negative coordinates included
     store = MemoryStore()
-    options = zv.WriteOptions(rows_per_block=16)
+    options = zv.WriteOptions(rows_per_block=16, shard_chunks=1)  # keys read are chunks
     attributes = {"w": rng.random(len(positions)).astype(np.float32)}
     if kind == "graph":
         links = random_edges(rng, labels, directed=False)

@@ -51,7 +51,7 @@ def _cloud(ndim: int, dtype: type = np.float32) -> tuple[MemoryStore, np.ndarray
         chunk_shape=CHUNK,
         bin_shape=BIN,
         attributes={"i": np.arange(n, dtype=np.int64)},
-        options=zv.WriteOptions(rows_per_block=32),
+        options=zv.WriteOptions(rows_per_block=32, shard_chunks=1),  # a shard per chunk
     )
     return store, positions
 

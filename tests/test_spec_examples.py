@@ -19,7 +19,8 @@ POINTS = np.array(
 
 def test_section_5_6_worked_example() -> None:
     store = MemoryStore()
-    zv.write_points(store, POINTS, chunk_shape=10.0, bin_shape=[5.0, 5.0, 10.0])
+    one = zv.WriteOptions(shard_chunks=1)  # the example's layout: a shard per chunk
+    zv.write_points(store, POINTS, chunk_shape=10.0, bin_shape=[5.0, 5.0, 10.0], options=one)
     group = zarr.open_group(store, mode="r")
     attrs = group.attrs.asdict()
     assert attrs["chunk_grid_origin"] == [0, -1, 0]

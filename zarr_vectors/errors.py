@@ -234,7 +234,9 @@ class MisplacedChunkError(CorruptChunkError):
     >>> import numpy as np
     >>> import zarr_vectors as zv
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
-    >>> zv.write_points(path, np.array([[1, 1, 1], [15, 1, 1]], dtype=np.float32), chunk_shape=10.0)
+    >>> xyz = np.array([[1, 1, 1], [15, 1, 1]], dtype=np.float32)
+    >>> one = zv.WriteOptions(shard_chunks=1)  # a file per chunk
+    >>> zv.write_points(path, xyz, chunk_shape=10.0, options=one)
     >>> chunks = path / "0" / "vertices" / "c"
     >>> _ = shutil.copy(chunks / "0/0/0/0/0", chunks / "1/0/0/0/0")   # chunk 0 over chunk 1
     >>> zv.open(path).read()

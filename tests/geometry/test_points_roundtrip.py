@@ -203,7 +203,7 @@ def test_small_chunk_costs_one_row_block_whatever_n_max() -> None:
         store_,
         np.concatenate([dense, sparse]),
         chunk_shape=10.0,
-        options=zv.WriteOptions(rows_per_block=1024, compression=None),
+        options=zv.WriteOptions(rows_per_block=1024, compression=None, shard_chunks=1),
     )
     small = store_._store_dict["0/vertices/c/1/1/1/0/0"].to_bytes()
     n_max = zarr.open_array(store_, path="0/vertices").shape[3]

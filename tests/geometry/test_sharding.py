@@ -148,7 +148,7 @@ def test_points_read_query_validate_like_unsharded(seed: int, n: int, shard: Any
     common = {"chunk_shape": 10.0, "bin_shape": 5.0, "attributes": attrs}
     small = zv.WriteOptions(rows_per_block=8)
     plain, sharded = MemoryStore(), MemoryStore()
-    zv.write_points(plain, xyz, **common, options=small)
+    zv.write_points(plain, xyz, **common, options=_with_shards(small, 1))
     zv.write_points(sharded, xyz, **common, options=_with_shards(small, _axes(shard, dim)))
     expect_sharded = shard != (1, 1, 1)
     assert _version(sharded) == "1.3"  # every new store (§3.3)
@@ -195,7 +195,7 @@ def test_plain_zarr_reads_sharded_rows(tmp_path: Path) -> None:
 def test_objects_read_query_validate_like_unsharded(kind: str, data: Any, shard: Any) -> None:
     case = data.draw(cases(kind))
     plain, sharded = MemoryStore(), MemoryStore()
-    write(plain, case, 0, len(case["objects"]))
+    write(plain, case | {"options": _with_shards(case["options"], 1)}, 0, len(case["objects"]))
     dim = case["objects"][0].shape[1]
     sharded_case = case | {"options": _with_shards(case["options"], _axes(shard, dim))}
     write(sharded, sharded_case, 0, len(case["objects"]))

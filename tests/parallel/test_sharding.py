@@ -99,5 +99,5 @@ def test_object_buckets_hold_whole_shards(tmp_path: Path) -> None:
         for chunk in bucket:
             key = tuple((np.asarray(chunk) - plan.grid.origin) // shard)
             assert owner.setdefault(key, b) == b  # no shard is split between two buckets
-    unsharded = plan_merge(sources, has_base=False)
+    unsharded = plan_merge(sources, has_base=False, shard_chunks=1)
     assert [c for bucket in _object_buckets(unsharded, 7) for c in bucket] == sorted(plan.holders)

@@ -43,11 +43,13 @@ def _points(n: int, n_attributes: int, seed: int = 0) -> tuple[np.ndarray, dict[
 
 
 def _point_store(
-    chunk: float, n_attributes: int, n: int = 20_000
+    chunk: float, n_attributes: int, n: int = 20_000, shard_chunks: int | None = 1
 ) -> tuple[LatencyStore, np.ndarray, dict[str, np.ndarray]]:
+    """A point store of one chunk per shard (``shard_chunks=None``: the default shards)."""
     xyz, attributes = _points(n, n_attributes)
     inner = MemoryStore()
-    zv.write_points(inner, xyz, chunk_shape=chunk, attributes=attributes)
+    options = zv.WriteOptions(shard_chunks=shard_chunks)
+    zv.write_points(inner, xyz, chunk_shape=chunk, attributes=attributes, options=options)
     return LatencyStore(inner), xyz, attributes
 
 
@@ -64,17 +66,19 @@ def _open_and_query(store: LatencyStore) -> tuple[zv.QueryResult, int]:
     return found, store.log.summary().waves
 
 
+@pytest.mark.parametrize(("shard_chunks", "expected"), [(1, 7), (None, 8)])
 @pytest.mark.parametrize(
     ("chunk", "n_attributes"), [(500.0, 1), (500.0, 4), (125.0, 1), (125.0, 4)]
 )
 def test_open_and_box_query_cost_the_same_waves_for_any_chunk_and_attribute_count(
-    chunk: float, n_attributes: int
+    chunk: float, n_attributes: int, shard_chunks: int | None, expected: int
 ) -> None:
-    store, xyz, attributes = _point_store(chunk, n_attributes)
+    store, xyz, attributes = _point_store(chunk, n_attributes, shard_chunks=shard_chunks)
     found, waves = _open_and_query(store)
     # root; level documents; attribute documents; vertex_counts; fragment and shard
-    # indexes; rows of every column; the version check after the read (spec §12.4)
-    assert waves == 7
+    # indexes; rows of every column; the version check after the read (spec §12.4).
+    # Shards of several chunks (the default): the fragment blobs' shard indexes first.
+    assert waves == expected
     expected = _brute_force(xyz, attributes, *BOX)
     got = sorted_rows(found.positions, *(found.attributes[k] for k in attributes))
     np.testing.assert_array_equal(got, expected)
@@ -130,8 +134,13 @@ def _streamlines(n: int, seed: int = 1) -> list[np.ndarray]:
     return [s + np.cumsum(rng.normal(0, 15, (40, 3)), axis=0) for s in starts]
 
 
+@pytest.mark.parametrize(("shard_chunks", "extra"), [(1, 0), (None, 1)])
 @pytest.mark.parametrize("chunk", [500.0, 125.0])
-def test_objects_by_id_and_by_box_cost_the_same_waves_for_any_chunk_count(chunk: float) -> None:
+def test_objects_by_id_and_by_box_cost_the_same_waves_for_any_chunk_count(
+    chunk: float, shard_chunks: int | None, extra: int
+) -> None:
+    """``extra``: shards of several chunks (the default) fetch the fragment blobs' shard
+    indexes in a wave of their own (a box: also those of the rows it reads whole)."""
     lines = _streamlines(200)
     inner = MemoryStore()
     zv.write_polylines(
@@ -140,13 +149,14 @@ def test_objects_by_id_and_by_box_cost_the_same_waves_for_any_chunk_count(chunk:
         kind="streamline",
         chunk_shape=chunk,
         object_attributes={"w": np.arange(200.0)},
+        options=zv.WriteOptions(shard_chunks=shard_chunks),
     )
     store = LatencyStore(inner)
     ids = [150, 3, 77]
     found = zv.open(store).read_objects(ids)
     # root; level documents; attribute documents; global arrays; vertex_counts; fragment
     # and shard indexes; rows; the version check after the read (spec §12.4)
-    assert store.log.summary().waves == 8
+    assert store.log.summary().waves == 8 + extra
     for k, i in enumerate(ids):
         np.testing.assert_array_equal(
             found.positions[found.offsets[k] : found.offsets[k + 1]],
@@ -158,7 +168,7 @@ def test_objects_by_id_and_by_box_cost_the_same_waves_for_any_chunk_count(chunk:
     hits = zv.open(store).query(BOX)
     # the read by id above, plus the fragment owners of the box's chunks with the
     # positions of those it cuts (one wave), before the objects' global arrays
-    assert store.log.summary().waves <= 10
+    assert store.log.summary().waves <= 10 + 2 * extra  # and the shard indexes of the rows
     lo, hi = BOX
     meets = [i for i, line in enumerate(lines) if _in_box(line.astype(np.float32), lo, hi).any()]
     np.testing.assert_array_equal(np.sort(hits.object_ids), meets)

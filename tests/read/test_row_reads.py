@@ -100,7 +100,7 @@ def _last_a0_shard(tmp_path: Path) -> tuple[Path, Path]:
     """A point store of row blocks of 64 rows, and the last shard file of its ``a0``."""
     xyz, attributes = _points(6000)
     path = tmp_path / "s.zv"
-    options = zv.WriteOptions(rows_per_block=64)
+    options = zv.WriteOptions(rows_per_block=64, shard_chunks=1)  # a shard per chunk
     zv.write_points(path, xyz, chunk_shape=250.0, attributes=attributes, options=options)
     return path, sorted((path / "0" / "attributes" / "a0" / "c").rglob("0"))[-1]
 

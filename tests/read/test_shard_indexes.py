@@ -17,7 +17,7 @@ from zarr_vectors.read.shard_indexes import ShardIndexes, shard_of
 _MISSING = 2**64 - 1
 
 
-def _reader(shard_chunks: int | None) -> LevelReader:
+def _reader(shard_chunks: int) -> LevelReader:
     """A 4 x 4 x 4-chunk point cloud with 2 x 2 x 2 chunks per shard (or one per shard)."""
     xyz = np.random.default_rng(3).uniform(0, 40, (3000, 3)).astype(np.float32)
     store = MemoryStore()
@@ -61,7 +61,7 @@ def test_a_chunk_gets_its_own_entries_out_of_a_shared_shard() -> None:
     """Blocks encode the same bytes however chunks are packed into shards, so each chunk's
     block lengths must equal those of the store with one chunk per shard; their offsets
     must not overlap within a shard."""
-    alone, packed = _reader(None), _reader(2)
+    alone, packed = _reader(1), _reader(2)
     lone, shared = _fetched(alone, CHUNKS), _fetched(packed, CHUNKS)
     layout_alone, layout_packed = alone.layouts["vertices"], packed.layouts["vertices"]
     assert layout_alone is not None
@@ -82,7 +82,7 @@ def test_a_chunk_gets_its_own_entries_out_of_a_shared_shard() -> None:
 
 
 def test_a_missing_shard_raises_when_strict_and_later_when_asked_for() -> None:
-    reader = _reader(None)
+    reader = _reader(1)
     layout = reader.layouts["vertices"]
     assert layout is not None
     indexes = ShardIndexes()

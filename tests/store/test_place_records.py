@@ -134,7 +134,7 @@ def test_zarr_python_reads_a_shard_with_its_place_record(tmp_path: Path) -> None
 # -- damaged stores -------------------------------------------------------------------------
 
 
-def _points(path: Path, shard_chunks: int | None = None) -> zv.VectorStore:
+def _points(path: Path, shard_chunks: int = 1) -> zv.VectorStore:
     rng = np.random.default_rng(1)
     xyz = rng.uniform(0, 40, (3000, 3)).astype(np.float32)
     values = rng.random(3000).astype(np.float32)
@@ -145,7 +145,7 @@ def _points(path: Path, shard_chunks: int | None = None) -> zv.VectorStore:
     return zv.open(path)
 
 
-def _streamlines(path: Path, shard_chunks: int | None = None) -> zv.VectorStore:
+def _streamlines(path: Path, shard_chunks: int = 1) -> zv.VectorStore:
     rng = np.random.default_rng(2)
     lines = [
         np.cumsum(rng.normal(0, 2, (int(rng.integers(5, 40)), 3)), axis=0).astype(np.float32) + 20
@@ -176,7 +176,7 @@ def _graph(path: Path) -> zv.VectorStore:
         xyz,
         edges,
         chunk_shape=10.0,
-        options=zv.WriteOptions(rows_per_block=16),
+        options=zv.WriteOptions(rows_per_block=16, shard_chunks=1),
         progress=False,
     )
     return zv.open(path)

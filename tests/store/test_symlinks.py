@@ -47,7 +47,13 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A point store of 8 chunks with a vertex attribute ``a``."""
     path = tmp_path_factory.mktemp("symlinks") / "source.zv"
     a = np.arange(2000, dtype=np.float64)
-    zv.write_points(path, _points(2000, 0), chunk_shape=(50, 50, 50), attributes={"a": a})
+    zv.write_points(
+        path,
+        _points(2000, 0),
+        chunk_shape=(50, 50, 50),
+        attributes={"a": a},
+        options=zv.WriteOptions(shard_chunks=1),  # a file per chunk
+    )
     return path
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from zarr_vectors.format.levels import LEVEL_SHARD_NBYTES, level_most_rows, level_shard_chunks
+from zarr_vectors.format.sharding import default_shard_chunks
 
 PER_CHUNK = ("vertices", "vertex_fragments", "attributes/a", "links/0", "link_fragments")
 
@@ -107,7 +108,7 @@ def test_coarse_object_levels_pack_their_chunks_and_every_array_agrees(tmp_path:
         path, lines, kind="streamline", chunk_shape=25.0, levels=zv.Levels(count=2), progress=False
     )
     grid = tuple(int(g) for g in _doc(path, 0, "vertices")["shape"][:3])
-    assert _level_shards(path, 0, 3) == ()
+    assert _level_shards(path, 0, 3) == default_shard_chunks(3, 1024)  # level 0: the default
     for info in zv.open(path).levels[1:]:
         per = _level_shards(path, info.level, 3)
         assert per != ()

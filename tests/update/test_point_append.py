@@ -194,7 +194,12 @@ def test_sharded_shards_without_new_points_keep_their_files(tmp_path: Path) -> N
 
 def test_chunks_without_new_points_keep_their_files(tmp_path: Path) -> None:
     path = tmp_path / "s"
-    zv.write_points(path, np.array([[1.0, 1, 1], [25, 25, 25]]), chunk_shape=10.0)
+    zv.write_points(
+        path,
+        np.array([[1.0, 1, 1], [25, 25, 25]]),
+        chunk_shape=10.0,
+        options=zv.WriteOptions(shard_chunks=1),  # one chunk per shard
+    )
     far = path / "0" / "vertices" / "c" / "2" / "2" / "2" / "0" / "0"
     near = path / "0" / "vertices" / "c" / "0" / "0" / "0" / "0" / "0"
     inode_far, inode_near = far.stat().st_ino, near.stat().st_ino

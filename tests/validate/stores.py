@@ -56,7 +56,9 @@ def write(store: Any, pts: np.ndarray, *, object_ids: bool = True) -> None:
         attributes={"a": rng.random(n).astype(np.float32), "v": rng.random((n, 2))},
         object_ids=np.arange(n, dtype=np.int64) if object_ids else None,
         # the reference store of format 1.2 (the index: test_object_chunks_corruption)
-        options=zv.WriteOptions(rows_per_block=ROWS_PER_BLOCK, object_chunk_index=False),
+        options=zv.WriteOptions(
+            rows_per_block=ROWS_PER_BLOCK, object_chunk_index=False, shard_chunks=1
+        ),
     )
 
 

@@ -39,7 +39,7 @@ def _write(path: Path, **kwargs: object) -> None:
     )
 
 
-@pytest.mark.parametrize("shard_chunks", [None, 2])
+@pytest.mark.parametrize("shard_chunks", [1, 2])
 def test_threaded_encoding_writes_the_same_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shard_chunks: int | None
 ) -> None:
@@ -59,8 +59,8 @@ def test_threaded_encoding_writes_the_same_files(
 def test_a_failing_worker_raises_and_leaves_the_old_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "store"
-    _write(path)
+    path, unsharded = tmp_path / "store", zv.WriteOptions(shard_chunks=1)  # a shard per chunk
+    _write(path, options=unsharded)
     before = _files(path)
     monkeypatch.setattr(_shard_writes, "_THREAD_MIN_BYTES", 0)
     monkeypatch.setattr(_shard_writes, "_ENCODE_THREADS", 2)
@@ -75,7 +75,7 @@ def test_a_failing_worker_raises_and_leaves_the_old_store(
 
     monkeypatch.setattr(_pipeline.RowLayout, "encode_shard", fail_on_fifth)
     with pytest.raises(OSError, match="simulated"):
-        _write(path, mode="w")
+        _write(path, mode="w", options=unsharded)
     assert _files(path) == before
     assert zv.open(path).vertex_count == 30_000
 

@@ -96,12 +96,12 @@ class ShardIndexes:
             key = shard_key(path, np.asarray(chunk), len(layout.row_shape))
             raise CorruptChunkError(f"{key}: {what} of an occupied chunk is missing")
         key, listed = found
+        if layout.chunks_per_shard != 1:  # list the chunk's entries only, not the shard's
+            first = layout.local_chunk(chunk) * layout.n_blocks
+            return key, self._arrays[(path, shard)][first : first + layout.n_blocks].tolist()
         if listed is None:
             listed = self._arrays[(path, shard)].tolist()
             self._lists[(path, shard)] = (key, listed)
-        if layout.chunks_per_shard != 1:
-            first = layout.local_chunk(chunk) * layout.n_blocks
-            listed = listed[first : first + layout.n_blocks]
         return key, listed
 
     def entry_array(

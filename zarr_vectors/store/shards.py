@@ -139,8 +139,10 @@ class RowLayout:
         """Position (C order) of spatial chunk ``chunk`` among the chunks of its shard."""
         if not self.shard_chunks:
             return 0
-        within = np.asarray(chunk, dtype=np.int64) % np.asarray(self.shard_chunks)
-        return int(np.ravel_multi_index(tuple(within), self.shard_chunks))
+        position = 0
+        for c, s in zip(chunk, self.shard_chunks, strict=True):  # no numpy: called per chunk
+            position = position * s + int(c) % s
+        return position
 
     def chunk_entries(self, index: np.ndarray, chunk: np.ndarray | Sequence[int]) -> np.ndarray:
         """The ``(n_blocks, 2)`` index entries of spatial chunk ``chunk`` in its shard's index.

@@ -108,7 +108,9 @@ class MergePlan:
         >>> import zarr_vectors as zv
         >>> from zarr_vectors.update import open_source, plan_merge
         >>> folder = pathlib.Path(tempfile.mkdtemp())
-        >>> zv.write_polylines(folder / "a.zarr", [[[1, 1, 1], [2, 2, 2]]], chunk_shape=8.0)
+        >>> one = zv.WriteOptions(shard_chunks=1)  # a shard per chunk
+        >>> zv.write_polylines(folder / "a.zarr", [[[1, 1, 1], [2, 2, 2]]], chunk_shape=8.0,
+        ...                    options=one)
         >>> zv.write_polylines(folder / "b.zarr", [[[9, 9, 9], [10, 10, 10]]], chunk_shape=8.0,
         ...                    object_ids=[1])
         >>> plan = plan_merge([open_source(folder / "a.zarr"), open_source(folder / "b.zarr")],
@@ -261,7 +263,7 @@ def _root(
     options = WriteOptions(
         axis_names=first.axis_names,
         axis_units=first.axis_units,
-        shard_chunks=shard_chunks or None,
+        shard_chunks=shard_chunks or 1,
     )
     root = inputs.root_metadata(first.geometry_type, grid, options, bounds, extra)
     if sources[0].reader.placed:
@@ -448,7 +450,8 @@ def plan_merge(
     merged chunk (when :func:`~zarr_vectors.update.merge_links.links_may_be_wide`)
     and :func:`set_link_dtype`, e.g. in parallel.
 
-    ``shard_chunks`` (as :class:`~zarr_vectors.WriteOptions` takes it) packs several
+    ``shard_chunks`` (as :class:`~zarr_vectors.WriteOptions` takes it; None: the default
+    of the first source's ``R``) packs several
     spatial chunks per shard of the merged store (spec §9.0.1, format 1.1). A merge into a
     base keeps the base's shards instead; when they hold several chunks, every chunk of a
     shard that changes is written again (:attr:`MergePlan.rebuilt`), and every chunk of the
@@ -480,11 +483,13 @@ def plan_merge(
     first = sources[0]
     bounds = _bounds(sources)
     ndim = first.grid.ndim
-    shards = WriteOptions(shard_chunks=shard_chunks).shard_shape(ndim)
-    if shards and has_base:
-        raise InvalidInputError("a merge into an existing store keeps the store's shards")
+    layout = first.arrays[VERTICES].layout
+    asked = WriteOptions(shard_chunks=shard_chunks, rows_per_block=layout.rows_per_block)
+    shards = asked.shard_shape(ndim)
     if has_base:
-        shards = first.arrays[VERTICES].layout.shard_chunks
+        if shard_chunks is not None and shards:
+            raise InvalidInputError("a merge into an existing store keeps the store's shards")
+        shards = layout.shard_chunks
     grid = inputs.plan_grid(bounds, 0, first.root.chunk_shape, first.root.base_bin_shape, ndim)
     index, holders = _chunk_maps(sources)
     totals = {

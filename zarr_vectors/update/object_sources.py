@@ -377,6 +377,7 @@ def options_of(source: Source) -> WriteOptions:
         rows_per_block=layouts[0].rows_per_block,
         compression=None if blosc is None else "blosc-lz4",
         fragment_attributes=tuple(n for n in names if n != OBJECT_ID_ATTRIBUTE),
+        shard_chunks=1,  # a batch is a chunk per shard; a merge into the store keeps its S
     )
 
 

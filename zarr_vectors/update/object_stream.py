@@ -121,7 +121,7 @@ class BatchSpec:
         fixed = {
             "chunk_shape": chunk_shape,
             "bin_shape": bin_shape,
-            "options": None if options is None else dataclasses.replace(options, shard_chunks=None),
+            "options": dataclasses.replace(options or WriteOptions(), shard_chunks=1),
             "units": units,
         }
         return cls(kind, settings, fixed, shards)

@@ -215,7 +215,7 @@ def _options_of(root: RootMetadata, layouts: dict[str, RowLayout]) -> WriteOptio
         axis_units=root.axis_units,
         rows_per_block=vertices.rows_per_block,
         compression=None if vertices.blosc is None else "blosc-lz4",
-        shard_chunks=vertices.shard_chunks or None,
+        shard_chunks=vertices.shard_chunks or 1,  # the store's S, never the default
     )
 
 

@@ -663,7 +663,8 @@ def root_metadata(
         )
     if options.custom_metadata is not None:
         extra = {**(extra or {}), "custom_metadata": options.custom_metadata}
-    options.shard_shape(ndim)  # refuses a shard shape of another dimension
+    if options.shard_chunks is not None:
+        options.shard_shape(ndim)  # refuses a shard shape of another dimension
     return RootMetadata(
         version=FORMAT_VERSION,  # every new store (§3.3); appends keep their base's
         geometry_type=kind,

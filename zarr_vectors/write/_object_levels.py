@@ -131,7 +131,7 @@ def object_level_options(
     widest = max(c.dtype.itemsize * int(np.prod(c.shape[1:])) for c in columns)
     most = int(np.max(counts, initial=1))
     per_shard = level_shard_chunks(tuple(int(g) for g in grid.shape), most * widest)
-    return dataclasses.replace(options, shard_chunks=per_shard or None)
+    return dataclasses.replace(options, shard_chunks=per_shard or 1)
 
 
 def _bounds_by_sparsity(settings: Levels) -> bool:

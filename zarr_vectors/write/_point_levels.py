@@ -145,7 +145,7 @@ def level_options(
     )
     most = max(rows, level_most_rows(bins, coarsening))
     per_shard = level_shard_chunks(tuple(int(g) for g in grid.shape), most * widest)
-    return replace(options, rows_per_block=rows, shard_chunks=per_shard or None)
+    return replace(options, rows_per_block=rows, shard_chunks=per_shard or 1)
 
 
 def _candidates(settings: Levels, bins: np.ndarray) -> Iterator[tuple[np.ndarray, int]]:

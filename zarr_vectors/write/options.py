@@ -13,6 +13,7 @@ import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.names import POINT_CLOUD
+from zarr_vectors.format.sharding import default_shard_chunks
 
 __all__ = ["DEFAULT_BLOSC", "OBJECT_ROWS_PER_BLOCK", "POINT_ROWS_PER_BLOCK", "WriteOptions"]
 
@@ -51,9 +52,12 @@ class WriteOptions:
     shard_chunks
         Spatial chunks per shard (spec §9.0.1, format 1.1): one positive int for every
         axis or one per axis. Fewer, larger storage objects and fewer requests, but a
-        shard is written whole (one writer per shard). None (default) or all ones: one
-        shard per spatial chunk, a format 1.0 store. It applies to level 0: coarse levels
-        of detail always pack their chunks into shards of about 1 MiB (spec §9.0).
+        shard is written whole (one writer per shard). None (default): the library's
+        choice, :func:`~zarr_vectors.format.sharding.default_shard_chunks` of the axes
+        and ``R`` (``(4, 4, 2)`` for 3-D point clouds, ``(8, 4, 4)`` for 3-D object kinds),
+        so a shard holds about 1 MiB or more. 1 (or all ones): one shard per spatial chunk.
+        It applies to level 0: coarse levels of detail always pack their chunks into
+        shards of about 1 MiB (spec §9.0); an append keeps the store's shards.
     object_chunk_index
         Point clouds with ``object_ids``: write the object-to-chunks index (spec §9.14,
         format 1.3), so :meth:`~zarr_vectors.VectorStore.read_objects` reads only the chunks
@@ -97,19 +101,23 @@ class WriteOptions:
         Raises
         ------
         InvalidInputError
-            When a tuple of ``shard_chunks`` does not have ``ndim`` entries.
+            When a tuple of ``shard_chunks`` does not have ``ndim`` entries, or
+            ``shard_chunks`` is None (the default) and ``rows_per_block`` is not set
+            (:meth:`with_kind_defaults`).
 
         Examples
         --------
         >>> import zarr_vectors as zv
         >>> zv.WriteOptions(shard_chunks=4).shard_shape(3)
         (4, 4, 4)
-        >>> zv.WriteOptions().shard_shape(3)   # one chunk per shard
+        >>> zv.WriteOptions(shard_chunks=1).shard_shape(3)   # one chunk per shard
         ()
+        >>> zv.WriteOptions(rows_per_block=1024).shard_shape(3)   # the default
+        (8, 4, 4)
         """
         value = self.shard_chunks
         if value is None:
-            return ()
+            return default_shard_chunks(ndim, self.block_rows)
         shape = (value,) * ndim if isinstance(value, int) else tuple(value)
         if len(shape) != ndim:
             raise InvalidInputError(f"shard_chunks needs {ndim} entries, got {value!r}")

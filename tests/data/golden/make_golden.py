@@ -166,7 +166,7 @@ def _point_inputs() -> dict[str, dict[str, Any]]:
         ]
     )
     xy = np.round(rng.normal(0, 12, (120, 2)), 3)
-    options = zv.WriteOptions(rows_per_block=64)
+    options = zv.WriteOptions(rows_per_block=64, shard_chunks=1)  # a chunk per shard (§9.0)
     return {
         "points_3d_attributes": {
             "writer": "write_points",
@@ -220,7 +220,9 @@ def _streamlines() -> dict[str, Any]:
         "groups": {"cst": ids[[3, 1, 2]], "af": ids[[0, 5, 9, 14]], "none": []},
         "group_attributes": {"colour": rng.integers(0, 256, (3, 3)).astype(np.uint8)},
         "metadata": {"step_size": 1.5, "min_length": 0.0, "max_length": 500.0},
-        "options": zv.WriteOptions(rows_per_block=16, fragment_attributes=("weight",)),
+        "options": zv.WriteOptions(
+            rows_per_block=16, fragment_attributes=("weight",), shard_chunks=1
+        ),
     }
 
 
@@ -259,7 +261,7 @@ def _graph() -> dict[str, Any]:
             "weight": np.round(rng.random(len(edges)), 3).astype(np.float32),
             "kind": rng.integers(0, 4, (len(edges), 2)).astype(np.int16),
         },
-        "options": zv.WriteOptions(rows_per_block=16),
+        "options": zv.WriteOptions(rows_per_block=16, shard_chunks=1),
     }
 
 
@@ -301,7 +303,7 @@ def _skeletons() -> dict[str, Any]:
         "groups": {"pyramidal": [9, 17, 30], "interneuron": [4]},
         "chunk_shape": 10.0,
         "bin_shape": 5.0,
-        "options": zv.WriteOptions(rows_per_block=16),
+        "options": zv.WriteOptions(rows_per_block=16, shard_chunks=1),
     }
 
 
@@ -362,7 +364,7 @@ def _meshes() -> dict[str, Any]:
         "groups": {"left": [100, 300]},
         "chunk_shape": 10.0,
         "bin_shape": 5.0,
-        "options": zv.WriteOptions(rows_per_block=16),
+        "options": zv.WriteOptions(rows_per_block=16, shard_chunks=1),
     }
 
 
