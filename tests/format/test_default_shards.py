@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from zarr_vectors.format.sharding import (
+    DEFAULT_SHARD_MAX_CHUNKS,
     DEFAULT_SHARD_NBYTES,
     default_shard_chunks,
     estimated_chunk_nbytes,
@@ -40,7 +41,9 @@ def test_the_rule_fills_the_target_and_has_no_room_to_double(ndim: int, log_rows
     assert len(shape) == ndim
     assert all(s & (s - 1) == 0 for s in shape)
     assert total == 1 or total * chunk <= DEFAULT_SHARD_NBYTES
-    assert 2 * total * chunk > DEFAULT_SHARD_NBYTES  # maximal: doubling any axis passes it
+    assert total <= DEFAULT_SHARD_MAX_CHUNKS
+    # maximal: doubling any axis passes the bytes or the count
+    assert 2 * total * chunk > DEFAULT_SHARD_NBYTES or 2 * total > DEFAULT_SHARD_MAX_CHUNKS
     assert max(shape) <= 2 * min(shape)  # the axes take turns
     assert (per == ()) == (total == 1)
 

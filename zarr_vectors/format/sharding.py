@@ -12,12 +12,22 @@ from __future__ import annotations
 
 from zarr_vectors.format.levels import level_shard_chunks
 
-__all__ = ["DEFAULT_SHARD_NBYTES", "default_shard_chunks", "estimated_chunk_nbytes"]
+__all__ = [
+    "DEFAULT_SHARD_MAX_CHUNKS",
+    "DEFAULT_SHARD_NBYTES",
+    "default_shard_chunks",
+    "estimated_chunk_nbytes",
+]
 
 DEFAULT_SHARD_NBYTES = 2 << 20
 """Uncompressed bytes a level-0 shard of the estimated chunks holds at most (2 MiB): with
 the Blosc LZ4 row blocks compressing coordinates to between about a half and the whole of
 their size, a shard of typical chunks stores about 1 MiB or more."""
+
+DEFAULT_SHARD_MAX_CHUNKS = 128
+"""Spatial chunks a default level-0 shard holds at most, whatever ``R``: a shard's index has
+an entry per row block of every chunk of the shard, occupied or not, so a small ``R`` must not
+make it list thousands of chunks (a small store would be mostly shard index)."""
 
 
 def estimated_chunk_nbytes(ndim: int, rows_per_block: int) -> int:
@@ -41,7 +51,8 @@ def default_shard_chunks(ndim: int, rows_per_block: int) -> tuple[int, ...]:
 
     ``S`` starts at one chunk per axis and doubles along the axes in turn (the first axis
     first) while ``prod(S)`` chunks of :func:`estimated_chunk_nbytes` stay within
-    :data:`DEFAULT_SHARD_NBYTES` — the rule of the coarse levels
+    :data:`DEFAULT_SHARD_NBYTES` and their number within :data:`DEFAULT_SHARD_MAX_CHUNKS`
+    — the rule of the coarse levels
     (:func:`~zarr_vectors.format.levels.level_shard_chunks`) without the grid bound, since
     an append may grow the grid but keeps the store's ``S``. A grid smaller than ``S`` is
     one shard per array (its shard index lists the chunks outside the grid as missing).
@@ -67,9 +78,12 @@ def default_shard_chunks(ndim: int, rows_per_block: int) -> tuple[int, ...]:
     (8, 4, 4)
     >>> default_shard_chunks(2, 4096)
     (8, 8)
+    >>> default_shard_chunks(3, 16)     # small row blocks: at most 128 chunks
+    (8, 4, 4)
     >>> default_shard_chunks(3, 1 << 20)  # a row block alone fills a shard
     ()
     """
     unbounded = (1 << 62,) * int(ndim)
     chunk = estimated_chunk_nbytes(ndim, rows_per_block)
-    return level_shard_chunks(unbounded, chunk, DEFAULT_SHARD_NBYTES)
+    least = -(-DEFAULT_SHARD_NBYTES // DEFAULT_SHARD_MAX_CHUNKS)  # at most that many chunks
+    return level_shard_chunks(unbounded, max(chunk, least), DEFAULT_SHARD_NBYTES)

@@ -202,12 +202,11 @@ def empty_entries_clean(
         index = layout_.decode_index(shard, key)
     except CorruptChunkError:
         return  # reported by L3.shard_index
-    for local in range(layout_.chunks_per_shard):
+    stored = index[:, 0] != _MISSING
+    per_chunk = stored[: layout_.chunks_per_shard * layout_.n_blocks]
+    for local in np.flatnonzero(per_chunk.reshape(-1, layout_.n_blocks).any(axis=1)).tolist():
         other = _chunk_at(spec, g, local)
-        if other in occupied:
-            continue
-        first = local * layout_.n_blocks
-        if (index[first : first + layout_.n_blocks, 0] != _MISSING).any():
+        if other not in occupied:
             ctx.fail(
                 "L3.empty_chunk_clean",
                 key,
