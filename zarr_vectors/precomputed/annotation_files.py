@@ -1,8 +1,11 @@
 """What the point and line annotation sources share: the ``info`` document, the file names
-and the dispatch of a path to the file it names (``neuroglancer_annotations_v1``, unsharded).
+and the dispatch of a path to the file it names (``neuroglancer_annotations_v1``).
 
 ``spatial<k>/<i>_<j>_<l>`` is a cell of spatial level k, ``by_id/<id>`` one annotation,
-``by_object/<id>`` the annotations of one object; a subclass computes each.
+``by_object/<id>`` the annotations of one object; a subclass computes each. A source with a
+``sharding`` (:mod:`~zarr_vectors.precomputed.sharding`) lists its by-id index as shard files
+``by_id/<shard>.shard`` instead (``by_id/<id>`` is still answered), each computed from the
+contiguous id range it holds.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.precomputed.annotation_encoding import AnnotationProperty
 from zarr_vectors.precomputed.annotation_index import AnnotationPlan
+from zarr_vectors.precomputed.sharding import ShardingSpec, encode_shard
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
 
 __all__ = ["DEFAULT_LIMIT", "AnnotationFiles", "neuroglancer_dimensions"]
@@ -46,6 +50,7 @@ _UNITS = {
 _CELL = re.compile(r"^spatial(\d+)/(\d+(?:_\d+)*)$")
 _NUMBER = re.compile(r"^\d+$")
 _SIGNED = re.compile(r"^-?\d+$")
+_SHARD = re.compile(r"^[0-9a-f]+\.shard$")
 
 
 def neuroglancer_dimensions(names: tuple[str, ...], units: tuple[str, ...]) -> dict[str, Any]:
@@ -90,6 +95,7 @@ class AnnotationFiles(ABC):
     plan: AnnotationPlan
     properties: list[AnnotationProperty]
     has_objects: bool
+    sharding: ShardingSpec | None = None
 
     def info(self) -> dict[str, Any]:
         """The ``info`` document."""
@@ -112,7 +118,7 @@ class AnnotationFiles(ABC):
             "annotation_type": self.annotation_type,
             "properties": [p.info() for p in self.properties],
             "relationships": relationships,
-            "by_id": {"key": "by_id"},
+            "by_id": self._by_id_info(),
             "spatial": spatial,
         }
 
@@ -123,8 +129,11 @@ class AnnotationFiles(ABC):
             for cell in lv.cells:
                 yield f"spatial{k}/{lv.cell_name(cell)}"
         ids, objects = self._ids_and_objects()
-        for annotation in ids:
-            yield f"by_id/{annotation}"
+        if self.sharding is None:
+            yield from (f"by_id/{annotation}" for annotation in ids)
+        else:
+            for shard in range(self.sharding.shard_count(len(ids))):
+                yield f"by_id/{self.sharding.shard_name(shard)}"
         for obj in objects:
             yield f"by_object/{obj}"
 
@@ -144,9 +153,31 @@ class AnnotationFiles(ABC):
         folder, _, name = path.partition("/")
         if folder == "by_id" and _NUMBER.match(name):
             return self._by_id(int(name), path)
+        if folder == "by_id" and self.sharding is not None and _SHARD.match(name):
+            return self._shard(int(name.partition(".")[0], 16), path)
         if folder == "by_object" and _SIGNED.match(name) and self.has_objects:
             return self._by_object(int(name), path)
         raise PrecomputedFileNotFoundError(f"{path!r} is not a file of the annotation source")
+
+    def _by_id_info(self) -> dict[str, Any]:
+        if self.sharding is None:
+            return {"key": "by_id"}
+        return {"key": "by_id", "sharding": self.sharding.info()}
+
+    def _shard(self, shard: int, path: str) -> bytes:
+        spec = self.sharding
+        if spec is None or shard >= 1 << spec.shard_bits:
+            raise PrecomputedFileNotFoundError(f"{path!r}: the by-id index has no such shard")
+        ids, data = self._by_id_block(*spec.id_range(shard))
+        return encode_shard(spec, ids, data)
+
+    def _by_id_block(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ids in ``[first, stop)`` and their by-id files as rows (one file at a time;
+        a subclass may compute them together)."""
+        ids = [i for i in self._ids_and_objects()[0] if first <= i < stop]
+        rows = [np.frombuffer(self._by_id(i, f"by_id/{i}"), dtype=np.uint8) for i in ids]
+        data = np.stack(rows) if rows else np.zeros((0, 0), dtype=np.uint8)
+        return np.asarray(ids, dtype=np.uint64), data
 
     def _cell(self, k: int, name: str, path: str) -> bytes:
         if k >= len(self.plan.levels):

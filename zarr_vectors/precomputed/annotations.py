@@ -1,6 +1,6 @@
 """The ``annotations`` source: a point cloud as Neuroglancer precomputed point annotations.
 
-Files (``neuroglancer_annotations_v1``, unsharded):
+Files (``neuroglancer_annotations_v1``):
 
 ``info``
     Dimensions from the store's axis names and units, bounds (the spatial grid's), type
@@ -10,7 +10,13 @@ Files (``neuroglancer_annotations_v1``, unsharded):
 ``spatial<k>/<i>_<j>_<l>``
     The annotations of spatial level k in one cell (multiple-annotation encoding).
 ``by_id/<id>``
-    One annotation and its object id.
+    One annotation and its object id: the by-id index of a source of at most
+    :data:`UNSHARDED_MAX` points.
+``by_id/<shard>.shard``
+    The by-id index of a larger source, sharded (``neuroglancer_uint64_sharded_v1``,
+    :mod:`~zarr_vectors.precomputed.sharding`): a shard holds the by-id files of up to
+    65,536 consecutive ids, which name a contiguous range of (spatial level, chunk), computed
+    from one box query per spatial level.
 ``by_object/<object id>``
     Every annotation of one object (points with object ids).
 
@@ -41,9 +47,13 @@ from zarr_vectors.precomputed.annotation_encoding import (
 )
 from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles
 from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
+from zarr_vectors.precomputed.sharding import sharding_for
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
 
-__all__ = ["PointAnnotations"]
+__all__ = ["UNSHARDED_MAX", "PointAnnotations"]
+
+UNSHARDED_MAX = 4096
+"""Sources of more points write their by-id index sharded (a few files, not one per point)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +106,17 @@ def _not_coarser(rows: Any, coarser: Any) -> np.ndarray:
     return _occurrence(mine) >= held[mine]
 
 
+def _by_id_files(found: _Rows) -> np.ndarray:
+    """Each annotation's by-id file as a row: its record, then its object (count 1 and the
+    id) when the points carry object ids (as :func:`encode_by_id`)."""
+    n = found.records.shape[0]
+    if found.objects is None:
+        return found.records
+    count = np.ones(n, dtype="<u4").view(np.uint8).reshape(n, 4)
+    objects = np.asarray(found.objects).astype("<u8").view(np.uint8).reshape(n, 8)
+    return np.concatenate([found.records, count, objects], axis=1)
+
+
 class PointAnnotations(AnnotationFiles):
     """Point annotations of a point cloud, computed from its chunks on demand.
 
@@ -106,6 +127,9 @@ class PointAnnotations(AnnotationFiles):
     limit
         The most annotations a spatial cell should hold (default :data:`DEFAULT_LIMIT`;
         a single chunk of a level holding more raises its level's ``limit``).
+    sharded
+        Write the by-id index sharded; by default when there are more than
+        :data:`UNSHARDED_MAX` points.
 
     Examples
     --------
@@ -123,11 +147,15 @@ class PointAnnotations(AnnotationFiles):
     'volume'
     >>> len(source.read("spatial0/0_0_0"))   # count, 2 x (12 + 4) bytes, 2 ids
     56
+    >>> list(PointAnnotations(zv.open(path), sharded=True).paths())
+    ['info', 'spatial0/0_0_0', 'by_id/0.shard']
     """
 
     annotation_type = "point"
 
-    def __init__(self, store: VectorStore, *, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(
+        self, store: VectorStore, *, limit: int = DEFAULT_LIMIT, sharded: bool | None = None
+    ) -> None:
         self.store = store
         self.chunk_shape = np.asarray(store.chunk_shape, dtype=np.float64)
         used = self._used_levels()
@@ -140,7 +168,10 @@ class PointAnnotations(AnnotationFiles):
         self.properties, self.left_out = annotation_properties(columns)
         self.has_objects = sample.vertex_object_ids is not None  # the ``object`` relationship
         self._cache: OrderedDict[tuple[Any, ...], _Rows] = OrderedDict()
+        self._shards: OrderedDict[int, bytes] = OrderedDict()  # ranges of one shard: 3 reads
         self._lock = threading.Lock()
+        if self.plan.total > UNSHARDED_MAX if sharded is None else sharded:
+            self.sharding = sharding_for(self.plan.total)
 
     def _used_levels(self) -> list[int]:
         """The store levels, coarse first: all of them when they nest, else level 0."""
@@ -211,6 +242,39 @@ class PointAnnotations(AnnotationFiles):
         row = int(np.flatnonzero(found.ids == annotation)[0])
         related = [] if found.objects is None else [[int(found.objects[row])]]
         return encode_by_id(found.records[row], related)
+
+    def _shard(self, shard: int, path: str) -> bytes:
+        with self._lock:
+            cached = self._shards.get(shard)
+        if cached is None:
+            cached = super()._shard(shard, path)
+            with self._lock:
+                self._shards[shard] = cached
+                while len(self._shards) > 2:
+                    self._shards.popitem(last=False)
+        return cached
+
+    def _by_id_block(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ids in ``[first, stop)`` and their by-id files: per spatial level, the chunks
+        holding them are a range of flat chunk numbers, read with one box query."""
+        ids, files = [], []
+        for k, (keys, starts, counts) in enumerate(
+            zip(self.plan.keys, self.plan.starts, self.plan.counts, strict=True)
+        ):
+            lo = int(np.searchsorted(starts + counts, first, side="right"))
+            hi = int(np.searchsorted(starts, stop, side="left"))
+            if lo >= hi:
+                continue
+            rel = np.stack(np.unravel_index(keys[lo:hi], tuple(self.plan.extent)), axis=1)
+            chunks = rel + self.plan.origin
+            found = self._compute_rows(k, chunks.min(axis=0), chunks.max(axis=0) + 1)
+            found = found.take((found.ids >= first) & (found.ids < stop))
+            ids.append(found.ids)
+            files.append(_by_id_files(found))
+        every = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+        order = np.argsort(every, kind="stable")
+        data = np.concatenate(files) if files else np.zeros((0, 0), dtype=np.uint8)
+        return every[order].astype(np.uint64), data[order]
 
     def _by_object(self, obj: int, path: str) -> bytes:
         try:

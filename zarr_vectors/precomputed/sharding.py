@@ -1,0 +1,142 @@
+"""Neuroglancer's sharded format (``neuroglancer_uint64_sharded_v1``) for an index of ids.
+
+A sharded index puts the files of many uint64 ids into a few *shard* files. With the
+``"identity"`` hash, an id's bits are, low to high: ``preshift_bits`` (ids that share the
+rest go to the same minishard), ``minishard_bits`` (the minishard) and ``shard_bits`` (the
+shard, file ``<shard in lowercase hex, zero padded to ceil(shard_bits / 4) digits>.shard``).
+When the ids are ``0 … total - 1`` (:func:`sharding_for` chooses the bits from ``total``),
+shard ``s`` holds exactly the ids ``[s·2^(p+m), (s+1)·2^(p+m))``: a contiguous range.
+
+A shard file is the *shard index* (per minishard a uint64le ``[start, end)`` of its
+minishard index), then every id's data (minishard by minishard, ids ascending), then the
+minishard indexes: each a C-order ``[3, n]`` uint64le array of the ids (delta encoded), the
+data offsets (delta encoded from the end of the previous id's data) and the data sizes.
+Offsets count from the end of the shard index; encodings are ``"raw"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PER_SHARD_BITS", "PRESHIFT_BITS", "ShardingSpec", "encode_shard", "sharding_for"]
+
+PER_SHARD_BITS = 16
+"""A shard holds at most ``2^16`` ids (65,536 annotations, about 1-2 MB of points)."""
+PRESHIFT_BITS = 10
+"""A minishard holds runs of ``2^10`` consecutive ids: its index (24 KB) is one fetch."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShardingSpec:
+    """The bits of an identity-hashed sharded index (see the module).
+
+    Examples
+    --------
+    >>> from zarr_vectors.precomputed.sharding import ShardingSpec
+    >>> spec = ShardingSpec(preshift_bits=2, minishard_bits=1, shard_bits=5)
+    >>> spec.shard_name(10), spec.id_range(10)
+    ('0a.shard', (80, 88))
+    >>> spec.info()["@type"]
+    'neuroglancer_uint64_sharded_v1'
+    """
+
+    preshift_bits: int
+    minishard_bits: int
+    shard_bits: int
+
+    @property
+    def per_shard(self) -> int:
+        """How many ids a shard can hold."""
+        return 1 << (self.preshift_bits + self.minishard_bits)
+
+    def info(self) -> dict[str, Any]:
+        """The ``sharding`` member of an ``info`` document."""
+        return {
+            "@type": "neuroglancer_uint64_sharded_v1",
+            "hash": "identity",
+            "preshift_bits": self.preshift_bits,
+            "minishard_bits": self.minishard_bits,
+            "shard_bits": self.shard_bits,
+            "minishard_index_encoding": "raw",
+            "data_encoding": "raw",
+        }
+
+    def shard_name(self, shard: int) -> str:
+        """The file name of shard ``shard``."""
+        return format(shard, "x").zfill(-(-self.shard_bits // 4)) + ".shard"
+
+    def shard_count(self, total: int) -> int:
+        """How many shards hold some of the ids ``0 … total - 1``."""
+        return -(-total // self.per_shard)
+
+    def id_range(self, shard: int) -> tuple[int, int]:
+        """The ids ``[first, stop)`` shard ``shard`` holds."""
+        return shard * self.per_shard, (shard + 1) * self.per_shard
+
+
+def sharding_for(total: int) -> ShardingSpec:
+    """The bits for the ids ``0 … total - 1``: shards of at most ``2^PER_SHARD_BITS`` ids
+    (the shards past the last id, up to ``2^shard_bits``, hold none).
+
+    Examples
+    --------
+    >>> from zarr_vectors.precomputed.sharding import sharding_for
+    >>> sharding_for(1_000_000)
+    ShardingSpec(preshift_bits=10, minishard_bits=6, shard_bits=4)
+    >>> sharding_for(100)
+    ShardingSpec(preshift_bits=7, minishard_bits=0, shard_bits=0)
+    """
+    bits = max(total - 1, 0).bit_length()
+    inside = min(PER_SHARD_BITS, bits)
+    preshift = min(PRESHIFT_BITS, inside)
+    return ShardingSpec(preshift, inside - preshift, bits - inside)
+
+
+def encode_shard(spec: ShardingSpec, ids: np.ndarray, data: np.ndarray) -> bytes:
+    """One shard file of the ids ``ids`` (of that shard) whose data are the rows of ``data``.
+
+    Parameters
+    ----------
+    spec
+        The sharding.
+    ids
+        The ids, ascending.
+    data
+        ``(len(ids), size)`` uint8: each id's bytes (fixed size).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zarr_vectors.precomputed.sharding import ShardingSpec, encode_shard
+    >>> spec = ShardingSpec(preshift_bits=1, minishard_bits=1, shard_bits=0)
+    >>> data = np.arange(8, dtype=np.uint8).reshape(4, 2)
+    >>> shard = encode_shard(spec, np.arange(4), data)
+    >>> len(shard)  # index 2 x 16, data 4 x 2, two minishard indexes 2 x 24
+    88
+    """
+    ids = np.asarray(ids, dtype=np.uint64)
+    data = np.ascontiguousarray(data, dtype=np.uint8)
+    size = data.shape[1] if ids.size else 0
+    minishard = (ids >> np.uint64(spec.preshift_bits)) & np.uint64((1 << spec.minishard_bits) - 1)
+    order = np.argsort(minishard, kind="stable")
+    ids, minishard = ids[order], minishard[order]
+    count = 1 << spec.minishard_bits
+    bounds = np.searchsorted(minishard, np.arange(count + 1, dtype=np.uint64))
+    indexes, index_bounds = [], np.zeros((count, 2), dtype="<u8")
+    at = ids.size * size  # minishard indexes follow the data
+    for j in range(count):
+        lo, hi = int(bounds[j]), int(bounds[j + 1])
+        if hi > lo:
+            table = np.zeros((3, hi - lo), dtype="<u8")
+            table[0] = np.diff(ids[lo:hi], prepend=np.uint64(0))
+            table[1, 0] = lo * size  # the data of a minishard is contiguous: later deltas 0
+            table[2] = size
+            indexes.append(table.tobytes())
+            index_bounds[j] = at, at + table.nbytes
+            at += table.nbytes
+        else:
+            index_bounds[j] = at, at
+    return index_bounds.tobytes() + data[order].tobytes() + b"".join(indexes)
