@@ -49,7 +49,8 @@ def test_every_id_in_its_shard_is_its_by_id_file(
     plain = PointAnnotations(leveled, sharded=False)
     source = PointAnnotations(leveled, sharded=True)
     total = source.plan.total
-    assert total == len(leveled.read()) and len(source.plan.levels) == 3
+    assert total == len(leveled.read())
+    assert len(source.plan.levels) == 3
     sharding = json.loads(source.read("info"))["by_id"]["sharding"]
     assert sharding["shard_bits"] == (total - 1).bit_length() - 8
     shards = [p for p in source.paths() if p.startswith("by_id/")]
@@ -89,7 +90,8 @@ def test_the_export_writes_shards_and_a_server_answers_their_ranges(
             server.url + "/annotations/by_id/1.shard", headers={"Range": "bytes=16-99"}
         )
         with urllib.request.urlopen(request) as answer:
-            assert answer.status == 206 and answer.read() == read("1.shard")[16:100]
+            assert answer.status == 206
+            assert answer.read() == read("1.shard")[16:100]
 
 
 @settings(max_examples=25, deadline=None)
