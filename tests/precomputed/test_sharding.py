@@ -15,7 +15,11 @@ from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from tests.precomputed.ng_decoder import sharded_lookup
-from zarr_vectors.precomputed import PointAnnotations, PrecomputedFileNotFoundError
+from zarr_vectors.precomputed import (
+    LineAnnotations,
+    PointAnnotations,
+    PrecomputedFileNotFoundError,
+)
 from zarr_vectors.precomputed import annotations as annotations_module
 from zarr_vectors.precomputed import sharding as sharding_module
 from zarr_vectors.precomputed.server import PrecomputedServer
@@ -124,3 +128,37 @@ def test_sharding_for_bounds_a_shard_and_covers_every_id() -> None:
         assert spec.id_range(last)[0] < total <= spec.id_range(last)[1]  # each id: one shard
         assert spec.shard_count(total) <= 1 << spec.shard_bits
         assert spec.shard_count(total) > 1 << spec.shard_bits - 1 if spec.shard_bits else True
+
+
+@pytest.mark.parametrize("kind", ["streamline", "graph"])
+def test_every_line_in_its_shard_is_its_by_id_file(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Line ids ``(n << 32) | j``: a shard holds the lines of whole objects."""
+    monkeypatch.setattr(sharding_module, "PER_SHARD_BITS", 5)  # about 32 lines a shard
+    rng = np.random.default_rng(5)
+    path = tmp_path / "lines.zarr"
+    if kind == "streamline":
+        lines = [rng.uniform(0, 30, (int(rng.integers(2, 12)), 3)) for _ in range(40)]
+        zv.write_polylines(
+            path, lines, kind=kind, chunk_shape=10.0, object_ids=rng.permutation(1000)[:40]
+        )
+    else:
+        edges = np.array([[i, i + 1] for i in range(59) if i % 10 != 9] + [[0, 5], [40, 47]])
+        zv.write_graph(
+            path, rng.uniform(0, 30, (60, 3)), edges, vertex_objects=np.arange(60) // 10,
+            chunk_shape=10.0,
+        )  # fmt: skip
+    store = zv.open(path)
+    plain = LineAnnotations(store, sharded=False)
+    source = LineAnnotations(store, sharded=True)
+    sharding = json.loads(source.read("info"))["by_id"]["sharding"]
+    shards = [p for p in source.paths() if p.startswith("by_id/")]
+    assert len(shards) > 1
+    assert all(p.endswith(".shard") for p in shards)
+    files = {p.removeprefix("by_id/"): source.read(p) for p in shards}
+    ids = [int(p.split("/")[1]) for p in plain.paths() if p.startswith("by_id/")]
+    for annotation in ids:
+        found = sharded_lookup(files.__getitem__, sharding, annotation)
+        assert found == plain.read(f"by_id/{annotation}"), annotation
+    assert sharded_lookup(files.__getitem__, sharding, max(ids) + 1) is None

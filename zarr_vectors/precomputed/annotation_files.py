@@ -132,7 +132,7 @@ class AnnotationFiles(ABC):
         if self.sharding is None:
             yield from (f"by_id/{annotation}" for annotation in ids)
         else:
-            for shard in range(self.sharding.shard_count(len(ids))):
+            for shard in range(self.sharding.shard_count(max(ids, default=-1) + 1)):
                 yield f"by_id/{self.sharding.shard_name(shard)}"
         for obj in objects:
             yield f"by_object/{obj}"

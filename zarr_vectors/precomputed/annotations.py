@@ -11,7 +11,7 @@ Files (``neuroglancer_annotations_v1``):
     The annotations of spatial level k in one cell (multiple-annotation encoding).
 ``by_id/<id>``
     One annotation and its object id: the by-id index of a source of at most
-    :data:`UNSHARDED_MAX` points.
+    :data:`~zarr_vectors.precomputed.sharding.UNSHARDED_MAX` points.
 ``by_id/<shard>.shard``
     The by-id index of a larger source, sharded (``neuroglancer_uint64_sharded_v1``,
     :mod:`~zarr_vectors.precomputed.sharding`): a shard holds the by-id files of up to
@@ -42,18 +42,16 @@ from zarr_vectors.precomputed.annotation_encoding import (
     annotation_properties,
     encode_annotations,
     encode_by_id,
+    encode_by_id_rows,
     encode_list,
     shuffled,
 )
 from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles
 from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
-from zarr_vectors.precomputed.sharding import sharding_for
+from zarr_vectors.precomputed.sharding import UNSHARDED_MAX, sharding_for
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
 
-__all__ = ["UNSHARDED_MAX", "PointAnnotations"]
-
-UNSHARDED_MAX = 4096
-"""Sources of more points write their by-id index sharded (a few files, not one per point)."""
+__all__ = ["PointAnnotations"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,17 +104,6 @@ def _not_coarser(rows: Any, coarser: Any) -> np.ndarray:
     return _occurrence(mine) >= held[mine]
 
 
-def _by_id_files(found: _Rows) -> np.ndarray:
-    """Each annotation's by-id file as a row: its record, then its object (count 1 and the
-    id) when the points carry object ids (as :func:`encode_by_id`)."""
-    n = found.records.shape[0]
-    if found.objects is None:
-        return found.records
-    count = np.ones(n, dtype="<u4").view(np.uint8).reshape(n, 4)
-    objects = np.asarray(found.objects).astype("<u8").view(np.uint8).reshape(n, 8)
-    return np.concatenate([found.records, count, objects], axis=1)
-
-
 class PointAnnotations(AnnotationFiles):
     """Point annotations of a point cloud, computed from its chunks on demand.
 
@@ -129,7 +116,7 @@ class PointAnnotations(AnnotationFiles):
         a single chunk of a level holding more raises its level's ``limit``).
     sharded
         Write the by-id index sharded; by default when there are more than
-        :data:`UNSHARDED_MAX` points.
+        :data:`~zarr_vectors.precomputed.sharding.UNSHARDED_MAX` points.
 
     Examples
     --------
@@ -270,7 +257,7 @@ class PointAnnotations(AnnotationFiles):
             found = self._compute_rows(k, chunks.min(axis=0), chunks.max(axis=0) + 1)
             found = found.take((found.ids >= first) & (found.ids < stop))
             ids.append(found.ids)
-            files.append(_by_id_files(found))
+            files.append(encode_by_id_rows(found.records, found.objects))
         every = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
         order = np.argsort(every, kind="stable")
         data = np.concatenate(files) if files else np.zeros((0, 0), dtype=np.uint8)

@@ -24,12 +24,25 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PER_SHARD_BITS", "PRESHIFT_BITS", "ShardingSpec", "encode_shard", "sharding_for"]
+__all__ = [
+    "MINISHARD_BITS",
+    "PER_SHARD_BITS",
+    "PRESHIFT_BITS",
+    "UNSHARDED_MAX",
+    "ShardingSpec",
+    "encode_shard",
+    "sharding_for",
+    "sharding_for_objects",
+]
 
+UNSHARDED_MAX = 4096
+"""Annotation sources of more annotations write their by-id index sharded."""
 PER_SHARD_BITS = 16
 """A shard holds at most ``2^16`` ids (65,536 annotations, about 1-2 MB of points)."""
 PRESHIFT_BITS = 10
 """A minishard holds runs of ``2^10`` consecutive ids: its index (24 KB) is one fetch."""
+MINISHARD_BITS = 6
+"""Ids keyed by object (:func:`sharding_for_objects`): at most 64 minishards a shard."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +109,25 @@ def sharding_for(total: int) -> ShardingSpec:
     inside = min(PER_SHARD_BITS, bits)
     preshift = min(PRESHIFT_BITS, inside)
     return ShardingSpec(preshift, inside - preshift, bits - inside)
+
+
+def sharding_for_objects(count: int, items: int, shift: int = 32) -> ShardingSpec:
+    """The bits for ids ``(row << shift) | j`` (item ``j`` of row ``0 … count - 1``; about
+    ``items`` in all): a shard holds ``2^q`` whole rows, ``q`` the largest whose rows hold at
+    most ``2^PER_SHARD_BITS`` items on average.
+
+    Examples
+    --------
+    >>> from zarr_vectors.precomputed.sharding import sharding_for_objects
+    >>> spec = sharding_for_objects(1000, 200_000)  # 200 lines an object: 256 a shard
+    >>> spec, spec.id_range(1) == (256 << 32, 512 << 32)
+    (ShardingSpec(preshift_bits=34, minishard_bits=6, shard_bits=2), True)
+    """
+    row_bits = max(count - 1, 0).bit_length()
+    per_row = max(items / max(count, 1), 1.0)
+    q = min(row_bits, max(int(np.floor(np.log2((1 << PER_SHARD_BITS) / per_row))), 0))
+    minishard = min(q, MINISHARD_BITS)
+    return ShardingSpec(shift + q - minishard, minishard, row_bits - q)
 
 
 def encode_shard(spec: ShardingSpec, ids: np.ndarray, data: np.ndarray) -> bytes:
