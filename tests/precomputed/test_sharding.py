@@ -162,3 +162,10 @@ def test_every_line_in_its_shard_is_its_by_id_file(
         found = sharded_lookup(files.__getitem__, sharding, annotation)
         assert found == plain.read(f"by_id/{annotation}"), annotation
     assert sharded_lookup(files.__getitem__, sharding, max(ids) + 1) is None
+    relationship = json.loads(source.read("info"))["relationships"][0]["sharding"]
+    names = [p for p in source.paths() if p.startswith("by_object/")]
+    assert all(p.endswith(".shard") for p in names)
+    objects = {p.removeprefix("by_object/"): source.read(p) for p in names}
+    for obj in np.asarray(store.object_ids).tolist():
+        found = sharded_lookup(objects.__getitem__, relationship, obj)
+        assert found == plain.read(f"by_object/{obj}"), obj

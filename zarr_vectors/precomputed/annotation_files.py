@@ -5,7 +5,8 @@ and the dispatch of a path to the file it names (``neuroglancer_annotations_v1``
 ``by_object/<id>`` the annotations of one object; a subclass computes each. A source with a
 ``sharding`` (:mod:`~zarr_vectors.precomputed.sharding`) lists its by-id index as shard files
 ``by_id/<shard>.shard`` instead (``by_id/<id>`` is still answered), each computed from the
-contiguous id range it holds.
+contiguous id range it holds; with an ``object_sharding``, the relationship index is the
+shard files ``by_object/<shard>.shard`` (the shards of the object ids some object has).
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class AnnotationFiles(ABC):
     properties: list[AnnotationProperty]
     has_objects: bool
     sharding: ShardingSpec | None = None
+    object_sharding: ShardingSpec | None = None
 
     def info(self) -> dict[str, Any]:
         """The ``info`` document."""
@@ -109,7 +111,11 @@ class AnnotationFiles(ABC):
             }
             for k, lv in enumerate(self.plan.levels)
         ]
-        relationships = [{"id": "object", "key": "by_object"}] if self.has_objects else []
+        relationships: list[dict[str, Any]] = []
+        if self.has_objects:
+            relationships.append({"id": "object", "key": "by_object"})
+            if self.object_sharding is not None:
+                relationships[0]["sharding"] = self.object_sharding.info()
         return {
             "@type": "neuroglancer_annotations_v1",
             "dimensions": neuroglancer_dimensions(self.store.axis_names, self.store.axis_units),
@@ -134,8 +140,13 @@ class AnnotationFiles(ABC):
         else:
             for shard in range(self.sharding.shard_count(max(ids, default=-1) + 1)):
                 yield f"by_id/{self.sharding.shard_name(shard)}"
-        for obj in objects:
-            yield f"by_object/{obj}"
+        if self.object_sharding is None:
+            yield from (f"by_object/{obj}" for obj in objects)
+        else:
+            spec = self.object_sharding
+            shift = spec.preshift_bits + spec.minishard_bits
+            for shard in np.unique(np.asarray(objects, dtype=np.int64) >> shift).tolist():
+                yield f"by_object/{spec.shard_name(shard)}"
 
     def read(self, path: str) -> bytes:
         """The bytes of one file (see the module).
@@ -155,6 +166,8 @@ class AnnotationFiles(ABC):
             return self._by_id(int(name), path)
         if folder == "by_id" and self.sharding is not None and _SHARD.match(name):
             return self._shard(int(name.partition(".")[0], 16), path)
+        if folder == "by_object" and self.object_sharding is not None and _SHARD.match(name):
+            return self._object_shard(int(name.partition(".")[0], 16), path)
         if folder == "by_object" and _SIGNED.match(name) and self.has_objects:
             return self._by_object(int(name), path)
         raise PrecomputedFileNotFoundError(f"{path!r} is not a file of the annotation source")
@@ -170,6 +183,20 @@ class AnnotationFiles(ABC):
             raise PrecomputedFileNotFoundError(f"{path!r}: the by-id index has no such shard")
         ids, data = self._by_id_block(*spec.id_range(shard))
         return encode_shard(spec, ids, data)
+
+    def _object_shard(self, shard: int, path: str) -> bytes:
+        spec = self.object_sharding
+        if spec is None or shard >= 1 << spec.shard_bits:
+            raise PrecomputedFileNotFoundError(f"{path!r}: the object index has no such shard")
+        ids, files = self._by_object_block(*spec.id_range(shard))
+        return encode_shard(spec, ids, files)
+
+    def _by_object_block(self, first: int, stop: int) -> tuple[np.ndarray, list[bytes]]:
+        """The object ids in ``[first, stop)`` and their relationship files (one file at a
+        time; a subclass may compute them together)."""
+        ids = [i for i in self._ids_and_objects()[1] if first <= i < stop]
+        files = [self._by_object(i, f"by_object/{i}") for i in ids]
+        return np.asarray(ids, dtype=np.uint64), files
 
     def _by_id_block(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """The ids in ``[first, stop)`` and their by-id files as rows (one file at a time;

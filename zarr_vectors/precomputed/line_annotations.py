@@ -15,6 +15,9 @@ By-id index: ``by_id/<id>`` files, or, for a store of more than
 :data:`~zarr_vectors.precomputed.sharding.UNSHARDED_MAX` vertices, shard files
 ``by_id/<shard>.shard`` (:func:`~zarr_vectors.precomputed.sharding.sharding_for_objects`):
 a shard holds the lines of a run of consecutive objects, computed from one read of them.
+Such a store's relationship index (object ids not negative) is sharded too:
+``by_object/<shard>.shard``, a shard for a range of object ids, from one read of the objects
+in it.
 
 Spatial index: one level, read from level 0 (the coarse levels of object kinds are
 simplified geometry, not a subset of level 0's lines, so they cannot make the nested
@@ -121,6 +124,9 @@ class LineAnnotations(AnnotationFiles):
         vertices = self.plan.total  # an upper bound of the lines: no read
         if vertices > UNSHARDED_MAX if sharded is None else sharded:
             self.sharding = sharding_for_objects(self.object_ids.size, vertices, _SHIFT)
+            if self.object_ids.size and int(self.object_ids.min()) >= 0:
+                space = int(self.object_ids.max()) + 1
+                self.object_sharding = sharding_for_objects(space, vertices, 0)
 
     @staticmethod
     def _columns(result: Any) -> dict[str, np.ndarray]:
@@ -200,6 +206,17 @@ class LineAnnotations(AnnotationFiles):
         records, ids, objects = self._take(result, np.ones(_lines(result)[0].shape[0], bool))
         order = np.argsort(ids, kind="stable")
         return ids[order].astype(np.uint64), encode_by_id_rows(records, objects)[order]
+
+    def _by_object_block(self, first: int, stop: int) -> tuple[np.ndarray, list[bytes]]:
+        """The objects with ids in ``[first, stop)`` and their lines, read together."""
+        inside = self.object_ids[(self.object_ids >= first) & (self.object_ids < stop)]
+        if inside.size == 0:
+            return np.zeros(0, dtype=np.uint64), []
+        result = self.store.read_objects(inside.tolist())
+        records, ids, objects = self._take(result, np.ones(_lines(result)[0].shape[0], bool))
+        found = np.sort(inside)
+        files = [encode_list(records[objects == o], ids[objects == o]) for o in found.tolist()]
+        return found.astype(np.uint64), files
 
     def _all_of(self, obj: int, path: str) -> tuple[Any, np.ndarray]:
         """An object read whole (the last one is kept: ids in order come object by object)."""

@@ -19,6 +19,7 @@ raw.
 from __future__ import annotations
 
 import gzip
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,8 +131,8 @@ def sharding_for_objects(count: int, items: int, shift: int = 32) -> ShardingSpe
     return ShardingSpec(shift + q - minishard, minishard, row_bits - q)
 
 
-def encode_shard(spec: ShardingSpec, ids: np.ndarray, data: np.ndarray) -> bytes:
-    """One shard file of the ids ``ids`` (of that shard) whose data are the rows of ``data``.
+def encode_shard(spec: ShardingSpec, ids: np.ndarray, data: np.ndarray | Sequence[bytes]) -> bytes:
+    """One shard file of the ids ``ids`` (of that shard) and their data.
 
     Parameters
     ----------
@@ -140,7 +141,8 @@ def encode_shard(spec: ShardingSpec, ids: np.ndarray, data: np.ndarray) -> bytes
     ids
         The ids, ascending.
     data
-        ``(len(ids), size)`` uint8: each id's bytes (fixed size).
+        Each id's bytes: the rows of a ``(len(ids), size)`` uint8 array, or one ``bytes``
+        each.
 
     Examples
     --------
@@ -151,29 +153,36 @@ def encode_shard(spec: ShardingSpec, ids: np.ndarray, data: np.ndarray) -> bytes
     >>> shard = encode_shard(spec, np.arange(4), data)
     >>> shard[32:40]  # after the shard index (2 x 16 bytes): the data
     b'\\x00\\x01\\x02\\x03\\x04\\x05\\x06\\x07'
-
+    >>> encode_shard(spec, np.arange(4), [b"a", b"", b"bc", b"d"])[32:36]
+    b'abcd'
     """
     ids = np.asarray(ids, dtype=np.uint64)
-    data = np.ascontiguousarray(data, dtype=np.uint8)
-    size = data.shape[1] if ids.size else 0
     minishard = (ids >> np.uint64(spec.preshift_bits)) & np.uint64((1 << spec.minishard_bits) - 1)
     order = np.argsort(minishard, kind="stable")
     ids, minishard = ids[order], minishard[order]
+    if isinstance(data, np.ndarray):
+        rows = np.ascontiguousarray(data, dtype=np.uint8)
+        sizes = np.full(ids.size, rows.shape[1] if ids.size else 0, dtype=np.int64)
+        blob = rows[order].tobytes()
+    else:
+        sizes = np.array([len(data[i]) for i in order.tolist()], dtype=np.int64)
+        blob = b"".join(data[i] for i in order.tolist())
+    starts = np.cumsum(sizes) - sizes
     count = 1 << spec.minishard_bits
     bounds = np.searchsorted(minishard, np.arange(count + 1, dtype=np.uint64))
     indexes, index_bounds = [], np.zeros((count, 2), dtype="<u8")
-    at = ids.size * size  # minishard indexes follow the data
+    at = len(blob)  # minishard indexes follow the data
     for j in range(count):
         lo, hi = int(bounds[j]), int(bounds[j + 1])
         if hi > lo:
             table = np.zeros((3, hi - lo), dtype="<u8")
             table[0] = np.diff(ids[lo:hi], prepend=np.uint64(0))
-            table[1, 0] = lo * size  # the data of a minishard is contiguous: later deltas 0
-            table[2] = size
+            table[1, 0] = starts[lo]  # the data of a minishard is contiguous: later deltas 0
+            table[2] = sizes[lo:hi]
             index = gzip.compress(table.tobytes(), compresslevel=6, mtime=0)
             indexes.append(index)
             index_bounds[j] = at, at + len(index)
             at += len(index)
         else:
             index_bounds[j] = at, at
-    return index_bounds.tobytes() + data[order].tobytes() + b"".join(indexes)
+    return index_bounds.tobytes() + blob + b"".join(indexes)
