@@ -103,20 +103,24 @@ def test_the_export_writes_shards_and_a_server_answers_their_ranges(
     bits=st.tuples(*(st.integers(0, 4) for _ in range(3))),
     picked=st.lists(st.booleans(), min_size=1, max_size=200),
     size=st.integers(1, 9),
+    variable=st.booleans(),
 )
 def test_a_shard_holds_its_ids_and_nothing_else(
-    bits: tuple[int, int, int], picked: list[bool], size: int
+    bits: tuple[int, int, int], picked: list[bool], size: int, variable: bool
 ) -> None:
     spec = ShardingSpec(*bits)
     shard = (1 << spec.shard_bits) - 1  # the last shard: its ids are the largest
     first, stop = spec.id_range(shard)
     ids = np.array([first + i for i, keep in enumerate(picked[: stop - first]) if keep])
-    data = np.random.default_rng(len(picked)).integers(0, 256, (ids.size, size), dtype=np.uint8)
-    blob = encode_shard(spec, ids, data)
+    rng = np.random.default_rng(len(picked))
+    data = rng.integers(0, 256, (ids.size, size), dtype=np.uint8)
+    rows = [r[: rng.integers(0, size + 1)].tobytes() for r in data]  # 0 to size bytes
+    blob = encode_shard(spec, ids, rows if variable else data)
     files = {spec.shard_name(shard): blob}
     for i in range(first, stop):
         found = sharded_lookup(files.__getitem__, spec.info(), i)
-        expected = data[int(np.searchsorted(ids, i))].tobytes() if i in ids else None
+        at = int(np.searchsorted(ids, i))
+        expected = (rows[at] if variable else data[at].tobytes()) if i in ids else None
         assert found == expected
 
 
@@ -131,10 +135,11 @@ def test_sharding_for_bounds_a_shard_and_covers_every_id() -> None:
 
 
 @pytest.mark.parametrize("kind", ["streamline", "graph"])
-def test_every_line_in_its_shard_is_its_by_id_file(
+def test_every_line_and_object_in_its_shard_is_its_file(
     tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Line ids ``(n << 32) | j``: a shard holds the lines of whole objects."""
+    """Line ids ``(n << 32) | j``: a shard holds the lines of whole objects; the
+    relationship index: a shard holds a range of object ids."""
     monkeypatch.setattr(sharding_module, "PER_SHARD_BITS", 5)  # about 32 lines a shard
     rng = np.random.default_rng(5)
     path = tmp_path / "lines.zarr"
