@@ -87,6 +87,6 @@ def sharded_lookup(read: Any, sharding: dict[str, Any], chunk_id: int) -> bytes 
         offset += table[n + i]
         size = table[2 * n + i]
         if ident == chunk_id:
-            return data[offset : offset + size]
+            return bytes(data[offset : offset + size])
         offset += size
     return None

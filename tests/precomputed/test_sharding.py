@@ -14,14 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarr_vectors as zv
+import zarr_vectors.precomputed.annotations as annotations_module
+import zarr_vectors.precomputed.sharding as sharding_module
 from tests.precomputed.ng_decoder import sharded_lookup
 from zarr_vectors.precomputed import (
     LineAnnotations,
     PointAnnotations,
     PrecomputedFileNotFoundError,
 )
-from zarr_vectors.precomputed import annotations as annotations_module
-from zarr_vectors.precomputed import sharding as sharding_module
 from zarr_vectors.precomputed.server import PrecomputedServer
 from zarr_vectors.precomputed.sharding import ShardingSpec, encode_shard, sharding_for
 
@@ -77,7 +77,7 @@ def test_the_export_writes_shards_and_a_server_answers_their_ranges(
     """Above ``UNSHARDED_MAX`` points the export holds a few shard files, not one per id."""
     _small_shards(monkeypatch)
     monkeypatch.setattr(annotations_module, "UNSHARDED_MAX", 1000)
-    out = zv.convert(leveled, tmp_path / "cells.precomputed") / "annotations"
+    out = Path(zv.convert(leveled, tmp_path / "cells.precomputed")) / "annotations"
     info = json.loads((out / "info").read_text())
     written = sorted(p.name for p in (out / "by_id").iterdir())
     plain = PointAnnotations(leveled, sharded=False)
@@ -89,13 +89,25 @@ def test_the_export_writes_shards_and_a_server_answers_their_ranges(
     for annotation in range(0, plain.plan.total, 7):
         found = sharded_lookup(read, info["by_id"]["sharding"], annotation)
         assert found == plain.read(f"by_id/{annotation}")
-    with PrecomputedServer({"annotations": PointAnnotations(leveled)}) as server:
-        request = urllib.request.Request(
-            server.url + "/annotations/by_id/1.shard", headers={"Range": "bytes=16-99"}
-        )
-        with urllib.request.urlopen(request) as answer:
-            assert answer.status == 206
-            assert answer.read() == read("1.shard")[16:100]
+    served = PointAnnotations(leveled)
+    computed = []
+    block = served._by_id_block
+
+    def counted(first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        computed.append(first)
+        return block(first, stop)
+
+    served._by_id_block = counted  # type: ignore[method-assign]
+    with PrecomputedServer({"annotations": served}) as server:
+        for span in ((0, 15), (16, 99), (100, 140)):  # as Neuroglancer reads a shard
+            request = urllib.request.Request(
+                server.url + "/annotations/by_id/1.shard",
+                headers={"Range": f"bytes={span[0]}-{span[1]}"},
+            )
+            with urllib.request.urlopen(request) as answer:
+                assert answer.status == 206
+                assert answer.read() == read("1.shard")[span[0] : span[1] + 1]
+    assert computed == [256]  # the shard was computed once
 
 
 @settings(max_examples=25, deadline=None)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,7 +27,7 @@ from zarr_vectors.precomputed.annotation_index import AnnotationPlan
 from zarr_vectors.precomputed.sharding import ShardingSpec, encode_shard
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
 
-__all__ = ["DEFAULT_LIMIT", "AnnotationFiles", "neuroglancer_dimensions"]
+__all__ = ["DEFAULT_LIMIT", "AnnotationFiles", "ShardCache", "neuroglancer_dimensions"]
 
 DEFAULT_LIMIT = 10_000
 """The most annotations a spatial cell holds, unless a single chunk of a level holds more."""
@@ -69,11 +71,50 @@ def neuroglancer_dimensions(names: tuple[str, ...], units: tuple[str, ...]) -> d
     return {n: list(_UNITS.get(u.lower(), (1.0, ""))) for n, u in zip(names, units, strict=True)}
 
 
+class ShardCache:
+    """The last few shard files computed: Neuroglancer reads a shard by three byte ranges
+    (shard index, minishard index, data), each a request of its own.
+
+    Examples
+    --------
+    >>> from zarr_vectors.precomputed.annotation_files import ShardCache
+    >>> cache = ShardCache()
+    >>> cache.get(("by_id", 0), lambda: b"shard"), cache.get(("by_id", 0), lambda: b"other")
+    (b'shard', b'shard')
+    """
+
+    def __init__(self, size: int = 2) -> None:
+        self.size = size
+        self._files: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._lock = threading.Lock()  # a server reads files from several threads
+
+    def get(self, key: tuple[str, int], compute: Callable[[], bytes]) -> bytes:
+        """The file of ``key``, computed by ``compute()`` unless it is kept.
+
+        Examples
+        --------
+        >>> from zarr_vectors.precomputed.annotation_files import ShardCache
+        >>> cache = ShardCache(size=1)
+        >>> _ = cache.get(("by_id", 0), lambda: b"a"), cache.get(("by_id", 1), lambda: b"b")
+        >>> cache.get(("by_id", 0), lambda: b"again")  # only the last one is kept
+        b'again'
+        """
+        with self._lock:
+            found = self._files.get(key)
+        if found is None:
+            found = compute()
+            with self._lock:
+                self._files[key] = found
+                while len(self._files) > self.size:
+                    self._files.popitem(last=False)
+        return found
+
+
 class AnnotationFiles(ABC):
     """The files of an annotation source; subclasses compute cells, ids and objects.
 
-    A subclass sets ``store``, ``chunk_shape``, ``plan``, ``properties`` and
-    ``has_objects``, and implements ``_cell_bytes``, ``_by_id``, ``_by_object`` and
+    A subclass sets ``store``, ``chunk_shape``, ``plan``, ``properties``, ``has_objects``
+    and ``shard_cache``, and implements ``_cell_bytes``, ``_by_id``, ``_by_object`` and
     ``_ids_and_objects``.
 
     Examples
@@ -98,6 +139,7 @@ class AnnotationFiles(ABC):
     has_objects: bool
     sharding: ShardingSpec | None = None
     object_sharding: ShardingSpec | None = None
+    shard_cache: ShardCache
 
     def info(self) -> dict[str, Any]:
         """The ``info`` document."""
@@ -181,15 +223,18 @@ class AnnotationFiles(ABC):
         spec = self.sharding
         if spec is None or shard >= 1 << spec.shard_bits:
             raise PrecomputedFileNotFoundError(f"{path!r}: the by-id index has no such shard")
-        ids, data = self._by_id_block(*spec.id_range(shard))
-        return encode_shard(spec, ids, data)
+        return self.shard_cache.get(
+            ("by_id", shard), lambda: encode_shard(spec, *self._by_id_block(*spec.id_range(shard)))
+        )
 
     def _object_shard(self, shard: int, path: str) -> bytes:
         spec = self.object_sharding
         if spec is None or shard >= 1 << spec.shard_bits:
             raise PrecomputedFileNotFoundError(f"{path!r}: the object index has no such shard")
-        ids, files = self._by_object_block(*spec.id_range(shard))
-        return encode_shard(spec, ids, files)
+        return self.shard_cache.get(
+            ("by_object", shard),
+            lambda: encode_shard(spec, *self._by_object_block(*spec.id_range(shard))),
+        )
 
     def _by_object_block(self, first: int, stop: int) -> tuple[np.ndarray, list[bytes]]:
         """The object ids in ``[first, stop)`` and their relationship files (one file at a

@@ -46,7 +46,7 @@ from zarr_vectors.precomputed.annotation_encoding import (
     encode_list,
     shuffled,
 )
-from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles
+from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles, ShardCache
 from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
 from zarr_vectors.precomputed.sharding import UNSHARDED_MAX, sharding_for
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
@@ -155,7 +155,7 @@ class PointAnnotations(AnnotationFiles):
         self.properties, self.left_out = annotation_properties(columns)
         self.has_objects = sample.vertex_object_ids is not None  # the ``object`` relationship
         self._cache: OrderedDict[tuple[Any, ...], _Rows] = OrderedDict()
-        self._shards: OrderedDict[int, bytes] = OrderedDict()  # ranges of one shard: 3 reads
+        self.shard_cache = ShardCache()
         self._lock = threading.Lock()
         if self.plan.total > UNSHARDED_MAX if sharded is None else sharded:
             self.sharding = sharding_for(self.plan.total)
@@ -229,17 +229,6 @@ class PointAnnotations(AnnotationFiles):
         row = int(np.flatnonzero(found.ids == annotation)[0])
         related = [] if found.objects is None else [[int(found.objects[row])]]
         return encode_by_id(found.records[row], related)
-
-    def _shard(self, shard: int, path: str) -> bytes:
-        with self._lock:
-            cached = self._shards.get(shard)
-        if cached is None:
-            cached = super()._shard(shard, path)
-            with self._lock:
-                self._shards[shard] = cached
-                while len(self._shards) > 2:
-                    self._shards.popitem(last=False)
-        return cached
 
     def _by_id_block(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """The ids in ``[first, stop)`` and their by-id files: per spatial level, the chunks

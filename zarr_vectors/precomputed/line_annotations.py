@@ -44,7 +44,7 @@ from zarr_vectors.precomputed.annotation_encoding import (
     encode_list,
     shuffled,
 )
-from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles
+from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles, ShardCache
 from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
 from zarr_vectors.precomputed.sharding import UNSHARDED_MAX, sharding_for_objects
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
@@ -117,6 +117,7 @@ class LineAnnotations(AnnotationFiles):
         self.object_ids = np.asarray(store.object_ids, dtype=np.int64)
         self._row = {int(i): n for n, i in enumerate(self.object_ids.tolist())}
         self._last: tuple[int, Any] | None = None
+        self.shard_cache = ShardCache()
         sample = store.read_objects(int(self.object_ids[0]))
         self.properties, self.left_out = annotation_properties(
             {k: (v.dtype, v.shape[1:]) for k, v in self._columns(sample).items()}
