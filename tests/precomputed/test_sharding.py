@@ -77,7 +77,9 @@ def test_the_export_writes_shards_and_a_server_answers_their_ranges(
     """Above ``UNSHARDED_MAX`` points the export holds a few shard files, not one per id."""
     _small_shards(monkeypatch)
     monkeypatch.setattr(annotations_module, "UNSHARDED_MAX", 1000)
-    out = Path(zv.convert(leveled, tmp_path / "cells.precomputed")) / "annotations"
+    root = zv.convert(leveled, tmp_path / "cells.precomputed")
+    assert isinstance(root, Path)
+    out = root / "annotations"
     info = json.loads((out / "info").read_text())
     written = sorted(p.name for p in (out / "by_id").iterdir())
     plain = PointAnnotations(leveled, sharded=False)
