@@ -188,3 +188,31 @@ def test_every_line_and_object_in_its_shard_is_its_file(
     for obj in np.asarray(store.object_ids).tolist():
         found = sharded_lookup(objects.__getitem__, relationship, obj)
         assert found == plain.read(f"by_object/{obj}"), obj
+
+
+@pytest.mark.slow  # about 8 s: a million points written, exported and read back
+def test_a_million_points_export_to_a_few_hundred_files_that_read_back(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    n = 1_000_000
+    positions = rng.uniform(0, 1000, (n, 3))
+    path = tmp_path / "million.zarr"
+    zv.write_points(path, positions, chunk_shape=100.0, levels=zv.Levels(count=2, per_bin=4))
+    store = zv.open(path)
+    root = zv.convert(store, tmp_path / "million.precomputed")
+    assert isinstance(root, Path)
+    out = root / "annotations"
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert len(files) < 500
+    info = json.loads((out / "info").read_text())
+    cells = [p for p in files if p.parent.name.startswith("spatial")]
+    counts = [int(np.frombuffer(p.read_bytes()[:8], "<u8")[0]) for p in cells]
+    assert sum(counts) == n  # every point in exactly one cell of one level
+    plain = PointAnnotations(store, sharded=False)
+
+    def read(name: str) -> bytes:
+        return (out / "by_id" / name).read_bytes()
+
+    shards = {name: read(name) for name in sorted(p.name for p in (out / "by_id").iterdir())}
+    for annotation in range(0, n, 997):
+        found = sharded_lookup(shards.__getitem__, info["by_id"]["sharding"], annotation)
+        assert found == plain.read(f"by_id/{annotation}")
