@@ -4,6 +4,7 @@ independent of the library's encoder."""
 
 from __future__ import annotations
 
+import gzip
 import struct
 from typing import Any
 
@@ -56,3 +57,36 @@ def decode_by_id(data: bytes, info: dict[str, Any]) -> tuple[tuple[Any, ...], li
         at += 4 + 8 * n
     assert at == len(data)
     return row, related
+
+
+def sharded_lookup(read: Any, sharding: dict[str, Any], chunk_id: int) -> bytes | None:
+    """The data of ``chunk_id`` in a sharded index (``neuroglancer_uint64_sharded_v1``, raw
+    data, raw or gzip minishard indexes), from the shard files ``read(name)`` returns; None
+    when it is absent.
+
+    Follows the format's documentation step by step: hash, shard and minishard numbers, the
+    shard index entry, the delta-decoded minishard index, the data byte range."""
+    assert sharding["@type"] == "neuroglancer_uint64_sharded_v1"
+    assert sharding["hash"] == "identity"
+    gzipped = sharding.get("minishard_index_encoding", "raw") == "gzip"
+    assert sharding.get("data_encoding", "raw") == "raw"
+    hashed = chunk_id >> sharding["preshift_bits"]
+    minishard = hashed & ((1 << sharding["minishard_bits"]) - 1)
+    shard = (hashed >> sharding["minishard_bits"]) & ((1 << sharding["shard_bits"]) - 1)
+    digits = -(-sharding["shard_bits"] // 4)
+    data = read(format(shard, "x").rjust(digits, "0") + ".shard")
+    index_end = (1 << sharding["minishard_bits"]) * 16
+    start, end = struct.unpack_from("<QQ", data, 16 * minishard)
+    index = data[index_end + start : index_end + end]
+    index = gzip.decompress(index) if gzipped else index
+    n = len(index) // 24
+    table = struct.unpack_from(f"<{3 * n}Q", index)
+    ident, offset = 0, index_end
+    for i in range(n):
+        ident += table[i]
+        offset += table[n + i]
+        size = table[2 * n + i]
+        if ident == chunk_id:
+            return bytes(data[offset : offset + size])
+        offset += size
+    return None

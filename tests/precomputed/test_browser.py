@@ -26,7 +26,8 @@ import pytest
 import zarr_vectors as zv
 from tests.precomputed import browser
 from tests.precomputed.browser_stores import clustered_points, fibre_bundle, two_meshes
-from zarr_vectors.precomputed import PrecomputedServer
+from tests.precomputed.ng_decoder import decode_by_id
+from zarr_vectors.precomputed import PointAnnotations, PrecomputedServer
 
 pytestmark = [
     pytest.mark.browser,
@@ -51,6 +52,7 @@ ANNOTATION_SPACING = 3.0
 """Pixels between annotations drawn in 3-D (Neuroglancer's default 10 draws few points)."""
 _SPATIAL = re.compile(r"^/annotations/spatial(\d+)/")
 _FRAGMENT = re.compile(r"^/meshes/\d+$")
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +163,41 @@ def test_a_million_points_are_shown(neuroglancer: browser.Neuroglancer, tmp_path
     store = clustered_points(tmp_path / "million.zarr", 1_000_000)
     assert len(zv.open(store).levels) > 2
     assert _shown(neuroglancer, store, "million-points") > DRAWN_AT_LEAST
+
+
+def _shown_position(text: str) -> list[float]:
+    """The three numbers after the ``x``, ``y``, ``z`` labels of the selection panel."""
+    lines = text.splitlines()
+    at = next(i for i in range(len(lines) - 2) if lines[i : i + 3] == ["x", "y", "z"])
+    return [float(n) for n in lines[at + 3 : at + 6] if _NUMBER.match(n)]
+
+
+def test_a_selected_point_is_read_from_its_shard(
+    neuroglancer: browser.Neuroglancer, tmp_path: Path
+) -> None:
+    """A by-id index sharded (more than ``UNSHARDED_MAX`` points): Neuroglancer reads the
+    shard by byte ranges (its index, the minishard index, the annotation) and shows the
+    point the store holds."""
+    store = clustered_points(tmp_path / "points.zarr", 5_000)
+    annotation = 4_321
+    with zv.serve(store) as server:
+        source = server.sources["annotations"]
+        assert isinstance(source, PointAnnotations)
+        assert source.sharding is not None
+        state = server.neuroglancer_state()
+        state["selection"] = {
+            "layers": {"annotations": {"annotationId": str(annotation), "annotationSource": 0}},
+            "visible": True,
+        }
+        shot = neuroglancer.show(
+            state, SIZE, loaded=lambda: sum("/by_id/" in r.path for r in server.requests) >= 3
+        )
+        by_id = [r for r in server.requests if "/by_id/" in r.path]
+        text = neuroglancer.driver.find_element("tag name", "body").text
+    assert shot.errors() == []
+    assert {(r.path, r.status) for r in by_id} == {("/annotations/by_id/0.shard", 206)}
+    plain = PointAnnotations(zv.open(store), sharded=False)
+    point, _ = decode_by_id(plain.read(f"by_id/{annotation}"), json.loads(plain.read("info")))
+    shown = _shown_position(text)
+    assert len(shown) == 3
+    assert all(abs(s - p) <= 1 for s, p in zip(shown, point[:3], strict=True))

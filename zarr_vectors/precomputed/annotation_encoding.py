@@ -29,6 +29,7 @@ __all__ = [
     "annotation_properties",
     "encode_annotations",
     "encode_by_id",
+    "encode_by_id_rows",
     "encode_list",
     "shuffled",
 ]
@@ -233,3 +234,24 @@ def encode_by_id(record: np.ndarray, related: Sequence[Sequence[int]]) -> bytes:
         out.append(np.array([len(ids)], dtype="<u4").tobytes())
         out.append(np.asarray(ids, dtype="<u8").tobytes())
     return b"".join(out)
+
+
+def encode_by_id_rows(records: np.ndarray, objects: np.ndarray | None) -> np.ndarray:
+    """By-id files of many annotations as rows: each record, then (with ``objects``, the
+    one relationship) a uint32le count 1 and its uint64le object id, as :func:`encode_by_id`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zarr_vectors.precomputed.annotation_encoding import encode_by_id, encode_by_id_rows
+    >>> rows = encode_by_id_rows(np.zeros((2, 12), np.uint8), np.array([3, 4]))
+    >>> rows.shape, rows[1].tobytes() == encode_by_id(np.zeros(12, np.uint8), [[4]])
+    ((2, 24), True)
+    """
+    records = np.ascontiguousarray(records, dtype=np.uint8)
+    if objects is None:
+        return records
+    n = records.shape[0]
+    count = np.ones(n, dtype="<u4").view(np.uint8).reshape(n, 4)
+    related = np.asarray(objects).astype("<u8").view(np.uint8).reshape(n, 8)
+    return np.concatenate([records, count, related], axis=1)

@@ -1,6 +1,6 @@
 """The ``annotations`` source: a point cloud as Neuroglancer precomputed point annotations.
 
-Files (``neuroglancer_annotations_v1``, unsharded):
+Files (``neuroglancer_annotations_v1``):
 
 ``info``
     Dimensions from the store's axis names and units, bounds (the spatial grid's), type
@@ -10,7 +10,13 @@ Files (``neuroglancer_annotations_v1``, unsharded):
 ``spatial<k>/<i>_<j>_<l>``
     The annotations of spatial level k in one cell (multiple-annotation encoding).
 ``by_id/<id>``
-    One annotation and its object id.
+    One annotation and its object id: the by-id index of a source of at most
+    :data:`~zarr_vectors.precomputed.sharding.UNSHARDED_MAX` points.
+``by_id/<shard>.shard``
+    The by-id index of a larger source, sharded (``neuroglancer_uint64_sharded_v1``,
+    :mod:`~zarr_vectors.precomputed.sharding`): a shard holds the by-id files of up to
+    65,536 consecutive ids, which name a contiguous range of (spatial level, chunk), computed
+    from one box query per spatial level.
 ``by_object/<object id>``
     Every annotation of one object (points with object ids).
 
@@ -36,11 +42,13 @@ from zarr_vectors.precomputed.annotation_encoding import (
     annotation_properties,
     encode_annotations,
     encode_by_id,
+    encode_by_id_rows,
     encode_list,
     shuffled,
 )
-from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles
+from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles, ShardCache
 from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
+from zarr_vectors.precomputed.sharding import UNSHARDED_MAX, sharding_for
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
 
 __all__ = ["PointAnnotations"]
@@ -106,6 +114,9 @@ class PointAnnotations(AnnotationFiles):
     limit
         The most annotations a spatial cell should hold (default :data:`DEFAULT_LIMIT`;
         a single chunk of a level holding more raises its level's ``limit``).
+    sharded
+        Write the by-id index sharded; by default when there are more than
+        :data:`~zarr_vectors.precomputed.sharding.UNSHARDED_MAX` points.
 
     Examples
     --------
@@ -123,11 +134,15 @@ class PointAnnotations(AnnotationFiles):
     'volume'
     >>> len(source.read("spatial0/0_0_0"))   # count, 2 x (12 + 4) bytes, 2 ids
     56
+    >>> list(PointAnnotations(zv.open(path), sharded=True).paths())
+    ['info', 'spatial0/0_0_0', 'by_id/0.shard']
     """
 
     annotation_type = "point"
 
-    def __init__(self, store: VectorStore, *, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(
+        self, store: VectorStore, *, limit: int = DEFAULT_LIMIT, sharded: bool | None = None
+    ) -> None:
         self.store = store
         self.chunk_shape = np.asarray(store.chunk_shape, dtype=np.float64)
         used = self._used_levels()
@@ -140,7 +155,10 @@ class PointAnnotations(AnnotationFiles):
         self.properties, self.left_out = annotation_properties(columns)
         self.has_objects = sample.vertex_object_ids is not None  # the ``object`` relationship
         self._cache: OrderedDict[tuple[Any, ...], _Rows] = OrderedDict()
+        self.shard_cache = ShardCache()
         self._lock = threading.Lock()
+        if self.plan.total > UNSHARDED_MAX if sharded is None else sharded:
+            self.sharding = sharding_for(self.plan.total)
 
     def _used_levels(self) -> list[int]:
         """The store levels, coarse first: all of them when they nest, else level 0."""
@@ -211,6 +229,28 @@ class PointAnnotations(AnnotationFiles):
         row = int(np.flatnonzero(found.ids == annotation)[0])
         related = [] if found.objects is None else [[int(found.objects[row])]]
         return encode_by_id(found.records[row], related)
+
+    def _by_id_block(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ids in ``[first, stop)`` and their by-id files: per spatial level, the chunks
+        holding them are a range of flat chunk numbers, read with one box query."""
+        ids, files = [], []
+        for k, (keys, starts, counts) in enumerate(
+            zip(self.plan.keys, self.plan.starts, self.plan.counts, strict=True)
+        ):
+            lo = int(np.searchsorted(starts + counts, first, side="right"))
+            hi = int(np.searchsorted(starts, stop, side="left"))
+            if lo >= hi:
+                continue
+            rel = np.stack(np.unravel_index(keys[lo:hi], tuple(self.plan.extent)), axis=1)
+            chunks = rel + self.plan.origin
+            found = self._compute_rows(k, chunks.min(axis=0), chunks.max(axis=0) + 1)
+            found = found.take((found.ids >= first) & (found.ids < stop))
+            ids.append(found.ids)
+            files.append(encode_by_id_rows(found.records, found.objects))
+        every = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+        order = np.argsort(every, kind="stable")
+        data = np.concatenate(files) if files else np.zeros((0, 0), dtype=np.uint8)
+        return every[order].astype(np.uint64), data[order]
 
     def _by_object(self, obj: int, path: str) -> bytes:
         try:

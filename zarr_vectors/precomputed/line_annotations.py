@@ -11,6 +11,14 @@ the object attributes (``object_<name>``) and a graph's edge attributes (``edge_
 of the types :mod:`~zarr_vectors.precomputed.annotation_encoding` lists. Relationship
 ``object``: each line's object id.
 
+By-id index: ``by_id/<id>`` files, or, for a store of more than
+:data:`~zarr_vectors.precomputed.sharding.UNSHARDED_MAX` vertices, shard files
+``by_id/<shard>.shard`` (:func:`~zarr_vectors.precomputed.sharding.sharding_for_objects`):
+a shard holds the lines of a run of consecutive objects, computed from one read of them.
+Such a store's relationship index (object ids not negative) is sharded too:
+``by_object/<shard>.shard``, a shard for a range of object ids, from one read of the objects
+in it.
+
 Spatial index: one level, read from level 0 (the coarse levels of object kinds are
 simplified geometry, not a subset of level 0's lines, so they cannot make the nested
 levels Neuroglancer's index asks for). A line belongs to the cell that holds its first end
@@ -32,11 +40,13 @@ from zarr_vectors.precomputed.annotation_encoding import (
     annotation_properties,
     encode_annotations,
     encode_by_id,
+    encode_by_id_rows,
     encode_list,
     shuffled,
 )
-from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles
+from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles, ShardCache
 from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
+from zarr_vectors.precomputed.sharding import UNSHARDED_MAX, sharding_for_objects
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
 
 __all__ = ["LINE_KINDS", "LineAnnotations"]
@@ -75,6 +85,9 @@ class LineAnnotations(AnnotationFiles):
         An open store of a kind in :data:`LINE_KINDS`.
     limit
         The most vertices the chunks of a spatial cell should hold.
+    sharded
+        Write the by-id index sharded; by default when the store has more than
+        :data:`~zarr_vectors.precomputed.sharding.UNSHARDED_MAX` vertices.
 
     Examples
     --------
@@ -95,17 +108,26 @@ class LineAnnotations(AnnotationFiles):
     annotation_type = "line"
     has_objects = True
 
-    def __init__(self, store: VectorStore, *, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(
+        self, store: VectorStore, *, limit: int = DEFAULT_LIMIT, sharded: bool | None = None
+    ) -> None:
         self.store = store
         self.chunk_shape = np.asarray(store.chunk_shape, dtype=np.float64)
         self.plan: AnnotationPlan = plan_annotations({0: store.chunk_counts(0)}, [0], limit)
         self.object_ids = np.asarray(store.object_ids, dtype=np.int64)
         self._row = {int(i): n for n, i in enumerate(self.object_ids.tolist())}
         self._last: tuple[int, Any] | None = None
+        self.shard_cache = ShardCache()
         sample = store.read_objects(int(self.object_ids[0]))
         self.properties, self.left_out = annotation_properties(
             {k: (v.dtype, v.shape[1:]) for k, v in self._columns(sample).items()}
         )
+        vertices = self.plan.total  # an upper bound of the lines: no read
+        if vertices > UNSHARDED_MAX if sharded is None else sharded:
+            self.sharding = sharding_for_objects(self.object_ids.size, vertices, _SHIFT)
+            if self.object_ids.size and int(self.object_ids.min()) >= 0:
+                space = int(self.object_ids.max()) + 1
+                self.object_sharding = sharding_for_objects(space, vertices, 0)
 
     @staticmethod
     def _columns(result: Any) -> dict[str, np.ndarray]:
@@ -174,6 +196,28 @@ class LineAnnotations(AnnotationFiles):
         if found.size == 0:
             raise PrecomputedFileNotFoundError(f"{path!r}: object {obj} has no line {j}")
         return encode_by_id(records[found[0]], [[obj]])
+
+    def _by_id_block(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """The lines of the objects stored ``first >> 32 …`` (a shard's whole objects), read
+        together."""
+        rows = np.arange(first >> _SHIFT, min(stop >> _SHIFT, self.object_ids.size))
+        if rows.size == 0:
+            return np.zeros(0, dtype=np.uint64), np.zeros((0, 0), dtype=np.uint8)
+        result = self.store.read_objects(self.object_ids[rows].tolist())
+        records, ids, objects = self._take(result, np.ones(_lines(result)[0].shape[0], bool))
+        order = np.argsort(ids, kind="stable")
+        return ids[order].astype(np.uint64), encode_by_id_rows(records, objects)[order]
+
+    def _by_object_block(self, first: int, stop: int) -> tuple[np.ndarray, list[bytes]]:
+        """The objects with ids in ``[first, stop)`` and their lines, read together."""
+        inside = self.object_ids[(self.object_ids >= first) & (self.object_ids < stop)]
+        if inside.size == 0:
+            return np.zeros(0, dtype=np.uint64), []
+        result = self.store.read_objects(inside.tolist())
+        records, ids, objects = self._take(result, np.ones(_lines(result)[0].shape[0], bool))
+        found = np.sort(inside)
+        files = [encode_list(records[objects == o], ids[objects == o]) for o in found.tolist()]
+        return found.astype(np.uint64), files
 
     def _all_of(self, obj: int, path: str) -> tuple[Any, np.ndarray]:
         """An object read whole (the last one is kept: ids in order come object by object)."""
