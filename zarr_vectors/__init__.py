@@ -59,6 +59,7 @@ from zarr_vectors.update import (
     append_polylines,
     append_skeletons,
     build_levels,
+    upgrade,
     write_objects_stream,
     write_points_stream,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "write_points_parallel",
     "append_points",
     "build_levels",
+    "upgrade",
     "PointWriter",
     "write_polylines",
     "write_graph",

@@ -379,6 +379,27 @@ class RowLayout:
         resized[:keep] = index[:keep]
         return bytes(shard[: len(shard) - self.tail_nbytes]) + to._tail(resized.tobytes(), key)
 
+    def placed_shard(self, shard: bytes, key: str) -> bytes:
+        """The shard ``shard`` of this layout, which has no place records (format 1.0 or
+        1.1), with the place record of ``key`` added before its index (spec §9.0.2).
+
+        The row blocks and the index stay as they are (no index entry points past the row
+        blocks), so the result is what the encoders of the same layout with ``placed``
+        give for the same rows at ``key``.
+
+        Raises
+        ------
+        ValueError
+            When the layout already has place records.
+        CorruptChunkError
+            When the shard is too short or its index fails its checksum.
+        """
+        if self.placed:
+            raise ValueError("placed_shard is for a layout without place records")
+        self.decode_index(shard, key)  # the index is intact before anything is added
+        cut = len(shard) - self.index_nbytes
+        return b"".join([shard[:cut], place_record(key, self.type_name), shard[cut:]])
+
     def chunk_blocks(
         self, shard: bytes, chunk: np.ndarray | Sequence[int], stored: int, where: str
     ) -> list[bytes]:

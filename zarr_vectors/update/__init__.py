@@ -13,6 +13,8 @@ levels, point_levels, object_levels
     object stores from their objects; object levels rebuilt after appends and streams.
 object_merge, merge_plan, merge_chunks, merge_globals, merge_links, object_sources
     Merges of stores of objects (the parallel object writer's last step).
+upgrade
+    ``upgrade``: a store of format 1.0 to 1.2 raised to the current format.
 _read_ahead
     Reading the next chunks of a store while the current ones are merged.
 """
@@ -52,12 +54,15 @@ from zarr_vectors.update.point_stream import (
     bin_dtype,
     write_points_stream,
 )
+from zarr_vectors.update.upgrade import UpgradeReport, upgrade
 
 __all__ = [
     "PointWriter",
     "write_points_stream",
     "append_points",
     "build_levels",
+    "upgrade",
+    "UpgradeReport",
     "checked_levels",
     "commit_levels",
     "Level0",

@@ -51,6 +51,7 @@ from zarr_vectors.write._object_levels import (
 from zarr_vectors.write._objects import (
     Groups,
     ObjectTable,
+    write_encoded_object_index,
     write_global,
     write_object_columns,
     write_object_index,
@@ -140,6 +141,7 @@ __all__ = [
     "write_global",
     "write_object_columns",
     "write_object_index",
+    "write_encoded_object_index",
     "write_objects",
     "write_object_levels",
     "polyline_level_builder",

@@ -1,0 +1,251 @@
+"""``upgrade``: raise a store of format 1.0, 1.1 or 1.2 to the current format (spec §3.4).
+
+What changes follows the spec changelog:
+
+- every store: the root declares the current version and a new ``commit``; every array's
+  ``zarr.json`` gets its ``dimension_names`` (§9.0.3); the ``.zattrs`` mirrors and
+  ``metadata.json`` are deleted (§2.3). That is the whole of a 1.2 store's upgrade;
+- a 1.0 or 1.1 store also gets the data layout of 1.2 (§9.0.2, §9.8, §9.8.1): a place
+  record in every shard of every per-chunk array (its row blocks and index unchanged), and
+  its global arrays written again with every chunk stored and checksummed and their chunk
+  table; ``object_index`` as the writers write it now (Blosc, then CRC32C).
+
+Row blocks, grids, shards and values are never re-encoded, so the upgraded store gives the
+same answers, and its files are those a fresh write of the same data gives where the
+writers of its version and the current ones agree. The change is committed like an append
+(:func:`~zarr_vectors.store.target.modify_target`): a local store is changed in a hidden
+sibling of hard links swapped in at the end, so a failed or killed upgrade leaves it as it
+was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.errors import InvalidInputError, MetadataError
+from zarr_vectors.format.commits import COMMIT_KEY, next_commit
+from zarr_vectors.format.layout import is_sharded
+from zarr_vectors.format.metadata import RootMetadata
+from zarr_vectors.format.names import OBJECT_INDEX, VERTEX_COUNTS
+from zarr_vectors.format.version import (
+    FORMAT_VERSION,
+    has_place_records,
+    is_plain_zarr,
+    parse_version,
+)
+from zarr_vectors.store.arrays import group_metadata, read_whole_many
+from zarr_vectors.store.dimensions import MIRROR_DOCUMENTS, array_nodes, make_plain_zarr
+from zarr_vectors.store.format_upgrade import add_place_records, rewrite_global_array
+from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
+from zarr_vectors.store.target import modify_target
+from zarr_vectors.write import write_encoded_object_index
+
+__all__ = ["UpgradeReport", "upgrade"]
+
+
+@dataclass(frozen=True)
+class UpgradeReport:
+    """What :func:`upgrade` changed, or would change with ``dry_run=True``.
+
+    Attributes
+    ----------
+    from_version
+        The format version the store declared.
+    to_version
+        The version it declares after the upgrade (``from_version`` when none was needed).
+    changes
+        One sentence per kind of change, empty when the store was already current.
+    dry_run
+        Whether nothing was written.
+    """
+
+    from_version: str
+    to_version: str
+    changes: tuple[str, ...]
+    dry_run: bool
+
+    @property
+    def changed(self) -> bool:
+        """Whether the store was (or, on a dry run, would be) changed."""
+        return bool(self.changes)
+
+    def __str__(self) -> str:
+        if not self.changes:
+            return f"format {self.from_version} is current: nothing to upgrade"
+        verb = "would upgrade" if self.dry_run else "upgraded"
+        lines = [f"{verb} format {self.from_version} to {self.to_version}:"]
+        return "\n".join([*lines, *(f"  - {change}" for change in self.changes)])
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The arrays of a store an upgrade touches."""
+
+    root: RootMetadata
+    base: bytes | None
+    sharded: list[tuple[str, dict[str, Any]]]
+    globals: list[tuple[str, dict[str, Any]]]
+    unnamed: int
+    mirrors: list[str]
+
+
+def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -> UpgradeReport:
+    """Raise a store of format 1.0, 1.1 or 1.2 to the current format, in place (spec §3.4).
+
+    A 1.2 store changes only in its metadata: the root's version and commit, the
+    ``dimension_names`` of every array, and no more ``.zattrs`` or ``metadata.json``
+    mirror documents, so zarr-python walks it without a warning and xarray opens its
+    groups. A 1.0 or 1.1 store also gets what format 1.2 added to the data layout: a place
+    record in every shard, and global arrays with every chunk stored, checksummed and
+    listed in their chunk table. Values, row blocks and shards are kept, so every read
+    gives the same answers. A local store is changed in a hidden sibling swapped in at the
+    end: a failed or killed upgrade leaves it as it was. Other stores (memory, object
+    storage) are changed in place, their root uncommitted meanwhile (spec §2.4).
+
+    Parameters
+    ----------
+    store
+        A local path or zarr store holding a Zarr Vectors store.
+    to
+        The version to reach; None or the current version (``zv.FORMAT_VERSION``), the
+        only one this library writes.
+    dry_run
+        Report what would change and write nothing.
+
+    Returns
+    -------
+    UpgradeReport
+        What changed (nothing for a store already of the current version).
+
+    Raises
+    ------
+    InvalidInputError
+        When ``to`` is not the current version.
+    NotAZarrVectorsStoreError, MetadataError, UnsupportedVersionError
+        When the store is not a readable Zarr Vectors store.
+    ConcurrentWriteError
+        When another writer committed to the store during the upgrade (nothing changed).
+
+    Examples
+    --------
+    >>> import pathlib, shutil, tempfile
+    >>> import zarr_vectors as zv
+    >>> golden = pathlib.Path("tests/data/golden/1.2/points_3d_attributes.zarrvectors")
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cloud.zarrvectors"
+    >>> _ = shutil.copytree(golden, path)
+    >>> print(zv.upgrade(path, dry_run=True).to_version)
+    1.3
+    >>> zv.upgrade(path).changed, zv.open(path).metadata["zarr_vectors_version"]
+    (True, '1.3')
+    >>> zv.upgrade(path).changed
+    False
+    """
+    _check_target(to)
+    io = StoreIO(resolve_store(store, mode="r"))
+    plan = _plan(io)
+    version = plan.root.version
+    if is_plain_zarr(version):
+        return UpgradeReport(version, version, (), dry_run)
+    report = UpgradeReport(version, FORMAT_VERSION, _changes(plan), dry_run)
+    if not dry_run:
+        _apply(store, io, plan)
+    return report
+
+
+def _check_target(to: str | None) -> None:
+    """Refuse a target version other than the current one."""
+    if to is None or to == FORMAT_VERSION:
+        return
+    parse_version(to)  # a MetadataError names a malformed version
+    raise InvalidInputError(
+        f"upgrade writes format {FORMAT_VERSION} only (the version this library writes), "
+        f"got to={to!r}"
+    )
+
+
+def _plan(io: StoreIO) -> _Plan:
+    """Read the root and list the arrays of every level."""
+    doc, version = io.read_root()
+    attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    root = RootMetadata.from_json(attrs)
+    levels = [str(level) for level in (0, *(entry.level for entry in root.levels))]
+    nodes = array_nodes(io, levels)
+    sharded = [(path, meta) for path, meta in nodes if is_sharded(meta)]
+    globals_ = [
+        (path, meta)
+        for path, meta in nodes
+        if not is_sharded(meta) and not path.endswith(f"/{VERTEX_COUNTS}")
+    ]
+    _, listings = io.read_metadata([], ["", *levels])
+    mirrors = [
+        f"{group}/{name}".lstrip("/")
+        for group, names in zip(["", *levels], listings, strict=True)
+        for name in names
+        if name in MIRROR_DOCUMENTS
+    ]
+    unnamed = sum("dimension_names" not in meta for _, meta in nodes)
+    return _Plan(root, version.root, sharded, globals_, unnamed, mirrors)
+
+
+def _changes(plan: _Plan) -> tuple[str, ...]:
+    """One sentence per kind of change the upgrade of ``plan`` makes."""
+    changes = [f"root: zarr_vectors_version {plan.root.version} -> {FORMAT_VERSION}, new commit"]
+    if not has_place_records(plan.root.version):
+        changes.append(f"place records added to the shards of {len(plan.sharded)} array(s)")
+        changes.append(
+            f"{len(plan.globals)} global array(s) written again with every chunk stored "
+            "and a chunk table"
+        )
+    if plan.unnamed:
+        changes.append(f"dimension_names added to {plan.unnamed} array(s)")
+    if plan.mirrors:
+        changes.append(f"deleted {', '.join(plan.mirrors)}")
+    return tuple(changes)
+
+
+def _apply(store: StoreLike, io: StoreIO, plan: _Plan) -> None:
+    """Make the changes of ``plan`` and commit them."""
+    placed = has_place_records(plan.root.version)
+    values = [] if placed else read_whole_many(io.store, plan.globals)
+    root = replace(plan.root, version=FORMAT_VERSION)
+    with modify_target(store, rewritten=(), base=plan.base) as (source, target):
+        target.name_dimensions(root.axis_names)
+        if not placed:
+            for path, meta in plan.sharded:
+                add_place_records(source, target, path, meta, root.spatial_dims)
+            _rewrite_globals(target, plan.globals, values)
+        levels = [0, *(entry.level for entry in root.levels)]
+        make_plain_zarr(target, levels, root.axis_names)
+        doc = {**root.to_json(), COMMIT_KEY: next_commit(root.extra.get(COMMIT_KEY))}
+        target.set("zarr.json", group_metadata(doc))
+
+
+def _rewrite_globals(
+    target: StoreIO, arrays: list[tuple[str, dict[str, Any]]], values: list[np.ndarray]
+) -> None:
+    """Write the global arrays again as format 1.2 and later store them; ``object_index``
+    as the writers write it now."""
+    decoded = dict(zip((path for path, _ in arrays), values, strict=True))
+    for path, meta in arrays:
+        if f"/{OBJECT_INDEX}/" not in path:
+            rewrite_global_array(target, path, meta, decoded[path])
+    for base in sorted(
+        {p.split(f"/{OBJECT_INDEX}/")[0] for p in decoded if f"/{OBJECT_INDEX}/" in p}
+    ):
+        group = target.read_json(f"{base}/{OBJECT_INDEX}/zarr.json")
+        attrs = group.get("attributes") if isinstance(group, dict) else None
+        if not isinstance(attrs, dict):
+            raise MetadataError(f"{base}/{OBJECT_INDEX}/zarr.json is not a group document")
+        prefix = f"{base}/{OBJECT_INDEX}"
+        target.delete_many(target.list_prefix(f"{prefix}/data/c/"))
+        target.delete_many(target.list_prefix(f"{prefix}/offsets/c/"))
+        write_encoded_object_index(
+            target,
+            base,
+            (decoded[f"{prefix}/data"], decoded[f"{prefix}/offsets"]),
+            int(attrs["num_objects"]),
+            int(attrs["sid_ndim"]),
+        )
