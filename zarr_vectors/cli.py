@@ -38,6 +38,7 @@ from zarr_vectors import converters
 from zarr_vectors._progress import wants_progress
 from zarr_vectors.display import format_bytes
 from zarr_vectors.errors import StoreExistsError, ZarrVectorsError
+from zarr_vectors.format.version import upgrade_hint
 from zarr_vectors.kernels import CompileLog
 from zarr_vectors.precomputed import NEUROGLANCER_CLIENT
 from zarr_vectors.store.target import interrupted_write_note
@@ -194,6 +195,10 @@ def _info(args: argparse.Namespace) -> int:
     if store.is_object_store:
         doc["object_count"] = store.object_count
         doc["object_attributes"] = store.object_attribute_names
+    version = store.metadata["zarr_vectors_version"]
+    doc["format"] = version
+    if (hint := upgrade_hint(version)) is not None:
+        doc["upgrade"] = hint
     if (note := interrupted_write_note(args.store)) is not None:
         doc["interrupted_write"] = note
     if args.json:

@@ -32,6 +32,7 @@ from zarr_vectors.format.names import (
     OBJECT_ATTRIBUTES,
     OBJECT_ID_ATTRIBUTE,
 )
+from zarr_vectors.format.version import upgrade_hint
 from zarr_vectors.store.io import StoreIO
 
 if TYPE_CHECKING:
@@ -308,6 +309,8 @@ def store_text(info: StoreInfo) -> str:
     if info.groups:
         lines.append(f"  groups ({len(info.groups)}): {name_list(info.groups)}")
     lines.append(f"  stored: {_usage_text(info)}")
+    if (hint := upgrade_hint(root.version)) is not None:
+        lines.append(f"  {hint}")
     if info.problem:
         lines.append(f"  could not read everything: {info.problem}")
     return "\n".join(lines) + ">"
@@ -326,6 +329,8 @@ def _overview(info: StoreInfo) -> Section:
     section.rows.append(("levels", _levels_text(info)))
     section.rows.append(("stored", _usage_text(info)))
     section.rows.append(("format", f"Zarr Vectors {root.version}"))
+    if (hint := upgrade_hint(root.version)) is not None:
+        section.rows.append(("upgrade", hint))
     for key, value in root.extra.items():
         if isinstance(value, str | int | float | bool):
             section.rows.append((key, str(value)))

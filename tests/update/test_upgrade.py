@@ -219,10 +219,20 @@ def test_upgrade_refuses_another_target_version(tmp_path: Path) -> None:
 
 
 def test_cli_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``info`` and a handle's summary of an old store name the upgrade, in one line."""
     path = _copy(GOLDEN / "1.2" / "points_3d_attributes.zarrvectors", tmp_path)
+    assert main(["info", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["format"] == "1.2"
+    assert "zarr-vectors upgrade STORE" in doc["upgrade"]
+    hints = [line for line in repr(zv.open(path)).splitlines() if "zv.upgrade" in line]
+    assert len(hints) == 1
     assert main(["upgrade", str(path), "--dry-run"]) == 0
     assert "would upgrade format 1.2 to 1.3" in capsys.readouterr().out
     assert zv.open(path).metadata["zarr_vectors_version"] == "1.2"
     assert main(["upgrade", str(path)]) == 0
     assert "upgraded format 1.2 to 1.3" in capsys.readouterr().out
     assert zv.open(path).metadata["zarr_vectors_version"] == "1.3"
+    assert "zv.upgrade" not in repr(zv.open(path))
+    assert main(["info", str(path), "--json"]) == 0
+    assert "upgrade" not in json.loads(capsys.readouterr().out)

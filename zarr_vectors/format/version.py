@@ -21,6 +21,7 @@ __all__ = [
     "is_layout_v",
     "is_plain_zarr",
     "parse_version",
+    "upgrade_hint",
 ]
 
 FORMAT_VERSION = "1.3"
@@ -114,6 +115,29 @@ def is_plain_zarr(version: str) -> bool:
     (False, True)
     """
     return parse_version(version) >= parse_version(PLAIN_ZARR_VERSION)
+
+
+def upgrade_hint(version: str) -> str | None:
+    """One line saying how to raise a store of format ``version`` to the current format,
+    or None when it is current (or not a version string).
+
+    Examples
+    --------
+    >>> print(upgrade_hint("1.2"))
+    format 1.2: zv.upgrade(store) or `zarr-vectors upgrade STORE` makes it a 1.3 store ...
+    >>> upgrade_hint("1.3") is None
+    True
+    """
+    try:
+        if is_plain_zarr(version):
+            return None
+    except MetadataError:
+        return None
+    return (
+        f"format {version}: zv.upgrade(store) or `zarr-vectors upgrade STORE` makes it a "
+        f"{FORMAT_VERSION} store (plain Zarr v3: xarray opens it, zarr-python walks it "
+        "without warnings)"
+    )
 
 
 FOREIGN_ROOT_KEY = "zarr_vectors"

@@ -131,15 +131,16 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
 
     Examples
     --------
-    >>> import pathlib, shutil, tempfile
+    A store this library writes is current, so there is nothing to do (``zarr-vectors
+    upgrade STORE --dry-run`` tells the same of any store):
+
+    >>> import pathlib, tempfile
+    >>> import numpy as np
     >>> import zarr_vectors as zv
-    >>> golden = pathlib.Path("tests/data/golden/1.2/points_3d_attributes.zarrvectors")
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cloud.zarrvectors"
-    >>> _ = shutil.copytree(golden, path)
-    >>> print(zv.upgrade(path, dry_run=True).to_version)
-    1.3
-    >>> zv.upgrade(path).changed, zv.open(path).metadata["zarr_vectors_version"]
-    (True, '1.3')
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cloud.zarr"
+    >>> zv.write_points(path, np.zeros((3, 2)), chunk_shape=4.0, progress=False)
+    >>> print(zv.upgrade(path, dry_run=True))
+    format 1.3 is current: nothing to upgrade
     >>> zv.upgrade(path).changed
     False
     """
