@@ -4,7 +4,8 @@ What changes follows the spec changelog:
 
 - every store: the root declares the current version and a new ``commit``; every array's
   ``zarr.json`` gets its ``dimension_names`` (§9.0.3); the ``.zattrs`` mirrors and
-  ``metadata.json`` are deleted (§2.3). That is the whole of a 1.2 store's upgrade;
+  ``metadata.json`` are deleted (§2.3). That is the whole of a 1.2 store's upgrade, and
+  of a 1.3 store written before 1.3 dropped the mirrors (its version stays);
 - a 1.0 or 1.1 store also gets the data layout of 1.2 (§9.0.2, §9.8, §9.8.1): a place
   record in every shard of every per-chunk array (its row blocks and index unchanged), and
   its global arrays written again with every chunk stored and checksummed and their chunk
@@ -95,7 +96,8 @@ class _Plan:
 def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -> UpgradeReport:
     """Raise a store of format 1.0, 1.1 or 1.2 to the current format, in place (spec §3.4).
 
-    A 1.2 store changes only in its metadata: the root's version and commit, the
+    A 1.2 store (or a 1.3 store written before 1.3 dropped the mirror documents) changes
+    only in its metadata: the root's version and commit, the
     ``dimension_names`` of every array, and no more ``.zattrs`` or ``metadata.json``
     mirror documents, so zarr-python walks it without a warning and xarray opens its
     groups. A 1.0 or 1.1 store also gets what format 1.2 added to the data layout: a place
@@ -118,7 +120,7 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
     Returns
     -------
     UpgradeReport
-        What changed (nothing for a store already of the current version).
+        What changed (nothing for a store already plain Zarr v3 of the current version).
 
     Raises
     ------
@@ -148,7 +150,7 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
     io = StoreIO(resolve_store(store, mode="r"))
     plan = _plan(io)
     version = plan.root.version
-    if is_plain_zarr(version):
+    if is_plain_zarr(version) and not plan.unnamed and not plan.mirrors:
         return UpgradeReport(version, version, (), dry_run)
     report = UpgradeReport(version, FORMAT_VERSION, _changes(plan), dry_run)
     if not dry_run:
@@ -193,7 +195,12 @@ def _plan(io: StoreIO) -> _Plan:
 
 def _changes(plan: _Plan) -> tuple[str, ...]:
     """One sentence per kind of change the upgrade of ``plan`` makes."""
-    changes = [f"root: zarr_vectors_version {plan.root.version} -> {FORMAT_VERSION}, new commit"]
+    version = plan.root.version
+    changes = [
+        "root: new commit"
+        if version == FORMAT_VERSION
+        else f"root: zarr_vectors_version {version} -> {FORMAT_VERSION}, new commit"
+    ]
     if not has_place_records(plan.root.version):
         changes.append(f"place records added to the shards of {len(plan.sharded)} array(s)")
         changes.append(
