@@ -249,3 +249,25 @@ def test_cli_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "zv.upgrade" not in repr(zv.open(path))
     assert main(["info", str(path), "--json"]) == 0
     assert "upgrade" not in json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(
+    ("source", "levels"),
+    [
+        ("1.0/points_3d_attributes", zv.Levels(count=1, per_bin=2)),
+        ("1.1/streamlines_3d_sharded", zv.Levels(count=1)),
+    ],
+)
+def test_levels_built_on_a_1_0_or_1_1_store_upgrade_it_first(
+    source: str, levels: zv.Levels, tmp_path: Path
+) -> None:
+    """Levels make a store 1.3, whose shards carry place records: ``build_levels`` used to
+    declare 1.3 over level-0 shards without them, which no reader then opened."""
+    original = GOLDEN / f"{source}.zarrvectors"
+    path = _copy(original, tmp_path)
+    assert zv.build_levels(path, levels, progress=False) == 1
+    store = zv.open(path)
+    assert store.metadata["zarr_vectors_version"] == "1.3"
+    result = zv.validate(path, level=3)
+    assert result.ok, result
+    _same_result(store.read(), zv.open(original).read())

@@ -10,17 +10,21 @@ from __future__ import annotations
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.names import OBJECT_KINDS
+from zarr_vectors.format.version import has_place_records
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
 from zarr_vectors.update import point_levels
 from zarr_vectors.update.object_levels import build_object_levels
 from zarr_vectors.update.point_stream import DEFAULT_MEMORY_BUDGET
+from zarr_vectors.update.upgrade import upgrade
 from zarr_vectors.write import Levels
 
 __all__ = ["build_levels"]
 
 
 def _kind(store: StoreLike) -> str:
-    """The geometry type a store's root declares.
+    """The geometry type a store's root declares; a store of format 1.0 or 1.1 is first
+    upgraded (:func:`~zarr_vectors.update.upgrade.upgrade`), since levels make it a 1.3
+    store, whose shards carry place records (spec §3.3, §9.0.2).
 
     Raises
     ------
@@ -29,8 +33,14 @@ def _kind(store: StoreLike) -> str:
     """
     doc, _ = StoreIO(resolve_store(store, mode="r")).read_root()
     attrs = doc.get("attributes") if isinstance(doc, dict) else None
-    if not isinstance(attrs, dict) or not isinstance(attrs.get("geometry_type"), str):
+    if (
+        not isinstance(attrs, dict)
+        or not isinstance(attrs.get("geometry_type"), str)
+        or not isinstance(attrs.get("zarr_vectors_version"), str)
+    ):
         raise InvalidInputError(f"{store} is not a complete Zarr Vectors store")
+    if not has_place_records(attrs["zarr_vectors_version"]):
+        upgrade(store)
     return str(attrs["geometry_type"])
 
 
@@ -45,7 +55,8 @@ def build_levels(
 
     The levels are the same, byte for byte, as those the kind's ``write_*(...,
     levels=levels)`` writes for the same data; the store becomes a format 1.3 store,
-    committed as a new version (a failed build leaves it as it was).
+    committed as a new version (a failed build leaves it as it was; a store of format 1.0
+    or 1.1 is upgraded first, :func:`~zarr_vectors.upgrade`, and stays upgraded).
 
     A point cloud is read one chunk at a time (memory bounded by a few chunks). An object
     store (polylines, streamlines and the other kinds whose writer builds levels) is read
