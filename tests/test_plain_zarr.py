@@ -1,7 +1,7 @@
 """Stores of format 1.3 are plain Zarr v3 (spec §2.3, §9.0.3): xarray opens every group of
 them with the values zarr-python reads, and a zarr-python walk raises no warning. Stores of
 formats 1.0 to 1.2 keep their ``.zattrs`` mirrors, which every zarr-python walk warns about,
-until ``zv.upgrade`` makes them 1.3 stores (spec §3.4): the walk of every golden store runs
+until ``zv.upgrade`` makes them 1.3 stores (spec §3.3.1): the walk of every golden store runs
 on the old-format ones after ``zv.upgrade`` of a copy.
 """
 

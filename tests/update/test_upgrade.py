@@ -1,4 +1,4 @@
-"""``zv.upgrade`` raises every golden store of formats 1.0 to 1.2 to 1.3 (spec §3.4).
+"""``zv.upgrade`` raises every golden store of formats 1.0 to 1.2 to 1.3 (spec §3.3.1).
 
 Each upgraded copy is plain Zarr v3 (a zarr-python walk with warnings as errors, xarray
 opens its level and attribute groups), validates at level 5 without a warning, gives the

@@ -1,4 +1,4 @@
-"""``upgrade``: raise a store of format 1.0, 1.1 or 1.2 to the current format (spec §3.4).
+"""``upgrade``: raise a store of format 1.0, 1.1 or 1.2 to the current format (spec §3.3.1).
 
 What changes follows the spec changelog:
 
@@ -94,7 +94,7 @@ class _Plan:
 
 
 def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -> UpgradeReport:
-    """Raise a store of format 1.0, 1.1 or 1.2 to the current format, in place (spec §3.4).
+    """Raise a store of format 1.0, 1.1 or 1.2 to the current format, in place (spec §3.3.1).
 
     A 1.2 store (or a 1.3 store written before 1.3 dropped the mirror documents) changes
     only in its metadata: the root's version and commit, the
