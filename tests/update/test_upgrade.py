@@ -24,6 +24,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from tests.helpers import write_layout_v_store
 from zarr_vectors.cli import main
 from zarr_vectors.store import commit
 
@@ -224,7 +225,13 @@ def test_upgrade_in_place_of_a_memory_store() -> None:
         _same_result(got, want)
 
 
-def test_upgrade_refuses_another_target_version(tmp_path: Path) -> None:
+def test_upgrade_refuses_another_target_version_and_what_is_no_store(tmp_path: Path) -> None:
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("not a store")
+    with pytest.raises(zv.NotAZarrVectorsStoreError, match="nothing to upgrade"):
+        zv.upgrade(tmp_path / "other")
+    with pytest.raises(zv.UnsupportedVersionError, match=r"zv\.convert"):
+        zv.upgrade(write_layout_v_store(tmp_path / "v"))
     path = _copy(GOLDEN / "1.0" / "points_3d_attributes.zarrvectors", tmp_path)
     with pytest.raises(zv.InvalidInputError, match=r"1\.3 only"):
         zv.upgrade(path, to="1.2")

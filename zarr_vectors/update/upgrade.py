@@ -26,13 +26,19 @@ from typing import Any
 
 import numpy as np
 
-from zarr_vectors.errors import InvalidInputError, MetadataError
+from zarr_vectors.errors import (
+    InvalidInputError,
+    MetadataError,
+    NotAZarrVectorsStoreError,
+    UnsupportedVersionError,
+)
 from zarr_vectors.format.commits import COMMIT_KEY, next_commit
 from zarr_vectors.format.layout import is_sharded
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import OBJECT_INDEX, VERTEX_COUNTS
 from zarr_vectors.format.version import (
     FORMAT_VERSION,
+    foreign_layout,
     has_place_records,
     is_plain_zarr,
     parse_version,
@@ -173,6 +179,13 @@ def _plan(io: StoreIO) -> _Plan:
     """Read the root and list the arrays of every level."""
     doc, version = io.read_root()
     attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    if (foreign := foreign_layout(attrs)) is not None:
+        raise UnsupportedVersionError(f"the store was {foreign}")
+    if not isinstance(attrs, dict) or "zarr_vectors_version" not in attrs:
+        raise NotAZarrVectorsStoreError(
+            "not a complete Zarr Vectors store (no root zarr.json declaring "
+            "zarr_vectors_version), so there is nothing to upgrade"
+        )
     root = RootMetadata.from_json(attrs)
     levels = [str(level) for level in (0, *(entry.level for entry in root.levels))]
     nodes = array_nodes(io, levels)
@@ -237,23 +250,28 @@ def _rewrite_globals(
     """Write the global arrays again as format 1.2 and later store them; ``object_index``
     as the writers write it now."""
     decoded = dict(zip((path for path, _ in arrays), values, strict=True))
+    indexes = set()
     for path, meta in arrays:
-        if f"/{OBJECT_INDEX}/" not in path:
+        group, _, _ = path.rpartition("/")
+        if group.endswith(f"/{OBJECT_INDEX}"):
+            indexes.add(group)
+        else:
             rewrite_global_array(target, path, meta, decoded[path])
-    for base in sorted(
-        {p.split(f"/{OBJECT_INDEX}/")[0] for p in decoded if f"/{OBJECT_INDEX}/" in p}
-    ):
-        group = target.read_json(f"{base}/{OBJECT_INDEX}/zarr.json")
-        attrs = group.get("attributes") if isinstance(group, dict) else None
-        if not isinstance(attrs, dict):
-            raise MetadataError(f"{base}/{OBJECT_INDEX}/zarr.json is not a group document")
-        prefix = f"{base}/{OBJECT_INDEX}"
-        target.delete_many(target.list_prefix(f"{prefix}/data/c/"))
-        target.delete_many(target.list_prefix(f"{prefix}/offsets/c/"))
-        write_encoded_object_index(
-            target,
-            base,
-            (decoded[f"{prefix}/data"], decoded[f"{prefix}/offsets"]),
-            int(attrs["num_objects"]),
-            int(attrs["sid_ndim"]),
-        )
+    for group in sorted(indexes):
+        _rewrite_object_index(target, group, decoded[f"{group}/data"], decoded[f"{group}/offsets"])
+
+
+def _rewrite_object_index(
+    target: StoreIO, group: str, data: np.ndarray, offsets: np.ndarray
+) -> None:
+    """Write the ``object_index`` group ``group`` (e.g. ``"0/object_index"``) again from its
+    decoded arrays, as the writers do (spec §9.8)."""
+    doc = target.read_json(f"{group}/zarr.json")
+    attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    if not isinstance(attrs, dict):
+        raise MetadataError(f"{group}/zarr.json is not a group document")
+    target.delete_many(target.list_prefix(f"{group}/data/c/"))
+    target.delete_many(target.list_prefix(f"{group}/offsets/c/"))
+    base = group.removesuffix(f"/{OBJECT_INDEX}")
+    n_objects, ndim = int(attrs["num_objects"]), int(attrs["sid_ndim"])
+    write_encoded_object_index(target, base, (data, offsets), n_objects, ndim)
