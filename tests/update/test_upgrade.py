@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import multiprocessing
+import os
 import shutil
+import signal
 import warnings
 from pathlib import Path
 
@@ -25,6 +28,7 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from tests.helpers import write_layout_v_store
+from tests.store.test_commit_kills import DURING, _die_at
 from zarr_vectors.cli import main
 from zarr_vectors.store import commit
 
@@ -207,6 +211,44 @@ def test_a_failed_upgrade_leaves_the_store_as_it_was(
         zv.upgrade(path)
     assert _files(path) == before
     assert zv.validate(path, level=3).ok
+
+
+def _upgrade_child(path: str, step: str) -> None:
+    _die_at(step)
+    zv.upgrade(path)
+
+
+@pytest.mark.parametrize(
+    "step", [DURING, pytest.param("staged", marks=pytest.mark.slow), "exchanged"]
+)
+def test_a_killed_upgrade_leaves_the_old_store_or_the_new_one(tmp_path: Path, step: str) -> None:
+    """SIGKILLed while it writes the sibling, before the swap or just after it: the store
+    at the path is the old one (every file as it was) or the upgraded one, complete."""
+    source = GOLDEN / "1.1" / "points_3d_sharded.zarrvectors"
+    path = _copy(source, tmp_path)
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["tests.store.warm_writer"])
+    child = context.Process(target=_upgrade_child, args=(os.fspath(path), step))
+    child.start()
+    child.join(timeout=120)
+    assert child.exitcode == -signal.SIGKILL
+    if step == "exchanged":
+        assert _version(path) == "1.3"
+        assert zv.validate(path, level=3).ok
+        _same_result(zv.open(path).read(), zv.open(source).read())
+    else:
+        assert _files(path) == _files(source)
+    left = [p.name for p in tmp_path.iterdir() if not p.name.endswith(".zv-lock")]
+    if step == "exchanged":  # the old store, left in the sibling, is named by validate
+        checks = {p.check_id for p in zv.validate(path, level=1).warnings}
+        assert checks == {"L1.interrupted_write"}
+        assert not zv.upgrade(path).changed
+    else:
+        assert len(left) == 2
+        assert zv.upgrade(path).changed  # and clears what the killed one left
+        left = [p.name for p in tmp_path.iterdir() if not p.name.endswith(".zv-lock")]
+        assert left == [path.name]
+    assert _files(path).keys() == _files(GOLDEN / "1.3" / source.name).keys()
 
 
 def test_upgrade_in_place_of_a_memory_store() -> None:
