@@ -522,6 +522,8 @@ def reference_python(wanted: bool) -> Path | None:
 
 def run(args: argparse.Namespace) -> list[Row]:
     """Every row: streamline writes and overview, point overview, the pyramids beside."""
+    if args.dir is not None:
+        args.dir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="zv-bench-overview-", dir=args.dir))
     rows: list[Row] = []
     try:
@@ -541,12 +543,12 @@ def run(args: argparse.Namespace) -> list[Row]:
             rows += _overview_rows(f"points, chunk {args.point_chunk:g}", int(args.points), got)
             shutil.rmtree(path, ignore_errors=True)
         python = reference_python(args.reference)
-        rows += pyramid_rows(
-            "points", int(args.reference_points), root, args.repeat, args.seed, python
-        )
-        rows += pyramid_rows(
-            "streamlines", int(args.reference_streamlines), root, args.repeat, args.seed, python
-        )
+        for kind, n in (
+            ("points", int(args.reference_points)),
+            ("streamlines", int(args.reference_streamlines)),
+        ):
+            if n:
+                rows += pyramid_rows(kind, n, root, args.repeat, args.seed, python)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return rows
@@ -561,12 +563,19 @@ def main() -> None:
     parser.add_argument("--streamlines", type=float, default=1e5)
     parser.add_argument("--points", type=float, default=1e7)
     parser.add_argument("--point-chunk", type=float, default=100.0)
-    parser.add_argument("--reference-points", type=float, default=1e6)
-    parser.add_argument("--reference-streamlines", type=float, default=1e4)
+    parser.add_argument(
+        "--reference-points", type=float, default=1e6, help="pyramid rows' points; 0: none"
+    )
+    parser.add_argument(
+        "--reference-streamlines",
+        type=float,
+        default=1e4,
+        help="pyramid rows' streamlines; 0: none",
+    )
     parser.add_argument("--no-reference", dest="reference", action="store_false")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--dir", type=Path, default=None, help="scratch parent (made if missing)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--overview-child", nargs=3, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
