@@ -132,9 +132,7 @@ class PointObjects:
     def _row_runs(self, entries: np.ndarray) -> RowRuns:
         """The row runs of every chunk ``entries`` name, as :class:`RowRuns` (chunks in C
         order), checked against the level's occupied chunks and their row counts."""
-        layout = self.reader.layouts[VERTICES]
-        gap = 0 if layout is None else layout.rows_per_block  # one run per row block at most
-        chunks, bounds, runs = object_row_runs(entries, gap)
+        chunks, bounds, runs = object_row_runs(entries)  # a block is decoded once anyway
         occupied, counts = self.reader.occupied_chunks(None, None)
         shape = tuple(int(s) for s in self.reader.grid.shape)
         flat = np.ravel_multi_index(tuple(occupied.T), shape) if occupied.size else occupied[:, 0]
