@@ -119,3 +119,16 @@ def test_a_reader_refuses_an_index_naming_rows_a_chunk_does_not_hold() -> None:
     opened = zv.open(store)
     with pytest.raises(CorruptChunkError, match="object_chunks names rows"):
         opened.read_objects(0)
+
+
+def test_a_reader_refuses_an_index_naming_a_chunk_the_level_does_not_hold() -> None:
+    store = indexed_store()
+    reader = zv.open(store)._reader
+    occupied = {tuple(c) for c in reader.occupied_chunks(None, None)[0].tolist()}
+    shape = tuple(int(g) for g in reader.grid.shape)
+    empty = next(
+        i for i in range(int(np.prod(shape))) if tuple(np.unravel_index(i, shape)) not in occupied
+    )
+    _rewrite_entries(store, lambda e: e.__setitem__((slice(None), 0), empty))
+    with pytest.raises(CorruptChunkError, match="object_chunks names a chunk"):
+        zv.open(store).read_objects(0)

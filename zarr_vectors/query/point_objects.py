@@ -19,12 +19,17 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError, ObjectNotFoundError
-from zarr_vectors.format.names import OBJECT_CHUNKS, OBJECT_CHUNKS_ARRAYS, VERTICES
+from zarr_vectors.format.names import (
+    OBJECT_CHUNKS,
+    OBJECT_CHUNKS_ARRAYS,
+    OBJECT_ID_ATTRIBUTE,
+    VERTICES,
+)
 from zarr_vectors.kernels.object_chunks import ObjectChunkIndex, object_row_runs
 from zarr_vectors.kernels.ranges import concat_ranges
 from zarr_vectors.query.object_queries import requested_ids
 from zarr_vectors.query.point_queries import every_chunk, read_members
-from zarr_vectors.read import ChunkRows, LevelReader
+from zarr_vectors.read import ChunkRows, LevelReader, RowRuns
 from zarr_vectors.result import QueryResult
 
 __all__ = ["PointObjects"]
@@ -96,7 +101,52 @@ class PointObjects:
             raise ObjectNotFoundError(f"no point has object id {wanted[~hit][0]} {self._where()}")
         starts = index.offsets[pos]
         entries = index.entries[concat_ranges(starts, index.offsets[pos + 1] - starts)]
+        names = [OBJECT_ID_ATTRIBUTE, VERTICES, *self.reader.attribute_names]
+        if self.reader.points.can_select(names):
+            return self._selected(names, entries, _membership(wanted))
         return read_members(self.reader, self._requests(entries), _membership(wanted))
+
+    def _selected(
+        self, names: list[str], entries: np.ndarray, member: Callable[[np.ndarray], np.ndarray]
+    ) -> QueryResult:
+        """The rows of ``entries`` whose id ``member`` flags, every column of ``names``
+        (object ids first), decoded block by block as a box query's rows are: the object
+        ids of the blocks holding the runs, then the other columns of the blocks holding
+        kept rows only."""
+        runs = self._row_runs(entries)
+        lengths = runs.stop - runs.start
+
+        def select(rows: np.ndarray, run_row: np.ndarray, out: np.ndarray) -> np.ndarray:
+            candidates = concat_ranges(run_row, lengths)
+            kept = candidates[member(rows[candidates].reshape(-1))]
+            out[: kept.shape[0]] = kept
+            return out[: kept.shape[0]]
+
+        read = dict(zip(names, self.reader.points.read_selected(names, runs, select), strict=True))
+        return QueryResult(
+            positions=read[VERTICES],
+            attributes={k: read[k] for k in self.reader.attribute_names},
+            vertex_object_ids=read[OBJECT_ID_ATTRIBUTE],
+        )
+
+    def _row_runs(self, entries: np.ndarray) -> RowRuns:
+        """The row runs of every chunk ``entries`` name, as :class:`RowRuns` (chunks in C
+        order), checked against the level's occupied chunks and their row counts."""
+        chunks, bounds, runs = object_row_runs(entries)  # a block is decoded once anyway
+        occupied, counts = self.reader.occupied_chunks(None, None)
+        shape = tuple(int(s) for s in self.reader.grid.shape)
+        flat = np.ravel_multi_index(tuple(occupied.T), shape) if occupied.size else occupied[:, 0]
+        order = np.argsort(flat, kind="stable")
+        found = np.searchsorted(flat, chunks, sorter=order)
+        where = order[np.minimum(found, max(flat.shape[0] - 1, 0))]
+        if chunks.size and (flat.shape[0] == 0 or not np.array_equal(flat[where], chunks)):
+            raise CorruptChunkError(self._damaged("names a chunk the level does not hold"))
+        sizes = np.diff(bounds)
+        run_chunk = np.repeat(np.arange(chunks.shape[0], dtype=np.int64), sizes)
+        if runs.size and (runs[:, 0].min() < 0 or np.any(runs[:, 1] > counts[where][run_chunk])):
+            raise CorruptChunkError(self._damaged("names rows a chunk does not hold"))
+        keys = [tuple(c) for c in occupied[where].tolist()]
+        return RowRuns(keys, run_chunk, runs[:, 0].copy(), runs[:, 1].copy(), where)
 
     def index(self) -> ObjectChunkIndex:
         """The level's object-to-chunks index, read and checked once.

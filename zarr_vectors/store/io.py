@@ -404,8 +404,10 @@ def _joined_spans(
     in one key (``keys[owner]``) joined into one (its first owner)."""
     if owner.shape[0] < 2:
         return owner, start, stop
+    used, inverse = np.unique(owner, return_inverse=True)  # map only the keys named
     ids: dict[str, int] = {}
-    key_id = np.array([ids.setdefault(key, len(ids)) for key in keys], dtype=np.int64)[owner]
+    named = [ids.setdefault(keys[o], len(ids)) for o in used.tolist()]
+    key_id = np.array(named, dtype=np.int64)[inverse.reshape(-1)]
     joins = (key_id[1:] == key_id[:-1]) & (start[1:] == stop[:-1])
     first = np.flatnonzero(np.concatenate([[True], ~joins]))
     last = np.append(first[1:] - 1, owner.shape[0] - 1)

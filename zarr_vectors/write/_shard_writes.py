@@ -143,7 +143,8 @@ class ShardAssembler:
         self.parts: list[tuple[int, list[bytes] | np.ndarray]] = []
         self.nbytes = 0
         self.written: set[tuple[int, ...]] = set()
-        self.shape = np.asarray(layout.shard_chunks or (1,), dtype=np.int64)
+        self.shape = tuple(layout.shard_chunks or (1,))
+        self.strides = tuple(int(np.prod(self.shape[d + 1 :])) for d in range(len(self.shape)))
 
     def add(self, chunk: np.ndarray, rows: np.ndarray) -> None:
         """Encode the ``n > 0`` rows of spatial chunk ``chunk`` (grid index)."""
@@ -162,14 +163,14 @@ class ShardAssembler:
 
     def _hold(self, chunk: np.ndarray, part: list[bytes] | np.ndarray) -> None:
         """Keep a chunk's rows or encoded blocks until its shard is complete."""
-        g = np.asarray(chunk, dtype=np.int64)
-        shard = tuple((g // self.shape).tolist())
+        g = chunk.tolist() if isinstance(chunk, np.ndarray) else list(chunk)
+        shard = tuple(v // n for v, n in zip(g, self.shape, strict=True))
         if shard != self.shard:
             self.flush()
             if shard in self.written:
                 raise ValueError(f"{self.path}: chunks of shard {shard} did not come together")
             self.shard = shard
-        local = int(np.ravel_multi_index(tuple(g % self.shape), self.layout.shard_chunks))
+        local = sum((v % n) * s for v, n, s in zip(g, self.shape, self.strides, strict=True))
         self.parts.append((local, part))
 
     def flush(self) -> None:
