@@ -19,6 +19,7 @@ from zarr_vectors.format.manifest import (
     decode_object_index_bulk,
     encode_object_index_bulk,
 )
+from zarr_vectors.format.levels import IMPORTED
 from zarr_vectors.format.names import OBJECT_VERTEX_COUNTS
 from zarr_vectors.store.arrays import (
     ALWAYS_STORED,
@@ -193,7 +194,7 @@ class _Checks:
         coarsening = facts.attrs.get("coarsening") if facts is not None else None
         if not empty.size or not isinstance(coarsening, dict):
             return empty
-        if not isinstance(coarsening.get("objects"), dict):
+        if not isinstance(coarsening.get("objects"), dict) and coarsening.get("method") != IMPORTED:
             return empty
         counts = self._vertex_counts()
         if counts is None:

@@ -5,7 +5,8 @@ centroids shared between objects, no links, no vertex attributes) are not a func
 level 0 that this format defines, so they cannot be rebuilt; they are written as given.
 Pass :class:`ImportedLevels` as ``levels=`` of an object writer: each level is written by
 the object write path of every level (its vertices per object, in the order given, no
-links, no vertex attributes; object ids, object attributes and groups of level 0), with
+links — a skeleton's vertices are roots —, no vertex attributes; object ids, object
+attributes and groups of level 0), with
 ``object_vertex_counts`` and level metadata whose ``coarsening`` is the record given.
 """
 
@@ -122,15 +123,24 @@ def _level_table(table: ObjectTable, level: ImportedLevel) -> ObjectTable:
         [np.arange(starts[i], starts[i + 1]) for i in np.argsort(where, kind="stable")]
         or [np.empty(0, np.int64)]
     )
-    width = table.links.shape[1] if table.links is not None and table.links.ndim == 2 else 2
     return dataclasses.replace(
         table,
         positions=level.positions[rows].astype(table.positions.dtype),
         offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-        links=np.empty((0, width), dtype=np.int64),
+        links=_no_links(table, rows.size),
         vertex_attributes={},
         link_attributes={},
     )
+
+
+def _no_links(table: ObjectTable, n: int) -> np.ndarray:
+    """The links of a level of ``n`` vertices without links: none, but for a skeleton one
+    root record ``[v, -1]`` per vertex (every vertex is a root: a skeleton names each
+    vertex's parent, spec §10.6)."""
+    if table.kind == "skeleton":
+        return np.stack([np.arange(n), np.full(n, -1)], axis=1).astype(np.int64)
+    width = table.links.shape[1] if table.links is not None and table.links.ndim == 2 else 2
+    return np.empty((0, width), dtype=np.int64)
 
 
 def nested_ratio(wanted: np.ndarray, below: np.ndarray, bins: np.ndarray) -> np.ndarray:
