@@ -362,3 +362,21 @@ def test_imported_levels_are_checked_by_validation(
     meta_path.write_text(json.dumps(meta))
     report = zv.validate(copy, level=5)
     assert "L5.object_coarsening_method" in {f.check_id for f in report.errors}
+
+
+def test_an_append_to_imported_levels_is_refused_until_they_are_replaced(
+    converted: dict[str, Path], tmp_path: Path
+) -> None:
+    copy = tmp_path / "lines.zarr"
+    shutil.copytree(converted["streamlines"], copy)
+    line = np.array([[10, 10, 10], [20, 20, 20], [30, 30, 30]], dtype=np.float32)
+    more = {
+        "mode": "a", "object_ids": [9], "attributes": {"fa": np.zeros(3, np.float32)},
+        "object_attributes": {"length": np.ones(1, np.float32)}, "progress": False,
+    }  # fmt: skip
+    with pytest.raises(zv.InvalidInputError, match=r"imported as they are"):
+        zv.write_polylines(copy, [line], kind="streamline", **more)
+    assert zv.open(copy).object_count == 5
+    assert zv.build_levels(copy, 0, progress=False) == 0
+    zv.write_polylines(copy, [line], kind="streamline", **more)
+    assert zv.open(copy).object_count == 6
