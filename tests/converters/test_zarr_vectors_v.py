@@ -295,7 +295,8 @@ def test_092_object_levels_are_imported_as_they_are(name: str, converted: dict[s
     chunk = np.asarray(store.chunk_shape)
     for level, want in _level_answers(name):
         info = store.levels[level]
-        assert info.coarsening is not None and info.method == "imported"
+        assert info.coarsening is not None
+        assert info.method == "imported"
         assert info.coarsening["source"] == "zarr-vectors 0.9"
         assert info.coarsening["source_level"] == level
         source_bin = np.asarray(info.coarsening["source_bin_shape"])
@@ -347,7 +348,9 @@ def test_objects_dropped_by_092_sparsity_have_no_vertices_but_keep_their_attribu
     got = store.read_objects(ids, level=2)
     assert [k for k, n in zip(ids, np.diff(got.offsets), strict=True) if n] == kept
     level0 = store.read_objects(ids)
-    np.testing.assert_array_equal(got.object_attributes["length"], level0.object_attributes["length"])
+    np.testing.assert_array_equal(
+        got.object_attributes["length"], level0.object_attributes["length"]
+    )
     assert one["all_part_objects"].tolist() == ids
 
 

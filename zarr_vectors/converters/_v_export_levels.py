@@ -72,7 +72,7 @@ def _metavertices(
 def _level_attrs(level: int, count: int, objects: int, sparsity: float) -> dict[str, Any]:
     """0.9.x's ``zarr_vectors_level`` of coarse level ``level`` (``objects``: 0 for a point
     cloud without objects)."""
-    attrs = {"level": level, "object_sparsity": sparsity, "vertex_count": count}
+    attrs: dict[str, Any] = {"level": level, "object_sparsity": sparsity, "vertex_count": count}
     attrs |= {"coarsening_method": "per_object", "parent_level": level - 1}
     present = ["vertices", "object_index"] if objects else ["vertices"]
     attrs |= {"arrays_present": present, "inherited_num_objects": objects}
@@ -154,7 +154,8 @@ def _object_level(out: LayoutVWriter, store: VectorStore, grid: Grid, info: Any)
     manifests = _manifests(result, inverse.ravel(), (chunk_of, fragment_of), store.ndim)
     write_object_arrays(out, store, result, manifests, info.level)
     sparsity = 1.0 if info.object_sparsity is None else float(info.object_sparsity)
-    out.group(str(info.level), _level_attrs(info.level, first.size, store.object_count, sparsity))
+    n_objects = int(store.object_count or 0)
+    out.group(str(info.level), _level_attrs(info.level, first.size, n_objects, sparsity))
     return bins
 
 

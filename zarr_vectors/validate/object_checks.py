@@ -13,13 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from zarr_vectors.errors import ManifestError
+from zarr_vectors.format.levels import IMPORTED
 from zarr_vectors.format.manifest import (
     ManifestBlock,
     decode_manifest,
     decode_object_index_bulk,
     encode_object_index_bulk,
 )
-from zarr_vectors.format.levels import IMPORTED
 from zarr_vectors.format.names import OBJECT_VERTEX_COUNTS
 from zarr_vectors.store.arrays import (
     ALWAYS_STORED,

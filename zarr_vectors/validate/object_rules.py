@@ -101,7 +101,7 @@ def _imported_problem(coarsening: dict[str, Any], strategy: Any) -> str | None:
     if "objects" in coarsening:
         return "an 'imported' level has no objects rule"
     if strategy not in (None, "random"):
-        return f"sparsity_strategy of an 'imported' level must be 'random' or absent, got {strategy!r}"
+        return f"an 'imported' level's sparsity_strategy is 'random' or absent, not {strategy!r}"
     return None
 
 
