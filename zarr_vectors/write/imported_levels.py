@@ -25,7 +25,7 @@ from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.write._object_batches import ObjectBatches, ObjectSummary
 from zarr_vectors.write._object_coarsening import ObjectMethod
-from zarr_vectors.write._object_levels import _write_level
+from zarr_vectors.write._object_levels import write_coarse_level
 from zarr_vectors.write._object_sparsity import SparseLevel
 from zarr_vectors.write._objects import ObjectTable
 from zarr_vectors.write._point_levels import coarse_grid
@@ -92,7 +92,7 @@ class ImportedLevels:
             sparse = SparseLevel(None, None, "random" if dropped else None)
             method = ObjectMethod(IMPORTED, table.kind, _never, dict(level.coarsening))
             at = (coarse, coarse_grid(grid, level.bin_ratio), level.bin_ratio, sparse)
-            written.append(_write_level(io, number, at, (summary, table), options, method))
+            written.append(write_coarse_level(io, number, at, (summary, table), options, method))
         return tuple(written)
 
 
