@@ -383,3 +383,14 @@ def test_an_append_to_imported_levels_is_refused_until_they_are_replaced(
     assert zv.build_levels(copy, 0, progress=False) == 0
     zv.write_polylines(copy, [line], kind="streamline", **more)
     assert zv.open(copy).object_count == 6
+
+
+def test_a_mesh_with_imported_levels_is_served_at_level_0_alone(
+    converted: dict[str, Path],
+) -> None:
+    """Imported mesh levels hold no faces: not levels of detail of a Neuroglancer mesh."""
+    from zarr_vectors.precomputed.meshes import MeshSource
+
+    store = zv.open(converted["mesh_pyramid"])
+    assert len(store.levels) == 2
+    assert not MeshSource(store).multiresolution
