@@ -13,11 +13,14 @@ LAYOUT_V_CASES = {
     "points": False,
     "points_objects": True,  # object attributes and groups of a point cloud
     "polylines": False,
-    "streamlines": True,  # 0.9.2's coarse level 1
+    "streamlines": False,  # 0.9.2's coarse level 1, imported as it is
     "graph": False,
     "skeleton": True,  # coarse level 1; 0.9.2 keeps edge weights of stored edges only
     "mesh": False,
     "points_pyramid": True,  # 0.9.2's level 2: its coarse bin is larger than the chunk
+    "polylines_pyramid": False,  # two coarse levels, random object sparsity at level 2
+    "graph_pyramid": False,  # coarse level 1
+    "mesh_pyramid": False,  # coarse level 1
 }
 """Golden layout-V store (``tests/data/layout_v``) -> whether its import needs ``lossy``."""
 

@@ -215,11 +215,9 @@ def test_092_coarse_point_levels_are_imported_where_the_spec_holds_them(
 def test_a_refused_coarse_level_is_named_with_its_reason(tmp_path: Path) -> None:
     with pytest.raises(zv.InvalidInputError, match=r"coarse level 2 \(its bin .* larger"):
         zv.convert(DATA / "points_pyramid.zv", tmp_path / "out.zarr")
-    with pytest.raises(zv.InvalidInputError, match=r"shared between objects"):
-        zv.convert(DATA / "streamlines.zv", tmp_path / "out.zarr")
 
 
-@pytest.mark.parametrize("name", ["points_objects", "streamlines", "skeleton", "points_pyramid"])
+@pytest.mark.parametrize("name", ["points_objects", "skeleton", "points_pyramid"])
 def test_what_this_format_cannot_hold_is_refused_unless_lossy(name: str, tmp_path: Path) -> None:
     with pytest.raises(zv.InvalidInputError, match=r"lossy=True"):
         zv.convert(DATA / f"{name}.zv", tmp_path / "out.zarr")
@@ -269,3 +267,130 @@ def test_lehmer_codes_invert_the_permutations_they_encode(sigma: list[int]) -> N
     stored = np.arange(len(sigma))[None, :] + 10
     restored = restore_input_order(stored, np.array([code]))
     assert restored[0, sigma].tolist() == stored[0].tolist()
+
+
+LEVEL_STORES = [n for n in OBJECT_STORES if _answers(n)["levels"].size > 1]
+"""The golden object stores with 0.9.2's coarse levels."""
+
+
+def _level_answers(name: str) -> list[tuple[int, dict[str, np.ndarray]]]:
+    """0.9.2's answers at each of its coarse levels, by level."""
+    answers = _answers(name)
+    return [
+        (level, {k.split("_", 1)[1]: v for k, v in answers.items() if k.startswith(f"{level}_")})
+        for level in answers["levels"].tolist()[1:]
+    ]
+
+
+def test_every_golden_object_store_with_levels_is_imported_whole() -> None:
+    assert LEVEL_STORES == [
+        "streamlines", "skeleton", "polylines_pyramid", "graph_pyramid", "mesh_pyramid"
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", LEVEL_STORES)
+def test_092_object_levels_are_imported_as_they_are(name: str, converted: dict[str, Path]) -> None:
+    store = zv.open(converted[name])
+    assert [lv.level for lv in store.levels] == _answers(name)["levels"].tolist()
+    chunk = np.asarray(store.chunk_shape)
+    for level, want in _level_answers(name):
+        info = store.levels[level]
+        assert info.coarsening is not None
+        assert info.method == "imported"
+        assert info.coarsening["source"] == "zarr-vectors 0.9"
+        assert info.coarsening["source_level"] == level
+        source_bin = np.asarray(info.coarsening["source_bin_shape"])
+        np.testing.assert_array_equal(source_bin, np.asarray(store.bin_shape) * 2**level)
+        assert (chunk % np.asarray(info.bin_shape) == 0).all()  # our bin nests in the chunk
+        asked = want["ids_part_objects"].tolist() if "ids_part_objects" in want else IDS
+        by_id = store.read_objects(asked, level=level)  # 0.9.2 answers no part for dropped ids
+        lengths = np.diff(by_id.offsets)
+        np.testing.assert_array_equal(by_id.positions, want["ids_positions"])
+        np.testing.assert_array_equal(lengths[lengths > 0], want["ids_part_lengths"])
+
+
+@pytest.mark.parametrize("name", LEVEL_STORES)
+def test_whole_and_box_reads_of_each_level_give_092_answers(
+    name: str, converted: dict[str, Path]
+) -> None:
+    """Polylines: 0.9.2 reads each object's coarse vertices, as we do (objects in id order,
+    vertices in order). Graphs, skeletons, meshes: 0.9.2 reads a coarse level's distinct
+    vertices (shared between objects) without links; we store them per object."""
+    store, inputs = zv.open(converted[name]), _inputs(name)
+    lo, hi = inputs["box"]
+    for level, want in _level_answers(name):
+        whole = store.read(level=level)
+        if store.kind in ("polyline", "streamline"):
+            ids = store.read_objects(sorted(store.object_ids.tolist()), level=level)
+            kept = np.diff(ids.offsets) > 0
+            np.testing.assert_array_equal(ids.positions, want["all_positions"])
+            np.testing.assert_array_equal(np.diff(ids.offsets)[kept], want["all_part_lengths"])
+            np.testing.assert_array_equal(ids.object_ids[kept], want["all_part_objects"])
+            assert _records(whole.positions) == _records(want["all_positions"])
+        else:
+            assert sorted(set(_records(whole.positions))) == _records(want["all_positions"])
+            links = whole.faces if store.kind == "mesh" else whole.edges
+            assert len(links) == 0
+        box = _inside(store.query(zv.box(lo, hi), level=level).positions, lo, hi)
+        theirs = _inside(want["box_positions"], lo, hi)
+        assert set(_records(box)) == set(_records(theirs))
+
+
+def test_objects_dropped_by_092_sparsity_have_no_vertices_but_keep_their_attributes(
+    converted: dict[str, Path],
+) -> None:
+    store = zv.open(converted["polylines_pyramid"])
+    (_, one), (_, two) = _level_answers("polylines_pyramid")
+    info = store.levels[2]
+    kept = two["all_part_objects"].tolist()
+    assert info.object_sparsity == len(kept) / store.object_count
+    ids = sorted(store.object_ids.tolist())
+    got = store.read_objects(ids, level=2)
+    assert [k for k, n in zip(ids, np.diff(got.offsets), strict=True) if n] == kept
+    level0 = store.read_objects(ids)
+    np.testing.assert_array_equal(
+        got.object_attributes["length"], level0.object_attributes["length"]
+    )
+    assert one["all_part_objects"].tolist() == ids
+
+
+def test_imported_levels_are_checked_by_validation(
+    converted: dict[str, Path], tmp_path: Path
+) -> None:
+    copy = tmp_path / "lines.zarr"
+    shutil.copytree(converted["polylines_pyramid"], copy)
+    meta_path = copy / "1" / "zarr.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["attributes"]["coarsening"]["source"]
+    meta_path.write_text(json.dumps(meta))
+    report = zv.validate(copy, level=5)
+    assert "L5.object_coarsening_method" in {f.check_id for f in report.errors}
+
+
+def test_an_append_to_imported_levels_is_refused_until_they_are_replaced(
+    converted: dict[str, Path], tmp_path: Path
+) -> None:
+    copy = tmp_path / "lines.zarr"
+    shutil.copytree(converted["streamlines"], copy)
+    line = np.array([[10, 10, 10], [20, 20, 20], [30, 30, 30]], dtype=np.float32)
+    more = {
+        "mode": "a", "object_ids": [9], "attributes": {"fa": np.zeros(3, np.float32)},
+        "object_attributes": {"length": np.ones(1, np.float32)}, "progress": False,
+    }  # fmt: skip
+    with pytest.raises(zv.InvalidInputError, match=r"imported as they are"):
+        zv.write_polylines(copy, [line], kind="streamline", **more)
+    assert zv.open(copy).object_count == 5
+    assert zv.build_levels(copy, 0, progress=False) == 0
+    zv.write_polylines(copy, [line], kind="streamline", **more)
+    assert zv.open(copy).object_count == 6
+
+
+def test_a_mesh_with_imported_levels_is_served_at_level_0_alone(
+    converted: dict[str, Path],
+) -> None:
+    """Imported mesh levels hold no faces: not levels of detail of a Neuroglancer mesh."""
+    from zarr_vectors.precomputed.meshes import MeshSource
+
+    store = zv.open(converted["mesh_pyramid"])
+    assert len(store.levels) == 2
+    assert not MeshSource(store).multiresolution

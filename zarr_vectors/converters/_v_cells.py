@@ -95,22 +95,23 @@ def write_fragments(out: LayoutVWriter, grid: Grid, frags: dict[Chunk, FragmentI
 
 
 def write_object_arrays(
-    out: LayoutVWriter, store: VectorStore, result: Any, manifests: list[bytes]
+    out: LayoutVWriter, store: VectorStore, result: Any, manifests: list[bytes], level: int = 0
 ) -> None:
-    """``object_index`` (manifests, ids) and ``object_attributes/<name>``."""
+    """``object_index`` (manifests, ids) and ``object_attributes/<name>`` of ``level``."""
     ids = np.asarray(result.object_ids, dtype=np.int64)
-    out.group("0/object_index", {
-        "zv_array": "object_index", "num_objects": int(ids.size), "num_present": int(ids.size),
+    present = sum(len(m) > 4 for m in manifests)  # an empty manifest is its 4-byte count
+    out.group(f"{level}/object_index", {
+        "zv_array": "object_index", "num_objects": int(ids.size), "num_present": present,
         "sid_ndim": store.ndim, "layout": "vlen_manifests_v2", "object_ids_sorted": True,
     })  # fmt: skip
-    out.blobs("0/object_index/manifests", manifests, {})
-    out.plain("0/object_index/object_ids", ids, 16384, {})
-    out.group("0/object_attributes", {})
+    out.blobs(f"{level}/object_index/manifests", manifests, {})
+    out.plain(f"{level}/object_index/object_ids", ids, 16384, {})
+    out.group(f"{level}/object_attributes", {})
     for name, values in (result.object_attributes or {}).items():
         values = np.asarray(values)
         meta = {"zv_array": "object_attribute", "name": name, "dtype": values.dtype.name}
         meta |= {"shape": list(values.shape), "fill_sentinel_meaning": "absent"}
-        out.plain(f"0/object_attributes/{name}", values, 65536, meta)
+        out.plain(f"{level}/object_attributes/{name}", values, 65536, meta)
 
 
 def write_groups(out: LayoutVWriter, store: VectorStore) -> None:

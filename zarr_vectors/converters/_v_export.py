@@ -29,7 +29,7 @@ from zarr_vectors.converters._v_cells import (
     write_object_arrays,
     write_vertex_arrays,
 )
-from zarr_vectors.converters._v_export_levels import write_point_levels
+from zarr_vectors.converters._v_export_levels import write_imported_levels, write_point_levels
 from zarr_vectors.converters._v_linked import LINKED_KINDS, write_linked, write_point_objects
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError
@@ -196,8 +196,8 @@ def _polylines(out: LayoutVWriter, store: VectorStore, grid: Grid) -> list[str]:
 
 
 def export_v(store: VectorStore, path: Path) -> None:
-    """Write level 0 of ``store`` (and a point cloud's ``"aggregate"`` levels) as a layout-V
-    store at ``path`` (a new directory).
+    """Write level 0 of ``store`` (and a point cloud's ``"aggregate"`` levels, an object
+    store's ``"imported"`` levels) as a layout-V store at ``path`` (a new directory).
 
     Raises
     ------
@@ -224,8 +224,9 @@ def export_v(store: VectorStore, path: Path) -> None:
     present = writers.get(store.kind, write_linked)(out, store, grid)
     count = store.vertex_count
     out.group("0", _level_attrs(count, present))
-    coarse = write_point_levels(out, store, grid)
+    coarse = write_point_levels(out, store, grid) + write_imported_levels(out, store, grid)
     if coarse:
         root["multiscales"][0]["datasets"] += coarse
-        root["zarr_vectors"]["format_capabilities"] = ["shared_fragments"]
+        shared = ["preserved_object_ids"] if store.is_object_store else []
+        root["zarr_vectors"]["format_capabilities"] = [*shared, "shared_fragments"]
         out.group("", root)

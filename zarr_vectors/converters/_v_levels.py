@@ -32,8 +32,9 @@ from zarr_vectors.write import Levels
 __all__ = ["aggregate_levels", "coarse_levels", "point_levels"]
 
 OBJECT_LEVELS = (
-    "0.9's coarse levels of objects are bin centroids shared between objects, and this "
-    "format's (§4.3.3) keep level-0 vertices of each object; rebuild them with zv.build_levels"
+    "0.9's coarse levels of a point cloud with objects are bin centroids shared between "
+    "objects, and this format's point levels (§4.3.2) have no objects; rebuild them with "
+    "zv.build_levels"
 )
 
 
@@ -110,11 +111,12 @@ def point_levels(
     source: LayoutVStore, level: VLevel, shapes: dict[str, Any]
 ) -> tuple[int, list[str]]:
     """How many of the store's coarse levels map to ``"aggregate"`` levels, and what is
-    refused of the rest (and why)."""
+    refused of the rest (and why): none of an object kind (their levels are imported as
+    they are, :mod:`zarr_vectors.converters._v_object_levels`)."""
     coarse = coarse_levels(source)
-    if not coarse:
+    if not coarse or level.kind != "point_cloud":
         return 0, []
-    if level.kind != "point_cloud" or level.vertex_objects is not None:
+    if level.vertex_objects is not None:
         return 0, [f"coarse levels {[p for p, _ in coarse]} ({OBJECT_LEVELS})"]
     ndim = level.positions.shape[1]
     chunk = np.asarray(shapes["chunk_shape"], dtype=np.float64) * np.ones(ndim)

@@ -13,9 +13,11 @@ names it).
 What this format cannot hold is refused unless ``lossy=True`` drops it (and says so in the
 error): object attributes and groups of a point cloud (this format's point clouds carry
 only a per-vertex ``object_id``), edge attributes of a skeleton (0.9.2 itself keeps them
-only for the edges it stores explicitly), and coarse levels (``1``, ``2``, ...) other than
-those of a point cloud that are this format's ``"aggregate"`` levels exactly
+only for the edges it stores explicitly), and the coarse levels (``1``, ``2``, ...) of a
+point cloud other than those that are this format's ``"aggregate"`` levels exactly
 (:mod:`zarr_vectors.converters._v_levels`; rebuild the others with ``zv.build_levels``).
+The coarse levels of the object kinds are imported as they are, method ``"imported"``
+(:mod:`zarr_vectors.converters._v_object_levels`).
 
 Options
 -------
@@ -37,6 +39,7 @@ from zarr_vectors.converters._common import flag_option
 from zarr_vectors.converters._v_export import export_v
 from zarr_vectors.converters._v_level import VLevel, read_v_level
 from zarr_vectors.converters._v_levels import aggregate_levels, point_levels
+from zarr_vectors.converters._v_object_levels import imported_levels
 from zarr_vectors.converters.converter import FileConverter, ImportTarget
 from zarr_vectors.dataset import VectorStore
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
@@ -90,10 +93,12 @@ def _object_columns(level: VLevel) -> dict[str, Any]:
     return {**out, **_groups(level)}
 
 
-def _write(level: VLevel, target: ImportTarget, shapes: dict[str, Any], levels: int) -> None:
-    """Write ``level`` with the writer of its kind (a point cloud with ``levels`` levels of
-    ``"aggregate"``)."""
+def _write(level: VLevel, target: ImportTarget, shapes: dict[str, Any], levels: Any) -> None:
+    """Write ``level`` with the writer of its kind: a point cloud with ``levels`` levels of
+    ``"aggregate"``, objects with ``levels`` (:class:`ImportedLevels` or None)."""
     keywords = {**target.write_keywords(), **shapes, "progress": False}
+    if level.kind != "point_cloud":
+        keywords["levels"] = levels
     if level.kind == "point_cloud":
         write_points(
             target.store, level.positions, attributes=level.attributes or None,
@@ -151,7 +156,10 @@ def _import_v(name: str, path: Path, target: ImportTarget, options: Mapping[str,
         level.object_attributes, level.groups = {}, None
     if level.kind not in LINK_ATTRIBUTES:
         level.link_attributes = {}
-    _write(level, target, shapes, levels)
+    if level.kind != "point_cloud":
+        _write(level, target, shapes, imported_levels(source, shapes))
+    else:
+        _write(level, target, shapes, levels)
 
 
 def _export_v(

@@ -25,6 +25,7 @@ __all__ = [
     "OBJECT_SPARSITY",
     "DEFAULT_TARGET",
     "LEVEL_SCHEDULE",
+    "IMPORTED",
     "OBJECT_METHODS",
     "POINT_METHODS",
     "REDUCTIONS",
@@ -65,6 +66,9 @@ CLUSTER = "cluster"
 graphs, an object for meshes), links remapped (spec §4.3.3)."""
 OBJECT_METHODS = (RUNS, THIN, CLUSTER)
 """The object kinds' methods (spec §4.3.3)."""
+IMPORTED = "imported"
+"""Object kinds: coarse levels another implementation computed, stored as they were given
+(spec §4.3.4); never built by this library's writers."""
 SAMPLE_KEY = "splitmix64"
 """The name of the sample key of spec §4.3.2, recorded as ``coarsening.key``."""
 REDUCTIONS = ("mean", "sum", "min", "max", "mode")

@@ -31,6 +31,7 @@ import numpy as np
 
 from zarr_vectors._optional import require
 from zarr_vectors.errors import InvalidInputError, ObjectNotFoundError
+from zarr_vectors.format.levels import IMPORTED
 from zarr_vectors.precomputed._model_space import (
     json_bytes,
     scale_of,
@@ -197,8 +198,10 @@ class MeshSource:
                 f"a {store.kind} store has no meshes; meshes are of mesh stores"
             )
         self._store = store
-        self._levels = [info.level for info in store.levels]
-        self._scales = [float(max(info.bin_shape or store.bin_shape)) for info in store.levels]
+        # imported levels (spec §4.3.4) hold no faces: not levels of detail of a mesh
+        levels = [info for info in store.levels if info.method != IMPORTED]
+        self._levels = [info.level for info in levels]
+        self._scales = [float(max(info.bin_shape or store.bin_shape)) for info in levels]
         self._segments = Segments(store)
         self._recent: OrderedDict[int, tuple[bytes, bytes]] = OrderedDict()
         self._recent_lock = threading.Lock()  # a server answers requests in threads

@@ -33,6 +33,7 @@ import numpy as np
 from zarr_vectors._progress import Progress, ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.kinds import geometry_kind
+from zarr_vectors.format.levels import IMPORTED
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ATTRIBUTES, OBJECT_ID_ATTRIBUTE
 from zarr_vectors.geometry import object_writer
@@ -296,6 +297,12 @@ def stored_levels(store: Source | StoreLike) -> Levels | None:
     when it has none: the request its root records (``level_schedule``, spec §3.1), else
     (a store that does not record it) as many levels as it holds, with its object sparsity.
 
+    Raises
+    ------
+    InvalidInputError
+        For levels imported as they are (method ``"imported"``, spec §4.3.4): no rule
+        rebuilds them over new objects.
+
     Examples
     --------
     >>> import pathlib, tempfile
@@ -313,7 +320,14 @@ def stored_levels(store: Source | StoreLike) -> Levels | None:
         return Levels.from_schedule(source.root.schedule)
     top = len(source.root.levels)
     doc = source.io.read_json(f"{top}/zarr.json") or {}
-    objects = (doc.get("attributes", {}).get("coarsening") or {}).get("objects")
+    coarsening = doc.get("attributes", {}).get("coarsening") or {}
+    if coarsening.get("method") == IMPORTED:
+        raise InvalidInputError(
+            "the store's levels of detail were imported as they are (method 'imported', spec "
+            "§4.3.4) and cannot follow new objects; replace them with zv.build_levels(store) "
+            "or remove them with zv.build_levels(store, 0) first"
+        )
+    objects = coarsening.get("objects")
     if not isinstance(objects, dict):
         return Levels(count=top)
     if objects.get("rule") == "length":

@@ -18,6 +18,7 @@ from zarr_vectors.format.jsonutil import as_int_list, pointer
 from zarr_vectors.format.levels import (
     AGGREGATE,
     CLUSTER,
+    IMPORTED,
     LEVEL_SCHEDULE,
     POINT_METHODS,
     RUNS,
@@ -34,11 +35,11 @@ __all__ = ["KNOWN_METHODS", "run", "valid_methods"]
 
 KNOWN_METHODS: dict[str, tuple[str, ...]] = {
     POINT_CLOUD: POINT_METHODS,
-    "polyline": (RUNS,),
-    "streamline": (RUNS,),
-    "skeleton": (THIN,),
-    "graph": (CLUSTER,),
-    "mesh": (CLUSTER,),
+    "polyline": (RUNS, IMPORTED),
+    "streamline": (RUNS, IMPORTED),
+    "skeleton": (THIN, IMPORTED),
+    "graph": (CLUSTER, IMPORTED),
+    "mesh": (CLUSTER, IMPORTED),
 }
 """Coarsening methods of each kind whose promises the validator checks (spec §4.3)."""
 

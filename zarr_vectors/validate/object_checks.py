@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zarr_vectors.errors import ManifestError
+from zarr_vectors.format.levels import IMPORTED
 from zarr_vectors.format.manifest import (
     ManifestBlock,
     decode_manifest,
@@ -193,7 +194,7 @@ class _Checks:
         coarsening = facts.attrs.get("coarsening") if facts is not None else None
         if not empty.size or not isinstance(coarsening, dict):
             return empty
-        if not isinstance(coarsening.get("objects"), dict):
+        if not isinstance(coarsening.get("objects"), dict) and coarsening.get("method") != IMPORTED:
             return empty
         counts = self._vertex_counts()
         if counts is None:

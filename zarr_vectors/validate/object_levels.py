@@ -19,7 +19,7 @@ import numpy as np
 
 from zarr_vectors.errors import FormatError, InvalidInputError
 from zarr_vectors.format.jsonutil import pointer
-from zarr_vectors.format.levels import RUNS
+from zarr_vectors.format.levels import IMPORTED, RUNS
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import OBJECT_VERTEX_COUNTS
 from zarr_vectors.kernels import CoarseGrid, polyline_lengths
@@ -62,6 +62,11 @@ class _Level:
     def coarsening(self) -> dict[str, Any]:
         value = self.attrs.get("coarsening")
         return value if isinstance(value, dict) else {}
+
+    @property
+    def imported(self) -> bool:
+        """Whether the level was given as it is (method ``"imported"``, spec §4.3.4)."""
+        return self.coarsening.get("method") == IMPORTED
 
 
 @dataclass(slots=True)
@@ -117,7 +122,7 @@ def _method_checked(ctx: Context, kind: str, level: int) -> bool:
     problem = coarsening_problem(kind, value, attrs.get("sparsity_strategy"))
     if problem is not None:
         ctx.fail("L5.object_coarsening_method", _level_path(level, "coarsening"), problem)
-    return problem is None and value["method"] == KIND_METHODS[kind]
+    return problem is None and value["method"] in (KIND_METHODS[kind], IMPORTED)
 
 
 def _open_level(ctx: Context, root: RootMetadata, level: int, n_objects: int) -> _Level:
@@ -148,12 +153,17 @@ def _check_levels(ctx: Context, base: ObjectReader, levels: list[_Level], ndim: 
         for level in levels:
             coarse = level.reader.read(ids)
             level.sizes[ids] = np.diff(offsets_of(coarse))
-            check_objects(ctx, level.number, (rows, coarse), ids, (level.grid, level.coarsening))
             level.result = coarse if ids.shape[0] == m else None
+            if level.imported:
+                continue  # not level-0 vertices (spec §4.3.4)
+            check_objects(ctx, level.number, (rows, coarse), ids, (level.grid, level.coarsening))
         facts.result = found if ids.shape[0] == m else None
     for level in levels:
         compare_globals(ctx, base, level.reader, level.number)
         _vertex_counts(ctx, level, m)
+        if level.imported:
+            _imported_objects(ctx, facts, level)
+            continue
         keep = _sparsity(ctx, facts, level)
         _reproduce(ctx, facts, level, keep)
 
@@ -227,6 +237,17 @@ def _sparsity(ctx: Context, facts: _Base, level: _Level) -> np.ndarray:
             f"{'keeps' if keep[k] else 'drops'} it",
         )
     return keep
+
+
+def _imported_objects(ctx: Context, facts: _Base, level: _Level) -> None:
+    """``L5.object_sparsity_rule`` of an ``"imported"`` level (spec §4.3.4): only objects
+    with level-0 vertices have vertices (the level's objects are a subset of level 0's)."""
+    for k in np.flatnonzero((level.sizes > 0) & (facts.sizes == 0))[:_MAX_REPORTED].tolist():
+        ctx.fail(
+            "L5.object_sparsity_rule",
+            f"{level.number}/{OBJECT_VERTEX_COUNTS}#object={k}",
+            f"object {k} has vertices at level {level.number} but none at level 0",
+        )
 
 
 def _reproduce(ctx: Context, facts: _Base, level: _Level, keep: np.ndarray) -> None:

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from zarr_vectors.errors import FormatError
-from zarr_vectors.format.levels import CLUSTER, RUNS, THIN
+from zarr_vectors.format.levels import CLUSTER, IMPORTED, RUNS, THIN
 from zarr_vectors.kernels import (
     CoarseGrid,
     coarse_cells,
@@ -49,7 +49,7 @@ KIND_METHODS: dict[str, str] = {
 }
 """The method of §4.3.3 for each object kind."""
 
-ALL_METHODS = frozenset({"sample", "aggregate", RUNS, THIN, CLUSTER})
+ALL_METHODS = frozenset({"sample", "aggregate", RUNS, THIN, CLUSTER, IMPORTED})
 """Every method §4.3 names; another name is only warned about (``L2.coarsening_method_unknown``)."""
 
 _REPRESENTATIVE = {RUNS: "ends_and_middle", CLUSTER: "closest_to_mean"}
@@ -86,6 +86,25 @@ def _objects_problem(kind: str, objects: Any) -> str | None:
     return f"objects rule must be {rules} for {kind}, got {rule!r}"
 
 
+def _imported_problem(coarsening: dict[str, Any], strategy: Any) -> str | None:
+    """Why an ``"imported"`` record (spec §4.3.4) is malformed, or None: it names its
+    ``source`` (a string), has no ``objects`` rule, and ``sparsity_strategy`` is absent or
+    ``"random"``.
+
+    Examples
+    --------
+    >>> _imported_problem({"method": "imported"}, None)
+    "an 'imported' level names its source (a string), got None"
+    """
+    if not isinstance(coarsening.get("source"), str):
+        return f"an 'imported' level names its source (a string), got {coarsening.get('source')!r}"
+    if "objects" in coarsening:
+        return "an 'imported' level has no objects rule"
+    if strategy not in (None, "random"):
+        return f"an 'imported' level's sparsity_strategy is 'random' or absent, not {strategy!r}"
+    return None
+
+
 def coarsening_problem(kind: str, coarsening: dict[str, Any], strategy: Any) -> str | None:
     """Why a level's ``coarsening`` (and its ``sparsity_strategy``) is not what §4.3.3 lists
     for ``kind``, or None when it is.
@@ -112,6 +131,8 @@ def coarsening_problem(kind: str, coarsening: dict[str, Any], strategy: Any) -> 
     "method 'runs' does not fit mesh: use 'cluster'"
     """
     method, want = coarsening["method"], KIND_METHODS[kind]
+    if method == IMPORTED:
+        return _imported_problem(coarsening, strategy)
     if method != want:
         return f"method {method!r} does not fit {kind}: use {want!r}"
     expected: dict[str, Any] = {"method": method}

@@ -10,6 +10,7 @@ read the levels chunk by chunk; those of the skeleton, graph and mesh links
 from __future__ import annotations
 
 from zarr_vectors.format.jsonutil import as_int_list, is_int, is_number, pointer
+from zarr_vectors.format.levels import IMPORTED
 from zarr_vectors.validate import coarse_links, object_levels, point_levels
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.names import ATTRIBUTES, OBJECT_KINDS, POINT_CLOUD
@@ -109,10 +110,19 @@ def _sparsity(ctx: Context, levels: list[int]) -> None:
             )
 
 
+def _imported(ctx: Context, level: int) -> bool:
+    """Whether ``level``'s coarsening method is ``"imported"`` (spec §4.3.4)."""
+    facts = ctx.facts.level.get(level)
+    coarsening = facts.attrs.get("coarsening") if facts is not None else None
+    return isinstance(coarsening, dict) and coarsening.get("method") == IMPORTED
+
+
 def _attribute_names(ctx: Context, levels: list[int]) -> None:
     ctx.mark("L5.attribute_names_match")
     finest = {n for n in ctx.children(f"0/{ATTRIBUTES}") if n != "zarr.json"}
     for level in levels[1:]:
+        if _imported(ctx, level):
+            continue  # imported levels carry no vertex attribute (spec §4.3.4)
         names = {n for n in ctx.children(f"{level}/{ATTRIBUTES}") if n != "zarr.json"}
         missing = sorted(finest - names)
         if missing:

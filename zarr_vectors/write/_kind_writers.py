@@ -19,6 +19,7 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.store.io import StoreLike
 from zarr_vectors.write import _inputs as inputs
 from zarr_vectors.write._objects import LevelBuilder, ObjectTable, write_objects
+from zarr_vectors.write.imported_levels import ImportedLevels
 from zarr_vectors.write.levels import Levels, level_settings
 
 __all__ = ["KindWriter", "write_kind"]
@@ -192,13 +193,19 @@ def write_kind(
 
 
 def _schedule(levels: Any) -> dict[str, Any] | None:
-    """The ``level_schedule`` record of what ``levels`` asks for (spec §3.1), or None."""
+    """The ``level_schedule`` record of what ``levels`` asks for (spec §3.1), or None
+    (also for levels given as they are, which follow no schedule)."""
+    if isinstance(levels, ImportedLevels):
+        return None
     settings = level_settings(levels)
     return None if settings is None else settings.to_schedule()
 
 
 def _level_builder(writer: KindWriter, levels: Any) -> LevelBuilder | None:
-    """The builder of the levels ``levels`` asks for, refusing kinds that have none."""
+    """The builder of the levels ``levels`` asks for, refusing kinds that have none
+    (:class:`ImportedLevels` build themselves)."""
+    if isinstance(levels, ImportedLevels):
+        return levels
     settings = level_settings(levels)
     if settings is None:
         return None

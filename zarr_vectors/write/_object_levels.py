@@ -53,6 +53,7 @@ from zarr_vectors.write.levels import Levels, levels_done, warn_short
 from zarr_vectors.write.options import WriteOptions
 
 __all__ = [
+    "write_coarse_level",
     "write_object_levels",
     "graph_level_builder",
     "mesh_level_builder",
@@ -63,7 +64,7 @@ __all__ = [
 ]
 
 
-def _write_level(
+def write_coarse_level(
     io: StoreIO,
     number: int,
     level: tuple[ObjectTable | LevelSpill, ChunkGrid, np.ndarray, SparseLevel],
@@ -311,7 +312,7 @@ def _write_levels(
         if size >= total:
             continue
         level = (coarse, level_grid, ratio, sparse)
-        written.append(_write_level(io, len(written) + 1, level, objects, options, method))
+        written.append(write_coarse_level(io, len(written) + 1, level, objects, options, method))
         total = size
         del level  # one coarse level at a time: the last (for the bounding level)
     if _bounds_by_sparsity(settings) and not levels_done(settings, len(written), total):
@@ -321,7 +322,7 @@ def _write_levels(
         size = _size(bounded[0])[0]
         if size < total:
             number = len(written) + 1
-            written.append(_write_level(io, number, bounded, objects, options, method))
+            written.append(write_coarse_level(io, number, bounded, objects, options, method))
             total = size
     warn_short(settings, len(written), total)
     return tuple(written)

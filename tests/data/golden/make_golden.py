@@ -10,9 +10,11 @@ this library wrote them until every new store became a 1.3 store, spec §3.3). T
 store per geometry kind family: point clouds, streamlines, a graph, skeletons and meshes.
 The stores of format 1.3 (``1.3/``) are the same inputs as this library writes them now
 (plain Zarr v3: named dimensions, no ``.zattrs``, spec §2.3, §9.0.3), and point clouds with
-levels of detail (spec §4.3), one per point method, and skeletons with ``thin`` levels
-(spec §4.3.3). Usage:
-``python tests/data/golden/make_golden.py``.
+levels of detail (spec §4.3), one per point method, skeletons with ``thin`` levels
+(spec §4.3.3), and polylines with ``"imported"`` levels (spec §4.3.4, imported from a
+zarr-vectors 0.9.2 store). Usage:
+``python tests/data/golden/make_golden.py`` (``... make_golden.py imported``: only the
+stores with imported levels).
 
 Beside each ``NAME.zarrvectors`` store, ``NAME.expected.npz`` holds what reading it must give:
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -48,6 +51,7 @@ from zarr_vectors.store.io import StoreIO
 HERE = Path(__file__).parent / "1.0"
 HERE_1_1 = Path(__file__).parent / "1.1"
 HERE_1_3 = Path(__file__).parent / "1.3"
+LAYOUT_V = Path(__file__).parent.parent / "layout_v"
 SEED = 20261121
 SHARDED = {
     "points_3d_sharded": ("points_3d_attributes", (2, 2, 2)),
@@ -109,6 +113,34 @@ def index_inputs() -> dict[str, dict[str, Any]]:
             "options": replace(kwargs["options"], object_chunk_index=True),
         }
     }
+
+
+def imported_inputs() -> dict[str, Path]:
+    """The format 1.3 golden store with ``"imported"`` levels (spec §4.3.4), by store name:
+    the layout-V store it is imported from (written by zarr-vectors 0.9.2, two coarse
+    levels of polylines, random object sparsity at level 2)."""
+    return {"polylines_3d_imported_levels": LAYOUT_V / "polylines_pyramid.zv"}
+
+
+def write_imported(path: Path, source: Path) -> None:
+    """Import the golden store ``path`` from the layout-V store ``source``."""
+    zv.convert(source, path)
+
+
+def write_imported_all(here: Path) -> None:
+    """Write the golden stores of :func:`imported_inputs` and their expected answers (every
+    level's objects, :func:`object_level_arrays`; level 0's as ``level0_*``) under ``here``;
+    run ``python tests/data/golden/make_golden.py imported`` for these alone."""
+    for name, source in imported_inputs().items():
+        path = here / f"{name}.zarrvectors"
+        shutil.rmtree(path, ignore_errors=True)
+        write_imported(path, source)
+        store = zv.open(path)
+        found = store.read_objects(np.asarray(store.object_ids))
+        level0 = {"level0_offsets": np.asarray(found.offsets, np.int64)}
+        level0["level0_positions"] = found.positions
+        save_expected(here / f"{name}.expected.npz", level0 | object_level_arrays(path))
+        print(f"wrote {path}")
 
 
 def level_arrays(path: Path) -> dict[str, np.ndarray]:
@@ -484,6 +516,7 @@ def main() -> None:
     inputs of the 1.0 stores and of the 1.1 stores (several chunks per shard), the stores
     with levels, and the point cloud with an object-to-chunks index."""
     write_all(HERE_1_3, inputs() | sharded_inputs() | level_inputs() | index_inputs())
+    write_imported_all(HERE_1_3)
 
 
 def write_all(here: Path, stores: dict[str, dict[str, Any]]) -> None:
@@ -519,4 +552,7 @@ def write(path: Path, kwargs: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["imported"]:
+        write_imported_all(HERE_1_3)
+    else:
+        main()

@@ -7,7 +7,8 @@ script runs with THAT library, in its own virtualenv, never with ours::
     python benchmarks/reference_env.py        # prints .../benchmarks/_reference_venv/bin/python
     benchmarks/_reference_venv/bin/python -I tests/data/layout_v/make_v_stores.py
 
-(``... make_v_stores.py read STORE OUT.npz`` records 0.9.2's answers for another store: the
+(``... make_v_stores.py NAME ...`` rewrites only the stores named;
+``... make_v_stores.py read STORE OUT.npz`` records 0.9.2's answers for another store: the
 test of our export runs it.)
 
 It rewrites ``tests/data/layout_v/<name>.zv/`` (the store as 0.9.2 wrote it),
@@ -249,24 +250,34 @@ CASES: dict[str, tuple[str, Any, list[tuple[float, float]]]] = {
     "skeleton": ("skeleton", lambda rng: graph_case(rng, True), ONE_LEVEL),
     "mesh": ("mesh", mesh_case, []),
     "points_pyramid": ("point_cloud", pyramid_case, [(2.0, 1.0), (2.0, 1.0)]),
+    "polylines_pyramid": ("polyline", polyline_case, [(2.0, 1.0), (2.0, 2.0)]),
+    "graph_pyramid": ("graph", lambda rng: graph_case(rng, False), ONE_LEVEL),
+    "mesh_pyramid": ("mesh", mesh_case, ONE_LEVEL),
 }
 """Store name -> (kind, input maker, the ``factors`` of 0.9.2's ``build_pyramid`` (coarse
-levels), if any)."""
+levels), if any). ``polylines_pyramid`` keeps half of its objects at level 2 (0.9.2's
+``"random"`` object sparsity, seed :data:`SPARSITY_SEED`): its level 2 bin (100) is larger
+than the chunk (50)."""
+SPARSITY_SEED = 38
 
 
-def main() -> None:
+def main(names: list[str]) -> None:
+    """Write the stores ``names`` (every store when empty)."""
     import zarr_vectors as zv
 
     if zv.__version__ != "0.9.2":
         sys.exit(f"run this with zarr-vectors 0.9.2 (found {zv.__version__} at {zv.__file__})")
     for index, (name, (kind, make, pyramid)) in enumerate(CASES.items()):
+        if names and name not in names:
+            continue
         rng = np.random.default_rng(3800 + index)
         data = make(rng)
         path = HERE / f"{name}.zv"
         shutil.rmtree(path, ignore_errors=True)
         write(zv, path, kind, data)
         if pyramid:
-            zv.open(str(path), mode="r+").build_pyramid(factors=pyramid)
+            seed = SPARSITY_SEED if any(s > 1 for _, s in pyramid) else None
+            zv.open(str(path), mode="r+").build_pyramid(factors=pyramid, sparsity_seed=seed)
         meta = {"chunk_shape": CHUNK, "bin_shape": BIN, "bounds": BOUNDS, "box": BOX}
         np.savez(HERE / f"{name}.inputs.npz", **data, **{k: np.asarray(v) for k, v in meta.items()})
         has_objects = kind != "point_cloud" or "object_ids" in data
@@ -293,4 +304,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["read"]:
         read_back(sys.argv[2:])
     else:
-        main()
+        main(sys.argv[1:])
