@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
+import zarr_vectors.precomputed.annotations as annotations_module
 from zarr_vectors.cli import main
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.precomputed import PrecomputedSource, sources
@@ -173,11 +174,21 @@ def test_command_line_convert_and_threads(
     }
 
 
-def test_neuroglancers_own_reader_reads_the_export(tmp_path: Path, cells: Path) -> None:
+@pytest.mark.parametrize("sharded", [False, True])
+def test_neuroglancers_own_reader_reads_the_export(
+    tmp_path: Path, cells: Path, sharded: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unsharded, and with the by-id and relationship indexes sharded (more than
+    ``UNSHARDED_MAX`` points and objects): read through tensorstore's sharded driver."""
     pytest.importorskip("tensorstore", reason="Neuroglancer's annotation reader needs tensorstore")
     reader_module = pytest.importorskip("neuroglancer.read_precomputed_annotations")
+    if sharded:
+        monkeypatch.setattr(annotations_module, "UNSHARDED_MAX", 3)  # 300 points, 5 objects
     store = zv.open(cells)
     out = zv.convert(store, tmp_path / "cells.precomputed")
+    info = json.loads((out / "annotations" / "info").read_text())
+    assert ("sharding" in info["by_id"]) is sharded
+    assert ("sharding" in info["relationships"][0]) is sharded
     reader = reader_module.AnnotationReader(f"file://{out}/annotations/")
     found = list(reader.get_within_spatial_bounds())
     everything = store.read()
