@@ -121,8 +121,9 @@ class PointAnnotations(AnnotationFiles):
         The most annotations a spatial cell should hold (default :data:`DEFAULT_LIMIT`;
         a single chunk of a level holding more raises its level's ``limit``).
     sharded
-        Write the by-id index sharded; by default when there are more than
-        :data:`~zarr_vectors.precomputed.sharding.UNSHARDED_MAX` points.
+        Write the by-id index sharded, and the relationship index of points with object ids
+        (none negative); by default each when there are more than
+        :data:`~zarr_vectors.precomputed.sharding.UNSHARDED_MAX` points, or objects.
 
     Examples
     --------
