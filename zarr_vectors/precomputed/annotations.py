@@ -290,8 +290,9 @@ class PointAnnotations(AnnotationFiles):
             if found.objects is not None:
                 parts.append(found.take(np.isin(found.objects.astype(np.int64), keys)))
         owners = np.concatenate([p.objects for p in parts if p.objects is not None])
-        order = np.argsort(owners.astype(np.int64), kind="stable")  # level, then id order
-        owners = owners.astype(np.int64)[order]
+        owners = owners.astype(np.int64)
+        order = np.argsort(owners, kind="stable")  # within an object: level, then id order
+        owners = owners[order]
         records = np.concatenate([p.records for p in parts])[order]
         ids = np.concatenate([p.ids for p in parts])[order]
         lo, hi = np.searchsorted(owners, keys, "left"), np.searchsorted(owners, keys, "right")

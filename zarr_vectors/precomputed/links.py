@@ -83,7 +83,7 @@ def selection_notes(
     notes = []
     for name, source in sources.items():
         shown, total = _selected(source, limit)
-        if total > len(shown):
+        if total > len(shown) > 0:
             notes.append(
                 f"{name}: the link selects the first {len(shown):,} of {total:,} objects "
                 f"(ids {shown[0]} to {shown[-1]}); pick others from the layer's segment list"
