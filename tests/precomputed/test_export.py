@@ -113,7 +113,7 @@ def test_sources_without_our_marker_are_never_replaced(tmp_path: Path, cells: Pa
         (a_file, "a file"),
     ]:
         before = _tree(path) if path.is_dir() else path.read_bytes()
-        with pytest.raises(StoreExistsError, match=f"{what}.*not a precomputed export"):
+        with pytest.raises(StoreExistsError, match=f"{what}.*; an export replaces only"):
             zv.convert(store, path, format="precomputed", mode="w")
         assert (_tree(path) if path.is_dir() else path.read_bytes()) == before
         assert not is_precomputed_export(path)

@@ -89,10 +89,10 @@ def _replaces(path: Path, *, overwrite: bool) -> bool:
         )
     what = found.what or "a Zarr Vectors store"
     raise StoreExistsError(
-        f"{path} is {what}, not a precomputed export of zarr-vectors (it has no "
-        f'{EXPORT_MARKER}), so it is not replaced (with or without mode="w") and nothing was '
-        "written: export to a new path or an empty directory, or remove it yourself if it "
-        "should go"
+        f"{path} is {what}; an export replaces only an earlier export of zarr-vectors (a "
+        f'folder holding {EXPORT_MARKER}), so it is not replaced (with or without mode="w") '
+        "and nothing was written: export to a new path or an empty directory, or remove it "
+        "yourself if it should go"
     )
 
 
