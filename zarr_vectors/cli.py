@@ -25,9 +25,12 @@ import argparse
 import json
 import os
 import re
+import signal
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +44,7 @@ from zarr_vectors.errors import StoreExistsError, ZarrVectorsError
 from zarr_vectors.format.version import upgrade_hint
 from zarr_vectors.kernels import CompileLog
 from zarr_vectors.precomputed import NEUROGLANCER_CLIENT
+from zarr_vectors.precomputed.links import SELECTED_SEGMENTS, selection_notes
 from zarr_vectors.store.target import interrupted_write_note
 from zarr_vectors.write import WriteMode
 
@@ -455,14 +459,16 @@ def _upgrade(args: argparse.Namespace) -> int:
 
 
 def _serve_parser(sub: Any) -> None:
-    """``zarr-vectors serve STORE``: the store to Neuroglancer, until Ctrl-C."""
+    """``zarr-vectors serve STORE``: the store to Neuroglancer, until Ctrl-C or SIGTERM."""
     serve = sub.add_parser(
         "serve",
         help="serve a store to Neuroglancer (precomputed sources) until Ctrl-C",
         description="Serve STORE on 127.0.0.1 as Neuroglancer precomputed sources computed "
         "on the fly (point clouds as point annotations), print a Neuroglancer link with one "
         "layer per source (the link is only printed), log one line per request on stderr, "
-        "and run until Ctrl-C (exit code 130). Exit code 2 when the store cannot be opened "
+        "and run until Ctrl-C or SIGTERM (exit code 130). Skeleton and mesh layers select "
+        f"the store's object ids (the first {SELECTED_SEGMENTS:,} when there are more, said "
+        "on a line of its own). Exit code 2 when the store cannot be opened "
         "or served, or the port is taken.",
     )
     serve.add_argument("store")
@@ -493,12 +499,35 @@ def _port(text: str) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     log = None if args.quiet else sys.stderr
-    with zv.serve(args.store, port=args.port, log=log) as server:
+    with _terminate_as_interrupt(), zv.serve(args.store, port=args.port, log=log) as server:
         names = ", ".join(server.sources)
         print(f"serving {args.store} at {server.url}/ ({names}); Ctrl-C stops")
-        print(f"Neuroglancer: {server.neuroglancer_link(args.client)}", flush=True)
+        print(f"Neuroglancer: {server.neuroglancer_link(args.client)}")
+        for note in selection_notes(server.sources):
+            print(note)
+        sys.stdout.flush()
         server.wait()
     return EXIT_OK
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """A signal handler that raises :class:`KeyboardInterrupt`, as Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (``kill``, a service manager stopping the command) is
+    handled as Ctrl-C: the server closes, the command says so and exits 130. Only the main
+    thread can set a handler; elsewhere SIGTERM is left as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _build_levels_parser(sub: Any) -> None:

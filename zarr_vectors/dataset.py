@@ -585,6 +585,42 @@ class VectorStore:
         """The id of every object, in storage order (object kinds)."""
         return self._objects.external_ids()
 
+    @_data_read
+    def point_object_ids(self, *, level: int | None = None) -> np.ndarray:
+        """The distinct object ids of a point cloud's points, ascending.
+
+        Read from the level's object-to-chunks index (spec §9.14) when it has one, else from
+        one read of every chunk. Object kinds list theirs in :attr:`object_ids`.
+
+        Parameters
+        ----------
+        level
+            One of :attr:`levels` (default 0; a coarse level may keep only some objects).
+
+        Raises
+        ------
+        InvalidInputError
+            When the store is not a point cloud whose points carry object ids, or ``level``
+            is not a level of the store.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[1, 1.0], [9, 9.0], [2, 1.0]], object_ids=[7, 4, 7],
+        ...                 chunk_shape=5.0)
+        >>> zv.open(path).point_object_ids().tolist()
+        [4, 7]
+        """
+        checked = self._checked_level(level)
+        if self.is_object_store:
+            raise InvalidInputError(
+                f"a {self.kind} store's objects are listed by object_ids; point_object_ids "
+                "lists the object ids of a point cloud's points"
+            )
+        return self._point_objects_at(checked).ids()
+
     @property
     @_rechecked
     def object_attribute_names(self) -> list[str]:

@@ -12,8 +12,9 @@ import zarr_vectors as zv
 EXTENT = 1000.0
 
 
-def clustered_points(path: Path, count: int, seed: int = 0) -> Path:
-    """``count`` points in a dozen Gaussian clusters inside a 1000-unit cube, with levels."""
+def clustered_points(path: Path, count: int, seed: int = 0, chunks: int = 8) -> Path:
+    """``count`` points in a dozen Gaussian clusters inside a 1000-unit cube, with levels,
+    in ``chunks`` chunks per axis (``"sample"`` levels down to ``count / 20`` points)."""
     rng = np.random.default_rng(seed)
     centres = rng.uniform(0.2 * EXTENT, 0.8 * EXTENT, (12, 3))
     spread = rng.uniform(0.03, 0.12, 12) * EXTENT
@@ -21,7 +22,7 @@ def clustered_points(path: Path, count: int, seed: int = 0) -> Path:
     xyz = centres[which] + rng.normal(0, 1, (count, 3)) * spread[which, None]
     xyz = np.clip(xyz, 0, EXTENT - 1).astype(np.float32)
     zv.write_points(
-        path, xyz, chunk_shape=EXTENT / 8, levels=zv.Levels(target=max(count // 20, 1000))
+        path, xyz, chunk_shape=EXTENT / chunks, levels=zv.Levels(target=max(count // 20, 1000))
     )
     return path
 

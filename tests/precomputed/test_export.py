@@ -4,6 +4,7 @@ nothing."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,10 +13,15 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
+import zarr_vectors.precomputed.annotations as annotations_module
 from zarr_vectors.cli import main
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.precomputed import PrecomputedSource, sources
-from zarr_vectors.precomputed.export import export_precomputed
+from zarr_vectors.precomputed.export import (
+    EXPORT_MARKER,
+    export_precomputed,
+    is_precomputed_export,
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +54,9 @@ def test_export_writes_every_file_as_read_gives_it(tmp_path: Path, cells: Path) 
         for name, source in sources(store).items()
         for path in source.paths()
     }
+    marker = json.loads(_tree(out).pop(EXPORT_MARKER))
+    assert marker == {"zarr_vectors_precomputed_export": 1, "sources": ["annotations"]}
+    expected[EXPORT_MARKER] = _tree(out)[EXPORT_MARKER]
     assert _tree(out) == expected
     assert any(p.startswith("annotations/by_object/") for p in expected)
     again = zv.convert(cells, tmp_path / "web", format="precomputed")
@@ -60,7 +69,7 @@ def test_existing_destination_refused_or_replaced(tmp_path: Path, cells: Path) -
     out = tmp_path / "cells.precomputed"
     zv.convert(store, out)
     before = _tree(out)
-    with pytest.raises(StoreExistsError):
+    with pytest.raises(StoreExistsError, match=r'holds a precomputed export.*mode="w"'):
         zv.convert(store, out)
     (out / "annotations" / "info").write_bytes(b"{}")
     zv.convert(store, out, mode="w")
@@ -68,9 +77,46 @@ def test_existing_destination_refused_or_replaced(tmp_path: Path, cells: Path) -
     other = tmp_path / "notes.precomputed"
     other.mkdir()
     (other / "keep.txt").write_text("mine")
-    with pytest.raises(StoreExistsError):
+    with pytest.raises(StoreExistsError, match=r"'keep\.txt'.*not replaced.*remove it yourself"):
         zv.convert(store, other, mode="w")  # not an export: never replaced
     assert (other / "keep.txt").read_text() == "mine"
+
+
+def test_empty_directory_is_written(tmp_path: Path, cells: Path) -> None:
+    store = zv.open(cells)
+    for mode in ("w-", "w"):
+        empty = tmp_path / f"empty-{mode}.precomputed"
+        empty.mkdir()
+        zv.convert(store, empty, mode=mode)
+        assert is_precomputed_export(empty)
+        assert (empty / "annotations" / "info").is_file()
+
+
+def test_sources_without_our_marker_are_never_replaced(tmp_path: Path, cells: Path) -> None:
+    """A folder of precomputed sources written by another tool (every entry a folder with an
+    ``info``), an export whose marker was removed or is not ours, a store, a file."""
+    store = zv.open(cells)
+    theirs = tmp_path / "theirs.precomputed"
+    (theirs / "segmentation").mkdir(parents=True)
+    (theirs / "segmentation" / "info").write_text('{"@type": "neuroglancer_multiscale_volume"}')
+    unmarked = zv.convert(store, tmp_path / "unmarked.precomputed")
+    (unmarked / EXPORT_MARKER).unlink()
+    foreign = zv.convert(store, tmp_path / "foreign.precomputed")
+    (foreign / EXPORT_MARKER).write_text('{"tool": "other"}')
+    a_file = tmp_path / "file.precomputed"
+    a_file.write_bytes(b"data")
+    for path, what in [
+        (theirs, "'segmentation'"),
+        (unmarked, "'annotations'"),
+        (foreign, "'annotations'"),
+        (cells, "a Zarr Vectors store"),
+        (a_file, "a file"),
+    ]:
+        before = _tree(path) if path.is_dir() else path.read_bytes()
+        with pytest.raises(StoreExistsError, match=f"{what}.*; an export replaces only"):
+            zv.convert(store, path, format="precomputed", mode="w")
+        assert (_tree(path) if path.is_dir() else path.read_bytes()) == before
+        assert not is_precomputed_export(path)
 
 
 class _Failing:
@@ -128,11 +174,21 @@ def test_command_line_convert_and_threads(
     }
 
 
-def test_neuroglancers_own_reader_reads_the_export(tmp_path: Path, cells: Path) -> None:
+@pytest.mark.parametrize("sharded", [False, True])
+def test_neuroglancers_own_reader_reads_the_export(
+    tmp_path: Path, cells: Path, sharded: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unsharded, and with the by-id and relationship indexes sharded (more than
+    ``UNSHARDED_MAX`` points and objects): read through tensorstore's sharded driver."""
     pytest.importorskip("tensorstore", reason="Neuroglancer's annotation reader needs tensorstore")
     reader_module = pytest.importorskip("neuroglancer.read_precomputed_annotations")
+    if sharded:
+        monkeypatch.setattr(annotations_module, "UNSHARDED_MAX", 3)  # 300 points, 5 objects
     store = zv.open(cells)
     out = zv.convert(store, tmp_path / "cells.precomputed")
+    info = json.loads((out / "annotations" / "info").read_text())
+    assert ("sharding" in info["by_id"]) is sharded
+    assert ("sharding" in info["relationships"][0]) is sharded
     reader = reader_module.AnnotationReader(f"file://{out}/annotations/")
     found = list(reader.get_within_spatial_bounds())
     everything = store.read()

@@ -1,4 +1,4 @@
-"""``zv.serve`` and ``zarr-vectors serve``: a store served until closed or Ctrl-C."""
+"""``zv.serve`` and ``zarr-vectors serve``: a store served until closed, Ctrl-C or SIGTERM."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import zarr_vectors as zv
 from zarr_vectors.cli import EXIT_INTERRUPTED, EXIT_UNREADABLE, main
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.precomputed import PortInUseError, PrecomputedServer
+from zarr_vectors.precomputed.links import neuroglancer_state, selection_notes
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +93,64 @@ def test_a_bad_port_is_a_usage_error(port: str, capsys: pytest.CaptureFixture[st
         main(["serve", "store.zarr", "--port", port])
     assert stopped.value.code == 2
     assert "expected a port from 0 to 65535" in capsys.readouterr().err
+
+
+def _printed_state(out: str) -> dict[str, object]:
+    link = next(line for line in out.splitlines() if line.startswith("Neuroglancer: "))
+    return json.loads(urllib.parse.unquote(link.split("#!", 1)[1]))  # type: ignore[no-any-return]
+
+
+def _serve_until(signum: int, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
+    """Run ``zarr-vectors serve`` and raise the signal ``signum`` once it waits."""
+    wait = PrecomputedServer.wait
+
+    def signal_then_wait(server: PrecomputedServer, poll: float = 0.5) -> None:
+        signal.raise_signal(signum)
+        wait(server, poll)
+
+    monkeypatch.setattr(PrecomputedServer, "wait", signal_then_wait)
+    return main(["serve", *argv])
+
+
+def test_sigterm_ends_the_command_as_ctrl_c_does(
+    points: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real SIGTERM closes the server (the port is free), says so and exits 130; the
+    handler the process had is back afterwards."""
+    before = signal.getsignal(signal.SIGTERM)
+    assert _serve_until(signal.SIGTERM, [str(points), "--quiet"], monkeypatch) == EXIT_INTERRUPTED
+    out, err = capsys.readouterr()
+    assert err.splitlines() == ["zarr-vectors: error: interrupted"]
+    url = out.splitlines()[0].split(" at ")[1].split("/ ")[0]
+    with pytest.raises(urllib.error.URLError):
+        _fetch(f"{url}/annotations/info")
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_the_printed_link_selects_the_objects_of_skeleton_layers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "lines.zarr"
+    lines = [np.array([[i, 0, 0], [i, 5, 5.0]]) for i in range(3)]
+    zv.write_polylines(path, lines, chunk_shape=10.0, object_ids=[12, 3, 7])
+    assert _serve_until(signal.SIGINT, [str(path), "--quiet"], monkeypatch) == EXIT_INTERRUPTED
+    out = capsys.readouterr().out
+    layers = {layer["name"]: layer for layer in _printed_state(out)["layers"]}  # type: ignore[attr-defined]
+    assert layers["skeletons"]["segments"] == ["3", "7", "12"]
+    assert "segments" not in layers["annotations"]
+    assert len(out.splitlines()) == 2  # every object selected: no note
+
+
+def test_many_objects_select_the_first_and_say_so(tmp_path: Path) -> None:
+    path = tmp_path / "lines.zarr"
+    lines = [np.array([[i, 0, 0], [i, 5, 5.0]]) for i in range(5)]
+    zv.write_polylines(path, lines, chunk_shape=10.0, object_ids=[40, 10, 30, 20, 50])
+    found = zv.precomputed.sources(zv.open(path))
+    state = neuroglancer_state(found, "http://h", segments=3)
+    layers = {layer["name"]: layer for layer in state["layers"]}
+    assert layers["skeletons"]["segments"] == ["10", "20", "30"]
+    assert selection_notes(found, limit=3) == [
+        "skeletons: the link selects the first 3 of 5 objects (ids 10 to 30); pick others "
+        "from the layer's segment list"
+    ]
+    assert selection_notes(found) == []

@@ -190,6 +190,46 @@ def test_every_line_and_object_in_its_shard_is_its_file(
         assert found == plain.read(f"by_object/{obj}"), obj
 
 
+def test_every_point_object_in_its_shard_is_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Points with object ids: above ``UNSHARDED_MAX`` objects the relationship index is
+    shards of object id ranges, read from the store's object-to-chunks index (no point
+    read); every object's file in them is the unsharded one."""
+    rng = np.random.default_rng(8)
+    n = 800
+    owners = rng.permutation(10_000)[:100][rng.integers(0, 100, n)]
+    path = tmp_path / "cells.zarr"
+    zv.write_points(
+        path, rng.uniform(0, 40, (n, 3)), chunk_shape=10.0, object_ids=owners,
+        attributes={"w": rng.normal(size=n).astype(np.float32)},
+        levels=zv.Levels(count=2, per_bin=4),
+    )  # fmt: skip
+    store = zv.open(path)
+    monkeypatch.setattr(sharding_module, "PER_SHARD_BITS", 7)  # about 128 points a shard
+    monkeypatch.setattr(annotations_module, "UNSHARDED_MAX", 50)
+    plain = PointAnnotations(store, sharded=False)
+    monkeypatch.setattr(zv.VectorStore, "read", None)  # listing and shards read no whole level
+    source = PointAnnotations(store)
+    assert source.object_sharding is not None
+    relationship = json.loads(source.read("info"))["relationships"][0]
+    assert relationship["key"] == "by_object"
+    names = [p for p in source.paths() if p.startswith("by_object/")]
+    assert 1 < len(names) < 50
+    assert all(p.endswith(".shard") for p in names)
+    shards = {p.removeprefix("by_object/"): source.read(p) for p in names}
+    objects = sorted({int(p.split("/")[1]) for p in plain.paths() if p.startswith("by_object/")})
+    assert objects == np.unique(owners).tolist()
+    for obj in objects:
+        found = sharded_lookup(shards.__getitem__, relationship["sharding"], obj)
+        assert found == plain.read(f"by_object/{obj}"), obj
+    assert sharded_lookup(shards.__getitem__, relationship["sharding"], objects[0] + 1) is None
+    assert (
+        "sharding"
+        not in json.loads(PointAnnotations(store, sharded=False).read("info"))["relationships"][0]
+    )
+
+
 @pytest.mark.slow  # about 8 s: a million points written, exported and read back
 def test_a_million_points_export_to_a_few_hundred_files_that_read_back(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)

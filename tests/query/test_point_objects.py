@@ -133,6 +133,9 @@ def test_read_objects_is_the_whole_read_filtered_by_id(
     assert np.array_equal(got.positions, everything.positions[keep])
     assert np.array_equal(got.vertex_object_ids, everything.vertex_object_ids[keep])
     assert np.array_equal(got.attributes["w"], everything.attributes["w"][keep])
+    listed = store.point_object_ids()
+    assert np.array_equal(listed, np.unique(everything.vertex_object_ids))
+    assert listed.dtype == everything.vertex_object_ids.dtype
 
 
 def _latency_store(n: int, objects: int) -> tuple[LatencyStore, np.ndarray]:
@@ -182,6 +185,11 @@ def test_unknown_ids_and_point_clouds_without_ids_are_refused(tmp_path: Path) ->
         zv.open(tmp_path / "plain").read_objects([1])
     with pytest.raises(InvalidInputError, match="float"):
         zv.open(tmp_path / "ids").read_objects([1.0])
+    with pytest.raises(InvalidInputError, match="carry no object ids"):
+        zv.open(tmp_path / "plain").point_object_ids()
+    zv.write_polylines(tmp_path / "lines", [positions[:3]], chunk_shape=10.0)
+    with pytest.raises(InvalidInputError, match="listed by object_ids"):
+        zv.open(tmp_path / "lines").point_object_ids()
 
 
 def test_big_unsigned_ids_and_coarse_levels(tmp_path: Path) -> None:
@@ -201,6 +209,8 @@ def test_big_unsigned_ids_and_coarse_levels(tmp_path: Path) -> None:
             keep = everything.vertex_object_ids == np.uint64(wanted[0])
         assert np.array_equal(got.positions, everything.positions[keep])
         assert got.level == level
+        listed = store.point_object_ids(level=level)
+        assert np.array_equal(listed, np.unique(everything.vertex_object_ids))
 
 
 def test_appends_keep_the_index_or_its_absence(tmp_path: Path) -> None:

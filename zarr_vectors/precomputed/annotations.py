@@ -18,7 +18,13 @@ Files (``neuroglancer_annotations_v1``):
     65,536 consecutive ids, which name a contiguous range of (spatial level, chunk), computed
     from one box query per spatial level.
 ``by_object/<object id>``
-    Every annotation of one object (points with object ids).
+    Every annotation of one object (points with object ids): the relationship index of a
+    source of at most :data:`~zarr_vectors.precomputed.sharding.UNSHARDED_MAX` objects.
+``by_object/<shard>.shard``
+    The relationship index of more objects (object ids not negative), sharded: a shard holds
+    the files of a range of object ids (about 65,536 points), computed from one read of
+    those objects by id and the spatial levels' rows of the chunks they touch. The object
+    ids come from the store's object-to-chunks index (spec §9.14), without reading points.
 
 The spatial levels come from the store's levels of detail when they nest (point
 ``"sample"``; see :mod:`~zarr_vectors.precomputed.annotation_index`); a store without levels,
@@ -48,7 +54,7 @@ from zarr_vectors.precomputed.annotation_encoding import (
 )
 from zarr_vectors.precomputed.annotation_files import DEFAULT_LIMIT, AnnotationFiles, ShardCache
 from zarr_vectors.precomputed.annotation_index import AnnotationPlan, chunk_of, plan_annotations
-from zarr_vectors.precomputed.sharding import UNSHARDED_MAX, sharding_for
+from zarr_vectors.precomputed.sharding import UNSHARDED_MAX, sharding_for, sharding_for_objects
 from zarr_vectors.precomputed.source import PrecomputedFileNotFoundError
 
 __all__ = ["PointAnnotations"]
@@ -115,8 +121,9 @@ class PointAnnotations(AnnotationFiles):
         The most annotations a spatial cell should hold (default :data:`DEFAULT_LIMIT`;
         a single chunk of a level holding more raises its level's ``limit``).
     sharded
-        Write the by-id index sharded; by default when there are more than
-        :data:`~zarr_vectors.precomputed.sharding.UNSHARDED_MAX` points.
+        Write the by-id index sharded, and the relationship index of points with object ids
+        (none negative); by default each when there are more than
+        :data:`~zarr_vectors.precomputed.sharding.UNSHARDED_MAX` points, or objects.
 
     Examples
     --------
@@ -159,6 +166,13 @@ class PointAnnotations(AnnotationFiles):
         self._lock = threading.Lock()
         if self.plan.total > UNSHARDED_MAX if sharded is None else sharded:
             self.sharding = sharding_for(self.plan.total)
+        self.objects = np.zeros(0, dtype=np.int64)
+        if self.has_objects:  # ascending, from the object-to-chunks index when there is one
+            self.objects = np.asarray(store.point_object_ids(level=used[-1]))
+            many = self.objects.size > UNSHARDED_MAX if sharded is None else sharded
+            if many and self.objects.size and int(self.objects[0]) >= 0:
+                space = int(self.objects[-1]) + 1
+                self.object_sharding = sharding_for_objects(space, self.plan.total, 0)
 
     def _used_levels(self) -> list[int]:
         """The store levels, coarse first: all of them when they nest, else level 0."""
@@ -168,12 +182,8 @@ class PointAnnotations(AnnotationFiles):
         return [0]
 
     def _ids_and_objects(self) -> tuple[list[int], list[int]]:
-        """Ids ``0 … total - 1``; object ids from one read of level 0 (listing only)."""
-        objects: list[int] = []
-        if self.has_objects:
-            ids = self.store.read(level=self.levels[-1]).vertex_object_ids
-            objects = np.unique(np.asarray(ids)).tolist()
-        return list(range(self.plan.total)), objects
+        """Ids ``0 … total - 1``; the object ids of the points."""
+        return list(range(self.plan.total)), self.objects.tolist()
 
     # -- reading --------------------------------------------------------------------------
 
@@ -254,15 +264,36 @@ class PointAnnotations(AnnotationFiles):
 
     def _by_object(self, obj: int, path: str) -> bytes:
         try:
-            touched = self.store.read_objects(obj, level=self.levels[-1])
+            return self._object_files(np.array([obj]))[0]
         except ObjectNotFoundError as exc:
             raise PrecomputedFileNotFoundError(f"{path!r}: no point has object id {obj}") from exc
+
+    def _by_object_block(self, first: int, stop: int) -> tuple[np.ndarray, list[bytes]]:
+        """The object ids in ``[first, stop)`` and their relationship files, computed
+        together."""
+        inside = self.objects[(self.objects >= first) & (self.objects < stop)]
+        if inside.size == 0:
+            return np.zeros(0, dtype=np.uint64), []
+        return inside.astype(np.uint64), self._object_files(inside)
+
+    def _object_files(self, wanted: np.ndarray) -> list[bytes]:
+        """The annotations of each object of ``wanted`` (ascending, distinct): one read of
+        them by id gives the chunks they touch; each spatial level's rows of those chunks
+        (nested levels: every coarse point is a level-0 point) are grouped by object."""
+        touched = self.store.read_objects(wanted, level=self.levels[-1])
         chunks = chunk_of(np.asarray(touched.positions), self.chunk_shape)
-        first, stop = chunks.min(axis=0), chunks.max(axis=0) + 1  # nested: coarse ones too
+        first, stop = chunks.min(axis=0), chunks.max(axis=0) + 1
+        keys = np.asarray(wanted).astype(np.int64)  # as the rows' object ids: equal ids stay
         parts = []
         for k in range(len(self.levels)):
             found = self._rows(k, first, stop)
             if found.objects is not None:
-                parts.append(found.take(found.objects == obj))
-        records = np.concatenate([p.records for p in parts])
-        return encode_list(records, np.concatenate([p.ids for p in parts]))
+                parts.append(found.take(np.isin(found.objects.astype(np.int64), keys)))
+        owners = np.concatenate([p.objects for p in parts if p.objects is not None])
+        owners = owners.astype(np.int64)
+        order = np.argsort(owners, kind="stable")  # within an object: level, then id order
+        owners = owners[order]
+        records = np.concatenate([p.records for p in parts])[order]
+        ids = np.concatenate([p.ids for p in parts])[order]
+        lo, hi = np.searchsorted(owners, keys, "left"), np.searchsorted(owners, keys, "right")
+        return [encode_list(records[a:b], ids[a:b]) for a, b in zip(lo, hi, strict=True)]

@@ -253,6 +253,10 @@ class MeshSource:
             return f"{object_id}.index", f"{object_id}"
         return f"{object_id}:0", f"{object_id}:0:1"
 
+    def segment_ids(self) -> np.ndarray:
+        """The ids of the objects this source has a mesh of (non-negative), ascending."""
+        return self._segments.ids()
+
     def paths(self) -> Iterator[str]:
         """``"info"``, the segment properties, then each object's manifest and data file.
 
@@ -270,7 +274,7 @@ class MeshSource:
         """
         yield "info"
         yield PROPERTIES_INFO
-        for object_id in self._segments.ids():
+        for object_id in self.segment_ids():
             yield from self._files_of(int(object_id))
 
     def read(self, path: str) -> bytes:

@@ -115,7 +115,8 @@ def sharding_for(total: int) -> ShardingSpec:
 def sharding_for_objects(count: int, items: int, shift: int = 32) -> ShardingSpec:
     """The bits for ids ``(row << shift) | j`` (item ``j`` of row ``0 … count - 1``; about
     ``items`` in all): a shard holds ``2^q`` whole rows, ``q`` the largest whose rows hold at
-    most ``2^PER_SHARD_BITS`` items on average.
+    most ``2^PER_SHARD_BITS`` items on average (rows may hold less than one: object ids
+    spread over a large range).
 
     Examples
     --------
@@ -123,9 +124,11 @@ def sharding_for_objects(count: int, items: int, shift: int = 32) -> ShardingSpe
     >>> spec = sharding_for_objects(1000, 200_000)  # 200 lines an object: 256 a shard
     >>> spec, spec.id_range(1) == (256 << 32, 512 << 32)
     (ShardingSpec(preshift_bits=34, minishard_bits=6, shard_bits=2), True)
+    >>> sharding_for_objects(1 << 20, 100_000, shift=0).per_shard  # ids 0 ... 2^20 - 1
+    524288
     """
     row_bits = max(count - 1, 0).bit_length()
-    per_row = max(items / max(count, 1), 1.0)
+    per_row = max(items, 1) / max(count, 1)  # below 1 for sparse rows (object ids)
     q = min(row_bits, max(int(np.floor(np.log2((1 << PER_SHARD_BITS) / per_row))), 0))
     minishard = min(q, MINISHARD_BITS)
     return ShardingSpec(shift + q - minishard, minishard, row_bits - q)

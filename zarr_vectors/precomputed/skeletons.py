@@ -180,6 +180,10 @@ class SkeletonSource:
             "segment_properties": PROPERTIES_FOLDER,
         }
 
+    def segment_ids(self) -> np.ndarray:
+        """The ids of the objects this source has a skeleton of (non-negative), ascending."""
+        return self._segments.ids()
+
     def paths(self) -> Iterator[str]:
         """``"info"``, the segment properties, then the decimal id of every object, ascending.
 
@@ -197,7 +201,7 @@ class SkeletonSource:
         """
         yield "info"
         yield PROPERTIES_INFO
-        for object_id in self._segments.ids():
+        for object_id in self.segment_ids():
             yield str(int(object_id))
 
     def read(self, path: str) -> bytes:

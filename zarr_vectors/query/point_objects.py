@@ -148,6 +148,26 @@ class PointObjects:
         keys = [tuple(c) for c in occupied[where].tolist()]
         return RowRuns(keys, run_chunk, runs[:, 0].copy(), runs[:, 1].copy(), where)
 
+    def ids(self) -> np.ndarray:
+        """The distinct object ids of the level's points, ascending, as stored: the index's
+        ids, or (a level without the index) those of one read of every chunk.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import zarr_vectors as zv
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.zarr"
+        >>> zv.write_points(path, [[1.0, 1.0], [9.0, 9.0], [2, 2]], object_ids=[7, 4, 7],
+        ...                 chunk_shape=5.0)
+        >>> PointObjects(zv.open(path)._reader).ids().tolist()
+        [4, 7]
+        """
+        if self.indexed:
+            return np.asarray(self.index().ids)
+        found = read_members(self.reader, every_chunk(self.reader), _every)
+        assert found.vertex_object_ids is not None  # the level has object ids (checked)
+        return np.unique(np.asarray(found.vertex_object_ids))
+
     def index(self) -> ObjectChunkIndex:
         """The level's object-to-chunks index, read and checked once.
 
@@ -231,6 +251,11 @@ def _find(known: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray
     if known.shape[0]:
         hit &= known[pos] == cast
     return hit, pos.astype(np.int64)
+
+
+def _every(ids: np.ndarray) -> np.ndarray:
+    """Every row (a membership test that keeps all)."""
+    return np.ones(ids.shape[0], dtype=bool)
 
 
 def _membership(wanted: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
