@@ -14,6 +14,7 @@ from zarr.storage import LocalStore, MemoryStore
 import zarr_vectors as zv
 from tests.geometry import object_cases
 from tests.geometry.object_cases import KINDS, files, keys
+from tests.helpers import sample_sizes
 from zarr_vectors.geometry import object_writer
 
 pytest.importorskip("distributed")
@@ -144,17 +145,22 @@ def _levels(kind: str) -> st.SearchStrategy[zv.Levels]:
     if kind in ("polyline", "streamline"):
         rules.append({"objects": "length", "objects_kept": 3})
     counted = st.builds(
-        lambda count, rule: zv.Levels(count=count, **rule), st.integers(1, 3), st.sampled_from(rules)
+        lambda count, rule: zv.Levels(count=count, **rule),
+        st.integers(1, 3),
+        st.sampled_from(rules),
     )
     return st.one_of(counted, st.builds(lambda t: zv.Levels(target=t), st.integers(1, 40)))
 
 
 @pytest.mark.filterwarnings("ignore:built .* levels of detail")
+@pytest.mark.parametrize("examples", sample_sizes(2, 12))
 @pytest.mark.parametrize("kind", LEVEL_KINDS)
 def test_parallel_levels_of_every_kind_are_the_one_shot_levels(
-    client: Any, tmp_path_factory: pytest.TempPathFactory, kind: str
+    client: Any, tmp_path_factory: pytest.TempPathFactory, kind: str, examples: int
 ) -> None:
-    @HYPOTHESIS
+    built: list[int] = []
+
+    @settings(HYPOTHESIS, max_examples=examples)
     @given(case=object_cases.cases(kind), levels=_levels(kind))
     def check(case: dict[str, Any], levels: zv.Levels) -> None:
         tmp = tmp_path_factory.mktemp("lv")
@@ -164,5 +170,7 @@ def test_parallel_levels_of_every_kind_are_the_one_shot_levels(
         )
         assert files(tmp / "par") == files(tmp / "one")
         assert sorted(p.name for p in tmp.iterdir()) == ["one", "par"]  # no spill left
+        built.append(len(zv.open(tmp / "par").levels))
 
     check()
+    assert max(built) > 1  # a coarse level was compared

@@ -26,6 +26,7 @@ import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -188,7 +189,9 @@ class WorkerPasses:
         self.found: ObjectSummary | None = None
         self.folder: Path | None = None  # the spill of the last level computed
 
-    def _run(self, stage: str, function: Callable[..., object], arguments: list[tuple]) -> list:
+    def _run(
+        self, stage: str, function: Callable[..., Any], arguments: list[tuple[Any, ...]]
+    ) -> list[Any]:
         futures = [
             self.tasks.submit(f"{stage.split()[0]}-{next(self.names)}", function, *a)
             for a in arguments

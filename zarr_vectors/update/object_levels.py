@@ -374,7 +374,9 @@ def rebuild_levels(
     return source.root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())
 
 
-def partition_batches(store: StoreLike, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> ObjectBatches:
+def partition_batches(
+    store: StoreLike, memory_budget: int = DEFAULT_MEMORY_BUDGET
+) -> ObjectBatches:
     """Level 0 of an object store as batches of whole objects within ``memory_budget``
     (:func:`stored_batches` of the store as written).
 

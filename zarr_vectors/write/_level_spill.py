@@ -401,7 +401,7 @@ class LevelSpill:
             np.concatenate([[0], np.cumsum(per_chunk[:, i])]).astype(np.int64) + start
             for i, start in enumerate(starts)
         ]
-        self.pieces.append(_Piece(*offsets, files=self.files))
+        self.pieces.append(_Piece(offsets[0], offsets[1], offsets[2], self.files))
         for rank, (flat, sizes) in enumerate(zip(flats.tolist(), per_chunk.tolist(), strict=True)):
             self.holders.setdefault(flat, []).append((batch, rank))
             total = self.totals.setdefault(flat, [0, 0, 0])

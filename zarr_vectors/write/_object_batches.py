@@ -152,7 +152,6 @@ class ObjectSummary:
             (np.min(low, axis=0), np.max(high, axis=0)),
         )
 
-
     @classmethod
     def joined(cls, parts: list[ObjectSummary]) -> ObjectSummary:
         """The summary of consecutive runs of objects, each summarised alone, in order
@@ -174,7 +173,10 @@ class ObjectSummary:
             np.concatenate([p.filled for p in parts]),
             None if any(x is None for x in lengths) else np.concatenate(lengths),  # type: ignore[arg-type]
             sum(p.n_vertices for p in parts),
-            (np.min([p.bounds[0] for p in held], axis=0), np.max([p.bounds[1] for p in held], axis=0)),
+            (
+                np.min([p.bounds[0] for p in held], axis=0),
+                np.max([p.bounds[1] for p in held], axis=0),
+            ),
         )
 
 

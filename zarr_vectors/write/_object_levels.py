@@ -144,7 +144,9 @@ class LevelPasses(Protocol):
     :func:`write_object_levels` makes them itself over its batches when given none.
     """
 
-    def summary(self, length: Callable[[np.ndarray, np.ndarray], np.ndarray] | None) -> ObjectSummary:
+    def summary(
+        self, length: Callable[[np.ndarray, np.ndarray], np.ndarray] | None
+    ) -> ObjectSummary:
         """Level 0's :class:`ObjectSummary` (``length`` as for :meth:`ObjectSummary.of`)."""
         ...
 
@@ -167,7 +169,9 @@ class _BatchPasses:
         self.batches, self.method, self.spill = batches, method, spill
         self.found: ObjectSummary | None = None
 
-    def summary(self, length: Callable[[np.ndarray, np.ndarray], np.ndarray] | None) -> ObjectSummary:
+    def summary(
+        self, length: Callable[[np.ndarray, np.ndarray], np.ndarray] | None
+    ) -> ObjectSummary:
         self.found = ObjectSummary.of(self.batches, length)
         return self.found
 
@@ -200,8 +204,9 @@ def coarse_batches(
     >>> line = np.arange(8.0).reshape(8, 1)
     >>> table = ObjectTable("polyline", line, np.array([0, 8]), None, {}, {}, None, None, {})
     >>> batches = ObjectBatches.of_table(table)
+    >>> every = SparseLevel(None, None, None)
     >>> method = object_method("polyline")
-    >>> [len(t.positions) for t in coarse_batches(batches, grid, SparseLevel(None, None, None), method)]
+    >>> [len(t.positions) for t in coarse_batches(batches, grid, every, method)]
     [4]
     """
     first = 0
