@@ -8,11 +8,12 @@ coordinator, as the serial level builder decides it
 
 1. each task summarises its objects (first vertex, length, bounds); the coordinator joins
    the summaries and decides which objects each coarse level keeps (object sparsity);
-2. per coarse level, each task coarsens its objects and returns, per chunk, the rows,
-   fragments and links they give (:func:`part_sizes`), and every object's vertex count;
-3. each task coarsens them again and spills them to files beside the partitions
-   (:func:`spill_part`), its rows in every chunk placed after those of the partitions
-   before it (the coordinator's sums); the spills, joined, are the level of every object
+2. per coarse level, each task coarsens its objects, keeps the coarse tables in a file
+   and returns, per chunk, the rows, fragments and links they give (:func:`part_sizes`),
+   and every object's vertex count;
+3. each task spills its coarse tables to files beside the partitions (:func:`spill_part`),
+   its rows in every chunk placed after those of the partitions before it (the
+   coordinator's sums); the spills, joined, are the level of every object
    (:meth:`~zarr_vectors.write.LevelSpill.joined`), written chunk by chunk from the files.
 
 So the coordinator reads no vertex of level 0 and holds a few numbers per object, chunk
@@ -21,8 +22,10 @@ and fragment, and the levels are the bytes a one-shot write gives.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
+import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,32 +122,48 @@ def _spill(level: LevelTask, folder: Path, before: dict[int, list[int]] | None) 
     return LevelSpill(folder, level.grid, level.options, level.bounds, level.most, before)
 
 
-def part_sizes(part: LevelPart, level: LevelTask) -> PartSizes:
+def part_sizes(part: LevelPart, level: LevelTask, keep: str | None = None) -> PartSizes:
     """The rows, fragments and links a partition's objects put in each chunk of a coarse
-    level, and their vertex counts (nothing is written)."""
+    level, and their vertex counts; with ``keep`` (a file path), the coarse tables are
+    kept there for :func:`spill_part`."""
     sizer = _spill(level, Path(part.path), None)
     flats, sizes, counts = [], [], []
-    for table in _coarse(part, level):
-        found = sizer.sizes(table)
-        flats.append(found[0])
-        sizes.append(found[1])
-        counts.append(np.diff(table.offsets).astype(np.int64))
+    with contextlib.ExitStack() as stack:
+        kept = None if keep is None else stack.enter_context(Path(keep).open("wb"))
+        for table in _coarse(part, level):
+            found = sizer.sizes(table)
+            flats.append(found[0])
+            sizes.append(found[1])
+            counts.append(np.diff(table.offsets).astype(np.int64))
+            if kept is not None:
+                pickle.dump(table, kept, protocol=pickle.HIGHEST_PROTOCOL)
     every, where = np.unique(np.concatenate(flats), return_inverse=True)
     per_chunk = np.zeros((every.shape[0], 3), np.int64)
     np.add.at(per_chunk, where, np.concatenate(sizes))
     return PartSizes(every.astype(np.int64), per_chunk, np.concatenate(counts))
 
 
+def _kept(path: Path) -> Iterator[ObjectTable]:
+    """The coarse tables :func:`part_sizes` kept in ``path``, in order."""
+    with path.open("rb") as kept:
+        while True:
+            try:
+                yield pickle.load(kept)
+            except EOFError:
+                return
+
+
 def spill_part(
     part: LevelPart, level: LevelTask, folder: str, before: dict[int, list[int]]
 ) -> LevelSpill:
-    """Spill a partition's coarse objects into ``folder`` (a fresh directory), placed after
-    the ``before`` rows, fragments and links of each chunk the partitions before it hold."""
+    """Spill a partition's coarse objects (the tables :func:`part_sizes` kept in
+    ``folder + ".pickle"``) into ``folder`` (a fresh directory), placed after the ``before``
+    rows, fragments and links of each chunk the partitions before it hold."""
     remove_scratch(Path(folder))  # what a run of this task on a lost worker left
     Path(folder).mkdir(parents=True)
     spill = _spill(level, Path(folder), before)
     first = part.first
-    for table in _coarse(part, level):
+    for table in _kept(Path(folder + ".pickle")):
         spill.add(table, first)
         first += table.n_objects
     return spill
@@ -226,24 +245,25 @@ class WorkerPasses:
             for p in self.parts
         ]
 
-    def _sizes(self, levels: list[LevelTask]) -> list[PartSizes]:
-        pairs = list(zip(self.parts, levels, strict=True))
-        return self._run("coarsening objects", part_sizes, pairs)
+    def _sizes(self, levels: list[LevelTask], keep: list[str] | None = None) -> list[PartSizes]:
+        kept: list[str | None] = [None] * len(levels) if keep is None else list(keep)
+        arguments = list(zip(self.parts, levels, kept, strict=True))
+        return self._run("coarsening objects", part_sizes, arguments)
 
     def level(self, grid: ChunkGrid, sparse: SparseLevel) -> LevelSpill:
-        """The coarse level of ``grid``: sized, then spilled by the workers, joined."""
+        """The coarse level of ``grid``: coarsened and sized, then spilled by the workers,
+        joined."""
         levels = self._levels(grid, sparse)
-        seeds, sums = _seeds(self._sizes(levels))
         if self.folder is not None:
             remove_scratch(self.folder)
         self.folder = self.space / f"level-{next(self.names)}"
+        self.folder.mkdir()
+        folders = [str(self.folder / f"part-{k}") for k in range(len(levels))]
+        seeds, sums = _seeds(self._sizes(levels, [f"{f}.pickle" for f in folders]))
         spills = self._run(
             "spilling levels",
             spill_part,
-            [
-                (p, level, str(self.folder / f"part-{k}"), seed)
-                for k, (p, level, seed) in enumerate(zip(self.parts, levels, seeds, strict=True))
-            ],
+            list(zip(self.parts, levels, folders, seeds, strict=True)),
         )
         return LevelSpill.joined(spills, sums)
 

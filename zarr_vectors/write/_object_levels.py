@@ -202,12 +202,13 @@ def coarse_batches(
     >>> one = np.ones(1, int)
     >>> grid = ChunkGrid(np.array([8.0]), np.array([4.0]), np.array([2]), 0 * one, one)
     >>> line = np.arange(8.0).reshape(8, 1)
-    >>> table = ObjectTable("polyline", line, np.array([0, 8]), None, {}, {}, None, None, {})
+    >>> table = ObjectTable("polyline", line, np.array([0, 8]), np.empty((0, 2), np.int64),
+    ...                     {}, {}, None, None, {})
     >>> batches = ObjectBatches.of_table(table)
     >>> every = SparseLevel(None, None, None)
     >>> method = object_method("polyline")
     >>> [len(t.positions) for t in coarse_batches(batches, grid, every, method)]
-    [4]
+    [2]
     """
     first = 0
     for batch in batches.read():
@@ -338,7 +339,7 @@ def write_object_levels(
     >>> batches = ObjectBatches.of_table(table)
     >>> built = write_object_levels(StoreIO(MemoryStore()), batches, grid, options, Levels(count=1))
     >>> [level.vertex_count for level in built]
-    [4]
+    [2]
     """
     method = _checked_method(settings, batches.kind)
     lengths = polyline_lengths if needs_lengths(batches.kind, settings) else None
