@@ -122,6 +122,23 @@ class _Lazy(Sequence[np.ndarray]):
         return self.get(int(j))
 
 
+def _check_seeded(parts: Sequence[LevelSpill], totals: dict[int, list[int]]) -> None:
+    """Raise CorruptChunkError unless each part's sums in every chunk it holds are those of
+    the parts before it plus its own, and all of them ``totals`` (:meth:`LevelSpill.joined`)."""
+    through: dict[int, list[int]] = {}  # the sums through each part
+    for part in parts:
+        for flat in part.holders:
+            own = part.own(flat)
+            sums = [a + b for a, b in zip(through.get(flat, [0, 0, 0]), own, strict=True)]
+            if part.totals[flat] != sums:
+                raise CorruptChunkError(
+                    f"a spilled part's rows of chunk {flat} do not follow the parts before it"
+                )
+            through[flat] = sums
+    if through != totals:
+        raise CorruptChunkError("the spilled parts do not hold the rows of every chunk")
+
+
 class LevelSpill:
     """A coarse object level gathered batch by batch on disk, then written (spec §4.3.3).
 
@@ -309,24 +326,13 @@ class LevelSpill:
         Raises
         ------
         CorruptChunkError
-            When a part's rows in a chunk do not end where ``totals`` and the parts after
-            it say (it was not seeded with the parts before it).
+            When a part's rows in a chunk do not follow those of the parts before it (it
+            was not seeded with them), or the parts do not add up to ``totals``.
         """
+        _check_seeded(parts, totals)
         first = parts[0]
         out = cls(first.folder, first.grid, first.options, first.bounds, first.scale)
         out.totals = {f: list(v) for f, v in totals.items()}
-        through: dict[int, list[int]] = {}  # the sums through each part
-        for part in parts:
-            for flat in part.holders:
-                own = part.own(flat)
-                sums = [a + b for a, b in zip(through.get(flat, [0, 0, 0]), own, strict=True)]
-                if part.totals[flat] != sums:
-                    raise CorruptChunkError(
-                        f"a spilled part's rows of chunk {flat} do not follow the parts before it"
-                    )
-                through[flat] = sums
-        if through != out.totals:
-            raise CorruptChunkError("the spilled parts do not hold the rows of every chunk")
         for part in parts:
             shift = len(out.pieces)
             out.pieces.extend(part.pieces)
