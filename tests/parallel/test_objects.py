@@ -8,11 +8,14 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from zarr.storage import LocalStore, MemoryStore
 
 import zarr_vectors as zv
 from tests.geometry import object_cases
 from tests.geometry.object_cases import KINDS, files, keys
+from tests.helpers import sample_sizes
+from zarr_vectors.geometry import object_writer
 
 pytest.importorskip("distributed")
 
@@ -130,3 +133,44 @@ def test_parallel_levels_are_the_one_shot_levels(client: Any, tmp_path: Path) ->
     )
     assert files(tmp_path / "par") == files(tmp_path / "one")
     assert len(zv.open(tmp_path / "par").levels) == 3
+
+
+LEVEL_KINDS = [kind for kind in KINDS if object_writer(kind).levels is not None]
+
+
+def _levels(kind: str) -> st.SearchStrategy[zv.Levels]:
+    """A count with every object sparsity the kind allows, or ``"auto"`` with a small
+    target (a bounding level by coverage when the coarsening stalls)."""
+    rules: list[dict[str, Any]] = [{}, {"objects": "coverage", "objects_per_cell": 1}]
+    if kind in ("polyline", "streamline"):
+        rules.append({"objects": "length", "objects_kept": 3})
+    counted = st.builds(
+        lambda count, rule: zv.Levels(count=count, **rule),
+        st.integers(1, 3),
+        st.sampled_from(rules),
+    )
+    return st.one_of(counted, st.builds(lambda t: zv.Levels(target=t), st.integers(1, 40)))
+
+
+@pytest.mark.filterwarnings("ignore:built .* levels of detail")
+@pytest.mark.parametrize("examples", sample_sizes(2, 12))
+@pytest.mark.parametrize("kind", LEVEL_KINDS)
+def test_parallel_levels_of_every_kind_are_the_one_shot_levels(
+    client: Any, tmp_path_factory: pytest.TempPathFactory, kind: str, examples: int
+) -> None:
+    built: list[int] = []
+
+    @settings(HYPOTHESIS, max_examples=examples)
+    @given(case=object_cases.cases(kind), levels=_levels(kind))
+    def check(case: dict[str, Any], levels: zv.Levels) -> None:
+        tmp = tmp_path_factory.mktemp("lv")
+        object_cases.write(tmp / "one", case, 0, len(case["objects"]), levels=levels)
+        zv.write_objects_parallel(
+            tmp / "par", kind, _partitions(case), client=client, levels=levels, **_settings(case)
+        )
+        assert files(tmp / "par") == files(tmp / "one")
+        assert sorted(p.name for p in tmp.iterdir()) == ["one", "par"]  # no spill left
+        built.append(len(zv.open(tmp / "par").levels))
+
+    check()
+    assert max(built) > 1  # a coarse level was compared

@@ -15,7 +15,10 @@ The write runs in stages, each waited for as a whole:
    document;
 5. the coordinator writes the shared parts — array metadata, counts, object index, object and
    group attributes, cross-chunk links, level and root metadata — the root last
-   (:func:`~zarr_vectors.update.object_merge.commit_merge`).
+   (:func:`~zarr_vectors.update.object_merge.commit_merge`);
+6. with ``levels``, tasks (one per partition) summarise, coarsen and spill the partitions'
+   objects level by level; the coordinator decides the object sparsity and writes each
+   level from the spills (:mod:`~._object_level_tasks`), then the root again.
 
 The store equals, byte for byte apart from ``creation_timestamp`` and ``commit``, what one
 ``write_*`` call of all the objects writes. A failure commits nothing, and the scratch
@@ -35,6 +38,7 @@ import numpy as np
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.parallel._cluster import Tasks, cluster_client, write_tasks
+from zarr_vectors.parallel._object_level_tasks import LevelPart, WorkerPasses
 from zarr_vectors.store.io import StoreLike, local_destination
 from zarr_vectors.store.shared import (
     SharedLocation,
@@ -49,8 +53,8 @@ from zarr_vectors.update import (
     MergePlan,
     check_globals,
     checked_levels,
-    commit_levels,
     commit_merge,
+    commit_passed_levels,
     for_chunk_writers,
     links_may_be_wide,
     merge_chunks,
@@ -136,10 +140,12 @@ def write_objects_parallel(
         A progress bar per stage over its tasks: None (default) on a terminal or in
         Jupyter, True always, False never, or a callable ``progress(stage, done, total)``.
     levels
-        Levels of detail (spec §4.3.3), as for the kind's ``write_*`` function: built on
-        the client from the merged level 0 before the store is committed, the same bytes
-        as a one-shot write (the client reads level 0 back in batches of objects, as
-        :func:`~zarr_vectors.build_levels` does, and holds one coarse level at a time).
+        Levels of detail (spec §4.3.3), as for the kind's ``write_*`` function, the same
+        bytes as a one-shot write. The workers coarsen the partitions' objects (each
+        task one partition, read back in batches) and spill the coarse levels beside
+        them; the client decides which objects each level keeps from a summary of every
+        object, and writes each level's chunks from the spilled files, one chunk at a
+        time (it reads no vertex of level 0).
     **settings
         Store-wide arguments of the kind's ``write_*`` function: ``units`` (of the
         coordinates, as for :func:`~zarr_vectors.write_points`), ``directed`` (graph),
@@ -194,8 +200,8 @@ def write_objects_parallel(
             cluster_client(client, scheduler_address, n_workers) as dask_client,
             write_tasks(dask_client, report if report.active else None) as tasks,
         ):
-            paths = _write_partitions(tasks, spec, batches, space)
-            _merge(tasks, spec, paths, (store, overwrite), wanted)
+            parts = _write_partitions(tasks, spec, batches, space)
+            _merge(tasks, spec, (parts, space), (store, overwrite), wanted)
     finally:
         remove_scratch(space)
 
@@ -203,15 +209,17 @@ def write_objects_parallel(
 def _merge(
     tasks: Tasks,
     spec: BatchSpec,
-    paths: list[str],
+    written: tuple[list[LevelPart], Path],
     destination: tuple[StoreLike, bool],
     levels: Levels | None,
 ) -> None:
-    """Plan the merge of the partitions' stores, write its chunks in buckets, build the
-    ``levels`` (on the client), commit it; ``destination`` is the store and ``overwrite``."""
+    """Plan the merge of the partitions' stores, write its chunks in buckets, have the
+    workers build the ``levels``, commit it; ``written`` is the partitions and the scratch
+    directory, ``destination`` the store and ``overwrite``."""
     store, overwrite = destination
+    parts, space = written
     plan = plan_merge(
-        [open_source(p) for p in paths],
+        [open_source(p.path) for p in parts],
         has_base=False,
         check_links=False,
         shard_chunks=spec.shard_chunks,
@@ -225,7 +233,11 @@ def _merge(
         _run_buckets(tasks, plan, buckets, shared_location(io))
         commit_merge(io, plan, ids, groups)
         if levels is not None:
-            commit_levels(io, levels)
+
+            def passes(options: WriteOptions) -> WorkerPasses:
+                return WorkerPasses(tasks, parts, spec.kind, options, space)
+
+            commit_passed_levels(io, levels, passes)
 
 
 def _arguments(spec: BatchSpec, partition: Any) -> dict[str, Any]:
@@ -236,8 +248,9 @@ def _arguments(spec: BatchSpec, partition: Any) -> dict[str, Any]:
 
 def _write_partitions(
     tasks: Tasks, spec: BatchSpec, batches: list[dict[str, Any]], space: Path
-) -> list[str]:
-    """Write every partition alone into ``space``, ids numbered in partition order."""
+) -> list[LevelPart]:
+    """Write every partition alone into ``space``, ids numbered in partition order; the
+    partitions' stores, first objects and object counts."""
     held = [tasks.put(f"batch-{k}", batch) for k, batch in enumerate(batches)]
     counts = tasks.run(
         [tasks.submit(f"count-{k}", _count, spec, h) for k, h in enumerate(held)],
@@ -253,7 +266,7 @@ def _write_partitions(
         "writing partitions",
     )
     tasks.release()  # no partition is written again while the merge reads it
-    return paths
+    return [LevelPart(*part) for part in zip(paths, firsts, counts, strict=True)]
 
 
 def _count(spec: BatchSpec, arguments: dict[str, Any]) -> int:

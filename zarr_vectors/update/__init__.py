@@ -28,7 +28,12 @@ from zarr_vectors.update.object_append import (
     append_polylines,
     append_skeletons,
 )
-from zarr_vectors.update.object_levels import checked_levels, commit_levels
+from zarr_vectors.update.object_levels import (
+    checked_levels,
+    commit_levels,
+    commit_passed_levels,
+    partition_batches,
+)
 from zarr_vectors.update.object_merge import (
     MergePlan,
     check_globals,
@@ -87,4 +92,6 @@ __all__ = [
     "wide_links",
     "set_link_dtype",
     "open_source",
+    "commit_passed_levels",
+    "partition_batches",
 ]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -47,9 +47,11 @@ from zarr_vectors.update.object_sources import Source, open_source, options_of, 
 from zarr_vectors.update.point_stream import DEFAULT_MEMORY_BUDGET
 from zarr_vectors.write import (
     KindWriter,
+    LevelPasses,
     Levels,
     ObjectBatches,
     ObjectTable,
+    WriteOptions,
     commit_root,
     inputs,
     level_settings,
@@ -61,6 +63,8 @@ __all__ = [
     "build_object_levels",
     "checked_levels",
     "commit_levels",
+    "commit_passed_levels",
+    "partition_batches",
     "rebuild_levels",
     "stored_batches",
     "stored_levels",
@@ -382,6 +386,48 @@ def rebuild_levels(
     finally:
         remove_scratch(folder)
     return source.root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())
+
+
+def partition_batches(
+    store: StoreLike, memory_budget: int = DEFAULT_MEMORY_BUDGET
+) -> ObjectBatches:
+    """Level 0 of an object store as batches of whole objects within ``memory_budget``
+    (:func:`stored_batches` of the store as written).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> zv.write_polylines(path, [np.zeros((2, 2)), np.ones((3, 2))], chunk_shape=4.0)
+    >>> [batch.n_objects for batch in partition_batches(path).read()]
+    [2]
+    """
+    source = open_source(store, links=False)
+    writer = object_writer(source.kind)
+    return stored_batches(source, writer, store_arguments(source), memory_budget)
+
+
+def commit_passed_levels(
+    io: StoreIO, settings: Levels, passes: Callable[[WriteOptions], LevelPasses]
+) -> int:
+    """:func:`commit_levels` for a new store whose passes over level 0 run elsewhere (a
+    parallel writer's workers); ``passes(options)`` gives them for the store's write
+    options. The levels are written into ``io`` at once (it has none); the number of
+    levels.
+    """
+    source = open_source(io, links=False)
+    built: tuple[LevelMetadata, ...] = ()
+    if int(source.reader.meta.vertex_count or 0):
+        writer = object_writer(source.kind)
+        batches = stored_batches(source, writer, store_arguments(source))
+        options = options_of(source)
+        passed = passes(options)
+        built = write_object_levels(io, batches, source.grid, options, settings, passed)
+    root = source.root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())
+    commit_root(io, root, source.reader.meta, _summary(source, source.reader.meta))
+    return len(root.levels)
 
 
 def commit_levels(io: StoreIO, settings: Levels, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> int:

@@ -38,9 +38,12 @@ from zarr_vectors.write._inputs import (
     new_store_destination,
 )
 from zarr_vectors.write._kind_writers import KindWriter, write_kind
-from zarr_vectors.write._object_batches import ObjectBatches
+from zarr_vectors.write._level_spill import LevelSpill
+from zarr_vectors.write._object_batches import ObjectBatches, ObjectSummary
 from zarr_vectors.write._object_coarsening import coarse_table, object_method
 from zarr_vectors.write._object_levels import (
+    LevelPasses,
+    coarse_batches,
     graph_level_builder,
     mesh_level_builder,
     object_level_builder,
@@ -48,6 +51,7 @@ from zarr_vectors.write._object_levels import (
     skeleton_level_builder,
     write_object_levels,
 )
+from zarr_vectors.write._object_sparsity import SparseLevel
 from zarr_vectors.write._objects import (
     Groups,
     ObjectTable,
@@ -150,6 +154,11 @@ __all__ = [
     "mesh_level_builder",
     "object_level_builder",
     "object_method",
+    "LevelPasses",
+    "LevelSpill",
+    "coarse_batches",
+    "ObjectSummary",
+    "SparseLevel",
     "coarse_table",
     "Batcher",
     "ShardAssembler",

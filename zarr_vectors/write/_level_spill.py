@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.errors import CorruptChunkError, InvalidInputError
 from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.kinds import geometry_kind
@@ -102,6 +102,11 @@ class _Piece:
     vertices: np.ndarray  # (k + 1,)
     fragments: np.ndarray  # (k + 1,)
     links: np.ndarray  # (k + 1,)
+    files: dict[str, _File]  # the files of the spill that wrote the batch
+
+    def offsets(self, family: int) -> np.ndarray:
+        """The row offsets of a family: 0 vertices, 1 fragments, 2 links."""
+        return (self.vertices, self.fragments, self.links)[family]
 
 
 class _Lazy(Sequence[np.ndarray]):
@@ -115,6 +120,23 @@ class _Lazy(Sequence[np.ndarray]):
 
     def __getitem__(self, j: Any) -> Any:
         return self.get(int(j))
+
+
+def _check_seeded(parts: Sequence[LevelSpill], totals: dict[int, list[int]]) -> None:
+    """Raise CorruptChunkError unless each part's sums in every chunk it holds are those of
+    the parts before it plus its own, and all of them ``totals`` (:meth:`LevelSpill.joined`)."""
+    through: dict[int, list[int]] = {}  # the sums through each part
+    for part in parts:
+        for flat in part.holders:
+            own = part.own(flat)
+            sums = [a + b for a, b in zip(through.get(flat, [0, 0, 0]), own, strict=True)]
+            if part.totals[flat] != sums:
+                raise CorruptChunkError(
+                    f"a spilled part's rows of chunk {flat} do not follow the parts before it"
+                )
+            through[flat] = sums
+    if through != totals:
+        raise CorruptChunkError("the spilled parts do not hold the rows of every chunk")
 
 
 class LevelSpill:
@@ -132,6 +154,11 @@ class LevelSpill:
         Level 0's per-axis minimum and maximum (every coarse vertex lies inside).
     most
         An upper bound on the vertices of the level (level 0's count).
+    before
+        Rows, fragments and links that batches spilled elsewhere put before this spill's
+        batches in each chunk (flat index; default none): the spills of consecutive runs
+        of objects, each seeded with the sums of those before it, are
+        :meth:`joined` into the spill of all the objects.
 
     Examples
     --------
@@ -158,6 +185,7 @@ class LevelSpill:
         options: WriteOptions,
         bounds: tuple[np.ndarray, np.ndarray],
         most: int,
+        before: dict[int, list[int]] | None = None,
     ) -> None:
         self.folder, self.grid, self.options, self.bounds = folder, grid, options, bounds
         self.cells = int(np.prod(np.asarray(grid.shape, dtype=np.float64)))
@@ -170,7 +198,8 @@ class LevelSpill:
         self.files: dict[str, _File] = {}
         self.pieces: list[_Piece] = []
         self.holders: dict[int, list[tuple[int, int]]] = {}  # chunk -> (batch, rank)
-        self.totals: dict[int, list[int]] = {}  # chunk -> [rows, fragments, links]
+        # chunk -> [rows, fragments, links]
+        self.totals: dict[int, list[int]] = {f: list(v) for f, v in (before or {}).items()}
         self.counts: list[np.ndarray] = []
         self.index: list[tuple[np.ndarray, np.ndarray]] = []
         self.cross: list[np.ndarray] = []  # (x, 4) chunk, row, chunk, row
@@ -230,15 +259,10 @@ class LevelSpill:
             refs = (empty, np.empty((0, ndim), np.int64), empty)
             self.index.append(encode_object_index_bulk(*refs, table.n_objects))
             return
-        runs, links = cut_level(table, self.grid, self.options, self.bounds)
-        n_max = round_up(int(runs.rows.counts.max(initial=0)), self.options.block_rows)
-        flats = chunk_ids(runs, self.grid, n_max)
+        runs, links, n_max, flats, per_chunk = self._cut(table)
         shift = np.asarray([self.totals.get(f, [0, 0, 0])[:2] for f in flats.tolist()], np.int64)
         shift = shift.reshape(-1, 2)
         place = runs.place
-        per_chunk = np.stack(
-            [runs.rows.counts, np.diff(place.run_offsets), np.diff(links.chunk_offsets)], axis=1
-        )
         columns = [table.positions, *table.vertex_attributes.values()]
         names = ["v:", *(f"va:{name}" for name in table.vertex_attributes)]
         starts = [self._append(n, runs.rows.stored(c)) for n, c in zip(names, columns, strict=True)]
@@ -258,6 +282,81 @@ class LevelSpill:
         self._object_index(runs, table.n_objects, shift[:, 1])
         self._record(flats, per_chunk, (starts[0], frag_start, link_row_start))
         self.n_vertices += runs.n_vertices
+
+    def _cut(self, table: ObjectTable) -> tuple[Any, Any, int, np.ndarray, np.ndarray]:
+        """A batch's runs and links, its ``N_max``, its chunks (flat indices, ascending) and
+        their ``(k, 3)`` rows, fragments and links."""
+        runs, links = cut_level(table, self.grid, self.options, self.bounds)
+        n_max = round_up(int(runs.rows.counts.max(initial=0)), self.options.block_rows)
+        flats = chunk_ids(runs, self.grid, n_max)
+        per_chunk = np.stack(
+            [runs.rows.counts, np.diff(runs.place.run_offsets), np.diff(links.chunk_offsets)],
+            axis=1,
+        )
+        return runs, links, n_max, flats, per_chunk
+
+    def sizes(self, table: ObjectTable) -> tuple[np.ndarray, np.ndarray]:
+        """The chunks (flat indices, ascending) the coarse table of a batch puts rows in,
+        and their ``(k, 3)`` rows, fragments and links, without spilling anything.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> one = np.ones(1, int)
+        >>> grid = ChunkGrid(np.array([4.0]), np.array([2.0]), np.array([2]), 0 * one, 2 * one)
+        >>> table = ObjectTable("polyline", np.array([[0.5], [5.5]]), np.array([0, 2]), None,
+        ...                     {}, {}, None, None, {})
+        >>> options = WriteOptions().with_kind_defaults("polyline")
+        >>> spill = LevelSpill(Path(tempfile.mkdtemp()), grid, options, (np.zeros(1), 6 * one), 2)
+        >>> flats, per_chunk = spill.sizes(table)
+        >>> flats.tolist(), per_chunk.tolist()
+        ([0, 1], [[1, 1, 0], [1, 1, 0]])
+        """
+        if not table.positions.shape[0]:
+            return np.empty(0, np.int64), np.empty((0, 3), np.int64)
+        _, _, _, flats, per_chunk = self._cut(table)
+        return flats, per_chunk
+
+    @classmethod
+    def joined(cls, parts: Sequence[LevelSpill], totals: dict[int, list[int]]) -> LevelSpill:
+        """The spill of consecutive runs of objects, each spilled alone (in order) seeded
+        with what the runs before it put in each chunk (``before``), as one spill of
+        every object; ``totals`` gives every chunk's rows, fragments and links.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a part's rows in a chunk do not follow those of the parts before it (it
+            was not seeded with them), or the parts do not add up to ``totals``.
+        """
+        _check_seeded(parts, totals)
+        first = parts[0]
+        out = cls(first.folder, first.grid, first.options, first.bounds, first.scale)
+        out.totals = {f: list(v) for f, v in totals.items()}
+        for part in parts:
+            shift = len(out.pieces)
+            out.pieces.extend(part.pieces)
+            for flat, held in part.holders.items():
+                out.holders.setdefault(flat, []).extend((b + shift, r) for b, r in held)
+            out.counts += part.counts
+            out.index += part.index
+            out.cross += part.cross
+            for name, values in part.cross_columns.items():
+                out.cross_columns.setdefault(name, []).extend(values)
+            out.n_vertices += part.n_vertices
+            out.kind = part.kind or out.kind
+            out.files = out.files or part.files
+        return out
+
+    def own(self, flat: int) -> list[int]:
+        """Rows, fragments and links this spill's batches put in chunk ``flat``."""
+        sums = [0, 0, 0]
+        for batch, rank in self.holders.get(flat, []):
+            piece = self.pieces[batch]
+            for family in range(3):
+                offsets = piece.offsets(family)
+                sums[family] += int(offsets[rank + 1] - offsets[rank])
+        return sums
 
     def _codes(
         self, gids: np.ndarray, flats: np.ndarray, rows_before: np.ndarray, n_max: int
@@ -308,7 +407,7 @@ class LevelSpill:
             np.concatenate([[0], np.cumsum(per_chunk[:, i])]).astype(np.int64) + start
             for i, start in enumerate(starts)
         ]
-        self.pieces.append(_Piece(*offsets))
+        self.pieces.append(_Piece(offsets[0], offsets[1], offsets[2], self.files))
         for rank, (flat, sizes) in enumerate(zip(flats.tolist(), per_chunk.tolist(), strict=True)):
             self.holders.setdefault(flat, []).append((batch, rank))
             total = self.totals.setdefault(flat, [0, 0, 0])
@@ -354,11 +453,11 @@ class LevelSpill:
     def _gather(self, name: str, flat: int, family: int) -> np.ndarray:
         """A column's rows of one chunk, batch after batch; ``family`` 0 vertices,
         1 fragments, 2 links."""
-        file = self.files[name]
         parts = []
         for batch, rank in self.holders[flat]:
-            offsets = dataclasses.astuple(self.pieces[batch])[family]
-            parts.append(file.read(int(offsets[rank]), int(offsets[rank + 1])))
+            piece = self.pieces[batch]
+            offsets = piece.offsets(family)
+            parts.append(piece.files[name].read(int(offsets[rank]), int(offsets[rank + 1])))
         return np.concatenate(parts)
 
     def _fragment_blob(self, flat: int) -> np.ndarray:
@@ -414,8 +513,9 @@ class LevelSpill:
         )
         self._write_fragment_columns(io, base, (flats, chunks), objects, options)
         self._write_globals(io, base, objects, n_max)
-        for file in self.files.values():
-            file.close()
+        for piece in self.pieces:
+            for file in piece.files.values():
+                file.close()
         return stats
 
     def _write_vertices(

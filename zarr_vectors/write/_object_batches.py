@@ -142,12 +142,41 @@ class ObjectSummary:
             if length is not None:
                 lengths.append(np.asarray(length(batch.positions, batch.offsets), np.float64))
         first = np.concatenate(firsts)
+        if not low:  # no vertex: no bounds (a part of level 0, see joined)
+            low = high = [np.zeros(first.shape[1], first.dtype)]
         return cls(
             first,
             np.concatenate(filled),
             np.concatenate(lengths) if length is not None else None,
             n,
             (np.min(low, axis=0), np.max(high, axis=0)),
+        )
+
+    @classmethod
+    def joined(cls, parts: list[ObjectSummary]) -> ObjectSummary:
+        """The summary of consecutive runs of objects, each summarised alone, in order
+        (at least one with a vertex).
+
+        Examples
+        --------
+        >>> table = ObjectTable("polyline", np.array([[0.0], [3.0]]), np.array([0, 2]),
+        ...                     None, {}, {}, None, None, {})
+        >>> part = ObjectSummary.of(ObjectBatches.of_table(table), None)
+        >>> both = ObjectSummary.joined([part, part])
+        >>> both.n_vertices, both.filled.tolist(), both.bounds
+        (4, [True, True], (array([0.]), array([3.])))
+        """
+        lengths = [p.lengths for p in parts]
+        held = [p for p in parts if p.n_vertices]
+        return cls(
+            np.concatenate([p.first for p in parts]),
+            np.concatenate([p.filled for p in parts]),
+            None if any(x is None for x in lengths) else np.concatenate(lengths),  # type: ignore[arg-type]
+            sum(p.n_vertices for p in parts),
+            (
+                np.min([p.bounds[0] for p in held], axis=0),
+                np.max([p.bounds[1] for p in held], axis=0),
+            ),
         )
 
 

@@ -17,8 +17,9 @@ that fits the target (:func:`~zarr_vectors.write._object_sparsity.auto_per_cell`
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -54,6 +55,8 @@ from zarr_vectors.write.options import WriteOptions
 
 __all__ = [
     "write_coarse_level",
+    "LevelPasses",
+    "coarse_batches",
     "write_object_levels",
     "graph_level_builder",
     "mesh_level_builder",
@@ -135,16 +138,79 @@ def object_level_options(
     return dataclasses.replace(options, shard_chunks=per_shard or 1)
 
 
+class LevelPasses(Protocol):
+    """The passes over level 0 a level builder makes, run elsewhere (the parallel writers
+    run them on their workers, each over a run of whole objects).
+
+    :func:`write_object_levels` makes them itself over its batches when given none.
+    """
+
+    def summary(
+        self, length: Callable[[np.ndarray, np.ndarray], np.ndarray] | None
+    ) -> ObjectSummary:
+        """Level 0's :class:`ObjectSummary` (``length`` as for :meth:`ObjectSummary.of`)."""
+        ...
+
+    def level(self, grid: ChunkGrid, sparse: SparseLevel) -> ObjectTable | LevelSpill:
+        """The coarse level of ``grid`` keeping the objects of ``sparse``."""
+        ...
+
+    def counts(self, grid: ChunkGrid) -> np.ndarray:
+        """Every object's vertex count on the level of ``grid`` without object sparsity."""
+        ...
+
+
+class _BatchPasses:
+    """The passes over ``batches`` in this process; with ``spill`` (a folder and the
+    store's options) each coarse level is gathered on disk (:func:`_coarse_level`)."""
+
+    def __init__(
+        self, batches: ObjectBatches, method: ObjectMethod, spill: tuple[Path, WriteOptions] | None
+    ) -> None:
+        self.batches, self.method, self.spill = batches, method, spill
+        self.found: ObjectSummary | None = None
+
+    def summary(
+        self, length: Callable[[np.ndarray, np.ndarray], np.ndarray] | None
+    ) -> ObjectSummary:
+        self.found = ObjectSummary.of(self.batches, length)
+        return self.found
+
+    def level(self, grid: ChunkGrid, sparse: SparseLevel) -> ObjectTable | LevelSpill:
+        spill = None
+        if self.spill is not None and self.found is not None:
+            spill = (*self.spill, self.found)
+        return _coarse_level(self.batches, grid, sparse, self.method, spill)
+
+    def counts(self, grid: ChunkGrid) -> np.ndarray:
+        return _coarse_counts(self.batches, grid, self.method)
+
+
 def _bounds_by_sparsity(settings: Levels) -> bool:
     """Whether ``levels="auto"`` may add a level bounded by object sparsity (spec §4.3.3):
     only when the request names no ``objects`` rule (an explicit rule always wins)."""
     return settings.count == "auto" and settings.objects is None
 
 
-def _coarse_batches(
+def coarse_batches(
     batches: ObjectBatches, grid: ChunkGrid, sparse: SparseLevel, method: ObjectMethod
 ) -> Iterator[ObjectTable]:
-    """The coarse table of every batch on the level of ``grid``, in order."""
+    """The coarse table of every batch on the level of ``grid``, in order (``sparse``
+    numbers the objects from the first batch's first).
+
+    Examples
+    --------
+    >>> one = np.ones(1, int)
+    >>> grid = ChunkGrid(np.array([8.0]), np.array([4.0]), np.array([2]), 0 * one, one)
+    >>> line = np.arange(8.0).reshape(8, 1)
+    >>> table = ObjectTable("polyline", line, np.array([0, 8]), np.empty((0, 2), np.int64),
+    ...                     {}, {}, None, None, {})
+    >>> batches = ObjectBatches.of_table(table)
+    >>> every = SparseLevel(None, None, None)
+    >>> method = object_method("polyline")
+    >>> [len(t.positions) for t in coarse_batches(batches, grid, every, method)]
+    [2]
+    """
     first = 0
     for batch in batches.read():
         kept = sparse.batch(batch, first)
@@ -163,14 +229,14 @@ def _coarse_level(
     batches do not change it): its whole table, or with ``spill`` (a folder, the store's
     options and level 0's summary) the level gathered on disk batch by batch."""
     if spill is None:
-        parts = list(_coarse_batches(batches, grid, sparse, method))
+        parts = list(coarse_batches(batches, grid, sparse, method))
         return joined_tables(parts, batches.objects)
     folder, options, summary = spill
     for old in folder.iterdir():  # the files of the last level computed
         old.unlink()
     gathered = LevelSpill(folder, grid, options, summary.bounds, summary.n_vertices)
     first = 0
-    for part in _coarse_batches(batches, grid, sparse, method):
+    for part in coarse_batches(batches, grid, sparse, method):
         gathered.add(part, first)
         first += part.n_objects
     return gathered
@@ -185,17 +251,16 @@ def _size(level: ObjectTable | LevelSpill) -> tuple[int, np.ndarray]:
 
 def _coarse_counts(batches: ObjectBatches, grid: ChunkGrid, method: ObjectMethod) -> np.ndarray:
     """Every object's vertex count on the level of ``grid`` without object sparsity."""
-    parts = _coarse_batches(batches, grid, SparseLevel(None, None, None), method)
+    parts = coarse_batches(batches, grid, SparseLevel(None, None, None), method)
     return np.concatenate([np.diff(part.offsets) for part in parts])
 
 
 def _bounding_level(
-    batches: ObjectBatches,
+    passes: LevelPasses,
     grid: ChunkGrid,
     found: tuple[ObjectSummary, np.ndarray | None, ObjectTable | LevelSpill | None],
     settings: Levels,
     method: ObjectMethod,
-    spill: tuple[Path, WriteOptions, ObjectSummary] | None,
 ) -> tuple[ObjectTable | LevelSpill, ChunkGrid, np.ndarray, SparseLevel]:
     """The level ``levels="auto"`` adds when the kind's coarsening stalls above the target
     (spec §4.3.3): coarse bin = chunk, rule ``"spatial_coverage"`` (``"id_hash"``) with the
@@ -208,13 +273,13 @@ def _bounding_level(
     ratio = grid.bins.copy()
     level_grid = coarse_grid(grid, ratio)
     if counts is None:
-        counts = _coarse_counts(batches, level_grid, method)
+        counts = passes.counts(level_grid)
     per_cell = auto_per_cell(first_vertex_ranks(summary, level_grid), counts, settings.target)
     rule = dataclasses.replace(settings, objects="coverage", objects_per_cell=per_cell)
     sparse = sparse_level(summary, level_grid, rule)
     if isinstance(last, ObjectTable) and method.name == RUNS:
         return sparse.batch(last, 0), level_grid, ratio, sparse
-    return _coarse_level(batches, level_grid, sparse, method, spill), level_grid, ratio, sparse
+    return passes.level(level_grid, sparse), level_grid, ratio, sparse
 
 
 def write_object_levels(
@@ -223,6 +288,7 @@ def write_object_levels(
     grid: ChunkGrid,
     options: WriteOptions,
     settings: Levels,
+    passes: LevelPasses | None = None,
 ) -> tuple[LevelMetadata, ...]:
     """Write levels 1, 2, ... of an object store from its level 0 given batch by batch
     (spec §4.3.3), and return their metadata.
@@ -246,6 +312,9 @@ def write_object_levels(
         Its write options.
     settings
         What ``levels=`` asks for.
+    passes
+        The passes over level 0 (its summary, each coarse level), when they run elsewhere:
+        then only ``batches.objects`` (level 0's per-object fields) is used of ``batches``.
 
     Returns
     -------
@@ -271,33 +340,37 @@ def write_object_levels(
     >>> batches = ObjectBatches.of_table(table)
     >>> built = write_object_levels(StoreIO(MemoryStore()), batches, grid, options, Levels(count=1))
     >>> [level.vertex_count for level in built]
-    [4]
+    [2]
     """
     method = _checked_method(settings, batches.kind)
     lengths = polyline_lengths if needs_lengths(batches.kind, settings) else None
-    summary = ObjectSummary.of(batches, lengths)
+    asked = (settings, method)
+    if passes is not None:
+        level0 = (passes, passes.summary(lengths), batches.objects)
+        return _write_levels(io, level0, grid, options, asked)
     if batches.held:
-        return _write_levels(io, (batches, summary, None), grid, options, (settings, method))
+        own = _BatchPasses(batches, method, None)
+        return _write_levels(io, (own, own.summary(lengths), batches.objects), grid, options, asked)
     folder = scratch_directory(local_root(io.store), None)
     try:
-        spill = (folder, options, summary)
-        return _write_levels(io, (batches, summary, spill), grid, options, (settings, method))
+        own = _BatchPasses(batches, method, (folder, options))
+        return _write_levels(io, (own, own.summary(lengths), batches.objects), grid, options, asked)
     finally:
         remove_scratch(folder)
 
 
 def _write_levels(
     io: StoreIO,
-    level0: tuple[ObjectBatches, ObjectSummary, tuple[Path, WriteOptions, ObjectSummary] | None],
+    level0: tuple[LevelPasses, ObjectSummary, ObjectTable],
     grid: ChunkGrid,
     options: WriteOptions,
     asked: tuple[Levels, ObjectMethod],
 ) -> tuple[LevelMetadata, ...]:
-    """:func:`write_object_levels` once level 0 is summarised; ``level0`` ends with the
-    spill settings (None: each coarse level is held whole in memory)."""
-    batches, summary, spill = level0
+    """:func:`write_object_levels` once level 0 is summarised; ``level0`` is the passes
+    over it, its summary and its per-object fields."""
+    passes, summary, fields = level0
     settings, method = asked
-    objects = (summary, batches.objects)
+    objects = (summary, fields)
     written: list[LevelMetadata] = []
     ratio, total = np.ones_like(grid.bins), summary.n_vertices
     coarse: ObjectTable | LevelSpill | None = None  # the last level computed (only one held)
@@ -307,7 +380,7 @@ def _write_levels(
         level_grid = coarse_grid(grid, ratio)
         sparse = sparse_level(summary, level_grid, settings)
         coarse = None
-        coarse = _coarse_level(batches, level_grid, sparse, method, spill)
+        coarse = passes.level(level_grid, sparse)
         size, counts = _size(coarse)
         if size >= total:
             continue
@@ -317,7 +390,7 @@ def _write_levels(
         del level  # one coarse level at a time: the last (for the bounding level)
     if _bounds_by_sparsity(settings) and not levels_done(settings, len(written), total):
         found = (summary, counts, coarse)
-        bounded = _bounding_level(batches, grid, found, settings, method, spill)
+        bounded = _bounding_level(passes, grid, found, settings, method)
         coarse = None
         size = _size(bounded[0])[0]
         if size < total:
