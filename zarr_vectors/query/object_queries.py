@@ -594,27 +594,13 @@ class _Plan:
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The objects' links as result rows, and their per-link attributes (§9.12)."""
         reader = self.reader
-        link_ranges = reader.blob_ranges(LINK_FRAGMENTS, self.chunks)
-        frag_slot, frag = self._referenced_fragments()
-        frag_bounds = np.searchsorted(frag_slot, np.arange(len(link_ranges) + 1))
-        wanted, slots = [], []
-        for slot, (ls, lc) in enumerate(link_ranges):
-            frags = frag[frag_bounds[slot] : frag_bounds[slot + 1]]
-            runs = np.stack([ls[frags], ls[frags] + lc[frags]], axis=1)
-            runs = runs[runs[:, 1] > runs[:, 0]]
-            if runs.shape[0]:  # a chunk without link rows has no links/0 shard (spec §9.6)
-                wanted.append(ChunkRows(tuple(int(c) for c in self.chunks[slot]), runs))
-                slots.append(slot)
+        wanted, slot_of_row = self._link_runs(reader.blob_ranges(LINK_FRAGMENTS, self.chunks))
         names = self.objects.link_attribute_names
         link_rows, *values = reader.read_columns(
             [_LINK_COLUMN, *(_link_column(n) for n in names)], wanted
         )
         rows = link_rows.astype(np.int64)
         columns = dict(zip(names, values, strict=True))
-        slot_of_row = np.repeat(
-            np.asarray(slots, dtype=np.int64),
-            [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted],
-        )
         returned = self._returned(starts, sizes)
         gids = self._gid_table(returned)
         kind = geometry_kind(self.objects.kind)
@@ -632,6 +618,40 @@ class _Plan:
                 for k, v in columns.items()
             }
         return mapped, columns
+
+    def _link_runs(
+        self, link_ranges: list[tuple[np.ndarray, np.ndarray]]
+    ) -> tuple[list[ChunkRows], np.ndarray]:
+        """The ``links/0`` row runs of the referenced fragments, per chunk slot with any
+        (``link_ranges``: each slot's link fragment ranges), and the slot of every row read.
+
+        One pass over every slot's fragments at once; a chunk without link rows is not
+        asked (it has no ``links/0`` shard, spec §9.6).
+
+        Raises
+        ------
+        CorruptChunkError
+            When a manifest names a fragment its chunk's link index does not list.
+        """
+        frag_slot, frag = self._referenced_fragments()
+        if not link_ranges:
+            return [], np.empty(0, np.int64)
+        lengths = np.array([r[0].shape[0] for r in link_ranges], dtype=np.int64)
+        if np.any((frag < 0) | (frag >= lengths[frag_slot])):
+            raise CorruptChunkError("a manifest names a fragment its chunk's links do not index")
+        at = (np.cumsum(lengths) - lengths)[frag_slot] + frag
+        first = np.concatenate([r[0] for r in link_ranges]).astype(np.int64, copy=False)[at]
+        stop = first + np.concatenate([r[1] for r in link_ranges]).astype(np.int64)[at]
+        some = stop > first
+        slot, runs = frag_slot[some], np.stack([first[some], stop[some]], axis=1)
+        bounds = np.searchsorted(slot, np.arange(len(link_ranges) + 1)).tolist()
+        chunks = self.chunks.tolist()
+        wanted = [
+            ChunkRows(tuple(chunks[k]), runs[bounds[k] : bounds[k + 1]])
+            for k in range(len(link_ranges))
+            if bounds[k + 1] > bounds[k]
+        ]
+        return wanted, np.repeat(slot, runs[:, 1] - runs[:, 0])
 
     def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
         """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""

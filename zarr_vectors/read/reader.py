@@ -235,6 +235,7 @@ class LevelReader:
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
         self._chunk_rows: dict[tuple[int, ...], int] | None = None
         self._checked_blocks: set[tuple[str, tuple[int, ...]]] = set()  # shared with views
+        self._checked_ranges: set[tuple[int, ...]] = set()  # (*chunk, rows): fragment_ranges
         self.points = PointReads(self)  # box reads of point clouds
 
     # -- metadata documents -------------------------------------------------------------
@@ -558,7 +559,10 @@ class LevelReader:
         out = self.blob_ranges(
             VERTEX_FRAGMENTS, chunks, index_columns=columns, index_chunks=index_chunks
         )
-        for chunk, (starts, sizes), n in zip(chunks, out, counts, strict=True):
+        checked = self._checked_ranges
+        for chunk, (starts, sizes), n in zip(chunks.tolist(), out, counts.tolist(), strict=True):
+            if (key := (*chunk, n)) in checked:  # its cached ranges passed already
+                continue
             extent = int((starts + sizes).max(initial=0))
             if extent != int(n) or int(sizes.sum()) != int(n):
                 raise CorruptChunkError(
@@ -575,6 +579,7 @@ class LevelReader:
                     f"{self.base}/{VERTEX_FRAGMENTS}: chunk {tuple(int(c) for c in chunk)}: the "
                     f"per-bin ranges do not tile its {int(n)} rows in bin order: {RESTORE}"
                 )
+            checked.add(key)
         return out
 
     def blob_ranges(
