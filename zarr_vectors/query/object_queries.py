@@ -44,7 +44,7 @@ from zarr_vectors.query._fragment_refs import (
 )
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
-from zarr_vectors.read import ChunkRows, LevelReader, check_global_shapes
+from zarr_vectors.read import ChunkRows, LevelReader, RowRuns, check_global_shapes
 from zarr_vectors.result import QueryResult
 
 __all__ = [
@@ -508,6 +508,7 @@ class _Plan:
         )
         self.order = np.empty(0, np.int64)
         self.bounds = np.zeros(1, np.int64)
+        self.where: np.ndarray | None = None  # set by _chunk_counts
 
     def _sort(self, starts: np.ndarray, rows: np.ndarray) -> None:
         """Order the references by (chunk slot, first row); ``rows``: each slot's rows."""
@@ -522,10 +523,10 @@ class _Plan:
         table = FragmentTable.of(reader.fragment_ranges(self.chunks, rows), rows)
         starts, sizes = table.rows_of(self.ref_slot, self.ref_fragment, self.chunks)
         self._sort(starts, rows)
-        wanted, buffer_start = self._row_plan(starts, sizes)
+        runs, buffer_start = self._row_plan(starts, sizes)
         vertex_rows = [
             _in_reference_order(rows, buffer_start, sizes)
-            for rows in reader.read_columns([VERTICES, *reader.attribute_names], wanted)
+            for rows in reader.read_runs([VERTICES, *reader.attribute_names], runs)
         ]
         per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
         offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
@@ -561,23 +562,27 @@ class _Plan:
             not found_flat.size or np.any(found_flat[pos] != self.chunk_flat)
         ):
             raise CorruptChunkError("a manifest names an empty chunk")
+        self.where = pos.astype(np.int64, copy=False)  # positions among the occupied chunks
         return counts[pos] if self.chunk_flat.size else np.empty(0, np.int64)
 
-    def _row_plan(
-        self, starts: np.ndarray, sizes: np.ndarray
-    ) -> tuple[list[ChunkRows], np.ndarray]:
-        """Row runs per chunk, and where each reference's rows start among the read rows."""
+    def _row_plan(self, starts: np.ndarray, sizes: np.ndarray) -> tuple[RowRuns, np.ndarray]:
+        """The row runs to read, chunk slot by slot, and where each reference's rows start
+        among the read rows."""
         runs, run_bounds = _coalesced_runs(
             self.ref_slot[self.order], starts[self.order], sizes[self.order], self.bounds
         )
-        chunks = self.chunks.tolist()
-        wanted = [
-            ChunkRows(tuple(chunks[slot]), runs[run_bounds[slot] : run_bounds[slot + 1]])
-            for slot in range(len(chunks))
-        ]
+        slot = np.repeat(np.arange(self.chunks.shape[0], dtype=np.int64), np.diff(run_bounds))
+        some = runs[:, 1] > runs[:, 0]  # an empty fragment reads nothing
+        row_runs = RowRuns(
+            [tuple(c) for c in self.chunks.tolist()],
+            slot[some],
+            np.ascontiguousarray(runs[some, 0]),
+            np.ascontiguousarray(runs[some, 1]),
+            self.where,
+        )
         buffer_start = np.empty(starts.shape[0], np.int64)
         buffer_start[self.order] = np.concatenate([[0], np.cumsum(sizes[self.order])[:-1]])
-        return wanted, buffer_start
+        return row_runs, buffer_start
 
     def _returned(self, starts: np.ndarray, sizes: np.ndarray) -> _Returned:
         """Every returned vertex: its chunk slot, its row in the chunk and in the result."""

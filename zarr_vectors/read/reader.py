@@ -68,9 +68,10 @@ from zarr_vectors.format.names import (
 )
 from zarr_vectors.format.nodes import node_problem, reserved_dtype_problem, vertices_shape_problem
 from zarr_vectors.format.version import has_place_records
+from zarr_vectors.kernels.ranges import concat_ranges
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read import row_reads
-from zarr_vectors.read.point_reads import PointReads
+from zarr_vectors.read.point_reads import PointReads, RowRuns
 from zarr_vectors.read.read_checks import (
     RESTORE,
     PlacementRuns,
@@ -748,6 +749,58 @@ class LevelReader:
         for (name, wanted), rows in zip(reads, found, strict=True):
             if name == VERTICES:
                 self.check_vertices(rows, wanted)
+        return found
+
+    def read_runs(self, names: list[str], runs: RowRuns) -> list[np.ndarray]:
+        """Rows of the per-vertex columns ``names`` for row runs of many chunks, runs
+        concatenated in order (what :meth:`read_columns` returns for the same requests).
+
+        Planned and decoded by kernels for all chunks at once, with the tables of the
+        point-cloud box reads (:meth:`PointReads.read_selected`: the chunks' shard index
+        entries, kept by chunk position), instead of per chunk and block in Python; the
+        ``vertices`` rows are checked as :meth:`read_many` checks them. Columns in other
+        layouts are read by :meth:`read_many`.
+
+        Parameters
+        ----------
+        names
+            Columns among :attr:`vertex_columns`.
+        runs
+            Non-empty row runs, ascending and non-overlapping within a chunk, chunk by
+            chunk (every chunk occupied).
+
+        Raises
+        ------
+        CorruptChunkError
+            When a shard or a row block is missing, a block does not decode, or a
+            ``vertices`` row does not lie in its chunk.
+        """
+        lengths = runs.stop - runs.start
+        vertex_columns = self.vertex_columns
+        if not (
+            lengths.shape[0]
+            and self.kind != POINT_CLOUD  # point clouds: read_many checks bins too
+            and all(name in vertex_columns for name in names)
+            and self.points.can_select(names)
+        ):
+            wanted = [
+                ChunkRows(chunk, np.stack([runs.start[pick], runs.stop[pick]], axis=1))
+                for k, chunk in enumerate(runs.chunks)
+                if (pick := runs.chunk == k).any()
+            ]
+            return self.read_many([(name, wanted) for name in names])
+        total = int(lengths.sum())
+
+        def every_row(_rows: np.ndarray, run_row: np.ndarray, out: np.ndarray) -> np.ndarray:
+            out[:total] = concat_ranges(run_row, lengths)
+            return out[:total]
+
+        found = self.points.read_selected(names, runs, every_row)
+        if VERTICES in names:
+            coords = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
+            placed = PlacementRuns(coords, runs.chunk, runs.start, lengths)
+            where = self.paths[VERTICES]
+            check_placement(found[names.index(VERTICES)], placed, self.grid, None, where)
         return found
 
     def check_vertices(self, positions: np.ndarray, wanted: list[ChunkRows]) -> None:
