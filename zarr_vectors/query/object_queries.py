@@ -599,10 +599,12 @@ class _Plan:
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The objects' links as result rows, and their per-link attributes (§9.12)."""
         reader = self.reader
-        wanted, slot_of_row = self._link_runs(reader.blob_ranges(LINK_FRAGMENTS, self.chunks))
+        link_ranges = reader.blob_ranges(LINK_FRAGMENTS, self.chunks)
+        runs, chunk_rows = self._link_runs(link_ranges)
+        slot_of_row = np.repeat(runs.chunk, runs.stop - runs.start)
         names = self.objects.link_attribute_names
-        link_rows, *values = reader.read_columns(
-            [_LINK_COLUMN, *(_link_column(n) for n in names)], wanted
+        link_rows, *values = reader.read_runs(
+            [_LINK_COLUMN, *(_link_column(n) for n in names)], runs, chunk_rows
         )
         rows = link_rows.astype(np.int64)
         columns = dict(zip(names, values, strict=True))
@@ -626,12 +628,12 @@ class _Plan:
 
     def _link_runs(
         self, link_ranges: list[tuple[np.ndarray, np.ndarray]]
-    ) -> tuple[list[ChunkRows], np.ndarray]:
-        """The ``links/0`` row runs of the referenced fragments, per chunk slot with any
-        (``link_ranges``: each slot's link fragment ranges), and the slot of every row read.
+    ) -> tuple[RowRuns, np.ndarray]:
+        """The ``links/0`` row runs of the referenced fragments, chunk slot by slot
+        (``link_ranges``: each slot's link fragment ranges), and each slot's link rows.
 
-        One pass over every slot's fragments at once; a chunk without link rows is not
-        asked (it has no ``links/0`` shard, spec §9.6).
+        One pass over every slot's fragments at once; no run asks a chunk without link
+        rows (it has no ``links/0`` shard, spec §9.6).
 
         Raises
         ------
@@ -639,24 +641,22 @@ class _Plan:
             When a manifest names a fragment its chunk's link index does not list.
         """
         frag_slot, frag = self._referenced_fragments()
+        chunks = [tuple(c) for c in self.chunks.tolist()]
         if not link_ranges:
-            return [], np.empty(0, np.int64)
+            empty = np.empty(0, np.int64)
+            return RowRuns(chunks, empty, empty, empty, self.where), empty
         lengths = np.array([r[0].shape[0] for r in link_ranges], dtype=np.int64)
         if np.any((frag < 0) | (frag >= lengths[frag_slot])):
             raise CorruptChunkError("a manifest names a fragment its chunk's links do not index")
         at = (np.cumsum(lengths) - lengths)[frag_slot] + frag
+        counts = np.concatenate([r[1] for r in link_ranges]).astype(np.int64)
         first = np.concatenate([r[0] for r in link_ranges]).astype(np.int64, copy=False)[at]
-        stop = first + np.concatenate([r[1] for r in link_ranges]).astype(np.int64)[at]
+        stop = first + counts[at]
         some = stop > first
-        slot, runs = frag_slot[some], np.stack([first[some], stop[some]], axis=1)
-        bounds = np.searchsorted(slot, np.arange(len(link_ranges) + 1)).tolist()
-        chunks = self.chunks.tolist()
-        wanted = [
-            ChunkRows(tuple(chunks[k]), runs[bounds[k] : bounds[k + 1]])
-            for k in range(len(link_ranges))
-            if bounds[k + 1] > bounds[k]
-        ]
-        return wanted, np.repeat(slot, runs[:, 1] - runs[:, 0])
+        chunk_rows = np.zeros(len(link_ranges), dtype=np.int64)
+        np.add.at(chunk_rows, np.repeat(np.arange(len(link_ranges)), lengths), counts)
+        runs = RowRuns(chunks, frag_slot[some], first[some], stop[some], self.where)
+        return runs, chunk_rows
 
     def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
         """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""

@@ -751,9 +751,11 @@ class LevelReader:
                 self.check_vertices(rows, wanted)
         return found
 
-    def read_runs(self, names: list[str], runs: RowRuns) -> list[np.ndarray]:
-        """Rows of the per-vertex columns ``names`` for row runs of many chunks, runs
-        concatenated in order (what :meth:`read_columns` returns for the same requests).
+    def read_runs(
+        self, names: list[str], runs: RowRuns, rows: np.ndarray | None = None
+    ) -> list[np.ndarray]:
+        """Rows of the columns ``names`` for row runs of many chunks, runs concatenated in
+        order (what :meth:`read_columns` returns for the same requests).
 
         Planned and decoded by kernels for all chunks at once, with the tables of the
         point-cloud box reads (:meth:`PointReads.read_selected`: the chunks' shard index
@@ -764,10 +766,14 @@ class LevelReader:
         Parameters
         ----------
         names
-            Columns among :attr:`vertex_columns`.
+            Columns among :attr:`vertex_columns`, or (with ``rows``) other per-chunk row
+            arrays of one row count, such as ``links/0`` and the link attributes.
         runs
             Non-empty row runs, ascending and non-overlapping within a chunk, chunk by
             chunk (every chunk occupied).
+        rows
+            The row count of every chunk of ``runs`` in these columns; None for columns
+            of one row per vertex.
 
         Raises
         ------
@@ -780,7 +786,7 @@ class LevelReader:
         if not (
             lengths.shape[0]
             and self.kind != POINT_CLOUD  # point clouds: read_many checks bins too
-            and all(name in vertex_columns for name in names)
+            and (rows is not None or all(name in vertex_columns for name in names))
             and self.points.can_select(names)
         ):
             wanted = [
@@ -795,7 +801,7 @@ class LevelReader:
             out[:total] = concat_ranges(run_row, lengths)
             return out[:total]
 
-        found = self.points.read_selected(names, runs, every_row)
+        found = self.points.read_selected(names, runs, every_row, rows)
         if VERTICES in names:
             coords = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
             placed = PlacementRuns(coords, runs.chunk, runs.start, lengths)
