@@ -424,15 +424,16 @@ class ObjectReader:
         if inside.all() and chunks.shape[0] == reader.occupied_chunks(None, None)[0].shape[0]:
             return self._filled()
         ranges = reader.fragment_ranges(chunks, counts, index_columns=())
-        wanted = [
-            ChunkRows(tuple(int(c) for c in chunk), np.array([[0, n]], dtype=np.int64))
-            for chunk, n in zip(chunks, counts, strict=True)
-        ]
+        keys = [tuple(c) for c in chunks.tolist()]
         fragments = [
-            ChunkRows(w.chunk, np.array([[0, len(r[0])]], dtype=np.int64))
-            for w, r in zip(wanted, ranges, strict=True)
+            ChunkRows(key, np.array([[0, r[0].shape[0]]], dtype=np.int64))
+            for key, r in zip(keys, ranges, strict=True)
         ]
-        partial = [w for w, full in zip(wanted, inside, strict=True) if not full]
+        partial = [
+            ChunkRows(key, np.array([[0, n]], dtype=np.int64))
+            for key, n, full in zip(keys, counts.tolist(), inside.tolist(), strict=True)
+            if not full
+        ]
         owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
         return _owners(owners, ranges, inside, counts, positions, region)
 
@@ -445,20 +446,26 @@ def _owners(
     positions: np.ndarray | None,
     region: Region,
 ) -> np.ndarray:
-    found: list[np.ndarray] = []
-    owner_pos = 0
-    row_pos = 0
-    for (starts, _sizes), full, n in zip(ranges, inside, counts, strict=True):
-        chunk_owners = owners[owner_pos : owner_pos + starts.shape[0]]
-        owner_pos += starts.shape[0]
-        if full:
-            found.append(chunk_owners)
-            continue
+    """The owners of the fragments of the chunks the region covers whole (``inside``) and
+    of the fragments holding a vertex in the region in the others, distinct, ascending.
+
+    ``owners`` holds every chunk's fragment owners chunk after chunk, ``positions`` every
+    row of the partly covered chunks; one pass over all chunks at once.
+    """
+    n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
+    whole = np.repeat(np.asarray(inside, dtype=bool), n_fragments)
+    found = [owners[whole]]
+    part = np.flatnonzero(~np.asarray(inside, dtype=bool))
+    if part.shape[0]:
         assert positions is not None
-        rows = np.flatnonzero(region.contains_points(positions[row_pos : row_pos + n]))
-        row_pos += int(n)
-        found.append(chunk_owners[np.searchsorted(starts, rows, side="right") - 1])
-    return distinct_ascending(np.concatenate(found)) if found else np.empty(0, np.int64)
+        rows = np.flatnonzero(region.contains_points(positions))
+        row_base = np.cumsum(counts[part]) - counts[part]  # each partly covered chunk's
+        starts = np.concatenate([ranges[c][0] for c in part.tolist()]).astype(np.int64)
+        starts += np.repeat(row_base, n_fragments[part])  # ascending over those chunks
+        fragment = np.searchsorted(starts, rows, side="right") - 1
+        owner_at = concat_ranges((np.cumsum(n_fragments) - n_fragments)[part], n_fragments[part])
+        found.append(owners[owner_at[fragment]])
+    return distinct_ascending(np.concatenate(found))
 
 
 def _in_reference_order(rows: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:

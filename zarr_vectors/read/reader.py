@@ -599,7 +599,7 @@ class LevelReader:
         Blobs expected to hold ``dense_fragments`` fragments each (the bins of a point
         cloud's chunk) are decoded together by one kernel call when they can be.
         """
-        keys = [(name, tuple(int(c) for c in chunk)) for chunk in chunks]
+        keys = [(name, tuple(c)) for c in np.asarray(chunks, dtype=np.int64).tolist()]
         indexed = (
             [k[1] for k in keys] if index_chunks is None else read_plans.chunk_keys(index_chunks)
         )
@@ -649,8 +649,9 @@ class LevelReader:
             span = layout.block_span(entries, 0, stored, key) if stored else (0, 0)
             found.append((key, entries, span))
             requests.append((key, span))
-        raws = self.io.get_many([r for r, f in zip(requests, found, strict=True) if f[2][1]])
-        fetched = iter(raws)
+        fetched = iter(
+            self._get_grouped([r for r, f in zip(requests, found, strict=True) if f[2][1]])
+        )
         payloads = []
         for key, _entries, span in found:
             raw = next(fetched) if span[1] else b""
@@ -660,6 +661,22 @@ class LevelReader:
         blobs = _decode_blobs(layout, found, payloads)
         for chunk, (key, _entries, _span), blob in zip(chunks, found, blobs, strict=True):
             self._ranges[(name, chunk)] = _blob_ranges(blob, key)
+
+    def _get_grouped(self, requests: list[tuple[str, ByteRange]]) -> list[bytes | None]:
+        """:meth:`StoreIO.get_many` of ``requests``, asked key by key: a shard of several
+        chunks (spec §9.0.1) is opened once for all its chunks' ranges (locally), or its
+        nearby ranges fetched together (object storage)."""
+        by_key: dict[str, list[int]] = {}
+        for i, (key, _) in enumerate(requests):
+            by_key.setdefault(key, []).append(i)
+        found = self.io.get_ranges(
+            [(key, [requests[i][1] for i in at]) for key, at in by_key.items()]
+        )
+        out: list[bytes | None] = [None] * len(requests)
+        for at, parts in zip(by_key.values(), found, strict=True):
+            for i, part in zip(at, parts or [None] * len(at), strict=True):
+                out[i] = part
+        return out
 
     def _decode_ranges(
         self, path: str, chunk: tuple[int, ...], raw: bytes | None

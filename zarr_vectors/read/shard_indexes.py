@@ -42,6 +42,7 @@ class ShardIndexes:
         self._arrays: dict[IndexKey, np.ndarray] = {}  # the same, as fetched
         # (path, chunk) -> key and the chunk's own entries as lists, once asked (§9.0.1)
         self._chunk_lists: dict[IndexKey, tuple[str, list[list[int]]]] = {}
+        self._shard_keys: dict[IndexKey, IndexKey] = {}  # (path, chunk) -> (path, shard)
 
     def requests(
         self, wanted: Iterable[tuple[str, RowLayout, tuple[int, ...]]]
@@ -49,13 +50,14 @@ class ShardIndexes:
         """The indexes of (array path, layout, chunk) triples not cached, one per shard."""
         out: list[IndexRequest] = []
         seen: set[IndexKey] = set()
+        shard_keys = self._shard_keys
         for path, layout, chunk in wanted:
-            if (path, chunk) in self._chunk_lists:  # listed: its shard's index is held
-                continue
-            shard = shard_of(layout, chunk)
-            cache_key = (path, shard)
+            cache_key = shard_keys.get((path, chunk))
+            if cache_key is None:
+                cache_key = shard_keys[(path, chunk)] = (path, shard_of(layout, chunk))
             if cache_key in self._lists or cache_key in seen:
                 continue
+            shard = cache_key[1]
             seen.add(cache_key)
             key = shard_key(path, np.asarray(shard), len(layout.row_shape))
             out.append((cache_key, key, -layout.tail_nbytes, layout))
