@@ -116,6 +116,13 @@ _OBJECT_DIRS = (OBJECT_ATTRIBUTES, LINK_ATTRIBUTES, CROSS_CHUNK_LINK_ATTRIBUTES)
 
 _MISSING = 2**64 - 1
 
+_RUNS_BY_KERNELS_BYTES = 2 * 2**20
+"""Rows (bytes, every column) up to which :meth:`LevelReader.read_runs` reads by the box-read
+kernels. Measured on 2 busy CPUs, interleaved: a 1% box of 100 skeletons (~0.2 MB of vertex
+rows) read its rows in about half the CPU time; a 25% box of 10,000 streamlines (~7 MB) read
+them 20-30% slower than through :func:`~zarr_vectors.read.row_reads.read_many`, which copies
+runs instead of gathering rows and shares large shards with the helper thread."""
+
 
 def _stored_bins_per_chunk(chunk_shape: np.ndarray, bin_shape: np.ndarray, base: str) -> np.ndarray:
     """:func:`bins_per_chunk` of a stored level: a mismatch is the store's, not the caller's.
@@ -674,7 +681,7 @@ class LevelReader:
         )
         out: list[bytes | None] = [None] * len(requests)
         for at, parts in zip(by_key.values(), found, strict=True):
-            for i, part in zip(at, parts or [None] * len(at), strict=True):
+            for i, part in zip(at, parts or (), strict=False):  # None: the shard is missing
                 out[i] = part
         return out
 
@@ -774,11 +781,12 @@ class LevelReader:
         """Rows of the columns ``names`` for row runs of many chunks, runs concatenated in
         order (what :meth:`read_columns` returns for the same requests).
 
-        Planned and decoded by kernels for all chunks at once, with the tables of the
-        point-cloud box reads (:meth:`PointReads.read_selected`: the chunks' shard index
-        entries, kept by chunk position), instead of per chunk and block in Python; the
-        ``vertices`` rows are checked as :meth:`read_many` checks them. Columns in other
-        layouts are read by :meth:`read_many`.
+        Up to :data:`_RUNS_BY_KERNELS_BYTES` of rows are planned and decoded by kernels
+        for all chunks at once, with the tables of the point-cloud box reads
+        (:meth:`PointReads.read_selected`: the chunks' shard index entries, kept by chunk
+        position), instead of per chunk and block in Python; the ``vertices`` rows are
+        checked as :meth:`read_many` checks them. Larger reads, and columns in other
+        layouts, are read by :meth:`read_many`.
 
         Parameters
         ----------
@@ -800,8 +808,10 @@ class LevelReader:
         """
         lengths = runs.stop - runs.start
         vertex_columns = self.vertex_columns
+        layouts = [self.layouts.get(name) for name in names]
+        row_bytes = sum(layout.row_nbytes for layout in layouts if layout is not None)
         if not (
-            lengths.shape[0]
+            0 < int(lengths.sum()) * row_bytes <= _RUNS_BY_KERNELS_BYTES
             and self.kind != POINT_CLOUD  # point clouds: read_many checks bins too
             and (rows is not None or all(name in vertex_columns for name in names))
             and self.points.can_select(names)
