@@ -816,10 +816,12 @@ class LevelReader:
             and (rows is not None or all(name in vertex_columns for name in names))
             and self.points.can_select(names)
         ):
+            at = np.searchsorted(runs.chunk, np.arange(len(runs.chunks) + 1)).tolist()
+            joined = np.stack([runs.start, runs.stop], axis=1)
             wanted = [
-                ChunkRows(chunk, np.stack([runs.start[pick], runs.stop[pick]], axis=1))
+                ChunkRows(chunk, joined[at[k] : at[k + 1]])
                 for k, chunk in enumerate(runs.chunks)
-                if (pick := runs.chunk == k).any()
+                if at[k + 1] > at[k]
             ]
             return self.read_many([(name, wanted) for name in names])
         total = int(lengths.sum())
