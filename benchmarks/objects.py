@@ -887,8 +887,9 @@ def _run_mesh(
     log(f"mesh {data.label}: 1 by id")
     count, limit = MESH_BY_ID_TARGET
     _bench_by_id(ctx, count, boxes, limit if full else None)
-    log(f"mesh {data.label}: boxes of 1%")
-    _bench_boxes(ctx, 0.01, boxes, targeted=False)
+    for fraction in _FRACTIONS:
+        log(f"mesh {data.label}: boxes of {fraction:.0%}")
+        _bench_boxes(ctx, fraction, boxes, targeted=False)
     return ctx.rows
 
 
@@ -902,8 +903,9 @@ def _run_skeletons(
     _bench_read_all(ctx)
     log(f"skeletons {data.label}: 10 by id")
     _bench_by_id(ctx, min(10, objects), boxes, None)
-    log(f"skeletons {data.label}: boxes of 1%")
-    _bench_boxes(ctx, 0.01, boxes, targeted=False)
+    for fraction in _FRACTIONS:
+        log(f"skeletons {data.label}: boxes of {fraction:.0%}")
+        _bench_boxes(ctx, fraction, boxes, targeted=False)
     return ctx.rows
 
 

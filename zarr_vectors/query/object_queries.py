@@ -44,7 +44,7 @@ from zarr_vectors.query._fragment_refs import (
 )
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
-from zarr_vectors.read import ChunkRows, LevelReader, check_global_shapes
+from zarr_vectors.read import ChunkRows, LevelReader, RowRuns, check_global_shapes
 from zarr_vectors.result import QueryResult
 
 __all__ = [
@@ -424,15 +424,16 @@ class ObjectReader:
         if inside.all() and chunks.shape[0] == reader.occupied_chunks(None, None)[0].shape[0]:
             return self._filled()
         ranges = reader.fragment_ranges(chunks, counts, index_columns=())
-        wanted = [
-            ChunkRows(tuple(int(c) for c in chunk), np.array([[0, n]], dtype=np.int64))
-            for chunk, n in zip(chunks, counts, strict=True)
-        ]
+        keys = [tuple(c) for c in chunks.tolist()]
         fragments = [
-            ChunkRows(w.chunk, np.array([[0, len(r[0])]], dtype=np.int64))
-            for w, r in zip(wanted, ranges, strict=True)
+            ChunkRows(key, np.array([[0, r[0].shape[0]]], dtype=np.int64))
+            for key, r in zip(keys, ranges, strict=True)
         ]
-        partial = [w for w, full in zip(wanted, inside, strict=True) if not full]
+        partial = [
+            ChunkRows(key, np.array([[0, n]], dtype=np.int64))
+            for key, n, full in zip(keys, counts.tolist(), inside.tolist(), strict=True)
+            if not full
+        ]
         owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
         return _owners(owners, ranges, inside, counts, positions, region)
 
@@ -445,20 +446,26 @@ def _owners(
     positions: np.ndarray | None,
     region: Region,
 ) -> np.ndarray:
-    found: list[np.ndarray] = []
-    owner_pos = 0
-    row_pos = 0
-    for (starts, _sizes), full, n in zip(ranges, inside, counts, strict=True):
-        chunk_owners = owners[owner_pos : owner_pos + starts.shape[0]]
-        owner_pos += starts.shape[0]
-        if full:
-            found.append(chunk_owners)
-            continue
+    """The owners of the fragments of the chunks the region covers whole (``inside``) and
+    of the fragments holding a vertex in the region in the others, distinct, ascending.
+
+    ``owners`` holds every chunk's fragment owners chunk after chunk, ``positions`` every
+    row of the partly covered chunks; one pass over all chunks at once.
+    """
+    n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
+    whole = np.repeat(np.asarray(inside, dtype=bool), n_fragments)
+    found = [owners[whole]]
+    part = np.flatnonzero(~np.asarray(inside, dtype=bool))
+    if part.shape[0]:
         assert positions is not None
-        rows = np.flatnonzero(region.contains_points(positions[row_pos : row_pos + n]))
-        row_pos += int(n)
-        found.append(chunk_owners[np.searchsorted(starts, rows, side="right") - 1])
-    return distinct_ascending(np.concatenate(found)) if found else np.empty(0, np.int64)
+        rows = np.flatnonzero(region.contains_points(positions))
+        row_base = np.cumsum(counts[part]) - counts[part]  # each partly covered chunk's
+        starts = np.concatenate([ranges[c][0] for c in part.tolist()]).astype(np.int64)
+        starts += np.repeat(row_base, n_fragments[part])  # ascending over those chunks
+        fragment = np.searchsorted(starts, rows, side="right") - 1
+        owner_at = concat_ranges((np.cumsum(n_fragments) - n_fragments)[part], n_fragments[part])
+        found.append(owners[owner_at[fragment]])
+    return distinct_ascending(np.concatenate(found))
 
 
 def _in_reference_order(rows: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -508,6 +515,7 @@ class _Plan:
         )
         self.order = np.empty(0, np.int64)
         self.bounds = np.zeros(1, np.int64)
+        self.where: np.ndarray | None = None  # set by _chunk_counts
 
     def _sort(self, starts: np.ndarray, rows: np.ndarray) -> None:
         """Order the references by (chunk slot, first row); ``rows``: each slot's rows."""
@@ -522,10 +530,10 @@ class _Plan:
         table = FragmentTable.of(reader.fragment_ranges(self.chunks, rows), rows)
         starts, sizes = table.rows_of(self.ref_slot, self.ref_fragment, self.chunks)
         self._sort(starts, rows)
-        wanted, buffer_start = self._row_plan(starts, sizes)
+        runs, buffer_start = self._row_plan(starts, sizes)
         vertex_rows = [
             _in_reference_order(rows, buffer_start, sizes)
-            for rows in reader.read_columns([VERTICES, *reader.attribute_names], wanted)
+            for rows in reader.read_runs([VERTICES, *reader.attribute_names], runs)
         ]
         per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
         offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
@@ -561,23 +569,27 @@ class _Plan:
             not found_flat.size or np.any(found_flat[pos] != self.chunk_flat)
         ):
             raise CorruptChunkError("a manifest names an empty chunk")
+        self.where = pos.astype(np.int64, copy=False)  # positions among the occupied chunks
         return counts[pos] if self.chunk_flat.size else np.empty(0, np.int64)
 
-    def _row_plan(
-        self, starts: np.ndarray, sizes: np.ndarray
-    ) -> tuple[list[ChunkRows], np.ndarray]:
-        """Row runs per chunk, and where each reference's rows start among the read rows."""
+    def _row_plan(self, starts: np.ndarray, sizes: np.ndarray) -> tuple[RowRuns, np.ndarray]:
+        """The row runs to read, chunk slot by slot, and where each reference's rows start
+        among the read rows."""
         runs, run_bounds = _coalesced_runs(
             self.ref_slot[self.order], starts[self.order], sizes[self.order], self.bounds
         )
-        chunks = self.chunks.tolist()
-        wanted = [
-            ChunkRows(tuple(chunks[slot]), runs[run_bounds[slot] : run_bounds[slot + 1]])
-            for slot in range(len(chunks))
-        ]
+        slot = np.repeat(np.arange(self.chunks.shape[0], dtype=np.int64), np.diff(run_bounds))
+        some = runs[:, 1] > runs[:, 0]  # an empty fragment reads nothing
+        row_runs = RowRuns(
+            [tuple(c) for c in self.chunks.tolist()],
+            slot[some],
+            np.ascontiguousarray(runs[some, 0]),
+            np.ascontiguousarray(runs[some, 1]),
+            self.where,
+        )
         buffer_start = np.empty(starts.shape[0], np.int64)
         buffer_start[self.order] = np.concatenate([[0], np.cumsum(sizes[self.order])[:-1]])
-        return wanted, buffer_start
+        return row_runs, buffer_start
 
     def _returned(self, starts: np.ndarray, sizes: np.ndarray) -> _Returned:
         """Every returned vertex: its chunk slot, its row in the chunk and in the result."""
@@ -595,26 +607,14 @@ class _Plan:
         """The objects' links as result rows, and their per-link attributes (§9.12)."""
         reader = self.reader
         link_ranges = reader.blob_ranges(LINK_FRAGMENTS, self.chunks)
-        frag_slot, frag = self._referenced_fragments()
-        frag_bounds = np.searchsorted(frag_slot, np.arange(len(link_ranges) + 1))
-        wanted, slots = [], []
-        for slot, (ls, lc) in enumerate(link_ranges):
-            frags = frag[frag_bounds[slot] : frag_bounds[slot + 1]]
-            runs = np.stack([ls[frags], ls[frags] + lc[frags]], axis=1)
-            runs = runs[runs[:, 1] > runs[:, 0]]
-            if runs.shape[0]:  # a chunk without link rows has no links/0 shard (spec §9.6)
-                wanted.append(ChunkRows(tuple(int(c) for c in self.chunks[slot]), runs))
-                slots.append(slot)
+        runs, chunk_rows = self._link_runs(link_ranges)
+        slot_of_row = np.repeat(runs.chunk, runs.stop - runs.start)
         names = self.objects.link_attribute_names
-        link_rows, *values = reader.read_columns(
-            [_LINK_COLUMN, *(_link_column(n) for n in names)], wanted
+        link_rows, *values = reader.read_runs(
+            [_LINK_COLUMN, *(_link_column(n) for n in names)], runs, chunk_rows
         )
         rows = link_rows.astype(np.int64)
         columns = dict(zip(names, values, strict=True))
-        slot_of_row = np.repeat(
-            np.asarray(slots, dtype=np.int64),
-            [int((w.runs[:, 1] - w.runs[:, 0]).sum()) for w in wanted],
-        )
         returned = self._returned(starts, sizes)
         gids = self._gid_table(returned)
         kind = geometry_kind(self.objects.kind)
@@ -632,6 +632,38 @@ class _Plan:
                 for k, v in columns.items()
             }
         return mapped, columns
+
+    def _link_runs(
+        self, link_ranges: list[tuple[np.ndarray, np.ndarray]]
+    ) -> tuple[RowRuns, np.ndarray]:
+        """The ``links/0`` row runs of the referenced fragments, chunk slot by slot
+        (``link_ranges``: each slot's link fragment ranges), and each slot's link rows.
+
+        One pass over every slot's fragments at once; no run asks a chunk without link
+        rows (it has no ``links/0`` shard, spec §9.6).
+
+        Raises
+        ------
+        CorruptChunkError
+            When a manifest names a fragment its chunk's link index does not list.
+        """
+        frag_slot, frag = self._referenced_fragments()
+        chunks = [tuple(c) for c in self.chunks.tolist()]
+        if not link_ranges:
+            empty = np.empty(0, np.int64)
+            return RowRuns(chunks, empty, empty, empty, self.where), empty
+        lengths = np.array([r[0].shape[0] for r in link_ranges], dtype=np.int64)
+        if np.any((frag < 0) | (frag >= lengths[frag_slot])):
+            raise CorruptChunkError("a manifest names a fragment its chunk's links do not index")
+        at = (np.cumsum(lengths) - lengths)[frag_slot] + frag
+        counts = np.concatenate([r[1] for r in link_ranges]).astype(np.int64)
+        first = np.concatenate([r[0] for r in link_ranges]).astype(np.int64, copy=False)[at]
+        stop = first + counts[at]
+        some = stop > first
+        chunk_rows = np.zeros(len(link_ranges), dtype=np.int64)
+        np.add.at(chunk_rows, np.repeat(np.arange(len(link_ranges)), lengths), counts)
+        runs = RowRuns(chunks, frag_slot[some], first[some], stop[some], self.where)
+        return runs, chunk_rows
 
     def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
         """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""

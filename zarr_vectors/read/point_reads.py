@@ -144,6 +144,15 @@ class _ColumnTurns:
         )
 
 
+def _rows_at(learn: np.ndarray, where: np.ndarray, rows: np.ndarray | None) -> np.ndarray | None:
+    """Row counts of the chunks at positions ``learn``, from ``rows`` (one per chunk at
+    positions ``where``), or None (their vertex counts)."""
+    if rows is None:
+        return None
+    order = np.argsort(where, kind="stable")
+    return np.asarray(rows, dtype=np.int64)[order[np.searchsorted(where, learn, sorter=order)]]
+
+
 class PointReads:
     """The box-query reads of one point-cloud level, with the tables they keep.
 
@@ -278,7 +287,11 @@ class PointReads:
         return None not in layouts and len(sizes) == 1
 
     def read_selected(
-        self, names: Sequence[str], runs: RowRuns, select: RowSelector
+        self,
+        names: Sequence[str],
+        runs: RowRuns,
+        select: RowSelector,
+        rows: np.ndarray | None = None,
     ) -> list[np.ndarray]:
         """The rows ``select`` picks among the rows of ``runs``, of every column of ``names``.
 
@@ -290,7 +303,9 @@ class PointReads:
         are fetched in one batch; a local directory is read column by column. Byte spans
         are planned by a kernel from the chunks' shard index entries (kept as arrays).
 
-        Requires :meth:`can_select` of ``names``.
+        Requires :meth:`can_select` of ``names``. Columns of one row per vertex by
+        default; with ``rows`` (the row count of each chunk of ``runs`` in these columns),
+        any per-chunk row arrays, e.g. an object level's ``links/0``.
 
         Returns
         -------
@@ -300,10 +315,11 @@ class PointReads:
         r = self.reader.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
         slot_chunk, slot_block, run_row = block_slots(runs.chunk, runs.start, runs.stop, r)
         where = runs.where if runs.where is not None else self._positions(runs.chunks)
-        table = self._block_table(names)
+        table = self._block_table(names, per_vertex=rows is None)
         slot_where = where[slot_chunk]
         if not table.known[slot_where].all():
-            self._learn_blocks(names, table, np.unique(slot_where))
+            learn = np.unique(slot_where)
+            self._learn_blocks(names, table, learn, _rows_at(learn, where, rows))
         n_slots = slot_block.shape[0]
         decoded = n_slots * r * sum(layout.row_nbytes for layout in self._layouts(names))
         if self.reader.io.is_local and decoded >= _TURNS_MIN_BYTES:
@@ -423,23 +439,33 @@ class PointReads:
         found: np.ndarray = order[np.searchsorted(flat, wanted, sorter=order)]
         return found.astype(np.int64)
 
-    def _block_table(self, names: Sequence[str]) -> read_plans.BlockTable:
-        """The (lazily filled) shard index entries of columns ``names``, by chunk position."""
+    def _block_table(self, names: Sequence[str], per_vertex: bool) -> read_plans.BlockTable:
+        """The (lazily filled) shard index entries of columns ``names``, by chunk position:
+        room for each chunk's blocks by its vertex count (``per_vertex``), else for the
+        most blocks a chunk of the columns can hold."""
         key = tuple(names)
         table = self.tables.get(key)
         if table is None:
-            r = self.reader.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
-            table = read_plans.BlockTable.empty(
-                self.reader.occupied_chunks(None, None)[1], r, len(names)
-            )
+            layout = self.reader.layouts[names[0]]
+            assert layout is not None
+            r = layout.rows_per_block
+            counts = self.reader.occupied_chunks(None, None)[1]
+            if not per_vertex:
+                counts = np.full(counts.shape[0], layout.n_blocks * r, dtype=np.int64)
+            table = read_plans.BlockTable.empty(counts, r, len(names))
             self.tables[key] = table
         return table
 
     def _learn_blocks(
-        self, names: Sequence[str], table: read_plans.BlockTable, where: np.ndarray
+        self,
+        names: Sequence[str],
+        table: read_plans.BlockTable,
+        where: np.ndarray,
+        counts: np.ndarray | None = None,
     ) -> None:
         """Fetch (when missing) the shard indexes of columns ``names`` for the chunks at
-        positions ``where``, and copy their entries into ``table``."""
+        positions ``where``, and copy their entries into ``table``; ``counts``: their row
+        counts in these columns (default their vertex counts)."""
         coords, _ = self.reader.occupied_chunks(None, None)
         chunks = read_plans.chunk_keys(coords[where])
         unknown = [chunk for chunk in chunks if (chunk, *names) not in self.indexed]
@@ -449,7 +475,8 @@ class PointReads:
             ]
             self.reader.fetch_indexes(wanted)
             self.indexed.update((chunk, *names) for chunk in unknown)
-        counts = self.reader.occupied_chunks(None, None)[1][where]
+        if counts is None:
+            counts = self.reader.occupied_chunks(None, None)[1][where]
         for k, name in enumerate(names):
             path, layout = self.reader.paths[name], self.reader.layouts[name]
             assert layout is not None

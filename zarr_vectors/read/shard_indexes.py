@@ -40,6 +40,9 @@ class ShardIndexes:
         # key and entries as lists (made from the arrays when first asked)
         self._lists: dict[IndexKey, tuple[str, list[list[int]] | None]] = {}
         self._arrays: dict[IndexKey, np.ndarray] = {}  # the same, as fetched
+        # (path, chunk) -> key and the chunk's own entries as lists, once asked (§9.0.1)
+        self._chunk_lists: dict[IndexKey, tuple[str, list[list[int]]]] = {}
+        self._shard_keys: dict[IndexKey, IndexKey] = {}  # (path, chunk) -> (path, shard)
 
     def requests(
         self, wanted: Iterable[tuple[str, RowLayout, tuple[int, ...]]]
@@ -47,11 +50,14 @@ class ShardIndexes:
         """The indexes of (array path, layout, chunk) triples not cached, one per shard."""
         out: list[IndexRequest] = []
         seen: set[IndexKey] = set()
+        shard_keys = self._shard_keys
         for path, layout, chunk in wanted:
-            shard = shard_of(layout, chunk)
-            cache_key = (path, shard)
+            cache_key = shard_keys.get((path, chunk))
+            if cache_key is None:
+                cache_key = shard_keys[(path, chunk)] = (path, shard_of(layout, chunk))
             if cache_key in self._lists or cache_key in seen:
                 continue
+            shard = cache_key[1]
             seen.add(cache_key)
             key = shard_key(path, np.asarray(shard), len(layout.row_shape))
             out.append((cache_key, key, -layout.tail_nbytes, layout))
@@ -76,6 +82,8 @@ class ShardIndexes:
 
     def add(self, cache_key: IndexKey, key: str, index: np.ndarray) -> None:
         """Cache the decoded ``index`` of the shard stored at ``key``."""
+        if cache_key in self._arrays:  # fetched again (rare): no chunk keeps an old list
+            self._chunk_lists.clear()
         self._arrays[cache_key] = index
         self._lists[cache_key] = (key, None)  # listed on first use (entries)
 
@@ -90,6 +98,9 @@ class ShardIndexes:
             When the chunk's shard was not found (its index is not cached); ``what`` names
             the array's role in the message.
         """
+        listed_chunk = self._chunk_lists.get((path, chunk))
+        if listed_chunk is not None:  # the usual case of a repeated read: one lookup
+            return listed_chunk
         shard = shard_of(layout, chunk)
         found = self._lists.get((path, shard))
         if found is None:
@@ -98,7 +109,9 @@ class ShardIndexes:
         key, listed = found
         if layout.chunks_per_shard != 1:  # list the chunk's entries only, not the shard's
             first = layout.local_chunk(chunk) * layout.n_blocks
-            return key, self._arrays[(path, shard)][first : first + layout.n_blocks].tolist()
+            own = self._arrays[(path, shard)][first : first + layout.n_blocks].tolist()
+            self._chunk_lists[(path, chunk)] = (key, own)
+            return key, own
         if listed is None:
             listed = self._arrays[(path, shard)].tolist()
             self._lists[(path, shard)] = (key, listed)

@@ -343,16 +343,30 @@ def _read_local_stamped(tree: LocalTree, key: str) -> tuple[bytes | None, tuple[
 
 
 def _read_local_ranges(
-    tree: LocalTree, key: str, ranges: Sequence[ByteRange]
-) -> list[bytes] | None:
-    opened = tree.open(key)
-    if opened is None:
-        return None
-    fd, size = opened
+    tree: LocalTree, requests: Sequence[tuple[str, Sequence[ByteRange]]]
+) -> list[list[bytes] | None]:
+    """:meth:`StoreIO.get_ranges` on a local directory: each file opened once however many
+    requests name it (the chunks of a shard of several chunks, spec §9.0.1), up to
+    :data:`_OPEN_SPAN_FILES` files open at once."""
+    files: dict[str, tuple[int, int] | None] = {}
+    out: list[list[bytes] | None] = []
     try:
-        return [_read_fd(fd, size, byte_range) for byte_range in ranges]
+        for key, ranges in requests:
+            if key not in files:
+                if len(files) >= _OPEN_SPAN_FILES:
+                    _close_opened(files.pop(next(iter(files))))
+                files[key] = tree.open(key)
+            opened = files[key]
+            out.append(None if opened is None else [_read_fd(*opened, r) for r in ranges])
     finally:
-        os.close(fd)
+        for opened in files.values():
+            _close_opened(opened)
+    return out
+
+
+def _close_opened(opened: tuple[int, int] | None) -> None:
+    if opened is not None:
+        os.close(opened[0])
 
 
 def _read_local_spans(
@@ -612,7 +626,7 @@ class StoreIO:
         """
         tree = self._tree()
         if tree is not None:
-            return [_read_local_ranges(tree, key, ranges) for key, ranges in requests]
+            return _read_local_ranges(tree, requests)
         plans = [_merge_ranges(ranges) for _, ranges in requests]
         flat = self.get_many(
             [
