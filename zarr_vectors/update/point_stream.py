@@ -572,8 +572,9 @@ class PointWriter(CloseOnExit):
         first: FirstLevels | None = None,
     ) -> None:
         """Give every chunk's rows, read back from the spill files, to ``writer``, shard by
-        shard (and to ``first``). The next chunks are read back in a background thread while
-        the current one is encoded and written, within a share of the memory budget."""
+        shard (and to ``first``, which computes the first levels in a worker thread). The
+        next chunks are read back in a background thread while the current one is encoded
+        and written, within a share of the memory budget."""
         grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, grid.ndim) - grid.origin
         order = shard_major_order(grid_chunks, writer.shard_chunks).tolist()
         visit = [chunks[j] for j in order]
@@ -582,12 +583,16 @@ class PointWriter(CloseOnExit):
         read = functools.partial(self._chunk_rows, grid=grid)
         ahead = read_ahead(read, visit, sizes, self.budget // _READ_AHEAD_SHARE)
         with contextlib.closing(ahead) as found:  # no read outlives the loop
-            for done, (chunk, (rows, blob, bins)) in enumerate(zip(visit, found, strict=True)):
-                g = np.asarray(chunk, dtype=np.int64) - grid.origin
-                writer.add_chunk(g, rows, blob)
-                if first is not None:
-                    first.add(g, rows, bins)
-                self.progress("write", done + 1, len(chunks))
+            try:
+                for done, (chunk, (rows, blob, bins)) in enumerate(zip(visit, found, strict=True)):
+                    g = np.asarray(chunk, dtype=np.int64) - grid.origin
+                    writer.add_chunk(g, rows, blob)
+                    if first is not None:
+                        first.add_beside(g, rows, bins)
+                    self.progress("write", done + 1, len(chunks))
+            finally:
+                if first is not None:  # no level computation outlives the loop either
+                    first.wait()
 
     def _second_pass(self, grid: ChunkGrid) -> None:
         """Sort the raw spill by chunk now that the grid is known."""

@@ -11,7 +11,9 @@ schedule, writes each level and returns their metadata for the root commit.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,7 +32,7 @@ from zarr_vectors.format.levels import (
     sample_coarsening,
 )
 from zarr_vectors.format.metadata import LevelMetadata
-from zarr_vectors.kernels import scatter_rows
+from zarr_vectors.kernels import results_of, scatter_rows, shared_pool
 from zarr_vectors.kernels.point_levels import (
     sample_keys,
     sample_segments,
@@ -632,6 +634,10 @@ def level_steps(
     return steps if k == len(levels) else None
 
 
+_PENDING_CHUNKS = 4
+"""Chunks :meth:`FirstLevels.add_beside` lets wait for the worker, at most."""
+
+
 class FirstLevels:
     """The candidate levels computed from level 0 (``sample``: the first; ``aggregate``:
     every one), chunk by chunk while a writer holds each chunk's level-0 rows, kept while
@@ -682,6 +688,7 @@ class FirstLevels:
         self.bounds, self.budget = bounds, budget
         self.rows: dict[tuple[int, ...], list[SortedPoints]] | None = {}
         self.nbytes = 0
+        self.pending: deque[Future[None]] = deque()
 
     def add(
         self, chunk: np.ndarray, columns: list[np.ndarray], bin_offsets: np.ndarray | None = None
@@ -699,6 +706,26 @@ class FirstLevels:
         self.rows[tuple(int(c) for c in chunk)] = levels
         if self.nbytes > self.budget:
             self.rows = None
+
+    def add_beside(
+        self, chunk: np.ndarray, columns: list[np.ndarray], bin_offsets: np.ndarray | None = None
+    ) -> None:
+        """:meth:`add` in a worker thread, beside the caller (the kernels release the GIL).
+
+        The chunks are computed one at a time in the order given; at most
+        :data:`_PENDING_CHUNKS` wait, so the caller waits for the oldest beyond them (and
+        gets its exception, if any). The arrays given must not change until :meth:`wait`.
+        """
+        pool = shared_pool("zv-first-levels", 1)
+        self.pending.append(pool.submit(self.add, chunk, columns, bin_offsets))
+        while len(self.pending) > _PENDING_CHUNKS:
+            self.pending.popleft().result()
+
+    def wait(self) -> None:
+        """Wait until every chunk given to :meth:`add_beside` is computed; raise the first
+        exception of them, once all have ended."""
+        pending, self.pending = list(self.pending), deque()
+        results_of(pending)
 
     def rows_of(self, chunks: np.ndarray) -> dict[int, list[SortedPoints]]:
         """Candidate index → the rows of each of ``chunks`` (grid indices, the builder's
