@@ -748,29 +748,69 @@ def build_point_levels(
     Each candidate level is computed twice per chunk: once to count its rows (``N_max``
     and whether it reduces), once to write them; one chunk of two levels is in memory.
     ``cached``: the candidates computed from level 0 while it was written (a streaming
-    writer's), used instead of reading level 0 back.
+    writer's), used instead of reading level 0 back. A level whose rows are in memory is
+    written in a worker thread while the next candidates are computed from them.
 
     Returns
     -------
     tuple of LevelMetadata
         The metadata of levels 1, 2, ..., already written to their groups.
     """
+    writes = _LevelWrites()
+    try:
+        _build(base, settings, cached, writes)
+    finally:
+        written = writes.wait()
+    return tuple(written)
+
+
+class _LevelWrites:
+    """The levels being written, in order: each in a worker thread when its rows are in
+    memory (:func:`_write_stored_level` then reads nothing from the store), else at once."""
+
+    def __init__(self) -> None:
+        self.levels: list[Future[LevelMetadata]] = []
+
+    def __len__(self) -> int:
+        return len(self.levels)
+
+    def add(self, candidate: _Candidate, *level: Any) -> None:
+        """Write ``candidate`` as a level (``level``: the rest of :func:`_write_stored_level`'s
+        arguments)."""
+        if candidate.rows is not None:
+            pool = shared_pool("zv-level-write", 1)
+            self.levels.append(pool.submit(_write_stored_level, candidate, *level))
+            return
+        done: Future[LevelMetadata] = Future()
+        done.set_result(_write_stored_level(candidate, *level))
+        self.levels.append(done)
+
+    def wait(self) -> list[LevelMetadata]:
+        """The metadata of every level, once all are written (the first error raised then)."""
+        return results_of(self.levels)
+
+
+def _build(
+    base: StoredLevel0, settings: Levels, cached: FirstLevels | None, writes: _LevelWrites
+) -> None:
+    """Choose the levels of :func:`build_point_levels` and give each to ``writes``."""
     record, how = None, None
     if settings.method == AGGREGATE:
         dtypes = {name: base.shapes[1][name][0] for name in base.names}
         record = aggregate_coarsening(dtypes, settings.reductions, settings.count_name)
         how = [record["reductions"][name] for name in base.names]
-    written: list[LevelMetadata] = []
     finer = (0, base.chunks, base.counts)
     finer_rows: tuple[list[SortedPoints], np.ndarray] | None = None  # in memory, and bins
     total = int(base.counts.sum())
     first = {} if cached is None else cached.rows_of(base.chunks)
     for index, (ratio, cap) in enumerate(_candidates(settings, base.grid.bins)):
-        if levels_done(settings, len(written), total):
+        if levels_done(settings, len(writes), total):
             break
         source = (0, base.chunks, base.counts) if how is not None else finer
         grid = coarse_grid(base.grid, ratio)
         rows = first.get(index) if source[0] == 0 else _from_rows(finer_rows, base, grid, cap)
+        if rows is None and source[0] != 0:
+            writes.wait()  # the source level is read back from the store
         candidate = _Candidate(base, *source, grid, cap, how, rows)
         counts = np.asarray(
             [int(candidate.chunk(j).chunk_offsets[-1]) for j in range(source[1].shape[0])],
@@ -778,16 +818,15 @@ def build_point_levels(
         )
         if int(counts.sum()) >= total:
             continue
-        number = len(written) + 1
+        number = len(writes) + 1
         coarsening = record if record is not None else sample_coarsening(cap)
-        written.append(_write_stored_level(candidate, number, ratio, counts, coarsening))
+        writes.add(candidate, number, ratio, counts, coarsening)
         finer, total = (number, source[1][counts > 0], counts[counts > 0]), int(counts.sum())
         if rows is not None:
             finer_rows = ([r for r, c in zip(rows, counts, strict=True) if c > 0], grid.bins)
         else:
             finer_rows = None
-    warn_short(settings, len(written), total)
-    return tuple(written)
+    warn_short(settings, len(writes), total)
 
 
 def _from_rows(
