@@ -527,30 +527,21 @@ class PointWriter(CloseOnExit):
         counts = [sum(p.count for p in self.pieces[c]) for c in chunks]
         n_max = round_up(max(counts, default=0), self.options.block_rows)
         types = self._column_types()
-        names = list(self.schema[2])
+        columns = (types[0], dict(zip(self.schema[2], types[1:], strict=True)))
+        grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, ndim) - grid.origin
+        row_counts = np.asarray(counts, dtype=np.int64)
         with write_target(self.store, overwrite=self.overwrite) as io:
             name_new_arrays(io, root)
-            writer = LevelWriter(
-                io,
-                0,
-                grid,
-                (types[0], dict(zip(names, types[1:], strict=True))),
-                n_max,
-                self.options,
-                blobs=point_blob_layout(grid),
-            )
+            blobs = point_blob_layout(grid)
+            writer = LevelWriter(io, 0, grid, columns, n_max, self.options, blobs=blobs)
             first = self._first_levels(root, grid)
+            if first is not None:  # level 1 written beside level 0 where it can be
+                first.write_first(io, grid_chunks, row_counts, columns, self.options)
             self._write_chunks(writer, grid, chunks, counts, first)
             stats = writer.finish()
             if self.levels is not None:
-                level0 = Level0(
-                    level0_metadata(grid, stats),
-                    grid,
-                    np.asarray(chunks, dtype=np.int64).reshape(-1, ndim) - grid.origin,
-                    np.asarray(counts, dtype=np.int64),
-                    (types[0], dict(zip(names, types[1:], strict=True))),
-                    self.options,
-                )
+                meta = level0_metadata(grid, stats)
+                level0 = Level0(meta, grid, grid_chunks, row_counts, columns, self.options)
                 root = build_written_levels(io, root, level0, self.levels, first)
             commit_points(io, root, grid, stats, object_chunks=self.options.object_chunk_index)
 
