@@ -647,9 +647,8 @@ class _EarlyLevel:
         columns: LevelColumns,
         options: WriteOptions,
         chunks: np.ndarray,
-        coarsening: dict[str, Any],
     ) -> None:
-        self.io, self.coarsening = io, coarsening
+        self.io = io
         self.writer = LevelWriter(
             io, 1, grid, columns, options.block_rows, options, blobs=point_blob_layout(grid)
         )
@@ -792,7 +791,7 @@ class FirstLevels:
         kept = int(np.minimum(counts, most).sum()) * sum(widths)
         if most > settings.block_rows or kept > self.budget:
             return
-        self.early = _EarlyLevel(io, grid, columns, settings, chunks, coarsening)
+        self.early = _EarlyLevel(io, grid, columns, settings, chunks)
 
     def first_written(self) -> LevelStats | None:
         """What :meth:`write_first` wrote, finished (every chunk was added), or None."""
