@@ -527,30 +527,21 @@ class PointWriter(CloseOnExit):
         counts = [sum(p.count for p in self.pieces[c]) for c in chunks]
         n_max = round_up(max(counts, default=0), self.options.block_rows)
         types = self._column_types()
-        names = list(self.schema[2])
+        columns = (types[0], dict(zip(self.schema[2], types[1:], strict=True)))
+        grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, ndim) - grid.origin
+        row_counts = np.asarray(counts, dtype=np.int64)
         with write_target(self.store, overwrite=self.overwrite) as io:
             name_new_arrays(io, root)
-            writer = LevelWriter(
-                io,
-                0,
-                grid,
-                (types[0], dict(zip(names, types[1:], strict=True))),
-                n_max,
-                self.options,
-                blobs=point_blob_layout(grid),
-            )
+            blobs = point_blob_layout(grid)
+            writer = LevelWriter(io, 0, grid, columns, n_max, self.options, blobs=blobs)
             first = self._first_levels(root, grid)
+            if first is not None:  # level 1 written beside level 0 where it can be
+                first.write_first(io, grid_chunks, row_counts, columns, self.options)
             self._write_chunks(writer, grid, chunks, counts, first)
             stats = writer.finish()
             if self.levels is not None:
-                level0 = Level0(
-                    level0_metadata(grid, stats),
-                    grid,
-                    np.asarray(chunks, dtype=np.int64).reshape(-1, ndim) - grid.origin,
-                    np.asarray(counts, dtype=np.int64),
-                    (types[0], dict(zip(names, types[1:], strict=True))),
-                    self.options,
-                )
+                meta = level0_metadata(grid, stats)
+                level0 = Level0(meta, grid, grid_chunks, row_counts, columns, self.options)
                 root = build_written_levels(io, root, level0, self.levels, first)
             commit_points(io, root, grid, stats, object_chunks=self.options.object_chunk_index)
 
@@ -572,8 +563,9 @@ class PointWriter(CloseOnExit):
         first: FirstLevels | None = None,
     ) -> None:
         """Give every chunk's rows, read back from the spill files, to ``writer``, shard by
-        shard (and to ``first``). The next chunks are read back in a background thread while
-        the current one is encoded and written, within a share of the memory budget."""
+        shard (and to ``first``, which computes the first levels in a worker thread). The
+        next chunks are read back in a background thread while the current one is encoded
+        and written, within a share of the memory budget."""
         grid_chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, grid.ndim) - grid.origin
         order = shard_major_order(grid_chunks, writer.shard_chunks).tolist()
         visit = [chunks[j] for j in order]
@@ -582,12 +574,16 @@ class PointWriter(CloseOnExit):
         read = functools.partial(self._chunk_rows, grid=grid)
         ahead = read_ahead(read, visit, sizes, self.budget // _READ_AHEAD_SHARE)
         with contextlib.closing(ahead) as found:  # no read outlives the loop
-            for done, (chunk, (rows, blob, bins)) in enumerate(zip(visit, found, strict=True)):
-                g = np.asarray(chunk, dtype=np.int64) - grid.origin
-                writer.add_chunk(g, rows, blob)
-                if first is not None:
-                    first.add(g, rows, bins)
-                self.progress("write", done + 1, len(chunks))
+            try:
+                for done, (chunk, (rows, blob, bins)) in enumerate(zip(visit, found, strict=True)):
+                    g = np.asarray(chunk, dtype=np.int64) - grid.origin
+                    writer.add_chunk(g, rows, blob)
+                    if first is not None:
+                        first.add_beside(g, rows, bins)
+                    self.progress("write", done + 1, len(chunks))
+            finally:
+                if first is not None:  # no level computation outlives the loop either
+                    first.wait()
 
     def _second_pass(self, grid: ChunkGrid) -> None:
         """Sort the raw spill by chunk now that the grid is known."""

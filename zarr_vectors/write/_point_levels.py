@@ -11,7 +11,9 @@ schedule, writes each level and returns their metadata for the root commit.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,7 +32,7 @@ from zarr_vectors.format.levels import (
     sample_coarsening,
 )
 from zarr_vectors.format.metadata import LevelMetadata
-from zarr_vectors.kernels import scatter_rows
+from zarr_vectors.kernels import results_of, scatter_rows, shared_pool
 from zarr_vectors.kernels.point_levels import (
     sample_keys,
     sample_segments,
@@ -41,6 +43,7 @@ from zarr_vectors.kernels.point_levels import (
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.write._bin_merge import BinMerge
 from zarr_vectors.write._pipeline import (
+    LevelStats,
     LevelWriter,
     SortedPoints,
     column_shapes,
@@ -632,6 +635,60 @@ def level_steps(
     return steps if k == len(levels) else None
 
 
+class _EarlyLevel:
+    """Level 1 written as its chunks are computed: each coarse shard once all of its
+    chunks are there (they come in level 0's order). The shard's chunks are sorted by the
+    shard assembler, so the bytes are those :func:`_write_stored_level` writes."""
+
+    def __init__(
+        self,
+        io: StoreIO,
+        grid: ChunkGrid,
+        columns: LevelColumns,
+        options: WriteOptions,
+        chunks: np.ndarray,
+    ) -> None:
+        self.io = io
+        self.writer = LevelWriter(
+            io, 1, grid, columns, options.block_rows, options, blobs=point_blob_layout(grid)
+        )
+        self.width = 1 + len(columns[1])
+        per = np.asarray(self.writer.shard_chunks or (1,) * grid.ndim, dtype=np.int64)
+        self.shard_of: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self.missing: dict[tuple[int, ...], int] = {}
+        for chunk, shard in zip(chunks.tolist(), (chunks // per).tolist(), strict=True):
+            self.shard_of[tuple(chunk)] = tuple(shard)
+            self.missing[tuple(shard)] = self.missing.get(tuple(shard), 0) + 1
+        self.ready: dict[tuple[int, ...], list[tuple[tuple[int, ...], SortedPoints]]] = {}
+
+    def add(self, chunk: tuple[int, ...], level: SortedPoints) -> None:
+        """Take one chunk's rows; write its shard when it is the shard's last chunk."""
+        shard = self.shard_of[chunk]
+        held = self.ready.setdefault(shard, [])
+        held.append((chunk, level))
+        if len(held) < self.missing[shard]:
+            return
+        for key, rows in self.ready.pop(shard):
+            bins = rows.bin_offsets
+            blob = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))[0]
+            self.writer.add_chunk(np.asarray(key, np.int64), rows.columns[: self.width], blob)
+
+    def finish(self) -> LevelStats:
+        """Write the rest of the level (every chunk was added)."""
+        if self.ready:
+            raise ValueError("level 1 written early is missing chunks")
+        return self.writer.finish()
+
+    def discard(self) -> None:
+        """Delete what was written of the level."""
+        self.writer.flush()
+        self.io.delete_many(self.io.list_prefix("1/"))
+
+
+_PENDING_CHUNKS = 4
+"""Chunks :meth:`FirstLevels.add_beside` lets wait for the worker, at most."""
+
+
 class FirstLevels:
     """The candidate levels computed from level 0 (``sample``: the first; ``aggregate``:
     every one), chunk by chunk while a writer holds each chunk's level-0 rows, kept while
@@ -682,6 +739,8 @@ class FirstLevels:
         self.bounds, self.budget = bounds, budget
         self.rows: dict[tuple[int, ...], list[SortedPoints]] | None = {}
         self.nbytes = 0
+        self.pending: deque[Future[None]] = deque()
+        self.early: _EarlyLevel | None = None
 
     def add(
         self, chunk: np.ndarray, columns: list[np.ndarray], bin_offsets: np.ndarray | None = None
@@ -696,9 +755,74 @@ class FirstLevels:
             for grid, (_, cap), merge in zip(self.grids, self.steps, self.merges, strict=True)
         ]
         self.nbytes += sum(c.nbytes for level in levels for c in level.columns)
-        self.rows[tuple(int(c) for c in chunk)] = levels
+        key = tuple(int(c) for c in chunk)
+        self.rows[key] = levels
+        if self.early is not None:
+            self.early.add(key, levels[0])
         if self.nbytes > self.budget:
             self.rows = None
+
+    def write_first(
+        self,
+        io: StoreIO,
+        chunks: np.ndarray,
+        counts: np.ndarray,
+        columns: LevelColumns,
+        options: WriteOptions,
+    ) -> None:
+        """Write the first ``sample`` candidate as level 1 while its chunks are computed
+        (each coarse shard once all its chunks are), when its layout and its being kept in
+        memory are known now: its ``N_max`` is its row block (at most ``per_bin`` rows per
+        coarse bin fit one block) and its rows fit the budget whatever level 0 holds.
+
+        ``chunks``, ``counts``: grid indices and rows of every occupied level-0 chunk, all
+        of which :meth:`add` will be given. :func:`build_point_levels` keeps the level
+        when the schedule writes this candidate as level 1, and deletes it otherwise.
+        """
+        if self.how is not None or not len(counts):
+            return
+        grid, (_, cap) = self.grids[0], self.steps[0]
+        coarsening = sample_coarsening(cap)
+        settings = level_options(options, grid, coarsening, columns)
+        most = cap * int(np.prod(grid.bins))
+        widths = [
+            d.itemsize * int(np.prod(shape)) for d, shape in (columns[0], *columns[1].values())
+        ]
+        kept = int(np.minimum(counts, most).sum()) * sum(widths)
+        if most > settings.block_rows or kept > self.budget:
+            return
+        self.early = _EarlyLevel(io, grid, columns, settings, chunks)
+
+    def first_written(self) -> LevelStats | None:
+        """What :meth:`write_first` wrote, finished (every chunk was added), or None."""
+        early, self.early = self.early, None
+        return None if early is None else early.finish()
+
+    def discard_first(self) -> None:
+        """Delete what :meth:`write_first` wrote (the schedule did not keep it as level 1)."""
+        if self.early is not None:
+            self.early.discard()
+            self.early = None
+
+    def add_beside(
+        self, chunk: np.ndarray, columns: list[np.ndarray], bin_offsets: np.ndarray | None = None
+    ) -> None:
+        """:meth:`add` in a worker thread, beside the caller (the kernels release the GIL).
+
+        The chunks are computed one at a time in the order given; at most
+        :data:`_PENDING_CHUNKS` wait, so the caller waits for the oldest beyond them (and
+        gets its exception, if any). The arrays given must not change until :meth:`wait`.
+        """
+        pool = shared_pool("zv-first-levels", 1)
+        self.pending.append(pool.submit(self.add, chunk, columns, bin_offsets))
+        while len(self.pending) > _PENDING_CHUNKS:
+            self.pending.popleft().result()
+
+    def wait(self) -> None:
+        """Wait until every chunk given to :meth:`add_beside` is computed; raise the first
+        exception of them, once all have ended."""
+        pending, self.pending = list(self.pending), deque()
+        results_of(pending)
 
     def rows_of(self, chunks: np.ndarray) -> dict[int, list[SortedPoints]]:
         """Candidate index → the rows of each of ``chunks`` (grid indices, the builder's
@@ -721,29 +845,75 @@ def build_point_levels(
     Each candidate level is computed twice per chunk: once to count its rows (``N_max``
     and whether it reduces), once to write them; one chunk of two levels is in memory.
     ``cached``: the candidates computed from level 0 while it was written (a streaming
-    writer's), used instead of reading level 0 back.
+    writer's), used instead of reading level 0 back. A level whose rows are in memory is
+    written in a worker thread while the next candidates are computed from them.
 
     Returns
     -------
     tuple of LevelMetadata
         The metadata of levels 1, 2, ..., already written to their groups.
     """
+    writes = _LevelWrites()
+    try:
+        _build(base, settings, cached, writes)
+    finally:
+        written = writes.wait()
+    if cached is not None:
+        cached.discard_first()  # the schedule did not keep it
+    return tuple(written)
+
+
+class _LevelWrites:
+    """The levels being written, in order: each in a worker thread when its rows are in
+    memory (:func:`_write_stored_level` then reads nothing from the store), else at once."""
+
+    def __init__(self) -> None:
+        self.levels: list[Future[LevelMetadata]] = []
+
+    def __len__(self) -> int:
+        return len(self.levels)
+
+    def add(self, candidate: _Candidate, *level: Any) -> None:
+        """Write ``candidate`` as a level (``level``: the rest of :func:`_write_stored_level`'s
+        arguments)."""
+        if candidate.rows is not None:
+            pool = shared_pool("zv-level-write", 1)
+            self.levels.append(pool.submit(_write_stored_level, candidate, *level))
+            return
+        self.add_written(_write_stored_level(candidate, *level))
+
+    def add_written(self, meta: LevelMetadata) -> None:
+        """Count a level written already (its metadata)."""
+        done: Future[LevelMetadata] = Future()
+        done.set_result(meta)
+        self.levels.append(done)
+
+    def wait(self) -> list[LevelMetadata]:
+        """The metadata of every level, once all are written (the first error raised then)."""
+        return results_of(self.levels)
+
+
+def _build(
+    base: StoredLevel0, settings: Levels, cached: FirstLevels | None, writes: _LevelWrites
+) -> None:
+    """Choose the levels of :func:`build_point_levels` and give each to ``writes``."""
     record, how = None, None
     if settings.method == AGGREGATE:
         dtypes = {name: base.shapes[1][name][0] for name in base.names}
         record = aggregate_coarsening(dtypes, settings.reductions, settings.count_name)
         how = [record["reductions"][name] for name in base.names]
-    written: list[LevelMetadata] = []
     finer = (0, base.chunks, base.counts)
     finer_rows: tuple[list[SortedPoints], np.ndarray] | None = None  # in memory, and bins
     total = int(base.counts.sum())
     first = {} if cached is None else cached.rows_of(base.chunks)
     for index, (ratio, cap) in enumerate(_candidates(settings, base.grid.bins)):
-        if levels_done(settings, len(written), total):
+        if levels_done(settings, len(writes), total):
             break
         source = (0, base.chunks, base.counts) if how is not None else finer
         grid = coarse_grid(base.grid, ratio)
         rows = first.get(index) if source[0] == 0 else _from_rows(finer_rows, base, grid, cap)
+        if rows is None and source[0] != 0:
+            writes.wait()  # the source level is read back from the store
         candidate = _Candidate(base, *source, grid, cap, how, rows)
         counts = np.asarray(
             [int(candidate.chunk(j).chunk_offsets[-1]) for j in range(source[1].shape[0])],
@@ -751,16 +921,21 @@ def build_point_levels(
         )
         if int(counts.sum()) >= total:
             continue
-        number = len(written) + 1
+        number = len(writes) + 1
         coarsening = record if record is not None else sample_coarsening(cap)
-        written.append(_write_stored_level(candidate, number, ratio, counts, coarsening))
+        early = cached.first_written() if index == 0 and cached is not None else None
+        if early is not None:  # written as level 0 was
+            writes.add_written(_level_metadata(base.io, 1, ratio, grid, early, coarsening))
+        else:
+            if cached is not None:
+                cached.discard_first()  # before another level is written as level 1
+            writes.add(candidate, number, ratio, counts, coarsening)
         finer, total = (number, source[1][counts > 0], counts[counts > 0]), int(counts.sum())
         if rows is not None:
             finer_rows = ([r for r, c in zip(rows, counts, strict=True) if c > 0], grid.bins)
         else:
             finer_rows = None
-    warn_short(settings, len(written), total)
-    return tuple(written)
+    warn_short(settings, len(writes), total)
 
 
 def _from_rows(
@@ -826,14 +1001,25 @@ def _write_stored_level(
         bins = level.bin_offsets
         blob = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))[0]
         writer.add_chunk(candidate.chunks[j], level.columns[: 1 + len(attributes)], blob)
-    stats = writer.finish()
+    return _level_metadata(base.io, number, ratio, candidate.grid, writer.finish(), coarsening)
+
+
+def _level_metadata(
+    io: StoreIO,
+    number: int,
+    ratio: np.ndarray,
+    grid: ChunkGrid,
+    stats: LevelStats,
+    coarsening: dict[str, Any],
+) -> LevelMetadata:
+    """Write the metadata of level ``number`` (grid ``grid``, holding ``stats``); return it."""
     meta = LevelMetadata(
         level=number,
         bin_ratio=tuple(int(r) for r in ratio),
-        bin_shape=tuple(float(b) for b in candidate.grid.bin_shape),
+        bin_shape=tuple(float(b) for b in grid.bin_shape),
         vertex_count=stats.vertex_count,
         chunk_count=stats.chunk_count,
         coarsening=coarsening,
     )
-    write_level_metadata(base.io, meta)
+    write_level_metadata(io, meta)
     return meta
