@@ -23,7 +23,7 @@ __all__ = [
     "parse_version",
 ]
 
-FORMAT_VERSION = "1.3"
+FORMAT_VERSION = "1.4"
 """The newest format version this library reads and writes, and the version of every new
 store (spec §3.3)."""
 

@@ -386,7 +386,7 @@ def _final_arrays(plan: MergePlan, merged: list[tuple[int, ...]]) -> None:
     plan.blobs = {
         name: (
             dataclasses.replace(
-                blob_layout(blob_bytes[name], blocks.get(name)),
+                blob_layout(blob_bytes[name], blocks.get(name), first.blobs[name][0].blosc),
                 shard_chunks=shards,
                 placed=first.arrays[VERTICES].layout.placed,  # the base's format (§9.0.2)
             ),
