@@ -5,7 +5,8 @@ every fragment-index blob raw. Format 1.4 compresses the arrays of object kinds 
 zstd level 3: blobs as one block per chunk (bit shuffle over 8-byte items, the width of the
 blob's range table), mesh positions and vertex attributes without shuffle (their
 coordinates repeat across a mesh's rings and grid lines, which zstd finds as matches and a
-shuffle hides), every other numeric array with bit shuffle. Point clouds keep the 1.3
+shuffle hides), fragment attributes with byte shuffle (runs of one object id), every other
+numeric array with bit shuffle. Point clouds keep the 1.3
 settings in 1.4. A writer picks these by the store's version, so an append to an older
 store keeps that store's codecs. This module does no I/O.
 """
@@ -17,6 +18,7 @@ from typing import Any
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.names import (
     ATTRIBUTES,
+    FRAGMENT_ATTRIBUTES,
     LINK_FRAGMENTS,
     POINT_CLOUD,
     VERTEX_FRAGMENTS,
@@ -30,6 +32,7 @@ __all__ = [
     "LZ4_BITSHUFFLE",
     "ZSTD_BITSHUFFLE",
     "ZSTD_NOSHUFFLE",
+    "ZSTD_SHUFFLE",
     "blob_blosc",
     "library_chains",
     "numeric_blosc",
@@ -46,6 +49,10 @@ ZSTD_BITSHUFFLE: dict[str, Any] = {"cname": "zstd", "clevel": 3, "shuffle": "bit
 
 ZSTD_NOSHUFFLE: dict[str, Any] = {"cname": "zstd", "clevel": 3, "shuffle": "noshuffle"}
 """Positions and vertex attributes of meshes in 1.4."""
+
+ZSTD_SHUFFLE: dict[str, Any] = {"cname": "zstd", "clevel": 3, "shuffle": "shuffle"}
+"""Fragment attributes of object kinds in 1.4: runs of equal values (a fragment's object id)
+byte-shuffle into long runs of equal bytes."""
 
 BLOB_ZSTD: dict[str, Any] = {"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle", "typesize": 8}
 """Fragment-index blobs of object kinds in 1.4: the range table is pairs of ``int64``."""
@@ -87,6 +94,8 @@ def numeric_blosc(version: str, kind: str, role: str) -> dict[str, Any]:
         return dict(LZ4_BITSHUFFLE)
     if geometry_kind(kind).faces and role in _VERTEX_ROLES:
         return dict(ZSTD_NOSHUFFLE)
+    if role == FRAGMENT_ATTRIBUTES:
+        return dict(ZSTD_SHUFFLE)
     return dict(ZSTD_BITSHUFFLE)
 
 
@@ -115,4 +124,4 @@ def library_chains(version: str, role: str) -> list[dict[str, Any]]:
         return [{}, dict(BLOB_ZSTD)] if compressed else [{}]
     if not compressed:
         return [dict(LZ4_BITSHUFFLE)]
-    return [dict(LZ4_BITSHUFFLE), dict(ZSTD_BITSHUFFLE), dict(ZSTD_NOSHUFFLE)]
+    return [dict(c) for c in (LZ4_BITSHUFFLE, ZSTD_BITSHUFFLE, ZSTD_NOSHUFFLE, ZSTD_SHUFFLE)]
