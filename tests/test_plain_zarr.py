@@ -20,9 +20,9 @@ import zarr_vectors as zv
 from zarr_vectors.format.dimensions import array_dimension_names
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
-PLAIN = sorted((GOLDEN / "1.3").glob("*.zarrvectors"))
+PLAIN = sorted(p for v in ("1.3", "1.4") for p in (GOLDEN / v).glob("*.zarrvectors"))
 QUICK = ("graph_2d_edge_attributes", "points_3d_sample_levels", "skeletons_3d_thin_levels")
-"""1.3 golden stores whose groups xarray opens in the default run (the others: ``-m slow``):
+"""1.3 and 1.4 golden stores whose groups xarray opens in the default run (the others: ``-m slow``):
 every family of arrays (edge values, coarse levels, object arrays) is among them."""
 MIRRORED = sorted(p for v in ("1.0", "1.1", "1.2") for p in (GOLDEN / v).glob("*.zarrvectors"))
 
@@ -67,16 +67,16 @@ def _check_xarray(path: Path) -> int:
         )
         for p in PLAIN
     ],
-    ids=lambda p: p.name,
+    ids=lambda p: f"{p.parent.name}/{p.name}",
 )
-def test_xarray_opens_every_group_of_the_1_3_golden_stores(path: Path) -> None:
+def test_xarray_opens_every_group_of_the_plain_golden_stores(path: Path) -> None:
     groups = _check_xarray(path)
     levels = len(zv.open(path).levels)
     assert groups >= 2 * levels  # at least each level and one of its subgroups
 
 
-@pytest.mark.parametrize("path", PLAIN, ids=lambda p: p.name)
-def test_zarr_walk_of_the_1_3_golden_stores_raises_no_warning(path: Path) -> None:
+@pytest.mark.parametrize("path", PLAIN, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_zarr_walk_of_the_plain_golden_stores_raises_no_warning(path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         nodes = _walk(path)
@@ -180,7 +180,7 @@ def test_an_append_keeps_a_1_2_store_as_it_is_and_levels_make_it_plain(tmp_path:
     assert "dimension_names" not in (path / "0" / "vertices" / "zarr.json").read_text()
     assert zv.validate(path, level=3).ok
     assert zv.build_levels(path, zv.Levels(count=1, per_bin=2)) == 1
-    assert zv.open(path).metadata["zarr_vectors_version"] == "1.3"
+    assert zv.open(path).metadata["zarr_vectors_version"] == "1.4"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _walk(path)

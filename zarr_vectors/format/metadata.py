@@ -19,8 +19,8 @@ from zarr_vectors.format.names import GEOMETRY_TYPES
 from zarr_vectors.format.version import (
     BASE_VERSION,
     LEVELS_VERSION,
+    at_least,
     check_readable_version,
-    parse_version,
 )
 
 __all__ = ["CORE_ROOT_KEYS", "DEFAULT_AXIS_NAMES", "LevelEntry", "LevelMetadata", "RootMetadata"]
@@ -176,8 +176,7 @@ class RootMetadata:
         """This root listing ``levels`` above 0; with any, format 1.3 or later (spec §3.3)
         and the ``schedule`` they were built with (None: the one it records); without any,
         no schedule."""
-        newer = parse_version(self.version) >= parse_version(LEVELS_VERSION)
-        version = LEVELS_VERSION if levels and not newer else self.version
+        version = at_least(self.version, LEVELS_VERSION) if levels else self.version
         kept = (self.schedule if schedule is None else schedule) if levels else None
         return replace(self, levels=tuple(levels), version=version, schedule=kept)
 

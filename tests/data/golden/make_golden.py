@@ -1,4 +1,4 @@
-"""Regenerate the golden stores of format 1.3 (run only when the format changes).
+"""Regenerate the golden stores of format 1.4 (run only when the format changes).
 
 The golden stores are committed and read by ``tests/test_golden.py`` forever: if a change of
 the library alters a single byte of what it writes for these inputs, that test fails, so the
@@ -8,10 +8,11 @@ them (every shard of a 1.2 store holds a place record, spec §9.0.2), so they ar
 forever, never regenerated. So are the stores of format 1.2 (``1.2/``, the same inputs as
 this library wrote them until every new store became a 1.3 store, spec §3.3). There is one
 store per geometry kind family: point clouds, streamlines, a graph, skeletons and meshes.
-The stores of format 1.3 (``1.3/``) are the same inputs as this library writes them now
-(plain Zarr v3: named dimensions, no ``.zattrs``, spec §2.3, §9.0.3), and point clouds with
-levels of detail (spec §4.3), one per point method, and skeletons with ``thin`` levels
-(spec §4.3.3). Usage:
+The stores of format 1.3 (``1.3/``, plain Zarr v3: named dimensions, no ``.zattrs``, spec
+§2.3, §9.0.3) are frozen too since every new store became a 1.4 store. The stores of format
+1.4 (``1.4/``) are the same inputs as this library writes them now (object kinds with the
+compressed blobs and zstd row blocks of spec §9.0.4), and point clouds with levels of detail
+(spec §4.3), one per point method, and skeletons with ``thin`` levels (spec §4.3.3). Usage:
 ``python tests/data/golden/make_golden.py``.
 
 Beside each ``NAME.zarrvectors`` store, ``NAME.expected.npz`` holds what reading it must give:
@@ -48,6 +49,7 @@ from zarr_vectors.store.io import StoreIO
 HERE = Path(__file__).parent / "1.0"
 HERE_1_1 = Path(__file__).parent / "1.1"
 HERE_1_3 = Path(__file__).parent / "1.3"
+HERE_1_4 = Path(__file__).parent / "1.4"
 SEED = 20261121
 SHARDED = {
     "points_3d_sharded": ("points_3d_attributes", (2, 2, 2)),
@@ -480,10 +482,10 @@ def _expected_objects(kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    """Write every golden store of format 1.3 under ``1.3/``, replacing what is there: the
+    """Write every golden store of format 1.4 under ``1.4/``, replacing what is there: the
     inputs of the 1.0 stores and of the 1.1 stores (several chunks per shard), the stores
     with levels, and the point cloud with an object-to-chunks index."""
-    write_all(HERE_1_3, inputs() | sharded_inputs() | level_inputs() | index_inputs())
+    write_all(HERE_1_4, inputs() | sharded_inputs() | level_inputs() | index_inputs())
 
 
 def write_all(here: Path, stores: dict[str, dict[str, Any]]) -> None:
