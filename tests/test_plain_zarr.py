@@ -180,7 +180,7 @@ def test_an_append_keeps_a_1_2_store_as_it_is_and_levels_make_it_plain(tmp_path:
     assert "dimension_names" not in (path / "0" / "vertices" / "zarr.json").read_text()
     assert zv.validate(path, level=3).ok
     assert zv.build_levels(path, zv.Levels(count=1, per_bin=2)) == 1
-    assert zv.open(path).metadata["zarr_vectors_version"] == "1.4"
+    assert zv.open(path).metadata["zarr_vectors_version"] == "1.3"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _walk(path)
