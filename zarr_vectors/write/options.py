@@ -19,7 +19,7 @@ from zarr_vectors.format.version import FORMAT_VERSION
 
 __all__ = ["DEFAULT_BLOSC", "OBJECT_ROWS_PER_BLOCK", "POINT_ROWS_PER_BLOCK", "WriteOptions"]
 
-DEFAULT_BLOSC: dict[str, Any] = LZ4_BITSHUFFLE
+DEFAULT_BLOSC: dict[str, Any] = dict(LZ4_BITSHUFFLE)
 """Blosc settings of point clouds' numeric row blocks (and of every numeric array before
 format 1.4)."""
 POINT_ROWS_PER_BLOCK = 4096
