@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from numcodecs import blosc
 
 from benchmarks import objects
 from benchmarks._measure import log
@@ -111,8 +112,9 @@ def array_sizes(store: str) -> dict[str, tuple[int, int, int]]:
     return {k: (files[k], sizes[k], blocks[k]) for k in sizes}
 
 
-def blob_split(array: str) -> tuple[int, int, int]:
-    """ZVFG bytes, zero padding and shard index + CRC32C bytes of a fragment-blob array.
+def blob_split(array: str) -> tuple[int, int, int, bool]:
+    """ZVFG bytes, stored block bytes after them, shard index + CRC32C + place record bytes
+    of a fragment-blob array, and whether its blocks are compressed.
 
     Parameters
     ----------
@@ -121,24 +123,42 @@ def blob_split(array: str) -> tuple[int, int, int]:
 
     Returns
     -------
-    tuple of int
-        The blobs' lengths S (spec §6.2), the stored block bytes after them, the rest.
+    tuple
+        The blobs' lengths S (spec §6.2); the stored block bytes after them (raw blocks:
+        zero padding) or, for compressed blocks (format 1.4, spec §9.0.4), every stored
+        block byte; the rest; whether the blocks are compressed.
     """
     meta = json.loads(Path(array, "zarr.json").read_text())
-    b = meta["codecs"][0]["configuration"]["chunk_shape"][-1]
-    blocks = meta["chunk_grid"]["configuration"]["chunk_shape"][-1] // b
+    sharding = meta["codecs"][0]["configuration"]
+    b = sharding["chunk_shape"][-1]
+    per_shard = int(np.prod(meta["chunk_grid"]["configuration"]["chunk_shape"][:-1]))
+    blocks = per_shard * (meta["chunk_grid"]["configuration"]["chunk_shape"][-1] // b)
+    compressed = any(c.get("name") == "blosc" for c in sharding["codecs"])
     blob = padding = other = 0
     for where, _, names in os.walk(os.path.join(array, "c")):
         for name in names:
             raw = Path(where, name).read_bytes()
             index = np.frombuffer(raw[-(16 * blocks + 4) : -4], dtype="<u8").reshape(-1, 2)
             present = index[index[:, 0] != np.uint64(2**64 - 1)].tolist()
-            payload = b"".join(raw[a : a + n - 4] for a, n in present)  # blocks without CRC
-            size = _zvfg_size(payload)
-            blob += size
-            padding += len(payload) - size
-            other += len(raw) - len(payload)
-    return blob, padding, other
+            stored = [raw[a : a + n - 4] for a, n in present]  # blocks without CRC
+            payload = b"".join(blosc.decompress(x) for x in stored) if compressed else b""
+            stored_bytes = sum(len(x) for x in stored)
+            blob += _zvfg_sizes(payload or b"".join(stored), b)
+            padding += stored_bytes
+            other += len(raw) - stored_bytes
+    if not compressed:
+        padding -= blob
+    return blob, padding, other, compressed
+
+
+def _zvfg_sizes(blocks: bytes, b: int) -> int:
+    """Sum of S of the blobs in ``blocks``: each chunk's blob starts a run of its blocks."""
+    total, at = 0, 0
+    while at < len(blocks):
+        size = _zvfg_size(blocks[at:])
+        total += size
+        at += -(-size // b) * b
+    return total
 
 
 def _zvfg_size(blob: bytes) -> int:
@@ -196,8 +216,9 @@ def _rows(kind: str, ours: str, ref: str | None) -> list[tuple[str, ...]]:
     for name, (files, size, alloc) in sorted(mine.items(), key=lambda kv: -kv[1][1]):
         detail = ""
         if name.endswith("_fragments"):
-            blob, padding, other = blob_split(os.path.join(ours, name))
-            detail = f"ZVFG {_mb(blob)}, zero padding {_mb(padding)}, index/CRC/place {_mb(other)}"
+            blob, padding, other, packed = blob_split(os.path.join(ours, name))
+            kept = "compressed blocks" if packed else "zero padding"
+            detail = f"ZVFG {_mb(blob)}, {kept} {_mb(padding)}, index/CRC/place {_mb(other)}"
         rows.append((kind, "ours", name, str(files), _mb(size), _mb(alloc), detail))
     for name, (files, size, alloc) in sorted(theirs.items(), key=lambda kv: -kv[1][1])[:10]:
         rows.append((kind, "0.9.2", name, str(files), _mb(size), _mb(alloc), ""))

@@ -1,14 +1,15 @@
-"""Golden stores of formats 1.0, 1.1, 1.2 and 1.3 are read forever; the writer rewrites the
-1.3 stores byte for byte (spec §13); those an earlier writer wrote differently
-(``earlier/``) are read forever too.
+"""Golden stores of formats 1.0 to 1.4 are read forever; the writer rewrites the 1.4 stores
+byte for byte (spec §13); those an earlier writer wrote differently (``earlier/``) are read
+forever too.
 
 There is a 1.0 store for point clouds and for every object kind (streamlines, graph,
 skeletons, meshes), and 1.1 stores (several chunks per shard, §9.0.1) of points and
 streamlines; ``1.2/`` holds the stores of the same inputs with place records (§9.0.2), as
 this library wrote them until every new store became a 1.3 store; ``1.3/`` holds them as it
-writes them now (plain Zarr v3, §2.3, §9.0.3), and point clouds (and skeletons) with levels
-of detail (spec §4.3), one per point method. ``tests/data/golden/make_golden.py`` describes
-the expected answers.
+wrote them until every new store became a 1.4 store (plain Zarr v3, §2.3, §9.0.3), and point
+clouds (and skeletons) with levels of detail (spec §4.3), one per point method; ``1.4/`` holds
+them all as it writes them now (object kinds with the codecs of §9.0.4).
+``tests/data/golden/make_golden.py`` describes the expected answers.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ SHARDED_NAMES = sorted(make_golden.sharded_inputs())
 GOLDEN_1_2 = Path(__file__).parent / "data" / "golden" / "1.2"
 NAMES_1_2 = sorted(make_golden.inputs() | make_golden.sharded_inputs())
 GOLDEN_1_3 = Path(__file__).parent / "data" / "golden" / "1.3"
+"""Frozen since every new store became a 1.4 store (spec §3.3): read forever."""
+GOLDEN_1_4 = Path(__file__).parent / "data" / "golden" / "1.4"
+NAMES_1_4 = sorted(
+    p.name.removesuffix(".zarrvectors")
+    for p in GOLDEN_1_4.glob("*.zarrvectors")
+    if p.name.removesuffix(".zarrvectors") not in make_golden.imported_inputs()  # new in 1.4
+)
 NAMES_1_3 = sorted(make_golden.level_inputs())
 EARLIER = Path(__file__).parent / "data" / "golden" / "earlier"
 NO_SCHEDULE = EARLIER / "1.3_no_schedule"
@@ -189,11 +197,11 @@ def _assert_same_files(written: dict[str, bytes], golden: dict[str, bytes]) -> N
 
 @pytest.mark.parametrize("name", NAMES_1_2)
 def test_writer_reproduces_golden_bytes(name: str, tmp_path: Path) -> None:
-    """The writer writes the 1.3 golden stores of the inputs of the 1.0 and 1.1 stores
+    """The writer writes the 1.4 golden stores of the inputs of the 1.0 and 1.1 stores
     byte for byte."""
     path = tmp_path / f"{name}.zarrvectors"
     make_golden.write(path, (make_golden.inputs() | make_golden.sharded_inputs())[name])
-    _assert_same_files(_files(path), _files(GOLDEN_1_3 / f"{name}.zarrvectors"))
+    _assert_same_files(_files(path), _files(GOLDEN_1_4 / f"{name}.zarrvectors"))
 
 
 @pytest.mark.parametrize("name", NAMES_1_2)
@@ -387,12 +395,12 @@ def test_plain_zarr_reads_the_sharded_golden_rows(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES_1_3)
-def test_writer_reproduces_golden_1_3_bytes(name: str, tmp_path: Path) -> None:
+def test_writer_reproduces_golden_1_4_level_bytes(name: str, tmp_path: Path) -> None:
     """Levels of detail are a function of level 0 and their parameters (spec §4.3.1): the
-    writer writes the 1.3 golden stores byte for byte."""
+    writer writes the 1.4 golden stores byte for byte."""
     path = tmp_path / f"{name}.zarrvectors"
     make_golden.write(path, make_golden.level_inputs()[name])
-    _assert_same_files(_files(path), _files(GOLDEN_1_3 / f"{name}.zarrvectors"))
+    _assert_same_files(_files(path), _files(GOLDEN_1_4 / f"{name}.zarrvectors"))
 
 
 @pytest.mark.parametrize("name", NAMES_1_3)
@@ -415,7 +423,7 @@ def test_golden_1_3_store_without_level_schedule_reads_back_every_level(name: st
 def _check_levels(directory: Path, name: str) -> None:
     path = directory / f"{name}.zarrvectors"
     store = _check_golden(directory, name)
-    assert store.metadata["zarr_vectors_version"] == "1.3"
+    assert store.metadata["zarr_vectors_version"] == ("1.4" if directory == GOLDEN_1_4 else "1.3")
     datasets = store.metadata["multiscales"][0]["datasets"]
     assert [d["level"] for d in datasets] == list(range(len(datasets)))
     assert len(datasets) == 1 + make_golden.level_inputs()[name]["levels"].count
@@ -438,14 +446,14 @@ IMPORTED_NAMES = sorted(make_golden.imported_inputs())
 def test_golden_imported_levels_store_reads_back_every_level(name: str) -> None:
     """Levels of the method ``"imported"`` (spec §4.3.4) read back as committed, every
     object of every level, and validate at level 5 (the checks that apply to them run)."""
-    path = GOLDEN_1_3 / f"{name}.zarrvectors"
+    path = GOLDEN_1_4 / f"{name}.zarrvectors"
     store = zv.open(path)
     assert [info.method for info in store.levels] == [None, "imported", "imported"]
     got = make_golden.object_level_arrays(path)
     found = store.read_objects(np.asarray(store.object_ids))
     got["level0_offsets"] = np.asarray(found.offsets, np.int64)
     got["level0_positions"] = found.positions
-    with np.load(GOLDEN_1_3 / f"{name}.expected.npz") as expected:
+    with np.load(GOLDEN_1_4 / f"{name}.expected.npz") as expected:
         assert sorted(got) == sorted(expected.files)
         for key in expected.files:
             assert got[key].dtype == expected[key].dtype, key
@@ -459,4 +467,57 @@ def test_golden_imported_levels_store_reads_back_every_level(name: str) -> None:
 def test_the_import_reproduces_golden_imported_levels_bytes(name: str, tmp_path: Path) -> None:
     path = tmp_path / f"{name}.zarrvectors"
     make_golden.write_imported(path, make_golden.imported_inputs()[name])
-    _assert_same_files(_files(path), _files(GOLDEN_1_3 / f"{name}.zarrvectors"))
+    _assert_same_files(_files(path), _files(GOLDEN_1_4 / f"{name}.zarrvectors"))
+
+
+@pytest.mark.parametrize("name", NAMES_1_3)
+def test_golden_1_4_store_reads_back_every_level(name: str) -> None:
+    _check_levels(GOLDEN_1_4, name)
+
+
+@pytest.mark.parametrize("name", NAMES_1_2)
+def test_golden_1_4_store_of_the_same_inputs_reads_back_its_input(name: str) -> None:
+    store = _check_golden(GOLDEN_1_4, name)
+    assert store.metadata["zarr_vectors_version"] == "1.4"
+
+
+def _codec_free(raw: bytes) -> object:
+    """An array ``zarr.json`` without its inner codecs and shard lengths (what §9.0.4 changes)."""
+    doc = json.loads(raw)
+    doc["codecs"][0]["configuration"].pop("codecs")
+    doc["codecs"][0]["configuration"].pop("chunk_shape")
+    doc.pop("shape")
+    doc["chunk_grid"]["configuration"].pop("chunk_shape")
+    return doc
+
+
+@pytest.mark.parametrize("name", NAMES_1_4)
+def test_golden_1_4_differs_from_1_3_by_object_codecs_only(name: str) -> None:
+    """A 1.4 store is its 1.3 twin but the root's version and commit and, for object kinds,
+    the inner codecs of the per-chunk arrays (and the blob arrays' lengths, one block per
+    blob, §9.0.4): every array holds the same values, and point clouds the same bytes."""
+    new_root, old_root = GOLDEN_1_4 / f"{name}.zarrvectors", GOLDEN_1_3 / f"{name}.zarrvectors"
+    new, old = _files(new_root), _files(old_root)
+    got, want = _without_software(new.pop("zarr.json")), _without_software(old.pop("zarr.json"))
+    assert got["attributes"].pop("zarr_vectors_version") == "1.4"  # type: ignore[index]
+    assert want["attributes"].pop("zarr_vectors_version") == "1.3"  # type: ignore[index]
+    assert got == want
+    assert sorted(new) == sorted(old)
+    changed = {k for k in new if new[k] != old[k]}
+    if not zv.open(new_root).is_object_store:
+        assert not changed
+        return
+    arrays = {k.rsplit("/c/", 1)[0] for k in changed if "/c/" in k}
+    assert arrays
+    assert all("object_index" not in a for a in arrays)
+    for key in (k for k in changed if k.endswith("zarr.json")):
+        assert _codec_free(new[key]) == _codec_free(old[key]), key
+    groups = [zarr.open_group(root, mode="r") for root in (new_root, old_root)]
+    for array in arrays:
+        a, b = (np.asarray(g[array][...]) for g in groups)
+        if array.endswith("fragments"):  # blobs: the same bytes, zeros after (§9.2)
+            n = min(a.shape[-1], b.shape[-1])
+            assert not a[..., n:].any(), array
+            assert not b[..., n:].any(), array
+            a, b = a[..., :n], b[..., :n]
+        np.testing.assert_array_equal(a, b, err_msg=array)

@@ -22,9 +22,9 @@ import zarr_vectors as zv
 from zarr_vectors.format.dimensions import array_dimension_names
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
-PLAIN = sorted((GOLDEN / "1.3").glob("*.zarrvectors"))
+PLAIN = sorted(p for v in ("1.3", "1.4") for p in (GOLDEN / v).glob("*.zarrvectors"))
 QUICK = ("graph_2d_edge_attributes", "points_3d_sample_levels", "skeletons_3d_thin_levels")
-"""1.3 golden stores whose groups xarray opens in the default run (the others: ``-m slow``):
+"""1.3 and 1.4 golden stores whose groups xarray opens in the default run (the others: ``-m slow``):
 every family of arrays (edge values, coarse levels, object arrays) is among them."""
 MIRRORED = sorted(p for v in ("1.0", "1.1", "1.2") for p in (GOLDEN / v).glob("*.zarrvectors"))
 EARLIER = sorted((GOLDEN / "earlier").rglob("*.zarrvectors"))
@@ -71,9 +71,9 @@ def _check_xarray(path: Path) -> int:
         )
         for p in PLAIN
     ],
-    ids=lambda p: p.name,
+    ids=lambda p: f"{p.parent.name}/{p.name}",
 )
-def test_xarray_opens_every_group_of_the_1_3_golden_stores(path: Path) -> None:
+def test_xarray_opens_every_group_of_the_plain_golden_stores(path: Path) -> None:
     groups = _check_xarray(path)
     levels = len(zv.open(path).levels)
     assert groups >= 2 * levels  # at least each level and one of its subgroups

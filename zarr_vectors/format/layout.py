@@ -1,13 +1,16 @@
 """Reading the chunk layout of an array ``zarr.json``: grid, sharding and codec chains (spec §9.0).
 
-Inner codec chains: ``[bytes, crc32c]`` for blob arrays (required) and ``[bytes, blosc,
-crc32c]`` for numeric arrays (the default; other chains only draw a warning).
+Inner codec chains: ``[bytes, crc32c]`` for blob arrays (required; from format 1.4 also
+``[bytes, blosc, crc32c]``) and ``[bytes, blosc, crc32c]`` for numeric arrays (the library's
+settings; other chains only draw a warning).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from zarr_vectors.format.codecs import LZ4_BITSHUFFLE
 from zarr_vectors.format.jsonutil import as_int_list
 
 __all__ = [
@@ -22,8 +25,6 @@ __all__ = [
     "shard_chunks",
     "sharding_problems",
 ]
-
-_DEFAULT_BLOSC = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle", "blocksize": 0}
 
 
 def _sharding_config(doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -125,21 +126,41 @@ def is_index_chain(codecs: Any) -> bool:
     )
 
 
-def is_blob_chain(codecs: list[Any]) -> bool:
-    """Inner codecs of a blob array: exactly ``[bytes, crc32c]`` (spec §9.2)."""
+def is_blob_chain(codecs: list[Any], *, compressed: bool = False) -> bool:
+    """Inner codecs of a blob array: ``[bytes, crc32c]`` (spec §9.2), or from format 1.4
+    (``compressed``) also ``[bytes, blosc, crc32c]`` with any Blosc settings (§9.0.4)."""
     chain = _without_crc(codecs)
-    return chain is not None and len(chain) == 1 and _codec(chain[0], "bytes") is not None
+    if chain is None or not chain or _codec(chain[0], "bytes") is None:
+        return False
+    return len(chain) == 1 or (compressed and len(chain) == 2 and _blosc_ok(chain[1]))
 
 
-def is_default_chain(codecs: list[Any], itemsize: int) -> bool:
-    """The default numeric chain ``[bytes, blosc lz4 5 bitshuffle, crc32c]`` (spec §9.0)."""
+def _blosc_ok(item: Any) -> bool:
+    """A Blosc codec whose settings a reader can use: a name, a level and a shuffle."""
+    conf = _codec(item, "blosc")
+    return (
+        conf is not None
+        and isinstance(conf.get("cname"), str)
+        and isinstance(conf.get("clevel"), int)
+        and conf.get("shuffle") in ("noshuffle", "shuffle", "bitshuffle")
+    )
+
+
+def is_default_chain(
+    codecs: list[Any], itemsize: int, allowed: Sequence[dict[str, Any]] = (LZ4_BITSHUFFLE,)
+) -> bool:
+    """A library numeric chain ``[bytes, blosc, crc32c]`` with the Blosc settings of one of
+    ``allowed`` (default: LZ4 level 5 with bit shuffle, spec §9.0; format 1.4 adds the zstd
+    chains of §9.0.4, :func:`~zarr_vectors.format.codecs.library_chains`)."""
     chain = _without_crc(codecs)
     if chain is None or len(chain) != 2:
         return False
     if not _is_little_bytes(chain[0], optional=itemsize == 1):
         return False
     blosc = _codec(chain[1], "blosc")
-    return blosc is not None and blosc == {**_DEFAULT_BLOSC, "typesize": itemsize}
+    return blosc is not None and any(
+        blosc == {"typesize": itemsize, **settings, "blocksize": 0} for settings in allowed
+    )
 
 
 def _separator(doc: dict[str, Any]) -> Any:

@@ -16,7 +16,12 @@ from typing import Any
 from zarr_vectors.errors import MetadataError
 from zarr_vectors.format.levels import LEVEL_SCHEDULE, check_coarsening
 from zarr_vectors.format.names import GEOMETRY_TYPES
-from zarr_vectors.format.version import BASE_VERSION, LEVELS_VERSION, check_readable_version
+from zarr_vectors.format.version import (
+    BASE_VERSION,
+    LEVELS_VERSION,
+    at_least,
+    check_readable_version,
+)
 
 __all__ = ["CORE_ROOT_KEYS", "DEFAULT_AXIS_NAMES", "LevelEntry", "LevelMetadata", "RootMetadata"]
 
@@ -168,10 +173,10 @@ class RootMetadata:
     def with_levels(
         self, levels: tuple[LevelEntry, ...], schedule: dict[str, Any] | None = None
     ) -> RootMetadata:
-        """This root listing ``levels`` above 0; with any, format version 1.3 (spec §3.3)
+        """This root listing ``levels`` above 0; with any, format 1.3 or later (spec §3.3)
         and the ``schedule`` they were built with (None: the one it records); without any,
         no schedule."""
-        version = LEVELS_VERSION if levels else self.version
+        version = at_least(self.version, LEVELS_VERSION) if levels else self.version
         kept = (self.schedule if schedule is None else schedule) if levels else None
         return replace(self, levels=tuple(levels), version=version, schedule=kept)
 

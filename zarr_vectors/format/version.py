@@ -15,6 +15,7 @@ __all__ = [
     "PLACED_VERSION",
     "PLAIN_ZARR_VERSION",
     "SHARDED_VERSION",
+    "at_least",
     "check_readable_version",
     "foreign_layout",
     "has_place_records",
@@ -24,7 +25,7 @@ __all__ = [
     "upgrade_hint",
 ]
 
-FORMAT_VERSION = "1.3"
+FORMAT_VERSION = "1.4"
 """The newest format version this library reads and writes, and the version of every new
 store (spec §3.3)."""
 
@@ -66,6 +67,18 @@ def parse_version(version: object) -> tuple[int, int]:
             f"zarr_vectors_version must be a string 'MAJOR.MINOR' such as '1.0', got {version!r}"
         )
     return int(match.group(1)), int(match.group(2))
+
+
+def at_least(version: str, minimum: str) -> str:
+    """``version``, raised to ``minimum`` when older: what a store that gains a feature of
+    ``minimum`` declares (a newer store keeps its own version, spec §3.3).
+
+    Examples
+    --------
+    >>> at_least("1.2", "1.3"), at_least("1.4", "1.3")
+    ('1.3', '1.4')
+    """
+    return minimum if parse_version(version) < parse_version(minimum) else version
 
 
 def check_readable_version(version: object) -> None:

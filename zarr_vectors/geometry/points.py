@@ -16,7 +16,7 @@ from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.levels import POINT_METHODS
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
-from zarr_vectors.format.version import OBJECT_CHUNKS_VERSION
+from zarr_vectors.format.version import OBJECT_CHUNKS_VERSION, at_least
 from zarr_vectors.geometry._docstrings import shared_docs
 from zarr_vectors.geometry.object_chunks import has_object_ids, write_object_chunks
 from zarr_vectors.store.io import StoreIO, StoreLike
@@ -216,7 +216,7 @@ def commit_points(
     if indexed:
         write_level_metadata(io, level)  # the index is read from the level as stored
         write_object_chunks(io, root)
-        root = dataclasses.replace(root, version=OBJECT_CHUNKS_VERSION)
+        root = dataclasses.replace(root, version=at_least(root.version, OBJECT_CHUNKS_VERSION))
     summary = {
         "geometry_type": POINT_CLOUD,
         "vertex_count": stats.vertex_count,

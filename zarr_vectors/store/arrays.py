@@ -54,11 +54,15 @@ def counts_block(ndim: int) -> int:
 
 
 def _compressors(layout_blosc: dict[str, Any] | None) -> tuple[Any, ...]:
-    """Bytes-to-bytes codecs of a row block: optional Blosc, then always CRC32C (spec §9.0)."""
+    """Bytes-to-bytes codecs of a row block: optional Blosc, then always CRC32C (spec §9.0);
+    a ``typesize`` in the Blosc settings overrides the item size (compressed blobs)."""
     if layout_blosc is None:
         return (Crc32cCodec(),)
     blosc = BloscCodec(
-        cname=layout_blosc["cname"], clevel=layout_blosc["clevel"], shuffle=layout_blosc["shuffle"]
+        cname=layout_blosc["cname"],
+        clevel=layout_blosc["clevel"],
+        shuffle=layout_blosc["shuffle"],
+        typesize=layout_blosc.get("typesize"),
     )
     return (blosc, Crc32cCodec())
 

@@ -131,7 +131,7 @@ def encode_natively(
     rows: np.ndarray,
     r: int,
     fill_tail: np.ndarray,
-    blosc_settings: tuple[int, int, str] | None,
+    blosc_settings: tuple[int, int, str, int] | None,
     native: tuple[int, int],
 ) -> tuple[bytes, np.ndarray] | None:
     """Row blocks of ``R = r`` C-contiguous little-endian ``rows``, each with its CRC32C,
@@ -139,7 +139,8 @@ def encode_natively(
 
     ``fill_tail`` is the last block (the rows after the whole blocks, padded with the fill
     value), empty when ``rows`` is a whole number of blocks. ``blosc_settings`` are
-    ``(clevel, shuffle code, compressor name)``, None for raw blocks.
+    ``(clevel, shuffle code, compressor name, typesize)`` (typesize 0: the item size of
+    ``rows``), None for raw blocks.
     """
     row_nbytes = rows.dtype.itemsize * math.prod(rows.shape[1:])
     block_nbytes = r * row_nbytes
@@ -151,9 +152,9 @@ def encode_natively(
     tail = fill_tail.reshape(-1).view(np.uint8)
     settings = None
     if blosc_settings is not None:
-        clevel, shuffle, cname = blosc_settings
+        clevel, shuffle, cname, typesize = blosc_settings
         name = np.frombuffer(cname.encode("ascii") + b"\0", dtype=np.uint8)
-        settings = (clevel, shuffle, rows.dtype.itemsize, name)
+        settings = (clevel, shuffle, typesize or rows.dtype.itemsize, name)
     total = encode_blocks(flat[:whole], tail, block_nbytes, out, lengths, settings, *native)
     if total < 0:
         return None
@@ -165,7 +166,7 @@ def _native_encode_self_test(crc: int, compress: int) -> bool:
     blocks and a last one padded with a fill value, compressed and raw)."""
     rows = np.arange(3000, dtype="<f4").reshape(1000, 3) * np.float32(0.37)
     padded = np.concatenate([rows, np.full((200, 3), 7.0, dtype="<f4")])
-    for settings in ((5, Blosc.BITSHUFFLE, "lz4"), None):
+    for settings in ((5, Blosc.BITSHUFFLE, "lz4", 0), None):
         found = encode_natively(rows, 400, padded[800:], settings, (crc, compress))
         if found is None:
             return False

@@ -204,12 +204,13 @@ class RowLayout:
             if settings is None
             else _blosc_compressor(settings["cname"], settings["clevel"], settings["shuffle"])
         )
+        items = self._items()
         blocks: list[bytes] = []
         for b in range(-(-n // r)):
             block = data[b * r : (b + 1) * r]
             if block.shape[0] < r:
                 block = _pad_rows(block, r, self.fill)
-            encoded = block.tobytes() if compress is None else compress(block)
+            encoded = block.tobytes() if compress is None else compress(block.view(items))
             blocks.append(encoded + google_crc32c.value(encoded).to_bytes(_CRC_BYTES, "little"))
         return blocks
 
@@ -245,12 +246,21 @@ class RowLayout:
         firsts = np.cumsum([0, *counts]).tolist()
         return [blocks[a:b] for a, b in itertools.pairwise(firsts)]
 
-    def _codec(self) -> tuple[int, int, str] | None:
-        """``(clevel, shuffle code, compressor name)`` for the native kernel, None for raw."""
+    def _codec(self) -> tuple[int, int, str, int] | None:
+        """``(clevel, shuffle code, compressor name, typesize)`` for the native kernel (a
+        typesize of 0: the item size), None for raw blocks."""
         settings = self.blosc
         if settings is None:
             return None
-        return settings["clevel"], _BLOSC_SHUFFLE[settings["shuffle"]], settings["cname"]
+        shuffle = _BLOSC_SHUFFLE[settings["shuffle"]]
+        return settings["clevel"], shuffle, settings["cname"], settings.get("typesize", 0)
+
+    def _items(self) -> np.dtype[Any]:
+        """The dtype Blosc sees a row block as: items of the layout's ``typesize`` (the
+        bytes of 8-byte items for compressed fragment blobs, spec §9.0.4), else the
+        array's own (as a flat little-endian view)."""
+        typesize = (self.blosc or {}).get("typesize", self.dtype.itemsize)
+        return np.dtype(f"<u{typesize}") if typesize != self.dtype.itemsize else self.dtype
 
     def _encode_natively(self, rows: np.ndarray) -> tuple[bytes, np.ndarray] | None:
         """The stored row blocks of rows ``[0, n)`` back to back and their lengths, by one
@@ -775,6 +785,8 @@ class RowLayout:
         if names == ["bytes", "blosc", "crc32c"]:
             bconf = conf["codecs"][1]["configuration"]
             blosc = {k: bconf[k] for k in ("cname", "clevel", "shuffle")}
+            if bconf.get("typesize", dtype.itemsize) != dtype.itemsize:
+                blosc["typesize"] = int(bconf["typesize"])
         fill = meta.get("fill_value", 0)
         per_axis = tuple(shard_shape[:grid_ndim])
         return cls(

@@ -20,6 +20,7 @@ from zarr_vectors.format.fragments import FragmentIndex
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
+from zarr_vectors.format.version import is_plain_zarr
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.update.merge_links import link_dtype, rewrites_kept_links
 from zarr_vectors.update.object_sources import (
@@ -266,6 +267,9 @@ def _root(
         shard_chunks=shard_chunks or 1,
     )
     root = inputs.root_metadata(first.geometry_type, grid, options, bounds, extra)
+    if has_base and is_plain_zarr(first.version):
+        # a plain base (1.3 or later) keeps its version with its codecs (spec §3.3, §9.0.4)
+        return dataclasses.replace(root, version=first.version)
     if sources[0].reader.placed:
         return root
     # a base of format 1.0 or 1.1 keeps shards without place records (§9.0.2): its version
@@ -386,7 +390,7 @@ def _final_arrays(plan: MergePlan, merged: list[tuple[int, ...]]) -> None:
     plan.blobs = {
         name: (
             dataclasses.replace(
-                blob_layout(blob_bytes[name], blocks.get(name)),
+                blob_layout(blob_bytes[name], blocks.get(name), first.blobs[name][0].blosc),
                 shard_chunks=shards,
                 placed=first.arrays[VERTICES].layout.placed,  # the base's format (§9.0.2)
             ),

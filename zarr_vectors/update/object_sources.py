@@ -8,6 +8,7 @@ alone that can be merged into it (:mod:`zarr_vectors.update.object_merge`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,7 @@ from zarr_vectors.format.nodes import node_problem
 from zarr_vectors.read import LevelReader, existing_root
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
 from zarr_vectors.store.shards import RowLayout
-from zarr_vectors.write import DEFAULT_BLOSC, Groups, WriteOptions
+from zarr_vectors.write import Groups, WriteOptions
 
 __all__ = [
     "BLOBS",
@@ -361,21 +362,30 @@ def options_of(source: Source) -> WriteOptions:
     InvalidInputError
         When the store's arrays use row blocks or codecs this library does not write.
     """
-    layouts = [a.layout for a in source.arrays.values()]
-    settings = {(layout.rows_per_block, str(layout.blosc)) for layout in layouts}
-    blosc = layouts[0].blosc
-    if len(settings) != 1 or blosc not in (None, DEFAULT_BLOSC):
+    layouts = {path: a.layout for path, a in source.arrays.items()}
+    first = next(iter(layouts.values()))
+    version, compressed = source.root.version, first.blosc is not None
+    options = WriteOptions(
+        rows_per_block=first.rows_per_block,
+        compression="blosc-lz4" if compressed else None,
+        codecs_of=(version, source.root.geometry_type),
+    )
+    wanted = {
+        path: (first.rows_per_block, options.blosc(path.split("/", 1)[0])) for path in layouts
+    }
+    found = {path: (layout.rows_per_block, layout.blosc) for path, layout in layouts.items()}
+    if found != wanted:
         raise InvalidInputError(
             "the store's arrays use row blocks or codecs this library does not write "
-            f"({sorted(settings)}); appending needs one R and Blosc {DEFAULT_BLOSC} or none"
+            f"({found}); appending needs one R and the library's codecs of format "
+            f"{version} ({wanted}) or none"
         )
     prefix = f"{FRAGMENT_ATTRIBUTES}/"
     names = [p[len(prefix) :] for p in source.arrays if p.startswith(prefix)]
-    return WriteOptions(
+    return dataclasses.replace(
+        options,
         axis_names=source.root.axis_names,
         axis_units=source.root.axis_units,
-        rows_per_block=layouts[0].rows_per_block,
-        compression=None if blosc is None else "blosc-lz4",
         fragment_attributes=tuple(n for n in names if n != OBJECT_ID_ATTRIBUTE),
         shard_chunks=1,  # a batch is a chunk per shard; a merge into the store keeps its S
     )

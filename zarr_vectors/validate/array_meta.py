@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from zarr_vectors.format import layout
+from zarr_vectors.format.codecs import COMPRESSED_OBJECTS_VERSION, library_chains
 from zarr_vectors.format.dimensions import named_array_document
 from zarr_vectors.format.jsonutil import is_number, pointer
 from zarr_vectors.format.names import RESERVED_DTYPE_KINDS
+from zarr_vectors.format.version import FORMAT_VERSION, parse_version
 from zarr_vectors.validate import array_roles
 from zarr_vectors.validate.arrays import (
     BLOB_ROLES,
@@ -36,6 +38,9 @@ __all__ = ["run"]
 _FILL_MINUS_ONE = frozenset({LINKS, GROUPINGS, CROSS_CHUNK_LINKS})
 _KIND_EXCLUSIVE = frozenset({"object_id"})
 """Reserved names that no other kind may use (the others are only typed in their kind)."""
+
+_COMPRESSED = parse_version(COMPRESSED_OBJECTS_VERSION)
+_NEWEST = parse_version(FORMAT_VERSION)
 
 
 def run(ctx: Context) -> None:
@@ -104,21 +109,29 @@ def _per_chunk(ctx: Context, array: ArrayDoc, ndim: int) -> None:
     if codecs is None:
         return
     where = pointer(array.meta_path, "codecs", 0, "configuration", "codecs")
+    version = ctx.facts.version or _NEWEST
+    text = f"{version[0]}.{version[1]}"
     if array.role in BLOB_ROLES:
         ctx.mark("L2.blob_codecs")
-        if not layout.is_blob_chain(codecs):
+        compressed = version >= _COMPRESSED
+        if not layout.is_blob_chain(codecs, compressed=compressed):
+            allowed = (
+                "[bytes, crc32c] or [bytes, blosc, crc32c]" if compressed else "[bytes, crc32c]"
+            )
             ctx.fail(
                 "L2.blob_codecs",
                 where,
-                f"blob arrays use the codecs [bytes, crc32c], got {codecs!r}",
+                f"blob arrays of format {text} use the codecs {allowed}, got {codecs!r}",
             )
     elif array.dtype is not None:
         ctx.mark("L2.inner_codecs_default")
-        if not layout.is_default_chain(codecs, array.dtype.itemsize):
+        chains = library_chains(text, array.role)
+        if not layout.is_default_chain(codecs, array.dtype.itemsize, chains):
             ctx.fail(
                 "L2.inner_codecs_default",
                 where,
-                "inner codecs differ from [bytes, blosc lz4 level 5 bitshuffle, crc32c]",
+                f"inner codecs differ from [bytes, blosc, crc32c] with the Blosc settings of "
+                f"format {text}: one of {chains}",
             )
 
 

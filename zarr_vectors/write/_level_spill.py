@@ -535,7 +535,7 @@ class LevelSpill:
         }
         shapes = (column_shapes(positions), {k: column_shapes(v) for k, v in attributes.items()})
         longest = max((len(self._fragment_blob(f)) for f in flats), default=16)
-        layout = dataclasses.replace(blob_layout(longest))
+        layout = blob_layout(longest, None, options.blob_blosc())
         writer = LevelWriter(io, number, self.grid, shapes, n_max, options, blobs=layout)
         for j in shard_major_order(grid_chunks, writer.shard_chunks).tolist():
             rows = [self._gather(n, flats[j], 0) for n in names]
@@ -563,7 +563,7 @@ class LevelSpill:
         wide = low < _INT32.min or high > _INT32.max
         dtype = np.dtype(np.int64 if wide else np.int32)
         layout = RowLayout(
-            dtype, (kind.link_width,), r, round_up(longest, r), options.blosc(), fill=-1
+            dtype, (kind.link_width,), r, round_up(longest, r), options.blosc(LINKS), fill=-1
         )
         io.set(f"{base}/{LINKS}/zarr.json", group_metadata({}))
         n = len(flats)
@@ -583,7 +583,7 @@ class LevelSpill:
             self.grid,
             grid_chunks,
             _Lazy(n, lambda j: self._link_blob(flats[j])),
-            blob_layout(blob),
+            blob_layout(blob, None, options.blob_blosc()),
             {"zv_array": LINK_FRAGMENTS, "encoding": "fragment_index_v1"},
             shard_chunks=shards,
         )
@@ -595,7 +595,8 @@ class LevelSpill:
             io.set(f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
         for name in names:
             file = self.files[f"la:{name}"]
-            column = RowLayout(file.dtype, file.row_shape, r, round_up(longest, r), options.blosc())
+            blosc = options.blosc(LINK_ATTRIBUTES)
+            column = RowLayout(file.dtype, file.row_shape, r, round_up(longest, r), blosc)
             write_chunk_array(
                 io,
                 f"{base}/{LINK_ATTRIBUTES}/{name}",
@@ -633,7 +634,11 @@ class LevelSpill:
 
             values = rows(0) if n else np.empty(0, owners.dtype)
             layout = RowLayout(
-                values.dtype, values.shape[1:], r, round_up(longest, r), options.blosc()
+                values.dtype,
+                values.shape[1:],
+                r,
+                round_up(longest, r),
+                options.blosc(FRAGMENT_ATTRIBUTES),
             )
             write_chunk_array(
                 io,

@@ -141,7 +141,8 @@ def _links_layout(width: int, links: Links, options: WriteOptions) -> RowLayout:
     )
     dtype = np.dtype(np.int64 if wide else np.int32)
     r = options.block_rows
-    return RowLayout(dtype, (width,), r, round_up(links.longest(), r), options.blosc(), fill=-1)
+    longest = round_up(links.longest(), r)
+    return RowLayout(dtype, (width,), r, longest, options.blosc(LINKS), fill=-1)
 
 
 def _write_links(
@@ -172,7 +173,7 @@ def _write_links(
         grid,
         runs.chunk_grid,
         blobs,
-        blob_layout(max((b.shape[0] for b in blobs), default=16)),
+        blob_layout(max((b.shape[0] for b in blobs), default=16), None, options.blob_blosc()),
         {"zv_array": LINK_FRAGMENTS, "encoding": "fragment_index_v1"},
         shard_chunks=options.shard_shape(grid.ndim),
     )
@@ -202,7 +203,7 @@ def _write_link_attributes(
             values.shape[1:],
             options.block_rows,
             round_up(longest, options.block_rows),
-            options.blosc(),
+            options.blosc(LINK_ATTRIBUTES),
         )
         write_chunk_array(
             io,
@@ -242,7 +243,8 @@ def _write_fragment_columns(
     r = options.block_rows
     io.set(f"{base}/{FRAGMENT_ATTRIBUTES}/zarr.json", group_metadata({}))
     for name, values in columns.items():
-        layout = RowLayout(values.dtype, values.shape[1:], r, round_up(longest, r), options.blosc())
+        blosc = options.blosc(FRAGMENT_ATTRIBUTES)
+        layout = RowLayout(values.dtype, values.shape[1:], r, round_up(longest, r), blosc)
         write_chunk_array(
             io,
             f"{base}/{FRAGMENT_ATTRIBUTES}/{name}",

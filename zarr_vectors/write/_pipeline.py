@@ -234,18 +234,23 @@ def _blob_block(nbytes: int) -> int:
     return int(min(65536, max(256, 1 << max(0, (nbytes - 1).bit_length()))))
 
 
-def blob_layout(blob_nbytes: int, block: int | None = None) -> RowLayout:
+def blob_layout(
+    blob_nbytes: int, block: int | None = None, blosc: dict[str, Any] | None = None
+) -> RowLayout:
     """Layout of a ``uint8`` blob array whose longest blob has ``blob_nbytes`` (spec §9.2).
 
-    A chunk stores only the blocks its own blob covers, so blocks much shorter than the
-    longest blob keep short blobs short; by default a block is about 1/32 of the longest
-    blob (:data:`_BLOB_BLOCKS`), so a shard index holds about 32 entries per chunk.
+    Raw blocks (``blosc`` None): a chunk stores only the blocks its own blob covers, so
+    blocks much shorter than the longest blob keep short blobs short; by default a block
+    is about 1/32 of the longest blob (:data:`_BLOB_BLOCKS`), so a shard index holds about
+    32 entries per chunk. Compressed blocks (format 1.4, spec §9.0.4): one block holds
+    the longest blob (up to 64 KiB), since zeros after a blob compress to almost nothing
+    and one block per blob compresses best and keeps the shard index one entry per chunk.
     ``block`` asks for longer blocks (an append keeps its store's, so that chunks it does
     not change keep their bytes); a shorter one is raised to the default.
     """
-    default = _blob_block(-(-blob_nbytes // _BLOB_BLOCKS))
+    default = _blob_block(blob_nbytes if blosc else -(-blob_nbytes // _BLOB_BLOCKS))
     block = default if block is None else max(block, default)
-    return RowLayout(np.dtype(np.uint8), (), block, round_up(blob_nbytes, block), None)
+    return RowLayout(np.dtype(np.uint8), (), block, round_up(blob_nbytes, block), blosc)
 
 
 def point_blob_layout(grid: ChunkGrid) -> RowLayout:
@@ -277,7 +282,7 @@ def vertex_column_specs(
 ) -> list[ColumnSpec]:
     """The vertex array and one array per attribute, given each column's dtype and row shape
     (``placed``: shards with place records, spec §9.0.2)."""
-    r, blosc = options.block_rows, options.blosc()
+    r, blosc = options.block_rows, options.blosc(VERTICES)
     per_shard = options.shard_shape(positions[1][0])
     specs = [
         ColumnSpec(
@@ -288,6 +293,7 @@ def vertex_column_specs(
             {"zv_array": VERTICES},
         )
     ]
+    blosc = options.blosc(ATTRIBUTES)
     for name, (dtype, row_shape) in attributes.items():
         layout = RowLayout(dtype, row_shape, r, n_max, blosc, shard_chunks=per_shard, placed=placed)
         tag = {"zv_array": "attribute", "name": name}
@@ -358,6 +364,7 @@ class LevelWriter:
         self.io, self.grid, self.base, self.n_max = io, grid, str(level), n_max
         self.shard_chunks = options.shard_shape(grid.ndim)
         self.placed = placed
+        self.blob_blosc = options.blob_blosc()
         self.blob_layout = (
             None if blobs is None else replace(blobs, shard_chunks=self.shard_chunks, placed=placed)
         )
@@ -451,7 +458,10 @@ class LevelWriter:
             self.blobs,
             self.blob_layout
             or replace(
-                blob_layout(max((b.shape[0] for b in self.blobs), default=16)), placed=self.placed
+                blob_layout(
+                    max((b.shape[0] for b in self.blobs), default=16), None, self.blob_blosc
+                ),
+                placed=self.placed,
             ),
             {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"},
             shard_chunks=self.shard_chunks,

@@ -12,12 +12,16 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.names import POINT_CLOUD
+from zarr_vectors.format.codecs import LZ4_BITSHUFFLE, blob_blosc, numeric_blosc
+from zarr_vectors.format.names import POINT_CLOUD, VERTICES
 from zarr_vectors.format.sharding import default_shard_chunks
+from zarr_vectors.format.version import FORMAT_VERSION
 
 __all__ = ["DEFAULT_BLOSC", "OBJECT_ROWS_PER_BLOCK", "POINT_ROWS_PER_BLOCK", "WriteOptions"]
 
-DEFAULT_BLOSC: dict[str, Any] = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
+DEFAULT_BLOSC: dict[str, Any] = dict(LZ4_BITSHUFFLE)
+"""Blosc settings of point clouds' numeric row blocks (and of every numeric array before
+format 1.4)."""
 POINT_ROWS_PER_BLOCK = 4096
 """Default R of point clouds: a box query reads whole bins, thousands of rows at a time."""
 OBJECT_ROWS_PER_BLOCK = 1024
@@ -41,7 +45,9 @@ class WriteOptions:
         :data:`POINT_ROWS_PER_BLOCK` for point clouds, :data:`OBJECT_ROWS_PER_BLOCK` for
         object kinds.
     compression
-        ``"blosc-lz4"`` (default, Blosc LZ4 with bit shuffle) or None for raw row blocks.
+        ``"blosc-lz4"`` (default: Blosc, the format's chains — LZ4 with bit shuffle for
+        point clouds; for object kinds in format 1.4, zstd and compressed fragment blobs,
+        spec §9.0.4) or None for raw row blocks.
     fragment_attributes
         Object kinds: names of object attributes to copy to every fragment of the object
         (opt-in ``fragment_attributes/<name>``, spec §9.5), so tools can filter rows of a
@@ -63,6 +69,11 @@ class WriteOptions:
         format 1.3), so :meth:`~zarr_vectors.VectorStore.read_objects` reads only the chunks
         and rows holding the objects asked for. False writes no index: reads by id then
         read every chunk. Default True.
+    codecs_of
+        ``(format version, geometry kind)`` whose library codec chains the row blocks use
+        (:mod:`zarr_vectors.format.codecs`). Set by :meth:`with_kind_defaults` (the newest
+        version) and by appends (the store's version, so a store keeps its codecs); it
+        does not change the version a new store declares.
 
     Examples
     --------
@@ -85,6 +96,7 @@ class WriteOptions:
     custom_metadata: dict[str, Any] | None = None
     shard_chunks: int | tuple[int, ...] | None = None
     object_chunk_index: bool = True
+    codecs_of: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         values = (self.shard_chunks,) if isinstance(self.shard_chunks, int) else self.shard_chunks
@@ -141,23 +153,47 @@ class WriteOptions:
         >>> zv.WriteOptions().with_kind_defaults("mesh").rows_per_block
         1024
         """
-        if self.rows_per_block is not None:
-            return self
         default = POINT_ROWS_PER_BLOCK if kind == POINT_CLOUD else OBJECT_ROWS_PER_BLOCK
-        return replace(self, rows_per_block=default)
+        rows = default if self.rows_per_block is None else self.rows_per_block
+        codecs = (FORMAT_VERSION, kind) if self.codecs_of is None else self.codecs_of
+        if (rows, codecs) == (self.rows_per_block, self.codecs_of):
+            return self
+        return replace(self, rows_per_block=rows, codecs_of=codecs)
 
-    def blosc(self) -> dict[str, Any] | None:
-        """Blosc settings of numeric row blocks, or None for uncompressed blocks.
+    def blosc(self, role: str = VERTICES) -> dict[str, Any] | None:
+        """Blosc settings of the numeric row blocks of an array of ``role`` (``vertices``,
+        ``attributes``, ``links``...), or None for uncompressed blocks (spec §9.0.4).
 
         Examples
         --------
         >>> import zarr_vectors as zv
         >>> zv.WriteOptions().blosc()
         {'cname': 'lz4', 'clevel': 5, 'shuffle': 'bitshuffle'}
+        >>> zv.WriteOptions().with_kind_defaults("streamline").blosc("links")
+        {'cname': 'zstd', 'clevel': 3, 'shuffle': 'bitshuffle'}
         >>> zv.WriteOptions(compression=None).blosc() is None
         True
         """
-        return None if self.compression is None else DEFAULT_BLOSC
+        if self.compression is None:
+            return None
+        version, kind = self.codecs_of or (FORMAT_VERSION, POINT_CLOUD)
+        return numeric_blosc(version, kind, role)
+
+    def blob_blosc(self) -> dict[str, Any] | None:
+        """Blosc settings of the fragment-blob arrays, None for raw blocks (spec §9.0.4).
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> zv.WriteOptions().with_kind_defaults("mesh").blob_blosc()["cname"]
+        'zstd'
+        >>> zv.WriteOptions().with_kind_defaults("point_cloud").blob_blosc() is None
+        True
+        """
+        if self.compression is None:
+            return None
+        version, kind = self.codecs_of or (FORMAT_VERSION, POINT_CLOUD)
+        return blob_blosc(version, kind)
 
 
 def _positive_int(value: object) -> bool:
