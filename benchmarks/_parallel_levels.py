@@ -109,7 +109,7 @@ def _save_parts(n: int, seed: int, parts: Path) -> None:
     for k, start in enumerate(range(0, n, PART)):
         positions, values = make_points(min(PART, n - start), seed + k)
         columns = {"positions": positions, ATTRIBUTE: values}
-        np.savez(parts / f"part-{k:04d}.npz", **columns)
+        np.savez(parts / f"part-{k:04d}.npz", allow_pickle=False, **columns)
 
 
 def parallel_rows(

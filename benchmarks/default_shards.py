@@ -33,6 +33,7 @@ from benchmarks import _data, objects
 from benchmarks._latency import LatencyStore
 from benchmarks._measure import log, median
 from benchmarks._table import align_table
+from zarr_vectors.write import ObjectWriteArgs
 
 CHUNKS_PER_AXIS = 8
 """512 chunks over the data, as in the issue's side-by-side table."""
@@ -79,28 +80,31 @@ def _points(n: int, seed: int) -> Case:
 def _objects(data: objects.ObjectSet, seed: int) -> Case:
     frame = data.frame
     chunk, bins = _chunk(frame.positions)
-    common = {"chunk_shape": chunk, "bin_shape": bins, "progress": False}
-    common["object_attributes"] = frame.object_attributes
 
     def write(path: str, options: zv.WriteOptions) -> None:
+        settings: ObjectWriteArgs = {
+            "chunk_shape": chunk,
+            "bin_shape": bins,
+            "options": options,
+            "progress": False,
+            "object_attributes": frame.object_attributes,
+        }
         if data.kind == "streamlines":
+            settings["attributes"] = frame.attributes
             zv.write_polylines(
                 path,
                 (frame.positions, frame.offsets),
                 kind="streamline",
-                attributes=frame.attributes,
-                options=options,
-                **common,
+                **settings,
             )
         elif data.kind == "mesh":
+            settings["attributes"] = frame.attributes
             zv.write_mesh(
                 path,
                 frame.positions,
                 frame.links,
                 vertex_objects=frame.vertex_object,
-                attributes=frame.attributes,
-                options=options,
-                **common,
+                **settings,
             )
         else:
             assert frame.links is not None
@@ -112,8 +116,7 @@ def _objects(data: objects.ObjectSet, seed: int) -> Case:
                 parents=parents,
                 vertex_objects=frame.vertex_object,
                 radius=frame.attributes["radius"],
-                options=options,
-                **common,
+                **settings,
             )
 
     return Case(f"{data.kind} {data.label}", write, objects.make_boxes(0.01, 3, seed))

@@ -25,7 +25,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import ParamSpec, TypeVar
 
 import numpy as np
 
@@ -34,6 +34,9 @@ import zarr_vectors as zv
 CHUNK = 125.0
 PER_OBJECT = 100
 WANTED = 100
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def _load() -> str:
@@ -52,10 +55,16 @@ def make(n: int, layout: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np
     return positions.astype(np.float32), rng.random(n, dtype=np.float32), ids
 
 
-def _timed(call: Callable[[], Any]) -> tuple[float, Any]:
+def _timed(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> tuple[float, T]:
+    """Seconds ``call(*args, **kwargs)`` took, and what it returned."""
     start = time.perf_counter()
-    out = call()
+    out = call(*args, **kwargs)
     return time.perf_counter() - start, out
+
+
+def _read_fresh(path: Path, wanted: np.ndarray) -> zv.QueryResult:
+    """Objects ``wanted`` read through a store opened afresh (no cached index)."""
+    return zv.open(path).read_objects(wanted)
 
 
 def _rows(positions: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -87,15 +96,14 @@ def bench_writes(n: int, layout: str, directory: Path, repeat: int) -> None:
             path = directory / f"w-{layout}-{n}"
             shutil.rmtree(path, ignore_errors=True)
             t, _ = _timed(
-                lambda given=given, option=option, path=path: zv.write_points(
-                    path,
-                    positions,
-                    attributes={"v": values},
-                    object_ids=given,
-                    chunk_shape=CHUNK,
-                    options=option,
-                    progress=False,
-                )
+                zv.write_points,
+                path,
+                positions,
+                attributes={"v": values},
+                object_ids=given,
+                chunk_shape=CHUNK,
+                options=option,
+                progress=False,
             )
             times[label].append(t)
             print(f"write {layout} {n:.0e} {label}: {t:.2f} s ({_load()})", flush=True)
@@ -121,16 +129,17 @@ def bench_reads(n: int, layout: str, directory: Path, repeat: int) -> None:
     sets = [rng.choice(n // PER_OBJECT, WANTED, replace=False) for _ in range(repeat)]
     cold, warm, ok = [], [], True
     for wanted in sets:
-        t, found = _timed(lambda wanted=wanted: zv.open(path).read_objects(wanted))
+        t, found = _timed(_read_fresh, path, wanted)
         cold.append(t)
         ok &= _ok(found, data, wanted)
     store = zv.open(path)
     store.read_objects(sets[0])
     for wanted in sets:
-        t, found = _timed(lambda wanted=wanted: store.read_objects(wanted))
+        t, found = _timed(store.read_objects, wanted)
         warm.append(t)
         ok &= _ok(found, data, wanted)
-    full, found = _timed(lambda: store.read())
+    full, found = _timed(store.read)
+    assert found.vertex_object_ids is not None
     keep = np.isin(found.vertex_object_ids, sets[0])
     print(
         f"by id {layout} {n:.0e} ({WANTED} objects): cold (fresh open) median "
