@@ -131,8 +131,8 @@ def is_plain_zarr(version: str) -> bool:
 
 
 def upgrade_hint(version: str) -> str | None:
-    """One line saying how to raise a store of format ``version`` to the current format,
-    or None when it is current (or not a version string).
+    """One line saying how to raise a store of format ``version`` to format 1.3 (plain Zarr
+    v3), or None when it is plain Zarr v3 already (or not a version string).
 
     Examples
     --------
@@ -148,8 +148,7 @@ def upgrade_hint(version: str) -> str | None:
         return None
     return (
         f"format {version}: zv.upgrade(store) or `zarr-vectors upgrade STORE` makes it a "
-        f"{FORMAT_VERSION} store (plain Zarr v3: xarray opens it, zarr-python walks it "
-        "without warnings)"
+        "1.3 store (plain Zarr v3: xarray opens it, zarr-python walks it without warnings)"
     )
 
 

@@ -1,8 +1,8 @@
-"""``upgrade``: raise a store of format 1.0, 1.1 or 1.2 to the current format (spec §3.3.1).
+"""``upgrade``: raise a store of format 1.0, 1.1 or 1.2 to format 1.3, plain Zarr v3 (spec §3.3.1).
 
 What changes follows the spec changelog:
 
-- every store: the root declares the current version and a new ``commit``; every array's
+- every store: the root declares version 1.3 and a new ``commit``; every array's
   ``zarr.json`` gets its ``dimension_names`` (§9.0.3); the ``.zattrs`` mirrors and
   ``metadata.json`` are deleted (§2.3). That is the whole of a 1.2 store's upgrade, and
   of a 1.3 store written before 1.3 dropped the mirrors (its version stays);
@@ -37,7 +37,6 @@ from zarr_vectors.format.layout import is_sharded
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import OBJECT_INDEX, VERTEX_COUNTS
 from zarr_vectors.format.version import (
-    FORMAT_VERSION,
     foreign_layout,
     has_place_records,
     is_plain_zarr,
@@ -50,7 +49,12 @@ from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
 from zarr_vectors.store.target import modify_target
 from zarr_vectors.write import write_encoded_object_index
 
-__all__ = ["UpgradeReport", "upgrade"]
+__all__ = ["UPGRADE_VERSION", "UpgradeReport", "upgrade"]
+
+UPGRADE_VERSION = "1.3"
+"""The version an upgrade reaches: the newest one that needs no data re-encoded. Format 1.4
+changed only the codecs this library chooses for object kinds (spec §9.0.4), and a 1.3 store
+is plain Zarr v3, read and appended to as it is."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,7 @@ class _Plan:
 
 
 def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -> UpgradeReport:
-    """Raise a store of format 1.0, 1.1 or 1.2 to the current format, in place (spec §3.3.1).
+    """Raise a store of format 1.0, 1.1 or 1.2 to format 1.3, in place (spec §3.3.1).
 
     A 1.2 store (or a 1.3 store written before 1.3 dropped the mirror documents) changes
     only in its metadata: the root's version and commit, the
@@ -118,8 +122,9 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
     store
         A local path or zarr store holding a Zarr Vectors store.
     to
-        The version to reach; None or the current version (``zv.FORMAT_VERSION``), the
-        only one this library writes.
+        The version to reach: None or :data:`UPGRADE_VERSION` (``"1.3"``), the newest
+        version that needs no data re-encoded (1.4 changed only the codecs of new object
+        stores, spec §9.0.4).
     dry_run
         Report what would change and write nothing.
 
@@ -148,7 +153,7 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "cloud.zarr"
     >>> zv.write_points(path, np.zeros((3, 2)), chunk_shape=4.0, progress=False)
     >>> print(zv.upgrade(path, dry_run=True))
-    format 1.3 is current: nothing to upgrade
+    format 1.4 is current: nothing to upgrade
     >>> zv.upgrade(path).changed
     False
     """
@@ -158,7 +163,7 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
     version = plan.root.version
     if is_plain_zarr(version) and not plan.unnamed and not plan.mirrors:
         return UpgradeReport(version, version, (), dry_run)
-    report = UpgradeReport(version, FORMAT_VERSION, _changes(plan), dry_run)
+    report = UpgradeReport(version, UPGRADE_VERSION, _changes(plan), dry_run)
     if not dry_run:
         _apply(store, io, plan)
     return report
@@ -166,11 +171,12 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
 
 def _check_target(to: str | None) -> None:
     """Refuse a target version other than the current one."""
-    if to is None or to == FORMAT_VERSION:
+    if to is None or to == UPGRADE_VERSION:
         return
     parse_version(to)  # a MetadataError names a malformed version
     raise InvalidInputError(
-        f"upgrade writes format {FORMAT_VERSION} only (the version this library writes), "
+        f"upgrade writes format {UPGRADE_VERSION} only (the newest that needs no data "
+        "re-encoded; format 1.4 changed only the codecs of new object stores), "
         f"got to={to!r}"
     )
 
@@ -211,8 +217,8 @@ def _changes(plan: _Plan) -> tuple[str, ...]:
     version = plan.root.version
     changes = [
         "root: new commit"
-        if version == FORMAT_VERSION
-        else f"root: zarr_vectors_version {version} -> {FORMAT_VERSION}, new commit"
+        if version == UPGRADE_VERSION
+        else f"root: zarr_vectors_version {version} -> {UPGRADE_VERSION}, new commit"
     ]
     if not has_place_records(plan.root.version):
         changes.append(f"place records added to the shards of {len(plan.sharded)} array(s)")
@@ -231,7 +237,7 @@ def _apply(store: StoreLike, io: StoreIO, plan: _Plan) -> None:
     """Make the changes of ``plan`` and commit them."""
     placed = has_place_records(plan.root.version)
     values = [] if placed else read_whole_many(io.store, plan.globals)
-    root = replace(plan.root, version=FORMAT_VERSION)
+    root = replace(plan.root, version=UPGRADE_VERSION)
     with modify_target(store, rewritten=(), base=plan.base) as (source, target):
         target.name_dimensions(root.axis_names)
         if not placed:
