@@ -102,7 +102,7 @@ def _child(n: int, length: int, parts: int, levels: str, root: Path) -> dict[str
         "peak_reset": reset,
         "worker_peak_mib": max((workers[w] - base[w]) / 1024 for w in workers),
         "vertex_counts": [level.vertex_count for level in store.levels],
-        "package": str(Path(zv.__file__).parent),
+        "package": str(Path(str(zv.__file__)).parent),
         "load": os.getloadavg()[0],
     }
 
@@ -151,8 +151,8 @@ def main() -> None:
     parser.add_argument("--child", nargs=5, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        n, length, parts, levels, root = args.child
-        print(json.dumps(_child(int(n), int(length), int(parts), levels, Path(root))))
+        n, length, parts, method, root = args.child
+        print(json.dumps(_child(int(n), int(length), int(parts), method, Path(root))))
         return
     cases: dict[str, str | None] = {"none": None, "after": None}
     if args.before is not None:
@@ -178,8 +178,10 @@ def main() -> None:
                 log(f"repeat {r + 1}: levels of both trees byte-identical: {same}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    for name, got in runs.items():
-        summary = {k: median([g[k] for g in got]) for k in ("wall", "peak_mib", "worker_peak_mib")}
+    for name, measured in runs.items():
+        summary = {
+            k: median([m[k] for m in measured]) for k in ("wall", "peak_mib", "worker_peak_mib")
+        }
         print(json.dumps({"tree": name, "median": summary, "load": os.getloadavg()}), flush=True)
 
 
