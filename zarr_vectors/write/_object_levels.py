@@ -340,7 +340,7 @@ def write_object_levels(
     >>> batches = ObjectBatches.of_table(table)
     >>> built = write_object_levels(StoreIO(MemoryStore()), batches, grid, options, Levels(count=1))
     >>> [level.vertex_count for level in built]
-    [2]
+    [4]
     """
     method = _checked_method(settings, batches.kind)
     lengths = polyline_lengths if needs_lengths(batches.kind, settings) else None
