@@ -37,7 +37,8 @@ def _declare(io: StoreIO, level: int, attrs: dict[str, Any]) -> None:
     entry = dict(datasets[0], path=str(level), level=level, bin_ratio=attrs["bin_ratio"])
     entry["object_sparsity"] = attrs["object_sparsity"]
     datasets[:] = [d for d in datasets if d["level"] != level] + [entry]
-    root["attributes"]["zarr_vectors_version"] = "1.3"  # a store with levels (spec §3.3)
+    if root["attributes"]["zarr_vectors_version"] in ("1.0", "1.1", "1.2"):
+        root["attributes"]["zarr_vectors_version"] = "1.3"  # a store with levels (spec §3.3)
     _write_json(io, "zarr.json", root)
     if mirrored:
         _write_json(io, ".zattrs", root["attributes"])

@@ -170,7 +170,7 @@ class WriteOptions:
         >>> zv.WriteOptions().blosc()
         {'cname': 'lz4', 'clevel': 5, 'shuffle': 'bitshuffle'}
         >>> zv.WriteOptions().with_kind_defaults("streamline").blosc("links")
-        {'cname': 'zstd', 'clevel': 3, 'shuffle': 'bitshuffle'}
+        {'cname': 'zstd', 'clevel': 1, 'shuffle': 'bitshuffle'}
         >>> zv.WriteOptions(compression=None).blosc() is None
         True
         """
