@@ -96,17 +96,22 @@ def test_fewer_points_than_the_target_make_one_chunk() -> None:
     offset=st.floats(-1000, 1000),
     seed=st.integers(0, 2**32 - 1),
 )
+@example(n=1_155_515, ndim=3, log_scale=1.2677194251419035, offset=745.0, seed=0)
 def test_default_chunk_shape_target_holds_at_any_scale_and_offset(
     n: int, ndim: int, log_scale: float, offset: float, seed: int
 ) -> None:
     """On uniform data of any scale and offset (20 to 40 times the target), the chunk of a
-    point holds the target within a factor 2, and an occupied chunk holds it on average
-    within a factor 4 (chunks cut by the bounding box's faces hold less)."""
+    point holds the target within a factor 2.
+
+    The documented target is per point. The mean over occupied chunks is not bounded by it:
+    with two or three chunks an axis, a grid not aligned to the data cuts slivers off both
+    faces, so several times as many chunks are occupied (found by this test:
+    1,155,515 points in 3-D, 3.09 chunks an axis, 122 chunks of 9,471 points on average,
+    36,237 per point)."""
     rng = np.random.default_rng(seed)
     positions = (rng.uniform(0, 1, (n, ndim)) + offset) * 10.0**log_scale
     counts = _chunk_counts(positions, _default_side(positions))
     assert TARGET / 2 <= _per_point(counts) <= TARGET * 2
-    assert TARGET / 4 <= counts.mean() <= TARGET * 4
 
 
 @settings(max_examples=6, deadline=None)
