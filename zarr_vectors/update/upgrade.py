@@ -71,6 +71,20 @@ class UpgradeReport:
         One sentence per kind of change, empty when the store was already current.
     dry_run
         Whether nothing was written.
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv
+    >>> report = zv.UpgradeReport(
+    ...     "1.2", "1.3", ("root: zarr_vectors_version 1.2 -> 1.3, new commit",), dry_run=True
+    ... )
+    >>> report.changed
+    True
+    >>> print(report)
+    would upgrade format 1.2 to 1.3:
+      - root: zarr_vectors_version 1.2 -> 1.3, new commit
+    >>> print(zv.UpgradeReport("1.4", "1.4", (), dry_run=False))
+    format 1.4 is current: nothing to upgrade
     """
 
     from_version: str
