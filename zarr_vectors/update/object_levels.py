@@ -44,6 +44,7 @@ from zarr_vectors.store.io import StoreIO, StoreLike, local_root, resolve_store
 from zarr_vectors.store.spill import remove_scratch, scratch_directory
 from zarr_vectors.store.target import modify_target
 from zarr_vectors.update.object_sources import Source, open_source, options_of, store_arguments
+from zarr_vectors.update.point_levels import LEVELS_ON_ZIP
 from zarr_vectors.update.point_stream import DEFAULT_MEMORY_BUDGET
 from zarr_vectors.write import (
     LevelPasses,
@@ -451,10 +452,8 @@ def build_object_levels(
         )
     settings = level_settings(levels) or Levels(count=0)
     source = open_source(store, links=False)
-    with (
-        progress_reporter(progress) as report,
-        modify_target(store, rewritten=".zattrs", base=source.base) as (_, target),
-    ):
+    changed = modify_target(store, rewritten=".zattrs", base=source.base, on_zip=LEVELS_ON_ZIP)
+    with progress_reporter(progress) as report, changed as (_, target):
         root = rebuild_levels(target, source, settings, memory_budget, report)
         meta = source.reader.meta
         commit_root(target, root, meta, _summary(source, meta))
