@@ -13,7 +13,7 @@ import time
 from importlib.metadata import version
 from typing import Any
 
-from benchmarks._data import warm_up
+from benchmarks._data import point_counts, warm_up
 from benchmarks._measure import log
 from benchmarks._memory import measure_write_memory
 from benchmarks._startup import measure_startup
@@ -49,16 +49,6 @@ FOOTNOTES = (
 )
 
 
-def _sizes(text: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(float(part)) for part in text.split(",") if part.strip())
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"sizes must be numbers such as 1e6,1e7: {text}") from exc
-    if not sizes or min(sizes) < 1000:
-        raise argparse.ArgumentTypeError("sizes must be at least 1000 points each")
-    return sizes
-
-
 def _layout(text: str) -> tuple[float, float]:
     try:
         chunk, bin_side = (float(part) for part in text.split(","))
@@ -81,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--sizes",
-        type=_sizes,
+        type=point_counts,
         default=DEFAULT_SIZES,
         help="comma-separated point counts (default 1e6,1e7)",
     )

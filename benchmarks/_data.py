@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 
 import numpy as np
@@ -18,6 +19,7 @@ __all__ = [
     "column_filter",
     "make_boxes",
     "make_points",
+    "point_counts",
     "same_rows",
     "warm_up",
 ]
@@ -54,6 +56,33 @@ def make_points(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     positions *= np.float32(CUBE)
     attribute = rng.random(n, dtype=np.float32)
     return positions, attribute
+
+
+def point_counts(text: str) -> tuple[int, ...]:
+    """Point counts from a command line, e.g. ``"1e6,1e7"``: an ``argparse`` type.
+
+    Parameters
+    ----------
+    text
+        Numbers separated by commas.
+
+    Returns
+    -------
+    tuple of int
+        The counts, in the order given.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        When a part is not a number or a count is below 1000.
+    """
+    try:
+        sizes = tuple(int(float(part)) for part in text.split(",") if part.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"sizes must be numbers such as 1e6,1e7: {text}") from exc
+    if not sizes or min(sizes) < 1000:
+        raise argparse.ArgumentTypeError("sizes must be at least 1000 points each")
+    return sizes
 
 
 def make_boxes(fraction: float, count: int, seed: int) -> list[Box]:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from benchmarks.reference_env import clean_env
+
 __all__ = [
     "REPO_ROOT",
     "log",
@@ -21,6 +23,7 @@ __all__ = [
     "proc_status_kb",
     "reset_peak_rss",
     "run_child",
+    "run_reference",
     "timed",
     "tree_size",
 ]
@@ -42,8 +45,14 @@ def log(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 
 
-def run_child(module: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run ``python -m module args...`` in a fresh process and parse its last stdout line.
+def run_child(
+    module: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    python: Path | None = None,
+    path: Sequence[Path] = (REPO_ROOT,),
+) -> dict[str, Any]:
+    """Run ``python -P -m module args...`` in a fresh process and parse its last stdout line.
 
     Parameters
     ----------
@@ -53,6 +62,13 @@ def run_child(module: str, *args: str, env: dict[str, str] | None = None) -> dic
         Its command-line arguments.
     env
         Its environment (default: this process's).
+    python
+        Its interpreter (default: this one), e.g. the reference virtualenv's.
+    path
+        The folders it imports from first, in this order, ahead of any ``PYTHONPATH`` in
+        ``env`` (default: this repository). They are its ``PYTHONPATH``, so the processes
+        it starts import from them too; ``-P`` keeps the working directory off its path.
+        E.g. ``(other_tree, REPO_ROOT)`` runs another tree's ``zarr_vectors``.
 
     Returns
     -------
@@ -64,10 +80,13 @@ def run_child(module: str, *args: str, env: dict[str, str] | None = None) -> dic
     RuntimeError
         When the child fails; the message holds the end of its stderr.
     """
+    child_env = dict(os.environ if env is None else env)
+    folders = [*map(str, path), *child_env.get("PYTHONPATH", "").split(os.pathsep)]
+    child_env["PYTHONPATH"] = os.pathsep.join(f for f in folders if f)
     done = subprocess.run(
-        [sys.executable, "-m", module, *args],
+        [str(python or sys.executable), "-P", "-m", module, *args],
         cwd=REPO_ROOT,
-        env=env,
+        env=child_env,
         capture_output=True,
         text=True,
         check=False,
@@ -76,6 +95,32 @@ def run_child(module: str, *args: str, env: dict[str, str] | None = None) -> dic
         raise RuntimeError(f"{module} {' '.join(args)} failed:\n{done.stderr[-3000:]}")
     report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return report
+
+
+def run_reference(python: Path, module: str, *args: str) -> dict[str, Any]:
+    """Run a standalone module of ``benchmarks/`` with the reference interpreter.
+
+    :func:`run_child` in :func:`~benchmarks.reference_env.clean_env`, with only ``benchmarks/``
+    on the path: ``zarr_vectors`` is the reference's, never this repository's.
+
+    Parameters
+    ----------
+    python
+        The reference virtualenv's interpreter (:func:`~benchmarks.reference_env.ensure_venv`).
+    module
+        A module of ``benchmarks/`` that imports nothing of this repository but its
+        standalone neighbours, e.g. ``"reference_pyramid"``; it prints one JSON object last.
+    *args
+        Its command-line arguments.
+
+    Returns
+    -------
+    dict
+        What the module printed last.
+    """
+    return run_child(
+        module, *args, env=clean_env(), python=python, path=(REPO_ROOT / "benchmarks",)
+    )
 
 
 def timed(func: Callable[[], T]) -> tuple[float, T]:

@@ -10,7 +10,7 @@ before the clock: wall time of the write, the coordinator's peak resident set si
 baseline (``VmHWM`` reset after the warm-up), and each worker's peak the same way.
 ``--baseline DIR`` adds the same write with levels run with the ``zarr_vectors`` package
 found in DIR (e.g. an export of an older commit, where the coordinator built the levels):
-the child puts DIR first on ``sys.path`` (its worker processes inherit it), and reports
+the child has DIR first on its ``PYTHONPATH`` (its worker processes inherit it), and reports
 which package the coordinator and the workers ran.
 """
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -142,19 +141,8 @@ def parallel_rows(
 
 def _run(args: list[str], package: Path | None) -> dict[str, Any]:
     """One write in a child: this tree's package, or the one in ``package``."""
-    if package is None:
-        return run_child("benchmarks._parallel_levels", *args)
-    code = (
-        f"import runpy, sys; sys.path.insert(0, {str(package)!r}); sys.argv[1:] = {args!r}; "
-        "runpy.run_module('benchmarks._parallel_levels', run_name='__main__')"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"the baseline write failed:\n{done.stderr[-3000:]}")
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
+    path = (REPO_ROOT,) if package is None else (package, REPO_ROOT)
+    return run_child("benchmarks._parallel_levels", *args, path=path)
 
 
 _CASES = {

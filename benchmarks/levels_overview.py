@@ -35,7 +35,6 @@ import dataclasses
 import itertools
 import json
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -46,10 +45,10 @@ import numpy as np
 import zarr_vectors as zv
 from benchmarks import objects
 from benchmarks._data import ATTRIBUTE, CUBE, make_points, warm_up
-from benchmarks._measure import log, median, run_child, tree_size
+from benchmarks._measure import log, median, run_child, run_reference, tree_size
 from benchmarks._table import Row, format_table
 from benchmarks.levels import BUDGET, OVERVIEW_TARGET
-from benchmarks.reference_env import clean_env, ensure_venv
+from benchmarks.reference_env import ensure_venv
 
 LENGTH = 100
 """Vertices per streamline."""
@@ -60,8 +59,6 @@ CASES: dict[str, Any] = {
     "coverage": zv.Levels(objects="coverage"),
 }
 """The streamline writes: without levels, ``"auto"``, and ``"auto"`` with object sparsity."""
-
-HERE = Path(__file__).resolve().parent
 
 
 # -- coverage --------------------------------------------------------------------------------
@@ -354,26 +351,6 @@ def _reference_spec(
     return path
 
 
-def run_reference(python: Path, spec: Path) -> dict[str, Any]:
-    """:mod:`benchmarks.reference_pyramid` with the reference interpreter on ``spec``."""
-    return run_child_script(python, HERE / "reference_pyramid.py", spec)
-
-
-def run_child_script(python: Path, script: Path, *args: Path) -> dict[str, Any]:
-    """``python -I script args`` in the clean environment; its last stdout line as JSON."""
-    done = subprocess.run(
-        [str(python), "-I", str(script), *map(str, args)],
-        cwd=script.parent,
-        capture_output=True,
-        text=True,
-        check=False,
-        env=clean_env(),
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{script.name} failed:\n{done.stderr[-3000:]}")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-
-
 POINT_LAYOUT = (100.0, 25.0)
 """Chunk and bin side of the points both libraries write for the pyramid rows."""
 
@@ -448,7 +425,7 @@ def pyramid_rows(
     spec = _reference_spec(kind, arrays, root, layout, steps, repeat)
     ref: dict[str, Any] = {}
     if python is not None and steps:
-        ref = run_reference(python, spec)
+        ref = run_reference(python, "reference_pyramid", str(spec))
     label = f"{kind} pyramid"
     ref_levels = [
         (i + 1, lv["vertex_count"], lv.get("object_count"))

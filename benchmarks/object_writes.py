@@ -18,32 +18,21 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 from benchmarks import objects
-from benchmarks._measure import REPO_ROOT, log, median, timed_write
+from benchmarks._measure import log, median, run_reference, timed_write
 from benchmarks._table import align_table, format_seconds
-from benchmarks.reference_env import clean_env, ensure_venv
+from benchmarks.reference_env import ensure_venv
 from benchmarks.side_by_side import OUR_CODEC
 
 __all__ = ["main"]
 
 CHUNK, BIN = 25.0, 6.25
 """512 chunks over the objects' 200 mm cube, bins a quarter of a chunk (issue 39)."""
-
-_REFERENCE_WRITE = """
-import json, sys, time
-sys.path.insert(0, {benchmarks!r})
-from reference_worker import ReferenceLibrary
-library = ReferenceLibrary(json.load(open({spec!r})))
-began = time.perf_counter()
-library.write({store!r})
-print(time.perf_counter() - began)
-"""
 
 
 def make(kind: str, seed: int) -> objects.ObjectSet:
@@ -80,21 +69,9 @@ def _reference_spec(kind: str, data: objects.ObjectSet, where: Path) -> Path:
 
 def _reference_write(python: Path, spec: Path, store: Path) -> float:
     """Seconds of one reference write, timed inside its own process."""
-    os.sync()
-    code = _REFERENCE_WRITE.format(
-        benchmarks=str(REPO_ROOT / "benchmarks"), spec=str(spec), store=str(store)
+    return float(
+        run_reference(python, "reference_worker", "write", str(spec), str(store))["seconds"]
     )
-    done = subprocess.run(
-        [str(python), "-c", code],
-        capture_output=True,
-        text=True,
-        env=clean_env(),
-        cwd=spec.parent,  # not the repository: ``-c`` imports from the working directory
-        check=False,
-    )
-    if done.returncode:
-        raise RuntimeError(f"reference write failed: {done.stderr[-2000:]}")
-    return float(done.stdout.split()[-1])
 
 
 def _timed(func: Callable[[], object], path: Path) -> float:

@@ -24,14 +24,19 @@ import importlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._measure import REPO_ROOT, log, median, proc_status_kb, reset_peak_rss
+from benchmarks._measure import (
+    REPO_ROOT,
+    log,
+    median,
+    proc_status_kb,
+    reset_peak_rss,
+    run_child,
+)
 
 __all__ = ["main"]
 
@@ -109,26 +114,8 @@ def _child(n: int, length: int, parts: int, levels: str, root: Path) -> dict[str
 
 def _run(args: list[str], package: str | None) -> dict[str, Any]:
     """One write in a child: this tree's package, or the one in ``package``."""
-    prefix = "" if package is None else f"sys.path.insert(0, {package!r}); "
-    code = (
-        f"import runpy, sys; {prefix}sys.argv[1:] = {args!r}; "
-        "runpy.run_module('benchmarks.parallel_object_levels', run_name='__main__')"
-    )
-    env = dict(os.environ)
-    if package is not None:  # the workers (processes) import from there too
-        env["PYTHONPATH"] = os.pathsep.join([package, env.get("PYTHONPATH", "")])
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"the write failed:\n{done.stderr[-3000:]}")
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
+    path = (REPO_ROOT,) if package is None else (Path(package), REPO_ROOT)
+    return run_child("benchmarks.parallel_object_levels", *args, path=path)
 
 
 def _level_files(root: Path) -> dict[str, bytes]:

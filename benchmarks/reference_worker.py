@@ -5,6 +5,7 @@ Run by ``benchmarks/side_by_side.py`` with the interpreter of the reference virt
 
     python -I reference_worker.py run SPEC.json    # every case of one data set
     python -I reference_worker.py peak SPEC.json   # one write, reporting its peak RSS
+    python -I reference_worker.py write SPEC.json STORE  # one write to STORE, its seconds
 
 This file is standalone: it imports only the standard library and numpy at module level, and
 the reference ``zarr_vectors`` only inside :class:`ReferenceLibrary`, in the worker process.
@@ -611,8 +612,14 @@ def _peak(spec: dict[str, Any]) -> None:
     print(json.dumps(peak_write(lib.write, spec["peak_store"])))
 
 
+def _write(spec: dict[str, Any], store: str) -> None:
+    lib = ReferenceLibrary(spec)
+    seconds, _ = timed_write(lambda: lib.write(store))
+    print(json.dumps({"seconds": seconds}))
+
+
 def main(argv: list[str]) -> int:
-    """``run SPEC`` or ``peak SPEC`` (see the module docstring).
+    """``run SPEC``, ``peak SPEC`` or ``write SPEC STORE`` (see the module docstring).
 
     Parameters
     ----------
@@ -624,11 +631,16 @@ def main(argv: list[str]) -> int:
     int
         0, or 2 for a bad command line.
     """
-    if len(argv) != 2 or argv[0] not in ("run", "peak"):
-        print("usage: reference_worker.py {run,peak} SPEC.json", file=sys.stderr)
+    commands = {"run": 2, "peak": 2, "write": 3}
+    if not argv or commands.get(argv[0]) != len(argv):
+        usage = "usage: reference_worker.py {run,peak} SPEC.json | write SPEC.json STORE"
+        print(usage, file=sys.stderr)
         return 2
     spec = json.loads(Path(argv[1]).read_text())
-    (_run if argv[0] == "run" else _peak)(spec)
+    if argv[0] == "write":
+        _write(spec, argv[2])
+    else:
+        (_run if argv[0] == "run" else _peak)(spec)
     return 0
 
 

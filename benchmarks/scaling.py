@@ -42,6 +42,7 @@ from benchmarks._data import (
     canonical_rows,
     column_filter,
     make_boxes,
+    point_counts,
     same_rows,
     warm_up,
 )
@@ -635,16 +636,6 @@ def _write_summary(case: Case) -> str:
     return f"  write {times} s (generation {gen} s subtracted; of which close {close} s)"
 
 
-def _sizes(text: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(float(part)) for part in text.split(",") if part.strip())
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"sizes must be numbers such as 1e6,1e7: {text}") from exc
-    if not sizes or min(sizes) < 1000:
-        raise argparse.ArgumentTypeError("sizes must be at least 1000 points each")
-    return sizes
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.scaling",
@@ -652,7 +643,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
-        "--sizes", type=_sizes, default=DEFAULT_SIZES, help="point counts (default 1e5,1e6,1e7,1e8)"
+        "--sizes",
+        type=point_counts,
+        default=DEFAULT_SIZES,
+        help="point counts (default 1e5,1e6,1e7,1e8)",
     )
     which.add_argument("--quick", action="store_true", help="smoke run: 1e5 and 1e6 points")
     parser.add_argument("--repeat", type=int, default=3, help="writes, query and read repeats (3)")

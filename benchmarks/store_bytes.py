@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import struct
-import subprocess
 import tempfile
 from collections import Counter
 from collections.abc import Callable
@@ -28,22 +27,15 @@ import numpy as np
 from numcodecs import blosc
 
 from benchmarks import objects
-from benchmarks._measure import log
+from benchmarks._measure import log, run_reference
 from benchmarks._table import align_table
-from benchmarks.reference_env import clean_env, ensure_venv
+from benchmarks.reference_env import ensure_venv
 from benchmarks.side_by_side import OUR_CODEC
 
 __all__ = ["GRID", "array_sizes", "blob_split", "main"]
 
 GRID = 8
 """Chunks per axis over the data cube (512 chunks); bins are a quarter of a chunk."""
-
-WORKER = Path(__file__).resolve().parent / "reference_worker.py"
-
-_REFERENCE_WRITE = (
-    "import json, sys; sys.path.insert(0, sys.argv[1]); import reference_worker as w; "
-    "spec = json.load(open(sys.argv[2])); w.ReferenceLibrary(spec).write(sys.argv[3])"
-)
 
 
 def _data_sets(quick: bool) -> dict[str, Callable[[], objects.ObjectSet]]:
@@ -197,11 +189,7 @@ def _write_reference(data: objects.ObjectSet, kind: str, where: str, python: Pat
     spec_path = os.path.join(where, f"spec-{kind}.json")
     Path(spec_path).write_text(json.dumps(spec))
     store = os.path.join(where, f"ref-{kind}.zv")
-    subprocess.run(
-        [str(python), "-I", "-c", _REFERENCE_WRITE, str(WORKER.parent), spec_path, store],
-        env=clean_env(),
-        check=True,
-    )
+    run_reference(python, "reference_worker", "write", spec_path, store)
     return store
 
 

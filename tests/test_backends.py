@@ -299,6 +299,8 @@ def test_appends_give_the_one_shot_store(backend_factory: StoreFactory, store_ki
             zv.append_points(target["points"], **later, progress=False)
         with pytest.raises(InvalidInputError, match="zip store cannot be changed in place"):
             zv.append_polylines(target["lines"], lines.pop("polylines"), **lines)
+        with pytest.raises(InvalidInputError, match="in place: to build its levels, extract"):
+            zv.build_levels(target["lines"], 1, progress=False)
         assert {name: contents(reopen()) for name, (_, reopen) in stores.items()} == before
         return
     zv.append_points(target["points"], **later, progress=False)

@@ -53,6 +53,7 @@ from zarr_vectors.store_summary import LevelInfo
 from zarr_vectors.update import (
     ObjectWriter,
     PointWriter,
+    UpgradeReport,
     append_graph,
     append_mesh,
     append_points,
@@ -76,6 +77,7 @@ __all__ = [
     "append_points",
     "build_levels",
     "upgrade",
+    "UpgradeReport",
     "PointWriter",
     "write_polylines",
     "write_graph",

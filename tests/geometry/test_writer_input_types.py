@@ -259,7 +259,7 @@ def test_units_are_documented_on_every_writer() -> None:
     [
         (zv.WriteOptions(rows_per_block="8"), "rows_per_block must be a positive int"),  # type: ignore[arg-type]
         (zv.WriteOptions(rows_per_block=True), "rows_per_block must be a positive int"),
-        (zv.WriteOptions(compression="zstd"), "compression must be 'blosc-lz4' or None"),
+        (zv.WriteOptions(compression="zstd"), "compression must be 'default' or None"),
         (zv.WriteOptions(axis_names="xyz"), "axis_names must be a sequence"),  # type: ignore[arg-type]
     ],
     ids=["rows_text", "rows_bool", "compression", "axis_names_text"],

@@ -21,7 +21,7 @@ from tests.helpers import sample_sizes
 from zarr_vectors.cli import main
 from zarr_vectors.geometry import object_writer
 from zarr_vectors.update.object_levels import stored_batches
-from zarr_vectors.update.object_sources import open_source, store_arguments
+from zarr_vectors.update.object_sources import open_source
 
 LEVEL_KINDS = [kind for kind in KINDS if object_writer(kind).levels is not None]
 HYPOTHESIS = settings(
@@ -67,9 +67,8 @@ def test_the_batches_do_not_change_the_levels(
         want = files(tmp / "one")
         object_cases.write(tmp / "after", case, 0, n)
         source = open_source(tmp / "after")
-        writer = object_writer(source.kind)
-        whole = stored_batches(source, writer, store_arguments(source))
-        single = stored_batches(source, writer, store_arguments(source), 1)
+        whole = stored_batches(source)
+        single = stored_batches(source, 1)
         sizes = [b.n_objects for b in single.read()]
         assert [b.n_objects for b in whole.read()] == [n]
         assert sizes == [1] * n
@@ -83,9 +82,8 @@ def test_the_batches_do_not_change_the_levels(
 def _budget_for(path: Path, per_batch: int) -> int:
     """The smallest budget whose batches hold ``per_batch`` objects."""
     source = open_source(path)
-    writer = object_writer(source.kind)
     for budget in (2**k for k in range(4, 40)):
-        batches = stored_batches(source, writer, store_arguments(source), budget)
+        batches = stored_batches(source, budget)
         if next(iter(batches.read())).n_objects >= per_batch:
             return budget
     return 2**40

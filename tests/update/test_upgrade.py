@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -320,3 +321,21 @@ def test_levels_built_on_a_1_0_or_1_1_store_upgrade_it_first(
     result = zv.validate(path, level=3)
     assert result.ok, result
     _same_result(store.read(), zv.open(original).read())
+
+
+def test_a_zip_store_is_reported_on_but_not_upgraded(tmp_path: Path) -> None:
+    """A zip file is never changed in place: a dry run reads it, an upgrade (or a build of
+    levels, which upgrades a 1.0 store first) is refused saying what to do instead."""
+    source = GOLDEN / "1.0" / "points_3d_attributes.zarrvectors"
+    path = tmp_path / "old.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for key, raw in sorted(_files(source).items()):
+            archive.writestr(key, raw)
+    before = path.read_bytes()
+    assert zv.upgrade(path, dry_run=True).to_version == "1.3"
+    advice = r"cannot be changed in place: to upgrade it, extract it into a directory"
+    with pytest.raises(zv.InvalidInputError, match=advice):
+        zv.upgrade(path)
+    with pytest.raises(zv.InvalidInputError, match=advice):
+        zv.build_levels(path, 1, progress=False)
+    assert path.read_bytes() == before

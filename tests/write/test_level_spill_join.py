@@ -19,7 +19,7 @@ from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.geometry import object_writer
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.update.object_levels import stored_batches
-from zarr_vectors.update.object_sources import open_source, options_of, store_arguments
+from zarr_vectors.update.object_sources import open_source, options_of
 from zarr_vectors.write import (
     LevelSpill,
     ObjectSummary,
@@ -37,8 +37,7 @@ def _level(path: Path) -> tuple[list[ObjectTable], Any, Any, ObjectSummary, Obje
     """The coarse tables (one object per batch) of a store's first level at chunk-sized
     bins, its grid, the store's options, level 0's summary and per-object fields."""
     source = open_source(path, links=False)
-    writer = object_writer(source.kind)
-    batches = stored_batches(source, writer, store_arguments(source), 1)
+    batches = stored_batches(source, 1)
     grid = coarse_grid(source.grid, source.grid.bins.copy())
     every = SparseLevel(None, None, None)
     tables = list(coarse_batches(batches, grid, every, object_method(source.kind)))

@@ -39,3 +39,16 @@ def test_explicit_rows_per_block_wins(rng: np.random.Generator, rows: int) -> No
 def test_unresolved_options_refuse_to_give_r() -> None:
     with pytest.raises(InvalidInputError, match="rows_per_block"):
         _ = zv.WriteOptions().block_rows
+
+
+def test_blosc_lz4_is_the_old_name_of_the_default_chains() -> None:
+    """``"blosc-lz4"`` meant the format's chains (zstd for 1.4 object kinds): it is
+    ``"default"``, with a warning that names it, pointing at the caller's line."""
+    with pytest.warns(DeprecationWarning, match='use compression="default"') as caught:
+        old = zv.WriteOptions(compression="blosc-lz4")
+    assert [w.filename for w in caught] == [__file__]
+    assert old == zv.WriteOptions()
+    assert old.compression == zv.WriteOptions().compression == "default"
+    links = old.with_kind_defaults("streamline").blosc("links")
+    assert links is not None
+    assert links["cname"] == "zstd"

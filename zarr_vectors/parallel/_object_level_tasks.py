@@ -36,7 +36,7 @@ import numpy as np
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.parallel._cluster import Tasks
 from zarr_vectors.store.spill import remove_scratch
-from zarr_vectors.update import partition_batches
+from zarr_vectors.update import stored_batches
 from zarr_vectors.update.point_stream import DEFAULT_MEMORY_BUDGET
 from zarr_vectors.write import (
     LevelSpill,
@@ -109,12 +109,12 @@ class PartSizes:
 
 def part_summary(part: LevelPart, length: Length | None) -> ObjectSummary:
     """The :class:`~zarr_vectors.write.ObjectSummary` of a partition's objects."""
-    return ObjectSummary.of(partition_batches(part.path, DEFAULT_MEMORY_BUDGET), length)
+    return ObjectSummary.of(stored_batches(part.path, DEFAULT_MEMORY_BUDGET), length)
 
 
 def _coarse(part: LevelPart, level: LevelTask) -> Iterator[ObjectTable]:
     """The coarse tables of a partition's objects, batch by batch."""
-    batches = partition_batches(part.path, DEFAULT_MEMORY_BUDGET)
+    batches = stored_batches(part.path, DEFAULT_MEMORY_BUDGET)
     return coarse_batches(batches, level.grid, level.sparse, object_method(level.kind))
 
 

@@ -229,7 +229,11 @@ def _in_place_target(store: StoreLike, *, overwrite: bool) -> Iterator[StoreIO]:
 
 @contextmanager
 def modify_target(
-    store: StoreLike, *, rewritten: str | tuple[str, ...], base: bytes | None = None
+    store: StoreLike,
+    *,
+    rewritten: str | tuple[str, ...],
+    base: bytes | None = None,
+    on_zip: str = "append to a directory store, then zip it",
 ) -> Iterator[tuple[StoreIO, StoreIO]]:
     """Yield ``(source, destination)`` to change an existing store, committing on success.
 
@@ -253,6 +257,9 @@ def modify_target(
         The root ``zarr.json`` bytes of the version the change was prepared from: the
         change is committed only onto that version (checked under the writer lock, see
         :mod:`zarr_vectors.store.writer_lock`). None: not checked.
+    on_zip
+        What to do instead, for the error that refuses a zip store: the caller's change
+        said as advice (default: the advice for appends).
 
     Raises
     ------
@@ -274,9 +281,7 @@ def modify_target(
             yield pair
         return
     if path is not None or isinstance(store, ZipStore):
-        raise InvalidInputError(
-            "a zip store cannot be changed in place: append to a directory store, then zip it"
-        )
+        raise InvalidInputError(f"a zip store cannot be changed in place: {on_zip}")
     io = StoreIO(resolve_store(store, mode="w"))
     with writer_lock(io.store, where=_named(store)):
         begin_in_place_change(io, base, _named(store))

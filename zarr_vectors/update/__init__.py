@@ -32,7 +32,7 @@ from zarr_vectors.update.object_levels import (
     checked_levels,
     commit_levels,
     commit_passed_levels,
-    partition_batches,
+    stored_batches,
 )
 from zarr_vectors.update.object_merge import (
     MergePlan,
@@ -93,5 +93,5 @@ __all__ = [
     "set_link_dtype",
     "open_source",
     "commit_passed_levels",
-    "partition_batches",
+    "stored_batches",
 ]

@@ -44,9 +44,9 @@ from zarr_vectors.store.io import StoreIO, StoreLike, local_root, resolve_store
 from zarr_vectors.store.spill import remove_scratch, scratch_directory
 from zarr_vectors.store.target import modify_target
 from zarr_vectors.update.object_sources import Source, open_source, options_of, store_arguments
+from zarr_vectors.update.point_levels import LEVELS_ON_ZIP
 from zarr_vectors.update.point_stream import DEFAULT_MEMORY_BUDGET
 from zarr_vectors.write import (
-    KindWriter,
     LevelPasses,
     Levels,
     ObjectBatches,
@@ -64,11 +64,9 @@ __all__ = [
     "checked_levels",
     "commit_levels",
     "commit_passed_levels",
-    "partition_batches",
     "rebuild_levels",
     "stored_batches",
     "stored_levels",
-    "stored_table",
 ]
 
 
@@ -165,25 +163,20 @@ the table prepared from it, the kept objects, their coarsening and its temporari
 
 
 def stored_batches(
-    source: Source,
-    writer: KindWriter,
-    store_wide: dict[str, Any],
+    store: Source | StoreLike,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     progress: Progress | None = None,
 ) -> ObjectBatches:
-    """Level 0 of ``source`` as batches of whole objects, read back within a budget.
+    """Level 0 of an object store as batches of whole objects, read back within a budget.
 
     Each batch is the object table the kind's writer prepares from the objects as read,
-    so the batches together are :func:`stored_table`.
+    with the store-wide arguments the store was written with.
 
     Parameters
     ----------
-    source
-        An open object store (:func:`~zarr_vectors.update.object_sources.open_source`).
-    writer
-        Its kind's writer.
-    store_wide
-        The writer's store-wide arguments, as the store was written with them.
+    store
+        An object store: open (:func:`~zarr_vectors.update.object_sources.open_source`),
+        or a path or zarr store to open.
     memory_budget
         Bytes of working memory a batch may take (estimated from level 0's row sizes).
     progress
@@ -199,13 +192,15 @@ def stored_batches(
     >>> import pathlib, tempfile
     >>> import numpy as np
     >>> import zarr_vectors as zv
-    >>> from zarr_vectors.geometry import object_writer
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
     >>> zv.write_polylines(path, [np.zeros((2, 2)), np.ones((3, 2))], chunk_shape=4.0)
-    >>> batches = stored_batches(open_source(path), object_writer("polyline"), {}, 1)
-    >>> [batch.offsets.tolist() for batch in batches.read()]  # one object per batch
+    >>> [batch.n_objects for batch in stored_batches(path).read()]
+    [2]
+    >>> [batch.offsets.tolist() for batch in stored_batches(path, 1).read()]  # one by one
     [[0, 2], [0, 3]]
     """
+    source = store if isinstance(store, Source) else open_source(store, links=False)
+    writer, store_wide = object_writer(source.kind), store_arguments(source)
     reader = ObjectReader(LevelReader(source.io, source.root, 0))
     m = source.n_objects
     step = min(max(1, m), _objects_per_batch(source, memory_budget))
@@ -223,40 +218,6 @@ def stored_batches(
 
     objects = _object_fields(source, batch(0, 1))  # the store-wide root keys of one object
     return ObjectBatches(source.kind, m, objects, read)
-
-
-def stored_table(source: Source, writer: KindWriter, store_wide: dict[str, Any]) -> ObjectTable:
-    """Level 0 of ``source`` as the object table its kind's writer would prepare.
-
-    Parameters
-    ----------
-    source
-        An open object store (:func:`~zarr_vectors.update.object_sources.open_source`).
-    writer
-        Its kind's writer.
-    store_wide
-        The writer's store-wide arguments, as the store was written with them.
-
-    Returns
-    -------
-    ObjectTable
-        Objects in storage order, vertices in traversal order, the stored dtypes.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> from zarr_vectors.geometry import object_writer
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
-    >>> zv.write_polylines(path, [np.zeros((2, 2)), np.ones((3, 2))], chunk_shape=4.0)
-    >>> stored_table(open_source(path), object_writer("polyline"), {}).offsets.tolist()
-    [0, 2, 5]
-    """
-    found = ObjectReader(LevelReader(source.io, source.root, 0)).read(
-        np.arange(source.n_objects, dtype=np.int64)
-    )
-    return _object_fields(source, writer.prepare(_batch_data(source, found), **store_wide))
 
 
 def _level_keys(io: StoreIO) -> list[str]:
@@ -378,35 +339,13 @@ def rebuild_levels(
         built_io = StoreIO(resolve_store(str(folder / "levels"), mode="w"))
         built: tuple[LevelMetadata, ...] = ()
         if int(source.reader.meta.vertex_count or 0):
-            arguments = store_arguments(source)
-            batches = stored_batches(source, writer, arguments, memory_budget, progress)
+            batches = stored_batches(source, memory_budget, progress)
             options = options_of(source)
             built = write_object_levels(built_io, batches, source.grid, options, settings)
         _write_changed(built_io, io)
     finally:
         remove_scratch(folder)
     return source.root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())
-
-
-def partition_batches(
-    store: StoreLike, memory_budget: int = DEFAULT_MEMORY_BUDGET
-) -> ObjectBatches:
-    """Level 0 of an object store as batches of whole objects within ``memory_budget``
-    (:func:`stored_batches` of the store as written).
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import zarr_vectors as zv
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
-    >>> zv.write_polylines(path, [np.zeros((2, 2)), np.ones((3, 2))], chunk_shape=4.0)
-    >>> [batch.n_objects for batch in partition_batches(path).read()]
-    [2]
-    """
-    source = open_source(store, links=False)
-    writer = object_writer(source.kind)
-    return stored_batches(source, writer, store_arguments(source), memory_budget)
 
 
 def commit_passed_levels(
@@ -420,8 +359,7 @@ def commit_passed_levels(
     source = open_source(io, links=False)
     built: tuple[LevelMetadata, ...] = ()
     if int(source.reader.meta.vertex_count or 0):
-        writer = object_writer(source.kind)
-        batches = stored_batches(source, writer, store_arguments(source))
+        batches = stored_batches(source)
         options = options_of(source)
         passed = passes(options)
         built = write_object_levels(io, batches, source.grid, options, settings, passed)
@@ -514,10 +452,8 @@ def build_object_levels(
         )
     settings = level_settings(levels) or Levels(count=0)
     source = open_source(store, links=False)
-    with (
-        progress_reporter(progress) as report,
-        modify_target(store, rewritten=".zattrs", base=source.base) as (_, target),
-    ):
+    changed = modify_target(store, rewritten=".zattrs", base=source.base, on_zip=LEVELS_ON_ZIP)
+    with progress_reporter(progress) as report, changed as (_, target):
         root = rebuild_levels(target, source, settings, memory_budget, report)
         meta = source.reader.meta
         commit_root(target, root, meta, _summary(source, meta))

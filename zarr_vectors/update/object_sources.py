@@ -41,7 +41,7 @@ from zarr_vectors.format.nodes import node_problem
 from zarr_vectors.read import LevelReader, existing_root
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
 from zarr_vectors.store.shards import RowLayout
-from zarr_vectors.write import Groups, WriteOptions
+from zarr_vectors.write import DEFAULT_COMPRESSION, Groups, WriteOptions
 
 __all__ = [
     "BLOBS",
@@ -355,7 +355,7 @@ def options_of(source: Source) -> WriteOptions:
     >>> sources = [open_source(folder / "a.zarr"), open_source(folder / "b.zarr")]
     >>> options = options_of(sources[0])
     >>> options.rows_per_block, options.compression
-    (1024, 'blosc-lz4')
+    (1024, 'default')
 
     Raises
     ------
@@ -367,7 +367,7 @@ def options_of(source: Source) -> WriteOptions:
     version, compressed = source.root.version, first.blosc is not None
     options = WriteOptions(
         rows_per_block=first.rows_per_block,
-        compression="blosc-lz4" if compressed else None,
+        compression=DEFAULT_COMPRESSION if compressed else None,
         codecs_of=(version, source.root.geometry_type),
     )
     wanted = {

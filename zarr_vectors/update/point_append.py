@@ -35,6 +35,7 @@ from zarr_vectors.store.shards import RowLayout, shard_key
 from zarr_vectors.store.target import modify_target
 from zarr_vectors.write import (
     DEFAULT_BLOSC,
+    DEFAULT_COMPRESSION,
     LevelStats,
     LevelWriter,
     WriteOptions,
@@ -214,7 +215,7 @@ def _options_of(root: RootMetadata, layouts: dict[str, RowLayout]) -> WriteOptio
         axis_names=root.axis_names,
         axis_units=root.axis_units,
         rows_per_block=vertices.rows_per_block,
-        compression=None if vertices.blosc is None else "blosc-lz4",
+        compression=None if vertices.blosc is None else DEFAULT_COMPRESSION,
         shard_chunks=vertices.shard_chunks or 1,  # the store's S, never the default
     )
 

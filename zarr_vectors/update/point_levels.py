@@ -38,12 +38,19 @@ from zarr_vectors.write import (
 )
 
 __all__ = [
+    "LEVELS_ON_ZIP",
     "Level0",
     "build_levels",
     "build_written_levels",
     "point_level_settings",
     "stored_level0",
 ]
+
+LEVELS_ON_ZIP = (
+    "to build its levels, extract it into a directory, run zv.build_levels on that directory "
+    "store and zip its files again"
+)
+"""What to do instead of building the levels of a zip store, which is never changed in place."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +155,8 @@ def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
     if settings is None and not existing.root.levels:
         return 0
     rewritten = tuple(f"{entry.level}/" for entry in existing.root.levels) or ("1/",)
-    with modify_target(store, rewritten=rewritten, base=existing.base) as (source, target):
+    changed = modify_target(store, rewritten=rewritten, base=existing.base, on_zip=LEVELS_ON_ZIP)
+    with changed as (source, target):
         for prefix in rewritten:  # a store changed in place keeps what it does not delete
             target.delete_many(target.list_prefix(prefix))
         root = _built_root(existing, settings, source, target)

@@ -71,6 +71,20 @@ class UpgradeReport:
         One sentence per kind of change, empty when the store was already current.
     dry_run
         Whether nothing was written.
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv
+    >>> report = zv.UpgradeReport(
+    ...     "1.2", "1.3", ("root: zarr_vectors_version 1.2 -> 1.3, new commit",), dry_run=True
+    ... )
+    >>> report.changed
+    True
+    >>> print(report)
+    would upgrade format 1.2 to 1.3:
+      - root: zarr_vectors_version 1.2 -> 1.3, new commit
+    >>> print(zv.UpgradeReport("1.4", "1.4", (), dry_run=False))
+    format 1.4 is current: nothing to upgrade
     """
 
     from_version: str
@@ -115,7 +129,8 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
     listed in their chunk table. Values, row blocks and shards are kept, so every read
     gives the same answers. A local store is changed in a hidden sibling swapped in at the
     end: a failed or killed upgrade leaves it as it was. Other stores (memory, object
-    storage) are changed in place, their root uncommitted meanwhile (spec §2.4).
+    storage) are changed in place, their root uncommitted meanwhile (spec §2.4). A zip
+    store is only read: a dry run reports on it, an upgrade is refused.
 
     Parameters
     ----------
@@ -136,7 +151,9 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
     Raises
     ------
     InvalidInputError
-        When ``to`` is not the current version.
+        When ``to`` is not the current version, or for a zip store that needs an upgrade:
+        a zip file is never changed in place (upgrade a directory store extracted from
+        it, then zip that store's files again).
     NotAZarrVectorsStoreError, MetadataError, UnsupportedVersionError
         When the store is not a readable Zarr Vectors store.
     ConcurrentWriteError
@@ -233,12 +250,19 @@ def _changes(plan: _Plan) -> tuple[str, ...]:
     return tuple(changes)
 
 
+_ON_ZIP = (
+    "to upgrade it, extract it into a directory, upgrade that directory store and zip its "
+    "files again (zv.upgrade(store, dry_run=True) reads a zip store as it is)"
+)
+"""What to do instead of upgrading a zip store, which is never rewritten in place."""
+
+
 def _apply(store: StoreLike, io: StoreIO, plan: _Plan) -> None:
     """Make the changes of ``plan`` and commit them."""
     placed = has_place_records(plan.root.version)
     values = [] if placed else read_whole_many(io.store, plan.globals)
     root = replace(plan.root, version=UPGRADE_VERSION)
-    with modify_target(store, rewritten=(), base=plan.base) as (source, target):
+    with modify_target(store, rewritten=(), base=plan.base, on_zip=_ON_ZIP) as (source, target):
         target.name_dimensions(root.axis_names)
         if not placed:
             for path, meta in plan.sharded:

@@ -96,7 +96,7 @@ from zarr_vectors.write._point_levels import (
 )
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
 from zarr_vectors.write.levels import Levels, level_settings, levels_done
-from zarr_vectors.write.options import DEFAULT_BLOSC, WriteOptions
+from zarr_vectors.write.options import DEFAULT_BLOSC, DEFAULT_COMPRESSION, WriteOptions
 
 __all__ = [
     "WriteOptions",
@@ -107,6 +107,7 @@ __all__ = [
     "KindWriter",
     "write_kind",
     "DEFAULT_BLOSC",
+    "DEFAULT_COMPRESSION",
     "LevelStats",
     "LevelWriter",
     "bin_sorted_chunk",

@@ -25,7 +25,7 @@ from zarr_vectors.kernels import bounds_and_nonfinite, chunk_coords
 from zarr_vectors.store.destination import check_overwrite
 from zarr_vectors.store.io import StoreLike, resolve_store
 from zarr_vectors.write._chunk_shapes import check_chunk_count, default_chunk_shape
-from zarr_vectors.write.options import WriteOptions
+from zarr_vectors.write.options import DEFAULT_COMPRESSION, WriteOptions
 
 _FLOAT32_EXACT = 2**24
 
@@ -694,9 +694,9 @@ def check_options(options: WriteOptions | None, kind: str) -> WriteOptions:
         raise InvalidInputError(
             f"rows_per_block must be a positive int, got {rows!r} ({_type_name(rows)})"
         )
-    if options.compression not in (None, "blosc-lz4"):
+    if options.compression not in (None, DEFAULT_COMPRESSION):
         raise InvalidInputError(
-            f"compression must be 'blosc-lz4' or None, got {options.compression!r}"
+            f"compression must be {DEFAULT_COMPRESSION!r} or None, got {options.compression!r}"
         )
     names: Any = options.axis_names
     if names is not None and (

@@ -11,14 +11,24 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.codecs import LZ4_BITSHUFFLE, blob_blosc, numeric_blosc
 from zarr_vectors.format.names import POINT_CLOUD, VERTICES
 from zarr_vectors.format.sharding import default_shard_chunks
 from zarr_vectors.format.version import FORMAT_VERSION
 
-__all__ = ["DEFAULT_BLOSC", "OBJECT_ROWS_PER_BLOCK", "POINT_ROWS_PER_BLOCK", "WriteOptions"]
+__all__ = [
+    "DEFAULT_BLOSC",
+    "DEFAULT_COMPRESSION",
+    "OBJECT_ROWS_PER_BLOCK",
+    "POINT_ROWS_PER_BLOCK",
+    "WriteOptions",
+]
 
+DEFAULT_COMPRESSION = "default"
+"""``WriteOptions.compression`` of the library's codec chains of a format version and kind
+(spec §9.0.4); None writes raw row blocks."""
 DEFAULT_BLOSC: dict[str, Any] = dict(LZ4_BITSHUFFLE)
 """Blosc settings of point clouds' numeric row blocks (and of every numeric array before
 format 1.4)."""
@@ -45,9 +55,11 @@ class WriteOptions:
         :data:`POINT_ROWS_PER_BLOCK` for point clouds, :data:`OBJECT_ROWS_PER_BLOCK` for
         object kinds.
     compression
-        ``"blosc-lz4"`` (default: Blosc, the format's chains — LZ4 with bit shuffle for
-        point clouds; for object kinds in format 1.4, zstd and compressed fragment blobs,
-        spec §9.0.4) or None for raw row blocks.
+        ``"default"`` (default): the library's Blosc codec chains of the store's format
+        version and kind (spec §9.0.4) — LZ4 with bit shuffle for point clouds; for object
+        kinds of format 1.4, zstd and compressed fragment blobs. None: raw row blocks and
+        fragment blobs. ``"blosc-lz4"``, its former name, still means ``"default"`` (the
+        chains, zstd included) and warns.
     fragment_attributes
         Object kinds: names of object attributes to copy to every fragment of the object
         (opt-in ``fragment_attributes/<name>``, spec §9.5), so tools can filter rows of a
@@ -91,7 +103,7 @@ class WriteOptions:
     axis_names: tuple[str, ...] | None = None
     axis_units: str | tuple[str, ...] = "unknown"
     rows_per_block: int | None = None
-    compression: str | None = "blosc-lz4"
+    compression: str | None = DEFAULT_COMPRESSION
     fragment_attributes: tuple[str, ...] = ()
     custom_metadata: dict[str, Any] | None = None
     shard_chunks: int | tuple[int, ...] | None = None
@@ -99,6 +111,10 @@ class WriteOptions:
     codecs_of: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
+        if self.compression == "blosc-lz4":  # its former name, from when both were LZ4
+            new = f'compression="{DEFAULT_COMPRESSION}"'
+            warn_renamed('compression="blosc-lz4"', new, stacklevel=4)
+            object.__setattr__(self, "compression", DEFAULT_COMPRESSION)
         values = (self.shard_chunks,) if isinstance(self.shard_chunks, int) else self.shard_chunks
         if values is None:
             return
