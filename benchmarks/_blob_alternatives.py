@@ -26,6 +26,8 @@ import numpy as np
 import zarr
 from numcodecs import Blosc
 
+from zarr_vectors.format.fragment_decoding import decode_dense_ranges
+
 __all__ = ["ENCODINGS", "blob_alternatives"]
 
 ENCODINGS = ("1.4", "byte shuffle", "counts only")
@@ -47,7 +49,7 @@ def blob_alternatives(array: str) -> dict[str, int]:
     """
     blocks = np.asarray(zarr.open_array(array, mode="r")[...])
     rows = [row for row in blocks.reshape(-1, blocks.shape[-1]) if row[:4].any()]
-    counts = [_run_counts(row.tobytes()) for row in rows]
+    counts = [decode_dense_ranges(row)[1] for row in rows]
     width = _narrowest(max((int(c.max()) for c in counts if c.size), default=0))
     lean = [_counts_blob(c, width) for c in counts]
     lean_block = max(256, 1 << (max(len(x) for x in lean) - 1).bit_length()) if lean else 256
@@ -58,16 +60,6 @@ def blob_alternatives(array: str) -> dict[str, int]:
         "byte shuffle": sum(len(byte.encode(row.view("<u8"))) for row in rows),
         "counts only": sum(len(byte.encode(_padded(x, lean_block, width))) for x in lean),
     }
-
-
-def _run_counts(blob: bytes) -> np.ndarray:
-    """The range counts of a run-form ZVFG blob (every fragment a range)."""
-    n_fragments, n_ranges = struct.unpack_from("<II", blob, 8)
-    if n_ranges != n_fragments:
-        raise ValueError("not a run-form blob: it has explicit fragments")
-    start = 16 + 8 * ((n_fragments + 63) // 64)
-    table = np.frombuffer(blob, dtype="<i8", count=2 * n_ranges, offset=start)
-    return table[1::2]
 
 
 def _narrowest(largest: int) -> int:
