@@ -7,9 +7,13 @@ bins a quarter of a chunk) with this library and, when its virtualenv is there o
 and our codec (as :mod:`benchmarks.side_by_side` does). For every store it lists each
 array's files, the sum of their sizes (the bytes stored) and the space they take on the file
 system (``du``: allocated blocks); for the fragment-index arrays of ours it also splits the
-bytes into ZVFG blobs, zero padding after them and shard index plus CRC32C. The sum of file
-sizes is what "size" means in the table; allocated blocks depend on the file system and on
-how many files a store has. See ``benchmarks/README.md``.
+bytes into ZVFG blobs, zero padding after them and shard index plus CRC32C. Below the table it
+counts each store's fragments (F summed over the chunks' ``vertex_fragments`` blobs), which
+drive the size of the fragment-index arrays, the fragment attributes and the manifests, and
+with ``--alternatives`` what ours' blob arrays would weigh in other encodings
+(:mod:`benchmarks._blob_alternatives`). The
+sum of file sizes is what "size" means in the table; allocated blocks depend on the file
+system and on how many files a store has. See ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -24,31 +28,37 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import zarr
 from numcodecs import blosc
 
 from benchmarks import objects
+from benchmarks._blob_alternatives import ENCODINGS, blob_alternatives
 from benchmarks._measure import log, run_reference
 from benchmarks._table import align_table
 from benchmarks.reference_env import ensure_venv
 from benchmarks.side_by_side import OUR_CODEC
 
-__all__ = ["GRID", "array_sizes", "blob_split", "main"]
+__all__ = ["GRID", "KINDS", "array_sizes", "blob_split", "fragment_count", "main"]
 
 GRID = 8
 """Chunks per axis over the data cube (512 chunks); bins are a quarter of a chunk."""
 
+KINDS = ("streamlines", "mesh", "skeletons")
+"""The data sets, in the order they are written."""
 
-def _data_sets(quick: bool) -> dict[str, Callable[[], objects.ObjectSet]]:
+
+def _data_sets(quick: bool, kinds: tuple[str, ...]) -> dict[str, Callable[[], objects.ObjectSet]]:
     side = objects.SIDE / GRID
     layout = (side, side / 4)
     objects.MESH_CHUNK = objects.SKELETON_CHUNK = layout[0]
     objects.MESH_BIN = objects.SKELETON_BIN = layout[1]
     scale = 10 if quick else 1
-    return {
+    makers: dict[str, Callable[[], objects.ObjectSet]] = {
         "streamlines": lambda: objects.make_streamlines(10_000 // scale, 100, 0, layout=layout),
         "mesh": lambda: objects.make_mesh(100 // scale, 10_000, 0),
         "skeletons": lambda: objects.make_skeletons(100 // scale, 1_000, 0),
     }
+    return {kind: makers[kind] for kind in kinds}
 
 
 def _array_of(relative: str) -> str:
@@ -143,6 +153,35 @@ def blob_split(array: str) -> tuple[int, int, int, bool]:
     return blob, padding, other, compressed
 
 
+def fragment_count(store: str) -> int:
+    """Fragments of a store's level 0: F summed over every chunk's ``vertex_fragments`` blob.
+
+    Reads the blobs with zarr-python, so it counts the fragments of ours (ZVFG blobs in a
+    ``uint8`` row array) and of zarr-vectors 0.9.2 (one ZVFG blob per chunk as variable-length
+    bytes) alike.
+
+    Parameters
+    ----------
+    store
+        A local store directory with a ``0/vertex_fragments`` array.
+
+    Returns
+    -------
+    int
+        The number of fragments.
+    """
+    blobs = np.asarray(zarr.open_array(os.path.join(store, "0", "vertex_fragments"), mode="r")[...])
+    if blobs.dtype == object:  # 0.9.2: one bytes object per chunk, empty chunks empty
+        return sum(_header_f(bytes(b)) for b in blobs.ravel() if b is not None and len(b))
+    rows = blobs.reshape(-1, blobs.shape[-1])
+    return sum(_header_f(row.tobytes()) for row in rows if row[:4].any())
+
+
+def _header_f(blob: bytes) -> int:
+    """F of a ZVFG blob (spec §6.1)."""
+    return int(struct.unpack_from("<I", blob, 8)[0])
+
+
 def _zvfg_sizes(blocks: bytes, b: int) -> int:
     """Sum of S of the blobs in ``blocks``: each chunk's blob starts a run of its blocks."""
     total, at = 0, 0
@@ -218,6 +257,20 @@ def _rows(kind: str, ours: str, ref: str | None) -> list[tuple[str, ...]]:
     return rows
 
 
+def _fragment_line(kind: str, ours: str, ref: str | None) -> str:
+    theirs = f", 0.9.2 {fragment_count(ref):,}" if ref else ""
+    return f"{kind}: level-0 fragments: ours {fragment_count(ours):,}{theirs}"
+
+
+def _alternative_lines(kind: str, ours: str) -> list[str]:
+    lines = []
+    for name in ("vertex_fragments", "link_fragments"):
+        sizes = blob_alternatives(os.path.join(ours, "0", name))
+        cells = ", ".join(f"{e} {_mb(sizes[e])}" for e in ENCODINGS)
+        lines.append(f"{kind}: 0/{name} compressed blocks (MB): {cells}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the stores, print the table (and write it to ``--out``).
 
@@ -236,19 +289,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-reference", action="store_true", help="ours only")
     parser.add_argument("--out", help="also write the table (markdown) to this file")
     parser.add_argument("--dir", default="/tmp", help="scratch directory (default /tmp)")
+    parser.add_argument(
+        "--kind", action="append", choices=KINDS, help="only this data set (repeatable)"
+    )
+    parser.add_argument(
+        "--alternatives", action="store_true", help="also size ours' blobs in other encodings"
+    )
     args = parser.parse_args(argv)
     python = None if args.no_reference else ensure_venv()
     rows: list[tuple[str, ...]] = []
+    counts: list[str] = []
+    kinds = tuple(k for k in KINDS if k in (args.kind or KINDS))
     with tempfile.TemporaryDirectory(prefix="zv-bytes-", dir=args.dir) as where:
-        for kind, make in _data_sets(args.quick).items():
+        for kind, make in _data_sets(args.quick, kinds).items():
             log(f"{kind}: generate and write")
             data = make()
             ours = os.path.join(where, f"{kind}.zv")
             _write_ours(data, ours)
             ref = _write_reference(data, kind, where, python) if python else None
             rows.extend(_rows(kind, ours, ref))
+            counts.append(_fragment_line(kind, ours, ref))
+            if args.alternatives:
+                counts.extend(_alternative_lines(kind, ours))
     header = ("kind", "library", "array", "files", "MB (sum of sizes)", "MB (du)", "detail")
-    table = align_table(header, rows)
+    table = "\n".join([align_table(header, rows), "", *counts])
     print(table)
     if args.out:
         Path(args.out).write_text(table + "\n")
