@@ -44,7 +44,7 @@ from zarr_vectors.query._fragment_refs import (
 )
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
-from zarr_vectors.read import ChunkRows, LevelReader, RowRuns, check_global_shapes
+from zarr_vectors.read import LevelReader, RowRuns, check_global_shapes
 from zarr_vectors.result import QueryResult
 
 __all__ = [
@@ -423,19 +423,29 @@ class ObjectReader:
             return np.empty(0, np.int64)
         if inside.all() and chunks.shape[0] == reader.occupied_chunks(None, None)[0].shape[0]:
             return self._filled()
-        ranges = reader.fragment_ranges(chunks, counts, index_columns=())
+        ranges = reader.fragment_ranges(
+            chunks, counts, index_columns=(_OWNER_COLUMN, VERTICES)
+        )
+        n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
         keys = [tuple(c) for c in chunks.tolist()]
-        fragments = [
-            ChunkRows(key, np.array([[0, r[0].shape[0]]], dtype=np.int64))
-            for key, r in zip(keys, ranges, strict=True)
-        ]
-        partial = [
-            ChunkRows(key, np.array([[0, n]], dtype=np.int64))
-            for key, n, full in zip(keys, counts.tolist(), inside.tolist(), strict=True)
-            if not full
-        ]
-        owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
-        return _owners(owners, ranges, inside, counts, positions, region)
+        owners = reader.read_runs([_OWNER_COLUMN], _whole_chunks(keys, n_fragments), n_fragments)
+        part = np.flatnonzero(~inside)
+        positions = (
+            reader.read_runs([VERTICES], _whole_chunks([keys[i] for i in part], counts[part]))[0]
+            if part.shape[0]
+            else None
+        )
+        return _owners(owners[0], ranges, inside, counts, positions, region)
+
+
+def _whole_chunks(keys: list[tuple[int, ...]], rows: np.ndarray) -> RowRuns:
+    """One run of every row of each chunk ``keys[i]`` (``rows[i]`` rows, at least one)."""
+    return RowRuns(
+        keys,
+        np.arange(len(keys), dtype=np.int64),
+        np.zeros(len(keys), dtype=np.int64),
+        np.asarray(rows, dtype=np.int64),
+    )
 
 
 def _owners(
