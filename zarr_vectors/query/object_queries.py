@@ -44,7 +44,7 @@ from zarr_vectors.query._fragment_refs import (
 )
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
-from zarr_vectors.read import LevelReader, RowRuns, check_global_shapes
+from zarr_vectors.read import ChunkRows, LevelReader, RowRuns, check_global_shapes
 from zarr_vectors.result import QueryResult
 
 __all__ = [
@@ -423,19 +423,54 @@ class ObjectReader:
             return np.empty(0, np.int64)
         if inside.all() and chunks.shape[0] == reader.occupied_chunks(None, None)[0].shape[0]:
             return self._filled()
+        local = reader.io.is_local
         ranges = reader.fragment_ranges(
-            chunks, counts, index_columns=(_OWNER_COLUMN, VERTICES)
+            chunks, counts, index_columns=(_OWNER_COLUMN, VERTICES) if local else ()
         )
-        n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
         keys = [tuple(c) for c in chunks.tolist()]
-        owners = reader.read_runs([_OWNER_COLUMN], _whole_chunks(keys, n_fragments), n_fragments)
-        part = np.flatnonzero(~inside)
-        positions = (
-            reader.read_runs([VERTICES], _whole_chunks([keys[i] for i in part], counts[part]))[0]
-            if part.shape[0]
-            else None
-        )
-        return _owners(owners[0], ranges, inside, counts, positions, region)
+        read = _owner_rows_by_runs if local else _owner_rows_at_once
+        owners, positions = read(reader, keys, ranges, counts, inside)
+        return _owners(owners, ranges, inside, counts, positions, region)
+
+
+def _owner_rows_at_once(
+    reader: LevelReader,
+    keys: list[tuple[int, ...]],
+    ranges: list[tuple[np.ndarray, np.ndarray]],
+    counts: np.ndarray,
+    inside: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Every fragment owner of the chunks ``keys`` and every row of those ``inside`` does
+    not flag, by one :meth:`LevelReader.read_many` (one request wave on object storage)."""
+    fragments = [
+        ChunkRows(key, np.array([[0, r[0].shape[0]]], dtype=np.int64))
+        for key, r in zip(keys, ranges, strict=True)
+    ]
+    partial = [
+        ChunkRows(key, np.array([[0, n]], dtype=np.int64))
+        for key, n, full in zip(keys, counts.tolist(), inside.tolist(), strict=True)
+        if not full
+    ]
+    owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
+    return owners, positions
+
+
+def _owner_rows_by_runs(
+    reader: LevelReader,
+    keys: list[tuple[int, ...]],
+    ranges: list[tuple[np.ndarray, np.ndarray]],
+    counts: np.ndarray,
+    inside: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`_owner_rows_at_once` of a local store, by the box-read kernels
+    (:meth:`LevelReader.read_runs`: every chunk planned and decoded at once)."""
+    n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
+    owners = reader.read_runs([_OWNER_COLUMN], _whole_chunks(keys, n_fragments), n_fragments)[0]
+    part = np.flatnonzero(~inside)
+    if not part.shape[0]:
+        return owners, None
+    positions = reader.read_runs([VERTICES], _whole_chunks([keys[i] for i in part], counts[part]))
+    return owners, positions[0]
 
 
 def _whole_chunks(keys: list[tuple[int, ...]], rows: np.ndarray) -> RowRuns:
