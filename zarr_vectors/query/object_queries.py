@@ -423,64 +423,19 @@ class ObjectReader:
             return np.empty(0, np.int64)
         if inside.all() and chunks.shape[0] == reader.occupied_chunks(None, None)[0].shape[0]:
             return self._filled()
-        local = reader.io.is_local
-        ranges = reader.fragment_ranges(
-            chunks, counts, index_columns=(_OWNER_COLUMN, VERTICES) if local else ()
-        )
+        ranges = reader.fragment_ranges(chunks, counts, index_columns=())
         keys = [tuple(c) for c in chunks.tolist()]
-        read = _owner_rows_by_runs if local else _owner_rows_at_once
-        owners, positions = read(reader, keys, ranges, counts, inside)
+        fragments = [
+            ChunkRows(key, np.array([[0, r[0].shape[0]]], dtype=np.int64))
+            for key, r in zip(keys, ranges, strict=True)
+        ]
+        partial = [
+            ChunkRows(key, np.array([[0, n]], dtype=np.int64))
+            for key, n, full in zip(keys, counts.tolist(), inside.tolist(), strict=True)
+            if not full
+        ]
+        owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
         return _owners(owners, ranges, inside, counts, positions, region)
-
-
-def _owner_rows_at_once(
-    reader: LevelReader,
-    keys: list[tuple[int, ...]],
-    ranges: list[tuple[np.ndarray, np.ndarray]],
-    counts: np.ndarray,
-    inside: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Every fragment owner of the chunks ``keys`` and every row of those ``inside`` does
-    not flag, by one :meth:`LevelReader.read_many` (one request wave on object storage)."""
-    fragments = [
-        ChunkRows(key, np.array([[0, r[0].shape[0]]], dtype=np.int64))
-        for key, r in zip(keys, ranges, strict=True)
-    ]
-    partial = [
-        ChunkRows(key, np.array([[0, n]], dtype=np.int64))
-        for key, n, full in zip(keys, counts.tolist(), inside.tolist(), strict=True)
-        if not full
-    ]
-    owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
-    return owners, positions
-
-
-def _owner_rows_by_runs(
-    reader: LevelReader,
-    keys: list[tuple[int, ...]],
-    ranges: list[tuple[np.ndarray, np.ndarray]],
-    counts: np.ndarray,
-    inside: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """:func:`_owner_rows_at_once` of a local store, by the box-read kernels
-    (:meth:`LevelReader.read_runs`: every chunk planned and decoded at once)."""
-    n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
-    owners = reader.read_runs([_OWNER_COLUMN], _whole_chunks(keys, n_fragments), n_fragments)[0]
-    part = np.flatnonzero(~inside)
-    if not part.shape[0]:
-        return owners, None
-    positions = reader.read_runs([VERTICES], _whole_chunks([keys[i] for i in part], counts[part]))
-    return owners, positions[0]
-
-
-def _whole_chunks(keys: list[tuple[int, ...]], rows: np.ndarray) -> RowRuns:
-    """One run of every row of each chunk ``keys[i]`` (``rows[i]`` rows, at least one)."""
-    return RowRuns(
-        keys,
-        np.arange(len(keys), dtype=np.int64),
-        np.zeros(len(keys), dtype=np.int64),
-        np.asarray(rows, dtype=np.int64),
-    )
 
 
 def _owners(
