@@ -18,14 +18,14 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from tests.helpers import sample_sizes
+from tests.helpers import examples, sample_sizes
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragment_decoding import decode_fragment_index
 
 CHUNK = 10.0
 BIN = 2.5
-BOX_COUNTS = sample_sizes(50, 200)
-"""Random boxes per brute-force test: the first 50 of the full 200 by default."""
+BOX_COUNTS = sample_sizes(30, 200)
+"""Random boxes per brute-force test: the first 30 of the full 200 by default."""
 
 
 # -- reference model shared with test_skeletons.py and test_meshes.py ----------------------
@@ -474,7 +474,9 @@ def test_bad_input(edges: Any, kwargs: dict[str, Any], message: str) -> None:
     assert not store._store_dict
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(12, 25), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(
     seed=st.integers(0, 2**32 - 1),
     m=st.integers(1, 12),

@@ -23,6 +23,7 @@ from tests.geometry.test_graphs import (
     random_boxes,
     scatter,
 )
+from tests.helpers import examples
 from zarr_vectors.errors import InvalidInputError
 
 TETRAHEDRON = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
@@ -201,7 +202,9 @@ def test_bad_input(faces: Any, kwargs: dict[str, Any], message: str) -> None:
     assert not store._store_dict
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(12, 25), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(
     seed=st.integers(0, 2**32 - 1),
     m=st.integers(1, 12),

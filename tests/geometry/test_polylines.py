@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from tests.helpers import sample_sizes
+from tests.helpers import examples, sample_sizes
 from zarr_vectors.errors import InvalidInputError, ObjectNotFoundError
 
 
@@ -74,10 +74,10 @@ def test_every_polyline_reads_back_exactly_by_id(rng: np.random.Generator) -> No
     np.testing.assert_array_equal(everything.positions, np.concatenate(lines))
 
 
-@pytest.mark.parametrize("boxes", sample_sizes(60, 200))
+@pytest.mark.parametrize("boxes", sample_sizes(30, 200))
 @pytest.mark.parametrize("clip", [False, True])
 def test_boxes_equal_brute_force(rng: np.random.Generator, clip: bool, boxes: int) -> None:
-    """Random boxes, a quarter with a face on the bin grid; the first 60 by default."""
+    """Random boxes, a quarter with a face on the bin grid; the first 30 by default."""
     lines = _walks(rng, 150)
     lines[0] = np.array([[10.0, 10.0, 10.0], [20.0, 10.0, 10.0], [10.0, 10.0, 10.0]])  # returns
     lines[1] = np.array([[5.0, 5.0, 5.0]])  # a single vertex, on chunk and bin edges
@@ -157,7 +157,9 @@ def test_bad_input(polylines: Any, kwargs: dict[str, Any]) -> None:
     assert not store._store_dict
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(15, 30), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(
     seed=st.integers(0, 2**32 - 1),
     m=st.integers(1, 25),

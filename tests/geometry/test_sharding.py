@@ -281,15 +281,14 @@ def _stream_objects(store: Path, case: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("shard", [2, (2, 1, 3)])
 def test_object_writer_gives_the_one_shot_sharded_store(
-    tmp_path_factory: pytest.TempPathFactory, kind: str, shard: Any
+    tmp_path_factory: pytest.TempPathFactory, kind: str
 ) -> None:
     @settings(
-        max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+        max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
     )
-    @given(case=cases(kind))
-    def check(case: dict[str, Any]) -> None:
+    @given(case=cases(kind), shard=st.sampled_from([2, (2, 1, 3)]))
+    def check(case: dict[str, Any], shard: Any) -> None:
         tmp = tmp_path_factory.mktemp("w")
         dim = case["objects"][0].shape[1]
         case = case | {"options": _with_shards(case["options"], _axes(shard, dim))}

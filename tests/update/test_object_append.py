@@ -33,7 +33,7 @@ def _run(store: Any, case: dict[str, Any]) -> None:
             object_cases.append(store, case, a, b)
 
 
-@pytest.mark.parametrize("examples", sample_sizes(4, 15))
+@pytest.mark.parametrize("examples", sample_sizes(3, 15))
 @pytest.mark.parametrize("kind", KINDS)
 def test_appends_give_the_one_shot_store(tmp_path_factory: Any, kind: str, examples: int) -> None:
     @settings(HYPOTHESIS, max_examples=examples)
@@ -48,7 +48,7 @@ def test_appends_give_the_one_shot_store(tmp_path_factory: Any, kind: str, examp
     check()
 
 
-@pytest.mark.parametrize("examples", sample_sizes(8, 15))
+@pytest.mark.parametrize("examples", sample_sizes(5, 15))
 @pytest.mark.parametrize("kind", KINDS)
 def test_appends_in_place_give_the_one_shot_store(kind: str, examples: int) -> None:
     """In memory: more examples than the test on disk above for the same time."""

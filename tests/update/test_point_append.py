@@ -99,7 +99,7 @@ def _run(store: Any, case: dict[str, Any]) -> None:
         _append(store, case, a, b)
 
 
-@pytest.mark.parametrize("examples", sample_sizes(6, 20))
+@pytest.mark.parametrize("examples", sample_sizes(4, 20))
 def test_appends_give_the_one_shot_store(tmp_path_factory: Any, examples: int) -> None:
     """On disk; the test in memory below runs the full sample."""
 

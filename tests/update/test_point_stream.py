@@ -69,7 +69,7 @@ def _batches(cloud: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("examples", sample_sizes(8, 25))
+@pytest.mark.parametrize("examples", sample_sizes(5, 25))
 def test_stream_writes_the_one_shot_store(tmp_path_factory: Any, examples: int) -> None:
     @settings(HYPOTHESIS, max_examples=examples)
     @given(cloud=clouds(), budget=st.sampled_from([2**16, 2**17, 2**28]))
