@@ -319,8 +319,6 @@ class PointReads:
         slot_where = where[slot_chunk]
         if not table.known[slot_where].all():
             learn = np.unique(slot_where)
-            if rows is None:  # per-vertex columns: every chunk's row count is known
-                learn = self._with_shard_mates(names, table, learn)
             self._learn_blocks(names, table, learn, _rows_at(learn, where, rows))
         n_slots = slot_block.shape[0]
         decoded = n_slots * r * sum(layout.row_nbytes for layout in self._layouts(names))
@@ -496,25 +494,6 @@ class PointReads:
             for p, (key, entries) in zip(where.tolist(), found, strict=True):
                 table.set_entries(k, p, key, entries)
         table.known[where] = True
-
-    def _with_shard_mates(
-        self, names: Sequence[str], table: read_plans.BlockTable, where: np.ndarray
-    ) -> np.ndarray:
-        """The chunk positions ``where`` and those of every occupied chunk not in ``table``
-        yet whose blocks lie, in every column of ``names``, in a shard of a chunk of
-        ``where``: their entries are in the shard indexes fetched for ``where``, so a later
-        read of them (other objects, another box) plans its spans without learning them."""
-        coords, _ = self.reader.occupied_chunks(None, None)
-        mates = ~table.known
-        for name in names:
-            layout = self.reader.layouts[name]
-            if layout is None or layout.chunks_per_shard == 1:
-                return where
-            shard = coords // np.asarray(layout.shard_chunks, dtype=np.int64)
-            flat = np.ravel_multi_index(tuple(shard.T), tuple(shard.max(axis=0) + 1))
-            mates &= np.isin(flat, flat[where])
-        mates[where] = True
-        return np.flatnonzero(mates)
 
     def _one_per_shard(self, name: str, chunks: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
         """One of ``chunks`` per shard of column ``name`` (all, with one chunk per shard):
