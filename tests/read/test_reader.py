@@ -346,7 +346,7 @@ def test_global_arrays_read_directly_equal_zarr_python() -> None:
     reader = zv.open(store)._reader
     paths = [f"0/{p}" for p in GLOBALS]
     metas = [reader.document(f"{p}/zarr.json") for p in paths]
-    direct = reader._single_chunk_arrays(paths, metas)
+    direct = reader._plain_arrays(paths, metas)
     assert all(d is not None for d in direct)  # the usual layouts, raw bytes included
     for path, got in zip(paths, reader.read_globals(GLOBALS), strict=True):
         want = zarr.open_array(store, path=path, mode="r")[...]

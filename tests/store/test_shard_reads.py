@@ -1,5 +1,6 @@
-"""Read-side helpers of zarr_vectors.store.shards: one-chunk plain arrays decoded directly
-(the ``vertex_counts`` of a level) give what zarr-python reads."""
+"""Read-side helpers of zarr_vectors.store.shards: plain arrays of one chunk (the
+``vertex_counts`` of a level) or of chunks along the first axis (a large object index)
+decoded directly give what zarr-python reads."""
 
 from __future__ import annotations
 
@@ -15,11 +16,20 @@ import zarr_vectors as zv
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.store.arrays import nonzero_cells
 from zarr_vectors.store.io import StoreIO
-from zarr_vectors.store.shards import decode_single_chunk, single_chunk_key
+from zarr_vectors.store.shards import decode_plain_chunks, plain_chunk_keys
 
 
-@pytest.mark.parametrize("codecs", ["blosc", "crc32c", "none"])
-def test_a_one_chunk_array_decodes_as_zarr_reads_it(codecs: str) -> None:
+@pytest.mark.parametrize(
+    ("codecs", "rows", "keys"),
+    [
+        ("blosc", 3, ["a/c/0/0/0"]),
+        ("crc32c", 3, ["a/c/0/0/0"]),
+        ("none", 3, ["a/c/0/0/0"]),
+        ("blosc", 2, ["a/c/0/0/0", "a/c/1/0/0"]),  # the last chunk stored whole, cut here
+        ("blosc", 4, ["a/c/0/0/0"]),  # one chunk larger than the array
+    ],
+)
+def test_a_plain_array_decodes_as_zarr_reads_it(codecs: str, rows: int, keys: list[str]) -> None:
     store = MemoryStore()
     data = np.arange(60, dtype=np.int64).reshape(3, 4, 5) - 7
     compressors = {
@@ -27,13 +37,14 @@ def test_a_one_chunk_array_decodes_as_zarr_reads_it(codecs: str) -> None:
         "crc32c": [Crc32cCodec()],
         "none": None,
     }[codecs]
-    zarr.create_array(store, name="a", data=data, chunks=data.shape, compressors=compressors)
+    zarr.create_array(store, name="a", data=data, chunks=(rows, 4, 5), compressors=compressors)
     meta = json.loads(store._store_dict["a/zarr.json"].to_bytes())
-    key = single_chunk_key(meta, "a")
-    assert key == "a/c/0/0/0"
-    raw = store._store_dict[key].to_bytes()
-    np.testing.assert_array_equal(decode_single_chunk(meta, raw, key), data)
+    assert plain_chunk_keys(meta, "a") == keys
+    raws = [store._store_dict[key].to_bytes() for key in keys]
+    got = decode_plain_chunks(meta, raws, keys)
+    np.testing.assert_array_equal(got, data)
     np.testing.assert_array_equal(zarr.open_array(store, path="a")[...], data)
+    got[...] = 0  # the caller's own array
 
 
 def test_vertex_counts_read_directly_equal_zarr_python() -> None:
@@ -42,8 +53,7 @@ def test_vertex_counts_read_directly_equal_zarr_python() -> None:
     zv.write_points(store, rng.uniform(-50, 50, (2000, 3)), chunk_shape=20.0)
     reader = zv.open(store)._reader
     meta = reader.document("0/vertex_counts/zarr.json")
-    key = single_chunk_key(meta, "0/vertex_counts")
-    assert key is not None  # the usual layout is read directly
+    assert plain_chunk_keys(meta, "0/vertex_counts") == ["0/vertex_counts/c/0/0/0"]
     coords, counts = reader._occupancy()
     want_coords, want_counts = nonzero_cells(StoreIO(store), "0/vertex_counts", meta)
     np.testing.assert_array_equal(coords, want_coords)
@@ -65,7 +75,7 @@ def test_a_damaged_vertex_counts_chunk_is_reported() -> None:
 @pytest.mark.parametrize(
     "change",
     [
-        {"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1, 4]}}},
+        {"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 2]}}},
         {"chunk_key_encoding": {"name": "v2", "configuration": {"separator": "."}}},
         {"codecs": [{"name": "bytes", "configuration": {"endian": "big"}}, {"name": "crc32c"}]},
         {"codecs": [{"name": "bytes"}, {"name": "gzip"}, {"name": "crc32c"}]},
@@ -81,5 +91,5 @@ def test_other_layouts_are_left_to_zarr(change: dict[str, object]) -> None:
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
         "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
     }
-    assert single_chunk_key(meta, "v") == "v/c/0/0"
-    assert single_chunk_key(meta | change, "v") is None
+    assert plain_chunk_keys(meta, "v") == ["v/c/0/0"]
+    assert plain_chunk_keys(meta | change, "v") is None

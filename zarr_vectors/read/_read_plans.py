@@ -22,6 +22,7 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import slot_spans
 from zarr_vectors.store.shards import ShardIndex
 
@@ -139,11 +140,9 @@ class BlockTable:
         ``keys`` and their ``(m, n_blocks, 2)`` uint64 ``entries`` stacked."""
         a = self.first[where]
         n = np.minimum(self.first[where + 1] - a, entries.shape[1])
-        starts = np.cumsum(n) - n
-        owner = np.repeat(np.arange(where.shape[0]), n)
-        within = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(starts, n)
-        found = entries[owner, within].astype(np.int64)  # 2**64 - 1 (missing): -1
-        self.entries[k][np.repeat(a, n) + within] = found
+        rows = np.ascontiguousarray(entries).reshape(-1, 2).view(np.int64)  # 2**64 - 1: -1
+        first = np.arange(where.shape[0], dtype=np.int64) * entries.shape[1]
+        copy_row_runs(rows, first, self.entries[k], a, n)
         column = self.keys[k]
         for p, key in zip(where.tolist(), keys, strict=True):
             column[p] = key

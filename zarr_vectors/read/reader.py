@@ -92,9 +92,9 @@ from zarr_vectors.store.native_blocks import decode_dense_blob_shards
 from zarr_vectors.store.shards import (
     RowLayout,
     ShardIndex,
-    decode_single_chunk,
+    decode_plain_chunks,
+    plain_chunk_keys,
     shard_key,
-    single_chunk_key,
 )
 from zarr_vectors.store.versions import StoreVersion
 
@@ -387,14 +387,16 @@ class LevelReader:
             if meta is None:
                 raise CorruptChunkError(f"{path}: cannot read the array (no array metadata)")
             self.array_metadata(path)  # MetadataError when the document is not an array's
-        found = self._single_chunk_arrays(full, metas)
+        found = self._plain_arrays(full, metas)
         rest = [(p, m) for p, m, f in zip(full, metas, found, strict=True) if f is None]
         for path, meta in rest:
             self._check_chunk_table(path, meta, None)
         others = iter(read_whole_many(self.io.store, rest))
         return [next(others) if f is None else f for f in found]
 
-    def _check_chunk_table(self, path: str, meta: dict[str, Any], known: bytes | None) -> None:
+    def _check_chunk_table(
+        self, path: str, meta: dict[str, Any], known: list[bytes] | None
+    ) -> None:
         """Raise CorruptChunkError unless the chunks of a global array are those its chunk
         table lists (format 1.2, spec §9.8.1): every one stored, each at its own key.
 
@@ -407,22 +409,23 @@ class LevelReader:
         if problem is not None:
             raise CorruptChunkError(f"{path}: {problem}")
 
-    def _single_chunk_arrays(
+    def _plain_arrays(
         self, paths: list[str], metas: list[dict[str, Any]]
     ) -> list[np.ndarray | None]:
-        """The arrays stored as one plain chunk (the usual case for global arrays), fetched
-        in one batch and decoded directly; None for the others and for a missing chunk
-        (all fill values), which zarr-python reads."""
-        keys = [single_chunk_key(meta, path) for path, meta in zip(paths, metas, strict=True)]
-        raws = iter(self.io.get_many([(key, None) for key in keys if key is not None]))
+        """The plain arrays (one chunk, or chunks along the first axis only: the usual
+        layouts of global arrays) fetched in one batch and decoded directly; None for the
+        others and for an array with a missing chunk (fill values), which zarr-python reads."""
+        keys = [plain_chunk_keys(meta, path) or [] for path, meta in zip(paths, metas, strict=True)]
+        raws = iter(self.io.get_many([(key, None) for chunk_keys in keys for key in chunk_keys]))
         out: list[np.ndarray | None] = []
-        for key, meta in zip(keys, metas, strict=True):
-            raw = None if key is None else next(raws)
-            if key is None or raw is None:
+        for chunk_keys, meta, path in zip(keys, metas, paths, strict=True):
+            found = [next(raws) for _ in chunk_keys]
+            stored = [raw for raw in found if raw is not None]
+            if not chunk_keys or len(stored) < len(found):
                 out.append(None)
-            else:
-                self._check_chunk_table(key.rsplit("/c/", 1)[0], meta, raw)
-                out.append(decode_single_chunk(meta, raw, key).copy())
+                continue
+            self._check_chunk_table(path, meta, stored)
+            out.append(decode_plain_chunks(meta, stored, chunk_keys))
         return out
 
     @property
@@ -465,7 +468,7 @@ class LevelReader:
             path = f"{self.base}/{VERTEX_COUNTS}"
             meta = self._docs.get(f"{path}/zarr.json")
             meta = meta if isinstance(meta, dict) else None
-            found = None if meta is None else self._single_chunk_cells(path, meta)
+            found = None if meta is None else self._plain_cells(path, meta)
             coords, counts = nonzero_cells(self.io, path, meta) if found is None else found
             if np.any(counts < 0):
                 raise CorruptChunkError(f"{path}: negative row count")
@@ -493,12 +496,10 @@ class LevelReader:
                 "the store"
             )
 
-    def _single_chunk_cells(
-        self, path: str, meta: dict[str, Any]
-    ) -> tuple[np.ndarray, np.ndarray] | None:
-        """The non-zero cells of a ``vertex_counts`` stored as one plain chunk (the usual
-        case), decoded directly; None when it is stored otherwise or its chunk is missing."""
-        cells = self._single_chunk_arrays([path], [meta])[0]
+    def _plain_cells(self, path: str, meta: dict[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The non-zero cells of a ``vertex_counts`` stored as a plain array (one chunk, the
+        usual case), decoded directly; None when it is stored otherwise or a chunk is missing."""
+        cells = self._plain_arrays([path], [meta])[0]
         if cells is None:
             return None
         coords = np.argwhere(cells != 0)

@@ -165,8 +165,8 @@ class ShardIndexes:
             keys.append(found[0])
             arrays.append(self._arrays[(path, tuple(shard))])
         local = np.ravel_multi_index(tuple((chunks % per).T), layout.shard_chunks)
-        rows = local[:, None] * layout.n_blocks + np.arange(layout.n_blocks)
-        entries = np.stack(arrays)[inverse[:, None], rows]
+        by_chunk = [array.reshape(-1, layout.n_blocks, 2) for array in arrays]
+        entries = np.stack(by_chunk)[inverse, local]  # whole rows of entries: no gather per entry
         return [keys[s] for s in inverse.tolist()], entries
 
     def shards(self, path: str) -> set[tuple[int, ...]]:

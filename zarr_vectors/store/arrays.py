@@ -416,13 +416,13 @@ def _chunk_keys(path: str, shape: Sequence[int], chunks: Sequence[int]) -> list[
 
 
 def chunk_table_problem(
-    io: StoreIO, path: str, meta: dict[str, Any], known: bytes | None = None
+    io: StoreIO, path: str, meta: dict[str, Any], known: Sequence[bytes] | None = None
 ) -> str | None:
     """Why the chunk files of a global array of format 1.2 are not those its chunk table
     lists (spec §9.8.1), or None when each is stored and ends with its listed CRC32C.
 
-    One read of the last 4 bytes of every chunk, concurrent; none for an array of one chunk
-    whose bytes the caller already holds (``known``).
+    One read of the last 4 bytes of every chunk, concurrent; none when the caller already
+    holds the stored bytes of every chunk (``known``).
 
     Parameters
     ----------
@@ -433,7 +433,7 @@ def chunk_table_problem(
     meta
         Its parsed ``zarr.json``, whose shape and regular chunk grid were checked.
     known
-        The stored bytes of the array's only chunk, when the caller read them.
+        The stored bytes of every chunk of the array, in C order, when the caller read them.
     """
     total = _chunk_total(meta)  # checked against the table before any key is listed
     table = (meta.get("attributes") or {}).get(CHUNK_TABLE_KEY)
@@ -449,8 +449,8 @@ def chunk_table_problem(
         )
     chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]
     keys = _chunk_keys(path, meta["shape"], chunks)
-    if known is not None and len(keys) == 1:
-        tails: list[bytes | None] = [known[-4:]]
+    if known is not None and len(keys) == len(known):
+        tails: list[bytes | None] = [raw[-4:] for raw in known]
     else:
         tails = io.get_many([(key, -4) for key in keys])
     for key, tail, crc in zip(keys, tails, table, strict=True):

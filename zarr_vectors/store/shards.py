@@ -31,9 +31,9 @@ from zarr_vectors.store import native_blocks
 __all__ = [
     "RowLayout",
     "ShardIndex",
-    "decode_single_chunk",
+    "decode_plain_chunks",
+    "plain_chunk_keys",
     "shard_key",
-    "single_chunk_key",
 ]
 
 ShardIndex = np.ndarray | Sequence[Sequence[int]]
@@ -845,16 +845,27 @@ def _check_blosc_header(body: bytes | memoryview, expected: int, where: str, blo
         )
 
 
-def single_chunk_key(meta: dict[str, Any], path: str) -> str | None:
-    """Key of the only chunk of a plain array stored as one chunk, or None otherwise.
+def plain_chunk_keys(meta: dict[str, Any], path: str) -> list[str] | None:
+    """Keys of every chunk, in order, of a plain array whose grid cuts only its first axis;
+    None for any other array.
 
-    Plain means what :func:`decode_single_chunk` decodes: a regular grid whose one chunk
-    is the whole array, the default ``/`` chunk keys, and the codecs ``bytes`` (little
-    endian) alone, or followed by ``crc32c`` or by ``blosc`` and ``crc32c``.
+    Plain means what :func:`decode_plain_chunks` decodes: a regular grid whose chunks span
+    every axis but the first whole, the default ``/`` chunk keys, and the codecs ``bytes``
+    (little endian) alone, or followed by ``crc32c`` or by ``blosc`` and ``crc32c``. Global
+    arrays are stored so (spec §9.8); a large one (an object index) in several chunks.
+
+    Examples
+    --------
+    >>> meta = {"shape": [5, 2], "data_type": "int64", "codecs": [{"name": "bytes"}],
+    ...         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 2]}},
+    ...         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}}}
+    >>> plain_chunk_keys(meta, "a")
+    ['a/c/0/0', 'a/c/1/0', 'a/c/2/0']
     """
     try:
         shape = [int(n) for n in meta["shape"]]
         grid = meta["chunk_grid"]
+        chunks = [int(n) for n in grid["configuration"]["chunk_shape"]]
         encoding = meta["chunk_key_encoding"]
         names = [c["name"] for c in meta["codecs"]]
         endian = meta["codecs"][0].get("configuration", {}).get("endian", "little")
@@ -864,27 +875,43 @@ def single_chunk_key(meta: dict[str, Any], path: str) -> str | None:
     if (
         not isinstance(grid, dict)
         or grid.get("name") != "regular"
-        or grid.get("configuration", {}).get("chunk_shape") != shape
+        or not shape
+        or len(chunks) != len(shape)
+        or chunks[1:] != shape[1:]
+        or (chunks[0] < 1 and chunks != shape)
         or encoding != {"name": "default", "configuration": {"separator": "/"}}
         or names not in (["bytes"], ["bytes", "crc32c"], ["bytes", "blosc", "crc32c"])
         or endian != "little"
         or meta.get("storage_transformers", []) != []
-        or not shape
     ):
         return None
-    return f"{path}/c/" + "/".join("0" * len(shape))
+    count = 1 if chunks == shape else -(-shape[0] // chunks[0])
+    rest = "/0" * (len(shape) - 1)
+    return [f"{path}/c/{i}{rest}" for i in range(count)]
 
 
-def decode_single_chunk(meta: dict[str, Any], raw: bytes, where: str) -> np.ndarray:
-    """The whole array held by the one chunk of a plain array (see :func:`single_chunk_key`).
+def decode_plain_chunks(
+    meta: dict[str, Any], raws: Sequence[bytes], keys: Sequence[str]
+) -> np.ndarray:
+    """The whole plain array (see :func:`plain_chunk_keys`) from the stored bytes of each
+    of its chunks, in order: a new array the caller owns.
 
     Raises
     ------
     CorruptChunkError
-        When the checksum, the Blosc frame or the decoded size is wrong.
+        When a checksum, a Blosc frame or a decoded size is wrong.
     """
+    shape = [int(n) for n in meta["shape"]]
+    chunk = [int(n) for n in meta["chunk_grid"]["configuration"]["chunk_shape"]]
+    parts = [_decode_plain(meta, raw, key, chunk) for raw, key in zip(raws, keys, strict=True)]
+    if len(parts) == 1 and chunk == shape:
+        return parts[0].copy()
+    return np.concatenate(parts)[: shape[0]]
+
+
+def _decode_plain(meta: dict[str, Any], raw: bytes, where: str, shape: Sequence[int]) -> np.ndarray:
+    """One chunk of ``shape`` of a plain array, decoded (a read-only view of its bytes)."""
     dtype = _stored_dtype(meta["data_type"])
-    shape = tuple(int(n) for n in meta["shape"])
     expected = math.prod(shape) * dtype.itemsize
     body = memoryview(raw)
     if len(meta["codecs"]) > 1:
@@ -900,7 +927,7 @@ def decode_single_chunk(meta: dict[str, Any], raw: bytes, where: str) -> np.ndar
             raise CorruptChunkError(f"{where}: does not decode ({exc})") from exc
     if len(body) != expected:
         raise CorruptChunkError(f"{where}: holds {len(body)} bytes, expected {expected}")
-    return np.frombuffer(body, dtype=dtype).reshape(shape)
+    return np.frombuffer(body, dtype=dtype).reshape(tuple(shape))
 
 
 def _stored_dtype(name: str) -> np.dtype[Any]:
