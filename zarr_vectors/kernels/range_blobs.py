@@ -47,7 +47,7 @@ def fill_range_blobs(
     >>> out = np.zeros(16 + 8 + 16, np.uint8)
     >>> one = np.array([5], np.int64)
     >>> fill_range_blobs(out, np.array([0]), np.array([0, 1]), (one, one + 1), (7, 1, 16))
-    >>> out[:8].tolist(), out[16], out[24], out[32]
+    >>> out[:8].tolist(), int(out[16]), int(out[24]), int(out[32])
     ([7, 0, 0, 0, 1, 0, 0, 0], 1, 5, 6)
     """
     magic, version, header_nbytes = header
