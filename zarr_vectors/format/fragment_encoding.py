@@ -14,6 +14,8 @@ import numpy.typing as npt
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragments import (
     FRAGMENT_INDEX_HEADER_NBYTES,
+    FRAGMENT_INDEX_MAGIC,
+    FRAGMENT_INDEX_VERSION,
     I64_MAX,
     U32_MAX,
     FragmentIndex,
@@ -24,6 +26,7 @@ from zarr_vectors.format.fragments import (
     encode_all_ranges,
     fragment_index_nbytes,
 )
+from zarr_vectors.kernels.range_blobs import fill_range_blobs
 
 __all__ = ["encode_dense_ranges", "encode_dense_ranges_batch", "encode_ranges_ragged"]
 
@@ -141,24 +144,16 @@ def encode_ranges_ragged(
         or int(flat_s.max()) + int(flat_c.max()) > I64_MAX
     ):
         check_ranges(flat_s, flat_c, "range")
-    # every blob is written straight into one buffer (no intermediate bytes objects)
+    # every blob is written straight into one buffer (no intermediate bytes objects), by
+    # one kernel call (no per-blob Python)
     prefix_nbytes = FRAGMENT_INDEX_HEADER_NBYTES + ((sizes + 7) // 8 + 7) // 8 * 8
     nbytes = np.where(sizes > 0, prefix_nbytes + 16 * sizes + 4, FRAGMENT_INDEX_HEADER_NBYTES)
     ends = np.cumsum(nbytes)
     out = np.zeros(int(ends[-1]) if ends.size else 0, dtype=np.uint8)
-    blobs = []
-    for a, b, end, size in zip(
-        edges[:-1].tolist(), edges[1:].tolist(), ends.tolist(), nbytes.tolist(), strict=True
-    ):
-        blob = out[end - size : end]
-        prefix = all_range_prefix(b - a)
-        blob[: len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
-        if b > a:
-            table = blob[len(prefix) : len(prefix) + 16 * (b - a)].view("<i8").reshape(b - a, 2)
-            table[:, 0] = flat_s[a:b]
-            table[:, 1] = flat_c[a:b]
-        blobs.append(blob)
-    return blobs
+    begins = ends - nbytes
+    header = (FRAGMENT_INDEX_MAGIC, FRAGMENT_INDEX_VERSION, FRAGMENT_INDEX_HEADER_NBYTES)
+    fill_range_blobs(out, begins, edges, (flat_s, flat_c), header)
+    return [out[a:b] for a, b in zip(begins.tolist(), ends.tolist(), strict=True)]
 
 
 def _int64_view(name: str, values: npt.ArrayLike) -> IntArray:

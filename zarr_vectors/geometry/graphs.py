@@ -19,6 +19,7 @@ import numpy as np
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.geometry._docstrings import shared_docs
+from zarr_vectors.kernels.link_checks import first_mixed_link
 from zarr_vectors.store.io import StoreLike
 from zarr_vectors.write import (
     KindWriter,
@@ -165,12 +166,14 @@ def link_array(values: Any, n: int, width: int, what: str, *, root_column: int =
 
 
 def same_object(links: np.ndarray, grouping: VertexGrouping, what: str) -> None:
-    """Raise unless all vertices of every link belong to one object (spec §10.3)."""
-    owner = grouping.vertex_object[np.maximum(links, 0)]
-    bad = np.any((owner != owner[:, :1]) & (links >= 0), axis=1)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        names = [grouping.label(int(k)) for k in owner[row]]
+    """Raise unless all vertices of every link belong to one object (spec §10.3).
+
+    ``links`` are in range, their first column at least 0 (:func:`link_array`).
+    """
+    row = first_mixed_link(links, grouping.vertex_object)
+    if row >= 0:
+        owner = grouping.vertex_object[np.maximum(links[row], 0)]
+        names = [grouping.label(int(k)) for k in owner]
         raise InvalidInputError(
             f"{what} {row} {links[row].tolist()} joins vertices of different objects "
             f"(vertex_objects {names}); links must stay inside one object"

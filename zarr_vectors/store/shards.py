@@ -227,24 +227,67 @@ class RowLayout:
         >>> layout.encode_chunks_blocks(chunks) == [layout.encode_blocks(c) for c in chunks]
         True
         """
-        native = native_blocks.native_encode_functions()
-        if native is None or len(chunks) < 2:
-            return [self.encode_blocks(rows) for rows in chunks]
-        r = self.rows_per_block
-        counts = [-(-rows.shape[0] // r) for rows in chunks]
-        data = np.full((sum(counts) * r, *self.row_shape), self.fill, self.dtype.newbyteorder("<"))
-        at = 0
-        for rows, k in zip(chunks, counts, strict=True):
-            data[at : at + rows.shape[0]] = rows
-            at += k * r
-        packed = native_blocks.encode_natively(data, r, data[:0], self._codec(), native)
+        packed = self._encode_chunks_natively(chunks) if len(chunks) > 1 else None
         if packed is None:
             return [self.encode_blocks(rows) for rows in chunks]
-        body, lengths = packed
+        body, lengths, counts = packed
         ends = np.cumsum(lengths).tolist()
         blocks = [body[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
-        firsts = np.cumsum([0, *counts]).tolist()
+        firsts = np.cumsum([0, *counts.tolist()]).tolist()
         return [blocks[a:b] for a, b in itertools.pairwise(firsts)]
+
+    def encode_chunks_shard(self, chunks: Sequence[tuple[int, np.ndarray]], key: str) -> bytes:
+        """The shard at ``key`` from its spatial chunks' rows, by one native kernel call.
+
+        ``chunks`` are ``(local chunk position, rows)`` in ascending position (see
+        :meth:`local_chunk`), each with ``0 < n <= N_max`` rows. The bytes are those of
+        :meth:`assemble_shard` of their :meth:`encode_blocks`; the shard index is computed
+        from the blocks' lengths at once, not block by block.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> layout = RowLayout(np.dtype("<f4"), (3,), 4, 8, {"cname": "lz4", "clevel": 5,
+        ...     "shuffle": "shuffle"}, shard_chunks=(2,))
+        >>> chunks = [(0, np.ones((5, 3), "<f4")), (1, np.zeros((2, 3), "<f4"))]
+        >>> blocks = [(local, layout.encode_blocks(rows)) for local, rows in chunks]
+        >>> layout.encode_chunks_shard(chunks, "v/c/0/0/0") == layout.assemble_shard(
+        ...     blocks, "v/c/0/0/0")
+        True
+        """
+        packed = self._encode_chunks_natively([rows for _, rows in chunks])
+        if packed is None:
+            encoded = [(local, self.encode_blocks(rows)) for local, rows in chunks]
+            return self.assemble_shard(encoded, key)
+        body, lengths, counts = packed
+        firsts = np.cumsum(counts) - counts
+        locals_ = np.fromiter((local for local, _ in chunks), np.int64, len(chunks))
+        slots = np.arange(lengths.shape[0]) + np.repeat(locals_ * self.n_blocks - firsts, counts)
+        index = np.full((self.chunks_per_shard * self.n_blocks, 2), _MISSING, dtype="<u8")
+        index[slots, 0] = np.cumsum(lengths) - lengths
+        index[slots, 1] = lengths
+        return body + self._tail(index.tobytes(), key)
+
+    def _encode_chunks_natively(
+        self, chunks: Sequence[np.ndarray]
+    ) -> tuple[bytes, np.ndarray, np.ndarray] | None:
+        """The row blocks of several chunks' rows back to back (each chunk's last block
+        padded with the fill value), their lengths and the blocks per chunk, by one native
+        kernel call; None without the native functions."""
+        native = native_blocks.native_encode_functions()
+        if native is None:
+            return None
+        r = self.rows_per_block
+        counts = np.fromiter((-(-rows.shape[0] // r) for rows in chunks), np.int64, len(chunks))
+        data = np.empty((int(counts.sum()) * r, *self.row_shape), self.dtype.newbyteorder("<"))
+        at = 0
+        for rows, k in zip(chunks, counts.tolist(), strict=True):
+            n = rows.shape[0]
+            data[at : at + n] = rows
+            data[at + n : at + k * r] = self.fill
+            at += k * r
+        packed = native_blocks.encode_natively(data, r, data[:0], self._codec(), native)
+        return None if packed is None else (*packed, counts)
 
     def _codec(self) -> tuple[int, int, str, int] | None:
         """``(clevel, shuffle code, compressor name, typesize)`` for the native kernel (a

@@ -49,6 +49,7 @@ from zarr_vectors.write._object_runs import (
     level_links,
 )
 from zarr_vectors.write._pipeline import (
+    Batcher,
     LevelStats,
     blob_layout,
     commit_root,
@@ -153,6 +154,7 @@ def _write_links(
     links: Links,
     width: int,
     options: WriteOptions,
+    batcher: Batcher,
 ) -> None:
     layout = _links_layout(width, links, options)
     io.set(f"{base}/{LINKS}/zarr.json", group_metadata({}))
@@ -165,6 +167,7 @@ def _write_links(
         layout,
         {"zv_array": "links", "link_width": width, "level_delta": 0},
         shard_chunks=options.shard_shape(grid.ndim),
+        batcher=batcher,
     )
     blobs = links.blobs(runs.run_offsets)
     write_chunk_array(
@@ -176,6 +179,7 @@ def _write_links(
         blob_layout(max((b.shape[0] for b in blobs), default=16), None, options.blob_blosc()),
         {"zv_array": LINK_FRAGMENTS, "encoding": "fragment_index_v1"},
         shard_chunks=options.shard_shape(grid.ndim),
+        batcher=batcher,
     )
 
 
@@ -187,6 +191,7 @@ def _write_link_attributes(
     links: Links,
     table: ObjectTable,
     options: WriteOptions,
+    batcher: Batcher,
 ) -> None:
     """Per-link columns beside ``links/0`` and ``cross_chunk_links`` (spec §9.12, §9.13)."""
     if not table.link_attributes:
@@ -214,6 +219,7 @@ def _write_link_attributes(
             layout,
             {"zv_array": "link_attribute", "name": name},
             shard_chunks=options.shard_shape(grid.ndim),
+            batcher=batcher,
         )
         if geometry_kind(table.kind).cross_chunk_links:
             _write_global(
@@ -232,6 +238,7 @@ def _write_fragment_columns(
     runs: Runs,
     table: ObjectTable,
     options: WriteOptions,
+    batcher: Batcher,
 ) -> None:
     """The reserved owner column and the opt-in object columns per fragment (spec §9.5)."""
     owners = runs.place.fragment_object
@@ -254,6 +261,7 @@ def _write_fragment_columns(
             layout,
             {"zv_array": "fragment_attribute", "name": name},
             shard_chunks=options.shard_shape(grid.ndim),
+            batcher=batcher,
         )
 
 
@@ -503,6 +511,7 @@ def write_object_level(
     runs, links = cut
     ndim = table.positions.shape[1]
     base = str(number)
+    batcher = Batcher(io)  # every per-chunk array's shards, encoded while the next is prepared
     stats = write_level_vertices(
         io,
         number,
@@ -512,10 +521,13 @@ def write_object_level(
         runs.vertex_blobs(),
         options,
         report,
+        batcher,
     )
-    _write_links(io, base, grid, runs, links, geometry_kind(table.kind).link_width, options)
-    _write_link_attributes(io, base, grid, runs, links, table, options)
-    _write_fragment_columns(io, base, grid, runs, table, options)
+    width = geometry_kind(table.kind).link_width
+    _write_links(io, base, grid, runs, links, width, options, batcher)
+    _write_link_attributes(io, base, grid, runs, links, table, options, batcher)
+    _write_fragment_columns(io, base, grid, runs, table, options, batcher)
     _write_object_index(io, base, table, runs, ndim)
     _write_object_columns(io, base, table, links.cross)
+    batcher.flush()
     return stats

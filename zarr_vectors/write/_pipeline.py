@@ -9,7 +9,7 @@ and the metadata, committed last (spec §2).
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -344,6 +344,10 @@ class LevelWriter:
     placed
         Write place records into the shards (spec §9.0.2; the default). False only to
         extend a store of format 1.0 or 1.1, whose shards have none.
+    batcher
+        Hand the shards to this batcher, which the caller flushes after :meth:`finish`
+        (the arrays of a whole level then share the encoding threads). Default: the
+        writer's own, flushed by :meth:`flush` and :meth:`finish`.
     """
 
     def __init__(
@@ -360,6 +364,7 @@ class LevelWriter:
         blobs: RowLayout | None = None,
         documents: bool = True,
         placed: bool = True,
+        batcher: Batcher | None = None,
     ) -> None:
         self.io, self.grid, self.base, self.n_max = io, grid, str(level), n_max
         self.shard_chunks = options.shard_shape(grid.ndim)
@@ -369,7 +374,8 @@ class LevelWriter:
             None if blobs is None else replace(blobs, shard_chunks=self.shard_chunks, placed=placed)
         )
         self.specs = vertex_column_specs(self.base, columns[0], columns[1], n_max, options, placed)
-        self.batcher = Batcher(io)
+        self.own_batcher = batcher is None
+        self.batcher = Batcher(io) if batcher is None else batcher
         self.assemblers = [ShardAssembler(self.batcher, c.path, c.layout) for c in self.specs]
         if self.blob_layout is not None:
             path = f"{self.base}/{VERTEX_FRAGMENTS}"
@@ -421,6 +427,22 @@ class LevelWriter:
         self.chunks.append(np.asarray(chunk, dtype=np.int64))
         self.counts.append(int(rows[0].shape[0]))
 
+    def add_chunks(
+        self, chunks: np.ndarray, rows: list[list[np.ndarray]], blobs: list[np.ndarray]
+    ) -> None:
+        """:meth:`add_chunk` of each of ``chunks`` (``(m, D)``, shard by shard), without
+        copying: ``rows[c][j]`` holds column ``c`` of chunk ``j`` (every chunk with rows),
+        and the rows and blobs must stay unchanged until the shards are written."""
+        if self.blob_layout is None:
+            self.blobs.extend(blobs)
+            columns = rows
+        else:
+            columns = [*rows, blobs]
+        for assembler, values in zip(self.assemblers, columns, strict=True):
+            assembler.add_chunks(chunks, values)
+        self.chunks.extend(np.asarray(chunks, dtype=np.int64))
+        self.counts.extend(int(part.shape[0]) for part in rows[0])
+
     def add_encoded_chunk(self, chunk: np.ndarray, blocks: list[list[bytes]], count: int) -> None:
         """Store one occupied chunk from its encoded row blocks, per column and then its
         fragment blob, as :meth:`RowLayout.chunk_blocks` gives them (needs ``blobs``).
@@ -435,10 +457,12 @@ class LevelWriter:
         self.counts.append(int(count))
 
     def flush(self) -> None:
-        """Write the shards encoded so far (a chunk writer's last call)."""
+        """Write the shards encoded so far (a chunk writer's last call); with a shared
+        batcher, hand them to it."""
         for assembler in self.assemblers:
             assembler.flush()
-        self.batcher.flush()
+        if self.own_batcher:
+            self.batcher.flush()
 
     def keep_chunk(self, chunk: np.ndarray, count: int) -> None:
         """Count a chunk whose shards are already in place (an append leaves it as it is)."""
@@ -465,6 +489,7 @@ class LevelWriter:
             ),
             {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"},
             shard_chunks=self.shard_chunks,
+            batcher=None if self.own_batcher else self.batcher,
         )
         every = np.asarray(self.chunks + self.kept_chunks, dtype=np.int64).reshape(-1, ndim)
         counts = np.asarray(self.counts + self.kept_counts, dtype=np.int64)
@@ -482,23 +507,27 @@ def write_chunk_array(
     tag: dict[str, Any],
     *,
     shard_chunks: tuple[int, ...] = (),
+    batcher: Batcher | None = None,
 ) -> None:
     """Write a per-chunk row array given its rows chunk by chunk (spec §9.0).
 
     ``per_chunk[j]`` holds the rows of chunk ``chunks[j]``; chunks without rows store nothing.
     ``shard_chunks`` (:meth:`WriteOptions.shard_shape`) packs several chunks per shard
-    (spec §9.0.1); ``layout`` is used with it.
+    (spec §9.0.1); ``layout`` is used with it. With a ``batcher``, the shards are handed to
+    it and written when the caller flushes it (``per_chunk`` must stay unchanged until
+    then): the arrays of a level are then encoded while the next one is prepared.
     """
     layout = replace(layout, shard_chunks=shard_chunks)
     grid_shape = tuple(int(g) for g in grid.shape)
     io.set(f"{path}/zarr.json", row_array_metadata(grid_shape, layout, tag))
-    batcher = Batcher(io)
+    own = batcher is None
+    batcher = Batcher(io) if batcher is None else batcher
     assembler = ShardAssembler(batcher, path, layout)
-    for j in shard_major_order(chunks, shard_chunks).tolist():
-        if len(per_chunk[j]):
-            assembler.add(chunks[j], per_chunk[j])
+    order = shard_major_order(chunks, shard_chunks)
+    assembler.add_chunks(np.asarray(chunks)[order], (per_chunk[j] for j in order.tolist()))
     assembler.flush()
-    batcher.flush()
+    if own:
+        batcher.flush()
 
 
 def write_level_vertices(
@@ -510,6 +539,7 @@ def write_level_vertices(
     blobs: list[np.ndarray],
     options: WriteOptions,
     progress: Progress | None = None,
+    batcher: Batcher | None = None,
 ) -> LevelStats:
     """Write a level's vertices, per-vertex attributes, fragment blobs and counts (spec §9.1-4).
 
@@ -530,7 +560,9 @@ def write_level_vertices(
     options
         Write settings.
     progress
-        Called as ``progress("write", chunks done, chunks)`` after each chunk.
+        Called as ``progress("write", chunks done, chunks)`` as chunks are handed over.
+    batcher
+        Hand the shards to this batcher (see :class:`LevelWriter`); the caller flushes it.
 
     Returns
     -------
@@ -538,14 +570,9 @@ def write_level_vertices(
         Counts of what was written.
     """
     positions, attributes = columns
-    writer = _level_writer(io, level, grid, columns, rows.counts, options)
+    writer = _level_writer(io, level, grid, columns, rows.counts, options, batcher=batcher)
     stored = [rows.stored(c) for c in (positions, *attributes.values())]
-    offsets = rows.chunk_offsets
-
-    def rows_of(j: int) -> list[np.ndarray]:
-        return [c[offsets[j] : offsets[j + 1]] for c in stored]
-
-    return _write_chunks(writer, rows.chunks, rows_of, blobs, progress)
+    return _write_chunks(writer, rows.chunks, (stored, rows.chunk_offsets), blobs, progress)
 
 
 def _level_writer(
@@ -556,27 +583,40 @@ def _level_writer(
     counts: np.ndarray,
     options: WriteOptions,
     blobs: RowLayout | None = None,
+    batcher: Batcher | None = None,
 ) -> LevelWriter:
-    """A level writer for these columns, ``N_max`` sized to the fullest chunk; ``blobs`` as
-    :class:`LevelWriter` takes it."""
+    """A level writer for these columns, ``N_max`` sized to the fullest chunk; ``blobs`` and
+    ``batcher`` as :class:`LevelWriter` takes them."""
     positions, attributes = columns
     n_max = round_up(int(counts.max(initial=0)), options.block_rows)
     shapes = (column_shapes(positions), {k: column_shapes(v) for k, v in attributes.items()})
-    return LevelWriter(io, level, grid, shapes, n_max, options, blobs=blobs)
+    return LevelWriter(io, level, grid, shapes, n_max, options, blobs=blobs, batcher=batcher)
+
+
+_CHUNKS_PER_TURN = 64
+"""Chunks handed to the level writer at once between two progress reports."""
 
 
 def _write_chunks(
     writer: LevelWriter,
     chunks: np.ndarray,
-    rows_of: Callable[[int], list[np.ndarray]],
+    stored: tuple[list[np.ndarray], np.ndarray],
     blobs: list[np.ndarray],
     progress: Progress | None,
 ) -> LevelStats:
-    """Add occupied chunk ``j`` (rows ``rows_of(j)``, blob ``blobs[j]``) shard by shard."""
-    for done, j in enumerate(shard_major_order(chunks, writer.shard_chunks).tolist(), 1):
-        writer.add_chunk(chunks[j], rows_of(j), blobs[j])
+    """Add every occupied chunk shard by shard: chunk ``j`` holds rows
+    ``offsets[j]:offsets[j+1]`` of each of the ``columns`` of ``stored = (columns,
+    offsets)`` (in storage order, unchanged until written) and blob ``blobs[j]``."""
+    columns, offsets = stored
+    order = shard_major_order(chunks, writer.shard_chunks).tolist()
+    bounds = offsets.tolist()
+    for first in range(0, len(order), _CHUNKS_PER_TURN):
+        turn = order[first : first + _CHUNKS_PER_TURN]
+        rows = [[c[bounds[j] : bounds[j + 1]] for j in turn] for c in columns]
+        writer.add_chunks(chunks[turn], rows, [blobs[j] for j in turn])
         if progress is not None:
-            progress("write", done, len(chunks))
+            for done in range(first + 1, first + len(turn) + 1):
+                progress("write", done, len(chunks))
     return writer.finish()
 
 
@@ -642,11 +682,7 @@ def write_sorted_points(
     blobs = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))
     counts = np.diff(offsets)
     writer = _level_writer(io, level, grid, columns, counts, options, point_blob_layout(grid))
-
-    def rows_of(j: int) -> list[np.ndarray]:
-        return [c[offsets[j] : offsets[j + 1]] for c in points.columns]
-
-    return _write_chunks(writer, points.chunks, rows_of, list(blobs), progress)
+    return _write_chunks(writer, points.chunks, (points.columns, offsets), list(blobs), progress)
 
 
 def write_level_metadata(io: StoreIO, level: LevelMetadata) -> None:

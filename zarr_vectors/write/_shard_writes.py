@@ -9,7 +9,7 @@ The level writers (:mod:`zarr_vectors.write._pipeline`) and the merges
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from functools import partial
 
@@ -130,11 +130,15 @@ class ShardAssembler:
     """Encodes the chunks of one per-chunk array and hands whole shards to a batcher.
 
     With one chunk per shard every chunk is a shard of its own. With several (spec §9.0.1)
-    a copy of the rows of a shard's chunks (or their row blocks, already encoded) is held
-    until a chunk of another shard arrives, so the chunks must come shard by shard
+    the rows of a shard's chunks (or their row blocks, already encoded) are held until a
+    chunk of another shard arrives, so the chunks must come shard by shard
     (:func:`shard_major_order`); at most one shard per array is held at a time. The
     held rows are then encoded together (one kernel call for the shard's blocks, in a
     worker thread when they are large: :meth:`Batcher.add_encoded`).
+
+    Rows given to :meth:`add` are copied, since the caller may reuse its arrays;
+    :meth:`add_chunks` takes rows that stay unchanged until the batcher is flushed and
+    does not copy them.
     """
 
     def __init__(self, batcher: Batcher, path: str, layout: RowLayout) -> None:
@@ -148,30 +152,59 @@ class ShardAssembler:
 
     def add(self, chunk: np.ndarray, rows: np.ndarray) -> None:
         """Encode the ``n > 0`` rows of spatial chunk ``chunk`` (grid index)."""
-        layout = self.layout
-        if layout.chunks_per_shard == 1:
-            key = shard_key(self.path, chunk, len(layout.row_shape))
-            self.batcher.add_encoded(key, partial(layout.encode_shard, rows, key), rows.nbytes)
+        if self.layout.chunks_per_shard == 1:
+            self._add_single(chunk, rows)
             return
-        self._hold(chunk, np.array(rows, copy=True))  # the caller may reuse its rows
-        self.nbytes += rows.nbytes
+        self._hold(*self._place(chunk), np.array(rows, copy=True))  # the caller may reuse rows
+
+    def add_chunks(self, chunks: np.ndarray, rows: Iterable[np.ndarray]) -> None:
+        """Encode the rows of each of ``chunks`` (``(m, D)`` grid indices, shard by shard),
+        as :meth:`add` of each chunk with rows would: the same shards, but the shard and
+        place of every chunk computed at once, and the rows not copied (they must stay
+        unchanged until the batcher is flushed). ``rows`` may be computed as they are
+        taken, one chunk after another; chunks without rows store nothing."""
+        if self.layout.chunks_per_shard == 1:
+            for chunk, values in zip(chunks, rows, strict=True):
+                if len(values):
+                    self._add_single(chunk, values)
+            return
+        grid = np.asarray(chunks, dtype=np.int64).reshape(-1, len(self.shape))
+        shape = np.asarray(self.shape, dtype=np.int64)
+        shards = [tuple(s) for s in (grid // shape).tolist()]
+        places = ((grid % shape) @ np.asarray(self.strides, dtype=np.int64)).tolist()
+        for shard, local, values in zip(shards, places, rows, strict=True):
+            if len(values):
+                self._hold(shard, local, values)
 
     def add_blocks(self, chunk: np.ndarray, blocks: list[bytes]) -> None:
         """Store spatial chunk ``chunk`` from its row blocks, already encoded (an append
         moves a chunk it does not change this way, see :meth:`RowLayout.chunk_blocks`)."""
-        self._hold(chunk, blocks)
+        self._hold(*self._place(chunk), blocks)
 
-    def _hold(self, chunk: np.ndarray, part: list[bytes] | np.ndarray) -> None:
-        """Keep a chunk's rows or encoded blocks until its shard is complete."""
+    def _place(self, chunk: np.ndarray | Sequence[int]) -> tuple[tuple[int, ...], int]:
+        """The shard of spatial chunk ``chunk`` and its position (C order) in the shard."""
         g = chunk.tolist() if isinstance(chunk, np.ndarray) else list(chunk)
         shard = tuple(v // n for v, n in zip(g, self.shape, strict=True))
+        local = sum((v % n) * s for v, n, s in zip(g, self.shape, self.strides, strict=True))
+        return shard, local
+
+    def _add_single(self, chunk: np.ndarray, rows: np.ndarray) -> None:
+        """Encode a chunk that is a shard of its own (rows read when it is encoded)."""
+        layout = self.layout
+        key = shard_key(self.path, chunk, len(layout.row_shape))
+        self.batcher.add_encoded(key, partial(layout.encode_shard, rows, key), rows.nbytes)
+
+    def _hold(self, shard: tuple[int, ...], local: int, part: list[bytes] | np.ndarray) -> None:
+        """Keep a chunk's rows or encoded blocks (at ``local`` in ``shard``) until its shard
+        is complete."""
         if shard != self.shard:
             self.flush()
             if shard in self.written:
                 raise ValueError(f"{self.path}: chunks of shard {shard} did not come together")
             self.shard = shard
-        local = sum((v % n) * s for v, n, s in zip(g, self.shape, self.strides, strict=True))
         self.parts.append((local, part))
+        if isinstance(part, np.ndarray):
+            self.nbytes += part.nbytes
 
     def flush(self) -> None:
         """Hand the shard being assembled to the batcher."""
@@ -189,6 +222,8 @@ def _assemble(
 ) -> bytes:
     """The bytes of the shard at ``key`` from its chunks' rows or encoded blocks."""
     rows = [(local, part) for local, part in parts if isinstance(part, np.ndarray)]
+    if len(rows) == len(parts):
+        return layout.encode_chunks_shard(rows, key)
     blocks = [(local, part) for local, part in parts if not isinstance(part, np.ndarray)]
     encoded = layout.encode_chunks_blocks([part for _, part in rows])
     blocks += [(local, found) for (local, _), found in zip(rows, encoded, strict=True)]
