@@ -85,6 +85,7 @@ from zarr_vectors.store.arrays import (
     check_stored_chunks,
     chunk_table_problem,
     nonzero_cells,
+    read_region,
     read_whole_many,
 )
 from zarr_vectors.store.io import ByteRange, StoreIO
@@ -394,6 +395,19 @@ class LevelReader:
         others = iter(read_whole_many(self.io.store, rest))
         return [next(others) if f is None else f for f in found]
 
+    def global_rows(self, path: str, start: int, stop: int) -> np.ndarray:
+        """Rows ``[start, stop)`` of the global array at ``path`` (relative to the level),
+        only the chunks holding them read (not cached).
+
+        Raises
+        ------
+        CorruptChunkError
+            When a chunk cannot be decoded.
+        """
+        full = f"{self.base}/{path}"
+        self.array_metadata(full)  # MetadataError when the document is not an array's
+        return read_region(self.io.store, full, (start,), (stop,))
+
     def _check_chunk_table(self, path: str, meta: dict[str, Any], known: bytes | None) -> None:
         """Raise CorruptChunkError unless the chunks of a global array are those its chunk
         table lists (format 1.2, spec §9.8.1): every one stored, each at its own key.
@@ -636,6 +650,8 @@ class LevelReader:
                 if ranges is None:
                     ranges = self._decode_ranges(path, key[1], raw)
                 self._ranges[key] = ranges
+        for k in dict.fromkeys(keys):  # most recently used last (see trim_ranges)
+            self._ranges[k] = self._ranges.pop(k)
         return [self._ranges[k] for k in keys]
 
     def cached_ranges(self, name: str, chunk: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -719,6 +735,35 @@ class LevelReader:
                 raise MetadataError(f"{path}: unsupported codec pipeline for fragment blobs")
             self._blob_layouts[path] = layout
         return self._blob_layouts[path]
+
+    def trim_caches(self, limit: int) -> None:
+        """Keep at most about ``limit`` bytes of cached fragment ranges and shard indexes
+        (the indexes at most half), forgetting the least recently used first.
+
+        A pass over a whole level (``zv.build_levels`` reads level 0 batch by batch) calls
+        it after each batch, so what it holds stays bounded whatever the size of the
+        level, while the ranges and indexes that fit are decoded once, not once per batch;
+        anything forgotten is fetched again when asked. Metadata, the sets of blocks and
+        ranges already checked and the box reads' block tables (a few numbers per chunk)
+        stay cached.
+        """
+        if self.indexes.trim(limit // 2):
+            self.points.indexed.clear()  # it names chunks whose shard indexes are held
+        self.trim_ranges(limit - self.indexes.held())
+
+    def has_ranges(self, name: str, chunk: tuple[int, ...]) -> bool:
+        """Whether the fragment ranges of blob array ``name`` in ``chunk`` are cached."""
+        return (name, chunk) in self._ranges
+
+    def trim_ranges(self, limit: int) -> None:
+        """Forget the least recently used fragment ranges until those cached hold at most
+        ``limit`` bytes (fetched again when asked)."""
+        held = sum(a.nbytes + b.nbytes for a, b in self._ranges.values())
+        for key in list(self._ranges):
+            if held <= limit:
+                break
+            starts, sizes = self._ranges.pop(key)
+            held -= starts.nbytes + sizes.nbytes
 
     def add_column(self, name: str, path: str) -> None:
         """Make the per-chunk row array at ``path`` readable as column ``name``."""
