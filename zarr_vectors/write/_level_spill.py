@@ -105,9 +105,9 @@ class _Chain:
     --------
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
-    >>> a, b = _File(folder / "a", np.dtype(np.int64), ()), _File(folder / "b", np.dtype(np.int64), ())
-    >>> a.append(np.array([0, 2])), b.append(np.array([0, 1, 3]))
-    (None, None)
+    >>> a, b = (_File(folder / name, np.dtype(np.int64), ()) for name in "ab")
+    >>> a.append(np.array([0, 2]))
+    >>> b.append(np.array([0, 1, 3]))
     >>> _Chain([(a, 0), (b, 5)]).read(1, 4).tolist()
     [2, 5, 6]
     """
@@ -463,7 +463,7 @@ class LevelSpill:
             np.concatenate([[0], np.cumsum(per_chunk[:, i])]).astype(np.int64) + start
             for i, start in enumerate(starts)
         ]
-        self.pieces.append(_Piece(*offsets, files=self.files))
+        self.pieces.append(_Piece(offsets[0], offsets[1], offsets[2], offsets[3], self.files))
         for rank, (flat, sizes) in enumerate(zip(flats.tolist(), per_chunk.tolist(), strict=True)):
             self.holders.setdefault(flat, []).append((batch, rank))
             total = self.totals.setdefault(flat, [0, 0, 0])
