@@ -42,7 +42,7 @@ def test_bounded_reads_are_the_default_reads(
 ) -> None:
     @settings(
         deadline=None,
-        max_examples=4,
+        max_examples=3,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
     @given(case=object_cases.cases(kind), data=st.data())
@@ -70,7 +70,9 @@ def test_bounded_reads_are_the_default_reads(
 
 def test_trim_ranges_forgets_the_least_recently_used_first(tmp_path: Any) -> None:
     walk = np.cumsum(np.full((60, 3), 0.5, np.float32), axis=0)
-    zv.write_polylines(tmp_path / "s.zv", [walk, walk + 1, walk + 2], chunk_shape=8.0)
+    zv.write_polylines(
+        tmp_path / "s.zv", [walk, walk + 1, walk + 2], chunk_shape=8.0, progress=False
+    )
     source = open_source(tmp_path / "s.zv")
     reader = LevelReader(source.io, source.root, 0)
     chunks, _ = reader.occupied_chunks(np.zeros(3, np.int64), reader.grid.shape)
