@@ -240,6 +240,7 @@ class LevelReader:
         }
         self._blob_layouts: dict[str, RowLayout] = {}
         self._ranges: dict[tuple[str, tuple[int, ...]], tuple[np.ndarray, np.ndarray]] = {}
+        self._last_blocks: dict[str, tuple[int, np.ndarray]] = {}  # global_rows: path -> chunk
         self.indexes = ShardIndexes()  # shared with restricted views
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
         self._chunk_rows: dict[tuple[int, ...], int] | None = None
@@ -397,7 +398,8 @@ class LevelReader:
 
     def global_rows(self, path: str, start: int, stop: int) -> np.ndarray:
         """Rows ``[start, stop)`` of the global array at ``path`` (relative to the level),
-        only the chunks holding them read (not cached).
+        only the chunks holding them read; the last chunk read of each array is kept (the
+        next rows asked usually follow in it), nothing else.
 
         Raises
         ------
@@ -405,8 +407,19 @@ class LevelReader:
             When a chunk cannot be decoded.
         """
         full = f"{self.base}/{path}"
-        self.array_metadata(full)  # MetadataError when the document is not an array's
-        return read_region(self.io.store, full, (start,), (stop,))
+        meta = self.array_metadata(full)  # MetadataError when the document is not an array's
+        rows = int(meta["chunk_grid"]["configuration"]["chunk_shape"][0])
+        size = int(meta["shape"][0])
+        if stop <= start:
+            return read_region(self.io.store, full, (start,), (start,))
+        parts = []
+        for j in range(start // rows, -(-stop // rows)):
+            kept = self._last_blocks.get(full)
+            if kept is None or kept[0] != j:
+                block = read_region(self.io.store, full, (j * rows,), (min(size, (j + 1) * rows),))
+                kept = self._last_blocks[full] = (j, block)
+            parts.append(kept[1][max(start - j * rows, 0) : stop - j * rows])
+        return np.concatenate(parts)
 
     def _check_chunk_table(self, path: str, meta: dict[str, Any], known: bytes | None) -> None:
         """Raise CorruptChunkError unless the chunks of a global array are those its chunk
