@@ -18,6 +18,7 @@ from tests.geometry.object_cases import KINDS
 from zarr_vectors.format.names import VERTEX_FRAGMENTS
 from zarr_vectors.query import ObjectReader
 from zarr_vectors.read import LevelReader
+from zarr_vectors.store.arrays import write_global_array
 from zarr_vectors.update.object_sources import open_source
 
 FIELDS = ["positions", "offsets", "object_ids", "vertex_object_ids", "edges", "faces"]
@@ -89,3 +90,15 @@ def test_trim_ranges_forgets_the_least_recently_used_first(tmp_path: Any) -> Non
     reader.trim_ranges(0)
     with pytest.raises(KeyError):
         reader.cached_ranges(VERTEX_FRAGMENTS, first)
+
+
+def test_global_rows_across_chunks_are_the_slices_of_the_array(tmp_path: Any) -> None:
+    walk = np.cumsum(np.full((20, 3), 0.5, np.float32), axis=0)
+    zv.write_polylines(tmp_path / "s.zv", [walk], chunk_shape=8.0, progress=False)
+    source = open_source(tmp_path / "s.zv")
+    data = np.arange(23, dtype=np.int64) * 3
+    write_global_array(source.io, "0/probe", data, (5,), 0, {}, compressed=True)
+    reader = LevelReader(source.io, source.root, 0)
+    for start, stop in [(0, 3), (2, 4), (4, 12), (11, 11), (0, 23), (20, 23), (6, 7)]:
+        got = reader.global_rows("probe", start, stop)  # the last chunk read kept between
+        np.testing.assert_array_equal(got, data[start:stop])
