@@ -94,3 +94,36 @@ def test_a_missing_shard_raises_when_strict_and_later_when_asked_for() -> None:
         indexes.entries("0/vertices", layout, (1, 2, 3), "fragment index")
     with pytest.raises(CorruptChunkError, match="shard of an occupied chunk is missing"):
         indexes.entry_array("0/vertices", layout, (1, 2, 3))
+
+
+@pytest.mark.parametrize("shard_chunks", [1, 2])
+def test_trim_forgets_the_least_recently_asked_first(shard_chunks: int) -> None:
+    reader = _reader(shard_chunks)
+    layout = reader.layouts["vertices"]
+    assert layout is not None
+    indexes = _fetched(reader, CHUNKS)
+    shards = list(dict.fromkeys(shard_of(layout, c) for c in CHUNKS))
+    size = int(indexes._arrays[("0/vertices", shards[0])].nbytes)
+    # asking for the first shard again makes it the most recent: it outlives the others
+    assert indexes.requests([("0/vertices", layout, CHUNKS[0])]) == []
+    indexes.trim(2 * size)
+    kept = [s for s in shards if ("0/vertices", s) in indexes._arrays]
+    assert set(kept) == {shards[-1], shards[0]}
+    assert sum(indexes._arrays[("0/vertices", s)].nbytes for s in kept) <= 2 * size
+    # what was forgotten is asked for again; what is kept is not
+    again = indexes.requests(("0/vertices", layout, c) for c in CHUNKS)
+    assert {r[0][1] for r in again} == set(shards) - set(kept)
+    indexes.trim(0)
+    assert indexes.requests(("0/vertices", layout, c) for c in CHUNKS[:1])
+
+
+def test_trim_counts_an_index_listed_at_its_lists_size() -> None:
+    reader = _reader(1)
+    layout = reader.layouts["vertices"]
+    assert layout is not None
+    indexes = _fetched(reader, CHUNKS[:2])
+    indexes.entries("0/vertices", layout, CHUNKS[1])  # listed: counts LISTED_FACTOR times
+    size = int(indexes._arrays[("0/vertices", CHUNKS[0])].nbytes)
+    indexes.trim(11 * size)  # the arrays alone would fit; with the lists, only the listed
+    assert ("0/vertices", CHUNKS[0]) not in indexes._arrays
+    assert ("0/vertices", CHUNKS[1]) in indexes._arrays

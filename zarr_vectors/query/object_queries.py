@@ -31,6 +31,7 @@ from zarr_vectors.format.names import (
     OBJECT_ATTRIBUTES,
     OBJECT_ID_ATTRIBUTE,
     OBJECT_INDEX,
+    VERTEX_FRAGMENTS,
     VERTICES,
 )
 from zarr_vectors.kernels import concat_ranges
@@ -163,10 +164,23 @@ class ObjectReader:
     ----------
     reader
         The level's :class:`LevelReader`.
+    bounded
+        For a pass over every object in batches (``zv.build_levels``): the ``object_index``
+        of a run of consecutive objects is read by range, and the fragment ranges of the
+        chunks a read meets are decoded :data:`RANGE_GROUP` chunks at a time, the index not
+        cached and the ranges only within ``cache_bytes``; so a read holds its own objects'
+        manifests, a group of chunks' fragment ranges and that cache, not the level's.
+        Else the index is read whole at first need and kept, and the fragment ranges of
+        every chunk met are decoded together (and cached).
+    cache_bytes
+        When ``bounded``: the bytes of decoded fragment ranges kept between groups of
+        chunks (and between reads), the least recently used forgotten first.
     """
 
-    def __init__(self, reader: LevelReader) -> None:
+    def __init__(self, reader: LevelReader, *, bounded: bool = False, cache_bytes: int = 0) -> None:
         self.reader = reader
+        self.bounded = bounded
+        self.cache_bytes = cache_bytes
         base = reader.base
         self.kind = reader.kind
         self.n_objects = reader.check_object_count()
@@ -242,7 +256,7 @@ class ObjectReader:
         names = self.object_attribute_names + (
             [OBJECT_ID_ATTRIBUTE] if self._has_external_ids else []
         )
-        paths = [f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets"]
+        paths = [] if self.bounded else [f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets"]
         paths += [f"{OBJECT_ATTRIBUTES}/{n}" for n in names]
         if geometry_kind(self.kind).stored_edges:
             paths.append(CROSS_CHUNK_LINKS)
@@ -361,12 +375,36 @@ class ObjectReader:
 
     def _references(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The fragment references of the objects ``dense``, in manifest order (§7.6)."""
+        whole = f"{OBJECT_INDEX}/data" in self._cache
+        if self.bounded and not whole and _is_run(dense):
+            found = self._references_of_run(int(dense[0]), int(dense[-1]) + 1)
+            if found is not None:
+                return found
         return decode_object_index_bulk(
             self._global(f"{OBJECT_INDEX}/data"),
             self._global(f"{OBJECT_INDEX}/offsets"),
             dense,
             self.reader.grid.ndim,
         )
+
+    def _references_of_run(
+        self, first: int, stop: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The references of objects ``first .. stop - 1``, their manifests read by range;
+        None when the offsets read do not ascend inside the data (the whole index is then
+        decoded, which reports the damage as a whole read does)."""
+        paths = [f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets"]
+        check_global_shapes(self.reader, paths, self.n_objects)
+        size = int(self.reader.array_metadata(f"{self.reader.base}/{paths[0]}")["shape"][0])
+        last = min(stop + 1, self.n_objects)
+        offsets = self.reader.global_rows(paths[1], first, last).astype(np.int64, copy=False)
+        bounds = np.append(offsets, size) if last == stop else offsets
+        if bounds[0] < 0 or bounds[-1] > size or np.any(bounds[1:] < bounds[:-1]):
+            return None
+        start = int(bounds[0])
+        data = self.reader.global_rows(paths[0], start, int(bounds[-1]))
+        ids = np.arange(stop - first, dtype=np.int64)
+        return decode_object_index_bulk(data, bounds[:-1] - start, ids, self.reader.grid.ndim)
 
     def _filled(self) -> np.ndarray:
         """Dense ids, ascending, of the objects whose manifests name a fragment: the owners
@@ -436,6 +474,17 @@ class ObjectReader:
         ]
         owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
         return _owners(owners, ranges, inside, counts, positions, region)
+
+
+RANGE_GROUP = 4
+"""Chunks whose fragment ranges a bounded read (:class:`ObjectReader` ``bounded``) decodes
+at a time."""
+
+
+def _is_run(dense: np.ndarray) -> bool:
+    """Whether ``dense`` is consecutive ascending ids (at least one)."""
+    n = dense.shape[0]
+    return n > 0 and int(dense[-1]) - int(dense[0]) == n - 1 and bool(np.all(np.diff(dense) == 1))
 
 
 def _owners(
@@ -527,8 +576,11 @@ class _Plan:
     def result(self) -> QueryResult:
         reader = self.reader
         rows = self._chunk_counts()
-        table = FragmentTable.of(reader.fragment_ranges(self.chunks, rows), rows)
-        starts, sizes = table.rows_of(self.ref_slot, self.ref_fragment, self.chunks)
+        if self.objects.bounded:
+            starts, sizes = self._rows_by_group(rows)
+        else:
+            table = FragmentTable.of(reader.fragment_ranges(self.chunks, rows), rows)
+            starts, sizes = table.rows_of(self.ref_slot, self.ref_fragment, self.chunks)
         self._sort(starts, rows)
         runs, buffer_start = self._row_plan(starts, sizes)
         vertex_rows = [
@@ -552,6 +604,30 @@ class _Plan:
             object_attributes=self._object_attributes(),
             link_attributes=link_columns,
         )
+
+    def _rows_by_group(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First row and row count of every reference, the fragment ranges decoded
+        :data:`RANGE_GROUP` chunk slots at a time and, after each group, kept only within
+        the reader's ``cache_bytes``; the chunks whose ranges are cached come first, so
+        they are used before any group can push them out."""
+        starts = np.empty(self.ref_slot.shape[0], np.int64)
+        sizes = np.empty(self.ref_slot.shape[0], np.int64)
+        cached = [self.reader.has_ranges(VERTEX_FRAGMENTS, tuple(c)) for c in self.chunks.tolist()]
+        slots = np.argsort(~np.asarray(cached, bool), kind="stable")
+        rank = np.empty_like(slots)
+        rank[slots] = np.arange(slots.shape[0])
+        ref_rank = rank[self.ref_slot]
+        order = np.argsort(ref_rank, kind="stable")
+        for first in range(0, slots.shape[0], RANGE_GROUP):
+            group = slots[first : first + RANGE_GROUP]
+            lo, hi = np.searchsorted(ref_rank[order], [first, first + group.shape[0]])
+            mine = order[lo:hi]
+            found = self.reader.fragment_ranges(self.chunks[group], rows[group])
+            table = FragmentTable.of(found, rows[group])
+            got = table.rows_of(ref_rank[mine] - first, self.ref_fragment[mine], self.chunks[group])
+            starts[mine], sizes[mine] = got
+            self.reader.trim_ranges(self.objects.cache_bytes)
+        return starts, sizes
 
     def _chunk_counts(self) -> np.ndarray:
         found, counts = self.reader.occupied_chunks(

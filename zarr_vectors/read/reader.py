@@ -85,6 +85,7 @@ from zarr_vectors.store.arrays import (
     check_stored_chunks,
     chunk_table_problem,
     nonzero_cells,
+    read_region,
     read_whole_many,
 )
 from zarr_vectors.store.io import ByteRange, StoreIO
@@ -239,6 +240,7 @@ class LevelReader:
         }
         self._blob_layouts: dict[str, RowLayout] = {}
         self._ranges: dict[tuple[str, tuple[int, ...]], tuple[np.ndarray, np.ndarray]] = {}
+        self._last_blocks: dict[str, tuple[int, np.ndarray]] = {}  # global_rows: path -> chunk
         self.indexes = ShardIndexes()  # shared with restricted views
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
         self._chunk_rows: dict[tuple[int, ...], int] | None = None
@@ -393,6 +395,31 @@ class LevelReader:
             self._check_chunk_table(path, meta, None)
         others = iter(read_whole_many(self.io.store, rest))
         return [next(others) if f is None else f for f in found]
+
+    def global_rows(self, path: str, start: int, stop: int) -> np.ndarray:
+        """Rows ``[start, stop)`` of the global array at ``path`` (relative to the level),
+        only the chunks holding them read; the last chunk read of each array is kept (the
+        next rows asked usually follow in it), nothing else.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a chunk cannot be decoded.
+        """
+        full = f"{self.base}/{path}"
+        meta = self.array_metadata(full)  # MetadataError when the document is not an array's
+        rows = int(meta["chunk_grid"]["configuration"]["chunk_shape"][0])
+        size = int(meta["shape"][0])
+        if stop <= start:
+            return read_region(self.io.store, full, (start,), (start,))
+        parts = []
+        for j in range(start // rows, -(-stop // rows)):
+            kept = self._last_blocks.get(full)
+            if kept is None or kept[0] != j:
+                block = read_region(self.io.store, full, (j * rows,), (min(size, (j + 1) * rows),))
+                kept = self._last_blocks[full] = (j, block)
+            parts.append(kept[1][max(start - j * rows, 0) : stop - j * rows])
+        return np.concatenate(parts)
 
     def _check_chunk_table(
         self, path: str, meta: dict[str, Any], known: list[bytes] | None
@@ -637,6 +664,8 @@ class LevelReader:
                 if ranges is None:
                     ranges = self._decode_ranges(path, key[1], raw)
                 self._ranges[key] = ranges
+        for k in dict.fromkeys(keys):  # most recently used last (see trim_ranges)
+            self._ranges[k] = self._ranges.pop(k)
         return [self._ranges[k] for k in keys]
 
     def cached_ranges(self, name: str, chunk: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -720,6 +749,35 @@ class LevelReader:
                 raise MetadataError(f"{path}: unsupported codec pipeline for fragment blobs")
             self._blob_layouts[path] = layout
         return self._blob_layouts[path]
+
+    def trim_caches(self, limit: int) -> None:
+        """Keep at most about ``limit`` bytes of cached fragment ranges and shard indexes
+        (the indexes at most half), forgetting the least recently used first.
+
+        A pass over a whole level (``zv.build_levels`` reads level 0 batch by batch) calls
+        it after each batch, so what it holds stays bounded whatever the size of the
+        level, while the ranges and indexes that fit are decoded once, not once per batch;
+        anything forgotten is fetched again when asked. Metadata, the sets of blocks and
+        ranges already checked and the box reads' block tables (a few numbers per chunk)
+        stay cached.
+        """
+        if self.indexes.trim(limit // 2):
+            self.points.indexed.clear()  # it names chunks whose shard indexes are held
+        self.trim_ranges(limit - self.indexes.held())
+
+    def has_ranges(self, name: str, chunk: tuple[int, ...]) -> bool:
+        """Whether the fragment ranges of blob array ``name`` in ``chunk`` are cached."""
+        return (name, chunk) in self._ranges
+
+    def trim_ranges(self, limit: int) -> None:
+        """Forget the least recently used fragment ranges until those cached hold at most
+        ``limit`` bytes (fetched again when asked)."""
+        held = sum(a.nbytes + b.nbytes for a, b in self._ranges.values())
+        for key in list(self._ranges):
+            if held <= limit:
+                break
+            starts, sizes = self._ranges.pop(key)
+            held -= starts.nbytes + sizes.nbytes
 
     def add_column(self, name: str, path: str) -> None:
         """Make the per-chunk row array at ``path`` readable as column ``name``."""

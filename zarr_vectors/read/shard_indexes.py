@@ -26,6 +26,11 @@ IndexRequest = tuple[IndexKey, str, ByteRange, RowLayout]
 """(cache key, shard key, suffix to fetch, layout) of a shard index to fetch."""
 
 
+LISTED_FACTOR = 11
+"""Bytes of an index's entries as Python lists over its array's: per entry of two uint64
+(16 bytes), a list pointer (8), a two-item list (72) and two ints (~32 each)."""
+
+
 def shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:
     """Index of the shard holding ``chunk`` (spec §9.0.1), as a cache key."""
     if layout.chunks_per_shard == 1:
@@ -55,10 +60,13 @@ class ShardIndexes:
             cache_key = shard_keys.get((path, chunk))
             if cache_key is None:
                 cache_key = shard_keys[(path, chunk)] = (path, shard_of(layout, chunk))
-            if cache_key in self._lists or cache_key in seen:
+            if cache_key in seen:
+                continue
+            seen.add(cache_key)
+            if cache_key in self._lists:  # most recently used last (see trim)
+                self._lists[cache_key] = self._lists.pop(cache_key)
                 continue
             shard = cache_key[1]
-            seen.add(cache_key)
             key = shard_key(path, np.asarray(shard), len(layout.row_shape))
             out.append((cache_key, key, -layout.tail_nbytes, layout))
         return out
@@ -79,6 +87,33 @@ class ShardIndexes:
                     raise CorruptChunkError(f"{key}: shard of an occupied chunk is missing")
                 continue
             self.add(cache_key, key, layout.decode_index(tail, key))
+
+    def trim(self, limit: int) -> bool:
+        """Forget the least recently asked indexes until those kept hold at most about
+        ``limit`` bytes (an index turned into lists counts :data:`LISTED_FACTOR` times its
+        array's size), and the per-chunk memos (each chunk's entries as lists, its shard);
+        whether an index was forgotten."""
+        self._chunk_lists.clear()
+        self._shard_keys.clear()
+        held = {key: self._held(key) for key in self._lists}
+        total = sum(held.values())
+        dropped = False
+        for key, size in held.items():
+            if total <= limit:
+                break
+            del self._lists[key], self._arrays[key]
+            total -= size
+            dropped = True
+        return dropped
+
+    def held(self) -> int:
+        """Estimated bytes of the indexes cached (see :meth:`trim`)."""
+        return sum(self._held(key) for key in self._lists)
+
+    def _held(self, cache_key: IndexKey) -> int:
+        """Estimated bytes held for the index at ``cache_key``."""
+        size = int(self._arrays[cache_key].nbytes)
+        return size * LISTED_FACTOR if self._lists[cache_key][1] is not None else size
 
     def add(self, cache_key: IndexKey, key: str, index: np.ndarray) -> None:
         """Cache the decoded ``index`` of the shard stored at ``key``."""

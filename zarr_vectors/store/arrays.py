@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import google_crc32c
@@ -41,6 +41,7 @@ __all__ = [
     "check_stored_chunks",
     "chunk_table_problem",
     "write_global_array",
+    "write_global_array_blocks",
     "row_array_metadata",
     "write_counts",
 ]
@@ -395,18 +396,96 @@ def _encoded_global_chunks(
     """Every chunk of a global array of ``rows`` rows per chunk, encoded as zarr-python
     would with ``write_empty_chunks=True`` (the last padded with ``fill``; Blosc ``blosc``,
     or none when None)."""
-    suffix = "/0" * (data.ndim - 1)
-    items = []
-    for j, a in enumerate(range(0, data.shape[0], rows)):
-        block = data[a : a + rows]
-        if block.shape[0] < rows:
-            padded = np.full((rows, *data.shape[1:]), fill, dtype=data.dtype)
-            padded[: block.shape[0]] = block
-            block = padded
-        encoded = encode_plain_chunk(block, fill, blosc, keep_fill=True)
-        assert encoded is not None  # keep_fill: never None
-        items.append((f"{path}/c/{j}{suffix}", encoded))
-    return items
+    return [
+        _encoded_global_chunk(path, j, data[a : a + rows], rows, fill, blosc)
+        for j, a in enumerate(range(0, data.shape[0], rows))
+    ]
+
+
+def _encoded_global_chunk(
+    path: str, j: int, block: np.ndarray, rows: int, fill: Any, blosc: dict[str, Any] | None
+) -> tuple[str, bytes]:
+    """Chunk ``j`` of a global array (``block``: its rows, padded with ``fill`` to
+    ``rows``), its key and bytes as :func:`_encoded_global_chunks` gives them."""
+    if block.shape[0] < rows:
+        padded = np.full((rows, *block.shape[1:]), fill, dtype=block.dtype)
+        padded[: block.shape[0]] = block
+        block = padded
+    encoded = encode_plain_chunk(block, fill, blosc, keep_fill=True)
+    assert encoded is not None  # keep_fill: never None
+    return f"{path}/c/{j}{'/0' * (block.ndim - 1)}", encoded
+
+
+_BLOCK_WRITE_BYTES = 8 * 2**20
+"""Encoded chunks of a global array written block by block are written in batches of
+about this many bytes."""
+
+
+def write_global_array_blocks(
+    io: StoreIO,
+    path: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype[Any],
+    rows: int,
+    block: Callable[[int, int], np.ndarray],
+    fill: Any,
+    attributes: dict[str, Any],
+    *,
+    blosc: dict[str, Any] | None = None,
+) -> None:
+    """Write a global array of ``shape`` rows by rows, the same bytes as
+    :func:`write_global_array` writes for the whole array with chunks ``(rows, ...)``
+    (compressed), holding one chunk at a time.
+
+    Parameters
+    ----------
+    io
+        The store.
+    path
+        The array's path.
+    shape, dtype
+        The array's shape (``shape[0] > rows``) and dtype: little-endian bool, integer or
+        float.
+    rows
+        Rows per chunk.
+    block
+        ``block(start, stop)`` gives rows ``[start, stop)`` of the array.
+    fill, attributes, blosc
+        As for :func:`write_global_array`.
+
+    Examples
+    --------
+    >>> from zarr.storage import MemoryStore
+    >>> io = StoreIO(MemoryStore())
+    >>> data = np.arange(10, dtype=np.int64)
+    >>> write_global_array_blocks(io, "a", (10,), data.dtype, 4, lambda a, b: data[a:b], 0, {})
+    >>> read_whole(io.store, "a").tolist() == data.tolist()
+    True
+    """
+    dtype = np.dtype(dtype)
+    settings = blosc or _GLOBAL_BLOSC
+    items: list[tuple[str, bytes]] = []
+    table, held = [], 0
+    for j, a in enumerate(range(0, shape[0], rows)):
+        key, raw = _encoded_global_chunk(
+            path, j, block(a, min(a + rows, shape[0])), rows, fill, settings
+        )
+        table.append(int.from_bytes(raw[-4:], "little"))
+        items.append((key, raw))
+        held += len(raw)
+        if held >= _BLOCK_WRITE_BYTES:
+            io.set_many(items)
+            items, held = [], 0
+    doc = global_array_metadata(
+        shape,
+        dtype,
+        (rows, *shape[1:]),
+        fill,
+        {**attributes, CHUNK_TABLE_KEY: table},
+        compressed=True,
+        blosc=blosc,
+    )
+    io.set_many([*items, (f"{path}/zarr.json", doc)])
 
 
 def _chunk_keys(path: str, shape: Sequence[int], chunks: Sequence[int]) -> list[str]:

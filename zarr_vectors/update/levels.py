@@ -61,10 +61,17 @@ def build_levels(
     A point cloud is read one chunk at a time (memory bounded by a few chunks). An object
     store (polylines, streamlines and the other kinds whose writer builds levels) is read
     in batches of whole objects within ``memory_budget``: once for a summary of the objects
-    (what object sparsity needs), once per candidate level; memory holds a batch, the
-    summary and the one coarse level being written (only the files that change are
-    written). A store
-    that has levels gets them built again; ``levels=0`` removes them. The root records what
+    (what object sparsity needs), once per candidate level. Each coarse level goes to spill
+    files beside the store batch by batch and is written from them chunk by chunk in shard
+    order, its object index and cross-chunk links too; level 0 is read without caches that
+    grow with it (each batch's object index by range, fragment ranges a few chunks at a
+    time, those decoded kept within a quarter of the budget). So memory holds the budget's
+    batch, that quarter, a few chunks of level 0 and one shard of the coarse level, plus
+    what grows with the number of objects only: about 30 bytes per object (the summary:
+    first vertex, a flag, a length; each level's vertex count per object) and level 0's
+    object attributes, ids and groups, which every level stores; and a few numbers per
+    coarse chunk and batch. Only the files that change are written. A store that has
+    levels gets them built again; ``levels=0`` removes them. The root records what
     was asked (``level_schedule``, spec §3.1), which later appends rerun.
 
     Parameters

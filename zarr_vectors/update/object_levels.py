@@ -161,6 +161,11 @@ _WORKING_COPIES = 12
 """Copies of a batch's rows a level pass may hold at once: the shards read, the result,
 the table prepared from it, the kept objects, their coarsening and its temporaries."""
 
+CACHE_SHARE = 4
+"""Level 0's decoded fragment ranges and shard indexes kept across batches (least
+recently used forgotten first) hold at most ``memory_budget // CACHE_SHARE`` bytes, so
+those of a store that fit are decoded once per pass, not once per batch."""
+
 
 def stored_batches(
     store: Source | StoreLike,
@@ -201,12 +206,14 @@ def stored_batches(
     """
     source = store if isinstance(store, Source) else open_source(store, links=False)
     writer, store_wide = object_writer(source.kind), store_arguments(source)
-    reader = ObjectReader(LevelReader(source.io, source.root, 0))
+    cache = memory_budget // CACHE_SHARE
+    reader = ObjectReader(LevelReader(source.io, source.root, 0), bounded=True, cache_bytes=cache)
     m = source.n_objects
     step = min(max(1, m), _objects_per_batch(source, memory_budget))
 
     def batch(first: int, stop: int) -> ObjectTable:
         found = reader.read(np.arange(first, min(m, stop), dtype=np.int64))
+        reader.reader.trim_caches(cache)  # what fits, not the whole level
         return writer.prepare(_batch_data(source, found), **store_wide)
 
     def read() -> Iterator[ObjectTable]:
@@ -419,8 +426,11 @@ def build_object_levels(
         is read in batches of objects that fit (estimated from its row sizes), once for a
         summary of the objects and once per candidate level; each coarse level goes to
         spill files beside the store batch by batch and is written from them chunk by
-        chunk, so memory holds a batch, the summary (a few numbers per object) and one
-        chunk, whatever the size of the store.
+        chunk (its object index and cross-chunk links too), and level 0 is read without
+        caches that grow with it (its decoded fragment ranges kept within a quarter of the
+        budget). Memory holds the budget and that quarter, a few chunks of level 0, one
+        shard of the coarse level and what grows with the number of objects only: about
+        30 bytes per object and level 0's object attributes, ids and groups.
 
     Returns
     -------

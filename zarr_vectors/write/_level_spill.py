@@ -11,9 +11,11 @@ fragment numbers moved by what the earlier batches put in the same chunk, and th
 vertex ids it names (``cross_chunk_links``, mesh sentinels) kept as (chunk, row) until the
 level's ``N_max`` is known. :meth:`LevelSpill.write` then writes every per-chunk array
 chunk by chunk in shard-major order, each chunk read back from the files of the batches
-that hold it — the bytes the one-shot path writes for the whole table, while memory holds
-a batch, one chunk and a few numbers per chunk, object, cross-chunk link and fragment
-reference (the encoded object index).
+that hold it — the bytes the one-shot path writes for the whole table. The encoded object
+index goes to spill files too, and the cross-chunk links grouped by the chunk of their
+first vertex; their global arrays are written chunk by chunk from the files (the links
+sorted one chunk at a time). Memory holds a batch, one chunk, one shard being assembled,
+each object's vertex count and a few numbers per chunk and batch.
 """
 
 from __future__ import annotations
@@ -95,6 +97,38 @@ class _File:
             self.fd = None
 
 
+class _Chain:
+    """The rows of spill files one after another, each file's values moved by its shift
+    (the object index of a joined spill: each part's offsets by the data before it).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> a, b = (_File(folder / name, np.dtype(np.int64), ()) for name in "ab")
+    >>> a.append(np.array([0, 2]))
+    >>> b.append(np.array([0, 1, 3]))
+    >>> _Chain([(a, 0), (b, 5)]).read(1, 4).tolist()
+    [2, 5, 6]
+    """
+
+    def __init__(self, files: list[tuple[_File, int]]) -> None:
+        self.files = files
+        self.dtype, self.row_shape = files[0][0].dtype, files[0][0].row_shape
+        self.bounds = np.cumsum([0, *(file.rows for file, _ in files)]).tolist()
+        self.rows = int(self.bounds[-1])
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``[start, stop)`` of the chain."""
+        parts = [np.empty((0, *self.row_shape), self.dtype)]
+        for (file, shift), low, high in zip(self.files, self.bounds, self.bounds[1:], strict=False):
+            a, b = max(start, low), min(stop, high)
+            if a < b:
+                rows = file.read(a - low, b - low)
+                parts.append(rows + np.asarray(shift, self.dtype) if shift else rows)
+        return np.concatenate(parts)
+
+
 @dataclasses.dataclass(slots=True)
 class _Piece:
     """Where one batch's part of its chunks is in the spill files (absolute rows)."""
@@ -102,11 +136,13 @@ class _Piece:
     vertices: np.ndarray  # (k + 1,)
     fragments: np.ndarray  # (k + 1,)
     links: np.ndarray  # (k + 1,)
+    cross: np.ndarray  # (k + 1,) cross-chunk links by the chunk of their first vertex
     files: dict[str, _File]  # the files of the spill that wrote the batch
 
     def offsets(self, family: int) -> np.ndarray:
-        """The row offsets of a family: 0 vertices, 1 fragments, 2 links."""
-        return (self.vertices, self.fragments, self.links)[family]
+        """The row offsets of a family: 0 vertices, 1 fragments, 2 links, 3 cross-chunk
+        links."""
+        return (self.vertices, self.fragments, self.links, self.cross)[family]
 
 
 class _Lazy(Sequence[np.ndarray]):
@@ -201,17 +237,23 @@ class LevelSpill:
         # chunk -> [rows, fragments, links]
         self.totals: dict[int, list[int]] = {f: list(v) for f, v in (before or {}).items()}
         self.counts: list[np.ndarray] = []
-        self.index: list[tuple[np.ndarray, np.ndarray]] = []
-        self.cross: list[np.ndarray] = []  # (x, 4) chunk, row, chunk, row
-        self.cross_columns: dict[str, list[np.ndarray]] = {}
+        # the files holding the encoded object index, in object order (several when joined)
+        self.index_files: list[dict[str, _File]] = [self.files]
         self.kind = ""
         self.n_vertices = 0
 
     def _file(self, name: str, values: np.ndarray) -> _File:
         if name not in self.files:
-            path = self.folder / f"{len(self.files)}.bin"
+            number = len(self.files)
+            while (self.folder / f"{number}.bin").exists():  # a joined part's file
+                number += 1
+            path = self.folder / f"{number}.bin"
             self.files[name] = _File(path, values.dtype, tuple(values.shape[1:]))
         return self.files[name]
+
+    def _rows(self, name: str) -> int:
+        """Rows spilled so far to a column's file (0 before its first)."""
+        return self.files[name].rows if name in self.files else 0
 
     def _append(self, name: str, values: np.ndarray) -> int:
         """Append rows to a column's file; the row where they start."""
@@ -256,8 +298,7 @@ class LevelSpill:
         if not table.positions.shape[0]:
             empty = np.empty(0, np.int64)
             ndim = table.positions.shape[1]
-            refs = (empty, np.empty((0, ndim), np.int64), empty)
-            self.index.append(encode_object_index_bulk(*refs, table.n_objects))
+            self._spill_index((empty, np.empty((0, ndim), np.int64), empty), table.n_objects)
             return
         runs, links, n_max, flats, per_chunk = self._cut(table)
         shift = np.asarray([self.totals.get(f, [0, 0, 0])[:2] for f in flats.tolist()], np.int64)
@@ -278,9 +319,13 @@ class LevelSpill:
         if links.source is not None:
             for name, values in table.link_attributes.items():
                 self._append(f"la:{name}", values[links.source])
-        self._cross(links, table, flats, shift[:, 0], n_max)
+        cross_start = self._rows("cross")
+        cross = self._cross(links, table, flats, shift[:, 0], n_max)
+        per_chunk = np.column_stack(
+            [per_chunk, np.bincount(np.searchsorted(flats, cross), minlength=flats.shape[0])]
+        )
         self._object_index(runs, table.n_objects, shift[:, 1])
-        self._record(flats, per_chunk, (starts[0], frag_start, link_row_start))
+        self._record(flats, per_chunk, (starts[0], frag_start, link_row_start, cross_start))
         self.n_vertices += runs.n_vertices
 
     def _cut(self, table: ObjectTable) -> tuple[Any, Any, int, np.ndarray, np.ndarray]:
@@ -339,13 +384,12 @@ class LevelSpill:
             for flat, held in part.holders.items():
                 out.holders.setdefault(flat, []).extend((b + shift, r) for b, r in held)
             out.counts += part.counts
-            out.index += part.index
-            out.cross += part.cross
-            for name, values in part.cross_columns.items():
-                out.cross_columns.setdefault(name, []).extend(values)
             out.n_vertices += part.n_vertices
             out.kind = part.kind or out.kind
-            out.files = out.files or part.files
+        out.index_files = [files for part in parts for files in part.index_files]
+        for part in parts:  # a file of every column: names, dtypes and row shapes
+            for name, file in part.files.items():
+                out.files.setdefault(name, file)
         return out
 
     def own(self, flat: int) -> list[int]:
@@ -386,20 +430,32 @@ class LevelSpill:
 
     def _cross(
         self, links: Any, table: ObjectTable, flats: np.ndarray, rows_before: np.ndarray, n_max: int
-    ) -> None:
+    ) -> np.ndarray:
+        """Spill the batch's cross-chunk links as (chunk, row, chunk, row) codes, grouped by
+        the chunk of their first vertex (in order within it), with their link attributes;
+        return those chunks."""
         if not geometry_kind(table.kind).cross_chunk_links or not links.cross.shape[0]:
-            return
+            return np.empty(0, np.int64)
         a = self._codes(links.cross[:, 0], flats, rows_before, n_max)
         b = self._codes(links.cross[:, 1], flats, rows_before, n_max)
-        self.cross.append(np.stack([a[0], a[1], b[0], b[1]], axis=1))
+        order = np.argsort(a[0], kind="stable")
+        self._append("cross", np.stack([a[0], a[1], b[0], b[1]], axis=1)[order])
         if links.cross_source is not None:
             for name, values in table.link_attributes.items():
-                self.cross_columns.setdefault(name, []).append(values[links.cross_source])
+                self._append(f"ca:{name}", values[links.cross_source[order]])
+        return np.asarray(a[0][order], np.int64)
 
     def _object_index(self, runs: Any, n_objects: int, fragments_before: np.ndarray) -> None:
         fragment = runs.run_fragment + fragments_before[runs.run_chunk]
-        refs = (runs.run_object, runs.chunk_grid[runs.run_chunk], fragment)
-        self.index.append(encode_object_index_bulk(*refs, n_objects))
+        self._spill_index((runs.run_object, runs.chunk_grid[runs.run_chunk], fragment), n_objects)
+
+    def _spill_index(self, refs: tuple[np.ndarray, np.ndarray, np.ndarray], n: int) -> None:
+        """Append the encoded object index of the batch's ``n`` objects to the spill, its
+        offsets counted from the start of this spill's data."""
+        data, offsets = encode_object_index_bulk(*refs, n)
+        before = self._rows("oi:data")
+        self._append("oi:data", data)
+        self._append("oi:offsets", np.asarray(offsets, np.int64) + before)
 
     def _record(self, flats: np.ndarray, per_chunk: np.ndarray, starts: tuple[int, ...]) -> None:
         batch = len(self.pieces)
@@ -407,7 +463,7 @@ class LevelSpill:
             np.concatenate([[0], np.cumsum(per_chunk[:, i])]).astype(np.int64) + start
             for i, start in enumerate(starts)
         ]
-        self.pieces.append(_Piece(offsets[0], offsets[1], offsets[2], self.files))
+        self.pieces.append(_Piece(offsets[0], offsets[1], offsets[2], offsets[3], self.files))
         for rank, (flat, sizes) in enumerate(zip(flats.tolist(), per_chunk.tolist(), strict=True)):
             self.holders.setdefault(flat, []).append((batch, rank))
             total = self.totals.setdefault(flat, [0, 0, 0])
@@ -451,13 +507,14 @@ class LevelSpill:
         return np.asarray([self.totals[f][0] for f in sorted(self.totals)], np.int64)
 
     def _gather(self, name: str, flat: int, family: int) -> np.ndarray:
-        """A column's rows of one chunk, batch after batch; ``family`` 0 vertices,
-        1 fragments, 2 links."""
-        parts = []
+        """A column's rows of one chunk, batch after batch (a copy); ``family`` 0 vertices,
+        1 fragments, 2 links, 3 cross-chunk links (by the chunk of their first vertex)."""
+        parts = [self.files[name].read(0, 0)] if name in self.files else []
         for batch, rank in self.holders[flat]:
             piece = self.pieces[batch]
-            offsets = piece.offsets(family)
-            parts.append(piece.files[name].read(int(offsets[rank]), int(offsets[rank + 1])))
+            start, stop = piece.offsets(family)[rank : rank + 2].tolist()
+            if stop > start:  # a batch without such rows may have no file of them
+                parts.append(piece.files[name].read(start, stop))
         return np.concatenate(parts)
 
     def _fragment_blob(self, flat: int) -> np.ndarray:
@@ -513,8 +570,8 @@ class LevelSpill:
         )
         self._write_fragment_columns(io, base, (flats, chunks), objects, options)
         self._write_globals(io, base, objects, n_max)
-        for piece in self.pieces:
-            for file in piece.files.values():
+        for files in [self.files, *self.index_files, *(p.files for p in self.pieces)]:
+            for file in files.values():
                 file.close()
         return stats
 
@@ -652,24 +709,56 @@ class LevelSpill:
             )
 
     def _write_globals(self, io: StoreIO, base: str, objects: ObjectTable, n_max: int) -> None:
-        """The object index, object columns, groups and cross-chunk links (with columns)."""
-        data = np.concatenate([np.empty(0, np.uint8), *(d for d, _ in self.index)])
-        shifts = np.cumsum([0, *(d.shape[0] for d, _ in self.index)])[:-1].tolist()
-        offsets = np.concatenate(
-            [np.empty(0, np.int64), *(o + s for (_, o), s in zip(self.index, shifts, strict=True))]
-        ).astype(np.int64)
-        ndim = self.grid.ndim
+        """The object index, object columns, groups and cross-chunk links (with columns),
+        each global array written chunk by chunk from the spill files."""
         n_objects = sum(int(counts.shape[0]) for counts in self.counts)
-        write_encoded_object_index(io, base, (data, offsets), n_objects, ndim)
-        del data, offsets
-        codes = np.concatenate([np.empty((0, 4), np.int64), *self.cross])
-        pairs = np.stack([codes[:, 0] * n_max + codes[:, 1], codes[:, 2] * n_max + codes[:, 3]], 1)
-        order = np.lexsort((pairs[:, 1], pairs[:, 0]))
-        write_object_columns(io, base, objects, pairs[order].reshape(-1, 2))
-        if not geometry_kind(self.kind).cross_chunk_links or not objects.link_attributes:
+        write_encoded_object_index(io, base, self._index(), n_objects, self.grid.ndim)
+        kind = geometry_kind(self.kind)
+        cross: np.ndarray | _File = np.empty((0, 2), np.int64)
+        if kind.cross_chunk_links:
+            cross = self._sorted_cross(n_max)
+        write_object_columns(io, base, objects, cross)
+        if not kind.cross_chunk_links or not objects.link_attributes:
             return
         for name, values in objects.link_attributes.items():
-            parts = self.cross_columns.get(name, [])
-            column = np.concatenate([values[:0], *parts])[order]
+            column = self.files.get(f"xa:{name}")
             tag = {"zv_array": "cross_chunk_link_attribute", "name": name}
-            write_global(io, f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}", column, 0, tag)
+            write_global(
+                io,
+                f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}",
+                values[:0] if column is None else column,
+                0,
+                tag,
+            )
+
+    def _index(self) -> tuple[np.ndarray | _Chain, np.ndarray | _Chain]:
+        """The encoded object index (data, offsets) of every object, from the spill files
+        of each joined part in turn (each part's offsets moved by the data before it)."""
+        held = [files for files in self.index_files if "oi:data" in files]
+        if not held:
+            return np.empty(0, np.uint8), np.empty(0, np.int64)
+        before = np.cumsum([0, *(files["oi:data"].rows for files in held)]).tolist()
+        data = _Chain([(files["oi:data"], 0) for files in held])
+        offsets = _Chain([(files["oi:offsets"], b) for files, b in zip(held, before, strict=False)])
+        return data, offsets
+
+    def _sorted_cross(self, n_max: int) -> np.ndarray | _File:
+        """The cross-chunk links as pairs of global vertex ids (``chunk * n_max + row``)
+        sorted by first, then second id, and their link attributes in the same order, in
+        new spill files (``"xs"``, ``"xa:<name>"``): chunk by chunk of the first vertex,
+        ascending, so one chunk's links are held at a time."""
+        if "cross" not in self.files:
+            return np.empty((0, 2), np.int64)
+        names = [name[3:] for name in self.files if name.startswith("ca:")]
+        for flat in sorted(self.totals):
+            codes = self._gather("cross", flat, 3)
+            if not codes.shape[0]:
+                continue
+            pairs = np.stack(
+                [codes[:, 0] * n_max + codes[:, 1], codes[:, 2] * n_max + codes[:, 3]], 1
+            )
+            order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+            self._append("xs", pairs[order])
+            for name in names:
+                self._append(f"xa:{name}", self._gather(f"ca:{name}", flat, 3)[order])
+        return self.files["xs"]

@@ -389,9 +389,9 @@ def _write_levels(
         total = size
         del level  # one coarse level at a time: the last (for the bounding level)
     if _bounds_by_sparsity(settings) and not levels_done(settings, len(written), total):
-        found = (summary, counts, coarse)
+        found = (summary, counts, coarse if isinstance(coarse, ObjectTable) else None)
+        coarse = None  # a spilled level is not reused: its files go for the next
         bounded = _bounding_level(passes, grid, found, settings, method)
-        coarse = None
         size = _size(bounded[0])[0]
         if size < total:
             number = len(written) + 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -35,7 +35,12 @@ from zarr_vectors.format.names import (
     OBJECT_ID_ATTRIBUTE,
     OBJECT_INDEX,
 )
-from zarr_vectors.store.arrays import MANIFEST_BLOSC, group_metadata, write_global_array
+from zarr_vectors.store.arrays import (
+    MANIFEST_BLOSC,
+    group_metadata,
+    write_global_array,
+    write_global_array_blocks,
+)
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.store.target import write_target
@@ -64,6 +69,7 @@ __all__ = [
     "Groups",
     "ObjectTable",
     "LevelBuilder",
+    "RowSource",
     "cut_level",
     "write_encoded_object_index",
     "write_global",
@@ -265,10 +271,21 @@ def _write_fragment_columns(
         )
 
 
+class RowSource(Protocol):
+    """Rows of a global array kept outside memory (a spill file), read a range at a time."""
+
+    rows: int
+    dtype: np.dtype[Any]
+    row_shape: tuple[int, ...]
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``[start, stop)``."""
+
+
 def _write_global(
     io: StoreIO,
     path: str,
-    data: np.ndarray,
+    data: np.ndarray | RowSource,
     fill: int,
     tag: dict[str, Any],
     *,
@@ -276,12 +293,30 @@ def _write_global(
     rows: int = 65536,
     blosc: dict[str, Any] | None = None,
 ) -> None:
+    """Write a global array; ``data`` held whole, or a :class:`RowSource` of more than
+    ``rows`` rows (compressed) written chunk by chunk, the same bytes."""
+    if not isinstance(data, np.ndarray):
+        if data.rows > rows and compressed:
+            shape = (data.rows, *data.row_shape)
+            write_global_array_blocks(
+                io, path, shape, data.dtype, rows, data.read, fill, tag, blosc=blosc
+            )
+            return
+        data = data.read(0, data.rows)
     chunks = (max(1, min(rows, data.shape[0])), *data.shape[1:])
     write_global_array(io, path, data, chunks, fill, tag, compressed=compressed, blosc=blosc)
 
 
-def write_global(io: StoreIO, path: str, data: np.ndarray, fill: int, tag: dict[str, Any]) -> None:
-    """Write a whole global (unsharded) array as the one-shot writer does (spec §9.9-9.13)."""
+def _rows(data: np.ndarray | RowSource) -> int:
+    """Rows of an array held whole or of a spill file."""
+    return int(data.shape[0]) if isinstance(data, np.ndarray) else data.rows
+
+
+def write_global(
+    io: StoreIO, path: str, data: np.ndarray | RowSource, fill: int, tag: dict[str, Any]
+) -> None:
+    """Write a whole global (unsharded) array as the one-shot writer does (spec §9.9-9.13);
+    ``data`` held whole or in a spill file (:class:`RowSource`)."""
     _write_global(io, path, data, fill, tag)
 
 
@@ -314,12 +349,13 @@ def write_object_index(
 def write_encoded_object_index(
     io: StoreIO,
     base: str,
-    encoded: tuple[np.ndarray, np.ndarray],
+    encoded: tuple[np.ndarray | RowSource, np.ndarray | RowSource],
     n_objects: int,
     ndim: int,
 ) -> None:
     """Write ``object_index`` from its encoded ``(data, offsets)`` (spec §7.4), as
-    :func:`write_object_index` does."""
+    :func:`write_object_index` does; each held whole or in a spill file
+    (:class:`RowSource`, written chunk by chunk)."""
     data, offsets = encoded
     path = f"{base}/{OBJECT_INDEX}"
     io.set(
@@ -353,7 +389,7 @@ def write_object_columns(
     io: StoreIO,
     base: str,
     table: ObjectTable,
-    cross: np.ndarray,
+    cross: np.ndarray | RowSource,
 ) -> None:
     """Write the per-object columns, ``cross_chunk_links`` and the groups (§9.9-9.11).
 
@@ -378,7 +414,7 @@ def write_object_columns(
             f"{base}/{CROSS_CHUNK_LINKS}",
             cross,
             -1,
-            {"zv_array": CROSS_CHUNK_LINKS, "num_links": int(cross.shape[0]), "level_delta": 0},
+            {"zv_array": CROSS_CHUNK_LINKS, "num_links": _rows(cross), "level_delta": 0},
         )
     if table.groups is not None and table.groups.members:
         _write_groups(io, base, table.groups)
