@@ -152,7 +152,8 @@ def test_failed_first_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.M
     def explode(*args: Any, **kwargs: Any) -> None:
         raise OSError("simulated")
 
-    monkeypatch.setattr(_pipeline.LevelWriter, "add_chunk", explode)
+    for name in ("add_chunk", "add_chunks"):  # one chunk at a time, or a batch of them
+        monkeypatch.setattr(_pipeline.LevelWriter, name, explode)
     with pytest.raises(OSError, match="simulated"):
         zv.write_points(tmp_path / "s", GOOD, chunk_shape=25.0)
     assert not (tmp_path / "s").exists()
