@@ -73,8 +73,13 @@ def _lines(rng: np.random.Generator, m: int, low: float = 0.0) -> list[np.ndarra
 SHARDED_BLOCKS = zv.WriteOptions(rows_per_block=16, shard_chunks=(2, 3, 1))
 
 
-@pytest.mark.parametrize("options", [SMALL_BLOCKS, SHARDED_BLOCKS], ids=["plain", "sharded"])
+@pytest.mark.parametrize(
+    "options",
+    [pytest.param(SMALL_BLOCKS, marks=pytest.mark.slow), SHARDED_BLOCKS],
+    ids=["plain", "sharded"],
+)
 def test_growth_of_n_max_and_of_the_grid_validates(tmp_path: Path, options: Any) -> None:
+    """Sharded by default, plain blocks with ``-m slow`` (the mesh test below runs them)."""
     rng = np.random.default_rng(3)
     old, new = _lines(rng, 10), _lines(rng, 60, low=-30.0)
     radius = [rng.random(20) for _ in range(70)]
@@ -109,8 +114,13 @@ def _chains(m: int) -> np.ndarray:
     return parents
 
 
-@pytest.mark.parametrize("options", [SMALL_BLOCKS, SHARDED_BLOCKS], ids=["plain", "sharded"])
+@pytest.mark.parametrize(
+    "options",
+    [SMALL_BLOCKS, pytest.param(SHARDED_BLOCKS, marks=pytest.mark.slow)],
+    ids=["plain", "sharded"],
+)
 def test_mesh_sentinels_follow_moved_vertices(tmp_path: Path, options: Any) -> None:
+    """Plain blocks by default, sharded with ``-m slow`` (the test above runs them)."""
     rng = np.random.default_rng(5)
     old, new = _lines(rng, 5), _lines(rng, 40, low=-40.0)
     faces = np.concatenate(
