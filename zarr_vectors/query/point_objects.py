@@ -25,6 +25,7 @@ from zarr_vectors.format.names import (
     OBJECT_ID_ATTRIBUTE,
     VERTICES,
 )
+from zarr_vectors.kernels.id_members import member_rows
 from zarr_vectors.kernels.object_chunks import ObjectChunkIndex, object_row_runs
 from zarr_vectors.kernels.ranges import concat_ranges
 from zarr_vectors.query.object_queries import requested_ids
@@ -103,13 +104,11 @@ class PointObjects:
         entries = index.entries[concat_ranges(starts, index.offsets[pos + 1] - starts)]
         names = [OBJECT_ID_ATTRIBUTE, VERTICES, *self.reader.attribute_names]
         if self.reader.points.can_select(names):
-            return self._selected(names, entries, _membership(wanted))
+            return self._selected(names, entries, wanted)
         return read_members(self.reader, self._requests(entries), _membership(wanted))
 
-    def _selected(
-        self, names: list[str], entries: np.ndarray, member: Callable[[np.ndarray], np.ndarray]
-    ) -> QueryResult:
-        """The rows of ``entries`` whose id ``member`` flags, every column of ``names``
+    def _selected(self, names: list[str], entries: np.ndarray, wanted: np.ndarray) -> QueryResult:
+        """The rows of ``entries`` whose id is one of ``wanted``, every column of ``names``
         (object ids first), decoded block by block as a box query's rows are: the object
         ids of the blocks holding the runs, then the other columns of the blocks holding
         kept rows only."""
@@ -117,12 +116,11 @@ class PointObjects:
         lengths = runs.stop - runs.start
 
         def select(rows: np.ndarray, run_row: np.ndarray, out: np.ndarray) -> np.ndarray:
-            candidates = concat_ranges(run_row, lengths)
-            kept = candidates[member(rows[candidates].reshape(-1))]
-            out[: kept.shape[0]] = kept
-            return out[: kept.shape[0]]
+            ids = rows.reshape(-1)
+            return out[: member_rows(ids, run_row, lengths, _stored(wanted, ids.dtype), out)]
 
-        read = dict(zip(names, self.reader.points.read_selected(names, runs, select), strict=True))
+        found = self.reader.points.read_selected(names, runs, select, turns=False)
+        read = dict(zip(names, found, strict=True))
         return QueryResult(
             positions=read[VERTICES],
             attributes={k: read[k] for k in self.reader.attribute_names},
@@ -263,15 +261,21 @@ def _membership(wanted: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     (ascending, distinct), exact for every id (no float comparison)."""
 
     def member(ids: np.ndarray) -> np.ndarray:
-        info = np.iinfo(ids.dtype)
-        fits = (wanted >= max(info.min, -(2**63))) & (wanted <= min(info.max, 2**63 - 1))
-        known = wanted[fits].astype(ids.dtype)
+        known = _stored(wanted, ids.dtype)
         if not known.shape[0]:
             return np.zeros(ids.shape[0], dtype=bool)
         pos = np.minimum(np.searchsorted(known, ids), known.shape[0] - 1)
         return np.asarray(known[pos] == ids)
 
     return member
+
+
+def _stored(wanted: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The int64 ``wanted`` ids (ascending, distinct) that ``dtype`` (an integer dtype) can
+    hold, in that dtype: the ids a stored row of that dtype can carry."""
+    info = np.iinfo(dtype)
+    fits = (wanted >= max(info.min, -(2**63))) & (wanted <= min(info.max, 2**63 - 1))
+    return wanted[fits].astype(dtype)
 
 
 def _checked(index: ObjectChunkIndex, base: str) -> ObjectChunkIndex:

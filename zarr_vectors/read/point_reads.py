@@ -292,6 +292,8 @@ class PointReads:
         runs: RowRuns,
         select: RowSelector,
         rows: np.ndarray | None = None,
+        *,
+        turns: bool = True,
     ) -> list[np.ndarray]:
         """The rows ``select`` picks among the rows of ``runs``, of every column of ``names``.
 
@@ -305,7 +307,10 @@ class PointReads:
 
         Requires :meth:`can_select` of ``names``. Columns of one row per vertex by
         default; with ``rows`` (the row count of each chunk of ``runs`` in these columns),
-        any per-chunk row arrays, e.g. an object level's ``links/0``.
+        any per-chunk row arrays, e.g. an object level's ``links/0``. With ``turns=False``
+        a large local read is not shared with the helper thread either: a read that keeps
+        few of the rows it decodes (by id) then decodes the other columns' blocks holding
+        kept rows only, and pays no hand-over between the threads.
 
         Returns
         -------
@@ -322,7 +327,7 @@ class PointReads:
             self._learn_blocks(names, table, learn, _rows_at(learn, where, rows))
         n_slots = slot_block.shape[0]
         decoded = n_slots * r * sum(layout.row_nbytes for layout in self._layouts(names))
-        if self.reader.io.is_local and decoded >= _TURNS_MIN_BYTES:
+        if turns and self.reader.io.is_local and decoded >= _TURNS_MIN_BYTES:
             slots = (slot_where, slot_block)
             return self._read_in_turns(names, table, slots, run_row, select)
         every = np.arange(n_slots, dtype=np.int64)
