@@ -777,7 +777,7 @@ class VectorStore:
         if not self.is_object_store:
             return _at(self._point_objects_at(checked).read(ids), checked)
         objects = self._objects_at(checked)
-        return _at(objects.read(objects.dense_ids(ids)), checked)
+        return _at(objects.read(objects.dense_ids(ids), turns=False), checked)
 
     def query(
         self,

@@ -351,26 +351,28 @@ class ObjectReader:
         return {n: self._global(f"{GROUPINGS_ATTRIBUTES}/{n}") for n in names if n != "zarr.json"}
 
     # -- reading objects --------------------------------------------------------------
-    def read(self, dense: np.ndarray) -> QueryResult:
+    def read(self, dense: np.ndarray, *, turns: bool = True) -> QueryResult:
         """The objects ``dense`` (dense ids), whole, in the given order.
 
         An id given more than once is read once and repeated: the result equals the
         single-id reads concatenated in the given order, links re-based onto each copy's
-        rows (:func:`repeated_objects`).
+        rows (:func:`repeated_objects`). ``turns``: whether a large local read of their
+        rows may be shared in turns with the helper thread (:meth:`LevelReader.read_runs`;
+        reads by id are not: measured cheaper on one thread, ``benchmarks/results/by_id.md``).
         """
         if dense.shape[0] < 2 or bool(np.all(dense[1:] > dense[:-1])):
-            return self._read_distinct(dense)
+            return self._read_distinct(dense, turns)
         unique, take = np.unique(dense, return_inverse=True)
         if unique.shape[0] == dense.shape[0]:
-            return self._read_distinct(dense)
-        return repeated_objects(self._read_distinct(unique), take.reshape(-1))
+            return self._read_distinct(dense, turns)
+        return repeated_objects(self._read_distinct(unique, turns), take.reshape(-1))
 
-    def _read_distinct(self, dense: np.ndarray) -> QueryResult:
+    def _read_distinct(self, dense: np.ndarray, turns: bool) -> QueryResult:
         """The objects ``dense`` (distinct dense ids), whole, in the given order."""
         refs = self._handed_over(dense)
         if refs is None:
             refs = self._references(dense)
-        plan = _Plan(self, dense, refs)
+        plan = _Plan(self, dense, refs, turns)
         return plan.result()
 
     def _references(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -541,8 +543,10 @@ class _Plan:
         objects: ObjectReader,
         dense: np.ndarray,
         refs: tuple[np.ndarray, np.ndarray, np.ndarray],
+        turns: bool = True,
     ) -> None:
         self.objects = objects
+        self.turns = turns
         self.reader = objects.reader
         self.dense = dense
         self.ref_object, ref_chunk, self.ref_fragment = refs
@@ -585,7 +589,9 @@ class _Plan:
         runs, buffer_start = self._row_plan(starts, sizes)
         vertex_rows = [
             _in_reference_order(rows, buffer_start, sizes)
-            for rows in reader.read_runs([VERTICES, *reader.attribute_names], runs)
+            for rows in reader.read_runs(
+                [VERTICES, *reader.attribute_names], runs, turns=self.turns
+            )
         ]
         per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
         offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
@@ -687,7 +693,7 @@ class _Plan:
         slot_of_row = np.repeat(runs.chunk, runs.stop - runs.start)
         names = self.objects.link_attribute_names
         link_rows, *values = reader.read_runs(
-            [_LINK_COLUMN, *(_link_column(n) for n in names)], runs, chunk_rows
+            [_LINK_COLUMN, *(_link_column(n) for n in names)], runs, chunk_rows, turns=self.turns
         )
         rows = link_rows.astype(np.int64)
         columns = dict(zip(names, values, strict=True))

@@ -835,7 +835,12 @@ class LevelReader:
         return found
 
     def read_runs(
-        self, names: list[str], runs: RowRuns, rows: np.ndarray | None = None
+        self,
+        names: list[str],
+        runs: RowRuns,
+        rows: np.ndarray | None = None,
+        *,
+        turns: bool = True,
     ) -> list[np.ndarray]:
         """Rows of the columns ``names`` for row runs of many chunks, runs concatenated in
         order (what :meth:`read_columns` returns for the same requests).
@@ -858,6 +863,9 @@ class LevelReader:
         rows
             The row count of every chunk of ``runs`` in these columns; None for columns
             of one row per vertex.
+        turns
+            Whether a large local read may be shared in turns with the helper thread
+            (:meth:`PointReads.read_selected`).
 
         Raises
         ------
@@ -889,7 +897,7 @@ class LevelReader:
             out[:total] = concat_ranges(run_row, lengths)
             return out[:total]
 
-        found = self.points.read_selected(names, runs, every_row, rows)
+        found = self.points.read_selected(names, runs, every_row, rows, turns=turns)
         if VERTICES in names:
             coords = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
             placed = PlacementRuns(coords, runs.chunk, runs.start, lengths)
