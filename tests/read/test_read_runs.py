@@ -72,9 +72,9 @@ def test_runs_read_by_kernels_equal_the_per_chunk_reads(tmp_path_factory, cuts) 
     by_kernels = reader.points.read_selected
     calls: list[int] = []
 
-    def spy(*args: object) -> list[np.ndarray]:
+    def spy(*args: object, **options: bool) -> list[np.ndarray]:
         calls.append(1)
-        return by_kernels(*args)  # type: ignore[arg-type]
+        return by_kernels(*args, **options)  # type: ignore[arg-type]
 
     reader.points.read_selected = spy  # type: ignore[method-assign]
     got = reader.read_runs(names, RowRuns(chunks, *runs))
