@@ -61,7 +61,7 @@ def _member_rows(
     if k == 0:
         return 0
     known = False  # whether ``last`` holds an id already looked up
-    last = ids[0]
+    last = np.int64(0)
     keep = False
     for q in range(run_row.shape[0]):
         for r in range(run_row[q], run_row[q] + lengths[q]):
