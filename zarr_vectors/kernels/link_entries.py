@@ -67,14 +67,14 @@ def rows_in_runs(
     groups = np.ascontiguousarray(entry_group, dtype=np.int64).reshape(-1)
     flat = values.reshape(groups.shape[0], -1) if values.size else values.reshape(0, 1)
     out = np.empty(flat.shape, dtype=np.int64)
-    runs = tuple(
+    b, start, length, result = (
         np.ascontiguousarray(a, dtype=np.int64) for a in (bounds, run_start, run_length, run_result)
     )
     if dense is None:
         per_key, slack = DENSE_KEYS
-        dense = int(_spans(*runs[:3]).sum()) <= per_key * int(runs[2].sum()) + slack
+        dense = int(_spans(b, start, length).sum()) <= per_key * int(length.sum()) + slack
     kernel = _rows_by_table if dense else _rows_in_runs
-    bad = kernel(flat, groups, *runs, out)
+    bad = kernel(flat, groups, b, start, length, result, out)
     return out.reshape(values.shape), int(bad)
 
 
