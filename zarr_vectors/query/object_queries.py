@@ -679,7 +679,7 @@ class _Plan:
         ------
         CorruptChunkError
             When two referenced fragments of a chunk share a row, or a fragment passes
-            the chunks' row count (fragments tile their chunk, spec §6.7).
+            its chunk's row count (fragments tile their chunk at level 0, spec §6.5).
         """
         order = self.order[sizes[self.order] > 0]
         slot, start, length = self.ref_slot[order], starts[order], sizes[order]
