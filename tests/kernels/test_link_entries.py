@@ -42,7 +42,7 @@ def entry_runs(draw: st.DrawFn) -> Case:
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(entry_runs(), st.sampled_from([None, True, False]))
 def test_rows_in_runs_equal_numpy(case: Case, dense: bool | None) -> None:
     """By a table of the runs' key spans, or by binary search: the same answer."""
