@@ -25,7 +25,7 @@ from tests.test_query import chunks_read, open_recorded
 from tests.test_regions import polygons
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.query import object_queries as objects
-from zarr_vectors.query.object_queries import _Returned, _sorted_find, _translate
+from zarr_vectors.query.object_queries import _Runs, _translate
 from zarr_vectors.query.regions import ball_region, polygon_region
 
 STEP = BIN / 2
@@ -193,15 +193,29 @@ def _translate_naively(
     return out
 
 
-def _returned(index: dict[int, tuple[np.ndarray, np.ndarray]]) -> _Returned:
-    """The per-slot (local rows, result rows) of ``index`` as ``objects._translate`` takes
-    them: flat, slot by slot."""
-    sizes = [local.shape[0] for local, _ in index.values()]
-    return _Returned(
-        np.repeat(np.fromiter(index, dtype=np.int64), sizes),
-        np.concatenate([local for local, _ in index.values()]).astype(np.int64),
-        np.concatenate([result for _, result in index.values()]).astype(np.int64),
+def _returned(index: dict[int, tuple[np.ndarray, np.ndarray]]) -> _Runs:
+    """The per-slot (ascending local rows, result rows) of ``index`` as ``objects._translate``
+    takes them: runs slot by slot, touching rows of consecutive result rows joined."""
+    starts, lengths, results, per_slot = [], [], [], []
+    for slot in range(max(index, default=-1) + 1):
+        local, result = index.get(slot, (np.empty(0, np.int64), np.empty(0, np.int64)))
+        new = np.ones(local.shape[0], dtype=bool)
+        new[1:] = (np.diff(local) != 1) | (np.diff(result) != 1)
+        first = np.flatnonzero(new)
+        starts.append(local[first])
+        results.append(result[first])
+        lengths.append(np.diff(np.append(first, local.shape[0])))
+        per_slot.append(first.shape[0])
+    return _Runs(
+        np.concatenate([[0], np.cumsum(per_slot)]).astype(np.int64),
+        *(np.concatenate(a).astype(np.int64) for a in (starts, lengths, results)),
     )
+
+
+def _by_gid(gids: tuple[np.ndarray, np.ndarray]) -> _Runs:
+    """Sorted global ids and their result rows as runs of one id each, in one group."""
+    keys, rows = gids
+    return _Runs(np.array([0, keys.shape[0]]), keys, np.ones_like(keys), rows)
 
 
 @st.composite
@@ -235,43 +249,23 @@ def link_tables(draw: st.DrawFn) -> tuple[Any, ...]:
     return table, np.array(slots, dtype=np.int64), index, gids, sentinels
 
 
-@given(link_tables(), st.booleans())
-@settings(max_examples=200, deadline=None)
+@given(link_tables())
+@settings(max_examples=60, deadline=None)
 def test_link_entries_translate_to_result_rows_as_one_entry_at_a_time(
-    case: tuple[Any, ...], dense: bool
+    case: tuple[Any, ...],
 ) -> None:
-    """By a dense table of the (slot, local row) keys, or by binary search."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(objects, "_DENSE_KEYS", (8, 65_536) if dense else (0, 0))
-        rows, slots, index, gids, sentinels = case
-        got = _translate(rows, slots, _returned(index), gids, sentinels)
-        np.testing.assert_array_equal(got, _translate_naively(*case))
+    rows, slots, index, gids, sentinels = case
+    got = _translate(rows, slots, _returned(index), _by_gid(gids), sentinels)
+    np.testing.assert_array_equal(got, _translate_naively(*case))
 
 
-@pytest.mark.parametrize("dense", [True, False])
-@pytest.mark.parametrize("bad", [4, 5, 39, 1000])
-def test_a_link_to_a_row_that_was_not_returned_is_a_corrupt_chunk(
-    bad: int, dense: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(objects, "_DENSE_KEYS", (8, 65_536) if dense else (0, 0))
+@pytest.mark.parametrize("bad", [0, 4, 1000])
+def test_a_link_to_a_row_that_was_not_returned_is_a_corrupt_chunk(bad: int) -> None:
     index = {0: (np.array([1, 2, 3]), np.array([0, 1, 2])), 1: (np.array([5]), np.array([3]))}
     rows = np.array([[1, 2], [bad, 3]], dtype=np.int64)
-    empty = (np.empty(0, np.int64), np.empty(0, np.int64))
+    empty = _by_gid((np.empty(0, np.int64), np.empty(0, np.int64)))
     with pytest.raises(CorruptChunkError, match="not a vertex of its object"):
         _translate(rows, np.array([0, 0]), _returned(index), empty, False)
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    st.lists(st.integers(-50, 50), max_size=40),
-    st.lists(st.integers(-50, 50), max_size=40, unique=True),
-)
-def test_membership_in_sorted_keys_equals_isin(values: list[int], keys: list[int]) -> None:
-    wanted = np.asarray(values, dtype=np.int64)
-    table = np.sort(np.asarray(keys, dtype=np.int64))
-    pos, found = _sorted_find(table, wanted)
-    np.testing.assert_array_equal(found, np.isin(wanted, table))
-    np.testing.assert_array_equal(table[pos[found]], wanted[found])
 
 
 def test_an_object_store_replaced_under_an_open_handle_raises_store_changed(

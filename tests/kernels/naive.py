@@ -160,18 +160,32 @@ def copy_row_runs(
     return result
 
 
-def result_rows_of_entries(
-    entries: np.ndarray, entry_slot: np.ndarray, width: int, table: np.ndarray
+def rows_in_runs(
+    entries: np.ndarray,
+    entry_group: np.ndarray,
+    bounds: np.ndarray,
+    run_start: np.ndarray,
+    run_length: np.ndarray,
+    run_result: np.ndarray,
 ) -> tuple[np.ndarray, int]:
-    """Twin of :func:`zarr_vectors.kernels.link_entries.result_rows_of_entries`, in
-    whole-array numpy steps."""
-    local = entries >= 0
-    slot = entry_slot.reshape(-1, *([1] * (entries.ndim - 1)))
-    at = np.where(local, slot * width + entries, 0)
-    inside = (entries < width) & (at < table.shape[0])
-    found = np.where(local & inside, table[np.where(inside, at, 0)], -1)
-    bad = np.flatnonzero((local & ~inside) | (local & (found < 0)))
-    return np.where(local, found, -1), int(bad[0]) if bad.size else -1
+    """Twin of :func:`zarr_vectors.kernels.link_entries.rows_in_runs`: every entry looked
+    for in every run of its group, one at a time."""
+    flat = entries.reshape(entry_group.shape[0], -1) if entries.size else entries.reshape(0, 1)
+    out = np.full(flat.shape, -1, dtype=np.int64)
+    bad = -1
+    for i in range(flat.shape[0]):
+        g = int(entry_group[i])
+        runs = range(bounds[g], bounds[g + 1]) if 0 <= g < bounds.shape[0] - 1 else range(0)
+        for j in range(flat.shape[1]):
+            v = int(flat[i, j])
+            if v < 0:
+                continue
+            held = [q for q in runs if run_start[q] <= v < run_start[q] + run_length[q]]
+            if held:
+                out[i, j] = run_result[held[0]] + v - run_start[held[0]]
+            elif bad < 0:
+                bad = i * flat.shape[1] + j
+    return out.reshape(entries.shape), bad
 
 
 def misplaced_row(

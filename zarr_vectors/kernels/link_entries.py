@@ -1,8 +1,11 @@
 """Link entries read from chunks (chunk-local vertex rows, spec §9.6) as rows of a result.
 
-A box or by-id read returns some vertices of some chunks; each link entry names a vertex
-by its row in its own chunk. With the returned vertices in a dense table keyed by
-``chunk slot * width + local row``, one pass turns every entry into its result row.
+A box or by-id read returns some vertices of some chunks, as row runs: run ``q`` is the
+rows ``start[q] ... start[q] + length[q] - 1`` of one chunk, returned from result row
+``result[q]`` on. Each link entry names a vertex by its row in its own chunk; one look-up
+in a table of each chunk's returned rows (or, when those are sparse, a binary search among
+the chunk's runs) turns it into its result row, in one kernel over all chunks. The same
+runs keyed by global vertex id (spec §9.11) resolve mesh sentinels and cross-chunk links.
 """
 
 from __future__ import annotations
@@ -12,58 +15,158 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["result_rows_of_entries"]
+__all__ = ["DENSE_KEYS", "rows_in_runs"]
 
 I64 = npt.NDArray[np.int64]
 
 
-def result_rows_of_entries(
-    entries: npt.ArrayLike, entry_slot: npt.ArrayLike, width: int, table: npt.ArrayLike
+def rows_in_runs(
+    entries: npt.ArrayLike,
+    entry_group: npt.ArrayLike,
+    bounds: npt.ArrayLike,
+    run_start: npt.ArrayLike,
+    run_length: npt.ArrayLike,
+    run_result: npt.ArrayLike,
+    *,
+    dense: bool | None = None,
 ) -> tuple[I64, int]:
-    """Result rows of link entries, by a dense table of the returned vertices.
+    """Result rows of entries, each found among the row runs of its group.
+
+    Either a dense table over each group's key span (from its first run's first key to
+    its last run's last) is filled from the runs and every entry is one look-up, or every
+    entry is a binary search of its group's runs (after a check of the run its link's
+    previous entry was found in). The table is used when the spans hold at most
+    :data:`DENSE_KEYS` ``(a, b)``: ``a * keys + b`` keys.
 
     Parameters
     ----------
     entries
-        ``(n, k)`` chunk-local vertex rows of ``n`` links; negative entries are not rows
+        ``(n, ...)`` keys (chunk-local rows, or global ids); negative entries are not keys
         (sentinels, a root's missing parent).
-    entry_slot
-        ``(n,)`` chunk slot of each link.
-    width
-        Local rows per slot in ``table`` (every non-negative entry must be below it).
-    table
-        ``(slots * width,)`` result row of the vertex at ``slot * width + local row``, or
-        -1 where that vertex was not returned.
+    entry_group
+        ``(n,)`` group (chunk slot) of each entry's row.
+    bounds
+        ``(groups + 1,)``: group ``g`` owns runs ``bounds[g]:bounds[g + 1]``.
+    run_start, run_length, run_result
+        ``(m,)`` first key, key count (at least 1) and first result row of each run; the
+        runs of a group ascend by key and do not overlap.
 
     Returns
     -------
     rows : numpy.ndarray
-        ``(n, k)`` int64 result rows, -1 for every negative entry.
+        int64 result rows, shaped as ``entries``; -1 for every negative entry and every
+        entry that no run of its group holds.
     first_bad : int
-        Flat index of the first non-negative entry that is ``>= width`` or whose vertex
-        was not returned, or -1 when there is none.
+        Flat index of the first non-negative entry that no run of its group holds (or
+        whose group is not in ``bounds``), or -1 when there is none.
+    dense
+        Whether to use the table (True) or the search (False); None chooses by
+        :data:`DENSE_KEYS`. The answer is the same.
     """
     values = np.ascontiguousarray(entries, dtype=np.int64)
-    slots = np.ascontiguousarray(entry_slot, dtype=np.int64).reshape(-1)
-    lookup = np.ascontiguousarray(table, dtype=np.int64).reshape(-1)
-    flat = values.reshape(slots.shape[0], -1) if values.size else values.reshape(0, 1)
+    groups = np.ascontiguousarray(entry_group, dtype=np.int64).reshape(-1)
+    flat = values.reshape(groups.shape[0], -1) if values.size else values.reshape(0, 1)
     out = np.empty(flat.shape, dtype=np.int64)
-    bad = _result_rows(flat, slots, int(width), lookup, out)
+    b, start, length, result = (
+        np.ascontiguousarray(a, dtype=np.int64) for a in (bounds, run_start, run_length, run_result)
+    )
+    if dense is None:
+        per_key, slack = DENSE_KEYS
+        dense = int(_spans(b, start, length).sum()) <= per_key * int(length.sum()) + slack
+    kernel = _rows_by_table if dense else _rows_in_runs
+    bad = kernel(flat, groups, b, start, length, result, out)
     return out.reshape(values.shape), int(bad)
 
 
+DENSE_KEYS = (8, 65_536)
+""":func:`rows_in_runs` fills a table when its groups' key spans hold at most
+``a * keys + b`` keys: one look-up per entry instead of a search."""
+
+
+def _spans(bounds: I64, start: I64, length: I64) -> I64:
+    """Keys from the first key of each group's first run to the last of its last (0 if
+    it has none)."""
+    lo, hi = bounds[:-1], bounds[1:]
+    some = hi > lo
+    spans = np.zeros(lo.shape[0], dtype=np.int64)
+    last = hi[some] - 1
+    spans[some] = start[last] + length[last] - start[lo[some]]
+    return spans
+
+
 @njit
-def _result_rows(entries: I64, slots: I64, width: int, table: I64, out: I64) -> int:
+def _rows_by_table(
+    entries: I64, groups: I64, bounds: I64, start: I64, length: I64, result: I64, out: I64
+) -> int:
+    n_groups = bounds.shape[0] - 1
+    base = np.zeros(n_groups + 1, dtype=np.int64)  # group g's table: base[g]:base[g + 1]
+    for g in range(n_groups):
+        span = 0
+        if bounds[g + 1] > bounds[g]:
+            last = bounds[g + 1] - 1
+            span = start[last] + length[last] - start[bounds[g]]
+        base[g + 1] = base[g] + span
+    table = np.full(base[n_groups], -1, dtype=np.int64)
+    for g in range(n_groups):
+        for q in range(bounds[g], bounds[g + 1]):
+            at = base[g] + start[q] - start[bounds[g]]
+            for r in range(length[q]):
+                table[at + r] = result[q] + r
     n, k = entries.shape
+    first_bad = -1
     for i in range(n):
-        base = slots[i] * width
+        g = groups[i]
+        ok_group = 0 <= g < n_groups
         for j in range(k):
             v = entries[i, j]
+            out[i, j] = -1
             if v < 0:
-                out[i, j] = -1
                 continue
-            at = base + v
-            if v >= width or at >= table.shape[0] or table[at] < 0:
-                return int(i * k + j)
-            out[i, j] = table[at]
-    return -1
+            if ok_group and base[g + 1] > base[g]:
+                at = v - start[bounds[g]]
+                if 0 <= at < base[g + 1] - base[g] and table[base[g] + at] >= 0:
+                    out[i, j] = table[base[g] + at]
+                    continue
+            if first_bad < 0:
+                first_bad = i * k + j
+    return first_bad
+
+
+@njit
+def _rows_in_runs(
+    entries: I64, groups: I64, bounds: I64, start: I64, length: I64, result: I64, out: I64
+) -> int:
+    n, k = entries.shape
+    n_groups = bounds.shape[0] - 1
+    first_bad = -1
+    q = -1  # the run of the last entry found: a link's entries mostly share a run
+    for i in range(n):
+        g = groups[i]
+        lo = bounds[g] if 0 <= g < n_groups else 0
+        hi = bounds[g + 1] if 0 <= g < n_groups else 0
+        for j in range(k):
+            v = entries[i, j]
+            out[i, j] = -1
+            if v < 0:
+                continue
+            if not (lo <= q < hi and start[q] <= v < start[q] + length[q]):
+                q = _last_run_at_or_before(start, lo, hi, v)
+            if q >= lo and v < start[q] + length[q]:
+                out[i, j] = result[q] + v - start[q]
+            elif first_bad < 0:
+                first_bad = i * k + j
+    return first_bad
+
+
+@njit
+def _last_run_at_or_before(start: I64, lo: int, hi: int, v: int) -> int:
+    """The last of runs ``lo:hi`` (ascending starts) starting at or before ``v``, else
+    ``lo - 1``."""
+    a, b = lo, hi
+    while a < b:
+        mid = (a + b) >> 1
+        if start[mid] <= v:
+            a = mid + 1
+        else:
+            b = mid
+    return a - 1

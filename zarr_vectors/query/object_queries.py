@@ -36,7 +36,7 @@ from zarr_vectors.format.names import (
 )
 from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.kernels.bin_runs import copy_row_runs
-from zarr_vectors.kernels.link_entries import result_rows_of_entries
+from zarr_vectors.kernels.link_entries import rows_in_runs
 from zarr_vectors.query._fragment_refs import (
     FragmentTable,
     chunk_slots,
@@ -65,12 +65,15 @@ def _link_column(name: str) -> str:
     return f"__link__{name}"
 
 
-class _Returned(NamedTuple):
-    """The vertices a read returns, sorted by (chunk slot, local row): per vertex its chunk
-    slot, its row in its chunk and its row in the result."""
+class _Runs(NamedTuple):
+    """The vertices a read returns, as runs of keys (chunk-local rows, or global ids):
+    run ``q`` holds keys ``start[q] ... start[q] + length[q] - 1``, returned from result
+    row ``result[q]`` on; group ``g`` (a chunk slot) owns runs ``bounds[g]:bounds[g + 1]``,
+    ascending and disjoint (the arguments of :func:`rows_in_runs`)."""
 
-    slot: np.ndarray
-    local: np.ndarray
+    bounds: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
     result: np.ndarray
 
 
@@ -673,15 +676,27 @@ class _Plan:
         buffer_start[self.order] = np.concatenate([[0], np.cumsum(sizes[self.order])[:-1]])
         return row_runs, buffer_start
 
-    def _returned(self, starts: np.ndarray, sizes: np.ndarray) -> _Returned:
-        """Every returned vertex: its chunk slot, its row in the chunk and in the result."""
-        order = self.order  # by (slot, first row): local rows come out sorted in each slot
-        counts = sizes[order]
-        return _Returned(
-            np.repeat(self.ref_slot[order], counts),
-            concat_ranges(starts[order], counts),
-            concat_ranges((np.cumsum(sizes) - sizes)[order], counts),
-        )
+    def _returned(self, starts: np.ndarray, sizes: np.ndarray) -> tuple[_Runs, _Runs]:
+        """The returned vertices as runs of local rows by chunk slot, and as runs of global
+        ids (spec §9.11) in one group: the non-empty references in their (slot, first row)
+        order, whose chunks ascend, so the global ids ascend too.
+
+        Raises
+        ------
+        CorruptChunkError
+            When two referenced fragments of a chunk share a row, or a fragment passes
+            its chunk's row count (fragments tile their chunk at level 0, spec §6.5).
+        """
+        order = self.order[sizes[self.order] > 0]
+        slot, start, length = self.ref_slot[order], starts[order], sizes[order]
+        result = (np.cumsum(sizes) - sizes)[order]
+        n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
+        gid = self.chunk_flat[slot].astype(np.int64) * n_max + start
+        if np.any(gid[1:] < gid[:-1] + length[:-1]) or np.any(start + length > n_max):
+            raise CorruptChunkError("the fragments of a chunk overlap or pass its rows")
+        local_bounds = np.searchsorted(slot, np.arange(self.chunks.shape[0] + 1))
+        by_gid = np.array([0, order.shape[0]], dtype=np.int64)
+        return _Runs(local_bounds, start, length, result), _Runs(by_gid, gid, length, result)
 
     def _links(
         self, starts: np.ndarray, sizes: np.ndarray
@@ -697,8 +712,7 @@ class _Plan:
         )
         rows = link_rows.astype(np.int64)
         columns = dict(zip(names, values, strict=True))
-        returned = self._returned(starts, sizes)
-        gids = self._gid_table(returned)
+        returned, gids = self._returned(starts, sizes)
         kind = geometry_kind(self.objects.kind)
         if kind.directed == "allowed":
             _check_graph_links(rows, self.reader.directed)
@@ -755,28 +769,14 @@ class _Plan:
         pairs = distinct_ascending(self.ref_slot * width + self.ref_fragment.astype(np.int64))
         return pairs // width, pairs % width
 
-    def _gid_table(self, returned: _Returned) -> tuple[np.ndarray, np.ndarray]:
-        """Sorted global ids of the returned vertices and their result rows (spec §9.11).
-
-        :meth:`_returned` lists the vertices by (chunk slot, row) and the slots' chunks
-        ascend, so the ids come sorted unless fragments overlap: checked in one pass, and
-        sorted only then.
-        """
-        n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
-        gid = self.chunk_flat[returned.slot].astype(np.int64) * n_max + returned.local
-        if not np.any(gid[1:] < gid[:-1]):
-            return gid, returned.result
-        order = np.argsort(gid)
-        return gid[order], returned.result[order]
-
-    def _cross_links(self, gids: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    def _cross_links(self, gids: _Runs) -> tuple[np.ndarray, np.ndarray]:
         """The objects' cross-chunk links as result rows, and their rows in the table."""
         table = self.objects._global(CROSS_CHUNK_LINKS)
-        if not table.shape[0] or not gids[0].shape[0]:
+        if not table.shape[0] or not gids.start.shape[0]:
             return np.empty((0, 2), np.int64), np.empty(0, np.int64)
-        mine = np.flatnonzero(_sorted_find(gids[0], table[:, 0])[1])
-        pairs = table[mine]
-        links = np.stack([_lookup(gids, pairs[:, 0]), _lookup(gids, pairs[:, 1])], axis=1)
+        first, _ = rows_in_runs(table[:, 0], np.zeros(table.shape[0], np.int64), *gids)
+        mine = np.flatnonzero(first >= 0)
+        links = np.stack([first[mine], _lookup(gids, table[mine, 1])], axis=1)
         return links, mine
 
     def _object_attributes(self) -> dict[str, np.ndarray]:
@@ -903,87 +903,38 @@ def _check_graph_links(rows: np.ndarray, directed: bool) -> None:
         )
 
 
-def _sorted_find(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where each of ``values`` is in ascending ``keys``, and whether it is there.
-
-    A binary search: as a membership test it replaces ``np.isin``, which makes both
-    arrays unique first (a 25% skeleton box spent 6 of its 50 ms there, measured).
-    """
-    if not keys.shape[0]:
-        return np.zeros(values.shape, np.int64), np.zeros(values.shape, dtype=bool)
-    pos = np.minimum(np.searchsorted(keys, values), keys.shape[0] - 1)
-    return pos, np.asarray(keys[pos] == values)
-
-
-def _lookup(gids: tuple[np.ndarray, np.ndarray], wanted: np.ndarray) -> np.ndarray:
-    keys, rows = gids
-    pos, found = _sorted_find(keys, wanted)
-    if not found.all():
+def _lookup(gids: _Runs, wanted: np.ndarray) -> np.ndarray:
+    """The result rows of the global ids ``wanted`` (``(n,)``, each returned)."""
+    rows, bad = rows_in_runs(wanted, np.zeros(wanted.shape[0], np.int64), *gids)
+    if bad >= 0:
         raise CorruptChunkError("a link names a vertex outside its object's manifest")
-    return np.asarray(rows[pos])
+    return rows
 
 
 def _translate(
-    rows: np.ndarray,
-    slot_of_row: np.ndarray,
-    returned: _Returned,
-    gids: tuple[np.ndarray, np.ndarray],
-    sentinels: bool,
+    rows: np.ndarray, slot_of_row: np.ndarray, returned: _Runs, gids: _Runs, sentinels: bool
 ) -> np.ndarray:
     """Chunk-local link entries to result rows.
 
     ``rows`` holds one link per row (its vertex entries), ``slot_of_row`` the chunk slot of
-    each link, ``returned`` the vertices returned (chunk slot, local row, result row). With
-    ``sentinels`` (meshes) every negative entry is ``-(gid + 1)`` (spec §9.6); otherwise -1
-    (a skeleton root's parent) stays -1. One lookup of (slot, local row) keys over all
-    chunks at once: a dense table when the key range is compact (:data:`_DENSE_KEYS`), a
-    binary search otherwise.
+    each link, ``returned`` and ``gids`` the vertices returned (:meth:`_Plan._returned`).
+    With ``sentinels`` (meshes) every negative entry is ``-(gid + 1)`` (spec §9.6);
+    otherwise -1 (a skeleton root's parent) stays -1. One binary search per entry among
+    the runs of its chunk, in one kernel over all chunks.
 
     Raises
     ------
     CorruptChunkError
         When an entry names a row that is not a returned vertex of its chunk.
     """
-    if not rows.size:
-        return np.full(rows.shape, -1, dtype=np.int64)
-    width = 1 + int(returned.local.max(initial=0))
-    keys = returned.slot * width + returned.local
-    n_slots = 1 + max(int(slot_of_row.max(initial=0)), int(returned.slot.max(initial=0)))
-    per_key, slack = _DENSE_KEYS
-    if n_slots * width <= per_key * keys.shape[0] + slack or not keys.shape[0]:
-        table = np.full(n_slots * width, -1, dtype=np.int64)
-        table[keys] = returned.result
-        out, bad = result_rows_of_entries(rows, slot_of_row, width, table)
-        if bad >= 0:
-            raise CorruptChunkError("a link names a row that is not a vertex of its object")
-    else:
-        out = _translate_by_search(rows, slot_of_row, keys, returned.result, width)
+    out, bad = rows_in_runs(rows, slot_of_row, *returned)
+    if bad >= 0:
+        raise CorruptChunkError("a link names a row that is not a vertex of its object")
     if sentinels:
         sentinel = rows < 0
         if sentinel.any():
             out[sentinel] = _lookup(gids, -rows[sentinel] - 1)
     return out
-
-
-_DENSE_KEYS = (8, 65_536)
-""":func:`_translate` builds a dense table when the key range is at most ``a * keys + b``:
-one pass over the entries instead of a binary search per entry."""
-
-
-def _translate_by_search(
-    rows: np.ndarray, slot_of_row: np.ndarray, keys: np.ndarray, results: np.ndarray, width: int
-) -> np.ndarray:
-    """:func:`_translate` of the non-negative entries by a binary search of ``keys``
-    (at least one)."""
-    local = rows >= 0
-    if np.any(rows[local] >= width):
-        raise CorruptChunkError("a link names a row that is not a vertex of its object")
-    order = np.argsort(keys, kind="stable")
-    entry_slot = slot_of_row.reshape(-1, *([1] * (rows.ndim - 1)))
-    pos, found = _sorted_find(keys[order], np.where(local, entry_slot * width + rows, 0))
-    if np.any(local & ~found):
-        raise CorruptChunkError("a link names a row that is not a vertex of its object")
-    return np.where(local, results[order][pos], -1)  # keys is not empty
 
 
 def _kept_chain_links(
