@@ -122,6 +122,6 @@ def build_levels(
         return build_object_levels(store, levels, progress, memory_budget)
     with progress_reporter(progress) as report:
         report("levels", 0, 1)
-        built = point_levels.build_levels(store, levels)
+        built = point_levels.build_levels(store, levels, memory_budget)
         report("levels", 1, 1)
     return built
