@@ -216,8 +216,9 @@ def first_levels(
     >>> existing, io = load_existing(path), StoreIO(resolve_store(path, mode="r"))
     >>> base = stored_level0(existing, (points.min(0), points.max(0)), io, io)
     >>> first = first_levels(existing.root, base, zv.Levels(per_bin=8), io, 2**20)
-    >>> sum(rows[0].columns[0].shape[0] for rows in [first.rows_of(base.chunks)[0]])
-    128
+    >>> level1 = first.rows_of(base.chunks)[0]  # 2 x 2 coarse bins of at most 8 per chunk
+    >>> [rows.columns[0].shape[0] for rows in level1], len(first.level0_rows(base.chunks)[0])
+    ([32, 32, 32, 32], 4)
     """
     dtypes = {name: base.shapes[1][name][0] for name in base.names}
     first = FirstLevels(settings, base.grid, base.bounds, dtypes, budget // 2, keep_level0=True)
