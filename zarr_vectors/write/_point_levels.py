@@ -769,7 +769,9 @@ class FirstLevels:
             self.early.add(key, levels[0])
         if self.level0 is not None and bin_offsets is not None:
             offsets = np.array([0, columns[0].shape[0]], dtype=np.int64)
-            self.level0[key] = SortedPoints(columns, chunk.reshape(1, -1), offsets, bin_offsets[None])
+            self.level0[key] = SortedPoints(
+                columns, chunk.reshape(1, -1), offsets, bin_offsets[None]
+            )
             self.level0_nbytes += sum(c.nbytes for c in columns)
         if self.level0 is not None and self.nbytes + self.level0_nbytes > self.budget:
             self.level0, self.level0_nbytes = None, 0  # the candidates are worth more
