@@ -127,8 +127,8 @@ def build_levels(
     levels
         ``"auto"`` (default), a number of levels, or a :class:`~zarr_vectors.Levels`.
     memory_budget
-        Bytes of working memory (default 256 MiB, as the streaming writers); it does not
-        change the levels.
+        Bytes of working memory (default 256 MiB, as the streaming writers'
+        ``DEFAULT_MEMORY_BUDGET``); it does not change the levels.
 
     Returns
     -------
