@@ -252,7 +252,6 @@ def whole_index_bytes(level: LevelReader) -> int:
     >>> import pathlib, tempfile
     >>> import numpy as np
     >>> import zarr_vectors as zv
-    >>> from zarr_vectors.store.io import StoreIO, resolve_store
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
     >>> zv.write_polylines(path, [np.zeros((2, 2)), np.ones((3, 2))], chunk_shape=4.0)
     >>> source = open_source(path, links=False)
