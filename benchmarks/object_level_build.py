@@ -1,7 +1,10 @@
-"""Cost and peak memory of ``zv.build_levels`` on a streamline store, code before and after.
+"""Cost and peak memory of ``zv.build_levels`` on a streamline or point store, code before
+and after.
 
-Usage: ``python -m benchmarks.object_level_build [--streamlines N [N ...]] [--length L]
-[--budget BYTES] [--before DIR] [--dir D]``.
+Usage: ``python -m benchmarks.object_level_build [--streamlines N [N ...]] [--points N [N
+...]] [--length L] [--budget BYTES] [--before DIR] [--dir D]`` (``--streamlines 1e5`` when
+neither is given; ``--points``: uniform points in a 1000-unit cube, chunks 100, bins 25,
+one float32 attribute).
 
 The parent writes N streamlines of L vertices (:func:`benchmarks.objects.make_streamlines`,
 chunks 50 mm, bins 12.5 mm, one vertex and one object attribute) without levels, then for
@@ -45,6 +48,16 @@ def _child(code: str, path: str, budget: int) -> dict[str, Any]:
         walk = np.cumsum(np.ones((40, 3), np.float32), axis=0)
         zv.write_polylines(warm, [walk, walk + 3], chunk_shape=16.0, progress=False)
         zv.build_levels(warm, 2, progress=False)
+        spots = np.random.default_rng(0).random((5000, 3), np.float32) * 100
+        zv.write_points(
+            Path(tmp) / "warm-points.zv",
+            spots,
+            chunk_shape=50.0,
+            bin_shape=12.5,
+            attributes={"a": spots[:, 0]},
+            progress=False,
+        )
+        zv.build_levels(Path(tmp) / "warm-points.zv", 2, progress=False)
     extra = {"memory_budget": budget} if "memory_budget" in _parameters(zv.build_levels) else {}
     reset = reset_peak_rss()
     before = proc_status_kb("VmRSS") or 0
@@ -81,7 +94,8 @@ def _level_files(root: Path) -> dict[str, bytes]:
 def main() -> None:
     """Parse the arguments and print one JSON line per code tree."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--streamlines", type=float, nargs="+", default=[1e5])
+    parser.add_argument("--streamlines", type=float, nargs="+", default=None)
+    parser.add_argument("--points", type=float, nargs="+", default=[])
     parser.add_argument("--length", type=int, default=100)
     parser.add_argument("--budget", type=int, default=256 * 2**20)
     parser.add_argument("--seed", type=int, default=0)
@@ -93,30 +107,54 @@ def main() -> None:
     if args.child is not None:
         print(json.dumps(_child(args.child[0], args.child[1], int(args.child[2]))))
         return
-    for size in args.streamlines:
-        _one_size(args, int(size))
+    streamlines = args.streamlines if args.streamlines is not None else [] if args.points else [1e5]
+    for size in streamlines:
+        _one_size(args, int(size), _write_streamlines)
+    for size in args.points:
+        _one_size(args, int(size), _write_points)
 
 
-def _one_size(args: argparse.Namespace, size: int) -> None:
-    """Write ``size`` streamlines, build their levels with every tree, print the rows."""
+def _write_streamlines(args: argparse.Namespace, size: int, store: Path) -> int:
+    """``size`` streamlines of ``args.length`` vertices; level 0's uncompressed bytes."""
     zv = importlib.import_module("zarr_vectors")
     objects = importlib.import_module("benchmarks.objects")  # imports zarr_vectors: not in a child
+    frame = objects.make_streamlines(size, args.length, args.seed).frame
+    zv.write_polylines(
+        store,
+        (frame.positions, frame.offsets),
+        kind="streamline",
+        chunk_shape=objects.STREAMLINE_CHUNK,
+        bin_shape=objects.STREAMLINE_BIN,
+        attributes=frame.attributes,
+        object_attributes=frame.object_attributes,
+        progress=False,
+    )
+    return int(frame.positions.nbytes + sum(a.nbytes for a in frame.attributes.values()))
+
+
+def _write_points(args: argparse.Namespace, size: int, store: Path) -> int:
+    """``size`` uniform points in the 1000-unit cube with one float32 attribute, chunks
+    100 and bins 25 (the layout of ``benchmarks.levels_overview``'s point rows)."""
+    zv = importlib.import_module("zarr_vectors")
+    positions, values = importlib.import_module("benchmarks._data").make_points(size, args.seed)
+    zv.write_points(
+        store,
+        positions,
+        attributes={"intensity": values},
+        chunk_shape=100.0,
+        bin_shape=25.0,
+        progress=False,
+    )
+    return int(positions.nbytes + values.nbytes)
+
+
+def _one_size(args: argparse.Namespace, size: int, write: Any) -> None:
+    """Write ``size`` objects or points with ``write``, build their levels with every tree,
+    print the rows."""
     root = Path(tempfile.mkdtemp(prefix="zv-bench-olb-", dir=args.dir))
     try:
-        data = objects.make_streamlines(size, args.length, args.seed)
-        frame = data.frame
-        store = root / "lines.zv"
-        zv.write_polylines(
-            store,
-            (frame.positions, frame.offsets),
-            kind="streamline",
-            chunk_shape=objects.STREAMLINE_CHUNK,
-            bin_shape=objects.STREAMLINE_BIN,
-            attributes=frame.attributes,
-            object_attributes=frame.object_attributes,
-            progress=False,
-        )
-        level0 = frame.positions.nbytes + sum(a.nbytes for a in frame.attributes.values())
+        store = root / "level0.zv"
+        level0 = write(args, size, store)
         built: dict[str, dict[str, bytes]] = {}
         trees = [("after", "")] + ([("before", str(args.before))] if args.before else [])
         for name, code in trees:
@@ -129,6 +167,7 @@ def _one_size(args: argparse.Namespace, size: int) -> None:
                     "benchmarks.object_level_build", "--child", code, str(copy), str(args.budget)
                 )
                 got |= {"tree": name, "run": r + 1, "load": load, "load_after": os.getloadavg()[0]}
+                got["size"] = size
                 got["level0_bytes"] = level0
                 got["peak_over_level0"] = round(got["peak_kb"] * 1024 / level0, 3)
                 print(json.dumps(got), flush=True)

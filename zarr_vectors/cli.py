@@ -572,7 +572,7 @@ def _build_levels_parser(sub: Any) -> None:
         "--memory-budget",
         type=_positive_int,
         default=256 * 2**20,
-        help="object stores: bytes of working memory for a batch of objects read back",
+        help="bytes of working memory: a batch of objects or chunks read back",
     )
     _debug_flag(build)
     build.set_defaults(run=_build_levels)

@@ -141,3 +141,16 @@ def test_the_command_line_builds_levels(
     assert main(["build-levels", str(path), "--levels", "0"]) == 0  # removes them
     assert "no levels of detail (level 0 only)" in capsys.readouterr().out
     assert len(zv.open(path).levels) == 1
+
+
+def test_build_levels_within_a_small_budget_writes_the_same_levels(tmp_path: pathlib.Path) -> None:
+    """1 MiB: level 0 read in three batches, the first candidates kept but not level 0's
+    rows, so the coarser candidates read level 0 back chunk by chunk."""
+    levels = zv.Levels(count=3, per_bin=16)
+    once, after = tmp_path / "once.zarr", tmp_path / "after.zarr"
+    _write(once, levels)
+    _write(after, None)
+    assert zv.build_levels(after, levels, progress=False, memory_budget=2**20) == 3
+    a, b = _files(once), _files(after)
+    assert sorted(a) == sorted(b)
+    assert all(a[k] == b[k] for k in a if k not in ("zarr.json", ".zattrs", "metadata.json"))

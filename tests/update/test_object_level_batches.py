@@ -20,7 +20,9 @@ from tests.geometry.object_cases import KINDS, files
 from tests.helpers import sample_sizes
 from zarr_vectors.cli import main
 from zarr_vectors.geometry import object_writer
-from zarr_vectors.update.object_levels import stored_batches
+from zarr_vectors.read import LevelReader
+from zarr_vectors.update import object_levels
+from zarr_vectors.update.object_levels import CACHE_SHARE, stored_batches, whole_index_bytes
 from zarr_vectors.update.object_sources import open_source
 
 LEVEL_KINDS = [kind for kind in KINDS if object_writer(kind).levels is not None]
@@ -104,6 +106,31 @@ def _write_lines(path: Path, n: int, length: int) -> int:
         path, lines, chunk_shape=100.0, bin_shape=25.0, attributes={"w": weights}, progress=False
     )
     return sum(line.nbytes for line in lines) + weights.nbytes
+
+
+def test_level_0_is_read_bounded_only_when_its_indexes_do_not_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Level 0 read whole when its fragment indexes and object index (as estimated from
+    the metadata) fit the cache share of the budget, bounded when they do not: same bytes."""
+    _write_lines(tmp_path / "lines.zv", 16, 40)
+    source = open_source(tmp_path / "lines.zv")
+    need = whole_index_bytes(LevelReader(source.io, source.root, 0))
+    modes: list[bool] = []
+
+    def reader(*args: Any, bounded: bool, **kwargs: Any) -> Any:
+        modes.append(bounded)
+        return real(*args, bounded=bounded, **kwargs)
+
+    real = object_levels.ObjectReader
+    monkeypatch.setattr(object_levels, "ObjectReader", reader)
+    stores = []
+    for budget in (need * CACHE_SHARE - CACHE_SHARE, need * CACHE_SHARE):
+        _built(tmp_path / "lines.zv", zv.Levels(count=2), budget)
+        stores.append(files(tmp_path / "lines.zv"))
+    assert modes == [True, False]
+    assert stores[0] == stores[1]
+    assert len(zv.open(tmp_path / "lines.zv").levels) > 1
 
 
 @pytest.mark.slow

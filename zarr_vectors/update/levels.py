@@ -58,14 +58,18 @@ def build_levels(
     committed as a new version (a failed build leaves it as it was; a store of format 1.0
     or 1.1 is upgraded first, :func:`~zarr_vectors.upgrade`, and stays upgraded).
 
-    A point cloud is read one chunk at a time (memory bounded by a few chunks). An object
+    A point cloud's level 0 is read once, in batches of whole chunks within a quarter of
+    ``memory_budget``, and kept with the first candidate level while they fit half of it
+    (beyond that, level 0 is read back one chunk at a time). An object
     store (polylines, streamlines and the other kinds whose writer builds levels) is read
     in batches of whole objects within ``memory_budget``: once for a summary of the objects
     (what object sparsity needs), once per candidate level. Each coarse level goes to spill
     files beside the store batch by batch and is written from them chunk by chunk in shard
-    order, its object index and cross-chunk links too; level 0 is read without caches that
-    grow with it (each batch's object index by range, fragment ranges a few chunks at a
-    time, those decoded kept within a quarter of the budget). So memory holds the budget's
+    order, its object index and cross-chunk links too; when level 0's fragment indexes and
+    object index (estimated from its metadata) do not fit a quarter of the budget, level 0
+    is read without caches that grow with it (each batch's object index by range, fragment
+    ranges a few chunks at a time, those decoded kept within that quarter), else with them
+    whole. So memory holds the budget's
     batch, that quarter, a few chunks of level 0 and one shard of the coarse level, plus
     what grows with the number of objects only: about 30 bytes per object (the summary:
     first vertex, a flag, a length; each level's vertex count per object) and level 0's
@@ -85,8 +89,9 @@ def build_levels(
         None (a bar on a terminal), True, False or a callable ``progress(stage, done,
         total)``, as for the writers.
     memory_budget
-        Object stores: bytes of working memory for a batch of objects (default 256 MiB,
-        as the streaming writers); the batches do not change the levels.
+        Bytes of working memory for a batch of objects, or of a point cloud's chunks and
+        the levels kept from them (default 256 MiB, as the streaming writers); the
+        batches do not change the levels.
 
     Returns
     -------
@@ -122,6 +127,6 @@ def build_levels(
         return build_object_levels(store, levels, progress, memory_budget)
     with progress_reporter(progress) as report:
         report("levels", 0, 1)
-        built = point_levels.build_levels(store, levels)
+        built = point_levels.build_levels(store, levels, memory_budget)
         report("levels", 1, 1)
     return built

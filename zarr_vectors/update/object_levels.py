@@ -35,7 +35,12 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.levels import IMPORTED
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
-from zarr_vectors.format.names import OBJECT_ATTRIBUTES, OBJECT_ID_ATTRIBUTE
+from zarr_vectors.format.names import (
+    OBJECT_ATTRIBUTES,
+    OBJECT_ID_ATTRIBUTE,
+    OBJECT_INDEX,
+    VERTEX_FRAGMENTS,
+)
 from zarr_vectors.geometry import object_writer
 from zarr_vectors.query import ObjectReader
 from zarr_vectors.read import LevelReader
@@ -67,6 +72,7 @@ __all__ = [
     "rebuild_levels",
     "stored_batches",
     "stored_levels",
+    "whole_index_bytes",
 ]
 
 
@@ -207,13 +213,16 @@ def stored_batches(
     source = store if isinstance(store, Source) else open_source(store, links=False)
     writer, store_wide = object_writer(source.kind), store_arguments(source)
     cache = memory_budget // CACHE_SHARE
-    reader = ObjectReader(LevelReader(source.io, source.root, 0), bounded=True, cache_bytes=cache)
+    level0 = LevelReader(source.io, source.root, 0)
+    bounded = whole_index_bytes(level0) > cache
+    reader = ObjectReader(level0, bounded=bounded, cache_bytes=cache)
     m = source.n_objects
     step = min(max(1, m), _objects_per_batch(source, memory_budget))
 
     def batch(first: int, stop: int) -> ObjectTable:
         found = reader.read(np.arange(first, min(m, stop), dtype=np.int64))
-        reader.reader.trim_caches(cache)  # what fits, not the whole level
+        if bounded:
+            reader.reader.trim_caches(cache)  # what fits, not the whole level
         return writer.prepare(_batch_data(source, found), **store_wide)
 
     def read() -> Iterator[ObjectTable]:
@@ -225,6 +234,34 @@ def stored_batches(
 
     objects = _object_fields(source, batch(0, 1))  # the store-wide root keys of one object
     return ObjectBatches(source.kind, m, objects, read)
+
+
+def whole_index_bytes(level: LevelReader) -> int:
+    """At most the bytes an object level's fragment indexes and object index take when
+    read whole, from its metadata alone: every occupied chunk's decoded fragment ranges
+    (16 bytes a fragment, as a range row of its blob, so at most the blob length
+    ``L_max``, spec §6.1) and the object index's manifests and offsets (spec §7.4).
+
+    :func:`stored_batches` reads level 0 bounded (:class:`~zarr_vectors.query.ObjectReader`
+    ``bounded``) only when they do not fit its cache share of the memory budget: the
+    whole-index reader decodes each chunk's ranges once, where the bounded one decodes
+    again those the cache let go, and reads each batch's object index by range.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lines.zarr"
+    >>> zv.write_polylines(path, [np.zeros((2, 2)), np.ones((3, 2))], chunk_shape=4.0)
+    >>> source = open_source(path, links=False)
+    >>> whole_index_bytes(LevelReader(source.io, source.root, 0)) < 1000
+    True
+    """
+    blob = level.array_metadata(f"{level.base}/{VERTEX_FRAGMENTS}")["shape"][-1]
+    manifests = level.array_metadata(f"{level.base}/{OBJECT_INDEX}/data")["shape"][0]
+    chunks, objects = level.meta.chunk_count or 0, level.meta.object_count or 0
+    return int(chunks) * int(blob) + int(manifests) + 8 * int(objects)
 
 
 def _level_keys(io: StoreIO) -> list[str]:

@@ -42,6 +42,7 @@ __all__ = [
     "Level0",
     "build_levels",
     "build_written_levels",
+    "first_levels",
     "point_level_settings",
     "stored_level0",
 ]
@@ -104,10 +105,15 @@ class Level0:
     options: WriteOptions
 
 
-def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
+def build_levels(
+    store: StoreLike, levels: int | str | Levels = "auto", memory_budget: int = 256 * 2**20
+) -> int:
     """Add or rebuild the levels of detail of a point-cloud store (spec §4.3).
 
-    Level 0 is read one chunk at a time, so memory stays bounded by a few chunks; the levels
+    Level 0 is read once, in batches of whole chunks of at most a quarter of
+    ``memory_budget``; the first candidate level is computed from each chunk as it is
+    read and kept, with level 0's rows, while they fit half of the budget (beyond that,
+    level 0 is read again one chunk at a time, as the coarser levels are). The levels
     are the same, byte for byte, as those ``write_points(..., levels=levels)`` writes, and
     the root records what was asked (``level_schedule``). A store that has levels gets them
     built again (``levels=0`` removes them: the store is then the store a write without
@@ -120,6 +126,9 @@ def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
         A local path or zarr store of a point cloud.
     levels
         ``"auto"`` (default), a number of levels, or a :class:`~zarr_vectors.Levels`.
+    memory_budget
+        Bytes of working memory (default 256 MiB, as the streaming writers'
+        ``DEFAULT_MEMORY_BUDGET``); it does not change the levels.
 
     Returns
     -------
@@ -159,7 +168,7 @@ def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
     with changed as (source, target):
         for prefix in rewritten:  # a store changed in place keeps what it does not delete
             target.delete_many(target.list_prefix(prefix))
-        root = _built_root(existing, settings, source, target)
+        root = _built_root(existing, settings, (source, target), memory_budget)
         stats = LevelStats(existing.vertex_count, int(existing.counts.shape[0]), 0)
         commit_points(
             target, root, existing.grid, stats, object_chunks=existing.options.object_chunk_index
@@ -168,18 +177,94 @@ def build_levels(store: StoreLike, levels: int | str | Levels = "auto") -> int:
 
 
 def _built_root(
-    existing: ExistingPoints, settings: Levels | None, source: StoreIO, target: StoreIO
+    existing: ExistingPoints,
+    settings: Levels | None,
+    stores: tuple[StoreIO, StoreIO],
+    budget: int,
 ) -> RootMetadata:
-    """Build the levels ``settings`` asks for (none for None) into ``target``; the root
-    listing them (format 1.3 with any, spec §3.3)."""
+    """Build the levels ``settings`` asks for (none for None) from ``stores[0]`` into
+    ``stores[1]``; the root listing them (format 1.3 with any, spec §3.3)."""
     built: tuple[LevelMetadata, ...] = ()
     schedule = None
     if settings is not None and existing.root.bounding_box is not None:
         box = existing.root.bounding_box
         bounds = (np.asarray(box[0]), np.asarray(box[1]))
-        built = build_point_levels(stored_level0(existing, bounds, source, target), settings)
+        base = stored_level0(existing, bounds, *stores)
+        first = first_levels(existing.root, base, settings, stores[0], budget)
+        built = build_point_levels(base, settings, first)
         schedule = settings.to_schedule()
     return existing.root.with_levels(tuple(level.entry() for level in built), schedule)
+
+
+def first_levels(
+    root: RootMetadata, base: StoredLevel0, settings: Levels, source: StoreIO, budget: int
+) -> FirstLevels:
+    """The first candidate levels of ``base`` (:class:`~zarr_vectors.write.FirstLevels`),
+    computed from level 0 read once from ``source`` in batches of whole chunks (at most
+    ``budget // 4`` bytes of rows each), kept with level 0's rows within ``budget // 2``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import zarr_vectors as zv
+    >>> from zarr_vectors.store.io import StoreIO, resolve_store
+    >>> from zarr_vectors.update.point_append import load_existing
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.zarr"
+    >>> points = np.random.default_rng(0).random((4000, 2)) * 100
+    >>> zv.write_points(path, points, chunk_shape=50.0, progress=False)
+    >>> existing, io = load_existing(path), StoreIO(resolve_store(path, mode="r"))
+    >>> base = stored_level0(existing, (points.min(0), points.max(0)), io, io)
+    >>> first = first_levels(existing.root, base, zv.Levels(per_bin=8), io, 2**20)
+    >>> level1 = first.rows_of(base.chunks)[0]  # 2 x 2 coarse bins of at most 8 per chunk
+    >>> [rows.columns[0].shape[0] for rows in level1], len(first.level0_rows(base.chunks)[0])
+    ([32, 32, 32, 32], 4)
+    """
+    dtypes = {name: base.shapes[1][name][0] for name in base.names}
+    first = FirstLevels(settings, base.grid, base.bounds, dtypes, budget // 2, keep_level0=True)
+    reader = LevelReader(source, root, 0)
+    names = [VERTICES, *base.names]
+    for batch in _chunk_batches(base.counts, _row_nbytes(base), budget // 4):
+        chunks, counts = base.chunks[batch], base.counts[batch]
+        ranges = reader.fragment_ranges(chunks, counts)
+        wanted = [
+            ChunkRows(tuple(chunk), np.asarray([[0, n]], np.int64))
+            for chunk, n in zip(chunks.tolist(), counts.tolist(), strict=True)
+        ]
+        columns = reader.read_columns(names, wanted)
+        ends = np.cumsum(counts)
+        for j, (_, sizes) in enumerate(ranges):
+            rows = [c[ends[j] - counts[j] : ends[j]] for c in columns]
+            first.add(chunks[j], rows, np.concatenate([[0], np.cumsum(sizes)]))
+    return first
+
+
+def _row_nbytes(base: StoredLevel0) -> int:
+    """Bytes of one row of every column of ``base``."""
+    return sum(
+        dtype.itemsize * int(np.prod(shape))
+        for dtype, shape in (base.shapes[0], *base.shapes[1].values())
+    )
+
+
+def _chunk_batches(counts: np.ndarray, row_nbytes: int, budget: int) -> list[slice]:
+    """Consecutive runs of chunks whose rows take at most ``budget`` bytes (a chunk alone
+    when it takes more).
+
+    Examples
+    --------
+    >>> _chunk_batches(np.array([3, 3, 3, 9, 1]), 1, 6)
+    [slice(0, 2, None), slice(2, 3, None), slice(3, 4, None), slice(4, 5, None)]
+    """
+    batches, start, held = [], 0, 0
+    for j, n in enumerate(counts.tolist()):
+        if j > start and held + n * row_nbytes > budget:
+            batches.append(slice(start, j))
+            start, held = j, 0
+        held += n * row_nbytes
+    if start < counts.shape[0]:
+        batches.append(slice(start, int(counts.shape[0])))
+    return batches
 
 
 def point_level_settings(levels: Any) -> Levels | None:

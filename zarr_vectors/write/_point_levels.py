@@ -704,6 +704,11 @@ class FirstLevels:
         Every attribute's dtype, by name, in column order.
     budget
         Bytes the kept rows may take.
+    keep_level0
+        Keep level 0's rows too (of the chunks given with their bin offsets), while they
+        fit the budget beside the candidates: the builder then computes the candidates that
+        follow a candidate which reduced nothing from them instead of reading level 0 back.
+        The arrays given to :meth:`add` are kept, not copied.
 
     Examples
     --------
@@ -724,6 +729,7 @@ class FirstLevels:
         bounds: tuple[np.ndarray, np.ndarray],
         dtypes: dict[str, np.dtype[Any]],
         budget: int,
+        keep_level0: bool = False,
     ) -> None:
         self.how: list[str] | None = None
         if settings.method == AGGREGATE:
@@ -736,9 +742,11 @@ class FirstLevels:
             None if self.how is not None else BinMerge.plan(grid.bins, coarse.bins)
             for coarse in self.grids
         ]
-        self.bounds, self.budget = bounds, budget
+        self.bounds, self.budget, self.bins = bounds, budget, grid.bins
         self.rows: dict[tuple[int, ...], list[SortedPoints]] | None = {}
         self.nbytes = 0
+        self.level0: dict[tuple[int, ...], SortedPoints] | None = {} if keep_level0 else None
+        self.level0_nbytes = 0
         self.pending: deque[Future[None]] = deque()
         self.early: _EarlyLevel | None = None
 
@@ -759,6 +767,14 @@ class FirstLevels:
         self.rows[key] = levels
         if self.early is not None:
             self.early.add(key, levels[0])
+        if self.level0 is not None and bin_offsets is not None:
+            offsets = np.array([0, columns[0].shape[0]], dtype=np.int64)
+            self.level0[key] = SortedPoints(
+                columns, chunk.reshape(1, -1), offsets, bin_offsets[None]
+            )
+            self.level0_nbytes += sum(c.nbytes for c in columns)
+        if self.level0 is not None and self.nbytes + self.level0_nbytes > self.budget:
+            self.level0, self.level0_nbytes = None, 0  # the candidates are worth more
         if self.nbytes > self.budget:
             self.rows = None
 
@@ -823,6 +839,14 @@ class FirstLevels:
         exception of them, once all have ended."""
         pending, self.pending = list(self.pending), deque()
         results_of(pending)
+
+    def level0_rows(self, chunks: np.ndarray) -> tuple[list[SortedPoints], np.ndarray] | None:
+        """Level 0's rows of each of ``chunks`` (grid indices, the builder's order) and its
+        bins per chunk, when ``keep_level0`` kept every one of them; else None."""
+        rows = self.level0
+        if rows is None or any(tuple(int(c) for c in chunk) not in rows for chunk in chunks):
+            return None
+        return [rows[tuple(int(c) for c in chunk)] for chunk in chunks], self.bins
 
     def rows_of(self, chunks: np.ndarray) -> dict[int, list[SortedPoints]]:
         """Candidate index → the rows of each of ``chunks`` (grid indices, the builder's
@@ -903,7 +927,8 @@ def _build(
         record = aggregate_coarsening(dtypes, settings.reductions, settings.count_name)
         how = [record["reductions"][name] for name in base.names]
     finer = (0, base.chunks, base.counts)
-    finer_rows: tuple[list[SortedPoints], np.ndarray] | None = None  # in memory, and bins
+    # the finer level's rows in memory, and its bins (level 0's, when the writer kept them)
+    finer_rows = None if cached is None else cached.level0_rows(base.chunks)
     total = int(base.counts.sum())
     first = {} if cached is None else cached.rows_of(base.chunks)
     for index, (ratio, cap) in enumerate(_candidates(settings, base.grid.bins)):
@@ -911,7 +936,9 @@ def _build(
             break
         source = (0, base.chunks, base.counts) if how is not None else finer
         grid = coarse_grid(base.grid, ratio)
-        rows = first.get(index) if source[0] == 0 else _from_rows(finer_rows, base, grid, cap)
+        rows = first.get(index)
+        if rows is None and how is None:  # sample: from the finer level's rows in memory
+            rows = _from_rows(finer_rows, base, grid, cap)
         if rows is None and source[0] != 0:
             writes.wait()  # the source level is read back from the store
         candidate = _Candidate(base, *source, grid, cap, how, rows)
