@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import examples
-from zarr_vectors.kernels.sampling import row_hashes_numpy
 from zarr_vectors.kernels.point_levels import (
     merged_sample,
     sample_keys,
@@ -20,6 +19,7 @@ from zarr_vectors.kernels.point_levels import (
     segment_modes,
     segment_sums,
 )
+from zarr_vectors.kernels.sampling import row_hashes_numpy
 
 _SALT = (0x589965CC75374CC3, 0x1D8E4E27C47D124F, 0x2D358DCCAA6C78A5, 0x8BB84B93962EACC9)
 _WEIGHT = (0xD6E8FEB86659FD93, 0xA0761D6478BD642F, 0xE7037ED1A0B428DB, 0x8EBC6AF09C88C6E3)
