@@ -261,9 +261,8 @@ def _kth_smallest(keys: U64, k: int) -> Any:
     # limit are partitioned when there are at least k of them (exact: the k smallest are
     # then all below it), else all keys.
     n = keys.shape[0]
-    share = (2.0 * k + 64.0) / n
-    if share < 1.0:
-        limit = np.uint64(share * 18446744073709551616.0)
+    limit = _key_limit(k, n)
+    if limit < _NO_LIMIT:
         count = 0
         for i in range(n):
             count += keys[i] < limit
