@@ -19,6 +19,7 @@ from zarr_vectors.kernels.point_levels import (
     segment_modes,
     segment_sums,
 )
+from zarr_vectors.kernels.sampling import row_hashes_numpy
 
 _SALT = (0x589965CC75374CC3, 0x1D8E4E27C47D124F, 0x2D358DCCAA6C78A5, 0x8BB84B93962EACC9)
 _WEIGHT = (0xD6E8FEB86659FD93, 0xA0761D6478BD642F, 0xE7037ED1A0B428DB, 0x8EBC6AF09C88C6E3)
@@ -217,13 +218,41 @@ def merged_sample_twin(
 def test_merged_sample_equals_its_twin(
     sizes: list[int], count: int, cap: int, seed: int, ties: bool
 ) -> None:
+    """Short bins; ``ties``: few distinct positions, so equal keys decide by position."""
     rng = np.random.default_rng(seed)
     bin_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     coarse = rng.integers(0, count, size=len(sizes)).astype(np.int64)
     n = int(bin_offsets[-1])
-    keys = rng.integers(0, 3 if ties else 2**63, size=n).astype(np.uint64)
+    positions = rng.integers(0, 2 if ties else 2**20, size=(n, 2)).astype(np.float32)
+    _check_merged_sample(bin_offsets, coarse, positions, cap, count)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    st.lists(st.integers(0, 1500), min_size=1, max_size=6),
+    st.integers(1, 2),
+    st.integers(1, 200),
+    st.integers(0, 2**32),
+    st.sampled_from([np.float32, np.float64]),
+)
+def test_merged_sample_of_long_bins_equals_its_twin(
+    sizes: list[int], count: int, cap: int, seed: int, dtype: type
+) -> None:
+    """Coarse bins of up to 9,000 rows: the rows are kept aside by key limit (or all of
+    them, when fewer than ``cap`` are below it); exact either way."""
+    rng = np.random.default_rng(seed)
+    bin_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    coarse = rng.integers(0, count, size=len(sizes)).astype(np.int64)
+    positions = rng.random((int(bin_offsets[-1]), 3)).astype(dtype)
+    _check_merged_sample(bin_offsets, coarse, positions, cap, count)
+
+
+def _check_merged_sample(
+    bin_offsets: np.ndarray, coarse: np.ndarray, positions: np.ndarray, cap: int, count: int
+) -> None:
     order = np.argsort(coarse, kind="stable")
-    chosen, offsets = merged_sample(bin_offsets, order, coarse, keys, cap, count)
+    chosen, offsets = merged_sample(bin_offsets, order, coarse, positions, cap, count)
+    keys = row_hashes_numpy(positions)
     want_chosen, want_offsets = merged_sample_twin(bin_offsets, coarse, keys, cap, count)
     assert chosen.tolist() == want_chosen.tolist()
     assert offsets.tolist() == want_offsets.tolist()

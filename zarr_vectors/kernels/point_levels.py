@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
-from zarr_vectors.kernels.sampling import row_hashes
+from zarr_vectors.kernels.sampling import row_hash, row_hashes, row_words
 
 __all__ = [
     "merged_sample",
@@ -101,11 +101,21 @@ def _sample_segments(keys: U64, offsets: I64, cap: int, keep: npt.NDArray[np.boo
 
 
 def merged_sample(
-    bin_offsets: I64, order: I64, coarse: I64, keys: U64, cap: int, coarse_count: int
+    bin_offsets: I64,
+    order: I64,
+    coarse: I64,
+    positions: npt.NDArray[np.floating[Any]],
+    cap: int,
+    coarse_count: int,
 ) -> tuple[I64, I64]:
     """``sample`` of one chunk whose finer rows are stored by finer bin, grouped into
-    coarse bins: per coarse bin the ``cap`` rows of smallest (key, position), the position
-    being the row's among the coarse bin's rows taken finer bin by finer bin in ``order``.
+    coarse bins: per coarse bin the ``cap`` rows of smallest (key, position), the key being
+    :func:`sample_keys` of the row and the position the row's among the coarse bin's rows
+    taken finer bin by finer bin in ``order``.
+
+    The keys are computed as the rows are visited, and only for coarse bins holding more
+    than ``cap`` rows; only the rows whose key may be among the ``cap`` smallest are kept
+    aside (the limit of :func:`_kth_smallest`), so no array of every row's key is made.
 
     Parameters
     ----------
@@ -115,8 +125,8 @@ def merged_sample(
         ``(P,)`` the finer bins sorted by coarse bin (stable).
     coarse
         ``(P,)`` the coarse bin of each finer bin, in ``[0, coarse_count)``.
-    keys
-        ``(n,)`` uint64 key of each finer row.
+    positions
+        ``(n, D)`` float32 or float64 positions of the finer rows.
     cap
         Rows kept per coarse bin at most, >= 1.
     coarse_count
@@ -131,19 +141,22 @@ def merged_sample(
     Examples
     --------
     >>> import numpy as np
-    >>> keys = np.array([5, 1, 7, 2], dtype=np.uint64)
+    >>> rows = np.array([[0.0], [1.0], [2.0], [3.0]], np.float32)
     >>> one = np.zeros(2, np.int64)
-    >>> chosen, offsets = merged_sample(np.array([0, 2, 4]), np.arange(2), one, keys, 2, 1)
-    >>> chosen.tolist(), offsets.tolist()
-    ([1, 3], [0, 2])
+    >>> chosen, offsets = merged_sample(np.array([0, 2, 4]), np.arange(2), one, rows, 2, 1)
+    >>> chosen.tolist() == np.sort(np.argsort(sample_keys(rows))[:2]).tolist()
+    True
+    >>> offsets.tolist()
+    [0, 2]
     """
-    chosen = np.empty(keys.shape[0], dtype=np.int64)
+    words = row_words(positions)
+    chosen = np.empty(words.shape[0], dtype=np.int64)
     offsets = np.zeros(int(coarse_count) + 1, dtype=np.int64)
     count = _merged_sample(
         np.ascontiguousarray(bin_offsets, dtype=np.int64),
         np.ascontiguousarray(order, dtype=np.int64),
         np.ascontiguousarray(coarse, dtype=np.int64),
-        np.ascontiguousarray(keys, dtype=np.uint64),
+        words,
         int(cap),
         chosen,
         offsets,
@@ -153,46 +166,91 @@ def merged_sample(
 
 @njit
 def _merged_sample(
-    bin_offsets: I64, order: I64, coarse: I64, keys: U64, cap: int, chosen: I64, offsets: I64
+    bin_offsets: I64,
+    order: I64,
+    coarse: I64,
+    words: npt.NDArray[Any],
+    cap: int,
+    chosen: I64,
+    offsets: I64,
 ) -> int:
-    # Gather each coarse bin's rows (finer bin by finer bin) and their keys, then keep as
-    # _sample_segments does: keys below the cap-th smallest, then that key in order.
-    n = keys.shape[0]
-    rows = np.empty(n, dtype=np.int64)
-    gathered = np.empty(n, dtype=np.uint64)
-    keep = np.zeros(n, dtype=np.bool_)
+    # Per coarse bin (the run order[j:end] of its finer bins, m rows): all rows when
+    # m <= cap; else the rows whose key is below the limit of _kth_smallest (all of them
+    # when fewer than cap are), then keys below the cap-th smallest and that key in order.
+    rows = np.empty(words.shape[0], dtype=np.int64)
+    keys = np.empty(words.shape[0], dtype=np.uint64)
     j, out = 0, 0
     for c in range(offsets.shape[0] - 1):
         offsets[c] = out
-        m = 0
-        while j < order.shape[0] and coarse[order[j]] == c:
-            f = order[j]
-            for r in range(bin_offsets[f], bin_offsets[f + 1]):
-                rows[m] = r
-                gathered[m] = keys[r]
-                m += 1
-            j += 1
+        end, m = j, 0
+        while end < order.shape[0] and coarse[order[end]] == c:
+            m += bin_offsets[order[end] + 1] - bin_offsets[order[end]]
+            end += 1
         if m <= cap:
-            for t in range(m):
-                chosen[out] = rows[t]
-                out += 1
-            continue
-        kth = _kth_smallest(gathered[:m], cap)
-        below = 0
-        for t in range(m):
-            keep[t] = gathered[t] < kth
-            below += keep[t]
-        for t in range(m):
-            if below == cap:
-                break
-            if not keep[t] and gathered[t] == kth:
-                keep[t] = True
-                below += 1
-        for t in range(m):
-            if keep[t]:
-                chosen[out] = rows[t]
-                out += 1
+            out = _take_all(bin_offsets, order[j:end], chosen, out)
+        else:
+            k = _gather_below(bin_offsets, order[j:end], words, _key_limit(cap, m), rows, keys)
+            if k < cap:
+                k = _gather_below(bin_offsets, order[j:end], words, _NO_LIMIT, rows, keys)
+            out = _keep_smallest(rows[:k], keys[:k], cap, chosen, out)
+        j = end
     offsets[offsets.shape[0] - 1] = out
+    return out
+
+
+_NO_LIMIT = np.uint64(2**64 - 1)
+
+
+@njit
+def _key_limit(cap: int, m: int) -> Any:
+    # Keys are hashes, about uniform: the cap smallest of m lie (all but surely) below
+    # about 2 cap / m of the range (plus a margin for small cap).
+    share = (2.0 * cap + 64.0) / m
+    if share >= 1.0:
+        return _NO_LIMIT
+    return np.uint64(share * 18446744073709551616.0)
+
+
+@njit
+def _take_all(bin_offsets: I64, bins: I64, chosen: I64, out: int) -> int:
+    for f in bins:
+        for r in range(bin_offsets[f], bin_offsets[f + 1]):
+            chosen[out] = r
+            out += 1
+    return out
+
+
+@njit
+def _gather_below(
+    bin_offsets: I64, bins: I64, words: npt.NDArray[Any], limit: Any, rows: I64, keys: U64
+) -> int:
+    # The rows of ``bins`` (in order) whose key is at most ``limit``, with their keys.
+    k = 0
+    for f in bins:
+        for r in range(bin_offsets[f], bin_offsets[f + 1]):
+            h = row_hash(words, r)
+            if h <= limit:
+                rows[k] = r
+                keys[k] = h
+                k += 1
+    return k
+
+
+@njit
+def _keep_smallest(rows: I64, keys: U64, cap: int, chosen: I64, out: int) -> int:
+    # rows (in position order) of the cap smallest (key, position), kept in position order;
+    # every row of the bin with a key at most the cap-th smallest is among ``rows``.
+    kth = np.partition(keys.copy(), cap - 1)[cap - 1]
+    ties = cap  # rows of key kth kept: cap less those below it
+    for t in range(keys.shape[0]):
+        if keys[t] < kth:
+            ties -= 1
+    for t in range(keys.shape[0]):
+        if keys[t] < kth or (keys[t] == kth and ties > 0):
+            if keys[t] == kth:
+                ties -= 1
+            chosen[out] = rows[t]
+            out += 1
     return out
 
 
@@ -203,9 +261,8 @@ def _kth_smallest(keys: U64, k: int) -> Any:
     # limit are partitioned when there are at least k of them (exact: the k smallest are
     # then all below it), else all keys.
     n = keys.shape[0]
-    share = (2.0 * k + 64.0) / n
-    if share < 1.0:
-        limit = np.uint64(share * 18446744073709551616.0)
+    limit = _key_limit(k, n)
+    if limit < _NO_LIMIT:
         count = 0
         for i in range(n):
             count += keys[i] < limit

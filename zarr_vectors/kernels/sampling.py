@@ -23,7 +23,9 @@ __all__ = [
     "PointSample",
     "merge_samples",
     "row_hashes",
+    "row_hash",
     "row_hashes_numpy",
+    "row_words",
     "sample_rows",
 ]
 
@@ -59,27 +61,32 @@ def _mix(h: U64) -> U64:
     return h
 
 
-def _words(positions: npt.NDArray[np.floating[Any]]) -> np.ndarray:
-    """The rows' bytes as one unsigned word per coordinate."""
+def row_words(positions: npt.NDArray[np.floating[Any]]) -> np.ndarray:
+    """The rows' bytes as one unsigned word per coordinate (what :func:`row_hash` reads)."""
     values = np.ascontiguousarray(positions)
     return values.view(np.uint64 if values.dtype.itemsize == 8 else np.uint32)
 
 
 @njit
+def row_hash(words: np.ndarray, i: int) -> Any:
+    """The hash of row ``i`` of :func:`row_words`: each word times its own odd constant,
+    summed, then mixed once (the products do not wait for each other: about twice as fast
+    as mixing word by word). For kernels that hash rows as they visit them."""
+    h = _GOLDEN
+    for d in range(words.shape[1]):
+        h += (np.uint64(words[i, d]) ^ _SALT[d]) * _WEIGHT[d]
+    h ^= h >> np.uint64(30)
+    h *= _MIX1
+    h ^= h >> np.uint64(27)
+    h *= _MIX2
+    h ^= h >> np.uint64(31)
+    return h
+
+
+@njit
 def _hash_words(words: np.ndarray, out: U64) -> None:
-    """Each row's words, each times its own odd constant, summed, then mixed once: the
-    products do not wait for each other (about twice as fast as mixing word by word)."""
-    n, dim = words.shape
-    for i in range(n):
-        h = _GOLDEN
-        for d in range(dim):
-            h += (np.uint64(words[i, d]) ^ _SALT[d]) * _WEIGHT[d]
-        h ^= h >> np.uint64(30)
-        h *= _MIX1
-        h ^= h >> np.uint64(27)
-        h *= _MIX2
-        h ^= h >> np.uint64(31)
-        out[i] = h
+    for i in range(words.shape[0]):
+        out[i] = row_hash(words, i)
 
 
 def row_hashes(positions: npt.NDArray[np.floating[Any]]) -> U64:
@@ -89,7 +96,7 @@ def row_hashes(positions: npt.NDArray[np.floating[Any]]) -> U64:
     One pass of a numba kernel over row slices in threads (:func:`row_hashes_numpy`
     computes the same in numpy).
     """
-    words = _words(positions)
+    words = row_words(positions)
     out = np.empty(words.shape[0], dtype=np.uint64)
 
     def hash_slice(a: int, b: int) -> None:
@@ -101,7 +108,7 @@ def row_hashes(positions: npt.NDArray[np.floating[Any]]) -> U64:
 
 def row_hashes_numpy(positions: npt.NDArray[np.floating[Any]]) -> U64:
     """:func:`row_hashes` in plain numpy (its reference, several passes over the rows)."""
-    words = _words(positions)
+    words = row_words(positions)
     h = np.full(words.shape[0], _GOLDEN, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for d in range(words.shape[1]):

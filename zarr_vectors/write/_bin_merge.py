@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zarr_vectors.kernels.point_levels import merged_sample, sample_keys
+from zarr_vectors.kernels.point_levels import merged_sample
 from zarr_vectors.write._pipeline import SortedPoints
 
 __all__ = ["BinMerge"]
@@ -103,9 +103,8 @@ class BinMerge:
         >>> level.bin_offsets.tolist()
         [[0, 2]]
         """
-        keys = sample_keys(columns[0])
         chosen, bins = merged_sample(
-            bin_offsets, self.order, self.coarse, keys, cap, self.coarse_count
+            bin_offsets, self.order, self.coarse, columns[0], cap, self.coarse_count
         )
         return SortedPoints(
             [values[chosen] for values in columns],

@@ -668,9 +668,9 @@ class _EarlyLevel:
         held.append((chunk, level))
         if len(held) < self.missing[shard]:
             return
-        for key, rows in self.ready.pop(shard):
-            bins = rows.bin_offsets
-            blob = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))[0]
+        ready = self.ready.pop(shard)
+        blobs = _bin_blobs([rows for _, rows in ready])
+        for (key, rows), blob in zip(ready, blobs, strict=True):
             self.writer.add_chunk(np.asarray(key, np.int64), rows.columns[: self.width], blob)
 
     def finish(self) -> LevelStats:
@@ -1023,12 +1023,19 @@ def _write_stored_level(
         options,
         blobs=point_blob_layout(candidate.grid),
     )
+    blobs = None if candidate.rows is None else _bin_blobs(candidate.rows)
     for j in shard_major_order(candidate.chunks, writer.shard_chunks).tolist():
         level = candidate.chunk(j)
-        bins = level.bin_offsets
-        blob = encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))[0]
+        blob = _bin_blobs([level])[0] if blobs is None else blobs[j]
         writer.add_chunk(candidate.chunks[j], level.columns[: 1 + len(attributes)], blob)
     return _level_metadata(base.io, number, ratio, candidate.grid, writer.finish(), coarsening)
+
+
+def _bin_blobs(chunks: list[SortedPoints]) -> np.ndarray:
+    """The vertex-fragment blob (the bins as ranges) of each of ``chunks`` (one chunk
+    each), encoded together: row ``i`` is that of ``chunks[i]``."""
+    bins = np.concatenate([level.bin_offsets for level in chunks])
+    return encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))
 
 
 def _level_metadata(
