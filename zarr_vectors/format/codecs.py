@@ -34,13 +34,18 @@ __all__ = [
     "ZSTD_BITSHUFFLE",
     "ZSTD_NOSHUFFLE",
     "ZSTD_SHUFFLE",
+    "COUNTS_BLOBS_VERSION",
     "blob_blosc",
+    "counts_blobs",
     "library_chains",
     "numeric_blosc",
 ]
 
 COMPRESSED_OBJECTS_VERSION = "1.4"
 """The first version whose object kinds compress fragment blobs and use Blosc zstd."""
+
+COUNTS_BLOBS_VERSION = "1.5"
+"""The first version whose object kinds write tiling fragment blobs in the counts form."""
 
 LZ4_BITSHUFFLE: dict[str, Any] = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
 """Numeric row blocks of format 1.0 to 1.3, and of point clouds in 1.4."""
@@ -111,6 +116,19 @@ def blob_blosc(version: str, kind: str) -> dict[str, Any] | None:
     8
     """
     return dict(BLOB_ZSTD) if _compressed_objects(version, kind) else None
+
+
+def counts_blobs(version: str, kind: str) -> bool:
+    """Whether the library writes tiling fragment blobs in the counts form (spec §6.8).
+
+    Examples
+    --------
+    >>> counts_blobs("1.4", "skeleton"), counts_blobs("1.5", "skeleton")
+    (False, True)
+    >>> counts_blobs("1.5", "point_cloud")
+    False
+    """
+    return kind != POINT_CLOUD and parse_version(version) >= parse_version(COUNTS_BLOBS_VERSION)
 
 
 def library_chains(version: str, role: str) -> list[dict[str, Any]]:
