@@ -126,7 +126,7 @@ def test_read_objects_is_the_whole_read_filtered_by_id(
         progress=False,
     )
     store = zv.open(memory)
-    assert store.metadata["zarr_vectors_version"] == "1.4"
+    assert store.metadata["zarr_vectors_version"] == "1.5"
     wanted = np.random.default_rng(seed).choice(np.unique(ids), count).tolist()
     got = store.read_objects(wanted)
     everything, keep = _filtered(store, wanted)
@@ -238,7 +238,7 @@ def test_the_golden_store_with_an_index(tmp_path: Path) -> None:
     assert files(path) == files(golden)
     assert zv.validate(golden, level=3).ok
     store = zv.open(golden)
-    assert store.metadata["zarr_vectors_version"] == "1.4"
+    assert store.metadata["zarr_vectors_version"] == "1.5"
     twin = zv.open(GOLDEN_1_4.parent / "1.2" / "points_2d_negative_ids.zarrvectors")
     ids = np.asarray(make_golden.index_inputs()[name]["object_ids"])
     wanted = ids[::10].tolist()
