@@ -3,6 +3,7 @@ round trip through the format layer's encoder and decoders."""
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import numpy as np
@@ -78,7 +79,7 @@ def test_counts_form_decodes_to_the_ranges_of_the_range_form(
     lean = encode_ranges_ragged(starts, counts, bounds, counts_form=True)
     full = encode_ranges_ragged(starts, counts, bounds)
     tiles = tiling_blobs(starts, counts, bounds)
-    for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+    for j, (a, b) in enumerate(itertools.pairwise(bounds)):
         assert bool(lean[j][6] & 1) == bool(tiles[j])
         assert len(lean[j]) <= len(full[j])
         for blob in (lean[j], full[j]):

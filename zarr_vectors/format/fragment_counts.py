@@ -145,9 +145,9 @@ def decode_counts_blob(
             f"truncated count table: needs {end} bytes but the buffer has only {len(mv)}",
         )
     raw = np.frombuffer(mv, dtype=f"<u{width}", count=n_frag, offset=FRAGMENT_INDEX_HEADER_NBYTES)
-    if width >= 4 and float(raw.sum(dtype=np.float64)) >= 2.0**62:
-        if sum(int(c) for c in raw.tolist()) > I64_MAX:
-            raise _fail(FRAGMENT_INDEX_HEADER_NBYTES, "the counts' sum overflows int64")
+    big = width >= 4 and float(raw.sum(dtype=np.float64)) >= 2.0**62
+    if big and sum(int(c) for c in raw.tolist()) > I64_MAX:
+        raise _fail(FRAGMENT_INDEX_HEADER_NBYTES, "the counts' sum overflows int64")
     counts = raw.astype(np.int64)
     starts = exclusive_prefix_sum(counts)
     total = int(starts[-1] + counts[-1])

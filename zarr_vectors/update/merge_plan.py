@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError
-from zarr_vectors.format.commits import COMMIT_KEY
 from zarr_vectors.format.codecs import counts_blobs
+from zarr_vectors.format.commits import COMMIT_KEY
 from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import RootMetadata

@@ -189,14 +189,14 @@ def _walk_counts(payload: np.ndarray, flags: int) -> Blob:
     _, _, _, n_frag, n_range = _HEADER.unpack_from(payload.data, 0)
     if n_frag == 0 or n_range != n_frag:
         raise BlobError(
-            "L3.frag_range_count", f"a counts-form blob needs F = R > 0, F = {n_frag}, R = {n_range}"
+            "L3.frag_range_count",
+            f"a counts-form blob needs F = R > 0, F = {n_frag}, R = {n_range}",
         )
     end = counts_blob_size(flags, n_frag)
     _need(payload, end, "count table")
     _trailing(payload, end)
-    raise BlobError(
-        "L3.frag_range_values", "the counts' sum overflows int64"
-    )  # the only rule left that the decoder checks
+    # the one rule left that the decoder checks
+    raise BlobError("L3.frag_range_values", "the counts' sum overflows int64")
 
 
 def _need(payload: np.ndarray, end: int, what: str) -> None:
