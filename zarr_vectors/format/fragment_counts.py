@@ -85,7 +85,8 @@ def tiling_blobs(starts: IntArray, counts: IntArray, bounds: IntArray) -> npt.ND
     before = np.cumsum(counts) - counts
     base = np.repeat(before[np.minimum(first, before.shape[0] - 1)], sizes)
     off = np.concatenate([[0], np.cumsum(starts != before - base)])
-    return (off[bounds[1:]] == off[first]) & (sizes > 0)
+    tiles: npt.NDArray[np.bool_] = (off[bounds[1:]] == off[first]) & (sizes > 0)
+    return tiles
 
 
 def encode_counts_ragged(counts: IntArray, bounds: IntArray) -> list[npt.NDArray[np.uint8]]:
