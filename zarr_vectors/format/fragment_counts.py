@@ -75,7 +75,7 @@ def tiling_blobs(starts: IntArray, counts: IntArray, bounds: IntArray) -> npt.ND
 
     Examples
     --------
-    >>> tiling_blobs(np.array([0, 2, 0, 5]), np.array([2, 1, 5, 1]), np.array([0, 2, 4, 4]))
+    >>> tiling_blobs(np.array([0, 2, 0, 6]), np.array([2, 1, 5, 1]), np.array([0, 2, 4, 4]))
     array([ True, False, False])
     """
     first = bounds[:-1]

@@ -173,7 +173,7 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "cloud.zarr"
     >>> zv.write_points(path, np.zeros((3, 2)), chunk_shape=4.0, progress=False)
     >>> print(zv.upgrade(path, dry_run=True))
-    format 1.4 is current: nothing to upgrade
+    format 1.5 is current: nothing to upgrade
     >>> zv.upgrade(path).changed
     False
     """
