@@ -193,10 +193,13 @@ def _zvfg_sizes(blocks: bytes, b: int) -> int:
 
 
 def _zvfg_size(blob: bytes) -> int:
-    """S of a ZVFG blob (spec §6.2) from its header, bitmap and last CSR offset."""
-    n_fragments, n_ranges = struct.unpack_from("<II", blob, 8)
+    """S of a ZVFG blob (spec §6.2) from its header, bitmap and last CSR offset, or of a
+    counts-form blob (format 1.5, spec §6.8) from its header."""
+    flags, n_fragments, n_ranges = struct.unpack_from("<HII", blob, 6)
     if not n_fragments:
         return 16
+    if flags & 1:
+        return 16 + n_fragments * (1 << ((flags >> 1) & 3))
     bitmap = 8 * ((n_fragments + 63) // 64)  # M = 8 * ceil(ceil(F / 8) / 8)
     explicit = n_fragments - n_ranges
     head = 16 + bitmap + 16 * n_ranges + 4 * (explicit + 1)

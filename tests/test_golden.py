@@ -1,4 +1,4 @@
-"""Golden stores of formats 1.0 to 1.4 are read forever; the writer rewrites the 1.4 stores
+"""Golden stores of formats 1.0 to 1.5 are read forever; the writer rewrites the 1.5 stores
 byte for byte (spec §13); those an earlier writer wrote differently (``earlier/``) are read
 forever too.
 
@@ -8,7 +8,9 @@ streamlines; ``1.2/`` holds the stores of the same inputs with place records (§
 this library wrote them until every new store became a 1.3 store; ``1.3/`` holds them as it
 wrote them until every new store became a 1.4 store (plain Zarr v3, §2.3, §9.0.3), and point
 clouds (and skeletons) with levels of detail (spec §4.3), one per point method; ``1.4/`` holds
-them all as it writes them now (object kinds with the codecs of §9.0.4).
+them all as it wrote them until every new store became a 1.5 store (object kinds with the
+codecs of §9.0.4), ``1.5/`` as it writes them now (tiling fragment blobs of object kinds in
+the counts form of §6.8).
 ``tests/data/golden/make_golden.py`` describes the expected answers.
 """
 
@@ -25,6 +27,7 @@ import zarr
 import zarr_vectors as zv
 from tests.data.golden import make_golden
 from tests.helpers import sorted_rows
+from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.place import CHUNK_TABLE_KEY, place_record
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "1.0"
@@ -36,6 +39,9 @@ NAMES_1_2 = sorted(make_golden.inputs() | make_golden.sharded_inputs())
 GOLDEN_1_3 = Path(__file__).parent / "data" / "golden" / "1.3"
 """Frozen since every new store became a 1.4 store (spec §3.3): read forever."""
 GOLDEN_1_4 = Path(__file__).parent / "data" / "golden" / "1.4"
+"""Frozen since every new store became a 1.5 store (spec §3.3): read forever."""
+GOLDEN_1_5 = Path(__file__).parent / "data" / "golden" / "1.5"
+NAMES_1_5 = sorted(p.name.removesuffix(".zarrvectors") for p in GOLDEN_1_5.glob("*.zarrvectors"))
 NAMES_1_4 = sorted(
     p.name.removesuffix(".zarrvectors")
     for p in GOLDEN_1_4.glob("*.zarrvectors")
@@ -197,11 +203,11 @@ def _assert_same_files(written: dict[str, bytes], golden: dict[str, bytes]) -> N
 
 @pytest.mark.parametrize("name", NAMES_1_2)
 def test_writer_reproduces_golden_bytes(name: str, tmp_path: Path) -> None:
-    """The writer writes the 1.4 golden stores of the inputs of the 1.0 and 1.1 stores
+    """The writer writes the 1.5 golden stores of the inputs of the 1.0 and 1.1 stores
     byte for byte."""
     path = tmp_path / f"{name}.zarrvectors"
     make_golden.write(path, (make_golden.inputs() | make_golden.sharded_inputs())[name])
-    _assert_same_files(_files(path), _files(GOLDEN_1_4 / f"{name}.zarrvectors"))
+    _assert_same_files(_files(path), _files(GOLDEN_1_5 / f"{name}.zarrvectors"))
 
 
 @pytest.mark.parametrize("name", NAMES_1_2)
@@ -395,12 +401,12 @@ def test_plain_zarr_reads_the_sharded_golden_rows(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES_1_3)
-def test_writer_reproduces_golden_1_4_level_bytes(name: str, tmp_path: Path) -> None:
+def test_writer_reproduces_golden_1_5_level_bytes(name: str, tmp_path: Path) -> None:
     """Levels of detail are a function of level 0 and their parameters (spec §4.3.1): the
-    writer writes the 1.4 golden stores byte for byte."""
+    writer writes the 1.5 golden stores byte for byte."""
     path = tmp_path / f"{name}.zarrvectors"
     make_golden.write(path, make_golden.level_inputs()[name])
-    _assert_same_files(_files(path), _files(GOLDEN_1_4 / f"{name}.zarrvectors"))
+    _assert_same_files(_files(path), _files(GOLDEN_1_5 / f"{name}.zarrvectors"))
 
 
 @pytest.mark.parametrize("name", NAMES_1_3)
@@ -423,7 +429,8 @@ def test_golden_1_3_store_without_level_schedule_reads_back_every_level(name: st
 def _check_levels(directory: Path, name: str) -> None:
     path = directory / f"{name}.zarrvectors"
     store = _check_golden(directory, name)
-    assert store.metadata["zarr_vectors_version"] == ("1.4" if directory == GOLDEN_1_4 else "1.3")
+    version = {GOLDEN_1_4: "1.4", GOLDEN_1_5: "1.5"}.get(directory, "1.3")
+    assert store.metadata["zarr_vectors_version"] == version
     datasets = store.metadata["multiscales"][0]["datasets"]
     assert [d["level"] for d in datasets] == list(range(len(datasets)))
     assert len(datasets) == 1 + make_golden.level_inputs()[name]["levels"].count
@@ -467,7 +474,7 @@ def test_golden_imported_levels_store_reads_back_every_level(name: str) -> None:
 def test_the_import_reproduces_golden_imported_levels_bytes(name: str, tmp_path: Path) -> None:
     path = tmp_path / f"{name}.zarrvectors"
     make_golden.write_imported(path, make_golden.imported_inputs()[name])
-    _assert_same_files(_files(path), _files(GOLDEN_1_4 / f"{name}.zarrvectors"))
+    _assert_same_files(_files(path), _files(GOLDEN_1_5 / f"{name}.zarrvectors"))
 
 
 @pytest.mark.parametrize("name", NAMES_1_3)
@@ -521,3 +528,46 @@ def test_golden_1_4_differs_from_1_3_by_object_codecs_only(name: str) -> None:
             assert not b[..., n:].any(), array
             a, b = a[..., :n], b[..., :n]
         np.testing.assert_array_equal(a, b, err_msg=array)
+
+
+# -- format 1.5: counts-form fragment blobs (spec §6.8) -----------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES_1_5)
+def test_golden_1_5_differs_from_1_4_by_counts_blobs_only(name: str) -> None:
+    """A 1.5 store is its 1.4 twin but the root's version and commit and, for object kinds,
+    the fragment-blob arrays (counts-form blobs, their codec and length): every blob
+    decodes to the same fragments, every other file is the same bytes."""
+    new_root, old_root = GOLDEN_1_5 / f"{name}.zarrvectors", GOLDEN_1_4 / f"{name}.zarrvectors"
+    new, old = _files(new_root), _files(old_root)
+    got, want = _without_software(new.pop("zarr.json")), _without_software(old.pop("zarr.json"))
+    assert got["attributes"].pop("zarr_vectors_version") == "1.5"  # type: ignore[index]
+    assert want["attributes"].pop("zarr_vectors_version") == "1.4"  # type: ignore[index]
+    assert got == want
+    assert sorted(new) == sorted(old)
+    changed = {k.rsplit("/c/", 1)[0].removesuffix("/zarr.json") for k in new if new[k] != old[k]}
+    assert all(a.endswith(("/vertex_fragments", "/link_fragments")) for a in changed), changed
+    if not zv.open(new_root).is_object_store:
+        assert not changed
+        return
+    assert "0/vertex_fragments" in changed
+    groups = [zarr.open_group(root, mode="r") for root in (new_root, old_root)]
+    for array in sorted(changed):
+        a, b = (np.asarray(g[array][...]) for g in groups)
+        assert a.shape[:-1] == b.shape[:-1], array
+        for blob_a, blob_b in zip(
+            a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1]), strict=True
+        ):
+            if blob_b.any():
+                ranges = [decode_dense_ranges(x) for x in (blob_a, blob_b)]
+                for x, y in zip(*ranges, strict=True):
+                    np.testing.assert_array_equal(x, y, err_msg=array)
+            else:
+                assert not blob_a.any(), array
+    flags = np.asarray(groups[0]["0/vertex_fragments"][...])[..., 6]
+    assert (flags & 1).any()  # level 0 holds counts-form blobs
+
+
+def test_golden_1_5_object_store_reads_back_every_level() -> None:
+    """A 1.5 object store with levels reads back as committed and validates at level 5."""
+    _check_levels(GOLDEN_1_5, "skeletons_3d_thin_levels")

@@ -334,7 +334,7 @@ CASES: list[Case] = [
         2,
     ),
     Case("L2.version_format", root("zarr_vectors_version", "1"), level=2),
-    Case("L2.version_supported", root("zarr_vectors_version", "1.5"), level=2),
+    Case("L2.version_supported", root("zarr_vectors_version", "1.6"), level=2),
     Case("L2.geometry_type_valid", root("geometry_type", "cloud"), level=2),
     Case("L2.spatial_dims_valid", root("spatial_dims", "3"), level=2),
     Case("L2.chunk_shape_length", root("spatial_dims", 2.0), level=2),
@@ -550,7 +550,7 @@ CASES: list[Case] = [
     ),
     Case("L3.frag_magic", blob_bytes(lambda b: b.__setitem__(0, 0x48))),
     Case("L3.frag_version", blob_bytes(lambda b: b.__setitem__(4, 2))),
-    Case("L3.frag_flags", blob_bytes(lambda b: b.__setitem__(6, 1))),
+    Case("L3.frag_flags", blob_bytes(lambda b: b.__setitem__(6, 0x10))),
     Case(
         "L3.frag_range_count",
         blob_bytes(lambda b: b.__setitem__(slice(12, 16), struct.pack("<I", 9))),

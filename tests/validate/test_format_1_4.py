@@ -1,6 +1,7 @@
 """Format 1.4 (spec §9.0.4): compressed fragment blobs and zstd row blocks of object kinds.
 
-A written 1.4 object store reads and validates; the same bytes declared 1.3 break
+A written object store (1.5: the codecs of 1.4, counts-form blobs with their own Blosc
+setting, spec §6.8) reads and validates; the same bytes declared 1.3 break
 ``L2.blob_codecs`` (blob chains other than ``[bytes, crc32c]`` are 1.4 only); a 1.4 blob chain
 whose Blosc settings no reader can use, and a numeric chain outside the library's settings of
 the version, are reported; a damaged compressed blob block is refused by its CRC32C.
@@ -18,7 +19,12 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.validate import stores as s
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.format.codecs import BLOB_ZSTD, ZSTD_BITSHUFFLE, ZSTD_NOSHUFFLE, ZSTD_SHUFFLE
+from zarr_vectors.format.codecs import (
+    COUNTS_BLOB_ZSTD,
+    ZSTD_BITSHUFFLE,
+    ZSTD_NOSHUFFLE,
+    ZSTD_SHUFFLE,
+)
 from zarr_vectors.store.io import StoreIO
 
 
@@ -54,9 +60,9 @@ def _set_inner(store: MemoryStore, path: str, codecs: list[dict[str, Any]]) -> N
 
 def test_object_store_uses_the_codecs_of_format_1_4_and_validates() -> None:
     store = _polylines()
-    assert zv.open(store).metadata["zarr_vectors_version"] == "1.4"
+    assert zv.open(store).metadata["zarr_vectors_version"] == "1.5"
     for blob in ("0/vertex_fragments", "0/link_fragments"):
-        assert _blosc(store, blob) == BLOB_ZSTD
+        assert _blosc(store, blob) == COUNTS_BLOB_ZSTD
         doc = s.read_json(store, f"{blob}/zarr.json")
         block = doc["codecs"][0]["configuration"]["chunk_shape"][-1]
         assert doc["shape"][-1] == block  # one block per blob (spec §9.0.4)

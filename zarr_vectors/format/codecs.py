@@ -29,18 +29,24 @@ from zarr_vectors.format.version import parse_version
 
 __all__ = [
     "BLOB_ZSTD",
+    "COUNTS_BLOB_ZSTD",
     "COMPRESSED_OBJECTS_VERSION",
     "LZ4_BITSHUFFLE",
     "ZSTD_BITSHUFFLE",
     "ZSTD_NOSHUFFLE",
     "ZSTD_SHUFFLE",
+    "COUNTS_BLOBS_VERSION",
     "blob_blosc",
+    "counts_blobs",
     "library_chains",
     "numeric_blosc",
 ]
 
 COMPRESSED_OBJECTS_VERSION = "1.4"
 """The first version whose object kinds compress fragment blobs and use Blosc zstd."""
+
+COUNTS_BLOBS_VERSION = "1.5"
+"""The first version whose object kinds write tiling fragment blobs in the counts form."""
 
 LZ4_BITSHUFFLE: dict[str, Any] = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
 """Numeric row blocks of format 1.0 to 1.3, and of point clouds in 1.4."""
@@ -57,6 +63,15 @@ byte-shuffle into long runs of equal bytes."""
 
 BLOB_ZSTD: dict[str, Any] = {"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle", "typesize": 8}
 """Fragment-index blobs of object kinds in 1.4: the range table is pairs of ``int64``."""
+
+COUNTS_BLOB_ZSTD: dict[str, Any] = {
+    "cname": "zstd",
+    "clevel": 1,
+    "shuffle": "noshuffle",
+    "typesize": 1,
+}
+"""Fragment-index blobs of object kinds in 1.5: counts-form blobs (spec §6.8) hold mostly
+one-byte counts, which no shuffle separates further."""
 
 _VERTEX_ROLES = frozenset({VERTICES, ATTRIBUTES})
 
@@ -107,10 +122,25 @@ def blob_blosc(version: str, kind: str) -> dict[str, Any] | None:
     --------
     >>> blob_blosc("1.3", "skeleton") is None, blob_blosc("1.4", "point_cloud") is None
     (True, True)
-    >>> blob_blosc("1.4", "skeleton")["typesize"]
-    8
+    >>> blob_blosc("1.4", "skeleton")["typesize"], blob_blosc("1.5", "skeleton")["typesize"]
+    (8, 1)
     """
-    return dict(BLOB_ZSTD) if _compressed_objects(version, kind) else None
+    if not _compressed_objects(version, kind):
+        return None
+    return dict(COUNTS_BLOB_ZSTD if counts_blobs(version, kind) else BLOB_ZSTD)
+
+
+def counts_blobs(version: str, kind: str) -> bool:
+    """Whether the library writes tiling fragment blobs in the counts form (spec §6.8).
+
+    Examples
+    --------
+    >>> counts_blobs("1.4", "skeleton"), counts_blobs("1.5", "skeleton")
+    (False, True)
+    >>> counts_blobs("1.5", "point_cloud")
+    False
+    """
+    return kind != POINT_CLOUD and parse_version(version) >= parse_version(COUNTS_BLOBS_VERSION)
 
 
 def library_chains(version: str, role: str) -> list[dict[str, Any]]:
@@ -122,7 +152,7 @@ def library_chains(version: str, role: str) -> list[dict[str, Any]]:
     """
     compressed = parse_version(version) >= parse_version(COMPRESSED_OBJECTS_VERSION)
     if role in (VERTEX_FRAGMENTS, LINK_FRAGMENTS):
-        return [{}, dict(BLOB_ZSTD)] if compressed else [{}]
+        return [{}, dict(BLOB_ZSTD), dict(COUNTS_BLOB_ZSTD)] if compressed else [{}]
     if not compressed:
         return [dict(LZ4_BITSHUFFLE)]
     return [dict(c) for c in (LZ4_BITSHUFFLE, ZSTD_BITSHUFFLE, ZSTD_NOSHUFFLE, ZSTD_SHUFFLE)]

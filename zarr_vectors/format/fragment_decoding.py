@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from zarr_vectors.errors import FragmentIndexError, InvalidInputError
+from zarr_vectors.format.fragment_counts import decode_counts_blob, is_counts_flags
 from zarr_vectors.format.fragments import (
     CSR_ZERO,
     FRAGMENT_INDEX_HEADER_NBYTES,
@@ -72,10 +73,20 @@ def _read_header(mv: memoryview) -> tuple[int, int]:
     if version != FRAGMENT_INDEX_VERSION:
         raise _fail(4, f"unsupported version {version}; expected {FRAGMENT_INDEX_VERSION}")
     if flags != 0:
-        raise _fail(6, f"flags 0x{flags:04X}; expected 0 (reserved)")
+        raise _fail(6, f"flags 0x{flags:04X}; expected 0 or a counts form (spec §6.8)")
     if n_range > n_frag:
         raise _fail(12, f"R={n_range} range fragments but only F={n_frag} fragments")
     return int(n_frag), int(n_range)
+
+
+def _counts_form(mv: memoryview) -> tuple[int, int, int] | None:
+    """``(flags, F, R)`` when ``mv`` starts with the header of a counts-form blob (§6.8)."""
+    if len(mv) < FRAGMENT_INDEX_HEADER_NBYTES:
+        return None
+    magic, version, flags, n_frag, n_range = HEADER.unpack_from(mv, 0)
+    if magic != FRAGMENT_INDEX_MAGIC or version != FRAGMENT_INDEX_VERSION:
+        return None
+    return (flags, n_frag, n_range) if is_counts_flags(flags) else None
 
 
 def _check_n_rows(n_rows: int | None) -> int | None:
@@ -147,6 +158,8 @@ def decode_fragment_index(buf: BytesLike, *, n_rows: int | None = None) -> Fragm
     """
     mv = byte_view(buf)
     rows = _check_n_rows(n_rows)
+    if (counts_form := _counts_form(mv)) is not None:
+        return FragmentIndex.from_ranges(*decode_counts_blob(mv, *counts_form, rows))
     nbytes = len(mv)
     n_frag, n_range = _read_header(mv)
     if n_frag == 0:
@@ -238,6 +251,8 @@ def decode_dense_ranges(buf: BytesLike, *, n_rows: int | None = None) -> tuple[I
     """
     mv = byte_view(buf)
     rows = _check_n_rows(n_rows)
+    if (counts_form := _counts_form(mv)) is not None:
+        return decode_counts_blob(mv, *counts_form, rows)
     nbytes = len(mv)
     if nbytes >= FRAGMENT_INDEX_HEADER_NBYTES:
         magic, version, flags, n_frag, n_range = HEADER.unpack_from(mv, 0)

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.fragment_counts import encode_counts_ragged, tiling_blobs
 from zarr_vectors.format.fragments import (
     FRAGMENT_INDEX_HEADER_NBYTES,
     FRAGMENT_INDEX_MAGIC,
@@ -102,12 +103,18 @@ def encode_dense_ranges_batch(
 
 
 def encode_ranges_ragged(
-    starts: npt.ArrayLike, counts: npt.ArrayLike, bounds: npt.ArrayLike
+    starts: npt.ArrayLike,
+    counts: npt.ArrayLike,
+    bounds: npt.ArrayLike,
+    *,
+    counts_form: bool = False,
 ) -> list[npt.NDArray[np.uint8]]:
     """Encode many all-range blobs of different ``F`` at once (one numpy pass).
 
     Blob ``j`` holds the fragments ``bounds[j]:bounds[j+1]`` of the flat ``starts`` and
-    ``counts``; it equals ``encode_dense_ranges(starts[a:b], counts[a:b])`` (spec §6).
+    ``counts``; it equals ``encode_dense_ranges(starts[a:b], counts[a:b])`` (spec §6), or,
+    with ``counts_form`` (format 1.5), the counts form of spec §6.8 when its ranges tile
+    its rows in order and it has fragments.
 
     Parameters
     ----------
@@ -115,6 +122,8 @@ def encode_ranges_ragged(
         Range of every fragment, blob after blob.
     bounds : array_like of int, shape (k + 1,)
         Non-decreasing from 0 to ``r``.
+    counts_form : bool
+        Write the blobs that tile in the counts form (spec §6.8).
 
     Returns
     -------
@@ -144,6 +153,20 @@ def encode_ranges_ragged(
         or int(flat_s.max()) + int(flat_c.max()) > I64_MAX
     ):
         check_ranges(flat_s, flat_c, "range")
+    tiles = tiling_blobs(flat_s, flat_c, edges) if counts_form else np.zeros(0, np.bool_)
+    if tiles.size and tiles.all():
+        return encode_counts_ragged(flat_c, edges)
+    blobs = _range_blobs(flat_s, flat_c, edges, sizes)
+    if tiles.any():
+        compact = encode_counts_ragged(flat_c, edges)
+        blobs = [c if t else b for b, c, t in zip(blobs, compact, tiles.tolist(), strict=True)]
+    return blobs
+
+
+def _range_blobs(
+    flat_s: IntArray, flat_c: IntArray, edges: IntArray, sizes: IntArray
+) -> list[npt.NDArray[np.uint8]]:
+    """The all-range blobs of :func:`encode_ranges_ragged`, in the range form."""
     # every blob is written straight into one buffer (no intermediate bytes objects), by
     # one kernel call (no per-blob Python)
     prefix_nbytes = FRAGMENT_INDEX_HEADER_NBYTES + ((sizes + 7) // 8 + 7) // 8 * 8

@@ -8,7 +8,9 @@ All integers are little-endian and there is no alignment padding except where st
     offset  size               field
     0       uint32             magic 0x5A564647 (bytes 47 46 56 5A)
     4       uint16             version, 1
-    6       uint16             flags, 0 (reserved)
+    6       uint16             flags, 0 (bit 0 set: the counts form of format 1.5, whose
+                               layout after the header is that of
+                               :mod:`zarr_vectors.format.fragment_counts`)
     8       uint32             F, number of fragments
     12      uint32             R, number of range fragments (popcount of the bitmap)
     --- when F == 0 the blob ends here (16 bytes) ---

@@ -131,9 +131,15 @@ class _Writer:
             for path, array in plan.arrays.items()
         ]
         columns.append(
-            (VERTEX_FRAGMENTS, plan.blobs[VERTEX_FRAGMENTS][0], vertex_blob(starts, counts))
+            (
+                VERTEX_FRAGMENTS,
+                plan.blobs[VERTEX_FRAGMENTS][0],
+                vertex_blob(starts, counts, plan.counts_form),
+            )
         )
-        columns.append((LINK_FRAGMENTS, plan.blobs[LINK_FRAGMENTS][0], link_blob(links)))
+        columns.append(
+            (LINK_FRAGMENTS, plan.blobs[LINK_FRAGMENTS][0], link_blob(links, plan.counts_form))
+        )
         return columns
 
     def _transform(self, s: int, chunk: tuple[int, ...], path: str, rows: np.ndarray) -> np.ndarray:
@@ -192,7 +198,12 @@ class _Writer:
             return [(new, was.reindex_shard(shard, now, old, new))] if shard else []
         g = self.plan.grid_index(chunk, base.grid).reshape(1, -1)
         starts, counts = base.reader.blob_ranges(name, g)[0]
-        blob = vertex_blob(starts, counts) if name == VERTEX_FRAGMENTS else link_blob(counts)
+        form = self.plan.counts_form
+        blob = (
+            vertex_blob(starts, counts, form)
+            if name == VERTEX_FRAGMENTS
+            else link_blob(counts, form)
+        )
         return [(new, now.encode_shard(blob, new))]
 
 

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError
+from zarr_vectors.format.codecs import counts_blobs
 from zarr_vectors.format.commits import COMMIT_KEY
-from zarr_vectors.format.fragments import FragmentIndex
+from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
@@ -96,6 +97,11 @@ class MergePlan:
     @property
     def n_max(self) -> int:
         return self.arrays[VERTICES].layout.n_max
+
+    @property
+    def counts_form(self) -> bool:
+        """Whether the merged store's tiling blobs are in the counts form (spec §6.8)."""
+        return counts_blobs(self.root.version, self.root.geometry_type)
 
     def merged(self, chunk: tuple[int, ...]) -> bool:
         """Whether a chunk is written from its sources' rows (not kept as the base holds it).
@@ -361,14 +367,15 @@ def _final_arrays(plan: MergePlan, merged: list[tuple[int, ...]]) -> None:
     r = first.arrays[VERTICES].layout.rows_per_block
     longest = {"vertex": max(plan.totals.values(), default=0), "fragment": 0, "link": 0}
     blob_bytes = {VERTEX_FRAGMENTS: 16, LINK_FRAGMENTS: 16}
+    form = plan.counts_form
     for chunk in merged:
         starts, counts, links = plan.chunk_ranges(chunk)
         longest["fragment"] = max(longest["fragment"], len(counts))
         longest["link"] = max(longest["link"], int(links.sum()))
         blob_bytes[VERTEX_FRAGMENTS] = max(
-            blob_bytes[VERTEX_FRAGMENTS], len(vertex_blob(starts, counts))
+            blob_bytes[VERTEX_FRAGMENTS], len(vertex_blob(starts, counts, form))
         )
-        blob_bytes[LINK_FRAGMENTS] = max(blob_bytes[LINK_FRAGMENTS], len(link_blob(links)))
+        blob_bytes[LINK_FRAGMENTS] = max(blob_bytes[LINK_FRAGMENTS], len(link_blob(links, form)))
     n_max = {family: round_up(n, r) for family, n in longest.items()}
     blocks: dict[str, int] = {}  # a base keeps its blob blocks (when long enough)
     if plan.has_base:
@@ -413,8 +420,9 @@ def _merged_ranges(
     )
 
 
-def vertex_blob(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The encoded fragment index (spec §9.4) of fragments at ``starts`` with ``counts`` rows.
+def vertex_blob(starts: np.ndarray, counts: np.ndarray, counts_form: bool = False) -> np.ndarray:
+    """The encoded fragment index (spec §9.4) of fragments at ``starts`` with ``counts`` rows,
+    in the counts form of spec §6.8 when ``counts_form`` and they tile.
 
     Examples
     --------
@@ -423,10 +431,11 @@ def vertex_blob(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     >>> blob.dtype, bytes(blob[:4])
     (dtype('uint8'), b'GFVZ')
     """
-    return np.frombuffer(FragmentIndex.from_ranges(starts, counts).encode(), dtype=np.uint8)
+    bounds = [0, len(starts)]
+    return encode_ranges_ragged(starts, counts, bounds, counts_form=counts_form)[0].copy()
 
 
-def link_blob(counts: np.ndarray) -> np.ndarray:
+def link_blob(counts: np.ndarray, counts_form: bool = False) -> np.ndarray:
     """The encoded fragment index of consecutive link fragments of ``counts`` rows.
 
     Examples
@@ -437,7 +446,7 @@ def link_blob(counts: np.ndarray) -> np.ndarray:
     True
     """
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    return vertex_blob(starts, counts)
+    return vertex_blob(starts, counts, counts_form)
 
 
 def plan_merge(

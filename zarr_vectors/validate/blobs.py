@@ -14,17 +14,24 @@ from typing import Final
 import numpy as np
 
 from zarr_vectors.errors import FragmentIndexError
+from zarr_vectors.format.codecs import COUNTS_BLOBS_VERSION
+from zarr_vectors.format.fragment_counts import (
+    counts_blob_size,
+    is_counts_flags,
+)
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.fragments import (
     FRAGMENT_INDEX_HEADER_NBYTES,
     FRAGMENT_INDEX_MAGIC,
     FRAGMENT_INDEX_VERSION,
 )
+from zarr_vectors.format.version import parse_version
 
-__all__ = ["Blob", "BlobError", "blob_size", "inspect_blob"]
+__all__ = ["Blob", "BlobError", "blob_size", "checked_blob", "inspect_blob"]
 
 _HEADER: Final = struct.Struct("<IHHII")
 _I64_MAX: Final = 2**63 - 1
+_COUNTS_VERSION: Final = parse_version(COUNTS_BLOBS_VERSION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +48,8 @@ class Blob:
         ``(R,)`` int64 range rows, in fragment order of the range fragments.
     offsets, indices
         CSR offsets ``(E+1,)`` and indices ``(T,)`` of the explicit fragments.
+    counts_form
+        The blob is in the counts form of spec §6.8 (format 1.5).
     """
 
     size: int
@@ -49,6 +58,7 @@ class Blob:
     counts: np.ndarray
     offsets: np.ndarray
     indices: np.ndarray
+    counts_form: bool = False
 
     @property
     def n_fragments(self) -> int:
@@ -101,8 +111,10 @@ def blob_size(payload: np.ndarray) -> int:
     if payload.shape[0] < FRAGMENT_INDEX_HEADER_NBYTES:
         return FRAGMENT_INDEX_HEADER_NBYTES
     magic, version, flags, n_frag, n_range = _HEADER.unpack_from(payload.data, 0)
-    sane = magic == FRAGMENT_INDEX_MAGIC and version == FRAGMENT_INDEX_VERSION and not flags
-    if not sane or n_range > n_frag or n_frag == 0:
+    zvfg = magic == FRAGMENT_INDEX_MAGIC and version == FRAGMENT_INDEX_VERSION
+    if zvfg and is_counts_flags(flags):
+        return counts_blob_size(flags, n_frag)
+    if not zvfg or flags or n_range > n_frag or n_frag == 0:
         return FRAGMENT_INDEX_HEADER_NBYTES
     last: int = FRAGMENT_INDEX_HEADER_NBYTES + _bitmap_nbytes(n_frag) + 16 * n_range
     last += 4 * (n_frag - n_range)
@@ -137,9 +149,54 @@ def inspect_blob(payload: np.ndarray) -> Blob:
     except FragmentIndexError:
         return _walk(payload)
     n = starts.shape[0]
-    size = FRAGMENT_INDEX_HEADER_NBYTES + (_bitmap_nbytes(n) + 16 * n + 4 if n else 0)
+    counts_form = _counts_flags(payload) is not None
+    size = blob_size(payload)
     empty = np.zeros(0, np.int64)
-    return Blob(size, np.ones(n, bool), starts, counts, np.zeros(1, np.int64), empty)
+    ones = np.ones(n, bool)
+    return Blob(size, ones, starts, counts, np.zeros(1, np.int64), empty, counts_form)
+
+
+def checked_blob(payload: np.ndarray, version: tuple[int, int] | None) -> Blob:
+    """:func:`inspect_blob`, and a counts-form blob only in a store of format 1.5 or later.
+
+    Raises
+    ------
+    BlobError
+        As :func:`inspect_blob`; ``L3.frag_flags`` for the counts form (spec §6.8) in a
+        store of an older format.
+    """
+    blob = inspect_blob(payload)
+    if blob.counts_form and version is not None and version < _COUNTS_VERSION:
+        raise BlobError(
+            "L3.frag_flags",
+            f"a counts-form blob (flags 0x{int(payload[6]) | int(payload[7]) << 8:04X}) in a "
+            f"store of format {version[0]}.{version[1]}; the form needs format 1.5 (spec §6.8)",
+        )
+    return blob
+
+
+def _counts_flags(payload: np.ndarray) -> int | None:
+    """The flags of a ZVFG header naming the counts form (spec §6.8), else None."""
+    if payload.shape[0] < FRAGMENT_INDEX_HEADER_NBYTES:
+        return None
+    magic, version, flags, _, _ = _HEADER.unpack_from(payload.data, 0)
+    zvfg = magic == FRAGMENT_INDEX_MAGIC and version == FRAGMENT_INDEX_VERSION
+    return flags if zvfg and is_counts_flags(flags) else None
+
+
+def _walk_counts(payload: np.ndarray, flags: int) -> Blob:
+    """Report the first rule a counts-form blob breaks (spec §6.8)."""
+    _, _, _, n_frag, n_range = _HEADER.unpack_from(payload.data, 0)
+    if n_frag == 0 or n_range != n_frag:
+        raise BlobError(
+            "L3.frag_range_count",
+            f"a counts-form blob needs F = R > 0, F = {n_frag}, R = {n_range}",
+        )
+    end = counts_blob_size(flags, n_frag)
+    _need(payload, end, "count table")
+    _trailing(payload, end)
+    # the one rule left that the decoder checks
+    raise BlobError("L3.frag_range_values", "the counts' sum overflows int64")
 
 
 def _need(payload: np.ndarray, end: int, what: str) -> None:
@@ -152,6 +209,8 @@ def _need(payload: np.ndarray, end: int, what: str) -> None:
 
 def _walk(payload: np.ndarray) -> Blob:
     _need(payload, FRAGMENT_INDEX_HEADER_NBYTES, "header")
+    if (flags := _counts_flags(payload)) is not None:
+        return _walk_counts(payload, flags)
     n_frag, n_range = _header(payload)
     pos = FRAGMENT_INDEX_HEADER_NBYTES
     if n_frag == 0:
@@ -190,7 +249,9 @@ def _header(payload: np.ndarray) -> tuple[int, int]:
     if version != FRAGMENT_INDEX_VERSION:
         raise BlobError("L3.frag_version", f"version is {version}, expected 1")
     if flags != 0:
-        raise BlobError("L3.frag_flags", f"flags are 0x{flags:04X}, expected 0")
+        raise BlobError(
+            "L3.frag_flags", f"flags are 0x{flags:04X}, expected 0 or a counts form (spec §6.8)"
+        )
     if n_range > n_frag:
         raise BlobError("L3.frag_range_count", f"R = {n_range} exceeds F = {n_frag}")
     return int(n_frag), int(n_range)

@@ -12,7 +12,7 @@ import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels import bin_coords, chunk_coords, segment_bounds
-from zarr_vectors.validate.blobs import Blob, BlobError, blob_size, inspect_blob
+from zarr_vectors.validate.blobs import Blob, BlobError, blob_size, checked_blob
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.grid import grid_label
 from zarr_vectors.validate.names import POINT_CLOUD, VERTEX_COUNTS
@@ -155,7 +155,7 @@ class ChunkChecker:
         if not blob_blocks_present(ctx, spec, g, present, blob_size(payload)):
             return None
         try:
-            blob = inspect_blob(payload)
+            blob = checked_blob(payload, ctx.facts.version)
         except BlobError as exc:
             ctx.fail(exc.check_id, spec.key(g), exc.message)
             return None

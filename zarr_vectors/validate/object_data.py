@@ -14,7 +14,7 @@ import numpy as np
 
 from zarr_vectors.format.kinds import geometry_kind, link_width_of
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE
-from zarr_vectors.validate.blobs import Blob, BlobError, blob_size, inspect_blob
+from zarr_vectors.validate.blobs import Blob, BlobError, blob_size, checked_blob
 from zarr_vectors.validate.chunks import CheckedChunk, ChunkChecker
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.shard_check import (
@@ -161,7 +161,7 @@ class ObjectLevel:
         if not blob_blocks_present(self.ctx, spec, g, present, blob_size(payload)):
             return None
         try:
-            return inspect_blob(payload)
+            return checked_blob(payload, self.ctx.facts.version)
         except BlobError as exc:
             self.ctx.fail(exc.check_id, spec.key(g), exc.message)
             return None

@@ -519,11 +519,13 @@ class LevelSpill:
 
     def _fragment_blob(self, flat: int) -> np.ndarray:
         starts, counts = self._gather("frow", flat, 1), self._gather("flen", flat, 1)
-        return encode_ranges_ragged(starts, counts, [0, starts.shape[0]])[0]
+        form = self.options.counts_blobs()
+        return encode_ranges_ragged(starts, counts, [0, starts.shape[0]], counts_form=form)[0]
 
     def _link_blob(self, flat: int) -> np.ndarray:
         counts = self._gather("lcount", flat, 1)
-        return encode_ranges_ragged(np.cumsum(counts) - counts, counts, [0, counts.shape[0]])[0]
+        starts, form = np.cumsum(counts) - counts, self.options.counts_blobs()
+        return encode_ranges_ragged(starts, counts, [0, counts.shape[0]], counts_form=form)[0]
 
     def _links(self, flat: int, n_max: int) -> np.ndarray:
         rows = self._gather("links", flat, 2)

@@ -82,10 +82,13 @@ class Runs:
         """``(r,)`` fragment number of every run inside its chunk (input order)."""
         return self.place.run_fragment
 
-    def vertex_blobs(self) -> list[np.ndarray]:
-        """The ZVFG blob of every chunk: one range fragment per run (spec §6)."""
+    def vertex_blobs(self, counts_form: bool = False) -> list[np.ndarray]:
+        """The ZVFG blob of every chunk: one range fragment per run (spec §6), in the
+        counts form of §6.8 with ``counts_form``."""
         place = self.place
-        return encode_ranges_ragged(place.fragment_row, place.fragment_length, place.run_offsets)
+        return encode_ranges_ragged(
+            place.fragment_row, place.fragment_length, place.run_offsets, counts_form=counts_form
+        )
 
     def vertex_places(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Chunk rank, chunk-local row and fragment number of every input vertex."""
@@ -172,13 +175,14 @@ class Links:
         """Most link rows in one chunk."""
         return int(np.diff(self.chunk_offsets).max(initial=0))
 
-    def blobs(self, run_offsets: np.ndarray) -> list[np.ndarray]:
-        """The ``link_fragments`` blob of every chunk: a range of rows per vertex fragment."""
+    def blobs(self, run_offsets: np.ndarray, counts_form: bool = False) -> list[np.ndarray]:
+        """The ``link_fragments`` blob of every chunk: a range of rows per vertex fragment
+        (in the counts form of spec §6.8 with ``counts_form``)."""
         counts = self.fragment_counts
         starts = np.cumsum(counts) - counts
         per_chunk = np.diff(run_offsets)
         starts -= np.repeat(self.chunk_offsets[:-1], per_chunk)
-        return encode_ranges_ragged(starts, counts, run_offsets)
+        return encode_ranges_ragged(starts, counts, run_offsets, counts_form=counts_form)
 
 
 def level_links(table: ObjectTable, runs: Runs, grid: ChunkGrid, n_max: int) -> Links:

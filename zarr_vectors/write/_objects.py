@@ -175,7 +175,7 @@ def _write_links(
         shard_chunks=options.shard_shape(grid.ndim),
         batcher=batcher,
     )
-    blobs = links.blobs(runs.run_offsets)
+    blobs = links.blobs(runs.run_offsets, options.counts_blobs())
     write_chunk_array(
         io,
         f"{base}/{LINK_FRAGMENTS}",
@@ -554,7 +554,7 @@ def write_object_level(
         grid,
         runs.rows,
         (table.positions, table.vertex_attributes),
-        runs.vertex_blobs(),
+        runs.vertex_blobs(options.counts_blobs()),
         options,
         report,
         batcher,

@@ -13,7 +13,7 @@ import numpy as np
 
 from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.codecs import LZ4_BITSHUFFLE, blob_blosc, numeric_blosc
+from zarr_vectors.format.codecs import LZ4_BITSHUFFLE, blob_blosc, counts_blobs, numeric_blosc
 from zarr_vectors.format.names import POINT_CLOUD, VERTICES
 from zarr_vectors.format.sharding import default_shard_chunks
 from zarr_vectors.format.version import FORMAT_VERSION
@@ -210,6 +210,20 @@ class WriteOptions:
             return None
         version, kind = self.codecs_of or (FORMAT_VERSION, POINT_CLOUD)
         return blob_blosc(version, kind)
+
+    def counts_blobs(self) -> bool:
+        """Whether tiling fragment blobs are written in the counts form (spec §6.8).
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> zv.WriteOptions().with_kind_defaults("skeleton").counts_blobs()
+        True
+        >>> zv.WriteOptions(codecs_of=("1.4", "skeleton")).counts_blobs()
+        False
+        """
+        version, kind = self.codecs_of or (FORMAT_VERSION, POINT_CLOUD)
+        return counts_blobs(version, kind)
 
 
 def _positive_int(value: object) -> bool:
