@@ -6,6 +6,7 @@ import json
 import signal
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,16 @@ from zarr_vectors.cli import EXIT_INTERRUPTED, EXIT_UNREADABLE, main
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.precomputed import PortInUseError, PrecomputedServer
 from zarr_vectors.precomputed.links import neuroglancer_state, selection_notes
+
+
+@pytest.fixture(autouse=True)
+def ctrl_c_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt, as in an interactive shell, whatever the test process
+    inherited: a process started in the background by a non-interactive shell ignores SIGINT,
+    and a raised SIGINT would then leave the command waiting forever."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture(scope="module")
