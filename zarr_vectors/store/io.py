@@ -537,12 +537,17 @@ class StoreIO:
         Local directories only: write every file as a new file moved into place, never
         through an existing one (needed when the directory holds hard links to another
         store's files).
+    staged
+        Local directories only: the directory is a write's own staging directory, which
+        no one reads before it is committed (or discarded), so JSON documents are written
+        in place rather than moved in whole.
     """
 
-    def __init__(self, store: Store, *, new_files: bool = False) -> None:
+    def __init__(self, store: Store, *, new_files: bool = False, staged: bool = False) -> None:
         self.store = store
         self._made: set[Path] = set()
         self._new_files = new_files
+        self._atomic_json = not staged
         self._local: LocalTree | None = None
         self._axes: tuple[str, ...] | None = None
 
@@ -752,7 +757,9 @@ class StoreIO:
         """Write files whose directories exist (:meth:`_make_parents`)."""
         base = os.fspath(root)
         for key, value in items:
-            atomic = self._new_files or key.endswith((".json", ".zattrs"))
+            atomic = self._new_files or (
+                self._atomic_json and key.endswith((".json", ".zattrs"))
+            )
             _write_local(f"{base}/{key}", value, atomic=atomic)
 
     def _make_dirs(self, root: Path, directory: Path) -> None:
