@@ -306,8 +306,8 @@ def local_root(store: Store) -> Path | None:
     return root if isinstance(root, Path) else Path(root)
 
 
-_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | getattr(
-    os, "O_BINARY", 0
+_NEW_FILE = (
+    os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 )
 
 
@@ -757,9 +757,7 @@ class StoreIO:
         """Write files whose directories exist (:meth:`_make_parents`)."""
         base = os.fspath(root)
         for key, value in items:
-            atomic = self._new_files or (
-                self._atomic_json and key.endswith((".json", ".zattrs"))
-            )
+            atomic = self._new_files or (self._atomic_json and key.endswith((".json", ".zattrs")))
             _write_local(f"{base}/{key}", value, atomic=atomic)
 
     def _make_dirs(self, root: Path, directory: Path) -> None:
