@@ -170,8 +170,8 @@ def link_array(values: Any, n: int, width: int, what: str, *, root_column: int =
     low = np.zeros(arr.shape[1], dtype=np.int64)
     if root_column >= 0:
         low[root_column] = -1
-    if arr.max() < n and (arr.dtype.kind == "u" or np.all(arr.min(axis=0) >= low)):
-        return arr.astype(np.int64)  # two reductions: no temporary of the links' size
+    if arr.max() < n and (arr.dtype.kind == "u" or arr.min() >= 0):
+        return arr.astype(np.int64)  # two whole-array reductions: no temporary of its size
     bad = arr >= n if arr.dtype.kind == "u" else (arr < low) | (arr >= n)
     if bad.any():
         row, col = (int(i[0]) for i in np.nonzero(bad))
