@@ -116,11 +116,26 @@ def group_vertices(vertex_objects: Any, n: int) -> VertexGrouping:
             f"got {labels.dtype} {labels.shape}"
         )
     labels = labels.astype(labels.dtype.newbyteorder("="), copy=False)
+    if n and np.all(labels[1:] >= labels[:-1]):
+        return _sorted_grouping(labels)
     unique, dense, counts = np.unique(labels, return_inverse=True, return_counts=True)
     dense = dense.reshape(-1).astype(np.int64)
     order = None if np.all(dense[1:] >= dense[:-1]) else np.argsort(dense, kind="stable")
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     return VertexGrouping(order, offsets, unique, dense)
+
+
+def _sorted_grouping(labels: np.ndarray) -> VertexGrouping:
+    """:func:`group_vertices` of at least one label in ascending order (the usual input:
+    each object's vertices together): the same grouping as ``np.unique`` gives, from
+    where the labels change, without sorting them."""
+    change = np.empty(labels.shape[0], dtype=bool)
+    change[0] = True
+    np.not_equal(labels[1:], labels[:-1], out=change[1:])
+    starts = np.flatnonzero(change)
+    dense = np.cumsum(change, dtype=np.int64) - 1
+    offsets = np.append(starts, labels.shape[0]).astype(np.int64)
+    return VertexGrouping(None, offsets, labels[starts], dense)
 
 
 def link_array(values: Any, n: int, width: int, what: str, *, root_column: int = -1) -> np.ndarray:
@@ -155,6 +170,8 @@ def link_array(values: Any, n: int, width: int, what: str, *, root_column: int =
     low = np.zeros(arr.shape[1], dtype=np.int64)
     if root_column >= 0:
         low[root_column] = -1
+    if arr.max() < n and (arr.dtype.kind == "u" or arr.min() >= 0):
+        return arr.astype(np.int64)  # two whole-array reductions: no temporary of its size
     bad = arr >= n if arr.dtype.kind == "u" else (arr < low) | (arr >= n)
     if bad.any():
         row, col = (int(i[0]) for i in np.nonzero(bad))

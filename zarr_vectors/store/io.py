@@ -306,14 +306,29 @@ def local_root(store: Store) -> Path | None:
     return root if isinstance(root, Path) else Path(root)
 
 
-def _write_local(path: Path, value: bytes, *, atomic: bool) -> None:
+_NEW_FILE = (
+    os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)
+
+
+def _write_file(path: str, value: bytes) -> None:
+    """Write ``value`` as the whole file ``path``: one open, the writes, one close (no file
+    object, whose size query, terminal check and seek cost three more calls per file)."""
+    fd = os.open(path, _NEW_FILE, 0o666)
+    try:
+        view = memoryview(value)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def _write_local(path: Path | str, value: bytes, *, atomic: bool) -> None:
     if not atomic:
-        with path.open("wb") as fh:
-            fh.write(value)
+        _write_file(os.fspath(path), value)
         return
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    with partial.open("wb") as fh:
-        fh.write(value)
+    partial = f"{os.fspath(path)}.{os.getpid()}.partial"
+    _write_file(partial, value)
     os.replace(partial, path)
 
 
@@ -522,12 +537,17 @@ class StoreIO:
         Local directories only: write every file as a new file moved into place, never
         through an existing one (needed when the directory holds hard links to another
         store's files).
+    staged
+        Local directories only: the directory is a write's own staging directory, which
+        no one reads before it is committed (or discarded), so JSON documents are written
+        in place rather than moved in whole.
     """
 
-    def __init__(self, store: Store, *, new_files: bool = False) -> None:
+    def __init__(self, store: Store, *, new_files: bool = False, staged: bool = False) -> None:
         self.store = store
         self._made: set[Path] = set()
         self._new_files = new_files
+        self._atomic_json = not staged
         self._local: LocalTree | None = None
         self._axes: tuple[str, ...] | None = None
 
@@ -713,9 +733,9 @@ class StoreIO:
         if root is None:
             self._run(self._gather([self._set(k, v) for k, v in items]))
             return
+        self._make_parents(root, [key for key, _ in items])
         if len(items) < 4 or sum(len(v) for _, v in items) < _THREADED_WRITE_BYTES:
-            for key, value in items:
-                self._set_local(root, key, value)
+            self._set_local_many(root, items)
             return
         # File system calls release the GIL: a few threads overlap them, each writing every
         # _WRITE_THREADS-th file (a task per file cost more than a small file's write).
@@ -724,15 +744,21 @@ class StoreIO:
         share = [items[k::_WRITE_THREADS] for k in range(_WRITE_THREADS)]
         results_of([pool.submit(self._set_local_many, root, part) for part in share if part])
 
-    def _set_local_many(self, root: Path, items: Sequence[tuple[str, bytes]]) -> None:
-        for key, value in items:
-            self._set_local(root, key, value)
+    def _make_parents(self, root: Path, keys: Iterable[str]) -> None:
+        """Create the missing directories of ``keys`` on the calling thread, before their
+        files are written (by several threads, which would otherwise each try them)."""
+        parents = {key.rpartition("/")[0] for key in keys}
+        for parent in sorted(parents):
+            directory = root / parent if parent else root
+            if directory not in self._made:
+                self._make_dirs(root, directory)
 
-    def _set_local(self, root: Path, key: str, value: bytes) -> None:
-        path = root / key
-        if path.parent not in self._made:
-            self._make_dirs(root, path.parent)
-        _write_local(path, value, atomic=self._new_files or key.endswith((".json", ".zattrs")))
+    def _set_local_many(self, root: Path, items: Sequence[tuple[str, bytes]]) -> None:
+        """Write files whose directories exist (:meth:`_make_parents`)."""
+        base = os.fspath(root)
+        for key, value in items:
+            atomic = self._new_files or (self._atomic_json and key.endswith((".json", ".zattrs")))
+            _write_local(f"{base}/{key}", value, atomic=atomic)
 
     def _make_dirs(self, root: Path, directory: Path) -> None:
         """Create ``directory`` and its missing parents below ``root``, top down.

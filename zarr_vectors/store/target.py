@@ -146,7 +146,7 @@ def _local_target(path: Path, where: str, *, overwrite: bool) -> Iterator[StoreI
     commit.hold(staging)
     try:
         commit.step("staging")
-        yield StoreIO(LocalStore(staging))
+        yield StoreIO(LocalStore(staging), staged=True)
         with writer_lock(path, where=where):  # not in the middle of another's commit
             if found.occupant in _REPLACED:
                 commit.commit_replacement(staging, path)

@@ -220,19 +220,22 @@ def _anchored(
     anchor: np.ndarray,
     local: np.ndarray,
     order_key: np.ndarray | None,
-    source: np.ndarray,
+    source: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Order local link rows by (chunk, anchor fragment, ``order_key``), ties in input order.
 
-    ``order_key`` None means the input order. Returns the rows, the input link index of
-    each, the chunk offsets and the rows per vertex fragment (storage order).
+    ``order_key`` None means the input order; ``source`` None means every link, in input
+    order. Returns the rows, the input link index of each, the chunk offsets and the rows
+    per vertex fragment (storage order).
     """
     fragment = runs.run_offsets[places[0][anchor]] + places[2][anchor]
     if order_key is not None and np.any(order_key[1:] < order_key[:-1]):
         first = np.argsort(order_key, kind="stable")
-        fragment, local, source = fragment[first], local[first], source[first]
+        fragment, local = fragment[first], local[first]
+        source = first if source is None else source[first]
     order, offsets = stable_counting_sort(fragment, runs.run_start.shape[0])
-    return local[order], source[order], offsets[runs.run_offsets], np.diff(offsets)
+    source = order if source is None else source[order]
+    return local[order], source, offsets[runs.run_offsets], np.diff(offsets)
 
 
 def _edge_links(table: ObjectTable, runs: Runs, places: Places, gid: np.ndarray) -> Links:
@@ -293,7 +296,6 @@ def _face_links(
     anchor, entries = face_anchors(
         table.positions, faces, places[:2], gid, runs.chunk_grid, (grid.chunk_shape, grid.origin)
     )
-    every = np.arange(len(faces))
-    rows, source, chunk_offsets, counts = _anchored(runs, places, anchor, entries, None, every)
+    rows, source, chunk_offsets, counts = _anchored(runs, places, anchor, entries, None, None)
     empty = np.empty(0, np.int64)
     return Links(rows, chunk_offsets, counts, source, np.empty((0, 2), np.int64), empty)

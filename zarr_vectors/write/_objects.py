@@ -502,6 +502,7 @@ def write_objects(
                 "chunk_count": stats.chunk_count,
                 "object_count": table.n_objects,
             },
+            named=levels is None,  # every array written above, through io
         )
 
 

@@ -725,6 +725,7 @@ def commit_root(
     summary: dict[str, Any],
     *,
     level_written: bool = False,
+    named: bool = False,
 ) -> None:
     """Write level-0 metadata, then the root ``zarr.json`` last.
 
@@ -733,7 +734,10 @@ def commit_root(
     a new ``commit`` (spec §3.1): the serial after the one in ``root.extra`` (an append's
     base), and a fresh id. ``level_written``: the level metadata is already written (a
     zip store takes each key once). A store of format 1.3 is made plain Zarr v3 first
-    (every array named, no mirror documents, spec §2.3); one of an older format (an append
+    (every array named, no mirror documents, spec §2.3) unless ``named``: every array of
+    the store was written through ``io`` after :func:`name_new_arrays` into an empty
+    destination, so there is nothing to name or delete (the walk reads every array's
+    ``zarr.json`` back); one of an older format (an append
     keeps it) gets the ``.zattrs`` mirrors of level 0 and the root, and ``metadata.json``
     (``summary`` and a timestamp, spec §2.5).
     """
@@ -741,8 +745,9 @@ def commit_root(
         write_level_metadata(io, level)
     root_doc = {**root.to_json(), COMMIT_KEY: next_commit(root.extra.get(COMMIT_KEY))}
     if is_plain_zarr(root.version):
-        levels = [0, *(entry.level for entry in root.levels)]
-        make_plain_zarr(io, levels, root.axis_names)
+        if not named:
+            levels = [0, *(entry.level for entry in root.levels)]
+            make_plain_zarr(io, levels, root.axis_names)
     else:
         stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
         io.set_many(
