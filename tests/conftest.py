@@ -113,13 +113,20 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactor
     return _factory(request.param, request, tmp_path)
 
 
-@pytest.fixture(params=STORE_KINDS)
+@pytest.fixture(
+    params=[
+        pytest.param(kind, marks=pytest.mark.slow if kind == "s3-url" else ())
+        for kind in STORE_KINDS
+    ]
+)
 def backend_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
     """Every store kind the library supports, S3 included, as :func:`store_factory` does.
 
     The S3 kinds write under a key prefix of their own in the loopback server's bucket:
     ``"s3"`` is an ``FsspecStore`` built with explicit options, ``"s3-url"`` a bare
     ``s3://bucket/key`` string that finds the server and credentials in the environment.
+    The default run reaches ``"s3-url"`` through the object round trips of
+    tests/test_backends.py (which name their backends); here it runs with ``-m slow``.
     """
     return _factory(request.param, request, tmp_path)
 

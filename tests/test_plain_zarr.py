@@ -70,7 +70,7 @@ def _check_xarray(path: Path) -> int:
         pytest.param(
             p,
             marks=()
-            if p.name.removesuffix(".zarrvectors") in QUICK and p.parent.name != "1.3"
+            if p.name.removesuffix(".zarrvectors") in QUICK and p.parent.name not in ("1.3", "1.4")
             else pytest.mark.slow,
         )
         for p in PLAIN

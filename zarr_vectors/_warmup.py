@@ -16,7 +16,9 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +26,7 @@ from zarr_vectors.dataset import open as open_store
 from zarr_vectors.geometry import write_points, write_polylines
 from zarr_vectors.kernels import CompileLog, set_kernel_mode
 from zarr_vectors.validate import validate
+from zarr_vectors.write.levels import Levels
 
 __all__ = ["WarmupReport", "warmup"]
 
@@ -78,6 +81,7 @@ def _points_round_trip(directory: Path, rng: np.random.Generator) -> None:
     store.read()
     validate(path, level=3)
     write_points(directory / "points-default.zarrvectors", positions)  # the default chunk shape
+    _levels_round_trip(directory / "points-levels.zarrvectors", write_points, positions)
 
 
 def _streamlines_round_trip(directory: Path, rng: np.random.Generator) -> None:
@@ -104,11 +108,26 @@ def _streamlines_round_trip(directory: Path, rng: np.random.Generator) -> None:
     write_polylines(
         directory / "streamlines-default.zarrvectors", (vertices, offsets), kind="streamline"
     )
+    _levels_round_trip(
+        directory / "streamlines-levels.zarrvectors",
+        lambda *args, **options: write_polylines(*args, kind="streamline", **options),
+        (vertices, offsets),
+    )
+
+
+def _levels_round_trip(path: Path, write: Callable[..., Any], data: Any) -> None:
+    """Two levels of detail written with the data, then a vertex-budget query and a box
+    query at level 1 (the overview a notebook asks for first)."""
+    write(path, data, chunk_shape=50.0, bin_shape=12.5, levels=Levels(count=2, target=1))
+    store = open_store(path)
+    everything = ([-1e3] * 3, [1e3] * 3)
+    store.query(everything, max_vertices=store.vertex_count - 1)  # a coarse level
+    store.query(([30.0, 30.0, 30.0], [70.0, 70.0, 70.0]), level=1)
 
 
 def warmup() -> WarmupReport:
     """Compile (or load from numba's cache) the kernels that writing, querying, reading and
-    validating float32 point clouds and streamlines use.
+    validating float32 point clouds and streamlines use, levels of detail included.
 
     Run it once in a fresh environment (``zarr-vectors warmup`` does the same): the
     machine code goes to numba's cache, so no later process compiles these kernels. It

@@ -285,7 +285,7 @@ def test_object_writer_gives_the_one_shot_sharded_store(
     tmp_path_factory: pytest.TempPathFactory, kind: str
 ) -> None:
     @settings(
-        max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+        max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
     )
     @given(case=cases(kind), shard=st.sampled_from([2, (2, 1, 3)]))
     def check(case: dict[str, Any], shard: Any) -> None:

@@ -183,7 +183,7 @@ def _stream_params() -> list[Any]:
     for kind in KINDS:
         for way in sorted(WAYS):
             for where in ("disk", "memory"):
-                for size in sample_sizes(3, 12):
+                for size in sample_sizes(2, 12):
                     (examples,) = size.values
                     slow = bool(size.marks) or DEFAULT_WHERE[kind, way] != where
                     params.append(
