@@ -11,8 +11,11 @@ bytes into ZVFG blobs, zero padding after them and shard index plus CRC32C. Belo
 counts each store's fragments (F summed over the chunks' ``vertex_fragments`` blobs), which
 drive the size of the fragment-index arrays, the fragment attributes and the manifests, and
 with ``--alternatives`` what ours' blob arrays would weigh in other encodings
-(:mod:`benchmarks._blob_alternatives`). The
-sum of file sizes is what "size" means in the table; allocated blocks depend on the file
+(:mod:`benchmarks._blob_alternatives`), with ``--framing`` how many bytes of each sharded
+array are payload and how many shard index, place records, Blosc headers and block CRC32C
+(:mod:`benchmarks._framing`), and with ``--codecs`` what the numeric arrays of ours would
+weigh under other Blosc settings and what encoding them costs (:mod:`benchmarks._codecs`).
+The sum of file sizes is what "size" means in the table; allocated blocks depend on the file
 system and on how many files a store has. See ``benchmarks/README.md``.
 """
 
@@ -33,6 +36,8 @@ from numcodecs import blosc
 
 from benchmarks import objects
 from benchmarks._blob_alternatives import ENCODINGS, blob_alternatives
+from benchmarks._codecs import codec_alternatives, stored_blocks
+from benchmarks._framing import framing_split
 from benchmarks._measure import log, run_reference
 from benchmarks._table import align_table
 from benchmarks.reference_env import ensure_venv
@@ -274,6 +279,58 @@ def _alternative_lines(kind: str, ours: str) -> list[str]:
     return lines
 
 
+def _framing_lines(kind: str, ours: str) -> list[str]:
+    """Per sharded array of ours' level 0: payload and framing bytes (:mod:`benchmarks._framing`)."""
+    lines = []
+    level = Path(ours, "0")
+    for meta in sorted(level.rglob("zarr.json")):
+        doc = json.loads(meta.read_text())
+        codecs = doc.get("codecs") or [{}]
+        if codecs[0].get("name") != "sharding_indexed":
+            continue
+        f = framing_split(meta.parent)
+        lines.append(
+            f"{kind}: {meta.parent.relative_to(ours).as_posix()}: {f.shards} shards, "
+            f"{f.entries:,} index entries, {f.blocks:,} blocks; payload {f.payload:,}, "
+            f"index {f.index:,}, place records {f.place:,}, Blosc headers {f.headers:,}, "
+            f"block CRC32C {f.crc:,} bytes"
+        )
+    return lines
+
+
+def _stored_setting(meta: dict) -> tuple[str, int, str] | None:
+    codecs = meta["codecs"]
+    if codecs[0].get("name") == "sharding_indexed":
+        codecs = codecs[0]["configuration"]["codecs"]
+    for codec in codecs:
+        if codec.get("name") == "blosc":
+            conf = codec["configuration"]
+            return conf["cname"], conf["clevel"], conf["shuffle"]
+    return None
+
+
+def _codec_lines(kind: str, ours: str) -> list[str]:
+    """Per numeric array of ours' level 0: bytes and encoding CPU under other Blosc settings
+    (:mod:`benchmarks._codecs`); ``*`` marks the setting the store has."""
+    lines = []
+    for meta_path in sorted(Path(ours, "0").rglob("zarr.json")):
+        meta = json.loads(meta_path.read_text())
+        name = meta_path.parent.relative_to(ours).as_posix()
+        if meta.get("node_type") != "array" or name.endswith("_fragments"):
+            continue
+        blocks = stored_blocks(meta_path.parent)
+        if not blocks:
+            continue
+        stored = _stored_setting(meta)
+        cells = ", ".join(
+            f"{'*' if setting == stored else ''}{setting[0]} {setting[1]} {setting[2]} "
+            f"{size:,} B {seconds * 1e3:.1f} ms"
+            for setting, (size, seconds) in codec_alternatives(blocks).items()
+        )
+        lines.append(f"{kind}: {name} ({len(blocks)} blocks): {cells}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the stores, print the table (and write it to ``--out``).
 
@@ -298,6 +355,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--alternatives", action="store_true", help="also size ours' blobs in other encodings"
     )
+    parser.add_argument(
+        "--framing", action="store_true", help="also split ours' sharded arrays into framing"
+    )
+    parser.add_argument(
+        "--codecs", action="store_true", help="also size ours' numeric arrays in other codecs"
+    )
     args = parser.parse_args(argv)
     python = None if args.no_reference else ensure_venv()
     rows: list[tuple[str, ...]] = []
@@ -314,6 +377,10 @@ def main(argv: list[str] | None = None) -> int:
             counts.append(_fragment_line(kind, ours, ref))
             if args.alternatives:
                 counts.extend(_alternative_lines(kind, ours))
+            if args.framing:
+                counts.extend(_framing_lines(kind, ours))
+            if args.codecs:
+                counts.extend(_codec_lines(kind, ours))
     header = ("kind", "library", "array", "files", "MB (sum of sizes)", "MB (du)", "detail")
     table = "\n".join([align_table(header, rows), "", *counts])
     print(table)
