@@ -280,7 +280,7 @@ def _alternative_lines(kind: str, ours: str) -> list[str]:
 
 
 def _framing_lines(kind: str, ours: str) -> list[str]:
-    """Per sharded array of ours' level 0: payload and framing bytes (:mod:`benchmarks._framing`)."""
+    """Per sharded array of ours' level 0: payload and framing (:mod:`benchmarks._framing`)."""
     lines = []
     level = Path(ours, "0")
     for meta in sorted(level.rglob("zarr.json")):
