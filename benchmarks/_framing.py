@@ -15,6 +15,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class Framing:
         return self.index + self.place + self.headers + self.crc + self.payload
 
 
-def _entries_per_shard(meta: dict) -> int:
+def _entries_per_shard(meta: dict[str, Any]) -> int:
     conf = meta["codecs"][0]["configuration"]
     outer = meta["chunk_grid"]["configuration"]["chunk_shape"]
     inner = conf["chunk_shape"]

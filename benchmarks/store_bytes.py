@@ -29,6 +29,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import zarr
@@ -298,7 +299,7 @@ def _framing_lines(kind: str, ours: str) -> list[str]:
     return lines
 
 
-def _stored_setting(meta: dict) -> tuple[str, int, str] | None:
+def _stored_setting(meta: dict[str, Any]) -> tuple[str, int, str] | None:
     codecs = meta["codecs"]
     if codecs[0].get("name") == "sharding_indexed":
         codecs = codecs[0]["configuration"]["codecs"]
