@@ -43,6 +43,7 @@ from zarr_vectors.query._fragment_refs import (
     distinct_ascending,
     slot_order,
 )
+from zarr_vectors.query._held_rows import HeldRows, read_vertex_columns
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
 from zarr_vectors.read import ChunkRows, LevelReader, RowRuns, check_global_shapes
@@ -460,12 +461,31 @@ class ObjectReader:
         Reads the fragment owners of the chunks the region can meet, and the vertices of
         those it does not cover whole (spec §8.3 step 5: object fragments are not binned).
         """
+        return self._owners_and_rows(region)[0]
+
+    def read_region(self, region: Region, group: Any = None) -> QueryResult:
+        """The objects with at least one vertex in ``region`` (and in ``group`` if given),
+        whole, in ascending dense id order.
+
+        The ``vertices`` rows the owners lookup decoded are reused by the read of the
+        objects (:mod:`~zarr_vectors.query._held_rows`), not read again.
+        """
+        dense, held = self._owners_and_rows(region)
+        if group is not None:
+            dense = np.intersect1d(dense, self.group_members(group))
+        refs = self._handed_over(dense)
+        if refs is None:
+            refs = self._references(dense)
+        return _Plan(self, dense, refs, held=held).result()
+
+    def _owners_and_rows(self, region: Region) -> tuple[np.ndarray, HeldRows | None]:
+        """:meth:`owners_in_region`, and the ``vertices`` rows of the chunks it decoded."""
         reader = self.reader
         chunks, counts, inside = chunks_meeting(reader, region)
         if not chunks.shape[0]:
-            return np.empty(0, np.int64)
+            return np.empty(0, np.int64), None
         if inside.all() and chunks.shape[0] == reader.occupied_chunks(None, None)[0].shape[0]:
-            return self._filled()
+            return self._filled(), None
         ranges = reader.fragment_ranges(chunks, counts, index_columns=())
         keys = [tuple(c) for c in chunks.tolist()]
         fragments = [
@@ -478,7 +498,12 @@ class ObjectReader:
             if not full
         ]
         owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
-        return _owners(owners, ranges, inside, counts, positions, region)
+        found = _owners(owners, ranges, inside, counts, positions, region)
+        if not partial:
+            return found, None
+        cut = ~np.asarray(inside, dtype=bool)
+        flat = np.ravel_multi_index(tuple(chunks[cut].T), reader.grid.shape)
+        return found, HeldRows(flat.astype(np.int64), counts[cut].astype(np.int64), positions)
 
 
 RANGE_GROUP = 4
@@ -547,9 +572,11 @@ class _Plan:
         dense: np.ndarray,
         refs: tuple[np.ndarray, np.ndarray, np.ndarray],
         turns: bool = True,
+        held: HeldRows | None = None,
     ) -> None:
         self.objects = objects
         self.turns = turns
+        self.held = held
         self.reader = objects.reader
         self.dense = dense
         self.ref_object, ref_chunk, self.ref_fragment = refs
@@ -592,8 +619,13 @@ class _Plan:
         runs, buffer_start = self._row_plan(starts, sizes)
         vertex_rows = [
             _in_reference_order(rows, buffer_start, sizes)
-            for rows in reader.read_runs(
-                [VERTICES, *reader.attribute_names], runs, turns=self.turns
+            for rows in read_vertex_columns(
+                reader,
+                [VERTICES, *reader.attribute_names],
+                runs,
+                self.chunk_flat,
+                self.held,
+                self.turns,
             )
         ]
         per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
