@@ -5,8 +5,10 @@ owners lookup followed by a plain read, and of brute force."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.format.names import VERTICES
@@ -17,7 +19,7 @@ from zarr_vectors.read import LevelReader, RowRuns
 from zarr_vectors.update.object_sources import open_source
 
 
-def _skeletons(path: Path) -> list[np.ndarray]:
+def _skeletons(path: Any) -> list[np.ndarray]:
     """12 chains of 30 nodes over chunks of 10 (8-row blocks); the nodes of each."""
     rng = np.random.default_rng(7)
     nodes = [rng.uniform(0, 40, 3) + np.cumsum(rng.normal(0, 2, (30, 3)), 0) for _ in range(12)]
@@ -36,7 +38,7 @@ def _skeletons(path: Path) -> list[np.ndarray]:
     return nodes
 
 
-def _reader(path: Path) -> LevelReader:
+def _reader(path: Any) -> LevelReader:
     source = open_source(path)
     return LevelReader(source.io, source.root, 0)
 
@@ -80,6 +82,19 @@ def test_held_chunks_are_copied_and_the_others_read(tmp_path: Path) -> None:
     expected[: n[0]] += 1000
     np.testing.assert_array_equal(got[0], expected)
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_object_storage_reads_every_row_in_one_wave() -> None:
+    store = MemoryStore()  # not a local directory: no second request wave for the split
+    _skeletons(store)
+    reader = _reader(store)
+    chunks, counts = reader.occupied_chunks(None, None)
+    flat = np.ravel_multi_index(tuple(chunks[:1].T), reader.grid.shape).astype(np.int64)
+    runs = RowRuns([tuple(chunks[0])], np.zeros(1, np.int64), np.zeros(1, np.int64), counts[:1])
+    want = reader.read_runs([VERTICES], runs)[0]
+    held = HeldRows(flat, counts[:1].astype(np.int64), want + 1000)
+    got = read_vertex_columns(reader, [VERTICES], runs, flat, held, turns=False)
+    np.testing.assert_array_equal(got[0], want)
 
 
 def test_first_rows_of_held_and_other_chunks() -> None:

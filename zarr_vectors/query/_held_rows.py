@@ -54,9 +54,11 @@ def read_vertex_columns(
     ``held`` holds copied from it instead of read.
 
     ``chunk_flat``: the flat index of each chunk of ``runs.chunks``. A run is taken from
-    ``held`` only when it lies within the chunk's held rows.
+    ``held`` only when it lies within the chunk's held rows. On object storage every row is
+    read, in one request wave (the split read would cost a second round trip, more than the
+    decoding it saves).
     """
-    if held is None or not runs.chunk.shape[0]:
+    if held is None or not runs.chunk.shape[0] or not reader.io.is_local:
         return reader.read_runs(names, runs, turns=turns)
     base, count = held.first_rows(chunk_flat)
     taken = (base[runs.chunk] >= 0) & (runs.stop <= count[runs.chunk])
