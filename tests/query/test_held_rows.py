@@ -13,7 +13,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from zarr_vectors.format.names import VERTICES
 from zarr_vectors.query import ObjectReader
-from zarr_vectors.query._held_rows import HeldRows, read_vertex_columns
+from zarr_vectors.query._held_rows import HeldRows, copy_held_rows, read_vertex_columns
 from zarr_vectors.query.regions import BoxRegion
 from zarr_vectors.read import LevelReader, RowRuns
 from zarr_vectors.update.object_sources import open_source
@@ -77,7 +77,8 @@ def test_held_chunks_are_copied_and_the_others_read(tmp_path: Path) -> None:
     first = want[0][: n[0]] + 1000  # marked: must come from the held rows, not the store
     second = want[0][n[0] : n[0] + n[1] - 1] + 1000  # one row short: its run is read
     held = HeldRows(flat[:2], np.array([n[0], n[1] - 1]), np.concatenate([first, second]))
-    got = read_vertex_columns(reader, names, runs, flat, held, turns=False)
+    copied = copy_held_rows(reader, runs, flat, held)
+    got = read_vertex_columns(reader, names, runs, copied, turns=False)
     expected = want[0].copy()
     expected[: n[0]] += 1000
     np.testing.assert_array_equal(got[0], expected)
@@ -93,7 +94,8 @@ def test_object_storage_reads_every_row_in_one_wave() -> None:
     runs = RowRuns([tuple(chunks[0])], np.zeros(1, np.int64), np.zeros(1, np.int64), counts[:1])
     want = reader.read_runs([VERTICES], runs)[0]
     held = HeldRows(flat, counts[:1].astype(np.int64), want + 1000)
-    got = read_vertex_columns(reader, [VERTICES], runs, flat, held, turns=False)
+    assert copy_held_rows(reader, runs, flat, held) is None
+    got = read_vertex_columns(reader, [VERTICES], runs, None, turns=False)
     np.testing.assert_array_equal(got[0], want)
 
 

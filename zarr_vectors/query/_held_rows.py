@@ -18,7 +18,7 @@ from zarr_vectors.format.names import VERTICES
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.read import LevelReader, RowRuns
 
-__all__ = ["HeldRows", "read_vertex_columns"]
+__all__ = ["HeldRows", "copy_held_rows", "read_vertex_columns"]
 
 
 class HeldRows(NamedTuple):
@@ -41,45 +41,53 @@ class HeldRows(NamedTuple):
         return np.where(held, starts[at], -1), np.where(held, self.counts[at], 0)
 
 
+def copy_held_rows(
+    reader: LevelReader, runs: RowRuns, chunk_flat: np.ndarray, held: HeldRows
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ``vertices`` rows of ``runs`` (run after run) with those of the runs ``held``
+    holds copied in, and which runs those are; None when it holds none of them.
+
+    ``chunk_flat``: the flat index of each chunk of ``runs.chunks``. A run is taken from
+    ``held`` only when it lies within the chunk's held rows. On object storage nothing is
+    taken: every row is then read in one request wave (a split read would cost a second
+    round trip, more than the decoding it saves).
+    """
+    if not runs.chunk.shape[0] or not reader.io.is_local:
+        return None
+    base, count = held.first_rows(chunk_flat)
+    taken = (base[runs.chunk] >= 0) & (runs.stop <= count[runs.chunk])
+    if not taken.any():
+        return None
+    lengths = runs.stop - runs.start
+    dest = np.cumsum(lengths) - lengths
+    positions = np.empty((int(lengths.sum()), *held.rows.shape[1:]), dtype=held.rows.dtype)
+    at = runs.chunk[taken]
+    copy_row_runs(held.rows, base[at] + runs.start[taken], positions, dest[taken], lengths[taken])
+    return positions, taken
+
+
 def read_vertex_columns(
     reader: LevelReader,
     names: list[str],
     runs: RowRuns,
-    chunk_flat: np.ndarray,
-    held: HeldRows | None,
+    copied: tuple[np.ndarray, np.ndarray] | None,
     turns: bool,
 ) -> list[np.ndarray]:
     """Rows of the vertex columns ``names`` (``vertices`` first) for ``runs``, as
-    :meth:`LevelReader.read_runs` returns them, the ``vertices`` rows of the chunks
-    ``held`` holds copied from it instead of read.
-
-    ``chunk_flat``: the flat index of each chunk of ``runs.chunks``. A run is taken from
-    ``held`` only when it lies within the chunk's held rows. On object storage every row is
-    read, in one request wave (the split read would cost a second round trip, more than the
-    decoding it saves).
+    :meth:`LevelReader.read_runs` returns them; ``copied``: what :func:`copy_held_rows`
+    returned, whose runs of ``vertices`` rows are not read again.
     """
-    if held is None or not runs.chunk.shape[0] or not reader.io.is_local:
+    if copied is None:
         return reader.read_runs(names, runs, turns=turns)
-    base, count = held.first_rows(chunk_flat)
-    taken = (base[runs.chunk] >= 0) & (runs.stop <= count[runs.chunk])
-    if not taken.any():
-        return reader.read_runs(names, runs, turns=turns)
+    positions, taken = copied
     rest = RowRuns(
         runs.chunks, runs.chunk[~taken], runs.start[~taken], runs.stop[~taken], runs.where
     )
-    lengths = runs.stop - runs.start
-    dest = np.cumsum(lengths) - lengths
-    positions = np.empty((int(lengths.sum()), *held.rows.shape[1:]), dtype=held.rows.dtype)
-    copy_row_runs(
-        held.rows,
-        base[runs.chunk[taken]] + runs.start[taken],
-        positions,
-        dest[taken],
-        lengths[taken],
-    )
     if rest.chunk.shape[0]:
         read = reader.read_runs([VERTICES], rest, turns=turns)[0]
+        lengths = runs.stop - runs.start
         n = lengths[~taken]
-        copy_row_runs(read, np.cumsum(n) - n, positions, dest[~taken], n)
+        dest = (np.cumsum(lengths) - lengths)[~taken]
+        copy_row_runs(read, np.cumsum(n) - n, positions, dest, n)
     attributes = reader.read_runs(names[1:], runs, turns=turns) if len(names) > 1 else []
     return [positions, *attributes]

@@ -43,7 +43,7 @@ from zarr_vectors.query._fragment_refs import (
     distinct_ascending,
     slot_order,
 )
-from zarr_vectors.query._held_rows import HeldRows, read_vertex_columns
+from zarr_vectors.query._held_rows import HeldRows, copy_held_rows, read_vertex_columns
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
 from zarr_vectors.read import ChunkRows, LevelReader, RowRuns, check_global_shapes
@@ -476,7 +476,9 @@ class ObjectReader:
         refs = self._handed_over(dense)
         if refs is None:
             refs = self._references(dense)
-        return _Plan(self, dense, refs, held=held).result()
+        plan = _Plan(self, dense, refs, held=held)
+        del held  # the plan lets the rows go once it has used them
+        return plan.result()
 
     def _owners_and_rows(self, region: Region) -> tuple[np.ndarray, HeldRows | None]:
         """:meth:`owners_in_region`, and the ``vertices`` rows of the chunks it decoded."""
@@ -617,17 +619,7 @@ class _Plan:
             starts, sizes = table.rows_of(self.ref_slot, self.ref_fragment, self.chunks)
         self._sort(starts, rows)
         runs, buffer_start = self._row_plan(starts, sizes)
-        vertex_rows = [
-            _in_reference_order(rows, buffer_start, sizes)
-            for rows in read_vertex_columns(
-                reader,
-                [VERTICES, *reader.attribute_names],
-                runs,
-                self.chunk_flat,
-                self.held,
-                self.turns,
-            )
-        ]
+        vertex_rows = self._vertex_rows(runs, buffer_start, sizes)
         per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
         offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
         links, link_columns = (
@@ -645,6 +637,19 @@ class _Plan:
             object_attributes=self._object_attributes(),
             link_attributes=link_columns,
         )
+
+    def _vertex_rows(
+        self, runs: RowRuns, buffer_start: np.ndarray, sizes: np.ndarray
+    ) -> list[np.ndarray]:
+        """The vertex columns' rows of every reference, in reference order; the held rows
+        (:attr:`held`) are used here and let go."""
+        held, self.held = self.held, None
+        copied = None if held is None else copy_held_rows(self.reader, runs, self.chunk_flat, held)
+        del held  # freed before the rest is read
+        names = [VERTICES, *self.reader.attribute_names]
+        read = read_vertex_columns(self.reader, names, runs, copied, self.turns)
+        del copied
+        return [_in_reference_order(rows, buffer_start, sizes) for rows in read]
 
     def _rows_by_group(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First row and row count of every reference, the fragment ranges decoded
