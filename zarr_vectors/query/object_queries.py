@@ -373,11 +373,14 @@ class ObjectReader:
 
     def _read_distinct(self, dense: np.ndarray, turns: bool) -> QueryResult:
         """The objects ``dense`` (distinct dense ids), whole, in the given order."""
+        return self._plan(dense, turns).result()
+
+    def _plan(self, dense: np.ndarray, turns: bool, held: HeldRows | None = None) -> _Plan:
+        """The read of the objects ``dense`` (distinct dense ids), with ``held`` rows."""
         refs = self._handed_over(dense)
         if refs is None:
             refs = self._references(dense)
-        plan = _Plan(self, dense, refs, turns)
-        return plan.result()
+        return _Plan(self, dense, refs, turns, held)
 
     def _references(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The fragment references of the objects ``dense``, in manifest order (§7.6)."""
@@ -473,10 +476,7 @@ class ObjectReader:
         dense, held = self._owners_and_rows(region)
         if group is not None:
             dense = np.intersect1d(dense, self.group_members(group))
-        refs = self._handed_over(dense)
-        if refs is None:
-            refs = self._references(dense)
-        plan = _Plan(self, dense, refs, held=held)
+        plan = self._plan(dense, True, held)
         del held  # the plan lets the rows go once it has used them
         return plan.result()
 
