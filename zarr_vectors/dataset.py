@@ -1043,11 +1043,7 @@ class VectorStore:
         self._check_object_options(group, clip)
         if not self.is_object_store:
             return query_region(self._level_reader(level), region)
-        objects = self._objects_at(level)
-        dense = objects.owners_in_region(region)
-        if group is not None:
-            dense = np.intersect1d(dense, objects.group_members(group))
-        found = objects.read(dense)
+        found = self._objects_at(level).read_region(region, group)
         return clip_to_region(found, region) if clip else found
 
     @property

@@ -43,6 +43,7 @@ from zarr_vectors.query._fragment_refs import (
     distinct_ascending,
     slot_order,
 )
+from zarr_vectors.query._held_rows import HeldRows, copy_held_rows, read_vertex_columns
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
 from zarr_vectors.read import ChunkRows, LevelReader, RowRuns, check_global_shapes
@@ -372,11 +373,14 @@ class ObjectReader:
 
     def _read_distinct(self, dense: np.ndarray, turns: bool) -> QueryResult:
         """The objects ``dense`` (distinct dense ids), whole, in the given order."""
+        return self._plan(dense, turns).result()
+
+    def _plan(self, dense: np.ndarray, turns: bool, held: HeldRows | None = None) -> _Plan:
+        """The read of the objects ``dense`` (distinct dense ids), with ``held`` rows."""
         refs = self._handed_over(dense)
         if refs is None:
             refs = self._references(dense)
-        plan = _Plan(self, dense, refs, turns)
-        return plan.result()
+        return _Plan(self, dense, refs, turns, held)
 
     def _references(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The fragment references of the objects ``dense``, in manifest order (§7.6)."""
@@ -460,12 +464,30 @@ class ObjectReader:
         Reads the fragment owners of the chunks the region can meet, and the vertices of
         those it does not cover whole (spec §8.3 step 5: object fragments are not binned).
         """
+        return self._owners_and_rows(region)[0]
+
+    def read_region(self, region: Region, group: Any = None) -> QueryResult:
+        """The objects with at least one vertex in ``region`` (and in ``group`` if given),
+        whole, in ascending dense id order.
+
+        The ``vertices`` rows the owners lookup decoded are reused by the read of the
+        objects (:mod:`~zarr_vectors.query._held_rows`), not read again.
+        """
+        dense, held = self._owners_and_rows(region)
+        if group is not None:
+            dense = np.intersect1d(dense, self.group_members(group))
+        plan = self._plan(dense, True, held)
+        del held  # the plan lets the rows go once it has used them
+        return plan.result()
+
+    def _owners_and_rows(self, region: Region) -> tuple[np.ndarray, HeldRows | None]:
+        """:meth:`owners_in_region`, and the ``vertices`` rows of the chunks it decoded."""
         reader = self.reader
         chunks, counts, inside = chunks_meeting(reader, region)
         if not chunks.shape[0]:
-            return np.empty(0, np.int64)
+            return np.empty(0, np.int64), None
         if inside.all() and chunks.shape[0] == reader.occupied_chunks(None, None)[0].shape[0]:
-            return self._filled()
+            return self._filled(), None
         ranges = reader.fragment_ranges(chunks, counts, index_columns=())
         keys = [tuple(c) for c in chunks.tolist()]
         fragments = [
@@ -478,7 +500,12 @@ class ObjectReader:
             if not full
         ]
         owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
-        return _owners(owners, ranges, inside, counts, positions, region)
+        found = _owners(owners, ranges, inside, counts, positions, region)
+        if not partial:
+            return found, None
+        cut = ~np.asarray(inside, dtype=bool)
+        flat = np.ravel_multi_index(tuple(chunks[cut].T), reader.grid.shape)
+        return found, HeldRows(flat.astype(np.int64), counts[cut].astype(np.int64), positions)
 
 
 RANGE_GROUP = 4
@@ -547,9 +574,11 @@ class _Plan:
         dense: np.ndarray,
         refs: tuple[np.ndarray, np.ndarray, np.ndarray],
         turns: bool = True,
+        held: HeldRows | None = None,
     ) -> None:
         self.objects = objects
         self.turns = turns
+        self.held = held
         self.reader = objects.reader
         self.dense = dense
         self.ref_object, ref_chunk, self.ref_fragment = refs
@@ -590,12 +619,7 @@ class _Plan:
             starts, sizes = table.rows_of(self.ref_slot, self.ref_fragment, self.chunks)
         self._sort(starts, rows)
         runs, buffer_start = self._row_plan(starts, sizes)
-        vertex_rows = [
-            _in_reference_order(rows, buffer_start, sizes)
-            for rows in reader.read_runs(
-                [VERTICES, *reader.attribute_names], runs, turns=self.turns
-            )
-        ]
+        vertex_rows = self._vertex_rows(runs, buffer_start, sizes)
         per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
         offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
         links, link_columns = (
@@ -613,6 +637,19 @@ class _Plan:
             object_attributes=self._object_attributes(),
             link_attributes=link_columns,
         )
+
+    def _vertex_rows(
+        self, runs: RowRuns, buffer_start: np.ndarray, sizes: np.ndarray
+    ) -> list[np.ndarray]:
+        """The vertex columns' rows of every reference, in reference order; the held rows
+        (:attr:`held`) are used here and let go."""
+        held, self.held = self.held, None
+        copied = None if held is None else copy_held_rows(self.reader, runs, self.chunk_flat, held)
+        del held  # freed before the rest is read
+        names = [VERTICES, *self.reader.attribute_names]
+        read = read_vertex_columns(self.reader, names, runs, copied, self.turns)
+        del copied
+        return [_in_reference_order(rows, buffer_start, sizes) for rows in read]
 
     def _rows_by_group(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First row and row count of every reference, the fragment ranges decoded
