@@ -19,7 +19,7 @@ __all__ = ["counts_blob_ranges", "exclusive_prefix_sum", "fill_count_blobs"]
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
 
-_I64_MAX = np.iinfo(np.int64).max
+_I64_MAX = np.uint64(np.iinfo(np.int64).max)
 
 
 @njit
@@ -202,15 +202,17 @@ def _counts_ranges(
     counts = np.empty(bounds[k], np.int64)
     ok = widths > 0
     for j in range(k):
-        total = 0
-        at = begins[j] + head
+        total = np.uint64(0)
+        at, width = begins[j] + head, widths[j]
         for f in range(bounds[j], bounds[j + 1]):
-            value = _get(buffer, at, widths[j])
-            at += widths[j]
-            if value > np.uint64(_I64_MAX - total):
+            value = np.uint64(0)
+            for b in range(width):  # inline: a call per count costs more than the count
+                value |= np.uint64(buffer[at + b]) << np.uint64(8 * b)
+            at += width
+            if value > _I64_MAX - total:
                 ok[j] = False
                 break
-            starts[f] = total
+            starts[f] = np.int64(total)
             counts[f] = np.int64(value)
-            total += np.int64(value)
+            total += value
     return starts, counts, bounds, ok
