@@ -678,10 +678,17 @@ class LevelReader:
     def _fetch_sharded_ranges(
         self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
     ) -> None:
-        """Fetch (one batch of byte ranges) and cache the blobs of chunks in shared shards,
-        planned and decoded for all chunks together (:mod:`~zarr_vectors.read.blob_batches`);
-        shards whose stored blocks are irregular go chunk by chunk (:meth:`_fetch_listed_ranges`),
-        which names the fault."""
+        """Fetch (one batch of byte ranges) and cache the blobs of chunks in shared shards.
+
+        Object kinds: planned and decoded for all chunks together, the counts-form blobs
+        parsed by one kernel (:mod:`~zarr_vectors.read.blob_batches`; a read by id meets
+        tens of chunks). Point clouds (per-bin blobs of the range form, few chunks a box)
+        and shards whose stored blocks are irregular go chunk by chunk
+        (:meth:`_fetch_listed_ranges`), which names any fault.
+        """
+        if self.kind == POINT_CLOUD:
+            self._fetch_listed_ranges(path, layout, chunks)
+            return
         name = path.rsplit("/", 1)[-1]
         keys, entries = self.indexes.entry_arrays(path, layout, np.asarray(chunks, np.int64))
         spans = stored_spans(entries)
