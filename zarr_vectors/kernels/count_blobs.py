@@ -154,7 +154,7 @@ def counts_blob_ranges(
     ([0, 3], [3, 4], [0, 2], [True])
     """
     magic, version, header_nbytes = header
-    return _counts_ranges(buffer, begins, ends, magic, version, header_nbytes)  # type: ignore[no-any-return]
+    return _counts_ranges(buffer, begins, ends, magic, version, header_nbytes)
 
 
 @njit
