@@ -647,11 +647,14 @@ class LevelReader:
         blob_requests: list[tuple[str, ByteRange]] = [
             (shard_key(path, np.asarray(k[1]), 0), None) for k in missing if not sharded
         ]
-        index_requests = self._index_requests(
-            [(column, chunk) for column in index_columns for chunk in indexed]
-        )
+        index_requests = [
+            request
+            for column in index_columns
+            if (column_layout := self.layouts.get(column)) is not None
+            for request in self.indexes.chunk_requests(self.paths[column], column_layout, indexed)
+        ]
         if sharded and layout is not None:
-            index_requests += self.indexes.requests((path, layout, k[1]) for k in missing)
+            index_requests += self.indexes.chunk_requests(path, layout, [k[1] for k in missing])
         raws = self.io.get_many(blob_requests + [(r[1], r[2]) for r in index_requests])
         self.indexes.keep(index_requests, raws[len(blob_requests) :], strict=False)
         if sharded and layout is not None:

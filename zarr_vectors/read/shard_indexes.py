@@ -71,6 +71,18 @@ class ShardIndexes:
             out.append((cache_key, key, -layout.tail_nbytes, layout))
         return out
 
+    def chunk_requests(
+        self, path: str, layout: RowLayout, chunks: Sequence[tuple[int, ...]]
+    ) -> list[IndexRequest]:
+        """:meth:`requests` of the chunks ``chunks`` of the array at ``path``; in a layout
+        of several chunks per shard (spec §9.0.1) their shards are found as arrays, not
+        chunk by chunk (a read by id meets tens of chunks in a few shards)."""
+        if layout.chunks_per_shard != 1 and len(chunks) > 1:
+            per = np.asarray(layout.shard_chunks, dtype=np.int64)
+            firsts = np.unique(np.asarray(chunks, dtype=np.int64) // per, axis=0) * per
+            chunks = [tuple(c) for c in firsts.tolist()]  # the first chunk of each shard
+        return self.requests((path, layout, chunk) for chunk in chunks)
+
     def keep(
         self, requests: list[IndexRequest], tails: Sequence[bytes | None], *, strict: bool
     ) -> None:
