@@ -63,7 +63,7 @@ def test_chunk_requests_are_the_requests_of_every_chunk(shard_chunks: int) -> No
     reader = _reader(shard_chunks)
     layout = reader.layouts["vertices"]
     assert layout is not None
-    chunks = [CHUNKS[i] for i in np.random.default_rng(4).permutation(len(CHUNKS))[:20]]
+    chunks = [CHUNKS[i] for i in np.random.default_rng(4).permutation(len(CHUNKS))[:40]]
     want = ShardIndexes().requests(("0/vertices", layout, c) for c in chunks)
     got = ShardIndexes().chunk_requests("0/vertices", layout, chunks)
     assert sorted(r[:3] for r in got) == sorted(r[:3] for r in want)
