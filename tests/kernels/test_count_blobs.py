@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarr_vectors.format.fragment_counts import tiling_blobs
+from zarr_vectors.format.fragment_counts import decode_counts_blobs, tiling_blobs
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges, decode_fragment_index
 from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
 from zarr_vectors.kernels.count_blobs import exclusive_prefix_sum, fill_count_blobs
@@ -101,3 +101,103 @@ def test_counts_form_reproduces_the_golden_example() -> None:
     got = decode_dense_ranges(golden + bytes(12))  # zero padding after the blob is fine
     np.testing.assert_array_equal(got[0], starts)
     np.testing.assert_array_equal(got[1], counts)
+
+
+def naive_counts_blob_ranges(
+    buffer: np.ndarray, begins: np.ndarray, ends: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """The numpy twin of :func:`counts_blob_ranges`: each blob parsed with :mod:`struct`."""
+    out: list[tuple[np.ndarray, np.ndarray] | None] = []
+    for a, b in zip(begins.tolist(), ends.tolist(), strict=True):
+        blob = buffer[a:b].tobytes()
+        if len(blob) < 16:
+            out.append(None)
+            continue
+        magic, version, flags, n_frag, n_range = struct.unpack_from("<IHHII", blob)
+        width = 1 << ((flags >> 1) & 3)
+        stop = 16 + width * n_frag
+        if (
+            (magic, version) != HEADER[:2]
+            or not flags & 1
+            or flags > 7
+            or n_frag == 0
+            or n_range != n_frag
+            or stop > len(blob)
+            or any(blob[stop:])
+        ):
+            out.append(None)
+            continue
+        counts = [
+            int.from_bytes(blob[16 + width * f : 16 + width * (f + 1)], "little")
+            for f in range(n_frag)
+        ]
+        if sum(counts) > 2**63 - 1:
+            out.append(None)
+            continue
+        starts = np.concatenate([[0], np.cumsum(counts, dtype=np.uint64)[:-1]]).astype(np.int64)
+        out.append((starts, np.array(counts, np.int64)))
+    return out
+
+
+def _batch(blobs: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    sizes = np.array([len(b) for b in blobs], np.int64)
+    ends = np.cumsum(sizes)
+    return np.frombuffer(b"".join(blobs), np.uint8), ends - sizes, ends
+
+
+def _assert_same(got: list, want: list) -> None:
+    assert [g is None for g in got] == [w is None for w in want]
+    for g, w in zip(got, want, strict=True):
+        if g is not None:
+            np.testing.assert_array_equal(g[0], w[0])
+            np.testing.assert_array_equal(g[1], w[1])
+
+
+def test_counts_blob_ranges_equals_its_numpy_twin() -> None:
+    """Every width, padding, and each kind of blob the kernel leaves to the strict decoder:
+    another form, a bad header, a truncated table, a non-zero tail, an int64 overflow."""
+    good = [naive_count_blob(np.array(c)) for c in ([3, 0, 255], [256, 1], [70_000], [2**33])]
+    overflow = struct.pack("<IHHII", HEADER[0], 1, 7, 2, 2) + struct.pack("<QQ", 2**62, 2**62)
+    ranges_form = encode_ranges_ragged(np.array([0, 3]), np.array([3, 4]), np.array([0, 2]))
+    bad = [
+        good[0][:-1],  # truncated
+        good[0] + b"\x00\x01",  # non-zero tail
+        good[1][:6] + b"\x09\x00" + good[1][8:],  # unknown flag bit
+        good[1][:8] + struct.pack("<II", 2, 1) + good[1][16:],  # R != F
+        b"\x00" * 16,
+        overflow,
+        ranges_form[0].tobytes(),
+    ]
+    blobs = [good[0] + bytes(5), *bad, *good[1:]]
+    buffer, begins, ends = _batch(blobs)
+    want = naive_counts_blob_ranges(buffer, begins, ends)
+    assert [w is None for w in want] == [False] + [True] * len(bad) + [False] * 3
+    _assert_same(decode_counts_blobs(buffer, begins, ends), want)
+    for blob, w in zip(blobs, want, strict=True):
+        if w is not None:
+            _assert_same([decode_dense_ranges(blob)], [w])
+
+
+@settings(max_examples=25, deadline=None)
+@given(ragged_ranges(), st.data())
+def test_batched_counts_blobs_decode_like_the_strict_decoder(
+    case: tuple[np.ndarray, np.ndarray, np.ndarray], data: st.DataObject
+) -> None:
+    """Blobs of both forms, one byte maybe flipped: a blob the batch decodes, the strict
+    decoder decodes to the same ranges; every intact counts-form blob is decoded."""
+    starts, counts, bounds = case
+    lean = [b.tobytes() for b in encode_ranges_ragged(starts, counts, bounds, counts_form=True)]
+    intact = [bool(b[6] & 1) for b in lean]
+    if data.draw(st.booleans()):
+        j = data.draw(st.integers(0, len(lean) - 1))
+        at = data.draw(st.integers(0, len(lean[j]) - 1))
+        flipped = bytearray(lean[j])
+        flipped[at] ^= data.draw(st.integers(1, 255))
+        lean[j], intact[j] = bytes(flipped), False
+    buffer, begins, ends = _batch(lean)
+    got = decode_counts_blobs(buffer, begins, ends)
+    _assert_same(got, naive_counts_blob_ranges(buffer, begins, ends))
+    for blob, found, whole in zip(lean, got, intact, strict=True):
+        assert found is not None or not whole
+        if found is not None:
+            _assert_same([decode_dense_ranges(blob)], [found])

@@ -57,6 +57,19 @@ def test_one_request_per_shard_and_none_once_cached() -> None:
     assert indexes.shards("0/attributes/x") == set()
 
 
+@pytest.mark.parametrize("shard_chunks", [1, 2])
+def test_chunk_requests_are_the_requests_of_every_chunk(shard_chunks: int) -> None:
+    """Shards found as arrays: the same requests (in any order) as chunk by chunk."""
+    reader = _reader(shard_chunks)
+    layout = reader.layouts["vertices"]
+    assert layout is not None
+    chunks = [CHUNKS[i] for i in np.random.default_rng(4).permutation(len(CHUNKS))[:40]]
+    want = ShardIndexes().requests(("0/vertices", layout, c) for c in chunks)
+    got = ShardIndexes().chunk_requests("0/vertices", layout, chunks)
+    assert sorted(r[:3] for r in got) == sorted(r[:3] for r in want)
+    assert ShardIndexes().chunk_requests("0/vertices", layout, chunks[:1])[0][:3] == want[0][:3]
+
+
 def test_a_chunk_gets_its_own_entries_out_of_a_shared_shard() -> None:
     """Blocks encode the same bytes however chunks are packed into shards, so each chunk's
     block lengths must equal those of the store with one chunk per shard; their offsets

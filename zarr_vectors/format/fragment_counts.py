@@ -30,13 +30,18 @@ from zarr_vectors.format.fragments import (
     IntArray,
     first_true,
 )
-from zarr_vectors.kernels.count_blobs import exclusive_prefix_sum, fill_count_blobs
+from zarr_vectors.kernels.count_blobs import (
+    counts_blob_ranges,
+    exclusive_prefix_sum,
+    fill_count_blobs,
+)
 
 __all__ = [
     "COUNTS_FLAG",
     "counts_blob_size",
     "counts_width",
     "decode_counts_blob",
+    "decode_counts_blobs",
     "encode_counts_ragged",
     "is_counts_flags",
     "tiling_blobs",
@@ -160,6 +165,47 @@ def decode_counts_blob(
     if len(mv) > end and (tail := np.frombuffer(mv, dtype=np.uint8, offset=end)).any():
         raise _fail(end + first_true(tail != 0), "non-zero byte after the blob")
     return starts, counts
+
+
+def decode_counts_blobs(
+    buffer: npt.NDArray[np.uint8], begins: IntArray, ends: IntArray
+) -> list[tuple[IntArray, IntArray] | None]:
+    """The ``(starts, counts)`` of many blobs at once, each as :func:`decode_counts_blob`
+    gives them for a well-formed counts-form blob; None for any other blob (another form,
+    or a damaged one: decode it with
+    :func:`~zarr_vectors.format.fragment_decoding.decode_dense_ranges`, which names the
+    fault).
+
+    Parameters
+    ----------
+    buffer
+        Bytes holding the blobs; blob ``j`` is ``buffer[begins[j]:ends[j]]``, possibly
+        followed by zero padding.
+    begins, ends
+        ``(k,)`` int64 bounds of each blob in ``buffer``.
+
+    Examples
+    --------
+    >>> blobs = encode_counts_ragged(np.array([3, 4, 300]), np.array([0, 2, 3]))
+    >>> joined = np.concatenate([blobs[0], np.zeros(5, np.uint8), blobs[1]])
+    >>> found = decode_counts_blobs(joined, np.array([0, 23]), np.array([23, 41]))
+    >>> [(s.tolist(), c.tolist()) for s, c in found]
+    [([0, 3], [3, 4]), ([0], [300])]
+    >>> decode_counts_blobs(np.zeros(16, np.uint8), np.array([0]), np.array([16]))
+    [None]
+    """
+    header = (FRAGMENT_INDEX_MAGIC, FRAGMENT_INDEX_VERSION, FRAGMENT_INDEX_HEADER_NBYTES)
+    starts, counts, bounds, ok = counts_blob_ranges(
+        buffer,
+        np.asarray(begins, dtype=np.int64),
+        np.asarray(ends, dtype=np.int64),
+        header,
+    )
+    edges = bounds.tolist()
+    return [
+        (starts[a:b], counts[a:b]) if good else None
+        for a, b, good in zip(edges[:-1], edges[1:], ok.tolist(), strict=True)
+    ]
 
 
 def _fail(offset: int, message: str) -> FragmentIndexError:

@@ -71,6 +71,8 @@ from zarr_vectors.format.version import has_place_records
 from zarr_vectors.kernels.ranges import concat_ranges
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read import row_reads
+from zarr_vectors.read.blob_batches import blob_ranges as batch_blob_ranges
+from zarr_vectors.read.blob_batches import decode_blobs, stored_spans
 from zarr_vectors.read.point_reads import PointReads, RowRuns
 from zarr_vectors.read.read_checks import (
     RESTORE,
@@ -645,11 +647,14 @@ class LevelReader:
         blob_requests: list[tuple[str, ByteRange]] = [
             (shard_key(path, np.asarray(k[1]), 0), None) for k in missing if not sharded
         ]
-        index_requests = self._index_requests(
-            [(column, chunk) for column in index_columns for chunk in indexed]
-        )
+        index_requests = [
+            request
+            for column in index_columns
+            if (column_layout := self.layouts.get(column)) is not None
+            for request in self.indexes.chunk_requests(self.paths[column], column_layout, indexed)
+        ]
         if sharded and layout is not None:
-            index_requests += self.indexes.requests((path, layout, k[1]) for k in missing)
+            index_requests += self.indexes.chunk_requests(path, layout, [k[1] for k in missing])
         raws = self.io.get_many(blob_requests + [(r[1], r[2]) for r in index_requests])
         self.indexes.keep(index_requests, raws[len(blob_requests) :], strict=False)
         if sharded and layout is not None:
@@ -676,7 +681,45 @@ class LevelReader:
     def _fetch_sharded_ranges(
         self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
     ) -> None:
-        """Fetch (one batch of byte ranges) and cache the blobs of chunks in shared shards."""
+        """Fetch (one batch of byte ranges) and cache the blobs of chunks in shared shards.
+
+        Object kinds: planned and decoded for all chunks together, the counts-form blobs
+        parsed by one kernel (:mod:`~zarr_vectors.read.blob_batches`; a read by id meets
+        tens of chunks). Point clouds (per-bin blobs of the range form, few chunks a box)
+        and shards whose stored blocks are irregular go chunk by chunk
+        (:meth:`_fetch_listed_ranges`), which names any fault.
+        """
+        if self.kind == POINT_CLOUD:
+            self._fetch_listed_ranges(path, layout, chunks)
+            return
+        name = path.rsplit("/", 1)[-1]
+        keys, entries = self.indexes.entry_arrays(path, layout, np.asarray(chunks, np.int64))
+        spans = stored_spans(entries)
+        if spans is None:
+            self._fetch_listed_ranges(path, layout, chunks)
+            return
+        requests: list[tuple[str, ByteRange]] = [
+            (key, (start, end))
+            for key, start, end in zip(keys, spans.start.tolist(), spans.end.tolist(), strict=True)
+            if end
+        ]
+        fetched = iter(self._get_grouped(requests))
+        payloads = []
+        for key, end in zip(keys, spans.end.tolist(), strict=True):
+            raw = next(fetched) if end else b""
+            if raw is None:
+                raise CorruptChunkError(f"{key}: shard disappeared while reading")
+            payloads.append(raw)
+        blobs, bounds = decode_blobs(layout, keys, entries, spans, payloads)
+        found = batch_blob_ranges(blobs, bounds, keys, _blob_ranges)
+        for chunk, ranges in zip(chunks, found, strict=True):
+            self._ranges[(name, chunk)] = ranges
+
+    def _fetch_listed_ranges(
+        self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
+    ) -> None:
+        """Fetch (one batch of byte ranges) and cache the blobs of chunks in shared shards,
+        chunk by chunk (see :meth:`_fetch_sharded_ranges`)."""
         name = path.rsplit("/", 1)[-1]
         requests: list[tuple[str, ByteRange]] = []
         found: list[tuple[str, list[list[int]], tuple[int, int]]] = []

@@ -26,6 +26,11 @@ IndexRequest = tuple[IndexKey, str, ByteRange, RowLayout]
 """(cache key, shard key, suffix to fetch, layout) of a shard index to fetch."""
 
 
+ARRAY_CHUNKS = 32
+"""Chunks from which :meth:`ShardIndexes.chunk_requests` finds their shards as arrays: the
+arrays' fixed cost (~45 us) exceeds the per-chunk loop's (~2.5 us a chunk) below about 20;
+a point cloud's 1% box meets about 8 (benchmarks/results/by_id.md)."""
+
 LISTED_FACTOR = 11
 """Bytes of an index's entries as Python lists over its array's: per entry of two uint64
 (16 bytes), a list pointer (8), a two-item list (72) and two ints (~32 each)."""
@@ -70,6 +75,22 @@ class ShardIndexes:
             key = shard_key(path, np.asarray(shard), len(layout.row_shape))
             out.append((cache_key, key, -layout.tail_nbytes, layout))
         return out
+
+    def chunk_requests(
+        self, path: str, layout: RowLayout, chunks: Sequence[tuple[int, ...]]
+    ) -> list[IndexRequest]:
+        """:meth:`requests` of the chunks ``chunks`` of the array at ``path``; in a layout
+        of several chunks per shard (spec §9.0.1), from :data:`ARRAY_CHUNKS` chunks on
+        (a read by id meets tens of chunks in a few shards), their shards are found as
+        arrays, not chunk by chunk."""
+        if layout.chunks_per_shard != 1 and len(chunks) >= ARRAY_CHUNKS:
+            per = np.asarray(layout.shard_chunks, dtype=np.int64)
+            shards = np.asarray(chunks, dtype=np.int64) // per
+            dims = tuple((shards.max(axis=0) + 1).tolist())
+            flat = np.unique(np.ravel_multi_index(tuple(shards.T), dims))
+            firsts = np.stack(np.unravel_index(flat, dims), axis=1) * per
+            chunks = [tuple(c) for c in firsts.tolist()]  # the first chunk of each shard
+        return self.requests((path, layout, chunk) for chunk in chunks)
 
     def keep(
         self, requests: list[IndexRequest], tails: Sequence[bytes | None], *, strict: bool

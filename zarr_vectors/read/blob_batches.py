@@ -1,0 +1,141 @@
+"""Fragment-index blobs of many chunks in shared shards (spec §6, §9.0.1), planned, decoded
+and turned into fragment ranges by a few array operations and kernel calls, not chunk by
+chunk in Python.
+
+A read by id meets tens of chunks; their blobs lie in a few shards whose indexes are cached.
+:func:`stored_spans` finds each chunk's stored blocks and byte span from the index entries,
+:func:`decode_blobs` decodes every stored block of the fetched spans in one call, and
+:func:`blob_ranges` decodes the counts-form blobs (§6.8) together. Anything irregular (a
+missing block before a stored one, a blob of another form, damage) is left to the per-chunk
+decoders, which raise their precise errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from zarr_vectors.format.fragment_counts import decode_counts_blobs
+from zarr_vectors.store.shards import RowLayout
+
+__all__ = ["StoredSpans", "blob_ranges", "decode_blobs", "stored_spans"]
+
+_MISSING = np.uint64(2**64 - 1)
+_LARGEST = np.uint64(2**62)  # offsets and sizes beyond this go the per-chunk way
+
+
+class StoredSpans(NamedTuple):
+    """Per chunk: its stored row blocks (its first ``stored``) and their byte span."""
+
+    stored: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+def stored_spans(entries: np.ndarray) -> StoredSpans | None:
+    """The stored blocks and byte span ``[start, end)`` of every chunk, from the
+    ``(m, n_blocks, 2)`` uint64 shard index entries of ``m`` chunks; a chunk storing no
+    block has the span ``(0, 0)``.
+
+    Returns None when some chunk does not store exactly its first blocks (each with an
+    offset and a size), or names offsets beyond 2**62: the per-chunk path reports those.
+
+    Examples
+    --------
+    >>> e = np.array([[[0, 10], [10, 6]], [[40, 8], [2**64 - 1, 2**64 - 1]]], np.uint64)
+    >>> [a.tolist() for a in stored_spans(e)]
+    [[2, 1], [0, 40], [16, 48]]
+    >>> stored_spans(e[:, ::-1]) is None
+    True
+    """
+    offsets, sizes = entries[..., 0], entries[..., 1]
+    present = offsets != _MISSING
+    stored = present.sum(axis=1)
+    prefix = np.arange(entries.shape[1]) < stored[:, None]
+    if (
+        np.any(present != prefix)
+        or np.any(sizes[present] == _MISSING)
+        or np.any(offsets[present] >= _LARGEST)
+        or np.any(sizes[present] >= _LARGEST)
+    ):
+        return None
+    first = np.where(present, offsets, _LARGEST).astype(np.int64).min(axis=1, initial=2**62)
+    last = np.where(present, offsets + sizes, 0).astype(np.int64).max(axis=1, initial=0)
+    return StoredSpans(stored.astype(np.int64), np.where(stored > 0, first, 0), last)
+
+
+def decode_blobs(
+    layout: RowLayout,
+    keys: Sequence[str],
+    entries: np.ndarray,
+    spans: StoredSpans,
+    payloads: Sequence[bytes],
+) -> tuple[np.ndarray, np.ndarray]:
+    """The blobs of every chunk, each its stored blocks decoded back to back, all in one
+    call of :meth:`~zarr_vectors.store.shards.RowLayout.decode_blocks_at`: the bytes, and
+    the ``(m + 1,)`` bounds of each chunk's blob in them.
+
+    Parameters
+    ----------
+    layout
+        The blob array's row layout.
+    keys
+        Each chunk's shard key (for error messages).
+    entries, spans
+        Each chunk's index entries and :func:`stored_spans`.
+    payloads
+        The fetched bytes of each chunk's span (``b""`` for an empty span).
+
+    Raises
+    ------
+    CorruptChunkError
+        When a block lies outside the bytes fetched or fails a check.
+    """
+    lengths = np.array([len(p) for p in payloads], dtype=np.int64)
+    base = np.cumsum(lengths) - lengths
+    chunk_of = np.repeat(np.arange(spans.stored.shape[0]), spans.stored)
+    number = np.arange(chunk_of.shape[0]) - np.repeat(
+        np.cumsum(spans.stored) - spans.stored, spans.stored
+    )
+    offsets = entries[chunk_of, number, 0].astype(np.int64) - spans.start[chunk_of]
+    sizes = entries[chunk_of, number, 1].astype(np.int64)
+    inside = offsets + sizes <= lengths[chunk_of]
+    total = int(lengths.sum())
+    starts = np.where(inside, base[chunk_of] + offsets, total)  # outside: the kernel refuses
+    r = layout.rows_per_block
+    out = np.zeros(chunk_of.shape[0] * r, dtype=np.uint8)
+    if chunk_of.shape[0]:
+        layout.decode_blocks_at(
+            np.frombuffer(b"".join(payloads), dtype=np.uint8),
+            starts,
+            sizes,
+            np.arange(chunk_of.shape[0], dtype=np.int64),
+            out,
+            _describe(number, chunk_of, keys),
+        )
+    return out, np.concatenate([[0], np.cumsum(spans.stored) * r]).astype(np.int64)
+
+
+def _describe(
+    number: np.ndarray, chunk_of: np.ndarray, keys: Sequence[str]
+) -> Callable[[int], tuple[int, str]]:
+    return lambda i: (int(number[i]), keys[int(chunk_of[i])])
+
+
+def blob_ranges(
+    blobs: np.ndarray,
+    bounds: np.ndarray,
+    keys: Sequence[str],
+    one: Callable[[np.ndarray, str], tuple[np.ndarray, np.ndarray]],
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The fragment ranges ``(starts, counts)`` of every blob ``blobs[bounds[j]:bounds[j +
+    1]]`` (:func:`decode_blobs`): the counts-form blobs decoded together, any other blob by
+    ``one(blob, key)`` (which raises for a damaged one)."""
+    found = decode_counts_blobs(blobs, bounds[:-1], bounds[1:])
+    edges = bounds.tolist()
+    return [
+        ranges if ranges is not None else one(blobs[edges[j] : edges[j + 1]], keys[j])
+        for j, ranges in enumerate(found)
+    ]
