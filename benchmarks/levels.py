@@ -243,9 +243,7 @@ def _stream_child(n: int, seed: int, levels: str, root: Path) -> dict[str, Any]:
     settings = None if levels == "none" else levels
     reset = reset_peak_rss()
     before = proc_status_kb("VmRSS") or 0
-    wall, cpu = _timed(
-        lambda: _stream(path, n, seed, settings, STREAM_CHUNK_POINTS, STREAM_BATCH)
-    )
+    wall, cpu = _timed(lambda: _stream(path, n, seed, settings, STREAM_CHUNK_POINTS, STREAM_BATCH))
     peak = proc_status_kb("VmHWM") or 0
     size, files = tree_size(path)
     return {
