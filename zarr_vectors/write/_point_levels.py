@@ -513,11 +513,11 @@ class _Candidate:
     grid: ChunkGrid
     cap: int
     how: list[str] | None  # aggregate reductions, in ``names`` order
-    rows: list[SortedPoints] | None = None  # every chunk's, when computed already
+    rows: SortedPoints | None = None  # every chunk's, in ``chunks`` order, when computed
 
     def chunk(self, j: int) -> SortedPoints:
         if self.rows is not None:
-            return self.rows[j]
+            return _chunk_of(self.rows, j)
         columns = self.base.read(self.source, self.chunks[j], int(self.counts[j]))
         return chunk_level(columns, self.base.bounds, self.grid, self.cap, self.how)
 
@@ -669,7 +669,7 @@ class _EarlyLevel:
         if len(held) < self.missing[shard]:
             return
         ready = self.ready.pop(shard)
-        blobs = _bin_blobs([rows for _, rows in ready])
+        blobs = _bin_blobs(np.concatenate([rows.bin_offsets for _, rows in ready]))
         for (key, rows), blob in zip(ready, blobs, strict=True):
             self.writer.add_chunk(np.asarray(key, np.int64), rows.columns[: self.width], blob)
 
@@ -842,11 +842,18 @@ class FirstLevels:
 
     def level0_rows(self, chunks: np.ndarray) -> tuple[list[SortedPoints], np.ndarray] | None:
         """Level 0's rows of each of ``chunks`` (grid indices, the builder's order) and its
-        bins per chunk, when ``keep_level0`` kept every one of them; else None."""
-        rows = self.level0
+        bins per chunk, when ``keep_level0`` kept every one of them; else None. They are
+        dropped here (the caller holds them alone)."""
+        rows, self.level0, self.level0_nbytes = self.level0, None, 0
         if rows is None or any(tuple(int(c) for c in chunk) not in rows for chunk in chunks):
             return None
         return [rows[tuple(int(c) for c in chunk)] for chunk in chunks], self.bins
+
+    def take_rows(self, chunks: np.ndarray) -> dict[int, list[SortedPoints]]:
+        """:meth:`rows_of`, then drop them here (the caller holds them alone)."""
+        rows = self.rows_of(chunks)
+        self.rows, self.nbytes = None, 0
+        return rows
 
     def rows_of(self, chunks: np.ndarray) -> dict[int, list[SortedPoints]]:
         """Candidate index → the rows of each of ``chunks`` (grid indices, the builder's
@@ -928,24 +935,21 @@ def _build(
         how = [record["reductions"][name] for name in base.names]
     finer = (0, base.chunks, base.counts)
     # the finer level's rows in memory, and its bins (level 0's, when the writer kept them)
-    finer_rows = None if cached is None else cached.level0_rows(base.chunks)
+    finer_rows = None if cached is None else _joined_level0(cached.level0_rows(base.chunks))
     total = int(base.counts.sum())
-    first = {} if cached is None else cached.rows_of(base.chunks)
+    first = {} if cached is None else cached.take_rows(base.chunks)
     for index, (ratio, cap) in enumerate(_candidates(settings, base.grid.bins)):
         if levels_done(settings, len(writes), total):
             break
         source = (0, base.chunks, base.counts) if how is not None else finer
         grid = coarse_grid(base.grid, ratio)
-        rows = first.get(index)
+        rows = _joined(first.pop(index, []))
         if rows is None and how is None:  # sample: from the finer level's rows in memory
             rows = _from_rows(finer_rows, base, grid, cap)
         if rows is None and source[0] != 0:
             writes.wait()  # the source level is read back from the store
         candidate = _Candidate(base, *source, grid, cap, how, rows)
-        counts = np.asarray(
-            [int(candidate.chunk(j).chunk_offsets[-1]) for j in range(source[1].shape[0])],
-            dtype=np.int64,
-        )
+        counts = _chunk_counts(candidate)
         if int(counts.sum()) >= total:
             continue
         number = len(writes) + 1
@@ -958,30 +962,84 @@ def _build(
                 cached.discard_first()  # before another level is written as level 1
             writes.add(candidate, number, ratio, counts, coarsening)
         finer, total = (number, source[1][counts > 0], counts[counts > 0]), int(counts.sum())
-        if rows is not None:
-            finer_rows = ([r for r, c in zip(rows, counts, strict=True) if c > 0], grid.bins)
-        else:
-            finer_rows = None
+        finer_rows = None if rows is None else (_occupied(rows, counts > 0), grid.bins)
     warn_short(settings, len(writes), total)
 
 
+def _chunk_counts(candidate: _Candidate) -> np.ndarray:
+    """The rows of each chunk of ``candidate`` (computed chunk by chunk when not in memory)."""
+    if candidate.rows is not None:
+        return np.diff(candidate.rows.chunk_offsets)
+    return np.asarray(
+        [int(candidate.chunk(j).chunk_offsets[-1]) for j in range(candidate.chunks.shape[0])],
+        dtype=np.int64,
+    )
+
+
+def _joined(rows: list[SortedPoints]) -> SortedPoints | None:
+    """The rows of several chunks (one :class:`SortedPoints` each) as one, in the order
+    given (None for none)."""
+    if not rows:
+        return None
+    columns = [np.concatenate([r.columns[k] for r in rows]) for k in range(len(rows[0].columns))]
+    counts = np.asarray([r.chunk_offsets[-1] for r in rows], dtype=np.int64)
+    return SortedPoints(
+        columns,
+        np.concatenate([r.chunks for r in rows]),
+        np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        np.concatenate([r.bin_offsets for r in rows]),
+    )
+
+
+def _joined_level0(
+    level0: tuple[list[SortedPoints], np.ndarray] | None,
+) -> tuple[SortedPoints, np.ndarray] | None:
+    """:func:`_joined` of :meth:`FirstLevels.level0_rows` (with its bins), or None."""
+    if level0 is None:
+        return None
+    rows = _joined(level0[0])
+    return None if rows is None else (rows, level0[1])
+
+
+def _chunk_of(rows: SortedPoints, j: int) -> SortedPoints:
+    """Chunk ``j`` of ``rows`` (several chunks) alone, its columns views."""
+    start, end = int(rows.chunk_offsets[j]), int(rows.chunk_offsets[j + 1])
+    return SortedPoints(
+        [values[start:end] for values in rows.columns],
+        rows.chunks[j : j + 1],
+        np.array([0, end - start], dtype=np.int64),
+        rows.bin_offsets[j : j + 1],
+    )
+
+
+def _occupied(rows: SortedPoints, keep: np.ndarray) -> SortedPoints:
+    """``rows`` of the chunks where ``keep`` is True (the others hold no rows)."""
+    if keep.all():
+        return rows
+    counts = np.diff(rows.chunk_offsets)[keep]
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return SortedPoints(rows.columns, rows.chunks[keep], offsets, rows.bin_offsets[keep])
+
+
 def _from_rows(
-    finer: tuple[list[SortedPoints], np.ndarray] | None,
+    finer: tuple[SortedPoints, np.ndarray] | None,
     base: StoredLevel0,
     grid: ChunkGrid,
     cap: int,
-) -> list[SortedPoints] | None:
+) -> SortedPoints | None:
     """A ``sample`` candidate's rows of every chunk from the finer level's rows in memory
-    (with that level's bins per chunk), each chunk computed once; None without them."""
+    (with that level's bins per chunk), by one kernel call where the bins merge
+    (:meth:`BinMerge.sample_chunks`), else chunk by chunk; None without them."""
     if finer is None:
         return None
     rows, bins = finer
     merge = BinMerge.plan(bins, grid.bins)
-    setting = (base.bounds, grid, cap, None)
-    return [
-        _chunk_candidate(level.columns, level.bin_offsets[0], merge, level.chunks[0], setting)
-        for level in rows
-    ]
+    if merge is not None:
+        return merge.sample_chunks(rows, cap)
+    chunks = range(rows.chunks.shape[0])
+    return _joined(
+        [chunk_level(_chunk_of(rows, j).columns, base.bounds, grid, cap, None) for j in chunks]
+    )
 
 
 def _chunk_candidate(
@@ -1023,18 +1081,17 @@ def _write_stored_level(
         options,
         blobs=point_blob_layout(candidate.grid),
     )
-    blobs = None if candidate.rows is None else _bin_blobs(candidate.rows)
+    blobs = None if candidate.rows is None else _bin_blobs(candidate.rows.bin_offsets)
     for j in shard_major_order(candidate.chunks, writer.shard_chunks).tolist():
         level = candidate.chunk(j)
-        blob = _bin_blobs([level])[0] if blobs is None else blobs[j]
+        blob = _bin_blobs(level.bin_offsets)[0] if blobs is None else blobs[j]
         writer.add_chunk(candidate.chunks[j], level.columns[: 1 + len(attributes)], blob)
     return _level_metadata(base.io, number, ratio, candidate.grid, writer.finish(), coarsening)
 
 
-def _bin_blobs(chunks: list[SortedPoints]) -> np.ndarray:
-    """The vertex-fragment blob (the bins as ranges) of each of ``chunks`` (one chunk
-    each), encoded together: row ``i`` is that of ``chunks[i]``."""
-    bins = np.concatenate([level.bin_offsets for level in chunks])
+def _bin_blobs(bins: np.ndarray) -> np.ndarray:
+    """The vertex-fragment blob (the bins as ranges) of each chunk of ``bins`` (``(m, P +
+    1)`` bin offsets), encoded together: row ``i`` is that of ``bins[i]``."""
     return encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))
 
 
