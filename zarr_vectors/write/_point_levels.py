@@ -670,8 +670,9 @@ class _EarlyLevel:
             return
         ready = self.ready.pop(shard)
         blobs = _bin_blobs(np.concatenate([rows.bin_offsets for _, rows in ready]))
-        for (key, rows), blob in zip(ready, blobs, strict=True):
-            self.writer.add_chunk(np.asarray(key, np.int64), rows.columns[: self.width], blob)
+        columns = [[rows.columns[k] for _, rows in ready] for k in range(self.width)]
+        keys = np.asarray([key for key, _ in ready], dtype=np.int64)
+        self.writer.add_chunks(keys, columns, list(blobs))  # the rows are not changed after
 
     def finish(self) -> LevelStats:
         """Write the rest of the level (every chunk was added)."""
@@ -1081,12 +1082,25 @@ def _write_stored_level(
         options,
         blobs=point_blob_layout(candidate.grid),
     )
-    blobs = None if candidate.rows is None else _bin_blobs(candidate.rows.bin_offsets)
-    for j in shard_major_order(candidate.chunks, writer.shard_chunks).tolist():
-        level = candidate.chunk(j)
-        blob = _bin_blobs(level.bin_offsets)[0] if blobs is None else blobs[j]
-        writer.add_chunk(candidate.chunks[j], level.columns[: 1 + len(attributes)], blob)
+    order = shard_major_order(candidate.chunks, writer.shard_chunks).tolist()
+    if candidate.rows is not None:
+        _add_rows(writer, candidate.rows, order, 1 + len(attributes))
+    else:
+        for j in order:
+            level = candidate.chunk(j)
+            blob = _bin_blobs(level.bin_offsets)[0]
+            writer.add_chunk(candidate.chunks[j], level.columns[: 1 + len(attributes)], blob)
     return _level_metadata(base.io, number, ratio, candidate.grid, writer.finish(), coarsening)
+
+
+def _add_rows(writer: LevelWriter, rows: SortedPoints, order: list[int], width: int) -> None:
+    """Give ``writer`` every chunk of ``rows`` (each holding rows; kept unchanged until the
+    level is written), in ``order``, by one call: the first ``width`` columns and the bin
+    blobs, not copied."""
+    ends = rows.chunk_offsets
+    columns = [[values[ends[j] : ends[j + 1]] for j in order] for values in rows.columns[:width]]
+    blobs = _bin_blobs(rows.bin_offsets)
+    writer.add_chunks(rows.chunks[order], columns, [blobs[j] for j in order])
 
 
 def _bin_blobs(bins: np.ndarray) -> np.ndarray:
