@@ -939,20 +939,27 @@ def _build(
     finer_rows = None if cached is None else _joined_level0(cached.level0_rows(base.chunks))
     total = int(base.counts.sum())
     first = {} if cached is None else cached.take_rows(base.chunks)
+    budget = 0 if cached is None else cached.budget  # for a candidate read back, computed
     for index, (ratio, cap) in enumerate(_candidates(settings, base.grid.bins)):
         if levels_done(settings, len(writes), total):
             break
         source = (0, base.chunks, base.counts) if how is not None else finer
         grid = coarse_grid(base.grid, ratio)
-        rows = _joined(first.pop(index, []))
+        listed = first.pop(index, [])
+        if sum(int(level.chunk_offsets[-1]) for level in listed) >= total:
+            continue  # reduces nothing (joined only when it does)
+        rows = _joined(listed)
         if rows is None and how is None:  # sample: from the finer level's rows in memory
             rows = _from_rows(finer_rows, base, grid, cap)
         if rows is None and source[0] != 0:
             writes.wait()  # the source level is read back from the store
         candidate = _Candidate(base, *source, grid, cap, how, rows)
-        counts = _chunk_counts(candidate)
+        counts, kept = _counted(candidate, budget)
         if int(counts.sum()) >= total:
             continue
+        if kept:  # computed from the level read back once, and kept: written from memory
+            candidate = replace(candidate, rows=_joined(kept))
+            rows = candidate.rows
         number = len(writes) + 1
         coarsening = record if record is not None else sample_coarsening(cap)
         early = cached.first_written() if index == 0 and cached is not None else None
@@ -967,14 +974,24 @@ def _build(
     warn_short(settings, len(writes), total)
 
 
-def _chunk_counts(candidate: _Candidate) -> np.ndarray:
-    """The rows of each chunk of ``candidate`` (computed chunk by chunk when not in memory)."""
+def _counted(candidate: _Candidate, budget: int) -> tuple[np.ndarray, list[SortedPoints] | None]:
+    """The rows of each chunk of ``candidate``; when they are not in memory, each chunk is
+    computed (its source read back) and its rows are kept too, all of them while they fit
+    ``budget`` bytes (else None: the writer computes them again)."""
     if candidate.rows is not None:
-        return np.diff(candidate.rows.chunk_offsets)
-    return np.asarray(
-        [int(candidate.chunk(j).chunk_offsets[-1]) for j in range(candidate.chunks.shape[0])],
-        dtype=np.int64,
-    )
+        return np.diff(candidate.rows.chunk_offsets), None
+    counts = np.zeros(candidate.chunks.shape[0], dtype=np.int64)
+    kept: list[SortedPoints] | None = []
+    nbytes = 0
+    for j in range(counts.shape[0]):
+        level = candidate.chunk(j)
+        counts[j] = level.chunk_offsets[-1]
+        nbytes += sum(values.nbytes for values in level.columns)
+        if kept is not None and nbytes <= budget:
+            kept.append(level)
+        else:
+            kept = None
+    return counts, kept
 
 
 def _joined(rows: list[SortedPoints]) -> SortedPoints | None:
