@@ -779,6 +779,31 @@ class FirstLevels:
         if self.nbytes > self.budget:
             self.rows = None
 
+    @staticmethod
+    def may_keep_all(settings: Levels, grid: ChunkGrid, counts: np.ndarray) -> bool:
+        """Whether the first ``sample`` candidate may keep every row (no chunk of
+        ``counts`` rows holds more than its cap per coarse bin times its coarse bins): the
+        schedule then skips it and computes the next from level 0, which is worth keeping
+        (``keep_level0``). False for ``aggregate`` (its candidates are all computed here).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> one = np.ones(1, int)
+        >>> grid = ChunkGrid(np.array([8.0]), np.array([2.0]), 4 * one, 0 * one, one)
+        >>> FirstLevels.may_keep_all(Levels(per_bin=2), grid, np.array([3, 4]))
+        True
+        >>> FirstLevels.may_keep_all(Levels(per_bin=2), grid, np.array([5]))
+        False
+        """
+        if settings.method == AGGREGATE:
+            return False
+        ratio, cap = next(_candidates(settings, grid.bins), (None, 0))
+        if ratio is None:
+            return False
+        most = cap * int(np.prod(coarse_grid(grid, ratio).bins))
+        return int(np.max(counts, initial=0)) <= most
+
     def write_first(
         self,
         io: StoreIO,
