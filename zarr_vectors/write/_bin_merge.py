@@ -123,7 +123,8 @@ class BinMerge:
         >>> merge = BinMerge.plan(np.array([2]), np.array([1]))
         >>> rows = [np.array([[0.5], [1.5], [1.7], [8.5]], np.float32)]
         >>> chunks = np.array([[0], [1]])
-        >>> frame = SortedPoints(rows, chunks, np.array([0, 3, 4]), np.array([[0, 1, 3], [0, 1, 1]]))
+        >>> bins = np.array([[0, 1, 3], [0, 1, 1]])
+        >>> frame = SortedPoints(rows, chunks, np.array([0, 3, 4]), bins)
         >>> level = merge.sample_chunks(frame, 2)
         >>> level.chunk_offsets.tolist(), level.bin_offsets.tolist()
         ([0, 2, 3], [[0, 2], [0, 1]])
