@@ -961,7 +961,9 @@ def _build(
         how = [record["reductions"][name] for name in base.names]
     finer = (0, base.chunks, base.counts)
     # the finer level's rows in memory, and its bins (level 0's, when the writer kept them)
-    finer_rows = None if cached is None else _joined_level0(cached.level0_rows(base.chunks))
+    finer_rows: tuple[_Rows, np.ndarray] | None = None
+    if cached is not None:
+        finer_rows = cached.level0_rows(base.chunks)
     total = int(base.counts.sum())
     first = {} if cached is None else cached.take_rows(base.chunks)
     budget = 0 if cached is None else cached.budget  # for a candidate read back, computed
@@ -970,21 +972,16 @@ def _build(
             break
         source = (0, base.chunks, base.counts) if how is not None else finer
         grid = coarse_grid(base.grid, ratio)
-        listed = first.pop(index, [])
-        if sum(int(level.chunk_offsets[-1]) for level in listed) >= total:
-            continue  # reduces nothing (joined only when it does)
-        rows = _joined(listed)
-        if rows is None and how is None:  # sample: from the finer level's rows in memory
+        listed = first.pop(index, [])  # computed by the writer, one per chunk
+        rows = None
+        if not listed and how is None:  # sample: from the finer level's rows in memory
             rows = _from_rows(finer_rows, base, grid, cap)
-        if rows is None and source[0] != 0:
+        if not listed and rows is None and source[0] != 0:
             writes.wait()  # the source level is read back from the store
         candidate = _Candidate(base, *source, grid, cap, how, rows)
-        counts, kept = _counted(candidate, budget)
+        counts, kept = _counted(candidate, budget, listed)
         if int(counts.sum()) >= total:
             continue
-        if kept:  # computed from the level read back once, and kept: written from memory
-            candidate = replace(candidate, rows=_joined(kept))
-            rows = candidate.rows
         number = len(writes) + 1
         coarsening = record if record is not None else sample_coarsening(cap)
         early = cached.first_written() if index == 0 and cached is not None else None
@@ -993,16 +990,28 @@ def _build(
         else:
             if cached is not None:
                 cached.discard_first()  # before another level is written as level 1
+            if kept and rows is None:  # written from memory
+                candidate = replace(candidate, rows=_joined(kept))
             writes.add(candidate, number, ratio, counts, coarsening)
         finer, total = (number, source[1][counts > 0], counts[counts > 0]), int(counts.sum())
-        finer_rows = None if rows is None else (_occupied(rows, counts > 0), grid.bins)
+        held = candidate.rows if candidate.rows is not None else kept
+        finer_rows = None if held is None else (_occupied(held, counts > 0), grid.bins)
     warn_short(settings, len(writes), total)
 
 
-def _counted(candidate: _Candidate, budget: int) -> tuple[np.ndarray, list[SortedPoints] | None]:
-    """The rows of each chunk of ``candidate``; when they are not in memory, each chunk is
-    computed (its source read back) and its rows are kept too, all of them while they fit
-    ``budget`` bytes (else None: the writer computes them again)."""
+_Rows = SortedPoints | list[SortedPoints]
+"""The rows of every chunk of a level in memory: one frame, or one per chunk."""
+
+
+def _counted(
+    candidate: _Candidate, budget: int, listed: list[SortedPoints]
+) -> tuple[np.ndarray, list[SortedPoints] | None]:
+    """The rows of each chunk of ``candidate``, and its rows one per chunk when they are
+    ``listed`` or were computed here: when they are not in memory, each chunk is computed
+    (its source read back) and kept, all of them while they fit ``budget`` bytes (else
+    None: the writer computes them again)."""
+    if listed:
+        return np.asarray([r.chunk_offsets[-1] for r in listed], dtype=np.int64), listed
     if candidate.rows is not None:
         return np.diff(candidate.rows.chunk_offsets), None
     counts = np.zeros(candidate.chunks.shape[0], dtype=np.int64)
@@ -1034,16 +1043,6 @@ def _joined(rows: list[SortedPoints]) -> SortedPoints | None:
     )
 
 
-def _joined_level0(
-    level0: tuple[list[SortedPoints], np.ndarray] | None,
-) -> tuple[SortedPoints, np.ndarray] | None:
-    """:func:`_joined` of :meth:`FirstLevels.level0_rows` (with its bins), or None."""
-    if level0 is None:
-        return None
-    rows = _joined(level0[0])
-    return None if rows is None else (rows, level0[1])
-
-
 def _chunk_of(rows: SortedPoints, j: int) -> SortedPoints:
     """Chunk ``j`` of ``rows`` (several chunks) alone, its columns views."""
     start, end = int(rows.chunk_offsets[j]), int(rows.chunk_offsets[j + 1])
@@ -1055,33 +1054,41 @@ def _chunk_of(rows: SortedPoints, j: int) -> SortedPoints:
     )
 
 
-def _occupied(rows: SortedPoints, keep: np.ndarray) -> SortedPoints:
+def _occupied(rows: _Rows, keep: np.ndarray) -> _Rows:
     """``rows`` of the chunks where ``keep`` is True (the others hold no rows)."""
     if keep.all():
         return rows
+    if isinstance(rows, list):
+        return [level for level, kept in zip(rows, keep, strict=True) if kept]
     counts = np.diff(rows.chunk_offsets)[keep]
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     return SortedPoints(rows.columns, rows.chunks[keep], offsets, rows.bin_offsets[keep])
 
 
 def _from_rows(
-    finer: tuple[SortedPoints, np.ndarray] | None,
+    finer: tuple[_Rows, np.ndarray] | None,
     base: StoredLevel0,
     grid: ChunkGrid,
     cap: int,
 ) -> SortedPoints | None:
     """A ``sample`` candidate's rows of every chunk from the finer level's rows in memory
-    (with that level's bins per chunk), by one kernel call where the bins merge
-    (:meth:`BinMerge.sample_chunks`), else chunk by chunk; None without them."""
+    (with that level's bins per chunk): by one kernel call from a frame whose bins merge
+    (:meth:`BinMerge.sample_chunks`), else chunk by chunk (rows one per chunk are not
+    joined first: no copy of them beside the candidate); None without them."""
     if finer is None:
         return None
     rows, bins = finer
     merge = BinMerge.plan(bins, grid.bins)
-    if merge is not None:
+    if merge is not None and isinstance(rows, SortedPoints):
         return merge.sample_chunks(rows, cap)
-    chunks = range(rows.chunks.shape[0])
+    if isinstance(rows, SortedPoints):
+        rows = [_chunk_of(rows, j) for j in range(rows.chunks.shape[0])]
+    setting = (base.bounds, grid, cap, None)
     return _joined(
-        [chunk_level(_chunk_of(rows, j).columns, base.bounds, grid, cap, None) for j in chunks]
+        [
+            _chunk_candidate(level.columns, level.bin_offsets[0], merge, level.chunks[0], setting)
+            for level in rows
+        ]
     )
 
 
