@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tests.helpers import examples
 from zarr_vectors.kernels.point_levels import (
     merged_sample,
+    merged_sample_chunks,
     sample_keys,
     sample_segments,
     segment_extremes,
@@ -256,3 +257,35 @@ def _check_merged_sample(
     want_chosen, want_offsets = merged_sample_twin(bin_offsets, coarse, keys, cap, count)
     assert chosen.tolist() == want_chosen.tolist()
     assert offsets.tolist() == want_offsets.tolist()
+
+
+@settings(max_examples=examples(15, 200), deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 40), min_size=3, max_size=3), min_size=1, max_size=5),
+    st.integers(1, 2),
+    st.integers(1, 30),
+    st.integers(0, 2**32),
+)
+def test_merged_sample_chunks_equals_the_twin_per_chunk(
+    chunks: list[list[int]], count: int, cap: int, seed: int
+) -> None:
+    """Several chunks (three finer bins each, some empty) at once: each chunk's rows are
+    those of the twin over that chunk alone, moved by the chunk's first row."""
+    rng = np.random.default_rng(seed)
+    coarse = rng.integers(0, count, size=3).astype(np.int64)
+    bin_offsets = np.array([np.concatenate([[0], np.cumsum(c)]) for c in chunks], np.int64)
+    chunk_offsets = np.concatenate([[0], np.cumsum(bin_offsets[:, -1])]).astype(np.int64)
+    positions = rng.integers(0, 50, size=(int(chunk_offsets[-1]), 3)).astype(np.float32)
+    order = np.argsort(coarse, kind="stable")
+    chosen, offsets = merged_sample_chunks(
+        chunk_offsets, bin_offsets, order, coarse, positions, cap, count
+    )
+    keys = row_hashes_numpy(positions)
+    want_chosen, want_offsets = [], []
+    for i, bins in enumerate(bin_offsets):
+        start, end = chunk_offsets[i], chunk_offsets[i + 1]
+        rows, per_bin = merged_sample_twin(bins, coarse, keys[start:end], cap, count)
+        want_chosen.extend((rows + start).tolist())
+        want_offsets.append(per_bin.tolist())
+    assert chosen.tolist() == want_chosen
+    assert offsets.tolist() == want_offsets

@@ -238,3 +238,27 @@ def test_levels_are_not_taken_by_an_append_writer(tmp_path: Path) -> None:
     _one_shot(path, _cloud(1), None, None)
     with pytest.raises(zv.InvalidInputError, match="mode='a'"):
         zv.PointWriter(path, mode="a", levels=1)
+
+
+@pytest.mark.parametrize("budget", [2**28, 2**16])
+def test_a_stream_whose_first_candidate_keeps_every_row(tmp_path: Path, budget: int) -> None:
+    """900 points in 10 chunks, ``per_bin=256`` in 8 coarse bins: the first candidate
+    keeps every row and is skipped, so level 1 is computed from level 0 (kept in memory by
+    the stream, or read back once when the budget is too small for it): the bytes of one
+    write."""
+    levels = zv.Levels(count=3, per_bin=256)
+    cloud = _cloud(11)
+    _one_shot(tmp_path / "once", cloud, levels, None)
+    first = zv.open(tmp_path / "once").levels[1]
+    assert first.bin_ratio == (4, 4, 4)  # not (2, 2, 2): the first candidate was skipped
+    cuts = _cut([300, 600])
+    stream = (_rows(cloud, a, b) for a, b in itertools.pairwise(cuts))
+    zv.write_points_stream(
+        tmp_path / "stream",
+        stream,
+        chunk_shape=CHUNK,
+        levels=levels,
+        memory_budget=budget,
+        progress=False,
+    )
+    assert files(tmp_path / "stream") == files(tmp_path / "once")

@@ -19,6 +19,7 @@ from zarr_vectors.kernels.sampling import row_hash, row_hashes, row_words
 
 __all__ = [
     "merged_sample",
+    "merged_sample_chunks",
     "sample_keys",
     "sample_segments",
     "segment_extremes",
@@ -195,6 +196,90 @@ def _merged_sample(
             out = _keep_smallest(rows[:k], keys[:k], cap, chosen, out)
         j = end
     offsets[offsets.shape[0] - 1] = out
+    return out
+
+
+def merged_sample_chunks(
+    chunk_offsets: I64,
+    bin_offsets: I64,
+    order: I64,
+    coarse: I64,
+    positions: npt.NDArray[np.floating[Any]],
+    cap: int,
+    coarse_count: int,
+) -> tuple[I64, I64]:
+    """:func:`merged_sample` of every chunk of a level at once: the same rows as one call
+    per chunk, without a call (and its arrays) per chunk.
+
+    Parameters
+    ----------
+    chunk_offsets
+        ``(m + 1,)`` the rows of each of ``m`` chunks: ``[chunk_offsets[i],
+        chunk_offsets[i + 1])``.
+    bin_offsets
+        ``(m, P + 1)`` each chunk's finer bin offsets, from 0 at the chunk's first row.
+    order, coarse, cap, coarse_count
+        As for :func:`merged_sample` (the same bins in every chunk).
+    positions
+        ``(n, D)`` float32 or float64 positions of every chunk's finer rows.
+
+    Returns
+    -------
+    chosen, offsets
+        The kept rows (indices into ``positions``), chunk by chunk, and the ``(m,
+        coarse_count + 1)`` offsets of each chunk's coarse bins among its kept rows (from 0
+        at the chunk's first).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows = np.array([[0.0], [1.0], [2.0], [3.0], [4.0]], np.float32)
+    >>> one = np.zeros(1, np.int64)
+    >>> chosen, offsets = merged_sample_chunks(
+    ...     np.array([0, 3, 5]), np.array([[0, 3], [0, 2]]), np.arange(1), one, rows, 2, 1
+    ... )
+    >>> chosen.tolist() == [*merged_sample(np.array([0, 3]), np.arange(1), one, rows[:3], 2, 1)[0],
+    ...     *(3 + merged_sample(np.array([0, 2]), np.arange(1), one, rows[3:], 2, 1)[0])]
+    True
+    >>> offsets.tolist()
+    [[0, 2], [0, 2]]
+    """
+    words = row_words(positions)
+    chosen = np.empty(words.shape[0], dtype=np.int64)
+    offsets = np.zeros((bin_offsets.shape[0], int(coarse_count) + 1), dtype=np.int64)
+    count = _merged_sample_chunks(
+        np.ascontiguousarray(chunk_offsets, dtype=np.int64),
+        np.ascontiguousarray(bin_offsets, dtype=np.int64),
+        np.ascontiguousarray(order, dtype=np.int64),
+        np.ascontiguousarray(coarse, dtype=np.int64),
+        words,
+        int(cap),
+        chosen,
+        offsets,
+    )
+    return chosen[:count], offsets
+
+
+@njit
+def _merged_sample_chunks(
+    chunk_offsets: I64,
+    bin_offsets: I64,
+    order: I64,
+    coarse: I64,
+    words: npt.NDArray[Any],
+    cap: int,
+    chosen: I64,
+    offsets: I64,
+) -> int:
+    out = 0
+    for i in range(bin_offsets.shape[0]):
+        start, end = chunk_offsets[i], chunk_offsets[i + 1]
+        kept = _merged_sample(
+            bin_offsets[i], order, coarse, words[start:end], cap, chosen[out:], offsets[i]
+        )
+        for t in range(out, out + kept):
+            chosen[t] += start
+        out += kept
     return out
 
 

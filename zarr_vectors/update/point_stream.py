@@ -534,7 +534,7 @@ class PointWriter(CloseOnExit):
             name_new_arrays(io, root)
             blobs = point_blob_layout(grid)
             writer = LevelWriter(io, 0, grid, columns, n_max, self.options, blobs=blobs)
-            first = self._first_levels(root, grid)
+            first = self._first_levels(root, grid, row_counts)
             if first is not None:  # level 1 written beside level 0 where it can be
                 first.write_first(io, grid_chunks, row_counts, columns, self.options)
             self._write_chunks(writer, grid, chunks, counts, first)
@@ -545,14 +545,20 @@ class PointWriter(CloseOnExit):
                 root = build_written_levels(io, root, level0, self.levels, first)
             commit_points(io, root, grid, stats, object_chunks=self.options.object_chunk_index)
 
-    def _first_levels(self, root: RootMetadata, grid: ChunkGrid) -> FirstLevels | None:
+    def _first_levels(
+        self, root: RootMetadata, grid: ChunkGrid, counts: np.ndarray
+    ) -> FirstLevels | None:
         """What computes the first candidate levels from each chunk as it is written, within
-        a share of the memory budget (None without levels, or without points)."""
+        a share of the memory budget (None without levels, or without points); it keeps
+        level 0's rows too (within that share) when the first candidate may keep them all
+        (chunks of ``counts`` rows), so that the next is computed from them in memory."""
         if self.levels is None or root.bounding_box is None or self.schema is None:
             return None
         bounds = (np.asarray(root.bounding_box[0]), np.asarray(root.bounding_box[1]))
         dtypes = {name: dtype for name, (dtype, _) in self.schema[2].items()}
-        return FirstLevels(self.levels, grid, bounds, dtypes, self.budget // _LEVELS_SHARE)
+        keep = FirstLevels.may_keep_all(self.levels, grid, counts)
+        budget = self.budget // _LEVELS_SHARE
+        return FirstLevels(self.levels, grid, bounds, dtypes, budget, keep_level0=keep)
 
     def _write_chunks(
         self,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zarr_vectors.kernels.point_levels import merged_sample
+from zarr_vectors.kernels.point_levels import merged_sample, merged_sample_chunks
 from zarr_vectors.write._pipeline import SortedPoints
 
 __all__ = ["BinMerge"]
@@ -112,6 +112,34 @@ class BinMerge:
             np.array([0, bins[-1]], dtype=np.int64),
             bins[None, :],
         )
+
+    def sample_chunks(self, rows: SortedPoints, cap: int) -> SortedPoints:
+        """:meth:`sample` of every chunk of ``rows`` (several chunks, each with its finer bin
+        offsets) by one kernel call: the same rows, chunk by chunk.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> merge = BinMerge.plan(np.array([2]), np.array([1]))
+        >>> rows = [np.array([[0.5], [1.5], [1.7], [8.5]], np.float32)]
+        >>> chunks = np.array([[0], [1]])
+        >>> bins = np.array([[0, 1, 3], [0, 1, 1]])
+        >>> frame = SortedPoints(rows, chunks, np.array([0, 3, 4]), bins)
+        >>> level = merge.sample_chunks(frame, 2)
+        >>> level.chunk_offsets.tolist(), level.bin_offsets.tolist()
+        ([0, 2, 3], [[0, 2], [0, 1]])
+        """
+        chosen, bins = merged_sample_chunks(
+            rows.chunk_offsets,
+            rows.bin_offsets,
+            self.order,
+            self.coarse,
+            rows.columns[0],
+            cap,
+            self.coarse_count,
+        )
+        offsets = np.concatenate([[0], np.cumsum(bins[:, -1])]).astype(np.int64)
+        return SortedPoints([values[chosen] for values in rows.columns], rows.chunks, offsets, bins)
 
 
 def _exact_axes(per: np.ndarray, coarse: np.ndarray) -> bool:

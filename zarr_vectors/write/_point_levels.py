@@ -513,11 +513,11 @@ class _Candidate:
     grid: ChunkGrid
     cap: int
     how: list[str] | None  # aggregate reductions, in ``names`` order
-    rows: list[SortedPoints] | None = None  # every chunk's, when computed already
+    rows: SortedPoints | None = None  # every chunk's, in ``chunks`` order, when computed
 
     def chunk(self, j: int) -> SortedPoints:
         if self.rows is not None:
-            return self.rows[j]
+            return _chunk_of(self.rows, j)
         columns = self.base.read(self.source, self.chunks[j], int(self.counts[j]))
         return chunk_level(columns, self.base.bounds, self.grid, self.cap, self.how)
 
@@ -669,9 +669,10 @@ class _EarlyLevel:
         if len(held) < self.missing[shard]:
             return
         ready = self.ready.pop(shard)
-        blobs = _bin_blobs([rows for _, rows in ready])
-        for (key, rows), blob in zip(ready, blobs, strict=True):
-            self.writer.add_chunk(np.asarray(key, np.int64), rows.columns[: self.width], blob)
+        blobs = _bin_blobs(np.concatenate([rows.bin_offsets for _, rows in ready]))
+        columns = [[rows.columns[k] for _, rows in ready] for k in range(self.width)]
+        keys = np.asarray([key for key, _ in ready], dtype=np.int64)
+        self.writer.add_chunks(keys, columns, list(blobs))  # the rows are not changed after
 
     def finish(self) -> LevelStats:
         """Write the rest of the level (every chunk was added)."""
@@ -778,6 +779,31 @@ class FirstLevels:
         if self.nbytes > self.budget:
             self.rows = None
 
+    @staticmethod
+    def may_keep_all(settings: Levels, grid: ChunkGrid, counts: np.ndarray) -> bool:
+        """Whether the first ``sample`` candidate may keep every row (no chunk of
+        ``counts`` rows holds more than its cap per coarse bin times its coarse bins): the
+        schedule then skips it and computes the next from level 0, which is worth keeping
+        (``keep_level0``). False for ``aggregate`` (its candidates are all computed here).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> one = np.ones(1, int)
+        >>> grid = ChunkGrid(np.array([8.0]), np.array([2.0]), 4 * one, 0 * one, one)
+        >>> FirstLevels.may_keep_all(Levels(per_bin=2), grid, np.array([3, 4]))
+        True
+        >>> FirstLevels.may_keep_all(Levels(per_bin=2), grid, np.array([5]))
+        False
+        """
+        if settings.method == AGGREGATE:
+            return False
+        ratio, cap = next(_candidates(settings, grid.bins), (None, 0))
+        if ratio is None:
+            return False
+        most = cap * int(np.prod(coarse_grid(grid, ratio).bins))
+        return int(np.max(counts, initial=0)) <= most
+
     def write_first(
         self,
         io: StoreIO,
@@ -842,11 +868,18 @@ class FirstLevels:
 
     def level0_rows(self, chunks: np.ndarray) -> tuple[list[SortedPoints], np.ndarray] | None:
         """Level 0's rows of each of ``chunks`` (grid indices, the builder's order) and its
-        bins per chunk, when ``keep_level0`` kept every one of them; else None."""
-        rows = self.level0
+        bins per chunk, when ``keep_level0`` kept every one of them; else None. They are
+        dropped here (the caller holds them alone)."""
+        rows, self.level0, self.level0_nbytes = self.level0, None, 0
         if rows is None or any(tuple(int(c) for c in chunk) not in rows for chunk in chunks):
             return None
         return [rows[tuple(int(c) for c in chunk)] for chunk in chunks], self.bins
+
+    def take_rows(self, chunks: np.ndarray) -> dict[int, list[SortedPoints]]:
+        """:meth:`rows_of`, then drop them here (the caller holds them alone)."""
+        rows = self.rows_of(chunks)
+        self.rows, self.nbytes = None, 0
+        return rows
 
     def rows_of(self, chunks: np.ndarray) -> dict[int, list[SortedPoints]]:
         """Candidate index → the rows of each of ``chunks`` (grid indices, the builder's
@@ -928,24 +961,25 @@ def _build(
         how = [record["reductions"][name] for name in base.names]
     finer = (0, base.chunks, base.counts)
     # the finer level's rows in memory, and its bins (level 0's, when the writer kept them)
-    finer_rows = None if cached is None else cached.level0_rows(base.chunks)
+    finer_rows: tuple[_Rows, np.ndarray] | None = None
+    if cached is not None:
+        finer_rows = cached.level0_rows(base.chunks)
     total = int(base.counts.sum())
-    first = {} if cached is None else cached.rows_of(base.chunks)
+    first = {} if cached is None else cached.take_rows(base.chunks)
+    budget = 0 if cached is None else cached.budget  # for a candidate read back, computed
     for index, (ratio, cap) in enumerate(_candidates(settings, base.grid.bins)):
         if levels_done(settings, len(writes), total):
             break
         source = (0, base.chunks, base.counts) if how is not None else finer
         grid = coarse_grid(base.grid, ratio)
-        rows = first.get(index)
-        if rows is None and how is None:  # sample: from the finer level's rows in memory
+        listed = first.pop(index, [])  # computed by the writer, one per chunk
+        rows = None
+        if not listed and how is None:  # sample: from the finer level's rows in memory
             rows = _from_rows(finer_rows, base, grid, cap)
-        if rows is None and source[0] != 0:
+        if not listed and rows is None and source[0] != 0:
             writes.wait()  # the source level is read back from the store
         candidate = _Candidate(base, *source, grid, cap, how, rows)
-        counts = np.asarray(
-            [int(candidate.chunk(j).chunk_offsets[-1]) for j in range(source[1].shape[0])],
-            dtype=np.int64,
-        )
+        counts, kept = _counted(candidate, budget, listed)
         if int(counts.sum()) >= total:
             continue
         number = len(writes) + 1
@@ -956,32 +990,106 @@ def _build(
         else:
             if cached is not None:
                 cached.discard_first()  # before another level is written as level 1
+            if kept and rows is None:  # written from memory
+                candidate = replace(candidate, rows=_joined(kept))
             writes.add(candidate, number, ratio, counts, coarsening)
         finer, total = (number, source[1][counts > 0], counts[counts > 0]), int(counts.sum())
-        if rows is not None:
-            finer_rows = ([r for r, c in zip(rows, counts, strict=True) if c > 0], grid.bins)
-        else:
-            finer_rows = None
+        held = candidate.rows if candidate.rows is not None else kept
+        finer_rows = None if held is None else (_occupied(held, counts > 0), grid.bins)
     warn_short(settings, len(writes), total)
 
 
+_Rows = SortedPoints | list[SortedPoints]
+"""The rows of every chunk of a level in memory: one frame, or one per chunk."""
+
+
+def _counted(
+    candidate: _Candidate, budget: int, listed: list[SortedPoints]
+) -> tuple[np.ndarray, list[SortedPoints] | None]:
+    """The rows of each chunk of ``candidate``, and its rows one per chunk when they are
+    ``listed`` or were computed here: when they are not in memory, each chunk is computed
+    (its source read back) and kept, all of them while they fit ``budget`` bytes (else
+    None: the writer computes them again)."""
+    if listed:
+        return np.asarray([r.chunk_offsets[-1] for r in listed], dtype=np.int64), listed
+    if candidate.rows is not None:
+        return np.diff(candidate.rows.chunk_offsets), None
+    counts = np.zeros(candidate.chunks.shape[0], dtype=np.int64)
+    kept: list[SortedPoints] | None = []
+    nbytes = 0
+    for j in range(counts.shape[0]):
+        level = candidate.chunk(j)
+        counts[j] = level.chunk_offsets[-1]
+        nbytes += sum(values.nbytes for values in level.columns)
+        if kept is not None and nbytes <= budget:
+            kept.append(level)
+        else:
+            kept = None
+    return counts, kept
+
+
+def _joined(rows: list[SortedPoints]) -> SortedPoints | None:
+    """The rows of several chunks (one :class:`SortedPoints` each) as one, in the order
+    given (None for none)."""
+    if not rows:
+        return None
+    columns = [np.concatenate([r.columns[k] for r in rows]) for k in range(len(rows[0].columns))]
+    counts = np.asarray([r.chunk_offsets[-1] for r in rows], dtype=np.int64)
+    return SortedPoints(
+        columns,
+        np.concatenate([r.chunks for r in rows]),
+        np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        np.concatenate([r.bin_offsets for r in rows]),
+    )
+
+
+def _chunk_of(rows: SortedPoints, j: int) -> SortedPoints:
+    """Chunk ``j`` of ``rows`` (several chunks) alone, its columns views."""
+    start, end = int(rows.chunk_offsets[j]), int(rows.chunk_offsets[j + 1])
+    return SortedPoints(
+        [values[start:end] for values in rows.columns],
+        rows.chunks[j : j + 1],
+        np.array([0, end - start], dtype=np.int64),
+        rows.bin_offsets[j : j + 1],
+    )
+
+
+def _occupied(rows: _Rows, keep: np.ndarray) -> _Rows:
+    """``rows`` of the chunks where ``keep`` is True (the others hold no rows)."""
+    if keep.all():
+        return rows
+    if isinstance(rows, list):
+        return [level for level, kept in zip(rows, keep, strict=True) if kept]
+    counts = np.diff(rows.chunk_offsets)[keep]
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return SortedPoints(rows.columns, rows.chunks[keep], offsets, rows.bin_offsets[keep])
+
+
 def _from_rows(
-    finer: tuple[list[SortedPoints], np.ndarray] | None,
+    finer: tuple[_Rows, np.ndarray] | None,
     base: StoredLevel0,
     grid: ChunkGrid,
     cap: int,
-) -> list[SortedPoints] | None:
+) -> SortedPoints | None:
     """A ``sample`` candidate's rows of every chunk from the finer level's rows in memory
-    (with that level's bins per chunk), each chunk computed once; None without them."""
+    (with that level's bins per chunk): by one kernel call from a frame whose bins merge
+    (:meth:`BinMerge.sample_chunks`), else chunk by chunk (rows one per chunk are not
+    joined first: no copy of them beside the candidate); None without them."""
     if finer is None:
         return None
     rows, bins = finer
     merge = BinMerge.plan(bins, grid.bins)
+    if merge is not None and isinstance(rows, SortedPoints):
+        return merge.sample_chunks(rows, cap)
+    if isinstance(rows, SortedPoints):
+        rows = [_chunk_of(rows, j) for j in range(rows.chunks.shape[0])]
     setting = (base.bounds, grid, cap, None)
-    return [
-        _chunk_candidate(level.columns, level.bin_offsets[0], merge, level.chunks[0], setting)
-        for level in rows
-    ]
+    return _joined(
+        [
+            _chunk_candidate(level.columns, level.bin_offsets[0], merge, level.chunks[0], setting)
+            for level in rows
+        ]
+    )
 
 
 def _chunk_candidate(
@@ -1023,18 +1131,30 @@ def _write_stored_level(
         options,
         blobs=point_blob_layout(candidate.grid),
     )
-    blobs = None if candidate.rows is None else _bin_blobs(candidate.rows)
-    for j in shard_major_order(candidate.chunks, writer.shard_chunks).tolist():
-        level = candidate.chunk(j)
-        blob = _bin_blobs([level])[0] if blobs is None else blobs[j]
-        writer.add_chunk(candidate.chunks[j], level.columns[: 1 + len(attributes)], blob)
+    order = shard_major_order(candidate.chunks, writer.shard_chunks).tolist()
+    if candidate.rows is not None:
+        _add_rows(writer, candidate.rows, order, 1 + len(attributes))
+    else:
+        for j in order:
+            level = candidate.chunk(j)
+            blob = _bin_blobs(level.bin_offsets)[0]
+            writer.add_chunk(candidate.chunks[j], level.columns[: 1 + len(attributes)], blob)
     return _level_metadata(base.io, number, ratio, candidate.grid, writer.finish(), coarsening)
 
 
-def _bin_blobs(chunks: list[SortedPoints]) -> np.ndarray:
-    """The vertex-fragment blob (the bins as ranges) of each of ``chunks`` (one chunk
-    each), encoded together: row ``i`` is that of ``chunks[i]``."""
-    bins = np.concatenate([level.bin_offsets for level in chunks])
+def _add_rows(writer: LevelWriter, rows: SortedPoints, order: list[int], width: int) -> None:
+    """Give ``writer`` every chunk of ``rows`` (each holding rows; kept unchanged until the
+    level is written), in ``order``, by one call: the first ``width`` columns and the bin
+    blobs, not copied."""
+    ends = rows.chunk_offsets
+    columns = [[values[ends[j] : ends[j + 1]] for j in order] for values in rows.columns[:width]]
+    blobs = _bin_blobs(rows.bin_offsets)
+    writer.add_chunks(rows.chunks[order], columns, [blobs[j] for j in order])
+
+
+def _bin_blobs(bins: np.ndarray) -> np.ndarray:
+    """The vertex-fragment blob (the bins as ranges) of each chunk of ``bins`` (``(m, P +
+    1)`` bin offsets), encoded together: row ``i`` is that of ``bins[i]``."""
     return encode_dense_ranges_batch(bins[:, :-1], np.diff(bins, axis=1))
 
 
