@@ -25,7 +25,14 @@ _FLUSH_BYTES = 64 * 2**20
 _LOCAL_FLUSH_BYTES = 8 * 2**20
 """Local directories are written in smaller batches, so writing overlaps encoding."""
 _THREAD_MIN_BYTES = 256 * 2**10
-"""Shards encoded from less input are encoded by the caller: a thread costs more."""
+"""Chunks that are shards of their own, encoded from less input, are encoded by the caller:
+with many small chunks a task per chunk costs more than it saves."""
+_SHARD_THREAD_MIN_BYTES = 4 * 2**10
+"""The same for a shard assembled from several chunks (there are few: one per shard and
+array). Below 256 KiB such shards used to be encoded by the caller, but even a shard of a
+few row blocks costs tens of microseconds per block to compress (C-Blosc makes a codec
+context per block), far above a task's cost, and the caller has the next array to prepare
+meanwhile (measured: skeleton writes, whose shards are mostly of 10-250 KiB)."""
 _PENDING_BYTES = 32 * 2**20
 """Input bytes of shards being encoded at once, at most (about)."""
 _ENCODE_THREADS = THREADS
@@ -57,12 +64,20 @@ class Batcher:
         else:
             self._collect(key, value)
 
-    def add_encoded(self, key: str, encode: Callable[[], bytes], nbytes: int) -> None:
+    def add_encoded(
+        self,
+        key: str,
+        encode: Callable[[], bytes],
+        nbytes: int,
+        min_bytes: int | None = None,
+    ) -> None:
         """Write ``encode()`` at ``key``, encoding it in a worker thread when it is large.
 
-        ``nbytes`` is the size of the input ``encode`` reads (the bound on work in flight).
+        ``nbytes`` is the size of the input ``encode`` reads (the bound on work in flight);
+        with less than ``min_bytes`` (default :data:`_THREAD_MIN_BYTES`) the caller encodes
+        it.
         """
-        if nbytes < _THREAD_MIN_BYTES or _ENCODE_THREADS < 2:
+        if nbytes < (_THREAD_MIN_BYTES if min_bytes is None else min_bytes) or _ENCODE_THREADS < 2:
             self.add(key, encode())
             return
         pool = shared_pool("zv-encode", _ENCODE_THREADS)
@@ -212,7 +227,8 @@ class ShardAssembler:
             return
         parts = sorted(self.parts, key=lambda part: part[0])
         key = shard_key(self.path, np.asarray(self.shard), len(self.layout.row_shape))
-        self.batcher.add_encoded(key, partial(_assemble, self.layout, parts, key), self.nbytes)
+        encode = partial(_assemble, self.layout, parts, key)
+        self.batcher.add_encoded(key, encode, self.nbytes, _SHARD_THREAD_MIN_BYTES)
         self.written.add(self.shard)
         self.shard, self.parts, self.nbytes = None, [], 0
 
