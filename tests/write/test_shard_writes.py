@@ -9,8 +9,8 @@ from concurrent.futures import Future
 import numpy as np
 import pytest
 
-from zarr_vectors.write import _shard_writes
 from zarr_vectors.store.shards import RowLayout, shard_key
+from zarr_vectors.write import _shard_writes
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler
 
 
@@ -121,7 +121,7 @@ def test_small_shards_of_several_chunks_go_to_a_worker_single_chunks_do_not(
     blosc = {"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle"}
     rng = np.random.default_rng(0)
     rows = [rng.random((600, 3)).astype("<f4") for _ in range(2)]  # 7.2 KiB each
-    assert _shard_writes._SHARD_THREAD_MIN_BYTES <= rows[0].nbytes
+    assert rows[0].nbytes >= _shard_writes._SHARD_THREAD_MIN_BYTES
     assert rows[0].nbytes < _shard_writes._THREAD_MIN_BYTES
     sharded = RowLayout(np.dtype("<f4"), (3,), 64, 1024, blosc, shard_chunks=(2,))
     single = RowLayout(np.dtype("<f4"), (3,), 64, 1024, blosc)
