@@ -140,3 +140,18 @@ def test_small_shards_of_several_chunks_go_to_a_worker_single_chunks_do_not(
         (keys[0], single.encode_shard(rows[0], keys[0])),
         (keys[1], sharded.encode_chunks_shard(list(enumerate(rows)), keys[1])),
     ]
+
+
+@pytest.mark.usefixtures("threaded")
+def test_files_from_a_worker_are_written_in_their_turn() -> None:
+    io = _RecordingIO()
+    batcher = Batcher(io)  # type: ignore[arg-type]
+    release = threading.Event()
+    batcher.add_encoded("a", _blocked_encode(release, b"a"), 1)
+    batcher.add_files(lambda: [("f/zarr.json", b"{}"), ("f/c/0", b"xy")], 1)
+    batcher.add("b", b"b")
+    assert [isinstance(value, Future) for _, value, _ in batcher.pending] == [True, True, False]
+    assert io.batches == []
+    release.set()
+    batcher.flush()
+    assert io.batches == [[("a", b"a"), ("f/zarr.json", b"{}"), ("f/c/0", b"xy"), ("b", b"b")]]

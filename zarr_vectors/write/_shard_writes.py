@@ -37,6 +37,10 @@ _PENDING_BYTES = 32 * 2**20
 """Input bytes of shards being encoded at once, at most (about)."""
 _ENCODE_THREADS = THREADS
 
+_Pending = bytes | Future[bytes] | Future[list[tuple[str, bytes]]]
+"""A value the batcher holds: bytes for one key, or a worker's future of them or of whole
+files (:meth:`Batcher.add_files`)."""
+
 
 class Batcher:
     """Collects encoded shards and writes them in concurrent batches.
@@ -53,7 +57,7 @@ class Batcher:
         self.io = io
         self.items: list[tuple[str, bytes]] = []
         self.nbytes = 0
-        self.pending: deque[tuple[str, Future[bytes] | bytes, int]] = deque()
+        self.pending: deque[tuple[str, _Pending, int]] = deque()
         self.pending_nbytes = 0
         self.local = io.is_local
 
@@ -83,9 +87,21 @@ class Batcher:
         pool = shared_pool("zv-encode", _ENCODE_THREADS)
         self._hold(key, pool.submit(encode), nbytes)
 
-    def _hold(self, key: str, value: Future[bytes] | bytes, nbytes: int) -> None:
-        """Queue ``value`` (bytes, or a worker's future of them) behind the pending shards,
-        collecting the oldest while more than :data:`_PENDING_BYTES` are held."""
+    def add_files(self, encode: Callable[[], list[tuple[str, bytes]]], nbytes: int) -> None:
+        """Write the files ``encode()`` gives (keys and bytes: a whole global array, say),
+        computed in a worker thread unless ``nbytes`` (the input it reads) is small, after
+        everything given before."""
+        if nbytes < _THREAD_MIN_BYTES or _ENCODE_THREADS < 2:
+            for key, value in encode():
+                self.add(key, value)
+            return
+        pool = shared_pool("zv-encode", _ENCODE_THREADS)
+        self._hold("", pool.submit(encode), nbytes)
+
+    def _hold(self, key: str, value: _Pending, nbytes: int) -> None:
+        """Queue ``value`` (bytes, or a worker's future of them or of whole files) behind
+        the pending shards, collecting the oldest while more than :data:`_PENDING_BYTES`
+        are held."""
         self.pending.append((key, value, nbytes))
         self.pending_nbytes += nbytes
         while self.pending_nbytes > _PENDING_BYTES and len(self.pending) > 1:
@@ -96,7 +112,9 @@ class Batcher:
         for _ in range(count):
             key, value, nbytes = self.pending.popleft()
             self.pending_nbytes -= nbytes
-            self._collect(key, value.result() if isinstance(value, Future) else value)
+            found = value.result() if isinstance(value, Future) else value
+            for file_key, file_value in [(key, found)] if isinstance(found, bytes) else found:
+                self._collect(file_key, file_value)
 
     def _collect(self, key: str, value: bytes) -> None:
         self.items.append((key, value))
