@@ -337,12 +337,19 @@ def _write_object_index(
     batcher.add_files(files, sum(ref.nbytes for ref in refs))
 
 
+_OBJECT_INDEX_ARRAYS: tuple[tuple[str, dict[str, Any], int], ...] = (
+    ("data", {"zv_array": "object_index_data"}, 1 << 20),
+    ("offsets", {"zv_array": "object_index_offsets"}, 65536),
+)
+"""Name, attributes and rows per chunk of the two arrays of ``object_index`` (spec §7.4)."""
+
+
 def _object_index_files(
     base: str, refs: tuple[np.ndarray, np.ndarray, np.ndarray], n_objects: int, ndim: int
 ) -> list[tuple[str, bytes]]:
     """The files :func:`write_object_index` writes for ``refs``, computed only (no store is
     touched: a worker thread may call it)."""
-    encoded = encode_object_index_bulk(refs[0], refs[1], refs[2], n_objects)
+    encoded: tuple[np.ndarray, ...] = encode_object_index_bulk(*refs, n_objects)
     path = f"{base}/{OBJECT_INDEX}"
     files = [(f"{path}/zarr.json", _object_index_group(n_objects, ndim))]
     for (name, tag, rows), data in zip(_OBJECT_INDEX_ARRAYS, encoded, strict=True):
@@ -351,13 +358,6 @@ def _object_index_files(
             f"{path}/{name}", data, chunks, 0, tag, compressed=True, blosc=MANIFEST_BLOSC
         )
     return files
-
-
-_OBJECT_INDEX_ARRAYS = (
-    ("data", {"zv_array": "object_index_data"}, 1 << 20),
-    ("offsets", {"zv_array": "object_index_offsets"}, 65536),
-)
-"""Name, attributes and rows per chunk of the two arrays of ``object_index`` (spec §7.4)."""
 
 
 def _object_index_group(n_objects: int, ndim: int) -> bytes:
