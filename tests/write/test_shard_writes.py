@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 
+import numpy as np
 import pytest
 
+from zarr_vectors.store.shards import RowLayout, shard_key
 from zarr_vectors.write import _shard_writes
-from zarr_vectors.write._shard_writes import Batcher
+from zarr_vectors.write._shard_writes import Batcher, ShardAssembler
 
 
 class _RecordingIO:
@@ -109,3 +112,46 @@ def test_a_failed_encode_raises_and_writes_nothing_after_it() -> None:
         batcher.flush()
     assert "bad" not in io.keys
     assert "c" not in io.keys  # given after the failed shard
+
+
+def test_small_shards_of_several_chunks_go_to_a_worker_single_chunks_do_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_shard_writes, "_ENCODE_THREADS", 2)
+    blosc = {"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle"}
+    rng = np.random.default_rng(0)
+    rows = [rng.random((600, 3)).astype("<f4") for _ in range(2)]  # 7.2 KiB each
+    assert rows[0].nbytes >= _shard_writes._SHARD_THREAD_MIN_BYTES
+    assert rows[0].nbytes < _shard_writes._THREAD_MIN_BYTES
+    sharded = RowLayout(np.dtype("<f4"), (3,), 64, 1024, blosc, shard_chunks=(2,))
+    single = RowLayout(np.dtype("<f4"), (3,), 64, 1024, blosc)
+    io = _RecordingIO()
+    batcher = Batcher(io)  # type: ignore[arg-type]
+    ShardAssembler(batcher, "s", single).add_chunks(np.array([[0]]), rows[:1])
+    assert not batcher.pending  # encoded by the caller, and collected
+    assembler = ShardAssembler(batcher, "v", sharded)
+    assembler.add_chunks(np.array([[0], [1]]), rows)
+    assembler.flush()
+    assert [isinstance(value, Future) for _, value, _ in batcher.pending] == [True]
+    batcher.flush()
+    keys = [shard_key(path, np.array([0]), 1) for path in "sv"]
+    assert io.keys == keys
+    assert io.batches[-1] == [
+        (keys[0], single.encode_shard(rows[0], keys[0])),
+        (keys[1], sharded.encode_chunks_shard(list(enumerate(rows)), keys[1])),
+    ]
+
+
+@pytest.mark.usefixtures("threaded")
+def test_files_from_a_worker_are_written_in_their_turn() -> None:
+    io = _RecordingIO()
+    batcher = Batcher(io)  # type: ignore[arg-type]
+    release = threading.Event()
+    batcher.add_encoded("a", _blocked_encode(release, b"a"), 1)
+    batcher.add_files(lambda: [("f/zarr.json", b"{}"), ("f/c/0", b"xy")], 1)
+    batcher.add("b", b"b")
+    assert [isinstance(value, Future) for _, value, _ in batcher.pending] == [True, True, False]
+    assert io.batches == []
+    release.set()
+    batcher.flush()
+    assert io.batches == [[("a", b"a"), ("f/zarr.json", b"{}"), ("f/c/0", b"xy"), ("b", b"b")]]

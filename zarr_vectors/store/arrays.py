@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import google_crc32c
@@ -40,6 +41,7 @@ __all__ = [
     "ALWAYS_STORED",
     "check_stored_chunks",
     "chunk_table_problem",
+    "encode_global_array",
     "write_global_array",
     "write_global_array_blocks",
     "row_array_metadata",
@@ -361,23 +363,50 @@ def write_global_array(
     """Write a whole global array: its chunks, every one stored, and its ``zarr.json`` with
     the chunk table (:data:`~zarr_vectors.format.place.CHUNK_TABLE_KEY`, spec §9.8.1).
 
-    Chunks of little-endian bool, integer and float data are encoded here; zarr-python
-    writes any other dtype, and the table is then taken from the chunks it stored.
+    Chunks of little-endian bool, integer and float data are encoded here
+    (:func:`encode_global_array`); zarr-python writes any other dtype, and the table is then
+    taken from the chunks it stored.
     """
-    direct = data.dtype.kind in _DIRECT_KINDS and data.dtype.byteorder in "=|<"
-    if not direct:  # zarr-python needs the document to write the chunks
-        empty = global_array_metadata(
-            data.shape, data.dtype, chunks, fill, {}, compressed=compressed, blosc=blosc
+    if _encodes_directly(data.dtype):
+        items = encode_global_array(
+            path, data, chunks, fill, attributes, compressed=compressed, blosc=blosc
         )
-        io.set(f"{path}/zarr.json", empty)
-        write_array(io.store, path, data)
-        tails = io.get_many([(key, -4) for key in _chunk_keys(path, data.shape, chunks)])
-        items = []
-    else:
-        settings = (blosc or _GLOBAL_BLOSC) if compressed else None
-        items = _encoded_global_chunks(path, data, chunks[0], fill, settings)
-        tails = [raw[-4:] for _, raw in items]
+        io.set_many(items)
+        return
+    meta = partial(global_array_metadata, data.shape, data.dtype, chunks, fill)
+    io.set(f"{path}/zarr.json", meta({}, compressed=compressed, blosc=blosc))
+    write_array(io.store, path, data)  # zarr-python needed the document to write the chunks
+    tails = io.get_many([(key, -4) for key in _chunk_keys(path, data.shape, chunks)])
     table = [int.from_bytes(t or b"", "little") for t in tails]
+    doc = meta({**attributes, CHUNK_TABLE_KEY: table}, compressed=compressed, blosc=blosc)
+    io.set(f"{path}/zarr.json", doc)
+
+
+def _encodes_directly(dtype: np.dtype[Any]) -> bool:
+    """Whether :func:`encode_global_array` encodes arrays of ``dtype`` (little-endian or
+    single-byte bool, integer and float)."""
+    return dtype.kind in _DIRECT_KINDS and dtype.byteorder in "=|<"
+
+
+def encode_global_array(
+    path: str,
+    data: np.ndarray,
+    chunks: tuple[int, ...],
+    fill: Any,
+    attributes: dict[str, Any],
+    *,
+    compressed: bool,
+    blosc: dict[str, Any] | None = None,
+) -> list[tuple[str, bytes]]:
+    """The files :func:`write_global_array` writes for an array of a dtype it encodes itself
+    (:func:`_encodes_directly`): every chunk, then the ``zarr.json`` with the chunk table.
+
+    Only bytes are computed (no store is touched), so a worker thread can run it while the
+    caller goes on.
+    """
+    settings = (blosc or _GLOBAL_BLOSC) if compressed else None
+    items = _encoded_global_chunks(path, data, chunks[0], fill, settings)
+    table = [int.from_bytes(raw[-4:], "little") for _, raw in items]
     doc = global_array_metadata(
         data.shape,
         data.dtype,
@@ -387,7 +416,7 @@ def write_global_array(
         compressed=compressed,
         blosc=blosc,
     )
-    io.set_many([*items, (f"{path}/zarr.json", doc)])
+    return [*items, (f"{path}/zarr.json", doc)]
 
 
 def _encoded_global_chunks(

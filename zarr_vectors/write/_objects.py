@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,6 +38,7 @@ from zarr_vectors.format.names import (
 )
 from zarr_vectors.store.arrays import (
     MANIFEST_BLOSC,
+    encode_global_array,
     group_metadata,
     write_global_array,
     write_global_array_blocks,
@@ -303,8 +305,13 @@ def _write_global(
             )
             return
         data = data.read(0, data.rows)
-    chunks = (max(1, min(rows, data.shape[0])), *data.shape[1:])
+    chunks = _global_chunks(data, rows)
     write_global_array(io, path, data, chunks, fill, tag, compressed=compressed, blosc=blosc)
+
+
+def _global_chunks(data: np.ndarray, rows: int) -> tuple[int, ...]:
+    """Chunk shape of a global array of ``rows`` rows per chunk held whole as ``data``."""
+    return (max(1, min(rows, data.shape[0])), *data.shape[1:])
 
 
 def _rows(data: np.ndarray | RowSource) -> int:
@@ -320,14 +327,42 @@ def write_global(
     _write_global(io, path, data, fill, tag)
 
 
-def _write_object_index(io: StoreIO, base: str, table: ObjectTable, runs: Runs, ndim: int) -> None:
-    write_object_index(
-        io,
-        base,
-        (runs.run_object, runs.chunk_grid[runs.run_chunk], runs.run_fragment),
-        table.n_objects,
-        ndim,
-    )
+def _write_object_index(
+    base: str, table: ObjectTable, runs: Runs, ndim: int, batcher: Batcher
+) -> None:
+    """Encode ``object_index`` (references and chunks) in a worker thread while the level's
+    other arrays are prepared, and give its files to ``batcher``."""
+    refs = (runs.run_object, runs.chunk_grid[runs.run_chunk], runs.run_fragment)
+    files = partial(_object_index_files, base, refs, table.n_objects, ndim)
+    batcher.add_files(files, sum(ref.nbytes for ref in refs))
+
+
+_OBJECT_INDEX_ARRAYS: tuple[tuple[str, dict[str, Any], int], ...] = (
+    ("data", {"zv_array": "object_index_data"}, 1 << 20),
+    ("offsets", {"zv_array": "object_index_offsets"}, 65536),
+)
+"""Name, attributes and rows per chunk of the two arrays of ``object_index`` (spec §7.4)."""
+
+
+def _object_index_files(
+    base: str, refs: tuple[np.ndarray, np.ndarray, np.ndarray], n_objects: int, ndim: int
+) -> list[tuple[str, bytes]]:
+    """The files :func:`write_object_index` writes for ``refs``, computed only (no store is
+    touched: a worker thread may call it)."""
+    encoded: tuple[np.ndarray, ...] = encode_object_index_bulk(*refs, n_objects)
+    path = f"{base}/{OBJECT_INDEX}"
+    files = [(f"{path}/zarr.json", _object_index_group(n_objects, ndim))]
+    for (name, tag, rows), data in zip(_OBJECT_INDEX_ARRAYS, encoded, strict=True):
+        chunks = _global_chunks(data, rows)
+        files += encode_global_array(
+            f"{path}/{name}", data, chunks, 0, tag, compressed=True, blosc=MANIFEST_BLOSC
+        )
+    return files
+
+
+def _object_index_group(n_objects: int, ndim: int) -> bytes:
+    """The ``zarr.json`` of the ``object_index`` group."""
+    return group_metadata({"zv_array": OBJECT_INDEX, "num_objects": n_objects, "sid_ndim": ndim})
 
 
 def write_object_index(
@@ -356,29 +391,10 @@ def write_encoded_object_index(
     """Write ``object_index`` from its encoded ``(data, offsets)`` (spec §7.4), as
     :func:`write_object_index` does; each held whole or in a spill file
     (:class:`RowSource`, written chunk by chunk)."""
-    data, offsets = encoded
     path = f"{base}/{OBJECT_INDEX}"
-    io.set(
-        f"{path}/zarr.json",
-        group_metadata({"zv_array": OBJECT_INDEX, "num_objects": n_objects, "sid_ndim": ndim}),
-    )
-    _write_global(
-        io,
-        f"{path}/data",
-        data,
-        0,
-        {"zv_array": "object_index_data"},
-        rows=1 << 20,
-        blosc=MANIFEST_BLOSC,
-    )
-    _write_global(
-        io,
-        f"{path}/offsets",
-        offsets,
-        0,
-        {"zv_array": "object_index_offsets"},
-        blosc=MANIFEST_BLOSC,
-    )
+    io.set(f"{path}/zarr.json", _object_index_group(n_objects, ndim))
+    for (name, tag, rows), data in zip(_OBJECT_INDEX_ARRAYS, encoded, strict=True):
+        _write_global(io, f"{path}/{name}", data, 0, tag, rows=rows, blosc=MANIFEST_BLOSC)
 
 
 def _write_object_columns(io: StoreIO, base: str, table: ObjectTable, cross: np.ndarray) -> None:
@@ -549,6 +565,7 @@ def write_object_level(
     ndim = table.positions.shape[1]
     base = str(number)
     batcher = Batcher(io)  # every per-chunk array's shards, encoded while the next is prepared
+    _write_object_index(base, table, runs, ndim, batcher)  # first: the longest to encode
     stats = write_level_vertices(
         io,
         number,
@@ -564,7 +581,6 @@ def write_object_level(
     _write_links(io, base, grid, runs, links, width, options, batcher)
     _write_link_attributes(io, base, grid, runs, links, table, options, batcher)
     _write_fragment_columns(io, base, grid, runs, table, options, batcher)
-    _write_object_index(io, base, table, runs, ndim)
     _write_object_columns(io, base, table, links.cross)
     batcher.flush()
     return stats

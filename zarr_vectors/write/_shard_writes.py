@@ -25,10 +25,21 @@ _FLUSH_BYTES = 64 * 2**20
 _LOCAL_FLUSH_BYTES = 8 * 2**20
 """Local directories are written in smaller batches, so writing overlaps encoding."""
 _THREAD_MIN_BYTES = 256 * 2**10
-"""Shards encoded from less input are encoded by the caller: a thread costs more."""
+"""Chunks that are shards of their own, encoded from less input, are encoded by the caller:
+with many small chunks a task per chunk costs more than it saves."""
+_SHARD_THREAD_MIN_BYTES = 4 * 2**10
+"""The same for a shard assembled from several chunks (there are few: one per shard and
+array). Below 256 KiB such shards used to be encoded by the caller, but even a shard of a
+few row blocks costs tens of microseconds per block to compress (C-Blosc makes a codec
+context per block), far above a task's cost, and the caller has the next array to prepare
+meanwhile (measured: skeleton writes, whose shards are mostly of 10-250 KiB)."""
 _PENDING_BYTES = 32 * 2**20
 """Input bytes of shards being encoded at once, at most (about)."""
 _ENCODE_THREADS = THREADS
+
+_Pending = bytes | Future[bytes] | Future[list[tuple[str, bytes]]]
+"""A value the batcher holds: bytes for one key, or a worker's future of them or of whole
+files (:meth:`Batcher.add_files`)."""
 
 
 class Batcher:
@@ -46,7 +57,7 @@ class Batcher:
         self.io = io
         self.items: list[tuple[str, bytes]] = []
         self.nbytes = 0
-        self.pending: deque[tuple[str, Future[bytes] | bytes, int]] = deque()
+        self.pending: deque[tuple[str, _Pending, int]] = deque()
         self.pending_nbytes = 0
         self.local = io.is_local
 
@@ -57,20 +68,40 @@ class Batcher:
         else:
             self._collect(key, value)
 
-    def add_encoded(self, key: str, encode: Callable[[], bytes], nbytes: int) -> None:
+    def add_encoded(
+        self,
+        key: str,
+        encode: Callable[[], bytes],
+        nbytes: int,
+        min_bytes: int | None = None,
+    ) -> None:
         """Write ``encode()`` at ``key``, encoding it in a worker thread when it is large.
 
-        ``nbytes`` is the size of the input ``encode`` reads (the bound on work in flight).
+        ``nbytes`` is the size of the input ``encode`` reads (the bound on work in flight);
+        with less than ``min_bytes`` (default :data:`_THREAD_MIN_BYTES`) the caller encodes
+        it.
         """
-        if nbytes < _THREAD_MIN_BYTES or _ENCODE_THREADS < 2:
+        if nbytes < (_THREAD_MIN_BYTES if min_bytes is None else min_bytes) or _ENCODE_THREADS < 2:
             self.add(key, encode())
             return
         pool = shared_pool("zv-encode", _ENCODE_THREADS)
         self._hold(key, pool.submit(encode), nbytes)
 
-    def _hold(self, key: str, value: Future[bytes] | bytes, nbytes: int) -> None:
-        """Queue ``value`` (bytes, or a worker's future of them) behind the pending shards,
-        collecting the oldest while more than :data:`_PENDING_BYTES` are held."""
+    def add_files(self, encode: Callable[[], list[tuple[str, bytes]]], nbytes: int) -> None:
+        """Write the files ``encode()`` gives (keys and bytes: a whole global array, say),
+        computed in a worker thread unless ``nbytes`` (the input it reads) is small, after
+        everything given before."""
+        if nbytes < _THREAD_MIN_BYTES or _ENCODE_THREADS < 2:
+            for key, value in encode():
+                self.add(key, value)
+            return
+        pool = shared_pool("zv-encode", _ENCODE_THREADS)
+        self._hold("", pool.submit(encode), nbytes)
+
+    def _hold(self, key: str, value: _Pending, nbytes: int) -> None:
+        """Queue ``value`` (bytes, or a worker's future of them or of whole files) behind
+        the pending shards, collecting the oldest while more than :data:`_PENDING_BYTES`
+        are held."""
         self.pending.append((key, value, nbytes))
         self.pending_nbytes += nbytes
         while self.pending_nbytes > _PENDING_BYTES and len(self.pending) > 1:
@@ -81,7 +112,9 @@ class Batcher:
         for _ in range(count):
             key, value, nbytes = self.pending.popleft()
             self.pending_nbytes -= nbytes
-            self._collect(key, value.result() if isinstance(value, Future) else value)
+            found = value.result() if isinstance(value, Future) else value
+            for file_key, file_value in [(key, found)] if isinstance(found, bytes) else found:
+                self._collect(file_key, file_value)
 
     def _collect(self, key: str, value: bytes) -> None:
         self.items.append((key, value))
@@ -212,7 +245,8 @@ class ShardAssembler:
             return
         parts = sorted(self.parts, key=lambda part: part[0])
         key = shard_key(self.path, np.asarray(self.shard), len(self.layout.row_shape))
-        self.batcher.add_encoded(key, partial(_assemble, self.layout, parts, key), self.nbytes)
+        encode = partial(_assemble, self.layout, parts, key)
+        self.batcher.add_encoded(key, encode, self.nbytes, _SHARD_THREAD_MIN_BYTES)
         self.written.add(self.shard)
         self.shard, self.parts, self.nbytes = None, [], 0
 
