@@ -169,9 +169,11 @@ class ShardAssembler:
     held rows are then encoded together (one kernel call for the shard's blocks, in a
     worker thread when they are large: :meth:`Batcher.add_encoded`).
 
-    Rows given to :meth:`add` are copied, since the caller may reuse its arrays;
-    :meth:`add_chunks` takes rows that stay unchanged until the batcher is flushed and
-    does not copy them.
+    Rows :meth:`add` holds for a shard of several chunks are copied, since the caller may
+    reuse its arrays while the shard is assembled. A chunk that is a shard of its own is
+    encoded from the rows as given, possibly in a worker thread after :meth:`add` returns,
+    and :meth:`add_chunks` never copies: those rows must stay unchanged until the batcher
+    is flushed (the writers give arrays made for the chunk and never touched again).
     """
 
     def __init__(self, batcher: Batcher, path: str, layout: RowLayout) -> None:
@@ -184,7 +186,8 @@ class ShardAssembler:
         self.strides = tuple(int(np.prod(self.shape[d + 1 :])) for d in range(len(self.shape)))
 
     def add(self, chunk: np.ndarray, rows: np.ndarray) -> None:
-        """Encode the ``n > 0`` rows of spatial chunk ``chunk`` (grid index)."""
+        """Encode the ``n > 0`` rows of spatial chunk ``chunk`` (grid index); with one
+        chunk per shard, ``rows`` must stay unchanged until the batcher is flushed."""
         if self.layout.chunks_per_shard == 1:
             self._add_single(chunk, rows)
             return
