@@ -7,12 +7,14 @@ import importlib
 import inspect
 import pkgutil
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 import zarr_vectors as zv
+from zarr_vectors.kernels import set_kernel_mode
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 
@@ -42,7 +44,20 @@ def _run_examples(module: ModuleType) -> doctest.TestResults:
     return runner.summarize(verbose=False)
 
 
+@pytest.fixture
+def users_kernel_mode() -> Iterator[None]:
+    """The examples run as a user's code does, in the library's default kernel mode
+    (``"auto"``: a small call of a kernel not compiled yet runs its Python source), not in
+    the suite's ``"compiled"``: their small calls with dtypes of their own would otherwise
+    compile a kernel each inside the test run (tests/kernels checks the machine code against
+    the Python twins, tests/test_first_use.py the two paths against each other)."""
+    previous = set_kernel_mode("auto")
+    yield
+    set_kernel_mode(previous)
+
+
 @pytest.mark.parametrize("name", _module_names())
+@pytest.mark.usefixtures("users_kernel_mode")
 def test_module_examples_run(name: str, private_tempdir: Path) -> None:
     results = _run_examples(importlib.import_module(name))
     assert results.failed == 0, f"{results.failed} of {results.attempted} examples in {name} failed"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import examples
+from tests.helpers import THOROUGH, examples
 from zarr_vectors.kernels.point_levels import (
     merged_sample,
     merged_sample_chunks,
@@ -120,7 +120,14 @@ def test_sample_equals_lexsort(offsets: np.ndarray, cap: int, seed: int, ties: b
     assert kept == np.minimum(np.diff(offsets), cap).tolist()
 
 
-DTYPES = [np.float32, np.float64, np.float16, np.int8, np.int64, np.uint16, np.bool_]
+ALL_DTYPES = [np.float32, np.float64, np.float16, np.int8, np.int64, np.uint16, np.bool_]
+# Each dtype compiles the reductions anew (some seconds of the default run per dtype): the
+# default run takes one float, one signed integer and bool; the thorough profile every dtype.
+DTYPES = (
+    ALL_DTYPES
+    if settings.get_current_profile_name() == THOROUGH
+    else [np.float32, np.int8, np.bool_]
+)
 
 
 def _values(rng: np.random.Generator, n: int, k: int, dtype: type, nan: bool) -> np.ndarray:
