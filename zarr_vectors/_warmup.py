@@ -82,6 +82,19 @@ def _points_round_trip(directory: Path, rng: np.random.Generator) -> None:
     validate(path, level=3)
     write_points(directory / "points-default.zarrvectors", positions)  # the default chunk shape
     _levels_round_trip(directory / "points-levels.zarrvectors", write_points, positions)
+    _float64_round_trip(directory / "points-float64.zarrvectors", positions.astype(np.float64))
+
+
+def _float64_round_trip(path: Path, positions: np.ndarray) -> None:
+    """Float64 points (numpy's default dtype, what most callers pass) with a float64
+    attribute: write, query, read; and a write with the default chunk shape."""
+    write_points(
+        path, positions, chunk_shape=50.0, bin_shape=12.5, attributes={"v": positions[:, 0]}
+    )
+    store = open_store(path)
+    store.query(([10.0, 20.0, 30.0], [60.0, 70.0, 80.0]))
+    store.read()
+    write_points(path.with_suffix(".default"), positions)
 
 
 def _streamlines_round_trip(directory: Path, rng: np.random.Generator) -> None:
@@ -127,12 +140,13 @@ def _levels_round_trip(path: Path, write: Callable[..., Any], data: Any) -> None
 
 def warmup() -> WarmupReport:
     """Compile (or load from numba's cache) the kernels that writing, querying, reading and
-    validating float32 point clouds and streamlines use, levels of detail included.
+    validating float32 point clouds and streamlines use, levels of detail included, and
+    those of writing, querying and reading float64 point clouds.
 
     Run it once in a fresh environment (``zarr-vectors warmup`` does the same): the
     machine code goes to numba's cache, so no later process compiles these kernels. It
     writes only to a temporary directory, removed at the end. Other geometry kinds and
-    dtypes (float64 positions, meshes, graphs) compile their own kernels at first use.
+    dtypes (float64 streamlines, meshes, graphs) compile their own kernels at first use.
 
     Returns
     -------
