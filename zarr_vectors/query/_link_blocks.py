@@ -23,11 +23,36 @@ from zarr_vectors.kernels.link_entries import rows_in_runs
 from zarr_vectors.read import LevelReader, check_global_shapes
 from zarr_vectors.store.arrays import chunk_table_problem
 
-__all__ = ["LinkBlocks", "LinkRows"]
+__all__ = ["LinkBlocks", "LinkRows", "blocks_meeting"]
 
 LinkRows = tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]
 """Links found: the result row of each first entry, the global id of each second entry,
 and each per-link attribute's values."""
+
+
+def blocks_meeting(spans: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The blocks whose first-column span meets a run of global ids, ascending.
+
+    Parameters
+    ----------
+    spans
+        ``(blocks, 2)``: each block's smallest and largest first-column id.
+    start, length
+        ``(m,)`` first id and id count (at least 1) of each run; the runs ascend and do
+        not overlap.
+
+    Examples
+    --------
+    >>> spans = np.array([[0, 4], [5, 9], [10, 14]])
+    >>> blocks_meeting(spans, np.array([3, 12]), np.array([1, 1])).tolist()
+    [0, 2]
+    """
+    if not start.shape[0]:
+        return np.empty(0, np.int64)
+    after = np.searchsorted(start + length, spans[:, 0], side="right")  # first run ending after
+    meets = after < start.shape[0]
+    meets[meets] = start[after[meets]] <= spans[meets, 1]
+    return np.flatnonzero(meets)
 
 
 class LinkBlocks:
@@ -102,11 +127,13 @@ class LinkBlocks:
             self._open()
         n_blocks = -(-self.rows // self.block)
         spans = np.empty((n_blocks, 2), np.int64) if self.spans is None else self.spans
-        wanted = range(n_blocks) if first_read or not self.ordered else self._meeting(gids)
+        selective = not first_read and self.ordered
+        wanted = blocks_meeting(spans, gids[1], gids[2]) if selective else range(n_blocks)
         found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for j in wanted:
             start = j * self.block
-            table = self.reader.global_rows(CROSS_CHUNK_LINKS, start, start + self.block)
+            stop = min(self.rows, start + self.block)
+            table = self.reader.global_rows(CROSS_CHUNK_LINKS, start, stop)
             if first_read:
                 self.check(table)
                 spans[j] = table[:, 0].min(), table[:, 0].max()
@@ -119,18 +146,6 @@ class LinkBlocks:
                     found.append((rows[mine], table[mine, 1], start + mine))
         self.spans = spans
         return self._assembled(found)
-
-    def _meeting(self, gids: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-        """The blocks of a sorted table whose first-column span meets a run of ``gids``
-        (the runs ascend and do not overlap)."""
-        assert self.spans is not None
-        start, length = gids[1], gids[2]
-        if not start.shape[0]:
-            return np.empty(0, np.int64)
-        after = np.searchsorted(start + length, self.spans[:, 0], side="right")
-        meets = after < start.shape[0]
-        meets[meets] = start[after[meets]] <= self.spans[meets, 1]
-        return np.flatnonzero(meets)
 
     def _assembled(self, found: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> LinkRows:
         """The links found in each block, joined, with their attribute values (read by
