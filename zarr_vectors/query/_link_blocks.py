@@ -89,7 +89,7 @@ class LinkBlocks:
         self.empty: dict[str, np.ndarray] = {}  # no rows of each attribute column
 
     def _open(self) -> None:
-        """Check the arrays' shapes (and, format 1.2, their chunk tables) and read the
+        """Check the arrays' shapes (and, from format 1.2, their chunk tables) and read the
         table's length and block length from its metadata."""
         paths = [CROSS_CHUNK_LINKS] + [
             f"{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}" for name in self.attribute_names
