@@ -2,12 +2,14 @@
 and after.
 
 Usage: ``python -m benchmarks.object_level_build [--streamlines N [N ...]] [--points N [N
-...]] [--length L] [--budget BYTES] [--before DIR] [--dir D]`` (``--streamlines 1e5`` when
-neither is given; ``--points``: uniform points in a 1000-unit cube, chunks 100, bins 25,
-one float32 attribute).
+...]] [--length L] [--layout CHUNK,BIN] [--budget BYTES] [--before DIR] [--dir D]``
+(``--streamlines 1e5`` when neither is given; ``--layout``: the streamlines' chunk and bin
+side in mm, default 50,12.5; smaller chunks give more cross-chunk links; ``--points``:
+uniform points in a 1000-unit cube, chunks 100, bins 25, one float32 attribute).
 
 The parent writes N streamlines of L vertices (:func:`benchmarks.objects.make_streamlines`,
-chunks 50 mm, bins 12.5 mm, one vertex and one object attribute) without levels, then for
+chunks 50 mm, bins 12.5 mm unless ``--layout``, one vertex and one object attribute)
+without levels, then for
 each code tree (this one; ``--before``: another checkout, e.g. a ``git archive`` of the
 commit before) copies the store and runs ``build_levels(copy, "auto")`` in a fresh child
 process: the child compiles the kernels on a tiny store first, resets its peak resident
@@ -97,6 +99,7 @@ def main() -> None:
     parser.add_argument("--streamlines", type=float, nargs="+", default=None)
     parser.add_argument("--points", type=float, nargs="+", default=[])
     parser.add_argument("--length", type=int, default=100)
+    parser.add_argument("--layout", default="50,12.5", help="streamline chunk,bin in mm")
     parser.add_argument("--budget", type=int, default=256 * 2**20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=2, help="builds per tree; the last kept")
@@ -118,13 +121,14 @@ def _write_streamlines(args: argparse.Namespace, size: int, store: Path) -> int:
     """``size`` streamlines of ``args.length`` vertices; level 0's uncompressed bytes."""
     zv = importlib.import_module("zarr_vectors")
     objects = importlib.import_module("benchmarks.objects")  # imports zarr_vectors: not in a child
-    frame = objects.make_streamlines(size, args.length, args.seed).frame
+    chunk, bin_side = (float(v) for v in args.layout.split(","))
+    frame = objects.make_streamlines(size, args.length, args.seed, (chunk, bin_side)).frame
     zv.write_polylines(
         store,
         (frame.positions, frame.offsets),
         kind="streamline",
-        chunk_shape=objects.STREAMLINE_CHUNK,
-        bin_shape=objects.STREAMLINE_BIN,
+        chunk_shape=chunk,
+        bin_shape=bin_side,
         attributes=frame.attributes,
         object_attributes=frame.object_attributes,
         progress=False,
@@ -148,6 +152,12 @@ def _write_points(args: argparse.Namespace, size: int, store: Path) -> int:
     return int(positions.nbytes + values.nbytes)
 
 
+def _cross_links(store: Path) -> int:
+    """Rows of level 0's ``cross_chunk_links`` (0 for a point store)."""
+    meta = store / "0" / "cross_chunk_links" / "zarr.json"
+    return int(json.loads(meta.read_text())["shape"][0]) if meta.exists() else 0
+
+
 def _one_size(args: argparse.Namespace, size: int, write: Any) -> None:
     """Write ``size`` objects or points with ``write``, build their levels with every tree,
     print the rows."""
@@ -168,6 +178,7 @@ def _one_size(args: argparse.Namespace, size: int, write: Any) -> None:
                 )
                 got |= {"tree": name, "run": r + 1, "load": load, "load_after": os.getloadavg()[0]}
                 got["size"] = size
+                got["cross_links"] = _cross_links(store)
                 got["level0_bytes"] = level0
                 got["peak_over_level0"] = round(got["peak_kb"] * 1024 / level0, 3)
                 print(json.dumps(got), flush=True)

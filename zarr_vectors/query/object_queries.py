@@ -44,6 +44,7 @@ from zarr_vectors.query._fragment_refs import (
     slot_order,
 )
 from zarr_vectors.query._held_rows import HeldRows, copy_held_rows, read_vertex_columns
+from zarr_vectors.query._link_blocks import LinkBlocks
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
 from zarr_vectors.read import ChunkRows, LevelReader, RowRuns, check_global_shapes
@@ -174,6 +175,8 @@ class ObjectReader:
         chunks a read meets are decoded :data:`RANGE_GROUP` chunks at a time, the index not
         cached and the ranges only within ``cache_bytes``; so a read holds its own objects'
         manifests, a group of chunks' fragment ranges and that cache, not the level's.
+        ``cross_chunk_links`` and its attribute columns are read block by block
+        (:class:`~zarr_vectors.query._link_blocks.LinkBlocks`), never whole.
         Else the index is read whole at first need and kept, and the fragment ranges of
         every chunk met are decoded together (and cached).
     cache_bytes
@@ -198,6 +201,12 @@ class ObjectReader:
             reader.add_column(_link_column(name), f"{base}/{LINK_ATTRIBUTES}/{name}")
         self._cache: dict[str, np.ndarray] = {}
         self._handoff: tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+        stored_edges = geometry_kind(self.kind).stored_edges
+        self.link_blocks = (
+            LinkBlocks(reader, self.link_attribute_names, self.n_objects, self._check_gids)
+            if bounded and stored_edges
+            else None
+        )
 
     # -- global arrays (read once) --------------------------------------------------------
     def _global(self, path: str) -> np.ndarray:
@@ -262,7 +271,7 @@ class ObjectReader:
         )
         paths = [] if self.bounded else [f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets"]
         paths += [f"{OBJECT_ATTRIBUTES}/{n}" for n in names]
-        if geometry_kind(self.kind).stored_edges:
+        if geometry_kind(self.kind).stored_edges and self.link_blocks is None:
             paths.append(CROSS_CHUNK_LINKS)
             paths += [f"{CROSS_CHUNK_LINK_ATTRIBUTES}/{n}" for n in self.link_attribute_names]
         base = self.reader.base
@@ -758,12 +767,9 @@ class _Plan:
             keep = mapped[:, 1] >= 0
             mapped, columns = mapped[keep], {k: v[keep] for k, v in columns.items()}
         if kind.stored_edges:
-            cross, mine = self._cross_links(gids)
+            cross, cross_columns = self._cross_links(gids)
             mapped = np.concatenate([mapped, cross])
-            columns = {
-                k: np.concatenate([v, self.objects.cross_link_attribute(k)[mine]])
-                for k, v in columns.items()
-            }
+            columns = {k: np.concatenate([v, cross_columns[k]]) for k, v in columns.items()}
         return mapped, columns
 
     def _link_runs(
@@ -806,15 +812,20 @@ class _Plan:
         pairs = distinct_ascending(self.ref_slot * width + self.ref_fragment.astype(np.int64))
         return pairs // width, pairs % width
 
-    def _cross_links(self, gids: _Runs) -> tuple[np.ndarray, np.ndarray]:
-        """The objects' cross-chunk links as result rows, and their rows in the table."""
+    def _cross_links(self, gids: _Runs) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The objects' cross-chunk links as result rows, and their per-link attributes
+        (the table read whole, or block by block in a bounded read)."""
+        if self.objects.link_blocks is not None:
+            first, second, columns = self.objects.link_blocks.links_of(gids)
+            return np.stack([first, _lookup(gids, second)], axis=1), columns
         table = self.objects._global(CROSS_CHUNK_LINKS)
-        if not table.shape[0] or not gids.start.shape[0]:
-            return np.empty((0, 2), np.int64), np.empty(0, np.int64)
-        first, _ = rows_in_runs(table[:, 0], np.zeros(table.shape[0], np.int64), *gids)
-        mine = np.flatnonzero(first >= 0)
-        links = np.stack([first[mine], _lookup(gids, table[mine, 1])], axis=1)
-        return links, mine
+        mine, links = np.empty(0, np.int64), np.empty((0, 2), np.int64)
+        if table.shape[0] and gids.start.shape[0]:
+            first, _ = rows_in_runs(table[:, 0], np.zeros(table.shape[0], np.int64), *gids)
+            mine = np.flatnonzero(first >= 0)
+            links = np.stack([first[mine], _lookup(gids, table[mine, 1])], axis=1)
+        names = self.objects.link_attribute_names
+        return links, {k: self.objects.cross_link_attribute(k)[mine] for k in names}
 
     def _object_attributes(self) -> dict[str, np.ndarray]:
         base = OBJECT_ATTRIBUTES

@@ -36,6 +36,8 @@ from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.levels import IMPORTED
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import (
+    CROSS_CHUNK_LINK_ATTRIBUTES,
+    CROSS_CHUNK_LINKS,
     OBJECT_ATTRIBUTES,
     OBJECT_ID_ATTRIBUTE,
     OBJECT_INDEX,
@@ -237,10 +239,11 @@ def stored_batches(
 
 
 def whole_index_bytes(level: LevelReader) -> int:
-    """At most the bytes an object level's fragment indexes and object index take when
-    read whole, from its metadata alone: every occupied chunk's decoded fragment ranges
-    (16 bytes a fragment, as a range row of its blob, so at most the blob length
-    ``L_max``, spec §6.1) and the object index's manifests and offsets (spec §7.4).
+    """At most the bytes an object level's fragment indexes, object index and cross-chunk
+    links take when read whole, from its metadata alone: every occupied chunk's decoded
+    fragment ranges (16 bytes a fragment, as a range row of its blob, so at most the blob
+    length ``L_max``, spec §6.1), the object index's manifests and offsets (spec §7.4), and
+    ``cross_chunk_links`` with its attribute columns (8 bytes a value, spec §9.11, §9.13).
 
     :func:`stored_batches` reads level 0 bounded (:class:`~zarr_vectors.query.ObjectReader`
     ``bounded``) only when they do not fit its cache share of the memory budget: the
@@ -261,7 +264,18 @@ def whole_index_bytes(level: LevelReader) -> int:
     blob = level.array_metadata(f"{level.base}/{VERTEX_FRAGMENTS}")["shape"][-1]
     manifests = level.array_metadata(f"{level.base}/{OBJECT_INDEX}/data")["shape"][0]
     chunks, objects = level.meta.chunk_count or 0, level.meta.object_count or 0
-    return int(chunks) * int(blob) + int(manifests) + 8 * int(objects)
+    return int(chunks) * int(blob) + int(manifests) + 8 * int(objects) + _cross_link_bytes(level)
+
+
+def _cross_link_bytes(level: LevelReader) -> int:
+    """8 bytes a value of ``cross_chunk_links`` and its attribute columns (0 without)."""
+    table = f"{level.base}/{CROSS_CHUNK_LINKS}"
+    if level.document(f"{table}/zarr.json") is None:
+        return 0
+    family = f"{level.base}/{CROSS_CHUNK_LINK_ATTRIBUTES}"
+    paths = [table] + [f"{family}/{name}" for name in level.children(family)]
+    shapes = [level.array_metadata(path)["shape"] for path in paths]
+    return 8 * sum(int(np.prod(shape, dtype=np.int64)) for shape in shapes)
 
 
 def _level_keys(io: StoreIO) -> list[str]:
