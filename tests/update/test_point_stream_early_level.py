@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
-import zarr_vectors.write._point_levels as point_levels
+import zarr_vectors.write._first_levels as point_levels
 from tests.geometry.object_cases import files
 
 CHUNK = 50.0

@@ -11,9 +11,8 @@ import asyncio
 import contextlib
 import json
 import os
-import sys
 import time
-from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,20 +24,30 @@ from zarr.abc.store import (
     Store,
     SuffixByteRequest,
 )
-from zarr.storage import FsspecStore, LocalStore, MemoryStore, ZipStore
+from zarr.storage import FsspecStore, MemoryStore, ZipStore
 
-from zarr_vectors._optional import require
-from zarr_vectors.errors import (
-    InvalidInputError,
-    MetadataError,
-    MissingDependencyError,
-    StoreAccessError,
-    StoreNotFoundError,
-)
+from zarr_vectors.errors import MetadataError
 from zarr_vectors.format.dimensions import named_array_json
 from zarr_vectors.kernels import results_of, shared_pool
-from zarr_vectors.store.commit import describe_leftovers, recover
-from zarr_vectors.store.links import LocalTree, link_refusal, scan
+from zarr_vectors.store.links import LocalTree
+from zarr_vectors.store.local_files import (
+    ByteRange,
+    list_local,
+    list_local_dir,
+    read_fd,
+    read_local,
+    read_local_ranges,
+    read_local_spans,
+    write_local,
+)
+from zarr_vectors.store.locations import (
+    SafeLocalStore,
+    StoreLike,
+    access_errors,
+    local_destination,
+    local_root,
+    resolve_store,
+)
 from zarr_vectors.store.versions import (
     StoreVersion,
     changed_error,
@@ -47,8 +56,6 @@ from zarr_vectors.store.versions import (
     stamp_of,
 )
 from zarr_vectors.store.zarr_adapter import (
-    Buffer,
-    BufferPrototype,
     default_buffer_prototype,
     sync,
 )
@@ -59,16 +66,13 @@ __all__ = [
     "StoreIO",
     "StoreLike",
     "access_errors",
+    "local_destination",
+    "local_root",
     "resolve_store",
 ]
 
 T = TypeVar("T")
 
-StoreLike = str | os.PathLike[str] | Store
-"""What the public API accepts as a store: a local path, a ``.zip`` path, a URL or a Store."""
-
-ByteRange = tuple[int, int] | int | None
-"""``(start, stop)`` for a range, a negative int ``-n`` for the last ``n`` bytes, None for all."""
 
 _MAX_CONCURRENCY = 256
 """Requests in flight at once on a non-local store: enough that the shard indexes or the row
@@ -83,266 +87,6 @@ _MERGE_GAP = 1 << 18
 request: a gap this size costs less transfer time than a round trip costs waiting."""
 
 
-def resolve_store(
-    store: StoreLike, *, mode: str, storage_options: Mapping[str, Any] | None = None
-) -> Store:
-    """Turn a store-like value into a zarr ``Store``.
-
-    Parameters
-    ----------
-    store
-        A local directory path (str or path-like), a path ending in ``.zip`` (a
-        :class:`zarr.storage.ZipStore`), a URL with a protocol such as ``s3://`` (an
-        ``FsspecStore``, see :func:`url_store`), or any zarr ``Store`` instance (used as is,
-        but for a closed write-mode ``ZipStore``, which is read through a read-mode one:
-        reopening it to write would truncate the file).
-    mode
-        ``"r"`` to read or ``"w"`` to write.
-    storage_options
-        URLs only: options of the fsspec filesystem (for S3: ``endpoint_url``, ``key``,
-        ``secret``, ``anon``...); without them the usual environment and configuration
-        files supply credentials.
-
-    Returns
-    -------
-    zarr.abc.store.Store
-        The store to use.
-
-    Raises
-    ------
-    StoreNotFoundError
-        When reading a local path that does not exist.
-    InvalidInputError
-        When the value is not a store-like object, or ``storage_options`` come with
-        something other than a URL.
-    MissingDependencyError
-        When a URL's filesystem package (``s3fs`` for ``s3://``) is not installed.
-    """
-    text = local_path_of(os.fspath(store)) if isinstance(store, str | os.PathLike) else None
-    if storage_options is not None and (text is None or "://" not in text):
-        raise InvalidInputError("storage_options apply to URLs (such as s3://...) only")
-    if isinstance(store, Store):
-        return _readable(store) if mode == "r" else store
-    if text is None:
-        raise InvalidInputError(
-            f"store must be a path, a URL or a zarr Store, got {type(store).__name__}"
-        )
-    if "://" in text:
-        return url_store(text, mode=mode, storage_options=storage_options)
-    path = Path(text)
-    if mode == "r" and not path.exists():
-        _missing(path, text)
-    if path.suffix == ".zip":
-        return ZipStore(path, mode="r" if mode == "r" else "w")
-    return SafeLocalStore(path, read_only=(mode == "r"))
-
-
-_URL_PACKAGES = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3")}
-"""URL protocol -> (package fsspec needs for it, zarr-vectors extra that installs it)."""
-
-
-def url_store(url: str, *, mode: str, storage_options: Mapping[str, Any] | None) -> Store:
-    """Open a URL (``s3://bucket/key``, ``gs://...``, ``memory://...``) as an ``FsspecStore``.
-
-    Raises
-    ------
-    MissingDependencyError
-        When fsspec, or the package of the URL's protocol (``s3fs``: the ``s3`` extra), is
-        not installed.
-    InvalidInputError
-        For a protocol fsspec does not know, or options its filesystem does not take.
-    """
-    protocol = url.split("://", 1)[0].lower()
-    package, extra = _URL_PACKAGES.get(protocol, ("fsspec", None))
-    require(package, extra=extra, purpose=f"opening {protocol}:// URLs")
-    try:
-        return FsspecStore.from_url(
-            url, storage_options=dict(storage_options or {}), read_only=(mode == "r")
-        )
-    except ImportError as exc:  # fsspec names the package the protocol needs
-        raise MissingDependencyError(f"opening {url!r} needs another package: {exc}") from exc
-    except (ValueError, TypeError) as exc:  # unknown protocol, unknown option
-        raise InvalidInputError(f"cannot open {url!r}: {exc}") from exc
-
-
-def _credential_errors() -> tuple[type[BaseException], ...]:
-    """botocore's errors for requests without (complete) credentials; none when botocore
-    was never imported (no S3 request was made), so it is not imported here."""
-    module = sys.modules.get("botocore.exceptions")
-    if module is None:
-        return ()
-    return (module.NoCredentialsError, module.PartialCredentialsError)
-
-
-@contextlib.contextmanager
-def access_errors(store: Store) -> Iterator[None]:
-    """Turn a request refused for lack of credentials into :class:`StoreAccessError`.
-
-    Raises
-    ------
-    StoreAccessError
-        When a request to object storage found no credentials (botocore's
-        ``NoCredentialsError``, which reached the CLI as a bug report before).
-    """
-    try:
-        yield
-    except _credential_errors() as exc:
-        where = _url_of(store)
-        raise StoreAccessError(
-            f"cannot read or write {where}: {exc}. Configure credentials for it (for S3: "
-            "the environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
-            "~/.aws/credentials, or AWS_PROFILE); from Python, the storage_options of "
-            "zv.open, zv.validate and the writers can also carry them (key and secret), or "
-            "anon set to True for a public bucket"
-        ) from exc
-
-
-def _url_of(store: Store) -> str:
-    """``s3://bucket/key`` of an ``FsspecStore`` (for messages); other stores as text."""
-    if isinstance(store, FsspecStore):
-        protocol = store.fs.protocol
-        name = protocol[0] if isinstance(protocol, tuple | list) else protocol
-        return f"{name}://{store.path}"
-    return str(store)
-
-
-def _missing(path: Path, text: str) -> None:
-    """Put back a store an interrupted commit left aside, else raise for a missing path.
-
-    Raises
-    ------
-    StoreNotFoundError
-        When no store is there, naming what an interrupted write left beside it.
-    """
-    absolute = Path(os.path.abspath(path))
-    if recover(absolute) and path.exists():
-        return
-    left = describe_leftovers(absolute)
-    if left is None:
-        raise StoreNotFoundError(f"no store at {text!r}: the path does not exist")
-    raise StoreNotFoundError(
-        f"no store at {text!r}: the path does not exist, but {left}; or write it again "
-        'with mode="w"'
-    )
-
-
-def _readable(store: Store) -> Store:
-    """A caller's store as read: a closed write-mode ``ZipStore`` as a read-mode one
-    (reopening it would truncate it), a plain ``LocalStore`` as a :class:`SafeLocalStore`."""
-    if isinstance(store, ZipStore) and not store._is_open and store._zmode == "w":
-        return ZipStore(store.path, mode="r")
-    if type(store) is LocalStore:
-        return SafeLocalStore(store.root, read_only=True)
-    return store
-
-
-class SafeLocalStore(LocalStore):
-    """A zarr ``LocalStore`` whose reads follow the link rule of spec §12.4.
-
-    zarr-python reads global arrays through the store; zarr's own ``LocalStore`` would wait
-    on a FIFO, follow any link, and take a directory for a missing chunk (fill values).
-    Here every read goes through :class:`~zarr_vectors.store.links.LocalTree`: a regular
-    file is read, a missing one is None, anything else raises ``FormatError``.
-    """
-
-    def __init__(self, root: Path | str, *, read_only: bool = False) -> None:
-        super().__init__(root, read_only=read_only)
-        self._tree = LocalTree(os.fspath(self.root))
-
-    async def get(
-        self,
-        key: str,
-        prototype: BufferPrototype | None = None,
-        byte_range: ByteRequest | None = None,
-    ) -> Buffer | None:
-        """The bytes at ``key`` (or a range of them), None when the key does not exist."""
-        if prototype is None:
-            prototype = default_buffer_prototype()
-        if not self._is_open:
-            await self._open()
-        raw = await asyncio.to_thread(_read_request, self._tree, key, byte_range)
-        return None if raw is None else prototype.buffer.from_bytes(raw)
-
-    async def get_partial_values(
-        self,
-        prototype: BufferPrototype,
-        key_ranges: Iterable[tuple[str, ByteRequest | None]],
-    ) -> list[Buffer | None]:
-        """:meth:`get` of each ``(key, byte range)``."""
-        return list(await asyncio.gather(*(self.get(k, prototype, r) for k, r in key_ranges)))
-
-
-def _read_request(tree: LocalTree, key: str, request: ByteRequest | None) -> bytes | None:
-    """Read a zarr byte request of a local store's file (see :class:`SafeLocalStore`)."""
-    if isinstance(request, OffsetByteRequest):
-        whole = _read_local(tree, key, None)
-        return None if whole is None else whole[request.offset :]
-    if isinstance(request, RangeByteRequest):
-        return _read_local(tree, key, (request.start, request.end))
-    if isinstance(request, SuffixByteRequest):
-        return _read_local(tree, key, -request.suffix)
-    return _read_local(tree, key, None)
-
-
-def local_path_of(text: str) -> str:
-    """``file://`` URLs name local paths; other text is returned unchanged."""
-    return text[len("file://") :] if text.startswith("file://") else text
-
-
-def local_destination(store: StoreLike) -> Path | None:
-    """The local path a store-like value names (a directory or a ``.zip``), else None."""
-    if isinstance(store, str | os.PathLike):
-        text = local_path_of(os.fspath(store))
-        if "://" not in text:
-            return Path(text)
-    return None
-
-
-def local_root(store: Store) -> Path | None:
-    """Return the directory of a :class:`LocalStore`, or None for other stores."""
-    if not isinstance(store, LocalStore):
-        return None
-    root = store.root  # already a Path in zarr 3: not parsed again (called per request)
-    return root if isinstance(root, Path) else Path(root)
-
-
-_NEW_FILE = (
-    os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-)
-
-
-def _write_file(path: str, value: bytes) -> None:
-    """Write ``value`` as the whole file ``path``: one open, the writes, one close (no file
-    object, whose size query, terminal check and seek cost three more calls per file)."""
-    fd = os.open(path, _NEW_FILE, 0o666)
-    try:
-        view = memoryview(value)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-
-
-def _write_local(path: Path | str, value: bytes, *, atomic: bool) -> None:
-    if not atomic:
-        _write_file(os.fspath(path), value)
-        return
-    partial = f"{os.fspath(path)}.{os.getpid()}.partial"
-    _write_file(partial, value)
-    os.replace(partial, path)
-
-
-def _read_local(tree: LocalTree, key: str, byte_range: ByteRange) -> bytes | None:
-    opened = tree.open(key)  # a raw descriptor: no file object per chunk
-    if opened is None:
-        return None
-    fd, size = opened
-    try:
-        return _read_fd(fd, size, byte_range)
-    finally:
-        os.close(fd)
-
-
 def _read_local_stamped(tree: LocalTree, key: str) -> tuple[bytes | None, tuple[int, ...] | None]:
     """The bytes of a local file and, when it had settled before the read, its stamp
     (:func:`~zarr_vectors.store.versions.settled_stamp`, from the descriptor read)."""
@@ -352,115 +96,9 @@ def _read_local_stamped(tree: LocalTree, key: str) -> tuple[bytes | None, tuple[
         return None, None
     fd, size = opened
     try:
-        return _read_fd(fd, size, None), settled_stamp(os.fstat(fd), read_from)
+        return read_fd(fd, size, None), settled_stamp(os.fstat(fd), read_from)
     finally:
         os.close(fd)
-
-
-def _read_local_ranges(
-    tree: LocalTree, requests: Sequence[tuple[str, Sequence[ByteRange]]]
-) -> list[list[bytes] | None]:
-    """:meth:`StoreIO.get_ranges` on a local directory: each file opened once however many
-    requests name it (the chunks of a shard of several chunks, spec §9.0.1), up to
-    :data:`_OPEN_SPAN_FILES` files open at once."""
-    files: dict[str, tuple[int, int] | None] = {}
-    out: list[list[bytes] | None] = []
-    try:
-        for key, ranges in requests:
-            if key not in files:
-                if len(files) >= _OPEN_SPAN_FILES:
-                    _close_opened(files.pop(next(iter(files))))
-                files[key] = tree.open(key)
-            opened = files[key]
-            out.append(None if opened is None else [_read_fd(*opened, r) for r in ranges])
-    finally:
-        for opened in files.values():
-            _close_opened(opened)
-    return out
-
-
-def _close_opened(opened: tuple[int, int] | None) -> None:
-    if opened is not None:
-        os.close(opened[0])
-
-
-def _read_local_spans(
-    tree: LocalTree,
-    keys: Sequence[str],
-    spans: tuple[np.ndarray, np.ndarray, np.ndarray],
-    into: memoryview,
-) -> int:
-    """:meth:`StoreIO.read_spans_into` on a local directory: -1, or the failing key.
-
-    Consecutive spans that continue each other in one file are read by one ``preadv``
-    (:func:`_joined_spans`), and files stay open while they are read (up to
-    :data:`_OPEN_SPAN_FILES` at once), also when several owners name one key (the chunks
-    of a shard of several chunks, spec §9.0.1)."""
-    owners: list[int]
-    starts: list[int]
-    stops: list[int]
-    owners, starts, stops = (a.tolist() for a in _joined_spans(keys, *spans))
-    files: dict[str, int] = {}
-    pos = 0
-    try:
-        for owner, start, stop in zip(owners, starts, stops, strict=True):
-            fd = files.get(keys[owner], -1)
-            if fd < 0:
-                if len(files) >= _OPEN_SPAN_FILES:
-                    os.close(files.pop(next(iter(files))))
-                opened = tree.open(keys[owner])
-                if opened is None:
-                    return owner
-                fd = files[keys[owner]] = opened[0]
-            end = pos + stop - start
-            if os.preadv(fd, [into[pos:end]], start) != stop - start:
-                return owner
-            pos = end
-        return -1
-    finally:
-        for fd in files.values():
-            os.close(fd)
-
-
-_OPEN_SPAN_FILES = 64
-"""Files :func:`_read_local_spans` keeps open at once, at most."""
-
-
-def _joined_spans(
-    keys: Sequence[str], owner: np.ndarray, start: np.ndarray, stop: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The spans ``(owner, start, stop)`` with every run of spans that continue each other
-    in one key (``keys[owner]``) joined into one (its first owner)."""
-    if owner.shape[0] < 2:
-        return owner, start, stop
-    used, inverse = np.unique(owner, return_inverse=True)  # map only the keys named
-    ids: dict[str, int] = {}
-    named = [ids.setdefault(keys[o], len(ids)) for o in used.tolist()]
-    key_id = np.array(named, dtype=np.int64)[inverse.reshape(-1)]
-    joins = (key_id[1:] == key_id[:-1]) & (start[1:] == stop[:-1])
-    first = np.flatnonzero(np.concatenate([[True], ~joins]))
-    last = np.append(first[1:] - 1, owner.shape[0] - 1)
-    return owner[first], start[first], stop[last]
-
-
-def _read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
-    """Bytes ``byte_range`` of the open file ``fd`` of ``size`` bytes."""
-    if byte_range is None:
-        return _read_all(fd, size)
-    if isinstance(byte_range, int):
-        start = max(0, size + byte_range)
-        return os.pread(fd, size - start, start)
-    start, stop = byte_range
-    return os.pread(fd, stop - start, start)
-
-
-def _list_local_dir(tree: LocalTree, prefix: str) -> list[str]:
-    """Names of the entries of directory ``prefix`` of a store (none if it is missing)."""
-    tree.check_directory(prefix.strip("/"))
-    try:
-        return sorted(os.listdir(os.path.join(tree.root, prefix)))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
 
 
 def _parse_json(key: str, raw: bytes | None) -> Any:
@@ -505,16 +143,6 @@ def _merge_ranges(ranges: Sequence[ByteRange]) -> tuple[list[ByteRange], list[_P
                 pieces[i] = (len(fetch), 0, -1)
                 fetch.append(r)
     return fetch, pieces
-
-
-def _read_all(fd: int, size: int) -> bytes:
-    data = os.pread(fd, size, 0)
-    if len(data) < size:  # a short read: keep reading until the end
-        parts = [data]
-        while chunk := os.pread(fd, 1 << 20, sum(len(p) for p in parts)):
-            parts.append(chunk)
-        data = b"".join(parts)
-    return data
 
 
 def _to_request(byte_range: ByteRange) -> ByteRequest | None:
@@ -627,7 +255,7 @@ class StoreIO:
             return []
         tree = self._tree()
         if tree is not None:
-            return [_read_local(tree, key, byte_range) for key, byte_range in requests]
+            return [read_local(tree, key, byte_range) for key, byte_range in requests]
         return self._run(self._gather([self._get(k, r) for k, r in requests]))
 
     def get_ranges(
@@ -646,7 +274,7 @@ class StoreIO:
         """
         tree = self._tree()
         if tree is not None:
-            return _read_local_ranges(tree, requests)
+            return read_local_ranges(tree, requests)
         plans = [_merge_ranges(ranges) for _, ranges in requests]
         flat = self.get_many(
             [
@@ -688,7 +316,7 @@ class StoreIO:
         tree = self._tree()
         if tree is not None:
             joined = (span_key, span_start, span_stop)
-            return _read_local_spans(tree, keys, joined, buffer.data)
+            return read_local_spans(tree, keys, joined, buffer.data)
         owners, starts, stops = span_key.tolist(), span_start.tolist(), span_stop.tolist()
         groups: list[tuple[int, list[ByteRange]]] = []  # consecutive spans of one key
         for owner, start, stop in zip(owners, starts, stops, strict=True):
@@ -758,7 +386,7 @@ class StoreIO:
         base = os.fspath(root)
         for key, value in items:
             atomic = self._new_files or (self._atomic_json and key.endswith((".json", ".zattrs")))
-            _write_local(f"{base}/{key}", value, atomic=atomic)
+            write_local(f"{base}/{key}", value, atomic=atomic)
 
     def _make_dirs(self, root: Path, directory: Path) -> None:
         """Create ``directory`` and its missing parents below ``root``, top down.
@@ -926,7 +554,7 @@ class StoreIO:
         tree = self._tree()
         if tree is not None:
             raws = self.get_many([(key, None) for key in keys])
-            listings = [_list_local_dir(tree, prefix) for prefix in dirs]
+            listings = [list_local_dir(tree, prefix) for prefix in dirs]
         else:
             raws, listings = self._run(self._get_and_list(keys, dirs))
         return [_parse_json(k, raw) for k, raw in zip(keys, raws, strict=True)], listings
@@ -947,7 +575,7 @@ class StoreIO:
         """All keys that start with ``prefix``, sorted (local directories are walked directly)."""
         root = local_root(self.store)
         if root is not None:
-            return _list_local(os.fspath(root), prefix)
+            return list_local(os.fspath(root), prefix)
 
         async def collect() -> list[str]:
             await self._ensure_open()
@@ -959,7 +587,7 @@ class StoreIO:
         """Names of the direct children of the node at ``prefix`` (no trailing slash), sorted."""
         tree = self._tree()
         if tree is not None:
-            return _list_local_dir(tree, prefix)
+            return list_local_dir(tree, prefix)
 
         async def collect() -> list[str]:
             await self._ensure_open()
@@ -972,7 +600,7 @@ class StoreIO:
         size on disk and entries, else the sizes of the listed keys (concurrent requests)."""
         root = local_root(self.store)
         if root is not None:
-            sizes = [os.path.getsize(os.path.join(root, key)) for key in _list_local(str(root), "")]
+            sizes = [os.path.getsize(os.path.join(root, key)) for key in list_local(str(root), "")]
             return sum(sizes), len(sizes)
         keys = self.list_prefix("")
         if isinstance(self.store, ZipStore):
@@ -1007,28 +635,6 @@ class StoreIO:
         """Close the store when it needs closing (zip files)."""
         if isinstance(self.store, ZipStore) and self.store._is_open:
             self.store.close()
-
-
-def _list_local(root: str, prefix: str) -> list[str]:
-    """Keys of the files under ``root`` that start with ``prefix``, sorted.
-
-    Links to directories inside the store are followed (spec §12.4).
-
-    Raises
-    ------
-    FormatError
-        When an entry under the prefix breaks the link rule (a link out of the store, a
-        dangling link, a loop, a FIFO...).
-    """
-    head = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
-    keys: list[str] = []
-    for key, problem in scan(root, head):
-        if not key.startswith(prefix):
-            continue
-        if problem is not None:
-            raise link_refusal(key, problem)
-        keys.append(key)
-    return sorted(keys)
 
 
 def _cut(parts: Sequence[bytes | None], pieces: Sequence[_Piece | None]) -> list[bytes] | None:

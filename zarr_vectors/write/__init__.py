@@ -21,9 +21,12 @@ _objects, _object_runs
     Object tables: the object index, object attributes, object runs per chunk.
 _chunk_shapes
     The default chunk shape of a store; exported as the module ``chunk_shapes``.
-levels, _point_levels, _object_levels, _object_coarsening, _object_batches
-    Levels of detail: :class:`Levels`, what a writer asks for, and their computation for
-    point clouds (spec §4.3.2) and the object kinds (spec §4.3.3).
+levels, _level_plan, _point_levels
+    Levels of detail: :class:`Levels`, what a writer asks for; the schedule of a point
+    cloud's levels and their coarse rows, written from level 0 in memory (spec §4.3.2).
+_first_levels, _stored_levels, _object_levels, _object_coarsening, _object_batches
+    Their computation chunk by chunk: point levels beside level 0 or from a stored level 0,
+    and the levels of the object kinds (spec §4.3.3).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 from zarr_vectors.write import _chunk_shapes as chunk_shapes
 from zarr_vectors.write import _inputs as inputs
 from zarr_vectors.write import _object_inputs as object_inputs
+from zarr_vectors.write._first_levels import FirstLevels
 from zarr_vectors.write._inputs import (
     ObjectAppendArgs,
     ObjectWriteArgs,
@@ -38,6 +42,14 @@ from zarr_vectors.write._inputs import (
     new_store_destination,
 )
 from zarr_vectors.write._kind_writers import KindWriter, write_kind
+from zarr_vectors.write._level_plan import (
+    candidate_steps,
+    choose_candidates,
+    coarse_grid,
+    level_options,
+    level_steps,
+    recorded_settings,
+)
 from zarr_vectors.write._level_spill import LevelSpill
 from zarr_vectors.write._object_batches import ObjectBatches, ObjectSummary
 from zarr_vectors.write._object_coarsening import coarse_table, object_method
@@ -79,22 +91,9 @@ from zarr_vectors.write._pipeline import (
     write_point_level,
     write_sorted_points,
 )
-from zarr_vectors.write._point_levels import (
-    ChunkColumns,
-    FirstLevels,
-    StoredLevel0,
-    build_point_levels,
-    candidate_steps,
-    choose_candidates,
-    chunk_level,
-    coarse_grid,
-    coarse_rows,
-    level_options,
-    level_steps,
-    recorded_settings,
-    write_point_levels,
-)
+from zarr_vectors.write._point_levels import chunk_level, coarse_rows, write_point_levels
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
+from zarr_vectors.write._stored_levels import ChunkColumns, StoredLevel0, build_point_levels
 from zarr_vectors.write.levels import Levels, level_settings, levels_done
 from zarr_vectors.write.options import DEFAULT_BLOSC, DEFAULT_COMPRESSION, WriteOptions
 

@@ -23,12 +23,12 @@ from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.levels import IMPORTED
 from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.store.io import StoreIO
+from zarr_vectors.write._level_plan import coarse_grid
 from zarr_vectors.write._object_batches import ObjectBatches, ObjectSummary
 from zarr_vectors.write._object_coarsening import ObjectMethod
 from zarr_vectors.write._object_levels import write_coarse_level
 from zarr_vectors.write._object_sparsity import SparseLevel
 from zarr_vectors.write._objects import ObjectTable
-from zarr_vectors.write._point_levels import coarse_grid
 from zarr_vectors.write.options import WriteOptions
 
 __all__ = ["ImportedLevel", "ImportedLevels", "nested_ratio"]

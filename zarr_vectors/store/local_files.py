@@ -1,0 +1,204 @@
+"""The files of a local store, read and written directly (no event loop): whole or in byte
+ranges, several ranges of one file in one pass, atomic writes, and directory listings.
+:class:`~zarr_vectors.store.io.StoreIO` uses them for a store with a local directory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from zarr_vectors.store.links import LocalTree, link_refusal, scan
+
+__all__ = [
+    "ByteRange",
+    "list_local",
+    "list_local_dir",
+    "read_fd",
+    "read_local",
+    "read_local_ranges",
+    "read_local_spans",
+    "write_local",
+]
+
+
+ByteRange = tuple[int, int] | int | None
+"""``(start, stop)`` for a range, a negative int ``-n`` for the last ``n`` bytes, None for all."""
+
+
+_NEW_FILE = (
+    os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)
+
+
+def _write_file(path: str, value: bytes) -> None:
+    """Write ``value`` as the whole file ``path``: one open, the writes, one close (no file
+    object, whose size query, terminal check and seek cost three more calls per file)."""
+    fd = os.open(path, _NEW_FILE, 0o666)
+    try:
+        view = memoryview(value)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def write_local(path: Path | str, value: bytes, *, atomic: bool) -> None:
+    if not atomic:
+        _write_file(os.fspath(path), value)
+        return
+    partial = f"{os.fspath(path)}.{os.getpid()}.partial"
+    _write_file(partial, value)
+    os.replace(partial, path)
+
+
+def read_local(tree: LocalTree, key: str, byte_range: ByteRange) -> bytes | None:
+    opened = tree.open(key)  # a raw descriptor: no file object per chunk
+    if opened is None:
+        return None
+    fd, size = opened
+    try:
+        return read_fd(fd, size, byte_range)
+    finally:
+        os.close(fd)
+
+
+def read_local_ranges(
+    tree: LocalTree, requests: Sequence[tuple[str, Sequence[ByteRange]]]
+) -> list[list[bytes] | None]:
+    """:meth:`StoreIO.get_ranges` on a local directory: each file opened once however many
+    requests name it (the chunks of a shard of several chunks, spec §9.0.1), up to
+    :data:`_OPEN_SPAN_FILES` files open at once."""
+    files: dict[str, tuple[int, int] | None] = {}
+    out: list[list[bytes] | None] = []
+    try:
+        for key, ranges in requests:
+            if key not in files:
+                if len(files) >= _OPEN_SPAN_FILES:
+                    _close_opened(files.pop(next(iter(files))))
+                files[key] = tree.open(key)
+            opened = files[key]
+            out.append(None if opened is None else [read_fd(*opened, r) for r in ranges])
+    finally:
+        for opened in files.values():
+            _close_opened(opened)
+    return out
+
+
+def _close_opened(opened: tuple[int, int] | None) -> None:
+    if opened is not None:
+        os.close(opened[0])
+
+
+def read_local_spans(
+    tree: LocalTree,
+    keys: Sequence[str],
+    spans: tuple[np.ndarray, np.ndarray, np.ndarray],
+    into: memoryview,
+) -> int:
+    """:meth:`StoreIO.read_spans_into` on a local directory: -1, or the failing key.
+
+    Consecutive spans that continue each other in one file are read by one ``preadv``
+    (:func:`_joined_spans`), and files stay open while they are read (up to
+    :data:`_OPEN_SPAN_FILES` at once), also when several owners name one key (the chunks
+    of a shard of several chunks, spec §9.0.1)."""
+    owners: list[int]
+    starts: list[int]
+    stops: list[int]
+    owners, starts, stops = (a.tolist() for a in _joined_spans(keys, *spans))
+    files: dict[str, int] = {}
+    pos = 0
+    try:
+        for owner, start, stop in zip(owners, starts, stops, strict=True):
+            fd = files.get(keys[owner], -1)
+            if fd < 0:
+                if len(files) >= _OPEN_SPAN_FILES:
+                    os.close(files.pop(next(iter(files))))
+                opened = tree.open(keys[owner])
+                if opened is None:
+                    return owner
+                fd = files[keys[owner]] = opened[0]
+            end = pos + stop - start
+            if os.preadv(fd, [into[pos:end]], start) != stop - start:
+                return owner
+            pos = end
+        return -1
+    finally:
+        for fd in files.values():
+            os.close(fd)
+
+
+_OPEN_SPAN_FILES = 64
+"""Files :func:`read_local_spans` keeps open at once, at most."""
+
+
+def _joined_spans(
+    keys: Sequence[str], owner: np.ndarray, start: np.ndarray, stop: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The spans ``(owner, start, stop)`` with every run of spans that continue each other
+    in one key (``keys[owner]``) joined into one (its first owner)."""
+    if owner.shape[0] < 2:
+        return owner, start, stop
+    used, inverse = np.unique(owner, return_inverse=True)  # map only the keys named
+    ids: dict[str, int] = {}
+    named = [ids.setdefault(keys[o], len(ids)) for o in used.tolist()]
+    key_id = np.array(named, dtype=np.int64)[inverse.reshape(-1)]
+    joins = (key_id[1:] == key_id[:-1]) & (start[1:] == stop[:-1])
+    first = np.flatnonzero(np.concatenate([[True], ~joins]))
+    last = np.append(first[1:] - 1, owner.shape[0] - 1)
+    return owner[first], start[first], stop[last]
+
+
+def read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
+    """Bytes ``byte_range`` of the open file ``fd`` of ``size`` bytes."""
+    if byte_range is None:
+        return _read_all(fd, size)
+    if isinstance(byte_range, int):
+        start = max(0, size + byte_range)
+        return os.pread(fd, size - start, start)
+    start, stop = byte_range
+    return os.pread(fd, stop - start, start)
+
+
+def list_local_dir(tree: LocalTree, prefix: str) -> list[str]:
+    """Names of the entries of directory ``prefix`` of a store (none if it is missing)."""
+    tree.check_directory(prefix.strip("/"))
+    try:
+        return sorted(os.listdir(os.path.join(tree.root, prefix)))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    data = os.pread(fd, size, 0)
+    if len(data) < size:  # a short read: keep reading until the end
+        parts = [data]
+        while chunk := os.pread(fd, 1 << 20, sum(len(p) for p in parts)):
+            parts.append(chunk)
+        data = b"".join(parts)
+    return data
+
+
+def list_local(root: str, prefix: str) -> list[str]:
+    """Keys of the files under ``root`` that start with ``prefix``, sorted.
+
+    Links to directories inside the store are followed (spec §12.4).
+
+    Raises
+    ------
+    FormatError
+        When an entry under the prefix breaks the link rule (a link out of the store, a
+        dangling link, a loop, a FIFO...).
+    """
+    head = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+    keys: list[str] = []
+    for key, problem in scan(root, head):
+        if not key.startswith(prefix):
+            continue
+        if problem is not None:
+            raise link_refusal(key, problem)
+        keys.append(key)
+    return sorted(keys)
