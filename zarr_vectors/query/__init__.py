@@ -9,7 +9,11 @@ regions
 point_queries
     Region queries over every kind's vertices.
 object_queries
-    :class:`ObjectReader`: objects by id, whole or clipped to a region.
+    :class:`ObjectReader`: objects by id, by group or by region, whole.
+object_ids
+    Object ids and groups as callers give them, checked.
+object_results
+    Object results repeated in the order asked, or clipped to a region.
 point_objects
     :class:`PointObjects`: the points of objects by id, in point clouds with object ids.
 lazy
@@ -28,7 +32,8 @@ from zarr_vectors.query.levels import (
     check_budget,
     everywhere,
 )
-from zarr_vectors.query.object_queries import ObjectReader, clip_to_region
+from zarr_vectors.query.object_queries import ObjectReader
+from zarr_vectors.query.object_results import clip_to_region
 from zarr_vectors.query.point_objects import PointObjects
 from zarr_vectors.query.point_queries import query_region, read_all
 from zarr_vectors.query.regions import (

@@ -9,14 +9,11 @@ translated to rows of the result) and its attributes.
 from __future__ import annotations
 
 import math
-import reprlib
-from collections.abc import Iterator, Mapping
-from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from zarr_vectors.errors import CorruptChunkError, InvalidInputError, ObjectNotFoundError
+from zarr_vectors.errors import CorruptChunkError, ObjectNotFoundError
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.manifest import decode_object_index_bulk
 from zarr_vectors.format.names import (
@@ -45,19 +42,14 @@ from zarr_vectors.query._fragment_refs import (
 )
 from zarr_vectors.query._held_rows import HeldRows, copy_held_rows, read_vertex_columns
 from zarr_vectors.query._link_blocks import LinkBlocks
+from zarr_vectors.query.object_ids import group_key, requested_ids
+from zarr_vectors.query.object_results import repeated_objects
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
 from zarr_vectors.read import ChunkRows, LevelReader, RowRuns, check_global_shapes
 from zarr_vectors.result import QueryResult
 
-__all__ = [
-    "ObjectReader",
-    "clip",
-    "clip_to_region",
-    "group_key",
-    "repeated_objects",
-    "requested_ids",
-]
+__all__ = ["ObjectReader"]
 
 _LINK_COLUMN = "__links__"
 _OWNER_COLUMN = "__fragment_owner__"
@@ -77,89 +69,6 @@ class _Runs(NamedTuple):
     start: np.ndarray
     length: np.ndarray
     result: np.ndarray
-
-
-_INT64 = np.iinfo(np.int64)
-
-
-def _not_an_id(value: Any) -> InvalidInputError:
-    """The error for a requested object id that is not an integer, saying what to pass."""
-    whole = isinstance(value, float | np.floating) and math.isfinite(value) and value == int(value)
-    hint = (
-        " (whole floats are refused too: convert them with ids.astype(np.int64))" if whole else ""
-    )
-    return InvalidInputError(
-        f"object ids must be integers, got {value!r}{hint}; pass an int or a 1-d sequence or "
-        "integer array of ids"
-    )
-
-
-def _checked_objects(values: np.ndarray) -> np.ndarray:
-    """An object array of requested ids as int64, when every element is an int in range."""
-    for value in values.tolist():
-        if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
-            raise _not_an_id(value)
-        if not _INT64.min <= int(value) <= _INT64.max:
-            raise InvalidInputError(
-                f"object id {value} is out of range: ids are 64-bit signed integers"
-            )
-    return values.astype(np.int64)
-
-
-def requested_ids(ids: Any) -> np.ndarray:
-    """The caller's object ids as a 1-d int64 array (a single id gives one).
-
-    Only integers are ids: Python and numpy integers, alone, in a sequence or in an
-    integer array. Bools, strings and floats are refused, whole floats (``3.0``) too: an id
-    is an int64 and a float column may already have lost digits of a large id.
-
-    Raises
-    ------
-    InvalidInputError
-        When ``ids`` is not an integer, a 1-d sequence of integers or an integer array, or
-        an id lies outside the int64 range.
-    """
-    if isinstance(ids, AbstractSet | Mapping | Iterator):
-        raise InvalidInputError(
-            f"object ids must be an int or a 1-d sequence or array of ints, got a "
-            f"{type(ids).__name__}; pass a list or an array (e.g. sorted(ids))"
-        )
-    try:
-        wanted = np.atleast_1d(np.asarray(ids))
-    except (ValueError, TypeError) as exc:  # ragged nesting
-        raise InvalidInputError(
-            f"object ids must be an int or a 1-d sequence or array of ints, got {reprlib.repr(ids)}"
-        ) from exc
-    if wanted.ndim != 1:
-        raise InvalidInputError(
-            f"object ids must be an int or a 1-d sequence or array of ints, got shape "
-            f"{wanted.shape}; flatten them first (np.ravel)"
-        )
-    if not wanted.size:
-        return np.empty(0, np.int64)
-    if wanted.dtype.kind == "i" or (wanted.dtype.kind == "u" and wanted.max() <= _INT64.max):
-        return wanted.astype(np.int64, copy=False)
-    # Not plain integers: look at the caller's own elements (numpy may have made a mixed
-    # list floats), to name the first one that is not an id, or take big-int objects.
-    return _checked_objects(np.atleast_1d(np.asarray(ids, dtype=object)))
-
-
-def group_key(group: Any) -> str | int:
-    """A group given by name (str) or number (int), checked (bools and floats are refused).
-
-    Raises
-    ------
-    InvalidInputError
-        When ``group`` is neither a string nor an integer.
-    """
-    if isinstance(group, str):
-        return group
-    if isinstance(group, int | np.integer) and not isinstance(group, bool):
-        return int(group)
-    raise InvalidInputError(
-        f"group must be a group name (str) or a group number (int), got {group!r}; "
-        "store.groups lists them"
-    )
 
 
 class ObjectReader:
@@ -835,78 +744,6 @@ class _Plan:
         }
 
 
-def repeated_objects(result: QueryResult, take: np.ndarray) -> QueryResult:
-    """The objects ``take`` (indices into ``result``'s objects, repeats allowed), in order.
-
-    Each copy gets its own rows, and its links (edges or faces, whose entries are rows of
-    ``result``) with their per-link attributes, re-based onto those rows; a link belongs
-    to the object of its first entry. Links come object by object, each object's in the
-    order ``result`` holds them. Linear in the output size (plus a sort of the links).
-
-    Parameters
-    ----------
-    result
-        A read of distinct objects (``offsets`` and ``object_ids`` set).
-    take
-        ``(k,)`` integer indices into ``result``'s objects.
-
-    Returns
-    -------
-    QueryResult
-        ``k`` objects.
-    """
-    assert result.offsets is not None
-    assert result.object_ids is not None
-    offsets = result.offsets
-    sizes = np.diff(offsets)[take]
-    new_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    rows = concat_ranges(offsets[:-1][take], sizes)
-    links = result.edges if result.edges is not None else result.faces
-    link_rows, new_links = (
-        (np.empty(0, np.int64), None)
-        if links is None
-        else _repeated_links(links, offsets, take, new_offsets)
-    )
-    return QueryResult(
-        positions=result.positions[rows],
-        attributes={k: v[rows] for k, v in result.attributes.items()},
-        vertex_object_ids=None
-        if result.vertex_object_ids is None
-        else result.vertex_object_ids[rows],
-        object_ids=result.object_ids[take],
-        offsets=new_offsets,
-        edges=new_links if result.edges is not None else None,
-        faces=new_links if result.faces is not None else None,
-        object_attributes={k: v[take] for k, v in result.object_attributes.items()},
-        link_attributes={k: v[link_rows] for k, v in result.link_attributes.items()},
-        axis_names=result.axis_names,
-        axis_units=result.axis_units,
-        kind=result.kind,
-    )
-
-
-def _repeated_links(
-    links: np.ndarray, offsets: np.ndarray, take: np.ndarray, new_offsets: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of ``links`` of the objects ``take``, in order, and those links re-based.
-
-    Entries are rows of the objects ``offsets`` delimits; each taken copy's links are moved
-    by the shift of its rows (``new_offsets``). Negative entries stay as they are.
-    """
-    owner = (
-        np.searchsorted(offsets, links[:, 0], side="right") - 1 if links.shape[0] else links[:, 0]
-    )
-    by_owner = np.argsort(owner, kind="stable")
-    n_objects = offsets.shape[0] - 1
-    bounds = np.searchsorted(owner[by_owner], np.arange(n_objects + 1))
-    counts = np.diff(bounds)[take]
-    link_rows = by_owner[concat_ranges(bounds[:-1][take], counts)]
-    shift = np.repeat(new_offsets[:-1] - offsets[:-1][take], counts)
-    picked = links[link_rows]
-    moved = np.where(picked >= 0, picked + shift[:, None], picked)
-    return link_rows, moved.astype(np.int64)
-
-
 def _coalesced_runs(
     slot: np.ndarray, starts: np.ndarray, sizes: np.ndarray, bounds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -983,62 +820,3 @@ def _translate(
         if sentinel.any():
             out[sentinel] = _lookup(gids, -rows[sentinel] - 1)
     return out
-
-
-def _kept_chain_links(
-    keep: np.ndarray, new_row: np.ndarray, object_of_row: np.ndarray
-) -> np.ndarray:
-    """``(E, 2)`` clipped rows ``[r, r + 1]`` of two consecutive rows of one polyline, both kept.
-
-    ``keep`` marks the kept rows of the whole result, ``new_row`` their clipped rows and
-    ``object_of_row`` each row's object.
-    """
-    both = keep[:-1] & keep[1:] & (object_of_row[:-1] == object_of_row[1:])
-    first = new_row[:-1][both]
-    return np.stack([first, first + 1], axis=1).astype(np.int64)
-
-
-def clip(result: QueryResult, lo: np.ndarray, hi: np.ndarray) -> QueryResult:
-    """Keep the vertices of ``result`` inside ``[lo, hi)`` and the links among them (§8.2)."""
-    return clip_to_region(result, BoxRegion(lo, hi))
-
-
-def clip_to_region(result: QueryResult, region: Region) -> QueryResult:
-    """Keep the vertices of ``result`` inside ``region`` and the links among them (§8.2).
-
-    A polyline or streamline's links are its consecutive vertices, which a clipped result's
-    ``offsets`` cannot keep apart once the object leaves the region and comes back: its kept
-    links go to ``edges`` (``[r, r + 1]`` pairs of the clipped rows), so no two returned
-    vertices are linked unless they are consecutive in the input and both in the region.
-    """
-    assert result.offsets is not None
-    keep = region.contains_points(result.positions)
-    new_row = np.cumsum(keep) - 1
-    object_of_row = np.repeat(np.arange(result.offsets.shape[0] - 1), np.diff(result.offsets))
-    counts = np.bincount(object_of_row[keep], minlength=result.offsets.shape[0] - 1)
-
-    chained = result.edges is None and result.faces is None
-    present = result.edges if result.edges is not None else result.faces
-    whole = np.all(keep[present], axis=1) if present is not None else np.zeros(0, dtype=bool)
-
-    def links(values: np.ndarray | None) -> np.ndarray | None:
-        if values is None:
-            return None
-        return np.asarray(new_row[values[whole]], dtype=np.int64)
-
-    return QueryResult(
-        positions=result.positions[keep],
-        attributes={k: v[keep] for k, v in result.attributes.items()},
-        vertex_object_ids=None
-        if result.vertex_object_ids is None
-        else result.vertex_object_ids[keep],
-        object_ids=result.object_ids,
-        offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-        edges=_kept_chain_links(keep, new_row, object_of_row) if chained else links(result.edges),
-        faces=links(result.faces),
-        object_attributes=result.object_attributes,
-        link_attributes={k: v[whole] for k, v in result.link_attributes.items()},
-        axis_names=result.axis_names,
-        axis_units=result.axis_units,
-        kind=result.kind,
-    )

@@ -28,7 +28,7 @@ from zarr_vectors.format.names import (
 from zarr_vectors.kernels.id_members import member_rows
 from zarr_vectors.kernels.object_chunks import ObjectChunkIndex, object_row_runs
 from zarr_vectors.kernels.ranges import concat_ranges
-from zarr_vectors.query.object_queries import requested_ids
+from zarr_vectors.query.object_ids import requested_ids
 from zarr_vectors.query.point_queries import every_chunk, read_members
 from zarr_vectors.read import ChunkRows, LevelReader, RowRuns
 from zarr_vectors.result import QueryResult
