@@ -25,6 +25,7 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import VERTEX_FRAGMENTS
+from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
 from zarr_vectors.kernels.ranges import first_untiled
 from zarr_vectors.read import _read_plans as read_plans
@@ -142,6 +143,15 @@ class _ColumnTurns:
         self.layout.decode_blocks_at(
             self.raw, plan.starts[x:y], plan.lengths[x:y], slots, self.rows, describe
         )
+
+
+def _run_rows(rows: np.ndarray, run_row: np.ndarray, runs: RowRuns) -> np.ndarray:
+    """Every row of ``runs``, run after run, from the decoded ``rows`` in which run ``q``
+    starts at row ``run_row[q]``."""
+    lengths = runs.stop - runs.start
+    out = np.empty((int(lengths.sum()), *rows.shape[1:]), dtype=rows.dtype)
+    copy_row_runs(rows, run_row, out, np.cumsum(lengths) - lengths, lengths)
+    return out
 
 
 def _rows_at(learn: np.ndarray, where: np.ndarray, rows: np.ndarray | None) -> np.ndarray | None:
@@ -290,12 +300,13 @@ class PointReads:
         self,
         names: Sequence[str],
         runs: RowRuns,
-        select: RowSelector,
+        select: RowSelector | None,
         rows: np.ndarray | None = None,
         *,
         turns: bool = True,
     ) -> list[np.ndarray]:
-        """The rows ``select`` picks among the rows of ``runs``, of every column of ``names``.
+        """The rows ``select`` picks among the rows of ``runs``, of every column of ``names``
+        (``select`` None: every row of the runs, run after run).
 
         The row blocks holding the runs are decoded back to back (each once) for the first
         column; ``select(rows, run_row, out)`` gets those decoded rows and the row where
@@ -310,7 +321,9 @@ class PointReads:
         any per-chunk row arrays, e.g. an object level's ``links/0``. With ``turns=False``
         a large local read is not shared with the helper thread either: a read that keeps
         few of the rows it decodes (by id) then decodes the other columns' blocks holding
-        kept rows only, and pays no hand-over between the threads.
+        kept rows only, and pays no hand-over between the threads. Every row of the runs
+        (``select`` None) is copied run by run from the decoded blocks: no row numbers are
+        made and gathered.
 
         Returns
         -------
@@ -329,7 +342,7 @@ class PointReads:
         decoded = n_slots * r * sum(layout.row_nbytes for layout in self._layouts(names))
         if turns and self.reader.io.is_local and decoded >= _TURNS_MIN_BYTES:
             slots = (slot_where, slot_block)
-            return self._read_in_turns(names, table, slots, run_row, select)
+            return self._read_in_turns(names, table, slots, runs, run_row, select)
         every = np.arange(n_slots, dtype=np.int64)
         fetched = None
         if not self.reader.io.is_local:  # every column's blocks in one batch
@@ -342,7 +355,7 @@ class PointReads:
         keep = every[:0]
         kept = read_plans.SPARE.take(8 * n_slots * r)  # the rows kept (int64), one at most per row
         for k, name in enumerate(names):
-            wanted = every if k == 0 else slots_holding(keep, n_slots, r)
+            wanted = every if k == 0 or select is None else slots_holding(keep, n_slots, r)
             rows, spare = self._scratch(name, n_slots)
             raw = None
             try:
@@ -359,6 +372,9 @@ class PointReads:
                 self.reader.layouts[name].decode_blocks_at(  # type: ignore[union-attr]
                     buffer, plan.starts, plan.lengths, plan.slots, rows, describe
                 )
+                if select is None:
+                    out.append(_run_rows(rows, run_row, runs))
+                    continue
                 if k == 0:
                     keep = select(rows, run_row, kept[: 8 * n_slots * r].view(np.int64))
                 out.append(take_rows(rows, keep))
@@ -374,13 +390,15 @@ class PointReads:
         names: Sequence[str],
         table: read_plans.BlockTable,
         slots: tuple[np.ndarray, np.ndarray],
+        runs: RowRuns,
         run_row: np.ndarray,
-        select: RowSelector,
+        select: RowSelector | None,
     ) -> list[np.ndarray]:
         """:meth:`read_selected` of a large local read: every block of every column is
         read and decoded in turns of :data:`_TURN_BLOCKS` blocks, shared with the helper
         thread (:func:`~zarr_vectors.store.native_blocks.in_turns`); then ``select`` picks
-        the rows. ``slots`` are the chunk position and block number of each slot."""
+        the rows (None: every row of ``runs``). ``slots`` are the chunk position and block
+        number of each slot."""
         slot_where, slot_block = slots
         n_slots = slot_block.shape[0]
         every = np.arange(n_slots, dtype=np.int64)
@@ -413,6 +431,8 @@ class PointReads:
                 column.read(self.reader.io, t, slot_where, slot_block)
 
             in_turns(len(turns), read_turn, n_slots * len(names))
+            if select is None:
+                return [_run_rows(column.rows, run_row, runs) for column in columns]
             keep = select(columns[0].rows, run_row, kept[: 8 * n_rows].view(np.int64))
             return [take_rows(column.rows, keep) for column in columns]
         finally:

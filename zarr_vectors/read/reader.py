@@ -68,7 +68,6 @@ from zarr_vectors.format.names import (
 )
 from zarr_vectors.format.nodes import node_problem, reserved_dtype_problem, vertices_shape_problem
 from zarr_vectors.format.version import has_place_records
-from zarr_vectors.kernels.ranges import concat_ranges
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read import row_reads
 from zarr_vectors.read.blob_batches import blob_ranges as batch_blob_ranges
@@ -934,13 +933,7 @@ class LevelReader:
                 if at[k + 1] > at[k]
             ]
             return self.read_many([(name, wanted) for name in names])
-        total = int(lengths.sum())
-
-        def every_row(_rows: np.ndarray, run_row: np.ndarray, out: np.ndarray) -> np.ndarray:
-            out[:total] = concat_ranges(run_row, lengths)
-            return out[:total]
-
-        found = self.points.read_selected(names, runs, every_row, rows, turns=turns)
+        found = self.points.read_selected(names, runs, None, rows, turns=turns)
         if VERTICES in names:
             coords = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
             placed = PlacementRuns(coords, runs.chunk, runs.start, lengths)
