@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from zarr_vectors.format.names import LINK_FRAGMENTS, LINKS, VERTICES
-from zarr_vectors.read import RowRuns
+from zarr_vectors.read import RowRuns, point_reads
 from zarr_vectors.read.reader import ChunkRows, LevelReader
 
 
@@ -92,3 +92,29 @@ def test_runs_read_by_kernels_equal_the_per_chunk_reads(tmp_path_factory, cuts) 
     np.testing.assert_array_equal(got_links, expected_links)
     assert len(calls) == 2  # both read by the kernels, not by the per-chunk reads
     assert got_links.shape[0] == int((link_runs[2] - link_runs[1]).sum())
+
+
+def test_runs_read_in_turns_equal_the_per_chunk_reads(tmp_path, monkeypatch) -> None:
+    """A read large enough to be shared with the helper thread (here: any read) copies
+    the same rows of every run."""
+    _skeleton_store(tmp_path / "s.zv")
+    reader: LevelReader = zv.open(tmp_path / "s.zv")._objects_at(0).reader
+    coords, counts = reader.occupied_chunks(None, None)
+    chunks = [tuple(c) for c in coords.tolist()]
+    runs = _runs(counts, [10, 35, 60, 90])
+    names = [VERTICES, *reader.attribute_names]
+    monkeypatch.setattr(point_reads, "_TURNS_MIN_BYTES", 0)
+    turns: list[int] = []
+    shared = point_reads.PointReads._read_in_turns
+
+    def spy(*args: object) -> list[np.ndarray]:
+        turns.append(1)
+        return shared(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(point_reads.PointReads, "_read_in_turns", spy)
+    got = reader.read_runs(names, RowRuns(chunks, *runs))
+    expected = reader.read_columns(names, _per_chunk(chunks, runs))
+    assert turns == [1]
+    for a, b in zip(got, expected, strict=True):
+        assert a.shape[0] == int((runs[2] - runs[1]).sum())
+        np.testing.assert_array_equal(a, b)
