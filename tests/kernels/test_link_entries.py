@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.kernels import naive
+from zarr_vectors.kernels import link_entries
 from zarr_vectors.kernels.link_entries import rows_in_runs
 
 Case = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -81,3 +82,30 @@ def test_sparse_keys_are_searched_not_tabled() -> None:
     )
     assert bad == -1
     np.testing.assert_array_equal(rows, [3, 1])
+
+
+def test_few_entries_are_searched_not_tabled(monkeypatch) -> None:
+    """Runs of many keys, a few entries: no table filled over the keys' span."""
+    calls: list[str] = []
+    for name in ("_rows_by_table", "_rows_in_runs"):
+        kernel = getattr(link_entries, name)
+
+        def spy(*args: np.ndarray, kernel=kernel, name=name) -> int:
+            calls.append(name)
+            return int(kernel(*args))
+
+        monkeypatch.setattr(link_entries, name, spy)
+    start = np.arange(0, 400_000, 4, dtype=np.int64)  # 100,000 runs of 3 keys, gaps of 1
+    length = np.full(start.shape[0], 3, dtype=np.int64)
+    result = np.arange(0, 300_000, 3, dtype=np.int64)
+    bounds = np.array([0, start.shape[0]], dtype=np.int64)
+    entries = np.array([[1, 399_998], [8, -1]], dtype=np.int64)
+    rows, bad = rows_in_runs(entries, np.zeros(2), bounds, start, length, result)
+    assert calls == ["_rows_in_runs"]
+    assert bad == -1
+    np.testing.assert_array_equal(rows, [[1, 299_999], [6, -1]])
+    rows, _ = rows_in_runs(
+        np.tile(entries, (30_000, 1)), np.zeros(60_000), bounds, start, length, result
+    )
+    assert calls == ["_rows_in_runs", "_rows_by_table"]  # many entries: the table
+    np.testing.assert_array_equal(rows[:2], [[1, 299_999], [6, -1]])
