@@ -122,8 +122,10 @@ _RUNS_BY_KERNELS_BYTES = 2 * 2**20
 """Rows (bytes, every column) up to which :meth:`LevelReader.read_runs` reads by the box-read
 kernels. Measured on 2 busy CPUs, interleaved: a 1% box of 100 skeletons (~0.2 MB of vertex
 rows) read its rows in about half the CPU time; a 25% box of 10,000 streamlines (~7 MB) read
-them 20-30% slower than through :func:`~zarr_vectors.read.row_reads.read_many`, which copies
-runs instead of gathering rows and shares large shards with the helper thread."""
+them 20-30% slower than through :func:`~zarr_vectors.read.row_reads.read_many`, which copied
+runs instead of gathering rows and shares large shards with the helper thread. Since both copy
+runs, 16 MiB was measured: 25% mesh boxes 5% less CPU, 1% boxes of 10^5 streamlines up to 10%
+more (benchmarks/results/object_boxes.md); kept at 2 MiB."""
 
 
 def _stored_bins_per_chunk(chunk_shape: np.ndarray, bin_shape: np.ndarray, base: str) -> np.ndarray:
