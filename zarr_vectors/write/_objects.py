@@ -331,10 +331,11 @@ def _write_object_index(
     base: str, table: ObjectTable, runs: Runs, ndim: int, batcher: Batcher
 ) -> None:
     """Encode ``object_index`` (references and chunks) in a worker thread while the level's
-    other arrays are prepared, and give its files to ``batcher``."""
-    refs = (runs.run_object, runs.chunk_grid[runs.run_chunk], runs.run_fragment)
-    files = partial(_object_index_files, base, refs, table.n_objects, ndim)
-    batcher.add_files(files, sum(ref.nbytes for ref in refs))
+    other arrays are prepared, and give its files to ``batcher``. The chunk of every
+    reference is looked up there too."""
+    refs = (runs.run_object, runs.run_chunk, runs.run_fragment)
+    files = partial(_object_index_files, base, refs, runs.chunk_grid, table.n_objects)
+    batcher.add_files(files, sum(ref.nbytes for ref in refs) + refs[1].nbytes * ndim)
 
 
 _OBJECT_INDEX_ARRAYS: tuple[tuple[str, dict[str, Any], int], ...] = (
@@ -345,11 +346,17 @@ _OBJECT_INDEX_ARRAYS: tuple[tuple[str, dict[str, Any], int], ...] = (
 
 
 def _object_index_files(
-    base: str, refs: tuple[np.ndarray, np.ndarray, np.ndarray], n_objects: int, ndim: int
+    base: str,
+    refs: tuple[np.ndarray, np.ndarray, np.ndarray],
+    chunk_grid: np.ndarray,
+    n_objects: int,
 ) -> list[tuple[str, bytes]]:
-    """The files :func:`write_object_index` writes for ``refs``, computed only (no store is
+    """The files :func:`write_object_index` writes for ``refs`` ``(object, chunk rank,
+    fragment)``, the ranks indexing ``chunk_grid`` (``(k, D)``), computed only (no store is
     touched: a worker thread may call it)."""
-    encoded: tuple[np.ndarray, ...] = encode_object_index_bulk(*refs, n_objects)
+    ndim = chunk_grid.shape[1]
+    chunks = np.take(chunk_grid, refs[1], axis=0)  # several times faster than [refs[1]]
+    encoded: tuple[np.ndarray, ...] = encode_object_index_bulk(refs[0], chunks, refs[2], n_objects)
     path = f"{base}/{OBJECT_INDEX}"
     files = [(f"{path}/zarr.json", _object_index_group(n_objects, ndim))]
     for (name, tag, rows), data in zip(_OBJECT_INDEX_ARRAYS, encoded, strict=True):
