@@ -250,7 +250,9 @@ def group_metadata(attributes: dict[str, Any]) -> bytes:
     return json_bytes({"zarr_format": 3, "node_type": "group", "attributes": attributes})
 
 
-def write_counts(store: Store, path: str, chunks: np.ndarray, counts: np.ndarray) -> None:
+def write_counts(
+    store: Store | StoreIO, path: str, chunks: np.ndarray, counts: np.ndarray
+) -> None:
     """Write the non-zero cells of a ``vertex_counts`` array, one zarr chunk at a time.
 
     The chunks are encoded here as zarr-python encodes them (the codecs of the array's
@@ -260,7 +262,8 @@ def write_counts(store: Store, path: str, chunks: np.ndarray, counts: np.ndarray
     Parameters
     ----------
     store
-        The destination store (the array's ``zarr.json`` must already be there).
+        The destination store, or the writer's handle of it (the array's ``zarr.json``
+        must already be there).
     path
         Array path, e.g. ``"0/vertex_counts"``.
     chunks
@@ -268,7 +271,7 @@ def write_counts(store: Store, path: str, chunks: np.ndarray, counts: np.ndarray
     counts
         ``(m,)`` rows per occupied chunk.
     """
-    io = StoreIO(store)
+    io = store if isinstance(store, StoreIO) else StoreIO(store)
     meta = io.read_json(f"{path}/zarr.json")
     edge = np.asarray(meta["chunk_grid"]["configuration"]["chunk_shape"], dtype=np.int64)
     blosc = next(c["configuration"] for c in meta["codecs"] if c["name"] == "blosc")

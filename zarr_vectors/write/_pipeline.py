@@ -493,7 +493,7 @@ class LevelWriter:
         )
         every = np.asarray(self.chunks + self.kept_chunks, dtype=np.int64).reshape(-1, ndim)
         counts = np.asarray(self.counts + self.kept_counts, dtype=np.int64)
-        write_counts(self.io.store, f"{self.base}/{VERTEX_COUNTS}", every, counts)
+        write_counts(self.io, f"{self.base}/{VERTEX_COUNTS}", every, counts)
         return LevelStats(int(counts.sum()), int(counts.shape[0]), self.n_max)
 
 
@@ -514,14 +514,14 @@ def write_chunk_array(
     ``per_chunk[j]`` holds the rows of chunk ``chunks[j]``; chunks without rows store nothing.
     ``shard_chunks`` (:meth:`WriteOptions.shard_shape`) packs several chunks per shard
     (spec §9.0.1); ``layout`` is used with it. With a ``batcher``, the shards are handed to
-    it and written when the caller flushes it (``per_chunk`` must stay unchanged until
+    it, after the array's ``zarr.json``, and written when the caller flushes it (``per_chunk`` must stay unchanged until
     then): the arrays of a level are then encoded while the next one is prepared.
     """
     layout = replace(layout, shard_chunks=shard_chunks)
     grid_shape = tuple(int(g) for g in grid.shape)
-    io.set(f"{path}/zarr.json", row_array_metadata(grid_shape, layout, tag))
     own = batcher is None
     batcher = Batcher(io) if batcher is None else batcher
+    batcher.add(f"{path}/zarr.json", row_array_metadata(grid_shape, layout, tag))
     assembler = ShardAssembler(batcher, path, layout)
     order = shard_major_order(chunks, shard_chunks)
     assembler.add_chunks(np.asarray(chunks)[order], (per_chunk[j] for j in order.tolist()))
