@@ -83,7 +83,7 @@ class VertexGrouping:
 
     def take(self, values: np.ndarray) -> np.ndarray:
         """Rows of a per-vertex array in written order."""
-        return values if self.order is None else values[self.order]
+        return values if self.order is None else np.take(values, self.order, axis=0)
 
     def remap(self, indices: np.ndarray) -> np.ndarray:
         """Input vertex indices to written ones; negative entries (no vertex) are kept."""

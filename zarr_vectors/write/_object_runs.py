@@ -230,7 +230,8 @@ def _anchored(
     fragment = runs.run_offsets[places[0][anchor]] + places[2][anchor]
     order, offsets = stable_counting_sort(fragment, runs.run_start.shape[0])
     source = order if source is None else source[order]
-    return local[order], source, offsets[runs.run_offsets], np.diff(offsets)
+    rows = np.take(local, order, axis=0)  # several times faster than local[order] in 2-D
+    return rows, source, offsets[runs.run_offsets], np.diff(offsets)
 
 
 def _edge_links(table: ObjectTable, runs: Runs, places: Places, gid: np.ndarray) -> Links:

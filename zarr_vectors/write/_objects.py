@@ -223,7 +223,7 @@ def _write_link_attributes(
             f"{base}/{LINK_ATTRIBUTES}/{name}",
             grid,
             runs.chunk_grid,
-            links.per_chunk(values[links.source]),
+            links.per_chunk(np.take(values, links.source, axis=0)),
             layout,
             {"zv_array": "link_attribute", "name": name},
             shard_chunks=options.shard_shape(grid.ndim),
