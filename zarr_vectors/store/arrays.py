@@ -31,6 +31,7 @@ __all__ = [
     "counts_block",
     "nonzero_cells",
     "counts_array_metadata",
+    "encode_counts",
     "global_array_metadata",
     "MANIFEST_BLOSC",
     "encode_plain_chunk",
@@ -273,6 +274,14 @@ def write_counts(
     """
     io = store if isinstance(store, StoreIO) else StoreIO(store)
     meta = io.read_json(f"{path}/zarr.json")
+    io.set_many(encode_counts(meta, path, chunks, counts))
+
+
+def encode_counts(
+    meta: dict[str, Any], path: str, chunks: np.ndarray, counts: np.ndarray
+) -> list[tuple[str, bytes]]:
+    """The chunk files :func:`write_counts` writes, from the array's parsed ``zarr.json``
+    ``meta`` (keys and bytes; nothing is written)."""
     edge = np.asarray(meta["chunk_grid"]["configuration"]["chunk_shape"], dtype=np.int64)
     blosc = next(c["configuration"] for c in meta["codecs"] if c["name"] == "blosc")
     chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, edge.shape[0])
@@ -285,7 +294,7 @@ def write_counts(
         encoded = encode_plain_chunk(dense, 0, blosc)
         if encoded is not None:
             items.append((f"{path}/c/" + "/".join(str(int(b)) for b in block), encoded))
-    io.set_many(items)
+    return items
 
 
 def nonzero_cells(

@@ -9,6 +9,7 @@ and the metadata, committed last (spec §2).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -38,6 +39,7 @@ from zarr_vectors.kernels import (
 from zarr_vectors.kernels.bin_runs import move_runs
 from zarr_vectors.store.arrays import (
     counts_array_metadata,
+    encode_counts,
     group_metadata,
     row_array_metadata,
     write_counts,
@@ -390,15 +392,17 @@ class LevelWriter:
             (f"{c.path}/zarr.json", row_array_metadata(grid_shape, c.layout, c.tag))
             for c in self.specs
         ]
-        docs.append(
-            (
-                f"{self.base}/{VERTEX_COUNTS}/zarr.json",
-                counts_array_metadata(grid_shape, {"zv_array": VERTEX_COUNTS}),
-            )
-        )
+        counts_doc = counts_array_metadata(grid_shape, {"zv_array": VERTEX_COUNTS})
+        docs.append((f"{self.base}/{VERTEX_COUNTS}/zarr.json", counts_doc))
         if columns[1]:
             docs.append((f"{self.base}/{ATTRIBUTES}/zarr.json", group_metadata({})))
-        if documents:
+        # With a shared batcher the documents and counts are written with the shards (their
+        # directories made meanwhile); the counts are then encoded from this document.
+        self.counts_meta = json.loads(counts_doc) if documents and batcher is not None else None
+        if self.counts_meta is not None:
+            for key, doc in docs:
+                self.batcher.add(key, doc)
+        elif documents:
             io.set_many(docs)
 
     def add_chunk(self, chunk: np.ndarray, rows: list[np.ndarray], blob: np.ndarray) -> None:
@@ -493,7 +497,12 @@ class LevelWriter:
         )
         every = np.asarray(self.chunks + self.kept_chunks, dtype=np.int64).reshape(-1, ndim)
         counts = np.asarray(self.counts + self.kept_counts, dtype=np.int64)
-        write_counts(self.io, f"{self.base}/{VERTEX_COUNTS}", every, counts)
+        path = f"{self.base}/{VERTEX_COUNTS}"
+        if self.counts_meta is None:
+            write_counts(self.io, path, every, counts)
+        else:
+            for key, value in encode_counts(self.counts_meta, path, every, counts):
+                self.batcher.add(key, value)
         return LevelStats(int(counts.sum()), int(counts.shape[0]), self.n_max)
 
 
