@@ -404,8 +404,17 @@ def write_encoded_object_index(
         _write_global(io, f"{path}/{name}", data, 0, tag, rows=rows, blosc=MANIFEST_BLOSC)
 
 
-def _write_object_columns(io: StoreIO, base: str, table: ObjectTable, cross: np.ndarray) -> None:
-    write_object_columns(io, base, table, cross)
+def _write_object_columns(
+    io: StoreIO, base: str, table: ObjectTable, cross: np.ndarray, batcher: Batcher
+) -> None:
+    """:func:`write_object_columns`, ``cross_chunk_links`` encoded (in a worker thread when
+    large) and written by ``batcher``, the same files."""
+    if geometry_kind(table.kind).cross_chunk_links:
+        tag = {"zv_array": CROSS_CHUNK_LINKS, "num_links": _rows(cross), "level_delta": 0}
+        path, chunks = f"{base}/{CROSS_CHUNK_LINKS}", _global_chunks(cross, 65536)
+        files = partial(encode_global_array, path, cross, chunks, -1, tag, compressed=True)
+        batcher.add_files(files, cross.nbytes)
+    write_object_columns(io, base, table, cross, cross_links=False)
 
 
 def write_object_columns(
@@ -413,8 +422,11 @@ def write_object_columns(
     base: str,
     table: ObjectTable,
     cross: np.ndarray | RowSource,
+    *,
+    cross_links: bool = True,
 ) -> None:
-    """Write the per-object columns, ``cross_chunk_links`` and the groups (§9.9-9.11).
+    """Write the per-object columns, ``cross_chunk_links`` (unless ``cross_links`` is
+    false: the caller writes them) and the groups (§9.9-9.11).
 
     Only ``kind``, ``object_attributes``, ``object_ids`` and ``groups`` of ``table`` are used.
     """
@@ -431,7 +443,7 @@ def write_object_columns(
             0,
             {"zv_array": "object_attribute", "name": name},
         )
-    if geometry_kind(table.kind).cross_chunk_links:
+    if cross_links and geometry_kind(table.kind).cross_chunk_links:
         _write_global(
             io,
             f"{base}/{CROSS_CHUNK_LINKS}",
@@ -588,6 +600,6 @@ def write_object_level(
     _write_links(io, base, grid, runs, links, width, options, batcher)
     _write_link_attributes(io, base, grid, runs, links, table, options, batcher)
     _write_fragment_columns(io, base, grid, runs, table, options, batcher)
-    _write_object_columns(io, base, table, links.cross)
+    _write_object_columns(io, base, table, links.cross, batcher)
     batcher.flush()
     return stats
