@@ -43,6 +43,7 @@ __all__ = [
     "check_stored_chunks",
     "chunk_table_problem",
     "encode_global_array",
+    "encodes_directly",
     "write_global_array",
     "write_global_array_blocks",
     "row_array_metadata",
@@ -379,7 +380,7 @@ def write_global_array(
     (:func:`encode_global_array`); zarr-python writes any other dtype, and the table is then
     taken from the chunks it stored.
     """
-    if _encodes_directly(data.dtype):
+    if encodes_directly(data.dtype):
         items = encode_global_array(
             path, data, chunks, fill, attributes, compressed=compressed, blosc=blosc
         )
@@ -394,7 +395,7 @@ def write_global_array(
     io.set(f"{path}/zarr.json", doc)
 
 
-def _encodes_directly(dtype: np.dtype[Any]) -> bool:
+def encodes_directly(dtype: np.dtype[Any]) -> bool:
     """Whether :func:`encode_global_array` encodes arrays of ``dtype`` (little-endian or
     single-byte bool, integer and float)."""
     return dtype.kind in _DIRECT_KINDS and dtype.byteorder in "=|<"
@@ -411,7 +412,7 @@ def encode_global_array(
     blosc: dict[str, Any] | None = None,
 ) -> list[tuple[str, bytes]]:
     """The files :func:`write_global_array` writes for an array of a dtype it encodes itself
-    (:func:`_encodes_directly`): every chunk, then the ``zarr.json`` with the chunk table.
+    (:func:`encodes_directly`): every chunk, then the ``zarr.json`` with the chunk table.
 
     Only bytes are computed (no store is touched), so a worker thread can run it while the
     caller goes on.

@@ -39,6 +39,7 @@ from zarr_vectors.format.names import (
 from zarr_vectors.store.arrays import (
     MANIFEST_BLOSC,
     encode_global_array,
+    encodes_directly,
     group_metadata,
     write_global_array,
     write_global_array_blocks,
@@ -154,6 +155,15 @@ def _links_layout(width: int, links: Links, options: WriteOptions) -> RowLayout:
     return RowLayout(dtype, (width,), r, longest, options.blosc(LINKS), fill=-1)
 
 
+def _set(io: StoreIO, batcher: Batcher | None, key: str, value: bytes) -> None:
+    """Write ``value`` at ``key`` now, or by ``batcher`` when given (with the level's other
+    files, its directory made meanwhile)."""
+    if batcher is None:
+        io.set(key, value)
+    else:
+        batcher.add(key, value)
+
+
 def _write_links(
     io: StoreIO,
     base: str,
@@ -165,7 +175,7 @@ def _write_links(
     batcher: Batcher,
 ) -> None:
     layout = _links_layout(width, links, options)
-    io.set(f"{base}/{LINKS}/zarr.json", group_metadata({}))
+    batcher.add(f"{base}/{LINKS}/zarr.json", group_metadata({}))
     write_chunk_array(
         io,
         f"{base}/{LINKS}/0",
@@ -207,9 +217,9 @@ def _write_link_attributes(
     assert links.source is not None  # kinds with link columns keep their sources
     assert links.cross_source is not None
     longest = links.longest()
-    io.set(f"{base}/{LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
+    batcher.add(f"{base}/{LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
     if geometry_kind(table.kind).cross_chunk_links:
-        io.set(f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
+        batcher.add(f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
     for name, values in table.link_attributes.items():
         layout = RowLayout(
             values.dtype,
@@ -233,9 +243,10 @@ def _write_link_attributes(
             _write_global(
                 io,
                 f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}",
-                values[links.cross_source],
+                np.take(values, links.cross_source, axis=0),
                 0,
                 {"zv_array": "cross_chunk_link_attribute", "name": name},
+                batcher=batcher,
             )
 
 
@@ -256,7 +267,7 @@ def _write_fragment_columns(
     bounds = runs.run_offsets
     longest = int(np.diff(bounds).max(initial=0))
     r = options.block_rows
-    io.set(f"{base}/{FRAGMENT_ATTRIBUTES}/zarr.json", group_metadata({}))
+    batcher.add(f"{base}/{FRAGMENT_ATTRIBUTES}/zarr.json", group_metadata({}))
     for name, values in columns.items():
         blosc = options.blosc(FRAGMENT_ATTRIBUTES)
         layout = RowLayout(values.dtype, values.shape[1:], r, round_up(longest, r), blosc)
@@ -294,9 +305,17 @@ def _write_global(
     compressed: bool = True,
     rows: int = 65536,
     blosc: dict[str, Any] | None = None,
+    batcher: Batcher | None = None,
 ) -> None:
     """Write a global array; ``data`` held whole, or a :class:`RowSource` of more than
-    ``rows`` rows (compressed) written chunk by chunk, the same bytes."""
+    ``rows`` rows (compressed) written chunk by chunk, the same bytes. With a ``batcher``,
+    an array held whole of a dtype encoded here is encoded (in a worker thread when large)
+    and written by it."""
+    if batcher is not None and isinstance(data, np.ndarray) and encodes_directly(data.dtype):
+        chunks = _global_chunks(data, rows)
+        encode = partial(encode_global_array, path, data, chunks, fill, tag, blosc=blosc)
+        batcher.add_files(partial(encode, compressed=compressed), data.nbytes)
+        return
     if not isinstance(data, np.ndarray):
         if data.rows > rows and compressed:
             shape = (data.rows, *data.row_shape)
@@ -407,14 +426,7 @@ def write_encoded_object_index(
 def _write_object_columns(
     io: StoreIO, base: str, table: ObjectTable, cross: np.ndarray, batcher: Batcher
 ) -> None:
-    """:func:`write_object_columns`, ``cross_chunk_links`` encoded (in a worker thread when
-    large) and written by ``batcher``, the same files."""
-    if geometry_kind(table.kind).cross_chunk_links:
-        tag = {"zv_array": CROSS_CHUNK_LINKS, "num_links": _rows(cross), "level_delta": 0}
-        path, chunks = f"{base}/{CROSS_CHUNK_LINKS}", _global_chunks(cross, 65536)
-        files = partial(encode_global_array, path, cross, chunks, -1, tag, compressed=True)
-        batcher.add_files(files, cross.nbytes)
-    write_object_columns(io, base, table, cross, cross_links=False)
+    write_object_columns(io, base, table, cross, batcher=batcher)
 
 
 def write_object_columns(
@@ -423,33 +435,30 @@ def write_object_columns(
     table: ObjectTable,
     cross: np.ndarray | RowSource,
     *,
-    cross_links: bool = True,
+    batcher: Batcher | None = None,
 ) -> None:
-    """Write the per-object columns, ``cross_chunk_links`` (unless ``cross_links`` is
-    false: the caller writes them) and the groups (§9.9-9.11).
+    """Write the per-object columns, ``cross_chunk_links`` and the groups (§9.9-9.11).
 
     Only ``kind``, ``object_attributes``, ``object_ids`` and ``groups`` of ``table`` are used.
+    With a ``batcher``, the documents and the arrays it can encode are written by it (the
+    caller flushes it).
     """
     columns = dict(table.object_attributes)
     if table.object_ids is not None:
         columns[OBJECT_ID_ATTRIBUTE] = table.object_ids
     if columns:
-        io.set(f"{base}/{OBJECT_ATTRIBUTES}/zarr.json", group_metadata({}))
+        _set(io, batcher, f"{base}/{OBJECT_ATTRIBUTES}/zarr.json", group_metadata({}))
     for name, values in columns.items():
-        _write_global(
-            io,
-            f"{base}/{OBJECT_ATTRIBUTES}/{name}",
-            values,
-            0,
-            {"zv_array": "object_attribute", "name": name},
-        )
-    if cross_links and geometry_kind(table.kind).cross_chunk_links:
+        tag = {"zv_array": "object_attribute", "name": name}
+        _write_global(io, f"{base}/{OBJECT_ATTRIBUTES}/{name}", values, 0, tag, batcher=batcher)
+    if geometry_kind(table.kind).cross_chunk_links:
         _write_global(
             io,
             f"{base}/{CROSS_CHUNK_LINKS}",
             cross,
             -1,
             {"zv_array": CROSS_CHUNK_LINKS, "num_links": _rows(cross), "level_delta": 0},
+            batcher=batcher,
         )
     if table.groups is not None and table.groups.members:
         _write_groups(io, base, table.groups)
