@@ -55,7 +55,9 @@ def naive_parents_reach_roots(parent: np.ndarray) -> bool:
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(1, 12).flatmap(lambda n: st.lists(st.integers(-1, n - 1), min_size=n, max_size=n)))
+@given(
+    st.integers(1, 12).flatmap(lambda n: st.lists(st.integers(-1, n - 1), min_size=n, max_size=n))
+)
 def test_parents_reach_roots_matches_pointer_doubling(parents: list[int]) -> None:
     parent = np.array(parents, dtype=np.int64)
     assert parents_reach_roots(parent) == naive_parents_reach_roots(parent)

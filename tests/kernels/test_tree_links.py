@@ -87,4 +87,5 @@ def test_anchor_tree_links_both_orders() -> None:
         assert found.offsets.tolist() == [0, n]
         assert found.outside.shape == (0,)
     empty = anchor_tree_links(np.empty((0, 2), np.int64), places, run_offsets)
-    assert empty.rows.shape == (0, 2) and empty.offsets.tolist() == [0, 0]
+    assert empty.rows.shape == (0, 2)
+    assert empty.offsets.tolist() == [0, 0]

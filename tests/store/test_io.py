@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from unittest import mock
 
@@ -147,6 +148,7 @@ def test_directories_made_soon_only_in_a_staging_directory(tmp_path: Path) -> No
     staged = StoreIO(LocalStore(tmp_path / "staged"), staged=True)
     keys = [f"a/c/{i}/{j}" for i in range(3) for j in range(2)]
     staged.make_parents_soon(keys)
+    assert pickle.loads(pickle.dumps(staged))._dir_tasks == []  # handles go to workers
     staged.set_many([("a/c/0/1", b"x"), ("b/zarr.json", b"{}")])
     staged.wait_for_directories()
     assert sorted(p.name for p in (tmp_path / "staged/a/c").iterdir()) == ["0", "1", "2"]

@@ -158,7 +158,9 @@ def anchor_tree_links(
     fragment = np.empty(e, np.int64)
     offsets = np.zeros(int(run_offsets[-1]) + 1, np.int64)
     outside = np.empty(e, np.int64)
-    x = _classify(child, parent, vertex_chunk, vertex_fragment, run_offsets, fragment, offsets, outside)
+    x = _classify(
+        child, parent, vertex_chunk, vertex_fragment, run_offsets, fragment, offsets, outside
+    )
     source = np.empty(e - x, np.int64)
     _by_fragment(fragment, np.arange(e, dtype=np.int64), offsets, source)
     if not _rows_ascend(source, offsets, child, vertex_row):

@@ -252,9 +252,7 @@ def group_metadata(attributes: dict[str, Any]) -> bytes:
     return json_bytes({"zarr_format": 3, "node_type": "group", "attributes": attributes})
 
 
-def write_counts(
-    store: Store | StoreIO, path: str, chunks: np.ndarray, counts: np.ndarray
-) -> None:
+def write_counts(store: Store | StoreIO, path: str, chunks: np.ndarray, counts: np.ndarray) -> None:
     """Write the non-zero cells of a ``vertex_counts`` array, one zarr chunk at a time.
 
     The chunks are encoded here as zarr-python encodes them (the codecs of the array's

@@ -84,6 +84,10 @@ _WRITE_THREADS = 4
 _THREADED_WRITE_BYTES = 1 << 20
 """Local writes of fewer bytes (or fewer than 4 keys) are made by the calling thread."""
 
+_DIRS_LOCK = threading.Lock()
+"""Held while directories are made (:meth:`StoreIO.make_parents_soon` makes them in a
+helper thread); process-wide, so that a handle stays picklable."""
+
 _MERGE_GAP = 1 << 18
 """Ranges of one key closer than this many bytes are fetched from a non-local store as one
 request: a gap this size costs less transfer time than a round trip costs waiting."""
@@ -176,7 +180,6 @@ class StoreIO:
     def __init__(self, store: Store, *, new_files: bool = False, staged: bool = False) -> None:
         self.store = store
         self._made: set[Path] = set()
-        self._dirs_lock = threading.Lock()
         self._dir_tasks: list[Future[None]] = []
         self._new_files = new_files
         self._staged = staged
@@ -384,7 +387,7 @@ class StoreIO:
         for parent in sorted(parents):
             directory = root / parent if parent else root
             if directory not in self._made:
-                with self._dirs_lock:  # one directory helper task may be at work
+                with _DIRS_LOCK:  # a directory helper task may be at work
                     self._make_dirs(root, directory)
 
     def make_parents_soon(self, keys: Sequence[str]) -> None:
@@ -402,6 +405,10 @@ class StoreIO:
             return
         pool = shared_pool("zv-dirs", 1)
         self._dir_tasks.append(pool.submit(self._make_parents, root, list(keys)))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy without the directory helper's tasks (futures do not pickle)."""
+        return {**self.__dict__, "_dir_tasks": []}
 
     def wait_for_directories(self) -> None:
         """Wait until no directory helper task of :meth:`make_parents_soon` is at work.

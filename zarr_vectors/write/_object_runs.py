@@ -268,7 +268,7 @@ def _skeleton_links(
     outside = found.outside
 
     def gid(vertex: np.ndarray) -> np.ndarray:
-        return chunk_ids_[places[0][vertex]] * n_max + places[1][vertex]
+        return np.asarray(chunk_ids_[places[0][vertex]] * n_max + places[1][vertex], np.int64)
 
     cross, order = _sorted_pairs(gid(edges[outside, 0]), gid(edges[outside, 1]))
     counts = np.diff(found.offsets)

@@ -374,8 +374,8 @@ def _object_index_files(
     fragment)``, the ranks indexing ``chunk_grid`` (``(k, D)``), computed only (no store is
     touched: a worker thread may call it)."""
     ndim = chunk_grid.shape[1]
-    chunks = np.take(chunk_grid, refs[1], axis=0)  # several times faster than [refs[1]]
-    encoded: tuple[np.ndarray, ...] = encode_object_index_bulk(refs[0], chunks, refs[2], n_objects)
+    grid = np.take(chunk_grid, refs[1], axis=0)  # several times faster than [refs[1]]
+    encoded: tuple[np.ndarray, ...] = encode_object_index_bulk(refs[0], grid, refs[2], n_objects)
     path = f"{base}/{OBJECT_INDEX}"
     files = [(f"{path}/zarr.json", _object_index_group(n_objects, ndim))]
     for (name, tag, rows), data in zip(_OBJECT_INDEX_ARRAYS, encoded, strict=True):

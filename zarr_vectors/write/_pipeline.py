@@ -522,9 +522,10 @@ def write_chunk_array(
 
     ``per_chunk[j]`` holds the rows of chunk ``chunks[j]``; chunks without rows store nothing.
     ``shard_chunks`` (:meth:`WriteOptions.shard_shape`) packs several chunks per shard
-    (spec §9.0.1); ``layout`` is used with it. With a ``batcher``, the shards are handed to
-    it, after the array's ``zarr.json``, and written when the caller flushes it (``per_chunk`` must stay unchanged until
-    then): the arrays of a level are then encoded while the next one is prepared.
+    (spec §9.0.1); ``layout`` is used with it. With a ``batcher``, the array's ``zarr.json``
+    and shards are handed to it and written when the caller flushes it (``per_chunk`` must
+    stay unchanged until then): the arrays of a level are then encoded while the next one is
+    prepared.
     """
     layout = replace(layout, shard_chunks=shard_chunks)
     grid_shape = tuple(int(g) for g in grid.shape)
