@@ -423,12 +423,6 @@ def write_encoded_object_index(
         _write_global(io, f"{path}/{name}", data, 0, tag, rows=rows, blosc=MANIFEST_BLOSC)
 
 
-def _write_object_columns(
-    io: StoreIO, base: str, table: ObjectTable, cross: np.ndarray, batcher: Batcher
-) -> None:
-    write_object_columns(io, base, table, cross, batcher=batcher)
-
-
 def write_object_columns(
     io: StoreIO,
     base: str,
@@ -609,6 +603,6 @@ def write_object_level(
     _write_links(io, base, grid, runs, links, width, options, batcher)
     _write_link_attributes(io, base, grid, runs, links, table, options, batcher)
     _write_fragment_columns(io, base, grid, runs, table, options, batcher)
-    _write_object_columns(io, base, table, links.cross, batcher)
+    write_object_columns(io, base, table, links.cross, batcher=batcher)
     batcher.flush()
     return stats
