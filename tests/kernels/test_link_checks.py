@@ -1,5 +1,5 @@
-"""The mixed-link kernel against its plain-numpy twin (the array operations it replaced in
-the object writers' input checks)."""
+"""The link-check kernels against their plain-numpy twins (the array operations they
+replaced in the object writers' input checks)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarr_vectors.kernels.link_checks import first_mixed_link
+from zarr_vectors.kernels.link_checks import first_mixed_link, parents_reach_roots
 
 
 def naive_first_mixed_link(links: np.ndarray, vertex_object: np.ndarray) -> int:
@@ -41,3 +41,31 @@ def test_first_mixed_link_skips_missing_parents_and_finds_the_first_mixed_face()
     assert first_mixed_link(faces, vertex_object) == 3
     assert naive_first_mixed_link(faces, vertex_object) == 3
     assert first_mixed_link(faces[:3], vertex_object) == -1
+
+
+def naive_parents_reach_roots(parent: np.ndarray) -> bool:
+    """Twin: pointer doubling; after ``2**k >= n`` jumps every vertex stands on its root
+    or on the cycle it runs into."""
+    n = parent.shape[0]
+    root = parent < 0
+    jump = np.where(root, np.arange(n), parent)
+    for _ in range(max(1, n).bit_length()):
+        jump = jump[jump]
+    return bool(np.all(root[jump]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(1, 12).flatmap(lambda n: st.lists(st.integers(-1, n - 1), min_size=n, max_size=n))
+)
+def test_parents_reach_roots_matches_pointer_doubling(parents: list[int]) -> None:
+    parent = np.array(parents, dtype=np.int64)
+    assert parents_reach_roots(parent) == naive_parents_reach_roots(parent)
+
+
+def test_parents_reach_roots_on_a_long_chain_and_a_closed_one() -> None:
+    chain = np.arange(1000, dtype=np.int64) - 1  # vertex i's parent is i - 1
+    assert parents_reach_roots(chain)
+    chain[0] = 999  # the chain closed into a ring
+    assert not parents_reach_roots(chain)
+    assert not parents_reach_roots(np.array([1, 0, -1]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from unittest import mock
 
@@ -139,3 +140,21 @@ def test_merged_ranges_give_the_bytes_of_each_range(spans: list[tuple[int, int]]
 
 def spans_of(ranges: list[ByteRange]) -> list[tuple[int, int]]:
     return [r for r in ranges if isinstance(r, tuple)]
+
+
+def test_directories_made_soon_only_in_a_staging_directory(tmp_path: Path) -> None:
+    """A write's own staging directory gets the directories of keys to come from a helper
+    thread; files written meanwhile find theirs; any other store is left alone."""
+    staged = StoreIO(LocalStore(tmp_path / "staged"), staged=True)
+    keys = [f"a/c/{i}/{j}" for i in range(3) for j in range(2)]
+    staged.make_parents_soon(keys)
+    assert pickle.loads(pickle.dumps(staged))._dir_tasks == []  # handles go to workers
+    staged.set_many([("a/c/0/1", b"x"), ("b/zarr.json", b"{}")])
+    staged.wait_for_directories()
+    assert sorted(p.name for p in (tmp_path / "staged/a/c").iterdir()) == ["0", "1", "2"]
+    assert (tmp_path / "staged/a/c/0/1").read_bytes() == b"x"
+    assert not staged._dir_tasks
+    plain = StoreIO(LocalStore(tmp_path / "plain"))
+    plain.make_parents_soon(keys)
+    plain.wait_for_directories()
+    assert not (tmp_path / "plain").exists()

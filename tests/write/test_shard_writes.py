@@ -21,9 +21,13 @@ class _RecordingIO:
 
     def __init__(self) -> None:
         self.batches: list[list[tuple[str, bytes]]] = []
+        self.soon: list[str] = []
 
     def set_many(self, items: list[tuple[str, bytes]]) -> None:
         self.batches.append(list(items))
+
+    def make_parents_soon(self, keys: list[str]) -> None:
+        self.soon.extend(keys)
 
     @property
     def keys(self) -> list[str]:
@@ -65,6 +69,21 @@ def test_a_ready_value_waits_behind_pending_encodes_without_blocking() -> None:
     assert io.batches[-1] == [("a", b"aa"), ("b", b"b"), ("c", b"ccc")]
     assert not batcher.pending
     assert batcher.pending_nbytes == 0
+
+
+def test_directories_are_asked_for_once_when_their_first_key_comes() -> None:
+    """Each new directory is handed to the helper as its first key is given, before the
+    batch is written (the directories of a write are made while it encodes)."""
+    io = _RecordingIO()
+    batcher = Batcher(io)  # type: ignore[arg-type]
+    batcher.add("v/zarr.json", b"{}")
+    batcher.add_encoded("v/c/0/0", lambda: b"x", 1)
+    batcher.add_encoded("v/c/0/1", lambda: b"y", 1)
+    batcher.add("w/zarr.json", b"{}")
+    assert io.soon == ["v/zarr.json", "v/c/0/0", "w/zarr.json"]
+    assert io.batches == []
+    batcher.flush()
+    assert io.keys == ["v/zarr.json", "v/c/0/0", "v/c/0/1", "w/zarr.json"]
 
 
 @pytest.mark.usefixtures("threaded")

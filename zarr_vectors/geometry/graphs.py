@@ -19,7 +19,7 @@ import numpy as np
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.geometry._docstrings import shared_docs
-from zarr_vectors.kernels.link_checks import first_mixed_link
+from zarr_vectors.kernels.link_checks import first_mixed_link, parents_reach_roots
 from zarr_vectors.store.io import StoreLike
 from zarr_vectors.write import (
     KindWriter,
@@ -83,7 +83,7 @@ class VertexGrouping:
 
     def take(self, values: np.ndarray) -> np.ndarray:
         """Rows of a per-vertex array in written order."""
-        return values if self.order is None else values[self.order]
+        return values if self.order is None else np.take(values, self.order, axis=0)
 
     def remap(self, indices: np.ndarray) -> np.ndarray:
         """Input vertex indices to written ones; negative entries (no vertex) are kept."""
@@ -483,6 +483,10 @@ def check_forest(parent: np.ndarray, grouping: VertexGrouping) -> None:
 
 
 def _check_acyclic(parent: np.ndarray, root: np.ndarray) -> None:
+    """Raise on a cycle of parent links: found in one pass, then named by pointer doubling
+    (the same vertex the check has always named)."""
+    if parents_reach_roots(parent):
+        return
     n = parent.shape[0]
     jump = np.where(root, np.arange(n), parent)
     steps = 1

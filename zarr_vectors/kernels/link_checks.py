@@ -7,7 +7,7 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["first_mixed_link"]
+__all__ = ["first_mixed_link", "parents_reach_roots"]
 
 
 def first_mixed_link(links: npt.ArrayLike, vertex_object: npt.ArrayLike) -> int:
@@ -52,3 +52,48 @@ def _first_mixed_link(links: npt.NDArray[np.int64], vertex_object: npt.NDArray[n
             if v >= 0 and vertex_object[v] != owner:
                 return i
     return -1
+
+
+def parents_reach_roots(parent: npt.ArrayLike) -> bool:
+    """Whether following parent links from every vertex ends at a root (no cycle).
+
+    One pass: each vertex is walked through once, marked while on the current path and
+    then as reaching a root (a skeleton of 1e5 vertices: well under a millisecond, where
+    pointer doubling takes 17 gathers of the whole array).
+
+    Parameters
+    ----------
+    parent
+        ``(n,)`` integer parent of each vertex, in ``0..n-1``, or below 0 at a root.
+
+    Returns
+    -------
+    bool
+        False when some parent links form a cycle.
+
+    Examples
+    --------
+    >>> parents_reach_roots([-1, 0, 1, 1])
+    True
+    >>> parents_reach_roots([-1, 2, 1])
+    False
+    """
+    parent = np.ascontiguousarray(parent, dtype=np.int64).reshape(-1)
+    return bool(_parents_reach_roots(parent))
+
+
+@njit
+def _parents_reach_roots(parent: npt.NDArray[np.int64]) -> bool:
+    state = np.zeros(parent.shape[0], np.uint8)  # 1: on the path walked now, 2: reaches a root
+    for start in range(parent.shape[0]):
+        v = start
+        while v >= 0 and state[v] == 0:
+            state[v] = 1
+            v = parent[v]
+        if v >= 0 and state[v] == 1:
+            return False
+        v = start
+        while v >= 0 and state[v] == 1:
+            state[v] = 2
+            v = parent[v]
+    return True

@@ -31,6 +31,7 @@ __all__ = [
     "counts_block",
     "nonzero_cells",
     "counts_array_metadata",
+    "encode_counts",
     "global_array_metadata",
     "MANIFEST_BLOSC",
     "encode_plain_chunk",
@@ -42,6 +43,7 @@ __all__ = [
     "check_stored_chunks",
     "chunk_table_problem",
     "encode_global_array",
+    "encodes_directly",
     "write_global_array",
     "write_global_array_blocks",
     "row_array_metadata",
@@ -250,7 +252,7 @@ def group_metadata(attributes: dict[str, Any]) -> bytes:
     return json_bytes({"zarr_format": 3, "node_type": "group", "attributes": attributes})
 
 
-def write_counts(store: Store, path: str, chunks: np.ndarray, counts: np.ndarray) -> None:
+def write_counts(store: Store | StoreIO, path: str, chunks: np.ndarray, counts: np.ndarray) -> None:
     """Write the non-zero cells of a ``vertex_counts`` array, one zarr chunk at a time.
 
     The chunks are encoded here as zarr-python encodes them (the codecs of the array's
@@ -260,7 +262,8 @@ def write_counts(store: Store, path: str, chunks: np.ndarray, counts: np.ndarray
     Parameters
     ----------
     store
-        The destination store (the array's ``zarr.json`` must already be there).
+        The destination store, or the writer's handle of it (the array's ``zarr.json``
+        must already be there).
     path
         Array path, e.g. ``"0/vertex_counts"``.
     chunks
@@ -268,8 +271,16 @@ def write_counts(store: Store, path: str, chunks: np.ndarray, counts: np.ndarray
     counts
         ``(m,)`` rows per occupied chunk.
     """
-    io = StoreIO(store)
+    io = store if isinstance(store, StoreIO) else StoreIO(store)
     meta = io.read_json(f"{path}/zarr.json")
+    io.set_many(encode_counts(meta, path, chunks, counts))
+
+
+def encode_counts(
+    meta: dict[str, Any], path: str, chunks: np.ndarray, counts: np.ndarray
+) -> list[tuple[str, bytes]]:
+    """The chunk files :func:`write_counts` writes, from the array's parsed ``zarr.json``
+    ``meta`` (keys and bytes; nothing is written)."""
     edge = np.asarray(meta["chunk_grid"]["configuration"]["chunk_shape"], dtype=np.int64)
     blosc = next(c["configuration"] for c in meta["codecs"] if c["name"] == "blosc")
     chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, edge.shape[0])
@@ -282,7 +293,7 @@ def write_counts(store: Store, path: str, chunks: np.ndarray, counts: np.ndarray
         encoded = encode_plain_chunk(dense, 0, blosc)
         if encoded is not None:
             items.append((f"{path}/c/" + "/".join(str(int(b)) for b in block), encoded))
-    io.set_many(items)
+    return items
 
 
 def nonzero_cells(
@@ -367,7 +378,7 @@ def write_global_array(
     (:func:`encode_global_array`); zarr-python writes any other dtype, and the table is then
     taken from the chunks it stored.
     """
-    if _encodes_directly(data.dtype):
+    if encodes_directly(data.dtype):
         items = encode_global_array(
             path, data, chunks, fill, attributes, compressed=compressed, blosc=blosc
         )
@@ -382,7 +393,7 @@ def write_global_array(
     io.set(f"{path}/zarr.json", doc)
 
 
-def _encodes_directly(dtype: np.dtype[Any]) -> bool:
+def encodes_directly(dtype: np.dtype[Any]) -> bool:
     """Whether :func:`encode_global_array` encodes arrays of ``dtype`` (little-endian or
     single-byte bool, integer and float)."""
     return dtype.kind in _DIRECT_KINDS and dtype.byteorder in "=|<"
@@ -399,7 +410,7 @@ def encode_global_array(
     blosc: dict[str, Any] | None = None,
 ) -> list[tuple[str, bytes]]:
     """The files :func:`write_global_array` writes for an array of a dtype it encodes itself
-    (:func:`_encodes_directly`): every chunk, then the ``zarr.json`` with the chunk table.
+    (:func:`encodes_directly`): every chunk, then the ``zarr.json`` with the chunk table.
 
     Only bytes are computed (no store is touched), so a worker thread can run it while the
     caller goes on.

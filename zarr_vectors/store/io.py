@@ -11,8 +11,10 @@ import asyncio
 import contextlib
 import json
 import os
+import threading
 import time
 from collections.abc import Coroutine, Iterable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -81,6 +83,10 @@ _WRITE_THREADS = 4
 """Threads writing the files of one batch to a local directory."""
 _THREADED_WRITE_BYTES = 1 << 20
 """Local writes of fewer bytes (or fewer than 4 keys) are made by the calling thread."""
+
+_DIRS_LOCK = threading.Lock()
+"""Held while directories are made (:meth:`StoreIO.make_parents_soon` makes them in a
+helper thread); process-wide, so that a handle stays picklable."""
 
 _MERGE_GAP = 1 << 18
 """Ranges of one key closer than this many bytes are fetched from a non-local store as one
@@ -174,7 +180,9 @@ class StoreIO:
     def __init__(self, store: Store, *, new_files: bool = False, staged: bool = False) -> None:
         self.store = store
         self._made: set[Path] = set()
+        self._dir_tasks: list[Future[None]] = []
         self._new_files = new_files
+        self._staged = staged
         self._atomic_json = not staged
         self._local: LocalTree | None = None
         self._axes: tuple[str, ...] | None = None
@@ -379,7 +387,39 @@ class StoreIO:
         for parent in sorted(parents):
             directory = root / parent if parent else root
             if directory not in self._made:
-                self._make_dirs(root, directory)
+                with _DIRS_LOCK:  # a directory helper task may be at work
+                    self._make_dirs(root, directory)
+
+    def make_parents_soon(self, keys: Sequence[str]) -> None:
+        """Start creating the directories of ``keys``, which will be written later, in a
+        helper thread (a write's own staging directory only; otherwise nothing is done).
+
+        A ``mkdir`` waits on the file system far longer than it computes (measured: 20 ms
+        of wall for 4.6 ms of CPU for a skeleton write's 61 shard directories at load 4),
+        so the writer keeps encoding meanwhile. :meth:`set_many` still makes any that are
+        missing when it writes. The writer's target waits for the helper
+        (:meth:`wait_for_directories`) before it commits or discards the directory.
+        """
+        root = local_root(self.store)
+        if root is None or not self._staged or not keys:
+            return
+        pool = shared_pool("zv-dirs", 1)
+        self._dir_tasks.append(pool.submit(self._make_parents, root, list(keys)))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy without the directory helper's tasks (futures do not pickle)."""
+        return {**self.__dict__, "_dir_tasks": []}
+
+    def wait_for_directories(self) -> None:
+        """Wait until no directory helper task of :meth:`make_parents_soon` is at work.
+
+        A task's failure is not raised: :meth:`set_many` makes (and reports on) any
+        directory a write needs.
+        """
+        tasks, self._dir_tasks = self._dir_tasks, []
+        for task in tasks:
+            with contextlib.suppress(OSError):
+                task.result()
 
     def _set_local_many(self, root: Path, items: Sequence[tuple[str, bytes]]) -> None:
         """Write files whose directories exist (:meth:`_make_parents`)."""

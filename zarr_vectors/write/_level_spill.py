@@ -447,7 +447,8 @@ class LevelSpill:
 
     def _object_index(self, runs: Any, n_objects: int, fragments_before: np.ndarray) -> None:
         fragment = runs.run_fragment + fragments_before[runs.run_chunk]
-        self._spill_index((runs.run_object, runs.chunk_grid[runs.run_chunk], fragment), n_objects)
+        chunks = np.take(runs.chunk_grid, runs.run_chunk, axis=0)  # faster than indexing
+        self._spill_index((runs.run_object, chunks, fragment), n_objects)
 
     def _spill_index(self, refs: tuple[np.ndarray, np.ndarray, np.ndarray], n: int) -> None:
         """Append the encoded object index of the batch's ``n`` objects to the spill, its

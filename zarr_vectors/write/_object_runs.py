@@ -30,6 +30,7 @@ from zarr_vectors.kernels.object_runs import (
     stable_counting_sort,
     vertex_places,
 )
+from zarr_vectors.kernels.tree_links import anchor_tree_links
 from zarr_vectors.write._pipeline import ChunkedRows, assign, grid_indices
 
 if TYPE_CHECKING:
@@ -192,11 +193,11 @@ def level_links(table: ObjectTable, runs: Runs, grid: ChunkGrid, n_max: int) -> 
     if kind.ordered:
         return _chain_links(runs, ids, n_max)
     places = runs.vertex_places()
+    if kind.tree:
+        return _skeleton_links(table.links, runs, places, (ids, n_max))
     gid = ids[places[0]] * n_max + places[1]
     if kind.faces:
         return _face_links(table, runs, places, gid, grid)
-    if kind.tree:
-        return _skeleton_links(table.links, runs, places, gid)
     return _edge_links(table, runs, places, gid)
 
 
@@ -219,23 +220,18 @@ def _anchored(
     places: Places,
     anchor: np.ndarray,
     local: np.ndarray,
-    order_key: np.ndarray | None,
     source: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Order local link rows by (chunk, anchor fragment, ``order_key``), ties in input order.
+    """Order local link rows by (chunk, anchor fragment), ties in input order.
 
-    ``order_key`` None means the input order; ``source`` None means every link, in input
-    order. Returns the rows, the input link index of each, the chunk offsets and the rows
-    per vertex fragment (storage order).
+    ``source`` None means every link, in input order. Returns the rows, the input link
+    index of each, the chunk offsets and the rows per vertex fragment (storage order).
     """
     fragment = runs.run_offsets[places[0][anchor]] + places[2][anchor]
-    if order_key is not None and np.any(order_key[1:] < order_key[:-1]):
-        first = np.argsort(order_key, kind="stable")
-        fragment, local = fragment[first], local[first]
-        source = first if source is None else source[first]
     order, offsets = stable_counting_sort(fragment, runs.run_start.shape[0])
     source = order if source is None else source[order]
-    return local[order], source, offsets[runs.run_offsets], np.diff(offsets)
+    rows = np.take(local, order, axis=0)  # several times faster than local[order] in 2-D
+    return rows, source, offsets[runs.run_offsets], np.diff(offsets)
 
 
 def _edge_links(table: ObjectTable, runs: Runs, places: Places, gid: np.ndarray) -> Links:
@@ -255,29 +251,29 @@ def _edge_links(table: ObjectTable, runs: Runs, places: Places, gid: np.ndarray)
         anchor = np.where(swap, b_in, a_in)
         ga, gb = np.minimum(ga, gb), np.maximum(ga, gb)
     rows, source, chunk_offsets, counts = _anchored(
-        runs, places, anchor, np.stack([ra, rb], axis=1), None, inside
+        runs, places, anchor, np.stack([ra, rb], axis=1), inside
     )
     cross, order = _sorted_pairs(ga, gb)
     return Links(rows, chunk_offsets, counts, source, cross, outside[order])
 
 
-def _skeleton_links(edges: np.ndarray, runs: Runs, places: Places, gid: np.ndarray) -> Links:
-    vertex_chunk, vertex_row, _ = places
-    child, parent = edges[:, 0], edges[:, 1]
-    root = parent < 0
-    safe_parent = np.where(root, child, parent)
-    local = root | (vertex_chunk[child] == vertex_chunk[safe_parent])
-    kept = np.flatnonzero(local)
-    rows = np.stack(
-        [vertex_row[child[kept]], np.where(root[kept], -1, vertex_row[safe_parent[kept]])],
-        axis=1,
-    )
-    ordered, source, chunk_offsets, counts = _anchored(
-        runs, places, child[kept], rows, rows[:, 0], kept
-    )
-    outside = np.flatnonzero(~local)
-    cross, order = _sorted_pairs(gid[child[outside]], gid[parent[outside]])
-    return Links(ordered, chunk_offsets, counts, source, cross, outside[order])
+def _skeleton_links(
+    edges: np.ndarray, runs: Runs, places: Places, ids: tuple[np.ndarray, int]
+) -> Links:
+    """Anchored in the child's fragment, by (fragment, child row, link order), in one
+    kernel pass (:func:`~zarr_vectors.kernels.tree_links.anchor_tree_links`); ``ids`` are
+    the chunks' flat grid ids and ``N_max``, for the global ids of the links across chunks."""
+    found = anchor_tree_links(edges, places, runs.run_offsets)
+    chunk_ids_, n_max = ids
+    outside = found.outside
+
+    def gid(vertex: np.ndarray) -> np.ndarray:
+        return np.asarray(chunk_ids_[places[0][vertex]] * n_max + places[1][vertex], np.int64)
+
+    cross, order = _sorted_pairs(gid(edges[outside, 0]), gid(edges[outside, 1]))
+    counts = np.diff(found.offsets)
+    chunk_offsets = found.offsets[runs.run_offsets]
+    return Links(found.rows, chunk_offsets, counts, found.source, cross, outside[order])
 
 
 def _sorted_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -296,6 +292,6 @@ def _face_links(
     anchor, entries = face_anchors(
         table.positions, faces, places[:2], gid, runs.chunk_grid, (grid.chunk_shape, grid.origin)
     )
-    rows, source, chunk_offsets, counts = _anchored(runs, places, anchor, entries, None, None)
+    rows, source, chunk_offsets, counts = _anchored(runs, places, anchor, entries, None)
     empty = np.empty(0, np.int64)
     return Links(rows, chunk_offsets, counts, source, np.empty((0, 2), np.int64), empty)

@@ -39,6 +39,7 @@ from zarr_vectors.format.names import (
 from zarr_vectors.store.arrays import (
     MANIFEST_BLOSC,
     encode_global_array,
+    encodes_directly,
     group_metadata,
     write_global_array,
     write_global_array_blocks,
@@ -154,6 +155,15 @@ def _links_layout(width: int, links: Links, options: WriteOptions) -> RowLayout:
     return RowLayout(dtype, (width,), r, longest, options.blosc(LINKS), fill=-1)
 
 
+def _set(io: StoreIO, batcher: Batcher | None, key: str, value: bytes) -> None:
+    """Write ``value`` at ``key`` now, or by ``batcher`` when given (with the level's other
+    files, its directory made meanwhile)."""
+    if batcher is None:
+        io.set(key, value)
+    else:
+        batcher.add(key, value)
+
+
 def _write_links(
     io: StoreIO,
     base: str,
@@ -165,7 +175,7 @@ def _write_links(
     batcher: Batcher,
 ) -> None:
     layout = _links_layout(width, links, options)
-    io.set(f"{base}/{LINKS}/zarr.json", group_metadata({}))
+    batcher.add(f"{base}/{LINKS}/zarr.json", group_metadata({}))
     write_chunk_array(
         io,
         f"{base}/{LINKS}/0",
@@ -207,9 +217,9 @@ def _write_link_attributes(
     assert links.source is not None  # kinds with link columns keep their sources
     assert links.cross_source is not None
     longest = links.longest()
-    io.set(f"{base}/{LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
+    batcher.add(f"{base}/{LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
     if geometry_kind(table.kind).cross_chunk_links:
-        io.set(f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
+        batcher.add(f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
     for name, values in table.link_attributes.items():
         layout = RowLayout(
             values.dtype,
@@ -223,7 +233,7 @@ def _write_link_attributes(
             f"{base}/{LINK_ATTRIBUTES}/{name}",
             grid,
             runs.chunk_grid,
-            links.per_chunk(values[links.source]),
+            links.per_chunk(np.take(values, links.source, axis=0)),
             layout,
             {"zv_array": "link_attribute", "name": name},
             shard_chunks=options.shard_shape(grid.ndim),
@@ -233,9 +243,10 @@ def _write_link_attributes(
             _write_global(
                 io,
                 f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}",
-                values[links.cross_source],
+                np.take(values, links.cross_source, axis=0),
                 0,
                 {"zv_array": "cross_chunk_link_attribute", "name": name},
+                batcher=batcher,
             )
 
 
@@ -256,7 +267,7 @@ def _write_fragment_columns(
     bounds = runs.run_offsets
     longest = int(np.diff(bounds).max(initial=0))
     r = options.block_rows
-    io.set(f"{base}/{FRAGMENT_ATTRIBUTES}/zarr.json", group_metadata({}))
+    batcher.add(f"{base}/{FRAGMENT_ATTRIBUTES}/zarr.json", group_metadata({}))
     for name, values in columns.items():
         blosc = options.blosc(FRAGMENT_ATTRIBUTES)
         layout = RowLayout(values.dtype, values.shape[1:], r, round_up(longest, r), blosc)
@@ -294,9 +305,17 @@ def _write_global(
     compressed: bool = True,
     rows: int = 65536,
     blosc: dict[str, Any] | None = None,
+    batcher: Batcher | None = None,
 ) -> None:
     """Write a global array; ``data`` held whole, or a :class:`RowSource` of more than
-    ``rows`` rows (compressed) written chunk by chunk, the same bytes."""
+    ``rows`` rows (compressed) written chunk by chunk, the same bytes. With a ``batcher``,
+    an array held whole of a dtype encoded here is encoded (in a worker thread when large)
+    and written by it."""
+    if batcher is not None and isinstance(data, np.ndarray) and encodes_directly(data.dtype):
+        chunks = _global_chunks(data, rows)
+        encode = partial(encode_global_array, path, data, chunks, fill, tag, blosc=blosc)
+        batcher.add_files(partial(encode, compressed=compressed), data.nbytes)
+        return
     if not isinstance(data, np.ndarray):
         if data.rows > rows and compressed:
             shape = (data.rows, *data.row_shape)
@@ -331,10 +350,11 @@ def _write_object_index(
     base: str, table: ObjectTable, runs: Runs, ndim: int, batcher: Batcher
 ) -> None:
     """Encode ``object_index`` (references and chunks) in a worker thread while the level's
-    other arrays are prepared, and give its files to ``batcher``."""
-    refs = (runs.run_object, runs.chunk_grid[runs.run_chunk], runs.run_fragment)
-    files = partial(_object_index_files, base, refs, table.n_objects, ndim)
-    batcher.add_files(files, sum(ref.nbytes for ref in refs))
+    other arrays are prepared, and give its files to ``batcher``. The chunk of every
+    reference is looked up there too."""
+    refs = (runs.run_object, runs.run_chunk, runs.run_fragment)
+    files = partial(_object_index_files, base, refs, runs.chunk_grid, table.n_objects)
+    batcher.add_files(files, sum(ref.nbytes for ref in refs) + refs[1].nbytes * ndim)
 
 
 _OBJECT_INDEX_ARRAYS: tuple[tuple[str, dict[str, Any], int], ...] = (
@@ -345,11 +365,17 @@ _OBJECT_INDEX_ARRAYS: tuple[tuple[str, dict[str, Any], int], ...] = (
 
 
 def _object_index_files(
-    base: str, refs: tuple[np.ndarray, np.ndarray, np.ndarray], n_objects: int, ndim: int
+    base: str,
+    refs: tuple[np.ndarray, np.ndarray, np.ndarray],
+    chunk_grid: np.ndarray,
+    n_objects: int,
 ) -> list[tuple[str, bytes]]:
-    """The files :func:`write_object_index` writes for ``refs``, computed only (no store is
+    """The files :func:`write_object_index` writes for ``refs`` ``(object, chunk rank,
+    fragment)``, the ranks indexing ``chunk_grid`` (``(k, D)``), computed only (no store is
     touched: a worker thread may call it)."""
-    encoded: tuple[np.ndarray, ...] = encode_object_index_bulk(*refs, n_objects)
+    ndim = chunk_grid.shape[1]
+    grid = np.take(chunk_grid, refs[1], axis=0)  # several times faster than [refs[1]]
+    encoded: tuple[np.ndarray, ...] = encode_object_index_bulk(refs[0], grid, refs[2], n_objects)
     path = f"{base}/{OBJECT_INDEX}"
     files = [(f"{path}/zarr.json", _object_index_group(n_objects, ndim))]
     for (name, tag, rows), data in zip(_OBJECT_INDEX_ARRAYS, encoded, strict=True):
@@ -397,33 +423,28 @@ def write_encoded_object_index(
         _write_global(io, f"{path}/{name}", data, 0, tag, rows=rows, blosc=MANIFEST_BLOSC)
 
 
-def _write_object_columns(io: StoreIO, base: str, table: ObjectTable, cross: np.ndarray) -> None:
-    write_object_columns(io, base, table, cross)
-
-
 def write_object_columns(
     io: StoreIO,
     base: str,
     table: ObjectTable,
     cross: np.ndarray | RowSource,
+    *,
+    batcher: Batcher | None = None,
 ) -> None:
     """Write the per-object columns, ``cross_chunk_links`` and the groups (§9.9-9.11).
 
     Only ``kind``, ``object_attributes``, ``object_ids`` and ``groups`` of ``table`` are used.
+    With a ``batcher``, the documents and the arrays it can encode are written by it (the
+    caller flushes it).
     """
     columns = dict(table.object_attributes)
     if table.object_ids is not None:
         columns[OBJECT_ID_ATTRIBUTE] = table.object_ids
     if columns:
-        io.set(f"{base}/{OBJECT_ATTRIBUTES}/zarr.json", group_metadata({}))
+        _set(io, batcher, f"{base}/{OBJECT_ATTRIBUTES}/zarr.json", group_metadata({}))
     for name, values in columns.items():
-        _write_global(
-            io,
-            f"{base}/{OBJECT_ATTRIBUTES}/{name}",
-            values,
-            0,
-            {"zv_array": "object_attribute", "name": name},
-        )
+        tag = {"zv_array": "object_attribute", "name": name}
+        _write_global(io, f"{base}/{OBJECT_ATTRIBUTES}/{name}", values, 0, tag, batcher=batcher)
     if geometry_kind(table.kind).cross_chunk_links:
         _write_global(
             io,
@@ -431,6 +452,7 @@ def write_object_columns(
             cross,
             -1,
             {"zv_array": CROSS_CHUNK_LINKS, "num_links": _rows(cross), "level_delta": 0},
+            batcher=batcher,
         )
     if table.groups is not None and table.groups.members:
         _write_groups(io, base, table.groups)
@@ -581,6 +603,6 @@ def write_object_level(
     _write_links(io, base, grid, runs, links, width, options, batcher)
     _write_link_attributes(io, base, grid, runs, links, table, options, batcher)
     _write_fragment_columns(io, base, grid, runs, table, options, batcher)
-    _write_object_columns(io, base, table, links.cross)
+    write_object_columns(io, base, table, links.cross, batcher=batcher)
     batcher.flush()
     return stats

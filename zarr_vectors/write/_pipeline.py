@@ -9,6 +9,7 @@ and the metadata, committed last (spec §2).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -38,6 +39,7 @@ from zarr_vectors.kernels import (
 from zarr_vectors.kernels.bin_runs import move_runs
 from zarr_vectors.store.arrays import (
     counts_array_metadata,
+    encode_counts,
     group_metadata,
     row_array_metadata,
     write_counts,
@@ -390,15 +392,17 @@ class LevelWriter:
             (f"{c.path}/zarr.json", row_array_metadata(grid_shape, c.layout, c.tag))
             for c in self.specs
         ]
-        docs.append(
-            (
-                f"{self.base}/{VERTEX_COUNTS}/zarr.json",
-                counts_array_metadata(grid_shape, {"zv_array": VERTEX_COUNTS}),
-            )
-        )
+        counts_doc = counts_array_metadata(grid_shape, {"zv_array": VERTEX_COUNTS})
+        docs.append((f"{self.base}/{VERTEX_COUNTS}/zarr.json", counts_doc))
         if columns[1]:
             docs.append((f"{self.base}/{ATTRIBUTES}/zarr.json", group_metadata({})))
-        if documents:
+        # With a shared batcher the documents and counts are written with the shards (their
+        # directories made meanwhile); the counts are then encoded from this document.
+        self.counts_meta = json.loads(counts_doc) if documents and batcher is not None else None
+        if self.counts_meta is not None:
+            for key, doc in docs:
+                self.batcher.add(key, doc)
+        elif documents:
             io.set_many(docs)
 
     def add_chunk(self, chunk: np.ndarray, rows: list[np.ndarray], blob: np.ndarray) -> None:
@@ -493,7 +497,12 @@ class LevelWriter:
         )
         every = np.asarray(self.chunks + self.kept_chunks, dtype=np.int64).reshape(-1, ndim)
         counts = np.asarray(self.counts + self.kept_counts, dtype=np.int64)
-        write_counts(self.io.store, f"{self.base}/{VERTEX_COUNTS}", every, counts)
+        path = f"{self.base}/{VERTEX_COUNTS}"
+        if self.counts_meta is None:
+            write_counts(self.io, path, every, counts)
+        else:
+            for key, value in encode_counts(self.counts_meta, path, every, counts):
+                self.batcher.add(key, value)
         return LevelStats(int(counts.sum()), int(counts.shape[0]), self.n_max)
 
 
@@ -513,15 +522,16 @@ def write_chunk_array(
 
     ``per_chunk[j]`` holds the rows of chunk ``chunks[j]``; chunks without rows store nothing.
     ``shard_chunks`` (:meth:`WriteOptions.shard_shape`) packs several chunks per shard
-    (spec §9.0.1); ``layout`` is used with it. With a ``batcher``, the shards are handed to
-    it and written when the caller flushes it (``per_chunk`` must stay unchanged until
-    then): the arrays of a level are then encoded while the next one is prepared.
+    (spec §9.0.1); ``layout`` is used with it. With a ``batcher``, the array's ``zarr.json``
+    and shards are handed to it and written when the caller flushes it (``per_chunk`` must
+    stay unchanged until then): the arrays of a level are then encoded while the next one is
+    prepared.
     """
     layout = replace(layout, shard_chunks=shard_chunks)
     grid_shape = tuple(int(g) for g in grid.shape)
-    io.set(f"{path}/zarr.json", row_array_metadata(grid_shape, layout, tag))
     own = batcher is None
     batcher = Batcher(io) if batcher is None else batcher
+    batcher.add(f"{path}/zarr.json", row_array_metadata(grid_shape, layout, tag))
     assembler = ShardAssembler(batcher, path, layout)
     order = shard_major_order(chunks, shard_chunks)
     assembler.add_chunks(np.asarray(chunks)[order], (per_chunk[j] for j in order.tolist()))

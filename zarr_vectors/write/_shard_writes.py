@@ -60,9 +60,19 @@ class Batcher:
         self.pending: deque[tuple[str, _Pending, int]] = deque()
         self.pending_nbytes = 0
         self.local = io.is_local
+        self.parents: set[str] = set()
+
+    def _make_parents_soon(self, key: str) -> None:
+        """Have the directory of ``key`` made now, in a helper thread, rather than when the
+        batch is written (:meth:`StoreIO.make_parents_soon`)."""
+        parent = key.rpartition("/")[0]
+        if parent not in self.parents:
+            self.parents.add(parent)
+            self.io.make_parents_soon([key])
 
     def add(self, key: str, value: bytes) -> None:
         """Write ``value`` at ``key`` (after the shards given before it)."""
+        self._make_parents_soon(key)
         if self.pending:
             self._hold(key, value, len(value))
         else:
@@ -81,6 +91,7 @@ class Batcher:
         with less than ``min_bytes`` (default :data:`_THREAD_MIN_BYTES`) the caller encodes
         it.
         """
+        self._make_parents_soon(key)
         if nbytes < (_THREAD_MIN_BYTES if min_bytes is None else min_bytes) or _ENCODE_THREADS < 2:
             self.add(key, encode())
             return
