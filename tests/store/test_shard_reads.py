@@ -93,3 +93,22 @@ def test_other_layouts_are_left_to_zarr(change: dict[str, object]) -> None:
     }
     assert plain_chunk_keys(meta, "v") == ["v/c/0/0"]
     assert plain_chunk_keys(meta | change, "v") is None
+
+
+
+@pytest.mark.parametrize("rows", [0, 5])
+def test_plain_arrays_decode_in_place_and_need_every_chunk(rows: int) -> None:
+    store = MemoryStore()
+    data = np.arange(rows * 2, dtype=np.float32).reshape(rows, 2)
+    codecs = [BloscCodec(cname="zstd"), Crc32cCodec()]
+    zarr.create_array(store, name="a", data=data, chunks=(1, 2), compressors=codecs)
+    meta = json.loads(store._store_dict["a/zarr.json"].to_bytes())
+    keys = plain_chunk_keys(meta, "a")
+    assert keys is not None and len(keys) == rows
+    raws = [store._store_dict[key].to_bytes() for key in keys]
+    got = decode_plain_chunks(meta, raws, keys)
+    np.testing.assert_array_equal(got, data)
+    assert got.shape == (rows, 2) and got.flags.writeable
+    if rows:  # a chunk left out is refused, not read as uninitialised rows
+        with pytest.raises(CorruptChunkError, match="chunks read"):
+            decode_plain_chunks(meta, raws[:-1], keys[:-1])
