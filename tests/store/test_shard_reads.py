@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import google_crc32c
 import numpy as np
 import pytest
 import zarr
@@ -93,3 +94,45 @@ def test_other_layouts_are_left_to_zarr(change: dict[str, object]) -> None:
     }
     assert plain_chunk_keys(meta, "v") == ["v/c/0/0"]
     assert plain_chunk_keys(meta | change, "v") is None
+
+
+@pytest.mark.parametrize("rows", [0, 5])
+def test_plain_arrays_decode_in_place_and_need_every_chunk(rows: int) -> None:
+    store = MemoryStore()
+    data = np.arange(rows * 2, dtype=np.float32).reshape(rows, 2)
+    codecs = [BloscCodec(cname="zstd"), Crc32cCodec()]
+    zarr.create_array(store, name="a", data=data, chunks=(1, 2), compressors=codecs)
+    meta = json.loads(store._store_dict["a/zarr.json"].to_bytes())
+    keys = plain_chunk_keys(meta, "a")
+    assert keys is not None
+    assert len(keys) == rows
+    raws = [store._store_dict[key].to_bytes() for key in keys]
+    got = decode_plain_chunks(meta, raws, keys)
+    np.testing.assert_array_equal(got, data)
+    assert got.shape == (rows, 2)
+    assert got.flags.writeable
+    if rows:  # a chunk left out is refused, not read as uninitialised rows
+        with pytest.raises(CorruptChunkError, match="chunks read"):
+            decode_plain_chunks(meta, raws[:-1], keys[:-1])
+
+
+@pytest.mark.parametrize(
+    ("at", "recrc", "match"),
+    [
+        (40, False, "checksum mismatch"),  # a damaged byte: the CRC32C says so
+        (5, True, "Blosc header"),  # a damaged size with a CRC32C made for it
+        (30, True, "does not decode|holds"),  # a damaged frame with a CRC32C made for it
+    ],
+)
+def test_a_damaged_plain_chunk_is_refused(at: int, recrc: bool, match: str) -> None:
+    store = MemoryStore()
+    data = np.arange(4000, dtype=np.int64) % 97
+    codecs = [BloscCodec(cname="zstd"), Crc32cCodec()]
+    zarr.create_array(store, name="a", data=data, chunks=(4000,), compressors=codecs)
+    meta = json.loads(store._store_dict["a/zarr.json"].to_bytes())
+    raw = bytearray(store._store_dict["a/c/0"].to_bytes())
+    raw[at] ^= 0x5A
+    if recrc:
+        raw[-4:] = google_crc32c.value(bytes(raw[:-4])).to_bytes(4, "little")
+    with pytest.raises(CorruptChunkError, match=match):
+        decode_plain_chunks(meta, [bytes(raw)], ["a/c/0"])

@@ -201,6 +201,7 @@ class LevelReader:
         self.directed = bool(root.extra.get("is_directed", False))  # graphs (§10.5)
         self._docs: dict[str, Any] = {}
         self._dirs: dict[str, list[str]] = {}
+        self._arrays_checked: dict[str, dict[str, Any]] = {}  # path -> its checked zarr.json
         self._load_level_metadata()
         ndim = root.spatial_dims
         group = self._docs[f"{self.base}/zarr.json"]
@@ -355,7 +356,7 @@ class LevelReader:
         return [n for n in self._dirs[prefix] if n != "zarr.json"]
 
     def array_metadata(self, path: str) -> dict[str, Any]:
-        """The parsed ``zarr.json`` of the array at ``path``, cached.
+        """The parsed ``zarr.json`` of the array at ``path``, cached and checked once.
 
         Raises
         ------
@@ -363,6 +364,9 @@ class LevelReader:
             When the array's metadata is missing or not an array's, or when its shape or
             chunk grid cannot be read (a chunk length of 0 divided by zero before).
         """
+        checked = self._arrays_checked.get(path)
+        if checked is not None:  # a cached document is never replaced: checked once
+            return checked
         meta: dict[str, Any] | None = self.document(f"{path}/zarr.json")
         if meta is None:
             raise MetadataError(f"{path}: array metadata (zarr.json) is missing")
@@ -375,6 +379,7 @@ class LevelReader:
                 f"{path}/zarr.json {problem}: the array's metadata is damaged; "
                 "run zarr-vectors validate, and restore or rewrite the store"
             )
+        self._arrays_checked[path] = meta
         return meta
 
     def read_globals(self, paths: Sequence[str]) -> list[np.ndarray]:
