@@ -370,6 +370,7 @@ def build_written_levels(
     level0: Level0,
     settings: Levels,
     cached: FirstLevels | None = None,
+    budget: int = 0,
 ) -> RootMetadata:
     """Build the levels ``settings`` asks for over a level 0 just written into ``io`` (its
     arrays, not yet its metadata), chunk by chunk; return the root that lists them.
@@ -393,6 +394,10 @@ def build_written_levels(
     cached
         The candidate levels the writer computed from level 0 as it wrote each chunk
         (:class:`~zarr_vectors.write.FirstLevels`): level 0 is then not read back for them.
+    budget
+        Without ``cached``: bytes of working memory (0: a few chunks). Level 0 is then
+        read once, in batches, and the candidates computed from it are kept within this
+        budget (:func:`first_levels`), so no candidate is computed twice while they fit.
 
     Returns
     -------
@@ -447,5 +452,7 @@ def build_written_levels(
         bounds=(np.asarray(root.bounding_box[0]), np.asarray(root.bounding_box[1])),
         options=level0.options,
     )
+    if cached is None and budget > 0:
+        cached = first_levels(root, base, settings, io, budget)
     built = build_point_levels(base, settings, cached)
     return root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())
