@@ -36,11 +36,18 @@ from zarr_vectors.update.point_append import (
     existing_level,
     replace_level_chunks,
 )
-from zarr_vectors.update.point_levels import first_levels, stored_level0
+from zarr_vectors.update.point_levels import (
+    chunk_batches,
+    first_levels,
+    read_chunks,
+    stored_level0,
+)
 from zarr_vectors.write import (
+    BinMerge,
     Levels,
     SortedPoints,
     build_point_levels,
+    chunk_candidate,
     chunk_level,
     coarse_grid,
     level_options,
@@ -279,23 +286,54 @@ def _changed_counts(
 ) -> _Computed | None:
     """Rows of each recorded level in every chunk whose level-0 rows changed (and the
     rows, within ``budget`` bytes), or None when the recorded levels are no longer the
-    schedule's (a skipped candidate now reduces, or a level no longer does)."""
+    schedule's (a skipped candidate now reduces, or a level no longer does).
+
+    Level 0's changed chunks are read in batches with their bin offsets, so a ``sample``
+    candidate whose bins merge those of its source is computed by grouping them
+    (:func:`~zarr_vectors.write.chunk_candidate`: the same rows, without binning again).
+    """
     change = levels.change
-    read = _reader(levels, 0)
+    plan = _step_plans(levels, steps)
     computed = _Computed([{} for _ in levels.stored], [{} for _ in levels.stored], budget)
-    for chunk, rows in sorted(_level0_rows(change).items()):
-        base = read(chunk, rows)
-        finer, finer_rows = base, rows
-        for ratio, cap, k in steps:
-            level = levels.compute(base if levels.how is not None else finer, ratio, cap)
+    changed = sorted(_level0_rows(change).items())
+    grids = np.asarray([c for c, _ in changed], np.int64).reshape(-1, change.grid.ndim)
+    grids -= change.grid.origin
+    counts = np.asarray([n for _, n in changed], np.int64)
+    reader = LevelReader(change.target, change.root, 0)
+    row = sum(t[0].itemsize * int(np.prod(t[1])) for t in change.existing.columns.values())
+    batches = chunk_batches(counts, row, budget // 4)
+    names = [VERTICES, *levels.names]
+    for j, base, offsets in read_chunks(reader, names, (grids, counts), batches):
+        finer, finer_offsets, finer_rows = base, offsets, int(counts[j])
+        for (grid, cap, k), merge in plan:
+            setting = (levels.bounds, grid, cap, levels.how)
+            source = (base, None) if levels.how is not None else (finer, finer_offsets)
+            level = chunk_candidate(*source, merge, grids[j], setting)
             n = int(level.chunk_offsets[-1])
             if k < 0:
                 if n < finer_rows:
                     return None
                 continue
-            computed.add(k, chunk, level)
+            computed.add(k, changed[j][0], level)
             finer, finer_rows = list(level.columns[: 1 + len(levels.names)]), n
+            finer_offsets = level.bin_offsets[0]
     return computed if _same_levels(levels, computed.counts) else None
+
+
+def _step_plans(
+    levels: _Levels, steps: list[tuple[np.ndarray, int, int]]
+) -> list[tuple[tuple[ChunkGrid, int, int], BinMerge | None]]:
+    """Each step's grid, cap and recorded level (-1: skipped), and for ``sample`` how its
+    bins merge those of its source (the last recorded level before it, or level 0)."""
+    plans: list[tuple[tuple[ChunkGrid, int, int], BinMerge | None]] = []
+    finer = levels.change.grid.bins
+    for ratio, cap, k in steps:
+        grid = levels.grid(ratio)
+        merge = None if levels.how is not None else BinMerge.plan(finer, grid.bins)
+        plans.append(((grid, cap, k), merge))
+        if k >= 0:
+            finer = grid.bins
+    return plans
 
 
 def _same_levels(levels: _Levels, counts: list[dict[Chunk, int]]) -> bool:
