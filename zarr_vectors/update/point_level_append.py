@@ -257,8 +257,9 @@ def _reader(levels: _Levels, level: int) -> Callable[[Chunk, int], list[np.ndarr
 
 @dataclass(slots=True)
 class _Computed:
-    """The recorded levels' chunks whose level-0 rows changed: the rows of each, and
-    the rows themselves while they fit ``budget`` bytes (the others are computed again)."""
+    """The recorded levels' chunks whose level-0 rows changed: how many rows each holds,
+    and the rows themselves while they fit ``budget`` bytes (the others are computed
+    again when written)."""
 
     counts: list[dict[Chunk, int]]
     rows: list[dict[Chunk, SortedPoints]]
@@ -307,8 +308,10 @@ def _changed_counts(
         finer, finer_offsets, finer_rows = base, offsets, int(counts[j])
         for (grid, cap, k), merge in plan:
             setting = (levels.bounds, grid, cap, levels.how)
-            source = (base, None) if levels.how is not None else (finer, finer_offsets)
-            level = chunk_candidate(*source, merge, grids[j], setting)
+            if levels.how is not None:  # aggregate: from level 0
+                level = chunk_candidate(base, None, merge, grids[j], setting)
+            else:
+                level = chunk_candidate(finer, finer_offsets, merge, grids[j], setting)
             n = int(level.chunk_offsets[-1])
             if k < 0:
                 if n < finer_rows:
