@@ -84,6 +84,12 @@ def _check(columns: list[np.ndarray], grid: ChunkGrid, levels: zv.Levels) -> lis
     rows = np.array([columns[0].shape[0]])
     recipe = level_recipe(levels, grid, bounds, dtypes, 2**30, rows)
     candidates = chunk_candidates(columns, recipe)
+    offsets = chunk_level(columns, bounds, grid, int(rows[0]), None).bin_offsets[0]
+    grouped = chunk_candidates(columns, recipe, (np.zeros(dim, np.int64), offsets))
+    for by_bins, binned in zip(grouped, candidates, strict=True):  # bins grouped: the same
+        np.testing.assert_array_equal(by_bins.bin_offsets, binned.bin_offsets)
+        for a, b in zip(by_bins.columns, binned.columns, strict=True):
+            np.testing.assert_array_equal(a, b)
     totals = [int(c.chunk_offsets[-1]) for c in candidates]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

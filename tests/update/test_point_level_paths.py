@@ -262,3 +262,31 @@ def test_a_stream_whose_first_candidate_keeps_every_row(tmp_path: Path, budget: 
         progress=False,
     )
     assert files(tmp_path / "stream") == files(tmp_path / "once")
+
+
+@pytest.mark.parametrize(
+    ("start", "per_bin", "budget"),
+    [(2000, 64, 2**28), (2000, 64, 2**16), (1000, 256, 2**16)],
+    ids=["rewrite-kept", "rewrite-some-kept", "rebuild-small-budget"],
+)
+def test_an_append_keeps_its_coarse_rows_within_its_budget(
+    tmp_path: Path, start: int, per_bin: int, budget: int
+) -> None:
+    """3,000 points: an append whose levels stay the schedule's rewrites the changed coarse
+    chunks from the rows it computed to count them (all of them kept in a large budget,
+    only some in the smallest: the others computed again from the level below read
+    back); one whose first candidate now keeps every row builds every level again, level
+    0 read once in batches of the small budget. Either way, the bytes of one write."""
+    n, levels = 3000, zv.Levels(count=2, per_bin=per_bin)
+    cloud = _cloud(7, n)
+    _one_shot(tmp_path / "once", cloud, levels, None, n)
+    _one_shot(tmp_path / "appended", cloud, levels, None, start)
+    rows = _rows(cloud, start, n)
+    zv.append_points(
+        tmp_path / "appended",
+        rows["positions"],
+        attributes=rows["attributes"],
+        memory_budget=budget,
+        progress=False,
+    )
+    assert files(tmp_path / "appended") == files(tmp_path / "once")

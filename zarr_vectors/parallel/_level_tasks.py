@@ -30,11 +30,13 @@ from zarr_vectors.format.levels import AGGREGATE, aggregate_coarsening, sample_c
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.shared import SharedLocation, open_shared
 from zarr_vectors.write import (
+    BinMerge,
     Levels,
     LevelWriter,
     SortedPoints,
     WriteOptions,
     candidate_steps,
+    chunk_candidate,
     chunk_level,
     coarse_grid,
     level_options,
@@ -77,6 +79,9 @@ class LevelRecipe:
         Each candidate's ``coarsening`` object.
     budget
         Bytes of candidate rows a writer task keeps; beyond, it keeps only their counts.
+    merges
+        ``sample``: how each candidate's bins merge those of its source (the candidate
+        before it, level 0 for the first), None where they do not (:class:`BinMerge`).
     """
 
     grid: ChunkGrid
@@ -87,6 +92,7 @@ class LevelRecipe:
     how: list[str] | None
     coarsening: list[dict[str, Any]]
     budget: int
+    merges: tuple[BinMerge | None, ...] = ()
 
 
 def level_recipe(
@@ -124,15 +130,21 @@ def level_recipe(
         coarsening = [record] * len(steps)
     else:
         coarsening = [sample_coarsening(cap) for _, cap in steps]
+    grids = [coarse_grid(grid, ratio) for ratio, _ in steps]
+    merges: tuple[BinMerge | None, ...] = ()
+    if how is None:
+        finer = [grid, *grids][: len(grids)]
+        merges = tuple(BinMerge.plan(f.bins, c.bins) for f, c in zip(finer, grids, strict=True))
     return LevelRecipe(
         grid,
-        [coarse_grid(grid, ratio) for ratio, _ in steps],
+        grids,
         [cap for _, cap in steps],
         [tuple(int(r) for r in ratio) for ratio, _ in steps],
         bounds,
         how,
         coarsening,
         budget,
+        merges,
     )
 
 
@@ -188,11 +200,17 @@ class Candidates:
             self.rows, self.nbytes = None, 0
 
 
-def chunk_candidates(columns: list[np.ndarray], recipe: LevelRecipe) -> list[SortedPoints]:
+def chunk_candidates(
+    columns: list[np.ndarray],
+    recipe: LevelRecipe,
+    located: tuple[np.ndarray, np.ndarray] | None = None,
+) -> list[SortedPoints]:
     """Every candidate level of one chunk from its level-0 rows in storage order.
 
-    ``sample``: candidate ``k`` from candidate ``k - 1`` (the first from level 0);
-    ``aggregate``: each from level 0.
+    ``sample``: candidate ``k`` from candidate ``k - 1`` (the first from level 0), by
+    grouping the source's bins where they merge (``located``: the chunk's grid index and
+    its level-0 ``(P + 1,)`` bin offsets; the same rows as binning the positions again,
+    :func:`~zarr_vectors.write.chunk_candidate`); ``aggregate``: each from level 0.
 
     Examples
     --------
@@ -206,11 +224,17 @@ def chunk_candidates(columns: list[np.ndarray], recipe: LevelRecipe) -> list[Sor
     """
     levels: list[SortedPoints] = []
     source = columns
-    for grid, cap in zip(recipe.grids, recipe.caps, strict=True):
-        level = chunk_level(source, recipe.bounds, grid, cap, recipe.how)
+    chunk, offsets = (None, None) if located is None else located
+    for k, (grid, cap) in enumerate(zip(recipe.grids, recipe.caps, strict=True)):
+        merge = recipe.merges[k] if recipe.merges and chunk is not None else None
+        setting = (recipe.bounds, grid, cap, recipe.how)
+        if merge is not None and chunk is not None:
+            level = chunk_candidate(source, offsets, merge, chunk, setting)
+        else:
+            level = chunk_level(source, recipe.bounds, grid, cap, recipe.how)
         levels.append(level)
         if recipe.how is None:
-            source = level.columns
+            source, offsets = level.columns, level.bin_offsets[0]
     return levels
 
 

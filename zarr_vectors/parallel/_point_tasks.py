@@ -201,7 +201,9 @@ def write_chunks(
         writer.add_chunk(g, rows, blob)
         written += int(bins.shape[0])
         if candidates is not None and recipe is not None:
-            candidates.add(i, chunk_candidates(rows, recipe), recipe.budget)
+            offsets = np.bincount(bins, minlength=grid.bins_per_chunk_total).cumsum()
+            binned = (g, np.concatenate([[0], offsets]).astype(np.int64))
+            candidates.add(i, chunk_candidates(rows, recipe, binned), recipe.budget)
     if any(c != p.occupied.shape[0] for c, p in zip(cursors, pieces, strict=True)):
         raise CorruptChunkError("a piece holds rows of a chunk its writer was not given")
     writer.flush()

@@ -69,6 +69,7 @@ from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shared import SharedLocation, check_shareable, shared_location
 from zarr_vectors.store.target import check_destination, write_target
 from zarr_vectors.update import Level0, build_written_levels, point_level_settings
+from zarr_vectors.update.point_stream import DEFAULT_MEMORY_BUDGET
 from zarr_vectors.write import (
     Levels,
     WriteOptions,
@@ -172,7 +173,9 @@ def write_points_parallel(
         the chunk's candidate levels; the coordinator chooses the levels from their
         summed counts and the same workers write them (level 0 is not read back). A
         writer whose candidates take more than 256 MiB keeps only their counts; the
-        coordinator then builds the levels from the written chunks, one at a time.
+        coordinator then builds the levels from the written chunks (level 0 read once, in
+        batches; its candidates kept within 128 MiB, beyond that computed again chunk by
+        chunk).
 
     Raises
     ------
@@ -425,7 +428,7 @@ def _commit(
             (spec.columns[0], dict(spec.columns[1])),
             spec.options,
         )
-        root = build_written_levels(io, root, level0, levels)
+        root = build_written_levels(io, root, level0, levels, budget=DEFAULT_MEMORY_BUDGET)
     commit_points(io, root, grid, stats, object_chunks=spec.options.object_chunk_index)
 
 

@@ -36,11 +36,18 @@ from zarr_vectors.update.point_append import (
     existing_level,
     replace_level_chunks,
 )
-from zarr_vectors.update.point_levels import stored_level0
+from zarr_vectors.update.point_levels import (
+    chunk_batches,
+    first_levels,
+    read_chunks,
+    stored_level0,
+)
 from zarr_vectors.write import (
+    BinMerge,
     Levels,
     SortedPoints,
     build_point_levels,
+    chunk_candidate,
     chunk_level,
     coarse_grid,
     level_options,
@@ -50,9 +57,13 @@ from zarr_vectors.write import (
     write_level_metadata,
 )
 
-__all__ = ["StoredLevel", "load_levels", "update_levels"]
+__all__ = ["DEFAULT_LEVELS_BUDGET", "StoredLevel", "load_levels", "update_levels"]
 
 Chunk = tuple[int, ...]
+
+DEFAULT_LEVELS_BUDGET = 128 * 2**20
+"""Bytes of coarse rows :func:`update_levels` keeps by default (the levels' share, half,
+of the streaming writers' default memory budget)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +142,15 @@ class _Levels:
         return chunk_level(columns, self.bounds, self.grid(ratio), cap, self.how)
 
 
-def update_levels(stored: list[StoredLevel], change: Appended) -> RootMetadata:
+def update_levels(
+    stored: list[StoredLevel], change: Appended, budget: int = DEFAULT_LEVELS_BUDGET
+) -> RootMetadata:
     """Bring the levels of detail of an appended point cloud up to date.
+
+    Each coarse chunk rebuilt is computed once: the rows computed to count a level's
+    chunks are kept, while they fit ``budget`` bytes, and written from memory (a chunk
+    beyond it is computed again from its source level read back). Building every level
+    again reads level 0 once, in batches within ``budget``.
 
     Parameters
     ----------
@@ -140,6 +158,8 @@ def update_levels(stored: list[StoredLevel], change: Appended) -> RootMetadata:
         Its coarse levels before the append (:func:`load_levels`).
     change
         The append, level 0 written (:class:`~zarr_vectors.update.point_append.Appended`).
+    budget
+        Bytes of coarse rows kept in memory (it does not change the levels).
 
     Returns
     -------
@@ -196,14 +216,14 @@ def update_levels(stored: list[StoredLevel], change: Appended) -> RootMetadata:
     for settings in schedules:
         levels = _Levels(change, stored, settings, names, how)
         steps = level_steps(settings, metas, change.grid.bins)
-        counts = None
+        computed = None
         if steps is not None and _same_shards(levels):
-            counts = _changed_counts(levels, steps)
-        if counts is not None:
+            computed = _changed_counts(levels, steps, budget)
+        if computed is not None:
             for k in range(len(stored)):
-                _rewrite_level(levels, k, counts)
+                _rewrite_level(levels, k, computed)
             return change.root
-    return _rebuild(_Levels(change, stored, schedules[0], names, how))
+    return _rebuild(_Levels(change, stored, schedules[0], names, how), budget)
 
 
 def _same_shards(levels: _Levels) -> bool:
@@ -235,28 +255,88 @@ def _reader(levels: _Levels, level: int) -> Callable[[Chunk, int], list[np.ndarr
     return read
 
 
+@dataclass(slots=True)
+class _Computed:
+    """The recorded levels' chunks whose level-0 rows changed: how many rows each holds,
+    and the rows themselves while they fit ``budget`` bytes (the others are computed
+    again when written)."""
+
+    counts: list[dict[Chunk, int]]
+    rows: list[dict[Chunk, SortedPoints]]
+    budget: int
+    nbytes: int = 0
+
+    def add(self, k: int, chunk: Chunk, level: SortedPoints) -> None:
+        """Record chunk ``chunk`` of recorded level ``k``; keep its rows if they fit."""
+        self.counts[k][chunk] = int(level.chunk_offsets[-1])
+        size = sum(values.nbytes for values in level.columns)
+        if self.nbytes + size <= self.budget:
+            self.rows[k][chunk] = level
+            self.nbytes += size
+
+    def take(self, k: int, chunk: Chunk) -> SortedPoints | None:
+        """The kept rows of chunk ``chunk`` of recorded level ``k`` (dropped here), or None."""
+        level = self.rows[k].pop(chunk, None)
+        if level is not None:
+            self.nbytes -= sum(values.nbytes for values in level.columns)
+        return level
+
+
 def _changed_counts(
-    levels: _Levels, steps: list[tuple[np.ndarray, int, int]]
-) -> list[dict[Chunk, int]] | None:
-    """Rows of each recorded level in every chunk whose level-0 rows changed, or None when
-    the recorded levels are no longer the schedule's (a skipped candidate now reduces, or
-    a level no longer does)."""
+    levels: _Levels, steps: list[tuple[np.ndarray, int, int]], budget: int
+) -> _Computed | None:
+    """Rows of each recorded level in every chunk whose level-0 rows changed (and the
+    rows, within ``budget`` bytes), or None when the recorded levels are no longer the
+    schedule's (a skipped candidate now reduces, or a level no longer does).
+
+    Level 0's changed chunks are read in batches with their bin offsets, so a ``sample``
+    candidate whose bins merge those of its source is computed by grouping them
+    (:func:`~zarr_vectors.write.chunk_candidate`: the same rows, without binning again).
+    """
     change = levels.change
-    read = _reader(levels, 0)
-    counts: list[dict[Chunk, int]] = [{} for _ in levels.stored]
-    for chunk, rows in sorted(_level0_rows(change).items()):
-        base = read(chunk, rows)
-        finer, finer_rows = base, rows
-        for ratio, cap, k in steps:
-            level = levels.compute(base if levels.how is not None else finer, ratio, cap)
+    plan = _step_plans(levels, steps)
+    computed = _Computed([{} for _ in levels.stored], [{} for _ in levels.stored], budget)
+    changed = sorted(_level0_rows(change).items())
+    grids = np.asarray([c for c, _ in changed], np.int64).reshape(-1, change.grid.ndim)
+    grids -= change.grid.origin
+    counts = np.asarray([n for _, n in changed], np.int64)
+    reader = LevelReader(change.target, change.root, 0)
+    row = sum(t[0].itemsize * int(np.prod(t[1])) for t in change.existing.columns.values())
+    batches = chunk_batches(counts, row, budget // 4)
+    names = [VERTICES, *levels.names]
+    for j, base, offsets in read_chunks(reader, names, (grids, counts), batches):
+        finer, finer_offsets, finer_rows = base, offsets, int(counts[j])
+        for (grid, cap, k), merge in plan:
+            setting = (levels.bounds, grid, cap, levels.how)
+            if levels.how is not None:  # aggregate: from level 0
+                level = chunk_candidate(base, None, merge, grids[j], setting)
+            else:
+                level = chunk_candidate(finer, finer_offsets, merge, grids[j], setting)
             n = int(level.chunk_offsets[-1])
             if k < 0:
                 if n < finer_rows:
                     return None
                 continue
-            counts[k][chunk] = n
+            computed.add(k, changed[j][0], level)
             finer, finer_rows = list(level.columns[: 1 + len(levels.names)]), n
-    return counts if _same_levels(levels, counts) else None
+            finer_offsets = level.bin_offsets[0]
+    return computed if _same_levels(levels, computed.counts) else None
+
+
+def _step_plans(
+    levels: _Levels, steps: list[tuple[np.ndarray, int, int]]
+) -> list[tuple[tuple[ChunkGrid, int, int], BinMerge | None]]:
+    """Each step's grid, cap and recorded level (-1: skipped), and for ``sample`` how its
+    bins merge those of its source (the last recorded level before it, or level 0)."""
+    plans: list[tuple[tuple[ChunkGrid, int, int], BinMerge | None]] = []
+    finer = levels.change.grid.bins
+    for ratio, cap, k in steps:
+        grid = levels.grid(ratio)
+        merge = None if levels.how is not None else BinMerge.plan(finer, grid.bins)
+        plans.append(((grid, cap, k), merge))
+        if k >= 0:
+            finer = grid.bins
+    return plans
 
 
 def _same_levels(levels: _Levels, counts: list[dict[Chunk, int]]) -> bool:
@@ -273,9 +353,11 @@ def _same_levels(levels: _Levels, counts: list[dict[Chunk, int]]) -> bool:
     return levels_done(levels.settings, len(levels.stored), below)
 
 
-def _rewrite_level(levels: _Levels, k: int, counts: list[dict[Chunk, int]]) -> None:
-    """Rewrite the changed chunks of recorded level ``k`` and write its metadata."""
+def _rewrite_level(levels: _Levels, k: int, computed: _Computed) -> None:
+    """Rewrite the changed chunks of recorded level ``k`` (from the rows ``computed``
+    kept, else computed again from the level below) and write its metadata."""
     change, meta = levels.change, levels.stored[k].meta
+    counts = computed.counts
     source = 0 if levels.how is not None or k == 0 else levels.metas[k - 1].level
     below = counts[k - 1] if source else _level0_rows(change)
     read = _reader(levels, source)
@@ -284,7 +366,9 @@ def _rewrite_level(levels: _Levels, k: int, counts: list[dict[Chunk, int]]) -> N
     order = _column_order(levels, k)
 
     def rows(chunk: Chunk) -> tuple[list[np.ndarray], np.ndarray]:
-        level = levels.compute(read(chunk, below[chunk]), np.asarray(meta.bin_ratio), cap)
+        level = computed.take(k, chunk)
+        if level is None:
+            level = levels.compute(read(chunk, below[chunk]), np.asarray(meta.bin_ratio), cap)
         offsets = level.bin_offsets[0]
         bins = np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
         return [level.columns[i] for i in order], bins
@@ -330,13 +414,16 @@ def _rows(points: ExistingPoints) -> dict[Chunk, int]:
     return {tuple(c): int(n) for c, n in zip(points.chunks.tolist(), points.counts, strict=True)}
 
 
-def _rebuild(levels: _Levels) -> RootMetadata:
-    """Build every level again from the new level 0, chunk by chunk."""
+def _rebuild(levels: _Levels, budget: int) -> RootMetadata:
+    """Build every level again from the new level 0: read once in batches, the first
+    candidates computed from it and kept within ``budget`` bytes
+    (:func:`~zarr_vectors.update.point_levels.first_levels`), the rest chunk by chunk."""
     change = levels.change
     target = change.target
     for meta in levels.metas:
         target.delete_many(target.list_prefix(f"{meta.level}/"))
     existing = existing_level(target, change.root, 0, None)
     base = stored_level0(existing, levels.bounds, target, target)
-    built = build_point_levels(base, levels.settings)
+    first = first_levels(change.root, base, levels.settings, target, 2 * budget)
+    built = build_point_levels(base, levels.settings, first)
     return change.root.with_levels(tuple(level.entry() for level in built))

@@ -10,6 +10,7 @@ writes for the same level 0, byte for byte.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,8 +43,10 @@ __all__ = [
     "Level0",
     "build_levels",
     "build_written_levels",
+    "chunk_batches",
     "first_levels",
     "point_level_settings",
+    "read_chunks",
     "stored_level0",
 ]
 
@@ -224,19 +227,34 @@ def first_levels(
     first = FirstLevels(settings, base.grid, base.bounds, dtypes, budget // 2, keep_level0=True)
     reader = LevelReader(source, root, 0)
     names = [VERTICES, *base.names]
-    for batch in _chunk_batches(base.counts, _row_nbytes(base), budget // 4):
-        chunks, counts = base.chunks[batch], base.counts[batch]
-        ranges = reader.fragment_ranges(chunks, counts)
+    batches = chunk_batches(base.counts, _row_nbytes(base), budget // 4)
+    for j, rows, bin_offsets in read_chunks(reader, names, (base.chunks, base.counts), batches):
+        first.add(base.chunks[j], rows, bin_offsets)
+    return first
+
+
+def read_chunks(
+    reader: LevelReader,
+    names: list[str],
+    chunks: tuple[np.ndarray, np.ndarray],
+    batches: list[slice],
+) -> Iterator[tuple[int, list[np.ndarray], np.ndarray]]:
+    """Every chunk of a point-cloud level, read batch by batch: its position among
+    ``chunks`` (``(grid indices, rows)``), its columns ``names`` in storage order and its
+    ``(P + 1,)`` bin offsets; ``batches``: runs of chunks read together
+    (:func:`chunk_batches`)."""
+    for batch in batches:
+        grids, counts = chunks[0][batch], chunks[1][batch]
+        ranges = reader.fragment_ranges(grids, counts)
         wanted = [
             ChunkRows(tuple(chunk), np.asarray([[0, n]], np.int64))
-            for chunk, n in zip(chunks.tolist(), counts.tolist(), strict=True)
+            for chunk, n in zip(grids.tolist(), counts.tolist(), strict=True)
         ]
         columns = reader.read_columns(names, wanted)
         ends = np.cumsum(counts)
         for j, (_, sizes) in enumerate(ranges):
             rows = [c[ends[j] - counts[j] : ends[j]] for c in columns]
-            first.add(chunks[j], rows, np.concatenate([[0], np.cumsum(sizes)]))
-    return first
+            yield batch.start + j, rows, np.concatenate([[0], np.cumsum(sizes)])
 
 
 def _row_nbytes(base: StoredLevel0) -> int:
@@ -247,13 +265,13 @@ def _row_nbytes(base: StoredLevel0) -> int:
     )
 
 
-def _chunk_batches(counts: np.ndarray, row_nbytes: int, budget: int) -> list[slice]:
+def chunk_batches(counts: np.ndarray, row_nbytes: int, budget: int) -> list[slice]:
     """Consecutive runs of chunks whose rows take at most ``budget`` bytes (a chunk alone
     when it takes more).
 
     Examples
     --------
-    >>> _chunk_batches(np.array([3, 3, 3, 9, 1]), 1, 6)
+    >>> chunk_batches(np.array([3, 3, 3, 9, 1]), 1, 6)
     [slice(0, 2, None), slice(2, 3, None), slice(3, 4, None), slice(4, 5, None)]
     """
     batches, start, held = [], 0, 0
@@ -370,6 +388,7 @@ def build_written_levels(
     level0: Level0,
     settings: Levels,
     cached: FirstLevels | None = None,
+    budget: int = 0,
 ) -> RootMetadata:
     """Build the levels ``settings`` asks for over a level 0 just written into ``io`` (its
     arrays, not yet its metadata), chunk by chunk; return the root that lists them.
@@ -393,6 +412,10 @@ def build_written_levels(
     cached
         The candidate levels the writer computed from level 0 as it wrote each chunk
         (:class:`~zarr_vectors.write.FirstLevels`): level 0 is then not read back for them.
+    budget
+        Without ``cached``: bytes of working memory (0: a few chunks). Level 0 is then
+        read once, in batches, and the candidates computed from it are kept within this
+        budget (:func:`first_levels`), so no candidate is computed twice while they fit.
 
     Returns
     -------
@@ -447,5 +470,7 @@ def build_written_levels(
         bounds=(np.asarray(root.bounding_box[0]), np.asarray(root.bounding_box[1])),
         options=level0.options,
     )
+    if cached is None and budget > 0:
+        cached = first_levels(root, base, settings, io, budget)
     built = build_point_levels(base, settings, cached)
     return root.with_levels(tuple(level.entry() for level in built), settings.to_schedule())

@@ -510,7 +510,9 @@ class PointWriter(CloseOnExit):
         bounds = None if self.lo is None or self.hi is None else (self.lo, self.hi)
         if self.existing is not None:
             added = {c: sum(p.count for p in pieces) for c, pieces in self.pieces.items()}
-            levels = functools.partial(update_levels, self.stored_levels)
+            levels = functools.partial(
+                update_levels, self.stored_levels, budget=self.budget // _LEVELS_SHARE
+            )
             append_to_store(
                 self.store, self.existing, added, self._new_rows, bounds, self.progress, levels
             )

@@ -34,7 +34,8 @@ from __future__ import annotations
 from zarr_vectors.write import _chunk_shapes as chunk_shapes
 from zarr_vectors.write import _inputs as inputs
 from zarr_vectors.write import _object_inputs as object_inputs
-from zarr_vectors.write._first_levels import FirstLevels
+from zarr_vectors.write._bin_merge import BinMerge
+from zarr_vectors.write._first_levels import FirstLevels, chunk_candidate
 from zarr_vectors.write._inputs import (
     ObjectAppendArgs,
     ObjectWriteArgs,
@@ -129,12 +130,14 @@ __all__ = [
     "coarse_grid",
     "coarse_rows",
     "level_options",
+    "BinMerge",
     "ChunkColumns",
     "FirstLevels",
     "StoredLevel0",
     "build_point_levels",
     "candidate_steps",
     "choose_candidates",
+    "chunk_candidate",
     "chunk_level",
     "level_steps",
     "recorded_settings",
