@@ -60,7 +60,7 @@ def _set_inner(store: MemoryStore, path: str, codecs: list[dict[str, Any]]) -> N
 
 def test_object_store_uses_the_codecs_of_format_1_4_and_validates() -> None:
     store = _polylines()
-    assert zv.open(store).metadata["zarr_vectors_version"] == "1.5"
+    assert zv.open(store).metadata["zarr_vectors_version"] == "1.6"
     for blob in ("0/vertex_fragments", "0/link_fragments"):
         assert _blosc(store, blob) == COUNTS_BLOB_ZSTD
         doc = s.read_json(store, f"{blob}/zarr.json")

@@ -505,7 +505,7 @@ def build_object_levels(
     >>> build_object_levels(path, zv.Levels(count=2), progress=False)
     2
     >>> zv.open(path).metadata["zarr_vectors_version"]
-    '1.5'
+    '1.6'
     """
     if inputs.number(memory_budget, "memory_budget") < 1:
         raise InvalidInputError(

@@ -328,12 +328,17 @@ def write_global(
 
 
 def _write_object_index(
-    base: str, table: ObjectTable, runs: Runs, ndim: int, batcher: Batcher
+    base: str,
+    table: ObjectTable,
+    runs: Runs,
+    ndim: int,
+    batcher: Batcher,
+    blosc: dict[str, Any],
 ) -> None:
     """Encode ``object_index`` (references and chunks) in a worker thread while the level's
     other arrays are prepared, and give its files to ``batcher``."""
     refs = (runs.run_object, runs.chunk_grid[runs.run_chunk], runs.run_fragment)
-    files = partial(_object_index_files, base, refs, table.n_objects, ndim)
+    files = partial(_object_index_files, base, refs, table.n_objects, ndim, blosc)
     batcher.add_files(files, sum(ref.nbytes for ref in refs))
 
 
@@ -345,7 +350,11 @@ _OBJECT_INDEX_ARRAYS: tuple[tuple[str, dict[str, Any], int], ...] = (
 
 
 def _object_index_files(
-    base: str, refs: tuple[np.ndarray, np.ndarray, np.ndarray], n_objects: int, ndim: int
+    base: str,
+    refs: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_objects: int,
+    ndim: int,
+    blosc: dict[str, Any],
 ) -> list[tuple[str, bytes]]:
     """The files :func:`write_object_index` writes for ``refs``, computed only (no store is
     touched: a worker thread may call it)."""
@@ -355,7 +364,7 @@ def _object_index_files(
     for (name, tag, rows), data in zip(_OBJECT_INDEX_ARRAYS, encoded, strict=True):
         chunks = _global_chunks(data, rows)
         files += encode_global_array(
-            f"{path}/{name}", data, chunks, 0, tag, compressed=True, blosc=MANIFEST_BLOSC
+            f"{path}/{name}", data, chunks, 0, tag, compressed=True, blosc=blosc
         )
     return files
 
@@ -371,14 +380,17 @@ def write_object_index(
     refs: tuple[np.ndarray, np.ndarray, np.ndarray],
     n_objects: int,
     ndim: int,
+    *,
+    blosc: dict[str, Any] = MANIFEST_BLOSC,
 ) -> None:
-    """Write ``object_index`` from ``(object, chunk grid index, fragment)`` references (§7).
+    """Write ``object_index`` from ``(object, chunk grid index, fragment)`` references (§7),
+    its arrays with the Blosc settings ``blosc`` (by default those of format 1.5).
 
     References are sorted by object, in traversal order (see
     :func:`~zarr_vectors.format.manifest.encode_object_index_bulk`).
     """
     encoded = encode_object_index_bulk(refs[0], refs[1], refs[2], n_objects)
-    write_encoded_object_index(io, base, encoded, n_objects, ndim)
+    write_encoded_object_index(io, base, encoded, n_objects, ndim, blosc=blosc)
 
 
 def write_encoded_object_index(
@@ -387,6 +399,8 @@ def write_encoded_object_index(
     encoded: tuple[np.ndarray | RowSource, np.ndarray | RowSource],
     n_objects: int,
     ndim: int,
+    *,
+    blosc: dict[str, Any] = MANIFEST_BLOSC,
 ) -> None:
     """Write ``object_index`` from its encoded ``(data, offsets)`` (spec §7.4), as
     :func:`write_object_index` does; each held whole or in a spill file
@@ -394,11 +408,7 @@ def write_encoded_object_index(
     path = f"{base}/{OBJECT_INDEX}"
     io.set(f"{path}/zarr.json", _object_index_group(n_objects, ndim))
     for (name, tag, rows), data in zip(_OBJECT_INDEX_ARRAYS, encoded, strict=True):
-        _write_global(io, f"{path}/{name}", data, 0, tag, rows=rows, blosc=MANIFEST_BLOSC)
-
-
-def _write_object_columns(io: StoreIO, base: str, table: ObjectTable, cross: np.ndarray) -> None:
-    write_object_columns(io, base, table, cross)
+        _write_global(io, f"{path}/{name}", data, 0, tag, rows=rows, blosc=blosc)
 
 
 def write_object_columns(
@@ -406,10 +416,14 @@ def write_object_columns(
     base: str,
     table: ObjectTable,
     cross: np.ndarray | RowSource,
+    *,
+    cross_blosc: dict[str, Any] | None = None,
 ) -> None:
     """Write the per-object columns, ``cross_chunk_links`` and the groups (§9.9-9.11).
 
-    Only ``kind``, ``object_attributes``, ``object_ids`` and ``groups`` of ``table`` are used.
+    Only ``kind``, ``object_attributes``, ``object_ids`` and ``groups`` of ``table`` are used;
+    ``cross_chunk_links`` is written with the Blosc settings ``cross_blosc`` (None: those
+    of the other global arrays).
     """
     columns = dict(table.object_attributes)
     if table.object_ids is not None:
@@ -431,6 +445,7 @@ def write_object_columns(
             cross,
             -1,
             {"zv_array": CROSS_CHUNK_LINKS, "num_links": _rows(cross), "level_delta": 0},
+            blosc=cross_blosc,
         )
     if table.groups is not None and table.groups.members:
         _write_groups(io, base, table.groups)
@@ -565,7 +580,8 @@ def write_object_level(
     ndim = table.positions.shape[1]
     base = str(number)
     batcher = Batcher(io)  # every per-chunk array's shards, encoded while the next is prepared
-    _write_object_index(base, table, runs, ndim, batcher)  # first: the longest to encode
+    index_blosc = options.global_blosc(OBJECT_INDEX)
+    _write_object_index(base, table, runs, ndim, batcher, index_blosc)  # the longest: first
     stats = write_level_vertices(
         io,
         number,
@@ -581,6 +597,7 @@ def write_object_level(
     _write_links(io, base, grid, runs, links, width, options, batcher)
     _write_link_attributes(io, base, grid, runs, links, table, options, batcher)
     _write_fragment_columns(io, base, grid, runs, table, options, batcher)
-    _write_object_columns(io, base, table, links.cross)
+    cross_blosc = options.global_blosc(CROSS_CHUNK_LINKS)
+    write_object_columns(io, base, table, links.cross, cross_blosc=cross_blosc)
     batcher.flush()
     return stats

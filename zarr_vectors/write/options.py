@@ -13,7 +13,13 @@ import numpy as np
 
 from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.codecs import LZ4_BITSHUFFLE, blob_blosc, counts_blobs, numeric_blosc
+from zarr_vectors.format.codecs import (
+    LZ4_BITSHUFFLE,
+    blob_blosc,
+    counts_blobs,
+    global_blosc,
+    numeric_blosc,
+)
 from zarr_vectors.format.names import POINT_CLOUD, VERTICES
 from zarr_vectors.format.sharding import default_shard_chunks
 from zarr_vectors.format.version import FORMAT_VERSION
@@ -194,6 +200,19 @@ class WriteOptions:
             return None
         version, kind = self.codecs_of or (FORMAT_VERSION, POINT_CLOUD)
         return numeric_blosc(version, kind, role)
+
+    def global_blosc(self, name: str) -> dict[str, Any]:
+        """Blosc settings of the global array ``name`` (``object_index``,
+        ``cross_chunk_links``...) of a level (spec §9.0.4, §9.8).
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> zv.WriteOptions().with_kind_defaults("skeleton").global_blosc("object_index")
+        {'cname': 'zstd', 'clevel': 3, 'shuffle': 'shuffle'}
+        """
+        version, kind = self.codecs_of or (FORMAT_VERSION, POINT_CLOUD)
+        return global_blosc(version, kind, name)
 
     def blob_blosc(self) -> dict[str, Any] | None:
         """Blosc settings of the fragment-blob arrays, None for raw blocks (spec §9.0.4).
