@@ -617,7 +617,8 @@ def test_golden_1_6_differs_from_1_5_by_graph_codecs_only(name: str) -> None:
     groups = [zarr.open_group(root, mode="r") for root in (new_root, old_root)]
     for array in sorted(changed):
         settings = _blosc_settings(new[f"{array}/zarr.json"])
-        assert settings and all(s["cname"] == "zstd" and s["clevel"] == 3 for s in settings)
+        assert settings
+        assert all(s["cname"] == "zstd" and s["clevel"] == 3 for s in settings)
         a, b = (np.asarray(g[array][...]) for g in groups)
         np.testing.assert_array_equal(a, b, err_msg=array)
 

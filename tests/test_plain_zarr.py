@@ -22,9 +22,7 @@ import zarr_vectors as zv
 from zarr_vectors.format.dimensions import array_dimension_names
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
-PLAIN = sorted(
-    p for v in ("1.3", "1.4", "1.5", "1.6") for p in (GOLDEN / v).glob("*.zarrvectors")
-)
+PLAIN = sorted(p for v in ("1.3", "1.4", "1.5", "1.6") for p in (GOLDEN / v).glob("*.zarrvectors"))
 QUICK = ("graph_2d_edge_attributes", "points_3d_sample_levels", "skeletons_3d_thin_levels")
 """1.6 golden stores whose groups xarray opens in the default run (the others, and every
 1.3 to 1.5 store, whose arrays are those of 1.6 with other codecs or blobs: ``-m slow``):

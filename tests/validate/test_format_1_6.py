@@ -74,7 +74,8 @@ def test_skeletons_use_the_codecs_of_1_6_and_validate() -> None:
     for path in ("0/object_index/data", "0/object_index/offsets", "0/cross_chunk_links"):
         assert _settings(store, path) == ZSTD3_SHUFFLE, path
     report = zv.validate(store, level=3)
-    assert report.ok and not report.warnings, report
+    assert report.ok
+    assert not report.warnings, report.warnings
 
 
 def test_streamlines_keep_the_codecs_of_1_5() -> None:
