@@ -90,9 +90,9 @@ COUNTS_BLOB_ZSTD: dict[str, Any] = {
 one-byte counts, which no shuffle separates further."""
 
 ZSTD3_BITSHUFFLE: dict[str, Any] = {"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle"}
-"""``links/0`` and vertex attributes of graphs and skeletons from 1.6: edges ``[child,
-parent]`` and radii shrink by a tenth against level 1 for about half as much encode time
-again (``benchmarks/results/store_bytes.md``)."""
+"""``links/0`` and vertex attributes of graphs and skeletons from 1.6: against level 1,
+edges ``[child, parent]`` shrink by a tenth and radii by 4 %, for about half as much encode
+time again (``benchmarks/results/store_bytes.md``)."""
 
 GLOBAL_LZ4_SHUFFLE: dict[str, Any] = {"cname": "lz4", "clevel": 5, "shuffle": "shuffle"}
 """Global arrays (spec §9.8) but ``object_index``, and ``vertex_counts``."""
