@@ -123,3 +123,14 @@ def test_level_3_codecs_declared_1_5_are_a_warning() -> None:
     warned = {p.path.split("/zarr.json")[0] for p in report.warnings}
     assert {p.check_id for p in report.warnings} == {"L2.inner_codecs_default"}
     assert warned == {"0/links/0", "0/attributes/radius"}
+
+
+def test_levels_built_on_a_1_5_skeleton_store_keep_its_version_and_codecs(
+    tmp_path: Path,
+) -> None:
+    path = Path(shutil.copytree(GOLDEN_1_5 / "skeletons_3d_swc.zarrvectors", tmp_path / "s"))
+    assert zv.build_levels(path, zv.Levels(count=1)) == 1
+    assert zv.open(path).metadata["zarr_vectors_version"] == "1.5"
+    for array in GRAPH_ARRAYS:
+        coarse = array.replace("0/", "1/", 1)
+        assert _settings(path, coarse) == _settings(path, array), coarse
