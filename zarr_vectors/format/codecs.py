@@ -42,6 +42,7 @@ __all__ = [
     "ZSTD_NOSHUFFLE",
     "ZSTD_SHUFFLE",
     "COUNTS_BLOBS_VERSION",
+    "FRAGMENT_RECORDS_VERSION",
     "GLOBAL_LZ4_SHUFFLE",
     "GRAPH_CODECS_VERSION",
     "MANIFEST_ZSTD",
@@ -49,6 +50,7 @@ __all__ = [
     "ZSTD3_SHUFFLE",
     "blob_blosc",
     "counts_blobs",
+    "fragment_records",
     "global_blosc",
     "library_chains",
     "numeric_blosc",
@@ -63,6 +65,10 @@ COUNTS_BLOBS_VERSION = "1.5"
 GRAPH_CODECS_VERSION = "1.6"
 """The first version whose graphs and skeletons write ``links/0``, vertex attributes,
 ``object_index`` and ``cross_chunk_links`` at zstd level 3 (spec §9.0.4)."""
+
+FRAGMENT_RECORDS_VERSION = "1.6"
+"""The first version whose object kinds keep level 0's fragments in ``fragment_records``
+(spec §6.9) instead of ``vertex_fragments``, ``link_fragments`` and the fragments' object ids."""
 
 LZ4_BITSHUFFLE: dict[str, Any] = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
 """Numeric row blocks of format 1.0 to 1.3, and of point clouds in 1.4."""
@@ -187,6 +193,20 @@ def counts_blobs(version: str, kind: str) -> bool:
     False
     """
     return kind != POINT_CLOUD and parse_version(version) >= parse_version(COUNTS_BLOBS_VERSION)
+
+
+def fragment_records(version: str, kind: str) -> bool:
+    """Whether level 0 of a store of ``version`` and ``kind`` keeps its fragments in
+    ``fragment_records`` (spec §6.9, §9.7.1).
+
+    Examples
+    --------
+    >>> fragment_records("1.5", "skeleton"), fragment_records("1.6", "mesh")
+    (False, True)
+    >>> fragment_records("1.6", "point_cloud")
+    False
+    """
+    return kind != POINT_CLOUD and parse_version(version) >= parse_version(FRAGMENT_RECORDS_VERSION)
 
 
 def global_blosc(version: str, kind: str, name: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from zarr_vectors.format.names import (
     CROSS_CHUNK_LINK_ATTRIBUTES,
     CROSS_CHUNK_LINKS,
     FRAGMENT_ATTRIBUTES,
+    FRAGMENT_RECORDS,
     GROUPINGS,
     GROUPINGS_ATTRIBUTES,
     LINK_ATTRIBUTES,
@@ -58,6 +59,7 @@ from zarr_vectors.write._object_runs import (
 from zarr_vectors.write._pipeline import (
     Batcher,
     LevelStats,
+    blob_array_of,
     blob_layout,
     commit_root,
     name_new_arrays,
@@ -163,7 +165,10 @@ def _write_links(
     width: int,
     options: WriteOptions,
     batcher: Batcher,
+    *,
+    blobs: bool = True,
 ) -> None:
+    """``links/0`` and, with ``blobs`` (no fragment records), ``link_fragments``."""
     layout = _links_layout(width, links, options)
     io.set(f"{base}/{LINKS}/zarr.json", group_metadata({}))
     write_chunk_array(
@@ -177,14 +182,16 @@ def _write_links(
         shard_chunks=options.shard_shape(grid.ndim),
         batcher=batcher,
     )
-    blobs = links.blobs(runs.run_offsets, options.counts_blobs())
+    if not blobs:
+        return
+    link_blobs = links.blobs(runs.run_offsets, options.counts_blobs())
     write_chunk_array(
         io,
         f"{base}/{LINK_FRAGMENTS}",
         grid,
         runs.chunk_grid,
-        blobs,
-        blob_layout(max((b.shape[0] for b in blobs), default=16), None, options.blob_blosc()),
+        link_blobs,
+        blob_layout(max((b.shape[0] for b in link_blobs), default=16), None, options.blob_blosc()),
         {"zv_array": LINK_FRAGMENTS, "encoding": "fragment_index_v1"},
         shard_chunks=options.shard_shape(grid.ndim),
         batcher=batcher,
@@ -247,12 +254,16 @@ def _write_fragment_columns(
     table: ObjectTable,
     options: WriteOptions,
     batcher: Batcher,
+    *,
+    owner_column: bool = True,
 ) -> None:
-    """The reserved owner column and the opt-in object columns per fragment (spec §9.5)."""
+    """The reserved owner column (unless the fragment records hold the owners) and the
+    opt-in object columns per fragment (spec §9.5)."""
     owners = runs.place.fragment_object
-    columns = {OBJECT_ID_ATTRIBUTE: owners} | {
-        name: table.object_attributes[name][owners] for name in options.fragment_attributes
-    }
+    columns = {OBJECT_ID_ATTRIBUTE: owners} if owner_column else {}
+    columns |= {name: table.object_attributes[name][owners] for name in options.fragment_attributes}
+    if not columns:
+        return
     bounds = runs.run_offsets
     longest = int(np.diff(bounds).max(initial=0))
     r = options.block_rows
@@ -579,6 +590,7 @@ def write_object_level(
     runs, links = cut
     ndim = table.positions.shape[1]
     base = str(number)
+    records = blob_array_of(number, options) == FRAGMENT_RECORDS
     batcher = Batcher(io)  # every per-chunk array's shards, encoded while the next is prepared
     index_blosc = options.global_blosc(OBJECT_INDEX)
     _write_object_index(base, table, runs, ndim, batcher, index_blosc)  # the longest: first
@@ -588,15 +600,15 @@ def write_object_level(
         grid,
         runs.rows,
         (table.positions, table.vertex_attributes),
-        runs.vertex_blobs(options.counts_blobs()),
+        runs.records(links) if records else runs.vertex_blobs(options.counts_blobs()),
         options,
         report,
         batcher,
     )
     width = geometry_kind(table.kind).link_width
-    _write_links(io, base, grid, runs, links, width, options, batcher)
+    _write_links(io, base, grid, runs, links, width, options, batcher, blobs=not records)
     _write_link_attributes(io, base, grid, runs, links, table, options, batcher)
-    _write_fragment_columns(io, base, grid, runs, table, options, batcher)
+    _write_fragment_columns(io, base, grid, runs, table, options, batcher, owner_column=not records)
     cross_blosc = options.global_blosc(CROSS_CHUNK_LINKS)
     write_object_columns(io, base, table, links.cross, cross_blosc=cross_blosc)
     batcher.flush()

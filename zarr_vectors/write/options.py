@@ -17,6 +17,7 @@ from zarr_vectors.format.codecs import (
     LZ4_BITSHUFFLE,
     blob_blosc,
     counts_blobs,
+    fragment_records,
     global_blosc,
     numeric_blosc,
 )
@@ -243,6 +244,20 @@ class WriteOptions:
         """
         version, kind = self.codecs_of or (FORMAT_VERSION, POINT_CLOUD)
         return counts_blobs(version, kind)
+
+    def fragment_records(self) -> bool:
+        """Whether level 0 keeps its fragments in ``fragment_records`` (spec §6.9).
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> zv.WriteOptions().with_kind_defaults("skeleton").fragment_records()
+        True
+        >>> zv.WriteOptions(codecs_of=("1.5", "skeleton")).fragment_records()
+        False
+        """
+        version, kind = self.codecs_of or (FORMAT_VERSION, POINT_CLOUD)
+        return fragment_records(version, kind)
 
 
 def _positive_int(value: object) -> bool:
