@@ -159,9 +159,7 @@ def blob_ranges(
     ]
 
 
-def record_ranges(
-    blob: np.ndarray, where: str, n_objects: int | None
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def record_ranges(blob: np.ndarray, where: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """What a chunk's fragment record (format 1.6, spec §6.9) stands for, by the name a
     reader caches it under: the ``(starts, counts)`` of its vertex and link fragments and
     the fragments' owners (``(owners, empty)`` under :data:`FRAGMENT_OWNERS`).
@@ -169,11 +167,12 @@ def record_ranges(
     Raises
     ------
     CorruptChunkError
-        When the blob is not a valid record (``where``: its shard key), or names an object
-        beyond ``n_objects``.
+        When the blob is not a valid record (``where``: its shard key). Its objects are
+        not checked against the level's object count here (the readers of objects do, as
+        for the owner column of format 1.5; the validator checks both).
     """
     try:
-        record = decode_fragment_record(blob, n_objects=n_objects)
+        record = decode_fragment_record(blob)
     except FragmentIndexError as exc:
         raise CorruptChunkError(f"{where}: {exc}") from exc
     return {

@@ -702,7 +702,7 @@ class LevelReader:
         if name != FRAGMENT_RECORDS:
             self._ranges[(name, chunk)] = _blob_ranges(blob, where)
             return
-        for part, ranges in record_ranges(blob, where, self.meta.object_count).items():
+        for part, ranges in record_ranges(blob, where).items():
             self._ranges[(part, chunk)] = ranges
 
     def cached_ranges(self, name: str, chunk: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:

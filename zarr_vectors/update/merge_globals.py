@@ -59,7 +59,12 @@ def _write_metadata(io: StoreIO, plan: MergePlan) -> None:
     docs.append(
         (f"0/{VERTEX_COUNTS}/zarr.json", counts_array_metadata(shape, {"zv_array": VERTEX_COUNTS}))
     )
-    groups = [LINKS, FRAGMENT_ATTRIBUTES]
+    groups = [LINKS]
+    groups += (
+        [FRAGMENT_ATTRIBUTES]
+        if any(p.startswith(f"{FRAGMENT_ATTRIBUTES}/") for p in plan.arrays)
+        else []
+    )
     groups += [ATTRIBUTES] if any(p.startswith(f"{ATTRIBUTES}/") for p in plan.arrays) else []
     groups += (
         [LINK_ATTRIBUTES] if any(p.startswith(f"{LINK_ATTRIBUTES}/") for p in plan.arrays) else []
