@@ -272,7 +272,8 @@ def _drop_stale_shards(target: StoreIO, plan: MergePlan, writer: _Writer) -> Non
 
     old = shards(list(plan.index[0]), base.grid)
     kept = shards([c for c in plan.index[0] if not plan.merged(c)])
-    rows = {p: len(a.layout.row_shape) for p, a in base.arrays.items()} | dict.fromkeys(BLOBS, 0)
+    rows = {p: len(a.layout.row_shape) for p, a in base.arrays.items()}
+    rows |= dict.fromkeys(base.blobs, 0)
     stale = []
     for path, ndim in rows.items():
         assembler = writer.assemblers.get(path)
