@@ -27,7 +27,7 @@ import zarr
 
 import zarr_vectors as zv
 from tests.data.golden import make_golden
-from tests.helpers import sorted_rows
+from tests.helpers import raw_fragments, sorted_rows
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.place import CHUNK_TABLE_KEY, place_record
 
@@ -598,13 +598,38 @@ def _blosc_settings(array_json: bytes) -> list[dict[str, object]]:
     return found
 
 
+_RECORD_ARRAYS = ("0/vertex_fragments/", "0/link_fragments/", "0/fragment_attributes/object_id/")
+
+
+def _same_fragments(new_root: Path, old_root: Path) -> None:
+    """Every occupied level-0 chunk's record of the 1.6 store holds what the three arrays of
+    its 1.5 twin hold (spec §6.9)."""
+    groups = [zarr.open_group(root, mode="r") for root in (new_root, old_root)]
+    counts = np.asarray(groups[0]["0/vertex_counts"][...])
+    assert "vertex_fragments" not in groups[0]["0"]
+    assert "fragment_records" not in groups[1]["0"]
+    for g in map(tuple, np.argwhere(counts > 0).tolist()):
+        got, want = (raw_fragments(group, g) for group in groups)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("name", NAMES_1_6)
-def test_golden_1_6_differs_from_1_5_by_graph_codecs_only(name: str) -> None:
-    """A 1.6 store is its 1.5 twin but the root's version and commit and, for graphs and
-    skeletons, the Blosc level of ``links/0``, vertex attributes, ``object_index`` and
-    ``cross_chunk_links`` (zstd 3): the same values, every other file the same bytes."""
+def test_golden_1_6_differs_from_1_5_by_graph_codecs_and_records_only(name: str) -> None:
+    """A 1.6 store is its 1.5 twin but the root's version and commit, level 0's fragment
+    record of object kinds (``fragment_records`` for ``vertex_fragments``,
+    ``link_fragments`` and ``fragment_attributes/object_id``, the same fragments and
+    owners) and, for graphs and skeletons, the Blosc level of ``links/0``, vertex
+    attributes, ``object_index`` and ``cross_chunk_links`` (zstd 3): the same values,
+    every other file the same bytes."""
     new_root, old_root = GOLDEN_1_6 / f"{name}.zarrvectors", GOLDEN_1_5 / f"{name}.zarrvectors"
     new, old = _files(new_root), _files(old_root)
+    if any(k.startswith("0/fragment_records/") for k in new):
+        _same_fragments(new_root, old_root)
+        new = {k: v for k, v in new.items() if not k.startswith("0/fragment_records/")}
+        old = {k: v for k, v in old.items() if not k.startswith(_RECORD_ARRAYS)}
+        if "0/fragment_attributes/zarr.json" not in new:  # no opt-in fragment attribute
+            old.pop("0/fragment_attributes/zarr.json")
     got, want = _without_software(new.pop("zarr.json")), _without_software(old.pop("zarr.json"))
     assert got["attributes"].pop("zarr_vectors_version") == "1.6"  # type: ignore[index]
     assert want["attributes"].pop("zarr_vectors_version") == "1.5"  # type: ignore[index]
