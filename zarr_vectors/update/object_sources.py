@@ -129,7 +129,7 @@ class Source:
     >>> zv.write_polylines(path, lines, chunk_shape=8.0)
     >>> source = open_source(path)
     >>> source.kind, source.n_objects, source.ids.tolist(), sorted(source.arrays)
-    ('polyline', 2, [0, 1], ['fragment_attributes/object_id', 'links/0', 'vertices'])
+    ('polyline', 2, [0, 1], ['links/0', 'vertices'])
     """
 
     io: StoreIO
