@@ -13,6 +13,7 @@ decoders, which raise their precise errors.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -20,14 +21,16 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, FragmentIndexError
 from zarr_vectors.format.fragment_counts import decode_counts_blobs
-from zarr_vectors.format.fragment_records import decode_fragment_record
+from zarr_vectors.format.fragment_records import FRAGMENT_RECORD_MAGIC, decode_fragment_record
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
+from zarr_vectors.kernels.record_blobs import records_batch
 from zarr_vectors.store.shards import RowLayout
 
 __all__ = [
     "FRAGMENT_OWNERS",
     "RECORD_NAMES",
     "StoredSpans",
+    "batch_record_ranges",
     "blob_ranges",
     "decode_blobs",
     "record_ranges",
@@ -180,3 +183,29 @@ def record_ranges(blob: np.ndarray, where: str) -> dict[str, tuple[np.ndarray, n
         LINK_FRAGMENTS: record.link_ranges(),
         FRAGMENT_OWNERS: (record.fragment_objects(), _NO_ROWS),
     }
+
+
+def batch_record_ranges(
+    blobs: np.ndarray, bounds: np.ndarray, keys: Sequence[str]
+) -> list[dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """:func:`record_ranges` of every record ``blobs[bounds[j]:bounds[j + 1]]``
+    (:func:`decode_blobs`), the well-formed ones decoded together by one kernel call
+    (:func:`~zarr_vectors.kernels.record_blobs.records_batch`), any other by the strict
+    decoder, which raises for it."""
+    edges = bounds.tolist()
+    vstarts, vcounts, lstarts, lcounts, owners, cut, ok = records_batch(
+        blobs, bounds[:-1], bounds[1:], FRAGMENT_RECORD_MAGIC
+    )
+    out = []
+    for j, (a, b) in enumerate(itertools.pairwise(cut.tolist())):
+        if not ok[j]:
+            out.append(record_ranges(blobs[edges[j] : edges[j + 1]], keys[j]))
+            continue
+        out.append(
+            {
+                VERTEX_FRAGMENTS: (vstarts[a:b], vcounts[a:b]),
+                LINK_FRAGMENTS: (lstarts[a:b], lcounts[a:b]),
+                FRAGMENT_OWNERS: (owners[a:b], _NO_ROWS),
+            }
+        )
+    return out

@@ -75,6 +75,7 @@ from zarr_vectors.read import row_reads
 from zarr_vectors.read.blob_batches import (
     FRAGMENT_OWNERS,
     RECORD_NAMES,
+    batch_record_ranges,
     decode_blobs,
     record_ranges,
     stored_spans,
@@ -744,9 +745,9 @@ class LevelReader:
             payloads.append(raw)
         blobs, bounds = decode_blobs(layout, keys, entries, spans, payloads)
         if name == FRAGMENT_RECORDS:
-            edges = bounds.tolist()
-            for j, chunk in enumerate(chunks):
-                self._keep(path, chunk, blobs[edges[j] : edges[j + 1]], keys[j])
+            for chunk, parts in zip(chunks, batch_record_ranges(blobs, bounds, keys), strict=True):
+                for part, ranges in parts.items():
+                    self._ranges[(part, chunk)] = ranges
             return
         found = batch_blob_ranges(blobs, bounds, keys, _blob_ranges)
         for chunk, ranges in zip(chunks, found, strict=True):
