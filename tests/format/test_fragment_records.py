@@ -4,6 +4,7 @@ strict rejection and a fuzz property."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import struct
 from pathlib import Path
 
@@ -41,6 +42,31 @@ def test_ragged_equals_one_by_one() -> None:
         encode_fragment_record(vc[:3], lc[:3], ob[:3]),
         encode_fragment_record(vc[3:], lc[3:], ob[3:]),
     ]
+
+
+@given(
+    chunks=st.lists(
+        st.lists(
+            st.tuples(st.integers(1, 2**33), st.integers(0, 2**17), st.integers(0, 2)),
+            min_size=1,
+            max_size=6,
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+@settings(max_examples=30, deadline=None)
+def test_ragged_property(chunks: list[list[tuple[int, int, int]]]) -> None:
+    """All chunks at once give each chunk's one-by-one bytes, whatever the widths."""
+    vc = np.array([f[0] for c in chunks for f in c])
+    lc = np.array([f[1] for c in chunks for f in c])
+    ob = np.concatenate([np.cumsum([f[2] for f in c]) * 300 for c in chunks])
+    bounds = np.concatenate([[0], np.cumsum([len(c) for c in chunks])])
+    out = encode_records_ragged(vc, lc, ob, bounds)
+    for j, (a, b) in enumerate(itertools.pairwise(bounds.tolist())):
+        assert out[j].tobytes() == encode_fragment_record(vc[a:b], lc[a:b], ob[a:b])
+    with pytest.raises(FragmentIndexError):
+        encode_records_ragged(vc * 0, lc, ob, bounds)  # a fragment without a vertex
 
 
 def _mutate(golden: bytes, offset: int, value: bytes) -> bytes:

@@ -24,7 +24,6 @@ counts) and the owner object of every fragment.
 
 from __future__ import annotations
 
-import itertools
 import struct
 from dataclasses import dataclass
 from typing import Final
@@ -174,7 +173,14 @@ def encode_fragment_record(
 def encode_records_ragged(
     vertex_counts: IntArray, link_counts: IntArray, objects: IntArray, bounds: IntArray
 ) -> list[npt.NDArray[np.uint8]]:
-    """The records of chunks ``j`` holding fragments ``bounds[j]:bounds[j+1]``.
+    """The records of chunks ``j`` holding fragments ``bounds[j]:bounds[j+1]`` (each chunk
+    at least one), built for all chunks at once: the bytes of :func:`encode_fragment_record`
+    of each chunk.
+
+    Raises
+    ------
+    FragmentIndexError
+        As :func:`encode_fragment_record`, for any chunk.
 
     Examples
     --------
@@ -183,14 +189,99 @@ def encode_records_ragged(
     ... )
     >>> [len(x) for x in out]
     [24, 20]
+    >>> out[1].tobytes() == encode_fragment_record([5], [4], [1])
+    True
     """
-    edges = np.asarray(bounds, dtype=np.int64).tolist()
-    return [
-        np.frombuffer(
-            encode_fragment_record(vertex_counts[a:b], link_counts[a:b], objects[a:b]), np.uint8
+    vc, lc, ob = (
+        np.asarray(x, dtype=np.int64).reshape(-1) for x in (vertex_counts, link_counts, objects)
+    )
+    edges = np.asarray(bounds, dtype=np.int64)
+    sizes = np.diff(edges)
+    if sizes.size and (sizes.min() < 1 or sizes.max() > U32_MAX):
+        raise _fail(8, "every chunk needs 1 to 2**32 - 1 fragments")
+    if not sizes.size:
+        return []
+    chunk = np.repeat(np.arange(sizes.shape[0]), sizes)
+    first = np.zeros(vc.shape[0], bool)
+    first[edges[:-1]] = True
+    step = np.diff(ob, prepend=ob[:1])
+    if vc.min() < 1 or lc.min() < 0 or ob.min() < 0 or (step[~first] < 0).any():
+        raise _fail(
+            16, "vertex counts must be >= 1, link counts and objects >= 0, objects non-decreasing"
         )
-        for a, b in itertools.pairwise(edges)
-    ]
+    starts = first | (step != 0)
+    run_at = np.flatnonzero(starts)
+    run_chunk = chunk[run_at]
+    run_len = np.diff(np.append(run_at, vc.shape[0]))
+    n_runs = np.bincount(run_chunk, minlength=sizes.shape[0])
+    run_edges = np.concatenate([[0], np.cumsum(n_runs)])
+    columns = (
+        (vc, chunk, edges),
+        (lc, chunk, edges),
+        (ob[run_at], run_chunk, run_edges),
+        (run_len, run_chunk, run_edges),
+    )
+    codes = [_width_codes(values, edge) for values, _, edge in columns]
+    widths = [1 << c for c in codes]
+    nbytes = FRAGMENT_RECORD_HEADER_NBYTES + sizes * (widths[0] + widths[1])
+    nbytes += n_runs * (widths[2] + widths[3])
+    ends = np.cumsum(nbytes)
+    begins = ends - nbytes
+    out = np.zeros(int(ends[-1]), np.uint8)
+    flags = codes[0] | codes[1] << 2 | codes[2] << 4 | codes[3] << 6
+    _put_headers(out, begins, flags, sizes, n_runs)
+    at = begins + FRAGMENT_RECORD_HEADER_NBYTES
+    for (values, owner, edge), width in zip(columns, widths, strict=True):
+        _put_column(out, values, owner, edge, at, width)
+        at = at + np.diff(edge) * width
+    return [out[a:b] for a, b in zip(begins.tolist(), ends.tolist(), strict=True)]
+
+
+def _width_codes(values: IntArray, edges: IntArray) -> IntArray:
+    """Per chunk, the width code of its largest value (``values[edges[j]:edges[j+1]]``)."""
+    largest = np.maximum.reduceat(values, edges[:-1])
+    codes = np.zeros(largest.shape[0], np.int64)
+    for code in (1, 2, 3):
+        codes[largest >= 1 << (8 << (code - 1))] = code
+    return codes
+
+
+def _put_headers(
+    out: npt.NDArray[np.uint8], begins: IntArray, flags: IntArray, sizes: IntArray, runs: IntArray
+) -> None:
+    head = np.zeros(
+        begins.shape[0],
+        dtype=[("m", "<u4"), ("v", "<u2"), ("f", "<u2"), ("n", "<u4"), ("p", "<u4")],
+    )
+    head["m"], head["v"], head["f"], head["n"], head["p"] = (
+        FRAGMENT_RECORD_MAGIC,
+        FRAGMENT_RECORD_VERSION,
+        flags,
+        sizes,
+        runs,
+    )
+    out[begins[:, None] + np.arange(FRAGMENT_RECORD_HEADER_NBYTES)] = head.view(np.uint8).reshape(
+        -1, 16
+    )
+
+
+def _put_column(
+    out: npt.NDArray[np.uint8],
+    values: IntArray,
+    owner: IntArray,
+    edges: IntArray,
+    at: IntArray,
+    width: IntArray,
+) -> None:
+    """Write each chunk's values at ``at[chunk]``, ``width[chunk]`` bytes each."""
+    index = np.arange(values.shape[0]) - edges[owner]
+    each = width[owner]
+    raw = values.astype("<u8").view(np.uint8).reshape(-1, 8)
+    for w in (1, 2, 4, 8):
+        mask = each == w
+        if mask.any():
+            pos = at[owner[mask]] + index[mask] * w
+            out[pos[:, None] + np.arange(w)] = raw[mask, :w]
 
 
 def _column(mv: memoryview, offset: int, code: int, count: int) -> IntArray:
