@@ -269,17 +269,7 @@ def test_read_with_max_vertices_reads_the_finest_level_that_fits(points: Path) -
 
 
 # -- real stores: valid, and a budgeted overview covers every occupied coarse cell --------
-_COPY_OF_RECORDS = pytest.mark.xfail(
-    strict=True,
-    reason="add_copy_level copies level 0's fragment_records (format 1.6) to level 1, where "
-    "the spec allows only vertex_fragments and link_fragments (L1.fragment_records); the "
-    "helper does not yet rebuild those arrays from the records",
-)
-
-
-@pytest.mark.parametrize(
-    "name", ["points", "aggregated", pytest.param("lines", marks=_COPY_OF_RECORDS)]
-)
+@pytest.mark.parametrize("name", ["points", "aggregated", "lines"])
 def test_every_level_of_a_store_with_levels_is_valid(
     name: str, request: pytest.FixtureRequest
 ) -> None:
