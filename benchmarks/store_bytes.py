@@ -160,7 +160,8 @@ def blob_split(array: str) -> tuple[int, int, int, bool]:
 
 
 def fragment_count(store: str) -> int:
-    """Fragments of a store's level 0: F summed over every chunk's ``vertex_fragments`` blob.
+    """Fragments of a store's level 0: F summed over every chunk's ``vertex_fragments`` blob
+    (or ``fragment_records`` record, format 1.6).
 
     Reads the blobs with zarr-python, so it counts the fragments of ours (ZVFG blobs in a
     ``uint8`` row array) and of zarr-vectors 0.9.2 (one ZVFG blob per chunk as variable-length
@@ -176,7 +177,10 @@ def fragment_count(store: str) -> int:
     int
         The number of fragments.
     """
-    blobs = np.asarray(zarr.open_array(os.path.join(store, "0", "vertex_fragments"), mode="r")[...])
+    name = "fragment_records"  # format 1.6 (spec §6.9): F at the same header offset
+    if not os.path.exists(os.path.join(store, "0", name)):
+        name = "vertex_fragments"
+    blobs = np.asarray(zarr.open_array(os.path.join(store, "0", name), mode="r")[...])
     if blobs.dtype == object:  # 0.9.2: one bytes object per chunk, empty chunks empty
         return sum(_header_f(bytes(b)) for b in blobs.ravel() if b is not None and len(b))
     rows = blobs.reshape(-1, blobs.shape[-1])

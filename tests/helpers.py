@@ -153,3 +153,23 @@ def without_commit(key: str, raw: bytes | None) -> object:
     if isinstance(attrs, dict):
         attrs.pop("commit", None)
     return doc
+
+
+def raw_fragments(group: Any, idx: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per fragment of level-0 chunk ``idx`` of a zarr ``group`` (read as plain Zarr): its
+    vertex rows, its ``links/0`` rows and its object, from the fragment record (format 1.6,
+    spec §6.9) or from ``vertex_fragments``, ``link_fragments`` and
+    ``fragment_attributes/object_id`` (older formats)."""
+    from zarr_vectors.format.fragment_decoding import decode_fragment_index
+    from zarr_vectors.format.fragment_records import decode_fragment_record
+
+    if "fragment_records" in group["0"]:
+        record = decode_fragment_record(np.asarray(group["0/fragment_records"][idx]).tobytes())
+        return record.vertex_counts, record.link_counts, record.fragment_objects()
+    blobs = [
+        decode_fragment_index(np.asarray(group[f"0/{name}"][idx]).tobytes())
+        for name in ("vertex_fragments", "link_fragments")
+    ]
+    (_, sizes), (_, link_sizes) = (b.dense_ranges() for b in blobs)
+    owners = np.asarray(group["0/fragment_attributes/object_id"][idx])[: sizes.shape[0]]
+    return sizes, link_sizes, owners.astype(np.int64)

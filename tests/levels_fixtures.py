@@ -62,6 +62,8 @@ def add_copy_level(store: Any, level: int = 1) -> None:
     but for the place records, which bind each shard to its key."""
     io = _io(store)
     keys = [k for k in io.list_prefix("0/") if k not in ("0/zarr.json", "0/.zattrs")]
+    records = [k for k in keys if k.startswith("0/fragment_records/")]
+    keys = [k for k in keys if k not in records]
     values = io.get_many([(k, None) for k in keys])
     io.set_many(
         [
@@ -70,5 +72,61 @@ def add_copy_level(store: Any, level: int = 1) -> None:
             if v is not None
         ]
     )
+    if records:
+        _blob_arrays_of_records(io, level)
     attrs = io.read_json("0/zarr.json")["attributes"]
     _declare(io, level, attrs | {"level": level, "coarsening": {"method": "copy"}})
+
+
+def _blob_arrays_of_records(io: StoreIO, level: int) -> None:
+    """Level ``level`` of a copy of a 1.6 object store: ``vertex_fragments``,
+    ``link_fragments`` and ``fragment_attributes/object_id`` rebuilt from level 0's
+    fragment records (spec §6.9), since a coarse level has those arrays, not records."""
+    import numpy as np
+
+    from zarr_vectors.format.fragment_counts import encode_counts_ragged
+    from zarr_vectors.format.metadata import RootMetadata
+    from zarr_vectors.read.reader import LevelReader
+    from zarr_vectors.store.arrays import group_metadata
+    from zarr_vectors.store.shards import RowLayout
+    from zarr_vectors.write import WriteOptions, blob_layout, round_up
+    from zarr_vectors.write._pipeline import write_chunk_array
+
+    root = RootMetadata.from_json(io.read_json("zarr.json")["attributes"])
+    reader = LevelReader(io, root, 0)
+    coords, _ = reader.occupied_chunks(None, None)
+    options = WriteOptions().with_kind_defaults(root.geometry_type)
+    records = RowLayout.from_array_metadata(
+        reader.array_metadata("0/fragment_records"),
+        reader.grid.ndim,
+        "0/fragment_records",
+        placed=True,
+    )
+    assert records is not None
+    shards = records.shard_chunks
+    base = str(level)
+    for name in ("vertex_fragments", "link_fragments"):
+        counts = [c for _, c in reader.blob_ranges(name, coords)]
+        bounds = np.concatenate([[0], np.cumsum([c.shape[0] for c in counts])])
+        blobs = encode_counts_ragged(np.concatenate(counts), bounds)
+        layout = blob_layout(max(b.shape[0] for b in blobs), None, options.blob_blosc())
+        tag = {"zv_array": name, "encoding": "fragment_index_v1"}
+        write_chunk_array(
+            io, f"{base}/{name}", reader.grid, coords, blobs, layout, tag, shard_chunks=shards
+        )
+    owners = reader.fragment_owners(coords)
+    r = options.block_rows
+    longest = round_up(max(o.shape[0] for o in owners), r)
+    layout = RowLayout(np.dtype(np.int64), (), r, longest, options.blosc("fragment_attributes"))
+    if io.get(f"{base}/fragment_attributes/zarr.json") is None:
+        io.set(f"{base}/fragment_attributes/zarr.json", group_metadata({}))
+    write_chunk_array(
+        io,
+        f"{base}/fragment_attributes/object_id",
+        reader.grid,
+        coords,
+        owners,
+        layout,
+        {"zv_array": "fragment_attribute", "name": "object_id"},
+        shard_chunks=shards,
+    )

@@ -1,4 +1,4 @@
-"""Golden stores of formats 1.0 to 1.5 are read forever; the writer rewrites the 1.5 stores
+"""Golden stores of formats 1.0 to 1.6 are read forever; the writer rewrites the 1.6 stores
 byte for byte (spec §13); those an earlier writer wrote differently (``earlier/``) are read
 forever too.
 
@@ -9,8 +9,9 @@ this library wrote them until every new store became a 1.3 store; ``1.3/`` holds
 wrote them until every new store became a 1.4 store (plain Zarr v3, §2.3, §9.0.3), and point
 clouds (and skeletons) with levels of detail (spec §4.3), one per point method; ``1.4/`` holds
 them all as it wrote them until every new store became a 1.5 store (object kinds with the
-codecs of §9.0.4), ``1.5/`` as it writes them now (tiling fragment blobs of object kinds in
-the counts form of §6.8).
+codecs of §9.0.4), ``1.5/`` as it wrote them until every new store became a 1.6 store
+(tiling fragment blobs of object kinds in the counts form of §6.8), ``1.6/`` as it writes them
+now (graphs and skeletons with the zstd level 3 codecs of §9.0.4).
 ``tests/data/golden/make_golden.py`` describes the expected answers.
 """
 
@@ -26,7 +27,7 @@ import zarr
 
 import zarr_vectors as zv
 from tests.data.golden import make_golden
-from tests.helpers import sorted_rows
+from tests.helpers import raw_fragments, sorted_rows
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.place import CHUNK_TABLE_KEY, place_record
 
@@ -41,7 +42,10 @@ GOLDEN_1_3 = Path(__file__).parent / "data" / "golden" / "1.3"
 GOLDEN_1_4 = Path(__file__).parent / "data" / "golden" / "1.4"
 """Frozen since every new store became a 1.5 store (spec §3.3): read forever."""
 GOLDEN_1_5 = Path(__file__).parent / "data" / "golden" / "1.5"
+"""Frozen since every new store became a 1.6 store (spec §3.3): read forever."""
 NAMES_1_5 = sorted(p.name.removesuffix(".zarrvectors") for p in GOLDEN_1_5.glob("*.zarrvectors"))
+GOLDEN_1_6 = Path(__file__).parent / "data" / "golden" / "1.6"
+NAMES_1_6 = sorted(p.name.removesuffix(".zarrvectors") for p in GOLDEN_1_6.glob("*.zarrvectors"))
 NAMES_1_4 = sorted(
     p.name.removesuffix(".zarrvectors")
     for p in GOLDEN_1_4.glob("*.zarrvectors")
@@ -203,11 +207,11 @@ def _assert_same_files(written: dict[str, bytes], golden: dict[str, bytes]) -> N
 
 @pytest.mark.parametrize("name", NAMES_1_2)
 def test_writer_reproduces_golden_bytes(name: str, tmp_path: Path) -> None:
-    """The writer writes the 1.5 golden stores of the inputs of the 1.0 and 1.1 stores
+    """The writer writes the 1.6 golden stores of the inputs of the 1.0 and 1.1 stores
     byte for byte."""
     path = tmp_path / f"{name}.zarrvectors"
     make_golden.write(path, (make_golden.inputs() | make_golden.sharded_inputs())[name])
-    _assert_same_files(_files(path), _files(GOLDEN_1_5 / f"{name}.zarrvectors"))
+    _assert_same_files(_files(path), _files(GOLDEN_1_6 / f"{name}.zarrvectors"))
 
 
 @pytest.mark.parametrize("name", NAMES_1_2)
@@ -401,12 +405,12 @@ def test_plain_zarr_reads_the_sharded_golden_rows(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES_1_3)
-def test_writer_reproduces_golden_1_5_level_bytes(name: str, tmp_path: Path) -> None:
+def test_writer_reproduces_golden_1_6_level_bytes(name: str, tmp_path: Path) -> None:
     """Levels of detail are a function of level 0 and their parameters (spec §4.3.1): the
-    writer writes the 1.5 golden stores byte for byte."""
+    writer writes the 1.6 golden stores byte for byte."""
     path = tmp_path / f"{name}.zarrvectors"
     make_golden.write(path, make_golden.level_inputs()[name])
-    _assert_same_files(_files(path), _files(GOLDEN_1_5 / f"{name}.zarrvectors"))
+    _assert_same_files(_files(path), _files(GOLDEN_1_6 / f"{name}.zarrvectors"))
 
 
 @pytest.mark.parametrize("name", NAMES_1_3)
@@ -429,7 +433,7 @@ def test_golden_1_3_store_without_level_schedule_reads_back_every_level(name: st
 def _check_levels(directory: Path, name: str) -> None:
     path = directory / f"{name}.zarrvectors"
     store = _check_golden(directory, name)
-    version = {GOLDEN_1_4: "1.4", GOLDEN_1_5: "1.5"}.get(directory, "1.3")
+    version = {GOLDEN_1_4: "1.4", GOLDEN_1_5: "1.5", GOLDEN_1_6: "1.6"}.get(directory, "1.3")
     assert store.metadata["zarr_vectors_version"] == version
     datasets = store.metadata["multiscales"][0]["datasets"]
     assert [d["level"] for d in datasets] == list(range(len(datasets)))
@@ -474,7 +478,7 @@ def test_golden_imported_levels_store_reads_back_every_level(name: str) -> None:
 def test_the_import_reproduces_golden_imported_levels_bytes(name: str, tmp_path: Path) -> None:
     path = tmp_path / f"{name}.zarrvectors"
     make_golden.write_imported(path, make_golden.imported_inputs()[name])
-    _assert_same_files(_files(path), _files(GOLDEN_1_5 / f"{name}.zarrvectors"))
+    _assert_same_files(_files(path), _files(GOLDEN_1_6 / f"{name}.zarrvectors"))
 
 
 @pytest.mark.parametrize("name", NAMES_1_3)
@@ -571,3 +575,79 @@ def test_golden_1_5_differs_from_1_4_by_counts_blobs_only(name: str) -> None:
 def test_golden_1_5_object_store_reads_back_every_level() -> None:
     """A 1.5 object store with levels reads back as committed and validates at level 5."""
     _check_levels(GOLDEN_1_5, "skeletons_3d_thin_levels")
+
+
+# -- format 1.6: zstd level 3 codecs of graphs and skeletons (spec §9.0.4) ------------------
+
+_GRAPH_ARRAYS = ("/links/0", "/attributes/", "/object_index/", "/cross_chunk_links")
+"""Arrays of graphs and skeletons whose Blosc settings 1.6 changes."""
+
+
+def _blosc_settings(array_json: bytes) -> list[dict[str, object]]:
+    """Every Blosc configuration in an array's ``zarr.json`` (inner codecs included)."""
+    found: list[dict[str, object]] = []
+
+    def walk(codecs: list[dict[str, object]]) -> None:
+        for codec in codecs:
+            conf = codec.get("configuration") or {}
+            if codec["name"] == "blosc":
+                found.append(conf)  # type: ignore[arg-type]
+            walk(conf.get("codecs", []))  # type: ignore[union-attr, arg-type]
+
+    walk(json.loads(array_json)["codecs"])
+    return found
+
+
+_RECORD_ARRAYS = ("0/vertex_fragments/", "0/link_fragments/", "0/fragment_attributes/object_id/")
+
+
+def _same_fragments(new_root: Path, old_root: Path) -> None:
+    """Every occupied level-0 chunk's record of the 1.6 store holds what the three arrays of
+    its 1.5 twin hold (spec §6.9)."""
+    groups = [zarr.open_group(root, mode="r") for root in (new_root, old_root)]
+    counts = np.asarray(groups[0]["0/vertex_counts"][...])
+    assert "vertex_fragments" not in groups[0]["0"]
+    assert "fragment_records" not in groups[1]["0"]
+    for g in map(tuple, np.argwhere(counts > 0).tolist()):
+        got, want = (raw_fragments(group, g) for group in groups)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", NAMES_1_6)
+def test_golden_1_6_differs_from_1_5_by_graph_codecs_and_records_only(name: str) -> None:
+    """A 1.6 store is its 1.5 twin but the root's version and commit, level 0's fragment
+    record of object kinds (``fragment_records`` for ``vertex_fragments``,
+    ``link_fragments`` and ``fragment_attributes/object_id``, the same fragments and
+    owners) and, for graphs and skeletons, the Blosc level of ``links/0``, vertex
+    attributes, ``object_index`` and ``cross_chunk_links`` (zstd 3): the same values,
+    every other file the same bytes."""
+    new_root, old_root = GOLDEN_1_6 / f"{name}.zarrvectors", GOLDEN_1_5 / f"{name}.zarrvectors"
+    new, old = _files(new_root), _files(old_root)
+    if any(k.startswith("0/fragment_records/") for k in new):
+        _same_fragments(new_root, old_root)
+        new = {k: v for k, v in new.items() if not k.startswith("0/fragment_records/")}
+        old = {k: v for k, v in old.items() if not k.startswith(_RECORD_ARRAYS)}
+        if "0/fragment_attributes/zarr.json" not in new:  # no opt-in fragment attribute
+            old.pop("0/fragment_attributes/zarr.json")
+    got, want = _without_software(new.pop("zarr.json")), _without_software(old.pop("zarr.json"))
+    assert got["attributes"].pop("zarr_vectors_version") == "1.6"  # type: ignore[index]
+    assert want["attributes"].pop("zarr_vectors_version") == "1.5"  # type: ignore[index]
+    assert got == want
+    assert sorted(new) == sorted(old)
+    changed = {k.rsplit("/c/", 1)[0].removesuffix("/zarr.json") for k in new if new[k] != old[k]}
+    graph = zv.open(new_root).metadata["geometry_type"] in ("graph", "skeleton")
+    assert bool(changed) == graph, changed
+    assert all(any(part in f"{a}/" for part in _GRAPH_ARRAYS) for a in changed), changed
+    groups = [zarr.open_group(root, mode="r") for root in (new_root, old_root)]
+    for array in sorted(changed):
+        settings = _blosc_settings(new[f"{array}/zarr.json"])
+        assert settings
+        assert all(s["cname"] == "zstd" and s["clevel"] == 3 for s in settings)
+        a, b = (np.asarray(g[array][...]) for g in groups)
+        np.testing.assert_array_equal(a, b, err_msg=array)
+
+
+def test_golden_1_6_object_store_reads_back_every_level() -> None:
+    """A 1.6 object store with levels reads back as committed and validates at level 5."""
+    _check_levels(GOLDEN_1_6, "skeletons_3d_thin_levels")

@@ -276,7 +276,7 @@ def test_every_level_of_a_store_with_levels_is_valid(
     path = request.getfixturevalue(name)
     report = zv.validate(path, level=5)
     assert report.ok, [str(p) for p in report.errors]
-    assert zv.open(path).metadata["zarr_vectors_version"] == "1.5"
+    assert zv.open(path).metadata["zarr_vectors_version"] == "1.6"
     assert len(zv.open(path).levels) > 1
 
 

@@ -22,10 +22,10 @@ import zarr_vectors as zv
 from zarr_vectors.format.dimensions import array_dimension_names
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
-PLAIN = sorted(p for v in ("1.3", "1.4", "1.5") for p in (GOLDEN / v).glob("*.zarrvectors"))
+PLAIN = sorted(p for v in ("1.3", "1.4", "1.5", "1.6") for p in (GOLDEN / v).glob("*.zarrvectors"))
 QUICK = ("graph_2d_edge_attributes", "points_3d_sample_levels", "skeletons_3d_thin_levels")
-"""1.4 and 1.5 golden stores whose groups xarray opens in the default run (the others, and
-every 1.3 store, whose arrays are those of 1.4 with other codecs: ``-m slow``):
+"""1.6 golden stores whose groups xarray opens in the default run (the others, and every
+1.3 to 1.5 store, whose arrays are those of 1.6 with other codecs or blobs: ``-m slow``):
 every family of arrays (edge values, coarse levels, object arrays) is among them."""
 MIRRORED = sorted(p for v in ("1.0", "1.1", "1.2") for p in (GOLDEN / v).glob("*.zarrvectors"))
 EARLIER = sorted((GOLDEN / "earlier").rglob("*.zarrvectors"))
@@ -70,7 +70,7 @@ def _check_xarray(path: Path) -> int:
         pytest.param(
             p,
             marks=()
-            if p.name.removesuffix(".zarrvectors") in QUICK and p.parent.name not in ("1.3", "1.4")
+            if p.name.removesuffix(".zarrvectors") in QUICK and p.parent.name == "1.6"
             else pytest.mark.slow,
         )
         for p in PLAIN
@@ -100,7 +100,7 @@ def test_zarr_walk_of_every_golden_store_raises_no_warning(path: Path, tmp_path:
     arrays = [name for name, node in nodes if isinstance(node, zarr.Array)]
     assert "0/vertices" in arrays
     assert not any(p.name in (".zattrs", "metadata.json") for p in path.rglob("*"))
-    expected = path.parent.name if path.parent.name in ("1.3", "1.4", "1.5") else "1.3"
+    expected = path.parent.name if path.parent.name in ("1.3", "1.4", "1.5", "1.6") else "1.3"
     assert zv.open(path).metadata["zarr_vectors_version"] == expected
 
 

@@ -198,7 +198,8 @@ class RecordingStore(WrapperStore):
 
 
 _PER_CHUNK = re.compile(
-    r"^0/(vertices|vertex_fragments|links/0|link_fragments|(fragment_|link_)?attributes/[^/]+)/c/"
+    r"^0/(vertices|vertex_fragments|links/0|link_fragments|fragment_records"
+    r"|(fragment_|link_)?attributes/[^/]+)/c/"
 )
 
 

@@ -165,7 +165,10 @@ def test_link_entry_out_of_range_is_refused_by_reads_of_objects() -> None:
 
 
 def _link_rows(store: MemoryStore, g: tuple[int, ...]) -> int:
-    """``E_g``: the row extent of chunk ``g``'s ``link_fragments`` blob."""
+    """``E_g``: the row extent of chunk ``g``'s link fragments (its fragment record in a
+    store of format 1.6, else its ``link_fragments`` blob)."""
+    if s.has_records(store):
+        return int(s.get_record(store, g).link_counts.sum())
     starts, sizes = decode_dense_ranges(s.get_blob_bytes(store, "0/link_fragments", g))
     return int((starts + sizes).max(initial=0))
 

@@ -39,7 +39,7 @@ def _size(array: Path) -> int:
     return sum(p.stat().st_size for p in (array / "c").rglob("*") if p.is_file())
 
 
-@pytest.mark.parametrize("name", ["vertices", "links/0", "vertex_fragments"])
+@pytest.mark.parametrize("name", ["vertices", "links/0", "fragment_records"])
 def test_framing_parts_add_up_to_the_files(store: Path, name: str) -> None:
     array = store / "0" / name
     split = framing_split(array)

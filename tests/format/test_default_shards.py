@@ -56,9 +56,9 @@ def test_every_kind_gets_the_default_and_an_explicit_choice_wins(tmp_path: Path)
         options = zv.WriteOptions(shard_chunks=shard)
         zv.write_points(tmp_path / f"p-{name}", xyz, chunk_shape=20.0, options=options)
         zv.write_polylines(tmp_path / f"l-{name}", lines, chunk_shape=20.0, options=options)
-    for prefix, rows in (("p", 4096), ("l", 1024)):
+    for prefix, rows, blobs in (("p", 4096, "vertex_fragments"), ("l", 1024, "fragment_records")):
         assert _shards(tmp_path / f"{prefix}-default") == default_shard_chunks(3, rows)
-        assert _shards(tmp_path / f"{prefix}-default", "vertex_fragments") == _shards(
+        assert _shards(tmp_path / f"{prefix}-default", blobs) == _shards(
             tmp_path / f"{prefix}-default"
         )
         assert _shards(tmp_path / f"{prefix}-one") == ()

@@ -86,7 +86,7 @@ def test_nothing_to_build_leaves_the_store(tmp_path: pathlib.Path) -> None:
     assert zv.build_levels(path, None) == 0
     assert zv.build_levels(path, zv.Levels(target=10**9)) == 0
     assert _files(path) == before
-    assert zv.open(path).metadata["zarr_vectors_version"] == "1.5"
+    assert zv.open(path).metadata["zarr_vectors_version"] == "1.6"
 
 
 def test_a_store_with_levels_gets_them_built_again(tmp_path: pathlib.Path) -> None:

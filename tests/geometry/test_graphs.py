@@ -18,9 +18,8 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from tests.helpers import examples, sample_sizes
+from tests.helpers import examples, raw_fragments, sample_sizes
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.fragment_decoding import decode_fragment_index
 
 CHUNK = 10.0
 BIN = 2.5
@@ -143,12 +142,8 @@ def _raw_level(store: Any) -> tuple[dict[str, Any], dict[tuple[int, ...], _Chunk
     chunks = {}
     for idx in zip(*(a.tolist() for a in np.nonzero(counts)), strict=True):
         n = int(counts[idx])
-        blobs = [
-            decode_fragment_index(np.asarray(group[f"0/{name}"][idx]).tobytes())
-            for name in ("vertex_fragments", "link_fragments")
-        ]
-        (_, sizes), (_, link_sizes) = (b.dense_ranges() for b in blobs)
-        e = blobs[1].row_extent()
+        sizes, link_sizes, _ = raw_fragments(group, idx)
+        e = int(link_sizes.sum())
         links = group["0/links/0"][(*idx, slice(0, e))] if e else np.empty((0, width))
         chunks[idx] = _Chunk(
             group["0/vertices"][(*idx, slice(0, n))],

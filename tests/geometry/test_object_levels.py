@@ -196,7 +196,7 @@ def _canonical(store: zv.VectorStore, links: np.ndarray) -> np.ndarray:
 
 def test_levels_are_listed_with_their_method_and_version_1_3(stored: Path) -> None:
     store = zv.open(stored)
-    assert store.metadata["zarr_vectors_version"] == "1.5"
+    assert store.metadata["zarr_vectors_version"] == "1.6"
     counts = [info.vertex_count for info in store.levels]
     assert len(counts) >= 3
     assert all(a > b for a, b in itertools.pairwise(counts))
@@ -314,7 +314,7 @@ def test_levels_none_and_zero_write_the_same_bytes_as_before(tmp_path: Path, kin
     for rel in files:
         if rel.name not in ("zarr.json", ".zattrs", "metadata.json"):
             assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
-    assert zv.open(a).metadata["zarr_vectors_version"] == "1.5"
+    assert zv.open(a).metadata["zarr_vectors_version"] == "1.6"
 
 
 @pytest.mark.parametrize(

@@ -248,10 +248,10 @@ def test_aggregate_levels_follow_the_rule_from_level_zero(tmp_path: pathlib.Path
 
 def test_without_levels_the_store_is_format_1_3_too(tmp_path: pathlib.Path) -> None:
     plain = _write(tmp_path / "p.zarr", 1, 500, None)
-    assert _root(plain).version == "1.5"  # every new store (spec §3.3)
+    assert _root(plain).version == "1.6"  # every new store (spec §3.3)
     assert _root(plain).levels == ()
     lod = _write(tmp_path / "l.zarr", 1, 500, 1)
-    assert _root(lod).version == "1.5"
+    assert _root(lod).version == "1.6"
     assert len(_root(lod).levels) == 1
     for rel in (plain / "0").rglob("*"):
         if rel.is_file():

@@ -178,7 +178,7 @@ def test_plain_zarr_reads_the_layout(tmp_path: object, rng: np.random.Generator)
     )
     group = zarr.open_group(store_, mode="r")
     attrs = group.attrs.asdict()
-    assert attrs["zarr_vectors_version"] == "1.5"  # every new store (spec §3.3)
+    assert attrs["zarr_vectors_version"] == "1.6"  # every new store (spec §3.3)
     assert attrs["geometry_type"] == "point_cloud"
     assert attrs["spatial_dims"] == 3
     counts = group["0/vertex_counts"][...]

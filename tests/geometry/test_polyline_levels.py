@@ -75,7 +75,7 @@ def _recomputed(store: zv.VectorStore, level: int) -> tuple[zv.QueryResult, obje
 
 def test_levels_listed_with_runs_metadata_and_version_1_3(lines: Path) -> None:
     store = zv.open(lines)
-    assert store.metadata["zarr_vectors_version"] == "1.5"
+    assert store.metadata["zarr_vectors_version"] == "1.6"
     assert [info.level for info in store.levels] == [0, 1, 2, 3]
     counts = [info.vertex_count for info in store.levels]
     assert counts == sorted(counts, reverse=True)
@@ -135,7 +135,7 @@ def test_levels_none_writes_the_same_bytes_as_no_levels(tmp_path: Path) -> None:
         a, b = tmp_path / "a.zv" / rel, tmp_path / "b.zv" / rel
         if a.is_file() and rel.name != "metadata.json" and "zattrs" not in rel.name:
             assert a.read_bytes() == b.read_bytes() or rel.name == "zarr.json", rel
-    assert zv.open(tmp_path / "a.zv").metadata["zarr_vectors_version"] == "1.5"
+    assert zv.open(tmp_path / "a.zv").metadata["zarr_vectors_version"] == "1.6"
 
 
 def test_aggregate_is_refused_for_polylines(tmp_path: Path) -> None:

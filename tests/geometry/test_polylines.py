@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from tests.helpers import examples, sample_sizes
+from tests.helpers import examples, raw_fragments, sample_sizes
 from zarr_vectors.errors import InvalidInputError, ObjectNotFoundError
 
 
@@ -213,16 +213,12 @@ def test_opt_in_fragment_attributes_copy_object_values(rng: np.random.Generator)
         options=zv.WriteOptions(fragment_attributes=("bundle",)),
     )
     group = zarr.open_group(store, mode="r")
-    owners = group["0/fragment_attributes/object_id"]
     values = group["0/fragment_attributes/bundle"]
     counts = group["0/vertex_counts"][...]
     checked = 0
     for g in np.argwhere(counts > 0):
-        blob = bytes(group["0/vertex_fragments"][tuple(g)])
-        from zarr_vectors.format.fragment_decoding import decode_dense_ranges
-
-        n_frag = decode_dense_ranges(blob)[0].shape[0]
-        own = owners[tuple(g)][:n_frag]
+        _, _, own = raw_fragments(group, tuple(g))
+        n_frag = own.shape[0]
         np.testing.assert_array_equal(values[tuple(g)][:n_frag], bundle[own])
         checked += n_frag
     assert checked > 40

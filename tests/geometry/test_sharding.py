@@ -151,7 +151,7 @@ def test_points_read_query_validate_like_unsharded(seed: int, n: int, shard: Any
     zv.write_points(plain, xyz, **common, options=_with_shards(small, 1))
     zv.write_points(sharded, xyz, **common, options=_with_shards(small, _axes(shard, dim)))
     expect_sharded = shard != (1, 1, 1)
-    assert _version(sharded) == "1.5"  # every new store (§3.3)
+    assert _version(sharded) == "1.6"  # every new store (§3.3)
     if not expect_sharded:
         assert StoreIO(sharded).list_prefix("") == StoreIO(plain).list_prefix("")
     _check_like(sharded, plain, rng)
@@ -199,7 +199,7 @@ def test_objects_read_query_validate_like_unsharded(kind: str, data: Any, shard:
     dim = case["objects"][0].shape[1]
     sharded_case = case | {"options": _with_shards(case["options"], _axes(shard, dim))}
     write(sharded, sharded_case, 0, len(case["objects"]))
-    assert _version(sharded) == "1.5"
+    assert _version(sharded) == "1.6"
     assert _object_count(sharded) <= _object_count(plain)
     _check_like(sharded, plain, np.random.default_rng(len(case["objects"])))
 
@@ -217,7 +217,7 @@ def test_streaming_appends_to_a_sharded_store() -> None:
         w.append(xyz - 1)
     opened = zv.open(store)
     assert opened.vertex_count == 150
-    assert _version(store) == "1.5"
+    assert _version(store) == "1.6"
     assert zv.validate(store, level=3).ok
 
 
@@ -230,7 +230,7 @@ def test_appending_objects_to_a_sharded_store_keeps_its_shards() -> None:
     )
     zv.append_polylines(lines, [xyz[30:] - 1])
     assert zv.open(lines).vertex_count == 50
-    assert _version(lines) == "1.5"
+    assert _version(lines) == "1.6"
     assert zv.validate(lines, level=4).ok
     with pytest.raises(InvalidInputError, match="keeps the store's shards"):
         merge_stores(lines, [open_source(lines)] * 2, has_base=True, shard_chunks=2)
@@ -295,7 +295,7 @@ def test_object_writer_gives_the_one_shot_sharded_store(
         write(tmp / "one", case, 0, len(case["objects"]))
         _stream_objects(tmp / "streamed", case)
         assert files(tmp / "streamed") == files(tmp / "one")
-        assert _version(tmp / "streamed") == "1.5"
+        assert _version(tmp / "streamed") == "1.6"
         report = zv.validate(tmp / "streamed", level=4)
         assert report.ok, report.problems
 

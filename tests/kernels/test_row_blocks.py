@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numcodecs import blosc
 
-from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.errors import CorruptChunkError, FragmentIndexError
+from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, dense_blob_ranges
 from zarr_vectors.read.reader import LevelReader
@@ -152,8 +153,8 @@ def naive_blob_ranges(
     """The library's one-by-one decoding of a blob shard (None where it refuses it)."""
     try:
         index = layout.decode_index(raw, "blob")
-        return LevelReader._decode_blob(layout, "blob", index, raw, 0)
-    except CorruptChunkError:
+        return decode_dense_ranges(LevelReader._decode_blob(layout, "blob", index, raw, 0))
+    except (CorruptChunkError, FragmentIndexError):
         return None
 
 

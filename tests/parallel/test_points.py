@@ -368,4 +368,4 @@ def test_auto_levels_of_a_cloud_under_the_target_are_none(client: Any, tmp_path:
     parts = _partitions(cloud, [200])
     zv.write_points_parallel(tmp_path / "par", parts, chunk_shape=5.0, levels="auto", client=client)
     assert files(tmp_path / "par") == files(tmp_path / "one")
-    assert zv.open(tmp_path / "par").metadata["zarr_vectors_version"] == "1.5"
+    assert zv.open(tmp_path / "par").metadata["zarr_vectors_version"] == "1.6"

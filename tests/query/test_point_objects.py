@@ -20,7 +20,7 @@ from tests.geometry.object_cases import files
 from zarr_vectors.errors import InvalidInputError, ObjectNotFoundError
 from zarr_vectors.kernels.object_chunks import index_object_chunks, object_row_runs
 
-GOLDEN_1_5 = Path(__file__).parents[1] / "data" / "golden" / "1.5"
+GOLDEN_1_6 = Path(__file__).parents[1] / "data" / "golden" / "1.6"
 
 
 def _naive_index(ids: np.ndarray, offsets: np.ndarray, flat: np.ndarray) -> list[tuple[int, ...]]:
@@ -126,7 +126,7 @@ def test_read_objects_is_the_whole_read_filtered_by_id(
         progress=False,
     )
     store = zv.open(memory)
-    assert store.metadata["zarr_vectors_version"] == "1.5"
+    assert store.metadata["zarr_vectors_version"] == "1.6"
     wanted = np.random.default_rng(seed).choice(np.unique(ids), count).tolist()
     got = store.read_objects(wanted)
     everything, keep = _filtered(store, wanted)
@@ -229,17 +229,17 @@ def test_appends_keep_the_index_or_its_absence(tmp_path: Path) -> None:
 
 
 def test_the_golden_store_with_an_index(tmp_path: Path) -> None:
-    """The writer writes ``1.5/points_2d_object_chunks`` byte for byte; it validates and
+    """The writer writes ``1.6/points_2d_object_chunks`` byte for byte; it validates and
     reads by id as the 1.2 store of the same input (without the index) filtered."""
     name = "points_2d_object_chunks"
     path = tmp_path / f"{name}.zarrvectors"
     make_golden.write(path, make_golden.index_inputs()[name])
-    golden = GOLDEN_1_5 / f"{name}.zarrvectors"
+    golden = GOLDEN_1_6 / f"{name}.zarrvectors"
     assert files(path) == files(golden)
     assert zv.validate(golden, level=3).ok
     store = zv.open(golden)
-    assert store.metadata["zarr_vectors_version"] == "1.5"
-    twin = zv.open(GOLDEN_1_5.parent / "1.2" / "points_2d_negative_ids.zarrvectors")
+    assert store.metadata["zarr_vectors_version"] == "1.6"
+    twin = zv.open(GOLDEN_1_6.parent / "1.2" / "points_2d_negative_ids.zarrvectors")
     ids = np.asarray(make_golden.index_inputs()[name]["object_ids"])
     wanted = ids[::10].tolist()
     everything, keep = _filtered(twin, wanted)

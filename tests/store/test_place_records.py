@@ -287,7 +287,7 @@ def _damaged(kind: str, tmp_path: Path, shard_chunks: int | None = None) -> tupl
 def _arrays(kind: str) -> list[str]:
     if kind == "points":
         return ["0/vertices", "0/attributes/a", "0/vertex_fragments"]
-    arrays = ["0/vertices", "0/vertex_fragments", "0/links/0", "0/link_fragments"]
+    arrays = ["0/vertices", "0/fragment_records", "0/links/0"]  # format 1.6 (spec §6.9)
     return arrays + (["0/attributes/fa"] if kind == "streamlines" else [])
 
 

@@ -7,10 +7,13 @@ chunks and come back), small row blocks, groups, object attributes and the opt-i
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from zarr_vectors.store.io import StoreIO
 
 KINDS = ("polyline", "streamline", "graph", "directed", "skeleton", "mesh")
 """Store names: the object kinds, plus a directed graph."""
@@ -30,7 +33,10 @@ def _walks(rng: np.random.Generator, count: int, length: int) -> list[np.ndarray
 
 
 def object_kind_store(name: str, seed: int = 3) -> MemoryStore:
-    """A valid store of kind ``name`` (one of :data:`KINDS`)."""
+    """A valid store of kind ``name`` (one of :data:`KINDS`), or ``"streamlines-1.5"``: the
+    golden 1.5 streamline store (:func:`golden_1_5_store`)."""
+    if name == "streamlines-1.5":
+        return golden_1_5_store("streamlines_3d_groups")
     rng = np.random.default_rng(seed)
     store = MemoryStore()
     common = {
@@ -129,3 +135,19 @@ def _spheres(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarr
         owner.append(np.full(n, k))
         offset += n
     return np.concatenate(verts), np.concatenate(faces), np.concatenate(owner)
+
+
+GOLDEN_1_5 = Path(__file__).parents[1] / "data" / "golden" / "1.5"
+
+
+def golden_1_5_store(name: str) -> MemoryStore:
+    """A copy in memory of the golden store ``name`` of format 1.5 (three fragment arrays
+    per chunk, not the fragment record of 1.6): damage to those arrays is only possible in
+    a store of format 1.5 or older."""
+    store = MemoryStore()
+    io = StoreIO(store)
+    root = GOLDEN_1_5 / f"{name}.zarrvectors"
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            io.set(path.relative_to(root).as_posix(), path.read_bytes())
+    return store

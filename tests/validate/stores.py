@@ -20,6 +20,11 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from zarr_vectors.format.dimensions import named_array_document
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
+from zarr_vectors.format.fragment_records import (
+    FragmentRecord,
+    decode_fragment_record,
+    encode_fragment_record,
+)
 from zarr_vectors.format.place import CHUNK_TABLE_KEY, place_record
 from zarr_vectors.format.version import has_place_records
 from zarr_vectors.store.arrays import row_array_metadata
@@ -274,6 +279,8 @@ def get_blob_bytes(store: MemoryStore, path: str, g: tuple[int, ...]) -> np.ndar
 def get_blob(store: MemoryStore, g: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Dense ``(starts, counts)`` of a chunk's fragment index (default: the first chunk)."""
     chunk = first_chunk(store)[0] if g is None else g
+    if has_records(store):
+        return get_record(store, chunk).vertex_ranges()
     return decode_dense_ranges(get_blob_bytes(store, "0/vertex_fragments", chunk))
 
 
@@ -456,3 +463,25 @@ def pyramid_store(ratios: tuple[int, ...] = (2,)) -> MemoryStore:
 def missing_block(index: np.ndarray) -> None:
     """Mark row block 0 of a shard index missing."""
     index[0] = _MISSING
+
+
+def has_records(store: MemoryStore) -> bool:
+    """Whether level 0 keeps its fragments in ``fragment_records`` (format 1.6, §6.9)."""
+    return io(store).get("0/fragment_records/zarr.json") is not None
+
+
+def get_record(store: MemoryStore, g: tuple[int, ...]) -> FragmentRecord:
+    """The decoded fragment record of chunk ``g`` (format 1.6)."""
+    return decode_fragment_record(get_blob_bytes(store, "0/fragment_records", g))
+
+
+def put_record(
+    store: MemoryStore,
+    g: tuple[int, ...],
+    vertex_counts: np.ndarray,
+    link_counts: np.ndarray,
+    owners: np.ndarray,
+) -> None:
+    """Store a chunk's fragment record (format 1.6) made of these columns."""
+    blob = encode_fragment_record(vertex_counts, link_counts, owners)
+    put_rows(store, "0/fragment_records", g, np.frombuffer(blob, dtype=np.uint8))

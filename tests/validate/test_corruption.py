@@ -23,6 +23,7 @@ from tests.validate.test_level_corruption import LEVEL_IDS
 from tests.validate.test_object_chunks_corruption import OBJECT_CHUNKS_IDS
 from tests.validate.test_object_corruption import OBJECT_IDS
 from tests.validate.test_object_level_corruption import OBJECT_LEVEL_IDS
+from tests.validate.test_record_corruption import RECORD_IDS
 from tests.validate.test_shard_corruption import SHARDED_IDS
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
 from zarr_vectors.format.fragments import FragmentIndex
@@ -334,7 +335,7 @@ CASES: list[Case] = [
         2,
     ),
     Case("L2.version_format", root("zarr_vectors_version", "1"), level=2),
-    Case("L2.version_supported", root("zarr_vectors_version", "1.6"), level=2),
+    Case("L2.version_supported", root("zarr_vectors_version", "1.7"), level=2),
     Case("L2.geometry_type_valid", root("geometry_type", "cloud"), level=2),
     Case("L2.spatial_dims_valid", root("spatial_dims", "3"), level=2),
     Case("L2.chunk_shape_length", root("spatial_dims", 2.0), level=2),
@@ -627,7 +628,7 @@ def test_damage_is_reported(case: Case) -> None:
 def test_corpus_covers_every_implemented_id() -> None:
     # L4 ids: their one-damage cases live in test_l4.py (CASES there).
     covered = {c.check_id for c in CASES} | DIRECT | L4_COVERED | OBJECT_IDS | SHARDED_IDS
-    covered |= OBJECT_CHUNKS_IDS
+    covered |= OBJECT_CHUNKS_IDS | RECORD_IDS
     assert covered | LEVEL_IDS | OBJECT_LEVEL_IDS | COARSE_LINK_IDS == set(CHECKS)
 
 

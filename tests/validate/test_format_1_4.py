@@ -23,7 +23,6 @@ from zarr_vectors.format.codecs import (
     COUNTS_BLOB_ZSTD,
     ZSTD_BITSHUFFLE,
     ZSTD_NOSHUFFLE,
-    ZSTD_SHUFFLE,
 )
 from zarr_vectors.store.io import StoreIO
 
@@ -60,15 +59,15 @@ def _set_inner(store: MemoryStore, path: str, codecs: list[dict[str, Any]]) -> N
 
 def test_object_store_uses_the_codecs_of_format_1_4_and_validates() -> None:
     store = _polylines()
-    assert zv.open(store).metadata["zarr_vectors_version"] == "1.5"
-    for blob in ("0/vertex_fragments", "0/link_fragments"):
+    assert zv.open(store).metadata["zarr_vectors_version"] == "1.6"
+    for blob in ("0/fragment_records",):  # format 1.6: one record per chunk (spec §6.9)
         assert _blosc(store, blob) == COUNTS_BLOB_ZSTD
         doc = s.read_json(store, f"{blob}/zarr.json")
         block = doc["codecs"][0]["configuration"]["chunk_shape"][-1]
         assert doc["shape"][-1] == block  # one block per blob (spec §9.0.4)
     assert _blosc(store, "0/vertices") == {**ZSTD_BITSHUFFLE, "typesize": 4}
     assert _blosc(store, "0/links/0") == {**ZSTD_BITSHUFFLE, "typesize": 4}
-    assert _blosc(store, "0/fragment_attributes/object_id") == {**ZSTD_SHUFFLE, "typesize": 8}
+    assert s.io(store).get("0/fragment_attributes/zarr.json") is None  # owners: the record
     report = zv.validate(store, level=4)
     assert report.ok, report.summary()
     assert not report.warnings
@@ -98,10 +97,7 @@ def test_compressed_blobs_declared_1_3_break_blob_codecs() -> None:
     s.edit_root(store, lambda a: a.__setitem__("zarr_vectors_version", "1.3"))
     report = zv.validate(store, level=2)
     found = [p for p in report.errors if p.check_id == "L2.blob_codecs"]
-    assert {p.path.split("/zarr.json")[0] for p in found} == {
-        "0/vertex_fragments",
-        "0/link_fragments",
-    }
+    assert {p.path.split("/zarr.json")[0] for p in found} == {"0/fragment_records"}
     assert "format 1.3" in found[0].message
     warned = {p.path.split("/zarr.json")[0] for p in report.warnings}
     assert "0/links/0" in warned  # zstd is not a 1.3 chain (L2.inner_codecs_default)
@@ -118,7 +114,7 @@ def test_compressed_blobs_declared_1_3_break_blob_codecs() -> None:
 def test_unusable_blosc_blob_chain_breaks_blob_codecs(blosc: dict[str, Any]) -> None:
     store = _polylines()
     chain = [{"name": "bytes"}, {"name": "blosc", "configuration": blosc}, {"name": "crc32c"}]
-    _set_inner(store, "0/vertex_fragments", chain)
+    _set_inner(store, "0/fragment_records", chain)
     report = zv.validate(store, level=2)
     assert "L2.blob_codecs" in report.ids()
     assert not report.ok
@@ -137,7 +133,7 @@ def test_numeric_chain_outside_the_library_settings_is_a_warning() -> None:
 def test_a_damaged_compressed_blob_block_is_refused() -> None:
     store = _polylines()
     (g, _n) = s.occupied(store)[0]
-    key = s.shard_key(store, "0/vertex_fragments", g)
+    key = s.shard_key(store, "0/fragment_records", g)
     raw = bytearray(s.get(store, key))
     raw[20] ^= 0xFF  # inside the first (compressed) block of the shard
     s.put(store, key, bytes(raw))

@@ -284,8 +284,7 @@ def _contents(store: MemoryStore) -> dict[str, bytes | None]:
     "key",
     [
         "zarr.json",
-        "0/link_fragments/zarr.json",
-        "0/vertex_fragments/zarr.json",
+        "0/fragment_records/zarr.json",
         "0/object_index/data/zarr.json",
         "0/cross_chunk_links/zarr.json",
         "0/object_attributes/w/zarr.json",

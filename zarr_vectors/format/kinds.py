@@ -24,6 +24,7 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.names import (
     CROSS_CHUNK_LINK_ATTRIBUTES,
     CROSS_CHUNK_LINKS,
+    FRAGMENT_RECORDS,
     GEOMETRY_TYPES,
     LINK_ATTRIBUTES,
     LINK_FRAGMENTS,
@@ -216,10 +217,13 @@ def kind_nodes_problem(kind: str, children: Collection[str]) -> str | None:
     """Why a level whose child nodes are ``children`` cannot be of ``kind``, or None.
 
     Point clouds have none of the object nodes; object kinds have ``links``,
-    ``link_fragments`` and ``object_index``; polylines, streamlines, graphs and skeletons
-    have ``cross_chunk_links``, meshes do not (spec §10.1).
+    ``link_fragments`` (or, format 1.6, ``fragment_records``) and ``object_index``;
+    polylines, streamlines, graphs and skeletons have ``cross_chunk_links``, meshes do not
+    (spec §10.1).
     """
     present = set(children)
+    if FRAGMENT_RECORDS in present:  # format 1.6: the record stands for link_fragments
+        present.add(LINK_FRAGMENTS)
     row = KINDS.get(kind)
     if row is None:
         return None

@@ -15,6 +15,7 @@ __all__ = [
     "LINK_ATTRIBUTES",
     "EDGE_KINDS",
     "FRAGMENT_ATTRIBUTES",
+    "FRAGMENT_RECORDS",
     "GEOMETRY_TYPES",
     "GROUPINGS",
     "GROUPINGS_ATTRIBUTES",
@@ -53,6 +54,9 @@ ATTRIBUTES = "attributes"
 FRAGMENT_ATTRIBUTES = "fragment_attributes"
 LINKS = "links"
 LINK_FRAGMENTS = "link_fragments"
+FRAGMENT_RECORDS = "fragment_records"
+"""Per-chunk fragment records of an object kind's level 0 (spec §6.9, §9.7.1, format 1.6):
+they replace ``vertex_fragments``, ``link_fragments`` and ``fragment_attributes/object_id``."""
 OBJECT_INDEX = "object_index"
 OBJECT_CHUNKS = "object_chunks"
 """Object-to-chunks index of a point cloud with object ids (spec §9.14, format 1.3)."""
@@ -133,6 +137,7 @@ OBJECT_ONLY_NODES = (
     LINK_ATTRIBUTES,
     CROSS_CHUNK_LINK_ATTRIBUTES,
     LINK_FRAGMENTS,
+    FRAGMENT_RECORDS,
     OBJECT_INDEX,
     OBJECT_ATTRIBUTES,
     GROUPINGS,

@@ -25,7 +25,7 @@ __all__ = [
     "upgrade_hint",
 ]
 
-FORMAT_VERSION = "1.5"
+FORMAT_VERSION = "1.6"
 """The newest format version this library reads and writes, and the version of every new
 store (spec §3.3)."""
 

@@ -101,7 +101,8 @@ class ObjectReader:
         self.kind = reader.kind
         self.n_objects = reader.check_object_count()
         reader.add_column(_LINK_COLUMN, f"{base}/{LINKS}/0")
-        reader.add_column(_OWNER_COLUMN, f"{base}/{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
+        if not reader.records:  # format 1.6 keeps the owners in the fragment records
+            reader.add_column(_OWNER_COLUMN, f"{base}/{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
         names = reader.children(f"{base}/{OBJECT_ATTRIBUTES}")
         self.object_attribute_names = [n for n in names if n != OBJECT_ID_ATTRIBUTE]
         self._has_external_ids = OBJECT_ID_ATTRIBUTE in names
@@ -417,7 +418,11 @@ class ObjectReader:
             for key, n, full in zip(keys, counts.tolist(), inside.tolist(), strict=True)
             if not full
         ]
-        owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
+        if reader.records:
+            owners = np.concatenate(reader.fragment_owners(chunks))
+            (positions,) = reader.read_many([(VERTICES, partial)])
+        else:
+            owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
         found = _owners(owners, ranges, inside, counts, positions, region)
         if not partial:
             return found, None

@@ -1,6 +1,7 @@
 """Fragment-index blobs of many chunks in shared shards (spec §6, §9.0.1), planned, decoded
 and turned into fragment ranges by a few array operations and kernel calls, not chunk by
-chunk in Python.
+chunk in Python; and the fragment records of format 1.6 (spec §6.9) turned into the same
+ranges and the fragments' owners (:func:`record_ranges`).
 
 A read by id meets tens of chunks; their blobs lie in a few shards whose indexes are cached.
 :func:`stored_spans` finds each chunk's stored blocks and byte span from the index entries,
@@ -12,15 +13,35 @@ decoders, which raise their precise errors.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
+from zarr_vectors.errors import CorruptChunkError, FragmentIndexError
 from zarr_vectors.format.fragment_counts import decode_counts_blobs
+from zarr_vectors.format.fragment_records import FRAGMENT_RECORD_MAGIC, decode_fragment_record
+from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
+from zarr_vectors.kernels.record_blobs import records_batch
 from zarr_vectors.store.shards import RowLayout
 
-__all__ = ["StoredSpans", "blob_ranges", "decode_blobs", "stored_spans"]
+__all__ = [
+    "FRAGMENT_OWNERS",
+    "RECORD_NAMES",
+    "StoredSpans",
+    "batch_record_ranges",
+    "blob_ranges",
+    "decode_blobs",
+    "record_ranges",
+    "stored_spans",
+]
+
+FRAGMENT_OWNERS = "(fragment owners)"
+"""The name a reader caches a chunk's fragment owners under (no array has it)."""
+RECORD_NAMES = (VERTEX_FRAGMENTS, LINK_FRAGMENTS, FRAGMENT_OWNERS)
+"""What a fragment record (format 1.6) holds, by the names a reader asks for."""
+_NO_ROWS = np.empty(0, np.int64)
 
 _MISSING = np.uint64(2**64 - 1)
 _LARGEST = np.uint64(2**62)  # offsets and sizes beyond this go the per-chunk way
@@ -139,3 +160,52 @@ def blob_ranges(
         ranges if ranges is not None else one(blobs[edges[j] : edges[j + 1]], keys[j])
         for j, ranges in enumerate(found)
     ]
+
+
+def record_ranges(blob: np.ndarray, where: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """What a chunk's fragment record (format 1.6, spec §6.9) stands for, by the name a
+    reader caches it under: the ``(starts, counts)`` of its vertex and link fragments and
+    the fragments' owners (``(owners, empty)`` under :data:`FRAGMENT_OWNERS`).
+
+    Raises
+    ------
+    CorruptChunkError
+        When the blob is not a valid record (``where``: its shard key). Its objects are
+        not checked against the level's object count here (the readers of objects do, as
+        for the owner column of format 1.5; the validator checks both).
+    """
+    try:
+        record = decode_fragment_record(blob)
+    except FragmentIndexError as exc:
+        raise CorruptChunkError(f"{where}: {exc}") from exc
+    return {
+        VERTEX_FRAGMENTS: record.vertex_ranges(),
+        LINK_FRAGMENTS: record.link_ranges(),
+        FRAGMENT_OWNERS: (record.fragment_objects(), _NO_ROWS),
+    }
+
+
+def batch_record_ranges(
+    blobs: np.ndarray, bounds: np.ndarray, keys: Sequence[str]
+) -> list[dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """:func:`record_ranges` of every record ``blobs[bounds[j]:bounds[j + 1]]``
+    (:func:`decode_blobs`), the well-formed ones decoded together by one kernel call
+    (:func:`~zarr_vectors.kernels.record_blobs.records_batch`), any other by the strict
+    decoder, which raises for it."""
+    edges = bounds.tolist()
+    vstarts, vcounts, lstarts, lcounts, owners, cut, ok = records_batch(
+        blobs, bounds[:-1], bounds[1:], FRAGMENT_RECORD_MAGIC
+    )
+    out = []
+    for j, (a, b) in enumerate(itertools.pairwise(cut.tolist())):
+        if not ok[j]:
+            out.append(record_ranges(blobs[edges[j] : edges[j + 1]], keys[j]))
+            continue
+        out.append(
+            {
+                VERTEX_FRAGMENTS: (vstarts[a:b], vcounts[a:b]),
+                LINK_FRAGMENTS: (lstarts[a:b], lcounts[a:b]),
+                FRAGMENT_OWNERS: (owners[a:b], _NO_ROWS),
+            }
+        )
+    return out

@@ -54,6 +54,7 @@ from zarr_vectors.format.names import (
     CROSS_CHUNK_LINK_ATTRIBUTES,
     CROSS_CHUNK_LINKS,
     FRAGMENT_ATTRIBUTES,
+    FRAGMENT_RECORDS,
     GROUPINGS,
     LINK_ATTRIBUTES,
     LINK_FRAGMENTS,
@@ -70,8 +71,15 @@ from zarr_vectors.format.nodes import node_problem, reserved_dtype_problem, vert
 from zarr_vectors.format.version import has_place_records
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read import row_reads
+from zarr_vectors.read.blob_batches import (
+    FRAGMENT_OWNERS,
+    RECORD_NAMES,
+    batch_record_ranges,
+    decode_blobs,
+    record_ranges,
+    stored_spans,
+)
 from zarr_vectors.read.blob_batches import blob_ranges as batch_blob_ranges
-from zarr_vectors.read.blob_batches import decode_blobs, stored_spans
 from zarr_vectors.read.point_reads import PointReads, RowRuns
 from zarr_vectors.read.read_checks import (
     RESTORE,
@@ -106,6 +114,7 @@ _OBJECT_ARRAYS = (
     f"{LINKS}/0",
     f"{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}",
     LINK_FRAGMENTS,
+    FRAGMENT_RECORDS,
     f"{OBJECT_INDEX}/data",
     f"{OBJECT_INDEX}/offsets",
     CROSS_CHUNK_LINKS,
@@ -251,6 +260,8 @@ class LevelReader:
         self._checked_blocks: set[tuple[str, tuple[int, ...]]] = set()  # shared with views
         self._checked_ranges: set[tuple[int, ...]] = set()  # (*chunk, rows): fragment_ranges
         self.points = PointReads(self)  # box reads of point clouds
+        self.records = self.kind != POINT_CLOUD and FRAGMENT_RECORDS in self.children(self.base)
+        """The level keeps its fragments in ``fragment_records`` (format 1.6, spec §6.9)."""
 
     # -- metadata documents -------------------------------------------------------------
     def _load_level_metadata(self) -> None:
@@ -647,7 +658,7 @@ class LevelReader:
             [k[1] for k in keys] if index_chunks is None else read_plans.chunk_keys(index_chunks)
         )
         missing = [k for k in dict.fromkeys(keys) if k not in self._ranges]
-        path = f"{self.base}/{name}"
+        path = f"{self.base}/{self._stored_blob(name)}"
         layout = self._blob_layout(path) if missing else None  # fail before fetching shards
         sharded = layout is not None and layout.chunks_per_shard > 1
         blob_requests: list[tuple[str, ByteRange]] = [
@@ -673,11 +684,33 @@ class LevelReader:
                 dense = decode_dense_blob_shards(layout, found, shard_keys, dense_fragments)
             for key, raw, ranges in zip(missing, found, dense, strict=True):
                 if ranges is None:
-                    ranges = self._decode_ranges(path, key[1], raw)
-                self._ranges[key] = ranges
+                    where = shard_key(path, np.asarray(key[1]), 0)
+                    self._keep(path, key[1], self._decode_chunk_blob(path, where, raw), where)
+                else:
+                    self._ranges[key] = ranges
         for k in dict.fromkeys(keys):  # most recently used last (see trim_ranges)
             self._ranges[k] = self._ranges.pop(k)
         return [self._ranges[k] for k in keys]
+
+    def fragment_owners(self, chunks: np.ndarray) -> list[np.ndarray]:
+        """The owner object of every fragment of each chunk, from the chunks' fragment
+        records (cached; only for a level with :attr:`records`)."""
+        return [owners for owners, _ in self.blob_ranges(FRAGMENT_OWNERS, chunks)]
+
+    def _stored_blob(self, name: str) -> str:
+        """The blob array holding what ``name`` asks for: ``fragment_records`` for the
+        vertex and link fragments and the owners of a level with records."""
+        return FRAGMENT_RECORDS if self.records and name in RECORD_NAMES else name
+
+    def _keep(self, path: str, chunk: tuple[int, ...], blob: np.ndarray, where: str) -> None:
+        """Cache what chunk ``chunk``'s decoded blob of the array at ``path`` holds
+        (``where``: its shard key, for errors)."""
+        name = path.rsplit("/", 1)[-1]
+        if name != FRAGMENT_RECORDS:
+            self._ranges[(name, chunk)] = _blob_ranges(blob, where)
+            return
+        for part, ranges in record_ranges(blob, where).items():
+            self._ranges[(part, chunk)] = ranges
 
     def cached_ranges(self, name: str, chunk: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """The fragment ranges of blob array ``name`` in ``chunk`` that :meth:`blob_ranges`
@@ -717,6 +750,11 @@ class LevelReader:
                 raise CorruptChunkError(f"{key}: shard disappeared while reading")
             payloads.append(raw)
         blobs, bounds = decode_blobs(layout, keys, entries, spans, payloads)
+        if name == FRAGMENT_RECORDS:
+            for chunk, parts in zip(chunks, batch_record_ranges(blobs, bounds, keys), strict=True):
+                for part, ranges in parts.items():
+                    self._ranges[(part, chunk)] = ranges
+            return
         found = batch_blob_ranges(blobs, bounds, keys, _blob_ranges)
         for chunk, ranges in zip(chunks, found, strict=True):
             self._ranges[(name, chunk)] = ranges
@@ -726,7 +764,6 @@ class LevelReader:
     ) -> None:
         """Fetch (one batch of byte ranges) and cache the blobs of chunks in shared shards,
         chunk by chunk (see :meth:`_fetch_sharded_ranges`)."""
-        name = path.rsplit("/", 1)[-1]
         requests: list[tuple[str, ByteRange]] = []
         found: list[tuple[str, list[list[int]], tuple[int, int]]] = []
         for chunk in chunks:
@@ -746,7 +783,7 @@ class LevelReader:
             payloads.append(raw)
         blobs = _decode_blobs(layout, found, payloads)
         for chunk, (key, _entries, _span), blob in zip(chunks, found, blobs, strict=True):
-            self._ranges[(name, chunk)] = _blob_ranges(blob, key)
+            self._keep(path, chunk, blob, key)
 
     def _get_grouped(self, requests: list[tuple[str, ByteRange]]) -> list[bytes | None]:
         """:meth:`StoreIO.get_many` of ``requests``, asked key by key: a shard of several
@@ -764,10 +801,7 @@ class LevelReader:
                 out[i] = part
         return out
 
-    def _decode_ranges(
-        self, path: str, chunk: tuple[int, ...], raw: bytes | None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        where = shard_key(path, np.asarray(chunk), 0)
+    def _decode_chunk_blob(self, path: str, where: str, raw: bytes | None) -> np.ndarray:
         if raw is None:
             raise CorruptChunkError(f"{where}: fragment index of an occupied chunk is missing")
         layout = self._blob_layout(path)
@@ -776,8 +810,8 @@ class LevelReader:
     @staticmethod
     def _decode_blob(
         layout: RowLayout, where: str, entries: ShardIndex, payload: bytes, base: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The fragment ranges of a chunk's blob, from its entries and its blocks' bytes."""
+    ) -> np.ndarray:
+        """A chunk's blob (stored blocks decoded), from its entries and its blocks' bytes."""
         index = np.asarray(entries, dtype=np.uint64).reshape(-1, 2)
         present = index[:, 0] != np.uint64(_MISSING)
         stored = int(np.count_nonzero(present))
@@ -788,7 +822,7 @@ class LevelReader:
         for b, (offset, nbytes) in enumerate(index[:stored].tolist()):
             raw = payload[offset - base : offset - base + nbytes]
             layout.decode_block_into(raw, b, where, blob[b * r : (b + 1) * r])
-        return _blob_ranges(blob, where)
+        return blob
 
     def _blob_layout(self, path: str) -> RowLayout:
         if path not in self._blob_layouts:

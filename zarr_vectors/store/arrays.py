@@ -21,6 +21,7 @@ from zarr.codecs import BloscCodec, Crc32cCodec
 from zarr.storage import StorePath
 
 from zarr_vectors.errors import CorruptChunkError, MetadataError
+from zarr_vectors.format.codecs import GLOBAL_LZ4_SHUFFLE, MANIFEST_ZSTD
 from zarr_vectors.format.names import CROSS_CHUNK_LINKS, OBJECT_INDEX
 from zarr_vectors.format.place import CHUNK_TABLE_KEY
 from zarr_vectors.store.io import StoreIO, access_errors, json_bytes, scratch_store
@@ -207,13 +208,10 @@ def global_array_metadata(
     )
 
 
-_GLOBAL_BLOSC = {"cname": "lz4", "clevel": 5, "shuffle": "shuffle"}
+_GLOBAL_BLOSC = GLOBAL_LZ4_SHUFFLE
 """Blosc settings of global arrays and ``vertex_counts``."""
-MANIFEST_BLOSC = {"cname": "zstd", "clevel": 1, "shuffle": "shuffle"}
-"""Blosc settings of ``object_index/*`` (spec §9.8): manifests are mostly zero bytes of
-chunk coordinates, which Zstandard packs to about a seventh (LZ4: a third). Level 1
-encodes about as fast as LZ4 level 5; Blosc's level 5 (Zstandard level 9) took 30 times
-as long for almost the same size."""
+MANIFEST_BLOSC = MANIFEST_ZSTD
+"""Blosc settings of ``object_index/*`` up to format 1.5 (spec §9.8, §9.0.4)."""
 _DIRECT_KINDS = "biuf"
 """Dtypes whose plain-array chunks are encoded here; zarr-python writes the others."""
 

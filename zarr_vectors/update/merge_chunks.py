@@ -22,7 +22,7 @@ from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.names import (
     FRAGMENT_ATTRIBUTES,
-    LINK_FRAGMENTS,
+    FRAGMENT_RECORDS,
     OBJECT_ID_ATTRIBUTE,
     VERTEX_FRAGMENTS,
 )
@@ -34,7 +34,7 @@ from zarr_vectors.update.merge_links import (
     read_family,
     rewrites_kept_links,
 )
-from zarr_vectors.update.merge_plan import MergePlan, link_blob, vertex_blob
+from zarr_vectors.update.merge_plan import MergePlan, link_blob, record_blob, vertex_blob
 from zarr_vectors.update.object_sources import BLOBS, FAMILIES, LINKS0, SourceArray
 from zarr_vectors.write import Batcher, ShardAssembler, shard_major_order, shards_of
 
@@ -58,7 +58,7 @@ class _Writer:
 
     def _keys(self, g: np.ndarray, arrays: dict[str, SourceArray]) -> dict[str, str]:
         keys = {p: _key(p, g, len(a.layout.row_shape)) for p, a in arrays.items()}
-        return keys | {name: _key(name, g, 0) for name in BLOBS}
+        return keys | {name: _key(name, g, 0) for name in self.plan.blobs}
 
     def _drop_moved(self, chunk: tuple[int, ...]) -> None:
         old = self._old_keys(chunk)
@@ -108,7 +108,6 @@ class _Writer:
         plan = self.plan
         holding = plan.holders[chunk]
         parts = [plan.ranges[(chunk, s)] for s in holding]
-        starts, counts, links = plan.chunk_ranges(chunk)
         values: dict[str, list[np.ndarray]] = {p: [] for p in plan.arrays}
         for s, part in zip(holding, parts, strict=True):
             sizes = {
@@ -130,16 +129,9 @@ class _Writer:
             )
             for path, array in plan.arrays.items()
         ]
-        columns.append(
-            (
-                VERTEX_FRAGMENTS,
-                plan.blobs[VERTEX_FRAGMENTS][0],
-                vertex_blob(starts, counts, plan.counts_form),
-            )
-        )
-        columns.append(
-            (LINK_FRAGMENTS, plan.blobs[LINK_FRAGMENTS][0], link_blob(links, plan.counts_form))
-        )
+        columns += [
+            (name, plan.blobs[name][0], blob) for name, blob in plan.chunk_blobs(chunk).items()
+        ]
         return columns
 
     def _transform(self, s: int, chunk: tuple[int, ...], path: str, rows: np.ndarray) -> np.ndarray:
@@ -171,7 +163,7 @@ class _Writer:
                 raise CorruptChunkError(f"{old[path]}: shard of an occupied chunk is missing")
             if shard:
                 items.append((new[path], shard))
-        for name in BLOBS:
+        for name in plan.blobs:
             items += self._kept_blob(chunk, name, old[name], new[name])
         self._drop_moved(chunk)
         self.target.set_many(items)
@@ -197,6 +189,10 @@ class _Writer:
                 raise CorruptChunkError(f"{old}: fragment index of an occupied chunk is missing")
             return [(new, was.reindex_shard(shard, now, old, new))] if shard else []
         g = self.plan.grid_index(chunk, base.grid).reshape(1, -1)
+        if name == FRAGMENT_RECORDS:
+            (_, counts), (_, links) = (base.reader.blob_ranges(n, g)[0] for n in BLOBS)
+            blob = record_blob(counts, links, base.reader.fragment_owners(g)[0])
+            return [(new, now.encode_shard(blob, new))]
         starts, counts = base.reader.blob_ranges(name, g)[0]
         form = self.plan.counts_form
         blob = (
@@ -276,7 +272,8 @@ def _drop_stale_shards(target: StoreIO, plan: MergePlan, writer: _Writer) -> Non
 
     old = shards(list(plan.index[0]), base.grid)
     kept = shards([c for c in plan.index[0] if not plan.merged(c)])
-    rows = {p: len(a.layout.row_shape) for p, a in base.arrays.items()} | dict.fromkeys(BLOBS, 0)
+    rows = {p: len(a.layout.row_shape) for p, a in base.arrays.items()}
+    rows |= dict.fromkeys(base.blobs, 0)
     stale = []
     for path, ndim in rows.items():
         assembler = writer.assemblers.get(path)

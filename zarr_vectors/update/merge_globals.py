@@ -11,14 +11,17 @@ from __future__ import annotations
 import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.codecs import global_blosc
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.format.names import (
     ATTRIBUTES,
     CROSS_CHUNK_LINK_ATTRIBUTES,
+    CROSS_CHUNK_LINKS,
     FRAGMENT_ATTRIBUTES,
     LINK_ATTRIBUTES,
     LINKS,
+    OBJECT_INDEX,
     VERTEX_COUNTS,
 )
 from zarr_vectors.store.arrays import (
@@ -56,7 +59,12 @@ def _write_metadata(io: StoreIO, plan: MergePlan) -> None:
     docs.append(
         (f"0/{VERTEX_COUNTS}/zarr.json", counts_array_metadata(shape, {"zv_array": VERTEX_COUNTS}))
     )
-    groups = [LINKS, FRAGMENT_ATTRIBUTES]
+    groups = [LINKS]
+    groups += (
+        [FRAGMENT_ATTRIBUTES]
+        if any(p.startswith(f"{FRAGMENT_ATTRIBUTES}/") for p in plan.arrays)
+        else []
+    )
     groups += [ATTRIBUTES] if any(p.startswith(f"{ATTRIBUTES}/") for p in plan.arrays) else []
     groups += (
         [LINK_ATTRIBUTES] if any(p.startswith(f"{LINK_ATTRIBUTES}/") for p in plan.arrays) else []
@@ -160,7 +168,9 @@ def _write_globals(
         np.concatenate([np.empty(0, np.int64), *fragment]),
     )
     n_objects = sum(s.n_objects for s in sources)
-    write_object_index(io, "0", refs, n_objects, ndim)
+    version = plan.root.version
+    index_blosc = global_blosc(version, kind, OBJECT_INDEX)
+    write_object_index(io, "0", refs, n_objects, ndim, blosc=index_blosc)
     cross, order = _merged_cross(plan)
     table = ObjectTable(
         kind=kind,
@@ -176,7 +186,8 @@ def _write_globals(
         groups=groups,
         root_extra={},
     )
-    write_object_columns(io, "0", table, cross)
+    cross_blosc = global_blosc(version, kind, CROSS_CHUNK_LINKS)
+    write_object_columns(io, "0", table, cross, cross_blosc=cross_blosc)
     if geometry_kind(kind).cross_chunk_links and sources[0].cross_columns:
         io.set(f"0/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
         for name in sources[0].cross_columns:

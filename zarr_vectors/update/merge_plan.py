@@ -18,14 +18,14 @@ from zarr_vectors.errors import CorruptChunkError, InvalidInputError
 from zarr_vectors.format.codecs import counts_blobs
 from zarr_vectors.format.commits import COMMIT_KEY
 from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
+from zarr_vectors.format.fragment_records import encode_fragment_record
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import RootMetadata
-from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
+from zarr_vectors.format.names import FRAGMENT_RECORDS, LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
 from zarr_vectors.format.version import is_plain_zarr
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.update.merge_links import link_dtype, rewrites_kept_links
 from zarr_vectors.update.object_sources import (
-    BLOBS,
     LINKS0,
     Source,
     SourceArray,
@@ -39,6 +39,7 @@ __all__ = [
     "for_chunk_writers",
     "link_blob",
     "plan_merge",
+    "record_blob",
     "set_link_dtype",
     "vertex_blob",
 ]
@@ -93,6 +94,29 @@ class MergePlan:
     totals: dict[tuple[int, ...], int]
     shard_chunks: tuple[int, ...] = ()  # spatial chunks per shard of the merged store
     rebuilt: frozenset[tuple[int, ...]] = frozenset()  # base-only chunks written again
+    owners: dict[tuple[tuple[int, ...], int], np.ndarray] = dataclasses.field(
+        default_factory=dict
+    )  # fragment records (format 1.6): the fragments' objects per (chunk, source)
+
+    @property
+    def records(self) -> bool:
+        """Whether the stores keep level 0's fragments in ``fragment_records`` (§6.9)."""
+        return FRAGMENT_RECORDS in self.sources[0].blobs
+
+    def chunk_owners(self, chunk: tuple[int, ...]) -> np.ndarray:
+        """The merged objects of a merged chunk's fragments (stores with records)."""
+        parts = [self.owners[(chunk, s)] + self.places[s].object_shift for s in self.holders[chunk]]
+        return np.concatenate([np.empty(0, np.int64), *parts]).astype(np.int64)
+
+    def chunk_blobs(self, chunk: tuple[int, ...]) -> dict[str, np.ndarray]:
+        """The blob of every blob array of a merged chunk."""
+        starts, counts, links = self.chunk_ranges(chunk)
+        if self.records:
+            return {FRAGMENT_RECORDS: record_blob(counts, links, self.chunk_owners(chunk))}
+        return {
+            VERTEX_FRAGMENTS: vertex_blob(starts, counts, self.counts_form),
+            LINK_FRAGMENTS: link_blob(links, self.counts_form),
+        }
 
     @property
     def n_max(self) -> int:
@@ -308,6 +332,21 @@ def _read_ranges(
     return out
 
 
+def _read_owners(
+    sources: list[Source], index: list[dict[Any, int]], wanted: list[list[tuple[int, ...]]]
+) -> dict[tuple[tuple[int, ...], int], np.ndarray]:
+    """The objects of the fragments of the wanted chunks, from their fragment records."""
+    out = {}
+    for s, chunks in enumerate(wanted):
+        source = sources[s]
+        grid_chunks = np.asarray(
+            [source.chunks[index[s][c]] - source.grid.origin for c in chunks], dtype=np.int64
+        ).reshape(-1, source.grid.ndim)
+        for c, owners in zip(chunks, source.reader.fragment_owners(grid_chunks), strict=True):
+            out[(c, s)] = owners
+    return out
+
+
 def flat(grid_chunks: np.ndarray, grid: ChunkGrid) -> np.ndarray:
     """C-order flat indices of grid indices ``(m, D)`` (spec §9.11).
 
@@ -366,22 +405,19 @@ def _final_arrays(plan: MergePlan, merged: list[tuple[int, ...]]) -> None:
     first = plan.sources[0]
     r = first.arrays[VERTICES].layout.rows_per_block
     longest = {"vertex": max(plan.totals.values(), default=0), "fragment": 0, "link": 0}
-    blob_bytes = {VERTEX_FRAGMENTS: 16, LINK_FRAGMENTS: 16}
-    form = plan.counts_form
+    blob_bytes = dict.fromkeys(first.blobs, 16)
     for chunk in merged:
-        starts, counts, links = plan.chunk_ranges(chunk)
+        _, counts, links = plan.chunk_ranges(chunk)
         longest["fragment"] = max(longest["fragment"], len(counts))
         longest["link"] = max(longest["link"], int(links.sum()))
-        blob_bytes[VERTEX_FRAGMENTS] = max(
-            blob_bytes[VERTEX_FRAGMENTS], len(vertex_blob(starts, counts, form))
-        )
-        blob_bytes[LINK_FRAGMENTS] = max(blob_bytes[LINK_FRAGMENTS], len(link_blob(links, form)))
+        for name, blob in plan.chunk_blobs(chunk).items():
+            blob_bytes[name] = max(blob_bytes[name], len(blob))
     n_max = {family: round_up(n, r) for family, n in longest.items()}
     blocks: dict[str, int] = {}  # a base keeps its blob blocks (when long enough)
     if plan.has_base:
         for array in first.arrays.values():
             n_max[array.family] = max(n_max[array.family], array.layout.n_max)
-        for name in BLOBS:
+        for name in first.blobs:
             blob_bytes[name] = max(blob_bytes[name], first.blobs[name][0].n_max)
             blocks[name] = first.blobs[name][0].rows_per_block
     shards = plan.shard_chunks
@@ -403,7 +439,7 @@ def _final_arrays(plan: MergePlan, merged: list[tuple[int, ...]]) -> None:
             ),
             first.blobs[name][1],
         )
-        for name in BLOBS
+        for name in first.blobs
     }
 
 
@@ -433,6 +469,20 @@ def vertex_blob(starts: np.ndarray, counts: np.ndarray, counts_form: bool = Fals
     """
     bounds = [0, len(starts)]
     return encode_ranges_ragged(starts, counts, bounds, counts_form=counts_form)[0].copy()
+
+
+def record_blob(
+    vertex_counts: np.ndarray, link_counts: np.ndarray, owners: np.ndarray
+) -> np.ndarray:
+    """The fragment record (spec §6.9) of a chunk's fragments.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bytes(record_blob(np.array([3, 2]), np.array([2, 1]), np.array([0, 4]))[:4])
+    b'RFVZ'
+    """
+    return np.frombuffer(encode_fragment_record(vertex_counts, link_counts, owners), np.uint8)
 
 
 def link_blob(counts: np.ndarray, counts_form: bool = False) -> np.ndarray:
@@ -541,6 +591,8 @@ def _size(plan: MergePlan, check_links: bool) -> None:
         for s in holders[c]:
             wanted[s].append(c)
     plan.ranges = _read_ranges(sources, plan.index, wanted)
+    if plan.records:
+        plan.owners = _read_owners(sources, plan.index, wanted)
     plan.places = _places(sources, plan.grid, plan.ranges)
     _final_arrays(plan, merged)
     _check_gid_space(plan.grid, plan.n_max)
@@ -556,7 +608,7 @@ def _rebuilt_chunks(plan: MergePlan) -> frozenset[tuple[int, ...]]:
     blobs = any(
         (plan.blobs[n][0].rows_per_block, plan.blobs[n][0].n_max)
         != (base.blobs[n][0].rows_per_block, base.blobs[n][0].n_max)
-        for n in BLOBS
+        for n in base.blobs
     )
     kept = [c for c in plan.index[0] if not plan.merged(c)]
     if moved or resized or blobs or rewrites_kept_links(plan):

@@ -38,6 +38,7 @@ from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import (
     CROSS_CHUNK_LINK_ATTRIBUTES,
     CROSS_CHUNK_LINKS,
+    FRAGMENT_RECORDS,
     OBJECT_ATTRIBUTES,
     OBJECT_ID_ATTRIBUTE,
     OBJECT_INDEX,
@@ -261,7 +262,8 @@ def whole_index_bytes(level: LevelReader) -> int:
     >>> whole_index_bytes(LevelReader(source.io, source.root, 0)) < 1000
     True
     """
-    blob = level.array_metadata(f"{level.base}/{VERTEX_FRAGMENTS}")["shape"][-1]
+    blobs = FRAGMENT_RECORDS if level.records else VERTEX_FRAGMENTS
+    blob = level.array_metadata(f"{level.base}/{blobs}")["shape"][-1]
     manifests = level.array_metadata(f"{level.base}/{OBJECT_INDEX}/data")["shape"][0]
     chunks, objects = level.meta.chunk_count or 0, level.meta.object_count or 0
     return int(chunks) * int(blob) + int(manifests) + 8 * int(objects) + _cross_link_bytes(level)
@@ -505,7 +507,7 @@ def build_object_levels(
     >>> build_object_levels(path, zv.Levels(count=2), progress=False)
     2
     >>> zv.open(path).metadata["zarr_vectors_version"]
-    '1.5'
+    '1.6'
     """
     if inputs.number(memory_budget, "memory_budget") < 1:
         raise InvalidInputError(

@@ -25,6 +25,7 @@ from zarr_vectors.format.names import (
     CROSS_CHUNK_LINK_ATTRIBUTES,
     CROSS_CHUNK_LINKS,
     FRAGMENT_ATTRIBUTES,
+    FRAGMENT_RECORDS,
     GROUPINGS,
     GROUPINGS_ATTRIBUTES,
     LINK_ATTRIBUTES,
@@ -45,6 +46,7 @@ from zarr_vectors.write import DEFAULT_COMPRESSION, Groups, WriteOptions
 
 __all__ = [
     "BLOBS",
+    "RECORD_BLOBS",
     "FAMILIES",
     "GLOBAL_PREFIXES",
     "LINKS0",
@@ -59,6 +61,9 @@ __all__ = [
 _INT32 = np.iinfo(np.int32)
 LINKS0 = f"{LINKS}/0"
 BLOBS = (VERTEX_FRAGMENTS, LINK_FRAGMENTS)
+"""The blob arrays of level 0 of a store of format 1.5 or older."""
+RECORD_BLOBS = (FRAGMENT_RECORDS,)
+"""The blob array of level 0 of an object store of format 1.6 (spec §6.9)."""
 GLOBAL_PREFIXES = (
     OBJECT_INDEX,
     OBJECT_ATTRIBUTES,
@@ -124,7 +129,7 @@ class Source:
     >>> zv.write_polylines(path, lines, chunk_shape=8.0)
     >>> source = open_source(path)
     >>> source.kind, source.n_objects, source.ids.tolist(), sorted(source.arrays)
-    ('polyline', 2, [0, 1], ['fragment_attributes/object_id', 'links/0', 'vertices'])
+    ('polyline', 2, [0, 1], ['links/0', 'vertices'])
     """
 
     io: StoreIO
@@ -270,7 +275,10 @@ def open_source(store: StoreLike | StoreIO, *, links: bool = True) -> Source:
         counts=counts,
         n_objects=n_objects,
         arrays=arrays,
-        blobs={name: _layout(io, f"0/{name}", ndim, reader.placed) for name in BLOBS},
+        blobs={
+            name: _layout(io, f"0/{name}", ndim, reader.placed)
+            for name in (RECORD_BLOBS if reader.records else BLOBS)
+        },
         ids=ids,
         object_columns=columns,
         groups=_groups(io, reader),
@@ -439,6 +447,11 @@ def check_fit(first: Source, other: Source) -> None:
         raise InvalidInputError(
             f"cannot merge a {other.grid.ndim}-D {other.kind} store into a "
             f"{first.grid.ndim}-D {first.kind} store"
+        )
+    if set(other.blobs) != set(first.blobs):
+        raise InvalidInputError(
+            f"cannot merge a store keeping its fragments in {sorted(other.blobs)} into one "
+            f"keeping them in {sorted(first.blobs)} (formats 1.6 and older, spec §6.9)"
         )
     if set(other.arrays) != set(first.arrays):
         raise InvalidInputError(

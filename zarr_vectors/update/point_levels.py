@@ -155,9 +155,9 @@ def build_levels(
     >>> zv.build_levels(path, zv.Levels(count=2, per_bin=8))
     2
     >>> zv.open(path).metadata["zarr_vectors_version"]
-    '1.5'
+    '1.6'
     >>> zv.build_levels(path, 0), zv.open(path).metadata["zarr_vectors_version"]
-    (0, '1.5')
+    (0, '1.6')
     """
     settings = point_level_settings(levels)
     existing = load_existing(store, with_levels=True)
@@ -450,7 +450,7 @@ def build_written_levels(
     ... )
     >>> root = build_written_levels(io, existing.root, level0, zv.Levels(count=2, per_bin=8))
     >>> [entry.level for entry in root.levels], root.version
-    ([1, 2], '1.5')
+    ([1, 2], '1.6')
     >>> commit_points(io, root, existing.grid, LevelStats(existing.vertex_count, 4, 0))
     >>> [(level.level, level.vertex_count) for level in zv.open(path).levels]
     [(0, 4000), (1, 128), (2, 32)]

@@ -53,10 +53,11 @@ __all__ = ["UPGRADE_VERSION", "UpgradeReport", "upgrade"]
 
 UPGRADE_VERSION = "1.3"
 """The version an upgrade reaches: the newest one that needs no data re-encoded. Format 1.4
-changed only the codecs this library chooses for object kinds (spec §9.0.4) and 1.5 only the
-form of their fragment blobs (counts form, spec §6.8); a 1.3 or 1.4 store is plain Zarr v3,
-read and appended to as it is, so neither is raised (1.4 to 1.5 would relabel the store
-without saving a byte: its range-form blobs are valid 1.5 blobs)."""
+changed only the codecs this library chooses for object kinds (spec §9.0.4), 1.5 only the
+form of their fragment blobs (counts form, spec §6.8) and 1.6 only the codecs of graphs and
+skeletons; a 1.3 to 1.5 store is plain Zarr v3, read and appended to as it is, so none is
+raised (1.4 to 1.5 would relabel the store without saving a byte: its range-form blobs are
+valid 1.5 blobs)."""
 
 
 @dataclass(frozen=True)
@@ -141,8 +142,8 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
     to
         The version to reach: None or :data:`UPGRADE_VERSION` (``"1.3"``), the newest
         version that needs no data re-encoded (1.4 changed only the codecs of new object
-        stores, spec §9.0.4, and 1.5 the form of their fragment blobs, §6.8: a 1.4 store
-        needs no upgrade).
+        stores, spec §9.0.4, 1.5 the form of their fragment blobs, §6.8, and 1.6 the codecs
+        of new graphs and skeletons: a 1.4 or 1.5 store needs no upgrade).
     dry_run
         Report what would change and write nothing.
 
@@ -173,7 +174,7 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "cloud.zarr"
     >>> zv.write_points(path, np.zeros((3, 2)), chunk_shape=4.0, progress=False)
     >>> print(zv.upgrade(path, dry_run=True))
-    format 1.5 is current: nothing to upgrade
+    format 1.6 is current: nothing to upgrade
     >>> zv.upgrade(path).changed
     False
     """

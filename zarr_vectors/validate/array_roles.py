@@ -14,6 +14,7 @@ from zarr_vectors.validate.arrays import BLOB_ROLES, PER_CHUNK_ROLES, ArrayDoc, 
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.names import (
     CROSS_CHUNK_LINKS,
+    FRAGMENT_RECORDS,
     GROUPINGS,
     LINK_FRAGMENTS,
     LINKS,
@@ -30,6 +31,7 @@ _I63 = 2**63 - 1
 _META_CHECK = {
     VERTEX_FRAGMENTS: "L2.blob_array_meta",
     LINK_FRAGMENTS: "L2.blob_array_meta",
+    FRAGMENT_RECORDS: "L2.blob_array_meta",
     VERTEX_COUNTS: "L2.vertex_counts_meta",
     "attribute": "L2.attribute_meta",
     "fragment_attribute": "L2.fragment_attribute_meta",

@@ -17,6 +17,7 @@ from zarr_vectors.validate.names import (
     ATTRIBUTES,
     CROSS_CHUNK_LINKS,
     FRAGMENT_ATTRIBUTES,
+    FRAGMENT_RECORDS,
     GROUPINGS,
     GROUPINGS_ATTRIBUTES,
     LINK_ATTRIBUTES,
@@ -63,6 +64,7 @@ _TAGS: dict[str, tuple[str, tuple[str, ...]]] = {
     "fragment_attribute": ("fragment_attribute", ("name",)),
     LINKS: ("links", ("link_width", "level_delta")),
     LINK_FRAGMENTS: ("link_fragments", ("encoding",)),
+    FRAGMENT_RECORDS: ("fragment_records", ("encoding",)),
     OBJECT_INDEX: ("object_index", ("num_objects", "sid_ndim")),
     "object_index_data": ("object_index_data", ()),
     "object_index_offsets": ("object_index_offsets", ()),
@@ -74,9 +76,18 @@ _TAGS: dict[str, tuple[str, tuple[str, ...]]] = {
 """Role → (``zv_array`` value, extra keys the attributes must carry) (spec §9)."""
 
 PER_CHUNK_ROLES = frozenset(
-    {VERTICES, VERTEX_FRAGMENTS, "attribute", "fragment_attribute", LINKS, LINK_FRAGMENTS}
+    {
+        VERTICES,
+        VERTEX_FRAGMENTS,
+        "attribute",
+        "fragment_attribute",
+        LINKS,
+        LINK_FRAGMENTS,
+        FRAGMENT_RECORDS,
+    }
 )
-BLOB_ROLES = frozenset({VERTEX_FRAGMENTS, LINK_FRAGMENTS})
+BLOB_ROLES = frozenset({VERTEX_FRAGMENTS, LINK_FRAGMENTS, FRAGMENT_RECORDS})
+_ENCODINGS = {FRAGMENT_RECORDS: "fragment_record_v1"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +149,7 @@ def level_arrays(ctx: Context, level: int) -> list[ArrayDoc]:
         (f"{base}/{VERTEX_COUNTS}", VERTEX_COUNTS),
         (f"{base}/{LINKS}/0", LINKS),
         (f"{base}/{LINK_FRAGMENTS}", LINK_FRAGMENTS),
+        (f"{base}/{FRAGMENT_RECORDS}", FRAGMENT_RECORDS),
         (f"{base}/{OBJECT_INDEX}/data", "object_index_data"),
         (f"{base}/{OBJECT_INDEX}/offsets", "object_index_offsets"),
         (f"{base}/{GROUPINGS}", GROUPINGS),
@@ -188,6 +200,7 @@ def tag_problem(role: str, name: str, attrs: dict[str, Any]) -> str:
         return f"missing {', '.join(missing)}"
     if "name" in extra and attrs["name"] != name:
         return f"name must be the node name {name!r}, got {attrs['name']!r}"
-    if "encoding" in extra and attrs["encoding"] != "fragment_index_v1":
-        return f"encoding must be 'fragment_index_v1', got {attrs['encoding']!r}"
+    encoding = _ENCODINGS.get(role, "fragment_index_v1")
+    if "encoding" in extra and attrs["encoding"] != encoding:
+        return f"encoding must be {encoding!r}, got {attrs['encoding']!r}"
     return ""

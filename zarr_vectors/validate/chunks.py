@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE
 from zarr_vectors.kernels import bin_coords, chunk_coords, segment_bounds
 from zarr_vectors.validate.blobs import Blob, BlobError, blob_size, checked_blob
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.grid import grid_label
-from zarr_vectors.validate.names import POINT_CLOUD, VERTEX_COUNTS
+from zarr_vectors.validate.names import FRAGMENT_RECORDS, POINT_CLOUD, VERTEX_COUNTS
+from zarr_vectors.validate.records import CheckedRecord, checked_record, record_size
 from zarr_vectors.validate.shard_check import (
     ArraySpec,
     blob_blocks_present,
@@ -46,16 +48,21 @@ class CheckedChunk:
     Attributes
     ----------
     blob
-        The parsed ``vertex_fragments`` blob, or None when unusable.
+        The parsed ``vertex_fragments`` blob (or the vertex fragments of the chunk's
+        fragment record, format 1.6), or None when unusable.
     rows
         The vertex rows ``[0, n)``, or None when unusable.
     fragment_rows
-        Rows ``[0, F)`` of each readable fragment attribute, by name.
+        Rows ``[0, F)`` of each readable fragment attribute, by name (the record's owners
+        as ``object_id``).
+    links
+        The link fragments of the chunk's fragment record (format 1.6), else None.
     """
 
     blob: Blob | None
     rows: np.ndarray | None
     fragment_rows: dict[str, np.ndarray]
+    links: Blob | None = None
 
 
 @dataclass(slots=True)
@@ -119,6 +126,8 @@ class ChunkChecker:
                 "the store with this library to add them"
             )
         ctx.mark(*_FRAG_IDS, "L3.frag_bounds", "L3.counts_match_fragments")
+        if self.arrays.fragments.role == FRAGMENT_RECORDS:
+            ctx.mark("L3.frag_record")
         ctx.mark("L3.vertices_finite", "L3.vertex_in_chunk")
         if self.level == 0:
             ctx.mark("L3.frag_tiling", "L3.vertex_in_bin")
@@ -129,7 +138,12 @@ class ChunkChecker:
 
     def check(self, g: tuple[int, ...], n: int, shards: Shards) -> CheckedChunk:
         """Run every per-chunk check on chunk ``g`` holding ``n`` rows; return what was read."""
-        blob = self._blob(g, n, shards.get(self.arrays.fragments.path))
+        record = None
+        if self.arrays.fragments.role == FRAGMENT_RECORDS:
+            record = self._record(g, n, shards.get(self.arrays.fragments.path))
+            blob = None if record is None else record.vertices
+        else:
+            blob = self._blob(g, n, shards.get(self.arrays.fragments.path))
         rows = self._vertices(g, n, shards.get(self.arrays.vertices.path), blob)
         for spec in self.arrays.attributes:
             self._attribute(g, n, spec, shards.get(spec.path))
@@ -140,7 +154,10 @@ class ChunkChecker:
                 got = read_rows(self.ctx, spec, g, shard, blob.n_fragments)
                 if got is not None:
                     fragment_rows[spec.path.rsplit("/", 1)[-1]] = got
-        return CheckedChunk(blob, rows, fragment_rows)
+        if record is None:
+            return CheckedChunk(blob, rows, fragment_rows)
+        fragment_rows[OBJECT_ID_ATTRIBUTE] = record.owners
+        return CheckedChunk(blob, rows, fragment_rows, record.links)
 
     # -- fragment index ------------------------------------------------------------------
     def _blob(self, g: tuple[int, ...], n: int, shard: bytes | None) -> Blob | None:
@@ -162,6 +179,27 @@ class ChunkChecker:
         self.max_fragments = max(self.max_fragments, blob.n_fragments)
         self._blob_context(g, n, blob)
         return blob
+
+    def _record(self, g: tuple[int, ...], n: int, shard: bytes | None) -> CheckedRecord | None:
+        """The chunk's fragment record (format 1.6, spec §6.9), checked as a blob is."""
+        spec, ctx = self.arrays.fragments, self.ctx
+        if shard is None:
+            self._unreadable(spec, g)
+            return None
+        got = read_blob_payload(ctx, spec, g, shard)
+        if got is None:
+            return None
+        payload, present = got
+        if not blob_blocks_present(ctx, spec, g, present, record_size(payload)):
+            return None
+        try:
+            record = checked_record(payload)
+        except BlobError as exc:
+            ctx.fail(exc.check_id, spec.key(g), exc.message)
+            return None
+        self.max_fragments = max(self.max_fragments, record.vertices.n_fragments)
+        self._blob_context(g, n, record.vertices)
+        return record
 
     def _blob_context(self, g: tuple[int, ...], n: int, blob: Blob) -> None:
         ctx, key = self.ctx, self.arrays.fragments.key(g)

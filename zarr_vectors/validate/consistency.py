@@ -19,6 +19,7 @@ from zarr_vectors.validate.counts import parse_shard_key, read_nonzero_counts
 from zarr_vectors.validate.grid import grid_label
 from zarr_vectors.validate.link_checks import run_link_checks
 from zarr_vectors.validate.names import (
+    FRAGMENT_RECORDS,
     LINK_FRAGMENTS,
     LINKS,
     OBJECT_KINDS,
@@ -39,7 +40,9 @@ __all__ = ["run", "sample_positions"]
 
 BATCH_CHUNKS = 16
 """Chunks whose shards are fetched in one concurrent batch."""
-_READ_ROLES = frozenset({VERTICES, VERTEX_FRAGMENTS, "attribute", "fragment_attribute"})
+_READ_ROLES = frozenset(
+    {VERTICES, VERTEX_FRAGMENTS, FRAGMENT_RECORDS, "attribute", "fragment_attribute"}
+)
 """Arrays whose shards L3 reads (object kinds: also ``links/0`` and ``link_fragments``)."""
 _LINK_ROLES = frozenset({LINKS, LINK_FRAGMENTS, "link_attribute"})
 
@@ -98,11 +101,12 @@ class _Level:
 
     def _arrays(self) -> LevelArrays | None:
         by_role = {s.role: s for s in self.specs.values()}
-        if VERTICES not in by_role or VERTEX_FRAGMENTS not in by_role:
+        fragments = by_role.get(VERTEX_FRAGMENTS) or by_role.get(FRAGMENT_RECORDS)
+        if VERTICES not in by_role or fragments is None:
             return None
         return LevelArrays(
             by_role[VERTICES],
-            by_role[VERTEX_FRAGMENTS],
+            fragments,
             [s for s in self.specs.values() if s.role == "attribute"],
             [s for s in self.specs.values() if s.role == "fragment_attribute"],
         )

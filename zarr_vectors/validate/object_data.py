@@ -119,7 +119,10 @@ class ObjectLevel:
         data.owner_column = checked.fragment_rows.get(OBJECT_ID_ATTRIBUTE)
         if geometry_kind(self.kind).faces:
             data.positions = checked.rows
-        self._link_blob(g, blob, data, shards)
+        if checked.links is not None:  # format 1.6: the record holds the link fragments
+            self._link_fragments(g, checked.links, data, shards)
+        else:
+            self._link_blob(g, blob, data, shards)
         self.chunks[g] = data
 
     # -- link fragments and links ---------------------------------------------------------
@@ -144,14 +147,21 @@ class ObjectLevel:
                 f"{vertex_blob.n_fragments} vertex fragments",
             )
             return
-        e_g = blob.extent
-        if self.level == 0 and not blob.tiles(e_g):
-            self.ctx.fail("L3.frag_tiling", key, f"link fragments do not tile rows [0, {e_g})")
+        if self.level == 0 and not blob.tiles(blob.extent):
+            self.ctx.fail(
+                "L3.frag_tiling", key, f"link fragments do not tile rows [0, {blob.extent})"
+            )
             return
+        self._link_fragments(g, blob, data, shards)
+
+    def _link_fragments(
+        self, g: Chunk, blob: Blob, data: ChunkObjects, shards: dict[str, bytes | None]
+    ) -> None:
+        """Keep a chunk's link fragments and check its ``links/0`` rows."""
         if not blob.all_ranges:
             return
         data.link_starts, data.link_counts = blob.starts, blob.counts
-        self._link_rows(g, e_g, data, shards)
+        self._link_rows(g, blob.extent, data, shards)
 
     def _parse_blob(self, spec: ArraySpec, g: Chunk, shard: bytes) -> Blob | None:
         got = read_blob_payload(self.ctx, spec, g, shard)

@@ -8,9 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from zarr_vectors.errors import MetadataError
+from zarr_vectors.format.codecs import FRAGMENT_RECORDS_VERSION
 from zarr_vectors.format.jsonutil import is_int, is_number, pointer
 from zarr_vectors.format.kinds import KINDS, GeometryKind, geometry_kind
-from zarr_vectors.format.version import FOREIGN_ROOT_KEY, foreign_layout, is_plain_zarr
+from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE
+from zarr_vectors.format.version import (
+    FOREIGN_ROOT_KEY,
+    foreign_layout,
+    is_plain_zarr,
+    parse_version,
+)
 from zarr_vectors.store.commit import leftovers
 from zarr_vectors.store.destination import normalized_destination
 from zarr_vectors.store.io import StoreLike, local_destination, local_root
@@ -22,6 +29,7 @@ from zarr_vectors.validate.names import (
     ATTRIBUTES,
     CROSS_CHUNK_LINKS,
     FRAGMENT_ATTRIBUTES,
+    FRAGMENT_RECORDS,
     GEOMETRY_TYPES,
     GROUPINGS,
     GROUPINGS_ATTRIBUTES,
@@ -51,6 +59,7 @@ REQUIRED_ROOT_KEYS = (
     "chunk_grid_origin",
     "multiscales",
 )
+_RECORDS_VERSION = parse_version(FRAGMENT_RECORDS_VERSION)
 _ROOT_FILES = frozenset({"zarr.json", ".zattrs", "metadata.json"})
 _REQUIRED_ARRAYS = (
     (VERTICES, "L1.vertices_array"),
@@ -311,8 +320,11 @@ def _level(ctx: Context, base: str) -> None:
         zattrs = ctx.doc(f"{base}/.zattrs")
         if zattrs.obj() is None:
             ctx.fail("L1.level_zattrs", f"{base}/.zattrs", f"{base}/.zattrs {zattrs.describe()}")
+    records = _records_level(ctx, base)
     for name, check_id in _REQUIRED_ARRAYS:
-        _require_array(ctx, f"{base}/{name}", check_id)
+        if not (records and name == VERTEX_FRAGMENTS):
+            _require_array(ctx, f"{base}/{name}", check_id)
+    _fragment_records(ctx, base, records)
     _family(ctx, f"{base}/{ATTRIBUTES}", "L1.attributes_group")
     _family(ctx, f"{base}/{FRAGMENT_ATTRIBUTES}", "L1.fragment_attributes_group")
     kind = ctx.facts.kind
@@ -347,9 +359,47 @@ def _family(ctx: Context, path: str, check_id: str) -> None:
             ctx.fail(check_id, f"{path}/{name}", f"{path}/{name} must be an array: {child.why}")
 
 
+def _records_level(ctx: Context, base: str) -> bool:
+    """Whether level ``base`` keeps its fragments in ``fragment_records`` (level 0 of an
+    object kind from format 1.6, spec §6.9; by the node itself when the version is unknown)."""
+    if base != "0" or ctx.facts.kind not in OBJECT_KINDS:
+        return False
+    version = ctx.facts.version
+    if version is None:
+        return ctx.node(f"{base}/{FRAGMENT_RECORDS}").exists
+    return version >= _RECORDS_VERSION
+
+
+def _fragment_records(ctx: Context, base: str, records: bool) -> None:
+    """L1.fragment_records: the record array where it belongs, and never beside the arrays
+    it replaces (spec §6.9, §9.7.1)."""
+    ctx.mark("L1.fragment_records")
+    path = f"{base}/{FRAGMENT_RECORDS}"
+    if not records:
+        if ctx.node(path).exists:
+            ctx.fail(
+                "L1.fragment_records",
+                path,
+                f"{path} exists, but only level 0 of an object kind of format 1.6 or later "
+                "keeps its fragments in fragment_records",
+            )
+        return
+    _require_array(ctx, path, "L1.fragment_records")
+    for name in (VERTEX_FRAGMENTS, LINK_FRAGMENTS, f"{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}"):
+        if ctx.node(f"{base}/{name}").exists:
+            ctx.fail(
+                "L1.fragment_records",
+                f"{base}/{name}",
+                f"{base}/{name} exists beside {path}, which replaces it (format 1.6)",
+            )
+
+
 def _object_nodes(ctx: Context, base: str, kind: str) -> None:
     ctx.mark("L1.object_nodes_required", "L1.links_children")
+    records = _records_level(ctx, base)
     for name, node_type in _OBJECT_NODES:
+        if records and name == LINK_FRAGMENTS:
+            continue
         node = ctx.node(f"{base}/{name}")
         if node.node_type != node_type:
             why = node.why or f"it is a {node.node_type}"

@@ -35,11 +35,13 @@ from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.manifest import encode_object_index_bulk
 from zarr_vectors.format.names import (
     CROSS_CHUNK_LINK_ATTRIBUTES,
+    CROSS_CHUNK_LINKS,
     FRAGMENT_ATTRIBUTES,
     LINK_ATTRIBUTES,
     LINK_FRAGMENTS,
     LINKS,
     OBJECT_ID_ATTRIBUTE,
+    OBJECT_INDEX,
 )
 from zarr_vectors.store.arrays import group_metadata
 from zarr_vectors.store.io import StoreIO
@@ -572,7 +574,7 @@ class LevelSpill:
             io, base, (flats, chunks), (n_max, int(totals[:, 2].max(initial=0))), options
         )
         self._write_fragment_columns(io, base, (flats, chunks), objects, options)
-        self._write_globals(io, base, objects, n_max)
+        self._write_globals(io, base, objects, n_max, options)
         for files in [self.files, *self.index_files, *(p.files for p in self.pieces)]:
             for file in files.values():
                 file.close()
@@ -711,16 +713,21 @@ class LevelSpill:
                 shard_chunks=options.shard_shape(self.grid.ndim),
             )
 
-    def _write_globals(self, io: StoreIO, base: str, objects: ObjectTable, n_max: int) -> None:
+    def _write_globals(
+        self, io: StoreIO, base: str, objects: ObjectTable, n_max: int, options: WriteOptions
+    ) -> None:
         """The object index, object columns, groups and cross-chunk links (with columns),
         each global array written chunk by chunk from the spill files."""
         n_objects = sum(int(counts.shape[0]) for counts in self.counts)
-        write_encoded_object_index(io, base, self._index(), n_objects, self.grid.ndim)
+        index, ndim = self._index(), self.grid.ndim
+        blosc = options.global_blosc(OBJECT_INDEX)
+        write_encoded_object_index(io, base, index, n_objects, ndim, blosc=blosc)
         kind = geometry_kind(self.kind)
         cross: np.ndarray | _File = np.empty((0, 2), np.int64)
         if kind.cross_chunk_links:
             cross = self._sorted_cross(n_max)
-        write_object_columns(io, base, objects, cross)
+        cross_blosc = options.global_blosc(CROSS_CHUNK_LINKS)
+        write_object_columns(io, base, objects, cross, cross_blosc=cross_blosc)
         if not kind.cross_chunk_links or not objects.link_attributes:
             return
         for name, values in objects.link_attributes.items():

@@ -18,6 +18,7 @@ import numpy as np
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
+from zarr_vectors.format.fragment_records import encode_records_ragged
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.kernels.object_runs import (
@@ -89,6 +90,14 @@ class Runs:
         place = self.place
         return encode_ranges_ragged(
             place.fragment_row, place.fragment_length, place.run_offsets, counts_form=counts_form
+        )
+
+    def records(self, links: Links) -> list[np.ndarray]:
+        """The fragment record of every chunk (spec §6.9): each fragment's vertex and
+        link counts and its object."""
+        place = self.place
+        return encode_records_ragged(
+            place.fragment_length, links.fragment_counts, place.fragment_object, place.run_offsets
         )
 
     def vertex_places(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -27,6 +27,7 @@ from zarr_vectors.format.names import (
     CROSS_CHUNK_LINK_ATTRIBUTES,
     CROSS_CHUNK_LINKS,
     FRAGMENT_ATTRIBUTES,
+    FRAGMENT_RECORDS,
     GROUPINGS,
     GROUPINGS_ATTRIBUTES,
     LINK_ATTRIBUTES,
@@ -59,6 +60,7 @@ from zarr_vectors.write._object_runs import (
 from zarr_vectors.write._pipeline import (
     Batcher,
     LevelStats,
+    blob_array_of,
     blob_layout,
     commit_root,
     name_new_arrays,
@@ -173,7 +175,10 @@ def _write_links(
     width: int,
     options: WriteOptions,
     batcher: Batcher,
+    *,
+    blobs: bool = True,
 ) -> None:
+    """``links/0`` and, with ``blobs`` (no fragment records), ``link_fragments``."""
     layout = _links_layout(width, links, options)
     batcher.add(f"{base}/{LINKS}/zarr.json", group_metadata({}))
     write_chunk_array(
@@ -187,14 +192,16 @@ def _write_links(
         shard_chunks=options.shard_shape(grid.ndim),
         batcher=batcher,
     )
-    blobs = links.blobs(runs.run_offsets, options.counts_blobs())
+    if not blobs:
+        return
+    link_blobs = links.blobs(runs.run_offsets, options.counts_blobs())
     write_chunk_array(
         io,
         f"{base}/{LINK_FRAGMENTS}",
         grid,
         runs.chunk_grid,
-        blobs,
-        blob_layout(max((b.shape[0] for b in blobs), default=16), None, options.blob_blosc()),
+        link_blobs,
+        blob_layout(max((b.shape[0] for b in link_blobs), default=16), None, options.blob_blosc()),
         {"zv_array": LINK_FRAGMENTS, "encoding": "fragment_index_v1"},
         shard_chunks=options.shard_shape(grid.ndim),
         batcher=batcher,
@@ -258,12 +265,16 @@ def _write_fragment_columns(
     table: ObjectTable,
     options: WriteOptions,
     batcher: Batcher,
+    *,
+    owner_column: bool = True,
 ) -> None:
-    """The reserved owner column and the opt-in object columns per fragment (spec §9.5)."""
+    """The reserved owner column (unless the fragment records hold the owners) and the
+    opt-in object columns per fragment (spec §9.5)."""
     owners = runs.place.fragment_object
-    columns = {OBJECT_ID_ATTRIBUTE: owners} | {
-        name: table.object_attributes[name][owners] for name in options.fragment_attributes
-    }
+    columns = {OBJECT_ID_ATTRIBUTE: owners} if owner_column else {}
+    columns |= {name: table.object_attributes[name][owners] for name in options.fragment_attributes}
+    if not columns:
+        return
     bounds = runs.run_offsets
     longest = int(np.diff(bounds).max(initial=0))
     r = options.block_rows
@@ -347,13 +358,18 @@ def write_global(
 
 
 def _write_object_index(
-    base: str, table: ObjectTable, runs: Runs, ndim: int, batcher: Batcher
+    base: str,
+    table: ObjectTable,
+    runs: Runs,
+    ndim: int,
+    batcher: Batcher,
+    blosc: dict[str, Any],
 ) -> None:
     """Encode ``object_index`` (references and chunks) in a worker thread while the level's
     other arrays are prepared, and give its files to ``batcher``. The chunk of every
     reference is looked up there too."""
     refs = (runs.run_object, runs.run_chunk, runs.run_fragment)
-    files = partial(_object_index_files, base, refs, runs.chunk_grid, table.n_objects)
+    files = partial(_object_index_files, base, refs, runs.chunk_grid, table.n_objects, blosc)
     batcher.add_files(files, sum(ref.nbytes for ref in refs) + refs[1].nbytes * ndim)
 
 
@@ -369,6 +385,7 @@ def _object_index_files(
     refs: tuple[np.ndarray, np.ndarray, np.ndarray],
     chunk_grid: np.ndarray,
     n_objects: int,
+    blosc: dict[str, Any],
 ) -> list[tuple[str, bytes]]:
     """The files :func:`write_object_index` writes for ``refs`` ``(object, chunk rank,
     fragment)``, the ranks indexing ``chunk_grid`` (``(k, D)``), computed only (no store is
@@ -381,7 +398,7 @@ def _object_index_files(
     for (name, tag, rows), data in zip(_OBJECT_INDEX_ARRAYS, encoded, strict=True):
         chunks = _global_chunks(data, rows)
         files += encode_global_array(
-            f"{path}/{name}", data, chunks, 0, tag, compressed=True, blosc=MANIFEST_BLOSC
+            f"{path}/{name}", data, chunks, 0, tag, compressed=True, blosc=blosc
         )
     return files
 
@@ -397,14 +414,17 @@ def write_object_index(
     refs: tuple[np.ndarray, np.ndarray, np.ndarray],
     n_objects: int,
     ndim: int,
+    *,
+    blosc: dict[str, Any] = MANIFEST_BLOSC,
 ) -> None:
-    """Write ``object_index`` from ``(object, chunk grid index, fragment)`` references (§7).
+    """Write ``object_index`` from ``(object, chunk grid index, fragment)`` references (§7),
+    its arrays with the Blosc settings ``blosc`` (by default those of format 1.5).
 
     References are sorted by object, in traversal order (see
     :func:`~zarr_vectors.format.manifest.encode_object_index_bulk`).
     """
     encoded = encode_object_index_bulk(refs[0], refs[1], refs[2], n_objects)
-    write_encoded_object_index(io, base, encoded, n_objects, ndim)
+    write_encoded_object_index(io, base, encoded, n_objects, ndim, blosc=blosc)
 
 
 def write_encoded_object_index(
@@ -413,6 +433,8 @@ def write_encoded_object_index(
     encoded: tuple[np.ndarray | RowSource, np.ndarray | RowSource],
     n_objects: int,
     ndim: int,
+    *,
+    blosc: dict[str, Any] = MANIFEST_BLOSC,
 ) -> None:
     """Write ``object_index`` from its encoded ``(data, offsets)`` (spec §7.4), as
     :func:`write_object_index` does; each held whole or in a spill file
@@ -420,7 +442,7 @@ def write_encoded_object_index(
     path = f"{base}/{OBJECT_INDEX}"
     io.set(f"{path}/zarr.json", _object_index_group(n_objects, ndim))
     for (name, tag, rows), data in zip(_OBJECT_INDEX_ARRAYS, encoded, strict=True):
-        _write_global(io, f"{path}/{name}", data, 0, tag, rows=rows, blosc=MANIFEST_BLOSC)
+        _write_global(io, f"{path}/{name}", data, 0, tag, rows=rows, blosc=blosc)
 
 
 def write_object_columns(
@@ -430,12 +452,14 @@ def write_object_columns(
     cross: np.ndarray | RowSource,
     *,
     batcher: Batcher | None = None,
+    cross_blosc: dict[str, Any] | None = None,
 ) -> None:
     """Write the per-object columns, ``cross_chunk_links`` and the groups (§9.9-9.11).
 
-    Only ``kind``, ``object_attributes``, ``object_ids`` and ``groups`` of ``table`` are used.
-    With a ``batcher``, the documents and the arrays it can encode are written by it (the
-    caller flushes it).
+    Only ``kind``, ``object_attributes``, ``object_ids`` and ``groups`` of ``table`` are used;
+    ``cross_chunk_links`` is written with the Blosc settings ``cross_blosc`` (None: those
+    of the other global arrays). With a ``batcher``, the documents and the arrays it can
+    encode are written by it (the caller flushes it).
     """
     columns = dict(table.object_attributes)
     if table.object_ids is not None:
@@ -453,6 +477,7 @@ def write_object_columns(
             -1,
             {"zv_array": CROSS_CHUNK_LINKS, "num_links": _rows(cross), "level_delta": 0},
             batcher=batcher,
+            blosc=cross_blosc,
         )
     if table.groups is not None and table.groups.members:
         _write_groups(io, base, table.groups)
@@ -586,23 +611,26 @@ def write_object_level(
     runs, links = cut
     ndim = table.positions.shape[1]
     base = str(number)
+    records = blob_array_of(number, options) == FRAGMENT_RECORDS
     batcher = Batcher(io)  # every per-chunk array's shards, encoded while the next is prepared
-    _write_object_index(base, table, runs, ndim, batcher)  # first: the longest to encode
+    index_blosc = options.global_blosc(OBJECT_INDEX)
+    _write_object_index(base, table, runs, ndim, batcher, index_blosc)  # the longest: first
     stats = write_level_vertices(
         io,
         number,
         grid,
         runs.rows,
         (table.positions, table.vertex_attributes),
-        runs.vertex_blobs(options.counts_blobs()),
+        runs.records(links) if records else runs.vertex_blobs(options.counts_blobs()),
         options,
         report,
         batcher,
     )
     width = geometry_kind(table.kind).link_width
-    _write_links(io, base, grid, runs, links, width, options, batcher)
+    _write_links(io, base, grid, runs, links, width, options, batcher, blobs=not records)
     _write_link_attributes(io, base, grid, runs, links, table, options, batcher)
-    _write_fragment_columns(io, base, grid, runs, table, options, batcher)
-    write_object_columns(io, base, table, links.cross, batcher=batcher)
+    _write_fragment_columns(io, base, grid, runs, table, options, batcher, owner_column=not records)
+    cross_blosc = options.global_blosc(CROSS_CHUNK_LINKS)
+    write_object_columns(io, base, table, links.cross, batcher=batcher, cross_blosc=cross_blosc)
     batcher.flush()
     return stats

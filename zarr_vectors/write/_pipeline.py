@@ -24,6 +24,7 @@ from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import (
     ATTRIBUTES,
+    FRAGMENT_RECORDS,
     VERTEX_COUNTS,
     VERTEX_FRAGMENTS,
     VERTICES,
@@ -60,7 +61,9 @@ __all__ = [
     "SortedPoints",
     "assign",
     "bin_sorted_chunk",
+    "blob_array_of",
     "blob_layout",
+    "blob_tag",
     "column_shapes",
     "commit_root",
     "name_new_arrays",
@@ -372,6 +375,7 @@ class LevelWriter:
         self.shard_chunks = options.shard_shape(grid.ndim)
         self.placed = placed
         self.blob_blosc = options.blob_blosc()
+        self.blob_array = blob_array_of(level, options)
         self.blob_layout = (
             None if blobs is None else replace(blobs, shard_chunks=self.shard_chunks, placed=placed)
         )
@@ -380,7 +384,7 @@ class LevelWriter:
         self.batcher = Batcher(io) if batcher is None else batcher
         self.assemblers = [ShardAssembler(self.batcher, c.path, c.layout) for c in self.specs]
         if self.blob_layout is not None:
-            path = f"{self.base}/{VERTEX_FRAGMENTS}"
+            path = f"{self.base}/{self.blob_array}"
             self.assemblers.append(ShardAssembler(self.batcher, path, self.blob_layout))
         self.chunks: list[np.ndarray] = []
         self.counts: list[int] = []
@@ -416,7 +420,8 @@ class LevelWriter:
             One array per column (positions first, then the attributes in order), all of
             the chunk's ``n > 0`` rows.
         blob
-            The chunk's ZVFG fragment index (``uint8``).
+            The chunk's ZVFG fragment index, or its fragment record (``uint8``; level 0 of
+            an object kind from format 1.6, :func:`blob_array_of`).
 
         With several chunks per shard (``options.shard_chunks``), chunks must come shard by
         shard (:func:`shard_major_order`).
@@ -480,7 +485,7 @@ class LevelWriter:
         held = self.chunks if self.blob_layout is None else []
         write_chunk_array(
             self.io,
-            f"{self.base}/{VERTEX_FRAGMENTS}",
+            f"{self.base}/{self.blob_array}",
             self.grid,
             np.asarray(held, dtype=np.int64).reshape(-1, ndim),
             self.blobs,
@@ -491,7 +496,7 @@ class LevelWriter:
                 ),
                 placed=self.placed,
             ),
-            {"zv_array": VERTEX_FRAGMENTS, "encoding": "fragment_index_v1"},
+            blob_tag(self.blob_array),
             shard_chunks=self.shard_chunks,
             batcher=None if self.own_batcher else self.batcher,
         )
@@ -504,6 +509,18 @@ class LevelWriter:
             for key, value in encode_counts(self.counts_meta, path, every, counts):
                 self.batcher.add(key, value)
         return LevelStats(int(counts.sum()), int(counts.shape[0]), self.n_max)
+
+
+def blob_array_of(level: int, options: WriteOptions) -> str:
+    """The per-chunk blob array a level's writer fills: ``fragment_records`` at level 0 of
+    an object kind from format 1.6 (spec §6.9), else ``vertex_fragments``."""
+    return FRAGMENT_RECORDS if level == 0 and options.fragment_records() else VERTEX_FRAGMENTS
+
+
+def blob_tag(name: str) -> dict[str, str]:
+    """The ``zv_array`` attributes of the blob array ``name`` (spec §9.2, §9.7, §9.7.1)."""
+    encoding = "fragment_record_v1" if name == FRAGMENT_RECORDS else "fragment_index_v1"
+    return {"zv_array": name, "encoding": encoding}
 
 
 def write_chunk_array(

@@ -13,7 +13,14 @@ import numpy as np
 
 from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.format.codecs import LZ4_BITSHUFFLE, blob_blosc, counts_blobs, numeric_blosc
+from zarr_vectors.format.codecs import (
+    LZ4_BITSHUFFLE,
+    blob_blosc,
+    counts_blobs,
+    fragment_records,
+    global_blosc,
+    numeric_blosc,
+)
 from zarr_vectors.format.names import POINT_CLOUD, VERTICES
 from zarr_vectors.format.sharding import default_shard_chunks
 from zarr_vectors.format.version import FORMAT_VERSION
@@ -195,6 +202,19 @@ class WriteOptions:
         version, kind = self.codecs_of or (FORMAT_VERSION, POINT_CLOUD)
         return numeric_blosc(version, kind, role)
 
+    def global_blosc(self, name: str) -> dict[str, Any]:
+        """Blosc settings of the global array ``name`` (``object_index``,
+        ``cross_chunk_links``...) of a level (spec §9.0.4, §9.8).
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> zv.WriteOptions().with_kind_defaults("skeleton").global_blosc("object_index")
+        {'cname': 'zstd', 'clevel': 3, 'shuffle': 'shuffle'}
+        """
+        version, kind = self.codecs_of or (FORMAT_VERSION, POINT_CLOUD)
+        return global_blosc(version, kind, name)
+
     def blob_blosc(self) -> dict[str, Any] | None:
         """Blosc settings of the fragment-blob arrays, None for raw blocks (spec §9.0.4).
 
@@ -224,6 +244,20 @@ class WriteOptions:
         """
         version, kind = self.codecs_of or (FORMAT_VERSION, POINT_CLOUD)
         return counts_blobs(version, kind)
+
+    def fragment_records(self) -> bool:
+        """Whether level 0 keeps its fragments in ``fragment_records`` (spec §6.9).
+
+        Examples
+        --------
+        >>> import zarr_vectors as zv
+        >>> zv.WriteOptions().with_kind_defaults("skeleton").fragment_records()
+        True
+        >>> zv.WriteOptions(codecs_of=("1.5", "skeleton")).fragment_records()
+        False
+        """
+        version, kind = self.codecs_of or (FORMAT_VERSION, POINT_CLOUD)
+        return fragment_records(version, kind)
 
 
 def _positive_int(value: object) -> bool:

@@ -1,4 +1,4 @@
-"""Regenerate the golden stores of format 1.5 (run only when the format changes).
+"""Regenerate the golden stores of format 1.6 (run only when the format changes).
 
 The golden stores are committed and read by ``tests/test_golden.py`` forever: if a change of
 the library alters a single byte of what it writes for these inputs, that test fails, so the
@@ -11,9 +11,11 @@ store per geometry kind family: point clouds, streamlines, a graph, skeletons an
 The stores of format 1.3 (``1.3/``, plain Zarr v3: named dimensions, no ``.zattrs``, spec
 §2.3, §9.0.3) are frozen too since every new store became a 1.4 store, and the stores of
 format 1.4 (``1.4/``, object kinds with the compressed blobs and zstd row blocks of spec
-§9.0.4) since every new store became a 1.5 store. The stores of format 1.5 (``1.5/``) are
-the same inputs as this library writes them now (object kinds with counts-form fragment blobs,
-spec §6.8), and point clouds with levels of detail
+§9.0.4) since every new store became a 1.5 store, and the stores of format 1.5 (``1.5/``,
+object kinds with counts-form fragment blobs, spec §6.8) since every new store became a 1.6
+store. The stores of format 1.6 (``1.6/``) are the same inputs as this library writes them
+now (graphs and skeletons with the zstd level 3 codecs of spec §9.0.4), and point clouds
+with levels of detail
 (spec §4.3), one per point method, skeletons with ``thin`` levels (spec §4.3.3), and
 polylines with ``"imported"`` levels (spec §4.3.4, imported from a zarr-vectors 0.9.2
 store). Usage: ``python tests/data/golden/make_golden.py`` (``... make_golden.py
@@ -57,6 +59,7 @@ HERE_1_3 = Path(__file__).parent / "1.3"
 LAYOUT_V = Path(__file__).parent.parent / "layout_v"
 HERE_1_4 = Path(__file__).parent / "1.4"
 HERE_1_5 = Path(__file__).parent / "1.5"
+HERE_1_6 = Path(__file__).parent / "1.6"
 SEED = 20261121
 SHARDED = {
     "points_3d_sharded": ("points_3d_attributes", (2, 2, 2)),
@@ -121,7 +124,7 @@ def index_inputs() -> dict[str, dict[str, Any]]:
 
 
 def imported_inputs() -> dict[str, Path]:
-    """The golden stores (formats 1.4, 1.5) with ``"imported"`` levels (spec §4.3.4), by
+    """The golden stores (formats 1.4 to 1.6) with ``"imported"`` levels (spec §4.3.4), by
     store name: the layout-V store it is imported from (written by zarr-vectors 0.9.2, two coarse
     levels of polylines, random object sparsity at level 2)."""
     return {"polylines_3d_imported_levels": LAYOUT_V / "polylines_pyramid.zv"}
@@ -517,11 +520,11 @@ def _expected_objects(kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    """Write every golden store of format 1.5 under ``1.5/``, replacing what is there: the
+    """Write every golden store of format 1.6 under ``1.6/``, replacing what is there: the
     inputs of the 1.0 stores and of the 1.1 stores (several chunks per shard), the stores
     with levels, and the point cloud with an object-to-chunks index."""
-    write_all(HERE_1_5, inputs() | sharded_inputs() | level_inputs() | index_inputs())
-    write_imported_all(HERE_1_5)
+    write_all(HERE_1_6, inputs() | sharded_inputs() | level_inputs() | index_inputs())
+    write_imported_all(HERE_1_6)
 
 
 def write_all(here: Path, stores: dict[str, dict[str, Any]]) -> None:
@@ -558,6 +561,6 @@ def write(path: Path, kwargs: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["imported"]:
-        write_imported_all(HERE_1_5)
+        write_imported_all(HERE_1_6)
     else:
         main()
