@@ -46,6 +46,7 @@ from zarr_vectors.kernels import CompileLog
 from zarr_vectors.precomputed import NEUROGLANCER_CLIENT
 from zarr_vectors.precomputed.links import SELECTED_SEGMENTS, selection_notes
 from zarr_vectors.store.target import interrupted_write_note
+from zarr_vectors.update import UPGRADE_VERSION
 from zarr_vectors.write import WriteMode
 
 __all__ = ["main"]
@@ -434,12 +435,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _upgrade_parser(sub: Any) -> None:
-    """``zarr-vectors upgrade STORE``: a store of format 1.0 to 1.2 raised to the current."""
+    """``zarr-vectors upgrade STORE``: a store of format 1.0 to 1.2 raised to 1.3, the newest
+    format that needs no data re-encoded (later ones are read and appended to as they are)."""
     upgrade = sub.add_parser(
         "upgrade",
-        help=f"raise a store of format 1.0 to 1.2 to format {zv.FORMAT_VERSION}, in place",
+        help=f"raise a store of format 1.0 to 1.2 to format {UPGRADE_VERSION}, in place",
         description=f"Rewrite a store of format 1.0, 1.1 or 1.2 as a format "
-        f"{zv.FORMAT_VERSION} store (plain Zarr v3: named dimensions, no .zattrs or "
+        f"{UPGRADE_VERSION} store (plain Zarr v3: named dimensions, no .zattrs or "
         "metadata.json; 1.0 and 1.1 stores also get place records and checksummed global "
         "arrays), with the same answers, committed as a new version (a failed upgrade "
         "leaves the store as it was). A current store is left unchanged. Exit code 0 "

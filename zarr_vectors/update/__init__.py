@@ -14,7 +14,7 @@ levels, point_levels, object_levels
 object_merge, merge_plan, merge_chunks, merge_globals, merge_links, object_sources
     Merges of stores of objects (the parallel object writer's last step).
 upgrade
-    ``upgrade``: a store of format 1.0 to 1.2 raised to the current format.
+    ``upgrade``: a store of format 1.0 to 1.2 raised to format 1.3 (:data:`UPGRADE_VERSION`).
 _read_ahead
     Reading the next chunks of a store while the current ones are merged.
 """
@@ -59,7 +59,7 @@ from zarr_vectors.update.point_stream import (
     bin_dtype,
     write_points_stream,
 )
-from zarr_vectors.update.upgrade import UpgradeReport, upgrade
+from zarr_vectors.update.upgrade import UPGRADE_VERSION, UpgradeReport, upgrade
 
 __all__ = [
     "PointWriter",
@@ -68,6 +68,7 @@ __all__ = [
     "build_levels",
     "upgrade",
     "UpgradeReport",
+    "UPGRADE_VERSION",
     "checked_levels",
     "commit_levels",
     "Level0",
