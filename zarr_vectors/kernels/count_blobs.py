@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["counts_blob_ranges", "exclusive_prefix_sum", "fill_count_blobs"]
+__all__ = ["counts_blob_ranges", "exclusive_prefix_sum", "fill_count_blobs", "little_endian_uint"]
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
@@ -158,7 +158,7 @@ def counts_blob_ranges(
 
 
 @njit
-def _get(buffer: U8, at: int, nbytes: int) -> np.uint64:
+def little_endian_uint(buffer: U8, at: int, nbytes: int) -> np.uint64:
     """The little-endian unsigned integer of ``nbytes`` bytes at ``buffer[at:]``."""
     value = np.uint64(0)
     for b in range(nbytes):
@@ -171,10 +171,16 @@ def _counts_width(buffer: U8, begin: int, end: int, magic: int, version: int, he
     """Bytes per count of the counts-form blob at ``buffer[begin:end]``; 0 for any other."""
     if begin < 0 or end > buffer.shape[0] or end - begin < head:
         return 0
-    if _get(buffer, begin, 4) != magic or _get(buffer, begin + 4, 2) != version:
+    if (
+        little_endian_uint(buffer, begin, 4) != magic
+        or little_endian_uint(buffer, begin + 4, 2) != version
+    ):
         return 0
-    flags = _get(buffer, begin + 6, 2)
-    n_frag, n_range = _get(buffer, begin + 8, 4), _get(buffer, begin + 12, 4)
+    flags = little_endian_uint(buffer, begin + 6, 2)
+    n_frag, n_range = (
+        little_endian_uint(buffer, begin + 8, 4),
+        little_endian_uint(buffer, begin + 12, 4),
+    )
     if (flags & np.uint64(1)) == 0 or flags > np.uint64(7) or n_frag == 0 or n_range != n_frag:
         return 0
     width = 1 << int((flags >> np.uint64(1)) & np.uint64(3))
@@ -196,7 +202,7 @@ def _counts_ranges(
     bounds = np.zeros(k + 1, np.int64)
     for j in range(k):
         widths[j] = _counts_width(buffer, begins[j], ends[j], magic, version, head)
-        n = 0 if widths[j] == 0 else int(_get(buffer, begins[j] + 8, 4))
+        n = 0 if widths[j] == 0 else int(little_endian_uint(buffer, begins[j] + 8, 4))
         bounds[j + 1] = bounds[j] + n
     starts = np.empty(bounds[k], np.int64)
     counts = np.empty(bounds[k], np.int64)

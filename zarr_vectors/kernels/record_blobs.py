@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels.count_blobs import little_endian_uint as _get
 
 __all__ = ["records_batch"]
 
@@ -54,14 +55,6 @@ def records_batch(
     ([0, 3], [3, 2], [0, 1], [7, 7], [True])
     """
     return _records(buffer, np.asarray(begins, np.int64), np.asarray(ends, np.int64), magic)
-
-
-@njit
-def _get(buffer: U8, at: int, nbytes: int) -> np.uint64:
-    value = np.uint64(0)
-    for b in range(nbytes):
-        value |= np.uint64(buffer[at + b]) << np.uint64(8 * b)
-    return value
 
 
 @njit

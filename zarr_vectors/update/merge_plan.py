@@ -315,6 +315,15 @@ def _chunk_maps(sources: list[Source]) -> tuple[list[dict[Any, int]], dict[Any, 
     return index, holders
 
 
+def _grid_chunks(
+    source: Source, index: dict[Any, int], chunks: list[tuple[int, ...]]
+) -> np.ndarray:
+    """``(k, D)`` grid indices in ``source`` of ``chunks`` (their positions by ``index``)."""
+    return np.asarray(
+        [source.chunks[index[c]] - source.grid.origin for c in chunks], dtype=np.int64
+    ).reshape(-1, source.grid.ndim)
+
+
 def _read_ranges(
     sources: list[Source], index: list[dict[Any, int]], wanted: list[list[tuple[int, ...]]]
 ) -> dict[tuple[tuple[int, ...], int], tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -322,9 +331,7 @@ def _read_ranges(
     out = {}
     for s, chunks in enumerate(wanted):
         source = sources[s]
-        grid_chunks = np.asarray(
-            [source.chunks[index[s][c]] - source.grid.origin for c in chunks], dtype=np.int64
-        ).reshape(-1, source.grid.ndim)
+        grid_chunks = _grid_chunks(source, index[s], chunks)
         frags = source.reader.blob_ranges(VERTEX_FRAGMENTS, grid_chunks)
         links = source.reader.blob_ranges(LINK_FRAGMENTS, grid_chunks)
         for c, (starts, counts), (_, link_counts) in zip(chunks, frags, links, strict=True):
@@ -339,9 +346,7 @@ def _read_owners(
     out = {}
     for s, chunks in enumerate(wanted):
         source = sources[s]
-        grid_chunks = np.asarray(
-            [source.chunks[index[s][c]] - source.grid.origin for c in chunks], dtype=np.int64
-        ).reshape(-1, source.grid.ndim)
+        grid_chunks = _grid_chunks(source, index[s], chunks)
         for c, owners in zip(chunks, source.reader.fragment_owners(grid_chunks), strict=True):
             out[(c, s)] = owners
     return out

@@ -6,6 +6,7 @@ and accumulates what is checked after the last chunk (coordinate bounds, largest
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -160,7 +161,11 @@ class ChunkChecker:
         return CheckedChunk(blob, rows, fragment_rows, record.links)
 
     # -- fragment index ------------------------------------------------------------------
-    def _blob(self, g: tuple[int, ...], n: int, shard: bytes | None) -> Blob | None:
+    def _payload(
+        self, g: tuple[int, ...], shard: bytes | None, size: Callable[[np.ndarray], int]
+    ) -> np.ndarray | None:
+        """The chunk's fragment blob or record bytes (``size`` gives their length from
+        them), or None when they are unreadable or their blocks are missing (reported)."""
         spec, ctx = self.arrays.fragments, self.ctx
         if shard is None:
             self._unreadable(spec, g)
@@ -169,7 +174,13 @@ class ChunkChecker:
         if got is None:
             return None
         payload, present = got
-        if not blob_blocks_present(ctx, spec, g, present, blob_size(payload)):
+        if not blob_blocks_present(ctx, spec, g, present, size(payload)):
+            return None
+        return payload
+
+    def _blob(self, g: tuple[int, ...], n: int, shard: bytes | None) -> Blob | None:
+        spec, ctx = self.arrays.fragments, self.ctx
+        if (payload := self._payload(g, shard, blob_size)) is None:
             return None
         try:
             blob = checked_blob(payload, ctx.facts.version)
@@ -183,14 +194,7 @@ class ChunkChecker:
     def _record(self, g: tuple[int, ...], n: int, shard: bytes | None) -> CheckedRecord | None:
         """The chunk's fragment record (format 1.6, spec §6.9), checked as a blob is."""
         spec, ctx = self.arrays.fragments, self.ctx
-        if shard is None:
-            self._unreadable(spec, g)
-            return None
-        got = read_blob_payload(ctx, spec, g, shard)
-        if got is None:
-            return None
-        payload, present = got
-        if not blob_blocks_present(ctx, spec, g, present, record_size(payload)):
+        if (payload := self._payload(g, shard, record_size)) is None:
             return None
         try:
             record = checked_record(payload)
