@@ -178,7 +178,7 @@ def test_open_rejects_non_zvf_incomplete_and_newer_stores(tmp_path: Path) -> Non
     (path / "zarr.json").write_text(json.dumps(doc))
     with pytest.raises(zv.NotAZarrVectorsStoreError, match="interrupted write"):
         zv.open(path)
-    for version in ("2.0", "1.7"):
+    for version in ("2.0", "1.8"):
         doc["attributes"]["zarr_vectors_version"] = version
         (path / "zarr.json").write_text(json.dumps(doc))
         with pytest.raises(zv.UnsupportedVersionError, match=version):

@@ -335,7 +335,7 @@ CASES: list[Case] = [
         2,
     ),
     Case("L2.version_format", root("zarr_vectors_version", "1"), level=2),
-    Case("L2.version_supported", root("zarr_vectors_version", "1.7"), level=2),
+    Case("L2.version_supported", root("zarr_vectors_version", "1.8"), level=2),
     Case("L2.geometry_type_valid", root("geometry_type", "cloud"), level=2),
     Case("L2.spatial_dims_valid", root("spatial_dims", "3"), level=2),
     Case("L2.chunk_shape_length", root("spatial_dims", 2.0), level=2),

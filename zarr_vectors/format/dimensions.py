@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from zarr_vectors.format.layout import is_sharded
-from zarr_vectors.format.names import LEVEL_NAME, VERTEX_COUNTS
+from zarr_vectors.format.names import LEVEL_NAME, OBJECT_ORDER, VERTEX_COUNTS
 
 __all__ = [
     "array_dimension_names",
@@ -98,8 +98,12 @@ def named_array_document(path: str, doc: dict[str, Any], axes: Sequence[str]) ->
     >>> doc = {"shape": [2, 2, 16, 3], "codecs": [{"name": "sharding_indexed"}]}
     >>> named_array_document("0/vertices", doc, "xy")["dimension_names"]
     ['chunk.x', 'chunk.y', 'row.vertices', 'component.vertices']
+    >>> doc = {"shape": [300, 3], "codecs": [{"name": "sharding_indexed"}]}
+    >>> named_array_document("0/object_order/vertices", doc, "xy")["dimension_names"]
+    ['row.vertices', 'component.vertices']
     """
-    per_chunk = is_sharded(doc) or path.rsplit("/", 1)[-1] == VERTEX_COUNTS
+    ordered = path.split("/")[1:2] == [OBJECT_ORDER]  # row sequences, not per chunk (§9.15)
+    per_chunk = (is_sharded(doc) and not ordered) or path.rsplit("/", 1)[-1] == VERTEX_COUNTS
     names = array_dimension_names(path, len(doc["shape"]), axes, per_chunk=per_chunk)
     return {**doc, "dimension_names": list(names)}
 

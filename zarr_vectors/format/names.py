@@ -26,6 +26,8 @@ __all__ = [
     "OBJECT_INDEX",
     "OBJECT_CHUNKS",
     "OBJECT_CHUNKS_ARRAYS",
+    "OBJECT_ORDER",
+    "OBJECT_ORDER_ROWS",
     "OBJECT_KINDS",
     "OBJECT_VERTEX_COUNTS",
     "POINT_CLOUD",
@@ -62,6 +64,10 @@ OBJECT_CHUNKS = "object_chunks"
 """Object-to-chunks index of a point cloud with object ids (spec §9.14, format 1.3)."""
 OBJECT_CHUNKS_ARRAYS = ("ids", "offsets", "entries")
 """The arrays of ``object_chunks``: distinct ids, entry offsets, (chunk, first, end) rows."""
+OBJECT_ORDER = "object_order"
+"""Object-ordered copy of the rows of a point cloud with object ids (spec §9.15, format 1.7)."""
+OBJECT_ORDER_ROWS = "rows"
+"""The array of ``object_order`` naming each copied row's place in level 0 (spec §9.15)."""
 OBJECT_VERTEX_COUNTS = "object_vertex_counts"
 """Per-object vertex counts of an object kind's level N >= 1 (spec §4.3.3)."""
 OBJECT_ATTRIBUTES = "object_attributes"

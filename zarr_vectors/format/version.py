@@ -11,7 +11,9 @@ __all__ = [
     "FOREIGN_ROOT_KEY",
     "FORMAT_VERSION",
     "LEVELS_VERSION",
+    "NEWEST_VERSION",
     "OBJECT_CHUNKS_VERSION",
+    "OBJECT_ORDER_VERSION",
     "PLACED_VERSION",
     "PLAIN_ZARR_VERSION",
     "SHARDED_VERSION",
@@ -26,8 +28,15 @@ __all__ = [
 ]
 
 FORMAT_VERSION = "1.6"
-"""The newest format version this library reads and writes, and the version of every new
-store (spec §3.3)."""
+"""The version of every new store that has no object-ordered copy (spec §3.3); a store with
+one declares :data:`OBJECT_ORDER_VERSION`."""
+
+OBJECT_ORDER_VERSION = "1.7"
+"""The first version with the object-ordered copy of a point cloud with object ids (spec
+§9.15); a store that has one declares it, no other store does."""
+
+NEWEST_VERSION = OBJECT_ORDER_VERSION
+"""The newest format version this library reads (spec §3.3)."""
 
 BASE_VERSION = "1.0"
 """What a store that uses no feature newer than 1.0 declares (spec §3.3)."""
@@ -84,7 +93,8 @@ def at_least(version: str, minimum: str) -> str:
 def check_readable_version(version: object) -> None:
     """Raise unless a store of format ``version`` can be read by this library.
 
-    Readers refuse another major version and a newer minor version (spec §3).
+    Readers refuse another major version and a minor version newer than
+    :data:`NEWEST_VERSION` (spec §3).
 
     Raises
     ------
@@ -94,11 +104,11 @@ def check_readable_version(version: object) -> None:
         When the version is newer than, or incompatible with, :data:`FORMAT_VERSION`.
     """
     major, minor = parse_version(version)
-    own_major, own_minor = parse_version(FORMAT_VERSION)
+    own_major, own_minor = parse_version(NEWEST_VERSION)
     if major != own_major or minor > own_minor:
         raise UnsupportedVersionError(
             f"store has format version {version}; this library reads {own_major}.0 to "
-            f"{FORMAT_VERSION}. Upgrade zarr_vectors to read it."
+            f"{NEWEST_VERSION}. Upgrade zarr_vectors to read it."
         )
 
 

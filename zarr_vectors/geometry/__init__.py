@@ -15,6 +15,11 @@ from zarr_vectors.geometry.object_chunks import (
     stored_object_chunks,
     write_object_chunks,
 )
+from zarr_vectors.geometry.object_order import (
+    has_object_order,
+    order_build_bytes,
+    write_object_order,
+)
 from zarr_vectors.geometry.points import commit_points, level0_metadata, write_points
 from zarr_vectors.geometry.polylines import split_polylines, write_polylines
 
@@ -24,6 +29,9 @@ __all__ = [
     "has_object_chunks",
     "stored_object_chunks",
     "write_object_chunks",
+    "has_object_order",
+    "order_build_bytes",
+    "write_object_order",
     "level0_metadata",
     "write_polylines",
     "split_polylines",

@@ -16,9 +16,10 @@ from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.levels import POINT_METHODS
 from zarr_vectors.format.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD
-from zarr_vectors.format.version import OBJECT_CHUNKS_VERSION, at_least
+from zarr_vectors.format.version import OBJECT_CHUNKS_VERSION, OBJECT_ORDER_VERSION, at_least
 from zarr_vectors.geometry._docstrings import shared_docs
 from zarr_vectors.geometry.object_chunks import has_object_ids, write_object_chunks
+from zarr_vectors.geometry.object_order import drop_object_order, write_object_order
 from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.target import write_target
 from zarr_vectors.write import (
@@ -182,7 +183,14 @@ def write_points(
             built = write_point_levels(io, points, names, grid, (lo, hi), options, settings)
             entries = tuple(level.entry() for level in built)
             root = root.with_levels(entries, settings.to_schedule())
-        commit_points(io, root, grid, stats, object_chunks=options.object_chunk_index)
+        commit_points(
+            io,
+            root,
+            grid,
+            stats,
+            object_chunks=options.object_chunk_index,
+            object_order=options.object_order,
+        )
 
 
 def commit_points(
@@ -192,6 +200,7 @@ def commit_points(
     stats: LevelStats,
     *,
     object_chunks: bool = False,
+    object_order: bool | None = False,
 ) -> None:
     """Write the level and root metadata of a point cloud whose level 0 is written, last.
 
@@ -210,13 +219,24 @@ def commit_points(
         What the level write produced.
     object_chunks
         Write the object-to-chunks index when level 0 has object ids.
+    object_order
+        Write the object-ordered copy (spec §9.15) when level 0 has object ids; the store
+        then declares format 1.7. False removes a copy level 0 has; None leaves it as it
+        is (level 0 unchanged: levels of detail added).
     """
     level = level0_metadata(grid, stats)
-    indexed = object_chunks and has_object_ids(io)
+    ids = has_object_ids(io)
+    indexed = (object_chunks or object_order) and ids
     if indexed:
-        write_level_metadata(io, level)  # the index is read from the level as stored
+        write_level_metadata(io, level)  # the index and copy are read from the level as stored
+    if object_chunks and ids:
         write_object_chunks(io, root)
         root = dataclasses.replace(root, version=at_least(root.version, OBJECT_CHUNKS_VERSION))
+    if object_order and ids:
+        write_object_order(io, root)
+        root = dataclasses.replace(root, version=at_least(root.version, OBJECT_ORDER_VERSION))
+    elif object_order is not None:
+        drop_object_order(io)  # never a copy of rows level 0 no longer holds
     summary = {
         "geometry_type": POINT_CLOUD,
         "vertex_count": stats.vertex_count,

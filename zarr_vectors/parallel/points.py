@@ -244,7 +244,14 @@ def write_points_parallel(
                 name_new_arrays(io, root)
                 columns = _empty_columns(schema)
                 level = write_point_level(io, 0, columns, grid, options, _no_bounds(schema))
-                commit_points(io, root, grid, level, object_chunks=options.object_chunk_index)
+                commit_points(
+                    io,
+                    root,
+                    grid,
+                    level,
+                    object_chunks=options.object_chunk_index,
+                    object_order=options.object_order,
+                )
             return
         binning = Binning(grid, *dense_bounds_span(bounds, grid))
         written = (root, options, settings)
@@ -429,7 +436,14 @@ def _commit(
             spec.options,
         )
         root = build_written_levels(io, root, level0, levels, budget=DEFAULT_MEMORY_BUDGET)
-    commit_points(io, root, grid, stats, object_chunks=spec.options.object_chunk_index)
+    commit_points(
+        io,
+        root,
+        grid,
+        stats,
+        object_chunks=spec.options.object_chunk_index,
+        object_order=spec.options.object_order,
+    )
 
 
 def _submit_writers(

@@ -1,6 +1,8 @@
 """Reads by object id of a point cloud whose points carry object ids (spec §9.14, §12.4).
 
-With the level's object-to-chunks index (``object_chunks``, format 1.3) a read of some
+With the level's object-ordered copy (``object_order``, format 1.7, opt-in) the objects'
+rows are read from it (:mod:`~zarr_vectors.query.ordered_objects`). Else, with the level's
+object-to-chunks index (``object_chunks``, format 1.3) a read of some
 objects looks their ids up in the index and reads only the row runs of the chunks it names,
 then keeps the rows whose ``object_id`` is asked for. The request waves are constant: the
 index (read once per handle), then the shard indexes and row blocks of every chunk in one
@@ -23,12 +25,14 @@ from zarr_vectors.format.names import (
     OBJECT_CHUNKS,
     OBJECT_CHUNKS_ARRAYS,
     OBJECT_ID_ATTRIBUTE,
+    OBJECT_ORDER,
     VERTICES,
 )
 from zarr_vectors.kernels.id_members import member_rows
 from zarr_vectors.kernels.object_chunks import ObjectChunkIndex, object_row_runs
 from zarr_vectors.kernels.ranges import concat_ranges
 from zarr_vectors.query.object_ids import requested_ids
+from zarr_vectors.query.ordered_objects import OrderedObjects
 from zarr_vectors.query.point_queries import every_chunk, read_members
 from zarr_vectors.read import ChunkRows, LevelReader, RowRuns
 from zarr_vectors.result import QueryResult
@@ -70,7 +74,9 @@ class PointObjects:
             )
         self.reader = reader
         self._index: ObjectChunkIndex | None = None
-        self.indexed = OBJECT_CHUNKS in reader.children(reader.base)
+        children = reader.children(reader.base)
+        self.indexed = OBJECT_CHUNKS in children
+        self.ordered = OrderedObjects(reader) if OBJECT_ORDER in children else None
 
     def read(self, ids: Any) -> QueryResult:
         """The points of the objects ``ids`` (any order, repeats allowed), in storage order.
@@ -94,6 +100,13 @@ class PointObjects:
         [[9.0, 9.0]]
         """
         wanted = np.unique(requested_ids(ids))
+        if self.ordered is not None:
+            hit, pos = _find(self.ordered.ids(), wanted)
+            if not np.all(hit):
+                raise ObjectNotFoundError(
+                    f"no point has object id {wanted[~hit][0]} {self._where()}"
+                )
+            return self.ordered.read(pos)
         if not self.indexed:
             return self._filtered(wanted)
         index = self.index()
@@ -160,6 +173,8 @@ class PointObjects:
         >>> PointObjects(zv.open(path)._reader).ids().tolist()
         [4, 7]
         """
+        if self.ordered is not None:
+            return np.asarray(self.ordered.ids())
         if self.indexed:
             return np.asarray(self.index().ids)
         found = read_members(self.reader, every_chunk(self.reader), _every)

@@ -48,6 +48,7 @@ __all__ = [
     "write_global_array",
     "write_global_array_blocks",
     "row_array_metadata",
+    "row_sequence_metadata",
     "write_counts",
 ]
 
@@ -165,6 +166,20 @@ def row_array_metadata(
         dtype=layout.dtype,
         chunks=(*ones, layout.rows_per_block, *layout.row_shape),
         shards=(*per_shard, layout.n_max, *layout.row_shape),
+        compressors=_compressors(layout.blosc),
+        fill_value=layout.fill,
+        attributes=attributes,
+    )
+
+
+def row_sequence_metadata(n_rows: int, layout: RowLayout, attributes: dict[str, Any]) -> bytes:
+    """``zarr.json`` of a sharded sequence of rows (the object-ordered copy, spec §9.15):
+    shape ``(n_rows, *row_shape)``, shards of ``N_max`` rows, inner blocks of ``R`` rows."""
+    return _metadata_bytes(
+        shape=(n_rows, *layout.row_shape),
+        dtype=layout.dtype,
+        chunks=(layout.rows_per_block, *layout.row_shape),
+        shards=(layout.n_max, *layout.row_shape),
         compressors=_compressors(layout.blosc),
         fill_value=layout.fill,
         attributes=attributes,

@@ -27,7 +27,7 @@ from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import POINT_CLOUD, VERTEX_COUNTS, VERTEX_FRAGMENTS, VERTICES
-from zarr_vectors.geometry import commit_points, has_object_chunks
+from zarr_vectors.geometry import commit_points, has_object_chunks, has_object_order
 from zarr_vectors.kernels import assign_chunks_and_bins
 from zarr_vectors.read import ChunkRows, LevelReader, existing_root
 from zarr_vectors.store.io import StoreIO, StoreLike, resolve_store
@@ -177,7 +177,9 @@ def existing_level(
             )
         layouts[name] = layout
     options = dataclasses.replace(
-        _options_of(root, layouts), object_chunk_index=level == 0 and has_object_chunks(io)
+        _options_of(root, layouts),
+        object_chunk_index=level == 0 and has_object_chunks(io),
+        object_order=level == 0 and has_object_order(io),
     )
     path = f"{level}/{VERTEX_FRAGMENTS}"
     blobs = RowLayout.from_array_metadata(
@@ -336,7 +338,14 @@ def append_to_store(
                 )
             change = Appended(existing, root, grid, stats, source, target, added, progress)
             root = levels(change)
-        commit_points(target, root, grid, stats, object_chunks=existing.options.object_chunk_index)
+        commit_points(
+            target,
+            root,
+            grid,
+            stats,
+            object_chunks=existing.options.object_chunk_index,
+            object_order=existing.options.object_order,
+        )
 
 
 def _stored_rows(existing: ExistingPoints) -> dict[tuple[int, ...], int]:

@@ -174,7 +174,12 @@ def build_levels(
         root = _built_root(existing, settings, (source, target), memory_budget)
         stats = LevelStats(existing.vertex_count, int(existing.counts.shape[0]), 0)
         commit_points(
-            target, root, existing.grid, stats, object_chunks=existing.options.object_chunk_index
+            target,
+            root,
+            existing.grid,
+            stats,
+            object_chunks=existing.options.object_chunk_index,
+            object_order=None,  # level 0 and its copy are kept as they are
         )
     return len(root.levels)
 

@@ -88,6 +88,14 @@ class WriteOptions:
         format 1.3), so :meth:`~zarr_vectors.VectorStore.read_objects` reads only the chunks
         and rows holding the objects asked for. False writes no index: reads by id then
         read every chunk. Default True.
+    object_order
+        Point clouds with ``object_ids``: also write an object-ordered copy of level 0's
+        points (spec §9.15, format 1.7: the store declares ``"1.7"``), so that reading a
+        few objects decodes a few small row blocks even when each object is scattered over
+        every chunk (genes of spatial transcriptomics, labels found everywhere). It about
+        doubles the bytes of the points and costs a sort and a second encoding of level 0
+        at each write and append (which rebuilds it). Default False; an append keeps the
+        copy a store has.
     codecs_of
         ``(format version, geometry kind)`` whose library codec chains the row blocks use
         (:mod:`zarr_vectors.format.codecs`). Set by :meth:`with_kind_defaults` (the newest
@@ -115,6 +123,7 @@ class WriteOptions:
     custom_metadata: dict[str, Any] | None = None
     shard_chunks: int | tuple[int, ...] | None = None
     object_chunk_index: bool = True
+    object_order: bool = False
     codecs_of: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
