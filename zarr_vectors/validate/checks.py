@@ -47,6 +47,7 @@ _L1: dict[str, Severity] = {
     "L1.groupings_nodes": _E,
     "L1.level_unknown_node": _W,
     "L1.object_chunks_nodes": _E,
+    "L1.object_order_nodes": _E,
 }
 
 _L2: dict[str, Severity] = {
@@ -108,6 +109,7 @@ _L2: dict[str, Severity] = {
     "L2.links_meta": _E,
     "L2.object_index_meta": _E,
     "L2.object_chunks_meta": _E,
+    "L2.object_order_meta": _E,
     "L2.object_attribute_meta": _E,
     "L2.groupings_meta": _E,
     "L2.groupings_attribute_meta": _E,
@@ -154,6 +156,7 @@ _L3: dict[str, Severity] = {
     "L3.frag_maximal_runs": _E,
     "L3.object_index_offsets": _E,
     "L3.object_chunks_exact": _E,
+    "L3.object_order_exact": _E,
     "L3.manifest_decodes": _E,
     "L3.manifest_chunks": _E,
     "L3.manifest_fragments": _E,

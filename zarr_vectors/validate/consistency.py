@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from zarr_vectors.format.jsonutil import pointer
-from zarr_vectors.validate import object_chunks
+from zarr_vectors.validate import object_chunks, object_order
 from zarr_vectors.validate.arrays import PER_CHUNK_ROLES, level_arrays, link_attribute_arrays
 from zarr_vectors.validate.chunks import ChunkChecker, LevelArrays
 from zarr_vectors.validate.context import Context
@@ -59,6 +59,7 @@ def run(ctx: Context) -> None:
         if facts is not None and facts.n_max is not None:
             _Level(ctx, level).run()
     object_chunks.check_consistency(ctx)
+    object_order.check_consistency(ctx)
 
 
 def sample_positions(m: int, k: int | None) -> np.ndarray:

@@ -26,7 +26,7 @@ from zarr_vectors.format.jsonutil import (
 from zarr_vectors.format.kinds import KINDS, geometry_kind
 from zarr_vectors.format.metadata import CORE_ROOT_KEYS
 from zarr_vectors.format.version import check_readable_version, parse_version
-from zarr_vectors.validate import array_meta, coarsening, multiscales, object_chunks
+from zarr_vectors.validate import array_meta, coarsening, multiscales, object_chunks, object_order
 from zarr_vectors.validate.context import Context
 from zarr_vectors.validate.grid import chunk_index
 from zarr_vectors.validate.names import GEOMETRY_TYPES, SPATIAL_DIMS
@@ -59,6 +59,7 @@ def run(ctx: Context) -> None:
     _bounding_box(ctx, attrs)
     multiscales.run(ctx, attrs)
     object_chunks.check_metadata(ctx)
+    object_order.check_metadata(ctx)
     coarsening.run(ctx)
     _divisibility(ctx)
     _bbox_present(ctx)

@@ -23,6 +23,7 @@ from zarr_vectors.format.names import (
     OBJECT_INDEX,
     OBJECT_KINDS,
     OBJECT_ONLY_NODES,
+    OBJECT_ORDER,
     OBJECT_VERTEX_COUNTS,
     POINT_CLOUD,
     VERTEX_COUNTS,
@@ -68,7 +69,7 @@ ATTRIBUTE_FAMILIES: Final = (
 )
 LEVEL_CHILDREN: Final = frozenset(
     {"zarr.json", ".zattrs", VERTICES, VERTEX_FRAGMENTS, VERTEX_COUNTS, ATTRIBUTES}
-    | {FRAGMENT_ATTRIBUTES, OBJECT_VERTEX_COUNTS, OBJECT_CHUNKS}
+    | {FRAGMENT_ATTRIBUTES, OBJECT_VERTEX_COUNTS, OBJECT_CHUNKS, OBJECT_ORDER}
     | set(OBJECT_ONLY_NODES)
 )
 """Every child a level group may have (spec §2.1)."""

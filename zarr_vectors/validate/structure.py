@@ -22,7 +22,7 @@ from zarr_vectors.store.commit import leftovers
 from zarr_vectors.store.destination import normalized_destination
 from zarr_vectors.store.io import StoreLike, local_destination, local_root
 from zarr_vectors.store.links import walk_store
-from zarr_vectors.validate import object_chunks
+from zarr_vectors.validate import object_chunks, object_order
 from zarr_vectors.validate.checks import severity_of
 from zarr_vectors.validate.context import STORE_ERRORS, Context
 from zarr_vectors.validate.names import (
@@ -89,6 +89,7 @@ def run(ctx: Context) -> None:
     for level in ctx.facts.levels:
         _level(ctx, str(level))
     object_chunks.check_structure(ctx)
+    object_order.check_structure(ctx)
     _root_children(ctx)
 
 
