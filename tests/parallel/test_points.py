@@ -369,3 +369,15 @@ def test_auto_levels_of_a_cloud_under_the_target_are_none(client: Any, tmp_path:
     zv.write_points_parallel(tmp_path / "par", parts, chunk_shape=5.0, levels="auto", client=client)
     assert files(tmp_path / "par") == files(tmp_path / "one")
     assert zv.open(tmp_path / "par").metadata["zarr_vectors_version"] == "1.6"
+
+
+def test_parallel_writes_the_serial_object_ordered_copy(client: Any, tmp_path: Path) -> None:
+    """``WriteOptions(object_order=True)``: the copy (spec §9.15) is the serial write's."""
+    cloud = _cloud(5, 600, 3, np.float32)
+    options = zv.WriteOptions(object_order=True)
+    _serial(tmp_path / "one", cloud, chunk_shape=5.0, options=options)
+    zv.write_points_parallel(
+        tmp_path / "par", _partitions(cloud, [200]), client=client, chunk_shape=5.0, options=options
+    )
+    assert files(tmp_path / "par") == files(tmp_path / "one")
+    assert any(k.startswith("0/object_order/") for k in files(tmp_path / "one"))

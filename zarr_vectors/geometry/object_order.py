@@ -66,9 +66,9 @@ def drop_object_order(io: StoreIO) -> None:
 
 def object_order_columns(reader: LevelReader) -> list[str]:
     """The row arrays of the copy of ``reader``'s level, by path inside ``object_order/``:
-    ``rows``, ``vertices`` and ``attributes/<name>`` of every per-vertex attribute but
-    ``object_id`` (which ``ids`` and ``offsets`` give)."""
-    names = [f"{ATTRIBUTES}/{name}" for name in reader.attribute_names]
+    ``rows``, ``vertices``, ``attributes/object_id`` (readers check each row's id with it),
+    then ``attributes/<name>`` of every other per-vertex attribute."""
+    names = [f"{ATTRIBUTES}/{name}" for name in [OBJECT_ID_ATTRIBUTE, *reader.attribute_names]]
     return [OBJECT_ORDER_ROWS, VERTICES, *names]
 
 
@@ -118,8 +118,9 @@ def write_object_order(io: StoreIO, root: RootMetadata, rows_per_block: int | No
     wanted = _every_row(reader)
     ids = reader.read_rows(OBJECT_ID_ATTRIBUTE, wanted)
     order = np.argsort(ids, kind="stable")  # within an object: storage order
-    distinct, counts = np.unique(ids[order], return_counts=True)
+    ordered_ids = ids[order]
     del ids
+    distinct, counts = np.unique(ordered_ids, return_counts=True)
     base = f"0/{OBJECT_ORDER}"
     drop_object_order(io)
     io.set(f"{base}/zarr.json", group_metadata({"zv_array": ORDER_TAGS["group"]}))
@@ -128,7 +129,7 @@ def write_object_order(io: StoreIO, root: RootMetadata, rows_per_block: int | No
     write_global(io, f"{base}/offsets", offsets, 0, {"zv_array": ORDER_TAGS["offsets"]})
     layouts = _layouts(reader, rows, int(order.shape[0]))
     for column, layout in layouts.items():
-        values = order if column == OBJECT_ORDER_ROWS else _stored(reader, column, wanted)[order]
+        values = _ordered(reader, column, wanted, order, ordered_ids)
         tag = ORDER_TAGS[column.split("/")[0]]
         sequence = RowSequence(f"{base}/{column}", int(order.shape[0]), layout)
         _write_files(io, sequence, values, {"zv_array": tag})
@@ -144,10 +145,20 @@ def _every_row(reader: LevelReader) -> list[ChunkRows]:
     ]
 
 
-def _stored(reader: LevelReader, column: str, wanted: list[ChunkRows]) -> np.ndarray:
-    """The whole column (``vertices`` or ``attributes/<name>``) in storage order."""
+def _ordered(
+    reader: LevelReader,
+    column: str,
+    wanted: list[ChunkRows],
+    order: np.ndarray,
+    ordered_ids: np.ndarray,
+) -> np.ndarray:
+    """The whole row array ``column`` of the copy: level 0's column in object order."""
+    if column == OBJECT_ORDER_ROWS:
+        return order
     name = column.split("/", 1)[-1]
-    return reader.read_rows(name, wanted)
+    if name == OBJECT_ID_ATTRIBUTE:
+        return ordered_ids
+    return reader.read_rows(name, wanted)[order]
 
 
 def _layouts(reader: LevelReader, rows: int, n_rows: int) -> dict[str, RowLayout]:

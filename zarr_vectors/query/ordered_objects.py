@@ -5,7 +5,8 @@ of rows ``offsets[k] : offsets[k+1]``; a read of some objects decodes only the s
 blocks holding their runs (two request waves: the shard indexes not read yet, then the
 blocks). Its ``rows`` array names each copied row's place in a whole read of level 0, so the
 answer is put back in storage order: exactly what a read through ``object_chunks`` or a whole
-read filtered by id gives.
+read filtered by id gives. Its ``attributes/object_id`` lets the reader check that every row
+it returns belongs to an object asked for.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import (
     ATTRIBUTES,
+    OBJECT_ID_ATTRIBUTE,
     OBJECT_ORDER,
     OBJECT_ORDER_ROWS,
     VERTICES,
@@ -71,13 +73,15 @@ class OrderedObjects:
         ids, offsets, sequences = self._loaded()
         starts, stops = offsets[positions], offsets[positions + 1]
         found = read_sequences(self.reader.io, sequences, starts, stops, self._indexes)
+        if not np.array_equal(found[2], np.repeat(ids[positions], stops - starts)):
+            raise CorruptChunkError(self._damaged("a row's object id is not its object's"))
         order = self._storage_order(found[0], stops - starts)
         columns = [values[order] for values in found[1:]]
         names = self.reader.attribute_names
         return QueryResult(
             positions=columns[0],
-            attributes=dict(zip(names, columns[1:], strict=True)),
-            vertex_object_ids=np.repeat(ids[positions], stops - starts)[order],
+            attributes=dict(zip(names, columns[2:], strict=True)),
+            vertex_object_ids=columns[1],
         )
 
     def _storage_order(self, rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -108,10 +112,11 @@ class OrderedObjects:
         return self._table
 
     def _sequences(self) -> list[RowSequence]:
-        """The row sequences ``rows``, ``vertices`` and one per attribute of level 0."""
+        """The row sequences ``rows``, ``vertices``, ``attributes/object_id`` and one per
+        other attribute of level 0."""
         base = f"{self.reader.base}/{OBJECT_ORDER}"
-        names = [OBJECT_ORDER_ROWS, VERTICES]
-        names += [f"{ATTRIBUTES}/{name}" for name in self.reader.attribute_names]
+        attributes = [OBJECT_ID_ATTRIBUTE, *self.reader.attribute_names]
+        names = [OBJECT_ORDER_ROWS, VERTICES, *(f"{ATTRIBUTES}/{a}" for a in attributes)]
         self.reader.prefetch(f"{base}/{name}/zarr.json" for name in names)
         sequences = []
         for name in names:
@@ -126,7 +131,7 @@ class OrderedObjects:
         """Why the row sequences do not fit level 0's columns, or None."""
         if sequences[0].layout.dtype != np.dtype(np.int64) or sequences[0].layout.row_shape:
             return "rows is not an int64 sequence"
-        names = [VERTICES, *self.reader.attribute_names]
+        names = [VERTICES, OBJECT_ID_ATTRIBUTE, *self.reader.attribute_names]
         for name, seq in zip(names, sequences[1:], strict=True):
             dtype, shape = self.reader.column_spec(name)
             if seq.layout.dtype != dtype or seq.layout.row_shape != shape:

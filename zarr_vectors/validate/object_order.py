@@ -33,18 +33,19 @@ def _levels_with_copy(ctx: Context) -> list[int]:
 
 
 def _row_arrays(ctx: Context) -> list[str]:
-    """The row arrays the copy must hold, by path inside it: ``rows``, ``vertices`` and
-    one per attribute of level 0 but ``object_id``."""
+    """The row arrays the copy must hold, by path inside it: ``rows``, ``vertices``,
+    ``attributes/object_id`` and one per other attribute of level 0."""
     names = [
         n for n in ctx.children(f"0/{ATTRIBUTES}") if n not in ("zarr.json", OBJECT_ID_ATTRIBUTE)
     ]
-    return [OBJECT_ORDER_ROWS, VERTICES, *(f"{ATTRIBUTES}/{n}" for n in sorted(names))]
+    attributes = [OBJECT_ID_ATTRIBUTE, *sorted(names)]
+    return [OBJECT_ORDER_ROWS, VERTICES, *(f"{ATTRIBUTES}/{n}" for n in attributes)]
 
 
 def check_structure(ctx: Context) -> None:
     """L1.object_order_nodes: the copy only at level 0 of a point cloud whose points carry
     ``attributes/object_id``, a group holding ``ids``, ``offsets``, ``rows``, ``vertices``
-    and exactly one ``attributes/<name>`` per other attribute of level 0.
+    and exactly one ``attributes/<name>`` per attribute of level 0 (``object_id`` too).
 
     Examples
     --------
