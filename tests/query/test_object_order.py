@@ -152,10 +152,10 @@ def test_build_levels_keeps_the_copy(tmp_path: Path) -> None:
 
 
 def test_the_shard_rows_follow_the_rows_and_the_widest_column() -> None:
-    assert order_shard_rows(10**7, 128, 12) == 65536
-    assert order_shard_rows(10**7, 128, 24) == 32768
-    assert order_shard_rows(1000, 128, 12) == 1024
-    assert order_shard_rows(10**7, 2**20, 12) == 2**20  # never below one block
+    assert order_shard_rows(10**7, 128, 12) == 2**20  # 12 MiB: at most 16 MiB
+    assert order_shard_rows(10**7, 128, 24) == 2**19
+    assert order_shard_rows(1000, 128, 12) == 1024  # the rows in whole blocks
+    assert order_shard_rows(10**7, 2**24, 12) == 2**24  # never below one block
 
 
 # -- damage -----------------------------------------------------------------------------

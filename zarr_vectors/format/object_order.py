@@ -32,8 +32,11 @@ ORDER_ROWS_PER_BLOCK: Final = 128
 blocks, so a read of 100 objects decodes ~150 blocks of 128 rows (measured against 64, 256
 and 1024 in ``benchmarks/results/object_order.md``)."""
 
-ORDER_SHARD_BYTES: Final = 1 << 20
-"""A shard of the copy holds at most this many decoded bytes of its widest row array."""
+ORDER_SHARD_BYTES: Final = 1 << 24
+"""A shard of the copy holds at most this many decoded bytes of its widest row array: few
+storage objects, so a read of 100 objects scattered over 10^7 points opens ~40 files instead
+of ~300 with 1 MiB shards (warm 6.4 against 8.8 ms CPU, ``benchmarks/results/object_order.md``);
+its index (16 bytes per block) is read once per handle."""
 
 ORDER_TAGS: Final = {
     "group": "object_order",
@@ -55,8 +58,8 @@ def order_shard_rows(n_rows: int, rows_per_block: int, widest_row: int) -> int:
 
     Examples
     --------
-    >>> order_shard_rows(10**7, 128, 12)   # 3-D float32 points: 768 KiB shards
-    65536
+    >>> order_shard_rows(10**7, 128, 12)   # 3-D float32 points: 12 MiB shards
+    1048576
     >>> order_shard_rows(300, 128, 12)     # a small store: one shard of 3 blocks
     384
     >>> order_shard_rows(0, 128, 12)

@@ -158,7 +158,7 @@ def _ordered(
     name = column.split("/", 1)[-1]
     if name == OBJECT_ID_ATTRIBUTE:
         return ordered_ids
-    return reader.read_rows(name, wanted)[order]
+    return np.asarray(reader.read_rows(name, wanted)[order])
 
 
 def _layouts(reader: LevelReader, rows: int, n_rows: int) -> dict[str, RowLayout]:

@@ -226,7 +226,7 @@ def commit_points(
     """
     level = level0_metadata(grid, stats)
     ids = has_object_ids(io)
-    indexed = (object_chunks or object_order) and ids
+    indexed = bool(object_chunks or object_order) and ids
     if indexed:
         write_level_metadata(io, level)  # the index and copy are read from the level as stored
     if object_chunks and ids:

@@ -49,6 +49,7 @@ from zarr.storage import LocalStore
 
 import zarr_vectors as zv
 from zarr_vectors.format.metadata import RootMetadata
+from zarr_vectors.geometry import write_object_order
 from zarr_vectors.query.point_queries import query_box
 from zarr_vectors.read import LevelReader
 from zarr_vectors.store.io import StoreIO
@@ -60,6 +61,7 @@ LAYOUT_V = Path(__file__).parent.parent / "layout_v"
 HERE_1_4 = Path(__file__).parent / "1.4"
 HERE_1_5 = Path(__file__).parent / "1.5"
 HERE_1_6 = Path(__file__).parent / "1.6"
+HERE_1_7 = Path(__file__).parent / "1.7"
 SEED = 20261121
 SHARDED = {
     "points_3d_sharded": ("points_3d_attributes", (2, 2, 2)),
@@ -119,6 +121,25 @@ def index_inputs() -> dict[str, dict[str, Any]]:
         "points_2d_object_chunks": {
             **kwargs,
             "options": replace(kwargs["options"], object_chunk_index=True),
+        }
+    }
+
+
+def order_inputs() -> dict[str, dict[str, Any]]:
+    """The inputs of the golden stores of format 1.7 (``1.7/``): ``points_2d_negative_ids``
+    with the object-to-chunks index and the object-ordered copy (spec §9.15) of row blocks of
+    8 rows, so its row sequences have several blocks and several shards (the only store of
+    1.7: every other new store is a 1.6 store)."""
+    kwargs = _point_inputs()["points_2d_negative_ids"]
+    rng = np.random.default_rng(SEED + 17)
+    n = kwargs["positions"].shape[0]
+    return {
+        "points_2d_object_order": {
+            **kwargs,
+            "object_ids": rng.integers(0, 12, n).astype(np.int16),
+            "attributes": {"w": rng.random(n).astype(np.float32)},
+            "options": replace(kwargs["options"], object_chunk_index=True, object_order=True),
+            "order_rows": 8,
         }
     }
 
@@ -525,6 +546,7 @@ def main() -> None:
     with levels, and the point cloud with an object-to-chunks index."""
     write_all(HERE_1_6, inputs() | sharded_inputs() | level_inputs() | index_inputs())
     write_imported_all(HERE_1_6)
+    write_all(HERE_1_7, order_inputs())
 
 
 def write_all(here: Path, stores: dict[str, dict[str, Any]]) -> None:
@@ -555,7 +577,12 @@ def save_expected(path: Path, arrays: dict[str, np.ndarray]) -> None:
 def write(path: Path, kwargs: dict[str, Any]) -> None:
     """Write one golden store exactly as the committed one was written."""
     args = dict(kwargs)
+    rows = args.pop("order_rows", None)
     getattr(zv, args.pop("writer"))(path, **args)
+    if rows is not None:  # the copy again, of R = rows (the writer's default is 128)
+        io = StoreIO(LocalStore(path))
+        root = RootMetadata.from_json(io.read_json("zarr.json")["attributes"])
+        write_object_order(io, root, rows_per_block=rows)
     (path / "metadata.json").unlink(missing_ok=True)  # 1.2 and older: a timestamp (§2.5)
 
 
