@@ -98,6 +98,19 @@ def test_csv_round_trip_keeps_dtypes(tmp_path: Path) -> None:
     _check_same_cloud(data, back)
 
 
+def test_parquet_import_writes_the_object_ordered_copy_when_asked(tmp_path: Path) -> None:
+    """``object_order=True``: the store of ``WriteOptions(object_order=True)`` (spec §9.15)."""
+    data = _cloud(tmp_path / "a.zv", n=30)
+    zv.convert(tmp_path / "a.zv", tmp_path / "a.parquet")
+    zv.convert(tmp_path / "a.parquet", tmp_path / "b.zv", object_order=True)
+    store = zv.open(tmp_path / "b.zv")
+    assert (tmp_path / "b.zv" / "0" / "object_order").is_dir()
+    assert store.metadata["zarr_vectors_version"] == "1.7"
+    wanted = np.unique(data["ids"])[:2]
+    assert np.isin(store.read_objects(wanted).vertex_object_ids, wanted).all()
+    assert len(store.read_objects(wanted)) == np.isin(data["ids"], wanted).sum()
+
+
 def test_csv_metadata_is_csvw(tmp_path: Path) -> None:
     _cloud(tmp_path / "a.zv", n=5)
     zv.convert(tmp_path / "a.zv", tmp_path / "a.csv")

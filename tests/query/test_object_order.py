@@ -205,15 +205,17 @@ def _remove(name: str) -> Any:
     return change
 
 
-@pytest.mark.parametrize(
-    ("change", "check", "read_error"),
-    [
-        (_shift_offsets, "L3.object_order_exact", "object id is not its object"),
-        (_drop_shard, "L3.object_order_exact", "missing"),
-        (_remove("rows"), "L1.object_order_nodes", "rows is missing"),
-        (_set_version("1.6"), "L2.object_order_meta", None),
-    ],
-)
+DAMAGE = [
+    (_shift_offsets, "L3.object_order_exact", "object id is not its object"),
+    (_drop_shard, "L3.object_order_exact", "missing"),
+    (_remove("rows"), "L1.object_order_nodes", "rows is missing"),
+    (_set_version("1.6"), "L2.object_order_meta", None),
+]
+OBJECT_ORDER_IDS = frozenset(check for _, check, _ in DAMAGE)
+"""Check ids whose corruption cases are here (the corruption corpus counts them)."""
+
+
+@pytest.mark.parametrize(("change", "check", "read_error"), DAMAGE)
 def test_damage_is_refused_and_reported(
     tmp_path: Path, change: Any, check: str, read_error: str | None
 ) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from zarr.storage import MemoryStore
 
+from tests.query.test_object_order import OBJECT_ORDER_IDS
 from tests.validate import stores as s
 from tests.validate.test_coarse_link_corruption import COARSE_LINK_IDS
 from tests.validate.test_l4 import COVERED as L4_COVERED
@@ -628,7 +629,7 @@ def test_damage_is_reported(case: Case) -> None:
 def test_corpus_covers_every_implemented_id() -> None:
     # L4 ids: their one-damage cases live in test_l4.py (CASES there).
     covered = {c.check_id for c in CASES} | DIRECT | L4_COVERED | OBJECT_IDS | SHARDED_IDS
-    covered |= OBJECT_CHUNKS_IDS | RECORD_IDS
+    covered |= OBJECT_CHUNKS_IDS | RECORD_IDS | OBJECT_ORDER_IDS
     assert covered | LEVEL_IDS | OBJECT_LEVEL_IDS | COARSE_LINK_IDS == set(CHECKS)
 
 

@@ -23,7 +23,7 @@ PARQUET = FileConverter(
     GEOMETRY_TYPES,
     import_table,
     export_table,
-    IMPORT_OPTIONS[:3],
+    (*IMPORT_OPTIONS[:3], "object_order"),
     EXPORT_OPTIONS,
 )
 """Parquet tables of vertices (pyarrow, extra ``tables``)."""

@@ -10,7 +10,8 @@ Import (a table → a point cloud):
   them), and Parquet fixed-size list columns ``(n, K)`` attributes. Column names that are
   not identifiers are made safe (``"cell type"`` → ``cell_type``);
 * an integer column named ``object_id`` (``object_id=`` renames it) gives the points'
-  object ids;
+  object ids; ``object_order=True`` adds the object-ordered copy of the points (spec §9.15,
+  :class:`~zarr_vectors.WriteOptions` ``object_order``) for fast reads of scattered objects;
 * a float column with empty cells reads them as NaN; an empty cell in an integer or bool
   column, or in a position column, is an error.
 
@@ -64,7 +65,7 @@ from zarr_vectors.write import WriteOptions
 
 __all__ = ["EXPORT_OPTIONS", "IMPORT_OPTIONS", "export_table", "import_table"]
 
-IMPORT_OPTIONS = ("columns", "attributes", "object_id", "dtypes", "delimiter")
+IMPORT_OPTIONS = ("columns", "attributes", "object_id", "dtypes", "delimiter", "object_order")
 EXPORT_OPTIONS = ("object_id", "compression")
 DEFAULT_OBJECT_ID = "object_id"
 PARQUET_CODECS = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
@@ -223,7 +224,9 @@ def import_table(name: str, src: Path, target: ImportTarget, options: Mapping[st
         attributes=_attributes(table, names),
         object_ids=ids,
         **target.write_keywords(),
-        options=WriteOptions(axis_names=tuple(columns)),
+        options=WriteOptions(
+            axis_names=tuple(columns), object_order=bool(options.get("object_order", False))
+        ),
     )
 
 

@@ -79,8 +79,8 @@ def order_build_bytes(n_points: int, widest_row: int) -> int:
 
     Examples
     --------
-    >>> order_build_bytes(10**6, 12) // 2**20
-    55
+    >>> order_build_bytes(10**6, 12) // 2**20   # MiB
+    54
     """
     return n_points * (16 + 2 * widest_row) + _WRITE_BATCH_BYTES
 
