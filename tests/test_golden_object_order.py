@@ -50,3 +50,11 @@ def test_plain_zarr_reads_the_copy_in_object_order() -> None:
     assert np.array_equal(copy["attributes/object_id"][:], ids[order])
     assert np.array_equal(copy["attributes/w"][:], whole.attributes["w"][order])
     assert copy["vertices"].metadata.dimension_names == ("row.vertices", "component.vertices")
+    assert copy["ids"].metadata.dimension_names == ("row.ids",)
+
+
+def test_the_golden_store_needs_no_upgrade() -> None:
+    """Plain Zarr v3 of format 1.7: ``upgrade`` leaves it (never lowers its version)."""
+    report = zv.upgrade(GOLDEN, dry_run=True)
+    assert not report.changed
+    assert "1.7 is current" in str(report)

@@ -37,6 +37,7 @@ from zarr_vectors.format.layout import is_sharded
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import OBJECT_INDEX, VERTEX_COUNTS
 from zarr_vectors.format.version import (
+    at_least,
     foreign_layout,
     has_place_records,
     is_plain_zarr,
@@ -184,7 +185,7 @@ def upgrade(store: StoreLike, *, to: str | None = None, dry_run: bool = False) -
     version = plan.root.version
     if is_plain_zarr(version) and not plan.unnamed and not plan.mirrors:
         return UpgradeReport(version, version, (), dry_run)
-    report = UpgradeReport(version, UPGRADE_VERSION, _changes(plan), dry_run)
+    report = UpgradeReport(version, at_least(version, UPGRADE_VERSION), _changes(plan), dry_run)
     if not dry_run:
         _apply(store, io, plan)
     return report
@@ -236,10 +237,11 @@ def _plan(io: StoreIO) -> _Plan:
 def _changes(plan: _Plan) -> tuple[str, ...]:
     """One sentence per kind of change the upgrade of ``plan`` makes."""
     version = plan.root.version
+    reached = at_least(version, UPGRADE_VERSION)  # a newer plain store keeps its version
     changes = [
         "root: new commit"
-        if version == UPGRADE_VERSION
-        else f"root: zarr_vectors_version {version} -> {UPGRADE_VERSION}, new commit"
+        if version == reached
+        else f"root: zarr_vectors_version {version} -> {reached}, new commit"
     ]
     if not has_place_records(plan.root.version):
         changes.append(f"place records added to the shards of {len(plan.sharded)} array(s)")
@@ -265,7 +267,7 @@ def _apply(store: StoreLike, io: StoreIO, plan: _Plan) -> None:
     """Make the changes of ``plan`` and commit them."""
     placed = has_place_records(plan.root.version)
     values = [] if placed else read_whole_many(io.store, plan.globals)
-    root = replace(plan.root, version=UPGRADE_VERSION)
+    root = replace(plan.root, version=at_least(plan.root.version, UPGRADE_VERSION))
     with modify_target(store, rewritten=(), base=plan.base, on_zip=_ON_ZIP) as (source, target):
         target.name_dimensions(root.axis_names)
         if not placed:

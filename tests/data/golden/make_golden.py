@@ -582,6 +582,7 @@ def write(path: Path, kwargs: dict[str, Any]) -> None:
     if rows is not None:  # the copy again, of R = rows (the writer's default is 128)
         io = StoreIO(LocalStore(path))
         root = RootMetadata.from_json(io.read_json("zarr.json")["attributes"])
+        io.name_dimensions(root.axis_names)  # as every writer's destination names them
         write_object_order(io, root, rows_per_block=rows)
     (path / "metadata.json").unlink(missing_ok=True)  # 1.2 and older: a timestamp (§2.5)
 
