@@ -233,3 +233,22 @@ def test_a_copy_of_other_values_is_found_by_the_validator(tmp_path: Path) -> Non
     ids = np.unique(_cloud(5)["object_ids"]) + 1
     path = _damaged(tmp_path, _rewrite_global("ids", ids))
     assert "L3.object_order_exact" in {p.check_id for p in zv.validate(path, level=3).errors}
+
+
+def test_an_empty_cloud_with_ids_has_an_empty_copy(tmp_path: Path) -> None:
+    """No points: the copy holds no rows, validates (the index check too), and an append
+    fills it."""
+    path = tmp_path / "e"
+    zv.write_points(
+        path,
+        np.zeros((0, 3), np.float32),
+        object_ids=np.zeros(0, np.int64),
+        chunk_shape=4.0,
+        options=ORDER,
+    )
+    assert zv.validate(path, level=3).ok
+    with pytest.raises(ObjectNotFoundError):
+        zv.open(path).read_objects([1])
+    zv.append_points(path, np.ones((3, 3), np.float32), object_ids=[1, 2, 1], progress=False)
+    assert len(zv.open(path).read_objects([1])) == 2
+    assert zv.validate(path, level=3).ok
