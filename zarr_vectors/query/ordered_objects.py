@@ -99,9 +99,12 @@ class OrderedObjects:
     def _loaded(self) -> tuple[np.ndarray, np.ndarray, list[RowSequence]]:
         """``ids``, ``offsets`` and the row sequences, read and checked once."""
         if self._table is None:
+            base = f"{self.reader.base}/{OBJECT_ORDER}"
             arrays = [f"{OBJECT_ORDER}/ids", f"{OBJECT_ORDER}/offsets"]
+            names = [*arrays, *(f"{OBJECT_ORDER}/{n}" for n in self._sequence_names())]
+            self.reader.prefetch(f"{self.reader.base}/{n}/zarr.json" for n in names)  # one wave
             ids, offsets = self.reader.read_globals(arrays)
-            sequences = self._sequences()
+            sequences = [self._sequence(f"{base}/{n}") for n in self._sequence_names()]
             total = int(self.reader.occupied_chunks(None, None)[1].sum())
             problem = _table_problem(ids, offsets, total) or self._sequence_problem(
                 sequences, total
@@ -111,21 +114,18 @@ class OrderedObjects:
             self._table = (ids, offsets, sequences)
         return self._table
 
-    def _sequences(self) -> list[RowSequence]:
-        """The row sequences ``rows``, ``vertices``, ``attributes/object_id`` and one per
+    def _sequence_names(self) -> list[str]:
+        """The row sequences: ``rows``, ``vertices``, ``attributes/object_id`` and one per
         other attribute of level 0."""
-        base = f"{self.reader.base}/{OBJECT_ORDER}"
         attributes = [OBJECT_ID_ATTRIBUTE, *self.reader.attribute_names]
-        names = [OBJECT_ORDER_ROWS, VERTICES, *(f"{ATTRIBUTES}/{a}" for a in attributes)]
-        self.reader.prefetch(f"{base}/{name}/zarr.json" for name in names)
-        sequences = []
-        for name in names:
-            path = f"{base}/{name}"
-            meta = self.reader.io.read_json(f"{path}/zarr.json")
-            if not isinstance(meta, dict):
-                raise CorruptChunkError(self._damaged(f"{name} is missing"))
-            sequences.append(RowSequence.from_metadata(meta, path, placed=self.reader.placed))
-        return sequences
+        return [OBJECT_ORDER_ROWS, VERTICES, *(f"{ATTRIBUTES}/{a}" for a in attributes)]
+
+    def _sequence(self, path: str) -> RowSequence:
+        """The row sequence at ``path``, from its (prefetched) ``zarr.json``."""
+        meta = self.reader.document(f"{path}/zarr.json")
+        if not isinstance(meta, dict):
+            raise CorruptChunkError(self._damaged(f"{path} is missing"))
+        return RowSequence.from_metadata(meta, path, placed=self.reader.placed)
 
     def _sequence_problem(self, sequences: list[RowSequence], total: int) -> str | None:
         """Why the row sequences do not fit level 0's columns, or None."""

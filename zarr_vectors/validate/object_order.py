@@ -222,5 +222,5 @@ def _difference(ctx: Context, reader: LevelReader) -> str | None:
 
 def _sequence(reader: LevelReader, name: str) -> RowSequence:
     path = f"0/{OBJECT_ORDER}/{name}"
-    meta = reader.io.read_json(f"{path}/zarr.json")  # L2 checked it is a sequence's
+    meta = reader.document(f"{path}/zarr.json")  # L2 checked it is a sequence's
     return RowSequence.from_metadata(meta, path, placed=reader.placed)
