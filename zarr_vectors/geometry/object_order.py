@@ -74,8 +74,9 @@ def object_order_columns(reader: LevelReader) -> list[str]:
 
 def order_build_bytes(n_points: int, widest_row: int) -> int:
     """About the most bytes :func:`write_object_order` holds at once for ``n_points`` points
-    whose widest column has rows of ``widest_row`` bytes: the ids and the order (8 bytes a
-    point each), one column as stored and in object order, and the encoded shards of a batch.
+    whose widest column has rows of ``widest_row`` bytes: at first the ids, the order and the
+    ids in object order (8 bytes a point each for int64 ids), then the order and one column
+    as stored and in object order, and the encoded shards of a batch.
 
     Examples
     --------
@@ -128,8 +129,12 @@ def write_object_order(io: StoreIO, root: RootMetadata, rows_per_block: int | No
     write_global(io, f"{base}/ids", distinct, 0, {"zv_array": ORDER_TAGS["ids"]})
     write_global(io, f"{base}/offsets", offsets, 0, {"zv_array": ORDER_TAGS["offsets"]})
     layouts = _layouts(reader, rows, int(order.shape[0]))
+    id_column = f"{ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}"
+    sequence = RowSequence(f"{base}/{id_column}", int(order.shape[0]), layouts.pop(id_column))
+    _write_files(io, sequence, ordered_ids, {"zv_array": ORDER_TAGS[ATTRIBUTES]})
+    del ordered_ids  # from here: the order, one column as stored and in object order
     for column, layout in layouts.items():
-        values = _ordered(reader, column, wanted, order, ordered_ids)
+        values = order if column == OBJECT_ORDER_ROWS else _ordered(reader, column, wanted, order)
         tag = ORDER_TAGS[column.split("/")[0]]
         sequence = RowSequence(f"{base}/{column}", int(order.shape[0]), layout)
         _write_files(io, sequence, values, {"zv_array": tag})
@@ -146,19 +151,11 @@ def _every_row(reader: LevelReader) -> list[ChunkRows]:
 
 
 def _ordered(
-    reader: LevelReader,
-    column: str,
-    wanted: list[ChunkRows],
-    order: np.ndarray,
-    ordered_ids: np.ndarray,
+    reader: LevelReader, column: str, wanted: list[ChunkRows], order: np.ndarray
 ) -> np.ndarray:
-    """The whole row array ``column`` of the copy: level 0's column in object order."""
-    if column == OBJECT_ORDER_ROWS:
-        return order
-    name = column.split("/", 1)[-1]
-    if name == OBJECT_ID_ATTRIBUTE:
-        return ordered_ids
-    return np.asarray(reader.read_rows(name, wanted)[order])
+    """The whole row array ``column`` (``vertices`` or ``attributes/<name>``) of the copy:
+    level 0's column in object order."""
+    return np.asarray(reader.read_rows(column.split("/", 1)[-1], wanted)[order])
 
 
 def _layouts(reader: LevelReader, rows: int, n_rows: int) -> dict[str, RowLayout]:
