@@ -101,7 +101,7 @@ def check_readable_version(version: object) -> None:
     MetadataError
         When the value is not a version string.
     UnsupportedVersionError
-        When the version is newer than, or incompatible with, :data:`FORMAT_VERSION`.
+        When the version is newer than, or incompatible with, :data:`NEWEST_VERSION`.
     """
     major, minor = parse_version(version)
     own_major, own_minor = parse_version(NEWEST_VERSION)

@@ -111,7 +111,12 @@ def _meta_problems(ctx: Context) -> list[tuple[str, str]]:
     if ctx.node(_PATH).attributes().get("zv_array") != ORDER_TAGS["group"]:
         problems.append((f"{_PATH}/zarr.json", 'attributes must be {"zv_array": "object_order"}'))
     ids = ctx.node(f"{_PATH}/ids").doc or {}
-    n = ids.get("shape", [-1])[0] if isinstance(ids.get("shape"), list) else -1
+    shape = ids.get("shape")
+    n = (
+        shape[0]
+        if isinstance(shape, list) and len(shape) == 1 and isinstance(shape[0], int)
+        else -1
+    )
     id_type = (ctx.node(f"0/{ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}").doc or {}).get("data_type")
     expected = {"ids": (id_type, [n]), "offsets": ("int64", [n + 1])}
     for name, (dtype, shape) in expected.items():
