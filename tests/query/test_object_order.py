@@ -252,3 +252,29 @@ def test_an_empty_cloud_with_ids_has_an_empty_copy(tmp_path: Path) -> None:
     zv.append_points(path, np.ones((3, 3), np.float32), object_ids=[1, 2, 1], progress=False)
     assert len(zv.open(path).read_objects([1])) == 2
     assert zv.validate(path, level=3).ok
+
+
+def test_cold_reads_through_the_copy_cost_the_same_waves_for_one_object_or_many() -> None:
+    """Open + read by id through the copy: its metadata, ``ids`` and ``offsets``, the shard
+    indexes, the row blocks, each in one batch, however many objects (9 waves with the
+    open); a warm read of shards read before: the row blocks and the root's commit check."""
+    from zarr.storage import MemoryStore
+
+    from benchmarks._latency import LatencyStore
+
+    inner = MemoryStore()
+    cloud = _cloud(6, n=3000, objects=200)
+    zv.write_points(inner, **cloud, chunk_shape=10.0, options=ORDER, progress=False)
+    store = LatencyStore(inner)
+    distinct = np.unique(cloud["object_ids"])
+    waves = []
+    for wanted in (distinct[:1], distinct[::2]):
+        store.log.reset()
+        zv.open(store).read_objects(wanted)
+        waves.append(store.log.summary().waves)
+    assert waves[0] == waves[1] <= 9
+    reader = zv.open(store)
+    reader.read_objects(distinct[:1])
+    store.log.reset()
+    reader.read_objects(distinct[1:3])
+    assert store.log.summary().waves <= 2
