@@ -16,7 +16,9 @@ from zarr_vectors.geometry.object_chunks import (
     write_object_chunks,
 )
 from zarr_vectors.geometry.object_order import (
+    every_row,
     has_object_order,
+    object_order_of,
     order_build_bytes,
     write_object_order,
 )
@@ -29,7 +31,9 @@ __all__ = [
     "has_object_chunks",
     "stored_object_chunks",
     "write_object_chunks",
+    "every_row",
     "has_object_order",
+    "object_order_of",
     "order_build_bytes",
     "write_object_order",
     "level0_metadata",

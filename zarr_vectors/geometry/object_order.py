@@ -32,6 +32,8 @@ from zarr_vectors.write import write_global
 
 __all__ = [
     "drop_object_order",
+    "every_row",
+    "object_order_of",
     "has_object_order",
     "object_order_columns",
     "order_build_bytes",
@@ -116,16 +118,13 @@ def write_object_order(io: StoreIO, root: RootMetadata, rows_per_block: int | No
     if not reader.has_object_ids:
         return False
     rows = rows_per_block or _present_rows_per_block(io) or ORDER_ROWS_PER_BLOCK
-    wanted = _every_row(reader)
-    ids = reader.read_rows(OBJECT_ID_ATTRIBUTE, wanted)
-    order = np.argsort(ids, kind="stable")  # within an object: storage order
-    ordered_ids = ids[order]
-    del ids
-    distinct, counts = np.unique(ordered_ids, return_counts=True)
+    wanted = every_row(reader)
+    order, ordered_ids, distinct, offsets = object_order_of(
+        reader.read_rows(OBJECT_ID_ATTRIBUTE, wanted)
+    )
     base = f"0/{OBJECT_ORDER}"
     drop_object_order(io)
     io.set(f"{base}/zarr.json", group_metadata({"zv_array": ORDER_TAGS["group"]}))
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     write_global(io, f"{base}/ids", distinct, 0, {"zv_array": ORDER_TAGS["ids"]})
     write_global(io, f"{base}/offsets", offsets, 0, {"zv_array": ORDER_TAGS["offsets"]})
     layouts = _layouts(reader, rows, int(order.shape[0]))
@@ -141,8 +140,27 @@ def write_object_order(io: StoreIO, root: RootMetadata, rows_per_block: int | No
     return True
 
 
-def _every_row(reader: LevelReader) -> list[ChunkRows]:
-    """Every row of every occupied chunk of the level, chunks in C order."""
+def object_order_of(
+    ids: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The object order of level 0's stored ``ids`` (storage order, spec §9.15): the stable
+    sort (the copy's ``rows``), the ids in that order, the distinct ids and their offsets.
+
+    Examples
+    --------
+    >>> order, ordered, distinct, offsets = object_order_of(np.array([7, 4, 7, 5]))
+    >>> order.tolist(), ordered.tolist(), distinct.tolist(), offsets.tolist()
+    ([1, 3, 0, 2], [4, 5, 7, 7], [4, 5, 7], [0, 1, 2, 4])
+    """
+    order = np.argsort(ids, kind="stable")  # within an object: storage order
+    ordered = ids[order]
+    distinct, counts = np.unique(ordered, return_counts=True)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return order.astype(np.int64), ordered, distinct, offsets
+
+
+def every_row(reader: LevelReader) -> list[ChunkRows]:
+    """Every row of every occupied chunk of the level, chunks in C order: a whole read."""
     chunks, counts = reader.occupied_chunks(None, None)
     return [
         ChunkRows(tuple(int(c) for c in chunk), np.array([[0, n]], dtype=np.int64))

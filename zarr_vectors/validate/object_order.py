@@ -19,7 +19,8 @@ from zarr_vectors.format.names import (
 )
 from zarr_vectors.format.object_order import ORDER_TAGS, order_shard_rows, sequence_problems
 from zarr_vectors.format.version import OBJECT_ORDER_VERSION, parse_version
-from zarr_vectors.read import ChunkRows, LevelReader
+from zarr_vectors.geometry import every_row, object_order_of
+from zarr_vectors.read import LevelReader
 from zarr_vectors.store.row_sequences import RowSequence, read_sequences
 from zarr_vectors.validate.context import Context
 
@@ -199,15 +200,8 @@ def check_consistency(ctx: Context) -> None:
 
 def _difference(ctx: Context, reader: LevelReader) -> str | None:
     """The first difference between the stored copy and the one level 0 gives, or None."""
-    chunks, counts = reader.occupied_chunks(None, None)
-    wanted = [
-        ChunkRows(tuple(int(c) for c in chunk), np.array([[0, n]], dtype=np.int64))
-        for chunk, n in zip(chunks, counts, strict=True)
-    ]
-    ids = reader.read_rows(OBJECT_ID_ATTRIBUTE, wanted)
-    order = np.argsort(ids, kind="stable")
-    distinct, sizes = np.unique(ids[order], return_counts=True)
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    wanted = every_row(reader)
+    order, _, distinct, offsets = object_order_of(reader.read_rows(OBJECT_ID_ATTRIBUTE, wanted))
     stored = reader.read_globals([f"{OBJECT_ORDER}/ids", f"{OBJECT_ORDER}/offsets"])
     for name, got, want in zip(("ids", "offsets"), stored, (distinct, offsets), strict=True):
         if not np.array_equal(got, want):
