@@ -60,27 +60,14 @@ def misplaced_row(
         The first row (in run order) of ``positions`` outside its box, or -1 when none is.
         A row no bin of the table holds counts as outside.
     """
-    run_row, run_len, run_start, run_chunk = runs
-    chunk_shape, bin_shape, bins = grid
-    table_row, starts, sizes = bin_table
+    # Contiguous int64 arrays only: each other layout or dtype would be one more
+    # signature to compile (a strided run_start was one, 0.6 s per positions dtype).
+    ints = [np.ascontiguousarray(a, dtype=np.int64) for a in (*runs, grid[2], *bin_table)]
+    run_arrays, bins_and_table = ints[:4], ints[4:]
+    floats = [np.ascontiguousarray(a, dtype=np.float64) for a in (cells, *grid[:2])]
     positions = np.ascontiguousarray(positions)
-    return int(
-        _misplaced_row(
-            positions,
-            positions.reshape(-1),
-            run_row,
-            run_len,
-            run_start,
-            run_chunk,
-            cells,
-            chunk_shape,
-            bin_shape,
-            bins,
-            table_row,
-            starts,
-            sizes,
-        )
-    )
+    flat = positions.reshape(-1)
+    return int(_misplaced_row(positions, flat, *run_arrays, *floats, *bins_and_table))
 
 
 @njit
