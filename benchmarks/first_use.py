@@ -215,8 +215,11 @@ def _demo_run(tree: str, cache: str, points: int) -> dict[str, Any]:
     return report
 
 
-def _demo(runs: int, points: int, base: str | None) -> list[str]:
-    """``--demo``: first and warm run of each tree, alternating; the table's lines."""
+def _demo(
+    runs: int, points: int, base: str | None
+) -> tuple[list[str], dict[str, list[tuple[dict[str, Any], dict[str, Any]]]]]:
+    """``--demo``: first and warm run of each tree, alternating; the table's lines and the
+    (first, warm) reports of each tree."""
     trees = {"this": THIS_TREE, **({"base": os.path.abspath(base)} if base else {})}
     reports: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {t: [] for t in trees}
     for run in range(runs):
@@ -251,7 +254,7 @@ def _demo(runs: int, points: int, base: str | None) -> list[str]:
         f"{max(r['load'] for r in every):.1f}; runs whose timed steps compiled: {compiled_inside}"
     )
     lines.append(f"this tree's first run, as printed: {reports['this'][-1][0]['lines'][1].strip()}")
-    return lines
+    return lines, reports
 
 
 def _span(values: list[float]) -> str:
@@ -306,6 +309,13 @@ def _kernel_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _write_json(path: str | None, reports: Any) -> None:
+    """``--json PATH``: every child's report."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(reports, f, indent=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the first-use scenario in fresh processes and print the split (see module doc)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.first_use", description=__doc__)
@@ -329,7 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", metavar="MODE", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.demo:
-        print("\n".join(_demo(args.runs, args.points, args.base)))
+        lines, demo_reports = _demo(args.runs, args.points, args.base)
+        print("\n".join(lines))
+        _write_json(args.json, demo_reports)
         return 0
     if args.child:
         print(json.dumps(_child(args.child, args.warmup)))
@@ -345,9 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(_table(reports)))
     if args.kernels:
         print("\n".join(_kernel_lines(reports[-1])))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(reports, f, indent=1)
+    _write_json(args.json, reports)
     return 0
 
 
