@@ -60,14 +60,33 @@ def misplaced_row(
         The first row (in run order) of ``positions`` outside its box, or -1 when none is.
         A row no bin of the table holds counts as outside.
     """
-    # Contiguous int64 arrays only: each other layout or dtype would be one more
-    # signature to compile (a strided run_start was one, 0.6 s per positions dtype).
-    ints = [np.ascontiguousarray(a, dtype=np.int64) for a in (*runs, grid[2], *bin_table)]
-    run_arrays, bins_and_table = ints[:4], ints[4:]
-    floats = [np.ascontiguousarray(a, dtype=np.float64) for a in (cells, *grid[:2])]
+    # Contiguous int64 and float64 arrays only: each other layout or dtype is one more
+    # signature to compile (a strided run_start was one: 0.6 s per positions dtype).
+    run_row, run_len, run_start, run_chunk = (_int64(a) for a in runs)
+    table_row, starts, sizes = (_int64(a) for a in bin_table)
+    chunk_shape, bin_shape = (np.ascontiguousarray(a, dtype=np.float64) for a in grid[:2])
     positions = np.ascontiguousarray(positions)
-    flat = positions.reshape(-1)
-    return int(_misplaced_row(positions, flat, *run_arrays, *floats, *bins_and_table))
+    return int(
+        _misplaced_row(
+            positions,
+            positions.reshape(-1),
+            run_row,
+            run_len,
+            run_start,
+            run_chunk,
+            np.ascontiguousarray(cells, dtype=np.float64),
+            chunk_shape,
+            bin_shape,
+            _int64(grid[2]),
+            table_row,
+            starts,
+            sizes,
+        )
+    )
+
+
+def _int64(values: npt.NDArray[Any]) -> I64:
+    return np.ascontiguousarray(values, dtype=np.int64)
 
 
 @njit
