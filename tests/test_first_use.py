@@ -166,8 +166,8 @@ def test_warmup_calls_every_kernel_signature_the_first_use_calls(
 def test_demo_warmup_calls_every_kernel_signature_the_demo_calls(
     kernel_mode: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The demo compiles only its own kernels ahead (``demo_warmup``: 19 of the 45 kernels of
-    ``zv.warmup()``), and its timed steps then call no signature it did not compile."""
+    """The demo compiles only its own kernels ahead (``demo_warmup``: 19 signatures, where
+    ``zv.warmup()`` compiles 45), and its timed steps call no signature it did not compile."""
     calls = _record_kernel_calls(monkeypatch)
     report = demo_warmup()
     warm = set(calls)

@@ -172,7 +172,8 @@ def warmup() -> WarmupReport:
 
 def demo_warmup() -> WarmupReport:
     """:func:`warmup` of the kernels ``zarr-vectors demo`` runs only: writing, querying and
-    validating float32 points (19 of the 45 kernels :func:`warmup` compiles).
+    validating float32 points (19 kernel signatures to compile in a fresh environment,
+    where :func:`warmup` compiles 45).
 
     Returns
     -------
