@@ -25,6 +25,13 @@ what the steps cost once everything is compiled or loaded).
 (the "before" figure); ``--kernels`` lists, per step, every kernel and signature compiled
 with its time (nested compilations indented); ``--warmup`` also times
 :func:`zarr_vectors.warmup` in a fresh cache and then the scenario on the cache it filled.
+
+``--demo`` times the README's first command instead: ``zarr-vectors demo`` (``--points``,
+default 1,000,000) in a fresh process on an empty numba cache (its first run: the demo
+compiles its kernels first, then times its steps), then again on the cache it filled (the
+warm run); per run, the demo's warm-up line, the time numba spent compiling, and the wall
+and CPU time of the whole process. ``--base TREE`` runs another source tree's
+``zarr_vectors`` (e.g. a checkout of main) the same way, alternating with this one.
 Only the standard library is imported at module level.
 """
 
@@ -34,7 +41,9 @@ import argparse
 import importlib
 import json
 import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +59,23 @@ POINTS = 1000
 STREAMLINES = (20, 100)
 TARGET = 5.0
 """Seconds the whole scenario may take with an empty cache (issue 34)."""
+THIS_TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A child of --demo: ``zarr-vectors demo --dir TMP --points argv[1]`` in this process, with
+# the compilations numba ran; prints one JSON line.
+_DEMO_CHILD = """
+import contextlib, io, json, sys, tempfile, time
+begin, cpu = time.perf_counter(), time.process_time()
+import zarr_vectors
+from zarr_vectors.cli import main
+from zarr_vectors.kernels import CompileLog
+out = io.StringIO()
+with tempfile.TemporaryDirectory() as tmp, CompileLog() as log, contextlib.redirect_stdout(out):
+    code = main(["demo", "--dir", tmp, "--points", sys.argv[1]])
+print(json.dumps({"code": code, "wall": time.perf_counter() - begin,
+    "cpu": time.process_time() - cpu, "compile": log.seconds, "compiled": log.count,
+    "lines": out.getvalue().splitlines(), "zarr_vectors": zarr_vectors.__file__}))
+"""
 
 
 class _CompileLog:
@@ -165,6 +191,72 @@ def _run(mode: str, warmup: bool, cache: str | None) -> dict[str, Any]:
     return report
 
 
+def _demo_run(tree: str, cache: str, points: int) -> dict[str, Any]:
+    """One ``zarr-vectors demo`` of ``tree`` in a new process with ``NUMBA_CACHE_DIR=cache``."""
+    env = {**os.environ, "PYTHONPATH": tree, "NUMBA_CACHE_DIR": cache}
+    load = os.getloadavg()[0]
+    done = subprocess.run(
+        [sys.executable, "-c", _DEMO_CHILD, str(points)],
+        env=env,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the demo of {tree} failed:\n{done.stderr[-3000:]}")
+    report: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    if not report["zarr_vectors"].startswith(os.path.join(tree, "")):
+        raise RuntimeError(f"the child imported {report['zarr_vectors']}, not {tree}'s")
+    warmup = re.search(r": ([0-9.]+) s", report["lines"][1])
+    report["warmup"] = float(warmup.group(1)) if warmup else float("nan")
+    report["timed steps compiled"] = any("of it compiling" in line for line in report["lines"])
+    report["load"] = load
+    return report
+
+
+def _demo(
+    runs: int, points: int, base: str | None
+) -> tuple[list[str], dict[str, list[tuple[dict[str, Any], dict[str, Any]]]]]:
+    """``--demo``: first and warm run of each tree, alternating; the table's lines and the
+    (first, warm) reports of each tree."""
+    trees = {"this": THIS_TREE, **({"base": os.path.abspath(base)} if base else {})}
+    reports: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {t: [] for t in trees}
+    for run in range(runs):
+        for who in sorted(trees, reverse=run % 2 == 1):
+            log(f"demo, run {run + 1} of {runs}: {who}, empty numba cache, then warm")
+            with tempfile.TemporaryDirectory(prefix="zv-bench-numba-", dir="/tmp") as cache:
+                first = _demo_run(trees[who], cache, points)
+                reports[who].append((first, _demo_run(trees[who], cache, points)))
+    head = (
+        f"{'tree':<6} {'warm-up s':>18} {'compiling s':>18} {'kernels':>8} {'process s':>18} "
+        f"{'CPU s':>18} {'warm run s':>18} {'warm CPU s':>18}"
+    )
+    lines = [
+        f"zarr-vectors demo --points {points:,}: first run on an empty numba cache, then the "
+        f"warm run on it; median (min-max) of {runs} runs",
+        head,
+        "-" * len(head),
+    ]
+    for who, pairs in reports.items():
+        firsts, warms = [p[0] for p in pairs], [p[1] for p in pairs]
+        lines.append(
+            f"{who:<6} {_span([r['warmup'] for r in firsts]):>18} "
+            f"{_span([r['compile'] for r in firsts]):>18} "
+            f"{statistics.median(r['compiled'] for r in firsts):>8g} "
+            f"{_span([r['wall'] for r in firsts]):>18} {_span([r['cpu'] for r in firsts]):>18} "
+            f"{_span([r['wall'] for r in warms]):>18} {_span([r['cpu'] for r in warms]):>18}"
+        )
+    every = [r for pairs in reports.values() for pair in pairs for r in pair]
+    compiled_inside = sum(r["timed steps compiled"] for r in every)
+    lines.append(
+        f"load average (1 min) at the runs' starts: {min(r['load'] for r in every):.1f}-"
+        f"{max(r['load'] for r in every):.1f}; runs whose timed steps compiled: {compiled_inside}"
+    )
+    lines.append(f"this tree's first run, as printed: {reports['this'][-1][0]['lines'][1].strip()}")
+    return lines, reports
+
+
 def _span(values: list[float]) -> str:
     """``median (min-max)`` of seconds, or the one value."""
     if len(values) == 1:
@@ -217,6 +309,13 @@ def _kernel_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _write_json(path: str | None, reports: Any) -> None:
+    """``--json PATH``: every child's report."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(reports, f, indent=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the first-use scenario in fresh processes and print the split (see module doc)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.first_use", description=__doc__)
@@ -230,8 +329,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", action="store_true", help="list the kernels compiled per step")
     parser.add_argument("--warmup", action="store_true", help="run zv.warmup() before the steps")
     parser.add_argument("--json", metavar="PATH", help="also write every child's report")
+    parser.add_argument(
+        "--demo", action="store_true", help="time zarr-vectors demo's first and warm run instead"
+    )
+    parser.add_argument(
+        "--points", type=int, default=1_000_000, help="--demo: points (default 1,000,000)"
+    )
+    parser.add_argument("--base", metavar="TREE", help="--demo: another source tree beside this")
     parser.add_argument("--child", metavar="MODE", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.demo:
+        lines, demo_reports = _demo(args.runs, args.points, args.base)
+        print("\n".join(lines))
+        _write_json(args.json, demo_reports)
+        return 0
     if args.child:
         print(json.dumps(_child(args.child, args.warmup)))
         return 0
@@ -246,9 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(_table(reports)))
     if args.kernels:
         print("\n".join(_kernel_lines(reports[-1])))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(reports, f, indent=1)
+    _write_json(args.json, reports)
     return 0
 
 

@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from tests.helpers import ROOT_DOCUMENTS, without_commit
+from zarr_vectors import cli
+from zarr_vectors._warmup import demo_warmup
 from zarr_vectors.cli import DEMO_STORE, main
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels import _jit
@@ -152,9 +154,27 @@ def test_warmup_calls_every_kernel_signature_the_first_use_calls(
     calls = _record_kernel_calls(monkeypatch)
     zv.warmup()
     warm = set(calls)
+    # a strided array is one more signature to compile (0.6 s each for misplaced_row)
+    assert [c for c in warm if any(", A)" in t for t in c[1])] == []
     calls.clear()
-    monkeypatch.setattr(zv, "warmup", lambda: zv.WarmupReport(0.1, 0, 0.0))  # the demo's
+    monkeypatch.setattr(cli, "demo_warmup", lambda: zv.WarmupReport(0.1, 0, 0.0))
     _first_use(tmp_path)
+    assert calls, "the recording saw no kernel call"
+    assert sorted(calls - warm) == []
+
+
+def test_demo_warmup_calls_every_kernel_signature_the_demo_calls(
+    kernel_mode: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo compiles only its own kernels ahead (``demo_warmup``: 19 signatures, where
+    ``zv.warmup()`` compiles 45), and its timed steps call no signature it did not compile."""
+    calls = _record_kernel_calls(monkeypatch)
+    report = demo_warmup()
+    warm = set(calls)
+    calls.clear()
+    monkeypatch.setattr(cli, "demo_warmup", lambda: report)
+    with contextlib.redirect_stdout(io.StringIO()):
+        main(["demo", "--dir", str(tmp_path), "--points", "5000"])
     assert calls, "the recording saw no kernel call"
     assert sorted(calls - warm) == []
 
@@ -209,10 +229,10 @@ def test_demo_reports_compile_time_apart(
         calls.append(_jit.set_kernel_mode("compiled"))  # what a real warm-up leaves
         return zv.WarmupReport(seconds=21.5, compiled=31, compile_seconds=20.0)
 
-    monkeypatch.setattr(zv, "warmup", fake_warmup)
+    monkeypatch.setattr(cli, "demo_warmup", fake_warmup)
     lines = _demo(["--dir", str(tmp_path), "--points", "2000"], capsys)
     assert calls, "the demo did not warm up"
-    assert lines[1] == "  compiling kernels, first run only: 21.5 s"
+    assert lines[1].startswith("  compiling the demo's kernels, first run only: 21.5 s")
     timed = [line for line in lines if " in " in line and ("wrote" in line or "query" in line)]
     assert len(timed) == 2
     assert not any("compiling kernels)" in line for line in lines)
@@ -221,7 +241,7 @@ def test_demo_reports_compile_time_apart(
 def test_demo_says_when_the_cache_was_warm(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(zv, "warmup", lambda: zv.WarmupReport(0.3, 0, 0.0))
+    monkeypatch.setattr(cli, "demo_warmup", lambda: zv.WarmupReport(0.3, 0, 0.0))
     lines = _demo(["--dir", str(tmp_path), "--points", "100"], capsys)
     assert lines[1] == "  kernels loaded from numba's cache (compiled by an earlier run): 0.3 s"
 

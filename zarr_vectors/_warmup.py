@@ -8,7 +8,8 @@ validates a small point cloud and a small streamline store in a temporary direct
 every kernel call running machine code, and reports how long that took and how much of it
 was compiling. Later processes load the machine code from the cache (``NUMBA_CACHE_DIR``,
 else ``__pycache__`` beside the package's sources or, where those are read-only, the
-user's cache directory) in well under a second.
+user's cache directory) in well under a second. :func:`demo_warmup` compiles only what
+``zarr-vectors demo`` runs, so that a newcomer's first command waits for those alone.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from zarr_vectors.kernels import CompileLog, set_kernel_mode
 from zarr_vectors.validate import validate
 from zarr_vectors.write.levels import Levels
 
-__all__ = ["WarmupReport", "warmup"]
+__all__ = ["WarmupReport", "demo_warmup", "warmup"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,9 +67,9 @@ class WarmupReport:
         )
 
 
-def _points_round_trip(directory: Path, rng: np.random.Generator) -> None:
-    """Float32 points with a float32 and a uint8 attribute: write, query, read, validate;
-    a write with the default chunk shape."""
+def _demo_round_trip(directory: Path, rng: np.random.Generator) -> np.ndarray:
+    """What ``zarr-vectors demo`` does: float32 points with a float32 and a uint8 attribute
+    written, queried and validated; returns the positions."""
     positions = rng.uniform(0, 100, (2000, 3)).astype(np.float32)
     attributes = {
         "value": rng.random(2000, dtype=np.float32),
@@ -76,10 +77,16 @@ def _points_round_trip(directory: Path, rng: np.random.Generator) -> None:
     }
     path = directory / "points.zarrvectors"
     write_points(path, positions, chunk_shape=50.0, bin_shape=12.5, attributes=attributes)
-    store = open_store(path)
-    store.query(([10.0, 20.0, 30.0], [60.0, 70.0, 80.0]))
-    store.read()
+    open_store(path).query(([10.0, 20.0, 30.0], [60.0, 70.0, 80.0]))
     validate(path, level=3)
+    return positions
+
+
+def _points_round_trip(directory: Path, rng: np.random.Generator) -> None:
+    """The demo's points, also read whole; a write with the default chunk shape, levels
+    and float64 points."""
+    positions = _demo_round_trip(directory, rng)
+    open_store(directory / "points.zarrvectors").read()
     write_points(directory / "points-default.zarrvectors", positions)  # the default chunk shape
     _levels_round_trip(directory / "points-levels.zarrvectors", write_points, positions)
     _float64_round_trip(directory / "points-float64.zarrvectors", positions.astype(np.float64))
@@ -160,13 +167,31 @@ def warmup() -> WarmupReport:
     >>> report.seconds > 0, report.compiled >= 0
     (True, True)
     """
+    return _compile_through(_points_round_trip, _streamlines_round_trip)
+
+
+def demo_warmup() -> WarmupReport:
+    """:func:`warmup` of the kernels ``zarr-vectors demo`` runs only: writing, querying and
+    validating float32 points (19 kernel signatures to compile in a fresh environment,
+    where :func:`warmup` compiles 45).
+
+    Returns
+    -------
+    WarmupReport
+        Its time, and the kernels compiled (none when the cache held them all).
+    """
+    return _compile_through(_demo_round_trip)
+
+
+def _compile_through(*round_trips: Callable[[Path, np.random.Generator], Any]) -> WarmupReport:
+    """Run ``round_trips`` in a temporary directory with every kernel call compiled."""
     begin = time.perf_counter()
     previous = set_kernel_mode("compiled")
     try:
         with CompileLog() as log, tempfile.TemporaryDirectory(prefix="zv-warmup-") as tmp:
             rng = np.random.default_rng(0)
-            _points_round_trip(Path(tmp), rng)
-            _streamlines_round_trip(Path(tmp), rng)
+            for round_trip in round_trips:
+                round_trip(Path(tmp), rng)
     finally:
         set_kernel_mode(previous)
     return WarmupReport(time.perf_counter() - begin, log.count, log.seconds)

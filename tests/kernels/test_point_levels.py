@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import THOROUGH, examples
 from zarr_vectors.kernels.point_levels import (
+    _select,
     merged_sample,
     merged_sample_chunks,
     sample_keys,
@@ -196,6 +197,26 @@ def test_sample_of_long_segments_equals_lexsort(
         keys = rng.integers(0, 3, size=n).astype(np.uint64)
     keep = sample_segments(keys, offsets, cap)
     assert np.array_equal(keep, sample_twin(keys, offsets, cap))
+
+
+@settings(max_examples=examples(40, 400), deadline=None)
+@given(
+    st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=40),
+    st.integers(0, 39),
+    st.sampled_from(["as drawn", "sorted", "reversed", "few values"]),
+)
+def test_select_equals_the_sorted_value(values: list[int], k: int, order: str) -> None:
+    """The quickselect that replaced numba's np.partition: the value of rank k, for orders
+    that make a poor pivot choice slow and for many equal values."""
+    keys = np.array(values, dtype=np.uint64)
+    if order == "few values":
+        keys %= np.uint64(3)
+    elif order != "as drawn":
+        keys = np.sort(keys)[:: 1 if order == "sorted" else -1].copy()
+    k = k % keys.shape[0]
+    reordered = keys.copy()
+    assert _select(reordered, k) == np.sort(keys)[k]
+    assert np.array_equal(np.sort(reordered), np.sort(keys))  # reordered, nothing lost
 
 
 def merged_sample_twin(

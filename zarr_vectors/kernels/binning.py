@@ -148,16 +148,21 @@ def _bounds_up_to_4d(positions: Positions) -> tuple[F64, F64, bool]:
         lo1, hi1 = min(lo1, v1), max(hi1, v1)
         lo2, hi2 = min(lo2, v2), max(hi2, v2)
         lo3, hi3 = min(lo3, v3), max(hi3, v3)
-    lo = np.array([lo0, lo1, lo2, lo3], dtype=np.float64)[:dim].copy()
-    hi = np.array([hi0, hi1, hi2, hi3], dtype=np.float64)[:dim].copy()
-    return lo, hi, f0 == 0 and f1 == 0 and f2 == 0 and f3 == 0
+    # rows lo, hi: np.array of a list added 0.2 s to the kernel's compile time
+    bounds = np.empty((2, 4), np.float64)
+    bounds[0, 0], bounds[0, 1], bounds[0, 2], bounds[0, 3] = lo0, lo1, lo2, lo3
+    bounds[1, 0], bounds[1, 1], bounds[1, 2], bounds[1, 3] = hi0, hi1, hi2, hi3
+    finite = f0 == 0 and f1 == 0 and f2 == 0 and f3 == 0
+    return bounds[0, :dim].copy(), bounds[1, :dim].copy(), finite
 
 
 @njit
 def _bounds_of_finite_rows(positions: Positions) -> tuple[F64, F64, int]:
     n, dim = positions.shape
-    lo = np.full(dim, np.inf)
-    hi = np.full(dim, -np.inf)
+    lo = np.empty(dim, np.float64)  # not np.full: 0.2 s more to compile
+    hi = np.empty(dim, np.float64)
+    for d in range(dim):
+        lo[d], hi[d] = np.inf, -np.inf
     bad = 0
     for i in range(n):
         row_bad = 0

@@ -25,14 +25,16 @@ Positions = npt.NDArray[np.floating[Any]]
 def _segment_bounds(positions: Positions, starts: I64) -> tuple[F64, F64, int]:
     n, dim = positions.shape
     f = starts.size
-    lo = np.full((f, dim), np.inf)
-    hi = np.full((f, dim), -np.inf)
+    lo = np.empty((f, dim), np.float64)  # not np.full: 0.2 s more to compile
+    hi = np.empty((f, dim), np.float64)
     columns = positions.T
     nan = 0
     for s in range(f):
         a = starts[s]
         b = starts[s + 1] if s + 1 < f else n
         if b <= a:
+            for d in range(dim):
+                lo[s, d], hi[s, d] = np.inf, -np.inf
             continue
         for d in range(dim):
             column = columns[d, a:b]

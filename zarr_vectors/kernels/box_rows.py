@@ -627,7 +627,15 @@ def _slots_holding(rows: I64, n_slots: int, r: int) -> I64:
     m = 0
     first = 0  # rows before ``first`` lie in earlier slots
     for s in range(n_slots):
-        stop = int(np.searchsorted(rows[first:], (s + 1) * r)) + first
+        # the first row at or past the slot's end, by bisection (numba's np.searchsorted
+        # added 0.66 s to the kernel's compile time)
+        stop, hi = first, rows.shape[0]
+        while stop < hi:
+            mid = (stop + hi) >> 1
+            if rows[mid] < (s + 1) * r:
+                stop = mid + 1
+            else:
+                hi = mid
         if stop > first:
             out[m] = s
             m += 1

@@ -60,9 +60,11 @@ def misplaced_row(
         The first row (in run order) of ``positions`` outside its box, or -1 when none is.
         A row no bin of the table holds counts as outside.
     """
-    run_row, run_len, run_start, run_chunk = runs
-    chunk_shape, bin_shape, bins = grid
-    table_row, starts, sizes = bin_table
+    # Contiguous int64 and float64 arrays only: each other layout or dtype is one more
+    # signature to compile (a strided run_start was one: 0.6 s per positions dtype).
+    run_row, run_len, run_start, run_chunk = (_int64(a) for a in runs)
+    table_row, starts, sizes = (_int64(a) for a in bin_table)
+    chunk_shape, bin_shape = (np.ascontiguousarray(a, dtype=np.float64) for a in grid[:2])
     positions = np.ascontiguousarray(positions)
     return int(
         _misplaced_row(
@@ -72,15 +74,19 @@ def misplaced_row(
             run_len,
             run_start,
             run_chunk,
-            cells,
+            np.ascontiguousarray(cells, dtype=np.float64),
             chunk_shape,
             bin_shape,
-            bins,
+            _int64(grid[2]),
             table_row,
             starts,
             sizes,
         )
     )
+
+
+def _int64(values: npt.NDArray[Any]) -> I64:
+    return np.ascontiguousarray(values, dtype=np.int64)
 
 
 @njit

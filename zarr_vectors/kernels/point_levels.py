@@ -325,7 +325,7 @@ def _gather_below(
 def _keep_smallest(rows: I64, keys: U64, cap: int, chosen: I64, out: int) -> int:
     # rows (in position order) of the cap smallest (key, position), kept in position order;
     # every row of the bin with a key at most the cap-th smallest is among ``rows``.
-    kth = np.partition(keys.copy(), cap - 1)[cap - 1]
+    kth = _select(keys.copy(), cap - 1)
     ties = cap  # rows of key kth kept: cap less those below it
     for t in range(keys.shape[0]):
         if keys[t] < kth:
@@ -358,8 +358,46 @@ def _kth_smallest(keys: U64, k: int) -> Any:
                 if keys[i] < limit:
                     below[j] = keys[i]
                     j += 1
-            return np.partition(below, k - 1)[k - 1]
-    return np.partition(keys, k - 1)[k - 1]
+            return _select(below, k - 1)
+    return _select(keys.copy(), k - 1)
+
+
+@njit
+def _select(values: U64, k: int) -> Any:
+    # The value of rank k (from 0) of ``values``, which it reorders in part: quickselect
+    # with a median-of-three pivot, as numba's np.partition, which also checks its kth
+    # with np.unique and formats errors: 6.5 s more to compile in a fresh environment
+    # (python -m benchmarks.first_use --warmup --kernels).
+    lo, hi = 0, values.shape[0] - 1
+    while lo < hi:
+        pivot = _median_of_three(values[lo], values[(lo + hi) // 2], values[hi])
+        i, j = lo, hi
+        while i <= j:  # the pivot's value lies in [lo, hi]: both scans stop inside
+            while values[i] < pivot:
+                i += 1
+            while values[j] > pivot:
+                j -= 1
+            if i <= j:
+                values[i], values[j] = values[j], values[i]
+                i += 1
+                j -= 1
+        # now [lo, j] <= pivot <= [i, hi], and every value between them equals the pivot
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return values[k]
+    return values[k]
+
+
+@njit
+def _median_of_three(a: Any, b: Any, c: Any) -> Any:
+    if a > b:
+        a, b = b, a
+    if b > c:
+        b = c
+    return a if a > b else b
 
 
 def segment_sums(values: npt.NDArray[Any], offsets: I64) -> F64:
