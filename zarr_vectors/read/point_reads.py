@@ -29,6 +29,7 @@ from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
 from zarr_vectors.kernels.ranges import first_untiled
 from zarr_vectors.read import _read_plans as read_plans
+from zarr_vectors.read.block_cache import SlotBlocks
 from zarr_vectors.read.read_checks import first_with_blocks_past, first_with_blocks_past_array
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.native_blocks import in_turns
@@ -344,11 +345,14 @@ class PointReads:
             slots = (slot_where, slot_block)
             return self._read_in_turns(names, table, slots, runs, run_row, select)
         every = np.arange(n_slots, dtype=np.int64)
+        cached = self._cached(names, runs, slot_chunk, slot_block)
         fetched = None
         if not self.reader.io.is_local:  # every column's blocks in one batch
             plans = [
-                read_plans.SlotPlan.make(table, k, slot_where, slot_block, every)
-                for k in range(len(names))
+                read_plans.SlotPlan.make(
+                    table, k, slot_where, slot_block, every if c is None else c.missing(every)
+                )
+                for k, c in enumerate(cached)
             ]
             fetched = self._fetch_plans(table, plans)
         out: list[np.ndarray] = []
@@ -356,22 +360,28 @@ class PointReads:
         kept = read_plans.SPARE.take(8 * n_slots * r)  # the rows kept (int64), one at most per row
         for k, name in enumerate(names):
             wanted = every if k == 0 or select is None else slots_holding(keep, n_slots, r)
+            column = cached[k]
             rows, spare = self._scratch(name, n_slots)
             raw = None
             try:
-                if fetched is None:
-                    plan = read_plans.SlotPlan.make(table, k, slot_where, slot_block, wanted)
+                missing = wanted if column is None else column.fill(rows, wanted)
+                if fetched is None or not plans[k].holds(missing):
+                    plan = read_plans.SlotPlan.make(table, k, slot_where, slot_block, missing)
                     raw = read_plans.SPARE.take(plan.nbytes)
                     buffer = raw[: plan.nbytes]
-                    self._read_plan(table, k, plan, buffer)
+                    if missing.shape[0]:
+                        self._read_plan(table, k, plan, buffer)
                 else:
-                    plan, buffer = plans[k].pick(wanted), fetched[k]
+                    plan, buffer = plans[k].pick(missing), fetched[k]
                 describe = read_plans.block_describer(
                     table.keys[k], plan.slots, slot_where, slot_block
                 )
-                self.reader.layouts[name].decode_blocks_at(  # type: ignore[union-attr]
-                    buffer, plan.starts, plan.lengths, plan.slots, rows, describe
-                )
+                if missing.shape[0]:
+                    self.reader.layouts[name].decode_blocks_at(  # type: ignore[union-attr]
+                        buffer, plan.starts, plan.lengths, plan.slots, rows, describe
+                    )
+                if column is not None:
+                    column.keep(rows, plan.slots)
                 if select is None:
                     out.append(_run_rows(rows, run_row, runs))
                     continue
@@ -383,6 +393,24 @@ class PointReads:
                 if raw is not None:
                     read_plans.SPARE.give(raw)
         read_plans.SPARE.give(kept)
+        return out
+
+    def _cached(
+        self, names: Sequence[str], runs: RowRuns, slot_chunk: np.ndarray, slot_block: np.ndarray
+    ) -> list[SlotBlocks | None]:
+        """Per column of ``names``, its slots' blocks in the open store's cache of decoded
+        blocks (:class:`~zarr_vectors.read.block_cache.BlockCache`); None when the reader
+        has no cache or it keeps nothing."""
+        cache = self.reader.blocks
+        if cache is None or cache.budget <= 0 or not slot_chunk.shape[0]:
+            return [None] * len(names)
+        shape = tuple(int(g) for g in self.reader.grid.shape)
+        chunks = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, len(shape))
+        slot_flat = np.ravel_multi_index(tuple(chunks.T), shape)[slot_chunk]
+        out: list[SlotBlocks | None] = []
+        for layout, name in zip(self._layouts(names), names, strict=True):
+            numbers = slot_flat * layout.n_blocks + slot_block
+            out.append(SlotBlocks(cache, self.reader.paths[name], numbers))
         return out
 
     def _read_in_turns(

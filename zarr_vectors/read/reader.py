@@ -71,6 +71,7 @@ from zarr_vectors.format.nodes import node_problem, reserved_dtype_problem, vert
 from zarr_vectors.format.version import has_place_records
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read import row_reads
+from zarr_vectors.read.block_cache import BlockCache
 from zarr_vectors.read.blob_batches import (
     FRAGMENT_OWNERS,
     RECORD_NAMES,
@@ -200,10 +201,16 @@ class LevelReader:
         Parsed root metadata.
     level
         Level number.
+    blocks
+        The open store's cache of decoded row blocks, shared by its levels and views
+        (None: nothing is cached).
     """
 
-    def __init__(self, io: StoreIO, root: RootMetadata, level: int = 0) -> None:
+    def __init__(
+        self, io: StoreIO, root: RootMetadata, level: int = 0, blocks: BlockCache | None = None
+    ) -> None:
         self.io = io
+        self.blocks = blocks
         self.base = str(level)
         self.kind = root.geometry_type
         self.placed = has_place_records(root.version)  # shards hold place records (§9.0.2)

@@ -1,0 +1,283 @@
+"""Decoded row blocks of one open store, kept for the next query within a byte budget.
+
+A notebook user pans around a data set: the next box mostly meets the chunks the last one
+met. :class:`BlockCache` keeps the row blocks the box reads decoded (spec §9.0: ``R`` rows of
+one per-chunk array, the unit a shard stores), least recently used out first, so a box asked
+again, or one that overlaps the last, takes those blocks from memory instead of reading and
+decoding them again. One cache serves every level and restricted view of an open store
+(:func:`zarr_vectors.open` makes it, ``cache_bytes=`` sets its budget, 0 turns it off).
+
+The blocks of one array lie back to back in one pool (:class:`_Pool`), found by block number
+with one binary search for all the blocks of a read and copied out by one fancy index, so a
+read of hundreds of blocks costs a few numpy calls, not a Python step per block. A pool grows
+by doubling within the budget; when the budget is reached, the pools of the arrays used least
+recently are dropped whole, then the pool's own least recently used blocks are replaced.
+
+A cached block is the block of the store version the handle opened: the handle checks the
+version after every data read (spec §12.4) and raises, or with ``refresh=True`` reopens the
+store with a new, empty cache, exactly as for its cached shard indexes; so no block of
+another version is ever returned. Reads copy rows out of the pools: no result shares their
+memory.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DEFAULT_CACHE_BYTES", "BlockCache", "SlotBlocks"]
+
+DEFAULT_CACHE_BYTES = 128 * 2**20
+"""Budget of an open store's cache of decoded row blocks (``zv.open(cache_bytes=...)``)."""
+
+_SLOT_OVERHEAD = 24
+"""Bytes a pool holds per block besides its rows: its number, place and last use (int64)."""
+
+
+class _Pool:
+    """The cached blocks of one array, ``block_bytes`` each, back to back in :attr:`data`.
+
+    ``numbers`` (ascending) are the cached block numbers and ``place`` the pool slot of
+    each; ``used[s]`` is the tick of slot ``s``'s last use, -1 when it is free.
+    """
+
+    def __init__(self, block_bytes: int) -> None:
+        self.block_bytes = block_bytes
+        self.data = np.empty((0, block_bytes), dtype=np.uint8)
+        self.numbers = np.empty(0, dtype=np.int64)
+        self.place = np.empty(0, dtype=np.int64)
+        self.used = np.empty(0, dtype=np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated (every slot, free or not)."""
+        return int(self.used.shape[0]) * (self.block_bytes + _SLOT_OVERHEAD)
+
+    @property
+    def last_use(self) -> int:
+        """Tick of the most recent use of any block (-1: none)."""
+        return int(self.used.max(initial=-1))
+
+    def locate(self, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per number whether it is cached, and the pool slots of the hits."""
+        at = np.searchsorted(self.numbers, numbers)
+        at = np.minimum(at, max(self.numbers.shape[0] - 1, 0))
+        hits = self.numbers[at] == numbers if self.numbers.shape[0] else np.zeros_like(at, bool)
+        return hits, self.place[at[hits]]
+
+    def grow(self, slots: int) -> None:
+        """Add ``slots`` free slots."""
+        data = np.empty((self.data.shape[0] + slots, self.block_bytes), dtype=np.uint8)
+        data[: self.data.shape[0]] = self.data
+        self.data = data
+        self.used = np.concatenate([self.used, np.full(slots, -1, dtype=np.int64)])
+
+    def free_slots(self, n: int) -> np.ndarray:
+        """Up to ``n`` slots to write, free ones first, then those used least recently
+        (their blocks forgotten)."""
+        free = np.flatnonzero(self.used < 0)
+        if free.shape[0] < n:
+            taken = np.flatnonzero(self.used >= 0)
+            more = min(n - free.shape[0], taken.shape[0])
+            oldest = taken[np.argpartition(self.used[taken], more - 1)[:more]] if more else taken[:0]
+            self._forget(oldest)
+            free = np.concatenate([free, oldest])
+        return free[:n]
+
+    def _forget(self, slots: np.ndarray) -> None:
+        """Free ``slots`` and forget the blocks they held."""
+        self.used[slots] = -1
+        keep = self.used[self.place] >= 0
+        self.numbers, self.place = self.numbers[keep], self.place[keep]
+
+    def add(self, numbers: np.ndarray, slots: np.ndarray, tick: int) -> None:
+        """Record that blocks ``numbers`` (not cached) now lie in ``slots``."""
+        self.used[slots] = tick
+        numbers = np.concatenate([self.numbers, numbers])
+        order = np.argsort(numbers, kind="stable")
+        self.numbers = numbers[order]
+        self.place = np.concatenate([self.place, slots])[order]
+
+
+class BlockCache:
+    """Decoded row blocks by array path and block number, least recently used forgotten
+    first, holding at most ``budget`` bytes.
+
+    Block numbers are ``flat chunk index * blocks per chunk + block``, so one number names
+    one block of one array.
+
+    Parameters
+    ----------
+    budget
+        Bytes the pools may allocate (rows and 24 bytes of bookkeeping per block); 0 keeps
+        nothing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cache = BlockCache(budget=2**20)
+    >>> rows = np.arange(8, dtype=np.float32).reshape(2, 4)  # two blocks of one row each
+    >>> cache.keep("0/vertices", np.array([7, 8]), rows, np.array([0, 1]))
+    >>> out = np.zeros((3, 4), dtype=np.float32)
+    >>> cache.fill("0/vertices", np.array([8, 9, 7]), out, np.arange(3)).tolist()
+    [1]
+    >>> out.tolist()
+    [[4.0, 5.0, 6.0, 7.0], [0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 2.0, 3.0]]
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = int(budget)
+        self._pools: dict[str, _Pool] = {}
+        self._tick = 0
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Only the budget pickles (dask ships readers to workers): a copy starts empty."""
+        return {"budget": self.budget}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["budget"])  # type: ignore[misc]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the pools hold now, at most :attr:`budget`."""
+        return sum(pool.nbytes for pool in self._pools.values())
+
+    def __len__(self) -> int:
+        """Number of blocks cached."""
+        return sum(int(pool.numbers.shape[0]) for pool in self._pools.values())
+
+    def clear(self) -> None:
+        """Forget every block."""
+        with self._lock:
+            self._pools.clear()
+
+    def cached(self, path: str, numbers: np.ndarray) -> np.ndarray:
+        """Per block number of the array at ``path``, whether it is cached now."""
+        with self._lock:
+            pool = self._pools.get(path)
+            if pool is None:
+                return np.zeros(numbers.shape[0], dtype=bool)
+            return pool.locate(numbers)[0]
+
+    def fill(self, path: str, numbers: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+        """Copy the cached blocks among slots ``wanted`` into ``rows``; the others.
+
+        Parameters
+        ----------
+        path
+            The array's path in the store.
+        numbers
+            The block number of every slot of ``rows``.
+        rows
+            Blocks back to back, slot ``s`` its ``s``-th ``1 / numbers.shape[0]`` part
+            (any dtype; written as bytes).
+        wanted
+            Ascending slots to fill.
+
+        Returns
+        -------
+        numpy.ndarray
+            The slots of ``wanted`` whose blocks are not cached (left as they were).
+        """
+        with self._lock:
+            pool = self._pools.get(path)
+            if pool is None or not wanted.shape[0]:
+                return wanted
+            hits, place = pool.locate(numbers[wanted])
+            if place.shape[0]:
+                self._tick += 1
+                pool.used[place] = self._tick
+                _as_blocks(rows, numbers.shape[0])[wanted[hits]] = pool.data[place]
+            return wanted[~hits]
+
+    def keep(self, path: str, numbers: np.ndarray, rows: np.ndarray, slots: np.ndarray) -> None:
+        """Cache copies of decoded blocks, the least recently used forgotten as needed.
+
+        Parameters
+        ----------
+        path
+            The array's path in the store.
+        numbers
+            The block number of every slot of ``rows``.
+        rows
+            Decoded blocks back to back (see :meth:`fill`).
+        slots
+            The slots of ``rows`` to keep.
+        """
+        if not slots.shape[0] or self.budget <= 0:
+            return
+        blocks = _as_blocks(rows, numbers.shape[0])
+        numbers = numbers[slots]
+        with self._lock:
+            pool = self._pools.get(path)
+            if pool is None:
+                pool = self._pools[path] = _Pool(blocks.shape[1])
+            hits, _ = pool.locate(numbers)
+            numbers, slots = numbers[~hits], slots[~hits]
+            order = np.unique(numbers, return_index=True)[1]
+            numbers, slots = numbers[order], slots[order]
+            self._make_room(path, pool, numbers.shape[0])
+            free = pool.free_slots(numbers.shape[0])
+            if free.shape[0]:
+                self._tick += 1
+                pool.data[free] = blocks[slots[: free.shape[0]]]
+                pool.add(numbers[: free.shape[0]], free, self._tick)
+
+    def _make_room(self, path: str, pool: _Pool, n: int) -> None:
+        """Grow ``pool`` towards ``n`` free slots within the budget (doubling), dropping
+        the pools of other arrays used least recently first when the budget is reached."""
+        free = int(np.count_nonzero(pool.used < 0))
+        if free >= n:
+            return
+        slot_bytes = pool.block_bytes + _SLOT_OVERHEAD
+        grow = max(n - free, pool.used.shape[0])
+        others = sorted((p for p in self._pools if p != path), key=self._last_use)
+        while others and self.nbytes + grow * slot_bytes > self.budget:
+            del self._pools[others.pop(0)]
+        grow = min(grow, (self.budget - self.nbytes) // slot_bytes)
+        if grow > 0:
+            pool.grow(grow)
+
+    def _last_use(self, path: str) -> int:
+        return self._pools[path].last_use
+
+
+class SlotBlocks:
+    """The row blocks one column of a read decodes, by slot, through the cache.
+
+    Parameters
+    ----------
+    cache
+        The open store's cache.
+    path
+        The column's array path.
+    numbers
+        Block number (see :class:`BlockCache`) of every slot of the read.
+    """
+
+    def __init__(self, cache: BlockCache, path: str, numbers: np.ndarray) -> None:
+        self.cache = cache
+        self.path = path
+        self.numbers = numbers
+
+    def missing(self, wanted: np.ndarray) -> np.ndarray:
+        """The slots among ``wanted`` (ascending) whose blocks are not cached now."""
+        return wanted[~self.cache.cached(self.path, self.numbers[wanted])]
+
+    def fill(self, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+        """Copy the cached blocks of slots ``wanted`` into ``rows``; the slots not filled."""
+        return self.cache.fill(self.path, self.numbers, rows, wanted)
+
+    def keep(self, rows: np.ndarray, slots: np.ndarray) -> None:
+        """Cache the blocks of ``slots`` just decoded into ``rows``."""
+        self.cache.keep(self.path, self.numbers, rows, slots)
+
+
+def _as_blocks(rows: np.ndarray, n_slots: int) -> np.ndarray:
+    """``rows`` (C-contiguous) as ``(n_slots, bytes per slot)`` uint8, a view."""
+    flat = rows.reshape(-1).view(np.uint8)
+    return flat.reshape(n_slots, -1)
+
