@@ -27,7 +27,14 @@ def _lines(seed: int, n: int, low: float = 0.0, high: float = 100.0) -> list[np.
 def _write(path: Path) -> None:
     lines = _lines(1, 60)
     weight = np.arange(480, dtype=np.float32)  # one per vertex
-    zv.write_polylines(path, lines, chunk_shape=25.0, attributes={"w": weight}, progress=False)
+    zv.write_polylines(  # blocks of 16 rows: runs of rows cross blocks
+        path,
+        lines,
+        chunk_shape=25.0,
+        attributes={"w": weight},
+        options=zv.WriteOptions(rows_per_block=16),
+        progress=False,
+    )
 
 
 def _same(a: zv.QueryResult, b: zv.QueryResult) -> None:

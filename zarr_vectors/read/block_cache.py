@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from zarr_vectors.kernels.bin_runs import copy_row_runs
+
 __all__ = ["DEFAULT_CACHE_BYTES", "BlockCache", "SlotBlocks"]
 
 DEFAULT_CACHE_BYTES = 128 * 2**20
@@ -193,6 +195,40 @@ class BlockCache:
                 _as_blocks(rows, numbers.shape[0])[wanted[hits]] = pool.data[place]
             return wanted[~hits]
 
+    def copy_runs(
+        self, path: str, numbers: np.ndarray, runs: tuple[np.ndarray, np.ndarray], out: np.ndarray
+    ) -> bool:
+        """Copy row runs of blocks into ``out`` straight from the cache, when it holds them
+        all (then whether it did): no block is copied whole, only the rows asked.
+
+        Parameters
+        ----------
+        path
+            The array's path in the store.
+        numbers
+            The block number of every slot (blocks of ``r`` rows back to back, ``r`` the
+            rows of one block of ``out``'s dtype and row shape).
+        runs
+            ``(first, length)``: run ``q`` is ``length[q]`` rows from row ``first[q]`` of
+            the slots' rows, written one run after another into ``out``.
+        out
+            The rows of every run (``length.sum()`` of them).
+        """
+        with self._lock:
+            pool = self._pools.get(path)
+            if pool is None:
+                return False
+            hits, place = pool.locate(numbers)
+            if not hits.all():
+                return False
+            self._tick += 1
+            pool.used[place] = self._tick
+            rows = pool.data.reshape(-1).view(out.dtype).reshape(-1, *out.shape[1:])
+            r = rows.shape[0] // max(pool.data.shape[0], 1)
+            src, dst, count = _pieces(runs[0], runs[1], place, r)
+            copy_row_runs(rows, src, out, dst, count)
+            return True
+
     def keep(self, path: str, numbers: np.ndarray, rows: np.ndarray, slots: np.ndarray) -> None:
         """Cache copies of decoded blocks, the least recently used forgotten as needed.
 
@@ -271,9 +307,33 @@ class SlotBlocks:
         """Copy the cached blocks of slots ``wanted`` into ``rows``; the slots not filled."""
         return self.cache.fill(self.path, self.numbers, rows, wanted)
 
+    def copy_runs(self, first: np.ndarray, length: np.ndarray, out: np.ndarray) -> bool:
+        """:meth:`BlockCache.copy_runs` of this column's slots."""
+        return self.cache.copy_runs(self.path, self.numbers, (first, length), out)
+
     def keep(self, rows: np.ndarray, slots: np.ndarray) -> None:
         """Cache the blocks of ``slots`` just decoded into ``rows``."""
         self.cache.keep(self.path, self.numbers, rows, slots)
+
+
+def _pieces(
+    first: np.ndarray, length: np.ndarray, place: np.ndarray, r: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of slot rows (``length[q]`` rows from ``first[q]``, ``r`` rows a slot) cut at
+    the slots' ends, as runs of pool rows (slot ``s`` at pool slot ``place[s]``): the
+    source row, destination row (the runs back to back) and length of every piece."""
+    some = length > 0
+    first, length = first[some], length[some]
+    dest = (np.cumsum(length) - length).astype(np.int64)
+    lo, hi = first // r, (first + length - 1) // r
+    n = hi - lo + 1
+    run = np.repeat(np.arange(first.shape[0]), n)
+    k = np.arange(run.shape[0]) - np.repeat(np.cumsum(n) - n, n)
+    slot = lo[run] + k
+    start = np.where(k == 0, first[run] - slot * r, 0)
+    stop = np.where(slot == hi[run], first[run] + length[run] - slot * r, r)
+    dst = dest[run] + slot * r + start - first[run]
+    return place[slot] * r + start, dst, stop - start
 
 
 def _as_blocks(rows: np.ndarray, n_slots: int) -> np.ndarray:

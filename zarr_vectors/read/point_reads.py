@@ -361,6 +361,11 @@ class PointReads:
         for k, name in enumerate(names):
             wanted = every if k == 0 or select is None else slots_holding(keep, n_slots, r)
             column = cached[k]
+            if column is not None and select is None:  # every block cached: rows copied
+                found = self._cached_runs(column, name, run_row, runs)
+                if found is not None:
+                    out.append(found)
+                    continue
             rows, spare = self._scratch(name, n_slots)
             raw = None
             try:
@@ -412,6 +417,16 @@ class PointReads:
             numbers = slot_flat * layout.n_blocks + slot_block
             out.append(SlotBlocks(cache, self.reader.paths[name], numbers))
         return out
+
+    def _cached_runs(
+        self, column: SlotBlocks, name: str, run_row: np.ndarray, runs: RowRuns
+    ) -> np.ndarray | None:
+        """Every row of ``runs`` (the runs starting at slot rows ``run_row``) in column
+        ``name``, copied from the cache when it holds all its blocks; else None."""
+        dtype, row_shape = self.reader.column_spec(name)
+        lengths = runs.stop - runs.start
+        out = np.empty((int(lengths.sum()), *row_shape), dtype=dtype)
+        return out if column.copy_runs(run_row, lengths, out) else None
 
     def _read_in_turns(
         self,
