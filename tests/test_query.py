@@ -587,7 +587,7 @@ def test_a_shard_removed_after_open_is_reported(
 ) -> None:
     store, _ = _fast_path_store(3, "float64", "plain")
     root = _local_copy(store, tmp_path / "s.zv")
-    opened = zv.open(root, cache_bytes=0)  # no decoded blocks kept: the rows are read again
+    opened = zv.open(root)
     everything = (np.full(3, -np.inf), np.full(3, np.inf))
     opened.query(everything)  # the shard indexes are known now
     calls = _reads_in_turns(monkeypatch) if in_turns else []

@@ -167,7 +167,7 @@ def test_cold_reads_by_id_cost_the_same_waves_for_one_object_or_a_hundred() -> N
 
 def test_only_the_chunks_holding_the_objects_are_read() -> None:
     store, ids = _latency_store(6000, 300)
-    reader = zv.open(store, cache_bytes=0)  # no decoded blocks kept: the chunks are read again
+    reader = zv.open(store)
     reader.read_objects(ids[:1])  # the index is read once per handle
     store.log.reset()
     reader.read_objects(ids[:1])

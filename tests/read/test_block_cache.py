@@ -45,43 +45,92 @@ def _same(a: zv.QueryResult, b: zv.QueryResult) -> None:
     np.testing.assert_array_equal(a.attributes["w"], b.attributes["w"])
 
 
-def _blocks(n: int, width: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).random((n, width), dtype=np.float32)
+def _value(path: str, numbers: np.ndarray, r: int) -> np.ndarray:
+    """The rows of blocks ``numbers`` of array ``path`` (``r`` rows of 3 each): a function
+    of the block, its row and the array."""
+    rows = np.arange(r)[None, :, None] * 10 + np.arange(3) + (path == "b") * 0.5
+    return (numbers[:, None, None] * 1000 + rows).reshape(-1, 3).astype(np.float32)
 
 
-def test_kept_blocks_fill_their_slots_and_the_others_are_reported() -> None:
+class _Decoder:
+    """A ``decode`` for :meth:`BlockCache.read_runs` that writes :func:`_value` and
+    records the slots it was asked."""
+
+    def __init__(self, path: str, numbers: np.ndarray, r: int) -> None:
+        self.path, self.numbers, self.r = path, numbers, r
+        self.asked: list[int] = []
+
+    def __call__(self, slots: np.ndarray, places: np.ndarray, rows: np.ndarray) -> None:
+        self.asked += slots.tolist()
+        blocks = _value(self.path, self.numbers[slots], self.r).reshape(-1, self.r, 3)
+        rows.reshape(-1, self.r, 3)[places] = blocks
+
+
+def _read(
+    cache: BlockCache, path: str, numbers: list[int], r: int, runs: list[tuple[int, int]]
+) -> tuple[bool, np.ndarray, list[int]]:
+    """Read ``runs`` (first slot row, length) of blocks ``numbers`` through ``cache``:
+    whether it could, the rows, and the slots decoded."""
+    blocks = np.array(numbers, dtype=np.int64)
+    first, length = (np.array(c, dtype=np.int64) for c in zip(*runs, strict=True))
+    out = np.full((int(length.sum()), 3), -1.0, dtype=np.float32)
+    decoder = _Decoder(path, blocks, r)
+    done = cache.read_runs(path, blocks, r, (first, length), out, decoder)
+    return done, out, decoder.asked
+
+
+def _expected(path: str, numbers: list[int], r: int, runs: list[tuple[int, int]]) -> np.ndarray:
+    every = _value(path, np.array(numbers, dtype=np.int64), r)
+    return np.concatenate([every[a : a + n] for a, n in runs])
+
+
+def test_runs_come_from_the_cache_and_only_missing_blocks_are_decoded() -> None:
     cache = BlockCache(2**20)
-    rows = _blocks(4, 6, 0)
-    cache.keep("a", np.array([10, 11, 12, 13]), rows, np.array([0, 2]))
-    out = np.zeros((3, 6), dtype=np.float32)
-    missing = cache.fill("a", np.array([12, 13, 10]), out, np.arange(3))
-    assert missing.tolist() == [1]
-    np.testing.assert_array_equal(out[[0, 2]], rows[[2, 0]])
-    assert not out[1].any()
-    assert cache.fill("b", np.array([10]), out[:1], np.arange(1)).tolist() == [0]  # per array
+    runs = [(1, 5), (9, 2)]  # the first run crosses from block 0 into block 1
+    done, out, asked = _read(cache, "a", [10, 11, 12], 4, runs)
+    assert done and asked == [0, 1, 2]
+    np.testing.assert_array_equal(out, _expected("a", [10, 11, 12], 4, runs))
+    done, out, asked = _read(cache, "a", [12, 13], 4, [(0, 8)])
+    assert done and asked == [1]  # block 12 was cached
+    np.testing.assert_array_equal(out, _expected("a", [12, 13], 4, [(0, 8)]))
+    assert _read(cache, "b", [12], 4, [(0, 4)])[2] == [0]  # another array, other blocks
+    assert len(cache) == 5 and cache.cached("a", np.array([13, 14])).tolist() == [True, False]
 
 
 def test_the_budget_holds_and_the_least_recently_used_blocks_go_first() -> None:
-    row_bytes = 4 * 6 + 24  # one block of one float32 row of 6, and its bookkeeping
-    cache = BlockCache(4 * row_bytes)
-    rows = _blocks(8, 6, 1)
-    cache.keep("a", np.arange(4), rows[:4], np.arange(4))
-    cache.fill("a", np.arange(4), np.empty((4, 6), np.float32), np.array([0]))  # 0: used last
-    cache.keep("a", np.arange(4, 6), rows[4:6], np.arange(2))
+    block = 4 * 3 * 4 + 24  # 4 rows of 3 float32, and the block's bookkeeping
+    cache = BlockCache(4 * block)
+    _read(cache, "a", [0, 1, 2, 3], 4, [(0, 16)])
+    _read(cache, "a", [0], 4, [(0, 1)])  # block 0 used last
+    _read(cache, "a", [4, 5], 4, [(0, 8)])
     assert cache.nbytes <= cache.budget and len(cache) == 4
-    held = cache.cached("a", np.arange(6)).tolist()
-    assert held == [True, False, False, True, True, True]
-    cache.keep("b", np.arange(2), rows[:2], np.arange(2))  # another array: "a" dropped
-    assert cache.nbytes <= cache.budget
-    assert cache.cached("b", np.arange(2)).all()
+    assert cache.cached("a", np.arange(6)).tolist() == [True, False, False, True, True, True]
+    done, _, _ = _read(cache, "a", [6, 7, 8, 9, 10], 4, [(0, 20)])  # more than the budget
+    assert not done and cache.nbytes <= cache.budget
+    assert _read(cache, "b", [0, 1], 4, [(0, 8)])[0]  # another array: "a" dropped for it
+    assert cache.nbytes <= cache.budget and cache.cached("b", np.arange(2)).all()
+
+
+def test_a_failed_decode_caches_nothing() -> None:
+    cache = BlockCache(2**20)
+
+    def failing(slots: np.ndarray, places: np.ndarray, rows: np.ndarray) -> None:
+        rows[:] = 7
+        raise ValueError("damaged")
+
+    out = np.empty((4, 3), dtype=np.float32)
+    with pytest.raises(ValueError, match="damaged"):
+        cache.read_runs("a", np.array([1]), 4, (np.array([0]), np.array([4])), out, failing)
+    assert len(cache) == 0
+    done, got, asked = _read(cache, "a", [1], 4, [(0, 4)])
+    assert done and asked == [0]
+    np.testing.assert_array_equal(got, _expected("a", [1], 4, [(0, 4)]))
 
 
 def test_a_cache_of_no_bytes_keeps_nothing_and_a_pickled_one_starts_empty() -> None:
-    empty = BlockCache(0)
-    empty.keep("a", np.arange(2), _blocks(2, 3, 2), np.arange(2))
-    assert len(empty) == 0 and empty.nbytes == 0
+    assert not _read(BlockCache(0), "a", [1, 2], 4, [(0, 8)])[0]
     cache = BlockCache(2**20)
-    cache.keep("a", np.arange(2), _blocks(2, 3, 2), np.arange(2))
+    _read(cache, "a", [1, 2], 4, [(0, 8)])
     copy = pickle.loads(pickle.dumps(cache))
     assert len(cache) == 2 and len(copy) == 0 and copy.budget == cache.budget
 
@@ -90,30 +139,29 @@ def test_a_cache_of_no_bytes_keeps_nothing_and_a_pickled_one_starts_empty() -> N
 @given(
     st.integers(1, 12),
     st.lists(
-        st.tuples(st.sampled_from("ab"), st.lists(st.integers(0, 15), min_size=1, max_size=6)),
+        st.tuples(st.sampled_from("ab"), st.sets(st.integers(0, 15), min_size=1, max_size=6)),
         min_size=1,
         max_size=12,
     ),
 )
-def test_the_cache_returns_only_what_was_kept_within_its_budget(
-    budget_blocks: int, steps: list[tuple[str, list[int]]]
+def test_the_cache_returns_only_what_was_decoded_within_its_budget(
+    budget_blocks: int, steps: list[tuple[str, set[int]]]
 ) -> None:
-    """Kept blocks come back exactly (a block's value is a function of its array and
-    number); whatever is dropped is reported missing; the pools never pass the budget."""
-    width = {"a": 3, "b": 5}
-    cache = BlockCache(budget_blocks * (4 * 5 + 24))
-
-    def value(path: str, numbers: np.ndarray) -> np.ndarray:
-        base = numbers[:, None] * 100.0 + np.arange(width[path]) + (path == "b") * 0.5
-        return base.astype(np.float32)
-
+    """Every read equals the blocks' rows (a function of array and block); a block is
+    decoded again only once forgotten; the pools never pass the budget."""
+    r = 2
+    cache = BlockCache(budget_blocks * (r * 3 * 4 + 24))
     for path, asked in steps:
-        numbers = np.unique(np.array(asked, dtype=np.int64))
-        out = np.full((numbers.shape[0], width[path]), -1.0, dtype=np.float32)
-        missing = cache.fill(path, numbers, out, np.arange(numbers.shape[0]))
-        filled = np.setdiff1d(np.arange(numbers.shape[0]), missing)
-        np.testing.assert_array_equal(out[filled], value(path, numbers[filled]))
-        cache.keep(path, numbers, value(path, numbers), missing)
+        numbers = sorted(asked)
+        n = len(numbers)
+        runs = [(r * i + 1, 2 if i + 1 < n else 1) for i in range(n)]  # across blocks
+        held = cache.cached(path, np.array(numbers, dtype=np.int64))
+        done, out, decoded = _read(cache, path, numbers, r, runs)
+        if done:
+            np.testing.assert_array_equal(out, _expected(path, numbers, r, runs))
+            assert decoded == np.flatnonzero(~held).tolist()
+        else:
+            assert not decoded and len(numbers) - int(held.sum()) > 0
         assert cache.nbytes <= cache.budget
 
 

@@ -23,13 +23,14 @@ memory.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 
-__all__ = ["DEFAULT_CACHE_BYTES", "BlockCache", "SlotBlocks"]
+__all__ = ["DEFAULT_CACHE_BYTES", "BlockCache", "Decode", "SlotBlocks"]
 
 DEFAULT_CACHE_BYTES = 128 * 2**20
 """Budget of an open store's cache of decoded row blocks (``zv.open(cache_bytes=...)``)."""
@@ -95,12 +96,21 @@ class _Pool:
         self.numbers, self.place = self.numbers[keep], self.place[keep]
 
     def add(self, numbers: np.ndarray, slots: np.ndarray, tick: int) -> None:
-        """Record that blocks ``numbers`` (not cached) now lie in ``slots``."""
+        """Record that blocks ``numbers`` (distinct, not cached) now lie in ``slots``."""
         self.used[slots] = tick
-        numbers = np.concatenate([self.numbers, numbers])
         order = np.argsort(numbers, kind="stable")
-        self.numbers = numbers[order]
-        self.place = np.concatenate([self.place, slots])[order]
+        at = np.searchsorted(self.numbers, numbers[order])
+        self.numbers = np.insert(self.numbers, at, numbers[order])
+        self.place = np.insert(self.place, at, slots[order])
+
+    def rows(self, dtype: np.dtype[Any], row_shape: tuple[int, ...]) -> np.ndarray:
+        """The pool's blocks as rows of ``dtype`` and ``row_shape``, back to back (a view)."""
+        return self.data.reshape(-1).view(dtype).reshape(-1, *row_shape)
+
+
+Decode = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+"""``decode(slots, places, rows)``: decode the blocks of a read's ``slots`` into ``rows``
+at the row blocks ``places`` (raising when a block is missing or damaged)."""
 
 
 class BlockCache:
@@ -120,13 +130,14 @@ class BlockCache:
     --------
     >>> import numpy as np
     >>> cache = BlockCache(budget=2**20)
-    >>> rows = np.arange(8, dtype=np.float32).reshape(2, 4)  # two blocks of one row each
-    >>> cache.keep("0/vertices", np.array([7, 8]), rows, np.array([0, 1]))
-    >>> out = np.zeros((3, 4), dtype=np.float32)
-    >>> cache.fill("0/vertices", np.array([8, 9, 7]), out, np.arange(3)).tolist()
-    [1]
-    >>> out.tolist()
-    [[4.0, 5.0, 6.0, 7.0], [0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 2.0, 3.0]]
+    >>> def decode(slots, places, rows):  # block b holds rows of value b, 2 rows a block
+    ...     rows.reshape(-1, 2)[places] = np.asarray(numbers)[slots, None]
+    >>> numbers = np.array([7, 3])
+    >>> out = np.empty(3, dtype=np.int64)
+    >>> cache.read_runs("0/vertices", numbers, 2, (np.array([1]), np.array([3])), out, decode)
+    True
+    >>> out.tolist(), len(cache)
+    ([7, 3, 3], 2)
     """
 
     def __init__(self, budget: int) -> None:
@@ -164,103 +175,68 @@ class BlockCache:
                 return np.zeros(numbers.shape[0], dtype=bool)
             return pool.locate(numbers)[0]
 
-    def fill(self, path: str, numbers: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-        """Copy the cached blocks among slots ``wanted`` into ``rows``; the others.
+    def read_runs(
+        self,
+        path: str,
+        numbers: np.ndarray,
+        r: int,
+        runs: tuple[np.ndarray, np.ndarray],
+        out: np.ndarray,
+        decode: Decode,
+    ) -> bool:
+        """Rows of blocks, cached or decoded into the cache, copied run by run into ``out``.
+
+        The blocks not cached are decoded by ``decode`` straight into the cache (no block
+        is copied whole); then only the rows asked are copied out.
 
         Parameters
         ----------
         path
             The array's path in the store.
         numbers
-            The block number of every slot of ``rows``.
-        rows
-            Blocks back to back, slot ``s`` its ``s``-th ``1 / numbers.shape[0]`` part
-            (any dtype; written as bytes).
-        wanted
-            Ascending slots to fill.
+            The block number of every slot of the read (distinct).
+        r
+            Rows per block.
+        runs
+            ``(first, length)``: run ``q`` is ``length[q]`` rows from row ``first[q]`` of
+            the slots' rows (slot ``s`` is rows ``s * r`` to ``(s + 1) * r``), written one
+            run after another into ``out``.
+        out
+            Room for the rows of every run (``length.sum()`` rows of the column's dtype and
+            row shape).
+        decode
+            Decodes the blocks of the slots not cached (see :data:`Decode`).
 
         Returns
         -------
-        numpy.ndarray
-            The slots of ``wanted`` whose blocks are not cached (left as they were).
+        bool
+            False, with nothing done, when the budget cannot hold the read's blocks.
         """
-        with self._lock:
-            pool = self._pools.get(path)
-            if pool is None or not wanted.shape[0]:
-                return wanted
-            hits, place = pool.locate(numbers[wanted])
-            if place.shape[0]:
-                self._tick += 1
-                pool.used[place] = self._tick
-                _as_blocks(rows, numbers.shape[0])[wanted[hits]] = pool.data[place]
-            return wanted[~hits]
-
-    def copy_runs(
-        self, path: str, numbers: np.ndarray, runs: tuple[np.ndarray, np.ndarray], out: np.ndarray
-    ) -> bool:
-        """Copy row runs of blocks into ``out`` straight from the cache, when it holds them
-        all (then whether it did): no block is copied whole, only the rows asked.
-
-        Parameters
-        ----------
-        path
-            The array's path in the store.
-        numbers
-            The block number of every slot (blocks of ``r`` rows back to back, ``r`` the
-            rows of one block of ``out``'s dtype and row shape).
-        runs
-            ``(first, length)``: run ``q`` is ``length[q]`` rows from row ``first[q]`` of
-            the slots' rows, written one run after another into ``out``.
-        out
-            The rows of every run (``length.sum()`` of them).
-        """
+        block_bytes = r * out.dtype.itemsize * int(np.prod(out.shape[1:], dtype=np.int64))
         with self._lock:
             pool = self._pools.get(path)
             if pool is None:
-                return False
-            hits, place = pool.locate(numbers)
-            if not hits.all():
-                return False
+                pool = self._pools[path] = _Pool(block_bytes)
             self._tick += 1
-            pool.used[place] = self._tick
-            rows = pool.data.reshape(-1).view(out.dtype).reshape(-1, *out.shape[1:])
-            r = rows.shape[0] // max(pool.data.shape[0], 1)
+            tick = self._tick
+            hits, place = pool.locate(numbers)
+            pool.used[place] = tick  # the read's own blocks are the last to be replaced
+            missing = np.flatnonzero(~hits)
+            rows = pool.rows(out.dtype, out.shape[1:])
+            if missing.shape[0]:
+                self._make_room(path, pool, missing.shape[0])
+                if np.count_nonzero(pool.used != tick) < missing.shape[0]:
+                    return False
+                free = pool.free_slots(missing.shape[0])
+                rows = pool.rows(out.dtype, out.shape[1:])
+                decode(missing, free, rows)  # free slots until added: a failure keeps none
+                pool.add(numbers[missing], free, tick)
+                every = np.empty(numbers.shape[0], dtype=np.int64)
+                every[hits], every[missing] = place, free
+                place = every
             src, dst, count = _pieces(runs[0], runs[1], place, r)
             copy_row_runs(rows, src, out, dst, count)
             return True
-
-    def keep(self, path: str, numbers: np.ndarray, rows: np.ndarray, slots: np.ndarray) -> None:
-        """Cache copies of decoded blocks, the least recently used forgotten as needed.
-
-        Parameters
-        ----------
-        path
-            The array's path in the store.
-        numbers
-            The block number of every slot of ``rows``.
-        rows
-            Decoded blocks back to back (see :meth:`fill`).
-        slots
-            The slots of ``rows`` to keep.
-        """
-        if not slots.shape[0] or self.budget <= 0:
-            return
-        blocks = _as_blocks(rows, numbers.shape[0])
-        numbers = numbers[slots]
-        with self._lock:
-            pool = self._pools.get(path)
-            if pool is None:
-                pool = self._pools[path] = _Pool(blocks.shape[1])
-            hits, _ = pool.locate(numbers)
-            numbers, slots = numbers[~hits], slots[~hits]
-            order = np.unique(numbers, return_index=True)[1]
-            numbers, slots = numbers[order], slots[order]
-            self._make_room(path, pool, numbers.shape[0])
-            free = pool.free_slots(numbers.shape[0])
-            if free.shape[0]:
-                self._tick += 1
-                pool.data[free] = blocks[slots[: free.shape[0]]]
-                pool.add(numbers[: free.shape[0]], free, self._tick)
 
     def _make_room(self, path: str, pool: _Pool, n: int) -> None:
         """Grow ``pool`` towards ``n`` free slots within the budget (doubling), dropping
@@ -282,7 +258,7 @@ class BlockCache:
 
 
 class SlotBlocks:
-    """The row blocks one column of a read decodes, by slot, through the cache.
+    """The row blocks one column of a read needs, by slot, read through the cache.
 
     Parameters
     ----------
@@ -303,17 +279,11 @@ class SlotBlocks:
         """The slots among ``wanted`` (ascending) whose blocks are not cached now."""
         return wanted[~self.cache.cached(self.path, self.numbers[wanted])]
 
-    def fill(self, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-        """Copy the cached blocks of slots ``wanted`` into ``rows``; the slots not filled."""
-        return self.cache.fill(self.path, self.numbers, rows, wanted)
-
-    def copy_runs(self, first: np.ndarray, length: np.ndarray, out: np.ndarray) -> bool:
-        """:meth:`BlockCache.copy_runs` of this column's slots."""
-        return self.cache.copy_runs(self.path, self.numbers, (first, length), out)
-
-    def keep(self, rows: np.ndarray, slots: np.ndarray) -> None:
-        """Cache the blocks of ``slots`` just decoded into ``rows``."""
-        self.cache.keep(self.path, self.numbers, rows, slots)
+    def read_runs(
+        self, r: int, runs: tuple[np.ndarray, np.ndarray], out: np.ndarray, decode: Decode
+    ) -> bool:
+        """:meth:`BlockCache.read_runs` of this column's slots."""
+        return self.cache.read_runs(self.path, self.numbers, r, runs, out, decode)
 
 
 def _pieces(
@@ -336,8 +306,4 @@ def _pieces(
     return place[slot] * r + start, dst, stop - start
 
 
-def _as_blocks(rows: np.ndarray, n_slots: int) -> np.ndarray:
-    """``rows`` (C-contiguous) as ``(n_slots, bytes per slot)`` uint8, a view."""
-    flat = rows.reshape(-1).view(np.uint8)
-    return flat.reshape(n_slots, -1)
 
