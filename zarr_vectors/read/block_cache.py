@@ -23,12 +23,14 @@ memory.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from zarr_vectors.kernels.bin_runs import copy_row_runs
+from zarr_vectors.read import _read_plans as read_plans
 
 __all__ = ["DEFAULT_CACHE_BYTES", "BlockCache", "Decode", "SlotBlocks"]
 
@@ -48,6 +50,7 @@ class _Pool:
 
     def __init__(self, block_bytes: int) -> None:
         self.block_bytes = block_bytes
+        self.buffer: np.ndarray | None = None  # the spare bytes data lies in
         self.data = np.empty((0, block_bytes), dtype=np.uint8)
         self.numbers = np.empty(0, dtype=np.int64)
         self.place = np.empty(0, dtype=np.int64)
@@ -71,11 +74,22 @@ class _Pool:
         return hits, self.place[at[hits]]
 
     def grow(self, slots: int) -> None:
-        """Add ``slots`` free slots."""
-        data = np.empty((self.data.shape[0] + slots, self.block_bytes), dtype=np.uint8)
+        """Add ``slots`` free slots (in bytes taken from the reads' spare buffers, so a
+        handle opened after another one was dropped fills memory already faulted in)."""
+        n = self.data.shape[0] + slots
+        buffer = read_plans.SPARE.take(n * self.block_bytes)
+        data = buffer[: n * self.block_bytes].reshape(n, self.block_bytes)
         data[: self.data.shape[0]] = self.data
-        self.data = data
+        self.release()
+        self.buffer, self.data = buffer, data
         self.used = np.concatenate([self.used, np.full(slots, -1, dtype=np.int64)])
+
+    def release(self) -> None:
+        """Give the pool's bytes back to the spare buffers (the pool is not used again,
+        or its data was copied elsewhere)."""
+        if self.buffer is not None:
+            read_plans.SPARE.give(self.buffer)
+            self.buffer = None
 
     def free_slots(self, n: int) -> np.ndarray:
         """Up to ``n`` slots to write, free ones first, then those used least recently
@@ -145,6 +159,7 @@ class BlockCache:
         self._pools: dict[str, _Pool] = {}
         self._tick = 0
         self._lock = threading.Lock()
+        weakref.finalize(self, _release, self._pools)  # a dropped handle's bytes reused
 
     def __getstate__(self) -> dict[str, Any]:
         """Only the budget pickles (dask ships readers to workers): a copy starts empty."""
@@ -165,7 +180,7 @@ class BlockCache:
     def clear(self) -> None:
         """Forget every block."""
         with self._lock:
-            self._pools.clear()
+            _release(self._pools)
 
     def cached(self, path: str, numbers: np.ndarray) -> np.ndarray:
         """Per block number of the array at ``path``, whether it is cached now."""
@@ -248,7 +263,7 @@ class BlockCache:
         grow = max(n - free, pool.used.shape[0])
         others = sorted((p for p in self._pools if p != path), key=self._last_use)
         while others and self.nbytes + grow * slot_bytes > self.budget:
-            del self._pools[others.pop(0)]
+            self._pools.pop(others.pop(0)).release()
         grow = min(grow, (self.budget - self.nbytes) // slot_bytes)
         if grow > 0:
             pool.grow(grow)
@@ -284,6 +299,13 @@ class SlotBlocks:
     ) -> bool:
         """:meth:`BlockCache.read_runs` of this column's slots."""
         return self.cache.read_runs(self.path, self.numbers, r, runs, out, decode)
+
+
+def _release(pools: dict[str, _Pool]) -> None:
+    """Give the bytes of every pool back to the spare buffers and forget the pools."""
+    for pool in pools.values():
+        pool.release()
+    pools.clear()
 
 
 def _pieces(
