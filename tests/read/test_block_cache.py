@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarr_vectors as zv
+from tests.helpers import examples
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.read import BlockCache
 from zarr_vectors.store.shards import RowLayout
-from tests.helpers import examples
 
 _BOX = ([20.0, 20.0, 20.0], [60.0, 60.0, 60.0])
 
@@ -38,7 +38,8 @@ def _write(path: Path) -> None:
 
 
 def _same(a: zv.QueryResult, b: zv.QueryResult) -> None:
-    assert a.object_ids is not None and b.object_ids is not None
+    assert a.object_ids is not None
+    assert b.object_ids is not None
     np.testing.assert_array_equal(a.object_ids, b.object_ids)
     np.testing.assert_array_equal(a.offsets, b.offsets)
     np.testing.assert_array_equal(a.positions, b.positions)
@@ -88,13 +89,16 @@ def test_runs_come_from_the_cache_and_only_missing_blocks_are_decoded() -> None:
     cache = BlockCache(2**20)
     runs = [(1, 5), (9, 2)]  # the first run crosses from block 0 into block 1
     done, out, asked = _read(cache, "a", [10, 11, 12], 4, runs)
-    assert done and asked == [0, 1, 2]
+    assert done
+    assert asked == [0, 1, 2]
     np.testing.assert_array_equal(out, _expected("a", [10, 11, 12], 4, runs))
     done, out, asked = _read(cache, "a", [12, 13], 4, [(0, 8)])
-    assert done and asked == [1]  # block 12 was cached
+    assert done
+    assert asked == [1]
     np.testing.assert_array_equal(out, _expected("a", [12, 13], 4, [(0, 8)]))
     assert _read(cache, "b", [12], 4, [(0, 4)])[2] == [0]  # another array, other blocks
-    assert len(cache) == 5 and cache.cached("a", np.array([13, 14])).tolist() == [True, False]
+    assert len(cache) == 5
+    assert cache.cached("a", np.array([13, 14])).tolist() == [True, False]
 
 
 def test_the_budget_holds_and_the_least_recently_used_blocks_go_first() -> None:
@@ -103,12 +107,15 @@ def test_the_budget_holds_and_the_least_recently_used_blocks_go_first() -> None:
     _read(cache, "a", [0, 1, 2, 3], 4, [(0, 16)])
     _read(cache, "a", [0], 4, [(0, 1)])  # block 0 used last
     _read(cache, "a", [4, 5], 4, [(0, 8)])
-    assert cache.nbytes <= cache.budget and len(cache) == 4
+    assert cache.nbytes <= cache.budget
+    assert len(cache) == 4
     assert cache.cached("a", np.arange(6)).tolist() == [True, False, False, True, True, True]
     done, _, _ = _read(cache, "a", [6, 7, 8, 9, 10], 4, [(0, 20)])  # more than the budget
-    assert not done and cache.nbytes <= cache.budget
+    assert not done
+    assert cache.nbytes <= cache.budget
     assert _read(cache, "b", [0, 1], 4, [(0, 8)])[0]  # another array: "a" dropped for it
-    assert cache.nbytes <= cache.budget and cache.cached("b", np.arange(2)).all()
+    assert cache.nbytes <= cache.budget
+    assert cache.cached("b", np.arange(2)).all()
 
 
 def test_a_failed_decode_caches_nothing() -> None:
@@ -123,7 +130,8 @@ def test_a_failed_decode_caches_nothing() -> None:
         cache.read_runs("a", np.array([1]), 4, (np.array([0]), np.array([4])), out, failing)
     assert len(cache) == 0
     done, got, asked = _read(cache, "a", [1], 4, [(0, 4)])
-    assert done and asked == [0]
+    assert done
+    assert asked == [0]
     np.testing.assert_array_equal(got, _expected("a", [1], 4, [(0, 4)]))
 
 
@@ -132,7 +140,9 @@ def test_a_cache_of_no_bytes_keeps_nothing_and_a_pickled_one_starts_empty() -> N
     cache = BlockCache(2**20)
     _read(cache, "a", [1, 2], 4, [(0, 8)])
     copy = pickle.loads(pickle.dumps(cache))
-    assert len(cache) == 2 and len(copy) == 0 and copy.budget == cache.budget
+    assert len(cache) == 2
+    assert len(copy) == 0
+    assert copy.budget == cache.budget
 
 
 @settings(max_examples=examples(25, 300), deadline=None)
@@ -161,7 +171,8 @@ def test_the_cache_returns_only_what_was_decoded_within_its_budget(
             np.testing.assert_array_equal(out, _expected(path, numbers, r, runs))
             assert decoded == np.flatnonzero(~held).tolist()
         else:
-            assert not decoded and len(numbers) - int(held.sum()) > 0
+            assert not decoded
+            assert len(numbers) - int(held.sum()) > 0
         assert cache.nbytes <= cache.budget
 
 
@@ -228,7 +239,8 @@ def test_an_append_through_another_handle_is_never_answered_from_the_cache(
         store.query(_BOX)
     after = refreshing.query(_BOX)
     _same(after, zv.open(path, cache_bytes=0).query(_BOX))
-    assert after.object_ids is not None and len(after.object_ids) == len(before.object_ids) + 5
+    assert after.object_ids is not None
+    assert len(after.object_ids) == len(before.object_ids) + 5
     _same(refreshing.query(_BOX), after)  # cached again, from the new version
 
 
@@ -239,7 +251,8 @@ def test_levels_of_a_store_share_one_cache(tmp_path: Path) -> None:
     fine, coarse = store.query(_BOX, level=0), store.query(_BOX, level=1)
     assert store._level_reader(0).blocks is store._level_reader(1).blocks is store._blocks
     paths = set(store._blocks._pools)
-    assert any(p.startswith("0/") for p in paths) and any(p.startswith("1/") for p in paths)
+    assert any(p.startswith("0/") for p in paths)
+    assert any(p.startswith("1/") for p in paths)
     plain = zv.open(path, cache_bytes=0)
     np.testing.assert_array_equal(fine.positions, plain.query(_BOX, level=0).positions)
     np.testing.assert_array_equal(coarse.positions, plain.query(_BOX, level=1).positions)

@@ -98,7 +98,9 @@ class _Pool:
         if free.shape[0] < n:
             taken = np.flatnonzero(self.used >= 0)
             more = min(n - free.shape[0], taken.shape[0])
-            oldest = taken[np.argpartition(self.used[taken], more - 1)[:more]] if more else taken[:0]
+            oldest = (
+                taken[np.argpartition(self.used[taken], more - 1)[:more]] if more else taken[:0]
+            )
             self._forget(oldest)
             free = np.concatenate([free, oldest])
         return free[:n]
@@ -292,7 +294,8 @@ class SlotBlocks:
 
     def missing(self, wanted: np.ndarray) -> np.ndarray:
         """The slots among ``wanted`` (ascending) whose blocks are not cached now."""
-        return wanted[~self.cache.cached(self.path, self.numbers[wanted])]
+        found: np.ndarray = wanted[~self.cache.cached(self.path, self.numbers[wanted])]
+        return found
 
     def read_runs(
         self, r: int, runs: tuple[np.ndarray, np.ndarray], out: np.ndarray, decode: Decode
@@ -326,6 +329,3 @@ def _pieces(
     stop = np.where(slot == hi[run], first[run] + length[run] - slot * r, r)
     dst = dest[run] + slot * r + start - first[run]
     return place[slot] * r + start, dst, stop - start
-
-
-

@@ -433,7 +433,7 @@ class PointReads:
             return [None] * len(names)
         shape = tuple(int(g) for g in self.reader.grid.shape)
         chunks = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, len(shape))
-        slot_flat = np.ravel_multi_index(tuple(chunks.T), shape)[slot_chunk]
+        slot_flat = np.asarray(np.ravel_multi_index(tuple(chunks.T), shape))[slot_chunk]
         return [
             SlotBlocks(cache, self.reader.paths[name], slot_flat * layout.n_blocks + slot_block)
             for layout, name in zip(self._layouts(names), names, strict=True)

@@ -71,7 +71,6 @@ from zarr_vectors.format.nodes import node_problem, reserved_dtype_problem, vert
 from zarr_vectors.format.version import has_place_records
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read import row_reads
-from zarr_vectors.read.block_cache import BlockCache
 from zarr_vectors.read.blob_batches import (
     FRAGMENT_OWNERS,
     RECORD_NAMES,
@@ -81,6 +80,7 @@ from zarr_vectors.read.blob_batches import (
     stored_spans,
 )
 from zarr_vectors.read.blob_batches import blob_ranges as batch_blob_ranges
+from zarr_vectors.read.block_cache import BlockCache
 from zarr_vectors.read.point_reads import PointReads, RowRuns
 from zarr_vectors.read.read_checks import (
     RESTORE,
