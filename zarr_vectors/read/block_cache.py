@@ -7,11 +7,19 @@ again, or one that overlaps the last, takes those blocks from memory instead of 
 decoding them again. One cache serves every level and restricted view of an open store
 (:func:`zarr_vectors.open` makes it, ``cache_bytes=`` sets its budget, 0 turns it off).
 
+The reads that go through it are those of every row of given row runs by the box-read kernels
+(:meth:`~zarr_vectors.read.point_reads.PointReads.read_selected` without a selector: the
+vertices, attributes and links of object box queries and reads by id, up to 2 MiB of rows);
+point-cloud box reads, which select rows among decoded blocks, and larger reads do not.
+
 The blocks of one array lie back to back in one pool (:class:`_Pool`), found by block number
-with one binary search for all the blocks of a read and copied out by one fancy index, so a
-read of hundreds of blocks costs a few numpy calls, not a Python step per block. A pool grows
-by doubling within the budget; when the budget is reached, the pools of the arrays used least
-recently are dropped whole, then the pool's own least recently used blocks are replaced.
+with one binary search for all the blocks of a read; the missing ones are decoded straight
+into the pool, and the rows asked are copied out run by run by one kernel call, so a read of
+hundreds of blocks costs a few numpy calls, not a Python step or a whole-block copy per block.
+A pool grows by doubling within the budget, in bytes borrowed from the reads' spare buffers
+(given back when the cache is dropped); when the budget is reached, the pools of the arrays
+used least recently are dropped whole, then the pool's own least recently used blocks are
+replaced.
 
 A cached block is the block of the store version the handle opened: the handle checks the
 version after every data read (spec §12.4) and raises, or with ``refresh=True`` reopens the
