@@ -247,20 +247,18 @@ class BlockCache:
             hits, place = pool.locate(numbers)
             pool.used[place] = tick  # the read's own blocks are the last to be replaced
             missing = np.flatnonzero(~hits)
-            rows = pool.rows(out.dtype, out.shape[1:])
             if missing.shape[0]:
                 self._make_room(path, pool, missing.shape[0])
                 if np.count_nonzero(pool.used != tick) < missing.shape[0]:
                     return False
-                free = pool.free_slots(missing.shape[0])
-                rows = pool.rows(out.dtype, out.shape[1:])
-                decode(missing, free, rows)  # free slots until added: a failure keeps none
+                free = pool.free_slots(missing.shape[0])  # free until added: a failure keeps none
+                decode(missing, free, pool.rows(out.dtype, out.shape[1:]))
                 pool.add(numbers[missing], free, tick)
                 every = np.empty(numbers.shape[0], dtype=np.int64)
                 every[hits], every[missing] = place, free
                 place = every
             src, dst, count = _pieces(runs[0], runs[1], place, r)
-            copy_row_runs(rows, src, out, dst, count)
+            copy_row_runs(pool.rows(out.dtype, out.shape[1:]), src, out, dst, count)
             return True
 
     def _make_room(self, path: str, pool: _Pool, n: int) -> None:
