@@ -123,6 +123,9 @@ class _Pool:
         """Record that blocks ``numbers`` (distinct, not cached) now lie in ``slots``."""
         self.used[slots] = tick
         order = np.argsort(numbers, kind="stable")
+        if not self.numbers.shape[0]:  # the pool's first blocks: nothing to merge with
+            self.numbers, self.place = numbers[order], slots[order]
+            return
         at = np.searchsorted(self.numbers, numbers[order])
         self.numbers = np.insert(self.numbers, at, numbers[order])
         self.place = np.insert(self.place, at, slots[order])
@@ -327,6 +330,8 @@ def _pieces(
     first, length = first[some], length[some]
     dest = (np.cumsum(length) - length).astype(np.int64)
     lo, hi = first // r, (first + length - 1) // r
+    if np.array_equal(lo, hi):  # no run crosses a block's end (skeleton chunks: one block)
+        return place[lo] * r + first - lo * r, dest, length
     n = hi - lo + 1
     run = np.repeat(np.arange(first.shape[0]), n)
     k = np.arange(run.shape[0]) - np.repeat(np.cumsum(n) - n, n)
