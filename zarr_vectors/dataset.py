@@ -50,7 +50,7 @@ from zarr_vectors.query import (
 from zarr_vectors.query import (
     polygon as polygon_of,
 )
-from zarr_vectors.read import LevelReader
+from zarr_vectors.read import DEFAULT_CACHE_BYTES, BlockCache, LevelReader
 from zarr_vectors.result import QueryResult
 from zarr_vectors.result.plotting import MAX_POINTS
 from zarr_vectors.store.destination import Occupant, store_occupant
@@ -318,6 +318,7 @@ class VectorStore:
         *,
         reopen: Callable[[], _Loaded] | None = None,
         paths: list[tuple[int, str]] | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self._io = io
         self._root = root
@@ -325,6 +326,7 @@ class VectorStore:
         self._version = version
         self._reopen = reopen
         self._paths = paths  # the levels the root lists, read at open
+        self._blocks = BlockCache(cache_bytes)  # decoded row blocks, every level's
         self._readers: dict[int, LevelReader] = {}
         self._object_readers: dict[int, ObjectReader] = {}
         self._point_objects: dict[int, PointObjects] = {}
@@ -357,6 +359,7 @@ class VectorStore:
                     raise changed_error(self._io.store, self._where, gone=True) from exc
                 time.sleep(pause)
                 pause = min(2 * pause, 1.0)
+        self._blocks = BlockCache(self._blocks.budget)  # the old version's blocks dropped
         self._readers = {}
         self._object_readers = {}
         self._point_objects = {}
@@ -389,7 +392,7 @@ class VectorStore:
     def _level_reader(self, level: int) -> LevelReader:
         """The reader of ``level`` (a level the store lists), opened once per handle."""
         if level not in self._readers:
-            self._readers[level] = LevelReader(self._io, self._root, level)
+            self._readers[level] = LevelReader(self._io, self._root, level, self._blocks)
         return self._readers[level]
 
     def _level_records(self) -> tuple[LevelInfo, ...]:
@@ -1248,6 +1251,7 @@ def open(
     *,
     storage_options: Mapping[str, Any] | None = None,
     refresh: bool = False,
+    cache_bytes: int = DEFAULT_CACHE_BYTES,
 ) -> VectorStore:
     """Open a Zarr Vectors store for reading.
 
@@ -1270,6 +1274,13 @@ def open(
         Reopen the store transparently when a read finds it changed by another writer,
         and answer from its new version (the metadata properties then describe the new
         version too). Default: raise :class:`~zarr_vectors.errors.StoreChangedError`.
+    cache_bytes
+        Bytes of decoded row blocks the handle keeps for its next queries (default
+        128 MiB), the least recently used forgotten first: a box queried again, or one
+        overlapping the last, takes the blocks it shares from memory instead of reading
+        and decoding them again. One cache serves every level; it holds blocks of the
+        version the handle reads only (``refresh=True`` starts a new one with the new
+        version). 0 keeps nothing.
 
     Returns
     -------
@@ -1292,7 +1303,7 @@ def open(
     MissingDependencyError
         When a URL needs a package that is not installed (``s3fs``: the ``s3`` extra).
     InvalidInputError
-        When ``refresh`` is not a bool.
+        When ``refresh`` is not a bool, or ``cache_bytes`` not an integer of at least 0.
 
     Examples
     --------
@@ -1311,10 +1322,16 @@ def open(
     """
     if not isinstance(refresh, bool):
         raise InvalidInputError(f"refresh must be True or False, got {refresh!r}")
+    if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int | np.integer):
+        raise InvalidInputError(f"cache_bytes must be an integer, got {cache_bytes!r}")
+    if cache_bytes < 0:
+        raise InvalidInputError(f"cache_bytes must be at least 0 (0: no cache), got {cache_bytes}")
     where = os.fspath(store) if isinstance(store, str | Path) else str(store)
     io, root, version, paths = _load(store, where, storage_options)
     reopen = functools.partial(_load, store, where, storage_options) if refresh else None
-    return VectorStore(io, root, where, version, reopen=reopen, paths=paths)
+    return VectorStore(
+        io, root, where, version, reopen=reopen, paths=paths, cache_bytes=int(cache_bytes)
+    )
 
 
 _Loaded = tuple[StoreIO, RootMetadata, StoreVersion, list[tuple[int, str]]]

@@ -407,28 +407,56 @@ class ObjectReader:
             return np.empty(0, np.int64), None
         if inside.all() and chunks.shape[0] == reader.occupied_chunks(None, None)[0].shape[0]:
             return self._filled(), None
-        ranges = reader.fragment_ranges(chunks, counts, index_columns=())
-        keys = [tuple(c) for c in chunks.tolist()]
-        fragments = [
-            ChunkRows(key, np.array([[0, r[0].shape[0]]], dtype=np.int64))
-            for key, r in zip(keys, ranges, strict=True)
-        ]
-        partial = [
-            ChunkRows(key, np.array([[0, n]], dtype=np.int64))
-            for key, n, full in zip(keys, counts.tolist(), inside.tolist(), strict=True)
-            if not full
-        ]
-        if reader.records:
-            owners = np.concatenate(reader.fragment_owners(chunks))
-            (positions,) = reader.read_many([(VERTICES, partial)])
-        else:
-            owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
-        found = _owners(owners, ranges, inside, counts, positions, region)
-        if not partial:
-            return found, None
         cut = ~np.asarray(inside, dtype=bool)
+        if reader.records:  # the partly covered chunks' vertices read next: their indexes now
+            ranges = reader.fragment_ranges(
+                chunks, counts, index_columns=[VERTICES], index_chunks=chunks[cut]
+            )
+            owners = np.concatenate(reader.fragment_owners(chunks))
+            positions = _every_row(reader, chunks[cut], counts[cut])
+        else:
+            ranges = reader.fragment_ranges(chunks, counts, index_columns=())
+            owners, positions = _owners_and_positions(reader, chunks, counts, inside, ranges)
+        found = _owners(owners, ranges, inside, counts, positions, region)
+        if not cut.any():
+            return found, None
         flat = np.ravel_multi_index(tuple(chunks[cut].T), reader.grid.shape)
         return found, HeldRows(flat.astype(np.int64), counts[cut].astype(np.int64), positions)
+
+
+def _every_row(reader: LevelReader, chunks: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Every ``vertices`` row of ``chunks`` (of ``counts`` rows each), chunk after chunk,
+    read as row runs (:meth:`LevelReader.read_runs`: through the open store's cache of
+    decoded blocks)."""
+    if not chunks.shape[0]:
+        return np.empty((0, reader.grid.ndim), dtype=reader.column_spec(VERTICES)[0])
+    n = chunks.shape[0]
+    slot = np.arange(n, dtype=np.int64)
+    runs = RowRuns([tuple(c) for c in chunks.tolist()], slot, np.zeros(n, np.int64), counts)
+    return reader.read_runs([VERTICES], runs)[0]
+
+
+def _owners_and_positions(
+    reader: LevelReader,
+    chunks: np.ndarray,
+    counts: np.ndarray,
+    inside: np.ndarray,
+    ranges: list[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """The fragment owners of ``chunks`` (a level without fragment records keeps them in a
+    column) and every ``vertices`` row of those not ``inside`` the region, read together."""
+    keys = [tuple(c) for c in chunks.tolist()]
+    fragments = [
+        ChunkRows(key, np.array([[0, r[0].shape[0]]], dtype=np.int64))
+        for key, r in zip(keys, ranges, strict=True)
+    ]
+    partial = [
+        ChunkRows(key, np.array([[0, n]], dtype=np.int64))
+        for key, n, full in zip(keys, counts.tolist(), inside.tolist(), strict=True)
+        if not full
+    ]
+    owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
+    return owners, positions
 
 
 RANGE_GROUP = 4

@@ -226,12 +226,21 @@ class SlotPlan:
         nbytes = int(starts[-1] + lengths[-1]) if starts.shape[0] else 0
         return cls(wanted, starts, lengths, chunk, start, stop, nbytes)
 
+    def holds(self, wanted: np.ndarray) -> bool:
+        """Whether every slot of ``wanted`` (ascending) is planned here."""
+        if not self.slots.shape[0]:
+            return not wanted.shape[0]
+        at = np.minimum(np.searchsorted(self.slots, wanted), self.slots.shape[0] - 1)
+        return bool(np.all(self.slots[at] == wanted))
+
     def pick(self, wanted: np.ndarray) -> SlotPlan:
-        """The blocks of slots ``wanted`` of a plan made for every slot (spans unchanged)."""
+        """The blocks of slots ``wanted`` (ascending, all among this plan's) of this plan
+        (spans unchanged)."""
+        at = np.searchsorted(self.slots, wanted)
         return SlotPlan(
             wanted,
-            self.starts[wanted],
-            self.lengths[wanted],
+            self.starts[at],
+            self.lengths[at],
             self.span_chunk,
             self.span_start,
             self.span_stop,

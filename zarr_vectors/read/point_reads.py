@@ -16,6 +16,7 @@ read and decoded into is reused from one read to the next (never the arrays retu
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
 from zarr_vectors.kernels.ranges import first_untiled
 from zarr_vectors.read import _read_plans as read_plans
+from zarr_vectors.read.block_cache import SlotBlocks
 from zarr_vectors.read.read_checks import first_with_blocks_past, first_with_blocks_past_array
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.native_blocks import in_turns
@@ -344,34 +346,32 @@ class PointReads:
             slots = (slot_where, slot_block)
             return self._read_in_turns(names, table, slots, runs, run_row, select)
         every = np.arange(n_slots, dtype=np.int64)
-        fetched = None
+        cached = self._cached(names, runs, slot_chunk, slot_block, select)
+        fetched: list[tuple[read_plans.SlotPlan, np.ndarray] | None] = [None] * len(names)
         if not self.reader.io.is_local:  # every column's blocks in one batch
             plans = [
-                read_plans.SlotPlan.make(table, k, slot_where, slot_block, every)
-                for k in range(len(names))
+                read_plans.SlotPlan.make(
+                    table, k, slot_where, slot_block, every if c is None else c.missing(every)
+                )
+                for k, c in enumerate(cached)
             ]
-            fetched = self._fetch_plans(table, plans)
+            fetched = list(zip(plans, self._fetch_plans(table, plans), strict=True))
         out: list[np.ndarray] = []
         keep = every[:0]
         kept = read_plans.SPARE.take(8 * n_slots * r)  # the rows kept (int64), one at most per row
+        slots = (slot_where, slot_block)
         for k, name in enumerate(names):
             wanted = every if k == 0 or select is None else slots_holding(keep, n_slots, r)
+            decode = functools.partial(self._decode, table, k, name, slots, fetched[k])
+            column = cached[k]
+            if column is not None:  # select is None: the rows come through the cache
+                found = self._cached_runs(column, name, r, run_row, runs, decode)
+                if found is not None:
+                    out.append(found)
+                    continue
             rows, spare = self._scratch(name, n_slots)
-            raw = None
             try:
-                if fetched is None:
-                    plan = read_plans.SlotPlan.make(table, k, slot_where, slot_block, wanted)
-                    raw = read_plans.SPARE.take(plan.nbytes)
-                    buffer = raw[: plan.nbytes]
-                    self._read_plan(table, k, plan, buffer)
-                else:
-                    plan, buffer = plans[k].pick(wanted), fetched[k]
-                describe = read_plans.block_describer(
-                    table.keys[k], plan.slots, slot_where, slot_block
-                )
-                self.reader.layouts[name].decode_blocks_at(  # type: ignore[union-attr]
-                    buffer, plan.starts, plan.lengths, plan.slots, rows, describe
-                )
+                decode(wanted, wanted, rows)
                 if select is None:
                     out.append(_run_rows(rows, run_row, runs))
                     continue
@@ -380,10 +380,81 @@ class PointReads:
                 out.append(take_rows(rows, keep))
             finally:
                 read_plans.SPARE.give(spare)
-                if raw is not None:
-                    read_plans.SPARE.give(raw)
         read_plans.SPARE.give(kept)
         return out
+
+    def _decode(
+        self,
+        table: read_plans.BlockTable,
+        k: int,
+        name: str,
+        slots: tuple[np.ndarray, np.ndarray],
+        fetched: tuple[read_plans.SlotPlan, np.ndarray] | None,
+        wanted: np.ndarray,
+        at: np.ndarray,
+        rows: np.ndarray,
+    ) -> None:
+        """Decode column ``k``'s (``name``'s) blocks of slots ``wanted`` into the row
+        blocks ``at`` of ``rows``: from ``fetched`` (the plan and bytes of a batch fetched
+        already) when it holds them, else read now."""
+        slot_where, slot_block = slots
+        if not wanted.shape[0]:
+            return
+        raw = None
+        try:
+            if fetched is None or not fetched[0].holds(wanted):
+                plan = read_plans.SlotPlan.make(table, k, slot_where, slot_block, wanted)
+                raw = read_plans.SPARE.take(plan.nbytes)
+                buffer = raw[: plan.nbytes]
+                self._read_plan(table, k, plan, buffer)
+            else:
+                plan, buffer = fetched[0].pick(wanted), fetched[1]
+            describe = read_plans.block_describer(table.keys[k], plan.slots, slot_where, slot_block)
+            self.reader.layouts[name].decode_blocks_at(  # type: ignore[union-attr]
+                buffer, plan.starts, plan.lengths, at, rows, describe
+            )
+        finally:
+            if raw is not None:
+                read_plans.SPARE.give(raw)
+
+    def _cached(
+        self,
+        names: Sequence[str],
+        runs: RowRuns,
+        slot_chunk: np.ndarray,
+        slot_block: np.ndarray,
+        select: RowSelector | None,
+    ) -> list[SlotBlocks | None]:
+        """Per column of ``names``, its slots' blocks in the open store's cache of decoded
+        blocks (:class:`~zarr_vectors.read.block_cache.BlockCache`); None when the reader
+        has no cache or it keeps nothing, or for a read that selects rows (point clouds)."""
+        cache = self.reader.blocks
+        if cache is None or cache.budget <= 0 or select is not None or not slot_chunk.shape[0]:
+            return [None] * len(names)
+        shape = tuple(int(g) for g in self.reader.grid.shape)
+        chunks = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, len(shape))
+        slot_flat = np.asarray(np.ravel_multi_index(tuple(chunks.T), shape))[slot_chunk]
+        return [
+            SlotBlocks(cache, self.reader.paths[name], slot_flat * layout.n_blocks + slot_block)
+            for layout, name in zip(self._layouts(names), names, strict=True)
+        ]
+
+    def _cached_runs(
+        self,
+        column: SlotBlocks,
+        name: str,
+        r: int,
+        run_row: np.ndarray,
+        runs: RowRuns,
+        decode: Callable[[np.ndarray, np.ndarray, np.ndarray], None],
+    ) -> np.ndarray | None:
+        """Every row of ``runs`` (starting at slot rows ``run_row``) in column ``name``,
+        through the cache (``decode`` decodes its missing blocks into it); None when the
+        cache cannot hold the read's blocks."""
+        dtype, row_shape = self.reader.column_spec(name)
+        lengths = runs.stop - runs.start
+        out = np.empty((int(lengths.sum()), *row_shape), dtype=dtype)
+        return out if column.read_runs(r, (run_row, lengths), out, decode) else None
 
     def _read_in_turns(
         self,

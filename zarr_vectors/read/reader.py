@@ -80,6 +80,7 @@ from zarr_vectors.read.blob_batches import (
     stored_spans,
 )
 from zarr_vectors.read.blob_batches import blob_ranges as batch_blob_ranges
+from zarr_vectors.read.block_cache import BlockCache
 from zarr_vectors.read.point_reads import PointReads, RowRuns
 from zarr_vectors.read.read_checks import (
     RESTORE,
@@ -200,10 +201,16 @@ class LevelReader:
         Parsed root metadata.
     level
         Level number.
+    blocks
+        The open store's cache of decoded row blocks, shared by its levels and views
+        (None: nothing is cached).
     """
 
-    def __init__(self, io: StoreIO, root: RootMetadata, level: int = 0) -> None:
+    def __init__(
+        self, io: StoreIO, root: RootMetadata, level: int = 0, blocks: BlockCache | None = None
+    ) -> None:
         self.io = io
+        self.blocks = blocks
         self.base = str(level)
         self.kind = root.geometry_type
         self.placed = has_place_records(root.version)  # shards hold place records (§9.0.2)

@@ -1,0 +1,342 @@
+"""Decoded row blocks of one open store, kept for the next query within a byte budget.
+
+A notebook user pans around a data set: the next box mostly meets the chunks the last one
+met. :class:`BlockCache` keeps the row blocks the box reads decoded (spec §9.0: ``R`` rows of
+one per-chunk array, the unit a shard stores), least recently used out first, so a box asked
+again, or one that overlaps the last, takes those blocks from memory instead of reading and
+decoding them again. One cache serves every level and restricted view of an open store
+(:func:`zarr_vectors.open` makes it, ``cache_bytes=`` sets its budget, 0 turns it off).
+
+The reads that go through it are those of every row of given row runs by the box-read kernels
+(:meth:`~zarr_vectors.read.point_reads.PointReads.read_selected` without a selector: the
+vertices, attributes and links of object box queries and reads by id, up to 2 MiB of rows);
+point-cloud box reads, which select rows among decoded blocks, and larger reads do not.
+
+The blocks of one array lie back to back in one pool (:class:`_Pool`), found by block number
+with one binary search for all the blocks of a read; the missing ones are decoded straight
+into the pool, and the rows asked are copied out run by run by one kernel call, so a read of
+hundreds of blocks costs a few numpy calls, not a Python step or a whole-block copy per block.
+A pool grows by doubling within the budget, in bytes borrowed from the reads' spare buffers
+(given back when the cache is dropped); when the budget is reached, the pools of the arrays
+used least recently are dropped whole, then the pool's own least recently used blocks are
+replaced.
+
+A cached block is the block of the store version the handle opened: the handle checks the
+version after every data read (spec §12.4) and raises, or with ``refresh=True`` reopens the
+store with a new, empty cache, exactly as for its cached shard indexes; so no block of
+another version is ever returned. Reads copy rows out of the pools: no result shares their
+memory.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from zarr_vectors.kernels.bin_runs import copy_row_runs
+from zarr_vectors.read import _read_plans as read_plans
+
+__all__ = ["DEFAULT_CACHE_BYTES", "BlockCache", "Decode", "SlotBlocks"]
+
+DEFAULT_CACHE_BYTES = 128 * 2**20
+"""Budget of an open store's cache of decoded row blocks (``zv.open(cache_bytes=...)``)."""
+
+_SLOT_OVERHEAD = 24
+"""Bytes a pool holds per block besides its rows: its number, place and last use (int64)."""
+
+
+class _Pool:
+    """The cached blocks of one array, ``block_bytes`` each, back to back in :attr:`data`.
+
+    ``numbers`` (ascending) are the cached block numbers and ``place`` the pool slot of
+    each; ``used[s]`` is the tick of slot ``s``'s last use, -1 when it is free.
+    """
+
+    def __init__(self, block_bytes: int) -> None:
+        self.block_bytes = block_bytes
+        self.buffer: np.ndarray | None = None  # the spare bytes data lies in
+        self.data = np.empty((0, block_bytes), dtype=np.uint8)
+        self.numbers = np.empty(0, dtype=np.int64)
+        self.place = np.empty(0, dtype=np.int64)
+        self.used = np.empty(0, dtype=np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated (every slot, free or not)."""
+        return int(self.used.shape[0]) * (self.block_bytes + _SLOT_OVERHEAD)
+
+    @property
+    def last_use(self) -> int:
+        """Tick of the most recent use of any block (-1: none)."""
+        return int(self.used.max(initial=-1))
+
+    def locate(self, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per number whether it is cached, and the pool slots of the hits."""
+        at = np.searchsorted(self.numbers, numbers)
+        at = np.minimum(at, max(self.numbers.shape[0] - 1, 0))
+        hits = self.numbers[at] == numbers if self.numbers.shape[0] else np.zeros_like(at, bool)
+        return hits, self.place[at[hits]]
+
+    def grow(self, slots: int) -> None:
+        """Add ``slots`` free slots (in bytes taken from the reads' spare buffers, so a
+        handle opened after another one was dropped fills memory already faulted in)."""
+        n = self.data.shape[0] + slots
+        buffer = read_plans.SPARE.take(n * self.block_bytes)
+        data = buffer[: n * self.block_bytes].reshape(n, self.block_bytes)
+        data[: self.data.shape[0]] = self.data
+        self.release()
+        self.buffer, self.data = buffer, data
+        self.used = np.concatenate([self.used, np.full(slots, -1, dtype=np.int64)])
+
+    def release(self) -> None:
+        """Give the pool's bytes back to the spare buffers (the pool is not used again,
+        or its data was copied elsewhere)."""
+        if self.buffer is not None:
+            read_plans.SPARE.give(self.buffer)
+            self.buffer = None
+
+    def free_slots(self, n: int) -> np.ndarray:
+        """Up to ``n`` slots to write, free ones first, then those used least recently
+        (their blocks forgotten)."""
+        free = np.flatnonzero(self.used < 0)
+        if free.shape[0] < n:
+            taken = np.flatnonzero(self.used >= 0)
+            more = min(n - free.shape[0], taken.shape[0])
+            oldest = (
+                taken[np.argpartition(self.used[taken], more - 1)[:more]] if more else taken[:0]
+            )
+            self._forget(oldest)
+            free = np.concatenate([free, oldest])
+        return free[:n]
+
+    def _forget(self, slots: np.ndarray) -> None:
+        """Free ``slots`` and forget the blocks they held."""
+        self.used[slots] = -1
+        keep = self.used[self.place] >= 0
+        self.numbers, self.place = self.numbers[keep], self.place[keep]
+
+    def add(self, numbers: np.ndarray, slots: np.ndarray, tick: int) -> None:
+        """Record that blocks ``numbers`` (distinct, not cached) now lie in ``slots``."""
+        self.used[slots] = tick
+        order = np.argsort(numbers, kind="stable")
+        if not self.numbers.shape[0]:  # the pool's first blocks: nothing to merge with
+            self.numbers, self.place = numbers[order], slots[order]
+            return
+        at = np.searchsorted(self.numbers, numbers[order])
+        self.numbers = np.insert(self.numbers, at, numbers[order])
+        self.place = np.insert(self.place, at, slots[order])
+
+    def rows(self, dtype: np.dtype[Any], row_shape: tuple[int, ...]) -> np.ndarray:
+        """The pool's blocks as rows of ``dtype`` and ``row_shape``, back to back (a view)."""
+        return self.data.reshape(-1).view(dtype).reshape(-1, *row_shape)
+
+
+Decode = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+"""``decode(slots, places, rows)``: decode the blocks of a read's ``slots`` into ``rows``
+at the row blocks ``places`` (raising when a block is missing or damaged)."""
+
+
+class BlockCache:
+    """Decoded row blocks by array path and block number, least recently used forgotten
+    first, holding at most ``budget`` bytes.
+
+    Block numbers are ``flat chunk index * blocks per chunk + block``, so one number names
+    one block of one array.
+
+    Parameters
+    ----------
+    budget
+        Bytes the pools may allocate (rows and 24 bytes of bookkeeping per block); 0 keeps
+        nothing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cache = BlockCache(budget=2**20)
+    >>> def decode(slots, places, rows):  # block b holds rows of value b, 2 rows a block
+    ...     rows.reshape(-1, 2)[places] = np.asarray(numbers)[slots, None]
+    >>> numbers = np.array([7, 3])
+    >>> out = np.empty(3, dtype=np.int64)
+    >>> cache.read_runs("0/vertices", numbers, 2, (np.array([1]), np.array([3])), out, decode)
+    True
+    >>> out.tolist(), len(cache)
+    ([7, 3, 3], 2)
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = int(budget)
+        self._pools: dict[str, _Pool] = {}
+        self._tick = 0
+        self._lock = threading.Lock()
+        weakref.finalize(self, _release, self._pools)  # a dropped handle's bytes reused
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Only the budget pickles (dask ships readers to workers): a copy starts empty."""
+        return {"budget": self.budget}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["budget"])  # type: ignore[misc]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the pools hold now, at most :attr:`budget`."""
+        return sum(pool.nbytes for pool in self._pools.values())
+
+    def __len__(self) -> int:
+        """Number of blocks cached."""
+        return sum(int(pool.numbers.shape[0]) for pool in self._pools.values())
+
+    def clear(self) -> None:
+        """Forget every block."""
+        with self._lock:
+            _release(self._pools)
+
+    def cached(self, path: str, numbers: np.ndarray) -> np.ndarray:
+        """Per block number of the array at ``path``, whether it is cached now."""
+        with self._lock:
+            pool = self._pools.get(path)
+            if pool is None:
+                return np.zeros(numbers.shape[0], dtype=bool)
+            return pool.locate(numbers)[0]
+
+    def read_runs(
+        self,
+        path: str,
+        numbers: np.ndarray,
+        r: int,
+        runs: tuple[np.ndarray, np.ndarray],
+        out: np.ndarray,
+        decode: Decode,
+    ) -> bool:
+        """Rows of blocks, cached or decoded into the cache, copied run by run into ``out``.
+
+        The blocks not cached are decoded by ``decode`` straight into the cache (no block
+        is copied whole); then only the rows asked are copied out.
+
+        Parameters
+        ----------
+        path
+            The array's path in the store.
+        numbers
+            The block number of every slot of the read (distinct).
+        r
+            Rows per block.
+        runs
+            ``(first, length)``: run ``q`` is ``length[q]`` rows from row ``first[q]`` of
+            the slots' rows (slot ``s`` is rows ``s * r`` to ``(s + 1) * r``), written one
+            run after another into ``out``.
+        out
+            Room for the rows of every run (``length.sum()`` rows of the column's dtype and
+            row shape).
+        decode
+            Decodes the blocks of the slots not cached (see :data:`Decode`).
+
+        Returns
+        -------
+        bool
+            False, with nothing done, when the budget cannot hold the read's blocks.
+        """
+        block_bytes = r * out.dtype.itemsize * int(np.prod(out.shape[1:], dtype=np.int64))
+        with self._lock:
+            pool = self._pools.get(path)
+            if pool is None:
+                pool = self._pools[path] = _Pool(block_bytes)
+            self._tick += 1
+            tick = self._tick
+            hits, place = pool.locate(numbers)
+            pool.used[place] = tick  # the read's own blocks are the last to be replaced
+            missing = np.flatnonzero(~hits)
+            if missing.shape[0]:
+                self._make_room(path, pool, missing.shape[0])
+                if np.count_nonzero(pool.used != tick) < missing.shape[0]:
+                    return False
+                free = pool.free_slots(missing.shape[0])  # free until added: a failure keeps none
+                decode(missing, free, pool.rows(out.dtype, out.shape[1:]))
+                pool.add(numbers[missing], free, tick)
+                every = np.empty(numbers.shape[0], dtype=np.int64)
+                every[hits], every[missing] = place, free
+                place = every
+            src, dst, count = _pieces(runs[0], runs[1], place, r)
+            copy_row_runs(pool.rows(out.dtype, out.shape[1:]), src, out, dst, count)
+            return True
+
+    def _make_room(self, path: str, pool: _Pool, n: int) -> None:
+        """Grow ``pool`` towards ``n`` free slots within the budget (doubling), dropping
+        the pools of other arrays used least recently first when the budget is reached."""
+        free = int(np.count_nonzero(pool.used < 0))
+        if free >= n:
+            return
+        slot_bytes = pool.block_bytes + _SLOT_OVERHEAD
+        grow = max(n - free, pool.used.shape[0])
+        others = sorted((p for p in self._pools if p != path), key=self._last_use)
+        while others and self.nbytes + grow * slot_bytes > self.budget:
+            self._pools.pop(others.pop(0)).release()
+        grow = min(grow, (self.budget - self.nbytes) // slot_bytes)
+        if grow > 0:
+            pool.grow(grow)
+
+    def _last_use(self, path: str) -> int:
+        return self._pools[path].last_use
+
+
+class SlotBlocks:
+    """The row blocks one column of a read needs, by slot, read through the cache.
+
+    Parameters
+    ----------
+    cache
+        The open store's cache.
+    path
+        The column's array path.
+    numbers
+        Block number (see :class:`BlockCache`) of every slot of the read.
+    """
+
+    def __init__(self, cache: BlockCache, path: str, numbers: np.ndarray) -> None:
+        self.cache = cache
+        self.path = path
+        self.numbers = numbers
+
+    def missing(self, wanted: np.ndarray) -> np.ndarray:
+        """The slots among ``wanted`` (ascending) whose blocks are not cached now."""
+        found: np.ndarray = wanted[~self.cache.cached(self.path, self.numbers[wanted])]
+        return found
+
+    def read_runs(
+        self, r: int, runs: tuple[np.ndarray, np.ndarray], out: np.ndarray, decode: Decode
+    ) -> bool:
+        """:meth:`BlockCache.read_runs` of this column's slots."""
+        return self.cache.read_runs(self.path, self.numbers, r, runs, out, decode)
+
+
+def _release(pools: dict[str, _Pool]) -> None:
+    """Give the bytes of every pool back to the spare buffers and forget the pools."""
+    for pool in pools.values():
+        pool.release()
+    pools.clear()
+
+
+def _pieces(
+    first: np.ndarray, length: np.ndarray, place: np.ndarray, r: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of slot rows (``length[q]`` rows from ``first[q]``, ``r`` rows a slot) cut at
+    the slots' ends, as runs of pool rows (slot ``s`` at pool slot ``place[s]``): the
+    source row, destination row (the runs back to back) and length of every piece."""
+    some = length > 0
+    first, length = first[some], length[some]
+    dest = (np.cumsum(length) - length).astype(np.int64)
+    lo, hi = first // r, (first + length - 1) // r
+    if np.array_equal(lo, hi):  # no run crosses a block's end (skeleton chunks: one block)
+        return place[lo] * r + first - lo * r, dest, length
+    n = hi - lo + 1
+    run = np.repeat(np.arange(first.shape[0]), n)
+    k = np.arange(run.shape[0]) - np.repeat(np.cumsum(n) - n, n)
+    slot = lo[run] + k
+    start = np.where(k == 0, first[run] - slot * r, 0)
+    stop = np.where(slot == hi[run], first[run] + length[run] - slot * r, r)
+    dst = dest[run] + slot * r + start - first[run]
+    return place[slot] * r + start, dst, stop - start
