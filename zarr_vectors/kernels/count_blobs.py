@@ -14,7 +14,14 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["counts_blob_ranges", "exclusive_prefix_sum", "fill_count_blobs", "little_endian_uint"]
+__all__ = [
+    "column_total",
+    "counts_blob_ranges",
+    "exclusive_prefix_sum",
+    "fill_count_blobs",
+    "little_endian_uint",
+    "walk_counts",
+]
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
@@ -222,3 +229,78 @@ def _counts_ranges(
             counts[f] = np.int64(value)
             total += value
     return starts, counts, bounds, ok
+
+
+@njit
+def column_total(buffer: U8, at: int, width: int, count: int, least: int) -> int:
+    """The sum of the ``count`` little-endian unsigned values of ``width`` bytes (1, 2, 4
+    or 8) at ``buffer[at:]``; -1 when a value is below ``least`` or the sum passes
+    2**63 - 1. The caller has checked that the values lie inside ``buffer``.
+
+    Examples
+    --------
+    >>> int(column_total(np.array([3, 0, 1, 0], np.uint8), 0, 2, 2, 1))
+    4
+    """
+    if width > 2:  # rare: every value checked for overflow
+        total = np.uint64(0)
+        for i in range(count):
+            value = little_endian_uint(buffer, at + width * i, width)
+            if value < np.uint64(least) or value > _I64_MAX - total:
+                return -1
+            total += value
+        return np.int64(total)
+    low, sum_ = 65536, 0  # below 2**16 * 2**32 values: no overflow
+    for i in range(count):
+        value = int(buffer[at + width * i])
+        if width == 2:
+            value |= int(buffer[at + 2 * i + 1]) << 8
+        sum_ += value
+        low = min(low, value)
+    return -1 if count and low < least else sum_
+
+
+@njit
+def walk_counts(
+    buffer: U8,
+    at: int,
+    width: int,
+    count: int,
+    least: int,
+    need: I64,
+    bounds: tuple[int, int],
+    out: tuple[I64, I64],
+) -> int:
+    """The total of a column of ``count`` counts (as :func:`column_total`), writing the
+    start (the sum of the counts before it) and the count of the fragments
+    ``need[lo:hi]`` (``bounds``, ascending and distinct) into ``out[0][lo:hi]`` and
+    ``out[1][lo:hi]``: the counts are prefix-summed one by one only up to the last
+    fragment needed, the rest only summed. A fragment needed past ``count`` is left as
+    it was; -1 for a value below ``least`` or a sum past 2**63 - 1.
+
+    Examples
+    --------
+    >>> starts, counts = np.full(2, -1), np.full(2, -1)
+    >>> buffer = np.array([3, 1, 4, 1], np.uint8)
+    >>> int(walk_counts(buffer, 0, 1, 4, 1, np.array([1, 2]), (0, 2), (starts, counts)))
+    9
+    >>> starts.tolist(), counts.tolist()
+    ([3, 4], [1, 4])
+    """
+    lo, hi = bounds
+    starts, counts = out
+    at, width, count = np.int64(at), np.int64(width), np.int64(count)  # no uint64 mixing
+    stop = max(min(int(need[hi - 1]) + 1 if hi > lo else 0, count), 0)
+    total, p = np.uint64(0), lo
+    for i in range(stop):
+        value = little_endian_uint(buffer, at + width * i, width)
+        if value < np.uint64(least) or value > _I64_MAX - total:
+            return -1
+        if p < hi and need[p] == i:
+            starts[p], counts[p] = np.int64(total), np.int64(value)
+            p += 1
+        total += value
+    rest = column_total(buffer, at + width * stop, width, count - stop, least)
+    if rest < 0 or np.uint64(rest) > _I64_MAX - total:
+        return -1
+    return np.int64(total) + rest

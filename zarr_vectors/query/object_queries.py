@@ -524,6 +524,7 @@ class _Plan:
         self.order = np.empty(0, np.int64)
         self.bounds = np.zeros(1, np.int64)
         self.where: np.ndarray | None = None  # set by _chunk_counts
+        self.link_plan: tuple[RowRuns, np.ndarray] | None = None  # set by _needed_rows
 
     def _sort(self, starts: np.ndarray, rows: np.ndarray) -> None:
         """Order the references by (chunk slot, first row); ``rows``: each slot's rows."""
@@ -537,6 +538,8 @@ class _Plan:
         rows = self._chunk_counts()
         if self.objects.bounded:
             starts, sizes = self._rows_by_group(rows)
+        elif reader.records:
+            starts, sizes = self._needed_rows(rows)
         else:
             table = FragmentTable.of(reader.fragment_ranges(self.chunks, rows), rows)
             starts, sizes = table.rows_of(self.ref_slot, self.ref_fragment, self.chunks)
@@ -573,6 +576,23 @@ class _Plan:
         read = read_vertex_columns(self.reader, names, runs, copied, self.turns)
         del copied
         return [_in_reference_order(rows, buffer_start, sizes) for rows in read]
+
+    def _needed_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First row and row count of every reference, from only the fragments the
+        references name (:meth:`LevelReader.needed_ranges`, a level with fragment
+        records); their link rows are kept for :meth:`_links`."""
+        frag_slot, frag = self._referenced_fragments()
+        found = self.reader.needed_ranges(self.chunks, rows, (frag_slot, frag))
+        width = int(frag.max(initial=-1)) + 1
+        at = np.searchsorted(frag_slot * width + frag, self.ref_slot * width + self.ref_fragment)
+        first, stop = found.link_starts, found.link_starts + found.link_counts
+        some = stop > first
+        chunks = [tuple(c) for c in self.chunks.tolist()]
+        self.link_plan = (
+            RowRuns(chunks, frag_slot[some], first[some], stop[some], self.where),
+            found.link_rows,
+        )
+        return found.vertex_starts[at], found.vertex_counts[at]
 
     def _rows_by_group(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First row and row count of every reference, the fragment ranges decoded
@@ -663,8 +683,10 @@ class _Plan:
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The objects' links as result rows, and their per-link attributes (§9.12)."""
         reader = self.reader
-        link_ranges = reader.blob_ranges(LINK_FRAGMENTS, self.chunks)
-        runs, chunk_rows = self._link_runs(link_ranges)
+        if self.link_plan is not None:
+            runs, chunk_rows = self.link_plan
+        else:
+            runs, chunk_rows = self._link_runs(reader.blob_ranges(LINK_FRAGMENTS, self.chunks))
         slot_of_row = np.repeat(runs.chunk, runs.stop - runs.start)
         names = self.objects.link_attribute_names
         link_rows, *values = reader.read_runs(

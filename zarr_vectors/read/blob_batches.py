@@ -23,16 +23,18 @@ from zarr_vectors.errors import CorruptChunkError, FragmentIndexError
 from zarr_vectors.format.fragment_counts import decode_counts_blobs
 from zarr_vectors.format.fragment_records import FRAGMENT_RECORD_MAGIC, decode_fragment_record
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
-from zarr_vectors.kernels.record_blobs import records_batch
+from zarr_vectors.kernels.record_blobs import records_batch, records_needed
 from zarr_vectors.store.shards import RowLayout
 
 __all__ = [
     "FRAGMENT_OWNERS",
     "RECORD_NAMES",
+    "NeededRanges",
     "StoredSpans",
     "batch_record_ranges",
     "blob_ranges",
     "decode_blobs",
+    "needed_record_ranges",
     "record_ranges",
     "stored_spans",
 ]
@@ -186,20 +188,19 @@ def record_ranges(blob: np.ndarray, where: str) -> dict[str, tuple[np.ndarray, n
 
 
 def batch_record_ranges(
-    blobs: np.ndarray, bounds: np.ndarray, keys: Sequence[str]
+    blobs: np.ndarray, begins: np.ndarray, ends: np.ndarray, keys: Sequence[str]
 ) -> list[dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """:func:`record_ranges` of every record ``blobs[bounds[j]:bounds[j + 1]]``
-    (:func:`decode_blobs`), the well-formed ones decoded together by one kernel call
+    """:func:`record_ranges` of every record ``blobs[begins[j]:ends[j]]``, the well-formed
+    ones decoded together by one kernel call
     (:func:`~zarr_vectors.kernels.record_blobs.records_batch`), any other by the strict
-    decoder, which raises for it."""
-    edges = bounds.tolist()
+    decoder, which raises for it (``keys``: each record's shard key)."""
     vstarts, vcounts, lstarts, lcounts, owners, cut, ok = records_batch(
-        blobs, bounds[:-1], bounds[1:], FRAGMENT_RECORD_MAGIC
+        blobs, begins, ends, FRAGMENT_RECORD_MAGIC
     )
     out = []
     for j, (a, b) in enumerate(itertools.pairwise(cut.tolist())):
         if not ok[j]:
-            out.append(record_ranges(blobs[edges[j] : edges[j + 1]], keys[j]))
+            out.append(record_ranges(blobs[begins[j] : ends[j]], keys[j]))
             continue
         out.append(
             {
@@ -209,3 +210,61 @@ def batch_record_ranges(
             }
         )
     return out
+
+
+class NeededRanges(NamedTuple):
+    """Some fragments of the records of several chunks (:func:`needed_record_ranges`).
+
+    Attributes
+    ----------
+    vertex_starts, vertex_counts, link_starts, link_counts
+        Per fragment asked: its chunk-local vertex rows and ``links/0`` rows (first and
+        count); -1 for a fragment its chunk does not have.
+    fragments, vertex_rows, link_rows
+        Per chunk: its number of fragments and the rows they cover.
+    """
+
+    vertex_starts: np.ndarray
+    vertex_counts: np.ndarray
+    link_starts: np.ndarray
+    link_counts: np.ndarray
+    fragments: np.ndarray
+    vertex_rows: np.ndarray
+    link_rows: np.ndarray
+
+
+def needed_record_ranges(
+    blobs: np.ndarray,
+    begins: np.ndarray,
+    ends: np.ndarray,
+    need: tuple[np.ndarray, np.ndarray],
+    keys: Sequence[str],
+) -> NeededRanges:
+    """The fragments ``fragment[bounds[j]:bounds[j + 1]]`` (``need``: ``(bounds,
+    fragment)``, ascending and distinct within a chunk) of every record ``blobs[begins[j]:
+    ends[j]]``: one kernel call
+    (:func:`~zarr_vectors.kernels.record_blobs.records_needed`) that writes only those
+    fragments and skips the owners; a record it refuses is decoded by the strict decoder,
+    which raises for it (``keys``: each record's shard key).
+
+    Raises
+    ------
+    CorruptChunkError
+        When a record's header, sizes or count columns break spec §6.9 (its owner runs
+        are not read: a read of objects does not use them; the full decode and the
+        validator check them).
+    """
+    bounds, fragment = need
+    *columns, fragments, vertex_rows, link_rows, ok = records_needed(
+        blobs, begins, ends, FRAGMENT_RECORD_MAGIC, bounds, fragment
+    )
+    for j in np.flatnonzero(~ok).tolist():
+        record = record_ranges(blobs[begins[j] : ends[j]], keys[j])  # raises, or accepts
+        (vs, vc), (ls, lc) = record[VERTEX_FRAGMENTS], record[LINK_FRAGMENTS]
+        mine = fragment[bounds[j] : bounds[j + 1]]
+        inside = np.flatnonzero(mine < vs.shape[0])
+        at = bounds[j] + inside
+        for column, values in zip(columns, (vs, vc, ls, lc), strict=True):
+            column[at] = values[mine[inside]]
+        fragments[j], vertex_rows[j], link_rows[j] = vs.shape[0], vc.sum(), lc.sum()
+    return NeededRanges(*columns, fragments, vertex_rows, link_rows)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -74,9 +74,10 @@ from zarr_vectors.read import row_reads
 from zarr_vectors.read.blob_batches import (
     FRAGMENT_OWNERS,
     RECORD_NAMES,
+    NeededRanges,
     batch_record_ranges,
     decode_blobs,
-    record_ranges,
+    needed_record_ranges,
     stored_spans,
 )
 from zarr_vectors.read.blob_batches import blob_ranges as batch_blob_ranges
@@ -135,6 +136,16 @@ them 20-30% slower than through :func:`~zarr_vectors.read.row_reads.read_many`, 
 runs instead of gathering rows and shares large shards with the helper thread. Since both copy
 runs, 16 MiB was measured: 25% mesh boxes 5% less CPU, 1% boxes of 10^5 streamlines up to 10%
 more (benchmarks/results/object_boxes.md); kept at 2 MiB."""
+
+
+class RecordBytes(NamedTuple):
+    """A chunk's fragment record held decoded from its codecs but not parsed:
+    ``buffer[begin:end]`` (the record and its zero padding), and its shard key."""
+
+    buffer: np.ndarray
+    begin: int
+    end: int
+    key: str
 
 
 def _stored_bins_per_chunk(chunk_shape: np.ndarray, bin_shape: np.ndarray, base: str) -> np.ndarray:
@@ -253,6 +264,7 @@ class LevelReader:
         }
         self._blob_layouts: dict[str, RowLayout] = {}
         self._ranges: dict[tuple[str, tuple[int, ...]], tuple[np.ndarray, np.ndarray]] = {}
+        self._records: dict[tuple[int, ...], RecordBytes] = {}  # decoded, not parsed
         self._last_blocks: dict[str, tuple[int, np.ndarray]] = {}  # global_rows: path -> chunk
         self.indexes = ShardIndexes()  # shared with restricted views
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
@@ -657,12 +669,31 @@ class LevelReader:
         indexed = (
             [k[1] for k in keys] if index_chunks is None else read_plans.chunk_keys(index_chunks)
         )
-        missing = [k for k in dict.fromkeys(keys) if k not in self._ranges]
-        path = f"{self.base}/{self._stored_blob(name)}"
+        missing = [k[1] for k in dict.fromkeys(keys) if k not in self._ranges]
+        if self._stored_blob(name) == FRAGMENT_RECORDS:
+            self._fetch_records(missing, index_columns, indexed)
+            self._decode_records(missing)
+        else:
+            self._fetch_ranges(name, missing, index_columns, indexed, dense_fragments)
+        for k in dict.fromkeys(keys):  # most recently used last (see trim_ranges)
+            self._ranges[k] = self._ranges.pop(k)
+        return [self._ranges[k] for k in keys]
+
+    def _first_wave(
+        self,
+        path: str,
+        missing: list[tuple[int, ...]],
+        index_columns: Sequence[str],
+        indexed: list[tuple[int, ...]],
+    ) -> list[bytes | None]:
+        """Fetch in one batch the blobs of the ``missing`` chunks in the blob array at
+        ``path`` when each has its own shard, else their shard indexes, with the shard
+        indexes of ``index_columns`` for the ``indexed`` chunks (cached); the blobs
+        fetched (none for shared shards: :meth:`_sharded_blobs` fetches them)."""
         layout = self._blob_layout(path) if missing else None  # fail before fetching shards
         sharded = layout is not None and layout.chunks_per_shard > 1
         blob_requests: list[tuple[str, ByteRange]] = [
-            (shard_key(path, np.asarray(k[1]), 0), None) for k in missing if not sharded
+            (shard_key(path, np.asarray(chunk), 0), None) for chunk in missing if not sharded
         ]
         index_requests = [
             request
@@ -671,26 +702,146 @@ class LevelReader:
             for request in self.indexes.chunk_requests(self.paths[column], column_layout, indexed)
         ]
         if sharded and layout is not None:
-            index_requests += self.indexes.chunk_requests(path, layout, [k[1] for k in missing])
+            index_requests += self.indexes.chunk_requests(path, layout, missing)
         raws = self.io.get_many(blob_requests + [(r[1], r[2]) for r in index_requests])
         self.indexes.keep(index_requests, raws[len(blob_requests) :], strict=False)
-        if sharded and layout is not None:
-            self._fetch_sharded_ranges(path, layout, [k[1] for k in missing])
-        else:
-            found = raws[: len(missing)]
-            dense: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(found)
-            if dense_fragments is not None and layout is not None:
-                shard_keys = [request[0] for request in blob_requests]
-                dense = decode_dense_blob_shards(layout, found, shard_keys, dense_fragments)
-            for key, raw, ranges in zip(missing, found, dense, strict=True):
-                if ranges is None:
-                    where = shard_key(path, np.asarray(key[1]), 0)
-                    self._keep(path, key[1], self._decode_chunk_blob(path, where, raw), where)
-                else:
-                    self._ranges[key] = ranges
-        for k in dict.fromkeys(keys):  # most recently used last (see trim_ranges)
-            self._ranges[k] = self._ranges.pop(k)
-        return [self._ranges[k] for k in keys]
+        return raws[: len(blob_requests)]
+
+    def _fetch_ranges(
+        self,
+        name: str,
+        missing: list[tuple[int, ...]],
+        index_columns: Sequence[str],
+        indexed: list[tuple[int, ...]],
+        dense_fragments: int | None,
+    ) -> None:
+        """Fetch and cache the fragment ranges of blob array ``name`` (not the records)
+        for the ``missing`` chunks (see :meth:`blob_ranges`)."""
+        path = f"{self.base}/{name}"
+        found = self._first_wave(path, missing, index_columns, indexed)
+        if not missing:
+            return
+        layout = self._blob_layout(path)
+        if layout.chunks_per_shard > 1:
+            self._fetch_sharded_ranges(path, layout, missing)
+            return
+        shard_keys = [shard_key(path, np.asarray(chunk), 0) for chunk in missing]
+        dense: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(found)
+        if dense_fragments is not None:
+            dense = decode_dense_blob_shards(layout, found, shard_keys, dense_fragments)
+        for chunk, where, raw, ranges in zip(missing, shard_keys, found, dense, strict=True):
+            if ranges is None:
+                ranges = _blob_ranges(self._decode_chunk_blob(path, where, raw), where)
+            self._ranges[(name, chunk)] = ranges
+
+    def _fetch_records(
+        self,
+        chunks: list[tuple[int, ...]],
+        index_columns: Sequence[str],
+        indexed: list[tuple[int, ...]],
+    ) -> None:
+        """Fetch the fragment records of the ``chunks`` not held yet and keep them decoded
+        from their codecs but not parsed (:meth:`_record_bytes`), the shard indexes of
+        ``index_columns`` for the ``indexed`` chunks fetched in the same batch."""
+        missing = [chunk for chunk in dict.fromkeys(chunks) if chunk not in self._records]
+        path = f"{self.base}/{FRAGMENT_RECORDS}"
+        found = self._first_wave(path, missing, index_columns, indexed)
+        if not missing:
+            return
+        layout = self._blob_layout(path)
+        if layout.chunks_per_shard == 1:
+            for chunk, raw in zip(missing, found, strict=True):
+                where = shard_key(path, np.asarray(chunk), 0)
+                blob = self._decode_chunk_blob(path, where, raw)
+                self._records[chunk] = RecordBytes(blob, 0, blob.shape[0], where)
+            return
+        batch = self._sharded_blobs(path, layout, missing)
+        if batch is None:
+            for chunk, (where, blob) in zip(missing, self._listed_blobs(path, layout, missing)):
+                self._records[chunk] = RecordBytes(blob, 0, blob.shape[0], where)
+            return
+        blobs, bounds, keys = batch
+        edges = bounds.tolist()
+        for j, chunk in enumerate(missing):
+            self._records[chunk] = RecordBytes(blobs, edges[j], edges[j + 1], keys[j])
+
+    def _record_bytes(
+        self, chunks: list[tuple[int, ...]]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """The held records of ``chunks`` (distinct) in one buffer: the buffer, each
+        record's bounds in it and its shard key. Records held from several fetches are
+        joined into one buffer, which they are then held in."""
+        held = [self._records.pop(chunk) for chunk in chunks]
+        if held and any(r.buffer is not held[0].buffer for r in held):
+            sizes = np.array([r.end - r.begin for r in held], dtype=np.int64)
+            joined = np.concatenate([r.buffer[r.begin : r.end] for r in held])
+            ends = np.cumsum(sizes).tolist()
+            held = [
+                RecordBytes(joined, end - size, end, r.key)
+                for r, end, size in zip(held, ends, sizes.tolist(), strict=True)
+            ]
+        self._records.update(zip(chunks, held, strict=True))  # most recently used last
+        buffer = held[0].buffer if held else np.empty(0, np.uint8)
+        begins = np.array([r.begin for r in held], dtype=np.int64)
+        ends_ = np.array([r.end for r in held], dtype=np.int64)
+        return buffer, begins, ends_, [r.key for r in held]
+
+    def _decode_records(self, chunks: list[tuple[int, ...]]) -> None:
+        """Parse the held records of ``chunks`` whole and cache what they hold
+        (:func:`~zarr_vectors.read.blob_batches.batch_record_ranges`)."""
+        if not chunks:
+            return
+        chunks = list(dict.fromkeys(chunks))
+        for chunk, parts in zip(
+            chunks, batch_record_ranges(*self._record_bytes(chunks)), strict=True
+        ):
+            for part, ranges in parts.items():
+                self._ranges[(part, chunk)] = ranges
+
+    def needed_ranges(
+        self, chunks: np.ndarray, rows: np.ndarray, need: tuple[np.ndarray, np.ndarray]
+    ) -> NeededRanges:
+        """The vertex and link ranges of some fragments of distinct ``chunks`` (a level
+        with :attr:`records`), each chunk's row count checked: the records are parsed
+        only up to the last fragment needed, not cached parsed (:meth:`fragment_ranges`
+        parses and caches them whole), and held unparsed for the next read.
+
+        Parameters
+        ----------
+        chunks, rows
+            ``(k, D)`` distinct chunk indices and their row counts.
+        need
+            ``(slot, fragment)``: the fragments asked, ascending by chunk slot, then by
+            fragment, distinct.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a record is damaged, does not cover its chunk's rows, or lacks a
+            fragment asked.
+        """
+        keys = [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
+        self._fetch_records(keys, self.vertex_columns, keys)
+        slot, fragment = need
+        bounds = np.searchsorted(slot, np.arange(len(keys) + 1))
+        buffer, begins, ends, where = self._record_bytes(keys)
+        found = needed_record_ranges(buffer, begins, ends, (bounds, fragment), where)
+        bad = np.flatnonzero(found.vertex_rows != rows)
+        if bad.size:
+            j = int(bad[0])
+            raise CorruptChunkError(
+                f"chunk {keys[j]}: fragment index covers {int(found.vertex_rows[j])} rows, "
+                f"vertex_counts says {int(rows[j])}"
+            )
+        past = fragment >= found.fragments[slot]
+        if past.any():
+            j = int(slot[past].min())
+            worst = int(fragment[slot == j].max())
+            raise CorruptChunkError(
+                f"chunk {keys[j]}: a manifest names fragment {worst} of "
+                f"{int(found.fragments[j])}"
+            )
+        return found
 
     def fragment_owners(self, chunks: np.ndarray) -> list[np.ndarray]:
         """The owner object of every fragment of each chunk, from the chunks' fragment
@@ -702,16 +853,6 @@ class LevelReader:
         vertex and link fragments and the owners of a level with records."""
         return FRAGMENT_RECORDS if self.records and name in RECORD_NAMES else name
 
-    def _keep(self, path: str, chunk: tuple[int, ...], blob: np.ndarray, where: str) -> None:
-        """Cache what chunk ``chunk``'s decoded blob of the array at ``path`` holds
-        (``where``: its shard key, for errors)."""
-        name = path.rsplit("/", 1)[-1]
-        if name != FRAGMENT_RECORDS:
-            self._ranges[(name, chunk)] = _blob_ranges(blob, where)
-            return
-        for part, ranges in record_ranges(blob, where).items():
-            self._ranges[(part, chunk)] = ranges
-
     def cached_ranges(self, name: str, chunk: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """The fragment ranges of blob array ``name`` in ``chunk`` that :meth:`blob_ranges`
         fetched (a KeyError if it did not)."""
@@ -720,23 +861,37 @@ class LevelReader:
     def _fetch_sharded_ranges(
         self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
     ) -> None:
-        """Fetch (one batch of byte ranges) and cache the blobs of chunks in shared shards.
+        """Fetch (one batch of byte ranges) and cache the fragment ranges of chunks in
+        shared shards (not the records: :meth:`_fetch_records`).
 
         Object kinds: planned and decoded for all chunks together, the counts-form blobs
         parsed by one kernel (:mod:`~zarr_vectors.read.blob_batches`; a read by id meets
         tens of chunks). Point clouds (per-bin blobs of the range form, few chunks a box)
         and shards whose stored blocks are irregular go chunk by chunk
-        (:meth:`_fetch_listed_ranges`), which names any fault.
+        (:meth:`_listed_blobs`), which names any fault.
         """
-        if self.kind == POINT_CLOUD:
-            self._fetch_listed_ranges(path, layout, chunks)
-            return
         name = path.rsplit("/", 1)[-1]
+        batch = None if self.kind == POINT_CLOUD else self._sharded_blobs(path, layout, chunks)
+        if batch is None:
+            for chunk, (where, blob) in zip(chunks, self._listed_blobs(path, layout, chunks)):
+                self._ranges[(name, chunk)] = _blob_ranges(blob, where)
+            return
+        blobs, bounds, keys = batch
+        found = batch_blob_ranges(blobs, bounds, keys, _blob_ranges)
+        for chunk, ranges in zip(chunks, found, strict=True):
+            self._ranges[(name, chunk)] = ranges
+
+    def _sharded_blobs(
+        self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
+    ) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
+        """The blobs of chunks in shared shards, fetched in one batch of byte ranges and
+        decoded together (:func:`~zarr_vectors.read.blob_batches.decode_blobs`): the bytes,
+        each chunk's bounds in them and its shard key; None when some chunk does not store
+        exactly its first blocks (:meth:`_listed_blobs` then names the fault)."""
         keys, entries = self.indexes.entry_arrays(path, layout, np.asarray(chunks, np.int64))
         spans = stored_spans(entries)
         if spans is None:
-            self._fetch_listed_ranges(path, layout, chunks)
-            return
+            return None
         requests: list[tuple[str, ByteRange]] = [
             (key, (start, end))
             for key, start, end in zip(keys, spans.start.tolist(), spans.end.tolist(), strict=True)
@@ -750,20 +905,13 @@ class LevelReader:
                 raise CorruptChunkError(f"{key}: shard disappeared while reading")
             payloads.append(raw)
         blobs, bounds = decode_blobs(layout, keys, entries, spans, payloads)
-        if name == FRAGMENT_RECORDS:
-            for chunk, parts in zip(chunks, batch_record_ranges(blobs, bounds, keys), strict=True):
-                for part, ranges in parts.items():
-                    self._ranges[(part, chunk)] = ranges
-            return
-        found = batch_blob_ranges(blobs, bounds, keys, _blob_ranges)
-        for chunk, ranges in zip(chunks, found, strict=True):
-            self._ranges[(name, chunk)] = ranges
+        return blobs, bounds, keys
 
-    def _fetch_listed_ranges(
+    def _listed_blobs(
         self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
-    ) -> None:
-        """Fetch (one batch of byte ranges) and cache the blobs of chunks in shared shards,
-        chunk by chunk (see :meth:`_fetch_sharded_ranges`)."""
+    ) -> list[tuple[str, np.ndarray]]:
+        """The shard key and decoded blob of every chunk in shared shards, fetched in one
+        batch of byte ranges, planned chunk by chunk (see :meth:`_sharded_blobs`)."""
         requests: list[tuple[str, ByteRange]] = []
         found: list[tuple[str, list[list[int]], tuple[int, int]]] = []
         for chunk in chunks:
@@ -782,8 +930,7 @@ class LevelReader:
                 raise CorruptChunkError(f"{key}: shard disappeared while reading")
             payloads.append(raw)
         blobs = _decode_blobs(layout, found, payloads)
-        for chunk, (key, _entries, _span), blob in zip(chunks, found, blobs, strict=True):
-            self._keep(path, chunk, blob, key)
+        return [(key, blob) for (key, _entries, _span), blob in zip(found, blobs, strict=True)]
 
     def _get_grouped(self, requests: list[tuple[str, ByteRange]]) -> list[bytes | None]:
         """:meth:`StoreIO.get_many` of ``requests``, asked key by key: a shard of several
@@ -854,8 +1001,15 @@ class LevelReader:
 
     def trim_ranges(self, limit: int) -> None:
         """Forget the least recently used fragment ranges until those cached hold at most
-        ``limit`` bytes (fetched again when asked)."""
+        ``limit`` bytes (fetched again when asked); the fragment records held unparsed
+        (:meth:`needed_ranges`) count too and go first."""
         held = sum(a.nbytes + b.nbytes for a, b in self._ranges.values())
+        held += sum(r.end - r.begin for r in self._records.values())
+        for chunk in list(self._records):
+            if held <= limit:
+                break
+            record = self._records.pop(chunk)
+            held -= record.end - record.begin
         for key in list(self._ranges):
             if held <= limit:
                 break
