@@ -27,6 +27,7 @@ I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
 
 _I64_MAX = np.uint64(np.iinfo(np.int64).max)
+_I64_MAX_INT = np.int64(np.iinfo(np.int64).max)
 
 
 @njit
@@ -242,22 +243,24 @@ def column_total(buffer: U8, at: int, width: int, count: int, least: int) -> int
     >>> int(column_total(np.array([3, 0, 1, 0], np.uint8), 0, 2, 2, 1))
     4
     """
-    if width > 2:  # rare: every value checked for overflow
-        total = np.uint64(0)
-        for i in range(count):
-            value = little_endian_uint(buffer, at + width * i, width)
-            if value < np.uint64(least) or value > _I64_MAX - total:
-                return -1
-            total += value
-        return np.int64(total)
-    low, sum_ = 65536, 0  # below 2**16 * 2**32 values: no overflow
+    if count <= 0:
+        return 0
+    # widths 1 and 2 by array reductions (vectorised); below 2**16 * 2**32: no overflow
+    if width == 1:
+        values = buffer[at : at + count]
+        return -1 if np.int64(values.min()) < least else np.int64(values.sum())
+    if width == 2:
+        low, high = buffer[at : at + 2 * count : 2], buffer[at + 1 : at + 2 * count : 2]
+        if least > 0 and np.any((low | high) == 0):
+            return -1
+        return np.int64(low.sum()) + 256 * np.int64(high.sum())
+    total = np.uint64(0)  # wider: every value checked for overflow
     for i in range(count):
-        value = int(buffer[at + width * i])
-        if width == 2:
-            value |= int(buffer[at + 2 * i + 1]) << 8
-        sum_ += value
-        low = min(low, value)
-    return -1 if count and low < least else sum_
+        value = little_endian_uint(buffer, at + width * i, width)
+        if value < np.uint64(least) or value > _I64_MAX - total:
+            return -1
+        total += value
+    return np.int64(total)
 
 
 @njit
@@ -274,9 +277,9 @@ def walk_counts(
     """The total of a column of ``count`` counts (as :func:`column_total`), writing the
     start (the sum of the counts before it) and the count of the fragments
     ``need[lo:hi]`` (``bounds``, ascending and distinct) into ``out[0][lo:hi]`` and
-    ``out[1][lo:hi]``: the counts are prefix-summed one by one only up to the last
-    fragment needed, the rest only summed. A fragment needed past ``count`` is left as
-    it was; -1 for a value below ``least`` or a sum past 2**63 - 1.
+    ``out[1][lo:hi]``: the counts between two fragments needed are only summed. A
+    fragment needed out of order or past ``count`` is left as it was; -1 for a value
+    below ``least`` or a sum past 2**63 - 1.
 
     Examples
     --------
@@ -290,17 +293,18 @@ def walk_counts(
     lo, hi = bounds
     starts, counts = out
     at, width, count = np.int64(at), np.int64(width), np.int64(count)  # no uint64 mixing
-    stop = max(min(int(need[hi - 1]) + 1 if hi > lo else 0, count), 0)
-    total, p = np.uint64(0), lo
-    for i in range(stop):
-        value = little_endian_uint(buffer, at + width * i, width)
-        if value < np.uint64(least) or value > _I64_MAX - total:
+    total, done = np.int64(0), np.int64(0)  # the sum of the counts before fragment done
+    for p in range(lo, hi):
+        f = np.int64(need[p])
+        if f < done or f >= count:
+            continue
+        part = column_total(buffer, at + width * done, width, f + 1 - done, least)
+        if part < 0 or part > _I64_MAX_INT - total:
             return -1
-        if p < hi and need[p] == i:
-            starts[p], counts[p] = np.int64(total), np.int64(value)
-            p += 1
-        total += value
-    rest = column_total(buffer, at + width * stop, width, count - stop, least)
-    if rest < 0 or np.uint64(rest) > _I64_MAX - total:
+        value = np.int64(little_endian_uint(buffer, at + width * f, width))
+        starts[p], counts[p] = total + part - value, value
+        total, done = total + part, f + 1
+    rest = column_total(buffer, at + width * done, width, count - done, least)
+    if rest < 0 or rest > _I64_MAX_INT - total:
         return -1
-    return np.int64(total) + rest
+    return total + rest
