@@ -106,7 +106,8 @@ def needed_twin(raw: bytes, need: np.ndarray) -> tuple[list[np.ndarray], int, in
     columns = []
     at = 16
     for width, least in zip(widths[:2], (1, 0), strict=True):
-        counts = [int.from_bytes(raw[at + width * i : at + width * (i + 1)], "little") for i in range(n_frag)]
+        cells = [raw[at + width * i : at + width * (i + 1)] for i in range(n_frag)]
+        counts = [int.from_bytes(cell, "little") for cell in cells]
         if min(counts) < least or sum(counts) >= 2**63:
             return None
         columns.append(np.array(counts, np.int64))

@@ -28,6 +28,8 @@ U8 = npt.NDArray[np.uint8]
 
 _I64_MAX = np.uint64(np.iinfo(np.int64).max)
 _I64_MAX_INT = np.int64(np.iinfo(np.int64).max)
+Int = int | np.int64
+"""An integer argument of a kernel (numba types both as int64)."""
 
 
 @njit
@@ -166,7 +168,7 @@ def counts_blob_ranges(
 
 
 @njit
-def little_endian_uint(buffer: U8, at: int, nbytes: int) -> np.uint64:
+def little_endian_uint(buffer: U8, at: Int, nbytes: Int) -> np.uint64:
     """The little-endian unsigned integer of ``nbytes`` bytes at ``buffer[at:]``."""
     value = np.uint64(0)
     for b in range(nbytes):
@@ -233,7 +235,7 @@ def _counts_ranges(
 
 
 @njit
-def column_total(buffer: U8, at: int, width: int, count: int, least: int) -> int:
+def column_total(buffer: U8, at: Int, width: Int, count: Int, least: int) -> np.int64:
     """The sum of the ``count`` little-endian unsigned values of ``width`` bytes (1, 2, 4
     or 8) at ``buffer[at:]``; -1 when a value is below ``least`` or the sum passes
     2**63 - 1. The caller has checked that the values lie inside ``buffer``.
@@ -244,21 +246,21 @@ def column_total(buffer: U8, at: int, width: int, count: int, least: int) -> int
     4
     """
     if count <= 0:
-        return 0
+        return np.int64(0)
     # widths 1 and 2 by array reductions (vectorised); below 2**16 * 2**32: no overflow
     if width == 1:
         values = buffer[at : at + count]
-        return -1 if np.int64(values.min()) < least else np.int64(values.sum())
+        return np.int64(-1) if values.min() < least else np.int64(values.sum())
     if width == 2:
         low, high = buffer[at : at + 2 * count : 2], buffer[at + 1 : at + 2 * count : 2]
         if least > 0 and np.any((low | high) == 0):
-            return -1
+            return np.int64(-1)
         return np.int64(low.sum()) + 256 * np.int64(high.sum())
     total = np.uint64(0)  # wider: every value checked for overflow
     for i in range(count):
         value = little_endian_uint(buffer, at + width * i, width)
         if value < np.uint64(least) or value > _I64_MAX - total:
-            return -1
+            return np.int64(-1)
         total += value
     return np.int64(total)
 
@@ -266,14 +268,14 @@ def column_total(buffer: U8, at: int, width: int, count: int, least: int) -> int
 @njit
 def walk_counts(
     buffer: U8,
-    at: int,
-    width: int,
-    count: int,
+    at: Int,
+    width: Int,
+    count: Int,
     least: int,
     need: I64,
-    bounds: tuple[int, int],
+    bounds: tuple[Int, Int],
     out: tuple[I64, I64],
-) -> int:
+) -> np.int64:
     """The total of a column of ``count`` counts (as :func:`column_total`), writing the
     start (the sum of the counts before it) and the count of the fragments
     ``need[lo:hi]`` (``bounds``, ascending and distinct) into ``out[0][lo:hi]`` and
@@ -292,19 +294,19 @@ def walk_counts(
     """
     lo, hi = bounds
     starts, counts = out
-    at, width, count = np.int64(at), np.int64(width), np.int64(count)  # no uint64 mixing
+    base, step, n = np.int64(at), np.int64(width), np.int64(count)  # no uint64 mixing
     total, done = np.int64(0), np.int64(0)  # the sum of the counts before fragment done
     for p in range(lo, hi):
         f = np.int64(need[p])
-        if f < done or f >= count:
+        if f < done or f >= n:
             continue
-        part = column_total(buffer, at + width * done, width, f + 1 - done, least)
+        part = column_total(buffer, base + step * done, step, f + 1 - done, least)
         if part < 0 or part > _I64_MAX_INT - total:
-            return -1
-        value = np.int64(little_endian_uint(buffer, at + width * f, width))
+            return np.int64(-1)
+        value = np.int64(little_endian_uint(buffer, base + step * f, step))
         starts[p], counts[p] = total + part - value, value
         total, done = total + part, f + 1
-    rest = column_total(buffer, at + width * done, width, count - done, least)
+    rest = column_total(buffer, base + step * done, step, n - done, least)
     if rest < 0 or rest > _I64_MAX_INT - total:
-        return -1
+        return np.int64(-1)
     return total + rest

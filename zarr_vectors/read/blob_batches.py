@@ -255,16 +255,17 @@ def needed_record_ranges(
         validator check them).
     """
     bounds, fragment = need
-    *columns, fragments, vertex_rows, link_rows, ok = records_needed(
+    vs, vc, ls, lc, fragments, vertex_rows, link_rows, ok = records_needed(
         blobs, begins, ends, FRAGMENT_RECORD_MAGIC, bounds, fragment
     )
+    columns = (vs, vc, ls, lc)
     for j in np.flatnonzero(~ok).tolist():
         record = record_ranges(blobs[begins[j] : ends[j]], keys[j])  # raises, or accepts
-        (vs, vc), (ls, lc) = record[VERTEX_FRAGMENTS], record[LINK_FRAGMENTS]
+        parsed = (*record[VERTEX_FRAGMENTS], *record[LINK_FRAGMENTS])
         mine = fragment[bounds[j] : bounds[j + 1]]
-        inside = np.flatnonzero(mine < vs.shape[0])
-        at = bounds[j] + inside
-        for column, values in zip(columns, (vs, vc, ls, lc), strict=True):
-            column[at] = values[mine[inside]]
-        fragments[j], vertex_rows[j], link_rows[j] = vs.shape[0], vc.sum(), lc.sum()
-    return NeededRanges(*columns, fragments, vertex_rows, link_rows)
+        inside = np.flatnonzero(mine < parsed[0].shape[0])
+        for column, values in zip(columns, parsed, strict=True):
+            column[bounds[j] + inside] = values[mine[inside]]
+        fragments[j] = parsed[0].shape[0]
+        vertex_rows[j], link_rows[j] = parsed[1].sum(), parsed[3].sum()
+    return NeededRanges(vs, vc, ls, lc, fragments, vertex_rows, link_rows)

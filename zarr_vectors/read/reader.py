@@ -757,7 +757,8 @@ class LevelReader:
             return
         batch = self._sharded_blobs(path, layout, missing)
         if batch is None:
-            for chunk, (where, blob) in zip(missing, self._listed_blobs(path, layout, missing)):
+            listed = self._listed_blobs(path, layout, missing)
+            for chunk, (where, blob) in zip(missing, listed, strict=True):
                 self._records[chunk] = RecordBytes(blob, 0, blob.shape[0], where)
             return
         blobs, bounds, keys = batch
@@ -838,8 +839,7 @@ class LevelReader:
             j = int(slot[past].min())
             worst = int(fragment[slot == j].max())
             raise CorruptChunkError(
-                f"chunk {keys[j]}: a manifest names fragment {worst} of "
-                f"{int(found.fragments[j])}"
+                f"chunk {keys[j]}: a manifest names fragment {worst} of {int(found.fragments[j])}"
             )
         return found
 
@@ -873,7 +873,8 @@ class LevelReader:
         name = path.rsplit("/", 1)[-1]
         batch = None if self.kind == POINT_CLOUD else self._sharded_blobs(path, layout, chunks)
         if batch is None:
-            for chunk, (where, blob) in zip(chunks, self._listed_blobs(path, layout, chunks)):
+            listed = self._listed_blobs(path, layout, chunks)
+            for chunk, (where, blob) in zip(chunks, listed, strict=True):
                 self._ranges[(name, chunk)] = _blob_ranges(blob, where)
             return
         blobs, bounds, keys = batch
