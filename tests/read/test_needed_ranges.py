@@ -50,10 +50,10 @@ def test_needed_ranges_are_the_full_ranges_restricted(tmp_path: Path, shard_chun
     rng = np.random.default_rng(3)
     for _ in range(3):  # later reads join records held from several fetches
         pick = rng.permutation(chunks.shape[0])[: rng.integers(1, chunks.shape[0] + 1)]
-        per_chunk = [np.flatnonzero(rng.random(vertex[p][0].shape[0]) < 0.4) for p in pick]
-        slot = np.repeat(np.arange(pick.shape[0]), [f.shape[0] for f in per_chunk])
+        per_chunk = [rng.integers(0, vertex[p][0].shape[0], rng.integers(0, 6)) for p in pick]
+        bounds = np.cumsum([0, *(f.shape[0] for f in per_chunk)])
         fragment = np.concatenate(per_chunk).astype(np.int64)
-        found = reader.needed_ranges(chunks[pick], counts[pick], (slot, fragment))
+        found = reader.needed_ranges(chunks[pick], counts[pick], (bounds, fragment))
         for name, ranges, got in (
             ("vertex", vertex, (found.vertex_starts, found.vertex_counts)),
             ("link", link, (found.link_starts, found.link_counts)),
@@ -87,7 +87,7 @@ def test_a_damaged_record_or_count_is_refused(tmp_path: Path) -> None:
     _skeletons(tmp_path / "s.zv", None)
     reader = _reader(tmp_path / "s.zv")
     chunks, counts = reader.occupied_chunks(None, None)
-    need = (np.zeros(1, np.int64), np.zeros(1, np.int64))
+    need = (np.array([0, 1]), np.zeros(1, np.int64))
     reader.needed_ranges(chunks[:1], counts[:1], need)
     with pytest.raises(CorruptChunkError, match="vertex_counts says"):
         reader.needed_ranges(chunks[:1], counts[:1] + 1, need)

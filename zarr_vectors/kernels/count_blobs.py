@@ -15,19 +15,18 @@ import numpy.typing as npt
 from zarr_vectors.kernels._jit import njit
 
 __all__ = [
-    "column_total",
     "counts_blob_ranges",
     "exclusive_prefix_sum",
     "fill_count_blobs",
+    "gather_ranges",
     "little_endian_uint",
-    "walk_counts",
+    "prefix_counts",
 ]
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
 
 _I64_MAX = np.uint64(np.iinfo(np.int64).max)
-_I64_MAX_INT = np.int64(np.iinfo(np.int64).max)
 Int = int | np.int64
 """An integer argument of a kernel (numba types both as int64)."""
 
@@ -235,78 +234,60 @@ def _counts_ranges(
 
 
 @njit
-def column_total(buffer: U8, at: Int, width: Int, count: Int, least: int) -> np.int64:
-    """The sum of the ``count`` little-endian unsigned values of ``width`` bytes (1, 2, 4
-    or 8) at ``buffer[at:]``; -1 when a value is below ``least`` or the sum passes
-    2**63 - 1. The caller has checked that the values lie inside ``buffer``.
+def prefix_counts(buffer: U8, at: Int, width: Int, count: Int, least: int, out: I64) -> np.int64:
+    """The inclusive prefix sums of ``count`` little-endian unsigned values of ``width``
+    bytes (1, 2, 4 or 8) at ``buffer[at:]`` into ``out[1:count + 1]`` (``out[0] = 0``),
+    and their total; -1 when a value is below ``least`` or the sum passes 2**63 - 1. The
+    caller has checked that the values lie inside ``buffer`` and that ``out`` is long
+    enough (a scratch row reused from chunk to chunk stays in cache).
 
     Examples
     --------
-    >>> int(column_total(np.array([3, 0, 1, 0], np.uint8), 0, 2, 2, 1))
-    4
+    >>> out = np.zeros(3, np.int64)
+    >>> int(prefix_counts(np.array([3, 0, 1, 0], np.uint8), 0, 2, 2, 1, out)), out.tolist()
+    (4, [0, 3, 4])
     """
-    if count <= 0:
-        return np.int64(0)
-    # widths 1 and 2 by array reductions (vectorised); below 2**16 * 2**32: no overflow
-    if width == 1:
-        values = buffer[at : at + count]
-        return np.int64(-1) if values.min() < least else np.int64(values.sum())
-    if width == 2:
-        low, high = buffer[at : at + 2 * count : 2], buffer[at + 1 : at + 2 * count : 2]
-        if least > 0 and np.any((low | high) == 0):
+    base, step, n = np.int64(at), np.int64(width), np.int64(count)  # no uint64 mixing
+    out[0] = 0
+    if step <= 2:  # below 2**16 * 2**32: no overflow
+        total, low = np.int64(0), np.int64(65536)
+        for i in range(n):
+            value = np.int64(buffer[base + step * i])
+            if step == 2:
+                value |= np.int64(buffer[base + 2 * i + 1]) << 8
+            total += value
+            low = min(low, value)
+            out[i + 1] = total
+        return np.int64(-1) if n and low < least else total
+    wide = np.uint64(0)  # wider: every value checked for overflow
+    for i in range(n):
+        value_ = little_endian_uint(buffer, base + step * i, step)
+        if value_ < np.uint64(least) or value_ > _I64_MAX - wide:
             return np.int64(-1)
-        return np.int64(low.sum()) + 256 * np.int64(high.sum())
-    total = np.uint64(0)  # wider: every value checked for overflow
-    for i in range(count):
-        value = little_endian_uint(buffer, at + width * i, width)
-        if value < np.uint64(least) or value > _I64_MAX - total:
-            return np.int64(-1)
-        total += value
-    return np.int64(total)
+        wide += value_
+        out[i + 1] = np.int64(wide)
+    return np.int64(wide)
 
 
 @njit
-def walk_counts(
-    buffer: U8,
-    at: Int,
-    width: Int,
-    count: Int,
-    least: int,
-    need: I64,
-    bounds: tuple[Int, Int],
-    out: tuple[I64, I64],
-) -> np.int64:
-    """The total of a column of ``count`` counts (as :func:`column_total`), writing the
-    start (the sum of the counts before it) and the count of the fragments
-    ``need[lo:hi]`` (``bounds``, ascending and distinct) into ``out[0][lo:hi]`` and
-    ``out[1][lo:hi]``: the counts between two fragments needed are only summed. A
-    fragment needed out of order or past ``count`` is left as it was; -1 for a value
-    below ``least`` or a sum past 2**63 - 1.
+def gather_ranges(
+    prefix: I64, count: Int, need: I64, bounds: tuple[Int, Int], out: tuple[I64, I64]
+) -> None:
+    """The start and count of the fragments ``need[lo:hi]`` (``bounds``; any order,
+    repeats allowed) from the ``prefix`` sums of ``count`` counts
+    (:func:`prefix_counts`), into ``out[0][lo:hi]`` and ``out[1][lo:hi]``; a fragment
+    outside ``[0, count)`` is left as it was.
 
     Examples
     --------
     >>> starts, counts = np.full(2, -1), np.full(2, -1)
-    >>> buffer = np.array([3, 1, 4, 1], np.uint8)
-    >>> int(walk_counts(buffer, 0, 1, 4, 1, np.array([1, 2]), (0, 2), (starts, counts)))
-    9
+    >>> gather_ranges(np.array([0, 3, 4, 8]), 3, np.array([2, 7]), (0, 2), (starts, counts))
     >>> starts.tolist(), counts.tolist()
-    ([3, 4], [1, 4])
+    ([4, -1], [4, -1])
     """
     lo, hi = bounds
     starts, counts = out
-    base, step, n = np.int64(at), np.int64(width), np.int64(count)  # no uint64 mixing
-    total, done = np.int64(0), np.int64(0)  # the sum of the counts before fragment done
     for p in range(lo, hi):
-        f = np.int64(need[p])
-        if f < done or f >= n:
-            continue
-        part = column_total(buffer, base + step * done, step, f + 1 - done, least)
-        if part < 0 or part > _I64_MAX_INT - total:
-            return np.int64(-1)
-        value = np.int64(little_endian_uint(buffer, base + step * f, step))
-        starts[p], counts[p] = total + part - value, value
-        total, done = total + part, f + 1
-    rest = column_total(buffer, base + step * done, step, n - done, least)
-    if rest < 0 or rest > _I64_MAX_INT - total:
-        return np.int64(-1)
-    return total + rest
+        f = need[p]
+        if 0 <= f < count:
+            starts[p], counts[p] = prefix[f], prefix[f + 1] - prefix[f]

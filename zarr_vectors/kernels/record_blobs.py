@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels.count_blobs import gather_ranges, prefix_counts
 from zarr_vectors.kernels.count_blobs import little_endian_uint as _get
-from zarr_vectors.kernels.count_blobs import walk_counts
 
 __all__ = ["records_batch", "records_needed"]
 
@@ -165,10 +165,10 @@ def records_needed(
     ``buffer[begins[j]:ends[j]]`` (each possibly followed by zeros), and every record's
     fragment count and row totals.
 
-    Each count column is prefix-summed one value at a time only up to the last fragment
-    needed and merely summed after it; the owner runs are not read (their sizes are
-    checked). So a read of a few fragments of many large records writes a few numbers
-    per fragment needed, not five per fragment of every record.
+    Each count column is prefix-summed into one scratch row reused from record to record
+    and the fragments asked are read from it; the owner runs are not read (their sizes
+    are checked). So a read of a few fragments of many large records writes a few numbers
+    per fragment asked, not five per fragment of every record.
 
     Parameters
     ----------
@@ -179,16 +179,16 @@ def records_needed(
     magic
         The record magic (``FRAGMENT_RECORD_MAGIC``).
     need_bounds
-        ``(k + 1,)`` record ``j`` needs the fragments ``need[need_bounds[j]:need_bounds[j
-        + 1]]``.
+        ``(k + 1,)`` record ``j`` is asked for the fragments ``need[need_bounds[j]:
+        need_bounds[j + 1]]``.
     need
-        Fragment numbers, ascending and distinct within each record.
+        Fragment numbers, in any order (repeats allowed).
 
     Returns
     -------
     vstarts, vcounts, lstarts, lcounts
-        Per needed fragment: chunk-local first vertex row and vertex count, first
-        ``links/0`` row and link count; -1 for a fragment past its record's count.
+        Per fragment asked: chunk-local first vertex row and vertex count, first
+        ``links/0`` row and link count; -1 for a fragment its record does not have.
     fragments, vertex_rows, link_rows
         Per record: F and the sums of its vertex and link counts.
     ok
@@ -222,17 +222,26 @@ def _needed(
     vertex = (np.full(n, -1, np.int64), np.full(n, -1, np.int64))
     link = (np.full(n, -1, np.int64), np.full(n, -1, np.int64))
     fragments = np.zeros(k, np.int64)
+    for j in range(k):
+        fragments[j] = _fragments(buffer, begins[j], ends[j], magic)
+    prefix = np.empty(max(fragments.max(), 0) + 1 if k else 1, np.int64)
     vertex_rows = np.zeros(k, np.int64)
     link_rows = np.zeros(k, np.int64)
     ok = np.zeros(k, np.bool_)
     for j in range(k):
-        f = _fragments(buffer, begins[j], ends[j], magic)
+        f = fragments[j]
         if f < 1:
             continue
         flags = int(_get(buffer, begins[j] + 6, 2))
         wv, wl = 1 << (flags & 3), 1 << ((flags >> 2) & 3)
         at, bounds = begins[j] + 16, (need_bounds[j], need_bounds[j + 1])
-        rows = walk_counts(buffer, at, wv, f, 1, need, bounds, vertex)
-        links = walk_counts(buffer, at + wv * f, wl, f, 0, need, bounds, link) if rows >= 0 else -1
-        fragments[j], vertex_rows[j], link_rows[j], ok[j] = f, rows, links, links >= 0
+        vertex_rows[j] = prefix_counts(buffer, at, wv, f, 1, prefix)
+        if vertex_rows[j] < 0:
+            continue
+        gather_ranges(prefix, f, need, bounds, vertex)
+        link_rows[j] = prefix_counts(buffer, at + wv * f, wl, f, 0, prefix)
+        if link_rows[j] < 0:
+            continue
+        gather_ranges(prefix, f, need, bounds, link)
+        ok[j] = True
     return vertex[0], vertex[1], link[0], link[1], fragments, vertex_rows, link_rows, ok

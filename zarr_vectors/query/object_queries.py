@@ -31,7 +31,7 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
-from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.kernels import concat_ranges, counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.link_entries import rows_in_runs
 from zarr_vectors.query._fragment_refs import (
@@ -524,7 +524,7 @@ class _Plan:
         self.order = np.empty(0, np.int64)
         self.bounds = np.zeros(1, np.int64)
         self.where: np.ndarray | None = None  # set by _chunk_counts
-        self.link_plan: tuple[RowRuns, np.ndarray] | None = None  # set by _needed_rows
+        self.link_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # _needed_rows
 
     def _sort(self, starts: np.ndarray, rows: np.ndarray) -> None:
         """Order the references by (chunk slot, first row); ``rows``: each slot's rows."""
@@ -581,18 +581,17 @@ class _Plan:
         """First row and row count of every reference, from only the fragments the
         references name (:meth:`LevelReader.needed_ranges`, a level with fragment
         records); their link rows are kept for :meth:`_links`."""
-        frag_slot, frag = self._referenced_fragments()
-        found = self.reader.needed_ranges(self.chunks, rows, (frag_slot, frag))
-        width = int(frag.max(initial=-1)) + 1
-        at = np.searchsorted(frag_slot * width + frag, self.ref_slot * width + self.ref_fragment)
-        first, stop = found.link_starts, found.link_starts + found.link_counts
-        some = stop > first
-        chunks = [tuple(c) for c in self.chunks.tolist()]
-        self.link_plan = (
-            RowRuns(chunks, frag_slot[some], first[some], stop[some], self.where),
-            found.link_rows,
+        order, bounds = counting_sort(self.ref_slot, self.chunks.shape[0])
+        found = self.reader.needed_ranges(self.chunks, rows, (bounds, self.ref_fragment[order]))
+        ranges = np.empty((4, order.shape[0]), np.int64)
+        ranges[:, order] = (
+            found.vertex_starts,
+            found.vertex_counts,
+            found.link_starts,
+            found.link_counts,
         )
-        return found.vertex_starts[at], found.vertex_counts[at]
+        self.link_plan = (ranges[2], ranges[3], found.link_rows)
+        return ranges[0], ranges[1]
 
     def _rows_by_group(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First row and row count of every reference, the fragment ranges decoded
@@ -684,7 +683,7 @@ class _Plan:
         """The objects' links as result rows, and their per-link attributes (§9.12)."""
         reader = self.reader
         if self.link_plan is not None:
-            runs, chunk_rows = self.link_plan
+            runs, chunk_rows = self._planned_link_runs(*self.link_plan)
         else:
             runs, chunk_rows = self._link_runs(reader.blob_ranges(LINK_FRAGMENTS, self.chunks))
         slot_of_row = np.repeat(runs.chunk, runs.stop - runs.start)
@@ -739,6 +738,20 @@ class _Plan:
         np.add.at(chunk_rows, np.repeat(np.arange(len(link_ranges)), lengths), counts)
         runs = RowRuns(chunks, frag_slot[some], first[some], stop[some], self.where)
         return runs, chunk_rows
+
+    def _planned_link_runs(
+        self, starts: np.ndarray, counts: np.ndarray, chunk_rows: np.ndarray
+    ) -> tuple[RowRuns, np.ndarray]:
+        """:meth:`_link_runs` from the link rows of every reference (``starts``,
+        ``counts``: :meth:`_needed_rows`) and each slot's link rows: each fragment once."""
+        width = int(self.ref_fragment.max(initial=-1)) + 1
+        keys = self.ref_slot * width + self.ref_fragment.astype(np.int64)
+        pairs, first = np.unique(keys, return_index=True)
+        stop = starts[first] + counts[first]
+        some = stop > starts[first]
+        chunks = [tuple(c) for c in self.chunks.tolist()]
+        slot, begin = pairs[some] // max(width, 1), starts[first][some]
+        return RowRuns(chunks, slot, begin, stop[some], self.where), chunk_rows
 
     def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
         """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""

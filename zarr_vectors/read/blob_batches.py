@@ -241,11 +241,10 @@ def needed_record_ranges(
     keys: Sequence[str],
 ) -> NeededRanges:
     """The fragments ``fragment[bounds[j]:bounds[j + 1]]`` (``need``: ``(bounds,
-    fragment)``, ascending and distinct within a chunk) of every record ``blobs[begins[j]:
-    ends[j]]``: one kernel call
-    (:func:`~zarr_vectors.kernels.record_blobs.records_needed`) that writes only those
-    fragments and skips the owners; a record it refuses is decoded by the strict decoder,
-    which raises for it (``keys``: each record's shard key).
+    fragment)``, in any order) of every record ``blobs[begins[j]:ends[j]]``: one kernel
+    call (:func:`~zarr_vectors.kernels.record_blobs.records_needed`) that writes only
+    those fragments and skips the owners; a record it refuses is decoded by the strict
+    decoder, which raises for it (``keys``: each record's shard key).
 
     Raises
     ------
@@ -263,7 +262,7 @@ def needed_record_ranges(
         record = record_ranges(blobs[begins[j] : ends[j]], keys[j])  # raises, or accepts
         parsed = (*record[VERTEX_FRAGMENTS], *record[LINK_FRAGMENTS])
         mine = fragment[bounds[j] : bounds[j + 1]]
-        inside = np.flatnonzero(mine < parsed[0].shape[0])
+        inside = np.flatnonzero((mine >= 0) & (mine < parsed[0].shape[0]))
         for column, values in zip(columns, parsed, strict=True):
             column[bounds[j] + inside] = values[mine[inside]]
         fragments[j] = parsed[0].shape[0]

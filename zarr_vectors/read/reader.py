@@ -803,17 +803,18 @@ class LevelReader:
         self, chunks: np.ndarray, rows: np.ndarray, need: tuple[np.ndarray, np.ndarray]
     ) -> NeededRanges:
         """The vertex and link ranges of some fragments of distinct ``chunks`` (a level
-        with :attr:`records`), each chunk's row count checked: the records are parsed
-        only up to the last fragment needed, not cached parsed (:meth:`fragment_ranges`
-        parses and caches them whole), and held unparsed for the next read.
+        with :attr:`records`), each chunk's row count checked. Only the count columns
+        are parsed, and only the fragments asked are returned: nothing is written per
+        fragment of the chunks (:meth:`fragment_ranges` parses and caches the records
+        whole); the records are held unparsed for the next read.
 
         Parameters
         ----------
         chunks, rows
             ``(k, D)`` distinct chunk indices and their row counts.
         need
-            ``(slot, fragment)``: the fragments asked, ascending by chunk slot, then by
-            fragment, distinct.
+            ``(bounds, fragment)``: chunk ``j`` is asked for the fragments
+            ``fragment[bounds[j]:bounds[j + 1]]`` (any order, repeats allowed).
 
         Raises
         ------
@@ -823,10 +824,9 @@ class LevelReader:
         """
         keys = [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
         self._fetch_records(keys, self.vertex_columns, keys)
-        slot, fragment = need
-        bounds = np.searchsorted(slot, np.arange(len(keys) + 1))
+        bounds, fragment = need
         buffer, begins, ends, where = self._record_bytes(keys)
-        found = needed_record_ranges(buffer, begins, ends, (bounds, fragment), where)
+        found = needed_record_ranges(buffer, begins, ends, need, where)
         bad = np.flatnonzero(found.vertex_rows != rows)
         if bad.size:
             j = int(bad[0])
@@ -834,7 +834,8 @@ class LevelReader:
                 f"chunk {keys[j]}: fragment index covers {int(found.vertex_rows[j])} rows, "
                 f"vertex_counts says {int(rows[j])}"
             )
-        past = fragment >= found.fragments[slot]
+        slot = np.repeat(np.arange(len(keys)), np.diff(bounds))
+        past = (fragment < 0) | (fragment >= found.fragments[slot])
         if past.any():
             j = int(slot[past].min())
             worst = int(fragment[slot == j].max())
