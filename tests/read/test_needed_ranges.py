@@ -11,9 +11,11 @@ import pytest
 
 import zarr_vectors as zv
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
+from zarr_vectors.format.names import FRAGMENT_RECORDS, LINK_FRAGMENTS, VERTEX_FRAGMENTS
 from zarr_vectors.read import LevelReader
 from zarr_vectors.update.object_sources import open_source
+
+GOLDEN_1_5 = Path(__file__).parents[1] / "data" / "golden" / "1.5"
 
 
 def _skeletons(path: Path, shard_chunks: int | None) -> None:
@@ -42,11 +44,21 @@ def _reader(path: Path) -> LevelReader:
 @pytest.mark.parametrize("shard_chunks", [None, 1])
 def test_needed_ranges_are_the_full_ranges_restricted(tmp_path: Path, shard_chunks: int) -> None:
     _skeletons(tmp_path / "s.zv", shard_chunks)
-    full = _reader(tmp_path / "s.zv")
+    _check_restricted(tmp_path / "s.zv")
+
+
+@pytest.mark.parametrize("name", ["skeletons_3d_swc", "meshes_3d_closed"])
+def test_needed_ranges_of_format_1_5_are_the_full_ranges_restricted(name: str) -> None:
+    """Counts-form blobs (no records): vertex and link fragments in two blob arrays."""
+    _check_restricted(GOLDEN_1_5 / f"{name}.zarrvectors")
+
+
+def _check_restricted(path: Path) -> None:
+    full = _reader(path)
     chunks, counts = full.occupied_chunks(None, None)
     vertex = full.blob_ranges(VERTEX_FRAGMENTS, chunks)
     link = full.blob_ranges(LINK_FRAGMENTS, chunks)
-    reader = _reader(tmp_path / "s.zv")
+    reader = _reader(path)
     rng = np.random.default_rng(3)
     for _ in range(3):  # later reads join records held from several fetches
         pick = rng.permutation(chunks.shape[0])[: rng.integers(1, chunks.shape[0] + 1)]
@@ -94,9 +106,9 @@ def test_a_damaged_record_or_count_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CorruptChunkError, match="names fragment 9999"):
         reader.needed_ranges(chunks[:1], counts[:1], (need[0], np.array([9999])))
     key = tuple(int(c) for c in chunks[0])
-    held = reader._records[key]
+    held = reader.held.get(FRAGMENT_RECORDS, key)
     damaged = held.buffer.copy()
     damaged[held.begin + 16] = 0  # the first vertex count: 0 breaks spec §6.9
-    reader._records[key] = held._replace(buffer=damaged)
+    reader.held.replace(FRAGMENT_RECORDS, key, held._replace(buffer=damaged))
     with pytest.raises(CorruptChunkError, match=r"§6\.9"):
         reader.needed_ranges(chunks[:1], counts[:1], need)

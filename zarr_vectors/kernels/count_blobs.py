@@ -16,6 +16,7 @@ from zarr_vectors.kernels._jit import njit
 
 __all__ = [
     "counts_blob_ranges",
+    "counts_needed",
     "exclusive_prefix_sum",
     "fill_count_blobs",
     "gather_ranges",
@@ -194,11 +195,8 @@ def _counts_width(buffer: U8, begin: int, end: int, magic: int, version: int, he
         return 0
     width = 1 << int((flags >> np.uint64(1)) & np.uint64(3))
     stop = begin + head + width * int(n_frag)
-    if stop > end:
+    if stop > end or (end > stop and buffer[stop:end].max() != 0):  # a vectorised reduction
         return 0
-    for at in range(stop, end):
-        if buffer[at] != 0:
-            return 0
     return width
 
 
@@ -291,3 +289,83 @@ def gather_ranges(
         f = need[p]
         if 0 <= f < count:
             starts[p], counts[p] = prefix[f], prefix[f + 1] - prefix[f]
+
+
+def counts_needed(
+    buffer: U8,
+    begins: I64,
+    ends: I64,
+    header: tuple[int, int, int],
+    need: tuple[I64, I64],
+) -> tuple[I64, I64, I64, I64, npt.NDArray[np.bool_]]:
+    """The starts and counts of some fragments of many counts-form blobs (spec §6.8), and
+    every blob's fragment count and row total, without a row per fragment of the blobs
+    (as :func:`~zarr_vectors.kernels.record_blobs.records_needed` for records).
+
+    Parameters
+    ----------
+    buffer
+        Bytes holding the blobs; blob ``j`` is ``buffer[begins[j]:ends[j]]``, possibly
+        followed by zero padding.
+    begins, ends
+        ``(k,)`` where each blob lies in ``buffer``.
+    header
+        ``(magic, version, header bytes)`` of the format.
+    need
+        ``(bounds, fragment)``: blob ``j`` is asked for the fragments
+        ``fragment[bounds[j]:bounds[j + 1]]`` (any order, repeats allowed).
+
+    Returns
+    -------
+    starts, counts
+        Per fragment asked; -1 for a fragment its blob does not have.
+    fragments, rows
+        Per blob: F and the sum of its counts.
+    ok
+        Per blob: False for any blob :func:`counts_blob_ranges` leaves to the strict
+        decoder (another form, or damaged).
+
+    Examples
+    --------
+    >>> blob = np.array([71, 70, 86, 90, 1, 0, 1, 0, 2, 0, 0, 0, 2, 0, 0, 0, 3, 4], np.uint8)
+    >>> starts, counts, f, rows, ok = counts_needed(
+    ...     blob, np.array([0]), np.array([18]), (0x5A564647, 1, 16),
+    ...     (np.array([0, 2]), np.array([1, 5])))
+    >>> starts.tolist(), counts.tolist(), f.tolist(), rows.tolist(), ok.tolist()
+    ([3, -1], [4, -1], [2], [7], [True])
+    """
+    magic, version, head = header
+    bounds, fragment = need
+    return _counts_needed(
+        buffer,
+        np.asarray(begins, np.int64),
+        np.asarray(ends, np.int64),
+        (magic, version, head),
+        np.asarray(bounds, np.int64),
+        np.asarray(fragment, np.int64),
+    )
+
+
+@njit
+def _counts_needed(
+    buffer: U8, begins: I64, ends: I64, header: tuple[int, int, int], bounds: I64, need: I64
+) -> tuple[I64, I64, I64, I64, npt.NDArray[np.bool_]]:
+    magic, version, head = header
+    k, n = begins.shape[0], need.shape[0]
+    out = (np.full(n, -1, np.int64), np.full(n, -1, np.int64))
+    widths = np.zeros(k, np.int64)
+    fragments = np.zeros(k, np.int64)
+    for j in range(k):
+        widths[j] = _counts_width(buffer, begins[j], ends[j], magic, version, head)
+        if widths[j]:
+            fragments[j] = np.int64(little_endian_uint(buffer, begins[j] + 8, 4))
+    prefix = np.empty(max(fragments.max(), 0) + 1 if k else 1, np.int64)
+    rows = np.zeros(k, np.int64)
+    ok = np.zeros(k, np.bool_)
+    for j in range(k):
+        if widths[j]:
+            rows[j] = prefix_counts(buffer, begins[j] + head, widths[j], fragments[j], 0, prefix)
+            if rows[j] >= 0:
+                gather_ranges(prefix, fragments[j], need, (bounds[j], bounds[j + 1]), out)
+                ok[j] = True
+    return out[0], out[1], fragments, rows, ok

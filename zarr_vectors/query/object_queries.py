@@ -538,11 +538,8 @@ class _Plan:
         rows = self._chunk_counts()
         if self.objects.bounded:
             starts, sizes = self._rows_by_group(rows)
-        elif reader.records:
-            starts, sizes = self._needed_rows(rows)
         else:
-            table = FragmentTable.of(reader.fragment_ranges(self.chunks, rows), rows)
-            starts, sizes = table.rows_of(self.ref_slot, self.ref_fragment, self.chunks)
+            starts, sizes = self._needed_rows(rows)
         self._sort(starts, rows)
         runs, buffer_start = self._row_plan(starts, sizes)
         vertex_rows = self._vertex_rows(runs, buffer_start, sizes)
@@ -579,18 +576,19 @@ class _Plan:
 
     def _needed_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First row and row count of every reference, from only the fragments the
-        references name (:meth:`LevelReader.needed_ranges`, a level with fragment
-        records); their link rows are kept for :meth:`_links`."""
+        references name (:meth:`LevelReader.needed_ranges`); their link rows are kept for
+        :meth:`_links` when the kind has links."""
         order, bounds = counting_sort(self.ref_slot, self.chunks.shape[0])
-        found = self.reader.needed_ranges(self.chunks, rows, (bounds, self.ref_fragment[order]))
-        ranges = np.empty((4, order.shape[0]), np.int64)
-        ranges[:, order] = (
-            found.vertex_starts,
-            found.vertex_counts,
-            found.link_starts,
-            found.link_counts,
+        links = not geometry_kind(self.objects.kind).ordered
+        found = self.reader.needed_ranges(
+            self.chunks, rows, (bounds, self.ref_fragment[order]), links=links
         )
-        self.link_plan = (ranges[2], ranges[3], found.link_rows)
+        ranges = np.empty((4, order.shape[0]), np.int64)
+        ranges[0, order], ranges[1, order] = found.vertex_starts, found.vertex_counts
+        if found.link_starts is not None and found.link_counts is not None:
+            ranges[2, order], ranges[3, order] = found.link_starts, found.link_counts
+            assert found.link_rows is not None
+            self.link_plan = (ranges[2], ranges[3], found.link_rows)
         return ranges[0], ranges[1]
 
     def _rows_by_group(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

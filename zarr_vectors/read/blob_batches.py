@@ -22,18 +22,26 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError, FragmentIndexError
 from zarr_vectors.format.fragment_counts import decode_counts_blobs
 from zarr_vectors.format.fragment_records import FRAGMENT_RECORD_MAGIC, decode_fragment_record
+from zarr_vectors.format.fragments import (
+    FRAGMENT_INDEX_HEADER_NBYTES,
+    FRAGMENT_INDEX_MAGIC,
+    FRAGMENT_INDEX_VERSION,
+)
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
+from zarr_vectors.kernels.count_blobs import counts_needed
 from zarr_vectors.kernels.record_blobs import records_batch, records_needed
 from zarr_vectors.store.shards import RowLayout
 
 __all__ = [
     "FRAGMENT_OWNERS",
     "RECORD_NAMES",
+    "NeededCounts",
     "NeededRanges",
     "StoredSpans",
     "batch_record_ranges",
     "blob_ranges",
     "decode_blobs",
+    "needed_counts_ranges",
     "needed_record_ranges",
     "record_ranges",
     "stored_spans",
@@ -219,18 +227,39 @@ class NeededRanges(NamedTuple):
     ----------
     vertex_starts, vertex_counts, link_starts, link_counts
         Per fragment asked: its chunk-local vertex rows and ``links/0`` rows (first and
-        count); -1 for a fragment its chunk does not have.
+        count); -1 for a fragment its chunk does not have. The link rows are None when
+        not asked (a level without records keeps them in another blob array).
     fragments, vertex_rows, link_rows
-        Per chunk: its number of fragments and the rows they cover.
+        Per chunk: its number of fragments and the rows they cover (``link_rows`` None
+        with the link rows).
     """
 
     vertex_starts: np.ndarray
     vertex_counts: np.ndarray
-    link_starts: np.ndarray
-    link_counts: np.ndarray
+    link_starts: np.ndarray | None
+    link_counts: np.ndarray | None
     fragments: np.ndarray
     vertex_rows: np.ndarray
-    link_rows: np.ndarray
+    link_rows: np.ndarray | None
+
+
+class NeededCounts(NamedTuple):
+    """Some fragments of the blobs of several chunks (:func:`needed_counts_ranges`).
+
+    Attributes
+    ----------
+    starts, counts
+        Per fragment asked; -1 for a fragment its chunk does not have.
+    fragments, rows, extent
+        Per chunk: its number of fragments, the sum of their counts, and the end of the
+        last row they cover (the sum again for the counts form, whose fragments tile).
+    """
+
+    starts: np.ndarray
+    counts: np.ndarray
+    fragments: np.ndarray
+    rows: np.ndarray
+    extent: np.ndarray
 
 
 def needed_record_ranges(
@@ -268,3 +297,32 @@ def needed_record_ranges(
         fragments[j] = parsed[0].shape[0]
         vertex_rows[j], link_rows[j] = parsed[1].sum(), parsed[3].sum()
     return NeededRanges(vs, vc, ls, lc, fragments, vertex_rows, link_rows)
+
+
+def needed_counts_ranges(
+    blobs: np.ndarray,
+    begins: np.ndarray,
+    ends: np.ndarray,
+    need: tuple[np.ndarray, np.ndarray],
+    keys: Sequence[str],
+    one: Callable[[np.ndarray, str], tuple[np.ndarray, np.ndarray]],
+) -> NeededCounts:
+    """The fragments ``fragment[bounds[j]:bounds[j + 1]]`` (``need``: ``(bounds,
+    fragment)``, in any order) of every blob ``blobs[begins[j]:ends[j]]``: the counts-form
+    blobs (spec §6.8) by one kernel call
+    (:func:`~zarr_vectors.kernels.count_blobs.counts_needed`) that writes only those
+    fragments, any other blob decoded whole by ``one(blob, key)``, which raises for a
+    damaged one (``keys``: each blob's shard key)."""
+    bounds, fragment = need
+    header = (FRAGMENT_INDEX_MAGIC, FRAGMENT_INDEX_VERSION, FRAGMENT_INDEX_HEADER_NBYTES)
+    starts, counts, fragments, rows, ok = counts_needed(blobs, begins, ends, header, need)
+    extent = rows.copy()
+    for j in np.flatnonzero(~ok).tolist():
+        parsed = one(blobs[begins[j] : ends[j]], keys[j])
+        mine = fragment[bounds[j] : bounds[j + 1]]
+        inside = np.flatnonzero((mine >= 0) & (mine < parsed[0].shape[0]))
+        for column, values in zip((starts, counts), parsed, strict=True):
+            column[bounds[j] + inside] = values[mine[inside]]
+        fragments[j], rows[j] = parsed[0].shape[0], parsed[1].sum()
+        extent[j] = (parsed[0] + parsed[1]).max(initial=0)
+    return NeededCounts(starts, counts, fragments, rows, extent)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -74,13 +74,16 @@ from zarr_vectors.read import row_reads
 from zarr_vectors.read.blob_batches import (
     FRAGMENT_OWNERS,
     RECORD_NAMES,
+    NeededCounts,
     NeededRanges,
     batch_record_ranges,
     decode_blobs,
+    needed_counts_ranges,
     needed_record_ranges,
     stored_spans,
 )
 from zarr_vectors.read.blob_batches import blob_ranges as batch_blob_ranges
+from zarr_vectors.read.held_blobs import HeldBlob, HeldBlobs
 from zarr_vectors.read.point_reads import PointReads, RowRuns
 from zarr_vectors.read.read_checks import (
     RESTORE,
@@ -136,16 +139,6 @@ them 20-30% slower than through :func:`~zarr_vectors.read.row_reads.read_many`, 
 runs instead of gathering rows and shares large shards with the helper thread. Since both copy
 runs, 16 MiB was measured: 25% mesh boxes 5% less CPU, 1% boxes of 10^5 streamlines up to 10%
 more (benchmarks/results/object_boxes.md); kept at 2 MiB."""
-
-
-class RecordBytes(NamedTuple):
-    """A chunk's fragment record held decoded from its codecs but not parsed:
-    ``buffer[begin:end]`` (the record and its zero padding), and its shard key."""
-
-    buffer: np.ndarray
-    begin: int
-    end: int
-    key: str
 
 
 def _stored_bins_per_chunk(chunk_shape: np.ndarray, bin_shape: np.ndarray, base: str) -> np.ndarray:
@@ -264,7 +257,7 @@ class LevelReader:
         }
         self._blob_layouts: dict[str, RowLayout] = {}
         self._ranges: dict[tuple[str, tuple[int, ...]], tuple[np.ndarray, np.ndarray]] = {}
-        self._records: dict[tuple[int, ...], RecordBytes] = {}  # decoded, not parsed
+        self.held = HeldBlobs()  # fragment blobs decoded, not parsed (needed_ranges)
         self._last_blocks: dict[str, tuple[int, np.ndarray]] = {}  # global_rows: path -> chunk
         self.indexes = ShardIndexes()  # shared with restricted views
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
@@ -671,7 +664,7 @@ class LevelReader:
         )
         missing = [k[1] for k in dict.fromkeys(keys) if k not in self._ranges]
         if self._stored_blob(name) == FRAGMENT_RECORDS:
-            self._fetch_records(missing, index_columns, indexed)
+            self._fetch_held(FRAGMENT_RECORDS, missing, index_columns, indexed)
             self._decode_records(missing)
         else:
             self._fetch_ranges(name, missing, index_columns, indexed, dense_fragments)
@@ -734,58 +727,38 @@ class LevelReader:
                 ranges = _blob_ranges(self._decode_chunk_blob(path, where, raw), where)
             self._ranges[(name, chunk)] = ranges
 
-    def _fetch_records(
+    def _fetch_held(
         self,
+        name: str,
         chunks: list[tuple[int, ...]],
         index_columns: Sequence[str],
         indexed: list[tuple[int, ...]],
     ) -> None:
-        """Fetch the fragment records of the ``chunks`` not held yet and keep them decoded
-        from their codecs but not parsed (:meth:`_record_bytes`), the shard indexes of
+        """Fetch the blobs of array ``name`` of the ``chunks`` not held yet and hold them
+        decoded from their codecs but not parsed (:attr:`held`), the shard indexes of
         ``index_columns`` for the ``indexed`` chunks fetched in the same batch."""
-        missing = [chunk for chunk in dict.fromkeys(chunks) if chunk not in self._records]
-        path = f"{self.base}/{FRAGMENT_RECORDS}"
+        missing = self.held.missing(name, chunks)
+        path = f"{self.base}/{name}"
         found = self._first_wave(path, missing, index_columns, indexed)
         if not missing:
             return
         layout = self._blob_layout(path)
         if layout.chunks_per_shard == 1:
-            for chunk, raw in zip(missing, found, strict=True):
-                where = shard_key(path, np.asarray(chunk), 0)
-                blob = self._decode_chunk_blob(path, where, raw)
-                self._records[chunk] = RecordBytes(blob, 0, blob.shape[0], where)
-            return
-        batch = self._sharded_blobs(path, layout, missing)
-        if batch is None:
-            listed = self._listed_blobs(path, layout, missing)
-            for chunk, (where, blob) in zip(missing, listed, strict=True):
-                self._records[chunk] = RecordBytes(blob, 0, blob.shape[0], where)
-            return
-        blobs, bounds, keys = batch
-        edges = bounds.tolist()
-        for j, chunk in enumerate(missing):
-            self._records[chunk] = RecordBytes(blobs, edges[j], edges[j + 1], keys[j])
-
-    def _record_bytes(
-        self, chunks: list[tuple[int, ...]]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-        """The held records of ``chunks`` (distinct) in one buffer: the buffer, each
-        record's bounds in it and its shard key. Records held from several fetches are
-        joined into one buffer, which they are then held in."""
-        held = [self._records.pop(chunk) for chunk in chunks]
-        if held and any(r.buffer is not held[0].buffer for r in held):
-            sizes = np.array([r.end - r.begin for r in held], dtype=np.int64)
-            joined = np.concatenate([r.buffer[r.begin : r.end] for r in held])
-            ends = np.cumsum(sizes).tolist()
-            held = [
-                RecordBytes(joined, end - size, end, r.key)
-                for r, end, size in zip(held, ends, sizes.tolist(), strict=True)
+            keys = [shard_key(path, np.asarray(chunk), 0) for chunk in missing]
+            listed = [
+                (where, self._decode_chunk_blob(path, where, raw))
+                for where, raw in zip(keys, found, strict=True)
             ]
-        self._records.update(zip(chunks, held, strict=True))  # most recently used last
-        buffer = held[0].buffer if held else np.empty(0, np.uint8)
-        begins = np.array([r.begin for r in held], dtype=np.int64)
-        ends_ = np.array([r.end for r in held], dtype=np.int64)
-        return buffer, begins, ends_, [r.key for r in held]
+        else:
+            batch = self._sharded_blobs(path, layout, missing)
+            if batch is not None:
+                blobs, bounds, keys = batch
+                edges = bounds.tolist()
+                held = [HeldBlob(blobs, edges[j], edges[j + 1], k) for j, k in enumerate(keys)]
+                self.held.keep(name, missing, held)
+                return
+            listed = self._listed_blobs(path, layout, missing)
+        self.held.keep(name, missing, [HeldBlob(b, 0, b.shape[0], k) for k, b in listed])
 
     def _decode_records(self, chunks: list[tuple[int, ...]]) -> None:
         """Parse the held records of ``chunks`` whole and cache what they hold
@@ -793,20 +766,24 @@ class LevelReader:
         if not chunks:
             return
         chunks = list(dict.fromkeys(chunks))
-        for chunk, parts in zip(
-            chunks, batch_record_ranges(*self._record_bytes(chunks)), strict=True
-        ):
+        found = batch_record_ranges(*self.held.joined(FRAGMENT_RECORDS, chunks))
+        for chunk, parts in zip(chunks, found, strict=True):
             for part, ranges in parts.items():
                 self._ranges[(part, chunk)] = ranges
 
     def needed_ranges(
-        self, chunks: np.ndarray, rows: np.ndarray, need: tuple[np.ndarray, np.ndarray]
+        self,
+        chunks: np.ndarray,
+        rows: np.ndarray,
+        need: tuple[np.ndarray, np.ndarray],
+        *,
+        links: bool = True,
     ) -> NeededRanges:
-        """The vertex and link ranges of some fragments of distinct ``chunks`` (a level
-        with :attr:`records`), each chunk's row count checked. Only the count columns
-        are parsed, and only the fragments asked are returned: nothing is written per
-        fragment of the chunks (:meth:`fragment_ranges` parses and caches the records
-        whole); the records are held unparsed for the next read.
+        """The vertex and link ranges of some fragments of distinct ``chunks`` of an
+        object level, each chunk's row count checked. Only the counts are parsed, and only
+        the fragments asked are returned: nothing is written per fragment of the chunks
+        (:meth:`fragment_ranges` parses and caches the blobs whole); the blobs are held
+        unparsed for the next read (:attr:`held`).
 
         Parameters
         ----------
@@ -815,34 +792,59 @@ class LevelReader:
         need
             ``(bounds, fragment)``: chunk ``j`` is asked for the fragments
             ``fragment[bounds[j]:bounds[j + 1]]`` (any order, repeats allowed).
+        links
+            Whether the link rows are asked too (a level with records gives them anyway).
 
         Raises
         ------
         CorruptChunkError
-            When a record is damaged, does not cover its chunk's rows, or lacks a
-            fragment asked.
+            When a blob is damaged, does not cover its chunk's rows, or lacks a fragment
+            asked.
         """
         keys = [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
-        self._fetch_records(keys, self.vertex_columns, keys)
-        bounds, fragment = need
-        buffer, begins, ends, where = self._record_bytes(keys)
-        found = needed_record_ranges(buffer, begins, ends, need, where)
-        bad = np.flatnonzero(found.vertex_rows != rows)
+        link: NeededCounts | None = None  # the link blobs of a level without records
+        if self.records:
+            self._fetch_held(FRAGMENT_RECORDS, keys, self.vertex_columns, keys)
+            buffer, begins, ends, where = self.held.joined(FRAGMENT_RECORDS, keys)
+            found = needed_record_ranges(buffer, begins, ends, need, where)
+            extent = found.vertex_rows
+        else:
+            vertex = self._needed_counts(VERTEX_FRAGMENTS, keys, need, self.vertex_columns)
+            link = self._needed_counts(LINK_FRAGMENTS, keys, need, ()) if links else None
+            found = NeededRanges(
+                vertex.starts,
+                vertex.counts,
+                None if link is None else link.starts,
+                None if link is None else link.counts,
+                vertex.fragments,
+                vertex.rows,
+                None if link is None else link.rows,
+            )
+            extent = vertex.extent
+        bad = np.flatnonzero((extent != rows) | (found.vertex_rows != rows))
         if bad.size:
             j = int(bad[0])
             raise CorruptChunkError(
-                f"chunk {keys[j]}: fragment index covers {int(found.vertex_rows[j])} rows, "
+                f"chunk {keys[j]}: fragment index covers {int(extent[j])} rows, "
                 f"vertex_counts says {int(rows[j])}"
             )
-        slot = np.repeat(np.arange(len(keys)), np.diff(bounds))
-        past = (fragment < 0) | (fragment >= found.fragments[slot])
-        if past.any():
-            j = int(slot[past].min())
-            worst = int(fragment[slot == j].max())
-            raise CorruptChunkError(
-                f"chunk {keys[j]}: a manifest names fragment {worst} of {int(found.fragments[j])}"
-            )
+        _check_fragments(keys, need, found.fragments, "")
+        if link is not None:
+            _check_fragments(keys, need, link.fragments, "its chunk's links do not index")
         return found
+
+    def _needed_counts(
+        self,
+        name: str,
+        keys: list[tuple[int, ...]],
+        need: tuple[np.ndarray, np.ndarray],
+        index_columns: Sequence[str],
+    ) -> NeededCounts:
+        """:func:`~zarr_vectors.read.blob_batches.needed_counts_ranges` of the blobs of
+        array ``name`` of the chunks ``keys`` (fetched when not held)."""
+        self._fetch_held(name, keys, index_columns, keys)
+        buffer, begins, ends, where = self.held.joined(name, keys)
+        return needed_counts_ranges(buffer, begins, ends, need, where, _blob_ranges)
 
     def fragment_owners(self, chunks: np.ndarray) -> list[np.ndarray]:
         """The owner object of every fragment of each chunk, from the chunks' fragment
@@ -863,7 +865,7 @@ class LevelReader:
         self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
     ) -> None:
         """Fetch (one batch of byte ranges) and cache the fragment ranges of chunks in
-        shared shards (not the records: :meth:`_fetch_records`).
+        shared shards (not the records: :meth:`_fetch_held`).
 
         Object kinds: planned and decoded for all chunks together, the counts-form blobs
         parsed by one kernel (:mod:`~zarr_vectors.read.blob_batches`; a read by id meets
@@ -1003,15 +1005,11 @@ class LevelReader:
 
     def trim_ranges(self, limit: int) -> None:
         """Forget the least recently used fragment ranges until those cached hold at most
-        ``limit`` bytes (fetched again when asked); the fragment records held unparsed
-        (:meth:`needed_ranges`) count too and go first."""
+        ``limit`` bytes (fetched again when asked); the fragment blobs held unparsed
+        (:attr:`held`) count too and go first."""
         held = sum(a.nbytes + b.nbytes for a, b in self._ranges.values())
-        held += sum(r.end - r.begin for r in self._records.values())
-        for chunk in list(self._records):
-            if held <= limit:
-                break
-            record = self._records.pop(chunk)
-            held -= record.end - record.begin
+        held += self.held.nbytes()
+        held -= self.held.trim(held - limit)
         for key in list(self._ranges):
             if held <= limit:
                 break
@@ -1203,6 +1201,28 @@ class LevelReader:
             links = self._ranges.get((LINK_FRAGMENTS, chunk))
             return None if links is None else int(links[1].sum())
         return None
+
+
+def _check_fragments(
+    keys: list[tuple[int, ...]],
+    need: tuple[np.ndarray, np.ndarray],
+    fragments: np.ndarray,
+    what: str,
+) -> None:
+    """Raise CorruptChunkError when a fragment asked (``need``: ``(bounds, fragment)``)
+    is not one of its chunk's ``fragments`` (``what``: the message's ending, else "of F").
+    """
+    bounds, fragment = need
+    slot = np.repeat(np.arange(len(keys)), np.diff(bounds))
+    past = (fragment < 0) | (fragment >= fragments[slot])
+    if past.any():
+        j = int(slot[past].min())
+        if what:
+            raise CorruptChunkError(f"chunk {keys[j]}: a manifest names a fragment {what}")
+        worst = int(fragment[bounds[j] : bounds[j + 1]].max())
+        raise CorruptChunkError(
+            f"chunk {keys[j]}: a manifest names fragment {worst} of {int(fragments[j])}"
+        )
 
 
 def _blob_ranges(blob: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
