@@ -232,11 +232,10 @@ def test_needed_counts_equal_the_batch_decode_restricted(
             or data.draw(st.lists(st.integers(-1, n + 1), max_size=n + 2))
         )
     need_bounds = np.cumsum([0, *(len(a) for a in asked)])
+    fragment = np.array(list(itertools.chain(*asked)), np.int64)
     previous = set_kernel_mode(mode)
     try:
-        got = counts_needed(
-            buffer, begins, ends, HEADER, (need_bounds, np.array(sum(asked, []), np.int64))
-        )
+        got = counts_needed(buffer, begins, ends, HEADER, (need_bounds, fragment))
     finally:
         set_kernel_mode(previous)
     got_starts, got_counts, fragments, rows, ok = got
