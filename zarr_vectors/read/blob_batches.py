@@ -157,17 +157,17 @@ def _describe(
 
 def blob_ranges(
     blobs: np.ndarray,
-    bounds: np.ndarray,
+    begins: np.ndarray,
+    ends: np.ndarray,
     keys: Sequence[str],
     one: Callable[[np.ndarray, str], tuple[np.ndarray, np.ndarray]],
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The fragment ranges ``(starts, counts)`` of every blob ``blobs[bounds[j]:bounds[j +
-    1]]`` (:func:`decode_blobs`): the counts-form blobs decoded together, any other blob by
+    """The fragment ranges ``(starts, counts)`` of every blob ``blobs[begins[j]:ends[j]]``
+    (:func:`decode_blobs`): the counts-form blobs decoded together, any other blob by
     ``one(blob, key)`` (which raises for a damaged one)."""
-    found = decode_counts_blobs(blobs, bounds[:-1], bounds[1:])
-    edges = bounds.tolist()
+    found = decode_counts_blobs(blobs, begins, ends)
     return [
-        ranges if ranges is not None else one(blobs[edges[j] : edges[j + 1]], keys[j])
+        ranges if ranges is not None else one(blobs[begins[j] : ends[j]], keys[j])
         for j, ranges in enumerate(found)
     ]
 
@@ -290,10 +290,7 @@ def needed_record_ranges(
     for j in np.flatnonzero(~ok).tolist():
         record = record_ranges(blobs[begins[j] : ends[j]], keys[j])  # raises, or accepts
         parsed = (*record[VERTEX_FRAGMENTS], *record[LINK_FRAGMENTS])
-        mine = fragment[bounds[j] : bounds[j + 1]]
-        inside = np.flatnonzero((mine >= 0) & (mine < parsed[0].shape[0]))
-        for column, values in zip(columns, parsed, strict=True):
-            column[bounds[j] + inside] = values[mine[inside]]
+        _fill_asked(columns, parsed, fragment[bounds[j] : bounds[j + 1]], int(bounds[j]))
         fragments[j] = parsed[0].shape[0]
         vertex_rows[j], link_rows[j] = parsed[1].sum(), parsed[3].sum()
     return NeededRanges(vs, vc, ls, lc, fragments, vertex_rows, link_rows)
@@ -319,10 +316,18 @@ def needed_counts_ranges(
     extent = rows.copy()
     for j in np.flatnonzero(~ok).tolist():
         parsed = one(blobs[begins[j] : ends[j]], keys[j])
-        mine = fragment[bounds[j] : bounds[j + 1]]
-        inside = np.flatnonzero((mine >= 0) & (mine < parsed[0].shape[0]))
-        for column, values in zip((starts, counts), parsed, strict=True):
-            column[bounds[j] + inside] = values[mine[inside]]
+        _fill_asked((starts, counts), parsed, fragment[bounds[j] : bounds[j + 1]], int(bounds[j]))
         fragments[j], rows[j] = parsed[0].shape[0], parsed[1].sum()
         extent[j] = (parsed[0] + parsed[1]).max(initial=0)
     return NeededCounts(starts, counts, fragments, rows, extent)
+
+
+def _fill_asked(
+    columns: Sequence[np.ndarray], parsed: Sequence[np.ndarray], asked: np.ndarray, at: int
+) -> None:
+    """Write the values of the fragments ``asked`` (those a chunk has) from its ``parsed``
+    columns into ``columns`` from position ``at`` (a blob the kernels left to the strict
+    decoder)."""
+    inside = np.flatnonzero((asked >= 0) & (asked < parsed[0].shape[0]))
+    for column, values in zip(columns, parsed, strict=True):
+        column[at + inside] = values[asked[inside]]

@@ -663,11 +663,12 @@ class LevelReader:
             [k[1] for k in keys] if index_chunks is None else read_plans.chunk_keys(index_chunks)
         )
         missing = [k[1] for k in dict.fromkeys(keys) if k not in self._ranges]
-        if self._stored_blob(name) == FRAGMENT_RECORDS:
-            self._fetch_held(FRAGMENT_RECORDS, missing, index_columns, indexed)
-            self._decode_records(missing)
-        else:
+        if self.kind == POINT_CLOUD:
             self._fetch_ranges(name, missing, index_columns, indexed, dense_fragments)
+        else:  # held unparsed too, for the reads by id (needed_ranges)
+            stored = self._stored_blob(name)
+            self._fetch_held(stored, missing, index_columns, indexed)
+            self._decode_held(stored, missing)
         for k in dict.fromkeys(keys):  # most recently used last (see trim_ranges)
             self._ranges[k] = self._ranges.pop(k)
         return [self._ranges[k] for k in keys]
@@ -708,15 +709,18 @@ class LevelReader:
         indexed: list[tuple[int, ...]],
         dense_fragments: int | None,
     ) -> None:
-        """Fetch and cache the fragment ranges of blob array ``name`` (not the records)
+        """Fetch and cache the fragment ranges of a point cloud's blob array ``name``
         for the ``missing`` chunks (see :meth:`blob_ranges`)."""
         path = f"{self.base}/{name}"
         found = self._first_wave(path, missing, index_columns, indexed)
         if not missing:
             return
         layout = self._blob_layout(path)
-        if layout.chunks_per_shard > 1:
-            self._fetch_sharded_ranges(path, layout, missing)
+        if layout.chunks_per_shard > 1:  # few chunks a box: chunk by chunk
+            for chunk, (where, blob) in zip(
+                missing, self._listed_blobs(path, layout, missing), strict=True
+            ):
+                self._ranges[(name, chunk)] = _blob_ranges(blob, where)
             return
         shard_keys = [shard_key(path, np.asarray(chunk), 0) for chunk in missing]
         dense: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(found)
@@ -760,16 +764,24 @@ class LevelReader:
             listed = self._listed_blobs(path, layout, missing)
         self.held.keep(name, missing, [HeldBlob(b, 0, b.shape[0], k) for k, b in listed])
 
-    def _decode_records(self, chunks: list[tuple[int, ...]]) -> None:
-        """Parse the held records of ``chunks`` whole and cache what they hold
-        (:func:`~zarr_vectors.read.blob_batches.batch_record_ranges`)."""
+    def _decode_held(self, name: str, chunks: list[tuple[int, ...]]) -> None:
+        """Parse the held blobs of array ``name`` of ``chunks`` whole, together, and cache
+        what they hold: the records' three parts
+        (:func:`~zarr_vectors.read.blob_batches.batch_record_ranges`), or the ranges of
+        the other blobs (:func:`~zarr_vectors.read.blob_batches.blob_ranges`)."""
         if not chunks:
             return
         chunks = list(dict.fromkeys(chunks))
-        found = batch_record_ranges(*self.held.joined(FRAGMENT_RECORDS, chunks))
-        for chunk, parts in zip(chunks, found, strict=True):
-            for part, ranges in parts.items():
-                self._ranges[(part, chunk)] = ranges
+        buffer, begins, ends, keys = self.held.joined(name, chunks)
+        if name == FRAGMENT_RECORDS:
+            records = batch_record_ranges(buffer, begins, ends, keys)
+            for chunk, parts in zip(chunks, records, strict=True):
+                for part, ranges in parts.items():
+                    self._ranges[(part, chunk)] = ranges
+            return
+        found = batch_blob_ranges(buffer, begins, ends, keys, _blob_ranges)
+        for chunk, ranges in zip(chunks, found, strict=True):
+            self._ranges[(name, chunk)] = ranges
 
     def needed_ranges(
         self,
@@ -860,30 +872,6 @@ class LevelReader:
         """The fragment ranges of blob array ``name`` in ``chunk`` that :meth:`blob_ranges`
         fetched (a KeyError if it did not)."""
         return self._ranges[(name, chunk)]
-
-    def _fetch_sharded_ranges(
-        self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
-    ) -> None:
-        """Fetch (one batch of byte ranges) and cache the fragment ranges of chunks in
-        shared shards (not the records: :meth:`_fetch_held`).
-
-        Object kinds: planned and decoded for all chunks together, the counts-form blobs
-        parsed by one kernel (:mod:`~zarr_vectors.read.blob_batches`; a read by id meets
-        tens of chunks). Point clouds (per-bin blobs of the range form, few chunks a box)
-        and shards whose stored blocks are irregular go chunk by chunk
-        (:meth:`_listed_blobs`), which names any fault.
-        """
-        name = path.rsplit("/", 1)[-1]
-        batch = None if self.kind == POINT_CLOUD else self._sharded_blobs(path, layout, chunks)
-        if batch is None:
-            listed = self._listed_blobs(path, layout, chunks)
-            for chunk, (where, blob) in zip(chunks, listed, strict=True):
-                self._ranges[(name, chunk)] = _blob_ranges(blob, where)
-            return
-        blobs, bounds, keys = batch
-        found = batch_blob_ranges(blobs, bounds, keys, _blob_ranges)
-        for chunk, ranges in zip(chunks, found, strict=True):
-            self._ranges[(name, chunk)] = ranges
 
     def _sharded_blobs(
         self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
