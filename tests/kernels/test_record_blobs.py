@@ -155,9 +155,24 @@ def test_needed_fragments_equal_the_full_decode_restricted(
             need_bounds,
             np.concatenate(wanted),
         )
+        vertex_only = records_needed(
+            np.concatenate(parts),
+            ends - sizes,
+            ends,
+            FRAGMENT_RECORD_MAGIC,
+            need_bounds,
+            np.concatenate(wanted),
+            links=False,
+        )
     finally:
         set_kernel_mode(previous)
     *columns, fragments, vertex_rows, link_rows, ok = got
+    assert (ok <= vertex_only[-1]).all()  # without links: the same, or more accepted
+    both = np.repeat(ok, np.diff(need_bounds))
+    for a, b in zip(vertex_only[:2], columns[:2], strict=True):
+        np.testing.assert_array_equal(a[both], b[both])
+    assert (vertex_only[2] == -1).all()  # links unread
+    assert not vertex_only[6].any()
     for j, (part, need) in enumerate(zip(parts, wanted, strict=True)):
         twin = needed_twin(part.tobytes(), need)
         assert ok[j] == (twin is not None)

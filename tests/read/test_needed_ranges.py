@@ -109,6 +109,6 @@ def test_a_damaged_record_or_count_is_refused(tmp_path: Path) -> None:
     held = reader.held.get(FRAGMENT_RECORDS, key)
     damaged = held.buffer.copy()
     damaged[held.begin + 16] = 0  # the first vertex count: 0 breaks spec §6.9
-    reader.held.replace(FRAGMENT_RECORDS, key, held._replace(buffer=damaged))
+    reader.held.keep(FRAGMENT_RECORDS, [key], [held._replace(buffer=damaged)])
     with pytest.raises(CorruptChunkError, match=r"§6\.9"):
         reader.needed_ranges(chunks[:1], counts[:1], need)

@@ -159,7 +159,13 @@ def _records(
 
 
 def records_needed(
-    buffer: U8, begins: I64, ends: I64, magic: int, need_bounds: I64, need: I64
+    buffer: U8,
+    begins: I64,
+    ends: I64,
+    magic: int,
+    need_bounds: I64,
+    need: I64,
+    links: bool = True,
 ) -> tuple[I64, I64, I64, I64, I64, I64, I64, npt.NDArray[np.bool_]]:
     """The vertex and link ranges of some fragments of the records
     ``buffer[begins[j]:ends[j]]`` (each possibly followed by zeros), and every record's
@@ -183,6 +189,9 @@ def records_needed(
         need_bounds[j + 1]]``.
     need
         Fragment numbers, in any order (repeats allowed).
+    links
+        Whether the link counts are read (else the link values are all -1 and the link
+        totals 0, the column unchecked).
 
     Returns
     -------
@@ -211,12 +220,13 @@ def records_needed(
         magic,
         np.asarray(need_bounds, np.int64),
         np.asarray(need, np.int64),
+        links,
     )
 
 
 @njit
 def _needed(
-    buffer: U8, begins: I64, ends: I64, magic: int, need_bounds: I64, need: I64
+    buffer: U8, begins: I64, ends: I64, magic: int, need_bounds: I64, need: I64, links: bool
 ) -> tuple[I64, I64, I64, I64, I64, I64, I64, npt.NDArray[np.bool_]]:
     k, n = begins.shape[0], need.shape[0]
     vertex = (np.full(n, -1, np.int64), np.full(n, -1, np.int64))
@@ -239,9 +249,10 @@ def _needed(
         if vertex_rows[j] < 0:
             continue
         gather_ranges(prefix, f, need, bounds, vertex)
-        link_rows[j] = prefix_counts(buffer, at + wv * f, wl, f, 0, prefix)
-        if link_rows[j] < 0:
-            continue
-        gather_ranges(prefix, f, need, bounds, link)
+        if links:
+            link_rows[j] = prefix_counts(buffer, at + wv * f, wl, f, 0, prefix)
+            if link_rows[j] < 0:
+                continue
+            gather_ranges(prefix, f, need, bounds, link)
         ok[j] = True
     return vertex[0], vertex[1], link[0], link[1], fragments, vertex_rows, link_rows, ok

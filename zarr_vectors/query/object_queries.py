@@ -583,7 +583,7 @@ class _Plan:
         found = self.reader.needed_ranges(
             self.chunks, rows, (bounds, self.ref_fragment[order]), links=links
         )
-        ranges = np.empty((4, order.shape[0]), np.int64)
+        ranges = np.empty((4 if links else 2, order.shape[0]), np.int64)
         ranges[0, order], ranges[1, order] = found.vertex_starts, found.vertex_counts
         if found.link_starts is not None and found.link_counts is not None:
             ranges[2, order], ranges[3, order] = found.link_starts, found.link_counts

@@ -9,6 +9,10 @@ A read by id meets tens of chunks; their blobs lie in a few shards whose indexes
 :func:`blob_ranges` decodes the counts-form blobs (§6.8) together. Anything irregular (a
 missing block before a stored one, a blob of another form, damage) is left to the per-chunk
 decoders, which raise their precise errors.
+
+A read by id needs only the fragments its objects' manifests name:
+:func:`needed_record_ranges` and :func:`needed_counts_ranges` give their ranges (and each
+chunk's totals, for the checks) without a row per fragment of the chunks.
 """
 
 from __future__ import annotations
@@ -268,12 +272,14 @@ def needed_record_ranges(
     ends: np.ndarray,
     need: tuple[np.ndarray, np.ndarray],
     keys: Sequence[str],
+    links: bool = True,
 ) -> NeededRanges:
     """The fragments ``fragment[bounds[j]:bounds[j + 1]]`` (``need``: ``(bounds,
     fragment)``, in any order) of every record ``blobs[begins[j]:ends[j]]``: one kernel
     call (:func:`~zarr_vectors.kernels.record_blobs.records_needed`) that writes only
     those fragments and skips the owners; a record it refuses is decoded by the strict
-    decoder, which raises for it (``keys``: each record's shard key).
+    decoder, which raises for it (``keys``: each record's shard key). Without ``links``
+    the link columns are neither read nor returned.
 
     Raises
     ------
@@ -284,7 +290,7 @@ def needed_record_ranges(
     """
     bounds, fragment = need
     vs, vc, ls, lc, fragments, vertex_rows, link_rows, ok = records_needed(
-        blobs, begins, ends, FRAGMENT_RECORD_MAGIC, bounds, fragment
+        blobs, begins, ends, FRAGMENT_RECORD_MAGIC, bounds, fragment, links
     )
     columns = (vs, vc, ls, lc)
     for j in np.flatnonzero(~ok).tolist():
@@ -293,6 +299,8 @@ def needed_record_ranges(
         _fill_asked(columns, parsed, fragment[bounds[j] : bounds[j + 1]], int(bounds[j]))
         fragments[j] = parsed[0].shape[0]
         vertex_rows[j], link_rows[j] = parsed[1].sum(), parsed[3].sum()
+    if not links:
+        return NeededRanges(vs, vc, None, None, fragments, vertex_rows, None)
     return NeededRanges(vs, vc, ls, lc, fragments, vertex_rows, link_rows)
 
 

@@ -90,10 +90,6 @@ class HeldBlobs:
             freed += blob.end - blob.begin
         return freed
 
-    def replace(self, name: str, chunk: Chunk, blob: HeldBlob) -> None:
-        """Hold ``blob`` for ``chunk`` instead (tests damage a held blob this way)."""
-        self._held[(name, chunk)] = blob
-
     def get(self, name: str, chunk: Chunk) -> HeldBlob:
         """The held blob of array ``name`` of ``chunk`` (a KeyError if none)."""
         return self._held[(name, chunk)]

@@ -3,7 +3,9 @@
 :class:`LevelReader` fetches exactly the bytes a read needs — whole shards for whole chunks,
 the row blocks covering the requested row runs otherwise (spec §8, §9.0) — and caches the
 small per-chunk indexes (fragment ranges, shard indexes) so a repeated query only fetches
-rows.
+rows. The fragment blobs of object levels are also held decoded but unparsed
+(:mod:`~zarr_vectors.read.held_blobs`): a read of objects parses only the fragments its
+manifests name (:meth:`LevelReader.needed_ranges`).
 
 Every step gathers its requests into one concurrent batch, so on object storage a read costs
 a small constant number of round trips whatever the number of chunks and columns: the
@@ -805,7 +807,7 @@ class LevelReader:
             ``(bounds, fragment)``: chunk ``j`` is asked for the fragments
             ``fragment[bounds[j]:bounds[j + 1]]`` (any order, repeats allowed).
         links
-            Whether the link rows are asked too (a level with records gives them anyway).
+            Whether the link rows are asked too (else they are None).
 
         Raises
         ------
@@ -818,7 +820,7 @@ class LevelReader:
         if self.records:
             self._fetch_held(FRAGMENT_RECORDS, keys, self.vertex_columns, keys)
             buffer, begins, ends, where = self.held.joined(FRAGMENT_RECORDS, keys)
-            found = needed_record_ranges(buffer, begins, ends, need, where)
+            found = needed_record_ranges(buffer, begins, ends, need, where, links)
             extent = found.vertex_rows
         else:
             vertex = self._needed_counts(VERTEX_FRAGMENTS, keys, need, self.vertex_columns)
