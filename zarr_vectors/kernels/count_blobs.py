@@ -334,13 +334,12 @@ def counts_needed(
     >>> starts.tolist(), counts.tolist(), f.tolist(), rows.tolist(), ok.tolist()
     ([3, -1], [4, -1], [2], [7], [True])
     """
-    magic, version, head = header
     bounds, fragment = need
     return _counts_needed(
         buffer,
         np.asarray(begins, np.int64),
         np.asarray(ends, np.int64),
-        (magic, version, head),
+        header,
         np.asarray(bounds, np.int64),
         np.asarray(fragment, np.int64),
     )
