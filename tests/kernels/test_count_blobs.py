@@ -8,13 +8,15 @@ import struct
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zarr_vectors.format.fragment_counts import decode_counts_blobs, tiling_blobs
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges, decode_fragment_index
 from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
-from zarr_vectors.kernels.count_blobs import exclusive_prefix_sum, fill_count_blobs
+from zarr_vectors.kernels import set_kernel_mode
+from zarr_vectors.kernels.count_blobs import counts_needed, exclusive_prefix_sum, fill_count_blobs
 
 HEADER = (0x5A564647, 1, 16)
 GOLDEN = Path(__file__).parent.parent / "format" / "golden"
@@ -201,3 +203,50 @@ def test_batched_counts_blobs_decode_like_the_strict_decoder(
         assert found is not None or not whole
         if found is not None:
             _assert_same([decode_dense_ranges(blob)], [found])
+
+
+@pytest.mark.parametrize("mode", ["python", "compiled"])
+@settings(max_examples=25, deadline=None)
+@given(ragged_ranges(), st.data())
+def test_needed_counts_equal_the_batch_decode_restricted(
+    mode: str, case: tuple[np.ndarray, np.ndarray, np.ndarray], data: st.DataObject
+) -> None:
+    """:func:`counts_needed` decodes exactly the blobs the numpy twin of the batch decoder
+    decodes, and gives their ranges restricted to the fragments asked (none, all, the
+    first, the last, or any in any order with repeats, maybe outside ``[0, F)``)."""
+    starts, counts, bounds = case
+    lean = [b.tobytes() for b in encode_ranges_ragged(starts, counts, bounds, counts_form=True)]
+    if data.draw(st.booleans()):
+        j = data.draw(st.integers(0, len(lean) - 1))
+        flipped = bytearray(lean[j])
+        flipped[data.draw(st.integers(0, len(flipped) - 1))] ^= data.draw(st.integers(1, 255))
+        lean[j] = bytes(flipped)
+    buffer, begins, ends = _batch(lean)
+    want = naive_counts_blob_ranges(buffer, begins, ends)
+    asked = []
+    for w in want:
+        n = 1 if w is None else w[0].shape[0]
+        pick = data.draw(st.sampled_from(["none", "all", "first", "last", "any"]))
+        asked.append(
+            {"none": [], "all": list(range(n)), "first": [0], "last": [n - 1]}.get(pick)
+            or data.draw(st.lists(st.integers(-1, n + 1), max_size=n + 2))
+        )
+    need_bounds = np.cumsum([0, *(len(a) for a in asked)])
+    fragment = np.array(list(itertools.chain(*asked)), np.int64)
+    previous = set_kernel_mode(mode)
+    try:
+        got = counts_needed(buffer, begins, ends, HEADER, (need_bounds, fragment))
+    finally:
+        set_kernel_mode(previous)
+    got_starts, got_counts, fragments, rows, ok = got
+    for j, (w, a) in enumerate(zip(want, asked, strict=True)):
+        assert ok[j] == (w is not None)
+        if w is None:
+            continue
+        need = np.array(a, np.int64)
+        inside = (need >= 0) & (need < w[0].shape[0])
+        at = np.clip(need, 0, w[0].shape[0] - 1)
+        lo, hi = need_bounds[j], need_bounds[j + 1]
+        np.testing.assert_array_equal(got_starts[lo:hi], np.where(inside, w[0][at], -1))
+        np.testing.assert_array_equal(got_counts[lo:hi], np.where(inside, w[1][at], -1))
+        assert (fragments[j], rows[j]) == (w[0].shape[0], w[1].sum())

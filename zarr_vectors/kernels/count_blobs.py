@@ -14,12 +14,22 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["counts_blob_ranges", "exclusive_prefix_sum", "fill_count_blobs", "little_endian_uint"]
+__all__ = [
+    "counts_blob_ranges",
+    "counts_needed",
+    "exclusive_prefix_sum",
+    "fill_count_blobs",
+    "gather_ranges",
+    "little_endian_uint",
+    "prefix_counts",
+]
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
 
 _I64_MAX = np.uint64(np.iinfo(np.int64).max)
+Int = int | np.int64
+"""An integer argument of a kernel (numba types both as int64)."""
 
 
 @njit
@@ -158,7 +168,7 @@ def counts_blob_ranges(
 
 
 @njit
-def little_endian_uint(buffer: U8, at: int, nbytes: int) -> np.uint64:
+def little_endian_uint(buffer: U8, at: Int, nbytes: Int) -> np.uint64:
     """The little-endian unsigned integer of ``nbytes`` bytes at ``buffer[at:]``."""
     value = np.uint64(0)
     for b in range(nbytes):
@@ -185,11 +195,8 @@ def _counts_width(buffer: U8, begin: int, end: int, magic: int, version: int, he
         return 0
     width = 1 << int((flags >> np.uint64(1)) & np.uint64(3))
     stop = begin + head + width * int(n_frag)
-    if stop > end:
+    if stop > end or (end > stop and buffer[stop:end].max() != 0):  # a vectorised reduction
         return 0
-    for at in range(stop, end):
-        if buffer[at] != 0:
-            return 0
     return width
 
 
@@ -222,3 +229,142 @@ def _counts_ranges(
             counts[f] = np.int64(value)
             total += value
     return starts, counts, bounds, ok
+
+
+@njit
+def prefix_counts(buffer: U8, at: Int, width: Int, count: Int, least: int, out: I64) -> np.int64:
+    """The inclusive prefix sums of ``count`` little-endian unsigned values of ``width``
+    bytes (1, 2, 4 or 8) at ``buffer[at:]`` into ``out[1:count + 1]`` (``out[0] = 0``),
+    and their total; -1 when a value is below ``least`` or the sum passes 2**63 - 1. The
+    caller has checked that the values lie inside ``buffer`` and that ``out`` is long
+    enough (a scratch row reused from chunk to chunk stays in cache).
+
+    Examples
+    --------
+    >>> out = np.zeros(3, np.int64)
+    >>> int(prefix_counts(np.array([3, 0, 1, 0], np.uint8), 0, 2, 2, 1, out)), out.tolist()
+    (4, [0, 3, 4])
+    """
+    base, step, n = np.int64(at), np.int64(width), np.int64(count)  # no uint64 mixing
+    out[0] = 0
+    if step <= 2:  # below 2**16 * 2**32: no overflow
+        total, low = np.int64(0), np.int64(65536)
+        for i in range(n):
+            value = np.int64(buffer[base + step * i])
+            if step == 2:
+                value |= np.int64(buffer[base + 2 * i + 1]) << 8
+            total += value
+            low = min(low, value)
+            out[i + 1] = total
+        return np.int64(-1) if n and low < least else total
+    wide = np.uint64(0)  # wider: every value checked for overflow
+    for i in range(n):
+        value_ = little_endian_uint(buffer, base + step * i, step)
+        if value_ < np.uint64(least) or value_ > _I64_MAX - wide:
+            return np.int64(-1)
+        wide += value_
+        out[i + 1] = np.int64(wide)
+    return np.int64(wide)
+
+
+@njit
+def gather_ranges(
+    prefix: I64, count: Int, need: I64, bounds: tuple[Int, Int], out: tuple[I64, I64]
+) -> None:
+    """The start and count of the fragments ``need[lo:hi]`` (``bounds``; any order,
+    repeats allowed) from the ``prefix`` sums of ``count`` counts
+    (:func:`prefix_counts`), into ``out[0][lo:hi]`` and ``out[1][lo:hi]``; a fragment
+    outside ``[0, count)`` is left as it was.
+
+    Examples
+    --------
+    >>> starts, counts = np.full(2, -1), np.full(2, -1)
+    >>> gather_ranges(np.array([0, 3, 4, 8]), 3, np.array([2, 7]), (0, 2), (starts, counts))
+    >>> starts.tolist(), counts.tolist()
+    ([4, -1], [4, -1])
+    """
+    lo, hi = bounds
+    starts, counts = out
+    for p in range(lo, hi):
+        f = need[p]
+        if 0 <= f < count:
+            starts[p], counts[p] = prefix[f], prefix[f + 1] - prefix[f]
+
+
+def counts_needed(
+    buffer: U8,
+    begins: I64,
+    ends: I64,
+    header: tuple[int, int, int],
+    need: tuple[I64, I64],
+) -> tuple[I64, I64, I64, I64, npt.NDArray[np.bool_]]:
+    """The starts and counts of some fragments of many counts-form blobs (spec §6.8), and
+    every blob's fragment count and row total, without a row per fragment of the blobs
+    (as :func:`~zarr_vectors.kernels.record_blobs.records_needed` for records).
+
+    Parameters
+    ----------
+    buffer
+        Bytes holding the blobs; blob ``j`` is ``buffer[begins[j]:ends[j]]``, possibly
+        followed by zero padding.
+    begins, ends
+        ``(k,)`` where each blob lies in ``buffer``.
+    header
+        ``(magic, version, header bytes)`` of the format.
+    need
+        ``(bounds, fragment)``: blob ``j`` is asked for the fragments
+        ``fragment[bounds[j]:bounds[j + 1]]`` (any order, repeats allowed).
+
+    Returns
+    -------
+    starts, counts
+        Per fragment asked; -1 for a fragment its blob does not have.
+    fragments, rows
+        Per blob: F and the sum of its counts.
+    ok
+        Per blob: False for any blob :func:`counts_blob_ranges` leaves to the strict
+        decoder (another form, or damaged).
+
+    Examples
+    --------
+    >>> blob = np.array([71, 70, 86, 90, 1, 0, 1, 0, 2, 0, 0, 0, 2, 0, 0, 0, 3, 4], np.uint8)
+    >>> starts, counts, f, rows, ok = counts_needed(
+    ...     blob, np.array([0]), np.array([18]), (0x5A564647, 1, 16),
+    ...     (np.array([0, 2]), np.array([1, 5])))
+    >>> starts.tolist(), counts.tolist(), f.tolist(), rows.tolist(), ok.tolist()
+    ([3, -1], [4, -1], [2], [7], [True])
+    """
+    bounds, fragment = need
+    return _counts_needed(
+        buffer,
+        np.asarray(begins, np.int64),
+        np.asarray(ends, np.int64),
+        header,
+        np.asarray(bounds, np.int64),
+        np.asarray(fragment, np.int64),
+    )
+
+
+@njit
+def _counts_needed(
+    buffer: U8, begins: I64, ends: I64, header: tuple[int, int, int], bounds: I64, need: I64
+) -> tuple[I64, I64, I64, I64, npt.NDArray[np.bool_]]:
+    magic, version, head = header
+    k, n = begins.shape[0], need.shape[0]
+    out = (np.full(n, -1, np.int64), np.full(n, -1, np.int64))
+    widths = np.zeros(k, np.int64)
+    fragments = np.zeros(k, np.int64)
+    for j in range(k):
+        widths[j] = _counts_width(buffer, begins[j], ends[j], magic, version, head)
+        if widths[j]:
+            fragments[j] = np.int64(little_endian_uint(buffer, begins[j] + 8, 4))
+    prefix = np.empty(max(fragments.max(), 0) + 1 if k else 1, np.int64)
+    rows = np.zeros(k, np.int64)
+    ok = np.zeros(k, np.bool_)
+    for j in range(k):
+        if widths[j]:
+            rows[j] = prefix_counts(buffer, begins[j] + head, widths[j], fragments[j], 0, prefix)
+            if rows[j] >= 0:
+                gather_ranges(prefix, fragments[j], need, (bounds[j], bounds[j + 1]), out)
+                ok[j] = True
+    return out[0], out[1], fragments, rows, ok

@@ -31,7 +31,7 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
-from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.kernels import concat_ranges, counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.link_entries import rows_in_runs
 from zarr_vectors.query._fragment_refs import (
@@ -552,6 +552,7 @@ class _Plan:
         self.order = np.empty(0, np.int64)
         self.bounds = np.zeros(1, np.int64)
         self.where: np.ndarray | None = None  # set by _chunk_counts
+        self.link_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # _needed_rows
 
     def _sort(self, starts: np.ndarray, rows: np.ndarray) -> None:
         """Order the references by (chunk slot, first row); ``rows``: each slot's rows."""
@@ -566,8 +567,7 @@ class _Plan:
         if self.objects.bounded:
             starts, sizes = self._rows_by_group(rows)
         else:
-            table = FragmentTable.of(reader.fragment_ranges(self.chunks, rows), rows)
-            starts, sizes = table.rows_of(self.ref_slot, self.ref_fragment, self.chunks)
+            starts, sizes = self._needed_rows(rows)
         self._sort(starts, rows)
         runs, buffer_start = self._row_plan(starts, sizes)
         vertex_rows = self._vertex_rows(runs, buffer_start, sizes)
@@ -601,6 +601,23 @@ class _Plan:
         read = read_vertex_columns(self.reader, names, runs, copied, self.turns)
         del copied
         return [_in_reference_order(rows, buffer_start, sizes) for rows in read]
+
+    def _needed_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First row and row count of every reference, from only the fragments the
+        references name (:meth:`LevelReader.needed_ranges`); their link rows are kept for
+        :meth:`_links` when the kind has links."""
+        order, bounds = counting_sort(self.ref_slot, self.chunks.shape[0])
+        links = not geometry_kind(self.objects.kind).ordered
+        found = self.reader.needed_ranges(
+            self.chunks, rows, (bounds, self.ref_fragment[order]), links=links
+        )
+        ranges = np.empty((4 if links else 2, order.shape[0]), np.int64)
+        ranges[0, order], ranges[1, order] = found.vertex_starts, found.vertex_counts
+        if found.link_starts is not None and found.link_counts is not None:
+            ranges[2, order], ranges[3, order] = found.link_starts, found.link_counts
+            assert found.link_rows is not None
+            self.link_plan = (ranges[2], ranges[3], found.link_rows)
+        return ranges[0], ranges[1]
 
     def _rows_by_group(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First row and row count of every reference, the fragment ranges decoded
@@ -691,8 +708,10 @@ class _Plan:
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The objects' links as result rows, and their per-link attributes (§9.12)."""
         reader = self.reader
-        link_ranges = reader.blob_ranges(LINK_FRAGMENTS, self.chunks)
-        runs, chunk_rows = self._link_runs(link_ranges)
+        if self.link_plan is not None:
+            runs, chunk_rows = self._planned_link_runs(*self.link_plan)
+        else:
+            runs, chunk_rows = self._link_runs(reader.blob_ranges(LINK_FRAGMENTS, self.chunks))
         slot_of_row = np.repeat(runs.chunk, runs.stop - runs.start)
         names = self.objects.link_attribute_names
         link_rows, *values = reader.read_runs(
@@ -745,6 +764,20 @@ class _Plan:
         np.add.at(chunk_rows, np.repeat(np.arange(len(link_ranges)), lengths), counts)
         runs = RowRuns(chunks, frag_slot[some], first[some], stop[some], self.where)
         return runs, chunk_rows
+
+    def _planned_link_runs(
+        self, starts: np.ndarray, counts: np.ndarray, chunk_rows: np.ndarray
+    ) -> tuple[RowRuns, np.ndarray]:
+        """:meth:`_link_runs` from the link rows of every reference (``starts``,
+        ``counts``: :meth:`_needed_rows`) and each slot's link rows: each fragment once."""
+        width = int(self.ref_fragment.max(initial=-1)) + 1
+        keys = self.ref_slot * width + self.ref_fragment.astype(np.int64)
+        pairs, first = np.unique(keys, return_index=True)
+        stop = starts[first] + counts[first]
+        some = stop > starts[first]
+        chunks = [tuple(c) for c in self.chunks.tolist()]
+        slot, begin = pairs[some] // max(width, 1), starts[first][some]
+        return RowRuns(chunks, slot, begin, stop[some], self.where), chunk_rows
 
     def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
         """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""

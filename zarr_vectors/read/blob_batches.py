@@ -9,6 +9,10 @@ A read by id meets tens of chunks; their blobs lie in a few shards whose indexes
 :func:`blob_ranges` decodes the counts-form blobs (§6.8) together. Anything irregular (a
 missing block before a stored one, a blob of another form, damage) is left to the per-chunk
 decoders, which raise their precise errors.
+
+A read by id needs only the fragments its objects' manifests name:
+:func:`needed_record_ranges` and :func:`needed_counts_ranges` give their ranges (and each
+chunk's totals, for the checks) without a row per fragment of the chunks.
 """
 
 from __future__ import annotations
@@ -22,17 +26,27 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError, FragmentIndexError
 from zarr_vectors.format.fragment_counts import decode_counts_blobs
 from zarr_vectors.format.fragment_records import FRAGMENT_RECORD_MAGIC, decode_fragment_record
+from zarr_vectors.format.fragments import (
+    FRAGMENT_INDEX_HEADER_NBYTES,
+    FRAGMENT_INDEX_MAGIC,
+    FRAGMENT_INDEX_VERSION,
+)
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
-from zarr_vectors.kernels.record_blobs import records_batch
+from zarr_vectors.kernels.count_blobs import counts_needed
+from zarr_vectors.kernels.record_blobs import records_batch, records_needed
 from zarr_vectors.store.shards import RowLayout
 
 __all__ = [
     "FRAGMENT_OWNERS",
     "RECORD_NAMES",
+    "NeededCounts",
+    "NeededRanges",
     "StoredSpans",
     "batch_record_ranges",
     "blob_ranges",
     "decode_blobs",
+    "needed_counts_ranges",
+    "needed_record_ranges",
     "record_ranges",
     "stored_spans",
 ]
@@ -147,17 +161,17 @@ def _describe(
 
 def blob_ranges(
     blobs: np.ndarray,
-    bounds: np.ndarray,
+    begins: np.ndarray,
+    ends: np.ndarray,
     keys: Sequence[str],
     one: Callable[[np.ndarray, str], tuple[np.ndarray, np.ndarray]],
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The fragment ranges ``(starts, counts)`` of every blob ``blobs[bounds[j]:bounds[j +
-    1]]`` (:func:`decode_blobs`): the counts-form blobs decoded together, any other blob by
+    """The fragment ranges ``(starts, counts)`` of every blob ``blobs[begins[j]:ends[j]]``
+    (:func:`decode_blobs`): the counts-form blobs decoded together, any other blob by
     ``one(blob, key)`` (which raises for a damaged one)."""
-    found = decode_counts_blobs(blobs, bounds[:-1], bounds[1:])
-    edges = bounds.tolist()
+    found = decode_counts_blobs(blobs, begins, ends)
     return [
-        ranges if ranges is not None else one(blobs[edges[j] : edges[j + 1]], keys[j])
+        ranges if ranges is not None else one(blobs[begins[j] : ends[j]], keys[j])
         for j, ranges in enumerate(found)
     ]
 
@@ -186,20 +200,19 @@ def record_ranges(blob: np.ndarray, where: str) -> dict[str, tuple[np.ndarray, n
 
 
 def batch_record_ranges(
-    blobs: np.ndarray, bounds: np.ndarray, keys: Sequence[str]
+    blobs: np.ndarray, begins: np.ndarray, ends: np.ndarray, keys: Sequence[str]
 ) -> list[dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """:func:`record_ranges` of every record ``blobs[bounds[j]:bounds[j + 1]]``
-    (:func:`decode_blobs`), the well-formed ones decoded together by one kernel call
+    """:func:`record_ranges` of every record ``blobs[begins[j]:ends[j]]``, the well-formed
+    ones decoded together by one kernel call
     (:func:`~zarr_vectors.kernels.record_blobs.records_batch`), any other by the strict
-    decoder, which raises for it."""
-    edges = bounds.tolist()
+    decoder, which raises for it (``keys``: each record's shard key)."""
     vstarts, vcounts, lstarts, lcounts, owners, cut, ok = records_batch(
-        blobs, bounds[:-1], bounds[1:], FRAGMENT_RECORD_MAGIC
+        blobs, begins, ends, FRAGMENT_RECORD_MAGIC
     )
     out = []
     for j, (a, b) in enumerate(itertools.pairwise(cut.tolist())):
         if not ok[j]:
-            out.append(record_ranges(blobs[edges[j] : edges[j + 1]], keys[j]))
+            out.append(record_ranges(blobs[begins[j] : ends[j]], keys[j]))
             continue
         out.append(
             {
@@ -209,3 +222,120 @@ def batch_record_ranges(
             }
         )
     return out
+
+
+class NeededRanges(NamedTuple):
+    """Some fragments of the records of several chunks (:func:`needed_record_ranges`).
+
+    Attributes
+    ----------
+    vertex_starts, vertex_counts, link_starts, link_counts
+        Per fragment asked: its chunk-local vertex rows and ``links/0`` rows (first and
+        count); -1 for a fragment its chunk does not have. The link rows are None when
+        not asked (a level without records keeps them in another blob array).
+    fragments, vertex_rows, link_rows
+        Per chunk: its number of fragments and the rows they cover (``link_rows`` None
+        with the link rows).
+    """
+
+    vertex_starts: np.ndarray
+    vertex_counts: np.ndarray
+    link_starts: np.ndarray | None
+    link_counts: np.ndarray | None
+    fragments: np.ndarray
+    vertex_rows: np.ndarray
+    link_rows: np.ndarray | None
+
+
+class NeededCounts(NamedTuple):
+    """Some fragments of the blobs of several chunks (:func:`needed_counts_ranges`).
+
+    Attributes
+    ----------
+    starts, counts
+        Per fragment asked; -1 for a fragment its chunk does not have.
+    fragments, rows, extent
+        Per chunk: its number of fragments, the sum of their counts, and the end of the
+        last row they cover (the sum again for the counts form, whose fragments tile).
+    """
+
+    starts: np.ndarray
+    counts: np.ndarray
+    fragments: np.ndarray
+    rows: np.ndarray
+    extent: np.ndarray
+
+
+def needed_record_ranges(
+    blobs: np.ndarray,
+    begins: np.ndarray,
+    ends: np.ndarray,
+    need: tuple[np.ndarray, np.ndarray],
+    keys: Sequence[str],
+    links: bool = True,
+) -> NeededRanges:
+    """The fragments ``fragment[bounds[j]:bounds[j + 1]]`` (``need``: ``(bounds,
+    fragment)``, in any order) of every record ``blobs[begins[j]:ends[j]]``: one kernel
+    call (:func:`~zarr_vectors.kernels.record_blobs.records_needed`) that writes only
+    those fragments and skips the owners; a record it refuses is decoded by the strict
+    decoder, which raises for it (``keys``: each record's shard key). Without ``links``
+    the link columns are neither read nor returned.
+
+    Raises
+    ------
+    CorruptChunkError
+        When a record's header, sizes or count columns break spec §6.9 (its owner runs
+        are not read: a read of objects does not use them; the full decode and the
+        validator check them).
+    """
+    bounds, fragment = need
+    vs, vc, ls, lc, fragments, vertex_rows, link_rows, ok = records_needed(
+        blobs, begins, ends, FRAGMENT_RECORD_MAGIC, bounds, fragment, links
+    )
+    columns = (vs, vc, ls, lc)
+    for j in np.flatnonzero(~ok).tolist():
+        record = record_ranges(blobs[begins[j] : ends[j]], keys[j])  # raises, or accepts
+        parsed = (*record[VERTEX_FRAGMENTS], *record[LINK_FRAGMENTS])
+        _fill_asked(columns, parsed, fragment[bounds[j] : bounds[j + 1]], int(bounds[j]))
+        fragments[j] = parsed[0].shape[0]
+        vertex_rows[j], link_rows[j] = parsed[1].sum(), parsed[3].sum()
+    if not links:
+        return NeededRanges(vs, vc, None, None, fragments, vertex_rows, None)
+    return NeededRanges(vs, vc, ls, lc, fragments, vertex_rows, link_rows)
+
+
+def needed_counts_ranges(
+    blobs: np.ndarray,
+    begins: np.ndarray,
+    ends: np.ndarray,
+    need: tuple[np.ndarray, np.ndarray],
+    keys: Sequence[str],
+    one: Callable[[np.ndarray, str], tuple[np.ndarray, np.ndarray]],
+) -> NeededCounts:
+    """The fragments ``fragment[bounds[j]:bounds[j + 1]]`` (``need``: ``(bounds,
+    fragment)``, in any order) of every blob ``blobs[begins[j]:ends[j]]``: the counts-form
+    blobs (spec §6.8) by one kernel call
+    (:func:`~zarr_vectors.kernels.count_blobs.counts_needed`) that writes only those
+    fragments, any other blob decoded whole by ``one(blob, key)``, which raises for a
+    damaged one (``keys``: each blob's shard key)."""
+    bounds, fragment = need
+    header = (FRAGMENT_INDEX_MAGIC, FRAGMENT_INDEX_VERSION, FRAGMENT_INDEX_HEADER_NBYTES)
+    starts, counts, fragments, rows, ok = counts_needed(blobs, begins, ends, header, need)
+    extent = rows.copy()
+    for j in np.flatnonzero(~ok).tolist():
+        parsed = one(blobs[begins[j] : ends[j]], keys[j])
+        _fill_asked((starts, counts), parsed, fragment[bounds[j] : bounds[j + 1]], int(bounds[j]))
+        fragments[j], rows[j] = parsed[0].shape[0], parsed[1].sum()
+        extent[j] = (parsed[0] + parsed[1]).max(initial=0)
+    return NeededCounts(starts, counts, fragments, rows, extent)
+
+
+def _fill_asked(
+    columns: Sequence[np.ndarray], parsed: Sequence[np.ndarray], asked: np.ndarray, at: int
+) -> None:
+    """Write the values of the fragments ``asked`` (those a chunk has) from its ``parsed``
+    columns into ``columns`` from position ``at`` (a blob the kernels left to the strict
+    decoder)."""
+    inside = np.flatnonzero((asked >= 0) & (asked < parsed[0].shape[0]))
+    for column, values in zip(columns, parsed, strict=True):
+        column[at + inside] = values[asked[inside]]

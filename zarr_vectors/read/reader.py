@@ -3,7 +3,9 @@
 :class:`LevelReader` fetches exactly the bytes a read needs — whole shards for whole chunks,
 the row blocks covering the requested row runs otherwise (spec §8, §9.0) — and caches the
 small per-chunk indexes (fragment ranges, shard indexes) so a repeated query only fetches
-rows.
+rows. The fragment blobs of object levels are also held decoded but unparsed
+(:mod:`~zarr_vectors.read.held_blobs`): a read of objects parses only the fragments its
+manifests name (:meth:`LevelReader.needed_ranges`).
 
 Every step gathers its requests into one concurrent batch, so on object storage a read costs
 a small constant number of round trips whatever the number of chunks and columns: the
@@ -74,13 +76,17 @@ from zarr_vectors.read import row_reads
 from zarr_vectors.read.blob_batches import (
     FRAGMENT_OWNERS,
     RECORD_NAMES,
+    NeededCounts,
+    NeededRanges,
     batch_record_ranges,
     decode_blobs,
-    record_ranges,
+    needed_counts_ranges,
+    needed_record_ranges,
     stored_spans,
 )
 from zarr_vectors.read.blob_batches import blob_ranges as batch_blob_ranges
 from zarr_vectors.read.block_cache import BlockCache
+from zarr_vectors.read.held_blobs import HeldBlob, HeldBlobs
 from zarr_vectors.read.point_reads import PointReads, RowRuns
 from zarr_vectors.read.read_checks import (
     RESTORE,
@@ -260,6 +266,7 @@ class LevelReader:
         }
         self._blob_layouts: dict[str, RowLayout] = {}
         self._ranges: dict[tuple[str, tuple[int, ...]], tuple[np.ndarray, np.ndarray]] = {}
+        self.held = HeldBlobs()  # fragment blobs decoded, not parsed (needed_ranges)
         self._last_blocks: dict[str, tuple[int, np.ndarray]] = {}  # global_rows: path -> chunk
         self.indexes = ShardIndexes()  # shared with restricted views
         self._occupied: tuple[np.ndarray, np.ndarray] | None = None
@@ -664,12 +671,32 @@ class LevelReader:
         indexed = (
             [k[1] for k in keys] if index_chunks is None else read_plans.chunk_keys(index_chunks)
         )
-        missing = [k for k in dict.fromkeys(keys) if k not in self._ranges]
-        path = f"{self.base}/{self._stored_blob(name)}"
+        missing = [k[1] for k in dict.fromkeys(keys) if k not in self._ranges]
+        if self.kind == POINT_CLOUD:
+            self._fetch_ranges(name, missing, index_columns, indexed, dense_fragments)
+        else:  # held unparsed too, for the reads by id (needed_ranges)
+            stored = self._stored_blob(name)
+            self._fetch_held(stored, missing, index_columns, indexed)
+            self._decode_held(stored, missing)
+        for k in dict.fromkeys(keys):  # most recently used last (see trim_ranges)
+            self._ranges[k] = self._ranges.pop(k)
+        return [self._ranges[k] for k in keys]
+
+    def _first_wave(
+        self,
+        path: str,
+        missing: list[tuple[int, ...]],
+        index_columns: Sequence[str],
+        indexed: list[tuple[int, ...]],
+    ) -> list[bytes | None]:
+        """Fetch in one batch the blobs of the ``missing`` chunks in the blob array at
+        ``path`` when each has its own shard, else their shard indexes, with the shard
+        indexes of ``index_columns`` for the ``indexed`` chunks (cached); the blobs
+        fetched (none for shared shards: :meth:`_sharded_blobs` fetches them)."""
         layout = self._blob_layout(path) if missing else None  # fail before fetching shards
         sharded = layout is not None and layout.chunks_per_shard > 1
         blob_requests: list[tuple[str, ByteRange]] = [
-            (shard_key(path, np.asarray(k[1]), 0), None) for k in missing if not sharded
+            (shard_key(path, np.asarray(chunk), 0), None) for chunk in missing if not sharded
         ]
         index_requests = [
             request
@@ -678,26 +705,167 @@ class LevelReader:
             for request in self.indexes.chunk_requests(self.paths[column], column_layout, indexed)
         ]
         if sharded and layout is not None:
-            index_requests += self.indexes.chunk_requests(path, layout, [k[1] for k in missing])
+            index_requests += self.indexes.chunk_requests(path, layout, missing)
         raws = self.io.get_many(blob_requests + [(r[1], r[2]) for r in index_requests])
         self.indexes.keep(index_requests, raws[len(blob_requests) :], strict=False)
-        if sharded and layout is not None:
-            self._fetch_sharded_ranges(path, layout, [k[1] for k in missing])
+        return raws[: len(blob_requests)]
+
+    def _fetch_ranges(
+        self,
+        name: str,
+        missing: list[tuple[int, ...]],
+        index_columns: Sequence[str],
+        indexed: list[tuple[int, ...]],
+        dense_fragments: int | None,
+    ) -> None:
+        """Fetch and cache the fragment ranges of a point cloud's blob array ``name``
+        for the ``missing`` chunks (see :meth:`blob_ranges`)."""
+        path = f"{self.base}/{name}"
+        found = self._first_wave(path, missing, index_columns, indexed)
+        if not missing:
+            return
+        layout = self._blob_layout(path)
+        if layout.chunks_per_shard > 1:  # few chunks a box: chunk by chunk
+            for chunk, (where, blob) in zip(
+                missing, self._listed_blobs(path, layout, missing), strict=True
+            ):
+                self._ranges[(name, chunk)] = _blob_ranges(blob, where)
+            return
+        shard_keys = [shard_key(path, np.asarray(chunk), 0) for chunk in missing]
+        dense: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(found)
+        if dense_fragments is not None:
+            dense = decode_dense_blob_shards(layout, found, shard_keys, dense_fragments)
+        for chunk, where, raw, ranges in zip(missing, shard_keys, found, dense, strict=True):
+            if ranges is None:
+                ranges = _blob_ranges(self._decode_chunk_blob(path, where, raw), where)
+            self._ranges[(name, chunk)] = ranges
+
+    def _fetch_held(
+        self,
+        name: str,
+        chunks: list[tuple[int, ...]],
+        index_columns: Sequence[str],
+        indexed: list[tuple[int, ...]],
+    ) -> None:
+        """Fetch the blobs of array ``name`` of the ``chunks`` not held yet and hold them
+        decoded from their codecs but not parsed (:attr:`held`), the shard indexes of
+        ``index_columns`` for the ``indexed`` chunks fetched in the same batch."""
+        missing = self.held.missing(name, chunks)
+        path = f"{self.base}/{name}"
+        found = self._first_wave(path, missing, index_columns, indexed)
+        if not missing:
+            return
+        layout = self._blob_layout(path)
+        if layout.chunks_per_shard == 1:
+            keys = [shard_key(path, np.asarray(chunk), 0) for chunk in missing]
+            listed = [
+                (where, self._decode_chunk_blob(path, where, raw))
+                for where, raw in zip(keys, found, strict=True)
+            ]
         else:
-            found = raws[: len(missing)]
-            dense: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(found)
-            if dense_fragments is not None and layout is not None:
-                shard_keys = [request[0] for request in blob_requests]
-                dense = decode_dense_blob_shards(layout, found, shard_keys, dense_fragments)
-            for key, raw, ranges in zip(missing, found, dense, strict=True):
-                if ranges is None:
-                    where = shard_key(path, np.asarray(key[1]), 0)
-                    self._keep(path, key[1], self._decode_chunk_blob(path, where, raw), where)
-                else:
-                    self._ranges[key] = ranges
-        for k in dict.fromkeys(keys):  # most recently used last (see trim_ranges)
-            self._ranges[k] = self._ranges.pop(k)
-        return [self._ranges[k] for k in keys]
+            batch = self._sharded_blobs(path, layout, missing)
+            if batch is not None:
+                blobs, bounds, keys = batch
+                edges = bounds.tolist()
+                held = [HeldBlob(blobs, edges[j], edges[j + 1], k) for j, k in enumerate(keys)]
+                self.held.keep(name, missing, held)
+                return
+            listed = self._listed_blobs(path, layout, missing)
+        self.held.keep(name, missing, [HeldBlob(b, 0, b.shape[0], k) for k, b in listed])
+
+    def _decode_held(self, name: str, chunks: list[tuple[int, ...]]) -> None:
+        """Parse the held blobs of array ``name`` of ``chunks`` whole, together, and cache
+        what they hold: the records' three parts
+        (:func:`~zarr_vectors.read.blob_batches.batch_record_ranges`), or the ranges of
+        the other blobs (:func:`~zarr_vectors.read.blob_batches.blob_ranges`)."""
+        if not chunks:
+            return
+        chunks = list(dict.fromkeys(chunks))
+        buffer, begins, ends, keys = self.held.joined(name, chunks)
+        if name == FRAGMENT_RECORDS:
+            records = batch_record_ranges(buffer, begins, ends, keys)
+            for chunk, parts in zip(chunks, records, strict=True):
+                for part, ranges in parts.items():
+                    self._ranges[(part, chunk)] = ranges
+            return
+        found = batch_blob_ranges(buffer, begins, ends, keys, _blob_ranges)
+        for chunk, ranges in zip(chunks, found, strict=True):
+            self._ranges[(name, chunk)] = ranges
+
+    def needed_ranges(
+        self,
+        chunks: np.ndarray,
+        rows: np.ndarray,
+        need: tuple[np.ndarray, np.ndarray],
+        *,
+        links: bool = True,
+    ) -> NeededRanges:
+        """The vertex and link ranges of some fragments of distinct ``chunks`` of an
+        object level, each chunk's row count checked. Only the counts are parsed, and only
+        the fragments asked are returned: nothing is written per fragment of the chunks
+        (:meth:`fragment_ranges` parses and caches the blobs whole); the blobs are held
+        unparsed for the next read (:attr:`held`).
+
+        Parameters
+        ----------
+        chunks, rows
+            ``(k, D)`` distinct chunk indices and their row counts.
+        need
+            ``(bounds, fragment)``: chunk ``j`` is asked for the fragments
+            ``fragment[bounds[j]:bounds[j + 1]]`` (any order, repeats allowed).
+        links
+            Whether the link rows are asked too (else they are None).
+
+        Raises
+        ------
+        CorruptChunkError
+            When a blob is damaged, does not cover its chunk's rows, or lacks a fragment
+            asked.
+        """
+        keys = [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
+        link: NeededCounts | None = None  # the link blobs of a level without records
+        if self.records:
+            self._fetch_held(FRAGMENT_RECORDS, keys, self.vertex_columns, keys)
+            buffer, begins, ends, where = self.held.joined(FRAGMENT_RECORDS, keys)
+            found = needed_record_ranges(buffer, begins, ends, need, where, links)
+            extent = found.vertex_rows
+        else:
+            vertex = self._needed_counts(VERTEX_FRAGMENTS, keys, need, self.vertex_columns)
+            link = self._needed_counts(LINK_FRAGMENTS, keys, need, ()) if links else None
+            found = NeededRanges(
+                vertex.starts,
+                vertex.counts,
+                None if link is None else link.starts,
+                None if link is None else link.counts,
+                vertex.fragments,
+                vertex.rows,
+                None if link is None else link.rows,
+            )
+            extent = vertex.extent
+        bad = np.flatnonzero((extent != rows) | (found.vertex_rows != rows))
+        if bad.size:
+            j = int(bad[0])
+            raise CorruptChunkError(
+                f"chunk {keys[j]}: fragment index covers {int(extent[j])} rows, "
+                f"vertex_counts says {int(rows[j])}"
+            )
+        _check_fragments(keys, need, found.fragments, "")
+        if link is not None:
+            _check_fragments(keys, need, link.fragments, "its chunk's links do not index")
+        return found
+
+    def _needed_counts(
+        self,
+        name: str,
+        keys: list[tuple[int, ...]],
+        need: tuple[np.ndarray, np.ndarray],
+        index_columns: Sequence[str],
+    ) -> NeededCounts:
+        """:func:`~zarr_vectors.read.blob_batches.needed_counts_ranges` of the blobs of
+        array ``name`` of the chunks ``keys`` (fetched when not held)."""
+        self._fetch_held(name, keys, index_columns, keys)
+        buffer, begins, ends, where = self.held.joined(name, keys)
+        return needed_counts_ranges(buffer, begins, ends, need, where, _blob_ranges)
 
     def fragment_owners(self, chunks: np.ndarray) -> list[np.ndarray]:
         """The owner object of every fragment of each chunk, from the chunks' fragment
@@ -709,41 +877,22 @@ class LevelReader:
         vertex and link fragments and the owners of a level with records."""
         return FRAGMENT_RECORDS if self.records and name in RECORD_NAMES else name
 
-    def _keep(self, path: str, chunk: tuple[int, ...], blob: np.ndarray, where: str) -> None:
-        """Cache what chunk ``chunk``'s decoded blob of the array at ``path`` holds
-        (``where``: its shard key, for errors)."""
-        name = path.rsplit("/", 1)[-1]
-        if name != FRAGMENT_RECORDS:
-            self._ranges[(name, chunk)] = _blob_ranges(blob, where)
-            return
-        for part, ranges in record_ranges(blob, where).items():
-            self._ranges[(part, chunk)] = ranges
-
     def cached_ranges(self, name: str, chunk: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """The fragment ranges of blob array ``name`` in ``chunk`` that :meth:`blob_ranges`
         fetched (a KeyError if it did not)."""
         return self._ranges[(name, chunk)]
 
-    def _fetch_sharded_ranges(
+    def _sharded_blobs(
         self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
-    ) -> None:
-        """Fetch (one batch of byte ranges) and cache the blobs of chunks in shared shards.
-
-        Object kinds: planned and decoded for all chunks together, the counts-form blobs
-        parsed by one kernel (:mod:`~zarr_vectors.read.blob_batches`; a read by id meets
-        tens of chunks). Point clouds (per-bin blobs of the range form, few chunks a box)
-        and shards whose stored blocks are irregular go chunk by chunk
-        (:meth:`_fetch_listed_ranges`), which names any fault.
-        """
-        if self.kind == POINT_CLOUD:
-            self._fetch_listed_ranges(path, layout, chunks)
-            return
-        name = path.rsplit("/", 1)[-1]
+    ) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
+        """The blobs of chunks in shared shards, fetched in one batch of byte ranges and
+        decoded together (:func:`~zarr_vectors.read.blob_batches.decode_blobs`): the bytes,
+        each chunk's bounds in them and its shard key; None when some chunk does not store
+        exactly its first blocks (:meth:`_listed_blobs` then names the fault)."""
         keys, entries = self.indexes.entry_arrays(path, layout, np.asarray(chunks, np.int64))
         spans = stored_spans(entries)
         if spans is None:
-            self._fetch_listed_ranges(path, layout, chunks)
-            return
+            return None
         requests: list[tuple[str, ByteRange]] = [
             (key, (start, end))
             for key, start, end in zip(keys, spans.start.tolist(), spans.end.tolist(), strict=True)
@@ -757,20 +906,13 @@ class LevelReader:
                 raise CorruptChunkError(f"{key}: shard disappeared while reading")
             payloads.append(raw)
         blobs, bounds = decode_blobs(layout, keys, entries, spans, payloads)
-        if name == FRAGMENT_RECORDS:
-            for chunk, parts in zip(chunks, batch_record_ranges(blobs, bounds, keys), strict=True):
-                for part, ranges in parts.items():
-                    self._ranges[(part, chunk)] = ranges
-            return
-        found = batch_blob_ranges(blobs, bounds, keys, _blob_ranges)
-        for chunk, ranges in zip(chunks, found, strict=True):
-            self._ranges[(name, chunk)] = ranges
+        return blobs, bounds, keys
 
-    def _fetch_listed_ranges(
+    def _listed_blobs(
         self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
-    ) -> None:
-        """Fetch (one batch of byte ranges) and cache the blobs of chunks in shared shards,
-        chunk by chunk (see :meth:`_fetch_sharded_ranges`)."""
+    ) -> list[tuple[str, np.ndarray]]:
+        """The shard key and decoded blob of every chunk in shared shards, fetched in one
+        batch of byte ranges, planned chunk by chunk (see :meth:`_sharded_blobs`)."""
         requests: list[tuple[str, ByteRange]] = []
         found: list[tuple[str, list[list[int]], tuple[int, int]]] = []
         for chunk in chunks:
@@ -789,8 +931,7 @@ class LevelReader:
                 raise CorruptChunkError(f"{key}: shard disappeared while reading")
             payloads.append(raw)
         blobs = _decode_blobs(layout, found, payloads)
-        for chunk, (key, _entries, _span), blob in zip(chunks, found, blobs, strict=True):
-            self._keep(path, chunk, blob, key)
+        return [(key, blob) for (key, _entries, _span), blob in zip(found, blobs, strict=True)]
 
     def _get_grouped(self, requests: list[tuple[str, ByteRange]]) -> list[bytes | None]:
         """:meth:`StoreIO.get_many` of ``requests``, asked key by key: a shard of several
@@ -861,8 +1002,11 @@ class LevelReader:
 
     def trim_ranges(self, limit: int) -> None:
         """Forget the least recently used fragment ranges until those cached hold at most
-        ``limit`` bytes (fetched again when asked)."""
+        ``limit`` bytes (fetched again when asked); the fragment blobs held unparsed
+        (:attr:`held`) count too and go first."""
         held = sum(a.nbytes + b.nbytes for a, b in self._ranges.values())
+        held += self.held.nbytes()
+        held -= self.held.trim(held - limit)
         for key in list(self._ranges):
             if held <= limit:
                 break
@@ -1054,6 +1198,28 @@ class LevelReader:
             links = self._ranges.get((LINK_FRAGMENTS, chunk))
             return None if links is None else int(links[1].sum())
         return None
+
+
+def _check_fragments(
+    keys: list[tuple[int, ...]],
+    need: tuple[np.ndarray, np.ndarray],
+    fragments: np.ndarray,
+    what: str,
+) -> None:
+    """Raise CorruptChunkError when a fragment asked (``need``: ``(bounds, fragment)``)
+    is not one of its chunk's ``fragments`` (``what``: the message's ending, else "of F").
+    """
+    bounds, fragment = need
+    slot = np.repeat(np.arange(len(keys)), np.diff(bounds))
+    past = (fragment < 0) | (fragment >= fragments[slot])
+    if past.any():
+        j = int(slot[past].min())
+        if what:
+            raise CorruptChunkError(f"chunk {keys[j]}: a manifest names a fragment {what}")
+        worst = int(fragment[bounds[j] : bounds[j + 1]].max())
+        raise CorruptChunkError(
+            f"chunk {keys[j]}: a manifest names fragment {worst} of {int(fragments[j])}"
+        )
 
 
 def _blob_ranges(blob: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:

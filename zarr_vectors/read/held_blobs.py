@@ -1,0 +1,95 @@
+"""Fragment blobs held decoded from their codecs but not parsed, per blob array and chunk.
+
+A read by id needs a few fragments of each chunk it meets; parsing a chunk's fragment
+record (format 1.6, spec §6.9) or counts-form blob (format 1.5, §6.8) whole wrote a row
+per fragment of the chunk, most of the cost of a cold read. A reader holds the decoded
+bytes instead (a tenth of the parsed rows' size) and parses only what each read asks
+(:func:`~zarr_vectors.read.blob_batches.needed_record_ranges`). Blobs fetched together
+share one buffer; blobs held from several fetches are joined once into one buffer when a
+read asks them together, so the kernels take one buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["HeldBlob", "HeldBlobs"]
+
+Chunk = tuple[int, ...]
+
+
+class HeldBlob(NamedTuple):
+    """A chunk's blob: ``buffer[begin:end]`` (the blob and its zero padding), and its
+    shard key (for error messages)."""
+
+    buffer: np.ndarray
+    begin: int
+    end: int
+    key: str
+
+
+class HeldBlobs:
+    """The held blobs of one level, least recently used first."""
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[str, Chunk], HeldBlob] = {}
+
+    def missing(self, name: str, chunks: Iterable[Chunk]) -> list[Chunk]:
+        """The distinct ``chunks`` whose blob of array ``name`` is not held, in order."""
+        return [c for c in dict.fromkeys(chunks) if (name, c) not in self._held]
+
+    def keep(self, name: str, chunks: Sequence[Chunk], blobs: Sequence[HeldBlob]) -> None:
+        """Hold the blobs of array ``name`` of ``chunks``."""
+        self._held.update(((name, c), b) for c, b in zip(chunks, blobs, strict=True))
+
+    def joined(
+        self, name: str, chunks: Sequence[Chunk]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """The held blobs of array ``name`` of ``chunks`` (distinct, all held) in one
+        buffer: the buffer, each blob's bounds in it and its shard key. Blobs held in
+        several buffers are copied into one, in which they are then held.
+
+        Examples
+        --------
+        >>> held = HeldBlobs()
+        >>> held.keep("b", [(0,), (1,)], [HeldBlob(np.arange(4, dtype=np.uint8), 1, 3, "k0"),
+        ...                               HeldBlob(np.ones(2, np.uint8), 0, 2, "k1")])
+        >>> buffer, begins, ends, keys = held.joined("b", [(1,), (0,)])
+        >>> buffer.tolist(), begins.tolist(), ends.tolist(), keys
+        ([1, 1, 1, 2], [0, 2], [2, 4], ['k1', 'k0'])
+        """
+        blobs = [self._held.pop((name, c)) for c in chunks]
+        if blobs and any(b.buffer is not blobs[0].buffer for b in blobs):
+            joined = np.concatenate([b.buffer[b.begin : b.end] for b in blobs])
+            ends = np.cumsum([b.end - b.begin for b in blobs]).tolist()
+            blobs = [
+                HeldBlob(joined, end - (b.end - b.begin), end, b.key)
+                for b, end in zip(blobs, ends, strict=True)
+            ]
+        self.keep(name, chunks, blobs)  # most recently used last
+        buffer = blobs[0].buffer if blobs else np.empty(0, np.uint8)
+        begins = np.array([b.begin for b in blobs], dtype=np.int64)
+        stops = np.array([b.end for b in blobs], dtype=np.int64)
+        return buffer, begins, stops, [b.key for b in blobs]
+
+    def nbytes(self) -> int:
+        """The bytes of the blobs held (their padding included)."""
+        return sum(b.end - b.begin for b in self._held.values())
+
+    def trim(self, excess: int) -> int:
+        """Forget the least recently used blobs until ``excess`` bytes are freed or none
+        is held; the bytes freed."""
+        freed = 0
+        for key in list(self._held):
+            if freed >= excess:
+                break
+            blob = self._held.pop(key)
+            freed += blob.end - blob.begin
+        return freed
+
+    def get(self, name: str, chunk: Chunk) -> HeldBlob:
+        """The held blob of array ``name`` of ``chunk`` (a KeyError if none)."""
+        return self._held[(name, chunk)]
