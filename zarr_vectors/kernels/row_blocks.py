@@ -22,6 +22,8 @@ from llvmlite import ir  # type: ignore[import-untyped]
 
 from zarr_vectors.kernels._jit import copy_bytes, intrinsic, njit
 from zarr_vectors.kernels._jit import numba_types as types
+from zarr_vectors.kernels.zstd_frames import le32 as _le32
+from zarr_vectors.kernels.zstd_frames import stage_frame, staged_size
 
 __all__ = [
     "BLOSC_MAX_OVERHEAD",
@@ -314,6 +316,8 @@ def decode_blocks(
     compressed: bool,
     crc_fn: int,
     blosc_fn: int,
+    zstd_fn: int = 0,
+    dctx: int = 0,
 ) -> int:
     """Check and decode stored row blocks into their slots of ``out``.
 
@@ -335,6 +339,11 @@ def decode_blocks(
     crc_fn, blosc_fn
         Addresses of ``crc32c_value`` and ``blosc_decompress_ctx`` (the latter unused when
         not ``compressed``).
+    zstd_fn, dctx
+        Address of ``ZSTD_decompressDCtx`` and a Zstandard context of the calling thread:
+        Blosc frames of Zstandard streams are then decompressed with it
+        (:func:`~zarr_vectors.kernels.zstd_frames.stage_frame`); 0 to leave every frame to
+        C-Blosc.
 
     Returns
     -------
@@ -353,6 +362,8 @@ def decode_blocks(
             compressed,
             crc_fn,
             blosc_fn,
+            zstd_fn,
+            dctx,
         )
     )
 
@@ -368,9 +379,12 @@ def _decode_blocks(
     compressed: bool,
     crc_fn: int,
     blosc_fn: int,
+    zstd_fn: int,
+    dctx: int,
 ) -> int:
     base = buffer.ctypes.data
     dest = out.ctypes.data
+    staged = np.empty(block_nbytes + block_nbytes // 4 + 4096 if zstd_fn else 0, np.uint8)
     for i in range(starts.shape[0]):
         start, length, slot = starts[i], lengths[i], slots[i]
         if (
@@ -394,19 +408,17 @@ def _decode_blocks(
             return i
         if _le32(buffer, start + 4) != block_nbytes:
             return i
-        done = _blosc_decompress_ctx(blosc_fn, base + start, dest + target, block_nbytes)
+        frame = base + start
+        if zstd_fn and 0 < staged_size(buffer, start) <= staged.shape[0]:
+            staged_length = stage_frame(buffer, start, body, staged, zstd_fn, dctx)
+            if staged_length < 0:
+                return i
+            if staged_length > 0:
+                frame = staged.ctypes.data
+        done = _blosc_decompress_ctx(blosc_fn, frame, dest + target, block_nbytes)
         if done != block_nbytes:
             return i
     return -1
-
-
-@njit
-def _le32(buffer: U8, at: int) -> np.int64:
-    """The little-endian uint32 at ``buffer[at:at + 4]``."""
-    value = np.int64(0)
-    for k in range(4):
-        value |= np.int64(buffer[at + k]) << (8 * k)
-    return value
 
 
 def dense_blob_ranges(

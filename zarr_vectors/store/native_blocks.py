@@ -247,9 +247,12 @@ def decode_natively(
     size: int,
     compressed: bool,
     native: tuple[int, int],
+    zstd: Callable[[], tuple[int, int]] = lambda: (0, 0),
 ) -> int:
     """:func:`~zarr_vectors.kernels.row_blocks.decode_blocks` of every block; -1 or the
-    first failing block (every block before it is decoded).
+    first failing block (every block before it is decoded). ``zstd()`` gives the calling
+    thread's Zstandard function and context
+    (:func:`~zarr_vectors.store.zstd_contexts.zstd_context`; by default none).
 
     A large batch is cut into parts that this thread and the helper thread take in turn
     (the kernel releases the GIL). This thread waits only for the parts the helper took:
@@ -258,7 +261,9 @@ def decode_natively(
     k = int(starts.shape[0])
     helper = _decode_helper(k)
     if helper is None:
-        return decode_blocks(buffer, starts, lengths, flat, slots, size, compressed, *native)
+        return decode_blocks(
+            buffer, starts, lengths, flat, slots, size, compressed, *native, *zstd()
+        )
     step = max(_SPLIT_PART, -(-k // _SPLIT_PARTS))
     parts = [(a, min(a + step, k)) for a in range(0, k, step)]
     finished = [threading.Event() for _ in parts]
@@ -270,9 +275,8 @@ def decode_natively(
             a, z = parts[turn]
             outcome = a  # should the kernel raise, the part is left to the one-by-one decoding
             try:
-                f = decode_blocks(
-                    buffer, starts[a:z], lengths[a:z], flat, slots[a:z], size, compressed, *native
-                )
+                part = (starts[a:z], lengths[a:z], flat, slots[a:z], size, compressed)
+                f = decode_blocks(buffer, *part, *native, *zstd())
                 outcome = a + f if f >= 0 else -1
             finally:
                 if outcome >= 0:

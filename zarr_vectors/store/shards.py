@@ -27,6 +27,7 @@ from zarr_vectors.format.layout import sharding_problems
 from zarr_vectors.format.place import PLACE_NBYTES, data_type_name, place_problem, place_record
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks
 from zarr_vectors.store import native_blocks
+from zarr_vectors.store.zstd_contexts import zstd_context
 
 __all__ = [
     "RowLayout",
@@ -768,7 +769,7 @@ class RowLayout:
         if native is not None:
             compressed = self.blosc is not None
             failed = native_blocks.decode_natively(
-                buffer, starts, lengths, slots, flat, size, compressed, native
+                buffer, starts, lengths, slots, flat, size, compressed, native, zstd_context
             )
             if failed < 0:
                 return
@@ -1014,6 +1015,7 @@ def _decoded_natively(raw: bytes, rows: np.ndarray) -> bool:
         rows.nbytes,
         True,
         *native,
+        *zstd_context(),
     )
     return failed < 0
 
