@@ -1,0 +1,206 @@
+"""Blosc frames of Zstandard streams decoded with a reused context (kernels/zstd_frames.py)
+against a plain-Python twin and C-Blosc itself."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import google_crc32c
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numcodecs import Blosc, blosc, zstd
+
+from zarr_vectors.kernels._jit import set_kernel_mode
+from zarr_vectors.kernels.row_blocks import decode_blocks
+from zarr_vectors.kernels.zstd_frames import stage_frame, staged_size
+from zarr_vectors.store.native_blocks import blosc_libraries, native_block_functions
+from zarr_vectors.store.zstd_contexts import zstd_context, zstd_functions
+
+NATIVE = native_block_functions()
+ZSTD = zstd_context()
+pytestmark = pytest.mark.skipif(ZSTD == (0, 0), reason="no usable Zstandard functions")
+
+_SHUFFLES = [Blosc.NOSHUFFLE, Blosc.SHUFFLE, Blosc.BITSHUFFLE]
+
+
+def naive_stage(frame: bytes) -> bytes | int:
+    """The twin of :func:`stage_frame` through numcodecs' Zstandard: the staged frame, 0
+    (left to C-Blosc) or -1 (damaged)."""
+    flags, typesize = frame[2], frame[3]
+    nbytes, blocksize = (int.from_bytes(frame[a : a + 4], "little") for a in (4, 8))
+    if flags >> 5 != 4 or flags & 0x0A or not (typesize and nbytes and blocksize):
+        return 0
+    if nbytes >= 2**31 or blocksize >= 2**31:
+        return 0
+    n_blocks = -(-nbytes // blocksize)
+    head = 16 + 4 * n_blocks
+    if head > len(frame):
+        return -1
+    starts, streams = [], []
+    at = head
+    for j in range(n_blocks):
+        size = min(blocksize, nbytes - j * blocksize)
+        split = not (flags & 0x10 or size < blocksize) and typesize <= 16
+        splits = typesize if split and size // typesize >= 128 else 1
+        part = size // splits
+        starts.append(at)
+        src = int.from_bytes(frame[16 + 4 * j : 20 + 4 * j], "little")
+        for _ in range(splits):
+            if src < head or src + 4 > len(frame):
+                return -1
+            stored = int.from_bytes(frame[src : src + 4], "little")
+            src += 4
+            if stored >= 2**31 or src + stored > len(frame):
+                return -1
+            raw = frame[src : src + stored]
+            if stored != part:
+                try:
+                    raw = zstd.decompress(raw)
+                except RuntimeError:
+                    return -1
+                if len(raw) != part:
+                    return -1
+            streams.append(part.to_bytes(4, "little") + raw)
+            at += 4 + part
+            src += stored
+    table = b"".join(s.to_bytes(4, "little") for s in starts)
+    return frame[:12] + at.to_bytes(4, "little") + table + b"".join(streams)
+
+
+def _kernel_stage(frame: bytes) -> bytes | int:
+    buffer = np.frombuffer(b"\x07" + frame, dtype=np.uint8)  # not at the buffer's start
+    if len(frame) < 16 or not staged_size(buffer, 1):
+        return 0
+    out = np.zeros(staged_size(buffer, 1), dtype=np.uint8)
+    n = stage_frame(buffer, 1, len(frame), out, *ZSTD)
+    return n if n <= 0 else out[:n].tobytes()
+
+
+@st.composite
+def zstd_frames(draw: st.DrawFn) -> tuple[bytes, bytes]:
+    """``(rows' bytes, Blosc frame)`` of Zstandard frames: any shuffle and type size,
+    several internal blocks and a leftover one, compressible and noisy rows."""
+    dtype = draw(st.sampled_from(["<f4", "<f8", "<i2", "u1", "<i8"]))
+    n = draw(st.integers(1, 3000))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    rows = (np.arange(n) % draw(st.integers(1, 50))).astype(dtype)
+    noisy = rng.random(n) < draw(st.sampled_from([0.0, 0.1, 1.0]))
+    rows[noisy] = rng.integers(0, 100, int(noisy.sum())).astype(dtype)
+    codec = Blosc(
+        cname="zstd",
+        clevel=draw(st.integers(1, 9)),
+        shuffle=draw(st.sampled_from(_SHUFFLES)),
+        blocksize=draw(st.sampled_from([0, 256, 1000, 4096])),
+    )
+    return rows.tobytes(), bytes(codec.encode(rows))
+
+
+@settings(max_examples=80, deadline=None)
+@given(zstd_frames())
+def test_staged_frames_match_the_twin_and_decode_to_the_rows(case: tuple[bytes, bytes]) -> None:
+    rows, frame = case
+    staged = _kernel_stage(frame)
+    assert staged == naive_stage(frame)
+    if isinstance(staged, bytes):  # stored whole (MEMCPYED) frames go to C-Blosc
+        assert blosc.decompress(staged) == rows
+
+
+def _split_frames(rows: np.ndarray, shuffle: int, blocksize: int) -> bytes | None:
+    """A Zstandard frame whose blocks are split in ``typesize`` streams (C-Blosc's
+    ``BLOSC_ALWAYS_SPLIT``), made by the C-Blosc library the decoder uses."""
+    assert NATIVE is not None
+    for path in blosc_libraries():
+        library = ctypes.CDLL(path)
+        if ctypes.cast(library.blosc_decompress_ctx, ctypes.c_void_p).value == NATIVE[1]:
+            break
+    else:
+        return None
+    out = ctypes.create_string_buffer(rows.nbytes + 16)
+    compress = library.blosc_compress_ctx
+    size, pointer, int32 = ctypes.c_size_t, ctypes.c_void_p, ctypes.c_int
+    compress.argtypes = [int32, int32, size, size, pointer, pointer, size, ctypes.c_char_p]
+    compress.argtypes += [size, int32]
+    compress.restype = int32
+    library.blosc_set_splitmode(1)  # always
+    try:
+        n = compress(
+            1, shuffle, rows.itemsize, rows.nbytes, rows.ctypes.data, out,
+            rows.nbytes + 16, b"zstd", blocksize, 1,
+        )  # fmt: skip
+    finally:
+        library.blosc_set_splitmode(4)  # forward compatible: the default
+    return out.raw[:n] if n > 0 else None
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(["<f4", "<i8", "<i2"]),
+    st.integers(200, 5000),
+    st.sampled_from(_SHUFFLES),
+    st.sampled_from([0, 1024, 2048]),
+)
+def test_split_streams_are_staged(dtype: str, n: int, shuffle: int, blocksize: int) -> None:
+    rows = (np.arange(n) % 97).astype(dtype)
+    frame = _split_frames(rows, shuffle, blocksize)
+    if frame is None:
+        pytest.skip("no C-Blosc library to make split frames")
+    assert not frame[2] & 0x10  # blocks split in streams
+    staged = _kernel_stage(frame)
+    assert staged == naive_stage(frame)
+    assert isinstance(staged, bytes)
+    assert blosc.decompress(staged) == rows.tobytes()
+
+
+@settings(max_examples=120, deadline=None)
+@given(zstd_frames(), st.data())
+def test_damaged_frames_decode_as_c_blosc_or_are_refused(
+    case: tuple[bytes, bytes], data: st.DataObject
+) -> None:
+    """A damaged frame (its checksum redone) decodes through the context to what C-Blosc
+    alone makes of it, or is refused: never to other bytes, never a crash."""
+    rows, frame = case
+    damaged = bytearray(frame)
+    for _ in range(data.draw(st.integers(1, 3))):
+        damaged[data.draw(st.integers(0, len(frame) - 1))] ^= data.draw(st.integers(1, 255))
+    damaged[4:8] = len(rows).to_bytes(4, "little")  # sizes the kernel checks before staging
+    damaged[12:16] = len(frame).to_bytes(4, "little")
+    block = bytes(damaged) + google_crc32c.value(bytes(damaged)).to_bytes(4, "little")
+    buffer = np.frombuffer(block, dtype=np.uint8)
+    one = (np.zeros(1, np.int64), np.full(1, len(block), np.int64))
+    assert NATIVE is not None
+    got, alone = (np.zeros(len(rows), np.uint8) for _ in range(2))
+    slot = np.zeros(1, np.int64)
+    ours = decode_blocks(buffer, *one, got, slot, len(rows), True, *NATIVE, *ZSTD)
+    theirs = decode_blocks(buffer, *one, alone, slot, len(rows), True, *NATIVE)
+    if ours == -1:
+        assert theirs == -1
+        np.testing.assert_array_equal(got, alone)
+
+
+def test_each_thread_has_its_own_context() -> None:
+    found: list[tuple[int, int]] = []
+    thread = threading.Thread(target=lambda: found.append(zstd_context()))
+    thread.start()
+    thread.join()
+    assert zstd_context() == ZSTD
+    assert found[0][0] == ZSTD[0]
+    assert found[0][1] not in (0, ZSTD[1])
+    assert zstd_functions() is not None
+
+
+def test_frames_stage_alike_when_kernels_run_as_python() -> None:
+    rows = (np.arange(5000) % 37).astype("<f4")
+    frame = bytes(
+        Blosc(cname="zstd", clevel=3, shuffle=Blosc.BITSHUFFLE, blocksize=2048).encode(rows)
+    )
+    compiled = _kernel_stage(frame)
+    previous = set_kernel_mode("python")
+    try:
+        assert _kernel_stage(frame) == compiled
+    finally:
+        set_kernel_mode(previous)
+    assert isinstance(compiled, bytes)
+    assert blosc.decompress(compiled) == rows.tobytes()
