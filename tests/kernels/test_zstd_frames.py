@@ -13,10 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numcodecs import Blosc, blosc, zstd
 
+from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.kernels._jit import set_kernel_mode
 from zarr_vectors.kernels.row_blocks import decode_blocks
 from zarr_vectors.kernels.zstd_frames import stage_frame, staged_size
 from zarr_vectors.store.native_blocks import blosc_libraries, native_block_functions
+from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.store.zstd_contexts import zstd_context, zstd_functions
 
 NATIVE = native_block_functions()
@@ -24,6 +26,7 @@ ZSTD = zstd_context()
 pytestmark = pytest.mark.skipif(ZSTD == (0, 0), reason="no usable Zstandard functions")
 
 _SHUFFLES = [Blosc.NOSHUFFLE, Blosc.SHUFFLE, Blosc.BITSHUFFLE]
+ZSTD_BLOSC = {"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle"}
 
 
 def naive_stage(frame: bytes) -> bytes | int:
@@ -204,3 +207,37 @@ def test_frames_stage_alike_when_kernels_run_as_python() -> None:
         set_kernel_mode(previous)
     assert isinstance(compiled, bytes)
     assert blosc.decompress(compiled) == rows.tobytes()
+
+
+def _zstd_layout_blocks() -> tuple[RowLayout, np.ndarray, list[bytes]]:
+    rows = (np.arange(3000, dtype="<f4") % 101).reshape(1000, 3)
+    layout = RowLayout(np.dtype("<f4"), (3,), 256, 1024, ZSTD_BLOSC)
+    return layout, rows, layout.encode_blocks(rows)
+
+
+def _decode_all(layout: RowLayout, blocks: list[bytes], out: np.ndarray) -> None:
+    buffer = np.frombuffer(b"".join(blocks), dtype=np.uint8)
+    lengths = np.array([len(b) for b in blocks], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    slots = np.arange(len(blocks), dtype=np.int64)
+    layout.decode_blocks_at(buffer, starts, lengths, slots, out, lambda i: (i, "v/c/0/0/0"))
+
+
+def test_zstd_row_blocks_decode_to_their_rows() -> None:
+    layout, rows, blocks = _zstd_layout_blocks()
+    assert blocks[0][2] >> 5 == 4  # Zstandard frames: staged
+    out = np.full((1024, 3), np.nan, dtype="<f4")
+    _decode_all(layout, blocks, out)
+    np.testing.assert_array_equal(out[:1000], rows)
+
+
+def test_a_damaged_zstd_stream_is_a_clear_error() -> None:
+    """A stored block whose Zstandard stream is damaged (checksum redone, so only the
+    stream tells) is refused with the block named, never decoded to other rows."""
+    layout, _, blocks = _zstd_layout_blocks()
+    frame = bytearray(blocks[2][:-4])
+    frame[int.from_bytes(frame[16:20], "little") + 4] ^= 0xFF  # the stream's magic number
+    blocks[2] = bytes(frame) + google_crc32c.value(bytes(frame)).to_bytes(4, "little")
+    out = np.zeros((1024, 3), dtype="<f4")
+    with pytest.raises(CorruptChunkError, match=r"v/c/0/0/0: row block 2"):
+        _decode_all(layout, blocks, out)

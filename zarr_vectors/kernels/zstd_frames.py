@@ -56,14 +56,8 @@ def _zstd_typer(typingctx: Any, fn: Any, dctx: Any, dst: Any, cap: Any, src: Any
     return sig, codegen
 
 
-_DECOMPRESS_DCTX = ctypes.CFUNCTYPE(
-    ctypes.c_size_t,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_size_t,
-    ctypes.c_void_p,
-    ctypes.c_size_t,
-)
+_VOID, _SIZE = ctypes.c_void_p, ctypes.c_size_t
+_DECOMPRESS_DCTX = ctypes.CFUNCTYPE(_SIZE, _VOID, _VOID, _SIZE, _VOID, _SIZE)
 
 
 def _zstd_python(fn: int, dctx: int, dst: int, cap: int, src: int, size: int) -> int:
