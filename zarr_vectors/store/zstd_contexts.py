@@ -40,14 +40,15 @@ def zstd_functions() -> tuple[int, Callable[..., Any], Callable[..., Any]] | Non
     if native is None:
         return None
     for path in blosc_libraries():
-        library = ctypes.CDLL(path)
-        if ctypes.cast(library.blosc_decompress_ctx, ctypes.c_void_p).value != native[1]:
-            continue
         try:
+            library = ctypes.CDLL(path)
+            chosen = ctypes.cast(library.blosc_decompress_ctx, ctypes.c_void_p).value
+            if chosen != native[1]:
+                continue
             decompress = library.ZSTD_decompressDCtx
             create, free = library.ZSTD_createDCtx, library.ZSTD_freeDCtx
-        except AttributeError:
-            return None
+        except (OSError, AttributeError):
+            continue
         create.restype, create.argtypes = ctypes.c_void_p, []
         free.restype, free.argtypes = ctypes.c_size_t, [ctypes.c_void_p]
         address = ctypes.cast(decompress, ctypes.c_void_p).value
