@@ -27,6 +27,7 @@ from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.query import object_queries as objects
 from zarr_vectors.query.object_queries import _Runs, _translate
 from zarr_vectors.query.regions import ball_region, polygon_region
+from zarr_vectors.read import RowRuns
 
 STEP = BIN / 2
 
@@ -255,8 +256,24 @@ def test_link_entries_translate_to_result_rows_as_one_entry_at_a_time(
     case: tuple[Any, ...],
 ) -> None:
     rows, slots, index, gids, sentinels = case
-    got = _translate(rows, slots, _returned(index), _by_gid(gids), sentinels)
-    np.testing.assert_array_equal(got, _translate_naively(*case))
+    got, kept = _translate(
+        rows, _row_runs(slots), _returned(index), _by_gid(gids), sentinels, False
+    )
+    want = _translate_naively(*case)
+    assert kept is None
+    np.testing.assert_array_equal(got, want)
+    got, kept = _translate(rows, _row_runs(slots), _returned(index), _by_gid(gids), sentinels, True)
+    root = want[:, 1] < 0  # a tree drops its root's link [root, -1]
+    np.testing.assert_array_equal(got, want[~root])
+    assert (kept is None) == (not root.any())
+    if kept is not None:
+        np.testing.assert_array_equal(kept, np.flatnonzero(~root))
+
+
+def _row_runs(slots: np.ndarray) -> RowRuns:
+    """Link rows of chunk slots ``slots`` as runs of one row each (the rows read in order)."""
+    ones = np.ones(slots.shape[0], dtype=np.int64)
+    return RowRuns([], slots, ones - 1, ones)
 
 
 @pytest.mark.parametrize("bad", [0, 4, 1000])
@@ -265,7 +282,7 @@ def test_a_link_to_a_row_that_was_not_returned_is_a_corrupt_chunk(bad: int) -> N
     rows = np.array([[1, 2], [bad, 3]], dtype=np.int64)
     empty = _by_gid((np.empty(0, np.int64), np.empty(0, np.int64)))
     with pytest.raises(CorruptChunkError, match="not a vertex of its object"):
-        _translate(rows, np.array([0, 0]), _returned(index), empty, False)
+        _translate(rows, _row_runs(np.array([0, 0])), _returned(index), empty, False, False)
 
 
 def test_an_object_store_replaced_under_an_open_handle_raises_store_changed(

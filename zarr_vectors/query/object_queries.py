@@ -34,6 +34,7 @@ from zarr_vectors.format.names import (
 from zarr_vectors.kernels import concat_ranges, counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.link_entries import rows_in_runs
+from zarr_vectors.kernels.link_rows import cross_link_rows, link_result_rows
 from zarr_vectors.query._fragment_refs import (
     FragmentTable,
     chunk_slots,
@@ -712,21 +713,18 @@ class _Plan:
             runs, chunk_rows = self._planned_link_runs(*self.link_plan)
         else:
             runs, chunk_rows = self._link_runs(reader.blob_ranges(LINK_FRAGMENTS, self.chunks))
-        slot_of_row = np.repeat(runs.chunk, runs.stop - runs.start)
         names = self.objects.link_attribute_names
         link_rows, *values = reader.read_runs(
             [_LINK_COLUMN, *(_link_column(n) for n in names)], runs, chunk_rows, turns=self.turns
         )
-        rows = link_rows.astype(np.int64)
-        columns = dict(zip(names, values, strict=True))
         returned, gids = self._returned(starts, sizes)
         kind = geometry_kind(self.objects.kind)
         if kind.directed == "allowed":
-            _check_graph_links(rows, self.reader.directed)
-        mapped = _translate(rows, slot_of_row, returned, gids, kind.faces)
-        if kind.tree:
-            keep = mapped[:, 1] >= 0
-            mapped, columns = mapped[keep], {k: v[keep] for k, v in columns.items()}
+            _check_graph_links(link_rows, self.reader.directed)
+        mapped, kept = _translate(link_rows, runs, returned, gids, kind.faces, kind.tree)
+        columns = dict(
+            zip(names, values if kept is None else [v[kept] for v in values], strict=True)
+        )
         if kind.stored_edges:
             cross, cross_columns = self._cross_links(gids)
             mapped = np.concatenate([mapped, cross])
@@ -794,11 +792,9 @@ class _Plan:
             first, second, columns = self.objects.link_blocks.links_of(gids)
             return np.stack([first, _lookup(gids, second)], axis=1), columns
         table = self.objects._global(CROSS_CHUNK_LINKS)
-        mine, links = np.empty(0, np.int64), np.empty((0, 2), np.int64)
-        if table.shape[0] and gids.start.shape[0]:
-            first, _ = rows_in_runs(table[:, 0], np.zeros(table.shape[0], np.int64), *gids)
-            mine = np.flatnonzero(first >= 0)
-            links = np.stack([first[mine], _lookup(gids, table[mine, 1])], axis=1)
+        links, mine, bad = cross_link_rows(table, gids)
+        if bad >= 0:
+            raise CorruptChunkError("a link names a vertex outside its object's manifest")
         names = self.objects.link_attribute_names
         return links, {k: self.objects.cross_link_attribute(k)[mine] for k in names}
 
@@ -863,26 +859,33 @@ def _lookup(gids: _Runs, wanted: np.ndarray) -> np.ndarray:
 
 
 def _translate(
-    rows: np.ndarray, slot_of_row: np.ndarray, returned: _Runs, gids: _Runs, sentinels: bool
-) -> np.ndarray:
-    """Chunk-local link entries to result rows.
+    rows: np.ndarray, runs: RowRuns, returned: _Runs, gids: _Runs, sentinels: bool, tree: bool
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Chunk-local link entries to result rows (:func:`link_result_rows`), and which links
+    are kept (None: all).
 
-    ``rows`` holds one link per row (its vertex entries), ``slot_of_row`` the chunk slot of
-    each link, ``returned`` and ``gids`` the vertices returned (:meth:`_Plan._returned`).
-    With ``sentinels`` (meshes) every negative entry is ``-(gid + 1)`` (spec §9.6);
-    otherwise -1 (a skeleton root's parent) stays -1. One binary search per entry among
-    the runs of its chunk, in one kernel over all chunks.
+    ``rows`` holds one link per row (its vertex entries), the rows of the link ``runs`` one
+    run after another; ``returned`` and ``gids`` the vertices returned
+    (:meth:`_Plan._returned`). With ``sentinels`` (meshes) every negative entry is
+    ``-(gid + 1)`` (spec §9.6); otherwise -1 (a skeleton root's parent) stays -1, and with
+    ``tree`` the root's link is dropped.
 
     Raises
     ------
     CorruptChunkError
         When an entry names a row that is not a returned vertex of its chunk.
     """
-    out, bad = rows_in_runs(rows, slot_of_row, *returned)
-    if bad >= 0:
+    mapped, kept, bad_row, bad_gid = link_result_rows(
+        rows,
+        runs.chunk,
+        runs.stop - runs.start,
+        returned,
+        gids,
+        sentinels=sentinels,
+        drop_rootless=tree,
+    )
+    if bad_row >= 0:
         raise CorruptChunkError("a link names a row that is not a vertex of its object")
-    if sentinels:
-        sentinel = rows < 0
-        if sentinel.any():
-            out[sentinel] = _lookup(gids, -rows[sentinel] - 1)
-    return out
+    if bad_gid >= 0:
+        raise CorruptChunkError("a link names a vertex outside its object's manifest")
+    return mapped, kept
