@@ -259,3 +259,39 @@ def cross_link_rows(
     mine = np.flatnonzero(found[:, 0] >= 0)
     missing = np.flatnonzero(found[mine, 1] < 0)
     return found[mine], mine, int(mine[missing[0]]) if missing.size else -1
+
+
+def read_plan(
+    order: np.ndarray,
+    slot: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    chunk_flat: np.ndarray,
+    n_max: int,
+) -> tuple[np.ndarray, ...]:
+    """Twin of :func:`zarr_vectors.kernels.read_plan.read_plan` as numpy steps (the object
+    read's former ``_row_plan`` and ``_returned``): ``(run_slot, run_start, run_stop,
+    buffer_start, bounds, start, length, result, gid, overlap)``."""
+    s, a, z = slot[order], starts[order], sizes[order]
+    keep = z > 0
+    s, a, z = s[keep], a[keep], z[keep]
+    new = np.ones(s.shape[0], dtype=bool)
+    new[1:] = (s[1:] != s[:-1]) | (a[1:] != (a + z)[:-1])
+    first = np.flatnonzero(new)
+    last = np.append(first, s.shape[0])[1:] - 1
+    buffer_start = np.empty(order.shape[0], np.int64)
+    buffer_start[order] = np.cumsum(sizes[order]) - sizes[order]
+    gid = chunk_flat[s] * n_max + a
+    overlap = bool(np.any(gid[1:] < (gid + z)[:-1]) or np.any(a + z > n_max))
+    return (
+        s[first],
+        a[first],
+        (a + z)[last],
+        buffer_start,
+        np.searchsorted(s, np.arange(chunk_flat.shape[0] + 1)),
+        a,
+        z,
+        (np.cumsum(sizes) - sizes)[order][keep],
+        gid,
+        overlap,
+    )

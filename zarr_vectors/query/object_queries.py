@@ -35,6 +35,7 @@ from zarr_vectors.kernels import concat_ranges, counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.link_entries import rows_in_runs
 from zarr_vectors.kernels.link_rows import cross_link_rows, link_result_rows
+from zarr_vectors.kernels.read_plan import ReadPlan, read_plan
 from zarr_vectors.query._fragment_refs import (
     FragmentTable,
     chunk_slots,
@@ -551,16 +552,13 @@ class _Plan:
             .astype(np.int64)
         )
         self.order = np.empty(0, np.int64)
-        self.bounds = np.zeros(1, np.int64)
+        self.chunk_keys = [tuple(c) for c in self.chunks.tolist()]
         self.where: np.ndarray | None = None  # set by _chunk_counts
         self.link_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # _needed_rows
 
     def _sort(self, starts: np.ndarray, rows: np.ndarray) -> None:
         """Order the references by (chunk slot, first row); ``rows``: each slot's rows."""
         self.order = slot_order(self.ref_slot, starts, rows)
-        self.bounds = np.searchsorted(
-            self.ref_slot[self.order], np.arange(self.chunks.shape[0] + 1)
-        )
 
     def result(self) -> QueryResult:
         reader = self.reader
@@ -570,12 +568,14 @@ class _Plan:
         else:
             starts, sizes = self._needed_rows(rows)
         self._sort(starts, rows)
-        runs, buffer_start = self._row_plan(starts, sizes)
-        vertex_rows = self._vertex_rows(runs, buffer_start, sizes)
+        n_max = int(reader.array_meta[VERTICES]["shape"][reader.grid.ndim])
+        plan = read_plan(self.order, self.ref_slot, starts, sizes, self.chunk_flat, n_max)
+        runs = RowRuns(self.chunk_keys, plan.run_slot, plan.run_start, plan.run_stop, self.where)
+        vertex_rows = self._vertex_rows(runs, plan.buffer_start, sizes)
         per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
         offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
         links, link_columns = (
-            (None, {}) if geometry_kind(self.objects.kind).ordered else self._links(starts, sizes)
+            (None, {}) if geometry_kind(self.objects.kind).ordered else self._links(plan)
         )
         ids = self.objects.external_ids()[self.dense]
         return QueryResult(
@@ -663,50 +663,7 @@ class _Plan:
         self.where = pos.astype(np.int64, copy=False)  # positions among the occupied chunks
         return counts[pos] if self.chunk_flat.size else np.empty(0, np.int64)
 
-    def _row_plan(self, starts: np.ndarray, sizes: np.ndarray) -> tuple[RowRuns, np.ndarray]:
-        """The row runs to read, chunk slot by slot, and where each reference's rows start
-        among the read rows."""
-        runs, run_bounds = _coalesced_runs(
-            self.ref_slot[self.order], starts[self.order], sizes[self.order], self.bounds
-        )
-        slot = np.repeat(np.arange(self.chunks.shape[0], dtype=np.int64), np.diff(run_bounds))
-        some = runs[:, 1] > runs[:, 0]  # an empty fragment reads nothing
-        row_runs = RowRuns(
-            [tuple(c) for c in self.chunks.tolist()],
-            slot[some],
-            np.ascontiguousarray(runs[some, 0]),
-            np.ascontiguousarray(runs[some, 1]),
-            self.where,
-        )
-        buffer_start = np.empty(starts.shape[0], np.int64)
-        buffer_start[self.order] = np.concatenate([[0], np.cumsum(sizes[self.order])[:-1]])
-        return row_runs, buffer_start
-
-    def _returned(self, starts: np.ndarray, sizes: np.ndarray) -> tuple[_Runs, _Runs]:
-        """The returned vertices as runs of local rows by chunk slot, and as runs of global
-        ids (spec §9.11) in one group: the non-empty references in their (slot, first row)
-        order, whose chunks ascend, so the global ids ascend too.
-
-        Raises
-        ------
-        CorruptChunkError
-            When two referenced fragments of a chunk share a row, or a fragment passes
-            its chunk's row count (fragments tile their chunk at level 0, spec §6.5).
-        """
-        order = self.order[sizes[self.order] > 0]
-        slot, start, length = self.ref_slot[order], starts[order], sizes[order]
-        result = (np.cumsum(sizes) - sizes)[order]
-        n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
-        gid = self.chunk_flat[slot].astype(np.int64) * n_max + start
-        if np.any(gid[1:] < gid[:-1] + length[:-1]) or np.any(start + length > n_max):
-            raise CorruptChunkError("the fragments of a chunk overlap or pass its rows")
-        local_bounds = np.searchsorted(slot, np.arange(self.chunks.shape[0] + 1))
-        by_gid = np.array([0, order.shape[0]], dtype=np.int64)
-        return _Runs(local_bounds, start, length, result), _Runs(by_gid, gid, length, result)
-
-    def _links(
-        self, starts: np.ndarray, sizes: np.ndarray
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def _links(self, plan: ReadPlan) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The objects' links as result rows, and their per-link attributes (§9.12)."""
         reader = self.reader
         if self.link_plan is not None:
@@ -717,7 +674,7 @@ class _Plan:
         link_rows, *values = reader.read_runs(
             [_LINK_COLUMN, *(_link_column(n) for n in names)], runs, chunk_rows, turns=self.turns
         )
-        returned, gids = self._returned(starts, sizes)
+        returned, gids = _returned(plan)
         kind = geometry_kind(self.objects.kind)
         if kind.directed == "allowed":
             _check_graph_links(link_rows, self.reader.directed)
@@ -746,7 +703,7 @@ class _Plan:
             When a manifest names a fragment its chunk's link index does not list.
         """
         frag_slot, frag = self._referenced_fragments()
-        chunks = [tuple(c) for c in self.chunks.tolist()]
+        chunks = self.chunk_keys
         if not link_ranges:
             empty = np.empty(0, np.int64)
             return RowRuns(chunks, empty, empty, empty, self.where), empty
@@ -773,7 +730,7 @@ class _Plan:
         pairs, first = np.unique(keys, return_index=True)
         stop = starts[first] + counts[first]
         some = stop > starts[first]
-        chunks = [tuple(c) for c in self.chunks.tolist()]
+        chunks = self.chunk_keys
         slot, begin = pairs[some] // max(width, 1), starts[first][some]
         return RowRuns(chunks, slot, begin, stop[some], self.where), chunk_rows
 
@@ -806,25 +763,22 @@ class _Plan:
         }
 
 
-def _coalesced_runs(
-    slot: np.ndarray, starts: np.ndarray, sizes: np.ndarray, bounds: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Row runs ``(k, 2)`` of fragments sorted by (slot, start), touching ones merged.
+def _returned(plan: ReadPlan) -> tuple[_Runs, _Runs]:
+    """The returned vertices as runs of local rows by chunk slot, and as runs of global
+    ids (spec §9.11) in one group: the non-empty references in their (slot, first row)
+    order, whose chunks ascend, so the global ids ascend too (:func:`read_plan`).
 
-    An object's fragments in a chunk (one per bin run, spec §9.5) are usually back to back,
-    so they become one run; the rows read, in order, are the same. Returns the runs and
-    ``(n_slots + 1,)`` bounds: slot ``s`` owns runs ``bounds[s]:bounds[s + 1]``.
+    Raises
+    ------
+    CorruptChunkError
+        When two referenced fragments of a chunk share a row, or a fragment passes
+        its chunk's row count (fragments tile their chunk at level 0, spec §6.5).
     """
-    stops = starts + sizes
-    new = np.ones(starts.shape[0], dtype=bool)
-    new[1:] = (slot[1:] != slot[:-1]) | (starts[1:] != stops[:-1])
-    first = np.flatnonzero(new)
-    last = np.append(first[1:], starts.shape[0]) - 1
-    runs = (
-        np.stack([starts[first], stops[last]], axis=1) if first.size else np.zeros((0, 2), np.int64)
-    )
-    run_bounds = np.searchsorted(first, bounds)
-    return runs.astype(np.int64), run_bounds
+    if plan.overlap:
+        raise CorruptChunkError("the fragments of a chunk overlap or pass its rows")
+    by_gid = np.array([0, plan.gid.shape[0]], dtype=np.int64)
+    local = _Runs(plan.bounds, plan.start, plan.length, plan.result)
+    return local, _Runs(by_gid, plan.gid, plan.length, plan.result)
 
 
 def _check_graph_links(rows: np.ndarray, directed: bool) -> None:
@@ -866,7 +820,7 @@ def _translate(
 
     ``rows`` holds one link per row (its vertex entries), the rows of the link ``runs`` one
     run after another; ``returned`` and ``gids`` the vertices returned
-    (:meth:`_Plan._returned`). With ``sentinels`` (meshes) every negative entry is
+    (:func:`_returned`). With ``sentinels`` (meshes) every negative entry is
     ``-(gid + 1)`` (spec §9.6); otherwise -1 (a skeleton root's parent) stays -1, and with
     ``tree`` the root's link is dropped.
 
