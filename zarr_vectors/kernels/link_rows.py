@@ -251,18 +251,16 @@ def _cross_rows(
     table: I64, bounds: I64, start: I64, length: I64, result: I64, out: I64, mine: I64
 ) -> tuple[int, int]:
     lo, hi = bounds[0], bounds[bounds.shape[0] - 1]
-    q, w, bad = -1, 0, -1
+    runs = start[lo:hi]
+    at = np.searchsorted(runs, table[:, 0], side="right") - 1 + lo  # last run at or before
+    w, bad = 0, -1
     for i in range(table.shape[0]):
-        first = table[i, 0]
-        if not (lo <= q < hi and start[q] <= first < start[q] + length[q]):
-            q = _found(start, length, lo, hi, q, first)
+        first, q = table[i, 0], at[i]
         if not (q >= lo and first < start[q] + length[q]):
             continue
         out[w, 0] = result[q] + first - start[q]
         second = table[i, 1]
-        p = q
-        if not (start[p] <= second < start[p] + length[p]):
-            p = _found(start, length, lo, hi, q, second)
+        p = np.searchsorted(runs, second, side="right") - 1 + lo
         if p >= lo and second < start[p] + length[p]:
             out[w, 1] = result[p] + second - start[p]
         else:
