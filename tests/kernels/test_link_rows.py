@@ -35,16 +35,30 @@ def _cut(n: int, groups: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]
 
 
 @settings(max_examples=60, deadline=None)
-@given(entry_runs(), gid_runs(), st.booleans(), st.booleans(), st.integers(0, 2**16))
+@given(
+    entry_runs(),
+    gid_runs(),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 2**16),
+    st.sampled_from([None, True, False]),
+)
 def test_link_result_rows_equal_numpy(
-    case: Case, gids: Runs, sentinels: bool, drop: bool, seed: int
+    case: Case, gids: Runs, sentinels: bool, drop: bool, seed: int, dense: bool | None
 ) -> None:
     """Local rows by table or search, sentinels among the global ids, roots dropped: the
     twin's answer, the same first bad entries, and kept links in their read order."""
     entries, entry_group, *local = case
     run_group, run_rows = _cut(entries.shape[0], entry_group, seed)
     got, kept, bad_row, bad_gid = link_result_rows(
-        entries, run_group, run_rows, tuple(local), gids, sentinels=sentinels, drop_rootless=drop
+        entries,
+        run_group,
+        run_rows,
+        tuple(local),
+        gids,
+        sentinels=sentinels,
+        drop_rootless=drop,
+        dense=dense,
     )
     want, want_kept, want_bad_row, want_bad_gid = naive.link_result_rows(
         entries, run_group, run_rows, tuple(local), gids, sentinels, drop

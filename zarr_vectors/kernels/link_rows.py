@@ -36,6 +36,7 @@ def link_result_rows(
     *,
     sentinels: bool,
     drop_rootless: bool,
+    dense: bool | None = None,
 ) -> tuple[I64, I64 | None, int, int]:
     """Chunk-local link entries as result rows, in one pass over every chunk.
 
@@ -55,6 +56,10 @@ def link_result_rows(
         otherwise a negative entry stays -1 (a skeleton root's missing parent).
     drop_rootless
         Whether to drop links whose second entry maps to -1 (a skeleton root's link).
+    dense
+        Whether local entries are looked up in a table of each chunk's rows (True) or
+        searched among its runs (False); None chooses as
+        :func:`~zarr_vectors.kernels.link_entries.rows_in_runs` does. The answer is the same.
 
     Returns
     -------
@@ -103,6 +108,7 @@ def link_result_rows(
         g_result,
         sentinels,
         drop_rootless,
+        -1 if dense is None else int(dense),
         out,
         kept,
     )
@@ -166,12 +172,13 @@ def _link_rows(
     g_result: I64,
     sentinels: bool,
     drop_rootless: bool,
+    dense_mode: int,
     out: I64,
     kept: I64,
 ) -> tuple[int, int, int]:
     n, k = entries.shape
     n_groups = bounds.shape[0] - 1
-    base, table = _table(bounds, start, length, result, n * k)
+    base, table = _table(bounds, start, length, result, n * k, dense_mode)
     dense = table.shape[0] > 0 or base[n_groups] == 0
     g_lo, g_hi = g_bounds[0], g_bounds[g_bounds.shape[0] - 1]
     bad_row, bad_gid = -1, -1
@@ -196,7 +203,7 @@ def _link_rows(
                         row = table[at0 + at]
                     elif not dense:
                         if not (lo <= q < hi and start[q] <= v < start[q] + length[q]):
-                            q = _found(start, length, lo, hi, q, v)
+                            q = np.searchsorted(start[lo:hi], v, side="right") - 1 + lo
                         if q >= lo and v < start[q] + length[q]:
                             row = result[q] + v - start[q]
                     if row < 0 and bad_row < 0:
@@ -204,7 +211,7 @@ def _link_rows(
                 elif sentinels:
                     gid = -v - 1
                     if not (g_lo <= qg < g_hi and g_start[qg] <= gid < g_start[qg] + g_length[qg]):
-                        qg = _found(g_start, g_length, g_lo, g_hi, qg, gid)
+                        qg = np.searchsorted(g_start[g_lo:g_hi], gid, side="right") - 1 + g_lo
                     if qg >= g_lo and gid < g_start[qg] + g_length[qg]:
                         row = g_result[qg] + gid - g_start[qg]
                     elif bad_gid < 0:
@@ -218,11 +225,14 @@ def _link_rows(
 
 
 @njit
-def _table(bounds: I64, start: I64, length: I64, result: I64, entries: int) -> tuple[I64, I64]:
+def _table(
+    bounds: I64, start: I64, length: I64, result: I64, entries: int, mode: int
+) -> tuple[I64, I64]:
     """Each group's result rows by key over its key span (group ``g``'s keys from its first
     run's first key at ``base[g]:base[g + 1]`` of the table, -1 where no run holds the key),
     when the spans hold at most :data:`DENSE_KEYS` and :data:`DENSE_ENTRIES` keys (as
-    :func:`~zarr_vectors.kernels.link_entries.rows_in_runs`); else an empty table."""
+    :func:`~zarr_vectors.kernels.link_entries.rows_in_runs`) or ``mode`` is 1; else (or
+    when ``mode`` is 0) an empty table."""
     n_groups = bounds.shape[0] - 1
     base = np.zeros(n_groups + 1, dtype=np.int64)
     keys = 0
@@ -235,7 +245,8 @@ def _table(bounds: I64, start: I64, length: I64, result: I64, entries: int) -> t
     for q in range(start.shape[0]):
         keys += length[q]
     per_key, slack = DENSE_KEYS
-    if base[n_groups] > min(per_key * keys, DENSE_ENTRIES * entries) + slack:
+    too_big = base[n_groups] > min(per_key * keys, DENSE_ENTRIES * entries) + slack
+    if mode == 0 or (mode < 0 and too_big):
         return base, np.empty(0, dtype=np.int64)
     table = np.full(base[n_groups], -1, dtype=np.int64)
     for g in range(n_groups):
@@ -270,19 +281,3 @@ def _cross_rows(
         mine[w] = i
         w += 1
     return w, bad
-
-
-@njit
-def _found(start: I64, length: I64, lo: int, hi: int, q: int, v: int) -> int:
-    """The run among ``lo:hi`` that may hold ``v``: ``q`` when it does, else the last run
-    starting at or before ``v`` (``lo - 1`` when none does)."""
-    if lo <= q < hi and start[q] <= v < start[q] + length[q]:
-        return q
-    a, b = lo, hi
-    while a < b:
-        mid = (a + b) >> 1
-        if start[mid] <= v:
-            a = mid + 1
-        else:
-            b = mid
-    return a - 1
