@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
-from zarr_vectors.kernels.link_entries import DENSE_ENTRIES, DENSE_KEYS
+from zarr_vectors.kernels.link_entries import DENSE_ENTRIES, DENSE_KEYS, span_bases, span_table
 
 __all__ = ["cross_link_rows", "link_result_rows"]
 
@@ -234,26 +234,15 @@ def _table(
     :func:`~zarr_vectors.kernels.link_entries.rows_in_runs`) or ``mode`` is 1; else (or
     when ``mode`` is 0) an empty table."""
     n_groups = bounds.shape[0] - 1
-    base = np.zeros(n_groups + 1, dtype=np.int64)
+    base = span_bases(bounds, start, length)
     keys = 0
-    for g in range(n_groups):
-        span = 0
-        if bounds[g + 1] > bounds[g]:
-            last = bounds[g + 1] - 1
-            span = start[last] + length[last] - start[bounds[g]]
-        base[g + 1] = base[g] + span
     for q in range(start.shape[0]):
         keys += length[q]
     per_key, slack = DENSE_KEYS
     too_big = base[n_groups] > min(per_key * keys, DENSE_ENTRIES * entries) + slack
     if mode == 0 or (mode < 0 and too_big):
         return base, np.empty(0, dtype=np.int64)
-    table = np.full(base[n_groups], -1, dtype=np.int64)
-    for g in range(n_groups):
-        for q in range(bounds[g], bounds[g + 1]):
-            at = base[g] + start[q] - start[bounds[g]]
-            for r in range(length[q]):
-                table[at + r] = result[q] + r
+    table = span_table(bounds, start, length, result, base)
     return base, table
 
 
