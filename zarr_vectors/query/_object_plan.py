@@ -14,11 +14,7 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.kinds import geometry_kind
-from zarr_vectors.format.names import (
-    LINK_FRAGMENTS,
-    VERTEX_FRAGMENTS,
-    VERTICES,
-)
+from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
 from zarr_vectors.kernels import counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.link_rows import cross_link_rows
@@ -43,6 +39,8 @@ from zarr_vectors.query._object_links import (
 from zarr_vectors.read import LevelReader, RowRuns
 from zarr_vectors.result import QueryResult
 
+__all__ = ["RANGE_GROUP", "ObjectPlan", "ObjectSource", "in_reference_order"]
+
 
 class ObjectSource(Protocol):
     """What a plan reads besides rows: the level's reader, its kind and options, and its
@@ -63,9 +61,6 @@ class ObjectSource(Protocol):
     def cross_link_attribute(self, name: str) -> np.ndarray: ...
 
     def cross_chunk_links(self) -> np.ndarray: ...
-
-
-__all__ = ["RANGE_GROUP", "ObjectPlan", "in_reference_order"]
 
 
 RANGE_GROUP = 4
