@@ -25,8 +25,9 @@ from tests.test_query import chunks_read, open_recorded
 from tests.test_regions import polygons
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.query import object_queries as objects
-from zarr_vectors.query.object_queries import _Runs, _translate
+from zarr_vectors.query._object_links import Runs, translate
 from zarr_vectors.query.regions import ball_region, polygon_region
+from zarr_vectors.read import RowRuns
 
 STEP = BIN / 2
 
@@ -175,7 +176,7 @@ def _translate_naively(
     gids: tuple[np.ndarray, np.ndarray],
     sentinels: bool,
 ) -> np.ndarray:
-    """``objects._translate`` one entry at a time with dictionaries (its plain twin)."""
+    """``_object_links.translate`` one entry at a time with dictionaries (its plain twin)."""
     result_of = {
         (slot, int(v)): int(r)
         for slot, (local, result) in index.items()
@@ -193,9 +194,9 @@ def _translate_naively(
     return out
 
 
-def _returned(index: dict[int, tuple[np.ndarray, np.ndarray]]) -> _Runs:
-    """The per-slot (ascending local rows, result rows) of ``index`` as ``objects._translate``
-    takes them: runs slot by slot, touching rows of consecutive result rows joined."""
+def _returned(index: dict[int, tuple[np.ndarray, np.ndarray]]) -> Runs:
+    """The per-slot (ascending local rows, result rows) of ``index`` as ``translate`` takes
+    them: runs slot by slot, touching rows of consecutive result rows joined."""
     starts, lengths, results, per_slot = [], [], [], []
     for slot in range(max(index, default=-1) + 1):
         local, result = index.get(slot, (np.empty(0, np.int64), np.empty(0, np.int64)))
@@ -206,16 +207,16 @@ def _returned(index: dict[int, tuple[np.ndarray, np.ndarray]]) -> _Runs:
         results.append(result[first])
         lengths.append(np.diff(np.append(first, local.shape[0])))
         per_slot.append(first.shape[0])
-    return _Runs(
+    return Runs(
         np.concatenate([[0], np.cumsum(per_slot)]).astype(np.int64),
         *(np.concatenate(a).astype(np.int64) for a in (starts, lengths, results)),
     )
 
 
-def _by_gid(gids: tuple[np.ndarray, np.ndarray]) -> _Runs:
+def _by_gid(gids: tuple[np.ndarray, np.ndarray]) -> Runs:
     """Sorted global ids and their result rows as runs of one id each, in one group."""
     keys, rows = gids
-    return _Runs(np.array([0, keys.shape[0]]), keys, np.ones_like(keys), rows)
+    return Runs(np.array([0, keys.shape[0]]), keys, np.ones_like(keys), rows)
 
 
 @st.composite
@@ -255,8 +256,22 @@ def test_link_entries_translate_to_result_rows_as_one_entry_at_a_time(
     case: tuple[Any, ...],
 ) -> None:
     rows, slots, index, gids, sentinels = case
-    got = _translate(rows, slots, _returned(index), _by_gid(gids), sentinels)
-    np.testing.assert_array_equal(got, _translate_naively(*case))
+    got, kept = translate(rows, _row_runs(slots), _returned(index), _by_gid(gids), sentinels, False)
+    want = _translate_naively(*case)
+    assert kept is None
+    np.testing.assert_array_equal(got, want)
+    got, kept = translate(rows, _row_runs(slots), _returned(index), _by_gid(gids), sentinels, True)
+    root = want[:, 1] < 0  # a tree drops its root's link [root, -1]
+    np.testing.assert_array_equal(got, want[~root])
+    assert (kept is None) == (not root.any())
+    if kept is not None:
+        np.testing.assert_array_equal(kept, np.flatnonzero(~root))
+
+
+def _row_runs(slots: np.ndarray) -> RowRuns:
+    """Link rows of chunk slots ``slots`` as runs of one row each (the rows read in order)."""
+    ones = np.ones(slots.shape[0], dtype=np.int64)
+    return RowRuns([], slots, ones - 1, ones)
 
 
 @pytest.mark.parametrize("bad", [0, 4, 1000])
@@ -265,7 +280,7 @@ def test_a_link_to_a_row_that_was_not_returned_is_a_corrupt_chunk(bad: int) -> N
     rows = np.array([[1, 2], [bad, 3]], dtype=np.int64)
     empty = _by_gid((np.empty(0, np.int64), np.empty(0, np.int64)))
     with pytest.raises(CorruptChunkError, match="not a vertex of its object"):
-        _translate(rows, np.array([0, 0]), _returned(index), empty, False)
+        translate(rows, _row_runs(np.array([0, 0])), _returned(index), empty, False, False)
 
 
 def test_an_object_store_replaced_under_an_open_handle_raises_store_changed(

@@ -220,3 +220,78 @@ def misplaced_row(
             if not starts[row, f] <= local < starts[row, f] + sizes[row, f]:
                 return r
     return -1
+
+
+def link_result_rows(
+    entries: np.ndarray,
+    run_group: np.ndarray,
+    run_rows: np.ndarray,
+    local: tuple[np.ndarray, ...],
+    gids: tuple[np.ndarray, ...],
+    sentinels: bool,
+    drop_rootless: bool,
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Twin of :func:`zarr_vectors.kernels.link_rows.link_result_rows` (``kept`` always an
+    array): each entry looked up by :func:`rows_in_runs` with its row's group repeated from
+    the runs, sentinels among the global ids, then the rootless links dropped."""
+    groups = np.repeat(run_group, run_rows)
+    rows, bad_row = rows_in_runs(entries, groups, *local)
+    bad_gid = -1
+    if sentinels:
+        flat = entries.reshape(-1)
+        for at in np.flatnonzero(flat < 0).tolist():
+            found, bad = rows_in_runs(np.array([-flat[at] - 1]), np.zeros(1, np.int64), *gids)
+            rows.reshape(-1)[at] = found[0]
+            if bad >= 0 and bad_gid < 0:
+                bad_gid = at
+    keep = np.ones(rows.shape[0], dtype=bool)
+    if drop_rootless and rows.shape[1] > 1:
+        keep = rows[:, 1] >= 0
+    return rows[keep], np.flatnonzero(keep), bad_row, bad_gid
+
+
+def cross_link_rows(
+    table: np.ndarray, gids: tuple[np.ndarray, ...]
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Twin of :func:`zarr_vectors.kernels.link_rows.cross_link_rows`: both ids of every
+    link looked up by :func:`rows_in_runs`, the links whose first id is found kept."""
+    found, _ = rows_in_runs(table, np.zeros(table.shape[0], np.int64), *gids)
+    mine = np.flatnonzero(found[:, 0] >= 0)
+    missing = np.flatnonzero(found[mine, 1] < 0)
+    return found[mine], mine, int(mine[missing[0]]) if missing.size else -1
+
+
+def read_plan(
+    order: np.ndarray,
+    slot: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    chunk_flat: np.ndarray,
+    n_max: int,
+) -> tuple[np.ndarray, ...]:
+    """Twin of :func:`zarr_vectors.kernels.read_plan.read_plan` as numpy steps (the object
+    read's former ``_row_plan`` and ``_returned``): ``(run_slot, run_start, run_stop,
+    buffer_start, bounds, start, length, result, gid, overlap)``."""
+    s, a, z = slot[order], starts[order], sizes[order]
+    keep = z > 0
+    s, a, z = s[keep], a[keep], z[keep]
+    new = np.ones(s.shape[0], dtype=bool)
+    new[1:] = (s[1:] != s[:-1]) | (a[1:] != (a + z)[:-1])
+    first = np.flatnonzero(new)
+    last = np.append(first, s.shape[0])[1:] - 1
+    buffer_start = np.empty(order.shape[0], np.int64)
+    buffer_start[order] = np.cumsum(sizes[order]) - sizes[order]
+    gid = chunk_flat[s] * n_max + a
+    overlap = bool(np.any(gid[1:] < (gid + z)[:-1]) or np.any(a + z > n_max))
+    return (
+        s[first],
+        a[first],
+        (a + z)[last],
+        buffer_start,
+        np.searchsorted(s, np.arange(chunk_flat.shape[0] + 1)),
+        a,
+        z,
+        (np.cumsum(sizes) - sizes)[order][keep],
+        gid,
+        overlap,
+    )

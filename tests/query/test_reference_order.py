@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.query._fragment_refs import distinct_ascending
-from zarr_vectors.query.object_queries import _in_reference_order
+from zarr_vectors.query._object_plan import in_reference_order
 
 Array = np.ndarray[Any, Any]
 
@@ -33,7 +33,7 @@ def read_rows(draw: st.DrawFn) -> tuple[Array, Array, Array]:
 @given(read_rows())
 def test_in_reference_order_equals_the_gather(case: tuple[Array, Array, Array]) -> None:
     rows, starts, sizes = case
-    got = _in_reference_order(rows, starts, sizes)
+    got = in_reference_order(rows, starts, sizes)
     want = rows[concat_ranges(starts, sizes)]
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
@@ -42,7 +42,7 @@ def test_in_reference_order_equals_the_gather(case: tuple[Array, Array, Array]) 
 def test_rows_already_in_order_are_returned_as_read() -> None:
     rows = np.arange(10, dtype=np.int64)
     sizes = np.array([3, 0, 7], dtype=np.int64)
-    assert _in_reference_order(rows, np.array([0, 3, 3]), sizes) is rows
+    assert in_reference_order(rows, np.array([0, 3, 3]), sizes) is rows
 
 
 @settings(max_examples=60, deadline=None)

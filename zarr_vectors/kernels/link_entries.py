@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["DENSE_ENTRIES", "DENSE_KEYS", "rows_in_runs"]
+__all__ = ["DENSE_ENTRIES", "DENSE_KEYS", "rows_in_runs", "span_bases", "span_table"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -104,23 +104,57 @@ def _spans(bounds: I64, start: I64, length: I64) -> I64:
 
 
 @njit
-def _rows_by_table(
-    entries: I64, groups: I64, bounds: I64, start: I64, length: I64, result: I64, out: I64
-) -> int:
+def span_bases(bounds: I64, start: I64, length: I64) -> I64:
+    """Where each group's table starts in :func:`span_table`'s table (``(groups + 1,)``):
+    group ``g`` spans from its first run's first key to its last run's last.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> span_bases(np.array([0, 2, 2, 3]), np.array([4, 8, 0]), np.array([2, 1, 3])).tolist()
+    [0, 5, 5, 8]
+    """
     n_groups = bounds.shape[0] - 1
-    base = np.zeros(n_groups + 1, dtype=np.int64)  # group g's table: base[g]:base[g + 1]
+    base = np.zeros(n_groups + 1, dtype=np.int64)
     for g in range(n_groups):
         span = 0
         if bounds[g + 1] > bounds[g]:
             last = bounds[g + 1] - 1
             span = start[last] + length[last] - start[bounds[g]]
         base[g + 1] = base[g] + span
+    return base
+
+
+@njit
+def span_table(bounds: I64, start: I64, length: I64, result: I64, base: I64) -> I64:
+    """The result row of every key of each group's span (group ``g`` at
+    ``base[g]:base[g + 1]``, from :func:`span_bases`), -1 where no run holds the key.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bounds, start, length = np.array([0, 2]), np.array([4, 8]), np.array([2, 1])
+    >>> base = span_bases(bounds, start, length)
+    >>> span_table(bounds, start, length, np.array([10, 20]), base).tolist()
+    [10, 11, -1, -1, 20]
+    """
+    n_groups = bounds.shape[0] - 1
     table = np.full(base[n_groups], -1, dtype=np.int64)
     for g in range(n_groups):
         for q in range(bounds[g], bounds[g + 1]):
             at = base[g] + start[q] - start[bounds[g]]
             for r in range(length[q]):
                 table[at + r] = result[q] + r
+    return table
+
+
+@njit
+def _rows_by_table(
+    entries: I64, groups: I64, bounds: I64, start: I64, length: I64, result: I64, out: I64
+) -> int:
+    n_groups = bounds.shape[0] - 1
+    base = span_bases(bounds, start, length)  # group g's table: base[g]:base[g + 1]
+    table = span_table(bounds, start, length, result, base)
     n, k = entries.shape
     first_bad = -1
     for i in range(n):

@@ -1,6 +1,6 @@
 """Fragment references of an object read, in one pass each (spec §7.6).
 
-The steps of :class:`~zarr_vectors.query.object_queries._Plan` that work on every
+The steps of :class:`~zarr_vectors.query._object_plan.ObjectPlan` that work on every
 reference: the chunk slot of each reference, its fragment's rows, and the order of the
 references by (chunk slot, first row). Each is a gather or a counting sort over dense keys
 where the keys are few enough, and a comparison sort otherwise; both give the same arrays.

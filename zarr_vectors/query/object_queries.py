@@ -9,7 +9,7 @@ translated to rows of the result) and its attributes.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -23,52 +23,25 @@ from zarr_vectors.format.names import (
     GROUPINGS,
     GROUPINGS_ATTRIBUTES,
     LINK_ATTRIBUTES,
-    LINK_FRAGMENTS,
     LINKS,
     OBJECT_ATTRIBUTES,
     OBJECT_ID_ATTRIBUTE,
     OBJECT_INDEX,
-    VERTEX_FRAGMENTS,
     VERTICES,
 )
-from zarr_vectors.kernels import concat_ranges, counting_sort
-from zarr_vectors.kernels.bin_runs import copy_row_runs
-from zarr_vectors.kernels.link_entries import rows_in_runs
-from zarr_vectors.query._fragment_refs import (
-    FragmentTable,
-    chunk_slots,
-    distinct_ascending,
-    slot_order,
-)
-from zarr_vectors.query._held_rows import HeldRows, copy_held_rows, read_vertex_columns
+from zarr_vectors.query._held_rows import HeldRows
 from zarr_vectors.query._link_blocks import LinkBlocks
+from zarr_vectors.query._object_links import LINK_COLUMN, check_graph_links, link_column
+from zarr_vectors.query._object_plan import ObjectPlan
+from zarr_vectors.query._owners import OWNER_COLUMN, owners_and_rows
 from zarr_vectors.query.object_ids import group_key, requested_ids
 from zarr_vectors.query.object_results import repeated_objects
 from zarr_vectors.query.point_queries import chunks_meeting
 from zarr_vectors.query.regions import BoxRegion, Region
-from zarr_vectors.read import ChunkRows, LevelReader, RowRuns, check_global_shapes
+from zarr_vectors.read import LevelReader, check_global_shapes
 from zarr_vectors.result import QueryResult
 
 __all__ = ["ObjectReader"]
-
-_LINK_COLUMN = "__links__"
-_OWNER_COLUMN = "__fragment_owner__"
-
-
-def _link_column(name: str) -> str:
-    return f"__link__{name}"
-
-
-class _Runs(NamedTuple):
-    """The vertices a read returns, as runs of keys (chunk-local rows, or global ids):
-    run ``q`` holds keys ``start[q] ... start[q] + length[q] - 1``, returned from result
-    row ``result[q]`` on; group ``g`` (a chunk slot) owns runs ``bounds[g]:bounds[g + 1]``,
-    ascending and disjoint (the arguments of :func:`rows_in_runs`)."""
-
-    bounds: np.ndarray
-    start: np.ndarray
-    length: np.ndarray
-    result: np.ndarray
 
 
 class ObjectReader:
@@ -100,15 +73,15 @@ class ObjectReader:
         base = reader.base
         self.kind = reader.kind
         self.n_objects = reader.check_object_count()
-        reader.add_column(_LINK_COLUMN, f"{base}/{LINKS}/0")
+        reader.add_column(LINK_COLUMN, f"{base}/{LINKS}/0")
         if not reader.records:  # format 1.6 keeps the owners in the fragment records
-            reader.add_column(_OWNER_COLUMN, f"{base}/{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
+            reader.add_column(OWNER_COLUMN, f"{base}/{FRAGMENT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
         names = reader.children(f"{base}/{OBJECT_ATTRIBUTES}")
         self.object_attribute_names = [n for n in names if n != OBJECT_ID_ATTRIBUTE]
         self._has_external_ids = OBJECT_ID_ATTRIBUTE in names
         self.link_attribute_names = reader.children(f"{base}/{LINK_ATTRIBUTES}")
         for name in self.link_attribute_names:
-            reader.add_column(_link_column(name), f"{base}/{LINK_ATTRIBUTES}/{name}")
+            reader.add_column(link_column(name), f"{base}/{LINK_ATTRIBUTES}/{name}")
         self._cache: dict[str, np.ndarray] = {}
         self._handoff: tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         stored_edges = geometry_kind(self.kind).stored_edges
@@ -172,7 +145,7 @@ class ObjectReader:
                 "restore the store from a good copy, or write it again"
             )
         if geometry_kind(self.kind).directed == "allowed":
-            _check_graph_links(table.reshape(-1, 2), reader.directed)
+            check_graph_links(table.reshape(-1, 2), reader.directed)
 
     def _read_set(self) -> list[str]:
         """The stored global arrays a read of objects needs: fetched together at first need."""
@@ -192,6 +165,10 @@ class ObjectReader:
         if not self._has_external_ids:
             return np.arange(self.n_objects, dtype=np.int64)
         return self._global(f"{OBJECT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
+
+    def cross_chunk_links(self) -> np.ndarray:
+        """``cross_chunk_links``: ``(n, 2)`` global vertex ids of every link between chunks."""
+        return self._global(CROSS_CHUNK_LINKS)
 
     def cross_link_attribute(self, name: str) -> np.ndarray:
         """The per-link attribute ``name`` of every row of ``cross_chunk_links``."""
@@ -294,12 +271,12 @@ class ObjectReader:
         """The objects ``dense`` (distinct dense ids), whole, in the given order."""
         return self._plan(dense, turns).result()
 
-    def _plan(self, dense: np.ndarray, turns: bool, held: HeldRows | None = None) -> _Plan:
+    def _plan(self, dense: np.ndarray, turns: bool, held: HeldRows | None = None) -> ObjectPlan:
         """The read of the objects ``dense`` (distinct dense ids), with ``held`` rows."""
         refs = self._handed_over(dense)
         if refs is None:
             refs = self._references(dense)
-        return _Plan(self, dense, refs, turns, held)
+        return ObjectPlan(self, dense, refs, turns, held)
 
     def _references(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The fragment references of the objects ``dense``, in manifest order (§7.6)."""
@@ -407,482 +384,10 @@ class ObjectReader:
             return np.empty(0, np.int64), None
         if inside.all() and chunks.shape[0] == reader.occupied_chunks(None, None)[0].shape[0]:
             return self._filled(), None
-        cut = ~np.asarray(inside, dtype=bool)
-        if reader.records:  # the partly covered chunks' vertices read next: their indexes now
-            ranges = reader.fragment_ranges(
-                chunks, counts, index_columns=[VERTICES], index_chunks=chunks[cut]
-            )
-            owners = np.concatenate(reader.fragment_owners(chunks))
-            positions = _every_row(reader, chunks[cut], counts[cut])
-        else:
-            ranges = reader.fragment_ranges(chunks, counts, index_columns=())
-            owners, positions = _owners_and_positions(reader, chunks, counts, inside, ranges)
-        found = _owners(owners, ranges, inside, counts, positions, region)
-        if not cut.any():
-            return found, None
-        flat = np.ravel_multi_index(tuple(chunks[cut].T), reader.grid.shape)
-        return found, HeldRows(flat.astype(np.int64), counts[cut].astype(np.int64), positions)
-
-
-def _every_row(reader: LevelReader, chunks: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Every ``vertices`` row of ``chunks`` (of ``counts`` rows each), chunk after chunk,
-    read as row runs (:meth:`LevelReader.read_runs`: through the open store's cache of
-    decoded blocks)."""
-    if not chunks.shape[0]:
-        return np.empty((0, reader.grid.ndim), dtype=reader.column_spec(VERTICES)[0])
-    n = chunks.shape[0]
-    slot = np.arange(n, dtype=np.int64)
-    runs = RowRuns([tuple(c) for c in chunks.tolist()], slot, np.zeros(n, np.int64), counts)
-    return reader.read_runs([VERTICES], runs)[0]
-
-
-def _owners_and_positions(
-    reader: LevelReader,
-    chunks: np.ndarray,
-    counts: np.ndarray,
-    inside: np.ndarray,
-    ranges: list[tuple[np.ndarray, np.ndarray]],
-) -> tuple[np.ndarray, np.ndarray]:
-    """The fragment owners of ``chunks`` (a level without fragment records keeps them in a
-    column) and every ``vertices`` row of those not ``inside`` the region, read together."""
-    keys = [tuple(c) for c in chunks.tolist()]
-    fragments = [
-        ChunkRows(key, np.array([[0, r[0].shape[0]]], dtype=np.int64))
-        for key, r in zip(keys, ranges, strict=True)
-    ]
-    partial = [
-        ChunkRows(key, np.array([[0, n]], dtype=np.int64))
-        for key, n, full in zip(keys, counts.tolist(), inside.tolist(), strict=True)
-        if not full
-    ]
-    owners, positions = reader.read_many([(_OWNER_COLUMN, fragments), (VERTICES, partial)])
-    return owners, positions
-
-
-RANGE_GROUP = 4
-"""Chunks whose fragment ranges a bounded read (:class:`ObjectReader` ``bounded``) decodes
-at a time."""
+        return owners_and_rows(reader, region, chunks, counts, inside)
 
 
 def _is_run(dense: np.ndarray) -> bool:
     """Whether ``dense`` is consecutive ascending ids (at least one)."""
     n = dense.shape[0]
     return n > 0 and int(dense[-1]) - int(dense[0]) == n - 1 and bool(np.all(np.diff(dense) == 1))
-
-
-def _owners(
-    owners: np.ndarray,
-    ranges: list[tuple[np.ndarray, np.ndarray]],
-    inside: np.ndarray,
-    counts: np.ndarray,
-    positions: np.ndarray | None,
-    region: Region,
-) -> np.ndarray:
-    """The owners of the fragments of the chunks the region covers whole (``inside``) and
-    of the fragments holding a vertex in the region in the others, distinct, ascending.
-
-    ``owners`` holds every chunk's fragment owners chunk after chunk, ``positions`` every
-    row of the partly covered chunks; one pass over all chunks at once.
-    """
-    n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
-    whole = np.repeat(np.asarray(inside, dtype=bool), n_fragments)
-    found = [owners[whole]]
-    part = np.flatnonzero(~np.asarray(inside, dtype=bool))
-    if part.shape[0]:
-        assert positions is not None
-        rows = np.flatnonzero(region.contains_points(positions))
-        row_base = np.cumsum(counts[part]) - counts[part]  # each partly covered chunk's
-        starts = np.concatenate([ranges[c][0] for c in part.tolist()]).astype(np.int64)
-        starts += np.repeat(row_base, n_fragments[part])  # ascending over those chunks
-        fragment = np.searchsorted(starts, rows, side="right") - 1
-        owner_at = concat_ranges((np.cumsum(n_fragments) - n_fragments)[part], n_fragments[part])
-        found.append(owners[owner_at[fragment]])
-    return distinct_ascending(np.concatenate(found))
-
-
-def _in_reference_order(rows: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """The read ``rows`` with reference ``r``'s ``sizes[r]`` rows from ``starts[r]`` placed
-    one reference after another: the read rows themselves when they are in that order
-    already, else one copy of runs (not a per-row gather)."""
-    dest = np.cumsum(sizes) - sizes
-    if rows.shape[0] == int(sizes.sum()) and np.array_equal(starts, dest):
-        return rows
-    out = np.empty((int(sizes.sum()), *rows.shape[1:]), dtype=rows.dtype)
-    copy_row_runs(rows, starts, out, dest, sizes)
-    return out
-
-
-class _Plan:
-    """The reads that rebuild a set of objects from their fragment references.
-
-    References are sorted once by (chunk slot, first row); every per-chunk step then works
-    on one contiguous slice of that order, so the cost is linear in the references.
-    """
-
-    def __init__(
-        self,
-        objects: ObjectReader,
-        dense: np.ndarray,
-        refs: tuple[np.ndarray, np.ndarray, np.ndarray],
-        turns: bool = True,
-        held: HeldRows | None = None,
-    ) -> None:
-        self.objects = objects
-        self.turns = turns
-        self.held = held
-        self.reader = objects.reader
-        self.dense = dense
-        self.ref_object, ref_chunk, self.ref_fragment = refs
-        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
-        outside = np.any((ref_chunk < 0) | (ref_chunk >= self.reader.grid.shape), axis=1)
-        if outside.any():
-            bad = tuple(int(c) for c in ref_chunk[np.flatnonzero(outside)[0]])
-            raise CorruptChunkError(f"a manifest names chunk {bad}, outside the grid {grid_shape}")
-        flat = (
-            np.ravel_multi_index(tuple(ref_chunk.T), grid_shape)
-            if ref_chunk.shape[0]
-            else np.empty(0, np.int64)
-        )
-        self.chunk_flat, self.ref_slot = chunk_slots(flat, math.prod(grid_shape))
-        self.chunks = (
-            np.stack(np.unravel_index(self.chunk_flat, grid_shape), axis=1)
-            .reshape(-1, len(grid_shape))
-            .astype(np.int64)
-        )
-        self.order = np.empty(0, np.int64)
-        self.bounds = np.zeros(1, np.int64)
-        self.where: np.ndarray | None = None  # set by _chunk_counts
-        self.link_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # _needed_rows
-
-    def _sort(self, starts: np.ndarray, rows: np.ndarray) -> None:
-        """Order the references by (chunk slot, first row); ``rows``: each slot's rows."""
-        self.order = slot_order(self.ref_slot, starts, rows)
-        self.bounds = np.searchsorted(
-            self.ref_slot[self.order], np.arange(self.chunks.shape[0] + 1)
-        )
-
-    def result(self) -> QueryResult:
-        reader = self.reader
-        rows = self._chunk_counts()
-        if self.objects.bounded:
-            starts, sizes = self._rows_by_group(rows)
-        else:
-            starts, sizes = self._needed_rows(rows)
-        self._sort(starts, rows)
-        runs, buffer_start = self._row_plan(starts, sizes)
-        vertex_rows = self._vertex_rows(runs, buffer_start, sizes)
-        per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
-        offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
-        links, link_columns = (
-            (None, {}) if geometry_kind(self.objects.kind).ordered else self._links(starts, sizes)
-        )
-        ids = self.objects.external_ids()[self.dense]
-        return QueryResult(
-            positions=vertex_rows[0],
-            attributes=dict(zip(reader.attribute_names, vertex_rows[1:], strict=True)),
-            vertex_object_ids=np.repeat(ids, np.diff(offsets)),
-            object_ids=ids,
-            offsets=offsets,
-            edges=links if links is not None and links.shape[1] == 2 else None,
-            faces=links if links is not None and links.shape[1] == 3 else None,
-            object_attributes=self._object_attributes(),
-            link_attributes=link_columns,
-        )
-
-    def _vertex_rows(
-        self, runs: RowRuns, buffer_start: np.ndarray, sizes: np.ndarray
-    ) -> list[np.ndarray]:
-        """The vertex columns' rows of every reference, in reference order; the held rows
-        (:attr:`held`) are used here and let go."""
-        held, self.held = self.held, None
-        copied = None if held is None else copy_held_rows(self.reader, runs, self.chunk_flat, held)
-        del held  # freed before the rest is read
-        names = [VERTICES, *self.reader.attribute_names]
-        read = read_vertex_columns(self.reader, names, runs, copied, self.turns)
-        del copied
-        return [_in_reference_order(rows, buffer_start, sizes) for rows in read]
-
-    def _needed_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """First row and row count of every reference, from only the fragments the
-        references name (:meth:`LevelReader.needed_ranges`); their link rows are kept for
-        :meth:`_links` when the kind has links."""
-        order, bounds = counting_sort(self.ref_slot, self.chunks.shape[0])
-        links = not geometry_kind(self.objects.kind).ordered
-        found = self.reader.needed_ranges(
-            self.chunks, rows, (bounds, self.ref_fragment[order]), links=links
-        )
-        ranges = np.empty((4 if links else 2, order.shape[0]), np.int64)
-        ranges[0, order], ranges[1, order] = found.vertex_starts, found.vertex_counts
-        if found.link_starts is not None and found.link_counts is not None:
-            ranges[2, order], ranges[3, order] = found.link_starts, found.link_counts
-            assert found.link_rows is not None
-            self.link_plan = (ranges[2], ranges[3], found.link_rows)
-        return ranges[0], ranges[1]
-
-    def _rows_by_group(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """First row and row count of every reference, the fragment ranges decoded
-        :data:`RANGE_GROUP` chunk slots at a time and, after each group, kept only within
-        the reader's ``cache_bytes``; the chunks whose ranges are cached come first, so
-        they are used before any group can push them out."""
-        starts = np.empty(self.ref_slot.shape[0], np.int64)
-        sizes = np.empty(self.ref_slot.shape[0], np.int64)
-        cached = [self.reader.has_ranges(VERTEX_FRAGMENTS, tuple(c)) for c in self.chunks.tolist()]
-        slots = np.argsort(~np.asarray(cached, bool), kind="stable")
-        rank = np.empty_like(slots)
-        rank[slots] = np.arange(slots.shape[0])
-        ref_rank = rank[self.ref_slot]
-        order = np.argsort(ref_rank, kind="stable")
-        for first in range(0, slots.shape[0], RANGE_GROUP):
-            group = slots[first : first + RANGE_GROUP]
-            lo, hi = np.searchsorted(ref_rank[order], [first, first + group.shape[0]])
-            mine = order[lo:hi]
-            found = self.reader.fragment_ranges(self.chunks[group], rows[group])
-            table = FragmentTable.of(found, rows[group])
-            got = table.rows_of(ref_rank[mine] - first, self.ref_fragment[mine], self.chunks[group])
-            starts[mine], sizes[mine] = got
-            self.reader.trim_ranges(self.objects.cache_bytes)
-        return starts, sizes
-
-    def _chunk_counts(self) -> np.ndarray:
-        found, counts = self.reader.occupied_chunks(
-            np.zeros(self.reader.grid.ndim, np.int64), self.reader.grid.shape
-        )
-        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
-        found_flat = (
-            np.ravel_multi_index(tuple(found.T), grid_shape)
-            if found.shape[0]
-            else np.empty(0, np.int64)
-        )
-        pos = np.searchsorted(found_flat, self.chunk_flat)
-        pos = np.minimum(pos, max(found_flat.shape[0] - 1, 0))
-        if self.chunk_flat.size and (
-            not found_flat.size or np.any(found_flat[pos] != self.chunk_flat)
-        ):
-            raise CorruptChunkError("a manifest names an empty chunk")
-        self.where = pos.astype(np.int64, copy=False)  # positions among the occupied chunks
-        return counts[pos] if self.chunk_flat.size else np.empty(0, np.int64)
-
-    def _row_plan(self, starts: np.ndarray, sizes: np.ndarray) -> tuple[RowRuns, np.ndarray]:
-        """The row runs to read, chunk slot by slot, and where each reference's rows start
-        among the read rows."""
-        runs, run_bounds = _coalesced_runs(
-            self.ref_slot[self.order], starts[self.order], sizes[self.order], self.bounds
-        )
-        slot = np.repeat(np.arange(self.chunks.shape[0], dtype=np.int64), np.diff(run_bounds))
-        some = runs[:, 1] > runs[:, 0]  # an empty fragment reads nothing
-        row_runs = RowRuns(
-            [tuple(c) for c in self.chunks.tolist()],
-            slot[some],
-            np.ascontiguousarray(runs[some, 0]),
-            np.ascontiguousarray(runs[some, 1]),
-            self.where,
-        )
-        buffer_start = np.empty(starts.shape[0], np.int64)
-        buffer_start[self.order] = np.concatenate([[0], np.cumsum(sizes[self.order])[:-1]])
-        return row_runs, buffer_start
-
-    def _returned(self, starts: np.ndarray, sizes: np.ndarray) -> tuple[_Runs, _Runs]:
-        """The returned vertices as runs of local rows by chunk slot, and as runs of global
-        ids (spec §9.11) in one group: the non-empty references in their (slot, first row)
-        order, whose chunks ascend, so the global ids ascend too.
-
-        Raises
-        ------
-        CorruptChunkError
-            When two referenced fragments of a chunk share a row, or a fragment passes
-            its chunk's row count (fragments tile their chunk at level 0, spec §6.5).
-        """
-        order = self.order[sizes[self.order] > 0]
-        slot, start, length = self.ref_slot[order], starts[order], sizes[order]
-        result = (np.cumsum(sizes) - sizes)[order]
-        n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
-        gid = self.chunk_flat[slot].astype(np.int64) * n_max + start
-        if np.any(gid[1:] < gid[:-1] + length[:-1]) or np.any(start + length > n_max):
-            raise CorruptChunkError("the fragments of a chunk overlap or pass its rows")
-        local_bounds = np.searchsorted(slot, np.arange(self.chunks.shape[0] + 1))
-        by_gid = np.array([0, order.shape[0]], dtype=np.int64)
-        return _Runs(local_bounds, start, length, result), _Runs(by_gid, gid, length, result)
-
-    def _links(
-        self, starts: np.ndarray, sizes: np.ndarray
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """The objects' links as result rows, and their per-link attributes (§9.12)."""
-        reader = self.reader
-        if self.link_plan is not None:
-            runs, chunk_rows = self._planned_link_runs(*self.link_plan)
-        else:
-            runs, chunk_rows = self._link_runs(reader.blob_ranges(LINK_FRAGMENTS, self.chunks))
-        slot_of_row = np.repeat(runs.chunk, runs.stop - runs.start)
-        names = self.objects.link_attribute_names
-        link_rows, *values = reader.read_runs(
-            [_LINK_COLUMN, *(_link_column(n) for n in names)], runs, chunk_rows, turns=self.turns
-        )
-        rows = link_rows.astype(np.int64)
-        columns = dict(zip(names, values, strict=True))
-        returned, gids = self._returned(starts, sizes)
-        kind = geometry_kind(self.objects.kind)
-        if kind.directed == "allowed":
-            _check_graph_links(rows, self.reader.directed)
-        mapped = _translate(rows, slot_of_row, returned, gids, kind.faces)
-        if kind.tree:
-            keep = mapped[:, 1] >= 0
-            mapped, columns = mapped[keep], {k: v[keep] for k, v in columns.items()}
-        if kind.stored_edges:
-            cross, cross_columns = self._cross_links(gids)
-            mapped = np.concatenate([mapped, cross])
-            columns = {k: np.concatenate([v, cross_columns[k]]) for k, v in columns.items()}
-        return mapped, columns
-
-    def _link_runs(
-        self, link_ranges: list[tuple[np.ndarray, np.ndarray]]
-    ) -> tuple[RowRuns, np.ndarray]:
-        """The ``links/0`` row runs of the referenced fragments, chunk slot by slot
-        (``link_ranges``: each slot's link fragment ranges), and each slot's link rows.
-
-        One pass over every slot's fragments at once; no run asks a chunk without link
-        rows (it has no ``links/0`` shard, spec §9.6).
-
-        Raises
-        ------
-        CorruptChunkError
-            When a manifest names a fragment its chunk's link index does not list.
-        """
-        frag_slot, frag = self._referenced_fragments()
-        chunks = [tuple(c) for c in self.chunks.tolist()]
-        if not link_ranges:
-            empty = np.empty(0, np.int64)
-            return RowRuns(chunks, empty, empty, empty, self.where), empty
-        lengths = np.array([r[0].shape[0] for r in link_ranges], dtype=np.int64)
-        if np.any((frag < 0) | (frag >= lengths[frag_slot])):
-            raise CorruptChunkError("a manifest names a fragment its chunk's links do not index")
-        at = (np.cumsum(lengths) - lengths)[frag_slot] + frag
-        counts = np.concatenate([r[1] for r in link_ranges]).astype(np.int64)
-        first = np.concatenate([r[0] for r in link_ranges]).astype(np.int64, copy=False)[at]
-        stop = first + counts[at]
-        some = stop > first
-        chunk_rows = np.zeros(len(link_ranges), dtype=np.int64)
-        np.add.at(chunk_rows, np.repeat(np.arange(len(link_ranges)), lengths), counts)
-        runs = RowRuns(chunks, frag_slot[some], first[some], stop[some], self.where)
-        return runs, chunk_rows
-
-    def _planned_link_runs(
-        self, starts: np.ndarray, counts: np.ndarray, chunk_rows: np.ndarray
-    ) -> tuple[RowRuns, np.ndarray]:
-        """:meth:`_link_runs` from the link rows of every reference (``starts``,
-        ``counts``: :meth:`_needed_rows`) and each slot's link rows: each fragment once."""
-        width = int(self.ref_fragment.max(initial=-1)) + 1
-        keys = self.ref_slot * width + self.ref_fragment.astype(np.int64)
-        pairs, first = np.unique(keys, return_index=True)
-        stop = starts[first] + counts[first]
-        some = stop > starts[first]
-        chunks = [tuple(c) for c in self.chunks.tolist()]
-        slot, begin = pairs[some] // max(width, 1), starts[first][some]
-        return RowRuns(chunks, slot, begin, stop[some], self.where), chunk_rows
-
-    def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""
-        width = int(self.ref_fragment.max(initial=-1)) + 1
-        if width == 0:
-            return np.empty(0, np.int64), np.empty(0, np.int64)
-        pairs = distinct_ascending(self.ref_slot * width + self.ref_fragment.astype(np.int64))
-        return pairs // width, pairs % width
-
-    def _cross_links(self, gids: _Runs) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """The objects' cross-chunk links as result rows, and their per-link attributes
-        (the table read whole, or block by block in a bounded read)."""
-        if self.objects.link_blocks is not None:
-            first, second, columns = self.objects.link_blocks.links_of(gids)
-            return np.stack([first, _lookup(gids, second)], axis=1), columns
-        table = self.objects._global(CROSS_CHUNK_LINKS)
-        mine, links = np.empty(0, np.int64), np.empty((0, 2), np.int64)
-        if table.shape[0] and gids.start.shape[0]:
-            first, _ = rows_in_runs(table[:, 0], np.zeros(table.shape[0], np.int64), *gids)
-            mine = np.flatnonzero(first >= 0)
-            links = np.stack([first[mine], _lookup(gids, table[mine, 1])], axis=1)
-        names = self.objects.link_attribute_names
-        return links, {k: self.objects.cross_link_attribute(k)[mine] for k in names}
-
-    def _object_attributes(self) -> dict[str, np.ndarray]:
-        base = OBJECT_ATTRIBUTES
-        return {
-            name: self.objects._global(f"{base}/{name}")[self.dense]
-            for name in self.objects.object_attribute_names
-        }
-
-
-def _coalesced_runs(
-    slot: np.ndarray, starts: np.ndarray, sizes: np.ndarray, bounds: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Row runs ``(k, 2)`` of fragments sorted by (slot, start), touching ones merged.
-
-    An object's fragments in a chunk (one per bin run, spec §9.5) are usually back to back,
-    so they become one run; the rows read, in order, are the same. Returns the runs and
-    ``(n_slots + 1,)`` bounds: slot ``s`` owns runs ``bounds[s]:bounds[s + 1]``.
-    """
-    stops = starts + sizes
-    new = np.ones(starts.shape[0], dtype=bool)
-    new[1:] = (slot[1:] != slot[:-1]) | (starts[1:] != stops[:-1])
-    first = np.flatnonzero(new)
-    last = np.append(first[1:], starts.shape[0]) - 1
-    runs = (
-        np.stack([starts[first], stops[last]], axis=1) if first.size else np.zeros((0, 2), np.int64)
-    )
-    run_bounds = np.searchsorted(first, bounds)
-    return runs.astype(np.int64), run_bounds
-
-
-def _check_graph_links(rows: np.ndarray, directed: bool) -> None:
-    """Raise CorruptChunkError unless every stored graph edge (chunk-local rows of ``links/0``
-    or global ids of ``cross_chunk_links``) joins two distinct vertices, as ``[min, max]``
-    when the graph is undirected (spec §10.5; L3.no_self_loops, L3.edge_orientation).
-
-    Streamlines or skeletons relabelled as a graph (the same nodes) were read as edges
-    ``[child, -1]`` and ``[larger, smaller]`` before.
-    """
-    if not rows.size:
-        return
-    bad = (rows < 0).any(axis=1) | (rows[:, 0] == rows[:, 1])
-    if not directed:
-        bad |= rows[:, 0] > rows[:, 1]
-    if bad.any():
-        first = rows[int(np.argmax(bad))].tolist()
-        raise CorruptChunkError(
-            f"a stored graph edge {first} is not two distinct vertices"
-            f"{'' if directed else ' in ascending order'}: the links or the geometry_type "
-            "were damaged or edited; run zv.validate(store, level=3) to find the damage, and "
-            "restore or rewrite the store"
-        )
-
-
-def _lookup(gids: _Runs, wanted: np.ndarray) -> np.ndarray:
-    """The result rows of the global ids ``wanted`` (``(n,)``, each returned)."""
-    rows, bad = rows_in_runs(wanted, np.zeros(wanted.shape[0], np.int64), *gids)
-    if bad >= 0:
-        raise CorruptChunkError("a link names a vertex outside its object's manifest")
-    return rows
-
-
-def _translate(
-    rows: np.ndarray, slot_of_row: np.ndarray, returned: _Runs, gids: _Runs, sentinels: bool
-) -> np.ndarray:
-    """Chunk-local link entries to result rows.
-
-    ``rows`` holds one link per row (its vertex entries), ``slot_of_row`` the chunk slot of
-    each link, ``returned`` and ``gids`` the vertices returned (:meth:`_Plan._returned`).
-    With ``sentinels`` (meshes) every negative entry is ``-(gid + 1)`` (spec §9.6);
-    otherwise -1 (a skeleton root's parent) stays -1. One binary search per entry among
-    the runs of its chunk, in one kernel over all chunks.
-
-    Raises
-    ------
-    CorruptChunkError
-        When an entry names a row that is not a returned vertex of its chunk.
-    """
-    out, bad = rows_in_runs(rows, slot_of_row, *returned)
-    if bad >= 0:
-        raise CorruptChunkError("a link names a row that is not a vertex of its object")
-    if sentinels:
-        sentinel = rows < 0
-        if sentinel.any():
-            out[sentinel] = _lookup(gids, -rows[sentinel] - 1)
-    return out

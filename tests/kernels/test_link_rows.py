@@ -1,0 +1,95 @@
+"""Link rows of a read turned into result rows in one kernel equal the plain numpy twin."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.kernels import naive
+from tests.kernels.test_link_entries import Case, entry_runs
+from zarr_vectors.kernels.link_rows import cross_link_rows, link_result_rows
+
+Runs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+@st.composite
+def gid_runs(draw: st.DrawFn) -> Runs:
+    """Ascending, disjoint runs of global ids in one group (gaps between them)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    m = draw(st.integers(0, 5))
+    length = rng.integers(1, 4, size=m).astype(np.int64)
+    start = (np.cumsum(rng.integers(0, 3, size=m) + length) - length).astype(np.int64)
+    result = (rng.permutation(max(m, 1))[:m] * 4).astype(np.int64)
+    return np.array([0, m], dtype=np.int64), start, length, result
+
+
+def _cut(n: int, groups: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``0..n-1`` of groups ``groups`` cut into runs of consecutive rows of one group."""
+    rng = np.random.default_rng(seed)
+    new = np.ones(n, dtype=bool)
+    new[1:] = (groups[1:] != groups[:-1]) | (rng.random(max(n - 1, 0)) < 0.5)
+    first = np.flatnonzero(new)
+    return groups[first], np.diff(np.append(first, n)).astype(np.int64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    entry_runs(),
+    gid_runs(),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 2**16),
+    st.sampled_from([None, True, False]),
+)
+def test_link_result_rows_equal_numpy(
+    case: Case, gids: Runs, sentinels: bool, drop: bool, seed: int, dense: bool | None
+) -> None:
+    """Local rows by table or search, sentinels among the global ids, roots dropped: the
+    twin's answer, the same first bad entries, and kept links in their read order."""
+    entries, entry_group, *local = case
+    run_group, run_rows = _cut(entries.shape[0], entry_group, seed)
+    got, kept, bad_row, bad_gid = link_result_rows(
+        entries,
+        run_group,
+        run_rows,
+        tuple(local),
+        gids,
+        sentinels=sentinels,
+        drop_rootless=drop,
+        dense=dense,
+    )
+    want, want_kept, want_bad_row, want_bad_gid = naive.link_result_rows(
+        entries, run_group, run_rows, tuple(local), gids, sentinels, drop
+    )
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.arange(entries.shape[0]) if kept is None else kept, want_kept)
+    assert (bad_row, bad_gid) == (want_bad_row, want_bad_gid)
+    assert kept is None or kept.shape[0] < entries.shape[0]
+    assert got.shape == (want_kept.shape[0], entries.shape[1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(gid_runs(), st.integers(0, 2**32 - 1), st.integers(0, 10))
+def test_cross_link_rows_equal_numpy(gids: Runs, seed: int, n: int) -> None:
+    """The links whose first id is returned, in table order, both ids as result rows."""
+    rng = np.random.default_rng(seed)
+    top = int((gids[1] + gids[2]).max(initial=0)) + 2
+    table = rng.integers(0, top, size=(n, 2)).astype(np.int64)
+    rows, mine, bad = cross_link_rows(table, gids)
+    want, want_mine, want_bad = naive.cross_link_rows(table, gids)
+    np.testing.assert_array_equal(mine, want_mine)
+    assert bad == want_bad
+    if bad < 0:
+        np.testing.assert_array_equal(rows, want)
+    else:
+        np.testing.assert_array_equal(rows[:, 0], want[:, 0])
+
+
+def test_runs_that_do_not_hold_the_entries_are_refused() -> None:
+    local = (np.array([0, 1]), np.array([0]), np.array([2]), np.array([0]))
+    with pytest.raises(ValueError, match="as many rows"):
+        link_result_rows(
+            np.zeros((3, 2)), [0], [2], local, local, sentinels=False, drop_rootless=False
+        )

@@ -1,0 +1,45 @@
+"""The row runs and returned rows of fragment references in one kernel equal numpy steps."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.kernels import naive
+from zarr_vectors.kernels.read_plan import read_plan
+
+
+@st.composite
+def references(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
+    """Fragments of a few chunk slots (some empty, some touching, some apart, now and then
+    overlapping or past the chunk's rows), referenced in a shuffled manifest order."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n_slots, n = draw(st.integers(1, 4)), draw(st.integers(0, 14))
+    n_max = draw(st.integers(4, 24))
+    slot = rng.integers(0, n_slots, size=n).astype(np.int64)
+    sizes = rng.integers(0, 5, size=n).astype(np.int64)
+    starts = np.zeros(n, np.int64)
+    for s in range(n_slots):  # each slot's fragments laid one after another, gaps of 0-2
+        mine = np.flatnonzero(slot == s)
+        gaps = rng.integers(0, 3, size=mine.shape[0])
+        starts[mine] = np.cumsum(gaps + sizes[mine]) - sizes[mine]
+    if n and draw(st.booleans()):
+        starts[rng.integers(n)] = rng.integers(0, n_max)  # may overlap or pass the rows
+    chunk_flat = np.cumsum(rng.integers(1, 4, size=n_slots)).astype(np.int64)
+    order = np.lexsort((starts, slot)).astype(np.int64)
+    return order, slot, starts, sizes, chunk_flat, np.int64(n_max)
+
+
+@settings(max_examples=80, deadline=None)
+@given(references())
+def test_read_plan_equals_numpy(case: tuple[np.ndarray, ...]) -> None:
+    order, slot, starts, sizes, chunk_flat, n_max = case
+    got = read_plan(order, slot, starts, sizes, chunk_flat, int(n_max))
+    want = naive.read_plan(order, slot, starts, sizes, chunk_flat, int(n_max))
+    for name, a, b in zip(got._fields, got, want, strict=True):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    # the runs hold every referenced row once (when no fragment overlaps another)
+    if not got.overlap:
+        assert int((got.run_stop - got.run_start).sum()) == int(sizes.sum())
+        assert np.all(got.run_stop > got.run_start)

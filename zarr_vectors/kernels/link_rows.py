@@ -1,0 +1,272 @@
+"""The links of an object read as rows of its result, in one kernel call each.
+
+A read returns some vertices of some chunks as row runs (see
+:mod:`zarr_vectors.kernels.link_entries`): run ``q`` of group ``g`` (a chunk slot) is the
+keys ``start[q] ... start[q] + length[q] - 1``, returned from result row ``result[q]`` on.
+:func:`link_result_rows` turns the ``links/0`` rows read for those chunks (chunk-local
+vertex rows; mesh sentinels ``-(gid + 1)``, spec §9.6) into result rows, and drops a
+skeleton root's ``[root, -1]`` link, in one pass; :func:`cross_link_rows` picks the rows
+of ``cross_chunk_links`` (global ids, spec §9.11) whose first vertex is returned and turns
+both of their ids into result rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels.link_entries import DENSE_ENTRIES, DENSE_KEYS, span_bases, span_table
+
+__all__ = ["cross_link_rows", "link_result_rows"]
+
+I64 = npt.NDArray[np.int64]
+Runs = tuple[I64, I64, I64, I64]
+"""``(bounds, start, length, result)``: group ``g`` owns runs ``bounds[g]:bounds[g + 1]``,
+ascending by key and disjoint; run ``q`` holds keys ``start[q] ... start[q] + length[q] - 1``
+returned from result row ``result[q]`` on."""
+
+
+def link_result_rows(
+    entries: npt.ArrayLike,
+    run_group: npt.ArrayLike,
+    run_rows: npt.ArrayLike,
+    local: Runs,
+    gids: Runs,
+    *,
+    sentinels: bool,
+    drop_rootless: bool,
+    dense: bool | None = None,
+) -> tuple[I64, I64 | None, int, int]:
+    """Chunk-local link entries as result rows, in one pass over every chunk.
+
+    Parameters
+    ----------
+    entries
+        ``(n, k)`` integer link rows, the rows of the link row runs one run after another.
+    run_group, run_rows
+        ``(m,)`` group (chunk slot) and row count of each link row run:
+        ``run_rows.sum() == n``.
+    local
+        The returned vertices as runs of chunk-local rows, one group per chunk slot.
+    gids
+        The same vertices as runs of global ids, in one group.
+    sentinels
+        Whether a negative entry is ``-(gid + 1)``, a vertex of another chunk (meshes);
+        otherwise a negative entry stays -1 (a skeleton root's missing parent).
+    drop_rootless
+        Whether to drop links whose second entry maps to -1 (a skeleton root's link).
+    dense
+        Whether local entries are looked up in a table of each chunk's rows (True) or
+        searched among its runs (False); None chooses as
+        :func:`~zarr_vectors.kernels.link_entries.rows_in_runs` does. The answer is the same.
+
+    Returns
+    -------
+    rows : numpy.ndarray
+        ``(w, k)`` int64 result rows of the links kept.
+    kept : numpy.ndarray or None
+        ``(w,)`` the index of each kept link among ``entries``; None when every link is kept.
+    bad_row : int
+        Flat index of the first non-negative entry no run of its chunk holds, else -1.
+    bad_gid : int
+        Flat index of the first sentinel whose global id is not returned, else -1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> local = (np.array([0, 1]), np.array([4]), np.array([3]), np.array([10]))
+    >>> gids = (np.array([0, 1]), np.array([104]), np.array([3]), np.array([10]))
+    >>> entries = np.array([[4, -1], [5, 4], [6, 5]])
+    >>> rows, kept, bad_row, bad_gid = link_result_rows(
+    ...     entries, np.array([0]), np.array([3]), local, gids,
+    ...     sentinels=False, drop_rootless=True)
+    >>> rows.tolist(), kept.tolist(), bad_row, bad_gid
+    ([[11, 10], [12, 11]], [1, 2], -1, -1)
+    """
+    values = np.ascontiguousarray(entries, dtype=np.int64)
+    if values.ndim != 2:
+        values = values.reshape(values.shape[0] if values.size else 0, -1)
+    group, count = (np.ascontiguousarray(a, dtype=np.int64) for a in (run_group, run_rows))
+    if int(count.sum()) != values.shape[0]:
+        raise ValueError("the link row runs do not hold as many rows as the entries")
+    b, start, length, result = _int64(local)
+    g_b, g_start, g_length, g_result = _int64(gids)
+    out = np.empty(values.shape, dtype=np.int64)
+    kept = np.empty(values.shape[0], dtype=np.int64)
+    w, bad_row, bad_gid = _link_rows(
+        values,
+        group,
+        count,
+        b,
+        start,
+        length,
+        result,
+        g_b,
+        g_start,
+        g_length,
+        g_result,
+        sentinels,
+        drop_rootless,
+        -1 if dense is None else int(dense),
+        out,
+        kept,
+    )
+    every = w == values.shape[0]
+    return out[:w], None if every else kept[:w], int(bad_row), int(bad_gid)
+
+
+def cross_link_rows(table: npt.ArrayLike, gids: Runs) -> tuple[I64, I64, int]:
+    """The cross-chunk links whose first vertex is returned, as result rows.
+
+    Parameters
+    ----------
+    table
+        ``(n, 2)`` global vertex ids (``cross_chunk_links``).
+    gids
+        The returned vertices as runs of global ids, in one group.
+
+    Returns
+    -------
+    rows : numpy.ndarray
+        ``(w, 2)`` int64 result rows of the links whose first id is returned, in table order.
+    mine : numpy.ndarray
+        ``(w,)`` their rows in ``table``.
+    bad : int
+        Row of ``table`` of the first such link whose second id is not returned, else -1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> gids = (np.array([0, 2]), np.array([100, 300]), np.array([2, 2]), np.array([0, 2]))
+    >>> rows, mine, bad = cross_link_rows(np.array([[7, 8], [101, 300], [200, 100]]), gids)
+    >>> rows.tolist(), mine.tolist(), bad
+    ([[1, 2]], [1], -1)
+    """
+    links = np.ascontiguousarray(table, dtype=np.int64).reshape(-1, 2)
+    bounds, start, length, result = _int64(gids)
+    out = np.empty(links.shape, dtype=np.int64)
+    mine = np.empty(links.shape[0], dtype=np.int64)
+    w, bad = _cross_rows(links, bounds, start, length, result, out, mine)
+    return out[:w], mine[:w], int(bad)
+
+
+def _int64(runs: Runs) -> Runs:
+    """``runs`` as contiguous int64 arrays (no copy when they are)."""
+    b, start, length, result = (np.ascontiguousarray(a, dtype=np.int64) for a in runs)
+    return b, start, length, result
+
+
+@njit
+def _link_rows(
+    entries: I64,
+    run_group: I64,
+    run_rows: I64,
+    bounds: I64,
+    start: I64,
+    length: I64,
+    result: I64,
+    g_bounds: I64,
+    g_start: I64,
+    g_length: I64,
+    g_result: I64,
+    sentinels: bool,
+    drop_rootless: bool,
+    dense_mode: int,
+    out: I64,
+    kept: I64,
+) -> tuple[int, int, int]:
+    n, k = entries.shape
+    n_groups = bounds.shape[0] - 1
+    base, table = _table(bounds, start, length, result, n * k, dense_mode)
+    dense = table.shape[0] > 0 or base[n_groups] == 0
+    g_lo, g_hi = g_bounds[0], g_bounds[g_bounds.shape[0] - 1]
+    bad_row, bad_gid = -1, -1
+    q, qg = -1, -1  # the runs the last entries were found in: a link's entries mostly share one
+    i, w = 0, 0
+    for r in range(run_group.shape[0]):
+        g = run_group[r]
+        lo = bounds[g] if 0 <= g < n_groups else 0
+        hi = bounds[g + 1] if 0 <= g < n_groups else 0
+        at0 = base[g] if 0 <= g < n_groups else 0  # the group's table (when dense)
+        span = base[g + 1] - at0 if 0 <= g < n_groups else 0
+        first = start[lo] if hi > lo else 0
+        for _ in range(run_rows[r]):
+            if i >= n:
+                break
+            for j in range(k):
+                v = entries[i, j]
+                row = -1
+                if v >= 0:
+                    at = v - first
+                    if dense and 0 <= at < span:
+                        row = table[at0 + at]
+                    elif not dense:
+                        if not (lo <= q < hi and start[q] <= v < start[q] + length[q]):
+                            q = np.searchsorted(start[lo:hi], v, side="right") - 1 + lo
+                        if q >= lo and v < start[q] + length[q]:
+                            row = result[q] + v - start[q]
+                    if row < 0 and bad_row < 0:
+                        bad_row = i * k + j
+                elif sentinels:
+                    gid = -v - 1
+                    if not (g_lo <= qg < g_hi and g_start[qg] <= gid < g_start[qg] + g_length[qg]):
+                        qg = np.searchsorted(g_start[g_lo:g_hi], gid, side="right") - 1 + g_lo
+                    if qg >= g_lo and gid < g_start[qg] + g_length[qg]:
+                        row = g_result[qg] + gid - g_start[qg]
+                    elif bad_gid < 0:
+                        bad_gid = i * k + j
+                out[w, j] = row
+            if not (drop_rootless and k > 1 and out[w, 1] < 0):
+                kept[w] = i
+                w += 1
+            i += 1
+    return w, bad_row, bad_gid
+
+
+@njit
+def _table(
+    bounds: I64, start: I64, length: I64, result: I64, entries: int, mode: int
+) -> tuple[I64, I64]:
+    """Each group's result rows by key over its key span (group ``g``'s keys from its first
+    run's first key at ``base[g]:base[g + 1]`` of the table, -1 where no run holds the key),
+    when the spans hold at most :data:`DENSE_KEYS` and :data:`DENSE_ENTRIES` keys (as
+    :func:`~zarr_vectors.kernels.link_entries.rows_in_runs`) or ``mode`` is 1; else (or
+    when ``mode`` is 0) an empty table."""
+    n_groups = bounds.shape[0] - 1
+    base = span_bases(bounds, start, length)
+    keys = 0
+    for q in range(start.shape[0]):
+        keys += length[q]
+    per_key, slack = DENSE_KEYS
+    too_big = base[n_groups] > min(per_key * keys, DENSE_ENTRIES * entries) + slack
+    if mode == 0 or (mode < 0 and too_big):
+        return base, np.empty(0, dtype=np.int64)
+    table = span_table(bounds, start, length, result, base)
+    return base, table
+
+
+@njit
+def _cross_rows(
+    table: I64, bounds: I64, start: I64, length: I64, result: I64, out: I64, mine: I64
+) -> tuple[int, int]:
+    lo, hi = bounds[0], bounds[bounds.shape[0] - 1]
+    runs = start[lo:hi]
+    at = np.searchsorted(runs, table[:, 0], side="right") - 1 + lo  # last run at or before
+    w, bad = 0, -1
+    for i in range(table.shape[0]):
+        first, q = table[i, 0], at[i]
+        if not (q >= lo and first < start[q] + length[q]):
+            continue
+        out[w, 0] = result[q] + first - start[q]
+        second = table[i, 1]
+        p = np.searchsorted(runs, second, side="right") - 1 + lo
+        if p >= lo and second < start[p] + length[p]:
+            out[w, 1] = result[p] + second - start[p]
+        else:
+            out[w, 1] = -1
+            if bad < 0:
+                bad = i
+        mine[w] = i
+        w += 1
+    return w, bad

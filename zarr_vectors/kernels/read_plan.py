@@ -1,0 +1,147 @@
+"""The row runs of an object read and where its vertices land, in one kernel call.
+
+An object read names fragment references: reference ``r`` is ``sizes[r]`` rows from row
+``starts[r]`` of chunk slot ``slot[r]``; its rows are returned from result row
+``sum(sizes[:r])`` on (references in manifest order). :func:`read_plan` walks the
+references once in their (slot, first row) order and gives the row runs to read (touching
+fragments of a slot merged), where each reference's rows start among the rows read, and
+the returned vertices as runs of chunk-local rows and of global ids (spec §9.11).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.kernels._jit import njit
+
+__all__ = ["ReadPlan", "read_plan"]
+
+I64 = npt.NDArray[np.int64]
+
+
+class ReadPlan(NamedTuple):
+    """What :func:`read_plan` returns.
+
+    ``run_slot``, ``run_start``, ``run_stop``: the row runs to read, slot by slot,
+    ascending and disjoint within a slot (no empty run). ``buffer_start``: per reference,
+    its first row among the rows read (the runs one after another). ``bounds``,
+    ``start``, ``length``, ``result``: the non-empty references in (slot, first row)
+    order as runs of local rows, slot ``s`` owning ``bounds[s]:bounds[s + 1]``, each
+    returned from result row ``result``; ``gid``: their first global ids
+    (``chunk_flat[slot] * n_max + start``). ``overlap``: whether two of them share a
+    global id or one passes its chunk's ``n_max`` rows (fragments tile their chunk at
+    level 0, spec §6.5).
+    """
+
+    run_slot: I64
+    run_start: I64
+    run_stop: I64
+    buffer_start: I64
+    bounds: I64
+    start: I64
+    length: I64
+    result: I64
+    gid: I64
+    overlap: bool
+
+
+def read_plan(
+    order: npt.ArrayLike,
+    slot: npt.ArrayLike,
+    starts: npt.ArrayLike,
+    sizes: npt.ArrayLike,
+    chunk_flat: npt.ArrayLike,
+    n_max: int,
+) -> ReadPlan:
+    """The reads and returned rows of fragment references, in one pass.
+
+    Parameters
+    ----------
+    order
+        ``(n,)`` the references in (slot, first row) order.
+    slot, starts, sizes
+        ``(n,)`` chunk slot, first row and row count of each reference.
+    chunk_flat
+        ``(n_slots,)`` flat chunk index of each slot, ascending.
+    n_max
+        Rows per chunk of the level (the global id's stride, spec §9.11).
+
+    Returns
+    -------
+    ReadPlan
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> plan = read_plan([1, 0, 2], [0, 0, 1], [4, 0, 0], [2, 4, 3], [7, 9], 10)
+    >>> plan.run_slot.tolist(), plan.run_start.tolist(), plan.run_stop.tolist()
+    ([0, 1], [0, 0], [6, 3])
+    >>> plan.buffer_start.tolist(), plan.result.tolist(), plan.gid.tolist()
+    ([4, 0, 6], [2, 0, 6], [70, 74, 90])
+    """
+    o, s, a, z, flat = (
+        np.ascontiguousarray(x, dtype=np.int64) for x in (order, slot, starts, sizes, chunk_flat)
+    )
+    n = o.shape[0]
+    runs = np.empty((3, n), dtype=np.int64)
+    refs = np.empty((6, n), dtype=np.int64)  # buffer start, then the returned runs
+    bounds = np.zeros(flat.shape[0] + 1, dtype=np.int64)
+    m, t, overlap = _plan(o, s, a, z, flat, n_max, runs, refs, bounds)
+    return ReadPlan(
+        runs[0, :m],
+        runs[1, :m],
+        runs[2, :m],
+        refs[0],
+        bounds,
+        refs[1, :t],
+        refs[2, :t],
+        refs[3, :t],
+        refs[4, :t],
+        bool(overlap),
+    )
+
+
+@njit
+def _plan(
+    order: I64,
+    slot: I64,
+    starts: I64,
+    sizes: I64,
+    chunk_flat: I64,
+    n_max: int,
+    runs: I64,
+    refs: I64,
+    bounds: I64,
+) -> tuple[int, int, bool]:
+    n = order.shape[0]
+    result_of = refs[5]  # each reference's first result row, in manifest order
+    at = 0
+    for r in range(n):
+        result_of[r] = at
+        at += sizes[r]
+    m, t, pos, end, overlap = 0, 0, 0, -1, False
+    for i in range(n):
+        r = order[i]
+        s, a, z = slot[r], starts[r], sizes[r]
+        refs[0, r] = pos
+        pos += z
+        if z <= 0:
+            continue
+        if m > 0 and runs[0, m - 1] == s and runs[2, m - 1] == a:
+            runs[2, m - 1] = a + z  # touching the run before: one run
+        else:
+            runs[0, m], runs[1, m], runs[2, m] = s, a, a + z
+            m += 1
+        gid = chunk_flat[s] * n_max + a
+        if gid < end or a + z > n_max:
+            overlap = True
+        end = gid + z
+        refs[1, t], refs[2, t], refs[3, t], refs[4, t] = a, z, result_of[r], gid
+        bounds[s + 1] += 1
+        t += 1
+    for g in range(bounds.shape[0] - 1):
+        bounds[g + 1] += bounds[g]
+    return m, t, overlap

@@ -1,0 +1,328 @@
+"""The reads that rebuild a set of objects from their fragment references (spec §7.6).
+
+:class:`ObjectPlan` resolves the references to fragment rows, reads only the chunks they
+name, and assembles the objects exactly as written: vertices in traversal order, links
+translated to rows of the result (:mod:`~zarr_vectors.query._object_links`), attributes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import numpy as np
+
+from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.format.kinds import geometry_kind
+from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
+from zarr_vectors.kernels import counting_sort
+from zarr_vectors.kernels.bin_runs import copy_row_runs
+from zarr_vectors.kernels.link_rows import cross_link_rows
+from zarr_vectors.kernels.read_plan import ReadPlan, read_plan
+from zarr_vectors.query._fragment_refs import (
+    FragmentTable,
+    chunk_slots,
+    distinct_ascending,
+    slot_order,
+)
+from zarr_vectors.query._held_rows import HeldRows, copy_held_rows, read_vertex_columns
+from zarr_vectors.query._link_blocks import LinkBlocks
+from zarr_vectors.query._object_links import (
+    LINK_COLUMN,
+    Runs,
+    check_graph_links,
+    link_column,
+    lookup,
+    returned_runs,
+    translate,
+)
+from zarr_vectors.read import LevelReader, RowRuns
+from zarr_vectors.result import QueryResult
+
+__all__ = ["RANGE_GROUP", "ObjectPlan", "ObjectSource", "in_reference_order"]
+
+
+class ObjectSource(Protocol):
+    """What a plan reads besides rows: the level's reader, its kind and options, and its
+    global arrays (:class:`~zarr_vectors.query.object_queries.ObjectReader`)."""
+
+    reader: LevelReader
+    kind: str
+    bounded: bool
+    cache_bytes: int
+    link_attribute_names: list[str]
+    object_attribute_names: list[str]
+    link_blocks: LinkBlocks | None
+
+    def external_ids(self) -> np.ndarray: ...
+
+    def object_attribute(self, name: str) -> np.ndarray: ...
+
+    def cross_link_attribute(self, name: str) -> np.ndarray: ...
+
+    def cross_chunk_links(self) -> np.ndarray: ...
+
+
+RANGE_GROUP = 4
+"""Chunks whose fragment ranges a bounded read (``ObjectReader(bounded=True)``) decodes
+at a time."""
+
+
+def in_reference_order(rows: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The read ``rows`` with reference ``r``'s ``sizes[r]`` rows from ``starts[r]`` placed
+    one reference after another: the read rows themselves when they are in that order
+    already, else one copy of runs (not a per-row gather)."""
+    dest = np.cumsum(sizes) - sizes
+    if rows.shape[0] == int(sizes.sum()) and np.array_equal(starts, dest):
+        return rows
+    out = np.empty((int(sizes.sum()), *rows.shape[1:]), dtype=rows.dtype)
+    copy_row_runs(rows, starts, out, dest, sizes)
+    return out
+
+
+class ObjectPlan:
+    """The reads that rebuild a set of objects from their fragment references.
+
+    References are sorted once by (chunk slot, first row); every per-chunk step then works
+    on one contiguous slice of that order, so the cost is linear in the references.
+    """
+
+    def __init__(
+        self,
+        objects: ObjectSource,
+        dense: np.ndarray,
+        refs: tuple[np.ndarray, np.ndarray, np.ndarray],
+        turns: bool = True,
+        held: HeldRows | None = None,
+    ) -> None:
+        self.objects = objects
+        self.turns = turns
+        self.held = held
+        self.reader = objects.reader
+        self.dense = dense
+        self.ref_object, ref_chunk, self.ref_fragment = refs
+        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
+        outside = np.any((ref_chunk < 0) | (ref_chunk >= self.reader.grid.shape), axis=1)
+        if outside.any():
+            bad = tuple(int(c) for c in ref_chunk[np.flatnonzero(outside)[0]])
+            raise CorruptChunkError(f"a manifest names chunk {bad}, outside the grid {grid_shape}")
+        flat = (
+            np.ravel_multi_index(tuple(ref_chunk.T), grid_shape)
+            if ref_chunk.shape[0]
+            else np.empty(0, np.int64)
+        )
+        self.chunk_flat, self.ref_slot = chunk_slots(flat, math.prod(grid_shape))
+        self.chunks = (
+            np.stack(np.unravel_index(self.chunk_flat, grid_shape), axis=1)
+            .reshape(-1, len(grid_shape))
+            .astype(np.int64)
+        )
+        self.order = np.empty(0, np.int64)
+        self.chunk_keys = [tuple(c) for c in self.chunks.tolist()]
+        self.where: np.ndarray | None = None  # set by _chunk_counts
+        self.link_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # _needed_rows
+
+    def _sort(self, starts: np.ndarray, rows: np.ndarray) -> None:
+        """Order the references by (chunk slot, first row); ``rows``: each slot's rows."""
+        self.order = slot_order(self.ref_slot, starts, rows)
+
+    def result(self) -> QueryResult:
+        reader = self.reader
+        rows = self._chunk_counts()
+        if self.objects.bounded:
+            starts, sizes = self._rows_by_group(rows)
+        else:
+            starts, sizes = self._needed_rows(rows)
+        self._sort(starts, rows)
+        n_max = int(reader.array_meta[VERTICES]["shape"][reader.grid.ndim])
+        plan = read_plan(self.order, self.ref_slot, starts, sizes, self.chunk_flat, n_max)
+        runs = RowRuns(self.chunk_keys, plan.run_slot, plan.run_start, plan.run_stop, self.where)
+        vertex_rows = self._vertex_rows(runs, plan.buffer_start, sizes)
+        per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
+        offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
+        links, link_columns = (
+            (None, {}) if geometry_kind(self.objects.kind).ordered else self._links(plan)
+        )
+        ids = self.objects.external_ids()[self.dense]
+        return QueryResult(
+            positions=vertex_rows[0],
+            attributes=dict(zip(reader.attribute_names, vertex_rows[1:], strict=True)),
+            vertex_object_ids=np.repeat(ids, np.diff(offsets)),
+            object_ids=ids,
+            offsets=offsets,
+            edges=links if links is not None and links.shape[1] == 2 else None,
+            faces=links if links is not None and links.shape[1] == 3 else None,
+            object_attributes=self._object_attributes(),
+            link_attributes=link_columns,
+        )
+
+    def _vertex_rows(
+        self, runs: RowRuns, buffer_start: np.ndarray, sizes: np.ndarray
+    ) -> list[np.ndarray]:
+        """The vertex columns' rows of every reference, in reference order; the held rows
+        (:attr:`held`) are used here and let go."""
+        held, self.held = self.held, None
+        copied = None if held is None else copy_held_rows(self.reader, runs, self.chunk_flat, held)
+        del held  # freed before the rest is read
+        names = [VERTICES, *self.reader.attribute_names]
+        read = read_vertex_columns(self.reader, names, runs, copied, self.turns)
+        del copied
+        return [in_reference_order(rows, buffer_start, sizes) for rows in read]
+
+    def _needed_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First row and row count of every reference, from only the fragments the
+        references name (:meth:`LevelReader.needed_ranges`); their link rows are kept for
+        :meth:`_links` when the kind has links."""
+        order, bounds = counting_sort(self.ref_slot, self.chunks.shape[0])
+        links = not geometry_kind(self.objects.kind).ordered
+        found = self.reader.needed_ranges(
+            self.chunks, rows, (bounds, self.ref_fragment[order]), links=links
+        )
+        ranges = np.empty((4 if links else 2, order.shape[0]), np.int64)
+        ranges[0, order], ranges[1, order] = found.vertex_starts, found.vertex_counts
+        if found.link_starts is not None and found.link_counts is not None:
+            ranges[2, order], ranges[3, order] = found.link_starts, found.link_counts
+            assert found.link_rows is not None
+            self.link_plan = (ranges[2], ranges[3], found.link_rows)
+        return ranges[0], ranges[1]
+
+    def _rows_by_group(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First row and row count of every reference, the fragment ranges decoded
+        :data:`RANGE_GROUP` chunk slots at a time and, after each group, kept only within
+        the reader's ``cache_bytes``; the chunks whose ranges are cached come first, so
+        they are used before any group can push them out."""
+        starts = np.empty(self.ref_slot.shape[0], np.int64)
+        sizes = np.empty(self.ref_slot.shape[0], np.int64)
+        cached = [self.reader.has_ranges(VERTEX_FRAGMENTS, tuple(c)) for c in self.chunks.tolist()]
+        slots = np.argsort(~np.asarray(cached, bool), kind="stable")
+        rank = np.empty_like(slots)
+        rank[slots] = np.arange(slots.shape[0])
+        ref_rank = rank[self.ref_slot]
+        order = np.argsort(ref_rank, kind="stable")
+        for first in range(0, slots.shape[0], RANGE_GROUP):
+            group = slots[first : first + RANGE_GROUP]
+            lo, hi = np.searchsorted(ref_rank[order], [first, first + group.shape[0]])
+            mine = order[lo:hi]
+            found = self.reader.fragment_ranges(self.chunks[group], rows[group])
+            table = FragmentTable.of(found, rows[group])
+            got = table.rows_of(ref_rank[mine] - first, self.ref_fragment[mine], self.chunks[group])
+            starts[mine], sizes[mine] = got
+            self.reader.trim_ranges(self.objects.cache_bytes)
+        return starts, sizes
+
+    def _chunk_counts(self) -> np.ndarray:
+        found, counts = self.reader.occupied_chunks(
+            np.zeros(self.reader.grid.ndim, np.int64), self.reader.grid.shape
+        )
+        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
+        found_flat = (
+            np.ravel_multi_index(tuple(found.T), grid_shape)
+            if found.shape[0]
+            else np.empty(0, np.int64)
+        )
+        pos = np.searchsorted(found_flat, self.chunk_flat)
+        pos = np.minimum(pos, max(found_flat.shape[0] - 1, 0))
+        if self.chunk_flat.size and (
+            not found_flat.size or np.any(found_flat[pos] != self.chunk_flat)
+        ):
+            raise CorruptChunkError("a manifest names an empty chunk")
+        self.where = pos.astype(np.int64, copy=False)  # positions among the occupied chunks
+        return counts[pos] if self.chunk_flat.size else np.empty(0, np.int64)
+
+    def _links(self, plan: ReadPlan) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The objects' links as result rows, and their per-link attributes (§9.12)."""
+        reader = self.reader
+        if self.link_plan is not None:
+            runs, chunk_rows = self._planned_link_runs(*self.link_plan)
+        else:
+            runs, chunk_rows = self._link_runs(reader.blob_ranges(LINK_FRAGMENTS, self.chunks))
+        names = self.objects.link_attribute_names
+        link_rows, *values = reader.read_runs(
+            [LINK_COLUMN, *(link_column(n) for n in names)], runs, chunk_rows, turns=self.turns
+        )
+        returned, gids = returned_runs(plan)
+        kind = geometry_kind(self.objects.kind)
+        if kind.directed == "allowed":
+            check_graph_links(link_rows, self.reader.directed)
+        mapped, kept = translate(link_rows, runs, returned, gids, kind.faces, kind.tree)
+        columns = dict(
+            zip(names, values if kept is None else [v[kept] for v in values], strict=True)
+        )
+        if kind.stored_edges:
+            cross, cross_columns = self._cross_links(gids)
+            mapped = np.concatenate([mapped, cross])
+            columns = {k: np.concatenate([v, cross_columns[k]]) for k, v in columns.items()}
+        return mapped, columns
+
+    def _link_runs(
+        self, link_ranges: list[tuple[np.ndarray, np.ndarray]]
+    ) -> tuple[RowRuns, np.ndarray]:
+        """The ``links/0`` row runs of the referenced fragments, chunk slot by slot
+        (``link_ranges``: each slot's link fragment ranges), and each slot's link rows.
+
+        One pass over every slot's fragments at once; no run asks a chunk without link
+        rows (it has no ``links/0`` shard, spec §9.6).
+
+        Raises
+        ------
+        CorruptChunkError
+            When a manifest names a fragment its chunk's link index does not list.
+        """
+        frag_slot, frag = self._referenced_fragments()
+        chunks = self.chunk_keys
+        if not link_ranges:
+            empty = np.empty(0, np.int64)
+            return RowRuns(chunks, empty, empty, empty, self.where), empty
+        lengths = np.array([r[0].shape[0] for r in link_ranges], dtype=np.int64)
+        if np.any((frag < 0) | (frag >= lengths[frag_slot])):
+            raise CorruptChunkError("a manifest names a fragment its chunk's links do not index")
+        at = (np.cumsum(lengths) - lengths)[frag_slot] + frag
+        counts = np.concatenate([r[1] for r in link_ranges]).astype(np.int64)
+        first = np.concatenate([r[0] for r in link_ranges]).astype(np.int64, copy=False)[at]
+        stop = first + counts[at]
+        some = stop > first
+        chunk_rows = np.zeros(len(link_ranges), dtype=np.int64)
+        np.add.at(chunk_rows, np.repeat(np.arange(len(link_ranges)), lengths), counts)
+        runs = RowRuns(chunks, frag_slot[some], first[some], stop[some], self.where)
+        return runs, chunk_rows
+
+    def _planned_link_runs(
+        self, starts: np.ndarray, counts: np.ndarray, chunk_rows: np.ndarray
+    ) -> tuple[RowRuns, np.ndarray]:
+        """:meth:`_link_runs` from the link rows of every reference (``starts``,
+        ``counts``: :meth:`_needed_rows`) and each slot's link rows: each fragment once."""
+        width = int(self.ref_fragment.max(initial=-1)) + 1
+        keys = self.ref_slot * width + self.ref_fragment.astype(np.int64)
+        pairs, first = np.unique(keys, return_index=True)
+        stop = starts[first] + counts[first]
+        some = stop > starts[first]
+        chunks = self.chunk_keys
+        slot, begin = pairs[some] // max(width, 1), starts[first][some]
+        return RowRuns(chunks, slot, begin, stop[some], self.where), chunk_rows
+
+    def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""
+        width = int(self.ref_fragment.max(initial=-1)) + 1
+        if width == 0:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        pairs = distinct_ascending(self.ref_slot * width + self.ref_fragment.astype(np.int64))
+        return pairs // width, pairs % width
+
+    def _cross_links(self, gids: Runs) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The objects' cross-chunk links as result rows, and their per-link attributes
+        (the table read whole, or block by block in a bounded read)."""
+        if self.objects.link_blocks is not None:
+            first, second, columns = self.objects.link_blocks.links_of(gids)
+            return np.stack([first, lookup(gids, second)], axis=1), columns
+        table = self.objects.cross_chunk_links()
+        links, mine, bad = cross_link_rows(table, gids)
+        if bad >= 0:
+            raise CorruptChunkError("a link names a vertex outside its object's manifest")
+        names = self.objects.link_attribute_names
+        return links, {k: self.objects.cross_link_attribute(k)[mine] for k in names}
+
+    def _object_attributes(self) -> dict[str, np.ndarray]:
+        return {
+            name: self.objects.object_attribute(name)[self.dense]
+            for name in self.objects.object_attribute_names
+        }

@@ -1,0 +1,110 @@
+"""The owners lookup of a region query of objects: which objects have a vertex in it.
+
+Reads the fragment owners of the chunks the region can meet, and every ``vertices`` row
+of those it does not cover whole (spec §8.3 step 5: object fragments are not binned); the
+rows read are handed to the read of the objects that follows (:class:`HeldRows`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zarr_vectors.format.names import VERTICES
+from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.query._fragment_refs import distinct_ascending
+from zarr_vectors.query._held_rows import HeldRows
+from zarr_vectors.query.regions import Region
+from zarr_vectors.read import ChunkRows, LevelReader, RowRuns
+
+__all__ = ["OWNER_COLUMN", "owners_and_rows"]
+
+OWNER_COLUMN = "__fragment_owner__"
+"""The reader's column of each fragment's owner (levels without fragment records)."""
+
+
+def owners_and_rows(
+    reader: LevelReader, region: Region, chunks: np.ndarray, counts: np.ndarray, inside: np.ndarray
+) -> tuple[np.ndarray, HeldRows | None]:
+    """Dense ids, ascending, of the objects with a vertex in ``region`` among ``chunks``
+    (``counts`` rows each, ``inside`` the region whole or not), and the ``vertices`` rows
+    of the chunks not inside, as read (None when every chunk is inside)."""
+    cut = ~np.asarray(inside, dtype=bool)
+    if reader.records:  # the partly covered chunks' vertices read next: their indexes now
+        ranges = reader.fragment_ranges(
+            chunks, counts, index_columns=[VERTICES], index_chunks=chunks[cut]
+        )
+        owners = np.concatenate(reader.fragment_owners(chunks))
+        positions = _every_row(reader, chunks[cut], counts[cut])
+    else:
+        ranges = reader.fragment_ranges(chunks, counts, index_columns=())
+        owners, positions = _owners_and_positions(reader, chunks, counts, inside, ranges)
+    found = _owners(owners, ranges, inside, counts, positions, region)
+    if not cut.any():
+        return found, None
+    flat = np.ravel_multi_index(tuple(chunks[cut].T), reader.grid.shape)
+    return found, HeldRows(flat.astype(np.int64), counts[cut].astype(np.int64), positions)
+
+
+def _every_row(reader: LevelReader, chunks: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Every ``vertices`` row of ``chunks`` (of ``counts`` rows each), chunk after chunk,
+    read as row runs (:meth:`LevelReader.read_runs`: through the open store's cache of
+    decoded blocks)."""
+    if not chunks.shape[0]:
+        return np.empty((0, reader.grid.ndim), dtype=reader.column_spec(VERTICES)[0])
+    n = chunks.shape[0]
+    slot = np.arange(n, dtype=np.int64)
+    runs = RowRuns([tuple(c) for c in chunks.tolist()], slot, np.zeros(n, np.int64), counts)
+    return reader.read_runs([VERTICES], runs)[0]
+
+
+def _owners_and_positions(
+    reader: LevelReader,
+    chunks: np.ndarray,
+    counts: np.ndarray,
+    inside: np.ndarray,
+    ranges: list[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """The fragment owners of ``chunks`` (a level without fragment records keeps them in a
+    column) and every ``vertices`` row of those not ``inside`` the region, read together."""
+    keys = [tuple(c) for c in chunks.tolist()]
+    fragments = [
+        ChunkRows(key, np.array([[0, r[0].shape[0]]], dtype=np.int64))
+        for key, r in zip(keys, ranges, strict=True)
+    ]
+    partial = [
+        ChunkRows(key, np.array([[0, n]], dtype=np.int64))
+        for key, n, full in zip(keys, counts.tolist(), inside.tolist(), strict=True)
+        if not full
+    ]
+    owners, positions = reader.read_many([(OWNER_COLUMN, fragments), (VERTICES, partial)])
+    return owners, positions
+
+
+def _owners(
+    owners: np.ndarray,
+    ranges: list[tuple[np.ndarray, np.ndarray]],
+    inside: np.ndarray,
+    counts: np.ndarray,
+    positions: np.ndarray | None,
+    region: Region,
+) -> np.ndarray:
+    """The owners of the fragments of the chunks the region covers whole (``inside``) and
+    of the fragments holding a vertex in the region in the others, distinct, ascending.
+
+    ``owners`` holds every chunk's fragment owners chunk after chunk, ``positions`` every
+    row of the partly covered chunks; one pass over all chunks at once.
+    """
+    n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
+    whole = np.repeat(np.asarray(inside, dtype=bool), n_fragments)
+    found = [owners[whole]]
+    part = np.flatnonzero(~np.asarray(inside, dtype=bool))
+    if part.shape[0]:
+        assert positions is not None
+        rows = np.flatnonzero(region.contains_points(positions))
+        row_base = np.cumsum(counts[part]) - counts[part]  # each partly covered chunk's
+        starts = np.concatenate([ranges[c][0] for c in part.tolist()]).astype(np.int64)
+        starts += np.repeat(row_base, n_fragments[part])  # ascending over those chunks
+        fragment = np.searchsorted(starts, rows, side="right") - 1
+        owner_at = concat_ranges((np.cumsum(n_fragments) - n_fragments)[part], n_fragments[part])
+        found.append(owners[owner_at[fragment]])
+    return distinct_ascending(np.concatenate(found))
