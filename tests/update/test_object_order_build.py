@@ -207,3 +207,24 @@ def test_windows_of_the_passes_are_slices_of_the_sort(
             assert rows.tolist() == order[a:b].tolist()
             got = window_column(reader, batches, "vertices", sources, places)
             assert got.tobytes() == vertices[order[a:b]].tobytes()
+
+
+@pytest.mark.parametrize("kind", ["local", "memory"])
+def test_open_handles_are_not_misled_by_an_added_or_dropped_copy(
+    tmp_path: Path, kind: str
+) -> None:
+    """A handle opened before the change refuses to read the new version (it says so); a
+    refreshing handle reads it, the same objects through the copy and without it."""
+    cloud = _cloud(8)
+    store: Any = tmp_path / "s" if kind == "local" else MemoryStore()
+    _write(store, cloud)
+    wanted = np.unique(cloud["object_ids"])[::4]
+    old, refreshing = zv.open(store), zv.open(store, refresh=True)
+    want = old.read_objects(wanted)
+    for change in (zv.build_object_order, zv.drop_object_order):
+        change(store)
+        with pytest.raises(zv.StoreChangedError, match="open it again"):
+            old.read_objects(wanted)
+        got = refreshing.read_objects(wanted)
+        assert got.positions.tobytes() == want.positions.tobytes()
+        assert got.attributes["rgb"].tobytes() == want.attributes["rgb"].tobytes()
