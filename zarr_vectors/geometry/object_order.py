@@ -4,8 +4,9 @@ Every point write path commits through :func:`~zarr_vectors.geometry.points.comm
 which calls :func:`write_object_order` once level 0 is written when the copy is asked for
 (``WriteOptions(object_order=True)``, or a store that has one being appended to): the copy
 is computed from level 0 as stored, so every path writes the same bytes for the same stored
-level. The build reads level 0 one column at a time and holds about
-:func:`order_build_bytes` bytes at once.
+level. The build holds about a memory budget: it reads level 0 in batches of chunks, once
+for the distinct ids, then once per window of the copy's rows
+(:mod:`~zarr_vectors.geometry.order_passes`).
 """
 
 from __future__ import annotations
@@ -43,13 +44,18 @@ __all__ = [
     "object_order_of",
     "has_object_order",
     "object_order_columns",
-    "order_build_bytes",
+    "ORDER_BUILD_BUDGET",
     "order_passes",
     "write_object_order",
 ]
 
 _WRITE_BATCH_BYTES = 16 << 20
 """Shards are written in batches of about this many bytes."""
+
+ORDER_BUILD_BUDGET = 256 << 20
+"""Bytes of working memory of the copy's build when the writer is given none
+(``write_points``, ``append_points``): at 10^7 points the build then takes about as much CPU
+as with level 0 read whole, in a quarter of the memory (``benchmarks/results/object_order.md``)."""
 
 _SCAN_BYTES_PER_ROW = 40
 """Bytes a row of a batch of chunks takes while its ids are scanned: the ids, their object
@@ -86,28 +92,13 @@ def object_order_columns(reader: LevelReader) -> list[str]:
     return [OBJECT_ORDER_ROWS, VERTICES, *names]
 
 
-def order_build_bytes(n_points: int, widest_row: int) -> int:
-    """About the most bytes the in-memory build (``memory_budget=None`` in
-    :func:`write_object_order`) holds at once for ``n_points`` points whose widest column
-    has rows of ``widest_row`` bytes: the ids, their object numbers and the sort of one
-    scan (about 40 bytes a point), one column in object order, and the encoded shards of a
-    batch.
-
-    Examples
-    --------
-    >>> order_build_bytes(10**6, 12) // 2**20   # MiB
-    86
-    """
-    return n_points * (_SCAN_BYTES_PER_ROW + widest_row) + 2 * _WRITE_BATCH_BYTES
-
-
 def order_passes(
-    memory_budget: int | None, shard_rows: int, widest_row: int, n_ids: int
-) -> tuple[int | None, int | None]:
+    memory_budget: int, shard_rows: int, widest_row: int, n_ids: int
+) -> tuple[int, int]:
     """How the copy is built within ``memory_budget`` bytes: the rows of a window (whole
-    shards of ``shard_rows``; None: every row at once) and of a batch of chunks read
-    (None: every chunk at once), for columns of at most ``widest_row`` bytes a row and
-    ``n_ids`` distinct ids (24 bytes each: the ids, their offsets, a counter).
+    shards of ``shard_rows``) and of a batch of chunks read, for columns of at most
+    ``widest_row`` bytes a row and ``n_ids`` distinct ids (24 bytes each: the ids, their
+    offsets, a counter).
 
     A quarter of the budget goes to the batch read (about 40 bytes a row besides its
     column), twice :data:`_WRITE_BATCH_BYTES` to encoded shards, the ids to themselves, and
@@ -115,15 +106,11 @@ def order_passes(
 
     Examples
     --------
-    >>> order_passes(None, 2**20, 12, 10**5)
-    (None, None)
     >>> order_passes(128 * 2**20, 2**20, 12, 10**5)   # 10^7 points: 5 windows
     (2097152, 645277)
     >>> order_passes(2**20, 128, 12, 10)              # a tiny budget: one shard at a time
-    (128, 5140)
+    (128, 5041)
     """
-    if memory_budget is None:
-        return None, None
     batch = max(1, memory_budget // 4 // (_SCAN_BYTES_PER_ROW + widest_row))
     free = memory_budget - memory_budget // 4 - 2 * _WRITE_BATCH_BYTES - 24 * n_ids
     window = max(free, 0) // (16 + max(widest_row, 8)) // shard_rows * shard_rows
@@ -142,7 +129,8 @@ def write_object_order(
     The level's arrays and its group metadata must be written; the root not yet. The copy
     is built in windows of its rows (:mod:`~zarr_vectors.geometry.order_passes`), each
     scanning level 0 in batches of chunks, so that about ``memory_budget`` bytes are held
-    at once (besides 24 bytes per distinct id); the bytes written do not depend on it.
+    at once (besides 24 bytes per distinct id, and one shard of the copy however small the
+    budget); the bytes written do not depend on it.
 
     Parameters
     ----------
@@ -154,8 +142,8 @@ def write_object_order(
         ``R`` of the copy's row arrays; None: the copy's present R (an append keeps it),
         else :data:`~zarr_vectors.format.object_order.ORDER_ROWS_PER_BLOCK`.
     memory_budget
-        Bytes of working memory (:func:`order_passes`); None: every row in one window,
-        level 0 read whole (about :func:`order_build_bytes`).
+        Bytes of working memory (:func:`order_passes`); None:
+        :data:`ORDER_BUILD_BUDGET`.
 
     Examples
     --------
@@ -176,9 +164,10 @@ def write_object_order(
     layouts = _layouts(reader, rows, n)
     widest = max(lay.dtype.itemsize * int(np.prod(lay.row_shape)) for lay in layouts.values())
     shard = next(iter(layouts.values())).n_max
-    probe = ChunkBatches.of(every_row(reader), counts, _budget_batch(memory_budget, widest))
+    budget = ORDER_BUILD_BUDGET if memory_budget is None else memory_budget
+    probe = ChunkBatches.of(every_row(reader), counts, order_passes(budget, 1, widest, 0)[1])
     distinct, offsets = count_ids(reader, probe)
-    window, batch = order_passes(memory_budget, shard, widest, int(distinct.shape[0]))
+    window, batch = order_passes(budget, shard, widest, int(distinct.shape[0]))
     batches = ChunkBatches.of(probe.wanted, counts, batch)
     base = f"0/{OBJECT_ORDER}"
     drop_object_order(io)
@@ -192,9 +181,8 @@ def write_object_order(
             for column, seq in sequences.items()
         ]
     )
-    step = window or max(n, 1)
-    for a in range(0, n, step):
-        b = min(n, a + step)
+    for a in range(0, n, window):
+        b = min(n, a + window)
         sources, places = window_sources(reader, batches, distinct, offsets, (a, b))
         for column, seq in sequences.items():
             values = _window_values(
@@ -202,11 +190,6 @@ def write_object_order(
             )
             _write_files(io, seq.shard_files(values, a))
     return True
-
-
-def _budget_batch(memory_budget: int | None, widest_row: int) -> int | None:
-    """The rows of a batch of chunks of the id count (:func:`order_passes`)."""
-    return order_passes(memory_budget, 1, widest_row, 0)[1]
 
 
 def _window_values(

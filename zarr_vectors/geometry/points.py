@@ -225,7 +225,7 @@ def commit_points(
         then declares format 1.7. False removes a copy level 0 has; None leaves it as it
         is (level 0 unchanged: levels of detail added).
     memory_budget
-        Bytes of working memory for the copy's build (None: level 0 read whole),
+        Bytes of working memory for the copy's build (None: its default),
         :func:`~zarr_vectors.geometry.write_object_order`.
     """
     level = level0_metadata(grid, stats)

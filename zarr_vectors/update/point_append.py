@@ -299,7 +299,7 @@ def append_to_store(
         the store has levels).
     memory_budget
         Bytes of working memory for the object-ordered copy's build, when the store has
-        one (None: level 0 read whole), :func:`~zarr_vectors.geometry.write_object_order`.
+        one (None: its default), :func:`~zarr_vectors.geometry.write_object_order`.
 
     Examples
     --------
