@@ -210,9 +210,7 @@ def test_windows_of_the_passes_are_slices_of_the_sort(
 
 
 @pytest.mark.parametrize("kind", ["local", "memory"])
-def test_open_handles_are_not_misled_by_an_added_or_dropped_copy(
-    tmp_path: Path, kind: str
-) -> None:
+def test_open_handles_are_not_misled_by_an_added_or_dropped_copy(tmp_path: Path, kind: str) -> None:
     """A handle opened before the change refuses to read the new version (it says so); a
     refreshing handle reads it, the same objects through the copy and without it."""
     cloud = _cloud(8)

@@ -57,9 +57,13 @@ ORDER_BUILD_BUDGET = 256 << 20
 (``write_points``, ``append_points``): at 10^7 points the build then takes about as much CPU
 as with level 0 read whole, in a quarter of the memory (``benchmarks/results/object_order.md``)."""
 
-_SCAN_BYTES_PER_ROW = 40
-"""Bytes a row of a batch of chunks takes while its ids are scanned: the ids, their object
-numbers, their sort and places (8 bytes each), besides the column read."""
+_SCAN_BYTES_PER_ROW = 96
+"""Bytes a row of a batch of chunks takes while its ids are scanned (the ids read and their
+shard bytes, object numbers, sort, places: about 12 arrays of 8 bytes), besides three times
+its widest column (a column read: shard bytes, decoded rows, rows gathered)."""
+
+_WINDOW_BYTES_PER_ROW = 16
+"""Bytes a row of a window takes besides its column: its storage row and its place."""
 
 
 def has_object_order(io: StoreIO) -> bool:
@@ -100,20 +104,22 @@ def order_passes(
     ``widest_row`` bytes a row and ``n_ids`` distinct ids (24 bytes each: the ids, their
     offsets, a counter).
 
-    A quarter of the budget goes to the batch read (about 40 bytes a row besides its
-    column), twice :data:`_WRITE_BATCH_BYTES` to encoded shards, the ids to themselves, and
-    the rest to the window: 16 bytes a row (its storage row and place) and one column.
+    A quarter of the budget goes to the batch read (:data:`_SCAN_BYTES_PER_ROW` a row and
+    three times the widest column), twice :data:`_WRITE_BATCH_BYTES` to encoded shards, the
+    ids to themselves, and the rest to the window: :data:`_WINDOW_BYTES_PER_ROW` a row and
+    one column.
 
     Examples
     --------
     >>> order_passes(128 * 2**20, 2**20, 12, 10**5)   # 10^7 points: 5 windows
-    (2097152, 645277)
+    (2097152, 254200)
     >>> order_passes(2**20, 128, 12, 10)              # a tiny budget: one shard at a time
-    (128, 5041)
+    (128, 1985)
     """
-    batch = max(1, memory_budget // 4 // (_SCAN_BYTES_PER_ROW + widest_row))
+    batch = max(1, memory_budget // 4 // (_SCAN_BYTES_PER_ROW + 3 * widest_row))
     free = memory_budget - memory_budget // 4 - 2 * _WRITE_BATCH_BYTES - 24 * n_ids
-    window = max(free, 0) // (16 + max(widest_row, 8)) // shard_rows * shard_rows
+    window = max(free, 0) // (_WINDOW_BYTES_PER_ROW + max(widest_row, 8))
+    window = window // shard_rows * shard_rows
     return max(window, shard_rows), batch
 
 

@@ -221,17 +221,16 @@ def window_column(
     """
     dtype, shape = reader.column_spec(name)
     out = np.empty((sources.shape[0], *shape), dtype=dtype)
-    chunk_of = np.searchsorted(batches.starts, sources, side="right") - 1
+    starts = batches.starts
     for j in range(batches.cuts.shape[0] - 1):
         first, stop = int(batches.cuts[j]), int(batches.cuts[j + 1])
-        lo, hi = np.searchsorted(chunk_of, [first, stop])
+        lo, hi = np.searchsorted(sources, [starts[first], starts[stop]])
         if lo == hi:
             continue
-        chunks = np.unique(chunk_of[lo:hi])
+        chunk_of = np.searchsorted(starts, sources[lo:hi], side="right") - 1
+        chunks = np.unique(chunk_of)
         values = reader.read_rows(name, [batches.wanted[int(c)] for c in chunks])
-        sizes = batches.starts[chunks + 1] - batches.starts[chunks]
-        at = np.concatenate([[0], np.cumsum(sizes)])  # each chunk's first row in `values`
-        where = np.searchsorted(chunks, chunk_of[lo:hi])
-        rows = at[where] + sources[lo:hi] - batches.starts[chunk_of[lo:hi]]
-        out[places[lo:hi]] = values[rows]
+        at = np.concatenate([[0], np.cumsum(starts[chunks + 1] - starts[chunks])])
+        rows = at[np.searchsorted(chunks, chunk_of)] + sources[lo:hi] - starts[chunk_of]
+        out[places[lo:hi]] = values[rows]  # `at`: each chunk's first row in `values`
     return out
