@@ -163,30 +163,44 @@ def window_sources(
     a, b = window
     first = int(np.searchsorted(offsets, a, side="right")) - 1  # the id of row a
     last = int(np.searchsorted(offsets, b, side="left"))  # ids [first, last) meet the window
-    seen = np.zeros(max(last - first, 0), dtype=np.int64)
+    if last <= first:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ids_met = distinct[first:last]
+    seen = np.zeros(last - first, dtype=np.int64)
     sources, places = [], []
     for start, wanted in batches:
         ids = reader.read_rows(OBJECT_ID_ATTRIBUTE, wanted)
-        k = np.searchsorted(distinct, ids)
-        where = np.flatnonzero((k >= first) & (k < last))
+        where = np.flatnonzero((ids >= ids_met[0]) & (ids <= ids_met[-1]))
         if not where.shape[0]:
             continue
-        k = k[where] - first
-        order = np.argsort(k, kind="stable")  # rows of one id in storage order
-        grouped = k[order]
-        begins = np.flatnonzero(np.concatenate([[True], grouped[1:] != grouped[:-1]]))
-        sizes = np.diff(np.concatenate([begins, [grouped.shape[0]]]))
-        nth = np.arange(grouped.shape[0]) - np.repeat(begins, sizes)
-        row = offsets[grouped + first] + seen[grouped] + nth
-        seen[grouped[begins]] += sizes
+        k = np.searchsorted(ids_met, ids[where])
+        row = offsets[first + k] + seen[k] + _nth_of_its_id(k, seen)
         inside = (row >= a) & (row < b)
-        source = where[order][inside]
-        ascending = np.argsort(source)
-        sources.append(start + source[ascending])
-        places.append((row[inside] - a)[ascending])
+        sources.append(start + where[inside])
+        places.append(row[inside] - a)
     if not sources:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(sources).astype(np.int64), np.concatenate(places).astype(np.int64)
+
+
+def _nth_of_its_id(k: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """For each of ``k`` (id numbers in storage order), how many of the same id come before
+    it in ``k``; ``seen`` (rows of each id so far) gets ``k``'s counts added.
+
+    Examples
+    --------
+    >>> seen = np.zeros(3, np.int64)
+    >>> _nth_of_its_id(np.array([2, 0, 2, 2, 0]), seen).tolist(), seen.tolist()
+    ([0, 0, 1, 2, 1], [2, 0, 3])
+    """
+    order = np.argsort(k, kind="stable")  # the rows of one id in storage order
+    grouped = k[order]
+    begins = np.flatnonzero(np.concatenate([[True], grouped[1:] != grouped[:-1]]))
+    sizes = np.diff(np.concatenate([begins, [grouped.shape[0]]]))
+    nth = np.empty_like(k)
+    nth[order] = np.arange(grouped.shape[0]) - np.repeat(begins, sizes)
+    seen[grouped[begins]] += sizes
+    return nth
 
 
 def window_column(
@@ -227,10 +241,11 @@ def window_column(
         lo, hi = np.searchsorted(sources, [starts[first], starts[stop]])
         if lo == hi:
             continue
-        chunk_of = np.searchsorted(starts, sources[lo:hi], side="right") - 1
-        chunks = np.unique(chunk_of)
+        counts = np.diff(np.searchsorted(sources[lo:hi], starts[first : stop + 1]))
+        chunks = np.flatnonzero(counts) + first  # the batch's chunks holding some rows
+        sizes = starts[chunks + 1] - starts[chunks]
+        at = np.cumsum(sizes) - sizes  # each chunk's first row in `values`
         values = reader.read_rows(name, [batches.wanted[int(c)] for c in chunks])
-        at = np.concatenate([[0], np.cumsum(starts[chunks + 1] - starts[chunks])])
-        rows = at[np.searchsorted(chunks, chunk_of)] + sources[lo:hi] - starts[chunk_of]
-        out[places[lo:hi]] = values[rows]  # `at`: each chunk's first row in `values`
+        shift = np.repeat(at - starts[chunks], counts[chunks - first])
+        out[places[lo:hi]] = values[sources[lo:hi] + shift]
     return out
