@@ -178,14 +178,17 @@ def _reader(path: Path) -> LevelReader:
     st.integers(1, 30),
     st.integers(1, 200),
     st.integers(1, 400),
+    st.sampled_from([1, 1000]),
 )
 def test_windows_of_the_passes_are_slices_of_the_sort(
-    seed: int, n: int, objects: int, batch: int, window: int
+    seed: int, n: int, objects: int, batch: int, window: int, spread: int
 ) -> None:
     """Property (the passes against their plain twin, one stable sort of every id): any
     batches of chunks and windows give the distinct ids, offsets, storage rows and columns
-    of :func:`object_order_of`."""
+    of :func:`object_order_of`; dense ids (looked up in a table) or sparse ones
+    (``spread``: searched)."""
     cloud = _cloud(seed, n=n, objects=objects)
+    cloud["object_ids"] = cloud["object_ids"] * spread
     with tempfile.TemporaryDirectory() as folder:
         _write(Path(folder) / "s", cloud)
         reader = _reader(Path(folder) / "s")

@@ -173,7 +173,7 @@ def window_sources(
         where = np.flatnonzero((ids >= ids_met[0]) & (ids <= ids_met[-1]))
         if not where.shape[0]:
             continue
-        k = np.searchsorted(ids_met, ids[where])
+        k = _id_numbers(ids_met, ids[where])
         row = offsets[first + k] + seen[k] + _nth_of_its_id(k, seen)
         inside = (row >= a) & (row < b)
         sources.append(start + where[inside])
@@ -181,6 +181,33 @@ def window_sources(
     if not sources:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(sources).astype(np.int64), np.concatenate(places).astype(np.int64)
+
+
+def _id_numbers(distinct: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The place of each of ``ids`` in ``distinct`` (ascending, holding them all): by a
+    table when the ids are dense (their span at most 4 times their number), else by a
+    binary search.
+
+    Examples
+    --------
+    >>> _id_numbers(np.array([3, 4, 6]), np.array([6, 3, 6])).tolist()
+    [2, 0, 2]
+    >>> _id_numbers(np.array([-2**62, 2**62]), np.array([2**62])).tolist()
+    [1]
+    >>> _id_numbers(np.array([-128, 127], np.int8), np.array([127], np.int8)).tolist()
+    [1]
+    >>> _id_numbers(np.array([2**64 - 2, 2**64 - 1], np.uint64),
+    ...             np.array([2**64 - 1], np.uint64)).tolist()
+    [1]
+    """
+    span = int(distinct[-1]) - int(distinct[0]) + 1
+    if span > 4 * distinct.shape[0]:
+        return np.searchsorted(distinct, ids)
+    wide = np.uint64 if distinct.dtype.kind == "u" else np.int64  # no overflow below
+    low = distinct[:1].astype(wide)
+    table = np.zeros(span, dtype=np.int64)
+    table[(distinct.astype(wide) - low).astype(np.int64)] = np.arange(distinct.shape[0])
+    return table[(ids.astype(wide) - low).astype(np.int64)]
 
 
 def _nth_of_its_id(k: np.ndarray, seen: np.ndarray) -> np.ndarray:
