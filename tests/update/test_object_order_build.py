@@ -16,7 +16,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry.object_cases import files, keys
 from zarr_vectors.cli import main
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.errors import CorruptChunkError, InvalidInputError
 from zarr_vectors.format import object_order as order_format
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.geometry import every_row, object_order_of
@@ -229,3 +229,15 @@ def test_open_handles_are_not_misled_by_an_added_or_dropped_copy(tmp_path: Path,
         got = refreshing.read_objects(wanted)
         assert got.positions.tobytes() == want.positions.tobytes()
         assert got.attributes["rgb"].tobytes() == want.attributes["rgb"].tobytes()
+
+
+def test_ids_that_disagree_with_their_counts_are_refused(tmp_path: Path) -> None:
+    """Offsets counting more rows of an id than level 0 holds: an error, not a copy with
+    rows of garbage."""
+    zv.write_points(
+        tmp_path / "s", [[1.0, 1.0], [7.0, 7.0], [2.0, 2.0]], object_ids=[9, 4, 9], chunk_shape=5.0
+    )
+    reader = _reader(tmp_path / "s")
+    batches = ChunkBatches.of(every_row(reader), reader.occupied_chunks(None, None)[1], 1)
+    with pytest.raises(CorruptChunkError, match="object ids changed"):
+        window_sources(reader, batches, np.array([4, 9]), np.array([0, 1, 4]), (0, 4))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE
 from zarr_vectors.read import ChunkRows, LevelReader
 
@@ -167,7 +168,8 @@ def window_sources(
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     ids_met = distinct[first:last]
     seen = np.zeros(last - first, dtype=np.int64)
-    sources, places = [], []
+    sources, places = np.empty(b - a, np.int64), np.empty(b - a, np.int64)
+    done = 0  # every row of the window is found once, in storage order
     for start, wanted in batches:
         ids = reader.read_rows(OBJECT_ID_ATTRIBUTE, wanted)
         where = np.flatnonzero((ids >= ids_met[0]) & (ids <= ids_met[-1]))
@@ -175,12 +177,19 @@ def window_sources(
             continue
         k = _id_numbers(ids_met, ids[where])
         row = offsets[first + k] + seen[k] + _nth_of_its_id(k, seen)
-        inside = (row >= a) & (row < b)
-        sources.append(start + where[inside])
-        places.append(row[inside] - a)
-    if not sources:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(sources).astype(np.int64), np.concatenate(places).astype(np.int64)
+        inside = np.flatnonzero((row >= a) & (row < b))
+        if done + inside.shape[0] > b - a:
+            done += inside.shape[0]
+            break
+        sources[done : done + inside.shape[0]] = start + where[inside]
+        places[done : done + inside.shape[0]] = row[inside] - a
+        done += inside.shape[0]
+    if done != b - a:
+        raise CorruptChunkError(
+            f"level 0 read {done} rows of the object-ordered copy's rows [{a}, {b}) back; "
+            "its object ids changed while the copy was built: write it again"
+        )
+    return sources, places
 
 
 def _id_numbers(distinct: np.ndarray, ids: np.ndarray) -> np.ndarray:
