@@ -54,8 +54,8 @@ _WRITE_BATCH_BYTES = 16 << 20
 
 ORDER_BUILD_BUDGET = 256 << 20
 """Bytes of working memory of the copy's build when the writer is given none
-(``write_points``, ``append_points``): at 10^7 points the build then takes about as much CPU
-as with level 0 read whole, in a quarter of the memory (``benchmarks/results/object_order.md``)."""
+(``write_points``, ``append_points``): at 10^7 points the build then takes the CPU of a build
+with level 0 read whole, in 60 % of its memory (``benchmarks/results/object_order.md``)."""
 
 _SCAN_BYTES_PER_ROW = 96
 """Bytes a row of a batch of chunks takes while its ids are scanned (the ids read and their
@@ -171,10 +171,10 @@ def write_object_order(
     widest = max(lay.dtype.itemsize * int(np.prod(lay.row_shape)) for lay in layouts.values())
     shard = next(iter(layouts.values())).n_max
     budget = ORDER_BUILD_BUDGET if memory_budget is None else memory_budget
-    probe = ChunkBatches.of(every_row(reader), counts, order_passes(budget, 1, widest, 0)[1])
-    distinct, offsets = count_ids(reader, probe)
-    window, batch = order_passes(budget, shard, widest, int(distinct.shape[0]))
-    batches = ChunkBatches.of(probe.wanted, counts, batch)
+    batch = order_passes(budget, shard, widest, 0)[1]  # whatever the ids
+    batches = ChunkBatches.of(every_row(reader), counts, batch)
+    distinct, offsets = count_ids(reader, batches)
+    window = order_passes(budget, shard, widest, int(distinct.shape[0]))[0]
     base = f"0/{OBJECT_ORDER}"
     drop_object_order(io)
     io.set(f"{base}/zarr.json", group_metadata({"zv_array": ORDER_TAGS["group"]}))
