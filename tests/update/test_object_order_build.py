@@ -15,6 +15,7 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from tests.geometry.object_cases import files, keys
+from tests.query.test_object_order import _cloud
 from zarr_vectors.cli import main
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError
 from zarr_vectors.format import object_order as order_format
@@ -30,19 +31,6 @@ from zarr_vectors.read import LevelReader
 from zarr_vectors.store.io import StoreIO, resolve_store
 
 ORDER = zv.WriteOptions(object_order=True)
-
-
-def _cloud(seed: int, n: int = 600, objects: int = 40) -> dict[str, Any]:
-    """Points of ``objects`` ids scattered over a 4 x 4 x 4 grid of chunks, two attributes."""
-    rng = np.random.default_rng(seed)
-    return {
-        "positions": (rng.random((n, 3)) * 40).astype(np.float32),
-        "attributes": {
-            "v": rng.random(n).astype(np.float32),
-            "rgb": rng.integers(0, 255, (n, 3)).astype(np.uint8),
-        },
-        "object_ids": rng.integers(-5, objects - 5, n).astype(np.int64),
-    }
 
 
 def _write(store: Any, cloud: dict[str, Any], options: zv.WriteOptions | None = None) -> None:

@@ -45,6 +45,7 @@ __all__ = [
     "has_object_order",
     "object_order_columns",
     "ORDER_BUILD_BUDGET",
+    "ORDER_ROWS_PER_BLOCK",
     "order_passes",
     "write_object_order",
 ]
