@@ -3,6 +3,7 @@ out of core: the bytes of a one-shot write whatever the budget, valid at every l
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -257,3 +258,21 @@ def test_add_and_drop_over_s3(s3: Any) -> None:
     assert zv.drop_object_order(added)
     assert not list(ours.list_prefix("0/object_order/"))
     assert zv.validate(added, level=3).ok
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.2"])
+def test_an_old_store_is_upgraded_then_gets_the_copy(tmp_path: Path, version: str) -> None:
+    golden = Path(__file__).parents[1] / "data" / "golden" / version
+    path = tmp_path / "s.zarrvectors"
+    shutil.copytree(golden / "points_2d_negative_ids.zarrvectors", path)
+    want = zv.open(path).read()
+    before = files(path)
+    assert not zv.drop_object_order(path)  # nothing to drop: not even upgraded
+    assert files(path) == before
+    zv.build_object_order(path, progress=False)
+    store = zv.open(path)
+    assert store.metadata["zarr_vectors_version"] == "1.7"
+    ids = np.unique(np.asarray(want.vertex_object_ids))
+    keep = np.isin(np.asarray(want.vertex_object_ids), ids[::2])
+    assert store.read_objects(ids[::2]).positions.tobytes() == want.positions[keep].tobytes()
+    _valid(path)

@@ -118,7 +118,7 @@ def drop_object_order(store: StoreLike) -> bool:
     >>> zv.drop_object_order(path)
     False
     """
-    existing = _existing(store)
+    existing = load_existing(store, with_levels=True)  # a store older than 1.7 has none
     if not existing.options.object_order:
         return False
     _commit(store, existing, copy=False, memory_budget=None)
