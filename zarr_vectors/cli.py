@@ -434,6 +434,7 @@ def _parser() -> argparse.ArgumentParser:
     _debug_flag(convert)
     convert.set_defaults(run=_convert)
     _build_levels_parser(sub)
+    _object_order_parser(sub)
     _upgrade_parser(sub)
     _serve_parser(sub)
     return parser
@@ -605,6 +606,43 @@ def _build_levels(args: argparse.Namespace) -> int:
         print(f"{args.store}: no levels of detail (level 0 only)")
     else:
         print(f"{args.store}: {built} level{'' if built == 1 else 's'} of detail built")
+    return EXIT_OK
+
+
+def _object_order_parser(sub: Any) -> None:
+    """``zarr-vectors build-object-order STORE``: a point cloud's object-ordered copy
+    (spec §9.15) added, or removed with ``--drop``."""
+    build = sub.add_parser(
+        "build-object-order",
+        help="add the object-ordered copy to a point cloud with object ids (format 1.7)",
+        description="Add to a point-cloud store whose points carry object ids a copy of its "
+        "points sorted by object id (spec §9.15), so reads by id decode a few small row "
+        "blocks; built again when it has one, removed with --drop. Built out of core, "
+        "within --memory-budget; committed as a new version (a failed build leaves the "
+        "store as it was). The store gets the bytes of a write with "
+        "WriteOptions(object_order=True). Exit code 0 done, 2 error.",
+    )
+    build.add_argument("store")
+    build.add_argument(
+        "--drop", action="store_true", help="remove the copy instead (format 1.7 becomes 1.6)"
+    )
+    build.add_argument(
+        "--memory-budget",
+        type=_positive_int,
+        default=256 * 2**20,
+        help="bytes of working memory for the build",
+    )
+    _debug_flag(build)
+    build.set_defaults(run=_object_order)
+
+
+def _object_order(args: argparse.Namespace) -> int:
+    if args.drop:
+        dropped = zv.drop_object_order(args.store)
+        print(f"{args.store}: " + ("copy removed" if dropped else "no copy to remove"))
+        return EXIT_OK
+    zv.build_object_order(args.store, memory_budget=args.memory_budget)
+    print(f"{args.store}: object-ordered copy built")
     return EXIT_OK
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from tests.geometry.object_cases import files
-from zarr_vectors.errors import CorruptChunkError, InvalidInputError, ObjectNotFoundError
+from zarr_vectors.errors import CorruptChunkError, ObjectNotFoundError
 from zarr_vectors.format.object_order import order_shard_rows
 from zarr_vectors.store.io import StoreIO, resolve_store
 from zarr_vectors.write import write_global
@@ -127,16 +127,6 @@ def test_the_streaming_writer_gives_the_one_shot_bytes(tmp_path: Path) -> None:
             )
     _write(tmp_path / "o", cloud)
     assert files(tmp_path / "s") == files(tmp_path / "o")
-
-
-def test_the_streaming_writer_refuses_a_copy_over_its_budget(tmp_path: Path) -> None:
-    cloud = _cloud(3, n=300_000, objects=1000)
-    writer = zv.PointWriter(
-        tmp_path / "s", chunk_shape=10.0, options=ORDER, memory_budget=2**24, progress=False
-    )
-    with pytest.raises(InvalidInputError, match="raise memory_budget"):
-        writer.append(**cloud)
-    writer.abort()
 
 
 def test_build_levels_keeps_the_copy(tmp_path: Path) -> None:

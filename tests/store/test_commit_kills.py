@@ -63,12 +63,18 @@ def _write_stream(path: str) -> None:
     zv.write_points_stream(path, [NEW[:50], NEW[50:]], chunk_shape=5.0, mode="w")
 
 
+def _object_order(path: str) -> None:
+    """The object-ordered copy added out of core (level 0 read a chunk at a time)."""
+    zv.build_object_order(path, memory_budget=1, progress=False)
+
+
 SCENARIOS: dict[str, Any] = {
     "write_points": _write,
     "append_points": _append,
     "append_polylines": _append_objects,
     "PointWriter": _stream,
     "write_points_stream": _write_stream,
+    "build_object_order": _object_order,
 }
 
 
@@ -126,11 +132,14 @@ def _old_store(path: Path, scenario: str) -> int:
     if scenario == "append_polylines":
         zv.write_polylines(path, LINES[:3], chunk_shape=5.0)
         return sum(len(line) for line in LINES[:3])
-    zv.write_points(path, OLD, chunk_shape=5.0)
+    ids = np.arange(len(OLD)) % 7 if scenario == "build_object_order" else None
+    zv.write_points(path, OLD, object_ids=ids, chunk_shape=5.0)
     return len(OLD)
 
 
 def _new_count(scenario: str, old: int) -> int:
+    if scenario == "build_object_order":
+        return old
     if scenario == "append_polylines":
         return sum(len(line) for line in LINES)
     return old + len(NEW) if scenario == "append_points" else len(NEW)
@@ -179,6 +188,10 @@ def test_a_crash_in_the_commit_window_keeps_the_store(
     assert zv.open(path).vertex_count in (old, _new_count(scenario, old))
     if step in ("exchanged", "committed", None):
         assert zv.open(path).vertex_count == _new_count(scenario, old)
+    if scenario == "build_object_order":  # the copy and format 1.7 come together, or neither
+        copied = (path / "0" / "object_order").is_dir()
+        assert copied == (zv.open(path).metadata["zarr_vectors_version"] == "1.7")
+        assert copied or step not in ("exchanged", "committed", None)
     report = zv.validate(path, level=3)
     assert report.ok
     named = {p.path for p in report.warnings if p.check_id == "L1.interrupted_write"}

@@ -19,7 +19,6 @@ from zarr_vectors.geometry.object_order import (
     every_row,
     has_object_order,
     object_order_of,
-    order_build_bytes,
     write_object_order,
 )
 from zarr_vectors.geometry.points import commit_points, level0_metadata, write_points
@@ -34,7 +33,6 @@ __all__ = [
     "every_row",
     "has_object_order",
     "object_order_of",
-    "order_build_bytes",
     "write_object_order",
     "level0_metadata",
     "write_polylines",

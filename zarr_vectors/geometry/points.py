@@ -201,6 +201,7 @@ def commit_points(
     *,
     object_chunks: bool = False,
     object_order: bool | None = False,
+    memory_budget: int | None = None,
 ) -> None:
     """Write the level and root metadata of a point cloud whose level 0 is written, last.
 
@@ -223,6 +224,9 @@ def commit_points(
         Write the object-ordered copy (spec §9.15) when level 0 has object ids; the store
         then declares format 1.7. False removes a copy level 0 has; None leaves it as it
         is (level 0 unchanged: levels of detail added).
+    memory_budget
+        Bytes of working memory for the copy's build (None: its default),
+        :func:`~zarr_vectors.geometry.write_object_order`.
     """
     level = level0_metadata(grid, stats)
     ids = has_object_ids(io)
@@ -233,7 +237,7 @@ def commit_points(
         write_object_chunks(io, root)
         root = dataclasses.replace(root, version=at_least(root.version, OBJECT_CHUNKS_VERSION))
     if object_order and ids:
-        write_object_order(io, root)
+        write_object_order(io, root, memory_budget=memory_budget)
         root = dataclasses.replace(root, version=at_least(root.version, OBJECT_ORDER_VERSION))
     elif object_order is not None:
         drop_object_order(io)  # never a copy of rows level 0 no longer holds

@@ -68,12 +68,22 @@ class RowSequence:
     def files(self, rows: np.ndarray, attributes: dict[str, Any]) -> Iterator[tuple[str, bytes]]:
         """The array's files for ``rows`` (all ``n`` of them): its ``zarr.json``, then every
         shard, one at a time (the caller writes them in batches)."""
+        yield self.metadata_file(attributes)
+        yield from self.shard_files(rows, 0)
+
+    def metadata_file(self, attributes: dict[str, Any]) -> tuple[str, bytes]:
+        """The array's ``zarr.json``: key and bytes."""
         key = f"{self.path}/zarr.json"
         doc = row_sequence_metadata(self.n_rows, self.layout, attributes)
-        yield key, named_array_json(key, doc, ())  # the names a plain store's arrays carry
+        return key, named_array_json(key, doc, ())  # the names a plain store's arrays carry
+
+    def shard_files(self, rows: np.ndarray, first: int) -> Iterator[tuple[str, bytes]]:
+        """The shards holding ``rows``, rows ``[first, first + len(rows))`` of the array,
+        one at a time; ``first`` is a multiple of ``S``, and ``rows`` end at a shard's end
+        or at the array's."""
         size = self.layout.n_max
-        for shard, start in enumerate(range(0, self.n_rows, size)):
-            key = self.shard_key(shard)
+        for start in range(0, rows.shape[0], size):
+            key = self.shard_key((first + start) // size)
             yield key, self.layout.encode_shard(rows[start : start + size], key)
 
     @classmethod

@@ -13,6 +13,9 @@ levels, point_levels, object_levels
     object stores from their objects; object levels rebuilt after appends and streams.
 object_merge, merge_plan, merge_chunks, merge_globals, merge_links, object_sources
     Merges of stores of objects (the parallel object writer's last step).
+object_order
+    ``build_object_order`` and ``drop_object_order``: a point cloud's object-ordered copy
+    added (built out of core) or removed.
 upgrade
     ``upgrade``: a store of format 1.0 to 1.2 raised to format 1.3 (:data:`UPGRADE_VERSION`).
 _read_ahead
@@ -46,6 +49,7 @@ from zarr_vectors.update.object_merge import (
     set_link_dtype,
     wide_links,
 )
+from zarr_vectors.update.object_order import build_object_order, drop_object_order
 from zarr_vectors.update.object_sources import open_source
 from zarr_vectors.update.object_stream import BatchSpec, ObjectWriter, write_objects_stream
 from zarr_vectors.update.point_levels import (
@@ -66,6 +70,8 @@ __all__ = [
     "write_points_stream",
     "append_points",
     "build_levels",
+    "build_object_order",
+    "drop_object_order",
     "upgrade",
     "UpgradeReport",
     "UPGRADE_VERSION",

@@ -275,6 +275,7 @@ def append_to_store(
     bounds: tuple[np.ndarray, np.ndarray] | None,
     progress: Callable[[str, int, int], None],
     levels: LevelsUpdate | None = None,
+    memory_budget: int | None = None,
 ) -> None:
     """Write the appended rows into the store and commit it.
 
@@ -296,6 +297,9 @@ def append_to_store(
     levels
         Brings the levels of detail up to date once level 0 is written (required when
         the store has levels).
+    memory_budget
+        Bytes of working memory for the object-ordered copy's build, when the store has
+        one (None: its default), :func:`~zarr_vectors.geometry.write_object_order`.
 
     Examples
     --------
@@ -345,6 +349,7 @@ def append_to_store(
             stats,
             object_chunks=existing.options.object_chunk_index,
             object_order=existing.options.object_order,
+            memory_budget=memory_budget,
         )
 
 

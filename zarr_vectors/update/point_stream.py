@@ -30,7 +30,7 @@ from zarr_vectors.format.fragment_encoding import encode_dense_ranges_batch
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE, POINT_CLOUD, VERTICES
-from zarr_vectors.geometry import commit_points, level0_metadata, order_build_bytes, shared_docs
+from zarr_vectors.geometry import commit_points, level0_metadata, shared_docs
 from zarr_vectors.kernels import (
     bounds_and_nonfinite,
     destinations_of_positions,
@@ -311,7 +311,6 @@ class PointWriter(CloseOnExit):
         columns = inputs.attributes(attributes, n)
         ids = inputs.integer_ids(object_ids, n)
         pos, columns = self._fit_schema(pos, columns, ids)
-        self._check_order_budget(n)
         if self.grid is None and self.chunk_shape is not None:
             self.grid = inputs.plan_grid(None, 0, self.chunk_shape, self.bin_shape, pos.shape[1])
         seen = None if self.lo is None or self.hi is None else (self.lo, self.hi)
@@ -327,28 +326,6 @@ class PointWriter(CloseOnExit):
         self._gather([pos, *(columns[name] for name in self.schema[2])], (lo, hi))
         self.n += n
         self.progress("ingest", self.n, -1)
-
-    def _check_order_budget(self, n: int) -> None:
-        """Refuse a batch of ``n`` points after which the object-ordered copy (spec §9.15)
-        could not be built at close within the memory budget: the build holds every
-        point's id and place (:func:`~zarr_vectors.geometry.order_build_bytes`)."""
-        if not self.options.object_order or self.schema is None:
-            return
-        dtype, ndim, columns = self.schema
-        if OBJECT_ID_ATTRIBUTE not in columns:
-            return
-        rows = [dtype.itemsize * ndim]
-        rows += [d.itemsize * int(np.prod(shape)) for d, shape in columns.values()]
-        stored = 0 if self.existing is None else int(self.existing.counts.sum())
-        total = stored + self.n + n
-        need = order_build_bytes(total, max(rows))
-        if need > self.budget:
-            raise InvalidInputError(
-                f"WriteOptions(object_order=True): the object-ordered copy of {total} points "
-                f"needs about {need} bytes at close, more than memory_budget={self.budget}; "
-                "raise memory_budget, or write without object_order (reads by id then use "
-                "the object-to-chunks index)"
-            )
 
     def _gather(self, values: list[np.ndarray], bounds: tuple[np.ndarray, np.ndarray]) -> None:
         """Copy a batch into the slice being gathered, spilling each slice once it is full.
@@ -537,7 +514,14 @@ class PointWriter(CloseOnExit):
                 update_levels, self.stored_levels, budget=self.budget // _LEVELS_SHARE
             )
             append_to_store(
-                self.store, self.existing, added, self._new_rows, bounds, self.progress, levels
+                self.store,
+                self.existing,
+                added,
+                self._new_rows,
+                bounds,
+                self.progress,
+                levels,
+                memory_budget=self.budget,
             )
             return
         if self.schema is None:
@@ -575,6 +559,7 @@ class PointWriter(CloseOnExit):
                 stats,
                 object_chunks=self.options.object_chunk_index,
                 object_order=self.options.object_order,
+                memory_budget=self.budget,
             )
 
     def _first_levels(
