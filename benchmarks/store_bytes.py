@@ -209,7 +209,7 @@ def _zvfg_size(blob: bytes) -> int:
     if not n_fragments:
         return 16
     if flags & 1:
-        return 16 + n_fragments * (1 << ((flags >> 1) & 3))
+        return int(16 + n_fragments * (1 << ((flags >> 1) & 3)))
     bitmap = 8 * ((n_fragments + 63) // 64)  # M = 8 * ceil(ceil(F / 8) / 8)
     explicit = n_fragments - n_ranges
     head = 16 + bitmap + 16 * n_ranges + 4 * (explicit + 1)
