@@ -72,9 +72,20 @@ def test_a_wrong_example_fails() -> None:
     assert _run_examples(module) == (1, 1)
 
 
+def _own_members(cls: type) -> dict[str, object]:
+    """The members of ``cls`` and of its bases defined in zarr_vectors, as ``cls`` sees them."""
+    members: dict[str, object] = {}
+    for base in reversed(cls.__mro__):
+        if base is cls or base.__module__.startswith(f"{zv.__name__}."):
+            members.update(vars(base))
+    return members
+
+
 def _public_callables() -> list[tuple[str, object]]:
     """Every public function and class of ``zv.__all__``, and the public methods of the
-    classes (defined in the class itself, not inherited; properties are attributes)."""
+    classes (defined in the class itself or in the parts of this package it is assembled
+    from, e.g. :class:`~zarr_vectors.VectorStore`'s; not those of other bases; properties
+    are attributes)."""
     found: list[tuple[str, object]] = []
     for name in zv.__all__:
         obj = getattr(zv, name)
@@ -82,7 +93,7 @@ def _public_callables() -> list[tuple[str, object]]:
             continue  # constants (__version__, FORMAT_VERSION) and the errors module
         found.append((name, obj))
         if inspect.isclass(obj):
-            for attr, member in vars(obj).items():
+            for attr, member in _own_members(obj).items():
                 if attr.startswith("_"):
                     continue
                 function = (

@@ -29,6 +29,7 @@ RANKS = {
     "query": 6,
     "validate": 7,
     "dataset": 7,
+    "handle": 7,
     "store_summary": 7,
     "converters": 7,
     "parallel": 7,

@@ -28,8 +28,8 @@ from zarr.storage import FsspecStore, LocalStore, MemoryStore
 
 import zarr_vectors as zv
 from tests.s3server import LoopbackS3
-from zarr_vectors import dataset
 from zarr_vectors.format.commits import commit_problem
+from zarr_vectors.handle import selection
 from zarr_vectors.store import commit
 from zarr_vectors.store import writer_lock as writer_lock_module
 from zarr_vectors.store.commit import leftovers
@@ -123,7 +123,7 @@ def test_a_read_overlapping_a_commit_is_never_returned(
     """The commit lands after the handle's cached counts were taken and before the shards
     are read: the answer would blend two versions, so it raises instead (or, with refresh,
     is read again from the new version)."""
-    real = dataset.read_all
+    real = selection.read_all
     appended = []
 
     def read_during_a_commit(*args: Any, **kwargs: Any) -> Any:
@@ -135,7 +135,7 @@ def test_a_read_overlapping_a_commit_is_never_returned(
     stale = zv.open(target)
     fresh = zv.open(target, refresh=True)
     assert stale.vertex_count == fresh.vertex_count == len(BASE)  # counts cached
-    monkeypatch.setattr(dataset, "read_all", read_during_a_commit)
+    monkeypatch.setattr(selection, "read_all", read_during_a_commit)
     with pytest.raises(zv.StoreChangedError):
         stale.read()
     assert len(fresh.read().positions) == len(BASE) + len(BATCHES[0])
