@@ -8,8 +8,10 @@ shards), the reference's write (a fresh process of its own virtualenv,
 :mod:`benchmarks.reference_env`, timing only its write call) and ``np.save`` of the same
 arrays; each after ``os.sync()`` (:func:`~benchmarks._measure.timed_write`). The table gives
 medians and the ratios the issue names: reference / ours (target >= 5) and ours / ``np.save``
-(target <= 30). The load average is printed beside each row: on a shared machine only ratios
-within a row compare.
+(target <= 30), and the CPU seconds of our write (every thread, user and system): the CPU
+stays put from run to run while the wall time follows the cores other processes leave free.
+The load average is printed beside each row: on a shared machine only ratios within a row
+compare.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from benchmarks import objects
 from benchmarks._measure import log, median, run_reference, timed_write
 from benchmarks._table import align_table, format_seconds
 from benchmarks.reference_env import ensure_venv
+from benchmarks.reference_worker import timed_write_cpu
 from benchmarks.side_by_side import OUR_CODEC
 
 __all__ = ["main"]
@@ -87,10 +90,13 @@ def run_kind(kind: str, repeat: int, seed: int, python: Path, root: Path) -> tup
     where = root / kind
     spec = _reference_spec(kind, data, where)
     data.write(str(where / "warm"))  # numba's kernels loaded or compiled
-    ours, reference, floor = [], [], []
+    ours, cpu, reference, floor = [], [], [], []
     for i in range(repeat):
         store, npy = where / f"ours-{i}", where / f"npy-{i}"
-        ours.append(_timed(partial(data.write, str(store)), store))
+        seconds, (user, system), _ = timed_write_cpu(partial(data.write, str(store)))
+        shutil.rmtree(store, ignore_errors=True)
+        ours.append(seconds)
+        cpu.append(user + system)
         reference.append(_reference_write(python, spec, where / f"ref-{i}"))
         shutil.rmtree(where / f"ref-{i}", ignore_errors=True)
         npy.mkdir()
@@ -100,6 +106,7 @@ def run_kind(kind: str, repeat: int, seed: int, python: Path, root: Path) -> tup
     return (
         f"{kind} {data.label}",
         format_seconds(t_ours),
+        format_seconds(median(cpu)),
         format_seconds(t_ref),
         format_seconds(t_floor),
         f"{t_ref / t_ours:.1f}",
@@ -117,7 +124,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=None, help="scratch parent (default: the temp dir)")
     args = parser.parse_args(argv)
     python = ensure_venv()
-    header = ("data", "ours", "0.9.2", "np.save", "0.9.2 / ours", "ours / np.save", "load")
+    header = (
+        "data",
+        "ours",
+        "ours CPU",
+        "0.9.2",
+        "np.save",
+        "0.9.2 / ours",
+        "ours / np.save",
+        "load",
+    )
     with tempfile.TemporaryDirectory(prefix="zv-bench-writes-", dir=args.dir) as tmp:
         rows = [
             run_kind(kind, args.repeat, args.seed, python, Path(tmp))
