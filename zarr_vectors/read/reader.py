@@ -179,7 +179,10 @@ def existing_root(
     doc, version = io.read_root()
     attrs = doc.get("attributes") if isinstance(doc, dict) else None
     if not isinstance(attrs, dict) or "zarr_vectors_version" not in attrs:
-        raise InvalidInputError(f"{where} is not a complete Zarr Vectors store to append to")
+        raise InvalidInputError(
+            f"{where} is not a complete Zarr Vectors store (its root zarr.json names no "
+            "zarr_vectors_version): give the path of a store written by zarr_vectors"
+        )
     problem = node_problem(doc, "group")
     if problem is not None:
         raise MetadataError(

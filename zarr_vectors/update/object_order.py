@@ -32,6 +32,7 @@ __all__ = ["build_object_order", "drop_object_order"]
 
 _ON_ZIP = "change the directory store, then zip it"
 _COPY = f"0/{OBJECT_ORDER}/"
+_PURPOSE = "an object-ordered copy"
 
 
 def build_object_order(
@@ -118,7 +119,8 @@ def drop_object_order(store: StoreLike) -> bool:
     >>> zv.drop_object_order(path)
     False
     """
-    existing = load_existing(store, with_levels=True)  # a store older than 1.7 has none
+    # a store older than 1.7 has no copy
+    existing = load_existing(store, with_levels=True, purpose=_PURPOSE)
     if not existing.options.object_order:
         return False
     _commit(store, existing, copy=False, memory_budget=None)
@@ -128,10 +130,10 @@ def drop_object_order(store: StoreLike) -> bool:
 def _existing(store: StoreLike) -> ExistingPoints:
     """The point cloud at ``store``, upgraded first when older than format 1.3 (the copy
     needs place records and named arrays, spec §3.3)."""
-    existing = load_existing(store, with_levels=True)
+    existing = load_existing(store, with_levels=True, purpose=_PURPOSE)
     if not is_plain_zarr(existing.root.version):
         upgrade(store)
-        existing = load_existing(store, with_levels=True)
+        existing = load_existing(store, with_levels=True, purpose=_PURPOSE)
     return existing
 
 

@@ -94,10 +94,13 @@ class ExistingPoints:
         return int(self.counts.sum())
 
 
-def load_existing(store: StoreLike, *, with_levels: bool = False) -> ExistingPoints:
+def load_existing(
+    store: StoreLike, *, with_levels: bool = False, purpose: str = "appending points"
+) -> ExistingPoints:
     """Read the metadata, grid, chunk counts and column layouts of a point-cloud store.
 
     ``with_levels``: accept a store with levels of detail (the caller keeps them).
+    ``purpose``: what the caller does, for the error naming another kind of store.
 
     Raises
     ------
@@ -119,7 +122,7 @@ def load_existing(store: StoreLike, *, with_levels: bool = False) -> ExistingPoi
     root, version = existing_root(io, str(store), with_levels=with_levels)
     if root.geometry_type != POINT_CLOUD:
         raise InvalidInputError(
-            f"appending points needs a point_cloud store, not {root.geometry_type}"
+            f"{store}: {purpose} needs a point_cloud store, not a {root.geometry_type} one"
         )
     return existing_level(io, root, 0, version.root)
 

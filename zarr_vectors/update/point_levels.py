@@ -160,7 +160,7 @@ def build_levels(
     (0, '1.6')
     """
     settings = point_level_settings(levels)
-    existing = load_existing(store, with_levels=True)
+    existing = load_existing(store, with_levels=True, purpose="building point levels")
     bbox = existing.root.bounding_box
     if settings is not None and (bbox is None or _enough(settings, existing.vertex_count)):
         settings = None
