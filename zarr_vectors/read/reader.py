@@ -1141,11 +1141,7 @@ class LevelReader:
         """Whether :meth:`read_runs` of the vertex columns ``names`` for ``runs`` reads
         their row blocks through the open store's cache of decoded blocks (so a later read
         of the same blocks finds them decoded, within the cache's budget)."""
-        return (
-            self.blocks is not None
-            and self.blocks.budget > 0
-            and self._runs_by_kernels(names, runs, None)
-        )
+        return self._runs_by_kernels(names, runs, None) and self.points.through_cache(names, runs)
 
     def check_vertices(self, positions: np.ndarray, wanted: list[ChunkRows]) -> None:
         """Raise unless the ``vertices`` rows read for ``wanted`` lie in their chunks (spec
