@@ -16,6 +16,7 @@ from zarr_vectors.query import ObjectReader
 from zarr_vectors.query._held_rows import HeldRows, copy_held_rows, read_vertex_columns
 from zarr_vectors.query.regions import BoxRegion
 from zarr_vectors.read import LevelReader, RowRuns
+from zarr_vectors.read.block_cache import BlockCache
 from zarr_vectors.update.object_sources import open_source
 
 
@@ -38,9 +39,9 @@ def _skeletons(path: Any) -> list[np.ndarray]:
     return nodes
 
 
-def _reader(path: Any) -> LevelReader:
+def _reader(path: Any, cache: BlockCache | None = None) -> LevelReader:
     source = open_source(path)
-    return LevelReader(source.io, source.root, 0)
+    return LevelReader(source.io, source.root, 0, cache)
 
 
 def test_a_box_read_with_held_rows_is_the_plain_read_and_brute_force(tmp_path: Path) -> None:
@@ -60,6 +61,26 @@ def test_a_box_read_with_held_rows_is_the_plain_read_and_brute_force(tmp_path: P
     for name in ("positions", "offsets", "vertex_object_ids", "edges"):
         np.testing.assert_array_equal(getattr(got, name), getattr(plain, name), err_msg=name)
     np.testing.assert_array_equal(got.attributes["radius"], plain.attributes["radius"])
+
+
+def test_held_rows_read_through_the_cache_are_read_again_from_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.zv"
+    nodes = _skeletons(path)
+    lo, hi = np.array([5.0, 5.0, 5.0]), np.array([25.0, 22.0, 30.0])
+    inside = [i for i, v in enumerate(nodes) if np.any(np.all((v >= lo) & (v < hi), axis=1))]
+    plain = ObjectReader(_reader(path)).read_region(BoxRegion(lo, hi))
+    for budget, cached in ((2**20, True), (0, False)):  # a budget of 0 keeps nothing
+        objects = ObjectReader(_reader(path, BlockCache(budget)))
+        held = objects._owners_and_rows(BoxRegion(lo, hi))[1]
+        assert held is not None
+        assert held.cached is cached
+        for _ in range(2):  # cold, then warm (every block cached)
+            got = objects.read_region(BoxRegion(lo, hi))
+            np.testing.assert_array_equal(got.object_ids, inside)
+            np.testing.assert_array_equal(got.positions, np.concatenate([nodes[i] for i in inside]))
+            for name in ("offsets", "vertex_object_ids", "edges"):
+                np.testing.assert_array_equal(getattr(got, name), getattr(plain, name), name)
+            np.testing.assert_array_equal(got.attributes["radius"], plain.attributes["radius"])
 
 
 def test_held_chunks_are_copied_and_the_others_read(tmp_path: Path) -> None:

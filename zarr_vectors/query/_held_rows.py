@@ -25,12 +25,15 @@ class HeldRows(NamedTuple):
     """Every ``vertices`` row of some chunks, chunk after chunk.
 
     ``chunk_flat`` ascending flat chunk indices (at least one), ``counts`` each chunk's
-    rows, ``rows`` the rows themselves (``counts.sum()`` of them).
+    rows, ``rows`` the rows themselves (``counts.sum()`` of them); ``cached`` whether they
+    were read through the open store's cache of decoded blocks (their blocks then lie
+    there, decoded, for the object read to find).
     """
 
     chunk_flat: np.ndarray
     counts: np.ndarray
     rows: np.ndarray
+    cached: bool = False
 
     def first_rows(self, chunk_flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per chunk of ``chunk_flat``: where its rows start in :attr:`rows` (-1 when the

@@ -160,11 +160,20 @@ class ObjectPlan:
         self, runs: RowRuns, buffer_start: np.ndarray, sizes: np.ndarray
     ) -> list[np.ndarray]:
         """The vertex columns' rows of every reference, in reference order; the held rows
-        (:attr:`held`) are used here and let go."""
+        (:attr:`held`) are used here and let go. With vertex attributes, held rows read
+        through the cache of decoded blocks are not copied: every column is then read in
+        one pass over the cache, where their blocks lie (one read instead of two)."""
         held, self.held = self.held, None
+        names = [VERTICES, *self.reader.attribute_names]
+        if (
+            held is not None
+            and held.cached
+            and len(names) > 1
+            and self.reader.runs_through_cache(names, runs)
+        ):
+            held = None
         copied = None if held is None else copy_held_rows(self.reader, runs, self.chunk_flat, held)
         del held  # freed before the rest is read
-        names = [VERTICES, *self.reader.attribute_names]
         read = read_vertex_columns(self.reader, names, runs, copied, self.turns)
         del copied
         return [in_reference_order(rows, buffer_start, sizes) for rows in read]

@@ -34,27 +34,30 @@ def owners_and_rows(
             chunks, counts, index_columns=[VERTICES], index_chunks=chunks[cut]
         )
         owners = np.concatenate(reader.fragment_owners(chunks))
-        positions = _every_row(reader, chunks[cut], counts[cut])
+        positions, cached = _every_row(reader, chunks[cut], counts[cut])
     else:
+        cached = False
         ranges = reader.fragment_ranges(chunks, counts, index_columns=())
         owners, positions = _owners_and_positions(reader, chunks, counts, inside, ranges)
     found = _owners(owners, ranges, inside, counts, positions, region)
     if not cut.any():
         return found, None
     flat = np.ravel_multi_index(tuple(chunks[cut].T), reader.grid.shape)
-    return found, HeldRows(flat.astype(np.int64), counts[cut].astype(np.int64), positions)
+    return found, HeldRows(flat.astype(np.int64), counts[cut].astype(np.int64), positions, cached)
 
 
-def _every_row(reader: LevelReader, chunks: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _every_row(
+    reader: LevelReader, chunks: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, bool]:
     """Every ``vertices`` row of ``chunks`` (of ``counts`` rows each), chunk after chunk,
     read as row runs (:meth:`LevelReader.read_runs`: through the open store's cache of
-    decoded blocks)."""
+    decoded blocks), and whether they were read through that cache."""
     if not chunks.shape[0]:
-        return np.empty((0, reader.grid.ndim), dtype=reader.column_spec(VERTICES)[0])
+        return np.empty((0, reader.grid.ndim), dtype=reader.column_spec(VERTICES)[0]), False
     n = chunks.shape[0]
     slot = np.arange(n, dtype=np.int64)
     runs = RowRuns([tuple(c) for c in chunks.tolist()], slot, np.zeros(n, np.int64), counts)
-    return reader.read_runs([VERTICES], runs)[0]
+    return reader.read_runs([VERTICES], runs)[0], reader.runs_through_cache([VERTICES], runs)
 
 
 def _owners_and_positions(

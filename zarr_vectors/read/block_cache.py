@@ -326,12 +326,16 @@ def _pieces(
     """Runs of slot rows (``length[q]`` rows from ``first[q]``, ``r`` rows a slot) cut at
     the slots' ends, as runs of pool rows (slot ``s`` at pool slot ``place[s]``): the
     source row, destination row (the runs back to back) and length of every piece."""
-    some = length > 0
-    first, length = first[some], length[some]
-    dest = (np.cumsum(length) - length).astype(np.int64)
-    lo, hi = first // r, (first + length - 1) // r
-    if np.array_equal(lo, hi):  # no run crosses a block's end (skeleton chunks: one block)
-        return place[lo] * r + first - lo * r, dest, length
+    if not length.all():
+        some = length > 0
+        first, length = first[some], length[some]
+    dest = np.cumsum(length, dtype=np.int64)
+    dest -= length
+    lo = first // r
+    within = first - lo * r  # each run's first row within its first block
+    if (within + length <= r).all():  # no run crosses a block's end (skeleton chunks: one block)
+        return place[lo] * r + within, dest, length
+    hi = (first + length - 1) // r
     n = hi - lo + 1
     run = np.repeat(np.arange(first.shape[0]), n)
     k = np.arange(run.shape[0]) - np.repeat(np.cumsum(n) - n, n)

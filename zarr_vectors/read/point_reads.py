@@ -341,8 +341,7 @@ class PointReads:
             learn = np.unique(slot_where)
             self._learn_blocks(names, table, learn, _rows_at(learn, where, rows))
         n_slots = slot_block.shape[0]
-        decoded = n_slots * r * sum(layout.row_nbytes for layout in self._layouts(names))
-        if turns and self.reader.io.is_local and decoded >= _TURNS_MIN_BYTES:
+        if turns and self._in_turns(names, n_slots):
             slots = (slot_where, slot_block)
             return self._read_in_turns(names, table, slots, runs, run_row, select)
         every = np.arange(n_slots, dtype=np.int64)
@@ -382,6 +381,24 @@ class PointReads:
                 read_plans.SPARE.give(spare)
         read_plans.SPARE.give(kept)
         return out
+
+    def _in_turns(self, names: Sequence[str], n_slots: int) -> bool:
+        """Whether a read of ``n_slots`` row blocks of every column of ``names`` is large
+        enough to be read in turns with the helper thread (local stores only)."""
+        r = self.reader.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
+        decoded = n_slots * r * sum(layout.row_nbytes for layout in self._layouts(names))
+        return self.reader.io.is_local and decoded >= _TURNS_MIN_BYTES
+
+    def through_cache(self, names: Sequence[str], runs: RowRuns) -> bool:
+        """Whether :meth:`read_selected` of every row of ``runs`` in the vertex columns
+        ``names`` (``turns`` on) reads their blocks through the open store's cache of
+        decoded blocks (so a later read finds them there, within the cache's budget)."""
+        cache = self.reader.blocks
+        if cache is None or cache.budget <= 0 or not runs.chunk.shape[0]:
+            return False
+        r = self.reader.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
+        n_slots = block_slots(runs.chunk, runs.start, runs.stop, r)[1].shape[0]
+        return not self._in_turns(names, n_slots)
 
     def _decode(
         self,

@@ -1111,15 +1111,7 @@ class LevelReader:
             ``vertices`` row does not lie in its chunk.
         """
         lengths = runs.stop - runs.start
-        vertex_columns = self.vertex_columns
-        layouts = [self.layouts.get(name) for name in names]
-        row_bytes = sum(layout.row_nbytes for layout in layouts if layout is not None)
-        if not (
-            0 < int(lengths.sum()) * row_bytes <= _RUNS_BY_KERNELS_BYTES
-            and self.kind != POINT_CLOUD  # point clouds: read_many checks bins too
-            and (rows is not None or all(name in vertex_columns for name in names))
-            and self.points.can_select(names)
-        ):
+        if not self._runs_by_kernels(names, runs, rows):
             at = np.searchsorted(runs.chunk, np.arange(len(runs.chunks) + 1)).tolist()
             joined = np.stack([runs.start, runs.stop], axis=1)
             wanted = [
@@ -1135,6 +1127,24 @@ class LevelReader:
             where = self.paths[VERTICES]
             check_placement(found[names.index(VERTICES)], placed, self.grid, None, where)
         return found
+
+    def _runs_by_kernels(self, names: list[str], runs: RowRuns, rows: np.ndarray | None) -> bool:
+        """Whether :meth:`read_runs` of ``names`` and ``runs`` is planned by kernels (and
+        so read through the open store's cache of decoded blocks, when it has one)."""
+        layouts = [self.layouts.get(name) for name in names]
+        row_bytes = sum(layout.row_nbytes for layout in layouts if layout is not None)
+        return (
+            0 < int((runs.stop - runs.start).sum()) * row_bytes <= _RUNS_BY_KERNELS_BYTES
+            and self.kind != POINT_CLOUD  # point clouds: read_many checks bins too
+            and (rows is not None or all(name in self.vertex_columns for name in names))
+            and self.points.can_select(names)
+        )
+
+    def runs_through_cache(self, names: list[str], runs: RowRuns) -> bool:
+        """Whether :meth:`read_runs` of the vertex columns ``names`` for ``runs`` reads
+        their row blocks through the open store's cache of decoded blocks (so a later read
+        of the same blocks finds them decoded, within the cache's budget)."""
+        return self._runs_by_kernels(names, runs, None) and self.points.through_cache(names, runs)
 
     def check_vertices(self, positions: np.ndarray, wanted: list[ChunkRows]) -> None:
         """Raise unless the ``vertices`` rows read for ``wanted`` lie in their chunks (spec
