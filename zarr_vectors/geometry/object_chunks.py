@@ -13,18 +13,29 @@ import numpy as np
 
 from zarr_vectors.format.metadata import RootMetadata
 from zarr_vectors.format.names import ATTRIBUTES, OBJECT_CHUNKS, OBJECT_ID_ATTRIBUTE
+from zarr_vectors.geometry.object_chunk_passes import (
+    EntryWindows,
+    index_passes,
+    spill_batch_indexes,
+)
 from zarr_vectors.kernels.object_chunks import ObjectChunkIndex, index_object_chunks
 from zarr_vectors.read import ChunkRows, LevelReader
 from zarr_vectors.store.arrays import group_metadata
-from zarr_vectors.store.io import StoreIO
+from zarr_vectors.store.io import StoreIO, local_root
+from zarr_vectors.store.spill import remove_scratch, scratch_directory
 from zarr_vectors.write import write_global
 
 __all__ = [
+    "INDEX_BUILD_BUDGET",
     "has_object_chunks",
     "has_object_ids",
     "stored_object_chunks",
     "write_object_chunks",
 ]
+
+INDEX_BUILD_BUDGET = 256 << 20
+"""Bytes of working memory of the index's build when the writer is given none
+(``write_points``, ``append_points``), as for the object-ordered copy."""
 
 
 def has_object_chunks(io: StoreIO) -> bool:
@@ -95,11 +106,16 @@ def stored_object_chunks(reader: LevelReader) -> ObjectChunkIndex | None:
     return index_object_chunks(ids, offsets, flat)
 
 
-def write_object_chunks(io: StoreIO, root: RootMetadata) -> bool:
+def write_object_chunks(io: StoreIO, root: RootMetadata, memory_budget: int | None = None) -> bool:
     """Write level 0's ``object_chunks`` (spec §9.14) from its stored object ids, replacing
     any there; False (nothing written) when level 0 has no object ids.
 
-    The level's arrays and its group metadata must be written; the root not yet.
+    The level's arrays and its group metadata must be written; the root not yet. The index
+    is built in batches of chunks and written in windows of its entries
+    (:mod:`~zarr_vectors.geometry.object_chunk_passes`), holding about ``memory_budget``
+    bytes (None: :data:`INDEX_BUILD_BUDGET`) besides 32 bytes per distinct id; the bytes
+    written do not depend on it. The batches' entries are spilled beside a local store
+    (else in the system temporary directory).
 
     Examples
     --------
@@ -110,14 +126,32 @@ def write_object_chunks(io: StoreIO, root: RootMetadata) -> bool:
     >>> sorted(p.name for p in (path / "0" / "object_chunks").iterdir())
     ['entries', 'ids', 'offsets', 'zarr.json']
     """
-    index = stored_object_chunks(LevelReader(io, root, 0))
-    if index is None:
+    reader = LevelReader(io, root, 0)
+    if not reader.has_object_ids:
         return False
+    budget = INDEX_BUILD_BUDGET if memory_budget is None else memory_budget
+    scratch = scratch_directory(local_root(io.store), None)
+    try:
+        spilled, distinct, offsets = spill_batch_indexes(
+            reader, scratch, index_passes(budget, 0)[0]
+        )
+        try:
+            window = index_passes(budget, int(distinct.shape[0]))[1]
+            entries = EntryWindows(spilled, distinct, offsets, window)
+            _write_index(io, distinct, offsets, entries)
+        finally:
+            spilled.close()
+    finally:
+        remove_scratch(scratch)
+    return True
+
+
+def _write_index(io: StoreIO, ids: np.ndarray, offsets: np.ndarray, entries: EntryWindows) -> None:
+    """Write the index's three arrays and its group, replacing any index there."""
     base = f"0/{OBJECT_CHUNKS}"
     io.delete_many(io.list_prefix(f"{base}/"))
-    n = int(index.ids.shape[0])
+    n = int(ids.shape[0])
     io.set(f"{base}/zarr.json", group_metadata({"zv_array": OBJECT_CHUNKS, "num_objects": n}))
-    write_global(io, f"{base}/ids", index.ids, 0, {"zv_array": "object_chunks_ids"})
-    write_global(io, f"{base}/offsets", index.offsets, 0, {"zv_array": "object_chunks_offsets"})
-    write_global(io, f"{base}/entries", index.entries, 0, {"zv_array": "object_chunks_entries"})
-    return True
+    write_global(io, f"{base}/ids", ids, 0, {"zv_array": "object_chunks_ids"})
+    write_global(io, f"{base}/offsets", offsets, 0, {"zv_array": "object_chunks_offsets"})
+    write_global(io, f"{base}/entries", entries, 0, {"zv_array": "object_chunks_entries"})

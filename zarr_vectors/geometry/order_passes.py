@@ -21,7 +21,7 @@ from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE
 from zarr_vectors.read import ChunkRows, LevelReader
 
-__all__ = ["ChunkBatches", "count_ids", "window_column", "window_sources"]
+__all__ = ["ChunkBatches", "IdCounts", "count_ids", "window_column", "window_sources"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,24 +94,45 @@ def count_ids(reader: LevelReader, batches: ChunkBatches) -> tuple[np.ndarray, n
     >>> distinct.tolist(), offsets.tolist()
     ([4, 9], [0, 1, 3])
     """
-    distinct: np.ndarray | None = None
-    counts = np.zeros(0, dtype=np.int64)
-    pending: list[tuple[np.ndarray, np.ndarray]] = []
-    held = 0
+    counts = IdCounts(np.zeros(0, dtype=reader.column_spec(OBJECT_ID_ATTRIBUTE)[0]))
     for _, wanted in batches:
-        ids = reader.read_rows(OBJECT_ID_ATTRIBUTE, wanted)
-        if distinct is None:
-            distinct = ids[:0]
-        found, many = np.unique(ids, return_counts=True)
-        pending.append((found, many))
-        held += int(found.shape[0])
-        if held >= distinct.shape[0]:
-            distinct, counts = _merge(distinct, counts, pending)
-            pending, held = [], 0
-    if distinct is None:
-        distinct = np.zeros(0, dtype=reader.column_spec(OBJECT_ID_ATTRIBUTE)[0])
-    distinct, counts = _merge(distinct, counts, pending)
-    return distinct, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        counts.add(*np.unique(reader.read_rows(OBJECT_ID_ATTRIBUTE, wanted), return_counts=True))
+    return counts.result()
+
+
+class IdCounts:
+    """Distinct ids and a count of each, added batch by batch: the counts of a batch are
+    merged when the batches pending hold as many ids as the merged ones, so every id is
+    merged ``O(log)`` times.
+
+    Examples
+    --------
+    >>> counts = IdCounts(np.zeros(0, np.int64))
+    >>> counts.add(np.array([3, 5]), np.array([2, 1]))
+    >>> counts.add(np.array([1, 5]), np.array([4, 4]))
+    >>> [a.tolist() for a in counts.result()]   # the ids, the offsets of their counts
+    [[1, 3, 5], [0, 4, 6, 11]]
+    """
+
+    def __init__(self, empty: np.ndarray) -> None:
+        self.distinct = empty
+        self.counts = np.zeros(0, dtype=np.int64)
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self.held = 0
+
+    def add(self, ids: np.ndarray, counts: np.ndarray) -> None:
+        """Add ``counts`` of the distinct ``ids``."""
+        self.pending.append((ids, counts))
+        self.held += int(ids.shape[0])
+        if self.held >= self.distinct.shape[0]:
+            self.distinct, self.counts = _merge(self.distinct, self.counts, self.pending)
+            self.pending, self.held = [], 0
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct ids (ascending) and the ``(k + 1,)`` offsets of their counts."""
+        self.distinct, self.counts = _merge(self.distinct, self.counts, self.pending)
+        self.pending, self.held = [], 0
+        return self.distinct, np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
 
 
 def _merge(

@@ -225,7 +225,8 @@ def commit_points(
         then declares format 1.7. False removes a copy level 0 has; None leaves it as it
         is (level 0 unchanged: levels of detail added).
     memory_budget
-        Bytes of working memory for the copy's build (None: its default),
+        Bytes of working memory for the builds of the index and of the copy (None: their
+        defaults), :func:`~zarr_vectors.geometry.write_object_chunks` and
         :func:`~zarr_vectors.geometry.write_object_order`.
     """
     level = level0_metadata(grid, stats)
@@ -234,7 +235,7 @@ def commit_points(
     if indexed:
         write_level_metadata(io, level)  # the index and copy are read from the level as stored
     if object_chunks and ids:
-        write_object_chunks(io, root)
+        write_object_chunks(io, root, memory_budget)
         root = dataclasses.replace(root, version=at_least(root.version, OBJECT_CHUNKS_VERSION))
     if object_order and ids:
         write_object_order(io, root, memory_budget=memory_budget)

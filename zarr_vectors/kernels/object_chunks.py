@@ -105,8 +105,8 @@ def _ranks(ids: np.ndarray) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarr
     if (hi - lo + 1) * n < 2**62:  # offsets from the smallest id: no sort needed
         if lo == 0 and ids.dtype == np.int64:
             return ids, lambda r: r
-        start = ids.dtype.type(lo)
-        return (ids - start).astype(np.int64), lambda r: (r + lo).astype(ids.dtype)
+        start = ids.dtype.type(lo)  # back in the ids' dtype, wrapping (uint64 past int64)
+        return (ids - start).astype(np.int64), lambda r: r.astype(ids.dtype) + start
     distinct, inverse = np.unique(ids, return_inverse=True)
     return inverse.astype(np.int64).reshape(-1), lambda r: distinct[r]
 
