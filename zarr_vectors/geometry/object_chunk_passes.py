@@ -47,7 +47,7 @@ def index_passes(memory_budget: int, n_ids: int) -> tuple[int, int]:
     Examples
     --------
     >>> index_passes(128 * 2**20, 10**5)   # 10^7 scattered entries: 4 windows
-    (349525, 2030516)
+    (349525, 2030485)
     >>> index_passes(2**16, 10)            # a tiny budget: at least a row, an entry
     (170, 1017)
     """
