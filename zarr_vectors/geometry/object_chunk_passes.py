@@ -178,15 +178,18 @@ class EntryWindows:
             many = np.diff(held[lo : hi + 1])
             begin = cursor[k]
             cursor[k] += many
-            base = spilled.entry_starts[j]
-            rows = spilled.entries.read(0, [(base + int(held[lo]), base + int(held[hi]))])
-            place = np.repeat(begin - held[lo:hi], many) + np.arange(held[lo], held[hi]) - a
-            inside = np.flatnonzero((place >= 0) & (place < b - a))
-            out[place[inside]] = rows[inside]
-            done += int(inside.shape[0])
+            # ascending: an object's entries come before the next object's
+            place = np.repeat(begin - held[lo:hi] - a, many)
+            place += np.arange(held[lo], held[hi])
+            inside = np.searchsorted(place, [0, b - a])  # the entries inside the window
+            i, stop = int(inside[0]), int(inside[1])
+            start = spilled.entry_starts[j] + int(held[lo])
+            out[place[i:stop]] = spilled.entries.read(0, [(start + i, start + stop)])
+            done += stop - i
         if done != b - a:
             raise CorruptChunkError(
-                f"level 0's object ids gave {done} of the object-to-chunks index's entries "
-                f"[{a}, {b}) back; they changed while the index was built: write it again"
+                f"the batches of level 0's object ids gave {done} of the object-to-chunks "
+                f"index's entries [{a}, {b}) back; they changed while the index was built, "
+                "or its spill files did: write it again"
             )
         return out
