@@ -205,7 +205,7 @@ CLOUD = np.random.default_rng(3).uniform(0, 20, (400, 3)).astype(np.float32)
 
 KILLS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "append_points": (
-        "zarr_vectors.update.point_stream.update_levels",
+        "zarr_vectors.update.point_writer.update_levels",
         lambda path: zv.append_points(path, CLOUD[300:], progress=False),
     ),
     "append_polylines": (

@@ -5,7 +5,9 @@ Other packages import from this face only.
 Modules
 -------
 point_stream, object_stream
-    :class:`PointWriter` and :class:`ObjectWriter`: batches in, one store out.
+    :class:`PointWriter` and :class:`ObjectWriter`: batches in, one store out
+    (``point_stream``: ``write_points_stream`` and ``append_points``; the writer in
+    ``point_writer``, its slices, spill files and chunk read-back in ``point_slices``).
 point_append, object_append
     Appends to an existing store (``append_points``, ``append_graph``, ...).
 levels, point_levels, object_levels
