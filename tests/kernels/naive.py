@@ -295,3 +295,18 @@ def read_plan(
         gid,
         overlap,
     )
+
+
+def nth_of_its_id(k: Array, seen: Array) -> Array:
+    """Twin of kernels.id_counts.nth_of_its_id: a stable sort by id number."""
+    k = np.asarray(k, dtype=np.int64)
+    if not k.shape[0]:
+        return k.copy()
+    order = np.argsort(k, kind="stable")  # the rows of one id in storage order
+    grouped = k[order]
+    begins = np.flatnonzero(np.concatenate([[True], grouped[1:] != grouped[:-1]]))
+    sizes = np.diff(np.concatenate([begins, [grouped.shape[0]]]))
+    nth = np.empty_like(k)
+    nth[order] = np.arange(grouped.shape[0]) - np.repeat(begins, sizes) + seen[grouped]
+    seen[grouped[begins]] += sizes
+    return nth

@@ -19,6 +19,7 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE
+from zarr_vectors.kernels.id_counts import nth_of_its_id
 from zarr_vectors.read import ChunkRows, LevelReader
 
 __all__ = ["ChunkBatches", "IdCounts", "count_ids", "window_column", "window_sources"]
@@ -197,7 +198,7 @@ def window_sources(
         if not where.shape[0]:
             continue
         k = _id_numbers(ids_met, ids[where])
-        row = offsets[first + k] + seen[k] + _nth_of_its_id(k, seen)
+        row = offsets[first + k] + nth_of_its_id(k, seen)  # counts before included
         inside = np.flatnonzero((row >= a) & (row < b))
         if done + inside.shape[0] > b - a:
             done += inside.shape[0]
@@ -238,26 +239,6 @@ def _id_numbers(distinct: np.ndarray, ids: np.ndarray) -> np.ndarray:
     table = np.zeros(span, dtype=np.int64)
     table[(distinct.astype(wide) - low).astype(np.int64)] = np.arange(distinct.shape[0])
     return table[(ids.astype(wide) - low).astype(np.int64)]
-
-
-def _nth_of_its_id(k: np.ndarray, seen: np.ndarray) -> np.ndarray:
-    """For each of ``k`` (id numbers in storage order), how many of the same id come before
-    it in ``k``; ``seen`` (rows of each id so far) gets ``k``'s counts added.
-
-    Examples
-    --------
-    >>> seen = np.zeros(3, np.int64)
-    >>> _nth_of_its_id(np.array([2, 0, 2, 2, 0]), seen).tolist(), seen.tolist()
-    ([0, 0, 1, 2, 1], [2, 0, 3])
-    """
-    order = np.argsort(k, kind="stable")  # the rows of one id in storage order
-    grouped = k[order]
-    begins = np.flatnonzero(np.concatenate([[True], grouped[1:] != grouped[:-1]]))
-    sizes = np.diff(np.concatenate([begins, [grouped.shape[0]]]))
-    nth = np.empty_like(k)
-    nth[order] = np.arange(grouped.shape[0]) - np.repeat(begins, sizes)
-    seen[grouped[begins]] += sizes
-    return nth
 
 
 def window_column(
