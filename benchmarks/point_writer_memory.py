@@ -19,9 +19,11 @@ Run: ``PYTHONPATH=. python -m benchmarks.point_writer_memory --size 1e7 --budget
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-import zarr_vectors as zv
 from benchmarks._measure import REPO_ROOT, proc_status_kb, reset_peak_rss, run_child
 
 CASES = ("plain", "ids", "attr", "ids_attr", "ids_order", "levels", "nochunk")
@@ -46,6 +47,7 @@ def _columns(case: str, n: int, rng: np.random.Generator) -> dict[str, Any]:
 
 
 def _write(path: str, case: str, budget: int, positions: np.ndarray, given: dict[str, Any]) -> None:
+    zv = importlib.import_module("zarr_vectors")  # of the tree the child was given
     options = zv.WriteOptions(object_order=True) if "order" in case else None
     with zv.PointWriter(
         path,
@@ -84,6 +86,7 @@ def child(n: int, case: str, budget_mib: int) -> dict[str, Any]:
         "cpu": cpu,
         "load": os.getloadavg()[0],
         "peak_reset": reset,
+        "zarr_vectors": importlib.import_module("zarr_vectors").__file__,
     }
 
 
@@ -92,17 +95,18 @@ def main() -> None:
     parser.add_argument("--size", default="1e7")
     parser.add_argument("--budget", type=int, default=128, help="MiB")
     parser.add_argument("--cases", default=",".join(CASES))
-    parser.add_argument("--child", nargs=3, metavar=("N", "CASE", "BUDGET_MIB"))
+    parser.add_argument("--child", nargs=4, metavar=("N", "CASE", "BUDGET_MIB", "TREE"))
     parser.add_argument("--base", type=Path, help="another tree to measure, alternating")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     if args.child:
-        n, case, budget = args.child
+        n, case, budget, tree = args.child
+        sys.path.insert(0, tree)  # its zarr_vectors ahead of any other
         print(json.dumps(child(int(float(n)), case, int(budget))))
         return
-    trees: dict[str, tuple[Path, ...]] = {"this": (REPO_ROOT,)}
+    trees = {"this": REPO_ROOT}
     if args.base is not None:
-        trees = {"base": (args.base, REPO_ROOT), **trees}
+        trees = {"base": args.base.resolve(), **trees}
     print("| case | tree | n | budget | peak above baseline | / budget | wall | CPU | load |")
     print("|---|---|---|---|---|---|---|---|---|")
     for case in args.cases.split(","):
@@ -114,8 +118,9 @@ def main() -> None:
                     args.size,
                     case,
                     str(args.budget),
-                    path=path,
+                    str(path),
                 )
+                assert str(path) in got["zarr_vectors"], got["zarr_vectors"]
                 print(
                     f"| {case} | {tree} | {int(float(args.size)):.0e} | {args.budget} MiB | "
                     f"{got['above_mib']:.0f} MiB | {got['above_mib'] / args.budget:.2f} | "
