@@ -105,18 +105,22 @@ def spill_batch_indexes(
         [0],
     )
     totals = IdCounts(np.zeros(0, dtype=dtype))
-    for j in range(batches.cuts.shape[0] - 1):
-        first, stop = int(batches.cuts[j]), int(batches.cuts[j + 1])
-        ids = reader.read_rows(OBJECT_ID_ATTRIBUTE, wanted[first:stop])
-        offsets = batches.starts[first : stop + 1] - batches.starts[first]
-        index = index_object_chunks(ids, offsets, flat[first:stop])
-        del ids
-        many = np.diff(index.offsets)
-        spilled.entries.append([index.entries])
-        spilled.objects.append([index.ids, many])
-        spilled.entry_starts.append(spilled.entries.rows)
-        spilled.object_starts.append(spilled.objects.rows)
-        totals.add(index.ids, many)
+    try:
+        for j in range(batches.cuts.shape[0] - 1):
+            first, stop = int(batches.cuts[j]), int(batches.cuts[j + 1])
+            ids = reader.read_rows(OBJECT_ID_ATTRIBUTE, wanted[first:stop])
+            offsets = batches.starts[first : stop + 1] - batches.starts[first]
+            index = index_object_chunks(ids, offsets, flat[first:stop])
+            del ids
+            many = np.diff(index.offsets)
+            spilled.entries.append([index.entries])
+            spilled.objects.append([index.ids, many])
+            spilled.entry_starts.append(spilled.entries.rows)
+            spilled.object_starts.append(spilled.objects.rows)
+            totals.add(index.ids, many)
+    except BaseException:
+        spilled.close()  # no writer thread or open file outlives a failed read
+        raise
     distinct, offsets = totals.result()
     return spilled, distinct, offsets
 
