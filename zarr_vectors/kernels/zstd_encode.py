@@ -114,11 +114,29 @@ _compress_cctx: Any = intrinsic(_compress_typer, _compress_python)
 """``size_t ZSTD_compressCCtx(cctx, dst, size_t capacity, src, size_t size, int level)``."""
 
 
-@njit
-def _le32(buffer: U8, at: int, value: int) -> None:
-    """``buffer[at:at + 4] = value`` as little-endian uint32."""
-    for k in range(4):
-        buffer[at + k] = (value >> (8 * k)) & 0xFF
+def _le32_typer(typingctx: Any, buffer: Any, at: Any, value: Any) -> Any:
+    """``buffer[at:at + 4] = value`` as a little-endian ``uint32`` (four byte stores: no
+    kernel of its own to compile)."""
+    sig = types.void(buffer, at, value)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> None:
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        start = context.cast(builder, args[1], signature.args[1], types.int64)
+        word = context.cast(builder, args[2], signature.args[2], types.uint64)
+        byte = ir.IntType(8)
+        for k in range(4):
+            shifted = builder.lshr(word, ir.Constant(word.type, 8 * k))
+            at = builder.add(start, ir.Constant(start.type, k))
+            builder.store(builder.trunc(shifted, byte), builder.gep(array.data, [at]))
+
+    return sig, codegen
+
+
+def _le32_python(buffer: U8, at: int, value: int) -> None:
+    buffer[at : at + 4] = np.frombuffer(int(value).to_bytes(4, "little"), dtype=np.uint8)
+
+
+_le32: Any = intrinsic(_le32_typer, _le32_python)
 
 
 def encode_zstd_blocks(
@@ -156,10 +174,12 @@ def encode_zstd_blocks(
         too small): encode those rows with C-Blosc then.
     """
     header, blocksize, level = frame
-    tmp = np.empty(2 * blocksize + 4 * int(header[3]), np.uint8)
+    flags, typesize = int(header[2]), int(header[3])
+    tmp = np.empty(2 * blocksize + 4 * typesize, np.uint8)
+    settings = (flags, typesize, blocksize, level)
     return int(
         _encode_zstd_blocks(
-            rows, tail, block_nbytes, out, lengths, header, blocksize, level, tmp, *functions, cctx
+            rows, tail, block_nbytes, out, lengths, header, *settings, tmp, *functions, cctx
         )
     )
 
@@ -172,6 +192,8 @@ def _encode_zstd_blocks(
     out: U8,
     lengths: I64,
     header: U8,
+    flags: int,
+    typesize: int,
     blocksize: int,
     level: int,
     tmp: U8,
@@ -182,7 +204,6 @@ def _encode_zstd_blocks(
     cctx: int,
 ) -> int:
     whole = rows.shape[0] // block_nbytes
-    flags, typesize = int(header[2]), int(header[3])
     n_sub = -(-block_nbytes // blocksize)
     maxbytes = block_nbytes + _HEADER
     shuffled, scratch = tmp.ctypes.data, tmp.ctypes.data + blocksize
@@ -198,7 +219,7 @@ def _encode_zstd_blocks(
         nt = _HEADER + 4 * n_sub
         for j in range(n_sub):
             _le32(out, at + _HEADER + 4 * j, nt)
-            bsize = min(blocksize, block_nbytes - j * blocksize)
+            bsize = blocksize if j < n_sub - 1 else block_nbytes - j * blocksize
             start = src.ctypes.data + first + j * blocksize
             if flags & _DOSHUFFLE and typesize > 1:
                 _shuffle(shuffle_fn, typesize, bsize, start, shuffled)
@@ -211,7 +232,7 @@ def _encode_zstd_blocks(
             part = bsize // splits
             for k in range(splits):
                 nt += 4
-                bound = min(part, maxbytes - nt)
+                bound = part if nt + part <= maxbytes else maxbytes - nt
                 if bound <= 0:
                     nt = -1
                     break
