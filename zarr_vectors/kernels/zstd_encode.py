@@ -175,7 +175,8 @@ def encode_zstd_blocks(
     """
     header, blocksize, level = frame
     flags, typesize = int(header[2]), int(header[3])
-    tmp = np.empty(2 * blocksize + 4 * typesize, np.uint8)
+    scratch = blocksize + 4 * typesize if flags & _DOBITSHUFFLE else 0  # bitshuffle's own
+    tmp = np.empty(blocksize + scratch, np.uint8)
     settings = (flags, typesize, blocksize, level)
     return int(
         _encode_zstd_blocks(

@@ -168,25 +168,30 @@ _ZSTD = np.frombuffer(b"zstd\0", dtype=np.uint8)
 def _self_test(encoder: ZstdEncoder) -> bool:
     """Whether :func:`encode_zstd` gives C-Blosc's bytes for blocks of every shuffle and
     type size the writer uses, in one Blosc block or several, of data that compresses,
-    that does not (streams stored raw), and that does not fit (a frame stored whole)."""
+    that does not (streams stored raw), and that does not fit (a frame stored whole).
+
+    Every call stays below the size from which a kernel not compiled yet compiles
+    (:data:`~zarr_vectors.kernels._jit.SMALL_NBYTES`): a first small write compiles nothing.
+    """
     rng = np.random.default_rng(7)
     smooth = (np.arange(16384, dtype="<f4") * np.float32(0.37)).view(np.uint8)
     noise = rng.integers(0, 256, 1 << 16, dtype=np.uint8)
+    several = np.concatenate([smooth[:40000], noise[:26000]])  # 64 KiB Blosc blocks
     cases = [
-        (smooth[:12288], 1, 2, 4),
-        (smooth[:12288], 3, 2, 4),
-        (np.concatenate([smooth[:8192], noise[:8192]]), 3, 2, 8),
-        (smooth[:16384], 1, 1, 8),
-        (noise[:16384], 1, 0, 1),
-        (np.concatenate([smooth, noise[:40000]]), 1, 1, 8),
-        (noise[:3000], 3, 2, 4),
+        (smooth[:24576], 2, 1, 2, 4),
+        (smooth[:12288], 1, 3, 2, 4),
+        (np.concatenate([smooth[:8192], noise[:8192]]), 2, 3, 2, 8),
+        (smooth[:16384], 2, 1, 1, 8),
+        (noise[:16384], 2, 1, 0, 1),
+        (several, 1, 1, 0, 1),
+        (noise[:3000], 2, 3, 2, 4),
     ]
-    for data, clevel, shuffle, typesize in cases:
-        n = data.shape[0] // 2
-        rows, tail = data[:n], data[n : 2 * n]
-        size = 2 * (n + BLOSC_MAX_OVERHEAD + 4)
+    for data, blocks, clevel, shuffle, typesize in cases:
+        n = data.shape[0] // blocks
+        rows, tail = data[: n * (blocks - 1)], data[n * (blocks - 1) : n * blocks]
+        size = blocks * (n + BLOSC_MAX_OVERHEAD + 4)
         ours, theirs = np.zeros(size, np.uint8), np.zeros(size, np.uint8)
-        lengths, expected = np.zeros(2, np.int64), np.zeros(2, np.int64)
+        lengths, expected = np.zeros(blocks, np.int64), np.zeros(blocks, np.int64)
         settings = (clevel, shuffle, typesize, _ZSTD)
         done = encode_zstd(encoder, rows, tail, n, ours, lengths, settings[:3])
         total = encode_blocks(
