@@ -133,10 +133,12 @@ def _frame(
     if function(clevel, shuffle, typesize, nbytes, *args) < BLOSC_MAX_OVERHEAD:
         return None
     header = out[:12].copy()
-    if header[2] & _MEMCPYED:
+    blocksize = int(header[8:12].view("<u4")[0])
+    # a frame the kernel's bounds assume: not stored whole, its block starts within it
+    if header[2] & _MEMCPYED or blocksize < 4 or -(-nbytes // blocksize) * 4 > nbytes:
         return None
     header.flags.writeable = False
-    return header, int(header[8:12].view("<u4")[0]), 2 * clevel - 1
+    return header, blocksize, 2 * clevel - 1
 
 
 def encode_zstd(
