@@ -28,6 +28,7 @@ from zarr_vectors.kernels.zstd_frames import stage_frame, staged_size
 __all__ = [
     "BLOSC_MAX_OVERHEAD",
     "CRC_RESIDUE",
+    "crc32c_value",
     "decode_blocks",
     "dense_blob_ranges",
     "encode_blocks",
@@ -178,6 +179,8 @@ def _blosc_compress_python(
 
 
 _crc32c_value: Any = intrinsic(_crc32c_typer, _crc32c_python)
+crc32c_value: Any = _crc32c_value
+"""``crc32c_value(fn, data, size)`` inside kernels: libcrc32c's function at address ``fn``."""
 _blosc_decompress_ctx: Any = intrinsic(_blosc_typer, _blosc_python)
 _blosc_compress_ctx: Any = intrinsic(_blosc_compress_typer, _blosc_compress_python)
 

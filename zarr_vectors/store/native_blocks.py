@@ -37,6 +37,7 @@ from zarr_vectors.kernels.row_blocks import (
     encode_blocks,
 )
 from zarr_vectors.store.crc32c_adapter import crc32c_function_address
+from zarr_vectors.store.zstd_encoder import encode_zstd, zstd_encoder
 
 if TYPE_CHECKING:
     from zarr_vectors.store.shards import RowLayout
@@ -155,10 +156,32 @@ def encode_natively(
         clevel, shuffle, cname, typesize = blosc_settings
         name = np.frombuffer(cname.encode("ascii") + b"\0", dtype=np.uint8)
         settings = (clevel, shuffle, typesize or rows.dtype.itemsize, name)
-    total = encode_blocks(flat[:whole], tail, block_nbytes, out, lengths, settings, *native)
+    total = _encode_zstd(flat[:whole], tail, block_nbytes, out, lengths, settings, native)
+    if total is None:
+        total = encode_blocks(flat[:whole], tail, block_nbytes, out, lengths, settings, *native)
     if total < 0:
         return None
     return out[:total].tobytes(), lengths
+
+
+def _encode_zstd(
+    rows: np.ndarray,
+    tail: np.ndarray,
+    block_nbytes: int,
+    out: np.ndarray,
+    lengths: np.ndarray,
+    settings: tuple[int, int, int, np.ndarray] | None,
+    native: tuple[int, int],
+) -> int | None:
+    """Blocks of Blosc zstd ``settings`` encoded through a Zstandard context of this
+    thread (:mod:`~zarr_vectors.store.zstd_encoder`: C-Blosc's bytes); None for other
+    settings, without the functions, or when it declines."""
+    if settings is None or settings[3].tobytes() != b"zstd\0":
+        return None
+    encoder = zstd_encoder(*native, blosc_libraries())
+    if encoder is None:
+        return None
+    return encode_zstd(encoder, rows, tail, block_nbytes, out, lengths, settings[:3])
 
 
 def _native_encode_self_test(crc: int, compress: int) -> bool:
