@@ -10,6 +10,7 @@ fetched (an array) and turned into lists only when a per-block Python loop asks 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,6 +44,54 @@ def shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(int(c) // s for c, s in zip(chunk, layout.shard_chunks, strict=True))
 
 
+@dataclass(frozen=True, slots=True)
+class _Stacked:
+    """The cached shard indexes of one array of several chunks per shard (spec §9.0.1),
+    stacked: shard slot ``s``, stored at ``keys[s]``, has the ``(chunks_per_shard,
+    n_blocks, 2)`` entries ``entries[s]``; ``slot_of`` gives the slot of each shard of
+    the grid ``bound`` of the cached ones (C order; -1 for a shard not cached)."""
+
+    entries: np.ndarray
+    keys: list[str]
+    bound: np.ndarray
+    slot_of: np.ndarray
+
+    @classmethod
+    def of(cls, shards: np.ndarray, entries: np.ndarray, keys: list[str]) -> _Stacked:
+        """The stack of the ``(S, D)`` shards ``shards`` (``S > 0``) and their entries."""
+        bound = shards.max(axis=0) + 1
+        slot_of = np.full(int(np.prod(bound)), -1, dtype=np.int64)
+        slot_of[flat_index(shards, bound)] = np.arange(shards.shape[0])
+        return cls(entries, keys, bound, slot_of)
+
+    def slots(self, of_chunk: np.ndarray) -> np.ndarray:
+        """The slot of each shard ``of_chunk[i]`` (``(m, D)`` shard indices), -1 where
+        its index is not cached."""
+        inside = np.all(of_chunk < self.bound, axis=1)
+        slot = self.slot_of[flat_index(np.minimum(of_chunk, self.bound - 1), self.bound)]
+        return np.where(inside, slot, -1)
+
+
+_STACKED_SHARDS = 2**16
+"""Shards (of the grid spanned by those cached) up to which an array's cached indexes are
+stacked for :meth:`ShardIndexes.entry_arrays`; larger spans go shard by shard."""
+
+
+def flat_index(coords: np.ndarray, shape: Sequence[int] | np.ndarray) -> np.ndarray:
+    """C-order flat index of each row of the ``(m, D)`` non-negative grid indices
+    ``coords`` (each below ``shape``): :func:`numpy.ravel_multi_index` in fewer calls.
+
+    Examples
+    --------
+    >>> flat_index(np.array([[1, 2, 3], [0, 0, 1]]), (8, 4, 4)).tolist()
+    [27, 1]
+    """
+    flat = coords[:, 0].astype(np.int64)
+    for d in range(1, coords.shape[1]):
+        flat = flat * int(shape[d]) + coords[:, d]
+    return flat
+
+
 class ShardIndexes:
     """The shard indexes of a level fetched so far, by array path and shard."""
 
@@ -53,6 +102,7 @@ class ShardIndexes:
         # (path, chunk) -> key and the chunk's own entries as lists, once asked (§9.0.1)
         self._chunk_lists: dict[IndexKey, tuple[str, list[list[int]]]] = {}
         self._shard_keys: dict[IndexKey, IndexKey] = {}  # (path, chunk) -> (path, shard)
+        self._stacked: dict[str, _Stacked] = {}  # path -> its indexes stacked (§9.0.1)
 
     def requests(
         self, wanted: Iterable[tuple[str, RowLayout, tuple[int, ...]]]
@@ -116,6 +166,7 @@ class ShardIndexes:
         whether an index was forgotten."""
         self._chunk_lists.clear()
         self._shard_keys.clear()
+        self._stacked.clear()
         held = {key: self._held(key) for key in self._lists}
         total = sum(held.values())
         dropped = False
@@ -140,6 +191,7 @@ class ShardIndexes:
         """Cache the decoded ``index`` of the shard stored at ``key``."""
         if cache_key in self._arrays:  # fetched again (rare): no chunk keeps an old list
             self._chunk_lists.clear()
+        self._stacked.pop(cache_key[0], None)  # stacked again when next asked
         self._arrays[cache_key] = index
         self._lists[cache_key] = (key, None)  # listed on first use (entries)
 
@@ -207,23 +259,35 @@ class ShardIndexes:
             When a chunk's shard was not found (its index is not cached).
         """
         chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, len(layout.shard_chunks))
+        if not chunks.shape[0]:
+            return [], np.empty((0, layout.n_blocks, 2), np.uint64)
         per = np.asarray(layout.shard_chunks, dtype=np.int64)
-        of_chunk = chunks // per
-        flat = np.ravel_multi_index(tuple(of_chunk.T), tuple(of_chunk.max(axis=0) + 1))
-        _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
-        shards, inverse = of_chunk[first], inverse.reshape(-1)
-        keys, arrays = [], []
-        for s, shard in enumerate(shards.tolist()):
-            found = self._lists.get((path, tuple(shard)))
-            if found is None:  # raises: the shard is missing
-                self.entries(path, layout, tuple(chunks[int(np.argmax(inverse == s))].tolist()))
-            assert found is not None
-            keys.append(found[0])
-            arrays.append(self._arrays[(path, tuple(shard))])
-        local = np.ravel_multi_index(tuple((chunks % per).T), layout.shard_chunks)
-        by_chunk = [array.reshape(-1, layout.n_blocks, 2) for array in arrays]
-        entries = np.stack(by_chunk)[inverse, local]  # whole rows of entries: no gather per entry
-        return [keys[s] for s in inverse.tolist()], entries
+        stacked = self._stacked.get(path) or self._stack(path, layout)
+        if stacked is None:  # cached shards spread too wide: shard by shard
+            found = [self.entry_array(path, layout, tuple(c)) for c in chunks.tolist()]
+            return [key for key, _ in found], np.array([e for _, e in found], dtype=np.uint64)
+        slot = stacked.slots(chunks // per)
+        if slot.min() < 0:  # raises: the shard is missing
+            self.entries(path, layout, tuple(chunks[int(np.argmin(slot))].tolist()))
+        local = flat_index(chunks % per, layout.shard_chunks)
+        keys = stacked.keys
+        return [keys[s] for s in slot.tolist()], stacked.entries[slot, local]
+
+    def _stack(self, path: str, layout: RowLayout) -> _Stacked | None:
+        """The cached indexes of the array at ``path`` stacked, kept until one is added
+        (None when none is cached, or they span more than :data:`_STACKED_SHARDS`)."""
+        shards = [shard for p, shard in self._arrays if p == path]
+        coords = np.array(shards, dtype=np.int64).reshape(-1, len(layout.shard_chunks))
+        if not shards or np.prod(coords.max(axis=0) + 1) > _STACKED_SHARDS:
+            return None
+        entries = np.array([self._arrays[(path, shard)] for shard in shards], dtype=np.uint64)
+        stacked = _Stacked.of(
+            coords,
+            entries.reshape(len(shards), layout.chunks_per_shard, layout.n_blocks, 2),
+            [self._lists[(path, shard)][0] for shard in shards],
+        )
+        self._stacked[path] = stacked
+        return stacked
 
     def shards(self, path: str) -> set[tuple[int, ...]]:
         """The shards of the array at ``path`` whose indexes are cached."""
