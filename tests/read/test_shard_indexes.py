@@ -176,3 +176,20 @@ def test_entry_arrays_are_each_chunks_entry_array(
         assert key == want_key
         assert np.array_equal(got, want)
     assert indexes.entry_arrays("0/vertices", layout, every[:0])[1].shape == (0, layout.n_blocks, 2)
+
+
+def test_chunk_requests_skip_the_shards_cached_and_make_them_the_most_recent() -> None:
+    reader = _reader(2)
+    layout = reader.layouts["vertices"]
+    assert layout is not None
+    low = [c for c in CHUNKS if max(c) < 2]  # the shard (0, 0, 0)
+    indexes = _fetched(reader, [*low, (2, 2, 2)])  # and the shard (1, 1, 1)
+    indexes.entry_arrays("0/vertices", layout, np.array(low))  # stacked
+    assert len(CHUNKS) >= shard_indexes.ARRAY_CHUNKS
+    got = indexes.chunk_requests("0/vertices", layout, CHUNKS)
+    assert sorted(r[0][1] for r in got) == sorted(
+        set(itertools.product(range(2), repeat=3)) - {(0, 0, 0), (1, 1, 1)}
+    )
+    assert set(list(indexes._lists)[-2:]) == {("0/vertices", (0, 0, 0)), ("0/vertices", (1, 1, 1))}
+    indexes.chunk_requests("0/vertices", layout, low * 4)  # 32 chunks of the shard (0, 0, 0)
+    assert list(indexes._lists)[-1] == ("0/vertices", (0, 0, 0))

@@ -1038,6 +1038,25 @@ class LevelReader:
             tails = self.io.get_many([(r[1], r[2]) for r in requests])
             self.indexes.keep(requests, tails, strict=True)
 
+    def fetch_chunk_indexes(self, names: Sequence[str], chunks: list[tuple[int, ...]]) -> None:
+        """:meth:`fetch_indexes` of every column of ``names`` for every chunk of ``chunks``
+        (the shards of several chunks found by array operations, not chunk by chunk).
+
+        Raises
+        ------
+        CorruptChunkError
+            When a shard is missing.
+        """
+        requests = [
+            request
+            for name in names
+            if (layout := self.layouts.get(name)) is not None
+            for request in self.indexes.chunk_requests(self.paths[name], layout, chunks)
+        ]
+        if requests:
+            tails = self.io.get_many([(r[1], r[2]) for r in requests])
+            self.indexes.keep(requests, tails, strict=True)
+
     def _index_requests(self, wanted: Iterable[tuple[str, tuple[int, ...]]]) -> list[IndexRequest]:
         """The shard indexes of (column, chunk) pairs that are not cached, one per shard."""
         return self.indexes.requests(

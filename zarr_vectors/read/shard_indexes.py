@@ -47,22 +47,25 @@ def shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:
 @dataclass(frozen=True, slots=True)
 class _Stacked:
     """The cached shard indexes of one array of several chunks per shard (spec §9.0.1),
-    stacked: shard slot ``s``, stored at ``keys[s]``, has the ``(chunks_per_shard,
-    n_blocks, 2)`` entries ``entries[s]``; ``slot_of`` gives the slot of each shard of
-    the grid ``bound`` of the cached ones (C order; -1 for a shard not cached)."""
+    stacked: slot ``s`` (shard ``shards[s]``, stored at ``keys[s]``) has the
+    ``(chunks_per_shard, n_blocks, 2)`` entries ``entries[s]``; ``slot_of`` gives the
+    slot of each shard of the grid ``bound`` of the cached ones (C order; -1 for a shard
+    not cached)."""
 
+    shards: list[tuple[int, ...]]
     entries: np.ndarray
     keys: list[str]
     bound: np.ndarray
     slot_of: np.ndarray
 
     @classmethod
-    def of(cls, shards: np.ndarray, entries: np.ndarray, keys: list[str]) -> _Stacked:
-        """The stack of the ``(S, D)`` shards ``shards`` (``S > 0``) and their entries."""
-        bound = shards.max(axis=0) + 1
+    def of(cls, shards: list[tuple[int, ...]], entries: np.ndarray, keys: list[str]) -> _Stacked:
+        """The stack of the shards ``shards`` (at least one) and their entries."""
+        coords = np.array(shards, dtype=np.int64)
+        bound = coords.max(axis=0) + 1
         slot_of = np.full(int(np.prod(bound)), -1, dtype=np.int64)
-        slot_of[flat_index(shards, bound)] = np.arange(shards.shape[0])
-        return cls(entries, keys, bound, slot_of)
+        slot_of[flat_index(coords, bound)] = np.arange(coords.shape[0])
+        return cls(shards, entries, keys, bound, slot_of)
 
     def slots(self, of_chunk: np.ndarray) -> np.ndarray:
         """The slot of each shard ``of_chunk[i]`` (``(m, D)`` shard indices), -1 where
@@ -130,9 +133,12 @@ class ShardIndexes:
         self, path: str, layout: RowLayout, chunks: Sequence[tuple[int, ...]]
     ) -> list[IndexRequest]:
         """:meth:`requests` of the chunks ``chunks`` of the array at ``path``; in a layout
-        of several chunks per shard (spec §9.0.1), from :data:`ARRAY_CHUNKS` chunks on
-        (a read by id meets tens of chunks in a few shards), their shards are found as
-        arrays, not chunk by chunk."""
+        of several chunks per shard (spec §9.0.1), from :data:`ARRAY_CHUNKS` chunks on (a
+        read by id meets tens of chunks in a few shards), the chunks of shards whose
+        indexes are cached (those shards made the most recently used) and the shards of
+        the others are found by array operations, not chunk by chunk."""
+        if layout.chunks_per_shard != 1 and len(chunks) >= ARRAY_CHUNKS:
+            chunks = self._not_cached(path, layout, chunks)
         if layout.chunks_per_shard != 1 and len(chunks) >= ARRAY_CHUNKS:
             per = np.asarray(layout.shard_chunks, dtype=np.int64)
             shards = np.asarray(chunks, dtype=np.int64) // per
@@ -141,6 +147,20 @@ class ShardIndexes:
             firsts = np.stack(np.unravel_index(flat, dims), axis=1) * per
             chunks = [tuple(c) for c in firsts.tolist()]  # the first chunk of each shard
         return self.requests((path, layout, chunk) for chunk in chunks)
+
+    def _not_cached(
+        self, path: str, layout: RowLayout, chunks: Sequence[tuple[int, ...]]
+    ) -> Sequence[tuple[int, ...]]:
+        """The ``chunks`` (several per shard) whose shards' indexes are not cached; those
+        cached are made the most recently used (see :meth:`trim`)."""
+        stacked = self._stacked.get(path) or self._stack(path, layout)
+        if stacked is None:
+            return chunks
+        coords = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), -1)
+        slot = stacked.slots(coords // np.asarray(layout.shard_chunks, dtype=np.int64))
+        for s in set(slot.tolist()) - {-1}:
+            self._lists[(path, stacked.shards[s])] = self._lists.pop((path, stacked.shards[s]))
+        return [chunks[i] for i in np.flatnonzero(slot < 0).tolist()]
 
     def keep(
         self, requests: list[IndexRequest], tails: Sequence[bytes | None], *, strict: bool
@@ -282,7 +302,7 @@ class ShardIndexes:
             return None
         entries = np.array([self._arrays[(path, shard)] for shard in shards], dtype=np.uint64)
         stacked = _Stacked.of(
-            coords,
+            shards,
             entries.reshape(len(shards), layout.chunks_per_shard, layout.n_blocks, 2),
             [self._lists[(path, shard)][0] for shard in shards],
         )
