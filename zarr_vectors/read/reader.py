@@ -807,7 +807,9 @@ class LevelReader:
         object level, each chunk's row count checked. Only the counts are parsed, and only
         the fragments asked are returned: nothing is written per fragment of the chunks
         (:meth:`fragment_ranges` parses and caches the blobs whole); the blobs are held
-        unparsed for the next read (:attr:`held`).
+        unparsed for the next read (:attr:`held`). The shard indexes of the chunks' vertex
+        columns (and, with ``links``, link columns) are fetched in the same wave as the
+        fragment records (format 1.6), for the row reads that follow.
 
         Parameters
         ----------
@@ -827,8 +829,9 @@ class LevelReader:
         """
         keys = [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
         link: NeededCounts | None = None  # the link blobs of a level without records
-        if self.records:
-            self._fetch_held(FRAGMENT_RECORDS, keys, self.vertex_columns, keys)
+        if self.records:  # the row columns' shard indexes in the same wave
+            columns = [*self.vertex_columns, *(self._link_columns() if links else ())]
+            self._fetch_held(FRAGMENT_RECORDS, keys, columns, keys)
             buffer, begins, ends, where = self.held.joined(FRAGMENT_RECORDS, keys)
             found = needed_record_ranges(buffer, begins, ends, need, where, links)
             extent = found.vertex_rows
@@ -856,6 +859,12 @@ class LevelReader:
         if link is not None:
             _check_fragments(keys, need, link.fragments, "its chunk's links do not index")
         return found
+
+    def _link_columns(self) -> list[str]:
+        """The columns of link rows made readable (:meth:`add_column`): ``links/0`` and
+        the link attributes."""
+        families = (f"{self.base}/{LINKS}/", f"{self.base}/{LINK_ATTRIBUTES}/")
+        return [name for name, path in self.paths.items() if path.startswith(families)]
 
     def _needed_counts(
         self,
