@@ -106,7 +106,7 @@ def decode_blobs(
     keys: Sequence[str],
     entries: np.ndarray,
     spans: StoredSpans,
-    payloads: Sequence[bytes],
+    fetched: tuple[np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
     """The blobs of every chunk, each its stored blocks decoded back to back, all in one
     call of :meth:`~zarr_vectors.store.shards.RowLayout.decode_blocks_at`: the bytes, and
@@ -120,16 +120,17 @@ def decode_blobs(
         Each chunk's shard key (for error messages).
     entries, spans
         Each chunk's index entries and :func:`stored_spans`.
-    payloads
-        The fetched bytes of each chunk's span (``b""`` for an empty span).
+    fetched
+        ``(buffer, base)``: the fetched bytes, chunk ``j``'s span (``spans.end[j] -
+        spans.start[j]`` bytes) at ``buffer[base[j]:]``.
 
     Raises
     ------
     CorruptChunkError
-        When a block lies outside the bytes fetched or fails a check.
+        When a block lies outside its chunk's span or fails a check.
     """
-    lengths = np.array([len(p) for p in payloads], dtype=np.int64)
-    base = np.cumsum(lengths) - lengths
+    buffer, base = fetched
+    lengths = spans.end - spans.start
     chunk_of = np.repeat(np.arange(spans.stored.shape[0]), spans.stored)
     number = np.arange(chunk_of.shape[0]) - np.repeat(
         np.cumsum(spans.stored) - spans.stored, spans.stored
@@ -137,13 +138,12 @@ def decode_blobs(
     offsets = entries[chunk_of, number, 0].astype(np.int64) - spans.start[chunk_of]
     sizes = entries[chunk_of, number, 1].astype(np.int64)
     inside = offsets + sizes <= lengths[chunk_of]
-    total = int(lengths.sum())
-    starts = np.where(inside, base[chunk_of] + offsets, total)  # outside: the kernel refuses
+    starts = np.where(inside, base[chunk_of] + offsets, buffer.shape[0])  # outside: refused
     r = layout.rows_per_block
     out = np.zeros(chunk_of.shape[0] * r, dtype=np.uint8)
     if chunk_of.shape[0]:
         layout.decode_blocks_at(
-            np.frombuffer(b"".join(payloads), dtype=np.uint8),
+            buffer,
             starts,
             sizes,
             np.arange(chunk_of.shape[0], dtype=np.int64),
