@@ -11,7 +11,6 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.read import shard_indexes
 from zarr_vectors.read.reader import LevelReader
 from zarr_vectors.read.shard_indexes import ShardIndexes, shard_of
 
@@ -143,14 +142,9 @@ def test_trim_counts_an_index_listed_at_its_lists_size() -> None:
     assert ("0/vertices", CHUNKS[1]) in indexes._arrays
 
 
-@pytest.mark.parametrize("stacked_limit", [2**16, 1])
-def test_entry_arrays_are_each_chunks_entry_array(
-    stacked_limit: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Entries of many chunks at once (the shards stacked, or shard by shard when they
-    span too wide) equal each chunk's own, in any order and with repeats; a shard fetched
-    later is found (the stack is rebuilt); a chunk of a shard not fetched raises."""
-    monkeypatch.setattr(shard_indexes, "_STACKED_SHARDS", stacked_limit)
+def test_entry_arrays_are_each_chunks_entry_array() -> None:
+    """Entries of many chunks at once equal each chunk's own, in any order and with
+    repeats; a chunk of a shard not fetched raises; shards fetched later are found."""
     reader = _reader(2)
     layout = reader.layouts["vertices"]
     assert layout is not None
@@ -176,20 +170,3 @@ def test_entry_arrays_are_each_chunks_entry_array(
         assert key == want_key
         assert np.array_equal(got, want)
     assert indexes.entry_arrays("0/vertices", layout, every[:0])[1].shape == (0, layout.n_blocks, 2)
-
-
-def test_chunk_requests_skip_the_shards_cached_and_make_them_the_most_recent() -> None:
-    reader = _reader(2)
-    layout = reader.layouts["vertices"]
-    assert layout is not None
-    low = [c for c in CHUNKS if max(c) < 2]  # the shard (0, 0, 0)
-    indexes = _fetched(reader, [*low, (2, 2, 2)])  # and the shard (1, 1, 1)
-    indexes.entry_arrays("0/vertices", layout, np.array(low))  # stacked
-    assert len(CHUNKS) >= shard_indexes.ARRAY_CHUNKS
-    got = indexes.chunk_requests("0/vertices", layout, CHUNKS)
-    assert sorted(r[0][1] for r in got) == sorted(
-        set(itertools.product(range(2), repeat=3)) - {(0, 0, 0), (1, 1, 1)}
-    )
-    assert set(list(indexes._lists)[-2:]) == {("0/vertices", (0, 0, 0)), ("0/vertices", (1, 1, 1))}
-    indexes.chunk_requests("0/vertices", layout, low * 4)  # 32 chunks of the shard (0, 0, 0)
-    assert list(indexes._lists)[-1] == ("0/vertices", (0, 0, 0))

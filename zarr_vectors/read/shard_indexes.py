@@ -10,7 +10,6 @@ fetched (an array) and turned into lists only when a per-block Python loop asks 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,49 +36,6 @@ LISTED_FACTOR = 11
 (16 bytes), a list pointer (8), a two-item list (72) and two ints (~32 each)."""
 
 
-def shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:
-    """Index of the shard holding ``chunk`` (spec §9.0.1), as a cache key."""
-    if layout.chunks_per_shard == 1:
-        return chunk
-    return tuple(int(c) // s for c, s in zip(chunk, layout.shard_chunks, strict=True))
-
-
-@dataclass(frozen=True, slots=True)
-class _Stacked:
-    """The cached shard indexes of one array of several chunks per shard (spec §9.0.1),
-    stacked: slot ``s`` (shard ``shards[s]``, stored at ``keys[s]``) has the
-    ``(chunks_per_shard, n_blocks, 2)`` entries ``entries[s]``; ``slot_of`` gives the
-    slot of each shard of the grid ``bound`` of the cached ones (C order; -1 for a shard
-    not cached)."""
-
-    shards: list[tuple[int, ...]]
-    entries: np.ndarray
-    keys: list[str]
-    bound: np.ndarray
-    slot_of: np.ndarray
-
-    @classmethod
-    def of(cls, shards: list[tuple[int, ...]], entries: np.ndarray, keys: list[str]) -> _Stacked:
-        """The stack of the shards ``shards`` (at least one) and their entries."""
-        coords = np.array(shards, dtype=np.int64)
-        bound = coords.max(axis=0) + 1
-        slot_of = np.full(int(np.prod(bound)), -1, dtype=np.int64)
-        slot_of[flat_index(coords, bound)] = np.arange(coords.shape[0])
-        return cls(shards, entries, keys, bound, slot_of)
-
-    def slots(self, of_chunk: np.ndarray) -> np.ndarray:
-        """The slot of each shard ``of_chunk[i]`` (``(m, D)`` shard indices), -1 where
-        its index is not cached."""
-        inside = np.all(of_chunk < self.bound, axis=1)
-        slot = self.slot_of[flat_index(np.minimum(of_chunk, self.bound - 1), self.bound)]
-        return np.where(inside, slot, -1)
-
-
-_STACKED_SHARDS = 2**16
-"""Shards (of the grid spanned by those cached) up to which an array's cached indexes are
-stacked for :meth:`ShardIndexes.entry_arrays`; larger spans go shard by shard."""
-
-
 def flat_index(coords: np.ndarray, shape: Sequence[int] | np.ndarray) -> np.ndarray:
     """C-order flat index of each row of the ``(m, D)`` non-negative grid indices
     ``coords`` (each below ``shape``): :func:`numpy.ravel_multi_index` in fewer calls.
@@ -95,6 +51,22 @@ def flat_index(coords: np.ndarray, shape: Sequence[int] | np.ndarray) -> np.ndar
     return flat
 
 
+def _unflat(flat: int, shape: list[int]) -> tuple[int, ...]:
+    """The grid index of C-order flat index ``flat`` in a grid of ``shape``."""
+    index = []
+    for size in reversed(shape):
+        flat, rest = divmod(flat, size)
+        index.append(rest)
+    return tuple(reversed(index))
+
+
+def shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:
+    """Index of the shard holding ``chunk`` (spec §9.0.1), as a cache key."""
+    if layout.chunks_per_shard == 1:
+        return chunk
+    return tuple(int(c) // s for c, s in zip(chunk, layout.shard_chunks, strict=True))
+
+
 class ShardIndexes:
     """The shard indexes of a level fetched so far, by array path and shard."""
 
@@ -105,7 +77,6 @@ class ShardIndexes:
         # (path, chunk) -> key and the chunk's own entries as lists, once asked (§9.0.1)
         self._chunk_lists: dict[IndexKey, tuple[str, list[list[int]]]] = {}
         self._shard_keys: dict[IndexKey, IndexKey] = {}  # (path, chunk) -> (path, shard)
-        self._stacked: dict[str, _Stacked] = {}  # path -> its indexes stacked (§9.0.1)
 
     def requests(
         self, wanted: Iterable[tuple[str, RowLayout, tuple[int, ...]]]
@@ -133,12 +104,9 @@ class ShardIndexes:
         self, path: str, layout: RowLayout, chunks: Sequence[tuple[int, ...]]
     ) -> list[IndexRequest]:
         """:meth:`requests` of the chunks ``chunks`` of the array at ``path``; in a layout
-        of several chunks per shard (spec §9.0.1), from :data:`ARRAY_CHUNKS` chunks on (a
-        read by id meets tens of chunks in a few shards), the chunks of shards whose
-        indexes are cached (those shards made the most recently used) and the shards of
-        the others are found by array operations, not chunk by chunk."""
-        if layout.chunks_per_shard != 1 and len(chunks) >= ARRAY_CHUNKS:
-            chunks = self._not_cached(path, layout, chunks)
+        of several chunks per shard (spec §9.0.1), from :data:`ARRAY_CHUNKS` chunks on
+        (a read by id meets tens of chunks in a few shards), their shards are found as
+        arrays, not chunk by chunk."""
         if layout.chunks_per_shard != 1 and len(chunks) >= ARRAY_CHUNKS:
             per = np.asarray(layout.shard_chunks, dtype=np.int64)
             shards = np.asarray(chunks, dtype=np.int64) // per
@@ -147,20 +115,6 @@ class ShardIndexes:
             firsts = np.stack(np.unravel_index(flat, dims), axis=1) * per
             chunks = [tuple(c) for c in firsts.tolist()]  # the first chunk of each shard
         return self.requests((path, layout, chunk) for chunk in chunks)
-
-    def _not_cached(
-        self, path: str, layout: RowLayout, chunks: Sequence[tuple[int, ...]]
-    ) -> Sequence[tuple[int, ...]]:
-        """The ``chunks`` (several per shard) whose shards' indexes are not cached; those
-        cached are made the most recently used (see :meth:`trim`)."""
-        stacked = self._stacked.get(path) or self._stack(path, layout)
-        if stacked is None:
-            return chunks
-        coords = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), -1)
-        slot = stacked.slots(coords // np.asarray(layout.shard_chunks, dtype=np.int64))
-        for s in set(slot.tolist()) - {-1}:
-            self._lists[(path, stacked.shards[s])] = self._lists.pop((path, stacked.shards[s]))
-        return [chunks[i] for i in np.flatnonzero(slot < 0).tolist()]
 
     def keep(
         self, requests: list[IndexRequest], tails: Sequence[bytes | None], *, strict: bool
@@ -186,7 +140,6 @@ class ShardIndexes:
         whether an index was forgotten."""
         self._chunk_lists.clear()
         self._shard_keys.clear()
-        self._stacked.clear()
         held = {key: self._held(key) for key in self._lists}
         total = sum(held.values())
         dropped = False
@@ -211,7 +164,6 @@ class ShardIndexes:
         """Cache the decoded ``index`` of the shard stored at ``key``."""
         if cache_key in self._arrays:  # fetched again (rare): no chunk keeps an old list
             self._chunk_lists.clear()
-        self._stacked.pop(cache_key[0], None)  # stacked again when next asked
         self._arrays[cache_key] = index
         self._lists[cache_key] = (key, None)  # listed on first use (entries)
 
@@ -280,34 +232,25 @@ class ShardIndexes:
         """
         chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, len(layout.shard_chunks))
         if not chunks.shape[0]:
-            return [], np.empty((0, layout.n_blocks, 2), np.uint64)
+            return [], np.empty((0, layout.n_blocks, 2), dtype=np.uint64)
         per = np.asarray(layout.shard_chunks, dtype=np.int64)
-        stacked = self._stacked.get(path) or self._stack(path, layout)
-        if stacked is None:  # cached shards spread too wide: shard by shard
-            found = [self.entry_array(path, layout, tuple(c)) for c in chunks.tolist()]
-            return [key for key, _ in found], np.array([e for _, e in found], dtype=np.uint64)
-        slot = stacked.slots(chunks // per)
-        if slot.min() < 0:  # raises: the shard is missing
-            self.entries(path, layout, tuple(chunks[int(np.argmin(slot))].tolist()))
+        of_chunk = chunks // per
+        dims = of_chunk.max(axis=0) + 1
+        flat = flat_index(of_chunk, dims)
+        shards = np.unique(flat)  # a few: their tuples made in Python
+        keys, arrays = [], []
+        for shard in shards.tolist():
+            cache_key = (path, _unflat(shard, dims.tolist()))
+            found = self._lists.get(cache_key)
+            if found is None:  # raises: the shard is missing
+                self.entries(path, layout, tuple(chunks[int(np.argmax(flat == shard))].tolist()))
+            assert found is not None
+            keys.append(found[0])
+            arrays.append(self._arrays[cache_key].reshape(-1, layout.n_blocks, 2))
+        slot = np.searchsorted(shards, flat)
         local = flat_index(chunks % per, layout.shard_chunks)
-        keys = stacked.keys
-        return [keys[s] for s in slot.tolist()], stacked.entries[slot, local]
-
-    def _stack(self, path: str, layout: RowLayout) -> _Stacked | None:
-        """The cached indexes of the array at ``path`` stacked, kept until one is added
-        (None when none is cached, or they span more than :data:`_STACKED_SHARDS`)."""
-        shards = [shard for p, shard in self._arrays if p == path]
-        coords = np.array(shards, dtype=np.int64).reshape(-1, len(layout.shard_chunks))
-        if not shards or np.prod(coords.max(axis=0) + 1) > _STACKED_SHARDS:
-            return None
-        entries = np.array([self._arrays[(path, shard)] for shard in shards], dtype=np.uint64)
-        stacked = _Stacked.of(
-            shards,
-            entries.reshape(len(shards), layout.chunks_per_shard, layout.n_blocks, 2),
-            [self._lists[(path, shard)][0] for shard in shards],
-        )
-        self._stacked[path] = stacked
-        return stacked
+        entries = np.stack(arrays)[slot, local]  # whole rows of entries: no gather per entry
+        return [keys[s] for s in slot.tolist()], entries
 
     def shards(self, path: str) -> set[tuple[int, ...]]:
         """The shards of the array at ``path`` whose indexes are cached."""
