@@ -1044,26 +1044,30 @@ class LevelReader:
         CorruptChunkError
             When a shard is missing.
         """
-        requests = self._index_requests(wanted)
-        if requests:
-            tails = self.io.get_many([(r[1], r[2]) for r in requests])
-            self.indexes.keep(requests, tails, strict=True)
+        self._fetch_strictly(self._index_requests(wanted))
 
     def fetch_chunk_indexes(self, names: Sequence[str], chunks: list[tuple[int, ...]]) -> None:
-        """:meth:`fetch_indexes` of every column of ``names`` for every chunk of ``chunks``
-        (the shards of several chunks found by array operations, not chunk by chunk).
+        """:meth:`fetch_indexes` of every column of ``names`` for every chunk of ``chunks``,
+        planned column by column (:meth:`ShardIndexes.chunk_requests`: one request per
+        shard, found by array operations for many chunks), not pair by pair.
 
         Raises
         ------
         CorruptChunkError
             When a shard is missing.
         """
-        requests = [
-            request
-            for name in names
-            if (layout := self.layouts.get(name)) is not None
-            for request in self.indexes.chunk_requests(self.paths[name], layout, chunks)
-        ]
+        self._fetch_strictly(
+            [
+                request
+                for name in names
+                if (layout := self.layouts.get(name)) is not None
+                for request in self.indexes.chunk_requests(self.paths[name], layout, chunks)
+            ]
+        )
+
+    def _fetch_strictly(self, requests: list[IndexRequest]) -> None:
+        """Fetch and cache the shard indexes ``requests`` in one batch; a missing shard
+        raises CorruptChunkError."""
         if requests:
             tails = self.io.get_many([(r[1], r[2]) for r in requests])
             self.indexes.keep(requests, tails, strict=True)

@@ -214,7 +214,8 @@ def _decode_helper(blocks: int) -> ThreadPoolExecutor | None:
 
 _IDLE_FOR = 0.02
 """Seconds for which :func:`_idle_cpu` repeats its last answer: a query asks before each
-of its batches (six to eight), and reading ``/proc/loadavg`` each time cost ~25 us."""
+of its batches (six to eight), and reading ``/proc/loadavg`` each time was ~1% of a
+cold skeleton box (py-spy)."""
 _idle_seen: tuple[float, bool] = (-1.0, False)
 
 
