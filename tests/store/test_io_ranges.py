@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from zarr.storage import LocalStore, MemoryStore
 
-from zarr_vectors.store import local_files
 from zarr_vectors.store.io import StoreIO, local_root
 
 DATA = {"a/c/0": bytes(range(200)), "b/c/1": bytes(range(100, 150)) * 3}
@@ -78,30 +77,3 @@ def test_spans_of_many_keys_and_owners_sharing_keys_land_back_to_back(
     assert io.read_spans_into(keys, owner, start, stop, buffer) == -1
     want = b"".join(data[keys[k]][a:b] for k, a, b in zip(owner, start, stop, strict=True))
     assert buffer.tobytes() == want
-
-
-@pytest.mark.parametrize("cut", [None, 30_000, 5])
-def test_spans_apart_read_at_once_equal_the_spans_one_by_one(
-    tmp_path: Path, cut: int | None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Spans of one file up to _GAP_BYTES apart are read by one preadv (the gaps into
-    scratch), at most _SPANS_PER_READ at once: the same bytes as one by one; in a file cut
-    short, the owner of the first span past its end is reported."""
-    monkeypatch.setattr(local_files, "_SPANS_PER_READ", 7)
-    io = _store("local", tmp_path)
-    rng = np.random.default_rng(8)
-    data = rng.integers(0, 256, 300_000, dtype=np.uint8).tobytes()
-    io.set_many([("s/c/0", data if cut is None else data[:cut])])
-    gaps = rng.choice([0, 1, 100, local_files._GAP_BYTES, local_files._GAP_BYTES + 1], 40)
-    sizes = rng.integers(1, 900, 40)
-    start = np.cumsum(gaps + np.concatenate([[0], sizes[:-1]])).astype(np.int64)
-    stop = start + sizes
-    owner = np.arange(40, dtype=np.int64)
-    keys = ["s/c/0"] * 40
-    buffer = np.zeros(int(sizes.sum()), dtype=np.uint8)
-    failed = io.read_spans_into(keys, owner, start, stop, buffer)
-    if cut is None:
-        assert failed == -1
-        assert buffer.tobytes() == b"".join(data[a:b] for a, b in zip(start, stop, strict=True))
-    else:
-        assert failed == int(np.flatnonzero(stop > cut)[0])

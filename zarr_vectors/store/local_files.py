@@ -101,9 +101,8 @@ def read_local_spans(
 ) -> int:
     """:meth:`StoreIO.read_spans_into` on a local directory: -1, or the failing key.
 
-    Consecutive spans of one file that continue each other, or lie at most
-    :data:`_GAP_BYTES` apart, are read by one ``preadv`` (:func:`_joined_spans`; a gap's
-    bytes go to a scratch buffer), and files stay open while they are read (up to
+    Consecutive spans that continue each other in one file are read by one ``preadv``
+    (:func:`_joined_spans`), and files stay open while they are read (up to
     :data:`_OPEN_SPAN_FILES` at once), also when several owners name one key (the chunks
     of a shard of several chunks, spec §9.0.1)."""
     owners: list[int]
@@ -111,76 +110,25 @@ def read_local_spans(
     stops: list[int]
     owners, starts, stops = (a.tolist() for a in _joined_spans(keys, *spans))
     files: dict[str, int] = {}
-    scratch = memoryview(bytearray(_GAP_BYTES))
-    pos, i = 0, 0
+    pos = 0
     try:
-        while i < len(owners):
-            fd = files.get(keys[owners[i]], -1)
+        for owner, start, stop in zip(owners, starts, stops, strict=True):
+            fd = files.get(keys[owner], -1)
             if fd < 0:
                 if len(files) >= _OPEN_SPAN_FILES:
                     os.close(files.pop(next(iter(files))))
-                opened = tree.open(keys[owners[i]])
+                opened = tree.open(keys[owner])
                 if opened is None:
-                    return owners[i]
-                fd = files[keys[owners[i]]] = opened[0]
-            j = _group_end(keys, owners, starts, stops, i)
-            buffers, at = [], pos
-            for k in range(i, j):
-                if k > i and starts[k] > stops[k - 1]:
-                    buffers.append(scratch[: starts[k] - stops[k - 1]])
-                buffers.append(into[at : at + stops[k] - starts[k]])
-                at += stops[k] - starts[k]
-            if os.preadv(fd, buffers, starts[i]) != stops[j - 1] - starts[i]:
-                return _first_short(fd, owners, starts, stops, (i, j), into[pos:])
-            pos, i = at, j
+                    return owner
+                fd = files[keys[owner]] = opened[0]
+            end = pos + stop - start
+            if os.preadv(fd, [into[pos:end]], start) != stop - start:
+                return owner
+            pos = end
         return -1
     finally:
         for fd in files.values():
             os.close(fd)
-
-
-_GAP_BYTES = 4096
-"""Bytes between two spans of one file up to which :func:`read_local_spans` reads them
-(and the gap) in one ``preadv``: a cold object box reads ~120 spans, most a few hundred
-bytes to 2 KiB apart."""
-_SPANS_PER_READ = 256
-"""Spans read by one ``preadv`` at most (its buffers, gaps included, stay under
-``IOV_MAX``, 1024 on Linux)."""
-
-
-def _group_end(
-    keys: Sequence[str], owners: list[int], starts: list[int], stops: list[int], i: int
-) -> int:
-    """The end of the run of spans from ``i`` that :func:`read_local_spans` reads at once:
-    of one key, each at most :data:`_GAP_BYTES` after the one before."""
-    j, key = i + 1, keys[owners[i]]
-    while (
-        j < len(owners)
-        and j - i < _SPANS_PER_READ
-        and 0 <= starts[j] - stops[j - 1] <= _GAP_BYTES
-        and keys[owners[j]] == key
-    ):
-        j += 1
-    return j
-
-
-def _first_short(
-    fd: int,
-    owners: list[int],
-    starts: list[int],
-    stops: list[int],
-    run: tuple[int, int],
-    into: memoryview,
-) -> int:
-    """The owner of the first span of ``run`` that cannot be read whole (a run read at
-    once came up short), reading them one by one into ``into``."""
-    pos = 0
-    for k in range(*run):
-        size = stops[k] - starts[k]
-        if os.preadv(fd, [into[pos : pos + size]], starts[k]) != size:
-            return owners[k]
-        pos += size
-    return owners[run[1] - 1]
 
 
 _OPEN_SPAN_FILES = 64
