@@ -106,7 +106,7 @@ def decode_blobs(
     keys: Sequence[str],
     entries: np.ndarray,
     spans: StoredSpans,
-    fetched: tuple[np.ndarray, np.ndarray],
+    payloads: Sequence[bytes],
 ) -> tuple[np.ndarray, np.ndarray]:
     """The blobs of every chunk, each its stored blocks decoded back to back, all in one
     call of :meth:`~zarr_vectors.store.shards.RowLayout.decode_blocks_at`: the bytes, and
@@ -120,17 +120,16 @@ def decode_blobs(
         Each chunk's shard key (for error messages).
     entries, spans
         Each chunk's index entries and :func:`stored_spans`.
-    fetched
-        ``(buffer, base)``: the fetched bytes, chunk ``j``'s span (``spans.end[j] -
-        spans.start[j]`` bytes) at ``buffer[base[j]:]``.
+    payloads
+        The fetched bytes of each chunk's span (``b""`` for an empty span).
 
     Raises
     ------
     CorruptChunkError
-        When a block lies outside its chunk's span or fails a check.
+        When a block lies outside the bytes fetched or fails a check.
     """
-    buffer, base = fetched
-    lengths = spans.end - spans.start
+    lengths = np.array([len(p) for p in payloads], dtype=np.int64)
+    base = np.cumsum(lengths) - lengths
     chunk_of = np.repeat(np.arange(spans.stored.shape[0]), spans.stored)
     number = np.arange(chunk_of.shape[0]) - np.repeat(
         np.cumsum(spans.stored) - spans.stored, spans.stored
@@ -138,12 +137,13 @@ def decode_blobs(
     offsets = entries[chunk_of, number, 0].astype(np.int64) - spans.start[chunk_of]
     sizes = entries[chunk_of, number, 1].astype(np.int64)
     inside = offsets + sizes <= lengths[chunk_of]
-    starts = np.where(inside, base[chunk_of] + offsets, buffer.shape[0])  # outside: refused
+    total = int(lengths.sum())
+    starts = np.where(inside, base[chunk_of] + offsets, total)  # outside: the kernel refuses
     r = layout.rows_per_block
     out = np.zeros(chunk_of.shape[0] * r, dtype=np.uint8)
     if chunk_of.shape[0]:
         layout.decode_blocks_at(
-            buffer,
+            np.frombuffer(b"".join(payloads), dtype=np.uint8),
             starts,
             sizes,
             np.arange(chunk_of.shape[0], dtype=np.int64),

@@ -897,29 +897,27 @@ class LevelReader:
     def _sharded_blobs(
         self, path: str, layout: RowLayout, chunks: list[tuple[int, ...]]
     ) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
-        """The blobs of chunks in shared shards, their spans read into one buffer in one
-        batch (:meth:`StoreIO.read_spans_into`: locally, spans that continue each other
-        in one read) and decoded together
-        (:func:`~zarr_vectors.read.blob_batches.decode_blobs`): the bytes, each chunk's
-        bounds in them and its shard key; None when some chunk does not store exactly its
-        first blocks, or a shard cannot be read whole (:meth:`_listed_blobs` then names
-        the fault)."""
+        """The blobs of chunks in shared shards, fetched in one batch of byte ranges and
+        decoded together (:func:`~zarr_vectors.read.blob_batches.decode_blobs`): the bytes,
+        each chunk's bounds in them and its shard key; None when some chunk does not store
+        exactly its first blocks (:meth:`_listed_blobs` then names the fault)."""
         keys, entries = self.indexes.entry_arrays(path, layout, np.asarray(chunks, np.int64))
         spans = stored_spans(entries)
         if spans is None:
             return None
-        ids: dict[str, int] = {}
-        owner = np.array([ids.setdefault(key, len(ids)) for key in keys], dtype=np.int64)
-        some = np.flatnonzero(spans.end > 0)
-        order = some[np.lexsort((spans.start[some], owner[some]))]  # shard by shard, in place
-        lengths = (spans.end - spans.start)[order]
-        buffer = np.empty(int(lengths.sum()), dtype=np.uint8)
-        where = (owner[order], spans.start[order], spans.end[order])
-        if self.io.read_spans_into(list(ids), *where, buffer) >= 0:
-            return None
-        base = np.zeros(len(keys), dtype=np.int64)
-        base[order] = np.cumsum(lengths) - lengths
-        blobs, bounds = decode_blobs(layout, keys, entries, spans, (buffer, base))
+        requests: list[tuple[str, ByteRange]] = [
+            (key, (start, end))
+            for key, start, end in zip(keys, spans.start.tolist(), spans.end.tolist(), strict=True)
+            if end
+        ]
+        fetched = iter(self._get_grouped(requests))
+        payloads = []
+        for key, end in zip(keys, spans.end.tolist(), strict=True):
+            raw = next(fetched) if end else b""
+            if raw is None:
+                raise CorruptChunkError(f"{key}: shard disappeared while reading")
+            payloads.append(raw)
+        blobs, bounds = decode_blobs(layout, keys, entries, spans, payloads)
         return blobs, bounds, keys
 
     def _listed_blobs(
