@@ -749,12 +749,17 @@ class LevelReader:
         chunks: list[tuple[int, ...]],
         index_columns: Sequence[str],
         indexed: list[tuple[int, ...]],
+        with_missing: Sequence[str] = (),
     ) -> None:
         """Fetch the blobs of array ``name`` of the ``chunks`` not held yet and hold them
         decoded from their codecs but not parsed (:attr:`held`), the shard indexes of
-        ``index_columns`` for the ``indexed`` chunks fetched in the same batch."""
+        ``index_columns`` for the ``indexed`` chunks fetched in the same batch, and those
+        of ``with_missing`` too when some blob is fetched (a repeated read plans no more
+        than before)."""
         missing = self.held.missing(name, chunks)
         path = f"{self.base}/{name}"
+        if missing:
+            index_columns = [*index_columns, *with_missing]
         found = self._first_wave(path, missing, index_columns, indexed)
         if not missing:
             return
@@ -808,8 +813,9 @@ class LevelReader:
         the fragments asked are returned: nothing is written per fragment of the chunks
         (:meth:`fragment_ranges` parses and caches the blobs whole); the blobs are held
         unparsed for the next read (:attr:`held`). The shard indexes of the chunks' vertex
-        columns (and, with ``links``, link columns) are fetched in the same wave as the
-        fragment records (format 1.6), for the row reads that follow.
+        columns (and, with ``links``, link columns, when some record is not held) are
+        fetched in the same wave as the fragment records (format 1.6), for the row reads
+        that follow.
 
         Parameters
         ----------
@@ -830,8 +836,8 @@ class LevelReader:
         keys = [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
         link: NeededCounts | None = None  # the link blobs of a level without records
         if self.records:  # the row columns' shard indexes in the same wave
-            columns = [*self.vertex_columns, *(self._link_columns() if links else ())]
-            self._fetch_held(FRAGMENT_RECORDS, keys, columns, keys)
+            linked = self._link_columns() if links else ()
+            self._fetch_held(FRAGMENT_RECORDS, keys, self.vertex_columns, keys, linked)
             buffer, begins, ends, where = self.held.joined(FRAGMENT_RECORDS, keys)
             found = needed_record_ranges(buffer, begins, ends, need, where, links)
             extent = found.vertex_rows
