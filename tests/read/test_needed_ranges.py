@@ -112,3 +112,28 @@ def test_a_damaged_record_or_count_is_refused(tmp_path: Path) -> None:
     reader.held.keep(FRAGMENT_RECORDS, [key], [held._replace(buffer=damaged)])
     with pytest.raises(CorruptChunkError, match=r"§6\.9"):
         reader.needed_ranges(chunks[:1], counts[:1], need)
+
+
+@pytest.mark.parametrize("shard_chunks", [None, 1])
+def test_the_row_columns_shard_indexes_come_with_the_records(
+    tmp_path: Path, shard_chunks: int | None
+) -> None:
+    """needed_ranges fetches the vertex columns' shard indexes with the fragment records
+    and, when links are asked, the link columns' too (the row reads need no wave more;
+    a chunk without link rows has no ``links/0`` shard, spec §9.6)."""
+    _skeletons(tmp_path / "s.zv", shard_chunks)
+    for links in (False, True):
+        reader = _reader(tmp_path / "s.zv")
+        reader.add_column("__links__", "0/links/0")
+        chunks, counts = reader.occupied_chunks(None, None)
+        need = (np.arange(chunks.shape[0] + 1), np.zeros(chunks.shape[0], np.int64))
+        found = reader.needed_ranges(chunks, counts, need, links=links)
+        linked = chunks if found.link_rows is None else chunks[found.link_rows > 0]
+        for name, some in (("vertices", chunks), ("__links__", linked)):
+            layout = reader.layouts[name]
+            assert layout is not None
+            wanted = [(reader.paths[name], layout, tuple(c)) for c in some.tolist()]
+            if name == "vertices" or links:
+                assert reader.indexes.requests(wanted) == []
+            else:
+                assert reader.indexes.requests(wanted)

@@ -140,3 +140,33 @@ def test_trim_counts_an_index_listed_at_its_lists_size() -> None:
     indexes.trim(11 * size)  # the arrays alone would fit; with the lists, only the listed
     assert ("0/vertices", CHUNKS[0]) not in indexes._arrays
     assert ("0/vertices", CHUNKS[1]) in indexes._arrays
+
+
+def test_entry_arrays_are_each_chunks_entry_array() -> None:
+    """Entries of many chunks at once equal each chunk's own, in any order and with
+    repeats; a chunk of a shard not fetched raises; shards fetched later are found."""
+    reader = _reader(2)
+    layout = reader.layouts["vertices"]
+    assert layout is not None
+    first = [c for c in CHUNKS if max(c) < 2]  # the shard (0, 0, 0) only
+    indexes = _fetched(reader, first)
+    rng = np.random.default_rng(5)
+    chunks = np.array([first[i] for i in rng.integers(0, len(first), 20)], dtype=np.int64)
+    keys, entries = indexes.entry_arrays("0/vertices", layout, chunks)
+    assert entries.dtype == np.uint64
+    assert entries.shape == (20, layout.n_blocks, 2)
+    for chunk, key, got in zip(chunks.tolist(), keys, entries, strict=True):
+        want_key, want = indexes.entry_array("0/vertices", layout, tuple(chunk))
+        assert key == want_key
+        assert np.array_equal(got, want)
+    with pytest.raises(CorruptChunkError, match=r"0/vertices/c/3/3/3/0/0: shard of an occ"):
+        indexes.entry_arrays("0/vertices", layout, np.array([[0, 0, 0], [3, 3, 3]]))
+    requests = indexes.requests(("0/vertices", layout, c) for c in CHUNKS)
+    indexes.keep(requests, reader.io.get_many([(r[1], r[2]) for r in requests]), strict=True)
+    every = np.array(CHUNKS[::-1], dtype=np.int64)
+    keys, entries = indexes.entry_arrays("0/vertices", layout, every)
+    for chunk, key, got in zip(every.tolist(), keys, entries, strict=True):
+        want_key, want = indexes.entry_array("0/vertices", layout, tuple(chunk))
+        assert key == want_key
+        assert np.array_equal(got, want)
+    assert indexes.entry_arrays("0/vertices", layout, every[:0])[1].shape == (0, layout.n_blocks, 2)

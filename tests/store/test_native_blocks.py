@@ -50,6 +50,20 @@ def test_runnable_threads_are_read_from_the_fourth_field_of_loadavg(tmp_path: Pa
     assert native_blocks._runnable_threads(str(path)) == 3
 
 
+def test_idle_cpu_is_looked_at_again_only_after_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The answer is repeated for _IDLE_FOR seconds (a query's batches), then looked at."""
+    clock = [100.0]
+    answers = iter([True, False])
+    monkeypatch.setattr(native_blocks, "_idle_seen", (-1.0, False))
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(native_blocks, "_looked_idle", lambda: next(answers))
+    assert native_blocks._idle_cpu()
+    clock[0] += native_blocks._IDLE_FOR / 2
+    assert native_blocks._idle_cpu()  # repeated: not looked at
+    clock[0] += native_blocks._IDLE_FOR
+    assert not native_blocks._idle_cpu()
+
+
 @pytest.mark.parametrize("text", ["", "1.0 0.5", "1.0 0.5 0.2 x/412 1"])
 def test_runnable_threads_are_unknown_when_the_file_says_nothing_usable(
     tmp_path: Path, text: str
@@ -67,7 +81,7 @@ def test_a_cpu_is_idle_while_fewer_threads_than_cpus_are_runnable(
     monkeypatch.setattr(native_blocks, "_CPUS", 4)
     monkeypatch.setattr(native_blocks, "_runnable_threads", lambda: runnable)
     monkeypatch.setattr(native_blocks.os, "getloadavg", lambda: (9.0, 9.0, 9.0))  # not asked
-    assert native_blocks._idle_cpu() is idle
+    assert native_blocks._looked_idle() is idle
 
 
 @pytest.mark.parametrize(("load", "idle"), [(0.2, True), (3.5, True), (3.6, False)])
@@ -77,7 +91,7 @@ def test_without_a_runnable_count_the_load_average_decides(
     monkeypatch.setattr(native_blocks, "_CPUS", 4)
     monkeypatch.setattr(native_blocks, "_runnable_threads", lambda: None)
     monkeypatch.setattr(native_blocks.os, "getloadavg", lambda: (load, 0.0, 0.0))
-    assert native_blocks._idle_cpu() is idle
+    assert native_blocks._looked_idle() is idle
 
 
 def test_no_helper_thread_when_no_cpu_is_idle(monkeypatch: pytest.MonkeyPatch) -> None:

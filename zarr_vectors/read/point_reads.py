@@ -583,10 +583,7 @@ class PointReads:
         chunks = read_plans.chunk_keys(coords[where])
         unknown = [chunk for chunk in chunks if (chunk, *names) not in self.indexed]
         if unknown:
-            wanted = [
-                (name, chunk) for name in names for chunk in self._one_per_shard(name, unknown)
-            ]
-            self.reader.fetch_indexes(wanted)
+            self.reader.fetch_chunk_indexes(names, unknown)
             self.indexed.update((chunk, *names) for chunk in unknown)
         if counts is None:
             counts = self.reader.occupied_chunks(None, None)[1][where]
@@ -607,17 +604,6 @@ class PointReads:
             for p, (key, entries) in zip(where.tolist(), found, strict=True):
                 table.set_entries(k, p, key, entries)
         table.known[where] = True
-
-    def _one_per_shard(self, name: str, chunks: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-        """One of ``chunks`` per shard of column ``name`` (all, with one chunk per shard):
-        the shard indexes to fetch."""
-        layout = self.reader.layouts.get(name)
-        if layout is None or layout.chunks_per_shard == 1 or len(chunks) < 2:
-            return chunks
-        shards = np.asarray(chunks, dtype=np.int64) // np.asarray(layout.shard_chunks)
-        flat = np.ravel_multi_index(tuple(shards.T), tuple(shards.max(axis=0) + 1))
-        _, first = np.unique(flat, return_index=True)
-        return [chunks[i] for i in np.sort(first).tolist()]
 
     def _fetch_plans(
         self, table: read_plans.BlockTable, plans: list[read_plans.SlotPlan]

@@ -749,12 +749,17 @@ class LevelReader:
         chunks: list[tuple[int, ...]],
         index_columns: Sequence[str],
         indexed: list[tuple[int, ...]],
+        with_missing: Sequence[str] = (),
     ) -> None:
         """Fetch the blobs of array ``name`` of the ``chunks`` not held yet and hold them
         decoded from their codecs but not parsed (:attr:`held`), the shard indexes of
-        ``index_columns`` for the ``indexed`` chunks fetched in the same batch."""
+        ``index_columns`` for the ``indexed`` chunks fetched in the same batch, and those
+        of ``with_missing`` too when some blob is fetched (a repeated read plans no more
+        than before)."""
         missing = self.held.missing(name, chunks)
         path = f"{self.base}/{name}"
+        if missing:
+            index_columns = [*index_columns, *with_missing]
         found = self._first_wave(path, missing, index_columns, indexed)
         if not missing:
             return
@@ -807,7 +812,10 @@ class LevelReader:
         object level, each chunk's row count checked. Only the counts are parsed, and only
         the fragments asked are returned: nothing is written per fragment of the chunks
         (:meth:`fragment_ranges` parses and caches the blobs whole); the blobs are held
-        unparsed for the next read (:attr:`held`).
+        unparsed for the next read (:attr:`held`). The shard indexes of the chunks' vertex
+        columns (and, with ``links``, link columns, when some record is not held) are
+        fetched in the same wave as the fragment records (format 1.6), for the row reads
+        that follow.
 
         Parameters
         ----------
@@ -827,8 +835,9 @@ class LevelReader:
         """
         keys = [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
         link: NeededCounts | None = None  # the link blobs of a level without records
-        if self.records:
-            self._fetch_held(FRAGMENT_RECORDS, keys, self.vertex_columns, keys)
+        if self.records:  # the row columns' shard indexes in the same wave
+            linked = self._link_columns() if links else ()
+            self._fetch_held(FRAGMENT_RECORDS, keys, self.vertex_columns, keys, linked)
             buffer, begins, ends, where = self.held.joined(FRAGMENT_RECORDS, keys)
             found = needed_record_ranges(buffer, begins, ends, need, where, links)
             extent = found.vertex_rows
@@ -856,6 +865,12 @@ class LevelReader:
         if link is not None:
             _check_fragments(keys, need, link.fragments, "its chunk's links do not index")
         return found
+
+    def _link_columns(self) -> list[str]:
+        """The columns of link rows made readable (:meth:`add_column`): ``links/0`` and
+        the link attributes."""
+        families = (f"{self.base}/{LINKS}/", f"{self.base}/{LINK_ATTRIBUTES}/")
+        return [name for name, path in self.paths.items() if path.startswith(families)]
 
     def _needed_counts(
         self,
@@ -1033,7 +1048,30 @@ class LevelReader:
         CorruptChunkError
             When a shard is missing.
         """
-        requests = self._index_requests(wanted)
+        self._fetch_strictly(self._index_requests(wanted))
+
+    def fetch_chunk_indexes(self, names: Sequence[str], chunks: list[tuple[int, ...]]) -> None:
+        """:meth:`fetch_indexes` of every column of ``names`` for every chunk of ``chunks``,
+        planned column by column (:meth:`ShardIndexes.chunk_requests`: one request per
+        shard, found by array operations for many chunks), not pair by pair.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a shard is missing.
+        """
+        self._fetch_strictly(
+            [
+                request
+                for name in names
+                if (layout := self.layouts.get(name)) is not None
+                for request in self.indexes.chunk_requests(self.paths[name], layout, chunks)
+            ]
+        )
+
+    def _fetch_strictly(self, requests: list[IndexRequest]) -> None:
+        """Fetch and cache the shard indexes ``requests`` in one batch; a missing shard
+        raises CorruptChunkError."""
         if requests:
             tails = self.io.get_many([(r[1], r[2]) for r in requests])
             self.indexes.keep(requests, tails, strict=True)

@@ -36,6 +36,30 @@ LISTED_FACTOR = 11
 (16 bytes), a list pointer (8), a two-item list (72) and two ints (~32 each)."""
 
 
+def flat_index(coords: np.ndarray, shape: Sequence[int] | np.ndarray) -> np.ndarray:
+    """C-order flat index of each row of the ``(m, D)`` non-negative grid indices
+    ``coords`` (each below ``shape``): :func:`numpy.ravel_multi_index` in fewer calls.
+
+    Examples
+    --------
+    >>> flat_index(np.array([[1, 2, 3], [0, 0, 1]]), (8, 4, 4)).tolist()
+    [27, 1]
+    """
+    flat = coords[:, 0].astype(np.int64)
+    for d in range(1, coords.shape[1]):
+        flat = flat * int(shape[d]) + coords[:, d]
+    return flat
+
+
+def _unflat(flat: int, shape: list[int]) -> tuple[int, ...]:
+    """The grid index of C-order flat index ``flat`` in a grid of ``shape``."""
+    index = []
+    for size in reversed(shape):
+        flat, rest = divmod(flat, size)
+        index.append(rest)
+    return tuple(reversed(index))
+
+
 def shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:
     """Index of the shard holding ``chunk`` (spec §9.0.1), as a cache key."""
     if layout.chunks_per_shard == 1:
@@ -207,23 +231,26 @@ class ShardIndexes:
             When a chunk's shard was not found (its index is not cached).
         """
         chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, len(layout.shard_chunks))
+        if not chunks.shape[0]:
+            return [], np.empty((0, layout.n_blocks, 2), dtype=np.uint64)
         per = np.asarray(layout.shard_chunks, dtype=np.int64)
         of_chunk = chunks // per
-        flat = np.ravel_multi_index(tuple(of_chunk.T), tuple(of_chunk.max(axis=0) + 1))
-        _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
-        shards, inverse = of_chunk[first], inverse.reshape(-1)
+        dims = of_chunk.max(axis=0) + 1
+        flat = flat_index(of_chunk, dims)
+        shards = np.unique(flat)  # a few: their tuples made in Python
         keys, arrays = [], []
-        for s, shard in enumerate(shards.tolist()):
-            found = self._lists.get((path, tuple(shard)))
+        for shard in shards.tolist():
+            cache_key = (path, _unflat(shard, dims.tolist()))
+            found = self._lists.get(cache_key)
             if found is None:  # raises: the shard is missing
-                self.entries(path, layout, tuple(chunks[int(np.argmax(inverse == s))].tolist()))
+                self.entries(path, layout, tuple(chunks[int(np.argmax(flat == shard))].tolist()))
             assert found is not None
             keys.append(found[0])
-            arrays.append(self._arrays[(path, tuple(shard))])
-        local = np.ravel_multi_index(tuple((chunks % per).T), layout.shard_chunks)
-        by_chunk = [array.reshape(-1, layout.n_blocks, 2) for array in arrays]
-        entries = np.stack(by_chunk)[inverse, local]  # whole rows of entries: no gather per entry
-        return [keys[s] for s in inverse.tolist()], entries
+            arrays.append(self._arrays[cache_key].reshape(-1, layout.n_blocks, 2))
+        slot = np.searchsorted(shards, flat)
+        local = flat_index(chunks % per, layout.shard_chunks)
+        entries = np.stack(arrays)[slot, local]  # whole rows of entries: no gather per entry
+        return [keys[s] for s in slot.tolist()], entries
 
     def shards(self, path: str) -> set[tuple[int, ...]]:
         """The shards of the array at ``path`` whose indexes are cached."""

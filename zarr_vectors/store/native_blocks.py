@@ -20,6 +20,7 @@ import math
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
@@ -234,14 +235,33 @@ def _decode_helper(blocks: int) -> ThreadPoolExecutor | None:
     return _helper[1]
 
 
+_IDLE_FOR = 0.02
+"""Seconds for which :func:`_idle_cpu` repeats its last answer: a query asks before each
+of its batches (six to eight), and reading ``/proc/loadavg`` each time was ~1% of a
+cold skeleton box (py-spy)."""
+_idle_seen: tuple[float, bool] = (-1.0, False)
+
+
 def _idle_cpu() -> bool:
-    """Whether a CPU other than the calling thread's is idle now.
+    """Whether a CPU other than the calling thread's is idle now (looked at once per
+    :data:`_IDLE_FOR` seconds at most).
 
     Linux says how many threads are runnable at this moment (the fourth field of
     ``/proc/loadavg``, the caller included); elsewhere the one-minute load average stands
     in. The average lags by minutes: after a long write it would keep the helper off on
     an idle machine, so the moment's count is preferred where there is one.
     """
+    global _idle_seen
+    now = time.monotonic()
+    if now - _idle_seen[0] < _IDLE_FOR:
+        return _idle_seen[1]
+    idle = _looked_idle()
+    _idle_seen = (now, idle)
+    return idle
+
+
+def _looked_idle() -> bool:
+    """:func:`_idle_cpu`, looked at now."""
     runnable = _runnable_threads()
     if runnable is not None:
         return runnable < _CPUS
