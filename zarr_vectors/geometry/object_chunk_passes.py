@@ -105,6 +105,7 @@ def spill_batch_indexes(
         [0],
     )
     totals = IdCounts(np.zeros(0, dtype=dtype))
+    read_all = False
     try:
         for j in range(batches.cuts.shape[0] - 1):
             first, stop = int(batches.cuts[j]), int(batches.cuts[j + 1])
@@ -118,9 +119,10 @@ def spill_batch_indexes(
             spilled.entry_starts.append(spilled.entries.rows)
             spilled.object_starts.append(spilled.objects.rows)
             totals.add(index.ids, many)
-    except BaseException:
-        spilled.close()  # no writer thread or open file outlives a failed read
-        raise
+        read_all = True
+    finally:
+        if not read_all:
+            spilled.close()  # no writer thread or open file outlives a failed read
     distinct, offsets = totals.result()
     return spilled, distinct, offsets
 
