@@ -295,3 +295,15 @@ def read_plan(
         gid,
         overlap,
     )
+
+
+def copy_slot_runs(
+    blocks: np.ndarray, place: np.ndarray, r: int, first: np.ndarray, length: np.ndarray
+) -> np.ndarray:
+    """Twin of :func:`zarr_vectors.kernels.slot_runs.copy_slot_runs`: every slot row of
+    every run, in order, gathered row by row from its block."""
+    rows = [
+        x for f, n in zip(first.tolist(), length.tolist(), strict=True) for x in range(f, f + n)
+    ]
+    at = np.array([int(place[x // r]) * r + x % r for x in rows], dtype=np.int64)
+    return blocks[at]

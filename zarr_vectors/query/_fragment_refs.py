@@ -15,7 +15,14 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.kernels import counting_sort
 
-__all__ = ["FragmentTable", "chunk_slots", "dense_enough", "distinct_ascending", "slot_order"]
+__all__ = [
+    "FragmentTable",
+    "chunk_slots",
+    "dense_enough",
+    "distinct_ascending",
+    "joined_runs",
+    "slot_order",
+]
 
 _DENSE = (8, 65_536)
 """A table of ``k`` dense keys is used for ``n`` items when ``k <= a * n + b``."""
@@ -204,3 +211,43 @@ def slot_order(slot: np.ndarray, starts: np.ndarray, rows: np.ndarray) -> np.nda
     if dense_enough(total, keys.shape[0]):
         return counting_sort(keys, total)[0]
     return np.argsort(keys, kind="stable")
+
+
+def joined_runs(
+    slot: np.ndarray, start: np.ndarray, stop: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row runs with each run that starts where the one before it in the same slot stops
+    joined to it: the same rows in the same order, in fewer runs (fewer pieces to plan and
+    copy when they are read).
+
+    Parameters
+    ----------
+    slot, start, stop
+        ``(m,)`` int64 chunk slot, first row and stop row of every run, in order.
+
+    Returns
+    -------
+    slot, start, stop : numpy.ndarray
+        The joined runs.
+
+    Examples
+    --------
+    >>> slot, start, stop = np.array([0, 0, 0, 1]), np.array([0, 4, 9, 9]), np.array([4, 7, 12, 10])
+    >>> s, a, b = joined_runs(slot, start, stop)
+    >>> s.tolist(), a.tolist(), b.tolist()
+    ([0, 0, 1], [0, 9, 9], [7, 12, 10])
+    """
+    n = start.shape[0]
+    if n < 2:
+        return slot, start, stop
+    head = np.empty(n, dtype=bool)
+    head[0] = True
+    np.not_equal(slot[1:], slot[:-1], out=head[1:])
+    head[1:] |= start[1:] != stop[:-1]
+    first = np.flatnonzero(head)
+    if first.shape[0] == n:
+        return slot, start, stop
+    last = np.empty_like(first)
+    last[:-1] = first[1:] - 1
+    last[-1] = n - 1
+    return slot[first], start[first], stop[last]

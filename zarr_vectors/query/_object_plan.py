@@ -23,6 +23,7 @@ from zarr_vectors.query._fragment_refs import (
     FragmentTable,
     chunk_slots,
     distinct_ascending,
+    joined_runs,
     slot_order,
 )
 from zarr_vectors.query._held_rows import HeldRows, copy_held_rows, read_vertex_columns
@@ -292,8 +293,8 @@ class ObjectPlan:
         some = stop > first
         chunk_rows = np.zeros(len(link_ranges), dtype=np.int64)
         np.add.at(chunk_rows, np.repeat(np.arange(len(link_ranges)), lengths), counts)
-        runs = RowRuns(chunks, frag_slot[some], first[some], stop[some], self.where)
-        return runs, chunk_rows
+        joined = joined_runs(frag_slot[some], first[some], stop[some])
+        return RowRuns(chunks, *joined, self.where), chunk_rows
 
     def _planned_link_runs(
         self, starts: np.ndarray, counts: np.ndarray, chunk_rows: np.ndarray
@@ -307,7 +308,7 @@ class ObjectPlan:
         some = stop > starts[first]
         chunks = self.chunk_keys
         slot, begin = pairs[some] // max(width, 1), starts[first][some]
-        return RowRuns(chunks, slot, begin, stop[some], self.where), chunk_rows
+        return RowRuns(chunks, *joined_runs(slot, begin, stop[some]), self.where), chunk_rows
 
     def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
         """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""
