@@ -828,7 +828,7 @@ class LevelReader:
         keys = [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
         link: NeededCounts | None = None  # the link blobs of a level without records
         if self.records:
-            self._fetch_held(FRAGMENT_RECORDS, keys, self.vertex_columns, keys)
+            self._hold_blobs(FRAGMENT_RECORDS, keys, self.vertex_columns)
             buffer, begins, ends, where = self.held.joined(FRAGMENT_RECORDS, keys)
             found = needed_record_ranges(buffer, begins, ends, need, where, links)
             extent = found.vertex_rows
@@ -866,9 +866,24 @@ class LevelReader:
     ) -> NeededCounts:
         """:func:`~zarr_vectors.read.blob_batches.needed_counts_ranges` of the blobs of
         array ``name`` of the chunks ``keys`` (fetched when not held)."""
-        self._fetch_held(name, keys, index_columns, keys)
+        self._hold_blobs(name, keys, index_columns)
         buffer, begins, ends, where = self.held.joined(name, keys)
         return needed_counts_ranges(buffer, begins, ends, need, where, _blob_ranges)
+
+    def _hold_blobs(
+        self, name: str, keys: list[tuple[int, ...]], index_columns: Sequence[str]
+    ) -> None:
+        """Hold the blobs of array ``name`` of the chunks ``keys``, with the shard indexes
+        of ``index_columns`` for them (:meth:`_fetch_held`); nothing is planned when every
+        blob is held and the row reads hold those indexes already (``points.indexed``,
+        as a repeated read finds them)."""
+        indexed = self.points.indexed
+        columns = tuple(index_columns)
+        if not self.held.missing(name, keys) and (
+            not columns or all((key, *columns) in indexed for key in keys)
+        ):
+            return
+        self._fetch_held(name, keys, index_columns, keys)
 
     def fragment_owners(self, chunks: np.ndarray) -> list[np.ndarray]:
         """The owner object of every fragment of each chunk, from the chunks' fragment
@@ -1122,7 +1137,11 @@ class LevelReader:
             return self.read_many([(name, wanted) for name in names])
         found = self.points.read_selected(names, runs, None, rows, turns=turns)
         if VERTICES in names:
-            coords = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
+            coords = (
+                np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
+                if runs.where is None
+                else self.occupied_chunks(None, None)[0][runs.where]
+            )
             placed = PlacementRuns(coords, runs.chunk, runs.start, lengths)
             where = self.paths[VERTICES]
             check_placement(found[names.index(VERTICES)], placed, self.grid, None, where)
