@@ -23,6 +23,7 @@ from zarr_vectors.query._fragment_refs import (
     FragmentTable,
     chunk_slots,
     distinct_ascending,
+    distinct_with_index,
     joined_runs,
     slot_order,
 )
@@ -303,7 +304,7 @@ class ObjectPlan:
         ``counts``: :meth:`_needed_rows`) and each slot's link rows: each fragment once."""
         width = int(self.ref_fragment.max(initial=-1)) + 1
         keys = self.ref_slot * width + self.ref_fragment.astype(np.int64)
-        pairs, first = np.unique(keys, return_index=True)
+        pairs, first = distinct_with_index(keys)
         stop = starts[first] + counts[first]
         some = stop > starts[first]
         chunks = self.chunk_keys

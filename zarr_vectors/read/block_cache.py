@@ -30,6 +30,7 @@ memory.
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from collections.abc import Callable
@@ -240,7 +241,7 @@ class BlockCache:
         bool
             False, with nothing done, when the budget cannot hold the read's blocks.
         """
-        block_bytes = r * out.dtype.itemsize * int(np.prod(out.shape[1:], dtype=np.int64))
+        block_bytes = r * out.dtype.itemsize * math.prod(out.shape[1:])
         with self._lock:
             pool = self._pools.get(path)
             if pool is None:

@@ -191,6 +191,7 @@ class PointReads:
         self.bins: read_plans.BinTable | None = None  # by position among the occupied chunks
         self.tables: dict[tuple[str, ...], read_plans.BlockTable] = {}  # per column set
         self.flat: np.ndarray | None = None  # flat index of each occupied chunk, by position
+        self.flat_order: np.ndarray | None = None  # the positions by ascending flat index
         self.specs: dict[str, tuple[np.dtype[Any], tuple[int, ...]]] = {}  # column_spec
 
     @property
@@ -558,13 +559,14 @@ class PointReads:
     def _positions(self, chunks: Sequence[tuple[int, ...]]) -> np.ndarray:
         """Positions of occupied chunks (zarr indices; occupied ones only) in
         :meth:`LevelReader.occupied_chunks` ``(None, None)``."""
-        coords, _ = self.reader.occupied_chunks(None, None)
         if not chunks:
             return np.empty(0, dtype=np.int64)
+        flat = self._occupied_flat()
+        if self.flat_order is None:
+            self.flat_order = np.argsort(flat, kind="stable")
         shape = tuple(int(g) for g in self.reader.grid.shape)
-        flat = np.ravel_multi_index(tuple(coords.T), shape)
         wanted = np.ravel_multi_index(tuple(np.asarray(chunks, dtype=np.int64).T), shape)
-        order = np.argsort(flat, kind="stable")
+        order = self.flat_order
         found: np.ndarray = order[np.searchsorted(flat, wanted, sorter=order)]
         return found.astype(np.int64)
 
