@@ -104,8 +104,10 @@ class ObjectPlan:
         self.dense = dense
         self.ref_object, ref_chunk, self.ref_fragment = refs
         grid_shape = tuple(int(g) for g in self.reader.grid.shape)
-        outside = np.any((ref_chunk < 0) | (ref_chunk >= self.reader.grid.shape), axis=1)
-        if outside.any():
+        if ref_chunk.size and (
+            int(ref_chunk.min()) < 0 or bool(np.any(ref_chunk.max(axis=0) >= grid_shape))
+        ):
+            outside = np.any((ref_chunk < 0) | (ref_chunk >= grid_shape), axis=1)
             bad = tuple(int(c) for c in ref_chunk[np.flatnonzero(outside)[0]])
             raise CorruptChunkError(f"a manifest names chunk {bad}, outside the grid {grid_shape}")
         flat = (
@@ -222,15 +224,8 @@ class ObjectPlan:
         return starts, sizes
 
     def _chunk_counts(self) -> np.ndarray:
-        found, counts = self.reader.occupied_chunks(
-            np.zeros(self.reader.grid.ndim, np.int64), self.reader.grid.shape
-        )
-        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
-        found_flat = (
-            np.ravel_multi_index(tuple(found.T), grid_shape)
-            if found.shape[0]
-            else np.empty(0, np.int64)
-        )
+        counts = self.reader.occupied_chunks(None, None)[1]
+        found_flat = self.reader.points.occupied_flat()  # ascending: C order
         pos = np.searchsorted(found_flat, self.chunk_flat)
         pos = np.minimum(pos, max(found_flat.shape[0] - 1, 0))
         if self.chunk_flat.size and (

@@ -23,18 +23,25 @@ OWNER_COLUMN = "__fragment_owner__"
 
 
 def owners_and_rows(
-    reader: LevelReader, region: Region, chunks: np.ndarray, counts: np.ndarray, inside: np.ndarray
+    reader: LevelReader,
+    region: Region,
+    met: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None],
 ) -> tuple[np.ndarray, HeldRows | None]:
-    """Dense ids, ascending, of the objects with a vertex in ``region`` among ``chunks``
-    (``counts`` rows each, ``inside`` the region whole or not), and the ``vertices`` rows
-    of the chunks not inside, as read (None when every chunk is inside)."""
+    """Dense ids, ascending, of the objects with a vertex in ``region`` among the chunks
+    ``met`` (:func:`~zarr_vectors.query.point_queries.chunks_met`: the chunks, their row
+    counts, whether the region covers each whole, and their positions among the occupied
+    chunks or None), and the ``vertices`` rows of the chunks not covered, as read (None
+    when every chunk is covered)."""
+    chunks, counts, inside, where = met
     cut = ~np.asarray(inside, dtype=bool)
     if reader.records:  # the partly covered chunks' vertices read next: their indexes now
         ranges = reader.fragment_ranges(
             chunks, counts, index_columns=[VERTICES], index_chunks=chunks[cut]
         )
         owners = np.concatenate(reader.fragment_owners(chunks))
-        positions, cached = _every_row(reader, chunks[cut], counts[cut])
+        positions, cached = _every_row(
+            reader, chunks[cut], counts[cut], None if where is None else where[cut]
+        )
     else:
         cached = False
         ranges = reader.fragment_ranges(chunks, counts, index_columns=())
@@ -47,16 +54,18 @@ def owners_and_rows(
 
 
 def _every_row(
-    reader: LevelReader, chunks: np.ndarray, counts: np.ndarray
+    reader: LevelReader, chunks: np.ndarray, counts: np.ndarray, where: np.ndarray | None
 ) -> tuple[np.ndarray, bool]:
-    """Every ``vertices`` row of ``chunks`` (of ``counts`` rows each), chunk after chunk,
-    read as row runs (:meth:`LevelReader.read_runs`: through the open store's cache of
-    decoded blocks), and whether they were read through that cache."""
+    """Every ``vertices`` row of ``chunks`` (of ``counts`` rows each, at positions
+    ``where`` among the occupied chunks, if known), chunk after chunk, read as row runs
+    (:meth:`LevelReader.read_runs`: through the open store's cache of decoded blocks), and
+    whether they were read through that cache."""
     if not chunks.shape[0]:
         return np.empty((0, reader.grid.ndim), dtype=reader.column_spec(VERTICES)[0]), False
     n = chunks.shape[0]
     slot = np.arange(n, dtype=np.int64)
-    runs = RowRuns([tuple(c) for c in chunks.tolist()], slot, np.zeros(n, np.int64), counts)
+    keys = [tuple(c) for c in chunks.tolist()]
+    runs = RowRuns(keys, slot, np.zeros(n, np.int64), counts.astype(np.int64, copy=False), where)
     return reader.read_runs([VERTICES], runs)[0], reader.runs_through_cache([VERTICES], runs)
 
 

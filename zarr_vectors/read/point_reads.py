@@ -453,7 +453,7 @@ class PointReads:
         if cache is None or cache.budget <= 0 or select is not None or not slot_chunk.shape[0]:
             return [None] * len(names)
         if runs.where is not None:
-            slot_flat = self._occupied_flat()[runs.where[slot_chunk]]
+            slot_flat = self.occupied_flat()[runs.where[slot_chunk]]
         else:
             shape = tuple(int(g) for g in self.reader.grid.shape)
             chunks = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, len(shape))
@@ -463,7 +463,7 @@ class PointReads:
             for layout, name in zip(self._layouts(names), names, strict=True)
         ]
 
-    def _occupied_flat(self) -> np.ndarray:
+    def occupied_flat(self) -> np.ndarray:
         """The flat index of every occupied chunk, by position (made once)."""
         if self.flat is None:
             coords, _ = self.reader.occupied_chunks(None, None)
@@ -561,7 +561,7 @@ class PointReads:
         :meth:`LevelReader.occupied_chunks` ``(None, None)``."""
         if not chunks:
             return np.empty(0, dtype=np.int64)
-        flat = self._occupied_flat()
+        flat = self.occupied_flat()
         if self.flat_order is None:
             self.flat_order = np.argsort(flat, kind="stable")
         shape = tuple(int(g) for g in self.reader.grid.shape)
