@@ -677,8 +677,8 @@ class LevelReader:
         missing = [k[1] for k in dict.fromkeys(keys) if k not in self._ranges]
         if self.kind == POINT_CLOUD:
             self._fetch_ranges(name, missing, index_columns, indexed, dense_fragments)
-        else:  # held unparsed too, for the reads by id (needed_ranges)
-            stored = self._stored_blob(name)
+        elif missing or not self._indexes_held(index_columns, indexed):
+            stored = self._stored_blob(name)  # held unparsed too, for needed_ranges
             self._fetch_held(stored, missing, index_columns, indexed)
             self._decode_held(stored, missing)
         for k in dict.fromkeys(keys):  # most recently used last (see trim_ranges)
@@ -877,13 +877,19 @@ class LevelReader:
         of ``index_columns`` for them (:meth:`_fetch_held`); nothing is planned when every
         blob is held and the row reads hold those indexes already (``points.indexed``,
         as a repeated read finds them)."""
-        indexed = self.points.indexed
-        columns = tuple(index_columns)
-        if not self.held.missing(name, keys) and (
-            not columns or all((key, *columns) in indexed for key in keys)
-        ):
+        if not self.held.missing(name, keys) and self._indexes_held(index_columns, keys):
             return
         self._fetch_held(name, keys, index_columns, keys)
+
+    def _indexes_held(self, columns: Sequence[str], chunks: list[tuple[int, ...]]) -> bool:
+        """Whether the row reads hold the shard indexes of ``columns`` for every chunk of
+        ``chunks`` already (``points.indexed``: learned together, as a repeated read of
+        these columns finds them), so that no fetch of them need be planned."""
+        if not columns:
+            return True
+        indexed = self.points.indexed
+        names = tuple(columns)
+        return all((chunk, *names) in indexed for chunk in chunks)
 
     def fragment_owners(self, chunks: np.ndarray) -> list[np.ndarray]:
         """The owner object of every fragment of each chunk, from the chunks' fragment
