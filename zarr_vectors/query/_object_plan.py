@@ -41,7 +41,14 @@ from zarr_vectors.query._object_links import (
 from zarr_vectors.read import LevelReader, RowRuns
 from zarr_vectors.result import QueryResult
 
-__all__ = ["RANGE_GROUP", "ObjectPlan", "ObjectSource", "in_reference_order"]
+__all__ = [
+    "RANGE_GROUP",
+    "ObjectPlan",
+    "ObjectSource",
+    "Pieces",
+    "in_reference_order",
+    "reference_pieces",
+]
 
 
 class ObjectSource(Protocol):
@@ -70,15 +77,46 @@ RANGE_GROUP = 4
 at a time."""
 
 
-def in_reference_order(rows: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+Pieces = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Runs of rows to copy: the first source row, first destination row and rows of each."""
+
+
+def reference_pieces(starts: np.ndarray, sizes: np.ndarray, n_rows: int) -> Pieces | None:
+    """How :func:`in_reference_order` places ``n_rows`` read rows: None when they are in
+    reference order already, else the runs to copy, each reference that starts where the
+    one before it ends joined to it (fewer, longer copies).
+
+    Examples
+    --------
+    >>> src, dst, count = reference_pieces(np.array([4, 6, 0]), np.array([2, 1, 4]), 7)
+    >>> src.tolist(), dst.tolist(), count.tolist()
+    ([4, 0], [0, 3], [3, 4])
+    """
+    dest = np.cumsum(sizes) - sizes
+    if n_rows == int(sizes.sum()) and np.array_equal(starts, dest):
+        return None
+    if not starts.shape[0]:
+        return starts, dest, sizes
+    head = np.empty(starts.shape[0], dtype=bool)
+    head[0] = True
+    np.not_equal(starts[1:], starts[:-1] + sizes[:-1], out=head[1:])
+    first = np.flatnonzero(head)
+    return starts[first], dest[first], np.add.reduceat(sizes, first)
+
+
+def in_reference_order(
+    rows: np.ndarray, starts: np.ndarray, sizes: np.ndarray, pieces: Pieces | None = None
+) -> np.ndarray:
     """The read ``rows`` with reference ``r``'s ``sizes[r]`` rows from ``starts[r]`` placed
     one reference after another: the read rows themselves when they are in that order
-    already, else one copy of runs (not a per-row gather)."""
-    dest = np.cumsum(sizes) - sizes
-    if rows.shape[0] == int(sizes.sum()) and np.array_equal(starts, dest):
-        return rows
+    already, else one copy of runs (not a per-row gather); ``pieces``: those runs, when
+    :func:`reference_pieces` made them already (for several columns)."""
+    if pieces is None:
+        pieces = reference_pieces(starts, sizes, rows.shape[0])
+        if pieces is None:
+            return rows
     out = np.empty((int(sizes.sum()), *rows.shape[1:]), dtype=rows.dtype)
-    copy_row_runs(rows, starts, out, dest, sizes)
+    copy_row_runs(rows, pieces[0], out, pieces[1], pieces[2])
     return out
 
 
@@ -180,7 +218,10 @@ class ObjectPlan:
         del held  # freed before the rest is read
         read = read_vertex_columns(self.reader, names, runs, copied, self.turns)
         del copied
-        return [in_reference_order(rows, buffer_start, sizes) for rows in read]
+        pieces = reference_pieces(buffer_start, sizes, read[0].shape[0])
+        if pieces is None:
+            return read
+        return [in_reference_order(rows, buffer_start, sizes, pieces) for rows in read]
 
     def _needed_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First row and row count of every reference, from only the fragments the
