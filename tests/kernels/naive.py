@@ -307,3 +307,24 @@ def copy_slot_runs(
     ]
     at = np.array([int(place[x // r]) * r + x % r for x in rows], dtype=np.int64)
     return blocks[at]
+
+
+def link_row_runs(
+    ref_slot: np.ndarray, ref_fragment: np.ndarray, starts: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Twin of :func:`zarr_vectors.kernels.link_rows.link_row_runs`: the distinct (slot,
+    fragment) pairs by a Python sort, their non-empty rows, touching runs of a slot joined."""
+    first: dict[tuple[int, int], int] = {}
+    for i, key in enumerate(zip(ref_slot.tolist(), ref_fragment.tolist(), strict=True)):
+        first.setdefault(key, i)
+    runs: list[list[int]] = []
+    for (s, _f), i in sorted(first.items()):
+        a, n = int(starts[i]), int(counts[i])
+        if n <= 0:
+            continue
+        if runs and runs[-1][0] == s and runs[-1][2] == a:
+            runs[-1][2] = a + n
+        else:
+            runs.append([s, a, a + n])
+    out = np.array(runs, dtype=np.int64).reshape(-1, 3)
+    return out[:, 0], out[:, 1], out[:, 2]

@@ -13,7 +13,6 @@ from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.query._fragment_refs import (
     FragmentTable,
     chunk_slots,
-    distinct_with_index,
     joined_runs,
     slot_order,
 )
@@ -70,18 +69,6 @@ def test_rows_of_gathers_each_reference_and_refuses_a_missing_fragment() -> None
     assert sizes.tolist() == [4, 3, 0]
     with pytest.raises(CorruptChunkError, match=r"names fragment 3 of 3"):
         table.rows_of(np.array([1, 0]), np.array([0, 3]), chunks)
-
-
-@settings(max_examples=80, deadline=None)
-@given(
-    top=st.integers(1, 10**7),
-    picks=st.lists(st.integers(-3, 10**9), min_size=0, max_size=60),
-)
-def test_distinct_with_index_equals_unique(top: int, picks: list[int]) -> None:
-    values = np.asarray([p % top if p >= 0 else p for p in picks], dtype=np.int64)
-    found, at = distinct_with_index(values)
-    np.testing.assert_array_equal(found, np.unique(values))
-    np.testing.assert_array_equal(values[at], found)
 
 
 @settings(max_examples=80, deadline=None)

@@ -20,7 +20,6 @@ __all__ = [
     "chunk_slots",
     "dense_enough",
     "distinct_ascending",
-    "distinct_with_index",
     "joined_runs",
     "slot_order",
 ]
@@ -103,32 +102,6 @@ def distinct_ascending(values: np.ndarray) -> np.ndarray:
     present = np.zeros(top, dtype=bool)
     present[values] = True
     return np.flatnonzero(present).astype(values.dtype, copy=False)
-
-
-def distinct_with_index(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values, ascending, and the index of one occurrence of each.
-
-    Like ``np.unique(values, return_index=True)``, except that the index may be of any
-    occurrence of its value (the last, with a presence table: non-negative values whose
-    range is small enough for their count, :func:`dense_enough`; no sort).
-
-    Examples
-    --------
-    >>> keys, at = distinct_with_index(np.array([7, 2, 7, 0]))
-    >>> keys.tolist(), (np.array([7, 2, 7, 0])[at] == keys).all()
-    ([0, 2, 7], np.True_)
-    """
-    if not values.size or int(values.min()) < 0:
-        found, first = np.unique(values, return_index=True)
-        return found, first.astype(np.int64)
-    top = int(values.max()) + 1
-    if not dense_enough(top, values.shape[0]):
-        found, first = np.unique(values, return_index=True)
-        return found, first.astype(np.int64)
-    table = np.full(top, -1, dtype=np.int64)
-    table[values] = np.arange(values.shape[0], dtype=np.int64)
-    found = np.flatnonzero(table >= 0)
-    return found.astype(values.dtype, copy=False), table[found]
 
 
 class FragmentTable(NamedTuple):

@@ -17,13 +17,12 @@ from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
 from zarr_vectors.kernels import counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
-from zarr_vectors.kernels.link_rows import cross_link_rows
+from zarr_vectors.kernels.link_rows import cross_link_rows, link_row_runs
 from zarr_vectors.kernels.read_plan import ReadPlan, read_plan
 from zarr_vectors.query._fragment_refs import (
     FragmentTable,
     chunk_slots,
     distinct_ascending,
-    distinct_with_index,
     joined_runs,
     slot_order,
 )
@@ -338,14 +337,8 @@ class ObjectPlan:
     ) -> tuple[RowRuns, np.ndarray]:
         """:meth:`_link_runs` from the link rows of every reference (``starts``,
         ``counts``: :meth:`_needed_rows`) and each slot's link rows: each fragment once."""
-        width = int(self.ref_fragment.max(initial=-1)) + 1
-        keys = self.ref_slot * width + self.ref_fragment.astype(np.int64)
-        pairs, first = distinct_with_index(keys)
-        stop = starts[first] + counts[first]
-        some = stop > starts[first]
-        chunks = self.chunk_keys
-        slot, begin = pairs[some] // max(width, 1), starts[first][some]
-        return RowRuns(chunks, *joined_runs(slot, begin, stop[some]), self.where), chunk_rows
+        runs = link_row_runs(self.ref_slot, self.ref_fragment, starts, counts)
+        return RowRuns(self.chunk_keys, *runs, self.where), chunk_rows
 
     def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
         """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""
