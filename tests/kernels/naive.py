@@ -328,3 +328,44 @@ def link_row_runs(
             runs.append([s, a, a + n])
     out = np.array(runs, dtype=np.int64).reshape(-1, 3)
     return out[:, 0], out[:, 1], out[:, 2]
+
+
+def fragments_met(
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    n_fragments: np.ndarray,
+    inside: np.ndarray,
+    counts: np.ndarray,
+    contained: np.ndarray,
+) -> np.ndarray:
+    """Twin of :func:`zarr_vectors.kernels.owner_marks.fragments_met` (valid ranges): a
+    fragment of a covered chunk, or one any of whose rows is contained."""
+    chunk = np.repeat(np.arange(n_fragments.shape[0]), n_fragments)
+    base = np.cumsum(np.where(inside, 0, counts)) - np.where(inside, 0, counts)
+    return np.array(
+        [
+            bool(inside[c]) or bool(contained[base[c] + a : base[c] + a + n].any())
+            for c, a, n in zip(chunk.tolist(), starts.tolist(), sizes.tolist(), strict=True)
+        ],
+        dtype=bool,
+    )
+
+
+def reference_chunks(
+    ref_chunk: np.ndarray, grid_shape: np.ndarray, occupied_flat: np.ndarray, counts: np.ndarray
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Twin of :func:`zarr_vectors.kernels.reference_chunks.reference_chunks`: the grid
+    checked reference by reference, distinct chunks by ``np.unique``, positions by a dict."""
+    shape = tuple(int(g) for g in grid_shape)
+    for i, c in enumerate(ref_chunk.tolist()):
+        if any(not 0 <= x < g for x, g in zip(c, shape, strict=True)):
+            return i, np.empty(0), np.empty(0), np.empty(0), np.empty(0), np.empty(0), -1
+    flat = np.array([np.ravel_multi_index(tuple(c), shape) for c in ref_chunk.tolist()], np.int64)
+    chunk_flat, slot = np.unique(flat, return_inverse=True)
+    chunks = np.array([np.unravel_index(f, shape) for f in chunk_flat.tolist()], np.int64)
+    at = {f: p for p, f in enumerate(occupied_flat.tolist())}
+    missing = [s for s, f in enumerate(chunk_flat.tolist()) if f not in at]
+    where = np.array([at.get(f, 0) for f in chunk_flat.tolist()], np.int64)
+    rows = np.array([counts[at[f]] if f in at else 0 for f in chunk_flat.tolist()], np.int64)
+    empty = missing[0] if missing else -1
+    return -1, chunk_flat, chunks.reshape(-1, len(shape)), slot.reshape(-1), where, rows, empty

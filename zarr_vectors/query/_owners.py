@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import VERTICES
-from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.kernels.owner_marks import fragments_met
 from zarr_vectors.query._fragment_refs import distinct_ascending
 from zarr_vectors.query._held_rows import HeldRows
 from zarr_vectors.query.regions import Region
 from zarr_vectors.read import ChunkRows, LevelReader, RowRuns
+from zarr_vectors.read.read_checks import RESTORE
 
 __all__ = ["OWNER_COLUMN", "owners_and_rows"]
 
@@ -104,19 +106,27 @@ def _owners(
     of the fragments holding a vertex in the region in the others, distinct, ascending.
 
     ``owners`` holds every chunk's fragment owners chunk after chunk, ``positions`` every
-    row of the partly covered chunks; one pass over all chunks at once.
+    row of the partly covered chunks; one kernel call over all chunks
+    (:func:`~zarr_vectors.kernels.owner_marks.fragments_met`).
     """
     n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
-    whole = np.repeat(np.asarray(inside, dtype=bool), n_fragments)
-    found = [owners[whole]]
-    part = np.flatnonzero(~np.asarray(inside, dtype=bool))
-    if part.shape[0]:
+    starts, sizes = (
+        np.concatenate([r[i] for r in ranges]).astype(np.int64, copy=False)
+        if ranges
+        else np.empty(0, np.int64)
+        for i in (0, 1)
+    )
+    inside = np.asarray(inside, dtype=bool)
+    if inside.all():
+        contained = np.empty(0, dtype=bool)
+    else:
         assert positions is not None
-        rows = np.flatnonzero(region.contains_points(positions))
-        row_base = np.cumsum(counts[part]) - counts[part]  # each partly covered chunk's
-        starts = np.concatenate([ranges[c][0] for c in part.tolist()]).astype(np.int64)
-        starts += np.repeat(row_base, n_fragments[part])  # ascending over those chunks
-        fragment = np.searchsorted(starts, rows, side="right") - 1
-        owner_at = concat_ranges((np.cumsum(n_fragments) - n_fragments)[part], n_fragments[part])
-        found.append(owners[owner_at[fragment]])
-    return distinct_ascending(np.concatenate(found))
+        contained = np.asarray(region.contains_points(positions), dtype=bool)
+    met, bad = fragments_met(
+        starts, sizes, n_fragments, inside, counts.astype(np.int64, copy=False), contained
+    )
+    if bad >= 0:
+        raise CorruptChunkError(
+            f"fragment {bad} of the chunks read does not lie in its chunk's rows: {RESTORE}"
+        )
+    return distinct_ascending(owners[met])
