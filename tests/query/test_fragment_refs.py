@@ -12,25 +12,11 @@ from hypothesis import strategies as st
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.query._fragment_refs import (
     FragmentTable,
-    chunk_slots,
     joined_runs,
     slot_order,
 )
 
 Array = np.ndarray[Any, Any]
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    cells=st.integers(1, 200_000),
-    picks=st.lists(st.integers(0, 10**9), min_size=0, max_size=60),
-)
-def test_chunk_slots_equal_unique_with_inverse(cells: int, picks: list[int]) -> None:
-    flat = np.asarray([p % cells for p in picks], dtype=np.int64)
-    chunks, slot = chunk_slots(flat, cells)
-    want_chunks, want_slot = np.unique(flat, return_inverse=True)
-    np.testing.assert_array_equal(chunks, want_chunks)
-    np.testing.assert_array_equal(slot, want_slot.reshape(-1))
 
 
 @st.composite

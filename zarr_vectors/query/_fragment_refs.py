@@ -17,7 +17,6 @@ from zarr_vectors.kernels import counting_sort
 
 __all__ = [
     "FragmentTable",
-    "chunk_slots",
     "dense_enough",
     "distinct_ascending",
     "joined_runs",
@@ -38,39 +37,6 @@ def dense_enough(n_keys: int, n_items: int) -> bool:
     """
     per_item, slack = _DENSE
     return n_keys <= per_item * n_items + slack
-
-
-def chunk_slots(flat: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct flat chunk indices, ascending, and the slot of each of ``flat``.
-
-    Equal to ``np.unique(flat, return_inverse=True)``; a presence table over the grid's
-    ``n_cells`` chunks when they are few enough (no sort).
-
-    Parameters
-    ----------
-    flat
-        ``(n,)`` int64 flat chunk indices in ``[0, n_cells)``.
-    n_cells
-        Chunks of the grid.
-
-    Returns
-    -------
-    chunk_flat, slot : numpy.ndarray
-        ``(k,)`` distinct chunks and ``(n,)`` int64 index of each entry's chunk in them.
-
-    Examples
-    --------
-    >>> chunks, slot = chunk_slots(np.array([5, 2, 5, 9]), 10)
-    >>> chunks.tolist(), slot.tolist()
-    ([2, 5, 9], [1, 0, 1, 2])
-    """
-    if not dense_enough(n_cells, flat.shape[0]):
-        chunks, slot = np.unique(flat, return_inverse=True)
-        return chunks, slot.reshape(-1).astype(np.int64)
-    present = np.zeros(n_cells, dtype=bool)
-    present[flat] = True
-    rank = np.cumsum(present, dtype=np.int64) - 1
-    return np.flatnonzero(present), rank[flat]
 
 
 def distinct_ascending(values: np.ndarray) -> np.ndarray:

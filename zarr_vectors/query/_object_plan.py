@@ -19,9 +19,10 @@ from zarr_vectors.kernels import counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.link_rows import cross_link_rows, link_row_runs
 from zarr_vectors.kernels.read_plan import ReadPlan, read_plan
+from zarr_vectors.kernels.reference_chunks import ReferenceChunks, reference_chunks
 from zarr_vectors.query._fragment_refs import (
     FragmentTable,
-    chunk_slots,
+    dense_enough,
     distinct_ascending,
     joined_runs,
     slot_order,
@@ -141,23 +142,17 @@ class ObjectPlan:
         self.dense = dense
         self.ref_object, ref_chunk, self.ref_fragment = refs
         grid_shape = tuple(int(g) for g in self.reader.grid.shape)
-        if ref_chunk.size and (
-            int(ref_chunk.min()) < 0 or bool(np.any(ref_chunk.max(axis=0) >= grid_shape))
-        ):
-            outside = np.any((ref_chunk < 0) | (ref_chunk >= grid_shape), axis=1)
-            bad = tuple(int(c) for c in ref_chunk[np.flatnonzero(outside)[0]])
+        occupied = self.reader.points.occupied_flat()  # ascending: C order
+        counts = self.reader.occupied_chunks(None, None)[1]
+        if dense_enough(math.prod(grid_shape), ref_chunk.shape[0]):
+            found = reference_chunks(ref_chunk, grid_shape, occupied, counts)
+        else:
+            found = _sparse_chunks(ref_chunk, grid_shape, occupied, counts)
+        if found.outside >= 0:
+            bad = tuple(int(c) for c in ref_chunk[found.outside])
             raise CorruptChunkError(f"a manifest names chunk {bad}, outside the grid {grid_shape}")
-        flat = (
-            np.ravel_multi_index(tuple(ref_chunk.T), grid_shape)
-            if ref_chunk.shape[0]
-            else np.empty(0, np.int64)
-        )
-        self.chunk_flat, self.ref_slot = chunk_slots(flat, math.prod(grid_shape))
-        self.chunks = (
-            np.stack(np.unravel_index(self.chunk_flat, grid_shape), axis=1)
-            .reshape(-1, len(grid_shape))
-            .astype(np.int64)
-        )
+        self.chunk_flat, self.ref_slot, self.chunks = found.chunk_flat, found.ref_slot, found.chunks
+        self._located = found
         self.order = np.empty(0, np.int64)
         self.chunk_keys = [tuple(c) for c in self.chunks.tolist()]
         self.where: np.ndarray | None = None  # set by _chunk_counts
@@ -264,16 +259,11 @@ class ObjectPlan:
         return starts, sizes
 
     def _chunk_counts(self) -> np.ndarray:
-        counts = self.reader.occupied_chunks(None, None)[1]
-        found_flat = self.reader.points.occupied_flat()  # ascending: C order
-        pos = np.searchsorted(found_flat, self.chunk_flat)
-        pos = np.minimum(pos, max(found_flat.shape[0] - 1, 0))
-        if self.chunk_flat.size and (
-            not found_flat.size or np.any(found_flat[pos] != self.chunk_flat)
-        ):
+        """Each chunk's row count, its position among the occupied chunks kept (``where``)."""
+        if self._located.empty >= 0:
             raise CorruptChunkError("a manifest names an empty chunk")
-        self.where = pos.astype(np.int64, copy=False)  # positions among the occupied chunks
-        return counts[pos] if self.chunk_flat.size else np.empty(0, np.int64)
+        self.where = self._located.where
+        return self._located.rows
 
     def _links(self, plan: ReadPlan) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The objects' links as result rows, and their per-link attributes (§9.12)."""
@@ -366,3 +356,29 @@ class ObjectPlan:
             name: self.objects.object_attribute(name)[self.dense]
             for name in self.objects.object_attribute_names
         }
+
+
+def _sparse_chunks(
+    ref_chunk: np.ndarray, grid_shape: tuple[int, ...], occupied: np.ndarray, counts: np.ndarray
+) -> ReferenceChunks:
+    """:func:`~zarr_vectors.kernels.reference_chunks.reference_chunks` for a grid of too
+    many chunks for a table over it (a sort of the references instead)."""
+    outside = np.any((ref_chunk < 0) | (ref_chunk >= np.array(grid_shape)), axis=1)
+    if outside.any():
+        e = np.empty(0, np.int64)
+        return ReferenceChunks(int(np.flatnonzero(outside)[0]), e, e, e, e, e, -1)
+    flat = np.ravel_multi_index(tuple(ref_chunk.T), grid_shape)
+    chunk_flat, slot = np.unique(flat, return_inverse=True)
+    chunks = np.stack(np.unravel_index(chunk_flat, grid_shape), axis=1).astype(np.int64)
+    pos = np.minimum(np.searchsorted(occupied, chunk_flat), max(occupied.shape[0] - 1, 0))
+    occupied_at = occupied[pos] if occupied.size else np.full(chunk_flat.shape[0], -1)
+    missing = np.flatnonzero(occupied_at != chunk_flat)
+    return ReferenceChunks(
+        -1,
+        chunk_flat.astype(np.int64),
+        chunks.reshape(-1, len(grid_shape)),
+        slot.reshape(-1).astype(np.int64),
+        pos.astype(np.int64),
+        counts[pos] if occupied.size else np.zeros(chunk_flat.shape[0], np.int64),
+        int(missing[0]) if missing.shape[0] else -1,
+    )
