@@ -253,24 +253,27 @@ def _cross_rows(
     table: I64, bounds: I64, start: I64, length: I64, result: I64, out: I64, mine: I64
 ) -> tuple[int, int]:
     lo, hi = bounds[0], bounds[bounds.shape[0] - 1]
-    runs = start[lo:hi]
-    at = np.searchsorted(runs, table[:, 0], side="right") - 1 + lo  # last run at or before
     w, bad = 0, -1
     for i in range(table.shape[0]):
-        first, q = table[i, 0], at[i]
-        if not (q >= lo and first < start[q] + length[q]):
-            continue
-        out[w, 0] = result[q] + first - start[q]
-        second = table[i, 1]
-        p = np.searchsorted(runs, second, side="right") - 1 + lo
-        if p >= lo and second < start[p] + length[p]:
-            out[w, 1] = result[p] + second - start[p]
-        else:
-            out[w, 1] = -1
-            if bad < 0:
+        for j in range(2):  # the first id, then (when it is returned) the second
+            v = table[i, j]
+            a, z = lo, hi  # the last run starting at or before v (lo - 1 if none), searched
+            while a < z:  # inline: numba's searchsorted of one value costs twice as much
+                mid = (a + z) // 2
+                if start[mid] <= v:
+                    a = mid + 1
+                else:
+                    z = mid
+            q = a - 1
+            held = q >= lo and v < start[q] + length[q]
+            if j == 0 and not held:
+                break
+            out[w, j] = result[q] + v - start[q] if held else -1
+            if not held and bad < 0:
                 bad = i
-        mine[w] = i
-        w += 1
+            if j == 1:
+                mine[w] = i
+                w += 1
     return w, bad
 
 
