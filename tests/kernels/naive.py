@@ -369,3 +369,9 @@ def reference_chunks(
     rows = np.array([counts[at[f]] if f in at else 0 for f in chunk_flat.tolist()], np.int64)
     empty = missing[0] if missing else -1
     return -1, chunk_flat, chunks.reshape(-1, len(shape)), slot.reshape(-1), where, rows, empty
+
+
+def radix_order(keys: np.ndarray) -> np.ndarray:
+    """Twin of :func:`zarr_vectors.kernels.radix_order.radix_order`: Python's stable sort
+    of the positions by key."""
+    return np.array(sorted(range(keys.shape[0]), key=lambda i: int(keys[i])), dtype=np.int64)

@@ -61,6 +61,11 @@ def reference_chunks(
     -------
     ReferenceChunks
 
+    Raises
+    ------
+    ValueError
+        When ``occupied_flat`` and ``counts`` differ in length.
+
     Examples
     --------
     >>> got = reference_chunks(np.array([[1, 0], [0, 1], [1, 0]]), np.array([2, 2]),
@@ -75,6 +80,8 @@ def reference_chunks(
         -1, np.asarray(grid_shape).shape[0]
     )
     shape = np.ascontiguousarray(grid_shape, dtype=np.int64)
+    if np.shape(occupied_flat) != np.shape(counts):
+        raise ValueError("every occupied chunk needs one row count")
     outside, empty, chunk_flat, chunks, ref_slot, where, rows = _reference_chunks(
         refs,
         shape,
