@@ -110,17 +110,14 @@ def _reference_chunks(
             f = f * shape[d] + c
         flat[i] = f
     table = np.full(max(n_cells, 1), -1, np.int64)
+    seen = np.empty(n, np.int64)  # the distinct chunks, as first met
     k = 0
     for i in range(n):
         if table[flat[i]] < 0:
-            table[flat[i]] = k
+            table[flat[i]] = 0
+            seen[k] = flat[i]
             k += 1
-    chunk_flat = np.empty(k, np.int64)
-    for i in range(n):
-        if table[flat[i]] >= 0:
-            chunk_flat[table[flat[i]]] = flat[i]
-            table[flat[i]] = -2 - table[flat[i]]  # seen: written once
-    chunk_flat.sort()
+    chunk_flat = np.sort(seen[:k])
     for s in range(k):
         table[chunk_flat[s]] = s
     ref_slot = np.empty(n, np.int64)
