@@ -310,3 +310,81 @@ def nth_of_its_id(k: Array, seen: Array) -> Array:
     nth[order] = np.arange(grouped.shape[0]) - np.repeat(begins, sizes) + seen[grouped]
     seen[grouped[begins]] += sizes
     return nth
+def copy_slot_runs(
+    blocks: np.ndarray, place: np.ndarray, r: int, first: np.ndarray, length: np.ndarray
+) -> np.ndarray:
+    """Twin of :func:`zarr_vectors.kernels.slot_runs.copy_slot_runs`: every slot row of
+    every run, in order, gathered row by row from its block."""
+    rows = [
+        x for f, n in zip(first.tolist(), length.tolist(), strict=True) for x in range(f, f + n)
+    ]
+    at = np.array([int(place[x // r]) * r + x % r for x in rows], dtype=np.int64)
+    return blocks[at]
+
+
+def link_row_runs(
+    ref_slot: np.ndarray, ref_fragment: np.ndarray, starts: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Twin of :func:`zarr_vectors.kernels.link_rows.link_row_runs`: the distinct (slot,
+    fragment) pairs by a Python sort, their non-empty rows, touching runs of a slot joined."""
+    first: dict[tuple[int, int], int] = {}
+    for i, key in enumerate(zip(ref_slot.tolist(), ref_fragment.tolist(), strict=True)):
+        first.setdefault(key, i)
+    runs: list[list[int]] = []
+    for (s, _f), i in sorted(first.items()):
+        a, n = int(starts[i]), int(counts[i])
+        if n <= 0:
+            continue
+        if runs and runs[-1][0] == s and runs[-1][2] == a:
+            runs[-1][2] = a + n
+        else:
+            runs.append([s, a, a + n])
+    out = np.array(runs, dtype=np.int64).reshape(-1, 3)
+    return out[:, 0], out[:, 1], out[:, 2]
+
+
+def fragments_met(
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    n_fragments: np.ndarray,
+    inside: np.ndarray,
+    counts: np.ndarray,
+    contained: np.ndarray,
+) -> np.ndarray:
+    """Twin of :func:`zarr_vectors.kernels.owner_marks.fragments_met` (valid ranges): a
+    fragment of a covered chunk, or one any of whose rows is contained."""
+    chunk = np.repeat(np.arange(n_fragments.shape[0]), n_fragments)
+    base = np.cumsum(np.where(inside, 0, counts)) - np.where(inside, 0, counts)
+    return np.array(
+        [
+            bool(inside[c]) or bool(contained[base[c] + a : base[c] + a + n].any())
+            for c, a, n in zip(chunk.tolist(), starts.tolist(), sizes.tolist(), strict=True)
+        ],
+        dtype=bool,
+    )
+
+
+def reference_chunks(
+    ref_chunk: np.ndarray, grid_shape: np.ndarray, occupied_flat: np.ndarray, counts: np.ndarray
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Twin of :func:`zarr_vectors.kernels.reference_chunks.reference_chunks`: the grid
+    checked reference by reference, distinct chunks by ``np.unique``, positions by a dict."""
+    shape = tuple(int(g) for g in grid_shape)
+    for i, c in enumerate(ref_chunk.tolist()):
+        if any(not 0 <= x < g for x, g in zip(c, shape, strict=True)):
+            return i, np.empty(0), np.empty(0), np.empty(0), np.empty(0), np.empty(0), -1
+    flat = np.array([np.ravel_multi_index(tuple(c), shape) for c in ref_chunk.tolist()], np.int64)
+    chunk_flat, slot = np.unique(flat, return_inverse=True)
+    chunks = np.array([np.unravel_index(f, shape) for f in chunk_flat.tolist()], np.int64)
+    at = {f: p for p, f in enumerate(occupied_flat.tolist())}
+    missing = [s for s, f in enumerate(chunk_flat.tolist()) if f not in at]
+    where = np.array([at.get(f, 0) for f in chunk_flat.tolist()], np.int64)
+    rows = np.array([counts[at[f]] if f in at else 0 for f in chunk_flat.tolist()], np.int64)
+    empty = missing[0] if missing else -1
+    return -1, chunk_flat, chunks.reshape(-1, len(shape)), slot.reshape(-1), where, rows, empty
+
+
+def radix_order(keys: np.ndarray) -> np.ndarray:
+    """Twin of :func:`zarr_vectors.kernels.radix_order.radix_order`: Python's stable sort
+    of the positions by key."""
+    return np.array(sorted(range(keys.shape[0]), key=lambda i: int(keys[i])), dtype=np.int64)

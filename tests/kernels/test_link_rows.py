@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tests.kernels import naive
 from tests.kernels.test_link_entries import Case, entry_runs
-from zarr_vectors.kernels.link_rows import cross_link_rows, link_result_rows
+from zarr_vectors.kernels.link_rows import cross_link_rows, link_result_rows, link_row_runs
 
 Runs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -93,3 +93,38 @@ def test_runs_that_do_not_hold_the_entries_are_refused() -> None:
         link_result_rows(
             np.zeros((3, 2)), [0], [2], local, local, sentinels=False, drop_rootless=False
         )
+
+
+@st.composite
+def fragment_refs(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """References to fragments of a few slots, each fragment's link rows one range (some
+    empty; fragments of a slot back to back or with gaps), named once or more, any order."""
+    n_slots = draw(st.integers(1, 4))
+    ranges: dict[tuple[int, int], tuple[int, int]] = {}
+    for s in range(n_slots):
+        row = 0
+        for f in range(draw(st.integers(1, 5))):
+            row += draw(st.integers(0, 2))  # a gap, or none: touching fragments
+            n = draw(st.integers(0, 3))
+            ranges[(s, f)] = (row, n)
+            row += n
+    keys = sorted(ranges)
+    picks = draw(st.lists(st.sampled_from(keys), min_size=0, max_size=12))
+    slot = np.array([k[0] for k in picks], dtype=np.int64)
+    fragment = np.array([k[1] for k in picks], dtype=np.int64)
+    starts = np.array([ranges[k][0] for k in picks], dtype=np.int64)
+    counts = np.array([ranges[k][1] for k in picks], dtype=np.int64)
+    return slot, fragment, starts, counts
+
+
+@settings(max_examples=200, deadline=None)
+@given(fragment_refs(), st.booleans())
+def test_link_row_runs_equal_the_twin(refs: tuple, wide: bool) -> None:
+    slot, fragment, starts, counts = refs
+    if wide and fragment.size:  # a sparse key range: the comparison sort
+        fragment = fragment * 100_003
+    got = link_row_runs(slot, fragment, starts, counts)
+    want = naive.link_row_runs(slot, fragment, starts, counts)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert not np.any((got[0][1:] == got[0][:-1]) & (got[1][1:] == got[2][:-1]))  # joined

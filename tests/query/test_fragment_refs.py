@@ -10,22 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.query._fragment_refs import FragmentTable, chunk_slots, slot_order
+from zarr_vectors.query._fragment_refs import (
+    FragmentTable,
+    joined_runs,
+    slot_order,
+)
 
 Array = np.ndarray[Any, Any]
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    cells=st.integers(1, 200_000),
-    picks=st.lists(st.integers(0, 10**9), min_size=0, max_size=60),
-)
-def test_chunk_slots_equal_unique_with_inverse(cells: int, picks: list[int]) -> None:
-    flat = np.asarray([p % cells for p in picks], dtype=np.int64)
-    chunks, slot = chunk_slots(flat, cells)
-    want_chunks, want_slot = np.unique(flat, return_inverse=True)
-    np.testing.assert_array_equal(chunks, want_chunks)
-    np.testing.assert_array_equal(slot, want_slot.reshape(-1))
 
 
 @st.composite
@@ -64,3 +55,25 @@ def test_rows_of_gathers_each_reference_and_refuses_a_missing_fragment() -> None
     assert sizes.tolist() == [4, 3, 0]
     with pytest.raises(CorruptChunkError, match=r"names fragment 3 of 3"):
         table.rows_of(np.array([1, 0]), np.array([0, 3]), chunks)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    pieces=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(1, 4)), min_size=0, max_size=12
+    )
+)
+def test_joined_runs_hold_the_same_rows_in_fewer_runs(pieces: list[tuple[int, int, int]]) -> None:
+    slot, start, stop, at = [], [], [], {}
+    for s, gap, n in sorted(pieces, key=lambda p: p[0]):  # ascending runs within a slot
+        first = at.get(s, 0) + gap
+        slot.append(s), start.append(first), stop.append(first + n)
+        at[s] = first + n
+    runs = [np.asarray(x, dtype=np.int64) for x in (slot, start, stop)]
+    j_slot, j_start, j_stop = joined_runs(*runs)
+
+    def rows(s: Array, a: Array, b: Array) -> list[tuple[int, int]]:
+        return [(int(k), r) for k, x, y in zip(s, a, b, strict=True) for r in range(x, y)]
+
+    assert rows(j_slot, j_start, j_stop) == rows(*runs)
+    assert not np.any((j_slot[1:] == j_slot[:-1]) & (j_start[1:] == j_stop[:-1]))

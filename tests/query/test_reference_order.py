@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.query._fragment_refs import distinct_ascending
-from zarr_vectors.query._object_plan import in_reference_order
+from zarr_vectors.query._object_plan import in_reference_order, reference_pieces
 
 Array = np.ndarray[Any, Any]
 
@@ -56,3 +56,21 @@ def test_distinct_ascending_equals_unique(values: list[int], dtype: Any) -> None
     want = np.unique(array)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(read_rows())
+def test_reference_pieces_place_rows_as_the_gather(case: tuple[Array, Array, Array]) -> None:
+    rows, starts, sizes = case
+    pieces = reference_pieces(starts, sizes, rows.shape[0])
+    want = rows[concat_ranges(starts, sizes)]
+    if pieces is None:
+        np.testing.assert_array_equal(rows, want)
+        return
+    src, dst, count = pieces
+    assert count.sum() == sizes.sum()
+    assert src.shape[0] <= starts.shape[0]
+    np.testing.assert_array_equal(dst, np.cumsum(count) - count)
+    np.testing.assert_array_equal(in_reference_order(rows, starts, sizes, pieces), want)
+    joined = rows[concat_ranges(src, count)]
+    np.testing.assert_array_equal(joined, want)

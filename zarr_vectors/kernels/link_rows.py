@@ -7,7 +7,8 @@ keys ``start[q] ... start[q] + length[q] - 1``, returned from result row ``resul
 vertex rows; mesh sentinels ``-(gid + 1)``, spec §9.6) into result rows, and drops a
 skeleton root's ``[root, -1]`` link, in one pass; :func:`cross_link_rows` picks the rows
 of ``cross_chunk_links`` (global ids, spec §9.11) whose first vertex is returned and turns
-both of their ids into result rows.
+both of their ids into result rows. :func:`link_row_runs` plans which ``links/0`` rows to
+read: those of every fragment referenced, each once, as joined runs.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.link_entries import DENSE_ENTRIES, DENSE_KEYS, span_bases, span_table
+from zarr_vectors.kernels.sorting import counting_sort
 
-__all__ = ["cross_link_rows", "link_result_rows"]
+__all__ = ["cross_link_rows", "link_result_rows", "link_row_runs"]
 
 I64 = npt.NDArray[np.int64]
 Runs = tuple[I64, I64, I64, I64]
@@ -251,22 +253,104 @@ def _cross_rows(
     table: I64, bounds: I64, start: I64, length: I64, result: I64, out: I64, mine: I64
 ) -> tuple[int, int]:
     lo, hi = bounds[0], bounds[bounds.shape[0] - 1]
-    runs = start[lo:hi]
-    at = np.searchsorted(runs, table[:, 0], side="right") - 1 + lo  # last run at or before
     w, bad = 0, -1
     for i in range(table.shape[0]):
-        first, q = table[i, 0], at[i]
-        if not (q >= lo and first < start[q] + length[q]):
-            continue
-        out[w, 0] = result[q] + first - start[q]
-        second = table[i, 1]
-        p = np.searchsorted(runs, second, side="right") - 1 + lo
-        if p >= lo and second < start[p] + length[p]:
-            out[w, 1] = result[p] + second - start[p]
-        else:
-            out[w, 1] = -1
-            if bad < 0:
+        for j in range(2):  # the first id, then (when it is returned) the second
+            v = table[i, j]
+            a, z = lo, hi  # the last run starting at or before v (lo - 1 if none), searched
+            while a < z:  # inline: numba's searchsorted of one value costs twice as much
+                mid = (a + z) // 2
+                if start[mid] <= v:
+                    a = mid + 1
+                else:
+                    z = mid
+            q = a - 1
+            held = q >= lo and v < start[q] + length[q]
+            if j == 0 and not held:
+                break
+            out[w, j] = result[q] + v - start[q] if held else -1
+            if not held and bad < 0:
                 bad = i
-        mine[w] = i
-        w += 1
+            if j == 1:
+                mine[w] = i
+                w += 1
     return w, bad
+
+
+_RUN_KEYS = (8, 65_536)
+""":func:`link_row_runs` orders ``n`` references by a counting sort over their ``k`` keys
+when ``k <= a * n + b``, else by a comparison sort (the same order)."""
+
+
+def link_row_runs(
+    ref_slot: npt.ArrayLike,
+    ref_fragment: npt.ArrayLike,
+    starts: npt.ArrayLike,
+    counts: npt.ArrayLike,
+) -> tuple[I64, I64, I64]:
+    """The link rows of the fragments some references name, each fragment once, as runs.
+
+    Reference ``i`` names fragment ``ref_fragment[i]`` of chunk slot ``ref_slot[i]``,
+    whose link rows are ``counts[i]`` rows from ``starts[i]`` (the same for every
+    reference to one fragment). The fragments are taken in (slot, fragment) order, those
+    without link rows left out, and a fragment's rows that start where the previous
+    fragment's of the same slot stop are joined to them.
+
+    Parameters
+    ----------
+    ref_slot, ref_fragment
+        ``(n,)`` non-negative integers.
+    starts, counts
+        ``(n,)`` integers.
+
+    Returns
+    -------
+    slot, start, stop : numpy.ndarray
+        ``(m,)`` int64 chunk slot, first row and stop row of every run.
+
+    Examples
+    --------
+    >>> slot, start, stop = link_row_runs(
+    ...     np.array([1, 0, 0, 1, 0]), np.array([0, 2, 0, 0, 1]),
+    ...     np.array([5, 7, 0, 5, 3]), np.array([2, 1, 3, 2, 0]))
+    >>> slot.tolist(), start.tolist(), stop.tolist()
+    ([0, 0, 1], [0, 7, 5], [3, 8, 7])
+    """
+    slot = np.ascontiguousarray(ref_slot, dtype=np.int64).reshape(-1)
+    fragment = np.ascontiguousarray(ref_fragment, dtype=np.int64).reshape(-1)
+    first = np.ascontiguousarray(starts, dtype=np.int64).reshape(-1)
+    size = np.ascontiguousarray(counts, dtype=np.int64).reshape(-1)
+    n = slot.shape[0]
+    if not n:
+        return slot, first, first + size
+    width = int(fragment.max()) + 1
+    keys = slot * width + fragment
+    total = int(keys.max()) + 1
+    per_key, slack = _RUN_KEYS
+    if total <= per_key * n + slack:
+        order = counting_sort(keys, total)[0]
+    else:
+        order = np.argsort(keys, kind="stable").astype(np.int64)
+    return _link_row_runs(order, keys, slot, first, size)
+
+
+@njit
+def _link_row_runs(order: I64, keys: I64, slot: I64, first: I64, size: I64) -> tuple[I64, I64, I64]:
+    n = order.shape[0]
+    out_slot = np.empty(n, np.int64)
+    out_start = np.empty(n, np.int64)
+    out_stop = np.empty(n, np.int64)
+    m = 0
+    for j in range(n):
+        i = order[j]
+        if j > 0 and keys[order[j - 1]] == keys[i]:
+            continue  # the same fragment again
+        if size[i] <= 0:
+            continue
+        a, b = first[i], first[i] + size[i]
+        if m > 0 and out_slot[m - 1] == slot[i] and out_stop[m - 1] == a:
+            out_stop[m - 1] = b
+            continue
+        out_slot[m], out_start[m], out_stop[m] = slot[i], a, b
+        m += 1
+    return out_slot[:m].copy(), out_start[:m].copy(), out_stop[:m].copy()

@@ -13,9 +13,15 @@ from typing import NamedTuple
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.kernels import counting_sort
+from zarr_vectors.kernels.radix_order import radix_order
 
-__all__ = ["FragmentTable", "chunk_slots", "dense_enough", "distinct_ascending", "slot_order"]
+__all__ = [
+    "FragmentTable",
+    "dense_enough",
+    "distinct_ascending",
+    "joined_runs",
+    "slot_order",
+]
 
 _DENSE = (8, 65_536)
 """A table of ``k`` dense keys is used for ``n`` items when ``k <= a * n + b``."""
@@ -31,39 +37,6 @@ def dense_enough(n_keys: int, n_items: int) -> bool:
     """
     per_item, slack = _DENSE
     return n_keys <= per_item * n_items + slack
-
-
-def chunk_slots(flat: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct flat chunk indices, ascending, and the slot of each of ``flat``.
-
-    Equal to ``np.unique(flat, return_inverse=True)``; a presence table over the grid's
-    ``n_cells`` chunks when they are few enough (no sort).
-
-    Parameters
-    ----------
-    flat
-        ``(n,)`` int64 flat chunk indices in ``[0, n_cells)``.
-    n_cells
-        Chunks of the grid.
-
-    Returns
-    -------
-    chunk_flat, slot : numpy.ndarray
-        ``(k,)`` distinct chunks and ``(n,)`` int64 index of each entry's chunk in them.
-
-    Examples
-    --------
-    >>> chunks, slot = chunk_slots(np.array([5, 2, 5, 9]), 10)
-    >>> chunks.tolist(), slot.tolist()
-    ([2, 5, 9], [1, 0, 1, 2])
-    """
-    if not dense_enough(n_cells, flat.shape[0]):
-        chunks, slot = np.unique(flat, return_inverse=True)
-        return chunks, slot.reshape(-1).astype(np.int64)
-    present = np.zeros(n_cells, dtype=bool)
-    present[flat] = True
-    rank = np.cumsum(present, dtype=np.int64) - 1
-    return np.flatnonzero(present), rank[flat]
 
 
 def distinct_ascending(values: np.ndarray) -> np.ndarray:
@@ -166,13 +139,19 @@ class FragmentTable(NamedTuple):
         return self.starts[at], self.sizes[at]
 
 
+_RADIX_KEYS = 2**32
+""":func:`slot_order` sorts by bytes when the keys are below this (four passes at most)."""
+
+
 def slot_order(slot: np.ndarray, starts: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The stable order of references by (chunk slot, first row).
 
     Equal to ``np.lexsort((starts, slot))``. One key per reference, ``first row of the
     slot's key range + start``, each slot's range one longer than its rows (a start may
-    equal the row count: an empty last fragment); a counting sort when the keys are few
-    enough (:func:`dense_enough`), a stable sort of the one key otherwise.
+    equal the row count: an empty last fragment); a radix sort of the keys by bytes when
+    they need at most four (:func:`~zarr_vectors.kernels.radix_order.radix_order`: a
+    counting sort's table over the ~50,000 keys of a box's chunks cost more than sorting
+    its ~3,000 references), a stable sort of the one key otherwise.
 
     Parameters
     ----------
@@ -201,6 +180,46 @@ def slot_order(slot: np.ndarray, starts: np.ndarray, rows: np.ndarray) -> np.nda
         return np.lexsort((starts, slot))
     keys = key_base[slot] + starts
     total = int(key_base[-1])
-    if dense_enough(total, keys.shape[0]):
-        return counting_sort(keys, total)[0]
+    if total <= _RADIX_KEYS:
+        return radix_order(keys, total)
     return np.argsort(keys, kind="stable")
+
+
+def joined_runs(
+    slot: np.ndarray, start: np.ndarray, stop: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row runs with each run that starts where the one before it in the same slot stops
+    joined to it: the same rows in the same order, in fewer runs (fewer pieces to plan and
+    copy when they are read).
+
+    Parameters
+    ----------
+    slot, start, stop
+        ``(m,)`` int64 chunk slot, first row and stop row of every run, in order.
+
+    Returns
+    -------
+    slot, start, stop : numpy.ndarray
+        The joined runs.
+
+    Examples
+    --------
+    >>> slot, start, stop = np.array([0, 0, 0, 1]), np.array([0, 4, 9, 9]), np.array([4, 7, 12, 10])
+    >>> s, a, b = joined_runs(slot, start, stop)
+    >>> s.tolist(), a.tolist(), b.tolist()
+    ([0, 0, 1], [0, 9, 9], [7, 12, 10])
+    """
+    n = start.shape[0]
+    if n < 2:
+        return slot, start, stop
+    head = np.empty(n, dtype=bool)
+    head[0] = True
+    np.not_equal(slot[1:], slot[:-1], out=head[1:])
+    head[1:] |= start[1:] != stop[:-1]
+    first = np.flatnonzero(head)
+    if first.shape[0] == n:
+        return slot, start, stop
+    last = np.empty_like(first)
+    last[:-1] = first[1:] - 1
+    last[-1] = n - 1
+    return slot[first], start[first], stop[last]

@@ -17,12 +17,14 @@ from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
 from zarr_vectors.kernels import counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
-from zarr_vectors.kernels.link_rows import cross_link_rows
+from zarr_vectors.kernels.link_rows import cross_link_rows, link_row_runs
 from zarr_vectors.kernels.read_plan import ReadPlan, read_plan
+from zarr_vectors.kernels.reference_chunks import ReferenceChunks, reference_chunks
 from zarr_vectors.query._fragment_refs import (
     FragmentTable,
-    chunk_slots,
+    dense_enough,
     distinct_ascending,
+    joined_runs,
     slot_order,
 )
 from zarr_vectors.query._held_rows import HeldRows, copy_held_rows, read_vertex_columns
@@ -39,7 +41,14 @@ from zarr_vectors.query._object_links import (
 from zarr_vectors.read import LevelReader, RowRuns
 from zarr_vectors.result import QueryResult
 
-__all__ = ["RANGE_GROUP", "ObjectPlan", "ObjectSource", "in_reference_order"]
+__all__ = [
+    "RANGE_GROUP",
+    "ObjectPlan",
+    "ObjectSource",
+    "Pieces",
+    "in_reference_order",
+    "reference_pieces",
+]
 
 
 class ObjectSource(Protocol):
@@ -68,15 +77,46 @@ RANGE_GROUP = 4
 at a time."""
 
 
-def in_reference_order(rows: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+Pieces = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Runs of rows to copy: the first source row, first destination row and rows of each."""
+
+
+def reference_pieces(starts: np.ndarray, sizes: np.ndarray, n_rows: int) -> Pieces | None:
+    """How :func:`in_reference_order` places ``n_rows`` read rows: None when they are in
+    reference order already, else the runs to copy, each reference that starts where the
+    one before it ends joined to it (fewer, longer copies).
+
+    Examples
+    --------
+    >>> src, dst, count = reference_pieces(np.array([4, 6, 0]), np.array([2, 1, 4]), 7)
+    >>> src.tolist(), dst.tolist(), count.tolist()
+    ([4, 0], [0, 3], [3, 4])
+    """
+    dest = np.cumsum(sizes) - sizes
+    if n_rows == int(sizes.sum()) and np.array_equal(starts, dest):
+        return None
+    if not starts.shape[0]:
+        return starts, dest, sizes
+    head = np.empty(starts.shape[0], dtype=bool)
+    head[0] = True
+    np.not_equal(starts[1:], starts[:-1] + sizes[:-1], out=head[1:])
+    first = np.flatnonzero(head)
+    return starts[first], dest[first], np.add.reduceat(sizes, first)
+
+
+def in_reference_order(
+    rows: np.ndarray, starts: np.ndarray, sizes: np.ndarray, pieces: Pieces | None = None
+) -> np.ndarray:
     """The read ``rows`` with reference ``r``'s ``sizes[r]`` rows from ``starts[r]`` placed
     one reference after another: the read rows themselves when they are in that order
-    already, else one copy of runs (not a per-row gather)."""
-    dest = np.cumsum(sizes) - sizes
-    if rows.shape[0] == int(sizes.sum()) and np.array_equal(starts, dest):
-        return rows
+    already, else one copy of runs (not a per-row gather); ``pieces``: those runs, when
+    :func:`reference_pieces` made them already (for several columns)."""
+    if pieces is None:
+        pieces = reference_pieces(starts, sizes, rows.shape[0])
+        if pieces is None:
+            return rows
     out = np.empty((int(sizes.sum()), *rows.shape[1:]), dtype=rows.dtype)
-    copy_row_runs(rows, starts, out, dest, sizes)
+    copy_row_runs(rows, pieces[0], out, pieces[1], pieces[2])
     return out
 
 
@@ -102,21 +142,17 @@ class ObjectPlan:
         self.dense = dense
         self.ref_object, ref_chunk, self.ref_fragment = refs
         grid_shape = tuple(int(g) for g in self.reader.grid.shape)
-        outside = np.any((ref_chunk < 0) | (ref_chunk >= self.reader.grid.shape), axis=1)
-        if outside.any():
-            bad = tuple(int(c) for c in ref_chunk[np.flatnonzero(outside)[0]])
+        occupied = self.reader.points.occupied_flat()  # ascending: C order
+        counts = self.reader.occupied_chunks(None, None)[1]
+        if dense_enough(math.prod(grid_shape), ref_chunk.shape[0]):
+            found = reference_chunks(ref_chunk, grid_shape, occupied, counts)
+        else:
+            found = _sparse_chunks(ref_chunk, grid_shape, occupied, counts)
+        if found.outside >= 0:
+            bad = tuple(int(c) for c in ref_chunk[found.outside])
             raise CorruptChunkError(f"a manifest names chunk {bad}, outside the grid {grid_shape}")
-        flat = (
-            np.ravel_multi_index(tuple(ref_chunk.T), grid_shape)
-            if ref_chunk.shape[0]
-            else np.empty(0, np.int64)
-        )
-        self.chunk_flat, self.ref_slot = chunk_slots(flat, math.prod(grid_shape))
-        self.chunks = (
-            np.stack(np.unravel_index(self.chunk_flat, grid_shape), axis=1)
-            .reshape(-1, len(grid_shape))
-            .astype(np.int64)
-        )
+        self.chunk_flat, self.ref_slot, self.chunks = found.chunk_flat, found.ref_slot, found.chunks
+        self._located = found
         self.order = np.empty(0, np.int64)
         self.chunk_keys = [tuple(c) for c in self.chunks.tolist()]
         self.where: np.ndarray | None = None  # set by _chunk_counts
@@ -176,7 +212,10 @@ class ObjectPlan:
         del held  # freed before the rest is read
         read = read_vertex_columns(self.reader, names, runs, copied, self.turns)
         del copied
-        return [in_reference_order(rows, buffer_start, sizes) for rows in read]
+        pieces = reference_pieces(buffer_start, sizes, read[0].shape[0])
+        if pieces is None:
+            return read
+        return [in_reference_order(rows, buffer_start, sizes, pieces) for rows in read]
 
     def _needed_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First row and row count of every reference, from only the fragments the
@@ -220,23 +259,11 @@ class ObjectPlan:
         return starts, sizes
 
     def _chunk_counts(self) -> np.ndarray:
-        found, counts = self.reader.occupied_chunks(
-            np.zeros(self.reader.grid.ndim, np.int64), self.reader.grid.shape
-        )
-        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
-        found_flat = (
-            np.ravel_multi_index(tuple(found.T), grid_shape)
-            if found.shape[0]
-            else np.empty(0, np.int64)
-        )
-        pos = np.searchsorted(found_flat, self.chunk_flat)
-        pos = np.minimum(pos, max(found_flat.shape[0] - 1, 0))
-        if self.chunk_flat.size and (
-            not found_flat.size or np.any(found_flat[pos] != self.chunk_flat)
-        ):
+        """Each chunk's row count, its position among the occupied chunks kept (``where``)."""
+        if self._located.empty >= 0:
             raise CorruptChunkError("a manifest names an empty chunk")
-        self.where = pos.astype(np.int64, copy=False)  # positions among the occupied chunks
-        return counts[pos] if self.chunk_flat.size else np.empty(0, np.int64)
+        self.where = self._located.where
+        return self._located.rows
 
     def _links(self, plan: ReadPlan) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The objects' links as result rows, and their per-link attributes (§9.12)."""
@@ -292,22 +319,16 @@ class ObjectPlan:
         some = stop > first
         chunk_rows = np.zeros(len(link_ranges), dtype=np.int64)
         np.add.at(chunk_rows, np.repeat(np.arange(len(link_ranges)), lengths), counts)
-        runs = RowRuns(chunks, frag_slot[some], first[some], stop[some], self.where)
-        return runs, chunk_rows
+        joined = joined_runs(frag_slot[some], first[some], stop[some])
+        return RowRuns(chunks, *joined, self.where), chunk_rows
 
     def _planned_link_runs(
         self, starts: np.ndarray, counts: np.ndarray, chunk_rows: np.ndarray
     ) -> tuple[RowRuns, np.ndarray]:
         """:meth:`_link_runs` from the link rows of every reference (``starts``,
         ``counts``: :meth:`_needed_rows`) and each slot's link rows: each fragment once."""
-        width = int(self.ref_fragment.max(initial=-1)) + 1
-        keys = self.ref_slot * width + self.ref_fragment.astype(np.int64)
-        pairs, first = np.unique(keys, return_index=True)
-        stop = starts[first] + counts[first]
-        some = stop > starts[first]
-        chunks = self.chunk_keys
-        slot, begin = pairs[some] // max(width, 1), starts[first][some]
-        return RowRuns(chunks, slot, begin, stop[some], self.where), chunk_rows
+        runs = link_row_runs(self.ref_slot, self.ref_fragment, starts, counts)
+        return RowRuns(self.chunk_keys, *runs, self.where), chunk_rows
 
     def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
         """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""
@@ -335,3 +356,29 @@ class ObjectPlan:
             name: self.objects.object_attribute(name)[self.dense]
             for name in self.objects.object_attribute_names
         }
+
+
+def _sparse_chunks(
+    ref_chunk: np.ndarray, grid_shape: tuple[int, ...], occupied: np.ndarray, counts: np.ndarray
+) -> ReferenceChunks:
+    """:func:`~zarr_vectors.kernels.reference_chunks.reference_chunks` for a grid of too
+    many chunks for a table over it (a sort of the references instead)."""
+    outside = np.any((ref_chunk < 0) | (ref_chunk >= np.array(grid_shape)), axis=1)
+    if outside.any():
+        e = np.empty(0, np.int64)
+        return ReferenceChunks(int(np.flatnonzero(outside)[0]), e, e, e, e, e, -1)
+    flat = np.ravel_multi_index(tuple(ref_chunk.T), grid_shape)
+    chunk_flat, slot = np.unique(flat, return_inverse=True)
+    chunks = np.stack(np.unravel_index(chunk_flat, grid_shape), axis=1).astype(np.int64)
+    pos = np.minimum(np.searchsorted(occupied, chunk_flat), max(occupied.shape[0] - 1, 0))
+    occupied_at = occupied[pos] if occupied.size else np.full(chunk_flat.shape[0], -1)
+    missing = np.flatnonzero(occupied_at != chunk_flat)
+    return ReferenceChunks(
+        -1,
+        chunk_flat.astype(np.int64),
+        chunks.reshape(-1, len(grid_shape)),
+        slot.reshape(-1).astype(np.int64),
+        pos.astype(np.int64),
+        counts[pos] if occupied.size else np.zeros(chunk_flat.shape[0], np.int64),
+        int(missing[0]) if missing.shape[0] else -1,
+    )

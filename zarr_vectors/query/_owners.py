@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import VERTICES
-from zarr_vectors.kernels import concat_ranges
+from zarr_vectors.kernels.owner_marks import fragments_met
 from zarr_vectors.query._fragment_refs import distinct_ascending
 from zarr_vectors.query._held_rows import HeldRows
 from zarr_vectors.query.regions import Region
 from zarr_vectors.read import ChunkRows, LevelReader, RowRuns
+from zarr_vectors.read.read_checks import RESTORE
 
 __all__ = ["OWNER_COLUMN", "owners_and_rows"]
 
@@ -23,18 +25,25 @@ OWNER_COLUMN = "__fragment_owner__"
 
 
 def owners_and_rows(
-    reader: LevelReader, region: Region, chunks: np.ndarray, counts: np.ndarray, inside: np.ndarray
+    reader: LevelReader,
+    region: Region,
+    met: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None],
 ) -> tuple[np.ndarray, HeldRows | None]:
-    """Dense ids, ascending, of the objects with a vertex in ``region`` among ``chunks``
-    (``counts`` rows each, ``inside`` the region whole or not), and the ``vertices`` rows
-    of the chunks not inside, as read (None when every chunk is inside)."""
+    """Dense ids, ascending, of the objects with a vertex in ``region`` among the chunks
+    ``met`` (:func:`~zarr_vectors.query.point_queries.chunks_met`: the chunks, their row
+    counts, whether the region covers each whole, and their positions among the occupied
+    chunks or None), and the ``vertices`` rows of the chunks not covered, as read (None
+    when every chunk is covered)."""
+    chunks, counts, inside, where = met
     cut = ~np.asarray(inside, dtype=bool)
     if reader.records:  # the partly covered chunks' vertices read next: their indexes now
         ranges = reader.fragment_ranges(
             chunks, counts, index_columns=[VERTICES], index_chunks=chunks[cut]
         )
         owners = np.concatenate(reader.fragment_owners(chunks))
-        positions, cached = _every_row(reader, chunks[cut], counts[cut])
+        positions, cached = _every_row(
+            reader, chunks[cut], counts[cut], None if where is None else where[cut]
+        )
     else:
         cached = False
         ranges = reader.fragment_ranges(chunks, counts, index_columns=())
@@ -47,16 +56,18 @@ def owners_and_rows(
 
 
 def _every_row(
-    reader: LevelReader, chunks: np.ndarray, counts: np.ndarray
+    reader: LevelReader, chunks: np.ndarray, counts: np.ndarray, where: np.ndarray | None
 ) -> tuple[np.ndarray, bool]:
-    """Every ``vertices`` row of ``chunks`` (of ``counts`` rows each), chunk after chunk,
-    read as row runs (:meth:`LevelReader.read_runs`: through the open store's cache of
-    decoded blocks), and whether they were read through that cache."""
+    """Every ``vertices`` row of ``chunks`` (of ``counts`` rows each, at positions
+    ``where`` among the occupied chunks, if known), chunk after chunk, read as row runs
+    (:meth:`LevelReader.read_runs`: through the open store's cache of decoded blocks), and
+    whether they were read through that cache."""
     if not chunks.shape[0]:
         return np.empty((0, reader.grid.ndim), dtype=reader.column_spec(VERTICES)[0]), False
     n = chunks.shape[0]
     slot = np.arange(n, dtype=np.int64)
-    runs = RowRuns([tuple(c) for c in chunks.tolist()], slot, np.zeros(n, np.int64), counts)
+    keys = [tuple(c) for c in chunks.tolist()]
+    runs = RowRuns(keys, slot, np.zeros(n, np.int64), counts.astype(np.int64, copy=False), where)
     return reader.read_runs([VERTICES], runs)[0], reader.runs_through_cache([VERTICES], runs)
 
 
@@ -95,19 +106,27 @@ def _owners(
     of the fragments holding a vertex in the region in the others, distinct, ascending.
 
     ``owners`` holds every chunk's fragment owners chunk after chunk, ``positions`` every
-    row of the partly covered chunks; one pass over all chunks at once.
+    row of the partly covered chunks; one kernel call over all chunks
+    (:func:`~zarr_vectors.kernels.owner_marks.fragments_met`).
     """
     n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
-    whole = np.repeat(np.asarray(inside, dtype=bool), n_fragments)
-    found = [owners[whole]]
-    part = np.flatnonzero(~np.asarray(inside, dtype=bool))
-    if part.shape[0]:
+    starts, sizes = (
+        np.concatenate([r[i] for r in ranges]).astype(np.int64, copy=False)
+        if ranges
+        else np.empty(0, np.int64)
+        for i in (0, 1)
+    )
+    inside = np.asarray(inside, dtype=bool)
+    if inside.all():
+        contained = np.empty(0, dtype=bool)
+    else:
         assert positions is not None
-        rows = np.flatnonzero(region.contains_points(positions))
-        row_base = np.cumsum(counts[part]) - counts[part]  # each partly covered chunk's
-        starts = np.concatenate([ranges[c][0] for c in part.tolist()]).astype(np.int64)
-        starts += np.repeat(row_base, n_fragments[part])  # ascending over those chunks
-        fragment = np.searchsorted(starts, rows, side="right") - 1
-        owner_at = concat_ranges((np.cumsum(n_fragments) - n_fragments)[part], n_fragments[part])
-        found.append(owners[owner_at[fragment]])
-    return distinct_ascending(np.concatenate(found))
+        contained = np.asarray(region.contains_points(positions), dtype=bool)
+    met, bad = fragments_met(
+        starts, sizes, n_fragments, inside, counts.astype(np.int64, copy=False), contained
+    )
+    if bad >= 0:
+        raise CorruptChunkError(
+            f"fragment {bad} of the chunks read does not lie in its chunk's rows: {RESTORE}"
+        )
+    return distinct_ascending(owners[met])

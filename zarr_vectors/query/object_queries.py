@@ -36,7 +36,7 @@ from zarr_vectors.query._object_plan import ObjectPlan
 from zarr_vectors.query._owners import OWNER_COLUMN, owners_and_rows
 from zarr_vectors.query.object_ids import group_key, requested_ids
 from zarr_vectors.query.object_results import repeated_objects
-from zarr_vectors.query.point_queries import chunks_meeting
+from zarr_vectors.query.point_queries import chunks_met
 from zarr_vectors.query.regions import BoxRegion, Region
 from zarr_vectors.read import LevelReader, check_global_shapes
 from zarr_vectors.result import QueryResult
@@ -379,12 +379,12 @@ class ObjectReader:
     def _owners_and_rows(self, region: Region) -> tuple[np.ndarray, HeldRows | None]:
         """:meth:`owners_in_region`, and the ``vertices`` rows of the chunks it decoded."""
         reader = self.reader
-        chunks, counts, inside = chunks_meeting(reader, region)
+        chunks, counts, inside, where = chunks_met(reader, region)
         if not chunks.shape[0]:
             return np.empty(0, np.int64), None
         if inside.all() and chunks.shape[0] == reader.occupied_chunks(None, None)[0].shape[0]:
             return self._filled(), None
-        return owners_and_rows(reader, region, chunks, counts, inside)
+        return owners_and_rows(reader, region, (chunks, counts, inside, where))
 
 
 def _is_run(dense: np.ndarray) -> bool:

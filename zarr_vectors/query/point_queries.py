@@ -32,6 +32,7 @@ from zarr_vectors.result import QueryResult
 
 __all__ = [
     "chunks_meeting",
+    "chunks_met",
     "every_chunk",
     "parse_bbox",
     "query_box",
@@ -274,6 +275,17 @@ def _query_box_points(reader: LevelReader, box: BoxRegion) -> QueryResult | None
         attributes={k: read[k] for k in reader.attribute_names},
         vertex_object_ids=read[OBJECT_ID_ATTRIBUTE] if reader.has_object_ids else None,
     )
+
+
+def chunks_met(
+    reader: LevelReader, region: Region
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """:func:`chunks_meeting`, and the chunks' positions among the occupied chunks
+    (:meth:`LevelReader.occupied_chunks` ``(None, None)``) when they are found with them:
+    a box's chunks are, by one kernel call over every occupied chunk; else None."""
+    if isinstance(region, BoxRegion) and not region.is_empty:
+        return _box_chunks(reader, region)
+    return (*chunks_meeting(reader, region), None)
 
 
 def _box_chunks(

@@ -30,6 +30,7 @@ memory.
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from collections.abc import Callable
@@ -37,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from zarr_vectors.kernels.bin_runs import copy_row_runs
+from zarr_vectors.kernels.slot_runs import copy_slot_runs
 from zarr_vectors.read import _read_plans as read_plans
 
 __all__ = ["DEFAULT_CACHE_BYTES", "BlockCache", "Decode", "SlotBlocks"]
@@ -240,7 +241,7 @@ class BlockCache:
         bool
             False, with nothing done, when the budget cannot hold the read's blocks.
         """
-        block_bytes = r * out.dtype.itemsize * int(np.prod(out.shape[1:], dtype=np.int64))
+        block_bytes = r * out.dtype.itemsize * math.prod(out.shape[1:])
         with self._lock:
             pool = self._pools.get(path)
             if pool is None:
@@ -260,8 +261,7 @@ class BlockCache:
                 every = np.empty(numbers.shape[0], dtype=np.int64)
                 every[hits], every[missing] = place, free
                 place = every
-            src, dst, count = _pieces(runs[0], runs[1], place, r)
-            copy_row_runs(pool.rows(out.dtype, out.shape[1:]), src, out, dst, count)
+            copy_slot_runs(pool.rows(out.dtype, out.shape[1:]), place, r, *runs, out)
             return True
 
     def _make_room(self, path: str, pool: _Pool, n: int) -> None:
@@ -318,29 +318,3 @@ def _release(pools: dict[str, _Pool]) -> None:
     for pool in pools.values():
         pool.release()
     pools.clear()
-
-
-def _pieces(
-    first: np.ndarray, length: np.ndarray, place: np.ndarray, r: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Runs of slot rows (``length[q]`` rows from ``first[q]``, ``r`` rows a slot) cut at
-    the slots' ends, as runs of pool rows (slot ``s`` at pool slot ``place[s]``): the
-    source row, destination row (the runs back to back) and length of every piece."""
-    if not length.all():
-        some = length > 0
-        first, length = first[some], length[some]
-    dest = np.cumsum(length, dtype=np.int64)
-    dest -= length
-    lo = first // r
-    within = first - lo * r  # each run's first row within its first block
-    if (within + length <= r).all():  # no run crosses a block's end (skeleton chunks: one block)
-        return place[lo] * r + within, dest, length
-    hi = (first + length - 1) // r
-    n = hi - lo + 1
-    run = np.repeat(np.arange(first.shape[0]), n)
-    k = np.arange(run.shape[0]) - np.repeat(np.cumsum(n) - n, n)
-    slot = lo[run] + k
-    start = np.where(k == 0, first[run] - slot * r, 0)
-    stop = np.where(slot == hi[run], first[run] + length[run] - slot * r, r)
-    dst = dest[run] + slot * r + start - first[run]
-    return place[slot] * r + start, dst, stop - start

@@ -190,6 +190,9 @@ class PointReads:
         self.indexed = set() if indexed is None else indexed
         self.bins: read_plans.BinTable | None = None  # by position among the occupied chunks
         self.tables: dict[tuple[str, ...], read_plans.BlockTable] = {}  # per column set
+        self.flat: np.ndarray | None = None  # flat index of each occupied chunk, by position
+        self.flat_order: np.ndarray | None = None  # the positions by ascending flat index
+        self.specs: dict[str, tuple[np.dtype[Any], tuple[int, ...]]] = {}  # column_spec
 
     @property
     def reader(self) -> LevelReader:
@@ -357,7 +360,8 @@ class PointReads:
             fetched = list(zip(plans, self._fetch_plans(table, plans), strict=True))
         out: list[np.ndarray] = []
         keep = every[:0]
-        kept = read_plans.SPARE.take(8 * n_slots * r)  # the rows kept (int64), one at most per row
+        # the rows kept (int64), one at most per row
+        kept = read_plans.SPARE.take(8 * n_slots * r if select is not None else 0)
         slots = (slot_where, slot_block)
         for k, name in enumerate(names):
             wanted = every if k == 0 or select is None else slots_holding(keep, n_slots, r)
@@ -448,13 +452,24 @@ class PointReads:
         cache = self.reader.blocks
         if cache is None or cache.budget <= 0 or select is not None or not slot_chunk.shape[0]:
             return [None] * len(names)
-        shape = tuple(int(g) for g in self.reader.grid.shape)
-        chunks = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, len(shape))
-        slot_flat = np.asarray(np.ravel_multi_index(tuple(chunks.T), shape))[slot_chunk]
+        if runs.where is not None:
+            slot_flat = self.occupied_flat()[runs.where[slot_chunk]]
+        else:
+            shape = tuple(int(g) for g in self.reader.grid.shape)
+            chunks = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, len(shape))
+            slot_flat = np.asarray(np.ravel_multi_index(tuple(chunks.T), shape))[slot_chunk]
         return [
             SlotBlocks(cache, self.reader.paths[name], slot_flat * layout.n_blocks + slot_block)
             for layout, name in zip(self._layouts(names), names, strict=True)
         ]
+
+    def occupied_flat(self) -> np.ndarray:
+        """The flat index of every occupied chunk, by position (made once)."""
+        if self.flat is None:
+            coords, _ = self.reader.occupied_chunks(None, None)
+            shape = tuple(int(g) for g in self.reader.grid.shape)
+            self.flat = np.ravel_multi_index(tuple(coords.T), shape).astype(np.int64)
+        return self.flat
 
     def _cached_runs(
         self,
@@ -468,9 +483,11 @@ class PointReads:
         """Every row of ``runs`` (starting at slot rows ``run_row``) in column ``name``,
         through the cache (``decode`` decodes its missing blocks into it); None when the
         cache cannot hold the read's blocks."""
-        dtype, row_shape = self.reader.column_spec(name)
+        spec = self.specs.get(name)
+        if spec is None:
+            spec = self.specs[name] = self.reader.column_spec(name)
         lengths = runs.stop - runs.start
-        out = np.empty((int(lengths.sum()), *row_shape), dtype=dtype)
+        out = np.empty((int(lengths.sum()), *spec[1]), dtype=spec[0])
         return out if column.read_runs(r, (run_row, lengths), out, decode) else None
 
     def _read_in_turns(
@@ -542,13 +559,14 @@ class PointReads:
     def _positions(self, chunks: Sequence[tuple[int, ...]]) -> np.ndarray:
         """Positions of occupied chunks (zarr indices; occupied ones only) in
         :meth:`LevelReader.occupied_chunks` ``(None, None)``."""
-        coords, _ = self.reader.occupied_chunks(None, None)
         if not chunks:
             return np.empty(0, dtype=np.int64)
+        flat = self.occupied_flat()
+        if self.flat_order is None:
+            self.flat_order = np.argsort(flat, kind="stable")
         shape = tuple(int(g) for g in self.reader.grid.shape)
-        flat = np.ravel_multi_index(tuple(coords.T), shape)
         wanted = np.ravel_multi_index(tuple(np.asarray(chunks, dtype=np.int64).T), shape)
-        order = np.argsort(flat, kind="stable")
+        order = self.flat_order
         found: np.ndarray = order[np.searchsorted(flat, wanted, sorter=order)]
         return found.astype(np.int64)
 

@@ -677,8 +677,8 @@ class LevelReader:
         missing = [k[1] for k in dict.fromkeys(keys) if k not in self._ranges]
         if self.kind == POINT_CLOUD:
             self._fetch_ranges(name, missing, index_columns, indexed, dense_fragments)
-        else:  # held unparsed too, for the reads by id (needed_ranges)
-            stored = self._stored_blob(name)
+        elif missing or not self._indexes_held(index_columns, indexed):
+            stored = self._stored_blob(name)  # held unparsed too, for needed_ranges
             self._fetch_held(stored, missing, index_columns, indexed)
             self._decode_held(stored, missing)
         for k in dict.fromkeys(keys):  # most recently used last (see trim_ranges)
@@ -835,9 +835,9 @@ class LevelReader:
         """
         keys = [tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
         link: NeededCounts | None = None  # the link blobs of a level without records
-        if self.records:  # the row columns' shard indexes in the same wave
+        if self.records:  # the link columns' shard indexes in the same wave
             linked = self._link_columns() if links else ()
-            self._fetch_held(FRAGMENT_RECORDS, keys, self.vertex_columns, keys, linked)
+            self._hold_blobs(FRAGMENT_RECORDS, keys, self.vertex_columns, linked)
             buffer, begins, ends, where = self.held.joined(FRAGMENT_RECORDS, keys)
             found = needed_record_ranges(buffer, begins, ends, need, where, links)
             extent = found.vertex_rows
@@ -881,9 +881,34 @@ class LevelReader:
     ) -> NeededCounts:
         """:func:`~zarr_vectors.read.blob_batches.needed_counts_ranges` of the blobs of
         array ``name`` of the chunks ``keys`` (fetched when not held)."""
-        self._fetch_held(name, keys, index_columns, keys)
+        self._hold_blobs(name, keys, index_columns)
         buffer, begins, ends, where = self.held.joined(name, keys)
         return needed_counts_ranges(buffer, begins, ends, need, where, _blob_ranges)
+
+    def _hold_blobs(
+        self,
+        name: str,
+        keys: list[tuple[int, ...]],
+        index_columns: Sequence[str],
+        with_missing: Sequence[str] = (),
+    ) -> None:
+        """Hold the blobs of array ``name`` of the chunks ``keys``, with the shard indexes
+        of ``index_columns`` for them, and of ``with_missing`` when a blob is fetched
+        (:meth:`_fetch_held`); nothing is planned when every blob is held and the row reads
+        hold those indexes already (``points.indexed``, as a repeated read finds them)."""
+        if not self.held.missing(name, keys) and self._indexes_held(index_columns, keys):
+            return
+        self._fetch_held(name, keys, index_columns, keys, with_missing)
+
+    def _indexes_held(self, columns: Sequence[str], chunks: list[tuple[int, ...]]) -> bool:
+        """Whether the row reads hold the shard indexes of ``columns`` for every chunk of
+        ``chunks`` already (``points.indexed``: learned together, as a repeated read of
+        these columns finds them), so that no fetch of them need be planned."""
+        if not columns:
+            return True
+        indexed = self.points.indexed
+        names = tuple(columns)
+        return all((chunk, *names) in indexed for chunk in chunks)
 
     def fragment_owners(self, chunks: np.ndarray) -> list[np.ndarray]:
         """The owner object of every fragment of each chunk, from the chunks' fragment
@@ -1160,7 +1185,11 @@ class LevelReader:
             return self.read_many([(name, wanted) for name in names])
         found = self.points.read_selected(names, runs, None, rows, turns=turns)
         if VERTICES in names:
-            coords = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
+            coords = (
+                np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
+                if runs.where is None
+                else self.occupied_chunks(None, None)[0][runs.where]
+            )
             placed = PlacementRuns(coords, runs.chunk, runs.start, lengths)
             where = self.paths[VERTICES]
             check_placement(found[names.index(VERTICES)], placed, self.grid, None, where)
