@@ -310,6 +310,8 @@ def nth_of_its_id(k: Array, seen: Array) -> Array:
     nth[order] = np.arange(grouped.shape[0]) - np.repeat(begins, sizes) + seen[grouped]
     seen[grouped[begins]] += sizes
     return nth
+
+
 def copy_slot_runs(
     blocks: np.ndarray, place: np.ndarray, r: int, first: np.ndarray, length: np.ndarray
 ) -> np.ndarray:
