@@ -21,13 +21,13 @@ import google_crc32c
 import numpy as np
 from numcodecs import Blosc, blosc
 
-from zarr_vectors.errors import CorruptChunkError, MetadataError, MisplacedChunkError
+from zarr_vectors.errors import MetadataError
 from zarr_vectors.format.jsonutil import as_int_list
 from zarr_vectors.format.layout import sharding_problems
-from zarr_vectors.format.place import PLACE_NBYTES, data_type_name, place_problem, place_record
-from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks
-from zarr_vectors.store import native_blocks
-from zarr_vectors.store.zstd_contexts import zstd_context
+from zarr_vectors.format.place import PLACE_NBYTES, data_type_name
+from zarr_vectors.store import block_decoding, native_blocks, shard_assembly
+from zarr_vectors.store.plain_chunks import decode_plain_chunks, plain_chunk_keys
+from zarr_vectors.store.shard_assembly import CRC_BYTES, MISSING, shard_tail
 
 __all__ = [
     "RowLayout",
@@ -40,16 +40,11 @@ __all__ = [
 ShardIndex = np.ndarray | Sequence[Sequence[int]]
 """A decoded shard index: the ``(n_blocks, 2)`` array or its ``tolist()`` (faster to index)."""
 
-_MISSING = np.uint64(2**64 - 1)
-_MISSING_INT = 2**64 - 1
 _BLOSC_SHUFFLE = {
     "noshuffle": Blosc.NOSHUFFLE,
     "shuffle": Blosc.SHUFFLE,
     "bitshuffle": Blosc.BITSHUFFLE,
 }
-_CRC_BYTES = 4
-_CRC_RESIDUE = CRC_RESIDUE
-_BLOSC_HEADER_BYTES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,19 +112,13 @@ class RowLayout:
         shard and per block: properties recomputed them at every use)."""
         n_blocks = self.n_max // self.rows_per_block
         per_shard = math.prod(self.shard_chunks) if self.shard_chunks else 1
-        index = 16 * n_blocks * per_shard + _CRC_BYTES
+        index = 16 * n_blocks * per_shard + CRC_BYTES
         object.__setattr__(self, "n_blocks", n_blocks)
         object.__setattr__(self, "row_nbytes", self.dtype.itemsize * math.prod(self.row_shape))
         object.__setattr__(self, "chunks_per_shard", per_shard)
         object.__setattr__(self, "index_nbytes", index)
         object.__setattr__(self, "tail_nbytes", index + (PLACE_NBYTES if self.placed else 0))
         object.__setattr__(self, "type_name", data_type_name(self.dtype))
-
-    def _tail(self, index_bytes: bytes, key: str) -> bytes:
-        """The bytes after the row blocks of the shard at ``key``: place record, index, CRC."""
-        crc: bytes = google_crc32c.value(index_bytes).to_bytes(_CRC_BYTES, "little")
-        record = place_record(key, self.type_name) if self.placed else b""
-        return b"".join([record, index_bytes, crc])
 
     def shard_of(self, chunk: np.ndarray | Sequence[int]) -> np.ndarray:
         """Index of the shard holding spatial chunk ``chunk`` (grid index)."""
@@ -179,11 +168,11 @@ class RowLayout:
         if packed is None:
             return self.assemble_shard([(0, self.encode_blocks(rows))], key)
         body, lengths = packed
-        index = np.full((self.n_blocks, 2), _MISSING, dtype="<u8")
+        index = np.full((self.n_blocks, 2), MISSING, dtype="<u8")
         ends = np.cumsum(lengths)
         index[: lengths.shape[0], 0] = ends - lengths
         index[: lengths.shape[0], 1] = lengths
-        return body + self._tail(index.tobytes(), key)
+        return body + shard_tail(self, index.tobytes(), key)
 
     def encode_blocks(self, rows: np.ndarray) -> list[bytes]:
         """Encode rows ``[0, n)`` of one spatial chunk as its stored row blocks.
@@ -212,7 +201,7 @@ class RowLayout:
             if block.shape[0] < r:
                 block = _pad_rows(block, r, self.fill)
             encoded = block.tobytes() if compress is None else compress(block.view(items))
-            blocks.append(encoded + google_crc32c.value(encoded).to_bytes(_CRC_BYTES, "little"))
+            blocks.append(encoded + google_crc32c.value(encoded).to_bytes(CRC_BYTES, "little"))
         return blocks
 
     def encode_chunks_blocks(self, chunks: Sequence[np.ndarray]) -> list[list[bytes]]:
@@ -264,10 +253,10 @@ class RowLayout:
         firsts = np.cumsum(counts) - counts
         locals_ = np.fromiter((local for local, _ in chunks), np.int64, len(chunks))
         slots = np.arange(lengths.shape[0]) + np.repeat(locals_ * self.n_blocks - firsts, counts)
-        index = np.full((self.chunks_per_shard * self.n_blocks, 2), _MISSING, dtype="<u8")
+        index = np.full((self.chunks_per_shard * self.n_blocks, 2), MISSING, dtype="<u8")
         index[slots, 0] = np.cumsum(lengths) - lengths
         index[slots, 1] = lengths
-        return body + self._tail(index.tobytes(), key)
+        return body + shard_tail(self, index.tobytes(), key)
 
     def _encode_chunks_natively(
         self, chunks: Sequence[np.ndarray]
@@ -321,465 +310,21 @@ class RowLayout:
             tail = _pad_rows(tail, r, self.fill)
         return native_blocks.encode_natively(data, r, tail, self._codec(), native)
 
-    def assemble_shard(self, chunks: Sequence[tuple[int, list[bytes]]], key: str) -> bytes:
-        """Shard bytes from the encoded row blocks of the spatial chunks it holds.
+    # The bytes after the row blocks, and shards assembled from stored blocks.
+    assemble_shard = shard_assembly.assemble_shard
+    decode_index = shard_assembly.decode_index
+    reindex_shard = shard_assembly.reindex_shard
+    placed_shard = shard_assembly.placed_shard
+    chunk_blocks = shard_assembly.chunk_blocks
 
-        Parameters
-        ----------
-        chunks
-            ``(local chunk position, blocks)`` per occupied chunk of the shard (see
-            :meth:`local_chunk`, :meth:`encode_blocks`); blocks are stored in this order,
-            and every block not given is marked missing in the index.
-        key
-            The store key the shard is written to, bound into its place record.
-
-        Returns
-        -------
-        bytes
-            The row blocks back to back, the place record (when :attr:`placed`), then the
-            index (``uint64`` offset and length per (chunk, block) in C order, ``2**64-1``
-            for blocks not stored) and its CRC32C.
-        """
-        index = np.full((self.chunks_per_shard * self.n_blocks, 2), _MISSING, dtype="<u8")
-        parts: list[bytes] = []
-        offset = 0
-        for local, blocks in chunks:
-            for b, encoded in enumerate(blocks):
-                parts.append(encoded)
-                index[local * self.n_blocks + b] = (offset, len(encoded))
-                offset += len(encoded)
-        parts.append(self._tail(index.tobytes(), key))
-        return b"".join(parts)
-
-    def decode_index(self, tail: bytes, where: str) -> np.ndarray:
-        """Decode and verify the shard index (and place record) from the last bytes of a shard.
-
-        Parameters
-        ----------
-        tail
-            At least the last :attr:`tail_nbytes` bytes of the shard.
-        where
-            The key the shard was read from (relative to the store root): the place
-            record must name it.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(chunks_per_shard * n_blocks, 2)`` uint64 array of (offset, nbytes) per (chunk,
-            block) in C order; missing blocks hold 2**64-1. With one chunk per shard these
-            are the chunk's entries; otherwise take them with :meth:`chunk_entries`.
-
-        Raises
-        ------
-        CorruptChunkError
-            When the shard is too short or its index fails its checksum.
-        MisplacedChunkError
-            When the layout is :attr:`placed` and the place record is missing, damaged or
-            names another key: the file belongs elsewhere.
-        """
-        if len(tail) < self.tail_nbytes:
-            raise CorruptChunkError(
-                f"{where}: shard is {len(tail)} bytes, shorter than its "
-                f"{self.tail_nbytes}-byte index"
-            )
-        raw = tail[len(tail) - self.index_nbytes :]
-        body, crc = raw[:-_CRC_BYTES], raw[-_CRC_BYTES:]
-        if google_crc32c.value(body) != int.from_bytes(crc, "little"):
-            raise CorruptChunkError(f"{where}: shard index checksum mismatch")
-        if self.placed:
-            at = len(tail) - self.tail_nbytes  # >= 0: the length was checked above
-            expected = place_record(where, self.type_name)
-            if not tail.startswith(expected, at):  # compared in place, without a copy
-                problem = place_problem(tail[at : at + PLACE_NBYTES], where, self.type_name)
-                raise MisplacedChunkError(f"{where}: the file {problem}")
-        return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
-
-    def reindex_shard(self, shard: bytes, to: RowLayout, where: str, key: str) -> bytes:
-        """The same shard for a layout with another ``N_max`` (its index resized), stored at
-        ``key`` (its place record rewritten).
-
-        Row blocks do not depend on ``N_max`` nor on the key, so only the bytes after them
-        change: the result is what :meth:`encode_shard` of ``to`` gives for the same rows
-        at ``key``.
-
-        Parameters
-        ----------
-        shard
-            A shard of this layout.
-        to
-            The new layout (same dtype, row shape, ``R`` and codec).
-        where
-            The key the shard was read from (its place record must name it).
-        key
-            The key the result is written to.
-
-        Raises
-        ------
-        CorruptChunkError
-            When the index does not decode or holds blocks beyond ``to``'s row count.
-        MisplacedChunkError
-            When the shard's place record does not name ``where``.
-        """
-        if self.chunks_per_shard != 1 or to.chunks_per_shard != 1:
-            raise ValueError("reindex_shard is for one chunk per shard")
-        index = self.decode_index(shard, where)
-        if (to.n_blocks, to.placed, key) == (self.n_blocks, self.placed, where):
-            return shard
-        stored = np.flatnonzero(index[:, 0] != _MISSING)
-        if stored.size and int(stored[-1]) >= to.n_blocks:
-            raise CorruptChunkError(f"{where}: row block {int(stored[-1])} lies beyond N_max")
-        resized = np.full((to.n_blocks, 2), _MISSING, dtype="<u8")
-        keep = min(self.n_blocks, to.n_blocks)
-        resized[:keep] = index[:keep]
-        return bytes(shard[: len(shard) - self.tail_nbytes]) + to._tail(resized.tobytes(), key)
-
-    def placed_shard(self, shard: bytes, key: str) -> bytes:
-        """The shard ``shard`` of this layout, which has no place records (format 1.0 or
-        1.1), with the place record of ``key`` added before its index (spec §9.0.2).
-
-        The row blocks and the index stay as they are (no index entry points past the row
-        blocks), so the result is what the encoders of the same layout with ``placed``
-        give for the same rows at ``key``.
-
-        Raises
-        ------
-        ValueError
-            When the layout already has place records.
-        CorruptChunkError
-            When the shard is too short or its index fails its checksum.
-        """
-        if self.placed:
-            raise ValueError("placed_shard is for a layout without place records")
-        self.decode_index(shard, key)  # the index is intact before anything is added
-        cut = len(shard) - self.index_nbytes
-        return b"".join([shard[:cut], place_record(key, self.type_name), shard[cut:]])
-
-    def chunk_blocks(
-        self, shard: bytes, chunk: np.ndarray | Sequence[int], stored: int, where: str
-    ) -> list[bytes]:
-        """The stored row blocks of one spatial chunk, as bytes, copied out of its shard.
-
-        They go into another shard unchanged (:meth:`assemble_shard`): a row block does not
-        depend on ``N_max`` nor on the other chunks of its shard.
-
-        Parameters
-        ----------
-        shard
-            The whole shard holding ``chunk``.
-        chunk
-            Grid index of the spatial chunk.
-        stored
-            Rows the chunk holds: its blocks ``0 .. ceil(stored / R) - 1`` must be stored,
-            and no other.
-        where
-            The shard's key, for error messages.
-
-        Raises
-        ------
-        CorruptChunkError
-            When the index does not decode, the chunk's blocks are not the ones its row
-            count needs, or a block fails its checksum.
-        """
-        entries = self.chunk_entries(self.decode_index(shard, where), chunk).tolist()
-        wanted = -(-stored // self.rows_per_block)
-        present = [b for b, (offset, _) in enumerate(entries) if offset != _MISSING_INT]
-        if present != list(range(wanted)):
-            raise CorruptChunkError(
-                f"{where}: chunk {list(map(int, chunk))} stores row blocks {present}, but "
-                f"its {stored} rows need blocks 0 to {wanted - 1}"
-            )
-        end = len(shard) - self.tail_nbytes
-        blocks = []
-        for b, (offset, nbytes) in enumerate(entries[:wanted]):
-            if offset + nbytes > end:
-                raise CorruptChunkError(f"{where}: row block {b} lies beyond the shard's data")
-            block = bytes(shard[offset : offset + nbytes])
-            if google_crc32c.value(block) != _CRC_RESIDUE:
-                raise CorruptChunkError(f"{where}: row block {b} fails its checksum")
-            blocks.append(block)
-        return blocks
-
-    def block_span(self, index: ShardIndex, first: int, stop: int, where: str) -> tuple[int, int]:
-        """Byte span ``[start, end)`` of the shard holding row blocks ``first .. stop-1``.
-
-        Blocks may be stored in any order; the span runs from the lowest offset to the
-        highest end among them.
-
-        Parameters
-        ----------
-        index
-            The shard index (:meth:`decode_index`, or its ``tolist()``).
-
-        Raises
-        ------
-        CorruptChunkError
-            When a needed block is missing.
-        """
-        start, end = _MISSING_INT, 0
-        for b in range(first, stop):
-            offset, nbytes = int(index[b][0]), int(index[b][1])
-            if offset == _MISSING_INT or nbytes == _MISSING_INT:
-                raise CorruptChunkError(f"{where}: row block {b} is missing from the shard")
-            start, end = min(start, offset), max(end, offset + nbytes)
-        return start, end
-
-    def decode_rows_into(
-        self,
-        payload: bytes,
-        index: ShardIndex,
-        base: int,
-        rows: tuple[int, int],
-        out: np.ndarray,
-        where: str,
-    ) -> None:
-        """Decode rows ``[start, stop)`` of a shard into ``out`` (``stop - start`` rows).
-
-        Parameters
-        ----------
-        payload
-            Bytes of the shard from byte ``base`` on (see :meth:`block_span`); they must
-            cover every block holding the rows.
-        index
-            The shard index (:meth:`decode_index`, or its ``tolist()``).
-        base
-            Offset of ``payload`` in the shard.
-        rows
-            ``(start, stop)`` row range to decode.
-        out
-            Destination, shape ``(stop - start, *row_shape)``.
-        where
-            The shard's key, for error messages.
-        """
-        start, stop = rows
-        if stop <= start:
-            return
-        r = self.rows_per_block
-        first, last = start // r, (stop - 1) // r
-        stored = self.dtype.newbyteorder("<")
-        if start == first * r and out.dtype == stored and out.flags.c_contiguous:
-            # Whole blocks straight into out; a last block of fewer rows through a scratch.
-            whole_stop = last + 1 if stop == (last + 1) * r else last
-            done = (whole_stop - first) * r
-            if done:
-                blocks = range(first, whole_stop)
-                self.decode_blocks_into(payload, index, base, blocks, out[:done], where)
-            if done < out.shape[0]:
-                tail = np.empty((r, *self.row_shape), dtype=stored)
-                self.decode_blocks_into(payload, index, base, [last], tail, where)
-                out[done:] = tail[: out.shape[0] - done]
-            return
-        blocks = range(first, last + 1)
-        whole = np.empty((len(blocks) * r, *self.row_shape), dtype=stored)
-        self.decode_blocks_into(payload, index, base, blocks, whole, where)
-        out[...] = whole[start - first * r : stop - first * r]
-
-    def decode_blocks_into(
-        self,
-        payload: bytes,
-        index: ShardIndex,
-        base: int,
-        blocks: Sequence[int],
-        out: np.ndarray,
-        where: str,
-    ) -> None:
-        """Decode whole row blocks ``blocks`` of a shard back to back into ``out``.
-
-        Parameters
-        ----------
-        payload, index, base
-            As :meth:`decode_rows_into`.
-        blocks
-            Block numbers to decode, in the order they go to ``out``.
-        out
-            Destination, shape ``(len(blocks) * R, *row_shape)``.
-        where
-            The shard's key, for error messages.
-        """
-        self.decode_block_groups_into([(payload, base, blocks)], index, out, where)
-
-    def locate_blocks(
-        self, nbytes: int, base: int, index: ShardIndex, blocks: Sequence[int], where: str
-    ) -> list[tuple[int, int]]:
-        """Where row blocks lie in fetched bytes of a shard.
-
-        Parameters
-        ----------
-        nbytes, base
-            The fetched bytes: ``nbytes`` bytes of the shard from byte ``base`` on.
-        index
-            The shard index (:meth:`decode_index`, or its ``tolist()``).
-        blocks
-            Block numbers.
-        where
-            The shard's key, for error messages.
-
-        Returns
-        -------
-        list of (int, int)
-            Per block, its start in the fetched bytes and its stored size; ``(-1, 0)`` for
-            a block lying outside them.
-
-        Raises
-        ------
-        CorruptChunkError
-            When a block is missing from the index.
-        """
-        out = []
-        for b in blocks:
-            offset, size = int(index[b][0]), int(index[b][1])
-            if offset == _MISSING_INT or size == _MISSING_INT:
-                raise CorruptChunkError(f"{where}: row block {b} is missing from the shard")
-            start = offset - base
-            out.append((start, size) if start >= 0 and start + size <= nbytes else (-1, 0))
-        return out
-
-    def decode_block_groups_into(
-        self,
-        parts: Sequence[tuple[bytes, int, Sequence[int]]],
-        index: ShardIndex,
-        out: np.ndarray,
-        where: str,
-    ) -> None:
-        """Decode the row blocks of several fetched byte ranges of one shard back to back
-        into ``out``, by one native call where possible (:meth:`decode_blocks_at`).
-
-        Parameters
-        ----------
-        parts
-            ``(payload, base, blocks)``: bytes of the shard from byte ``base`` on, and the
-            numbers of the whole row blocks they hold, in the order they go to ``out``.
-        index
-            The shard index (:meth:`decode_index`, or its ``tolist()``).
-        out
-            Destination, shape ``(total blocks * R, *row_shape)``.
-        where
-            The shard's key, for error messages.
-
-        Raises
-        ------
-        CorruptChunkError
-            When a block is missing from the index, lies outside its bytes, or fails a
-            check (checksum, Blosc header, decoded size).
-        """
-        numbers, starts, lengths = [], [], []
-        total = sum(len(payload) for payload, _, _ in parts)
-        at = 0
-        for payload, base, blocks in parts:
-            for b, (start, nbytes) in zip(
-                blocks, self.locate_blocks(len(payload), base, index, blocks, where), strict=True
-            ):
-                numbers.append(b)
-                starts.append(at + start if start >= 0 else total)  # outside: the kernel refuses
-                lengths.append(nbytes)
-            at += len(payload)
-        joined = parts[0][0] if len(parts) == 1 else b"".join(p for p, _, _ in parts)
-        self.decode_blocks_at(
-            np.frombuffer(joined, dtype=np.uint8),
-            np.array(starts, dtype=np.int64),
-            np.array(lengths, dtype=np.int64),
-            np.arange(len(numbers), dtype=np.int64),
-            out,
-            lambda i: (numbers[i], where),
-        )
-
-    def decode_block_into(self, raw: bytes, b: int, where: str, out: np.ndarray) -> None:
-        """Decode one stored row block (exactly its bytes, CRC32C included) into ``out``.
-
-        The checksum is verified over the whole stored block (the CRC32C of data followed
-        by its own little-endian CRC32C is a fixed residue), so the body is never copied.
-
-        Parameters
-        ----------
-        raw
-            The block's stored bytes, checksum included.
-        b
-            The block's number, for error messages.
-        where
-            The shard's key, for error messages.
-        out
-            C-contiguous destination of exactly ``R`` rows (``R * row_nbytes`` bytes).
-
-        Raises
-        ------
-        CorruptChunkError
-            When the checksum, the Blosc header or the decoded size is wrong.
-        """
-        if len(raw) < _CRC_BYTES:
-            raise CorruptChunkError(
-                f"{where}: row block {b}: {len(raw)} bytes, too short for its checksum"
-            )
-        if google_crc32c.value(raw) != _CRC_RESIDUE:
-            raise CorruptChunkError(
-                f"{where}: row block {b}: checksum mismatch (the stored bytes are damaged)"
-            )
-        body = memoryview(raw)[:-_CRC_BYTES]
-        expected = self.rows_per_block * self.row_nbytes
-        if self.blosc is None:
-            if len(body) != expected:
-                raise CorruptChunkError(
-                    f"{where}: row block {b} holds {len(body)} bytes, expected {expected}"
-                )
-            out.reshape(-1).view(np.uint8)[:] = np.frombuffer(body, dtype=np.uint8)
-            return
-        _check_blosc_header(body, expected, where, b)
-        try:
-            blosc.decompress(body, out)
-        except (RuntimeError, ValueError, TypeError) as exc:
-            raise CorruptChunkError(f"{where}: row block {b} does not decode ({exc})") from exc
-
-    def decode_blocks_at(
-        self,
-        buffer: np.ndarray,
-        starts: np.ndarray,
-        lengths: np.ndarray,
-        slots: np.ndarray,
-        out: np.ndarray,
-        describe: Callable[[int], tuple[int, str]],
-    ) -> None:
-        """Decode stored row blocks lying in ``buffer`` into their slots of ``out``.
-
-        Blocks are decoded by one native kernel call when the C functions are available
-        (:mod:`~zarr_vectors.store.native_blocks`), else one by one; a block failing a
-        check is decoded by :meth:`decode_block_into`, which raises its precise error. A
-        large batch is shared with a helper thread when a CPU is idle.
-
-        Parameters
-        ----------
-        buffer
-            uint8 bytes holding the stored blocks.
-        starts, lengths
-            ``(k,)`` where each stored block lies in ``buffer`` (checksum included).
-        slots
-            ``(k,)`` the slot of ``out`` each block decodes to.
-        out
-            C-contiguous destination: slot ``s`` is rows ``[s*R, (s+1)*R)``.
-        describe
-            ``describe(i)``: block ``i``'s number and shard key, asked only when it fails a
-            check (for the error message).
-
-        Raises
-        ------
-        CorruptChunkError
-            When a block's checksum, Blosc header or decoded size is wrong.
-        """
-        flat = out.reshape(-1).view(np.uint8)
-        size = self.rows_per_block * self.row_nbytes
-        first = 0
-        native = native_blocks.native_block_functions()
-        if native is not None:
-            compressed = self.blosc is not None
-            failed = native_blocks.decode_natively(
-                buffer, starts, lengths, slots, flat, size, compressed, native, zstd_context
-            )
-            if failed < 0:
-                return
-            first = failed
-        for i in range(first, starts.shape[0]):
-            start, slot = int(starts[i]), int(slots[i])
-            raw = buffer[start : start + int(lengths[i])].tobytes()
-            target = flat[slot * size : (slot + 1) * size]
-            number, where = describe(i)
-            self.decode_block_into(raw, number, where, target)
+    # Row blocks decoded from fetched bytes of a shard.
+    block_span = block_decoding.block_span
+    decode_rows_into = block_decoding.decode_rows_into
+    decode_blocks_into = block_decoding.decode_blocks_into
+    locate_blocks = block_decoding.locate_blocks
+    decode_block_groups_into = block_decoding.decode_block_groups_into
+    decode_block_into = block_decoding.decode_block_into
+    decode_blocks_at = block_decoding.decode_blocks_at
 
     @classmethod
     def from_array_metadata(
@@ -872,159 +417,6 @@ def _blosc_compressor(cname: str, clevel: int, shuffle: str) -> Callable[[np.nda
         shuffle=_BLOSC_SHUFFLE[shuffle],
         blocksize=0,
     )
-
-
-def _check_blosc_header(body: bytes | memoryview, expected: int, where: str, block: int) -> None:
-    """Refuse a Blosc frame whose header disagrees with its length or the block size."""
-    if len(body) < _BLOSC_HEADER_BYTES:
-        raise CorruptChunkError(
-            f"{where}: row block {block}: {len(body)} bytes, too short for a Blosc header"
-        )
-    nbytes = int.from_bytes(body[4:8], "little")
-    cbytes = int.from_bytes(body[12:16], "little")
-    if nbytes != expected or cbytes != len(body):
-        raise CorruptChunkError(
-            f"{where}: row block {block}: Blosc header says {nbytes} bytes from {cbytes}, "
-            f"expected {expected} from {len(body)}"
-        )
-
-
-def plain_chunk_keys(meta: dict[str, Any], path: str) -> list[str] | None:
-    """Keys of every chunk, in order, of a plain array whose grid cuts only its first axis;
-    None for any other array.
-
-    Plain means what :func:`decode_plain_chunks` decodes: a regular grid whose chunks span
-    every axis but the first whole, the default ``/`` chunk keys, and the codecs ``bytes``
-    (little endian) alone, or followed by ``crc32c`` or by ``blosc`` and ``crc32c``. Global
-    arrays are stored so (spec §9.8); a large one (an object index) in several chunks.
-
-    Examples
-    --------
-    >>> meta = {"shape": [5, 2], "data_type": "int64", "codecs": [{"name": "bytes"}],
-    ...         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 2]}},
-    ...         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}}}
-    >>> plain_chunk_keys(meta, "a")
-    ['a/c/0/0', 'a/c/1/0', 'a/c/2/0']
-    """
-    try:
-        shape = [int(n) for n in meta["shape"]]
-        grid = meta["chunk_grid"]
-        chunks = [int(n) for n in grid["configuration"]["chunk_shape"]]
-        encoding = meta["chunk_key_encoding"]
-        names = [c["name"] for c in meta["codecs"]]
-        endian = meta["codecs"][0].get("configuration", {}).get("endian", "little")
-        np.dtype(meta["data_type"])
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
-        return None
-    if (
-        not isinstance(grid, dict)
-        or grid.get("name") != "regular"
-        or not shape
-        or len(chunks) != len(shape)
-        or chunks[1:] != shape[1:]
-        or (chunks[0] < 1 and chunks != shape)
-        or encoding != {"name": "default", "configuration": {"separator": "/"}}
-        or names not in (["bytes"], ["bytes", "crc32c"], ["bytes", "blosc", "crc32c"])
-        or endian != "little"
-        or meta.get("storage_transformers", []) != []
-    ):
-        return None
-    count = 1 if chunks == shape else -(-shape[0] // chunks[0])
-    rest = "/0" * (len(shape) - 1)
-    return [f"{path}/c/{i}{rest}" for i in range(count)]
-
-
-def decode_plain_chunks(
-    meta: dict[str, Any], raws: Sequence[bytes], keys: Sequence[str]
-) -> np.ndarray:
-    """The whole plain array (see :func:`plain_chunk_keys`) from the stored bytes of each
-    of its chunks, in order: a new array the caller owns.
-
-    Each chunk is decoded straight into its rows of the result (Blosc decompresses into
-    them): no chunk is decoded into a buffer of its own and copied again (an object index
-    of a megabyte or more, read at a store's first query, paid the copy and the page
-    faults of the extra buffer).
-
-    Raises
-    ------
-    CorruptChunkError
-        When a checksum, a Blosc frame or a decoded size is wrong, or when ``raws`` are
-        not one per chunk of the array.
-    """
-    shape = [int(n) for n in meta["shape"]]
-    chunk = [int(n) for n in meta["chunk_grid"]["configuration"]["chunk_shape"]]
-    count = 1 if chunk == shape else -(-shape[0] // chunk[0])
-    if len(raws) != count or len(keys) != count:
-        raise CorruptChunkError(
-            f"{keys[0] if keys else 'a plain array'}: {len(raws)} chunks read, the array has "
-            f"{count}"
-        )
-    out = np.empty(shape, dtype=_stored_dtype(meta["data_type"]))
-    rows = max(chunk[0], 1)
-    for j, (raw, key) in enumerate(zip(raws, keys, strict=True)):
-        _decode_plain_into(meta, raw, key, chunk, out[j * rows : (j + 1) * rows])
-    return out
-
-
-def _decode_plain_into(
-    meta: dict[str, Any], raw: bytes, where: str, shape: Sequence[int], rows: np.ndarray
-) -> None:
-    """Decode one chunk of ``shape`` of a plain array and write its first ``len(rows)`` rows
-    into ``rows`` (all of them, but in a last chunk that the array's shape cuts short)."""
-    expected = math.prod(shape) * rows.dtype.itemsize
-    if len(meta["codecs"]) == 3 and rows.nbytes == expected and _decoded_natively(raw, rows):
-        return
-    body = memoryview(raw)
-    if len(meta["codecs"]) > 1:
-        if len(raw) < _CRC_BYTES or google_crc32c.value(raw) != _CRC_RESIDUE:
-            raise CorruptChunkError(f"{where}: checksum mismatch (the stored bytes are damaged)")
-        body = body[:-_CRC_BYTES]
-    if len(meta["codecs"]) == 3:
-        if len(body) < _BLOSC_HEADER_BYTES or int.from_bytes(body[4:8], "little") != expected:
-            raise CorruptChunkError(f"{where}: Blosc header disagrees with the array's size")
-        whole = rows.nbytes == expected
-        try:  # a whole chunk is decompressed in place, a cut one through a buffer
-            found = blosc.decompress(body, rows) if whole else blosc.decompress(body)
-        except (RuntimeError, ValueError, TypeError) as exc:
-            raise CorruptChunkError(f"{where}: does not decode ({exc})") from exc
-        if whole:
-            return
-        body = memoryview(found)
-    if len(body) != expected:
-        raise CorruptChunkError(f"{where}: holds {len(body)} bytes, expected {expected}")
-    stored = np.frombuffer(body, dtype=rows.dtype).reshape(tuple(shape))
-    rows[...] = stored[: rows.shape[0]]
-
-
-def _decoded_natively(raw: bytes, rows: np.ndarray) -> bool:
-    """Whether the Blosc frame and CRC32C of a whole chunk (``raw``) were checked and
-    decompressed into ``rows`` by the native row-block decoder: one Blosc thread, where
-    numcodecs' ``decompress`` of a large chunk in the main thread starts Blosc's own threads
-    (a megabyte-sized object index took 10-20 ms of wall time instead of 2-3 on a busy
-    2-core machine). False when the native functions are not available or any check fails
-    (the caller then decodes the chunk itself, and names the fault)."""
-    native = native_blocks.native_block_functions()
-    if native is None or not rows.nbytes or not rows.flags.c_contiguous:
-        return False
-    failed = decode_blocks(
-        np.frombuffer(raw, dtype=np.uint8),
-        np.zeros(1, dtype=np.int64),
-        np.full(1, len(raw), dtype=np.int64),
-        rows.reshape(-1).view(np.uint8),
-        np.zeros(1, dtype=np.int64),
-        rows.nbytes,
-        True,
-        *native,
-        *zstd_context(),
-    )
-    return failed < 0
-
-
-def _stored_dtype(name: str) -> np.dtype[Any]:
-    """The little-endian dtype ``name``, as zarr-python gives it: one-byte types keep numpy's
-    own object (``newbyteorder`` would copy it; trx-python tests ``dtype is np.dtype(bool)``)."""
-    dtype = np.dtype(name)
-    return dtype if dtype.byteorder == "|" else dtype.newbyteorder("<")
 
 
 def _pad_rows(block: np.ndarray, rows: int, fill: int) -> np.ndarray:

@@ -1,0 +1,160 @@
+"""Plain arrays (global arrays, spec §9.8) read without zarr-python: their chunk keys, and the
+whole array decoded from its chunks' stored bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import google_crc32c
+import numpy as np
+from numcodecs import blosc
+
+from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks
+from zarr_vectors.store import native_blocks
+from zarr_vectors.store.block_decoding import BLOSC_HEADER_BYTES
+from zarr_vectors.store.shard_assembly import CRC_BYTES
+from zarr_vectors.store.zstd_contexts import zstd_context
+
+__all__ = ["decode_plain_chunks", "plain_chunk_keys"]
+
+
+def plain_chunk_keys(meta: dict[str, Any], path: str) -> list[str] | None:
+    """Keys of every chunk, in order, of a plain array whose grid cuts only its first axis;
+    None for any other array.
+
+    Plain means what :func:`decode_plain_chunks` decodes: a regular grid whose chunks span
+    every axis but the first whole, the default ``/`` chunk keys, and the codecs ``bytes``
+    (little endian) alone, or followed by ``crc32c`` or by ``blosc`` and ``crc32c``. Global
+    arrays are stored so (spec §9.8); a large one (an object index) in several chunks.
+
+    Examples
+    --------
+    >>> meta = {"shape": [5, 2], "data_type": "int64", "codecs": [{"name": "bytes"}],
+    ...         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 2]}},
+    ...         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}}}
+    >>> plain_chunk_keys(meta, "a")
+    ['a/c/0/0', 'a/c/1/0', 'a/c/2/0']
+    """
+    try:
+        shape = [int(n) for n in meta["shape"]]
+        grid = meta["chunk_grid"]
+        chunks = [int(n) for n in grid["configuration"]["chunk_shape"]]
+        encoding = meta["chunk_key_encoding"]
+        names = [c["name"] for c in meta["codecs"]]
+        endian = meta["codecs"][0].get("configuration", {}).get("endian", "little")
+        np.dtype(meta["data_type"])
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return None
+    if (
+        not isinstance(grid, dict)
+        or grid.get("name") != "regular"
+        or not shape
+        or len(chunks) != len(shape)
+        or chunks[1:] != shape[1:]
+        or (chunks[0] < 1 and chunks != shape)
+        or encoding != {"name": "default", "configuration": {"separator": "/"}}
+        or names not in (["bytes"], ["bytes", "crc32c"], ["bytes", "blosc", "crc32c"])
+        or endian != "little"
+        or meta.get("storage_transformers", []) != []
+    ):
+        return None
+    count = 1 if chunks == shape else -(-shape[0] // chunks[0])
+    rest = "/0" * (len(shape) - 1)
+    return [f"{path}/c/{i}{rest}" for i in range(count)]
+
+
+def decode_plain_chunks(
+    meta: dict[str, Any], raws: Sequence[bytes], keys: Sequence[str]
+) -> np.ndarray:
+    """The whole plain array (see :func:`plain_chunk_keys`) from the stored bytes of each
+    of its chunks, in order: a new array the caller owns.
+
+    Each chunk is decoded straight into its rows of the result (Blosc decompresses into
+    them): no chunk is decoded into a buffer of its own and copied again (an object index
+    of a megabyte or more, read at a store's first query, paid the copy and the page
+    faults of the extra buffer).
+
+    Raises
+    ------
+    CorruptChunkError
+        When a checksum, a Blosc frame or a decoded size is wrong, or when ``raws`` are
+        not one per chunk of the array.
+    """
+    shape = [int(n) for n in meta["shape"]]
+    chunk = [int(n) for n in meta["chunk_grid"]["configuration"]["chunk_shape"]]
+    count = 1 if chunk == shape else -(-shape[0] // chunk[0])
+    if len(raws) != count or len(keys) != count:
+        raise CorruptChunkError(
+            f"{keys[0] if keys else 'a plain array'}: {len(raws)} chunks read, the array has "
+            f"{count}"
+        )
+    out = np.empty(shape, dtype=_stored_dtype(meta["data_type"]))
+    rows = max(chunk[0], 1)
+    for j, (raw, key) in enumerate(zip(raws, keys, strict=True)):
+        _decode_plain_into(meta, raw, key, chunk, out[j * rows : (j + 1) * rows])
+    return out
+
+
+def _decode_plain_into(
+    meta: dict[str, Any], raw: bytes, where: str, shape: Sequence[int], rows: np.ndarray
+) -> None:
+    """Decode one chunk of ``shape`` of a plain array and write its first ``len(rows)`` rows
+    into ``rows`` (all of them, but in a last chunk that the array's shape cuts short)."""
+    expected = math.prod(shape) * rows.dtype.itemsize
+    if len(meta["codecs"]) == 3 and rows.nbytes == expected and _decoded_natively(raw, rows):
+        return
+    body = memoryview(raw)
+    if len(meta["codecs"]) > 1:
+        if len(raw) < CRC_BYTES or google_crc32c.value(raw) != CRC_RESIDUE:
+            raise CorruptChunkError(f"{where}: checksum mismatch (the stored bytes are damaged)")
+        body = body[:-CRC_BYTES]
+    if len(meta["codecs"]) == 3:
+        if len(body) < BLOSC_HEADER_BYTES or int.from_bytes(body[4:8], "little") != expected:
+            raise CorruptChunkError(f"{where}: Blosc header disagrees with the array's size")
+        whole = rows.nbytes == expected
+        try:  # a whole chunk is decompressed in place, a cut one through a buffer
+            found = blosc.decompress(body, rows) if whole else blosc.decompress(body)
+        except (RuntimeError, ValueError, TypeError) as exc:
+            raise CorruptChunkError(f"{where}: does not decode ({exc})") from exc
+        if whole:
+            return
+        body = memoryview(found)
+    if len(body) != expected:
+        raise CorruptChunkError(f"{where}: holds {len(body)} bytes, expected {expected}")
+    stored = np.frombuffer(body, dtype=rows.dtype).reshape(tuple(shape))
+    rows[...] = stored[: rows.shape[0]]
+
+
+def _decoded_natively(raw: bytes, rows: np.ndarray) -> bool:
+    """Whether the Blosc frame and CRC32C of a whole chunk (``raw``) were checked and
+    decompressed into ``rows`` by the native row-block decoder: one Blosc thread, where
+    numcodecs' ``decompress`` of a large chunk in the main thread starts Blosc's own threads
+    (a megabyte-sized object index took 10-20 ms of wall time instead of 2-3 on a busy
+    2-core machine). False when the native functions are not available or any check fails
+    (the caller then decodes the chunk itself, and names the fault)."""
+    native = native_blocks.native_block_functions()
+    if native is None or not rows.nbytes or not rows.flags.c_contiguous:
+        return False
+    failed = decode_blocks(
+        np.frombuffer(raw, dtype=np.uint8),
+        np.zeros(1, dtype=np.int64),
+        np.full(1, len(raw), dtype=np.int64),
+        rows.reshape(-1).view(np.uint8),
+        np.zeros(1, dtype=np.int64),
+        rows.nbytes,
+        True,
+        *native,
+        *zstd_context(),
+    )
+    return failed < 0
+
+
+def _stored_dtype(name: str) -> np.dtype[Any]:
+    """The little-endian dtype ``name``, as zarr-python gives it: one-byte types keep numpy's
+    own object (``newbyteorder`` would copy it; trx-python tests ``dtype is np.dtype(bool)``)."""
+    dtype = np.dtype(name)
+    return dtype if dtype.byteorder == "|" else dtype.newbyteorder("<")
