@@ -6,6 +6,12 @@ one chunk per spatial chunk, encoded with the ``sharding_indexed`` codec into in
 ("row blocks") of ``R`` rows (spec §9.0). This module builds those shard bytes directly and
 decodes them, so a chunk holding ``n`` rows costs ``ceil(n / R)`` row blocks whatever ``N_max``
 is; the bytes are exactly what zarr-python reads and writes for the same metadata.
+
+:class:`RowLayout` holds the layout, where chunks lie in shards and the encoding of row
+blocks; its shard index and assembly methods are the functions of
+:mod:`~zarr_vectors.store.shard_assembly`, its decoding methods those of
+:mod:`~zarr_vectors.store.block_decoding`. Plain (global) arrays are read by
+:mod:`~zarr_vectors.store.plain_chunks`, whose names this module also exports.
 """
 
 from __future__ import annotations
