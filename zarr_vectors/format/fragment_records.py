@@ -273,15 +273,18 @@ def _put_column(
     at: IntArray,
     width: IntArray,
 ) -> None:
-    """Write each chunk's values at ``at[chunk]``, ``width[chunk]`` bytes each."""
-    index = np.arange(values.shape[0]) - edges[owner]
-    each = width[owner]
-    raw = values.astype("<u8").view(np.uint8).reshape(-1, 8)
-    for w in (1, 2, 4, 8):
-        mask = each == w
-        if mask.any():
-            pos = at[owner[mask]] + index[mask] * w
-            out[pos[:, None] + np.arange(w)] = raw[mask, :w]
+    """Write each chunk's values at ``at[chunk]``, ``width[chunk]`` bytes each.
+
+    Per width, the values of the chunks of that width are cast at once; their bytes, a
+    chunk's contiguous both there and in ``out``, go to ``out`` by one 1-D scatter.
+    """
+    sizes = np.diff(edges)
+    for w in np.unique(width).tolist():
+        chunks = width == w
+        stream = values[chunks[owner]].astype(f"<u{w}").view(np.uint8)
+        nbytes = sizes[chunks] * w
+        shift = at[chunks] - (np.cumsum(nbytes) - nbytes)
+        out[np.arange(stream.shape[0]) + np.repeat(shift, nbytes)] = stream
 
 
 def _column(mv: memoryview, offset: int, code: int, count: int) -> IntArray:
