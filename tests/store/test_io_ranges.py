@@ -10,6 +10,7 @@ import pytest
 from zarr.storage import LocalStore, MemoryStore
 
 from zarr_vectors.store.io import StoreIO, local_root
+from zarr_vectors.store.local_files import _joined_spans
 
 DATA = {"a/c/0": bytes(range(200)), "b/c/1": bytes(range(100, 150)) * 3}
 
@@ -77,3 +78,14 @@ def test_spans_of_many_keys_and_owners_sharing_keys_land_back_to_back(
     assert io.read_spans_into(keys, owner, start, stop, buffer) == -1
     want = b"".join(data[keys[k]][a:b] for k, a, b in zip(owner, start, stop, strict=True))
     assert buffer.tobytes() == want
+
+
+def test_spans_continuing_each_other_in_one_key_are_joined_across_owners() -> None:
+    """Owners naming one key (chunks of one shard) whose spans continue each other are one
+    read, under the first owner; a gap, another key or a step back starts a new one."""
+    keys = ["s/c/0", "s/c/0", "t/c/0", "s/c/0"]
+    owner = np.array([0, 1, 1, 3, 2, 2], dtype=np.int64)
+    start = np.array([0, 4, 9, 20, 0, 5], dtype=np.int64)
+    stop = np.array([4, 9, 12, 22, 5, 6], dtype=np.int64)
+    joined = _joined_spans(keys, owner, start, stop)
+    assert [a.tolist() for a in joined] == [[0, 3, 2], [0, 20, 0], [12, 22, 6]]

@@ -31,6 +31,16 @@ class HeldBlob(NamedTuple):
     key: str
 
 
+def _one_buffer(blobs: list[HeldBlob]) -> list[HeldBlob]:
+    """``blobs`` copied, in order, into one new buffer."""
+    joined = np.concatenate([b.buffer[b.begin : b.end] for b in blobs])
+    ends = np.cumsum([b.end - b.begin for b in blobs]).tolist()
+    return [
+        HeldBlob(joined, end - (b.end - b.begin), end, b.key)
+        for b, end in zip(blobs, ends, strict=True)
+    ]
+
+
 class HeldBlobs:
     """The held blobs of one level, least recently used first."""
 
@@ -61,15 +71,16 @@ class HeldBlobs:
         >>> buffer.tolist(), begins.tolist(), ends.tolist(), keys
         ([1, 1, 1, 2], [0, 2], [2, 4], ['k1', 'k0'])
         """
-        blobs = [self._held.pop((name, c)) for c in chunks]
-        if blobs and any(b.buffer is not blobs[0].buffer for b in blobs):
-            joined = np.concatenate([b.buffer[b.begin : b.end] for b in blobs])
-            ends = np.cumsum([b.end - b.begin for b in blobs]).tolist()
-            blobs = [
-                HeldBlob(joined, end - (b.end - b.begin), end, b.key)
-                for b, end in zip(blobs, ends, strict=True)
-            ]
-        self.keep(name, chunks, blobs)  # most recently used last
+        held = self._held
+        blobs: list[HeldBlob] = []
+        shared = True
+        for chunk in chunks:  # each moved to the end: most recently used last
+            blob = held[(name, chunk)] = held.pop((name, chunk))
+            shared = shared and (not blobs or blob.buffer is blobs[0].buffer)
+            blobs.append(blob)
+        if not shared:
+            blobs = _one_buffer(blobs)
+            self.keep(name, chunks, blobs)
         buffer = blobs[0].buffer if blobs else np.empty(0, np.uint8)
         begins = np.array([b.begin for b in blobs], dtype=np.int64)
         stops = np.array([b.end for b in blobs], dtype=np.int64)

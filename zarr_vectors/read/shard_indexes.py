@@ -10,6 +10,7 @@ fetched (an array) and turned into lists only when a per-block Python loop asks 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import floordiv
 
 import numpy as np
 
@@ -64,7 +65,7 @@ def shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:
     """Index of the shard holding ``chunk`` (spec §9.0.1), as a cache key."""
     if layout.chunks_per_shard == 1:
         return chunk
-    return tuple(int(c) // s for c, s in zip(chunk, layout.shard_chunks, strict=True))
+    return tuple(map(floordiv, chunk, layout.shard_chunks))  # no Python call per axis
 
 
 class ShardIndexes:

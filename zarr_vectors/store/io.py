@@ -185,6 +185,7 @@ class StoreIO:
         self._staged = staged
         self._atomic_json = not staged
         self._local: LocalTree | None = None
+        self._is_local = local_root(store) is not None  # asked ~11 times a query
         self._axes: tuple[str, ...] | None = None
 
     def name_dimensions(self, axes: Sequence[str]) -> None:
@@ -216,7 +217,7 @@ class StoreIO:
     @property
     def is_local(self) -> bool:
         """Whether the store is a local directory (written with plain file calls)."""
-        return local_root(self.store) is not None
+        return self._is_local
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         with access_errors(self.store):

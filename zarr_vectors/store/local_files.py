@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -142,11 +143,9 @@ def _joined_spans(
     in one key (``keys[owner]``) joined into one (its first owner)."""
     if owner.shape[0] < 2:
         return owner, start, stop
-    used, inverse = np.unique(owner, return_inverse=True)  # map only the keys named
-    ids: dict[str, int] = {}
-    named = [ids.setdefault(keys[o], len(ids)) for o in used.tolist()]
-    key_id = np.array(named, dtype=np.int64)[inverse.reshape(-1)]
-    joins = (key_id[1:] == key_id[:-1]) & (start[1:] == stop[:-1])
+    owners = owner.tolist()
+    same_key = [keys[a] == keys[b] for a, b in pairwise(owners)]
+    joins = np.array(same_key, dtype=bool) & (start[1:] == stop[:-1])
     first = np.flatnonzero(np.concatenate([[True], ~joins]))
     last = np.append(first[1:] - 1, owner.shape[0] - 1)
     return owner[first], start[first], stop[last]
