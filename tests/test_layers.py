@@ -41,9 +41,16 @@ RANKS = {
 # Import circles allowed inside one folder, and why: each is a small group of modules that
 # describe one thing from two sides, closed by a ``TYPE_CHECKING`` import.
 CIRCLES_ALLOWED_IN = {
-    "store": "shards reads its blocks through native_blocks, which takes shards' RowLayout type",
+    "store": (
+        "shards (with shard_assembly and block_decoding, the modules of RowLayout's methods) "
+        "reads its blocks through native_blocks, which takes shards' RowLayout type"
+    ),
     "write": "_objects builds object runs with _object_runs, which takes the ObjectTable type",
-    "read": "reader, row_reads, point_reads and _read_plans: the level reader and its read plans",
+    "read": (
+        "reader and the modules of its methods (level_documents, level_globals, "
+        "level_fragments, fragment_fetches, level_rows), row_reads, point_reads and "
+        "_read_plans: the level reader, its concerns and its read plans"
+    ),
     "update": "merge_plan takes link dtypes from merge_links, which takes the MergePlan type",
     "result": "query_result and plotting/shapes/summary/tables: the result and its presentations",
 }

@@ -15,7 +15,7 @@ from zarr_vectors.errors import CorruptChunkError, FragmentIndexError
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, dense_blob_ranges
-from zarr_vectors.read.reader import LevelReader
+from zarr_vectors.read.fragment_fetches import decode_blob
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.native_blocks import native_block_functions, native_encode_functions
 from zarr_vectors.store.shards import RowLayout
@@ -153,7 +153,7 @@ def naive_blob_ranges(
     """The library's one-by-one decoding of a blob shard (None where it refuses it)."""
     try:
         index = layout.decode_index(raw, "blob")
-        return decode_dense_ranges(LevelReader._decode_blob(layout, "blob", index, raw, 0))
+        return decode_dense_ranges(decode_blob(layout, "blob", index, raw, 0))
     except (CorruptChunkError, FragmentIndexError):
         return None
 

@@ -13,7 +13,7 @@ import pytest
 from zarr_vectors.errors import MisplacedChunkError
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
-from zarr_vectors.read.reader import LevelReader
+from zarr_vectors.read.fragment_fetches import decode_blob
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.write.options import DEFAULT_BLOSC
@@ -230,7 +230,7 @@ def test_dense_blob_shards_of_either_layout_decode_in_the_kernel(placed: bool) -
     found = native_blocks.decode_dense_blob_shards(layout, shards, keys, 4)
     for c, k, shard, got in zip(counts, keys, shards, found, strict=True):
         assert got is not None
-        blob = LevelReader._decode_blob(layout, k, layout.decode_index(shard, k), shard, 0)
+        blob = decode_blob(layout, k, layout.decode_index(shard, k), shard, 0)
         want = decode_dense_ranges(blob)
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from zarr_vectors.read.block_cache import DEFAULT_CACHE_BYTES, BlockCache
 from zarr_vectors.read.global_shapes import check_global_shapes
+from zarr_vectors.read.level_documents import existing_root
 from zarr_vectors.read.point_reads import RowRuns
 from zarr_vectors.read.read_checks import PlacementRuns, check_placement
-from zarr_vectors.read.reader import ChunkRows, LevelReader, existing_root
+from zarr_vectors.read.reader import ChunkRows, LevelReader
 
 __all__ = [
     "BlockCache",
