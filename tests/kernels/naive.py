@@ -324,6 +324,26 @@ def copy_slot_runs(
     return blocks[at]
 
 
+def slot_rows_in_box(
+    blocks: np.ndarray,
+    place: np.ndarray,
+    r: int,
+    first: np.ndarray,
+    length: np.ndarray,
+    boxes: tuple[np.ndarray, np.ndarray],
+    lo: np.ndarray,
+    hi: np.ndarray,
+) -> tuple[np.ndarray, int]:
+    """Twin of :func:`zarr_vectors.kernels.slot_runs.slot_rows_in_box`: the rows gathered
+    (:func:`copy_slot_runs`), each run's chunk box repeated per row, then two numpy masks."""
+    rows = copy_slot_runs(blocks, place, r, first, length).astype(np.float64)
+    lower, upper = (np.repeat(b, length, axis=0) for b in boxes)
+    placed = ((lower <= rows) & (rows < upper)).all(axis=1)
+    if not placed.all():
+        return np.empty(0, dtype=bool), int(np.flatnonzero(~placed)[0])
+    return ((lo <= rows) & (rows < hi)).all(axis=1), -1
+
+
 def link_row_runs(
     ref_slot: np.ndarray, ref_fragment: np.ndarray, starts: np.ndarray, counts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

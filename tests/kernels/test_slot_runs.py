@@ -1,4 +1,5 @@
-"""Runs of slot rows copied out of blocks kept at scattered places equal a gather of the rows."""
+"""Runs of slot rows copied out of blocks kept at scattered places equal a gather of the rows;
+tested against a box where they lie, they give what the gathered rows give."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.kernels import naive
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.kernels.slot_runs import copy_slot_runs
+from zarr_vectors.kernels.slot_runs import copy_slot_runs, slot_rows_in_box
 
 
 @st.composite
@@ -69,4 +70,47 @@ def test_copy_slot_runs_refuses_other_dtypes() -> None:
             np.array([0]),
             np.array([1]),
             np.zeros(1, np.int32),
+        )
+
+
+@st.composite
+def box_tests(draw: st.DrawFn) -> tuple:
+    """A read of 2-D or 3-D rows (:func:`slot_reads`), a chunk box per run (sometimes
+    one a row lies outside) and a box (sometimes unbounded on an axis)."""
+    blocks, place, r, first, length = draw(slot_reads())
+    ndim = draw(st.sampled_from([2, 3]))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    values = draw(
+        st.lists(
+            st.one_of(st.floats(-4, 4, width=32), st.just(np.nan)),
+            min_size=blocks.shape[0] * ndim,
+            max_size=blocks.shape[0] * ndim,
+        )
+    )
+    blocks = np.array(values, dtype=dtype).reshape(-1, ndim)
+    grow = draw(st.sampled_from([0.0, 5.0]))  # 5: every finite row lies in its chunk box
+    lower = np.full((first.shape[0], ndim), -grow + draw(st.floats(-1, 0)))
+    upper = np.full((first.shape[0], ndim), grow + draw(st.floats(0, 1)))
+    bounds = st.lists(st.sampled_from([-np.inf, -2.0, -0.5, 0.0]), min_size=ndim, max_size=ndim)
+    lo = np.array(draw(bounds))
+    hi = -np.array(draw(bounds))
+    return blocks, place, r, first, length, (lower, upper), lo, hi
+
+
+@settings(max_examples=300, deadline=None)
+@given(box_tests())
+def test_slot_rows_in_box_equals_masks_of_the_gathered_rows(case: tuple) -> None:
+    contained, misplaced = slot_rows_in_box(*case)
+    expected, expected_misplaced = naive.slot_rows_in_box(*case)
+    assert misplaced == expected_misplaced
+    if misplaced < 0:
+        np.testing.assert_array_equal(contained, expected)
+
+
+def test_slot_rows_in_box_refuses_runs_outside() -> None:
+    blocks = np.zeros((4, 3))  # two blocks of 2 rows
+    box = (np.zeros((1, 3)), np.ones((1, 3)))
+    with pytest.raises(InvalidInputError):
+        slot_rows_in_box(
+            blocks, np.array([0, 5]), 2, np.array([0]), np.array([3]), box, box[0][0], box[1][0]
         )

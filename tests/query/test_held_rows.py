@@ -63,17 +63,18 @@ def test_a_box_read_with_held_rows_is_the_plain_read_and_brute_force(tmp_path: P
     np.testing.assert_array_equal(got.attributes["radius"], plain.attributes["radius"])
 
 
-def test_held_rows_read_through_the_cache_are_read_again_from_it(tmp_path: Path) -> None:
+def test_rows_in_the_cache_are_tested_there_and_read_again_from_it(tmp_path: Path) -> None:
     path = tmp_path / "s.zv"
     nodes = _skeletons(path)
     lo, hi = np.array([5.0, 5.0, 5.0]), np.array([25.0, 22.0, 30.0])
     inside = [i for i, v in enumerate(nodes) if np.any(np.all((v >= lo) & (v < hi), axis=1))]
     plain = ObjectReader(_reader(path)).read_region(BoxRegion(lo, hi))
-    for budget, cached in ((2**20, True), (0, False)):  # a budget of 0 keeps nothing
+    for budget in (2**20, 0):  # a budget of 0 keeps nothing: the rows are copied out, held
         objects = ObjectReader(_reader(path, BlockCache(budget)))
-        held = objects._owners_and_rows(BoxRegion(lo, hi))[1]
-        assert held is not None
-        assert held.cached is cached
+        owners, held = objects._owners_and_rows(BoxRegion(lo, hi))
+        np.testing.assert_array_equal(owners, inside)
+        assert (held is None) is (budget > 0)
+        assert held is None or held.cached is False
         for _ in range(2):  # cold, then warm (every block cached)
             got = objects.read_region(BoxRegion(lo, hi))
             np.testing.assert_array_equal(got.object_ids, inside)

@@ -14,7 +14,7 @@ from zarr_vectors.format.names import VERTICES
 from zarr_vectors.kernels.owner_marks import fragments_met
 from zarr_vectors.query._fragment_refs import distinct_ascending
 from zarr_vectors.query._held_rows import HeldRows
-from zarr_vectors.query.regions import Region
+from zarr_vectors.query.regions import BoxRegion, Region
 from zarr_vectors.read import ChunkRows, LevelReader, RowRuns
 from zarr_vectors.read.read_checks import RESTORE
 
@@ -41,14 +41,22 @@ def owners_and_rows(
             chunks, counts, index_columns=[VERTICES], index_chunks=chunks[cut]
         )
         owners = np.concatenate(reader.fragment_owners(chunks))
-        positions, cached = _every_row(
-            reader, chunks[cut], counts[cut], None if where is None else where[cut]
-        )
+        runs = _every_row(reader, chunks[cut], counts[cut], None if where is None else where[cut])
+        contained = _contained_in_cache(reader, region, runs)
+        if contained is not None:  # the rows stay in the cache, for the read that follows
+            return _owners(owners, ranges, inside, counts, contained), None
+        positions = _read_rows(reader, runs)
+        cached = runs is not None and reader.runs_through_cache([VERTICES], runs)
     else:
         cached = False
         ranges = reader.fragment_ranges(chunks, counts, index_columns=())
         owners, positions = _owners_and_positions(reader, chunks, counts, inside, ranges)
-    found = _owners(owners, ranges, inside, counts, positions, region)
+    contained = (
+        np.empty(0, dtype=bool)
+        if not cut.any()
+        else np.asarray(region.contains_points(positions), dtype=bool)
+    )
+    found = _owners(owners, ranges, inside, counts, contained)
     if not cut.any():
         return found, None
     flat = np.ravel_multi_index(tuple(chunks[cut].T), reader.grid.shape)
@@ -57,18 +65,39 @@ def owners_and_rows(
 
 def _every_row(
     reader: LevelReader, chunks: np.ndarray, counts: np.ndarray, where: np.ndarray | None
-) -> tuple[np.ndarray, bool]:
-    """Every ``vertices`` row of ``chunks`` (of ``counts`` rows each, at positions
-    ``where`` among the occupied chunks, if known), chunk after chunk, read as row runs
-    (:meth:`LevelReader.read_runs`: through the open store's cache of decoded blocks), and
-    whether they were read through that cache."""
+) -> RowRuns | None:
+    """Every row of ``chunks`` (of ``counts`` rows each, at positions ``where`` among the
+    occupied chunks, if known) as row runs, one a chunk; None when there is no chunk."""
     if not chunks.shape[0]:
-        return np.empty((0, reader.grid.ndim), dtype=reader.column_spec(VERTICES)[0]), False
+        return None
     n = chunks.shape[0]
     slot = np.arange(n, dtype=np.int64)
     keys = [tuple(c) for c in chunks.tolist()]
-    runs = RowRuns(keys, slot, np.zeros(n, np.int64), counts.astype(np.int64, copy=False), where)
-    return reader.read_runs([VERTICES], runs)[0], reader.runs_through_cache([VERTICES], runs)
+    return RowRuns(keys, slot, np.zeros(n, np.int64), counts.astype(np.int64, copy=False), where)
+
+
+def _read_rows(reader: LevelReader, runs: RowRuns | None) -> np.ndarray:
+    """The ``vertices`` rows of ``runs`` (:meth:`LevelReader.read_runs`: through the open
+    store's cache of decoded blocks, when it has one), chunk after chunk."""
+    if runs is None:
+        return np.empty((0, reader.grid.ndim), dtype=reader.column_spec(VERTICES)[0])
+    return reader.read_runs([VERTICES], runs)[0]
+
+
+def _contained_in_cache(
+    reader: LevelReader, region: Region, runs: RowRuns | None
+) -> np.ndarray | None:
+    """Whether each ``vertices`` row of ``runs`` lies in ``region``, tested where the rows
+    lie in the open store's cache of decoded blocks (:meth:`LevelReader.vertices_in_box`,
+    no copy); None when that is not done: the region is not a box, the level has no
+    vertex attributes (the read of the objects then takes the rows copied out,
+    :class:`HeldRows`, instead of a second read) or the rows do not go through the cache.
+    """
+    if runs is None:
+        return np.empty(0, dtype=bool)
+    if not isinstance(region, BoxRegion) or not reader.attribute_names:
+        return None
+    return reader.vertices_in_box(runs, region.lo, region.hi)
 
 
 def _owners_and_positions(
@@ -99,15 +128,14 @@ def _owners(
     ranges: list[tuple[np.ndarray, np.ndarray]],
     inside: np.ndarray,
     counts: np.ndarray,
-    positions: np.ndarray | None,
-    region: Region,
+    contained: np.ndarray,
 ) -> np.ndarray:
     """The owners of the fragments of the chunks the region covers whole (``inside``) and
     of the fragments holding a vertex in the region in the others, distinct, ascending.
 
-    ``owners`` holds every chunk's fragment owners chunk after chunk, ``positions`` every
-    row of the partly covered chunks; one kernel call over all chunks
-    (:func:`~zarr_vectors.kernels.owner_marks.fragments_met`).
+    ``owners`` holds every chunk's fragment owners chunk after chunk, ``contained``
+    whether each row of the partly covered chunks lies in the region; one kernel call
+    over all chunks (:func:`~zarr_vectors.kernels.owner_marks.fragments_met`).
     """
     n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
     starts, sizes = (
@@ -116,14 +144,13 @@ def _owners(
         else np.empty(0, np.int64)
         for i in (0, 1)
     )
-    inside = np.asarray(inside, dtype=bool)
-    if inside.all():
-        contained = np.empty(0, dtype=bool)
-    else:
-        assert positions is not None
-        contained = np.asarray(region.contains_points(positions), dtype=bool)
     met, bad = fragments_met(
-        starts, sizes, n_fragments, inside, counts.astype(np.int64, copy=False), contained
+        starts,
+        sizes,
+        n_fragments,
+        np.asarray(inside, dtype=bool),
+        counts.astype(np.int64, copy=False),
+        contained,
     )
     if bad >= 0:
         raise CorruptChunkError(

@@ -34,7 +34,7 @@ import math
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -45,6 +45,8 @@ __all__ = ["DEFAULT_CACHE_BYTES", "BlockCache", "Decode", "SlotBlocks"]
 
 DEFAULT_CACHE_BYTES = 128 * 2**20
 """Budget of an open store's cache of decoded row blocks (``zv.open(cache_bytes=...)``)."""
+
+T = TypeVar("T")
 
 _SLOT_OVERHEAD = 24
 """Bytes a pool holds per block besides its rows: its number, place and last use (int64)."""
@@ -241,7 +243,31 @@ class BlockCache:
         bool
             False, with nothing done, when the budget cannot hold the read's blocks.
         """
-        block_bytes = r * out.dtype.itemsize * math.prod(out.shape[1:])
+
+        def copy(rows: np.ndarray, place: np.ndarray) -> bool:
+            copy_slot_runs(rows, place, r, *runs, out)
+            return True
+
+        return self.visit(path, numbers, r, (out.dtype, out.shape[1:]), decode, copy) is not None
+
+    def visit(
+        self,
+        path: str,
+        numbers: np.ndarray,
+        r: int,
+        spec: tuple[np.dtype[Any], tuple[int, ...]],
+        decode: Decode,
+        use: Callable[[np.ndarray, np.ndarray], T],
+    ) -> T | None:
+        """``use(rows, place)`` of blocks cached or decoded into the cache: what
+        :meth:`read_runs` does, with ``use`` in place of the copy.
+
+        ``rows`` are the pool's rows (of the column's ``spec``: dtype and row shape, ``r``
+        a block) and ``place[s]`` the block of slot ``s`` among them; ``use`` runs under
+        the cache's lock and must not keep ``rows``. None, with nothing done, when the
+        budget cannot hold the read's blocks.
+        """
+        block_bytes = r * spec[0].itemsize * math.prod(spec[1])
         with self._lock:
             pool = self._pools.get(path)
             if pool is None:
@@ -254,15 +280,14 @@ class BlockCache:
             if missing.shape[0]:
                 self._make_room(path, pool, missing.shape[0])
                 if np.count_nonzero(pool.used != tick) < missing.shape[0]:
-                    return False
+                    return None
                 free = pool.free_slots(missing.shape[0])  # free until added: a failure keeps none
-                decode(missing, free, pool.rows(out.dtype, out.shape[1:]))
+                decode(missing, free, pool.rows(*spec))
                 pool.add(numbers[missing], free, tick)
                 every = np.empty(numbers.shape[0], dtype=np.int64)
                 every[hits], every[missing] = place, free
                 place = every
-            copy_slot_runs(pool.rows(out.dtype, out.shape[1:]), place, r, *runs, out)
-            return True
+            return use(pool.rows(*spec), place)
 
     def _make_room(self, path: str, pool: _Pool, n: int) -> None:
         """Grow ``pool`` towards ``n`` free slots within the budget (doubling), dropping
@@ -311,6 +336,16 @@ class SlotBlocks:
     ) -> bool:
         """:meth:`BlockCache.read_runs` of this column's slots."""
         return self.cache.read_runs(self.path, self.numbers, r, runs, out, decode)
+
+    def visit(
+        self,
+        r: int,
+        spec: tuple[np.dtype[Any], tuple[int, ...]],
+        decode: Decode,
+        use: Callable[[np.ndarray, np.ndarray], T],
+    ) -> T | None:
+        """:meth:`BlockCache.visit` of this column's slots."""
+        return self.cache.visit(self.path, self.numbers, r, spec, decode, use)
 
 
 def _release(pools: dict[str, _Pool]) -> None:

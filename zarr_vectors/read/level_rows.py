@@ -24,6 +24,7 @@ from zarr_vectors.format.names import (
     VERTEX_FRAGMENTS,
     VERTICES,
 )
+from zarr_vectors.kernels.slot_runs import slot_rows_in_box
 from zarr_vectors.read import row_reads
 from zarr_vectors.read.point_reads import RowRuns
 from zarr_vectors.read.read_checks import (
@@ -50,6 +51,7 @@ __all__ = [
     "read_runs",
     "runs_by_kernels",
     "runs_through_cache",
+    "vertices_in_box",
 ]
 
 if TYPE_CHECKING:
@@ -227,6 +229,47 @@ def runs_through_cache(self: LevelReader, names: list[str], runs: RowRuns) -> bo
     their row blocks through the open store's cache of decoded blocks (so a later read
     of the same blocks finds them decoded, within the cache's budget)."""
     return self._runs_by_kernels(names, runs, None) and self.points.through_cache(names, runs)
+
+
+def vertices_in_box(
+    self: LevelReader, runs: RowRuns, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray | None:
+    """Whether each ``vertices`` row of ``runs`` lies in the box ``lo <= p < hi``, run
+    after run, tested on the open store's cache of decoded blocks where the rows lie
+    (:meth:`PointReads.visit_cached`: no row is copied out), each row checked to lie in
+    its chunk as :meth:`read_runs` checks it; None when :meth:`read_runs` of these rows
+    would not read through the cache (then read them).
+
+    Raises
+    ------
+    CorruptChunkError
+        When a shard or a row block is missing, a block does not decode, or a row does
+        not lie in its chunk.
+    """
+    if not self._runs_by_kernels([VERTICES], runs, None):
+        return None
+    coords = (
+        np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
+        if runs.where is None
+        else self.occupied_chunks(None, None)[0][runs.where]
+    )
+    cells = (coords + self.grid.origin).astype(np.float64)[runs.chunk]
+    boxes = (cells * self.grid.chunk_shape, (cells + 1.0) * self.grid.chunk_shape)
+    lengths = runs.stop - runs.start
+
+    def test(
+        rows: np.ndarray, place: np.ndarray, r: int, run_row: np.ndarray
+    ) -> tuple[np.ndarray, int]:
+        return slot_rows_in_box(rows, place, r, run_row, lengths, boxes, lo, hi)
+
+    found = self.points.visit_cached(VERTICES, runs, test)
+    if found is None:
+        return None
+    contained, misplaced = found
+    if misplaced >= 0:
+        self.read_runs([VERTICES], runs)  # raises, naming the chunk, row and vertex
+        raise CorruptChunkError(f"{self.paths[VERTICES]}: a row lies outside its chunk: {RESTORE}")
+    return contained
 
 
 def check_vertices(self: LevelReader, positions: np.ndarray, wanted: list[ChunkRows]) -> None:

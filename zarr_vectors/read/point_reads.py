@@ -20,7 +20,7 @@ import functools
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from zarr_vectors.read.reader import LevelReader
 
 __all__ = ["PointReads", "RowRuns", "RowSelector"]
+
+T = TypeVar("T")
 
 _TURNS_MIN_BYTES = 2 * 2**20
 """Decoded bytes (every column) from which a local read is shared in turns. Measured on 2
@@ -335,14 +337,7 @@ class PointReads:
         list of numpy.ndarray
             Per column, the kept rows in order.
         """
-        r = self.reader.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
-        slot_chunk, slot_block, run_row = block_slots(runs.chunk, runs.start, runs.stop, r)
-        where = runs.where if runs.where is not None else self._positions(runs.chunks)
-        table = self._block_table(names, per_vertex=rows is None)
-        slot_where = where[slot_chunk]
-        if not table.known[slot_where].all():
-            learn = np.unique(slot_where)
-            self._learn_blocks(names, table, learn, _rows_at(learn, where, rows))
+        r, table, (slot_chunk, slot_block, run_row), slot_where = self._slots(names, runs, rows)
         n_slots = slot_block.shape[0]
         if turns and self._in_turns(names, n_slots):
             slots = (slot_where, slot_block)
@@ -385,6 +380,57 @@ class PointReads:
                 read_plans.SPARE.give(spare)
         read_plans.SPARE.give(kept)
         return out
+
+    def _slots(
+        self, names: Sequence[str], runs: RowRuns, rows: np.ndarray | None
+    ) -> tuple[int, read_plans.BlockTable, tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+        """The plan of a read of ``runs`` in columns ``names`` (see :meth:`read_selected`):
+        rows per block, the columns' block table (the chunks' entries learnt), the slots
+        (:func:`block_slots`: each slot's chunk and block, each run's first slot row) and
+        each slot's chunk position."""
+        r = self.reader.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
+        slots = block_slots(runs.chunk, runs.start, runs.stop, r)
+        where = runs.where if runs.where is not None else self._positions(runs.chunks)
+        table = self._block_table(names, per_vertex=rows is None)
+        slot_where = where[slots[0]]
+        if not table.known[slot_where].all():
+            learn = np.unique(slot_where)
+            self._learn_blocks(names, table, learn, _rows_at(learn, where, rows))
+        return r, table, slots, slot_where
+
+    def visit_cached(
+        self, name: str, runs: RowRuns, use: Callable[[np.ndarray, np.ndarray, int, np.ndarray], T]
+    ) -> T | None:
+        """``use(rows, place, r, run_row)`` of the row blocks holding ``runs`` in the vertex
+        column ``name``, read through the open store's cache of decoded blocks, where they
+        lie (no row is copied out): ``rows`` the cache's rows of the column, ``place`` the
+        block of each slot among them, ``r`` rows per block and ``run_row`` each run's
+        first slot row (as :func:`~zarr_vectors.kernels.slot_runs.copy_slot_runs` takes
+        them). ``use`` runs under the cache's lock and must not keep ``rows``.
+
+        None, with ``use`` not called, when the read would not go through the cache
+        (:meth:`through_cache`) or the cache cannot hold its blocks.
+        """
+        cache = self.reader.blocks
+        if cache is None or cache.budget <= 0 or not runs.chunk.shape[0]:
+            return None
+        r, table, (slot_chunk, slot_block, run_row), slot_where = self._slots([name], runs, None)
+        if self._in_turns([name], slot_block.shape[0]):
+            return None
+        column = self._cached([name], runs, slot_chunk, slot_block, None)[0]
+        assert column is not None
+        slots = (slot_where, slot_block)
+        decode = functools.partial(self._decode, table, 0, name, slots, None)
+        return column.visit(
+            r, self._spec(name), decode, lambda rows, place: use(rows, place, r, run_row)
+        )
+
+    def _spec(self, name: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+        """:meth:`LevelReader.column_spec` of column ``name`` (kept)."""
+        spec = self.specs.get(name)
+        if spec is None:
+            spec = self.specs[name] = self.reader.column_spec(name)
+        return spec
 
     def _in_turns(self, names: Sequence[str], n_slots: int) -> bool:
         """Whether a read of ``n_slots`` row blocks of every column of ``names`` is large
@@ -483,9 +529,7 @@ class PointReads:
         """Every row of ``runs`` (starting at slot rows ``run_row``) in column ``name``,
         through the cache (``decode`` decodes its missing blocks into it); None when the
         cache cannot hold the read's blocks."""
-        spec = self.specs.get(name)
-        if spec is None:
-            spec = self.specs[name] = self.reader.column_spec(name)
+        spec = self._spec(name)
         lengths = runs.stop - runs.start
         out = np.empty((int(lengths.sum()), *spec[1]), dtype=spec[0])
         return out if column.read_runs(r, (run_row, lengths), out, decode) else None

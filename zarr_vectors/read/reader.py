@@ -282,6 +282,7 @@ class LevelReader:
     read_runs = level_rows.read_runs
     _runs_by_kernels = level_rows.runs_by_kernels
     runs_through_cache = level_rows.runs_through_cache
+    vertices_in_box = level_rows.vertices_in_box
     check_vertices = level_rows.check_vertices
     check_stored_blocks = level_rows.check_stored_blocks
     known_rows = level_rows.known_rows
