@@ -132,7 +132,7 @@ def test_vertex_counts_edited_up_into_the_padding_is_refused_by_every_read_path(
             reads[name](zv.open(store))
 
 
-@pytest.mark.parametrize("kind", ["polyline", "graph", "mesh"])
+@pytest.mark.parametrize("kind", ["polyline", "graph", "mesh", "skeleton"])
 def test_object_vertex_moved_out_of_its_chunk_is_refused_by_every_read_path(kind: str) -> None:
     store = object_kind_store(kind)
     g, _ = s.first_chunk(store)

@@ -70,11 +70,13 @@ def test_rows_in_the_cache_are_tested_there_and_read_again_from_it(tmp_path: Pat
     inside = [i for i, v in enumerate(nodes) if np.any(np.all((v >= lo) & (v < hi), axis=1))]
     plain = ObjectReader(_reader(path)).read_region(BoxRegion(lo, hi))
     for budget in (2**20, 0):  # a budget of 0 keeps nothing: the rows are copied out, held
-        objects = ObjectReader(_reader(path, BlockCache(budget)))
+        reader = _reader(path, BlockCache(budget))
+        objects = ObjectReader(reader)
         owners, held = objects._owners_and_rows(BoxRegion(lo, hi))
         np.testing.assert_array_equal(owners, inside)
-        assert (held is None) is (budget > 0)
-        assert held is None or held.cached is False
+        assert held is not None
+        assert held.cached is (budget > 0)
+        assert (held.rows is None) is (budget > 0)  # tested in the cache, not copied out
         for _ in range(2):  # cold, then warm (every block cached)
             got = objects.read_region(BoxRegion(lo, hi))
             np.testing.assert_array_equal(got.object_ids, inside)
@@ -126,3 +128,23 @@ def test_first_rows_of_held_and_other_chunks() -> None:
     base, count = held.first_rows(np.array([9, 1, 7, 3, 12]))
     np.testing.assert_array_equal(base, [4, -1, 4, 0, -1])
     np.testing.assert_array_equal(count, [5, 0, 0, 4, 0])
+
+
+def test_held_chunks_left_in_the_cache_are_read_there(tmp_path: Path) -> None:
+    path = tmp_path / "s.zv"
+    _skeletons(path)
+    reader = _reader(path, BlockCache(2**20))
+    chunks, counts = reader.occupied_chunks(None, None)
+    keys = [tuple(c) for c in chunks[:3].tolist()]
+    flat = np.ravel_multi_index(tuple(chunks[:3].T), reader.grid.shape).astype(np.int64)
+    n = counts[:3].astype(np.int64)
+    runs = RowRuns(keys, np.arange(3, dtype=np.int64), np.zeros(3, np.int64), n)
+    names = [VERTICES, "radius"]
+    want = reader.read_runs(names, runs)
+    held = HeldRows(flat[:2], n[:2], None, True)  # tested in the cache, not copied out
+    copied = copy_held_rows(reader, runs, flat, held)
+    assert copied is not None
+    assert copied[1].tolist() == [True, True, False]
+    got = read_vertex_columns(reader, names, runs, copied, turns=False)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

@@ -27,12 +27,14 @@ class HeldRows(NamedTuple):
     ``chunk_flat`` ascending flat chunk indices (at least one), ``counts`` each chunk's
     rows, ``rows`` the rows themselves (``counts.sum()`` of them); ``cached`` whether they
     were read through the open store's cache of decoded blocks (their blocks then lie
-    there, decoded, for the object read to find).
+    there, decoded, for the object read to find). ``rows`` is None when they were only
+    tested where they lie in that cache (:func:`copy_held_rows` then reads the runs it
+    takes from there).
     """
 
     chunk_flat: np.ndarray
     counts: np.ndarray
-    rows: np.ndarray
+    rows: np.ndarray | None
     cached: bool = False
 
     def first_rows(self, chunk_flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -63,9 +65,18 @@ def copy_held_rows(
         return None
     lengths = runs.stop - runs.start
     dest = np.cumsum(lengths) - lengths
-    positions = np.empty((int(lengths.sum()), *held.rows.shape[1:]), dtype=held.rows.dtype)
-    at = runs.chunk[taken]
-    copy_row_runs(held.rows, base[at] + runs.start[taken], positions, dest[taken], lengths[taken])
+    if held.rows is None:  # they lie in the cache of decoded blocks: the runs taken read there
+        mine = RowRuns(
+            runs.chunks, runs.chunk[taken], runs.start[taken], runs.stop[taken], runs.where
+        )
+        rows, start = (
+            reader.read_runs([VERTICES], mine)[0],
+            np.cumsum(lengths[taken]) - lengths[taken],
+        )
+    else:
+        rows, start = held.rows, base[runs.chunk[taken]] + runs.start[taken]
+    positions = np.empty((int(lengths.sum()), *rows.shape[1:]), dtype=rows.dtype)
+    copy_row_runs(rows, start, positions, dest[taken], lengths[taken])
     return positions, taken
 
 

@@ -23,6 +23,14 @@ __all__ = ["OWNER_COLUMN", "owners_and_rows"]
 OWNER_COLUMN = "__fragment_owner__"
 """The reader's column of each fragment's owner (levels without fragment records)."""
 
+_TEST_IN_CACHE_BYTES = 512 * 2**10
+"""Rows (bytes, every vertex column) of the partly covered chunks up to which a box's
+owners lookup tests them in the cache of decoded blocks instead of copying them out.
+Measured (benchmarks/results/object_box_plan.md): skeletons 1% (~10,000 rows, ~160 KB)
+take less CPU; streamlines 1% (60,000-120,000 rows, 1-2 MB), whose objects' read goes
+around the cache and so copies the rows it takes out again, took as much warm and more
+moving."""
+
 
 def owners_and_rows(
     reader: LevelReader,
@@ -44,7 +52,8 @@ def owners_and_rows(
         runs = _every_row(reader, chunks[cut], counts[cut], None if where is None else where[cut])
         contained = _contained_in_cache(reader, region, runs)
         if contained is not None:  # the rows stay in the cache, for the read that follows
-            return _owners(owners, ranges, inside, counts, contained), None
+            found = _owners(owners, ranges, inside, counts, contained)
+            return found, _held(reader, chunks[cut], counts[cut], None, True)
         positions = _read_rows(reader, runs)
         cached = runs is not None and reader.runs_through_cache([VERTICES], runs)
     else:
@@ -57,10 +66,21 @@ def owners_and_rows(
         else np.asarray(region.contains_points(positions), dtype=bool)
     )
     found = _owners(owners, ranges, inside, counts, contained)
-    if not cut.any():
-        return found, None
-    flat = np.ravel_multi_index(tuple(chunks[cut].T), reader.grid.shape)
-    return found, HeldRows(flat.astype(np.int64), counts[cut].astype(np.int64), positions, cached)
+    return found, _held(reader, chunks[cut], counts[cut], positions, cached)
+
+
+def _held(
+    reader: LevelReader,
+    chunks: np.ndarray,
+    counts: np.ndarray,
+    rows: np.ndarray | None,
+    cached: bool,
+) -> HeldRows | None:
+    """The :class:`HeldRows` of the partly covered ``chunks`` (None when there is none)."""
+    if not chunks.shape[0]:
+        return None
+    flat = np.ravel_multi_index(tuple(chunks.T), reader.grid.shape).astype(np.int64)
+    return HeldRows(flat, counts.astype(np.int64), rows, cached)
 
 
 def _every_row(
@@ -89,13 +109,20 @@ def _contained_in_cache(
 ) -> np.ndarray | None:
     """Whether each ``vertices`` row of ``runs`` lies in ``region``, tested where the rows
     lie in the open store's cache of decoded blocks (:meth:`LevelReader.vertices_in_box`,
-    no copy); None when that is not done: the region is not a box, the level has no
-    vertex attributes (the read of the objects then takes the rows copied out,
-    :class:`HeldRows`, instead of a second read) or the rows do not go through the cache.
+    no copy: the read of the objects reads the rows it needs there again,
+    :func:`~zarr_vectors.query._held_rows.copy_held_rows`); None when that is not done:
+    the region is not a box, the level has no vertex attributes (the read of the objects
+    then takes the rows copied out instead of a second read), the chunks' rows of every
+    vertex column pass :data:`_TEST_IN_CACHE_BYTES`, or the rows do not go through the
+    cache.
     """
     if runs is None:
         return np.empty(0, dtype=bool)
     if not isinstance(region, BoxRegion) or not reader.attribute_names:
+        return None
+    layouts = [reader.layouts.get(name) for name in [VERTICES, *reader.attribute_names]]
+    row_bytes = sum(layout.row_nbytes for layout in layouts if layout is not None)
+    if int((runs.stop - runs.start).sum()) * row_bytes > _TEST_IN_CACHE_BYTES:
         return None
     return reader.vertices_in_box(runs, region.lo, region.hi)
 
