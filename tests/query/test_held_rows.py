@@ -90,12 +90,7 @@ def test_held_chunks_are_copied_and_the_others_read(tmp_path: Path) -> None:
     path = tmp_path / "s.zv"
     _skeletons(path)
     reader = _reader(path)
-    chunks, counts = reader.occupied_chunks(None, None)
-    assert chunks.shape[0] >= 3
-    keys = [tuple(c) for c in chunks[:3].tolist()]
-    flat = np.ravel_multi_index(tuple(chunks[:3].T), reader.grid.shape).astype(np.int64)
-    n = counts[:3].astype(np.int64)
-    runs = RowRuns(keys, np.arange(3, dtype=np.int64), np.zeros(3, np.int64), n)
+    flat, n, runs = _three_chunks(reader)
     names = [VERTICES, "radius"]
     want = reader.read_runs(names, runs)
     first = want[0][: n[0]] + 1000  # marked: must come from the held rows, not the store
@@ -134,11 +129,7 @@ def test_held_chunks_left_in_the_cache_are_read_there(tmp_path: Path) -> None:
     path = tmp_path / "s.zv"
     _skeletons(path)
     reader = _reader(path, BlockCache(2**20))
-    chunks, counts = reader.occupied_chunks(None, None)
-    keys = [tuple(c) for c in chunks[:3].tolist()]
-    flat = np.ravel_multi_index(tuple(chunks[:3].T), reader.grid.shape).astype(np.int64)
-    n = counts[:3].astype(np.int64)
-    runs = RowRuns(keys, np.arange(3, dtype=np.int64), np.zeros(3, np.int64), n)
+    flat, n, runs = _three_chunks(reader)
     names = [VERTICES, "radius"]
     want = reader.read_runs(names, runs)
     held = HeldRows(flat[:2], n[:2], None, True)  # tested in the cache, not copied out
@@ -148,3 +139,14 @@ def test_held_chunks_left_in_the_cache_are_read_there(tmp_path: Path) -> None:
     got = read_vertex_columns(reader, names, runs, copied, turns=False)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def _three_chunks(reader: LevelReader) -> tuple[np.ndarray, np.ndarray, RowRuns]:
+    """The flat indices and row counts of the first three occupied chunks, and every row
+    of them as row runs."""
+    chunks, counts = reader.occupied_chunks(None, None)
+    assert chunks.shape[0] >= 3
+    keys = [tuple(c) for c in chunks[:3].tolist()]
+    flat = np.ravel_multi_index(tuple(chunks[:3].T), reader.grid.shape).astype(np.int64)
+    n = counts[:3].astype(np.int64)
+    return flat, n, RowRuns(keys, np.arange(3, dtype=np.int64), np.zeros(3, np.int64), n)

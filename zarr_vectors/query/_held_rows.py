@@ -69,10 +69,8 @@ def copy_held_rows(
         mine = RowRuns(
             runs.chunks, runs.chunk[taken], runs.start[taken], runs.stop[taken], runs.where
         )
-        rows, start = (
-            reader.read_runs([VERTICES], mine)[0],
-            np.cumsum(lengths[taken]) - lengths[taken],
-        )
+        rows = reader.read_runs([VERTICES], mine)[0]
+        start = np.cumsum(lengths[taken]) - lengths[taken]
     else:
         rows, start = held.rows, base[runs.chunk[taken]] + runs.start[taken]
     positions = np.empty((int(lengths.sum()), *rows.shape[1:]), dtype=rows.dtype)
