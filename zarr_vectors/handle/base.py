@@ -84,12 +84,15 @@ def rechecked(
     Only a failed read re-checks the store's version (no extra request on success): when
     another writer replaced or changed the store since :func:`open`, the error becomes
     :class:`~zarr_vectors.errors.StoreChangedError`; otherwise it is raised as it was.
+    While ``method`` runs, a local store's data files are opened once each
+    (:meth:`StoreIO.files_kept`); they are closed before any check of the version.
     """
 
     @functools.wraps(method)
     def checked(store: _H, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         try:
-            return method(store, *args, **kwargs)
+            with store._io.files_kept():
+                return method(store, *args, **kwargs)
         except _READ_FAILURES as exc:
             store._check_unchanged(exc)
             raise

@@ -17,13 +17,15 @@ the link judged, one by one, as everywhere else.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterator
-from typing import cast
+from typing import Any, cast
 
 from zarr_vectors.errors import FormatError
 
@@ -40,6 +42,10 @@ _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEX
 """How a store file is opened: no waiting on a FIFO, no following a final link."""
 
 _MISSING = (errno.ENOENT, errno.ENOTDIR)
+
+_KEPT_FILES = 128
+"""Files one thread keeps open at most inside :meth:`LocalTree.keeping`; later ones are
+closed when released, as outside it."""
 
 
 class _OpenHow(ctypes.Structure):
@@ -162,7 +168,9 @@ class LocalTree:
     """Opens the files of one local store directory under the link rule.
 
     Directories on the way to a file are checked once each and remembered, so a read in a
-    checked directory costs a look-up in a set, an ``open`` and an ``fstat``. The first
+    checked directory costs a look-up in a set, an ``open`` and an ``fstat``. Inside
+    :meth:`keeping` a thread's data files stay open until it ends, so a shard read twice
+    by one read (its index, then its blocks) is opened once. The first
     file of a directory is opened in one call refusing a link anywhere on its path where
     the system has one (Linux's ``openat2``): when it succeeds, the directory is checked.
     Where a link is met (or there is no such call), each directory on the way is checked
@@ -179,6 +187,38 @@ class LocalTree:
         self._real_root: str | None = None
         self._checked: set[str] = {""}
         self._prefix = root  # of the paths opened without links; real_root once one is met
+        self._kept: dict[int, dict[str, tuple[int, int]]] = {}  # thread -> key -> opened
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy without the descriptors kept open (they are this process's)."""
+        return {**self.__dict__, "_kept": {}}
+
+    @contextlib.contextmanager
+    def keeping(self) -> Iterator[None]:
+        """Keep the data files the calling thread opens open until the outermost
+        ``keeping`` of the thread ends (at most :data:`_KEPT_FILES`); JSON documents are
+        never kept, so a version check always reads the file there now.
+
+        Callers give back each descriptor of :meth:`open` by :meth:`release`, which
+        closes it unless it is kept. Other threads open and close their own files.
+        """
+        me = threading.get_ident()
+        if me in self._kept:
+            yield
+            return
+        kept = self._kept[me] = {}
+        try:
+            yield
+        finally:
+            del self._kept[me]
+            for fd, _ in kept.values():
+                os.close(fd)
+
+    def release(self, key: str, fd: int) -> None:
+        """Close ``fd`` (of :meth:`open` of ``key``) unless :meth:`keeping` keeps it."""
+        kept = self._kept.get(threading.get_ident()) if self._kept else None
+        if kept is None or kept.get(key, (-1,))[0] != fd:
+            os.close(fd)
 
     @property
     def real_root(self) -> str:
@@ -191,12 +231,27 @@ class LocalTree:
         """A read-only descriptor of the regular file at ``key`` and the file's size (from
         the ``fstat`` that checked it), None when it does not exist.
 
+        Give the descriptor back by :meth:`release` (inside :meth:`keeping` it may be one
+        kept open since an earlier open of ``key``: read it with ``pread`` only).
+
         Raises
         ------
         FormatError
             When ``key``, or a directory on its way, is a link that breaks the rule, or the
             key is a directory, a FIFO, a socket or a device.
         """
+        kept = self._kept.get(threading.get_ident()) if self._kept else None
+        if kept is None:
+            return self._open(key)
+        found = kept.get(key)
+        if found is None:
+            found = self._open(key)
+            if found is not None and len(kept) < _KEPT_FILES and not key.endswith(".json"):
+                kept[key] = found
+        return found
+
+    def _open(self, key: str) -> tuple[int, int] | None:
+        """:meth:`open`, the file opened now."""
         parent = key.rpartition("/")[0]
         if parent in self._checked:  # the usual case: a plain open (any failure: judged)
             try:

@@ -64,7 +64,7 @@ def read_local(tree: LocalTree, key: str, byte_range: ByteRange) -> bytes | None
     try:
         return read_fd(fd, size, byte_range)
     finally:
-        os.close(fd)
+        tree.release(key, fd)
 
 
 def read_local_ranges(
@@ -79,19 +79,20 @@ def read_local_ranges(
         for key, ranges in requests:
             if key not in files:
                 if len(files) >= _OPEN_SPAN_FILES:
-                    _close_opened(files.pop(next(iter(files))))
+                    oldest = next(iter(files))
+                    _release(tree, oldest, files.pop(oldest))
                 files[key] = tree.open(key)
             opened = files[key]
             out.append(None if opened is None else [read_fd(*opened, r) for r in ranges])
     finally:
-        for opened in files.values():
-            _close_opened(opened)
+        for key, opened in files.items():
+            _release(tree, key, opened)
     return out
 
 
-def _close_opened(opened: tuple[int, int] | None) -> None:
+def _release(tree: LocalTree, key: str, opened: tuple[int, int] | None) -> None:
     if opened is not None:
-        os.close(opened[0])
+        tree.release(key, opened[0])
 
 
 def read_local_spans(
@@ -117,7 +118,8 @@ def read_local_spans(
             fd = files.get(keys[owner], -1)
             if fd < 0:
                 if len(files) >= _OPEN_SPAN_FILES:
-                    os.close(files.pop(next(iter(files))))
+                    oldest = next(iter(files))
+                    tree.release(oldest, files.pop(oldest))
                 opened = tree.open(keys[owner])
                 if opened is None:
                     return owner
@@ -128,8 +130,8 @@ def read_local_spans(
             pos = end
         return -1
     finally:
-        for fd in files.values():
-            os.close(fd)
+        for key, fd in files.items():
+            tree.release(key, fd)
 
 
 _OPEN_SPAN_FILES = 64
