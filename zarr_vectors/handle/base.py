@@ -84,15 +84,12 @@ def rechecked(
     Only a failed read re-checks the store's version (no extra request on success): when
     another writer replaced or changed the store since :func:`open`, the error becomes
     :class:`~zarr_vectors.errors.StoreChangedError`; otherwise it is raised as it was.
-    While ``method`` runs, a local store's data files are opened once each
-    (:meth:`StoreIO.files_kept`); they are closed before any check of the version.
     """
 
     @functools.wraps(method)
     def checked(store: _H, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         try:
-            with store._io.files_kept():
-                return method(store, *args, **kwargs)
+            return method(store, *args, **kwargs)
         except _READ_FAILURES as exc:
             store._check_unchanged(exc)
             raise
@@ -117,7 +114,9 @@ def data_read(
     the read, a local directory is checked not to be replaced (one ``stat``); after it, the
     store's version is checked (:meth:`StoreIO.check_version`: a ``stat`` and the root
     ``zarr.json``), so an answer that may blend two versions is never returned. A handle
-    opened with ``refresh=True`` then reopens the store and reads again.
+    opened with ``refresh=True`` then reopens the store and reads again. While the read
+    runs, a local store's data files are opened once each (:meth:`StoreIO.files_kept`;
+    JSON documents, the root's included, are always read afresh).
     """
     checked = rechecked(method)
 
@@ -126,7 +125,8 @@ def data_read(
         for attempt in range(_REFRESH_ATTEMPTS + 1):
             try:
                 store._check_same_directory()
-                found = checked(store, *args, **kwargs)
+                with store._io.files_kept():
+                    found = checked(store, *args, **kwargs)
                 store._check_version()
                 return found
             except StoreChangedError:

@@ -17,7 +17,6 @@ the link judged, one by one, as everywhere else.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
 import os
@@ -193,26 +192,15 @@ class LocalTree:
         """A copy without the descriptors kept open (they are this process's)."""
         return {**self.__dict__, "_kept": {}}
 
-    @contextlib.contextmanager
-    def keeping(self) -> Iterator[None]:
-        """Keep the data files the calling thread opens open until the outermost
-        ``keeping`` of the thread ends (at most :data:`_KEPT_FILES`); JSON documents are
-        never kept, so a version check always reads the file there now.
+    def keeping(self) -> _Keeping:
+        """A scope (``with``) in which the data files the calling thread opens stay open
+        until the outermost scope of the thread ends (at most :data:`_KEPT_FILES`); JSON
+        documents are never kept, so a version check always reads the file there now.
 
         Callers give back each descriptor of :meth:`open` by :meth:`release`, which
         closes it unless it is kept. Other threads open and close their own files.
         """
-        me = threading.get_ident()
-        if me in self._kept:
-            yield
-            return
-        kept = self._kept[me] = {}
-        try:
-            yield
-        finally:
-            del self._kept[me]
-            for fd, _ in kept.values():
-                os.close(fd)
+        return _Keeping(self._kept)
 
     def release(self, key: str, fd: int) -> None:
         """Close ``fd`` (of :meth:`open` of ``key``) unless :meth:`keeping` keeps it."""
@@ -344,6 +332,27 @@ class LocalTree:
         elif not stat.S_ISDIR(mode):
             return  # a file where a directory belongs: the open finds nothing below it
         self._checked.add(rel)
+
+
+class _Keeping:
+    """:meth:`LocalTree.keeping`: the calling thread's kept files, by key, in ``kept``."""
+
+    __slots__ = ("kept", "outermost")
+
+    def __init__(self, kept: dict[int, dict[str, tuple[int, int]]]) -> None:
+        self.kept = kept
+        self.outermost = False
+
+    def __enter__(self) -> None:
+        me = threading.get_ident()
+        if me not in self.kept:
+            self.kept[me] = {}
+            self.outermost = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.outermost:
+            for fd, _ in self.kept.pop(threading.get_ident()).values():
+                os.close(fd)
 
 
 def walk_store(root: str) -> Iterator[tuple[str, str]]:
