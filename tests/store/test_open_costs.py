@@ -190,3 +190,24 @@ def test_json_is_parsed_as_before_in_every_encoding_json_reads() -> None:
             _parse_json("k", bad)
     assert _parse_json("k", None) is None
     assert io_module._parse_json is _parse_json
+
+
+def test_a_listing_counts_its_directories_as_checked_but_not_its_links(
+    store: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "zarr.json").write_text("{}")
+    os.symlink(outside, store / "0" / "elsewhere")
+    io = StoreIO(zv.open(store)._io.store)
+    tree = io._tree()
+    assert tree is not None
+    names = io.list_dir("0")
+    assert "elsewhere" in names
+    assert "vertices" in names
+    assert "0/vertices" in tree._checked
+    assert "0/elsewhere" not in tree._checked
+    with pytest.raises(zv.FormatError, match="symbolic link out of the store"):
+        io.get("0/elsewhere/zarr.json")
+    assert io.list_dir("0/missing") == []
+    assert "0/missing" not in tree._checked

@@ -305,6 +305,13 @@ class LocalTree:
         os.close(fd)
         raise link_refusal(key, kind_of_mode(st.st_mode))
 
+    def checked_below(self, rel: str, name: str) -> None:
+        """Count directory ``name`` of the checked directory ``rel`` as checked: a listing of
+        ``rel`` found it a directory, not a link (nothing is done when ``rel`` is not
+        checked)."""
+        if rel in self._checked:
+            self._checked.add(f"{rel}/{name}" if rel else name)
+
     def check_directory(self, rel: str) -> None:
         """Check directory ``rel`` and those above it, top down (a missing one is not an
         error: the open or listing below it finds nothing).

@@ -165,12 +165,24 @@ def read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
 
 
 def list_local_dir(tree: LocalTree, prefix: str) -> list[str]:
-    """Names of the entries of directory ``prefix`` of a store (none if it is missing)."""
-    tree.check_directory(prefix.strip("/"))
+    """Names of the entries of directory ``prefix`` of a store (none if it is missing).
+
+    The entries that are directories, not links (as the listing itself says), count as
+    checked (:meth:`LocalTree.check_directory`): a file in one is then opened by a plain
+    ``open``, not by the call that refuses a link on its whole path.
+    """
+    rel = prefix.strip("/")
+    tree.check_directory(rel)
+    names = []
     try:
-        return sorted(os.listdir(os.path.join(tree.root, prefix)))
+        with os.scandir(f"{tree.root}/{rel}" if rel else tree.root) as entries:
+            for entry in entries:
+                names.append(entry.name)
+                if entry.is_dir(follow_symlinks=False):
+                    tree.checked_below(rel, entry.name)
     except (FileNotFoundError, NotADirectoryError):
         return []
+    return sorted(names)
 
 
 def _read_all(fd: int, size: int) -> bytes:
