@@ -58,23 +58,46 @@ def _opens(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[str]:
     return seen
 
 
-def _open_descriptors() -> int:
-    return len(os.listdir("/proc/self/fd"))
+def _descriptors(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int]]:
+    """The descriptors :class:`LocalTree` opens, and those of them closed since."""
+    opened: list[int] = []
+    closed: list[int] = []
+    live: set[int] = set()
+    real_open, real_close = LocalTree._open, os.close
+
+    def opening(self: LocalTree, key: str) -> tuple[int, int] | None:
+        found = real_open(self, key)
+        if found is not None:
+            opened.append(found[0])
+            live.add(found[0])
+        return found
+
+    def closing(fd: int) -> None:
+        if fd in live:
+            live.remove(fd)
+            closed.append(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(LocalTree, "_open", opening)
+    monkeypatch.setattr(os, "close", closing)
+    return opened, closed
 
 
-needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="Linux /proc")
-
-
-@needs_proc
 def test_a_query_opens_each_data_file_once_and_closes_them_all(
     store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected = zv.open(store).query(BOX)
-    before = _open_descriptors()
+    handle = zv.open(store)
+    opened, closed = _descriptors(monkeypatch)
     seen = _opens(monkeypatch)
-    found = zv.open(store).query(BOX)
-    assert _open_descriptors() == before
+    found = handle.query(BOX)
+    monkeypatch.undo()
     assert np.array_equal(found.positions, expected.positions)
+    assert opened
+    assert sorted(closed) == sorted(opened)  # each descriptor closed once, none left open
+    tree = handle._io._tree()
+    assert tree is not None
+    assert not tree._kept
     shards = {k: n for k, n in seen.items() if "/c/" in k}
     assert shards
     assert set(shards.values()) == {1}
@@ -89,27 +112,28 @@ def test_without_the_scope_every_read_opens_its_file(store: Path) -> None:
     assert not tree._kept
 
 
-@needs_proc
-def test_files_kept_are_this_threads_and_closed_at_the_outermost_end(store: Path) -> None:
+def test_files_kept_are_this_threads_and_closed_at_the_outermost_end(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tree = LocalTree(str(store))
     key = "0/vertices/c/0/0/0/0/0"
-    before = _open_descriptors()
+    opened, closed = _descriptors(monkeypatch)
     with tree.keeping():
-        opened = tree.open(key)
-        assert opened is not None
-        tree.release(key, opened[0])
+        first = tree.open(key)
+        assert first is not None
+        tree.release(key, first[0])
         with tree.keeping():  # nested: the same files
-            assert tree.open(key) == opened
-        assert tree.open(key) == opened
+            assert tree.open(key) == first
+        assert tree.open(key) == first
         other: list[tuple[int, int] | None] = []
         worker = threading.Thread(target=lambda: other.append(tree.open(key)))
         worker.start()
         worker.join()
         assert other[0] is not None
-        assert other[0][0] != opened[0]  # its own descriptor
+        assert other[0][0] != first[0]  # its own descriptor
         tree.release(key, other[0][0])  # not kept by that thread: closed
-        assert _open_descriptors() == before + 1
-    assert _open_descriptors() == before
+        assert closed == [other[0][0]]
+    assert sorted(closed) == sorted(opened)
     assert not tree._kept
 
 
