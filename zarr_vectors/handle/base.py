@@ -114,7 +114,9 @@ def data_read(
     the read, a local directory is checked not to be replaced (one ``stat``); after it, the
     store's version is checked (:meth:`StoreIO.check_version`: a ``stat`` and the root
     ``zarr.json``), so an answer that may blend two versions is never returned. A handle
-    opened with ``refresh=True`` then reopens the store and reads again.
+    opened with ``refresh=True`` then reopens the store and reads again. While the read
+    runs, a local store's data files are opened once each (:meth:`StoreIO.files_kept`;
+    JSON documents, the root's included, are always read afresh).
     """
     checked = rechecked(method)
 
@@ -123,7 +125,8 @@ def data_read(
         for attempt in range(_REFRESH_ATTEMPTS + 1):
             try:
                 store._check_same_directory()
-                found = checked(store, *args, **kwargs)
+                with store._io.files_kept():
+                    found = checked(store, *args, **kwargs)
                 store._check_version()
                 return found
             except StoreChangedError:

@@ -233,13 +233,15 @@ def prefetch(self: LevelReader, keys: Iterable[str], dirs: Iterable[str] = ()) -
 
 def document(self: LevelReader, key: str) -> Any:
     """The parsed JSON document at ``key`` (None when missing), cached."""
-    self.prefetch([key])
+    if key not in self._docs:
+        self.prefetch([key])
     return self._docs[key]
 
 
 def children(self: LevelReader, prefix: str) -> list[str]:
     """Names of the nodes inside the group at ``prefix`` (without ``zarr.json``), cached."""
-    self.prefetch((), [prefix])
+    if prefix not in self._dirs:
+        self.prefetch((), [prefix])
     return [n for n in self._dirs[prefix] if n != "zarr.json"]
 
 

@@ -8,7 +8,9 @@ its own order (spec §2, commit order).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import math
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -544,7 +546,8 @@ def write_global_array_blocks(
 def _chunk_keys(path: str, shape: Sequence[int], chunks: Sequence[int]) -> list[str]:
     """Keys of every chunk of a plain array's regular grid, in C order."""
     counts = [-(-int(n) // int(c)) for n, c in zip(shape, chunks, strict=True)]
-    return [f"{path}/c/" + "/".join(str(i) for i in index) for index in np.ndindex(*counts)]
+    ranges = [[str(i) for i in range(n)] for n in counts]
+    return [f"{path}/c/" + "/".join(index) for index in itertools.product(*ranges)]
 
 
 def chunk_table_problem(
@@ -599,9 +602,8 @@ def chunk_table_problem(
 
 def _chunk_total(meta: dict[str, Any]) -> int:
     """The number of chunks of a plain array's regular grid."""
-    shape = [int(n) for n in meta["shape"]]
-    chunks = [int(c) for c in meta["chunk_grid"]["configuration"]["chunk_shape"]]
-    return int(np.prod([-(-n // c) for n, c in zip(shape, chunks, strict=True)], dtype=object))
+    chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]
+    return math.prod(-(-int(n) // int(c)) for n, c in zip(meta["shape"], chunks, strict=True))
 
 
 def check_stored_chunks(io: StoreIO, path: str, meta: dict[str, Any]) -> None:

@@ -22,8 +22,9 @@ import errno
 import os
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterator
-from typing import cast
+from typing import Any, cast
 
 from zarr_vectors.errors import FormatError
 
@@ -40,6 +41,10 @@ _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEX
 """How a store file is opened: no waiting on a FIFO, no following a final link."""
 
 _MISSING = (errno.ENOENT, errno.ENOTDIR)
+
+_KEPT_FILES = 128
+"""Files one thread keeps open at most inside :meth:`LocalTree.keeping`; later ones are
+closed when released, as outside it."""
 
 
 class _OpenHow(ctypes.Structure):
@@ -162,7 +167,9 @@ class LocalTree:
     """Opens the files of one local store directory under the link rule.
 
     Directories on the way to a file are checked once each and remembered, so a read in a
-    checked directory costs a look-up in a set, an ``open`` and an ``fstat``. The first
+    checked directory costs a look-up in a set, an ``open`` and an ``fstat``. Inside
+    :meth:`keeping` a thread's data files stay open until it ends, so a shard read twice
+    by one read (its index, then its blocks) is opened once. The first
     file of a directory is opened in one call refusing a link anywhere on its path where
     the system has one (Linux's ``openat2``): when it succeeds, the directory is checked.
     Where a link is met (or there is no such call), each directory on the way is checked
@@ -179,6 +186,27 @@ class LocalTree:
         self._real_root: str | None = None
         self._checked: set[str] = {""}
         self._prefix = root  # of the paths opened without links; real_root once one is met
+        self._kept: dict[int, dict[str, tuple[int, int]]] = {}  # thread -> key -> opened
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy without the descriptors kept open (they are this process's)."""
+        return {**self.__dict__, "_kept": {}}
+
+    def keeping(self) -> _Keeping:
+        """A scope (``with``) in which the data files the calling thread opens stay open
+        until the outermost scope of the thread ends (at most :data:`_KEPT_FILES`); JSON
+        documents are never kept, so a version check always reads the file there now.
+
+        Callers give back each descriptor of :meth:`open` by :meth:`release`, which
+        closes it unless it is kept. Other threads open and close their own files.
+        """
+        return _Keeping(self._kept)
+
+    def release(self, key: str, fd: int) -> None:
+        """Close ``fd`` (of :meth:`open` of ``key``) unless :meth:`keeping` keeps it."""
+        kept = self._kept.get(threading.get_ident()) if self._kept else None
+        if kept is None or kept.get(key, (-1,))[0] != fd:
+            os.close(fd)
 
     @property
     def real_root(self) -> str:
@@ -191,12 +219,27 @@ class LocalTree:
         """A read-only descriptor of the regular file at ``key`` and the file's size (from
         the ``fstat`` that checked it), None when it does not exist.
 
+        Give the descriptor back by :meth:`release` (inside :meth:`keeping` it may be one
+        kept open since an earlier open of ``key``: read it with ``pread`` only).
+
         Raises
         ------
         FormatError
             When ``key``, or a directory on its way, is a link that breaks the rule, or the
             key is a directory, a FIFO, a socket or a device.
         """
+        kept = self._kept.get(threading.get_ident()) if self._kept else None
+        if kept is None:
+            return self._open(key)
+        found = kept.get(key)
+        if found is None:
+            found = self._open(key)
+            if found is not None and len(kept) < _KEPT_FILES and not key.endswith(".json"):
+                kept[key] = found
+        return found
+
+    def _open(self, key: str) -> tuple[int, int] | None:
+        """:meth:`open`, the file opened now."""
         parent = key.rpartition("/")[0]
         if parent in self._checked:  # the usual case: a plain open (any failure: judged)
             try:
@@ -262,6 +305,13 @@ class LocalTree:
         os.close(fd)
         raise link_refusal(key, kind_of_mode(st.st_mode))
 
+    def checked_below(self, rel: str, name: str) -> None:
+        """Count directory ``name`` of the checked directory ``rel`` as checked: a listing of
+        ``rel`` found it a directory, not a link (nothing is done when ``rel`` is not
+        checked)."""
+        if rel in self._checked:
+            self._checked.add(f"{rel}/{name}" if rel else name)
+
     def check_directory(self, rel: str) -> None:
         """Check directory ``rel`` and those above it, top down (a missing one is not an
         error: the open or listing below it finds nothing).
@@ -289,6 +339,27 @@ class LocalTree:
         elif not stat.S_ISDIR(mode):
             return  # a file where a directory belongs: the open finds nothing below it
         self._checked.add(rel)
+
+
+class _Keeping:
+    """:meth:`LocalTree.keeping`: the calling thread's kept files, by key, in ``kept``."""
+
+    __slots__ = ("kept", "outermost")
+
+    def __init__(self, kept: dict[int, dict[str, tuple[int, int]]]) -> None:
+        self.kept = kept
+        self.outermost = False
+
+    def __enter__(self) -> None:
+        me = threading.get_ident()
+        if me not in self.kept:
+            self.kept[me] = {}
+            self.outermost = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.outermost:
+            for fd, _ in self.kept.pop(threading.get_ident()).values():
+                os.close(fd)
 
 
 def walk_store(root: str) -> Iterator[tuple[str, str]]:

@@ -64,7 +64,7 @@ def read_local(tree: LocalTree, key: str, byte_range: ByteRange) -> bytes | None
     try:
         return read_fd(fd, size, byte_range)
     finally:
-        os.close(fd)
+        tree.release(key, fd)
 
 
 def read_local_ranges(
@@ -79,19 +79,20 @@ def read_local_ranges(
         for key, ranges in requests:
             if key not in files:
                 if len(files) >= _OPEN_SPAN_FILES:
-                    _close_opened(files.pop(next(iter(files))))
+                    oldest = next(iter(files))
+                    _release(tree, oldest, files.pop(oldest))
                 files[key] = tree.open(key)
             opened = files[key]
             out.append(None if opened is None else [read_fd(*opened, r) for r in ranges])
     finally:
-        for opened in files.values():
-            _close_opened(opened)
+        for key, opened in files.items():
+            _release(tree, key, opened)
     return out
 
 
-def _close_opened(opened: tuple[int, int] | None) -> None:
+def _release(tree: LocalTree, key: str, opened: tuple[int, int] | None) -> None:
     if opened is not None:
-        os.close(opened[0])
+        tree.release(key, opened[0])
 
 
 def read_local_spans(
@@ -117,7 +118,8 @@ def read_local_spans(
             fd = files.get(keys[owner], -1)
             if fd < 0:
                 if len(files) >= _OPEN_SPAN_FILES:
-                    os.close(files.pop(next(iter(files))))
+                    oldest = next(iter(files))
+                    tree.release(oldest, files.pop(oldest))
                 opened = tree.open(keys[owner])
                 if opened is None:
                     return owner
@@ -128,8 +130,8 @@ def read_local_spans(
             pos = end
         return -1
     finally:
-        for fd in files.values():
-            os.close(fd)
+        for key, fd in files.items():
+            tree.release(key, fd)
 
 
 _OPEN_SPAN_FILES = 64
@@ -163,12 +165,24 @@ def read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
 
 
 def list_local_dir(tree: LocalTree, prefix: str) -> list[str]:
-    """Names of the entries of directory ``prefix`` of a store (none if it is missing)."""
-    tree.check_directory(prefix.strip("/"))
+    """Names of the entries of directory ``prefix`` of a store (none if it is missing).
+
+    The entries that are directories, not links (as the listing itself says), count as
+    checked (:meth:`LocalTree.check_directory`): a file in one is then opened by a plain
+    ``open``, not by the call that refuses a link on its whole path.
+    """
+    rel = prefix.strip("/")
+    tree.check_directory(rel)
+    names = []
     try:
-        return sorted(os.listdir(os.path.join(tree.root, prefix)))
+        with os.scandir(f"{tree.root}/{rel}" if rel else tree.root) as entries:
+            for entry in entries:
+                names.append(entry.name)
+                if entry.is_dir(follow_symlinks=False):
+                    tree.checked_below(rel, entry.name)
     except (FileNotFoundError, NotADirectoryError):
         return []
+    return sorted(names)
 
 
 def _read_all(fd: int, size: int) -> bytes:
