@@ -390,3 +390,14 @@ def radix_order(keys: np.ndarray) -> np.ndarray:
     """Twin of :func:`zarr_vectors.kernels.radix_order.radix_order`: Python's stable sort
     of the positions by key."""
     return np.array(sorted(range(keys.shape[0]), key=lambda i: int(keys[i])), dtype=np.int64)
+
+
+def shard_slots(chunks: Array, shard_chunks: Array) -> tuple[Array, Array, Array]:
+    """Twin of zarr_vectors.kernels.shard_slots.shard_slots: np.unique of the shard rows."""
+    chunks = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), len(shard_chunks))
+    per = np.asarray(shard_chunks, dtype=np.int64)
+    shards, slot = np.unique(chunks // per, axis=0, return_inverse=True)
+    local = np.zeros(len(chunks), dtype=np.int64)
+    for a in range(len(per)):
+        local = local * per[a] + chunks[:, a] % per[a]
+    return shards.reshape(-1, len(per)), slot.reshape(-1).astype(np.int64), local
