@@ -401,3 +401,25 @@ def shard_slots(chunks: Array, shard_chunks: Array) -> tuple[Array, Array, Array
     for a in range(len(per)):
         local = local * per[a] + chunks[:, a] % per[a]
     return shards.reshape(-1, len(per)), slot.reshape(-1).astype(np.int64), local
+
+
+def fill_block_entries(
+    index: Array,
+    n_blocks: int,
+    chunk_of: tuple[Array, Array, Array],
+    table: tuple[Array, Array, Array],
+    check: bool,
+) -> int:
+    """Twin of zarr_vectors.kernels.shard_slots.fill_block_entries, chunk by chunk."""
+    slot, local, wanted = chunk_of
+    first, where, out = table
+    own = [index[s, q * n_blocks : (q + 1) * n_blocks] for s, q in zip(slot, local, strict=True)]
+    if check:
+        for i, entries in enumerate(own):
+            if (entries[max(int(wanted[i]), 0) :, 0] != -1).any():
+                return i
+    for p, entries in zip(where, own, strict=True):
+        a, b = int(first[p]), int(first[p + 1])
+        n = min(b - a, n_blocks)
+        out[a : a + n] = entries[:n]
+    return -1

@@ -5,6 +5,8 @@ shards' indexes are fetched once per shard and each chunk's entries are a slice 
 shard's index. :func:`shard_slots` gives, for ``m`` chunks, the distinct shards holding them
 (ascending in C order), the slot of each chunk's shard among those, and the chunk's C-order
 position inside its shard: what the numpy version did in some twenty array calls.
+:func:`fill_block_entries` then copies each chunk's entries from its shard's index into a
+table by chunk, checking first that no chunk stores a row block past its row count.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["shard_slots"]
+__all__ = ["fill_block_entries", "shard_slots"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -76,3 +78,92 @@ def _shard_slots(chunks: I64, shard_chunks: I64) -> tuple[I64, I64, I64]:
         for a in range(d):
             shards[t, a] = chunks[firsts[t], a] // shard_chunks[a]
     return shards, slot, local
+
+
+def fill_block_entries(
+    index: I64,
+    n_blocks: int,
+    chunk_of: tuple[I64, I64, I64],
+    table: tuple[I64, I64, I64],
+    check: bool,
+) -> int:
+    """Copy each chunk's shard index entries into a table by chunk, after checking that
+    none stores a row block past those its row count needs (spec §9.0).
+
+    Parameters
+    ----------
+    index
+        ``(s, chunks_per_shard * n_blocks, 2)`` int64 entries of the shards (their
+        uint64 indexes viewed as int64: a block not stored is -1).
+    n_blocks
+        Row blocks of a chunk.
+    chunk_of
+        ``(slot, local, wanted)``: per chunk, its shard's row in ``index``, its place in
+        the shard (:func:`shard_slots`) and the row blocks its row count needs
+        (``ceil(rows / R)``).
+    table
+        ``(first, where, out)``: chunk ``i``'s entries go to rows ``first[where[i]]`` up
+        to ``first[where[i] + 1]`` of ``out`` (``(total, 2)`` int64; ``n_blocks`` at most).
+    check
+        Whether to check first (nothing is copied when a chunk fails).
+
+    Returns
+    -------
+    int
+        The first chunk storing a block past those it needs (nothing copied), or -1.
+
+    Examples
+    --------
+    >>> index = np.array([[[0, 8], [-1, -1], [8, 8], [16, 8]]], np.int64)  # 2 chunks of 2
+    >>> out = np.full((3, 2), -1, np.int64)
+    >>> one, first = np.array([1], np.int64), np.array([0, 1, 3], np.int64)
+    >>> fill_block_entries(index, 2, (one * 0, one, one * 2), (first, one, out), True)
+    -1
+    >>> out.tolist()
+    [[-1, -1], [8, 8], [16, 8]]
+    >>> fill_block_entries(index, 2, (one * 0, one, one), (first, one, out), True)
+    0
+    """
+    slot, local, wanted = chunk_of
+    first, where, out = table
+    found = int(_fill_block_entries(index, n_blocks, slot, local, wanted, first, where, out, check))
+    if found == -2:
+        raise ValueError("shard index entries or table smaller than the chunks they hold")
+    return found
+
+
+@njit
+def _fill_block_entries(
+    index: I64,
+    n_blocks: int,
+    slot: I64,
+    local: I64,
+    wanted: I64,
+    first: I64,
+    where: I64,
+    out: I64,
+    check: bool,
+) -> int:
+    m = slot.shape[0]
+    for i in range(m):  # every index inside the arrays (no bounds checks below)
+        p = where[i]
+        if slot[i] < 0 or slot[i] >= index.shape[0] or local[i] < 0 or p < 0:
+            return -2
+        if (local[i] + 1) * n_blocks > index.shape[1] or p + 1 >= first.shape[0]:
+            return -2
+        if first[p] < 0 or first[p] + min(first[p + 1] - first[p], n_blocks) > out.shape[0]:
+            return -2
+    if check:
+        for i in range(m):
+            base = local[i] * n_blocks
+            for b in range(max(wanted[i], 0), n_blocks):
+                if index[slot[i], base + b, 0] != -1:
+                    return i
+    for i in range(m):
+        a = first[where[i]]
+        n = min(first[where[i] + 1] - a, n_blocks)
+        base = local[i] * n_blocks
+        for b in range(n):
+            out[a + b, 0] = index[slot[i], base + b, 0]
+            out[a + b, 1] = index[slot[i], base + b, 1]
+    return -1

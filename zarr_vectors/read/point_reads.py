@@ -29,9 +29,10 @@ from zarr_vectors.format.names import VERTEX_FRAGMENTS
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
 from zarr_vectors.kernels.ranges import first_untiled
+from zarr_vectors.kernels.shard_slots import fill_block_entries
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read.block_cache import SlotBlocks
-from zarr_vectors.read.read_checks import first_with_blocks_past, first_with_blocks_past_array
+from zarr_vectors.read.read_checks import first_with_blocks_past
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.native_blocks import in_turns
 from zarr_vectors.store.shards import RowLayout
@@ -609,11 +610,7 @@ class PointReads:
             path, layout = self.reader.paths[name], self.reader.layouts[name]
             assert layout is not None
             if layout.chunks_per_shard > 1 and len(chunks) > 1:  # at once, no list per chunk
-                keys, joined = self.reader.indexes.entry_arrays(path, layout, coords[where])
-                bad = first_with_blocks_past_array(joined, counts, layout.rows_per_block)
-                if bad >= 0:
-                    self.reader.check_stored_blocks(name, chunks[bad], joined[bad])  # raises
-                table.set_many(k, where, keys, joined)
+                self._learn_shared(k, name, table, where, counts)
                 continue
             found = [self.reader.indexes.entry_array(path, layout, chunk) for chunk in chunks]
             bad = first_with_blocks_past([f[1] for f in found], counts, layout.rows_per_block)
@@ -622,6 +619,34 @@ class PointReads:
             for p, (key, entries) in zip(where.tolist(), found, strict=True):
                 table.set_entries(k, p, key, entries)
         table.known[where] = True
+
+    def _learn_shared(
+        self,
+        k: int,
+        name: str,
+        table: read_plans.BlockTable,
+        where: np.ndarray,
+        counts: np.ndarray,
+    ) -> None:
+        """Copy column ``k``'s (``name``'s) cached shard index entries of the chunks at
+        positions ``where`` (``counts`` rows each), in shards of several chunks, into
+        ``table`` by one kernel call that first checks no chunk stores a block past its
+        rows (:func:`~zarr_vectors.kernels.shard_slots.fill_block_entries`)."""
+        path, layout = self.reader.paths[name], self.reader.layouts[name]
+        assert layout is not None
+        coords = self.reader.occupied_chunks(None, None)[0][where]
+        keys, index, slot, local = self.reader.indexes.shard_table(path, layout, coords)
+        entries = index.view(np.int64)  # a block not stored: -1
+        wanted = -(-np.asarray(counts, dtype=np.int64) // layout.rows_per_block)
+        chunk_of, into = (slot, local, wanted), (table.first, where, table.entries[k])
+        bad = fill_block_entries(entries, layout.n_blocks, chunk_of, into, True)
+        if bad >= 0:  # raises, unless the chunk's row count is not known
+            own = index[slot[bad], local[bad] * layout.n_blocks :][: layout.n_blocks]
+            self.reader.check_stored_blocks(name, tuple(coords[bad].tolist()), own)
+            fill_block_entries(entries, layout.n_blocks, chunk_of, into, False)
+        column = table.keys[k]
+        for p, s in zip(where.tolist(), slot.tolist(), strict=True):
+            column[p] = keys[s]
 
     def _fetch_plans(
         self, table: read_plans.BlockTable, plans: list[read_plans.SlotPlan]

@@ -227,6 +227,23 @@ class ShardIndexes:
         chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, len(layout.shard_chunks))
         if not chunks.shape[0]:
             return [], np.empty((0, layout.n_blocks, 2), dtype=np.uint64)
+        keys, index, slot, local = self.shard_table(path, layout, chunks)
+        entries = index.reshape(index.shape[0], -1, layout.n_blocks, 2)[slot, local]
+        return [keys[s] for s in slot.tolist()], entries
+
+    def shard_table(
+        self, path: str, layout: RowLayout, chunks: np.ndarray
+    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """The cached indexes of the shards holding ``chunks`` (``(m, D)``, several chunks
+        per shard, spec §9.0.1), stacked: the shards' keys, their ``(s, chunks_per_shard
+        * n_blocks, 2)`` uint64 entries, and per chunk its shard's slot and its place in
+        the shard (:meth:`slots`).
+
+        Raises
+        ------
+        CorruptChunkError
+            When a chunk's shard was not found (its index is not cached).
+        """
         shards, slot, local = self.slots(layout, chunks)
         keys, arrays = [], []
         for s, shard in enumerate(shards.tolist()):
@@ -236,11 +253,9 @@ class ShardIndexes:
                 self.entries(path, layout, tuple(chunks[int(np.argmax(slot == s))].tolist()))
             assert found is not None
             keys.append(found[0])
-            arrays.append(self._arrays[cache_key].reshape(-1, layout.n_blocks, 2))
-        if len(arrays) == 1:
-            return [keys[0]] * chunks.shape[0], arrays[0][local]
-        entries = np.stack(arrays)[slot, local]  # whole rows of entries: no gather per entry
-        return [keys[s] for s in slot.tolist()], entries
+            arrays.append(self._arrays[cache_key])
+        index = arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
+        return keys, index, slot, local
 
     def shards(self, path: str) -> set[tuple[int, ...]]:
         """The shards of the array at ``path`` whose indexes are cached."""
