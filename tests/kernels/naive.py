@@ -423,3 +423,42 @@ def fill_block_entries(
         n = min(b - a, n_blocks)
         out[a : a + n] = entries[:n]
     return -1
+
+
+def stored_spans(entries: Array) -> tuple[Array, Array, Array, bool]:
+    """Twin of zarr_vectors.kernels.blob_spans.stored_spans, by array operations (int64
+    entries, -1 for a block not stored)."""
+    entries = np.asarray(entries, dtype=np.int64)
+    m = entries.shape[0]
+    offsets, sizes = entries[..., 0], entries[..., 1]
+    present = offsets != -1
+    stored = present.sum(axis=1).astype(np.int64)
+    prefix = np.arange(entries.shape[1]) < stored[:, None]
+    large = 2**62
+    if (
+        np.any(present != prefix)
+        or np.any(offsets[present] < 0)
+        or np.any(offsets[present] >= large)
+        or np.any(sizes[present] < 0)
+        or np.any(sizes[present] >= large)
+    ):
+        return np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64), False
+    first = np.where(present, offsets, large).min(axis=1, initial=large)
+    last = np.where(present, offsets + sizes, 0).max(axis=1, initial=0)
+    return stored, np.where(stored > 0, first, 0), last, True
+
+
+def blob_blocks(
+    entries: Array, stored: Array, start: Array, lengths: Array
+) -> tuple[Array, Array, Array, Array, Array]:
+    """Twin of zarr_vectors.kernels.blob_spans.blob_blocks, by array operations."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    base = np.cumsum(lengths) - lengths
+    chunk_of = np.repeat(np.arange(stored.shape[0]), stored).astype(np.int64)
+    number = np.arange(chunk_of.shape[0]) - np.repeat(np.cumsum(stored) - stored, stored)
+    offsets = entries[chunk_of, number, 0] - start[chunk_of]
+    sizes = entries[chunk_of, number, 1]
+    inside = (offsets >= 0) & (offsets + sizes <= lengths[chunk_of])
+    starts = np.where(inside, base[chunk_of] + offsets, int(lengths.sum()))
+    bounds = np.concatenate([[0], np.cumsum(stored)]).astype(np.int64)
+    return starts, sizes, chunk_of, number.astype(np.int64), bounds
