@@ -122,11 +122,12 @@ def first_wave(
     blob_requests: list[tuple[str, ByteRange]] = [
         (shard_key(path, np.asarray(chunk), 0), None) for chunk in missing if not sharded
     ]
-    index_requests = [
+    index_chunks = np.asarray(indexed, dtype=np.int64).reshape(len(indexed), self.grid.ndim)
+    index_requests = [  # the chunks as one array: made once for every column
         request
         for column in index_columns
         if (column_layout := self.layouts.get(column)) is not None
-        for request in self.indexes.chunk_requests(self.paths[column], column_layout, indexed)
+        for request in self.indexes.chunk_requests(self.paths[column], column_layout, index_chunks)
     ]
     if sharded and layout is not None:
         index_requests += self.indexes.chunk_requests(path, layout, missing)

@@ -600,10 +600,10 @@ class PointReads:
         counts in these columns (default their vertex counts)."""
         coords, _ = self.reader.occupied_chunks(None, None)
         chunks = read_plans.chunk_keys(coords[where])
-        unknown = [chunk for chunk in chunks if (chunk, *names) not in self.indexed]
-        if unknown:
-            self.reader.fetch_chunk_indexes(names, unknown)
-            self.indexed.update((chunk, *names) for chunk in unknown)
+        unknown = [i for i, chunk in enumerate(chunks) if (chunk, *names) not in self.indexed]
+        if unknown:  # the chunks as one array for every column's shards (a kernel call)
+            self.reader.fetch_chunk_indexes(names, coords[where[unknown]])
+            self.indexed.update([(chunks[i], *names) for i in unknown])
         if counts is None:
             counts = self.reader.occupied_chunks(None, None)[1][where]
         for k, name in enumerate(names):
