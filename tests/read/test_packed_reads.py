@@ -1,5 +1,5 @@
 """Reads of many chunks out of shards of several chunks (spec §9.0.1): their index entries
-taken for all chunks at once (ShardIndexes.entry_arrays, BlockTable.set_many), one index
+taken for all chunks at once (ShardIndexes.shard_table, kernels.shard_slots), one index
 fetch per shard, and the same rows as the store with one chunk per shard."""
 
 from __future__ import annotations
