@@ -408,16 +408,21 @@ def fill_block_entries(
     n_blocks: int,
     chunk_of: tuple[Array, Array, Array],
     table: tuple[Array, Array, Array],
-    check: bool,
+    max_nbytes: int,
 ) -> int:
     """Twin of zarr_vectors.kernels.shard_slots.fill_block_entries, chunk by chunk."""
     slot, local, wanted = chunk_of
     first, where, out = table
     own = [index[s, q * n_blocks : (q + 1) * n_blocks] for s, q in zip(slot, local, strict=True)]
-    if check:
-        for i, entries in enumerate(own):
-            if (entries[max(int(wanted[i]), 0) :, 0] != -1).any():
-                return i
+    for i, entries in enumerate(own):
+        stored = entries[entries[:, 0] != -1]
+        if (
+            (entries[int(wanted[i]) :, 0] != -1).any()
+            or (stored[:, 0] < 0).any()
+            or (stored[:, 1] < 0).any()
+            or (stored[:, 1] > max_nbytes).any()
+        ):
+            return i
     for p, entries in zip(where, own, strict=True):
         a, b = int(first[p]), int(first[p + 1])
         n = min(b - a, n_blocks)

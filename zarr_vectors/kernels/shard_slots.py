@@ -85,10 +85,11 @@ def fill_block_entries(
     n_blocks: int,
     chunk_of: tuple[I64, I64, I64],
     table: tuple[I64, I64, I64],
-    check: bool,
+    max_nbytes: int,
 ) -> int:
     """Copy each chunk's shard index entries into a table by chunk, after checking that
-    none stores a row block past those its row count needs (spec §9.0).
+    none stores a row block past those its row count needs (spec §9.0), nor a block at a
+    negative offset or of more than ``max_nbytes`` bytes (a damaged index).
 
     Parameters
     ----------
@@ -104,29 +105,33 @@ def fill_block_entries(
     table
         ``(first, where, out)``: chunk ``i``'s entries go to rows ``first[where[i]]`` up
         to ``first[where[i] + 1]`` of ``out`` (``(total, 2)`` int64; ``n_blocks`` at most).
-    check
-        Whether to check first (nothing is copied when a chunk fails).
+    max_nbytes
+        The most bytes a stored block may take.
 
     Returns
     -------
     int
-        The first chunk storing a block past those it needs (nothing copied), or -1.
+        The first chunk that fails a check (nothing is copied then), or -1.
 
     Examples
     --------
     >>> index = np.array([[[0, 8], [-1, -1], [8, 8], [16, 8]]], np.int64)  # 2 chunks of 2
     >>> out = np.full((3, 2), -1, np.int64)
     >>> one, first = np.array([1], np.int64), np.array([0, 1, 3], np.int64)
-    >>> fill_block_entries(index, 2, (one * 0, one, one * 2), (first, one, out), True)
+    >>> fill_block_entries(index, 2, (one * 0, one, one * 2), (first, one, out), 64)
     -1
     >>> out.tolist()
     [[-1, -1], [8, 8], [16, 8]]
-    >>> fill_block_entries(index, 2, (one * 0, one, one), (first, one, out), True)
+    >>> fill_block_entries(index, 2, (one * 0, one, one), (first, one, out), 64)  # 1 block
+    0
+    >>> fill_block_entries(index, 2, (one * 0, one, one * 2), (first, one, out), 7)  # 8 bytes
     0
     """
     slot, local, wanted = chunk_of
     first, where, out = table
-    found = int(_fill_block_entries(index, n_blocks, slot, local, wanted, first, where, out, check))
+    found = int(
+        _fill_block_entries(index, n_blocks, slot, local, wanted, first, where, out, max_nbytes)
+    )
     if found == -2:
         raise ValueError("shard index entries or table smaller than the chunks they hold")
     return found
@@ -142,7 +147,7 @@ def _fill_block_entries(
     first: I64,
     where: I64,
     out: I64,
-    check: bool,
+    max_nbytes: int,
 ) -> int:
     m = slot.shape[0]
     for i in range(m):  # every index inside the arrays (no bounds checks below)
@@ -153,12 +158,14 @@ def _fill_block_entries(
             return -2
         if first[p] < 0 or first[p] + min(first[p + 1] - first[p], n_blocks) > out.shape[0]:
             return -2
-    if check:
-        for i in range(m):
-            base = local[i] * n_blocks
-            for b in range(max(wanted[i], 0), n_blocks):
-                if index[slot[i], base + b, 0] != -1:
-                    return i
+    for i in range(m):
+        base = local[i] * n_blocks
+        for b in range(n_blocks):
+            offset, size = index[slot[i], base + b, 0], index[slot[i], base + b, 1]
+            if offset == -1:  # not stored
+                continue
+            if b >= wanted[i] or offset < 0 or size < 0 or size > max_nbytes:
+                return i
     for i in range(m):
         a = first[where[i]]
         n = min(first[where[i] + 1] - a, n_blocks)
