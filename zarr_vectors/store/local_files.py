@@ -158,9 +158,12 @@ def read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
     if isinstance(byte_range, int):
         start = max(0, size + byte_range)
         return os.pread(fd, size - start, start)
-    start, stop = byte_range  # at most to the file's end: a damaged index may name any range
-    start = min(max(start, 0), size)
-    return os.pread(fd, max(min(stop, size) - start, 0), start)
+    start, stop = byte_range
+    if stop > size:  # at most to the file's end: a damaged index may name any range
+        stop = size
+    if not 0 <= start < stop:
+        return b""
+    return os.pread(fd, stop - start, start)
 
 
 def list_local_dir(tree: LocalTree, prefix: str) -> list[str]:
