@@ -6,7 +6,8 @@ shard's index. :func:`shard_slots` gives, for ``m`` chunks, the distinct shards 
 (ascending in C order), the slot of each chunk's shard among those, and the chunk's C-order
 position inside its shard: what the numpy version did in some twenty array calls.
 :func:`fill_block_entries` then copies each chunk's entries from its shard's index into a
-table by chunk, checking first that no chunk stores a row block past its row count.
+table by chunk, checking first that no chunk stores a row block past its row count, nor
+one no row block can be (a damaged index whose checksum was redone).
 """
 
 from __future__ import annotations
