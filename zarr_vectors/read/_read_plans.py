@@ -23,7 +23,6 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.kernels.box_rows import slot_spans
-from zarr_vectors.store.shards import ShardIndex
 
 if TYPE_CHECKING:
     from zarr_vectors.read.row_reads import ChunkRows
@@ -124,15 +123,6 @@ class BlockTable:
             [[""] * counts.shape[0] for _ in range(n_columns)],
             np.zeros(counts.shape[0], dtype=bool),
         )
-
-    def set_entries(self, k: int, p: int, key: str, entries: ShardIndex) -> None:
-        """Fill column ``k``'s entries of chunk ``p`` from its shard ``key``'s index."""
-        a, b = int(self.first[p]), int(self.first[p + 1])
-        n = min(b - a, len(entries))
-        if n:
-            found = np.asarray(entries[:n], dtype=np.uint64).reshape(n, 2)
-            self.entries[k][a : a + n] = found.astype(np.int64)  # 2**64 - 1 (missing): -1
-        self.keys[k][p] = key
 
 
 @dataclass(slots=True)
