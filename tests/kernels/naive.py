@@ -410,3 +410,80 @@ def radix_order(keys: np.ndarray) -> np.ndarray:
     """Twin of :func:`zarr_vectors.kernels.radix_order.radix_order`: Python's stable sort
     of the positions by key."""
     return np.array(sorted(range(keys.shape[0]), key=lambda i: int(keys[i])), dtype=np.int64)
+
+
+def shard_slots(chunks: Array, shard_chunks: Array) -> tuple[Array, Array, Array]:
+    """Twin of zarr_vectors.kernels.shard_slots.shard_slots: np.unique of the shard rows."""
+    chunks = np.asarray(chunks, dtype=np.int64).reshape(len(chunks), len(shard_chunks))
+    per = np.asarray(shard_chunks, dtype=np.int64)
+    shards, slot = np.unique(chunks // per, axis=0, return_inverse=True)
+    local = np.zeros(len(chunks), dtype=np.int64)
+    for a in range(len(per)):
+        local = local * per[a] + chunks[:, a] % per[a]
+    return shards.reshape(-1, len(per)), slot.reshape(-1).astype(np.int64), local
+
+
+def fill_block_entries(
+    index: Array,
+    n_blocks: int,
+    chunk_of: tuple[Array, Array, Array],
+    table: tuple[Array, Array, Array],
+    max_nbytes: int,
+) -> int:
+    """Twin of zarr_vectors.kernels.shard_slots.fill_block_entries, chunk by chunk."""
+    slot, local, wanted = chunk_of
+    first, where, out = table
+    own = [index[s, q * n_blocks : (q + 1) * n_blocks] for s, q in zip(slot, local, strict=True)]
+    for i, entries in enumerate(own):
+        stored = entries[entries[:, 0] != -1]
+        if (
+            (entries[int(wanted[i]) :, 0] != -1).any()
+            or (stored[:, 0] < 0).any()
+            or (stored[:, 1] < 0).any()
+            or (stored[:, 1] > max_nbytes).any()
+        ):
+            return i
+    for p, entries in zip(where, own, strict=True):
+        a, b = int(first[p]), int(first[p + 1])
+        n = min(b - a, n_blocks)
+        out[a : a + n] = entries[:n]
+    return -1
+
+
+def stored_spans(entries: Array) -> tuple[Array, Array, Array, bool]:
+    """Twin of zarr_vectors.kernels.blob_spans.stored_spans, by array operations (int64
+    entries, -1 for a block not stored)."""
+    entries = np.asarray(entries, dtype=np.int64)
+    m = entries.shape[0]
+    offsets, sizes = entries[..., 0], entries[..., 1]
+    present = offsets != -1
+    stored = present.sum(axis=1).astype(np.int64)
+    prefix = np.arange(entries.shape[1]) < stored[:, None]
+    large = 2**62
+    if (
+        np.any(present != prefix)
+        or np.any(offsets[present] < 0)
+        or np.any(offsets[present] >= large)
+        or np.any(sizes[present] < 0)
+        or np.any(sizes[present] >= large)
+    ):
+        return np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64), False
+    first = np.where(present, offsets, large).min(axis=1, initial=large)
+    last = np.where(present, offsets + sizes, 0).max(axis=1, initial=0)
+    return stored, np.where(stored > 0, first, 0), last, True
+
+
+def blob_blocks(
+    entries: Array, stored: Array, start: Array, lengths: Array
+) -> tuple[Array, Array, Array, Array, Array]:
+    """Twin of zarr_vectors.kernels.blob_spans.blob_blocks, by array operations."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    base = np.cumsum(lengths) - lengths
+    chunk_of = np.repeat(np.arange(stored.shape[0]), stored).astype(np.int64)
+    number = np.arange(chunk_of.shape[0]) - np.repeat(np.cumsum(stored) - stored, stored)
+    offsets = entries[chunk_of, number, 0] - start[chunk_of]
+    sizes = entries[chunk_of, number, 1]
+    inside = (offsets >= 0) & (offsets + sizes <= lengths[chunk_of])
+    starts = np.where(inside, base[chunk_of] + offsets, int(lengths.sum()))
+    bounds = np.concatenate([[0], np.cumsum(stored)]).astype(np.int64)
+    return starts, sizes, chunk_of, number.astype(np.int64), bounds

@@ -1,5 +1,5 @@
 """Reads of many chunks out of shards of several chunks (spec §9.0.1): their index entries
-taken for all chunks at once (ShardIndexes.entry_arrays, BlockTable.set_many), one index
+taken for all chunks at once (ShardIndexes.shard_table, kernels.shard_slots), one index
 fetch per shard, and the same rows as the store with one chunk per shard."""
 
 from __future__ import annotations
@@ -83,3 +83,36 @@ def test_a_count_edited_down_in_a_shared_shard_is_refused() -> None:
     everything = (np.full(3, -np.inf), np.full(3, np.inf))
     with pytest.raises(CorruptChunkError, match="need only blocks"):
         zv.open(packed).query(everything)
+
+
+def _damage_first_entry(path: Path, array: str, n_entries: int, column: int, value: int) -> None:
+    """Set one field (0 offset, 1 size) of the first stored entry in the index of the
+    first shard of ``array`` to ``value``, its CRC32C redone (as a faulty writer would)."""
+    import google_crc32c
+
+    shard = sorted(p for p in (path / "0" / array / "c").rglob("*") if p.is_file())[0]
+    raw = bytearray(shard.read_bytes())
+    end = len(raw) - 4
+    entries = np.frombuffer(bytes(raw[end - 16 * n_entries : end]), "<u8").reshape(-1, 2).copy()
+    first = int(np.flatnonzero(entries[:, 0] != np.uint64(2**64 - 1))[0])
+    entries[first, column] = np.uint64(value)
+    raw[end - 16 * n_entries : end] = entries.tobytes()
+    raw[end:] = google_crc32c.value(bytes(raw[end - 16 * n_entries : end])).to_bytes(4, "little")
+    shard.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("shard_chunks", [None, 3])
+@pytest.mark.parametrize(("column", "value"), [(1, 2**40), (1, 2**63), (0, 2**63 + 5)])
+def test_a_block_entry_no_row_block_can_have_is_refused(
+    tmp_path: Path, shard_chunks: int | None, column: int, value: int
+) -> None:
+    """A shard index (valid checksum) naming a block of terabytes or at a negative
+    offset: a clear CorruptChunkError, not an allocation of its size or an OverflowError."""
+    _write(tmp_path / "bad.zv", shard_chunks)
+    layout = zv.open(tmp_path / "bad.zv")._reader.layouts["vertices"]
+    assert layout is not None
+    _damage_first_entry(
+        tmp_path / "bad.zv", "vertices", layout.chunks_per_shard * layout.n_blocks, column, value
+    )
+    with pytest.raises(CorruptChunkError, match="more than any row block takes"):
+        zv.open(tmp_path / "bad.zv").query(BOXES[0])

@@ -170,3 +170,23 @@ def test_entry_arrays_are_each_chunks_entry_array() -> None:
         assert key == want_key
         assert np.array_equal(got, want)
     assert indexes.entry_arrays("0/vertices", layout, every[:0])[1].shape == (0, layout.n_blocks, 2)
+
+
+@pytest.mark.parametrize("shard_chunks", [1, 2])
+def test_chunk_requests_of_tuples_or_an_array_are_the_per_chunk_requests(shard_chunks: int) -> None:
+    """One request per shard not cached, whether the chunks come as tuples or as one
+    array (the shards found by a kernel call), in any order and with repeats."""
+    reader = _reader(shard_chunks)
+    layout = reader.layouts["vertices"]
+    assert layout is not None
+    rng = np.random.default_rng(7)
+    chunks = [CHUNKS[i] for i in rng.integers(0, len(CHUNKS), 40)]
+    want = ShardIndexes().requests(("0/vertices", layout, c) for c in chunks)
+    for asked in (chunks, np.array(chunks, dtype=np.int64)):
+        got = ShardIndexes().chunk_requests("0/vertices", layout, asked)
+        assert sorted(r[:3] for r in got) == sorted(r[:3] for r in want)
+    indexes = _fetched(reader, chunks[:10])
+    left = indexes.chunk_requests("0/vertices", layout, np.array(chunks, dtype=np.int64))
+    assert {r[0][1] for r in left} == {shard_of(layout, c) for c in chunks} - {
+        shard_of(layout, c) for c in chunks[:10]
+    }

@@ -226,25 +226,6 @@ def test_the_stamp_is_taken_from_the_file_read(store: Path, settled: None) -> No
 # -- the cheaper forms of the checks give the same answers ----------------------------------
 
 
-def test_first_with_blocks_past_finds_the_first_chunk_storing_a_block_too_many() -> None:
-    missing = np.uint64(2**64 - 1)
-    stored = np.array([[0, 8], [8, 8], [16, 8], [24, 8]], dtype=np.uint64)
-    two = stored.copy()
-    two[2:] = missing
-    three = stored.copy()
-    three[3:] = missing
-    rows = np.array([5, 12, 12])  # blocks of 4 rows: 2, 3, 3 needed
-    assert read_checks.first_with_blocks_past([two, two, three], rows, 4) == -1
-    assert read_checks.first_with_blocks_past([two, three, three], rows, 4) == -1
-    assert read_checks.first_with_blocks_past([three, two, stored], rows, 4) == 0
-    assert read_checks.first_with_blocks_past([two, stored, three], rows, 4) == 1
-    as_lists = [two.tolist(), stored.tolist(), three.tolist()]  # the other accepted form
-    assert read_checks.first_with_blocks_past(as_lists, rows, 4) == 1
-    short = two[:3]  # another block count: not joined into one array
-    assert read_checks.first_with_blocks_past([short, stored[:3]], rows[:2], 4) == -1
-    assert read_checks.first_with_blocks_past([stored[:3], short], rows[:2], 4) == 0
-
-
 def test_data_type_name_is_the_dtypes_name() -> None:
     for name in ("float32", "float64", "int64", "uint8", "uint64"):
         assert place.data_type_name(np.dtype(name)) == name
@@ -277,28 +258,6 @@ def test_stored_blocks_problem_names_the_first_block_too_many_in_either_form() -
         assert problem is not None
         assert problem.startswith("stores row block 2, but its 8 rows need only blocks 0 to 1")
     assert read_checks.stored_blocks_problem(index, 32, 4) is None  # every block needed
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.data())
-def test_first_with_blocks_past_one_by_one_and_at_once_agree(data: st.DataObject) -> None:
-    """The loop (a few chunks) and the array form (many) find the same first chunk."""
-    n_chunks = data.draw(st.integers(1, 40))
-    n_blocks = data.draw(st.integers(1, 6))
-    missing = np.uint64(2**64 - 1)
-    entries, rows = [], []
-    for _ in range(n_chunks):
-        stored = data.draw(st.integers(0, n_blocks))
-        index = np.full((n_blocks, 2), missing, dtype=np.uint64)
-        index[:stored, 0] = 8 * np.arange(stored, dtype=np.uint64)
-        index[:stored, 1] = 8
-        entries.append(index)
-        rows.append(data.draw(st.integers(0, 4 * n_blocks)))
-    counts = np.array(rows, dtype=np.int64)
-    want = read_checks._first_with_blocks_past_at_once(entries, counts, 4)
-    assert read_checks.first_with_blocks_past(entries, counts, 4) == want
-    naive = [i for i in range(n_chunks) if (entries[i][-(-rows[i] // 4) :, 0] != missing).any()]
-    assert want == (naive[0] if naive else -1)
 
 
 @settings(max_examples=60, deadline=None)

@@ -22,9 +22,7 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.kernels import concat_ranges
-from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import slot_spans
-from zarr_vectors.store.shards import ShardIndex
 
 if TYPE_CHECKING:
     from zarr_vectors.read.row_reads import ChunkRows
@@ -125,27 +123,6 @@ class BlockTable:
             [[""] * counts.shape[0] for _ in range(n_columns)],
             np.zeros(counts.shape[0], dtype=bool),
         )
-
-    def set_entries(self, k: int, p: int, key: str, entries: ShardIndex) -> None:
-        """Fill column ``k``'s entries of chunk ``p`` from its shard ``key``'s index."""
-        a, b = int(self.first[p]), int(self.first[p + 1])
-        n = min(b - a, len(entries))
-        if n:
-            found = np.asarray(entries[:n], dtype=np.uint64).reshape(n, 2)
-            self.entries[k][a : a + n] = found.astype(np.int64)  # 2**64 - 1 (missing): -1
-        self.keys[k][p] = key
-
-    def set_many(self, k: int, where: np.ndarray, keys: list[str], entries: np.ndarray) -> None:
-        """:meth:`set_entries` of the chunks at positions ``where``, from their shards'
-        ``keys`` and their ``(m, n_blocks, 2)`` uint64 ``entries`` stacked."""
-        a = self.first[where]
-        n = np.minimum(self.first[where + 1] - a, entries.shape[1])
-        rows = np.ascontiguousarray(entries).reshape(-1, 2).view(np.int64)  # 2**64 - 1: -1
-        first = np.arange(where.shape[0], dtype=np.int64) * entries.shape[1]
-        copy_row_runs(rows, first, self.entries[k], a, n)
-        column = self.keys[k]
-        for p, key in zip(where.tolist(), keys, strict=True):
-            column[p] = key
 
 
 @dataclass(slots=True)

@@ -32,6 +32,8 @@ from zarr_vectors.format.fragments import (
     FRAGMENT_INDEX_VERSION,
 )
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
+from zarr_vectors.kernels.blob_spans import blob_blocks
+from zarr_vectors.kernels.blob_spans import stored_spans as spans_of
 from zarr_vectors.kernels.count_blobs import counts_needed
 from zarr_vectors.kernels.record_blobs import records_batch, records_needed
 from zarr_vectors.store.shards import RowLayout
@@ -57,9 +59,6 @@ RECORD_NAMES = (VERTEX_FRAGMENTS, LINK_FRAGMENTS, FRAGMENT_OWNERS)
 """What a fragment record (format 1.6) holds, by the names a reader asks for."""
 _NO_ROWS = np.empty(0, np.int64)
 
-_MISSING = np.uint64(2**64 - 1)
-_LARGEST = np.uint64(2**62)  # offsets and sizes beyond this go the per-chunk way
-
 
 class StoredSpans(NamedTuple):
     """Per chunk: its stored row blocks (its first ``stored``) and their byte span."""
@@ -72,7 +71,8 @@ class StoredSpans(NamedTuple):
 def stored_spans(entries: np.ndarray) -> StoredSpans | None:
     """The stored blocks and byte span ``[start, end)`` of every chunk, from the
     ``(m, n_blocks, 2)`` uint64 shard index entries of ``m`` chunks; a chunk storing no
-    block has the span ``(0, 0)``.
+    block has the span ``(0, 0)``: one kernel call
+    (:func:`~zarr_vectors.kernels.blob_spans.stored_spans`).
 
     Returns None when some chunk does not store exactly its first blocks (each with an
     offset and a size), or names offsets beyond 2**62: the per-chunk path reports those.
@@ -85,20 +85,13 @@ def stored_spans(entries: np.ndarray) -> StoredSpans | None:
     >>> stored_spans(e[:, ::-1]) is None
     True
     """
-    offsets, sizes = entries[..., 0], entries[..., 1]
-    present = offsets != _MISSING
-    stored = present.sum(axis=1)
-    prefix = np.arange(entries.shape[1]) < stored[:, None]
-    if (
-        np.any(present != prefix)
-        or np.any(sizes[present] == _MISSING)
-        or np.any(offsets[present] >= _LARGEST)
-        or np.any(sizes[present] >= _LARGEST)
-    ):
-        return None
-    first = np.where(present, offsets, _LARGEST).astype(np.int64).min(axis=1, initial=2**62)
-    last = np.where(present, offsets + sizes, 0).astype(np.int64).max(axis=1, initial=0)
-    return StoredSpans(stored.astype(np.int64), np.where(stored > 0, first, 0), last)
+    stored, start, end, regular = spans_of(_signed(entries))
+    return StoredSpans(stored, start, end) if regular else None
+
+
+def _signed(entries: np.ndarray) -> np.ndarray:
+    """uint64 shard index entries viewed as int64 (a block not stored: -1)."""
+    return np.ascontiguousarray(entries).view(np.int64)
 
 
 def decode_blobs(
@@ -109,8 +102,9 @@ def decode_blobs(
     payloads: Sequence[bytes],
 ) -> tuple[np.ndarray, np.ndarray]:
     """The blobs of every chunk, each its stored blocks decoded back to back, all in one
-    call of :meth:`~zarr_vectors.store.shards.RowLayout.decode_blocks_at`: the bytes, and
-    the ``(m + 1,)`` bounds of each chunk's blob in them.
+    call of :meth:`~zarr_vectors.store.shards.RowLayout.decode_blocks_at` (the blocks
+    placed by one kernel call, :func:`~zarr_vectors.kernels.blob_spans.blob_blocks`):
+    the bytes, and the ``(m + 1,)`` bounds of each chunk's blob in them.
 
     Parameters
     ----------
@@ -128,17 +122,10 @@ def decode_blobs(
     CorruptChunkError
         When a block lies outside the bytes fetched or fails a check.
     """
-    lengths = np.array([len(p) for p in payloads], dtype=np.int64)
-    base = np.cumsum(lengths) - lengths
-    chunk_of = np.repeat(np.arange(spans.stored.shape[0]), spans.stored)
-    number = np.arange(chunk_of.shape[0]) - np.repeat(
-        np.cumsum(spans.stored) - spans.stored, spans.stored
+    lengths = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
+    starts, sizes, chunk_of, number, bounds = blob_blocks(
+        _signed(entries), spans.stored, spans.start, lengths
     )
-    offsets = entries[chunk_of, number, 0].astype(np.int64) - spans.start[chunk_of]
-    sizes = entries[chunk_of, number, 1].astype(np.int64)
-    inside = offsets + sizes <= lengths[chunk_of]
-    total = int(lengths.sum())
-    starts = np.where(inside, base[chunk_of] + offsets, total)  # outside: the kernel refuses
     r = layout.rows_per_block
     out = np.zeros(chunk_of.shape[0] * r, dtype=np.uint8)
     if chunk_of.shape[0]:
@@ -150,7 +137,7 @@ def decode_blobs(
             out,
             _describe(number, chunk_of, keys),
         )
-    return out, np.concatenate([[0], np.cumsum(spans.stored) * r]).astype(np.int64)
+    return out, bounds * r
 
 
 def _describe(

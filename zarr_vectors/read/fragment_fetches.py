@@ -16,7 +16,7 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, FragmentIndexError, MetadataError
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
-from zarr_vectors.read.blob_batches import decode_blobs, stored_spans
+from zarr_vectors.read.blob_batches import StoredSpans, decode_blobs, stored_spans
 from zarr_vectors.read.held_blobs import HeldBlob
 from zarr_vectors.store.io import ByteRange
 from zarr_vectors.store.native_blocks import decode_dense_blob_shards
@@ -122,11 +122,12 @@ def first_wave(
     blob_requests: list[tuple[str, ByteRange]] = [
         (shard_key(path, np.asarray(chunk), 0), None) for chunk in missing if not sharded
     ]
-    index_requests = [
+    index_chunks = np.asarray(indexed, dtype=np.int64).reshape(len(indexed), self.grid.ndim)
+    index_requests = [  # the chunks as one array: made once for every column
         request
         for column in index_columns
         if (column_layout := self.layouts.get(column)) is not None
-        for request in self.indexes.chunk_requests(self.paths[column], column_layout, indexed)
+        for request in self.indexes.chunk_requests(self.paths[column], column_layout, index_chunks)
     ]
     if sharded and layout is not None:
         index_requests += self.indexes.chunk_requests(path, layout, missing)
@@ -212,24 +213,46 @@ def sharded_blobs(
     decoded together (:func:`~zarr_vectors.read.blob_batches.decode_blobs`): the bytes,
     each chunk's bounds in them and its shard key; None when some chunk does not store
     exactly its first blocks (:meth:`_listed_blobs` then names the fault)."""
-    keys, entries = self.indexes.entry_arrays(path, layout, np.asarray(chunks, np.int64))
+    coords = np.asarray(chunks, dtype=np.int64)
+    shard_keys, index, slot, local = self.indexes.shard_table(path, layout, coords)
+    entries = index.reshape(index.shape[0], -1, layout.n_blocks, 2)[slot, local]
     spans = stored_spans(entries)
     if spans is None:
         return None
-    requests: list[tuple[str, ByteRange]] = [
-        (key, (start, end))
-        for key, start, end in zip(keys, spans.start.tolist(), spans.end.tolist(), strict=True)
-        if end
-    ]
-    fetched = iter(self._get_grouped(requests))
-    payloads = []
-    for key, end in zip(keys, spans.end.tolist(), strict=True):
-        raw = next(fetched) if end else b""
-        if raw is None:
-            raise CorruptChunkError(f"{key}: shard disappeared while reading")
-        payloads.append(raw)
+    payloads = _fetch_spans(self, shard_keys, slot.tolist(), spans)
+    keys = [shard_keys[s] for s in slot.tolist()]
     blobs, bounds = decode_blobs(layout, keys, entries, spans, payloads)
     return blobs, bounds, keys
+
+
+def _fetch_spans(
+    self: LevelReader, shard_keys: list[str], slot: list[int], spans: StoredSpans
+) -> list[bytes]:
+    """The bytes of each chunk's span (``b""`` when empty) in the shards ``shard_keys``
+    (chunk ``i`` in ``shard_keys[slot[i]]``), fetched shard by shard in one batch.
+
+    Raises
+    ------
+    CorruptChunkError
+        When a shard holding a non-empty span is missing.
+    """
+    ranges: list[list[ByteRange]] = [[] for _ in shard_keys]
+    owners: list[list[int]] = [[] for _ in shard_keys]
+    for i, (s, start, end) in enumerate(
+        zip(slot, spans.start.tolist(), spans.end.tolist(), strict=True)
+    ):
+        if end:
+            ranges[s].append((start, end))
+            owners[s].append(i)
+    asked = [s for s, spans_of in enumerate(ranges) if spans_of]
+    found = self.io.get_ranges([(shard_keys[s], ranges[s]) for s in asked])
+    payloads = [b""] * len(slot)
+    for s, parts in zip(asked, found, strict=True):
+        if parts is None:
+            raise CorruptChunkError(f"{shard_keys[s]}: shard disappeared while reading")
+        for i, part in zip(owners[s], parts, strict=True):
+            payloads[i] = part
+    return payloads
 
 
 def listed_blobs(

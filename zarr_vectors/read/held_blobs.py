@@ -12,6 +12,8 @@ read asks them together, so the kernels take one buffer.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import repeat
+from operator import attrgetter, is_
 from typing import NamedTuple
 
 import numpy as np
@@ -41,6 +43,9 @@ def _one_buffer(blobs: list[HeldBlob]) -> list[HeldBlob]:
     ]
 
 
+_BUFFER, _BEGIN, _END, _KEY = map(attrgetter, ("buffer", "begin", "end", "key"))
+
+
 class HeldBlobs:
     """The held blobs of one level, least recently used first."""
 
@@ -53,7 +58,7 @@ class HeldBlobs:
 
     def keep(self, name: str, chunks: Sequence[Chunk], blobs: Sequence[HeldBlob]) -> None:
         """Hold the blobs of array ``name`` of ``chunks``."""
-        self._held.update(((name, c), b) for c, b in zip(chunks, blobs, strict=True))
+        self._held.update(zip(zip(repeat(name), chunks), blobs, strict=True))  # no frame per blob
 
     def joined(
         self, name: str, chunks: Sequence[Chunk]
@@ -72,19 +77,17 @@ class HeldBlobs:
         ([1, 1, 1, 2], [0, 2], [2, 4], ['k1', 'k0'])
         """
         held = self._held
-        blobs: list[HeldBlob] = []
-        shared = True
-        for chunk in chunks:  # each moved to the end: most recently used last
-            blob = held[(name, chunk)] = held.pop((name, chunk))
-            shared = shared and (not blobs or blob.buffer is blobs[0].buffer)
-            blobs.append(blob)
-        if not shared:
+        keys = list(zip(repeat(name), chunks))
+        blobs = list(map(held.pop, keys))  # moved to the end: most recently used last
+        held.update(zip(keys, blobs, strict=True))
+        buffers = list(map(_BUFFER, blobs))
+        if not all(map(is_, buffers, repeat(buffers[0] if blobs else None))):
             blobs = _one_buffer(blobs)
             self.keep(name, chunks, blobs)
         buffer = blobs[0].buffer if blobs else np.empty(0, np.uint8)
-        begins = np.array([b.begin for b in blobs], dtype=np.int64)
-        stops = np.array([b.end for b in blobs], dtype=np.int64)
-        return buffer, begins, stops, [b.key for b in blobs]
+        begins = np.fromiter(map(_BEGIN, blobs), dtype=np.int64, count=len(blobs))
+        stops = np.fromiter(map(_END, blobs), dtype=np.int64, count=len(blobs))
+        return buffer, begins, stops, list(map(_KEY, blobs))
 
     def nbytes(self) -> int:
         """The bytes of the blobs held (their padding included)."""

@@ -80,7 +80,7 @@ def fetch_indexes(self: LevelReader, wanted: Iterable[tuple[str, tuple[int, ...]
 
 
 def fetch_chunk_indexes(
-    self: LevelReader, names: Sequence[str], chunks: list[tuple[int, ...]]
+    self: LevelReader, names: Sequence[str], chunks: list[tuple[int, ...]] | np.ndarray
 ) -> None:
     """:meth:`fetch_indexes` of every column of ``names`` for every chunk of ``chunks``,
     planned column by column (:meth:`ShardIndexes.chunk_requests`: one request per

@@ -29,9 +29,10 @@ from zarr_vectors.format.names import VERTEX_FRAGMENTS
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
 from zarr_vectors.kernels.ranges import first_untiled
+from zarr_vectors.kernels.shard_slots import fill_block_entries
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read.block_cache import SlotBlocks
-from zarr_vectors.read.read_checks import first_with_blocks_past, first_with_blocks_past_array
+from zarr_vectors.read.read_checks import RESTORE
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.native_blocks import in_turns
 from zarr_vectors.store.shards import RowLayout
@@ -165,6 +166,27 @@ def _rows_at(learn: np.ndarray, where: np.ndarray, rows: np.ndarray | None) -> n
         return None
     order = np.argsort(where, kind="stable")
     return np.asarray(rows, dtype=np.int64)[order[np.searchsorted(where, learn, sorter=order)]]
+
+
+def _check_block_sizes(key: str, entries: np.ndarray, most: int) -> None:
+    """Raise if a chunk's ``(n_blocks, 2)`` uint64 index ``entries`` (of the shard at
+    ``key``) name a stored block at a negative offset or of more than ``most`` bytes.
+
+    Raises
+    ------
+    CorruptChunkError
+        Naming the first such block.
+    """
+    signed = np.ascontiguousarray(entries).view(np.int64)
+    stored = signed[:, 0] != -1
+    bad = np.flatnonzero(stored & ((signed[:, 0] < 0) | (signed[:, 1] < 0) | (signed[:, 1] > most)))
+    if bad.shape[0]:
+        b = int(bad[0])
+        offset, size = entries[b].tolist()
+        raise CorruptChunkError(
+            f"{key}: row block {b} is {size} bytes at byte {offset}, more than any row block "
+            f"takes ({most}): the shard index is damaged; {RESTORE}"
+        )
 
 
 class PointReads:
@@ -643,29 +665,66 @@ class PointReads:
         counts in these columns (default their vertex counts)."""
         coords, _ = self.reader.occupied_chunks(None, None)
         chunks = read_plans.chunk_keys(coords[where])
-        unknown = [chunk for chunk in chunks if (chunk, *names) not in self.indexed]
-        if unknown:
-            self.reader.fetch_chunk_indexes(names, unknown)
-            self.indexed.update((chunk, *names) for chunk in unknown)
+        unknown = [i for i, chunk in enumerate(chunks) if (chunk, *names) not in self.indexed]
+        if unknown:  # the chunks as one array for every column's shards (a kernel call)
+            self.reader.fetch_chunk_indexes(names, coords[where[unknown]])
+            self.indexed.update([(chunks[i], *names) for i in unknown])
         if counts is None:
             counts = self.reader.occupied_chunks(None, None)[1][where]
         for k, name in enumerate(names):
-            path, layout = self.reader.paths[name], self.reader.layouts[name]
-            assert layout is not None
-            if layout.chunks_per_shard > 1 and len(chunks) > 1:  # at once, no list per chunk
-                keys, joined = self.reader.indexes.entry_arrays(path, layout, coords[where])
-                bad = first_with_blocks_past_array(joined, counts, layout.rows_per_block)
-                if bad >= 0:
-                    self.reader.check_stored_blocks(name, chunks[bad], joined[bad])  # raises
-                table.set_many(k, where, keys, joined)
-                continue
-            found = [self.reader.indexes.entry_array(path, layout, chunk) for chunk in chunks]
-            bad = first_with_blocks_past([f[1] for f in found], counts, layout.rows_per_block)
-            if bad >= 0:  # covered chunks are read by their row count
-                self.reader.check_stored_blocks(name, chunks[bad], found[bad][1])  # raises
-            for p, (key, entries) in zip(where.tolist(), found, strict=True):
-                table.set_entries(k, p, key, entries)
+            self._learn_column(k, name, table, where, (chunks, counts))
         table.known[where] = True
+
+    def _learn_column(
+        self,
+        k: int,
+        name: str,
+        table: read_plans.BlockTable,
+        where: np.ndarray,
+        chunks: tuple[list[tuple[int, ...]], np.ndarray],
+    ) -> None:
+        """Copy column ``k``'s (``name``'s) cached shard index entries of the chunks at
+        positions ``where`` (``chunks``: their indices and row counts) into ``table`` by
+        one kernel call, which first checks that no chunk stores a block past its rows nor
+        a block no row block can be (:func:`~zarr_vectors.kernels.shard_slots.
+        fill_block_entries`).
+
+        Raises
+        ------
+        CorruptChunkError
+            When a chunk's shard is missing, stores a block past its row count, or its
+            index names a block at a negative offset or larger than its rows can take.
+        """
+        path, layout = self.reader.paths[name], self.reader.layouts[name]
+        assert layout is not None
+        keys, index, slot, local = self._shard_table(path, layout, where, chunks[0])
+        entries = index.view(np.int64)  # a block not stored: -1
+        wanted = -(-np.asarray(chunks[1], dtype=np.int64) // layout.rows_per_block)
+        chunk_of, into = (slot, local, wanted), (table.first, where, table.entries[k])
+        most = 2 * layout.rows_per_block * layout.row_nbytes + 4096  # no codec grows more
+        while (bad := fill_block_entries(entries, layout.n_blocks, chunk_of, into, most)) >= 0:
+            own = index[slot[bad], local[bad] * layout.n_blocks :][: layout.n_blocks]
+            key, chunk = keys[int(slot[bad])], chunks[0][bad]
+            _check_block_sizes(key, own, most)  # raises for a damaged entry
+            self.reader.check_stored_blocks(name, chunk, own)  # raises if its rows are known
+            wanted[bad] = layout.n_blocks  # rows not known: its later blocks are read
+        column = table.keys[k]
+        for p, s in zip(where.tolist(), slot.tolist(), strict=True):
+            column[p] = keys[s]
+
+    def _shard_table(
+        self, path: str, layout: RowLayout, where: np.ndarray, chunks: list[tuple[int, ...]]
+    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`ShardIndexes.shard_table` of the chunks at positions ``where`` (indices
+        ``chunks``), for one chunk per shard too (each chunk its own slot)."""
+        indexes = self.reader.indexes
+        if layout.chunks_per_shard > 1:
+            coords = self.reader.occupied_chunks(None, None)[0][where]
+            return indexes.shard_table(path, layout, coords)
+        found = [indexes.entry_array(path, layout, chunk) for chunk in chunks]
+        index = np.stack([np.asarray(f[1], dtype=np.uint64).reshape(-1, 2) for f in found])
+        slot = np.arange(len(found), dtype=np.int64)
+        return [f[0] for f in found], index, slot, np.zeros_like(slot)
 
     def _fetch_plans(
         self, table: read_plans.BlockTable, plans: list[read_plans.SlotPlan]

@@ -30,7 +30,6 @@ __all__ = [
     "PlacementRuns",
     "bins_tiling_problem",
     "check_placement",
-    "first_with_blocks_past",
     "stored_blocks_problem",
 ]
 
@@ -46,10 +45,6 @@ _MISSING_INT = 2**64 - 1
 _FIRST = itemgetter(0)
 _ALL_MISSING = b"\xff" * 8 * 4096
 """The bytes of up to 4,096 missing block offsets (``2**64 - 1`` each)."""
-_ONE_BY_ONE_MAX = 24
-"""Chunks up to which :func:`first_with_blocks_past` checks one by one (measured with timeit
-on a busy machine, chunks of 16 blocks: 4 chunks 8 us one by one, 42 us at once; 16
-chunks 44 us and 74 us; 32 chunks 64 us and 60 us)."""
 
 
 class PlacementRuns:
@@ -185,52 +180,6 @@ def stored_blocks_problem(entries: ShardIndex, rows: int, rows_per_block: int) -
         f"stores row block {wanted + int(beyond[0])}, but its {rows} rows need only blocks "
         f"0 to {wanted - 1} ({rows_per_block} rows each)"
     )
-
-
-def first_with_blocks_past(entries: list[ShardIndex], rows: np.ndarray, rows_per_block: int) -> int:
-    """The first of several chunks' shard index entries (``n_blocks`` each) storing a row
-    block past those of its ``rows`` (see :func:`stored_blocks_problem`), or -1.
-
-    A few chunks (the usual box) are checked one by one, each by one bytes comparison;
-    more, all at once by array operations (:func:`_first_with_blocks_past_at_once`)."""
-    if len(entries) > _ONE_BY_ONE_MAX:
-        return _first_with_blocks_past_at_once(entries, rows, rows_per_block)
-    for i, (found, n) in enumerate(zip(entries, rows.tolist(), strict=True)):
-        if stored_blocks_problem(found, n, rows_per_block) is not None:
-            return i
-    return -1
-
-
-def _first_with_blocks_past_at_once(
-    entries: list[ShardIndex], rows: np.ndarray, rows_per_block: int
-) -> int:
-    """:func:`first_with_blocks_past` of many chunks, by array operations."""
-    shape = np.shape(entries[0])
-    if len(shape) == 2 and all(isinstance(e, np.ndarray) and e.shape == shape for e in entries):
-        # the usual case: one concatenation, no array made per chunk
-        joined = np.concatenate(entries).reshape(len(entries), *shape)
-    else:  # lists, or shards of several chunks with other block counts
-        joined = np.stack([np.asarray(e, dtype=np.uint64).reshape(-1, 2) for e in entries])
-    return first_with_blocks_past_array(joined, rows, rows_per_block)
-
-
-def first_with_blocks_past_array(joined: np.ndarray, rows: np.ndarray, rows_per_block: int) -> int:
-    """:func:`first_with_blocks_past` of chunks whose entries are stacked in one
-    ``(m, n_blocks, 2)`` array (uint64, 2**64-1 for a block not stored).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> missing = np.iinfo(np.uint64).max
-    >>> joined = np.array([[[0, 8], [missing, missing]], [[0, 8], [8, 8]]], np.uint64)
-    >>> first_with_blocks_past_array(joined, np.array([4, 4]), 4)   # the second stores block 1
-    1
-    """
-    offsets = joined[:, :, 0].astype(np.uint64, copy=False)
-    wanted = -(-rows // rows_per_block)
-    past = (offsets != _MISSING) & (np.arange(offsets.shape[1]) >= wanted[:, None])
-    found = np.flatnonzero(past.any(axis=1))
-    return int(found[0]) if found.shape[0] else -1
 
 
 def bins_tiling_problem(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:

@@ -15,6 +15,7 @@ from operator import floordiv
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.kernels.shard_slots import shard_slots
 from zarr_vectors.store.io import ByteRange
 from zarr_vectors.store.shards import RowLayout, ShardIndex, shard_key
 
@@ -27,38 +28,9 @@ IndexRequest = tuple[IndexKey, str, ByteRange, RowLayout]
 """(cache key, shard key, suffix to fetch, layout) of a shard index to fetch."""
 
 
-ARRAY_CHUNKS = 32
-"""Chunks from which :meth:`ShardIndexes.chunk_requests` finds their shards as arrays: the
-arrays' fixed cost (~45 us) exceeds the per-chunk loop's (~2.5 us a chunk) below about 20;
-a point cloud's 1% box meets about 8 (benchmarks/results/by_id.md)."""
-
 LISTED_FACTOR = 11
 """Bytes of an index's entries as Python lists over its array's: per entry of two uint64
 (16 bytes), a list pointer (8), a two-item list (72) and two ints (~32 each)."""
-
-
-def flat_index(coords: np.ndarray, shape: Sequence[int] | np.ndarray) -> np.ndarray:
-    """C-order flat index of each row of the ``(m, D)`` non-negative grid indices
-    ``coords`` (each below ``shape``): :func:`numpy.ravel_multi_index` in fewer calls.
-
-    Examples
-    --------
-    >>> flat_index(np.array([[1, 2, 3], [0, 0, 1]]), (8, 4, 4)).tolist()
-    [27, 1]
-    """
-    flat = coords[:, 0].astype(np.int64)
-    for d in range(1, coords.shape[1]):
-        flat = flat * int(shape[d]) + coords[:, d]
-    return flat
-
-
-def _unflat(flat: int, shape: list[int]) -> tuple[int, ...]:
-    """The grid index of C-order flat index ``flat`` in a grid of ``shape``."""
-    index = []
-    for size in reversed(shape):
-        flat, rest = divmod(flat, size)
-        index.append(rest)
-    return tuple(reversed(index))
 
 
 def shard_of(layout: RowLayout, chunk: tuple[int, ...]) -> tuple[int, ...]:
@@ -102,20 +74,41 @@ class ShardIndexes:
         return out
 
     def chunk_requests(
-        self, path: str, layout: RowLayout, chunks: Sequence[tuple[int, ...]]
+        self,
+        path: str,
+        layout: RowLayout,
+        chunks: Sequence[tuple[int, ...]] | np.ndarray,
     ) -> list[IndexRequest]:
-        """:meth:`requests` of the chunks ``chunks`` of the array at ``path``; in a layout
-        of several chunks per shard (spec §9.0.1), from :data:`ARRAY_CHUNKS` chunks on
-        (a read by id meets tens of chunks in a few shards), their shards are found as
-        arrays, not chunk by chunk."""
-        if layout.chunks_per_shard != 1 and len(chunks) >= ARRAY_CHUNKS:
-            per = np.asarray(layout.shard_chunks, dtype=np.int64)
-            shards = np.asarray(chunks, dtype=np.int64) // per
-            dims = tuple((shards.max(axis=0) + 1).tolist())
-            flat = np.unique(np.ravel_multi_index(tuple(shards.T), dims))
-            firsts = np.stack(np.unravel_index(flat, dims), axis=1) * per
-            chunks = [tuple(c) for c in firsts.tolist()]  # the first chunk of each shard
-        return self.requests((path, layout, chunk) for chunk in chunks)
+        """:meth:`requests` of the chunks ``chunks`` (tuples, or an ``(m, D)`` array) of
+        the array at ``path``; in a layout of several chunks per shard (spec §9.0.1),
+        their shards are found by one kernel call
+        (:func:`~zarr_vectors.kernels.shard_slots.shard_slots`), not chunk by chunk."""
+        if layout.chunks_per_shard == 1:
+            if isinstance(chunks, np.ndarray):
+                chunks = [tuple(c) for c in chunks.tolist()]
+            return self.requests((path, layout, chunk) for chunk in chunks)
+        shards, _, _ = self.slots(layout, chunks)
+        out: list[IndexRequest] = []
+        lists = self._lists
+        for shard in shards.tolist():
+            cache_key = (path, tuple(shard))
+            if cache_key in lists:  # most recently used last (see trim)
+                lists[cache_key] = lists.pop(cache_key)
+                continue
+            key = shard_key(path, shard, len(layout.row_shape))
+            out.append((cache_key, key, -layout.tail_nbytes, layout))
+        return out
+
+    @staticmethod
+    def slots(
+        layout: RowLayout, chunks: Sequence[tuple[int, ...]] | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`~zarr_vectors.kernels.shard_slots.shard_slots` of ``chunks`` (tuples,
+        or an ``(m, D)`` array) in ``layout``: the distinct shards, each chunk's slot
+        among them and its place in its shard."""
+        d = len(layout.shard_chunks)
+        coords = np.asarray(chunks, dtype=np.int64).reshape(-1, d)
+        return shard_slots(coords, np.asarray(layout.shard_chunks, dtype=np.int64))
 
     def keep(
         self, requests: list[IndexRequest], tails: Sequence[bytes | None], *, strict: bool
@@ -234,24 +227,35 @@ class ShardIndexes:
         chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, len(layout.shard_chunks))
         if not chunks.shape[0]:
             return [], np.empty((0, layout.n_blocks, 2), dtype=np.uint64)
-        per = np.asarray(layout.shard_chunks, dtype=np.int64)
-        of_chunk = chunks // per
-        dims = of_chunk.max(axis=0) + 1
-        flat = flat_index(of_chunk, dims)
-        shards = np.unique(flat)  # a few: their tuples made in Python
+        keys, index, slot, local = self.shard_table(path, layout, chunks)
+        entries = index.reshape(index.shape[0], -1, layout.n_blocks, 2)[slot, local]
+        return [keys[s] for s in slot.tolist()], entries
+
+    def shard_table(
+        self, path: str, layout: RowLayout, chunks: np.ndarray
+    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """The cached indexes of the shards holding ``chunks`` (``(m, D)``, several chunks
+        per shard, spec §9.0.1), stacked: the shards' keys, their ``(s, chunks_per_shard
+        * n_blocks, 2)`` uint64 entries, and per chunk its shard's slot and its place in
+        the shard (:meth:`slots`).
+
+        Raises
+        ------
+        CorruptChunkError
+            When a chunk's shard was not found (its index is not cached).
+        """
+        shards, slot, local = self.slots(layout, chunks)
         keys, arrays = [], []
-        for shard in shards.tolist():
-            cache_key = (path, _unflat(shard, dims.tolist()))
+        for s, shard in enumerate(shards.tolist()):
+            cache_key = (path, tuple(shard))
             found = self._lists.get(cache_key)
             if found is None:  # raises: the shard is missing
-                self.entries(path, layout, tuple(chunks[int(np.argmax(flat == shard))].tolist()))
+                self.entries(path, layout, tuple(chunks[int(np.argmax(slot == s))].tolist()))
             assert found is not None
             keys.append(found[0])
-            arrays.append(self._arrays[cache_key].reshape(-1, layout.n_blocks, 2))
-        slot = np.searchsorted(shards, flat)
-        local = flat_index(chunks % per, layout.shard_chunks)
-        entries = np.stack(arrays)[slot, local]  # whole rows of entries: no gather per entry
-        return [keys[s] for s in slot.tolist()], entries
+            arrays.append(self._arrays[cache_key])
+        index = arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
+        return keys, index, slot, local
 
     def shards(self, path: str) -> set[tuple[int, ...]]:
         """The shards of the array at ``path`` whose indexes are cached."""

@@ -161,6 +161,10 @@ def read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
         start = max(0, size + byte_range)
         return os.pread(fd, size - start, start)
     start, stop = byte_range
+    if stop > size:  # at most to the file's end: a damaged index may name any range
+        stop = size
+    if not 0 <= start < stop:
+        return b""
     return os.pread(fd, stop - start, start)
 
 
