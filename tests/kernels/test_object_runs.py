@@ -264,8 +264,10 @@ def test_anchor_faces_match_numpy(case: tuple[Any, ...], seed: int) -> None:
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
     rows, order, offsets = got
-    assert rows.dtype == np.int64 and sorted(order.tolist()) == list(range(len(case[1])))
-    assert offsets[-1] == len(case[1]) and np.all(np.diff(offsets) >= 0)
+    assert rows.dtype == np.int64
+    assert sorted(order.tolist()) == list(range(len(case[1])))
+    assert offsets[-1] == len(case[1])
+    assert np.all(np.diff(offsets) >= 0)
 
 
 def test_a_face_whose_centroid_is_too_large_is_refused() -> None:
