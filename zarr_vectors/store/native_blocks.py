@@ -48,6 +48,7 @@ __all__ = [
     "decode_dense_blob_shards",
     "decode_natively",
     "encode_natively",
+    "encode_natively_array",
     "in_turns",
     "native_block_functions",
     "native_encode_functions",
@@ -144,6 +145,19 @@ def encode_natively(
     ``(clevel, shuffle code, compressor name, typesize)`` (typesize 0: the item size of
     ``rows``), None for raw blocks.
     """
+    packed = encode_natively_array(rows, r, fill_tail, blosc_settings, native)
+    return None if packed is None else (packed[0].tobytes(), packed[1])
+
+
+def encode_natively_array(
+    rows: np.ndarray,
+    r: int,
+    fill_tail: np.ndarray,
+    blosc_settings: tuple[int, int, str, int] | None,
+    native: tuple[int, int],
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`encode_natively`, the blocks given as a ``uint8`` array (not copied to
+    bytes: a shard's bytes are then copied once, with the tail that follows them)."""
     row_nbytes = rows.dtype.itemsize * math.prod(rows.shape[1:])
     block_nbytes = r * row_nbytes
     flat = rows.reshape(-1).view(np.uint8)
@@ -162,7 +176,7 @@ def encode_natively(
         total = encode_blocks(flat[:whole], tail, block_nbytes, out, lengths, settings, *native)
     if total < 0:
         return None
-    return out[:total].tobytes(), lengths
+    return out[:total], lengths
 
 
 def _encode_zstd(
