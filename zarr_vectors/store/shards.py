@@ -178,7 +178,7 @@ class RowLayout:
         ends = np.cumsum(lengths)
         index[: lengths.shape[0], 0] = ends - lengths
         index[: lengths.shape[0], 1] = lengths
-        return b"".join((body, shard_tail(self, index.tobytes(), key)))  # one copy of body
+        return b"".join((body.data, shard_tail(self, index.tobytes(), key)))  # body copied once
 
     def encode_blocks(self, rows: np.ndarray) -> list[bytes]:
         """Encode rows ``[0, n)`` of one spatial chunk as its stored row blocks.
@@ -262,7 +262,7 @@ class RowLayout:
         index = np.full((self.chunks_per_shard * self.n_blocks, 2), MISSING, dtype="<u8")
         index[slots, 0] = np.cumsum(lengths) - lengths
         index[slots, 1] = lengths
-        return b"".join((body, shard_tail(self, index.tobytes(), key)))  # one copy of body
+        return b"".join((body.data, shard_tail(self, index.tobytes(), key)))  # body copied once
 
     def _encode_chunks_natively(
         self, chunks: Sequence[np.ndarray]
