@@ -224,10 +224,10 @@ class ShardAssembler:
         bounds = [0, *(np.flatnonzero((shards[1:] != shards[:-1]).any(axis=1)) + 1).tolist()]
         given = iter(rows)
         for first, stop in itertools.pairwise([*bounds, len(places)]):
-            values = list(itertools.islice(given, stop - first))
-            if len(values) != stop - first:
+            taken = list(itertools.islice(given, stop - first))
+            if len(taken) != stop - first:
                 raise ValueError(f"{self.path}: fewer rows than chunks")
-            parts = [(p, v) for p, v in zip(places[first:stop], values, strict=True) if len(v)]
+            parts = [(p, v) for p, v in zip(places[first:stop], taken, strict=True) if len(v)]
             if parts:
                 self._hold_many(tuple(shards[first].tolist()), parts)
         if next(given, None) is not None:
