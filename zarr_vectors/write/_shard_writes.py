@@ -257,7 +257,7 @@ class ShardAssembler:
         self._hold_many(shard, [(local, part)])
 
     def _hold_many(
-        self, shard: tuple[int, ...], parts: list[tuple[int, list[bytes] | np.ndarray]]
+        self, shard: tuple[int, ...], parts: Sequence[tuple[int, list[bytes] | np.ndarray]]
     ) -> None:
         """:meth:`_hold` of several chunks of ``shard`` (``(local, rows or blocks)``)."""
         if shard != self.shard:
