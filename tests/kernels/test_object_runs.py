@@ -264,10 +264,27 @@ def test_anchor_faces_match_numpy(case: tuple[Any, ...], seed: int) -> None:
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
     rows, order, offsets = got
-    assert rows.dtype == np.int64
+    assert rows.dtype == np.int32  # small ids: the dtype links/0 stores
     assert sorted(order.tolist()) == list(range(len(case[1])))
     assert offsets[-1] == len(case[1])
     assert np.all(np.diff(offsets) >= 0)
+
+
+def test_face_rows_are_int64_when_a_global_id_does_not_fit_int32() -> None:
+    positions = np.array([[0.5, 0.5], [1.5, 0.5], [0.6, 0.6]])
+    chunk, row = np.array([0, 1, 0]), np.array([0, 0, 1])
+    gid = np.array([0, 2**31, 1])
+    rows, _, _ = anchor_faces(
+        positions,
+        np.array([[0, 1, 2]]),
+        (chunk, row, np.zeros(3, np.int64)),
+        np.array([0, 1, 2]),
+        gid,
+        np.array([[0, 0], [1, 0]]),
+        (np.ones(2), np.zeros(2, np.int64)),
+    )
+    assert rows.dtype == np.int64
+    assert rows.tolist() == [[0, -(2**31) - 1, 1]]
 
 
 def test_a_face_whose_centroid_is_too_large_is_refused() -> None:

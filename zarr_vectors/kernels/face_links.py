@@ -26,6 +26,9 @@ __all__ = ["anchor_faces"]
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
 
+_INT32_MAX = 2**31 - 1
+"""Rows and global ids below this give entries (``row`` or ``-(gid + 1)``) that fit int32."""
+
 
 @njit
 def _anchor_columns(
@@ -81,7 +84,7 @@ def _place_faces(
     run_offsets: I64,
     gid: I64,
     offsets: I64,
-    rows: I64,
+    rows: npt.NDArray[np.integer],
     order: I64,
 ) -> None:
     # offsets: faces per fragment (shifted by one) -> fragment starts; then every face's
@@ -138,8 +141,9 @@ def anchor_faces(
     Returns
     -------
     rows, order, offsets
-        ``(f, 3)`` int64 entries of the faces by (anchor fragment, input order); ``order``
-        the input face of each row; the faces of fragment ``r`` are rows
+        ``(f, 3)`` entries of the faces by (anchor fragment, input order), int32 when every
+        row and global id fits (the dtype ``links/0`` then stores: no copy), else int64;
+        ``order`` the input face of each row; the faces of fragment ``r`` are rows
         ``offsets[r]:offsets[r + 1]``.
 
     Raises
@@ -180,8 +184,10 @@ def anchor_faces(
     )
     if bad >= 0:
         raise InvalidInputError(f"the centroid of face {bad} is too large for its chunk shape")
-    rows = np.empty((faces.shape[0], 3), np.int64)
-    order = np.empty(faces.shape[0], np.int64)
     gid = np.ascontiguousarray(gid, dtype=np.int64)
+    largest = max(int(gid.max(initial=0)), int(row.max(initial=0)))
+    narrow = largest < _INT32_MAX and int(min(gid.min(initial=0), row.min(initial=0))) >= 0
+    rows = np.empty((faces.shape[0], 3), np.int32 if narrow else np.int64)
+    order = np.empty(faces.shape[0], np.int64)
     _place_faces(faces, column, chunk, row, fragment, run_offsets, gid, offsets, rows, order)
     return rows, order, offsets
