@@ -48,7 +48,6 @@ __all__ = [
     "decode_dense_blob_shards",
     "decode_natively",
     "encode_natively",
-    "encode_natively_array",
     "in_turns",
     "native_block_functions",
     "native_encode_functions",
@@ -136,28 +135,16 @@ def encode_natively(
     fill_tail: np.ndarray,
     blosc_settings: tuple[int, int, str, int] | None,
     native: tuple[int, int],
-) -> tuple[bytes, np.ndarray] | None:
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Row blocks of ``R = r`` C-contiguous little-endian ``rows``, each with its CRC32C,
-    back to back, and their lengths; None when C-Blosc fails on a block.
+    back to back (a ``uint8`` array: a shard's bytes are then copied once, with the tail
+    that follows them), and their lengths; None when C-Blosc fails on a block.
 
     ``fill_tail`` is the last block (the rows after the whole blocks, padded with the fill
     value), empty when ``rows`` is a whole number of blocks. ``blosc_settings`` are
     ``(clevel, shuffle code, compressor name, typesize)`` (typesize 0: the item size of
     ``rows``), None for raw blocks.
     """
-    packed = encode_natively_array(rows, r, fill_tail, blosc_settings, native)
-    return None if packed is None else (packed[0].tobytes(), packed[1])
-
-
-def encode_natively_array(
-    rows: np.ndarray,
-    r: int,
-    fill_tail: np.ndarray,
-    blosc_settings: tuple[int, int, str, int] | None,
-    native: tuple[int, int],
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`encode_natively`, the blocks given as a ``uint8`` array (not copied to
-    bytes: a shard's bytes are then copied once, with the tail that follows them)."""
     row_nbytes = rows.dtype.itemsize * math.prod(rows.shape[1:])
     block_nbytes = r * row_nbytes
     flat = rows.reshape(-1).view(np.uint8)
@@ -213,7 +200,8 @@ def _native_encode_self_test(crc: int, compress: int) -> bool:
             expected = [b + google_crc32c.value(b).to_bytes(4, "little") for b in blocks]
         else:
             expected = _numcodecs_blocks(padded, 400)
-        if found[0] != b"".join(expected) or found[1].tolist() != [len(b) for b in expected]:
+        lengths = [len(b) for b in expected]
+        if found[0].tobytes() != b"".join(expected) or found[1].tolist() != lengths:
             return False
     return True
 

@@ -283,7 +283,7 @@ class RowLayout:
             if extra:
                 parts.append(pad[:extra])
         data = np.concatenate(parts, dtype=pad.dtype, casting="unsafe")
-        packed = native_blocks.encode_natively_array(data, r, data[:0], self._codec(), native)
+        packed = native_blocks.encode_natively(data, r, data[:0], self._codec(), native)
         return None if packed is None else (*packed, counts)
 
     def _codec(self) -> tuple[int, int, str, int] | None:
@@ -305,7 +305,7 @@ class RowLayout:
     def _encode_natively(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """The stored row blocks of rows ``[0, n)`` back to back (a ``uint8`` array) and
         their lengths, by one native kernel call
-        (:func:`~zarr_vectors.store.native_blocks.encode_natively_array`); None without the
+        (:func:`~zarr_vectors.store.native_blocks.encode_natively`); None without the
         native functions, or for no rows."""
         native = native_blocks.native_encode_functions()
         if native is None or rows.shape[0] == 0:
@@ -316,7 +316,7 @@ class RowLayout:
         tail = data[whole:]
         if tail.shape[0]:
             tail = _pad_rows(tail, r, self.fill)
-        return native_blocks.encode_natively_array(data, r, tail, self._codec(), native)
+        return native_blocks.encode_natively(data, r, tail, self._codec(), native)
 
     # The bytes after the row blocks, and shards assembled from stored blocks.
     assemble_shard = shard_assembly.assemble_shard
