@@ -241,8 +241,8 @@ def test_public_names_are_defined_in_public_modules() -> None:
 
 # Underscore names one module takes from another: left as they are, with the reason.
 PRIVATE_NAMES_SHARED = {
-    ("zarr_vectors.kernels.object_runs", "zarr_vectors.kernels.binning"): (
-        "the object-run kernels inline binning's cell arithmetic (_chunk_index, "
+    ("zarr_vectors.kernels.face_links", "zarr_vectors.kernels.binning"): (
+        "the face-link kernels inline binning's cell arithmetic (_chunk_index, "
         "_index_too_large); to be named publicly when the kernels are next recompiled"
     ),
 }

@@ -149,6 +149,24 @@ def face_anchors(
     return anchor, np.where(same, vertex_row[faces], -(gid[faces] + 1))
 
 
+def anchor_faces(
+    positions: Array,
+    faces: Array,
+    places: tuple[Array, Array, Array],
+    run_offsets: Array,
+    gid: Array,
+    chunk_grid: Array,
+    grid: tuple[Array, Array],
+) -> tuple[Array, Array, Array]:
+    """Twin of :func:`zarr_vectors.kernels.face_links.anchor_faces`: :func:`face_anchors`,
+    then a stable argsort by anchor fragment."""
+    anchor, entries = face_anchors(positions, faces, places[:2], gid, chunk_grid, grid)
+    keys = run_offsets[places[0][anchor]] + places[2][anchor]
+    order = np.argsort(keys, kind="stable")
+    counts = np.bincount(keys, minlength=int(run_offsets[-1]))
+    return entries[order], order, np.concatenate([[0], np.cumsum(counts)])
+
+
 def copy_row_runs(
     src: np.ndarray, src_at: np.ndarray, out: np.ndarray, out_at: np.ndarray, counts: np.ndarray
 ) -> np.ndarray:

@@ -14,10 +14,10 @@ from tests.kernels import naive
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels import _threads
 from zarr_vectors.kernels.bin_runs import move_runs
+from zarr_vectors.kernels.face_links import anchor_faces
 from zarr_vectors.kernels.object_runs import (
     chain_links,
     cut_runs,
-    face_anchors,
     place_runs,
     rank_keys,
     stable_counting_sort,
@@ -246,23 +246,56 @@ def meshes(draw: st.DrawFn) -> tuple[Any, ...]:
     return positions, faces, (ranks.reshape(-1), rows), gid, grids, (size, origin)
 
 
+def _with_fragments(case: tuple[Any, ...], rng: np.random.Generator) -> tuple[Any, ...]:
+    """A mesh case with 1-3 fragments per chunk and a fragment number for each vertex."""
+    positions, faces, (ranks, rows), gid, grids, grid = case
+    per_chunk = rng.integers(1, 4, len(grids))
+    run_offsets = np.concatenate([[0], np.cumsum(per_chunk)]).astype(np.int64)
+    fragment = rng.integers(0, per_chunk[ranks]) if len(ranks) else ranks
+    return positions, faces, (ranks, rows, fragment), run_offsets, gid, grids, grid
+
+
 @settings(max_examples=150, deadline=None)
-@given(meshes())
-def test_face_anchors_match_numpy(case: tuple[Any, ...]) -> None:
-    got = face_anchors(*case)
-    want = naive.face_anchors(*case)
+@given(meshes(), st.integers(0, 2**32 - 1))
+def test_anchor_faces_match_numpy(case: tuple[Any, ...], seed: int) -> None:
+    full = _with_fragments(case, np.random.default_rng(seed))
+    got = anchor_faces(*full)
+    want = naive.anchor_faces(*full)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+    rows, order, offsets = got
+    assert rows.dtype == np.int32  # small ids: the dtype links/0 stores
+    assert sorted(order.tolist()) == list(range(len(case[1])))
+    assert offsets[-1] == len(case[1])
+    assert np.all(np.diff(offsets) >= 0)
+
+
+def test_face_rows_are_int64_when_a_global_id_does_not_fit_int32() -> None:
+    positions = np.array([[0.5, 0.5], [1.5, 0.5], [0.6, 0.6]])
+    chunk, row = np.array([0, 1, 0]), np.array([0, 0, 1])
+    gid = np.array([0, 2**31, 1])
+    rows, _, _ = anchor_faces(
+        positions,
+        np.array([[0, 1, 2]]),
+        (chunk, row, np.zeros(3, np.int64)),
+        np.array([0, 1, 2]),
+        gid,
+        np.array([[0, 0], [1, 0]]),
+        (np.ones(2), np.zeros(2, np.int64)),
+    )
+    assert rows.dtype == np.int64
+    assert rows.tolist() == [[0, -(2**31) - 1, 1]]
 
 
 def test_a_face_whose_centroid_is_too_large_is_refused() -> None:
     positions = np.array([[1e300, 0.0], [1e300, 0.0], [1e300, 0.0]])
     ranks = np.zeros(3, np.int64)
     with pytest.raises(InvalidInputError, match="face 0"):
-        face_anchors(
+        anchor_faces(
             positions,
             np.array([[0, 1, 2]]),
-            (ranks, ranks),
+            (ranks, ranks, ranks),
+            np.array([0, 1]),
             ranks,
             np.zeros((1, 2), np.int64),
             (np.full(2, 1e-3), np.zeros(2, np.int64)),

@@ -174,3 +174,33 @@ def test_files_from_a_worker_are_written_in_their_turn() -> None:
     release.set()
     batcher.flush()
     assert io.batches == [[("a", b"a"), ("f/zarr.json", b"{}"), ("f/c/0", b"xy"), ("b", b"b")]]
+
+
+def test_chunks_given_at_once_make_the_shards_of_chunks_given_one_by_one() -> None:
+    layout = RowLayout(np.dtype("<f4"), (2,), 4, 8, None, shard_chunks=(2, 2))
+    chunks = np.array([[0, 0], [0, 1], [1, 1], [0, 2], [1, 3], [2, 0]])
+    rows = [np.full((k, 2), k, "<f4") for k in (3, 0, 5, 1, 8, 2)]  # one chunk without rows
+    written = []
+    for at_once in (True, False):
+        io = _RecordingIO()
+        batcher = Batcher(io)  # type: ignore[arg-type]
+        assembler = ShardAssembler(batcher, "s", layout)
+        if at_once:
+            assembler.add_chunks(chunks, iter(rows))
+        else:
+            for chunk, values in zip(chunks, rows, strict=True):
+                if len(values):
+                    assembler.add(chunk, values)
+        assembler.flush()
+        batcher.flush()
+        written.append(io.batches)
+    assert written[0] == written[1]
+    assert [key for key, _ in written[0][0]] == ["s/c/0/0/0/0", "s/c/0/1/0/0", "s/c/1/0/0/0"]
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_rows_must_match_the_chunks_given(count: int) -> None:
+    layout = RowLayout(np.dtype("<f4"), (), 4, 8, None, shard_chunks=(2,))
+    assembler = ShardAssembler(Batcher(_RecordingIO()), "s", layout)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="rows than chunks"):
+        assembler.add_chunks(np.arange(3).reshape(3, 1), [np.ones(2, "<f4")] * count)

@@ -17,16 +17,13 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels._threads import over_row_slices
-from zarr_vectors.kernels.binning import _chunk_index, _index_too_large
 
 __all__ = [
     "RunPlacement",
     "chain_links",
     "cut_runs",
-    "face_anchors",
     "place_runs",
     "rank_keys",
     "stable_counting_sort",
@@ -481,110 +478,3 @@ def stable_counting_sort(keys: I64, n_keys: int) -> tuple[I64, I64]:
     offsets = np.zeros(int(n_keys) + 1, np.int64)
     _stable_counting_sort(keys, int(n_keys), order, offsets)
     return order, offsets
-
-
-@njit
-def _face_anchors(
-    positions: npt.NDArray[np.floating],
-    faces: I64,
-    vertex_chunk: I64,
-    vertex_row: I64,
-    gid: I64,
-    chunk_grid: I64,
-    chunk_shape: npt.NDArray[np.float64],
-    origin: I64,
-    anchor: I64,
-    entries: I64,
-) -> int:
-    # Per face: the centroid's chunk (spec §5.1, float64: (p0 + p1) + p2, then / 3), the
-    # first vertex in it (else vertex 0), and each vertex's entry from that chunk.
-    f, dim = faces.shape[0], positions.shape[1]
-    inv = 1.0 / chunk_shape
-    target = np.empty(dim, np.int64)
-    for i in range(f):
-        for d in range(dim):
-            c = (
-                np.float64(positions[faces[i, 0], d]) + np.float64(positions[faces[i, 1], d])
-            ) + np.float64(positions[faces[i, 2], d])
-            c = c / 3.0
-            if _index_too_large(c, chunk_shape[d], inv[d]):
-                return i
-            target[d] = int(_chunk_index(c, chunk_shape[d], inv[d])) - origin[d]
-        col = 0
-        for j in range(3):
-            rank = vertex_chunk[faces[i, j]]
-            same = True
-            for d in range(dim):
-                if chunk_grid[rank, d] != target[d]:
-                    same = False
-                    break
-            if same:
-                col = j
-                break
-        anchor[i] = faces[i, col]
-        home = vertex_chunk[anchor[i]]
-        for j in range(3):
-            v = faces[i, j]
-            entries[i, j] = vertex_row[v] if vertex_chunk[v] == home else -(gid[v] + 1)
-    return -1
-
-
-def face_anchors(
-    positions: npt.NDArray[np.floating],
-    faces: I64,
-    places: tuple[I64, I64],
-    gid: I64,
-    chunk_grid: I64,
-    grid: tuple[npt.NDArray[np.float64], I64],
-) -> tuple[I64, I64]:
-    """The vertex each triangle is anchored at, and its three link entries (spec §10.3).
-
-    A face goes to the chunk of its centroid (spec §5.1, in float64) when one of its
-    vertices lies there, anchored at the first such vertex, else to its vertex 0's chunk.
-    An entry is the vertex's chunk-local row when it shares the anchor's chunk, else the
-    sentinel ``-(global id + 1)`` (spec §9.6).
-
-    Parameters
-    ----------
-    positions
-        ``(n, D)`` float32 or float64 vertex coordinates.
-    faces
-        ``(f, 3)`` vertex indices of each triangle.
-    places
-        ``(vertex_chunk, vertex_row)``: chunk rank and chunk-local row of every vertex.
-    gid
-        ``(n,)`` global id of every vertex (spec §9.11).
-    chunk_grid
-        ``(k, D)`` grid index of every chunk rank.
-    grid
-        ``(chunk_shape, origin)``: chunk size per axis and the grid's origin chunk.
-
-    Returns
-    -------
-    anchor, entries
-        ``(f,)`` anchor vertex and ``(f, 3)`` int64 entries of every face.
-
-    Raises
-    ------
-    InvalidInputError
-        When a centroid is too large for its chunk shape (``|c / C| >= 2**52``).
-    """
-    pos = np.ascontiguousarray(positions)
-    faces = np.ascontiguousarray(faces, dtype=np.int64)
-    anchor = np.empty(faces.shape[0], np.int64)
-    entries = np.empty((faces.shape[0], 3), np.int64)
-    bad = _face_anchors(
-        pos,
-        faces,
-        np.ascontiguousarray(places[0], dtype=np.int64),
-        np.ascontiguousarray(places[1], dtype=np.int64),
-        np.ascontiguousarray(gid, dtype=np.int64),
-        np.ascontiguousarray(chunk_grid, dtype=np.int64).reshape(-1, pos.shape[1]),
-        np.ascontiguousarray(grid[0], dtype=np.float64),
-        np.ascontiguousarray(grid[1], dtype=np.int64),
-        anchor,
-        entries,
-    )
-    if bad >= 0:
-        raise InvalidInputError(f"the centroid of face {bad} is too large for its chunk shape")
-    return anchor, entries

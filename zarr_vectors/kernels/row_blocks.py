@@ -26,6 +26,7 @@ from zarr_vectors.kernels.zstd_frames import le32 as _le32
 from zarr_vectors.kernels.zstd_frames import stage_frame, staged_size
 
 __all__ = [
+    "BLOSC_COMPRESS_CTX",
     "BLOSC_MAX_OVERHEAD",
     "CRC_RESIDUE",
     "crc32c_value",
@@ -137,7 +138,7 @@ _CRC32C = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t)
 _DECOMPRESS = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
 )
-_COMPRESS = ctypes.CFUNCTYPE(
+BLOSC_COMPRESS_CTX = ctypes.CFUNCTYPE(
     ctypes.c_int,
     ctypes.c_int,
     ctypes.c_int,
@@ -150,6 +151,10 @@ _COMPRESS = ctypes.CFUNCTYPE(
     ctypes.c_size_t,
     ctypes.c_int,
 )
+"""The ctypes prototype of ``int blosc_compress_ctx(int clevel, int doshuffle, size_t
+typesize, size_t nbytes, const void *src, void *dest, size_t destsize, const char
+*compressor, size_t blocksize, int numinternalthreads)`` (the compressor's name given by
+address): call the function at an address with it."""
 
 
 def _crc32c_python(fn: int, data: int, size: int) -> int:
@@ -175,7 +180,7 @@ def _blosc_compress_python(
 ) -> int:
     """:func:`_blosc_compress_ctx` through ctypes (kernels run as Python)."""
     args = (clevel, shuffle, typesize, nbytes, src, dest, destsize, cname)
-    return int(_COMPRESS(int(fn))(*(int(a) for a in args), 0, 1))
+    return int(BLOSC_COMPRESS_CTX(int(fn))(*(int(a) for a in args), 0, 1))
 
 
 _crc32c_value: Any = intrinsic(_crc32c_typer, _crc32c_python)

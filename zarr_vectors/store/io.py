@@ -87,6 +87,8 @@ _THREADED_WRITE_BYTES = 1 << 20
 _DIRS_LOCK = threading.Lock()
 """Held while directories are made (:meth:`StoreIO.make_parents_soon` makes them in a
 helper thread); process-wide, so that a handle stays picklable."""
+_SOON_LOCK = threading.Lock()
+"""Guards the keys waiting for the directory helper (:meth:`StoreIO.make_parents_soon`)."""
 
 _MERGE_GAP = 1 << 18
 """Ranges of one key closer than this many bytes are fetched from a non-local store as one
@@ -185,6 +187,7 @@ class StoreIO:
         self.store = store
         self._made: set[Path] = set()
         self._dir_tasks: list[Future[None]] = []
+        self._soon: list[str] | None = None  # keys for the helper task at work, if any
         self._new_files = new_files
         self._staged = staged
         self._atomic_json = not staged
@@ -415,16 +418,40 @@ class StoreIO:
         so the writer keeps encoding meanwhile. :meth:`set_many` still makes any that are
         missing when it writes. The writer's target waits for the helper
         (:meth:`wait_for_directories`) before it commits or discards the directory.
+
+        One helper task at a time: keys given while it is at work join its next round,
+        so a write's ~60 shard directories cost a few tasks rather than one each.
         """
         root = local_root(self.store)
         if root is None or not self._staged or not keys:
             return
+        with _SOON_LOCK:
+            if self._soon is not None:  # the helper is at work: it takes them next
+                self._soon.extend(keys)
+                return
+            self._soon = list(keys)
         pool = shared_pool("zv-dirs", 1)
-        self._dir_tasks.append(pool.submit(self._make_parents, root, list(keys)))
+        self._dir_tasks.append(pool.submit(self._make_parents_waiting, root))
+
+    def _make_parents_waiting(self, root: Path) -> None:
+        """The helper task: make the directories of the waiting keys until none wait."""
+        done = False
+        try:
+            while not done:
+                with _SOON_LOCK:
+                    keys = self._soon or []
+                    self._soon = [] if keys else None  # None: the next call starts a task
+                    done = not keys
+                if keys:
+                    self._make_parents(root, keys)
+        finally:
+            if not done:  # failed: a later call starts a new task
+                with _SOON_LOCK:
+                    self._soon = None
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy without the directory helper's tasks (futures do not pickle)."""
-        return {**self.__dict__, "_dir_tasks": []}
+        return {**self.__dict__, "_dir_tasks": [], "_soon": None}
 
     def wait_for_directories(self) -> None:
         """Wait until no directory helper task of :meth:`make_parents_soon` is at work.

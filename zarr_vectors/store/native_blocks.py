@@ -135,9 +135,10 @@ def encode_natively(
     fill_tail: np.ndarray,
     blosc_settings: tuple[int, int, str, int] | None,
     native: tuple[int, int],
-) -> tuple[bytes, np.ndarray] | None:
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Row blocks of ``R = r`` C-contiguous little-endian ``rows``, each with its CRC32C,
-    back to back, and their lengths; None when C-Blosc fails on a block.
+    back to back (a ``uint8`` array: a shard's bytes are then copied once, with the tail
+    that follows them), and their lengths; None when C-Blosc fails on a block.
 
     ``fill_tail`` is the last block (the rows after the whole blocks, padded with the fill
     value), empty when ``rows`` is a whole number of blocks. ``blosc_settings`` are
@@ -162,7 +163,7 @@ def encode_natively(
         total = encode_blocks(flat[:whole], tail, block_nbytes, out, lengths, settings, *native)
     if total < 0:
         return None
-    return out[:total].tobytes(), lengths
+    return out[:total], lengths
 
 
 def _encode_zstd(
@@ -199,7 +200,8 @@ def _native_encode_self_test(crc: int, compress: int) -> bool:
             expected = [b + google_crc32c.value(b).to_bytes(4, "little") for b in blocks]
         else:
             expected = _numcodecs_blocks(padded, 400)
-        if found[0] != b"".join(expected) or found[1].tolist() != [len(b) for b in expected]:
+        lengths = [len(b) for b in expected]
+        if found[0].tobytes() != b"".join(expected) or found[1].tolist() != lengths:
             return False
     return True
 

@@ -178,7 +178,7 @@ class RowLayout:
         ends = np.cumsum(lengths)
         index[: lengths.shape[0], 0] = ends - lengths
         index[: lengths.shape[0], 1] = lengths
-        return body + shard_tail(self, index.tobytes(), key)
+        return b"".join((body.data, shard_tail(self, index.tobytes(), key)))  # body copied once
 
     def encode_blocks(self, rows: np.ndarray) -> list[bytes]:
         """Encode rows ``[0, n)`` of one spatial chunk as its stored row blocks.
@@ -188,7 +188,7 @@ class RowLayout:
         """
         packed = self._encode_natively(rows)
         if packed is not None:
-            body, lengths = packed
+            body, lengths = packed[0].tobytes(), packed[1]
             ends = np.cumsum(lengths).tolist()
             return [body[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
         n = rows.shape[0]
@@ -226,7 +226,7 @@ class RowLayout:
         packed = self._encode_chunks_natively(chunks) if len(chunks) > 1 else None
         if packed is None:
             return [self.encode_blocks(rows) for rows in chunks]
-        body, lengths, counts = packed
+        body, lengths, counts = packed[0].tobytes(), packed[1], packed[2]
         ends = np.cumsum(lengths).tolist()
         blocks = [body[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
         firsts = np.cumsum([0, *counts.tolist()]).tolist()
@@ -262,26 +262,27 @@ class RowLayout:
         index = np.full((self.chunks_per_shard * self.n_blocks, 2), MISSING, dtype="<u8")
         index[slots, 0] = np.cumsum(lengths) - lengths
         index[slots, 1] = lengths
-        return body + shard_tail(self, index.tobytes(), key)
+        return b"".join((body.data, shard_tail(self, index.tobytes(), key)))  # body copied once
 
     def _encode_chunks_natively(
         self, chunks: Sequence[np.ndarray]
-    ) -> tuple[bytes, np.ndarray, np.ndarray] | None:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The row blocks of several chunks' rows back to back (each chunk's last block
-        padded with the fill value), their lengths and the blocks per chunk, by one native
-        kernel call; None without the native functions."""
+        padded with the fill value) as a ``uint8`` array, their lengths and the blocks per
+        chunk, by one native kernel call; None without the native functions."""
         native = native_blocks.native_encode_functions()
         if native is None:
             return None
         r = self.rows_per_block
-        counts = np.fromiter((-(-rows.shape[0] // r) for rows in chunks), np.int64, len(chunks))
-        data = np.empty((int(counts.sum()) * r, *self.row_shape), self.dtype.newbyteorder("<"))
-        at = 0
-        for rows, k in zip(chunks, counts.tolist(), strict=True):
-            n = rows.shape[0]
-            data[at : at + n] = rows
-            data[at + n : at + k * r] = self.fill
-            at += k * r
+        sizes = np.fromiter((rows.shape[0] for rows in chunks), np.int64, len(chunks))
+        counts = -(-sizes // r)
+        pad = np.full((r - 1, *self.row_shape), self.fill, self.dtype.newbyteorder("<"))
+        parts: list[np.ndarray] = []  # each chunk's rows, then its padding: one copy
+        for rows, extra in zip(chunks, (counts * r - sizes).tolist(), strict=True):
+            parts.append(rows)
+            if extra:
+                parts.append(pad[:extra])
+        data = np.concatenate(parts, dtype=pad.dtype, casting="unsafe")
         packed = native_blocks.encode_natively(data, r, data[:0], self._codec(), native)
         return None if packed is None else (*packed, counts)
 
@@ -301,10 +302,11 @@ class RowLayout:
         typesize = (self.blosc or {}).get("typesize", self.dtype.itemsize)
         return np.dtype(f"<u{typesize}") if typesize != self.dtype.itemsize else self.dtype
 
-    def _encode_natively(self, rows: np.ndarray) -> tuple[bytes, np.ndarray] | None:
-        """The stored row blocks of rows ``[0, n)`` back to back and their lengths, by one
-        native kernel call (:func:`~zarr_vectors.store.native_blocks.encode_natively`);
-        None without the native functions, or for no rows."""
+    def _encode_natively(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The stored row blocks of rows ``[0, n)`` back to back (a ``uint8`` array) and
+        their lengths, by one native kernel call
+        (:func:`~zarr_vectors.store.native_blocks.encode_natively`); None without the
+        native functions, or for no rows."""
         native = native_blocks.native_encode_functions()
         if native is None or rows.shape[0] == 0:
             return None

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from zarr_vectors.kernels.row_blocks import BLOSC_MAX_OVERHEAD, encode_blocks
+from zarr_vectors.kernels.row_blocks import BLOSC_COMPRESS_CTX, BLOSC_MAX_OVERHEAD, encode_blocks
 from zarr_vectors.kernels.zstd_encode import encode_zstd_blocks
 from zarr_vectors.store.elf_symbols import function_addresses
 
@@ -103,6 +103,10 @@ def _context(encoder: ZstdEncoder) -> int:
     return pointer
 
 
+_ZSTD = np.frombuffer(b"zstd\0", dtype=np.uint8)
+"""The compressor's name C-Blosc is given (by address)."""
+
+
 @functools.cache
 def _frame(
     compress: int, nbytes: int, clevel: int, shuffle: int, typesize: int
@@ -116,20 +120,8 @@ def _frame(
         return None
     zeros = np.zeros(nbytes, dtype=np.uint8)
     out = np.empty(nbytes + BLOSC_MAX_OVERHEAD, dtype=np.uint8)
-    function = ctypes.CFUNCTYPE(
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_size_t,
-        ctypes.c_size_t,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-        ctypes.c_char_p,
-        ctypes.c_size_t,
-        ctypes.c_int,
-    )(compress)
-    args = (zeros.ctypes.data, out.ctypes.data, out.nbytes, b"zstd", 0, 1)
+    function = BLOSC_COMPRESS_CTX(compress)
+    args = (zeros.ctypes.data, out.ctypes.data, out.nbytes, _ZSTD.ctypes.data, 0, 1)
     if function(clevel, shuffle, typesize, nbytes, *args) < BLOSC_MAX_OVERHEAD:
         return None
     header = out[:12].copy()
@@ -162,9 +154,6 @@ def encode_zstd(
     functions = (encoder.crc, encoder.shuffle, encoder.bitshuffle, encoder.compress_cctx)
     total = encode_zstd_blocks(rows, tail, block_nbytes, out, lengths, frame, functions, cctx)
     return total if total >= 0 else None
-
-
-_ZSTD = np.frombuffer(b"zstd\0", dtype=np.uint8)
 
 
 def _self_test(encoder: ZstdEncoder) -> bool:

@@ -21,11 +21,11 @@ from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
 from zarr_vectors.format.fragment_records import encode_records_ragged
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.kinds import geometry_kind
+from zarr_vectors.kernels.face_links import anchor_faces
 from zarr_vectors.kernels.object_runs import (
     RunPlacement,
     chain_links,
     cut_runs,
-    face_anchors,
     place_runs,
     rank_keys,
     stable_counting_sort,
@@ -295,12 +295,17 @@ def _sorted_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def _face_links(
     table: ObjectTable, runs: Runs, places: Places, gid: np.ndarray, grid: ChunkGrid
 ) -> Links:
-    faces = table.links
     # The centroid's exact chunk (§5.1), even if rounding puts it outside the grid: such a
     # chunk holds none of the face's vertices, so the face goes to v0's chunk.
-    anchor, entries = face_anchors(
-        table.positions, faces, places[:2], gid, runs.chunk_grid, (grid.chunk_shape, grid.origin)
+    rows, source, offsets = anchor_faces(
+        table.positions,
+        table.links,
+        places,
+        runs.run_offsets,
+        gid,
+        runs.chunk_grid,
+        (grid.chunk_shape, grid.origin),
     )
-    rows, source, chunk_offsets, counts = _anchored(runs, places, anchor, entries, None)
+    chunk_offsets, counts = offsets[runs.run_offsets], np.diff(offsets)
     empty = np.empty(0, np.int64)
     return Links(rows, chunk_offsets, counts, source, np.empty((0, 2), np.int64), empty)

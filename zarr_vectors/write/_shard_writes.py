@@ -8,6 +8,7 @@ The level writers (:mod:`zarr_vectors.write._pipeline`) and the merges
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
@@ -217,11 +218,20 @@ class ShardAssembler:
             return
         grid = np.asarray(chunks, dtype=np.int64).reshape(-1, len(self.shape))
         shape = np.asarray(self.shape, dtype=np.int64)
-        shards = [tuple(s) for s in (grid // shape).tolist()]
+        shards = grid // shape
         places = ((grid % shape) @ np.asarray(self.strides, dtype=np.int64)).tolist()
-        for shard, local, values in zip(shards, places, rows, strict=True):
-            if len(values):
-                self._hold(shard, local, values)
+        # the chunks of one shard come together: held run by run, not chunk by chunk
+        bounds = [0, *(np.flatnonzero((shards[1:] != shards[:-1]).any(axis=1)) + 1).tolist()]
+        given = iter(rows)
+        for first, stop in itertools.pairwise([*bounds, len(places)]):
+            taken = list(itertools.islice(given, stop - first))
+            if len(taken) != stop - first:
+                raise ValueError(f"{self.path}: fewer rows than chunks")
+            parts = [(p, v) for p, v in zip(places[first:stop], taken, strict=True) if len(v)]
+            if parts:
+                self._hold_many(tuple(shards[first].tolist()), parts)
+        if next(given, None) is not None:
+            raise ValueError(f"{self.path}: more rows than chunks")
 
     def add_blocks(self, chunk: np.ndarray, blocks: list[bytes]) -> None:
         """Store spatial chunk ``chunk`` from its row blocks, already encoded (an append
@@ -244,14 +254,19 @@ class ShardAssembler:
     def _hold(self, shard: tuple[int, ...], local: int, part: list[bytes] | np.ndarray) -> None:
         """Keep a chunk's rows or encoded blocks (at ``local`` in ``shard``) until its shard
         is complete."""
+        self._hold_many(shard, [(local, part)])
+
+    def _hold_many(
+        self, shard: tuple[int, ...], parts: Sequence[tuple[int, list[bytes] | np.ndarray]]
+    ) -> None:
+        """:meth:`_hold` of several chunks of ``shard`` (``(local, rows or blocks)``)."""
         if shard != self.shard:
             self.flush()
             if shard in self.written:
                 raise ValueError(f"{self.path}: chunks of shard {shard} did not come together")
             self.shard = shard
-        self.parts.append((local, part))
-        if isinstance(part, np.ndarray):
-            self.nbytes += part.nbytes
+        self.parts.extend(parts)
+        self.nbytes += sum(part.nbytes for _, part in parts if isinstance(part, np.ndarray))
 
     def flush(self) -> None:
         """Hand the shard being assembled to the batcher."""
