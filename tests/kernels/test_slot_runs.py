@@ -97,7 +97,7 @@ def box_tests(draw: st.DrawFn) -> tuple:
     return blocks, place, r, first, length, (lower, upper), lo, hi
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(box_tests())
 def test_slot_rows_in_box_equals_masks_of_the_gathered_rows(case: tuple) -> None:
     contained, misplaced = slot_rows_in_box(*case)
