@@ -38,7 +38,7 @@ from zarr_vectors.query._object_links import (
     returned_runs,
     translate,
 )
-from zarr_vectors.read import LevelReader, RowRuns
+from zarr_vectors.read import LevelReader, RangeTable, RowRuns
 from zarr_vectors.result import QueryResult
 
 __all__ = [
@@ -219,10 +219,15 @@ class ObjectPlan:
 
     def _needed_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First row and row count of every reference, from only the fragments the
-        references name (:meth:`LevelReader.needed_ranges`); their link rows are kept for
-        :meth:`_links` when the kind has links."""
-        order, bounds = counting_sort(self.ref_slot, self.chunks.shape[0])
+        references name (:meth:`LevelReader.needed_ranges`), or from the table of the
+        chunks' ranges once they are met again (:meth:`PointReads.range_table`); their
+        link rows are kept for :meth:`_links` when the kind has links."""
         links = not geometry_kind(self.objects.kind).ordered
+        assert self.where is not None  # set by _chunk_counts
+        table = self.reader.points.range_table(self.where, links)
+        if table is not None:
+            return self._tabled_rows(table, links)
+        order, bounds = counting_sort(self.ref_slot, self.chunks.shape[0])
         found = self.reader.needed_ranges(
             self.chunks, rows, (bounds, self.ref_fragment[order]), links=links
         )
@@ -233,6 +238,27 @@ class ObjectPlan:
             assert found.link_rows is not None
             self.link_plan = (ranges[2], ranges[3], found.link_rows)
         return ranges[0], ranges[1]
+
+    def _tabled_rows(self, table: RangeTable, links: bool) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_needed_rows` from the table of the chunks' fragment ranges.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a manifest names a fragment its chunk does not have.
+        """
+        assert self.where is not None
+        found, bad = table.rows_of(self.where[self.ref_slot], self.ref_fragment)
+        if bad >= 0:
+            j = int(self.ref_slot[bad])
+            worst = int(self.ref_fragment[self.ref_slot == j].max())
+            raise CorruptChunkError(
+                f"chunk {self.chunk_keys[j]}: a manifest names fragment {worst} of "
+                f"{int(table.count[self.where[j]])}"
+            )
+        if links:
+            self.link_plan = (found[2], found[3], table.link_rows[self.where])
+        return found[0], found[1]
 
     def _rows_by_group(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First row and row count of every reference, the fragment ranges decoded

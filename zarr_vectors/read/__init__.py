@@ -18,6 +18,7 @@ read_checks, global_shapes
 
 from __future__ import annotations
 
+from zarr_vectors.read._read_plans import RangeTable
 from zarr_vectors.read.block_cache import DEFAULT_CACHE_BYTES, BlockCache
 from zarr_vectors.read.global_shapes import check_global_shapes
 from zarr_vectors.read.level_documents import existing_root
@@ -33,6 +34,7 @@ __all__ = [
     "existing_root",
     "RowRuns",
     "PlacementRuns",
+    "RangeTable",
     "check_placement",
     "check_global_shapes",
 ]

@@ -33,6 +33,7 @@ __all__ = [
     "BinTable",
     "BlockPlan",
     "BlockTable",
+    "RangeTable",
     "RowJob",
     "RowPlan",
     "SlotPlan",
@@ -153,6 +154,72 @@ class BinTable:
         self.sizes[self.used : need] = sizes
         self.row[where] = np.arange(self.used, need, dtype=np.int64)
         self.used = need
+
+
+@dataclass(slots=True)
+class RangeTable:
+    """The fragment ranges of object chunks, by position of the chunk among the occupied
+    chunks, filled as chunks are met a second time (warm object reads take the rows of
+    their references from it, :meth:`rows_of`, instead of parsing fragment records).
+
+    Chunk ``p``'s ``count[p]`` fragments are columns ``first[p]`` on (-1 until known) of
+    ``ranges``: vertex first row and rows, link first row and link rows (zeros for a kind
+    without links); ``link_rows[p]`` its link rows; ``seen[p]`` whether it was asked for.
+    """
+
+    first: np.ndarray
+    count: np.ndarray
+    link_rows: np.ndarray
+    seen: np.ndarray
+    ranges: np.ndarray
+    used: int
+
+    @classmethod
+    def empty(cls, n_chunks: int) -> RangeTable:
+        """A table for ``n_chunks`` chunks, none known."""
+        zeros = np.zeros(n_chunks, dtype=np.int64)
+        return cls(
+            np.full(n_chunks, -1, np.int64),
+            zeros,
+            zeros.copy(),
+            np.zeros(n_chunks, dtype=bool),
+            np.zeros((4, 0), np.int64),
+            0,
+        )
+
+    def add(
+        self,
+        where: np.ndarray,
+        vertex: list[tuple[np.ndarray, np.ndarray]],
+        links: list[tuple[np.ndarray, np.ndarray]] | None,
+    ) -> None:
+        """Record the vertex and link ranges (None: a kind without links) of the chunks at
+        positions ``where`` (not known yet), one ``(starts, counts)`` pair each, a chunk's
+        link ranges one per fragment as its vertex ranges."""
+        count = np.array([v[0].shape[0] for v in vertex], dtype=np.int64)
+        need = self.used + int(count.sum())
+        if need > self.ranges.shape[1]:
+            grown = np.zeros((4, max(need, 2 * self.ranges.shape[1])), np.int64)
+            grown[:, : self.used] = self.ranges[:, : self.used]
+            self.ranges = grown
+        if vertex:
+            columns = [*zip(*vertex, strict=True), *zip(*(links or []), strict=True)]
+            for k, parts in enumerate(columns):
+                self.ranges[k, self.used : need] = np.concatenate(parts)
+        if links is not None:
+            self.link_rows[where] = [int(part[1].sum()) for part in links]
+        self.first[where] = self.used + np.cumsum(count) - count
+        self.count[where] = count
+        self.used = need
+
+    def rows_of(self, where: np.ndarray, fragment: np.ndarray) -> tuple[np.ndarray, int]:
+        """The ``(4, n)`` ranges of fragment ``fragment[i]`` of the chunk at position
+        ``where[i]`` (every chunk known), and the first ``i`` whose chunk has no such
+        fragment (-1: none)."""
+        bad = (fragment < 0) | (fragment >= self.count[where])
+        if bad.any():
+            return self.ranges[:, :0], int(np.argmax(bad))
+        return self.ranges[:, self.first[where] + fragment], -1
 
 
 def _grown(table: np.ndarray, rows: int) -> np.ndarray:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.format.names import VERTEX_FRAGMENTS
+from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
 from zarr_vectors.kernels.ranges import first_untiled
@@ -50,6 +50,9 @@ CPUs: in turns, a 1% box of 1e6 points (about 1.1 MB decoded) took 20% longer; a
 of 1e6 points 7% less, 1% and 25% boxes of 1e7 points 8% and 14% less."""
 _TURN_BLOCKS = 16
 """Row blocks per turn."""
+_RANGE_TABLE_BYTES = 64 * 2**20
+"""Bytes of fragment ranges (:meth:`PointReads.range_table`) past which no chunk is added
+(reads then take their fragments from the records each time, as a first read does)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +220,7 @@ class PointReads:
         self.flat: np.ndarray | None = None  # flat index of each occupied chunk, by position
         self.flat_order: np.ndarray | None = None  # the positions by ascending flat index
         self.specs: dict[str, tuple[np.dtype[Any], tuple[int, ...]]] = {}  # column_spec
+        self.ranges: read_plans.RangeTable | None = None  # object chunks' fragment ranges
 
     @property
     def reader(self) -> LevelReader:
@@ -314,6 +318,45 @@ class PointReads:
         sizes = np.stack([f[1] for f in found])
         if first_untiled(starts, sizes, counts) >= 0:  # extent, sum and tiling in one pass
             self.reader.fragment_ranges(chunks, counts)  # raises for the first wrong chunk
+
+    def range_table(self, where: np.ndarray, links: bool) -> read_plans.RangeTable | None:
+        """The fragment ranges of the object chunks at positions ``where`` (among the
+        occupied chunks), with their link ranges when ``links``, in a table kept by
+        position (:class:`~zarr_vectors.read._read_plans.RangeTable`); None the first time
+        a chunk is asked for (a first read takes only the fragments it needs from the
+        records, :meth:`LevelReader.needed_ranges`), or when the table would pass
+        :data:`_RANGE_TABLE_BYTES`, or a chunk's link index does not hold one range a
+        fragment. The chunks are parsed and checked as :meth:`LevelReader.fragment_ranges`
+        does.
+
+        Raises
+        ------
+        CorruptChunkError
+            When a chunk's fragment index is damaged or does not cover its rows.
+        """
+        table = self.ranges
+        if table is not None and not (table.first[where] < 0).any():
+            return table
+        with read_plans.TABLES_LOCK:  # one thread at a time adds chunks
+            if self.ranges is None:
+                self.ranges = read_plans.RangeTable.empty(self.occupied_flat().shape[0])
+            table = self.ranges
+            unknown = np.unique(where[table.first[where] < 0])
+            if not unknown.shape[0]:
+                return table
+            if not table.seen[unknown].all() or table.ranges.nbytes > _RANGE_TABLE_BYTES:
+                table.seen[unknown] = True
+                return None
+            reader = self.reader
+            coords, counts = reader.occupied_chunks(None, None)
+            vertex = reader.fragment_ranges(coords[unknown], counts[unknown], index_columns=())
+            link = reader.blob_ranges(LINK_FRAGMENTS, coords[unknown]) if links else None
+            if link is not None and any(
+                a[0].shape != b[0].shape for a, b in zip(vertex, link, strict=True)
+            ):
+                return None  # not one link range a fragment: the records say which is wrong
+            table.add(unknown, vertex, link)
+        return table
 
     def can_select(self, names: Sequence[str]) -> bool:
         """Whether :meth:`read_selected` reads the columns ``names`` (else

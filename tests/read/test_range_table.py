@@ -1,0 +1,98 @@
+"""Warm object reads take their references' rows from a table of the chunks' fragment
+ranges (``PointReads.range_table``): the first read of a chunk parses only the fragments
+it needs, a later one fills the table from the full, checked parse; the rows it gives are
+those of the full parse, and a manifest naming a fragment its chunk lacks is still refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zarr_vectors as zv
+from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
+from zarr_vectors.query import ObjectReader
+from zarr_vectors.read import LevelReader, RangeTable
+from zarr_vectors.update.object_sources import open_source
+
+GOLDEN_1_5 = Path(__file__).parents[1] / "data" / "golden" / "1.5"
+
+
+def _skeletons(path: Path) -> None:
+    rng = np.random.default_rng(7)
+    nodes = np.cumsum(rng.normal(scale=1.5, size=(12, 40, 3)), axis=1)
+    nodes += rng.uniform(0, 20, (12, 1, 3))
+    parents = np.arange(-1, 479)  # a chain per skeleton
+    parents[::40] = -1
+    zv.write_skeletons(
+        path,
+        nodes.reshape(-1, 3).astype(np.float32),
+        parents=parents,
+        vertex_objects=np.repeat(np.arange(12), 40),
+        chunk_shape=8.0,
+        progress=False,
+    )
+
+
+def _reader(path: Path) -> LevelReader:
+    source = open_source(path)
+    return LevelReader(source.io, source.root, 0)
+
+
+@pytest.mark.parametrize("name", ["", "skeletons_3d_swc", "meshes_3d_closed"])
+def test_the_table_holds_the_full_ranges_from_the_second_ask(tmp_path: Path, name: str) -> None:
+    """Fragment records (format 1.6) and counts-form blobs (1.5, two blob arrays)."""
+    path = tmp_path / "s.zv" if not name else GOLDEN_1_5 / f"{name}.zarrvectors"
+    if not name:
+        _skeletons(path)
+    full = _reader(path)
+    chunks, _ = full.occupied_chunks(None, None)
+    vertex = full.blob_ranges(VERTEX_FRAGMENTS, chunks)
+    link = full.blob_ranges(LINK_FRAGMENTS, chunks)
+    reader = _reader(path)  # held: its point reads refer to it weakly
+    points = reader.points
+    where = np.random.default_rng(3).permutation(chunks.shape[0])[: max(1, chunks.shape[0] // 2)]
+    assert points.range_table(where, True) is None  # first ask: the records' needed parse
+    table = points.range_table(where, True)
+    assert table is not None
+    assert points.range_table(where[:1], True) is table
+    for p in where.tolist():
+        fragment = np.arange(vertex[p][0].shape[0], dtype=np.int64)
+        found, bad = table.rows_of(np.full(fragment.shape[0], p), fragment)
+        assert bad == -1
+        for k, want in enumerate((*vertex[p], *link[p])):
+            np.testing.assert_array_equal(found[k], want)
+        assert table.link_rows[p] == link[p][1].sum()
+
+
+def test_rows_of_names_the_first_missing_fragment() -> None:
+    table = RangeTable.empty(3)
+    ranges = [(np.array([0, 2]), np.array([2, 1])), (np.array([0]), np.array([4]))]
+    table.add(np.array([2, 0]), ranges, ranges)
+    found, bad = table.rows_of(np.array([0, 2, 2]), np.array([0, 1, 0]))
+    assert bad == -1
+    assert found.tolist() == [[0, 2, 0], [4, 1, 2], [0, 2, 0], [4, 1, 2]]
+    assert table.rows_of(np.array([2, 0, 2]), np.array([1, 1, -1]))[1] == 1
+
+
+def test_warm_reads_equal_the_first_and_refuse_a_missing_fragment(tmp_path: Path) -> None:
+    _skeletons(tmp_path / "s.zv")
+    box = (np.full(3, 4.0), np.full(3, 14.0))
+    expected = zv.open(tmp_path / "s.zv").query(box)
+    store = zv.open(tmp_path / "s.zv")
+    for _ in range(4):  # the third and later reads take the table
+        got = store.query(box)
+        np.testing.assert_array_equal(got.positions, expected.positions)
+        np.testing.assert_array_equal(got.edges, expected.edges)
+        np.testing.assert_array_equal(got.object_ids, expected.object_ids)
+    reader = _reader(tmp_path / "s.zv")
+    where = np.arange(reader.occupied_chunks(None, None)[0].shape[0])
+    reader.points.range_table(where, True)
+    table = reader.points.range_table(where, True)
+    assert table is not None
+    table.count[:] = 0  # every manifest now names a fragment its chunk lacks
+    objects = ObjectReader(reader)
+    with pytest.raises(CorruptChunkError, match="a manifest names fragment"):
+        objects.read(np.array([0, 5]))
