@@ -505,3 +505,20 @@ def blob_blocks(
     starts = np.where(inside, base[chunk_of] + offsets, int(lengths.sum()))
     bounds = np.concatenate([[0], np.cumsum(stored)]).astype(np.int64)
     return starts, sizes, chunk_of, number.astype(np.int64), bounds
+
+
+def reference_pieces(
+    starts: np.ndarray, sizes: np.ndarray, n_rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Twin of :func:`zarr_vectors.kernels.read_plan.reference_pieces`: numpy steps (a
+    cumulative sum, a comparison of neighbours, a reduction per piece)."""
+    dest = np.cumsum(sizes) - sizes
+    if n_rows == int(sizes.sum()) and np.array_equal(starts, dest):
+        return None
+    if not starts.shape[0]:
+        return starts, dest, sizes
+    head = np.empty(starts.shape[0], dtype=bool)
+    head[0] = True
+    np.not_equal(starts[1:], starts[:-1] + sizes[:-1], out=head[1:])
+    first = np.flatnonzero(head)
+    return starts[first], dest[first], np.add.reduceat(sizes, first)

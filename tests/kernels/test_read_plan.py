@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.kernels import naive
-from zarr_vectors.kernels.read_plan import read_plan
+from zarr_vectors.kernels.read_plan import read_plan, reference_pieces
 
 
 @st.composite
@@ -43,3 +43,21 @@ def test_read_plan_equals_numpy(case: tuple[np.ndarray, ...]) -> None:
     if not got.overlap:
         assert int((got.run_stop - got.run_start).sum()) == int(sizes.sum())
         assert np.all(got.run_stop > got.run_start)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 12), st.integers(0, 4)), max_size=12),
+    st.integers(0, 3),
+)
+def test_reference_pieces_equal_numpy(refs: list[tuple[int, int]], extra: int) -> None:
+    """Any starts (overlapping, out of order, in order) and sizes, empty ones included; the
+    read rows as many as the references' or more."""
+    starts = np.array([a for a, _ in refs], dtype=np.int64)
+    sizes = np.array([z for _, z in refs], dtype=np.int64)
+    n_rows = int(sizes.sum()) + extra
+    got = reference_pieces(starts, sizes, n_rows)
+    want = naive.reference_pieces(starts, sizes, n_rows)
+    assert (got is None) == (want is None)
+    for g, w in zip(got or (), want or (), strict=True):
+        np.testing.assert_array_equal(g, w)

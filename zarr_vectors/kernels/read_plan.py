@@ -6,6 +6,8 @@ An object read names fragment references: reference ``r`` is ``sizes[r]`` rows f
 references once in their (slot, first row) order and gives the row runs to read (touching
 fragments of a slot merged), where each reference's rows start among the rows read, and
 the returned vertices as runs of chunk-local rows and of global ids (spec §9.11).
+:func:`reference_pieces` then gives the runs of rows read that put every reference's rows
+in reference order (one pass too).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["ReadPlan", "read_plan"]
+__all__ = ["ReadPlan", "read_plan", "reference_pieces"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -145,3 +147,45 @@ def _plan(
     for g in range(bounds.shape[0] - 1):
         bounds[g + 1] += bounds[g]
     return m, t, overlap
+
+
+def reference_pieces(
+    starts: npt.ArrayLike, sizes: npt.ArrayLike, n_rows: int
+) -> tuple[I64, I64, I64] | None:
+    """How ``n_rows`` read rows are placed in reference order, in one pass: None when
+    they are in that order already (reference ``r``'s ``sizes[r]`` rows from row
+    ``starts[r]``, references one after another, all the rows), else the runs to copy
+    (first source row, first destination row, rows), each reference that starts where
+    the one before it ends joined to it.
+
+    Examples
+    --------
+    >>> src, dst, count = reference_pieces([4, 6, 0], [2, 1, 4], 7)
+    >>> src.tolist(), dst.tolist(), count.tolist()
+    ([4, 0], [0, 3], [3, 4])
+    >>> reference_pieces([0, 3, 3], [3, 0, 2], 5) is None
+    True
+    """
+    a, z = (np.ascontiguousarray(x, dtype=np.int64).reshape(-1) for x in (starts, sizes))
+    out = np.empty((3, a.shape[0]), dtype=np.int64)
+    m = _pieces(a, z, n_rows, out)
+    return None if m < 0 else (out[0, :m], out[1, :m], out[2, :m])
+
+
+@njit
+def _pieces(starts: I64, sizes: I64, n_rows: int, out: I64) -> int:
+    total, in_order = 0, True
+    for r in range(starts.shape[0]):
+        in_order = in_order and starts[r] == total
+        total += sizes[r]
+    if in_order and total == n_rows:
+        return -1
+    m, d = 0, 0
+    for r in range(starts.shape[0]):
+        if m > 0 and starts[r] == starts[r - 1] + sizes[r - 1]:
+            out[2, m - 1] += sizes[r]
+        else:
+            out[0, m], out[1, m], out[2, m] = starts[r], d, sizes[r]
+            m += 1
+        d += sizes[r]
+    return m

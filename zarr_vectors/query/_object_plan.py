@@ -18,7 +18,7 @@ from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
 from zarr_vectors.kernels import counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.link_rows import cross_link_rows, link_row_runs
-from zarr_vectors.kernels.read_plan import ReadPlan, read_plan
+from zarr_vectors.kernels.read_plan import ReadPlan, read_plan, reference_pieces
 from zarr_vectors.kernels.reference_chunks import ReferenceChunks, reference_chunks
 from zarr_vectors.query._fragment_refs import (
     FragmentTable,
@@ -79,29 +79,6 @@ at a time."""
 
 Pieces = tuple[np.ndarray, np.ndarray, np.ndarray]
 """Runs of rows to copy: the first source row, first destination row and rows of each."""
-
-
-def reference_pieces(starts: np.ndarray, sizes: np.ndarray, n_rows: int) -> Pieces | None:
-    """How :func:`in_reference_order` places ``n_rows`` read rows: None when they are in
-    reference order already, else the runs to copy, each reference that starts where the
-    one before it ends joined to it (fewer, longer copies).
-
-    Examples
-    --------
-    >>> src, dst, count = reference_pieces(np.array([4, 6, 0]), np.array([2, 1, 4]), 7)
-    >>> src.tolist(), dst.tolist(), count.tolist()
-    ([4, 0], [0, 3], [3, 4])
-    """
-    dest = np.cumsum(sizes) - sizes
-    if n_rows == int(sizes.sum()) and np.array_equal(starts, dest):
-        return None
-    if not starts.shape[0]:
-        return starts, dest, sizes
-    head = np.empty(starts.shape[0], dtype=bool)
-    head[0] = True
-    np.not_equal(starts[1:], starts[:-1] + sizes[:-1], out=head[1:])
-    first = np.flatnonzero(head)
-    return starts[first], dest[first], np.add.reduceat(sizes, first)
 
 
 def in_reference_order(
