@@ -522,3 +522,22 @@ def reference_pieces(
     np.not_equal(starts[1:], starts[:-1] + sizes[:-1], out=head[1:])
     first = np.flatnonzero(head)
     return starts[first], dest[first], np.add.reduceat(sizes, first)
+
+
+def fragment_rows(
+    first: np.ndarray,
+    count: np.ndarray,
+    ranges: np.ndarray,
+    where: np.ndarray,
+    fragment: np.ndarray,
+) -> tuple[np.ndarray, int]:
+    """Twin of :func:`zarr_vectors.kernels.read_plan.fragment_rows`: a mask of the bad
+    references, then one fancy index of the columns."""
+    inside = (where >= 0) & (where < first.shape[0])
+    p = np.where(inside, where, 0)
+    at = first[p] + fragment
+    bad = ~inside | (fragment < 0) | (fragment >= count[p]) | (first[p] < 0)
+    bad |= at >= ranges.shape[1]
+    if bad.any():
+        return ranges[:, :0], int(np.argmax(bad))
+    return ranges[:, at], -1

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.kernels import naive
-from zarr_vectors.kernels.read_plan import read_plan, reference_pieces
+from zarr_vectors.kernels.read_plan import fragment_rows, read_plan, reference_pieces
 
 
 @st.composite
@@ -61,3 +61,27 @@ def test_reference_pieces_equal_numpy(refs: list[tuple[int, int]], extra: int) -
     assert (got is None) == (want is None)
     for g, w in zip(got or (), want or (), strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(0, 4), min_size=1, max_size=6),
+    st.lists(st.tuples(st.integers(-1, 6), st.integers(-1, 5)), max_size=12),
+    st.integers(0, 2),
+)
+def test_fragment_rows_equal_numpy(
+    counts: list[int], refs: list[tuple[int, int]], unknown: int
+) -> None:
+    """Chunks of any fragment counts (some not in the table: first -1), references to
+    fragments inside and outside them and to chunks past the table."""
+    count = np.array(counts, dtype=np.int64)
+    first = (np.cumsum(count) - count)[::-1].copy()  # chunks laid in reverse order
+    first[: min(unknown, first.shape[0] - 1)] = -1
+    ranges = np.arange(5 * int(count.sum()), dtype=np.int64).reshape(5, -1)
+    where = np.array([p for p, _ in refs], dtype=np.int64)
+    fragment = np.array([f for _, f in refs], dtype=np.int64)
+    rows, bad = fragment_rows(first, count, ranges, where, fragment)
+    want, want_bad = naive.fragment_rows(first, count, ranges, where, fragment)
+    assert bad == want_bad
+    if bad < 0:
+        np.testing.assert_array_equal(rows, want)

@@ -7,7 +7,8 @@ references once in their (slot, first row) order and gives the row runs to read 
 fragments of a slot merged), where each reference's rows start among the rows read, and
 the returned vertices as runs of chunk-local rows and of global ids (spec §9.11).
 :func:`reference_pieces` then gives the runs of rows read that put every reference's rows
-in reference order (one pass too).
+in reference order (one pass too); :func:`fragment_rows` gathers the references' ranges
+from a table of the chunks' fragments.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["ReadPlan", "read_plan", "reference_pieces"]
+__all__ = ["ReadPlan", "fragment_rows", "read_plan", "reference_pieces"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -189,3 +190,57 @@ def _pieces(starts: I64, sizes: I64, n_rows: int, out: I64) -> int:
             m += 1
         d += sizes[r]
     return m
+
+
+def fragment_rows(
+    first: I64, count: I64, ranges: I64, where: I64, fragment: I64
+) -> tuple[I64, int]:
+    """The columns of ``ranges`` of fragment ``fragment[i]`` of chunk ``where[i]``, in one
+    pass: chunk ``p``'s ``count[p]`` fragments are columns ``first[p]`` on.
+
+    Parameters
+    ----------
+    first, count
+        ``(k,)`` int64 per chunk (every chunk asked has ``first >= 0`` and its columns
+        inside ``ranges``).
+    ranges
+        ``(c, f)`` int64.
+    where, fragment
+        ``(n,)`` int64 chunk and fragment of each reference.
+
+    Returns
+    -------
+    rows : numpy.ndarray
+        ``(c, n)`` int64; not complete when ``bad >= 0``.
+    bad : int
+        The first reference whose chunk has no such fragment (or whose chunk is not in the
+        table), else -1.
+
+    Examples
+    --------
+    >>> ranges = np.array([[0, 2, 0], [2, 1, 4]])
+    >>> rows, bad = fragment_rows(np.array([1, 0]), np.array([1, 2]), ranges,
+    ...                           np.array([1, 0, 1]), np.array([1, 0, 0]))
+    >>> rows.tolist(), bad
+    ([[2, 2, 0], [1, 1, 2]], -1)
+    >>> fragment_rows(np.array([1, 0]), np.array([1, 2]), ranges, np.array([0]),
+    ...               np.array([1]))[1]
+    0
+    """
+    out = np.empty((ranges.shape[0], where.shape[0]), dtype=np.int64)
+    return out, int(_fragment_rows(first, count, ranges, where, fragment, out))
+
+
+@njit
+def _fragment_rows(first: I64, count: I64, ranges: I64, where: I64, fragment: I64, out: I64) -> int:
+    c, f = ranges.shape
+    for i in range(where.shape[0]):
+        p, j = where[i], fragment[i]
+        if not (0 <= p < first.shape[0]) or j < 0 or j >= count[p]:
+            return i
+        at = first[p] + j
+        if first[p] < 0 or at >= f:
+            return i
+        for k in range(c):
+            out[k, i] = ranges[k, at]
+    return -1

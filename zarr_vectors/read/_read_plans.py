@@ -23,6 +23,7 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.kernels.box_rows import slot_spans
+from zarr_vectors.kernels.read_plan import fragment_rows
 
 if TYPE_CHECKING:
     from zarr_vectors.read.row_reads import ChunkRows
@@ -215,11 +216,9 @@ class RangeTable:
     def rows_of(self, where: np.ndarray, fragment: np.ndarray) -> tuple[np.ndarray, int]:
         """The ``(4, n)`` ranges of fragment ``fragment[i]`` of the chunk at position
         ``where[i]`` (every chunk known), and the first ``i`` whose chunk has no such
-        fragment (-1: none)."""
-        bad = (fragment < 0) | (fragment >= self.count[where])
-        if bad.any():
-            return self.ranges[:, :0], int(np.argmax(bad))
-        return self.ranges[:, self.first[where] + fragment], -1
+        fragment (-1: none), by one kernel call
+        (:func:`~zarr_vectors.kernels.read_plan.fragment_rows`)."""
+        return fragment_rows(self.first, self.count, self.ranges, where, fragment)
 
 
 def _grown(table: np.ndarray, rows: int) -> np.ndarray:
