@@ -11,34 +11,11 @@ import numpy as np
 import pytest
 
 import zarr_vectors as zv
+from tests.read.test_needed_ranges import GOLDEN_1_5, _reader, _skeletons
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
 from zarr_vectors.query import ObjectReader
-from zarr_vectors.read import LevelReader, RangeTable
-from zarr_vectors.update.object_sources import open_source
-
-GOLDEN_1_5 = Path(__file__).parents[1] / "data" / "golden" / "1.5"
-
-
-def _skeletons(path: Path) -> None:
-    rng = np.random.default_rng(7)
-    nodes = np.cumsum(rng.normal(scale=1.5, size=(12, 40, 3)), axis=1)
-    nodes += rng.uniform(0, 20, (12, 1, 3))
-    parents = np.arange(-1, 479)  # a chain per skeleton
-    parents[::40] = -1
-    zv.write_skeletons(
-        path,
-        nodes.reshape(-1, 3).astype(np.float32),
-        parents=parents,
-        vertex_objects=np.repeat(np.arange(12), 40),
-        chunk_shape=8.0,
-        progress=False,
-    )
-
-
-def _reader(path: Path) -> LevelReader:
-    source = open_source(path)
-    return LevelReader(source.io, source.root, 0)
+from zarr_vectors.read import RangeTable
 
 
 @pytest.mark.parametrize("name", ["", "skeletons_3d_swc", "meshes_3d_closed"])
@@ -46,7 +23,7 @@ def test_the_table_holds_the_full_ranges_from_the_second_ask(tmp_path: Path, nam
     """Fragment records (format 1.6) and counts-form blobs (1.5, two blob arrays)."""
     path = tmp_path / "s.zv" if not name else GOLDEN_1_5 / f"{name}.zarrvectors"
     if not name:
-        _skeletons(path)
+        _skeletons(path, None)
     full = _reader(path)
     chunks, _ = full.occupied_chunks(None, None)
     vertex = full.blob_ranges(VERTEX_FRAGMENTS, chunks)
@@ -78,7 +55,7 @@ def test_rows_of_names_the_first_missing_fragment() -> None:
 
 
 def test_warm_reads_equal_the_first_and_refuse_a_missing_fragment(tmp_path: Path) -> None:
-    _skeletons(tmp_path / "s.zv")
+    _skeletons(tmp_path / "s.zv", None)
     box = (np.full(3, 4.0), np.full(3, 14.0))
     expected = zv.open(tmp_path / "s.zv").query(box)
     store = zv.open(tmp_path / "s.zv")
