@@ -113,6 +113,9 @@ def read_local_spans(
     ends = np.cumsum(stop - start)
     pieces = zip(gaps, (ends - (stop - start)).tolist(), ends.tolist(), strict=True)
     buffers = [v for g, b, e in pieces for v in (_GAP_BUFFER[:g], into[b:e])]
+    owners: list[int]
+    starts: list[int]
+    stops: list[int]
     owners, starts, stops = owner.tolist(), start.tolist(), stop.tolist()
     files: dict[str, int] = {}
     try:
