@@ -165,7 +165,7 @@ def _table(title: str, found: dict[str, list[float]]) -> None:
         ("answers equal brute force", "yes" if all(found["ok"]) else "NO"),
         ("load (1 min)", f"{os.getloadavg()[0]:.2f}"),
     ]
-    width = max(len(r[0]) for r in rows)
+    width = max(len(title), *(len(r[0]) for r in rows))
     print(f"| {title.ljust(width)} | value |")
     print(f"| {'-' * width} | --- |")
     for name, value in rows:
