@@ -145,7 +145,9 @@ def test_a_cut_last_chunk_decodes_natively(
     """The last chunk of a plain array that its shape cuts short (an object index of several
     chunks) is decoded by the native decoder too, not by numcodecs; a damaged one is still
     refused."""
-    from zarr_vectors.store import native_blocks, plain_chunks
+    from numcodecs import blosc
+
+    from zarr_vectors.store import native_blocks
 
     if native_blocks.native_block_functions() is None:
         pytest.skip("no native Blosc functions here")
@@ -160,7 +162,7 @@ def test_a_cut_last_chunk_decodes_natively(
     if damage is not None:
         raws[1][damage] ^= 0x5A
     else:  # numcodecs is not called
-        monkeypatch.setattr(plain_chunks.blosc, "decompress", None)
+        monkeypatch.setattr(blosc, "decompress", None)
     if damage is None:
         np.testing.assert_array_equal(
             decode_plain_chunks(meta, [bytes(r) for r in raws], keys), data
