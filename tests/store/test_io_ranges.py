@@ -89,9 +89,13 @@ def test_spans_continuing_each_other_in_one_key_are_one_run_across_owners() -> N
     owner = np.array([0, 1, 1, 3, 2, 2, 2], dtype=np.int64)
     start = np.array([0, 4, 9, 20, 0, 5, far], dtype=np.int64)
     stop = np.array([4, 9, 12, 22, 5, 6, far + 1], dtype=np.int64)
-    runs, gaps = local_files._bridged_runs(keys, owner, start, stop)
+    into = memoryview(bytearray(int((stop - start).sum())))
+    runs, buffers = local_files._bridged_runs(
+        keys, owner.tolist(), start.tolist(), stop.tolist(), into
+    )
     assert runs == [(0, 4), (4, 6), (6, 7)]
-    assert gaps == [0, 0, 0, 8, 0, 0, 0]
+    assert [len(b) for b in buffers[::2]] == [0, 0, 0, 8, 0, 0, 0]  # the gaps read through
+    assert [len(b) for b in buffers[1::2]] == (stop - start).tolist()
 
 
 def test_spans_with_gaps_read_through_land_back_to_back(tmp_path: Path) -> None:
@@ -108,7 +112,9 @@ def test_spans_with_gaps_read_through_land_back_to_back(tmp_path: Path) -> None:
     stop = start + 2
     stop[2] = start[2] + 1
     owner = np.zeros(start.shape[0], dtype=np.int64)
-    runs, _ = local_files._bridged_runs(["f/c/0"], owner, start, stop)
+    into = memoryview(bytearray(int((stop - start).sum())))
+    args = (owner.tolist(), start.tolist(), stop.tolist(), into)
+    runs, _ = local_files._bridged_runs(["f/c/0"], *args)
     assert runs[:2] == [(0, 4), (4, 4 + most)]
     assert runs[-1][1] == start.shape[0]
     buffer = np.zeros(int((stop - start).sum()), dtype=np.uint8)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -108,15 +107,11 @@ def read_local_spans(
     buffer: :func:`_bridged_runs`). Files stay open while they are read (up to
     :data:`_OPEN_SPAN_FILES` at once), also when several owners name one key (the chunks
     of a shard of several chunks, spec §9.0.1)."""
-    owner, start, stop = spans
-    runs, gaps = _bridged_runs(keys, owner, start, stop)
-    ends = np.cumsum(stop - start)
-    pieces = zip(gaps, (ends - (stop - start)).tolist(), ends.tolist(), strict=True)
-    buffers = [v for g, b, e in pieces for v in (_GAP_BUFFER[:g], into[b:e])]
     owners: list[int]
     starts: list[int]
     stops: list[int]
-    owners, starts, stops = owner.tolist(), start.tolist(), stop.tolist()
+    owners, starts, stops = (a.tolist() for a in spans)
+    runs, buffers = _bridged_runs(keys, owners, starts, stops, into)
     files: dict[str, int] = {}
     try:
         for a, z in runs:
@@ -157,27 +152,29 @@ _GAP_BUFFER = memoryview(bytearray(_BRIDGED_GAP))
 
 
 def _bridged_runs(
-    keys: Sequence[str], owner: np.ndarray, start: np.ndarray, stop: np.ndarray
-) -> tuple[list[tuple[int, int]], list[int]]:
+    keys: Sequence[str], owners: list[int], starts: list[int], stops: list[int], into: memoryview
+) -> tuple[list[tuple[int, int]], list[memoryview]]:
     """Runs ``(a, z)``: spans ``a .. z-1`` of one key (``keys[owner]``, whichever owners
     name it), each starting at most :data:`_BRIDGED_GAP` bytes after the one before ends
-    (never before it), at most :data:`_BRIDGED_SPANS` of them; and per span the bytes
-    between it and the span before in its run (0 for the first of a run)."""
-    n = int(owner.shape[0])
-    if n < 2:
-        return ([(0, n)] if n else []), [0] * n
-    owners = owner.tolist()
-    same_key = [keys[a] == keys[b] for a, b in pairwise(owners)]
-    gap = np.concatenate([[0], start[1:] - stop[:-1]])
-    bridged = np.array(same_key, dtype=bool) & (gap[1:] >= 0) & (gap[1:] <= _BRIDGED_GAP)
-    bounds = [0, *(np.flatnonzero(~bridged) + 1).tolist(), n]
-    runs = [
-        (a, min(a + _BRIDGED_SPANS, z))
-        for first, z in pairwise(bounds)
-        for a in range(first, z, _BRIDGED_SPANS)
-    ]
-    gap[[a for a, _ in runs]] = 0
-    return runs, gap.tolist()
+    (never before it), at most :data:`_BRIDGED_SPANS` of them; and per span two buffers:
+    the bytes between it and the span before in its run (none for the first of a run)
+    and its place in ``into`` (the spans back to back)."""
+    runs: list[tuple[int, int]] = []
+    buffers: list[memoryview] = []
+    first, pos, end = 0, 0, -1
+    before: str | None = None
+    for i, (owner, start, stop) in enumerate(zip(owners, starts, stops, strict=True)):
+        key, gap = keys[owner], start - end
+        if key != before or not 0 <= gap <= _BRIDGED_GAP or i - first == _BRIDGED_SPANS:
+            if i:
+                runs.append((first, i))
+            first, gap, before = i, 0, key
+        buffers += (_GAP_BUFFER[:gap], into[pos : pos + stop - start])
+        pos += stop - start
+        end = stop
+    if owners:
+        runs.append((first, len(owners)))
+    return runs, buffers
 
 
 def read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
