@@ -1,10 +1,13 @@
-"""``python -m benchmarks.cold_open``: what a cold 1% skeleton box costs (issue 39, item 2).
+"""``python -m benchmarks.cold_open``: what a cold 1% skeleton box and a cold read of 100
+streamlines by id cost (issue 39, items 2 and 3).
 
-Cold = ``zv.open`` + the first query on that handle (page cache warm, kernels compiled: a
-first pass over the boxes runs before anything is timed). The store is
+Cold = ``zv.open`` + the first query or read on that handle (page cache warm, kernels
+compiled: a first pass runs before anything is timed). Skeleton box: the store
 ``benchmarks.objects.make_skeletons(100, 1000, 0)`` (chunks 40 mm, bins 10 mm), the boxes
-``make_boxes(0.01, 5, 0)``; every answer is checked against brute force (the same
-objects, each whole and exact).
+``make_boxes(0.01, 5, 0)``; every answer is checked against brute force (the same objects,
+each whole and exact). By id: ``make_streamlines(10_000, 100, 0)``, 5 random sets of 100
+ids drawn as ``benchmarks.objects`` draws them, each answer checked against slicing the
+input (the objects in the order asked, each whole and exact). ``--case`` picks one.
 
 Rows: per cold query, the process CPU (``time.process_time``) and wall time, median and
 least over ``--rounds`` x 5 boxes; the CPU of ``zv.open`` alone; the same box again on its
@@ -29,8 +32,16 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 import zarr_vectors as zv
-from benchmarks.objects import ObjectSet, make_boxes, make_skeletons, same_id_set
+from benchmarks.objects import (
+    make_boxes,
+    make_skeletons,
+    make_streamlines,
+    same_id_set,
+    same_objects,
+)
 from zarr_vectors.kernels._jit import set_kernel_mode
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.links import LocalTree
@@ -69,46 +80,72 @@ def _counts(query: Callable[[], object]) -> tuple[int, int, int]:
     return int(calls), opens[0], waves[0]
 
 
-def _cold_query(path: str, box: tuple[Any, Any]) -> object:
-    return zv.open(path).query(box)
-
-
-def _measure(data: ObjectSet, path: str, rounds: int) -> dict[str, list[float]]:
-    boxes = make_boxes(0.01, 5, 0)
-    for box in boxes:  # kernels compiled or loaded, page cache warm
-        zv.open(path).query(box)
+def _measure(
+    path: str,
+    cases: list[Any],
+    cold: Callable[[Any, Any], object],
+    check: Callable[..., bool],
+    rounds: int,
+) -> dict[str, list[float]]:
+    """Time ``cold(zv.open(path), case)`` for each case ``rounds`` times (and once more
+    warm on its handle); ``check(result, case)`` judges every answer."""
+    for case in cases:  # kernels compiled or loaded, page cache warm
+        cold(zv.open(path), case)
     out: dict[str, list[float]] = {k: [] for k in ("cpu", "wall", "open", "warm", "ok")}
     for _ in range(rounds):
-        for box in boxes:
+        for case in cases:
             cpu, wall = time.process_time(), time.perf_counter()
             store = zv.open(path)
             opened = time.process_time()
-            result = store.query(box)
+            result = cold(store, case)
             out["cpu"].append(time.process_time() - cpu)
             out["wall"].append(time.perf_counter() - wall)
             out["open"].append(opened - cpu)
-            expected = data.frame.owners(box)
-            out["ok"].append(float(same_id_set(result, data.frame, expected, data.links_name)))
+            out["ok"].append(float(check(result, case)))
             cpu = time.process_time()
-            store.query(box)
+            cold(store, case)
             out["warm"].append(time.process_time() - cpu)
-    counted = [_counts(partial(_cold_query, path, box)) for box in boxes]
+
+    def cold_once(case: Any) -> object:
+        return cold(zv.open(path), case)
+
+    counted = [_counts(partial(cold_once, case)) for case in cases]
     for i, name in enumerate(("calls", "opens", "waves")):
         out[name] = [float(c[i]) for c in counted]
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.cold_open")
-    parser.add_argument("--rounds", type=int, default=6, help="passes over the 5 boxes")
-    args = parser.parse_args(argv)
-    set_kernel_mode("compiled")
+def _skeleton_box(tmp: str, rounds: int) -> dict[str, list[float]]:
     data = make_skeletons(100, 1000, 0)
-    with tempfile.TemporaryDirectory(prefix="zv-bench-cold-open-") as tmp:
-        path = os.path.join(tmp, "skeletons.zv")
-        data.write(path)
-        found = _measure(data, path, args.rounds)
+    path = os.path.join(tmp, "skeletons.zv")
+    data.write(path)
+
+    def check(result: zv.QueryResult, box: tuple[Any, Any]) -> bool:
+        return same_id_set(result, data.frame, data.frame.owners(box), data.links_name)
+
+    return _measure(path, make_boxes(0.01, 5, 0), lambda h, box: h.query(box), check, rounds)
+
+
+def _streamlines_by_id(tmp: str, rounds: int) -> dict[str, list[float]]:
+    data = make_streamlines(10_000, 100, 0)
+    path = os.path.join(tmp, "streamlines.zv")
+    data.write(path)
+    rng = np.random.default_rng([0, 5, 100])  # as benchmarks.objects draws its id sets
+    sets = [rng.choice(10_000, size=100, replace=False).astype(np.int64) for _ in range(5)]
+
+    def check(result: zv.QueryResult, ids: np.ndarray) -> bool:
+        return same_objects(result, data.frame.gather(ids), data.links_name)
+
+    return _measure(path, sets, lambda h, ids: h.read_objects(ids), check, rounds)
+
+
+_CASES = {
+    "skeletons": ("cold 1% skeleton box", _skeleton_box),
+    "by-id": ("cold 100 streamlines by id (10^4 x 100)", _streamlines_by_id),
+}
+
+
+def _table(title: str, found: dict[str, list[float]]) -> None:
     med, least = statistics.median, min
     ms = 1e3
     rows = [
@@ -121,19 +158,35 @@ def main(argv: list[str] | None = None) -> int:
             f"{med(found['wall']) * ms:.2f} / {least(found['wall']) * ms:.2f} ms",
         ),
         ("zv.open CPU, median", f"{med(found['open']) * ms:.2f} ms"),
-        ("warm CPU (same box), median", f"{med(found['warm']) * ms:.2f} ms"),
+        ("warm CPU (same handle), median", f"{med(found['warm']) * ms:.2f} ms"),
         ("Python calls a cold query", f"{med(found['calls']):,.0f}"),
         ("files opened a cold query", f"{med(found['opens']):.0f}"),
         ("request waves a cold query", f"{med(found['waves']):.0f}"),
         ("answers equal brute force", "yes" if all(found["ok"]) else "NO"),
         ("load (1 min)", f"{os.getloadavg()[0]:.2f}"),
     ]
-    width = max(len(r[0]) for r in rows)
-    print(f"| {'cold 1% skeleton box'.ljust(width)} | value |")
+    width = max(len(title), *(len(r[0]) for r in rows))
+    print(f"| {title.ljust(width)} | value |")
     print(f"| {'-' * width} | --- |")
     for name, value in rows:
         print(f"| {name.ljust(width)} | {value} |")
-    return 0 if all(found["ok"]) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.cold_open")
+    parser.add_argument("--rounds", type=int, default=6, help="passes over the 5 cases")
+    parser.add_argument("--case", choices=[*_CASES, "both"], default="both")
+    args = parser.parse_args(argv)
+    set_kernel_mode("compiled")
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="zv-bench-cold-open-") as tmp:
+        for name, (title, run) in _CASES.items():
+            if args.case in (name, "both"):
+                found = run(tmp, args.rounds)
+                _table(title, found)
+                ok = ok and all(found["ok"])
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from zarr.storage import LocalStore, MemoryStore
 
+from zarr_vectors.store import local_files
 from zarr_vectors.store.io import StoreIO, local_root
-from zarr_vectors.store.local_files import _joined_spans
 
 DATA = {"a/c/0": bytes(range(200)), "b/c/1": bytes(range(100, 150)) * 3}
 
@@ -80,12 +80,48 @@ def test_spans_of_many_keys_and_owners_sharing_keys_land_back_to_back(
     assert buffer.tobytes() == want
 
 
-def test_spans_continuing_each_other_in_one_key_are_joined_across_owners() -> None:
-    """Owners naming one key (chunks of one shard) whose spans continue each other are one
-    read, under the first owner; a gap, another key or a step back starts a new one."""
+def test_spans_continuing_each_other_in_one_key_are_one_run_across_owners() -> None:
+    """Owners naming one key (chunks of one shard) whose spans continue each other, or
+    start a little after, are one run; another key, a step back or a gap over
+    ``_BRIDGED_GAP`` starts a new one."""
     keys = ["s/c/0", "s/c/0", "t/c/0", "s/c/0"]
-    owner = np.array([0, 1, 1, 3, 2, 2], dtype=np.int64)
-    start = np.array([0, 4, 9, 20, 0, 5], dtype=np.int64)
-    stop = np.array([4, 9, 12, 22, 5, 6], dtype=np.int64)
-    joined = _joined_spans(keys, owner, start, stop)
-    assert [a.tolist() for a in joined] == [[0, 3, 2], [0, 20, 0], [12, 22, 6]]
+    far = local_files._BRIDGED_GAP + 13
+    owner = np.array([0, 1, 1, 3, 2, 2, 2], dtype=np.int64)
+    start = np.array([0, 4, 9, 20, 0, 5, far], dtype=np.int64)
+    stop = np.array([4, 9, 12, 22, 5, 6, far + 1], dtype=np.int64)
+    into = memoryview(bytearray(int((stop - start).sum())))
+    runs, buffers = local_files._bridged_runs(
+        keys, owner.tolist(), start.tolist(), stop.tolist(), into
+    )
+    assert runs == [(0, 4), (4, 6), (6, 7)]
+    assert [len(b) for b in buffers[::2]] == [0, 0, 0, 8, 0, 0, 0]  # the gaps read through
+    assert [len(b) for b in buffers[1::2]] == (stop - start).tolist()
+
+
+def test_spans_with_gaps_read_through_land_back_to_back(tmp_path: Path) -> None:
+    """Spans of one file a little apart are read by one ``preadv`` (the gaps into a
+    scratch buffer), runs longer than one call takes are cut, and a span the file does not
+    hold whole is still named."""
+    gap, most = local_files._BRIDGED_GAP, local_files._BRIDGED_SPANS
+    io = _store("local", tmp_path)
+    data = bytes(np.random.default_rng(4).integers(0, 256, 3 * gap + 40_000, dtype=np.uint8))
+    io.set_many([("f/c/0", data)])
+    starts = [0, 10, gap + 12, gap + 14, 3 * gap + 13, 3 * gap + 100]  # gaps: in, at, in, over
+    starts += list(range(3 * gap + 200, 3 * gap + 200 + 3 * (most + 7), 3))  # a long run
+    start = np.array(starts, dtype=np.int64)
+    stop = start + 2
+    stop[2] = start[2] + 1
+    owner = np.zeros(start.shape[0], dtype=np.int64)
+    into = memoryview(bytearray(int((stop - start).sum())))
+    args = (owner.tolist(), start.tolist(), stop.tolist(), into)
+    runs, _ = local_files._bridged_runs(["f/c/0"], *args)
+    assert runs[:2] == [(0, 4), (4, 4 + most)]
+    assert runs[-1][1] == start.shape[0]
+    buffer = np.zeros(int((stop - start).sum()), dtype=np.uint8)
+    assert io.read_spans_into(["f/c/0"], owner, start, stop, buffer) == -1
+    assert buffer.tobytes() == b"".join(data[a:b] for a, b in zip(start, stop, strict=True))
+    keys = ["f/c/0", "f/c/0"]  # a span past the file's end after one a gap before it
+    owner, start = np.array([0, 1]), np.array([0, len(data) - 5])
+    stop = np.array([3, len(data) + 5])
+    buffer = np.zeros(13, dtype=np.uint8)
+    assert io.read_spans_into(keys, owner, start, stop, buffer) == 1

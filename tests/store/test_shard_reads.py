@@ -136,3 +136,37 @@ def test_a_damaged_plain_chunk_is_refused(at: int, recrc: bool, match: str) -> N
         raw[-4:] = google_crc32c.value(bytes(raw[:-4])).to_bytes(4, "little")
     with pytest.raises(CorruptChunkError, match=match):
         decode_plain_chunks(meta, [bytes(raw)], ["a/c/0"])
+
+
+@pytest.mark.parametrize("damage", [None, 40])
+def test_a_cut_last_chunk_decodes_natively(
+    damage: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last chunk of a plain array that its shape cuts short (an object index of several
+    chunks) is decoded by the native decoder too, not by numcodecs; a damaged one is still
+    refused."""
+    from numcodecs import blosc
+
+    from zarr_vectors.store import native_blocks
+
+    if native_blocks.native_block_functions() is None:
+        pytest.skip("no native Blosc functions here")
+    store = MemoryStore()
+    data = np.arange(5000, dtype=np.int64) % 89
+    codecs = [BloscCodec(cname="zstd"), Crc32cCodec()]
+    zarr.create_array(store, name="a", data=data, chunks=(3000,), compressors=codecs)
+    meta = json.loads(store._store_dict["a/zarr.json"].to_bytes())
+    keys = plain_chunk_keys(meta, "a")
+    assert keys == ["a/c/0", "a/c/1"]
+    raws = [bytearray(store._store_dict[key].to_bytes()) for key in keys]
+    if damage is not None:
+        raws[1][damage] ^= 0x5A
+    else:  # numcodecs is not called
+        monkeypatch.setattr(blosc, "decompress", None)
+    if damage is None:
+        np.testing.assert_array_equal(
+            decode_plain_chunks(meta, [bytes(r) for r in raws], keys), data
+        )
+    else:
+        with pytest.raises(CorruptChunkError, match="checksum mismatch"):
+            decode_plain_chunks(meta, [bytes(r) for r in raws], keys)

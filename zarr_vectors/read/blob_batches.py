@@ -99,7 +99,8 @@ def decode_blobs(
     keys: Sequence[str],
     entries: np.ndarray,
     spans: StoredSpans,
-    payloads: Sequence[bytes],
+    fetched: np.ndarray,
+    lengths: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The blobs of every chunk, each its stored blocks decoded back to back, all in one
     call of :meth:`~zarr_vectors.store.shards.RowLayout.decode_blocks_at` (the blocks
@@ -114,15 +115,15 @@ def decode_blobs(
         Each chunk's shard key (for error messages).
     entries, spans
         Each chunk's index entries and :func:`stored_spans`.
-    payloads
-        The fetched bytes of each chunk's span (``b""`` for an empty span).
+    fetched, lengths
+        The fetched bytes of every chunk's span back to back (uint8), and how many of
+        them each chunk's are (0 for an empty span).
 
     Raises
     ------
     CorruptChunkError
         When a block lies outside the bytes fetched or fails a check.
     """
-    lengths = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
     starts, sizes, chunk_of, number, bounds = blob_blocks(
         _signed(entries), spans.stored, spans.start, lengths
     )
@@ -130,7 +131,7 @@ def decode_blobs(
     out = np.zeros(chunk_of.shape[0] * r, dtype=np.uint8)
     if chunk_of.shape[0]:
         layout.decode_blocks_at(
-            np.frombuffer(b"".join(payloads), dtype=np.uint8),
+            fetched,
             starts,
             sizes,
             np.arange(chunk_of.shape[0], dtype=np.int64),

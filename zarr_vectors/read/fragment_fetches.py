@@ -219,10 +219,35 @@ def sharded_blobs(
     spans = stored_spans(entries)
     if spans is None:
         return None
-    payloads = _fetch_spans(self, shard_keys, slot.tolist(), spans)
+    fetched, lengths = _read_spans(self, shard_keys, slot, spans)
     keys = [shard_keys[s] for s in slot.tolist()]
-    blobs, bounds = decode_blobs(layout, keys, entries, spans, payloads)
+    blobs, bounds = decode_blobs(layout, keys, entries, spans, fetched, lengths)
     return blobs, bounds, keys
+
+
+def _read_spans(
+    self: LevelReader, shard_keys: list[str], slot: np.ndarray, spans: StoredSpans
+) -> tuple[np.ndarray, np.ndarray]:
+    """The bytes of every chunk's span back to back and each chunk's count of them, read
+    straight into one buffer (:meth:`~zarr_vectors.store.io.StoreIO.read_spans_into`: the
+    spans of a local shard in a few ``preadv``). When a shard is missing or shorter than a
+    span, the spans are fetched again one by one (:func:`_fetch_spans`), which names
+    the fault or leaves the short bytes to the decoder's checks.
+    """
+    lengths = spans.end - spans.start
+    asked = np.flatnonzero(spans.end != 0)
+    lengths[spans.end == 0] = 0
+    fetched = np.empty(int(lengths.sum()), dtype=np.uint8)
+    if not asked.shape[0] or (
+        self.io.read_spans_into(
+            shard_keys, slot[asked], spans.start[asked], spans.end[asked], fetched
+        )
+        < 0
+    ):
+        return fetched, lengths
+    payloads = _fetch_spans(self, shard_keys, slot.tolist(), spans)
+    found = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
+    return np.frombuffer(b"".join(payloads), dtype=np.uint8), found
 
 
 def _fetch_spans(

@@ -330,7 +330,8 @@ class StoreIO:
 
         Span ``i`` is bytes ``[span_start[i], span_stop[i])`` of key ``keys[span_key[i]]``.
         A local file is opened once for its consecutive spans (of one key, whichever
-        ``span_key`` names it) and read straight into the buffer (one ``preadv`` per span);
+        ``span_key`` names it) and read straight into the buffer (one ``preadv`` per run of
+        spans at most 16 KiB apart: :func:`~zarr_vectors.store.local_files.read_local_spans`);
         other stores fetch every span in one concurrent batch (as :meth:`get_ranges`), one
         request per run of consecutive spans of one key.
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -103,31 +102,33 @@ def read_local_spans(
 ) -> int:
     """:meth:`StoreIO.read_spans_into` on a local directory: -1, or the failing key.
 
-    Consecutive spans that continue each other in one file are read by one ``preadv``
-    (:func:`_joined_spans`), and files stay open while they are read (up to
+    A run of spans of one file, each starting where the one before ends or at most
+    :data:`_BRIDGED_GAP` bytes after it, is read by one ``preadv`` (the gaps into a scratch
+    buffer: :func:`_bridged_runs`). Files stay open while they are read (up to
     :data:`_OPEN_SPAN_FILES` at once), also when several owners name one key (the chunks
     of a shard of several chunks, spec §9.0.1)."""
     owners: list[int]
     starts: list[int]
     stops: list[int]
-    owners, starts, stops = (a.tolist() for a in _joined_spans(keys, *spans))
+    owners, starts, stops = (a.tolist() for a in spans)
+    runs, buffers = _bridged_runs(keys, owners, starts, stops, into)
     files: dict[str, int] = {}
-    pos = 0
     try:
-        for owner, start, stop in zip(owners, starts, stops, strict=True):
-            fd = files.get(keys[owner], -1)
+        for a, z in runs:
+            key = keys[owners[a]]
+            fd = files.get(key, -1)
             if fd < 0:
                 if len(files) >= _OPEN_SPAN_FILES:
                     oldest = next(iter(files))
                     tree.release(oldest, files.pop(oldest))
-                opened = tree.open(keys[owner])
+                opened = tree.open(key)
                 if opened is None:
-                    return owner
-                fd = files[keys[owner]] = opened[0]
-            end = pos + stop - start
-            if os.preadv(fd, [into[pos:end]], start) != stop - start:
-                return owner
-            pos = end
+                    return owners[a]
+                fd = files[key] = opened[0]
+            if os.preadv(fd, buffers[2 * a : 2 * z], starts[a]) != stops[z - 1] - starts[a]:
+                for i in range(a, z):  # which span the file does not hold whole
+                    if os.preadv(fd, [buffers[2 * i + 1]], starts[i]) != stops[i] - starts[i]:
+                        return owners[i]
         return -1
     finally:
         for key, fd in files.items():
@@ -137,20 +138,43 @@ def read_local_spans(
 _OPEN_SPAN_FILES = 64
 """Files :func:`read_local_spans` keeps open at once, at most."""
 
+_BRIDGED_GAP = 16384
+"""Bytes between two spans of one file that :func:`read_local_spans` reads through (into
+a scratch buffer) rather than ending one ``preadv`` and starting another: copying 16 KiB
+from the page cache costs about what one more system call and its Python cost."""
 
-def _joined_spans(
-    keys: Sequence[str], owner: np.ndarray, start: np.ndarray, stop: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The spans ``(owner, start, stop)`` with every run of spans that continue each other
-    in one key (``keys[owner]``) joined into one (its first owner)."""
-    if owner.shape[0] < 2:
-        return owner, start, stop
-    owners = owner.tolist()
-    same_key = [keys[a] == keys[b] for a, b in pairwise(owners)]
-    joins = np.array(same_key, dtype=bool) & (start[1:] == stop[:-1])
-    first = np.flatnonzero(np.concatenate([[True], ~joins]))
-    last = np.append(first[1:] - 1, owner.shape[0] - 1)
-    return owner[first], start[first], stop[last]
+_BRIDGED_SPANS = 500
+"""Spans one ``preadv`` reads at most (two buffers each, a gap's and the span's; Linux
+refuses more than 1,024)."""
+
+_GAP_BUFFER = memoryview(bytearray(_BRIDGED_GAP))
+"""Where the bytes between bridged spans are read to (and never looked at)."""
+
+
+def _bridged_runs(
+    keys: Sequence[str], owners: list[int], starts: list[int], stops: list[int], into: memoryview
+) -> tuple[list[tuple[int, int]], list[memoryview]]:
+    """Runs ``(a, z)``: spans ``a .. z-1`` of one key (``keys[owner]``, whichever owners
+    name it), each starting at most :data:`_BRIDGED_GAP` bytes after the one before ends
+    (never before it), at most :data:`_BRIDGED_SPANS` of them; and per span two buffers:
+    the bytes between it and the span before in its run (none for the first of a run)
+    and its place in ``into`` (the spans back to back)."""
+    runs: list[tuple[int, int]] = []
+    buffers: list[memoryview] = []
+    first, pos, end = 0, 0, -1
+    before: str | None = None
+    for i, (owner, start, stop) in enumerate(zip(owners, starts, stops, strict=True)):
+        key, gap = keys[owner], start - end
+        if key != before or not 0 <= gap <= _BRIDGED_GAP or i - first == _BRIDGED_SPANS:
+            if i:
+                runs.append((first, i))
+            first, gap, before = i, 0, key
+        buffers += (_GAP_BUFFER[:gap], into[pos : pos + stop - start])
+        pos += stop - start
+        end = stop
+    if owners:
+        runs.append((first, len(owners)))
+    return runs, buffers
 
 
 def read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:

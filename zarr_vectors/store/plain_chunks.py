@@ -105,7 +105,7 @@ def _decode_plain_into(
     """Decode one chunk of ``shape`` of a plain array and write its first ``len(rows)`` rows
     into ``rows`` (all of them, but in a last chunk that the array's shape cuts short)."""
     expected = math.prod(shape) * rows.dtype.itemsize
-    if len(meta["codecs"]) == 3 and rows.nbytes == expected and _decoded_natively(raw, rows):
+    if len(meta["codecs"]) == 3 and _decoded_natively_into(raw, rows, shape, expected):
         return
     body = memoryview(raw)
     if len(meta["codecs"]) > 1:
@@ -127,6 +127,25 @@ def _decode_plain_into(
         raise CorruptChunkError(f"{where}: holds {len(body)} bytes, expected {expected}")
     stored = np.frombuffer(body, dtype=rows.dtype).reshape(tuple(shape))
     rows[...] = stored[: rows.shape[0]]
+
+
+def _decoded_natively_into(
+    raw: bytes, rows: np.ndarray, shape: Sequence[int], expected: int
+) -> bool:
+    """:func:`_decoded_natively` of a chunk of ``shape`` (``expected`` bytes) into ``rows``:
+    in place when the chunk is whole, else through a buffer of the chunk whose first rows
+    are copied (the last chunk of an object index of several, which numcodecs decoded
+    with a new Zstandard context per stream: ~0.9-1.0 ms CPU for a 1 MiB chunk, 0.6-0.7
+    ms so)."""
+    if rows.nbytes == expected:
+        return _decoded_natively(raw, rows)
+    if rows.nbytes > expected:
+        return False
+    whole = np.empty(tuple(shape), dtype=rows.dtype)
+    if not _decoded_natively(raw, whole):
+        return False
+    rows[...] = whole[: rows.shape[0]]
+    return True
 
 
 def _decoded_natively(raw: bytes, rows: np.ndarray) -> bool:
