@@ -93,12 +93,24 @@ def _put_list(value: list[Any], parts: list[str], newline: str, allow_nan: bool)
         parts.append("[]")
         return
     inner = newline + _INDENT
+    kinds = set(map(type, value))
+    if kinds <= _FLAT:  # integers or strings (shapes, names): joined at once
+        text = map(int.__repr__, value) if kinds == {int} else map(_flat, value)
+        parts.append("[" + inner + ("," + inner).join(text) + newline + "]")
+        return
     opening = "[" + inner
     for item in value:
         parts.append(opening)
         opening = "," + inner
         _put(item, parts, inner, allow_nan)
     parts.append(newline + "]")
+
+
+_FLAT = frozenset((int, str))
+
+
+def _flat(value: int | str) -> str:
+    return _ESCAPE(value) if type(value) is str else int.__repr__(value)
 
 
 def _float(value: float, allow_nan: bool) -> str:
