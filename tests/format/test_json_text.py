@@ -59,3 +59,10 @@ def test_unusual_values_as_json_dumps(doc: object) -> None:
 def test_not_serialisable_raises_as_json_dumps() -> None:
     with pytest.raises(TypeError):
         indented_json({"a": object()})
+
+
+def test_circular_document_raises_as_json_dumps() -> None:
+    doc: dict[str, object] = {}
+    doc["self"] = doc
+    with pytest.raises(ValueError, match="Circular reference"):
+        indented_json(doc)

@@ -20,6 +20,8 @@ __all__ = ["indented_json"]
 
 _ESCAPE = json.encoder.encode_basestring_ascii
 _INDENT = "  "
+_FLAT = frozenset((int, str))
+"""Item types of a list written by one join."""
 
 
 class _Unusual(Exception):
@@ -45,7 +47,7 @@ def indented_json(doc: Any, *, allow_nan: bool = True) -> str:
     parts: list[str] = []
     try:
         _put(doc, parts, "\n", allow_nan)
-    except _Unusual:
+    except (_Unusual, RecursionError):  # a circular document: json.dumps's ValueError
         return json.dumps(doc, indent=2, allow_nan=allow_nan)
     return "".join(parts)
 
@@ -74,6 +76,7 @@ def _put(value: Any, parts: list[str], newline: str, allow_nan: bool) -> None:
 
 
 def _put_dict(value: dict[Any, Any], parts: list[str], newline: str, allow_nan: bool) -> None:
+    """:func:`_put` of a dict: a member per line, keys in their order."""
     if not value:
         parts.append("{}")
         return
@@ -89,6 +92,7 @@ def _put_dict(value: dict[Any, Any], parts: list[str], newline: str, allow_nan: 
 
 
 def _put_list(value: list[Any], parts: list[str], newline: str, allow_nan: bool) -> None:
+    """:func:`_put` of a list: an item per line."""
     if not value:
         parts.append("[]")
         return
@@ -106,10 +110,8 @@ def _put_list(value: list[Any], parts: list[str], newline: str, allow_nan: bool)
     parts.append(newline + "]")
 
 
-_FLAT = frozenset((int, str))
-
-
 def _flat(value: int | str) -> str:
+    """An integer's or a string's JSON text."""
     return _ESCAPE(value) if type(value) is str else int.__repr__(value)
 
 
