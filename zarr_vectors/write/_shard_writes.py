@@ -39,6 +39,7 @@ _PENDING_BYTES = 32 * 2**20
 """Input bytes of shards being encoded at once, at most (about)."""
 _ENCODE_THREADS = THREADS
 _NBYTES = attrgetter("nbytes")
+"""An array's bytes (summed over the chunks of a run by :meth:`ShardAssembler.add_chunks`)."""
 
 _Pending = bytes | Future[bytes] | Future[list[tuple[str, bytes]]]
 """A value the batcher holds: bytes for one key, or a worker's future of them or of whole
