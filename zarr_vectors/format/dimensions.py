@@ -21,6 +21,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from zarr_vectors.format.json_text import indented_json
 from zarr_vectors.format.layout import is_sharded
 from zarr_vectors.format.names import LEVEL_NAME, OBJECT_ORDER, VERTEX_COUNTS
 
@@ -129,4 +130,4 @@ def named_array_json(key: str, raw: bytes, axes: Sequence[str]) -> bytes:
     named = named_array_document(key.removesuffix("zarr.json").rstrip("/"), doc, axes)
     if named == doc:
         return raw
-    return json.dumps(named, allow_nan=True, indent=2).encode()
+    return indented_json(named).encode()

@@ -24,6 +24,7 @@ from zarr.storage import StorePath
 
 from zarr_vectors.errors import CorruptChunkError, MetadataError
 from zarr_vectors.format.codecs import GLOBAL_LZ4_SHUFFLE, MANIFEST_ZSTD
+from zarr_vectors.format.json_text import indented_json
 from zarr_vectors.format.names import CROSS_CHUNK_LINKS, OBJECT_INDEX
 from zarr_vectors.format.place import CHUNK_TABLE_KEY
 from zarr_vectors.store.io import StoreIO, access_errors, json_bytes, scratch_store
@@ -108,7 +109,10 @@ def _metadata_bytes(
     if shards is not None:
         doc["codecs"][0]["configuration"]["chunk_shape"] = list(chunks)
     doc["attributes"] = attributes
-    return json.dumps(doc, allow_nan=True, indent=zarr.config.get("json_indent")).encode()
+    indent = zarr.config.get("json_indent")
+    if indent == 2:
+        return indented_json(doc).encode()
+    return json.dumps(doc, allow_nan=True, indent=indent).encode()
 
 
 _TEMPLATES: dict[tuple[Any, ...], str] = {}

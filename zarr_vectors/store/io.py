@@ -30,6 +30,7 @@ from zarr.storage import FsspecStore, MemoryStore, ZipStore
 
 from zarr_vectors.errors import MetadataError
 from zarr_vectors.format.dimensions import named_array_json
+from zarr_vectors.format.json_text import indented_json
 from zarr_vectors.kernels import results_of, shared_pool
 from zarr_vectors.store.links import LocalTree
 from zarr_vectors.store.local_files import (
@@ -761,7 +762,7 @@ def _cut(parts: Sequence[bytes | None], pieces: Sequence[_Piece | None]) -> list
 
 def json_bytes(doc: Any) -> bytes:
     """Serialise ``doc`` the way every JSON document of a store is written."""
-    return json.dumps(doc, indent=2, allow_nan=False).encode("utf-8")
+    return indented_json(doc, allow_nan=False).encode("utf-8")
 
 
 def scratch_store() -> MemoryStore:

@@ -386,7 +386,7 @@ class LevelWriter:
         if self.blob_layout is not None:
             path = f"{self.base}/{self.blob_array}"
             self.assemblers.append(ShardAssembler(self.batcher, path, self.blob_layout))
-        self.chunks: list[np.ndarray] = []
+        self.chunks: list[np.ndarray] = []  # (m, D) grid indices, a block per call
         self.counts: list[int] = []
         self.blobs: list[np.ndarray] = []
         self.kept_chunks: list[np.ndarray] = []
@@ -433,7 +433,7 @@ class LevelWriter:
             columns = [*rows, blob]
         for assembler, values in zip(self.assemblers, columns, strict=True):
             assembler.add(chunk, values)
-        self.chunks.append(np.asarray(chunk, dtype=np.int64))
+        self.chunks.append(np.asarray(chunk, dtype=np.int64).reshape(1, self.grid.ndim))
         self.counts.append(int(rows[0].shape[0]))
 
     def add_chunks(
@@ -449,7 +449,7 @@ class LevelWriter:
             columns = [*rows, blobs]
         for assembler, values in zip(self.assemblers, columns, strict=True):
             assembler.add_chunks(chunks, values)
-        self.chunks.extend(np.asarray(chunks, dtype=np.int64))
+        self.chunks.append(np.asarray(chunks, dtype=np.int64).reshape(-1, self.grid.ndim))
         self.counts.extend(int(part.shape[0]) for part in rows[0])
 
     def add_encoded_chunk(self, chunk: np.ndarray, blocks: list[list[bytes]], count: int) -> None:
@@ -462,7 +462,7 @@ class LevelWriter:
             raise ValueError("add_encoded_chunk needs a writer with a fixed blob layout")
         for assembler, column in zip(self.assemblers, blocks, strict=True):
             assembler.add_blocks(chunk, column)
-        self.chunks.append(np.asarray(chunk, dtype=np.int64))
+        self.chunks.append(np.asarray(chunk, dtype=np.int64).reshape(1, self.grid.ndim))
         self.counts.append(int(count))
 
     def flush(self) -> None:
@@ -475,19 +475,20 @@ class LevelWriter:
 
     def keep_chunk(self, chunk: np.ndarray, count: int) -> None:
         """Count a chunk whose shards are already in place (an append leaves it as it is)."""
-        self.kept_chunks.append(np.asarray(chunk, dtype=np.int64))
+        self.kept_chunks.append(np.asarray(chunk, dtype=np.int64).reshape(1, self.grid.ndim))
         self.kept_counts.append(int(count))
 
     def finish(self) -> LevelStats:
         """Write the fragment blobs and the counts; return what the level holds."""
         self.flush()
         ndim = self.grid.ndim
+        none = np.empty((0, ndim), np.int64)
         held = self.chunks if self.blob_layout is None else []
         write_chunk_array(
             self.io,
             f"{self.base}/{self.blob_array}",
             self.grid,
-            np.asarray(held, dtype=np.int64).reshape(-1, ndim),
+            np.concatenate([none, *held]),
             self.blobs,
             self.blob_layout
             or replace(
@@ -500,7 +501,7 @@ class LevelWriter:
             shard_chunks=self.shard_chunks,
             batcher=None if self.own_batcher else self.batcher,
         )
-        every = np.asarray(self.chunks + self.kept_chunks, dtype=np.int64).reshape(-1, ndim)
+        every = np.concatenate([none, *self.chunks, *self.kept_chunks])
         counts = np.asarray(self.counts + self.kept_counts, dtype=np.int64)
         path = f"{self.base}/{VERTEX_COUNTS}"
         if self.counts_meta is None:

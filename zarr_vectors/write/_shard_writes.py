@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from functools import partial
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -37,6 +38,8 @@ meanwhile (measured: skeleton writes, whose shards are mostly of 10-250 KiB)."""
 _PENDING_BYTES = 32 * 2**20
 """Input bytes of shards being encoded at once, at most (about)."""
 _ENCODE_THREADS = THREADS
+_NBYTES = attrgetter("nbytes")
+"""An array's bytes (summed over the chunks of a run by :meth:`ShardAssembler.add_chunks`)."""
 
 _Pending = bytes | Future[bytes] | Future[list[tuple[str, bytes]]]
 """A value the batcher holds: bytes for one key, or a worker's future of them or of whole
@@ -229,7 +232,7 @@ class ShardAssembler:
                 raise ValueError(f"{self.path}: fewer rows than chunks")
             parts = [(p, v) for p, v in zip(places[first:stop], taken, strict=True) if len(v)]
             if parts:
-                self._hold_many(tuple(shards[first].tolist()), parts)
+                self._hold_many(tuple(shards[first].tolist()), parts, sum(map(_NBYTES, taken)))
         if next(given, None) is not None:
             raise ValueError(f"{self.path}: more rows than chunks")
 
@@ -257,22 +260,28 @@ class ShardAssembler:
         self._hold_many(shard, [(local, part)])
 
     def _hold_many(
-        self, shard: tuple[int, ...], parts: Sequence[tuple[int, list[bytes] | np.ndarray]]
+        self,
+        shard: tuple[int, ...],
+        parts: Sequence[tuple[int, list[bytes] | np.ndarray]],
+        nbytes: int | None = None,
     ) -> None:
-        """:meth:`_hold` of several chunks of ``shard`` (``(local, rows or blocks)``)."""
+        """:meth:`_hold` of several chunks of ``shard`` (``(local, rows or blocks)``);
+        ``nbytes``, when given, the bytes of their rows."""
         if shard != self.shard:
             self.flush()
             if shard in self.written:
                 raise ValueError(f"{self.path}: chunks of shard {shard} did not come together")
             self.shard = shard
         self.parts.extend(parts)
-        self.nbytes += sum(part.nbytes for _, part in parts if isinstance(part, np.ndarray))
+        if nbytes is None:
+            nbytes = sum(part.nbytes for _, part in parts if isinstance(part, np.ndarray))
+        self.nbytes += nbytes
 
     def flush(self) -> None:
         """Hand the shard being assembled to the batcher."""
         if self.shard is None or not self.parts:
             return
-        parts = sorted(self.parts, key=lambda part: part[0])
+        parts = sorted(self.parts, key=itemgetter(0))
         key = shard_key(self.path, np.asarray(self.shard), len(self.layout.row_shape))
         encode = partial(_assemble, self.layout, parts, key)
         self.batcher.add_encoded(key, encode, self.nbytes, _SHARD_THREAD_MIN_BYTES)
