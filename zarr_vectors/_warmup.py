@@ -162,10 +162,14 @@ def warmup() -> WarmupReport:
 
     Examples
     --------
+    The call compiles about 45 kernel signatures in a fresh environment (a minute on two
+    cores), so the test suite does not run this example; ``tests/test_first_use.py`` runs
+    :func:`warmup` on an empty cache and checks that the first use compiles nothing after it.
+
     >>> import zarr_vectors as zv
-    >>> report = zv.warmup()   # compiles on the first run only
-    >>> report.seconds > 0, report.compiled >= 0
-    (True, True)
+    >>> report = zv.warmup()  # doctest: +SKIP
+    >>> report.compiled  # kernels compiled: 0 when numba's cache held them all  # doctest: +SKIP
+    0
     """
     return _compile_through(_points_round_trip, _streamlines_round_trip)
 
