@@ -209,8 +209,8 @@ class RangeTable:
                 self.ranges[k, self.used : need] = np.concatenate(parts)
         if links is not None:
             self.link_rows[where] = [int(part[1].sum()) for part in links]
+        self.count[where] = count  # before first: a reader that sees first sees count
         self.first[where] = self.used + np.cumsum(count) - count
-        self.count[where] = count
         self.used = need
 
     def rows_of(self, where: np.ndarray, fragment: np.ndarray) -> tuple[np.ndarray, int]:
