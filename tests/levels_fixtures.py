@@ -90,7 +90,7 @@ def _blob_arrays_of_records(io: StoreIO, level: int) -> None:
     from zarr_vectors.store.arrays import group_metadata
     from zarr_vectors.store.shards import RowLayout
     from zarr_vectors.write import WriteOptions, blob_layout, round_up
-    from zarr_vectors.write._pipeline import write_chunk_array
+    from zarr_vectors.write._level_writer import write_chunk_array
 
     root = RootMetadata.from_json(io.read_json("zarr.json")["attributes"])
     reader = LevelReader(io, root, 0)

@@ -212,7 +212,7 @@ def test_progress_false_is_silent_on_a_terminal(
 def test_a_failing_write_closes_its_bar(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    from zarr_vectors.write import _pipeline
+    from zarr_vectors.write import _level_writer
 
     closed: list[Reporter] = []
     original = _progress.Reporter.close
@@ -226,7 +226,7 @@ def test_a_failing_write_closes_its_bar(
         raise OSError("disk full")
 
     monkeypatch.setattr(_progress.Reporter, "close", close)
-    monkeypatch.setattr(_pipeline.LevelWriter, "finish", fail)
+    monkeypatch.setattr(_level_writer.LevelWriter, "finish", fail)
     with pytest.raises(OSError, match="disk full"):
         zv.write_points(tmp_path / "s", _cloud(), chunk_shape=10.0, progress=True)
     assert len(closed) == 1

@@ -16,7 +16,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.helpers import write_layout_v_store
 from zarr_vectors.errors import InvalidInputError, InvalidNameError
-from zarr_vectors.write import _pipeline
+from zarr_vectors.write import _level_writer
 
 GOOD = np.random.default_rng(3).uniform(0, 100, (500, 3)).astype(np.float32)
 
@@ -134,13 +134,13 @@ def test_failed_overwrite_leaves_existing_store_as_it_was(
     path = tmp_path / "s.zarrvectors"
     zv.write_points(path, GOOD, chunk_shape=25.0, attributes={"a": np.arange(500)})
     before = _snapshot(path)
-    original: Callable[..., Any] = _pipeline.LevelWriter.finish
+    original: Callable[..., Any] = _level_writer.LevelWriter.finish
 
     def explode(*args: Any, **kwargs: Any) -> None:
         original(*args, **kwargs)
         raise OSError("disk full (simulated)")
 
-    monkeypatch.setattr(_pipeline.LevelWriter, "finish", explode)
+    monkeypatch.setattr(_level_writer.LevelWriter, "finish", explode)
     with pytest.raises(OSError, match="simulated"):
         zv.write_points(path, GOOD[:50], chunk_shape=25.0, mode="w")
     assert _snapshot(path) == before
@@ -153,7 +153,7 @@ def test_failed_first_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.M
         raise OSError("simulated")
 
     for name in ("add_chunk", "add_chunks"):  # one chunk at a time, or a batch of them
-        monkeypatch.setattr(_pipeline.LevelWriter, name, explode)
+        monkeypatch.setattr(_level_writer.LevelWriter, name, explode)
     with pytest.raises(OSError, match="simulated"):
         zv.write_points(tmp_path / "s", GOOD, chunk_shape=25.0)
     assert not (tmp_path / "s").exists()

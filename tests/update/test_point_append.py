@@ -22,7 +22,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.helpers import sample_sizes, without_commit
 from zarr_vectors.store.io import StoreIO
-from zarr_vectors.write import _pipeline
+from zarr_vectors.write import _level_writer
 
 HYPOTHESIS = settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -219,7 +219,7 @@ def test_a_failed_append_leaves_a_local_store_as_it_was(
     def explode(*args: Any, **kwargs: Any) -> None:
         raise OSError("disk full (simulated)")
 
-    monkeypatch.setattr(_pipeline.LevelWriter, "finish", explode)
+    monkeypatch.setattr(_level_writer.LevelWriter, "finish", explode)
     with pytest.raises(OSError, match="simulated"):
         zv.append_points(path, np.full((5, 3), -3.0), progress=False)
     assert _files(path) == before
@@ -244,7 +244,7 @@ def test_a_failed_append_in_place_leaves_an_incomplete_store(
     def explode(*args: Any, **kwargs: Any) -> None:
         raise OSError("simulated")
 
-    monkeypatch.setattr(_pipeline.LevelWriter, "finish", explode)
+    monkeypatch.setattr(_level_writer.LevelWriter, "finish", explode)
     with pytest.raises(OSError, match="simulated"):
         zv.append_points(store, np.zeros((5, 3)), progress=False)
     with pytest.raises(zv.NotAZarrVectorsStoreError, match="interrupted"):

@@ -15,7 +15,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.helpers import sample_sizes, without_commit
 from zarr_vectors.store import spill
-from zarr_vectors.write import _pipeline as pipeline
+from zarr_vectors.write import _level_writer
 
 HYPOTHESIS = settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -229,9 +229,9 @@ def test_a_failure_while_closing_stops_the_reads_ahead_and_keeps_the_destination
     zv.write_points(path, np.ones((3, 3)), chunk_shape=5.0)
     before = _files(path)
     calls = []
-    add_chunk = pipeline.LevelWriter.add_chunk
+    add_chunk = _level_writer.LevelWriter.add_chunk
 
-    def failing(self: pipeline.LevelWriter, *args: Any) -> None:
+    def failing(self: _level_writer.LevelWriter, *args: Any) -> None:
         calls.append(1)
         if len(calls) == 3:
             raise OSError("disk full")
@@ -245,7 +245,7 @@ def test_a_failure_while_closing_stops_the_reads_ahead_and_keeps_the_destination
         readers_at_cleanup.extend(t for t in threads if t.name.startswith("zv-read-ahead"))
         close(self)
 
-    monkeypatch.setattr(pipeline.LevelWriter, "add_chunk", failing)
+    monkeypatch.setattr(_level_writer.LevelWriter, "add_chunk", failing)
     monkeypatch.setattr(spill.SpillColumns, "close", closing)
     xyz = np.random.default_rng(5).uniform(0, 40, (4000, 3))
     with (

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.write import chunk_level
 from zarr_vectors.write._bin_merge import BinMerge
-from zarr_vectors.write._pipeline import sort_points
+from zarr_vectors.write._sorting import sort_points
 
 CHUNK = 7.3
 """Not a power of two: the bin edges ``b * B`` are rounded (spec §5.3)."""

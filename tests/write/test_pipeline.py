@@ -14,7 +14,8 @@ import zarr_vectors as zv
 from tests.helpers import without_commit
 from zarr_vectors.format.fragments import fragment_index_nbytes
 from zarr_vectors.store import io as store_io
-from zarr_vectors.write import _pipeline, _shard_writes
+from zarr_vectors.store.shards import RowLayout
+from zarr_vectors.write import _layouts, _shard_writes
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -65,15 +66,15 @@ def test_a_failing_worker_raises_and_leaves_the_old_store(
     monkeypatch.setattr(_shard_writes, "_THREAD_MIN_BYTES", 0)
     monkeypatch.setattr(_shard_writes, "_ENCODE_THREADS", 2)
     calls = {"n": 0}
-    real = _pipeline.RowLayout.encode_shard
+    real = RowLayout.encode_shard
 
-    def fail_on_fifth(self: _pipeline.RowLayout, rows: np.ndarray, key: str) -> bytes:
+    def fail_on_fifth(self: RowLayout, rows: np.ndarray, key: str) -> bytes:
         calls["n"] += 1
         if calls["n"] == 5:
             raise OSError("disk full (simulated)")
         return real(self, rows, key)
 
-    monkeypatch.setattr(_pipeline.RowLayout, "encode_shard", fail_on_fifth)
+    monkeypatch.setattr(RowLayout, "encode_shard", fail_on_fifth)
     with pytest.raises(OSError, match="simulated"):
         _write(path, mode="w", options=unsharded)
     assert _files(path) == before
@@ -93,7 +94,7 @@ def test_a_failing_worker_raises_and_leaves_the_old_store(
 def test_object_blob_blocks_are_about_a_32nd_of_the_longest_blob(
     longest: int, kept: int | None, block: int, n_max: int
 ) -> None:
-    layout = _pipeline.blob_layout(longest, kept)
+    layout = _layouts.blob_layout(longest, kept)
     assert (layout.rows_per_block, layout.n_max) == (block, n_max)
     assert layout.dtype == np.uint8
 

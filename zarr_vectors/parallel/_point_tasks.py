@@ -6,7 +6,7 @@ the same value, and a chunk writer writes the same bytes to the same keys.
 A partition's rows are sorted by chunk, stably (:func:`bin_partition`), so inside a chunk
 they keep input order; a writer concatenates the pieces of its chunks in partition order —
 the chunk's rows in the order of the whole input — and sorts each chunk by bin with
-:func:`~zarr_vectors.write._pipeline.bin_sorted_chunk`, as the streaming writer does:
+:func:`~zarr_vectors.write._sorting.bin_sorted_chunk`, as the streaming writer does:
 the one-shot order (chunk, bin, input order) of :func:`~zarr_vectors.write_points`.
 """
 

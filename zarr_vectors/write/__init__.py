@@ -9,7 +9,15 @@ Modules
 options
     :class:`WriteOptions`, the settings every writer takes as ``options=``.
 _pipeline
-    The level writer: bins, blobs, fragment indexes, the root commit.
+    The shared write path of a level: its rows in storage order, written chunk by chunk.
+_sorting
+    Storage order: chunks and bins of vertices, sorted point columns and chunks.
+_layouts
+    Row layouts: fragment blob layouts, the blob array of a level, vertex column specs.
+_level_writer
+    :class:`LevelWriter` and :func:`write_chunk_array`: a level's per-chunk arrays.
+_commit
+    Level and root metadata, the root commit written last.
 _shard_writes
     Shard assembly and batched writes of chunk keys.
 _inputs, _object_inputs
@@ -35,6 +43,7 @@ from zarr_vectors.write import _chunk_shapes as chunk_shapes
 from zarr_vectors.write import _inputs as inputs
 from zarr_vectors.write import _object_inputs as object_inputs
 from zarr_vectors.write._bin_merge import BinMerge
+from zarr_vectors.write._commit import commit_root, name_new_arrays, write_level_metadata
 from zarr_vectors.write._first_levels import FirstLevels, chunk_candidate
 from zarr_vectors.write._inputs import (
     ObjectAppendArgs,
@@ -43,6 +52,7 @@ from zarr_vectors.write._inputs import (
     new_store_destination,
 )
 from zarr_vectors.write._kind_writers import KindWriter, write_kind
+from zarr_vectors.write._layouts import blob_layout, column_shapes, point_blob_layout, round_up
 from zarr_vectors.write._level_plan import (
     candidate_steps,
     choose_candidates,
@@ -52,6 +62,7 @@ from zarr_vectors.write._level_plan import (
     recorded_settings,
 )
 from zarr_vectors.write._level_spill import LevelSpill
+from zarr_vectors.write._level_writer import LevelStats, LevelWriter
 from zarr_vectors.write._object_batches import ObjectBatches, ObjectSummary
 from zarr_vectors.write._object_coarsening import coarse_table, object_method
 from zarr_vectors.write._object_levels import (
@@ -74,26 +85,16 @@ from zarr_vectors.write._objects import (
     write_object_index,
     write_objects,
 )
-from zarr_vectors.write._pipeline import (
-    LevelStats,
-    LevelWriter,
-    SortedPoints,
-    bin_sorted_chunk,
-    blob_layout,
-    column_shapes,
-    commit_root,
-    dense_bounds_span,
-    grid_indices,
-    name_new_arrays,
-    point_blob_layout,
-    round_up,
-    sort_points,
-    write_level_metadata,
-    write_point_level,
-    write_sorted_points,
-)
+from zarr_vectors.write._pipeline import write_point_level, write_sorted_points
 from zarr_vectors.write._point_levels import chunk_level, coarse_rows, write_point_levels
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler, shard_major_order, shards_of
+from zarr_vectors.write._sorting import (
+    SortedPoints,
+    bin_sorted_chunk,
+    dense_bounds_span,
+    grid_indices,
+    sort_points,
+)
 from zarr_vectors.write._stored_levels import ChunkColumns, StoredLevel0, build_point_levels
 from zarr_vectors.write.levels import Levels, level_settings, levels_done
 from zarr_vectors.write.options import DEFAULT_BLOSC, DEFAULT_COMPRESSION, WriteOptions

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zarr_vectors.kernels.point_levels import merged_sample, merged_sample_chunks
-from zarr_vectors.write._pipeline import SortedPoints
+from zarr_vectors.write._sorting import SortedPoints
 
 __all__ = ["BinMerge"]
 

@@ -23,14 +23,11 @@ from zarr_vectors.format.levels import (
 from zarr_vectors.kernels import results_of, shared_pool
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.write._bin_merge import BinMerge
+from zarr_vectors.write._layouts import point_blob_layout
 from zarr_vectors.write._level_plan import LevelColumns, coarse_grid, iter_candidates, level_options
-from zarr_vectors.write._pipeline import (
-    LevelStats,
-    LevelWriter,
-    SortedPoints,
-    point_blob_layout,
-)
+from zarr_vectors.write._level_writer import LevelStats, LevelWriter
 from zarr_vectors.write._point_levels import chunk_level
+from zarr_vectors.write._sorting import SortedPoints
 from zarr_vectors.write.levels import Levels
 from zarr_vectors.write.options import WriteOptions
 

@@ -46,6 +46,8 @@ from zarr_vectors.format.names import (
 from zarr_vectors.store.arrays import group_metadata
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.shards import RowLayout
+from zarr_vectors.write._layouts import blob_layout, column_shapes, round_up
+from zarr_vectors.write._level_writer import LevelStats, LevelWriter, write_chunk_array
 from zarr_vectors.write._object_runs import chunk_ids
 from zarr_vectors.write._objects import (
     ObjectTable,
@@ -53,14 +55,6 @@ from zarr_vectors.write._objects import (
     write_encoded_object_index,
     write_global,
     write_object_columns,
-)
-from zarr_vectors.write._pipeline import (
-    LevelStats,
-    LevelWriter,
-    blob_layout,
-    column_shapes,
-    round_up,
-    write_chunk_array,
 )
 from zarr_vectors.write._shard_writes import shard_major_order
 from zarr_vectors.write.options import WriteOptions

@@ -31,6 +31,7 @@ from zarr_vectors.format.names import OBJECT_VERTEX_COUNTS
 from zarr_vectors.kernels.object_sparsity import polyline_lengths
 from zarr_vectors.store.io import StoreIO, local_root
 from zarr_vectors.store.spill import remove_scratch, scratch_directory
+from zarr_vectors.write._commit import write_level_metadata
 from zarr_vectors.write._level_plan import coarse_grid, next_ratio
 from zarr_vectors.write._level_spill import LevelSpill
 from zarr_vectors.write._object_batches import ObjectBatches, ObjectSummary, joined_tables
@@ -49,7 +50,6 @@ from zarr_vectors.write._objects import (
     write_global,
     write_object_level,
 )
-from zarr_vectors.write._pipeline import write_level_metadata
 from zarr_vectors.write.levels import Levels, levels_done, warn_short
 from zarr_vectors.write.options import WriteOptions
 

@@ -32,7 +32,7 @@ from zarr_vectors.kernels.object_runs import (
     vertex_places,
 )
 from zarr_vectors.kernels.tree_links import anchor_tree_links
-from zarr_vectors.write._pipeline import ChunkedRows, assign, grid_indices
+from zarr_vectors.write._sorting import ChunkedRows, assign, grid_indices
 
 if TYPE_CHECKING:
     from zarr_vectors.write._objects import ObjectTable

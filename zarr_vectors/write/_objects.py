@@ -50,6 +50,9 @@ from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.store.target import write_target
 from zarr_vectors.write import _chunk_shapes as chunk_shapes
 from zarr_vectors.write import _inputs as inputs
+from zarr_vectors.write._commit import commit_root, name_new_arrays
+from zarr_vectors.write._layouts import blob_array_of, blob_layout, round_up
+from zarr_vectors.write._level_writer import LevelStats, write_chunk_array
 from zarr_vectors.write._object_runs import (
     Links,
     Runs,
@@ -57,17 +60,8 @@ from zarr_vectors.write._object_runs import (
     empty_runs,
     level_links,
 )
-from zarr_vectors.write._pipeline import (
-    Batcher,
-    LevelStats,
-    blob_array_of,
-    blob_layout,
-    commit_root,
-    name_new_arrays,
-    round_up,
-    write_chunk_array,
-    write_level_vertices,
-)
+from zarr_vectors.write._pipeline import write_level_vertices
+from zarr_vectors.write._shard_writes import Batcher
 from zarr_vectors.write.options import WriteOptions
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 Every coarse level is a function of level 0's stored rows and the recorded parameters
 (spec §4.3.1 rule 6): the rows are put in (chunk, coarse bin, finer row order) by the same
-stable sort that orders level 0 (:func:`~zarr_vectors.write._pipeline.sort_points`), so that
+stable sort that orders level 0 (:func:`~zarr_vectors.write._sorting.sort_points`), so that
 each coarse bin of a chunk is a contiguous segment, and the kernels of
 :mod:`zarr_vectors.kernels.point_levels` select (``sample``) or reduce (``aggregate``) each
 segment. :class:`Levels` is what a caller asks for; :func:`write_point_levels` plans the
@@ -33,15 +33,11 @@ from zarr_vectors.kernels.point_levels import (
     segment_sums,
 )
 from zarr_vectors.store.io import StoreIO
+from zarr_vectors.write._commit import write_level_metadata
+from zarr_vectors.write._layouts import column_shapes
 from zarr_vectors.write._level_plan import coarse_grid, iter_candidates, level_options
-from zarr_vectors.write._pipeline import (
-    SortedPoints,
-    column_shapes,
-    sort_points,
-    storage_order,
-    write_level_metadata,
-    write_sorted_points,
-)
+from zarr_vectors.write._pipeline import write_sorted_points
+from zarr_vectors.write._sorting import SortedPoints, sort_points, storage_order
 from zarr_vectors.write.levels import Levels, levels_done, warn_short
 from zarr_vectors.write.options import WriteOptions
 
@@ -211,7 +207,7 @@ def write_point_levels(
     io
         The destination, level 0 written (or being written) in it.
     points
-        Level 0 in storage order (:func:`~zarr_vectors.write._pipeline.sort_points`).
+        Level 0 in storage order (:func:`~zarr_vectors.write._sorting.sort_points`).
     names
         Attribute names of ``points.columns[1:]``.
     grid, bounds, options

@@ -1,7 +1,7 @@
 """Writing the shards of per-chunk arrays: encoding in worker threads, batched writes, and
 assembling shards of several spatial chunks (spec §9.0, §9.0.1).
 
-The level writers (:mod:`zarr_vectors.write._pipeline`) and the merges
+The level writers (:mod:`zarr_vectors.write._level_writer`) and the merges
 (:mod:`zarr_vectors.update.merge_chunks`) hand every chunk's rows to a
 :class:`ShardAssembler`, which encodes them and gives whole shards to a :class:`Batcher`.
 """

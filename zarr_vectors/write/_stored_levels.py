@@ -24,18 +24,14 @@ from zarr_vectors.format.metadata import LevelMetadata
 from zarr_vectors.kernels import results_of, shared_pool
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.write._bin_merge import BinMerge
+from zarr_vectors.write._commit import write_level_metadata
 from zarr_vectors.write._first_levels import FirstLevels, bin_blobs, chunk_candidate
+from zarr_vectors.write._layouts import point_blob_layout, round_up
 from zarr_vectors.write._level_plan import coarse_grid, iter_candidates, level_options
-from zarr_vectors.write._pipeline import (
-    LevelStats,
-    LevelWriter,
-    SortedPoints,
-    point_blob_layout,
-    round_up,
-    write_level_metadata,
-)
+from zarr_vectors.write._level_writer import LevelStats, LevelWriter
 from zarr_vectors.write._point_levels import chunk_level
 from zarr_vectors.write._shard_writes import shard_major_order
+from zarr_vectors.write._sorting import SortedPoints
 from zarr_vectors.write.levels import Levels, levels_done, warn_short
 from zarr_vectors.write.options import WriteOptions
 
