@@ -28,6 +28,7 @@ from zarr_vectors.write import (
     coarse_batches,
     coarse_grid,
     object_method,
+    write_spilled_level,
 )
 
 LEVEL_KINDS = [kind for kind in KINDS if object_writer(kind).levels is not None]
@@ -74,7 +75,7 @@ def _runs(tmp: Path, level: tuple[Any, ...], cut: int) -> list[LevelSpill]:
 
 def _written(spill: LevelSpill, level: tuple[Any, ...]) -> dict[str, bytes]:
     store = MemoryStore()
-    spill.write(StoreIO(store), 1, level[4], level[2])
+    write_spilled_level(spill, StoreIO(store), 1, level[4], level[2])
     return object_cases.keys(store)
 
 

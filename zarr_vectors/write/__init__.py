@@ -35,6 +35,9 @@ levels, _level_plan, _point_levels
 _first_levels, _stored_levels, _object_levels, _object_coarsening, _object_batches
     Their computation chunk by chunk: point levels beside level 0 or from a stored level 0,
     and the levels of the object kinds (spec §4.3.3).
+_level_spill, _spill_files, _spill_writes
+    A coarse object level out of core: spilled batch by batch to files, then written
+    chunk by chunk (:class:`LevelSpill`, :func:`write_spilled_level`).
 """
 
 from __future__ import annotations
@@ -95,6 +98,7 @@ from zarr_vectors.write._sorting import (
     grid_indices,
     sort_points,
 )
+from zarr_vectors.write._spill_writes import write_spilled_level
 from zarr_vectors.write._stored_levels import ChunkColumns, StoredLevel0, build_point_levels
 from zarr_vectors.write.levels import Levels, level_settings, levels_done
 from zarr_vectors.write.options import DEFAULT_BLOSC, DEFAULT_COMPRESSION, WriteOptions
@@ -160,6 +164,7 @@ __all__ = [
     "object_method",
     "LevelPasses",
     "LevelSpill",
+    "write_spilled_level",
     "coarse_batches",
     "ObjectSummary",
     "SparseLevel",

@@ -9,149 +9,34 @@ before it. So each batch is cut into runs alone (:func:`~zarr_vectors.write._obj
 cut_level`) and its per-chunk rows go to spill files at once, their chunk-local row and
 fragment numbers moved by what the earlier batches put in the same chunk, and the global
 vertex ids it names (``cross_chunk_links``, mesh sentinels) kept as (chunk, row) until the
-level's ``N_max`` is known. :meth:`LevelSpill.write` then writes every per-chunk array
-chunk by chunk in shard-major order, each chunk read back from the files of the batches
-that hold it — the bytes the one-shot path writes for the whole table. The encoded object
-index goes to spill files too, and the cross-chunk links grouped by the chunk of their
-first vertex; their global arrays are written chunk by chunk from the files (the links
-sorted one chunk at a time). Memory holds a batch, one chunk, one shard being assembled,
-each object's vertex count and a few numbers per chunk and batch.
+level's ``N_max`` is known. :func:`~zarr_vectors.write._spill_writes.write_spilled_level`
+then writes every per-chunk array chunk by chunk in shard-major order, each chunk read back
+from the files of the batches that hold it — the bytes the one-shot path writes for the
+whole table. The encoded object index goes to spill files too, and the cross-chunk links
+grouped by the chunk of their first vertex; their global arrays are written chunk by chunk
+from the files (the links sorted one chunk at a time). Memory holds a batch, one chunk, one
+shard being assembled, each object's vertex count and a few numbers per chunk and batch.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError, InvalidInputError
-from zarr_vectors.format.fragment_encoding import encode_ranges_ragged
 from zarr_vectors.format.grid import ChunkGrid
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.manifest import encode_object_index_bulk
-from zarr_vectors.format.names import (
-    CROSS_CHUNK_LINK_ATTRIBUTES,
-    CROSS_CHUNK_LINKS,
-    FRAGMENT_ATTRIBUTES,
-    LINK_ATTRIBUTES,
-    LINK_FRAGMENTS,
-    LINKS,
-    OBJECT_ID_ATTRIBUTE,
-    OBJECT_INDEX,
-)
-from zarr_vectors.store.arrays import group_metadata
-from zarr_vectors.store.io import StoreIO
-from zarr_vectors.store.shards import RowLayout
-from zarr_vectors.write._layouts import blob_layout, column_shapes, round_up
-from zarr_vectors.write._level_writer import LevelStats, LevelWriter, write_chunk_array
+from zarr_vectors.write._layouts import round_up
 from zarr_vectors.write._object_runs import chunk_ids
-from zarr_vectors.write._objects import (
-    ObjectTable,
-    cut_level,
-    write_encoded_object_index,
-    write_global,
-    write_object_columns,
-)
-from zarr_vectors.write._shard_writes import shard_major_order
+from zarr_vectors.write._objects import ObjectTable, cut_level
+from zarr_vectors.write._spill_files import SpillFile, SpillPiece
 from zarr_vectors.write.options import WriteOptions
 
 __all__ = ["LevelSpill"]
-
-_INT32 = np.iinfo(np.int32)
-
-
-class _File:
-    """An append-only file of rows of one dtype and row shape."""
-
-    def __init__(self, path: Path, dtype: np.dtype[Any], row_shape: tuple[int, ...]) -> None:
-        self.path, self.dtype, self.row_shape = path, np.dtype(dtype), row_shape
-        self.width = int(np.prod(row_shape, dtype=np.int64))
-        self.rows = 0
-        self.fd: int | None = None
-        path.touch()
-
-    def append(self, values: np.ndarray) -> None:
-        with self.path.open("ab") as handle:
-            np.ascontiguousarray(values, dtype=self.dtype).tofile(handle)
-        self.rows += int(values.shape[0])
-
-    def read(self, start: int, stop: int) -> np.ndarray:
-        """Rows ``[start, stop)`` (read-only); the file stays open until :meth:`close`."""
-        if self.fd is None:
-            self.fd = os.open(self.path, os.O_RDONLY)
-        row = self.width * self.dtype.itemsize
-        raw = os.pread(self.fd, (stop - start) * row, start * row)
-        return np.frombuffer(raw, self.dtype).reshape(stop - start, *self.row_shape)
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-class _Chain:
-    """The rows of spill files one after another, each file's values moved by its shift
-    (the object index of a joined spill: each part's offsets by the data before it).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> a, b = (_File(folder / name, np.dtype(np.int64), ()) for name in "ab")
-    >>> a.append(np.array([0, 2]))
-    >>> b.append(np.array([0, 1, 3]))
-    >>> _Chain([(a, 0), (b, 5)]).read(1, 4).tolist()
-    [2, 5, 6]
-    """
-
-    def __init__(self, files: list[tuple[_File, int]]) -> None:
-        self.files = files
-        self.dtype, self.row_shape = files[0][0].dtype, files[0][0].row_shape
-        self.bounds = np.cumsum([0, *(file.rows for file, _ in files)]).tolist()
-        self.rows = int(self.bounds[-1])
-
-    def read(self, start: int, stop: int) -> np.ndarray:
-        """Rows ``[start, stop)`` of the chain."""
-        parts = [np.empty((0, *self.row_shape), self.dtype)]
-        for (file, shift), low, high in zip(self.files, self.bounds, self.bounds[1:], strict=False):
-            a, b = max(start, low), min(stop, high)
-            if a < b:
-                rows = file.read(a - low, b - low)
-                parts.append(rows + np.asarray(shift, self.dtype) if shift else rows)
-        return np.concatenate(parts)
-
-
-@dataclasses.dataclass(slots=True)
-class _Piece:
-    """Where one batch's part of its chunks is in the spill files (absolute rows)."""
-
-    vertices: np.ndarray  # (k + 1,)
-    fragments: np.ndarray  # (k + 1,)
-    links: np.ndarray  # (k + 1,)
-    cross: np.ndarray  # (k + 1,) cross-chunk links by the chunk of their first vertex
-    files: dict[str, _File]  # the files of the spill that wrote the batch
-
-    def offsets(self, family: int) -> np.ndarray:
-        """The row offsets of a family: 0 vertices, 1 fragments, 2 links, 3 cross-chunk
-        links."""
-        return (self.vertices, self.fragments, self.links, self.cross)[family]
-
-
-class _Lazy(Sequence[np.ndarray]):
-    """``per_chunk[j]`` computed when asked (one chunk in memory at a time)."""
-
-    def __init__(self, n: int, get: Callable[[int], np.ndarray]) -> None:
-        self.n, self.get = n, get
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, j: Any) -> Any:
-        return self.get(int(j))
 
 
 def _check_seeded(parts: Sequence[LevelSpill], totals: dict[int, list[int]]) -> None:
@@ -195,7 +80,6 @@ class LevelSpill:
     Examples
     --------
     >>> import tempfile
-    >>> from zarr.storage import MemoryStore
     >>> one = np.ones(1, int)
     >>> grid = ChunkGrid(np.array([4.0]), np.array([2.0]), np.array([2]), 0 * one, 2 * one)
     >>> line = np.arange(8.0).reshape(8, 1)
@@ -206,8 +90,8 @@ class LevelSpill:
     >>> spill.add(table, 0)
     >>> spill.n_vertices, spill.object_counts().tolist()
     (8, [4, 4])
-    >>> spill.write(StoreIO(MemoryStore()), 1, table, options).vertex_count
-    8
+    >>> spill.chunk_counts().tolist()
+    [4, 4]
     """
 
     def __init__(
@@ -227,24 +111,24 @@ class LevelSpill:
                 f"the chunk grid {tuple(int(g) for g in grid.shape)} is too large for a "
                 "level of this many vertices (spec §9.11); use a larger chunk_shape"
             )
-        self.files: dict[str, _File] = {}
-        self.pieces: list[_Piece] = []
+        self.files: dict[str, SpillFile] = {}
+        self.pieces: list[SpillPiece] = []
         self.holders: dict[int, list[tuple[int, int]]] = {}  # chunk -> (batch, rank)
         # chunk -> [rows, fragments, links]
         self.totals: dict[int, list[int]] = {f: list(v) for f, v in (before or {}).items()}
         self.counts: list[np.ndarray] = []
         # the files holding the encoded object index, in object order (several when joined)
-        self.index_files: list[dict[str, _File]] = [self.files]
+        self.index_files: list[dict[str, SpillFile]] = [self.files]
         self.kind = ""
         self.n_vertices = 0
 
-    def _file(self, name: str, values: np.ndarray) -> _File:
+    def _file(self, name: str, values: np.ndarray) -> SpillFile:
         if name not in self.files:
             number = len(self.files)
             while (self.folder / f"{number}.bin").exists():  # a joined part's file
                 number += 1
             path = self.folder / f"{number}.bin"
-            self.files[name] = _File(path, values.dtype, tuple(values.shape[1:]))
+            self.files[name] = SpillFile(path, values.dtype, tuple(values.shape[1:]))
         return self.files[name]
 
     def _rows(self, name: str) -> int:
@@ -460,14 +344,14 @@ class LevelSpill:
             np.concatenate([[0], np.cumsum(per_chunk[:, i])]).astype(np.int64) + start
             for i, start in enumerate(starts)
         ]
-        self.pieces.append(_Piece(offsets[0], offsets[1], offsets[2], offsets[3], self.files))
+        self.pieces.append(SpillPiece(offsets[0], offsets[1], offsets[2], offsets[3], self.files))
         for rank, (flat, sizes) in enumerate(zip(flats.tolist(), per_chunk.tolist(), strict=True)):
             self.holders.setdefault(flat, []).append((batch, rank))
             total = self.totals.setdefault(flat, [0, 0, 0])
             for i in range(3):
                 total[i] += int(sizes[i])
 
-    # -- writing -------------------------------------------------------------------------
+    # -- reading back ----------------------------------------------------------------------
 
     def columns(self) -> list[np.ndarray]:
         """The level's positions and vertex attributes without rows (dtypes and row shapes).
@@ -503,7 +387,7 @@ class LevelSpill:
         """
         return np.asarray([self.totals[f][0] for f in sorted(self.totals)], np.int64)
 
-    def _gather(self, name: str, flat: int, family: int) -> np.ndarray:
+    def gather(self, name: str, flat: int, family: int) -> np.ndarray:
         """A column's rows of one chunk, batch after batch (a copy); ``family`` 0 vertices,
         1 fragments, 2 links, 3 cross-chunk links (by the chunk of their first vertex)."""
         parts = [self.files[name].read(0, 0)] if name in self.files else []
@@ -514,239 +398,7 @@ class LevelSpill:
                 parts.append(piece.files[name].read(start, stop))
         return np.concatenate(parts)
 
-    def _fragment_blob(self, flat: int) -> np.ndarray:
-        starts, counts = self._gather("frow", flat, 1), self._gather("flen", flat, 1)
-        form = self.options.counts_blobs()
-        return encode_ranges_ragged(starts, counts, [0, starts.shape[0]], counts_form=form)[0]
-
-    def _link_blob(self, flat: int) -> np.ndarray:
-        counts = self._gather("lcount", flat, 1)
-        starts, form = np.cumsum(counts) - counts, self.options.counts_blobs()
-        return encode_ranges_ragged(starts, counts, [0, counts.shape[0]], counts_form=form)[0]
-
-    def _links(self, flat: int, n_max: int) -> np.ndarray:
-        rows = self._gather("links", flat, 2)
-        if geometry_kind(self.kind).faces:
-            outside = rows < 0
-            chunk, row = np.divmod(-rows[outside] - 1, self.scale)
-            rows[outside] = -(chunk * n_max + row + 1)
-        return rows
-
-    def write(
-        self, io: StoreIO, number: int, objects: ObjectTable, options: WriteOptions
-    ) -> LevelStats:
-        """Write the level's nodes as :func:`~zarr_vectors.write._objects.write_object_level`
-        writes them for the whole coarse table (level metadata and ``object_vertex_counts``
-        are the caller's); ``objects`` gives level 0's per-object fields, ``options`` the
-        level's settings (its ``shard_chunks``).
-
-        Examples
-        --------
-        >>> import tempfile
-        >>> from zarr.storage import MemoryStore
-        >>> one = np.ones(1, int)
-        >>> grid = ChunkGrid(np.array([4.0]), np.array([2.0]), np.array([2]), 0 * one, one)
-        >>> table = ObjectTable("polyline", np.array([[0.5], [2.5]]), np.array([0, 2]), None,
-        ...                     {}, {}, None, None, {})
-        >>> options = WriteOptions().with_kind_defaults("polyline")
-        >>> spill = LevelSpill(Path(tempfile.mkdtemp()), grid, options,
-        ...                    (np.zeros(1), np.ones(1) * 3), 2)
-        >>> spill.add(table, 0)
-        >>> spill.write(StoreIO(MemoryStore()), 1, table, options).chunk_count
-        1
-        """
-        flats = sorted(self.totals)
-        shape = tuple(int(g) for g in self.grid.shape)
-        chunks = np.stack(np.unravel_index(np.asarray(flats, np.int64), shape), axis=1)
-        chunks = chunks.astype(np.int64).reshape(-1, self.grid.ndim)
-        totals = np.asarray([self.totals[f] for f in flats], np.int64).reshape(-1, 3)
-        r = options.block_rows
-        n_max = round_up(int(totals[:, 0].max(initial=0)), r)
-        stats = self._write_vertices(io, number, (flats, chunks), n_max, options)
-        base = str(number)
-        self._write_links(
-            io, base, (flats, chunks), (n_max, int(totals[:, 2].max(initial=0))), options
-        )
-        self._write_fragment_columns(io, base, (flats, chunks), objects, options)
-        self._write_globals(io, base, objects, n_max, options)
-        for files in [self.files, *self.index_files, *(p.files for p in self.pieces)]:
-            for file in files.values():
-                file.close()
-        return stats
-
-    def _write_vertices(
-        self,
-        io: StoreIO,
-        number: int,
-        chunks: tuple[list[int], np.ndarray],
-        n_max: int,
-        options: WriteOptions,
-    ) -> LevelStats:
-        flats, grid_chunks = chunks
-        names = [n for n in self.files if n == "v:" or n.startswith("va:")]
-        sample = {n: self.files[n] for n in names}
-        positions = np.empty((0, *sample["v:"].row_shape), sample["v:"].dtype)
-        attributes = {
-            n[3:]: np.empty((0, *f.row_shape), f.dtype) for n, f in sample.items() if n != "v:"
-        }
-        shapes = (column_shapes(positions), {k: column_shapes(v) for k, v in attributes.items()})
-        longest = max((len(self._fragment_blob(f)) for f in flats), default=16)
-        layout = blob_layout(longest, None, options.blob_blosc())
-        writer = LevelWriter(io, number, self.grid, shapes, n_max, options, blobs=layout)
-        for j in shard_major_order(grid_chunks, writer.shard_chunks).tolist():
-            rows = [self._gather(n, flats[j], 0) for n in names]
-            writer.add_chunk(grid_chunks[j], rows, self._fragment_blob(flats[j]))
-        return writer.finish()
-
-    def _write_links(
-        self,
-        io: StoreIO,
-        base: str,
-        chunks: tuple[list[int], np.ndarray],
-        sizes: tuple[int, int],
-        options: WriteOptions,
-    ) -> None:
-        flats, grid_chunks = chunks
-        n_max, longest = sizes
-        r, shards = options.block_rows, options.shard_shape(self.grid.ndim)
-        kind = geometry_kind(self.kind)
-        low, high, blob = 0, 0, 16
-        for f in flats:
-            rows = self._links(f, n_max)
-            if rows.size:
-                low, high = min(low, int(rows.min())), max(high, int(rows.max()))
-            blob = max(blob, len(self._link_blob(f)))
-        wide = low < _INT32.min or high > _INT32.max
-        dtype = np.dtype(np.int64 if wide else np.int32)
-        layout = RowLayout(
-            dtype, (kind.link_width,), r, round_up(longest, r), options.blosc(LINKS), fill=-1
-        )
-        io.set(f"{base}/{LINKS}/zarr.json", group_metadata({}))
-        n = len(flats)
-        write_chunk_array(
-            io,
-            f"{base}/{LINKS}/0",
-            self.grid,
-            grid_chunks,
-            _Lazy(n, lambda j: self._links(flats[j], n_max).astype(dtype, copy=False)),
-            layout,
-            {"zv_array": "links", "link_width": kind.link_width, "level_delta": 0},
-            shard_chunks=shards,
-        )
-        write_chunk_array(
-            io,
-            f"{base}/{LINK_FRAGMENTS}",
-            self.grid,
-            grid_chunks,
-            _Lazy(n, lambda j: self._link_blob(flats[j])),
-            blob_layout(blob, None, options.blob_blosc()),
-            {"zv_array": LINK_FRAGMENTS, "encoding": "fragment_index_v1"},
-            shard_chunks=shards,
-        )
-        names = [name[3:] for name in self.files if name.startswith("la:")]
-        if not names:
-            return
-        io.set(f"{base}/{LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
-        if kind.cross_chunk_links:
-            io.set(f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/zarr.json", group_metadata({}))
-        for name in names:
-            file = self.files[f"la:{name}"]
-            blosc = options.blosc(LINK_ATTRIBUTES)
-            column = RowLayout(file.dtype, file.row_shape, r, round_up(longest, r), blosc)
-            write_chunk_array(
-                io,
-                f"{base}/{LINK_ATTRIBUTES}/{name}",
-                self.grid,
-                grid_chunks,
-                _Lazy(n, self._column_of(f"la:{name}", flats, 2)),
-                column,
-                {"zv_array": "link_attribute", "name": name},
-                shard_chunks=shards,
-            )
-
-    def _column_of(self, name: str, flats: list[int], family: int) -> Callable[[int], np.ndarray]:
-        """The rows of column ``name`` of the ``j``-th chunk of ``flats``."""
-        return lambda j: self._gather(name, flats[j], family)
-
-    def _write_fragment_columns(
-        self,
-        io: StoreIO,
-        base: str,
-        chunks: tuple[list[int], np.ndarray],
-        objects: ObjectTable,
-        options: WriteOptions,
-    ) -> None:
-        flats, grid_chunks = chunks
-        longest = max((self.totals[f][1] for f in flats), default=0)
-        r, n = options.block_rows, len(flats)
-        owners = self.files["fobj"]
-        names = [OBJECT_ID_ATTRIBUTE, *options.fragment_attributes]
-        io.set(f"{base}/{FRAGMENT_ATTRIBUTES}/zarr.json", group_metadata({}))
-        for name in names:
-
-            def rows(j: int, name: str = name) -> np.ndarray:
-                own = self._gather("fobj", flats[j], 1)
-                return own if name == OBJECT_ID_ATTRIBUTE else objects.object_attributes[name][own]
-
-            values = rows(0) if n else np.empty(0, owners.dtype)
-            layout = RowLayout(
-                values.dtype,
-                values.shape[1:],
-                r,
-                round_up(longest, r),
-                options.blosc(FRAGMENT_ATTRIBUTES),
-            )
-            write_chunk_array(
-                io,
-                f"{base}/{FRAGMENT_ATTRIBUTES}/{name}",
-                self.grid,
-                grid_chunks,
-                _Lazy(n, rows),
-                layout,
-                {"zv_array": "fragment_attribute", "name": name},
-                shard_chunks=options.shard_shape(self.grid.ndim),
-            )
-
-    def _write_globals(
-        self, io: StoreIO, base: str, objects: ObjectTable, n_max: int, options: WriteOptions
-    ) -> None:
-        """The object index, object columns, groups and cross-chunk links (with columns),
-        each global array written chunk by chunk from the spill files."""
-        n_objects = sum(int(counts.shape[0]) for counts in self.counts)
-        index, ndim = self._index(), self.grid.ndim
-        blosc = options.global_blosc(OBJECT_INDEX)
-        write_encoded_object_index(io, base, index, n_objects, ndim, blosc=blosc)
-        kind = geometry_kind(self.kind)
-        cross: np.ndarray | _File = np.empty((0, 2), np.int64)
-        if kind.cross_chunk_links:
-            cross = self._sorted_cross(n_max)
-        cross_blosc = options.global_blosc(CROSS_CHUNK_LINKS)
-        write_object_columns(io, base, objects, cross, cross_blosc=cross_blosc)
-        if not kind.cross_chunk_links or not objects.link_attributes:
-            return
-        for name, values in objects.link_attributes.items():
-            column = self.files.get(f"xa:{name}")
-            tag = {"zv_array": "cross_chunk_link_attribute", "name": name}
-            write_global(
-                io,
-                f"{base}/{CROSS_CHUNK_LINK_ATTRIBUTES}/{name}",
-                values[:0] if column is None else column,
-                0,
-                tag,
-            )
-
-    def _index(self) -> tuple[np.ndarray | _Chain, np.ndarray | _Chain]:
-        """The encoded object index (data, offsets) of every object, from the spill files
-        of each joined part in turn (each part's offsets moved by the data before it)."""
-        held = [files for files in self.index_files if "oi:data" in files]
-        if not held:
-            return np.empty(0, np.uint8), np.empty(0, np.int64)
-        before = np.cumsum([0, *(files["oi:data"].rows for files in held)]).tolist()
-        data = _Chain([(files["oi:data"], 0) for files in held])
-        offsets = _Chain([(files["oi:offsets"], b) for files, b in zip(held, before, strict=False)])
-        return data, offsets
-
-    def _sorted_cross(self, n_max: int) -> np.ndarray | _File:
+    def sorted_cross(self, n_max: int) -> np.ndarray | SpillFile:
         """The cross-chunk links as pairs of global vertex ids (``chunk * n_max + row``)
         sorted by first, then second id, and their link attributes in the same order, in
         new spill files (``"xs"``, ``"xa:<name>"``): chunk by chunk of the first vertex,
@@ -755,7 +407,7 @@ class LevelSpill:
             return np.empty((0, 2), np.int64)
         names = [name[3:] for name in self.files if name.startswith("ca:")]
         for flat in sorted(self.totals):
-            codes = self._gather("cross", flat, 3)
+            codes = self.gather("cross", flat, 3)
             if not codes.shape[0]:
                 continue
             pairs = np.stack(
@@ -764,5 +416,11 @@ class LevelSpill:
             order = np.lexsort((pairs[:, 1], pairs[:, 0]))
             self._append("xs", pairs[order])
             for name in names:
-                self._append(f"xa:{name}", self._gather(f"ca:{name}", flat, 3)[order])
+                self._append(f"xa:{name}", self.gather(f"ca:{name}", flat, 3)[order])
         return self.files["xs"]
+
+    def close(self) -> None:
+        """Close every spill file opened for reading (the level is written)."""
+        for files in [self.files, *self.index_files, *(p.files for p in self.pieces)]:
+            for file in files.values():
+                file.close()

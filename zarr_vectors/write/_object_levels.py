@@ -50,6 +50,7 @@ from zarr_vectors.write._objects import (
     write_global,
     write_object_level,
 )
+from zarr_vectors.write._spill_writes import write_spilled_level
 from zarr_vectors.write.levels import Levels, levels_done, warn_short
 from zarr_vectors.write.options import WriteOptions
 
@@ -82,7 +83,7 @@ def write_coarse_level(
     coarse, grid, ratio, sparse = level
     if isinstance(coarse, LevelSpill):
         options = object_level_options(options, grid, coarse.columns(), coarse.chunk_counts())
-        stats = coarse.write(io, number, summary[1], options)
+        stats = write_spilled_level(coarse, io, number, summary[1], options)
         counts = coarse.object_counts()
     else:
         cut = cut_level(coarse, grid, options, summary[0].bounds)
