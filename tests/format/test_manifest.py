@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import examples
 from zarr_vectors.errors import InvalidInputError, ManifestError
 from zarr_vectors.format.manifest import (
     MAX_FRAGMENT_ID,
@@ -336,7 +335,7 @@ def test_fuzz_arbitrary_bytes(buf: bytes, ndim: int) -> None:
     cut=st.one_of(st.none(), st.integers(0, 10**6)),
     extra=st.binary(max_size=12),
 )
-@settings(FUZZ, max_examples=examples(100, 300))
+@FUZZ
 def test_fuzz_mutated_valid_blobs(
     case: tuple[int, list[ManifestBlock]],
     flips: list[tuple[int, int]],
