@@ -541,3 +541,31 @@ def fragment_rows(
     if bad.any():
         return ranges[:, :0], int(np.argmax(bad))
     return ranges[:, at], -1
+
+
+def object_read_plan(
+    refs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    slot_rows: np.ndarray,
+    chunk_flat: np.ndarray,
+    n_max: int,
+    n_objects: int,
+    links: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+) -> tuple[Any, ...] | None:
+    """Twin of :func:`zarr_vectors.kernels.object_plan.object_read_plan`, the steps it
+    fuses one after another: a lexsort, :func:`read_plan`, :func:`reference_pieces`, a
+    bincount of each object's rows and :func:`link_row_runs` (their twins here);
+    ``(plan fields, pieces, offsets, link runs)``."""
+    slot, starts, sizes, owner = refs
+    if np.any((starts < 0) | (starts > slot_rows[slot])) or np.any(
+        (owner < 0) | (owner >= n_objects)
+    ):
+        return None
+    if links is not None and np.any(links[0] < 0):
+        return None
+    order = np.lexsort((starts, slot)).astype(np.int64)
+    plan = read_plan(order, slot, starts, sizes, chunk_flat, n_max)
+    pieces = reference_pieces(plan[3], sizes, int((plan[2] - plan[1]).sum()))
+    per_object = np.bincount(owner, weights=sizes, minlength=n_objects).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(per_object)]).astype(np.int64)
+    link_runs = None if links is None else link_row_runs(slot, *links)
+    return plan, pieces, offsets, link_runs

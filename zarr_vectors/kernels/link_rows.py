@@ -20,7 +20,7 @@ from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.link_entries import DENSE_ENTRIES, DENSE_KEYS, span_bases, span_table
 from zarr_vectors.kernels.sorting import counting_sort
 
-__all__ = ["cross_link_rows", "link_result_rows", "link_row_runs"]
+__all__ = ["cross_link_rows", "joined_link_runs", "link_result_rows", "link_row_runs"]
 
 I64 = npt.NDArray[np.int64]
 Runs = tuple[I64, I64, I64, I64]
@@ -331,11 +331,15 @@ def link_row_runs(
         order = counting_sort(keys, total)[0]
     else:
         order = np.argsort(keys, kind="stable").astype(np.int64)
-    return _link_row_runs(order, keys, slot, first, size)
+    return joined_link_runs(order, keys, slot, first, size)
 
 
 @njit
-def _link_row_runs(order: I64, keys: I64, slot: I64, first: I64, size: I64) -> tuple[I64, I64, I64]:
+def joined_link_runs(
+    order: I64, keys: I64, slot: I64, first: I64, size: I64
+) -> tuple[I64, I64, I64]:
+    """The kernel of :func:`link_row_runs`: the runs of the references in ``order`` (by
+    ``keys``: slot and fragment), each key once."""
     n = order.shape[0]
     out_slot = np.empty(n, np.int64)
     out_start = np.empty(n, np.int64)

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["radix_order"]
+__all__ = ["radix_order", "radix_passes"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -47,14 +47,16 @@ def radix_order(keys: npt.ArrayLike, n_keys: int) -> I64:
     """
     values = np.ascontiguousarray(keys, dtype=np.int64).reshape(-1)
     passes = max(1, (max(int(n_keys) - 1, 1).bit_length() + 7) // 8)
-    order, bad = _radix_order(values, int(n_keys), passes)
+    order, bad = radix_passes(values, int(n_keys), passes)
     if bad >= 0:
         raise ValueError(f"key {values[bad]} (at {bad}) is outside [0, {n_keys})")
     return order
 
 
 @njit
-def _radix_order(keys: I64, n_keys: int, passes: int) -> tuple[I64, int]:
+def radix_passes(keys: I64, n_keys: int, passes: int) -> tuple[I64, int]:
+    """The kernel of :func:`radix_order` (``passes`` bytes): the order and the first key
+    outside ``[0, n_keys)`` (-1: none)."""
     n = keys.shape[0]
     order = np.arange(n)
     for i in range(n):

@@ -20,7 +20,14 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["ReadPlan", "fragment_rows", "read_plan", "reference_pieces"]
+__all__ = [
+    "ReadPlan",
+    "fragment_rows",
+    "plan_into",
+    "pieces_into",
+    "read_plan",
+    "reference_pieces",
+]
 
 I64 = npt.NDArray[np.int64]
 
@@ -92,7 +99,7 @@ def read_plan(
     runs = np.empty((3, n), dtype=np.int64)
     refs = np.empty((6, n), dtype=np.int64)  # buffer start, then the returned runs
     bounds = np.zeros(flat.shape[0] + 1, dtype=np.int64)
-    m, t, overlap = _plan(o, s, a, z, flat, n_max, runs, refs, bounds)
+    m, t, overlap = plan_into(o, s, a, z, flat, n_max, runs, refs, bounds)
     return ReadPlan(
         runs[0, :m],
         runs[1, :m],
@@ -108,7 +115,7 @@ def read_plan(
 
 
 @njit
-def _plan(
+def plan_into(
     order: I64,
     slot: I64,
     starts: I64,
@@ -119,6 +126,10 @@ def _plan(
     refs: I64,
     bounds: I64,
 ) -> tuple[int, int, bool]:
+    """The kernel of :func:`read_plan`: the runs into ``runs`` (``(3, n)``), each
+    reference's buffer start and the returned runs into ``refs`` (``(6, n)``), each slot's
+    returned runs counted into ``bounds`` (zeroed, then summed); the run count, returned
+    run count and overlap."""
     n = order.shape[0]
     result_of = refs[5]  # each reference's first result row, in manifest order
     at = 0
@@ -169,12 +180,14 @@ def reference_pieces(
     """
     a, z = (np.ascontiguousarray(x, dtype=np.int64).reshape(-1) for x in (starts, sizes))
     out = np.empty((3, a.shape[0]), dtype=np.int64)
-    m = _pieces(a, z, n_rows, out)
+    m = pieces_into(a, z, n_rows, out)
     return None if m < 0 else (out[0, :m], out[1, :m], out[2, :m])
 
 
 @njit
-def _pieces(starts: I64, sizes: I64, n_rows: int, out: I64) -> int:
+def pieces_into(starts: I64, sizes: I64, n_rows: int, out: I64) -> int:
+    """The kernel of :func:`reference_pieces`: the pieces into ``out`` (``(3, n)``), their
+    count, or -1 when the rows are in reference order already."""
     total, in_order = 0, True
     for r in range(starts.shape[0]):
         in_order = in_order and starts[r] == total

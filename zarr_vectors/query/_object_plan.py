@@ -18,6 +18,7 @@ from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
 from zarr_vectors.kernels import counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.link_rows import cross_link_rows, link_row_runs
+from zarr_vectors.kernels.object_plan import ObjectReadPlan, object_read_plan
 from zarr_vectors.kernels.read_plan import ReadPlan, read_plan, reference_pieces
 from zarr_vectors.kernels.reference_chunks import ReferenceChunks, reference_chunks
 from zarr_vectors.query._fragment_refs import (
@@ -81,6 +82,13 @@ Pieces = tuple[np.ndarray, np.ndarray, np.ndarray]
 """Runs of rows to copy: the first source row, first destination row and rows of each."""
 
 
+def _placed(rows: np.ndarray, pieces: Pieces, n: int) -> np.ndarray:
+    """The ``n`` rows ``pieces`` place, copied out of ``rows`` (:func:`in_reference_order`)."""
+    out = np.empty((n, *rows.shape[1:]), dtype=rows.dtype)
+    copy_row_runs(rows, pieces[0], out, pieces[1], pieces[2])
+    return out
+
+
 def in_reference_order(
     rows: np.ndarray, starts: np.ndarray, sizes: np.ndarray, pieces: Pieces | None = None
 ) -> np.ndarray:
@@ -92,9 +100,7 @@ def in_reference_order(
         pieces = reference_pieces(starts, sizes, rows.shape[0])
         if pieces is None:
             return rows
-    out = np.empty((int(sizes.sum()), *rows.shape[1:]), dtype=rows.dtype)
-    copy_row_runs(rows, pieces[0], out, pieces[1], pieces[2])
-    return out
+    return _placed(rows, pieces, int(sizes.sum()))
 
 
 class ObjectPlan:
@@ -130,14 +136,9 @@ class ObjectPlan:
             raise CorruptChunkError(f"a manifest names chunk {bad}, outside the grid {grid_shape}")
         self.chunk_flat, self.ref_slot, self.chunks = found.chunk_flat, found.ref_slot, found.chunks
         self._located = found
-        self.order = np.empty(0, np.int64)
         self.chunk_keys = [tuple(c) for c in self.chunks.tolist()]
         self.where: np.ndarray | None = None  # set by _chunk_counts
         self.link_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # _needed_rows
-
-    def _sort(self, starts: np.ndarray, rows: np.ndarray) -> None:
-        """Order the references by (chunk slot, first row); ``rows``: each slot's rows."""
-        self.order = slot_order(self.ref_slot, starts, rows)
 
     def result(self) -> QueryResult:
         reader = self.reader
@@ -146,33 +147,55 @@ class ObjectPlan:
             starts, sizes = self._rows_by_group(rows)
         else:
             starts, sizes = self._needed_rows(rows)
-        self._sort(starts, rows)
-        n_max = int(reader.array_meta[VERTICES]["shape"][reader.grid.ndim])
-        plan = read_plan(self.order, self.ref_slot, starts, sizes, self.chunk_flat, n_max)
+        planned = self._planned(starts, sizes, rows)
+        plan = planned.plan
         runs = RowRuns(self.chunk_keys, plan.run_slot, plan.run_start, plan.run_stop, self.where)
-        vertex_rows = self._vertex_rows(runs, plan.buffer_start, sizes)
-        per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
-        offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
+        vertex_rows = self._vertex_rows(runs, planned.pieces)
         links, link_columns = (
-            (None, {}) if geometry_kind(self.objects.kind).ordered else self._links(plan)
+            (None, {})
+            if geometry_kind(self.objects.kind).ordered
+            else self._links(plan, planned.link_runs)
         )
         ids = self.objects.external_ids()[self.dense]
         return QueryResult(
             positions=vertex_rows[0],
             attributes=dict(zip(reader.attribute_names, vertex_rows[1:], strict=True)),
-            vertex_object_ids=np.repeat(ids, np.diff(offsets)),
+            vertex_object_ids=np.repeat(ids, np.diff(planned.offsets)),
             object_ids=ids,
-            offsets=offsets,
+            offsets=planned.offsets,
             edges=links if links is not None and links.shape[1] == 2 else None,
             faces=links if links is not None and links.shape[1] == 3 else None,
             object_attributes=self._object_attributes(),
             link_attributes=link_columns,
         )
 
-    def _vertex_rows(
-        self, runs: RowRuns, buffer_start: np.ndarray, sizes: np.ndarray
-    ) -> list[np.ndarray]:
-        """The vertex columns' rows of every reference, in reference order; the held rows
+    def _planned(self, starts: np.ndarray, sizes: np.ndarray, rows: np.ndarray) -> ObjectReadPlan:
+        """The reads, returned rows, reference order and link rows of the references
+        (first rows ``starts``, row counts ``sizes``; ``rows``: each slot's rows), by one
+        kernel call (:func:`object_read_plan`); step by step when it declines (a damaged
+        reference: the steps report it as before)."""
+        n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
+        link_plan = self.link_plan
+        links = None if link_plan is None else (self.ref_fragment, link_plan[0], link_plan[1])
+        refs = (self.ref_slot, starts, sizes, self.ref_object)
+        found = object_read_plan(refs, rows, self.chunk_flat, n_max, self.dense.shape[0], links)
+        if found is not None:
+            return found
+        order = slot_order(self.ref_slot, starts, rows)
+        plan = read_plan(order, self.ref_slot, starts, sizes, self.chunk_flat, n_max)
+        per_object = np.bincount(self.ref_object, weights=sizes, minlength=self.dense.shape[0])
+        offsets = np.concatenate([[0], np.cumsum(per_object.astype(np.int64))])
+        pieces = reference_pieces(
+            plan.buffer_start, sizes, int((plan.run_stop - plan.run_start).sum())
+        )
+        link_runs = None
+        if link_plan is not None:
+            link_runs = link_row_runs(self.ref_slot, self.ref_fragment, link_plan[0], link_plan[1])
+        return ObjectReadPlan(plan, pieces, offsets, link_runs)
+
+    def _vertex_rows(self, runs: RowRuns, pieces: Pieces | None) -> list[np.ndarray]:
+        """The vertex columns' rows of every reference, in reference order (``pieces``:
+        the runs placing the rows read so, None when they are in it); the held rows
         (:attr:`held`) are used here and let go. With vertex attributes, held rows read
         through the cache of decoded blocks are not copied: every column is then read in
         one pass over the cache, where their blocks lie (one read instead of two)."""
@@ -189,10 +212,10 @@ class ObjectPlan:
         del held  # freed before the rest is read
         read = read_vertex_columns(self.reader, names, runs, copied, self.turns)
         del copied
-        pieces = reference_pieces(buffer_start, sizes, read[0].shape[0])
         if pieces is None:
             return read
-        return [in_reference_order(rows, buffer_start, sizes, pieces) for rows in read]
+        n = int(pieces[2].sum())
+        return [_placed(rows, pieces, n) for rows in read]
 
     def _needed_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First row and row count of every reference, from only the fragments the
@@ -268,11 +291,15 @@ class ObjectPlan:
         self.where = self._located.where
         return self._located.rows
 
-    def _links(self, plan: ReadPlan) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """The objects' links as result rows, and their per-link attributes (§9.12)."""
+    def _links(
+        self, plan: ReadPlan, link_runs: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The objects' links as result rows, and their per-link attributes (§9.12);
+        ``link_runs``: the ``links/0`` row runs of the fragments named, when planned."""
         reader = self.reader
-        if self.link_plan is not None:
-            runs, chunk_rows = self._planned_link_runs(*self.link_plan)
+        if self.link_plan is not None and link_runs is not None:
+            runs = RowRuns(self.chunk_keys, *link_runs, self.where)
+            chunk_rows = self.link_plan[2]
         else:
             runs, chunk_rows = self._link_runs(reader.blob_ranges(LINK_FRAGMENTS, self.chunks))
         names = self.objects.link_attribute_names
@@ -324,14 +351,6 @@ class ObjectPlan:
         np.add.at(chunk_rows, np.repeat(np.arange(len(link_ranges)), lengths), counts)
         joined = joined_runs(frag_slot[some], first[some], stop[some])
         return RowRuns(chunks, *joined, self.where), chunk_rows
-
-    def _planned_link_runs(
-        self, starts: np.ndarray, counts: np.ndarray, chunk_rows: np.ndarray
-    ) -> tuple[RowRuns, np.ndarray]:
-        """:meth:`_link_runs` from the link rows of every reference (``starts``,
-        ``counts``: :meth:`_needed_rows`) and each slot's link rows: each fragment once."""
-        runs = link_row_runs(self.ref_slot, self.ref_fragment, starts, counts)
-        return RowRuns(self.chunk_keys, *runs, self.where), chunk_rows
 
     def _referenced_fragments(self) -> tuple[np.ndarray, np.ndarray]:
         """(chunk slot, fragment) of every fragment the manifests name, each once, sorted."""
