@@ -569,3 +569,20 @@ def object_read_plan(
     offsets = np.concatenate([[0], np.cumsum(per_object)]).astype(np.int64)
     link_runs = None if links is None else link_row_runs(slot, *links)
     return plan, pieces, offsets, link_runs
+
+
+def owners_met(
+    table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    where: np.ndarray,
+    inside: np.ndarray,
+    counts: np.ndarray,
+    contained: np.ndarray,
+) -> np.ndarray:
+    """Twin of :func:`zarr_vectors.kernels.owner_marks.owners_met` (valid ranges): the
+    chunks' fragments gathered from the table by a fancy index, then
+    :func:`fragments_met` and the owners of those met."""
+    first, count, ranges, owner = table
+    at = np.concatenate([np.arange(first[p], first[p] + count[p]) for p in where.tolist()] or [[]])
+    at = at.astype(np.int64)
+    met = fragments_met(ranges[0, at], ranges[1, at], count[where], inside, counts, contained)
+    return owner[at][met.astype(bool)] if at.size else np.empty(0, np.int64)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.kernels import naive
-from zarr_vectors.kernels.owner_marks import fragments_met
+from zarr_vectors.kernels.owner_marks import fragments_met, owners_met
 
 
 @st.composite
@@ -85,3 +85,41 @@ def test_fewer_fragments_than_counted_are_named() -> None:
         np.empty(0, bool),
     )
     assert bad == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(chunk_fragments(), st.integers(0, 2**32 - 1))
+def test_owners_met_over_a_table_equal_the_marks(case: tuple[np.ndarray, ...], seed: int) -> None:
+    """The chunks' fragments laid in a table in another order, with room between them and
+    chunks not asked; the owners kept are those of the fragments :func:`fragments_met`
+    marks, chunk after chunk."""
+    starts, sizes, n_fragments, inside, counts, contained = case
+    rng = np.random.default_rng(seed)
+    k, extra = n_fragments.shape[0], int(rng.integers(0, 3))
+    position = rng.permutation(k + extra)  # table position of each chunk (extra: not asked)
+    n_table = np.zeros(k + extra, np.int64)
+    n_table[position[:k]] = n_fragments
+    n_table[position[k:]] = rng.integers(0, 3, size=extra)
+    gaps = rng.integers(0, 2, size=k + extra)
+    first = np.cumsum(n_table + gaps) - n_table - gaps
+    width = int((first + n_table).max(initial=0)) + 1
+    ranges = np.full((4, width), -7, np.int64)
+    owner = rng.integers(0, 50, size=width).astype(np.int64)
+    at = np.concatenate([[0], np.cumsum(n_fragments)])
+    for c in range(k):
+        p = position[c]
+        ranges[0, first[p] : first[p] + n_table[p]] = starts[at[c] : at[c + 1]]
+        ranges[1, first[p] : first[p] + n_table[p]] = sizes[at[c] : at[c + 1]]
+    table = (first.astype(np.int64), n_table, ranges, owner)
+    where = position[:k].astype(np.int64)
+    found, bad = owners_met(table, where, inside, counts, contained)
+    assert bad == -1
+    np.testing.assert_array_equal(found, naive.owners_met(table, where, inside, counts, contained))
+
+
+def test_owners_met_names_a_chunk_not_in_the_table() -> None:
+    table = (np.array([-1]), np.array([0]), np.zeros((4, 0), np.int64), np.zeros(0, np.int64))
+    _found, bad = owners_met(
+        table, np.array([0]), np.array([True]), np.array([3]), np.empty(0, bool)
+    )
+    assert bad == 0

@@ -42,6 +42,11 @@ def test_the_table_holds_the_full_ranges_from_the_second_ask(tmp_path: Path, nam
         for k, want in enumerate((*vertex[p], *link[p])):
             np.testing.assert_array_equal(found[k], want)
         assert table.link_rows[p] == link[p][1].sum()
+        if full.records:  # format 1.6: each fragment's owner too
+            at = table.first[p] + fragment
+            np.testing.assert_array_equal(
+                table.owner[at], full.fragment_owners(chunks[p : p + 1])[0]
+            )
 
 
 def test_rows_of_names_the_first_missing_fragment() -> None:

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["fragments_met"]
+__all__ = ["fragments_met", "owners_met"]
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
@@ -86,3 +86,85 @@ def _fragments_met(
         if not inside[c]:
             row_base += n
     return -1
+
+
+def owners_met(
+    table: tuple[I64, I64, I64, I64], where: I64, inside: B, counts: I64, contained: B
+) -> tuple[I64, int]:
+    """The owners of the fragments :func:`fragments_met` marks, the chunks' fragments
+    taken from a table kept by chunk position instead of concatenated for the call.
+
+    Parameters
+    ----------
+    table
+        ``(first, count, ranges, owner)``: chunk ``p``'s ``count[p]`` fragments are
+        columns ``first[p]`` on of ``ranges`` (rows 0 and 1: first row and row count) and
+        of ``owner`` (each fragment's owner).
+    where
+        ``(k,)`` position of each chunk in the table (every one known: ``first >= 0``).
+    inside, counts, contained
+        As :func:`fragments_met`, per chunk of ``where``.
+
+    Returns
+    -------
+    owners : numpy.ndarray
+        ``(w,)`` int64 owner of every fragment kept, chunk after chunk (repeats kept).
+    bad : int
+        As :func:`fragments_met`: the first fragment (counted over the chunks of ``where``
+        one after another) whose rows are not rows of its chunk, or whose chunk is not in
+        the table, else -1 (then ``owners`` is not complete).
+
+    Examples
+    --------
+    >>> table = (np.array([2, 0]), np.array([2, 2]), np.array([[0, 2, 0, 1], [2, 1, 1, 2]]),
+    ...          np.array([7, 8, 5, 6]))
+    >>> owners, bad = owners_met(table, np.array([1, 0]), np.array([False, True]),
+    ...                          np.array([3, 3]), np.array([False, False, True]))
+    >>> owners.tolist(), bad
+    ([8, 5, 6], -1)
+    """
+    first, count, ranges, owner = table
+    out = np.empty(int(count[where].sum()), dtype=np.int64)
+    w, bad = _owners_met(first, count, ranges, owner, where, inside, counts, contained, out)
+    return out[:w], int(bad)
+
+
+@njit
+def _owners_met(
+    first: I64,
+    count: I64,
+    ranges: I64,
+    owner: I64,
+    where: I64,
+    inside: B,
+    counts: I64,
+    contained: B,
+    out: I64,
+) -> tuple[int, int]:
+    f, w = 0, 0  # fragments looked at, owners kept
+    row_base = 0  # first row of the chunk among ``contained``
+    for c in range(where.shape[0]):
+        p, n = where[c], counts[c]
+        if not (0 <= p < first.shape[0]) or first[p] < 0:
+            return w, f
+        for j in range(first[p], first[p] + count[p]):
+            if j >= owner.shape[0] or j >= ranges.shape[1]:
+                return w, f
+            a, size = ranges[0, j], ranges[1, j]
+            if a < 0 or size < 0 or a + size > n:
+                return w, f
+            met = inside[c]
+            if not met:
+                if row_base + a + size > contained.shape[0]:
+                    return w, f
+                for r in range(row_base + a, row_base + a + size):
+                    if contained[r]:
+                        met = True
+                        break
+            if met:
+                out[w] = owner[j]
+                w += 1
+            f += 1
+        if not inside[c]:
+            row_base += n
+    return w, -1

@@ -10,12 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.names import VERTICES
-from zarr_vectors.kernels.owner_marks import fragments_met
+from zarr_vectors.kernels.owner_marks import fragments_met, owners_met
 from zarr_vectors.query._fragment_refs import distinct_ascending
 from zarr_vectors.query._held_rows import HeldRows
 from zarr_vectors.query.regions import BoxRegion, Region
-from zarr_vectors.read import ChunkRows, LevelReader, RowRuns
+from zarr_vectors.read import ChunkRows, LevelReader, RangeTable, RowRuns
 from zarr_vectors.read.read_checks import RESTORE
 
 __all__ = ["OWNER_COLUMN", "owners_and_rows"]
@@ -44,15 +45,12 @@ def owners_and_rows(
     when every chunk is covered)."""
     chunks, counts, inside, where = met
     cut = ~np.asarray(inside, dtype=bool)
-    if reader.records:  # the partly covered chunks' vertices read next: their indexes now
-        ranges = reader.fragment_ranges(
-            chunks, counts, index_columns=[VERTICES], index_chunks=chunks[cut]
-        )
-        owners = np.concatenate(reader.fragment_owners(chunks))
+    if reader.records:
+        fragments = _fragments(reader, chunks, counts, where, cut)
         runs = _every_row(reader, chunks[cut], counts[cut], None if where is None else where[cut])
         contained = _contained_in_cache(reader, region, runs)
         if contained is not None:  # the rows stay in the cache, for the read that follows
-            found = _owners(owners, ranges, inside, counts, contained)
+            found = _owners(fragments, inside, counts, contained)
             return found, _held(reader, chunks[cut], counts[cut], None, True)
         positions = _read_rows(reader, runs)
         cached = runs is not None and reader.runs_through_cache([VERTICES], runs)
@@ -60,13 +58,41 @@ def owners_and_rows(
         cached = False
         ranges = reader.fragment_ranges(chunks, counts, index_columns=())
         owners, positions = _owners_and_positions(reader, chunks, counts, inside, ranges)
+        fragments = (owners, ranges)
     contained = (
         np.empty(0, dtype=bool)
         if not cut.any()
         else np.asarray(region.contains_points(positions), dtype=bool)
     )
-    found = _owners(owners, ranges, inside, counts, contained)
+    found = _owners(fragments, inside, counts, contained)
     return found, _held(reader, chunks[cut], counts[cut], positions, cached)
+
+
+Fragments = tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]] | tuple[RangeTable, np.ndarray]
+"""The fragments of the chunks met: their owners (chunk after chunk) and each chunk's
+fragment ranges, or the table of the chunks' ranges and owners and each chunk's position
+in it (:meth:`PointReads.range_table`)."""
+
+
+def _fragments(
+    reader: LevelReader,
+    chunks: np.ndarray,
+    counts: np.ndarray,
+    where: np.ndarray | None,
+    cut: np.ndarray,
+) -> Fragments:
+    """The fragments of ``chunks`` (a level with fragment records): from the table of the
+    chunks' ranges once they are met again, else parsed from their records, fetching the
+    shard indexes of the partly covered (``cut``) chunks' vertices in the same batch (their
+    rows are read next)."""
+    if where is not None:
+        table = reader.points.range_table(where, not geometry_kind(reader.kind).ordered)
+        if table is not None:
+            return table, where
+    ranges = reader.fragment_ranges(
+        chunks, counts, index_columns=[VERTICES], index_chunks=chunks[cut]
+    )
+    return np.concatenate(reader.fragment_owners(chunks)), ranges
 
 
 def _held(
@@ -151,19 +177,29 @@ def _owners_and_positions(
 
 
 def _owners(
-    owners: np.ndarray,
-    ranges: list[tuple[np.ndarray, np.ndarray]],
-    inside: np.ndarray,
-    counts: np.ndarray,
-    contained: np.ndarray,
+    fragments: Fragments, inside: np.ndarray, counts: np.ndarray, contained: np.ndarray
 ) -> np.ndarray:
     """The owners of the fragments of the chunks the region covers whole (``inside``) and
     of the fragments holding a vertex in the region in the others, distinct, ascending.
 
-    ``owners`` holds every chunk's fragment owners chunk after chunk, ``contained``
-    whether each row of the partly covered chunks lies in the region; one kernel call
-    over all chunks (:func:`~zarr_vectors.kernels.owner_marks.fragments_met`).
+    ``fragments``: see :data:`Fragments`; ``contained`` whether each row of the partly
+    covered chunks lies in the region; one kernel call over all chunks
+    (:func:`~zarr_vectors.kernels.owner_marks.fragments_met`, or
+    :func:`~zarr_vectors.kernels.owner_marks.owners_met` over the table).
     """
+    inside = np.asarray(inside, dtype=bool)
+    counts = counts.astype(np.int64, copy=False)
+    if isinstance(fragments[0], RangeTable):
+        table, where = fragments
+        found, bad = owners_met(
+            (table.first, table.count, table.ranges, table.owner), where, inside, counts, contained
+        )
+        if bad >= 0:
+            raise CorruptChunkError(
+                f"fragment {bad} of the chunks read does not lie in its chunk's rows: {RESTORE}"
+            )
+        return distinct_ascending(found)
+    owners, ranges = fragments
     n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
     starts, sizes = (
         np.concatenate([r[i] for r in ranges]).astype(np.int64, copy=False)
@@ -171,14 +207,7 @@ def _owners(
         else np.empty(0, np.int64)
         for i in (0, 1)
     )
-    met, bad = fragments_met(
-        starts,
-        sizes,
-        n_fragments,
-        np.asarray(inside, dtype=bool),
-        counts.astype(np.int64, copy=False),
-        contained,
-    )
+    met, bad = fragments_met(starts, sizes, n_fragments, inside, counts, contained)
     if bad >= 0:
         raise CorruptChunkError(
             f"fragment {bad} of the chunks read does not lie in its chunk's rows: {RESTORE}"

@@ -165,7 +165,9 @@ class RangeTable:
 
     Chunk ``p``'s ``count[p]`` fragments are columns ``first[p]`` on (-1 until known) of
     ``ranges``: vertex first row and rows, link first row and link rows (zeros for a kind
-    without links); ``link_rows[p]`` its link rows; ``seen[p]`` whether it was asked for.
+    without links); ``owner`` the owner object of each fragment (zeros for a level
+    without fragment records); ``link_rows[p]`` its link rows; ``seen[p]`` whether it was
+    asked for.
     """
 
     first: np.ndarray
@@ -173,6 +175,7 @@ class RangeTable:
     link_rows: np.ndarray
     seen: np.ndarray
     ranges: np.ndarray
+    owner: np.ndarray
     used: int
 
     @classmethod
@@ -185,6 +188,7 @@ class RangeTable:
             zeros.copy(),
             np.zeros(n_chunks, dtype=bool),
             np.zeros((4, 0), np.int64),
+            np.zeros(0, np.int64),
             0,
         )
 
@@ -193,20 +197,26 @@ class RangeTable:
         where: np.ndarray,
         vertex: list[tuple[np.ndarray, np.ndarray]],
         links: list[tuple[np.ndarray, np.ndarray]] | None,
+        owners: list[np.ndarray] | None = None,
     ) -> None:
-        """Record the vertex and link ranges (None: a kind without links) of the chunks at
-        positions ``where`` (not known yet), one ``(starts, counts)`` pair each, a chunk's
-        link ranges one per fragment as its vertex ranges."""
+        """Record the vertex and link ranges (None: a kind without links) and the
+        fragments' owners (None: not known) of the chunks at positions ``where`` (not known
+        yet), one ``(starts, counts)`` pair each, a chunk's link ranges and owners one per
+        fragment as its vertex ranges."""
         count = np.array([v[0].shape[0] for v in vertex], dtype=np.int64)
         need = self.used + int(count.sum())
         if need > self.ranges.shape[1]:
-            grown = np.zeros((4, max(need, 2 * self.ranges.shape[1])), np.int64)
+            cap = max(need, 2 * self.ranges.shape[1])
+            grown = np.zeros((4, cap), np.int64)
             grown[:, : self.used] = self.ranges[:, : self.used]
             self.ranges = grown
+            self.owner = _grown(self.owner[: self.used], cap)
         if vertex:
             columns = [*zip(*vertex, strict=True), *zip(*(links or []), strict=True)]
             for k, parts in enumerate(columns):
                 self.ranges[k, self.used : need] = np.concatenate(parts)
+            if owners is not None:
+                self.owner[self.used : need] = np.concatenate(owners)
         if links is not None:
             self.link_rows[where] = [int(part[1].sum()) for part in links]
         self.count[where] = count  # before first: a reader that sees first sees count

@@ -321,13 +321,14 @@ class PointReads:
 
     def range_table(self, where: np.ndarray, links: bool) -> read_plans.RangeTable | None:
         """The fragment ranges of the object chunks at positions ``where`` (among the
-        occupied chunks), with their link ranges when ``links``, in a table kept by
-        position (:class:`~zarr_vectors.read._read_plans.RangeTable`); None the first time
-        a chunk is asked for (a first read takes only the fragments it needs from the
-        records, :meth:`LevelReader.needed_ranges`), or when the table would pass
-        :data:`_RANGE_TABLE_BYTES`, or a chunk's link index does not hold one range a
-        fragment. The chunks are parsed and checked as :meth:`LevelReader.fragment_ranges`
-        does.
+        occupied chunks), with their link ranges when ``links`` and, for a level with
+        fragment records, their owners, in a table kept by position
+        (:class:`~zarr_vectors.read._read_plans.RangeTable`); None the first time a chunk
+        is asked for (a first read takes only the fragments it needs from the records,
+        :meth:`LevelReader.needed_ranges`), or when the table would pass
+        :data:`_RANGE_TABLE_BYTES`, or a chunk's link index (or its owners) does not hold
+        one entry a fragment. The chunks are parsed and checked as
+        :meth:`LevelReader.fragment_ranges` does.
 
         Raises
         ------
@@ -351,11 +352,16 @@ class PointReads:
             coords, counts = reader.occupied_chunks(None, None)
             vertex = reader.fragment_ranges(coords[unknown], counts[unknown], index_columns=())
             link = reader.blob_ranges(LINK_FRAGMENTS, coords[unknown]) if links else None
+            owners = reader.fragment_owners(coords[unknown]) if reader.records else None
             if link is not None and any(
                 a[0].shape != b[0].shape for a, b in zip(vertex, link, strict=True)
             ):
                 return None  # not one link range a fragment: the records say which is wrong
-            table.add(unknown, vertex, link)
+            if owners is not None and any(
+                a[0].shape != b.shape for a, b in zip(vertex, owners, strict=True)
+            ):
+                return None  # not one owner a fragment: the records say which is wrong
+            table.add(unknown, vertex, link, owners)
         return table
 
     def can_select(self, names: Sequence[str]) -> bool:
