@@ -90,7 +90,7 @@ def object_read_plan(
     >>> found.plan.run_start.tolist(), found.plan.run_stop.tolist(), found.offsets.tolist()
     ([0, 0], [6, 3], [0, 6, 9])
     >>> [p.tolist() for p in found.pieces]
-    [[4, 0], [0, 2], [2, 7]]
+    [[4, 0, 6], [0, 2, 6], [2, 4, 3]]
     """
     slot, starts, sizes, owner = (np.ascontiguousarray(a, dtype=np.int64) for a in refs)
     n = slot.shape[0]
