@@ -42,16 +42,24 @@ def _cut(n: int, groups: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]
     st.booleans(),
     st.integers(0, 2**16),
     st.sampled_from([None, True, False]),
+    st.booleans(),
 )
 def test_link_result_rows_equal_numpy(
-    case: Case, gids: Runs, sentinels: bool, drop: bool, seed: int, dense: bool | None
+    case: Case,
+    gids: Runs,
+    sentinels: bool,
+    drop: bool,
+    seed: int,
+    dense: bool | None,
+    narrow: bool,
 ) -> None:
     """Local rows by table or search, sentinels among the global ids, roots dropped: the
-    twin's answer, the same first bad entries, and kept links in their read order."""
+    twin's answer, the same first bad entries, and kept links in their read order; the
+    entries int64 or int32 (as ``links/0`` stores them)."""
     entries, entry_group, *local = case
     run_group, run_rows = _cut(entries.shape[0], entry_group, seed)
     got, kept, bad_row, bad_gid = link_result_rows(
-        entries,
+        entries.astype(np.int32) if narrow else entries,
         run_group,
         run_rows,
         tuple(local),

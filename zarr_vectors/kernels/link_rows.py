@@ -45,7 +45,9 @@ def link_result_rows(
     Parameters
     ----------
     entries
-        ``(n, k)`` integer link rows, the rows of the link row runs one run after another.
+        ``(n, k)`` integer link rows, the rows of the link row runs one run after another
+        (int32, as ``links/0`` stores them, or int64 are read as they are; other dtypes
+        are converted to int64).
     run_group, run_rows
         ``(m,)`` group (chunk slot) and row count of each link row run:
         ``run_rows.sum() == n``.
@@ -86,7 +88,10 @@ def link_result_rows(
     >>> rows.tolist(), kept.tolist(), bad_row, bad_gid
     ([[11, 10], [12, 11]], [1, 2], -1, -1)
     """
-    values = np.ascontiguousarray(entries, dtype=np.int64)
+    values = np.asarray(entries)
+    if values.dtype not in (np.int32, np.int64):  # stored int32 entries are read as they are
+        values = values.astype(np.int64)
+    values = np.ascontiguousarray(values)
     if values.ndim != 2:
         values = values.reshape(values.shape[0] if values.size else 0, -1)
     group, count = (np.ascontiguousarray(a, dtype=np.int64) for a in (run_group, run_rows))
