@@ -117,18 +117,7 @@ def object_read_plan(
     ok, m, t, overlap, n_pieces, link_slot, link_start, link_stop = found
     if not ok:
         return None
-    plan = ReadPlan(
-        runs[0, :m],
-        runs[1, :m],
-        runs[2, :m],
-        plan_refs[0],
-        bounds,
-        plan_refs[1, :t],
-        plan_refs[2, :t],
-        plan_refs[3, :t],
-        plan_refs[4, :t],
-        bool(overlap),
-    )
+    plan = ReadPlan.filled(runs, plan_refs, bounds, (m, t, overlap))
     placed = (
         None if n_pieces < 0 else (pieces[0, :n_pieces], pieces[1, :n_pieces], pieces[2, :n_pieces])
     )

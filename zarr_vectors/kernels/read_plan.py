@@ -57,6 +57,24 @@ class ReadPlan(NamedTuple):
     gid: I64
     overlap: bool
 
+    @classmethod
+    def filled(cls, runs: I64, refs: I64, bounds: I64, counts: tuple[int, int, bool]) -> ReadPlan:
+        """The plan :func:`plan_into` wrote into ``runs``, ``refs`` and ``bounds``, given
+        what it returned (``counts``: runs, returned runs, overlap)."""
+        m, t, overlap = counts
+        return cls(
+            runs[0, :m],
+            runs[1, :m],
+            runs[2, :m],
+            refs[0],
+            bounds,
+            refs[1, :t],
+            refs[2, :t],
+            refs[3, :t],
+            refs[4, :t],
+            bool(overlap),
+        )
+
 
 def read_plan(
     order: npt.ArrayLike,
@@ -99,18 +117,8 @@ def read_plan(
     runs = np.empty((3, n), dtype=np.int64)
     refs = np.empty((6, n), dtype=np.int64)  # buffer start, then the returned runs
     bounds = np.zeros(flat.shape[0] + 1, dtype=np.int64)
-    m, t, overlap = plan_into(o, s, a, z, flat, n_max, runs, refs, bounds)
-    return ReadPlan(
-        runs[0, :m],
-        runs[1, :m],
-        runs[2, :m],
-        refs[0],
-        bounds,
-        refs[1, :t],
-        refs[2, :t],
-        refs[3, :t],
-        refs[4, :t],
-        bool(overlap),
+    return ReadPlan.filled(
+        runs, refs, bounds, plan_into(o, s, a, z, flat, n_max, runs, refs, bounds)
     )
 
 
