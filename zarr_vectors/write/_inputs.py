@@ -25,13 +25,16 @@ __all__ = [
     "column",
     "flag",
     "integer_ids",
+    "is_number",
     "mapping",
     "number",
     "positions",
+    "type_name",
 ]
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """The name of ``value``'s type, for messages (``"list"``, ``"str"``)."""
     return type(value).__name__
 
 
@@ -45,7 +48,7 @@ def array(values: Any, what: str) -> np.ndarray:
     """
     if isinstance(values, str | bytes | Mapping):
         raise InvalidInputError(
-            f"{what} must be an array of numbers, got a {_type_name(values)} ({values!r:.60})"
+            f"{what} must be an array of numbers, got a {type_name(values)} ({values!r:.60})"
         )
     try:
         return np.asarray(values)
@@ -73,11 +76,12 @@ def mapping(values: Any, what: str) -> Mapping[Any, Any]:
         return dict(values.items())  # a mapping that is not a Mapping (a dataframe...)
     raise InvalidInputError(
         f"{what} must be a mapping (dict) of name to array, e.g. "
-        f"{{'intensity': values}}, got a {_type_name(values)}"
+        f"{{'intensity': values}}, got a {type_name(values)}"
     )
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a real number (numpy scalars too), not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 
 
@@ -89,8 +93,8 @@ def number(value: Any, what: str) -> float:
     InvalidInputError
         Naming ``what`` and the type given.
     """
-    if not _is_number(value):
-        raise InvalidInputError(f"{what} must be a number, got {value!r} ({_type_name(value)})")
+    if not is_number(value):
+        raise InvalidInputError(f"{what} must be a number, got {value!r} ({type_name(value)})")
     return float(value)
 
 
@@ -103,9 +107,7 @@ def flag(value: Any, what: str) -> bool:
         For anything else (``"yes"``, 1, None...).
     """
     if not isinstance(value, bool | np.bool_):
-        raise InvalidInputError(
-            f"{what} must be True or False, got {value!r} ({_type_name(value)})"
-        )
+        raise InvalidInputError(f"{what} must be True or False, got {value!r} ({type_name(value)})")
     return bool(value)
 
 

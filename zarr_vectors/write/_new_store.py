@@ -16,7 +16,7 @@ from zarr_vectors.format.metadata import DEFAULT_AXIS_NAMES, RootMetadata
 from zarr_vectors.format.version import FORMAT_VERSION
 from zarr_vectors.kernels import bounds_and_nonfinite, chunk_coords
 from zarr_vectors.write._chunk_shapes import check_chunk_count, default_chunk_shape
-from zarr_vectors.write._inputs import _is_number, _type_name
+from zarr_vectors.write._inputs import is_number, type_name
 from zarr_vectors.write.options import DEFAULT_COMPRESSION, WriteOptions
 
 __all__ = [
@@ -58,9 +58,9 @@ def shape_values(value: Any, what: str) -> np.ndarray:
         items = list(value)
     else:
         items = [value]
-    if not items or not all(_is_number(v) for v in items):
+    if not items or not all(is_number(v) for v in items):
         hint = "; pass a number, not a string" if isinstance(value, str | bytes) else ""
-        raise InvalidInputError(f"{expected}, got {value!r} ({_type_name(value)}){hint}")
+        raise InvalidInputError(f"{expected}, got {value!r} ({type_name(value)}){hint}")
     arr = np.asarray(items, dtype=np.float64)
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise InvalidInputError(f"{expected}, got {value!r}")
@@ -186,7 +186,7 @@ def check_options(options: WriteOptions | None, kind: str) -> WriteOptions:
     rows = options.block_rows
     if not isinstance(rows, int | np.integer) or isinstance(rows, bool) or rows < 1:
         raise InvalidInputError(
-            f"rows_per_block must be a positive int, got {rows!r} ({_type_name(rows)})"
+            f"rows_per_block must be a positive int, got {rows!r} ({type_name(rows)})"
         )
     if options.compression not in (None, DEFAULT_COMPRESSION):
         raise InvalidInputError(

@@ -16,7 +16,7 @@ from zarr_vectors._progress import ProgressOption
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.store.destination import check_overwrite
 from zarr_vectors.store.io import StoreLike, resolve_store
-from zarr_vectors.write._inputs import _type_name
+from zarr_vectors.write._inputs import type_name
 from zarr_vectors.write._new_store import check_options, shape_values
 from zarr_vectors.write.options import WriteOptions
 
@@ -271,6 +271,6 @@ def check_settings(
     check_overwrite(overwrite)
     if options is not None and not isinstance(options, WriteOptions):
         raise InvalidInputError(
-            f"options must be a zarr_vectors.WriteOptions, got a {_type_name(options)}"
+            f"options must be a zarr_vectors.WriteOptions, got a {type_name(options)}"
         )
     return check_options(with_units(options, units), kind)
