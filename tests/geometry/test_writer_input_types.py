@@ -1,6 +1,6 @@
 """Issue 34: every writer answers an argument of the wrong type with an InvalidInputError
 that names the argument and the type it expects (not a raw AttributeError or float
-conversion error), checked in one place (``geometry/_inputs.check_settings``); and every
+conversion error), checked in one place (``write/_writer_arguments.check_settings``); and every
 writer takes ``units=``."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.write import _chunk_shapes as chunk_shapes
-from zarr_vectors.write import _inputs as inputs
+from zarr_vectors.write import _new_store as new_store
 
 RNG = np.random.default_rng(34)
 POINTS = RNG.uniform(0, 100, (60, 3))
@@ -191,12 +191,12 @@ def test_chunk_count_over_ten_million_is_refused_with_the_arithmetic() -> None:
         "chunks: more than the 10,000,000"
     )
     with pytest.raises(InvalidInputError, match=re.escape(expected)):
-        inputs.plan_grid(bounds, 20_000_000, 0.4, None, 3)
+        new_store.plan_grid(bounds, 20_000_000, 0.4, None, 3)
     sparse = "; 12,000,000 points could occupy 12,000,000 of them"
     with pytest.raises(InvalidInputError, match=re.escape(sparse)):
-        inputs.plan_grid(bounds, 12_000_000, 0.001, None, 3)
-    inputs.plan_grid(bounds, 10_000_000, 0.001, None, 3)  # at most 10^7 chunks occupied
-    inputs.plan_grid(bounds, 20_000_000, 0.5, None, 3)  # 201**3: about 8.1e6, allowed
+        new_store.plan_grid(bounds, 12_000_000, 0.001, None, 3)
+    new_store.plan_grid(bounds, 10_000_000, 0.001, None, 3)  # at most 10^7 chunks occupied
+    new_store.plan_grid(bounds, 20_000_000, 0.5, None, 3)  # 201**3: about 8.1e6, allowed
 
 
 def test_a_refused_chunk_shape_leaves_the_destination_untouched(

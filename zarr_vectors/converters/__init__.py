@@ -58,7 +58,7 @@ from zarr_vectors.format.version import is_layout_v
 from zarr_vectors.store.io import StoreLike
 from zarr_vectors.store.layout_v import read_root_attributes
 from zarr_vectors.store.target import check_destination
-from zarr_vectors.write import WriteMode, inputs
+from zarr_vectors.write import WriteMode, writer_arguments
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -385,7 +385,7 @@ def _replaces(dst: StoreLike, mode: Any, overwrite: Any, what: str) -> bool:
     InvalidInputError
         For another mode than ``"w-"`` or ``"w"``, or an ``overwrite`` that is not a bool.
     """
-    target = inputs.destination(dst, mode, overwrite, None, stacklevel=5)
+    target = writer_arguments.destination(dst, mode, overwrite, None, stacklevel=5)
     if target.mode == "a":
         raise InvalidInputError(
             f"a conversion writes a new {what}: mode is 'w-' (default) or 'w' (replace)"

@@ -32,11 +32,13 @@ from zarr_vectors.write import (
     inputs,
     level_settings,
     name_new_arrays,
+    new_store,
     sort_points,
     write_level_metadata,
     write_point_level,
     write_point_levels,
     write_sorted_points,
+    writer_arguments,
 )
 
 __all__ = ["commit_points", "level0_metadata", "write_points"]
@@ -136,7 +138,7 @@ def write_points(
     >>> [zv.open(lod).metadata["multiscales"][0]["datasets"][i]["bin_ratio"] for i in range(3)]
     [[1, 1], [2, 2], [4, 4]]
     """
-    target = inputs.destination(store, mode, overwrite, storage_options)
+    target = writer_arguments.destination(store, mode, overwrite, storage_options)
     settings = level_settings(levels)
     if settings is not None and settings.method not in POINT_METHODS:
         raise InvalidInputError(
@@ -147,28 +149,28 @@ def write_points(
             raise InvalidInputError(
                 "levels= cannot be given with mode='a': an append keeps the store's settings"
             )
-        inputs.check_append_settings(
+        writer_arguments.check_append_settings(
             chunk_shape=chunk_shape, bin_shape=bin_shape, units=units, options=options
         )
-        append = inputs.append_function(POINT_CLOUD)
+        append = writer_arguments.append_function(POINT_CLOUD)
         append(
             target.store, positions, attributes=attributes, object_ids=object_ids, progress=progress
         )
         return
-    options = inputs.check_settings(
+    options = writer_arguments.check_settings(
         POINT_CLOUD, chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
     )
     pos = inputs.positions(positions)
     n, ndim = pos.shape
-    lo, hi = inputs.check_finite(pos)
+    lo, hi = new_store.check_finite(pos)
     columns = inputs.attributes(attributes, n)
     ids = inputs.integer_ids(object_ids, n)
     if ids is not None:
         columns[OBJECT_ID_ATTRIBUTE] = ids
     bounds = None if n == 0 else (lo, hi)
     sample = chunk_shapes.sample_for_default(pos, chunk_shape)
-    grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, ndim, sample)
-    root = inputs.root_metadata(POINT_CLOUD, grid, options, bounds)
+    grid = new_store.plan_grid(bounds, n, chunk_shape, bin_shape, ndim, sample)
+    root = new_store.root_metadata(POINT_CLOUD, grid, options, bounds)
     with (
         progress_reporter(progress) as report,
         write_target(target.store, overwrite=target.overwrite) as io,
@@ -213,7 +215,7 @@ def commit_points(
     io
         The destination being written.
     root
-        The root metadata (:func:`~zarr_vectors.write._inputs.root_metadata`).
+        The root metadata (:func:`~zarr_vectors.write._new_store.root_metadata`).
     grid
         Its chunk grid.
     stats

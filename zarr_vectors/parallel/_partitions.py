@@ -24,7 +24,7 @@ from zarr_vectors._optional import require
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.format.names import OBJECT_ID_ATTRIBUTE
 from zarr_vectors.parallel._cluster import Tasks
-from zarr_vectors.write import inputs
+from zarr_vectors.write import inputs, new_store
 
 __all__ = [
     "ColumnTypes",
@@ -161,7 +161,7 @@ def load_points(
         positions, attributes, object_ids = raw, None, None
     pos = inputs.positions(positions)
     n = pos.shape[0]
-    lo, hi = inputs.check_finite(pos)
+    lo, hi = new_store.check_finite(pos)
     columns = inputs.attributes(_selected(attributes, names), n)
     ids = inputs.integer_ids(object_ids, n)
     if ids is not None:

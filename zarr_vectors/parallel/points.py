@@ -75,10 +75,11 @@ from zarr_vectors.write import (
     WriteOptions,
     dense_bounds_span,
     grid_indices,
-    inputs,
     name_new_arrays,
+    new_store,
     round_up,
     write_point_level,
+    writer_arguments,
 )
 
 __all__ = ["write_points_parallel"]
@@ -104,7 +105,7 @@ def write_points_parallel(
     scheduler_address: str | None = None,
     n_workers: int = 2,
     units: str | Sequence[str] | None = None,
-    mode: inputs.WriteMode = "w-",
+    mode: writer_arguments.WriteMode = "w-",
     overwrite: bool | None = None,
     options: WriteOptions | None = None,
     progress: ProgressOption = None,
@@ -213,11 +214,11 @@ def write_points_parallel(
     >>> zv.open(path).vertex_count
     3
     """
-    target = inputs.new_store_destination(
+    target = writer_arguments.new_store_destination(
         store, mode, overwrite, storage_options, "write_points_parallel"
     )
     store, overwrite = target.store, target.overwrite
-    options = inputs.check_settings(
+    options = writer_arguments.check_settings(
         POINT_CLOUD, chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
     )
     names = _attribute_names(attributes, attribute_names)
@@ -237,8 +238,8 @@ def write_points_parallel(
                 "loading partitions",
             )
         )
-        grid = inputs.plan_grid(bounds, n, chunk_shape, bin_shape, schema[1], sample)
-        root = inputs.root_metadata(POINT_CLOUD, grid, options, bounds)
+        grid = new_store.plan_grid(bounds, n, chunk_shape, bin_shape, schema[1], sample)
+        root = new_store.root_metadata(POINT_CLOUD, grid, options, bounds)
         if bounds is None:
             with write_target(store, overwrite=overwrite) as io:
                 name_new_arrays(io, root)

@@ -31,7 +31,7 @@ from zarr_vectors.update.object_sources import (
     SourceArray,
     check_fit,
 )
-from zarr_vectors.write import WriteOptions, blob_layout, inputs, round_up, shards_of
+from zarr_vectors.write import WriteOptions, blob_layout, new_store, round_up, shards_of
 
 __all__ = [
     "MergePlan",
@@ -296,7 +296,7 @@ def _root(
         axis_units=first.axis_units,
         shard_chunks=shard_chunks or 1,
     )
-    root = inputs.root_metadata(first.geometry_type, grid, options, bounds, extra)
+    root = new_store.root_metadata(first.geometry_type, grid, options, bounds, extra)
     if has_base and is_plain_zarr(first.version):
         # a plain base (1.3 or later) keeps its version with its codecs (spec §3.3, §9.0.4)
         return dataclasses.replace(root, version=first.version)
@@ -558,7 +558,7 @@ def plan_merge(
         if shard_chunks is not None and shards:
             raise InvalidInputError("a merge into an existing store keeps the store's shards")
         shards = layout.shard_chunks
-    grid = inputs.plan_grid(bounds, 0, first.root.chunk_shape, first.root.base_bin_shape, ndim)
+    grid = new_store.plan_grid(bounds, 0, first.root.chunk_shape, first.root.base_bin_shape, ndim)
     index, holders = _chunk_maps(sources)
     totals = {
         c: sum(int(sources[s].counts[index[s][c]]) for s in holding)

@@ -32,7 +32,7 @@ from zarr_vectors.store.io import StoreIO, StoreLike, scratch_store
 from zarr_vectors.store.writer_lock import writer_lock
 from zarr_vectors.update.object_merge import merge_stores
 from zarr_vectors.update.object_sources import Source, open_source, options_of, store_arguments
-from zarr_vectors.write import KindWriter, ObjectAppendArgs, inputs, write_kind
+from zarr_vectors.write import KindWriter, ObjectAppendArgs, inputs, write_kind, writer_arguments
 
 __all__ = [
     "append_graph",
@@ -469,4 +469,4 @@ def append_mesh(
 
 
 # A registry (as numcodecs registers codecs): mode="a" of an object writer runs this.
-inputs.register_append(("objects",), _append_objects)
+writer_arguments.register_append(("objects",), _append_objects)

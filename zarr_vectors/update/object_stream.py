@@ -37,7 +37,14 @@ from zarr_vectors.update.object_append import (
 from zarr_vectors.update.object_levels import checked_levels
 from zarr_vectors.update.object_merge import merge_stores
 from zarr_vectors.update.object_sources import Source, open_source
-from zarr_vectors.write import KindWriter, WriteMode, WriteOptions, inputs, write_kind
+from zarr_vectors.write import (
+    KindWriter,
+    WriteMode,
+    WriteOptions,
+    inputs,
+    write_kind,
+    writer_arguments,
+)
 
 __all__ = ["BatchSpec", "ObjectWriter", "write_objects_stream"]
 
@@ -109,7 +116,7 @@ class BatchSpec:
             raise InvalidInputError("a streaming object write needs chunk_shape")
         settings = dict(settings)
         units = settings.pop("units", None)
-        inputs.check_settings(
+        writer_arguments.check_settings(
             kind, chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
         )
         unknown = set(settings) - set(writer.store_wide)
@@ -165,7 +172,9 @@ class BatchSpec:
         >>> sorted(spec.arguments((lines,), {}))
         ['polylines']
         """
-        clash = sorted(set(kwargs) & (inputs.WRITE_SETTINGS | set(self.writer.store_wide)))
+        clash = sorted(
+            set(kwargs) & (writer_arguments.WRITE_SETTINGS | set(self.writer.store_wide))
+        )
         if clash:
             raise InvalidInputError(f"{clash} are set once, on the ObjectWriter")
         return self.writer.bind(args, kwargs)
@@ -304,7 +313,7 @@ class ObjectWriter(CloseOnExit):
         levels: Any = None,
         **settings: Any,
     ) -> None:
-        target = inputs.destination(store, mode, overwrite, storage_options)
+        target = writer_arguments.destination(store, mode, overwrite, storage_options)
         self.levels = checked_levels(kind, levels)
         self.store, self.kind, self.overwrite = target.store, kind, target.overwrite
         self.base: Source | None = None  # mode "a": the store the batches join
@@ -313,7 +322,7 @@ class ObjectWriter(CloseOnExit):
                 raise InvalidInputError(
                     "levels= cannot be given with mode='a': an append keeps the store's levels"
                 )
-            inputs.check_append_settings(
+            writer_arguments.check_append_settings(
                 chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, **settings
             )
             self.base = open_base(self.store, object_writer(kind))

@@ -40,7 +40,7 @@ from zarr_vectors.write import (
     LevelWriter,
     WriteOptions,
     bin_sorted_chunk,
-    inputs,
+    new_store,
     point_blob_layout,
     round_up,
     shard_major_order,
@@ -321,7 +321,7 @@ def append_to_store(
     [[1.0, 1.0], [2.0, 2.0], [7.0, 7.0]]
     """
     ndim = existing.grid.ndim
-    grid = inputs.plan_grid(
+    grid = new_store.plan_grid(
         bounds, 0, existing.root.chunk_shape, existing.root.base_bin_shape, ndim
     )
     root = dataclasses.replace(

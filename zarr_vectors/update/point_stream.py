@@ -19,7 +19,7 @@ from zarr_vectors.store.io import StoreLike
 from zarr_vectors.store.writer_lock import writer_lock
 from zarr_vectors.update.point_slices import bin_dtype
 from zarr_vectors.update.point_writer import DEFAULT_MEMORY_BUDGET, PointWriter
-from zarr_vectors.write import inputs
+from zarr_vectors.write import writer_arguments
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
@@ -140,4 +140,4 @@ def append_points(
         writer.append(positions, attributes=attributes, object_ids=object_ids)
 
 
-inputs.register_append((POINT_CLOUD,), append_points)  # write_points(mode="a") runs it
+writer_arguments.register_append((POINT_CLOUD,), append_points)  # write_points(mode="a") runs it

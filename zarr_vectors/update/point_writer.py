@@ -42,9 +42,11 @@ from zarr_vectors.write import (
     chunk_shapes,
     inputs,
     name_new_arrays,
+    new_store,
     point_blob_layout,
     round_up,
     shard_major_order,
+    writer_arguments,
 )
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "PointWriter"]
@@ -158,7 +160,7 @@ class PointWriter(PointSlices, CloseOnExit):
             raise InvalidInputError(
                 f"memory_budget must be at least {_MIN_BUDGET} bytes, got {memory_budget}"
             )
-        target = inputs.destination(store, mode, overwrite, storage_options)
+        target = writer_arguments.destination(store, mode, overwrite, storage_options)
         store, overwrite = target.store, target.overwrite
         self.store, self.overwrite = store, overwrite
         self.chunk_shape, self.bin_shape = chunk_shape, bin_shape
@@ -177,13 +179,13 @@ class PointWriter(PointSlices, CloseOnExit):
                 raise InvalidInputError(
                     "levels= cannot be given with mode='a': an append keeps the store's levels"
                 )
-            inputs.check_append_settings(
+            writer_arguments.check_append_settings(
                 chunk_shape=chunk_shape, bin_shape=bin_shape, options=options, units=units
             )
             self._open_existing(store)
             self.options = self.existing.options if self.existing else WriteOptions()
         else:
-            self.options = inputs.check_settings(
+            self.options = writer_arguments.check_settings(
                 POINT_CLOUD,
                 chunk_shape=chunk_shape,
                 bin_shape=bin_shape,
@@ -213,7 +215,7 @@ class PointWriter(PointSlices, CloseOnExit):
         columns = dict(existing.columns)
         dtype, (ndim,) = columns.pop(VERTICES)
         self.schema = (dtype, ndim, columns)
-        self.grid = inputs.plan_grid(None, 0, self.chunk_shape, self.bin_shape, ndim)
+        self.grid = new_store.plan_grid(None, 0, self.chunk_shape, self.bin_shape, ndim)
         if root.bounding_box is not None:
             self.lo, self.hi = (np.asarray(b, dtype=np.float64) for b in root.bounding_box)
 
@@ -251,12 +253,12 @@ class PointWriter(PointSlices, CloseOnExit):
         self._check_open()
         pos = inputs.positions(positions)
         n = pos.shape[0]
-        lo, hi = inputs.check_finite(pos)
+        lo, hi = new_store.check_finite(pos)
         columns = inputs.attributes(attributes, n)
         ids = inputs.integer_ids(object_ids, n)
         pos, columns = self._fit_schema(pos, columns, ids)
         if self.grid is None and self.chunk_shape is not None:
-            self.grid = inputs.plan_grid(None, 0, self.chunk_shape, self.bin_shape, pos.shape[1])
+            self.grid = new_store.plan_grid(None, 0, self.chunk_shape, self.bin_shape, pos.shape[1])
         seen = None if self.lo is None or self.hi is None else (self.lo, self.hi)
         if n and self.grid is not None and self.existing is None:  # refused now, not at close
             chunk_shapes.check_chunk_count(
@@ -333,8 +335,8 @@ class PointWriter(PointSlices, CloseOnExit):
             raise InvalidInputError("nothing to write: append at least one batch (even empty)")
         ndim = self.schema[1]
         sample = None if self.sample is None else self.sample[0]
-        grid = inputs.plan_grid(bounds, self.n, self.chunk_shape, self.bin_shape, ndim, sample)
-        root = inputs.root_metadata(POINT_CLOUD, grid, self.options, bounds)
+        grid = new_store.plan_grid(bounds, self.n, self.chunk_shape, self.bin_shape, ndim, sample)
+        root = new_store.root_metadata(POINT_CLOUD, grid, self.options, bounds)
         if self.raw is not None:
             self._second_pass(grid)
         chunks = sorted(self.pieces)

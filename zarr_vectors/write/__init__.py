@@ -21,8 +21,14 @@ _commit
 _shard_writes
     Shard assembly and batched writes of chunk keys.
 _inputs, _object_inputs
-    Checks and normalisation of user input (positions, attributes, object tables); exported
-    as the modules ``inputs`` and ``object_inputs``.
+    Checks and normalisation of user arrays (positions, ids, attributes, object tables);
+    exported as the modules ``inputs`` and ``object_inputs``.
+_writer_arguments
+    The keyword arguments every writer shares, their checks, ``mode`` and the destination,
+    the ``append_*`` function of each kind; exported as the module ``writer_arguments``.
+_new_store
+    A new store's options, bounds, chunk grid and root metadata; exported as the module
+    ``new_store``.
 _kind_writers
     :class:`KindWriter`, what each kind's writer takes, and the one object write path.
 _objects, _object_runs
@@ -44,16 +50,12 @@ from __future__ import annotations
 
 from zarr_vectors.write import _chunk_shapes as chunk_shapes
 from zarr_vectors.write import _inputs as inputs
+from zarr_vectors.write import _new_store as new_store
 from zarr_vectors.write import _object_inputs as object_inputs
+from zarr_vectors.write import _writer_arguments as writer_arguments
 from zarr_vectors.write._bin_merge import BinMerge
 from zarr_vectors.write._commit import commit_root, name_new_arrays, write_level_metadata
 from zarr_vectors.write._first_levels import FirstLevels, chunk_candidate
-from zarr_vectors.write._inputs import (
-    ObjectAppendArgs,
-    ObjectWriteArgs,
-    WriteMode,
-    new_store_destination,
-)
 from zarr_vectors.write._kind_writers import KindWriter, write_kind
 from zarr_vectors.write._layouts import blob_layout, column_shapes, point_blob_layout, round_up
 from zarr_vectors.write._level_plan import (
@@ -100,6 +102,12 @@ from zarr_vectors.write._sorting import (
 )
 from zarr_vectors.write._spill_writes import write_spilled_level
 from zarr_vectors.write._stored_levels import ChunkColumns, StoredLevel0, build_point_levels
+from zarr_vectors.write._writer_arguments import (
+    ObjectAppendArgs,
+    ObjectWriteArgs,
+    WriteMode,
+    new_store_destination,
+)
 from zarr_vectors.write.levels import Levels, level_settings, levels_done
 from zarr_vectors.write.options import DEFAULT_BLOSC, DEFAULT_COMPRESSION, WriteOptions
 
@@ -176,4 +184,6 @@ __all__ = [
     "chunk_shapes",
     "inputs",
     "object_inputs",
+    "new_store",
+    "writer_arguments",
 ]

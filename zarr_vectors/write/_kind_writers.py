@@ -17,7 +17,7 @@ from typing import Any
 from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.store.io import StoreLike
-from zarr_vectors.write import _inputs as inputs
+from zarr_vectors.write import _writer_arguments as inputs
 from zarr_vectors.write._objects import LevelBuilder, ObjectTable, write_objects
 from zarr_vectors.write.imported_levels import ImportedLevels
 from zarr_vectors.write.levels import Levels, level_settings
@@ -133,8 +133,8 @@ def write_kind(
         an append takes from the store instead.
     arguments
         The writer's other keyword arguments: per-object columns
-        (:class:`~zarr_vectors.write._inputs.ObjectColumns`) and settings
-        (:class:`~zarr_vectors.write._inputs.WriteSettings`).
+        (:class:`~zarr_vectors.write._writer_arguments.ObjectColumns`) and settings
+        (:class:`~zarr_vectors.write._writer_arguments.WriteSettings`).
     levels
         Levels of detail to build (:func:`~zarr_vectors.write.levels.level_settings`), for
         kinds whose writer declares a builder.

@@ -49,7 +49,7 @@ from zarr_vectors.store.io import StoreIO, StoreLike
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.store.target import write_target
 from zarr_vectors.write import _chunk_shapes as chunk_shapes
-from zarr_vectors.write import _inputs as inputs
+from zarr_vectors.write import _new_store as inputs
 from zarr_vectors.write._commit import commit_root, name_new_arrays
 from zarr_vectors.write._layouts import blob_array_of, blob_layout, round_up
 from zarr_vectors.write._level_writer import LevelStats, write_chunk_array
