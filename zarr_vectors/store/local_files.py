@@ -5,6 +5,7 @@ ranges, several ranges of one file in one pass, atomic writes, and directory lis
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,16 +103,58 @@ def read_local_spans(
 ) -> int:
     """:meth:`StoreIO.read_spans_into` on a local directory: -1, or the failing key.
 
-    A run of spans of one file, each starting where the one before ends or at most
-    :data:`_BRIDGED_GAP` bytes after it, is read by one ``preadv`` (the gaps into a scratch
-    buffer: :func:`_bridged_runs`). Files stay open while they are read (up to
+    The spans are read in file order (by key, then offset: :func:`_file_order`), each to
+    its place in ``into`` (the spans back to back in the order given); a run of spans of
+    one file, each starting where the one before ends or at most :data:`_BRIDGED_GAP`
+    bytes after it, is read by one ``preadv`` (the gaps into a scratch buffer:
+    :func:`_bridged_runs`). Files stay open while they are read (up to
     :data:`_OPEN_SPAN_FILES` at once), also when several owners name one key (the chunks
-    of a shard of several chunks, spec §9.0.1)."""
+    of a shard of several chunks, spec §9.0.1). When a span fails, the spans are read
+    again in the order given, so the failing key named is the first in that order."""
     owners: list[int]
     starts: list[int]
     stops: list[int]
     owners, starts, stops = (a.tolist() for a in spans)
-    runs, buffers = _bridged_runs(keys, owners, starts, stops, into)
+    order = _file_order(keys, owners, starts)
+    if order is None:
+        return _read_runs(tree, keys, owners, starts, stops, into, None)
+    places = list(itertools.accumulate((b - a for a, b in zip(starts, stops)), initial=0))
+    failed = _read_runs(
+        tree,
+        keys,
+        [owners[i] for i in order],
+        [starts[i] for i in order],
+        [stops[i] for i in order],
+        into,
+        [places[i] for i in order],
+    )
+    if failed < 0:
+        return -1
+    return _read_runs(tree, keys, owners, starts, stops, into, None)
+
+
+def _file_order(keys: Sequence[str], owners: list[int], starts: list[int]) -> list[int] | None:
+    """The spans' positions sorted by key and offset (stable), or None when they are in
+    that order already: spans asked chunk by chunk alternate between the shards of
+    neighbouring chunks, and each change of file would end a ``preadv``."""
+    where = list(zip([keys[o] for o in owners], starts, strict=True))
+    if all(a <= b for a, b in zip(where, where[1:])):
+        return None
+    return sorted(range(len(where)), key=where.__getitem__)
+
+
+def _read_runs(
+    tree: LocalTree,
+    keys: Sequence[str],
+    owners: list[int],
+    starts: list[int],
+    stops: list[int],
+    into: memoryview,
+    places: list[int] | None,
+) -> int:
+    """Read the spans into ``into`` (span ``i`` at ``places[i]``; None: back to back) by
+    the runs of :func:`_bridged_runs`: -1, or the owner of the first span that fails."""
+    runs, buffers = _bridged_runs(keys, owners, starts, stops, into, places)
     files: dict[str, int] = {}
     try:
         for a, z in runs:
@@ -152,13 +195,18 @@ _GAP_BUFFER = memoryview(bytearray(_BRIDGED_GAP))
 
 
 def _bridged_runs(
-    keys: Sequence[str], owners: list[int], starts: list[int], stops: list[int], into: memoryview
+    keys: Sequence[str],
+    owners: list[int],
+    starts: list[int],
+    stops: list[int],
+    into: memoryview,
+    places: list[int] | None = None,
 ) -> tuple[list[tuple[int, int]], list[memoryview]]:
     """Runs ``(a, z)``: spans ``a .. z-1`` of one key (``keys[owner]``, whichever owners
     name it), each starting at most :data:`_BRIDGED_GAP` bytes after the one before ends
     (never before it), at most :data:`_BRIDGED_SPANS` of them; and per span two buffers:
     the bytes between it and the span before in its run (none for the first of a run)
-    and its place in ``into`` (the spans back to back)."""
+    and its place in ``into`` (at ``places[i]``; None: the spans back to back)."""
     runs: list[tuple[int, int]] = []
     buffers: list[memoryview] = []
     first, pos, end = 0, 0, -1
@@ -169,6 +217,8 @@ def _bridged_runs(
             if i:
                 runs.append((first, i))
             first, gap, before = i, 0, key
+        if places is not None:
+            pos = places[i]
         buffers += (_GAP_BUFFER[:gap], into[pos : pos + stop - start])
         pos += stop - start
         end = stop
