@@ -125,3 +125,42 @@ def test_spans_with_gaps_read_through_land_back_to_back(tmp_path: Path) -> None:
     stop = np.array([3, len(data) + 5])
     buffer = np.zeros(13, dtype=np.uint8)
     assert io.read_spans_into(keys, owner, start, stop, buffer) == 1
+
+
+def test_spans_alternating_between_files_are_read_in_file_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spans asked chunk by chunk alternate between shards: they are read by key and
+    offset (one ``preadv`` a file here), each landing at its place in the order given."""
+    io = _store("local", tmp_path)
+    keys = ["a/c/0", "b/c/1", "a/c/0"]  # owners 0 and 2 name one file
+    spans = [(0, 0, 10), (1, 3, 40), (2, 10, 20), (1, 40, 43), (0, 20, 25), (1, 0, 3)]
+    owner, start, stop = (np.array(v, dtype=np.int64) for v in zip(*spans, strict=True))
+    assert local_files._file_order(keys, owner, start.tolist()) == [0, 2, 4, 5, 1, 3]
+    calls: list[int] = []
+    preadv = local_files.os.preadv
+
+    def counted(fd: int, buffers: list[memoryview], offset: int) -> int:
+        calls.append(offset)
+        return preadv(fd, buffers, offset)
+
+    monkeypatch.setattr(local_files.os, "preadv", counted)
+    buffer = np.zeros(int((stop - start).sum()), dtype=np.uint8)
+    assert io.read_spans_into(keys, owner, start, stop, buffer) == -1
+    assert buffer.tobytes() == b"".join(DATA[keys[k]][a:b] for k, a, b in spans)
+    assert calls == [0, 0]
+    grouped = np.array([0, 2, 2, 1, 1])  # owners 0 and 2 name one file: grouped already
+    assert local_files._file_order(keys, grouped, [0, 10, 30, 5, 0]) is None
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_the_first_failing_span_in_the_order_given_is_named(tmp_path: Path, first: int) -> None:
+    """Two spans fail (a missing key, a span past a file's end): the one asked first is
+    named, whatever the file order."""
+    io = _store("local", tmp_path)
+    keys = ["b/c/1", "a/c/0", "nope/c/0"]
+    failing = [(2, 0, 4), (1, 190, 210)]
+    spans = [(0, 0, 2), failing[first], (0, 5, 9), failing[1 - first]]
+    owner, start, stop = (np.array(v, dtype=np.int64) for v in zip(*spans, strict=True))
+    buffer = np.zeros(int((stop - start).sum()), dtype=np.uint8)
+    assert io.read_spans_into(keys, owner, start, stop, buffer) == failing[first][0]

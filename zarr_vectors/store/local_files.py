@@ -115,7 +115,7 @@ def read_local_spans(
     starts: list[int]
     stops: list[int]
     owners, starts, stops = (a.tolist() for a in spans)
-    order = _file_order(keys, owners, starts)
+    order = _file_order(keys, spans[0], starts)
     if order is None:
         return _read_runs(tree, keys, owners, starts, stops, into, None)
     places = list(itertools.accumulate((b - a for a, b in zip(starts, stops)), initial=0))
@@ -133,14 +133,23 @@ def read_local_spans(
     return _read_runs(tree, keys, owners, starts, stops, into, None)
 
 
-def _file_order(keys: Sequence[str], owners: list[int], starts: list[int]) -> list[int] | None:
-    """The spans' positions sorted by key and offset (stable), or None when they are in
-    that order already: spans asked chunk by chunk alternate between the shards of
-    neighbouring chunks, and each change of file would end a ``preadv``."""
-    where = list(zip([keys[o] for o in owners], starts, strict=True))
-    if all(a <= b for a, b in zip(where, where[1:])):
+def _file_order(keys: Sequence[str], owner: np.ndarray, starts: list[int]) -> list[int] | None:
+    """The spans' positions sorted by key and offset (stable) when the spans of some key
+    are interleaved with another key's (spans asked chunk by chunk alternate between the
+    shards of neighbouring chunks: each change of file ends a ``preadv``); else None.
+
+    Looked at per run of one owner (``owner``: each span's index into ``keys``; several
+    owners may name one key), so spans already grouped by file cost a few microseconds."""
+    if owner.shape[0] < 3:
         return None
-    return sorted(range(len(where)), key=where.__getitem__)
+    heads = owner[1:][owner[1:] != owner[:-1]].tolist()
+    if not heads:
+        return None
+    files = [name for name, _ in itertools.groupby([keys[o] for o in [int(owner[0]), *heads]])]
+    if len(set(files)) == len(files):
+        return None
+    names = [keys[o] for o in owner.tolist()]
+    return sorted(range(len(names)), key=list(zip(names, starts, strict=True)).__getitem__)
 
 
 def _read_runs(
