@@ -118,7 +118,7 @@ def read_local_spans(
     order = _file_order(keys, spans[0], starts)
     if order is None:
         return _read_runs(tree, keys, owners, starts, stops, into, None)
-    places = list(itertools.accumulate((b - a for a, b in zip(starts, stops)), initial=0))
+    places = np.cumsum(spans[2] - spans[1]) - (spans[2] - spans[1])  # back to back
     failed = _read_runs(
         tree,
         keys,
@@ -126,7 +126,7 @@ def read_local_spans(
         [starts[i] for i in order],
         [stops[i] for i in order],
         into,
-        [places[i] for i in order],
+        places[order].tolist(),
     )
     if failed < 0:
         return -1
