@@ -5,7 +5,6 @@ ranges, several ranges of one file in one pass, atomic writes, and directory lis
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,53 +102,31 @@ def read_local_spans(
 ) -> int:
     """:meth:`StoreIO.read_spans_into` on a local directory: -1, or the failing key.
 
-    The spans are read in file order (by key, then offset: :func:`_file_order`), each to
-    its place in ``into`` (the spans back to back in the order given); a run of spans of
-    one file, each starting where the one before ends or at most :data:`_BRIDGED_GAP`
-    bytes after it, is read by one ``preadv`` (the gaps into a scratch buffer:
-    :func:`_bridged_runs`). Files stay open while they are read (up to
-    :data:`_OPEN_SPAN_FILES` at once), also when several owners name one key (the chunks
-    of a shard of several chunks, spec §9.0.1). When a span fails, the spans are read
-    again in the order given, so the failing key named is the first in that order."""
+    A run of spans of one file, each starting where the one before ends or at most
+    :data:`_BRIDGED_GAP` bytes after it, is read by one ``preadv`` (the gaps into a scratch
+    buffer: :func:`_bridged_runs`). When the spans of one file are interleaved with
+    another's (spans asked chunk by chunk alternate between the shards of neighbouring
+    chunks, and each change of file would end a ``preadv``), they are read in file order
+    (by key, then offset), each still to its place in ``into`` (the spans back to back in
+    the order given). Files stay open while they are read (up to :data:`_OPEN_SPAN_FILES`
+    at once), also when several owners name one key (the chunks of a shard of several
+    chunks, spec §9.0.1). When a span fails, the spans are read again in the order given,
+    so the failing key named is the first in that order."""
     owners: list[int]
     starts: list[int]
     stops: list[int]
     owners, starts, stops = (a.tolist() for a in spans)
-    order = _file_order(keys, spans[0], starts)
-    if order is None:
-        return _read_runs(tree, keys, owners, starts, stops, into, None)
-    places = np.cumsum(spans[2] - spans[1]) - (spans[2] - spans[1])  # back to back
-    failed = _read_runs(
-        tree,
-        keys,
-        [owners[i] for i in order],
-        [starts[i] for i in order],
-        [stops[i] for i in order],
-        into,
-        places[order].tolist(),
-    )
-    if failed < 0:
-        return -1
-    return _read_runs(tree, keys, owners, starts, stops, into, None)
-
-
-def _file_order(keys: Sequence[str], owner: np.ndarray, starts: list[int]) -> list[int] | None:
-    """The spans' positions sorted by key and offset (stable) when the spans of some key
-    are interleaved with another key's (spans asked chunk by chunk alternate between the
-    shards of neighbouring chunks: each change of file ends a ``preadv``); else None.
-
-    Looked at per run of one owner (``owner``: each span's index into ``keys``; several
-    owners may name one key), so spans already grouped by file cost a few microseconds."""
-    if owner.shape[0] < 3:
-        return None
-    heads = owner[1:][owner[1:] != owner[:-1]].tolist()
-    if not heads:
-        return None
-    files = [name for name, _ in itertools.groupby([keys[o] for o in [int(owner[0]), *heads]])]
-    if len(set(files)) == len(files):
-        return None
-    names = [keys[o] for o in owner.tolist()]
-    return sorted(range(len(names)), key=list(zip(names, starts, strict=True)).__getitem__)
+    runs, buffers, interleaved = _bridged_runs(keys, owners, starts, stops, into)
+    if interleaved:
+        names = [keys[o] for o in owners]
+        order = sorted(range(len(names)), key=list(zip(names, starts, strict=True)).__getitem__)
+        places = (np.cumsum(spans[2] - spans[1]) - (spans[2] - spans[1]))[order].tolist()
+        by_file = ([owners[i] for i in order], [starts[i] for i in order])
+        file_stops = [stops[i] for i in order]
+        found = _bridged_runs(keys, *by_file, file_stops, into, places)
+        if _read_runs(tree, keys, *by_file, file_stops, found[0], found[1]) < 0:
+            return -1
+    return _read_runs(tree, keys, owners, starts, stops, runs, buffers)
 
 
 def _read_runs(
@@ -158,12 +135,11 @@ def _read_runs(
     owners: list[int],
     starts: list[int],
     stops: list[int],
-    into: memoryview,
-    places: list[int] | None,
+    runs: list[tuple[int, int]],
+    buffers: list[memoryview],
 ) -> int:
-    """Read the spans into ``into`` (span ``i`` at ``places[i]``; None: back to back) by
-    the runs of :func:`_bridged_runs`: -1, or the owner of the first span that fails."""
-    runs, buffers = _bridged_runs(keys, owners, starts, stops, into, places)
+    """Read the spans by the ``runs`` and ``buffers`` of :func:`_bridged_runs`: -1, or
+    the owner of the first span that fails."""
     files: dict[str, int] = {}
     try:
         for a, z in runs:
@@ -210,21 +186,28 @@ def _bridged_runs(
     stops: list[int],
     into: memoryview,
     places: list[int] | None = None,
-) -> tuple[list[tuple[int, int]], list[memoryview]]:
+) -> tuple[list[tuple[int, int]], list[memoryview], bool]:
     """Runs ``(a, z)``: spans ``a .. z-1`` of one key (``keys[owner]``, whichever owners
     name it), each starting at most :data:`_BRIDGED_GAP` bytes after the one before ends
     (never before it), at most :data:`_BRIDGED_SPANS` of them; and per span two buffers:
     the bytes between it and the span before in its run (none for the first of a run)
-    and its place in ``into`` (at ``places[i]``; None: the spans back to back)."""
+    and its place in ``into`` (at ``places[i]``; None: the spans back to back); and
+    whether a key's spans are interleaved with another key's (a key met again after
+    another one)."""
     runs: list[tuple[int, int]] = []
     buffers: list[memoryview] = []
     first, pos, end = 0, 0, -1
     before: str | None = None
+    left: set[str | None] = set()  # keys another key's spans followed
+    interleaved = False
     for i, (owner, start, stop) in enumerate(zip(owners, starts, stops, strict=True)):
         key, gap = keys[owner], start - end
         if key != before or not 0 <= gap <= _BRIDGED_GAP or i - first == _BRIDGED_SPANS:
             if i:
                 runs.append((first, i))
+            if key != before:
+                interleaved = interleaved or key in left
+                left.add(before)
             first, gap, before = i, 0, key
         if places is not None:
             pos = places[i]
@@ -233,7 +216,7 @@ def _bridged_runs(
         end = stop
     if owners:
         runs.append((first, len(owners)))
-    return runs, buffers
+    return runs, buffers, interleaved
 
 
 def read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
