@@ -119,7 +119,7 @@ def read_local_spans(
     runs, buffers, interleaved = _bridged_runs(keys, owners, starts, stops, into)
     if interleaved:
         names = [keys[o] for o in owners]
-        order = sorted(range(len(names)), key=list(zip(names, starts, strict=True)).__getitem__)
+        order = [i for _, _, i in sorted(zip(names, starts, range(len(names)), strict=True))]
         places = (np.cumsum(spans[2] - spans[1]) - (spans[2] - spans[1]))[order].tolist()
         by_file = ([owners[i] for i in order], [starts[i] for i in order])
         file_stops = [stops[i] for i in order]
@@ -198,7 +198,7 @@ def _bridged_runs(
     buffers: list[memoryview] = []
     first, pos, end = 0, 0, -1
     before: str | None = None
-    left: set[str | None] = set()  # keys another key's spans followed
+    left: dict[str | None, None] = {}  # keys another key's spans followed
     interleaved = False
     for i, (owner, start, stop) in enumerate(zip(owners, starts, stops, strict=True)):
         key, gap = keys[owner], start - end
@@ -207,7 +207,7 @@ def _bridged_runs(
                 runs.append((first, i))
             if key != before:
                 interleaved = interleaved or key in left
-                left.add(before)
+                left[before] = None
             first, gap, before = i, 0, key
         if places is not None:
             pos = places[i]
