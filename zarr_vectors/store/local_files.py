@@ -121,10 +121,9 @@ def read_local_spans(
         names = [keys[o] for o in owners]
         order = [i for _, _, i in sorted(zip(names, starts, range(len(names)), strict=True))]
         places = (np.cumsum(spans[2] - spans[1]) - (spans[2] - spans[1]))[order].tolist()
-        by_file = ([owners[i] for i in order], [starts[i] for i in order])
-        file_stops = [stops[i] for i in order]
-        found = _bridged_runs(keys, *by_file, file_stops, into, places)
-        if _read_runs(tree, keys, *by_file, file_stops, found[0], found[1]) < 0:
+        o, a, z = ([values[i] for i in order] for values in (owners, starts, stops))
+        runs_by_file, buffers_by_file, _ = _bridged_runs(keys, o, a, z, into, places)
+        if _read_runs(tree, keys, o, a, z, runs_by_file, buffers_by_file) < 0:
             return -1
     return _read_runs(tree, keys, owners, starts, stops, runs, buffers)
 
