@@ -90,11 +90,10 @@ def test_spans_continuing_each_other_in_one_key_are_one_run_across_owners() -> N
     start = np.array([0, 4, 9, 20, 0, 5, far], dtype=np.int64)
     stop = np.array([4, 9, 12, 22, 5, 6, far + 1], dtype=np.int64)
     into = memoryview(bytearray(int((stop - start).sum())))
-    runs, buffers, interleaved = local_files._bridged_runs(
+    runs, buffers = local_files._bridged_runs(
         keys, owner.tolist(), start.tolist(), stop.tolist(), into
     )
     assert runs == [(0, 4), (4, 6), (6, 7)]
-    assert not interleaved  # t/c/0 in two runs, cut by a gap: not read in file order
     assert [len(b) for b in buffers[::2]] == [0, 0, 0, 8, 0, 0, 0]  # the gaps read through
     assert [len(b) for b in buffers[1::2]] == (stop - start).tolist()
 
@@ -115,7 +114,7 @@ def test_spans_with_gaps_read_through_land_back_to_back(tmp_path: Path) -> None:
     owner = np.zeros(start.shape[0], dtype=np.int64)
     into = memoryview(bytearray(int((stop - start).sum())))
     args = (owner.tolist(), start.tolist(), stop.tolist(), into)
-    runs, _, _ = local_files._bridged_runs(["f/c/0"], *args)
+    runs, _ = local_files._bridged_runs(["f/c/0"], *args)
     assert runs[:2] == [(0, 4), (4, 4 + most)]
     assert runs[-1][1] == start.shape[0]
     buffer = np.zeros(int((stop - start).sum()), dtype=np.uint8)
@@ -126,47 +125,3 @@ def test_spans_with_gaps_read_through_land_back_to_back(tmp_path: Path) -> None:
     stop = np.array([3, len(data) + 5])
     buffer = np.zeros(13, dtype=np.uint8)
     assert io.read_spans_into(keys, owner, start, stop, buffer) == 1
-
-
-def test_spans_alternating_between_files_are_read_in_file_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Spans asked chunk by chunk alternate between shards: they are read by key and
-    offset (one ``preadv`` a file here), each landing at its place in the order given."""
-    io = _store("local", tmp_path)
-    keys = ["a/c/0", "b/c/1", "a/c/0"]  # owners 0 and 2 name one file
-    spans = [(0, 0, 10), (1, 3, 40), (2, 10, 20), (1, 40, 43), (0, 20, 25), (1, 0, 3)]
-    owner, start, stop = (np.array(v, dtype=np.int64) for v in zip(*spans, strict=True))
-    found = local_files._bridged_runs(
-        keys, owner.tolist(), start.tolist(), stop.tolist(), memoryview(bytearray(60))
-    )
-    assert len(found[0]) == 6
-    assert found[2]  # interleaved: read in file order
-    calls: list[int] = []
-    preadv = local_files.os.preadv
-
-    def counted(fd: int, buffers: list[memoryview], offset: int) -> int:
-        calls.append(offset)
-        return preadv(fd, buffers, offset)
-
-    monkeypatch.setattr(local_files.os, "preadv", counted)
-    buffer = np.zeros(int((stop - start).sum()), dtype=np.uint8)
-    assert io.read_spans_into(keys, owner, start, stop, buffer) == -1
-    assert buffer.tobytes() == b"".join(DATA[keys[k]][a:b] for k, a, b in spans)
-    assert calls == [0, 0]
-    grouped = [0, 2, 2, 1, 1]  # owners 0 and 2 name one file: grouped already
-    found = local_files._bridged_runs(keys, grouped, [0, 10, 30, 5, 0], [1] * 5, memoryview(b""))
-    assert not found[2]
-
-
-@pytest.mark.parametrize("first", [0, 1])
-def test_the_first_failing_span_in_the_order_given_is_named(tmp_path: Path, first: int) -> None:
-    """Two spans fail (a missing key, a span past a file's end): the one asked first is
-    named, whatever the file order."""
-    io = _store("local", tmp_path)
-    keys = ["b/c/1", "a/c/0", "nope/c/0"]
-    failing = [(2, 0, 4), (1, 190, 210)]
-    spans = [(0, 0, 2), failing[first], (0, 5, 9), failing[1 - first]]
-    owner, start, stop = (np.array(v, dtype=np.int64) for v in zip(*spans, strict=True))
-    buffer = np.zeros(int((stop - start).sum()), dtype=np.uint8)
-    assert io.read_spans_into(keys, owner, start, stop, buffer) == failing[first][0]

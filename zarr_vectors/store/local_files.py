@@ -104,41 +104,14 @@ def read_local_spans(
 
     A run of spans of one file, each starting where the one before ends or at most
     :data:`_BRIDGED_GAP` bytes after it, is read by one ``preadv`` (the gaps into a scratch
-    buffer: :func:`_bridged_runs`). When the spans of one file are interleaved with
-    another's (spans asked chunk by chunk alternate between the shards of neighbouring
-    chunks, and each change of file would end a ``preadv``), they are read in file order
-    (by key, then offset), each still to its place in ``into`` (the spans back to back in
-    the order given). Files stay open while they are read (up to :data:`_OPEN_SPAN_FILES`
-    at once), also when several owners name one key (the chunks of a shard of several
-    chunks, spec §9.0.1). When a span fails, the spans are read again in the order given,
-    so the failing key named is the first in that order."""
+    buffer: :func:`_bridged_runs`). Files stay open while they are read (up to
+    :data:`_OPEN_SPAN_FILES` at once), also when several owners name one key (the chunks
+    of a shard of several chunks, spec §9.0.1)."""
     owners: list[int]
     starts: list[int]
     stops: list[int]
     owners, starts, stops = (a.tolist() for a in spans)
-    runs, buffers, interleaved = _bridged_runs(keys, owners, starts, stops, into)
-    if interleaved:
-        names = [keys[o] for o in owners]
-        order = [i for _, _, i in sorted(zip(names, starts, range(len(names)), strict=True))]
-        places = (np.cumsum(spans[2] - spans[1]) - (spans[2] - spans[1]))[order].tolist()
-        o, a, z = ([values[i] for i in order] for values in (owners, starts, stops))
-        runs_by_file, buffers_by_file, _ = _bridged_runs(keys, o, a, z, into, places)
-        if _read_runs(tree, keys, o, a, z, runs_by_file, buffers_by_file) < 0:
-            return -1
-    return _read_runs(tree, keys, owners, starts, stops, runs, buffers)
-
-
-def _read_runs(
-    tree: LocalTree,
-    keys: Sequence[str],
-    owners: list[int],
-    starts: list[int],
-    stops: list[int],
-    runs: list[tuple[int, int]],
-    buffers: list[memoryview],
-) -> int:
-    """Read the spans by the ``runs`` and ``buffers`` of :func:`_bridged_runs`: -1, or
-    the owner of the first span that fails."""
+    runs, buffers = _bridged_runs(keys, owners, starts, stops, into)
     files: dict[str, int] = {}
     try:
         for a, z in runs:
@@ -179,43 +152,29 @@ _GAP_BUFFER = memoryview(bytearray(_BRIDGED_GAP))
 
 
 def _bridged_runs(
-    keys: Sequence[str],
-    owners: list[int],
-    starts: list[int],
-    stops: list[int],
-    into: memoryview,
-    places: list[int] | None = None,
-) -> tuple[list[tuple[int, int]], list[memoryview], bool]:
+    keys: Sequence[str], owners: list[int], starts: list[int], stops: list[int], into: memoryview
+) -> tuple[list[tuple[int, int]], list[memoryview]]:
     """Runs ``(a, z)``: spans ``a .. z-1`` of one key (``keys[owner]``, whichever owners
     name it), each starting at most :data:`_BRIDGED_GAP` bytes after the one before ends
     (never before it), at most :data:`_BRIDGED_SPANS` of them; and per span two buffers:
     the bytes between it and the span before in its run (none for the first of a run)
-    and its place in ``into`` (at ``places[i]``; None: the spans back to back); and
-    whether a key's spans are interleaved with another key's (a key met again after
-    another one)."""
+    and its place in ``into`` (the spans back to back)."""
     runs: list[tuple[int, int]] = []
     buffers: list[memoryview] = []
     first, pos, end = 0, 0, -1
     before: str | None = None
-    left: dict[str | None, None] = {}  # keys another key's spans followed
-    interleaved = False
     for i, (owner, start, stop) in enumerate(zip(owners, starts, stops, strict=True)):
         key, gap = keys[owner], start - end
         if key != before or not 0 <= gap <= _BRIDGED_GAP or i - first == _BRIDGED_SPANS:
             if i:
                 runs.append((first, i))
-            if key != before:
-                interleaved = interleaved or key in left
-                left[before] = None
             first, gap, before = i, 0, key
-        if places is not None:
-            pos = places[i]
         buffers += (_GAP_BUFFER[:gap], into[pos : pos + stop - start])
         pos += stop - start
         end = stop
     if owners:
         runs.append((first, len(owners)))
-    return runs, buffers, interleaved
+    return runs, buffers
 
 
 def read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
