@@ -14,7 +14,9 @@ least over ``--rounds`` x 5 boxes; the CPU of ``zv.open`` alone; the same box ag
 handle (warm); and the exact counts of one cold query per box (median over the boxes):
 Python calls (cProfile), files opened (:class:`~zarr_vectors.store.links.LocalTree`) and
 request waves (``StoreIO.get_many`` + ``StoreIO.read_metadata`` calls). On a shared machine
-the times swing with the load (printed); the counts do not.
+the times swing with the load (printed); the counts do not. ``--phases`` adds where the wall
+time of a cold query goes (:data:`_PHASES`, each timed around its calls; the parts overlap:
+a read's decode is inside the phase that asked for it).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from typing import Any
 
@@ -43,6 +45,11 @@ from benchmarks.objects import (
     same_objects,
 )
 from zarr_vectors.kernels._jit import set_kernel_mode
+from zarr_vectors.query._object_plan import ObjectPlan
+from zarr_vectors.query.object_queries import ObjectReader
+from zarr_vectors.read import level_globals
+from zarr_vectors.read.reader import LevelReader
+from zarr_vectors.store import native_blocks
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.links import LocalTree
 
@@ -63,6 +70,57 @@ def _counting(owner: type, name: str, seen: list[int]) -> Iterator[None]:
         yield
     finally:
         setattr(owner, name, real)
+
+
+_PHASES: tuple[tuple[str, object, str], ...] = (
+    ("level documents (StoreIO.read_metadata)", StoreIO, "read_metadata"),
+    ("LevelReader() with its documents", LevelReader, "__init__"),
+    ("global arrays (LevelReader.read_globals)", LevelReader, "read_globals"),
+    ("- plain chunks decoded", level_globals, "decode_plain_chunks"),
+    ("owners of the box (ObjectReader._owners_and_rows)", ObjectReader, "_owners_and_rows"),
+    ("objects read (ObjectPlan.result)", ObjectPlan, "result"),
+    ("batches of files read (StoreIO.get_many)", StoreIO, "get_many"),
+    ("spans read (StoreIO.read_spans_into)", StoreIO, "read_spans_into"),
+    ("row blocks decoded (native_blocks.decode_natively)", native_blocks, "decode_natively"),
+)
+"""What ``--phases`` times: a name, and the function (owner, attribute) timed."""
+
+
+@contextmanager
+def _timing(owner: object, name: str, spent: list[float]) -> Iterator[None]:
+    """Add the wall time of each call of ``owner.name`` to ``spent[0]`` while the scope is
+    open."""
+    real = getattr(owner, name)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - began
+
+    setattr(owner, name, timed)
+    try:
+        yield
+    finally:
+        setattr(owner, name, real)
+
+
+def _phases(cold: Callable[[], object], rounds: int) -> dict[str, list[float]]:
+    """Seconds each of :data:`_PHASES` takes in ``cold()``, and the whole call, per round."""
+    out: dict[str, list[float]] = {name: [] for name, _, _ in _PHASES}
+    out["whole cold query"] = []
+    for _ in range(rounds):
+        spent = {name: [0.0] for name, _, _ in _PHASES}
+        with ExitStack() as scopes:
+            for name, owner, attribute in _PHASES:
+                scopes.enter_context(_timing(owner, attribute, spent[name]))
+            began = time.perf_counter()
+            cold()
+            out["whole cold query"].append(time.perf_counter() - began)
+        for name, seconds in spent.items():
+            out[name].append(seconds[0])
+    return out
 
 
 def _counts(query: Callable[[], object]) -> tuple[int, int, int]:
@@ -86,9 +144,11 @@ def _measure(
     cold: Callable[[Any, Any], object],
     check: Callable[..., bool],
     rounds: int,
+    phases: bool = False,
 ) -> dict[str, list[float]]:
     """Time ``cold(zv.open(path), case)`` for each case ``rounds`` times (and once more
-    warm on its handle); ``check(result, case)`` judges every answer."""
+    warm on its handle); ``check(result, case)`` judges every answer; with ``phases``,
+    :func:`_phases` of each case (keys ``"phase: ..."``)."""
     for case in cases:  # kernels compiled or loaded, page cache warm
         cold(zv.open(path), case)
     out: dict[str, list[float]] = {k: [] for k in ("cpu", "wall", "open", "warm", "ok")}
@@ -112,10 +172,13 @@ def _measure(
     counted = [_counts(partial(cold_once, case)) for case in cases]
     for i, name in enumerate(("calls", "opens", "waves")):
         out[name] = [float(c[i]) for c in counted]
+    for case in cases if phases else []:
+        for name, seconds in _phases(partial(cold_once, case), rounds).items():
+            out.setdefault(f"phase: {name}", []).extend(seconds)
     return out
 
 
-def _skeleton_box(tmp: str, rounds: int) -> dict[str, list[float]]:
+def _skeleton_box(tmp: str, rounds: int, phases: bool) -> dict[str, list[float]]:
     data = make_skeletons(100, 1000, 0)
     path = os.path.join(tmp, "skeletons.zv")
     data.write(path)
@@ -123,10 +186,11 @@ def _skeleton_box(tmp: str, rounds: int) -> dict[str, list[float]]:
     def check(result: zv.QueryResult, box: tuple[Any, Any]) -> bool:
         return same_id_set(result, data.frame, data.frame.owners(box), data.links_name)
 
-    return _measure(path, make_boxes(0.01, 5, 0), lambda h, box: h.query(box), check, rounds)
+    boxes = make_boxes(0.01, 5, 0)
+    return _measure(path, boxes, lambda h, box: h.query(box), check, rounds, phases)
 
 
-def _streamlines_by_id(tmp: str, rounds: int) -> dict[str, list[float]]:
+def _streamlines_by_id(tmp: str, rounds: int, phases: bool) -> dict[str, list[float]]:
     data = make_streamlines(10_000, 100, 0)
     path = os.path.join(tmp, "streamlines.zv")
     data.write(path)
@@ -136,7 +200,7 @@ def _streamlines_by_id(tmp: str, rounds: int) -> dict[str, list[float]]:
     def check(result: zv.QueryResult, ids: np.ndarray) -> bool:
         return same_objects(result, data.frame.gather(ids), data.links_name)
 
-    return _measure(path, sets, lambda h, ids: h.read_objects(ids), check, rounds)
+    return _measure(path, sets, lambda h, ids: h.read_objects(ids), check, rounds, phases)
 
 
 _CASES = {
@@ -165,6 +229,12 @@ def _table(title: str, found: dict[str, list[float]]) -> None:
         ("answers equal brute force", "yes" if all(found["ok"]) else "NO"),
         ("load (1 min)", f"{os.getloadavg()[0]:.2f}"),
     ]
+    whole = med(found.get("phase: whole cold query", [0.0])) or 1.0
+    rows += [
+        (key, f"{med(found[key]) * ms:.2f} ms ({med(found[key]) / whole:.0%})")
+        for key in found
+        if key.startswith("phase: ")
+    ]
     width = max(len(title), *(len(r[0]) for r in rows))
     print(f"| {title.ljust(width)} | value |")
     print(f"| {'-' * width} | --- |")
@@ -177,13 +247,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.cold_open")
     parser.add_argument("--rounds", type=int, default=6, help="passes over the 5 cases")
     parser.add_argument("--case", choices=[*_CASES, "both"], default="both")
+    parser.add_argument(
+        "--phases", action="store_true", help="also time the parts of a cold query (median)"
+    )
     args = parser.parse_args(argv)
     set_kernel_mode("compiled")
     ok = True
     with tempfile.TemporaryDirectory(prefix="zv-bench-cold-open-") as tmp:
         for name, (title, run) in _CASES.items():
             if args.case in (name, "both"):
-                found = run(tmp, args.rounds)
+                found = run(tmp, args.rounds, args.phases)
                 _table(title, found)
                 ok = ok and all(found["ok"])
     return 0 if ok else 1

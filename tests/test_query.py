@@ -480,6 +480,7 @@ def test_box_queries_decode_the_same_with_the_helper_thread(
     alone = zv.open(store).query((lo, hi))
     monkeypatch.setattr(native_blocks, "_SPLIT_BLOCKS", 2)  # every batch of 2+ blocks is shared
     monkeypatch.setattr(native_blocks, "_SPLIT_PART", 1)
+    monkeypatch.setattr(native_blocks, "_SPLIT_BYTES", 0)
     monkeypatch.setattr(native_blocks, "_idle_cpu", lambda: True)  # an idle machine
     used: list[bool] = []
     helper = native_blocks._decode_helper
@@ -504,6 +505,7 @@ def test_a_part_the_helper_thread_fails_is_decoded_again(
     alone = zv.open(store).query(everything)
     monkeypatch.setattr(native_blocks, "_SPLIT_BLOCKS", 2)
     monkeypatch.setattr(native_blocks, "_SPLIT_PART", 1)
+    monkeypatch.setattr(native_blocks, "_SPLIT_BYTES", 0)
     monkeypatch.setattr(native_blocks, "_idle_cpu", lambda: True)
     kernel = native_blocks.decode_blocks
 
@@ -613,6 +615,7 @@ def test_a_damaged_row_block_is_reported(
     if native == "shared":  # decoded in parts shared with the helper thread
         monkeypatch.setattr(native_blocks, "_SPLIT_BLOCKS", 2)
         monkeypatch.setattr(native_blocks, "_SPLIT_PART", 1)
+        monkeypatch.setattr(native_blocks, "_SPLIT_BYTES", 0)
         monkeypatch.setattr(native_blocks, "_idle_cpu", lambda: True)
     with pytest.raises(CorruptChunkError, match="row block 0: checksum mismatch"):
         zv.open(store).query((np.full(3, -np.inf), np.full(3, np.inf)))

@@ -107,6 +107,7 @@ def _sharing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every call of two or more turns share them with the helper thread."""
     monkeypatch.setattr(native_blocks, "_CPUS", 2)
     monkeypatch.setattr(native_blocks, "_SPLIT_BLOCKS", 2)
+    monkeypatch.setattr(native_blocks, "_SPLIT_BYTES", 0)
     monkeypatch.setattr(native_blocks, "_idle_cpu", lambda: True)
 
 
@@ -268,3 +269,44 @@ def test_a_dense_blob_shard_with_a_wrong_record_is_left_to_the_slow_path(damage:
     assert native_blocks.decode_dense_blob_shards(layout, [bytes(shard)], [key], 4) == [None]
     with pytest.raises(MisplacedChunkError):
         layout.decode_index(bytes(shard), key)
+
+
+def test_a_batch_of_little_work_is_decoded_on_the_calling_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Many blocks that decode to less than ``_SPLIT_BYTES`` are not offered to the
+    helper thread (its start would cost more than it saves); at a lower threshold the
+    same batch is. Both decode every row."""
+    monkeypatch.setattr(native_blocks, "_CPUS", 2)
+    monkeypatch.setattr(native_blocks, "_idle_cpu", lambda: True)
+    monkeypatch.setattr(native_blocks, "_SPLIT_PART", 1)
+    native = native_blocks.native_block_functions()
+    if native is None:
+        pytest.skip("no native block functions")
+    rows = (np.arange(64 * 256 * 3) % 101).astype("<f4").reshape(-1, 3)
+    layout = RowLayout(np.dtype("<f4"), (3,), 256, rows.shape[0], DEFAULT_BLOSC)
+    blocks = layout.encode_blocks(rows)
+    buffer = np.frombuffer(b"".join(blocks), dtype=np.uint8)
+    lengths = np.array([len(b) for b in blocks], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    slots = np.arange(len(blocks), dtype=np.int64)
+    asked: list[int] = []
+    helper = native_blocks._decode_helper
+
+    def spy(count: int) -> object:
+        asked.append(count)
+        return helper(count)
+
+    monkeypatch.setattr(native_blocks, "_decode_helper", spy)
+    size = 256 * 12
+    assert len(blocks) >= native_blocks._SPLIT_BLOCKS
+    assert len(blocks) * size < native_blocks._SPLIT_BYTES
+    for threshold, offered in ((native_blocks._SPLIT_BYTES, []), (0, [len(blocks)])):
+        monkeypatch.setattr(native_blocks, "_SPLIT_BYTES", threshold)
+        asked.clear()
+        out = np.zeros_like(rows)
+        flat = out.reshape(-1).view(np.uint8)
+        args = (buffer, starts, lengths, slots, flat, size, True, native)
+        assert native_blocks.decode_natively(*args) == -1
+        np.testing.assert_array_equal(out, rows)
+        assert asked == offered

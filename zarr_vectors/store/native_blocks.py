@@ -209,6 +209,13 @@ def _native_encode_self_test(crc: int, compress: int) -> bool:
 _SPLIT_BLOCKS = 32
 """Batches of at least this many blocks are shared with a helper thread (see
 :func:`_decode_helper`); smaller ones are faster on the calling thread alone (measured)."""
+_SPLIT_BYTES = 1 << 20
+"""A batch of :func:`decode_natively` is shared only when it also decodes at least this many
+bytes: on less, waking the helper costs more than it saves. Measured on the 2-core test
+machine (load ~1, in-process, alternating): a cold 1% skeleton box, whose batches of 38-67
+blocks of 2-12 KiB were shared, 10.35 -> 9.76 and 12.95 -> 12.01 ms wall; a batch of 64
+links blocks of 8 KiB alone 537 us, shared 619 us (median); reads of 100 streamlines by id
+(213 blocks of 12 KiB, still shared) and mesh and streamline boxes on par."""
 _SPLIT_PARTS = 8
 _SPLIT_PART = 6
 """A shared batch is cut into about :data:`_SPLIT_PARTS` parts of at least this many blocks."""
@@ -305,12 +312,13 @@ def decode_natively(
     thread's Zstandard function and context
     (:func:`~zarr_vectors.store.zstd_contexts.zstd_context`; by default none).
 
-    A large batch is cut into parts that this thread and the helper thread take in turn
-    (the kernel releases the GIL). This thread waits only for the parts the helper took:
+    A large batch (:data:`_SPLIT_BLOCKS` blocks and :data:`_SPLIT_BYTES` bytes decoded, at
+    least) is cut into parts that this thread and the helper thread take in turn (the
+    kernel releases the GIL). This thread waits only for the parts the helper took:
     when the helper is slow to start on a busy machine, this thread decodes them all.
     """
     k = int(starts.shape[0])
-    helper = _decode_helper(k)
+    helper = _decode_helper(k) if k * size >= _SPLIT_BYTES else None
     if helper is None:
         return decode_blocks(
             buffer, starts, lengths, flat, slots, size, compressed, *native, *zstd()
