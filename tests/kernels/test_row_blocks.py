@@ -3,6 +3,8 @@ google-crc32c's Python APIs, on blocks encoded by RowLayout, whole and damaged."
 
 from __future__ import annotations
 
+import itertools
+
 import google_crc32c
 import numpy as np
 import pytest
@@ -265,6 +267,34 @@ def test_encoded_blocks_and_shards_match_the_twin(case: tuple[RowLayout, np.ndar
     expected = naive_encode(layout, rows)
     assert layout.encode_blocks(rows) == expected
     assert layout.encode_shard(rows, "a/c/0") == layout.assemble_shard([(0, expected)], "a/c/0")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows_to_encode(),
+    st.sampled_from([None, "lz4", "zstd"]),
+    st.lists(st.integers(0, 40), min_size=1, max_size=5),
+)
+def test_chunks_padded_in_the_kernel_match_the_twin(
+    case: tuple[RowLayout, np.ndarray], cname: str | None, cuts: list[int]
+) -> None:
+    """Several chunks' rows encoded in one kernel call, each chunk's last block padded
+    with the fill value inside the kernel (the rows are never padded in memory): the
+    twin's blocks chunk by chunk, for raw, C-Blosc and Zstandard (own encoder) blocks."""
+    layout, rows = case
+    if cname is not None:
+        codec = {"cname": cname, "clevel": 1, "shuffle": "bitshuffle"}
+        layout = RowLayout(
+            layout.dtype, layout.row_shape, layout.rows_per_block, layout.n_max, codec, layout.fill
+        )
+    elif layout.blosc is not None:
+        layout = RowLayout(
+            layout.dtype, layout.row_shape, layout.rows_per_block, layout.n_max, None, layout.fill
+        )
+    bounds = sorted({0, rows.shape[0], *(min(c, rows.shape[0]) for c in cuts)})
+    chunks = [rows[a:b] for a, b in itertools.pairwise(bounds)] + [rows[:1]]
+    expected = [naive_encode(layout, chunk) for chunk in chunks]
+    assert layout.encode_chunks_blocks(chunks) == expected
 
 
 def test_rows_encode_through_python_when_the_kernel_fails(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -206,7 +206,8 @@ _NO_NAME = _read_only(np.zeros(1, dtype=np.uint8))
 
 def encode_blocks(
     rows: U8,
-    tail: U8,
+    sizes: I64,
+    pad: U8,
     block_nbytes: int,
     out: U8,
     lengths: I64,
@@ -214,20 +215,27 @@ def encode_blocks(
     crc_fn: int,
     blosc_fn: int,
 ) -> int:
-    """Encode row blocks back to back into ``out``, each followed by its CRC32C.
+    """Encode the row blocks of several chunks back to back into ``out``, each followed by
+    its CRC32C.
 
     Parameters
     ----------
     rows
-        The bytes of the whole blocks, ``block_nbytes`` each.
-    tail
-        The bytes of one more block (the last rows padded with the fill value), or empty.
+        The bytes of every chunk's rows, back to back (no padding).
+    sizes
+        ``(chunks,)`` bytes of each chunk. A chunk is cut into blocks of ``block_nbytes``;
+        its last block, when shorter, is completed with the bytes of ``pad`` that follow
+        (in a scratch block: the padding is never copied for the whole batch).
+    pad
+        One block of the fill value (``block_nbytes`` bytes), or empty when every chunk is
+        a whole number of blocks.
     block_nbytes
         Bytes of one block (``R`` rows).
     out
         Destination, room for ``block_nbytes + BLOSC_MAX_OVERHEAD + 4`` bytes per block.
     lengths
-        ``(blocks,)`` set to each stored block's length (CRC32C included).
+        ``(blocks,)`` set to each stored block's length (CRC32C included); ``blocks`` is
+        the sum over chunks of ``ceil(size / block_nbytes)``.
     blosc
         ``(clevel, shuffle, typesize, compressor name as NUL-terminated bytes)`` of
         ``blosc_compress_ctx``, or None to store the raw rows.
@@ -238,12 +246,27 @@ def encode_blocks(
     Returns
     -------
     int
-        Bytes written to ``out``, or -1 when C-Blosc failed on a block.
+        Bytes written to ``out``, or -1 when C-Blosc failed on a block (or the sizes,
+        ``pad`` or ``out`` do not fit the blocks).
     """
+    last = np.array(pad[:block_nbytes], copy=True)  # a chunk's last rows, then the fill
     if blosc is None:
         return int(
             _encode_blocks(
-                rows, tail, block_nbytes, out, lengths, 0, 0, 0, _NO_NAME, False, crc_fn, 0
+                rows,
+                sizes,
+                pad,
+                last,
+                block_nbytes,
+                out,
+                lengths,
+                0,
+                0,
+                0,
+                _NO_NAME,
+                False,
+                crc_fn,
+                0,
             )
         )
     clevel, shuffle, typesize, cname = blosc
@@ -251,7 +274,9 @@ def encode_blocks(
     return int(
         _encode_blocks(
             rows,
-            tail,
+            sizes,
+            pad,
+            last,
             block_nbytes,
             out,
             lengths,
@@ -269,7 +294,9 @@ def encode_blocks(
 @njit
 def _encode_blocks(
     rows: U8,
-    tail: U8,
+    sizes: I64,
+    pad: U8,
+    last: U8,
     block_nbytes: int,
     out: U8,
     lengths: I64,
@@ -281,37 +308,55 @@ def _encode_blocks(
     crc_fn: int,
     blosc_fn: int,
 ) -> int:
-    whole = rows.shape[0] // block_nbytes
     dest = out.ctypes.data
     at = 0
-    for b in range(lengths.shape[0]):
-        src = rows if b < whole else tail
-        first = b * block_nbytes if b < whole else 0
-        if compressed:
-            body = _blosc_compress_ctx(
-                blosc_fn,
-                clevel,
-                shuffle,
-                typesize,
-                block_nbytes,
-                src.ctypes.data + first,
-                dest + at,
-                block_nbytes + BLOSC_MAX_OVERHEAD,
-                cname.ctypes.data,
-            )
+    b = 0
+    offset = 0
+    for c in range(sizes.shape[0]):
+        end = offset + sizes[c]
+        if sizes[c] < 0 or end > rows.shape[0]:
+            return -1
+        for first in range(offset, end, block_nbytes):
+            take = min(block_nbytes, end - first)
+            if b >= lengths.shape[0] or at + block_nbytes + BLOSC_MAX_OVERHEAD + 4 > out.shape[0]:
+                return -1
+            if take < block_nbytes:  # the chunk's last rows, then the fill value
+                if last.shape[0] < block_nbytes or pad.shape[0] < block_nbytes:
+                    return -1
+                copy_bytes(last, 0, rows, first, take)
+                src = last.ctypes.data
+            else:
+                src = rows.ctypes.data + first
+            if compressed:
+                body = _blosc_compress_ctx(
+                    blosc_fn,
+                    clevel,
+                    shuffle,
+                    typesize,
+                    block_nbytes,
+                    src,
+                    dest + at,
+                    block_nbytes + BLOSC_MAX_OVERHEAD,
+                    cname.ctypes.data,
+                )
+            else:
+                body = block_nbytes
+                if take < block_nbytes:
+                    copy_bytes(out, at, last, 0, body)
+                else:
+                    copy_bytes(out, at, rows, first, body)
+            if take < block_nbytes:
+                copy_bytes(last, 0, pad, 0, take)
             if body <= 0:
                 return -1
-        else:
-            body = block_nbytes
-            if first + body > src.shape[0] or at + body + 4 > out.shape[0]:
-                return -1
-            copy_bytes(out, at, src, first, body)
-        crc = _crc32c_value(crc_fn, dest + at, body)
-        for k in range(4):
-            out[at + body + k] = (crc >> (8 * k)) & 0xFF
-        lengths[b] = body + 4
-        at += body + 4
-    return at
+            crc = _crc32c_value(crc_fn, dest + at, body)
+            for k in range(4):
+                out[at + body + k] = (crc >> (8 * k)) & 0xFF
+            lengths[b] = body + 4
+            at += body + 4
+            b += 1
+        offset = end
+    return at if b == lengths.shape[0] and offset == rows.shape[0] else -1
 
 
 def decode_blocks(

@@ -141,7 +141,8 @@ _le32: Any = intrinsic(_le32_typer, _le32_python)
 
 def encode_zstd_blocks(
     rows: U8,
-    tail: U8,
+    sizes: I64,
+    pad: U8,
     block_nbytes: int,
     out: U8,
     lengths: I64,
@@ -155,8 +156,9 @@ def encode_zstd_blocks(
 
     Parameters
     ----------
-    rows, tail, block_nbytes, out, lengths
-        As for :func:`~zarr_vectors.kernels.row_blocks.encode_blocks`.
+    rows, sizes, pad, block_nbytes, out, lengths
+        As for :func:`~zarr_vectors.kernels.row_blocks.encode_blocks`: the chunks' bytes
+        back to back, each chunk's byte count, one block of the fill value.
     frame
         ``(header, blocksize, level)``: the first 12 bytes C-Blosc writes for a frame of
         ``block_nbytes`` bytes with these settings (version, flags, type size, sizes; not
@@ -171,16 +173,28 @@ def encode_zstd_blocks(
     -------
     int
         Bytes written to ``out``, or -1 when a frame failed (bit shuffle refused, ``out``
-        too small): encode those rows with C-Blosc then.
+        too small, sizes that do not add up): encode those rows with C-Blosc then.
     """
     header, blocksize, level = frame
     flags, typesize = int(header[2]), int(header[3])
     scratch = blocksize + 4 * typesize if flags & _DOBITSHUFFLE else 0  # bitshuffle's own
     tmp = np.empty(blocksize + scratch, np.uint8)
+    last = np.array(pad[:block_nbytes], copy=True)  # a chunk's last rows, then the fill
     settings = (flags, typesize, blocksize, level)
     return int(
         _encode_zstd_blocks(
-            rows, tail, block_nbytes, out, lengths, header, *settings, tmp, *functions, cctx
+            rows,
+            sizes,
+            pad,
+            block_nbytes,
+            out,
+            lengths,
+            header,
+            *settings,
+            tmp,
+            last,
+            *functions,
+            cctx,
         )
     )
 
@@ -188,7 +202,8 @@ def encode_zstd_blocks(
 @njit
 def _encode_zstd_blocks(
     rows: U8,
-    tail: U8,
+    sizes: I64,
+    pad: U8,
     block_nbytes: int,
     out: U8,
     lengths: I64,
@@ -198,66 +213,137 @@ def _encode_zstd_blocks(
     blocksize: int,
     level: int,
     tmp: U8,
+    last: U8,
     crc_fn: int,
     shuffle_fn: int,
     bitshuffle_fn: int,
     zstd_fn: int,
     cctx: int,
 ) -> int:
-    whole = rows.shape[0] // block_nbytes
+    at = 0
+    b = 0
+    offset = 0
+    for c in range(sizes.shape[0]):
+        end = offset + sizes[c]
+        if sizes[c] < 0 or end > rows.shape[0]:
+            return -1
+        for first in range(offset, end, block_nbytes):
+            take = min(block_nbytes, end - first)
+            if b >= lengths.shape[0] or at + block_nbytes + _HEADER + 4 > out.shape[0]:
+                return -1
+            if take == block_nbytes:  # a whole block, read in place
+                nt = _zstd_frame(
+                    rows,
+                    first,
+                    block_nbytes,
+                    out,
+                    at,
+                    header,
+                    flags,
+                    typesize,
+                    blocksize,
+                    level,
+                    tmp,
+                    shuffle_fn,
+                    bitshuffle_fn,
+                    zstd_fn,
+                    cctx,
+                )
+            else:  # the chunk's last rows, padded with the fill value (never copied whole)
+                if last.shape[0] < block_nbytes or pad.shape[0] < block_nbytes:
+                    return -1
+                copy_bytes(last, 0, rows, first, take)
+                nt = _zstd_frame(
+                    last,
+                    0,
+                    block_nbytes,
+                    out,
+                    at,
+                    header,
+                    flags,
+                    typesize,
+                    blocksize,
+                    level,
+                    tmp,
+                    shuffle_fn,
+                    bitshuffle_fn,
+                    zstd_fn,
+                    cctx,
+                )
+                copy_bytes(last, 0, pad, 0, take)
+            if nt < 0:
+                return -1
+            crc = crc32c_value(crc_fn, out.ctypes.data + at, nt)
+            _le32(out, at + nt, crc)
+            lengths[b] = nt + 4
+            at += nt + 4
+            b += 1
+        offset = end
+    return at if b == lengths.shape[0] and offset == rows.shape[0] else -1
+
+
+@njit
+def _zstd_frame(
+    src: U8,
+    first: int,
+    block_nbytes: int,
+    out: U8,
+    at: int,
+    header: U8,
+    flags: int,
+    typesize: int,
+    blocksize: int,
+    level: int,
+    tmp: U8,
+    shuffle_fn: int,
+    bitshuffle_fn: int,
+    zstd_fn: int,
+    cctx: int,
+) -> int:
+    """The frame of ``src[first:first + block_nbytes]`` at ``out[at:]`` as C-Blosc's
+    ``blosc_compress_context`` writes it (``blosc_c`` per block); its length, -1 when bit
+    shuffle refused."""
     n_sub = -(-block_nbytes // blocksize)
     maxbytes = block_nbytes + _HEADER
     shuffled, scratch = tmp.ctypes.data, tmp.ctypes.data + blocksize
-    at = 0
-    for b in range(lengths.shape[0]):
-        src = rows if b < whole else tail
-        first = b * block_nbytes if b < whole else 0
-        if first + block_nbytes > src.shape[0] or at + maxbytes + 4 > out.shape[0]:
-            return -1
-        # the frame of src[first:first + block_nbytes] at out[at:], as C-Blosc's
-        # blosc_compress_context writes it (blosc_c per block)
-        copy_bytes(out, at, header, 0, 12)
-        nt = _HEADER + 4 * n_sub
-        for j in range(n_sub):
-            _le32(out, at + _HEADER + 4 * j, nt)
-            bsize = blocksize if j < n_sub - 1 else block_nbytes - j * blocksize
-            start = src.ctypes.data + first + j * blocksize
-            if flags & _DOSHUFFLE and typesize > 1:
-                _shuffle(shuffle_fn, typesize, bsize, start, shuffled)
-            elif flags & _DOBITSHUFFLE and bsize >= typesize:
-                if _bitshuffle(bitshuffle_fn, typesize, bsize, start, shuffled, scratch) < 0:
-                    return -1
-            else:
-                copy_bytes(tmp, 0, src, first + j * blocksize, bsize)
-            splits = typesize if not flags & _DONT_SPLIT and bsize == blocksize else 1
-            part = bsize // splits
-            for k in range(splits):
-                nt += 4
-                bound = part if nt + part <= maxbytes else maxbytes - nt
-                if bound <= 0:
+    copy_bytes(out, at, header, 0, 12)
+    nt = _HEADER + 4 * n_sub
+    for j in range(n_sub):
+        _le32(out, at + _HEADER + 4 * j, nt)
+        bsize = blocksize if j < n_sub - 1 else block_nbytes - j * blocksize
+        start = src.ctypes.data + first + j * blocksize
+        if flags & _DOSHUFFLE and typesize > 1:
+            _shuffle(shuffle_fn, typesize, bsize, start, shuffled)
+        elif flags & _DOBITSHUFFLE and bsize >= typesize:
+            if _bitshuffle(bitshuffle_fn, typesize, bsize, start, shuffled, scratch) < 0:
+                return -1
+        else:
+            copy_bytes(tmp, 0, src, first + j * blocksize, bsize)
+        splits = typesize if not flags & _DONT_SPLIT and bsize == blocksize else 1
+        part = bsize // splits
+        for k in range(splits):
+            nt += 4
+            bound = part if nt + part <= maxbytes else maxbytes - nt
+            if bound <= 0:
+                nt = -1
+                break
+            dst = out.ctypes.data + at + nt
+            size = _compress_cctx(zstd_fn, cctx, dst, bound, shuffled + k * part, part, level)
+            if size < 0 or size > bound:  # a Zstandard error (C-Blosc: nothing compressed)
+                size = 0
+            if size == 0 or size == part:
+                if nt + part > maxbytes:
                     nt = -1
                     break
-                dst = out.ctypes.data + at + nt
-                size = _compress_cctx(zstd_fn, cctx, dst, bound, shuffled + k * part, part, level)
-                if size < 0 or size > bound:  # a Zstandard error (C-Blosc: nothing compressed)
-                    size = 0
-                if size == 0 or size == part:
-                    if nt + part > maxbytes:
-                        nt = -1
-                        break
-                    copy_bytes(out, at + nt, tmp, k * part, part)
-                    size = part
-                _le32(out, at + nt - 4, size)
-                nt += size
-            if nt < 0:
-                break
-        if nt < 0:  # does not fit: stored whole (C-Blosc's MEMCPYED frame)
-            out[at + 2] |= _MEMCPYED
-            copy_bytes(out, at + _HEADER, src, first, block_nbytes)
-            nt = maxbytes
-        _le32(out, at + 12, nt)
-        crc = crc32c_value(crc_fn, out.ctypes.data + at, nt)
-        _le32(out, at + nt, crc)
-        lengths[b] = nt + 4
-        at += nt + 4
-    return at
+                copy_bytes(out, at + nt, tmp, k * part, part)
+                size = part
+            _le32(out, at + nt - 4, size)
+            nt += size
+        if nt < 0:
+            break
+    if nt < 0:  # does not fit: stored whole (C-Blosc's MEMCPYED frame)
+        out[at + 2] |= _MEMCPYED
+        copy_bytes(out, at + _HEADER, src, first, block_nbytes)
+        nt = maxbytes
+    _le32(out, at + 12, nt)
+    return nt
