@@ -33,6 +33,7 @@ __all__ = [
     "decode_blocks",
     "dense_blob_ranges",
     "encode_blocks",
+    "read_only",
 ]
 
 CRC_RESIDUE = 0x48674BC7
@@ -190,9 +191,16 @@ _blosc_decompress_ctx: Any = intrinsic(_blosc_typer, _blosc_python)
 _blosc_compress_ctx: Any = intrinsic(_blosc_compress_typer, _blosc_compress_python)
 
 
-def _read_only(array: U8) -> U8:
+def read_only(array: U8) -> U8:
     """``array``, or a read-only view of it: byte inputs reach the kernels writable from
-    some callers and read-only from others, and each was a separate compilation."""
+    some callers and read-only from others, and each was a separate compilation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> read_only(np.zeros(3, np.uint8)).flags.writeable
+    False
+    """
     if not array.flags.writeable:
         return array
     view = array.view()
@@ -200,7 +208,7 @@ def _read_only(array: U8) -> U8:
     return view
 
 
-_NO_NAME = _read_only(np.zeros(1, dtype=np.uint8))
+_NO_NAME = read_only(np.zeros(1, dtype=np.uint8))
 """The compressor name passed when blocks are stored raw (unused; read-only like a name)."""
 
 
@@ -250,6 +258,7 @@ def encode_blocks(
         ``pad`` or ``out`` do not fit the blocks).
     """
     last = np.array(pad[:block_nbytes], copy=True)  # a chunk's last rows, then the fill
+    pad = read_only(pad)  # one compiled signature, whoever gives it
     if blosc is None:
         return int(
             _encode_blocks(
@@ -270,7 +279,7 @@ def encode_blocks(
             )
         )
     clevel, shuffle, typesize, cname = blosc
-    cname = _read_only(cname)
+    cname = read_only(cname)
     return int(
         _encode_blocks(
             rows,
@@ -406,7 +415,7 @@ def decode_blocks(
     """
     return int(
         _decode_blocks(
-            _read_only(buffer),
+            read_only(buffer),
             starts,
             lengths,
             out,
@@ -501,13 +510,13 @@ def dense_blob_ranges(
         (starts, counts and their sums non-negative); the rows of the others are undefined.
     """
     return _dense_blob_ranges(
-        _read_only(buffer),
+        read_only(buffer),
         starts,
         lengths,
         n_blocks,
         rows_per_block,
-        _read_only(prefix),
-        _read_only(suffix),
+        read_only(prefix),
+        read_only(suffix),
         n_fragments,
         crc_fn,
     )

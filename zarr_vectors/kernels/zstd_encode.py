@@ -22,7 +22,7 @@ from llvmlite import ir  # type: ignore[import-untyped]
 
 from zarr_vectors.kernels._jit import copy_bytes, intrinsic, njit
 from zarr_vectors.kernels._jit import numba_types as types
-from zarr_vectors.kernels.row_blocks import crc32c_value
+from zarr_vectors.kernels.row_blocks import crc32c_value, read_only
 
 __all__ = ["encode_zstd_blocks"]
 
@@ -180,6 +180,7 @@ def encode_zstd_blocks(
     scratch = blocksize + 4 * typesize if flags & _DOBITSHUFFLE else 0  # bitshuffle's own
     tmp = np.empty(blocksize + scratch, np.uint8)
     last = np.array(pad[:block_nbytes], copy=True)  # a chunk's last rows, then the fill
+    pad = read_only(pad)  # one compiled signature, whoever gives it
     settings = (flags, typesize, blocksize, level)
     return int(
         _encode_zstd_blocks(
