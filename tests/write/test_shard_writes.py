@@ -31,12 +31,7 @@ class _RecordingIO:
 
     @property
     def keys(self) -> list[str]:
-        return [key for key, _ in self.items]
-
-    @property
-    def items(self) -> list[tuple[str, bytes]]:
-        """Every item written, batch after batch."""
-        return [item for batch in self.batches for item in batch]
+        return [key for batch in self.batches for key, _ in batch]
 
 
 @pytest.fixture
@@ -71,27 +66,9 @@ def test_a_ready_value_waits_behind_pending_encodes_without_blocking() -> None:
     batcher.add_encoded("c", lambda: b"ccc", 3)
     batcher.flush()
     assert io.keys == ["a", "b", "c"]
-    assert io.items == [("a", b"aa"), ("b", b"b"), ("c", b"ccc")]
+    assert io.batches[-1] == [("a", b"aa"), ("b", b"b"), ("c", b"ccc")]
     assert not batcher.pending
     assert batcher.pending_nbytes == 0
-
-
-@pytest.mark.usefixtures("threaded")
-def test_flush_writes_what_is_ready_while_the_next_shard_is_encoded() -> None:
-    """The shards collected before one still being encoded are written meanwhile (the
-    calling thread would only wait), the rest after it: in the order given."""
-    io = _RecordingIO()
-    batcher = Batcher(io)  # type: ignore[arg-type]
-    release = threading.Event()
-    batcher.add_encoded("a", lambda: b"a", 1)
-    batcher.add_encoded("b", _blocked_encode(release, b"b"), 1)
-    batcher.add("c", b"c")
-    timer = threading.Timer(0.2, release.set)
-    timer.start()
-    batcher.flush()
-    timer.join()
-    assert io.batches[0] == [("a", b"a")]  # written before "b" was encoded
-    assert io.items == [("a", b"a"), ("b", b"b"), ("c", b"c")]
 
 
 def test_directories_are_asked_for_once_when_their_first_key_comes() -> None:
@@ -178,7 +155,7 @@ def test_small_shards_of_several_chunks_go_to_a_worker_single_chunks_do_not(
     batcher.flush()
     keys = [shard_key(path, np.array([0]), 1) for path in "sv"]
     assert io.keys == keys
-    assert io.items == [
+    assert io.batches[-1] == [
         (keys[0], single.encode_shard(rows[0], keys[0])),
         (keys[1], sharded.encode_chunks_shard(list(enumerate(rows)), keys[1])),
     ]
@@ -196,7 +173,7 @@ def test_files_from_a_worker_are_written_in_their_turn() -> None:
     assert io.batches == []
     release.set()
     batcher.flush()
-    assert io.items == [("a", b"a"), ("f/zarr.json", b"{}"), ("f/c/0", b"xy"), ("b", b"b")]
+    assert io.batches == [[("a", b"a"), ("f/zarr.json", b"{}"), ("f/c/0", b"xy"), ("b", b"b")]]
 
 
 def test_chunks_given_at_once_make_the_shards_of_chunks_given_one_by_one() -> None:
@@ -216,9 +193,9 @@ def test_chunks_given_at_once_make_the_shards_of_chunks_given_one_by_one() -> No
                     assembler.add(chunk, values)
         assembler.flush()
         batcher.flush()
-        written.append(io.items)
+        written.append(io.batches)
     assert written[0] == written[1]
-    assert [key for key, _ in written[0]] == ["s/c/0/0/0/0", "s/c/0/1/0/0", "s/c/1/0/0/0"]
+    assert [key for key, _ in written[0][0]] == ["s/c/0/0/0/0", "s/c/0/1/0/0", "s/c/1/0/0/0"]
 
 
 @pytest.mark.parametrize("count", [2, 4])

@@ -142,17 +142,8 @@ class Batcher:
         self.items, self.nbytes = [], 0
 
     def flush(self) -> None:
-        """Write everything given so far.
-
-        While the next shard is still being encoded, the shards collected before it are
-        written (this thread would only wait): the files are written as the encoding
-        ends, not all after it. They are written in the order given either way.
-        """
-        while self.pending:
-            value = self.pending[0][1]
-            if self.items and isinstance(value, Future) and not value.done():
-                self._write()
-            self._settle(1)
+        """Write everything given so far."""
+        self._settle(len(self.pending))
         self._write()
 
 
