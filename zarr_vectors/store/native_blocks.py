@@ -141,6 +141,9 @@ def encode_natively(
     ``uint8`` array: a shard's bytes are then copied once, with the tail that follows them),
     and their lengths; None when C-Blosc fails on a block.
 
+    The blocks are a view of a buffer of the calling thread, reused by its next call
+    (:func:`_out_buffer`): copy them before encoding again on the same thread.
+
     ``rows`` are the chunks' rows back to back (C-contiguous, little-endian), ``counts``
     the rows of each chunk (``int64``): each chunk is cut into blocks of ``r`` rows, its
     last block completed with the rows of ``fill_block`` (``r`` rows of the fill value;
@@ -161,7 +164,7 @@ def encode_natively(
     block_nbytes = r * row_nbytes
     flat = rows.reshape(-1).view(np.uint8)
     k = int((-(-counts // r)).sum())
-    out = np.empty(k * (block_nbytes + BLOSC_MAX_OVERHEAD + 4), dtype=np.uint8)
+    out = _out_buffer(k * (block_nbytes + BLOSC_MAX_OVERHEAD + 4))
     lengths = np.empty(k, dtype=np.int64)
     sizes = counts * row_nbytes
     pad = fill_block.reshape(-1).view(np.uint8)
@@ -177,6 +180,25 @@ def encode_natively(
     if total < 0:
         return None
     return out[:total], lengths
+
+
+_KEPT_OUT_NBYTES = 8 << 20
+"""Largest output buffer a thread keeps between calls of :func:`encode_natively`."""
+_scratch = threading.local()
+
+
+def _out_buffer(nbytes: int) -> np.ndarray:
+    """``nbytes`` bytes to encode into: the calling thread's buffer, kept between calls up
+    to :data:`_KEPT_OUT_NBYTES` (a fresh buffer of a shard's worst case, mostly unused,
+    cost a page fault for every page the blocks were written to: ~1,000 a skeleton
+    write, ~5 MB of memory at most kept per encoding thread in the benchmarks)."""
+    kept = getattr(_scratch, "out", None)
+    if kept is not None and kept.shape[0] >= nbytes:
+        return kept[:nbytes]  # type: ignore[no-any-return]
+    out = np.empty(nbytes, dtype=np.uint8)
+    if nbytes <= _KEPT_OUT_NBYTES:
+        _scratch.out = out
+    return out
 
 
 def _encode_zstd(
