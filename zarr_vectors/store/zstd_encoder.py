@@ -145,9 +145,9 @@ def encode_zstd(
 ) -> int | None:
     """:func:`~zarr_vectors.kernels.zstd_encode.encode_zstd_blocks` of the blocks (the
     arguments of :func:`~zarr_vectors.kernels.row_blocks.encode_blocks`: the chunks' bytes
-    back to back, their sizes and a block of the fill value...; ``settings``
-    ``(clevel, shuffle code, typesize)`` of Blosc zstd), or None when this encoder
-    declines: encode them with C-Blosc then."""
+    back to back, their sizes, one block of the fill value, the block size and the
+    outputs; ``settings`` ``(clevel, shuffle code, typesize)`` of Blosc zstd), or None
+    when this encoder declines: encode them with C-Blosc then."""
     clevel, shuffle, typesize = settings
     frame = _frame(encoder.compress, block_nbytes, clevel, shuffle, typesize)
     cctx = _context(encoder)
