@@ -541,3 +541,24 @@ def fragment_rows(
     if bad.any():
         return ranges[:, :0], int(np.argmax(bad))
     return ranges[:, at], -1
+
+
+def block_spans(
+    sizes: Array, block_nbytes: int, total: int, blocks: int, pad_nbytes: int
+) -> tuple[Array, Array] | None:
+    """Twin of :func:`zarr_vectors.kernels.row_blocks.block_spans`: each chunk cut into
+    blocks one by one, then the checks."""
+    starts: list[int] = []
+    takes: list[int] = []
+    offset = 0
+    for size in sizes.tolist():
+        if size < 0:
+            return None
+        for first in range(offset, offset + size, block_nbytes):
+            starts.append(first)
+            takes.append(min(block_nbytes, offset + size - first))
+        offset += size
+    short = any(t < block_nbytes for t in takes)
+    if offset != total or len(starts) != blocks or (short and pad_nbytes < block_nbytes):
+        return None
+    return np.array(starts, np.int64), np.array(takes, np.int64)

@@ -13,10 +13,16 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numcodecs import blosc
 
+from tests.kernels import naive
 from zarr_vectors.errors import CorruptChunkError, FragmentIndexError
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
-from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, dense_blob_ranges
+from zarr_vectors.kernels.row_blocks import (
+    CRC_RESIDUE,
+    block_spans,
+    decode_blocks,
+    dense_blob_ranges,
+)
 from zarr_vectors.read.fragment_fetches import decode_blob
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.native_blocks import native_block_functions, native_encode_functions
@@ -295,6 +301,34 @@ def test_chunks_padded_in_the_kernel_match_the_twin(
     chunks = [rows[a:b] for a, b in itertools.pairwise(bounds)] + [rows[:1]]
     expected = [naive_encode(layout, chunk) for chunk in chunks]
     assert layout.encode_chunks_blocks(chunks) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-2, 40), max_size=6),
+    st.integers(1, 9),
+    st.integers(-1, 1),
+    st.integers(-1, 1),
+    st.sampled_from([0, 1, 9]),
+)
+def test_block_spans_match_the_twin(
+    sizes: list[int], block: int, off_total: int, off_blocks: int, pad: int
+) -> None:
+    """The blocks of chunks back to back, and the refusals (negative sizes, sizes that do
+    not add up, another block count, a short block without padding): the twin's."""
+    array = np.array(sizes, np.int64)
+    total = max(0, sum(sizes)) + off_total
+    blocks = sum(-(-max(0, n) // block) for n in sizes) + off_blocks
+    if blocks < 0:
+        return
+    found = block_spans(array, block, total, blocks, pad)
+    expected = naive.block_spans(array, block, total, blocks, pad)
+    if expected is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert found[0].tolist() == expected[0].tolist()
+        assert found[1].tolist() == expected[1].tolist()
 
 
 def test_rows_encode_through_python_when_the_kernel_fails(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "crc32c_value",
     "decode_blocks",
     "dense_blob_ranges",
+    "block_spans",
     "encode_blocks",
     "read_only",
 ]
@@ -212,6 +213,51 @@ _NO_NAME = read_only(np.zeros(1, dtype=np.uint8))
 """The compressor name passed when blocks are stored raw (unused; read-only like a name)."""
 
 
+def block_spans(
+    sizes: I64, block_nbytes: int, total: int, blocks: int, pad_nbytes: int
+) -> tuple[I64, I64] | None:
+    """Where each row block of chunks of ``sizes`` bytes (back to back) starts, and how
+    many of its bytes are rows (``block_nbytes`` but in a chunk's short last block); None
+    unless the sizes are non-negative, add up to ``total``, make ``blocks`` blocks, and
+    ``pad_nbytes`` covers every short last block.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> starts, takes = block_spans(np.array([6, 4, 8], np.int64), 4, 18, 5, 4)
+    >>> starts.tolist(), takes.tolist()
+    ([0, 4, 6, 10, 14], [4, 2, 4, 4, 4])
+    >>> block_spans(np.array([6, 4, 8], np.int64), 4, 18, 5, 0) is None
+    True
+    """
+    starts = np.empty(blocks, np.int64)
+    takes = np.empty(blocks, np.int64)
+    fits = _block_spans(sizes, block_nbytes, total, pad_nbytes, starts, takes)
+    return (starts, takes) if fits else None
+
+
+@njit
+def _block_spans(
+    sizes: I64, block_nbytes: int, total: int, pad_nbytes: int, starts: I64, takes: I64
+) -> bool:
+    b = 0
+    offset = 0
+    for c in range(sizes.shape[0]):
+        end = offset + sizes[c]
+        if sizes[c] < 0 or end > total:
+            return False
+        for first in range(offset, end, block_nbytes):
+            if b >= starts.shape[0]:
+                return False
+            starts[b] = first
+            takes[b] = min(block_nbytes, end - first)
+            if takes[b] < block_nbytes and pad_nbytes < block_nbytes:
+                return False
+            b += 1
+        offset = end
+    return b == starts.shape[0] and offset == total
+
+
 def encode_blocks(
     rows: U8,
     sizes: I64,
@@ -257,53 +303,22 @@ def encode_blocks(
         Bytes written to ``out``, or -1 when C-Blosc failed on a block (or the sizes,
         ``pad`` or ``out`` do not fit the blocks).
     """
+    found = block_spans(sizes, block_nbytes, rows.shape[0], lengths.shape[0], pad.shape[0])
+    if found is None:
+        return -1
+    starts, takes = found
     last = np.array(pad[:block_nbytes], copy=True)  # a chunk's last rows, then the fill
-    pad = read_only(pad)  # one compiled signature, whoever gives it
-    if blosc is None:
-        return int(
-            _encode_blocks(
-                rows,
-                sizes,
-                pad,
-                last,
-                block_nbytes,
-                out,
-                lengths,
-                0,
-                0,
-                0,
-                _NO_NAME,
-                False,
-                crc_fn,
-                0,
-            )
-        )
-    clevel, shuffle, typesize, cname = blosc
-    cname = read_only(cname)
-    return int(
-        _encode_blocks(
-            rows,
-            sizes,
-            pad,
-            last,
-            block_nbytes,
-            out,
-            lengths,
-            clevel,
-            shuffle,
-            typesize,
-            cname,
-            True,
-            crc_fn,
-            blosc_fn,
-        )
-    )
+    clevel, shuffle, typesize, cname = (0, 0, 0, _NO_NAME) if blosc is None else blosc
+    spans = (starts, takes, read_only(pad), last, block_nbytes, out, lengths)
+    codec = (clevel, shuffle, typesize, read_only(cname), blosc is not None)
+    return int(_encode_blocks(rows, *spans, *codec, crc_fn, blosc_fn if blosc else 0))
 
 
 @njit
 def _encode_blocks(
     rows: U8,
-    sizes: I64,
+    starts: I64,
+    takes: I64,
     pad: U8,
     last: U8,
     block_nbytes: int,
@@ -319,53 +334,44 @@ def _encode_blocks(
 ) -> int:
     dest = out.ctypes.data
     at = 0
-    b = 0
-    offset = 0
-    for c in range(sizes.shape[0]):
-        end = offset + sizes[c]
-        if sizes[c] < 0 or end > rows.shape[0]:
+    for b in range(starts.shape[0]):
+        first, take = starts[b], takes[b]
+        if take <= 0 or first + take > rows.shape[0]:
             return -1
-        for first in range(offset, end, block_nbytes):
-            take = min(block_nbytes, end - first)
-            if b >= lengths.shape[0] or at + block_nbytes + BLOSC_MAX_OVERHEAD + 4 > out.shape[0]:
-                return -1
-            if take < block_nbytes:  # the chunk's last rows, then the fill value
-                if last.shape[0] < block_nbytes or pad.shape[0] < block_nbytes:
-                    return -1
-                copy_bytes(last, 0, rows, first, take)
-                src = last.ctypes.data
-            else:
-                src = rows.ctypes.data + first
-            if compressed:
-                body = _blosc_compress_ctx(
-                    blosc_fn,
-                    clevel,
-                    shuffle,
-                    typesize,
-                    block_nbytes,
-                    src,
-                    dest + at,
-                    block_nbytes + BLOSC_MAX_OVERHEAD,
-                    cname.ctypes.data,
-                )
-            else:
-                body = block_nbytes
-                if take < block_nbytes:
-                    copy_bytes(out, at, last, 0, body)
-                else:
-                    copy_bytes(out, at, rows, first, body)
-            if take < block_nbytes:
-                copy_bytes(last, 0, pad, 0, take)
-            if body <= 0:
-                return -1
-            crc = _crc32c_value(crc_fn, dest + at, body)
-            for k in range(4):
-                out[at + body + k] = (crc >> (8 * k)) & 0xFF
-            lengths[b] = body + 4
-            at += body + 4
-            b += 1
-        offset = end
-    return at if b == lengths.shape[0] and offset == rows.shape[0] else -1
+        if at + block_nbytes + BLOSC_MAX_OVERHEAD + 4 > out.shape[0]:
+            return -1
+        whole = take == block_nbytes
+        if not whole:  # the chunk's last rows, then the fill value
+            copy_bytes(last, 0, rows, first, take)
+        src = rows.ctypes.data + first if whole else last.ctypes.data
+        if compressed:
+            body = _blosc_compress_ctx(
+                blosc_fn,
+                clevel,
+                shuffle,
+                typesize,
+                block_nbytes,
+                src,
+                dest + at,
+                block_nbytes + BLOSC_MAX_OVERHEAD,
+                cname.ctypes.data,
+            )
+        elif whole:
+            body = block_nbytes
+            copy_bytes(out, at, rows, first, body)
+        else:
+            body = block_nbytes
+            copy_bytes(out, at, last, 0, body)
+        if not whole:
+            copy_bytes(last, 0, pad, 0, take)
+        if body <= 0:
+            return -1
+        crc = _crc32c_value(crc_fn, dest + at, body)
+        for k in range(4):
+            out[at + body + k] = (crc >> (8 * k)) & 0xFF
+        lengths[b] = body + 4
+        at += body + 4
+    return at
 
 
 def decode_blocks(

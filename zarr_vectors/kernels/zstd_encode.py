@@ -22,7 +22,7 @@ from llvmlite import ir  # type: ignore[import-untyped]
 
 from zarr_vectors.kernels._jit import copy_bytes, intrinsic, njit
 from zarr_vectors.kernels._jit import numba_types as types
-from zarr_vectors.kernels.row_blocks import crc32c_value, read_only
+from zarr_vectors.kernels.row_blocks import block_spans, crc32c_value, read_only
 
 __all__ = ["encode_zstd_blocks"]
 
@@ -179,32 +179,23 @@ def encode_zstd_blocks(
     flags, typesize = int(header[2]), int(header[3])
     scratch = blocksize + 4 * typesize if flags & _DOBITSHUFFLE else 0  # bitshuffle's own
     tmp = np.empty(blocksize + scratch, np.uint8)
+    found = block_spans(sizes, block_nbytes, rows.shape[0], lengths.shape[0], pad.shape[0])
+    if found is None:
+        return -1
+    starts, takes = found
     last = np.array(pad[:block_nbytes], copy=True)  # a chunk's last rows, then the fill
-    pad = read_only(pad)  # one compiled signature, whoever gives it
+    spans = (starts, takes, read_only(pad), last, block_nbytes, out, lengths)
     settings = (flags, typesize, blocksize, level)
-    return int(
-        _encode_zstd_blocks(
-            rows,
-            sizes,
-            pad,
-            block_nbytes,
-            out,
-            lengths,
-            header,
-            *settings,
-            tmp,
-            last,
-            *functions,
-            cctx,
-        )
-    )
+    return int(_encode_zstd_blocks(rows, *spans, header, *settings, tmp, *functions, cctx))
 
 
 @njit
 def _encode_zstd_blocks(
     rows: U8,
-    sizes: I64,
+    starts: I64,
+    takes: I64,
     pad: U8,
+    last: U8,
     block_nbytes: int,
     out: U8,
     lengths: I64,
@@ -214,7 +205,6 @@ def _encode_zstd_blocks(
     blocksize: int,
     level: int,
     tmp: U8,
-    last: U8,
     crc_fn: int,
     shuffle_fn: int,
     bitshuffle_fn: int,
@@ -222,88 +212,51 @@ def _encode_zstd_blocks(
     cctx: int,
 ) -> int:
     at = 0
-    b = 0
-    offset = 0
-    for c in range(sizes.shape[0]):
-        end = offset + sizes[c]
-        if sizes[c] < 0 or end > rows.shape[0]:
+    for b in range(starts.shape[0]):
+        first, take = starts[b], takes[b]
+        if take <= 0 or first + take > rows.shape[0]:
             return -1
-        for first in range(offset, end, block_nbytes):
-            take = min(block_nbytes, end - first)
-            if b >= lengths.shape[0] or at + block_nbytes + _HEADER + 4 > out.shape[0]:
-                return -1
-            if take == block_nbytes:  # a whole block, read in place
-                nt = _zstd_frame(
-                    rows,
-                    first,
-                    block_nbytes,
-                    out,
-                    at,
-                    header,
-                    flags,
-                    typesize,
-                    blocksize,
-                    level,
-                    tmp,
-                    shuffle_fn,
-                    bitshuffle_fn,
-                    zstd_fn,
-                    cctx,
-                )
-            else:  # the chunk's last rows, padded with the fill value (never copied whole)
-                if last.shape[0] < block_nbytes or pad.shape[0] < block_nbytes:
-                    return -1
-                copy_bytes(last, 0, rows, first, take)
-                nt = _zstd_frame(
-                    last,
-                    0,
-                    block_nbytes,
-                    out,
-                    at,
-                    header,
-                    flags,
-                    typesize,
-                    blocksize,
-                    level,
-                    tmp,
-                    shuffle_fn,
-                    bitshuffle_fn,
-                    zstd_fn,
-                    cctx,
-                )
-                copy_bytes(last, 0, pad, 0, take)
-            if nt < 0:
-                return -1
-            crc = crc32c_value(crc_fn, out.ctypes.data + at, nt)
-            _le32(out, at + nt, crc)
-            lengths[b] = nt + 4
-            at += nt + 4
-            b += 1
-        offset = end
-    return at if b == lengths.shape[0] and offset == rows.shape[0] else -1
+        if at + block_nbytes + _HEADER + 4 > out.shape[0]:
+            return -1
+        whole = take == block_nbytes  # else the chunk's last rows, then the fill value
+        if not whole:
+            copy_bytes(last, 0, rows, first, take)
+        nt = _zstd_frame(
+            (rows, last, first, whole, block_nbytes),
+            out,
+            at,
+            (header, flags, typesize, blocksize, level),
+            tmp,
+            (shuffle_fn, bitshuffle_fn, zstd_fn, cctx),
+        )
+        if not whole:
+            copy_bytes(last, 0, pad, 0, take)
+        if nt < 0:
+            return -1
+        crc = crc32c_value(crc_fn, out.ctypes.data + at, nt)
+        _le32(out, at + nt, crc)
+        lengths[b] = nt + 4
+        at += nt + 4
+    return at
 
 
 @njit
 def _zstd_frame(
-    src: U8,
-    first: int,
-    block_nbytes: int,
+    block: tuple[U8, U8, int, bool, int],
     out: U8,
     at: int,
-    header: U8,
-    flags: int,
-    typesize: int,
-    blocksize: int,
-    level: int,
+    frame: tuple[U8, int, int, int, int],
     tmp: U8,
-    shuffle_fn: int,
-    bitshuffle_fn: int,
-    zstd_fn: int,
-    cctx: int,
+    functions: tuple[int, int, int, int],
 ) -> int:
-    """The frame of ``src[first:first + block_nbytes]`` at ``out[at:]`` as C-Blosc's
-    ``blosc_compress_context`` writes it (``blosc_c`` per block); its length, -1 when bit
-    shuffle refused."""
+    """The frame of a block at ``out[at:]`` as C-Blosc's ``blosc_compress_context`` writes
+    it (``blosc_c`` per block); its length, -1 when bit shuffle refused. ``block`` is
+    ``(rows, last, first, whole, block_nbytes)``: the block is ``rows[first:first +
+    block_nbytes]`` when ``whole``, else ``last`` (a chunk's last rows and the fill)."""
+    rows, last, first, whole, block_nbytes = block
+    header, flags, typesize, blocksize, level = frame
+    shuffle_fn, bitshuffle_fn, zstd_fn, cctx = functions
+    base = rows.ctypes.data + first if whole else last.ctypes.data
     n_sub = -(-block_nbytes // blocksize)
     maxbytes = block_nbytes + _HEADER
     shuffled, scratch = tmp.ctypes.data, tmp.ctypes.data + blocksize
@@ -312,14 +265,16 @@ def _zstd_frame(
     for j in range(n_sub):
         _le32(out, at + _HEADER + 4 * j, nt)
         bsize = blocksize if j < n_sub - 1 else block_nbytes - j * blocksize
-        start = src.ctypes.data + first + j * blocksize
+        start = base + j * blocksize
         if flags & _DOSHUFFLE and typesize > 1:
             _shuffle(shuffle_fn, typesize, bsize, start, shuffled)
         elif flags & _DOBITSHUFFLE and bsize >= typesize:
             if _bitshuffle(bitshuffle_fn, typesize, bsize, start, shuffled, scratch) < 0:
                 return -1
+        elif whole:
+            copy_bytes(tmp, 0, rows, first + j * blocksize, bsize)
         else:
-            copy_bytes(tmp, 0, src, first + j * blocksize, bsize)
+            copy_bytes(tmp, 0, last, j * blocksize, bsize)
         splits = typesize if not flags & _DONT_SPLIT and bsize == blocksize else 1
         part = bsize // splits
         for k in range(splits):
@@ -344,7 +299,10 @@ def _zstd_frame(
             break
     if nt < 0:  # does not fit: stored whole (C-Blosc's MEMCPYED frame)
         out[at + 2] |= _MEMCPYED
-        copy_bytes(out, at + _HEADER, src, first, block_nbytes)
+        if whole:
+            copy_bytes(out, at + _HEADER, rows, first, block_nbytes)
+        else:
+            copy_bytes(out, at + _HEADER, last, 0, block_nbytes)
         nt = maxbytes
     _le32(out, at + 12, nt)
     return nt
