@@ -29,10 +29,10 @@ __all__ = [
     "BLOSC_COMPRESS_CTX",
     "BLOSC_MAX_OVERHEAD",
     "CRC_RESIDUE",
+    "block_spans",
     "crc32c_value",
     "decode_blocks",
     "dense_blob_ranges",
-    "block_spans",
     "encode_blocks",
     "read_only",
 ]
