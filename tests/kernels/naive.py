@@ -586,3 +586,22 @@ def owners_met(
     at = at.astype(np.int64)
     met = fragments_met(ranges[0, at], ranges[1, at], count[where], inside, counts, contained)
     return owner[at][met.astype(bool)] if at.size else np.empty(0, np.int64)
+def block_spans(
+    sizes: Array, block_nbytes: int, total: int, blocks: int, pad_nbytes: int
+) -> tuple[Array, Array] | None:
+    """Twin of :func:`zarr_vectors.kernels.row_blocks.block_spans`: each chunk cut into
+    blocks one by one, then the checks."""
+    starts: list[int] = []
+    takes: list[int] = []
+    offset = 0
+    for size in sizes.tolist():
+        if size < 0:
+            return None
+        for first in range(offset, offset + size, block_nbytes):
+            starts.append(first)
+            takes.append(min(block_nbytes, offset + size - first))
+        offset += size
+    short = any(t < block_nbytes for t in takes)
+    if offset != total or len(starts) != blocks or (short and pad_nbytes < block_nbytes):
+        return None
+    return np.array(starts, np.int64), np.array(takes, np.int64)

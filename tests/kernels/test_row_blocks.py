@@ -3,6 +3,8 @@ google-crc32c's Python APIs, on blocks encoded by RowLayout, whole and damaged."
 
 from __future__ import annotations
 
+import itertools
+
 import google_crc32c
 import numpy as np
 import pytest
@@ -11,10 +13,16 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numcodecs import blosc
 
+from tests.kernels import naive
 from zarr_vectors.errors import CorruptChunkError, FragmentIndexError
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.format.fragment_encoding import encode_dense_ranges
-from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, dense_blob_ranges
+from zarr_vectors.kernels.row_blocks import (
+    CRC_RESIDUE,
+    block_spans,
+    decode_blocks,
+    dense_blob_ranges,
+)
 from zarr_vectors.read.fragment_fetches import decode_blob
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.native_blocks import native_block_functions, native_encode_functions
@@ -265,6 +273,62 @@ def test_encoded_blocks_and_shards_match_the_twin(case: tuple[RowLayout, np.ndar
     expected = naive_encode(layout, rows)
     assert layout.encode_blocks(rows) == expected
     assert layout.encode_shard(rows, "a/c/0") == layout.assemble_shard([(0, expected)], "a/c/0")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows_to_encode(),
+    st.sampled_from([None, "lz4", "zstd"]),
+    st.lists(st.integers(0, 40), min_size=1, max_size=5),
+)
+def test_chunks_padded_in_the_kernel_match_the_twin(
+    case: tuple[RowLayout, np.ndarray], cname: str | None, cuts: list[int]
+) -> None:
+    """Several chunks' rows encoded in one kernel call, each chunk's last block padded
+    with the fill value inside the kernel (the rows are never padded in memory): the
+    twin's blocks chunk by chunk, for raw, C-Blosc and Zstandard (own encoder) blocks."""
+    layout, rows = case
+    if cname is not None:
+        codec = {"cname": cname, "clevel": 1, "shuffle": "bitshuffle"}
+        layout = RowLayout(
+            layout.dtype, layout.row_shape, layout.rows_per_block, layout.n_max, codec, layout.fill
+        )
+    elif layout.blosc is not None:
+        layout = RowLayout(
+            layout.dtype, layout.row_shape, layout.rows_per_block, layout.n_max, None, layout.fill
+        )
+    bounds = sorted({0, rows.shape[0], *(min(c, rows.shape[0]) for c in cuts)})
+    chunks = [rows[a:b] for a, b in itertools.pairwise(bounds)] + [rows[:1]]
+    expected = [naive_encode(layout, chunk) for chunk in chunks]
+    assert layout.encode_chunks_blocks(chunks) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-2, 40), max_size=6),
+    st.integers(1, 9),
+    st.integers(-1, 1),
+    st.integers(-1, 1),
+    st.sampled_from([0, 1, 9]),
+)
+def test_block_spans_match_the_twin(
+    sizes: list[int], block: int, off_total: int, off_blocks: int, pad: int
+) -> None:
+    """The blocks of chunks back to back, and the refusals (negative sizes, sizes that do
+    not add up, another block count, a short block without padding): the twin's."""
+    array = np.array(sizes, np.int64)
+    total = max(0, sum(sizes)) + off_total
+    blocks = sum(-(-max(0, n) // block) for n in sizes) + off_blocks
+    if blocks < 0:
+        return
+    found = block_spans(array, block, total, blocks, pad)
+    expected = naive.block_spans(array, block, total, blocks, pad)
+    if expected is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert found[0].tolist() == expected[0].tolist()
+        assert found[1].tolist() == expected[1].tolist()
 
 
 def test_rows_encode_through_python_when_the_kernel_fails(monkeypatch: pytest.MonkeyPatch) -> None:

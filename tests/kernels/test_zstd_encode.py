@@ -46,12 +46,14 @@ def _both(data: np.ndarray, n: int, settings_: tuple[int, int, int]) -> tuple[by
     assert ENCODER is not None
     assert NATIVE is not None
     k = data.shape[0] // n
-    rows, tail = data[: (k - 1) * n], data[(k - 1) * n : k * n]
+    rows, pad = data[: k * n], data[:0]
+    sizes = np.array([k * n], np.int64)
     size = k * (n + BLOSC_MAX_OVERHEAD + 4)
     ours, theirs = np.zeros(size, np.uint8), np.zeros(size, np.uint8)
     lengths, expected = np.zeros(k, np.int64), np.zeros(k, np.int64)
-    done = zstd_encoder.encode_zstd(ENCODER, rows, tail, n, ours, lengths, settings_)
-    total = encode_blocks(rows, tail, n, theirs, expected, (*settings_, _ZSTD), *NATIVE)
+    blocks = (rows, sizes, pad, n)
+    done = zstd_encoder.encode_zstd(ENCODER, *blocks, ours, lengths, settings_)
+    total = encode_blocks(*blocks, theirs, expected, (*settings_, _ZSTD), *NATIVE)
     assert total > 0
     if n < 128:  # C-Blosc stores such frames whole: left to it
         assert done is None
@@ -130,14 +132,9 @@ def test_declines_what_c_blosc_stores_whole() -> None:
     assert ENCODER is not None
     data = _data("smooth", 200, 0)
     out, lengths = np.zeros(400, np.uint8), np.zeros(2, np.int64)
-    assert (
-        zstd_encoder.encode_zstd(ENCODER, data[:100], data[100:], 100, out, lengths, (1, 2, 4))
-        is None
-    )
-    assert (
-        zstd_encoder.encode_zstd(ENCODER, data[:100], data[100:], 100, out, lengths, (0, 2, 4))
-        is None
-    )
+    blocks = (data, np.array([200], np.int64), data[:0], 100, out, lengths)
+    assert zstd_encoder.encode_zstd(ENCODER, *blocks, (1, 2, 4)) is None
+    assert zstd_encoder.encode_zstd(ENCODER, *blocks, (0, 2, 4)) is None
 
 
 def test_failed_self_test_falls_back_to_c_blosc(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,6 +27,29 @@ def test_the_self_test_blocks_are_the_blocks_the_writer_makes() -> None:
     assert native_blocks._numcodecs_blocks(rows, 500) == layout.encode_blocks(rows)
 
 
+def test_encoding_reuses_a_thread_buffer_up_to_its_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each thread encodes into a buffer it keeps (no fresh pages per shard), large ones
+    excepted; blocks copied before the next call stay right, and threads do not share."""
+    monkeypatch.setattr(native_blocks, "_KEPT_OUT_NBYTES", 1000)
+    monkeypatch.setattr(native_blocks, "_scratch", threading.local())
+    first = native_blocks._out_buffer(800)
+    assert np.shares_memory(native_blocks._out_buffer(500), first)  # kept, reused
+    assert not np.shares_memory(native_blocks._out_buffer(2000), first)  # too large to keep
+    assert np.shares_memory(native_blocks._out_buffer(600), first)  # still the kept one
+    grown = native_blocks._out_buffer(900)  # larger, under the cap: kept instead
+    assert not np.shares_memory(grown, first)
+    assert np.shares_memory(native_blocks._out_buffer(100), grown)
+    other: list[np.ndarray] = []
+    thread = threading.Thread(target=lambda: other.append(native_blocks._out_buffer(500)))
+    thread.start()
+    thread.join()
+    assert not np.shares_memory(other[0], grown)
+    layout = RowLayout(np.dtype("<f4"), (3,), 64, 256, DEFAULT_BLOSC)
+    rows = [np.random.default_rng(k).random((64 * k + 64, 3), dtype=np.float32) for k in range(3)]
+    expected = [native_blocks._numcodecs_blocks(r, 64) for r in rows]
+    assert [layout.encode_blocks(r) for r in rows] == expected
+
+
 def test_native_functions_are_used_only_after_passing_the_self_test() -> None:
     found = native_blocks.native_block_functions()
     if found is None:

@@ -29,10 +29,12 @@ __all__ = [
     "BLOSC_COMPRESS_CTX",
     "BLOSC_MAX_OVERHEAD",
     "CRC_RESIDUE",
+    "block_spans",
     "crc32c_value",
     "decode_blocks",
     "dense_blob_ranges",
     "encode_blocks",
+    "read_only",
 ]
 
 CRC_RESIDUE = 0x48674BC7
@@ -190,9 +192,16 @@ _blosc_decompress_ctx: Any = intrinsic(_blosc_typer, _blosc_python)
 _blosc_compress_ctx: Any = intrinsic(_blosc_compress_typer, _blosc_compress_python)
 
 
-def _read_only(array: U8) -> U8:
+def read_only(array: U8) -> U8:
     """``array``, or a read-only view of it: byte inputs reach the kernels writable from
-    some callers and read-only from others, and each was a separate compilation."""
+    some callers and read-only from others, and each was a separate compilation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> read_only(np.zeros(3, np.uint8)).flags.writeable
+    False
+    """
     if not array.flags.writeable:
         return array
     view = array.view()
@@ -200,13 +209,59 @@ def _read_only(array: U8) -> U8:
     return view
 
 
-_NO_NAME = _read_only(np.zeros(1, dtype=np.uint8))
+_NO_NAME = read_only(np.zeros(1, dtype=np.uint8))
 """The compressor name passed when blocks are stored raw (unused; read-only like a name)."""
+
+
+def block_spans(
+    sizes: I64, block_nbytes: int, total: int, blocks: int, pad_nbytes: int
+) -> tuple[I64, I64] | None:
+    """Where each row block of chunks of ``sizes`` bytes (back to back) starts, and how
+    many of its bytes are rows (``block_nbytes`` but in a chunk's short last block); None
+    unless the sizes are non-negative, add up to ``total``, make ``blocks`` blocks, and
+    ``pad_nbytes`` covers every short last block.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> starts, takes = block_spans(np.array([6, 4, 8], np.int64), 4, 18, 5, 4)
+    >>> starts.tolist(), takes.tolist()
+    ([0, 4, 6, 10, 14], [4, 2, 4, 4, 4])
+    >>> block_spans(np.array([6, 4, 8], np.int64), 4, 18, 5, 0) is None
+    True
+    """
+    starts = np.empty(blocks, np.int64)
+    takes = np.empty(blocks, np.int64)
+    fits = _block_spans(sizes, block_nbytes, total, pad_nbytes, starts, takes)
+    return (starts, takes) if fits else None
+
+
+@njit
+def _block_spans(
+    sizes: I64, block_nbytes: int, total: int, pad_nbytes: int, starts: I64, takes: I64
+) -> bool:
+    b = 0
+    offset = 0
+    for c in range(sizes.shape[0]):
+        end = offset + sizes[c]
+        if sizes[c] < 0 or end > total:
+            return False
+        for first in range(offset, end, block_nbytes):
+            if b >= starts.shape[0]:
+                return False
+            starts[b] = first
+            takes[b] = min(block_nbytes, end - first)
+            if takes[b] < block_nbytes and pad_nbytes < block_nbytes:
+                return False
+            b += 1
+        offset = end
+    return b == starts.shape[0] and offset == total
 
 
 def encode_blocks(
     rows: U8,
-    tail: U8,
+    sizes: I64,
+    pad: U8,
     block_nbytes: int,
     out: U8,
     lengths: I64,
@@ -214,20 +269,27 @@ def encode_blocks(
     crc_fn: int,
     blosc_fn: int,
 ) -> int:
-    """Encode row blocks back to back into ``out``, each followed by its CRC32C.
+    """Encode the row blocks of several chunks back to back into ``out``, each followed by
+    its CRC32C.
 
     Parameters
     ----------
     rows
-        The bytes of the whole blocks, ``block_nbytes`` each.
-    tail
-        The bytes of one more block (the last rows padded with the fill value), or empty.
+        The bytes of every chunk's rows, back to back (no padding).
+    sizes
+        ``(chunks,)`` bytes of each chunk. A chunk is cut into blocks of ``block_nbytes``;
+        its last block, when shorter, is completed with the bytes of ``pad`` that follow
+        (in a scratch block: the padding is never copied for the whole batch).
+    pad
+        One block of the fill value (``block_nbytes`` bytes), or empty when every chunk is
+        a whole number of blocks.
     block_nbytes
         Bytes of one block (``R`` rows).
     out
         Destination, room for ``block_nbytes + BLOSC_MAX_OVERHEAD + 4`` bytes per block.
     lengths
-        ``(blocks,)`` set to each stored block's length (CRC32C included).
+        ``(blocks,)`` set to each stored block's length (CRC32C included); ``blocks`` is
+        the sum over chunks of ``ceil(size / block_nbytes)``.
     blosc
         ``(clevel, shuffle, typesize, compressor name as NUL-terminated bytes)`` of
         ``blosc_compress_ctx``, or None to store the raw rows.
@@ -238,38 +300,27 @@ def encode_blocks(
     Returns
     -------
     int
-        Bytes written to ``out``, or -1 when C-Blosc failed on a block.
+        Bytes written to ``out``, or -1 when C-Blosc failed on a block (or the sizes,
+        ``pad`` or ``out`` do not fit the blocks).
     """
-    if blosc is None:
-        return int(
-            _encode_blocks(
-                rows, tail, block_nbytes, out, lengths, 0, 0, 0, _NO_NAME, False, crc_fn, 0
-            )
-        )
-    clevel, shuffle, typesize, cname = blosc
-    cname = _read_only(cname)
-    return int(
-        _encode_blocks(
-            rows,
-            tail,
-            block_nbytes,
-            out,
-            lengths,
-            clevel,
-            shuffle,
-            typesize,
-            cname,
-            True,
-            crc_fn,
-            blosc_fn,
-        )
-    )
+    found = block_spans(sizes, block_nbytes, rows.shape[0], lengths.shape[0], pad.shape[0])
+    if found is None:
+        return -1
+    starts, takes = found
+    last = np.array(pad[:block_nbytes], copy=True)  # a chunk's last rows, then the fill
+    clevel, shuffle, typesize, cname = (0, 0, 0, _NO_NAME) if blosc is None else blosc
+    spans = (starts, takes, read_only(pad), last, block_nbytes, out, lengths)
+    codec = (clevel, shuffle, typesize, read_only(cname), blosc is not None)
+    return int(_encode_blocks(rows, *spans, *codec, crc_fn, blosc_fn if blosc else 0))
 
 
 @njit
 def _encode_blocks(
     rows: U8,
-    tail: U8,
+    starts: I64,
+    takes: I64,
+    pad: U8,
+    last: U8,
     block_nbytes: int,
     out: U8,
     lengths: I64,
@@ -281,12 +332,18 @@ def _encode_blocks(
     crc_fn: int,
     blosc_fn: int,
 ) -> int:
-    whole = rows.shape[0] // block_nbytes
     dest = out.ctypes.data
     at = 0
-    for b in range(lengths.shape[0]):
-        src = rows if b < whole else tail
-        first = b * block_nbytes if b < whole else 0
+    for b in range(starts.shape[0]):
+        first, take = starts[b], takes[b]
+        if take <= 0 or first + take > rows.shape[0]:
+            return -1
+        if at + block_nbytes + BLOSC_MAX_OVERHEAD + 4 > out.shape[0]:
+            return -1
+        whole = take == block_nbytes
+        if not whole:  # the chunk's last rows, then the fill value
+            copy_bytes(last, 0, rows, first, take)
+        src = rows.ctypes.data + first if whole else last.ctypes.data
         if compressed:
             body = _blosc_compress_ctx(
                 blosc_fn,
@@ -294,18 +351,21 @@ def _encode_blocks(
                 shuffle,
                 typesize,
                 block_nbytes,
-                src.ctypes.data + first,
+                src,
                 dest + at,
                 block_nbytes + BLOSC_MAX_OVERHEAD,
                 cname.ctypes.data,
             )
-            if body <= 0:
-                return -1
+        elif whole:
+            body = block_nbytes
+            copy_bytes(out, at, rows, first, body)
         else:
             body = block_nbytes
-            if first + body > src.shape[0] or at + body + 4 > out.shape[0]:
-                return -1
-            copy_bytes(out, at, src, first, body)
+            copy_bytes(out, at, last, 0, body)
+        if not whole:
+            copy_bytes(last, 0, pad, 0, take)
+        if body <= 0:
+            return -1
         crc = _crc32c_value(crc_fn, dest + at, body)
         for k in range(4):
             out[at + body + k] = (crc >> (8 * k)) & 0xFF
@@ -361,7 +421,7 @@ def decode_blocks(
     """
     return int(
         _decode_blocks(
-            _read_only(buffer),
+            read_only(buffer),
             starts,
             lengths,
             out,
@@ -456,13 +516,13 @@ def dense_blob_ranges(
         (starts, counts and their sums non-negative); the rows of the others are undefined.
     """
     return _dense_blob_ranges(
-        _read_only(buffer),
+        read_only(buffer),
         starts,
         lengths,
         n_blocks,
         rows_per_block,
-        _read_only(prefix),
-        _read_only(suffix),
+        read_only(prefix),
+        read_only(suffix),
         n_fragments,
         crc_fn,
     )

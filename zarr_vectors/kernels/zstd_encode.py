@@ -22,7 +22,7 @@ from llvmlite import ir  # type: ignore[import-untyped]
 
 from zarr_vectors.kernels._jit import copy_bytes, intrinsic, njit
 from zarr_vectors.kernels._jit import numba_types as types
-from zarr_vectors.kernels.row_blocks import crc32c_value
+from zarr_vectors.kernels.row_blocks import block_spans, crc32c_value, read_only
 
 __all__ = ["encode_zstd_blocks"]
 
@@ -141,7 +141,8 @@ _le32: Any = intrinsic(_le32_typer, _le32_python)
 
 def encode_zstd_blocks(
     rows: U8,
-    tail: U8,
+    sizes: I64,
+    pad: U8,
     block_nbytes: int,
     out: U8,
     lengths: I64,
@@ -155,8 +156,9 @@ def encode_zstd_blocks(
 
     Parameters
     ----------
-    rows, tail, block_nbytes, out, lengths
-        As for :func:`~zarr_vectors.kernels.row_blocks.encode_blocks`.
+    rows, sizes, pad, block_nbytes, out, lengths
+        As for :func:`~zarr_vectors.kernels.row_blocks.encode_blocks`: the chunks' bytes
+        back to back, each chunk's byte count, one block of the fill value.
     frame
         ``(header, blocksize, level)``: the first 12 bytes C-Blosc writes for a frame of
         ``block_nbytes`` bytes with these settings (version, flags, type size, sizes; not
@@ -171,24 +173,29 @@ def encode_zstd_blocks(
     -------
     int
         Bytes written to ``out``, or -1 when a frame failed (bit shuffle refused, ``out``
-        too small): encode those rows with C-Blosc then.
+        too small, sizes that do not add up): encode those rows with C-Blosc then.
     """
     header, blocksize, level = frame
     flags, typesize = int(header[2]), int(header[3])
     scratch = blocksize + 4 * typesize if flags & _DOBITSHUFFLE else 0  # bitshuffle's own
     tmp = np.empty(blocksize + scratch, np.uint8)
+    found = block_spans(sizes, block_nbytes, rows.shape[0], lengths.shape[0], pad.shape[0])
+    if found is None:
+        return -1
+    starts, takes = found
+    last = np.array(pad[:block_nbytes], copy=True)  # a chunk's last rows, then the fill
+    spans = (starts, takes, read_only(pad), last, block_nbytes, out, lengths)
     settings = (flags, typesize, blocksize, level)
-    return int(
-        _encode_zstd_blocks(
-            rows, tail, block_nbytes, out, lengths, header, *settings, tmp, *functions, cctx
-        )
-    )
+    return int(_encode_zstd_blocks(rows, *spans, header, *settings, tmp, *functions, cctx))
 
 
 @njit
 def _encode_zstd_blocks(
     rows: U8,
-    tail: U8,
+    starts: I64,
+    takes: I64,
+    pad: U8,
+    last: U8,
     block_nbytes: int,
     out: U8,
     lengths: I64,
@@ -204,60 +211,98 @@ def _encode_zstd_blocks(
     zstd_fn: int,
     cctx: int,
 ) -> int:
-    whole = rows.shape[0] // block_nbytes
-    n_sub = -(-block_nbytes // blocksize)
-    maxbytes = block_nbytes + _HEADER
-    shuffled, scratch = tmp.ctypes.data, tmp.ctypes.data + blocksize
     at = 0
-    for b in range(lengths.shape[0]):
-        src = rows if b < whole else tail
-        first = b * block_nbytes if b < whole else 0
-        if first + block_nbytes > src.shape[0] or at + maxbytes + 4 > out.shape[0]:
+    for b in range(starts.shape[0]):
+        first, take = starts[b], takes[b]
+        if take <= 0 or first + take > rows.shape[0]:
             return -1
-        # the frame of src[first:first + block_nbytes] at out[at:], as C-Blosc's
-        # blosc_compress_context writes it (blosc_c per block)
-        copy_bytes(out, at, header, 0, 12)
-        nt = _HEADER + 4 * n_sub
-        for j in range(n_sub):
-            _le32(out, at + _HEADER + 4 * j, nt)
-            bsize = blocksize if j < n_sub - 1 else block_nbytes - j * blocksize
-            start = src.ctypes.data + first + j * blocksize
-            if flags & _DOSHUFFLE and typesize > 1:
-                _shuffle(shuffle_fn, typesize, bsize, start, shuffled)
-            elif flags & _DOBITSHUFFLE and bsize >= typesize:
-                if _bitshuffle(bitshuffle_fn, typesize, bsize, start, shuffled, scratch) < 0:
-                    return -1
-            else:
-                copy_bytes(tmp, 0, src, first + j * blocksize, bsize)
-            splits = typesize if not flags & _DONT_SPLIT and bsize == blocksize else 1
-            part = bsize // splits
-            for k in range(splits):
-                nt += 4
-                bound = part if nt + part <= maxbytes else maxbytes - nt
-                if bound <= 0:
-                    nt = -1
-                    break
-                dst = out.ctypes.data + at + nt
-                size = _compress_cctx(zstd_fn, cctx, dst, bound, shuffled + k * part, part, level)
-                if size < 0 or size > bound:  # a Zstandard error (C-Blosc: nothing compressed)
-                    size = 0
-                if size == 0 or size == part:
-                    if nt + part > maxbytes:
-                        nt = -1
-                        break
-                    copy_bytes(out, at + nt, tmp, k * part, part)
-                    size = part
-                _le32(out, at + nt - 4, size)
-                nt += size
-            if nt < 0:
-                break
-        if nt < 0:  # does not fit: stored whole (C-Blosc's MEMCPYED frame)
-            out[at + 2] |= _MEMCPYED
-            copy_bytes(out, at + _HEADER, src, first, block_nbytes)
-            nt = maxbytes
-        _le32(out, at + 12, nt)
+        if at + block_nbytes + _HEADER + 4 > out.shape[0]:
+            return -1
+        whole = take == block_nbytes  # else the chunk's last rows, then the fill value
+        if not whole:
+            copy_bytes(last, 0, rows, first, take)
+        nt = _zstd_frame(
+            (rows, last, first, whole, block_nbytes),
+            out,
+            at,
+            (header, flags, typesize, blocksize, level),
+            tmp,
+            (shuffle_fn, bitshuffle_fn, zstd_fn, cctx),
+        )
+        if not whole:
+            copy_bytes(last, 0, pad, 0, take)
+        if nt < 0:
+            return -1
         crc = crc32c_value(crc_fn, out.ctypes.data + at, nt)
         _le32(out, at + nt, crc)
         lengths[b] = nt + 4
         at += nt + 4
     return at
+
+
+@njit
+def _zstd_frame(
+    block: tuple[U8, U8, int, bool, int],
+    out: U8,
+    at: int,
+    frame: tuple[U8, int, int, int, int],
+    tmp: U8,
+    functions: tuple[int, int, int, int],
+) -> int:
+    """The frame of a block at ``out[at:]`` as C-Blosc's ``blosc_compress_context`` writes
+    it (``blosc_c`` per block); its length, -1 when bit shuffle refused. ``block`` is
+    ``(rows, last, first, whole, block_nbytes)``: the block is ``rows[first:first +
+    block_nbytes]`` when ``whole``, else ``last`` (a chunk's last rows and the fill)."""
+    rows, last, first, whole, block_nbytes = block
+    header, flags, typesize, blocksize, level = frame
+    shuffle_fn, bitshuffle_fn, zstd_fn, cctx = functions
+    base = rows.ctypes.data + first if whole else last.ctypes.data
+    n_sub = -(-block_nbytes // blocksize)
+    maxbytes = block_nbytes + _HEADER
+    shuffled, scratch = tmp.ctypes.data, tmp.ctypes.data + blocksize
+    copy_bytes(out, at, header, 0, 12)
+    nt = _HEADER + 4 * n_sub
+    for j in range(n_sub):
+        _le32(out, at + _HEADER + 4 * j, nt)
+        bsize = blocksize if j < n_sub - 1 else block_nbytes - j * blocksize
+        start = base + j * blocksize
+        if flags & _DOSHUFFLE and typesize > 1:
+            _shuffle(shuffle_fn, typesize, bsize, start, shuffled)
+        elif flags & _DOBITSHUFFLE and bsize >= typesize:
+            if _bitshuffle(bitshuffle_fn, typesize, bsize, start, shuffled, scratch) < 0:
+                return -1
+        elif whole:
+            copy_bytes(tmp, 0, rows, first + j * blocksize, bsize)
+        else:
+            copy_bytes(tmp, 0, last, j * blocksize, bsize)
+        splits = typesize if not flags & _DONT_SPLIT and bsize == blocksize else 1
+        part = bsize // splits
+        for k in range(splits):
+            nt += 4
+            bound = part if nt + part <= maxbytes else maxbytes - nt
+            if bound <= 0:
+                nt = -1
+                break
+            dst = out.ctypes.data + at + nt
+            size = _compress_cctx(zstd_fn, cctx, dst, bound, shuffled + k * part, part, level)
+            if size < 0 or size > bound:  # a Zstandard error (C-Blosc: nothing compressed)
+                size = 0
+            if size == 0 or size == part:
+                if nt + part > maxbytes:
+                    nt = -1
+                    break
+                copy_bytes(out, at + nt, tmp, k * part, part)
+                size = part
+            _le32(out, at + nt - 4, size)
+            nt += size
+        if nt < 0:
+            break
+    if nt < 0:  # does not fit: stored whole (C-Blosc's MEMCPYED frame)
+        out[at + 2] |= _MEMCPYED
+        if whole:
+            copy_bytes(out, at + _HEADER, rows, first, block_nbytes)
+        else:
+            copy_bytes(out, at + _HEADER, last, 0, block_nbytes)
+        nt = maxbytes
+    _le32(out, at + 12, nt)
+    return nt

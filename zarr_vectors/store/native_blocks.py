@@ -132,43 +132,80 @@ def native_encode_functions() -> tuple[int, int] | None:
 def encode_natively(
     rows: np.ndarray,
     r: int,
-    fill_tail: np.ndarray,
+    counts: np.ndarray,
+    fill_block: np.ndarray,
     blosc_settings: tuple[int, int, str, int] | None,
     native: tuple[int, int],
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Row blocks of ``R = r`` C-contiguous little-endian ``rows``, each with its CRC32C,
-    back to back (a ``uint8`` array: a shard's bytes are then copied once, with the tail
-    that follows them), and their lengths; None when C-Blosc fails on a block.
+    """Row blocks of ``R = r`` rows of several chunks, each with its CRC32C, back to back (a
+    ``uint8`` array: a shard's bytes are then copied once, with the tail that follows them),
+    and their lengths; None when C-Blosc fails on a block.
 
-    ``fill_tail`` is the last block (the rows after the whole blocks, padded with the fill
-    value), empty when ``rows`` is a whole number of blocks. ``blosc_settings`` are
+    The blocks are a view of a buffer of the calling thread, reused by its next call
+    (:func:`_out_buffer`): copy them before encoding again on the same thread.
+
+    ``rows`` are the chunks' rows back to back (C-contiguous, little-endian), ``counts``
+    the rows of each chunk (``int64``): each chunk is cut into blocks of ``r`` rows, its
+    last block completed with the rows of ``fill_block`` (``r`` rows of the fill value;
+    may be empty when every count is a multiple of ``r``). ``blosc_settings`` are
     ``(clevel, shuffle code, compressor name, typesize)`` (typesize 0: the item size of
     ``rows``), None for raw blocks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> native = native_encode_functions()
+    >>> rows, counts = np.arange(7, dtype="<f4"), np.array([5, 2], np.int64)
+    >>> found = encode_natively(rows, 4, counts, np.zeros(4, "<f4"), None, native)
+    >>> found is None or found[1].tolist() == [20, 20, 20]
+    True
     """
     row_nbytes = rows.dtype.itemsize * math.prod(rows.shape[1:])
     block_nbytes = r * row_nbytes
     flat = rows.reshape(-1).view(np.uint8)
-    whole = (rows.shape[0] // r) * block_nbytes
-    k = -(-rows.shape[0] // r)
-    out = np.empty(k * (block_nbytes + BLOSC_MAX_OVERHEAD + 4), dtype=np.uint8)
+    k = int((-(-counts // r)).sum())
+    out = _out_buffer(k * (block_nbytes + BLOSC_MAX_OVERHEAD + 4))
     lengths = np.empty(k, dtype=np.int64)
-    tail = fill_tail.reshape(-1).view(np.uint8)
+    sizes = counts * row_nbytes
+    pad = fill_block.reshape(-1).view(np.uint8)
     settings = None
     if blosc_settings is not None:
         clevel, shuffle, cname, typesize = blosc_settings
         name = np.frombuffer(cname.encode("ascii") + b"\0", dtype=np.uint8)
         settings = (clevel, shuffle, typesize or rows.dtype.itemsize, name)
-    total = _encode_zstd(flat[:whole], tail, block_nbytes, out, lengths, settings, native)
+    blocks = (flat, sizes, pad, block_nbytes, out, lengths)
+    total = _encode_zstd(*blocks, settings, native)
     if total is None:
-        total = encode_blocks(flat[:whole], tail, block_nbytes, out, lengths, settings, *native)
+        total = encode_blocks(*blocks, settings, *native)
     if total < 0:
         return None
     return out[:total], lengths
 
 
+_KEPT_OUT_NBYTES = 8 << 20
+"""Largest output buffer a thread keeps between calls of :func:`encode_natively`."""
+_scratch = threading.local()
+
+
+def _out_buffer(nbytes: int) -> np.ndarray:
+    """``nbytes`` bytes to encode into: the calling thread's buffer, kept between calls up
+    to :data:`_KEPT_OUT_NBYTES`. A fresh buffer of a shard's worst case cost a page fault
+    for every page the blocks were written to (measured: a skeleton write's encoding
+    threads 607 -> 92 faults); the price is memory kept per thread that encodes, about
+    4 MB at most in ``benchmarks.object_writes``."""
+    kept = getattr(_scratch, "out", None)
+    if kept is not None and kept.shape[0] >= nbytes:
+        return kept[:nbytes]  # type: ignore[no-any-return]
+    out = np.empty(nbytes, dtype=np.uint8)
+    if nbytes <= _KEPT_OUT_NBYTES:
+        _scratch.out = out
+    return out
+
+
 def _encode_zstd(
     rows: np.ndarray,
-    tail: np.ndarray,
+    sizes: np.ndarray,
+    pad: np.ndarray,
     block_nbytes: int,
     out: np.ndarray,
     lengths: np.ndarray,
@@ -183,7 +220,8 @@ def _encode_zstd(
     encoder = zstd_encoder(*native, blosc_libraries())
     if encoder is None:
         return None
-    return encode_zstd(encoder, rows, tail, block_nbytes, out, lengths, settings[:3])
+    blocks = (rows, sizes, pad, block_nbytes, out, lengths)
+    return encode_zstd(encoder, *blocks, settings[:3])
 
 
 def _native_encode_self_test(crc: int, compress: int) -> bool:
@@ -191,8 +229,9 @@ def _native_encode_self_test(crc: int, compress: int) -> bool:
     blocks and a last one padded with a fill value, compressed and raw)."""
     rows = np.arange(3000, dtype="<f4").reshape(1000, 3) * np.float32(0.37)
     padded = np.concatenate([rows, np.full((200, 3), 7.0, dtype="<f4")])
+    counts, fill = np.array([1000], np.int64), np.full((400, 3), 7.0, dtype="<f4")
     for settings in ((5, Blosc.BITSHUFFLE, "lz4", 0), None):
-        found = encode_natively(rows, 400, padded[800:], settings, (crc, compress))
+        found = encode_natively(rows, 400, counts, fill, settings, (crc, compress))
         if found is None:
             return False
         if settings is None:

@@ -275,16 +275,10 @@ class RowLayout:
             return None
         r = self.rows_per_block
         sizes = np.fromiter((rows.shape[0] for rows in chunks), np.int64, len(chunks))
-        counts = -(-sizes // r)
-        pad = np.full((r - 1, *self.row_shape), self.fill, self.dtype.newbyteorder("<"))
-        parts: list[np.ndarray] = []  # each chunk's rows, then its padding: one copy
-        for rows, extra in zip(chunks, (counts * r - sizes).tolist(), strict=True):
-            parts.append(rows)
-            if extra:
-                parts.append(pad[:extra])
-        data = np.concatenate(parts, dtype=pad.dtype, casting="unsafe")
-        packed = native_blocks.encode_natively(data, r, data[:0], self._codec(), native)
-        return None if packed is None else (*packed, counts)
+        fill = _fill_block(self.dtype, self.row_shape, r, self.fill)
+        data = np.concatenate(chunks, dtype=fill.dtype, casting="unsafe")  # no padding
+        packed = native_blocks.encode_natively(data, r, sizes, fill, self._codec(), native)
+        return None if packed is None else (*packed, -(-sizes // r))
 
     def _codec(self) -> tuple[int, int, str, int] | None:
         """``(clevel, shuffle code, compressor name, typesize)`` for the native kernel (a
@@ -312,11 +306,9 @@ class RowLayout:
             return None
         r = self.rows_per_block
         data = np.ascontiguousarray(rows, dtype=self.dtype.newbyteorder("<"))
-        whole = data.shape[0] - data.shape[0] % r
-        tail = data[whole:]
-        if tail.shape[0]:
-            tail = _pad_rows(tail, r, self.fill)
-        return native_blocks.encode_natively(data, r, tail, self._codec(), native)
+        fill = _fill_block(self.dtype, self.row_shape, r, self.fill)
+        counts = np.array([data.shape[0]], np.int64)
+        return native_blocks.encode_natively(data, r, counts, fill, self._codec(), native)
 
     # The bytes after the row blocks, and shards assembled from stored blocks.
     assemble_shard = shard_assembly.assemble_shard
@@ -425,6 +417,17 @@ def _blosc_compressor(cname: str, clevel: int, shuffle: str) -> Callable[[np.nda
         shuffle=_BLOSC_SHUFFLE[shuffle],
         blocksize=0,
     )
+
+
+@functools.cache
+def _fill_block(
+    dtype: np.dtype[Any], row_shape: tuple[int, ...], rows: int, fill: int
+) -> np.ndarray:
+    """``rows`` rows of ``fill`` (little-endian, read-only): what completes a chunk's last
+    row block (made once per layout, not per shard)."""
+    block = np.full((rows, *row_shape), fill, dtype.newbyteorder("<"))
+    block.flags.writeable = False
+    return block
 
 
 def _pad_rows(block: np.ndarray, rows: int, fill: int) -> np.ndarray:

@@ -136,23 +136,25 @@ def _frame(
 def encode_zstd(
     encoder: ZstdEncoder,
     rows: np.ndarray,
-    tail: np.ndarray,
+    sizes: np.ndarray,
+    pad: np.ndarray,
     block_nbytes: int,
     out: np.ndarray,
     lengths: np.ndarray,
     settings: tuple[int, int, int],
 ) -> int | None:
     """:func:`~zarr_vectors.kernels.zstd_encode.encode_zstd_blocks` of the blocks (the
-    arguments of :func:`~zarr_vectors.kernels.row_blocks.encode_blocks`; ``settings``
-    ``(clevel, shuffle code, typesize)`` of Blosc zstd), or None when this encoder
-    declines: encode them with C-Blosc then."""
+    arguments of :func:`~zarr_vectors.kernels.row_blocks.encode_blocks`: the chunks' bytes
+    back to back, their sizes, one block of the fill value, the block size and the
+    outputs; ``settings`` ``(clevel, shuffle code, typesize)`` of Blosc zstd), or None
+    when this encoder declines: encode them with C-Blosc then."""
     clevel, shuffle, typesize = settings
     frame = _frame(encoder.compress, block_nbytes, clevel, shuffle, typesize)
     cctx = _context(encoder)
     if frame is None or not cctx:
         return None
     functions = (encoder.crc, encoder.shuffle, encoder.bitshuffle, encoder.compress_cctx)
-    total = encode_zstd_blocks(rows, tail, block_nbytes, out, lengths, frame, functions, cctx)
+    total = encode_zstd_blocks(rows, sizes, pad, block_nbytes, out, lengths, frame, functions, cctx)
     return total if total >= 0 else None
 
 
@@ -179,14 +181,15 @@ def _self_test(encoder: ZstdEncoder) -> bool:
     ]
     for data, blocks, clevel, shuffle, typesize in cases:
         n = data.shape[0] // blocks
-        rows, tail = data[: n * (blocks - 1)], data[n * (blocks - 1) : n * blocks]
+        rows, pad = data[: n * blocks], data[:0]
+        sizes = np.array([rows.shape[0]], np.int64)
         size = blocks * (n + BLOSC_MAX_OVERHEAD + 4)
         ours, theirs = np.zeros(size, np.uint8), np.zeros(size, np.uint8)
         lengths, expected = np.zeros(blocks, np.int64), np.zeros(blocks, np.int64)
         settings = (clevel, shuffle, typesize, _ZSTD)
-        done = encode_zstd(encoder, rows, tail, n, ours, lengths, settings[:3])
+        done = encode_zstd(encoder, rows, sizes, pad, n, ours, lengths, settings[:3])
         total = encode_blocks(
-            rows, tail, n, theirs, expected, settings, encoder.crc, encoder.compress
+            rows, sizes, pad, n, theirs, expected, settings, encoder.crc, encoder.compress
         )
         if done is None or done != total or not np.array_equal(ours[:done], theirs[:total]):
             return False
