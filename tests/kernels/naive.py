@@ -586,6 +586,8 @@ def owners_met(
     at = at.astype(np.int64)
     met = fragments_met(ranges[0, at], ranges[1, at], count[where], inside, counts, contained)
     return owner[at][met.astype(bool)] if at.size else np.empty(0, np.int64)
+
+
 def block_spans(
     sizes: Array, block_nbytes: int, total: int, blocks: int, pad_nbytes: int
 ) -> tuple[Array, Array] | None:
