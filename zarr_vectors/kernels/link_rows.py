@@ -5,10 +5,9 @@ A read returns some vertices of some chunks as row runs (see
 keys ``start[q] ... start[q] + length[q] - 1``, returned from result row ``result[q]`` on.
 :func:`link_result_rows` turns the ``links/0`` rows read for those chunks (chunk-local
 vertex rows; mesh sentinels ``-(gid + 1)``, spec §9.6) into result rows, and drops a
-skeleton root's ``[root, -1]`` link, in one pass; :func:`cross_link_rows` picks the rows
-of ``cross_chunk_links`` (global ids, spec §9.11) whose first vertex is returned and turns
-both of their ids into result rows. :func:`link_row_runs` plans which ``links/0`` rows to
-read: those of every fragment referenced, each once, as joined runs.
+skeleton root's ``[root, -1]`` link, in one pass (the rows of ``cross_chunk_links`` are
+found by :mod:`zarr_vectors.kernels.cross_links`). :func:`link_row_runs` plans which
+``links/0`` rows to read: those of every fragment referenced, each once, as joined runs.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.link_entries import DENSE_ENTRIES, DENSE_KEYS, span_bases, span_table
 from zarr_vectors.kernels.sorting import counting_sort
 
-__all__ = ["cross_link_rows", "joined_link_runs", "link_result_rows", "link_row_runs"]
+__all__ = ["joined_link_runs", "link_result_rows", "link_row_runs"]
 
 I64 = npt.NDArray[np.int64]
 Runs = tuple[I64, I64, I64, I64]
@@ -123,41 +122,6 @@ def link_result_rows(
     return out[:w], None if every else kept[:w], int(bad_row), int(bad_gid)
 
 
-def cross_link_rows(table: npt.ArrayLike, gids: Runs) -> tuple[I64, I64, int]:
-    """The cross-chunk links whose first vertex is returned, as result rows.
-
-    Parameters
-    ----------
-    table
-        ``(n, 2)`` global vertex ids (``cross_chunk_links``).
-    gids
-        The returned vertices as runs of global ids, in one group.
-
-    Returns
-    -------
-    rows : numpy.ndarray
-        ``(w, 2)`` int64 result rows of the links whose first id is returned, in table order.
-    mine : numpy.ndarray
-        ``(w,)`` their rows in ``table``.
-    bad : int
-        Row of ``table`` of the first such link whose second id is not returned, else -1.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> gids = (np.array([0, 2]), np.array([100, 300]), np.array([2, 2]), np.array([0, 2]))
-    >>> rows, mine, bad = cross_link_rows(np.array([[7, 8], [101, 300], [200, 100]]), gids)
-    >>> rows.tolist(), mine.tolist(), bad
-    ([[1, 2]], [1], -1)
-    """
-    links = np.ascontiguousarray(table, dtype=np.int64).reshape(-1, 2)
-    bounds, start, length, result = _int64(gids)
-    out = np.empty(links.shape, dtype=np.int64)
-    mine = np.empty(links.shape[0], dtype=np.int64)
-    w, bad = _cross_rows(links, bounds, start, length, result, out, mine)
-    return out[:w], mine[:w], int(bad)
-
-
 def _int64(runs: Runs) -> Runs:
     """``runs`` as contiguous int64 arrays (no copy when they are)."""
     b, start, length, result = (np.ascontiguousarray(a, dtype=np.int64) for a in runs)
@@ -251,35 +215,6 @@ def _table(
         return base, np.empty(0, dtype=np.int64)
     table = span_table(bounds, start, length, result, base)
     return base, table
-
-
-@njit
-def _cross_rows(
-    table: I64, bounds: I64, start: I64, length: I64, result: I64, out: I64, mine: I64
-) -> tuple[int, int]:
-    lo, hi = bounds[0], bounds[bounds.shape[0] - 1]
-    w, bad = 0, -1
-    for i in range(table.shape[0]):
-        for j in range(2):  # the first id, then (when it is returned) the second
-            v = table[i, j]
-            a, z = lo, hi  # the last run starting at or before v (lo - 1 if none), searched
-            while a < z:  # inline: numba's searchsorted of one value costs twice as much
-                mid = (a + z) // 2
-                if start[mid] <= v:
-                    a = mid + 1
-                else:
-                    z = mid
-            q = a - 1
-            held = q >= lo and v < start[q] + length[q]
-            if j == 0 and not held:
-                break
-            out[w, j] = result[q] + v - start[q] if held else -1
-            if not held and bad < 0:
-                bad = i
-            if j == 1:
-                mine[w] = i
-                w += 1
-    return w, bad
 
 
 _RUN_KEYS = (8, 65_536)

@@ -17,7 +17,8 @@ from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
 from zarr_vectors.kernels import counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
-from zarr_vectors.kernels.link_rows import cross_link_rows, link_row_runs
+from zarr_vectors.kernels.cross_links import CrossLinks, cross_link_rows
+from zarr_vectors.kernels.link_rows import link_row_runs
 from zarr_vectors.kernels.object_plan import ObjectReadPlan, object_read_plan
 from zarr_vectors.kernels.read_plan import ReadPlan, read_plan, reference_pieces
 from zarr_vectors.kernels.reference_chunks import ReferenceChunks, reference_chunks
@@ -70,7 +71,7 @@ class ObjectSource(Protocol):
 
     def cross_link_attribute(self, name: str) -> np.ndarray: ...
 
-    def cross_chunk_links(self) -> np.ndarray: ...
+    def cross_link_index(self) -> CrossLinks: ...
 
 
 RANGE_GROUP = 4
@@ -362,12 +363,12 @@ class ObjectPlan:
 
     def _cross_links(self, gids: Runs) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The objects' cross-chunk links as result rows, and their per-link attributes
-        (the table read whole, or block by block in a bounded read)."""
+        (the table read whole and ordered by first id once, or block by block in a
+        bounded read)."""
         if self.objects.link_blocks is not None:
             first, second, columns = self.objects.link_blocks.links_of(gids)
             return np.stack([first, lookup(gids, second)], axis=1), columns
-        table = self.objects.cross_chunk_links()
-        links, mine, bad = cross_link_rows(table, gids)
+        links, mine, bad = cross_link_rows(self.objects.cross_link_index(), gids)
         if bad >= 0:
             raise CorruptChunkError("a link names a vertex outside its object's manifest")
         names = self.objects.link_attribute_names

@@ -29,6 +29,7 @@ from zarr_vectors.format.names import (
     OBJECT_INDEX,
     VERTICES,
 )
+from zarr_vectors.kernels.cross_links import CrossLinks, cross_link_index
 from zarr_vectors.query._held_rows import HeldRows
 from zarr_vectors.query._link_blocks import LinkBlocks
 from zarr_vectors.query._object_links import LINK_COLUMN, check_graph_links, link_column
@@ -83,6 +84,7 @@ class ObjectReader:
         for name in self.link_attribute_names:
             reader.add_column(link_column(name), f"{base}/{LINK_ATTRIBUTES}/{name}")
         self._cache: dict[str, np.ndarray] = {}
+        self._cross_links: CrossLinks | None = None  # cross_chunk_links by first id, once
         self._handoff: tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         stored_edges = geometry_kind(self.kind).stored_edges
         self.link_blocks = (
@@ -169,6 +171,13 @@ class ObjectReader:
     def cross_chunk_links(self) -> np.ndarray:
         """``cross_chunk_links``: ``(n, 2)`` global vertex ids of every link between chunks."""
         return self._global(CROSS_CHUNK_LINKS)
+
+    def cross_link_index(self) -> CrossLinks:
+        """:meth:`cross_chunk_links` ordered by first id (:func:`cross_link_index`), made
+        once from the checked table and kept with it (a reopened store gets a new reader)."""
+        if self._cross_links is None:
+            self._cross_links = cross_link_index(self.cross_chunk_links())
+        return self._cross_links
 
     def cross_link_attribute(self, name: str) -> np.ndarray:
         """The per-link attribute ``name`` of every row of ``cross_chunk_links``."""

@@ -1,0 +1,167 @@
+"""The cross-chunk links of some returned vertices, found by their first id (spec §9.11).
+
+``cross_chunk_links`` holds every link between chunks of a level as two global vertex
+ids. :func:`cross_link_index` orders the table once by first id (a table written in that
+order, as the writers do, needs no sort); :func:`cross_link_rows` then takes the links
+whose first vertex a read returns by walking the returned runs of global ids (ascending)
+along that order, an exponential search from the last link taken to each run's first id:
+its cost follows the runs and the links found, not the links stored.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.kernels._jit import njit
+
+__all__ = ["CrossLinks", "cross_link_index", "cross_link_rows"]
+
+I64 = npt.NDArray[np.int64]
+Runs = tuple[I64, I64, I64, I64]
+"""``(bounds, start, length, result)``: runs ``bounds[0]:bounds[-1]`` of global ids,
+ascending and disjoint; run ``q`` holds ids ``start[q] ... start[q] + length[q] - 1``
+returned from result row ``result[q]`` on."""
+
+
+class CrossLinks(NamedTuple):
+    """``cross_chunk_links`` ordered by first id: link ``i`` of that order is row
+    ``row[i]`` of the table, ``[first[i], second[i]]``; ``first`` ascends, and links of
+    one first id keep their table order."""
+
+    first: I64
+    second: I64
+    row: I64
+
+
+def cross_link_index(table: npt.ArrayLike) -> CrossLinks:
+    """The links of ``table`` (``(n, 2)`` global ids) ordered by first id.
+
+    Examples
+    --------
+    >>> index = cross_link_index(np.array([[7, 8], [3, 9], [7, 1]]))
+    >>> index.first.tolist(), index.second.tolist(), index.row.tolist()
+    ([3, 7, 7], [9, 8, 1], [1, 0, 2])
+    """
+    links = np.ascontiguousarray(table, dtype=np.int64).reshape(-1, 2)
+    first = links[:, 0]
+    if bool(np.all(first[1:] >= first[:-1])):  # written in order: no sort
+        row = np.arange(links.shape[0], dtype=np.int64)
+        return CrossLinks(first.copy(), links[:, 1].copy(), row)
+    row = np.argsort(first, kind="stable").astype(np.int64)
+    return CrossLinks(first[row], links[row, 1], row)
+
+
+def cross_link_rows(links: CrossLinks, gids: Runs) -> tuple[I64, I64, int]:
+    """The cross-chunk links whose first vertex is returned, as result rows.
+
+    Parameters
+    ----------
+    links
+        ``cross_chunk_links`` ordered by first id (:func:`cross_link_index`).
+    gids
+        The returned vertices as runs of global ids, in one group.
+
+    Returns
+    -------
+    rows : numpy.ndarray
+        ``(w, 2)`` int64 result rows of the links whose first id is returned, in table
+        order; -1 for a second id that is not returned.
+    mine : numpy.ndarray
+        ``(w,)`` their rows in the table.
+    bad : int
+        Row of the table of the first such link whose second id is not returned, else -1.
+
+    Examples
+    --------
+    >>> gids = (np.array([0, 2]), np.array([100, 300]), np.array([2, 2]), np.array([0, 2]))
+    >>> index = cross_link_index(np.array([[7, 8], [101, 300], [200, 100]]))
+    >>> rows, mine, bad = cross_link_rows(index, gids)
+    >>> rows.tolist(), mine.tolist(), bad
+    ([[1, 2]], [1], -1)
+    """
+    bounds, start, length, result = (np.ascontiguousarray(a, dtype=np.int64) for a in gids)
+    n = links.first.shape[0]
+    out = np.empty((n, 2), dtype=np.int64)
+    mine = np.empty(n, dtype=np.int64)
+    w, bad = _cross_rows(
+        links.first, links.second, links.row, bounds, start, length, result, out, mine
+    )
+    return out[:w], mine[:w], int(bad)
+
+
+@njit
+def _first_at_least(keys: I64, p: int, v: int) -> int:
+    """The first ``i > p`` with ``keys[i] >= v`` (``len(keys)`` if none), for ascending
+    ``keys`` with ``keys[p] < v``: steps of 1, 2, 4, ... from ``p``, then a binary search."""
+    n = keys.shape[0]
+    step = 1
+    while p + step < n and keys[p + step] < v:
+        p += step
+        step *= 2
+    a, z = p + 1, min(p + step, n)
+    while a < z:
+        mid = (a + z) // 2
+        if keys[mid] < v:
+            a = mid + 1
+        else:
+            z = mid
+    return a
+
+
+@njit
+def _row_of(v: int, lo: int, hi: int, start: I64, length: I64, result: I64) -> int:
+    """The result row of global id ``v`` among runs ``lo:hi``, else -1."""
+    a, z = lo, hi  # the last run starting at or before v, searched
+    while a < z:
+        mid = (a + z) // 2
+        if start[mid] <= v:
+            a = mid + 1
+        else:
+            z = mid
+    q = a - 1
+    return result[q] + v - start[q] if q >= lo and v < start[q] + length[q] else -1
+
+
+@njit
+def _cross_rows(
+    first: I64,
+    second: I64,
+    row: I64,
+    bounds: I64,
+    start: I64,
+    length: I64,
+    result: I64,
+    out: I64,
+    mine: I64,
+) -> tuple[int, int]:
+    n = first.shape[0]
+    lo, hi = bounds[0], bounds[bounds.shape[0] - 1]
+    p, w, bad = 0, 0, -1
+    in_order = True
+    for q in range(lo, hi):
+        if p >= n:
+            break
+        s, e = start[q], start[q] + length[q]
+        if first[p] < s:
+            p = _first_at_least(first, p, s)
+        while p < n and first[p] < e:
+            at = _row_of(second[p], lo, hi, start, length, result)
+            if at < 0 and (bad < 0 or row[p] < bad):
+                bad = row[p]
+            out[w, 0] = result[q] + first[p] - s
+            out[w, 1] = at
+            mine[w] = row[p]
+            in_order = in_order and (w == 0 or mine[w - 1] < row[p])
+            w += 1
+            p += 1
+    if not in_order:  # back to table order
+        order = np.argsort(mine[:w])
+        moved = out[:w].copy()
+        taken = mine[:w].copy()
+        for i in range(w):
+            out[i, 0], out[i, 1] = moved[order[i], 0], moved[order[i], 1]
+            mine[i] = taken[order[i]]
+    return w, bad
