@@ -280,6 +280,26 @@ def cross_link_rows(
     return found[mine], mine, int(mine[missing[0]]) if missing.size else -1
 
 
+def edge_result_rows(
+    entries: np.ndarray,
+    run_group: np.ndarray,
+    run_rows: np.ndarray,
+    local: tuple[np.ndarray, ...],
+    gids: tuple[np.ndarray, ...],
+    table: np.ndarray,
+    drop_rootless: bool,
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, int, int]:
+    """Twin of :func:`zarr_vectors.kernels.link_rows.edge_result_rows`: the twins of
+    :func:`link_result_rows` and :func:`cross_link_rows` (of the whole ``table``), their
+    rows one after the other: ``(rows, kept, local, mine, bad_row, bad_cross)``."""
+    rows, kept, bad_row, _ = link_result_rows(
+        entries, run_group, run_rows, local, gids, False, drop_rootless
+    )
+    cross, mine, bad_cross = cross_link_rows(table, gids)
+    both = np.concatenate([rows, cross.reshape(-1, 2)]).astype(np.int64)
+    return both, kept, rows.shape[0], mine, bad_row, bad_cross
+
+
 def read_plan(
     order: np.ndarray,
     slot: np.ndarray,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from tests.kernels import naive
 from tests.kernels.test_link_entries import Case, entry_runs
 from zarr_vectors.kernels.cross_links import cross_link_index, cross_link_rows
-from zarr_vectors.kernels.link_rows import link_result_rows, link_row_runs
+from zarr_vectors.kernels.link_rows import edge_result_rows, link_result_rows, link_row_runs
 
 Runs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -101,6 +101,80 @@ def test_cross_link_rows_equal_numpy(gids: Runs, seed: int, n: int, ordered: boo
         np.testing.assert_array_equal(rows, want)
     else:
         np.testing.assert_array_equal(rows[:, 0], want[:, 0])
+
+
+@st.composite
+def edge_reads(draw: st.DrawFn) -> tuple:
+    """Edges over ascending, disjoint runs of local rows per chunk slot (some entries
+    negative, in a gap or of a slot outside ``bounds``), the same runs as global ids
+    ``slot_flat[slot] * n_max + row`` (ascending slot chunks), and a cross-chunk link table
+    whose ids are returned or not, in any order or sorted by first id."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    groups = draw(st.integers(1, 4))
+    per_group = rng.integers(0, 4, size=groups)
+    bounds = np.concatenate([[0], np.cumsum(per_group)]).astype(np.int64)
+    m = int(bounds[-1])
+    length = rng.integers(1, 4, size=m).astype(np.int64)
+    gap = rng.integers(0, 3, size=m)
+    start = np.empty(m, np.int64)
+    for g in range(groups):
+        run = slice(bounds[g], bounds[g + 1])
+        start[run] = np.cumsum(gap[run] + length[run]) - length[run]
+    result = (rng.permutation(max(m, 1))[:m] * 4).astype(np.int64)
+    n_max = int((start + length).max(initial=0)) + int(rng.integers(1, 3))
+    slot_flat = np.sort(rng.choice(3 * groups, size=groups, replace=False)).astype(np.int64)
+    gid_start = slot_flat[np.repeat(np.arange(groups), per_group)] * n_max + start
+    gids = (np.array([0, m], np.int64), gid_start, length, result)
+    n = draw(st.integers(0, 12))
+    entries = rng.integers(-2, n_max + 1, size=(n, 2)).astype(np.int64)
+    entry_group = rng.integers(0, groups + (1 if draw(st.booleans()) else 0), size=n)
+    run_group, run_rows = _cut(n, entry_group.astype(np.int64), int(rng.integers(0, 2**16)))
+    table = rng.integers(0, (3 * groups + 1) * n_max, size=(draw(st.integers(0, 30)), 2))
+    if draw(st.booleans()):  # mostly returned ids
+        table = gid_start[rng.integers(0, max(m, 1), size=table.shape)] if m else table
+    if draw(st.booleans()):
+        table = table[np.argsort(table[:, 0], kind="stable")]
+    local = (bounds, start, length, result)
+    return entries, run_group, run_rows, local, gids, table.astype(np.int64), slot_flat, n_max
+
+
+@settings(max_examples=150, deadline=None)
+@given(edge_reads(), st.booleans(), st.sampled_from([None, True, False]), st.booleans())
+def test_edge_result_rows_equal_the_twins(
+    case: tuple, drop: bool, dense: bool | None, narrow: bool
+) -> None:
+    """Edges and cross-chunk links in one call: the twins' rows one after the other, the
+    same kept links, first bad entry and first bad cross-chunk link; the cross-chunk
+    links found by the table of local rows (dense) or along the global id runs."""
+    entries, run_group, run_rows, local, gids, table, slot_flat, n_max = case
+    got = edge_result_rows(
+        entries.astype(np.int32) if narrow else entries,
+        run_group,
+        run_rows,
+        local,
+        gids,
+        (cross_link_index(table), slot_flat, n_max),
+        drop_rootless=drop,
+        dense=dense,
+    )
+    rows, kept, n_local, mine, bad_row, bad_cross = naive.edge_result_rows(
+        entries, run_group, run_rows, local, gids, table, drop
+    )
+    np.testing.assert_array_equal(got.rows, rows)
+    np.testing.assert_array_equal(
+        np.arange(entries.shape[0]) if got.kept is None else got.kept, kept
+    )
+    np.testing.assert_array_equal(got.mine, mine)
+    assert (got.local, got.bad_row, got.bad_cross) == (n_local, bad_row, bad_cross)
+
+
+def test_edge_rows_have_two_entries() -> None:
+    local = (np.array([0, 1]), np.array([0]), np.array([2]), np.array([0]))
+    links = cross_link_index(np.empty((0, 2), np.int64))
+    with pytest.raises(ValueError, match="two entries"):
+        edge_result_rows(
+            np.zeros((1, 3)), [0], [1], local, local, (links, np.array([0]), 4), drop_rootless=False
+        )
 
 
 def test_runs_that_do_not_hold_the_entries_are_refused() -> None:

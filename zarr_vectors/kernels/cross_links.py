@@ -17,7 +17,14 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["CrossLinks", "cross_link_index", "cross_link_rows"]
+__all__ = [
+    "CrossLinks",
+    "cross_by_runs",
+    "cross_by_table",
+    "cross_link_index",
+    "cross_link_rows",
+    "in_table_order",
+]
 
 I64 = npt.NDArray[np.int64]
 Runs = tuple[I64, I64, I64, I64]
@@ -137,10 +144,23 @@ def _cross_rows(
     out: I64,
     mine: I64,
 ) -> tuple[int, int]:
+    c, bad = cross_by_runs(first, second, row, (bounds, start, length, result), out, 0, mine)
+    in_table_order(out, 0, mine, c)
+    return c, bad
+
+
+@njit
+def cross_by_runs(
+    first: I64, second: I64, row: I64, gids: Runs, out: I64, at: int, mine: I64
+) -> tuple[int, int]:
+    """The links (ordered by first id: ``first``, ``second``, ``row``) whose first id a
+    run of ``gids`` holds, as result rows written from ``out[at]`` on and their table rows
+    into ``mine``, in first id order; returns their count and the smallest table row of
+    those whose second id no run holds (-1: none). The runs are walked along the links."""
+    bounds, start, length, result = gids
     n = first.shape[0]
     lo, hi = bounds[0], bounds[bounds.shape[0] - 1]
-    p, w, bad = 0, 0, -1
-    in_order = True
+    p, c, bad = 0, 0, -1
     for q in range(lo, hi):
         if p >= n:
             break
@@ -148,20 +168,92 @@ def _cross_rows(
         if first[p] < s:
             p = _first_at_least(first, p, s)
         while p < n and first[p] < e:
-            at = _row_of(second[p], lo, hi, start, length, result)
-            if at < 0 and (bad < 0 or row[p] < bad):
+            found = _row_of(second[p], lo, hi, start, length, result)
+            if found < 0 and (bad < 0 or row[p] < bad):
                 bad = row[p]
-            out[w, 0] = result[q] + first[p] - s
-            out[w, 1] = at
-            mine[w] = row[p]
-            in_order = in_order and (w == 0 or mine[w - 1] < row[p])
-            w += 1
+            out[at + c, 0] = result[q] + first[p] - s
+            out[at + c, 1] = found
+            mine[c] = row[p]
+            c += 1
             p += 1
-    if not in_order:  # back to table order
-        order = np.argsort(mine[:w])
-        moved = out[:w].copy()
-        taken = mine[:w].copy()
-        for i in range(w):
-            out[i, 0], out[i, 1] = moved[order[i], 0], moved[order[i], 1]
-            mine[i] = taken[order[i]]
-    return w, bad
+    return c, bad
+
+
+@njit
+def cross_by_table(
+    first: I64,
+    second: I64,
+    row: I64,
+    slots: tuple[I64, int],
+    local: tuple[I64, I64, I64, I64],
+    out: I64,
+    at: int,
+    mine: I64,
+) -> tuple[int, int]:
+    """:func:`cross_by_runs` by look-ups in a table of the returned local rows:
+    ``slots`` ``(slot_flat, n_max)``, the flat chunk index of each slot (ascending) and
+    ``N_max`` (global id ``slot_flat[s] * n_max + r`` is row ``r`` of slot ``s``);
+    ``local`` ``(bounds, start, base, table)``, the slots' runs of local rows and the
+    table of their result rows by key (:func:`~zarr_vectors.kernels.link_entries.span_table`).
+    The links whose first id falls in a slot's key span are walked; no run is."""
+    slot_flat, n_max = slots
+    bounds, start, base, table = local
+    n, n_slots = first.shape[0], slot_flat.shape[0]
+    p, c, bad = 0, 0, -1
+    for g in range(n_slots):
+        span = base[g + 1] - base[g]
+        if p >= n or span <= 0:
+            continue
+        s = slot_flat[g] * n_max + start[bounds[g]]  # the global id of the span's first key
+        if first[p] < s:
+            p = _first_at_least(first, p, s)
+        while p < n and first[p] < s + span:
+            found = table[base[g] + first[p] - s]
+            if found >= 0:
+                other = _tabled(second[p], slots, local)
+                if other < 0 and (bad < 0 or row[p] < bad):
+                    bad = row[p]
+                out[at + c, 0] = found
+                out[at + c, 1] = other
+                mine[c] = row[p]
+                c += 1
+            p += 1
+    return c, bad
+
+
+@njit
+def _tabled(v: int, slots: tuple[I64, int], local: tuple[I64, I64, I64, I64]) -> int:
+    """The result row of global id ``v`` in the table of :func:`cross_by_table`, else -1."""
+    slot_flat, n_max = slots
+    bounds, start, base, table = local
+    chunk = v // n_max
+    a, z = 0, slot_flat.shape[0]  # the slot of v's chunk, searched
+    while a < z:
+        mid = (a + z) // 2
+        if slot_flat[mid] < chunk:
+            a = mid + 1
+        else:
+            z = mid
+    if a >= slot_flat.shape[0] or slot_flat[a] != chunk or base[a + 1] <= base[a]:
+        return -1
+    key = v - chunk * n_max - start[bounds[a]]
+    return table[base[a] + key] if 0 <= key < base[a + 1] - base[a] else -1
+
+
+@njit
+def in_table_order(out: I64, at: int, mine: I64, c: int) -> None:
+    """Put the ``c`` links found (``out[at:at + c]``, table rows ``mine[:c]``) back in
+    table order, when they are not in it (a table not written in first id order)."""
+    ordered = True
+    for i in range(1, c):
+        if mine[i] < mine[i - 1]:
+            ordered = False
+            break
+    if ordered:
+        return
+    order = np.argsort(mine[:c])
+    moved = out[at : at + c].copy()
+    taken = mine[:c].copy()
+    for i in range(c):
+        out[at + i, 0], out[at + i, 1] = moved[order[i], 0], moved[order[i], 1]
+        mine[i] = taken[order[i]]

@@ -12,14 +12,28 @@ found by :mod:`zarr_vectors.kernels.cross_links`). :func:`link_row_runs` plans w
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels.cross_links import (
+    CrossLinks,
+    cross_by_runs,
+    cross_by_table,
+    in_table_order,
+)
 from zarr_vectors.kernels.link_entries import DENSE_ENTRIES, DENSE_KEYS, span_bases, span_table
 from zarr_vectors.kernels.sorting import counting_sort
 
-__all__ = ["joined_link_runs", "link_result_rows", "link_row_runs"]
+__all__ = [
+    "EdgeRows",
+    "edge_result_rows",
+    "joined_link_runs",
+    "link_result_rows",
+    "link_row_runs",
+]
 
 I64 = npt.NDArray[np.int64]
 Runs = tuple[I64, I64, I64, I64]
@@ -87,6 +101,126 @@ def link_result_rows(
     >>> rows.tolist(), kept.tolist(), bad_row, bad_gid
     ([[11, 10], [12, 11]], [1, 2], -1, -1)
     """
+    values, group, count = _entries(entries, run_group, run_rows)
+    out = np.empty(values.shape, dtype=np.int64)
+    kept = np.empty(values.shape[0], dtype=np.int64)
+    none = np.empty(0, dtype=np.int64)
+    w, _, bad_row, bad_gid, _ = _link_rows(
+        values,
+        group,
+        count,
+        *_int64(local),
+        *_int64(gids),
+        sentinels,
+        drop_rootless,
+        -1 if dense is None else int(dense),
+        none,
+        none,
+        none,
+        none,
+        1,
+        out,
+        kept,
+        none,
+    )
+    every = w == values.shape[0]
+    return out[:w], None if every else kept[:w], int(bad_row), int(bad_gid)
+
+
+class EdgeRows(NamedTuple):
+    """What :func:`edge_result_rows` returns.
+
+    ``rows``: ``(w + c, 2)`` int64 result rows, the ``w`` kept ``links/0`` links
+    (``kept``: their indices among the entries, None when every one is kept) then the
+    ``c`` cross-chunk links whose first vertex is returned, in table order (``mine``:
+    their rows in the table; -1 in ``rows`` for a second id not returned). ``bad_row``:
+    flat index of the first entry no run of its chunk holds; ``bad_cross``: table row of
+    the first such cross-chunk link whose second id is not returned (-1: none).
+    """
+
+    rows: I64
+    kept: I64 | None
+    local: int
+    mine: I64
+    bad_row: int
+    bad_cross: int
+
+
+def edge_result_rows(
+    entries: npt.ArrayLike,
+    run_group: npt.ArrayLike,
+    run_rows: npt.ArrayLike,
+    local: Runs,
+    gids: Runs,
+    cross: tuple[CrossLinks, npt.ArrayLike, int],
+    *,
+    drop_rootless: bool,
+    dense: bool | None = None,
+) -> EdgeRows:
+    """:func:`link_result_rows` of edges (no sentinels) and the cross-chunk links of the
+    returned vertices (:func:`~zarr_vectors.kernels.cross_links.cross_link_rows`), in
+    one kernel call and one array.
+
+    Parameters
+    ----------
+    entries, run_group, run_rows, local, gids, drop_rootless, dense
+        As :func:`link_result_rows` takes them; ``entries`` ``(n, 2)``.
+    cross
+        ``(links, slot_flat, n_max)``: ``cross_chunk_links`` ordered by first id
+        (:func:`~zarr_vectors.kernels.cross_links.cross_link_index`), the flat chunk
+        index of every chunk slot (ascending) and the level's ``N_max``: global id
+        ``slot_flat[s] * n_max + row`` is row ``row`` of slot ``s`` (spec §9.11), so a
+        cross-chunk link's ids are looked up in the table of the local rows (when
+        :func:`link_result_rows` makes one; else among ``gids``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zarr_vectors.kernels.cross_links import cross_link_index
+    >>> local = (np.array([0, 1, 2]), np.array([4, 0]), np.array([3, 2]), np.array([0, 3]))
+    >>> gids = (np.array([0, 2]), np.array([104, 200]), np.array([3, 2]), np.array([0, 3]))
+    >>> links = cross_link_index(np.array([[106, 201], [150, 4]]))
+    >>> found = edge_result_rows(
+    ...     np.array([[5, 4], [6, 5]]), [0], [2], local, gids,
+    ...     (links, np.array([1, 2]), 100), drop_rootless=True)
+    >>> found.rows.tolist(), found.local, found.mine.tolist(), found.bad_cross
+    ([[1, 0], [2, 1], [2, 4]], 2, [0], -1)
+    """
+    values, group, count = _entries(entries, run_group, run_rows)
+    links, slot_flat, n_max = cross
+    if values.shape[1] != 2:
+        raise ValueError("edge rows have two entries")
+    out = np.empty((values.shape[0] + links.first.shape[0], 2), dtype=np.int64)
+    kept = np.empty(values.shape[0], dtype=np.int64)
+    mine = np.empty(links.first.shape[0], dtype=np.int64)
+    w, c, bad_row, _, bad_cross = _link_rows(
+        values,
+        group,
+        count,
+        *_int64(local),
+        *_int64(gids),
+        False,
+        drop_rootless,
+        -1 if dense is None else int(dense),
+        *links,
+        np.ascontiguousarray(slot_flat, dtype=np.int64),
+        max(int(n_max), 1),
+        out,
+        kept,
+        mine,
+    )
+    every = w == values.shape[0]
+    rows = out[: w + c]
+    return EdgeRows(
+        rows, None if every else kept[:w], int(w), mine[:c], int(bad_row), int(bad_cross)
+    )
+
+
+def _entries(
+    entries: npt.ArrayLike, run_group: npt.ArrayLike, run_rows: npt.ArrayLike
+) -> tuple[np.ndarray, I64, I64]:
+    """The link entries as a 2-d int32 or int64 array, and the link row runs as int64;
+    ValueError when the runs do not hold as many rows as the entries."""
     values = np.asarray(entries)
     if values.dtype not in (np.int32, np.int64):  # stored int32 entries are read as they are
         values = values.astype(np.int64)
@@ -96,30 +230,7 @@ def link_result_rows(
     group, count = (np.ascontiguousarray(a, dtype=np.int64) for a in (run_group, run_rows))
     if int(count.sum()) != values.shape[0]:
         raise ValueError("the link row runs do not hold as many rows as the entries")
-    b, start, length, result = _int64(local)
-    g_b, g_start, g_length, g_result = _int64(gids)
-    out = np.empty(values.shape, dtype=np.int64)
-    kept = np.empty(values.shape[0], dtype=np.int64)
-    w, bad_row, bad_gid = _link_rows(
-        values,
-        group,
-        count,
-        b,
-        start,
-        length,
-        result,
-        g_b,
-        g_start,
-        g_length,
-        g_result,
-        sentinels,
-        drop_rootless,
-        -1 if dense is None else int(dense),
-        out,
-        kept,
-    )
-    every = w == values.shape[0]
-    return out[:w], None if every else kept[:w], int(bad_row), int(bad_gid)
+    return values, group, count
 
 
 def _int64(runs: Runs) -> Runs:
@@ -144,12 +255,140 @@ def _link_rows(
     sentinels: bool,
     drop_rootless: bool,
     dense_mode: int,
+    c_first: I64,
+    c_second: I64,
+    c_row: I64,
+    slot_flat: I64,
+    n_max: int,
     out: I64,
     kept: I64,
-) -> tuple[int, int, int]:
+    mine: I64,
+) -> tuple[int, int, int, int, int]:
     n, k = entries.shape
     n_groups = bounds.shape[0] - 1
     base, table = _table(bounds, start, length, result, n * k, dense_mode)
+    dense = table.shape[0] > 0 or base[n_groups] == 0
+    gids = (g_bounds, g_start, g_length, g_result)
+    runs = (run_group, run_rows)
+    if dense and k == 2:
+        w, bad_row, bad_gid = _pairs(
+            entries, runs, bounds, start, base, table, gids, sentinels, drop_rootless, out, kept
+        )
+    else:
+        local = (bounds, start, length, result)
+        w, bad_row, bad_gid = _one_by_one(
+            entries, runs, local, base, table, gids, sentinels, drop_rootless, out, kept
+        )
+    c, bad_cross = 0, -1
+    if c_first.shape[0] and k == 2:
+        if (
+            dense
+            and slot_flat.shape[0] == n_groups
+            and bool(np.all(slot_flat[1:] > slot_flat[:-1]))
+        ):
+            slots = (slot_flat, n_max)
+            c, bad_cross = cross_by_table(
+                c_first, c_second, c_row, slots, (bounds, start, base, table), out, w, mine
+            )
+        else:
+            c, bad_cross = cross_by_runs(c_first, c_second, c_row, gids, out, w, mine)
+        in_table_order(out, w, mine, c)
+    return w, c, bad_row, bad_gid, bad_cross
+
+
+@njit
+def _pairs(
+    entries: I64,
+    runs: tuple[I64, I64],
+    bounds: I64,
+    start: I64,
+    base: I64,
+    table: I64,
+    gids: tuple[I64, I64, I64, I64],
+    sentinels: bool,
+    drop_rootless: bool,
+    out: I64,
+    kept: I64,
+) -> tuple[int, int, int]:
+    """:func:`_one_by_one` of links of two entries by the table: both entries looked up
+    at once, each entry on its own only when one is not found (a root, a sentinel, a
+    damaged entry)."""
+    run_group, run_rows = runs
+    n = entries.shape[0]
+    n_groups = bounds.shape[0] - 1
+    bad_row, bad_gid = -1, -1
+    i, w = 0, 0
+    for r in range(run_group.shape[0]):
+        g = run_group[r]
+        at0, span, first = 0, 0, 0
+        if 0 <= g < n_groups:
+            at0, span = base[g], base[g + 1] - base[g]
+            first = start[bounds[g]] if span > 0 else 0
+        stop = min(n, i + max(run_rows[r], 0))
+        while i < stop:
+            v0, v1 = entries[i, 0], entries[i, 1]
+            a0, a1 = v0 - first, v1 - first
+            r0 = table[at0 + a0] if v0 >= 0 and 0 <= a0 < span else -1
+            r1 = table[at0 + a1] if v1 >= 0 and 0 <= a1 < span else -1
+            if r0 < 0 or r1 < 0:
+                for j in range(2):
+                    v = v0 if j == 0 else v1
+                    row = r0 if j == 0 else r1
+                    if v >= 0:
+                        if row < 0 and bad_row < 0:
+                            bad_row = 2 * i + j
+                    elif sentinels:
+                        row = _gid_row(-v - 1, gids)
+                        if row < 0 and bad_gid < 0:
+                            bad_gid = 2 * i + j
+                    if j == 0:
+                        r0 = row
+                    else:
+                        r1 = row
+            out[w, 0], out[w, 1] = r0, r1
+            kept[w] = i
+            w += 0 if drop_rootless and r1 < 0 else 1
+            i += 1
+    return w, bad_row, bad_gid
+
+
+@njit
+def _gid_row(gid: int, gids: tuple[I64, I64, I64, I64]) -> int:
+    """The result row of global id ``gid`` among the runs ``gids`` (one group), else -1."""
+    bounds, start, length, result = gids
+    lo, hi = bounds[0], bounds[bounds.shape[0] - 1]
+    a, z = lo, hi
+    while a < z:
+        mid = (a + z) // 2
+        if start[mid] <= gid:
+            a = mid + 1
+        else:
+            z = mid
+    q = a - 1
+    return result[q] + gid - start[q] if q >= lo and gid < start[q] + length[q] else -1
+
+
+@njit
+def _one_by_one(
+    entries: I64,
+    runs: tuple[I64, I64],
+    local: tuple[I64, I64, I64, I64],
+    base: I64,
+    table: I64,
+    gids: tuple[I64, I64, I64, I64],
+    sentinels: bool,
+    drop_rootless: bool,
+    out: I64,
+    kept: I64,
+) -> tuple[int, int, int]:
+    """The links' entries as result rows, entry by entry: a local row looked up in the
+    table (when ``table`` or every span is empty) or searched among its chunk's runs, a
+    sentinel among the global ids; returns the links kept, the first bad entries."""
+    run_group, run_rows = runs
+    bounds, start, length, result = local
+    g_bounds, g_start, g_length, g_result = gids
+    n, k = entries.shape
+    n_groups = bounds.shape[0] - 1
     dense = table.shape[0] > 0 or base[n_groups] == 0
     g_lo, g_hi = g_bounds[0], g_bounds[g_bounds.shape[0] - 1]
     bad_row, bad_gid = -1, -1

@@ -12,8 +12,9 @@ from typing import NamedTuple
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.kernels.cross_links import CrossLinks
 from zarr_vectors.kernels.link_entries import rows_in_runs
-from zarr_vectors.kernels.link_rows import link_result_rows
+from zarr_vectors.kernels.link_rows import EdgeRows, edge_result_rows, link_result_rows
 from zarr_vectors.kernels.read_plan import ReadPlan
 from zarr_vectors.read import RowRuns
 
@@ -25,6 +26,7 @@ __all__ = [
     "lookup",
     "returned_runs",
     "translate",
+    "translate_edges",
 ]
 
 LINK_COLUMN = "__links__"
@@ -128,3 +130,30 @@ def translate(
     if bad_gid >= 0:
         raise CorruptChunkError("a link names a vertex outside its object's manifest")
     return mapped, kept
+
+
+def translate_edges(
+    rows: np.ndarray,
+    runs: RowRuns,
+    returned: tuple[Runs, Runs],
+    tree: bool,
+    cross: tuple[CrossLinks, np.ndarray, int],
+) -> EdgeRows:
+    """:func:`translate` of edges, and the cross-chunk links whose first vertex is
+    returned, in one kernel call (:func:`edge_result_rows`; ``cross``: what it takes).
+
+    Raises
+    ------
+    CorruptChunkError
+        When an entry names a row that is not a returned vertex of its chunk, or a
+        cross-chunk link of a returned vertex names a vertex that is not returned.
+    """
+    local, gids = returned
+    found = edge_result_rows(
+        rows, runs.chunk, runs.stop - runs.start, local, gids, cross, drop_rootless=tree
+    )
+    if found.bad_row >= 0:
+        raise CorruptChunkError("a link names a row that is not a vertex of its object")
+    if found.bad_cross >= 0:
+        raise CorruptChunkError("a link names a vertex outside its object's manifest")
+    return found

@@ -17,7 +17,7 @@ from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
 from zarr_vectors.kernels import counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
-from zarr_vectors.kernels.cross_links import CrossLinks, cross_link_rows
+from zarr_vectors.kernels.cross_links import CrossLinks
 from zarr_vectors.kernels.link_rows import link_row_runs
 from zarr_vectors.kernels.object_plan import ObjectReadPlan, object_read_plan
 from zarr_vectors.kernels.read_plan import ReadPlan, read_plan, reference_pieces
@@ -33,12 +33,12 @@ from zarr_vectors.query._held_rows import HeldRows, copy_held_rows, read_vertex_
 from zarr_vectors.query._link_blocks import LinkBlocks
 from zarr_vectors.query._object_links import (
     LINK_COLUMN,
-    Runs,
     check_graph_links,
     link_column,
     lookup,
     returned_runs,
     translate,
+    translate_edges,
 )
 from zarr_vectors.read import LevelReader, RangeTable, RowRuns
 from zarr_vectors.result import QueryResult
@@ -311,13 +311,21 @@ class ObjectPlan:
         kind = geometry_kind(self.objects.kind)
         if kind.directed == "allowed":
             check_graph_links(link_rows, self.reader.directed)
-        mapped, kept = translate(link_rows, runs, returned, gids, kind.faces, kind.tree)
+        blocks, cross_columns = self.objects.link_blocks, None
+        if kind.stored_edges and blocks is None:  # the cross-chunk links in the same call
+            cross = self._cross_links()
+            found = translate_edges(link_rows, runs, (returned, gids), kind.tree, cross)
+            mapped, kept = found.rows, found.kept
+            cross_columns = {k: self.objects.cross_link_attribute(k)[found.mine] for k in names}
+        else:
+            mapped, kept = translate(link_rows, runs, returned, gids, kind.faces, kind.tree)
+        if kind.stored_edges and blocks is not None:  # a bounded read: block by block
+            first, second, cross_columns = blocks.links_of(gids)
+            mapped = np.concatenate([mapped, np.stack([first, lookup(gids, second)], axis=1)])
         columns = dict(
             zip(names, values if kept is None else [v[kept] for v in values], strict=True)
         )
-        if kind.stored_edges:
-            cross, cross_columns = self._cross_links(gids)
-            mapped = np.concatenate([mapped, cross])
+        if cross_columns is not None:
             columns = {k: np.concatenate([v, cross_columns[k]]) for k, v in columns.items()}
         return mapped, columns
 
@@ -361,18 +369,12 @@ class ObjectPlan:
         pairs = distinct_ascending(self.ref_slot * width + self.ref_fragment.astype(np.int64))
         return pairs // width, pairs % width
 
-    def _cross_links(self, gids: Runs) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """The objects' cross-chunk links as result rows, and their per-link attributes
-        (the table read whole and ordered by first id once, or block by block in a
-        bounded read)."""
-        if self.objects.link_blocks is not None:
-            first, second, columns = self.objects.link_blocks.links_of(gids)
-            return np.stack([first, lookup(gids, second)], axis=1), columns
-        links, mine, bad = cross_link_rows(self.objects.cross_link_index(), gids)
-        if bad >= 0:
-            raise CorruptChunkError("a link names a vertex outside its object's manifest")
-        names = self.objects.link_attribute_names
-        return links, {k: self.objects.cross_link_attribute(k)[mine] for k in names}
+    def _cross_links(self) -> tuple[CrossLinks, np.ndarray, int]:
+        """What :func:`translate_edges` takes to find the objects' cross-chunk links: the
+        table ordered by first id (read whole and ordered once per reader), each chunk
+        slot's flat index and the level's ``N_max``."""
+        n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
+        return self.objects.cross_link_index(), self.chunk_flat, n_max
 
     def _object_attributes(self) -> dict[str, np.ndarray]:
         return {
