@@ -270,10 +270,9 @@ def _link_rows(
     dense = table.shape[0] > 0 or base[n_groups] == 0
     gids = (g_bounds, g_start, g_length, g_result)
     runs = (run_group, run_rows)
-    if dense and k == 2:
-        w, bad_row, bad_gid = _pairs(
-            entries, runs, bounds, start, base, table, gids, sentinels, drop_rootless, out, kept
-        )
+    if dense and k == 2 and not sentinels and bool(np.all(start >= 0)):
+        w, bad_row = _pairs(entries, runs, bounds, start, base, table, drop_rootless, out, kept)
+        bad_gid = -1
     else:
         local = (bounds, start, length, result)
         w, bad_row, bad_gid = _one_by_one(
@@ -304,19 +303,18 @@ def _pairs(
     start: I64,
     base: I64,
     table: I64,
-    gids: tuple[I64, I64, I64, I64],
-    sentinels: bool,
     drop_rootless: bool,
     out: I64,
     kept: I64,
-) -> tuple[int, int, int]:
-    """:func:`_one_by_one` of links of two entries by the table: both entries looked up
-    at once, each entry on its own only when one is not found (a root, a sentinel, a
-    damaged entry)."""
+) -> tuple[int, int]:
+    """:func:`_one_by_one` of links of two entries without sentinels, by the table (the
+    runs' keys not negative, so a negative entry falls before its chunk's span): both
+    entries looked up at once, a missing one -1, a bad one noted; returns the links kept
+    and the first bad entry."""
     run_group, run_rows = runs
     n = entries.shape[0]
     n_groups = bounds.shape[0] - 1
-    bad_row, bad_gid = -1, -1
+    bad_row = -1
     i, w = 0, 0
     for r in range(run_group.shape[0]):
         g = run_group[r]
@@ -324,48 +322,23 @@ def _pairs(
         if 0 <= g < n_groups:
             at0, span = base[g], base[g + 1] - base[g]
             first = start[bounds[g]] if span > 0 else 0
+        keys = table[at0 : at0 + span]  # the chunk's result rows by key - first
         stop = min(n, i + max(run_rows[r], 0))
-        while i < stop:
-            v0, v1 = entries[i, 0], entries[i, 1]
+        for e in range(i, stop):
+            v0, v1 = entries[e, 0], entries[e, 1]
             a0, a1 = v0 - first, v1 - first
-            r0 = table[at0 + a0] if v0 >= 0 and 0 <= a0 < span else -1
-            r1 = table[at0 + a1] if v1 >= 0 and 0 <= a1 < span else -1
-            if r0 < 0 or r1 < 0:
-                for j in range(2):
-                    v = v0 if j == 0 else v1
-                    row = r0 if j == 0 else r1
-                    if v >= 0:
-                        if row < 0 and bad_row < 0:
-                            bad_row = 2 * i + j
-                    elif sentinels:
-                        row = _gid_row(-v - 1, gids)
-                        if row < 0 and bad_gid < 0:
-                            bad_gid = 2 * i + j
-                    if j == 0:
-                        r0 = row
-                    else:
-                        r1 = row
+            r0 = keys[a0] if 0 <= a0 < span else -1
+            r1 = keys[a1] if 0 <= a1 < span else -1
+            if (r0 < 0 or r1 < 0) and bad_row < 0:  # a root's link, or a bad entry
+                if v0 >= 0 and r0 < 0:
+                    bad_row = 2 * e
+                elif v1 >= 0 and r1 < 0:
+                    bad_row = 2 * e + 1
             out[w, 0], out[w, 1] = r0, r1
-            kept[w] = i
+            kept[w] = e
             w += 0 if drop_rootless and r1 < 0 else 1
-            i += 1
-    return w, bad_row, bad_gid
-
-
-@njit
-def _gid_row(gid: int, gids: tuple[I64, I64, I64, I64]) -> int:
-    """The result row of global id ``gid`` among the runs ``gids`` (one group), else -1."""
-    bounds, start, length, result = gids
-    lo, hi = bounds[0], bounds[bounds.shape[0] - 1]
-    a, z = lo, hi
-    while a < z:
-        mid = (a + z) // 2
-        if start[mid] <= gid:
-            a = mid + 1
-        else:
-            z = mid
-    q = a - 1
-    return result[q] + gid - start[q] if q >= lo and gid < start[q] + length[q] else -1
+        i = stop
+    return w, bad_row
 
 
 @njit
