@@ -271,9 +271,10 @@ def link_result_rows(
 def cross_link_rows(
     table: np.ndarray, gids: tuple[np.ndarray, ...]
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Twin of :func:`zarr_vectors.kernels.cross_links.cross_link_rows` (of the table's
-    :func:`~zarr_vectors.kernels.cross_links.cross_link_index`): both ids of every link
-    looked up by :func:`rows_in_runs`, the links whose first id is found kept."""
+    """Twin of :func:`zarr_vectors.kernels.cross_links.cross_by_table` and
+    :func:`~zarr_vectors.kernels.cross_links.cross_by_runs` (the links found put back in
+    table order): both ids of every link of the whole table looked up by
+    :func:`rows_in_runs`, the links whose first id is found kept."""
     found, _ = rows_in_runs(table, np.zeros(table.shape[0], np.int64), *gids)
     mine = np.flatnonzero(found[:, 0] >= 0)
     missing = np.flatnonzero(found[mine, 1] < 0)

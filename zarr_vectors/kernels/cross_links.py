@@ -2,10 +2,14 @@
 
 ``cross_chunk_links`` holds every link between chunks of a level as two global vertex
 ids. :func:`cross_link_index` orders the table once by first id (a table written in that
-order, as the writers do, needs no sort); :func:`cross_link_rows` then takes the links
-whose first vertex a read returns by walking the returned runs of global ids (ascending)
-along that order, an exponential search from the last link taken to each run's first id:
-its cost follows the runs and the links found, not the links stored.
+order, as the writers do, needs no sort). A read then takes the links whose first vertex
+it returns by walking along that order, an exponential search from the last link taken:
+:func:`cross_by_table` to the key span of each chunk slot it returns rows of (each link
+there one look-up in the table of the returned rows,
+:func:`~zarr_vectors.kernels.link_entries.span_table`), or :func:`cross_by_runs` to
+each returned run of global ids. Its cost follows the chunks or runs returned and the
+links found there, not the links stored
+(:func:`~zarr_vectors.kernels.link_rows.edge_result_rows` calls them).
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ __all__ = [
     "cross_by_runs",
     "cross_by_table",
     "cross_link_index",
-    "cross_link_rows",
     "in_table_order",
 ]
 
@@ -61,44 +64,6 @@ def cross_link_index(table: npt.ArrayLike) -> CrossLinks:
     return CrossLinks(first[row], links[row, 1], row)
 
 
-def cross_link_rows(links: CrossLinks, gids: Runs) -> tuple[I64, I64, int]:
-    """The cross-chunk links whose first vertex is returned, as result rows.
-
-    Parameters
-    ----------
-    links
-        ``cross_chunk_links`` ordered by first id (:func:`cross_link_index`).
-    gids
-        The returned vertices as runs of global ids, in one group.
-
-    Returns
-    -------
-    rows : numpy.ndarray
-        ``(w, 2)`` int64 result rows of the links whose first id is returned, in table
-        order; -1 for a second id that is not returned.
-    mine : numpy.ndarray
-        ``(w,)`` their rows in the table.
-    bad : int
-        Row of the table of the first such link whose second id is not returned, else -1.
-
-    Examples
-    --------
-    >>> gids = (np.array([0, 2]), np.array([100, 300]), np.array([2, 2]), np.array([0, 2]))
-    >>> index = cross_link_index(np.array([[7, 8], [101, 300], [200, 100]]))
-    >>> rows, mine, bad = cross_link_rows(index, gids)
-    >>> rows.tolist(), mine.tolist(), bad
-    ([[1, 2]], [1], -1)
-    """
-    bounds, start, length, result = (np.ascontiguousarray(a, dtype=np.int64) for a in gids)
-    n = links.first.shape[0]
-    out = np.empty((n, 2), dtype=np.int64)
-    mine = np.empty(n, dtype=np.int64)
-    w, bad = _cross_rows(
-        links.first, links.second, links.row, bounds, start, length, result, out, mine
-    )
-    return out[:w], mine[:w], int(bad)
-
-
 @njit
 def _first_at_least(keys: I64, p: int, v: int) -> int:
     """The first ``i > p`` with ``keys[i] >= v`` (``len(keys)`` if none), for ascending
@@ -130,23 +95,6 @@ def _row_of(v: int, lo: int, hi: int, start: I64, length: I64, result: I64) -> i
             z = mid
     q = a - 1
     return result[q] + v - start[q] if q >= lo and v < start[q] + length[q] else -1
-
-
-@njit
-def _cross_rows(
-    first: I64,
-    second: I64,
-    row: I64,
-    bounds: I64,
-    start: I64,
-    length: I64,
-    result: I64,
-    out: I64,
-    mine: I64,
-) -> tuple[int, int]:
-    c, bad = cross_by_runs(first, second, row, (bounds, start, length, result), out, 0, mine)
-    in_table_order(out, 0, mine, c)
-    return c, bad
 
 
 @njit
