@@ -116,12 +116,8 @@ def cross_by_runs(
         if first[p] < s:
             p = _first_at_least(first, p, s)
         while p < n and first[p] < e:
-            found = _row_of(second[p], lo, hi, start, length, result)
-            if found < 0 and (bad < 0 or row[p] < bad):
-                bad = row[p]
-            out[at + c, 0] = result[q] + first[p] - s
-            out[at + c, 1] = found
-            mine[c] = row[p]
+            other = _row_of(second[p], lo, hi, start, length, result)
+            bad = _put(out, at + c, result[q] + first[p] - s, other, mine, c, row[p], bad)
             c += 1
             p += 1
     return c, bad
@@ -159,14 +155,19 @@ def cross_by_table(
             found = table[base[g] + first[p] - s]
             if found >= 0:
                 other = _tabled(second[p], slots, local)
-                if other < 0 and (bad < 0 or row[p] < bad):
-                    bad = row[p]
-                out[at + c, 0] = found
-                out[at + c, 1] = other
-                mine[c] = row[p]
+                bad = _put(out, at + c, found, other, mine, c, row[p], bad)
                 c += 1
             p += 1
     return c, bad
+
+
+@njit
+def _put(out: I64, i: int, a: int, b: int, mine: I64, c: int, table_row: int, bad: int) -> int:
+    """Write link ``c`` found (result rows ``a``, ``b`` at ``out[i]``, its table row) and
+    return the smallest table row of a link whose second id is not returned so far."""
+    out[i, 0], out[i, 1] = a, b
+    mine[c] = table_row
+    return table_row if b < 0 and (bad < 0 or table_row < bad) else bad
 
 
 @njit
