@@ -157,9 +157,9 @@ def edge_result_rows(
     drop_rootless: bool,
     dense: bool | None = None,
 ) -> EdgeRows:
-    """:func:`link_result_rows` of edges (no sentinels) and the cross-chunk links of the
-    returned vertices (:func:`~zarr_vectors.kernels.cross_links.cross_link_rows`), in
-    one kernel call and one array.
+    """:func:`link_result_rows` of edges (no sentinels) and the cross-chunk links whose
+    first vertex is returned (found along the table ordered by first id:
+    :mod:`zarr_vectors.kernels.cross_links`), in one kernel call and one array.
 
     Parameters
     ----------
@@ -355,8 +355,8 @@ def _one_by_one(
     kept: I64,
 ) -> tuple[int, int, int]:
     """The links' entries as result rows, entry by entry: a local row looked up in the
-    table (when ``table`` or every span is empty) or searched among its chunk's runs, a
-    sentinel among the global ids; returns the links kept, the first bad entries."""
+    table (when there is one, or no key at all), else searched among its chunk's runs; a
+    sentinel among the global ids. Returns the links kept and the first bad entries."""
     run_group, run_rows = runs
     bounds, start, length, result = local
     g_bounds, g_start, g_length, g_result = gids
