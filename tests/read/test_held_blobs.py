@@ -36,11 +36,13 @@ def test_joined_blobs_of_two_fetches_are_their_bytes_in_the_order_asked(
         edges = np.cumsum([0, *sizes]).tolist()
         chunks = [(fetch, i) for i in range(len(sizes))]
         held.keep("b", chunks, held_blobs(data, edges[:-1], edges[1:], map(str, chunks)))
-        want.update({c: data[a:z].tobytes() for c, a, z in zip(chunks, edges, edges[1:])})
+        want.update(
+            {c: data[a:z].tobytes() for c, a, z in zip(chunks, edges, edges[1:], strict=False)}
+        )
     asked = list(want)
     rng.shuffle(asked)  # type: ignore[attr-defined]
     buffer, begins, ends, keys = held.joined("b", asked)
-    assert [buffer[a:z].tobytes() for a, z in zip(begins.tolist(), ends.tolist())] == [
+    assert [buffer[a:z].tobytes() for a, z in zip(begins.tolist(), ends.tolist(), strict=True)] == [
         want[c] for c in asked
     ]
     assert keys == [str(c) for c in asked]
