@@ -12,7 +12,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.read.reader import LevelReader
-from zarr_vectors.read.shard_indexes import ShardIndexes, shard_of
+from zarr_vectors.read.shard_indexes import ShardIndexes, chunk_array, shard_of
 
 _MISSING = 2**64 - 1
 
@@ -190,3 +190,30 @@ def test_chunk_requests_of_tuples_or_an_array_are_the_per_chunk_requests(shard_c
     assert {r[0][1] for r in left} == {shard_of(layout, c) for c in chunks} - {
         shard_of(layout, c) for c in chunks[:10]
     }
+
+
+@pytest.mark.parametrize("shard_chunks", [1, 2])
+def test_column_requests_are_each_arrays_chunk_requests(shard_chunks: int) -> None:
+    """The requests of one set of chunks in several arrays are those of each array asked
+    alone (the shards found once for all of them)."""
+    reader = _reader(shard_chunks)
+    layout = reader.layouts["vertices"]
+    assert layout is not None
+    rng = np.random.default_rng(11)
+    chunks = np.array([CHUNKS[i] for i in rng.integers(0, len(CHUNKS), 30)], dtype=np.int64)
+    arrays = [("0/vertices", layout), ("0/attributes/a", layout), ("0/attributes/b", layout)]
+    want = [r for path, lay in arrays for r in ShardIndexes().chunk_requests(path, lay, chunks)]
+    got = ShardIndexes().column_requests(arrays, chunks)
+    assert sorted(r[:3] for r in got) == sorted(r[:3] for r in want)
+    indexes = _fetched(reader, [tuple(c) for c in chunks.tolist()[:10]])
+    left = indexes.column_requests(arrays[:1], chunks)
+    assert left == indexes.chunk_requests("0/vertices", layout, chunks)
+
+
+def test_chunk_array_of_tuples_or_an_array() -> None:
+    chunks = [(1, 2, 3), (4, 5, 6)]
+    for asked in (chunks, np.array(chunks, dtype=np.int32)):
+        got = chunk_array(asked, 3)
+        assert got.dtype == np.int64
+        assert got.tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert chunk_array([], 3).shape == (0, 3)

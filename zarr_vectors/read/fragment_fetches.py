@@ -17,7 +17,8 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError, FragmentIndexError, MetadataError
 from zarr_vectors.format.fragment_decoding import decode_dense_ranges
 from zarr_vectors.read.blob_batches import StoredSpans, decode_blobs, stored_spans
-from zarr_vectors.read.held_blobs import HeldBlob
+from zarr_vectors.read.held_blobs import HeldBlob, held_blobs
+from zarr_vectors.read.shard_indexes import chunk_array
 from zarr_vectors.store.io import ByteRange
 from zarr_vectors.store.native_blocks import decode_dense_blob_shards
 from zarr_vectors.store.shards import RowLayout, ShardIndex, shard_key
@@ -122,13 +123,13 @@ def first_wave(
     blob_requests: list[tuple[str, ByteRange]] = [
         (shard_key(path, np.asarray(chunk), 0), None) for chunk in missing if not sharded
     ]
-    index_chunks = np.asarray(indexed, dtype=np.int64).reshape(len(indexed), self.grid.ndim)
-    index_requests = [  # the chunks as one array: made once for every column
-        request
+    index_chunks = chunk_array(indexed, self.grid.ndim)  # one array for every column
+    columns = [
+        (self.paths[column], column_layout)
         for column in index_columns
         if (column_layout := self.layouts.get(column)) is not None
-        for request in self.indexes.chunk_requests(self.paths[column], column_layout, index_chunks)
     ]
+    index_requests = self.indexes.column_requests(columns, index_chunks)
     if sharded and layout is not None:
         index_requests += self.indexes.chunk_requests(path, layout, missing)
     raws = self.io.get_many(blob_requests + [(r[1], r[2]) for r in index_requests])
@@ -199,8 +200,7 @@ def fetch_held(
         if batch is not None:
             blobs, bounds, keys = batch
             edges = bounds.tolist()
-            held = [HeldBlob(blobs, edges[j], edges[j + 1], k) for j, k in enumerate(keys)]
-            self.held.keep(name, missing, held)
+            self.held.keep(name, missing, held_blobs(blobs, edges[:-1], edges[1:], keys))
             return
         listed = self._listed_blobs(path, layout, missing)
     self.held.keep(name, missing, [HeldBlob(b, 0, b.shape[0], k) for k, b in listed])
@@ -213,7 +213,7 @@ def sharded_blobs(
     decoded together (:func:`~zarr_vectors.read.blob_batches.decode_blobs`): the bytes,
     each chunk's bounds in them and its shard key; None when some chunk does not store
     exactly its first blocks (:meth:`_listed_blobs` then names the fault)."""
-    coords = np.asarray(chunks, dtype=np.int64)
+    coords = chunk_array(chunks, len(layout.shard_chunks))
     shard_keys, index, slot, local = self.indexes.shard_table(path, layout, coords)
     entries = index.reshape(index.shape[0], -1, layout.n_blocks, 2)[slot, local]
     spans = stored_spans(entries)

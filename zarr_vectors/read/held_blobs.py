@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["HeldBlob", "HeldBlobs"]
+__all__ = ["HeldBlob", "HeldBlobs", "held_blobs"]
 
 Chunk = tuple[int, ...]
 
@@ -33,17 +33,43 @@ class HeldBlob(NamedTuple):
     key: str
 
 
-def _one_buffer(blobs: list[HeldBlob]) -> list[HeldBlob]:
-    """``blobs`` copied, in order, into one new buffer."""
-    joined = np.concatenate([b.buffer[b.begin : b.end] for b in blobs])
-    ends = np.cumsum([b.end - b.begin for b in blobs]).tolist()
-    return [
-        HeldBlob(joined, end - (b.end - b.begin), end, b.key)
-        for b, end in zip(blobs, ends, strict=True)
-    ]
-
-
 _BUFFER, _BEGIN, _END, _KEY = map(attrgetter, ("buffer", "begin", "end", "key"))
+
+
+def held_blobs(
+    buffer: np.ndarray, begins: Iterable[int], ends: Iterable[int], keys: Iterable[str]
+) -> list[HeldBlob]:
+    """The blobs ``buffer[begins[i]:ends[i]]`` of shard keys ``keys``, made without a
+    Python call per blob (``tuple.__new__``, not the named tuple's ``__new__``).
+
+    Examples
+    --------
+    >>> held_blobs(np.arange(4, dtype=np.uint8), [0, 1], [1, 4], ["a", "b"])[1][1:]
+    (1, 4, 'b')
+    """
+    fields = zip(repeat(buffer), begins, ends, keys)
+    return list(map(tuple.__new__, repeat(HeldBlob), fields))
+
+
+def _one_buffer(blobs: list[HeldBlob]) -> list[HeldBlob]:
+    """``blobs`` copied, in order, into one new buffer; blobs that follow each other in
+    one buffer are copied as one slice (those of one fetch usually do)."""
+    pieces: list[np.ndarray] = []
+    buffer, begin, end = None, 0, 0
+    for blob in blobs:
+        if blob.buffer is buffer and blob.begin == end:
+            end = blob.end
+            continue
+        if buffer is not None:
+            pieces.append(buffer[begin:end])
+        buffer, begin, end = blob.buffer, blob.begin, blob.end
+    if buffer is not None:
+        pieces.append(buffer[begin:end])
+    sizes = np.fromiter(map(_END, blobs), np.int64, len(blobs))
+    sizes -= np.fromiter(map(_BEGIN, blobs), np.int64, len(blobs))
+    ends = np.cumsum(sizes)
+    joined = np.concatenate(pieces) if pieces else np.empty(0, np.uint8)
+    return held_blobs(joined, (ends - sizes).tolist(), ends.tolist(), map(_KEY, blobs))
 
 
 class HeldBlobs:

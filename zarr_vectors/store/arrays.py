@@ -638,7 +638,7 @@ def check_stored_chunks(io: StoreIO, path: str, meta: dict[str, Any]) -> None:
         itemsize = np.dtype(meta["data_type"]).itemsize
     except (TypeError, ValueError) as exc:
         raise MetadataError(f"{path}/zarr.json: unknown data_type ({exc})") from exc
-    if int(np.prod(shape, dtype=object)) * itemsize <= LARGE_ARRAY_BYTES:
+    if math.prod(shape) * itemsize <= LARGE_ARRAY_BYTES:
         return
     expected = _chunk_total(meta)
     stored = len(io.list_prefix(f"{path}/c/"))

@@ -437,7 +437,13 @@ def _pad_rows(block: np.ndarray, rows: int, fill: int) -> np.ndarray:
     return padded
 
 
-def shard_key(path: str, chunk: np.ndarray, row_ndim: int) -> str:
-    """Key of the shard of spatial chunk ``chunk`` in the row array at ``path`` (spec §2)."""
-    parts = [str(int(c)) for c in chunk] + ["0"] * (1 + row_ndim)
-    return f"{path}/c/" + "/".join(parts)
+def shard_key(path: str, chunk: np.ndarray | Sequence[int], row_ndim: int) -> str:
+    """Key of the shard of spatial chunk ``chunk`` in the row array at ``path`` (spec §2).
+
+    Examples
+    --------
+    >>> shard_key("0/vertices", np.array([1, 0, 2]), 2), shard_key("0/radius", [3, 4], 1)
+    ('0/vertices/c/1/0/2/0/0/0', '0/radius/c/3/4/0/0')
+    """
+    grid = chunk.tolist() if isinstance(chunk, np.ndarray) else [int(c) for c in chunk]
+    return f"{path}/c/{'/'.join(map(str, grid))}{'/0' * (1 + row_ndim)}"
