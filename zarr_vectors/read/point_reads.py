@@ -25,10 +25,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
+from zarr_vectors.format.fragment_records import FRAGMENT_RECORD_MAGIC
+from zarr_vectors.format.names import FRAGMENT_RECORDS, LINK_FRAGMENTS, VERTEX_FRAGMENTS
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
 from zarr_vectors.kernels.ranges import first_untiled
+from zarr_vectors.kernels.record_blobs import records_batch
 from zarr_vectors.kernels.shard_slots import fill_block_entries
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read.block_cache import SlotBlocks
@@ -348,6 +350,8 @@ class PointReads:
             if not table.seen[unknown].all() or table.ranges.nbytes > _RANGE_TABLE_BYTES:
                 table.seen[unknown] = True
                 return None
+            if self._add_held_records(table, unknown, links):
+                return table
             reader = self.reader
             coords, counts = reader.occupied_chunks(None, None)
             vertex = reader.fragment_ranges(coords[unknown], counts[unknown], index_columns=())
@@ -363,6 +367,31 @@ class PointReads:
                 return None  # not one owner a fragment: the records say which is wrong
             table.add(unknown, vertex, link, owners)
         return table
+
+    def _add_held_records(
+        self, table: read_plans.RangeTable, where: np.ndarray, links: bool
+    ) -> bool:
+        """Add the chunks at positions ``where`` to ``table`` from their fragment records
+        (format 1.6) when the reader holds them all (:attr:`LevelReader.held`, as a first
+        read of them leaves them): one kernel call over every record
+        (:func:`~zarr_vectors.kernels.record_blobs.records_batch`) and flat copies into the
+        table, instead of the per-chunk lists :meth:`LevelReader.fragment_ranges` parses.
+        False, with nothing added, when the level has no records, one is not held, or one
+        is damaged or does not cover its chunk's rows (the lists' path then reports it)."""
+        reader = self.reader
+        if not reader.records:
+            return False
+        coords, counts = reader.occupied_chunks(None, None)
+        keys = read_plans.chunk_keys(coords[where])
+        if reader.held.missing(FRAGMENT_RECORDS, keys):
+            return False
+        buffer, begins, ends, _ = reader.held.joined(FRAGMENT_RECORDS, keys)
+        *columns, owners, bounds, ok = records_batch(buffer, begins, ends, FRAGMENT_RECORD_MAGIC)
+        last = bounds[1:] - 1  # a sound record has a fragment; its starts are prefix sums
+        if not ok.all() or np.any(columns[0][last] + columns[1][last] != counts[where]):
+            return False
+        table.add_flat(where, bounds, columns if links else columns[:2], owners)
+        return True
 
     def can_select(self, names: Sequence[str]) -> bool:
         """Whether :meth:`read_selected` reads the columns ``names`` (else
