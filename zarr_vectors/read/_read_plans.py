@@ -226,12 +226,18 @@ class RangeTable:
         """
         count = np.diff(bounds)
         need = self.used + int(bounds[-1])
-        if need > self.ranges.shape[1]:
+        if need > self.ranges.shape[1]:  # columns past ``used`` are never read
             cap = max(need, 2 * self.ranges.shape[1])
-            grown = np.zeros((4, cap), np.int64)
+            grown = np.empty((4, cap), np.int64)
             grown[:, : self.used] = self.ranges[:, : self.used]
             self.ranges = grown
-            self.owner = _grown(self.owner[: self.used], cap)
+            owner = np.empty(cap, np.int64)
+            owner[: self.used] = self.owner[: self.used]
+            self.owner = owner
+        if len(columns) < 4 or owners is None:  # zeros: a kind without links, no owners
+            self.ranges[len(columns) :, self.used : need] = 0
+            if owners is None:
+                self.owner[self.used : need] = 0
         for k, column in enumerate(columns):
             self.ranges[k, self.used : need] = column
         if owners is not None:

@@ -350,8 +350,10 @@ class PointReads:
             if not table.seen[unknown].all() or table.ranges.nbytes > _RANGE_TABLE_BYTES:
                 table.seen[unknown] = True
                 return None
-            if self._add_held_records(table, unknown, links):
-                return table
+            waiting = np.flatnonzero(table.seen & (table.first < 0))  # asked, not added
+            for chunks in (waiting, unknown) if waiting.shape != unknown.shape else (unknown,):
+                if self._add_held_records(table, chunks, links):  # all held: one kernel call
+                    return table
             reader = self.reader
             coords, counts = reader.occupied_chunks(None, None)
             vertex = reader.fragment_ranges(coords[unknown], counts[unknown], index_columns=())
