@@ -549,6 +549,9 @@ class PointReads:
         if cache is None or cache.budget <= 0 or not runs.chunk.shape[0]:
             return False
         r = self.reader.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
+        most = int((runs.stop - runs.start).sum()) // r + 2 * runs.chunk.shape[0]
+        if not self._in_turns(names, most):  # a run of n rows spans n // r + 2 blocks at most
+            return True
         n_slots = block_slots(runs.chunk, runs.start, runs.stop, r)[1].shape[0]
         return not self._in_turns(names, n_slots)
 
