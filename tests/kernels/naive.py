@@ -437,6 +437,18 @@ def gather_references(
     return owner, chunk[at].reshape(-1, chunk.shape[1]), fragment[at]
 
 
+def locate_blocks(
+    numbers: np.ndarray, place: np.ndarray, used: np.ndarray, wanted: np.ndarray, tick: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Twin of :func:`zarr_vectors.kernels.block_lookup.locate_blocks`: a dict of the
+    cached numbers."""
+    slot_of = dict(zip(numbers.tolist(), place.tolist(), strict=True))
+    slots = np.array([slot_of.get(w, -1) for w in wanted.tolist()], np.int64)
+    hits = slots >= 0
+    used[slots[hits]] = tick
+    return hits, slots, int((~hits).sum())
+
+
 def radix_order(keys: np.ndarray) -> np.ndarray:
     """Twin of :func:`zarr_vectors.kernels.radix_order.radix_order`: Python's stable sort
     of the positions by key."""
