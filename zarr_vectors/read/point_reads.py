@@ -26,7 +26,12 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.fragment_records import FRAGMENT_RECORD_MAGIC
-from zarr_vectors.format.names import FRAGMENT_RECORDS, LINK_FRAGMENTS, VERTEX_FRAGMENTS
+from zarr_vectors.format.names import (
+    FRAGMENT_RECORDS,
+    LINK_FRAGMENTS,
+    POINT_CLOUD,
+    VERTEX_FRAGMENTS,
+)
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
 from zarr_vectors.kernels.ranges import first_untiled
@@ -223,6 +228,8 @@ class PointReads:
         self.flat_order: np.ndarray | None = None  # the positions by ascending flat index
         self.specs: dict[str, tuple[np.dtype[Any], tuple[int, ...]]] = {}  # column_spec
         self.ranges: read_plans.RangeTable | None = None  # object chunks' fragment ranges
+        self.row_bytes: dict[tuple[Any, ...], int] = {}  # kernel_row_bytes
+        self.boxes: tuple[np.ndarray, np.ndarray] | None = None  # chunk_boxes
 
     @property
     def reader(self) -> LevelReader:
@@ -394,6 +401,34 @@ class PointReads:
             return False
         table.add_flat(where, bounds, columns if links else columns[:2], owners)
         return True
+
+    def kernel_row_bytes(self, names: Sequence[str], any_rows: bool) -> int:
+        """Bytes of one row of every column of ``names`` when
+        :meth:`LevelReader.read_runs` may read them by the box-read kernels, else 0 (kept
+        per column list): columns among :attr:`LevelReader.vertex_columns` (any per-chunk
+        row arrays when ``any_rows``) that :meth:`can_select`, of a level of objects
+        (point clouds: ``read_many`` checks bins too)."""
+        key = (*names, any_rows)
+        found = self.row_bytes.get(key)
+        if found is None:
+            reader = self.reader
+            layouts = [reader.layouts.get(name) for name in names]
+            vertex = any_rows or all(name in reader.vertex_columns for name in names)
+            usable = reader.kind != POINT_CLOUD and vertex and self.can_select(names)
+            found = sum(layout.row_nbytes for layout in layouts if layout is not None)
+            found = found if usable else 0
+            if None not in layouts:  # a column added later would change it
+                self.row_bytes[key] = found
+        return found
+
+    def chunk_boxes(self) -> tuple[np.ndarray, np.ndarray]:
+        """The lower and upper corners ``(m, D)`` (float64, absolute coordinates) of every
+        occupied chunk, by position (made once)."""
+        if self.boxes is None:
+            grid = self.reader.grid
+            cells = (self.reader.occupied_chunks(None, None)[0] + grid.origin).astype(np.float64)
+            self.boxes = (cells * grid.chunk_shape, (cells + 1.0) * grid.chunk_shape)
+        return self.boxes
 
     def can_select(self, names: Sequence[str]) -> bool:
         """Whether :meth:`read_selected` reads the columns ``names`` (else
