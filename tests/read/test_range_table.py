@@ -17,6 +17,8 @@ from zarr_vectors.format.names import FRAGMENT_RECORDS, LINK_FRAGMENTS, VERTEX_F
 from zarr_vectors.query import ObjectReader
 from zarr_vectors.read import LevelReader, RangeTable
 
+Ranges = tuple[np.ndarray, np.ndarray]
+
 
 @pytest.mark.parametrize("name", ["", "skeletons_3d_swc", "meshes_3d_closed"])
 def test_the_table_holds_the_full_ranges_from_the_second_ask(tmp_path: Path, name: str) -> None:
@@ -35,6 +37,18 @@ def test_the_table_holds_the_full_ranges_from_the_second_ask(tmp_path: Path, nam
     table = points.range_table(where, True)
     assert table is not None
     assert points.range_table(where[:1], True) is table
+    owners = full.fragment_owners(chunks) if full.records else None  # format 1.6
+    _check_table(table, where, (vertex, link, owners))
+
+
+def _check_table(
+    table: RangeTable,
+    where: np.ndarray,
+    full: tuple[list[Ranges], list[Ranges], list[np.ndarray] | None],
+) -> None:
+    """The table's rows of every fragment of the chunks at ``where`` are the full parse's
+    vertex and link ranges (and owners, unless None), by position."""
+    vertex, link, owners = full
     for p in where.tolist():
         fragment = np.arange(vertex[p][0].shape[0], dtype=np.int64)
         found, bad = table.rows_of(np.full(fragment.shape[0], p), fragment)
@@ -42,11 +56,8 @@ def test_the_table_holds_the_full_ranges_from_the_second_ask(tmp_path: Path, nam
         for k, want in enumerate((*vertex[p], *link[p])):
             np.testing.assert_array_equal(found[k], want)
         assert table.link_rows[p] == link[p][1].sum()
-        if full.records:  # format 1.6: each fragment's owner too
-            at = table.first[p] + fragment
-            np.testing.assert_array_equal(
-                table.owner[at], full.fragment_owners(chunks[p : p + 1])[0]
-            )
+        if owners is not None:
+            np.testing.assert_array_equal(table.owner[table.first[p] + fragment], owners[p])
 
 
 def test_rows_of_names_the_first_missing_fragment() -> None:
@@ -109,14 +120,7 @@ def test_held_records_fill_the_table_as_the_full_parse(
     monkeypatch.setattr(reader, "fragment_ranges", parsed)
     table = reader.points.range_table(where, True)
     assert table is not None
-    for p in where.tolist():
-        fragment = np.arange(vertex[p][0].shape[0], dtype=np.int64)
-        found, bad = table.rows_of(np.full(fragment.shape[0], p), fragment)
-        assert bad == -1
-        for k, want in enumerate((*vertex[p], *link[p])):
-            np.testing.assert_array_equal(found[k], want)
-        assert table.link_rows[p] == link[p][1].sum()
-        np.testing.assert_array_equal(table.owner[table.first[p] + fragment], owners[p])
+    _check_table(table, where, (vertex, link, owners))
 
 
 @pytest.mark.parametrize("damage", ["record", "rows"])
