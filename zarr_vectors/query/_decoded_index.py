@@ -82,18 +82,22 @@ class DecodedIndex:
         if dense.shape[0] and (int(dense.min()) < 0 or int(dense.max()) >= self.first.shape[0]):
             return decode_object_index_bulk(data, offsets, dense, ndim)  # raises, naming it
         with self._lock:
-            if (self.first[dense] < 0).any():
-                new = np.unique(dense[self.first[dense] < 0])
-                if not self._add(data, offsets, new):
+            unknown = self.first[dense] < 0
+            if unknown.all():  # a first read of these objects: returned as decoded
+                refs = decode_object_index_bulk(data, offsets, dense, ndim)
+                self._keep(dense, refs)
+                return refs
+            if unknown.any():
+                new = np.unique(dense[unknown])
+                if not self._keep(new, decode_object_index_bulk(data, offsets, new, ndim)):
                     return decode_object_index_bulk(data, offsets, dense, ndim)
             return gather_references(self.first, self.count, self.chunk, self.fragment, dense)
 
-    def _add(self, data: np.ndarray, offsets: np.ndarray, new: np.ndarray) -> bool:
-        """Decode and keep the references of the objects ``new`` (distinct, not decoded);
-        False, with nothing kept, when they would pass :data:`DECODED_INDEX_BYTES`."""
-        ref_object, chunk, fragment = decode_object_index_bulk(
-            data, offsets, new, self.chunk.shape[1]
-        )
+    def _keep(self, ids: np.ndarray, refs: Refs) -> bool:
+        """Keep (copied) the decoded references ``refs`` of the objects ``ids`` (not
+        decoded before; an id given twice is kept twice); False, with nothing kept, when
+        they would pass :data:`DECODED_INDEX_BYTES`."""
+        ref_object, chunk, fragment = refs
         need = self.used + fragment.shape[0]
         if need * (chunk.shape[1] + 1) * 8 > DECODED_INDEX_BYTES:
             return False
@@ -103,9 +107,9 @@ class DecodedIndex:
             self.fragment = _grown(self.fragment[: self.used], cap)
         self.chunk[self.used : need] = chunk
         self.fragment[self.used : need] = fragment
-        sizes = np.bincount(ref_object, minlength=new.shape[0]).astype(np.int64)
-        self.count[new] = sizes
-        self.first[new] = self.used + np.cumsum(sizes) - sizes
+        sizes = np.bincount(ref_object, minlength=ids.shape[0]).astype(np.int64)
+        self.count[ids] = sizes
+        self.first[ids] = self.used + np.cumsum(sizes) - sizes
         self.used = need
         return True
 
