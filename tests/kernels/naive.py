@@ -446,6 +446,31 @@ def reference_chunks(
     return -1, chunk_flat, chunks.reshape(-1, len(shape)), slot.reshape(-1), where, rows, empty
 
 
+def gather_references(
+    first: np.ndarray, count: np.ndarray, chunk: np.ndarray, fragment: np.ndarray, dense: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Twin of :func:`zarr_vectors.kernels.reference_gather.gather_references`: each
+    object's rows sliced out and concatenated."""
+    rows = [np.arange(first[k], first[k] + count[k], dtype=np.int64) for k in dense.tolist()]
+    at = np.concatenate([np.empty(0, np.int64), *rows])
+    owner = np.concatenate(
+        [np.empty(0, np.int64), *(np.full(r.shape[0], j, np.int64) for j, r in enumerate(rows))]
+    )
+    return owner, chunk[at].reshape(-1, chunk.shape[1]), fragment[at]
+
+
+def locate_blocks(
+    numbers: np.ndarray, place: np.ndarray, used: np.ndarray, wanted: np.ndarray, tick: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Twin of :func:`zarr_vectors.kernels.block_lookup.locate_blocks`: a dict of the
+    cached numbers."""
+    slot_of = dict(zip(numbers.tolist(), place.tolist(), strict=True))
+    slots = np.array([slot_of.get(w, -1) for w in wanted.tolist()], np.int64)
+    hits = slots >= 0
+    used[slots[hits]] = tick
+    return hits, slots, int((~hits).sum())
+
+
 def radix_order(keys: np.ndarray) -> np.ndarray:
     """Twin of :func:`zarr_vectors.kernels.radix_order.radix_order`: Python's stable sort
     of the positions by key."""

@@ -13,9 +13,11 @@ import pytest
 import zarr_vectors as zv
 from tests.read.test_needed_ranges import GOLDEN_1_5, _reader, _skeletons
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
+from zarr_vectors.format.names import FRAGMENT_RECORDS, LINK_FRAGMENTS, VERTEX_FRAGMENTS
 from zarr_vectors.query import ObjectReader
-from zarr_vectors.read import RangeTable
+from zarr_vectors.read import LevelReader, RangeTable
+
+Ranges = tuple[np.ndarray, np.ndarray]
 
 
 @pytest.mark.parametrize("name", ["", "skeletons_3d_swc", "meshes_3d_closed"])
@@ -35,6 +37,18 @@ def test_the_table_holds_the_full_ranges_from_the_second_ask(tmp_path: Path, nam
     table = points.range_table(where, True)
     assert table is not None
     assert points.range_table(where[:1], True) is table
+    owners = full.fragment_owners(chunks) if full.records else None  # format 1.6
+    _check_table(table, where, (vertex, link, owners))
+
+
+def _check_table(
+    table: RangeTable,
+    where: np.ndarray,
+    full: tuple[list[Ranges], list[Ranges], list[np.ndarray] | None],
+) -> None:
+    """The table's rows of every fragment of the chunks at ``where`` are the full parse's
+    vertex and link ranges (and owners, unless None), by position."""
+    vertex, link, owners = full
     for p in where.tolist():
         fragment = np.arange(vertex[p][0].shape[0], dtype=np.int64)
         found, bad = table.rows_of(np.full(fragment.shape[0], p), fragment)
@@ -42,11 +56,8 @@ def test_the_table_holds_the_full_ranges_from_the_second_ask(tmp_path: Path, nam
         for k, want in enumerate((*vertex[p], *link[p])):
             np.testing.assert_array_equal(found[k], want)
         assert table.link_rows[p] == link[p][1].sum()
-        if full.records:  # format 1.6: each fragment's owner too
-            at = table.first[p] + fragment
-            np.testing.assert_array_equal(
-                table.owner[at], full.fragment_owners(chunks[p : p + 1])[0]
-            )
+        if owners is not None:
+            np.testing.assert_array_equal(table.owner[table.first[p] + fragment], owners[p])
 
 
 def test_rows_of_names_the_first_missing_fragment() -> None:
@@ -78,3 +89,56 @@ def test_warm_reads_equal_the_first_and_refuse_a_missing_fragment(tmp_path: Path
     objects = ObjectReader(reader)
     with pytest.raises(CorruptChunkError, match="a manifest names fragment"):
         objects.read(np.array([0, 5]))
+
+
+def _read_every_object(reader: LevelReader) -> np.ndarray:
+    """Read every object once (the first ask of the table: its records are then held),
+    and return the positions of every occupied chunk."""
+    ObjectReader(reader).read(np.arange(reader.check_object_count()))
+    return np.arange(reader.occupied_chunks(None, None)[0].shape[0])
+
+
+def test_held_records_fill_the_table_as_the_full_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a read holds the chunks' records, the table is filled from them by one kernel
+    call (not the per-chunk lists of ``fragment_ranges``), with the full parse's ranges,
+    link rows and owners."""
+    _skeletons(tmp_path / "s.zv", None)
+    full = _reader(tmp_path / "s.zv")
+    chunks, _ = full.occupied_chunks(None, None)
+    vertex = full.blob_ranges(VERTEX_FRAGMENTS, chunks)
+    link = full.blob_ranges(LINK_FRAGMENTS, chunks)
+    owners = full.fragment_owners(chunks)
+    reader = _reader(tmp_path / "s.zv")
+    where = _read_every_object(reader)
+    assert not reader.held.missing(FRAGMENT_RECORDS, [tuple(c) for c in chunks.tolist()])
+
+    def parsed(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the held records were parsed chunk by chunk")
+
+    monkeypatch.setattr(reader, "fragment_ranges", parsed)
+    table = reader.points.range_table(where, True)
+    assert table is not None
+    _check_table(table, where, (vertex, link, owners))
+
+
+@pytest.mark.parametrize("damage", ["record", "rows"])
+def test_damaged_held_records_are_refused_as_before(tmp_path: Path, damage: str) -> None:
+    """A held record the kernel refuses, or whose fragments do not cover its chunk's rows,
+    goes to the per-chunk parse, which names the fault."""
+    _skeletons(tmp_path / "s.zv", None)
+    reader = _reader(tmp_path / "s.zv")
+    where = _read_every_object(reader)
+    chunk = tuple(int(c) for c in reader.occupied_chunks(None, None)[0][0])
+    blob = reader.held.get(FRAGMENT_RECORDS, chunk)
+    reader._ranges.clear()  # the lists parsed so far: parsed again, from the damaged blob
+    if damage == "record":
+        blob.buffer[blob.begin] ^= 0xFF  # the magic
+        match = "bad magic"
+    else:
+        reader.occupied_chunks(None, None)[1][0] += 1  # vertex_counts says one row more
+        reader._checked_ranges.clear()
+        match = "fragment index covers"
+    with pytest.raises(CorruptChunkError, match=match):
+        reader.points.range_table(where, True)

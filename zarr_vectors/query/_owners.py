@@ -51,7 +51,8 @@ def owners_and_rows(
         contained = _contained_in_cache(reader, region, runs)
         if contained is not None:  # the rows stay in the cache, for the read that follows
             found = _owners(fragments, inside, counts, contained)
-            return found, _held(reader, chunks[cut], counts[cut], None, True)
+            flat = None if where is None else reader.points.occupied_flat()[where[cut]]
+            return found, _held(reader, chunks[cut], counts[cut], None, True, flat)
         positions = _read_rows(reader, runs)
         cached = runs is not None and reader.runs_through_cache([VERTICES], runs)
     else:
@@ -101,11 +102,14 @@ def _held(
     counts: np.ndarray,
     rows: np.ndarray | None,
     cached: bool,
+    flat: np.ndarray | None = None,
 ) -> HeldRows | None:
-    """The :class:`HeldRows` of the partly covered ``chunks`` (None when there is none)."""
+    """The :class:`HeldRows` of the partly covered ``chunks`` (None when there is none;
+    ``flat``: their flat indices, when known)."""
     if not chunks.shape[0]:
         return None
-    flat = np.ravel_multi_index(tuple(chunks.T), reader.grid.shape).astype(np.int64)
+    if flat is None:
+        flat = np.ravel_multi_index(tuple(chunks.T), reader.grid.shape).astype(np.int64)
     return HeldRows(flat, counts.astype(np.int64), rows, cached)
 
 

@@ -30,6 +30,7 @@ from zarr_vectors.format.names import (
     VERTICES,
 )
 from zarr_vectors.kernels.cross_links import CrossLinks, cross_link_index
+from zarr_vectors.query._decoded_index import DecodedIndex
 from zarr_vectors.query._held_rows import HeldRows
 from zarr_vectors.query._link_blocks import LinkBlocks
 from zarr_vectors.query._object_links import LINK_COLUMN, check_graph_links, link_column
@@ -86,6 +87,7 @@ class ObjectReader:
         self._cache: dict[str, np.ndarray] = {}
         self._cross_links: CrossLinks | None = None  # cross_chunk_links by first id, once
         self._handoff: tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+        self._decoded = DecodedIndex(self.n_objects, reader.grid.ndim)  # reads not bounded
         stored_edges = geometry_kind(self.kind).stored_edges
         self.link_blocks = (
             LinkBlocks(reader, self.link_attribute_names, self.n_objects, self._check_gids)
@@ -288,18 +290,19 @@ class ObjectReader:
         return ObjectPlan(self, dense, refs, turns, held)
 
     def _references(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The fragment references of the objects ``dense``, in manifest order (§7.6)."""
+        """The fragment references of the objects ``dense``, in manifest order (§7.6):
+        decoded once per object and kept (:class:`DecodedIndex`), or for a bounded read
+        decoded each time."""
         whole = f"{OBJECT_INDEX}/data" in self._cache
         if self.bounded and not whole and _is_run(dense):
             found = self._references_of_run(int(dense[0]), int(dense[-1]) + 1)
             if found is not None:
                 return found
-        return decode_object_index_bulk(
-            self._global(f"{OBJECT_INDEX}/data"),
-            self._global(f"{OBJECT_INDEX}/offsets"),
-            dense,
-            self.reader.grid.ndim,
-        )
+        data = self._global(f"{OBJECT_INDEX}/data")
+        offsets = self._global(f"{OBJECT_INDEX}/offsets")
+        if self.bounded:
+            return decode_object_index_bulk(data, offsets, dense, self.reader.grid.ndim)
+        return self._decoded.references(data, offsets, dense)
 
     def _references_of_run(
         self, first: int, stop: int

@@ -204,23 +204,49 @@ class RangeTable:
         yet), one ``(starts, counts)`` pair each, a chunk's link ranges and owners one per
         fragment as its vertex ranges."""
         count = np.array([v[0].shape[0] for v in vertex], dtype=np.int64)
-        need = self.used + int(count.sum())
-        if need > self.ranges.shape[1]:
+        bounds = np.concatenate([[0], np.cumsum(count)]).astype(np.int64)
+        columns = [
+            np.concatenate(parts) if vertex else np.empty(0, np.int64)
+            for parts in [*zip(*vertex, strict=True), *zip(*(links or []), strict=True)]
+        ]
+        joined = None if owners is None or not vertex else np.concatenate(owners)
+        self.add_flat(where, bounds, columns, joined)
+
+    def add_flat(
+        self,
+        where: np.ndarray,
+        bounds: np.ndarray,
+        columns: list[np.ndarray],
+        owners: np.ndarray | None = None,
+    ) -> None:
+        """:meth:`add` of the chunks at positions ``where`` (not known yet) from flat
+        columns: chunk ``where[j]``'s fragments are ``bounds[j]:bounds[j + 1]`` of
+        ``columns`` (vertex first rows and rows, then link first rows and link rows, or
+        only the first two for a kind without links) and of ``owners`` (None: not known).
+        """
+        count = np.diff(bounds)
+        need = self.used + int(bounds[-1])
+        if need > self.ranges.shape[1]:  # columns past ``used`` are never read
             cap = max(need, 2 * self.ranges.shape[1])
-            grown = np.zeros((4, cap), np.int64)
+            grown = np.empty((4, cap), np.int64)
             grown[:, : self.used] = self.ranges[:, : self.used]
             self.ranges = grown
-            self.owner = _grown(self.owner[: self.used], cap)
-        if vertex:
-            columns = [*zip(*vertex, strict=True), *zip(*(links or []), strict=True)]
-            for k, parts in enumerate(columns):
-                self.ranges[k, self.used : need] = np.concatenate(parts)
-            if owners is not None:
-                self.owner[self.used : need] = np.concatenate(owners)
-        if links is not None:
-            self.link_rows[where] = [int(part[1].sum()) for part in links]
+            owner = np.empty(cap, np.int64)
+            owner[: self.used] = self.owner[: self.used]
+            self.owner = owner
+        if len(columns) < 4 or owners is None:  # zeros: a kind without links, no owners
+            self.ranges[len(columns) :, self.used : need] = 0
+            if owners is None:
+                self.owner[self.used : need] = 0
+        for k, column in enumerate(columns):
+            self.ranges[k, self.used : need] = column
+        if owners is not None:
+            self.owner[self.used : need] = owners
+        if len(columns) > 2:
+            summed = np.concatenate([[0], np.cumsum(columns[3], dtype=np.int64)])
+            self.link_rows[where] = summed[bounds[1:]] - summed[bounds[:-1]]
         self.count[where] = count  # before first: a reader that sees first sees count
-        self.first[where] = self.used + np.cumsum(count) - count
+        self.first[where] = self.used + bounds[:-1]
         self.used = need
 
     def rows_of(self, where: np.ndarray, fragment: np.ndarray) -> tuple[np.ndarray, int]:

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from zarr_vectors.kernels.block_lookup import locate_blocks
 from zarr_vectors.kernels.slot_runs import copy_slot_runs
 from zarr_vectors.read import _read_plans as read_plans
 
@@ -274,19 +275,19 @@ class BlockCache:
                 pool = self._pools[path] = _Pool(block_bytes)
             self._tick += 1
             tick = self._tick
-            hits, place = pool.locate(numbers)
-            pool.used[place] = tick  # the read's own blocks are the last to be replaced
-            missing = np.flatnonzero(~hits)
-            if missing.shape[0]:
-                self._make_room(path, pool, missing.shape[0])
-                if np.count_nonzero(pool.used != tick) < missing.shape[0]:
+            # the read's own blocks are marked used: the last to be replaced
+            hits, place, n_missing = locate_blocks(
+                pool.numbers, pool.place, pool.used, numbers, tick
+            )
+            if n_missing:
+                missing = np.flatnonzero(~hits)
+                self._make_room(path, pool, n_missing)
+                if np.count_nonzero(pool.used != tick) < n_missing:
                     return None
-                free = pool.free_slots(missing.shape[0])  # free until added: a failure keeps none
+                free = pool.free_slots(n_missing)  # free until added: a failure keeps none
                 decode(missing, free, pool.rows(*spec))
                 pool.add(numbers[missing], free, tick)
-                every = np.empty(numbers.shape[0], dtype=np.int64)
-                every[hits], every[missing] = place, free
-                place = every
+                place[missing] = free
             return use(pool.rows(*spec), place)
 
     def _make_room(self, path: str, pool: _Pool, n: int) -> None:

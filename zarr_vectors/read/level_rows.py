@@ -214,14 +214,8 @@ def runs_by_kernels(
 ) -> bool:
     """Whether :meth:`read_runs` of ``names`` and ``runs`` is planned by kernels (and
     so read through the open store's cache of decoded blocks, when it has one)."""
-    layouts = [self.layouts.get(name) for name in names]
-    row_bytes = sum(layout.row_nbytes for layout in layouts if layout is not None)
-    return (
-        0 < int((runs.stop - runs.start).sum()) * row_bytes <= _RUNS_BY_KERNELS_BYTES
-        and self.kind != POINT_CLOUD  # point clouds: read_many checks bins too
-        and (rows is not None or all(name in self.vertex_columns for name in names))
-        and self.points.can_select(names)
-    )
+    row_bytes = self.points.kernel_row_bytes(names, rows is not None)
+    return 0 < int((runs.stop - runs.start).sum()) * row_bytes <= _RUNS_BY_KERNELS_BYTES
 
 
 def runs_through_cache(self: LevelReader, names: list[str], runs: RowRuns) -> bool:
@@ -248,13 +242,13 @@ def vertices_in_box(
     """
     if not self._runs_by_kernels([VERTICES], runs, None):
         return None
-    coords = (
-        np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
-        if runs.where is None
-        else self.occupied_chunks(None, None)[0][runs.where]
-    )
-    cells = (coords + self.grid.origin).astype(np.float64)[runs.chunk]
-    boxes = (cells * self.grid.chunk_shape, (cells + 1.0) * self.grid.chunk_shape)
+    if runs.where is None:
+        coords = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
+        cells = (coords + self.grid.origin).astype(np.float64)[runs.chunk]
+        boxes = (cells * self.grid.chunk_shape, (cells + 1.0) * self.grid.chunk_shape)
+    else:
+        at = runs.where[runs.chunk]
+        boxes = tuple(side[at] for side in self.points.chunk_boxes())
     lengths = runs.stop - runs.start
 
     def test(

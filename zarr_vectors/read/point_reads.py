@@ -25,10 +25,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
+from zarr_vectors.format.fragment_records import FRAGMENT_RECORD_MAGIC
+from zarr_vectors.format.names import (
+    FRAGMENT_RECORDS,
+    LINK_FRAGMENTS,
+    POINT_CLOUD,
+    VERTEX_FRAGMENTS,
+)
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
 from zarr_vectors.kernels.ranges import first_untiled
+from zarr_vectors.kernels.record_blobs import records_batch
 from zarr_vectors.kernels.shard_slots import fill_block_entries
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read.block_cache import SlotBlocks
@@ -221,6 +228,8 @@ class PointReads:
         self.flat_order: np.ndarray | None = None  # the positions by ascending flat index
         self.specs: dict[str, tuple[np.dtype[Any], tuple[int, ...]]] = {}  # column_spec
         self.ranges: read_plans.RangeTable | None = None  # object chunks' fragment ranges
+        self.row_bytes: dict[tuple[Any, ...], int] = {}  # kernel_row_bytes
+        self.boxes: tuple[np.ndarray, np.ndarray] | None = None  # chunk_boxes
 
     @property
     def reader(self) -> LevelReader:
@@ -348,6 +357,10 @@ class PointReads:
             if not table.seen[unknown].all() or table.ranges.nbytes > _RANGE_TABLE_BYTES:
                 table.seen[unknown] = True
                 return None
+            waiting = np.flatnonzero(table.seen & (table.first < 0))  # asked, not added
+            for chunks in (waiting, unknown) if waiting.shape != unknown.shape else (unknown,):
+                if self._add_held_records(table, chunks, links):  # all held: one kernel call
+                    return table
             reader = self.reader
             coords, counts = reader.occupied_chunks(None, None)
             vertex = reader.fragment_ranges(coords[unknown], counts[unknown], index_columns=())
@@ -363,6 +376,59 @@ class PointReads:
                 return None  # not one owner a fragment: the records say which is wrong
             table.add(unknown, vertex, link, owners)
         return table
+
+    def _add_held_records(
+        self, table: read_plans.RangeTable, where: np.ndarray, links: bool
+    ) -> bool:
+        """Add the chunks at positions ``where`` to ``table`` from their fragment records
+        (format 1.6) when the reader holds them all (:attr:`LevelReader.held`, as a first
+        read of them leaves them): one kernel call over every record
+        (:func:`~zarr_vectors.kernels.record_blobs.records_batch`) and flat copies into the
+        table, instead of the per-chunk lists :meth:`LevelReader.fragment_ranges` parses.
+        False, with nothing added, when the level has no records, one is not held, or one
+        is damaged or does not cover its chunk's rows (the lists' path then reports it)."""
+        reader = self.reader
+        if not reader.records:
+            return False
+        coords, counts = reader.occupied_chunks(None, None)
+        keys = read_plans.chunk_keys(coords[where])
+        if reader.held.missing(FRAGMENT_RECORDS, keys):
+            return False
+        buffer, begins, ends, _ = reader.held.joined(FRAGMENT_RECORDS, keys)
+        *columns, owners, bounds, ok = records_batch(buffer, begins, ends, FRAGMENT_RECORD_MAGIC)
+        last = bounds[1:] - 1  # a sound record has a fragment; its starts are prefix sums
+        if not ok.all() or np.any(columns[0][last] + columns[1][last] != counts[where]):
+            return False
+        table.add_flat(where, bounds, columns if links else columns[:2], owners)
+        return True
+
+    def kernel_row_bytes(self, names: Sequence[str], any_rows: bool) -> int:
+        """Bytes of one row of every column of ``names`` when
+        :meth:`LevelReader.read_runs` may read them by the box-read kernels, else 0 (kept
+        per column list): columns among :attr:`LevelReader.vertex_columns` (any per-chunk
+        row arrays when ``any_rows``) that :meth:`can_select`, of a level of objects
+        (point clouds: ``read_many`` checks bins too)."""
+        key = (*names, any_rows)
+        found = self.row_bytes.get(key)
+        if found is None:
+            reader = self.reader
+            layouts = [reader.layouts.get(name) for name in names]
+            vertex = any_rows or all(name in reader.vertex_columns for name in names)
+            usable = reader.kind != POINT_CLOUD and vertex and self.can_select(names)
+            found = sum(layout.row_nbytes for layout in layouts if layout is not None)
+            found = found if usable else 0
+            if None not in layouts:  # a column added later would change it
+                self.row_bytes[key] = found
+        return found
+
+    def chunk_boxes(self) -> tuple[np.ndarray, np.ndarray]:
+        """The lower and upper corners ``(m, D)`` (float64, absolute coordinates) of every
+        occupied chunk, by position (made once)."""
+        if self.boxes is None:
+            grid = self.reader.grid
+            cells = (self.reader.occupied_chunks(None, None)[0] + grid.origin).astype(np.float64)
+            self.boxes = (cells * grid.chunk_shape, (cells + 1.0) * grid.chunk_shape)
+        return self.boxes
 
     def can_select(self, names: Sequence[str]) -> bool:
         """Whether :meth:`read_selected` reads the columns ``names`` (else
@@ -518,6 +584,9 @@ class PointReads:
         if cache is None or cache.budget <= 0 or not runs.chunk.shape[0]:
             return False
         r = self.reader.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
+        most = int((runs.stop - runs.start).sum()) // r + 2 * runs.chunk.shape[0]
+        if not self._in_turns(names, most):  # a run of n rows spans n // r + 2 blocks at most
+            return True
         n_slots = block_slots(runs.chunk, runs.start, runs.stop, r)[1].shape[0]
         return not self._in_turns(names, n_slots)
 
