@@ -16,7 +16,7 @@ from zarr_vectors.format.fragment_records import (
     decode_fragment_record,
     encode_fragment_record,
 )
-from zarr_vectors.kernels import set_kernel_mode
+from zarr_vectors.kernels import record_blobs, set_kernel_mode
 from zarr_vectors.kernels.record_blobs import records_batch, records_needed
 
 fragments = st.lists(
@@ -196,3 +196,85 @@ def test_needed_fragments_equal_the_full_decode_restricted(
             ):
                 np.testing.assert_array_equal(column[a:b][inside], values[at])
                 assert (column[a:b][~inside] == -1).all()
+
+
+# -- records_batch: wide columns, refused records, the column readers ------------------------
+@pytest.mark.parametrize("mode", ["python", "compiled"])
+@given(records=st.lists(st.one_of(wide_record, record, damaged), min_size=1, max_size=5))
+@settings(max_examples=25, deadline=None)
+def test_batch_of_wide_records_equals_the_strict_decoder(records: list[bytes], mode: str) -> None:
+    """Counts of 4 and 8 bytes too; a refused record's fragments (if any) are zeros."""
+    parts = [np.frombuffer(r, np.uint8) for r in records]
+    sizes = np.array([p.shape[0] for p in parts], np.int64)
+    ends = np.cumsum(sizes)
+    previous = set_kernel_mode(mode)
+    try:
+        got = records_batch(np.concatenate(parts), ends - sizes, ends, FRAGMENT_RECORD_MAGIC)
+    finally:
+        set_kernel_mode(previous)
+    *columns, bounds, ok = got
+    for j, part in enumerate(parts):
+        a, b = int(bounds[j]), int(bounds[j + 1])
+        try:
+            want = decode_fragment_record(part)
+        except FragmentIndexError:
+            assert not ok[j]
+            assert all((column[a:b] == 0).all() for column in columns)
+            continue
+        assert ok[j]
+        expected = (*want.vertex_ranges(), *want.link_ranges(), want.fragment_objects())
+        for column, values in zip(columns, expected, strict=True):
+            np.testing.assert_array_equal(column[a:b], values)
+
+
+@pytest.mark.parametrize("mode", ["python", "compiled"])
+def test_run_lengths_whose_int64_sum_wraps_are_refused(mode: str) -> None:
+    """Run lengths 2**63 - 1, 2**63 - 1, F + 2 wrap to F in int64 arithmetic: refused (a
+    per-run test ``f + length > F`` wrapped too and wrote outside the owners)."""
+    n_frag = 3
+    bad = struct.pack("<IHHII", FRAGMENT_RECORD_MAGIC, 1, 3 << 6, n_frag, 3)
+    bad += bytes([1, 1, 1, 0, 0, 0, 1, 2, 3])
+    bad += struct.pack("<QQQ", 2**63 - 1, 2**63 - 1, n_frag + 2)
+    with pytest.raises(FragmentIndexError):
+        decode_fragment_record(bad)
+    good = encode_fragment_record([3, 2], [2, 1], [7, 7])
+    raw = np.frombuffer(good + bad + good, np.uint8)
+    sizes = np.array([len(good), len(bad), len(good)])
+    begins = np.cumsum(sizes) - sizes
+    previous = set_kernel_mode(mode)
+    try:
+        *columns, bounds, ok = records_batch(raw, begins, begins + sizes, FRAGMENT_RECORD_MAGIC)
+    finally:
+        set_kernel_mode(previous)
+    assert ok.tolist() == [True, False, True]
+    assert bounds.tolist() == [0, 2, 5, 7]
+    assert columns[4].tolist() == [7, 7, 0, 0, 0, 7, 7]
+
+
+@pytest.mark.parametrize("width", [1, 2, 4])
+@given(data=st.data(), least=st.integers(0, 1), first=st.integers(0, 3))
+@settings(max_examples=40, deadline=None)
+def test_narrow_column_equals_the_checked_one(
+    data: st.DataObject, width: int, least: int, first: int
+) -> None:
+    """The column reader without overflow checks (values of at most 4 bytes) gives what the
+    checked one gives: values, prefix sums, bytes read or -1."""
+    count = data.draw(st.integers(0, 40))
+    raw = np.frombuffer(
+        data.draw(st.binary(min_size=width * count, max_size=width * count)), np.uint8
+    )
+    buffer = np.concatenate([np.full(5, 255, np.uint8), raw])
+    results = []
+    for reader in (record_blobs._narrow_column, record_blobs._checked_column):
+        out, starts = np.full(first + count, -7, np.int64), np.full(first + count, -7, np.int64)
+        used = reader(buffer, 5, width, out, starts, first, count, least)
+        results.append((used, out, starts))
+    (used, out, starts), (want_used, want_out, want_starts) = results
+    assert used == want_used
+    values = np.frombuffer(raw.tobytes(), f"<u{width}").astype(np.int64)
+    assert used == (width * count if count == 0 or values.min() >= least else -1)
+    if used >= 0:
+        np.testing.assert_array_equal(out[first:], values)
+        np.testing.assert_array_equal(starts[first:], np.cumsum(values) - values)
+        np.testing.assert_array_equal(out, want_out)
+        np.testing.assert_array_equal(starts, want_starts)

@@ -19,14 +19,18 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.count_blobs import gather_ranges, prefix_counts
-from zarr_vectors.kernels.count_blobs import little_endian_uint as _get
 
 __all__ = ["records_batch", "records_needed"]
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
 
+Int = int | np.int64
+"""An integer argument of a kernel (numba types both as int64)."""
+
 _I64_MAX = np.uint64(np.iinfo(np.int64).max)
+_NARROW = 1 << 31
+"""Fewer values than this, each below 2**32, sum below 2**63."""
 
 
 def records_batch(
@@ -48,7 +52,7 @@ def records_batch(
     vstarts, vcounts, lstarts, lcounts, owners, bounds, ok
         Record ``j``'s fragments are ``bounds[j]:bounds[j+1]`` of the five per-fragment
         arrays (chunk-local starts, counts, owner); ``ok[j]`` is False for a record that
-        breaks a rule (its fragments are then none).
+        breaks a rule (its fragments are then none, or all zero when its header is sound).
 
     Examples
     --------
@@ -63,15 +67,33 @@ def records_batch(
 
 
 @njit
+def _load(buffer: U8, at: Int, width: Int) -> np.uint64:
+    """The little-endian unsigned integer of ``width`` (1, 2, 4 or 8) bytes at
+    ``buffer[at:]``, its bytes combined without a loop (one branch per width)."""
+    value = np.uint64(buffer[at])
+    if width >= 2:
+        value |= np.uint64(buffer[at + 1]) << np.uint64(8)
+    if width >= 4:
+        value |= np.uint64(buffer[at + 2]) << np.uint64(16)
+        value |= np.uint64(buffer[at + 3]) << np.uint64(24)
+    if width == 8:
+        value |= np.uint64(buffer[at + 4]) << np.uint64(32)
+        value |= np.uint64(buffer[at + 5]) << np.uint64(40)
+        value |= np.uint64(buffer[at + 6]) << np.uint64(48)
+        value |= np.uint64(buffer[at + 7]) << np.uint64(56)
+    return value
+
+
+@njit
 def _fragments(buffer: U8, begin: int, end: int, magic: int) -> int:
     """F of a record whose header and size are sound, else -1 (the columns are checked by
     :func:`_fill`)."""
     if begin < 0 or end > buffer.shape[0] or end - begin < 16:
         return -1
-    if _get(buffer, begin, 4) != np.uint64(magic) or _get(buffer, begin + 4, 2) != 1:
+    if _load(buffer, begin, 4) != np.uint64(magic) or _load(buffer, begin + 4, 2) != 1:
         return -1
-    flags = int(_get(buffer, begin + 6, 2))
-    n_frag, n_runs = int(_get(buffer, begin + 8, 4)), int(_get(buffer, begin + 12, 4))
+    flags = int(_load(buffer, begin + 6, 2))
+    n_frag, n_runs = int(_load(buffer, begin + 8, 4)), int(_load(buffer, begin + 12, 4))
     if flags > 0xFF or n_runs < 1 or n_runs > n_frag:
         return -1
     wv, wl = 1 << (flags & 3), 1 << ((flags >> 2) & 3)
@@ -88,27 +110,70 @@ def _fragments(buffer: U8, begin: int, end: int, magic: int) -> int:
 def _column(
     buffer: U8, at: int, width: int, out: I64, starts: I64, first: int, count: int, least: int
 ) -> int:
-    """Read ``count`` values of ``width`` bytes into ``out[first:]`` (and their exclusive
-    prefix sums into ``starts`` unless it is empty); the bytes read, or -1 when a value is
-    below ``least`` or the values or their sum pass 2**63 - 1."""
+    """Read ``count`` values of ``width`` bytes into ``out[first:]`` and their exclusive
+    prefix sums into ``starts[first:]``; the bytes read, or -1 when a value is below
+    ``least`` or the values or their sum pass 2**63 - 1."""
+    if width < 8 and count < _NARROW:
+        return _narrow_column(buffer, at, width, out, starts, first, count, least)
+    return _checked_column(buffer, at, width, out, starts, first, count, least)
+
+
+@njit
+def _checked_column(
+    buffer: U8, at: int, width: int, out: I64, starts: I64, first: int, count: int, least: int
+) -> int:
+    """:func:`_column` of any values: each is checked against 2**63 - 1 less the sum so far
+    (uint64 arithmetic)."""
     total = np.uint64(0)
     for i in range(count):
-        value = _get(buffer, at + width * i, width)
+        value = _load(buffer, at + width * i, width)
         if value < np.uint64(least) or value > _I64_MAX - total:
             return -1
-        if starts.shape[0]:
-            starts[first + i] = np.int64(total)
+        starts[first + i] = np.int64(total)
         out[first + i] = np.int64(value)
         total += value
     return width * count
 
 
 @njit
+def _narrow_column(
+    buffer: U8, at: int, width: int, out: I64, starts: I64, first: int, count: int, least: int
+) -> int:
+    """:func:`_column` of fewer than :data:`_NARROW` values of at most 4 bytes: their sum
+    stays below 2**63, so no value is checked for overflow (int64 arithmetic)."""
+    total, low = np.int64(0), np.int64(1 << 32)
+    values, sums = out[first : first + count], starts[first : first + count]
+    raw = buffer[at : at + width * count]
+    if width == 1:
+        for i in range(count):
+            value = np.int64(raw[i])
+            sums[i] = total
+            values[i] = value
+            total += value
+            low = min(low, value)
+    elif width == 2:
+        for i in range(count):
+            value = np.int64(raw[2 * i]) | np.int64(raw[2 * i + 1]) << 8
+            sums[i] = total
+            values[i] = value
+            total += value
+            low = min(low, value)
+    else:
+        for i in range(count):
+            value = np.int64(_load(raw, 4 * i, 4))
+            sums[i] = total
+            values[i] = value
+            total += value
+            low = min(low, value)
+    return width * count if low >= least else -1
+
+
+@njit
 def _fill(buffer: U8, begin: int, first: int, columns: tuple[I64, I64, I64, I64, I64]) -> bool:
     """Decode one sound-headed record's columns into ``columns`` from fragment ``first``."""
     vstarts, vcounts, lstarts, lcounts, owners = columns
-    flags = int(_get(buffer, begin + 6, 2))
-    n_frag, n_runs = int(_get(buffer, begin + 8, 4)), int(_get(buffer, begin + 12, 4))
+    flags = int(_load(buffer, begin + 6, 2))
+    n_frag, n_runs = int(_load(buffer, begin + 8, 4)), int(_load(buffer, begin + 12, 4))
     at = begin + 16
     used = _column(buffer, at, 1 << (flags & 3), vcounts, vstarts, first, n_frag, 1)
     if used < 0:
@@ -119,17 +184,35 @@ def _fill(buffer: U8, begin: int, first: int, columns: tuple[I64, I64, I64, I64,
         return False
     at += used
     wo, wr = 1 << ((flags >> 4) & 3), 1 << ((flags >> 6) & 3)
-    f, previous = first, np.uint64(0)
+    return _owners(buffer, at, (wo, wr), n_runs, owners[first : first + n_frag])
+
+
+@njit
+def _owners(buffer: U8, at: int, widths: tuple[int, int], n_runs: int, out: I64) -> bool:
+    """Write the owner of every fragment of a record into ``out`` (its ``F`` fragments)
+    from the ``n_runs`` run objects and lengths at ``buffer[at:]`` (``widths`` bytes
+    each); False when the objects do not increase strictly or pass 2**63 - 1, or the
+    lengths are not all >= 1 summing to ``F``."""
+    wo, wr = widths
+    objects = buffer[at : at + wo * n_runs]
+    lengths = buffer[at + wo * n_runs : at + (wo + wr) * n_runs]
+    out[:] = 0  # each run's step over the last at its first fragment, then summed
+    f, previous = 0, np.uint64(0)
     for p in range(n_runs):
-        obj = _get(buffer, at + wo * p, wo)
-        length = int(_get(buffer, at + wo * n_runs + wr * p, wr))
-        if obj > _I64_MAX or (p and obj <= previous) or length < 1 or f + length > first + n_frag:
+        obj = _load(objects, wo * p, wo)
+        length = int(_load(lengths, wr * p, wr))
+        if obj > _I64_MAX or (p and obj <= previous) or length < 1 or length > out.shape[0] - f:
             return False
-        for i in range(length):
-            owners[f + i] = np.int64(obj)
+        out[f] = np.int64(obj - previous)
         f += length
         previous = obj
-    return f == first + n_frag
+    if f != out.shape[0]:
+        return False
+    total = 0
+    for i in range(f):
+        total += out[i]
+        out[i] = total
+    return True
 
 
 @njit
@@ -145,15 +228,18 @@ def _records(
         bounds[j + 1] = bounds[j] + max(n, 0)
     total = bounds[k]
     columns = (
-        np.zeros(total, np.int64),
-        np.zeros(total, np.int64),
-        np.zeros(total, np.int64),
-        np.zeros(total, np.int64),
-        np.zeros(total, np.int64),
+        np.empty(total, np.int64),  # a sound record writes all its fragments' values
+        np.empty(total, np.int64),
+        np.empty(total, np.int64),
+        np.empty(total, np.int64),
+        np.empty(total, np.int64),
     )
     for j in range(k):
         if ok[j]:
             ok[j] = _fill(buffer, begins[j], bounds[j], columns)
+            if not ok[j]:  # a refused record's fragments: zeros, not what it left
+                for column in columns:
+                    column[bounds[j] : bounds[j + 1]] = 0
     vstarts, vcounts, lstarts, lcounts, owners = columns
     return vstarts, vcounts, lstarts, lcounts, owners, bounds, ok
 
@@ -242,7 +328,7 @@ def _needed(
         f = fragments[j]
         if f < 1:
             continue
-        flags = int(_get(buffer, begins[j] + 6, 2))
+        flags = int(_load(buffer, begins[j] + 6, 2))
         wv, wl = 1 << (flags & 3), 1 << ((flags >> 2) & 3)
         at, bounds = begins[j] + 16, (need_bounds[j], need_bounds[j + 1])
         vertex_rows[j] = prefix_counts(buffer, at, wv, f, 1, prefix)
