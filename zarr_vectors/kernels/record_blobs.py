@@ -18,15 +18,12 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
-from zarr_vectors.kernels.count_blobs import gather_ranges, prefix_counts
+from zarr_vectors.kernels.count_blobs import Int, gather_ranges, prefix_counts
 
 __all__ = ["records_batch", "records_needed"]
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
-
-Int = int | np.int64
-"""An integer argument of a kernel (numba types both as int64)."""
 
 _I64_MAX = np.uint64(np.iinfo(np.int64).max)
 _NARROW = 1 << 31
