@@ -471,6 +471,37 @@ def locate_blocks(
     return hits, slots, int((~hits).sum())
 
 
+def cached_run_slots(
+    chunk_flat: np.ndarray,
+    runs: tuple[np.ndarray, np.ndarray, np.ndarray],
+    r: int,
+    n_blocks: int,
+    cached: tuple[np.ndarray, np.ndarray, np.ndarray],
+    tick: int,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Twin of :func:`zarr_vectors.kernels.block_lookup.cached_run_slots`: every row of
+    every run, its (chunk, block) numbered in order of first appearance, looked up in a
+    dict of the cached numbers."""
+    numbers, place, used = cached
+    slot_of = dict(zip(numbers.tolist(), place.tolist(), strict=True))
+    slots: list[int] = []  # block numbers, by slot
+    run_row = []
+    for c, a, z in zip(*(x.tolist() for x in runs), strict=True):
+        if not 0 <= c < len(chunk_flat) or a < 0 or z <= a or (z - 1) // r >= n_blocks:
+            return None
+        for row in range(a, z):
+            number = int(chunk_flat[c]) * n_blocks + row // r
+            if not slots or slots[-1] != number:
+                slots.append(number)
+            if row == a:
+                run_row.append((len(slots) - 1) * r + row % r)
+    if any(n not in slot_of for n in slots):
+        return None
+    found = np.array([slot_of[n] for n in slots], np.int64)
+    used[found] = tick
+    return found, np.array(run_row, np.int64)
+
+
 def radix_order(keys: np.ndarray) -> np.ndarray:
     """Twin of :func:`zarr_vectors.kernels.radix_order.radix_order`: Python's stable sort
     of the positions by key."""

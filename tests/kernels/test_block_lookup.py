@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.kernels import naive
-from zarr_vectors.kernels.block_lookup import locate_blocks
+from zarr_vectors.kernels.block_lookup import cached_run_slots, locate_blocks
 
 
 @st.composite
@@ -44,3 +44,45 @@ def test_locate_equals_the_twin(
     # only the hits' slots changed, to the tick
     changed = np.flatnonzero(mine != used)
     assert set(changed.tolist()) <= set(got[1][got[0]].tolist())
+
+
+@st.composite
+def run_reads(draw: st.DrawFn) -> tuple[np.ndarray, tuple[np.ndarray, ...], int, int]:
+    """Chunks (distinct flat indices) and row runs of them, ascending and disjoint within a
+    chunk, chunks in order; sometimes a run past the chunk's blocks or an empty run."""
+    r = draw(st.integers(1, 4))
+    n_blocks = draw(st.integers(1, 4))
+    flat = sorted(draw(st.sets(st.integers(0, 9), min_size=1, max_size=4)))
+    chunk, start, stop = [], [], []
+    for c in range(len(flat)):
+        edges = sorted(draw(st.sets(st.integers(0, r * n_blocks + 1), max_size=6)))
+        for a, z in zip(edges[::2], edges[1::2], strict=False):
+            chunk.append(c), start.append(a), stop.append(z)
+    if draw(st.booleans()) and chunk:
+        stop[-1] = start[-1]  # an empty run: refused
+    runs = tuple(np.array(x, np.int64) for x in (chunk, start, stop))
+    return np.array(flat, np.int64), runs, r, n_blocks
+
+
+@settings(max_examples=200, deadline=None)
+@given(read=run_reads(), data=st.data())
+def test_cached_run_slots_equals_the_twin(
+    read: tuple[np.ndarray, tuple[np.ndarray, ...], int, int], data: st.DataObject
+) -> None:
+    flat, runs, r, n_blocks = read
+    every = int(flat.max()) * n_blocks + n_blocks
+    cached = sorted(data.draw(st.sets(st.integers(0, every), max_size=every + 1)))
+    if data.draw(st.booleans()):  # every block of the runs cached
+        cached = list(range(every + 1))
+    n_slots = len(cached) + data.draw(st.integers(0, 3))
+    place = np.array(data.draw(st.permutations(range(n_slots)))[: len(cached)], np.int64)
+    numbers = np.array(cached, np.int64)
+    used = np.full(n_slots, -1, np.int64)
+    mine, theirs = used.copy(), used.copy()
+    got = cached_run_slots(flat, runs, r, n_blocks, (numbers, place, mine), 5)  # type: ignore[arg-type]
+    want = naive.cached_run_slots(flat, runs, r, n_blocks, (numbers, place, theirs), 5)  # type: ignore[arg-type]
+    assert (got is None) == (want is None)
+    if got is not None and want is not None:
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_array_equal(mine, theirs)  # marked used only when every block is found

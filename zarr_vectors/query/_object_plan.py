@@ -161,7 +161,7 @@ class ObjectPlan:
         return QueryResult(
             positions=vertex_rows[0],
             attributes=dict(zip(reader.attribute_names, vertex_rows[1:], strict=True)),
-            vertex_object_ids=np.repeat(ids, np.diff(planned.offsets)),
+            vertex_object_ids=np.repeat(ids, planned.offsets[1:] - planned.offsets[:-1]),
             object_ids=ids,
             offsets=planned.offsets,
             edges=links if links is not None and links.shape[1] == 2 else None,

@@ -37,8 +37,9 @@ from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows,
 from zarr_vectors.kernels.ranges import first_untiled
 from zarr_vectors.kernels.record_blobs import records_batch
 from zarr_vectors.kernels.shard_slots import fill_block_entries
+from zarr_vectors.kernels.slot_runs import copy_slot_runs
 from zarr_vectors.read import _read_plans as read_plans
-from zarr_vectors.read.block_cache import SlotBlocks
+from zarr_vectors.read.block_cache import BlockCache, SlotBlocks
 from zarr_vectors.read.read_checks import RESTORE
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.native_blocks import in_turns
@@ -166,6 +167,20 @@ def _run_rows(rows: np.ndarray, run_row: np.ndarray, runs: RowRuns) -> np.ndarra
     lengths = runs.stop - runs.start
     out = np.empty((int(lengths.sum()), *rows.shape[1:]), dtype=rows.dtype)
     copy_row_runs(rows, run_row, out, np.cumsum(lengths) - lengths, lengths)
+    return out
+
+
+def _copied_runs(
+    lengths: np.ndarray,
+    out: np.ndarray,
+    blocks: np.ndarray,
+    place: np.ndarray,
+    r: int,
+    run_row: np.ndarray,
+) -> np.ndarray:
+    """``out`` with the runs of ``lengths`` rows from slot rows ``run_row`` copied into it
+    from the ``blocks`` at ``place`` (:func:`copy_slot_runs`), one after another."""
+    copy_slot_runs(blocks, place, r, run_row, lengths, out)
     return out
 
 
@@ -474,6 +489,10 @@ class PointReads:
         list of numpy.ndarray
             Per column, the kept rows in order.
         """
+        if select is None:
+            warm = self._all_cached(names, runs)
+            if warm is not None:
+                return warm
         r, table, (slot_chunk, slot_block, run_row), slot_where = self._slots(names, runs, rows)
         n_slots = slot_block.shape[0]
         if turns and self._in_turns(names, n_slots):
@@ -551,6 +570,9 @@ class PointReads:
         cache = self.reader.blocks
         if cache is None or cache.budget <= 0 or not runs.chunk.shape[0]:
             return None
+        warm = self._visit_warm(cache, name, runs, use)
+        if warm is not None:
+            return warm[0]
         r, table, (slot_chunk, slot_block, run_row), slot_where = self._slots([name], runs, None)
         if self._in_turns([name], slot_block.shape[0]):
             return None
@@ -561,6 +583,51 @@ class PointReads:
         return column.visit(
             r, self._spec(name), decode, lambda rows, place: use(rows, place, r, run_row)
         )
+
+    def _visit_warm(
+        self,
+        cache: BlockCache,
+        name: str,
+        runs: RowRuns,
+        use: Callable[[np.ndarray, np.ndarray, int, np.ndarray], T],
+    ) -> tuple[T] | None:
+        """``(use(rows, place, r, run_row),)`` as :meth:`visit_cached` calls it, when every
+        block of ``runs`` in column ``name`` is cached (:meth:`BlockCache.visit_runs`: no
+        block table, no slots planned apart); None, ``use`` not called, otherwise, or when
+        the runs' chunk positions are not known."""
+        if runs.where is None:
+            return None
+        layout = self.reader.layouts[name]
+        assert layout is not None  # a column read by kernels (can_select)
+        r = layout.rows_per_block
+        flat = self.occupied_flat()[runs.where]
+        return cache.visit_runs(
+            self.reader.paths[name],
+            flat,
+            (runs.chunk, runs.start, runs.stop),
+            (r, layout.n_blocks),
+            self._spec(name),
+            lambda rows, place, run_row: (use(rows, place, r, run_row),),
+        )
+
+    def _all_cached(self, names: Sequence[str], runs: RowRuns) -> list[np.ndarray] | None:
+        """Every row of ``runs`` in each column of ``names``, copied out of the open
+        store's cache of decoded blocks when every block is there (a warm read,
+        :meth:`_visit_warm`), else None."""
+        cache = self.reader.blocks
+        if cache is None or cache.budget <= 0 or not runs.chunk.shape[0]:
+            return None
+        lengths = runs.stop - runs.start
+        n = int(lengths.sum())
+        out = []
+        for name in names:
+            dtype, row_shape = self._spec(name)
+            copy = functools.partial(_copied_runs, lengths, np.empty((n, *row_shape), dtype))
+            found = self._visit_warm(cache, name, runs, copy)
+            if found is None:
+                return None
+            out.append(found[0])
+        return out
 
     def _spec(self, name: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
         """:meth:`LevelReader.column_spec` of column ``name`` (kept)."""
