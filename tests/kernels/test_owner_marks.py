@@ -115,6 +115,13 @@ def test_owners_met_over_a_table_equal_the_marks(case: tuple[np.ndarray, ...], s
     found, bad = owners_met(table, where, inside, counts, contained)
     assert bad == -1
     np.testing.assert_array_equal(found, naive.owners_met(table, where, inside, counts, contained))
+    # distinct: np.unique of the same owners, by a table of presence or (far apart) a sort
+    if rng.integers(0, 2):
+        owner *= int(rng.integers(1, 2**40))
+    found, bad = owners_met(table, where, inside, counts, contained, distinct=True)
+    assert bad == -1
+    want = np.unique(naive.owners_met(table, where, inside, counts, contained))
+    np.testing.assert_array_equal(found, want)
 
 
 def test_owners_met_names_a_chunk_not_in_the_table() -> None:

@@ -89,7 +89,13 @@ def _fragments_met(
 
 
 def owners_met(
-    table: tuple[I64, I64, I64, I64], where: I64, inside: B, counts: I64, contained: B
+    table: tuple[I64, I64, I64, I64],
+    where: I64,
+    inside: B,
+    counts: I64,
+    contained: B,
+    *,
+    distinct: bool = False,
 ) -> tuple[I64, int]:
     """The owners of the fragments :func:`fragments_met` marks, the chunks' fragments
     taken from a table kept by chunk position instead of concatenated for the call.
@@ -104,11 +110,16 @@ def owners_met(
         ``(k,)`` position of each chunk in the table (every one known: ``first >= 0``).
     inside, counts, contained
         As :func:`fragments_met`, per chunk of ``where``.
+    distinct
+        Whether to return the owners distinct and ascending (``np.unique`` of them, in
+        the same call: a table of presence when their range is small enough for their
+        count, else a sort).
 
     Returns
     -------
     owners : numpy.ndarray
-        ``(w,)`` int64 owner of every fragment kept, chunk after chunk (repeats kept).
+        ``(w,)`` int64 owner of every fragment kept, chunk after chunk (repeats kept), or
+        distinct and ascending.
     bad : int
         As :func:`fragments_met`: the first fragment (counted over the chunks of ``where``
         one after another) whose rows are not rows of its chunk, or whose chunk is not in
@@ -122,11 +133,44 @@ def owners_met(
     ...                          np.array([3, 3]), np.array([False, False, True]))
     >>> owners.tolist(), bad
     ([8, 5, 6], -1)
+    >>> owners_met(table, np.array([1, 0]), np.array([True, True]), np.array([3, 3]),
+    ...            np.empty(0, bool), distinct=True)[0].tolist()
+    [5, 6, 7, 8]
     """
     first, count, ranges, owner = table
     out = np.empty(int(count[where].sum()), dtype=np.int64)
     w, bad = _owners_met(first, count, ranges, owner, where, inside, counts, contained, out)
+    if distinct and bad < 0:
+        w = _distinct_ascending(out, w)
     return out[:w], int(bad)
+
+
+@njit
+def _distinct_ascending(values: I64, n: int) -> int:
+    """``np.unique(values[:n])`` written at the start of ``values``; returns its length.
+    A table of presence when the values are not negative and their range is at most
+    ``8 * n + 65536`` (as ``query._fragment_refs.dense_enough``), else a sort."""
+    if n == 0:
+        return 0
+    lo, hi = values[0], values[0]
+    for i in range(n):
+        lo, hi = min(lo, values[i]), max(hi, values[i])
+    m = 0
+    if lo >= 0 and hi <= 8 * n + 65536:
+        present = np.zeros(hi + 1, np.bool_)
+        for i in range(n):
+            present[values[i]] = True
+        for v in range(hi + 1):
+            if present[v]:
+                values[m] = v
+                m += 1
+        return m
+    ordered = np.sort(values[:n])
+    for i in range(n):
+        if i == 0 or ordered[i] != ordered[i - 1]:
+            values[m] = ordered[i]
+            m += 1
+    return m
 
 
 @njit

@@ -195,14 +195,13 @@ def _owners(
     counts = counts.astype(np.int64, copy=False)
     if isinstance(fragments[0], RangeTable):
         table, where = fragments
-        found, bad = owners_met(
-            (table.first, table.count, table.ranges, table.owner), where, inside, counts, contained
-        )
+        tabled = (table.first, table.count, table.ranges, table.owner)
+        found, bad = owners_met(tabled, where, inside, counts, contained, distinct=True)
         if bad >= 0:
             raise CorruptChunkError(
                 f"fragment {bad} of the chunks read does not lie in its chunk's rows: {RESTORE}"
             )
-        return distinct_ascending(found)
+        return found
     owners, ranges = fragments
     n_fragments = np.array([r[0].shape[0] for r in ranges], dtype=np.int64)
     starts, sizes = (

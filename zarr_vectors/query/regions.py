@@ -140,7 +140,7 @@ class BoxRegion(Region):
     @property
     def is_empty(self) -> bool:
         """True when ``lo_d = hi_d`` on some axis."""
-        return bool(np.any(self.lo >= self.hi))
+        return bool((self.lo >= self.hi).any())
 
     def bounding_box(self) -> tuple[np.ndarray, np.ndarray]:
         """The box itself."""
