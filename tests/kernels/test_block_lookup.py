@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.kernels import naive
-from zarr_vectors.kernels.block_lookup import cached_run_slots, locate_blocks
+from zarr_vectors.kernels.block_lookup import cached_run_slots, copy_cached_runs, locate_blocks
 
 
 @st.composite
@@ -86,3 +86,35 @@ def test_cached_run_slots_equals_the_twin(
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_array_equal(mine, theirs)  # marked used only when every block is found
+
+
+@settings(max_examples=150, deadline=None)
+@given(read=run_reads(), data=st.data())
+def test_copy_cached_runs_equals_the_twin(
+    read: tuple[np.ndarray, tuple[np.ndarray, ...], int, int], data: st.DataObject
+) -> None:
+    """The rows copied out in one call are the twin's slots' rows gathered, run after run;
+    nothing is copied nor marked when a block is missing."""
+    flat, runs, r, n_blocks = read
+    every = int(flat.max()) * n_blocks + n_blocks
+    cached = list(range(every + 1))
+    if data.draw(st.booleans()):  # a block missing
+        cached.pop(data.draw(st.integers(0, every)))
+    n_slots = len(cached) + data.draw(st.integers(0, 3))
+    place = np.array(data.draw(st.permutations(range(n_slots)))[: len(cached)], np.int64)
+    numbers = np.array(cached, np.int64)
+    blocks = np.arange(n_slots * r * 2, dtype=np.float32).reshape(-1, 2)  # 2 values a row
+    mine, theirs = np.full(n_slots, -1, np.int64), np.full(n_slots, -1, np.int64)
+    n = int(np.maximum(runs[2] - runs[1], 0).sum())
+    out = np.full((n, 2), np.nan, np.float32)
+    raw = blocks.view(np.uint8).reshape(n_slots, -1)
+    copied = copy_cached_runs(flat, runs, (r, n_blocks), (numbers, place, mine), 5, raw, out)  # type: ignore[arg-type]
+    want = naive.cached_run_slots(flat, runs, r, n_blocks, (numbers, place, theirs), 5)  # type: ignore[arg-type]
+    assert copied == (want is not None)
+    np.testing.assert_array_equal(mine, theirs)
+    if want is not None:
+        lengths = runs[2] - runs[1]
+        expected = naive.copy_slot_runs(blocks, want[0], r, want[1], lengths)
+        np.testing.assert_array_equal(out, expected)
+    else:
+        assert np.isnan(out).all()

@@ -6,17 +6,22 @@ column looks its blocks up there and marks those found as used: a binary search,
 and a scatter of a few hundred numbers, ~15 us as four numpy calls, ~2 us as one pass.
 :func:`cached_run_slots` is the warm read's whole lookup in one call: the blocks of row
 runs (as :func:`~zarr_vectors.kernels.box_rows.block_slots` numbers them) found in the
-cache, or nothing when one is not there (the read then takes the full path).
+cache, or nothing when one is not there (the read then takes the full path);
+:func:`copy_cached_runs` copies the runs' rows out in the same call.
 """
 
 from __future__ import annotations
+
+import math
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels.slot_runs import slot_run_bytes
 
-__all__ = ["cached_run_slots", "locate_blocks"]
+__all__ = ["cached_run_slots", "copy_cached_runs", "locate_blocks"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -161,6 +166,28 @@ def _cached_run_slots(
     place: I64,
     run_row: I64,
 ) -> int:
+    n = _run_slots(chunk_flat, chunk, start, stop, r, n_blocks, numbers, at, place, run_row)
+    for s in range(n):
+        used[place[s]] = tick
+    return n
+
+
+@njit
+def _run_slots(
+    chunk_flat: I64,
+    chunk: I64,
+    start: I64,
+    stop: I64,
+    r: int,
+    n_blocks: int,
+    numbers: I64,
+    at: I64,
+    place: I64,
+    run_row: I64,
+) -> int:
+    """The pool slot of every slot of the runs into ``place`` and each run's first slot
+    row into ``run_row``; returns the slots, or -1 when a block is not cached or a run
+    does not lie in its chunk's blocks."""
     n, last = 0, -1  # slots found, block number of the last one
     for q in range(chunk.shape[0]):
         c = chunk[q]
@@ -180,6 +207,101 @@ def _cached_run_slots(
             place[n] = at[i]
             last = number
             n += 1
+    return n
+
+
+def copy_cached_runs(
+    chunk_flat: I64,
+    runs: tuple[I64, I64, I64],
+    layout: tuple[int, int],
+    cached: tuple[I64, I64, I64],
+    tick: int,
+    blocks: npt.NDArray[np.uint8],
+    out: npt.NDArray[Any],
+) -> bool:
+    """Every row of row runs copied out of cached blocks, one run after another, when
+    every block is cached: :func:`cached_run_slots` and
+    :func:`~zarr_vectors.kernels.slot_runs.copy_slot_runs` in one call.
+
+    Parameters
+    ----------
+    chunk_flat, runs, cached, tick
+        As :func:`cached_run_slots` takes them.
+    layout
+        ``(R, blocks per chunk)``.
+    blocks
+        ``(slots, R * row bytes)`` uint8, C-contiguous: the cache's blocks, by place.
+    out
+        C-contiguous, room for every row of the runs (their dtype and row shape).
+
+    Returns
+    -------
+    bool
+        Whether the rows were copied (False, nothing marked used, when a block is not
+        cached or the arrays do not fit the runs).
+
+    Examples
+    --------
+    >>> blocks = np.arange(8, dtype=np.int64).view(np.uint8).reshape(4, 16)  # 2 rows a block
+    >>> cached = (np.array([4, 5]), np.array([3, 0]), np.zeros(4, np.int64))
+    >>> out = np.empty(3, np.int64)
+    >>> copy_cached_runs(np.array([2]), (np.array([0]), np.array([1]), np.array([4])),
+    ...                  (2, 2), cached, 1, blocks, out), out.tolist()
+    (True, [7, 0, 1])
+    """
+    r, n_blocks = layout
+    row_bytes = out.dtype.itemsize * math.prod(out.shape[1:])
+    if (
+        blocks.dtype != np.uint8
+        or blocks.ndim != 2
+        or blocks.shape[1] != r * row_bytes
+        or not (blocks.flags.c_contiguous and out.flags.c_contiguous)
+        or row_bytes == 0
+    ):
+        return False
+    chunk, start, stop = runs
+    numbers, at, used = cached
+    found = _copy_cached_runs(
+        chunk_flat,
+        chunk,
+        start,
+        stop,
+        (r, n_blocks, row_bytes),
+        (numbers, at, used),
+        np.int64(tick),
+        blocks.reshape(-1),
+        out.reshape(-1).view(np.uint8),
+    )
+    return bool(found)
+
+
+@njit
+def _copy_cached_runs(
+    chunk_flat: I64,
+    chunk: I64,
+    start: I64,
+    stop: I64,
+    sizes: tuple[int, int, int],
+    cached: tuple[I64, I64, I64],
+    tick: np.int64,
+    blocks: npt.NDArray[np.uint8],
+    out: npt.NDArray[np.uint8],
+) -> bool:
+    r, n_blocks, row_bytes = sizes
+    numbers, at, used = cached
+    m = chunk.shape[0]
+    place = np.empty(numbers.shape[0], np.int64)
+    run_row = np.empty(m, np.int64)
+    length = np.empty(m, np.int64)
+    total = 0
+    for q in range(m):
+        length[q] = stop[q] - start[q]
+        total += max(length[q], 0)
+    if total * row_bytes != out.shape[0]:
+        return False
+    n = _run_slots(chunk_flat, chunk, start, stop, r, n_blocks, numbers, at, place, run_row)
+    if n < 0 or slot_run_bytes(blocks, place[:n], r, run_row, length, out, row_bytes) >= 0:
+        return False
     for s in range(n):
         used[place[s]] = tick
-    return n
+    return True

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import copy_bytes, njit
 
-__all__ = ["copy_slot_runs", "slot_rows_in_box"]
+__all__ = ["copy_slot_runs", "slot_run_bytes", "slot_rows_in_box"]
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
@@ -83,7 +83,7 @@ def copy_slot_runs(
     row_bytes = blocks.dtype.itemsize * math.prod(blocks.shape[1:])
     if row_bytes == 0 or not first.shape[0]:
         return
-    bad = _copy_slot_runs(
+    bad = slot_run_bytes(
         blocks.reshape(-1).view(np.uint8),
         place,
         rows_per_block,
@@ -100,9 +100,12 @@ def copy_slot_runs(
 
 
 @njit
-def _copy_slot_runs(
+def slot_run_bytes(
     blocks: U8, place: I64, r: int, first: I64, length: I64, out: U8, row_bytes: int
 ) -> int:
+    """The kernel of :func:`copy_slot_runs` (callable from other kernels), on the rows'
+    bytes (``row_bytes`` a row, C order): returns the first run that does not lie in the
+    slots, a slot's block in ``blocks`` or ``out``, else -1."""
     n_blocks = blocks.shape[0] // (row_bytes * r)
     n_out = out.shape[0] // row_bytes
     d = 0

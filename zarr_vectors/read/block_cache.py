@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from zarr_vectors.kernels.block_lookup import cached_run_slots, locate_blocks
+from zarr_vectors.kernels.block_lookup import cached_run_slots, copy_cached_runs, locate_blocks
 from zarr_vectors.kernels.slot_runs import copy_slot_runs
 from zarr_vectors.read import _read_plans as read_plans
 
@@ -318,6 +318,25 @@ class BlockCache:
             if found is None:
                 return None
             return use(pool.rows(*spec), *found)
+
+    def copy_runs(
+        self,
+        path: str,
+        chunk_flat: np.ndarray,
+        runs: tuple[np.ndarray, np.ndarray, np.ndarray],
+        layout: tuple[int, int],
+        out: np.ndarray,
+    ) -> bool:
+        """Every row of row runs copied into ``out``, one run after another, when every
+        block is cached (:meth:`visit_runs` and the copy in one kernel call,
+        :func:`copy_cached_runs`); False, nothing done, otherwise."""
+        with self._lock:
+            pool = self._pools.get(path)
+            if pool is None:
+                return False
+            self._tick += 1
+            cached = (pool.numbers, pool.place, pool.used)
+            return copy_cached_runs(chunk_flat, runs, layout, cached, self._tick, pool.data, out)
 
     def _make_room(self, path: str, pool: _Pool, n: int) -> None:
         """Grow ``pool`` towards ``n`` free slots within the budget (doubling), dropping

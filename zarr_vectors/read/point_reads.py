@@ -37,7 +37,6 @@ from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows,
 from zarr_vectors.kernels.ranges import first_untiled
 from zarr_vectors.kernels.record_blobs import records_batch
 from zarr_vectors.kernels.shard_slots import fill_block_entries
-from zarr_vectors.kernels.slot_runs import copy_slot_runs
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read.block_cache import BlockCache, SlotBlocks
 from zarr_vectors.read.read_checks import RESTORE
@@ -167,20 +166,6 @@ def _run_rows(rows: np.ndarray, run_row: np.ndarray, runs: RowRuns) -> np.ndarra
     lengths = runs.stop - runs.start
     out = np.empty((int(lengths.sum()), *rows.shape[1:]), dtype=rows.dtype)
     copy_row_runs(rows, run_row, out, np.cumsum(lengths) - lengths, lengths)
-    return out
-
-
-def _copied_runs(
-    lengths: np.ndarray,
-    out: np.ndarray,
-    blocks: np.ndarray,
-    place: np.ndarray,
-    r: int,
-    run_row: np.ndarray,
-) -> np.ndarray:
-    """``out`` with the runs of ``lengths`` rows from slot rows ``run_row`` copied into it
-    from the ``blocks`` at ``place`` (:func:`copy_slot_runs`), one after another."""
-    copy_slot_runs(blocks, place, r, run_row, lengths, out)
     return out
 
 
@@ -613,20 +598,23 @@ class PointReads:
     def _all_cached(self, names: Sequence[str], runs: RowRuns) -> list[np.ndarray] | None:
         """Every row of ``runs`` in each column of ``names``, copied out of the open
         store's cache of decoded blocks when every block is there (a warm read,
-        :meth:`_visit_warm`), else None."""
+        :meth:`BlockCache.copy_runs`: one kernel call a column), else None."""
         cache = self.reader.blocks
-        if cache is None or cache.budget <= 0 or not runs.chunk.shape[0]:
+        if cache is None or cache.budget <= 0 or runs.where is None or not runs.chunk.shape[0]:
             return None
-        lengths = runs.stop - runs.start
-        n = int(lengths.sum())
+        n = int((runs.stop - runs.start).sum())
+        flat = self.occupied_flat()[runs.where]
+        triple = (runs.chunk, runs.start, runs.stop)
         out = []
         for name in names:
+            layout = self.reader.layouts[name]
+            assert layout is not None  # a column read by kernels (can_select)
             dtype, row_shape = self._spec(name)
-            copy = functools.partial(_copied_runs, lengths, np.empty((n, *row_shape), dtype))
-            found = self._visit_warm(cache, name, runs, copy)
-            if found is None:
+            rows = np.empty((n, *row_shape), dtype)
+            sizes = (layout.rows_per_block, layout.n_blocks)
+            if not cache.copy_runs(self.reader.paths[name], flat, triple, sizes, rows):
                 return None
-            out.append(found[0])
+            out.append(rows)
         return out
 
     def _spec(self, name: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
