@@ -479,9 +479,11 @@ def cached_run_slots(
     cached: tuple[np.ndarray, np.ndarray, np.ndarray],
     tick: int,
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Twin of :func:`zarr_vectors.kernels.block_lookup.cached_run_slots`: every row of
-    every run, its (chunk, block) numbered in order of first appearance, looked up in a
-    dict of the cached numbers."""
+    """The blocks of row runs found in a cache, as the kernels of
+    :mod:`zarr_vectors.kernels.block_lookup` find them (the twin of their lookup): every
+    row of every run, its (chunk, block) numbered in order of first appearance, looked up
+    in a dict of the cached numbers; their pool slots (marked used) and each run's first
+    slot row, or None when a block is not cached."""
     numbers, place, used = cached
     slot_of = dict(zip(numbers.tolist(), place.tolist(), strict=True))
     slots: list[int] = []  # block numbers, by slot

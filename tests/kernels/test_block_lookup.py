@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.kernels import naive
-from zarr_vectors.kernels.block_lookup import cached_run_slots, copy_cached_runs, locate_blocks
+from zarr_vectors.kernels.block_lookup import cached_rows_in_box, copy_cached_runs, locate_blocks
 
 
 @st.composite
@@ -64,30 +64,6 @@ def run_reads(draw: st.DrawFn) -> tuple[np.ndarray, tuple[np.ndarray, ...], int,
     return np.array(flat, np.int64), runs, r, n_blocks
 
 
-@settings(max_examples=200, deadline=None)
-@given(read=run_reads(), data=st.data())
-def test_cached_run_slots_equals_the_twin(
-    read: tuple[np.ndarray, tuple[np.ndarray, ...], int, int], data: st.DataObject
-) -> None:
-    flat, runs, r, n_blocks = read
-    every = int(flat.max()) * n_blocks + n_blocks
-    cached = sorted(data.draw(st.sets(st.integers(0, every), max_size=every + 1)))
-    if data.draw(st.booleans()):  # every block of the runs cached
-        cached = list(range(every + 1))
-    n_slots = len(cached) + data.draw(st.integers(0, 3))
-    place = np.array(data.draw(st.permutations(range(n_slots)))[: len(cached)], np.int64)
-    numbers = np.array(cached, np.int64)
-    used = np.full(n_slots, -1, np.int64)
-    mine, theirs = used.copy(), used.copy()
-    got = cached_run_slots(flat, runs, r, n_blocks, (numbers, place, mine), 5)  # type: ignore[arg-type]
-    want = naive.cached_run_slots(flat, runs, r, n_blocks, (numbers, place, theirs), 5)  # type: ignore[arg-type]
-    assert (got is None) == (want is None)
-    if got is not None and want is not None:
-        np.testing.assert_array_equal(got[0], want[0])
-        np.testing.assert_array_equal(got[1], want[1])
-    np.testing.assert_array_equal(mine, theirs)  # marked used only when every block is found
-
-
 @settings(max_examples=150, deadline=None)
 @given(read=run_reads(), data=st.data())
 def test_copy_cached_runs_equals_the_twin(
@@ -118,3 +94,53 @@ def test_copy_cached_runs_equals_the_twin(
         np.testing.assert_array_equal(out, expected)
     else:
         assert np.isnan(out).all()
+
+
+@settings(max_examples=150, deadline=None)
+@given(read=run_reads(), data=st.data())
+def test_cached_rows_in_box_equals_the_twin(
+    read: tuple[np.ndarray, tuple[np.ndarray, ...], int, int], data: st.DataObject
+) -> None:
+    """The rows tested where they lie in one call: the twin's gather tested by numpy,
+    the first row outside its chunk's box found; nothing marked when a block is missing."""
+    flat, runs, r, n_blocks = read
+    every = int(flat.max()) * n_blocks + n_blocks
+    cached = list(range(every + 1))
+    if data.draw(st.booleans()):  # a block missing
+        cached.pop(data.draw(st.integers(0, every)))
+    n_slots = len(cached) + data.draw(st.integers(0, 3))
+    place = np.array(data.draw(st.permutations(range(n_slots)))[: len(cached)], np.int64)
+    numbers = np.array(cached, np.int64)
+    values = st.floats(3.75, 6.25, width=32)  # mostly in every chunk box, in the box or not
+    size = n_slots * r * 2
+    blocks = np.array(data.draw(st.lists(values, min_size=size, max_size=size)), np.float32)
+    blocks = blocks.reshape(-1, 2)
+    k = flat.shape[0]
+    where = np.array(data.draw(st.permutations(range(k + 1)))[:k], np.int64)  # one box unused
+    corners = st.lists(st.floats(-2, 4), min_size=2 * k + 2, max_size=2 * k + 2)
+    lower = np.array(data.draw(corners)).reshape(-1, 2)
+    upper = lower + 8.0
+    box = (np.array([0.0, 1.0]), np.array([6.0, np.inf]))
+    mine, theirs = np.full(n_slots, -1, np.int64), np.full(n_slots, -1, np.int64)
+    got = cached_rows_in_box(
+        flat,
+        runs,
+        (r, n_blocks),
+        (numbers, place, mine),
+        5,
+        blocks,
+        (where, lower, upper),
+        box,  # type: ignore[arg-type]
+    )
+    want = naive.cached_run_slots(flat, runs, r, n_blocks, (numbers, place, theirs), 5)  # type: ignore[arg-type]
+    assert (got is None) == (want is None)
+    np.testing.assert_array_equal(mine, theirs)
+    if got is None or want is None:
+        return
+    lengths = runs[2] - runs[1]
+    boxes = (lower[where[runs[0]]], upper[where[runs[0]]])  # each run's chunk box
+    expected = naive.slot_rows_in_box(blocks, want[0], r, want[1], lengths, boxes, *box)
+    contained, misplaced = got
+    assert misplaced == expected[1]
+    if misplaced < 0:
+        np.testing.assert_array_equal(contained, expected[0])

@@ -4,10 +4,10 @@ The cache of decoded row blocks (:class:`~zarr_vectors.read.block_cache.BlockCac
 each array's cached block numbers ascending with the pool slot of each. Every read of a
 column looks its blocks up there and marks those found as used: a binary search, a gather
 and a scatter of a few hundred numbers, ~15 us as four numpy calls, ~2 us as one pass.
-:func:`cached_run_slots` is the warm read's whole lookup in one call: the blocks of row
-runs (as :func:`~zarr_vectors.kernels.box_rows.block_slots` numbers them) found in the
-cache, or nothing when one is not there (the read then takes the full path);
-:func:`copy_cached_runs` copies the runs' rows out in the same call.
+A warm read (every block cached) is one call: :func:`copy_cached_runs` finds the blocks of
+row runs (as :func:`~zarr_vectors.kernels.box_rows.block_slots` numbers them) and copies
+the runs' rows out, :func:`cached_rows_in_box` tests them against a box where they lie; each
+does nothing when a block is not cached (the read then takes the full path).
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
-from zarr_vectors.kernels.slot_runs import slot_run_bytes
+from zarr_vectors.kernels.slot_runs import slot_rows_in_box_into, slot_run_bytes
 
-__all__ = ["cached_run_slots", "copy_cached_runs", "locate_blocks"]
+__all__ = ["cached_rows_in_box", "copy_cached_runs", "locate_blocks"]
 
 I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
 
 
 def locate_blocks(
@@ -83,95 +84,6 @@ def _locate(
     return hits, slots, missing
 
 
-def cached_run_slots(
-    chunk_flat: I64,
-    runs: tuple[I64, I64, I64],
-    rows_per_block: int,
-    n_blocks: int,
-    cached: tuple[I64, I64, I64],
-    tick: int,
-) -> tuple[I64, I64] | None:
-    """The cached blocks of row runs, when every one is cached: their pool slots, by the
-    runs' slots (:func:`~zarr_vectors.kernels.box_rows.block_slots`), marked used.
-
-    Parameters
-    ----------
-    chunk_flat
-        ``(k,)`` flat index of each chunk the runs name.
-    runs
-        ``(chunk, start, stop)``, ``(m,)`` each: run ``q`` is rows ``[start[q], stop[q])``
-        of chunk ``chunk[q]`` (non-empty; ascending and non-overlapping within a chunk,
-        chunks in order). Block ``b`` of chunk ``c`` is block number
-        ``chunk_flat[c] * n_blocks + b``.
-    rows_per_block, n_blocks
-        ``R`` and the blocks of a chunk.
-    cached
-        ``(numbers, place, used)`` as :func:`locate_blocks` takes them.
-    tick
-        The read's tick (``used`` of every block found, when all are).
-
-    Returns
-    -------
-    (place, run_row) or None
-        The pool slot of every slot of the runs and each run's first slot row, as
-        :func:`block_slots` numbers them; None, nothing marked, when a block is not
-        cached or a run does not lie in its chunk's blocks.
-
-    Examples
-    --------
-    >>> used = np.zeros(3, np.int64)
-    >>> cached = (np.array([4, 5, 8]), np.array([2, 0, 1]), used)
-    >>> place, run_row = cached_run_slots(
-    ...     np.array([2, 4]), (np.array([0, 1]), np.array([1, 0]), np.array([3, 1])), 2, 2,
-    ...     cached, 7)
-    >>> place.tolist(), run_row.tolist(), used.tolist()
-    ([2, 0, 1], [1, 4], [7, 7, 7])
-    >>> cached_run_slots(np.array([3]), (np.array([0]), np.array([0]), np.array([1])), 2, 2,
-    ...                  cached, 8) is None
-    True
-    """
-    chunk, start, stop = runs
-    numbers, at, used = cached
-    place = np.empty(numbers.shape[0], np.int64)  # the slots are distinct cached blocks
-    run_row = np.empty(chunk.shape[0], np.int64)
-    found = _cached_run_slots(
-        chunk_flat,
-        chunk,
-        start,
-        stop,
-        rows_per_block,
-        n_blocks,
-        numbers,
-        at,
-        used,
-        np.int64(tick),
-        place,
-        run_row,
-    )
-    return None if found < 0 else (place[:found], run_row)
-
-
-@njit
-def _cached_run_slots(
-    chunk_flat: I64,
-    chunk: I64,
-    start: I64,
-    stop: I64,
-    r: int,
-    n_blocks: int,
-    numbers: I64,
-    at: I64,
-    used: I64,
-    tick: np.int64,
-    place: I64,
-    run_row: I64,
-) -> int:
-    n = _run_slots(chunk_flat, chunk, start, stop, r, n_blocks, numbers, at, place, run_row)
-    for s in range(n):
-        used[place[s]] = tick
-    return n
-
-
 @njit
 def _run_slots(
     chunk_flat: I64,
@@ -220,15 +132,24 @@ def copy_cached_runs(
     out: npt.NDArray[Any],
 ) -> bool:
     """Every row of row runs copied out of cached blocks, one run after another, when
-    every block is cached: :func:`cached_run_slots` and
-    :func:`~zarr_vectors.kernels.slot_runs.copy_slot_runs` in one call.
+    every block is cached (found by binary search among the cached numbers and marked
+    used): :func:`~zarr_vectors.kernels.slot_runs.copy_slot_runs` of the blocks found.
 
     Parameters
     ----------
-    chunk_flat, runs, cached, tick
-        As :func:`cached_run_slots` takes them.
+    chunk_flat
+        ``(k,)`` flat index of each chunk the runs name.
+    runs
+        ``(chunk, start, stop)``, ``(m,)`` each: run ``q`` is rows ``[start[q], stop[q])``
+        of chunk ``chunk[q]`` (non-empty; ascending and non-overlapping within a chunk,
+        chunks in order). Block ``b`` of chunk ``c`` is block number
+        ``chunk_flat[c] * n_blocks + b``.
     layout
-        ``(R, blocks per chunk)``.
+        ``(R, n_blocks)``: rows per block and blocks per chunk.
+    cached
+        ``(numbers, place, used)`` as :func:`locate_blocks` takes them.
+    tick
+        The read's tick (``used`` of every block found, when all are).
     blocks
         ``(slots, R * row bytes)`` uint8, C-contiguous: the cache's blocks, by place.
     out
@@ -305,3 +226,108 @@ def _copy_cached_runs(
     for s in range(n):
         used[place[s]] = tick
     return True
+
+
+def cached_rows_in_box(
+    chunk_flat: I64,
+    runs: tuple[I64, I64, I64],
+    layout: tuple[int, int],
+    cached: tuple[I64, I64, I64],
+    tick: int,
+    rows: npt.NDArray[Any],
+    boxes: tuple[I64, F64, F64],
+    box: tuple[F64, F64],
+) -> tuple[npt.NDArray[np.bool_], int] | None:
+    """Whether every row of row runs lies in ``box``, tested where the rows lie in the
+    cache (each row checked to lie in its chunk), when every block is cached:
+    :func:`cached_run_slots` and
+    :func:`~zarr_vectors.kernels.slot_runs.slot_rows_in_box` in one call.
+
+    Parameters
+    ----------
+    chunk_flat, runs, layout, cached, tick
+        As :func:`copy_cached_runs` takes them.
+    rows
+        ``(n, D)`` float32 or float64: the cache's rows, ``R`` a block, by place.
+    boxes
+        ``(where, lower, upper)``: each chunk's position (``(k,)``) among the
+        ``(m, D)`` float64 chunk boxes ``lower <= p < upper``.
+    box
+        ``(lo, hi)``, ``(D,)`` float64.
+
+    Returns
+    -------
+    (contained, misplaced) or None
+        As :func:`~zarr_vectors.kernels.slot_runs.slot_rows_in_box` returns them; None,
+        nothing marked used, when a block is not cached or a run does not lie in the
+        blocks or the boxes.
+
+    Examples
+    --------
+    >>> rows = np.array([[0.5], [1.5], [2.5], [3.5]])  # blocks of 2 rows
+    >>> cached = (np.array([4, 5]), np.array([1, 0]), np.zeros(2, np.int64))
+    >>> boxes = (np.array([0]), np.array([[0.0]]), np.array([[4.0]]))
+    >>> inside, bad = cached_rows_in_box(
+    ...     np.array([2]), (np.array([0]), np.array([1]), np.array([3])), (2, 2), cached, 1,
+    ...     rows, boxes, (np.array([1.0]), np.array([3.0])))
+    >>> inside.tolist(), bad  # slot rows 1, 2: row 1 of block 1 (3.5), row 0 of block 0
+    ([False, False], -1)
+    """
+    if rows.ndim != 2 or not rows.flags.c_contiguous:
+        return None
+    chunk, start, stop = runs
+    contained, misplaced = _cached_rows_in_box(
+        chunk_flat,
+        (chunk, start, stop),
+        layout,
+        cached,
+        np.int64(tick),
+        rows,
+        boxes,
+        box,
+    )
+    return None if misplaced < -1 else (contained, int(misplaced))
+
+
+@njit
+def _cached_rows_in_box(
+    chunk_flat: I64,
+    runs: tuple[I64, I64, I64],
+    layout: tuple[int, int],
+    cached: tuple[I64, I64, I64],
+    tick: np.int64,
+    rows: npt.NDArray[Any],
+    boxes: tuple[I64, F64, F64],
+    box: tuple[F64, F64],
+) -> tuple[npt.NDArray[np.bool_], int]:
+    chunk, start, stop = runs
+    r, n_blocks = layout
+    numbers, at, used = cached
+    where, lower, upper = boxes
+    m, ndim = chunk.shape[0], rows.shape[1]
+    place = np.empty(numbers.shape[0], np.int64)
+    run_row = np.empty(m, np.int64)
+    length = np.empty(m, np.int64)
+    run_lower = np.empty((m, ndim), np.float64)
+    run_upper = np.empty((m, ndim), np.float64)
+    total = 0
+    for q in range(m):
+        length[q] = max(stop[q] - start[q], 0)
+        total += length[q]
+        c = chunk[q]
+        p = where[c] if 0 <= c < where.shape[0] else -1
+        if not (0 <= p < lower.shape[0]) or lower.shape[1] != ndim:
+            return np.empty(0, np.bool_), -2
+        run_lower[q], run_upper[q] = lower[p], upper[p]
+    contained = np.empty(total, np.bool_)
+    n = _run_slots(chunk_flat, chunk, start, stop, r, n_blocks, numbers, at, place, run_row)
+    if n < 0:
+        return contained, -2
+    bad, misplaced = slot_rows_in_box_into(
+        rows, place[:n], r, run_row, length, run_lower, run_upper, box[0], box[1], contained
+    )
+    if bad >= 0:
+        return contained, -2
+    for s in range(n):
+        used[place[s]] = tick
+    return contained, misplaced

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import copy_bytes, njit
 
-__all__ = ["copy_slot_runs", "slot_run_bytes", "slot_rows_in_box"]
+__all__ = ["copy_slot_runs", "slot_run_bytes", "slot_rows_in_box", "slot_rows_in_box_into"]
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
@@ -184,7 +184,7 @@ def slot_rows_in_box(
             f"{rows_per_block} >= 1 needed"
         )
     contained = np.empty(int(length.sum()), dtype=np.bool_)
-    bad, misplaced = _slot_rows_in_box(
+    bad, misplaced = slot_rows_in_box_into(
         np.ascontiguousarray(blocks),
         place,
         rows_per_block,
@@ -204,7 +204,7 @@ def slot_rows_in_box(
 
 
 @njit
-def _slot_rows_in_box(
+def slot_rows_in_box_into(
     blocks: npt.NDArray[Any],
     place: I64,
     r: int,
@@ -216,6 +216,10 @@ def _slot_rows_in_box(
     hi: F64,
     out: B,
 ) -> tuple[int, int]:
+    """The kernel of :func:`slot_rows_in_box` (callable from other kernels), per run its
+    chunk box ``lower[q] <= p < upper[q]``, the answer into ``out``: returns the first run
+    that does not lie in the slots or their blocks (else -1) and the first row outside its
+    chunk box (else -1)."""
     n_blocks = blocks.shape[0] // r
     d = 0
     for q in range(first.shape[0]):

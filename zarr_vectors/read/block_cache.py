@@ -38,7 +38,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from zarr_vectors.kernels.block_lookup import cached_run_slots, copy_cached_runs, locate_blocks
+from zarr_vectors.kernels.block_lookup import (
+    cached_rows_in_box,
+    copy_cached_runs,
+    locate_blocks,
+)
 from zarr_vectors.kernels.slot_runs import copy_slot_runs
 from zarr_vectors.read import _read_plans as read_plans
 
@@ -290,35 +294,6 @@ class BlockCache:
                 place[missing] = free
             return use(pool.rows(*spec), place)
 
-    def visit_runs(
-        self,
-        path: str,
-        chunk_flat: np.ndarray,
-        runs: tuple[np.ndarray, np.ndarray, np.ndarray],
-        layout: tuple[int, int],
-        spec: tuple[np.dtype[Any], tuple[int, ...]],
-        use: Callable[[np.ndarray, np.ndarray, np.ndarray], T],
-    ) -> T | None:
-        """``use(rows, place, run_row)`` of the blocks of row runs when every one is
-        cached (a warm read: no decode, no block table), found and marked used in one
-        kernel call (:func:`cached_run_slots`); None, ``use`` not called, otherwise.
-
-        ``chunk_flat`` and ``runs = (chunk, start, stop)`` as that kernel takes them,
-        ``layout`` the array's ``(R, blocks per chunk)``; ``rows``, ``place`` and
-        ``spec`` as :meth:`visit` gives and takes them, ``run_row`` each run's first
-        slot row. ``use`` runs under the cache's lock and must not keep ``rows``.
-        """
-        with self._lock:
-            pool = self._pools.get(path)
-            if pool is None:
-                return None
-            self._tick += 1
-            cached = (pool.numbers, pool.place, pool.used)
-            found = cached_run_slots(chunk_flat, runs, *layout, cached, self._tick)
-            if found is None:
-                return None
-            return use(pool.rows(*spec), *found)
-
     def copy_runs(
         self,
         path: str,
@@ -328,7 +303,7 @@ class BlockCache:
         out: np.ndarray,
     ) -> bool:
         """Every row of row runs copied into ``out``, one run after another, when every
-        block is cached (:meth:`visit_runs` and the copy in one kernel call,
+        block is cached (the blocks found and the rows copied in one kernel call,
         :func:`copy_cached_runs`); False, nothing done, otherwise."""
         with self._lock:
             pool = self._pools.get(path)
@@ -337,6 +312,29 @@ class BlockCache:
             self._tick += 1
             cached = (pool.numbers, pool.place, pool.used)
             return copy_cached_runs(chunk_flat, runs, layout, cached, self._tick, pool.data, out)
+
+    def rows_in_box(
+        self,
+        path: str,
+        chunk_flat: np.ndarray,
+        runs: tuple[np.ndarray, np.ndarray, np.ndarray],
+        layout: tuple[int, int],
+        spec: tuple[np.dtype[Any], tuple[int, ...]],
+        boxes: tuple[np.ndarray, np.ndarray, np.ndarray],
+        box: tuple[np.ndarray, np.ndarray],
+    ) -> tuple[np.ndarray, int] | None:
+        """Whether every row of row runs lies in ``box``, tested where the rows lie, each
+        checked to lie in its chunk's box, when every block is cached (one kernel call,
+        :func:`cached_rows_in_box`); None, nothing done, otherwise."""
+        with self._lock:
+            pool = self._pools.get(path)
+            if pool is None:
+                return None
+            self._tick += 1
+            cached = (pool.numbers, pool.place, pool.used)
+            rows = pool.rows(*spec)
+            tick = self._tick
+            return cached_rows_in_box(chunk_flat, runs, layout, cached, tick, rows, boxes, box)
 
     def _make_room(self, path: str, pool: _Pool, n: int) -> None:
         """Grow ``pool`` towards ``n`` free slots within the budget (doubling), dropping

@@ -230,7 +230,8 @@ def vertices_in_box(
 ) -> np.ndarray | None:
     """Whether each ``vertices`` row of ``runs`` lies in the box ``lo <= p < hi``, run
     after run, tested on the open store's cache of decoded blocks where the rows lie
-    (:meth:`PointReads.visit_cached`: no row is copied out), each row checked to lie in
+    (:meth:`PointReads.cached_in_box` when every block is there, else
+    :meth:`PointReads.visit_cached`: no row is copied out), each row checked to lie in
     its chunk as :meth:`read_runs` checks it; None when :meth:`read_runs` of these rows
     would not read through the cache (then read them).
 
@@ -242,6 +243,23 @@ def vertices_in_box(
     """
     if not self._runs_by_kernels([VERTICES], runs, None):
         return None
+    found = self.points.cached_in_box(VERTICES, runs, lo, hi)  # a warm read: one kernel call
+    if found is None:
+        found = _visited_in_box(self, runs, lo, hi)
+    if found is None:
+        return None
+    contained, misplaced = found
+    if misplaced >= 0:
+        self.read_runs([VERTICES], runs)  # raises, naming the chunk, row and vertex
+        raise CorruptChunkError(f"{self.paths[VERTICES]}: a row lies outside its chunk: {RESTORE}")
+    return contained
+
+
+def _visited_in_box(
+    self: LevelReader, runs: RowRuns, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, int] | None:  # a function of the reader, as the methods above
+    """:func:`vertices_in_box` by :meth:`PointReads.visit_cached` (blocks not all cached:
+    the missing ones decoded into the cache), the first misplaced row (-1: none) with it."""
     if runs.where is None:
         coords = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
         cells = (coords + self.grid.origin).astype(np.float64)[runs.chunk]
@@ -256,14 +274,7 @@ def vertices_in_box(
     ) -> tuple[np.ndarray, int]:
         return slot_rows_in_box(rows, place, r, run_row, lengths, boxes, lo, hi)
 
-    found = self.points.visit_cached(VERTICES, runs, test)
-    if found is None:
-        return None
-    contained, misplaced = found
-    if misplaced >= 0:
-        self.read_runs([VERTICES], runs)  # raises, naming the chunk, row and vertex
-        raise CorruptChunkError(f"{self.paths[VERTICES]}: a row lies outside its chunk: {RESTORE}")
-    return contained
+    return self.points.visit_cached(VERTICES, runs, test)
 
 
 def check_vertices(self: LevelReader, positions: np.ndarray, wanted: list[ChunkRows]) -> None:

@@ -38,7 +38,7 @@ from zarr_vectors.kernels.ranges import first_untiled
 from zarr_vectors.kernels.record_blobs import records_batch
 from zarr_vectors.kernels.shard_slots import fill_block_entries
 from zarr_vectors.read import _read_plans as read_plans
-from zarr_vectors.read.block_cache import BlockCache, SlotBlocks
+from zarr_vectors.read.block_cache import SlotBlocks
 from zarr_vectors.read.read_checks import RESTORE
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.native_blocks import in_turns
@@ -555,9 +555,6 @@ class PointReads:
         cache = self.reader.blocks
         if cache is None or cache.budget <= 0 or not runs.chunk.shape[0]:
             return None
-        warm = self._visit_warm(cache, name, runs, use)
-        if warm is not None:
-            return warm[0]
         r, table, (slot_chunk, slot_block, run_row), slot_where = self._slots([name], runs, None)
         if self._in_turns([name], slot_block.shape[0]):
             return None
@@ -569,30 +566,27 @@ class PointReads:
             r, self._spec(name), decode, lambda rows, place: use(rows, place, r, run_row)
         )
 
-    def _visit_warm(
-        self,
-        cache: BlockCache,
-        name: str,
-        runs: RowRuns,
-        use: Callable[[np.ndarray, np.ndarray, int, np.ndarray], T],
-    ) -> tuple[T] | None:
-        """``(use(rows, place, r, run_row),)`` as :meth:`visit_cached` calls it, when every
-        block of ``runs`` in column ``name`` is cached (:meth:`BlockCache.visit_runs`: no
-        block table, no slots planned apart); None, ``use`` not called, otherwise, or when
-        the runs' chunk positions are not known."""
-        if runs.where is None:
+    def cached_in_box(
+        self, name: str, runs: RowRuns, lo: np.ndarray, hi: np.ndarray
+    ) -> tuple[np.ndarray, int] | None:
+        """Whether each row of ``runs`` in the vertex column ``name`` lies in the box
+        ``lo <= p < hi``, and the first row outside its chunk (-1: none), tested where
+        the rows lie in the open
+        store's cache of decoded blocks when every block is there (a warm read: one
+        kernel call, :meth:`BlockCache.rows_in_box`); else None."""
+        cache = self.reader.blocks
+        if cache is None or cache.budget <= 0 or runs.where is None or not runs.chunk.shape[0]:
             return None
         layout = self.reader.layouts[name]
         assert layout is not None  # a column read by kernels (can_select)
-        r = layout.rows_per_block
-        flat = self.occupied_flat()[runs.where]
-        return cache.visit_runs(
+        return cache.rows_in_box(
             self.reader.paths[name],
-            flat,
+            self.occupied_flat()[runs.where],
             (runs.chunk, runs.start, runs.stop),
-            (r, layout.n_blocks),
+            (layout.rows_per_block, layout.n_blocks),
             self._spec(name),
-            lambda rows, place, run_row: (use(rows, place, r, run_row),),
+            (runs.where, *self.chunk_boxes()),
+            (lo, hi),
         )
 
     def _all_cached(self, names: Sequence[str], runs: RowRuns) -> list[np.ndarray] | None:
