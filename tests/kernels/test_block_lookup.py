@@ -70,7 +70,8 @@ def test_copy_cached_runs_equals_the_twin(
     read: tuple[np.ndarray, tuple[np.ndarray, ...], int, int], data: st.DataObject
 ) -> None:
     """The rows copied out in one call are the twin's slots' rows gathered, run after run;
-    nothing is copied nor marked when a block is missing."""
+    nothing is copied nor marked when a block is missing; with chunk boxes, a row outside
+    its chunk's box (a placement check) declines the copy too."""
     flat, runs, r, n_blocks = read
     every = int(flat.max()) * n_blocks + n_blocks
     cached = list(range(every + 1))
@@ -80,20 +81,29 @@ def test_copy_cached_runs_equals_the_twin(
     place = np.array(data.draw(st.permutations(range(n_slots)))[: len(cached)], np.int64)
     numbers = np.array(cached, np.int64)
     blocks = np.arange(n_slots * r * 2, dtype=np.float32).reshape(-1, 2)  # 2 values a row
+    blocks[data.draw(st.integers(0, blocks.shape[0] - 1))] = data.draw(st.floats(-1, 1e3))
+    k = flat.shape[0]
+    where = np.array(data.draw(st.permutations(range(k + 1)))[:k], np.int64)  # one box unused
+    high = float(blocks.max()) + data.draw(st.sampled_from([0.0, 1.0]))  # 0: one row outside
+    lower, upper = np.full((k + 1, 2), -1.0), np.full((k + 1, 2), high)
+    boxes = (where, lower, upper) if data.draw(st.booleans()) else None
     mine, theirs = np.full(n_slots, -1, np.int64), np.full(n_slots, -1, np.int64)
     n = int(np.maximum(runs[2] - runs[1], 0).sum())
     out = np.full((n, 2), np.nan, np.float32)
     raw = blocks.view(np.uint8).reshape(n_slots, -1)
-    copied = copy_cached_runs(flat, runs, (r, n_blocks), (numbers, place, mine), 5, raw, out)  # type: ignore[arg-type]
-    want = naive.cached_run_slots(flat, runs, r, n_blocks, (numbers, place, theirs), 5)  # type: ignore[arg-type]
-    assert copied == (want is not None)
-    np.testing.assert_array_equal(mine, theirs)
+    copied = copy_cached_runs(flat, runs, (r, n_blocks), (numbers, place, mine), 5, raw, out, boxes)  # type: ignore[arg-type]
+    want = naive.cached_run_slots(flat, runs, r, n_blocks, (numbers, place, theirs.copy()), 5)  # type: ignore[arg-type]
+    expected = None
     if want is not None:
-        lengths = runs[2] - runs[1]
-        expected = naive.copy_slot_runs(blocks, want[0], r, want[1], lengths)
+        expected = naive.copy_slot_runs(blocks, want[0], r, want[1], runs[2] - runs[1])
+        if boxes is not None and not (expected < high).all():
+            expected = None  # a row outside its chunk's box
+        else:
+            theirs[want[0]] = 5
+    assert copied == (expected is not None)
+    np.testing.assert_array_equal(mine, theirs)
+    if expected is not None:
         np.testing.assert_array_equal(out, expected)
-    else:
-        assert np.isnan(out).all()
 
 
 @settings(max_examples=150, deadline=None)

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels.placement import first_outside
 from zarr_vectors.kernels.slot_runs import slot_rows_in_box_into, slot_run_bytes
 
 __all__ = ["cached_rows_in_box", "copy_cached_runs", "locate_blocks"]
@@ -130,6 +131,7 @@ def copy_cached_runs(
     tick: int,
     blocks: npt.NDArray[np.uint8],
     out: npt.NDArray[Any],
+    boxes: tuple[I64, F64, F64] | None = None,
 ) -> bool:
     """Every row of row runs copied out of cached blocks, one run after another, when
     every block is cached (found by binary search among the cached numbers and marked
@@ -154,12 +156,17 @@ def copy_cached_runs(
         ``(slots, R * row bytes)`` uint8, C-contiguous: the cache's blocks, by place.
     out
         C-contiguous, room for every row of the runs (their dtype and row shape).
+    boxes
+        For vertex rows (``(n, D)`` float32 or float64): ``(where, lower, upper)`` as
+        :func:`cached_rows_in_box` takes them; every row copied is checked to lie in its
+        chunk's box as :func:`~zarr_vectors.kernels.placement.misplaced_row` checks it.
 
     Returns
     -------
     bool
         Whether the rows were copied (False, nothing marked used, when a block is not
-        cached or the arrays do not fit the runs).
+        cached, the arrays do not fit the runs, or a row lies outside its chunk's box:
+        the read that follows reports it).
 
     Examples
     --------
@@ -181,33 +188,42 @@ def copy_cached_runs(
     ):
         return False
     chunk, start, stop = runs
-    numbers, at, used = cached
+    flat = out.reshape(-1)
+    if boxes is None:
+        boxes, positions = _NO_BOXES, _NO_POSITIONS
+    elif out.ndim != 2 or out.dtype.kind != "f" or boxes[1].shape[1:] != out.shape[1:]:
+        return False
+    else:
+        positions = out
     found = _copy_cached_runs(
         chunk_flat,
-        chunk,
-        start,
-        stop,
+        (chunk, start, stop),
         (r, n_blocks, row_bytes),
-        (numbers, at, used),
+        cached,
         np.int64(tick),
         blocks.reshape(-1),
-        out.reshape(-1).view(np.uint8),
+        flat.view(np.uint8),
+        (positions, positions.reshape(-1), *boxes),
     )
     return bool(found)
+
+
+_NO_BOXES = (np.empty(0, np.int64), np.empty((0, 0)), np.empty((0, 0)))
+_NO_POSITIONS = np.empty((0, 0))
 
 
 @njit
 def _copy_cached_runs(
     chunk_flat: I64,
-    chunk: I64,
-    start: I64,
-    stop: I64,
+    runs: tuple[I64, I64, I64],
     sizes: tuple[int, int, int],
     cached: tuple[I64, I64, I64],
     tick: np.int64,
     blocks: npt.NDArray[np.uint8],
     out: npt.NDArray[np.uint8],
+    placed: tuple[npt.NDArray[Any], npt.NDArray[Any], I64, F64, F64],
 ) -> bool:
+    chunk, start, stop = runs
     r, n_blocks, row_bytes = sizes
     numbers, at, used = cached
     m = chunk.shape[0]
@@ -223,8 +239,31 @@ def _copy_cached_runs(
     n = _run_slots(chunk_flat, chunk, start, stop, r, n_blocks, numbers, at, place, run_row)
     if n < 0 or slot_run_bytes(blocks, place[:n], r, run_row, length, out, row_bytes) >= 0:
         return False
+    if placed[2].shape[0] and not _in_chunks(chunk, length, placed):
+        return False
     for s in range(n):
         used[place[s]] = tick
+    return True
+
+
+@njit
+def _in_chunks(
+    chunk: I64, length: I64, placed: tuple[npt.NDArray[Any], npt.NDArray[Any], I64, F64, F64]
+) -> bool:
+    """Whether every row of ``positions`` (the runs' rows one run after another) lies in
+    its run's chunk box (``where``: each chunk's box among ``lower``, ``upper``)."""
+    positions, flat, where, lower, upper = placed
+    edges = np.empty(7, flat.dtype)
+    edges[6] = np.inf
+    d = 0
+    for q in range(chunk.shape[0]):
+        c = chunk[q]
+        p = where[c] if 0 <= c < where.shape[0] else -1
+        if not 0 <= p < lower.shape[0]:
+            return False
+        if first_outside(positions, flat, d, d + length[q], lower[p], upper[p], edges) >= 0:
+            return False
+        d += length[q]
     return True
 
 

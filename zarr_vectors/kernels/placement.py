@@ -19,7 +19,7 @@ import numpy.typing as npt
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.binning import bin_edges
 
-__all__ = ["misplaced_row"]
+__all__ = ["first_outside", "misplaced_row"]
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -90,7 +90,7 @@ def _int64(values: npt.NDArray[Any]) -> I64:
 
 
 @njit
-def _first_outside(
+def first_outside(
     positions: npt.NDArray[Any],
     flat: npt.NDArray[Any],
     first: int,
@@ -100,7 +100,8 @@ def _first_outside(
     edges: npt.NDArray[Any],
 ) -> int:
     """The first of rows ``[first, stop)`` outside ``[lower, upper)``, or -1 (``edges``:
-    scratch of :func:`_edges_like`, in the rows' dtype). The rows are
+    scratch of :func:`_edges_like`, in the rows' dtype, ``edges[6]`` +inf; callable from
+    other kernels). The rows are
     tested without a branch (the common case: all inside; 3-D rows through ``flat``, their
     C-order values, in a loop the compiler vectorises), then searched only on failure."""
     ndim = positions.shape[1]
@@ -186,7 +187,7 @@ def _misplaced_row(
             for d in range(ndim):
                 lower[d] = cells[i, d] * chunk_shape[d]
                 upper[d] = (cells[i, d] + 1.0) * chunk_shape[d]
-            bad = _first_outside(positions, flat, x + shift, end + shift, lower, upper, edges)
+            bad = first_outside(positions, flat, x + shift, end + shift, lower, upper, edges)
             if bad >= 0:
                 return bad
             continue
@@ -202,7 +203,7 @@ def _misplaced_row(
                 lower[d], upper[d] = bin_edges(
                     cells[i, d], chunk_shape[d], bin_shape[d], b, bins[d]
                 )
-            bad = _first_outside(positions, flat, x + shift, stop + shift, lower, upper, edges)
+            bad = first_outside(positions, flat, x + shift, stop + shift, lower, upper, edges)
             if bad >= 0:
                 return bad
             x = max(x, stop)

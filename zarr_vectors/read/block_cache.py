@@ -301,17 +301,20 @@ class BlockCache:
         runs: tuple[np.ndarray, np.ndarray, np.ndarray],
         layout: tuple[int, int],
         out: np.ndarray,
+        boxes: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> bool:
         """Every row of row runs copied into ``out``, one run after another, when every
         block is cached (the blocks found and the rows copied in one kernel call,
-        :func:`copy_cached_runs`); False, nothing done, otherwise."""
+        :func:`copy_cached_runs`; with ``boxes``, vertex rows checked to lie in their
+        chunks there); False, nothing marked used, otherwise."""
         with self._lock:
             pool = self._pools.get(path)
             if pool is None:
                 return False
             self._tick += 1
             cached = (pool.numbers, pool.place, pool.used)
-            return copy_cached_runs(chunk_flat, runs, layout, cached, self._tick, pool.data, out)
+            tick = self._tick
+            return copy_cached_runs(chunk_flat, runs, layout, cached, tick, pool.data, out, boxes)
 
     def rows_in_box(
         self,

@@ -31,6 +31,7 @@ from zarr_vectors.format.names import (
     LINK_FRAGMENTS,
     POINT_CLOUD,
     VERTEX_FRAGMENTS,
+    VERTICES,
 )
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
@@ -474,10 +475,6 @@ class PointReads:
         list of numpy.ndarray
             Per column, the kept rows in order.
         """
-        if select is None:
-            warm = self._all_cached(names, runs)
-            if warm is not None:
-                return warm
         r, table, (slot_chunk, slot_block, run_row), slot_where = self._slots(names, runs, rows)
         n_slots = slot_block.shape[0]
         if turns and self._in_turns(names, n_slots):
@@ -589,10 +586,13 @@ class PointReads:
             (lo, hi),
         )
 
-    def _all_cached(self, names: Sequence[str], runs: RowRuns) -> list[np.ndarray] | None:
-        """Every row of ``runs`` in each column of ``names``, copied out of the open
-        store's cache of decoded blocks when every block is there (a warm read,
-        :meth:`BlockCache.copy_runs`: one kernel call a column), else None."""
+    def cached_runs(self, names: Sequence[str], runs: RowRuns) -> list[np.ndarray] | None:
+        """Every row of ``runs`` in each column of ``names`` (vertex columns, or per-chunk
+        row arrays read by kernels: :meth:`kernel_row_bytes`), copied out of the open
+        store's cache of decoded blocks when every block is there (a warm read: one kernel
+        call a column, :meth:`BlockCache.copy_runs`), each ``vertices`` row checked to lie
+        in its chunk as :meth:`LevelReader.read_runs` checks it; else None (also for a row
+        outside its chunk: the read that follows reports it)."""
         cache = self.reader.blocks
         if cache is None or cache.budget <= 0 or runs.where is None or not runs.chunk.shape[0]:
             return None
@@ -606,7 +606,8 @@ class PointReads:
             dtype, row_shape = self._spec(name)
             rows = np.empty((n, *row_shape), dtype)
             sizes = (layout.rows_per_block, layout.n_blocks)
-            if not cache.copy_runs(self.reader.paths[name], flat, triple, sizes, rows):
+            boxes = (runs.where, *self.chunk_boxes()) if name == VERTICES else None
+            if not cache.copy_runs(self.reader.paths[name], flat, triple, sizes, rows, boxes):
                 return None
             out.append(rows)
         return out
