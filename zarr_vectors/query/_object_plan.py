@@ -197,11 +197,28 @@ class ObjectPlan:
     def _vertex_rows(self, runs: RowRuns, pieces: Pieces | None) -> list[np.ndarray]:
         """The vertex columns' rows of every reference, in reference order (``pieces``:
         the runs placing the rows read so, None when they are in it); the held rows
-        (:attr:`held`) are used here and let go. With vertex attributes, held rows read
-        through the cache of decoded blocks are not copied: every column is then read in
-        one pass over the cache, where their blocks lie (one read instead of two)."""
+        (:attr:`held`) are used here and let go. Held rows read through the cache of
+        decoded blocks are not copied: when every block is there, every column is copied
+        out of it at once (:meth:`PointReads.cached_runs`); else, with vertex attributes,
+        every column is read in one pass over the cache (one read instead of two)."""
         held, self.held = self.held, None
         names = [VERTICES, *self.reader.attribute_names]
+        read = None
+        if held is not None and held.cached and self.reader.points.kernel_row_bytes(names, False):
+            read = self.reader.points.cached_runs(names, runs)  # every block cached (warm)
+        if read is None:
+            read = self._read_vertex_rows(names, runs, held)
+        del held
+        if pieces is None:
+            return read
+        n = int(pieces[2].sum())
+        return [_placed(rows, pieces, n) for rows in read]
+
+    def _read_vertex_rows(
+        self, names: list[str], runs: RowRuns, held: HeldRows | None
+    ) -> list[np.ndarray]:
+        """The vertex columns' rows of ``runs``, run after run, with ``held`` rows (see
+        :meth:`_vertex_rows`)."""
         if (
             held is not None
             and held.cached
@@ -211,12 +228,7 @@ class ObjectPlan:
             held = None
         copied = None if held is None else copy_held_rows(self.reader, runs, self.chunk_flat, held)
         del held  # freed before the rest is read
-        read = read_vertex_columns(self.reader, names, runs, copied, self.turns)
-        del copied
-        if pieces is None:
-            return read
-        n = int(pieces[2].sum())
-        return [_placed(rows, pieces, n) for rows in read]
+        return read_vertex_columns(self.reader, names, runs, copied, self.turns)
 
     def _needed_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First row and row count of every reference, from only the fragments the
