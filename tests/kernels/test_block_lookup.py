@@ -64,6 +64,17 @@ def run_reads(draw: st.DrawFn) -> tuple[np.ndarray, tuple[np.ndarray, ...], int,
     return np.array(flat, np.int64), runs, r, n_blocks
 
 
+def _pool(data: st.DataObject, every: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """A cache holding every block number up to ``every``, or all but one, at places in a
+    permutation of its slots (some free): the numbers, their places and the slots."""
+    cached = list(range(every + 1))
+    if data.draw(st.booleans()):  # a block missing
+        cached.pop(data.draw(st.integers(0, every)))
+    n_slots = len(cached) + data.draw(st.integers(0, 3))
+    place = np.array(data.draw(st.permutations(range(n_slots)))[: len(cached)], np.int64)
+    return np.array(cached, np.int64), place, n_slots
+
+
 @settings(max_examples=150, deadline=None)
 @given(read=run_reads(), data=st.data())
 def test_copy_cached_runs_equals_the_twin(
@@ -73,13 +84,7 @@ def test_copy_cached_runs_equals_the_twin(
     nothing is copied nor marked when a block is missing; with chunk boxes, a row outside
     its chunk's box (a placement check) declines the copy too."""
     flat, runs, r, n_blocks = read
-    every = int(flat.max()) * n_blocks + n_blocks
-    cached = list(range(every + 1))
-    if data.draw(st.booleans()):  # a block missing
-        cached.pop(data.draw(st.integers(0, every)))
-    n_slots = len(cached) + data.draw(st.integers(0, 3))
-    place = np.array(data.draw(st.permutations(range(n_slots)))[: len(cached)], np.int64)
-    numbers = np.array(cached, np.int64)
+    numbers, place, n_slots = _pool(data, int(flat.max()) * n_blocks + n_blocks)
     blocks = np.arange(n_slots * r * 2, dtype=np.float32).reshape(-1, 2)  # 2 values a row
     blocks[data.draw(st.integers(0, blocks.shape[0] - 1))] = data.draw(st.floats(-1, 1e3))
     k = flat.shape[0]
@@ -114,13 +119,7 @@ def test_cached_rows_in_box_equals_the_twin(
     """The rows tested where they lie in one call: the twin's gather tested by numpy,
     the first row outside its chunk's box found; nothing marked when a block is missing."""
     flat, runs, r, n_blocks = read
-    every = int(flat.max()) * n_blocks + n_blocks
-    cached = list(range(every + 1))
-    if data.draw(st.booleans()):  # a block missing
-        cached.pop(data.draw(st.integers(0, every)))
-    n_slots = len(cached) + data.draw(st.integers(0, 3))
-    place = np.array(data.draw(st.permutations(range(n_slots)))[: len(cached)], np.int64)
-    numbers = np.array(cached, np.int64)
+    numbers, place, n_slots = _pool(data, int(flat.max()) * n_blocks + n_blocks)
     values = st.floats(3.75, 6.25, width=32)  # mostly in every chunk box, in the box or not
     size = n_slots * r * 2
     blocks = np.array(data.draw(st.lists(values, min_size=size, max_size=size)), np.float32)
