@@ -201,24 +201,23 @@ class ObjectPlan:
         decoded blocks are not copied: when every block is there, every column is copied
         out of it at once (:meth:`PointReads.cached_runs`); else, with vertex attributes,
         every column is read in one pass over the cache (one read instead of two)."""
-        held, self.held = self.held, None
         names = [VERTICES, *self.reader.attribute_names]
-        read = None
+        held, read = self.held, None
         if held is not None and held.cached and self.reader.points.kernel_row_bytes(names, False):
             read = self.reader.points.cached_runs(names, runs)  # every block cached (warm)
-        if read is None:
-            read = self._read_vertex_rows(names, runs, held)
         del held
+        if read is None:
+            read = self._read_vertex_rows(names, runs)
+        self.held = None
         if pieces is None:
             return read
         n = int(pieces[2].sum())
         return [_placed(rows, pieces, n) for rows in read]
 
-    def _read_vertex_rows(
-        self, names: list[str], runs: RowRuns, held: HeldRows | None
-    ) -> list[np.ndarray]:
-        """The vertex columns' rows of ``runs``, run after run, with ``held`` rows (see
-        :meth:`_vertex_rows`)."""
+    def _read_vertex_rows(self, names: list[str], runs: RowRuns) -> list[np.ndarray]:
+        """The vertex columns' rows of ``runs``, run after run, with the held rows (let go
+        here; see :meth:`_vertex_rows`)."""
+        held, self.held = self.held, None
         if (
             held is not None
             and held.cached

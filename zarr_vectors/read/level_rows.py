@@ -259,17 +259,18 @@ def vertices_in_box(
 
 
 def _visited_in_box(
-    self: LevelReader, runs: RowRuns, lo: np.ndarray, hi: np.ndarray
-) -> tuple[np.ndarray, int] | None:  # a function of the reader, as the methods above
+    reader: LevelReader, runs: RowRuns, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, int] | None:
     """:func:`vertices_in_box` by :meth:`PointReads.visit_cached` (blocks not all cached:
     the missing ones decoded into the cache), the first misplaced row (-1: none) with it."""
+    grid = reader.grid
     if runs.where is None:
-        coords = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, self.grid.ndim)
-        cells = (coords + self.grid.origin).astype(np.float64)[runs.chunk]
-        boxes = (cells * self.grid.chunk_shape, (cells + 1.0) * self.grid.chunk_shape)
+        coords = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, grid.ndim)
+        cells = (coords + grid.origin).astype(np.float64)[runs.chunk]
+        boxes = (cells * grid.chunk_shape, (cells + 1.0) * grid.chunk_shape)
     else:
         at = runs.where[runs.chunk]
-        boxes = tuple(side[at] for side in self.points.chunk_boxes())
+        boxes = tuple(side[at] for side in reader.points.chunk_boxes())
     lengths = runs.stop - runs.start
 
     def test(
@@ -277,7 +278,7 @@ def _visited_in_box(
     ) -> tuple[np.ndarray, int]:
         return slot_rows_in_box(rows, place, r, run_row, lengths, boxes, lo, hi)
 
-    return self.points.visit_cached(VERTICES, runs, test)
+    return reader.points.visit_cached(VERTICES, runs, test)
 
 
 def check_vertices(self: LevelReader, positions: np.ndarray, wanted: list[ChunkRows]) -> None:

@@ -423,11 +423,12 @@ class PointReads:
         return found
 
     def chunk_boxes(self) -> tuple[np.ndarray, np.ndarray]:
-        """The lower and upper corners ``(m, D)`` (float64, absolute coordinates) of every
-        occupied chunk, by position (made once)."""
+        """The lower and upper corners ``(m, D)`` (float64, C order, absolute coordinates)
+        of every occupied chunk, by position (made once)."""
         if self.boxes is None:
             grid = self.reader.grid
-            cells = (self.reader.occupied_chunks(None, None)[0] + grid.origin).astype(np.float64)
+            coords = self.reader.occupied_chunks(None, None)[0] + grid.origin
+            cells = np.ascontiguousarray(coords, dtype=np.float64)  # one kernel signature
             self.boxes = (cells * grid.chunk_shape, (cells + 1.0) * grid.chunk_shape)
         return self.boxes
 
@@ -568,9 +569,8 @@ class PointReads:
     ) -> tuple[np.ndarray, int] | None:
         """Whether each row of ``runs`` in the vertex column ``name`` lies in the box
         ``lo <= p < hi``, and the first row outside its chunk (-1: none), tested where
-        the rows lie in the open
-        store's cache of decoded blocks when every block is there (a warm read: one
-        kernel call, :meth:`BlockCache.rows_in_box`); else None."""
+        the rows lie in the open store's cache of decoded blocks when every block is
+        there (a warm read: one kernel call, :meth:`BlockCache.rows_in_box`); else None."""
         cache = self.reader.blocks
         if cache is None or cache.budget <= 0 or runs.where is None or not runs.chunk.shape[0]:
             return None
