@@ -17,7 +17,12 @@ from tests.kernels.naive import frame_into
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.kernels._jit import set_kernel_mode
 from zarr_vectors.kernels.row_blocks import decode_blocks
-from zarr_vectors.kernels.zstd_frames import decode_frame_into, stage_frame, staged_size
+from zarr_vectors.kernels.zstd_frames import (
+    decode_frame_into,
+    scratch_size,
+    stage_frame,
+    staged_size,
+)
 from zarr_vectors.store.native_blocks import blosc_libraries, native_block_functions
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.store.zstd_contexts import zstd_context, zstd_functions
@@ -158,6 +163,23 @@ def test_damaged_frames_in_place_match_the_twin(
         damaged[data.draw(st.integers(0, len(frame) - 1))] ^= data.draw(st.integers(1, 255))
     damaged[4:8] = frame[4:8]  # the size the caller checks before decoding
     assert _kernel_into(bytes(damaged)) == frame_into(bytes(damaged), zstd.decompress)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shuffle", "needed"),
+    [
+        ("u1", Blosc.SHUFFLE, False),
+        ("<f4", Blosc.NOSHUFFLE, False),
+        ("<f4", Blosc.SHUFFLE, True),
+        ("u1", Blosc.BITSHUFFLE, True),
+        ("<f4", Blosc.BITSHUFFLE, True),
+    ],
+)
+def test_scratch_only_for_a_shuffle_to_undo(dtype: str, shuffle: int, needed: bool) -> None:
+    rows = (np.arange(3000) % 37).astype(dtype)
+    frame = bytes(Blosc(cname="zstd", clevel=3, shuffle=shuffle, blocksize=2048).encode(rows))
+    size = scratch_size(np.frombuffer(frame, dtype=np.uint8), 0)
+    assert size == (2 * int.from_bytes(frame[8:12], "little") + 4 * frame[3] if needed else 0)
 
 
 @pytest.mark.parametrize("shuffle", _SHUFFLES)

@@ -233,12 +233,12 @@ def stage_frame(buffer: U8, start: int, body: int, out: U8, zstd_fn: int, dctx: 
 @njit
 def scratch_size(buffer: U8, start: int) -> int:
     """Bytes of scratch :func:`decode_frame_into` needs for the frame at ``buffer[start:]``
-    (its 16-byte header there): twice its block size and ``4 * typesize`` when it is
-    shuffled, else 0."""
-    flags = int(buffer[start + 2])
-    if not flags & (_SHUFFLE | _BITSHUFFLE):
+    (its 16-byte header there): twice its block size and ``4 * typesize`` when it has a
+    shuffle to undo (a byte shuffle of 1-byte items has none), else 0."""
+    flags, typesize = int(buffer[start + 2]), int(buffer[start + 3])
+    if not (flags & _BITSHUFFLE or (flags & _SHUFFLE and typesize > 1)):
         return 0
-    return 2 * le32(buffer, start + 8) + 4 * int(buffer[start + 3])
+    return 2 * le32(buffer, start + 8) + 4 * typesize
 
 
 @njit
