@@ -182,19 +182,6 @@ def test_scratch_only_for_a_shuffle_to_undo(dtype: str, shuffle: int, needed: bo
     assert size == (2 * int.from_bytes(frame[8:12], "little") + 4 * frame[3] if needed else 0)
 
 
-@pytest.mark.parametrize("shuffle", _SHUFFLES)
-def test_frames_decode_in_place_alike_when_kernels_run_as_python(shuffle: int) -> None:
-    rows = (np.arange(5000) % 37).astype("<f4")
-    frame = bytes(Blosc(cname="zstd", clevel=3, shuffle=shuffle, blocksize=2048).encode(rows))
-    compiled = _kernel_into(frame)
-    previous = set_kernel_mode("python")
-    try:
-        assert _kernel_into(frame) == compiled
-    finally:
-        set_kernel_mode(previous)
-    assert compiled == rows.tobytes()
-
-
 def _split_frames(rows: np.ndarray, shuffle: int, blocksize: int) -> bytes | None:
     """A Zstandard frame whose blocks are split in ``typesize`` streams (C-Blosc's
     ``BLOSC_ALWAYS_SPLIT``), made by the C-Blosc library the decoder uses."""
@@ -278,19 +265,18 @@ def test_each_thread_has_its_own_context() -> None:
     assert zstd_functions() is not None
 
 
-def test_frames_stage_alike_when_kernels_run_as_python() -> None:
+@pytest.mark.parametrize("shuffle", _SHUFFLES)
+def test_frames_stage_and_decode_alike_when_kernels_run_as_python(shuffle: int) -> None:
     rows = (np.arange(5000) % 37).astype("<f4")
-    frame = bytes(
-        Blosc(cname="zstd", clevel=3, shuffle=Blosc.BITSHUFFLE, blocksize=2048).encode(rows)
-    )
-    compiled = _kernel_stage(frame)
+    frame = bytes(Blosc(cname="zstd", clevel=3, shuffle=shuffle, blocksize=2048).encode(rows))
+    compiled = _kernel_stage(frame), _kernel_into(frame)
     previous = set_kernel_mode("python")
     try:
-        assert _kernel_stage(frame) == compiled
+        assert (_kernel_stage(frame), _kernel_into(frame)) == compiled
     finally:
         set_kernel_mode(previous)
-    assert isinstance(compiled, bytes)
-    assert blosc.decompress(compiled) == rows.tobytes()
+    assert isinstance(compiled[0], bytes)
+    assert blosc.decompress(compiled[0]) == compiled[1] == rows.tobytes()
 
 
 def _zstd_layout_blocks() -> tuple[RowLayout, np.ndarray, list[bytes]]:

@@ -166,6 +166,17 @@ def staged_size(buffer: U8, start: int) -> int:
 
 
 @njit
+def _stream_length(buffer: U8, start: int, body: int, head: int, at: int) -> int:
+    """The stored length of the stream whose length word is at offset ``at`` of the frame
+    at ``buffer[start:start + body]`` (past its ``head`` bytes of header and block
+    starts); -1 when the word or the stream lies outside the frame."""
+    if at < head or at + 4 > body:
+        return -1
+    stored = le32(buffer, start + at)
+    return -1 if stored >= 2**31 or at + 4 + stored > body else stored
+
+
+@njit
 def stage_frame(buffer: U8, start: int, body: int, out: U8, zstd_fn: int, dctx: int) -> int:
     """Write into ``out`` the frame at ``buffer[start:start + body]`` with its Zstandard
     streams decompressed (by ``ZSTD_decompressDCtx`` at address ``zstd_fn`` with context
@@ -212,12 +223,10 @@ def stage_frame(buffer: U8, start: int, body: int, out: U8, zstd_fn: int, dctx: 
         _put_le32(out, _HEADER + 4 * j, at)
         src = le32(buffer, start + _HEADER + 4 * j)
         for _ in range(splits):
-            if src < head or src + 4 > body:
+            stored = _stream_length(buffer, start, body, head, src)
+            if stored < 0:
                 return -1
-            stored = le32(buffer, start + src)
             src += 4
-            if stored >= 2**31 or src + stored > body:
-                return -1
             _put_le32(out, at, part)
             at += 4
             if stored == part:
@@ -298,12 +307,10 @@ def decode_frame_into(
         target = at + j * blocksize
         shuffled = byte or (bits and size >= typesize)
         src = le32(buffer, start + _HEADER + 4 * j)
-        if src < head or src + 4 > body:
+        stored = _stream_length(buffer, start, body, head, src)
+        if stored < 0:
             return -1
-        stored = le32(buffer, start + src)
         src += 4
-        if stored >= 2**31 or src + stored > body:
-            return -1
         into = tmp if shuffled else dest + target  # the stream's bytes go there
         if stored == size:
             copy_bytes(
