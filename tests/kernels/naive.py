@@ -687,3 +687,68 @@ def block_spans(
     if offset != total or len(starts) != blocks or (short and pad_nbytes < block_nbytes):
         return None
     return np.array(starts, np.int64), np.array(takes, np.int64)
+
+
+def frame_into(frame: bytes, decompress: Any) -> bytes | int:
+    """Twin of :func:`zarr_vectors.kernels.zstd_frames.decode_frame_into` with both
+    unshuffles known (``decompress``: a Zstandard decompressor raising RuntimeError, e.g.
+    numcodecs'): the frame's bytes, 0 when it is left to staging and C-Blosc, -1 when it
+    is damaged. Each block's stream, then its byte or bit shuffle undone in numpy."""
+    if len(frame) < 16:
+        return 0
+    version, zstd_version, flags, typesize = frame[:4]
+    nbytes, blocksize = (int.from_bytes(frame[a : a + 4], "little") for a in (4, 8))
+    if flags >> 5 != 4 or flags & 0x0A or not (typesize and nbytes and blocksize):
+        return 0  # not Zstandard, stored whole, a reserved flag, or empty sizes
+    if nbytes >= 2**31 or blocksize > nbytes or (version, zstd_version) != (2, 1):
+        return 0
+    if not (flags & 0x10 or typesize == 1):
+        return 0  # blocks split in streams
+    n_blocks = -(-nbytes // blocksize)
+    head = 16 + 4 * n_blocks
+    if head > len(frame):
+        return -1
+    parts = []
+    for j in range(n_blocks):
+        size = min(blocksize, nbytes - j * blocksize)
+        src = int.from_bytes(frame[16 + 4 * j : 20 + 4 * j], "little")
+        if src < head or src + 4 > len(frame):
+            return -1
+        stored = int.from_bytes(frame[src : src + 4], "little")
+        if stored >= 2**31 or src + 4 + stored > len(frame):
+            return -1
+        raw = frame[src + 4 : src + 4 + stored]
+        if stored != size:
+            try:
+                raw = decompress(raw)
+            except RuntimeError:
+                return -1
+            if len(raw) != size:
+                return -1
+        if flags & 0x01 and typesize > 1:
+            raw = _unshuffled(raw, typesize)
+        elif flags & 0x04 and size >= typesize:
+            raw = _bit_unshuffled(raw, typesize)
+        parts.append(raw)
+    return b"".join(parts)
+
+
+def _unshuffled(raw: bytes, typesize: int) -> bytes:
+    """Blosc's byte shuffle undone: the ``typesize`` byte planes of the whole items back
+    into items, the bytes after them as they are."""
+    n = len(raw) // typesize
+    planes = np.frombuffer(raw[: n * typesize], np.uint8).reshape(typesize, n)
+    return planes.T.tobytes() + raw[n * typesize :]
+
+
+def _bit_unshuffled(raw: bytes, typesize: int) -> bytes:
+    """Blosc's bit shuffle undone: ``8 * typesize`` bit planes (bit ``b`` of byte ``j``
+    of every item, least significant first) back into items; a block of a count of items
+    not a multiple of 8 is stored as it is, and the bytes after the items too."""
+    n = len(raw) // typesize
+    if n % 8:
+        return raw
+    planes = np.frombuffer(raw[: n * typesize], np.uint8).reshape(typesize * 8, n // 8)
+    bits = np.unpackbits(planes, axis=1, bitorder="little").reshape(typesize, 8, n)
+    items = bits.transpose(2, 0, 1).reshape(n, typesize * 8)
+    return np.packbits(items, axis=1, bitorder="little").tobytes() + raw[n * typesize :]

@@ -13,17 +13,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numcodecs import Blosc, blosc, zstd
 
+from tests.kernels.naive import frame_into
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.kernels._jit import set_kernel_mode
 from zarr_vectors.kernels.row_blocks import decode_blocks
-from zarr_vectors.kernels.zstd_frames import stage_frame, staged_size
+from zarr_vectors.kernels.zstd_frames import (
+    decode_frame_into,
+    scratch_size,
+    stage_frame,
+    staged_size,
+)
 from zarr_vectors.store.native_blocks import blosc_libraries, native_block_functions
 from zarr_vectors.store.shards import RowLayout
 from zarr_vectors.store.zstd_contexts import zstd_context, zstd_functions
 
 NATIVE = native_block_functions()
 ZSTD = zstd_context()
-pytestmark = pytest.mark.skipif(ZSTD == (0, 0), reason="no usable Zstandard functions")
+pytestmark = pytest.mark.skipif(ZSTD[0] == 0, reason="no usable Zstandard functions")
+UNSHUFFLES = ZSTD[2:]
 
 _SHUFFLES = [Blosc.NOSHUFFLE, Blosc.SHUFFLE, Blosc.BITSHUFFLE]
 ZSTD_BLOSC = {"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle"}
@@ -78,7 +85,7 @@ def _kernel_stage(frame: bytes) -> bytes | int:
     if len(frame) < 16 or not staged_size(buffer, 1):
         return 0
     out = np.zeros(staged_size(buffer, 1), dtype=np.uint8)
-    n = stage_frame(buffer, 1, len(frame), out, *ZSTD)
+    n = stage_frame(buffer, 1, len(frame), out, *ZSTD[:2])
     return n if n <= 0 else out[:n].tobytes()
 
 
@@ -109,6 +116,70 @@ def test_staged_frames_match_the_twin_and_decode_to_the_rows(case: tuple[bytes, 
     assert staged == naive_stage(frame)
     if isinstance(staged, bytes):  # stored whole (MEMCPYED) frames go to C-Blosc
         assert blosc.decompress(staged) == rows
+
+
+def _kernel_into(frame: bytes) -> bytes | int:
+    """:func:`decode_frame_into` of ``frame`` into an array 3 bytes in; also checks that
+    nothing outside the frame's place in the array is written."""
+    buffer = np.frombuffer(b"\x07" + frame, dtype=np.uint8)  # not at the buffer's start
+    nbytes = int.from_bytes(frame[4:8], "little") if len(frame) >= 16 else 0
+    if len(frame) < 16 or not staged_size(buffer, 1) or nbytes > 1 << 24:
+        return 0
+    out = np.full(nbytes + 8, 0xAB, dtype=np.uint8)
+    scratch = np.zeros(2 * nbytes + 1024, dtype=np.uint8)
+    n = decode_frame_into(buffer, 1, len(frame), out, 3, *ZSTD[:2], UNSHUFFLES, scratch)
+    if n <= 0:
+        return n
+    assert n == nbytes
+    assert (out[:3] == 0xAB).all()
+    assert (out[3 + n :] == 0xAB).all()
+    return out[3 : 3 + n].tobytes()
+
+
+@settings(max_examples=80, deadline=None)
+@given(zstd_frames())
+def test_frames_decoded_in_place_match_the_twin_and_c_blosc(case: tuple[bytes, bytes]) -> None:
+    """A frame of one stream per block decodes straight to its rows (its shuffle undone
+    by C-Blosc's functions), as its twin and as C-Blosc decode it; a frame stored whole is
+    left to C-Blosc (0)."""
+    rows, frame = case
+    found = _kernel_into(frame)
+    assert found == frame_into(frame, zstd.decompress)
+    if isinstance(found, bytes):
+        assert found == rows == blosc.decompress(frame)
+    assert isinstance(found, bytes) == (not frame[2] & 0x02)  # every other frame here
+
+
+@settings(max_examples=80, deadline=None)
+@given(zstd_frames(), st.data())
+def test_damaged_frames_in_place_match_the_twin(
+    case: tuple[bytes, bytes], data: st.DataObject
+) -> None:
+    """A damaged frame (sizes kept) is decoded in place as its twin decodes it, refused
+    as its twin refuses it, or left to staging alike: never a crash."""
+    _, frame = case
+    damaged = bytearray(frame)
+    for _ in range(data.draw(st.integers(1, 3))):
+        damaged[data.draw(st.integers(0, len(frame) - 1))] ^= data.draw(st.integers(1, 255))
+    damaged[4:8] = frame[4:8]  # the size the caller checks before decoding
+    assert _kernel_into(bytes(damaged)) == frame_into(bytes(damaged), zstd.decompress)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shuffle", "needed"),
+    [
+        ("u1", Blosc.SHUFFLE, False),
+        ("<f4", Blosc.NOSHUFFLE, False),
+        ("<f4", Blosc.SHUFFLE, True),
+        ("u1", Blosc.BITSHUFFLE, True),
+        ("<f4", Blosc.BITSHUFFLE, True),
+    ],
+)
+def test_scratch_only_for_a_shuffle_to_undo(dtype: str, shuffle: int, needed: bool) -> None:
+    rows = (np.arange(3000) % 37).astype(dtype)
+    frame = bytes(Blosc(cname="zstd", clevel=3, shuffle=shuffle, blocksize=2048).encode(rows))
+    size = scratch_size(np.frombuffer(frame, dtype=np.uint8), 0)
+    assert size == (2 * int.from_bytes(frame[8:12], "little") + 4 * frame[3] if needed else 0)
 
 
 def _split_frames(rows: np.ndarray, shuffle: int, blocksize: int) -> bytes | None:
@@ -194,19 +265,18 @@ def test_each_thread_has_its_own_context() -> None:
     assert zstd_functions() is not None
 
 
-def test_frames_stage_alike_when_kernels_run_as_python() -> None:
+@pytest.mark.parametrize("shuffle", _SHUFFLES)
+def test_frames_stage_and_decode_alike_when_kernels_run_as_python(shuffle: int) -> None:
     rows = (np.arange(5000) % 37).astype("<f4")
-    frame = bytes(
-        Blosc(cname="zstd", clevel=3, shuffle=Blosc.BITSHUFFLE, blocksize=2048).encode(rows)
-    )
-    compiled = _kernel_stage(frame)
+    frame = bytes(Blosc(cname="zstd", clevel=3, shuffle=shuffle, blocksize=2048).encode(rows))
+    compiled = _kernel_stage(frame), _kernel_into(frame)
     previous = set_kernel_mode("python")
     try:
-        assert _kernel_stage(frame) == compiled
+        assert (_kernel_stage(frame), _kernel_into(frame)) == compiled
     finally:
         set_kernel_mode(previous)
-    assert isinstance(compiled, bytes)
-    assert blosc.decompress(compiled) == rows.tobytes()
+    assert isinstance(compiled[0], bytes)
+    assert blosc.decompress(compiled[0]) == compiled[1] == rows.tobytes()
 
 
 def _zstd_layout_blocks() -> tuple[RowLayout, np.ndarray, list[bytes]]:

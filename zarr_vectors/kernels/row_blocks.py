@@ -22,8 +22,13 @@ from llvmlite import ir  # type: ignore[import-untyped]
 
 from zarr_vectors.kernels._jit import copy_bytes, intrinsic, njit
 from zarr_vectors.kernels._jit import numba_types as types
+from zarr_vectors.kernels.zstd_frames import (
+    decode_frame_into,
+    scratch_size,
+    stage_frame,
+    staged_size,
+)
 from zarr_vectors.kernels.zstd_frames import le32 as _le32
-from zarr_vectors.kernels.zstd_frames import stage_frame, staged_size
 
 __all__ = [
     "BLOSC_COMPRESS_CTX",
@@ -386,6 +391,8 @@ def decode_blocks(
     blosc_fn: int,
     zstd_fn: int = 0,
     dctx: int = 0,
+    unshuffle_fn: int = 0,
+    bitunshuffle_fn: int = 0,
 ) -> int:
     """Check and decode stored row blocks into their slots of ``out``.
 
@@ -409,9 +416,15 @@ def decode_blocks(
         not ``compressed``).
     zstd_fn, dctx
         Address of ``ZSTD_decompressDCtx`` and a Zstandard context of the calling thread:
-        Blosc frames of Zstandard streams are then decompressed with it
-        (:func:`~zarr_vectors.kernels.zstd_frames.stage_frame`); 0 to leave every frame to
-        C-Blosc.
+        Blosc frames of Zstandard streams are then decompressed with it (and staged for
+        C-Blosc: :func:`~zarr_vectors.kernels.zstd_frames.stage_frame`); 0 to leave every
+        frame to C-Blosc.
+    unshuffle_fn, bitunshuffle_fn
+        Addresses of C-Blosc's ``blosc_internal_unshuffle`` and
+        ``blosc_internal_bitunshuffle`` (0: unknown): with ``zstd_fn``, a frame of one
+        stream per block is decoded straight into ``out``, unshuffled by them, without
+        staging nor C-Blosc
+        (:func:`~zarr_vectors.kernels.zstd_frames.decode_frame_into`).
 
     Returns
     -------
@@ -432,6 +445,7 @@ def decode_blocks(
             blosc_fn,
             zstd_fn,
             dctx,
+            (unshuffle_fn, bitunshuffle_fn),
         )
     )
 
@@ -449,10 +463,12 @@ def _decode_blocks(
     blosc_fn: int,
     zstd_fn: int,
     dctx: int,
+    unshuffles: tuple[int, int],
 ) -> int:
     base = buffer.ctypes.data
     dest = out.ctypes.data
-    staged = np.empty(block_nbytes + block_nbytes // 4 + 4096 if zstd_fn else 0, np.uint8)
+    staged = np.empty(0, np.uint8)  # made at the first frame staged
+    scratch = np.empty(0, np.uint8)  # made at the first shuffled frame decoded in place
     for i in range(starts.shape[0]):
         start, length, slot = starts[i], lengths[i], slots[i]
         if (
@@ -477,6 +493,18 @@ def _decode_blocks(
         if _le32(buffer, start + 4) != block_nbytes:
             return i
         frame = base + start
+        if zstd_fn:  # decoded in place, without staging nor C-Blosc, when it can be
+            if scratch.shape[0] < scratch_size(buffer, start) <= 2 * block_nbytes + 1024:
+                scratch = np.empty(2 * block_nbytes + 1024, np.uint8)
+            direct = decode_frame_into(
+                buffer, start, body, out, target, zstd_fn, dctx, unshuffles, scratch
+            )
+            if direct < 0:
+                return i
+            if direct > 0:
+                continue
+            if not staged.shape[0]:
+                staged = np.empty(block_nbytes + block_nbytes // 4 + 4096, np.uint8)
         if zstd_fn and 0 < staged_size(buffer, start) <= staged.shape[0]:
             staged_length = stage_frame(buffer, start, body, staged, zstd_fn, dctx)
             if staged_length < 0:

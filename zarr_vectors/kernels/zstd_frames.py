@@ -7,7 +7,12 @@ decompresses the streams of one frame with a context the caller keeps
 (``ZSTD_decompressDCtx``) and writes them back as a frame of the same header whose streams
 are stored raw; C-Blosc then only copies and unshuffles them (its own code, so the result is
 exactly what it would have decoded). Frames of other compressors, or stored whole
-(``MEMCPYED``), are left to C-Blosc.
+(``MEMCPYED``), are left to C-Blosc. Where C-Blosc's unshuffle functions are known, a
+frame of one stream per block is decoded without staging or C-Blosc
+(:func:`decode_frame_into`): each stream straight into its rows, or into a scratch buffer
+and unshuffled from there by those same functions, as C-Blosc's ``blosc_d`` does (C-Blosc
+makes and frees a context and its buffers per frame, and copies every staged stream once
+more).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from llvmlite import ir  # type: ignore[import-untyped]
 from zarr_vectors.kernels._jit import copy_bytes, intrinsic, njit
 from zarr_vectors.kernels._jit import numba_types as types
 
-__all__ = ["stage_frame", "staged_size"]
+__all__ = ["decode_frame_into", "scratch_size", "stage_frame", "staged_size"]
 
 U8 = npt.NDArray[np.uint8]
 
@@ -30,7 +35,9 @@ _HEADER = 16
 """Bytes of a C-Blosc 1.x frame header."""
 _ZSTD_FORMAT = 4
 """Compressor format of Zstandard in a frame's flags (bits 5-7)."""
-_MEMCPYED, _RESERVED, _DONT_SPLIT = 0x02, 0x08, 0x10
+_SHUFFLE, _MEMCPYED, _BITSHUFFLE, _RESERVED, _DONT_SPLIT = 0x01, 0x02, 0x04, 0x08, 0x10
+_FORMAT_VERSION, _ZSTD_VERSION = 2, 1
+"""The frame format and Zstandard format versions C-Blosc 1.x writes (header bytes 0, 1)."""
 _MAX_SPLITS, _MIN_BUFFERSIZE = 16, 128
 """C-Blosc 1.x: a block is split in ``typesize`` streams only up to this type size, and
 only when it holds at least this many elements (``blosc_d``)."""
@@ -69,6 +76,64 @@ def _zstd_python(fn: int, dctx: int, dst: int, cap: int, src: int, size: int) ->
 _zstd_decompress: Any = intrinsic(_zstd_typer, _zstd_python)
 
 
+def _unshuffle_typer(typingctx: Any, fn: Any, typesize: Any, size: Any, src: Any, dest: Any) -> Any:
+    """``void blosc_internal_unshuffle(size_t typesize, size_t blocksize, const uint8_t
+    *src, uint8_t *dest)`` at address ``fn``."""
+    sig = types.void(fn, typesize, size, src, dest)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        word, pointer = context.get_value_type(types.uintp), ir.IntType(8).as_pointer()
+        fn_ty = ir.FunctionType(ir.VoidType(), [word, word, pointer, pointer])
+        f, t, n, s, d = (
+            context.cast(builder, v, ty, types.uintp)
+            for v, ty in zip(args, signature.args, strict=True)
+        )
+        func = builder.inttoptr(f, fn_ty.as_pointer())
+        builder.call(func, [t, n, builder.inttoptr(s, pointer), builder.inttoptr(d, pointer)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _bitunshuffle_typer(
+    typingctx: Any, fn: Any, typesize: Any, size: Any, src: Any, dest: Any, tmp: Any
+) -> Any:
+    """``int blosc_internal_bitunshuffle(size_t typesize, size_t blocksize, const uint8_t
+    *src, uint8_t *dest, uint8_t *tmp)`` at address ``fn``."""
+    sig = types.int64(fn, typesize, size, src, dest, tmp)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        word, pointer = context.get_value_type(types.uintp), ir.IntType(8).as_pointer()
+        fn_ty = ir.FunctionType(ir.IntType(32), [word, word, pointer, pointer, pointer])
+        f, t, n, s, d, m = (
+            context.cast(builder, v, ty, types.uintp)
+            for v, ty in zip(args, signature.args, strict=True)
+        )
+        func = builder.inttoptr(f, fn_ty.as_pointer())
+        found = builder.call(func, [t, n, *(builder.inttoptr(p, pointer) for p in (s, d, m))])
+        return builder.sext(found, ir.IntType(64))
+
+    return sig, codegen
+
+
+_UNSHUFFLE = ctypes.CFUNCTYPE(None, _SIZE, _SIZE, _VOID, _VOID)
+_BITUNSHUFFLE = ctypes.CFUNCTYPE(ctypes.c_int, _SIZE, _SIZE, _VOID, _VOID, _VOID)
+
+
+def _unshuffle_python(fn: int, typesize: int, size: int, src: int, dest: int) -> None:
+    """:func:`_unshuffle` through ctypes (kernels run as Python)."""
+    _UNSHUFFLE(int(fn))(int(typesize), int(size), int(src), int(dest))
+
+
+def _bitunshuffle_python(fn: int, typesize: int, size: int, src: int, dest: int, tmp: int) -> int:
+    """:func:`_bitunshuffle` through ctypes (kernels run as Python)."""
+    return int(_BITUNSHUFFLE(int(fn))(int(typesize), int(size), int(src), int(dest), int(tmp)))
+
+
+_unshuffle: Any = intrinsic(_unshuffle_typer, _unshuffle_python)
+_bitunshuffle: Any = intrinsic(_bitunshuffle_typer, _bitunshuffle_python)
+
+
 @njit
 def le32(buffer: U8, at: int) -> int:
     """The little-endian uint32 at ``buffer[at:at + 4]``."""
@@ -98,6 +163,17 @@ def staged_size(buffer: U8, start: int) -> int:
         return 0
     n_blocks = -(-nbytes // blocksize)
     return _HEADER + 4 * n_blocks * (1 + min(typesize, _MAX_SPLITS)) + nbytes
+
+
+@njit
+def _stream_length(buffer: U8, start: int, body: int, head: int, at: int) -> int:
+    """The stored length of the stream whose length word is at offset ``at`` of the frame
+    at ``buffer[start:start + body]`` (past its ``head`` bytes of header and block
+    starts); -1 when the word or the stream lies outside the frame."""
+    if at < head or at + 4 > body:
+        return -1
+    stored = le32(buffer, start + at)
+    return -1 if stored >= 2**31 or at + 4 + stored > body else stored
 
 
 @njit
@@ -147,12 +223,10 @@ def stage_frame(buffer: U8, start: int, body: int, out: U8, zstd_fn: int, dctx: 
         _put_le32(out, _HEADER + 4 * j, at)
         src = le32(buffer, start + _HEADER + 4 * j)
         for _ in range(splits):
-            if src < head or src + 4 > body:
+            stored = _stream_length(buffer, start, body, head, src)
+            if stored < 0:
                 return -1
-            stored = le32(buffer, start + src)
             src += 4
-            if stored >= 2**31 or src + stored > body:
-                return -1
             _put_le32(out, at, part)
             at += 4
             if stored == part:
@@ -163,3 +237,91 @@ def stage_frame(buffer: U8, start: int, body: int, out: U8, zstd_fn: int, dctx: 
             src += stored
     _put_le32(out, 12, at)
     return at
+
+
+@njit
+def scratch_size(buffer: U8, start: int) -> int:
+    """Bytes of scratch :func:`decode_frame_into` needs for the frame at ``buffer[start:]``
+    (its 16-byte header there): twice its block size and ``4 * typesize`` when it has a
+    shuffle to undo (a byte shuffle of 1-byte items has none), else 0."""
+    flags, typesize = int(buffer[start + 2]), int(buffer[start + 3])
+    if not (flags & _BITSHUFFLE or (flags & _SHUFFLE and typesize > 1)):
+        return 0
+    return 2 * le32(buffer, start + 8) + 4 * typesize
+
+
+@njit
+def decode_frame_into(
+    buffer: U8,
+    start: int,
+    body: int,
+    out: U8,
+    at: int,
+    zstd_fn: int,
+    dctx: int,
+    unshuffles: tuple[int, int],
+    scratch: U8,
+) -> int:
+    """Decode the frame at ``buffer[start:start + body]`` straight into ``out[at:]``: each
+    block's stream decompressed (by ``ZSTD_decompressDCtx``) into place, or into
+    ``scratch`` and unshuffled from there by C-Blosc's own ``blosc_internal_unshuffle`` /
+    ``blosc_internal_bitunshuffle`` (``unshuffles``: their addresses, 0 when unknown), as
+    C-Blosc's ``blosc_d`` does; no staged frame, no C-Blosc context per block.
+
+    Taken: frames :func:`stage_frame` takes, of the format versions C-Blosc 1.x writes
+    (:data:`_FORMAT_VERSION`, :data:`_ZSTD_VERSION`), one stream per block (not split),
+    a block size at most the frame's size, and ``scratch`` of at least twice the block
+    size plus ``4 * typesize`` bytes when there is a shuffle to undo.
+
+    Returns
+    -------
+    int
+        The bytes decoded (the frame's size); 0 when the frame is left to
+        :func:`stage_frame` and C-Blosc (any other frame, or ``out`` too small); -1 when a
+        block start, a stream length or a stream's decompressed size is wrong (the frame
+        is damaged; ``out[at:]`` may be partly written).
+    """
+    if not staged_size(buffer, start):
+        return 0
+    flags, typesize = int(buffer[start + 2]), int(buffer[start + 3])
+    nbytes, blocksize = le32(buffer, start + 4), le32(buffer, start + 8)
+    if buffer[start] != _FORMAT_VERSION or buffer[start + 1] != _ZSTD_VERSION:
+        return 0
+    if blocksize > nbytes or not (flags & _DONT_SPLIT or typesize == 1):
+        return 0
+    byte = flags & _SHUFFLE != 0 and typesize > 1  # blosc_d: doshuffle, then dobitshuffle
+    bits = flags & _BITSHUFFLE != 0
+    if (byte and not unshuffles[0]) or (bits and not unshuffles[1]):
+        return 0
+    if (byte or bits) and scratch.shape[0] < 2 * blocksize + 4 * typesize:
+        return 0
+    if at < 0 or at + nbytes > out.shape[0]:
+        return 0
+    n_blocks = -(-nbytes // blocksize)
+    head = _HEADER + 4 * n_blocks
+    if head > body:
+        return -1
+    base, dest, tmp = buffer.ctypes.data + start, out.ctypes.data, scratch.ctypes.data
+    for j in range(n_blocks):
+        size = min(blocksize, nbytes - j * blocksize)
+        target = at + j * blocksize
+        shuffled = byte or (bits and size >= typesize)
+        src = le32(buffer, start + _HEADER + 4 * j)
+        stored = _stream_length(buffer, start, body, head, src)
+        if stored < 0:
+            return -1
+        src += 4
+        into = tmp if shuffled else dest + target  # the stream's bytes go there
+        if stored == size:
+            copy_bytes(
+                scratch if shuffled else out, 0 if shuffled else target, buffer, start + src, size
+            )
+        elif _zstd_decompress(zstd_fn, dctx, into, size, base + src, stored) != size:
+            return -1
+        if byte:
+            _unshuffle(unshuffles[0], typesize, size, tmp, dest + target)
+        elif shuffled:
+            spare = tmp + blocksize
+            if _bitunshuffle(unshuffles[1], typesize, size, tmp, dest + target, spare) < 0:
+                return -1
+    return nbytes

@@ -344,11 +344,11 @@ def decode_natively(
     size: int,
     compressed: bool,
     native: tuple[int, int],
-    zstd: Callable[[], tuple[int, int]] = lambda: (0, 0),
+    zstd: Callable[[], tuple[int, ...]] = lambda: (0, 0),
 ) -> int:
     """:func:`~zarr_vectors.kernels.row_blocks.decode_blocks` of every block; -1 or the
     first failing block (every block before it is decoded). ``zstd()`` gives the calling
-    thread's Zstandard function and context
+    thread's Zstandard function and context, and the unshuffle functions
     (:func:`~zarr_vectors.store.zstd_contexts.zstd_context`; by default none).
 
     A large batch (:data:`_SPLIT_BLOCKS` blocks and :data:`_SPLIT_BYTES` bytes decoded, at

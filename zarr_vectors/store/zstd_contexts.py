@@ -6,7 +6,11 @@ Zstandard streams itself with a context kept here
 (:func:`~zarr_vectors.kernels.zstd_frames.stage_frame`): ``ZSTD_decompressDCtx`` of the
 same C-Blosc library the decoder uses (the library exports its bundled Zstandard), one
 context per thread (a context must not be shared by threads at once), freed with its
-thread. Used only after a self test; else frames go to C-Blosc whole, as before.
+thread. Used only after a self test; else frames go to C-Blosc whole, as before. With
+the library's own unshuffle functions (internal: found in its symbol table,
+:func:`~zarr_vectors.store.elf_symbols.function_addresses`), a frame of one stream per
+block is decoded without staging nor C-Blosc
+(:func:`~zarr_vectors.kernels.zstd_frames.decode_frame_into`), after its own self test.
 """
 
 from __future__ import annotations
@@ -23,19 +27,25 @@ import numpy as np
 from numcodecs import Blosc
 
 from zarr_vectors.kernels.row_blocks import decode_blocks
+from zarr_vectors.store.elf_symbols import function_addresses
 from zarr_vectors.store.native_blocks import blosc_libraries, native_block_functions
 
 __all__ = ["zstd_context", "zstd_functions"]
 
-_NONE = (0, 0)
+_NONE = (0, 0, 0, 0)
 """What :func:`zstd_context` gives without usable functions: frames go to C-Blosc whole."""
+
+_UNSHUFFLES = ("blosc_internal_unshuffle", "blosc_internal_bitunshuffle")
+_EXPORTED = ("blosc_compress_ctx", "blosc_decompress_ctx", "blosc_getitem")
 
 
 @functools.cache
-def zstd_functions() -> tuple[int, Callable[..., Any], Callable[..., Any]] | None:
-    """``ZSTD_decompressDCtx``'s address and ``ZSTD_createDCtx`` and ``ZSTD_freeDCtx``
-    from the C-Blosc library of :func:`native_block_functions`; None when that library
-    does not export them or they fail the self test."""
+def zstd_functions() -> tuple[int, Callable[..., Any], Callable[..., Any], int, int] | None:
+    """``ZSTD_decompressDCtx``'s address, ``ZSTD_createDCtx`` and ``ZSTD_freeDCtx`` from
+    the C-Blosc library of :func:`native_block_functions`, and the addresses of its
+    :data:`_UNSHUFFLES` (0 and 0 when it does not name them or they fail the self test);
+    None when that library does not export the Zstandard functions or they fail the self
+    test."""
     native = native_block_functions()
     if native is None:
         return None
@@ -52,9 +62,13 @@ def zstd_functions() -> tuple[int, Callable[..., Any], Callable[..., Any]] | Non
         create.restype, create.argtypes = ctypes.c_void_p, []
         free.restype, free.argtypes = ctypes.c_size_t, [ctypes.c_void_p]
         address = ctypes.cast(decompress, ctypes.c_void_p).value
-        if address and _self_test(native, address, create, free):
-            return address, create, free
-        return None
+        if not address or not _self_test(native, address, create, free, (0, 0)):
+            return None
+        found = function_addresses(path, _UNSHUFFLES, _EXPORTED) or {}
+        unshuffles = (found.get(_UNSHUFFLES[0], 0), found.get(_UNSHUFFLES[1], 0))
+        if 0 in unshuffles or not _self_test(native, address, create, free, unshuffles):
+            unshuffles = (0, 0)
+        return address, create, free, *unshuffles
     return None
 
 
@@ -64,36 +78,44 @@ class _Context:
     def __init__(self) -> None:
         found = zstd_functions()
         pointer = found[1]() if found is not None else None
-        self.pair = (found[0], int(pointer)) if found is not None and pointer else _NONE
+        self.pair: tuple[int, int, int, int] = _NONE
         if found is not None and pointer:
+            self.pair = (found[0], int(pointer), found[3], found[4])
             weakref.finalize(self, found[2], pointer)
 
 
 _local = threading.local()
 
 
-def zstd_context() -> tuple[int, int]:
-    """``(ZSTD_decompressDCtx address, context)`` of the calling thread for
-    :func:`~zarr_vectors.kernels.row_blocks.decode_blocks`, or ``(0, 0)`` when unusable.
+def zstd_context() -> tuple[int, int, int, int]:
+    """``(ZSTD_decompressDCtx address, context, unshuffle address, bitunshuffle address)``
+    of the calling thread, the last arguments of
+    :func:`~zarr_vectors.kernels.row_blocks.decode_blocks`; zeros when unusable (the
+    unshuffles alone may be zeros).
 
     Examples
     --------
-    >>> fn, dctx = zstd_context()
+    >>> fn, dctx, unshuffle, bitunshuffle = zstd_context()
     >>> (fn == 0) == (dctx == 0)
     True
     """
     context = getattr(_local, "context", None)
     if context is None:
         context = _local.context = _Context()
-    pair: tuple[int, int] = context.pair
-    return pair
+    found: tuple[int, int, int, int] = context.pair
+    return found
 
 
 def _self_test(
-    native: tuple[int, int], address: int, create: Callable[..., Any], free: Callable[..., Any]
+    native: tuple[int, int],
+    address: int,
+    create: Callable[..., Any],
+    free: Callable[..., Any],
+    unshuffles: tuple[int, int],
 ) -> bool:
-    """Whether frames of several split Zstandard blocks (and one stored raw) decode to
-    numcodecs' rows through a context, and a damaged stream is refused."""
+    """Whether frames of several Zstandard blocks, shuffled and bit shuffled (with a
+    leftover block), decode to numcodecs' rows through a context (and ``unshuffles``), and
+    a damaged stream is refused."""
     rows = (np.arange(6000, dtype="<f4") * np.float32(0.37)).reshape(2000, 3)
     rows[1000:] = np.random.default_rng(0).random((1000, 3), dtype=np.float32)
     blocks = []
@@ -111,7 +133,7 @@ def _self_test(
         return False
     try:
         slots = np.arange(2, dtype=np.int64)
-        args = (flat, slots, size, True, *native, address, int(pointer))
+        args = (flat, slots, size, True, *native, address, int(pointer), *unshuffles)
         if decode_blocks(stored, starts, lengths, *args) != -1:
             return False
         if not (np.array_equal(out[0], rows) and np.array_equal(out[1], rows)):
