@@ -418,20 +418,21 @@ class StoreIO:
         directory). The task makes the directories it lacks and writes the files on its
         own thread. The future's ``result()`` raises what ``files`` or a write raised.
 
-        Examples
-        --------
-        >>> import tempfile
-        >>> from zarr.storage import LocalStore
-        >>> io = StoreIO(LocalStore(tempfile.mkdtemp()), staged=True)
-        >>> io.write_soon(lambda: [("a/c/0", b"x")]).result()
-        >>> io.wait_for_writes()
-        >>> io.get("a/c/0")
-        b'x'
-
         Raises
         ------
         ValueError
             When the store is not a staging directory.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from zarr.storage import LocalStore
+        >>> with tempfile.TemporaryDirectory() as staging:
+        ...     io = StoreIO(LocalStore(staging), staged=True)
+        ...     io.write_soon(lambda: [("a/c/0", b"x")]).result()
+        ...     io.wait_for_writes()
+        ...     io.get("a/c/0")
+        b'x'
         """
         root = local_root(self.store)
         if root is None or not self._staged:

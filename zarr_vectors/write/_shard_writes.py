@@ -60,8 +60,8 @@ class Batcher:
     nothing is written behind its back.
 
     Into a write's own staging directory (:attr:`StoreIO.staged`), which no one reads
-    before it is committed, the order of the files does not matter: a worker writes the
-    shard it encoded itself, and ready values are written in tasks of a few
+    before it is committed, the order of the files does not matter, so instead a worker
+    writes the shard it encoded itself, and ready values are written in tasks of a few
     (:data:`_STAGED_BATCH`) as they come (:meth:`StoreIO.write_soon`), so the files are
     written while the rest is encoded rather than after it. On an error the target waits
     for those tasks before it discards the directory.
