@@ -60,9 +60,9 @@ class Batcher:
     nothing is written behind its back.
 
     Into a write's own staging directory (:attr:`StoreIO.staged`), which no one reads
-    before it is committed, the order of the files does not matter, so instead a worker
-    writes the shard it encoded itself, and ready values are written in tasks of a few
-    (:data:`_STAGED_BATCH`) as they come (:meth:`StoreIO.write_soon`), so the files are
+    before it is committed, the order of the files does not matter: a worker writes the
+    shard it encoded itself, and ready values are written in tasks of a few
+    (:data:`_STAGED_BATCH`) as they come (:meth:`StoreIO.write_soon`). The files are thus
     written while the rest is encoded rather than after it. On an error the target waits
     for those tasks before it discards the directory.
     """
@@ -78,7 +78,8 @@ class Batcher:
         self.writing: list[Future[None]] = []
 
     def add(self, key: str, value: bytes) -> None:
-        """Write ``value`` at ``key`` (after the shards given before it)."""
+        """Write ``value`` at ``key`` (after the shards given before it; into a staging
+        directory in any order)."""
         if self.pending and not self.staged:
             self._hold(key, value, len(value))
         else:
