@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-from functools import partial
 from pathlib import Path
 from unittest import mock
 
@@ -143,31 +142,19 @@ def spans_of(ranges: list[ByteRange]) -> list[tuple[int, int]]:
     return [r for r in ranges if isinstance(r, tuple)]
 
 
-def _named_by_key(key: str) -> list[tuple[str, bytes]]:
-    return [(key, key.encode())]
-
-
-def test_files_written_soon_only_in_a_staging_directory(tmp_path: Path) -> None:
-    """A write's own staging directory takes files from worker tasks (their directories
-    made as needed); the target waits for them; any other store refuses."""
+def test_directories_made_soon_only_in_a_staging_directory(tmp_path: Path) -> None:
+    """A write's own staging directory gets the directories of keys to come from a helper
+    thread; files written meanwhile find theirs; any other store is left alone."""
     staged = StoreIO(LocalStore(tmp_path / "staged"), staged=True)
     keys = [f"a/c/{i}/{j}" for i in range(3) for j in range(2)]
-    tasks = [staged.write_soon(partial(_named_by_key, key)) for key in keys]
-    assert pickle.loads(pickle.dumps(staged))._tasks == []  # handles go to workers
-    staged.set_many([("b/c/0", b"x"), ("b/zarr.json", b"{}")])  # beside the tasks
-
-    def fail() -> list[tuple[str, bytes]]:
-        raise ValueError("encoder failed (simulated)")
-
-    failed = staged.write_soon(fail)
-    staged.wait_for_writes()  # waits, raises nothing
-    assert all(task.done() for task in [*tasks, failed])
-    assert not staged._tasks
-    with pytest.raises(ValueError, match="simulated"):
-        failed.result()
+    staged.make_parents_soon(keys)
+    assert pickle.loads(pickle.dumps(staged))._dir_tasks == []  # handles go to workers
+    staged.set_many([("a/c/0/1", b"x"), ("b/zarr.json", b"{}")])
+    staged.wait_for_directories()
     assert sorted(p.name for p in (tmp_path / "staged/a/c").iterdir()) == ["0", "1", "2"]
-    assert (tmp_path / "staged/a/c/2/1").read_bytes() == b"a/c/2/1"
+    assert (tmp_path / "staged/a/c/0/1").read_bytes() == b"x"
+    assert not staged._dir_tasks
     plain = StoreIO(LocalStore(tmp_path / "plain"))
-    with pytest.raises(ValueError, match="staging directory"):
-        plain.write_soon(lambda: [("k", b"v")])
+    plain.make_parents_soon(keys)
+    plain.wait_for_directories()
     assert not (tmp_path / "plain").exists()

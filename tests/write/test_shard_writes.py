@@ -5,13 +5,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from pathlib import Path
 
 import numpy as np
 import pytest
-from zarr.storage import LocalStore
 
-from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.shards import RowLayout, shard_key
 from zarr_vectors.write import _shard_writes
 from zarr_vectors.write._shard_writes import Batcher, ShardAssembler
@@ -21,13 +18,16 @@ class _RecordingIO:
     """A local store stand-in that records every batch given to ``set_many``."""
 
     is_local = True
-    staged = False
 
     def __init__(self) -> None:
         self.batches: list[list[tuple[str, bytes]]] = []
+        self.soon: list[str] = []
 
     def set_many(self, items: list[tuple[str, bytes]]) -> None:
         self.batches.append(list(items))
+
+    def make_parents_soon(self, keys: list[str]) -> None:
+        self.soon.extend(keys)
 
     @property
     def keys(self) -> list[str]:
@@ -69,6 +69,21 @@ def test_a_ready_value_waits_behind_pending_encodes_without_blocking() -> None:
     assert io.batches[-1] == [("a", b"aa"), ("b", b"b"), ("c", b"ccc")]
     assert not batcher.pending
     assert batcher.pending_nbytes == 0
+
+
+def test_directories_are_asked_for_once_when_their_first_key_comes() -> None:
+    """Each new directory is handed to the helper as its first key is given, before the
+    batch is written (the directories of a write are made while it encodes)."""
+    io = _RecordingIO()
+    batcher = Batcher(io)  # type: ignore[arg-type]
+    batcher.add("v/zarr.json", b"{}")
+    batcher.add_encoded("v/c/0/0", lambda: b"x", 1)
+    batcher.add_encoded("v/c/0/1", lambda: b"y", 1)
+    batcher.add("w/zarr.json", b"{}")
+    assert io.soon == ["v/zarr.json", "v/c/0/0", "w/zarr.json"]
+    assert io.batches == []
+    batcher.flush()
+    assert io.keys == ["v/zarr.json", "v/c/0/0", "v/c/0/1", "w/zarr.json"]
 
 
 @pytest.mark.usefixtures("threaded")
@@ -189,53 +204,3 @@ def test_rows_must_match_the_chunks_given(count: int) -> None:
     assembler = ShardAssembler(Batcher(_RecordingIO()), "s", layout)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="rows than chunks"):
         assembler.add_chunks(np.arange(3).reshape(3, 1), [np.ones(2, "<f4")] * count)
-
-
-def _staged_files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-
-
-@pytest.mark.parametrize("threads", [1, 2])
-def test_into_a_staging_directory_every_file_is_written_by_tasks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int
-) -> None:
-    """Staged: workers write the shards they encode, ready values go out in small batches
-    while the rest is encoded; flush returns once every file is written."""
-    monkeypatch.setattr(_shard_writes, "_THREAD_MIN_BYTES", 0)
-    monkeypatch.setattr(_shard_writes, "_ENCODE_THREADS", threads)
-    io = StoreIO(LocalStore(tmp_path / "s"), staged=True)
-    batcher = Batcher(io)
-    release = threading.Event()
-    if threads == 1:  # encoded by the caller
-        release.set()
-    batcher.add_encoded("v/c/0/0", _blocked_encode(release, b"v0"), 2)
-    for k in range(_shard_writes._STAGED_BATCH):  # a full batch: handed to a task
-        batcher.add(f"d{k}/zarr.json", b"{}")
-    assert batcher.writing  # a batch went to a task before flush
-    batcher.add_files(lambda: [("f/zarr.json", b"{}"), ("f/c/0", b"xy")], 1)
-    batcher.add("last", b"z")
-    release.set()
-    batcher.flush()
-    assert not batcher.writing
-    assert not batcher.pending
-    expected = {"v/c/0/0": b"v0", "f/zarr.json": b"{}", "f/c/0": b"xy", "last": b"z"}
-    expected |= {f"d{k}/zarr.json": b"{}" for k in range(_shard_writes._STAGED_BATCH)}
-    assert _staged_files(tmp_path / "s") == expected
-    io.wait_for_writes()
-    assert not io._tasks
-
-
-@pytest.mark.usefixtures("threaded")
-def test_into_a_staging_directory_a_failed_encode_raises_at_flush(tmp_path: Path) -> None:
-    io = StoreIO(LocalStore(tmp_path / "s"), staged=True)
-    batcher = Batcher(io)
-
-    def fail() -> bytes:
-        raise OSError("encoder failed (simulated)")
-
-    batcher.add_encoded("a/c/0", lambda: b"a", 1)
-    batcher.add_encoded("bad/c/0", fail, 1)
-    with pytest.raises(OSError, match="simulated"):
-        batcher.flush()
-    io.wait_for_writes()  # the target waits so before it discards the directory
-    assert _staged_files(tmp_path / "s") == {"a/c/0": b"a"}

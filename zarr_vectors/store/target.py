@@ -148,14 +148,14 @@ def _local_target(path: Path, where: str, *, overwrite: bool) -> Iterator[StoreI
     try:
         commit.step("staging")
         yield io
-        io.wait_for_writes()  # nothing written in the staging directory once moved
+        io.wait_for_directories()  # no directory made in the staging one once moved
         with writer_lock(path, where=where):  # not in the middle of another's commit
             if found.occupant in _REPLACED:
                 commit.commit_replacement(staging, path)
             else:
                 _move_in(staging, path, where)
     finally:
-        io.wait_for_writes()
+        io.wait_for_directories()
         commit.release(staging)
         shutil.rmtree(staging, ignore_errors=True)  # a failed write's, or the old store
 

@@ -17,7 +17,7 @@ from operator import attrgetter, itemgetter
 
 import numpy as np
 
-from zarr_vectors.kernels import THREADS, results_of, shared_pool
+from zarr_vectors.kernels import THREADS, shared_pool
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.shards import RowLayout, shard_key
 
@@ -41,12 +41,9 @@ _ENCODE_THREADS = THREADS
 _NBYTES = attrgetter("nbytes")
 """An array's bytes (summed over the chunks of a run by :meth:`ShardAssembler.add_chunks`)."""
 
-_STAGED_BATCH = 8
-"""Ready values collected for a staging directory are written in a task per this many."""
-
-_Pending = bytes | Future[bytes] | Future[list[tuple[str, bytes]]] | Future[None]
+_Pending = bytes | Future[bytes] | Future[list[tuple[str, bytes]]]
 """A value the batcher holds: bytes for one key, or a worker's future of them or of whole
-files (:meth:`Batcher.add_files`), or of their writing (a staging directory's)."""
+files (:meth:`Batcher.add_files`)."""
 
 
 class Batcher:
@@ -58,13 +55,6 @@ class Batcher:
     (:meth:`add`) takes its turn behind the shards still being encoded; the caller does
     not wait for them. A worker only computes bytes; if the caller stops on an error,
     nothing is written behind its back.
-
-    Into a write's own staging directory (:attr:`StoreIO.staged`), which no one reads
-    before it is committed, the order of the files does not matter: a worker writes the
-    shard it encoded itself, and ready values are written in tasks of a few
-    (:data:`_STAGED_BATCH`) as they come (:meth:`StoreIO.write_soon`). The files are thus
-    written while the rest is encoded rather than after it. On an error the target waits
-    for those tasks before it discards the directory.
     """
 
     def __init__(self, io: StoreIO) -> None:
@@ -74,13 +64,20 @@ class Batcher:
         self.pending: deque[tuple[str, _Pending, int]] = deque()
         self.pending_nbytes = 0
         self.local = io.is_local
-        self.staged = io.staged
-        self.writing: list[Future[None]] = []
+        self.parents: set[str] = set()
+
+    def _make_parents_soon(self, key: str) -> None:
+        """Have the directory of ``key`` made now, in a helper thread, rather than when the
+        batch is written (:meth:`StoreIO.make_parents_soon`)."""
+        parent = key.rpartition("/")[0]
+        if parent not in self.parents:
+            self.parents.add(parent)
+            self.io.make_parents_soon([key])
 
     def add(self, key: str, value: bytes) -> None:
-        """Write ``value`` at ``key`` (after the shards given before it; into a staging
-        directory in any order)."""
-        if self.pending and not self.staged:
+        """Write ``value`` at ``key`` (after the shards given before it)."""
+        self._make_parents_soon(key)
+        if self.pending:
             self._hold(key, value, len(value))
         else:
             self._collect(key, value)
@@ -98,13 +95,11 @@ class Batcher:
         with less than ``min_bytes`` (default :data:`_THREAD_MIN_BYTES`) the caller encodes
         it.
         """
+        self._make_parents_soon(key)
         if nbytes < (_THREAD_MIN_BYTES if min_bytes is None else min_bytes) or _ENCODE_THREADS < 2:
             self.add(key, encode())
             return
         pool = shared_pool("zv-encode", _ENCODE_THREADS)
-        if self.staged:
-            self._hold(key, self.io.write_soon(lambda: [(key, encode())], pool), nbytes)
-            return
         self._hold(key, pool.submit(encode), nbytes)
 
     def add_files(self, encode: Callable[[], list[tuple[str, bytes]]], nbytes: int) -> None:
@@ -116,9 +111,7 @@ class Batcher:
                 self.add(key, value)
             return
         pool = shared_pool("zv-encode", _ENCODE_THREADS)
-        self._hold(
-            "", self.io.write_soon(encode, pool) if self.staged else pool.submit(encode), nbytes
-        )
+        self._hold("", pool.submit(encode), nbytes)
 
     def _hold(self, key: str, value: _Pending, nbytes: int) -> None:
         """Queue ``value`` (bytes, or a worker's future of them or of whole files) behind
@@ -135,32 +128,23 @@ class Batcher:
             key, value, nbytes = self.pending.popleft()
             self.pending_nbytes -= nbytes
             found = value.result() if isinstance(value, Future) else value
-            if found is None:  # written by its worker
-                continue
             for file_key, file_value in [(key, found)] if isinstance(found, bytes) else found:
                 self._collect(file_key, file_value)
 
     def _collect(self, key: str, value: bytes) -> None:
         self.items.append((key, value))
         self.nbytes += len(value)
-        if self.nbytes >= (_LOCAL_FLUSH_BYTES if self.local else _FLUSH_BYTES) or (
-            self.staged and len(self.items) >= _STAGED_BATCH
-        ):
+        if self.nbytes >= (_LOCAL_FLUSH_BYTES if self.local else _FLUSH_BYTES):
             self._write()
 
     def _write(self) -> None:
-        items, self.items, self.nbytes = self.items, [], 0
-        if not self.staged:
-            self.io.set_many(items)
-        elif items:
-            self.writing.append(self.io.write_soon(lambda: items))
+        self.io.set_many(self.items)
+        self.items, self.nbytes = [], 0
 
     def flush(self) -> None:
         """Write everything given so far."""
         self._settle(len(self.pending))
         self._write()
-        writing, self.writing = self.writing, []
-        results_of(writing)
 
 
 def shard_major_order(
