@@ -281,6 +281,7 @@ CHUNK_CHANGES: dict[str, Callable[[int], int]] = {
     "half": lambda n: max(1, n // 2),
     "x2": lambda n: 2 * n,
     "=0": lambda n: 0,
+    "=2**40": lambda n: BIG,  # a read must not allocate a buffer of the chunk first
 }
 
 

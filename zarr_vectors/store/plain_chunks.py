@@ -139,13 +139,21 @@ def _decoded_natively_into(
     ms so)."""
     if rows.nbytes == expected:
         return _decoded_natively(raw, rows)
-    if rows.nbytes > expected:
-        return False
+    if rows.nbytes > expected or not _frame_holds(raw, expected):
+        return False  # the caller checks the frame again and names the fault
     whole = np.empty(tuple(shape), dtype=rows.dtype)
     if not _decoded_natively(raw, whole):
         return False
     rows[...] = whole[: rows.shape[0]]
     return True
+
+
+def _frame_holds(raw: bytes, expected: int) -> bool:
+    """Whether the Blosc header of a stored chunk (``raw``, CRC32C last) says it decodes to
+    ``expected`` bytes: checked before a buffer of the chunk is made, so that a chunk shape
+    edited in the metadata cannot make a read allocate what the stored bytes never held."""
+    body = raw[:-CRC_BYTES]
+    return len(body) >= BLOSC_HEADER_BYTES and int.from_bytes(body[4:8], "little") == expected
 
 
 def _decoded_natively(raw: bytes, rows: np.ndarray) -> bool:
