@@ -2,8 +2,8 @@
 
 :class:`HandleBase` holds what :func:`zarr_vectors.open` read (I/O, root metadata, version,
 listed levels) and the readers a handle opens once per level. The decorators
-:func:`rechecked`, :func:`data_read` and :func:`labelled` wrap the handle's methods so that
-no answer mixes two versions of a store (spec §12.4).
+:func:`rechecked` and :func:`data_read` wrap the handle's methods so that no answer mixes two
+versions of a store (spec §12.4); :meth:`HandleBase._stamped` labels their results.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.versions import StoreVersion, changed_error
 from zarr_vectors.store_summary import LevelInfo, read_levels
 
-__all__ = ["HandleBase", "rechecked", "data_read", "labelled", "renamed_keyword", "at_level"]
+__all__ = ["HandleBase", "rechecked", "data_read", "renamed_keyword"]
 
 
 def renamed_keyword(
@@ -60,11 +60,6 @@ def renamed_keyword(
         )
     warn_renamed(f"{method}({old_name}=...)", f"{method}({new_name}=...)", stacklevel=4)
     return old[old_name]
-
-
-def at_level(result: QueryResult, level: int) -> QueryResult:
-    """``result`` stamped with the level it was read from."""
-    return result if result.level == level else dataclasses.replace(result, level=level)
 
 
 _P = ParamSpec("_P")
@@ -118,7 +113,6 @@ def data_read(
     runs, a local store's data files are opened once each (:meth:`StoreIO.files_kept`;
     JSON documents, the root's included, are always read afresh).
     """
-    checked = rechecked(method)
 
     @functools.wraps(method)
     def read_one_version(store: _H, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
@@ -126,7 +120,11 @@ def data_read(
             try:
                 store._check_same_directory()
                 with store._io.files_kept():
-                    found = checked(store, *args, **kwargs)
+                    try:  # rechecked, inline: one frame less a read
+                        found = method(store, *args, **kwargs)
+                    except _READ_FAILURES as exc:
+                        store._check_unchanged(exc)
+                        raise
                 store._check_version()
                 return found
             except StoreChangedError:
@@ -136,25 +134,6 @@ def data_read(
         raise AssertionError("unreachable")  # pragma: no cover
 
     return read_one_version
-
-
-def labelled(
-    method: Callable[Concatenate[_H, _P], QueryResult],
-) -> Callable[Concatenate[_H, _P], QueryResult]:
-    """Stamp the store's axis names, units and geometry type on the results of ``method``."""
-
-    @functools.wraps(method)
-    @data_read
-    def stamped(store: _H, /, *args: _P.args, **kwargs: _P.kwargs) -> QueryResult:
-        root = store._root
-        return dataclasses.replace(
-            method(store, *args, **kwargs),
-            axis_names=root.axis_names,
-            axis_units=root.axis_units,
-            kind=root.geometry_type,
-        )
-
-    return stamped
 
 
 class HandleBase:
@@ -241,6 +220,31 @@ class HandleBase:
         """Raise :class:`StoreChangedError` when a local store's directory was replaced."""
         if self._version is not None:
             self._io.check_same_directory(self._version, self._where)
+
+    def _labels(self, level: int) -> dict[str, Any]:
+        """The fields a result of ``level`` carries from the store: its axis names and
+        units, geometry kind and the level (:meth:`_stamped`)."""
+        root = self._root
+        return {
+            "axis_names": root.axis_names,
+            "axis_units": root.axis_units,
+            "kind": root.geometry_type,
+            "level": level,
+        }
+
+    def _stamped(self, result: QueryResult, level: int) -> QueryResult:
+        """``result`` stamped with the store's axis names, units and geometry kind and the
+        level it was read from; ``result`` itself when it carries them already (built with
+        :meth:`_labels`), else one copy."""
+        root = self._root
+        if (
+            result.level == level
+            and result.kind == root.geometry_type
+            and result.axis_names == root.axis_names
+            and result.axis_units == root.axis_units
+        ):
+            return result
+        return dataclasses.replace(result, **self._labels(level))
 
     @property
     def _reader(self) -> LevelReader:

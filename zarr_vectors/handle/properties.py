@@ -9,7 +9,7 @@ import numpy as np
 
 from zarr_vectors._deprecation import warn_renamed
 from zarr_vectors.errors import InvalidInputError, ObjectNotFoundError
-from zarr_vectors.format.names import VERTICES
+from zarr_vectors.format.names import POINT_CLOUD, VERTICES
 from zarr_vectors.handle.base import HandleBase, data_read, rechecked
 from zarr_vectors.query import ObjectReader, PointObjects
 
@@ -152,7 +152,7 @@ class Properties(HandleBase):
     @property
     def is_object_store(self) -> bool:
         """True for polylines, streamlines, graphs, skeletons and meshes."""
-        return self.kind != "point_cloud"
+        return self._root.geometry_type != POINT_CLOUD
 
     @property
     @rechecked
@@ -166,6 +166,9 @@ class Properties(HandleBase):
 
     def _objects_at(self, level: int) -> ObjectReader:
         """Object access on ``level`` (a level the store lists), opened once per handle."""
+        found = self._object_readers.get(level)  # only an object store opens them
+        if found is not None:
+            return found
         if not self.is_object_store:
             raise InvalidInputError(
                 f"a {self.kind} store has no objects, groups or object attributes; "

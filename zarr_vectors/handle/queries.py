@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from zarr_vectors._deprecation import warn_renamed
-from zarr_vectors.handle.base import labelled, renamed_keyword
+from zarr_vectors.handle.base import data_read, renamed_keyword
 from zarr_vectors.handle.selection import Selection
 from zarr_vectors.query import ball as ball_of
 from zarr_vectors.query import polygon as polygon_of
@@ -94,20 +94,21 @@ class Queries(Selection):
         >>> store.query(([0, 0], [5, 5]), max_vertices=2).level
         0
         """
-        region = renamed_keyword("query", "bbox", "region", region, old)
+        if old:
+            region = renamed_keyword("query", "bbox", "region", region, old)
         if max_vertices is not None:
             self._check_one_level_choice(level)
             return self._query_within(region, group, clip, max_vertices)
         return self._query(region, group, clip, level)
 
-    @labelled
+    @data_read
     def _query(self, region: Any, group: Any, clip: bool, level: Any = None) -> QueryResult:
         """:meth:`query` of one level, once its arguments are renamed."""
         self._check_object_options(group, clip)
         checked = self._checked_level(level)
         return self._query_level(self._region_of(region, group), group, clip, checked)
 
-    @labelled
+    @data_read
     def _query_within(self, region: Any, group: Any, clip: bool, budget: Any) -> QueryResult:
         """:meth:`query` with ``max_vertices=``: the finest level within the budget."""
         self._check_object_options(group, clip)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from zarr_vectors._progress import ProgressOption
-from zarr_vectors.handle.base import at_level, labelled
+from zarr_vectors.handle.base import data_read
 from zarr_vectors.handle.selection import Selection
 from zarr_vectors.result import QueryResult
 
@@ -15,7 +15,7 @@ __all__ = ["Reads"]
 class Reads(Selection):
     """:meth:`read` and :meth:`read_objects` of :class:`~zarr_vectors.dataset.VectorStore`."""
 
-    @labelled
+    @data_read
     def read(
         self,
         *,
@@ -60,7 +60,7 @@ class Reads(Selection):
             return self._within_budget(None, None, False, max_vertices)
         return self._read_level(self._checked_level(level), progress)
 
-    @labelled
+    @data_read
     def read_objects(self, ids: Any, *, level: int | None = None) -> QueryResult:
         """Objects by id, each exactly as written, in the order of ``ids``.
 
@@ -109,6 +109,6 @@ class Reads(Selection):
         """
         checked = self._checked_level(level)
         if not self.is_object_store:
-            return at_level(self._point_objects_at(checked).read(ids), checked)
+            return self._stamped(self._point_objects_at(checked).read(ids), checked)
         objects = self._objects_at(checked)
-        return at_level(objects.read(objects.dense_ids(ids), turns=False), checked)
+        return self._stamped(objects.read(objects.dense_ids(ids), turns=False), checked)

@@ -9,7 +9,6 @@ import numpy as np
 
 from zarr_vectors._progress import ProgressOption, progress_reporter
 from zarr_vectors.errors import InvalidInputError, MetadataError
-from zarr_vectors.handle.base import at_level
 from zarr_vectors.handle.properties import Properties
 from zarr_vectors.query import (
     LevelCount,
@@ -39,12 +38,12 @@ class Selection(Properties):
         """Every vertex or object of ``level``, whole, stamped with the level."""
         with progress_reporter(progress) as report:
             if not self.is_object_store:
-                return at_level(read_all(self._level_reader(level), report), level)
+                return self._stamped(read_all(self._level_reader(level), report), level)
             objects = self._objects_at(level)
             report("read objects", 0, 1)
             found = objects.read(np.arange(objects.n_objects, dtype=np.int64))
             report("read objects", 1, 1)
-            return at_level(found, level)
+            return self._stamped(found, level)
 
     def _region_of(self, region: Any, group: Any) -> Region | None:
         """The checked region of a query (None: a query of a group's objects only).
@@ -152,8 +151,8 @@ class Selection(Properties):
             return self._read_level(level, progress=False)
         if region is None:
             objects = self._objects_at(level)
-            return at_level(objects.read(objects.group_members(group)), level)
-        return at_level(self._query_region(region, group, clip, level), level)
+            return self._stamped(objects.read(objects.group_members(group)), level)
+        return self._stamped(self._query_region(region, group, clip, level), level)
 
     def _check_object_options(self, group: Any, clip: object) -> None:
         """Refuse ``group=`` and ``clip=`` where they cannot apply, before anything is read.
@@ -180,9 +179,10 @@ class Selection(Properties):
             )
 
     def _query_region(self, region: Region, group: Any, clip: bool, level: int = 0) -> QueryResult:
-        """The vertices, or the objects with a vertex, in ``region`` (see :meth:`query`)."""
-        self._check_object_options(group, clip)
+        """The vertices, or the objects with a vertex, in ``region`` (see :meth:`query`;
+        ``group`` and ``clip`` checked by :meth:`_check_object_options`); whole objects are
+        built with the store's labels (:meth:`_labels`)."""
         if not self.is_object_store:
             return query_region(self._level_reader(level), region)
-        found = self._objects_at(level).read_region(region, group)
+        found = self._objects_at(level).read_region(region, group, self._labels(level))
         return clip_to_region(found, region) if clip else found

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from zarr_vectors.format.names import POINT_CLOUD
-from zarr_vectors.handle.base import data_read, labelled, rechecked, renamed_keyword
+from zarr_vectors.handle.base import data_read, rechecked, renamed_keyword
 from zarr_vectors.handle.selection import Selection
 from zarr_vectors.query import LazyResult, as_region, check_budget, lazy_query
 from zarr_vectors.result import QueryResult
@@ -204,7 +204,7 @@ class Views(Selection):
         """
         return self._overview(region, max_points).plot(max_points=max_points, **options)
 
-    @labelled
+    @data_read
     def _overview(self, region: Any, max_points: Any) -> QueryResult:
         """What :meth:`plot` draws: the finest level within ``max_points`` in the region, or
         the whole coarsest level when none is (plotting then samples it)."""

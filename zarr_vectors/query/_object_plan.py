@@ -8,7 +8,7 @@ translated to rows of the result (:mod:`~zarr_vectors.query._object_links`), att
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -141,7 +141,9 @@ class ObjectPlan:
         self.where: np.ndarray | None = None  # set by _chunk_counts
         self.link_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # _needed_rows
 
-    def result(self) -> QueryResult:
+    def result(self, labels: dict[str, Any] | None = None) -> QueryResult:
+        """The objects, whole; ``labels``: further fields of the result (axis names and
+        units, kind, level), set when it is built."""
         reader = self.reader
         rows = self._chunk_counts()
         if self.objects.bounded:
@@ -168,6 +170,7 @@ class ObjectPlan:
             faces=links if links is not None and links.shape[1] == 3 else None,
             object_attributes=self._object_attributes(),
             link_attributes=link_columns,
+            **(labels or {}),
         )
 
     def _planned(self, starts: np.ndarray, sizes: np.ndarray, rows: np.ndarray) -> ObjectReadPlan:

@@ -374,9 +374,12 @@ class ObjectReader:
         """
         return self._owners_and_rows(region)[0]
 
-    def read_region(self, region: Region, group: Any = None) -> QueryResult:
+    def read_region(
+        self, region: Region, group: Any = None, labels: dict[str, Any] | None = None
+    ) -> QueryResult:
         """The objects with at least one vertex in ``region`` (and in ``group`` if given),
-        whole, in ascending dense id order.
+        whole, in ascending dense id order; ``labels``: further fields of the result (the
+        store's axis names, kind and level), set when it is built.
 
         The ``vertices`` rows the owners lookup decoded are reused by the read of the
         objects (:mod:`~zarr_vectors.query._held_rows`), not read again.
@@ -386,7 +389,7 @@ class ObjectReader:
             dense = np.intersect1d(dense, self.group_members(group))
         plan = self._plan(dense, True, held)
         del held  # the plan lets the rows go once it has used them
-        return plan.result()
+        return plan.result(labels)
 
     def _owners_and_rows(self, region: Region) -> tuple[np.ndarray, HeldRows | None]:
         """:meth:`owners_in_region`, and the ``vertices`` rows of the chunks it decoded."""
