@@ -83,11 +83,12 @@ class DecodedIndex:
             return decode_object_index_bulk(data, offsets, dense, ndim)  # raises, naming it
         with self._lock:
             unknown = self.first[dense] < 0
-            if unknown.all():  # a first read of these objects: returned as decoded
+            n_unknown = np.count_nonzero(unknown)
+            if n_unknown == dense.shape[0]:  # a first read of these objects: as decoded
                 refs = decode_object_index_bulk(data, offsets, dense, ndim)
                 self._keep(dense, refs)
                 return refs
-            if unknown.any():
+            if n_unknown:
                 new = np.unique(dense[unknown])
                 if not self._keep(new, decode_object_index_bulk(data, offsets, new, ndim)):
                     return decode_object_index_bulk(data, offsets, dense, ndim)

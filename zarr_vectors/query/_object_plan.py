@@ -65,7 +65,7 @@ class ObjectSource(Protocol):
     object_attribute_names: list[str]
     link_blocks: LinkBlocks | None
 
-    def external_ids(self) -> np.ndarray: ...
+    def ids_of(self, dense: np.ndarray) -> np.ndarray: ...
 
     def object_attribute(self, name: str) -> np.ndarray: ...
 
@@ -159,11 +159,11 @@ class ObjectPlan:
             if geometry_kind(self.objects.kind).ordered
             else self._links(plan, planned.link_runs)
         )
-        ids = self.objects.external_ids()[self.dense]
+        ids = self.objects.ids_of(self.dense)
         return QueryResult(
             positions=vertex_rows[0],
             attributes=dict(zip(reader.attribute_names, vertex_rows[1:], strict=True)),
-            vertex_object_ids=np.repeat(ids, planned.offsets[1:] - planned.offsets[:-1]),
+            vertex_object_ids=ids.repeat(planned.offsets[1:] - planned.offsets[:-1]),
             object_ids=ids,
             offsets=planned.offsets,
             edges=links if links is not None and links.shape[1] == 2 else None,

@@ -47,12 +47,14 @@ def owners_and_rows(
     cut = ~np.asarray(inside, dtype=bool)
     if reader.records:
         fragments = _fragments(reader, chunks, counts, where, cut)
-        runs = _every_row(reader, chunks[cut], counts[cut], None if where is None else where[cut])
+        cut_chunks, cut_counts = chunks[cut], counts[cut]
+        cut_where = None if where is None else where[cut]
+        runs = _every_row(reader, cut_chunks, cut_counts, cut_where)
         contained = _contained_in_cache(reader, region, runs)
         if contained is not None:  # the rows stay in the cache, for the read that follows
             found = _owners(fragments, inside, counts, contained)
-            flat = None if where is None else reader.points.occupied_flat()[where[cut]]
-            return found, _held(reader, chunks[cut], counts[cut], None, True, flat)
+            flat = None if cut_where is None else reader.points.occupied_flat()[cut_where]
+            return found, _held(reader, cut_chunks, cut_counts, None, True, flat)
         positions = _read_rows(reader, runs)
         cached = runs is not None and reader.runs_through_cache([VERTICES], runs)
     else:
@@ -148,9 +150,10 @@ def _contained_in_cache(
     """
     if runs is None:
         return np.empty(0, dtype=bool)
-    if not isinstance(region, BoxRegion) or not reader.attribute_names:
+    names = reader.attribute_names
+    if not isinstance(region, BoxRegion) or not names:
         return None
-    layouts = [reader.layouts.get(name) for name in [VERTICES, *reader.attribute_names]]
+    layouts = [reader.layouts.get(name) for name in [VERTICES, *names]]
     row_bytes = sum(layout.row_nbytes for layout in layouts if layout is not None)
     if int((runs.stop - runs.start).sum()) * row_bytes > _TEST_IN_CACHE_BYTES:
         return None

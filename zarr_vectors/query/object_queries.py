@@ -170,6 +170,13 @@ class ObjectReader:
             return np.arange(self.n_objects, dtype=np.int64)
         return self._global(f"{OBJECT_ATTRIBUTES}/{OBJECT_ID_ATTRIBUTE}")
 
+    def ids_of(self, dense: np.ndarray) -> np.ndarray:
+        """The caller's ids of the objects ``dense`` (dense ids, int64): ``dense`` itself
+        when none were given, as :meth:`external_ids` would map them."""
+        if not self._has_external_ids:
+            return dense
+        return self.external_ids()[dense]
+
     def cross_chunk_links(self) -> np.ndarray:
         """``cross_chunk_links``: ``(n, 2)`` global vertex ids of every link between chunks."""
         return self._global(CROSS_CHUNK_LINKS)

@@ -284,7 +284,7 @@ def chunks_met(
     (:meth:`LevelReader.occupied_chunks` ``(None, None)``) when they are found with them:
     a box's chunks are, by one kernel call over every occupied chunk; else None."""
     if isinstance(region, BoxRegion) and not region.is_empty:
-        return _box_chunks(reader, region)
+        return _met_by_box(reader, region)
     return (*chunks_meeting(reader, region), None)
 
 
@@ -296,6 +296,13 @@ def _box_chunks(
     chunks."""
     if box.is_empty:
         return (*chunks_meeting(reader, box), np.empty(0, dtype=np.int64))
+    return _met_by_box(reader, box)
+
+
+def _met_by_box(
+    reader: LevelReader, box: BoxRegion
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_box_chunks` of a box that is not empty."""
     coords, occupied = reader.occupied_chunks(None, None)
     grid = reader.grid
     picked, covered = box_chunks(coords, grid.origin, grid.chunk_shape, box.lo, box.hi)

@@ -571,13 +571,14 @@ class PointReads:
         ``lo <= p < hi``, and the first row outside its chunk (-1: none), tested where
         the rows lie in the open store's cache of decoded blocks when every block is
         there (a warm read: one kernel call, :meth:`BlockCache.rows_in_box`); else None."""
-        cache = self.reader.blocks
+        reader = self.reader
+        cache = reader.blocks
         if cache is None or cache.budget <= 0 or runs.where is None or not runs.chunk.shape[0]:
             return None
-        layout = self.reader.layouts[name]
+        layout = reader.layouts[name]
         assert layout is not None  # a column read by kernels (can_select)
         return cache.rows_in_box(
-            self.reader.paths[name],
+            reader.paths[name],
             self.occupied_flat()[runs.where],
             (runs.chunk, runs.start, runs.stop),
             (layout.rows_per_block, layout.n_blocks),
@@ -593,7 +594,8 @@ class PointReads:
         call a column, :meth:`BlockCache.copy_runs`), each ``vertices`` row checked to lie
         in its chunk as :meth:`LevelReader.read_runs` checks it; else None (also for a row
         outside its chunk: the read that follows reports it)."""
-        cache = self.reader.blocks
+        reader = self.reader
+        cache = reader.blocks
         if cache is None or cache.budget <= 0 or runs.where is None or not runs.chunk.shape[0]:
             return None
         n = int((runs.stop - runs.start).sum())
@@ -601,13 +603,13 @@ class PointReads:
         triple = (runs.chunk, runs.start, runs.stop)
         out = []
         for name in names:
-            layout = self.reader.layouts[name]
+            layout = reader.layouts[name]
             assert layout is not None  # a column read by kernels (can_select)
             dtype, row_shape = self._spec(name)
             rows = np.empty((n, *row_shape), dtype)
             sizes = (layout.rows_per_block, layout.n_blocks)
             boxes = (runs.where, *self.chunk_boxes()) if name == VERTICES else None
-            if not cache.copy_runs(self.reader.paths[name], flat, triple, sizes, rows, boxes):
+            if not cache.copy_runs(reader.paths[name], flat, triple, sizes, rows, boxes):
                 return None
             out.append(rows)
         return out
