@@ -162,7 +162,7 @@ class Selection(Properties):
         InvalidInputError
             When ``clip`` is not a bool, or ``group``/``clip`` are given for a point cloud.
         """
-        if not isinstance(clip, bool | np.bool_):
+        if clip is not True and clip is not False and not isinstance(clip, np.bool_):
             raise InvalidInputError(f"clip must be True or False, got {clip!r}")
         if self.is_object_store:
             return

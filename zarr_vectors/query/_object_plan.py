@@ -14,7 +14,7 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.kinds import geometry_kind
-from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS, VERTICES
+from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
 from zarr_vectors.kernels import counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.cross_links import CrossLinks
@@ -64,6 +64,15 @@ class ObjectSource(Protocol):
     link_attribute_names: list[str]
     object_attribute_names: list[str]
     link_blocks: LinkBlocks | None
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def n_max(self) -> int: ...
+
+    @property
+    def vertex_columns(self) -> list[str]: ...
 
     def ids_of(self, dense: np.ndarray) -> np.ndarray: ...
 
@@ -125,7 +134,7 @@ class ObjectPlan:
         self.reader = objects.reader
         self.dense = dense
         self.ref_object, ref_chunk, self.ref_fragment = refs
-        grid_shape = tuple(int(g) for g in self.reader.grid.shape)
+        grid_shape = objects.grid_shape
         occupied = self.reader.points.occupied_flat()  # ascending: C order
         counts = self.reader.occupied_chunks(None, None)[1]
         if dense_enough(math.prod(grid_shape), ref_chunk.shape[0]):
@@ -144,7 +153,6 @@ class ObjectPlan:
     def result(self, labels: dict[str, Any] | None = None) -> QueryResult:
         """The objects, whole; ``labels``: further fields of the result (axis names and
         units, kind, level), set when it is built."""
-        reader = self.reader
         rows = self._chunk_counts()
         if self.objects.bounded:
             starts, sizes = self._rows_by_group(rows)
@@ -162,7 +170,7 @@ class ObjectPlan:
         ids = self.objects.ids_of(self.dense)
         return QueryResult(
             positions=vertex_rows[0],
-            attributes=dict(zip(reader.attribute_names, vertex_rows[1:], strict=True)),
+            attributes=dict(zip(self.objects.vertex_columns[1:], vertex_rows[1:], strict=True)),
             vertex_object_ids=ids.repeat(planned.offsets[1:] - planned.offsets[:-1]),
             object_ids=ids,
             offsets=planned.offsets,
@@ -178,7 +186,7 @@ class ObjectPlan:
         (first rows ``starts``, row counts ``sizes``; ``rows``: each slot's rows), by one
         kernel call (:func:`object_read_plan`); step by step when it declines (a damaged
         reference: the steps report it as before)."""
-        n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
+        n_max = self.objects.n_max
         link_plan = self.link_plan
         links = None if link_plan is None else (self.ref_fragment, link_plan[0], link_plan[1])
         refs = (self.ref_slot, starts, sizes, self.ref_object)
@@ -204,7 +212,7 @@ class ObjectPlan:
         decoded blocks are not copied: when every block is there, every column is copied
         out of it at once (:meth:`PointReads.cached_runs`); else, with vertex attributes,
         every column is read in one pass over the cache (one read instead of two)."""
-        names = [VERTICES, *self.reader.attribute_names]
+        names = self.objects.vertex_columns
         held, read = self.held, None
         if held is not None and held.cached and self.reader.points.kernel_row_bytes(names, False):
             read = self.reader.points.cached_runs(names, runs)  # every block cached (warm)
@@ -387,8 +395,7 @@ class ObjectPlan:
         """What :func:`translate_edges` takes to find the objects' cross-chunk links: the
         table ordered by first id (read whole and ordered once per reader), each chunk
         slot's flat index and the level's ``N_max``."""
-        n_max = int(self.reader.array_meta[VERTICES]["shape"][self.reader.grid.ndim])
-        return self.objects.cross_link_index(), self.chunk_flat, n_max
+        return self.objects.cross_link_index(), self.chunk_flat, self.objects.n_max
 
     def _object_attributes(self) -> dict[str, np.ndarray]:
         return {

@@ -112,7 +112,7 @@ def _held(
         return None
     if flat is None:
         flat = np.ravel_multi_index(tuple(chunks.T), reader.grid.shape).astype(np.int64)
-    return HeldRows(flat, counts.astype(np.int64), rows, cached)
+    return HeldRows(flat, counts.astype(np.int64, copy=False), rows, cached)
 
 
 def _every_row(

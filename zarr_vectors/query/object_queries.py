@@ -8,6 +8,7 @@ translated to rows of the result) and its attributes.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -95,6 +96,22 @@ class ObjectReader:
             else None
         )
 
+    @functools.cached_property
+    def grid_shape(self) -> tuple[int, ...]:
+        """Chunks per axis of the level's grid (made once)."""
+        return tuple(int(g) for g in self.reader.grid.shape)
+
+    @functools.cached_property
+    def n_max(self) -> int:
+        """``N_max``: the rows a chunk of the level may hold (spec §9.11; read once)."""
+        reader = self.reader
+        return int(reader.array_meta[VERTICES]["shape"][reader.grid.ndim])
+
+    @functools.cached_property
+    def vertex_columns(self) -> list[str]:
+        """``vertices`` and the per-vertex attribute columns, in result order (made once)."""
+        return [VERTICES, *self.reader.attribute_names]
+
     # -- global arrays (read once) --------------------------------------------------------
     def _global(self, path: str) -> np.ndarray:
         if path not in self._cache:
@@ -138,8 +155,7 @@ class ObjectReader:
         if not table.size:
             return
         reader = self.reader
-        n_max = int(reader.array_meta[VERTICES]["shape"][reader.grid.ndim])
-        capacity = math.prod(int(g) for g in reader.grid.shape) * n_max
+        capacity = math.prod(self.grid_shape) * self.n_max
         low, high = int(table.min()), int(table.max())
         if low < 0 or high >= capacity:
             bad = low if low < 0 else high
@@ -175,7 +191,8 @@ class ObjectReader:
         when none were given, as :meth:`external_ids` would map them."""
         if not self._has_external_ids:
             return dense
-        return self.external_ids()[dense]
+        ids: np.ndarray = self.external_ids()[dense]
+        return ids
 
     def cross_chunk_links(self) -> np.ndarray:
         """``cross_chunk_links``: ``(n, 2)`` global vertex ids of every link between chunks."""

@@ -359,6 +359,21 @@ def parse_bbox(bbox: Any, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     return box[0], box[1]
 
 
+def _plain_bounds(lo: Any, hi: Any, ndim: int) -> bool:
+    """Whether ``lo`` and ``hi`` are ``(ndim,)`` float64 arrays with ``lo <= hi`` (no NaN):
+    a box :func:`parse_bbox` accepts as given (a box's usual form, taken without its
+    conversions)."""
+    return (
+        type(lo) is np.ndarray
+        and type(hi) is np.ndarray
+        and lo.dtype == np.float64
+        and hi.dtype == np.float64
+        and lo.shape == (ndim,)
+        and hi.shape == (ndim,)
+        and bool((lo <= hi).all())
+    )
+
+
 def box_region(bbox: Any, ndim: int) -> BoxRegion:
     """The :class:`BoxRegion` of ``bbox = (lo, hi)``, checked with :func:`parse_bbox`."""
     return BoxRegion(*parse_bbox(bbox, ndim))
@@ -722,6 +737,10 @@ def as_region(region: Any, ndim: int, axis_names: Sequence[str]) -> Region:
         When the region is malformed or does not fit the store's axes (another shapely
         geometry than a polygon is refused, naming what to give).
     """
+    if type(region) is tuple and len(region) == 2:
+        lo, hi = region
+        if _plain_bounds(lo, hi, ndim):  # what parse_bbox accepts as is, checked in one step
+            return BoxRegion(lo.copy(), hi.copy())
     if isinstance(region, QueryRegion):
         return region.resolve(ndim, axis_names)
     if isinstance(region, shapely.Geometry):

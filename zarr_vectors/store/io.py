@@ -195,6 +195,8 @@ class StoreIO:
         root = local_root(store)  # the store of a handle is never replaced
         self._local = None if root is None else LocalTree(os.fspath(root))
         self._is_local = root is not None  # asked ~11 times a query
+        self._root_path = None if root is None else os.fspath(root)  # stat before a read
+        self._root_json = None if root is None else os.path.join(root, "zarr.json")
         self._axes: tuple[str, ...] | None = None
 
     def name_dimensions(self, axes: Sequence[str]) -> None:
@@ -520,9 +522,8 @@ class StoreIO:
 
     def _place(self) -> tuple[int, ...] | None:
         """:attr:`StoreVersion.place` of this store (no I/O unless local or a zip file)."""
-        root = local_root(self.store)
-        if root is not None:
-            return place_of(root)
+        if self._root_path is not None:
+            return place_of(self._root_path)
         if isinstance(self.store, ZipStore):
             return place_of(Path(self.store.path))
         return None
@@ -546,11 +547,10 @@ class StoreIO:
     def _root_stamp(self) -> tuple[int, ...] | None:
         """:func:`~zarr_vectors.store.versions.stamp_of` the local root ``zarr.json`` (not
         following a link), None when it cannot be taken."""
-        root = local_root(self.store)
-        if root is None:
+        if self._root_json is None:
             return None
         try:
-            return stamp_of(os.lstat(os.path.join(root, "zarr.json")))
+            return stamp_of(os.lstat(self._root_json))
         except OSError:
             return None
 
@@ -610,10 +610,9 @@ class StoreIO:
         StoreChangedError
             When the path now names another directory, or nothing.
         """
-        root = local_root(self.store)
-        if root is None or opened.place is None:
+        if self._root_path is None or opened.place is None:
             return
-        place = place_of(root)
+        place = place_of(self._root_path)
         if place[:2] != opened.place[:2]:
             raise changed_error(self.store, where, gone=place == ())
 

@@ -48,7 +48,7 @@ class StoreVersion:
     stamp: tuple[int, ...] | None = None
 
 
-def place_of(path: Path) -> tuple[int, ...]:
+def place_of(path: str | Path) -> tuple[int, ...]:
     """``(device, inode, ctime in ns)`` of ``path``, ``()`` when it does not exist."""
     try:
         st = os.stat(path)
