@@ -691,3 +691,35 @@ def test_bbox_strings_bools_and_wrong_bounds_are_refused_saying_what_to_give(
 def test_clip_must_be_a_bool() -> None:
     with pytest.raises(InvalidInputError, match="clip must be True or False, got 'yes'"):
         zv.open(_cloud(3)[0]).query(([0, 0, 0], [1, 1, 1]), clip="yes")
+
+
+def test_every_read_and_query_carries_the_store_labels_and_level(tmp_path: Path) -> None:
+    """Results are built with the store's axis names, units, kind and level (no longer
+    stamped by copies afterwards): region, group, clipped, budget and id reads of objects,
+    and region queries and reads of points."""
+    lines = [np.array([[0, 0, 0], [5, 5, 5.0]]), np.array([[20, 0, 0], [20, 9, 0.0]])]
+    path = tmp_path / "lines.zv"
+    zv.write_polylines(
+        path, lines, chunk_shape=10.0, units="micrometer", groups={"a": [0], "b": [1]}
+    )
+    objects = zv.open(path)
+    box = (np.array([-1.0, -1, -1]), np.array([6.0, 6, 6]))
+    found = [
+        objects.query(box),
+        objects.query(([-1, -1, -1], [6, 6, 6])),
+        objects.query(box, clip=True),
+        objects.query(group="b"),
+        objects.query(box, max_vertices=10),
+        objects.read(),
+        objects.read_objects([1]),
+    ]
+    assert [len(f.object_ids) for f in found] == [1, 1, 1, 1, 1, 2, 1]
+    for result in found:
+        assert (result.axis_names, result.axis_units) == (("x", "y", "z"), ("micrometer",) * 3)
+        assert (result.kind, result.level) == ("polyline", 0)
+    points = tmp_path / "points.zv"
+    zv.write_points(points, [[1.0, 1.0], [7.0, 2.0]], chunk_shape=5.0, units="meter")
+    store = zv.open(points)
+    for result in (store.query((np.zeros(2), np.full(2, 5.0))), store.read()):
+        assert (result.axis_names, result.axis_units) == (("x", "y"), ("meter", "meter"))
+        assert (result.kind, result.level) == ("point_cloud", 0)

@@ -24,6 +24,7 @@ from zarr_vectors.query.regions import (
     BoxRegion,
     PolygonRegion,
     Region,
+    as_region,
     ball_region,
     box_region,
     polygon_region,
@@ -364,3 +365,37 @@ def test_a_plane_given_as_a_numpy_array_is_two_axes() -> None:
     np.testing.assert_array_equal(by_array.bounding_box(), by_tuple.bounding_box())
     named = polygon_region(square, 3, plane=np.array(["x", "z"]), axis_names=("x", "y", "z"))
     np.testing.assert_array_equal(named.bounding_box(), by_tuple.bounding_box())
+
+
+@given(
+    st.lists(
+        st.sampled_from([-np.inf, -1.0, 0.0, 0.5, 2.0, np.inf, np.nan]), min_size=6, max_size=6
+    ),
+    st.sampled_from([(3,), (2,), (3, 1)]),
+)
+@settings(max_examples=150, deadline=None)
+def test_a_box_of_float64_arrays_is_taken_as_the_general_parse_takes_it(
+    values: list[float], shape: tuple[int, ...]
+) -> None:
+    """as_region's step for ``(lo, hi)`` float64 arrays (the usual box) accepts and refuses
+    exactly what parse_bbox does with the same box, with the same message, and keeps no
+    reference to the caller's arrays."""
+    size = int(np.prod(shape))
+    lo = np.array(values[:size], dtype=np.float64).reshape(shape)
+    hi = np.array(values[3 : 3 + size], dtype=np.float64).reshape(shape)
+    try:
+        expected: Any = box_region((lo, hi), 3)
+    except InvalidInputError as exc:
+        expected = str(exc)
+    try:
+        found: Any = as_region((lo, hi), 3, ("x", "y", "z"))
+    except InvalidInputError as exc:
+        found = str(exc)
+    if isinstance(expected, str):
+        assert found == expected
+        return
+    assert isinstance(found, BoxRegion)
+    bounds = (expected.lo.tolist(), expected.hi.tolist())
+    assert (found.lo.tolist(), found.hi.tolist()) == bounds
+    lo[...], hi[...] = 7.0, 8.0  # the caller's arrays changed after the query began
+    assert (found.lo.tolist(), found.hi.tolist()) == bounds
