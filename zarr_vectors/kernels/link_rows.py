@@ -314,8 +314,8 @@ def _pairs(
     run_group, run_rows = runs
     n = entries.shape[0]
     n_groups = bounds.shape[0] - 1
-    pairs = entries.reshape(-1)  # flat: 2-d indexing keeps the loop slow (a stride product
-    flat = out.reshape(-1)  # and a wraparound test per element)
+    pairs = entries.reshape(-1)  # flat views: no stride product an entry
+    flat = out.reshape(-1)
     bad_row = -1
     i, w = 0, 0
     for r in range(run_group.shape[0]):
