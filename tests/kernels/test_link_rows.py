@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tests.kernels import naive
 from tests.kernels.test_link_entries import Case, entry_runs
-from zarr_vectors.kernels.cross_links import cross_link_index
+from zarr_vectors.kernels.cross_links import _SLOT_MAP, _slot_map, cross_link_index
 from zarr_vectors.kernels.link_rows import edge_result_rows, link_result_rows, link_row_runs
 
 Runs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -97,8 +97,9 @@ def test_cross_link_index_orders_the_links_by_first_id(seed: int, n: int, ordere
 def edge_reads(draw: st.DrawFn) -> tuple:
     """Edges over ascending, disjoint runs of local rows per chunk slot (some entries
     negative, in a gap or of a slot outside ``bounds``), the same runs as global ids
-    ``slot_flat[slot] * n_max + row`` (ascending slot chunks), and a cross-chunk link table
-    whose ids are returned or not, in any order or sorted by first id."""
+    ``slot_flat[slot] * n_max + row`` (ascending slot chunks, near or far apart), and a
+    cross-chunk link table whose ids are returned or not, in any order or sorted by first
+    id."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     groups = draw(st.integers(1, 4))
     per_group = rng.integers(0, 4, size=groups)
@@ -112,14 +113,16 @@ def edge_reads(draw: st.DrawFn) -> tuple:
         start[run] = np.cumsum(gap[run] + length[run]) - length[run]
     result = (rng.permutation(max(m, 1))[:m] * 4).astype(np.int64)
     n_max = int((start + length).max(initial=0)) + int(rng.integers(1, 3))
+    spread = 1000 if draw(st.booleans()) else 1  # chunks far apart: the slot searched
     slot_flat = np.sort(rng.choice(3 * groups, size=groups, replace=False)).astype(np.int64)
+    slot_flat *= spread
     gid_start = slot_flat[np.repeat(np.arange(groups), per_group)] * n_max + start
     gids = (np.array([0, m], np.int64), gid_start, length, result)
     n = draw(st.integers(0, 12))
     entries = rng.integers(-2, n_max + 1, size=(n, 2)).astype(np.int64)
     entry_group = rng.integers(0, groups + (1 if draw(st.booleans()) else 0), size=n)
     run_group, run_rows = _cut(n, entry_group.astype(np.int64), int(rng.integers(0, 2**16)))
-    table = rng.integers(0, (3 * groups + 1) * n_max, size=(draw(st.integers(0, 30)), 2))
+    table = rng.integers(0, (3 * groups * spread + 1) * n_max, size=(draw(st.integers(0, 30)), 2))
     if draw(st.booleans()):  # mostly returned ids
         table = gid_start[rng.integers(0, max(m, 1), size=table.shape)] if m else table
     if draw(st.booleans()):
@@ -156,6 +159,21 @@ def test_edge_result_rows_equal_the_twins(
     )
     np.testing.assert_array_equal(got.mine, mine)
     assert (got.local, got.bad_row, got.bad_cross) == (n_local, bad_row, bad_cross)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 400), max_size=12, unique=True))
+def test_slot_map_equals_its_twin(chunks: list[int]) -> None:
+    """Each slot's index at its chunk less the first slot's chunk, -1 at the chunks
+    between; empty when the chunks spread wider than the map's bound."""
+    slot_flat = np.sort(np.array(chunks, np.int64))
+    got = _slot_map(slot_flat)
+    width = int(slot_flat[-1] - slot_flat[0] + 1) if len(chunks) else 0
+    per_slot, slack = _SLOT_MAP
+    want = np.full(width if width <= per_slot * len(chunks) + slack else 0, -1, np.int64)
+    if want.shape[0]:
+        want[slot_flat - slot_flat[0]] = np.arange(len(chunks))
+    np.testing.assert_array_equal(got, want)
 
 
 def test_edge_rows_have_two_entries() -> None:

@@ -279,7 +279,7 @@ def cached_rows_in_box(
 ) -> tuple[npt.NDArray[np.bool_], int] | None:
     """Whether every row of row runs lies in ``box``, tested where the rows lie in the
     cache (each row checked to lie in its chunk), when every block is cached:
-    :func:`cached_run_slots` and
+    the blocks found as :func:`copy_cached_runs` finds them and
     :func:`~zarr_vectors.kernels.slot_runs.slot_rows_in_box` in one call.
 
     Parameters

@@ -314,6 +314,8 @@ def _pairs(
     run_group, run_rows = runs
     n = entries.shape[0]
     n_groups = bounds.shape[0] - 1
+    pairs = entries.reshape(-1)  # flat views: no stride product an entry
+    flat = out.reshape(-1)
     bad_row = -1
     i, w = 0, 0
     for r in range(run_group.shape[0]):
@@ -325,7 +327,7 @@ def _pairs(
         keys = table[at0 : at0 + span]  # the chunk's result rows by key - first
         stop = min(n, i + max(run_rows[r], 0))
         for e in range(i, stop):
-            v0, v1 = entries[e, 0], entries[e, 1]
+            v0, v1 = pairs[2 * e], pairs[2 * e + 1]
             a0, a1 = v0 - first, v1 - first
             r0 = keys[a0] if 0 <= a0 < span else -1
             r1 = keys[a1] if 0 <= a1 < span else -1
@@ -334,7 +336,7 @@ def _pairs(
                     bad_row = 2 * e
                 elif v1 >= 0 and r1 < 0:
                     bad_row = 2 * e + 1
-            out[w, 0], out[w, 1] = r0, r1
+            flat[2 * w], flat[2 * w + 1] = r0, r1
             kept[w] = e
             w += 0 if drop_rootless and r1 < 0 else 1
         i = stop

@@ -258,24 +258,29 @@ def _test_rows(
     d: int,
 ) -> bool:
     """Rows ``at .. at + n`` of ``blocks`` in the box into ``out[d:]``; whether every one
-    lies in ``[lower, upper)`` (without a branch a row: the common case)."""
+    lies in ``[lower, upper)`` (without a branch a row: the common case). The rows are
+    read as one flat run (2-d indexing of a row costs a stride product and a wraparound
+    test per element and keeps the loop from being vectorized: ~7x slower)."""
     placed = True
-    if blocks.shape[1] == 3:
+    ndim = blocks.shape[1]
+    flat = blocks[at : at + n].reshape(-1)
+    inside = out[d : d + n]
+    if ndim == 3:
         a0, a1, a2 = lower[0], lower[1], lower[2]
         b0, b1, b2 = upper[0], upper[1], upper[2]
         l0, l1, l2, h0, h1, h2 = lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]
-        for j in range(n):
-            x = np.float64(blocks[at + j, 0])
-            y = np.float64(blocks[at + j, 1])
-            z = np.float64(blocks[at + j, 2])
+        for j in range(inside.shape[0]):
+            x = np.float64(flat[3 * j])
+            y = np.float64(flat[3 * j + 1])
+            z = np.float64(flat[3 * j + 2])
             placed &= (a0 <= x) & (x < b0) & (a1 <= y) & (y < b1) & (a2 <= z) & (z < b2)
-            out[d + j] = (l0 <= x) & (x < h0) & (l1 <= y) & (y < h1) & (l2 <= z) & (z < h2)
+            inside[j] = (l0 <= x) & (x < h0) & (l1 <= y) & (y < h1) & (l2 <= z) & (z < h2)
         return placed
-    for j in range(n):
-        inside = True
-        for k in range(blocks.shape[1]):
-            p = np.float64(blocks[at + j, k])
+    for j in range(inside.shape[0]):
+        within = True
+        for k in range(ndim):
+            p = np.float64(flat[j * ndim + k])
             placed &= (lower[k] <= p) & (p < upper[k])
-            inside &= (lo[k] <= p) & (p < hi[k])
-        out[d + j] = inside
+            within &= (lo[k] <= p) & (p < hi[k])
+        inside[j] = within
     return placed
