@@ -13,6 +13,10 @@ from zarr_vectors.format.names import POINT_CLOUD, VERTICES
 from zarr_vectors.handle.base import HandleBase, data_read, rechecked
 from zarr_vectors.query import ObjectReader, PointObjects
 
+KEPT_SHARE = 4
+"""Each level of an object store keeps whole objects after their second read, for the next
+read of them, in up to ``cache_bytes // KEPT_SHARE`` bytes (``ObjectReader(kept_bytes=)``)."""
+
 __all__ = ["Properties"]
 
 
@@ -175,7 +179,9 @@ class Properties(HandleBase):
                 "read its points with read() or query()"
             )
         if level not in self._object_readers:
-            self._object_readers[level] = ObjectReader(self._level_reader(level))
+            self._object_readers[level] = ObjectReader(
+                self._level_reader(level), kept_bytes=self._blocks.budget // KEPT_SHARE
+            )
         return self._object_readers[level]
 
     def _point_objects_at(self, level: int) -> PointObjects:

@@ -48,6 +48,7 @@ __all__ = [
     "ObjectPlan",
     "ObjectSource",
     "Pieces",
+    "grouped_links",
     "in_reference_order",
     "reference_pieces",
 ]
@@ -97,6 +98,24 @@ def _placed(rows: np.ndarray, pieces: Pieces, n: int) -> np.ndarray:
     out = np.empty((n, *rows.shape[1:]), dtype=rows.dtype)
     copy_row_runs(rows, pieces[0], out, pieces[1], pieces[2])
     return out
+
+
+def grouped_links(
+    links: np.ndarray, columns: dict[str, np.ndarray], offsets: np.ndarray
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``links`` (rows of the objects ``offsets`` delimits) and their per-link ``columns``
+    object by object: a link belongs to the object of its first entry, and each object's
+    links keep their order (a stable counting sort; nothing moves when they are grouped
+    already). So an object's links in a result do not depend on which other objects it
+    holds (as :func:`~zarr_vectors.query.object_results.repeated_objects` orders them).
+    Links with a negative first entry are left as they are."""
+    if links.shape[0] < 2:
+        return links, columns
+    owner = np.searchsorted(offsets, links[:, 0], side="right") - 1
+    if bool(np.all(owner[1:] >= owner[:-1])) or int(owner[0]) < 0 or int(owner.min()) < 0:
+        return links, columns
+    order = counting_sort(owner, offsets.shape[0] - 1)[0]
+    return links[order], {name: values[order] for name, values in columns.items()}
 
 
 def in_reference_order(
@@ -165,7 +184,7 @@ class ObjectPlan:
         links, link_columns = (
             (None, {})
             if geometry_kind(self.objects.kind).ordered
-            else self._links(plan, planned.link_runs)
+            else grouped_links(*self._links(plan, planned.link_runs), planned.offsets)
         )
         ids = self.objects.ids_of(self.dense)
         return QueryResult(

@@ -31,6 +31,7 @@ from zarr_vectors.format.names import (
     VERTICES,
 )
 from zarr_vectors.kernels.cross_links import CrossLinks, cross_link_index
+from zarr_vectors.query._assembled import Assembled, Gathered
 from zarr_vectors.query._decoded_index import DecodedIndex
 from zarr_vectors.query._held_rows import HeldRows
 from zarr_vectors.query._link_blocks import LinkBlocks
@@ -67,9 +68,19 @@ class ObjectReader:
     cache_bytes
         When ``bounded``: the bytes of decoded fragment ranges kept between groups of
         chunks (and between reads), the least recently used forgotten first.
+    kept_bytes
+        Bytes of objects kept whole after their second read, for the next read of them
+        (:class:`~zarr_vectors.query._assembled.Assembled`); 0 (the default) keeps none.
     """
 
-    def __init__(self, reader: LevelReader, *, bounded: bool = False, cache_bytes: int = 0) -> None:
+    def __init__(
+        self,
+        reader: LevelReader,
+        *,
+        bounded: bool = False,
+        cache_bytes: int = 0,
+        kept_bytes: int = 0,
+    ) -> None:
         self.reader = reader
         self.bounded = bounded
         self.cache_bytes = cache_bytes
@@ -89,6 +100,7 @@ class ObjectReader:
         self._cross_links: CrossLinks | None = None  # cross_chunk_links by first id, once
         self._handoff: tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         self._decoded = DecodedIndex(self.n_objects, reader.grid.ndim)  # reads not bounded
+        self._kept = Assembled(0 if bounded else kept_bytes, self.n_objects)
         stored_edges = geometry_kind(self.kind).stored_edges
         self.link_blocks = (
             LinkBlocks(reader, self.link_attribute_names, self.n_objects, self._check_gids)
@@ -303,8 +315,40 @@ class ObjectReader:
         return repeated_objects(self._read_distinct(unique, turns), take.reshape(-1))
 
     def _read_distinct(self, dense: np.ndarray, turns: bool) -> QueryResult:
-        """The objects ``dense`` (distinct dense ids), whole, in the given order."""
-        return self._plan(dense, turns).result()
+        """The objects ``dense`` (distinct dense ids), whole, in the given order: gathered
+        from the objects kept whole when every one is (:class:`Assembled`), else read from
+        their fragments and offered to be kept."""
+        found = self._kept.take(dense)
+        if found is not None:
+            return self._gathered(dense, found, None)
+        return self._offered(dense, self._plan(dense, turns).result())
+
+    def _offered(self, dense: np.ndarray, result: QueryResult) -> QueryResult:
+        """``result``, a read of the objects ``dense``, after it was offered to be kept."""
+        columns = [result.positions, *(result.attributes[n] for n in self.vertex_columns[1:])]
+        links = result.edges if result.edges is not None else result.faces
+        assert result.offsets is not None
+        self._kept.offer(dense, columns, result.offsets, links, result.link_attributes)
+        return result
+
+    def _gathered(
+        self, dense: np.ndarray, found: Gathered, labels: dict[str, Any] | None
+    ) -> QueryResult:
+        """The result of the kept objects ``dense`` gathered as ``found``: what a read
+        of them returns (:meth:`ObjectPlan.result`)."""
+        ids, links, names = self.ids_of(dense), found.links, self.object_attribute_names
+        return QueryResult(
+            positions=found.columns[0],
+            attributes=dict(zip(self.vertex_columns[1:], found.columns[1:], strict=True)),
+            vertex_object_ids=ids.repeat(found.offsets[1:] - found.offsets[:-1]),
+            object_ids=ids,
+            offsets=found.offsets,
+            edges=links if links is not None and links.shape[1] == 2 else None,
+            faces=links if links is not None and links.shape[1] == 3 else None,
+            object_attributes={n: self.object_attribute(n)[dense] for n in names},
+            link_attributes=found.link_columns,
+            **(labels or {}),
+        )
 
     def _plan(self, dense: np.ndarray, turns: bool, held: HeldRows | None = None) -> ObjectPlan:
         """The read of the objects ``dense`` (distinct dense ids), with ``held`` rows."""
@@ -411,9 +455,12 @@ class ObjectReader:
         dense, held = self._owners_and_rows(region)
         if group is not None:
             dense = np.intersect1d(dense, self.group_members(group))
+        found = self._kept.take(dense)
+        if found is not None:
+            return self._gathered(dense, found, labels)
         plan = self._plan(dense, True, held)
         del held  # the plan lets the rows go once it has used them
-        return plan.result(labels)
+        return self._offered(dense, plan.result(labels))
 
     def _owners_and_rows(self, region: Region) -> tuple[np.ndarray, HeldRows | None]:
         """:meth:`owners_in_region`, and the ``vertices`` rows of the chunks it decoded."""
