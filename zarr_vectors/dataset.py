@@ -80,7 +80,9 @@ def open(
         overlapping the last, takes the blocks it shares from memory instead of reading
         and decoding them again. One cache serves every level; it holds blocks of the
         version the handle reads only (``refresh=True`` starts a new one with the new
-        version). 0 keeps nothing.
+        version). An object store's level also keeps the objects read a second time whole,
+        in up to a quarter of ``cache_bytes`` more, so reading them again (the same box, or
+        its objects by id) is one copy per column. 0 keeps nothing.
 
     Returns
     -------

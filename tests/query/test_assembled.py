@@ -150,7 +150,10 @@ def _offered(kept: Assembled, dense: list[int], sizes: list[int]) -> np.ndarray:
     links = np.concatenate(
         [np.stack([np.arange(a + 1, b), np.arange(a, b - 1)], 1) for a, b in pairwise(offsets)]
     ).astype(np.int64)
-    kept.offer(np.asarray(dense, np.int64), [rows], offsets, links, {"k": links[:, 0] * 2})
+    counts = np.maximum(np.asarray(sizes) - 1, 0)
+    kept.offer(
+        np.asarray(dense, np.int64), ([rows], offsets), (links, counts, {"k": links[:, 0] * 2})
+    )
     return rows
 
 
@@ -170,28 +173,28 @@ def test_objects_are_kept_on_their_second_read_and_served_in_any_order() -> None
     assert (found.link_columns["k"] // 2).tolist() == [3, 4, 5, 1]  # as offered: not re-based
 
 
-def test_nothing_is_kept_without_a_budget_or_beyond_it() -> None:
+def test_nothing_is_kept_without_a_budget_or_beyond_its_share_for_one_read() -> None:
     none = Assembled(0, 10)
     for _ in range(3):
         _offered(none, [1, 2], [5, 5])
     assert none.take(np.array([1])) is None
     assert none.nbytes == 0
-    small = Assembled(200, 10)  # 10 rows of 8 bytes, 8 links of 24 bytes: over the budget
+    # 10 rows of 8 bytes, 8 links of 8 (int32 pairs) and 8 bytes: 208, over an eighth of 1,600
+    small = Assembled(1_600, 10)
     for _ in range(3):
         _offered(small, [1, 2], [5, 5])
     assert small.take(np.array([1])) is None
+    assert small.nbytes == 0
 
 
 def test_keeping_past_the_budget_lets_every_kept_object_go_first() -> None:
-    kept = Assembled(200_000, 10)
-    for _ in range(2):
-        _offered(kept, [1], [2000])
-    assert kept.take(np.array([1])) is not None
-    for _ in range(2):
-        _offered(kept, [2], [2000])
-    assert kept.take(np.array([2])) is not None
-    assert kept.take(np.array([1])) is None  # let go to keep 2 within the budget
-    assert kept.nbytes <= 200_000
+    kept = Assembled(600_000, 40)
+    for d in range(40):  # 2,000 rows and 1,999 links an object: ~64 KB
+        for _ in range(2):
+            _offered(kept, [d], [2000])
+        assert kept.take(np.array([d])) is not None
+        assert kept.nbytes <= 600_000
+    assert kept.take(np.array([0])) is None  # let go to keep the later ones
 
 
 @settings(max_examples=200, deadline=None)
@@ -211,11 +214,21 @@ def test_grouped_links_is_a_stable_sort_by_the_object_of_the_first_entry(
         dtype=np.int64,
     ).reshape(-1, 2)
     column = np.arange(links.shape[0], dtype=np.float32)
-    got, columns = grouped_links(links, {"c": column}, offsets)
+    got, columns, counts = grouped_links(links, {"c": column}, offsets)
     owner = np.searchsorted(offsets, links[:, 0], side="right") - 1
     order = np.argsort(owner, kind="stable")
     np.testing.assert_array_equal(got, links[order])
     np.testing.assert_array_equal(columns["c"], column[order])
+    assert counts is not None
+    np.testing.assert_array_equal(counts, np.bincount(owner, minlength=len(sizes)))
+
+
+def test_grouped_links_leaves_links_whose_first_entry_is_not_a_row() -> None:
+    links = np.array([[3, 0], [-1, 2], [0, 1]])
+    for bad in (links, links + np.array([9, 0])):
+        got, _, counts = grouped_links(bad, {}, np.array([0, 2, 4]))
+        assert got is bad
+        assert counts is None
 
 
 @pytest.mark.parametrize("kind", ["graph", "skeleton", "mesh"])

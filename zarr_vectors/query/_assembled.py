@@ -21,7 +21,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 
 __all__ = ["Assembled", "Gathered"]
@@ -38,32 +37,40 @@ class Gathered(NamedTuple):
 
 
 class _Grown:
-    """Rows appended to one array whose capacity doubles (so appends cost their rows)."""
+    """Rows added to one array whose capacity doubles (so additions cost their rows)."""
 
     def __init__(self, like: np.ndarray) -> None:
-        self.values = np.empty((max(like.shape[0], 1024), *like.shape[1:]), like.dtype)
+        self.values = np.empty((64, *like.shape[1:]), like.dtype)
         self.used = 0
 
-    def append(self, rows: np.ndarray) -> None:
-        stop = self.used + rows.shape[0]
+    def extend(self, rows: int) -> int:
+        """Make room for ``rows`` more rows after the used ones; returns the first."""
+        first, stop = self.used, self.used + rows
         if stop > self.values.shape[0]:
-            grown = np.empty((max(stop, 2 * self.values.shape[0]), *rows.shape[1:]), rows.dtype)
-            grown[: self.used] = self.values[: self.used]
+            size = max(stop, 2 * self.values.shape[0])
+            grown = np.empty((size, *self.values.shape[1:]), self.values.dtype)
+            grown[:first] = self.values[:first]
             self.values = grown
-        self.values[self.used : stop] = rows
         self.used = stop
+        return first
 
     @property
     def nbytes(self) -> int:
         return int(self.values.nbytes)
+
+    @property
+    def used_bytes(self) -> int:
+        return self.used * int(self.values.nbytes // self.values.shape[0])
 
 
 class Assembled:
     """Whole objects of one level, kept after a read within a byte budget.
 
     An object is kept on its second read (one read of many objects, e.g. of all of them,
-    keeps none); when keeping more would pass ``budget`` bytes, every object is let go
-    first. A read is served only when every object it asks is kept.
+    keeps none), when the objects a read would keep take at most an eighth of ``budget``
+    (:data:`READ_SHARE`; larger reads are not kept: they would push out everything else);
+    when keeping them would pass ``budget`` bytes, every object is let go first. A read is
+    served only when every object it asks is kept.
 
     Parameters
     ----------
@@ -79,7 +86,7 @@ class Assembled:
     >>> rows = [np.arange(5.0)]
     >>> offsets, links = np.array([0, 2, 5]), np.array([[1, 0], [3, 2], [4, 3]])
     >>> for _ in range(2):
-    ...     kept.offer(np.array([0, 2]), rows, offsets, links, {})
+    ...     kept.offer(np.array([0, 2]), (rows, offsets), (links, np.array([1, 2]), {}))
     >>> found = kept.take(np.array([2]))
     >>> found.columns[0].tolist(), found.offsets.tolist(), found.links.tolist()
     ([2.0, 3.0, 4.0], [0, 3], [[1, 0], [2, 1]])
@@ -93,7 +100,10 @@ class Assembled:
 
     def _clear(self) -> None:
         self._slot: dict[int, int] = {}
-        self._spans = _Grown(np.empty((0, 4), np.int64))  # row start, rows, link start, links
+        # each kept object: its first kept row, rows, first kept link, links, and the
+        # result row its first row had in the read that kept it (its links' entries are
+        # rows of that read)
+        self._spans = _Grown(np.empty((0, 5), np.int64))
         self._columns: list[_Grown] = []
         self._links: _Grown | None = None
         self._link_columns: dict[str, _Grown] = {}
@@ -104,6 +114,11 @@ class Assembled:
         grown = [self._spans, *self._columns, *self._link_columns.values()]
         grown += [] if self._links is None else [self._links]
         return sum(g.nbytes for g in grown) if self._slot else 0
+
+    def _used_bytes(self) -> int:
+        grown = [self._spans, *self._columns, *self._link_columns.values()]
+        grown += [] if self._links is None else [self._links]
+        return sum(g.used_bytes for g in grown)
 
     def take(self, dense: np.ndarray) -> Gathered | None:
         """The objects ``dense`` (distinct dense ids), when every one is kept; else None."""
@@ -122,98 +137,109 @@ class Assembled:
         asked again), else one copy of runs."""
         offsets = np.zeros(spans.shape[0] + 1, np.int64)
         np.cumsum(spans[:, 1], out=offsets[1:])
-        at = np.zeros(spans.shape[0] + 1, np.int64)
-        np.cumsum(spans[:, 3], out=at[1:])
-        shift = offsets[:-1] - spans[:, 0]  # a kept link's entry is a row of the kept rows
-        if _back_to_back(spans[:, 0], spans[:, 1]) and _back_to_back(spans[:, 2], spans[:, 3]):
-            rows = slice(spans[0, 0], spans[0, 0] + offsets[-1])
-            links = slice(spans[0, 2], spans[0, 2] + at[-1])
-            columns = [c.values[rows].copy() for c in self._columns]
-            if self._links is None:
-                return Gathered(columns, offsets, None, {})
-            found = self._links.values[links] + shift[0]
-            link_columns = {k: v.values[links].copy() for k, v in self._link_columns.items()}
-            return Gathered(columns, offsets, found, link_columns)
-        columns = [_runs(c.values, spans[:, 0], offsets, spans[:, 1]) for c in self._columns]
+        together = _back_to_back(spans[:, 0], spans[:, 1])
+        columns = [
+            _copied(c.values, spans[:, 0], offsets, spans[:, 1], together) for c in self._columns
+        ]
         if self._links is None:
             return Gathered(columns, offsets, None, {})
-        found = _runs(self._links.values, spans[:, 2], at, spans[:, 3])
-        found += np.repeat(shift, spans[:, 3])[:, None]
+        at = np.zeros(spans.shape[0] + 1, np.int64)
+        np.cumsum(spans[:, 3], out=at[1:])
+        together = _back_to_back(spans[:, 2], spans[:, 3])
+        links = _copied(self._links.values, spans[:, 2], at, spans[:, 3], together, np.int64)
+        shift = offsets[:-1] - spans[:, 4]  # entries: rows of the read that kept them
+        if shift.any():
+            links += np.repeat(shift, spans[:, 3])[:, None]
         link_columns = {
-            k: _runs(v.values, spans[:, 2], at, spans[:, 3]) for k, v in self._link_columns.items()
+            k: _copied(v.values, spans[:, 2], at, spans[:, 3], together)
+            for k, v in self._link_columns.items()
         }
-        return Gathered(columns, offsets, found, link_columns)
+        return Gathered(columns, offsets, links, link_columns)
 
     def offer(
         self,
         dense: np.ndarray,
-        columns: list[np.ndarray],
-        offsets: np.ndarray,
-        links: np.ndarray | None,
-        link_columns: dict[str, np.ndarray],
+        rows: tuple[list[np.ndarray], np.ndarray],
+        linked: tuple[np.ndarray | None, np.ndarray | None, dict[str, np.ndarray]],
     ) -> None:
-        """Keep the objects of a read (``dense``: distinct dense ids; ``columns``: their
-        vertex columns, object ``i`` at rows ``offsets[i]:offsets[i + 1]``; ``links``:
-        rows of those, grouped by object in object order, with their ``link_columns``)
-        that were read before and are not kept."""
+        """Keep the objects of a read that were read before and are not kept.
+
+        ``dense``: their dense ids (distinct); ``rows``: their vertex columns and offsets
+        (object ``i`` at rows ``offsets[i]:offsets[i + 1]``); ``linked``: their links
+        (rows of those, object by object in object order; None for a kind without
+        links), each object's link count (None: the links are not so ordered, and
+        nothing is kept) and the links' columns.
+        """
         if self.budget <= 0 or not dense.shape[0]:
             return
         with self._lock:
             again = self._seen[dense]
             self._seen[dense] = True
-            if not again.any():
+            if not again.any() or (linked[0] is not None and linked[1] is None):
                 return
-            owner = None
-            if links is not None:
-                owner = np.searchsorted(offsets, links[:, 0], side="right") - 1
-                if links.shape[0] and (int(links.min()) < 0 or np.any(owner[1:] < owner[:-1])):
-                    return  # not grouped by object, or an entry not a row: not kept
             pick = np.flatnonzero(again & np.array([d not in self._slot for d in dense.tolist()]))
             if pick.shape[0]:
-                self._keep(dense, pick, columns, offsets, (links, owner, link_columns))
+                self._keep(dense, pick, rows, linked)
 
     def _keep(
         self,
         dense: np.ndarray,
         pick: np.ndarray,
-        columns: list[np.ndarray],
-        offsets: np.ndarray,
+        rows: tuple[list[np.ndarray], np.ndarray],
         linked: tuple[np.ndarray | None, np.ndarray | None, dict[str, np.ndarray]],
     ) -> None:
-        """Append the objects ``dense[pick]`` (see :meth:`offer`), letting every kept
-        object go first when the budget would be passed."""
-        links, owner, link_columns = linked
-        sizes = (offsets[1:] - offsets[:-1])[pick]
-        rows = concat_ranges(offsets[:-1][pick], sizes)
-        span = np.zeros((pick.shape[0], 4), np.int64)
-        span[:, 1] = sizes
-        wanted = rows.shape[0] * _row_bytes(columns)
-        if links is not None and owner is not None:
-            bounds = np.searchsorted(owner, np.arange(offsets.shape[0]))
-            span[:, 3] = (bounds[1:] - bounds[:-1])[pick]
-            at = concat_ranges(bounds[:-1][pick], span[:, 3])
-            wanted += at.shape[0] * _row_bytes([links, *link_columns.values()])
-        if wanted > self.budget:
+        """Add the objects ``dense[pick]`` (see :meth:`offer`: ``rows`` are its columns and
+        offsets, ``linked`` its links, their count by object and their columns), letting
+        every kept object go first when the budget would be passed."""
+        columns, offsets = rows
+        links, link_counts, link_columns = linked
+        span = np.zeros((pick.shape[0], 5), np.int64)
+        span[:, 1] = (offsets[1:] - offsets[:-1])[pick]
+        span[:, 4] = offsets[:-1][pick]
+        wanted = int(span[:, 1].sum()) * _row_bytes(columns)
+        if links is not None and link_counts is not None:
+            link_starts = np.cumsum(link_counts) - link_counts  # grouped by object
+            span[:, 3] = link_counts[pick]
+            row_bytes = 4 * links.shape[1] + _row_bytes(list(link_columns.values()))
+            wanted += int(span[:, 3].sum()) * row_bytes
+        if wanted * READ_SHARE > self.budget or offsets[-1] >= 2**31:
             return
-        if self.nbytes + 2 * wanted > self.budget:
+        if 2 * (self._used_bytes() + wanted) > self.budget:  # capacity: at most twice used
             self._clear()
         if not self._columns:
-            self._columns = [_Grown(c[:0]) for c in columns]
+            self._columns = [_Grown(c) for c in columns]
             if links is not None:
-                self._links = _Grown(links[:0])
-                self._link_columns = {k: _Grown(v[:0]) for k, v in link_columns.items()}
-        span[:, 0] = self._columns[0].used + np.cumsum(sizes) - sizes
+                self._links = _Grown(links.astype(np.int32))  # rows of a read within the budget
+                self._link_columns = {k: _Grown(v) for k, v in link_columns.items()}
         for grown, values in zip(self._columns, columns, strict=True):
-            grown.append(values[rows])
-        if self._links is not None and links is not None and owner is not None:
-            span[:, 2] = self._links.used + np.cumsum(span[:, 3]) - span[:, 3]
-            moved = np.repeat(span[:, 0] - offsets[:-1][pick], span[:, 3])
-            self._links.append(links[at] + moved[:, None])  # rows of the kept rows
+            span[:, 0] = _added(grown, values, span[:, 4], span[:, 1])
+        if self._links is not None and links is not None:
+            first = link_starts[pick]
+            span[:, 2] = _added(self._links, links, first, span[:, 3])  # as int32
             for name, grown in self._link_columns.items():
-                grown.append(link_columns[name][at])
-        first = len(self._slot)
-        self._spans.append(span)
-        self._slot.update(zip(dense[pick].tolist(), range(first, self._spans.used), strict=True))
+                _added(grown, link_columns[name], first, span[:, 3])
+        slot = self._spans.extend(pick.shape[0])
+        self._spans.values[slot : slot + pick.shape[0]] = span
+        self._slot.update(zip(dense[pick].tolist(), range(slot, self._spans.used), strict=True))
+
+
+READ_SHARE = 8
+""":class:`Assembled` keeps the objects of a read when they take at most ``budget //
+READ_SHARE`` bytes."""
+
+
+def _added(grown: _Grown, values: np.ndarray, first: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Add rows ``first[i]:first[i] + sizes[i]`` of ``values`` for every ``i`` to
+    ``grown``, one run after another; returns where each run starts there."""
+    n = int(sizes.sum())
+    at = grown.extend(n)
+    starts: np.ndarray = at + np.cumsum(sizes) - sizes
+    if _back_to_back(first, sizes):  # every object of the read, or a run of them
+        grown.values[at : at + n] = values[first[0] : first[0] + n]
+    else:
+        values = np.ascontiguousarray(values, dtype=grown.values.dtype)
+        copy_row_runs(values, first, grown.values, starts, sizes)
+    return starts
 
 
 def _back_to_back(first: np.ndarray, sizes: np.ndarray) -> bool:
@@ -221,13 +247,24 @@ def _back_to_back(first: np.ndarray, sizes: np.ndarray) -> bool:
     return bool(np.array_equal(first[1:], first[:-1] + sizes[:-1]))
 
 
-def _runs(
-    kept: np.ndarray, first: np.ndarray, offsets: np.ndarray, sizes: np.ndarray
+def _copied(
+    kept: np.ndarray,
+    first: np.ndarray,
+    offsets: np.ndarray,
+    sizes: np.ndarray,
+    together: bool,
+    dtype: type | None = None,
 ) -> np.ndarray:
     """Rows ``first[i]:first[i] + sizes[i]`` of ``kept`` for every ``i``, one after another
-    (at ``offsets[i]``), copied run by run."""
-    out = np.empty((int(offsets[-1]), *kept.shape[1:]), kept.dtype)
-    copy_row_runs(kept, first, out, offsets[:-1], sizes)
+    (at ``offsets[i]``), as ``dtype`` (default: ``kept``'s): copied as one slice when the
+    runs follow one another (``together``), else run by run."""
+    out = np.empty((int(offsets[-1]), *kept.shape[1:]), dtype or kept.dtype)
+    if together:
+        out[...] = kept[first[0] : first[0] + offsets[-1]]
+    elif out.dtype == kept.dtype:
+        copy_row_runs(kept, first, out, offsets[:-1], sizes)
+    else:
+        out[...] = _copied(kept, first, offsets, sizes, together)
     return out
 
 

@@ -102,20 +102,31 @@ def _placed(rows: np.ndarray, pieces: Pieces, n: int) -> np.ndarray:
 
 def grouped_links(
     links: np.ndarray, columns: dict[str, np.ndarray], offsets: np.ndarray
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
     """``links`` (rows of the objects ``offsets`` delimits) and their per-link ``columns``
-    object by object: a link belongs to the object of its first entry, and each object's
-    links keep their order (a stable counting sort; nothing moves when they are grouped
-    already). So an object's links in a result do not depend on which other objects it
-    holds (as :func:`~zarr_vectors.query.object_results.repeated_objects` orders them).
-    Links with a negative first entry are left as they are."""
-    if links.shape[0] < 2:
-        return links, columns
+    object by object, and each object's link count: a link belongs to the object of its
+    first entry, and each object's links keep their order (a stable counting sort; nothing
+    moves when they are grouped already). So an object's links in a result do not depend
+    on which other objects it holds (as
+    :func:`~zarr_vectors.query.object_results.repeated_objects` orders them). Links are
+    left as they are, and the counts None, when a first entry is not a row.
+
+    Examples
+    --------
+    >>> links = np.array([[3, 2], [1, 0], [4, 3]])
+    >>> links, _, counts = grouped_links(links, {}, np.array([0, 2, 5]))
+    >>> links.tolist(), counts.tolist()
+    ([[1, 0], [3, 2], [4, 3]], [1, 2])
+    """
+    n = offsets.shape[0] - 1
     owner = np.searchsorted(offsets, links[:, 0], side="right") - 1
-    if bool(np.all(owner[1:] >= owner[:-1])) or int(owner[0]) < 0 or int(owner.min()) < 0:
-        return links, columns
-    order = counting_sort(owner, offsets.shape[0] - 1)[0]
-    return links[order], {name: values[order] for name, values in columns.items()}
+    if links.shape[0] and (int(owner.min()) < 0 or int(links[:, 0].max()) >= offsets[-1]):
+        return links, columns, None
+    if bool(np.all(owner[1:] >= owner[:-1])):
+        return links, columns, np.bincount(owner, minlength=n)
+    order, bounds = counting_sort(owner, n)
+    moved = {name: values[order] for name, values in columns.items()}
+    return links[order], moved, bounds[1:] - bounds[:-1]
 
 
 def in_reference_order(
@@ -168,6 +179,7 @@ class ObjectPlan:
         self.chunk_keys = [tuple(c) for c in self.chunks.tolist()]
         self.where: np.ndarray | None = None  # set by _chunk_counts
         self.link_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # _needed_rows
+        self.link_counts: np.ndarray | None = None  # each object's links, set by result
 
     def result(self, labels: dict[str, Any] | None = None) -> QueryResult:
         """The objects, whole; ``labels``: further fields of the result (axis names and
@@ -181,11 +193,13 @@ class ObjectPlan:
         plan = planned.plan
         runs = RowRuns(self.chunk_keys, plan.run_slot, plan.run_start, plan.run_stop, self.where)
         vertex_rows = self._vertex_rows(runs, planned.pieces)
-        links, link_columns = (
-            (None, {})
-            if geometry_kind(self.objects.kind).ordered
-            else grouped_links(*self._links(plan, planned.link_runs), planned.offsets)
-        )
+        links: np.ndarray | None = None
+        link_columns: dict[str, np.ndarray] = {}
+        if not geometry_kind(self.objects.kind).ordered:
+            links, link_columns = self._links(plan, planned.link_runs)
+            links, link_columns, self.link_counts = grouped_links(
+                links, link_columns, planned.offsets
+            )
         ids = self.objects.ids_of(self.dense)
         return QueryResult(
             positions=vertex_rows[0],

@@ -321,14 +321,17 @@ class ObjectReader:
         found = self._kept.take(dense)
         if found is not None:
             return self._gathered(dense, found, None)
-        return self._offered(dense, self._plan(dense, turns).result())
+        plan = self._plan(dense, turns)
+        return self._offered(dense, plan, plan.result())
 
-    def _offered(self, dense: np.ndarray, result: QueryResult) -> QueryResult:
-        """``result``, a read of the objects ``dense``, after it was offered to be kept."""
+    def _offered(self, dense: np.ndarray, plan: ObjectPlan, result: QueryResult) -> QueryResult:
+        """``result``, the read of the objects ``dense`` by ``plan``, after it was offered
+        to be kept."""
         columns = [result.positions, *(result.attributes[n] for n in self.vertex_columns[1:])]
         links = result.edges if result.edges is not None else result.faces
         assert result.offsets is not None
-        self._kept.offer(dense, columns, result.offsets, links, result.link_attributes)
+        linked = (links, plan.link_counts, result.link_attributes)
+        self._kept.offer(dense, (columns, result.offsets), linked)
         return result
 
     def _gathered(
@@ -460,7 +463,7 @@ class ObjectReader:
             return self._gathered(dense, found, labels)
         plan = self._plan(dense, True, held)
         del held  # the plan lets the rows go once it has used them
-        return self._offered(dense, plan.result(labels))
+        return self._offered(dense, plan, plan.result(labels))
 
     def _owners_and_rows(self, region: Region) -> tuple[np.ndarray, HeldRows | None]:
         """:meth:`owners_in_region`, and the ``vertices`` rows of the chunks it decoded."""
