@@ -18,6 +18,7 @@ from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
 from zarr_vectors.kernels import counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.cross_links import CrossLinks
+from zarr_vectors.kernels.link_groups import links_by_object
 from zarr_vectors.kernels.link_rows import link_row_runs
 from zarr_vectors.kernels.object_plan import ObjectReadPlan, object_read_plan
 from zarr_vectors.kernels.read_plan import ReadPlan, read_plan, reference_pieces
@@ -105,11 +106,12 @@ def grouped_links(
 ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
     """``links`` (rows of the objects ``offsets`` delimits) and their per-link ``columns``
     object by object, and each object's link count: a link belongs to the object of its
-    first entry, and each object's links keep their order (a stable counting sort; nothing
-    moves when they are grouped already). So an object's links in a result do not depend
-    on which other objects it holds (as
-    :func:`~zarr_vectors.query.object_results.repeated_objects` orders them). Links are
-    left as they are, and the counts None, when a first entry is not a row.
+    first entry, and each object's links keep their order
+    (:func:`~zarr_vectors.kernels.link_groups.links_by_object`; nothing moves when they are
+    grouped already). So an object's links in a result do not depend on which other
+    objects it holds (as :func:`~zarr_vectors.query.object_results.repeated_objects`
+    orders them). Links are left as they are, and the counts None, when a first entry is
+    not a row.
 
     Examples
     --------
@@ -118,15 +120,11 @@ def grouped_links(
     >>> links.tolist(), counts.tolist()
     ([[1, 0], [3, 2], [4, 3]], [1, 2])
     """
-    n = offsets.shape[0] - 1
-    owner = np.searchsorted(offsets, links[:, 0], side="right") - 1
-    if links.shape[0] and (int(owner.min()) < 0 or int(links[:, 0].max()) >= offsets[-1]):
-        return links, columns, None
-    if bool(np.all(owner[1:] >= owner[:-1])):
-        return links, columns, np.bincount(owner, minlength=n)
-    order, bounds = counting_sort(owner, n)
-    moved = {name: values[order] for name, values in columns.items()}
-    return links[order], moved, bounds[1:] - bounds[:-1]
+    found = links_by_object(links, offsets)  # one kernel call
+    if found.links is None or found.order is None:
+        return links, columns, found.counts
+    moved = {name: values[found.order] for name, values in columns.items()}
+    return found.links, moved, found.counts
 
 
 def in_reference_order(
