@@ -16,7 +16,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry.test_graphs import BIN, CHUNK, members_by_label, random_edges, scatter
 from tests.geometry.test_meshes import random_faces
-from zarr_vectors.query._assembled import Assembled
+from zarr_vectors.query._assembled import Assembled, gathered
 from zarr_vectors.query._object_plan import grouped_links
 
 KINDS = ("streamline", "graph", "skeleton", "mesh")
@@ -160,11 +160,17 @@ def _offered(kept: Assembled, dense: list[int], sizes: list[int]) -> np.ndarray:
 def test_objects_are_kept_on_their_second_read_and_served_in_any_order() -> None:
     kept = Assembled(2**20, 10)
     _offered(kept, [1, 4, 7], [3, 2, 4])
-    assert kept.take(np.array([1])) is None  # read once: not kept
+    assert kept.take(np.array([1]))[0] is None  # read once: not kept
     _offered(kept, [4, 7, 9], [2, 4, 1])
-    assert kept.take(np.array([1])) is None
-    assert kept.take(np.array([4, 9])) is None  # 9 read once
-    found = kept.take(np.array([7, 4]))
+    assert kept.take(np.array([1]))[0] is None
+    some, which = kept.take(np.array([4, 9]))  # 9 read once
+    assert which.tolist() == [True, False]
+    assert some is not None
+    assert gathered(some).columns[0].tolist() == [400, 401]
+    taken, which = kept.take(np.array([7, 4]))
+    assert which.all()
+    assert taken is not None
+    found = gathered(taken)
     assert found is not None
     assert found.columns[0].tolist() == [700, 701, 702, 703, 400, 401]
     assert found.offsets.tolist() == [0, 4, 6]
@@ -177,13 +183,13 @@ def test_nothing_is_kept_without_a_budget_or_beyond_its_share_for_one_read() -> 
     none = Assembled(0, 10)
     for _ in range(3):
         _offered(none, [1, 2], [5, 5])
-    assert none.take(np.array([1])) is None
+    assert none.take(np.array([1]))[0] is None
     assert none.nbytes == 0
     # 10 rows of 8 bytes, 8 links of 8 (int32 pairs) and 8 bytes: 208, over an eighth of 1,600
     small = Assembled(1_600, 10)
     for _ in range(3):
         _offered(small, [1, 2], [5, 5])
-    assert small.take(np.array([1])) is None
+    assert small.take(np.array([1]))[0] is None
     assert small.nbytes == 0
 
 
@@ -192,9 +198,9 @@ def test_keeping_past_the_budget_lets_every_kept_object_go_first() -> None:
     for d in range(40):  # 2,000 rows and 1,999 links an object: ~64 KB
         for _ in range(2):
             _offered(kept, [d], [2000])
-        assert kept.take(np.array([d])) is not None
+        assert kept.take(np.array([d]))[0] is not None
         assert kept.nbytes <= 600_000
-    assert kept.take(np.array([0])) is None  # let go to keep the later ones
+    assert kept.take(np.array([0]))[0] is None  # let go to keep the later ones
 
 
 @settings(max_examples=200, deadline=None)

@@ -23,17 +23,31 @@ import numpy as np
 
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 
-__all__ = ["Assembled", "Gathered"]
+__all__ = ["Assembled", "Gathered", "Kept", "gathered", "interleaved"]
 
 
 class Gathered(NamedTuple):
-    """Kept objects gathered in the order asked: their vertex columns, ``offsets``, links
-    (rows of the gathered vertices; None for a kind without links) and link columns."""
+    """Whole objects one after another: their vertex columns (object ``i`` at rows
+    ``offsets[i]:offsets[i + 1]``), links (rows of those, object ``i``'s at rows
+    ``link_offsets[i]:link_offsets[i + 1]``; both None for a kind without links) and
+    link columns."""
 
     columns: list[np.ndarray]
     offsets: np.ndarray
     links: np.ndarray | None
+    link_offsets: np.ndarray | None
     link_columns: dict[str, np.ndarray]
+
+
+class Kept(NamedTuple):
+    """Kept objects found for a read: the buffers they lie in (vertex columns, links and
+    link columns: only ever added to, so a read copies from them outside the lock) and
+    their rows of :attr:`Assembled._spans`, in the order asked."""
+
+    columns: list[np.ndarray]
+    links: np.ndarray | None
+    link_columns: dict[str, np.ndarray]
+    spans: np.ndarray
 
 
 class _Grown:
@@ -87,7 +101,7 @@ class Assembled:
     >>> offsets, links = np.array([0, 2, 5]), np.array([[1, 0], [3, 2], [4, 3]])
     >>> for _ in range(2):
     ...     kept.offer(np.array([0, 2]), (rows, offsets), (links, np.array([1, 2]), {}))
-    >>> found = kept.take(np.array([2]))
+    >>> found = gathered(kept.take(np.array([2]))[0])
     >>> found.columns[0].tolist(), found.offsets.tolist(), found.links.tolist()
     ([2.0, 3.0, 4.0], [0, 3], [[1, 0], [2, 1]])
     """
@@ -120,41 +134,25 @@ class Assembled:
         grown += [] if self._links is None else [self._links]
         return sum(g.used_bytes for g in grown)
 
-    def take(self, dense: np.ndarray) -> Gathered | None:
-        """The objects ``dense`` (distinct dense ids), when every one is kept; else None."""
+    def take(self, dense: np.ndarray) -> tuple[Kept | None, np.ndarray]:
+        """The kept objects among ``dense`` (distinct dense ids), in the order asked (None
+        when none is), and which of ``dense`` they are."""
         if not self._slot or not dense.shape[0]:
-            return None
+            return None, np.zeros(dense.shape[0], dtype=bool)
         with self._lock:
             get = self._slot.get
-            slots = [get(d, -1) for d in dense.tolist()]
-            if -1 in slots:
-                return None
-            return self._gathered(self._spans.values[slots])
-
-    def _gathered(self, spans: np.ndarray) -> Gathered:
-        """The kept objects of ``spans`` (their rows of :attr:`_spans`) gathered: one slice
-        a column when they lie back to back in the order asked (the objects of one read,
-        asked again), else one copy of runs."""
-        offsets = np.zeros(spans.shape[0] + 1, np.int64)
-        np.cumsum(spans[:, 1], out=offsets[1:])
-        together = _back_to_back(spans[:, 0], spans[:, 1])
-        columns = [
-            _copied(c.values, spans[:, 0], offsets, spans[:, 1], together) for c in self._columns
-        ]
-        if self._links is None:
-            return Gathered(columns, offsets, None, {})
-        at = np.zeros(spans.shape[0] + 1, np.int64)
-        np.cumsum(spans[:, 3], out=at[1:])
-        together = _back_to_back(spans[:, 2], spans[:, 3])
-        links = _copied(self._links.values, spans[:, 2], at, spans[:, 3], together, np.int64)
-        shift = offsets[:-1] - spans[:, 4]  # entries: rows of the read that kept them
-        if shift.any():
-            links += np.repeat(shift, spans[:, 3])[:, None]
-        link_columns = {
-            k: _copied(v.values, spans[:, 2], at, spans[:, 3], together)
-            for k, v in self._link_columns.items()
-        }
-        return Gathered(columns, offsets, links, link_columns)
+            slots = np.array([get(d, -1) for d in dense.tolist()], dtype=np.int64)
+            kept = slots >= 0
+            if not kept.any():
+                return None, kept
+            links = None if self._links is None else self._links.values
+            found = Kept(
+                [c.values for c in self._columns],
+                links,
+                {k: v.values for k, v in self._link_columns.items()},
+                self._spans.values[slots[kept]],
+            )
+            return found, kept
 
     def offer(
         self,
@@ -200,27 +198,108 @@ class Assembled:
         if links is not None and link_counts is not None:
             link_starts = np.cumsum(link_counts) - link_counts  # grouped by object
             span[:, 3] = link_counts[pick]
-            row_bytes = 4 * links.shape[1] + _row_bytes(list(link_columns.values()))
-            wanted += int(span[:, 3].sum()) * row_bytes
-        if wanted * READ_SHARE > self.budget or offsets[-1] >= 2**31:
+            wanted += int(span[:, 3].sum()) * _row_bytes([links, *link_columns.values()])
+        if wanted * READ_SHARE > self.budget:
             return
         if 2 * (self._used_bytes() + wanted) > self.budget:  # capacity: at most twice used
             self._clear()
         if not self._columns:
             self._columns = [_Grown(c) for c in columns]
             if links is not None:
-                self._links = _Grown(links.astype(np.int32))  # rows of a read within the budget
+                self._links = _Grown(links)
                 self._link_columns = {k: _Grown(v) for k, v in link_columns.items()}
         for grown, values in zip(self._columns, columns, strict=True):
             span[:, 0] = _added(grown, values, span[:, 4], span[:, 1])
         if self._links is not None and links is not None:
             first = link_starts[pick]
-            span[:, 2] = _added(self._links, links, first, span[:, 3])  # as int32
+            span[:, 2] = _added(self._links, links, first, span[:, 3])
             for name, grown in self._link_columns.items():
                 _added(grown, link_columns[name], first, span[:, 3])
         slot = self._spans.extend(pick.shape[0])
         self._spans.values[slot : slot + pick.shape[0]] = span
         self._slot.update(zip(dense[pick].tolist(), range(slot, self._spans.used), strict=True))
+
+
+def gathered(kept: Kept) -> Gathered:
+    """The objects of ``kept`` one after another: one slice a column when they lie back
+    to back in the order asked (the objects of one read, asked again), else one copy of
+    runs."""
+    spans = kept.spans
+    offsets = np.zeros(spans.shape[0] + 1, np.int64)
+    np.cumsum(spans[:, 1], out=offsets[1:])
+    together = _back_to_back(spans[:, 0], spans[:, 1])
+    columns = [_copied(c, spans[:, 0], offsets, spans[:, 1], together) for c in kept.columns]
+    if kept.links is None:
+        return Gathered(columns, offsets, None, None, {})
+    at = np.zeros(spans.shape[0] + 1, np.int64)
+    np.cumsum(spans[:, 3], out=at[1:])
+    together = _back_to_back(spans[:, 2], spans[:, 3])
+    links = _copied(kept.links, spans[:, 2], at, spans[:, 3], together)
+    shift = offsets[:-1] - spans[:, 4]  # entries: rows of the read that kept them
+    if shift.any():
+        links += np.repeat(shift, spans[:, 3])[:, None]
+    link_columns = {
+        k: _copied(v, spans[:, 2], at, spans[:, 3], together) for k, v in kept.link_columns.items()
+    }
+    return Gathered(columns, offsets, links, at, link_columns)
+
+
+def interleaved(first: np.ndarray, kept: Kept, other: Gathered) -> Gathered:
+    """The objects of ``kept`` where ``first`` is True and those of ``other`` elsewhere,
+    in that order (each object's links re-based onto its rows), copied once.
+
+    Examples
+    --------
+    >>> kept = Kept([np.array([5.0, 6.0])], None, {}, np.array([[0, 2, 0, 0, 0]]))
+    >>> other = Gathered([np.array([1.0])], np.array([0, 1]), None, None, {})
+    >>> interleaved(np.array([False, True]), kept, other).columns[0].tolist()
+    [1.0, 5.0, 6.0]
+    """
+    spans = kept.spans
+    offsets = _places(first, spans[:, 1], other.offsets)
+    rows = (spans[:, 0], spans[:, 1], offsets[:-1][first], other.offsets, offsets[:-1][~first])
+    columns = [_pair(a, b, rows) for a, b in zip(kept.columns, other.columns, strict=True)]
+    if kept.links is None or other.links is None:
+        return Gathered(columns, offsets, None, None, {})
+    assert other.link_offsets is not None
+    at = _places(first, spans[:, 3], other.link_offsets)
+    link_rows = (spans[:, 2], spans[:, 3], at[:-1][first], other.link_offsets, at[:-1][~first])
+    links = _pair(kept.links, other.links, link_rows)
+    shift = np.empty(first.shape[0], np.int64)  # each object's rows: from its source to here
+    shift[first] = offsets[:-1][first] - spans[:, 4]
+    shift[~first] = offsets[:-1][~first] - other.offsets[:-1]
+    links += np.repeat(shift, at[1:] - at[:-1])[:, None]
+    link_columns = {
+        k: _pair(v, other.link_columns[k], link_rows) for k, v in kept.link_columns.items()
+    }
+    return Gathered(columns, offsets, links, at, link_columns)
+
+
+Runs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""Two sources' runs placed: the first source's run starts, sizes and destinations, the
+other's offsets and destinations."""
+
+
+def _places(first: np.ndarray, sizes: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """The offsets of runs of ``sizes`` (where ``first``) and of the runs ``other``
+    delimits (elsewhere) placed in that order."""
+    placed = np.empty(first.shape[0], np.int64)
+    placed[first] = sizes
+    placed[~first] = other[1:] - other[:-1]
+    offsets = np.zeros(first.shape[0] + 1, np.int64)
+    np.cumsum(placed, out=offsets[1:])
+    return offsets
+
+
+def _pair(one: np.ndarray, other: np.ndarray, runs: Runs) -> np.ndarray:
+    """The runs of ``one`` and ``other`` (of one dtype and row shape) copied to their
+    places (``runs``: :data:`Runs`)."""
+    starts, sizes, to, other_offsets, other_to = runs
+    other_sizes = other_offsets[1:] - other_offsets[:-1]
+    out = np.empty((int(sizes.sum() + other_sizes.sum()), *one.shape[1:]), one.dtype)
+    copy_row_runs(one, starts, out, to, sizes)
+    copy_row_runs(other, other_offsets[:-1], out, other_to, other_sizes)
+    return out
 
 
 READ_SHARE = 8

@@ -31,7 +31,7 @@ from zarr_vectors.format.names import (
     VERTICES,
 )
 from zarr_vectors.kernels.cross_links import CrossLinks, cross_link_index
-from zarr_vectors.query._assembled import Assembled, Gathered
+from zarr_vectors.query._assembled import Assembled, Gathered, Kept, gathered, interleaved
 from zarr_vectors.query._decoded_index import DecodedIndex
 from zarr_vectors.query._held_rows import HeldRows
 from zarr_vectors.query._link_blocks import LinkBlocks
@@ -315,24 +315,41 @@ class ObjectReader:
         return repeated_objects(self._read_distinct(unique, turns), take.reshape(-1))
 
     def _read_distinct(self, dense: np.ndarray, turns: bool) -> QueryResult:
-        """The objects ``dense`` (distinct dense ids), whole, in the given order: gathered
-        from the objects kept whole when every one is (:class:`Assembled`), else read from
-        their fragments and offered to be kept."""
-        found = self._kept.take(dense)
-        if found is not None:
-            return self._gathered(dense, found, None)
-        plan = self._plan(dense, turns)
-        return self._offered(dense, plan, plan.result())
+        """The objects ``dense`` (distinct dense ids), whole, in the given order: those
+        kept whole (:class:`Assembled`) copied from there, the others read from their
+        fragments (and offered to be kept)."""
+        found, kept = self._kept.take(dense)
+        if found is not None and kept.all():
+            return self._gathered(dense, gathered(found), None)
+        plan = self._plan(dense[~kept], turns)
+        return self._joined(dense, (found, kept), plan, plan.result())
 
-    def _offered(self, dense: np.ndarray, plan: ObjectPlan, result: QueryResult) -> QueryResult:
-        """``result``, the read of the objects ``dense`` by ``plan``, after it was offered
-        to be kept."""
+    def _joined(
+        self,
+        dense: np.ndarray,
+        taken: tuple[Kept | None, np.ndarray],
+        plan: ObjectPlan,
+        result: QueryResult,
+        labels: dict[str, Any] | None = None,
+    ) -> QueryResult:
+        """The objects ``dense``: ``result``, the read by ``plan`` of those not kept (after
+        it was offered to be kept), with the kept ones (``taken``: gathered, and which of
+        ``dense`` they are) placed among them."""
+        found, kept = taken
         columns = [result.positions, *(result.attributes[n] for n in self.vertex_columns[1:])]
         links = result.edges if result.edges is not None else result.faces
+        counts = plan.link_counts
         assert result.offsets is not None
-        linked = (links, plan.link_counts, result.link_attributes)
-        self._kept.offer(dense, (columns, result.offsets), linked)
-        return result
+        self._kept.offer(
+            dense[~kept], (columns, result.offsets), (links, counts, result.link_attributes)
+        )
+        if found is None:
+            return result
+        if links is not None and counts is None:  # not grouped (not rows): read them all
+            return self._plan(dense, True).result(labels)
+        link_offsets = None if counts is None else np.concatenate([[0], np.cumsum(counts)])
+        read = Gathered(columns, result.offsets, links, link_offsets, result.link_attributes)
+        return self._gathered(dense, interleaved(kept, found, read), labels)
 
     def _gathered(
         self, dense: np.ndarray, found: Gathered, labels: dict[str, Any] | None
@@ -458,12 +475,12 @@ class ObjectReader:
         dense, held = self._owners_and_rows(region)
         if group is not None:
             dense = np.intersect1d(dense, self.group_members(group))
-        found = self._kept.take(dense)
-        if found is not None:
-            return self._gathered(dense, found, labels)
-        plan = self._plan(dense, True, held)
+        found, kept = self._kept.take(dense)
+        if found is not None and kept.all():
+            return self._gathered(dense, gathered(found), labels)
+        plan = self._plan(dense[~kept], True, held)
         del held  # the plan lets the rows go once it has used them
-        return self._offered(dense, plan, plan.result(labels))
+        return self._joined(dense, (found, kept), plan, plan.result(labels), labels)
 
     def _owners_and_rows(self, region: Region) -> tuple[np.ndarray, HeldRows | None]:
         """:meth:`owners_in_region`, and the ``vertices`` rows of the chunks it decoded."""
