@@ -135,16 +135,17 @@ class Assembled:
         return sum(g.used_bytes for g in grown)
 
     def take(self, dense: np.ndarray) -> tuple[Kept | None, np.ndarray]:
-        """The kept objects among ``dense`` (distinct dense ids), in the order asked (None
-        when none is), and which of ``dense`` they are."""
+        """The kept objects among ``dense`` (distinct dense ids), in the order asked, and
+        which of ``dense`` they are; none when fewer than half are kept (placing the others
+        among them would then cost more than it saves)."""
         if not self._slot or not dense.shape[0]:
             return None, np.zeros(dense.shape[0], dtype=bool)
         with self._lock:
             get = self._slot.get
             slots = np.array([get(d, -1) for d in dense.tolist()], dtype=np.int64)
             kept = slots >= 0
-            if not kept.any():
-                return None, kept
+            if 2 * int(kept.sum()) < kept.shape[0]:  # fewer than half: not worth placing
+                return None, np.zeros(dense.shape[0], dtype=bool)
             links = None if self._links is None else self._links.values
             found = Kept(
                 [c.values for c in self._columns],
