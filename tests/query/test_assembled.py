@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -16,8 +17,10 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry.test_graphs import BIN, CHUNK, members_by_label, random_edges, scatter
 from tests.geometry.test_meshes import random_faces
+from zarr_vectors.query import _object_plan as object_plan
+from zarr_vectors.query import object_queries
 from zarr_vectors.query._assembled import Assembled, gathered
-from zarr_vectors.query._object_plan import grouped_links
+from zarr_vectors.query._object_plan import GROUPED_LINKS, grouped_links
 
 KINDS = ("streamline", "graph", "skeleton", "mesh")
 
@@ -142,18 +145,20 @@ def test_a_result_does_not_share_the_kept_memory(kind: str) -> None:
     assert first.positions.any()
 
 
-def _offered(kept: Assembled, dense: list[int], sizes: list[int]) -> np.ndarray:
+def _offered(
+    kept: Assembled, dense: list[int], sizes: list[int], references: int = 1000
+) -> np.ndarray:
     """Offer objects ``dense`` of ``sizes`` rows each (row ``r`` of object ``d`` holds
-    ``100 * d + r``; each object a chain of links); returns the rows."""
+    ``100 * d + r``; each object a chain of links), read from ``references`` fragment
+    references; returns the rows."""
     rows = np.concatenate([100.0 * d + np.arange(s) for d, s in zip(dense, sizes, strict=True)])
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     links = np.concatenate(
         [np.stack([np.arange(a + 1, b), np.arange(a, b - 1)], 1) for a, b in pairwise(offsets)]
     ).astype(np.int64)
     counts = np.maximum(np.asarray(sizes) - 1, 0)
-    kept.offer(
-        np.asarray(dense, np.int64), ([rows], offsets), (links, counts, {"k": links[:, 0] * 2})
-    )
+    linked = (links, counts, {"k": links[:, 0] * 2})
+    kept.offer(np.asarray(dense, np.int64), ([rows], offsets), linked, references)
     return rows
 
 
@@ -191,6 +196,16 @@ def test_nothing_is_kept_without_a_budget_or_beyond_its_share_for_one_read() -> 
         _offered(small, [1, 2], [5, 5])
     assert small.take(np.array([1]))[0] is None
     assert small.nbytes == 0
+
+
+def test_objects_of_large_fragments_are_not_kept() -> None:
+    kept = Assembled(2**20, 10)
+    for _ in range(3):  # 100 rows of 8 bytes and 98 links of 24: over 512 bytes a reference
+        _offered(kept, [1, 2], [50, 50], references=5)
+    assert kept.take(np.array([1]))[0] is None
+    for _ in range(2):
+        _offered(kept, [1, 2], [50, 50], references=7)
+    assert kept.take(np.array([1]))[0] is not None
 
 
 def test_keeping_past_the_budget_lets_every_kept_object_go_first() -> None:
@@ -247,3 +262,36 @@ def test_the_links_of_a_read_come_object_by_object(kind: str) -> None:
         owner = np.searchsorted(found.offsets, links[:, 0], side="right") - 1
         assert links.shape[0] > 0
         assert np.all(np.diff(owner) >= 0)
+
+
+def test_links_beyond_the_grouped_count_are_left_in_storage_order() -> None:
+    offsets = np.array([0, 2, 4])
+    links = np.tile(np.array([[3, 2], [1, 0]]), (GROUPED_LINKS // 2 + 1, 1))
+    got, _, counts = grouped_links(links, {}, offsets)
+    assert got is links
+    assert counts is None
+    fewer, _, counts = grouped_links(links[:4], {}, offsets)
+    assert fewer.tolist() == [[1, 0], [1, 0], [3, 2], [3, 2]]
+    assert counts is not None
+
+
+@pytest.mark.parametrize("kind", ["graph", "skeleton", "mesh"])
+def test_reads_past_the_grouped_count_equal_reads_without_caches(kind: str) -> None:
+    store = _written(kind, 3)
+    cached, plain = zv.open(store), zv.open(store, cache_bytes=0)
+    ids = plain.object_ids
+    small, large = ids[:2], ids
+    found = plain.read_objects(small)
+    limit = len(found.edges if found.edges is not None else found.faces)  # type: ignore[arg-type]
+    with (
+        mock.patch.object(object_plan, "GROUPED_LINKS", limit),
+        mock.patch.object(object_queries, "GROUPED_LINKS", limit),
+    ):
+        for pick in [small, small, small]:
+            _same(cached.read_objects(pick), plain.read_objects(pick))
+        assert cached._objects_at(0)._kept.nbytes > 0  # kept: the reads below meet them
+        for pick in [large, large, ids[:1], ids[::-1], ids[:3], ids[:3], small]:
+            _same(cached.read_objects(pick), plain.read_objects(pick))
+        box = (np.zeros(3), np.full(3, 25.0))
+        for _ in range(3):
+            _same(cached.query(box), plain.query(box))

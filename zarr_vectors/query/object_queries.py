@@ -36,7 +36,7 @@ from zarr_vectors.query._decoded_index import DecodedIndex
 from zarr_vectors.query._held_rows import HeldRows
 from zarr_vectors.query._link_blocks import LinkBlocks
 from zarr_vectors.query._object_links import LINK_COLUMN, check_graph_links, link_column
-from zarr_vectors.query._object_plan import ObjectPlan
+from zarr_vectors.query._object_plan import GROUPED_LINKS, ObjectPlan
 from zarr_vectors.query._owners import OWNER_COLUMN, owners_and_rows
 from zarr_vectors.query.object_ids import group_key, requested_ids
 from zarr_vectors.query.object_results import repeated_objects
@@ -319,7 +319,7 @@ class ObjectReader:
         kept whole (:class:`Assembled`) copied from there, the others read from their
         fragments (and offered to be kept)."""
         found, kept = self._kept.take(dense)
-        if found is not None and kept.all():
+        if found is not None and kept.all() and _grouped(found, 0):
             return self._gathered(dense, gathered(found), None)
         plan = self._plan(dense[~kept], turns)
         return self._joined(dense, (found, kept), plan, plan.result())
@@ -340,13 +340,12 @@ class ObjectReader:
         links = result.edges if result.edges is not None else result.faces
         counts = plan.link_counts
         assert result.offsets is not None
-        self._kept.offer(
-            dense[~kept], (columns, result.offsets), (links, counts, result.link_attributes)
-        )
+        linked = (links, counts, result.link_attributes)
+        self._kept.offer(dense[~kept], (columns, result.offsets), linked, plan.ref_slot.shape[0])
         if found is None:
             return result
-        if links is not None and counts is None:  # not grouped (not rows): read them all
-            return self._plan(dense, True).result(labels)
+        if links is not None and (counts is None or not _grouped(found, links.shape[0])):
+            return self._plan(dense, True).result(labels)  # not object by object: read all
         link_offsets = None if counts is None else np.concatenate([[0], np.cumsum(counts)])
         read = Gathered(columns, result.offsets, links, link_offsets, result.link_attributes)
         return self._gathered(dense, interleaved(kept, found, read), labels)
@@ -476,7 +475,7 @@ class ObjectReader:
         if group is not None:
             dense = np.intersect1d(dense, self.group_members(group))
         found, kept = self._kept.take(dense)
-        if found is not None and kept.all():
+        if found is not None and kept.all() and _grouped(found, 0):
             return self._gathered(dense, gathered(found), labels)
         plan = self._plan(dense[~kept], True, held)
         del held  # the plan lets the rows go once it has used them
@@ -491,6 +490,13 @@ class ObjectReader:
         if inside.all() and chunks.shape[0] == reader.occupied_chunks(None, None)[0].shape[0]:
             return self._filled(), None
         return owners_and_rows(reader, region, (chunks, counts, inside, where))
+
+
+def _grouped(kept: Kept, more: int) -> bool:
+    """Whether a read of the ``kept`` objects and ``more`` links would put its links
+    object by object (:data:`~zarr_vectors.query._object_plan.GROUPED_LINKS`), as the
+    kept objects' are."""
+    return kept.links is None or int(kept.spans[:, 3].sum()) + more <= GROUPED_LINKS
 
 
 def _is_run(dense: np.ndarray) -> bool:

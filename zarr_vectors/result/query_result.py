@@ -62,11 +62,13 @@ class QueryResult:
         when directed; skeletons: ``[child, parent]``; clipped polylines and streamlines:
         ``[r, r + 1]`` for the consecutive input vertices both kept, so an object that left
         the region and came back is not joined across the gap), else None (whole polylines:
-        the consecutive rows of each object are linked). A read of whole objects returns
-        them object by object (an edge belongs to the object of its first row).
+        the consecutive rows of each object are linked). A read of whole objects of up to
+        32,768 links returns them object by object (an edge belongs to the object of its
+        first row), each object's in the same order whatever else the read holds; larger
+        reads return them in storage order.
     faces
-        ``(F, 3)`` row indices into ``positions`` (meshes, winding as written; object by
-        object in a read of whole objects), else None.
+        ``(F, 3)`` row indices into ``positions`` (meshes, winding as written; ordered as
+        ``edges``), else None.
     object_attributes
         Per-object attributes by name, one row per returned object.
     link_attributes
