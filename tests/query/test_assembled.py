@@ -17,20 +17,13 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from tests.geometry.test_graphs import BIN, CHUNK, members_by_label, random_edges, scatter
 from tests.geometry.test_meshes import random_faces
+from tests.test_read_objects_repeats import _random_parents
 from zarr_vectors.query import _object_plan as object_plan
 from zarr_vectors.query import object_queries
 from zarr_vectors.query._assembled import Assembled, gathered
 from zarr_vectors.query._object_plan import GROUPED_LINKS, grouped_links
 
 KINDS = ("streamline", "graph", "skeleton", "mesh")
-
-
-def _parents(rng: np.random.Generator, labels: np.ndarray) -> np.ndarray:
-    parents = np.full(labels.shape[0], -1, np.int64)
-    for idx in members_by_label(labels):
-        for k in range(1, len(idx)):
-            parents[idx[k]] = idx[int(rng.integers(0, k))]
-    return parents
 
 
 def _written(kind: str, seed: int, m: int = 10) -> MemoryStore:
@@ -57,7 +50,7 @@ def _written(kind: str, seed: int, m: int = 10) -> MemoryStore:
             store, positions, edges, vertex_objects=labels, edge_attributes=weight, **common
         )
     elif kind == "skeleton":
-        parents = _parents(rng, labels)
+        parents = _random_parents(rng, labels)
         zv.write_skeletons(store, positions, parents=parents, vertex_objects=labels, **common)
     else:
         faces = random_faces(rng, labels)

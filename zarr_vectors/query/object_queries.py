@@ -345,7 +345,7 @@ class ObjectReader:
         if found is None:
             return result
         if links is not None and (counts is None or not _grouped(found, links.shape[0])):
-            return self._plan(dense, True).result(labels)  # not object by object: read all
+            return self._plan(dense, plan.turns).result(labels)  # not object by object
         link_offsets = None if counts is None else np.concatenate([[0], np.cumsum(counts)])
         read = Gathered(columns, result.offsets, links, link_offsets, result.link_attributes)
         return self._gathered(dense, interleaved(kept, found, read), labels)
