@@ -81,10 +81,11 @@ class Assembled:
     """Whole objects of one level, kept after a read within a byte budget.
 
     An object is kept on its second read (one read of many objects, e.g. of all of them,
-    keeps none), when the objects a read would keep take at most an eighth of ``budget``
-    (:data:`READ_SHARE`; larger reads are not kept: they would push out everything else);
-    when keeping them would pass ``budget`` bytes, every object is let go first. A read is
-    served only when every object it asks is kept.
+    keeps none), when the read takes at most an eighth of ``budget`` (:data:`READ_SHARE`;
+    larger reads would push out everything else) and at most :data:`REFERENCE_BYTES` a
+    fragment reference; when keeping them would pass ``budget`` bytes, every object is let
+    go first. :meth:`take` finds the kept objects of a read when they are at least half
+    of it (the read then rebuilds only the others).
 
     Parameters
     ----------
@@ -138,7 +139,7 @@ class Assembled:
         """The kept objects among ``dense`` (distinct dense ids), in the order asked, and
         which of ``dense`` they are; none when fewer than half are kept (placing the others
         among them would then cost more than it saves)."""
-        if not self._slot or not dense.shape[0]:
+        if 2 * len(self._slot) < dense.shape[0] or not dense.shape[0]:  # not half kept
             return None, np.zeros(dense.shape[0], dtype=bool)
         with self._lock:
             get = self._slot.get
@@ -179,8 +180,8 @@ class Assembled:
         size = int(offsets[-1]) * _row_bytes(columns)
         if links is not None:
             size += links.shape[0] * _row_bytes([links, *link_columns.values()])
-        if size > REFERENCE_BYTES * references:
-            return
+        if size > REFERENCE_BYTES * references or size * READ_SHARE > self.budget:
+            return  # nothing to keep: no pass over its ids
         with self._lock:
             again = self._seen[dense]
             self._seen[dense] = True
