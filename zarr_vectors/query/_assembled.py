@@ -348,23 +348,16 @@ def _back_to_back(first: np.ndarray, sizes: np.ndarray) -> bool:
 
 
 def _copied(
-    kept: np.ndarray,
-    first: np.ndarray,
-    offsets: np.ndarray,
-    sizes: np.ndarray,
-    together: bool,
-    dtype: type | None = None,
+    kept: np.ndarray, first: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, together: bool
 ) -> np.ndarray:
     """Rows ``first[i]:first[i] + sizes[i]`` of ``kept`` for every ``i``, one after another
-    (at ``offsets[i]``), as ``dtype`` (default: ``kept``'s): copied as one slice when the
-    runs follow one another (``together``), else run by run."""
-    out = np.empty((int(offsets[-1]), *kept.shape[1:]), dtype or kept.dtype)
+    (at ``offsets[i]``): copied as one slice when the runs follow one another
+    (``together``), else run by run."""
+    out = np.empty((int(offsets[-1]), *kept.shape[1:]), kept.dtype)
     if together:
         out[...] = kept[first[0] : first[0] + offsets[-1]]
-    elif out.dtype == kept.dtype:
-        copy_row_runs(kept, first, out, offsets[:-1], sizes)
     else:
-        out[...] = _copied(kept, first, offsets, sizes, together)
+        copy_row_runs(kept, first, out, offsets[:-1], sizes)
     return out
 
 
