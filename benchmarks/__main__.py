@@ -14,6 +14,7 @@ from importlib.metadata import version
 from typing import Any
 
 from benchmarks._data import point_counts, warm_up
+from benchmarks._host import host_state
 from benchmarks._measure import log
 from benchmarks._memory import measure_write_memory
 from benchmarks._startup import measure_startup
@@ -137,7 +138,8 @@ def _heading(env: dict[str, Any], seconds: float) -> str:
     return (
         f"zarr_vectors benchmarks, {env['date']}; {env['machine']}, Python {env['python']}; "
         f"{versions}\nseed {env['seed']}, {env['boxes']} boxes per fraction, repeat "
-        f"{env['repeat']}; total run time {seconds:.0f} s"
+        f"{env['repeat']}; total run time {seconds:.0f} s\nhost at the start: "
+        f"{env['host_before']}\nhost at the end:   {env['host_after']}"
     )
 
 
@@ -163,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.objects and args.sizes != DEFAULT_SIZES:
         _parser().error("--sizes sets point counts; it cannot be combined with --objects")
     env = _environment(args, sizes)
+    env["host_before"] = host_state()
     began = time.perf_counter()
     rows: list[Row] = []
     object_rows: list[Row] = []
@@ -188,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         log("start-up (fresh processes)")
         rows += measure_startup()
     seconds = time.perf_counter() - began
+    env["host_after"] = host_state()
     print(_heading(env, seconds))
     if rows:
         print()

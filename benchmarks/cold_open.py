@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 import zarr_vectors as zv
+from benchmarks._host import host_state
 from benchmarks.objects import (
     make_boxes,
     make_skeletons,
@@ -228,6 +229,7 @@ def _table(title: str, found: dict[str, list[float]]) -> None:
         ("request waves a cold query", f"{med(found['waves']):.0f}"),
         ("answers equal brute force", "yes" if all(found["ok"]) else "NO"),
         ("load (1 min)", f"{os.getloadavg()[0]:.2f}"),
+        ("host (benchmarks._host)", str(host_state())),
     ]
     whole = med(found.get("phase: whole cold query", [0.0])) or 1.0
     rows += [

@@ -10,8 +10,8 @@ arrays; each after ``os.sync()`` (:func:`~benchmarks._measure.timed_write`). The
 medians and the ratios the issue names: reference / ours (target >= 5) and ours / ``np.save``
 (target <= 30), and the CPU seconds of our write (every thread, user and system): the CPU
 stays put from run to run while the wall time follows the cores other processes leave free.
-The load average is printed beside each row: on a shared machine only ratios within a row
-compare.
+The load average is printed beside each row, and the host's memory speed above the table
+(:mod:`benchmarks._host`): on a shared machine only ratios within a row compare.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from functools import partial
 from pathlib import Path
 
 from benchmarks import objects
+from benchmarks._host import host_state
 from benchmarks._measure import log, median, run_reference, timed_write
 from benchmarks._table import align_table, format_seconds
 from benchmarks.reference_env import ensure_venv
@@ -124,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=None, help="scratch parent (default: the temp dir)")
     args = parser.parse_args(argv)
     python = ensure_venv()
+    before = host_state()
     header = (
         "data",
         "ours",
@@ -139,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             run_kind(kind, args.repeat, args.seed, python, Path(tmp))
             for kind in args.kinds.split(",")
         ]
+    print(f"host at the start: {before}\nhost at the end:   {host_state()}\n")
     print(align_table(header, rows))
     return 0
 
