@@ -17,50 +17,16 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from tests.geometry.test_graphs import BIN, CHUNK, members_by_label, random_edges, scatter
-from tests.geometry.test_meshes import random_faces
 from tests.helpers import examples
+from tests.object_stores import random_object_store
 
 KINDS = ("polyline", "streamline", "graph", "skeleton", "mesh")
-
-
-def _random_parents(rng: np.random.Generator, labels: np.ndarray) -> np.ndarray:
-    """A random tree per object: each vertex's parent is an earlier vertex of its object."""
-    parents = np.full(labels.shape[0], -1, np.int64)
-    for idx in members_by_label(labels):
-        for k in range(1, len(idx)):
-            parents[idx[k]] = idx[int(rng.integers(0, k))]
-    return parents
 
 
 @functools.cache
 def _store(kind: str, m: int = 8, seed: int = 5) -> zv.VectorStore:
     """A small in-memory store of ``m`` random objects of ``kind`` crossing chunks."""
-    rng = np.random.default_rng(seed)
-    positions, labels = scatter(rng, m, max_len=12)
-    n = len(positions)
-    common: dict[str, Any] = {
-        "chunk_shape": CHUNK,
-        "bin_shape": BIN,
-        "attributes": {"w": rng.random(n).astype(np.float32)},
-        "object_attributes": {"score": rng.random(m)},
-        "options": zv.WriteOptions(rows_per_block=16),
-    }
-    store = MemoryStore()
-    if kind in ("polyline", "streamline"):
-        lines = [positions[idx] for idx in members_by_label(labels)]
-        common["attributes"] = {"w": rng.random(n).astype(np.float32)}
-        zv.write_polylines(store, lines, kind=kind, object_ids=np.unique(labels), **common)
-    elif kind == "graph":
-        edges = random_edges(rng, labels, directed=False)
-        zv.write_graph(store, positions, edges, vertex_objects=labels, **common)
-    elif kind == "skeleton":
-        parents = _random_parents(rng, labels)
-        zv.write_skeletons(store, positions, parents=parents, vertex_objects=labels, **common)
-    else:
-        faces = random_faces(rng, labels)
-        zv.write_mesh(store, positions, faces, vertex_objects=labels, **common)
-    return zv.open(store)
+    return zv.open(random_object_store(kind, seed, m, max_len=12))
 
 
 def _links(result: zv.QueryResult) -> np.ndarray | None:

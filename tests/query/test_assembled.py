@@ -15,9 +15,7 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from tests.geometry.test_graphs import BIN, CHUNK, members_by_label, random_edges, scatter
-from tests.geometry.test_meshes import random_faces
-from tests.test_read_objects_repeats import _random_parents
+from tests.object_stores import random_object_store
 from zarr_vectors.query import _object_plan as object_plan
 from zarr_vectors.query import object_queries
 from zarr_vectors.query._assembled import Assembled, gathered
@@ -29,33 +27,7 @@ KINDS = ("streamline", "graph", "skeleton", "mesh")
 def _written(kind: str, seed: int, m: int = 10) -> MemoryStore:
     """``m`` random objects of ``kind`` crossing chunks, with vertex, object and (graphs)
     link attributes and external ids."""
-    rng = np.random.default_rng(seed)
-    positions, labels = scatter(rng, m, max_len=14)
-    n = len(positions)
-    common: dict[str, Any] = {
-        "chunk_shape": CHUNK,
-        "bin_shape": BIN,
-        "attributes": {"w": rng.random(n).astype(np.float32)},
-        "object_attributes": {"score": np.asarray(rng.random(m))},
-        "options": zv.WriteOptions(rows_per_block=16),
-    }
-    store = MemoryStore()
-    if kind == "streamline":
-        lines = [positions[idx] for idx in members_by_label(labels)]
-        zv.write_polylines(store, lines, kind=kind, object_ids=np.unique(labels) * 7, **common)
-    elif kind == "graph":
-        edges = random_edges(rng, labels, directed=False)
-        weight = {"weight": rng.random(len(edges), dtype=np.float32)}
-        zv.write_graph(
-            store, positions, edges, vertex_objects=labels, edge_attributes=weight, **common
-        )
-    elif kind == "skeleton":
-        parents = _random_parents(rng, labels)
-        zv.write_skeletons(store, positions, parents=parents, vertex_objects=labels, **common)
-    else:
-        faces = random_faces(rng, labels)
-        zv.write_mesh(store, positions, faces, vertex_objects=labels, **common)
-    return store
+    return random_object_store(kind, seed, m, max_len=14, id_step=7, edge_weights=True)
 
 
 def _same(got: zv.QueryResult, want: zv.QueryResult) -> None:
