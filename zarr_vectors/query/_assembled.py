@@ -126,14 +126,15 @@ class Assembled:
     @property
     def nbytes(self) -> int:
         """Bytes the kept objects hold (their buffers' capacity)."""
-        grown = [self._spans, *self._columns, *self._link_columns.values()]
-        grown += [] if self._links is None else [self._links]
-        return sum(g.nbytes for g in grown) if self._slot else 0
+        return sum(g.nbytes for g in self._buffers()) if self._slot else 0
 
     def _used_bytes(self) -> int:
+        return sum(g.used_bytes for g in self._buffers())
+
+    def _buffers(self) -> list[_Grown]:
+        """Every buffer of the kept objects."""
         grown = [self._spans, *self._columns, *self._link_columns.values()]
-        grown += [] if self._links is None else [self._links]
-        return sum(g.used_bytes for g in grown)
+        return grown if self._links is None else [*grown, self._links]
 
     def take(self, dense: np.ndarray) -> tuple[Kept | None, np.ndarray]:
         """The kept objects among ``dense`` (distinct dense ids), in the order asked, and
@@ -211,8 +212,6 @@ class Assembled:
             link_starts = np.cumsum(link_counts) - link_counts  # grouped by object
             span[:, 3] = link_counts[pick]
             wanted += int(span[:, 3].sum()) * _row_bytes([links, *link_columns.values()])
-        if wanted * READ_SHARE > self.budget:
-            return
         if 2 * (self._used_bytes() + wanted) > self.budget:  # capacity: at most twice used
             self._clear()
         if not self._columns:
