@@ -27,6 +27,7 @@ __all__ = [
     "run_reference",
     "timed",
     "tree_size",
+    "within_budget",
 ]
 
 T = TypeVar("T")
@@ -196,6 +197,19 @@ def median_time(func: Callable[[], T], repeat: int) -> tuple[float, T]:
     return median(times), value
 
 
+def within_budget(times: Sequence[float], repeat: int, budget: float) -> bool:
+    """Whether one more run fits after runs of ``times`` seconds: fewer than ``repeat`` so
+    far, and the sum with one more as long as the last not past ``budget`` (True before the
+    first run).
+
+    Examples
+    --------
+    >>> within_budget([], 3, 0.0), within_budget([1.0], 3, 2.5), within_budget([1.0, 1.0], 3, 2.5)
+    (True, True, False)
+    """
+    return len(times) < repeat and (not times or sum(times) + times[-1] <= budget)
+
+
 def back_to_back(func: Callable[[], object], repeat: int, budget: float) -> list[float]:
     """Seconds of up to ``repeat`` runs of ``func`` one right after another: the steady state.
 
@@ -212,7 +226,7 @@ def back_to_back(func: Callable[[], object], repeat: int, budget: float) -> list
     """
     gc.collect()
     times: list[float] = []
-    while len(times) < repeat and (not times or sum(times) + times[-1] <= budget):
+    while within_budget(times, repeat, budget):
         start = time.perf_counter()
         func()
         times.append(time.perf_counter() - start)

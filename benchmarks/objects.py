@@ -32,7 +32,15 @@ from typing import Any, TypeVar
 import numpy as np
 
 import zarr_vectors as zv
-from benchmarks._measure import back_to_back, log, median, timed, timed_write, tree_size
+from benchmarks._measure import (
+    back_to_back,
+    log,
+    median,
+    timed,
+    timed_write,
+    tree_size,
+    within_budget,
+)
 from benchmarks._table import Row, format_seconds
 from zarr_vectors.kernels._jit import set_kernel_mode
 
@@ -628,7 +636,7 @@ def repeat_within(func: Callable[[], T], repeat: int, budget: float) -> tuple[li
     while True:
         seconds, value = timed(func)
         times.append(seconds)
-        if len(times) >= repeat or sum(times) + seconds > budget:
+        if not within_budget(times, repeat, budget):
             return times, value
 
 
