@@ -14,7 +14,7 @@ from importlib.metadata import version
 from typing import Any
 
 from benchmarks._data import point_counts, warm_up
-from benchmarks._host import host_state
+from benchmarks._host import host_lines, host_state
 from benchmarks._measure import log
 from benchmarks._memory import measure_write_memory
 from benchmarks._startup import measure_startup
@@ -138,8 +138,8 @@ def _heading(env: dict[str, Any], seconds: float) -> str:
     return (
         f"zarr_vectors benchmarks, {env['date']}; {env['machine']}, Python {env['python']}; "
         f"{versions}\nseed {env['seed']}, {env['boxes']} boxes per fraction, repeat "
-        f"{env['repeat']}; total run time {seconds:.0f} s\nhost at the start: "
-        f"{env['host_before']}\nhost at the end:   {env['host_after']}"
+        f"{env['repeat']}; total run time {seconds:.0f} s\n"
+        + host_lines(env["host_before"], env["host_after"])
     )
 
 

@@ -17,7 +17,7 @@ import time
 import numba
 import numpy as np
 
-__all__ = ["HostState", "host_state"]
+__all__ = ["HostState", "host_lines", "host_state"]
 
 _STEPS = 1_000_000
 """Dependent loads per latency figure (~0.05-0.25 s)."""
@@ -84,3 +84,8 @@ def host_state() -> HostState:
         latency_64mib_ns=latency_ns(64),
         stream_gbps=stream_gbps(),
     )
+
+
+def host_lines(before: HostState, after: HostState) -> str:
+    """The two lines a run prints of the host at its start and at its end."""
+    return f"host at the start: {before}\nhost at the end:   {after}"

@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 
 from benchmarks import objects
-from benchmarks._host import host_state
+from benchmarks._host import host_lines, host_state
 from benchmarks._measure import log, median, run_reference, timed_write
 from benchmarks._table import align_table, format_seconds
 from benchmarks.reference_env import ensure_venv
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             run_kind(kind, args.repeat, args.seed, python, Path(tmp))
             for kind in args.kinds.split(",")
         ]
-    print(f"host at the start: {before}\nhost at the end:   {host_state()}\n")
+    print(host_lines(before, host_state()), end="\n\n")
     print(align_table(header, rows))
     return 0
 

@@ -25,3 +25,12 @@ def test_host_state_prints_its_figures() -> None:
     assert set(state) == {"latency_8mib_ns", "latency_64mib_ns", "stream_gbps"}
     assert all(np.isfinite(v) and v > 0 for v in state.values())
     assert f"{state['latency_8mib_ns']:.0f} ns (8 MiB)" in str(state)
+
+
+def test_host_lines_name_start_and_end() -> None:
+    before = _host.HostState(latency_8mib_ns=40.0, latency_64mib_ns=90.0, stream_gbps=13.0)
+    after = _host.HostState(latency_8mib_ns=60.0, latency_64mib_ns=170.0, stream_gbps=12.0)
+    assert _host.host_lines(before, after).splitlines() == [
+        "host at the start: memory latency 40 ns (8 MiB) / 90 ns (64 MiB), sum 13.0 GB/s",
+        "host at the end:   memory latency 60 ns (8 MiB) / 170 ns (64 MiB), sum 12.0 GB/s",
+    ]
