@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from numcodecs import blosc
+from numcodecs import Blosc, blosc
 
 from tests.kernels import naive
 from zarr_vectors.errors import CorruptChunkError, FragmentIndexError
@@ -21,12 +21,14 @@ from zarr_vectors.kernels.row_blocks import (
     CRC_RESIDUE,
     block_spans,
     decode_blocks,
+    decode_chunk_blocks,
     dense_blob_ranges,
 )
 from zarr_vectors.read.fragment_fetches import decode_blob
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.native_blocks import native_block_functions, native_encode_functions
 from zarr_vectors.store.shards import RowLayout
+from zarr_vectors.store.zstd_contexts import zstd_context
 
 NATIVE = native_block_functions()
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="no native CRC32C / Blosc functions")
@@ -355,3 +357,31 @@ def test_the_encode_self_test_refuses_functions_that_differ_from_numcodecs(
 
     monkeypatch.setattr(native_blocks, "_numcodecs_blocks", other_level)
     assert not native_blocks._native_encode_self_test(*found)
+
+
+def _stored_chunk(rows: np.ndarray, cname: str) -> np.ndarray:
+    frame = bytes(Blosc(cname=cname, clevel=3, shuffle=Blosc.SHUFFLE, blocksize=1024).encode(rows))
+    return np.frombuffer(frame + google_crc32c.value(frame).to_bytes(4, "little"), np.uint8)
+
+
+@pytest.mark.skipif(zstd_context()[0] == 0, reason="no usable Zstandard functions")
+def test_chunk_blocks_are_decoded_only_from_a_sound_zstd_chunk() -> None:
+    """1: the wanted blocks decoded (the others untouched); 0: a sound chunk of another
+    compressor or a ``wanted`` of the wrong length, left to the whole decode; -1: a
+    checksum or a size that disagrees."""
+    assert NATIVE is not None
+    rows = (np.arange(1000) % 251).astype("<i4")  # 4000 bytes: 4 blocks of 1024
+    chunk = _stored_chunk(rows, "zstd")
+    wanted = np.array([1, 0, 0, 1], np.uint8)
+    out = np.full(rows.nbytes, 0xEE, np.uint8)
+    native = (NATIVE[0], *zstd_context())
+    assert decode_chunk_blocks(chunk, out, wanted, *native) == 1
+    expected = np.full(rows.nbytes, 0xEE, np.uint8)
+    expected[:1024], expected[3072:] = rows.view(np.uint8)[:1024], rows.view(np.uint8)[3072:]
+    np.testing.assert_array_equal(out, expected)
+    assert decode_chunk_blocks(chunk, out, np.ones(5, np.uint8), *native) == 0
+    assert decode_chunk_blocks(_stored_chunk(rows, "lz4"), out, wanted, *native) == 0
+    damaged = chunk.copy()
+    damaged[30] ^= 1
+    assert decode_chunk_blocks(damaged, out, wanted, *native) == -1
+    assert decode_chunk_blocks(chunk, out[:-4], wanted, *native) == -1  # another size

@@ -18,6 +18,7 @@ from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.kernels._jit import set_kernel_mode
 from zarr_vectors.kernels.row_blocks import decode_blocks
 from zarr_vectors.kernels.zstd_frames import (
+    decode_frame_blocks_into,
     decode_frame_into,
     scratch_size,
     stage_frame,
@@ -163,6 +164,48 @@ def test_damaged_frames_in_place_match_the_twin(
         damaged[data.draw(st.integers(0, len(frame) - 1))] ^= data.draw(st.integers(1, 255))
     damaged[4:8] = frame[4:8]  # the size the caller checks before decoding
     assert _kernel_into(bytes(damaged)) == frame_into(bytes(damaged), zstd.decompress)
+
+
+@settings(max_examples=80, deadline=None)
+@given(zstd_frames(), st.data())
+def test_wanted_blocks_alone_are_decoded_as_the_twin_decodes_them(
+    case: tuple[bytes, bytes], data: st.DataObject
+) -> None:
+    """Only the blocks ``wanted`` marks are written, each with the bytes the twin decodes
+    for it; every other byte of the destination is left as it was."""
+    rows, frame = case
+    whole = frame_into(frame, zstd.decompress)
+    nbytes, blocksize = (int.from_bytes(frame[a : a + 4], "little") for a in (4, 8))
+    n_blocks = -(-nbytes // blocksize)
+    wanted = np.array(data.draw(st.lists(st.booleans(), min_size=n_blocks, max_size=n_blocks)))
+    buffer = np.frombuffer(frame, dtype=np.uint8)
+    out = np.full(nbytes, 0xAB, dtype=np.uint8)
+    scratch = np.zeros(2 * nbytes + 1024, dtype=np.uint8)
+    args = (buffer, 0, len(frame), out, 0, *ZSTD[:2], UNSHUFFLES, scratch)
+    found = decode_frame_blocks_into(*args, wanted.astype(np.uint8))
+    if not isinstance(whole, bytes):  # a frame stored whole: left to C-Blosc alike
+        assert found == whole == 0
+        return
+    assert found == nbytes
+    expected = np.full(nbytes, 0xAB, dtype=np.uint8)
+    for j in np.flatnonzero(wanted):
+        span = slice(j * blocksize, min(nbytes, (j + 1) * blocksize))
+        expected[span] = np.frombuffer(whole, dtype=np.uint8)[span]
+    assert out.tobytes() == expected.tobytes()
+    assert whole == rows
+
+
+def test_a_wanted_of_the_wrong_length_leaves_the_frame_undecoded() -> None:
+    rows = np.arange(4000, dtype="<i4")
+    frame = bytes(Blosc(cname="zstd", clevel=3, shuffle=Blosc.SHUFFLE, blocksize=4096).encode(rows))
+    buffer = np.frombuffer(frame, dtype=np.uint8)
+    out = np.zeros(rows.nbytes, dtype=np.uint8)
+    scratch = np.zeros(2 * rows.nbytes + 1024, dtype=np.uint8)
+    args = (buffer, 0, len(frame), out, 0, *ZSTD[:2], UNSHUFFLES, scratch)
+    assert decode_frame_blocks_into(*args, np.ones(3, dtype=np.uint8)) == 0  # 4 blocks
+    assert not out.any()
+    assert decode_frame_blocks_into(*args, np.ones(4, dtype=np.uint8)) == rows.nbytes
+    assert out.view("<i4").tolist() == rows.tolist()
 
 
 @pytest.mark.parametrize(

@@ -66,3 +66,25 @@ def test_a_damaged_manifest_is_refused_when_asked_and_keeps_nothing() -> None:
         np.testing.assert_array_equal(g, w)
     with pytest.raises(ManifestError, match="object id outside"):
         index.references(data, offsets, np.array([0, 4]))
+
+
+def test_references_kept_by_the_caller_are_gathered_as_decoded() -> None:
+    """What a read of few manifests keeps (:meth:`DecodedIndex.keep`) gathers as the
+    whole-index decode gives it; an id kept already is refused, nothing is kept then."""
+    data, offsets = _index(8, 6)
+    index = DecodedIndex(6, 3)
+    np.testing.assert_array_equal(index.unknown(np.array([4, 1, 4])), [1, 4])
+    assert index.gather(np.array([1])) is None
+    new = np.array([1, 4])
+    assert index.keep(new, decode_object_index_bulk(data, offsets, new, 3))
+    np.testing.assert_array_equal(index.unknown(np.array([4, 1, 0, 5, 0])), [0, 5])
+    dense = np.array([4, 1, 4])
+    got = index.gather(dense)
+    assert got is not None
+    for g, w in zip(got, decode_object_index_bulk(data, offsets, dense, 3), strict=True):
+        np.testing.assert_array_equal(g, w)
+    used = index.used
+    again = np.array([0, 4])
+    assert not index.keep(again, decode_object_index_bulk(data, offsets, again, 3))
+    assert index.used == used
+    assert index.gather(np.array([0])) is None

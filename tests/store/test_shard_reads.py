@@ -17,7 +17,7 @@ import zarr_vectors as zv
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.store.arrays import nonzero_cells
 from zarr_vectors.store.io import StoreIO
-from zarr_vectors.store.shards import decode_plain_chunks, plain_chunk_keys
+from zarr_vectors.store.shards import decode_plain_chunks, plain_chunk_keys, take_plain_rows
 
 
 @pytest.mark.parametrize(
@@ -170,3 +170,73 @@ def test_a_cut_last_chunk_decodes_natively(
     else:
         with pytest.raises(CorruptChunkError, match="checksum mismatch"):
             decode_plain_chunks(meta, [bytes(r) for r in raws], keys)
+
+
+def _plain(data: np.ndarray, chunks: tuple[int, ...], codecs: list[object] | None) -> tuple:
+    store = MemoryStore()
+    zarr.create_array(store, name="a", data=data, chunks=chunks, compressors=codecs)
+    meta = json.loads(store._store_dict["a/zarr.json"].to_bytes())
+    keys = plain_chunk_keys(meta, "a")
+    assert keys is not None
+    raws = {j: store._store_dict[key].to_bytes() for j, key in enumerate(keys)}
+    return meta, keys, raws
+
+
+@pytest.mark.parametrize(
+    ("dtype", "width", "chunk", "codecs"),
+    [
+        ("u1", 0, 70_000, [BloscCodec(cname="zstd", clevel=1, shuffle="shuffle"), Crc32cCodec()]),
+        (
+            "<i8",
+            0,
+            9_000,
+            [BloscCodec(cname="zstd", shuffle="shuffle", blocksize=4096), Crc32cCodec()],
+        ),
+        (
+            "<f4",
+            3,
+            5_000,
+            [BloscCodec(cname="zstd", shuffle="bitshuffle", blocksize=2048), Crc32cCodec()],
+        ),
+        ("<i8", 0, 9_000, [BloscCodec(cname="lz4"), Crc32cCodec()]),  # decoded whole
+        ("<i8", 0, 9_000, [Crc32cCodec()]),
+        ("<i8", 0, 9_000, None),
+    ],
+)
+def test_rows_taken_from_a_plain_array_are_its_rows(
+    dtype: str, width: int, chunk: int, codecs: list[object] | None
+) -> None:
+    """Rows in any order, repeated, across chunks and Blosc blocks (the last chunk cut
+    short) equal the array's rows, from the chunks holding them alone."""
+    rng = np.random.default_rng(5)
+    n = 2 * chunk + chunk // 3
+    shape = (n, width) if width else (n,)
+    data = rng.integers(0, 50, size=shape) + np.arange(n).reshape(-1, *([1] * (len(shape) - 1)))
+    data = data.astype(dtype)
+    meta, keys, raws = _plain(data, (chunk, *shape[1:]), codecs)
+    rows = np.concatenate([rng.integers(0, n, size=40), [0, n - 1, n - 1, chunk, chunk - 1]])
+    held = {j: raws[j] for j in np.unique(rows // chunk).tolist()}
+    np.testing.assert_array_equal(take_plain_rows(meta, held, keys, rows), data[rows])
+    one = np.array([n - 1])
+    np.testing.assert_array_equal(take_plain_rows(meta, {2: raws[2]}, keys, one), data[one])
+    assert take_plain_rows(meta, {}, keys, np.empty(0, np.int64)).shape == (0, *shape[1:])
+
+
+@pytest.mark.parametrize(
+    ("at", "recrc", "match"),
+    [
+        (40, False, "checksum mismatch"),
+        (5, True, "Blosc header"),
+        (17, True, "does not decode|holds"),  # the start of block 0, which row 3 is in
+    ],
+)
+def test_rows_of_a_damaged_plain_chunk_are_refused(at: int, recrc: bool, match: str) -> None:
+    data = np.arange(40_000, dtype=np.int64) % 97
+    codecs = [BloscCodec(cname="zstd", shuffle="shuffle", blocksize=4096), Crc32cCodec()]
+    meta, keys, raws = _plain(data, (40_000,), codecs)
+    raw = bytearray(raws[0])
+    raw[at] ^= 0x5A
+    if recrc:
+        raw[-4:] = google_crc32c.value(bytes(raw[:-4])).to_bytes(4, "little")
+    with pytest.raises(CorruptChunkError, match=match):
+        take_plain_rows(meta, {0: bytes(raw)}, keys, np.array([3, 39_000]))

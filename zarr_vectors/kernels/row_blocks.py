@@ -23,6 +23,7 @@ from llvmlite import ir  # type: ignore[import-untyped]
 from zarr_vectors.kernels._jit import copy_bytes, intrinsic, njit
 from zarr_vectors.kernels._jit import numba_types as types
 from zarr_vectors.kernels.zstd_frames import (
+    decode_frame_blocks_into,
     decode_frame_into,
     scratch_size,
     stage_frame,
@@ -37,6 +38,7 @@ __all__ = [
     "block_spans",
     "crc32c_value",
     "decode_blocks",
+    "decode_chunk_blocks",
     "dense_blob_ranges",
     "encode_blocks",
     "read_only",
@@ -515,6 +517,95 @@ def _decode_blocks(
         if done != block_nbytes:
             return i
     return -1
+
+
+def decode_chunk_blocks(
+    chunk: U8,
+    out: U8,
+    wanted: U8,
+    crc_fn: int,
+    zstd_fn: int,
+    dctx: int,
+    unshuffle_fn: int,
+    bitunshuffle_fn: int,
+) -> int:
+    """Check a stored chunk (one Blosc frame, then its CRC32C) whole and decode only the
+    frame's blocks ``wanted`` marks into ``out``.
+
+    A read of a few rows of a large plain array (the manifests of a few objects in an
+    object index of megabytes) then decompresses the Blosc blocks holding them, not the
+    chunk; the checksum still covers every stored byte.
+
+    Parameters
+    ----------
+    chunk
+        The stored chunk.
+    out
+        Flat uint8 destination of the chunk's decoded bytes; those of the blocks not wanted
+        are left as they are.
+    wanted
+        Non-zero for each block of the frame to decode (one entry per block of the block
+        size its header gives; a wrong count is 0 returned), or empty for every block.
+    crc_fn, zstd_fn, dctx, unshuffle_fn, bitunshuffle_fn
+        As for :func:`decode_blocks` (``zstd_fn`` not 0).
+
+    Returns
+    -------
+    int
+        1 when the wanted blocks are decoded; 0 when the chunk is sound but its frame is
+        not one decoded block by block (see
+        :func:`~zarr_vectors.kernels.zstd_frames.decode_frame_blocks_into`: decode it
+        whole); -1 when the checksum, the header's sizes or a block is wrong.
+
+    Examples
+    --------
+    >>> from numcodecs import Blosc
+    >>> import google_crc32c
+    >>> from zarr_vectors.store.native_blocks import native_block_functions
+    >>> from zarr_vectors.store.zstd_contexts import zstd_context
+    >>> rows = np.arange(4096, dtype=np.uint8)
+    >>> frame = Blosc("zstd", 1, Blosc.SHUFFLE, blocksize=1024).encode(rows)
+    >>> chunk = np.frombuffer(frame + google_crc32c.value(frame).to_bytes(4, "little"), np.uint8)
+    >>> out = np.zeros(4096, np.uint8)
+    >>> wanted = np.array([0, 0, 1, 0], np.uint8)
+    >>> decode_chunk_blocks(chunk, out, wanted, native_block_functions()[0], *zstd_context())
+    1
+    >>> bool((out[2048:3072] == rows[2048:3072]).all()), int(out[:2048].max())
+    (True, 0)
+    """
+    return int(
+        _decode_chunk_blocks(
+            read_only(chunk), out, wanted, crc_fn, zstd_fn, dctx, (unshuffle_fn, bitunshuffle_fn)
+        )
+    )
+
+
+@njit
+def _decode_chunk_blocks(
+    chunk: U8,
+    out: U8,
+    wanted: U8,
+    crc_fn: int,
+    zstd_fn: int,
+    dctx: int,
+    unshuffles: tuple[int, int],
+) -> int:
+    length = chunk.shape[0]
+    if length < _BLOSC_HEADER + 4:
+        return -1
+    if _crc32c_value(crc_fn, chunk.ctypes.data, length) != CRC_RESIDUE:
+        return -1
+    body = length - 4
+    if _le32(chunk, 12) != body or _le32(chunk, 4) != out.shape[0]:
+        return -1
+    need = scratch_size(chunk, 0)
+    if need > 2 * out.shape[0] + 1024:  # a block larger than the chunk: decoded whole
+        return 0
+    scratch = np.empty(need, np.uint8)
+    done = decode_frame_blocks_into(
+        chunk, 0, body, out, 0, zstd_fn, dctx, unshuffles, scratch, wanted
+    )
+    return -1 if done < 0 else (1 if done else 0)
 
 
 def dense_blob_ranges(

@@ -27,7 +27,13 @@ from llvmlite import ir  # type: ignore[import-untyped]
 from zarr_vectors.kernels._jit import copy_bytes, intrinsic, njit
 from zarr_vectors.kernels._jit import numba_types as types
 
-__all__ = ["decode_frame_into", "scratch_size", "stage_frame", "staged_size"]
+__all__ = [
+    "decode_frame_blocks_into",
+    "decode_frame_into",
+    "scratch_size",
+    "stage_frame",
+    "staged_size",
+]
 
 U8 = npt.NDArray[np.uint8]
 
@@ -281,6 +287,45 @@ def decode_frame_into(
         block start, a stream length or a stream's decompressed size is wrong (the frame
         is damaged; ``out[at:]`` may be partly written).
     """
+    return decode_frame_blocks_into(
+        buffer, start, body, out, at, zstd_fn, dctx, unshuffles, scratch, _EVERY_BLOCK
+    )
+
+
+_EVERY_BLOCK = np.zeros(0, dtype=np.uint8)
+"""The ``wanted`` of :func:`decode_frame_blocks_into` that decodes every block."""
+
+
+@njit
+def decode_frame_blocks_into(
+    buffer: U8,
+    start: int,
+    body: int,
+    out: U8,
+    at: int,
+    zstd_fn: int,
+    dctx: int,
+    unshuffles: tuple[int, int],
+    scratch: U8,
+    wanted: U8,
+) -> int:
+    """:func:`decode_frame_into` of only the frame's blocks that ``wanted`` marks.
+
+    Parameters
+    ----------
+    buffer, start, body, out, at, zstd_fn, dctx, unshuffles, scratch
+        As for :func:`decode_frame_into`.
+    wanted
+        Non-zero for each block of the frame (``blocksize`` bytes of its rows, the last
+        one shorter) to decode; empty for every block. Block ``j`` decodes to
+        ``out[at + j * blocksize:]``; the bytes of the blocks not wanted are not written.
+
+    Returns
+    -------
+    int
+        As :func:`decode_frame_into`; 0 also when ``wanted`` is neither empty nor one
+        entry per block.
+    """
     if not staged_size(buffer, start):
         return 0
     flags, typesize = int(buffer[start + 2]), int(buffer[start + 3])
@@ -298,11 +343,16 @@ def decode_frame_into(
     if at < 0 or at + nbytes > out.shape[0]:
         return 0
     n_blocks = -(-nbytes // blocksize)
+    every = wanted.shape[0] == 0
+    if not every and wanted.shape[0] != n_blocks:
+        return 0
     head = _HEADER + 4 * n_blocks
     if head > body:
         return -1
     base, dest, tmp = buffer.ctypes.data + start, out.ctypes.data, scratch.ctypes.data
     for j in range(n_blocks):
+        if not every and not wanted[j]:
+            continue
         size = min(blocksize, nbytes - j * blocksize)
         target = at + j * blocksize
         shuffled = byte or (bits and size >= typesize)

@@ -94,6 +94,27 @@ class DecodedIndex:
                     return decode_object_index_bulk(data, offsets, dense, ndim)
             return gather_references(self.first, self.count, self.chunk, self.fragment, dense)
 
+    def unknown(self, dense: np.ndarray) -> np.ndarray:
+        """The distinct ids among ``dense`` (dense ids of the level) not decoded yet,
+        ascending."""
+        with self._lock:
+            return np.unique(dense[self.first[dense] < 0])
+
+    def keep(self, ids: np.ndarray, refs: Refs) -> bool:
+        """Keep the references ``refs`` of the distinct objects ``ids``, decoded by the
+        caller (``refs[0]``: positions in ``ids``); False, with nothing kept, when an id is
+        decoded already or they would pass :data:`DECODED_INDEX_BYTES`."""
+        with self._lock:
+            return not bool((self.first[ids] >= 0).any()) and self._keep(ids, refs)
+
+    def gather(self, dense: np.ndarray) -> Refs | None:
+        """The kept references of the objects ``dense`` (any order), as :meth:`references`
+        gives them; None when one of them is not decoded."""
+        with self._lock:
+            if bool((self.first[dense] < 0).any()):
+                return None
+            return gather_references(self.first, self.count, self.chunk, self.fragment, dense)
+
     def _keep(self, ids: np.ndarray, refs: Refs) -> bool:
         """Keep (copied) the decoded references ``refs`` of the objects ``ids`` (not
         decoded before; an id given twice is kept twice); False, with nothing kept, when

@@ -21,7 +21,7 @@ from zarr_vectors.store.arrays import (
     read_region,
     read_whole_many,
 )
-from zarr_vectors.store.shards import decode_plain_chunks, plain_chunk_keys
+from zarr_vectors.store.shards import decode_plain_chunks, plain_chunk_keys, take_plain_rows
 
 __all__ = [
     "check_chunk_table",
@@ -32,6 +32,7 @@ __all__ = [
     "plain_arrays",
     "plain_cells",
     "read_globals",
+    "take_global_rows",
 ]
 
 if TYPE_CHECKING:
@@ -87,8 +88,40 @@ def global_rows(self: LevelReader, path: str, start: int, stop: int) -> np.ndarr
     return np.concatenate(parts)
 
 
+def take_global_rows(self: LevelReader, path: str, rows: np.ndarray) -> np.ndarray:
+    """``array[rows]`` of the global array at ``path`` (relative to the level): only the
+    chunks holding ``rows`` are read, checked whole (checksums, chunk table) and decoded
+    in the Blosc blocks holding the rows alone (:func:`take_plain_rows`). An array stored
+    otherwise, or with one of those chunks missing, is read whole (:func:`read_globals`).
+
+    ``rows``: ``(k,)`` int64 row numbers, each in ``[0, shape[0])`` (the caller's check).
+
+    Raises
+    ------
+    CorruptChunkError
+        When a chunk read cannot be decoded, or a chunk file is not the one the chunk table
+        lists.
+    """
+    full = f"{self.base}/{path}"
+    meta = self.array_metadata(full)  # MetadataError when the document is not an array's
+    keys = plain_chunk_keys(meta, full)
+    if keys is None:
+        return np.take(self.read_globals([path])[0], rows, axis=0)
+    per_chunk = max(int(meta["chunk_grid"]["configuration"]["chunk_shape"][0]), 1)
+    needed = np.unique(rows // per_chunk).tolist()
+    found = self.io.get_many([(keys[j], None) for j in needed])
+    stored = [raw for raw in found if raw is not None]
+    if len(stored) < len(needed):
+        return np.take(self.read_globals([path])[0], rows, axis=0)
+    known: list[bytes | None] = [None] * len(keys)
+    for j, raw in zip(needed, stored, strict=True):
+        known[j] = raw
+    self._check_chunk_table(full, meta, known)
+    return take_plain_rows(meta, dict(zip(needed, stored, strict=True)), keys, rows)
+
+
 def check_chunk_table(
-    self: LevelReader, path: str, meta: dict[str, Any], known: list[bytes] | None
+    self: LevelReader, path: str, meta: dict[str, Any], known: Sequence[bytes | None] | None
 ) -> None:
     """Raise CorruptChunkError unless the chunks of a global array are those its chunk
     table lists (format 1.2, spec §9.8.1): every one stored, each at its own key.

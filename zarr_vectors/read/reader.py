@@ -245,6 +245,7 @@ class LevelReader:
     array_metadata = level_documents.array_metadata
     read_globals = level_globals.read_globals
     global_rows = level_globals.global_rows
+    take_global_rows = level_globals.take_global_rows
     _check_chunk_table = level_globals.check_chunk_table
     _plain_arrays = level_globals.plain_arrays
     occupied_chunks = level_globals.occupied_chunks

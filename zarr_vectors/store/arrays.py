@@ -555,13 +555,13 @@ def _chunk_keys(path: str, shape: Sequence[int], chunks: Sequence[int]) -> list[
 
 
 def chunk_table_problem(
-    io: StoreIO, path: str, meta: dict[str, Any], known: Sequence[bytes] | None = None
+    io: StoreIO, path: str, meta: dict[str, Any], known: Sequence[bytes | None] | None = None
 ) -> str | None:
     """Why the chunk files of a global array of format 1.2 are not those its chunk table
     lists (spec §9.8.1), or None when each is stored and ends with its listed CRC32C.
 
-    One read of the last 4 bytes of every chunk, concurrent; none when the caller already
-    holds the stored bytes of every chunk (``known``).
+    One read of the last 4 bytes of every chunk, concurrent, but of those whose stored
+    bytes the caller holds already (``known``).
 
     Parameters
     ----------
@@ -572,7 +572,8 @@ def chunk_table_problem(
     meta
         Its parsed ``zarr.json``, whose shape and regular chunk grid were checked.
     known
-        The stored bytes of every chunk of the array, in C order, when the caller read them.
+        The stored bytes of every chunk of the array, in C order, None for each the caller
+        did not read.
     """
     total = _chunk_total(meta)  # checked against the table before any key is listed
     table = (meta.get("attributes") or {}).get(CHUNK_TABLE_KEY)
@@ -588,10 +589,12 @@ def chunk_table_problem(
         )
     chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]
     keys = _chunk_keys(path, meta["shape"], chunks)
-    if known is not None and len(keys) == len(known):
-        tails: list[bytes | None] = [raw[-4:] for raw in known]
-    else:
-        tails = io.get_many([(key, -4) for key in keys])
+    if known is None or len(keys) != len(known):
+        known = [None] * len(keys)
+    tails: list[bytes | None] = [None if raw is None else raw[-4:] for raw in known]
+    unread = [i for i, raw in enumerate(known) if raw is None]
+    for i, tail in zip(unread, io.get_many([(keys[i], -4) for i in unread]), strict=True):
+        tails[i] = tail
     for key, tail, crc in zip(keys, tails, table, strict=True):
         if tail is None:
             return f"{key} is missing: the chunk file was lost; restore the store from the source"

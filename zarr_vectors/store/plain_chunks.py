@@ -5,7 +5,7 @@ whole array decoded from its chunks' stored bytes.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import google_crc32c
@@ -13,13 +13,13 @@ import numpy as np
 from numcodecs import blosc
 
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks
+from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, decode_chunk_blocks
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.block_decoding import BLOSC_HEADER_BYTES
 from zarr_vectors.store.shard_assembly import CRC_BYTES
 from zarr_vectors.store.zstd_contexts import zstd_context
 
-__all__ = ["decode_plain_chunks", "plain_chunk_keys"]
+__all__ = ["decode_plain_chunks", "plain_chunk_keys", "take_plain_rows"]
 
 
 def plain_chunk_keys(meta: dict[str, Any], path: str) -> list[str] | None:
@@ -97,6 +97,97 @@ def decode_plain_chunks(
     for j, (raw, key) in enumerate(zip(raws, keys, strict=True)):
         _decode_plain_into(meta, raw, key, chunk, out[j * rows : (j + 1) * rows])
     return out
+
+
+def take_plain_rows(
+    meta: dict[str, Any], raws: Mapping[int, bytes], keys: Sequence[str], rows: np.ndarray
+) -> np.ndarray:
+    """``array[rows]`` of a plain array (see :func:`plain_chunk_keys`), from the stored
+    bytes of the chunks holding ``rows``, decoding of each only the Blosc blocks that hold
+    them where it can (the chunk's checksum is checked whole either way).
+
+    The manifests of 100 objects in an object index of 12.7 MB (100,000 streamlines) were
+    read by decoding all of it: ~18 ms of a 34 ms cold read.
+
+    Parameters
+    ----------
+    meta
+        The array's parsed ``zarr.json``.
+    raws
+        The stored bytes of each chunk holding a row of ``rows``, by chunk number.
+    keys
+        The keys of every chunk of the array (for error messages).
+    rows
+        ``(k,)`` row numbers along the first axis, each in ``[0, shape[0])``, any order.
+
+    Raises
+    ------
+    CorruptChunkError
+        When a checksum, a Blosc frame or a decoded size is wrong.
+
+    Examples
+    --------
+    >>> meta = {"shape": [5], "data_type": "int64", "codecs": [{"name": "bytes"}],
+    ...         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}}}
+    >>> raws = {0: np.arange(2).tobytes(), 2: np.arange(40, 42).tobytes()}
+    >>> take_plain_rows(meta, raws, ["a/c/0", "a/c/1", "a/c/2"], np.array([4, 1, 4])).tolist()
+    [40, 1, 40]
+    """
+    shape = [int(n) for n in meta["shape"]]
+    chunk = [int(n) for n in meta["chunk_grid"]["configuration"]["chunk_shape"]]
+    per_chunk = max(chunk[0], 1)
+    dtype = _stored_dtype(meta["data_type"])
+    out = np.empty((rows.shape[0], *shape[1:]), dtype=dtype)
+    whole = np.empty(tuple(chunk), dtype=dtype)  # one chunk at a time, its pages reused
+    which = rows // per_chunk
+    order = np.argsort(which, kind="stable")
+    bounds = np.flatnonzero(np.diff(which[order])) + 1
+    for picked in np.split(order, bounds) if rows.shape[0] else []:
+        j = int(which[picked[0]])
+        local = rows[picked] - j * per_chunk
+        _decode_rows_into(meta, raws[j], keys[j], whole, local)
+        out[picked] = whole[local]
+    return out
+
+
+def _decode_rows_into(
+    meta: dict[str, Any], raw: bytes, where: str, whole: np.ndarray, local: np.ndarray
+) -> None:
+    """Decode one chunk of a plain array into ``whole`` (a chunk's shape), at least its
+    rows ``local``: only the Blosc blocks holding them when the chunk allows it, else all."""
+    wanted = _wanted_blocks(meta, raw, whole, local)
+    native = native_blocks.native_block_functions()
+    zstd = zstd_context()
+    if wanted is not None and native is not None and zstd[0]:
+        found = decode_chunk_blocks(
+            np.frombuffer(raw, dtype=np.uint8),
+            whole.reshape(-1).view(np.uint8),
+            wanted,
+            native[0],
+            *zstd,
+        )
+        if found == 1:
+            return
+    _decode_plain_into(meta, raw, where, whole.shape, whole)  # names a damaged chunk's fault
+
+
+def _wanted_blocks(
+    meta: dict[str, Any], raw: bytes, whole: np.ndarray, local: np.ndarray
+) -> np.ndarray | None:
+    """Which Blosc blocks of the stored chunk ``raw`` (decoding to ``whole``) hold the rows
+    ``local``; None when the chunk is not one Blosc frame of ``whole``'s size then its
+    CRC32C (it is then decoded whole, which names any fault)."""
+    if len(meta["codecs"]) != 3 or not _frame_holds(raw, whole.nbytes):
+        return None
+    blocksize = int.from_bytes(raw[8:12], "little")
+    if not 0 < blocksize <= whole.nbytes:
+        return None
+    row_nbytes = whole.nbytes // max(whole.shape[0], 1)
+    first = local * row_nbytes // blocksize
+    last = ((local + 1) * row_nbytes - 1) // blocksize
+    n = -(-whole.nbytes // blocksize)
+    opened = np.bincount(first, minlength=n + 1) - np.bincount(last + 1, minlength=n + 1)
+    return (np.cumsum(opened[:n]) > 0).astype(np.uint8)
 
 
 def _decode_plain_into(

@@ -32,7 +32,7 @@ from zarr_vectors.format.jsonutil import as_int_list
 from zarr_vectors.format.layout import sharding_problems
 from zarr_vectors.format.place import PLACE_NBYTES, data_type_name
 from zarr_vectors.store import block_decoding, native_blocks, shard_assembly
-from zarr_vectors.store.plain_chunks import decode_plain_chunks, plain_chunk_keys
+from zarr_vectors.store.plain_chunks import decode_plain_chunks, plain_chunk_keys, take_plain_rows
 from zarr_vectors.store.shard_assembly import CRC_BYTES, MISSING, shard_tail
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "decode_plain_chunks",
     "plain_chunk_keys",
     "shard_key",
+    "take_plain_rows",
 ]
 
 ShardIndex = np.ndarray | Sequence[Sequence[int]]
