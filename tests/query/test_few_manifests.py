@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from tests.geometry import object_cases
@@ -21,6 +22,7 @@ from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import OBJECT_INDEX
 from zarr_vectors.query import ObjectReader, object_queries
 from zarr_vectors.read import LevelReader
+from zarr_vectors.store.arrays import write_global_array
 from zarr_vectors.update.object_sources import open_source
 
 DATA = f"{OBJECT_INDEX}/data"
@@ -96,3 +98,36 @@ def test_a_damaged_index_chunk_is_refused_by_a_read_of_few_objects(
     monkeypatch.setattr(object_queries, "FEW_MANIFESTS_BYTES", 1)
     with pytest.raises(CorruptChunkError, match="checksum mismatch"):
         zv.open(tmp_path / "s.zv").read_objects([5])
+
+
+def test_rows_of_a_global_array_come_from_their_chunks_checked_against_the_table(
+    tmp_path: Path,
+) -> None:
+    """take_global_rows: the rows asked, from the chunks holding them; a chunk file moved
+    among the others (not read) is still found by the chunk table, in the same batch."""
+    walk = np.cumsum(np.full((20, 3), 0.5, np.float32), axis=0)
+    zv.write_polylines(tmp_path / "s.zv", [walk], chunk_shape=8.0, progress=False)
+    source = open_source(tmp_path / "s.zv")
+    data = np.arange(23, dtype=np.int64) * 3 - 5
+    write_global_array(source.io, "0/probe", data, (5,), 0, {}, compressed=True)
+    reader = LevelReader(source.io, source.root, 0)
+    for rows in ([0], [22, 3, 3, 11], [4, 5, 19, 20]):
+        got = reader.take_global_rows("probe", np.array(rows, dtype=np.int64))
+        np.testing.assert_array_equal(got, data[rows])
+    probe = tmp_path / "s.zv" / "0" / "probe" / "c"
+    three, four = (probe / "3").read_bytes(), (probe / "4").read_bytes()
+    (probe / "3").write_bytes(four)
+    (probe / "4").write_bytes(three)
+    with pytest.raises(CorruptChunkError, match="not the chunk written at this place"):
+        LevelReader(source.io, source.root, 0).take_global_rows("probe", np.array([1]))
+
+
+def test_a_store_that_is_not_local_reads_the_index_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In one round trip with the level's other global arrays, not two more."""
+    store = MemoryStore()
+    lines = [np.cumsum(np.full((6, 3), 0.7), axis=0) + k for k in range(40)]
+    zv.write_polylines(store, lines, chunk_shape=4.0, progress=False)
+    monkeypatch.setattr(object_queries, "FEW_MANIFESTS_BYTES", 1)
+    opened = zv.open(store)
+    np.testing.assert_array_equal(opened.read_objects([3]).positions, lines[3])
+    assert DATA in opened._objects._cache

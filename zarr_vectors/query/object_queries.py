@@ -414,8 +414,12 @@ class ObjectReader:
         manifests alone (:meth:`_manifests_of`) and kept as a whole read keeps them; None
         when those are too many for that to pay (:data:`FEW_MANIFESTS_BYTES`, counted over
         the handle's reads: boxes moving over the level end up reading the index whole
-        once), or an id or an offset is out of place (the whole index is then read, which
-        names the damage)."""
+        once), when the store is not local (the whole index comes in the one round trip of
+        the level's global arrays; its manifests alone would take two more, for the same
+        stored bytes), or an id or an offset is out of place (the whole index is then read,
+        which names the damage)."""
+        if not self.reader.io.is_local:  # two round trips (offsets, then data) for one
+            return None
         if dense.shape[0] and (int(dense.min()) < 0 or int(dense.max()) >= self.n_objects):
             return None
         new = self._decoded.unknown(dense)

@@ -90,9 +90,10 @@ def global_rows(self: LevelReader, path: str, start: int, stop: int) -> np.ndarr
 
 def take_global_rows(self: LevelReader, path: str, rows: np.ndarray) -> np.ndarray:
     """``array[rows]`` of the global array at ``path`` (relative to the level): only the
-    chunks holding ``rows`` are read, checked whole (checksums, chunk table) and decoded
-    in the Blosc blocks holding the rows alone (:func:`take_plain_rows`). An array stored
-    otherwise, or with one of those chunks missing, is read whole (:func:`read_globals`).
+    chunks holding ``rows`` are read (with the last 4 bytes of the others, for the chunk
+    table, in the same batch), checked whole and decoded in the Blosc blocks holding the
+    rows alone (:func:`take_plain_rows`). An array stored otherwise, or with one of those
+    chunks missing, is read whole (:func:`read_globals`).
 
     ``rows``: ``(k,)`` int64 row numbers, each in ``[0, shape[0])`` (the caller's check).
 
@@ -108,16 +109,15 @@ def take_global_rows(self: LevelReader, path: str, rows: np.ndarray) -> np.ndarr
     if keys is None:
         return np.take(self.read_globals([path])[0], rows, axis=0)
     per_chunk = max(int(meta["chunk_grid"]["configuration"]["chunk_shape"][0]), 1)
-    needed = np.unique(rows // per_chunk).tolist()
-    found = self.io.get_many([(keys[j], None) for j in needed])
-    stored = [raw for raw in found if raw is not None]
-    if len(stored) < len(needed):
+    needed = set(np.unique(rows // per_chunk).tolist())
+    # one batch: the chunks holding the rows, and the CRC32C ending each other one (the
+    # chunk table's check: only the last 4 bytes of a chunk are compared with it)
+    found = self.io.get_many([(key, None if j in needed else -4) for j, key in enumerate(keys)])
+    held = {j: raw for j, raw in enumerate(found) if j in needed and raw is not None}
+    if len(held) < len(needed):
         return np.take(self.read_globals([path])[0], rows, axis=0)
-    known: list[bytes | None] = [None] * len(keys)
-    for j, raw in zip(needed, stored, strict=True):
-        known[j] = raw
-    self._check_chunk_table(full, meta, known)
-    return take_plain_rows(meta, dict(zip(needed, stored, strict=True)), keys, rows)
+    self._check_chunk_table(full, meta, found)
+    return take_plain_rows(meta, held, keys, rows)
 
 
 def check_chunk_table(

@@ -572,8 +572,8 @@ def chunk_table_problem(
     meta
         Its parsed ``zarr.json``, whose shape and regular chunk grid were checked.
     known
-        The stored bytes of every chunk of the array, in C order, None for each the caller
-        did not read.
+        The stored bytes of every chunk of the array, in C order (or their last 4 bytes),
+        None for each the caller did not read.
     """
     total = _chunk_total(meta)  # checked against the table before any key is listed
     table = (meta.get("attributes") or {}).get(CHUNK_TABLE_KEY)
