@@ -240,3 +240,20 @@ def test_rows_of_a_damaged_plain_chunk_are_refused(at: int, recrc: bool, match: 
         raw[-4:] = google_crc32c.value(bytes(raw[:-4])).to_bytes(4, "little")
     with pytest.raises(CorruptChunkError, match=match):
         take_plain_rows(meta, {0: bytes(raw)}, keys, np.array([3, 39_000]))
+
+
+def test_a_chunk_shape_edited_larger_is_refused_before_anything_is_allocated() -> None:
+    data = np.arange(5000, dtype=np.int64)
+    codecs = [BloscCodec(cname="zstd", shuffle="shuffle", blocksize=4096), Crc32cCodec()]
+    meta, keys, raws = _plain(data, (5000,), codecs)
+    edited = meta | {
+        "shape": [2**40],
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2**40]}},
+    }
+    with pytest.raises(CorruptChunkError, match="edited chunk shape"):
+        take_plain_rows(edited, raws, keys, np.array([3]))
+    plain = {**meta, "codecs": [{"name": "bytes"}, {"name": "crc32c"}]}
+    stored = {0: data.tobytes() + google_crc32c.value(data.tobytes()).to_bytes(4, "little")}
+    np.testing.assert_array_equal(take_plain_rows(plain, stored, keys, np.array([7])), [7])
+    with pytest.raises(CorruptChunkError, match="checksum mismatch"):
+        take_plain_rows(plain, {0: stored[0][:-1] + b"x"}, keys, np.array([7]))

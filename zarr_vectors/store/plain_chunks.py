@@ -137,6 +137,9 @@ def take_plain_rows(
     chunk = [int(n) for n in meta["chunk_grid"]["configuration"]["chunk_shape"]]
     per_chunk = max(chunk[0], 1)
     dtype = _stored_dtype(meta["data_type"])
+    expected = math.prod(chunk) * dtype.itemsize
+    for j in np.unique(rows // per_chunk).tolist():
+        _check_stored_size(meta, raws[j], keys[j], expected)  # before a chunk is allocated
     out = np.empty((rows.shape[0], *shape[1:]), dtype=dtype)
     whole = np.empty(tuple(chunk), dtype=dtype)  # one chunk at a time, its pages reused
     which = rows // per_chunk
@@ -148,6 +151,24 @@ def take_plain_rows(
         _decode_rows_into(meta, raws[j], keys[j], whole, local)
         out[picked] = whole[local]
     return out
+
+
+def _check_stored_size(meta: dict[str, Any], raw: bytes, where: str, expected: int) -> None:
+    """Raise CorruptChunkError unless the stored chunk ``raw`` decodes to ``expected`` bytes
+    (its Blosc header says so, or its length with its CRC32C): a chunk shape edited in the
+    metadata must not make a read allocate what the stored bytes never held."""
+    codecs = len(meta["codecs"])
+    if codecs == 3 and _frame_holds(raw, expected):
+        return
+    if codecs < 3 and len(raw) - (CRC_BYTES if codecs == 2 else 0) == expected:
+        return
+    if codecs > 1 and (len(raw) < CRC_BYTES or google_crc32c.value(raw) != CRC_RESIDUE):
+        raise CorruptChunkError(f"{where}: checksum mismatch (the stored bytes are damaged)")
+    raise CorruptChunkError(
+        f"{where}: holds other than the {expected} bytes of a chunk of the array's metadata "
+        "(an edited chunk shape, or a damaged Blosc header): run zarr-vectors validate, and "
+        "restore or rewrite the store"
+    )
 
 
 def _decode_rows_into(
