@@ -69,8 +69,9 @@ class ObjectReader:
         manifests, a group of chunks' fragment ranges and that cache, not the level's.
         ``cross_chunk_links`` and its attribute columns are read block by block
         (:class:`~zarr_vectors.query._link_blocks.LinkBlocks`), never whole.
-        Else the index is read whole at first need and kept, and the fragment ranges of
-        every chunk met are decoded together (and cached).
+        Else the manifests of a read of few objects are read by themselves
+        (:data:`FEW_MANIFESTS_BYTES`), the index whole at first need beyond that, both
+        kept; and the fragment ranges of every chunk met are decoded together (and cached).
     cache_bytes
         When ``bounded``: the bytes of decoded fragment ranges kept between groups of
         chunks (and between reads), the least recently used forgotten first.
@@ -468,16 +469,15 @@ class ObjectReader:
         """The references of objects ``first .. stop - 1``, their manifests read by range;
         None when the offsets read do not ascend inside the data (the whole index is then
         decoded, which reports the damage as a whole read does)."""
-        paths = [f"{OBJECT_INDEX}/data", f"{OBJECT_INDEX}/offsets"]
-        check_global_shapes(self.reader, paths, self.n_objects)
-        size = int(self.reader.array_metadata(f"{self.reader.base}/{paths[0]}")["shape"][0])
+        size = self._index_bytes()
         last = min(stop + 1, self.n_objects)
-        offsets = self.reader.global_rows(paths[1], first, last).astype(np.int64, copy=False)
+        offsets = self.reader.global_rows(f"{OBJECT_INDEX}/offsets", first, last)
+        offsets = offsets.astype(np.int64, copy=False)
         bounds = np.append(offsets, size) if last == stop else offsets
         if bounds[0] < 0 or bounds[-1] > size or np.any(bounds[1:] < bounds[:-1]):
             return None
         start = int(bounds[0])
-        data = self.reader.global_rows(paths[0], start, int(bounds[-1]))
+        data = self.reader.global_rows(f"{OBJECT_INDEX}/data", start, int(bounds[-1]))
         ids = np.arange(stop - first, dtype=np.int64)
         return decode_object_index_bulk(data, bounds[:-1] - start, ids, self.reader.grid.ndim)
 

@@ -106,18 +106,18 @@ def take_global_rows(self: LevelReader, path: str, rows: np.ndarray) -> np.ndarr
     full = f"{self.base}/{path}"
     meta = self.array_metadata(full)  # MetadataError when the document is not an array's
     keys = plain_chunk_keys(meta, full)
-    if keys is None:
-        return np.take(self.read_globals([path])[0], rows, axis=0)
-    per_chunk = max(int(meta["chunk_grid"]["configuration"]["chunk_shape"][0]), 1)
-    needed = set(np.unique(rows // per_chunk).tolist())
-    # one batch: the chunks holding the rows, and the CRC32C ending each other one (the
-    # chunk table's check: only the last 4 bytes of a chunk are compared with it)
-    found = self.io.get_many([(key, None if j in needed else -4) for j, key in enumerate(keys)])
-    held = {j: raw for j, raw in enumerate(found) if j in needed and raw is not None}
-    if len(held) < len(needed):
-        return np.take(self.read_globals([path])[0], rows, axis=0)
-    self._check_chunk_table(full, meta, found)
-    return take_plain_rows(meta, held, keys, rows)
+    if keys is not None:
+        per_chunk = max(int(meta["chunk_grid"]["configuration"]["chunk_shape"][0]), 1)
+        needed = set(np.unique(rows // per_chunk).tolist())
+        # one batch: the chunks holding the rows, and the CRC32C ending each other one (the
+        # chunk table's check: only the last 4 bytes of a chunk are compared with it)
+        requests = [(key, None if j in needed else -4) for j, key in enumerate(keys)]
+        found = self.io.get_many(requests)
+        held = {j: raw for j, raw in enumerate(found) if j in needed and raw is not None}
+        if len(held) == len(needed):
+            self._check_chunk_table(full, meta, found)
+            return take_plain_rows(meta, held, keys, rows)
+    return np.take(self.read_globals([path])[0], rows, axis=0)
 
 
 def check_chunk_table(

@@ -195,10 +195,11 @@ def _decode_rows_into(
 def _wanted_blocks(
     meta: dict[str, Any], raw: bytes, whole: np.ndarray, local: np.ndarray
 ) -> np.ndarray | None:
-    """Which Blosc blocks of the stored chunk ``raw`` (decoding to ``whole``) hold the rows
-    ``local``; None when the chunk is not one Blosc frame of ``whole``'s size then its
-    CRC32C (it is then decoded whole, which names any fault)."""
-    if len(meta["codecs"]) != 3 or not _frame_holds(raw, whole.nbytes):
+    """Which Blosc blocks of the stored chunk ``raw`` (decoding to ``whole``, its size
+    checked by :func:`_check_stored_size`) hold the rows ``local``; None when the chunk is
+    not compressed or its block size is out of place (it is then decoded whole, which names
+    any fault)."""
+    if len(meta["codecs"]) != 3:
         return None
     blocksize = int.from_bytes(raw[8:12], "little")
     if not 0 < blocksize <= whole.nbytes:
