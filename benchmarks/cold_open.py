@@ -10,10 +10,16 @@ ids drawn as ``benchmarks.objects`` draws them, each answer checked against slic
 input (the objects in the order asked, each whole and exact). ``--case`` picks one.
 
 Rows: per cold query, the process CPU (``time.process_time``) and wall time, median and
-least over ``--rounds`` x 5 boxes; the CPU of ``zv.open`` alone; the same box again on its
-handle (warm); and the exact counts of one cold query per box (median over the boxes):
-Python calls (cProfile), files opened (:class:`~zarr_vectors.store.links.LocalTree`) and
-request waves (``StoreIO.get_many`` + ``StoreIO.read_metadata`` calls). On a shared machine
+least over ``--rounds`` x 5 boxes; cold over its floor as ``benchmarks.objects`` times
+both (``zv.open`` + first query against ``np.load`` of every array + the brute-force
+filter or gather, a garbage collection before each timed call), pair by pair, the floor
+right after ours on the same case: the median, least and most of the ratios and the
+medians of both sides (one pair per case per round, so the median rests on ``--rounds``
+x 5 pairs rather than the 5 single boxes of ``benchmarks.objects``); the CPU of
+``zv.open`` alone; the same box again on its handle (warm); and the exact counts of one
+cold query per box (median over the boxes): Python calls (cProfile), files opened
+(:class:`~zarr_vectors.store.links.LocalTree`) and request waves (``StoreIO.get_many`` +
+``StoreIO.read_metadata`` calls). On a shared machine
 the times swing with the load (printed); the counts do not. ``--phases`` adds where the wall
 time of a cold query goes (:data:`_PHASES`, each timed around its calls; the parts overlap:
 a read's decode is inside the phase that asked for it).
@@ -38,7 +44,9 @@ import numpy as np
 
 import zarr_vectors as zv
 from benchmarks._host import host_state
+from benchmarks._measure import timed
 from benchmarks.objects import (
+    Frame,
     make_boxes,
     make_skeletons,
     make_streamlines,
@@ -124,6 +132,27 @@ def _phases(cold: Callable[[], object], rounds: int) -> dict[str, list[float]]:
     return out
 
 
+def _paired(
+    path: str, case: Any, cold: Callable[[Any, Any], object], floor: Callable[[Frame, Any], object]
+) -> dict[str, float]:
+    """One cold query of ``case`` and then its floor, each timed as ``benchmarks.objects``
+    times them: ``zv.open`` and the first query, ``Frame.load`` of the ``.npy`` directory
+    beside the store (``path + ".npy"``) and ``floor(frame, case)``, each call after a
+    garbage collection (:func:`~benchmarks._measure.timed`)."""
+    t_open, store = timed(partial(zv.open, path))
+    t_first, _ = timed(partial(cold, store, case))
+    t_load, frame = timed(partial(Frame.load, path + ".npy"))
+    t_floor, _ = timed(partial(floor, frame, case))
+    ours, base = t_open + t_first, t_load + t_floor
+    return {
+        "paired ours": ours,
+        "paired floor": base,
+        "paired ratio": ours / base,
+        "paired open": t_open,
+        "paired load": t_load,
+    }
+
+
 def _counts(query: Callable[[], object]) -> tuple[int, int, int]:
     """Python calls, files opened and request waves of one call of ``query``."""
     profile = cProfile.Profile()
@@ -146,15 +175,20 @@ def _measure(
     check: Callable[..., bool],
     rounds: int,
     phases: bool = False,
+    floor: Callable[[Frame, Any], object] | None = None,
 ) -> dict[str, list[float]]:
     """Time ``cold(zv.open(path), case)`` for each case ``rounds`` times (and once more
     warm on its handle); ``check(result, case)`` judges every answer; with ``phases``,
-    :func:`_phases` of each case (keys ``"phase: ..."``)."""
+    :func:`_phases` of each case (keys ``"phase: ..."``); with ``floor``, the pairs of
+    :func:`_paired` (keys ``"paired ..."``)."""
     for case in cases:  # kernels compiled or loaded, page cache warm
         cold(zv.open(path), case)
     out: dict[str, list[float]] = {k: [] for k in ("cpu", "wall", "open", "warm", "ok")}
     for _ in range(rounds):
         for case in cases:
+            if floor is not None:
+                for key, value in _paired(path, case, cold, floor).items():
+                    out.setdefault(key, []).append(value)
             cpu, wall = time.process_time(), time.perf_counter()
             store = zv.open(path)
             opened = time.process_time()
@@ -183,12 +217,14 @@ def _skeleton_box(tmp: str, rounds: int, phases: bool) -> dict[str, list[float]]
     data = make_skeletons(100, 1000, 0)
     path = os.path.join(tmp, "skeletons.zv")
     data.write(path)
+    os.mkdir(path + ".npy")
+    data.frame.save(path + ".npy")
 
     def check(result: zv.QueryResult, box: tuple[Any, Any]) -> bool:
         return same_id_set(result, data.frame, data.frame.owners(box), data.links_name)
 
     boxes = make_boxes(0.01, 5, 0)
-    return _measure(path, boxes, lambda h, box: h.query(box), check, rounds, phases)
+    return _measure(path, boxes, lambda h, box: h.query(box), check, rounds, phases, Frame.query)
 
 
 def _streamlines_by_id(tmp: str, rounds: int, phases: bool) -> dict[str, list[float]]:
@@ -210,6 +246,28 @@ _CASES = {
 }
 
 
+def _paired_rows(found: dict[str, list[float]]) -> list[tuple[str, str]]:
+    """The rows of :func:`_paired` (none when the case has no floor)."""
+    ratios = found.get("paired ratio")
+    if not ratios:
+        return []
+    ms = {
+        k[len("paired ") :]: statistics.median(v) * 1e3 for k, v in found.items() if "paired" in k
+    }
+    return [
+        (
+            "cold / floor, pair by pair (gc before each call): median, least-most",
+            f"{statistics.median(ratios):.3f}x, {min(ratios):.2f}-{max(ratios):.2f}x "
+            f"({len(ratios)} pairs)",
+        ),
+        (
+            "  their medians: zv.open + query / np.load + filter",
+            f"{ms['open']:.2f} + {ms['ours'] - ms['open']:.2f} = {ms['ours']:.2f} / "
+            f"{ms['load']:.2f} + {ms['floor'] - ms['load']:.2f} = {ms['floor']:.2f} ms",
+        ),
+    ]
+
+
 def _table(title: str, found: dict[str, list[float]]) -> None:
     med, least = statistics.median, min
     ms = 1e3
@@ -228,6 +286,7 @@ def _table(title: str, found: dict[str, list[float]]) -> None:
         ("files opened a cold query", f"{med(found['opens']):.0f}"),
         ("request waves a cold query", f"{med(found['waves']):.0f}"),
         ("answers equal brute force", "yes" if all(found["ok"]) else "NO"),
+        *_paired_rows(found),
         ("load (1 min)", f"{os.getloadavg()[0]:.2f}"),
         ("host (benchmarks._host)", str(host_state())),
     ]

@@ -97,6 +97,12 @@ WARM_BUDGET = 2.0
 BOX_BUDGET = 35.0
 """Seconds spent on the boxes of one fraction before further boxes are skipped."""
 
+COLD_REPEATS = (3, 0.25)
+"""Cold box queries per box (each on a fresh ``zv.open``, each beside a fresh floor), and
+the seconds of a first cold query and its floor above which a box gets no more: a box's
+cold figures are the medians of its repeats (a single cold query of the skeleton 1% box
+swung 1.1-1.7x its floor between runs, 2026-12-05)."""
+
 
 @dataclass(frozen=True)
 class Sizes:
@@ -756,10 +762,12 @@ def _bench_boxes(ctx: _Context, fraction: float, boxes: int, targeted: bool) -> 
         ids_only, _ = repeat_within(partial(frame.owners, box), ctx.repeat, WARM_BUDGET)
         t_load, loaded = timed(partial(Frame.load, ctx.npy))
         t_filter, _ = timed(partial(loaded.query, box))
+        colds = _cold_repeats(ctx, box, (t_open, t_first), (t_load, t_filter))
         per_box.append(
             {
                 "open": t_open,
-                "cold": t_open + t_first,
+                "cold": median(colds[0]),
+                "cold_runs": len(colds[0]),
                 "warm": median(warm),
                 "warm_runs": len(warm),
                 "floor": median(floor),
@@ -767,9 +775,9 @@ def _bench_boxes(ctx: _Context, fraction: float, boxes: int, targeted: bool) -> 
                 "steady_floor": median(steady_floor),
                 "ids_only": median(ids_only),
                 "load": t_load,
-                "cold_floor": t_load + t_filter,
+                "cold_floor": median(colds[1]),
                 "objects": int(expected.shape[0]),
-                "ok": ok,
+                "ok": ok and colds[2],
             }
         )
         if time.perf_counter() - began > BOX_BUDGET:
@@ -781,6 +789,7 @@ def _bench_boxes(ctx: _Context, fraction: float, boxes: int, targeted: bool) -> 
     ok = all(m["ok"] for m in per_box)
     label = f"{fraction:.0%}"
     done = f"{len(per_box)} boxes" + ("" if len(per_box) == boxes else f" (of {boxes}: budget)")
+    runs = min(m["cold_runs"] for m in per_box)
     ctx.row(
         f"query {label} cold",
         med("cold"),
@@ -788,7 +797,8 @@ def _bench_boxes(ctx: _Context, fraction: float, boxes: int, targeted: bool) -> 
         "s",
         ok=ok,
         detail=(
-            f"zv.open {format_seconds(med('open'))} + first query; median over {done}; worst "
+            f"zv.open {format_seconds(med('open'))} + first query, a box's the median of "
+            f"{runs}+ fresh opens; median over {done}; worst "
             f"{format_seconds(max(m['cold'] for m in per_box))}; floor = np.load "
             f"{format_seconds(med('load'))} + filter"
         ),
@@ -813,6 +823,27 @@ def _bench_boxes(ctx: _Context, fraction: float, boxes: int, targeted: bool) -> 
         ),
     )
     _bench_moving_boxes(ctx, fraction, boxes)
+
+
+def _cold_repeats(
+    ctx: _Context, box: Any, first: tuple[float, float], first_floor: tuple[float, float]
+) -> tuple[list[float], list[float], bool]:
+    """Cold queries of ``box`` (``zv.open`` + query, each timed after a collection) and
+    their floors (``Frame.load`` + filter), in turn, up to :data:`COLD_REPEATS` of each
+    with the ``first`` pair measured already (none more when that pair was slow), and
+    whether every further answer equals brute force."""
+    ours, floors, ok = [sum(first)], [sum(first_floor)], True
+    count, slow = COLD_REPEATS
+    expected = ctx.data.frame.owners(box)
+    while len(ours) < count and ours[0] + floors[0] <= slow:
+        t_open, store = timed(partial(zv.open, ctx.store))
+        t_first, result = timed(partial(store.query, box))
+        ours.append(t_open + t_first)
+        ok = ok and same_id_set(result, ctx.data.frame, expected, ctx.data.links_name)
+        del store, result
+        t_load, loaded = timed(partial(Frame.load, ctx.npy))
+        floors.append(t_load + timed(partial(loaded.query, box))[0])
+    return ours, floors, ok
 
 
 def _bench_moving_boxes(ctx: _Context, fraction: float, boxes: int) -> None:
