@@ -10,17 +10,17 @@ ids drawn as ``benchmarks.objects`` draws them, each answer checked against slic
 input (the objects in the order asked, each whole and exact). ``--case`` picks one.
 
 Rows: per cold query, the process CPU (``time.process_time``) and wall time, median and
-least over ``--rounds`` x 5 boxes; cold over its floor as ``benchmarks.objects`` times
-both (``zv.open`` + first query against ``np.load`` of every array + the brute-force
-filter or gather, a garbage collection before each timed call), pair by pair, the floor
-right after ours on the same case: the median, least and most of the ratios and the
-medians of both sides (one pair per case per round, so the median rests on ``--rounds``
-x 5 pairs rather than the 5 single boxes of ``benchmarks.objects``); the CPU of
+least over ``--rounds`` x 5 boxes; for the skeleton box, cold over its floor as
+``benchmarks.objects`` times both (``zv.open`` + first query against ``np.load`` of every
+array + the brute-force filter, a garbage collection before each timed call), pair by
+pair, the floor right after ours on the same box: the median, least and most of the
+ratios and the medians of both sides (one pair per box per round, so the median rests on
+``--rounds`` x 5 pairs rather than the 5 boxes of ``benchmarks.objects``); the CPU of
 ``zv.open`` alone; the same box again on its handle (warm); and the exact counts of one
 cold query per box (median over the boxes): Python calls (cProfile), files opened
 (:class:`~zarr_vectors.store.links.LocalTree`) and request waves (``StoreIO.get_many`` +
-``StoreIO.read_metadata`` calls). On a shared machine
-the times swing with the load (printed); the counts do not. ``--phases`` adds where the wall
+``StoreIO.read_metadata`` calls). On a shared machine the times swing with the load
+(printed); the counts do not. ``--phases`` adds where the wall
 time of a cold query goes (:data:`_PHASES`, each timed around its calls; the parts overlap:
 a read's decode is inside the phase that asked for it).
 """

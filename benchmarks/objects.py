@@ -762,7 +762,7 @@ def _bench_boxes(ctx: _Context, fraction: float, boxes: int, targeted: bool) -> 
         ids_only, _ = repeat_within(partial(frame.owners, box), ctx.repeat, WARM_BUDGET)
         t_load, loaded = timed(partial(Frame.load, ctx.npy))
         t_filter, _ = timed(partial(loaded.query, box))
-        colds = _cold_repeats(ctx, box, (t_open, t_first), (t_load, t_filter))
+        colds = _cold_repeats(ctx, (box, expected), (t_open, t_first), (t_load, t_filter))
         per_box.append(
             {
                 "open": t_open,
@@ -826,15 +826,18 @@ def _bench_boxes(ctx: _Context, fraction: float, boxes: int, targeted: bool) -> 
 
 
 def _cold_repeats(
-    ctx: _Context, box: Any, first: tuple[float, float], first_floor: tuple[float, float]
+    ctx: _Context,
+    asked: tuple[Any, np.ndarray],
+    first: tuple[float, float],
+    first_floor: tuple[float, float],
 ) -> tuple[list[float], list[float], bool]:
-    """Cold queries of ``box`` (``zv.open`` + query, each timed after a collection) and
-    their floors (``Frame.load`` + filter), in turn, up to :data:`COLD_REPEATS` of each
-    with the ``first`` pair measured already (none more when that pair was slow), and
-    whether every further answer equals brute force."""
+    """Cold queries of a box (``asked``: the box and its owners) by ``zv.open`` + query,
+    each call timed after a collection, and their floors (``Frame.load`` + filter), in
+    turn, up to :data:`COLD_REPEATS` of each with the ``first`` pair measured already (none
+    more when that pair was slow), and whether every further answer equals brute force."""
+    box, expected = asked
     ours, floors, ok = [sum(first)], [sum(first_floor)], True
     count, slow = COLD_REPEATS
-    expected = ctx.data.frame.owners(box)
     while len(ours) < count and ours[0] + floors[0] <= slow:
         t_open, store = timed(partial(zv.open, ctx.store))
         t_first, result = timed(partial(store.query, box))
