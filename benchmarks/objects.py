@@ -140,7 +140,8 @@ FOOTNOTES = (
     "faces or edges); a box's floor is a brute-force mask over every vertex, np.unique of "
     "the owners of the vertices inside, and the gather of those objects whole (the 'ids "
     "only' time in detail stops after np.unique); by id, the same gather of the ids.",
-    "cold = zv.open then the first query or read on that handle (page cache warm); warm = "
+    "cold = zv.open then the first query or read on that handle (page cache warm; a box's "
+    "cold figures, ours and the floor's, are the medians of 3 fresh opens); warm = "
     "median of repeats on the same handle (the same box again: its decoded row blocks are "
     "cached); moving = a fresh random box each time on one handle. Every timed call follows "
     "a gc.collect(), which leaves the CPU caches cold; a warm row's detail also gives the "
