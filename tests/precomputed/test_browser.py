@@ -168,11 +168,25 @@ def test_a_million_points_are_shown(neuroglancer: browser.Neuroglancer, tmp_path
     assert _shown(neuroglancer, store, "million-points") > DRAWN_AT_LEAST
 
 
-def _shown_position(text: str) -> list[float]:
-    """The three numbers after the ``x``, ``y``, ``z`` labels of the selection panel."""
+def _shown_position(text: str) -> list[float] | None:
+    """The three numbers after the ``x``, ``y``, ``z`` labels of the selection panel (None
+    while the panel shows no position yet)."""
     lines = text.splitlines()
-    at = next(i for i in range(len(lines) - 2) if lines[i : i + 3] == ["x", "y", "z"])
-    return [float(n) for n in lines[at + 3 : at + 6] if _NUMBER.match(n)]
+    at = next((i for i in range(len(lines) - 2) if lines[i : i + 3] == ["x", "y", "z"]), None)
+    return None if at is None else [float(n) for n in lines[at + 3 : at + 6] if _NUMBER.match(n)]
+
+
+def _selected_position(neuroglancer: browser.Neuroglancer, timeout: float = 30.0) -> list[float]:
+    """The position the selection panel shows, once it shows three numbers: the panel fills
+    in when the annotation's bytes have been parsed, which may come after the screenshot (it
+    said "Loading..." once in CI). What it shows at ``timeout`` seconds otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = neuroglancer.driver.find_element("tag name", "body").text
+        shown = _shown_position(text) or []
+        if len(shown) == 3 or time.monotonic() > deadline:
+            return shown
+        time.sleep(0.05)
 
 
 def test_a_selected_point_is_read_from_its_shard(
@@ -195,12 +209,11 @@ def test_a_selected_point_is_read_from_its_shard(
         shot = neuroglancer.show(
             state, SIZE, loaded=lambda: sum("/by_id/" in r.path for r in server.requests) >= 3
         )
+        shown = _selected_position(neuroglancer)
         by_id = [r for r in server.requests if "/by_id/" in r.path]
-        text = neuroglancer.driver.find_element("tag name", "body").text
     assert shot.errors() == []
     assert {(r.path, r.status) for r in by_id} == {("/annotations/by_id/0.shard", 206)}
     plain = PointAnnotations(zv.open(store), sharded=False)
     point, _ = decode_by_id(plain.read(f"by_id/{annotation}"), json.loads(plain.read("info")))
-    shown = _shown_position(text)
     assert len(shown) == 3
     assert all(abs(s - p) <= 1 for s, p in zip(shown, point[:3], strict=True))
