@@ -593,8 +593,9 @@ def chunk_table_problem(
         known = [None] * len(keys)
     tails: list[bytes | None] = [None if raw is None else raw[-4:] for raw in known]
     unread = [i for i, raw in enumerate(known) if raw is None]
-    for i, tail in zip(unread, io.get_many([(keys[i], -4) for i in unread]), strict=True):
-        tails[i] = tail
+    if unread:  # no empty batch when the caller holds every chunk's tail
+        for i, tail in zip(unread, io.get_many([(keys[i], -4) for i in unread]), strict=True):
+            tails[i] = tail
     for key, tail, crc in zip(keys, tails, table, strict=True):
         if tail is None:
             return f"{key} is missing: the chunk file was lost; restore the store from the source"

@@ -138,11 +138,11 @@ def take_plain_rows(
     per_chunk = max(chunk[0], 1)
     dtype = _stored_dtype(meta["data_type"])
     expected = math.prod(chunk) * dtype.itemsize
-    for j in np.unique(rows // per_chunk).tolist():
+    which = rows // per_chunk
+    for j in np.unique(which).tolist():
         _check_stored_size(meta, raws[j], keys[j], expected)  # before a chunk is allocated
     out = np.empty((rows.shape[0], *shape[1:]), dtype=dtype)
     whole = np.empty(tuple(chunk), dtype=dtype)  # one chunk at a time, its pages reused
-    which = rows // per_chunk
     order = np.argsort(which, kind="stable")
     bounds = np.flatnonzero(np.diff(which[order])) + 1
     for picked in np.split(order, bounds) if rows.shape[0] else []:
