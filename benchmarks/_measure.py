@@ -25,6 +25,7 @@ __all__ = [
     "reset_peak_rss",
     "run_child",
     "run_reference",
+    "settle_allocator",
     "timed",
     "tree_size",
     "within_budget",
@@ -291,3 +292,30 @@ def reset_peak_rss() -> bool:
         return False
     hwm, rss = proc_status_kb("VmHWM"), proc_status_kb("VmRSS")
     return hwm is not None and rss is not None and hwm - rss < 1024
+
+
+SETTLE_BYTES = 16 << 20
+"""The block :func:`settle_allocator` frees: above every floor array of the object cases
+(skeletons 1.2-1.6 MB, mesh 6 MB), below glibc's 32 MiB cap of the mmap threshold."""
+
+
+def settle_allocator() -> None:
+    """Free one block of :data:`SETTLE_BYTES` so that ``malloc`` serves later arrays below
+    that size from memory it keeps, whatever ran before in the process.
+
+    glibc maps every block above its mmap threshold (128 KiB at the start of a process)
+    afresh and unmaps it when freed; freeing such a block raises the threshold to its size
+    and the heap's trim threshold to twice that. Raised only by arrays of the floor's own
+    sizes, the heap is trimmed back to the system after each call and faulted in again by
+    the next: the skeleton floor's ``np.load`` paid 846 page faults a call, 6.5-6.8 ms
+    against 4.8-5.0 ms without them (2026-12-05), so a floor measured early in a process or
+    in a small one (``benchmarks.cold_open``) took a third longer than the same floor late
+    in ``python -m benchmarks --objects``. Calling this first gives every run the settled
+    allocator, the floor's faster state. Elsewhere than glibc it only allocates and frees.
+
+    Examples
+    --------
+    >>> settle_allocator()
+    """
+    block = bytearray(SETTLE_BYTES)
+    del block

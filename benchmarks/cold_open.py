@@ -2,7 +2,8 @@
 streamlines by id cost (issue 39, items 2 and 3).
 
 Cold = ``zv.open`` + the first query or read on that handle (page cache warm, kernels
-compiled: a first pass runs before anything is timed). Skeleton box: the store
+compiled: a first pass runs before anything is timed; the allocator settled first, as in
+``benchmarks.objects``: :func:`~benchmarks._measure.settle_allocator`). Skeleton box: the store
 ``benchmarks.objects.make_skeletons(100, 1000, 0)`` (chunks 40 mm, bins 10 mm), the boxes
 ``make_boxes(0.01, 5, 0)``; every answer is checked against brute force (the same objects,
 each whole and exact). By id: ``make_streamlines(10_000, 100, 0)``, 5 random sets of 100
@@ -44,7 +45,7 @@ import numpy as np
 
 import zarr_vectors as zv
 from benchmarks._host import host_state
-from benchmarks._measure import timed
+from benchmarks._measure import settle_allocator, timed
 from benchmarks.objects import (
     Frame,
     make_boxes,
@@ -312,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         "--phases", action="store_true", help="also time the parts of a cold query (median)"
     )
     args = parser.parse_args(argv)
+    settle_allocator()  # the floor's np.load as in the long process of benchmarks.objects
     set_kernel_mode("compiled")
     ok = True
     with tempfile.TemporaryDirectory(prefix="zv-bench-cold-open-") as tmp:

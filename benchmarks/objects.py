@@ -36,6 +36,7 @@ from benchmarks._measure import (
     back_to_back,
     log,
     median,
+    settle_allocator,
     timed,
     timed_write,
     tree_size,
@@ -139,7 +140,9 @@ FOOTNOTES = (
     "floor (numpy): np.save / np.load of the same arrays (vertices, offsets, attributes, "
     "faces or edges); a box's floor is a brute-force mask over every vertex, np.unique of "
     "the owners of the vertices inside, and the gather of those objects whole (the 'ids "
-    "only' time in detail stops after np.unique); by id, the same gather of the ids.",
+    "only' time in detail stops after np.unique); by id, the same gather of the ids. "
+    "The section first frees a 16 MiB block, so malloc serves the floors' arrays below that "
+    "size from memory it keeps, as late in a long process, not from freshly faulted pages.",
     "cold = zv.open then the first query or read on that handle (page cache warm, kernels "
     "loaded: every box or id set is first asked twice on an untimed fresh open; a box's "
     "cold figures, ours and the floor's, are the medians of 3 fresh opens); warm = "
@@ -941,7 +944,9 @@ def _bench_by_id(ctx: _Context, count: int, sets: int, limit: float | None) -> N
 def warm_up(tmp: str) -> None:
     """Write, read, query and read by id tiny streamline, mesh and skeleton stores, so
     numba's kernels are compiled or loaded before any timing (never run as Python: see
-    :func:`benchmarks._data.warm_up`)."""
+    :func:`benchmarks._data.warm_up`), after :func:`~benchmarks._measure.settle_allocator`
+    (the floors' ``np.load`` in the allocator's state of a long process)."""
+    settle_allocator()
     set_kernel_mode("compiled")
     for data in (
         make_streamlines(50, 20, 12345),

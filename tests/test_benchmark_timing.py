@@ -1,14 +1,19 @@
-"""The benchmarks' steady-state timer: runs back to back, no collection between them."""
+"""The benchmarks' steady-state timer (runs back to back, no collection between them) and
+the allocator they settle before timing floors."""
 
 from __future__ import annotations
 
 import gc
+import json
+import platform
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
 
 from benchmarks import _measure
-from benchmarks._measure import back_to_back
+from benchmarks._measure import REPO_ROOT, back_to_back
 
 
 def test_runs_repeat_times_within_the_budget() -> None:
@@ -42,3 +47,40 @@ def test_collects_once_before_the_runs_only() -> None:
     finally:
         gc.callbacks.remove(seen)
     assert collections == ["start", "run", "run", "run"]
+
+
+_FLOOR_ROUNDS = """
+import json, resource
+from benchmarks._measure import settle_allocator
+SIZES = (1_200_000, 1_600_000, 400_000, 1_600_000)  # the skeleton floor's arrays
+
+def faults_of_a_round():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    blocks = [bytearray(n) for n in SIZES]
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    del blocks
+    return after - before
+
+before = [faults_of_a_round() for _ in range(4)]
+settle_allocator()
+after = [faults_of_a_round() for _ in range(4)]
+print(json.dumps([before, after]))
+"""
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+    reason="glibc's dynamic mmap threshold",
+)
+def test_a_settled_allocator_reuses_the_memory_of_floor_sized_arrays() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", _FLOOR_ROUNDS],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    before, after = json.loads(out.stdout)
+    assert before[-1] > 500  # a fresh process faults the floor's ~4.8 MB in every round
+    assert after[-1] < 50  # settled: the rounds after the first reuse the heap
