@@ -294,9 +294,10 @@ def reset_peak_rss() -> bool:
     return hwm is not None and rss is not None and hwm - rss < 1024
 
 
-SETTLE_BYTES = 16 << 20
-"""The block :func:`settle_allocator` frees: above every floor array of the object cases
-(skeletons 1.2-1.6 MB, mesh 6 MB), below glibc's 32 MiB cap of the mmap threshold."""
+SETTLE_BYTES = 30 << 20
+"""The block :func:`settle_allocator` frees: above the floor arrays of the object cases but
+those of 10^5 streamlines (skeletons 0.4-1.6 MB, 10^4 streamlines 4-12 MB, mesh faces 24
+MB), below the 32 MiB up to which glibc raises its mmap threshold."""
 
 
 def settle_allocator() -> None:

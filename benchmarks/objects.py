@@ -141,7 +141,7 @@ FOOTNOTES = (
     "faces or edges); a box's floor is a brute-force mask over every vertex, np.unique of "
     "the owners of the vertices inside, and the gather of those objects whole (the 'ids "
     "only' time in detail stops after np.unique); by id, the same gather of the ids. "
-    "The section first frees a 16 MiB block, so malloc serves the floors' arrays below that "
+    "The section first frees a 30 MiB block, so malloc serves the floors' arrays below that "
     "size from memory it keeps, as late in a long process, not from freshly faulted pages.",
     "cold = zv.open then the first query or read on that handle (page cache warm, kernels "
     "loaded: every box or id set is first asked twice on an untimed fresh open; a box's "
