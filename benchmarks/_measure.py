@@ -312,7 +312,9 @@ def settle_allocator() -> None:
     against 4.8-5.0 ms without them (2026-12-05), so a floor measured early in a process or
     in a small one (``benchmarks.cold_open``) took a third longer than the same floor late
     in ``python -m benchmarks --objects``. Calling this first gives every run the settled
-    allocator, the floor's faster state. Elsewhere than glibc it only allocates and frees.
+    allocator, the floor's faster state. Elsewhere than glibc, or where a ``MALLOC_*_``
+    variable fixes glibc's thresholds (dask's ``LocalCluster`` exports
+    ``MALLOC_TRIM_THRESHOLD_``), it only allocates and frees.
 
     Examples
     --------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -73,9 +74,14 @@ print(json.dumps([before, after]))
     reason="glibc's dynamic mmap threshold",
 )
 def test_a_settled_allocator_reuses_the_memory_of_floor_sized_arrays() -> None:
+    # glibc's own defaults: a MALLOC_*_ variable (dask's LocalCluster exports
+    # MALLOC_TRIM_THRESHOLD_ into the test process) fixes the thresholds for good.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env.pop("GLIBC_TUNABLES", None)
     out = subprocess.run(
         [sys.executable, "-c", _FLOOR_ROUNDS],
         cwd=REPO_ROOT,
+        env=env,
         capture_output=True,
         text=True,
         check=True,
