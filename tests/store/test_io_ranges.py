@@ -90,12 +90,57 @@ def test_spans_continuing_each_other_in_one_key_are_one_run_across_owners() -> N
     start = np.array([0, 4, 9, 20, 0, 5, far], dtype=np.int64)
     stop = np.array([4, 9, 12, 22, 5, 6, far + 1], dtype=np.int64)
     into = memoryview(bytearray(int((stop - start).sum())))
-    runs, buffers = local_files._bridged_runs(
+    order, runs, buffers = local_files._bridged_runs(
         keys, owner.tolist(), start.tolist(), stop.tolist(), into
     )
+    assert order == list(range(7))
     assert runs == [(0, 4), (4, 6), (6, 7)]
     assert [len(b) for b in buffers[::2]] == [0, 0, 0, 8, 0, 0, 0]  # the gaps read through
     assert [len(b) for b in buffers[1::2]] == (stop - start).tolist()
+
+
+def test_spans_of_interleaved_files_are_read_file_by_file() -> None:
+    """Spans that alternate between files (the chunks of a box, shard after shard) are
+    read in the order of their files and starts: one run a file, each span still landing
+    where the caller's order puts it."""
+    keys = ["v/c/1", "v/c/0", "v/c/1", "v/c/0"]
+    owner = [0, 1, 2, 3, 0, 1]
+    start = [100, 0, 0, 30, 50, 10]
+    stop = [120, 10, 40, 35, 60, 20]
+    into = memoryview(bytearray(sum(b - a for a, b in zip(start, stop, strict=True))))
+    order, runs, buffers = local_files._bridged_runs(keys, owner, start, stop, into)
+    assert order == [1, 5, 3, 2, 4, 0]
+    assert runs == [(0, 3), (3, 6)]
+    assert [len(b) for b in buffers[::2]] == [0, 0, 10, 0, 10, 40]
+    ends = np.cumsum([b - a for a, b in zip(start, stop, strict=True)]).tolist()
+    places = [(ends[i] - (stop[i] - start[i]), ends[i]) for i in order]
+    into_address = np.frombuffer(into, dtype=np.uint8).ctypes.data
+    assert [
+        (np.frombuffer(b, dtype=np.uint8).ctypes.data - into_address, len(b)) for b in buffers[1::2]
+    ] == [(a, b - a) for a, b in places]
+
+
+def test_interleaved_spans_of_a_remote_store_are_one_request_a_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a store that is not a local directory, spans alternating between keys are
+    fetched one request a key (their ranges close together), each landing in its place."""
+    io = _store("memory", tmp_path)
+    asked: list[tuple[str, object]] = []
+    get = StoreIO._get
+
+    async def counted(self: StoreIO, key: str, byte_range: object) -> bytes | None:
+        asked.append((key, byte_range))
+        return await get(self, key, byte_range)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(StoreIO, "_get", counted)
+    keys = ["a/c/0", "b/c/1"]
+    spans = [(0, 0, 10), (1, 3, 40), (0, 50, 55), (1, 41, 43), (0, 20, 30)]
+    owner, start, stop = (np.array(v, dtype=np.int64) for v in zip(*spans, strict=True))
+    buffer = np.zeros(int((stop - start).sum()), dtype=np.uint8)
+    assert io.read_spans_into(keys, owner, start, stop, buffer) == -1
+    assert buffer.tobytes() == b"".join(DATA[keys[k]][a:b] for k, a, b in spans)
+    assert sorted(asked) == [("a/c/0", (0, 55)), ("b/c/1", (3, 43))]
 
 
 def test_spans_with_gaps_read_through_land_back_to_back(tmp_path: Path) -> None:
@@ -114,7 +159,7 @@ def test_spans_with_gaps_read_through_land_back_to_back(tmp_path: Path) -> None:
     owner = np.zeros(start.shape[0], dtype=np.int64)
     into = memoryview(bytearray(int((stop - start).sum())))
     args = (owner.tolist(), start.tolist(), stop.tolist(), into)
-    runs, _ = local_files._bridged_runs(["f/c/0"], *args)
+    _, runs, _ = local_files._bridged_runs(["f/c/0"], *args)
     assert runs[:2] == [(0, 4), (4, 4 + most)]
     assert runs[-1][1] == start.shape[0]
     buffer = np.zeros(int((stop - start).sum()), dtype=np.uint8)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import threading
@@ -332,40 +333,39 @@ class StoreIO:
         """Read byte spans of keys back to back into ``buffer``.
 
         Span ``i`` is bytes ``[span_start[i], span_stop[i])`` of key ``keys[span_key[i]]``.
-        A local file is opened once for its consecutive spans (of one key, whichever
-        ``span_key`` names it) and read straight into the buffer (one ``preadv`` per run of
-        spans at most 16 KiB apart: :func:`~zarr_vectors.store.local_files.read_local_spans`);
-        other stores fetch every span in one concurrent batch (as :meth:`get_ranges`), one
-        request per run of consecutive spans of one key.
+        A local file is opened once for its spans (of one key, whichever ``span_key``
+        names it) and read straight into the buffer, file by file (one ``preadv`` per run
+        of spans at most 16 KiB apart: :func:`~zarr_vectors.store.local_files.read_local_spans`);
+        other stores fetch every span in one concurrent batch (as :meth:`get_ranges`): the
+        spans of one key together, close ones in one request.
 
         Returns
         -------
         int
-            -1 when every span was read whole, else ``span_key`` of the first span whose
-            key is missing or too short.
+            -1 when every span was read whole, else ``span_key`` of a span whose key is
+            missing or too short.
         """
         tree = self._tree()
         if tree is not None:
             joined = (span_key, span_start, span_stop)
             return read_local_spans(tree, keys, joined, buffer.data)
         owners, starts, stops = span_key.tolist(), span_start.tolist(), span_stop.tolist()
-        groups: list[tuple[int, list[ByteRange]]] = []  # consecutive spans of one key
-        for owner, start, stop in zip(owners, starts, stops, strict=True):
-            if not groups or keys[groups[-1][0]] != keys[owner]:
-                groups.append((owner, []))
-            groups[-1][1].append((start, stop))
-        fetched = self.get_ranges([(keys[owner], spans) for owner, spans in groups])
-        pos = 0
-        for (owner, spans), parts in zip(groups, fetched, strict=True):
+        ends = list(itertools.accumulate(b - a for a, b in zip(starts, stops, strict=True)))
+        groups: dict[str, tuple[int, list[ByteRange], list[int]]] = {}  # spans of one key
+        for i, (owner, start, stop) in enumerate(zip(owners, starts, stops, strict=True)):
+            group = groups.setdefault(keys[owner], (owner, [], []))
+            group[1].append((start, stop))
+            group[2].append(i)
+        fetched = self.get_ranges([(key, group[1]) for key, group in groups.items()])
+        for (owner, spans, where), parts in zip(groups.values(), fetched, strict=True):
             if parts is None:
                 return owner
-            for span, part in zip(spans, parts, strict=True):
+            for span, i, part in zip(spans, where, parts, strict=True):
                 assert isinstance(span, tuple)
                 size = span[1] - span[0]
                 if len(part) != size:
                     return owner
-                buffer[pos : pos + size] = np.frombuffer(part, dtype=np.uint8)
-                pos += size
+                buffer[ends[i] - size : ends[i]] = np.frombuffer(part, dtype=np.uint8)
         return -1
 
     def get(self, key: str, byte_range: ByteRange = None) -> bytes | None:
