@@ -90,34 +90,12 @@ def test_spans_continuing_each_other_in_one_key_are_one_run_across_owners() -> N
     start = np.array([0, 4, 9, 20, 0, 5, far], dtype=np.int64)
     stop = np.array([4, 9, 12, 22, 5, 6, far + 1], dtype=np.int64)
     into = memoryview(bytearray(int((stop - start).sum())))
-    order, runs, buffers = local_files._bridged_runs(
+    runs, buffers = local_files._bridged_runs(
         keys, owner.tolist(), start.tolist(), stop.tolist(), into
     )
-    assert order == list(range(7))
     assert runs == [(0, 4), (4, 6), (6, 7)]
     assert [len(b) for b in buffers[::2]] == [0, 0, 0, 8, 0, 0, 0]  # the gaps read through
     assert [len(b) for b in buffers[1::2]] == (stop - start).tolist()
-
-
-def test_spans_of_interleaved_files_are_read_file_by_file() -> None:
-    """Spans that alternate between files (the chunks of a box, shard after shard) are
-    read in the order of their files and starts: one run a file, each span still landing
-    where the caller's order puts it."""
-    keys = ["v/c/1", "v/c/0", "v/c/1", "v/c/0"]
-    owner = [0, 1, 2, 3, 0, 1]
-    start = [100, 0, 0, 30, 50, 10]
-    stop = [120, 10, 40, 35, 60, 20]
-    into = memoryview(bytearray(sum(b - a for a, b in zip(start, stop, strict=True))))
-    order, runs, buffers = local_files._bridged_runs(keys, owner, start, stop, into)
-    assert order == [1, 5, 3, 2, 4, 0]
-    assert runs == [(0, 3), (3, 6)]
-    assert [len(b) for b in buffers[::2]] == [0, 0, 10, 0, 10, 40]
-    ends = np.cumsum([b - a for a, b in zip(start, stop, strict=True)]).tolist()
-    places = [(ends[i] - (stop[i] - start[i]), ends[i]) for i in order]
-    into_address = np.frombuffer(into, dtype=np.uint8).ctypes.data
-    assert [
-        (np.frombuffer(b, dtype=np.uint8).ctypes.data - into_address, len(b)) for b in buffers[1::2]
-    ] == [(a, b - a) for a, b in places]
 
 
 def test_interleaved_spans_of_a_remote_store_are_one_request_a_key(
@@ -159,7 +137,7 @@ def test_spans_with_gaps_read_through_land_back_to_back(tmp_path: Path) -> None:
     owner = np.zeros(start.shape[0], dtype=np.int64)
     into = memoryview(bytearray(int((stop - start).sum())))
     args = (owner.tolist(), start.tolist(), stop.tolist(), into)
-    _, runs, _ = local_files._bridged_runs(["f/c/0"], *args)
+    runs, _ = local_files._bridged_runs(["f/c/0"], *args)
     assert runs[:2] == [(0, 4), (4, 4 + most)]
     assert runs[-1][1] == start.shape[0]
     buffer = np.zeros(int((stop - start).sum()), dtype=np.uint8)

@@ -333,9 +333,9 @@ class StoreIO:
         """Read byte spans of keys back to back into ``buffer``.
 
         Span ``i`` is bytes ``[span_start[i], span_stop[i])`` of key ``keys[span_key[i]]``.
-        A local file is opened once for its spans (of one key, whichever ``span_key``
-        names it) and read straight into the buffer, file by file (one ``preadv`` per run
-        of spans at most 16 KiB apart: :func:`~zarr_vectors.store.local_files.read_local_spans`);
+        A local file is opened once for its consecutive spans (of one key, whichever
+        ``span_key`` names it) and read straight into the buffer (one ``preadv`` per run of
+        spans at most 16 KiB apart: :func:`~zarr_vectors.store.local_files.read_local_spans`);
         other stores fetch every span in one concurrent batch (as :meth:`get_ranges`): the
         spans of one key together, close ones in one request.
 

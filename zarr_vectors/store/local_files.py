@@ -5,7 +5,6 @@ ranges, several ranges of one file in one pass, atomic writes, and directory lis
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,25 +102,20 @@ def read_local_spans(
 ) -> int:
     """:meth:`StoreIO.read_spans_into` on a local directory: -1, or the failing key.
 
-    The spans are read file by file, in ascending order in each, whatever their order in
-    ``spans`` (each lands where that order puts it in ``into``): a run of spans of one
-    file, each starting where the one before ends or at most :data:`_BRIDGED_GAP` bytes
-    after it, is read by one ``preadv`` (the gaps into a scratch buffer:
-    :func:`_bridged_runs`). Files stay open while they are read (up to
+    A run of spans of one file, each starting where the one before ends or at most
+    :data:`_BRIDGED_GAP` bytes after it, is read by one ``preadv`` (the gaps into a scratch
+    buffer: :func:`_bridged_runs`). Files stay open while they are read (up to
     :data:`_OPEN_SPAN_FILES` at once), also when several owners name one key (the chunks
-    of a shard of several chunks, spec §9.0.1). Measured on the cold 1% skeleton box
-    (benchmarks/results/cold_boxes.md): 83 ``preadv`` calls in the order of the chunks,
-    28 in this one."""
+    of a shard of several chunks, spec §9.0.1)."""
     owners: list[int]
     starts: list[int]
     stops: list[int]
     owners, starts, stops = (a.tolist() for a in spans)
-    order, runs, buffers = _bridged_runs(keys, owners, starts, stops, into)
+    runs, buffers = _bridged_runs(keys, owners, starts, stops, into)
     files: dict[str, int] = {}
     try:
         for a, z in runs:
-            first, last = order[a], order[z - 1]
-            key = keys[owners[first]]
+            key = keys[owners[a]]
             fd = files.get(key, -1)
             if fd < 0:
                 if len(files) >= _OPEN_SPAN_FILES:
@@ -129,12 +123,11 @@ def read_local_spans(
                     tree.release(oldest, files.pop(oldest))
                 opened = tree.open(key)
                 if opened is None:
-                    return owners[first]
+                    return owners[a]
                 fd = files[key] = opened[0]
-            if os.preadv(fd, buffers[2 * a : 2 * z], starts[first]) != stops[last] - starts[first]:
-                for j in range(a, z):  # which span the file does not hold whole
-                    i = order[j]
-                    if os.preadv(fd, [buffers[2 * j + 1]], starts[i]) != stops[i] - starts[i]:
+            if os.preadv(fd, buffers[2 * a : 2 * z], starts[a]) != stops[z - 1] - starts[a]:
+                for i in range(a, z):  # which span the file does not hold whole
+                    if os.preadv(fd, [buffers[2 * i + 1]], starts[i]) != stops[i] - starts[i]:
                         return owners[i]
         return -1
     finally:
@@ -160,34 +153,28 @@ _GAP_BUFFER = memoryview(bytearray(_BRIDGED_GAP))
 
 def _bridged_runs(
     keys: Sequence[str], owners: list[int], starts: list[int], stops: list[int], into: memoryview
-) -> tuple[list[int], list[tuple[int, int]], list[memoryview]]:
-    """The spans in the order they are read, runs of them and their buffers.
-
-    The order: by key (``keys[owner]``, whichever owners name it), then by start, so that
-    the spans of one file are read together however the caller interleaves files (the
-    chunks of a box come shard after shard of several columns). Runs ``(a, z)``: the
-    spans at positions ``a .. z-1`` of that order, of one key, each starting at most
-    :data:`_BRIDGED_GAP` bytes after the one before ends (never before it), at most
-    :data:`_BRIDGED_SPANS` of them. Per span in that order two buffers: the bytes between
-    it and the span before in its run (none for the first of a run) and its place in
-    ``into`` (the spans back to back in the caller's order)."""
-    offsets = [0, *itertools.accumulate(b - a for a, b in zip(starts, stops, strict=True))]
-    order = sorted(range(len(owners)), key=lambda i: (keys[owners[i]], starts[i]))
+) -> tuple[list[tuple[int, int]], list[memoryview]]:
+    """Runs ``(a, z)``: spans ``a .. z-1`` of one key (``keys[owner]``, whichever owners
+    name it), each starting at most :data:`_BRIDGED_GAP` bytes after the one before ends
+    (never before it), at most :data:`_BRIDGED_SPANS` of them; and per span two buffers:
+    the bytes between it and the span before in its run (none for the first of a run)
+    and its place in ``into`` (the spans back to back)."""
     runs: list[tuple[int, int]] = []
     buffers: list[memoryview] = []
-    first, end = 0, -1
+    first, pos, end = 0, 0, -1
     before: str | None = None
-    for j, i in enumerate(order):
-        key, gap = keys[owners[i]], starts[i] - end
-        if key != before or not 0 <= gap <= _BRIDGED_GAP or j - first == _BRIDGED_SPANS:
-            if j:
-                runs.append((first, j))
-            first, gap, before = j, 0, key
-        buffers += (_GAP_BUFFER[:gap], into[offsets[i] : offsets[i + 1]])
-        end = stops[i]
+    for i, (owner, start, stop) in enumerate(zip(owners, starts, stops, strict=True)):
+        key, gap = keys[owner], start - end
+        if key != before or not 0 <= gap <= _BRIDGED_GAP or i - first == _BRIDGED_SPANS:
+            if i:
+                runs.append((first, i))
+            first, gap, before = i, 0, key
+        buffers += (_GAP_BUFFER[:gap], into[pos : pos + stop - start])
+        pos += stop - start
+        end = stop
     if owners:
         runs.append((first, len(owners)))
-    return order, runs, buffers
+    return runs, buffers
 
 
 def read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
