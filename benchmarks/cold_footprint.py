@@ -3,15 +3,15 @@ floor, counted by valgrind's cachegrind: exact counts that do not move with the 
 (issue 39, item 2; the times of ``benchmarks.cold_open`` do).
 
 Child processes run under ``valgrind --tool=cachegrind --cache-sim=yes``, each with the same
-start: the store ``benchmarks.objects.make_skeletons(100, 1000, 0)`` and its ``.npy`` floor
-(written once, by this process), the allocator settled, every box of
-``make_boxes(0.01, 5, 0)`` asked once of both. Then ``--rounds`` x 5 boxes, a
-``gc.collect()`` before each, as ``benchmarks.objects`` times a cold box: ``ours`` runs
-``zv.open`` + the query, ``floor`` ``np.load`` of every array + the brute-force filter,
+start: the store of ``benchmarks.cold_open``'s skeleton box and its ``.npy`` floor
+(:func:`~benchmarks.cold_open.skeleton_case`, written once, by this process), the allocator
+settled, every box of ``make_boxes(0.01, 5, 0)`` asked once of both. Then ``--rounds`` x 5
+boxes, a ``gc.collect()`` before each, as ``benchmarks.objects`` times a cold box: ``ours``
+runs ``zv.open`` + the query, ``floor`` ``np.load`` of every array + the brute-force filter,
 ``none`` nothing. A query's figures are its child's totals less those of ``none``, over the
 queries run. ``--base TREE`` also runs ``none`` and ``ours`` with the ``zarr_vectors`` of
-another source tree (e.g. a checkout of main before a change): its query's figures are
-its ``ours`` less its own ``none``.
+another source tree (e.g. a checkout of main before a change): its query's figures are its
+``ours`` less its own ``none``.
 
 Counted, per query: instructions, L1 instruction-cache misses, and L1 data and last-level
 misses, in valgrind's model of this host's L1 caches and a 32 MiB 16-way last level (an AMD
@@ -41,7 +41,8 @@ from pathlib import Path
 
 import zarr_vectors as zv
 from benchmarks._measure import REPO_ROOT, settle_allocator
-from benchmarks.objects import Frame, make_boxes, make_skeletons, same_id_set
+from benchmarks.cold_open import skeleton_case
+from benchmarks.objects import Frame, make_boxes
 from zarr_vectors.kernels._jit import set_kernel_mode
 
 __all__ = ["COUNTS", "main", "parse_summary", "per_query"]
@@ -91,7 +92,8 @@ def _child(mode: str, directory: str, rounds: int) -> None:
     """One child's work (see the module docstring), run under valgrind."""
     set_kernel_mode("compiled")
     settle_allocator()
-    path, npy = os.path.join(directory, "skeletons.zv"), os.path.join(directory, "floor")
+    path = os.path.join(directory, "skeletons.zv")
+    npy = path + ".npy"
     boxes = make_boxes(0.01, _BOXES, 0)
     for box in boxes:
         zv.open(path).query(box)
@@ -109,15 +111,8 @@ def _prepare(directory: str) -> bool:
     """Write the store and its floor into ``directory``; whether every box's answer is
     exact (checked here, outside valgrind)."""
     set_kernel_mode("compiled")
-    data = make_skeletons(100, 1000, 0)
-    path = os.path.join(directory, "skeletons.zv")
-    data.write(path)
-    os.mkdir(os.path.join(directory, "floor"))
-    data.frame.save(os.path.join(directory, "floor"))
-    return all(
-        same_id_set(zv.open(path).query(box), data.frame, data.frame.owners(box), data.links_name)
-        for box in make_boxes(0.01, _BOXES, 0)
-    )
+    path, check = skeleton_case(directory)
+    return all(check(zv.open(path).query(box), box) for box in make_boxes(0.01, _BOXES, 0))
 
 
 _BOOT = """import sys

@@ -63,7 +63,7 @@ from zarr_vectors.store import native_blocks
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.links import LocalTree
 
-__all__ = ["main"]
+__all__ = ["main", "skeleton_case"]
 
 
 @contextmanager
@@ -214,16 +214,23 @@ def _measure(
     return out
 
 
-def _skeleton_box(tmp: str, rounds: int, phases: bool) -> dict[str, list[float]]:
+def skeleton_case(tmp: str) -> tuple[str, Callable[[zv.QueryResult, Any], bool]]:
+    """The cold skeleton box's store, written in ``tmp`` (its floor's ``.npy`` directory
+    beside it, at ``path + ".npy"``), and the check of a box's answer against brute force."""
     data = make_skeletons(100, 1000, 0)
     path = os.path.join(tmp, "skeletons.zv")
     data.write(path)
     os.mkdir(path + ".npy")
     data.frame.save(path + ".npy")
 
-    def check(result: zv.QueryResult, box: tuple[Any, Any]) -> bool:
+    def check(result: zv.QueryResult, box: Any) -> bool:
         return same_id_set(result, data.frame, data.frame.owners(box), data.links_name)
 
+    return path, check
+
+
+def _skeleton_box(tmp: str, rounds: int, phases: bool) -> dict[str, list[float]]:
+    path, check = skeleton_case(tmp)
     boxes = make_boxes(0.01, 5, 0)
     return _measure(path, boxes, lambda h, box: h.query(box), check, rounds, phases, Frame.query)
 
