@@ -23,19 +23,24 @@ cold query per box (median over the boxes): Python calls (cProfile), files opene
 ``StoreIO.read_metadata`` calls). On a shared machine the times swing with the load
 (printed); the counts do not. ``--phases`` adds where the wall
 time of a cold query goes (:data:`_PHASES`, each timed around its calls; the parts overlap:
-a read's decode is inside the phase that asked for it).
+a read's decode is inside the phase that asked for it), and the same time split without
+overlap (:func:`_split`): files read, row blocks decoded, the other numba kernels, and the
+rest (the Python and numpy that plan, check and assemble).
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import os
 import pstats
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from functools import partial
@@ -54,7 +59,7 @@ from benchmarks.objects import (
     same_id_set,
     same_objects,
 )
-from zarr_vectors.kernels._jit import set_kernel_mode
+from zarr_vectors.kernels._jit import Kernel, set_kernel_mode
 from zarr_vectors.query._object_plan import ObjectPlan
 from zarr_vectors.query.object_queries import ObjectReader
 from zarr_vectors.read import level_globals
@@ -117,7 +122,8 @@ def _timing(owner: object, name: str, spent: list[float]) -> Iterator[None]:
 
 
 def _phases(cold: Callable[[], object], rounds: int) -> dict[str, list[float]]:
-    """Seconds each of :data:`_PHASES` takes in ``cold()``, and the whole call, per round."""
+    """Seconds each of :data:`_PHASES` takes in ``cold()``, and the whole call, per round
+    (a garbage collection before each call, as ``benchmarks.objects`` times a cold query)."""
     out: dict[str, list[float]] = {name: [] for name, _, _ in _PHASES}
     out["whole cold query"] = []
     for _ in range(rounds):
@@ -125,11 +131,88 @@ def _phases(cold: Callable[[], object], rounds: int) -> dict[str, list[float]]:
         with ExitStack() as scopes:
             for name, owner, attribute in _PHASES:
                 scopes.enter_context(_timing(owner, attribute, spent[name]))
+            gc.collect()
             began = time.perf_counter()
             cold()
             out["whole cold query"].append(time.perf_counter() - began)
         for name, seconds in spent.items():
             out[name].append(seconds[0])
+    return out
+
+
+_FILES = "files read (StoreIO: documents, whole files, spans)"
+_DECODE = "row blocks decoded (native decode kernels)"
+_KERNELS = "other numba kernels (calls from Python)"
+_REST = "the rest: Python and numpy (plans, checks, assembly)"
+_SPLIT: tuple[tuple[str, object, str], ...] = (
+    (_FILES, StoreIO, "read_root"),
+    (_FILES, StoreIO, "read_metadata"),
+    (_FILES, StoreIO, "get_many"),
+    (_FILES, StoreIO, "read_spans_into"),
+    (_DECODE, native_blocks, "decode_natively"),
+)
+"""The functions :func:`_split` times outright (a part, owner, attribute); numba kernels
+are timed at :meth:`Kernel.__call__`, the decode kernels (:data:`_DECODE_KERNELS`) apart."""
+
+_DECODE_KERNELS = frozenset({"_decode_blocks", "_decode_chunk_blocks"})
+
+
+class _Outermost:
+    """Wall seconds of the calling thread's outermost timed calls, by part: a call made
+    inside another timed call (a kernel a read runs, a decode inside a read) counts once,
+    in the part of the outer one, so the parts add up to at most the whole."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.inside = False
+        self.thread = threading.get_ident()
+
+    def timed(self, part_of: Callable[[tuple[Any, ...]], str], real: Any) -> Any:
+        """``real`` timed into the part ``part_of(args)`` names, when outermost."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.inside or threading.get_ident() != self.thread:
+                return real(*args, **kwargs)
+            self.inside = True
+            began = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.seconds[part_of(args)] += time.perf_counter() - began
+                self.inside = False
+
+        return call
+
+
+def _kernel_part(args: tuple[Any, ...]) -> str:
+    return _DECODE if args[0].py_func.__name__ in _DECODE_KERNELS else _KERNELS
+
+
+def _split(cold: Callable[[], object], rounds: int) -> dict[str, list[float]]:
+    """Seconds of ``cold()`` in each part of :data:`_SPLIT`, in the other numba kernels
+    and in the rest, per round (a garbage collection before each call); the parts do not
+    overlap (:class:`_Outermost`) and add up to the whole."""
+    out: dict[str, list[float]] = {name: [] for name in (_FILES, _DECODE, _KERNELS, _REST)}
+    for _ in range(rounds):
+        clock = _Outermost()
+        targets: list[tuple[object, str, Callable[[tuple[Any, ...]], str]]] = [
+            (owner, name, partial(lambda p, _a: p, part)) for part, owner, name in _SPLIT
+        ]
+        targets.append((Kernel, "__call__", _kernel_part))
+        reals = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]
+        try:
+            for (owner, name, part_of), (_, _, real) in zip(targets, reals, strict=True):
+                setattr(owner, name, clock.timed(part_of, real))
+            gc.collect()
+            began = time.perf_counter()
+            cold()
+            whole = time.perf_counter() - began
+        finally:
+            for owner, name, real in reals:
+                setattr(owner, name, real)
+        for part in (_FILES, _DECODE, _KERNELS):
+            out[part].append(clock.seconds[part])
+        out[_REST].append(whole - sum(clock.seconds.values()))
     return out
 
 
@@ -211,6 +294,8 @@ def _measure(
     for case in cases if phases else []:
         for name, seconds in _phases(partial(cold_once, case), rounds).items():
             out.setdefault(f"phase: {name}", []).extend(seconds)
+        for name, seconds in _split(partial(cold_once, case), rounds).items():
+            out.setdefault(f"split: {name}", []).extend(seconds)
     return out
 
 
@@ -302,7 +387,7 @@ def _table(title: str, found: dict[str, list[float]]) -> None:
     rows += [
         (key, f"{med(found[key]) * ms:.2f} ms ({med(found[key]) / whole:.0%})")
         for key in found
-        if key.startswith("phase: ")
+        if key.startswith(("phase: ", "split: "))
     ]
     width = max(len(title), *(len(r[0]) for r in rows))
     print(f"| {title.ljust(width)} | value |")
