@@ -471,6 +471,41 @@ def locate_blocks(
     return hits, slots, int((~hits).sum())
 
 
+def claim_slots(
+    numbers: np.ndarray, place: np.ndarray, used: np.ndarray, n: int, tick: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Twin of :func:`zarr_vectors.kernels.block_lookup.claim_slots`: free slots in slot
+    order, then occupied slots not used at ``tick`` by (last use, slot)."""
+    free = [s for s in range(used.shape[0]) if used[s] < 0]
+    older = sorted((int(used[s]), s) for s in range(used.shape[0]) if 0 <= used[s] != tick)
+    if len(free) + len(older) < n:
+        return np.empty(0, np.int64), numbers, place
+    taken = [s for _, s in older[: max(n - len(free), 0)]]
+    used[taken] = -1
+    kept = [(int(b), int(p)) for b, p in zip(numbers, place, strict=True) if used[p] >= 0]
+    return (
+        np.array((free + taken)[:n], np.int64),
+        np.array([b for b, _ in kept], np.int64),
+        np.array([p for _, p in kept], np.int64),
+    )
+
+
+def add_blocks(
+    numbers: np.ndarray,
+    place: np.ndarray,
+    used: np.ndarray,
+    new: np.ndarray,
+    slots: np.ndarray,
+    tick: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Twin of :func:`zarr_vectors.kernels.block_lookup.add_blocks`: a dict, sorted."""
+    slot_of = dict(zip(numbers.tolist(), place.tolist(), strict=True))
+    slot_of.update(zip(new.tolist(), slots.tolist(), strict=True))
+    used[slots] = tick
+    ordered = sorted(slot_of)
+    return np.array(ordered, np.int64), np.array([slot_of[b] for b in ordered], np.int64)
+
+
 def cached_run_slots(
     chunk_flat: np.ndarray,
     runs: tuple[np.ndarray, np.ndarray, np.ndarray],

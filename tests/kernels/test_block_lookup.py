@@ -8,7 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.kernels import naive
-from zarr_vectors.kernels.block_lookup import cached_rows_in_box, copy_cached_runs, locate_blocks
+from zarr_vectors.kernels.block_lookup import (
+    add_blocks,
+    cached_rows_in_box,
+    claim_slots,
+    copy_cached_runs,
+    locate_blocks,
+)
 
 
 @st.composite
@@ -44,6 +50,58 @@ def test_locate_equals_the_twin(
     # only the hits' slots changed, to the tick
     changed = np.flatnonzero(mine != used)
     assert set(changed.tolist()) <= set(got[1][got[0]].tolist())
+
+
+@st.composite
+def pools(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A pool's cached numbers (ascending, distinct) in distinct slots, each occupied slot
+    used at some tick, the other slots free (-1)."""
+    cached = sorted(draw(st.sets(st.integers(0, 60), max_size=20)))
+    n_slots = len(cached) + draw(st.integers(0, 5))
+    slots = draw(st.permutations(range(n_slots)))[: len(cached)]
+    used = np.full(n_slots, -1, np.int64)
+    for slot in slots:
+        used[slot] = draw(st.integers(0, 12))
+    return np.array(cached, np.int64), np.array(slots, np.int64), used
+
+
+@settings(max_examples=200, deadline=None)
+@given(pool=pools(), n=st.integers(0, 26), tick=st.integers(0, 12))
+def test_claimed_slots_equal_the_twin(
+    pool: tuple[np.ndarray, np.ndarray, np.ndarray], n: int, tick: int
+) -> None:
+    numbers, place, used = pool
+    mine, theirs = used.copy(), used.copy()
+    got = claim_slots(numbers, place, mine, n, tick)
+    want = naive.claim_slots(numbers, place, theirs, n, tick)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(mine, theirs)
+    slots = got[0]
+    assert slots.shape[0] in (0, n)
+    assert len(set(slots.tolist())) == slots.shape[0]  # each slot once
+    assert not np.any(used[slots] == tick)  # never a slot the read itself uses
+    assert np.all(mine[slots] == -1)  # all free until the blocks are added
+
+
+@settings(max_examples=200, deadline=None)
+@given(pool=pools(), data=st.data(), tick=st.integers(13, 20))
+def test_added_blocks_equal_the_twin(
+    pool: tuple[np.ndarray, np.ndarray, np.ndarray], data: st.DataObject, tick: int
+) -> None:
+    numbers, place, used = pool
+    free = np.flatnonzero(used < 0)
+    k = data.draw(st.integers(0, free.shape[0]))
+    fresh = [b for b in range(80) if b not in set(numbers.tolist())]
+    new = np.array(data.draw(st.permutations(fresh))[:k], np.int64)
+    slots = np.array(data.draw(st.permutations(free.tolist()))[:k], np.int64)
+    mine, theirs = used.copy(), used.copy()
+    got = add_blocks(numbers, place, mine, new, slots, tick)
+    want = naive.add_blocks(numbers, place, theirs, new, slots, tick)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(mine, theirs)
+    assert np.all(np.diff(got[0]) > 0)  # ascending, distinct
 
 
 @st.composite

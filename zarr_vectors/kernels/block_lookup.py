@@ -22,7 +22,7 @@ from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.placement import first_outside
 from zarr_vectors.kernels.slot_runs import slot_rows_in_box_into, slot_run_bytes
 
-__all__ = ["cached_rows_in_box", "copy_cached_runs", "locate_blocks"]
+__all__ = ["add_blocks", "cached_rows_in_box", "claim_slots", "copy_cached_runs", "locate_blocks"]
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -83,6 +83,95 @@ def _locate(
         else:
             missing += 1
     return hits, slots, missing
+
+
+def claim_slots(numbers: I64, place: I64, used: I64, n: int, tick: int) -> tuple[I64, I64, I64]:
+    """Pick ``n`` pool slots for blocks a read decodes: the free ones first (lowest slot
+    first), then those used least recently, never one used by the read itself (``tick``);
+    the blocks those held are forgotten (their slots marked free until
+    :func:`add_blocks` fills them).
+
+    Parameters
+    ----------
+    numbers, place
+        ``(m,)`` cached block numbers (ascending, distinct) and the pool slot of each.
+    used
+        Per pool slot, the tick of its last use, -1 when it is free: set to -1 for every
+        slot taken from a block.
+    n
+        Slots wanted.
+    tick
+        The read's tick.
+
+    Returns
+    -------
+    slots, numbers, place
+        The ``n`` slots (none, and nothing changed, when fewer than ``n`` are free or used
+        before ``tick``), and the cached numbers and places without the blocks forgotten.
+
+    Examples
+    --------
+    >>> used = np.array([4, -1, 2, 5])
+    >>> slots, numbers, place = claim_slots(np.array([1, 6, 8]), np.array([0, 2, 3]), used, 2, 5)
+    >>> slots.tolist(), numbers.tolist(), place.tolist(), used.tolist()
+    ([1, 2], [1, 8], [0, 3], [4, -1, -1, 5])
+    """
+    return _claim(numbers, place, used, np.int64(n), np.int64(tick))
+
+
+@njit
+def _claim(
+    numbers: I64, place: I64, used: I64, n: np.int64, tick: np.int64
+) -> tuple[I64, I64, I64]:
+    free = np.flatnonzero(used < 0)
+    if free.shape[0] >= n:
+        return free[:n].copy(), numbers, place
+    older = np.flatnonzero((used >= 0) & (used != tick))
+    more = n - free.shape[0]
+    if older.shape[0] < more:
+        return np.empty(0, np.int64), numbers, place
+    oldest = older[np.argsort(used[older], kind="mergesort")[:more]]
+    used[oldest] = -1
+    keep = used[place] >= 0
+    return np.concatenate((free, oldest)), numbers[keep], place[keep]
+
+
+def add_blocks(
+    numbers: I64, place: I64, used: I64, new: I64, slots: I64, tick: int
+) -> tuple[I64, I64]:
+    """The cached numbers and places with blocks ``new`` (distinct, not cached) added in
+    pool ``slots``, which are marked used at ``tick``.
+
+    Examples
+    --------
+    >>> used = np.array([-1, 3, -1])
+    >>> numbers, place = add_blocks(np.array([5]), np.array([1]), used,
+    ...                             np.array([9, 2]), np.array([2, 0]), 4)
+    >>> numbers.tolist(), place.tolist(), used.tolist()
+    ([2, 5, 9], [0, 1, 2], [4, 3, 4])
+    """
+    return _add(numbers, place, used, new, slots, np.int64(tick))
+
+
+@njit
+def _add(
+    numbers: I64, place: I64, used: I64, new: I64, slots: I64, tick: np.int64
+) -> tuple[I64, I64]:
+    order = np.argsort(new, kind="mergesort")
+    m, k = numbers.shape[0], new.shape[0]
+    out_numbers = np.empty(m + k, np.int64)
+    out_place = np.empty(m + k, np.int64)
+    i = j = 0
+    for o in range(m + k):
+        if j >= k or (i < m and numbers[i] < new[order[j]]):
+            out_numbers[o], out_place[o] = numbers[i], place[i]
+            i += 1
+        else:
+            out_numbers[o], out_place[o] = new[order[j]], slots[order[j]]
+            j += 1
+    for q in range(k):
+        used[slots[q]] = tick
+    return out_numbers, out_place
 
 
 @njit

@@ -39,7 +39,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from zarr_vectors.kernels.block_lookup import (
+    add_blocks,
     cached_rows_in_box,
+    claim_slots,
     copy_cached_runs,
     locate_blocks,
 )
@@ -107,36 +109,18 @@ class _Pool:
             read_plans.SPARE.give(self.buffer)
             self.buffer = None
 
-    def free_slots(self, n: int) -> np.ndarray:
-        """Up to ``n`` slots to write, free ones first, then those used least recently
-        (their blocks forgotten)."""
-        free = np.flatnonzero(self.used < 0)
-        if free.shape[0] < n:
-            taken = np.flatnonzero(self.used >= 0)
-            more = min(n - free.shape[0], taken.shape[0])
-            oldest = (
-                taken[np.argpartition(self.used[taken], more - 1)[:more]] if more else taken[:0]
-            )
-            self._forget(oldest)
-            free = np.concatenate([free, oldest])
-        return free[:n]
-
-    def _forget(self, slots: np.ndarray) -> None:
-        """Free ``slots`` and forget the blocks they held."""
-        self.used[slots] = -1
-        keep = self.used[self.place] >= 0
-        self.numbers, self.place = self.numbers[keep], self.place[keep]
+    def claim(self, n: int, tick: int) -> np.ndarray:
+        """``n`` slots to write, free ones first, then those used least recently but
+        not at ``tick`` (their blocks forgotten); none, nothing changed, when the pool
+        has fewer (:func:`claim_slots`)."""
+        slots, self.numbers, self.place = claim_slots(self.numbers, self.place, self.used, n, tick)
+        return slots
 
     def add(self, numbers: np.ndarray, slots: np.ndarray, tick: int) -> None:
         """Record that blocks ``numbers`` (distinct, not cached) now lie in ``slots``."""
-        self.used[slots] = tick
-        order = np.argsort(numbers, kind="stable")
-        if not self.numbers.shape[0]:  # the pool's first blocks: nothing to merge with
-            self.numbers, self.place = numbers[order], slots[order]
-            return
-        at = np.searchsorted(self.numbers, numbers[order])
-        self.numbers = np.insert(self.numbers, at, numbers[order])
-        self.place = np.insert(self.place, at, slots[order])
+        self.numbers, self.place = add_blocks(
+            self.numbers, self.place, self.used, numbers, slots, tick
+        )
 
     def rows(self, dtype: np.dtype[Any], row_shape: tuple[int, ...]) -> np.ndarray:
         """The pool's blocks as rows of ``dtype`` and ``row_shape``, back to back (a view)."""
@@ -286,9 +270,9 @@ class BlockCache:
             if n_missing:
                 missing = np.flatnonzero(~hits)
                 self._make_room(path, pool, n_missing)
-                if np.count_nonzero(pool.used != tick) < n_missing:
+                free = pool.claim(n_missing, tick)  # free until added: a failure keeps none
+                if free.shape[0] < n_missing:
                     return None
-                free = pool.free_slots(n_missing)  # free until added: a failure keeps none
                 decode(missing, free, pool.rows(*spec))
                 pool.add(numbers[missing], free, tick)
                 place[missing] = free
@@ -347,10 +331,13 @@ class BlockCache:
             return
         slot_bytes = pool.block_bytes + _SLOT_OVERHEAD
         grow = max(n - free, pool.used.shape[0])
-        others = sorted((p for p in self._pools if p != path), key=self._last_use)
-        while others and self.nbytes + grow * slot_bytes > self.budget:
-            self._pools.pop(others.pop(0)).release()
-        grow = min(grow, (self.budget - self.nbytes) // slot_bytes)
+        held = self.nbytes
+        if held + grow * slot_bytes > self.budget:  # the other pools, least recently used first
+            others = sorted((p for p in self._pools if p != path), key=self._last_use)
+            while others and held + grow * slot_bytes > self.budget:
+                self._pools.pop(others.pop(0)).release()
+                held = self.nbytes
+        grow = min(grow, (self.budget - held) // slot_bytes)
         if grow > 0:
             pool.grow(grow)
 

@@ -36,6 +36,7 @@ from zarr_vectors.read.blob_batches import (
 from zarr_vectors.read.blob_batches import blob_ranges as batch_blob_ranges
 from zarr_vectors.read.fragment_fetches import blob_ranges_of
 from zarr_vectors.read.read_checks import RESTORE, bins_tiling_problem
+from zarr_vectors.read.shard_indexes import chunk_array
 
 __all__ = [
     "blob_ranges",
@@ -277,22 +278,24 @@ def hold_blobs(
 ) -> None:
     """Hold the blobs of array ``name`` of the chunks ``keys``, with the shard indexes
     of ``index_columns`` for them, and of ``with_missing`` when a blob is fetched
-    (:meth:`_fetch_held`); nothing is planned when every blob is held and the row reads
-    hold those indexes already (``points.indexed``, as a repeated read finds them)."""
+    (:meth:`_fetch_held`); nothing is planned when every blob is held and so are those
+    indexes (:meth:`indexes_held`, as a repeated read finds them)."""
     if not self.held.missing(name, keys) and self._indexes_held(index_columns, keys):
         return
     self._fetch_held(name, keys, index_columns, keys, with_missing)
 
 
 def indexes_held(self: LevelReader, columns: Sequence[str], chunks: list[tuple[int, ...]]) -> bool:
-    """Whether the row reads hold the shard indexes of ``columns`` for every chunk of
-    ``chunks`` already (``points.indexed``: learned together, as a repeated read of
-    these columns finds them), so that no fetch of them need be planned."""
+    """Whether the shard indexes of ``columns`` for every chunk of ``chunks`` are held
+    already (:meth:`ShardIndexes.holds`), so that no fetch of them need be planned."""
     if not columns:
         return True
-    indexed = self.points.indexed
-    names = tuple(columns)
-    return all((chunk, *names) in indexed for chunk in chunks)
+    coords = chunk_array(chunks, self.grid.ndim)
+    return all(
+        self.indexes.holds(self.paths[column], layout, coords)
+        for column in columns
+        if (layout := self.layouts.get(column)) is not None
+    )
 
 
 def fragment_owners(self: LevelReader, chunks: np.ndarray) -> list[np.ndarray]:

@@ -208,21 +208,16 @@ class PointReads:
     reader
         The level's reader: its metadata, caches and fetches are used. It holds this
         object, which refers back to it weakly, so dropping a store frees both at once.
-    checked_bins, indexed
-        Chunks whose per-bin ranges were checked, and ``(chunk, *columns)`` whose shard
-        indexes the reader holds: shared with the reader's restricted views
-        (:meth:`for_view`), as those caches are.
+    checked_bins
+        Chunks whose per-bin ranges were checked: shared with the reader's restricted
+        views (:meth:`for_view`), as that cache is.
     """
 
     def __init__(
-        self,
-        reader: LevelReader,
-        checked_bins: set[tuple[int, ...]] | None = None,
-        indexed: set[tuple[Any, ...]] | None = None,
+        self, reader: LevelReader, checked_bins: set[tuple[int, ...]] | None = None
     ) -> None:
         self._reader = weakref.ref(reader)
         self.checked_bins = set() if checked_bins is None else checked_bins
-        self.indexed = set() if indexed is None else indexed
         self.bins: read_plans.BinTable | None = None  # by position among the occupied chunks
         self.tables: dict[tuple[str, ...], read_plans.BlockTable] = {}  # per column set
         self.flat: np.ndarray | None = None  # flat index of each occupied chunk, by position
@@ -252,7 +247,7 @@ class PointReads:
     def for_view(self, view: LevelReader) -> PointReads:
         """The reads of a restricted view of the reader: shared caches, fresh tables (they
         are kept by position among the occupied chunks, which the view changes)."""
-        return PointReads(view, self.checked_bins, self.indexed)
+        return PointReads(view, self.checked_bins)
 
     def bin_ranges(
         self, chunks: np.ndarray, counts: np.ndarray, index_chunks: np.ndarray
@@ -830,17 +825,14 @@ class PointReads:
         where: np.ndarray,
         counts: np.ndarray | None = None,
     ) -> None:
-        """Fetch (when missing) the shard indexes of columns ``names`` for the chunks at
+        """Fetch (when not held) the shard indexes of columns ``names`` for the chunks at
         positions ``where``, and copy their entries into ``table``; ``counts``: their row
         counts in these columns (default their vertex counts)."""
-        coords, _ = self.reader.occupied_chunks(None, None)
-        chunks = read_plans.chunk_keys(coords[where])
-        unknown = [i for i, chunk in enumerate(chunks) if (chunk, *names) not in self.indexed]
-        if unknown:  # the chunks as one array for every column's shards (a kernel call)
-            self.reader.fetch_chunk_indexes(names, coords[where[unknown]])
-            self.indexed.update([(chunks[i], *names) for i in unknown])
+        coords, vertex_counts = self.reader.occupied_chunks(None, None)
+        chunks = coords[where]
+        self.reader.fetch_chunk_indexes(names, chunks)  # nothing for the shards held
         if counts is None:
-            counts = self.reader.occupied_chunks(None, None)[1][where]
+            counts = vertex_counts[where]
         for k, name in enumerate(names):
             self._learn_column(k, name, table, where, (chunks, counts))
         table.known[where] = True
@@ -851,12 +843,12 @@ class PointReads:
         name: str,
         table: read_plans.BlockTable,
         where: np.ndarray,
-        chunks: tuple[list[tuple[int, ...]], np.ndarray],
+        chunks: tuple[np.ndarray, np.ndarray],
     ) -> None:
         """Copy column ``k``'s (``name``'s) cached shard index entries of the chunks at
-        positions ``where`` (``chunks``: their indices and row counts) into ``table`` by
-        one kernel call, which first checks that no chunk stores a block past its rows nor
-        a block no row block can be (:func:`~zarr_vectors.kernels.shard_slots.
+        positions ``where`` (``chunks``: their ``(m, D)`` indices and row counts) into
+        ``table`` by one kernel call, which first checks that no chunk stores a block past
+        its rows nor a block no row block can be (:func:`~zarr_vectors.kernels.shard_slots.
         fill_block_entries`).
 
         Raises
@@ -867,14 +859,14 @@ class PointReads:
         """
         path, layout = self.reader.paths[name], self.reader.layouts[name]
         assert layout is not None
-        keys, index, slot, local = self._shard_table(path, layout, where, chunks[0])
+        keys, index, slot, local = self._shard_table(path, layout, chunks[0])
         entries = index.view(np.int64)  # a block not stored: -1
         wanted = -(-np.asarray(chunks[1], dtype=np.int64) // layout.rows_per_block)
         chunk_of, into = (slot, local, wanted), (table.first, where, table.entries[k])
         most = 2 * layout.rows_per_block * layout.row_nbytes + 4096  # no codec grows more
         while (bad := fill_block_entries(entries, layout.n_blocks, chunk_of, into, most)) >= 0:
             own = index[slot[bad], local[bad] * layout.n_blocks :][: layout.n_blocks]
-            key, chunk = keys[int(slot[bad])], chunks[0][bad]
+            key, chunk = keys[int(slot[bad])], tuple(chunks[0][bad].tolist())
             _check_block_sizes(key, own, most)  # raises for a damaged entry
             self.reader.check_stored_blocks(name, chunk, own)  # raises if its rows are known
             wanted[bad] = layout.n_blocks  # rows not known: its later blocks are read
@@ -883,15 +875,16 @@ class PointReads:
             column[p] = keys[s]
 
     def _shard_table(
-        self, path: str, layout: RowLayout, where: np.ndarray, chunks: list[tuple[int, ...]]
+        self, path: str, layout: RowLayout, chunks: np.ndarray
     ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`ShardIndexes.shard_table` of the chunks at positions ``where`` (indices
-        ``chunks``), for one chunk per shard too (each chunk its own slot)."""
+        """:meth:`ShardIndexes.shard_table` of the ``(m, D)`` chunks ``chunks``, for one
+        chunk per shard too (each chunk its own slot)."""
         indexes = self.reader.indexes
         if layout.chunks_per_shard > 1:
-            coords = self.reader.occupied_chunks(None, None)[0][where]
-            return indexes.shard_table(path, layout, coords)
-        found = [indexes.entry_array(path, layout, chunk) for chunk in chunks]
+            return indexes.shard_table(path, layout, chunks)
+        found = [
+            indexes.entry_array(path, layout, chunk) for chunk in read_plans.chunk_keys(chunks)
+        ]
         index = np.stack([np.asarray(f[1], dtype=np.uint64).reshape(-1, 2) for f in found])
         slot = np.arange(len(found), dtype=np.int64)
         return [f[0] for f in found], index, slot, np.zeros_like(slot)

@@ -223,8 +223,7 @@ class LevelReader:
         ranges already checked and the box reads' block tables (a few numbers per chunk)
         stay cached.
         """
-        if self.indexes.trim(limit // 2):
-            self.points.indexed.clear()  # it names chunks whose shard indexes are held
+        self.indexes.trim(limit // 2)
         self.trim_ranges(limit - self.indexes.held())
 
     def add_column(self, name: str, path: str) -> None:

@@ -13,6 +13,7 @@ import functools
 from collections.abc import Iterable, Sequence
 from itertools import chain
 from operator import floordiv
+from typing import Any
 
 import numpy as np
 
@@ -76,6 +77,9 @@ class ShardIndexes:
         # (path, chunk) -> key and the chunk's own entries as lists, once asked (§9.0.1)
         self._chunk_lists: dict[IndexKey, tuple[str, list[list[int]]]] = {}
         self._shard_keys: dict[IndexKey, IndexKey] = {}  # (path, chunk) -> (path, shard)
+        self._last_slots: (
+            tuple[tuple[Any, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] | None
+        ) = None  # the last answer of slots
 
     def requests(
         self, wanted: Iterable[tuple[str, RowLayout, tuple[int, ...]]]
@@ -150,15 +154,34 @@ class ShardIndexes:
             out.append((cache_key, key, -layout.tail_nbytes, layout))
         return out
 
-    @staticmethod
     def slots(
-        layout: RowLayout, chunks: Sequence[tuple[int, ...]] | np.ndarray
+        self, layout: RowLayout, chunks: Sequence[tuple[int, ...]] | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:func:`~zarr_vectors.kernels.shard_slots.shard_slots` of ``chunks`` (tuples,
-        or an ``(m, D)`` array) in ``layout``: the distinct shards, each chunk's slot
-        among them and its place in its shard."""
+        or an array) in ``layout``: the distinct shards, each chunk's slot among them and
+        its place in its shard. The last answer is kept: a read asks it again for the
+        same chunks, to plan the fetch of each column's indexes and then to use them (the
+        columns of a level share one shard shape). Its arrays are not to be written."""
         coords = chunk_array(chunks, len(layout.shard_chunks))
-        return shard_slots(coords, _shard_grid(layout.shard_chunks))
+        asked = (layout.shard_chunks, coords.shape, coords.tobytes())
+        last = self._last_slots
+        if last is not None and last[0] == asked:
+            return last[1]
+        found = shard_slots(coords, _shard_grid(layout.shard_chunks))
+        self._last_slots = (asked, found)
+        return found
+
+    def holds(self, path: str, layout: RowLayout, chunks: np.ndarray) -> bool:
+        """Whether the indexes of the shards holding the ``(m, D)`` ``chunks`` of the
+        array at ``path`` are cached."""
+        if not chunks.shape[0]:
+            return True
+        if layout.chunks_per_shard == 1:
+            shards = chunks.tolist()
+        else:
+            shards = self.slots(layout, chunks)[0].tolist()
+        lists = self._lists
+        return all((path, tuple(shard)) in lists for shard in shards)
 
     def keep(
         self, requests: list[IndexRequest], tails: Sequence[bytes | None], *, strict: bool
