@@ -244,7 +244,7 @@ def _counts(query: Callable[[], object]) -> tuple[int, int, int]:
     calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
     opens, waves = [0], [0]
     with (
-        _counting(LocalTree, "_open", opens),
+        _counting(LocalTree, "open_now", opens),
         _counting(StoreIO, "get_many", waves),
         _counting(StoreIO, "read_metadata", waves),
     ):

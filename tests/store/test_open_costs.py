@@ -48,13 +48,13 @@ def store(source: Path, tmp_path: Path) -> Path:
 def _opens(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[str]:
     """Count the files :class:`LocalTree` opens, by key."""
     seen: collections.Counter[str] = collections.Counter()
-    real = LocalTree._open
+    real = LocalTree.open_now
 
     def counting(self: LocalTree, key: str) -> tuple[int, int] | None:
         seen[key] += 1
         return real(self, key)
 
-    monkeypatch.setattr(LocalTree, "_open", counting)
+    monkeypatch.setattr(LocalTree, "open_now", counting)
     return seen
 
 
@@ -63,7 +63,7 @@ def _descriptors(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int]]
     opened: list[int] = []
     closed: list[int] = []
     live: set[int] = set()
-    real_open, real_close = LocalTree._open, os.close
+    real_open, real_close = LocalTree.open_now, os.close
 
     def opening(self: LocalTree, key: str) -> tuple[int, int] | None:
         found = real_open(self, key)
@@ -78,7 +78,7 @@ def _descriptors(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int]]
             closed.append(fd)
         real_close(fd)
 
-    monkeypatch.setattr(LocalTree, "_open", opening)
+    monkeypatch.setattr(LocalTree, "open_now", opening)
     monkeypatch.setattr(os, "close", closing)
     return opened, closed
 

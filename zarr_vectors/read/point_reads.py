@@ -347,12 +347,13 @@ class PointReads:
             if self.ranges is None:
                 self.ranges = read_plans.RangeTable.empty(self.occupied_flat().shape[0])
             table = self.ranges
-            unknown = np.unique(where[table.first[where] < 0])
+            unknown = where[table.first[where] < 0]  # repeats: made distinct when added
             if not unknown.shape[0]:
                 return table
             if not table.seen[unknown].all() or table.ranges.nbytes > _RANGE_TABLE_BYTES:
                 table.seen[unknown] = True
                 return None
+            unknown = np.unique(unknown)
             waiting = np.flatnonzero(table.seen & (table.first < 0))  # asked, not added
             for chunks in (waiting, unknown) if waiting.shape != unknown.shape else (unknown,):
                 if self._add_held_records(table, chunks, links):  # all held: one kernel call

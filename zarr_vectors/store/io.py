@@ -40,6 +40,7 @@ from zarr_vectors.store.local_files import (
     list_local_dir,
     read_fd,
     read_local,
+    read_local_files,
     read_local_ranges,
     read_local_spans,
     write_local,
@@ -640,7 +641,9 @@ class StoreIO:
             listed: dict[str, list[str]] = {}
             for prefix in dirs:  # parents first: a child a listing lacks is not looked at
                 listed[prefix] = [] if _absent(prefix, listed) else list_local_dir(tree, prefix)
-            raws = [None if _absent(key, listed) else read_local(tree, key, None) for key in keys]
+            present = [key for key in keys if not _absent(key, listed)]
+            found = dict(zip(present, read_local_files(tree, present), strict=True))
+            raws = [found.get(key) for key in keys]
             listings = [listed[prefix] for prefix in dirs]
         else:
             raws, listings = self._run(self._get_and_list(keys, dirs))

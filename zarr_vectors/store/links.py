@@ -230,16 +230,17 @@ class LocalTree:
         """
         kept = self._kept.get(threading.get_ident()) if self._kept else None
         if kept is None:
-            return self._open(key)
+            return self.open_now(key)
         found = kept.get(key)
         if found is None:
-            found = self._open(key)
+            found = self.open_now(key)
             if found is not None and len(kept) < _KEPT_FILES and not key.endswith(".json"):
                 kept[key] = found
         return found
 
-    def _open(self, key: str) -> tuple[int, int] | None:
-        """:meth:`open`, the file opened now."""
+    def open_now(self, key: str) -> tuple[int, int] | None:
+        """:meth:`open`, the file opened now, never kept (:meth:`keeping`): the caller
+        closes the descriptor. Every file of the tree is opened here."""
         parent = key.rpartition("/")[0]
         if parent in self._checked:  # the usual case: a plain open (any failure: judged)
             try:

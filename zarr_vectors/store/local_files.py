@@ -19,6 +19,7 @@ __all__ = [
     "list_local_dir",
     "read_fd",
     "read_local",
+    "read_local_files",
     "read_local_ranges",
     "read_local_spans",
     "write_local",
@@ -64,6 +65,25 @@ def read_local(tree: LocalTree, key: str, byte_range: ByteRange) -> bytes | None
         return read_fd(fd, size, byte_range)
     finally:
         tree.release(key, fd)
+
+
+def read_local_files(tree: LocalTree, keys: Sequence[str]) -> list[bytes | None]:
+    """:func:`read_local` of every whole file at ``keys`` (None where one does not exist),
+    for files never kept open (JSON documents: :meth:`LocalTree.open_now`, no look-up of
+    the files kept and no call per read step)."""
+    out: list[bytes | None] = []
+    for key in keys:
+        opened = tree.open_now(key)
+        if opened is None:
+            out.append(None)
+            continue
+        fd, size = opened
+        try:
+            data = os.pread(fd, size, 0)
+            out.append(data if len(data) == size else _read_all(fd, size))
+        finally:
+            os.close(fd)
+    return out
 
 
 def read_local_ranges(
