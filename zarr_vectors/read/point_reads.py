@@ -37,10 +37,9 @@ from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
 from zarr_vectors.kernels.ranges import first_untiled
 from zarr_vectors.kernels.record_blobs import records_batch
-from zarr_vectors.kernels.shard_slots import fill_block_entries
 from zarr_vectors.read import _read_plans as read_plans
+from zarr_vectors.read import block_tables
 from zarr_vectors.read.block_cache import SlotBlocks
-from zarr_vectors.read.read_checks import RESTORE
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.native_blocks import in_turns
 from zarr_vectors.store.shards import RowLayout
@@ -177,27 +176,6 @@ def _rows_at(learn: np.ndarray, where: np.ndarray, rows: np.ndarray | None) -> n
         return None
     order = np.argsort(where, kind="stable")
     return np.asarray(rows, dtype=np.int64)[order[np.searchsorted(where, learn, sorter=order)]]
-
-
-def _check_block_sizes(key: str, entries: np.ndarray, most: int) -> None:
-    """Raise if a chunk's ``(n_blocks, 2)`` uint64 index ``entries`` (of the shard at
-    ``key``) name a stored block at a negative offset or of more than ``most`` bytes.
-
-    Raises
-    ------
-    CorruptChunkError
-        Naming the first such block.
-    """
-    signed = np.ascontiguousarray(entries).view(np.int64)
-    stored = signed[:, 0] != -1
-    bad = np.flatnonzero(stored & ((signed[:, 0] < 0) | (signed[:, 1] < 0) | (signed[:, 1] > most)))
-    if bad.shape[0]:
-        b = int(bad[0])
-        offset, size = entries[b].tolist()
-        raise CorruptChunkError(
-            f"{key}: row block {b} is {size} bytes at byte {offset}, more than any row block "
-            f"takes ({most}): the shard index is damaged; {RESTORE}"
-        )
 
 
 class PointReads:
@@ -526,11 +504,11 @@ class PointReads:
         r = self.reader.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
         slots = block_slots(runs.chunk, runs.start, runs.stop, r)
         where = runs.where if runs.where is not None else self._positions(runs.chunks)
-        table = self._block_table(names, per_vertex=rows is None)
+        table = block_tables.block_table(self, names, per_vertex=rows is None)
         slot_where = where[slots[0]]
         if not table.known[slot_where].all():
             learn = np.unique(slot_where)
-            self._learn_blocks(names, table, learn, _rows_at(learn, where, rows))
+            block_tables.learn_blocks(self, names, table, learn, _rows_at(learn, where, rows))
         return r, table, slots, slot_where
 
     def visit_cached(
@@ -801,94 +779,6 @@ class PointReads:
         order = self.flat_order
         found: np.ndarray = order[np.searchsorted(flat, wanted, sorter=order)]
         return found.astype(np.int64)
-
-    def _block_table(self, names: Sequence[str], per_vertex: bool) -> read_plans.BlockTable:
-        """The (lazily filled) shard index entries of columns ``names``, by chunk position:
-        room for each chunk's blocks by its vertex count (``per_vertex``), else for the
-        most blocks a chunk of the columns can hold."""
-        key = tuple(names)
-        table = self.tables.get(key)
-        if table is None:
-            layout = self.reader.layouts[names[0]]
-            assert layout is not None
-            r = layout.rows_per_block
-            counts = self.reader.occupied_chunks(None, None)[1]
-            if not per_vertex:
-                counts = np.full(counts.shape[0], layout.n_blocks * r, dtype=np.int64)
-            table = read_plans.BlockTable.empty(counts, r, len(names))
-            self.tables[key] = table
-        return table
-
-    def _learn_blocks(
-        self,
-        names: Sequence[str],
-        table: read_plans.BlockTable,
-        where: np.ndarray,
-        counts: np.ndarray | None = None,
-    ) -> None:
-        """Fetch (when not held) the shard indexes of columns ``names`` for the chunks at
-        positions ``where``, and copy their entries into ``table``; ``counts``: their row
-        counts in these columns (default their vertex counts)."""
-        coords, vertex_counts = self.reader.occupied_chunks(None, None)
-        chunks = coords[where]
-        self.reader.fetch_chunk_indexes(names, chunks)  # nothing for the shards held
-        if counts is None:
-            counts = vertex_counts[where]
-        for k, name in enumerate(names):
-            self._learn_column(k, name, table, where, (chunks, counts))
-        table.known[where] = True
-
-    def _learn_column(
-        self,
-        k: int,
-        name: str,
-        table: read_plans.BlockTable,
-        where: np.ndarray,
-        chunks: tuple[np.ndarray, np.ndarray],
-    ) -> None:
-        """Copy column ``k``'s (``name``'s) cached shard index entries of the chunks at
-        positions ``where`` (``chunks``: their ``(m, D)`` indices and row counts) into
-        ``table`` by one kernel call, which first checks that no chunk stores a block past
-        its rows nor a block no row block can be (:func:`~zarr_vectors.kernels.shard_slots.
-        fill_block_entries`).
-
-        Raises
-        ------
-        CorruptChunkError
-            When a chunk's shard is missing, stores a block past its row count, or its
-            index names a block at a negative offset or larger than its rows can take.
-        """
-        path, layout = self.reader.paths[name], self.reader.layouts[name]
-        assert layout is not None
-        keys, index, slot, local = self._shard_table(path, layout, chunks[0])
-        entries = index.view(np.int64)  # a block not stored: -1
-        wanted = -(-np.asarray(chunks[1], dtype=np.int64) // layout.rows_per_block)
-        chunk_of, into = (slot, local, wanted), (table.first, where, table.entries[k])
-        most = 2 * layout.rows_per_block * layout.row_nbytes + 4096  # no codec grows more
-        while (bad := fill_block_entries(entries, layout.n_blocks, chunk_of, into, most)) >= 0:
-            own = index[slot[bad], local[bad] * layout.n_blocks :][: layout.n_blocks]
-            key, chunk = keys[int(slot[bad])], tuple(chunks[0][bad].tolist())
-            _check_block_sizes(key, own, most)  # raises for a damaged entry
-            self.reader.check_stored_blocks(name, chunk, own)  # raises if its rows are known
-            wanted[bad] = layout.n_blocks  # rows not known: its later blocks are read
-        column = table.keys[k]
-        for p, s in zip(where.tolist(), slot.tolist(), strict=True):
-            column[p] = keys[s]
-
-    def _shard_table(
-        self, path: str, layout: RowLayout, chunks: np.ndarray
-    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`ShardIndexes.shard_table` of the ``(m, D)`` chunks ``chunks``, for one
-        chunk per shard too (each chunk its own slot)."""
-        indexes = self.reader.indexes
-        if layout.chunks_per_shard > 1:
-            return indexes.shard_table(path, layout, chunks)
-        found = [
-            indexes.entry_array(path, layout, chunk) for chunk in read_plans.chunk_keys(chunks)
-        ]
-        index = np.stack([np.asarray(f[1], dtype=np.uint64).reshape(-1, 2) for f in found])
-        slot = np.arange(len(found), dtype=np.int64)
-        return [f[0] for f in found], index, slot, np.zeros_like(slot)
 
     def _fetch_plans(
         self, table: read_plans.BlockTable, plans: list[read_plans.SlotPlan]
