@@ -77,12 +77,10 @@ def read_local_files(tree: LocalTree, keys: Sequence[str]) -> list[bytes | None]
         if opened is None:
             out.append(None)
             continue
-        fd, size = opened
         try:
-            data = os.pread(fd, size, 0)
-            out.append(data if len(data) == size else _read_all(fd, size))
+            out.append(_read_all(*opened))
         finally:
-            os.close(fd)
+            os.close(opened[0])
     return out
 
 
