@@ -167,8 +167,13 @@ class _Outermost:
         self.inside = False
         self.thread = threading.get_ident()
 
-    def timed(self, part_of: Callable[[tuple[Any, ...]], str], real: Any) -> Any:
-        """``real`` timed into the part ``part_of(args)`` names, when outermost."""
+    @contextmanager
+    def timing(
+        self, owner: object, name: str, part: str | Callable[[tuple[Any, ...]], str]
+    ) -> Iterator[None]:
+        """Time each outermost call of ``owner.name`` into ``part`` (or the part
+        ``part(args)`` names) while the scope is open (as :func:`_timing` times a phase)."""
+        real = getattr(owner, name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             if self.inside or threading.get_ident() != self.thread:
@@ -178,10 +183,15 @@ class _Outermost:
             try:
                 return real(*args, **kwargs)
             finally:
-                self.seconds[part_of(args)] += time.perf_counter() - began
+                named = part if isinstance(part, str) else part(args)
+                self.seconds[named] += time.perf_counter() - began
                 self.inside = False
 
-        return call
+        setattr(owner, name, call)
+        try:
+            yield
+        finally:
+            setattr(owner, name, real)
 
 
 def _kernel_part(args: tuple[Any, ...]) -> str:
@@ -195,21 +205,14 @@ def _split(cold: Callable[[], object], rounds: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {name: [] for name in (_FILES, _DECODE, _KERNELS, _REST)}
     for _ in range(rounds):
         clock = _Outermost()
-        targets: list[tuple[object, str, Callable[[tuple[Any, ...]], str]]] = [
-            (owner, name, partial(lambda p, _a: p, part)) for part, owner, name in _SPLIT
-        ]
-        targets.append((Kernel, "__call__", _kernel_part))
-        reals = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]
-        try:
-            for (owner, name, part_of), (_, _, real) in zip(targets, reals, strict=True):
-                setattr(owner, name, clock.timed(part_of, real))
+        with ExitStack() as scopes:
+            for part, owner, name in _SPLIT:
+                scopes.enter_context(clock.timing(owner, name, part))
+            scopes.enter_context(clock.timing(Kernel, "__call__", _kernel_part))
             gc.collect()
             began = time.perf_counter()
             cold()
             whole = time.perf_counter() - began
-        finally:
-            for owner, name, real in reals:
-                setattr(owner, name, real)
         for part in (_FILES, _DECODE, _KERNELS):
             out[part].append(clock.seconds[part])
         out[_REST].append(whole - sum(clock.seconds.values()))

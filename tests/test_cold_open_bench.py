@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -20,18 +21,21 @@ def test_a_call_inside_a_timed_call_counts_once_in_the_outer_part(
     now = [0.0]  # a clock the calls move on by hand
     monkeypatch.setattr(time, "perf_counter", lambda: now[0])
     clock = cold_open._Outermost()
+    calls = SimpleNamespace()
 
     def inner() -> None:
         now[0] += 2.0
 
-    timed_inner = clock.timed(lambda args: "inner", inner)
-
     def outer() -> None:
         now[0] += 1.0
-        timed_inner()
+        calls.inner()
 
-    clock.timed(lambda args: "outer", outer)()
-    timed_inner()
+    calls.inner, calls.outer = inner, outer
+    with clock.timing(calls, "inner", "inner"):
+        with clock.timing(calls, "outer", lambda args: "outer"):
+            calls.outer()
+        calls.inner()
+    assert calls.inner is inner  # put back when the scope ends
     assert dict(clock.seconds) == {"outer": 3.0, "inner": 2.0}
 
 
