@@ -59,6 +59,11 @@ _SLOT_OVERHEAD = 24
 """Bytes a pool holds per block besides its rows: its number, place and last use (int64)."""
 
 
+_NONE = np.empty(0, dtype=np.int64)
+"""The numbers, places and uses of a pool of no slot (shared: nothing is written to an
+array of no element, and new arrays replace it as blocks are added)."""
+
+
 class _Pool:
     """The cached blocks of one array, ``block_bytes`` each, back to back in :attr:`data`.
 
@@ -70,9 +75,7 @@ class _Pool:
         self.block_bytes = block_bytes
         self.buffer: np.ndarray | None = None  # the spare bytes data lies in
         self.data = np.empty((0, block_bytes), dtype=np.uint8)
-        self.numbers = np.empty(0, dtype=np.int64)
-        self.place = np.empty(0, dtype=np.int64)
-        self.used = np.empty(0, dtype=np.int64)
+        self.numbers = self.place = self.used = _NONE  # replaced, never written in place
 
     @property
     def nbytes(self) -> int:
@@ -113,6 +116,8 @@ class _Pool:
         """``n`` slots to write, free ones first, then those used least recently but
         not at ``tick`` (their blocks forgotten); none, nothing changed, when the pool
         has fewer (:func:`claim_slots`)."""
+        if not self.numbers.shape[0]:  # no slot holds a block: every one is free, in order
+            return np.arange(n if n <= self.used.shape[0] else 0, dtype=np.int64)
         slots, self.numbers, self.place = claim_slots(self.numbers, self.place, self.used, n, tick)
         return slots
 
@@ -263,12 +268,15 @@ class BlockCache:
                 pool = self._pools[path] = _Pool(block_bytes)
             self._tick += 1
             tick = self._tick
-            # the read's own blocks are marked used: the last to be replaced
-            hits, place, n_missing = locate_blocks(
-                pool.numbers, pool.place, pool.used, numbers, tick
-            )
+            if pool.numbers.shape[0]:  # the read's own blocks are marked used: replaced last
+                hits, place, n_missing = locate_blocks(
+                    pool.numbers, pool.place, pool.used, numbers, tick
+                )
+            else:  # the array's first read (a cold query's): no block to look up
+                n_missing, hits = numbers.shape[0], None
+                place = np.empty(n_missing, dtype=np.int64)
             if n_missing:
-                missing = np.flatnonzero(~hits)
+                missing = np.arange(n_missing) if hits is None else np.flatnonzero(~hits)
                 self._make_room(path, pool, n_missing)
                 free = pool.claim(n_missing, tick)  # free until added: a failure keeps none
                 if free.shape[0] < n_missing:
@@ -277,6 +285,13 @@ class BlockCache:
                 pool.add(numbers[missing], free, tick)
                 place[missing] = free
             return use(pool.rows(*spec), place)
+
+    def may_hold(self, path: str, n_chunks: int) -> bool:
+        """Whether the array at ``path`` may have the blocks of a read of ``n_chunks``
+        chunks cached: False when it has fewer blocks cached (each chunk read needs one at
+        least), so that a cold read does not look them up block by block first."""
+        pool = self._pools.get(path)
+        return pool is not None and pool.numbers.shape[0] >= n_chunks
 
     def copy_runs(
         self,
