@@ -204,6 +204,9 @@ class PointReads:
         self.ranges: read_plans.RangeTable | None = None  # object chunks' fragment ranges
         self.row_bytes: dict[tuple[Any, ...], int] = {}  # kernel_row_bytes
         self.boxes: tuple[np.ndarray, np.ndarray] | None = None  # chunk_boxes
+        self.last_slots: tuple[RowRuns, int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = (
+            None  # _block_slots
+        )
 
     @property
     def reader(self) -> LevelReader:
@@ -502,7 +505,7 @@ class PointReads:
         (:func:`block_slots`: each slot's chunk and block, each run's first slot row) and
         each slot's chunk position."""
         r = self.reader.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
-        slots = block_slots(runs.chunk, runs.start, runs.stop, r)
+        slots = self._block_slots(runs, r)
         where = runs.where if runs.where is not None else self._positions(runs.chunks)
         table = block_tables.block_table(self, names, per_vertex=rows is None)
         slot_where = where[slots[0]]
@@ -572,8 +575,10 @@ class PointReads:
         cache = reader.blocks
         if cache is None or cache.budget <= 0 or runs.where is None or not runs.chunk.shape[0]:
             return None
-        n = int((runs.stop - runs.start).sum())
         flat = self.occupied_flat()[runs.where]
+        if not all(cache.may_hold(reader.paths[name], flat.shape[0]) for name in names):
+            return None  # fewer blocks cached than chunks read (a cold read): no kernel call
+        n = int((runs.stop - runs.start).sum())
         triple = (runs.chunk, runs.start, runs.stop)
         out = []
         for name in names:
@@ -613,8 +618,18 @@ class PointReads:
         most = int((runs.stop - runs.start).sum()) // r + 2 * runs.chunk.shape[0]
         if not self._in_turns(names, most):  # a run of n rows spans n // r + 2 blocks at most
             return True
-        n_slots = block_slots(runs.chunk, runs.start, runs.stop, r)[1].shape[0]
+        n_slots = self._block_slots(runs, r)[1].shape[0]
         return not self._in_turns(names, n_slots)
+
+    def _block_slots(self, runs: RowRuns, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`block_slots` of ``runs`` in blocks of ``r`` rows; the last answer is kept
+        (:meth:`through_cache` asks it of the runs a read then plans)."""
+        last = self.last_slots
+        if last is not None and last[0] is runs and last[1] == r:
+            return last[2]
+        found = block_slots(runs.chunk, runs.start, runs.stop, r)
+        self.last_slots = (runs, r, found)
+        return found
 
     def _decode(
         self,
