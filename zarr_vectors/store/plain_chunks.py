@@ -269,6 +269,11 @@ def _frame_holds(raw: bytes, expected: int) -> bool:
     return len(body) >= BLOSC_HEADER_BYTES and int.from_bytes(body[4:8], "little") == expected
 
 
+_FIRST = np.zeros(1, dtype=np.int64)
+"""``[0]``: where a whole chunk's one block starts, and its slot (shared, never written:
+writable all the same, as the kernel is compiled for writable arrays)."""
+
+
 def _decoded_natively(raw: bytes, rows: np.ndarray) -> bool:
     """Whether the Blosc frame and CRC32C of a whole chunk (``raw``) were checked and
     decompressed into ``rows`` by the native row-block decoder: one Blosc thread, where
@@ -281,10 +286,10 @@ def _decoded_natively(raw: bytes, rows: np.ndarray) -> bool:
         return False
     failed = decode_blocks(
         np.frombuffer(raw, dtype=np.uint8),
-        np.zeros(1, dtype=np.int64),
-        np.full(1, len(raw), dtype=np.int64),
+        _FIRST,  # one block, from byte 0, into slot 0
+        np.array([len(raw)], dtype=np.int64),
         rows.reshape(-1).view(np.uint8),
-        np.zeros(1, dtype=np.int64),
+        _FIRST,
         rows.nbytes,
         True,
         *native,
