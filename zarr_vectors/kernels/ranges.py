@@ -7,7 +7,7 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["concat_ranges", "first_untiled"]
+__all__ = ["concat_ranges", "first_uncovering", "first_untiled"]
 
 
 def concat_ranges(starts: npt.ArrayLike, sizes: npt.ArrayLike) -> npt.NDArray[np.int64]:
@@ -76,4 +76,46 @@ def _first_untiled(
             end += sizes[k, f]
         if end != counts[k]:
             return k
+    return -1
+
+
+def first_uncovering(ranges: list[tuple[np.ndarray, np.ndarray]], counts: npt.ArrayLike) -> int:
+    """The first chunk whose fragment ranges do not cover its rows, or -1.
+
+    Chunk ``j``'s ranges ``ranges[j] = (starts, sizes)`` cover its ``counts[j]`` rows when
+    they end there (the largest ``start + size``, 0 for none) and their sizes add up to it:
+    one kernel pass over every chunk's ranges (their arrays joined), not three numpy steps
+    a chunk.
+
+    Examples
+    --------
+    >>> ranges = [(np.array([0, 3]), np.array([3, 2])), (np.array([0]), np.array([4]))]
+    >>> first_uncovering(ranges, [5, 4]), first_uncovering(ranges, [5, 3])
+    (-1, 1)
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    if not ranges:
+        return -1
+    lengths = [r[0].shape[0] for r in ranges]
+    bounds = np.zeros(len(ranges) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=bounds[1:])
+    starts = np.concatenate([r[0] for r in ranges]).astype(np.int64, copy=False)
+    sizes = np.concatenate([r[1] for r in ranges]).astype(np.int64, copy=False)
+    return int(_first_uncovering(starts, sizes, bounds, counts))
+
+
+@njit
+def _first_uncovering(
+    starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    bounds: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
+) -> int:
+    for j in range(counts.shape[0]):
+        extent, total = 0, 0
+        for i in range(bounds[j], bounds[j + 1]):
+            extent = max(extent, starts[i] + sizes[i])
+            total += sizes[i]
+        if extent != counts[j] or total != counts[j]:
+            return j
     return -1

@@ -23,6 +23,7 @@ from zarr_vectors.format.names import (
     POINT_CLOUD,
     VERTEX_FRAGMENTS,
 )
+from zarr_vectors.kernels.ranges import first_uncovering
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read.blob_batches import (
     FRAGMENT_OWNERS,
@@ -109,14 +110,17 @@ def fragment_ranges(
         VERTEX_FRAGMENTS, chunks, index_columns=columns, index_chunks=index_chunks
     )
     checked = self._checked_ranges
-    for chunk, (starts, sizes), n in zip(chunks.tolist(), out, counts.tolist(), strict=True):
-        if (key := (*chunk, n)) in checked:  # its cached ranges passed already
-            continue
+    keys = [(*chunk, n) for chunk, n in zip(chunks.tolist(), counts.tolist(), strict=True)]
+    new = [j for j, key in enumerate(keys) if key not in checked]  # not passed already
+    bad = first_uncovering([out[j] for j in new], [keys[j][-1] for j in new]) if new else -1
+    if bad >= 0:
+        (starts, sizes), key = out[new[bad]], keys[new[bad]]
         extent = int((starts + sizes).max(initial=0))
-        if extent != int(n) or int(sizes.sum()) != int(n):
-            raise CorruptChunkError(
-                f"chunk {tuple(chunk)}: fragment index covers {extent} rows, vertex_counts says {n}"
-            )
+        raise CorruptChunkError(
+            f"chunk {key[:-1]}: fragment index covers {extent} rows, vertex_counts says {key[-1]}"
+        )
+    for j in new:
+        (starts, sizes), (*chunk, n) = out[j], keys[j]
         if self.kind == POINT_CLOUD and starts.shape[0] != self.grid.bins_per_chunk_total:
             raise CorruptChunkError(
                 f"chunk {tuple(chunk)}: {starts.shape[0]} fragments, expected one per bin "
@@ -127,7 +131,7 @@ def fragment_ranges(
                 f"{self.base}/{VERTEX_FRAGMENTS}: chunk {tuple(int(c) for c in chunk)}: the "
                 f"per-bin ranges do not tile its {int(n)} rows in bin order: {RESTORE}"
             )
-        checked.add(key)
+        checked.add(keys[j])
     return out
 
 
