@@ -48,6 +48,8 @@ def chunk_array(chunks: Sequence[tuple[int, ...]] | np.ndarray, ndim: int) -> np
     [[1, 2], [3, 4]]
     """
     if isinstance(chunks, np.ndarray):
+        if chunks.dtype == np.int64 and chunks.ndim == 2 and chunks.shape[1] == ndim:
+            return chunks  # as most callers pass them: no numpy step
         return np.asarray(chunks, dtype=np.int64).reshape(-1, ndim)
     flat = chain.from_iterable(chunks)
     return np.fromiter(flat, dtype=np.int64, count=len(chunks) * ndim).reshape(-1, ndim)

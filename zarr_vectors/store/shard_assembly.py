@@ -43,6 +43,11 @@ CRC_BYTES = 4
 """Bytes of the CRC32C after every row block and after the shard index."""
 
 
+_ENTRY = np.dtype(("<u8", (2,)))
+"""A shard index entry, ``(offset, nbytes)``: read as this type, the index comes out as
+``(n, 2)`` little-endian uint64 directly."""
+
+
 def shard_tail(layout: RowLayout, index_bytes: bytes, key: str) -> bytes:
     """The bytes after the row blocks of the shard at ``key``: place record, index, CRC."""
     crc: bytes = google_crc32c.value(index_bytes).to_bytes(CRC_BYTES, "little")
@@ -125,7 +130,7 @@ def decode_index(layout: RowLayout, tail: bytes, where: str) -> np.ndarray:
         if not tail.startswith(expected, at):  # compared in place, without a copy
             problem = place_problem(tail[at : at + PLACE_NBYTES], where, layout.type_name)
             raise MisplacedChunkError(f"{where}: the file {problem}")
-    return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
+    return np.frombuffer(body, dtype=_ENTRY)  # (n, 2): the pairs in one step
 
 
 def reindex_shard(layout: RowLayout, shard: bytes, to: RowLayout, where: str, key: str) -> bytes:
