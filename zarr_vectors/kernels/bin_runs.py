@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.kernels._checks import flat_int64
 from zarr_vectors.kernels._jit import copy_bytes, njit
 from zarr_vectors.kernels._threads import over_row_slices
 
@@ -165,9 +166,7 @@ def copy_row_runs(
             f"rows {src.dtype}{src.shape[1:]} cannot be copied into "
             f"{'' if out.flags.c_contiguous else 'non-contiguous '}{out.dtype}{out.shape[1:]}"
         )
-    at = np.ascontiguousarray(src_starts, dtype=np.int64).reshape(-1)
-    to = np.ascontiguousarray(out_starts, dtype=np.int64).reshape(-1)
-    n = np.ascontiguousarray(counts, dtype=np.int64).reshape(-1)
+    at, to, n = flat_int64(src_starts), flat_int64(out_starts), flat_int64(counts)
     if not at.shape == to.shape == n.shape:
         raise InvalidInputError(f"{at.size} run sources, {to.size} destinations, {n.size} counts")
     row_bytes = src.dtype.itemsize * math.prod(src.shape[1:])

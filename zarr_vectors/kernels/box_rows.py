@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.kernels._checks import as_int64
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.binning import bin_edges
 
@@ -72,7 +73,7 @@ def box_chunks(coords: I64, origin: I64, chunk_shape: F64, lo: F64, hi: F64) -> 
     """
     # One layout for every caller: occupied chunk coordinates come C- or F-ordered, and
     # each layout was a separate compilation (a first query after zv.warmup() compiled).
-    return _box_chunks(np.ascontiguousarray(coords, dtype=np.int64), origin, chunk_shape, lo, hi)
+    return _box_chunks(as_int64(coords), origin, chunk_shape, lo, hi)
 
 
 @njit

@@ -7,6 +7,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.kernels._checks import as_int64, flat_int64
 from zarr_vectors.kernels._jit import njit
 
 __all__ = ["LinkGroups", "links_by_object"]
@@ -38,8 +39,7 @@ def links_by_object(links: npt.ArrayLike, offsets: npt.ArrayLike) -> LinkGroups:
     >>> found.links.tolist(), found.order.tolist(), found.counts.tolist()
     ([[1, 0], [3, 2], [4, 3]], [1, 0, 2], [1, 2])
     """
-    values = np.ascontiguousarray(links, dtype=np.int64)
-    bounds = np.ascontiguousarray(offsets, dtype=np.int64).reshape(-1)
+    values, bounds = as_int64(links), flat_int64(offsets)
     values = values.reshape(values.shape[0], -1) if values.ndim != 2 else values
     counts = np.zeros(max(bounds.shape[0] - 1, 0), dtype=np.int64)
     order = np.empty(values.shape[0], dtype=np.int64)

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.kernels._checks import as_int64, flat_int64
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.cross_links import (
     CrossLinks,
@@ -203,7 +204,7 @@ def edge_result_rows(
         drop_rootless,
         -1 if dense is None else int(dense),
         *links,
-        np.ascontiguousarray(slot_flat, dtype=np.int64),
+        as_int64(slot_flat),
         max(int(n_max), 1),
         out,
         kept,
@@ -227,7 +228,7 @@ def _entries(
     values = np.ascontiguousarray(values)
     if values.ndim != 2:
         values = values.reshape(values.shape[0] if values.size else 0, -1)
-    group, count = (np.ascontiguousarray(a, dtype=np.int64) for a in (run_group, run_rows))
+    group, count = as_int64(run_group), as_int64(run_rows)
     if int(count.sum()) != values.shape[0]:
         raise ValueError("the link row runs do not hold as many rows as the entries")
     return values, group, count
@@ -235,7 +236,7 @@ def _entries(
 
 def _int64(runs: Runs) -> Runs:
     """``runs`` as contiguous int64 arrays (no copy when they are)."""
-    b, start, length, result = (np.ascontiguousarray(a, dtype=np.int64) for a in runs)
+    b, start, length, result = (as_int64(a) for a in runs)
     return b, start, length, result
 
 
@@ -470,10 +471,8 @@ def link_row_runs(
     >>> slot.tolist(), start.tolist(), stop.tolist()
     ([0, 0, 1], [0, 7, 5], [3, 8, 7])
     """
-    slot = np.ascontiguousarray(ref_slot, dtype=np.int64).reshape(-1)
-    fragment = np.ascontiguousarray(ref_fragment, dtype=np.int64).reshape(-1)
-    first = np.ascontiguousarray(starts, dtype=np.int64).reshape(-1)
-    size = np.ascontiguousarray(counts, dtype=np.int64).reshape(-1)
+    slot, fragment = flat_int64(ref_slot), flat_int64(ref_fragment)
+    first, size = flat_int64(starts), flat_int64(counts)
     n = slot.shape[0]
     if not n:
         return slot, first, first + size

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.kernels._checks import as_int64
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.link_rows import joined_link_runs
 from zarr_vectors.kernels.radix_order import radix_passes
@@ -92,14 +93,14 @@ def object_read_plan(
     >>> [p.tolist() for p in found.pieces]
     [[4, 0, 6], [0, 2, 6], [2, 4, 3]]
     """
-    slot, starts, sizes, owner = (np.ascontiguousarray(a, dtype=np.int64) for a in refs)
+    slot, starts, sizes, owner = (as_int64(a) for a in refs)
     n = slot.shape[0]
-    rows = np.ascontiguousarray(slot_rows, dtype=np.int64)
-    flat = np.ascontiguousarray(chunk_flat, dtype=np.int64)
+    rows = as_int64(slot_rows)
+    flat = as_int64(chunk_flat)
     if links is None:
         fragment = first = count = np.zeros(0, np.int64)
     else:
-        fragment, first, count = (np.ascontiguousarray(a, dtype=np.int64) for a in links)
+        fragment, first, count = (as_int64(a) for a in links)
     runs = np.empty((3, n), dtype=np.int64)
     plan_refs = np.empty((6, n), dtype=np.int64)
     bounds = np.zeros(flat.shape[0] + 1, dtype=np.int64)

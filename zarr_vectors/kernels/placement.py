@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.kernels._checks import as_int64
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.binning import bin_edges
 
@@ -86,7 +87,7 @@ def misplaced_row(
 
 
 def _int64(values: npt.NDArray[Any]) -> I64:
-    return np.ascontiguousarray(values, dtype=np.int64)
+    return as_int64(values)
 
 
 @njit

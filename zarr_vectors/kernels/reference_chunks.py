@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.kernels._checks import as_int64
 from zarr_vectors.kernels._jit import njit
 
 __all__ = ["ReferenceChunks", "reference_chunks"]
@@ -85,8 +86,8 @@ def reference_chunks(
     outside, empty, chunk_flat, chunks, ref_slot, where, rows = _reference_chunks(
         refs,
         shape,
-        np.ascontiguousarray(occupied_flat, dtype=np.int64),
-        np.ascontiguousarray(counts, dtype=np.int64),
+        as_int64(occupied_flat),
+        as_int64(counts),
     )
     return ReferenceChunks(int(outside), chunk_flat, chunks, ref_slot, where, rows, int(empty))
 
