@@ -3,59 +3,16 @@
 from __future__ import annotations
 
 import operator
-from typing import TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.kernels.kernel_args import is_int64
 
 I64 = npt.NDArray[np.int64]
 
 _I64_MAX = np.iinfo(np.int64).max
-_INT64 = np.dtype(np.int64)
-
-
-def as_int64(value: npt.ArrayLike) -> I64:
-    """``value`` as a C-contiguous int64 array of at least one dimension: ``value`` itself
-    when it is one, without a numpy call (a call into numpy costs a few microseconds in a
-    cold query, where most arrays handed to a kernel are such arrays already), else
-    ``np.ascontiguousarray(value, dtype=np.int64)``.
-
-    Examples
-    --------
-    >>> a = np.arange(3)
-    >>> as_int64(a) is a, as_int64([1, 2]).dtype == np.int64
-    (True, True)
-    """
-    if _is_int64(value, value.ndim if type(value) is np.ndarray else 0):
-        return value
-    return np.ascontiguousarray(value, dtype=np.int64)
-
-
-def _is_int64(value: object, ndim: int) -> TypeGuard[I64]:
-    """Whether ``value`` is a C-contiguous int64 ndarray of ``ndim >= 1`` dimensions
-    (attribute checks only)."""
-    return (
-        ndim >= 1
-        and type(value) is np.ndarray
-        and value.dtype is _INT64
-        and value.ndim == ndim
-        and value.flags.c_contiguous
-    )
-
-
-def flat_int64(value: npt.ArrayLike) -> I64:
-    """``value`` as a C-contiguous 1-d int64 array (itself when it is one:
-    :func:`as_int64`), else converted and flattened.
-
-    Examples
-    --------
-    >>> flat_int64([[1, 2], [3, 4]]).tolist()
-    [1, 2, 3, 4]
-    """
-    found = as_int64(value)
-    return found if found.ndim == 1 else found.reshape(-1)
 
 
 def int_array(
@@ -71,7 +28,7 @@ def int_array(
     error
         (default :class:`~zarr_vectors.errors.InvalidInputError`) naming ``name``.
     """
-    if _is_int64(value, ndim):  # as most callers pass it: no numpy call
+    if is_int64(value, ndim):  # as most callers pass it: no numpy call
         return value
     arr = np.asarray(value)
     if arr.ndim != ndim or (arr.size and arr.dtype.kind not in "iu"):

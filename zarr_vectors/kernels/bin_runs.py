@@ -13,9 +13,9 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.kernels._checks import flat_int64
 from zarr_vectors.kernels._jit import copy_bytes, njit
 from zarr_vectors.kernels._threads import over_row_slices
+from zarr_vectors.kernels.kernel_args import bytes_of, flat_int64
 
 __all__ = ["copy_row_runs", "move_runs", "run_destinations"]
 
@@ -172,8 +172,8 @@ def copy_row_runs(
     row_bytes = src.dtype.itemsize * math.prod(src.shape[1:])
     if row_bytes == 0 or n.size == 0:
         return
-    flat_src = np.ascontiguousarray(src).reshape(-1).view(np.uint8)
-    bad = _copy_runs(flat_src, at, out.reshape(-1).view(np.uint8), to, n, row_bytes)
+    flat_src = bytes_of(src if src.flags.c_contiguous else np.ascontiguousarray(src))
+    bad = _copy_runs(flat_src, at, bytes_of(out), to, n, row_bytes)
     if bad >= 0:
         raise InvalidInputError(
             f"run {bad} ({n[bad]} rows from {at[bad]} to {to[bad]}) does not fit in "

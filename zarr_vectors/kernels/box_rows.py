@@ -29,9 +29,9 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.kernels._checks import as_int64
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.binning import bin_edges
+from zarr_vectors.kernels.kernel_args import as_int64
 
 __all__ = [
     "block_slots",

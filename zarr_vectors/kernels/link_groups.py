@@ -7,8 +7,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.kernels._checks import as_int64, flat_int64
 from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels.kernel_args import as_int64, flat_int64
 
 __all__ = ["LinkGroups", "links_by_object"]
 

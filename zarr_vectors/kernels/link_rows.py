@@ -17,7 +17,6 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.kernels._checks import as_int64, flat_int64
 from zarr_vectors.kernels._jit import njit
 from zarr_vectors.kernels.cross_links import (
     CrossLinks,
@@ -25,6 +24,7 @@ from zarr_vectors.kernels.cross_links import (
     cross_by_table,
     in_table_order,
 )
+from zarr_vectors.kernels.kernel_args import as_int64, flat_int64
 from zarr_vectors.kernels.link_entries import DENSE_ENTRIES, DENSE_KEYS, span_bases, span_table
 from zarr_vectors.kernels.sorting import counting_sort
 

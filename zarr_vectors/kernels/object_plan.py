@@ -18,8 +18,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.kernels._checks import as_int64
 from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels.kernel_args import as_int64
 from zarr_vectors.kernels.link_rows import joined_link_runs
 from zarr_vectors.kernels.radix_order import radix_passes
 from zarr_vectors.kernels.read_plan import ReadPlan, pieces_into, plan_into

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.kernels._jit import copy_bytes, njit
+from zarr_vectors.kernels.kernel_args import bytes_of
 
 __all__ = ["copy_slot_runs", "slot_run_bytes", "slot_rows_in_box", "slot_rows_in_box_into"]
 
@@ -84,13 +85,7 @@ def copy_slot_runs(
     if row_bytes == 0 or not first.shape[0]:
         return
     bad = slot_run_bytes(
-        blocks.reshape(-1).view(np.uint8),
-        place,
-        rows_per_block,
-        first,
-        length,
-        out.reshape(-1).view(np.uint8),
-        row_bytes,
+        bytes_of(blocks), place, rows_per_block, first, length, bytes_of(out), row_bytes
     )
     if bad >= 0:
         raise InvalidInputError(

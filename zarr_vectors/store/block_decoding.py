@@ -17,6 +17,7 @@ import numpy as np
 from numcodecs import blosc
 
 from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.kernels.kernel_args import bytes_of
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.shard_assembly import CRC_BYTES, MISSING_INT
@@ -326,7 +327,7 @@ def decode_blocks_at(
     CorruptChunkError
         When a block's checksum, Blosc header or decoded size is wrong.
     """
-    flat = out.reshape(-1).view(np.uint8)
+    flat = bytes_of(out)
     size = layout.rows_per_block * layout.row_nbytes
     first = 0
     native = native_blocks.native_block_functions()

@@ -13,6 +13,7 @@ import numpy as np
 from numcodecs import blosc
 
 from zarr_vectors.errors import CorruptChunkError
+from zarr_vectors.kernels.kernel_args import bytes_of
 from zarr_vectors.kernels.row_blocks import CRC_RESIDUE, decode_blocks, decode_chunk_blocks
 from zarr_vectors.store import native_blocks
 from zarr_vectors.store.block_decoding import BLOSC_HEADER_BYTES
@@ -288,7 +289,7 @@ def _decoded_natively(raw: bytes, rows: np.ndarray) -> bool:
         np.frombuffer(raw, dtype=np.uint8),
         _FIRST,  # one block, from byte 0, into slot 0
         np.array([len(raw)], dtype=np.int64),
-        rows.reshape(-1).view(np.uint8),
+        bytes_of(rows),
         _FIRST,
         rows.nbytes,
         True,
