@@ -235,15 +235,13 @@ def _read_spans(
     the fault or leaves the short bytes to the decoder's checks.
     """
     lengths = spans.end - spans.start
-    asked = np.flatnonzero(spans.end != 0)
-    lengths[spans.end == 0] = 0
+    owner, start, end = slot, spans.start, spans.end
+    if not spans.end.all():  # chunks storing no block: no span asked of them
+        lengths[spans.end == 0] = 0
+        asked = np.flatnonzero(spans.end)
+        owner, start, end = slot[asked], start[asked], end[asked]
     fetched = np.empty(int(lengths.sum()), dtype=np.uint8)
-    if not asked.shape[0] or (
-        self.io.read_spans_into(
-            shard_keys, slot[asked], spans.start[asked], spans.end[asked], fetched
-        )
-        < 0
-    ):
+    if not owner.shape[0] or self.io.read_spans_into(shard_keys, owner, start, end, fetched) < 0:
         return fetched, lengths
     payloads = _fetch_spans(self, shard_keys, slot.tolist(), spans)
     found = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
