@@ -34,7 +34,7 @@ def bins_per_chunk(chunk_shape: np.ndarray, bin_shape: np.ndarray) -> np.ndarray
     rounded = []
     for d, (c, b) in enumerate(zip(chunk_shape.tolist(), bin_shape.tolist(), strict=True)):
         ratio = c / b if b else math.inf
-        whole = round(ratio) if math.isfinite(ratio) else 0
+        whole = round(ratio) if math.isfinite(ratio) and ratio < 2**62 else 0  # int64
         if abs(ratio - whole) > _RATIO_TOLERANCE or whole < 1:
             raise InvalidInputError(
                 f"bin_shape[{d}] = {bin_shape[d]} does not divide chunk_shape[{d}] = "
