@@ -129,7 +129,7 @@ class _Pool:
 
     def rows(self, dtype: np.dtype[Any], row_shape: tuple[int, ...]) -> np.ndarray:
         """The pool's blocks as rows of ``dtype`` and ``row_shape``, back to back (a view)."""
-        return self.data.reshape(-1).view(dtype).reshape(-1, *row_shape)
+        return self.data.view(dtype).reshape(-1, *row_shape)  # a block is whole rows
 
 
 Decode = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
