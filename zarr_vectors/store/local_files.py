@@ -122,17 +122,16 @@ def read_local_spans(
 
     A run of spans of one file, each starting where the one before ends or at most
     :data:`_BRIDGED_GAP` bytes after it, is read by one ``preadv`` (the gaps into a scratch
-    buffer: :func:`_bridged_runs`). Files stay open while they are read (up to
-    :data:`_OPEN_SPAN_FILES` at once), also when several owners name one key (the chunks
-    of a shard of several chunks, spec §9.0.1)."""
+    buffer, spans that follow each other into one place: :func:`_bridged_runs`). Files
+    stay open while they are read (up to :data:`_OPEN_SPAN_FILES` at once), also when
+    several owners name one key (the chunks of a shard of several chunks, spec §9.0.1)."""
     owners: list[int]
     starts: list[int]
     stops: list[int]
     owners, starts, stops = (a.tolist() for a in spans)
-    runs, buffers = _bridged_runs(keys, owners, starts, stops, into)
     files: dict[str, int] = {}
     try:
-        for a, z in runs:
+        for a, z, buffers in _bridged_runs(keys, owners, starts, stops, into):
             key = keys[owners[a]]
             fd = files.get(key, -1)
             if fd < 0:
@@ -143,14 +142,30 @@ def read_local_spans(
                 if opened is None:
                     return owners[a]
                 fd = files[key] = opened[0]
-            if os.preadv(fd, buffers[2 * a : 2 * z], starts[a]) != stops[z - 1] - starts[a]:
-                for i in range(a, z):  # which span the file does not hold whole
-                    if os.preadv(fd, [buffers[2 * i + 1]], starts[i]) != stops[i] - starts[i]:
-                        return owners[i]
+            if os.preadv(fd, buffers, starts[a]) != stops[z - 1] - starts[a]:
+                short = _short_span(fd, (owners, starts, stops), a, z, into)
+                if short >= 0:
+                    return short
         return -1
     finally:
         for key, fd in files.items():
             tree.release(key, fd)
+
+
+def _short_span(
+    fd: int, spans: tuple[list[int], list[int], list[int]], a: int, z: int, into: memoryview
+) -> int:
+    """The owner of the first of spans ``a .. z - 1`` (owners, starts, stops; landing back
+    to back in ``into``) that the file ``fd`` does not hold whole, each read again alone;
+    -1 when none is short."""
+    owners, starts, stops = spans
+    pos = sum(stop - start for start, stop in zip(starts[:a], stops[:a], strict=True))
+    for i in range(a, z):
+        size = stops[i] - starts[i]
+        if os.preadv(fd, [into[pos : pos + size]], starts[i]) != size:
+            return owners[i]
+        pos += size
+    return -1
 
 
 _OPEN_SPAN_FILES = 64
@@ -162,8 +177,8 @@ a scratch buffer) rather than ending one ``preadv`` and starting another: copyin
 from the page cache costs about what one more system call and its Python cost."""
 
 _BRIDGED_SPANS = 500
-"""Spans one ``preadv`` reads at most (two buffers each, a gap's and the span's; Linux
-refuses more than 1,024)."""
+"""Spans one ``preadv`` reads at most (two buffers each at most, a gap's and a place's;
+Linux refuses more than 1,024)."""
 
 _GAP_BUFFER = memoryview(bytearray(_BRIDGED_GAP))
 """Where the bytes between bridged spans are read to (and never looked at)."""
@@ -171,28 +186,32 @@ _GAP_BUFFER = memoryview(bytearray(_BRIDGED_GAP))
 
 def _bridged_runs(
     keys: Sequence[str], owners: list[int], starts: list[int], stops: list[int], into: memoryview
-) -> tuple[list[tuple[int, int]], list[memoryview]]:
-    """Runs ``(a, z)``: spans ``a .. z-1`` of one key (``keys[owner]``, whichever owners
-    name it), each starting at most :data:`_BRIDGED_GAP` bytes after the one before ends
-    (never before it), at most :data:`_BRIDGED_SPANS` of them; and per span two buffers:
-    the bytes between it and the span before in its run (none for the first of a run)
-    and its place in ``into`` (the spans back to back)."""
-    runs: list[tuple[int, int]] = []
+) -> list[tuple[int, int, list[memoryview]]]:
+    """Runs ``(a, z, buffers)``: spans ``a .. z-1`` of one key (``keys[owner]``, whichever
+    owners name it), each starting at most :data:`_BRIDGED_GAP` bytes after the one before
+    ends (never before it), at most :data:`_BRIDGED_SPANS` of them, and the buffers one
+    ``preadv`` reads them into: the places in ``into`` of spans that follow each other
+    (landing back to back, one buffer for all), and between them the bytes a run skips."""
+    runs: list[tuple[int, int, list[memoryview]]] = []
     buffers: list[memoryview] = []
-    first, pos, end = 0, 0, -1
+    first, pos, end, piece = 0, 0, -1, 0  # piece: where the run's last place in into starts
     before: str | None = None
     for i, (owner, start, stop) in enumerate(zip(owners, starts, stops, strict=True)):
         key, gap = keys[owner], start - end
         if key != before or not 0 <= gap <= _BRIDGED_GAP or i - first == _BRIDGED_SPANS:
             if i:
-                runs.append((first, i))
-            first, gap, before = i, 0, key
-        buffers += (_GAP_BUFFER[:gap], into[pos : pos + stop - start])
+                buffers.append(into[piece:pos])
+                runs.append((first, i, buffers))
+            first, before, piece, buffers = i, key, pos, []
+        elif gap:
+            buffers += (into[piece:pos], _GAP_BUFFER[:gap])
+            piece = pos
         pos += stop - start
         end = stop
     if owners:
-        runs.append((first, len(owners)))
-    return runs, buffers
+        buffers.append(into[piece:pos])
+        runs.append((first, len(owners), buffers))
+    return runs
 
 
 def read_fd(fd: int, size: int, byte_range: ByteRange) -> bytes:
