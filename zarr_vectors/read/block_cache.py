@@ -100,10 +100,12 @@ class _Pool:
         n = self.data.shape[0] + slots
         buffer = read_plans.SPARE.take(n * self.block_bytes)
         data = buffer[: n * self.block_bytes].reshape(n, self.block_bytes)
-        data[: self.data.shape[0]] = self.data
+        used = np.full(slots, -1, dtype=np.int64)  # the new slots are free
+        if self.data.shape[0]:  # else the pool's first slots: nothing to copy
+            data[: self.data.shape[0]] = self.data
+            used = np.concatenate([self.used, used])
         self.release()
-        self.buffer, self.data = buffer, data
-        self.used = np.concatenate([self.used, np.full(slots, -1, dtype=np.int64)])
+        self.buffer, self.data, self.used = buffer, data, used
 
     def release(self) -> None:
         """Give the pool's bytes back to the spare buffers (the pool is not used again,
