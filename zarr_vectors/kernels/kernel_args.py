@@ -40,7 +40,7 @@ def is_int64(value: object, ndim: int) -> TypeGuard[I64]:
     return (
         ndim >= 1
         and type(value) is np.ndarray
-        and value.dtype is _INT64
+        and value.dtype == _INT64  # equal: kernels return int64 dtypes of their own
         and value.ndim == ndim
         and value.flags.c_contiguous
     )

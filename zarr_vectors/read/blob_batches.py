@@ -91,7 +91,8 @@ def stored_spans(entries: np.ndarray) -> StoredSpans | None:
 
 def _signed(entries: np.ndarray) -> np.ndarray:
     """uint64 shard index entries viewed as int64 (a block not stored: -1)."""
-    return np.ascontiguousarray(entries).view(np.int64)
+    flat = entries if entries.flags.c_contiguous else np.ascontiguousarray(entries)
+    return flat.view(np.int64)
 
 
 def decode_blobs(
