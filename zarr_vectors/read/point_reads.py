@@ -510,7 +510,7 @@ class PointReads:
         table = block_tables.block_table(self, names, per_vertex=rows is None)
         slot_where = where[slots[0]]
         if not table.known[slot_where].all():
-            learn = np.flatnonzero(np.bincount(slot_where))  # np.unique: positions >= 0
+            learn = np.unique(slot_where)
             block_tables.learn_blocks(self, names, table, learn, _rows_at(learn, where, rows))
         return r, table, slots, slot_where
 
