@@ -270,14 +270,15 @@ class BlockCache:
                 pool = self._pools[path] = _Pool(block_bytes)
             self._tick += 1
             tick = self._tick
-            if not pool.numbers.shape[0]:  # the array's first read (a cold query's)
-                return self._first_read(path, pool, numbers, tick, spec, decode, use)
-            # the read's own blocks are marked used: replaced last
-            hits, place, n_missing = locate_blocks(
-                pool.numbers, pool.place, pool.used, numbers, tick
-            )
+            if pool.numbers.shape[0]:  # the read's own blocks are marked used: replaced last
+                hits, place, n_missing = locate_blocks(
+                    pool.numbers, pool.place, pool.used, numbers, tick
+                )
+            else:  # the array's first read (a cold query's): no block to look up
+                hits, n_missing = None, numbers.shape[0]
+                place = np.empty(n_missing, dtype=np.int64)
             if n_missing:
-                missing = np.flatnonzero(~hits)
+                missing = np.arange(n_missing) if hits is None else np.flatnonzero(~hits)
                 self._make_room(path, pool, n_missing)
                 free = pool.claim(n_missing, tick)  # free until added: a failure keeps none
                 if free.shape[0] < n_missing:
@@ -288,30 +289,6 @@ class BlockCache:
                 place[missing] = free
                 return use(rows, place)
             return use(pool.rows(*spec), place)
-
-    def _first_read(
-        self,
-        path: str,
-        pool: _Pool,
-        numbers: np.ndarray,
-        tick: int,
-        spec: tuple[np.dtype[Any], tuple[int, ...]],
-        decode: Decode,
-        use: Callable[[np.ndarray, np.ndarray], T],
-    ) -> T | None:
-        """:meth:`visit` of a pool holding no block: every block is decoded into the first
-        free slots (nothing to look up or replace)."""
-        n = numbers.shape[0]
-        if n:
-            self._make_room(path, pool, n)
-        free = pool.claim(n, tick)
-        if free.shape[0] < n:
-            return None
-        rows = pool.rows(*spec)
-        if n:
-            decode(np.arange(n), free, rows)
-            pool.add(numbers, free, tick)
-        return use(rows, free)
 
     def may_hold(self, path: str, n_chunks: int) -> bool:
         """Whether the array at ``path`` may have the blocks of a read of ``n_chunks``
