@@ -25,20 +25,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
-from zarr_vectors.format.fragment_records import FRAGMENT_RECORD_MAGIC
 from zarr_vectors.format.names import (
-    FRAGMENT_RECORDS,
-    LINK_FRAGMENTS,
     POINT_CLOUD,
-    VERTEX_FRAGMENTS,
     VERTICES,
 )
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
-from zarr_vectors.kernels.ranges import first_untiled
-from zarr_vectors.kernels.record_blobs import records_batch
 from zarr_vectors.read import _read_plans as read_plans
-from zarr_vectors.read import block_tables
+from zarr_vectors.read import block_tables, fragment_tables
 from zarr_vectors.read.block_cache import SlotBlocks
 from zarr_vectors.store.io import StoreIO
 from zarr_vectors.store.native_blocks import in_turns
@@ -57,9 +51,6 @@ CPUs: in turns, a 1% box of 1e6 points (about 1.1 MB decoded) took 20% longer; a
 of 1e6 points 7% less, 1% and 25% boxes of 1e7 points 8% and 14% less."""
 _TURN_BLOCKS = 16
 """Row blocks per turn."""
-_RANGE_TABLE_BYTES = 64 * 2**20
-"""Bytes of fragment ranges (:meth:`PointReads.range_table`) past which no chunk is added
-(reads then take their fragments from the records each time, as a first read does)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,155 +221,10 @@ class PointReads:
         are kept by position among the occupied chunks, which the view changes)."""
         return PointReads(view, self.checked_bins)
 
-    def bin_ranges(
-        self, chunks: np.ndarray, counts: np.ndarray, index_chunks: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Per-bin first rows and row counts of point-cloud chunks, as ``(k, bins)`` tables.
-
-        The fragment indexes are fetched, checked (:meth:`LevelReader.fragment_ranges`)
-        and cached once per chunk, with the shard indexes of every per-vertex column of
-        ``index_chunks`` (the chunks whose rows are read next) in the same batch.
-        """
-        keys = read_plans.chunk_keys(chunks)
-        missing = [i for i, key in enumerate(keys) if key not in self.checked_bins]
-        if missing:
-            found = self.reader.blob_ranges(
-                VERTEX_FRAGMENTS,
-                chunks[missing],
-                index_columns=self.reader.vertex_columns,
-                index_chunks=index_chunks,
-                dense_fragments=self.reader.grid.bins_per_chunk_total,
-            )
-            self._check_bin_ranges(chunks[missing], counts[missing], found)
-            self.checked_bins.update(keys[i] for i in missing)
-        if not keys:
-            empty = np.empty((0, self.reader.grid.bins_per_chunk_total), dtype=np.int64)
-            return empty, empty
-        found = [self.reader.cached_ranges(VERTEX_FRAGMENTS, key) for key in keys]
-        return np.stack([f[0] for f in found]), np.stack([f[1] for f in found])
-
-    def bin_table(self, where: np.ndarray, index_where: np.ndarray) -> read_plans.BinTable:
-        """The per-bin ranges (:meth:`bin_ranges`) of occupied chunks by their positions.
-
-        Parameters
-        ----------
-        where
-            Positions, in :meth:`LevelReader.occupied_chunks` ``(None, None)``, of
-            point-cloud chunks.
-        index_where
-            Positions of the chunks whose rows are read next: their shard indexes are
-            fetched with the fragment indexes of chunks not seen yet.
-
-        Returns
-        -------
-        read_plans.BinTable
-            Table whose row ``row[p]`` holds the ranges of the chunk at position ``p``
-            (every position of ``where`` has one).
-        """
-        table = self.bins
-        if table is not None and not (table.row[where] < 0).any():
-            return table
-        with read_plans.TABLES_LOCK:  # one thread at a time adds rows
-            if self.bins is None:
-                n_chunks, bins = (
-                    len(self.reader.occupied_chunks(None, None)[1]),
-                    self.reader.grid.bins_per_chunk_total,
-                )
-                self.bins = read_plans.BinTable.empty(n_chunks, bins)
-            table = self.bins
-            missing = np.unique(where[table.row[where] < 0])
-            if missing.shape[0]:
-                coords, counts = self.reader.occupied_chunks(None, None)
-                found = self.bin_ranges(coords[missing], counts[missing], coords[index_where])
-                table.add(missing, *found)
-        return table
-
-    def _check_bin_ranges(
-        self, chunks: np.ndarray, counts: np.ndarray, found: list[tuple[np.ndarray, np.ndarray]]
-    ) -> None:
-        """The checks of :meth:`LevelReader.fragment_ranges` on point-cloud chunks, all at once."""
-        bins = self.reader.grid.bins_per_chunk_total
-        if any(f[0].shape[0] != bins for f in found):
-            self.reader.fragment_ranges(chunks, counts)  # raises for the first wrong chunk
-        starts = np.stack([f[0] for f in found])
-        sizes = np.stack([f[1] for f in found])
-        if first_untiled(starts, sizes, counts) >= 0:  # extent, sum and tiling in one pass
-            self.reader.fragment_ranges(chunks, counts)  # raises for the first wrong chunk
-
-    def range_table(self, where: np.ndarray, links: bool) -> read_plans.RangeTable | None:
-        """The fragment ranges of the object chunks at positions ``where`` (among the
-        occupied chunks), with their link ranges when ``links`` and, for a level with
-        fragment records, their owners, in a table kept by position
-        (:class:`~zarr_vectors.read._read_plans.RangeTable`); None the first time a chunk
-        is asked for (a first read takes only the fragments it needs from the records,
-        :meth:`LevelReader.needed_ranges`), or when the table would pass
-        :data:`_RANGE_TABLE_BYTES`, or a chunk's link index (or its owners) does not hold
-        one entry a fragment. The chunks are parsed and checked as
-        :meth:`LevelReader.fragment_ranges` does.
-
-        Raises
-        ------
-        CorruptChunkError
-            When a chunk's fragment index is damaged or does not cover its rows.
-        """
-        table = self.ranges
-        if table is not None and not (table.first[where] < 0).any():
-            return table
-        with read_plans.TABLES_LOCK:  # one thread at a time adds chunks
-            if self.ranges is None:
-                self.ranges = read_plans.RangeTable.empty(self.occupied_flat().shape[0])
-            table = self.ranges
-            unknown = where[table.first[where] < 0]  # repeats: made distinct when added
-            if not unknown.shape[0]:
-                return table
-            if not table.seen[unknown].all() or table.ranges.nbytes > _RANGE_TABLE_BYTES:
-                table.seen[unknown] = True
-                return None
-            unknown = np.unique(unknown)
-            waiting = np.flatnonzero(table.seen & (table.first < 0))  # asked, not added
-            for chunks in (waiting, unknown) if waiting.shape != unknown.shape else (unknown,):
-                if self._add_held_records(table, chunks, links):  # all held: one kernel call
-                    return table
-            reader = self.reader
-            coords, counts = reader.occupied_chunks(None, None)
-            vertex = reader.fragment_ranges(coords[unknown], counts[unknown], index_columns=())
-            link = reader.blob_ranges(LINK_FRAGMENTS, coords[unknown]) if links else None
-            owners = reader.fragment_owners(coords[unknown]) if reader.records else None
-            if link is not None and any(
-                a[0].shape != b[0].shape for a, b in zip(vertex, link, strict=True)
-            ):
-                return None  # not one link range a fragment: the records say which is wrong
-            if owners is not None and any(
-                a[0].shape != b.shape for a, b in zip(vertex, owners, strict=True)
-            ):
-                return None  # not one owner a fragment: the records say which is wrong
-            table.add(unknown, vertex, link, owners)
-        return table
-
-    def _add_held_records(
-        self, table: read_plans.RangeTable, where: np.ndarray, links: bool
-    ) -> bool:
-        """Add the chunks at positions ``where`` to ``table`` from their fragment records
-        (format 1.6) when the reader holds them all (:attr:`LevelReader.held`, as a first
-        read of them leaves them): one kernel call over every record
-        (:func:`~zarr_vectors.kernels.record_blobs.records_batch`) and flat copies into the
-        table, instead of the per-chunk lists :meth:`LevelReader.fragment_ranges` parses.
-        False, with nothing added, when the level has no records, one is not held, or one
-        is damaged or does not cover its chunk's rows (the lists' path then reports it)."""
-        reader = self.reader
-        if not reader.records:
-            return False
-        coords, counts = reader.occupied_chunks(None, None)
-        keys = read_plans.chunk_keys(coords[where])
-        if reader.held.missing(FRAGMENT_RECORDS, keys):
-            return False
-        buffer, begins, ends, _ = reader.held.joined(FRAGMENT_RECORDS, keys)
-        *columns, owners, bounds, ok = records_batch(buffer, begins, ends, FRAGMENT_RECORD_MAGIC)
-        last = bounds[1:] - 1  # a sound record has a fragment; its starts are prefix sums
-        if not ok.all() or np.any(columns[0][last] + columns[1][last] != counts[where]):
-            return False
-        table.add_flat(where, bounds, columns if links else columns[:2], owners)
-        return True
+    # The per-chunk fragment tables, kept by position (read/fragment_tables.py).
+    bin_ranges = fragment_tables.bin_ranges
+    bin_table = fragment_tables.bin_table
+    range_table = fragment_tables.range_table
 
     def kernel_row_bytes(self, names: Sequence[str], any_rows: bool) -> int:
         """Bytes of one row of every column of ``names`` when
