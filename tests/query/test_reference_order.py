@@ -1,5 +1,5 @@
-"""Reference-order placement and distinct ids by presence tables equal the numpy steps they
-replace (a per-row gather, np.unique)."""
+"""Reference-order placement equals the numpy step it replaces (a per-row gather); the
+distinct ids are tested with their kernel (tests/kernels/test_distinct.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zarr_vectors.kernels import concat_ranges
-from zarr_vectors.query._fragment_refs import distinct_ascending
 from zarr_vectors.query._object_plan import in_reference_order, reference_pieces
 
 Array = np.ndarray[Any, Any]
@@ -43,19 +42,6 @@ def test_rows_already_in_order_are_returned_as_read() -> None:
     rows = np.arange(10, dtype=np.int64)
     sizes = np.array([3, 0, 7], dtype=np.int64)
     assert in_reference_order(rows, np.array([0, 3, 3]), sizes) is rows
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    values=st.lists(st.integers(-3, 10**6), max_size=40),
-    dtype=st.sampled_from([np.int32, np.int64, np.uint32]),
-)
-def test_distinct_ascending_equals_unique(values: list[int], dtype: Any) -> None:
-    array = np.asarray([v for v in values if v >= 0 or dtype != np.uint32], dtype=dtype)
-    got = distinct_ascending(array)
-    want = np.unique(array)
-    assert got.dtype == want.dtype
-    np.testing.assert_array_equal(got, want)
 
 
 @settings(max_examples=60, deadline=None)

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels.distinct import distinct_prefix
 
 __all__ = ["fragments_met", "owners_met"]
 
@@ -141,36 +142,8 @@ def owners_met(
     out = np.empty(int(count[where].sum()), dtype=np.int64)
     w, bad = _owners_met(first, count, ranges, owner, where, inside, counts, contained, out)
     if distinct and bad < 0:
-        w = _distinct_ascending(out, w)
+        w = distinct_prefix(out, w)
     return out[:w], int(bad)
-
-
-@njit
-def _distinct_ascending(values: I64, n: int) -> int:
-    """``np.unique(values[:n])`` written at the start of ``values``; returns its length.
-    A table of presence when the values are not negative and their range is at most
-    ``8 * n + 65536`` (as ``query._fragment_refs.dense_enough``), else a sort."""
-    if n == 0:
-        return 0
-    lo, hi = values[0], values[0]
-    for i in range(n):
-        lo, hi = min(lo, values[i]), max(hi, values[i])
-    m = 0
-    if lo >= 0 and hi <= 8 * n + 65536:
-        present = np.zeros(hi + 1, np.bool_)
-        for i in range(n):
-            present[values[i]] = True
-        for v in range(hi + 1):
-            if present[v]:
-                values[m] = v
-                m += 1
-        return m
-    ordered = np.sort(values[:n])
-    for i in range(n):
-        if i == 0 or ordered[i] != ordered[i - 1]:
-            values[m] = ordered[i]
-            m += 1
-    return m
 
 
 @njit

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from zarr_vectors.format.manifest import decode_object_index_bulk
+from zarr_vectors.kernels.distinct import distinct_ascending
 from zarr_vectors.kernels.reference_gather import gather_references
 
 __all__ = ["DECODED_INDEX_BYTES", "DecodedIndex"]
@@ -89,7 +90,7 @@ class DecodedIndex:
                 self._keep(dense, refs)
                 return refs
             if n_unknown:
-                new = np.unique(dense[unknown])
+                new = distinct_ascending(dense[unknown])
                 if not self._keep(new, decode_object_index_bulk(data, offsets, new, ndim)):
                     return decode_object_index_bulk(data, offsets, dense, ndim)
             return gather_references(self.first, self.count, self.chunk, self.fragment, dense)
@@ -98,7 +99,7 @@ class DecodedIndex:
         """The distinct ids among ``dense`` (dense ids of the level) not decoded yet,
         ascending."""
         with self._lock:
-            return np.unique(dense[self.first[dense] < 0])
+            return distinct_ascending(dense[self.first[dense] < 0])
 
     def keep(self, ids: np.ndarray, refs: Refs) -> bool:
         """Keep the references ``refs`` of the distinct objects ``ids``, decoded by the

@@ -18,7 +18,6 @@ from zarr_vectors.kernels.radix_order import radix_order
 __all__ = [
     "FragmentTable",
     "dense_enough",
-    "distinct_ascending",
     "joined_runs",
     "slot_order",
 ]
@@ -37,37 +36,6 @@ def dense_enough(n_keys: int, n_items: int) -> bool:
     """
     per_item, slack = _DENSE
     return n_keys <= per_item * n_items + slack
-
-
-def distinct_ascending(values: np.ndarray) -> np.ndarray:
-    """The distinct values, ascending, in their dtype: ``np.unique(values)``.
-
-    A presence table when the values are non-negative and their range is small enough for
-    their count (:func:`dense_enough`: no sort), else :func:`numpy.unique`.
-
-    Parameters
-    ----------
-    values
-        ``(n,)`` integers.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(k,)`` distinct values, ascending.
-
-    Examples
-    --------
-    >>> distinct_ascending(np.array([7, 2, 7, 0], dtype=np.int32)).tolist()
-    [0, 2, 7]
-    """
-    if not values.size or int(values.min()) < 0:
-        return np.unique(values)
-    top = int(values.max()) + 1
-    if not dense_enough(top, values.shape[0]):
-        return np.unique(values)
-    present = np.zeros(top, dtype=bool)
-    present[values] = True
-    return np.flatnonzero(present).astype(values.dtype, copy=False)
 
 
 class FragmentTable(NamedTuple):

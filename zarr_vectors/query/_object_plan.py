@@ -18,6 +18,7 @@ from zarr_vectors.format.names import LINK_FRAGMENTS, VERTEX_FRAGMENTS
 from zarr_vectors.kernels import counting_sort
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.cross_links import CrossLinks
+from zarr_vectors.kernels.distinct import distinct_ascending
 from zarr_vectors.kernels.link_groups import links_by_object
 from zarr_vectors.kernels.link_rows import link_row_runs
 from zarr_vectors.kernels.object_plan import ObjectReadPlan, object_read_plan
@@ -26,7 +27,6 @@ from zarr_vectors.kernels.reference_chunks import ReferenceChunks, reference_chu
 from zarr_vectors.query._fragment_refs import (
     FragmentTable,
     dense_enough,
-    distinct_ascending,
     joined_runs,
     slot_order,
 )

@@ -12,8 +12,8 @@ import numpy as np
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.kinds import geometry_kind
 from zarr_vectors.format.names import VERTICES
+from zarr_vectors.kernels.distinct import distinct_ascending
 from zarr_vectors.kernels.owner_marks import fragments_met, owners_met
-from zarr_vectors.query._fragment_refs import distinct_ascending
 from zarr_vectors.query._held_rows import HeldRows
 from zarr_vectors.query.regions import BoxRegion, Region
 from zarr_vectors.read import ChunkRows, LevelReader, RangeTable, RowRuns

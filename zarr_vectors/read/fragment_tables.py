@@ -16,6 +16,7 @@ import numpy as np
 
 from zarr_vectors.format.fragment_records import FRAGMENT_RECORD_MAGIC
 from zarr_vectors.format.names import FRAGMENT_RECORDS, LINK_FRAGMENTS, VERTEX_FRAGMENTS
+from zarr_vectors.kernels.distinct import distinct_ascending
 from zarr_vectors.kernels.ranges import first_untiled
 from zarr_vectors.kernels.record_blobs import records_batch
 from zarr_vectors.read import _read_plans as read_plans
@@ -89,7 +90,7 @@ def bin_table(
             )
             points.bins = read_plans.BinTable.empty(n_chunks, bins)
         table = points.bins
-        missing = np.unique(where[table.row[where] < 0])
+        missing = distinct_ascending(where[table.row[where] < 0])
         if missing.shape[0]:
             coords, counts = points.reader.occupied_chunks(None, None)
             found = bin_ranges(points, coords[missing], counts[missing], coords[index_where])
@@ -142,7 +143,7 @@ def range_table(points: PointReads, where: np.ndarray, links: bool) -> read_plan
         if not table.seen[unknown].all() or table.ranges.nbytes > RANGE_TABLE_BYTES:
             table.seen[unknown] = True
             return None
-        unknown = np.unique(unknown)
+        unknown = distinct_ascending(unknown)
         waiting = np.flatnonzero(table.seen & (table.first < 0))  # asked, not added
         for chunks in (waiting, unknown) if waiting.shape != unknown.shape else (unknown,):
             if add_held_records(points, table, chunks, links):  # all held: one kernel call

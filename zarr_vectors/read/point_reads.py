@@ -31,6 +31,7 @@ from zarr_vectors.format.names import (
 )
 from zarr_vectors.kernels.bin_runs import copy_row_runs
 from zarr_vectors.kernels.box_rows import block_slots, slots_holding, take_rows, turn_spans
+from zarr_vectors.kernels.distinct import distinct_ascending
 from zarr_vectors.read import _read_plans as read_plans
 from zarr_vectors.read import block_tables, fragment_tables
 from zarr_vectors.read.block_cache import SlotBlocks
@@ -356,7 +357,7 @@ class PointReads:
         table = block_tables.block_table(self, names, per_vertex=rows is None)
         slot_where = where[slots[0]]
         if not table.known[slot_where].all():
-            learn = np.unique(slot_where)
+            learn = distinct_ascending(slot_where)
             block_tables.learn_blocks(self, names, table, learn, _rows_at(learn, where, rows))
         return r, table, slots, slot_where
 
