@@ -1,4 +1,5 @@
-"""The shards of many chunks (kernel) against np.unique (its plain numpy twin)."""
+"""The shards of many chunks (kernel) against np.unique (its plain numpy twin); the block
+tables they fill, made by a kernel, against the numpy steps they replaced."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.kernels import naive
 from zarr_vectors.kernels import set_kernel_mode
-from zarr_vectors.kernels.shard_slots import fill_block_entries, shard_slots
+from zarr_vectors.kernels.shard_slots import empty_block_table, fill_block_entries, shard_slots
 
 grids = st.integers(1, 4).flatmap(
     lambda d: st.tuples(
@@ -110,3 +111,36 @@ def test_fill_block_entries_refuses_positions_outside_its_arrays() -> None:
         fill_block_entries(index, 2, (one * 0, one, one), (first, one, out), 64)
     with pytest.raises(ValueError, match="smaller than"):  # place 2 of a shard of 2 chunks
         fill_block_entries(index, 2, (one * 0, one * 2, one), (first, one * 0, out), 64)
+
+
+def naive_empty_block_table(
+    counts: np.ndarray, r: int, n_columns: int, rows: int
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """Twin: the numpy steps ``BlockTable.empty`` took before the kernel."""
+    if rows >= 0:
+        counts = np.full(counts.shape[0], rows, dtype=np.int64)
+    first = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(-(-counts // r), out=first[1:])
+    total = int(first[-1])
+    entries = [np.full((total, 2), -1, dtype=np.int64) for _ in range(n_columns)]
+    return first, entries, np.zeros(counts.shape[0], dtype=bool)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    counts=st.lists(st.integers(0, 5000), max_size=12),
+    r=st.sampled_from([1, 3, 256, 1024]),
+    n_columns=st.integers(1, 3),
+    rows=st.sampled_from([-1, -1, 0, 700, 4096]),
+)
+def test_empty_block_table_matches_its_twin(
+    counts: list[int], r: int, n_columns: int, rows: int
+) -> None:
+    array = np.asarray(counts, dtype=np.int64)
+    first, entries, known = empty_block_table(array, r, n_columns, rows)
+    want_first, want_entries, want_known = naive_empty_block_table(array, r, n_columns, rows)
+    np.testing.assert_array_equal(first, want_first)
+    assert entries.shape[0] == n_columns
+    for got, want in zip(entries, want_entries, strict=True):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(known, want_known)

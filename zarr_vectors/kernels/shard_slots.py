@@ -5,9 +5,10 @@ shards' indexes are fetched once per shard and each chunk's entries are a slice 
 shard's index. :func:`shard_slots` gives, for ``m`` chunks, the distinct shards holding them
 (ascending in C order), the slot of each chunk's shard among those, and the chunk's C-order
 position inside its shard: what the numpy version did in some twenty array calls.
-:func:`fill_block_entries` then copies each chunk's entries from its shard's index into a
-table by chunk, checking first that no chunk stores a row block past its row count, nor
-one no row block can be (a damaged index whose checksum was redone).
+:func:`empty_block_table` makes a table of entries by chunk, unfilled, and
+:func:`fill_block_entries` copies each chunk's entries from its shard's index into it,
+checking first that no chunk stores a row block past its row count, nor one no row block
+can be (a damaged index whose checksum was redone).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
+from zarr_vectors.kernels.kernel_args import as_int64
 
-__all__ = ["fill_block_entries", "shard_slots"]
+__all__ = ["empty_block_table", "fill_block_entries", "shard_slots"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -175,3 +177,53 @@ def _fill_block_entries(
             out[a + b, 0] = index[slot[i], base + b, 0]
             out[a + b, 1] = index[slot[i], base + b, 1]
     return -1
+
+
+def empty_block_table(
+    counts: I64, r: int, n_columns: int, rows: int = -1
+) -> tuple[I64, I64, npt.NDArray[np.bool_]]:
+    """An unfilled table of row block entries by chunk, in one kernel call.
+
+    Chunk ``p`` of ``counts[p]`` rows (or of ``rows`` each, when ``rows >= 0``) has room
+    for ``ceil(counts[p] / r)`` blocks: rows ``first[p] : first[p + 1]`` of the table.
+
+    Parameters
+    ----------
+    counts
+        ``(k,)`` row count of every chunk (its length only, when ``rows >= 0``).
+    r
+        Rows per block.
+    n_columns
+        Columns whose entries the table holds.
+    rows
+        The row count of every chunk, or -1 to take ``counts``.
+
+    Returns
+    -------
+    first : numpy.ndarray
+        ``(k + 1,)`` int64, where each chunk's blocks start (``first[-1]``: every block).
+    entries : numpy.ndarray
+        ``(n_columns, first[-1], 2)`` int64, every entry ``-1`` (not known).
+    known : numpy.ndarray
+        ``(k,)`` bool, every chunk False (its entries not filled).
+
+    Examples
+    --------
+    >>> first, entries, known = empty_block_table(np.array([5, 0, 9]), 4, 2)
+    >>> first.tolist(), entries.shape, int(entries.max()), known.tolist()
+    ([0, 2, 2, 5], (2, 5, 2), -1, [False, False, False])
+    """
+    return _empty_block_table(as_int64(counts), int(r), int(n_columns), int(rows))
+
+
+@njit
+def _empty_block_table(
+    counts: I64, r: int, n_columns: int, rows: int
+) -> tuple[I64, I64, npt.NDArray[np.bool_]]:
+    k = counts.shape[0]
+    first = np.zeros(k + 1, np.int64)
+    for p in range(k):
+        n = rows if rows >= 0 else counts[p]
+        first[p + 1] = first[p] + (n + r - 1) // r
+    entries = np.full((n_columns, first[k], 2), -1, np.int64)
+    return first, entries, np.zeros(k, np.bool_)

@@ -24,6 +24,7 @@ from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.kernels import concat_ranges
 from zarr_vectors.kernels.box_rows import slot_spans
 from zarr_vectors.kernels.read_plan import fragment_rows
+from zarr_vectors.kernels.shard_slots import empty_block_table
 
 if TYPE_CHECKING:
     from zarr_vectors.read.row_reads import ChunkRows
@@ -114,17 +115,12 @@ class BlockTable:
     known: np.ndarray
 
     @classmethod
-    def empty(cls, counts: np.ndarray, r: int, n_columns: int) -> BlockTable:
-        """An unfilled table for chunks of ``counts`` rows, blocks of ``r`` rows."""
-        first = np.zeros(counts.shape[0] + 1, dtype=np.int64)
-        np.cumsum(-(-counts // r), out=first[1:])
-        total = int(first[-1])
-        return cls(
-            first,
-            [np.full((total, 2), -1, dtype=np.int64) for _ in range(n_columns)],
-            [[""] * counts.shape[0] for _ in range(n_columns)],
-            np.zeros(counts.shape[0], dtype=bool),
-        )
+    def empty(cls, counts: np.ndarray, r: int, n_columns: int, rows: int = -1) -> BlockTable:
+        """An unfilled table for chunks of ``counts`` rows (or of ``rows`` each, when
+        ``rows >= 0``), blocks of ``r`` rows (:func:`~zarr_vectors.kernels.shard_slots.
+        empty_block_table`: one kernel call)."""
+        first, entries, known = empty_block_table(counts, r, n_columns, rows)
+        return cls(first, list(entries), [[""] * known.shape[0] for _ in range(n_columns)], known)
 
 
 @dataclass(slots=True)

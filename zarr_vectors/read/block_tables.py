@@ -41,9 +41,8 @@ def block_table(
         assert layout is not None
         r = layout.rows_per_block
         counts = points.reader.occupied_chunks(None, None)[1]
-        if not per_vertex:
-            counts = np.full(counts.shape[0], layout.n_blocks * r, dtype=np.int64)
-        table = read_plans.BlockTable.empty(counts, r, len(names))
+        rows = -1 if per_vertex else layout.n_blocks * r  # else every chunk's most rows
+        table = read_plans.BlockTable.empty(counts, r, len(names), rows)
         points.tables[key] = table
     return table
 
