@@ -15,6 +15,7 @@ import numpy as np
 
 from zarr_vectors.errors import CorruptChunkError
 from zarr_vectors.format.names import VERTEX_COUNTS
+from zarr_vectors.kernels.cells import occupied_cells
 from zarr_vectors.store.arrays import (
     chunk_table_problem,
     nonzero_cells,
@@ -214,5 +215,4 @@ def plain_cells(
     cells = self._plain_arrays([path], [meta])[0]
     if cells is None:
         return None
-    coords = np.argwhere(cells != 0)
-    return coords, cells[tuple(coords.T)].astype(np.int64)
+    return occupied_cells(cells)
