@@ -87,9 +87,10 @@ def _learn_column(
         When a chunk's shard is missing, stores a block past its row count, or its
         index names a block at a negative offset or larger than its rows can take.
     """
-    path, layout = points.reader.paths[name], points.reader.layouts[name]
+    reader = points.reader
+    path, layout = reader.paths[name], reader.layouts[name]
     assert layout is not None
-    keys, index, slot, local = _shard_table(points.reader, path, layout, chunks[0])
+    keys, index, slot, local = _shard_table(reader, path, layout, chunks[0])
     entries = index.view(np.int64)  # a block not stored: -1
     wanted = -(-np.asarray(chunks[1], dtype=np.int64) // layout.rows_per_block)
     chunk_of, into = (slot, local, wanted), (table.first, where, table.entries[k])
@@ -98,7 +99,7 @@ def _learn_column(
         own = index[slot[bad], local[bad] * layout.n_blocks :][: layout.n_blocks]
         key, chunk = keys[int(slot[bad])], tuple(chunks[0][bad].tolist())
         _check_block_sizes(key, own, most)  # raises for a damaged entry
-        points.reader.check_stored_blocks(name, chunk, own)  # raises if its rows are known
+        reader.check_stored_blocks(name, chunk, own)  # raises if its rows are known
         wanted[bad] = layout.n_blocks  # rows not known: its later blocks are read
     column = table.keys[k]
     for p, s in zip(where.tolist(), slot.tolist(), strict=True):

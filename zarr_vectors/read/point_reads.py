@@ -242,7 +242,7 @@ class PointReads:
             usable = reader.kind != POINT_CLOUD and vertex and self.can_select(names)
             found = sum(layout.row_nbytes for layout in layouts if layout is not None)
             found = found if usable else 0
-            if None not in layouts:  # a column added later would change it
+            if all(layout is not None for layout in layouts):  # a column added later changes it
                 self.row_bytes[key] = found
         return found
 
@@ -262,9 +262,14 @@ class PointReads:
 
         It does when every column is in row blocks we decode, all of the same ``R``.
         """
-        layouts = [self.reader.layouts.get(name) for name in names]
-        sizes = {layout.rows_per_block for layout in layouts if layout is not None}
-        return None not in layouts and len(sizes) == 1
+        found = self.reader.layouts
+        sizes: set[int] = set()
+        for name in names:  # "None in layouts" would call each layout's __eq__
+            layout = found.get(name)
+            if layout is None:
+                return False
+            sizes.add(layout.rows_per_block)
+        return len(sizes) == 1
 
     def read_selected(
         self,
@@ -450,9 +455,9 @@ class PointReads:
     def _in_turns(self, names: Sequence[str], n_slots: int) -> bool:
         """Whether a read of ``n_slots`` row blocks of every column of ``names`` is large
         enough to be read in turns with the helper thread (local stores only)."""
-        r = self.reader.layouts[names[0]].rows_per_block  # type: ignore[union-attr]
-        decoded = n_slots * r * sum(layout.row_nbytes for layout in self._layouts(names))
-        return self.reader.io.is_local and decoded >= _TURNS_MIN_BYTES
+        layouts = self._layouts(names)
+        decoded = n_slots * layouts[0].rows_per_block * sum(lay.row_nbytes for lay in layouts)
+        return decoded >= _TURNS_MIN_BYTES and self.reader.io.is_local
 
     def through_cache(self, names: Sequence[str], runs: RowRuns) -> bool:
         """Whether :meth:`read_selected` of every row of ``runs`` in the vertex columns
@@ -532,8 +537,9 @@ class PointReads:
             shape = tuple(int(g) for g in self.reader.grid.shape)
             chunks = np.asarray(runs.chunks, dtype=np.int64).reshape(-1, len(shape))
             slot_flat = np.asarray(np.ravel_multi_index(tuple(chunks.T), shape))[slot_chunk]
+        paths = self.reader.paths
         return [
-            SlotBlocks(cache, self.reader.paths[name], slot_flat * layout.n_blocks + slot_block)
+            SlotBlocks(cache, paths[name], slot_flat * layout.n_blocks + slot_block)
             for layout, name in zip(self._layouts(names), names, strict=True)
         ]
 
@@ -618,8 +624,10 @@ class PointReads:
 
     def _layouts(self, names: Sequence[str]) -> list[RowLayout]:
         """The row layouts of columns ``names`` (all in row blocks: :meth:`can_select`)."""
-        layouts = [self.reader.layouts[name] for name in names]
-        assert all(layout is not None for layout in layouts)
+        found = self.reader.layouts
+        layouts = [found[name] for name in names]
+        for layout in layouts:  # "None not in layouts" would call each layout's __eq__
+            assert layout is not None
         return layouts  # type: ignore[return-value]
 
     def _rows_in(self, spare: np.ndarray, name: str, n: int) -> np.ndarray:
