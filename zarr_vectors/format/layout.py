@@ -62,10 +62,10 @@ def grid_problem(doc: dict[str, Any]) -> str | None:
     by zero. Shared by the reader and the validator.
     """
     shape = as_int_list(doc.get("shape"))
-    if shape is None or any(n < 0 for n in shape):
+    if shape is None or min(shape, default=0) < 0:
         return f"shape must be a list of integers >= 0, got {doc.get('shape')!r}"
     chunks = regular_chunk_shape(doc)
-    if chunks is None or len(chunks) != len(shape) or any(c < 1 for c in chunks):
+    if chunks is None or len(chunks) != len(shape) or min(chunks, default=1) < 1:
         return (
             f"chunk_grid must be regular with {len(shape)} chunk lengths >= 1, got "
             f"{doc.get('chunk_grid')!r}"
@@ -76,7 +76,7 @@ def grid_problem(doc: dict[str, Any]) -> str | None:
 def shard_chunks(doc: dict[str, Any], ndim: int) -> tuple[int, ...] | None:
     """``S``, spatial chunks per shard along each axis (spec §9.0.1); None if unreadable."""
     shape = regular_chunk_shape(doc)
-    if shape is None or len(shape) < ndim or any(s < 1 for s in shape[:ndim]):
+    if shape is None or len(shape) < ndim or min(shape[:ndim], default=1) < 1:
         return None
     return tuple(shape[:ndim])
 

@@ -43,17 +43,25 @@ CORE_ROOT_KEYS = frozenset(
 """Root keys modelled by :class:`RootMetadata` fields; the others go to ``extra`` (spec §3.1)."""
 
 
+def _numbers(value: Any, ndim: int) -> tuple[float, ...] | None:
+    """``value`` as floats when it is a list of ``ndim`` JSON numbers (no booleans), else
+    None (a loop, not generators: read for every open)."""
+    if not isinstance(value, list) or len(value) != ndim:
+        return None
+    for v in value:
+        if not isinstance(v, int | float) or isinstance(v, bool):
+            return None
+    return tuple(map(float, value))
+
+
 def _floats(doc: dict[str, Any], key: str, ndim: int) -> tuple[float, ...]:
     value = doc.get(key)
-    if (
-        not isinstance(value, list)
-        or len(value) != ndim
-        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-    ):
+    out = _numbers(value, ndim)
+    if out is None:
         raise MetadataError(f"{key} must be a list of {ndim} numbers, got {value!r}")
-    out = tuple(float(v) for v in value)
-    if not all(math.isfinite(v) and v > 0 for v in out):
-        raise MetadataError(f"{key} must hold {ndim} positive finite numbers, got {value!r}")
+    for v in out:
+        if not (math.isfinite(v) and v > 0):
+            raise MetadataError(f"{key} must hold {ndim} positive finite numbers, got {value!r}")
     return out
 
 
@@ -295,13 +303,10 @@ def _bounding_box(value: Any, ndim: int) -> tuple[tuple[float, ...], tuple[float
 
 
 def _plain_floats(value: Any, ndim: int, what: str) -> tuple[float, ...]:
-    if (
-        not isinstance(value, list)
-        or len(value) != ndim
-        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-    ):
+    out = _numbers(value, ndim)
+    if out is None:
         raise MetadataError(f"{what} must be a list of {ndim} numbers, got {value!r}")
-    return tuple(float(v) for v in value)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -394,7 +394,7 @@ class RowLayout:
 def _check_sharding(meta: dict[str, Any], grid_ndim: int, where: str) -> None:
     """Raise MetadataError when ``meta`` is not the sharded layout of a per-chunk array."""
     shape = as_int_list(meta.get("shape"))
-    if shape is None or any(n < 0 for n in shape):
+    if shape is None or min(shape, default=0) < 0:
         problems = [f"shape {meta.get('shape')!r} is not a list of lengths"]
     else:
         problems = sharding_problems(meta, tuple(shape), grid_ndim)
