@@ -63,8 +63,8 @@ def misplaced_row(
     """
     # Contiguous int64 and float64 arrays only: each other layout or dtype is one more
     # signature to compile (a strided run_start was one: 0.6 s per positions dtype).
-    run_row, run_len, run_start, run_chunk = (_int64(a) for a in runs)
-    table_row, starts, sizes = (_int64(a) for a in bin_table)
+    run_row, run_len, run_start, run_chunk = (as_int64(a) for a in runs)
+    table_row, starts, sizes = (as_int64(a) for a in bin_table)
     chunk_shape, bin_shape = (np.ascontiguousarray(a, dtype=np.float64) for a in grid[:2])
     positions = np.ascontiguousarray(positions)
     return int(
@@ -78,16 +78,12 @@ def misplaced_row(
             np.ascontiguousarray(cells, dtype=np.float64),
             chunk_shape,
             bin_shape,
-            _int64(grid[2]),
+            as_int64(grid[2]),
             table_row,
             starts,
             sizes,
         )
     )
-
-
-def _int64(values: npt.NDArray[Any]) -> I64:
-    return as_int64(values)
 
 
 @njit
