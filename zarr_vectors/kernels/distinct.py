@@ -11,7 +11,12 @@ import numpy.typing as npt
 
 from zarr_vectors.kernels._jit import njit
 
-__all__ = ["distinct_ascending", "distinct_prefix"]
+__all__ = ["PRESENCE_TABLE", "distinct_ascending", "distinct_prefix"]
+
+PRESENCE_TABLE = (8, 65_536)
+"""``(a, b)``: the distinct values of ``n`` are found by a table of presence when they are
+not negative and at most ``a * n + b`` (a table that size costs less than a sort), else by a
+sort; both give the same answer."""
 
 _KERNEL_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 """The dtypes :func:`distinct_ascending` hands to the kernel; others go to ``np.unique``."""
@@ -21,9 +26,9 @@ def distinct_ascending(values: np.ndarray) -> np.ndarray:
     """``np.unique(values)`` of a 1-d integer array: the distinct values, ascending, in
     the array's dtype.
 
-    A table of presence when the values are not negative and their range is small for
-    their count (at most ``8 * n + 65536``), else a sort; int32 and int64 arrays in one
-    kernel call, other dtypes by ``np.unique``.
+    A table of presence when the values are not negative and few for their count
+    (:data:`PRESENCE_TABLE`), else a sort; int32 and int64 arrays in one kernel call, other
+    dtypes by ``np.unique``.
 
     Parameters
     ----------
@@ -58,8 +63,8 @@ def _distinct(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 @njit
 def distinct_prefix(values: npt.NDArray[np.int64], n: int) -> int:
     """``np.unique(values[:n])`` written at the start of ``values`` (in place); returns
-    its length. A table of presence when the values are not negative and their range is
-    at most ``8 * n + 65536``, else a sort.
+    its length. A table of presence when the values are not negative and at most
+    :data:`PRESENCE_TABLE` allows, else a sort.
 
     Examples
     --------
@@ -74,7 +79,8 @@ def distinct_prefix(values: npt.NDArray[np.int64], n: int) -> int:
     for i in range(n):
         lo, hi = min(lo, values[i]), max(hi, values[i])
     m = 0
-    if lo >= 0 and hi <= 8 * n + 65536:
+    per_item, slack = PRESENCE_TABLE
+    if lo >= 0 and hi <= per_item * n + slack:
         present = np.zeros(hi + 1, np.bool_)
         for i in range(n):
             present[values[i]] = True
